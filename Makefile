@@ -1,0 +1,112 @@
+# Active RDMA: top-level build.
+#   make            libraries and programs into $(BUILD)/
+#   make check      unit tests, text test cases, docs freshness (prints "N passed, N failed")
+#   make check-asan the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz       libFuzzer targets (clang), each run for FUZZ_SECONDS
+#   make bench      VM benchmarks against gcc -O2 (bench/vm)
+#   make docs       regenerate docs/isa.md from isa/ops.def
+#   make install    PREFIX=/usr/local DESTDIR=
+
+CC      ?= cc
+BUILD   ?= build
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
+CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm
+ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
+LDLIBS  += -lffi -lpthread
+PREFIX  ?= /usr/local
+FUZZ_SECONDS ?= 60
+
+isa_SRC := isa/ops.c isa/segment.c isa/sha256.c isa/verify.c
+vm_SRC  := $(filter-out vm/pnrun.c, $(wildcard vm/*.c))
+asm_SRC := $(filter-out asm/pnasm.c asm/pndis.c, $(wildcard asm/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIBISA := $(BUILD)/libisa.a
+LIBVM  := $(BUILD)/libvm.a
+LIBASM := $(BUILD)/libasm.a
+LIBS   := $(LIBASM) $(LIBVM) $(LIBISA)
+
+PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
+
+.PHONY: all check check-asan check-docs fuzz bench docs install clean examples
+
+all: $(LIBS) $(PROGS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBISA): $(call obj,$(isa_SRC))
+$(LIBVM):  $(call obj,$(vm_SRC))
+$(LIBASM): $(call obj,$(asm_SRC))
+$(BUILD)/lib%.a:
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/pnasm: $(call obj,asm/pnasm.c) $(LIBS)
+$(BUILD)/pndis: $(call obj,asm/pndis.c) $(LIBS)
+$(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBS)
+$(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
+$(BUILD)/tests/progtest: $(call obj,tests/progtest.c) $(LIBS)
+$(PROGS) $(TEST_PROGS):
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(LDLIBS)
+
+# ---- docs: docs/isa.md is generated from isa/ops.def; CI fails when the committed copy is stale
+$(BUILD)/gendoc: $(call obj,isa/gendoc.c) $(LIBISA)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBISA)
+
+docs: $(BUILD)/gendoc
+	$(BUILD)/gendoc > docs/isa.md
+
+check-docs: $(BUILD)/gendoc
+	@$(BUILD)/gendoc | cmp -s - docs/isa.md || \
+	  { echo "docs/isa.md is stale: run 'make docs' and commit it"; exit 1; }
+
+# ---- tests: tests/run.sh runs every test program and prints the summed "N passed, N failed"
+check: all $(TEST_PROGS) check-docs
+	BUILD=$(BUILD) sh tests/run.sh
+
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+check-asan:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" check
+
+# ---- fuzz: libFuzzer targets, one per untrusted input
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+fuzz-build:
+	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" $(LIBS:$(BUILD)/%=build-fuzz/%)
+	$(MAKE) BUILD=build-fuzz CC=clang $(FUZZ_TARGETS)
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \
+	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $$c || exit 1; done
+
+# ---- benchmarks
+bench: all
+	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD))
+
+examples: all
+	BUILD=$(BUILD) sh examples/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/activerdma
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib
+	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h \
+	  $(DESTDIR)$(PREFIX)/include/activerdma
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

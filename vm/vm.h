@@ -1,0 +1,110 @@
+/* vm.h: load, verify and run Active RDMA code segments against bound memory regions.
+ *
+ * A struct vm holds what a host exports: named regions (base, length, access) and named host
+ * hooks (C functions with a signature, called through libffi).  vm_load decodes a segment,
+ * links its imports against those bindings, verifies every function and prepares it for the
+ * interpreter.  A loaded struct vm_prog is immutable: any number of threads may vm_run it at
+ * once, each run keeping its own state.  Bindings must not change while programs loaded from
+ * the vm exist (programs keep the region bases they were linked with).
+ *
+ * Errors: functions return 0 or a negative VM_E* code; detail goes to the caller's buffer.
+ */
+#ifndef VM_H
+#define VM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa.h"
+
+enum vm_err {
+#define ERR(name, value, msg) VM_E##name = value,
+#include "err.def"
+#undef ERR
+	VM_ECOUNT
+};
+const char *vm_strerror(int err);   /* accepts err or -err */
+
+struct vm;
+struct vm_prog;
+
+struct vm *vm_new(void);
+void vm_free(struct vm *vm);
+
+/* Export a region to segments that import it by name.  access is ISA_ACC_RO or ISA_ACC_RW;
+ * a segment importing rw may only link against an rw region.  base must stay valid while
+ * programs linked against it exist. */
+int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, unsigned access);
+
+/* A host hook is a C function whose first parameter is struct vm_hook_ctx *, followed by the
+ * arguments its signature declares (isa.h: "ll:l" is int64_t f(struct vm_hook_ctx *, int64_t,
+ * int64_t)).  Segments import hooks by name and signature; a mismatch is a link error. */
+struct vm_hook_ctx;
+int vm_bind_hook(struct vm *vm, const char *name, void *fn, const char *sig, void *user);
+
+/* For use inside a hook: the user pointer given to vm_bind_hook; the run's opaque pointer
+ * (vm_run_opts.user); a bounds-checked view of [off, off+len) of a region of the running
+ * segment (region index as in isa.h, NULL if out of bounds, or if write is asked of a
+ * read-only region); and failing the hook, which ends the run with trap kind 'hook' and the
+ * message. */
+void *vm_hook_user(struct vm_hook_ctx *ctx);
+void *vm_hook_run_user(struct vm_hook_ctx *ctx);
+void *vm_hook_mem(struct vm_hook_ctx *ctx, unsigned region, uint64_t off, uint64_t len, int write);
+void vm_hook_fail(struct vm_hook_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Decode, link and verify a segment.  On success *out is a program (vm_prog_free).  On failure
+ * returns -VM_EMALFORMED, -VM_ELINK, -VM_EVERIFY or -VM_ENOMEM with a message in err, e.g.
+ * "verify: function main at pc 12 (add): stack underflow (depth 1, needs 2)". */
+int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, char *err,
+            size_t errlen);
+void vm_prog_free(struct vm_prog *prog);
+
+/* The decoded segment behind a program (read-only) and its id (SHA-256 of its bytes). */
+const struct isa_seg *vm_prog_seg(const struct vm_prog *prog);
+const uint8_t *vm_prog_id(const struct vm_prog *prog);
+
+/* Find an exported entry by name: returns its function index (>= 0) and its argument count
+ * in *n_args, or -VM_ENOENTRY. */
+int vm_prog_entry(const struct vm_prog *prog, const char *name, unsigned *n_args);
+
+struct vm_run_opts {
+	const void *args;          /* argument bytes, region 'args' (read-only); may be NULL */
+	uint64_t args_len;
+	void *out;                 /* output buffer, region 'out'; may be NULL if out_cap is 0 */
+	uint64_t out_cap;          /* output limit in bytes: appending beyond traps 'output_full' */
+	uint64_t fuel;             /* budget of backward jumps and calls; 0 means VM_DEFAULT_FUEL */
+	void *user;                /* handed to hooks (vm_hook_run_user) */
+};
+#define VM_DEFAULT_FUEL   100000000ull
+#define VM_MAX_CALL_DEPTH 256
+#define VM_HOOK_MSG_LEN   200
+
+struct vm_trap {
+	int kind;                  /* enum isa_trap; ISA_TRAP_NONE when the run returned */
+	uint32_t code;             /* user trap code (trap instruction) */
+	uint32_t func;             /* function index and bytecode offset of the trapping insn */
+	uint32_t pc;
+	uint32_t line;             /* source line from the segment's line table, 0 if unknown */
+	char msg[VM_HOOK_MSG_LEN]; /* hook failure message, or empty */
+};
+
+struct vm_result {
+	int64_t value;             /* what the entry returned (when trap.kind is NONE) */
+	uint64_t out_len;          /* bytes written to opts.out */
+	uint64_t fuel_used;
+	struct vm_trap trap;
+};
+
+/* Run function `entry` (from vm_prog_entry, or any function index) with n_args arguments.
+ * Returns 0 when the entry returned, -VM_ETRAP when a trap stopped it (res->trap says which,
+ * res->out_len what was written before), -VM_EARGS / -VM_EINVAL for bad parameters.
+ * Never touches memory outside the bound regions, args and out. Thread-safe per prog. */
+int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsigned n_args,
+           const struct vm_run_opts *opts, struct vm_result *res);
+
+/* Format a trap as one line: "trap bounds (memory access out of bounds) in main at pc 12,
+ * line 7".  Returns buf. */
+char *vm_trap_str(const struct vm_prog *prog, const struct vm_trap *trap, char *buf, size_t len);
+
+#endif
