@@ -1,0 +1,397 @@
+/* interp.c: the threaded interpreter over translated slot code (see translate.c, xops.def).
+ *
+ * Each handler ends by jumping straight to the next one (computed goto; a plain switch when
+ * VM_SWITCH_DISPATCH is defined).  The verifier proved stack depths, indices and branch
+ * targets, so handlers check only what depends on run-time values: memory bounds, division,
+ * fuel (on backward branches and calls, which bounds every loop), the output limit and the
+ * call depth.  A trap records (kind, function, bytecode pc) and returns; it never unwinds
+ * across the API.
+ */
+#include <string.h>
+
+#include "vm_int.h"
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define VM_RUN_SLOTS 8192          /* 64 KiB of frames per run, on the caller's stack */
+
+struct frame {
+	const struct xinsn *ret;
+	uint64_t *fp;
+	const struct xfunc *fn;
+};
+
+/* In bounds: [off, off + n) inside a region of length len, without overflow. */
+static inline int in_bounds(uint64_t off, uint64_t n, uint64_t len)
+{
+	return off <= len && n <= len - off;
+}
+
+/* A store of n bytes at off in the output: its length becomes at least off + n, and bytes
+ * between the old length and off read as zero.  The caller checked off + n <= out_cap. */
+static inline void out_extend(struct mref *R, uint64_t off, uint64_t n)
+{
+	struct mref *o = &R[ISA_R_OUT];
+	if (off + n <= o->len)
+		return;
+	if (off > o->len)
+		memset(o->base + o->len, 0, off - o->len);
+	o->len = off + n;
+}
+
+#ifdef VM_SWITCH_DISPATCH
+#define CASE(n)     case X_##n:
+#define DISPATCH()  continue
+#define NEXT()      do { ip++; continue; } while (0)
+#define JUMP(x)     do { ip = (x); continue; } while (0)
+#else
+#define CASE(n)     do_##n:
+#define DISPATCH()  goto *ip->h
+#define NEXT()      do { ip++; goto *ip->h; } while (0)
+#define JUMP(x)     do { ip = (x); goto *ip->h; } while (0)
+#endif
+
+#define TRAP_AT(k)  do { trap_kind = (k); goto trap; } while (0)
+
+static const void *const *labels_out;
+
+static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
+{
+#ifndef VM_SWITCH_DISPATCH
+	static const void *const labels[X_COUNT] = {
+#define XBIN(n, e) [X_##n##_RR] = &&do_##n##_RR, [X_##n##_RI] = &&do_##n##_RI,
+#define XUN(n, e) [X_##n] = &&do_##n,
+#define XCC(n, e) [X_J##n##_RR] = &&do_J##n##_RR, [X_J##n##_RI] = &&do_J##n##_RI, \
+                  [X_J##n##_RRB] = &&do_J##n##_RRB, [X_J##n##_RIB] = &&do_J##n##_RIB,
+#define XLD(n, w, t) [X_##n] = &&do_##n,
+#define XST(n, w, t) [X_##n] = &&do_##n, [X_##n##_OUT] = &&do_##n##_OUT,
+#define X(n) [X_##n] = &&do_##n,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	};
+	if (!run) {
+		labels_out = labels;
+		return 0;
+	}
+#else
+	if (!run)
+		return 0;
+#endif
+	const struct vm_prog *prog = run->prog;
+	struct mref *R = run->R;
+	uint64_t fuel = run->fuel;
+	uint64_t slots[VM_RUN_SLOTS];
+	uint64_t *const slots_end = slots + VM_RUN_SLOTS;
+	struct frame frames[VM_MAX_CALL_DEPTH];
+	unsigned depth = 0;
+	int trap_kind = ISA_TRAP_NONE;
+
+	const struct xfunc *fn = &prog->funcs[entry];
+	uint64_t *fp = slots;
+	const struct xinsn *ip = fn->code;
+	if (fn->n_slots > VM_RUN_SLOTS) {
+		run->trap->func = entry;
+		run->trap->pc = 0;
+		run->trap->kind = ISA_TRAP_STACK;
+		return -VM_ETRAP;
+	}
+	for (unsigned i = 0; i < fn->n_args; i++)
+		fp[i] = (uint64_t)argv[i];
+	for (unsigned i = fn->n_args; i < fn->n_locals; i++)
+		fp[i] = 0;
+
+#ifdef VM_SWITCH_DISPATCH
+	for (;;) switch ((enum xop)ip->op) {
+#else
+	DISPATCH();
+	{
+#endif
+
+#define XBIN(n, e) \
+	CASE(n##_RR) { uint64_t x = fp[ip->b], y = fp[ip->c]; fp[ip->a] = (e); NEXT(); } \
+	CASE(n##_RI) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); }
+#define XUN(n, e) \
+	CASE(n) { uint64_t x = fp[ip->b]; fp[ip->a] = (e); NEXT(); }
+#define SPEND_FUEL() do { if (unlikely(fuel == 0)) TRAP_AT(ISA_TRAP_FUEL); fuel--; } while (0)
+#define XCC(n, e) \
+	CASE(J##n##_RR) { uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(J##n##_RI) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(J##n##_RRB) { uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+	CASE(J##n##_RIB) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+#define XLD(n, w, t) \
+	CASE(n) { uint64_t off = fp[ip->b] + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
+		if (unlikely(!in_bounds(off, w, m->len))) TRAP_AT(ISA_TRAP_BOUNDS); \
+		t v; memcpy(&v, m->base + off, w); fp[ip->a] = (uint64_t)(int64_t)v; NEXT(); }
+#define XST(n, w, t) \
+	CASE(n) { uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c]; \
+		if (unlikely(!in_bounds(off, w, m->len))) TRAP_AT(ISA_TRAP_BOUNDS); \
+		t v = (t)fp[ip->b]; memcpy(m->base + off, &v, w); NEXT(); } \
+	CASE(n##_OUT) { uint64_t off = fp[ip->a]; \
+		if (unlikely(!in_bounds(off, w, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL); \
+		out_extend(R, off, w); \
+		t v = (t)fp[ip->b]; memcpy(R[ISA_R_OUT].base + off, &v, w); NEXT(); }
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+
+	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
+	CASE(MOVI) { fp[ip->a] = (uint64_t)ip->imm; NEXT(); }
+
+	CASE(DIVS_RR) {
+		int64_t x = (int64_t)fp[ip->b], y = (int64_t)fp[ip->c];
+		if (unlikely(y == 0)) TRAP_AT(ISA_TRAP_DIV_ZERO);
+		if (unlikely(y == -1)) {
+			if (x == INT64_MIN) TRAP_AT(ISA_TRAP_DIV_OVERFLOW);
+			fp[ip->a] = 0 - (uint64_t)x;
+			NEXT();
+		}
+		fp[ip->a] = (uint64_t)(x / y);
+		NEXT();
+	}
+	CASE(REMS_RR) {
+		int64_t x = (int64_t)fp[ip->b], y = (int64_t)fp[ip->c];
+		if (unlikely(y == 0)) TRAP_AT(ISA_TRAP_DIV_ZERO);
+		fp[ip->a] = y == -1 ? 0 : (uint64_t)(x % y);
+		NEXT();
+	}
+	CASE(DIVU_RR) {
+		uint64_t y = fp[ip->c];
+		if (unlikely(y == 0)) TRAP_AT(ISA_TRAP_DIV_ZERO);
+		fp[ip->a] = fp[ip->b] / y;
+		NEXT();
+	}
+	CASE(REMU_RR) {
+		uint64_t y = fp[ip->c];
+		if (unlikely(y == 0)) TRAP_AT(ISA_TRAP_DIV_ZERO);
+		fp[ip->a] = fp[ip->b] % y;
+		NEXT();
+	}
+	/* The translator emits _RI only for divisors that cannot trap (not 0, not -1). */
+	CASE(DIVS_RI) { fp[ip->a] = (uint64_t)((int64_t)fp[ip->b] / ip->imm); NEXT(); }
+	CASE(REMS_RI) { fp[ip->a] = (uint64_t)((int64_t)fp[ip->b] % ip->imm); NEXT(); }
+	CASE(DIVU_RI) { fp[ip->a] = fp[ip->b] / (uint64_t)ip->imm; NEXT(); }
+	CASE(REMU_RI) { fp[ip->a] = fp[ip->b] % (uint64_t)ip->imm; NEXT(); }
+
+	CASE(SELECT) { fp[ip->a] = fp[ip->c] ? fp[ip->imm] : fp[ip->b]; NEXT(); }
+	CASE(XSWAP) { uint64_t v = fp[ip->a]; fp[ip->a] = fp[ip->b]; fp[ip->b] = v; NEXT(); }
+	CASE(XROT) {
+		uint64_t v = fp[ip->a];
+		fp[ip->a] = fp[ip->a + 1]; fp[ip->a + 1] = fp[ip->a + 2]; fp[ip->a + 2] = v;
+		NEXT();
+	}
+
+	CASE(JMP)  { JUMP(ip + ip->d); }
+	CASE(JMPB) { SPEND_FUEL(); JUMP(ip + ip->d); }
+	CASE(JZ)   { if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(JNZ)  { if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(JZB)  { if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+	CASE(JNZB) { if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+	CASE(LD8U_JEQ_I) {
+		uint64_t off = fp[ip->b]; const struct mref *m = &R[ip->c];
+		if (unlikely(off >= m->len)) TRAP_AT(ISA_TRAP_BOUNDS);
+		if (m->base[off] == (uint64_t)ip->imm) { JUMP(ip + ip->d); }
+		NEXT();
+	}
+	CASE(LD8U_JNE_I) {
+		uint64_t off = fp[ip->b]; const struct mref *m = &R[ip->c];
+		if (unlikely(off >= m->len)) TRAP_AT(ISA_TRAP_BOUNDS);
+		if (m->base[off] != (uint64_t)ip->imm) { JUMP(ip + ip->d); }
+		NEXT();
+	}
+
+	CASE(RLEN)     { fp[ip->a] = R[ip->c].len; NEXT(); }
+	CASE(RLEN_OUT) { fp[ip->a] = R[ISA_R_OUT].len; NEXT(); }
+
+	CASE(CAS) {
+		uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c];
+		if (unlikely(!in_bounds(off, 8, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
+		if (unlikely((uintptr_t)(m->base + off) & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);
+		uint64_t expect = fp[ip->a + 1];
+		__atomic_compare_exchange_n((uint64_t *)(void *)(m->base + off), &expect,
+		                            fp[ip->a + 2], 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		fp[ip->a] = expect;            /* the old value either way */
+		NEXT();
+	}
+	CASE(FADD) {
+		uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c];
+		if (unlikely(!in_bounds(off, 8, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
+		if (unlikely((uintptr_t)(m->base + off) & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);
+		fp[ip->a] = __atomic_fetch_add((uint64_t *)(void *)(m->base + off), fp[ip->a + 1],
+		                               __ATOMIC_SEQ_CST);
+		NEXT();
+	}
+
+	/* Bulk operations: operands in fp[a], fp[a+1], ...; regions in c (first) and b (second). */
+	CASE(COPY) {
+		uint64_t doff = fp[ip->a], soff = fp[ip->a + 1], n = fp[ip->a + 2];
+		const struct mref *s = &R[ip->b];
+		if (unlikely(!in_bounds(soff, n, s->len))) TRAP_AT(ISA_TRAP_BOUNDS);
+		if (ip->c == ISA_R_OUT) {
+			if (unlikely(!in_bounds(doff, n, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
+			out_extend(R, doff, n);
+		} else if (unlikely(!in_bounds(doff, n, R[ip->c].len))) {
+			TRAP_AT(ISA_TRAP_BOUNDS);
+		}
+		if (n)
+			memmove(R[ip->c].base + doff, s->base + soff, n);
+		NEXT();
+	}
+	CASE(FILL) {
+		uint64_t off = fp[ip->a], n = fp[ip->a + 1];
+		if (ip->c == ISA_R_OUT) {
+			if (unlikely(!in_bounds(off, n, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
+			out_extend(R, off, n);
+		} else if (unlikely(!in_bounds(off, n, R[ip->c].len))) {
+			TRAP_AT(ISA_TRAP_BOUNDS);
+		}
+		if (n)
+			memset(R[ip->c].base + off, (int)(uint8_t)fp[ip->a + 2], n);
+		NEXT();
+	}
+	CASE(CMP) {
+		uint64_t o1 = fp[ip->a], o2 = fp[ip->a + 1], n = fp[ip->a + 2];
+		const struct mref *m1 = &R[ip->c], *m2 = &R[ip->b];
+		if (unlikely(!in_bounds(o1, n, m1->len) || !in_bounds(o2, n, m2->len)))
+			TRAP_AT(ISA_TRAP_BOUNDS);
+		int c = n ? memcmp(m1->base + o1, m2->base + o2, n) : 0;
+		fp[ip->a] = (uint64_t)(int64_t)((c > 0) - (c < 0));
+		NEXT();
+	}
+	CASE(FINDB) {
+		uint64_t off = fp[ip->a], n = fp[ip->a + 1];
+		const struct mref *m = &R[ip->c];
+		if (unlikely(!in_bounds(off, n, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
+		const uint8_t *p = n ? memchr(m->base + off, (int)(uint8_t)fp[ip->a + 2], n) : NULL;
+		fp[ip->a] = p ? (uint64_t)(p - m->base) : UINT64_MAX;
+		NEXT();
+	}
+	CASE(FINDS) {
+		uint64_t off = fp[ip->a], n = fp[ip->a + 1], noff = fp[ip->a + 2], nn = fp[ip->a + 3];
+		const struct mref *h = &R[ip->c], *nd = &R[ip->b];
+		if (unlikely(!in_bounds(off, n, h->len) || !in_bounds(noff, nn, nd->len)))
+			TRAP_AT(ISA_TRAP_BOUNDS);
+		if (nn == 0) {
+			fp[ip->a] = off;
+		} else {
+			const uint8_t *p = n ? memmem(h->base + off, n, nd->base + noff, nn) : NULL;
+			fp[ip->a] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
+		}
+		NEXT();
+	}
+	CASE(OUTPUT) {
+		uint64_t off = fp[ip->a], n = fp[ip->a + 1];
+		const struct mref *m = &R[ip->c];
+		if (unlikely(!in_bounds(off, n, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
+		uint64_t at = R[ISA_R_OUT].len;
+		if (unlikely(!in_bounds(at, n, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
+		if (n)                         /* a source inside out lies below `at`: no overlap */
+			memcpy(R[ISA_R_OUT].base + at, m->base + off, n);
+		R[ISA_R_OUT].len = at + n;
+		NEXT();
+	}
+	CASE(OUTB) {
+		uint64_t at = R[ISA_R_OUT].len;
+		if (unlikely(at >= run->out_cap)) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
+		R[ISA_R_OUT].base[at] = (uint8_t)fp[ip->a];
+		R[ISA_R_OUT].len = at + 1;
+		NEXT();
+	}
+	CASE(OUTQ) {
+		uint64_t at = R[ISA_R_OUT].len, v = fp[ip->a];
+		if (unlikely(!in_bounds(at, 8, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
+		for (int i = 0; i < 8; i++)
+			R[ISA_R_OUT].base[at + i] = (uint8_t)(v >> (8 * i));
+		R[ISA_R_OUT].len = at + 8;
+		NEXT();
+	}
+
+	CASE(CALL) {
+		SPEND_FUEL();
+		const struct xfunc *callee = &prog->funcs[ip->imm];
+		uint64_t *nfp = fp + ip->a;
+		if (unlikely(depth == VM_MAX_CALL_DEPTH || callee->n_slots > (size_t)(slots_end - nfp)))
+			TRAP_AT(ISA_TRAP_STACK);
+		for (unsigned i = callee->n_args; i < callee->n_locals; i++)
+			nfp[i] = 0;
+		frames[depth++] = (struct frame){ ip, fp, fn };
+		fp = nfp;
+		fn = callee;
+		JUMP(callee->code);
+	}
+	CASE(HCALL) {
+		run->fuel = fuel;
+		if (unlikely(vm_hook_call(run, prog->hooks[ip->imm], (int64_t *)&fp[ip->a]) != 0))
+			TRAP_AT(ISA_TRAP_HOOK);
+		NEXT();
+	}
+	CASE(RET) {
+		uint64_t v = fp[ip->b];
+		if (depth == 0) {
+			*result = (int64_t)v;
+			goto done;
+		}
+		fp[0] = v;                     /* the callee's frame starts where the result goes */
+		struct frame *f = &frames[--depth];
+		fp = f->fp;
+		fn = f->fn;
+		JUMP(f->ret + 1);
+	}
+	CASE(RETI) {
+		uint64_t v = (uint64_t)ip->imm;
+		if (depth == 0) {
+			*result = (int64_t)v;
+			goto done;
+		}
+		fp[0] = v;
+		struct frame *f = &frames[--depth];
+		fp = f->fp;
+		fn = f->fn;
+		JUMP(f->ret + 1);
+	}
+	CASE(TRAP) {
+		run->trap->code = (uint32_t)ip->imm;
+		TRAP_AT(ISA_TRAP_USER);
+	}
+#ifdef VM_SWITCH_DISPATCH
+	case X_COUNT: break;
+	}
+#else
+	}
+#endif
+
+trap:
+	run->trap->kind = trap_kind;
+	run->trap->func = (uint32_t)(fn - prog->funcs);
+	run->trap->pc = fn->pcs[ip - fn->code];
+	run->fuel = fuel;
+	return -VM_ETRAP;
+done:
+	run->fuel = fuel;
+	return 0;
+}
+
+const void *const *vm_interp_labels(void)
+{
+	interp(NULL, 0, NULL, NULL);
+	return labels_out;
+}
+
+int vm_interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
+{
+	return interp(run, entry, argv, result);
+}

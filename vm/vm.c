@@ -1,0 +1,257 @@
+/* vm.c: the VM's public API: bindings, loading (decode, link, verify, translate) and runs.
+ *
+ * Loading order matters for the messages a client sees: framing errors first (isa/segment.c),
+ * then linking (a missing region or a hook with another signature names the import), then
+ * verification and translation of each function.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm_int.h"
+
+static const char *const err_msgs[] = {
+#define ERR(name, value, msg) [value] = msg,
+#include "err.def"
+#undef ERR
+};
+
+const char *vm_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err >= VM_ECOUNT || !err_msgs[err])
+		return "unknown error";
+	return err_msgs[err];
+}
+
+struct vm *vm_new(void)
+{
+	return calloc(1, sizeof(struct vm));
+}
+
+void vm_free(struct vm *vm)
+{
+	if (!vm)
+		return;
+	for (uint32_t i = 0; i < vm->n_regions; i++)
+		free(vm->regions[i].name);
+	for (uint32_t i = 0; i < vm->n_hooks; i++) {
+		free(vm->hooks[i]->name);
+		free(vm->hooks[i]);
+	}
+	free(vm->regions);
+	free(vm->hooks);
+	free(vm);
+}
+
+static int reserved_region(const char *name)
+{
+	return !strcmp(name, "args") || !strcmp(name, "out") || !strcmp(name, "const");
+}
+
+int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, unsigned access)
+{
+	if (!name || isa_name_check(name, strlen(name)) != 0 || reserved_region(name) ||
+	    (access != ISA_ACC_RO && access != ISA_ACC_RW) || (!base && len))
+		return -VM_EINVAL;
+	for (uint32_t i = 0; i < vm->n_regions; i++)
+		if (!strcmp(vm->regions[i].name, name))
+			return -VM_EEXISTS;
+	struct region_bind *r = realloc(vm->regions, (vm->n_regions + 1) * sizeof *r);
+	if (!r)
+		return -VM_ENOMEM;
+	vm->regions = r;
+	char *copy = strdup(name);
+	if (!copy)
+		return -VM_ENOMEM;
+	r[vm->n_regions++] = (struct region_bind){ copy, base, len, access };
+	return 0;
+}
+
+int vm_bind_hook(struct vm *vm, const char *name, void *fn, const char *sig, void *user)
+{
+	char err[128];
+	if (!name || isa_name_check(name, strlen(name)) != 0 || !fn)
+		return -VM_EINVAL;
+	if (!sig || isa_sig_check(sig) < 0)
+		return -VM_EHOOKSIG;
+	for (uint32_t i = 0; i < vm->n_hooks; i++)
+		if (!strcmp(vm->hooks[i]->name, name))
+			return -VM_EEXISTS;
+	struct hook_bind **hs = realloc(vm->hooks, (vm->n_hooks + 1) * sizeof *hs);
+	if (!hs)
+		return -VM_ENOMEM;
+	vm->hooks = hs;
+	struct hook_bind *h = calloc(1, sizeof *h);
+	if (!h || !(h->name = strdup(name))) {
+		free(h);
+		return -VM_ENOMEM;
+	}
+	snprintf(h->sig, sizeof h->sig, "%s", sig);
+	h->fn = fn;
+	h->user = user;
+	int rc = vm_hook_prepare(h, err, sizeof err);
+	if (rc != 0) {
+		free(h->name);
+		free(h);
+		return rc;
+	}
+	hs[vm->n_hooks++] = h;
+	return 0;
+}
+
+static int link_imports(struct vm *vm, struct vm_prog *p, char *err, size_t errlen)
+{
+	const struct isa_seg *s = p->seg;
+	p->n_mrefs = ISA_R_FIRST_IMPORT + s->n_regions;
+	p->mrefs = calloc(p->n_mrefs, sizeof *p->mrefs);
+	p->hooks = calloc(s->n_hooks ? s->n_hooks : 1, sizeof *p->hooks);
+	if (!p->mrefs || !p->hooks) {
+		snprintf(err, errlen, "out of memory");
+		return -VM_ENOMEM;
+	}
+	for (uint32_t i = 0; i < s->n_regions; i++) {
+		const struct isa_region_import *imp = &s->regions[i];
+		const struct region_bind *b = NULL;
+		for (uint32_t j = 0; j < vm->n_regions && !b; j++)
+			if (!strcmp(vm->regions[j].name, imp->name))
+				b = &vm->regions[j];
+		if (!b) {
+			snprintf(err, errlen, "link: region '%s' is not exported here", imp->name);
+			return -VM_ELINK;
+		}
+		if ((imp->access & ISA_ACC_WRITE) && !(b->access & ISA_ACC_WRITE)) {
+			snprintf(err, errlen, "link: region '%s' is exported read-only, the segment "
+			         "imports it rw", imp->name);
+			return -VM_ELINK;
+		}
+		p->mrefs[ISA_R_FIRST_IMPORT + i] = (struct mref){ b->base, b->len };
+	}
+	for (uint32_t i = 0; i < s->n_hooks; i++) {
+		const struct isa_hook_import *imp = &s->hooks[i];
+		const struct hook_bind *b = NULL;
+		for (uint32_t j = 0; j < vm->n_hooks && !b; j++)
+			if (!strcmp(vm->hooks[j]->name, imp->name))
+				b = vm->hooks[j];
+		if (!b) {
+			snprintf(err, errlen, "link: hook '%s' is not provided here", imp->name);
+			return -VM_ELINK;
+		}
+		if (strcmp(b->sig, imp->sig) != 0) {
+			snprintf(err, errlen, "link: hook '%s' has signature '%s' here, the segment "
+			         "expects '%s'", imp->name, b->sig, imp->sig);
+			return -VM_ELINK;
+		}
+		p->hooks[i] = b;
+	}
+	return 0;
+}
+
+int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, char *err,
+            size_t errlen)
+{
+	*out = NULL;
+	struct vm_prog *p = calloc(1, sizeof *p);
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -VM_ENOMEM;
+	}
+	int rc;
+	if (isa_seg_decode(seg, len, &p->seg, err, errlen) != 0) {
+		rc = -VM_EMALFORMED;
+		goto fail;
+	}
+	isa_seg_id(seg, len, p->id);
+	rc = link_imports(vm, p, err, errlen);
+	if (rc == 0)
+		rc = vm_translate(p, err, errlen);
+	if (rc != 0)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	vm_prog_free(p);
+	return rc;
+}
+
+void vm_prog_free(struct vm_prog *p)
+{
+	if (!p)
+		return;
+	if (p->funcs)
+		for (uint32_t i = 0; i < p->seg->n_funcs; i++)
+			vm_xfunc_free(&p->funcs[i]);
+	free(p->funcs);
+	free(p->mrefs);
+	free(p->hooks);
+	isa_seg_free(p->seg);
+	free(p);
+}
+
+const struct isa_seg *vm_prog_seg(const struct vm_prog *p) { return p->seg; }
+const uint8_t *vm_prog_id(const struct vm_prog *p) { return p->id; }
+
+int vm_prog_entry(const struct vm_prog *p, const char *name, unsigned *n_args)
+{
+	for (uint32_t i = 0; i < p->seg->n_exports; i++) {
+		if (!strcmp(p->seg->exports[i].name, name)) {
+			unsigned f = p->seg->exports[i].func;
+			if (n_args)
+				*n_args = p->seg->funcs[f].n_args;
+			return (int)f;
+		}
+	}
+	return -VM_ENOENTRY;
+}
+
+int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsigned n_args,
+           const struct vm_run_opts *opts, struct vm_result *res)
+{
+	static const struct vm_run_opts no_opts;
+	if (!opts)
+		opts = &no_opts;
+	memset(res, 0, sizeof *res);
+	if (entry >= prog->seg->n_funcs || (opts->out_cap && !opts->out) ||
+	    (opts->args_len && !opts->args))
+		return -VM_EINVAL;
+	if (n_args != prog->funcs[entry].n_args || (n_args && !argv))
+		return -VM_EARGS;
+
+	/* The region table of this run: imports as linked, plus args, out and const. */
+	struct mref R[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS];
+	memcpy(R, prog->mrefs, prog->n_mrefs * sizeof *R);
+	R[ISA_R_ARGS] = (struct mref){ (uint8_t *)(uintptr_t)opts->args, opts->args_len };
+	R[ISA_R_OUT] = (struct mref){ opts->out, 0 };
+	R[ISA_R_CONST] = (struct mref){ prog->seg->consts, prog->seg->const_len };
+
+	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
+	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = fuel,
+	                   .user = opts->user, .trap = &res->trap };
+	int rc = vm_interp(&run, entry, argv, &res->value);
+	res->out_len = R[ISA_R_OUT].len;
+	res->fuel_used = fuel - run.fuel;
+	if (rc == -VM_ETRAP)
+		res->trap.line = isa_seg_line(prog->seg, res->trap.func, res->trap.pc);
+	return rc;
+}
+
+char *vm_trap_str(const struct vm_prog *prog, const struct vm_trap *t, char *buf, size_t len)
+{
+	const char *fname = prog && t->func < prog->seg->n_funcs ? prog->seg->funcs[t->func].name : "?";
+	int n = snprintf(buf, len, "trap %s (%s", isa_trap_name(t->kind), isa_trap_desc(t->kind));
+	if (t->kind == ISA_TRAP_USER && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " %u", t->code);
+	if (t->msg[0] && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, ": %s", t->msg);
+	if (n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, ") in %s at pc %u", fname, t->pc);
+	if (t->line && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ", line %u", t->line);
+	/* trap names are printed lower case, as the assembler and docs spell them */
+	for (char *p = buf + 5; *p && *p != ' '; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return buf;
+}

@@ -1,0 +1,114 @@
+/* vm_int.h: private structures shared by the files of vm/ (never included outside vm/). */
+#ifndef VM_INT_H
+#define VM_INT_H
+
+#include <ffi.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "vm.h"
+
+enum xop {
+#define XBIN(n, e) X_##n##_RR, X_##n##_RI,
+#define XUN(n, e) X_##n,
+#define XCC(n, e) X_J##n##_RR, X_J##n##_RI, X_J##n##_RRB, X_J##n##_RIB,
+#define XLD(n, w, t) X_##n,
+#define XST(n, w, t) X_##n, X_##n##_OUT,
+#define X(n) X_##n,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	X_COUNT
+};
+
+/* One translated instruction: 32 bytes, handler address first. */
+struct xinsn {
+	union {
+		const void *h;         /* computed-goto label (after threading) */
+		uintptr_t op;          /* enum xop (before threading, and in switch builds) */
+	};
+	int32_t a, b, c, d;
+	int64_t imm;
+};
+_Static_assert(sizeof(struct xinsn) == 32, "xinsn layout");
+
+struct xfunc {
+	struct xinsn *code;
+	uint32_t *pcs;                 /* bytecode pc of each xinsn, for trap locations */
+	uint32_t n_code;
+	uint32_t n_slots;              /* locals + operand stack */
+	uint8_t n_args, n_locals;
+};
+
+/* A region as a run sees it. */
+struct mref {
+	uint8_t *base;
+	uint64_t len;
+};
+
+struct region_bind {
+	char *name;
+	uint8_t *base;
+	uint64_t len;
+	unsigned access;
+};
+
+struct hook_bind {
+	char *name;
+	char sig[ISA_MAX_SIG + 1];
+	void *fn;
+	void *user;
+	unsigned n_args;
+	ffi_cif cif;
+	ffi_type *arg_types[ISA_MAX_HOOK_ARGS + 1];
+};
+
+struct vm {
+	struct region_bind *regions;
+	uint32_t n_regions;
+	struct hook_bind **hooks;      /* pointers: programs keep them, so they must not move */
+	uint32_t n_hooks;
+};
+
+struct vm_prog {
+	struct isa_seg *seg;
+	uint8_t id[ISA_ID_LEN];
+	uint32_t n_mrefs;              /* ISA_R_FIRST_IMPORT + imports */
+	struct mref *mrefs;            /* imports linked; args/out/const slots filled per run */
+	const struct hook_bind **hooks;
+	struct xfunc *funcs;
+};
+
+/* The state of one run; lives on vm_run's stack. */
+struct run {
+	const struct vm_prog *prog;
+	struct mref *R;                /* region table, indexed like the bytecode */
+	uint64_t out_cap;
+	uint64_t fuel;
+	void *user;
+	struct vm_trap *trap;
+	int hook_failed;
+};
+
+struct vm_hook_ctx {
+	struct run *run;
+	const struct hook_bind *hook;
+};
+
+/* translate.c */
+int vm_translate(struct vm_prog *prog, char *err, size_t errlen);
+void vm_xfunc_free(struct xfunc *f);
+
+/* interp.c: with run == NULL returns the handler table (for threading), else runs. */
+const void *const *vm_interp_labels(void);
+int vm_interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result);
+
+/* hooks.c */
+int vm_hook_prepare(struct hook_bind *h, char *err, size_t errlen);
+int vm_hook_call(struct run *run, const struct hook_bind *h, int64_t *args);
+
+#endif
