@@ -1,0 +1,151 @@
+/* pnasm.c: command-line assembler, .pna text -> .pno code segment.
+ *
+ *     pnasm [-o out.pno] file.pna      ("-" reads stdin; default output: file.pno)
+ *
+ * A thin main around asm_assemble (asm/parse.c): diagnostics go to stderr, exit 1 on error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asm.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pnasm [-o out.pno] file.pna\n"
+	           "  Assemble a .pna source file into a code segment.\n"
+	           "  -o FILE   output file (default: the input name with .pno; required for stdin)\n"
+	           "  -         read the source from stdin\n"
+	           "  --help    show this help\n");
+}
+
+/* Read a whole stream; returns 0 and a malloc'd buffer, or -1 with errno set. */
+static int read_all(FILE *f, char **out, size_t *out_len)
+{
+	size_t len = 0, cap = 65536;
+	char *buf = malloc(cap);
+	if (!buf)
+		return -1;
+	for (;;) {
+		if (len == cap) {
+			char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+			if (!nb) {
+				free(buf);
+				errno = ENOMEM;
+				return -1;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0) {
+			if (ferror(f)) {
+				int saverr = errno;
+				free(buf);
+				errno = saverr ? saverr : EIO;
+				return -1;
+			}
+			break;
+		}
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+/* file.pna -> file.pno; other names get .pno appended. */
+static char *default_output(const char *in)
+{
+	size_t n = strlen(in);
+	const char *slash = strrchr(in, '/');
+	const char *dot = strrchr(in, '.');
+	if (dot && (!slash || dot > slash + 1))
+		n = (size_t)(dot - in);
+	char *out = malloc(n + 5);
+	if (out) {
+		memcpy(out, in, n);
+		memcpy(out + n, ".pno", 5);
+	}
+	return out;
+}
+
+int main(int argc, char **argv)
+{
+	const char *in = NULL, *outname = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+			outname = argv[++i];
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "pnasm: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		} else if (!in) {
+			in = argv[i];
+		} else {
+			fprintf(stderr, "pnasm: more than one input file\n");
+			return 2;
+		}
+	}
+	if (!in) {
+		usage(stderr);
+		return 2;
+	}
+	int from_stdin = strcmp(in, "-") == 0;
+	if (from_stdin && !outname) {
+		fprintf(stderr, "pnasm: reading stdin needs -o FILE\n");
+		return 2;
+	}
+
+	int rc = 1;
+	char *src = NULL, *diags = NULL, *defout = NULL;
+	uint8_t *seg = NULL;
+	size_t src_len, seg_len;
+	FILE *f = from_stdin ? stdin : fopen(in, "rb");
+	if (!f) {
+		fprintf(stderr, "pnasm: %s: %s\n", in, strerror(errno));
+		goto out;
+	}
+	int r = read_all(f, &src, &src_len);
+	int saverr = errno;
+	if (!from_stdin)
+		fclose(f);
+	if (r != 0) {
+		fprintf(stderr, "pnasm: %s: %s\n", in, strerror(saverr));
+		goto out;
+	}
+	int n_err = asm_assemble(src, src_len, from_stdin ? "<stdin>" : in, &seg, &seg_len, &diags);
+	if (diags)
+		fputs(diags, stderr);
+	if (n_err)
+		goto out;
+	if (!outname)
+		outname = defout = default_output(in);
+	if (!outname) {
+		fprintf(stderr, "pnasm: out of memory\n");
+		goto out;
+	}
+	FILE *o = fopen(outname, "wb");
+	if (!o) {
+		fprintf(stderr, "pnasm: %s: %s\n", outname, strerror(errno));
+		goto out;
+	}
+	size_t w = fwrite(seg, 1, seg_len, o);
+	int werr = ferror(o);
+	if (fclose(o) != 0 || w != seg_len || werr) {
+		fprintf(stderr, "pnasm: %s: write failed\n", outname);
+		remove(outname);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(defout);
+	free(seg);
+	free(diags);
+	free(src);
+	return rc;
+}
