@@ -483,13 +483,11 @@ static void translate_insn(struct tr *t, const struct isa_insn *in)
 			[OP_OUTPUT] = X_OUTPUT, [OP_OUTB] = X_OUTB, [OP_OUTQ] = X_OUTQ,
 		};
 		const struct isa_op_info *oi = &isa_op_info[in->op];
+		/* emit, not emit_val: fp[a] is an operand too, so the result cannot be retargeted */
 		int32_t a = operands_home(t, oi->pop);
-		if (oi->push) {
-			emit_val(t, bulk[in->op], a, in->b, in->a, 0);
+		emit(t, bulk[in->op], a, in->b, in->a, 0);
+		if (oi->push)
 			push(t, V_SLOT, 0);
-		} else {
-			emit(t, bulk[in->op], a, in->b, in->a, 0);
-		}
 		break;
 	}
 	case OP_COUNT:
