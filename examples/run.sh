@@ -1,0 +1,52 @@
+#!/bin/sh
+# run.sh: an example program end to end with the command-line tools (`make examples`).
+#
+# Assembles examples/string_search.pna with pnasm, writes a deterministic 20000-line text,
+# runs the `lines` entry with pnrun (the text bound as region `text`, the needle as the
+# argument bytes) and checks that its output is exactly what grep -F prints.
+#
+#   BUILD=build sh examples/run.sh [NEEDLE]
+set -eu
+
+BUILD=${BUILD:-build}
+here=$(dirname "$0")
+needle=${1:-"the lazy dog"}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/examples.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+"$BUILD/pnasm" -o "$tmp/search.pno" "$here/string_search.pna"
+
+# Line i: its number and four words drawn with a small LCG (the ZX81's), computed in integers
+# small enough to be exact in any awk, so the text is the same on every machine.
+awk 'BEGIN {
+	n = split("quick brown fox jumps over the lazy dog", w, " ")
+	x = 1
+	for (i = 1; i <= 20000; i++) {
+		printf "%d:", i
+		for (k = 0; k < 4; k++) {
+			x = (x * 75 + 74) % 65537
+			printf " %s", w[x % n + 1]
+		}
+		printf "\n"
+	}
+}' >"$tmp/text.txt"
+
+echo "\$ pnrun search.pno --entry lines --args-str '$needle' --region text=@text.txt:ro"
+"$BUILD/pnrun" "$tmp/search.pno" --entry lines --args-str "$needle" \
+	--region "text=@$tmp/text.txt:ro" --out-cap 1048576 >"$tmp/out.txt" 2>"$tmp/err.txt"
+head -n 5 "$tmp/out.txt"
+echo "..."
+cat "$tmp/err.txt"
+
+grep -F -e "$needle" "$tmp/text.txt" >"$tmp/want.txt" || true
+n=$(wc -l <"$tmp/want.txt")
+if ! cmp -s "$tmp/out.txt" "$tmp/want.txt"; then
+	echo "examples/run.sh: FAIL: output differs from grep -F" >&2
+	diff "$tmp/want.txt" "$tmp/out.txt" | head -n 10 >&2
+	exit 1
+fi
+if ! grep -qx "result: $n" "$tmp/err.txt"; then
+	echo "examples/run.sh: FAIL: expected 'result: $n' from pnrun" >&2
+	exit 1
+fi
+echo "string_search: $n of 20000 lines contain '$needle', the same lines grep -F prints"
