@@ -302,30 +302,36 @@ const char *op_mnemonic(enum op op, char out[16])
 
 #define EDIT_MAX_LEN 64
 
+/* Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
+ * neighbours ("fvn" -> "fnv") each cost 1; letters compare case-insensitively. */
+static unsigned lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + 'a' - 'A' : c; }
+
 unsigned edit_distance(const char *a, size_t alen, const char *b, size_t blen)
 {
 	if (alen > EDIT_MAX_LEN || blen > EDIT_MAX_LEN)
 		return UINT32_MAX;
-	unsigned row[EDIT_MAX_LEN + 1];
+	unsigned rows[3][EDIT_MAX_LEN + 1];
+	unsigned *pp = rows[0], *prev = rows[1], *cur = rows[2];
 	for (size_t j = 0; j <= blen; j++)
-		row[j] = (unsigned)j;
+		prev[j] = (unsigned)j;
 	for (size_t i = 1; i <= alen; i++) {
-		unsigned diag = row[0];
-		row[0] = (unsigned)i;
+		cur[0] = (unsigned)i;
 		for (size_t j = 1; j <= blen; j++) {
-			unsigned ca = (unsigned char)a[i - 1], cb = (unsigned char)b[j - 1];
-			if (ca >= 'A' && ca <= 'Z')
-				ca += 'a' - 'A';
-			if (cb >= 'A' && cb <= 'Z')
-				cb += 'a' - 'A';
-			unsigned best = diag + (ca != cb);
-			if (row[j] + 1 < best)
-				best = row[j] + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag = row[j];
-			row[j] = best;
+			unsigned ca = lower((unsigned char)a[i - 1]), cb = lower((unsigned char)b[j - 1]);
+			unsigned best = prev[j - 1] + (ca != cb);
+			if (prev[j] + 1 < best)
+				best = prev[j] + 1;
+			if (cur[j - 1] + 1 < best)
+				best = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && ca == lower((unsigned char)b[j - 2]) &&
+			    lower((unsigned char)a[i - 2]) == cb && pp[j - 2] + 1 < best)
+				best = pp[j - 2] + 1;
+			cur[j] = best;
 		}
+		unsigned *t = pp;
+		pp = prev;
+		prev = cur;
+		cur = t;
 	}
-	return row[blen];
+	return prev[blen];
 }

@@ -94,6 +94,7 @@ struct asm_state {
 	int64_t explicit_locals;   /* -1: not given */
 	uint32_t locals_line, locals_col;
 	uint32_t func_line;
+	int func_errors;           /* n_errors when the function began */
 };
 
 /* ---- diagnostics ---- */
@@ -599,7 +600,7 @@ static void end_func(struct asm_state *st)
 	                                                 : st->locals.n);
 	if (st->code.oom)
 		error_at(st, st->line, 0, "out of memory");
-	else if (st->code.len == 0)
+	else if (st->code.len == 0 && st->n_errors == st->func_errors)
 		error_at(st, st->func_line, 0, "function '%s' has no instructions", f->name);
 	f->code = st->code.p;
 	f->code_len = st->code.oom ? 0 : (uint32_t)st->code.len;
@@ -671,6 +672,7 @@ static void dir_func(struct asm_state *st, struct tok *d)
 	}
 	st->cur = fi;
 	st->func_line = st->line;
+	st->func_errors = st->n_errors;
 	st->code_too_big = 0;
 	st->explicit_locals = -1;
 	st->pending_set = 0;
@@ -704,6 +706,7 @@ static void dir_local(struct asm_state *st, struct tok *d)
 
 static void dir_region(struct asm_state *st, struct tok *d)
 {
+	(void)d;
 	const char *name;
 	size_t len;
 	struct tok *t;
@@ -739,6 +742,7 @@ static void dir_region(struct asm_state *st, struct tok *d)
 
 static void dir_hook(struct asm_state *st, struct tok *d)
 {
+	(void)d;
 	const char *name;
 	size_t len;
 	struct tok *t;
@@ -1452,7 +1456,7 @@ int asm_assemble(const char *src, size_t len, const char *file, uint8_t **seg, s
 		end_func(&st);
 	if (!st.stopped)
 		resolve(&st);
-	if (st.sb.s.n_funcs == 0 && !st.stopped)
+	if (st.sb.s.n_funcs == 0 && st.n_errors == 0)
 		error_at(&st, st.line, 0, "no functions defined");
 	if (st.n_errors == 0)
 		verify_all(&st);
