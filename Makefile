@@ -51,7 +51,8 @@ $(BUILD)/lib%.a:
 $(BUILD)/pnasm: $(call obj,asm/pnasm.c) $(LIBS)
 $(BUILD)/pndis: $(call obj,asm/pndis.c) $(LIBS)
 $(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
-$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBS)
+$(UNIT_TESTS): $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
+$(BUILD)/tests/test_diff: $(call obj,tests/ref_interp.c)
 $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
 $(BUILD)/tests/progtest: $(call obj,tests/progtest.c) $(LIBS)
 $(PROGS) $(TEST_PROGS):

@@ -14,7 +14,6 @@
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-#define VM_RUN_SLOTS 8192          /* 64 KiB of frames per run, on the caller's stack */
 
 struct frame {
 	const struct xinsn *ret;
@@ -86,8 +85,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	const struct vm_prog *prog = run->prog;
 	struct mref *R = run->R;
 	uint64_t fuel = run->fuel;
-	uint64_t slots[VM_RUN_SLOTS];
-	uint64_t *const slots_end = slots + VM_RUN_SLOTS;
+	uint64_t slots[VM_STACK_SLOTS];
+	uint64_t *const slots_end = slots + VM_STACK_SLOTS;
 	struct frame frames[VM_MAX_CALL_DEPTH];
 	unsigned depth = 0;
 	int trap_kind = ISA_TRAP_NONE;
@@ -95,7 +94,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	const struct xfunc *fn = &prog->funcs[entry];
 	uint64_t *fp = slots;
 	const struct xinsn *ip = fn->code;
-	if (fn->n_slots > VM_RUN_SLOTS) {
+	if (fn->n_slots > VM_STACK_SLOTS) {
 		run->trap->func = entry;
 		run->trap->pc = 0;
 		run->trap->kind = ISA_TRAP_STACK;

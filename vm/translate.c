@@ -177,22 +177,28 @@ static void branch_fixup(struct tr *t, uint32_t x, int64_t rel)
 	t->fix[t->n_fix++] = (struct fixup){ x, (uint32_t)((int64_t)t->pc + rel) };
 }
 
-/* Two-operand arithmetic and comparisons. */
+/* Two-operand arithmetic and comparisons.  A constant operand becomes the immediate of the
+ * _RI form; a constant on the left works too when the operation commutes or mirrors. */
 static void binop(struct tr *t, enum op op)
 {
 	int k = t->depth - 2;
 	struct ventry e1 = t->vs[k], e2 = t->vs[k + 1];
 	enum xop rr = X_ADD_RR;
-	if (e1.kind == V_CONST && e2.kind != V_CONST && (commutes(op) || mirror(op) != op)) {
+	int kv = -1;                       /* position of the non-constant operand of an _RI form */
+	int64_t imm = 0;
+	if (e2.kind == V_CONST) {
+		kv = k;
+		imm = e2.v;
+	} else if (e1.kind == V_CONST && (commutes(op) || mirror(op) != op)) {
 		op = mirror(op);
-		struct ventry tmp = e1; e1 = e2; e2 = tmp;
-		t->vs[k] = e1; t->vs[k + 1] = e2;
+		kv = k + 1;
+		imm = e1.v;
 	}
 	xbin_of(op, &rr);
-	if (e2.kind == V_CONST) {
-		int32_t b = slot_of(t, k);
+	if (kv >= 0) {
+		int32_t b = slot_of(t, kv);
 		t->depth -= 2;
-		emit_val(t, rr + 1, home(t, k), b, 0, e2.v);   /* _RI follows _RR */
+		emit_val(t, rr + 1, home(t, k), b, 0, imm);   /* _RI follows _RR */
 	} else {
 		int32_t b = slot_of(t, k), c = slot_of(t, k + 1);
 		t->depth -= 2;
@@ -244,8 +250,10 @@ static void store_local(struct tr *t, int x, int keep)
 {
 	int k = t->depth - 1;
 	struct ventry e = t->vs[k];
-	if (e.kind == V_LOCAL && e.v == x)
-		return;                                       /* lget x; lset x */
+	if (e.kind == V_LOCAL && e.v == x) {              /* lget x; lset x: nothing to move */
+		t->depth -= !keep;
+		return;
+	}
 	uint32_t before = t->n;
 	int32_t last = t->last_val;
 	flush_local(t, x, k);
@@ -280,34 +288,39 @@ static void branch(struct tr *t, const struct isa_insn *in)
 	} else {
 		enum op op = in->op;
 		int k = t->depth - 2;
-		if (t->vs[k].kind == V_CONST && t->vs[k + 1].kind != V_CONST) {
-			struct ventry tmp = t->vs[k]; t->vs[k] = t->vs[k + 1]; t->vs[k + 1] = tmp;
+		int kv = -1;                   /* as in binop: the non-constant operand of _RI */
+		int64_t imm = 0;
+		if (t->vs[k + 1].kind == V_CONST) {
+			kv = k;
+			imm = t->vs[k + 1].v;
+		} else if (t->vs[k].kind == V_CONST) {
 			op = mirror(op);
+			kv = k + 1;
+			imm = t->vs[k].v;
 		}
 		enum xop base = X_JEQ_RR + 4 * jcc_index(op);
-		struct ventry e1 = t->vs[k], e2 = t->vs[k + 1];
 		int32_t last = t->last_val;
-		if (e2.kind == V_CONST) {
+		if (kv >= 0) {
 			/* ld8u r; push c; jeq/jne (forward): one handler for the scanning loops of
 			 * grep-like code.  Backward ones would need a fuel check too: not fused. */
-			if ((op == OP_JEQ || op == OP_JNE) && !back && e1.kind == V_SLOT && last >= 0 &&
-			    last == (int32_t)t->n - 1 && t->code[last].op == X_LD8U &&
-			    t->code[last].a == home(t, k) && t->code[last].imm == 0) {
+			if ((op == OP_JEQ || op == OP_JNE) && !back && t->vs[kv].kind == V_SLOT &&
+			    last >= 0 && last == (int32_t)t->n - 1 && t->code[last].op == X_LD8U &&
+			    t->code[last].a == home(t, kv) && t->code[last].imm == 0) {
 				t->depth -= 2;
 				if (all_materialized(t)) {
 					struct xinsn *ld = &t->code[last];
 					ld->op = op == OP_JEQ ? X_LD8U_JEQ_I : X_LD8U_JNE_I;
-					ld->imm = e2.v;
+					ld->imm = imm;
 					t->last_val = -1;
 					branch_fixup(t, last, in->imm);
 					return;
 				}
 				t->depth += 2;
 			}
-			int32_t b = slot_of(t, k);
+			int32_t b = slot_of(t, kv);
 			t->depth -= 2;
 			flush_all(t);
-			x = emit(t, base + (back ? 3 : 1), 0, b, 0, e2.v);
+			x = emit(t, base + (back ? 3 : 1), 0, b, 0, imm);
 		} else {
 			int32_t b = slot_of(t, k), c = slot_of(t, k + 1);
 			t->depth -= 2;

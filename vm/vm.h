@@ -77,7 +77,10 @@ struct vm_run_opts {
 	void *user;                /* handed to hooks (vm_hook_run_user) */
 };
 #define VM_DEFAULT_FUEL   100000000ull
-#define VM_MAX_CALL_DEPTH 256
+#define VM_MAX_CALL_DEPTH 256       /* nested calls in one run */
+#define VM_STACK_SLOTS    8192      /* 64-bit frame slots of one run: each call needs its
+                                     * callee's n_locals + max_stack above the caller's
+                                     * operands; running out is trap 'stack' */
 #define VM_HOOK_MSG_LEN   200
 
 struct vm_trap {

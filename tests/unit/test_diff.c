@@ -1,0 +1,363 @@
+/* test_diff.c: differential test of the VM against the naive reference interpreter.
+ *
+ * A random program generator writes verified-by-construction assembly (expressions over
+ * locals, constants and region loads near region ends; stack shuffles that stress the
+ * translator's lazy stack; branches back and forth; calls with recursion; stores, atomics,
+ * bulk operations and output), assembles it, and runs it in the VM and in tests/ref_interp.c
+ * from identical memory.  Result, trap (kind, function, pc, code), fuel used, output bytes and
+ * final region contents must all agree.
+ *
+ *   test_diff [N [SEED]]      N programs (default 3000) from SEED (default 1); DIFF_VERBOSE=1
+ *                             prints every program.  A failure prints the program and its seed.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asm.h"
+#include "vm.h"
+#include "../ref_interp.h"
+
+#define MEM_LEN 64
+#define RO_LEN  37
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+static unsigned pick(unsigned n) { return (unsigned)(rnd() % n); }
+
+/* Growing text buffer for the generated program. */
+struct text { char *s; size_t len, cap; };
+static void put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		va_start(ap, fmt);
+		int n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < t->cap - t->len) {
+			t->len += (size_t)n;
+			return;
+		}
+		t->cap = t->cap ? 2 * t->cap : 4096;
+		t->s = realloc(t->s, t->cap);
+		if (!t->s)
+			abort();
+	}
+}
+
+struct gen {
+	struct text *t;
+	unsigned fn, n_funcs, n_locals, n_labels;
+	unsigned fn_args[4];
+};
+
+static const int64_t interesting[] = {
+	0, 1, 2, 3, 7, 8, -1, -2, 63, 64, 65, 127, 128, 255, 256, -128, 0x7fffffff,
+	-0x80000000ll, 0x100000000ll, INT64_MAX, INT64_MIN, MEM_LEN - 8, MEM_LEN - 1, MEM_LEN,
+	RO_LEN - 1, RO_LEN,
+};
+
+static void gen_expr(struct gen *g, int budget);
+
+static void gen_const(struct gen *g)
+{
+	if (pick(3) == 0)
+		put(g->t, "\tpush %" PRId64 "\n", (int64_t)(rnd() >> pick(64)) * (pick(2) ? 1 : -1));
+	else
+		put(g->t, "\tpush %" PRId64 "\n",
+		    interesting[pick(sizeof interesting / sizeof interesting[0])]);
+}
+
+/* An offset for a region of len bytes: mostly in bounds, often at the very end. */
+static void gen_offset(struct gen *g, unsigned len, unsigned width, int budget)
+{
+	switch (pick(6)) {
+	case 0: put(g->t, "\tpush %u\n", len - width); break;         /* last in-bounds word */
+	case 1: put(g->t, "\tpush %u\n", len - width + 1 + pick(2)); break;  /* just past */
+	case 2:
+		gen_expr(g, budget - 1);
+		put(g->t, "\tpush %u\n\tremu\n", len);                  /* any value, folded in */
+		break;
+	case 3:
+		put(g->t, "\tlget %u\n\tpush 7\n\tand\n\tpush %u\n\tadd\n", pick(g->n_locals), pick(8));
+		break;
+	default: put(g->t, "\tpush %u\n", pick(len)); break;
+	}
+}
+
+static const char *const binops[] = {
+	"add", "sub", "mul", "and", "or", "xor", "shl", "shru", "shrs", "rotl", "rotr", "eq", "ne",
+	"lts", "ltu", "les", "leu", "gts", "gtu", "ges", "geu", "divs", "divu", "rems", "remu",
+};
+static const char *const unops[] = {
+	"neg", "not", "clz", "ctz", "popcnt", "sext8", "sext16", "sext32", "eqz",
+};
+static const char *const loads[] = { "ld8u", "ld8s", "ld16u", "ld16s", "ld32u", "ld32s", "ld64" };
+static const unsigned load_w[] = { 1, 1, 2, 2, 4, 4, 8 };
+static const char *const jccs[] = {
+	"jeq", "jne", "jlts", "jltu", "jles", "jleu", "jgts", "jgtu", "jges", "jgeu",
+};
+
+static void gen_binop(struct gen *g)
+{
+	unsigned i = pick(sizeof binops / sizeof binops[0]);
+	put(g->t, "\t%s\n", binops[i]);
+}
+
+/* Emit code that pushes exactly one value. */
+static void gen_expr(struct gen *g, int budget)
+{
+	unsigned choice = budget <= 0 ? pick(3) : pick(16);
+	switch (choice) {
+	case 0: gen_const(g); break;
+	case 1: put(g->t, "\tlget %u\n", pick(g->n_locals)); break;
+	case 2: put(g->t, "\trlen %s\n", (const char *[]){ "mem", "ro", "args", "out", "const" }[pick(5)]); break;
+	case 3: gen_expr(g, budget - 1); put(g->t, "\t%s\n", unops[pick(sizeof unops / sizeof unops[0])]); break;
+	case 4: case 5:
+		gen_expr(g, budget - 1); gen_expr(g, budget - 1); gen_binop(g); break;
+	case 6: {
+		unsigned l = pick(7);
+		const char *r = (const char *[]){ "mem", "ro", "const", "args" }[pick(4)];
+		unsigned len = !strcmp(r, "mem") ? MEM_LEN : !strcmp(r, "ro") ? RO_LEN :
+		               !strcmp(r, "const") ? 16 : 12;
+		gen_offset(g, len, load_w[l], budget);
+		put(g->t, "\t%s %s\n", loads[l], r);
+		break;
+	}
+	case 7:
+		gen_expr(g, budget - 1); gen_expr(g, budget - 1); gen_expr(g, budget - 1);
+		put(g->t, "\tselect\n");
+		break;
+	case 8: gen_expr(g, budget - 1); gen_expr(g, budget - 1); put(g->t, "\tswap\n"); gen_binop(g); break;
+	case 9:
+		gen_expr(g, budget - 1); gen_expr(g, budget - 1); put(g->t, "\tover\n");
+		gen_binop(g); gen_binop(g);
+		break;
+	case 10:
+		gen_expr(g, budget - 1); gen_expr(g, budget - 1); gen_expr(g, budget - 1);
+		put(g->t, "\trot\n"); gen_binop(g); gen_binop(g);
+		break;
+	case 11: gen_expr(g, budget - 1); put(g->t, "\tdup\n"); gen_binop(g); break;
+	case 12: gen_expr(g, budget - 1); put(g->t, "\tltee %u\n", pick(g->n_locals)); break;
+	case 13:
+		if (g->n_funcs > 1) {
+			unsigned f = 1 + pick(g->n_funcs - 1);
+			for (unsigned i = 0; i < g->fn_args[f]; i++)
+				gen_expr(g, budget - 2);
+			put(g->t, "\tcall f%u\n", f);
+		} else {
+			gen_const(g);
+		}
+		break;
+	case 14:
+		switch (pick(4)) {
+		case 0:
+			gen_offset(g, RO_LEN, 4, budget); put(g->t, "\tpush %u\n", pick(8)); gen_expr(g, 0);
+			put(g->t, "\tfindb ro\n");
+			break;
+		case 1:
+			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tpush %u\n\tfinds mem, ro\n",
+			    pick(MEM_LEN), pick(MEM_LEN / 2), pick(RO_LEN), pick(4));
+			break;
+		case 2:
+			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tcmp mem, const\n", pick(MEM_LEN),
+			    pick(16), pick(10));
+			break;
+		default:
+			gen_offset(g, MEM_LEN, 8, budget);
+			gen_expr(g, 0);
+			if (pick(2)) { gen_expr(g, 0); put(g->t, "\tcas mem\n"); }
+			else put(g->t, "\tfadd mem\n");
+			break;
+		}
+		break;
+	default:
+		/* swap with lazy and slot entries mixed, then a shuffle that keeps one value */
+		gen_const(g); gen_expr(g, budget - 1); put(g->t, "\tswap\n\tdrop\n");
+		break;
+	}
+}
+
+static void gen_stmt(struct gen *g, int budget)
+{
+	unsigned l = pick(g->n_labels);
+	switch (pick(14)) {
+	case 0: case 1: gen_expr(g, budget); put(g->t, "\tlset %u\n", pick(g->n_locals)); break;
+	case 2: gen_expr(g, budget); put(g->t, "\tdrop\n"); break;
+	case 3: gen_expr(g, budget); put(g->t, pick(2) ? "\toutb\n" : "\toutq\n"); break;
+	case 4: {
+		static const char *const st[] = { "st8", "st16", "st32", "st64" };
+		static const unsigned w[] = { 1, 2, 4, 8 };
+		unsigned i = pick(4);
+		int out = pick(3) == 0;
+		gen_offset(g, out ? 40 : MEM_LEN, w[i], budget);
+		gen_expr(g, budget - 1);
+		put(g->t, "\t%s %s\n", st[i], out ? "out" : "mem");
+		break;
+	}
+	case 5: put(g->t, "\tlinc %u, %d\n", pick(g->n_locals), (int)pick(9) - 4); break;
+	case 6: case 7:
+		gen_expr(g, budget - 1); gen_expr(g, budget - 1);
+		put(g->t, "\t%s L%u_%u\n", jccs[pick(10)], g->fn, l);
+		break;
+	case 8: gen_expr(g, budget - 1); put(g->t, "\t%s L%u_%u\n", pick(2) ? "jz" : "jnz", g->fn, l); break;
+	case 9:
+		switch (pick(3)) {
+		case 0: put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tcopy mem, ro\n", pick(MEM_LEN), pick(RO_LEN), pick(20)); break;
+		case 1: put(g->t, "\tpush %u\n\tpush %u\n", pick(48), pick(12)); gen_expr(g, 0); put(g->t, "\tfill %s\n", pick(2) ? "mem" : "out"); break;
+		default: put(g->t, "\tpush %u\n\tpush %u\n\toutput ro\n", pick(RO_LEN), pick(12)); break;
+		}
+		break;
+	case 10: if (pick(4) == 0) { gen_expr(g, budget); put(g->t, "\tret\n"); } break;
+	case 11: if (pick(20) == 0) put(g->t, "\ttrap %u\n", pick(100)); break;
+	case 12: if (pick(3) == 0) put(g->t, "\tjmp L%u_%u\n", g->fn, l); break;
+	default: put(g->t, "L%u_%u:\n", g->fn, pick(g->n_labels)); break;
+	}
+}
+
+static void gen_program(struct text *t)
+{
+	struct gen g = { .t = t, .n_funcs = 1 + pick(3) };
+	put(t, ".region mem rw\n.region ro ro\n.const k bytes");
+	for (int i = 0; i < 16; i++)
+		put(t, "%s %u", i ? "," : "", pick(256));
+	put(t, "\n");
+	for (unsigned f = 0; f < g.n_funcs; f++)
+		g.fn_args[f] = f ? 1 + pick(2) : 0;
+	for (unsigned f = 0; f < g.n_funcs; f++) {
+		g.fn = f;
+		g.n_locals = g.fn_args[f] + 1 + pick(4);
+		g.n_labels = 1 + pick(4);
+		put(t, ".func %s", f ? "" : "main");
+		if (f)
+			put(t, "f%u", f);
+		for (unsigned a = 0; a < g.fn_args[f]; a++)
+			put(t, " a%u", a);
+		put(t, "\n.locals %u\n", g.n_locals);
+		/* Every label is defined once, at a statement boundary (stack depth 0). */
+		unsigned n_stmts = 3 + pick(f ? 8 : 20);
+		unsigned *label_at = calloc(g.n_labels, sizeof *label_at);
+		for (unsigned i = 0; i < g.n_labels; i++)
+			label_at[i] = pick(n_stmts + 1);
+		for (unsigned s = 0; s <= n_stmts; s++) {
+			for (unsigned i = 0; i < g.n_labels; i++)
+				if (label_at[i] == s)
+					put(t, "L%u_%u:\n", f, i);
+			if (s < n_stmts) {
+				/* a free label definition statement would duplicate labels: avoid it */
+				size_t before = t->len;
+				gen_stmt(&g, 3);
+				if (t->len > before && t->s[before] == 'L') {
+					t->len = before;
+					t->s[before] = '\0';
+				}
+			}
+		}
+		free(label_at);
+		gen_expr(&g, 2);
+		put(t, "\tret\n.end\n");
+	}
+	put(t, ".export main\n");
+}
+
+static int same_trap(const struct vm_trap *a, const struct vm_trap *b)
+{
+	return a->kind == b->kind && a->func == b->func && a->pc == b->pc &&
+	       (a->kind != ISA_TRAP_USER || a->code == b->code);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned n = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 0) : 3000;
+	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 1;
+	int verbose = getenv("DIFF_VERBOSE") != NULL;
+	unsigned passed = 0, failed = 0, traps = 0;
+	static uint8_t mem0[MEM_LEN], ro0[RO_LEN];
+	_Alignas(8) static uint8_t mem_vm[MEM_LEN], mem_ref[MEM_LEN];
+	static uint8_t ro_vm[RO_LEN], ro_ref[RO_LEN], out_vm[64], out_ref[64];
+	static const char argbytes[12] = "args\0bytes\n";
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t s = seed * 1000003u + i;
+		rng_state = s ? s : 1;
+		for (int j = 0; j < 10; j++)
+			rnd();
+		struct text t = { 0 };
+		gen_program(&t);
+		for (unsigned j = 0; j < MEM_LEN; j++) mem0[j] = (uint8_t)rnd();
+		for (unsigned j = 0; j < RO_LEN; j++) ro0[j] = (uint8_t)rnd();
+		if (verbose)
+			printf("---- program %u (seed %" PRIu64 ")\n%s", i, s, t.s);
+
+		uint8_t *seg;
+		size_t seg_len;
+		char *diags = NULL;
+		if (asm_assemble(t.s, t.len, "gen.pna", &seg, &seg_len, &diags) != 0) {
+			printf("FAIL %u: generated program does not assemble:\n%s\n%s", i, diags, t.s);
+			free(diags);
+			free(t.s);
+			failed++;
+			continue;
+		}
+		free(diags);
+		memcpy(mem_vm, mem0, MEM_LEN); memcpy(mem_ref, mem0, MEM_LEN);
+		memcpy(ro_vm, ro0, RO_LEN); memcpy(ro_ref, ro0, RO_LEN);
+		struct vm *vm = vm_new();
+		vm_bind_region(vm, "mem", mem_vm, MEM_LEN, ISA_ACC_RW);
+		vm_bind_region(vm, "ro", ro_vm, RO_LEN, ISA_ACC_RO);
+		struct vm_prog *prog;
+		char err[300];
+		if (vm_load(vm, seg, seg_len, &prog, err, sizeof err) != 0) {
+			printf("FAIL %u: vm_load: %s\n%s", i, err, t.s);
+			failed++;
+			goto next;
+		}
+		struct vm_run_opts o_vm = { .args = argbytes, .args_len = sizeof argbytes,
+		                            .out = out_vm, .out_cap = 40, .fuel = 500 };
+		struct vm_run_opts o_ref = o_vm;
+		o_ref.out = out_ref;
+		memset(out_vm, 0xee, sizeof out_vm);
+		memset(out_ref, 0xee, sizeof out_ref);
+		struct vm_result r_vm, r_ref;
+		int rc_vm = vm_run(prog, 0, NULL, 0, &o_vm, &r_vm);
+		struct ref_region regs[2] = { { mem_ref, MEM_LEN }, { ro_ref, RO_LEN } };
+		int rc_ref = ref_run(vm_prog_seg(prog), regs, 0, NULL, &o_ref, &r_ref);
+		const char *why = NULL;
+		if (rc_vm != rc_ref) why = "return code";
+		else if (rc_vm == 0 && r_vm.value != r_ref.value) why = "result value";
+		else if (rc_vm != 0 && !same_trap(&r_vm.trap, &r_ref.trap)) why = "trap";
+		else if (r_vm.fuel_used != r_ref.fuel_used) why = "fuel used";
+		else if (r_vm.out_len != r_ref.out_len || memcmp(out_vm, out_ref, r_vm.out_len)) why = "output";
+		else if (memcmp(mem_vm, mem_ref, MEM_LEN)) why = "region contents";
+		if (why) {
+			char a[300], b[300];
+			printf("FAIL program %u (seed %" PRIu64 "): %s differs\n"
+			       "  vm:  rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n"
+			       "  ref: rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n%s",
+			       i, s, why, rc_vm, r_vm.value, r_vm.fuel_used, r_vm.out_len,
+			       rc_vm ? vm_trap_str(prog, &r_vm.trap, a, sizeof a) : "",
+			       rc_ref, r_ref.value, r_ref.fuel_used, r_ref.out_len,
+			       rc_ref ? vm_trap_str(prog, &r_ref.trap, b, sizeof b) : "", t.s);
+			failed++;
+		} else {
+			passed++;
+			traps += rc_vm != 0;
+		}
+		vm_prog_free(prog);
+next:
+		vm_free(vm);
+		free(seg);
+		free(t.s);
+	}
+	printf("test_diff: %u programs from seed %" PRIu64 ", %u ended in a trap\n", n, seed, traps);
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed != 0;
+}
