@@ -859,9 +859,7 @@ static void dir_const(struct asm_state *st, struct tok *d)
 			uint8_t le[8];
 			isa_put64(le, bits(v));
 			buf_put(&data, le, w);
-			if (peek(st)->kind != TOK_EOL && !accept_punct(st, ',')) {
-				/* blanks separate values too */
-			}
+			skip_comma(st);
 			if (data.len > ISA_MAX_CONST)
 				break;
 		}
