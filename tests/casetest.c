@@ -23,6 +23,8 @@
  *   -- error                     asm_assemble's diagnostics or vm_load's message, exactly
  *   -- region-after NAME "bytes" the region must start with these bytes after the run
  *
+ * With --all-ops, one more check fails unless every opcode of ops.def appears in some case
+ * that assembled, so a new opcode cannot land without a case.  --list prints the case files.
  * Prints one block per failing case and, last, "N passed, N failed"; exits 1 on any failure.
  */
 #include <ctype.h>
@@ -115,6 +117,9 @@ static const struct {
 	{ "t_fail", ":l", (void *)h_fail },
 	{ "t_peek", "ll:l", (void *)h_peek },
 };
+
+/* opcodes found in the segments of the cases run so far (--all-ops) */
+static unsigned char op_seen[OP_COUNT];
 
 /* ---- growable byte buffer ---- */
 struct buf {
@@ -920,6 +925,24 @@ done:
 	free(out);
 }
 
+/* Mark the opcodes of every function of seg in op_seen. */
+static void note_ops(const uint8_t *seg, size_t seg_len)
+{
+	struct isa_seg *s;
+	char err[256];
+	if (isa_seg_decode(seg, seg_len, &s, err, sizeof err) != 0)
+		return;  /* vm_load reports it */
+	for (uint32_t f = 0; f < s->n_funcs; f++) {
+		struct isa_insn in;
+		for (uint32_t pc = 0; pc < s->funcs[f].code_len; pc += in.len) {
+			if (isa_decode(s->funcs[f].code, s->funcs[f].code_len, pc, &in) != 0)
+				break;
+			op_seen[in.op] = 1;
+		}
+	}
+	isa_seg_free(s);
+}
+
 /* Returns 1 when the case passed. */
 static int run_case(const char *path)
 {
@@ -940,6 +963,7 @@ static int run_case(const char *path)
 		}
 		goto done;
 	}
+	note_ops(seg, seg_len);
 	round_trip(&c, &r, seg, seg_len);
 	for (size_t e = 0; e < N_ENGINES && !r.failed; e++)
 		for (int run = 1; run <= RUNS_PER_ENGINE && !r.failed; run++) {
@@ -1020,12 +1044,14 @@ static int collect(const char *path, struct list *l, int top)
 int main(int argc, char **argv)
 {
 	struct list cases = { 0 };
-	int list_only = 0, n_paths = 0;
+	int list_only = 0, all_ops = 0, n_paths = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--list")) {
 			list_only = 1;
+		} else if (!strcmp(argv[i], "--all-ops")) {
+			all_ops = 1;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: casetest [--list] DIR|FILE...\n");
+			fprintf(stderr, "usage: casetest [--list] [--all-ops] DIR|FILE...\n");
 			return 2;
 		} else {
 			n_paths++;
@@ -1034,7 +1060,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!n_paths) {
-		fprintf(stderr, "usage: casetest [--list] DIR|FILE...\n");
+		fprintf(stderr, "usage: casetest [--list] [--all-ops] DIR|FILE...\n");
 		return 2;
 	}
 	unsigned passed = 0, failed = 0;
@@ -1051,6 +1077,21 @@ int main(int argc, char **argv)
 	free(cases.v);
 	if (list_only)
 		return 0;
+	if (all_ops) {
+		int missing = 0;
+		for (int op = 0; op < OP_COUNT; op++)
+			if (!op_seen[op]) {
+				if (!missing++)
+					printf("FAIL --all-ops: opcodes no case assembles:");
+				printf(" %s", isa_op_info[op].name);
+			}
+		if (missing) {
+			printf("\n");
+			failed++;
+		} else {
+			passed++;
+		}
+	}
 	/* an empty directory is a mistake, not a success */
 	if (cases.n == 0) {
 		printf("no cases found\n");

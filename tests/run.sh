@@ -49,7 +49,7 @@ for t in "$BUILD"/tests/test_*; do
 	run "$(basename "$t")" "$t"
 done
 if [ -x "$BUILD/tests/casetest" ]; then
-	run casetest "$BUILD/tests/casetest" "$here/cases"
+	run casetest "$BUILD/tests/casetest" --all-ops "$here/cases"
 else
 	echo "casetest: FAIL: $BUILD/tests/casetest was not built"
 	total_fail=$((total_fail + 1))
