@@ -69,8 +69,14 @@ static void gen_expr(struct gen *g, int budget);
 
 static void gen_const(struct gen *g)
 {
-	if (pick(3) == 0)
-		put(g->t, "\tpush %" PRId64 "\n", (int64_t)(rnd() >> pick(64)) * (pick(2) ? 1 : -1));
+	if (pick(3) == 0) {
+		/* one call per statement: C leaves the order of evaluating arguments open, and the
+		 * same seed must give the same program whatever the compiler */
+		unsigned shift = pick(64);
+		int64_t v = (int64_t)(rnd() >> shift);
+		int64_t sign = pick(2) ? 1 : -1;
+		put(g->t, "\tpush %" PRId64 "\n", v * sign);
+	}
 	else
 		put(g->t, "\tpush %" PRId64 "\n",
 		    interesting[pick(sizeof interesting / sizeof interesting[0])]);
@@ -86,9 +92,11 @@ static void gen_offset(struct gen *g, unsigned len, unsigned width, int budget)
 		gen_expr(g, budget - 1);
 		put(g->t, "\tpush %u\n\tremu\n", len);                  /* any value, folded in */
 		break;
-	case 3:
-		put(g->t, "\tlget %u\n\tpush 7\n\tand\n\tpush %u\n\tadd\n", pick(g->n_locals), pick(8));
+	case 3: {
+		unsigned l = pick(g->n_locals), d = pick(8);
+		put(g->t, "\tlget %u\n\tpush 7\n\tand\n\tpush %u\n\tadd\n", l, d);
 		break;
+	}
 	default: put(g->t, "\tpush %u\n", pick(len)); break;
 	}
 }
@@ -164,12 +172,17 @@ static void gen_expr(struct gen *g, int budget)
 			put(g->t, "\tfindb ro\n");
 			break;
 		case 1:
+		{
+			unsigned a = pick(MEM_LEN), b = pick(MEM_LEN / 2), c = pick(RO_LEN), d = pick(4);
 			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tpush %u\n\tfinds mem, ro\n",
-			    pick(MEM_LEN), pick(MEM_LEN / 2), pick(RO_LEN), pick(4));
+			    a, b, c, d);
+		}
 			break;
 		case 2:
-			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tcmp mem, const\n", pick(MEM_LEN),
-			    pick(16), pick(10));
+		{
+			unsigned a = pick(MEM_LEN), b = pick(16), c = pick(10);
+			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tcmp mem, const\n", a, b, c);
+		}
 			break;
 		default:
 			gen_offset(g, MEM_LEN, 8, budget);
@@ -203,7 +216,12 @@ static void gen_stmt(struct gen *g, int budget)
 		put(g->t, "\t%s %s\n", st[i], out ? "out" : "mem");
 		break;
 	}
-	case 5: put(g->t, "\tlinc %u, %d\n", pick(g->n_locals), (int)pick(9) - 4); break;
+	case 5: {
+		unsigned x = pick(g->n_locals);
+		int d = (int)pick(9) - 4;
+		put(g->t, "\tlinc %u, %d\n", x, d);
+		break;
+	}
 	case 6: case 7:
 		gen_expr(g, budget - 1); gen_expr(g, budget - 1);
 		put(g->t, "\t%s L%u_%u\n", jccs[pick(10)], g->fn, l);
@@ -211,9 +229,23 @@ static void gen_stmt(struct gen *g, int budget)
 	case 8: gen_expr(g, budget - 1); put(g->t, "\t%s L%u_%u\n", pick(2) ? "jz" : "jnz", g->fn, l); break;
 	case 9:
 		switch (pick(3)) {
-		case 0: put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tcopy mem, ro\n", pick(MEM_LEN), pick(RO_LEN), pick(20)); break;
-		case 1: put(g->t, "\tpush %u\n\tpush %u\n", pick(48), pick(12)); gen_expr(g, 0); put(g->t, "\tfill %s\n", pick(2) ? "mem" : "out"); break;
-		default: put(g->t, "\tpush %u\n\tpush %u\n\toutput ro\n", pick(RO_LEN), pick(12)); break;
+		case 0: {
+			unsigned a = pick(MEM_LEN), b = pick(RO_LEN), c = pick(20);
+			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tcopy mem, ro\n", a, b, c);
+			break;
+		}
+		case 1: {
+			unsigned a = pick(48), b = pick(12);
+			put(g->t, "\tpush %u\n\tpush %u\n", a, b);
+			gen_expr(g, 0);
+			put(g->t, "\tfill %s\n", pick(2) ? "mem" : "out");
+			break;
+		}
+		default: {
+			unsigned a = pick(RO_LEN), b = pick(12);
+			put(g->t, "\tpush %u\n\tpush %u\n\toutput ro\n", a, b);
+			break;
+		}
 		}
 		break;
 	case 10: if (pick(4) == 0) { gen_expr(g, budget); put(g->t, "\tret\n"); } break;
