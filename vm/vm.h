@@ -72,12 +72,14 @@ struct vm_run_opts {
 	const void *args;          /* argument bytes, region 'args' (read-only); may be NULL */
 	uint64_t args_len;
 	void *out;                 /* output buffer, region 'out'; may be NULL if out_cap is 0 */
-	uint64_t out_cap;          /* output limit in bytes: appending beyond traps 'output_full' */
+	uint64_t out_cap;          /* output limit in bytes: appending or storing beyond it traps
+	                            * 'output_full'; loads from out see only what was written
+	                            * (beyond that: 'bounds') */
 	uint64_t fuel;             /* budget of backward jumps and calls; 0 means VM_DEFAULT_FUEL */
 	void *user;                /* handed to hooks (vm_hook_run_user) */
 };
 #define VM_DEFAULT_FUEL   100000000ull
-#define VM_MAX_CALL_DEPTH 256       /* nested calls in one run */
+#define VM_MAX_CALL_DEPTH 256       /* calls nested below the entry; one more traps 'stack' */
 #define VM_STACK_SLOTS    8192      /* 64-bit frame slots of one run: each call needs its
                                      * callee's n_locals + max_stack above the caller's
                                      * operands; running out is trap 'stack' */
