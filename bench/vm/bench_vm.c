@@ -1,0 +1,527 @@
+/* bench_vm.c: the VM's speed against gcc -O2 on five small kernels.
+ *
+ * Each kernel exists twice: bench/vm/<name>.pna, assembled at run time and run by the VM, and
+ * a C function in native.c.  Both run on the same deterministic data; a kernel whose VM result
+ * differs from the native one aborts the run, so no number is ever printed for a wrong answer.
+ * Times are the best of several runs (CLOCK_MONOTONIC).  Results go to stdout and to
+ * results/vm.csv and results/vm.txt (with --quick to results/vm-quick.*.tmp instead, so smoke
+ * runs never overwrite measured numbers).
+ *
+ *   bench_vm [--quick] [--reps N] [--src DIR] [--results DIR]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "asm.h"
+#include "native.h"
+#include "vm.h"
+
+#ifndef BENCH_SRCDIR
+#define BENCH_SRCDIR "."
+#endif
+#ifndef NATIVE_CFLAGS
+#define NATIVE_CFLAGS "?"
+#endif
+
+#define NODE_LEN  16            /* chase.pna: u64 next, u64 value */
+#define SEED      0x5eed5eed12345678ull
+
+/* The engines a kernel runs on besides native code.  The JIT does not exist yet: its column
+ * is printed as "-" and left empty in the CSV until vm.h offers a way to select it. */
+enum engine { ENG_INTERP, ENG_JIT, ENG_COUNT };
+static const char *const engine_name[ENG_COUNT] = { "interp", "jit" };
+
+struct data {
+	uint64_t isum_n;            /* iterations of isum */
+	uint8_t *text;              /* region `data`: text-like bytes, about 1 in 64 is '\n' */
+	size_t text_len;
+	uint8_t *nodes;             /* region `nodes`: one list through every node, shuffled */
+	size_t n_nodes;
+	uint64_t head;              /* byte offset of the first node of that list */
+};
+
+struct kernel {
+	const char *name;           /* entry point, and <name>.pna */
+	uint64_t (*native)(const struct data *);
+	uint64_t (*alt)(const struct data *);  /* second native baseline, or NULL */
+	const char *alt_name;
+	unsigned (*args)(const struct data *, int64_t *argv);   /* entry arguments -> count */
+	void (*size)(const struct data *, char *buf, size_t len);
+};
+
+/* One kernel's measurements; a negative time means "not measured". */
+struct row {
+	char size[32];
+	double native_ms, alt_ms, eng_ms[ENG_COUNT];
+	uint64_t result;
+};
+
+static volatile uint64_t sink; /* results pass through here so no run is dead code */
+
+/* ---- data, generated from a fixed seed so every run and every machine sees the same bytes */
+
+static uint64_t rng_state = SEED;
+
+static uint64_t rng(void)      /* splitmix64 */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void *xmalloc(size_t len)
+{
+	void *p = malloc(len ? len : 1);
+
+	if (!p) {
+		fprintf(stderr, "bench_vm: out of memory (%zu bytes)\n", len);
+		exit(1);
+	}
+	return p;
+}
+
+static void make_text(struct data *d, size_t len)
+{
+	d->text = xmalloc(len);
+	d->text_len = len;
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t r = rng();
+		for (size_t j = i; j < i + 8 && j < len; j++, r >>= 8) {
+			unsigned b = r & 0xff;
+			d->text[j] = b < 4 ? '\n' : b < 40 ? ' ' : (uint8_t)('a' + b % 26);
+		}
+	}
+}
+
+/* One list through all n nodes in a random order (Fisher-Yates), so consecutive nodes are far
+ * apart in memory and each step of the walk is a dependent, mostly uncached load. */
+static void make_nodes(struct data *d, size_t n)
+{
+	uint32_t *perm = xmalloc(n * sizeof *perm);
+
+	for (size_t i = 0; i < n; i++)
+		perm[i] = (uint32_t)i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = rng() % (i + 1);
+		uint32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	d->nodes = xmalloc(n * NODE_LEN);
+	d->n_nodes = n;
+	for (size_t k = 0; k < n; k++) {
+		uint8_t *node = d->nodes + (size_t)perm[k] * NODE_LEN;
+		isa_put64(node, k + 1 < n ? (uint64_t)perm[k + 1] * NODE_LEN : CHASE_END);
+		isa_put64(node + 8, rng());
+	}
+	d->head = n ? (uint64_t)perm[0] * NODE_LEN : CHASE_END;
+	free(perm);
+}
+
+/* ---- the kernels: native wrappers, entry arguments, size labels */
+
+static uint64_t nat_isum(const struct data *d) { return native_isum(d->isum_n); }
+static uint64_t nat_count_nl(const struct data *d) { return native_count_nl(d->text, d->text_len); }
+static uint64_t nat_memchr(const struct data *d)
+{
+	return native_count_nl_memchr(d->text, d->text_len);
+}
+static uint64_t nat_fnv1a(const struct data *d) { return native_fnv1a(d->text, d->text_len); }
+static uint64_t nat_chase(const struct data *d) { return native_chase(d->nodes, d->head); }
+
+static unsigned args_none(const struct data *d, int64_t *argv) { return 0; }
+static unsigned args_isum(const struct data *d, int64_t *argv)
+{
+	argv[0] = (int64_t)d->isum_n;
+	return 1;
+}
+static unsigned args_chase(const struct data *d, int64_t *argv)
+{
+	argv[0] = (int64_t)d->head;
+	return 1;
+}
+
+static void size_isum(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%" PRIu64 " iters", d->isum_n);
+}
+static void size_text(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu KiB", d->text_len >> 10);
+}
+static void size_nodes(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu nodes", d->n_nodes);
+}
+
+static const struct kernel kernels[] = {
+	{ "isum",           nat_isum,     NULL,       NULL,     args_isum,  size_isum },
+	{ "count_nl",       nat_count_nl, NULL,       NULL,     args_none,  size_text },
+	{ "fnv1a",          nat_fnv1a,    NULL,       NULL,     args_none,  size_text },
+	{ "chase",          nat_chase,    NULL,       NULL,     args_chase,  size_nodes },
+	{ "count_nl_findb", nat_count_nl, nat_memchr, "memchr", args_none,  size_text },
+};
+#define N_KERNELS (sizeof kernels / sizeof kernels[0])
+
+/* ---- timing */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void mismatch(const char *kernel, const char *who, uint64_t got, uint64_t want)
+{
+	fprintf(stderr, "bench_vm: %s: %s returned %" PRIu64 " (0x%" PRIx64 "), native %" PRIu64
+	        " (0x%" PRIx64 "): not reporting times for a wrong answer\n",
+	        kernel, who, got, got, want, want);
+	exit(1);
+}
+
+/* Best time of reps calls of fn; every call must return want. */
+static double time_native(const char *kernel, const char *who, uint64_t (*fn)(const struct data *),
+                          const struct data *d, int reps, uint64_t want)
+{
+	double best = -1;
+
+	for (int r = 0; r < reps; r++) {
+		double t0 = now_ms();
+		uint64_t v = fn(d);
+		double t = now_ms() - t0;
+		sink = v;
+		if (v != want)
+			mismatch(kernel, who, v, want);
+		if (best < 0 || t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* Best time of reps runs of the entry on engine e, or -1 when the engine does not exist. */
+static double time_vm(const char *kernel, enum engine e, const struct vm_prog *prog,
+                      unsigned entry, const int64_t *argv, unsigned n_args, int reps,
+                      uint64_t want)
+{
+	/* Every kernel finishes long before UINT64_MAX / 2 backward jumps: fuel never stops it. */
+	struct vm_run_opts opts = { .fuel = UINT64_MAX / 2 };
+	double best = -1;
+
+	if (e == ENG_JIT)
+		return -1;      /* no JIT yet: leave the column empty rather than invent numbers */
+	for (int r = 0; r < reps; r++) {
+		struct vm_result res;
+		double t0 = now_ms();
+		int rc = vm_run(prog, entry, argv, n_args, &opts, &res);
+		double t = now_ms() - t0;
+		if (rc != 0) {
+			char buf[256];
+			fprintf(stderr, "bench_vm: %s on %s: %s: %s\n", kernel, engine_name[e],
+			        vm_strerror(rc), rc == -VM_ETRAP ?
+			        vm_trap_str(prog, &res.trap, buf, sizeof buf) : "");
+			exit(1);
+		}
+		sink = (uint64_t)res.value;
+		if ((uint64_t)res.value != want)
+			mismatch(kernel, engine_name[e], (uint64_t)res.value, want);
+		if (best < 0 || t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* ---- loading kernels */
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!f) {
+		fprintf(stderr, "bench_vm: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4096;
+			buf = realloc(buf, cap);
+			if (!buf) {
+				fprintf(stderr, "bench_vm: out of memory\n");
+				exit(1);
+			}
+		}
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "bench_vm: %s: read error\n", path);
+		exit(1);
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static struct vm_prog *load_kernel(struct vm *vm, const char *dir, const char *name)
+{
+	char path[4096], err[512], *diags = NULL;
+	uint8_t *seg = NULL;
+	size_t src_len, seg_len;
+	struct vm_prog *prog;
+
+	snprintf(path, sizeof path, "%s/%s.pna", dir, name);
+	char *src = slurp(path, &src_len);
+	int n_err = asm_assemble(src, src_len, path, &seg, &seg_len, &diags);
+	if (diags)
+		fputs(diags, stderr);
+	if (n_err) {
+		fprintf(stderr, "bench_vm: %s: %d assembly error(s)\n", path, n_err);
+		exit(1);
+	}
+	int rc = vm_load(vm, seg, seg_len, &prog, err, sizeof err);
+	if (rc) {
+		fprintf(stderr, "bench_vm: %s: %s: %s\n", path, vm_strerror(rc), err);
+		exit(1);
+	}
+	free(diags);
+	free(seg);
+	free(src);
+	return prog;
+}
+
+/* ---- reporting */
+
+static void cpu_model(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *colon = strchr(line, ':');
+		if (strncmp(line, "model name", 10) == 0 && colon) {
+			snprintf(buf, len, "%s", colon + 2);
+			buf[strcspn(buf, "\n")] = 0;
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void fmt_ms(char *buf, size_t len, double ms)
+{
+	if (ms < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.2f", ms);
+}
+
+static void fmt_ratio(char *buf, size_t len, double num, double den)
+{
+	if (num < 0 || den <= 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.2fx", num / den);
+}
+
+/* The same table goes to the terminal and to results/vm.txt. */
+static void print_table(FILE *f, const struct row *rows, const char *env)
+{
+	fputs(env, f);
+	fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s  %s\n", "kernel", "size", "native ms",
+	        "interp ms", "interp/n", "jit ms", "jit/n", "other baseline");
+	for (size_t k = 0; k < N_KERNELS; k++) {
+		const struct row *r = &rows[k];
+		char nat[32], in[32], in_r[32], jit[32], jit_r[32], alt[96] = "";
+		fmt_ms(nat, sizeof nat, r->native_ms);
+		fmt_ms(in, sizeof in, r->eng_ms[ENG_INTERP]);
+		fmt_ratio(in_r, sizeof in_r, r->eng_ms[ENG_INTERP], r->native_ms);
+		fmt_ms(jit, sizeof jit, r->eng_ms[ENG_JIT]);
+		fmt_ratio(jit_r, sizeof jit_r, r->eng_ms[ENG_JIT], r->native_ms);
+		if (kernels[k].alt) {
+			char ms[32], ratio[32];
+			fmt_ms(ms, sizeof ms, r->alt_ms);
+			fmt_ratio(ratio, sizeof ratio, r->eng_ms[ENG_INTERP], r->alt_ms);
+			snprintf(alt, sizeof alt, "%s %s ms, interp/%s %s", kernels[k].alt_name, ms,
+			         kernels[k].alt_name, ratio);
+		}
+		fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s  %s\n", kernels[k].name, r->size, nat,
+		        in, in_r, jit, jit_r, alt);
+	}
+}
+
+static void csv_ms(FILE *f, double ms)
+{
+	if (ms >= 0)
+		fprintf(f, "%.3f", ms);
+	fputc(',', f);
+}
+
+static void csv_ratio(FILE *f, double num, double den, int last)
+{
+	if (num >= 0 && den > 0)
+		fprintf(f, "%.3f", num / den);
+	fputc(last ? '\n' : ',', f);
+}
+
+static int write_csv(const char *path, const struct row *rows)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f, "kernel,size,native_ms,interp_ms,jit_ms,interp_over_native,jit_over_native,"
+	        "alt_baseline,alt_ms,interp_over_alt\n");
+	for (size_t k = 0; k < N_KERNELS; k++) {
+		const struct row *r = &rows[k];
+		fprintf(f, "%s,%s,", kernels[k].name, r->size);
+		csv_ms(f, r->native_ms);
+		csv_ms(f, r->eng_ms[ENG_INTERP]);
+		csv_ms(f, r->eng_ms[ENG_JIT]);
+		csv_ratio(f, r->eng_ms[ENG_INTERP], r->native_ms, 0);
+		csv_ratio(f, r->eng_ms[ENG_JIT], r->native_ms, 0);
+		fprintf(f, "%s,", kernels[k].alt ? kernels[k].alt_name : "");
+		csv_ms(f, kernels[k].alt ? r->alt_ms : -1);
+		csv_ratio(f, r->eng_ms[ENG_INTERP], kernels[k].alt ? r->alt_ms : -1, 1);
+	}
+	return fclose(f);
+}
+
+static int write_text(const char *path, const struct row *rows, const char *env)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	print_table(f, rows, env);
+	return fclose(f);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench_vm [--quick] [--reps N] [--src DIR] [--results DIR]\n"
+	        "  --quick        small sizes, for a smoke test (writes results/*.tmp)\n"
+	        "  --reps N       runs per measurement, the best is kept (default 5)\n"
+	        "  --src DIR      where the kernels' .pna files are (default %s)\n"
+	        "  --results DIR  where vm.csv and vm.txt go (default SRC/results; '' for none)\n",
+	        BENCH_SRCDIR);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *src = BENCH_SRCDIR, *results = NULL;
+	int quick = 0, reps = 5;
+	struct data d = { 0 };
+	struct row rows[N_KERNELS];
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0)
+			quick = 1;
+		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--src") == 0 && i + 1 < argc)
+			src = argv[++i];
+		else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc)
+			results = argv[++i];
+		else
+			usage();
+	}
+	if (reps < 1)
+		usage();
+
+	/* Full sizes make each native kernel run for tens to hundreds of milliseconds, well above
+	 * timer resolution; --quick divides them by 64 and only shows the harness works. */
+	d.isum_n = quick ? 1u << 20 : 100000000u;
+	make_text(&d, quick ? 1u << 20 : 64u << 20);
+	make_nodes(&d, quick ? 1u << 14 : 1u << 20);
+
+	struct vm *vm = vm_new();
+	if (!vm || vm_bind_region(vm, "data", d.text, d.text_len, ISA_ACC_RO) ||
+	    vm_bind_region(vm, "nodes", d.nodes, d.n_nodes * NODE_LEN, ISA_ACC_RO)) {
+		fprintf(stderr, "bench_vm: cannot set up the vm\n");
+		return 1;
+	}
+
+	char cpu[256], env[1024];
+	time_t t = time(NULL);
+	struct tm tm;
+	char date[64];
+	cpu_model(cpu, sizeof cpu);
+	strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&t, &tm));
+	snprintf(env, sizeof env,
+	         "# bench_vm%s, best of %d, %s\n# cpu: %s\n# native: gcc %s, %s\n"
+	         "# jit: not built yet\n",
+	         quick ? " --quick (smoke test sizes)" : "", reps, date, cpu, native_compiler,
+	         NATIVE_CFLAGS);
+
+	for (size_t k = 0; k < N_KERNELS; k++) {
+		const struct kernel *kn = &kernels[k];
+		struct row *r = &rows[k];
+		int64_t args[4];
+		unsigned n_args = kn->args(&d, args), entry_args;
+
+		kn->size(&d, r->size, sizeof r->size);
+		/* The native result is the reference every other run is checked against. */
+		r->result = kn->native(&d);
+		r->native_ms = time_native(kn->name, "native", kn->native, &d, reps, r->result);
+		r->alt_ms = kn->alt ? time_native(kn->name, kn->alt_name, kn->alt, &d, reps,
+		                                  r->result) : -1;
+
+		struct vm_prog *prog = load_kernel(vm, src, kn->name);
+		int entry = vm_prog_entry(prog, kn->name, &entry_args);
+		if (entry < 0 || entry_args != n_args) {
+			fprintf(stderr, "bench_vm: %s.pna: needs an export '%s' taking %u argument(s)\n",
+			        kn->name, kn->name, n_args);
+			return 1;
+		}
+		for (int e = 0; e < ENG_COUNT; e++)
+			r->eng_ms[e] = time_vm(kn->name, e, prog, (unsigned)entry, args, n_args, reps,
+			                       r->result);
+		vm_prog_free(prog);
+		fprintf(stderr, "%s: result %" PRIu64 ", native %.2f ms, interp %.2f ms\n", kn->name,
+		        r->result, r->native_ms, r->eng_ms[ENG_INTERP]);
+	}
+
+	print_table(stdout, rows, env);
+
+	if (!results) {
+		static char def[4096];
+		snprintf(def, sizeof def, "%s/results", src);
+		results = def;
+	}
+	if (*results) {
+		char csv[4096], txt[4096];
+		int n1 = snprintf(csv, sizeof csv, "%s/%s", results,
+		                  quick ? "vm-quick.csv.tmp" : "vm.csv");
+		int n2 = snprintf(txt, sizeof txt, "%s/%s", results,
+		                  quick ? "vm-quick.txt.tmp" : "vm.txt");
+		if (n1 >= (int)sizeof csv || n2 >= (int)sizeof txt) {
+			fprintf(stderr, "bench_vm: results path too long\n");
+			return 1;
+		}
+		if (write_csv(csv, rows) || write_text(txt, rows, env)) {
+			fprintf(stderr, "bench_vm: writing %s: %s\n", results, strerror(errno));
+			return 1;
+		}
+		printf("results: %s, %s\n", csv, txt);
+	}
+
+	vm_free(vm);
+	free(d.text);
+	free(d.nodes);
+	return 0;
+}

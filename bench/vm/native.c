@@ -1,0 +1,76 @@
+/* native.c: C versions of the bench/vm kernels (see native.h).
+ *
+ * Built as a separate object with the flags in bench/vm/Makefile (gcc -O2).  The functions
+ * return their results, which the harness checks against the VM's, so the compiler cannot
+ * drop the work; noinline keeps them out of any caller even if this file is ever merged into
+ * one unit.
+ */
+#include <string.h>
+
+#include "native.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "native_chase reads the little-endian node layout with plain loads"
+#endif
+
+const char native_compiler[] = __VERSION__;
+
+__attribute__((noinline)) uint64_t native_isum(uint64_t n)
+{
+	uint64_t s = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		s += (i * i) % 7;
+	return s;
+}
+
+__attribute__((noinline)) uint64_t native_count_nl(const uint8_t *p, size_t len)
+{
+	uint64_t c = 0;
+
+	for (size_t i = 0; i < len; i++)
+		c += p[i] == '\n';
+	return c;
+}
+
+/* What a C programmer would write for speed: libc's vectorised memchr, one call per line. */
+__attribute__((noinline)) uint64_t native_count_nl_memchr(const uint8_t *p, size_t len)
+{
+	const uint8_t *end = p + len;
+	uint64_t c = 0;
+
+	while (p < end) {
+		const uint8_t *q = memchr(p, '\n', (size_t)(end - p));
+		if (!q)
+			break;
+		c++;
+		p = q + 1;
+	}
+	return c;
+}
+
+__attribute__((noinline)) uint64_t native_fnv1a(const uint8_t *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof v);    /* the layout is little-endian, as is every host we run on */
+	return v;
+}
+
+__attribute__((noinline)) uint64_t native_chase(const uint8_t *nodes, uint64_t head)
+{
+	uint64_t s = 0;
+
+	for (uint64_t p = head; p != CHASE_END; p = load64(nodes + p))
+		s += load64(nodes + p + 8);
+	return s;
+}

@@ -1,0 +1,23 @@
+/* native.h: the benchmark kernels written in C, the baseline the VM is measured against.
+ *
+ * native.c is its own translation unit compiled with gcc -O2, and the harness is linked
+ * without LTO, so none of these is inlined into the timing loop or specialised for the
+ * harness's constant sizes.  Each mirrors one kernel in bench/vm/<name>.pna exactly.
+ */
+#ifndef BENCH_NATIVE_H
+#define BENCH_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CHASE_END UINT64_MAX    /* next offset that ends a chase list */
+
+uint64_t native_isum(uint64_t n);
+uint64_t native_count_nl(const uint8_t *p, size_t len);
+uint64_t native_count_nl_memchr(const uint8_t *p, size_t len);
+uint64_t native_fnv1a(const uint8_t *p, size_t len);
+uint64_t native_chase(const uint8_t *nodes, uint64_t head);
+
+extern const char native_compiler[];    /* __VERSION__ of the compiler that built native.c */
+
+#endif

@@ -1,0 +1,15 @@
+# plot.gp: results/vm.csv as bars of time relative to gcc -O2 (log scale), one per kernel.
+# Run by `make -C bench/vm plot` from bench/vm.  Add column 7 (jit_over_native) once the JIT
+# exists: an all-empty column would make gnuplot give up on the whole plot.
+set terminal png size 800,450
+set output 'results/vm.png'
+set datafile separator ','
+set key autotitle columnhead
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set yrange [1:*]
+set ylabel 'time / native time (gcc -O2)'
+set title 'Active RDMA VM: interpreter vs native'
+plot 'results/vm.csv' using 6:xtic(1) title 'interpreter'
