@@ -198,7 +198,8 @@ int64_t sb_add_const(struct seg_build *sb, const void *data, size_t len, unsigne
 	uint32_t end = (uint32_t)(off + len);
 	if (vec_reserve((void **)&s->consts, &sb->cap_consts, end, 1))
 		return -1;
-	memset(s->consts + s->const_len, 0, off - s->const_len);
+	if (off > s->const_len)
+		memset(s->consts + s->const_len, 0, off - s->const_len);
 	if (len)
 		memcpy(s->consts + off, data, len);
 	s->const_len = end;

@@ -1,6 +1,7 @@
 /* pnasm.c: command-line assembler, .pna text -> .pno code segment.
  *
- *     pnasm [-o out.pno] file.pna      ("-" reads stdin; default output: file.pno)
+ *     pnasm [-o out.pno] file.pna      ("-" reads stdin, -o - writes stdout; default
+ *                                      output: file.pno)
  *
  * A thin main around asm_assemble (asm/parse.c): diagnostics go to stderr, exit 1 on error.
  */
@@ -15,7 +16,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: pnasm [-o out.pno] file.pna\n"
 	           "  Assemble a .pna source file into a code segment.\n"
-	           "  -o FILE   output file (default: the input name with .pno; required for stdin)\n"
+	           "  -o FILE   output file (default: the input name with .pno; required for stdin;\n"
+	           "            \"-\" writes to stdout)\n"
 	           "  -         read the source from stdin\n"
 	           "  --help    show this help\n");
 }
@@ -129,16 +131,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pnasm: out of memory\n");
 		goto out;
 	}
-	FILE *o = fopen(outname, "wb");
+	int to_stdout = strcmp(outname, "-") == 0;
+	FILE *o = to_stdout ? stdout : fopen(outname, "wb");
 	if (!o) {
 		fprintf(stderr, "pnasm: %s: %s\n", outname, strerror(errno));
 		goto out;
 	}
 	size_t w = fwrite(seg, 1, seg_len, o);
 	int werr = ferror(o);
-	if (fclose(o) != 0 || w != seg_len || werr) {
+	if ((to_stdout ? fflush(o) : fclose(o)) != 0 || w != seg_len || werr) {
 		fprintf(stderr, "pnasm: %s: write failed\n", outname);
-		remove(outname);
+		if (!to_stdout)
+			remove(outname);
 		goto out;
 	}
 	rc = 0;
