@@ -3,7 +3,7 @@
  * Each kernel exists twice: bench/vm/<name>.pna, assembled at run time and run by the VM, and
  * a C function in native.c.  Both run on the same deterministic data; a kernel whose VM result
  * differs from the native one aborts the run, so no number is ever printed for a wrong answer.
- * Times are the best of several runs (CLOCK_MONOTONIC).  Results go to stdout and to
+ * Times are the best of several runs (CLOCK_MONOTONIC), native and VM runs taking turns.  Results go to stdout and to
  * results/vm.csv and results/vm.txt (with --quick to results/vm-quick.*.tmp instead, so smoke
  * runs never overwrite measured numbers).
  *
@@ -187,55 +187,52 @@ static void mismatch(const char *kernel, const char *who, uint64_t got, uint64_t
 	exit(1);
 }
 
-/* Best time of reps calls of fn; every call must return want. */
-static double time_native(const char *kernel, const char *who, uint64_t (*fn)(const struct data *),
-                          const struct data *d, int reps, uint64_t want)
+/* Keep the smaller of *best (negative: none yet) and t. */
+static void keep_best(double *best, double t)
 {
-	double best = -1;
-
-	for (int r = 0; r < reps; r++) {
-		double t0 = now_ms();
-		uint64_t v = fn(d);
-		double t = now_ms() - t0;
-		sink = v;
-		if (v != want)
-			mismatch(kernel, who, v, want);
-		if (best < 0 || t < best)
-			best = t;
-	}
-	return best;
+	if (*best < 0 || t < *best)
+		*best = t;
 }
 
-/* Best time of reps runs of the entry on engine e, or -1 when the engine does not exist. */
+/* Time one call of fn, which must return want. */
+static double time_native(const char *kernel, const char *who, uint64_t (*fn)(const struct data *),
+                          const struct data *d, uint64_t want)
+{
+	double t0 = now_ms();
+	uint64_t v = fn(d);
+	double t = now_ms() - t0;
+
+	sink = v;
+	if (v != want)
+		mismatch(kernel, who, v, want);
+	return t;
+}
+
+/* Time one run of the entry on engine e, which must return want; -1 when the engine does not
+ * exist. */
 static double time_vm(const char *kernel, enum engine e, const struct vm_prog *prog,
-                      unsigned entry, const int64_t *argv, unsigned n_args, int reps,
-                      uint64_t want)
+                      unsigned entry, const int64_t *argv, unsigned n_args, uint64_t want)
 {
 	/* Every kernel finishes long before UINT64_MAX / 2 backward jumps: fuel never stops it. */
 	struct vm_run_opts opts = { .fuel = UINT64_MAX / 2 };
-	double best = -1;
+	struct vm_result res;
 
 	if (e == ENG_JIT)
 		return -1;      /* no JIT yet: leave the column empty rather than invent numbers */
-	for (int r = 0; r < reps; r++) {
-		struct vm_result res;
-		double t0 = now_ms();
-		int rc = vm_run(prog, entry, argv, n_args, &opts, &res);
-		double t = now_ms() - t0;
-		if (rc != 0) {
-			char buf[256];
-			fprintf(stderr, "bench_vm: %s on %s: %s: %s\n", kernel, engine_name[e],
-			        vm_strerror(rc), rc == -VM_ETRAP ?
-			        vm_trap_str(prog, &res.trap, buf, sizeof buf) : "");
-			exit(1);
-		}
-		sink = (uint64_t)res.value;
-		if ((uint64_t)res.value != want)
-			mismatch(kernel, engine_name[e], (uint64_t)res.value, want);
-		if (best < 0 || t < best)
-			best = t;
+	double t0 = now_ms();
+	int rc = vm_run(prog, entry, argv, n_args, &opts, &res);
+	double t = now_ms() - t0;
+	if (rc != 0) {
+		char buf[256];
+		fprintf(stderr, "bench_vm: %s on %s: %s: %s\n", kernel, engine_name[e],
+		        vm_strerror(rc), rc == -VM_ETRAP ?
+		        vm_trap_str(prog, &res.trap, buf, sizeof buf) : "");
+		exit(1);
 	}
-	return best;
+	sink = (uint64_t)res.value;
+	if ((uint64_t)res.value != want)
+		mismatch(kernel, engine_name[e], (uint64_t)res.value, want);
+	return t;
 }
 
 /* ---- loading kernels */
@@ -477,10 +474,6 @@ int main(int argc, char **argv)
 		kn->size(&d, r->size, sizeof r->size);
 		/* The native result is the reference every other run is checked against. */
 		r->result = kn->native(&d);
-		r->native_ms = time_native(kn->name, "native", kn->native, &d, reps, r->result);
-		r->alt_ms = kn->alt ? time_native(kn->name, kn->alt_name, kn->alt, &d, reps,
-		                                  r->result) : -1;
-
 		struct vm_prog *prog = load_kernel(vm, src, kn->name);
 		int entry = vm_prog_entry(prog, kn->name, &entry_args);
 		if (entry < 0 || entry_args != n_args) {
@@ -488,9 +481,25 @@ int main(int argc, char **argv)
 			        kn->name, kn->name, n_args);
 			return 1;
 		}
+		/* Rounds of one run each, rather than all native runs then all VM runs: the memory
+		 * bound kernels (chase) drift by 2x over seconds on a shared machine, and
+		 * interleaving exposes every contender to the same drift. */
+		r->native_ms = r->alt_ms = -1;
 		for (int e = 0; e < ENG_COUNT; e++)
-			r->eng_ms[e] = time_vm(kn->name, e, prog, (unsigned)entry, args, n_args, reps,
-			                       r->result);
+			r->eng_ms[e] = -1;
+		for (int rep = 0; rep < reps; rep++) {
+			keep_best(&r->native_ms, time_native(kn->name, "native", kn->native, &d,
+			                                     r->result));
+			if (kn->alt)
+				keep_best(&r->alt_ms, time_native(kn->name, kn->alt_name, kn->alt, &d,
+				                                  r->result));
+			for (int e = 0; e < ENG_COUNT; e++) {
+				double ms = time_vm(kn->name, e, prog, (unsigned)entry, args, n_args,
+				                    r->result);
+				if (ms >= 0)
+					keep_best(&r->eng_ms[e], ms);
+			}
+		}
 		vm_prog_free(prog);
 		fprintf(stderr, "%s: result %" PRIu64 ", native %.2f ms, interp %.2f ms\n", kn->name,
 		        r->result, r->native_ms, r->eng_ms[ENG_INTERP]);
