@@ -102,6 +102,10 @@ static struct vm_prog *load_example(struct vm *vm, const char *name)
 	static char src[1 << 16];
 	size_t len = fread(src, 1, sizeof src, f);
 	fclose(f);
+	if (len == sizeof src) {
+		check(0, name, "%s: larger than the %zu bytes progtest reads", path, sizeof src);
+		return NULL;
+	}
 	int n_err = asm_assemble(src, len, path, &seg, &seg_len, &diags);
 	check(n_err == 0, name, "%d assembly errors:\n%s", n_err, diags ? diags : "");
 	free(diags);
@@ -300,7 +304,7 @@ static void build_table(struct table *t)
 	for (size_t i = 0; i < HASH_KEYS; i++) {
 		uint64_t b = hash_bucket(t, mix(i));
 		uint8_t *node = t->mem + node_off + i * NODE_LEN;
-		t->keys[i] = mix(i);            /* includes mix(0) == 0 */
+		t->keys[i] = mix(i);            /* includes mix(0) == 0: key 0 is looked up too */
 		t->values[i] = rng() >> 1;
 		isa_put64(node, isa_get64(t->mem + 8 + 8 * b));
 		isa_put64(node + 8, t->keys[i]);
@@ -328,7 +332,6 @@ static void test_hash_table(void)
 		goto out;
 
 	r.entry = "lookup";
-	check(t.keys[0] == 0, "hash_table key 0 is present", "mix(0) = %#" PRIx64, t.keys[0]);
 	for (size_t i = 0; i < HASH_KEYS && !bad; i++)
 		if (run(&r, 1, (int64_t)t.keys[i]) || (uint64_t)r.res.value != t.values[i]) {
 			check(0, "hash_table lookup present", "key %#" PRIx64 ": got %" PRId64
