@@ -33,7 +33,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
-.PHONY: all check check-asan check-docs fuzz bench docs install clean examples
+.PHONY: all check check-asan check-docs fuzz fuzz-build bench bench-quick docs install clean examples
 
 all: $(LIBS) $(PROGS)
 
@@ -91,11 +91,13 @@ fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \
 	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
-	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $$c || exit 1; done
+	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $$c tests/fuzz/seeds/$$(basename $$t) || exit 1; done
 
-# ---- benchmarks
+# ---- benchmarks (bench-quick: small sizes, results in gitignored *.tmp files)
 bench: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD))
+bench-quick: all
+	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD)) quick
 
 examples: all
 	BUILD=$(BUILD) sh examples/run.sh

@@ -194,7 +194,7 @@ int ref_run(const struct isa_seg *seg, const struct ref_region *regions, uint32_
 			y = POP();
 			uint64_t off = POP();
 			if (!in_bounds(off, 8, R[in.a].len)) TRAPK(ISA_TRAP_BOUNDS);
-			if ((uintptr_t)(R[in.a].base + off) & 7) TRAPK(ISA_TRAP_UNALIGNED);
+			if (off & 7) TRAPK(ISA_TRAP_UNALIGNED);
 			uint64_t *w = (uint64_t *)(void *)(R[in.a].base + off), old = *w;
 			if (in.op == OP_CAS) { if (old == y) *w = c; } else { *w = old + y; }
 			PUSH(old);

@@ -219,7 +219,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	CASE(CAS) {
 		uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c];
 		if (unlikely(!in_bounds(off, 8, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
-		if (unlikely((uintptr_t)(m->base + off) & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);
+		if (unlikely(off & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);   /* rw bases are 8-aligned */
 		uint64_t expect = fp[ip->a + 1];
 		__atomic_compare_exchange_n((uint64_t *)(void *)(m->base + off), &expect,
 		                            fp[ip->a + 2], 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
@@ -229,7 +229,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	CASE(FADD) {
 		uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c];
 		if (unlikely(!in_bounds(off, 8, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
-		if (unlikely((uintptr_t)(m->base + off) & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);
+		if (unlikely(off & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);   /* rw bases are 8-aligned */
 		fp[ip->a] = __atomic_fetch_add((uint64_t *)(void *)(m->base + off), fp[ip->a + 1],
 		                               __ATOMIC_SEQ_CST);
 		NEXT();

@@ -56,6 +56,10 @@ int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, un
 	if (!name || isa_name_check(name, strlen(name)) != 0 || reserved_region(name) ||
 	    (access != ISA_ACC_RO && access != ISA_ACC_RW) || (!base && len))
 		return -VM_EINVAL;
+	/* Atomics need naturally aligned words: an rw region starts on an 8-byte boundary, so
+	 * "offset % 8 == 0" is the whole rule and does not depend on where the host put it. */
+	if (access == ISA_ACC_RW && ((uintptr_t)base & 7))
+		return -VM_EINVAL;
 	for (uint32_t i = 0; i < vm->n_regions; i++)
 		if (!strcmp(vm->regions[i].name, name))
 			return -VM_EEXISTS;

@@ -33,7 +33,8 @@ void vm_free(struct vm *vm);
 
 /* Export a region to segments that import it by name.  access is ISA_ACC_RO or ISA_ACC_RW;
  * a segment importing rw may only link against an rw region.  base must stay valid while
- * programs linked against it exist. */
+ * programs linked against it exist, and an rw region's base must be 8-byte aligned (atomics
+ * on offsets that are multiples of 8 are then aligned words); -VM_EINVAL otherwise. */
 int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, unsigned access);
 
 /* A host hook is a C function whose first parameter is struct vm_hook_ctx *, followed by the

@@ -1150,8 +1150,24 @@ static void test_sha256(void)
 	}
 }
 
+/* vm_bind_region: names, access and the alignment rw regions need for atomics. */
+static void test_bind(void)
+{
+	static _Alignas(8) uint8_t buf[64];
+	struct vm *vm = vm_new();
+	CHECK(vm_bind_region(vm, "a", buf, sizeof buf, ISA_ACC_RW) == 0, "aligned rw region refused");
+	CHECK(vm_bind_region(vm, "b", buf + 1, 8, ISA_ACC_RW) == -VM_EINVAL, "misaligned rw region accepted");
+	CHECK(vm_bind_region(vm, "c", buf + 1, 8, ISA_ACC_RO) == 0, "misaligned ro region refused");
+	CHECK(vm_bind_region(vm, "a", buf, 8, ISA_ACC_RO) == -VM_EEXISTS, "duplicate name accepted");
+	CHECK(vm_bind_region(vm, "out", buf, 8, ISA_ACC_RO) == -VM_EINVAL, "reserved name accepted");
+	CHECK(vm_bind_region(vm, "d", buf, 8, 2) == -VM_EINVAL, "write-only access accepted");
+	CHECK(vm_bind_region(vm, "e", NULL, 8, ISA_ACC_RO) == -VM_EINVAL, "NULL base accepted");
+	vm_free(vm);
+}
+
 int main(void)
 {
+	test_bind();
 	test_opcodes();
 	test_header();
 	test_sections();
