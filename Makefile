@@ -11,7 +11,7 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
-CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm
+CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
 LDLIBS  += -lffi -lpthread
 PREFIX  ?= /usr/local
@@ -20,13 +20,15 @@ FUZZ_SECONDS ?= 60
 isa_SRC := isa/ops.c isa/segment.c isa/sha256.c isa/verify.c
 vm_SRC  := $(filter-out vm/pnrun.c, $(wildcard vm/*.c))
 asm_SRC := $(filter-out asm/pnasm.c asm/pndis.c, $(wildcard asm/*.c))
+pn_SRC  := $(wildcard net/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIBISA := $(BUILD)/libisa.a
 LIBVM  := $(BUILD)/libvm.a
 LIBASM := $(BUILD)/libasm.a
-LIBS   := $(LIBASM) $(LIBVM) $(LIBISA)
+LIBPN  := $(BUILD)/libpn.a
+LIBS   := $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
 
 PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -44,6 +46,7 @@ $(BUILD)/obj/%.o: %.c
 $(LIBISA): $(call obj,$(isa_SRC))
 $(LIBVM):  $(call obj,$(vm_SRC))
 $(LIBASM): $(call obj,$(asm_SRC))
+$(LIBPN):  $(call obj,$(pn_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -86,7 +89,7 @@ fuzz-build:
 	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" $(LIBS:$(BUILD)/%=build-fuzz/%)
 	$(MAKE) BUILD=build-fuzz CC=clang $(FUZZ_TARGETS)
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
-	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a $(LDLIBS)
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \
@@ -106,7 +109,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/activerdma
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib
-	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h \
+	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h net/pn.h net/pn_err.def \
 	  $(DESTDIR)$(PREFIX)/include/activerdma
 
 clean:

@@ -1,0 +1,748 @@
+/* pn.c: the Paradis-Net core: peers, handlers, Cooperations, forwarding and worker threads.
+ *
+ * A message arriving at a transport is offered to the core in two steps (pn_core_rx_begin /
+ * rx_end, pn_int.h).  If it carries the token of one of our open Cooperations and a receive
+ * descriptor accepts it, the payload is written straight into the descriptor's buffer and the
+ * waiting thread is woken: no handler runs and nothing is copied again.  Otherwise it goes to
+ * the handler of its type, which runs on a worker thread, never on the transport's I/O thread,
+ * so handlers can take as long as they like and may block on nested Cooperations.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "pn_int.h"
+
+static const char *const err_msgs[] = {
+#define ERR(name, value, msg) [value] = msg,
+#include "pn_err.def"
+#undef ERR
+};
+
+const char *pn_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err >= PN_ECOUNT || !err_msgs[err])
+		return "unknown error";
+	return err_msgs[err];
+}
+
+uint64_t pn_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- structures ---- */
+
+enum { DESC_PENDING = 1, DESC_FILLING = 2 };   /* rcv_desc.status while open */
+
+struct pn_coop_rec {
+	pn_coop token;
+	struct pn_rcv_desc *rcv;
+	unsigned n, remaining;     /* descriptors not yet done */
+	unsigned filling;          /* descriptors a transport is writing into right now */
+	uint64_t start_ns;
+	pthread_cond_t done;
+	struct pn_coop_rec *next;  /* hash chain */
+	uint32_t *sent_to;         /* peers requests went to, with counts, for peer_down */
+	uint32_t *sent_count;
+	unsigned n_sent, cap_sent;
+};
+
+struct work {
+	struct work *next;
+	pn_peer from;
+	pn_type type;
+	pn_coop coop;
+	struct pn_addr origin;
+	void *buf;
+	size_t len;
+};
+
+struct endpoint {
+	const struct pn_transport *ops;
+	struct pn_tp *tp;
+	struct pn_addr self;
+	char name[PN_NAME_LEN];
+};
+
+#define COOP_BUCKETS 256
+
+struct pn {
+	struct pn_opts opts;
+	struct endpoint ep[PN_MAX_ENDPOINTS];
+	unsigned n_ep;
+
+	pthread_mutex_t lock;      /* peers, handlers, cooperations, the work queue */
+	struct pn_peer_rec **peers;
+	uint32_t n_peers, cap_peers;
+	struct { pn_handler *fn; void *arg; bool inline_; } handlers[PN_MAX_TYPE + 1];
+	struct pn_coop_rec *coops[COOP_BUCKETS];
+	uint64_t next_token;
+
+	struct work *q_head, *q_tail;
+	pthread_cond_t q_cond;
+	pthread_t *workers;
+	unsigned n_workers;
+	int stopping;
+
+	_Atomic uint64_t st_msgs_sent, st_bytes_sent, st_msgs_recv, st_bytes_recv, st_forwarded;
+	_Atomic uint64_t st[PN_ST_BAD_FRAMES + 1];
+	_Atomic uint64_t lat[PN_LAT_BUCKETS];
+	_Atomic uint64_t drop_state;
+	uint64_t drop_threshold;   /* drop when a random u64 falls below this */
+};
+
+/* The message a worker thread is handling, for pn_forward. */
+struct current {
+	struct pn *pn;
+	pn_coop coop;
+	struct pn_addr origin;
+};
+static _Thread_local struct current *current;
+
+const struct pn_opts *pn_core_opts(struct pn *pn) { return &pn->opts; }
+
+void pn_core_count(struct pn *pn, enum pn_stat which, uint64_t n)
+{
+	atomic_fetch_add(&pn->st[which], n);
+}
+
+bool pn_core_drop(struct pn *pn)
+{
+	if (!pn->drop_threshold)
+		return false;
+	/* splitmix64 over an atomic counter: cheap, thread-safe, reproducible per endpoint */
+	uint64_t z = atomic_fetch_add(&pn->drop_state, 0x9e3779b97f4a7c15ull) + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	if (z >= pn->drop_threshold)
+		return false;
+	pn_core_count(pn, PN_ST_DROPPED, 1);
+	return true;
+}
+
+/* ---- peers ---- */
+
+static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr *a)
+{
+	for (uint32_t i = 0; i < pn->n_peers; i++)
+		if (pn_addr_eq(&pn->peers[i]->addr, a))
+			return pn->peers[i];
+	if (pn->n_peers == pn->cap_peers) {
+		uint32_t cap = pn->cap_peers ? 2 * pn->cap_peers : 16;
+		struct pn_peer_rec **p = realloc(pn->peers, cap * sizeof *p);
+		if (!p)
+			return NULL;
+		pn->peers = p;
+		pn->cap_peers = cap;
+	}
+	struct pn_peer_rec *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->id = pn->n_peers;
+	r->addr = *a;
+	pn_addr_name(a, r->name, sizeof r->name);
+	pn->peers[pn->n_peers++] = r;
+	return r;
+}
+
+struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_peer_rec *r = peer_find_locked(pn, a);
+	pthread_mutex_unlock(&pn->lock);
+	return r;
+}
+
+struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_peer_rec *r = id < pn->n_peers ? pn->peers[id] : NULL;
+	pthread_mutex_unlock(&pn->lock);
+	return r;
+}
+
+int pn_peer_get(struct pn *pn, const char *name, pn_peer *out)
+{
+	struct pn_addr a;
+	int rc = pn_addr_parse(name, &a, 1);
+	if (rc != 0)
+		return rc;
+	struct pn_peer_rec *r = pn_core_peer(pn, &a);
+	if (!r)
+		return -PN_ENOMEM;
+	*out = r->id;
+	return 0;
+}
+
+const char *pn_peer_name(struct pn *pn, pn_peer peer)
+{
+	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
+	return r ? r->name : "?";
+}
+
+const char *pn_self(struct pn *pn, const char *scheme)
+{
+	for (unsigned i = 0; i < pn->n_ep; i++)
+		if (!strcmp(pn->ep[i].ops->scheme, scheme))
+			return pn->ep[i].name;
+	return NULL;
+}
+
+static struct endpoint *endpoint_for(struct pn *pn, uint8_t scheme)
+{
+	for (unsigned i = 0; i < pn->n_ep; i++)
+		if (pn->ep[i].ops->scheme_id == scheme)
+			return &pn->ep[i];
+	return NULL;
+}
+
+/* ---- handlers and workers ---- */
+
+int pn_set_handler(struct pn *pn, pn_type type, int opt, pn_handler *fn, void *arg)
+{
+	if (type == 0 || type > PN_MAX_TYPE || (opt & ~PN_INLINE))
+		return -PN_EINVAL;
+	pthread_mutex_lock(&pn->lock);
+	pn->handlers[type].fn = fn;
+	pn->handlers[type].arg = arg;
+	pn->handlers[type].inline_ = (opt & PN_INLINE) != 0;
+	pthread_mutex_unlock(&pn->lock);
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct pn *pn = arg;
+	pthread_mutex_lock(&pn->lock);
+	for (;;) {
+		while (!pn->q_head && !pn->stopping)
+			pthread_cond_wait(&pn->q_cond, &pn->lock);
+		struct work *w = pn->q_head;
+		if (!w)
+			break;                     /* stopping and the queue is drained */
+		pn->q_head = w->next;
+		if (!pn->q_head)
+			pn->q_tail = NULL;
+		pn_handler *fn = pn->handlers[w->type].fn;
+		void *harg = pn->handlers[w->type].arg;
+		pthread_mutex_unlock(&pn->lock);
+		if (fn) {
+			struct current cur = { pn, w->coop, w->origin };
+			current = &cur;
+			fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
+			current = NULL;
+		}
+		free(w->buf);
+		free(w);
+		pthread_mutex_lock(&pn->lock);
+	}
+	pthread_mutex_unlock(&pn->lock);
+	return NULL;
+}
+
+/* ---- cooperations ---- */
+
+static struct pn_coop_rec **coop_slot(struct pn *pn, pn_coop token)
+{
+	struct pn_coop_rec **p = &pn->coops[(token ^ (token >> 17)) % COOP_BUCKETS];
+	while (*p && (*p)->token != token)
+		p = &(*p)->next;
+	return p;
+}
+
+pn_coop pn_coop_start(struct pn *pn, struct pn_rcv_desc *rcv, unsigned n)
+{
+	if ((!rcv && n) || n > 1u << 20)
+		return 0;
+	struct pn_coop_rec *c = calloc(1, sizeof *c);
+	if (!c)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		rcv[i].status = DESC_PENDING;
+		rcv[i].len = 0;
+		rcv[i].got_from = PN_ANY;
+	}
+	c->rcv = rcv;
+	c->n = c->remaining = n;
+	c->start_ns = pn_now_ns();
+	/* pn_coop_end computes its deadline on the monotonic clock; the cond must agree */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->done, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_lock(&pn->lock);
+	if (pn->stopping) {
+		pthread_mutex_unlock(&pn->lock);
+		pthread_cond_destroy(&c->done);
+		free(c);
+		return 0;
+	}
+	do
+		c->token = ++pn->next_token;
+	while (c->token == 0 || *coop_slot(pn, c->token));
+	*coop_slot(pn, c->token) = c;
+	pthread_mutex_unlock(&pn->lock);
+	return c->token;
+}
+
+static void lat_record(struct pn *pn, uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b = 0;
+	while (us > 1 && b < PN_LAT_BUCKETS - 1) {
+		us >>= 1;
+		b++;
+	}
+	atomic_fetch_add(&pn->lat[b], 1);
+}
+
+/* Finish descriptor i of c with status st (lock held). */
+static void desc_done_locked(struct pn *pn, struct pn_coop_rec *c, unsigned i, int st)
+{
+	c->rcv[i].status = st;
+	if (--c->remaining == 0) {
+		lat_record(pn, pn_now_ns() - c->start_ns);
+		pthread_cond_broadcast(&c->done);
+	}
+}
+
+int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	if (timeout_ms >= 0) {
+		dl.tv_sec += timeout_ms / 1000;
+		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+	}
+	pthread_mutex_lock(&pn->lock);
+	struct pn_coop_rec **slot = coop_slot(pn, token), *c = *slot;
+	if (!c) {
+		pthread_mutex_unlock(&pn->lock);
+		return -PN_ENOCOOP;
+	}
+	int rc = 0;
+	while (c->remaining > 0 && rc == 0) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&c->done, &pn->lock);
+		else if (pthread_cond_timedwait(&c->done, &pn->lock, &dl) == ETIMEDOUT)
+			rc = -PN_ETIMEDOUT;
+	}
+	/* A transport may be writing into a descriptor right now: wait for it to finish before
+	 * handing the buffers back (bounded: the transfer ends or its connection fails). */
+	while (c->filling > 0)
+		pthread_cond_wait(&c->done, &pn->lock);
+	for (unsigned i = 0; i < c->n; i++) {
+		if (c->rcv[i].status == DESC_PENDING)
+			c->rcv[i].status = -PN_ETIMEDOUT;
+		if (rc == 0 && c->rcv[i].status < 0)
+			rc = c->rcv[i].status;
+	}
+	*coop_slot(pn, token) = c->next;
+	pthread_mutex_unlock(&pn->lock);
+	pthread_cond_destroy(&c->done);
+	free(c->sent_to);
+	free(c->sent_count);
+	free(c);
+	return rc;
+}
+
+/* Remember that a request of Cooperation token went to peer (for pn_core_peer_down). */
+static void coop_note_sent(struct pn *pn, pn_coop token, pn_peer peer)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_coop_rec *c = *coop_slot(pn, token);
+	if (c) {
+		unsigned i = 0;
+		while (i < c->n_sent && c->sent_to[i] != peer)
+			i++;
+		if (i == c->n_sent && c->n_sent == c->cap_sent) {
+			unsigned cap = c->cap_sent ? 2 * c->cap_sent : 4;
+			uint32_t *a = realloc(c->sent_to, cap * sizeof *a);
+			if (a)
+				c->sent_to = a;
+			uint32_t *b = a ? realloc(c->sent_count, cap * sizeof *b) : NULL;
+			if (b) {
+				c->sent_count = b;
+				c->cap_sent = cap;
+			}
+		}
+		if (i < c->cap_sent) {
+			if (i == c->n_sent) {
+				c->sent_to[i] = peer;
+				c->sent_count[i] = 0;
+				c->n_sent++;
+			}
+			c->sent_count[i]++;
+		}
+	}
+	pthread_mutex_unlock(&pn->lock);
+}
+
+/* Fail up to `count` pending descriptors of c that `peer` could still have filled. */
+static void coop_fail_from_locked(struct pn *pn, struct pn_coop_rec *c, pn_peer peer,
+                                  unsigned count, int err)
+{
+	for (unsigned i = 0; i < c->n && count; i++) {
+		if (c->rcv[i].status == DESC_PENDING && c->rcv[i].from == peer) {
+			desc_done_locked(pn, c, i, err);
+			count--;
+		}
+	}
+	for (unsigned i = 0; i < c->n && count; i++) {
+		if (c->rcv[i].status == DESC_PENDING && c->rcv[i].from == PN_ANY) {
+			desc_done_locked(pn, c, i, err);
+			count--;
+		}
+	}
+}
+
+void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
+{
+	pthread_mutex_lock(&pn->lock);
+	for (unsigned b = 0; b < COOP_BUCKETS; b++)
+		for (struct pn_coop_rec *c = pn->coops[b]; c; c = c->next)
+			for (unsigned i = 0; i < c->n_sent; i++)
+				if (c->sent_to[i] == peer->id)
+					coop_fail_from_locked(pn, c, peer->id, c->sent_count[i], err);
+	pthread_mutex_unlock(&pn->lock);
+}
+
+void pn_core_returned(struct pn *pn, struct pn_peer_rec *to, const struct pn_hdr *h, int err)
+{
+	pn_core_count(pn, PN_ST_RETURNED, 1);
+	if (!h->coop || (h->flags & PN_F_FORWARDED))
+		return;
+	pthread_mutex_lock(&pn->lock);
+	struct pn_coop_rec *c = *coop_slot(pn, h->coop);
+	if (c)
+		coop_fail_from_locked(pn, c, to->id, 1, err);
+	pthread_mutex_unlock(&pn->lock);
+}
+
+/* ---- receiving ---- */
+
+void *pn_core_rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
+                       struct pn_rx *rx)
+{
+	rx->h = *h;
+	rx->from = sender;
+	rx->buf = NULL;
+	rx->claim = -1;
+	rx->coop = NULL;
+	if (h->flags & PN_F_FORWARDED) {
+		rx->from = pn_core_peer(pn, &h->origin);
+		if (!rx->from)
+			return NULL;
+	}
+	atomic_fetch_add(&pn->st_msgs_recv, 1);
+	atomic_fetch_add(&pn->st_bytes_recv, h->len);
+	if (h->coop) {
+		pthread_mutex_lock(&pn->lock);
+		struct pn_coop_rec *c = *coop_slot(pn, h->coop);
+		for (unsigned i = 0; c && i < c->n; i++) {
+			struct pn_rcv_desc *d = &c->rcv[i];
+			if (d->status == DESC_PENDING && d->type == h->type &&
+			    (d->from == PN_ANY || d->from == rx->from->id)) {
+				d->status = DESC_FILLING;
+				c->filling++;
+				rx->claim = (int)i;
+				rx->coop = c;
+				break;
+			}
+		}
+		if (rx->claim >= 0) {
+			struct pn_rcv_desc *d = &c->rcv[rx->claim];
+			void *buf = NULL;
+			if (!d->buf && h->len) {
+				d->buf = malloc(h->len);     /* the caller frees it */
+				d->cap = d->buf ? h->len : 0;
+			}
+			if (h->len <= d->cap)
+				buf = d->buf;
+			pthread_mutex_unlock(&pn->lock);
+			/* too big for the descriptor: read into a bounce buffer, keep what fits */
+			rx->buf = buf ? buf : (h->len ? malloc(h->len) : NULL);
+			return rx->buf;
+		}
+		pthread_mutex_unlock(&pn->lock);
+	}
+	rx->buf = h->len ? malloc(h->len) : NULL;
+	return rx->buf;
+}
+
+void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
+{
+	const struct pn_hdr *h = &rx->h;
+	if (rx->claim >= 0) {
+		pthread_mutex_lock(&pn->lock);
+		struct pn_coop_rec *c = rx->coop;
+		struct pn_rcv_desc *d = &c->rcv[rx->claim];
+		int st = status;
+		if (st == 0 && h->len && !rx->buf)
+			st = -PN_ENOMEM;
+		if (st == 0 && rx->buf != d->buf) {
+			/* bounce buffer: the reply did not fit the descriptor */
+			if (rx->buf && d->buf)
+				memcpy(d->buf, rx->buf, d->cap);
+			free(rx->buf);
+			d->len = d->cap;
+			st = -PN_ETRUNC;
+		} else if (st == 0) {
+			d->len = h->len;
+		} else if (rx->buf != d->buf) {
+			free(rx->buf);
+		}
+		if (st != 0 && st != -PN_ETRUNC) {
+			/* the transfer failed: the descriptor may still be filled by a retry */
+			d->status = DESC_PENDING;
+		} else {
+			d->got_from = rx->from->id;
+			desc_done_locked(pn, c, (unsigned)rx->claim, st);
+		}
+		c->filling--;
+		if (c->filling == 0)
+			pthread_cond_broadcast(&c->done);
+		pthread_mutex_unlock(&pn->lock);
+		return;
+	}
+	if (status != 0 || h->kind != PN_K_MSG) {
+		free(rx->buf);
+		return;
+	}
+	struct work *w = malloc(sizeof *w);
+	if (!w) {
+		free(rx->buf);
+		return;
+	}
+	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
+	                    .origin = rx->from->addr, .buf = rx->buf, .len = h->len };
+	pthread_mutex_lock(&pn->lock);
+	if (!pn->handlers[h->type].fn || pn->stopping) {
+		/* no handler: a late reply of an ended Cooperation, or a type nobody serves */
+		pthread_mutex_unlock(&pn->lock);
+		free(w->buf);
+		free(w);
+		return;
+	}
+	if (pn->handlers[h->type].inline_) {
+		pn_handler *fn = pn->handlers[h->type].fn;
+		void *harg = pn->handlers[h->type].arg;
+		pthread_mutex_unlock(&pn->lock);
+		struct current cur = { pn, w->coop, w->origin };
+		struct current *saved = current;
+		current = &cur;
+		fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
+		current = saved;
+		free(w->buf);
+		free(w);
+		return;
+	}
+	if (pn->q_tail)
+		pn->q_tail->next = w;
+	else
+		pn->q_head = w;
+	pn->q_tail = w;
+	pthread_cond_signal(&pn->q_cond);
+	pthread_mutex_unlock(&pn->lock);
+}
+
+/* ---- sending ---- */
+
+static int send_frame(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *msg, size_t len)
+{
+	if (len > pn->opts.max_msg)
+		return -PN_ETOOBIG;
+	if (len && !msg)
+		return -PN_EINVAL;
+	struct pn_peer_rec *peer = pn_core_peer_at(pn, to);
+	if (!peer)
+		return -PN_EINVAL;
+	struct endpoint *ep = endpoint_for(pn, peer->addr.scheme);
+	if (!ep)
+		return -PN_ENOTRANSPORT;
+	if (!(h->flags & PN_F_FORWARDED))
+		h->origin = ep->self;
+	h->len = (uint32_t)len;
+	int rc = ep->ops->send(ep->tp, peer, h, msg, len);
+	if (rc == 0) {
+		atomic_fetch_add(&pn->st_msgs_sent, 1);
+		atomic_fetch_add(&pn->st_bytes_sent, len);
+	}
+	return rc;
+}
+
+int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg, size_t len)
+{
+	if (type == 0 || type > PN_MAX_TYPE)
+		return -PN_EINVAL;
+	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .coop = coop };
+	if (coop)
+		coop_note_sent(pn, coop, to);
+	int rc = send_frame(pn, to, &h, msg, len);
+	if (rc != 0 && coop) {
+		/* the request never left: its Cooperation must not wait for an answer to it */
+		pthread_mutex_lock(&pn->lock);
+		struct pn_coop_rec *c = *coop_slot(pn, coop);
+		if (c)
+			coop_fail_from_locked(pn, c, to, 1, rc);
+		pthread_mutex_unlock(&pn->lock);
+	}
+	return rc;
+}
+
+int pn_forward(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len)
+{
+	struct current *cur = current;
+	if (!cur || cur->pn != pn)
+		return -PN_ENOTHANDLER;
+	if (type == 0 || type > PN_MAX_TYPE)
+		return -PN_EINVAL;
+	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .flags = PN_F_FORWARDED,
+	                    .coop = cur->coop, .origin = cur->origin };
+	int rc = send_frame(pn, to, &h, msg, len);
+	if (rc == 0)
+		atomic_fetch_add(&pn->st_forwarded, 1);
+	return rc;
+}
+
+void pn_stats_get(struct pn *pn, struct pn_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	s->msgs_sent = pn->st_msgs_sent;
+	s->bytes_sent = pn->st_bytes_sent;
+	s->msgs_recv = pn->st_msgs_recv;
+	s->bytes_recv = pn->st_bytes_recv;
+	s->forwarded = pn->st_forwarded;
+	s->retransmits = pn->st[PN_ST_RETRANSMITS];
+	s->duplicates = pn->st[PN_ST_DUPLICATES];
+	s->returned = pn->st[PN_ST_RETURNED];
+	s->dropped = pn->st[PN_ST_DROPPED];
+	s->bad_frames = pn->st[PN_ST_BAD_FRAMES];
+	for (int i = 0; i < PN_LAT_BUCKETS; i++)
+		s->coop_lat[i] = pn->lat[i];
+}
+
+/* ---- life cycle ---- */
+
+static const struct pn_transport *const transports[] = { &pn_tcp_transport, &pn_udp_transport };
+
+struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *opts, char *err,
+                   size_t errlen)
+{
+	if (n > PN_MAX_ENDPOINTS) {
+		snprintf(err, errlen, "at most %d endpoints", PN_MAX_ENDPOINTS);
+		return NULL;
+	}
+	struct pn *pn = calloc(1, sizeof *pn);
+	if (!pn) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (opts)
+		pn->opts = *opts;
+	struct pn_opts *o = &pn->opts;
+	if (!o->n_workers) o->n_workers = 4;
+	if (!o->max_msg) o->max_msg = 256u << 20;
+	if (o->max_msg > UINT32_MAX) o->max_msg = UINT32_MAX;
+	if (!o->connect_timeout_ms) o->connect_timeout_ms = 3000;
+	if (!o->send_timeout_ms) o->send_timeout_ms = 10000;
+	if (!o->udp_depth) o->udp_depth = 16;
+	if (!o->udp_max_wait_ms) o->udp_max_wait_ms = 5000;
+	const char *env = getenv("PN_DROP");
+	if (env && !o->drop_rate)
+		o->drop_rate = strtod(env, NULL);
+	if (o->drop_rate > 0)
+		pn->drop_threshold = o->drop_rate >= 1 ? UINT64_MAX : (uint64_t)(o->drop_rate * 18446744073709551616.0);
+	pthread_mutex_init(&pn->lock, NULL);
+	pthread_cond_init(&pn->q_cond, NULL);
+	/* Cooperation tokens start at a random point so a restarted endpoint cannot mistake a
+	 * late reply meant for its previous incarnation for one of its own. */
+	if (getrandom(&pn->next_token, sizeof pn->next_token, 0) != sizeof pn->next_token)
+		pn->next_token = pn_now_ns();
+	pn->next_token &= ~0xffffffffull;
+	atomic_store(&pn->drop_state, pn->next_token);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct endpoint *ep = &pn->ep[pn->n_ep];
+		if (pn_addr_parse(listen[i], &ep->self, 1) != 0) {
+			snprintf(err, errlen, "%s: %s", listen[i], pn_strerror(PN_EADDR));
+			goto fail;
+		}
+		for (size_t t = 0; t < sizeof transports / sizeof transports[0]; t++)
+			if (transports[t]->scheme_id == ep->self.scheme)
+				ep->ops = transports[t];
+		if (!ep->ops || endpoint_for(pn, ep->self.scheme)) {
+			snprintf(err, errlen, "%s: %s", listen[i], ep->ops ?
+			         "one endpoint per transport" : "transport not available");
+			goto fail;
+		}
+		char e2[200];
+		if (ep->ops->open(pn, &ep->self, &ep->tp, e2, sizeof e2) != 0) {
+			snprintf(err, errlen, "%s: %s", listen[i], e2);
+			goto fail;
+		}
+		pn_addr_name(&ep->self, ep->name, sizeof ep->name);
+		pn->n_ep++;
+	}
+	pn->workers = calloc(o->n_workers, sizeof *pn->workers);
+	if (!pn->workers)
+		goto fail;
+	for (unsigned i = 0; i < o->n_workers; i++) {
+		if (pthread_create(&pn->workers[i], NULL, worker_main, pn) != 0) {
+			snprintf(err, errlen, "pthread_create: %s", strerror(errno));
+			goto fail;
+		}
+		pn->n_workers++;
+	}
+	return pn;
+fail:
+	pn_finalize(pn);
+	return NULL;
+}
+
+void pn_finalize(struct pn *pn)
+{
+	if (!pn)
+		return;
+	/* Transports first: no new messages arrive while the workers drain the queue. */
+	for (unsigned i = 0; i < pn->n_ep; i++)
+		pn->ep[i].ops->close(pn->ep[i].tp);
+	pthread_mutex_lock(&pn->lock);
+	pn->stopping = 1;
+	pthread_cond_broadcast(&pn->q_cond);
+	for (unsigned b = 0; b < COOP_BUCKETS; b++)
+		for (struct pn_coop_rec *c = pn->coops[b]; c; c = c->next)
+			for (unsigned i = 0; i < c->n; i++)
+				if (c->rcv[i].status == DESC_PENDING)
+					desc_done_locked(pn, c, i, -PN_ESHUTDOWN);
+	pthread_mutex_unlock(&pn->lock);
+	for (unsigned i = 0; i < pn->n_workers; i++)
+		pthread_join(pn->workers[i], NULL);
+	free(pn->workers);
+	for (struct work *w = pn->q_head, *next; w; w = next) {
+		next = w->next;
+		free(w->buf);
+		free(w);
+	}
+	for (uint32_t i = 0; i < pn->n_peers; i++)
+		free(pn->peers[i]);
+	free(pn->peers);
+	pthread_cond_destroy(&pn->q_cond);
+	pthread_mutex_destroy(&pn->lock);
+	free(pn);
+}

@@ -1,0 +1,121 @@
+/* pn.h: Paradis-Net, the typed, event-driven message layer of Active RDMA.
+ *
+ * Follows Malpohl and Isaila's Paradis-Net: every endpoint is client and server at once; peers
+ * are named "tcp:HOST:PORT", "udp:HOST:PORT" (later "rdma:HOST:PORT"); there is no receive
+ * call: handlers run on the library's threads when messages arrive, may run as long as they
+ * like, and may send or forward.  forward() hands the obligation to reply to another peer,
+ * which answers the origin directly (n+1 messages for n delegations).  A Cooperation registers
+ * receive descriptors before the requests go out; replies carrying its token land in them, and
+ * pn_coop_end waits until all arrived or a timeout passes (scatter/gather).
+ *
+ * Threading: all functions are thread-safe.  Handlers run on a pool of worker threads (not on
+ * the I/O threads), so a handler may block, e.g. in pn_coop_end of a nested request.
+ * Buffers passed to pn_send are reusable as soon as it returns.
+ * Errors: functions return 0 or a negative PN_E* code (pn_strerror).
+ */
+#ifndef PN_H
+#define PN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum pn_err {
+#define ERR(name, value, msg) PN_E##name = value,
+#include "pn_err.def"
+#undef ERR
+	PN_ECOUNT
+};
+const char *pn_strerror(int err);  /* accepts err or -err */
+
+struct pn;
+typedef uint32_t pn_peer;          /* a peer of this endpoint, stable for its lifetime */
+typedef uint16_t pn_type;          /* message type: 1..PN_MAX_TYPE */
+typedef uint64_t pn_coop;          /* cooperation token; 0 means none */
+
+#define PN_MAX_TYPE   4095
+#define PN_ANY        ((pn_peer)0xffffffffu)   /* receive descriptor: from any peer */
+#define PN_MAX_ENDPOINTS 8
+
+struct pn_opts {
+	unsigned n_workers;        /* handler threads; 0 = 4 */
+	uint64_t max_msg;          /* largest message accepted or sent; 0 = 256 MiB */
+	unsigned connect_timeout_ms; /* 0 = 3000 */
+	unsigned send_timeout_ms;  /* a send blocked this long fails the peer; 0 = 10000 */
+	double drop_rate;          /* fault injection: fraction of received packets (udp) or
+	                            * frames (tcp: ignored) to drop; also from env PN_DROP */
+	unsigned udp_depth;        /* outstanding messages per peer (udp); 0 = 16 */
+	unsigned udp_max_wait_ms;  /* an unacknowledged udp message is returned after; 0 = 5000 */
+};
+
+/* Open an endpoint listening on each name in listen[] ("tcp:127.0.0.1:0": port 0 picks a free
+ * port; pn_self gives the real name).  Binding 0.0.0.0 is allowed but never the default.
+ * Returns NULL with a message in err. */
+struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *opts, char *err,
+                   size_t errlen);
+/* Stop the I/O and worker threads (running handlers finish first), fail every open
+ * Cooperation with PN_ESHUTDOWN, close connections, free everything.  The caller makes sure
+ * no other thread is inside a pn_* call on this endpoint when it returns. */
+void pn_finalize(struct pn *pn);
+
+/* This endpoint's own name for a scheme ("tcp"), e.g. "tcp:127.0.0.1:40123"; NULL if none. */
+const char *pn_self(struct pn *pn, const char *scheme);
+
+/* The peer named name (canonical form: scheme:numeric-address:port); connects lazily on the
+ * first send.  Host names are resolved once, here. */
+int pn_peer_get(struct pn *pn, const char *name, pn_peer *out);
+const char *pn_peer_name(struct pn *pn, pn_peer peer);
+
+/* A handler gets the sender (for forwarded messages: the origin), the message type, the
+ * Cooperation token to answer with, and the payload (valid until it returns; may be modified).
+ * opt: 0, or PN_INLINE for a short handler that never blocks: it then runs on the transport's
+ * I/O thread, saving a thread switch per message (the latency path of request/reply). */
+#define PN_INLINE 1
+typedef void pn_handler(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                        size_t len, void *arg);
+int pn_set_handler(struct pn *pn, pn_type type, int opt, pn_handler *fn, void *arg);
+
+/* Send a message.  coop: 0, a token from pn_coop_start (a request whose replies come back to
+ * it), or the token a handler received (a reply).  Returns once the bytes are handed to the
+ * transport; errors: PN_EPEERDOWN, PN_EREFUSED, PN_ETIMEDOUT, PN_ETOOBIG, PN_ESHUTDOWN.  When
+ * a request of one of our Cooperations cannot be sent, one of its descriptors that the peer
+ * could have filled fails with the same error, so pn_coop_end does not wait for it. */
+int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg, size_t len);
+
+/* Inside a handler only: pass the message being handled (or a new payload) to another peer,
+ * keeping its origin and Cooperation token, so that peer's handler sees the origin as `from`
+ * and its reply goes straight to the origin.  PN_ENOTHANDLER outside a handler. */
+int pn_forward(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len);
+
+/* A receive descriptor: where one reply of a Cooperation goes. */
+struct pn_rcv_desc {
+	void *buf;                 /* in: buffer for the reply; NULL: allocated (free() it) */
+	size_t cap;                /* in: its size */
+	pn_type type;              /* in: accepted message type */
+	pn_peer from;              /* in: accepted sender, or PN_ANY */
+	int status;                /* out: 0 arrived, 1 pending, or -PN_E* */
+	size_t len;                /* out: payload length */
+	pn_peer got_from;          /* out: who sent it */
+};
+
+/* Register a Cooperation over n descriptors (kept by the library until pn_coop_end returns;
+ * the caller must not touch them meanwhile).  Returns a token, or 0 on error. */
+pn_coop pn_coop_start(struct pn *pn, struct pn_rcv_desc *rcv, unsigned n);
+/* Wait until every descriptor is filled or failed, or timeout_ms passes (< 0: no limit).
+ * Ends the Cooperation either way.  Returns 0 when all arrived, else the first error of a
+ * descriptor (PN_EPEERDOWN, PN_ERETURNED, PN_ETRUNC, ...) or PN_ETIMEDOUT. */
+int pn_coop_end(struct pn *pn, pn_coop coop, int timeout_ms);
+
+#define PN_LAT_BUCKETS 24          /* latency histogram: bucket i counts [2^i, 2^(i+1)) us */
+struct pn_stats {
+	uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
+	uint64_t forwarded;        /* pn_forward calls */
+	uint64_t retransmits;      /* udp: packets sent again */
+	uint64_t duplicates;       /* udp: duplicate packets suppressed */
+	uint64_t returned;         /* messages returned undelivered */
+	uint64_t dropped;          /* fault injection: packets dropped on purpose */
+	uint64_t bad_frames;       /* malformed frames received (connection closed) */
+	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
+};
+void pn_stats_get(struct pn *pn, struct pn_stats *out);
+
+#endif

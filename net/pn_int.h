@@ -1,0 +1,142 @@
+/* pn_int.h: private structures of Paradis-Net shared by pn.c, wire.c and the transports.
+ *
+ * pn.c (peers, handlers, Cooperations, worker threads) never mentions sockets: each transport
+ * (pn_tcp.c, pn_udp.c, later pn_rdma.c) fills one const struct pn_transport and talks back to
+ * the core only through the pn_core_* functions below.
+ */
+#ifndef PN_INT_H
+#define PN_INT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "pn.h"
+
+/* ---- wire header (wire.c), common to every transport ----
+ *
+ *     0      2     3     4      6       8          12                 20           40
+ *     +------+-----+-----+------+-------+----------+------------------+------------+
+ *     | 'PN' | ver | kind| type | flags | len      | coop             | origin     |
+ *     +------+-----+-----+------+-------+----------+------------------+------------+
+ *     u16 magic 0x4e50, u8 version 1, u8 kind (PN_K_*), u16 type, u16 flags, u32 payload
+ *     length, u64 Cooperation token, then the origin endpoint (20 bytes: u8 scheme, u8 family
+ *     4|6, u16 port, u8 addr[16]): the listening address of the peer that will get the reply.
+ *     All fields little-endian except port and addr, which are in network order as in
+ *     sockaddr.  The payload follows.
+ */
+#define PN_MAGIC       0x4e50u
+#define PN_VERSION     1
+#define PN_HDR_LEN     40
+
+enum pn_kind {
+	PN_K_MSG = 1,              /* an application message */
+	PN_K_HELLO = 2,            /* first frame of a connection: origin = the sender's address */
+};
+#define PN_F_FORWARDED 0x0001u /* origin is not the sender: reply to origin */
+
+enum pn_scheme { PN_S_TCP = 1, PN_S_UDP = 2, PN_S_RDMA = 3 };
+
+struct pn_addr {
+	uint8_t scheme;            /* enum pn_scheme */
+	uint8_t family;            /* 4 or 6 */
+	uint16_t port;             /* network order */
+	uint8_t addr[16];          /* network order; IPv4 in the first 4 bytes */
+};
+
+struct pn_hdr {
+	uint8_t kind;
+	pn_type type;
+	uint16_t flags;
+	uint32_t len;
+	pn_coop coop;
+	struct pn_addr origin;
+};
+
+void pn_wire_put(uint8_t out[PN_HDR_LEN], const struct pn_hdr *h);
+/* Parse and check a header (magic, version, kind, type range, length <= max_msg).
+ * Returns 0 or -PN_EPROTO / -PN_ETOOBIG. */
+int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg);
+
+/* Names <-> addresses: "tcp:127.0.0.1:7000", "udp:[::1]:7000". */
+int pn_addr_parse(const char *name, struct pn_addr *a, int resolve);
+void pn_addr_name(const struct pn_addr *a, char *buf, size_t len);
+socklen_t pn_addr_to_sockaddr(const struct pn_addr *a, struct sockaddr_storage *ss);
+void pn_addr_from_sockaddr(struct pn_addr *a, uint8_t scheme, const struct sockaddr *sa);
+int pn_addr_eq(const struct pn_addr *a, const struct pn_addr *b);
+
+/* ---- peers ---- */
+#define PN_NAME_LEN 64
+struct pn_peer_rec {
+	pn_peer id;
+	struct pn_addr addr;
+	char name[PN_NAME_LEN];
+	void *tp_state;            /* the transport's per-peer state, guarded by the transport */
+};
+
+/* ---- transports ---- */
+struct pn_tp;                  /* a transport instance, private to its file */
+
+struct pn_transport {
+	const char *scheme;        /* "tcp", "udp" */
+	uint8_t scheme_id;         /* enum pn_scheme */
+	/* Listen on *self (port 0: pick one, and write the real port back into *self); start the
+	 * transport's I/O thread(s). */
+	int (*open)(struct pn *pn, struct pn_addr *self, struct pn_tp **out, char *err, size_t errlen);
+	/* Stop threads, close everything, free per-peer state (tp_state of every peer). */
+	void (*close)(struct pn_tp *tp);
+	/* Send one frame (header + payload) to peer, connecting first if needed.  May be called
+	 * from any thread at once; returns when the bytes are handed over (the caller may reuse
+	 * payload).  0 or -PN_E*. */
+	int (*send)(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
+	            const void *payload, size_t len);
+};
+
+extern const struct pn_transport pn_tcp_transport;
+extern const struct pn_transport pn_udp_transport;
+
+/* ---- what transports call in the core (pn.c) ---- */
+
+/* The endpoint's options (defaults filled in). */
+const struct pn_opts *pn_core_opts(struct pn *pn);
+/* The peer with this address, created if new; NULL when out of memory. */
+struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a);
+/* The peer with this id, or NULL. */
+struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id);
+
+/* Receiving one message is two calls.  pn_core_rx_begin gets the header (and the peer the
+ * frame came from) and returns the buffer of h->len bytes the payload must be written into:
+ * a Cooperation's descriptor buffer when the message is a reply to one (no copy), or a fresh
+ * one; NULL for a zero-length payload or when out of memory / the reply does not fit (then
+ * the transport must still consume the bytes and pass status != 0).  pn_core_rx_end delivers
+ * the message (status 0) or drops it (status < 0).  Exactly one rx_end per rx_begin. */
+struct pn_rx {
+	struct pn_hdr h;
+	struct pn_peer_rec *from;  /* the origin (forwarded) or the sender */
+	void *buf;
+	int claim;                 /* internal: which descriptor, or -1 */
+	struct pn_coop_rec *coop;
+};
+void *pn_core_rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
+                       struct pn_rx *rx);
+void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status);
+
+/* The connection to peer broke: Cooperations waiting for it fail with err. */
+void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err);
+/* A message sent earlier was given up on (udp: no acknowledgement in time): its Cooperation
+ * (if any) gets the error. */
+void pn_core_returned(struct pn *pn, struct pn_peer_rec *to, const struct pn_hdr *h, int err);
+
+/* Statistics the transports update (atomically). */
+enum pn_stat { PN_ST_RETRANSMITS, PN_ST_DUPLICATES, PN_ST_RETURNED, PN_ST_DROPPED,
+               PN_ST_BAD_FRAMES };
+void pn_core_count(struct pn *pn, enum pn_stat which, uint64_t n);
+
+/* Fault injection: true when this received packet should be dropped (drop_rate). */
+bool pn_core_drop(struct pn *pn);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t pn_now_ns(void);
+
+#endif
