@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "vm_int.h"
+#include "ops_common.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -20,24 +20,6 @@ struct frame {
 	uint64_t *fp;
 	const struct xfunc *fn;
 };
-
-/* In bounds: [off, off + n) inside a region of length len, without overflow. */
-static inline int in_bounds(uint64_t off, uint64_t n, uint64_t len)
-{
-	return off <= len && n <= len - off;
-}
-
-/* A store of n bytes at off in the output: its length becomes at least off + n, and bytes
- * between the old length and off read as zero.  The caller checked off + n <= out_cap. */
-static inline void out_extend(struct mref *R, uint64_t off, uint64_t n)
-{
-	struct mref *o = &R[ISA_R_OUT];
-	if (off + n <= o->len)
-		return;
-	if (off > o->len)
-		memset(o->base + o->len, 0, off - o->len);
-	o->len = off + n;
-}
 
 #ifdef VM_SWITCH_DISPATCH
 #define CASE(n)     case X_##n:
@@ -216,108 +198,20 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	CASE(RLEN)     { fp[ip->a] = R[ip->c].len; NEXT(); }
 	CASE(RLEN_OUT) { fp[ip->a] = R[ISA_R_OUT].len; NEXT(); }
 
-	CASE(CAS) {
-		uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c];
-		if (unlikely(!in_bounds(off, 8, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
-		if (unlikely(off & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);   /* rw bases are 8-aligned */
-		uint64_t expect = fp[ip->a + 1];
-		__atomic_compare_exchange_n((uint64_t *)(void *)(m->base + off), &expect,
-		                            fp[ip->a + 2], 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		fp[ip->a] = expect;            /* the old value either way */
-		NEXT();
-	}
-	CASE(FADD) {
-		uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c];
-		if (unlikely(!in_bounds(off, 8, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
-		if (unlikely(off & 7)) TRAP_AT(ISA_TRAP_UNALIGNED);   /* rw bases are 8-aligned */
-		fp[ip->a] = __atomic_fetch_add((uint64_t *)(void *)(m->base + off), fp[ip->a + 1],
-		                               __ATOMIC_SEQ_CST);
-		NEXT();
-	}
-
-	/* Bulk operations: operands in fp[a], fp[a+1], ...; regions in c (first) and b (second). */
-	CASE(COPY) {
-		uint64_t doff = fp[ip->a], soff = fp[ip->a + 1], n = fp[ip->a + 2];
-		const struct mref *s = &R[ip->b];
-		if (unlikely(!in_bounds(soff, n, s->len))) TRAP_AT(ISA_TRAP_BOUNDS);
-		if (ip->c == ISA_R_OUT) {
-			if (unlikely(!in_bounds(doff, n, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
-			out_extend(R, doff, n);
-		} else if (unlikely(!in_bounds(doff, n, R[ip->c].len))) {
-			TRAP_AT(ISA_TRAP_BOUNDS);
-		}
-		if (n)
-			memmove(R[ip->c].base + doff, s->base + soff, n);
-		NEXT();
-	}
-	CASE(FILL) {
-		uint64_t off = fp[ip->a], n = fp[ip->a + 1];
-		if (ip->c == ISA_R_OUT) {
-			if (unlikely(!in_bounds(off, n, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
-			out_extend(R, off, n);
-		} else if (unlikely(!in_bounds(off, n, R[ip->c].len))) {
-			TRAP_AT(ISA_TRAP_BOUNDS);
-		}
-		if (n)
-			memset(R[ip->c].base + off, (int)(uint8_t)fp[ip->a + 2], n);
-		NEXT();
-	}
-	CASE(CMP) {
-		uint64_t o1 = fp[ip->a], o2 = fp[ip->a + 1], n = fp[ip->a + 2];
-		const struct mref *m1 = &R[ip->c], *m2 = &R[ip->b];
-		if (unlikely(!in_bounds(o1, n, m1->len) || !in_bounds(o2, n, m2->len)))
-			TRAP_AT(ISA_TRAP_BOUNDS);
-		int c = n ? memcmp(m1->base + o1, m2->base + o2, n) : 0;
-		fp[ip->a] = (uint64_t)(int64_t)((c > 0) - (c < 0));
-		NEXT();
-	}
-	CASE(FINDB) {
-		uint64_t off = fp[ip->a], n = fp[ip->a + 1];
-		const struct mref *m = &R[ip->c];
-		if (unlikely(!in_bounds(off, n, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
-		const uint8_t *p = n ? memchr(m->base + off, (int)(uint8_t)fp[ip->a + 2], n) : NULL;
-		fp[ip->a] = p ? (uint64_t)(p - m->base) : UINT64_MAX;
-		NEXT();
-	}
-	CASE(FINDS) {
-		uint64_t off = fp[ip->a], n = fp[ip->a + 1], noff = fp[ip->a + 2], nn = fp[ip->a + 3];
-		const struct mref *h = &R[ip->c], *nd = &R[ip->b];
-		if (unlikely(!in_bounds(off, n, h->len) || !in_bounds(noff, nn, nd->len)))
-			TRAP_AT(ISA_TRAP_BOUNDS);
-		if (nn == 0) {
-			fp[ip->a] = off;
-		} else {
-			const uint8_t *p = n ? memmem(h->base + off, n, nd->base + noff, nn) : NULL;
-			fp[ip->a] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
-		}
-		NEXT();
-	}
-	CASE(OUTPUT) {
-		uint64_t off = fp[ip->a], n = fp[ip->a + 1];
-		const struct mref *m = &R[ip->c];
-		if (unlikely(!in_bounds(off, n, m->len))) TRAP_AT(ISA_TRAP_BOUNDS);
-		uint64_t at = R[ISA_R_OUT].len;
-		if (unlikely(!in_bounds(at, n, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
-		if (n)                         /* a source inside out lies below `at`: no overlap */
-			memcpy(R[ISA_R_OUT].base + at, m->base + off, n);
-		R[ISA_R_OUT].len = at + n;
-		NEXT();
-	}
-	CASE(OUTB) {
-		uint64_t at = R[ISA_R_OUT].len;
-		if (unlikely(at >= run->out_cap)) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
-		R[ISA_R_OUT].base[at] = (uint8_t)fp[ip->a];
-		R[ISA_R_OUT].len = at + 1;
-		NEXT();
-	}
-	CASE(OUTQ) {
-		uint64_t at = R[ISA_R_OUT].len, v = fp[ip->a];
-		if (unlikely(!in_bounds(at, 8, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL);
-		for (int i = 0; i < 8; i++)
-			R[ISA_R_OUT].base[at + i] = (uint8_t)(v >> (8 * i));
-		R[ISA_R_OUT].len = at + 8;
-		NEXT();
-	}
+	/* Atomics, bulk operations and output: bodies shared with the JIT (ops_common.h).
+	 * Operands in fp[a], fp[a+1], ...; regions in c (first) and b (second). */
+#define OP_CALL(call) do { int k_ = (call); if (unlikely(k_)) TRAP_AT(k_); NEXT(); } while (0)
+	CASE(CAS)    OP_CALL(vm_op_cas(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(FADD)   OP_CALL(vm_op_fadd(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(COPY)   OP_CALL(vm_op_copy(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
+	CASE(FILL)   OP_CALL(vm_op_fill(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(CMP)    OP_CALL(vm_op_cmp(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
+	CASE(FINDB)  OP_CALL(vm_op_findb(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(FINDS)  OP_CALL(vm_op_finds(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
+	CASE(OUTPUT) OP_CALL(vm_op_output(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(OUTB)   OP_CALL(vm_op_outb(run, &fp[ip->a]));
+	CASE(OUTQ)   OP_CALL(vm_op_outq(run, &fp[ip->a]));
+#undef OP_CALL
 
 	CASE(CALL) {
 		SPEND_FUEL();

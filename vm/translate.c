@@ -594,13 +594,18 @@ int vm_translate(struct vm_prog *prog, char *err, size_t errlen)
 		if (rc != 0)
 			return rc;
 	}
-	/* Thread the code: opcode numbers become handler addresses. */
+	return 0;
+}
+
+/* Thread the code: opcode numbers become handler addresses.  Separate from vm_translate so
+ * the JIT can read the opcode numbers first. */
+void vm_thread_code(struct vm_prog *prog)
+{
 	const void *const *labels = vm_interp_labels();
 	if (labels)
 		for (uint32_t i = 0; i < prog->seg->n_funcs; i++)
 			for (uint32_t j = 0; j < prog->funcs[i].n_code; j++)
 				prog->funcs[i].code[j].h = labels[prog->funcs[i].code[j].op];
-	return 0;
 }
 
 void vm_xfunc_free(struct xfunc *f)

@@ -1,4 +1,5 @@
-/* vm.c: the VM's public API: bindings, loading (decode, link, verify, translate) and runs.
+/* vm.c: the VM's public API: bindings, loading (decode, link, verify, translate, JIT) and
+ * runs on the engine the vm or the run asks for.
  *
  * Loading order matters for the messages a client sees: framing errors first (isa/segment.c),
  * then linking (a missing region or a hook with another signature names the import), then
@@ -29,6 +30,23 @@ const char *vm_strerror(int err)
 struct vm *vm_new(void)
 {
 	return calloc(1, sizeof(struct vm));
+}
+
+static const char *const engine_names[VM_ENGINE_COUNT] = {
+	[VM_ENGINE_AUTO] = "auto", [VM_ENGINE_INTERP] = "interp", [VM_ENGINE_JIT] = "jit",
+};
+
+const char *vm_engine_name(int engine)
+{
+	return engine >= 0 && engine < VM_ENGINE_COUNT ? engine_names[engine] : "?";
+}
+
+int vm_set_engine(struct vm *vm, int engine)
+{
+	if (engine < 0 || engine >= VM_ENGINE_COUNT)
+		return -VM_EINVAL;
+	vm->engine = engine;
+	return 0;
 }
 
 void vm_free(struct vm *vm)
@@ -173,6 +191,22 @@ int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, ch
 		rc = vm_translate(p, err, errlen);
 	if (rc != 0)
 		goto fail;
+	/* The JIT reads the translated code before threading turns its opcodes into addresses.
+	 * AUTO falls back to the interpreter and keeps the reason; JIT makes it a load error. */
+	p->engine = VM_ENGINE_INTERP;
+	if (vm->engine == VM_ENGINE_INTERP) {
+		snprintf(p->jit_err, sizeof p->jit_err, "not compiled: the vm's engine is interp");
+	} else {
+		rc = vm_jit_compile(p, p->jit_err, sizeof p->jit_err);
+		if (rc == 0) {
+			p->engine = VM_ENGINE_JIT;
+		} else if (vm->engine == VM_ENGINE_JIT) {
+			snprintf(err, errlen, "%s", p->jit_err);
+			goto fail;
+		}
+		rc = 0;
+	}
+	vm_thread_code(p);
 	*out = p;
 	return 0;
 fail:
@@ -184,6 +218,7 @@ void vm_prog_free(struct vm_prog *p)
 {
 	if (!p)
 		return;
+	vm_jit_free(p->jit);
 	if (p->funcs)
 		for (uint32_t i = 0; i < p->seg->n_funcs; i++)
 			vm_xfunc_free(&p->funcs[i]);
@@ -196,6 +231,17 @@ void vm_prog_free(struct vm_prog *p)
 
 const struct isa_seg *vm_prog_seg(const struct vm_prog *p) { return p->seg; }
 const uint8_t *vm_prog_id(const struct vm_prog *p) { return p->id; }
+const char *vm_prog_jit_error(const struct vm_prog *p) { return p->jit ? NULL : p->jit_err; }
+
+int vm_prog_jit_listing(const struct vm_prog *p, unsigned fi, struct vm_jit_listing *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!p->jit)
+		return -VM_ENOJIT;
+	if (fi >= p->seg->n_funcs)
+		return -VM_EINVAL;
+	return vm_jit_listing(p, fi, out);
+}
 
 int vm_prog_entry(const struct vm_prog *p, const char *name, unsigned *n_args)
 {
@@ -230,10 +276,17 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 	R[ISA_R_OUT] = (struct mref){ opts->out, 0 };
 	R[ISA_R_CONST] = (struct mref){ prog->seg->consts, prog->seg->const_len };
 
+	int engine = opts->engine == VM_ENGINE_AUTO ? prog->engine : opts->engine;
+	if (engine < 0 || engine >= VM_ENGINE_COUNT)
+		return -VM_EINVAL;
+	if (engine == VM_ENGINE_JIT && !prog->jit)
+		return -VM_ENOJIT;
+
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
 	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = fuel,
 	                   .user = opts->user, .trap = &res->trap };
-	int rc = vm_interp(&run, entry, argv, &res->value);
+	int rc = engine == VM_ENGINE_JIT ? vm_jit_run(&run, entry, argv, &res->value)
+	                                 : vm_interp(&run, entry, argv, &res->value);
 	res->out_len = R[ISA_R_OUT].len;
 	res->fuel_used = fuel - run.fuel;
 	if (rc == -VM_ETRAP)

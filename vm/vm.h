@@ -3,7 +3,7 @@
  * A struct vm holds what a host exports: named regions (base, length, access) and named host
  * hooks (C functions with a signature, called through libffi).  vm_load decodes a segment,
  * links its imports against those bindings, verifies every function and prepares it for the
- * interpreter.  A loaded struct vm_prog is immutable: any number of threads may vm_run it at
+ * interpreter and, on x86-64 Linux, the JIT (vm_set_engine).  A loaded struct vm_prog is immutable: any number of threads may vm_run it at
  * once, each run keeping its own state.  Bindings must not change while programs loaded from
  * the vm exist (programs keep the region bases they were linked with).
  *
@@ -30,6 +30,18 @@ struct vm_prog;
 
 struct vm *vm_new(void);
 void vm_free(struct vm *vm);
+
+/* Engines that run a program: the interpreter (vm/interp.c) or the x86-64 JIT
+ * (vm/jit_x86_64.c).  Both give the same results, traps, output and fuel use.
+ *   VM_ENGINE_AUTO    the JIT where it exists and compiled the program, else the interpreter
+ *   VM_ENGINE_INTERP  always the interpreter; vm_load does not compile
+ *   VM_ENGINE_JIT     always the JIT; vm_load fails with -VM_ENOJIT (and the reason) when it
+ *                     cannot compile the segment, e.g. on other architectures
+ * The default of a new vm is VM_ENGINE_AUTO.  vm_set_engine affects programs loaded after it;
+ * returns 0 or -VM_EINVAL. */
+enum vm_engine { VM_ENGINE_AUTO, VM_ENGINE_INTERP, VM_ENGINE_JIT, VM_ENGINE_COUNT };
+int vm_set_engine(struct vm *vm, int engine);
+const char *vm_engine_name(int engine);    /* "auto", "interp", "jit"; "?" out of range */
 
 /* Export a region to segments that import it by name.  access is ISA_ACC_RO or ISA_ACC_RW;
  * a segment importing rw may only link against an rw region.  base must stay valid while
@@ -65,6 +77,24 @@ void vm_prog_free(struct vm_prog *prog);
 const struct isa_seg *vm_prog_seg(const struct vm_prog *prog);
 const uint8_t *vm_prog_id(const struct vm_prog *prog);
 
+/* NULL when the JIT compiled the program, else why not ("not compiled: the vm's engine is
+ * interp", "jit: not available on this architecture", ...).  The string lives as long as prog. */
+const char *vm_prog_jit_error(const struct vm_prog *prog);
+
+/* The machine code the JIT made of function fi, for listings (pndis --jit).  marks[i] tells
+ * where the code of translated instruction i starts (off, bytes from code), the bytecode pc
+ * it came from and its name; they are in increasing order of off.  Returns 0 and fills *out
+ * (out->marks is malloc'd, freed by the caller; code belongs to prog), -VM_ENOJIT when the
+ * program was not compiled, -VM_EINVAL for a bad fi, -VM_ENOMEM. */
+struct vm_jit_mark { uint32_t off, pc; const char *name; };
+struct vm_jit_listing {
+	const uint8_t *code;
+	size_t len;
+	uint32_t n_marks;
+	struct vm_jit_mark *marks;
+};
+int vm_prog_jit_listing(const struct vm_prog *prog, unsigned fi, struct vm_jit_listing *out);
+
 /* Find an exported entry by name: returns its function index (>= 0) and its argument count
  * in *n_args, or -VM_ENOENTRY. */
 int vm_prog_entry(const struct vm_prog *prog, const char *name, unsigned *n_args);
@@ -78,6 +108,8 @@ struct vm_run_opts {
 	                            * (beyond that: 'bounds') */
 	uint64_t fuel;             /* budget of backward jumps and calls; 0 means VM_DEFAULT_FUEL */
 	void *user;                /* handed to hooks (vm_hook_run_user) */
+	int engine;                /* enum vm_engine: 0 (AUTO) = as the program was loaded;
+	                            * JIT on a program the JIT did not compile: -VM_ENOJIT */
 };
 #define VM_DEFAULT_FUEL   100000000ull
 #define VM_MAX_CALL_DEPTH 256       /* calls nested below the entry; one more traps 'stack' */
@@ -104,7 +136,8 @@ struct vm_result {
 
 /* Run function `entry` (from vm_prog_entry, or any function index) with n_args arguments.
  * Returns 0 when the entry returned, -VM_ETRAP when a trap stopped it (res->trap says which,
- * res->out_len what was written before), -VM_EARGS / -VM_EINVAL for bad parameters.
+ * res->out_len what was written before), -VM_EARGS / -VM_EINVAL for bad parameters,
+ * -VM_ENOJIT when opts->engine asks for the JIT and prog was not compiled.
  * Never touches memory outside the bound regions, args and out. Thread-safe per prog. */
 int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsigned n_args,
            const struct vm_run_opts *opts, struct vm_result *res);

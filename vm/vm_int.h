@@ -68,6 +68,7 @@ struct hook_bind {
 };
 
 struct vm {
+	int engine;                    /* enum vm_engine for programs loaded from now on */
 	struct region_bind *regions;
 	uint32_t n_regions;
 	struct hook_bind **hooks;      /* pointers: programs keep them, so they must not move */
@@ -81,6 +82,9 @@ struct vm_prog {
 	struct mref *mrefs;            /* imports linked; args/out/const slots filled per run */
 	const struct hook_bind **hooks;
 	struct xfunc *funcs;
+	int engine;                    /* what vm_run uses for VM_ENGINE_AUTO: INTERP or JIT */
+	struct jit_prog *jit;          /* machine code (jit_x86_64.c), NULL when not compiled */
+	char jit_err[128];             /* why jit is NULL */
 };
 
 /* The state of one run; lives on vm_run's stack. */
@@ -106,6 +110,17 @@ void vm_xfunc_free(struct xfunc *f);
 /* interp.c: with run == NULL returns the handler table (for threading), else runs. */
 const void *const *vm_interp_labels(void);
 int vm_interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result);
+
+/* translate.c: after the JIT (which reads the xop numbers), opcodes become handler addresses */
+void vm_thread_code(struct vm_prog *prog);
+
+/* jit_x86_64.c: compile every function of a translated program into prog->jit; on failure
+ * returns -VM_ENOJIT or -VM_ENOMEM with the reason in err.  vm_jit_run has vm_interp's
+ * contract.  vm_jit_free releases the code (munmap). */
+int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen);
+int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *result);
+void vm_jit_free(struct jit_prog *jit);
+int vm_jit_listing(const struct vm_prog *prog, unsigned fi, struct vm_jit_listing *out);
 
 /* hooks.c */
 int vm_hook_prepare(struct hook_bind *h, char *err, size_t errlen);

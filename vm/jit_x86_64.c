@@ -1,0 +1,1144 @@
+/* jit_x86_64.c: the x86-64 JIT, translated slot code (translate.c, xops.def) -> machine code.
+ *
+ * vm_load compiles every function of a verified, translated segment into one mapping that is
+ * written while read+write and then made read+execute (never both writable and executable).
+ * One template per xop; the frame slots a function uses most live in registers; the run's
+ * state (frame pointer, region table, fuel, context) lives in callee-saved registers.  Traps
+ * jump to stubs that record (kind, function, xinsn) and unwind to the C caller, which reports
+ * them exactly as the interpreter does.  docs/jit.md explains the design and its reasons.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops_common.h"
+
+/* Names of the translated instructions, for listings (pndis --jit). */
+static const char *const xop_names[X_COUNT] = {
+#define XBIN(n, e) [X_##n##_RR] = #n "_rr", [X_##n##_RI] = #n "_ri",
+#define XUN(n, e) [X_##n] = #n,
+#define XCC(n, e) [X_J##n##_RR] = "j" #n "_rr", [X_J##n##_RI] = "j" #n "_ri", \
+                  [X_J##n##_RRB] = "j" #n "_rrb", [X_J##n##_RIB] = "j" #n "_rib",
+#define XLD(n, w, t) [X_##n] = #n,
+#define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_out",
+#define X(n) [X_##n] = #n,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+};
+
+#if defined(__x86_64__) && defined(__linux__)
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define JIT_MAX_CODE (1u << 30)   /* rel32 reaches everything in one mapping below 2 GiB */
+
+/* ---- registers ----
+ * Fixed for the whole run (callee-saved, so C helpers keep them):
+ *   rbx  fp: the current frame's slots          r12  R: the run's region table
+ *   r13  fuel left                              r14  struct jit_ctx *
+ * rax, rcx, rdx are scratch in every template.  The others hold cached frame slots. */
+enum reg { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
+#define R_FP   RBX
+#define R_TAB  R12
+#define R_FUEL R13
+#define R_CTX  R14
+/* Registers for cached slots, in order of preference (no REX prefix first).  All are
+ * written back to the frame before any call, so caller- and callee-saved ones serve alike. */
+static const uint8_t cache_regs[] = { RSI, RDI, R8, R9, R10, R11, RBP, R15 };
+#define N_CACHE_REGS (sizeof cache_regs / sizeof cache_regs[0])
+
+/* Condition codes (the low nibble of jcc/setcc/cmovcc); cc ^ 1 is the negation. */
+enum cc {
+	CC_O = 0x0, CC_B = 0x2, CC_AE = 0x3, CC_E = 0x4, CC_NE = 0x5, CC_BE = 0x6, CC_A = 0x7,
+	CC_L = 0xc, CC_GE = 0xd, CC_LE = 0xe, CC_G = 0xf, CC_ALWAYS = -1
+};
+
+/* The run state generated code reaches through r14.  Offsets are taken with offsetof. */
+struct jit_ctx {
+	struct run *run;
+	struct mref *R;
+	uint64_t fuel;
+	const uint64_t *slots_end;     /* one past the run's frame slots */
+	uint64_t out_cap;
+	uint64_t saved_rsp;            /* rsp inside the trampoline, restored by a trap */
+	int64_t result;
+	uint32_t depth;                /* calls nested below the entry */
+	uint32_t trap_kind, trap_xi, trap_func, trap_code;
+};
+
+/* The trampoline: int enter(struct jit_ctx *ctx, uint64_t *fp, const void *func), 0 when the
+ * function returned (ctx->result), 1 after a trap (ctx->trap_*). */
+typedef int jit_enter_fn(struct jit_ctx *ctx, uint64_t *fp, const void *func);
+
+struct jit_prog {
+	uint8_t *mem;                  /* the mapping, read+execute after compiling */
+	size_t mem_len;
+	uint32_t n_funcs;
+	uint32_t *func_off, *func_end; /* per function: its code in mem */
+	uint32_t **xoff;               /* per function: offset of each xinsn's code from func_off */
+	uint8_t **xop;                 /* per function: each xinsn's enum xop, for listings
+	                                * (threading replaces them by handler addresses) */
+};
+_Static_assert(X_COUNT <= 256, "xop numbers fit a byte");
+
+/* ---- the emitter: bytes into a growing buffer, with a sticky error ---- */
+struct emit {
+	uint8_t *buf;
+	size_t len, cap;
+	int err;                       /* 0, -VM_ENOMEM or -VM_ENOJIT (too large) */
+};
+
+static void emit_bytes(struct emit *e, const void *p, size_t n)
+{
+	if (e->err)
+		return;
+	if (e->len + n > e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 4096;
+		while (cap < e->len + n)
+			cap *= 2;
+		if (cap > JIT_MAX_CODE) {
+			e->err = -VM_ENOJIT;
+			return;
+		}
+		uint8_t *b = realloc(e->buf, cap);
+		if (!b) {
+			e->err = -VM_ENOMEM;
+			return;
+		}
+		e->buf = b;
+		e->cap = cap;
+	}
+	memcpy(e->buf + e->len, p, n);
+	e->len += n;
+}
+
+static void emit1(struct emit *e, unsigned b) { uint8_t c = (uint8_t)b; emit_bytes(e, &c, 1); }
+static void emit4(struct emit *e, uint32_t v) { uint8_t b[4]; isa_put32(b, v); emit_bytes(e, b, 4); }
+static void emit8(struct emit *e, uint64_t v) { uint8_t b[8]; isa_put64(b, v); emit_bytes(e, b, 8); }
+
+/* Patch a rel32 at `at` so that it jumps to `to` (both buffer offsets). */
+static void patch_rel32(struct emit *e, uint32_t at, size_t to)
+{
+	if (!e->err)
+		isa_put32(e->buf + at, (uint32_t)((int64_t)to - (int64_t)(at + 4)));
+}
+
+static int fits32(int64_t v) { return v == (int32_t)v; }
+
+/* An r/m operand: a register, or memory at [base + index + disp]. */
+struct rm {
+	int8_t reg;                    /* register operand, or -1 for memory */
+	int8_t base, index;            /* memory: base register, index register or -1 */
+	int32_t disp;
+};
+static struct rm rm_reg(int r) { return (struct rm){ .reg = (int8_t)r, .base = -1, .index = -1 }; }
+static struct rm rm_mem(int base, int32_t disp)
+{
+	return (struct rm){ .reg = -1, .base = (int8_t)base, .index = -1, .disp = disp };
+}
+static struct rm rm_idx(int base, int index)
+{
+	return (struct rm){ .reg = -1, .base = (int8_t)base, .index = (int8_t)index };
+}
+
+/* REX prefix 0100WRXB; emitted when any bit is set, or when a byte operand is spl..dil
+ * (without REX those encodings mean ah..bh). */
+static void emit_rex(struct emit *e, int w, int r, int x, int b, int force)
+{
+	unsigned rex = 0x40 | (w ? 8 : 0) | ((r >> 3) & 1) << 2 | ((x >> 3) & 1) << 1 | ((b >> 3) & 1);
+	if (rex != 0x40 || force)
+		emit1(e, rex);
+}
+
+static void emit_modrm(struct emit *e, int mod, int reg, int rm)
+{
+	emit1(e, (unsigned)(mod << 6 | (reg & 7) << 3 | (rm & 7)));
+}
+
+/* ModRM (+ SIB + displacement) for reg field `reg` and operand m.  rsp/r12 as a base need a
+ * SIB byte; rbp/r13 as a base need a displacement (mod 00 would mean rip-relative). */
+static void emit_modrm_rm(struct emit *e, int reg, struct rm m)
+{
+	if (m.reg >= 0) {
+		emit_modrm(e, 3, reg, m.reg);
+		return;
+	}
+	int mod = m.disp == 0 && (m.base & 7) != RBP ? 0 : m.disp >= -128 && m.disp <= 127 ? 1 : 2;
+	if (m.index >= 0 || (m.base & 7) == RSP) {
+		emit_modrm(e, mod, reg, 4);
+		int idx = m.index >= 0 ? m.index : RSP;          /* index 100: none */
+		emit1(e, (unsigned)((idx & 7) << 3 | (m.base & 7)));
+	} else {
+		emit_modrm(e, mod, reg, m.base);
+	}
+	if (mod == 1)
+		emit1(e, (unsigned)m.disp);
+	else if (mod == 2)
+		emit4(e, (uint32_t)m.disp);
+}
+
+/* Flags of emit_op: operand size and prefixes. */
+#define OP_W    0x01u      /* REX.W: 64-bit operands */
+#define OP_66   0x02u      /* 16-bit operands */
+#define OP_F3   0x04u      /* mandatory prefix (popcnt) */
+#define OP_BYTE 0x08u      /* byte registers: sil/dil/bpl need a REX */
+
+/* One instruction: [prefix] [REX] opcode (0x0fxx: two bytes) ModRM... */
+static void emit_op(struct emit *e, unsigned flags, unsigned opcode, int reg, struct rm m)
+{
+	if (flags & OP_66)
+		emit1(e, 0x66);
+	if (flags & OP_F3)
+		emit1(e, 0xf3);
+	int b = m.reg >= 0 ? m.reg : m.base, x = m.reg < 0 && m.index >= 0 ? m.index : 0;
+	int force = (flags & OP_BYTE) && ((reg >= 4 && reg < 8) || (m.reg >= 4 && m.reg < 8));
+	emit_rex(e, flags & OP_W, reg, x, b, force);
+	if (opcode > 0xff)
+		emit1(e, opcode >> 8);
+	emit1(e, opcode & 0xff);
+	emit_modrm_rm(e, reg, m);
+}
+
+enum alu { ALU_ADD = 0, ALU_OR = 1, ALU_AND = 4, ALU_SUB = 5, ALU_XOR = 6, ALU_CMP = 7 };
+enum shift { SH_ROL = 0, SH_ROR = 1, SH_SHL = 4, SH_SHR = 5, SH_SAR = 7 };
+enum f7 { F7_NOT = 2, F7_NEG = 3, F7_MUL = 4, F7_DIV = 6, F7_IDIV = 7 };
+
+static void emit_mov_r_rm(struct emit *e, int r, struct rm m)      /* mov r64, r/m64 */
+{
+	if (m.reg != r)
+		emit_op(e, OP_W, 0x8b, r, m);
+}
+static void emit_mov_rm_r(struct emit *e, struct rm m, int r)      /* mov r/m64, r64 */
+{
+	if (m.reg != r)
+		emit_op(e, OP_W, 0x89, r, m);
+}
+static void emit_mov_rr(struct emit *e, int d, int s) { emit_mov_rm_r(e, rm_reg(d), s); }
+
+/* mov r64, imm: the shortest of mov r32, imm32 (zero-extends), mov r/m64, simm32 and
+ * mov r64, imm64.  Leaves the flags alone. */
+static void emit_mov_imm(struct emit *e, int r, uint64_t v)
+{
+	if (v <= UINT32_MAX) {
+		emit_rex(e, 0, 0, 0, r, 0);
+		emit1(e, 0xb8 + (r & 7));                      /* mov r32, imm32 */
+		emit4(e, (uint32_t)v);
+	} else if (fits32((int64_t)v)) {
+		emit_op(e, OP_W, 0xc7, 0, rm_reg(r));           /* mov r/m64, simm32 */
+		emit4(e, (uint32_t)v);
+	} else {
+		emit_rex(e, 1, 0, 0, r, 0);
+		emit1(e, 0xb8 + (r & 7));                      /* mov r64, imm64 */
+		emit8(e, v);
+	}
+}
+
+static void emit_alu_r_rm(struct emit *e, enum alu op, int r, struct rm m)   /* op r64, r/m64 */
+{
+	emit_op(e, OP_W, (unsigned)op * 8 + 3, r, m);
+}
+static void emit_alu_rm_r(struct emit *e, enum alu op, struct rm m, int r)   /* op r/m64, r64 */
+{
+	emit_op(e, OP_W, (unsigned)op * 8 + 1, r, m);
+}
+/* op r/m, simm32 (83 /op ib when it fits a byte); flags 0 for 32-bit operands */
+static void emit_alu_rm_imm(struct emit *e, unsigned flags, enum alu op, struct rm m, int32_t imm)
+{
+	if (imm >= -128 && imm <= 127) {
+		emit_op(e, flags, 0x83, op, m);
+		emit1(e, (unsigned)imm);
+	} else {
+		emit_op(e, flags, 0x81, op, m);
+		emit4(e, (uint32_t)imm);
+	}
+}
+
+static void emit_ret(struct emit *e) { emit1(e, 0xc3); }                        /* ret */
+static void emit_push(struct emit *e, int r) { emit_rex(e, 0, 0, 0, r, 0); emit1(e, 0x50 + (r & 7)); }
+static void emit_pop(struct emit *e, int r) { emit_rex(e, 0, 0, 0, r, 0); emit1(e, 0x58 + (r & 7)); }
+
+/* jcc/jmp rel32 with the displacement left zero; returns where to patch it. */
+static uint32_t emit_jcc(struct emit *e, int cc)
+{
+	if (cc == CC_ALWAYS) {
+		emit1(e, 0xe9);                                /* jmp rel32 */
+	} else {
+		emit1(e, 0x0f);
+		emit1(e, 0x80 + (unsigned)cc);                 /* jcc rel32 */
+	}
+	uint32_t at = (uint32_t)e->len;
+	emit4(e, 0);
+	return at;
+}
+
+/* setcc al; movzx r32, al: r = 1 if the condition holds, else 0 */
+static void emit_setcc(struct emit *e, int cc, int r)
+{
+	emit_op(e, 0, 0x0f90 + (unsigned)cc, 0, rm_reg(RAX));
+	emit_op(e, 0, 0x0fb6, r, rm_reg(RAX));
+}
+
+/* call an absolute address: mov rax, imm64; call rax */
+static void emit_call_abs(struct emit *e, const void *fn)
+{
+	emit_mov_imm(e, RAX, (uint64_t)(uintptr_t)fn);
+	emit_op(e, 0, 0xff, 2, rm_reg(RAX));
+}
+
+/* ---- the code generator of one function ---- */
+struct jump { uint32_t at, target; };          /* rel32 at `at` to xinsn `target` */
+struct trapsite { uint32_t at, xi; int kind; };  /* kind -1: the kind is in eax */
+struct callsite { uint32_t at, callee; };
+
+struct cg {
+	struct emit e;
+	const struct vm_prog *prog;
+	uint32_t fi;                   /* function being compiled */
+	const struct xfunc *xf;
+	uint32_t xi;                   /* xinsn being compiled */
+	int8_t *reg_of;                /* per slot: its cache register or -1 */
+	int32_t cached[N_CACHE_REGS];  /* the cached slots */
+	unsigned n_cached;
+	uint32_t *xoff;                /* per xinsn: offset of its code (from the buffer start) */
+	struct jump *jumps;
+	uint32_t n_jumps, cap_jumps;
+	struct trapsite *traps;
+	uint32_t n_traps, cap_traps;
+	struct callsite *calls;
+	uint32_t n_calls, cap_calls;
+	uint32_t common_trap;          /* offset of the shared trap exit */
+	const char *unsupported;       /* name of an xop the JIT cannot compile, or NULL */
+};
+
+/* Append to one of the growing arrays of cg; a failed allocation is the emitter's error. */
+static void *grow(struct cg *g, void *arr, uint32_t *cap, uint32_t n, size_t size)
+{
+	if (n < *cap)
+		return arr;
+	uint32_t c = *cap ? 2 * *cap : 64;
+	void *p = realloc(arr, (size_t)c * size);
+	if (!p) {
+		g->e.err = -VM_ENOMEM;
+		return arr;
+	}
+	*cap = c;
+	return p;
+}
+
+static void add_jump(struct cg *g, uint32_t at, uint32_t target)
+{
+	g->jumps = grow(g, g->jumps, &g->cap_jumps, g->n_jumps, sizeof *g->jumps);
+	if (!g->e.err)
+		g->jumps[g->n_jumps++] = (struct jump){ at, target };
+}
+
+/* jcc to xinsn `target` of this function (patched once every xinsn has its address). */
+static void emit_jcc_x(struct cg *g, int cc, uint32_t target)
+{
+	add_jump(g, emit_jcc(&g->e, cc), target);
+}
+
+/* jcc to a trap of kind `kind` (-1: kind in eax) at the current xinsn. */
+static void emit_jcc_trap(struct cg *g, int cc, int kind)
+{
+	uint32_t at = emit_jcc(&g->e, cc);
+	g->traps = grow(g, g->traps, &g->cap_traps, g->n_traps, sizeof *g->traps);
+	if (!g->e.err)
+		g->traps[g->n_traps++] = (struct trapsite){ at, g->xi, kind };
+}
+
+/* A forward branch inside a template: emit_skip, then emit_land where it lands. */
+static uint32_t emit_skip(struct cg *g, int cc) { return emit_jcc(&g->e, cc); }
+static void emit_land(struct cg *g, uint32_t at) { patch_rel32(&g->e, at, g->e.len); }
+
+/* ---- frame slots: a register when cached, else [rbx + 8 * slot] ---- */
+static struct rm slot(const struct cg *g, int32_t s)
+{
+	return g->reg_of[s] >= 0 ? rm_reg(g->reg_of[s]) : rm_mem(R_FP, 8 * s);
+}
+static void load_slot(struct cg *g, int r, int32_t s) { emit_mov_r_rm(&g->e, r, slot(g, s)); }
+static void store_slot(struct cg *g, int32_t s, int r) { emit_mov_rm_r(&g->e, slot(g, s), r); }
+/* Where to compute a new value of slot s: its register, else rax (then stored). */
+static int work_reg(const struct cg *g, int32_t s) { return g->reg_of[s] >= 0 ? g->reg_of[s] : RAX; }
+
+/* Before anything that reads or writes frames in memory or clobbers registers (calls, C
+ * helpers): write every cached slot back; afterwards read them again. */
+static void spill_all(struct cg *g)
+{
+	for (unsigned i = 0; i < g->n_cached; i++)
+		emit_mov_rm_r(&g->e, rm_mem(R_FP, 8 * g->cached[i]), g->reg_of[g->cached[i]]);
+}
+static void reload_all(struct cg *g)
+{
+	for (unsigned i = 0; i < g->n_cached; i++)
+		emit_mov_r_rm(&g->e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+}
+
+/* ---- templates ---- */
+
+/* a = b op c / a = b op imm, for add, sub, and, or, xor */
+static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
+{
+	struct emit *e = &g->e;
+	int t = work_reg(g, x->a);
+	if (!ri && x->b != x->c && g->reg_of[x->c] == t)
+		t = RAX;                                   /* a = b - a: keep a until it is read */
+	load_slot(g, t, x->b);
+	if (!ri) {
+		emit_alu_r_rm(e, op, t, slot(g, x->c));
+	} else if (fits32(x->imm)) {
+		emit_alu_rm_imm(e, OP_W, op, rm_reg(t), (int32_t)x->imm);
+	} else {
+		emit_mov_imm(e, RCX, (uint64_t)x->imm);
+		emit_alu_r_rm(e, op, t, rm_reg(RCX));
+	}
+	store_slot(g, x->a, t);
+}
+
+static void gen_mul(struct cg *g, const struct xinsn *x, int ri)
+{
+	struct emit *e = &g->e;
+	int t = work_reg(g, x->a);
+	if (ri && fits32(x->imm)) {
+		emit_op(e, OP_W, 0x69, t, slot(g, x->b));   /* imul t, b, imm32 */
+		emit4(e, (uint32_t)x->imm);
+	} else {
+		if (!ri && x->b != x->c && g->reg_of[x->c] == t)
+			t = RAX;
+		load_slot(g, t, x->b);
+		if (ri) {
+			emit_mov_imm(e, RCX, (uint64_t)x->imm);
+			emit_op(e, OP_W, 0x0faf, t, rm_reg(RCX));   /* imul t, rcx */
+		} else {
+			emit_op(e, OP_W, 0x0faf, t, slot(g, x->c)); /* imul t, c */
+		}
+	}
+	store_slot(g, x->a, t);
+}
+
+/* Shifts and rotates: x86 masks the count to 6 bits, exactly the ISA's `& 63`. */
+static void gen_shift(struct cg *g, const struct xinsn *x, enum shift sh, int ri)
+{
+	struct emit *e = &g->e;
+	int t = work_reg(g, x->a);
+	if (!ri)
+		load_slot(g, RCX, x->c);                   /* the count goes to cl first */
+	load_slot(g, t, x->b);
+	if (!ri) {
+		emit_op(e, OP_W, 0xd3, sh, rm_reg(t));      /* sh t, cl */
+	} else if (x->imm & 63) {
+		emit_op(e, OP_W, 0xc1, sh, rm_reg(t));      /* sh t, imm8 */
+		emit1(e, (unsigned)(x->imm & 63));
+	}
+	store_slot(g, x->a, t);
+}
+
+/* Compare slot b with slot c (rr) or with imm: flags as for cmp b, c. */
+static void emit_cmp_slots(struct cg *g, int32_t b, int32_t c, int64_t imm, int ri)
+{
+	struct emit *e = &g->e;
+	struct rm mb = slot(g, b);
+	if (ri) {
+		if (imm == 0 && mb.reg >= 0) {
+			emit_op(e, OP_W, 0x85, mb.reg, mb);     /* test b, b */
+		} else if (fits32(imm)) {
+			emit_alu_rm_imm(e, OP_W, ALU_CMP, mb, (int32_t)imm);
+		} else {
+			emit_mov_imm(e, RCX, (uint64_t)imm);
+			emit_alu_rm_r(e, ALU_CMP, mb, RCX);      /* cmp b, rcx */
+		}
+		return;
+	}
+	struct rm mc = slot(g, c);
+	if (mb.reg >= 0) {
+		emit_alu_r_rm(e, ALU_CMP, mb.reg, mc);       /* cmp rb, c */
+	} else if (mc.reg >= 0) {
+		emit_alu_rm_r(e, ALU_CMP, mb, mc.reg);       /* cmp [b], rc */
+	} else {
+		emit_mov_r_rm(e, RAX, mb);
+		emit_alu_r_rm(e, ALU_CMP, RAX, mc);
+	}
+}
+
+/* a = (b cc c) ? 1 : 0 */
+static void gen_setcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri)
+{
+	int t = work_reg(g, x->a);
+	emit_cmp_slots(g, x->b, x->c, x->imm, ri);
+	emit_setcc(&g->e, cc, t);
+	store_slot(g, x->a, t);
+}
+
+/* Ops of the XBIN list (xops.def) -> templates.  A new XBIN without a BIN_ line here fails
+ * the build. */
+#define BIN_ADD(g, x, ri)  gen_alu(g, x, ALU_ADD, ri)
+#define BIN_SUB(g, x, ri)  gen_alu(g, x, ALU_SUB, ri)
+#define BIN_AND(g, x, ri)  gen_alu(g, x, ALU_AND, ri)
+#define BIN_OR(g, x, ri)   gen_alu(g, x, ALU_OR, ri)
+#define BIN_XOR(g, x, ri)  gen_alu(g, x, ALU_XOR, ri)
+#define BIN_MUL(g, x, ri)  gen_mul(g, x, ri)
+#define BIN_SHL(g, x, ri)  gen_shift(g, x, SH_SHL, ri)
+#define BIN_SHRU(g, x, ri) gen_shift(g, x, SH_SHR, ri)
+#define BIN_SHRS(g, x, ri) gen_shift(g, x, SH_SAR, ri)
+#define BIN_ROTL(g, x, ri) gen_shift(g, x, SH_ROL, ri)
+#define BIN_ROTR(g, x, ri) gen_shift(g, x, SH_ROR, ri)
+#define BIN_EQ(g, x, ri)   gen_setcc(g, x, CC_E, ri)
+#define BIN_NE(g, x, ri)   gen_setcc(g, x, CC_NE, ri)
+#define BIN_LTS(g, x, ri)  gen_setcc(g, x, CC_L, ri)
+#define BIN_LTU(g, x, ri)  gen_setcc(g, x, CC_B, ri)
+#define BIN_LES(g, x, ri)  gen_setcc(g, x, CC_LE, ri)
+#define BIN_LEU(g, x, ri)  gen_setcc(g, x, CC_BE, ri)
+#define BIN_GTS(g, x, ri)  gen_setcc(g, x, CC_G, ri)
+#define BIN_GTU(g, x, ri)  gen_setcc(g, x, CC_A, ri)
+#define BIN_GES(g, x, ri)  gen_setcc(g, x, CC_GE, ri)
+#define BIN_GEU(g, x, ri)  gen_setcc(g, x, CC_AE, ri)
+
+/* Unary ops (XUN). */
+static void gen_f7(struct cg *g, const struct xinsn *x, enum f7 op)    /* neg, not */
+{
+	int t = work_reg(g, x->a);
+	load_slot(g, t, x->b);
+	emit_op(&g->e, OP_W, 0xf7, op, rm_reg(t));
+	store_slot(g, x->a, t);
+}
+
+/* clz/ctz: bsr/bsf leave the destination undefined for 0, so 0 is handled first. */
+static void gen_bitscan(struct cg *g, const struct xinsn *x, int clz)
+{
+	struct emit *e = &g->e;
+	load_slot(g, RCX, x->b);
+	emit_mov_imm(e, RAX, 64);                          /* mov eax, 64 */
+	emit_op(e, OP_W, 0x85, RCX, rm_reg(RCX));           /* test rcx, rcx */
+	uint32_t zero = emit_skip(g, CC_E);
+	emit_op(e, OP_W, clz ? 0x0fbd : 0x0fbc, RAX, rm_reg(RCX));   /* bsr/bsf rax, rcx */
+	if (clz)
+		emit_alu_rm_imm(e, OP_W, ALU_XOR, rm_reg(RAX), 63);   /* 63 - i == i ^ 63 */
+	emit_land(g, zero);
+	store_slot(g, x->a, RAX);
+}
+
+static void unsupported(struct cg *g, const struct xinsn *x);
+
+static void gen_popcnt(struct cg *g, const struct xinsn *x)
+{
+	if (!__builtin_cpu_supports("popcnt")) {       /* x86-64 before 2008 */
+		unsupported(g, x);
+		return;
+	}
+	int t = work_reg(g, x->a);
+	emit_op(&g->e, OP_F3 | OP_W, 0x0fb8, t, slot(g, x->b));   /* popcnt t, b */
+	store_slot(g, x->a, t);
+}
+
+/* movsx t, b8/b16/b32 (from memory: the low bytes, little-endian) */
+static void gen_sext(struct cg *g, const struct xinsn *x, unsigned opcode)
+{
+	int t = work_reg(g, x->a);
+	emit_op(&g->e, OP_W | OP_BYTE, opcode, t, slot(g, x->b));
+	store_slot(g, x->a, t);
+}
+
+static void gen_eqz(struct cg *g, const struct xinsn *x)
+{
+	int t = work_reg(g, x->a);
+	emit_cmp_slots(g, x->b, 0, 0, 1);
+	emit_setcc(&g->e, CC_E, t);
+	store_slot(g, x->a, t);
+}
+
+#define UN_NEG(g, x)    gen_f7(g, x, F7_NEG)
+#define UN_NOT(g, x)    gen_f7(g, x, F7_NOT)
+#define UN_CLZ(g, x)    gen_bitscan(g, x, 1)
+#define UN_CTZ(g, x)    gen_bitscan(g, x, 0)
+#define UN_POPCNT(g, x) gen_popcnt(g, x)
+#define UN_SEXT8(g, x)  gen_sext(g, x, 0x0fbe)       /* movsx r64, r/m8 */
+#define UN_SEXT16(g, x) gen_sext(g, x, 0x0fbf)       /* movsx r64, r/m16 */
+#define UN_SEXT32(g, x) gen_sext(g, x, 0x63)         /* movsxd r64, r/m32 */
+#define UN_EQZ(g, x)    gen_eqz(g, x)
+
+static void gen_mov(struct cg *g, const struct xinsn *x)
+{
+	struct rm ma = slot(g, x->a), mb = slot(g, x->b);
+	if (x->a == x->b)
+		return;
+	if (ma.reg >= 0)
+		emit_mov_r_rm(&g->e, ma.reg, mb);
+	else if (mb.reg >= 0)
+		emit_mov_rm_r(&g->e, ma, mb.reg);
+	else {
+		emit_mov_r_rm(&g->e, RAX, mb);
+		emit_mov_rm_r(&g->e, ma, RAX);
+	}
+}
+
+static void gen_movi(struct cg *g, const struct xinsn *x)
+{
+	struct rm ma = slot(g, x->a);
+	if (ma.reg >= 0) {
+		emit_mov_imm(&g->e, ma.reg, (uint64_t)x->imm);
+	} else if (fits32(x->imm)) {
+		emit_op(&g->e, OP_W, 0xc7, 0, ma);              /* mov qword [a], simm32 */
+		emit4(&g->e, (uint32_t)x->imm);
+	} else {
+		emit_mov_imm(&g->e, RAX, (uint64_t)x->imm);
+		emit_mov_rm_r(&g->e, ma, RAX);
+	}
+}
+
+/* Division by a slot: div_zero when it is 0; signed by -1 is negation (div_overflow for
+ * INT64_MIN, which `neg` flags as overflow) or 0 (rem), since idiv would fault. */
+static void gen_div_rr(struct cg *g, const struct xinsn *x, int is_signed, int rem)
+{
+	struct emit *e = &g->e;
+	int res = rem ? RDX : RAX;
+	load_slot(g, RCX, x->c);
+	emit_op(e, OP_W, 0x85, RCX, rm_reg(RCX));           /* test rcx, rcx */
+	emit_jcc_trap(g, CC_E, ISA_TRAP_DIV_ZERO);
+	load_slot(g, RAX, x->b);
+	uint32_t done = 0;
+	if (is_signed) {
+		emit_alu_rm_imm(e, OP_W, ALU_CMP, rm_reg(RCX), -1);
+		uint32_t normal = emit_skip(g, CC_NE);
+		if (rem) {
+			emit_mov_imm(e, RDX, 0);
+		} else {
+			emit_op(e, OP_W, 0xf7, F7_NEG, rm_reg(RAX));   /* neg rax */
+			emit_jcc_trap(g, CC_O, ISA_TRAP_DIV_OVERFLOW);
+		}
+		done = emit_skip(g, CC_ALWAYS);
+		emit_land(g, normal);
+		emit1(e, 0x48);
+		emit1(e, 0x99);                                /* cqo */
+		emit_op(e, OP_W, 0xf7, F7_IDIV, rm_reg(RCX));   /* idiv rcx */
+		emit_land(g, done);
+	} else {
+		emit_mov_imm(e, RDX, 0);
+		emit_op(e, OP_W, 0xf7, F7_DIV, rm_reg(RCX));    /* div rcx */
+	}
+	store_slot(g, x->a, res);
+}
+
+/* Division by a constant (never 0 or -1, translate.c made sure).  Unsigned: multiply by a
+ * magic reciprocal (Granlund & Montgomery 1994, fig. 4.1), which works for every divisor:
+ *   l = ceil(log2 d), m = floor(2^64 * (2^l - d) / d) + 1, t = mulhi(m, n),
+ *   q = (t + ((n - t) >> 1)) >> (l - 1).
+ * Signed: idiv, which is exact and rare in hot code. */
+static void gen_div_ri(struct cg *g, const struct xinsn *x, int is_signed, int rem)
+{
+	struct emit *e = &g->e;
+	uint64_t d = (uint64_t)x->imm;
+	if (is_signed) {
+		load_slot(g, RAX, x->b);
+		emit_mov_imm(e, RCX, d);
+		emit1(e, 0x48);
+		emit1(e, 0x99);                                /* cqo */
+		emit_op(e, OP_W, 0xf7, F7_IDIV, rm_reg(RCX));   /* idiv rcx */
+		store_slot(g, x->a, rem ? RDX : RAX);
+		return;
+	}
+	load_slot(g, RCX, x->b);                           /* n */
+	if ((d & (d - 1)) == 0) {                          /* 1, 2, 4, ...: a shift or a mask */
+		int k = __builtin_ctzll(d);
+		emit_mov_rr(e, RAX, RCX);
+		if (rem) {
+			emit_mov_imm(e, RDX, d - 1);
+			emit_alu_r_rm(e, ALU_AND, RAX, rm_reg(RDX));
+		} else if (k) {
+			emit_op(e, OP_W, 0xc1, SH_SHR, rm_reg(RAX));
+			emit1(e, (unsigned)k);
+		}
+		store_slot(g, x->a, RAX);
+		return;
+	}
+	int l = 64 - __builtin_clzll(d - 1);
+	uint64_t two_l_minus_d = l == 64 ? 0 - d : (1ull << l) - d;
+	uint64_t m = (uint64_t)(((unsigned __int128)two_l_minus_d << 64) / d) + 1;
+	emit_mov_imm(e, RAX, m);
+	emit_op(e, OP_W, 0xf7, F7_MUL, rm_reg(RCX));        /* mul rcx: rdx = mulhi(m, n) */
+	emit_mov_rr(e, RAX, RCX);
+	emit_alu_r_rm(e, ALU_SUB, RAX, rm_reg(RDX));        /* n - t */
+	emit_op(e, OP_W, 0xd1, SH_SHR, rm_reg(RAX));        /* shr rax, 1 */
+	emit_alu_r_rm(e, ALU_ADD, RAX, rm_reg(RDX));
+	if (l > 1) {
+		emit_op(e, OP_W, 0xc1, SH_SHR, rm_reg(RAX));    /* shr rax, l - 1 */
+		emit1(e, (unsigned)(l - 1));
+	}
+	if (rem) {                                         /* n - q * d */
+		if (fits32((int64_t)d)) {
+			emit_op(e, OP_W, 0x69, RAX, rm_reg(RAX));   /* imul rax, rax, d */
+			emit4(e, (uint32_t)d);
+		} else {
+			emit_mov_imm(e, RDX, d);
+			emit_op(e, OP_W, 0x0faf, RAX, rm_reg(RDX));
+		}
+		emit_alu_r_rm(e, ALU_SUB, RCX, rm_reg(RAX));
+		store_slot(g, x->a, RCX);
+	} else {
+		store_slot(g, x->a, RAX);
+	}
+}
+
+/* return the value in rax to the caller (the trampoline, or a call template) */
+static void gen_ret(struct cg *g, const struct xinsn *x, int imm)
+{
+	if (imm)
+		emit_mov_imm(&g->e, RAX, (uint64_t)x->imm);
+	else
+		load_slot(g, RAX, x->b);
+	emit_alu_rm_imm(&g->e, OP_W, ALU_ADD, rm_reg(RSP), 8);   /* add rsp, 8 */
+	emit_ret(&g->e);
+}
+
+static void unsupported(struct cg *g, const struct xinsn *x)
+{
+	if (!g->unsupported)
+		g->unsupported = xop_names[x->op];
+}
+
+/* One xinsn.  The switch has no default: with -Werror=switch a new xop without a template
+ * fails the build, and translate.c's switch over enum op does the same for new opcodes. */
+static void gen_insn(struct cg *g, const struct xinsn *x)
+{
+	switch ((enum xop)x->op) {
+#define XBIN(n, e) \
+	case X_##n##_RR: BIN_##n(g, x, 0); break; \
+	case X_##n##_RI: BIN_##n(g, x, 1); break;
+#define XUN(n, e) case X_##n: UN_##n(g, x); break;
+#define XCC(n, e) \
+	case X_J##n##_RR: case X_J##n##_RI: case X_J##n##_RRB: case X_J##n##_RIB: \
+		unsupported(g, x); break;
+#define XLD(n, w, t) case X_##n: unsupported(g, x); break;
+#define XST(n, w, t) case X_##n: case X_##n##_OUT: unsupported(g, x); break;
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_MOV: gen_mov(g, x); break;
+	case X_MOVI: gen_movi(g, x); break;
+	case X_DIVS_RR: gen_div_rr(g, x, 1, 0); break;
+	case X_DIVU_RR: gen_div_rr(g, x, 0, 0); break;
+	case X_REMS_RR: gen_div_rr(g, x, 1, 1); break;
+	case X_REMU_RR: gen_div_rr(g, x, 0, 1); break;
+	case X_DIVS_RI: gen_div_ri(g, x, 1, 0); break;
+	case X_DIVU_RI: gen_div_ri(g, x, 0, 0); break;
+	case X_REMS_RI: gen_div_ri(g, x, 1, 1); break;
+	case X_REMU_RI: gen_div_ri(g, x, 0, 1); break;
+	case X_SELECT: case X_XSWAP: case X_XROT:
+	case X_JMP: case X_JMPB: case X_JZ: case X_JZB: case X_JNZ: case X_JNZB:
+	case X_LD8U_JEQ_I: case X_LD8U_JNE_I: case X_RLEN: case X_RLEN_OUT:
+	case X_CAS: case X_FADD: case X_COPY: case X_FILL: case X_CMP: case X_FINDB:
+	case X_FINDS: case X_OUTPUT: case X_OUTB: case X_OUTQ: case X_CALL: case X_HCALL:
+	case X_TRAP:
+		unsupported(g, x);
+		break;
+	case X_RET: gen_ret(g, x, 0); break;
+	case X_RETI: gen_ret(g, x, 1); break;
+	case X_COUNT: break;
+	}
+}
+
+/* ---- which slots live in registers ----
+ * Each slot scores the instructions that use it, weighted by how deeply they sit in loops
+ * (a backward branch from j to t puts t..j one loop deeper); the best N_CACHE_REGS win. */
+static int branch_d(const struct xinsn *x, int32_t *d)
+{
+	switch ((enum xop)x->op) {
+#define XCC(n, e) case X_J##n##_RR: case X_J##n##_RI: case X_J##n##_RRB: case X_J##n##_RIB:
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_JMP: case X_JMPB: case X_JZ: case X_JZB: case X_JNZ: case X_JNZB:
+	case X_LD8U_JEQ_I: case X_LD8U_JNE_I:
+		*d = x->d;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The slots an xinsn reads or writes (at most 4). */
+static unsigned slot_uses(const struct xinsn *x, int32_t *s)
+{
+	switch ((enum xop)x->op) {
+#define XBIN(n, e) \
+	case X_##n##_RR: s[0] = x->a; s[1] = x->b; s[2] = x->c; return 3; \
+	case X_##n##_RI: s[0] = x->a; s[1] = x->b; return 2;
+#define XUN(n, e) case X_##n: s[0] = x->a; s[1] = x->b; return 2;
+#define XCC(n, e) \
+	case X_J##n##_RR: case X_J##n##_RRB: s[0] = x->b; s[1] = x->c; return 2; \
+	case X_J##n##_RI: case X_J##n##_RIB: s[0] = x->b; return 1;
+#define XLD(n, w, t) case X_##n: s[0] = x->a; s[1] = x->b; return 2;
+#define XST(n, w, t) case X_##n: case X_##n##_OUT: s[0] = x->a; s[1] = x->b; return 2;
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_MOV: case X_XSWAP: case X_DIVS_RR: case X_DIVU_RR: case X_REMS_RR: case X_REMU_RR:
+		s[0] = x->a; s[1] = x->b; s[2] = x->c;
+		return x->op == X_MOV || x->op == X_XSWAP ? 2 : 3;
+	case X_DIVS_RI: case X_DIVU_RI: case X_REMS_RI: case X_REMU_RI:
+		s[0] = x->a; s[1] = x->b;
+		return 2;
+	case X_MOVI: case X_RLEN: case X_RLEN_OUT:
+		s[0] = x->a;
+		return 1;
+	case X_SELECT:
+		s[0] = x->a; s[1] = x->b; s[2] = x->c; s[3] = (int32_t)x->imm;
+		return 4;
+	case X_XROT:
+		s[0] = x->a; s[1] = x->a + 1; s[2] = x->a + 2;
+		return 3;
+	case X_JZ: case X_JZB: case X_JNZ: case X_JNZB: case X_LD8U_JEQ_I: case X_LD8U_JNE_I:
+	case X_RET:
+		s[0] = x->b;
+		return 1;
+	default:                       /* calls, helpers: their operands go through memory */
+		return 0;
+	}
+}
+
+static int choose_cached(struct cg *g)
+{
+	const struct xfunc *xf = g->xf;
+	int32_t *loop = calloc((size_t)xf->n_code + 1, sizeof *loop);
+	uint64_t *score = calloc(xf->n_slots ? xf->n_slots : 1, sizeof *score);
+	if (!loop || !score) {
+		free(loop);
+		free(score);
+		return -VM_ENOMEM;
+	}
+	for (uint32_t i = 0; i < xf->n_code; i++) {
+		int32_t d;
+		if (branch_d(&xf->code[i], &d) && d <= 0) {
+			loop[i + d]++;
+			loop[i + 1]--;
+		}
+	}
+	int32_t depth = 0;
+	for (uint32_t i = 0; i < xf->n_code; i++) {
+		int32_t s[4];
+		depth += loop[i];
+		uint64_t w = 1ull << (4 * (depth < 4 ? depth : 4));
+		unsigned n = slot_uses(&xf->code[i], s);
+		for (unsigned k = 0; k < n; k++)
+			score[s[k]] += w;
+	}
+	for (uint32_t s = 0; s < xf->n_slots; s++)
+		g->reg_of[s] = -1;
+	g->n_cached = 0;
+	while (g->n_cached < N_CACHE_REGS) {
+		uint32_t best = 0;
+		for (uint32_t s = 1; s < xf->n_slots; s++)
+			if (score[s] > score[best])
+				best = s;
+		if (xf->n_slots == 0 || score[best] == 0)
+			break;
+		score[best] = 0;
+		g->reg_of[best] = (int8_t)cache_regs[g->n_cached];
+		g->cached[g->n_cached++] = (int32_t)best;
+	}
+	free(loop);
+	free(score);
+	return 0;
+}
+
+/* Function entry: rsp becomes 16-byte aligned for calls out; locals beyond the arguments
+ * start at zero; cached arguments and locals are loaded. */
+static void gen_prologue(struct cg *g)
+{
+	struct emit *e = &g->e;
+	const struct xfunc *xf = g->xf;
+	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
+	for (int32_t s = xf->n_args; s < xf->n_locals; s++)
+		if (g->reg_of[s] < 0) {
+			emit_op(e, OP_W, 0xc7, 0, rm_mem(R_FP, 8 * s)); /* mov qword [rbx+8s], 0 */
+			emit4(e, 0);
+		}
+	for (unsigned i = 0; i < g->n_cached; i++) {
+		int32_t s = g->cached[i];
+		if (s < xf->n_args)
+			emit_mov_r_rm(e, g->reg_of[s], rm_mem(R_FP, 8 * s));
+		else if (s < xf->n_locals)
+			emit_mov_imm(e, g->reg_of[s], 0);
+	}
+}
+
+/* Trap stubs after the function body: mov edi, kind; mov esi, xi; mov edx, func; jmp to the
+ * shared exit.  Sites of one xinsn and kind share a stub. */
+static void gen_trap_stubs(struct cg *g)
+{
+	struct emit *e = &g->e;
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < g->n_traps; i++) {
+		const struct trapsite *t = &g->traps[i];
+		if (i == 0 || t->xi != g->traps[i - 1].xi || t->kind != g->traps[i - 1].kind) {
+			last = (uint32_t)e->len;
+			if (t->kind < 0) {
+				emit1(e, 0x89);
+				emit_modrm(e, 3, RAX, RDI);            /* mov edi, eax */
+			} else {
+				emit1(e, 0xb8 + RDI);
+				emit4(e, (uint32_t)t->kind);           /* mov edi, kind */
+			}
+			emit1(e, 0xb8 + RSI);
+			emit4(e, t->xi);                           /* mov esi, xi */
+			emit1(e, 0xb8 + RDX);
+			emit4(e, g->fi);                           /* mov edx, func */
+			patch_rel32(e, emit_jcc(e, CC_ALWAYS), g->common_trap);
+		}
+		patch_rel32(e, t->at, last);
+	}
+}
+
+static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
+{
+	g->fi = fi;
+	g->xf = &g->prog->funcs[fi];
+	g->n_jumps = g->n_traps = 0;
+	g->reg_of = malloc(g->xf->n_slots ? g->xf->n_slots : 1);
+	g->xoff = malloc(((size_t)g->xf->n_code + 1) * sizeof *g->xoff);
+	uint8_t *xop = malloc(g->xf->n_code ? g->xf->n_code : 1);
+	j->xoff[fi] = g->xoff;
+	j->xop[fi] = xop;
+	if (!g->reg_of || !g->xoff || !xop || choose_cached(g) != 0) {
+		free(g->reg_of);
+		return -VM_ENOMEM;
+	}
+	for (uint32_t i = 0; i < g->xf->n_code; i++)
+		xop[i] = (uint8_t)g->xf->code[i].op;
+	j->func_off[fi] = (uint32_t)g->e.len;
+	gen_prologue(g);
+	for (uint32_t i = 0; i < g->xf->n_code && !g->unsupported; i++) {
+		g->xi = i;
+		g->xoff[i] = (uint32_t)g->e.len;
+		gen_insn(g, &g->xf->code[i]);
+	}
+	free(g->reg_of);
+	if (g->unsupported)
+		return 0;
+	g->xoff[g->xf->n_code] = (uint32_t)g->e.len;
+	for (uint32_t i = 0; i < g->n_jumps; i++)
+		patch_rel32(&g->e, g->jumps[i].at, g->xoff[g->jumps[i].target]);
+	gen_trap_stubs(g);
+	j->func_end[fi] = (uint32_t)g->e.len;
+	for (uint32_t i = 0; i <= g->xf->n_code; i++)
+		g->xoff[i] -= j->func_off[fi];
+	return 0;
+}
+
+/* The trampoline and the shared trap exit, at the start of the mapping:
+ *   enter(ctx, fp, func): save callee-saved registers, load the run state, call func;
+ *   trap exit (edi kind, esi xinsn, edx function): record them, unwind to enter's frame. */
+static void gen_trampoline(struct emit *e, uint32_t *common_trap)
+{
+	static const uint8_t saved[] = { RBX, RBP, R12, R13, R14, R15 };
+	for (size_t i = 0; i < sizeof saved; i++)
+		emit_push(e, saved[i]);
+	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);   /* sub rsp, 8: 16-byte alignment */
+	emit_mov_rr(e, R_CTX, RDI);
+	emit_mov_rr(e, R_FP, RSI);
+	emit_mov_r_rm(e, R_TAB, rm_mem(R_CTX, offsetof(struct jit_ctx, R)));
+	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)));
+	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, saved_rsp)), RSP);
+	emit_op(e, 0, 0xff, 2, rm_reg(RDX));                  /* call rdx */
+	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)), R_FUEL);
+	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, result)), RAX);
+	emit_mov_imm(e, RAX, 0);                              /* return 0 */
+	uint32_t exit = (uint32_t)e->len;
+	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(RSP), 8);
+	for (size_t i = sizeof saved; i-- > 0;)
+		emit_pop(e, saved[i]);
+	emit_ret(e);
+	*common_trap = (uint32_t)e->len;
+	emit_op(e, 0, 0x89, RDI, rm_mem(R_CTX, offsetof(struct jit_ctx, trap_kind)));
+	emit_op(e, 0, 0x89, RSI, rm_mem(R_CTX, offsetof(struct jit_ctx, trap_xi)));
+	emit_op(e, 0, 0x89, RDX, rm_mem(R_CTX, offsetof(struct jit_ctx, trap_func)));
+	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)), R_FUEL);
+	emit_mov_r_rm(e, RSP, rm_mem(R_CTX, offsetof(struct jit_ctx, saved_rsp)));
+	emit_mov_imm(e, RAX, 1);                              /* return 1 */
+	patch_rel32(e, emit_jcc(e, CC_ALWAYS), exit);
+}
+
+void vm_jit_free(struct jit_prog *j)
+{
+	if (!j)
+		return;
+	if (j->mem)
+		munmap(j->mem, j->mem_len);
+	for (uint32_t fi = 0; fi < j->n_funcs; fi++) {
+		free(j->xoff ? j->xoff[fi] : NULL);
+		free(j->xop ? j->xop[fi] : NULL);
+	}
+	free(j->func_off);
+	free(j->func_end);
+	free(j->xoff);
+	free(j->xop);
+	free(j);
+}
+
+int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
+{
+	uint32_t n = prog->seg->n_funcs;
+	struct jit_prog *j = calloc(1, sizeof *j);
+	struct cg g = { .prog = prog };
+	int rc = -VM_ENOMEM;
+	if (!j || !(j->func_off = calloc(n + 1, sizeof *j->func_off)) ||
+	    !(j->func_end = calloc(n + 1, sizeof *j->func_end)) ||
+	    !(j->xoff = calloc(n + 1, sizeof *j->xoff)) || !(j->xop = calloc(n + 1, sizeof *j->xop)))
+		goto fail;
+	j->n_funcs = n;
+	gen_trampoline(&g.e, &g.common_trap);
+	for (uint32_t fi = 0; fi < n && !g.e.err && !g.unsupported; fi++) {
+		rc = compile_func(&g, j, fi);
+		if (rc != 0)
+			goto fail;
+		if (g.unsupported) {
+			snprintf(err, errlen, "not compiled: %s in function %s at pc %u", g.unsupported,
+			         prog->seg->funcs[fi].name, prog->funcs[fi].pcs[g.xi]);
+			rc = -VM_ENOJIT;
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < g.n_calls; i++)
+		patch_rel32(&g.e, g.calls[i].at, j->func_off[g.calls[i].callee]);
+	rc = g.e.err;
+	if (rc != 0)
+		goto fail;
+	long page = sysconf(_SC_PAGESIZE);
+	j->mem_len = (g.e.len + (size_t)page - 1) & ~((size_t)page - 1);
+	void *mem = mmap(NULL, j->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		j->mem_len = 0;
+		snprintf(err, errlen, "jit: mmap of %zu bytes failed", g.e.len);
+		rc = -VM_ENOMEM;
+		goto out;
+	}
+	j->mem = mem;
+	memcpy(mem, g.e.buf, g.e.len);
+	/* W^X: the code is never writable and executable at the same time. */
+	if (mprotect(mem, j->mem_len, PROT_READ | PROT_EXEC) != 0) {
+		snprintf(err, errlen, "jit: mprotect to read+execute failed");
+		rc = -VM_ENOJIT;
+		goto out;
+	}
+	prog->jit = j;
+	j = NULL;
+	rc = 0;
+	goto out;
+fail:
+	if (rc == -VM_ENOJIT)
+		snprintf(err, errlen, "jit: the machine code would exceed %u bytes", JIT_MAX_CODE);
+	else
+		snprintf(err, errlen, "jit: out of memory");
+out:
+	vm_jit_free(j);
+	free(g.e.buf);
+	free(g.jumps);
+	free(g.traps);
+	free(g.calls);
+	return rc;
+}
+
+int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
+{
+	const struct vm_prog *prog = run->prog;
+	const struct jit_prog *j = prog->jit;
+	const struct xfunc *fn = &prog->funcs[entry];
+	uint64_t slots[VM_STACK_SLOTS];
+	if (fn->n_slots > VM_STACK_SLOTS) {
+		run->trap->func = entry;
+		run->trap->pc = 0;
+		run->trap->kind = ISA_TRAP_STACK;
+		return -VM_ETRAP;
+	}
+	for (unsigned i = 0; i < fn->n_args; i++)
+		slots[i] = (uint64_t)argv[i];
+	struct jit_ctx ctx = {
+		.run = run, .R = run->R, .fuel = run->fuel, .slots_end = slots + VM_STACK_SLOTS,
+		.out_cap = run->out_cap,
+	};
+	jit_enter_fn *enter = (jit_enter_fn *)(void *)j->mem;
+	int trapped = enter(&ctx, slots, j->mem + j->func_off[entry]);
+	if (!trapped) {
+		run->fuel = ctx.fuel;
+		*result = ctx.result;
+		return 0;
+	}
+	/* a fuel trap found fuel 0 and took one more, wrapping: there is none left */
+	run->fuel = ctx.trap_kind == ISA_TRAP_FUEL ? 0 : ctx.fuel;
+	run->trap->kind = (int)ctx.trap_kind;
+	run->trap->func = ctx.trap_func;
+	run->trap->pc = prog->funcs[ctx.trap_func].pcs[ctx.trap_xi];
+	if (ctx.trap_kind == ISA_TRAP_USER)
+		run->trap->code = ctx.trap_code;
+	return -VM_ETRAP;
+}
+
+int vm_jit_listing(const struct vm_prog *prog, unsigned fi, struct vm_jit_listing *out)
+{
+	const struct jit_prog *j = prog->jit;
+	const struct xfunc *xf = &prog->funcs[fi];
+	out->code = j->mem + j->func_off[fi];
+	out->len = j->func_end[fi] - j->func_off[fi];
+	out->n_marks = xf->n_code;
+	out->marks = malloc((xf->n_code ? xf->n_code : 1) * sizeof *out->marks);
+	if (!out->marks)
+		return -VM_ENOMEM;
+	for (uint32_t i = 0; i < xf->n_code; i++) {
+		out->marks[i] = (struct vm_jit_mark){ j->xoff[fi][i], xf->pcs[i],
+		                                      xop_names[j->xop[fi][i]] };
+	}
+	return 0;
+}
+
+#else   /* not x86-64 Linux: the documented fallback, every program runs on the interpreter */
+
+struct jit_prog { int unused; };
+
+int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
+{
+	(void)prog;
+	(void)xop_names;
+	snprintf(err, errlen, "jit: not available on this architecture");
+	return -VM_ENOJIT;
+}
+
+int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
+{
+	(void)run; (void)entry; (void)argv; (void)result;
+	return -VM_ENOJIT;
+}
+
+void vm_jit_free(struct jit_prog *jit) { (void)jit; }
+
+int vm_jit_listing(const struct vm_prog *prog, unsigned fi, struct vm_jit_listing *out)
+{
+	(void)prog; (void)fi; (void)out;
+	return -VM_ENOJIT;
+}
+
+#endif
