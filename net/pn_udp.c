@@ -1,0 +1,959 @@
+/* pn_udp.c: the udp: transport of Paradis-Net: reliable messages over UDP datagrams, after
+ * AMUDP and HPAM (docs/udp.md has the reasoning at length).
+ *
+ * Paradis-Net is not strictly request/reply (a handler may forward, or the reply may come from
+ * another peer), so every datagram is made reliable on its own, per (sender, receiver) pair:
+ *
+ *   1. A sends message M to B: pn_send copies M into one of A's D instance buffers for B
+ *      (D = udp_depth; the sender waits, at most send_timeout_ms, when all D are in use),
+ *      cuts it into fragments of FRAG_LEN bytes and numbers them with consecutive 64-bit
+ *      sequence numbers (they never wrap, so reordering can never make an old number look new).
+ *      Each fragment goes out as one datagram: the 48-byte UDP sub-header below, the 40-byte
+ *      frame header of wire.c (repeated in every fragment, so any fragment can start the
+ *      reassembly), and the fragment's bytes.  At most WIN datagrams are unacknowledged.
+ *   2. B's I/O thread checks the datagram, suppresses a duplicate (a sequence number already
+ *      received), writes the fragment straight into the buffer pn_core_rx_begin gave for M, and
+ *      delivers M when its last missing fragment arrives: exactly once.
+ *   3. Every datagram B sends to A carries B's acknowledgement of A's datagrams: `ack` (all
+ *      sequence numbers below it arrived) and `sack` (bit i: ack + i arrived).  So the reply
+ *      to a request is its acknowledgement and nothing else is sent when nothing is lost.  If
+ *      nothing flows back within ACK_DELAY_NS, B sends an ACK datagram; at once after a
+ *      duplicate or after ack_every unacknowledged datagrams (bulk transfers keep flowing).
+ *   4. A frees an instance buffer when all its fragments are acknowledged.  Unacknowledged
+ *      fragments are sent again, from that buffer, after the retransmission timeout (RTO,
+ *      from measured round trips, RFC 6298 style), doubling per attempt up to RTO_MAX_NS;
+ *      only the missing fragments of a message are resent.
+ *   5. After udp_max_wait_ms without any acknowledgement for it, A gives M up:
+ *      pn_core_returned fails its Cooperation with PN_ERETURNED.  `una` in every datagram (the
+ *      sender's lowest unacknowledged number) tells B to stop waiting for what A gave up.
+ *   6. `session` (random per endpoint) and `echo` (the receiver's session as the sender last
+ *      saw it) let a restarted endpoint be recognised: B resets its receive state for A on a
+ *      new session, and A ignores acknowledgements that echo an old session of its own.
+ *
+ * UDP sub-header, all fields little-endian:
+ *
+ *     0      2     3     4         8         12        16        24        32        40       48
+ *     +------+-----+-----+---------+---------+---------+---------+---------+---------+
+ *     | 'PU' | ver | kind| session | echo    | frag    | seq     | una     | ack     | sack    |
+ *     +------+-----+-----+---------+---------+---------+---------+---------+---------+
+ *     u16 magic 0x5550, u8 version 1, u8 kind (1 DATA, 2 ACK), u32 session, u32 echo (0: none),
+ *     u32 fragment index (DATA), u64 seq (DATA; from 1), u64 una, u64 ack (0: none), u64 sack.
+ *     DATA: then the 40-byte frame header (wire.c), then payload bytes [frag * FRAG_LEN, ...).
+ *     ACK: nothing more.
+ *
+ * Threads: one I/O thread (poll over the socket and an eventfd; the poll timeout is the next
+ * retransmission, delayed ack or give-up) receives, acknowledges and retransmits; pn_send runs
+ * on the caller's thread and transmits what the window allows at once.  Per-peer state is
+ * guarded by its lock; reassembly state belongs to the I/O thread alone.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "pn_int.h"
+
+#define UDP_MAGIC      0x5550u          /* "PU" */
+#define UDP_VERSION    1
+#define UDP_HDR_LEN    48
+#define FRAG_LEN       (32u * 1024)     /* payload bytes per datagram (loopback MTU is 64 KiB) */
+#define DGRAM_MAX      (UDP_HDR_LEN + PN_HDR_LEN + FRAG_LEN)
+#define WIN_MAX        64               /* unacknowledged datagrams per peer: the sack width */
+#define WIN_MIN        4
+#define SOCK_BUF       (4 << 20)        /* asked for SO_RCVBUF / SO_SNDBUF; the kernel caps it */
+#define ACK_DELAY_NS   1000000ull       /* wait this long for traffic to carry an ack */
+#define RTO_INIT_NS    10000000ull      /* before the first round trip is measured */
+#define RTO_MIN_NS     5000000ull
+#define RTO_MAX_NS     250000000ull     /* back-off ceiling */
+#define KEEP_CAP       (64u * 1024)     /* instance buffers larger than this are not kept */
+#define IO_OVERFLOW    4                /* I/O thread sends may use IO_OVERFLOW * D buffers */
+#define RX_BATCH       256              /* datagrams read before timers are looked at again */
+#define POLL_MAX_MS    1000
+
+_Static_assert(WIN_MAX <= 64, "sack is one u64");
+_Static_assert(DGRAM_MAX <= 65507, "a datagram must fit one IPv4 UDP packet");
+
+enum { K_DATA = 1, K_ACK = 2 };
+
+struct uhdr {
+	uint8_t kind;
+	uint32_t session, echo, frag;
+	uint64_t seq, una, ack, sack;
+};
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
+static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+static void uhdr_put(uint8_t o[UDP_HDR_LEN], const struct uhdr *u)
+{
+	put16(o, UDP_MAGIC);
+	o[2] = UDP_VERSION;
+	o[3] = u->kind;
+	put32(o + 4, u->session);
+	put32(o + 8, u->echo);
+	put32(o + 12, u->frag);
+	put64(o + 16, u->seq);
+	put64(o + 24, u->una);
+	put64(o + 32, u->ack);
+	put64(o + 40, u->sack);
+}
+
+/* Parse and check the fields that need no other state.  0 or -PN_EPROTO. */
+static int uhdr_get(const uint8_t in[UDP_HDR_LEN], struct uhdr *u)
+{
+	if (get16(in) != UDP_MAGIC || in[2] != UDP_VERSION)
+		return -PN_EPROTO;
+	u->kind = in[3];
+	u->session = get32(in + 4);
+	u->echo = get32(in + 8);
+	u->frag = get32(in + 12);
+	u->seq = get64(in + 16);
+	u->una = get64(in + 24);
+	u->ack = get64(in + 32);
+	u->sack = get64(in + 40);
+	if (u->session == 0 || u->una == 0)
+		return -PN_EPROTO;
+	if (u->kind == K_DATA)
+		return u->seq >= u->una && u->frag < u->seq ? 0 : -PN_EPROTO;
+	if (u->kind == K_ACK)
+		return u->seq == 0 && u->frag == 0 ? 0 : -PN_EPROTO;
+	return -PN_EPROTO;
+}
+
+static uint32_t frags_of(uint32_t len) { return len ? (len - 1) / FRAG_LEN + 1 : 1; }
+static bool bit_get(const uint64_t *m, uint32_t i) { return m[i / 64] >> (i % 64) & 1; }
+static void bit_set(uint64_t *m, uint32_t i) { m[i / 64] |= 1ull << (i % 64); }
+
+/* ---- state ---- */
+
+struct omsg {                      /* an outgoing message: one of the D instance buffers */
+	struct omsg *next;
+	struct pn_hdr h;               /* for pn_core_returned */
+	uint8_t wire[PN_HDR_LEN];
+	uint8_t *data;                 /* the sender's copy, resent from here */
+	size_t cap;
+	uint32_t len, n_frags;
+	uint64_t seq0;                 /* sequence number of fragment 0 */
+	uint32_t lo;                   /* fragments below lo are all acknowledged */
+	uint32_t n_sent;               /* fragments [0, n_sent) went out at least once */
+	uint32_t n_acked;
+	uint64_t *acked;               /* bit per fragment */
+	uint32_t acked_words;          /* its capacity */
+	uint64_t sent_ns;              /* first transmission, for a round-trip sample */
+	bool resent;                   /* Karn: no sample from a retransmitted message */
+	unsigned backoff;
+	uint64_t rto_at;               /* next retransmission; 0: nothing outstanding */
+	uint64_t progress_ns;          /* first sent or last acknowledgement: give up after max_wait */
+};
+
+struct imsg {                      /* an incoming message being reassembled */
+	bool used;
+	uint64_t seq0;
+	uint32_t n_frags, n_got, len;
+	uint64_t *got;                 /* bit per fragment */
+	uint32_t got_words;
+	uint8_t wire[PN_HDR_LEN];      /* every fragment must carry the same header */
+	struct pn_rx rx;
+	uint8_t *buf;                  /* from pn_core_rx_begin; NULL: discard (out of memory) */
+	uint64_t progress_ns;
+};
+
+struct upeer {                     /* peer->tp_state */
+	struct upeer *next;            /* tp->peers */
+	struct pn_peer_rec *rec;
+	struct sockaddr_storage sa;
+	socklen_t salen;               /* 0: the socket cannot reach this address family */
+	pthread_mutex_t lock;          /* everything below but the reassembly slots */
+	pthread_cond_t space;          /* an instance buffer was freed */
+	/* sending */
+	uint64_t snd_next, snd_una;
+	struct omsg *head, *tail;      /* in sequence order */
+	struct omsg *free_list;
+	unsigned n_out;                /* instance buffers in use (queued or being filled) */
+	unsigned n_free;
+	uint64_t srtt, rttvar, rto;    /* ns; srtt 0: no sample yet */
+	/* receiving: what we acknowledge */
+	uint32_t peer_session;         /* 0: nothing received yet */
+	uint64_t rcv_base;             /* every seq below arrived (or was given up by the sender) */
+	uint64_t rcv_map;              /* bit i: rcv_base + i arrived (bit 0 is always clear) */
+	uint64_t ack_due;              /* send an ACK then unless traffic carries it; 0: none owed */
+	unsigned n_unacked;
+	/* reassembly, I/O thread only */
+	struct imsg *rx;               /* udp_depth slots */
+};
+
+struct pn_tp {
+	struct pn *pn;
+	const struct pn_opts *o;
+	int fd, wakefd, family;
+	uint32_t session;
+	unsigned win, depth, ack_every;
+	pthread_t thread;
+	pthread_mutex_t lock;          /* the peers list, tp_state creation */
+	struct upeer *peers;
+	atomic_bool stop;
+	_Atomic uint64_t io_sleep_until; /* an earlier new deadline must wake the I/O thread */
+	uint8_t *rxbuf;                /* DGRAM_MAX + 1: one more byte detects oversized */
+};
+
+static _Thread_local struct pn_tp *io_thread_of;
+
+static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
+{
+	pthread_mutex_lock(&tp->lock);
+	struct upeer *p = rec->tp_state;
+	if (!p && (p = calloc(1, sizeof *p)) && !(p->rx = calloc(tp->depth, sizeof *p->rx))) {
+		free(p);
+		p = NULL;
+	}
+	if (p && !rec->tp_state) {
+		p->rec = rec;
+		struct pn_addr a = rec->addr;
+		if (a.family == 4 && tp->family == AF_INET6) {
+			/* an IPv6 socket reaches IPv4 peers at their v4-mapped address */
+			memmove(a.addr + 12, a.addr, 4);
+			memset(a.addr, 0, 10);
+			a.addr[10] = a.addr[11] = 0xff;
+			a.family = 6;
+		}
+		if ((a.family == 6) == (tp->family == AF_INET6))
+			p->salen = pn_addr_to_sockaddr(&a, &p->sa);
+		pthread_mutex_init(&p->lock, NULL);
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&p->space, &ca);
+		pthread_condattr_destroy(&ca);
+		p->snd_next = p->snd_una = 1;
+		p->rto = RTO_INIT_NS;
+		p->next = tp->peers;
+		tp->peers = p;
+		rec->tp_state = p;
+	}
+	pthread_mutex_unlock(&tp->lock);
+	return p;
+}
+
+/* Wake the I/O thread if it sleeps past deadline. */
+static void wake_for(struct pn_tp *tp, uint64_t deadline)
+{
+	if (deadline < atomic_load(&tp->io_sleep_until) && io_thread_of != tp) {
+		uint64_t one = 1;
+		if (write(tp->wakefd, &one, sizeof one) < 0) { /* counter full: a wake is pending */ }
+	}
+}
+
+/* ---- sending datagrams (peer lock held) ---- */
+
+/* Send one datagram to p, carrying our acknowledgement of p's datagrams.  A failure (full
+ * socket buffer, unreachable) is a lost datagram: the retransmission timer covers it. */
+static void dgram_send(struct pn_tp *tp, struct upeer *p, struct uhdr *u, const uint8_t *wire,
+                       const void *data, size_t len)
+{
+	uint8_t hb[UDP_HDR_LEN];
+	u->session = tp->session;
+	u->echo = p->peer_session;
+	u->una = p->snd_una;
+	u->ack = p->peer_session ? p->rcv_base : 0;
+	u->sack = p->peer_session ? p->rcv_map : 0;
+	uhdr_put(hb, u);
+	p->ack_due = 0;                /* this datagram carries the acknowledgement */
+	p->n_unacked = 0;
+	struct iovec iov[3] = { { hb, UDP_HDR_LEN }, { (void *)wire, wire ? PN_HDR_LEN : 0 },
+	                        { (void *)data, len } };
+	struct msghdr mh = { .msg_name = &p->sa, .msg_namelen = p->salen, .msg_iov = iov,
+	                     .msg_iovlen = 3 };
+	while (sendmsg(tp->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+static void send_ack(struct pn_tp *tp, struct upeer *p)
+{
+	struct uhdr u = { .kind = K_ACK };
+	dgram_send(tp, p, &u, NULL, NULL, 0);
+}
+
+static void send_frag(struct pn_tp *tp, struct upeer *p, struct omsg *m, uint32_t j)
+{
+	struct uhdr u = { .kind = K_DATA, .frag = j, .seq = m->seq0 + j };
+	size_t off = (size_t)j * FRAG_LEN, n = m->len - off < FRAG_LEN ? m->len - off : FRAG_LEN;
+	dgram_send(tp, p, &u, m->wire, m->data + off, m->len ? n : 0);
+}
+
+static void una_update(struct upeer *p)
+{
+	p->snd_una = p->head ? p->head->seq0 + p->head->lo : p->snd_next;
+}
+
+/* Send fragments not sent yet, in sequence order, while the window allows.  Returns the
+ * earliest retransmission deadline armed, or UINT64_MAX. */
+static uint64_t pump(struct pn_tp *tp, struct upeer *p, uint64_t now)
+{
+	uint64_t armed = UINT64_MAX;
+	for (struct omsg *m = p->head; m; m = m->next) {
+		while (m->n_sent < m->n_frags) {
+			if (m->seq0 + m->n_sent >= p->snd_una + tp->win)
+				return armed;
+			if (m->n_sent == 0)
+				m->sent_ns = m->progress_ns = now;
+			send_frag(tp, p, m, m->n_sent++);
+			if (!m->rto_at) {
+				m->rto_at = now + p->rto;
+				if (m->rto_at < armed)
+					armed = m->rto_at;
+			}
+		}
+	}
+	return armed;
+}
+
+static uint64_t backoff_rto(struct upeer *p, unsigned backoff)
+{
+	uint64_t t = p->rto;
+	for (unsigned i = 0; i < backoff && t < RTO_MAX_NS; i++)
+		t *= 2;
+	return t < RTO_MAX_NS ? t : RTO_MAX_NS;
+}
+
+static void rtt_sample(struct upeer *p, uint64_t r)
+{
+	if (!p->srtt) {
+		p->srtt = r;
+		p->rttvar = r / 2;
+	} else {
+		uint64_t d = r > p->srtt ? r - p->srtt : p->srtt - r;
+		p->rttvar = (3 * p->rttvar + d) / 4;
+		p->srtt = (7 * p->srtt + r) / 8;
+	}
+	p->rto = p->srtt + 4 * p->rttvar;
+	if (p->rto < RTO_MIN_NS)
+		p->rto = RTO_MIN_NS;
+	if (p->rto > RTO_MAX_NS)
+		p->rto = RTO_MAX_NS;
+}
+
+/* Put a finished instance buffer back (peer lock held). */
+static void omsg_recycle(struct pn_tp *tp, struct upeer *p, struct omsg *m)
+{
+	p->n_out--;
+	if (p->n_free < tp->depth && m->cap <= KEEP_CAP) {
+		m->next = p->free_list;
+		p->free_list = m;
+		p->n_free++;
+	} else {
+		free(m->data);
+		free(m->acked);
+		free(m);
+	}
+	pthread_cond_broadcast(&p->space);
+}
+
+/* Apply an acknowledgement from p (peer lock held). */
+static void on_ack(struct pn_tp *tp, struct upeer *p, uint64_t ack, uint64_t sack, uint64_t now)
+{
+	if (ack == 0 || ack > p->snd_next)
+		return;                    /* nothing acknowledged, or nonsense */
+	struct omsg *prev = NULL;
+	for (struct omsg *m = p->head, *next; m; m = next) {
+		next = m->next;
+		if (m->seq0 >= ack + WIN_MAX)
+			break;
+		bool progress = false;
+		/* only [lo, n_sent) can be newly acknowledged; the window bounds it by WIN_MAX */
+		for (uint32_t j = m->lo; j < m->n_sent; j++) {
+			uint64_t s = m->seq0 + j;
+			if (bit_get(m->acked, j))
+				continue;
+			if (s < ack || (s - ack < WIN_MAX && (sack >> (s - ack) & 1))) {
+				bit_set(m->acked, j);
+				m->n_acked++;
+				progress = true;
+			}
+		}
+		while (m->lo < m->n_frags && bit_get(m->acked, m->lo))
+			m->lo++;
+		if (progress) {
+			if (m->n_frags == 1 && !m->resent)
+				rtt_sample(p, now - m->sent_ns);
+			m->progress_ns = now;
+			m->backoff = 0;
+			m->rto_at = m->n_acked < m->n_sent ? now + p->rto : 0;
+		}
+		if (m->n_acked == m->n_frags) {
+			if (prev)
+				prev->next = next;
+			else
+				p->head = next;
+			if (p->tail == m)
+				p->tail = prev;
+			omsg_recycle(tp, p, m);
+			continue;
+		}
+		prev = m;
+	}
+	una_update(p);
+}
+
+/* ---- the transport interface: send ---- */
+
+static int udp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
+                    const void *payload, size_t len)
+{
+	struct upeer *p = upeer_get(tp, peer);
+	if (!p)
+		return -PN_ENOMEM;
+	if (!p->salen)
+		return -PN_EADDR;
+	if (len > UINT32_MAX)
+		return -PN_ETOOBIG;
+	uint32_t n_frags = frags_of((uint32_t)len);
+	/* The I/O thread must never wait for buffers: only it can free them.  An inline handler
+	 * replying there may use a few more than D. */
+	bool io = io_thread_of == tp;
+	uint64_t now = pn_now_ns();
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += tp->o->send_timeout_ms / 1000;
+	dl.tv_nsec += (long)(tp->o->send_timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&p->lock);
+	while (!atomic_load(&tp->stop) && p->n_out >= (io ? IO_OVERFLOW * tp->depth : tp->depth)) {
+		if (io || pthread_cond_timedwait(&p->space, &p->lock, &dl) == ETIMEDOUT) {
+			pthread_mutex_unlock(&p->lock);
+			return -PN_ETIMEDOUT;
+		}
+	}
+	if (atomic_load(&tp->stop)) {
+		pthread_mutex_unlock(&p->lock);
+		return -PN_ESHUTDOWN;
+	}
+	p->n_out++;
+	struct omsg *m = p->free_list;
+	if (m) {
+		p->free_list = m->next;
+		p->n_free--;
+	}
+	pthread_mutex_unlock(&p->lock);
+
+	/* fill the instance buffer outside the lock: a big copy must not hold up the I/O thread */
+	if (!m)
+		m = calloc(1, sizeof *m);
+	uint32_t words = (n_frags + 63) / 64;
+	if (m && m->cap < len) {
+		uint8_t *d = realloc(m->data, len);
+		if (d) {
+			m->data = d;
+			m->cap = len;
+		}
+	}
+	if (m && m->acked_words < words) {
+		uint64_t *a = realloc(m->acked, words * sizeof *a);
+		if (a) {
+			m->acked = a;
+			m->acked_words = words;
+		}
+	}
+	if (!m || m->cap < len || m->acked_words < words) {
+		pthread_mutex_lock(&p->lock);
+		if (m)
+			omsg_recycle(tp, p, m);
+		else {
+			p->n_out--;
+			pthread_cond_broadcast(&p->space);
+		}
+		pthread_mutex_unlock(&p->lock);
+		return -PN_ENOMEM;
+	}
+	if (len)
+		memcpy(m->data, payload, len);
+	memset(m->acked, 0, words * sizeof *m->acked);
+	m->h = *h;
+	pn_wire_put(m->wire, h);
+	m->len = (uint32_t)len;
+	m->n_frags = n_frags;
+	m->lo = m->n_sent = m->n_acked = 0;
+	m->resent = false;
+	m->backoff = 0;
+	m->rto_at = 0;
+	m->progress_ns = now;
+	m->next = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	m->seq0 = p->snd_next;
+	p->snd_next += n_frags;
+	if (p->tail)
+		p->tail->next = m;
+	else
+		p->head = m;
+	p->tail = m;
+	una_update(p);
+	uint64_t armed = pump(tp, p, pn_now_ns());
+	pthread_mutex_unlock(&p->lock);
+	wake_for(tp, armed);
+	return 0;
+}
+
+/* ---- receiving ---- */
+
+/* Deliver (err 0) or drop the message and free its slot. */
+static void imsg_end(struct pn_tp *tp, struct imsg *im, int err)
+{
+	pn_core_rx_end(tp->pn, &im->rx, err);
+	im->used = false;
+}
+
+/* The sender gave up on everything below rcv_base: messages still missing a fragment there
+ * will never complete. */
+static void abandon_below(struct pn_tp *tp, struct upeer *p, uint64_t base)
+{
+	for (unsigned i = 0; i < tp->depth; i++) {
+		struct imsg *im = &p->rx[i];
+		if (!im->used || im->seq0 >= base)
+			continue;
+		uint32_t lim = base - im->seq0 < im->n_frags ? (uint32_t)(base - im->seq0) : im->n_frags;
+		for (uint32_t j = 0; j < lim; j++) {
+			if (!bit_get(im->got, j)) {
+				imsg_end(tp, im, -PN_ERETURNED);
+				break;
+			}
+		}
+	}
+}
+
+/* Record seq as received (peer lock held, seq in the window). */
+static void rcv_mark(struct upeer *p, uint64_t seq)
+{
+	p->rcv_map |= 1ull << (seq - p->rcv_base);
+	while (p->rcv_map & 1) {
+		p->rcv_map >>= 1;
+		p->rcv_base++;
+	}
+}
+
+/* The sender will send nothing below una again (peer lock held). */
+static void rcv_skip_to(struct upeer *p, uint64_t una)
+{
+	uint64_t d = una - p->rcv_base;
+	p->rcv_map = d >= 64 ? 0 : p->rcv_map >> d;
+	p->rcv_base = una;
+	while (p->rcv_map & 1) {
+		p->rcv_map >>= 1;
+		p->rcv_base++;
+	}
+}
+
+static void bad_frame(struct pn_tp *tp)
+{
+	pn_core_count(tp->pn, PN_ST_BAD_FRAMES, 1);
+}
+
+/* Map an IPv4-mapped IPv6 source back to the IPv4 address peers are named by. */
+static void addr_of(struct pn_addr *a, const struct sockaddr *sa)
+{
+	pn_addr_from_sockaddr(a, PN_S_UDP, sa);
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (a->family == 6 && !memcmp(a->addr, v4mapped, 12)) {
+		memmove(a->addr, a->addr + 12, 4);
+		memset(a->addr + 4, 0, 12);
+		a->family = 4;
+	}
+}
+
+enum cls { C_NONE, C_NEW, C_DUP, C_BAD };
+
+static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const struct sockaddr *sa)
+{
+	struct pn *pn = tp->pn;
+	if (pn_core_drop(pn))
+		return;                    /* fault injection: as if it never arrived */
+	struct uhdr u;
+	struct pn_hdr h;
+	uint32_t n_frags = 0;
+	if (n < UDP_HDR_LEN || n > DGRAM_MAX || uhdr_get(buf, &u) != 0) {
+		bad_frame(tp);
+		return;
+	}
+	if (u.kind == K_DATA) {
+		/* never trust a length: every field must agree with the datagram's size */
+		if (n < UDP_HDR_LEN + PN_HDR_LEN ||
+		    pn_wire_get(buf + UDP_HDR_LEN, &h, tp->o->max_msg) != 0 || h.kind != PN_K_MSG) {
+			bad_frame(tp);
+			return;
+		}
+		n_frags = frags_of(h.len);
+		size_t want = u.frag + 1 < n_frags ? FRAG_LEN : h.len - (size_t)(n_frags - 1) * FRAG_LEN;
+		if (u.frag >= n_frags || n - UDP_HDR_LEN - PN_HDR_LEN != want) {
+			bad_frame(tp);
+			return;
+		}
+	} else if (n != UDP_HDR_LEN) {
+		bad_frame(tp);
+		return;
+	}
+	struct pn_addr a;
+	addr_of(&a, sa);
+	struct pn_peer_rec *rec = pn_core_peer(pn, &a);
+	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
+	if (!p)
+		return;
+	uint64_t now = pn_now_ns();
+
+	pthread_mutex_lock(&p->lock);
+	bool restarted = false, skipped = false;
+	if (u.session != p->peer_session) {
+		/* first datagram from this sender, or it restarted: start where it says */
+		restarted = p->peer_session != 0;
+		p->peer_session = u.session;
+		p->rcv_base = u.una;
+		p->rcv_map = 0;
+		p->n_unacked = 0;
+		p->ack_due = 0;
+	} else if (u.una > p->rcv_base) {
+		rcv_skip_to(p, u.una);
+		skipped = true;
+	}
+	if (u.echo == tp->session)
+		on_ack(tp, p, u.ack, u.sack, now);
+	enum cls c = C_NONE;
+	if (u.kind == K_DATA) {
+		if (u.seq < p->rcv_base)
+			c = C_DUP;
+		else if (u.seq - p->rcv_base >= WIN_MAX)
+			c = C_BAD;         /* a correct sender never runs this far ahead */
+		else if (p->rcv_map >> (u.seq - p->rcv_base) & 1)
+			c = C_DUP;
+		else
+			c = C_NEW;
+	}
+	if (c == C_DUP) {
+		pn_core_count(pn, PN_ST_DUPLICATES, 1);
+		send_ack(tp, p);       /* our ack was probably lost: say it again now */
+	}
+	uint64_t base = p->rcv_base, map = p->rcv_map;
+	uint64_t armed = pump(tp, p, now);
+	pthread_mutex_unlock(&p->lock);
+	wake_for(tp, armed);
+
+	if (restarted || skipped)
+		abandon_below(tp, p, restarted ? UINT64_MAX : base);
+	if (c == C_BAD)
+		bad_frame(tp);
+	if (c != C_NEW)
+		return;
+
+	/* reassembly (this thread only) */
+	uint64_t seq0 = u.seq - u.frag;
+	struct imsg *im = NULL, *slot = NULL;
+	for (unsigned i = 0; i < tp->depth; i++) {
+		if (p->rx[i].used && p->rx[i].seq0 == seq0)
+			im = &p->rx[i];
+		else if (!p->rx[i].used && !slot)
+			slot = &p->rx[i];
+	}
+	bool remnant = false;
+	if (im) {
+		if (memcmp(im->wire, buf + UDP_HDR_LEN, PN_HDR_LEN) != 0) {
+			bad_frame(tp);     /* a fragment that disagrees with its message's header */
+			return;
+		}
+	} else {
+		/* An earlier fragment of this message arrived, yet no reassembly holds it: the
+		 * message was abandoned; accept the fragment (so the sender stops) and drop it. */
+		remnant = seq0 < base;
+		for (uint64_t s = seq0 > base ? seq0 : base; s < u.seq && !remnant; s++)
+			remnant = map >> (s - base) & 1;
+		if (!remnant) {
+			if (!slot)
+				return;    /* D messages in reassembly already: it will be resent */
+			uint32_t words = (n_frags + 63) / 64;
+			if (slot->got_words < words) {
+				uint64_t *g = realloc(slot->got, words * sizeof *g);
+				if (!g)
+					return;
+				slot->got = g;
+				slot->got_words = words;
+			}
+			im = slot;
+			memset(im->got, 0, words * sizeof *im->got);
+			im->used = true;
+			im->seq0 = seq0;
+			im->n_frags = n_frags;
+			im->n_got = 0;
+			im->len = h.len;
+			memcpy(im->wire, buf + UDP_HDR_LEN, PN_HDR_LEN);
+			im->buf = pn_core_rx_begin(pn, rec, &h, &im->rx);
+		}
+	}
+	if (im) {
+		size_t off = (size_t)u.frag * FRAG_LEN;
+		if (im->buf)
+			memcpy(im->buf + off, buf + UDP_HDR_LEN + PN_HDR_LEN, n - UDP_HDR_LEN - PN_HDR_LEN);
+		bit_set(im->got, u.frag);
+		im->n_got++;
+		im->progress_ns = now;
+	}
+
+	pthread_mutex_lock(&p->lock);
+	if (u.seq >= p->rcv_base && u.seq - p->rcv_base < WIN_MAX) {
+		rcv_mark(p, u.seq);
+		if (++p->n_unacked >= tp->ack_every)
+			send_ack(tp, p);
+		else if (!p->ack_due)
+			p->ack_due = now + ACK_DELAY_NS;
+	}
+	pthread_mutex_unlock(&p->lock);
+
+	/* delivered after the seq is marked, so a reply sent by an inline handler carries the ack */
+	if (im && im->n_got == im->n_frags)
+		imsg_end(tp, im, im->buf || !im->len ? 0 : -PN_ENOMEM);
+}
+
+/* ---- timers ---- */
+
+/* Retransmit, give up, send owed acks and drop stalled reassemblies.  Returns the next
+ * deadline. */
+static uint64_t timers(struct pn_tp *tp, uint64_t now)
+{
+	uint64_t next = now + (uint64_t)POLL_MAX_MS * 1000000;
+	uint64_t max_wait = (uint64_t)tp->o->udp_max_wait_ms * 1000000;
+	pthread_mutex_lock(&tp->lock);
+	struct upeer *peers = tp->peers;   /* peers are only ever added at the head */
+	pthread_mutex_unlock(&tp->lock);
+	for (struct upeer *p = peers; p; p = p->next) {
+		struct omsg *gone = NULL;
+		pthread_mutex_lock(&p->lock);
+		struct omsg *prev = NULL;
+		for (struct omsg *m = p->head, *nx; m; m = nx) {
+			nx = m->next;
+			if (m->n_sent && now >= m->progress_ns + max_wait) {
+				/* no acknowledgement for max_wait: return it to its sender */
+				if (prev)
+					prev->next = nx;
+				else
+					p->head = nx;
+				if (p->tail == m)
+					p->tail = prev;
+				m->next = gone;
+				gone = m;
+				continue;
+			}
+			if (m->rto_at && now >= m->rto_at) {
+				for (uint32_t j = m->lo; j < m->n_sent; j++) {
+					if (!bit_get(m->acked, j)) {
+						send_frag(tp, p, m, j);
+						pn_core_count(tp->pn, PN_ST_RETRANSMITS, 1);
+					}
+				}
+				m->resent = true;
+				m->backoff++;
+				m->rto_at = now + backoff_rto(p, m->backoff);
+			}
+			if (m->rto_at && m->rto_at < next)
+				next = m->rto_at;
+			if (m->n_sent && m->progress_ns + max_wait < next)
+				next = m->progress_ns + max_wait;
+			prev = m;
+		}
+		if (gone) {
+			una_update(p);
+			send_ack(tp, p);   /* carries the new una: the receiver stops waiting */
+			uint64_t armed = pump(tp, p, now);
+			if (armed < next)
+				next = armed;
+		}
+		if (p->ack_due && now >= p->ack_due)
+			send_ack(tp, p);
+		if (p->ack_due && p->ack_due < next)
+			next = p->ack_due;
+		pthread_mutex_unlock(&p->lock);
+
+		for (struct omsg *m = gone; m; m = m->next)
+			pn_core_returned(tp->pn, p->rec, &m->h, -PN_ERETURNED);
+		if (gone) {
+			pthread_mutex_lock(&p->lock);
+			for (struct omsg *m = gone, *nx; m; m = nx) {
+				nx = m->next;
+				omsg_recycle(tp, p, m);
+			}
+			pthread_mutex_unlock(&p->lock);
+		}
+		for (unsigned i = 0; i < tp->depth; i++) {
+			struct imsg *im = &p->rx[i];
+			if (!im->used)
+				continue;
+			if (now >= im->progress_ns + max_wait)
+				imsg_end(tp, im, -PN_ETIMEDOUT);   /* its sender went quiet */
+			else if (im->progress_ns + max_wait < next)
+				next = im->progress_ns + max_wait;
+		}
+	}
+	return next;
+}
+
+static void *io_main(void *arg)
+{
+	struct pn_tp *tp = arg;
+	io_thread_of = tp;
+	struct pollfd fds[2] = { { .fd = tp->fd, .events = POLLIN }, { .fd = tp->wakefd, .events = POLLIN } };
+	while (!atomic_load(&tp->stop)) {
+		/* while scanning, any newly armed deadline wakes us: we may have passed its peer */
+		atomic_store(&tp->io_sleep_until, UINT64_MAX);
+		uint64_t now = pn_now_ns();
+		uint64_t next = timers(tp, now);
+		atomic_store(&tp->io_sleep_until, next);
+		now = pn_now_ns();
+		int ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+		if (poll(fds, 2, ms) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents & POLLIN) {
+			uint64_t v;
+			if (read(tp->wakefd, &v, sizeof v) < 0) { /* EAGAIN: someone else read it */ }
+		}
+		for (int i = 0; i < RX_BATCH && !atomic_load(&tp->stop); i++) {
+			struct sockaddr_storage ss;
+			struct iovec iov = { tp->rxbuf, DGRAM_MAX + 1 };
+			struct msghdr mh = { .msg_name = &ss, .msg_namelen = sizeof ss, .msg_iov = &iov,
+			                     .msg_iovlen = 1 };
+			ssize_t r = recvmsg(tp->fd, &mh, MSG_DONTWAIT);
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				break;     /* EAGAIN; also ECONNREFUSED and friends: nothing to read */
+			}
+			if (mh.msg_flags & MSG_TRUNC)
+				bad_frame(tp);
+			else
+				on_datagram(tp, tp->rxbuf, (size_t)r, (struct sockaddr *)&ss);
+		}
+	}
+	return NULL;
+}
+
+/* ---- open / close ---- */
+
+static void udp_close(struct pn_tp *tp);
+
+static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, char *err,
+                    size_t errlen)
+{
+	struct pn_tp *tp = calloc(1, sizeof *tp);
+	if (!tp || !(tp->rxbuf = malloc(DGRAM_MAX + 1))) {
+		free(tp);
+		snprintf(err, errlen, "out of memory");
+		return -PN_ENOMEM;
+	}
+	tp->pn = pn;
+	tp->o = pn_core_opts(pn);
+	tp->fd = tp->wakefd = -1;
+	tp->depth = tp->o->udp_depth;
+	pthread_mutex_init(&tp->lock, NULL);
+	atomic_init(&tp->stop, false);
+	atomic_init(&tp->io_sleep_until, UINT64_MAX);
+	while (tp->session == 0)
+		if (getrandom(&tp->session, sizeof tp->session, 0) != sizeof tp->session)
+			tp->session = (uint32_t)(pn_now_ns() ^ (uintptr_t)tp);
+
+	struct sockaddr_storage ss;
+	socklen_t sl = pn_addr_to_sockaddr(self, &ss);
+	tp->family = ss.ss_family;
+	tp->fd = socket(tp->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int saverr = errno;
+	if (tp->fd < 0 || bind(tp->fd, (struct sockaddr *)&ss, sl) != 0 ||
+	    getsockname(tp->fd, (struct sockaddr *)&ss, &sl) != 0) {
+		if (tp->fd >= 0)
+			saverr = errno;
+		snprintf(err, errlen, "udp bind: %s", strerror(saverr));
+		goto fail;
+	}
+	self->port = ((struct sockaddr_in *)&ss)->sin_port;  /* same offset in sockaddr_in6 */
+	/* Big socket buffers: a window of 32 KiB datagrams must fit in the receiver's. */
+	int sz = SOCK_BUF, got = 0;
+	socklen_t gl = sizeof got;
+	setsockopt(tp->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+	setsockopt(tp->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+	getsockopt(tp->fd, SOL_SOCKET, SO_RCVBUF, &got, &gl);
+	/* The peer's buffer is assumed as large as ours; the kernel's accounting of a datagram
+	 * (truesize) is up to twice its length. */
+	unsigned win = (unsigned)got / (2 * DGRAM_MAX);
+	tp->win = win < WIN_MIN ? WIN_MIN : win > WIN_MAX ? WIN_MAX : win;
+	tp->ack_every = tp->win / 4;
+	tp->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (tp->wakefd < 0) {
+		snprintf(err, errlen, "udp eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	if (pthread_create(&tp->thread, NULL, io_main, tp) != 0) {
+		snprintf(err, errlen, "udp: pthread_create failed");
+		goto fail;
+	}
+	*out = tp;
+	return 0;
+fail:
+	if (tp->wakefd >= 0)
+		close(tp->wakefd);
+	if (tp->fd >= 0)
+		close(tp->fd);
+	pthread_mutex_destroy(&tp->lock);
+	free(tp->rxbuf);
+	free(tp);
+	return -PN_ESYS;
+}
+
+static void omsg_free_list(struct omsg *m)
+{
+	for (struct omsg *nx; m; m = nx) {
+		nx = m->next;
+		free(m->data);
+		free(m->acked);
+		free(m);
+	}
+}
+
+static void udp_close(struct pn_tp *tp)
+{
+	atomic_store(&tp->stop, true);
+	uint64_t one = 1;
+	if (write(tp->wakefd, &one, sizeof one) < 0) { /* a wake is pending already */ }
+	pthread_join(tp->thread, NULL);
+	for (struct upeer *p = tp->peers, *nx; p; p = nx) {
+		nx = p->next;
+		for (unsigned i = 0; i < tp->depth; i++) {
+			if (p->rx[i].used)
+				imsg_end(tp, &p->rx[i], -PN_ESHUTDOWN);
+			free(p->rx[i].got);
+		}
+		free(p->rx);
+		omsg_free_list(p->head);
+		omsg_free_list(p->free_list);
+		pthread_cond_destroy(&p->space);
+		pthread_mutex_destroy(&p->lock);
+		p->rec->tp_state = NULL;
+		free(p);
+	}
+	close(tp->fd);
+	close(tp->wakefd);
+	pthread_mutex_destroy(&tp->lock);
+	free(tp->rxbuf);
+	free(tp);
+}
+
+const struct pn_transport pn_udp_transport = {
+	.scheme = "udp",
+	.scheme_id = PN_S_UDP,
+	.open = udp_open,
+	.close = udp_close,
+	.send = udp_send,
+};
