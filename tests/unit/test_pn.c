@@ -1,0 +1,398 @@
+/* test_pn.c: Paradis-Net over every backend (tcp, udp), on loopback, in one process.
+ *
+ * Request/reply; delegation through three peers with the message count checked (n+1);
+ * scatter/gather to 8 peers; concurrent senders; replies larger than 1 MiB (into a given
+ * buffer, an allocated one, and one too small); a refused peer, a silent peer (timeout), a peer
+ * that goes down mid-request and comes back on the same port; malformed frames on the wire;
+ * the size limit.  Every wait is bounded.  Prints "N passed, N failed".
+ *
+ *   test_pn [tcp|udp]...      (default: both)
+ */
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pn.h"
+
+static int passed, failed;
+static const char *scheme;
+
+#define CHECK(cond, ...) do { \
+	if (cond) passed++; \
+	else { failed++; printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, scheme); printf(__VA_ARGS__); printf("\n"); } \
+} while (0)
+
+enum { T_ECHO = 1, T_REPLY, T_FWD, T_SILENT, T_BIG, T_COUNT };
+
+static struct pn *open_ep(const struct pn_opts *o)
+{
+	char name[64], err[200];
+	snprintf(name, sizeof name, "%s:127.0.0.1:0", scheme);
+	const char *l[] = { name };
+	struct pn *pn = pn_init(l, 1, o, err, sizeof err);
+	if (!pn)
+		printf("pn_init %s: %s\n", name, err);
+	return pn;
+}
+
+static pn_peer peer_of(struct pn *from, struct pn *to)
+{
+	pn_peer p = PN_ANY;
+	pn_peer_get(from, pn_self(to, scheme), &p);
+	return p;
+}
+
+/* echo: reply with the same bytes; the handler's arg, if set, counts invocations */
+static void h_echo(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                   size_t len, void *arg)
+{
+	if (arg)
+		atomic_fetch_add((_Atomic int *)arg, 1);
+	pn_send(pn, from, T_REPLY, coop, msg, len);
+}
+
+/* big: reply with n bytes of a pattern, n given in the request */
+static void h_big(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                  size_t len, void *arg)
+{
+	uint64_t n = 0;
+	memcpy(&n, msg, len < 8 ? len : 8);
+	uint8_t *b = malloc(n);
+	for (uint64_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 7 + (i >> 12));
+	pn_send(pn, from, T_REPLY, coop, b, n);
+	free(b);
+}
+
+static int pattern_ok(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (uint8_t)(i * 7 + (i >> 12)))
+			return 0;
+	return 1;
+}
+
+/* fwd: forward to the peer whose name is arg */
+static void h_fwd(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                  size_t len, void *arg)
+{
+	pn_peer next;
+	if (pn_peer_get(pn, arg, &next) == 0)
+		pn_forward(pn, next, T_FWD, msg, len);
+}
+
+static void h_silent(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                     size_t len, void *arg)
+{
+}
+
+/* One request, one reply into buf; returns pn_coop_end's result. */
+static int request(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len,
+                   void *buf, size_t cap, size_t *got, int timeout_ms)
+{
+	struct pn_rcv_desc d = { .buf = buf, .cap = cap, .type = T_REPLY, .from = PN_ANY };
+	pn_coop c = pn_coop_start(pn, &d, 1);
+	int rc = pn_send(pn, to, type, c, msg, len);
+	int rc2 = pn_coop_end(pn, c, timeout_ms);
+	if (got)
+		*got = d.len;
+	return rc ? rc : rc2;
+}
+
+static void test_request_reply(void)
+{
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_ECHO, 0, h_echo, &calls);
+	pn_peer pb = peer_of(a, b);
+	for (int i = 0; i < 100; i++) {
+		char msg[32], buf[32] = { 0 };
+		int n = snprintf(msg, sizeof msg, "hello %d", i);
+		size_t got = 0;
+		int rc = request(a, pb, T_ECHO, msg, (size_t)n, buf, sizeof buf, &got, 5000);
+		if (rc != 0 || got != (size_t)n || memcmp(buf, msg, (size_t)n)) {
+			CHECK(0, "request %d: rc %d (%s) got %zu '%.*s'", i, rc, pn_strerror(rc), got, (int)got, buf);
+			break;
+		}
+	}
+	CHECK(calls == 100, "echo handler ran %d times, want 100", (int)calls);
+	/* PN_INLINE handlers answer too */
+	pn_set_handler(b, T_ECHO, PN_INLINE, h_echo, NULL);
+	char buf[8];
+	size_t got;
+	CHECK(request(a, pb, T_ECHO, "inline", 6, buf, sizeof buf, &got, 5000) == 0 && got == 6 &&
+	      !memcmp(buf, "inline", 6), "inline handler");
+	/* forward outside a handler is refused */
+	CHECK(pn_forward(a, pb, T_ECHO, "x", 1) == -PN_ENOTHANDLER, "forward outside a handler");
+	CHECK(pn_send(a, pb, 0, 0, "x", 1) == -PN_EINVAL, "type 0 refused");
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+static void test_delegation(void)
+{
+	struct pn *p[4];
+	for (int i = 0; i < 4; i++)
+		p[i] = open_ep(NULL);
+	if (!p[0] || !p[1] || !p[2] || !p[3]) {
+		CHECK(0, "open");
+		for (int i = 0; i < 4; i++) pn_finalize(p[i]);
+		return;
+	}
+	/* 0 -> 1 -> 2 -> 3, and 3 answers 0 directly */
+	char n2[64], n3[64];
+	snprintf(n2, sizeof n2, "%s", pn_self(p[2], scheme));
+	snprintf(n3, sizeof n3, "%s", pn_self(p[3], scheme));
+	pn_set_handler(p[1], T_FWD, 0, h_fwd, n2);
+	pn_set_handler(p[2], T_FWD, 0, h_fwd, n3);
+	pn_set_handler(p[3], T_FWD, 0, h_echo, NULL);
+	char buf[16] = { 0 };
+	size_t got = 0;
+	struct pn_rcv_desc d = { .buf = buf, .cap = sizeof buf, .type = T_REPLY, .from = PN_ANY };
+	pn_coop c = pn_coop_start(p[0], &d, 1);
+	int rc = pn_send(p[0], peer_of(p[0], p[1]), T_FWD, c, "deleg", 5);
+	int rc2 = pn_coop_end(p[0], c, 5000);
+	got = d.len;
+	CHECK(rc == 0 && rc2 == 0 && got == 5 && !memcmp(buf, "deleg", 5), "delegation: %d %d %zu", rc, rc2, got);
+	CHECK(rc2 == 0 && !strcmp(pn_peer_name(p[0], d.got_from), pn_self(p[3], scheme)),
+	      "reply comes from the last peer (%s)", rc2 == 0 ? pn_peer_name(p[0], d.got_from) : "-");
+	uint64_t sent = 0, fwd = 0;
+	for (int i = 0; i < 4; i++) {
+		struct pn_stats s;
+		pn_stats_get(p[i], &s);
+		sent += s.msgs_sent;
+		fwd += s.forwarded;
+	}
+	CHECK(sent == 4 && fwd == 2, "3 peers past the origin: %llu messages (want n+1 = 4), %llu forwards",
+	      (unsigned long long)sent, (unsigned long long)fwd);
+	for (int i = 0; i < 4; i++)
+		pn_finalize(p[i]);
+}
+
+static void test_scatter_gather(void)
+{
+	enum { N = 8 };
+	struct pn *a = open_ep(NULL), *s[N];
+	int ok = a != NULL;
+	for (int i = 0; i < N; i++) {
+		s[i] = open_ep(NULL);
+		ok = ok && s[i];
+		if (s[i])
+			pn_set_handler(s[i], T_ECHO, 0, h_echo, NULL);
+	}
+	if (ok) {
+		struct pn_rcv_desc d[N];
+		char bufs[N][64];
+		for (int i = 0; i < N; i++)
+			d[i] = (struct pn_rcv_desc){ .buf = bufs[i], .cap = 64, .type = T_REPLY, .from = PN_ANY };
+		pn_coop c = pn_coop_start(a, d, N);
+		for (int i = 0; i < N; i++)
+			pn_send(a, peer_of(a, s[i]), T_ECHO, c, pn_self(s[i], scheme), strlen(pn_self(s[i], scheme)));
+		int rc = pn_coop_end(a, c, 5000);
+		int distinct = 1;
+		for (int i = 0; i < N; i++)
+			for (int j = 0; j < i; j++)
+				if (d[i].got_from == d[j].got_from)
+					distinct = 0;
+		int match = 1;   /* each reply's text names the peer that sent it */
+		for (int i = 0; i < N; i++)
+			if (d[i].status != 0 || d[i].len != strlen(pn_peer_name(a, d[i].got_from)) ||
+			    memcmp(bufs[i], pn_peer_name(a, d[i].got_from), d[i].len))
+				match = 0;
+		CHECK(rc == 0 && distinct && match, "scatter/gather to %d peers: rc %d distinct %d match %d", N, rc, distinct, match);
+	} else {
+		CHECK(0, "open");
+	}
+	pn_finalize(a);
+	for (int i = 0; i < N; i++)
+		pn_finalize(s[i]);
+}
+
+struct sender { struct pn *pn; pn_peer to; int id, errors; };
+
+static void *sender_main(void *arg)
+{
+	struct sender *s = arg;
+	for (int i = 0; i < 200; i++) {
+		uint64_t v[2] = { (uint64_t)s->id, (uint64_t)i }, r[2] = { 0, 0 };
+		size_t got;
+		if (request(s->pn, s->to, T_ECHO, v, sizeof v, r, sizeof r, &got, 10000) != 0 ||
+		    got != sizeof v || r[0] != v[0] || r[1] != v[1])
+			s->errors++;
+	}
+	return NULL;
+}
+
+static void test_concurrent(void)
+{
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_ECHO, 0, h_echo, &calls);
+	struct sender s[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		s[i] = (struct sender){ a, peer_of(a, b), i, 0 };
+		pthread_create(&th[i], NULL, sender_main, &s[i]);
+	}
+	int errors = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		errors += s[i].errors;
+	}
+	CHECK(errors == 0 && calls == 800, "4 threads x 200 requests: %d errors, %d handler calls", errors, (int)calls);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+static void test_big(void)
+{
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_BIG, 0, h_big, NULL);
+	pn_peer pb = peer_of(a, b);
+	uint64_t n = 3u << 20;
+	uint8_t *buf = malloc(n);
+	size_t got = 0;
+	int rc = request(a, pb, T_BIG, &n, sizeof n, buf, n, &got, 20000);
+	CHECK(rc == 0 && got == n && pattern_ok(buf, n), "3 MiB reply into a given buffer: %d %zu", rc, got);
+	/* descriptor without a buffer: the library allocates it */
+	struct pn_rcv_desc d = { .type = T_REPLY, .from = PN_ANY };
+	pn_coop c = pn_coop_start(a, &d, 1);
+	pn_send(a, pb, T_BIG, c, &n, sizeof n);
+	rc = pn_coop_end(a, c, 20000);
+	CHECK(rc == 0 && d.len == n && d.buf && pattern_ok(d.buf, n), "3 MiB reply into an allocated buffer: %d", rc);
+	free(d.buf);
+	/* a reply larger than its descriptor: truncated, reported */
+	uint64_t m = 100000;
+	rc = request(a, pb, T_BIG, &m, sizeof m, buf, 1000, &got, 20000);
+	CHECK(rc == -PN_ETRUNC && got == 1000 && pattern_ok(buf, 1000), "truncated reply: %d (%s) %zu", rc, pn_strerror(rc), got);
+	free(buf);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+static void test_failures(void)
+{
+	struct pn_opts o = { .udp_max_wait_ms = 600, .connect_timeout_ms = 1000 };
+	struct pn *a = open_ep(&o), *b = open_ep(&o);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	/* a silent peer: the Cooperation times out */
+	pn_set_handler(b, T_SILENT, 0, h_silent, NULL);
+	pn_peer pb = peer_of(a, b);
+	char buf[8];
+	int rc = request(a, pb, T_SILENT, "?", 1, buf, sizeof buf, NULL, 300);
+	CHECK(rc == -PN_ETIMEDOUT, "silent peer: %d (%s)", rc, pn_strerror(rc));
+
+	/* the peer goes away: the request fails (tcp: refused or down; udp: returned) */
+	char bname[64];
+	snprintf(bname, sizeof bname, "%s", pn_self(b, scheme));
+	pn_finalize(b);
+	rc = request(a, pb, T_ECHO, "?", 1, buf, sizeof buf, NULL, 5000);
+	CHECK(rc == -PN_EREFUSED || rc == -PN_EPEERDOWN || rc == -PN_ERETURNED,
+	      "request to a finalized peer: %d (%s)", rc, pn_strerror(rc));
+
+	/* it comes back on the same port: the next request goes through */
+	const char *l[] = { bname };
+	char err[200];
+	b = pn_init(l, 1, &o, err, sizeof err);
+	CHECK(b != NULL, "restart on %s: %s", bname, b ? "" : err);
+	if (b) {
+		pn_set_handler(b, T_ECHO, 0, h_echo, NULL);
+		size_t got = 0;
+		rc = request(a, pb, T_ECHO, "back", 4, buf, sizeof buf, &got, 5000);
+		if (rc != 0)     /* the first send may still find the old connection's corpse */
+			rc = request(a, pb, T_ECHO, "back", 4, buf, sizeof buf, &got, 5000);
+		CHECK(rc == 0 && got == 4 && !memcmp(buf, "back", 4), "request after restart: %d (%s)", rc, pn_strerror(rc));
+	}
+	/* nobody listens at all */
+	pn_peer nobody;
+	char nname[64];
+	snprintf(nname, sizeof nname, "%s:127.0.0.1:1", scheme);
+	pn_peer_get(a, nname, &nobody);
+	rc = request(a, nobody, T_ECHO, "?", 1, buf, sizeof buf, NULL, 3000);
+	CHECK(rc == -PN_EREFUSED || rc == -PN_ERETURNED || rc == -PN_EPEERDOWN, "nobody at port 1: %d (%s)", rc, pn_strerror(rc));
+	/* the size limit */
+	struct pn_opts small = { .max_msg = 1000 };
+	struct pn *c = open_ep(&small);
+	if (c) {
+		static uint8_t big[2000];
+		CHECK(pn_send(c, peer_of(c, a), T_ECHO, 0, big, sizeof big) == -PN_ETOOBIG, "send over max_msg");
+		pn_finalize(c);
+	}
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* Garbage on the wire: the endpoint drops it, counts it, and keeps serving. */
+static void test_malformed(void)
+{
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_ECHO, 0, h_echo, NULL);
+	const char *self = pn_self(b, scheme);
+	int port = atoi(strrchr(self, ':') + 1);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	int udp = !strcmp(scheme, "udp");
+	static const uint8_t junk[][48] = {
+		{ 'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P' },
+		{ 0x50, 0x4e, 1, 1, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff },   /* huge length */
+		{ 0x50, 0x4e, 9 },                                         /* bad version */
+	};
+	for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+		int fd = socket(AF_INET, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+			if (write(fd, junk[i], sizeof junk[i]) < 0) { /* counted as not sent below */ }
+			if (!udp) {
+				char c;
+				struct timeval tv = { 2, 0 };
+				setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+				CHECK(read(fd, &c, 1) <= 0, "junk %zu: connection closed by the endpoint", i);
+			}
+		}
+		close(fd);
+	}
+	usleep(100000);
+	struct pn_stats st;
+	pn_stats_get(b, &st);
+	CHECK(st.bad_frames >= 3, "bad frames counted: %llu", (unsigned long long)st.bad_frames);
+	char buf[8];
+	size_t got = 0;
+	int rc = request(a, peer_of(a, b), T_ECHO, "still", 5, buf, sizeof buf, &got, 5000);
+	CHECK(rc == 0 && got == 5, "still serving after junk: %d", rc);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+int main(int argc, char **argv)
+{
+	const char *all[] = { "tcp", "udp" };
+	const char **schemes = argc > 1 ? (const char **)argv + 1 : all;
+	int n = argc > 1 ? argc - 1 : 2;
+	for (int i = 0; i < n; i++) {
+		scheme = schemes[i];
+		static void (*const tests[])(void) = { test_request_reply, test_delegation,
+			test_scatter_gather, test_concurrent, test_big, test_failures, test_malformed };
+		static const char *const names[] = { "request_reply", "delegation", "scatter_gather",
+			"concurrent", "big", "failures", "malformed" };
+		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			tests[t]();
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (getenv("TEST_PN_TIMES"))
+				printf("%s %s: %.1f ms\n", scheme, names[t],
+				       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		}
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
