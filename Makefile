@@ -11,7 +11,7 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
-CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet
+CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
 LDLIBS  += -lffi -lpthread
 PREFIX  ?= /usr/local
@@ -21,6 +21,9 @@ isa_SRC := isa/ops.c isa/segment.c isa/sha256.c isa/verify.c
 vm_SRC  := $(filter-out vm/pnrun.c, $(wildcard vm/*.c))
 asm_SRC := $(filter-out asm/pnasm.c asm/pndis.c, $(wildcard asm/*.c))
 pn_SRC  := $(wildcard net/*.c)
+proto_SRC := $(wildcard proto/*.c)
+arfd_SRC  := $(filter-out server/arfd.c, $(wildcard server/*.c))
+arc_SRC   := $(filter-out client/arc_cli.c, $(wildcard client/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -28,9 +31,13 @@ LIBISA := $(BUILD)/libisa.a
 LIBVM  := $(BUILD)/libvm.a
 LIBASM := $(BUILD)/libasm.a
 LIBPN  := $(BUILD)/libpn.a
-LIBS   := $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
+LIBPROTO := $(BUILD)/libproto.a
+LIBARFD  := $(BUILD)/libarfd.a
+LIBARC   := $(BUILD)/libarc.a
+# link order: users before what they use
+LIBS   := $(LIBARC) $(LIBARFD) $(LIBPROTO) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
 
-PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun
+PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun $(BUILD)/arfd $(BUILD)/arc
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
@@ -47,6 +54,9 @@ $(LIBISA): $(call obj,$(isa_SRC))
 $(LIBVM):  $(call obj,$(vm_SRC))
 $(LIBASM): $(call obj,$(asm_SRC))
 $(LIBPN):  $(call obj,$(pn_SRC))
+$(LIBPROTO): $(call obj,$(proto_SRC))
+$(LIBARFD):  $(call obj,$(arfd_SRC))
+$(LIBARC):   $(call obj,$(arc_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -54,6 +64,8 @@ $(BUILD)/lib%.a:
 $(BUILD)/pnasm: $(call obj,asm/pnasm.c) $(LIBS)
 $(BUILD)/pndis: $(call obj,asm/pndis.c) $(LIBS)
 $(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
+$(BUILD)/arfd: $(call obj,server/arfd.c) $(LIBS)
+$(BUILD)/arc: $(call obj,client/arc_cli.c) $(LIBS)
 $(UNIT_TESTS): $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
 $(BUILD)/tests/test_diff: $(call obj,tests/ref_interp.c)
 $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
@@ -89,7 +101,7 @@ fuzz-build:
 	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" $(LIBS:$(BUILD)/%=build-fuzz/%)
 	$(MAKE) BUILD=build-fuzz CC=clang $(FUZZ_TARGETS)
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
-	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a $(LDLIBS)
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a build-fuzz/libproto.a $(LDLIBS)
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \
@@ -110,6 +122,7 @@ install: all
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib
 	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h net/pn.h net/pn_err.def \
+	  proto/ar_proto.h proto/ar_err.def client/arc.h \
 	  $(DESTDIR)$(PREFIX)/include/activerdma
 
 clean:

@@ -1,0 +1,359 @@
+/* arc.c: libarc.  Each request is one Paradis-Net Cooperation with one receive descriptor
+ * (the reply lands in a buffer Paradis-Net allocates for it), so any number of requests from
+ * any number of threads can be in flight on one connection.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arc.h"
+#include "isa.h"
+#include "pn.h"
+
+struct arc {
+	struct pn *pn;
+	pn_peer server;
+	char secret[AR_MAX_SECRET + 1];
+	int timeout_ms;
+	pthread_mutex_t lock;
+	char errmsg[AR_MAX_MSG + 64];
+};
+
+struct arc_pending {
+	struct arc_exec *x;
+	struct pn_rcv_desc d;
+	pn_coop coop;
+	struct ar_buf req;
+	int sent_inline;
+	int rc;
+};
+
+static int fail(struct arc *a, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct arc *a, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pthread_mutex_lock(&a->lock);
+	vsnprintf(a->errmsg, sizeof a->errmsg, fmt, ap);
+	pthread_mutex_unlock(&a->lock);
+	va_end(ap);
+	return rc;
+}
+
+const char *arc_errmsg(struct arc *a) { return a->errmsg; }
+
+struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
+                        size_t errlen)
+{
+	struct arc *a = calloc(1, sizeof *a);
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
+	if (opts && opts->secret)
+		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
+	char self[64];
+	const char *colon = strchr(endpoint, ':');
+	if (!colon || colon - endpoint > 8) {
+		snprintf(err, errlen, "%s: expected tcp:HOST:PORT or udp:HOST:PORT", endpoint);
+		free(a);
+		return NULL;
+	}
+	snprintf(self, sizeof self, "%.*s:127.0.0.1:0", (int)(colon - endpoint), endpoint);
+	const char *listen = opts && opts->listen ? opts->listen : self;
+	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30 };
+	char perr[256];
+	a->pn = pn_init(&listen, 1, &po, perr, sizeof perr);
+	if (!a->pn) {
+		snprintf(err, errlen, "%s", perr);
+		free(a);
+		return NULL;
+	}
+	int rc = pn_peer_get(a->pn, endpoint, &a->server);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", endpoint, pn_strerror(rc));
+		pn_finalize(a->pn);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void arc_close(struct arc *a)
+{
+	if (!a)
+		return;
+	pn_finalize(a->pn);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+static int net_err(struct arc *a, int pnrc)
+{
+	if (pnrc == -PN_ETIMEDOUT)
+		return fail(a, -AR_ETIMEDOUT, "no reply from %s within %d ms",
+		            pn_peer_name(a->pn, a->server), a->timeout_ms);
+	return fail(a, -AR_ENET, "%s: %s", pn_peer_name(a->pn, a->server), pn_strerror(pnrc));
+}
+
+/* Send a request and wait for its reply; on success *rd reads the reply body and *reply is
+ * the buffer behind it (free() it). */
+static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct ar_rd *rd,
+                     void **reply)
+{
+	*reply = NULL;
+	if (req->failed)
+		return fail(a, -AR_ENOMEM, "out of memory building the request");
+	struct pn_rcv_desc d = { .type = AR_T_REPLY, .from = a->server };
+	pn_coop c = pn_coop_start(a->pn, &d, 1);
+	if (!c)
+		return fail(a, -AR_ENOMEM, "cannot start a Cooperation");
+	int rc = pn_send(a->pn, a->server, op, c, req->p, req->len);
+	int rc2 = pn_coop_end(a->pn, c, a->timeout_ms);
+	if (rc != 0 || rc2 != 0) {
+		free(d.buf);
+		return net_err(a, rc ? rc : rc2);
+	}
+	*reply = d.buf;
+	*rd = (struct ar_rd){ d.buf, (uint8_t *)d.buf + d.len, 0 };
+	int status;
+	char msg[AR_MAX_MSG + 1];
+	if (ar_rep_parse(rd, &status, msg, sizeof msg) != 0) {
+		free(d.buf);
+		*reply = NULL;
+		return fail(a, -AR_EPROTO, "malformed reply from %s", pn_peer_name(a->pn, a->server));
+	}
+	if (status != 0 && status != -AR_ETRAP) {
+		free(d.buf);
+		*reply = NULL;
+		return fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
+	}
+	return status;
+}
+
+int arc_install(struct arc *a, const void *seg, size_t len, uint8_t id[AR_ID_LEN])
+{
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, a->secret);
+	ar_put_bytes(&b, seg, len);
+	struct ar_rd r;
+	void *rep;
+	int rc = roundtrip(a, AR_T_INSTALL, &b, &r, &rep);
+	ar_buf_free(&b);
+	if (rc != 0)
+		return rc;
+	const uint8_t *p = ar_get_bytes(&r, AR_ID_LEN);
+	if (p)
+		memcpy(id, p, AR_ID_LEN);
+	free(rep);
+	return p ? 0 : fail(a, -AR_EPROTO, "malformed INSTALL reply");
+}
+
+static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec *x, int inline_seg)
+{
+	ar_req_begin(b, a->secret);
+	ar_put8(b, (uint8_t)inline_seg);
+	if (inline_seg) {
+		ar_put32(b, (uint32_t)x->seg_len);
+		ar_put_bytes(b, x->seg, x->seg_len);
+	} else {
+		uint8_t id[AR_ID_LEN];
+		isa_seg_id(x->seg, x->seg_len, id);
+		ar_put_bytes(b, id, AR_ID_LEN);
+	}
+	ar_put_str16(b, x->entry ? x->entry : "main");
+	ar_put8(b, (uint8_t)x->n_args);
+	for (unsigned i = 0; i < x->n_args; i++)
+		ar_put64(b, (uint64_t)x->args[i]);
+	ar_put64(b, x->fuel);
+	ar_put64(b, x->out_max ? x->out_max : 1u << 20);
+	ar_put32(b, (uint32_t)x->argbytes_len);
+	ar_put_bytes(b, x->argbytes, x->argbytes_len);
+}
+
+static int exec_parse(struct arc *a, struct arc_exec *x, struct ar_rd *r, int status)
+{
+	x->value = (int64_t)ar_get64(r);
+	x->fuel_used = ar_get64(r);
+	x->trapped = ar_get8(r);
+	if (x->trapped) {
+		x->trap.kind = ar_get32(r);
+		x->trap.code = ar_get32(r);
+		x->trap.func = ar_get32(r);
+		x->trap.pc = ar_get32(r);
+		x->trap.line = ar_get32(r);
+		ar_get_str16(r, x->trap.text, sizeof x->trap.text);
+	}
+	uint32_t n = ar_get32(r);
+	const uint8_t *out = ar_get_bytes(r, n);
+	if (r->failed || (status == -AR_ETRAP) != (x->trapped != 0))
+		return fail(a, -AR_EPROTO, "malformed EXEC reply");
+	x->out = malloc(n ? n : 1);
+	if (!x->out)
+		return fail(a, -AR_ENOMEM, "out of memory for %u bytes of output", n);
+	memcpy(x->out, out, n);
+	x->out_len = n;
+	if (x->trapped)
+		return fail(a, -AR_ETRAP, "%s", x->trap.text);
+	return 0;
+}
+
+int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
+{
+	*out = NULL;
+	if (x->n_args > AR_MAX_ARGS || (x->n_args && !x->args) || !x->seg)
+		return fail(a, -AR_EARGS, "bad arguments");
+	struct arc_pending *p = calloc(1, sizeof *p);
+	if (!p)
+		return fail(a, -AR_ENOMEM, "out of memory");
+	p->x = x;
+	x->out = NULL;
+	x->out_len = 0;
+	x->trapped = 0;
+	exec_request(a, &p->req, x, 0);
+	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
+	p->coop = pn_coop_start(a->pn, &p->d, 1);
+	int rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)
+	                 : -PN_ENOMEM;
+	p->rc = rc;
+	*out = p;
+	return 0;
+}
+
+int arc_exec_wait(struct arc *a, struct arc_pending *p)
+{
+	struct arc_exec *x = p->x;
+	int rc = pn_coop_end(a->pn, p->coop, a->timeout_ms);
+	if (p->rc)
+		rc = p->rc;
+	struct ar_rd r = { p->d.buf, (uint8_t *)p->d.buf + p->d.len, 0 };
+	int status = 0;
+	char msg[AR_MAX_MSG + 1] = "";
+	if (rc != 0) {
+		rc = net_err(a, rc);
+	} else if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0) {
+		rc = fail(a, -AR_EPROTO, "malformed reply");
+	} else if (status == -AR_ENOSEG && !p->sent_inline) {
+		/* the server does not have it (yet, or any more): send it along, once */
+		free(p->d.buf);
+		ar_buf_free(&p->req);
+		exec_request(a, &p->req, x, 1);
+		p->sent_inline = 1;
+		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
+		p->coop = pn_coop_start(a->pn, &p->d, 1);
+		p->rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)
+		                : -PN_ENOMEM;
+		return arc_exec_wait(a, p);
+	} else if (status != 0 && status != -AR_ETRAP) {
+		rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
+	} else {
+		rc = exec_parse(a, x, &r, status);
+	}
+	free(p->d.buf);
+	ar_buf_free(&p->req);
+	free(p);
+	return rc;
+}
+
+int arc_exec(struct arc *a, struct arc_exec *x)
+{
+	struct arc_pending *p;
+	int rc = arc_exec_start(a, x, &p);
+	return rc ? rc : arc_exec_wait(a, p);
+}
+
+int arc_read(struct arc *a, const char *region, uint64_t off, void *buf, uint32_t len)
+{
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, a->secret);
+	ar_put_str16(&b, region);
+	ar_put64(&b, off);
+	ar_put32(&b, len);
+	struct ar_rd r;
+	void *rep;
+	int rc = roundtrip(a, AR_T_READ, &b, &r, &rep);
+	ar_buf_free(&b);
+	if (rc != 0)
+		return rc;
+	if (ar_left(&r) != len) {
+		free(rep);
+		return fail(a, -AR_EPROTO, "READ reply of %zu bytes, asked %u", ar_left(&r), len);
+	}
+	memcpy(buf, r.p, len);
+	free(rep);
+	return 0;
+}
+
+int arc_write(struct arc *a, const char *region, uint64_t off, const void *buf, uint32_t len)
+{
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, a->secret);
+	ar_put_str16(&b, region);
+	ar_put64(&b, off);
+	ar_put32(&b, len);
+	ar_put_bytes(&b, buf, len);
+	struct ar_rd r;
+	void *rep;
+	int rc = roundtrip(a, AR_T_WRITE, &b, &r, &rep);
+	ar_buf_free(&b);
+	free(rep);
+	return rc;
+}
+
+int arc_regions(struct arc *a, struct arc_region **out, unsigned *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, a->secret);
+	struct ar_rd r;
+	void *rep;
+	int rc = roundtrip(a, AR_T_REGIONS, &b, &r, &rep);
+	ar_buf_free(&b);
+	if (rc != 0)
+		return rc;
+	uint32_t count = ar_get32(&r);
+	if (count > ar_left(&r) / 11) {        /* each entry takes at least 11 bytes */
+		free(rep);
+		return fail(a, -AR_EPROTO, "malformed REGIONS reply");
+	}
+	struct arc_region *list = calloc(count ? count : 1, sizeof *list);
+	for (uint32_t i = 0; list && i < count; i++) {
+		ar_get_str16(&r, list[i].name, sizeof list[i].name);
+		list[i].size = ar_get64(&r);
+		list[i].access = ar_get8(&r);
+	}
+	free(rep);
+	if (!list || r.failed) {
+		free(list);
+		return fail(a, list ? -AR_EPROTO : -AR_ENOMEM, "malformed REGIONS reply");
+	}
+	*out = list;
+	*n = count;
+	return 0;
+}
+
+int arc_stats(struct arc *a, char **text)
+{
+	*text = NULL;
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, a->secret);
+	struct ar_rd r;
+	void *rep;
+	int rc = roundtrip(a, AR_T_STATS, &b, &r, &rep);
+	ar_buf_free(&b);
+	if (rc != 0)
+		return rc;
+	size_t n = ar_left(&r);
+	*text = malloc(n + 1);
+	if (*text) {
+		memcpy(*text, r.p, n);
+		(*text)[n] = '\0';
+	}
+	free(rep);
+	return *text ? 0 : fail(a, -AR_ENOMEM, "out of memory");
+}

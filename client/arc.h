@@ -1,0 +1,79 @@
+/* arc.h: libarc, the client of arfd.  Connect to a server by endpoint name, install code
+ * segments, run them there (or, later, here against remote memory), read and write exported
+ * regions, and ask for the server's regions and statistics.
+ *
+ * Errors: functions return 0 or a negative AR_E* code (ar_strerror); the server's message, or
+ * the local reason, is kept per connection in arc_errmsg.  A struct arc may be used by many
+ * threads at once, except that arc_errmsg then reports some thread's last error.
+ */
+#ifndef ARC_H
+#define ARC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ar_proto.h"
+
+struct arc;
+
+struct arc_opts {
+	const char *secret;        /* the server's shared secret, if it has one */
+	int timeout_ms;            /* per request; 0 = 30000 */
+	const char *listen;        /* this client's own endpoint; NULL = SCHEME:127.0.0.1:0 */
+};
+
+/* Connect to "tcp:HOST:PORT" or "udp:HOST:PORT" (the connection itself is made on the first
+ * request).  NULL with a message in err. */
+struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
+                        size_t errlen);
+void arc_close(struct arc *a);
+const char *arc_errmsg(struct arc *a);
+
+/* Install a segment; its id (SHA-256 of the bytes) in id. */
+int arc_install(struct arc *a, const void *seg, size_t len, uint8_t id[AR_ID_LEN]);
+
+struct arc_exec {
+	/* what to run: a segment's bytes (sent by id, installed on first use and whenever the
+	 * server evicted it) */
+	const void *seg;
+	size_t seg_len;
+	const char *entry;         /* exported function; NULL = "main" */
+	const int64_t *args;
+	unsigned n_args;
+	const void *argbytes;      /* the run's 'args' region */
+	size_t argbytes_len;
+	uint64_t fuel;             /* 0: the server's default */
+	uint64_t out_max;          /* output limit; 0 = 1 MiB */
+	/* results */
+	int64_t value;
+	uint64_t fuel_used;
+	void *out;                 /* malloc'd output (free() it), out_len bytes */
+	uint64_t out_len;
+	int trapped;               /* 1: the run trapped, see trap (the call returns -AR_ETRAP) */
+	struct ar_trap trap;
+};
+
+/* Run on the server.  0 when the entry returned; -AR_ETRAP (trap filled, output so far in
+ * out); -AR_ELOAD / -AR_ENOENTRY / ... with arc_errmsg. */
+int arc_exec(struct arc *a, struct arc_exec *x);
+
+/* Many runs in flight: start them, then wait for each (in any order).  The struct must stay
+ * valid until arc_exec_wait returns for it. */
+struct arc_pending;
+int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out);
+int arc_exec_wait(struct arc *a, struct arc_pending *p);
+
+int arc_read(struct arc *a, const char *region, uint64_t off, void *buf, uint32_t len);
+int arc_write(struct arc *a, const char *region, uint64_t off, const void *buf, uint32_t len);
+
+struct arc_region {
+	char name[AR_MAX_NAME + 1];
+	uint64_t size;
+	unsigned access;           /* ISA_ACC_RO (1) or ISA_ACC_RW (3) */
+};
+/* The server's regions: a malloc'd array in *out (free() it), n in *n. */
+int arc_regions(struct arc *a, struct arc_region **out, unsigned *n);
+/* The server's statistics as "name value" lines: malloc'd, NUL-terminated. */
+int arc_stats(struct arc *a, char **text);
+
+#endif

@@ -1,0 +1,97 @@
+/* ar_proto.h: the Active RDMA protocol between libarc (client/) and arfd (server/), carried
+ * in Paradis-Net messages.  Both sides encode and decode through proto.c and nothing else;
+ * docs/protocol.md shows the exchange and the byte layout.
+ *
+ * One request, one reply, matched by a Paradis-Net Cooperation:
+ *   1. The client opens a Cooperation with one receive descriptor of type AR_T_REPLY.
+ *   2. It sends the request as message type AR_T_<OP> with the Cooperation's token.
+ *   3. arfd's handler for that type checks the secret, does the work, and answers with one
+ *      AR_T_REPLY message carrying the token; Paradis-Net writes it into the descriptor.
+ *
+ * Encoding: little-endian integers; strings and blobs are length-prefixed.
+ *   request  = u32 magic "ARq1" | u16 secret_len | secret | body
+ *   reply    = u32 magic "ARr1" | i32 status (0 or -AR_E*) | u16 msg_len | msg | body
+ * Bodies per operation:
+ *   INSTALL  req: segment bytes (the rest)         rep: id[32]
+ *   EXEC     req: u8 mode (0 by id, 1 inline) | id[32] or (u32 len | segment) |
+ *                 u16 len | entry | u8 n | n * i64 args | u64 fuel | u64 out_max |
+ *                 u32 len | argument bytes
+ *            rep: i64 value | u64 fuel_used | u8 trapped | [trap: u32 kind | u32 code |
+ *                 u32 func | u32 pc | u32 line | u16 len | text] | u32 out_len | output
+ *   READ     req: u16 len | region | u64 off | u32 len     rep: the bytes
+ *   WRITE    req: u16 len | region | u64 off | u32 len | bytes     rep: (empty)
+ *   REGIONS  req: (empty)   rep: u32 n | n * (u16 len | name | u64 size | u8 access)
+ *   STATS    req: (empty)   rep: text, one "name value" per line
+ */
+#ifndef AR_PROTO_H
+#define AR_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ar_err {
+#define ERR(name, value, msg) AR_E##name = value,
+#include "ar_err.def"
+#undef ERR
+	AR_ECOUNT
+};
+const char *ar_strerror(int err);  /* accepts err or -err */
+
+/* Paradis-Net message types. */
+enum ar_type {
+	AR_T_INSTALL = 1, AR_T_EXEC, AR_T_READ, AR_T_WRITE, AR_T_REGIONS, AR_T_STATS,
+	AR_T_REPLY = 64,
+};
+
+#define AR_REQ_MAGIC   0x31715241u  /* "ARq1" */
+#define AR_REP_MAGIC   0x31725241u  /* "ARr1" */
+#define AR_ID_LEN      32
+#define AR_MAX_NAME    255
+#define AR_MAX_SECRET  1024
+#define AR_MAX_ARGS    255
+#define AR_MAX_MSG     1000         /* error text in a reply */
+
+/* ---- a growable output buffer with a sticky error ---- */
+struct ar_buf {
+	uint8_t *p;
+	size_t len, cap;
+	int failed;
+};
+void ar_buf_free(struct ar_buf *b);
+void ar_put8(struct ar_buf *b, uint8_t v);
+void ar_put16(struct ar_buf *b, uint16_t v);
+void ar_put32(struct ar_buf *b, uint32_t v);
+void ar_put64(struct ar_buf *b, uint64_t v);
+void ar_put_bytes(struct ar_buf *b, const void *p, size_t n);
+void ar_put_str16(struct ar_buf *b, const char *s);    /* u16 len | bytes */
+/* Reserve n bytes and return where they start (NULL after an error). */
+uint8_t *ar_put_space(struct ar_buf *b, size_t n);
+
+/* ---- a bounds-checked reader with a sticky error ---- */
+struct ar_rd {
+	const uint8_t *p, *end;
+	int failed;
+};
+uint8_t ar_get8(struct ar_rd *r);
+uint16_t ar_get16(struct ar_rd *r);
+uint32_t ar_get32(struct ar_rd *r);
+uint64_t ar_get64(struct ar_rd *r);
+const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n);
+/* u16-length string copied into out (NUL-terminated, at most cap-1 bytes, else failed). */
+void ar_get_str16(struct ar_rd *r, char *out, size_t cap);
+size_t ar_left(const struct ar_rd *r);
+
+/* Request and reply headers. */
+void ar_req_begin(struct ar_buf *b, const char *secret);
+/* Parses the header; copies the secret (failed if longer than AR_MAX_SECRET). */
+int ar_req_parse(struct ar_rd *r, char *secret, size_t cap);
+void ar_rep_begin(struct ar_buf *b, int status, const char *msg);
+int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap);
+
+/* Trap information as it travels in an EXEC reply. */
+struct ar_trap {
+	uint32_t kind, code, func, pc, line;
+	char text[AR_MAX_MSG + 1];  /* e.g. "trap bounds (...) in main at pc 12, line 7" */
+};
+
+#endif

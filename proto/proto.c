@@ -1,0 +1,167 @@
+/* proto.c: encoding and decoding of Active RDMA requests and replies (ar_proto.h).
+ * Every byte from the network is read through struct ar_rd, which never reads past its end
+ * and makes every later read fail once one did; callers check r.failed once at the end.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ar_proto.h"
+
+static const char *const err_msgs[] = {
+#define ERR(name, value, msg) [value] = msg,
+#include "ar_err.def"
+#undef ERR
+};
+
+const char *ar_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err >= AR_ECOUNT || !err_msgs[err])
+		return "unknown error";
+	return err_msgs[err];
+}
+
+/* ---- writing ---- */
+
+void ar_buf_free(struct ar_buf *b)
+{
+	free(b->p);
+	*b = (struct ar_buf){ 0 };
+}
+
+uint8_t *ar_put_space(struct ar_buf *b, size_t n)
+{
+	if (b->failed)
+		return NULL;
+	if (n > SIZE_MAX / 2 - b->len) {
+		b->failed = 1;
+		return NULL;
+	}
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n)
+			cap *= 2;
+		uint8_t *p = realloc(b->p, cap);
+		if (!p) {
+			b->failed = 1;
+			return NULL;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	uint8_t *at = b->p + b->len;
+	b->len += n;
+	return at;
+}
+
+void ar_put8(struct ar_buf *b, uint8_t v) { uint8_t *p = ar_put_space(b, 1); if (p) p[0] = v; }
+void ar_put16(struct ar_buf *b, uint16_t v)
+{
+	uint8_t *p = ar_put_space(b, 2);
+	if (p) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+}
+void ar_put32(struct ar_buf *b, uint32_t v) { ar_put16(b, (uint16_t)v); ar_put16(b, (uint16_t)(v >> 16)); }
+void ar_put64(struct ar_buf *b, uint64_t v) { ar_put32(b, (uint32_t)v); ar_put32(b, (uint32_t)(v >> 32)); }
+void ar_put_bytes(struct ar_buf *b, const void *src, size_t n)
+{
+	uint8_t *p = ar_put_space(b, n);
+	if (p && n)
+		memcpy(p, src, n);
+}
+void ar_put_str16(struct ar_buf *b, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n > 0xffff) {
+		b->failed = 1;
+		return;
+	}
+	ar_put16(b, (uint16_t)n);
+	ar_put_bytes(b, s, n);
+}
+
+/* ---- reading ---- */
+
+size_t ar_left(const struct ar_rd *r) { return r->failed ? 0 : (size_t)(r->end - r->p); }
+
+const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n)
+{
+	if (r->failed || n > (size_t)(r->end - r->p)) {
+		r->failed = 1;
+		return NULL;
+	}
+	const uint8_t *p = r->p;
+	r->p += n;
+	return p;
+}
+uint8_t ar_get8(struct ar_rd *r) { const uint8_t *p = ar_get_bytes(r, 1); return p ? p[0] : 0; }
+uint16_t ar_get16(struct ar_rd *r)
+{
+	const uint8_t *p = ar_get_bytes(r, 2);
+	return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
+}
+uint32_t ar_get32(struct ar_rd *r) { uint32_t lo = ar_get16(r); return lo | (uint32_t)ar_get16(r) << 16; }
+uint64_t ar_get64(struct ar_rd *r) { uint64_t lo = ar_get32(r); return lo | (uint64_t)ar_get32(r) << 32; }
+
+void ar_get_str16(struct ar_rd *r, char *out, size_t cap)
+{
+	uint16_t n = ar_get16(r);
+	const uint8_t *p = ar_get_bytes(r, n);
+	if (!p || n >= cap) {
+		r->failed = 1;
+		if (cap)
+			out[0] = '\0';
+		return;
+	}
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+/* ---- headers ---- */
+
+void ar_req_begin(struct ar_buf *b, const char *secret)
+{
+	ar_put32(b, AR_REQ_MAGIC);
+	ar_put_str16(b, secret ? secret : "");
+}
+
+int ar_req_parse(struct ar_rd *r, char *secret, size_t cap)
+{
+	if (ar_get32(r) != AR_REQ_MAGIC)
+		return -AR_EPROTO;
+	uint16_t n = ar_get16(r);
+	const uint8_t *p = ar_get_bytes(r, n);
+	if (r->failed || n > AR_MAX_SECRET || n >= cap)
+		return -AR_EPROTO;
+	memcpy(secret, p, n);
+	secret[n] = '\0';
+	return 0;
+}
+
+void ar_rep_begin(struct ar_buf *b, int status, const char *msg)
+{
+	ar_put32(b, AR_REP_MAGIC);
+	ar_put32(b, (uint32_t)status);
+	size_t n = msg ? strlen(msg) : 0;
+	if (n > AR_MAX_MSG)
+		n = AR_MAX_MSG;
+	ar_put16(b, (uint16_t)n);
+	ar_put_bytes(b, msg, n);
+}
+
+int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap)
+{
+	if (ar_get32(r) != AR_REP_MAGIC)
+		return -AR_EPROTO;
+	*status = (int32_t)ar_get32(r);
+	uint16_t n = ar_get16(r);
+	const uint8_t *p = ar_get_bytes(r, n);
+	if (r->failed || n > AR_MAX_MSG || *status > 0 || *status <= -AR_ECOUNT)
+		return -AR_EPROTO;
+	if (cap) {
+		size_t k = n < cap - 1 ? n : cap - 1;
+		memcpy(msg, p, k);
+		msg[k] = '\0';
+	}
+	return 0;
+}

@@ -1,0 +1,745 @@
+/* server.c: arfd's request handling: regions, the code cache, and one Paradis-Net handler per
+ * operation of the Active RDMA protocol (proto/ar_proto.h).
+ *
+ * Where work runs: INSTALL, EXEC, REGIONS and STATS run on Paradis-Net's worker threads
+ * (cfg.threads of them), so a long segment occupies one worker and never the I/O thread;
+ * READ and WRITE are a bounds check and a memcpy, so they run inline on the I/O thread (the
+ * "service thread" serving one-sided access).  What concurrent segments may rely on: each run
+ * has private locals, stack and output; region memory is shared and unsynchronised except
+ * through the ISA's atomics (cas, fadd: sequentially consistent); a segment's effects are
+ * visible to requests that start after its reply was sent.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ar_proto.h"
+#include "server.h"
+
+struct region {
+	char name[256];
+	uint8_t *base;
+	uint64_t len;
+	unsigned access;
+	bool file;
+};
+
+/* An installed segment.  refs counts the runs using it, so eviction never frees a program
+ * that is running; the cache's own reference is dropped on eviction. */
+struct cached {
+	uint8_t id[AR_ID_LEN];
+	struct vm_prog *prog;
+	unsigned refs;
+	struct cached *prev, *next;    /* LRU list, most recent first */
+};
+
+enum { OP_STATS_N = AR_T_STATS + 1 };
+
+struct arfd {
+	struct arfd_config cfg;
+	struct pn *pn;
+	struct vm *vm;
+	struct region regions[ARFD_MAX_REGIONS];
+	unsigned n_regions;
+
+	pthread_mutex_t lock;          /* cache, per-client counts */
+	struct cached *lru_head, *lru_tail;
+	unsigned n_cached;
+	unsigned *inflight;            /* per pn_peer */
+	uint32_t n_inflight_slots;
+
+	atomic_bool draining;
+	_Atomic unsigned running;      /* requests being served */
+	_Atomic uint64_t n_req[OP_STATS_N], n_err[OP_STATS_N], lat_ns[OP_STATS_N], lat_max[OP_STATS_N];
+	_Atomic uint64_t n_traps, cache_hits, cache_misses, cache_evictions, bytes_out;
+};
+
+/* ---- helpers ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Constant-time comparison, so the secret cannot be guessed byte by byte from timings. */
+static bool secret_ok(const struct arfd *s, const char *given)
+{
+	const char *want = s->cfg.secret;
+	if (!want || !*want)
+		return true;
+	size_t a = strlen(want), b = strlen(given);
+	unsigned diff = (unsigned)(a ^ b);
+	for (size_t i = 0; i < a; i++)
+		diff |= (unsigned char)want[i] ^ (unsigned char)(i < b ? given[i] : 0);
+	return diff == 0;
+}
+
+static struct region *region_find(struct arfd *s, const char *name)
+{
+	for (unsigned i = 0; i < s->n_regions; i++)
+		if (!strcmp(s->regions[i].name, name))
+			return &s->regions[i];
+	return NULL;
+}
+
+static void reply(struct arfd *s, pn_peer to, pn_coop coop, struct ar_buf *b)
+{
+	if (b->failed) {
+		/* could not build the reply (memory): say so in a minimal one */
+		ar_buf_free(b);
+		ar_rep_begin(b, -AR_ENOMEM, "server out of memory building the reply");
+	}
+	int rc = pn_send(s->pn, to, AR_T_REPLY, coop, b->p, b->len);
+	if (rc != 0)
+		arfd_log(ARFD_LOG_WARN, "reply to %s: %s", pn_peer_name(s->pn, to), pn_strerror(rc));
+	ar_buf_free(b);
+}
+
+static void reply_err(struct arfd *s, pn_peer to, pn_coop coop, int status, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void reply_err(struct arfd *s, pn_peer to, pn_coop coop, int status, const char *fmt, ...)
+{
+	char msg[AR_MAX_MSG + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, status, msg);
+	reply(s, to, coop, &b);
+}
+
+/* Common entry of every handler: drain check, per-client limit, secret.  On success the
+ * request counts as running until request_end. */
+static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r)
+{
+	atomic_fetch_add(&s->n_req[op], 1);
+	char secret[AR_MAX_SECRET + 1];
+	if (atomic_load(&s->draining)) {
+		reply_err(s, from, coop, -AR_ESHUTDOWN, "server is shutting down");
+		return -1;
+	}
+	if (ar_req_parse(r, secret, sizeof secret) != 0) {
+		reply_err(s, from, coop, -AR_EPROTO, "malformed request header");
+		return -1;
+	}
+	if (!secret_ok(s, secret)) {
+		arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
+		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
+		return -1;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (from >= s->n_inflight_slots) {
+		uint32_t n = from + 64;
+		unsigned *p = realloc(s->inflight, n * sizeof *p);
+		if (p) {
+			memset(p + s->n_inflight_slots, 0, (n - s->n_inflight_slots) * sizeof *p);
+			s->inflight = p;
+			s->n_inflight_slots = n;
+		}
+	}
+	bool busy = from >= s->n_inflight_slots || s->inflight[from] >= s->cfg.max_inflight;
+	if (!busy)
+		s->inflight[from]++;
+	pthread_mutex_unlock(&s->lock);
+	if (busy) {
+		reply_err(s, from, coop, -AR_EBUSY, "more than %u requests in flight from this client",
+		          s->cfg.max_inflight);
+		return -1;
+	}
+	atomic_fetch_add(&s->running, 1);
+	return 0;
+}
+
+static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed)
+{
+	uint64_t dt = now_ns() - t0;
+	atomic_fetch_add(&s->lat_ns[op], dt);
+	uint64_t m = atomic_load(&s->lat_max[op]);
+	while (dt > m && !atomic_compare_exchange_weak(&s->lat_max[op], &m, dt))
+		;
+	if (failed)
+		atomic_fetch_add(&s->n_err[op], 1);
+	pthread_mutex_lock(&s->lock);
+	s->inflight[from]--;
+	pthread_mutex_unlock(&s->lock);
+	atomic_fetch_sub(&s->running, 1);
+}
+
+/* ---- the code cache ---- */
+
+static void lru_unlink(struct arfd *s, struct cached *c)
+{
+	if (c->prev) c->prev->next = c->next; else s->lru_head = c->next;
+	if (c->next) c->next->prev = c->prev; else s->lru_tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void lru_push(struct arfd *s, struct cached *c)
+{
+	c->next = s->lru_head;
+	c->prev = NULL;
+	if (s->lru_head) s->lru_head->prev = c; else s->lru_tail = c;
+	s->lru_head = c;
+}
+
+/* Find an installed segment and take a reference (lock held). */
+static struct cached *cache_get_locked(struct arfd *s, const uint8_t id[AR_ID_LEN])
+{
+	for (struct cached *c = s->lru_head; c; c = c->next) {
+		if (!memcmp(c->id, id, AR_ID_LEN)) {
+			lru_unlink(s, c);
+			lru_push(s, c);
+			c->refs++;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+static void cache_put(struct arfd *s, struct cached *c)
+{
+	pthread_mutex_lock(&s->lock);
+	bool free_it = --c->refs == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (free_it) {
+		vm_prog_free(c->prog);
+		free(c);
+	}
+}
+
+/* Load (or find) a segment; returns a referenced entry, or NULL with status and message. */
+static struct cached *install(struct arfd *s, const uint8_t *seg, size_t len, int *status,
+                              char *msg, size_t msglen)
+{
+	if (len > s->cfg.max_segment) {
+		*status = -AR_ETOOBIG;
+		snprintf(msg, msglen, "segment of %zu bytes, this server takes at most %" PRIu64, len,
+		         s->cfg.max_segment);
+		return NULL;
+	}
+	uint8_t id[AR_ID_LEN];
+	isa_seg_id(seg, len, id);
+	pthread_mutex_lock(&s->lock);
+	struct cached *c = cache_get_locked(s, id);
+	pthread_mutex_unlock(&s->lock);
+	if (c) {
+		atomic_fetch_add(&s->cache_hits, 1);
+		return c;
+	}
+	atomic_fetch_add(&s->cache_misses, 1);
+	struct vm_prog *prog;
+	if (vm_load(s->vm, seg, len, &prog, msg, msglen) != 0) {
+		*status = -AR_ELOAD;
+		return NULL;
+	}
+	c = calloc(1, sizeof *c);
+	if (!c) {
+		vm_prog_free(prog);
+		*status = -AR_ENOMEM;
+		snprintf(msg, msglen, "out of memory");
+		return NULL;
+	}
+	memcpy(c->id, id, AR_ID_LEN);
+	c->prog = prog;
+	c->refs = 2;                   /* the cache's and the caller's */
+	pthread_mutex_lock(&s->lock);
+	struct cached *dup = cache_get_locked(s, id);
+	if (dup) {                     /* installed concurrently: keep the first */
+		pthread_mutex_unlock(&s->lock);
+		vm_prog_free(prog);
+		free(c);
+		return dup;
+	}
+	lru_push(s, c);
+	s->n_cached++;
+	struct cached *evict = NULL;
+	if (s->n_cached > s->cfg.cache_max) {
+		evict = s->lru_tail;
+		lru_unlink(s, evict);
+		s->n_cached--;
+		atomic_fetch_add(&s->cache_evictions, 1);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (evict)
+		cache_put(s, evict);
+	return c;
+}
+
+/* ---- handlers ---- */
+
+static void h_install(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                      size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, AR_T_INSTALL, &r) != 0)
+		return;
+	int status = 0;
+	char err[AR_MAX_MSG + 1] = "";
+	struct cached *c = install(s, r.p, ar_left(&r), &status, err, sizeof err);
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, c ? 0 : status, err);
+	if (c) {
+		ar_put_bytes(&b, c->id, AR_ID_LEN);
+		cache_put(s, c);
+	} else {
+		arfd_log(ARFD_LOG_INFO, "install from %s: %s", pn_peer_name(pn, from), err);
+	}
+	reply(s, from, coop, &b);
+	request_end(s, from, AR_T_INSTALL, t0, c == NULL);
+}
+
+/* Room in front of the output for the reply header, so the output the VM wrote is sent
+ * where it lies: reply header, trap record with its text, value, counts. */
+#define EXEC_HDR_ROOM (64 + 2 * AR_MAX_MSG)
+
+static void h_exec(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                   size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, AR_T_EXEC, &r) != 0)
+		return;
+	int status = 0;
+	char err[AR_MAX_MSG + 1] = "";
+	struct cached *c = NULL;
+	uint8_t mode = ar_get8(&r);
+	if (mode == 0) {
+		const uint8_t *id = ar_get_bytes(&r, AR_ID_LEN);
+		if (id) {
+			pthread_mutex_lock(&s->lock);
+			c = cache_get_locked(s, id);
+			pthread_mutex_unlock(&s->lock);
+			if (!c) {
+				status = -AR_ENOSEG;
+				snprintf(err, sizeof err, "segment not installed here (evicted or never sent)");
+			}
+		}
+	} else if (mode == 1) {
+		uint32_t n = ar_get32(&r);
+		const uint8_t *seg = ar_get_bytes(&r, n);
+		if (seg)
+			c = install(s, seg, n, &status, err, sizeof err);
+	} else {
+		r.failed = 1;
+	}
+	char entry[AR_MAX_NAME + 1];
+	ar_get_str16(&r, entry, sizeof entry);
+	uint8_t n_args = ar_get8(&r);
+	int64_t args[AR_MAX_ARGS];
+	for (unsigned i = 0; i < n_args; i++)
+		args[i] = (int64_t)ar_get64(&r);
+	uint64_t fuel = ar_get64(&r), out_max = ar_get64(&r);
+	uint32_t argbytes_len = ar_get32(&r);
+	const uint8_t *argbytes = ar_get_bytes(&r, argbytes_len);
+	if (r.failed && status == 0) {
+		status = -AR_EPROTO;
+		snprintf(err, sizeof err, "malformed EXEC request");
+	}
+	int fi = -1;
+	unsigned want = 0;
+	if (status == 0) {
+		fi = vm_prog_entry(c->prog, entry, &want);
+		if (fi < 0) {
+			status = -AR_ENOENTRY;
+			snprintf(err, sizeof err, "no exported entry '%s'", entry);
+		} else if (want != n_args) {
+			status = -AR_EARGS;
+			snprintf(err, sizeof err, "entry '%s' takes %u arguments, %u given", entry, want, n_args);
+		}
+	}
+	if (status != 0) {
+		if (c)
+			cache_put(s, c);
+		reply_err(s, from, coop, status, "%s", err);
+		request_end(s, from, AR_T_EXEC, t0, 1);
+		return;
+	}
+	if (!fuel)
+		fuel = s->cfg.fuel_default;
+	if (fuel > s->cfg.fuel_max)
+		fuel = s->cfg.fuel_max;
+	if (out_max > s->cfg.out_max)
+		out_max = s->cfg.out_max;
+	uint8_t *buf = malloc(EXEC_HDR_ROOM + out_max);
+	if (!buf) {
+		cache_put(s, c);
+		reply_err(s, from, coop, -AR_ENOMEM, "cannot allocate %" PRIu64 " bytes of output", out_max);
+		request_end(s, from, AR_T_EXEC, t0, 1);
+		return;
+	}
+	struct vm_run_opts o = { .args = argbytes, .args_len = argbytes_len,
+	                         .out = buf + EXEC_HDR_ROOM, .out_cap = out_max, .fuel = fuel };
+	struct vm_result res;
+	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
+	struct ar_buf h = { 0 };
+	if (rc == 0 || rc == -VM_ETRAP) {
+		ar_rep_begin(&h, rc == 0 ? 0 : -AR_ETRAP, NULL);
+		ar_put64(&h, (uint64_t)res.value);
+		ar_put64(&h, res.fuel_used);
+		ar_put8(&h, rc != 0);
+		if (rc != 0) {
+			char text[AR_MAX_MSG + 1];
+			vm_trap_str(c->prog, &res.trap, text, sizeof text);
+			ar_put32(&h, (uint32_t)res.trap.kind);
+			ar_put32(&h, res.trap.code);
+			ar_put32(&h, res.trap.func);
+			ar_put32(&h, res.trap.pc);
+			ar_put32(&h, res.trap.line);
+			ar_put_str16(&h, text);
+			atomic_fetch_add(&s->n_traps, 1);
+			arfd_log(ARFD_LOG_DEBUG, "exec from %s: %s", pn_peer_name(pn, from), text);
+		}
+		ar_put32(&h, (uint32_t)res.out_len);
+	} else {
+		ar_rep_begin(&h, -AR_EPROTO, vm_strerror(rc));
+		res.out_len = 0;
+	}
+	cache_put(s, c);
+	if (h.failed || h.len > EXEC_HDR_ROOM) {
+		ar_buf_free(&h);
+		free(buf);
+		reply_err(s, from, coop, -AR_ENOMEM, "reply header too large");
+		request_end(s, from, AR_T_EXEC, t0, 1);
+		return;
+	}
+	uint8_t *start = buf + EXEC_HDR_ROOM - h.len;
+	memcpy(start, h.p, h.len);
+	int src = pn_send(pn, from, AR_T_REPLY, coop, start, h.len + res.out_len);
+	if (src != 0)
+		arfd_log(ARFD_LOG_WARN, "exec reply to %s: %s", pn_peer_name(pn, from), pn_strerror(src));
+	atomic_fetch_add(&s->bytes_out, res.out_len);
+	ar_buf_free(&h);
+	free(buf);
+	request_end(s, from, AR_T_EXEC, t0, rc != 0);
+}
+
+/* READ and WRITE: the region, the range, the access. */
+static struct region *access_check(struct arfd *s, struct ar_rd *r, uint64_t *off, uint32_t *n,
+                                   bool write, int *status, char *err, size_t errlen)
+{
+	char name[AR_MAX_NAME + 1];
+	ar_get_str16(r, name, sizeof name);
+	*off = ar_get64(r);
+	*n = ar_get32(r);
+	if (r->failed) {
+		*status = -AR_EPROTO;
+		snprintf(err, errlen, "malformed %s request", write ? "WRITE" : "READ");
+		return NULL;
+	}
+	struct region *g = region_find(s, name);
+	if (!g) {
+		*status = -AR_ENOREGION;
+		snprintf(err, errlen, "no region '%s' here", name);
+	} else if (*off > g->len || *n > g->len - *off) {
+		*status = -AR_EBOUNDS;
+		snprintf(err, errlen, "%s of %u bytes at %" PRIu64 " is outside region '%s' (%" PRIu64
+		         " bytes)", write ? "write" : "read", *n, *off, name, g->len);
+		g = NULL;
+	} else if (write && !(g->access & ISA_ACC_WRITE)) {
+		*status = -AR_EREADONLY;
+		snprintf(err, errlen, "region '%s' is read-only", name);
+		g = NULL;
+	} else if (!write && *n > s->cfg.out_max) {
+		*status = -AR_ETOOBIG;
+		snprintf(err, errlen, "read of %u bytes, at most %" PRIu64 " per request", *n, s->cfg.out_max);
+		g = NULL;
+	}
+	return g;
+}
+
+static void h_read(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                   size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, AR_T_READ, &r) != 0)
+		return;
+	int status = 0;
+	char err[AR_MAX_MSG + 1] = "";
+	uint64_t off;
+	uint32_t n;
+	struct region *g = access_check(s, &r, &off, &n, false, &status, err, sizeof err);
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, g ? 0 : status, err);
+	if (g)
+		ar_put_bytes(&b, g->base + off, n);
+	reply(s, from, coop, &b);
+	request_end(s, from, AR_T_READ, t0, g == NULL);
+}
+
+static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, AR_T_WRITE, &r) != 0)
+		return;
+	int status = 0;
+	char err[AR_MAX_MSG + 1] = "";
+	uint64_t off;
+	uint32_t n;
+	struct region *g = access_check(s, &r, &off, &n, true, &status, err, sizeof err);
+	const uint8_t *data = g ? ar_get_bytes(&r, n) : NULL;
+	if (g && !data) {
+		g = NULL;
+		status = -AR_EPROTO;
+		snprintf(err, sizeof err, "WRITE announces %u bytes but carries %zu", n, ar_left(&r));
+	}
+	if (g && n)
+		memcpy(g->base + off, data, n);
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, g ? 0 : status, err);
+	reply(s, from, coop, &b);
+	request_end(s, from, AR_T_WRITE, t0, g == NULL);
+}
+
+static void h_regions(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                      size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, AR_T_REGIONS, &r) != 0)
+		return;
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, 0, NULL);
+	ar_put32(&b, s->n_regions);
+	for (unsigned i = 0; i < s->n_regions; i++) {
+		ar_put_str16(&b, s->regions[i].name);
+		ar_put64(&b, s->regions[i].len);
+		ar_put8(&b, (uint8_t)s->regions[i].access);
+	}
+	reply(s, from, coop, &b);
+	request_end(s, from, AR_T_REGIONS, t0, 0);
+}
+
+static const char *const op_names[OP_STATS_N] = {
+	[AR_T_INSTALL] = "install", [AR_T_EXEC] = "exec", [AR_T_READ] = "read",
+	[AR_T_WRITE] = "write", [AR_T_REGIONS] = "regions", [AR_T_STATS] = "stats",
+};
+
+static void h_stats(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, AR_T_STATS, &r) != 0)
+		return;
+	char text[4096];
+	size_t n = 0;
+#define OUT(...) do { int k_ = snprintf(text + n, sizeof text - n, __VA_ARGS__); \
+		if (k_ > 0 && (size_t)k_ < sizeof text - n) n += (size_t)k_; } while (0)
+	for (int op = AR_T_INSTALL; op < OP_STATS_N; op++) {
+		uint64_t req = s->n_req[op];
+		OUT("%s.requests %" PRIu64 "\n%s.errors %" PRIu64 "\n", op_names[op], req, op_names[op],
+		    (uint64_t)s->n_err[op]);
+		OUT("%s.latency_avg_us %.1f\n%s.latency_max_us %.1f\n", op_names[op],
+		    req ? (double)s->lat_ns[op] / (double)req / 1e3 : 0.0, op_names[op],
+		    (double)s->lat_max[op] / 1e3);
+	}
+	pthread_mutex_lock(&s->lock);
+	unsigned cached = s->n_cached;
+	pthread_mutex_unlock(&s->lock);
+	OUT("traps %" PRIu64 "\ncache.segments %u\ncache.hits %" PRIu64 "\ncache.misses %" PRIu64
+	    "\ncache.evictions %" PRIu64 "\nexec.output_bytes %" PRIu64 "\n", (uint64_t)s->n_traps,
+	    cached, (uint64_t)s->cache_hits, (uint64_t)s->cache_misses,
+	    (uint64_t)s->cache_evictions, (uint64_t)s->bytes_out);
+	struct pn_stats ps;
+	pn_stats_get(pn, &ps);
+	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
+	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\n", ps.msgs_recv,
+	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames);
+#undef OUT
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, 0, NULL);
+	ar_put_bytes(&b, text, n);
+	reply(s, from, coop, &b);
+	request_end(s, from, AR_T_STATS, t0, 0);
+}
+
+/* ---- host hooks every arfd offers ---- */
+
+/* now(): wall-clock time in nanoseconds since the epoch. */
+static int64_t hook_now(struct vm_hook_ctx *ctx)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* log(region, off, len): one line from the segment's memory into the server log. */
+static void hook_log(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
+{
+	if (region < 0 || off < 0 || len < 0 || len > 4096) {
+		vm_hook_fail(ctx, "log: bad range (region %lld, offset %lld, length %lld)",
+		             (long long)region, (long long)off, (long long)len);
+		return;
+	}
+	const char *p = vm_hook_mem(ctx, (unsigned)region, (uint64_t)off, (uint64_t)len, 0);
+	if (!p) {
+		vm_hook_fail(ctx, "log: range outside region %lld", (long long)region);
+		return;
+	}
+	char line[4097];
+	for (int64_t i = 0; i < len; i++)    /* control characters would forge log lines */
+		line[i] = p[i] >= ' ' && p[i] <= '~' ? p[i] : '?';
+	line[len] = '\0';
+	arfd_log(ARFD_LOG_INFO, "segment: %s", line);
+}
+
+/* ---- life cycle ---- */
+
+static int map_region(struct region *g, const struct arfd_region_spec *spec, char *err, size_t errlen)
+{
+	snprintf(g->name, sizeof g->name, "%s", spec->name);
+	g->access = spec->access;
+	if (spec->file[0]) {
+		int rw = spec->access & ISA_ACC_WRITE;
+		int fd = open(spec->file, rw ? O_RDWR : O_RDONLY);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			snprintf(err, errlen, "region %s: %s: %s", spec->name, spec->file, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		g->len = (uint64_t)st.st_size;
+		g->file = true;
+		g->base = g->len ? mmap(NULL, g->len, PROT_READ | (rw ? PROT_WRITE : 0), MAP_SHARED, fd, 0)
+		                 : NULL;
+		close(fd);
+	} else {
+		g->len = spec->size;
+		g->base = g->len ? mmap(NULL, g->len, PROT_READ | PROT_WRITE,
+		                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : NULL;
+	}
+	if (g->base == MAP_FAILED) {
+		g->base = NULL;
+		snprintf(err, errlen, "region %s: mmap of %" PRIu64 " bytes: %s", spec->name, g->len,
+		         strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void unmap_regions(struct arfd *s)
+{
+	for (unsigned i = 0; i < s->n_regions; i++) {
+		struct region *g = &s->regions[i];
+		if (!g->base)
+			continue;
+		if (g->file && (g->access & ISA_ACC_WRITE) && msync(g->base, g->len, MS_SYNC) != 0)
+			arfd_log(ARFD_LOG_ERROR, "msync of region %s: %s", g->name, strerror(errno));
+		munmap(g->base, g->len);
+	}
+}
+
+struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
+{
+	struct arfd *s = calloc(1, sizeof *s);
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->cfg = *cfg;
+	struct arfd_config *c = &s->cfg;
+	if (!c->threads) c->threads = 4;
+	if (!c->cache_max) c->cache_max = 256;
+	if (!c->max_segment) c->max_segment = 16u << 20;
+	if (!c->fuel_default) c->fuel_default = VM_DEFAULT_FUEL;
+	if (!c->fuel_max) c->fuel_max = 10 * c->fuel_default;
+	if (!c->out_max) c->out_max = 64u << 20;
+	if (!c->max_inflight) c->max_inflight = 64;
+	pthread_mutex_init(&s->lock, NULL);
+	if (c->n_listen == 0) {
+		snprintf(err, errlen, "no --listen endpoint given");
+		goto fail;
+	}
+	s->vm = vm_new();
+	if (!s->vm)
+		goto fail;
+	for (unsigned i = 0; i < c->n_regions; i++) {
+		if (map_region(&s->regions[i], &c->regions[i], err, errlen) != 0)
+			goto fail;
+		s->n_regions++;
+		int rc = vm_bind_region(s->vm, c->regions[i].name, s->regions[i].base, s->regions[i].len,
+		                        c->regions[i].access);
+		if (rc != 0) {
+			snprintf(err, errlen, "region %s: %s", c->regions[i].name, vm_strerror(rc));
+			goto fail;
+		}
+	}
+	vm_bind_hook(s->vm, "now", (void *)hook_now, ":l", s);
+	vm_bind_hook(s->vm, "log", (void *)hook_log, "lll:v", s);
+
+	/* the reply buffer of an EXEC may be as large as out_max plus its header */
+	struct pn_opts po = { .n_workers = c->threads, .max_msg = c->out_max + EXEC_HDR_ROOM +
+	                      c->max_segment + 4096 };
+	char perr[256];
+	s->pn = pn_init(c->listen, c->n_listen, &po, perr, sizeof perr);
+	if (!s->pn) {
+		snprintf(err, errlen, "%s", perr);
+		goto fail;
+	}
+	pn_set_handler(s->pn, AR_T_INSTALL, 0, h_install, s);
+	pn_set_handler(s->pn, AR_T_EXEC, 0, h_exec, s);
+	pn_set_handler(s->pn, AR_T_READ, PN_INLINE, h_read, s);
+	pn_set_handler(s->pn, AR_T_WRITE, PN_INLINE, h_write, s);
+	pn_set_handler(s->pn, AR_T_REGIONS, 0, h_regions, s);
+	pn_set_handler(s->pn, AR_T_STATS, 0, h_stats, s);
+	return s;
+fail:
+	if (s->pn)
+		pn_finalize(s->pn);
+	unmap_regions(s);
+	vm_free(s->vm);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return NULL;
+}
+
+const char *arfd_endpoint(struct arfd *s, const char *scheme)
+{
+	return pn_self(s->pn, scheme);
+}
+
+void arfd_stop(struct arfd *s, int timeout_ms)
+{
+	atomic_store(&s->draining, true);
+	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+	while (atomic_load(&s->running) > 0 && now_ns() < deadline)
+		usleep(1000);
+	if (atomic_load(&s->running) > 0)
+		arfd_log(ARFD_LOG_WARN, "stopping with %u requests still running",
+		         atomic_load(&s->running));
+	pn_finalize(s->pn);
+	for (struct cached *c = s->lru_head, *next; c; c = next) {
+		next = c->next;
+		vm_prog_free(c->prog);
+		free(c);
+	}
+	unmap_regions(s);
+	vm_free(s->vm);
+	free(s->inflight);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

@@ -1,0 +1,62 @@
+/* server.h: the Active RDMA server (arfd) as a library, so tests and benchmarks can run one
+ * in-process; server/arfd.c is the command-line front end.
+ */
+#ifndef ARFD_SERVER_H
+#define ARFD_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pn.h"
+#include "vm.h"
+
+#define ARFD_MAX_LISTEN  PN_MAX_ENDPOINTS
+#define ARFD_MAX_REGIONS 64
+
+struct arfd_region_spec {
+	char name[256];
+	uint64_t size;             /* anonymous memory of this size, when file is empty */
+	char file[4096];           /* an mmap'd file (MAP_SHARED: writes reach the file) */
+	unsigned access;           /* ISA_ACC_RO or ISA_ACC_RW */
+};
+
+struct arfd_config {
+	const char *listen[ARFD_MAX_LISTEN];
+	unsigned n_listen;
+	struct arfd_region_spec regions[ARFD_MAX_REGIONS];
+	unsigned n_regions;
+	const char *secret;        /* NULL: none required */
+	unsigned threads;          /* worker threads running segments; 0 = 4 */
+	unsigned cache_max;        /* installed segments kept; 0 = 256 */
+	uint64_t max_segment;      /* bytes; 0 = 16 MiB */
+	uint64_t fuel_default;     /* when a request gives none; 0 = VM_DEFAULT_FUEL */
+	uint64_t fuel_max;         /* requests asking more get this; 0 = 10 * fuel_default */
+	uint64_t out_max;          /* output bytes per run; 0 = 64 MiB */
+	unsigned max_inflight;     /* concurrent requests per client; 0 = 64 */
+};
+
+struct arfd;
+
+/* Map the regions, bind hooks, open the endpoints and start serving.  NULL with a message. */
+struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen);
+/* The endpoint names actually listened on (port 0 resolved), for tests. */
+const char *arfd_endpoint(struct arfd *s, const char *scheme);
+/* Stop taking new requests (they get AR_ESHUTDOWN), wait up to timeout_ms for the ones in
+ * flight, close the endpoints, msync file-backed regions, free everything. */
+void arfd_stop(struct arfd *s, int timeout_ms);
+
+/* Parse one configuration line or option value: "listen tcp:...", "region NAME=SIZE[:ro|:rw]",
+ * "region NAME=@FILE[:ro|:rw]", "secret S", "threads N", "cache N", "max-segment SIZE",
+ * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N".  Strings are copied.
+ * Returns 0 or -1 with a message. */
+int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,
+                     size_t errlen);
+int arfd_config_file(struct arfd_config *cfg, const char *path, char *err, size_t errlen);
+int arfd_parse_size(const char *s, uint64_t *out);
+
+/* Logging: lines "arfd: LEVEL: message" to stderr, or to syslog. */
+enum arfd_log_level { ARFD_LOG_ERROR, ARFD_LOG_WARN, ARFD_LOG_INFO, ARFD_LOG_DEBUG };
+void arfd_log_setup(enum arfd_log_level max, bool use_syslog);
+void arfd_log(enum arfd_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
