@@ -696,6 +696,270 @@ static void gen_ret(struct cg *g, const struct xinsn *x, int imm)
 	emit_ret(&g->e);
 }
 
+/* fp[a] = fp[c] ? fp[imm] : fp[b] */
+static void gen_select(struct cg *g, const struct xinsn *x)
+{
+	struct emit *e = &g->e;
+	load_slot(g, RAX, x->b);
+	emit_cmp_slots(g, x->c, 0, 0, 1);
+	emit_op(e, OP_W, 0x0f40 + CC_NE, RAX, slot(g, (int32_t)x->imm));   /* cmovne rax, [imm] */
+	store_slot(g, x->a, RAX);
+}
+
+static void gen_xswap(struct cg *g, const struct xinsn *x)
+{
+	load_slot(g, RAX, x->a);
+	load_slot(g, RCX, x->b);
+	store_slot(g, x->a, RCX);
+	store_slot(g, x->b, RAX);
+}
+
+static void gen_xrot(struct cg *g, const struct xinsn *x)
+{
+	load_slot(g, RAX, x->a);
+	load_slot(g, RCX, x->a + 1);
+	load_slot(g, RDX, x->a + 2);
+	store_slot(g, x->a, RCX);
+	store_slot(g, x->a + 1, RDX);
+	store_slot(g, x->a + 2, RAX);
+}
+
+/* A taken backward branch spends one unit of fuel, trapping when there is none:
+ *   sub r13, 1; jae target; jmp fuel trap    (borrow <=> fuel was 0) */
+static void emit_fuel_jmp(struct cg *g, uint32_t target)
+{
+	emit_alu_rm_imm(&g->e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);
+	emit_jcc_x(g, CC_AE, target);
+	emit_jcc_trap(g, CC_ALWAYS, ISA_TRAP_FUEL);
+}
+
+/* Branch to xinsn xi + d when the flags say cc; backward ones go through the fuel check. */
+static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
+{
+	uint32_t target = g->xi + (uint32_t)x->d;
+	if (!back) {
+		emit_jcc_x(g, cc, target);
+		return;
+	}
+	uint32_t skip = cc == CC_ALWAYS ? 0 : emit_skip(g, cc ^ 1);
+	emit_fuel_jmp(g, target);
+	if (cc != CC_ALWAYS)
+		emit_land(g, skip);
+}
+
+static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int back)
+{
+	emit_cmp_slots(g, x->b, x->c, x->imm, ri);
+	emit_branch(g, x, cc, back);
+}
+
+#define CC_EQ  CC_E
+#define CC_LTS CC_L
+#define CC_LTU CC_B
+#define CC_LES CC_LE
+#define CC_LEU CC_BE
+#define CC_GTS CC_G
+#define CC_GTU CC_A
+#define CC_GES CC_GE
+#define CC_GEU CC_AE
+
+/* ---- memory ----
+ * Region r's entry in the table at r12: base at [r12 + 16 r], length at [r12 + 16 r + 8]. */
+static struct rm region_base(unsigned r) { return rm_mem(R_TAB, (int32_t)(16 * r)); }
+static struct rm region_len(unsigned r) { return rm_mem(R_TAB, (int32_t)(16 * r + 8)); }
+
+/* Trap `kind` unless [off, off + w) lies inside a region of length `len` (memory operand):
+ *   w == 1:  cmp off, len; jae trap
+ *   else:    mov rcx, len; sub rcx, w; jb trap; cmp off, rcx; ja trap
+ * which is the interpreter's off <= len && w <= len - off, without overflow. */
+static void emit_bounds(struct cg *g, int off, struct rm len, unsigned w, int kind)
+{
+	struct emit *e = &g->e;
+	if (w == 1) {
+		emit_alu_r_rm(e, ALU_CMP, off, len);
+		emit_jcc_trap(g, CC_AE, kind);
+		return;
+	}
+	emit_mov_r_rm(e, RCX, len);
+	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RCX), (int32_t)w);
+	emit_jcc_trap(g, CC_B, kind);
+	emit_alu_r_rm(e, ALU_CMP, off, rm_reg(RCX));
+	emit_jcc_trap(g, CC_A, kind);
+}
+
+/* The register holding slot s + disp (an offset): the slot's register when disp is 0. */
+static int offset_reg(struct cg *g, int32_t s, int64_t disp)
+{
+	if (disp == 0 && g->reg_of[s] >= 0)
+		return g->reg_of[s];
+	load_slot(g, RAX, s);
+	if (disp == 0)
+		return RAX;
+	if (fits32(disp)) {
+		emit_alu_rm_imm(&g->e, OP_W, ALU_ADD, rm_reg(RAX), (int32_t)disp);
+	} else {
+		emit_mov_imm(&g->e, RCX, (uint64_t)disp);
+		emit_alu_r_rm(&g->e, ALU_ADD, RAX, rm_reg(RCX));
+	}
+	return RAX;
+}
+
+/* fp[a] = region c [fp[b] + imm], w bytes, zero- or sign-extended */
+static void gen_load(struct cg *g, const struct xinsn *x, unsigned w, int is_signed)
+{
+	static const unsigned zx[] = { [1] = 0x0fb6, [2] = 0x0fb7, [4] = 0x8b, [8] = 0x8b };
+	static const unsigned sx[] = { [1] = 0x0fbe, [2] = 0x0fbf, [4] = 0x63, [8] = 0x8b };
+	struct emit *e = &g->e;
+	int off = offset_reg(g, x->b, x->imm);
+	emit_bounds(g, off, region_len((unsigned)x->c), w, ISA_TRAP_BOUNDS);
+	emit_mov_r_rm(e, RDX, region_base((unsigned)x->c));
+	int t = work_reg(g, x->a);
+	/* movzx r32 / mov r32 zero-extend to 64 bits; movsx/movsxd/mov r64 need REX.W */
+	unsigned flags = is_signed || w == 8 ? OP_W : 0;
+	emit_op(e, flags, is_signed ? sx[w] : zx[w], t, rm_idx(RDX, off));
+	store_slot(g, x->a, t);
+}
+
+/* mov [rdx + off], v with w bytes */
+static void emit_store_w(struct emit *e, unsigned w, int off, int v)
+{
+	struct rm m = rm_idx(RDX, off);
+	switch (w) {
+	case 1: emit_op(e, OP_BYTE, 0x88, v, m); break;
+	case 2: emit_op(e, OP_66, 0x89, v, m); break;
+	case 4: emit_op(e, 0, 0x89, v, m); break;
+	default: emit_op(e, OP_W, 0x89, v, m); break;
+	}
+}
+
+static void out_extend_helper(struct mref *R, uint64_t off, uint64_t n) { out_extend(R, off, n); }
+
+/* region c [fp[a]] = low w bytes of fp[b]; the out region checks out_cap (trap output_full)
+ * and grows the output, zero-filling any gap, like the interpreter's out_extend. */
+static void gen_store(struct cg *g, const struct xinsn *x, unsigned w, int out)
+{
+	struct emit *e = &g->e;
+	int off = offset_reg(g, x->a, 0);
+	if (!out) {
+		emit_bounds(g, off, region_len((unsigned)x->c), w, ISA_TRAP_BOUNDS);
+	} else {
+		emit_bounds(g, off, rm_mem(R_CTX, offsetof(struct jit_ctx, out_cap)), w,
+		            ISA_TRAP_OUTPUT_FULL);
+		/* lea rcx, [off + w]; cmp rcx, out.len; jbe done; call out_extend */
+		emit_op(e, OP_W, 0x8d, RCX, rm_mem(off, (int32_t)w));
+		emit_alu_r_rm(e, ALU_CMP, RCX, region_len(ISA_R_OUT));
+		uint32_t done = emit_skip(g, CC_BE);
+		spill_all(g);
+		emit_mov_rr(e, RDI, R_TAB);
+		emit_mov_r_rm(e, RSI, rm_mem(R_FP, 8 * x->a));
+		emit_mov_imm(e, RDX, w);
+		emit_call_abs(e, (const void *)out_extend_helper);
+		reload_all(g);
+		if (off == RAX)
+			load_slot(g, RAX, x->a);
+		emit_land(g, done);
+	}
+	emit_mov_r_rm(e, RDX, region_base((unsigned)x->c));
+	int v = g->reg_of[x->b] >= 0 ? g->reg_of[x->b] : RCX;
+	load_slot(g, v, x->b);
+	emit_store_w(e, w, off, v);
+}
+
+/* ld8u r [fp[b]]; compare with imm; branch (forward only, translate.c fuses no others) */
+static void gen_ld8u_jcc(struct cg *g, const struct xinsn *x, enum cc cc)
+{
+	struct emit *e = &g->e;
+	int off = offset_reg(g, x->b, 0);
+	emit_bounds(g, off, region_len((unsigned)x->c), 1, ISA_TRAP_BOUNDS);
+	emit_mov_r_rm(e, RDX, region_base((unsigned)x->c));
+	emit_op(e, 0, 0x0fb6, RAX, rm_idx(RDX, off));       /* movzx eax, byte [rdx + off] */
+	if (fits32(x->imm)) {
+		emit_alu_rm_imm(e, OP_W, ALU_CMP, rm_reg(RAX), (int32_t)x->imm);
+	} else {
+		emit_mov_imm(e, RCX, (uint64_t)x->imm);
+		emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(RCX));
+	}
+	emit_branch(g, x, cc, 0);
+}
+
+static void gen_rlen(struct cg *g, const struct xinsn *x, unsigned r)
+{
+	int t = work_reg(g, x->a);
+	emit_mov_r_rm(&g->e, t, region_len(r));
+	store_slot(g, x->a, t);
+}
+
+/* ---- C helpers: int helper(struct run *, uint64_t *v = &fp[a], c, b) -> 0 or a trap kind.
+ * The operands are read from and the result written to the frame in memory, so every cached
+ * slot is written back before and read again after. */
+typedef int helper_fn(struct run *run, uint64_t *v, uint32_t c, uint32_t b);
+
+static int h_cas(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_cas(run, v, c); }
+static int h_fadd(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_fadd(run, v, c); }
+static int h_copy(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_copy(run, v, c, b); }
+static int h_fill(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_fill(run, v, c); }
+static int h_cmp(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_cmp(run, v, c, b); }
+static int h_findb(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_findb(run, v, c); }
+static int h_finds(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_finds(run, v, c, b); }
+static int h_output(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_output(run, v, c); }
+static int h_outb(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_outb(run, v); }
+static int h_outq(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_outq(run, v); }
+/* hooks: the same libffi path as the interpreter (hooks.c), hook index in c */
+static int h_hcall(struct run *run, uint64_t *v, uint32_t c, uint32_t b)
+{
+	return vm_hook_call(run, run->prog->hooks[c], (int64_t *)v) ? ISA_TRAP_HOOK : 0;
+}
+
+static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint32_t b)
+{
+	struct emit *e = &g->e;
+	spill_all(g);
+	emit_mov_r_rm(e, RDI, rm_mem(R_CTX, offsetof(struct jit_ctx, run)));
+	emit_op(e, OP_W, 0x8d, RSI, rm_mem(R_FP, 8 * a));     /* lea rsi, [rbx + 8a] */
+	emit_mov_imm(e, RDX, c);
+	emit_mov_imm(e, RCX, b);
+	emit_call_abs(e, (const void *)fn);
+	emit_op(e, 0, 0x85, RAX, rm_reg(RAX));               /* test eax, eax */
+	emit_jcc_trap(g, CC_NE, -1);                          /* the kind is in eax */
+	reload_all(g);
+}
+
+/* call: fuel, then depth and frame room (trap stack), exactly in the interpreter's order; the
+ * callee's frame starts at fp + a, where the arguments are; its result comes back in rax. */
+static void gen_call(struct cg *g, const struct xinsn *x)
+{
+	struct emit *e = &g->e;
+	uint32_t callee = (uint32_t)x->imm;
+	const struct xfunc *cf = &g->prog->funcs[callee];
+	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);    /* sub r13, 1 */
+	emit_jcc_trap(g, CC_B, ISA_TRAP_FUEL);
+	emit_alu_rm_imm(e, 0, ALU_CMP, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)),
+	                VM_MAX_CALL_DEPTH);                     /* cmp dword [depth], max */
+	emit_jcc_trap(g, CC_AE, ISA_TRAP_STACK);
+	emit_op(e, OP_W, 0x8d, RAX, rm_mem(R_FP, (int32_t)(8 * ((int64_t)x->a + cf->n_slots))));
+	emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
+	emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);                 /* fp + a + n_slots > end */
+	spill_all(g);
+	emit_op(e, 0, 0xff, 0, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)));   /* inc dword */
+	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FP), 8 * x->a);
+	emit1(e, 0xe8);                                          /* call rel32 */
+	g->calls = grow(g, g->calls, &g->cap_calls, g->n_calls, sizeof *g->calls);
+	if (!e->err)
+		g->calls[g->n_calls++] = (struct callsite){ (uint32_t)e->len, callee };
+	emit4(e, 0);
+	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FP), 8 * x->a);
+	emit_op(e, 0, 0xff, 1, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)));   /* dec dword */
+	reload_all(g);
+	store_slot(g, x->a, RAX);
+}
+
+static void gen_trap(struct cg *g, const struct xinsn *x)
+{
+	emit_op(&g->e, 0, 0xc7, 0, rm_mem(R_CTX, offsetof(struct jit_ctx, trap_code)));
+	emit4(&g->e, (uint32_t)x->imm);                          /* mov dword [code], imm */
+	emit_jcc_trap(g, CC_ALWAYS, ISA_TRAP_USER);
+}
+
 static void unsupported(struct cg *g, const struct xinsn *x)
 {
 	if (!g->unsupported)
@@ -712,10 +976,14 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_##n##_RI: BIN_##n(g, x, 1); break;
 #define XUN(n, e) case X_##n: UN_##n(g, x); break;
 #define XCC(n, e) \
-	case X_J##n##_RR: case X_J##n##_RI: case X_J##n##_RRB: case X_J##n##_RIB: \
-		unsupported(g, x); break;
-#define XLD(n, w, t) case X_##n: unsupported(g, x); break;
-#define XST(n, w, t) case X_##n: case X_##n##_OUT: unsupported(g, x); break;
+	case X_J##n##_RR: gen_jcc(g, x, CC_##n, 0, 0); break; \
+	case X_J##n##_RI: gen_jcc(g, x, CC_##n, 1, 0); break; \
+	case X_J##n##_RRB: gen_jcc(g, x, CC_##n, 0, 1); break; \
+	case X_J##n##_RIB: gen_jcc(g, x, CC_##n, 1, 1); break;
+#define XLD(n, w, t) case X_##n: gen_load(g, x, w, (t)-1 < (t)1); break;
+#define XST(n, w, t) \
+	case X_##n: gen_store(g, x, w, 0); break; \
+	case X_##n##_OUT: gen_store(g, x, w, 1); break;
 #define X(n)
 #include "xops.def"
 #undef XBIN
@@ -734,14 +1002,32 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_DIVU_RI: gen_div_ri(g, x, 0, 0); break;
 	case X_REMS_RI: gen_div_ri(g, x, 1, 1); break;
 	case X_REMU_RI: gen_div_ri(g, x, 0, 1); break;
-	case X_SELECT: case X_XSWAP: case X_XROT:
-	case X_JMP: case X_JMPB: case X_JZ: case X_JZB: case X_JNZ: case X_JNZB:
-	case X_LD8U_JEQ_I: case X_LD8U_JNE_I: case X_RLEN: case X_RLEN_OUT:
-	case X_CAS: case X_FADD: case X_COPY: case X_FILL: case X_CMP: case X_FINDB:
-	case X_FINDS: case X_OUTPUT: case X_OUTB: case X_OUTQ: case X_CALL: case X_HCALL:
-	case X_TRAP:
-		unsupported(g, x);
-		break;
+	case X_SELECT: gen_select(g, x); break;
+	case X_XSWAP: gen_xswap(g, x); break;
+	case X_XROT: gen_xrot(g, x); break;
+	case X_JMP: emit_branch(g, x, CC_ALWAYS, 0); break;
+	case X_JMPB: emit_branch(g, x, CC_ALWAYS, 1); break;
+	case X_JZ: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_E, 0); break;
+	case X_JZB: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_E, 1); break;
+	case X_JNZ: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_NE, 0); break;
+	case X_JNZB: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_NE, 1); break;
+	case X_LD8U_JEQ_I: gen_ld8u_jcc(g, x, CC_E); break;
+	case X_LD8U_JNE_I: gen_ld8u_jcc(g, x, CC_NE); break;
+	case X_RLEN: gen_rlen(g, x, (unsigned)x->c); break;
+	case X_RLEN_OUT: gen_rlen(g, x, ISA_R_OUT); break;
+	case X_CAS: gen_helper(g, h_cas, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_FADD: gen_helper(g, h_fadd, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_COPY: gen_helper(g, h_copy, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_FILL: gen_helper(g, h_fill, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_CMP: gen_helper(g, h_cmp, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_FINDB: gen_helper(g, h_findb, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_FINDS: gen_helper(g, h_finds, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_OUTPUT: gen_helper(g, h_output, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_OUTB: gen_helper(g, h_outb, x->a, 0, 0); break;
+	case X_OUTQ: gen_helper(g, h_outq, x->a, 0, 0); break;
+	case X_HCALL: gen_helper(g, h_hcall, x->a, (uint32_t)x->imm, 0); break;
+	case X_CALL: gen_call(g, x); break;
+	case X_TRAP: gen_trap(g, x); break;
 	case X_RET: gen_ret(g, x, 0); break;
 	case X_RETI: gen_ret(g, x, 1); break;
 	case X_COUNT: break;

@@ -3,9 +3,10 @@
  * A random program generator writes verified-by-construction assembly (expressions over
  * locals, constants and region loads near region ends; stack shuffles that stress the
  * translator's lazy stack; branches back and forth; calls with recursion; stores, atomics,
- * bulk operations and output), assembles it, and runs it in the VM and in tests/ref_interp.c
- * from identical memory.  Result, trap (kind, function, pc, code), fuel used, output bytes and
- * final region contents must all agree.
+ * bulk operations and output), assembles it, and runs it on each engine of the VM (the
+ * interpreter and, where it exists, the JIT) and in tests/ref_interp.c, from identical memory.
+ * Result, trap (kind, function, pc, code), fuel used, output bytes and final region contents
+ * must all agree, so the engines also agree with each other.
  *
  *   test_diff [N [SEED]]      N programs (default 3000) from SEED (default 1); DIFF_VERBOSE=1
  *                             prints every program.  A failure prints the program and its seed.
@@ -300,6 +301,15 @@ static void gen_program(struct text *t)
 	put(t, ".export main\n");
 }
 
+/* The engines every program runs on; the JIT only where it exists. */
+static const int engines[] = {
+	VM_ENGINE_INTERP,
+#if defined(__x86_64__) && defined(__linux__)
+	VM_ENGINE_JIT,
+#endif
+};
+#define N_ENGINES ((int)(sizeof engines / sizeof engines[0]))
+
 static int same_trap(const struct vm_trap *a, const struct vm_trap *b)
 {
 	return a->kind == b->kind && a->func == b->func && a->pc == b->pc &&
@@ -340,9 +350,11 @@ int main(int argc, char **argv)
 			continue;
 		}
 		free(diags);
-		memcpy(mem_vm, mem0, MEM_LEN); memcpy(mem_ref, mem0, MEM_LEN);
+		memcpy(mem_ref, mem0, MEM_LEN);
 		memcpy(ro_vm, ro0, RO_LEN); memcpy(ro_ref, ro0, RO_LEN);
 		struct vm *vm = vm_new();
+		if (N_ENGINES > 1)
+			vm_set_engine(vm, VM_ENGINE_JIT);   /* a program the JIT cannot compile fails */
 		vm_bind_region(vm, "mem", mem_vm, MEM_LEN, ISA_ACC_RW);
 		vm_bind_region(vm, "ro", ro_vm, RO_LEN, ISA_ACC_RO);
 		struct vm_prog *prog;
@@ -352,36 +364,47 @@ int main(int argc, char **argv)
 			failed++;
 			goto next;
 		}
-		struct vm_run_opts o_vm = { .args = argbytes, .args_len = sizeof argbytes,
-		                            .out = out_vm, .out_cap = 40, .fuel = 500 };
-		struct vm_run_opts o_ref = o_vm;
-		o_ref.out = out_ref;
-		memset(out_vm, 0xee, sizeof out_vm);
+		struct vm_run_opts o_ref = { .args = argbytes, .args_len = sizeof argbytes,
+		                             .out = out_ref, .out_cap = 40, .fuel = 500 };
 		memset(out_ref, 0xee, sizeof out_ref);
-		struct vm_result r_vm, r_ref;
-		int rc_vm = vm_run(prog, 0, NULL, 0, &o_vm, &r_vm);
+		struct vm_result r_ref;
 		struct ref_region regs[2] = { { mem_ref, MEM_LEN }, { ro_ref, RO_LEN } };
 		int rc_ref = ref_run(vm_prog_seg(prog), regs, 0, NULL, &o_ref, &r_ref);
-		const char *why = NULL;
-		if (rc_vm != rc_ref) why = "return code";
-		else if (rc_vm == 0 && r_vm.value != r_ref.value) why = "result value";
-		else if (rc_vm != 0 && !same_trap(&r_vm.trap, &r_ref.trap)) why = "trap";
-		else if (r_vm.fuel_used != r_ref.fuel_used) why = "fuel used";
-		else if (r_vm.out_len != r_ref.out_len || memcmp(out_vm, out_ref, r_vm.out_len)) why = "output";
-		else if (memcmp(mem_vm, mem_ref, MEM_LEN)) why = "region contents";
-		if (why) {
-			char a[300], b[300];
-			printf("FAIL program %u (seed %" PRIu64 "): %s differs\n"
-			       "  vm:  rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n"
-			       "  ref: rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n%s",
-			       i, s, why, rc_vm, r_vm.value, r_vm.fuel_used, r_vm.out_len,
-			       rc_vm ? vm_trap_str(prog, &r_vm.trap, a, sizeof a) : "",
-			       rc_ref, r_ref.value, r_ref.fuel_used, r_ref.out_len,
-			       rc_ref ? vm_trap_str(prog, &r_ref.trap, b, sizeof b) : "", t.s);
-			failed++;
-		} else {
+		int ok = 1;
+		for (int e = 0; e < N_ENGINES; e++) {
+			struct vm_run_opts o_vm = o_ref;
+			o_vm.out = out_vm;
+			o_vm.engine = engines[e];
+			memset(out_vm, 0xee, sizeof out_vm);
+			memcpy(mem_vm, mem0, MEM_LEN);
+			struct vm_result r_vm;
+			int rc_vm = vm_run(prog, 0, NULL, 0, &o_vm, &r_vm);
+			const char *why = NULL;
+			if (rc_vm != rc_ref) why = "return code";
+			else if (rc_vm == 0 && r_vm.value != r_ref.value) why = "result value";
+			else if (rc_vm != 0 && !same_trap(&r_vm.trap, &r_ref.trap)) why = "trap";
+			else if (r_vm.fuel_used != r_ref.fuel_used) why = "fuel used";
+			else if (r_vm.out_len != r_ref.out_len || memcmp(out_vm, out_ref, r_vm.out_len)) why = "output";
+			else if (memcmp(mem_vm, mem_ref, MEM_LEN)) why = "region contents";
+			if (why) {
+				char a[300], b[300];
+				printf("FAIL program %u (seed %" PRIu64 "): %s differs on engine %s\n"
+				       "  vm:  rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n"
+				       "  ref: rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n%s",
+				       i, s, why, vm_engine_name(engines[e]), rc_vm, r_vm.value,
+				       r_vm.fuel_used, r_vm.out_len,
+				       rc_vm ? vm_trap_str(prog, &r_vm.trap, a, sizeof a) : "",
+				       rc_ref, r_ref.value, r_ref.fuel_used, r_ref.out_len,
+				       rc_ref ? vm_trap_str(prog, &r_ref.trap, b, sizeof b) : "", t.s);
+				ok = 0;
+				break;
+			}
+		}
+		if (ok) {
 			passed++;
-			traps += rc_vm != 0;
+			traps += rc_ref != 0;
+		} else {
+			failed++;
 		}
 		vm_prog_free(prog);
 next:

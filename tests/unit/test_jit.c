@@ -135,6 +135,161 @@ static void test_arith(void)
 	      "division by zero traps div_zero");
 }
 
+/* ---- traps at the edges ---- */
+static void expect_trap(const char *name, const char *src, const int64_t *argv, unsigned n_args,
+                        uint64_t fuel, int kind, uint32_t pc)
+{
+	struct outcome o;
+	char what[256];
+	both(name, src, argv, n_args, fuel, &o);
+	snprintf(what, sizeof what, "%s: traps %s at pc %u (got rc %d, %s at pc %u)", name,
+	         isa_trap_name(kind), pc, o.rc, isa_trap_name(o.res.trap.kind), o.res.trap.pc);
+	check(o.rc == -VM_ETRAP && o.res.trap.kind == kind && o.res.trap.pc == pc, what);
+}
+
+static void test_bounds(void)
+{
+	/* const holds 16 bytes: the last byte, word and quad load; one more traps */
+	const char *src = ".const k bytes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16\n"
+	                  ".func main o\n lget o\n ld8u const\n lget o\n push -1\n add\n"
+	                  " ld16u const\n add\n lget o\n push -7\n add\n ld64 const\n add\n"
+	                  " ret\n.end\n";
+	int64_t last[1] = { 15 }, past[1] = { 16 }, huge[1] = { -1 };
+	expect_value("last byte, word and quad of a region", src, last, 1,
+	             16 + (15 | 16 << 8) + (int64_t)0x100f0e0d0c0b0a09ll);
+	expect_trap("one past the last byte", src, past, 1, 0, ISA_TRAP_BOUNDS, 2);
+	expect_trap("offset -1", src, huge, 1, 0, ISA_TRAP_BOUNDS, 2);
+	/* folded displacement: o + 2^40 wraps nowhere near the region */
+	expect_trap("displacement beyond the region", ".func main o\n lget o\n push 0x10000000000\n"
+	            " add\n ld8u const\n ret\n.end\n", last, 1, 0, ISA_TRAP_BOUNDS, 12);
+	/* stores to out: at the limit it traps output_full, below it grows with zeros */
+	const char *outsrc = ".func main o\n lget o\n push 0x41\n st8 out\n rlen out\n ret\n.end\n";
+	int64_t o63[1] = { 63 }, o64[1] = { 64 };
+	expect_value("store at the last byte of out", outsrc, o63, 1, 64);
+	expect_trap("store just past out", outsrc, o64, 1, 0, ISA_TRAP_OUTPUT_FULL, 4);
+}
+
+static void test_fuel(void)
+{
+	const char *loop = ".func main n\n.local i\nl:\n linc i, 1\n lget i\n lget n\n jltu l\n"
+	                   " lget i\n ret\n.end\n";
+	int64_t n[1] = { 10 };
+	struct outcome o;
+	/* 9 taken backward branches: fuel 9 is exactly enough, 8 is not */
+	both("loop with exactly enough fuel", loop, n, 1, 9, &o);
+	check(o.rc == 0 && o.res.value == 10 && o.res.fuel_used == 9, "fuel 9: returns, uses 9");
+	both("loop one unit short", loop, n, 1, 8, &o);
+	check(o.rc == -VM_ETRAP && o.res.trap.kind == ISA_TRAP_FUEL && o.res.fuel_used == 8,
+	      "fuel 8: traps fuel, all of it used");
+	const char *self = ".func main\nl:\n jmp l\n.end\n";
+	expect_trap("a jump to itself", self, NULL, 0, 1000, ISA_TRAP_FUEL, 0);
+	/* calls cost fuel too */
+	const char *calls = ".func main\n call f\n call f\n add\n ret\n.end\n"
+	                    ".func f\n push 1\n ret\n.end\n";
+	both("two calls, fuel 1", calls, NULL, 0, 1, &o);
+	check(o.rc == -VM_ETRAP && o.res.trap.kind == ISA_TRAP_FUEL && o.res.trap.pc == 3,
+	      "the second call traps fuel at its pc");
+}
+
+static void test_calls(void)
+{
+	/* recursion to depth n: 256 nested calls are allowed, the 257th traps 'stack' */
+	const char *rec = ".func main n\n lget n\n call f\n ret\n.end\n"
+	                  ".func f n\n lget n\n jz z\n lget n\n push 1\n sub\n call f\n"
+	                  " push 1\n add\n ret\nz:\n push 0\n ret\n.end\n";
+	int64_t d255[1] = { 255 }, d256[1] = { 256 };
+	expect_value("recursion 256 deep", rec, d255, 1, 255);
+	expect_trap("recursion 257 deep", rec, d256, 1, 0, ISA_TRAP_STACK, 12);
+	/* frames that do not fit VM_STACK_SLOTS trap 'stack' at the call, whatever the depth */
+	char big[4096];
+	snprintf(big, sizeof big, ".func main n\n lget n\n call f\n ret\n.end\n"
+	         ".func f n\n.locals 200\n lget n\n jz z\n lget n\n push 1\n sub\n call f\n"
+	         " ret\nz:\n push 7\n ret\n.end\n");
+	int64_t d50[1] = { 50 };
+	expect_trap("frames beyond VM_STACK_SLOTS", big, d50, 1, 0, ISA_TRAP_STACK, 12);
+	/* arguments and locals survive calls in cached registers */
+	expect_value("locals across calls", ".func main a b\n.local c\n lget a\n lset c\n"
+	             " lget a\n lget b\n call g\n lget c\n add\n lget b\n add\n ret\n.end\n"
+	             ".func g x y\n.local z\n lget x\n lget y\n mul\n lset z\n lget z\n ret\n"
+	             ".end\n", (int64_t[]){ 6, 7 }, 2, 6 * 7 + 6 + 7);
+}
+
+/* ---- hooks: through libffi, as the interpreter calls them ---- */
+static int64_t h_sub(struct vm_hook_ctx *c, int64_t a, int64_t b) { (void)c; return a - b; }
+static int32_t h_neg32(struct vm_hook_ctx *c, int32_t a) { (void)c; return -a; }
+static int64_t h_fail(struct vm_hook_ctx *c, int64_t a)
+{
+	if (a)
+		vm_hook_fail(c, "asked to fail with %lld", (long long)a);
+	return 9;
+}
+
+static void test_hooks(void)
+{
+	const char *src = ".hook sub ll:l\n.hook neg32 i:i\n.hook fail l:l\n"
+	                  ".func main a\n.local k\n push 100\n lset k\n lget a\n push 3\n"
+	                  " hcall sub\n hcall neg32\n lget a\n hcall fail\n add\n lget k\n add\n"
+	                  " ret\n.end\n";
+	for (int engine = VM_ENGINE_INTERP; engine <= VM_ENGINE_JIT; engine++) {
+		char err[256];
+		int rc;
+		struct vm *vm = vm_new();
+		vm_bind_hook(vm, "sub", (void *)h_sub, "ll:l", NULL);
+		vm_bind_hook(vm, "neg32", (void *)h_neg32, "i:i", NULL);
+		vm_bind_hook(vm, "fail", (void *)h_fail, "l:l", NULL);
+		struct vm_prog *prog = load(vm, src, err, sizeof err, &rc);
+		check(rc == 0, "hooks: loads");
+		if (rc)
+			goto next;
+		struct outcome o;
+		run_on(prog, engine, (int64_t[]){ 0 }, 1, 0, &o);
+		check(o.rc == 0 && o.res.value == 3 + 9 + 100, engine == VM_ENGINE_JIT ?
+		      "hooks: jit result" : "hooks: interp result");
+		run_on(prog, engine, (int64_t[]){ 5 }, 1, 0, &o);
+		check(o.rc == -VM_ETRAP && o.res.trap.kind == ISA_TRAP_HOOK && o.res.trap.pc == 16 &&
+		      !strcmp(o.res.trap.msg, "fail: asked to fail with 5"),
+		      engine == VM_ENGINE_JIT ? "hooks: jit failure" : "hooks: interp failure");
+		vm_prog_free(prog);
+next:
+		vm_free(vm);
+	}
+}
+
+/* ---- W^X: the code mapping is read+execute, never writable ---- */
+static void test_wx(void)
+{
+	char err[256], line[512];
+	int rc;
+	struct vm *vm = vm_new();
+	struct vm_prog *prog = load(vm, ".func main\n push 1\n ret\n.end\n", err, sizeof err, &rc);
+	struct vm_jit_listing l;
+	if (rc || vm_prog_jit_listing(prog, 0, &l) != 0) {
+		check(0, "W^X: compiled and listed");
+		goto out;
+	}
+	uintptr_t code = (uintptr_t)l.code;
+	free(l.marks);
+	FILE *f = fopen("/proc/self/maps", "r");
+	int found = 0, wx = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+			continue;
+		if (code >= lo && code < hi)
+			found = !strcmp(perms, "r-xp") ? 1 : -1;
+		if (perms[1] == 'w' && perms[2] == 'x')
+			wx = 1;
+	}
+	if (f)
+		fclose(f);
+	check(found == 1, "W^X: the code mapping is r-xp");
+	check(!wx, "W^X: no mapping of the process is writable and executable");
+out:
+	vm_prog_free(prog);
+	vm_free(vm);
+}
+
 /* ---- engine selection and the fallback ---- */
 static void test_engines(void)
 {
@@ -169,6 +324,11 @@ static void test_engines(void)
 int main(void)
 {
 	test_arith();
+	test_bounds();
+	test_fuel();
+	test_calls();
+	test_hooks();
+	test_wx();
 	test_engines();
 	printf("%u passed, %u failed\n", passed, failed);
 	return failed != 0;
