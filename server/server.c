@@ -690,6 +690,15 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	}
 	vm_bind_hook(s->vm, "now", (void *)hook_now, ":l", s);
 	vm_bind_hook(s->vm, "log", (void *)hook_log, "lll:v", s);
+	for (unsigned i = 0; i < c->n_hooks; i++) {
+		const struct arfd_hook *h = &c->hooks[i];
+		int rc = vm_bind_hook(s->vm, h->name, h->fn, h->sig, h->user);
+		if (rc != 0) {
+			snprintf(err, errlen, "hook %s (%s): %s", h->name ? h->name : "?",
+			         h->sig ? h->sig : "?", vm_strerror(rc));
+			goto fail;
+		}
+	}
 
 	/* the reply buffer of an EXEC may be as large as out_max plus its header */
 	struct pn_opts po = { .n_workers = c->threads, .max_msg = c->out_max + EXEC_HDR_ROOM +

@@ -20,6 +20,15 @@ struct arfd_region_spec {
 	unsigned access;           /* ISA_ACC_RO or ISA_ACC_RW */
 };
 
+/* A host hook a server module adds (vm.h: vm_bind_hook); ARF and the benchmarks use these. */
+struct arfd_hook {
+	const char *name;
+	void *fn;
+	const char *sig;
+	void *user;
+};
+#define ARFD_MAX_HOOKS 64
+
 struct arfd_config {
 	const char *listen[ARFD_MAX_LISTEN];
 	unsigned n_listen;
@@ -33,6 +42,8 @@ struct arfd_config {
 	uint64_t fuel_max;         /* requests asking more get this; 0 = 10 * fuel_default */
 	uint64_t out_max;          /* output bytes per run; 0 = 64 MiB */
 	unsigned max_inflight;     /* concurrent requests per client; 0 = 64 */
+	struct arfd_hook hooks[ARFD_MAX_HOOKS]; /* besides the built-in now and log */
+	unsigned n_hooks;
 };
 
 struct arfd;
