@@ -111,8 +111,10 @@ fuzz: fuzz-build
 # ---- benchmarks (bench-quick: small sizes, results in gitignored *.tmp files)
 bench: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD))
+	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD))
 bench-quick: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD)) quick
+	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD)) quick
 
 examples: all
 	BUILD=$(BUILD) sh examples/run.sh
