@@ -4,6 +4,7 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,14 @@
 #include "isa.h"
 #include "pn.h"
 
+#define ARC_KNOWN_IDS 64
+
 struct arc {
 	struct pn *pn;
+	/* ids this connection has sent inline or installed: sent by id afterwards; others go
+	 * inline at once, saving the round trip of a "not installed" answer */
+	uint8_t known[ARC_KNOWN_IDS][AR_ID_LEN];
+	unsigned n_known, next_known;
 	pn_peer server;
 	char secret[AR_MAX_SECRET + 1];
 	int timeout_ms;
@@ -43,6 +50,28 @@ static int fail(struct arc *a, int rc, const char *fmt, ...)
 }
 
 const char *arc_errmsg(struct arc *a) { return a->errmsg; }
+
+static bool id_known(struct arc *a, const uint8_t id[AR_ID_LEN])
+{
+	bool known = false;
+	pthread_mutex_lock(&a->lock);
+	for (unsigned i = 0; i < a->n_known && !known; i++)
+		known = !memcmp(a->known[i], id, AR_ID_LEN);
+	pthread_mutex_unlock(&a->lock);
+	return known;
+}
+
+static void id_remember(struct arc *a, const uint8_t id[AR_ID_LEN])
+{
+	if (id_known(a, id))
+		return;
+	pthread_mutex_lock(&a->lock);
+	memcpy(a->known[a->next_known], id, AR_ID_LEN);     /* oldest replaced first */
+	a->next_known = (a->next_known + 1) % ARC_KNOWN_IDS;
+	if (a->n_known < ARC_KNOWN_IDS)
+		a->n_known++;
+	pthread_mutex_unlock(&a->lock);
+}
 
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen)
@@ -147,8 +176,10 @@ int arc_install(struct arc *a, const void *seg, size_t len, uint8_t id[AR_ID_LEN
 	if (rc != 0)
 		return rc;
 	const uint8_t *p = ar_get_bytes(&r, AR_ID_LEN);
-	if (p)
+	if (p) {
 		memcpy(id, p, AR_ID_LEN);
+		id_remember(a, id);
+	}
 	free(rep);
 	return p ? 0 : fail(a, -AR_EPROTO, "malformed INSTALL reply");
 }
@@ -214,7 +245,12 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	x->out = NULL;
 	x->out_len = 0;
 	x->trapped = 0;
-	exec_request(a, &p->req, x, 0);
+	uint8_t id[AR_ID_LEN];
+	isa_seg_id(x->seg, x->seg_len, id);
+	p->sent_inline = !id_known(a, id);
+	exec_request(a, &p->req, x, p->sent_inline);
+	if (p->sent_inline)
+		id_remember(a, id);
 	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 	p->coop = pn_coop_start(a->pn, &p->d, 1);
 	int rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)

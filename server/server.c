@@ -367,7 +367,8 @@ static void h_exec(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void
 		if (c)
 			cache_put(s, c);
 		reply_err(s, from, coop, status, "%s", err);
-		request_end(s, from, AR_T_EXEC, t0, 1);
+		/* not installed is the normal first answer to a client that sends ids: no error */
+		request_end(s, from, AR_T_EXEC, t0, status != -AR_ENOSEG);
 		return;
 	}
 	if (!fuel)
