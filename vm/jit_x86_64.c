@@ -278,13 +278,6 @@ static uint32_t emit_jcc(struct emit *e, int cc)
 	return at;
 }
 
-/* setcc al; movzx r32, al: r = 1 if the condition holds, else 0 */
-static void emit_setcc(struct emit *e, int cc, int r)
-{
-	emit_op(e, 0, 0x0f90 + (unsigned)cc, 0, rm_reg(RAX));
-	emit_op(e, 0, 0x0fb6, r, rm_reg(RAX));
-}
-
 /* call an absolute address: mov rax, imm64; call rax */
 static void emit_call_abs(struct emit *e, const void *fn)
 {
@@ -306,6 +299,8 @@ struct cg {
 	int8_t *reg_of;                /* per slot: its cache register or -1 */
 	int32_t cached[N_CACHE_REGS];  /* the cached slots */
 	unsigned n_cached;
+	int hot_region;                /* region whose base and length live in registers, or -1 */
+	int8_t hot_base, hot_len;      /* (never out: its length changes during a run) */
 	uint32_t *xoff;                /* per xinsn: offset of its code (from the buffer start) */
 	struct jump *jumps;
 	uint32_t n_jumps, cap_jumps;
@@ -375,10 +370,18 @@ static void spill_all(struct cg *g)
 	for (unsigned i = 0; i < g->n_cached; i++)
 		emit_mov_rm_r(&g->e, rm_mem(R_FP, 8 * g->cached[i]), g->reg_of[g->cached[i]]);
 }
+static void load_hot_region(struct cg *g)
+{
+	if (g->hot_region >= 0) {
+		emit_mov_r_rm(&g->e, g->hot_base, rm_mem(R_TAB, 16 * g->hot_region));
+		emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
+	}
+}
 static void reload_all(struct cg *g)
 {
 	for (unsigned i = 0; i < g->n_cached; i++)
 		emit_mov_r_rm(&g->e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+	load_hot_region(g);
 }
 
 /* ---- templates ---- */
@@ -387,6 +390,13 @@ static void reload_all(struct cg *g)
 static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 {
 	struct emit *e = &g->e;
+	struct xinsn sw;
+	if (!ri && op != ALU_SUB && x->c == x->a && x->b != x->a) {
+		sw = *x;                                   /* a = b + a  ==  a = a + b */
+		sw.b = x->c;
+		sw.c = x->b;
+		x = &sw;
+	}
 	int t = work_reg(g, x->a);
 	if (!ri && x->b != x->c && g->reg_of[x->c] == t)
 		t = RAX;                                   /* a = b - a: keep a until it is read */
@@ -410,14 +420,19 @@ static void gen_mul(struct cg *g, const struct xinsn *x, int ri)
 		emit_op(e, OP_W, 0x69, t, slot(g, x->b));   /* imul t, b, imm32 */
 		emit4(e, (uint32_t)x->imm);
 	} else {
-		if (!ri && x->b != x->c && g->reg_of[x->c] == t)
+		int32_t b = x->b, c = x->c;
+		if (!ri && c == x->a && b != x->a) {          /* a = b * a  ==  a = a * b */
+			c = x->b;
+			b = x->c;
+		}
+		if (!ri && b != c && g->reg_of[c] == t)
 			t = RAX;
-		load_slot(g, t, x->b);
+		load_slot(g, t, b);
 		if (ri) {
 			emit_mov_imm(e, RCX, (uint64_t)x->imm);
 			emit_op(e, OP_W, 0x0faf, t, rm_reg(RCX));   /* imul t, rcx */
 		} else {
-			emit_op(e, OP_W, 0x0faf, t, slot(g, x->c)); /* imul t, c */
+			emit_op(e, OP_W, 0x0faf, t, slot(g, c));    /* imul t, c */
 		}
 	}
 	store_slot(g, x->a, t);
@@ -467,13 +482,25 @@ static void emit_cmp_slots(struct cg *g, int32_t b, int32_t c, int64_t imm, int 
 	}
 }
 
-/* a = (b cc c) ? 1 : 0 */
+/* a = (b cc c) ? 1 : 0, as  xor d, d; cmp b, c; setcc d8.  Zeroing d first (before the
+ * compare, since xor sets flags) keeps setcc from merging into d's old value, which would
+ * chain every comparison to whatever last wrote d.  d is a's register unless the compare
+ * reads it; rdx otherwise (emit_cmp_slots uses only rax and rcx). */
+static void emit_cmp_set(struct cg *g, int32_t a, int32_t b, int32_t c, int64_t imm, int ri,
+                         enum cc cc)
+{
+	struct emit *e = &g->e;
+	int t = work_reg(g, a);
+	int d = t != RAX && g->reg_of[b] != t && (ri || g->reg_of[c] != t) ? t : RDX;
+	emit_op(e, 0, 0x33, d, rm_reg(d));                   /* xor d32, d32 */
+	emit_cmp_slots(g, b, c, imm, ri);
+	emit_op(e, OP_BYTE, 0x0f90 + (unsigned)cc, 0, rm_reg(d));   /* setcc d8 */
+	store_slot(g, a, d);
+}
+
 static void gen_setcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri)
 {
-	int t = work_reg(g, x->a);
-	emit_cmp_slots(g, x->b, x->c, x->imm, ri);
-	emit_setcc(&g->e, cc, t);
-	store_slot(g, x->a, t);
+	emit_cmp_set(g, x->a, x->b, x->c, x->imm, ri, cc);
 }
 
 /* Ops of the XBIN list (xops.def) -> templates.  A new XBIN without a BIN_ line here fails
@@ -547,10 +574,7 @@ static void gen_sext(struct cg *g, const struct xinsn *x, unsigned opcode)
 
 static void gen_eqz(struct cg *g, const struct xinsn *x)
 {
-	int t = work_reg(g, x->a);
-	emit_cmp_slots(g, x->b, 0, 0, 1);
-	emit_setcc(&g->e, CC_E, t);
-	store_slot(g, x->a, t);
+	emit_cmp_set(g, x->a, x->b, 0, 0, 1, CC_E);
 }
 
 #define UN_NEG(g, x)    gen_f7(g, x, F7_NEG)
@@ -764,9 +788,20 @@ static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int
 #define CC_GEU CC_AE
 
 /* ---- memory ----
- * Region r's entry in the table at r12: base at [r12 + 16 r], length at [r12 + 16 r + 8]. */
-static struct rm region_base(unsigned r) { return rm_mem(R_TAB, (int32_t)(16 * r)); }
-static struct rm region_len(unsigned r) { return rm_mem(R_TAB, (int32_t)(16 * r + 8)); }
+ * Region r's entry in the table at r12: base at [r12 + 16 r], length at [r12 + 16 r + 8];
+ * for the function's hot region, registers. */
+static struct rm region_len(const struct cg *g, unsigned r)
+{
+	return (int)r == g->hot_region ? rm_reg(g->hot_len) : rm_mem(R_TAB, (int32_t)(16 * r + 8));
+}
+/* A register holding region r's base: its own, or rdx loaded from the table. */
+static int region_base(struct cg *g, unsigned r)
+{
+	if ((int)r == g->hot_region)
+		return g->hot_base;
+	emit_mov_r_rm(&g->e, RDX, rm_mem(R_TAB, (int32_t)(16 * r)));
+	return RDX;
+}
 
 /* Trap `kind` unless [off, off + w) lies inside a region of length `len` (memory operand):
  *   w == 1:  cmp off, len; jae trap
@@ -811,19 +846,19 @@ static void gen_load(struct cg *g, const struct xinsn *x, unsigned w, int is_sig
 	static const unsigned sx[] = { [1] = 0x0fbe, [2] = 0x0fbf, [4] = 0x63, [8] = 0x8b };
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->b, x->imm);
-	emit_bounds(g, off, region_len((unsigned)x->c), w, ISA_TRAP_BOUNDS);
-	emit_mov_r_rm(e, RDX, region_base((unsigned)x->c));
+	emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS);
+	int base = region_base(g, (unsigned)x->c);
 	int t = work_reg(g, x->a);
 	/* movzx r32 / mov r32 zero-extend to 64 bits; movsx/movsxd/mov r64 need REX.W */
 	unsigned flags = is_signed || w == 8 ? OP_W : 0;
-	emit_op(e, flags, is_signed ? sx[w] : zx[w], t, rm_idx(RDX, off));
+	emit_op(e, flags, is_signed ? sx[w] : zx[w], t, rm_idx(base, off));
 	store_slot(g, x->a, t);
 }
 
-/* mov [rdx + off], v with w bytes */
-static void emit_store_w(struct emit *e, unsigned w, int off, int v)
+/* mov [base + off], v with w bytes */
+static void emit_store_w(struct emit *e, unsigned w, int base, int off, int v)
 {
-	struct rm m = rm_idx(RDX, off);
+	struct rm m = rm_idx(base, off);
 	switch (w) {
 	case 1: emit_op(e, OP_BYTE, 0x88, v, m); break;
 	case 2: emit_op(e, OP_66, 0x89, v, m); break;
@@ -841,13 +876,13 @@ static void gen_store(struct cg *g, const struct xinsn *x, unsigned w, int out)
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->a, 0);
 	if (!out) {
-		emit_bounds(g, off, region_len((unsigned)x->c), w, ISA_TRAP_BOUNDS);
+		emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS);
 	} else {
 		emit_bounds(g, off, rm_mem(R_CTX, offsetof(struct jit_ctx, out_cap)), w,
 		            ISA_TRAP_OUTPUT_FULL);
 		/* lea rcx, [off + w]; cmp rcx, out.len; jbe done; call out_extend */
 		emit_op(e, OP_W, 0x8d, RCX, rm_mem(off, (int32_t)w));
-		emit_alu_r_rm(e, ALU_CMP, RCX, region_len(ISA_R_OUT));
+		emit_alu_r_rm(e, ALU_CMP, RCX, region_len(g, ISA_R_OUT));
 		uint32_t done = emit_skip(g, CC_BE);
 		spill_all(g);
 		emit_mov_rr(e, RDI, R_TAB);
@@ -859,10 +894,10 @@ static void gen_store(struct cg *g, const struct xinsn *x, unsigned w, int out)
 			load_slot(g, RAX, x->a);
 		emit_land(g, done);
 	}
-	emit_mov_r_rm(e, RDX, region_base((unsigned)x->c));
+	int base = region_base(g, (unsigned)x->c);
 	int v = g->reg_of[x->b] >= 0 ? g->reg_of[x->b] : RCX;
 	load_slot(g, v, x->b);
-	emit_store_w(e, w, off, v);
+	emit_store_w(e, w, base, off, v);
 }
 
 /* ld8u r [fp[b]]; compare with imm; branch (forward only, translate.c fuses no others) */
@@ -870,9 +905,9 @@ static void gen_ld8u_jcc(struct cg *g, const struct xinsn *x, enum cc cc)
 {
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->b, 0);
-	emit_bounds(g, off, region_len((unsigned)x->c), 1, ISA_TRAP_BOUNDS);
-	emit_mov_r_rm(e, RDX, region_base((unsigned)x->c));
-	emit_op(e, 0, 0x0fb6, RAX, rm_idx(RDX, off));       /* movzx eax, byte [rdx + off] */
+	emit_bounds(g, off, region_len(g, (unsigned)x->c), 1, ISA_TRAP_BOUNDS);
+	int base = region_base(g, (unsigned)x->c);
+	emit_op(e, 0, 0x0fb6, RAX, rm_idx(base, off));      /* movzx eax, byte [base + off] */
 	if (fits32(x->imm)) {
 		emit_alu_rm_imm(e, OP_W, ALU_CMP, rm_reg(RAX), (int32_t)x->imm);
 	} else {
@@ -885,7 +920,7 @@ static void gen_ld8u_jcc(struct cg *g, const struct xinsn *x, enum cc cc)
 static void gen_rlen(struct cg *g, const struct xinsn *x, unsigned r)
 {
 	int t = work_reg(g, x->a);
-	emit_mov_r_rm(&g->e, t, region_len(r));
+	emit_mov_r_rm(&g->e, t, region_len(g, r));
 	store_slot(g, x->a, t);
 }
 
@@ -958,6 +993,28 @@ static void gen_trap(struct cg *g, const struct xinsn *x)
 	emit_op(&g->e, 0, 0xc7, 0, rm_mem(R_CTX, offsetof(struct jit_ctx, trap_code)));
 	emit4(&g->e, (uint32_t)x->imm);                          /* mov dword [code], imm */
 	emit_jcc_trap(g, CC_ALWAYS, ISA_TRAP_USER);
+}
+
+/* ld8u t = r[b + imm]; eq/ne t = t, k (0 <= k <= 255), the byte scanning idiom: when the
+ * loaded byte is dead after the compare, compare it in memory (cmp byte [base + off], k)
+ * instead of loading it first.  Returns 1 when it emitted the pair. */
+static int gen_ld8u_cmp(struct cg *g, const struct xinsn *ld, const struct xinsn *x)
+{
+	struct emit *e = &g->e;
+	if (ld->op != X_LD8U || (x->op != X_EQ_RI && x->op != X_NE_RI) || x->b != ld->a ||
+	    x->a != ld->a || x->imm < 0 || x->imm > 255)
+		return 0;
+	int off = offset_reg(g, ld->b, ld->imm);
+	emit_bounds(g, off, region_len(g, (unsigned)ld->c), 1, ISA_TRAP_BOUNDS);
+	int base = region_base(g, (unsigned)ld->c);
+	int t = work_reg(g, x->a);
+	int d = t != RAX && t != off && t != base ? t : RDX;
+	emit_op(e, 0, 0x33, d, rm_reg(d));                   /* xor d32, d32 */
+	emit_op(e, 0, 0x80, ALU_CMP, rm_idx(base, off));     /* cmp byte [base + off], k */
+	emit1(e, (unsigned)x->imm);
+	emit_op(e, OP_BYTE, 0x0f90 + (unsigned)(x->op == X_EQ_RI ? CC_E : CC_NE), 0, rm_reg(d));
+	store_slot(g, x->a, d);
+	return 1;
 }
 
 static void unsupported(struct cg *g, const struct xinsn *x)
@@ -1107,9 +1164,34 @@ static unsigned slot_uses(const struct xinsn *x, int32_t *s)
 	}
 }
 
+/* The region a memory xinsn addresses, or -1 (out never counts: its length moves). */
+static int region_use(const struct xinsn *x)
+{
+	switch ((enum xop)x->op) {
+#define XLD(n, w, t) case X_##n:
+#define XST(n, w, t) case X_##n:
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XCC(n, e)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_LD8U_JEQ_I: case X_LD8U_JNE_I: case X_RLEN:
+		return x->c == ISA_R_OUT ? -1 : x->c;
+	default:
+		return -1;
+	}
+}
+
 static int choose_cached(struct cg *g)
 {
 	const struct xfunc *xf = g->xf;
+	uint64_t rscore[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS] = { 0 };
 	int32_t *loop = calloc((size_t)xf->n_code + 1, sizeof *loop);
 	uint64_t *score = calloc(xf->n_slots ? xf->n_slots : 1, sizeof *score);
 	if (!loop || !score) {
@@ -1132,19 +1214,36 @@ static int choose_cached(struct cg *g)
 		unsigned n = slot_uses(&xf->code[i], s);
 		for (unsigned k = 0; k < n; k++)
 			score[s[k]] += w;
+		int r = region_use(&xf->code[i]);
+		if (r >= 0)
+			rscore[r] += w;
 	}
+	int hot = -1;
+	for (int r = 0; r < ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS; r++)
+		if (rscore[r] && (hot < 0 || rscore[r] > rscore[hot]))
+			hot = r;
+	g->hot_region = -1;
 	for (uint32_t s = 0; s < xf->n_slots; s++)
 		g->reg_of[s] = -1;
 	g->n_cached = 0;
-	while (g->n_cached < N_CACHE_REGS) {
+	unsigned n_regs = 0;
+	while (n_regs < N_CACHE_REGS) {
 		uint32_t best = 0;
 		for (uint32_t s = 1; s < xf->n_slots; s++)
 			if (score[s] > score[best])
 				best = s;
-		if (xf->n_slots == 0 || score[best] == 0)
+		uint64_t bs = xf->n_slots ? score[best] : 0;
+		/* the hot region's base and length take two registers when they beat a slot */
+		if (hot >= 0 && g->hot_region < 0 && n_regs + 2 <= N_CACHE_REGS && rscore[hot] >= bs) {
+			g->hot_region = hot;
+			g->hot_base = (int8_t)cache_regs[n_regs++];
+			g->hot_len = (int8_t)cache_regs[n_regs++];
+			continue;
+		}
+		if (bs == 0)
 			break;
 		score[best] = 0;
-		g->reg_of[best] = (int8_t)cache_regs[g->n_cached];
+		g->reg_of[best] = (int8_t)cache_regs[n_regs++];
 		g->cached[g->n_cached++] = (int32_t)best;
 	}
 	free(loop);
@@ -1171,6 +1270,7 @@ static void gen_prologue(struct cg *g)
 		else if (s < xf->n_locals)
 			emit_mov_imm(e, g->reg_of[s], 0);
 	}
+	load_hot_region(g);
 }
 
 /* Trap stubs after the function body: mov edi, kind; mov esi, xi; mov edx, func; jmp to the
@@ -1216,13 +1316,30 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	}
 	for (uint32_t i = 0; i < g->xf->n_code; i++)
 		xop[i] = (uint8_t)g->xf->code[i].op;
+	/* branch targets: a pair of xinsns is fused only when nothing jumps between them */
+	uint8_t *target = calloc((size_t)g->xf->n_code + 1, 1);
+	if (!target) {
+		free(g->reg_of);
+		return -VM_ENOMEM;
+	}
+	for (uint32_t i = 0; i < g->xf->n_code; i++) {
+		int32_t d;
+		if (branch_d(&g->xf->code[i], &d))
+			target[i + d] = 1;
+	}
 	j->func_off[fi] = (uint32_t)g->e.len;
 	gen_prologue(g);
 	for (uint32_t i = 0; i < g->xf->n_code && !g->unsupported; i++) {
+		const struct xinsn *x = &g->xf->code[i];
 		g->xi = i;
 		g->xoff[i] = (uint32_t)g->e.len;
-		gen_insn(g, &g->xf->code[i]);
+		if (i + 1 < g->xf->n_code && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
+			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
+			continue;
+		}
+		gen_insn(g, x);
 	}
+	free(target);
 	free(g->reg_of);
 	if (g->unsupported)
 		return 0;
