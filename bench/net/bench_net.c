@@ -878,12 +878,17 @@ int main(int argc, char **argv)
 	    cpu, sysconf(_SC_NPROCESSORS_ONLN));
 	out("# per point: %u rounds x %u requests after %u warm-up (or %.1f s), pn and raw alternating\n",
 	    pl->rounds, pl->n, pl->warm, pl->cap_s);
+	/* Other work on the machine moves loopback numbers a lot: record how busy it was. */
+	double load[1] = { -1 };
+	getloadavg(load, 1);
+	out("# load average (1 min) at start: %.2f\n", load[0]);
 
 	static const struct goals g_tcp = { 1.25, 0.7 }, g_udp = { 1.3, 0.7 };
 	char goals[1024] = "";
 	bench_backend("tcp", pl, &g_tcp, goals, sizeof goals);
 	bench_backend("udp", pl, &g_udp, goals, sizeof goals);
-	out("\ngoals (loopback)\n%s", goals);
+	getloadavg(load, 1);
+	out("\ngoals (loopback)\n%s# load average (1 min) at end: %.2f\n", goals, load[0]);
 	fclose(csv);
 	fclose(txt);
 	return 0;
