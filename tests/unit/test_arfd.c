@@ -1,0 +1,1205 @@
+/* test_arfd.c: arfd and libarc end to end, in one process, over tcp and udp on loopback.
+ *
+ * Each test starts a server with arfd_start (anonymous and file-backed regions, server module
+ * hooks) and talks to it through libarc: install and the code cache (hits, eviction and the
+ * inline fallback), exec results, outputs and traps (texts pinned), read/write and their
+ * errors, regions, the secret, the limits, 32 runs in flight, 1000 hostile segments while a
+ * second client checks every answer it gets, a client leaving mid-request, and a restart on a
+ * file-backed region.  Every wait is bounded (arc timeouts, joins after a stop flag).
+ * Not tested: "local placement" (running a segment in the client's VM over remote reads):
+ * libarc does not have it yet.
+ *
+ *   test_arfd [tcp|udp]...      (default: both)   env TEST_ARFD_HOSTILE=N (default 1000)
+ * Prints "N passed, N failed" last.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arc.h"
+#include "asm.h"
+#include "isa.h"
+#include "server.h"
+
+static _Atomic int passed, failed;
+static const char *scheme;
+
+#define CHECK(cond, ...) do { \
+	if (cond) passed++; \
+	else { failed++; printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, scheme); printf(__VA_ARGS__); printf("\n"); } \
+} while (0)
+
+enum { MEM_SIZE = 65536, ROM_SIZE = 4096, KEEP_SIZE = 4096, TIMEOUT_MS = 10000 };
+
+/* ---- server module hooks (arfd_config.hooks) ---- */
+
+static const int64_t mix_key = 1000;
+
+/* mix(a, b) = 31a + b + *user: checks that arguments and the user pointer arrive */
+static int64_t hook_mix(struct vm_hook_ctx *c, int64_t a, int64_t b)
+{
+	return a * 31 + b + *(const int64_t *)vm_hook_user(c);
+}
+
+/* nap(ms): a slow run on demand, without burning CPU (the limits and disconnect tests) */
+static void hook_nap(struct vm_hook_ctx *c, int64_t ms)
+{
+	if (ms < 0 || ms > 2000) {
+		vm_hook_fail(c, "nap: %lld ms is out of range", (long long)ms);
+		return;
+	}
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+/* fail(a): always fails, so a run ends with trap 'hook' and this message */
+static int64_t hook_fail(struct vm_hook_ctx *c, int64_t a)
+{
+	vm_hook_fail(c, "fail asked with %lld", (long long)a);
+	return 0;
+}
+
+/* ---- servers and clients ---- */
+
+/* A config with the standard regions (mem rw, rom ro, keep rw, all anonymous) and hooks. */
+static struct arfd_config *config_new(void)
+{
+	struct arfd_config *c = calloc(1, sizeof *c);
+	static char listen[32];
+	snprintf(listen, sizeof listen, "%s:127.0.0.1:0", scheme);
+	c->listen[c->n_listen++] = listen;
+	static const struct { const char *name; uint64_t size; unsigned access; } r[] = {
+		{ "mem", MEM_SIZE, ISA_ACC_RW }, { "rom", ROM_SIZE, ISA_ACC_RO },
+		{ "keep", KEEP_SIZE, ISA_ACC_RW },
+	};
+	for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+		struct arfd_region_spec *g = &c->regions[c->n_regions++];
+		snprintf(g->name, sizeof g->name, "%s", r[i].name);
+		g->size = r[i].size;
+		g->access = r[i].access;
+	}
+	c->hooks[c->n_hooks++] = (struct arfd_hook){ "mix", (void *)hook_mix, "ll:l", (void *)&mix_key };
+	c->hooks[c->n_hooks++] = (struct arfd_hook){ "nap", (void *)hook_nap, "l:v", NULL };
+	c->hooks[c->n_hooks++] = (struct arfd_hook){ "fail", (void *)hook_fail, "l:l", NULL };
+	return c;
+}
+
+static struct arfd *server_start(const struct arfd_config *c)
+{
+	char err[256];
+	struct arfd *s = arfd_start(c, err, sizeof err);
+	if (!s)
+		printf("arfd_start: %s\n", err);
+	return s;
+}
+
+static struct arc *client(struct arfd *s, const char *secret)
+{
+	char err[256];
+	struct arc_opts o = { .secret = secret, .timeout_ms = TIMEOUT_MS };
+	struct arc *a = arc_connect(arfd_endpoint(s, scheme), &o, err, sizeof err);
+	if (!a)
+		printf("arc_connect %s: %s\n", arfd_endpoint(s, scheme), err);
+	return a;
+}
+
+/* One statistic of the server ("cache.hits"), or -1. */
+static long long stat_of(struct arc *a, const char *name)
+{
+	char *text;
+	if (arc_stats(a, &text) != 0)
+		return -1;
+	long long v = -1;
+	size_t n = strlen(name);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			v = strtoll(p + n + 1, NULL, 10);
+	free(text);
+	return v;
+}
+
+static uint8_t *assemble(const char *src, size_t *len)
+{
+	uint8_t *seg = NULL;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "test.pna", &seg, len, &diags) != 0)
+		printf("assemble:\n%s\n---\n%s\n", diags ? diags : "?", src);
+	free(diags);
+	return seg;
+}
+
+/* ---- the segments ---- */
+
+/* The main test segment.  Line numbers matter: trap texts below pin them. */
+static const char seg_main_src[] =
+	".region mem rw\n"                      /* 1 */
+	".region rom ro\n"
+	".hook mix \"ll:l\"\n"
+	".hook fail \"l:l\"\n"
+	".const hello \"hello\\n\"\n"           /* 5 */
+	".func main a b\n"                      /* main(a, b) = a * b, prints hello */
+	"    push @hello\n"
+	"    push #hello\n"
+	"    output const\n"
+	"    lget a\n"                          /* 10 */
+	"    lget b\n"
+	"    mul\n"
+	"    ret\n"
+	".end\n"
+	".func get off\n"                       /* 15: mem[off] as a u64 */
+	"    lget off\n"
+	"    ld64 mem\n"
+	"    ret\n"
+	".end\n"
+	".func put off v\n"                     /* 20: mem[off] = v */
+	"    lget off\n"
+	"    lget v\n"
+	"    st64 mem\n"
+	"    push 0\n"
+	"    ret\n"                             /* 25 */
+	".end\n"
+	".func boom\n"
+	"    trap 7\n"                          /* 28 */
+	".end\n"
+	".func oob\n"                           /* 30 */
+	"    push 65536\n"
+	"    ld64 mem\n"                        /* 32 */
+	"    ret\n"
+	".end\n"
+	".func echo\n"                          /* 35: the argument bytes back, their length */
+	"    push 0\n"
+	"    push 0\n"
+	"    rlen args\n"
+	"    copy out, args\n"
+	"    rlen args\n"                       /* 40 */
+	"    ret\n"
+	".end\n"
+	".func spew n\n"                        /* bytes 0, 1, 2, ... n-1 */
+	".local i\n"
+	"loop:\n"                               /* 45 */
+	"    lget i\n"
+	"    lget n\n"
+	"    jgeu done\n"
+	"    lget i\n"
+	"    outb\n"                            /* 50 */
+	"    linc i, 1\n"
+	"    jmp loop\n"
+	"done:\n"
+	"    lget n\n"
+	"    ret\n"                             /* 55 */
+	".end\n"
+	".func mixit a b\n"
+	"    lget a\n"
+	"    lget b\n"
+	"    hcall mix\n"                       /* 60 */
+	"    ret\n"
+	".end\n"
+	".func hfail a\n"
+	"    lget a\n"
+	"    hcall fail\n"                      /* 65 */
+	"    ret\n"
+	".end\n"
+	".func romlast\n"                       /* the last byte of rom: in bounds */
+	"    push 4095\n"
+	"    ld8u rom\n"                        /* 70 */
+	"    ret\n"
+	".end\n"
+	".export main\n.export get\n.export put\n.export boom\n.export oob\n.export echo\n"
+	".export spew\n.export mixit\n.export hfail\n.export romlast\n";
+
+/* nap(ms): a run that takes ms milliseconds */
+static const char seg_nap_src[] =
+	".hook nap \"l:v\"\n"
+	".func main ms\n"
+	"    lget ms\n"
+	"    hcall nap\n"
+	"    ret\n"
+	".end\n"
+	".export main\n";
+
+/* The well-behaved segment of the concurrent client: main(a, b) = a * b + keep[8]. */
+static const char seg_good_src[] =
+	".region keep ro\n"
+	".func main a b\n"
+	"    lget a\n"
+	"    lget b\n"
+	"    mul\n"
+	"    push 8\n"
+	"    ld64 keep\n"
+	"    add\n"
+	"    ret\n"
+	".end\n"
+	".func sum n\n"                          /* 0 + 1 + ... + n-1, by a loop */
+	".local i s\n"
+	"loop:\n"
+	"    lget i\n"
+	"    lget n\n"
+	"    jgeu done\n"
+	"    lget s\n"
+	"    lget i\n"
+	"    add\n"
+	"    lset s\n"
+	"    linc i, 1\n"
+	"    jmp loop\n"
+	"done:\n"
+	"    lget s\n"
+	"    ret\n"
+	".end\n"
+	".export main\n.export sum\n";
+
+/* A small segment whose constant makes it differ: for the cache tests. */
+static uint8_t *seg_const(int64_t k, size_t *len)
+{
+	char src[256];
+	snprintf(src, sizeof src, ".func main\n    push %lld\n    ret\n.end\n.export main\n",
+	         (long long)k);
+	return assemble(src, len);
+}
+
+/* ---- basic operations ---- */
+
+static int exec1(struct arc *a, const uint8_t *seg, size_t len, const char *entry,
+                 const int64_t *args, unsigned n, struct arc_exec *x)
+{
+	*x = (struct arc_exec){ .seg = seg, .seg_len = len, .entry = entry, .args = args,
+	                        .n_args = n };
+	return arc_exec(a, x);
+}
+
+static void test_install_exec(void)
+{
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t len;
+	uint8_t *seg = assemble(seg_main_src, &len);
+	if (!s || !a || !seg) {
+		CHECK(0, "setup");
+		goto out;
+	}
+
+	/* install: the id is the SHA-256 of the bytes; the second install is a cache hit */
+	uint8_t id[AR_ID_LEN], want[AR_ID_LEN];
+	isa_seg_id(seg, len, want);
+	int rc = arc_install(a, seg, len, id);
+	CHECK(rc == 0 && !memcmp(id, want, AR_ID_LEN), "install: rc %d (%s)", rc, arc_errmsg(a));
+	long long hits = stat_of(a, "cache.hits"), misses = stat_of(a, "cache.misses");
+	memset(id, 0, sizeof id);
+	rc = arc_install(a, seg, len, id);
+	CHECK(rc == 0 && !memcmp(id, want, AR_ID_LEN), "second install: rc %d", rc);
+	CHECK(stat_of(a, "cache.hits") == hits + 1 && stat_of(a, "cache.misses") == misses,
+	      "second install is a hit: hits %lld -> %lld, misses %lld -> %lld", hits,
+	      stat_of(a, "cache.hits"), misses, stat_of(a, "cache.misses"));
+	CHECK(stat_of(a, "cache.segments") == 1, "one segment cached");
+
+	/* exec by id: value and output */
+	struct arc_exec x;
+	int64_t args[2] = { 6, -7 };
+	rc = exec1(a, seg, len, NULL, args, 2, &x);
+	CHECK(rc == 0 && x.value == -42 && !x.trapped && x.out_len == 6 &&
+	      !memcmp(x.out, "hello\n", 6), "main(6, -7): rc %d value %lld out %llu '%.*s'", rc,
+	      (long long)x.value, (unsigned long long)x.out_len, (int)x.out_len, (char *)x.out);
+	CHECK(rc == 0 && x.fuel_used == 0, "main uses no fuel (no loop, no call): %llu",
+	      (unsigned long long)x.fuel_used);
+	CHECK(stat_of(a, "cache.misses") == misses, "exec of an installed segment: no miss");
+	free(x.out);
+
+	/* argument bytes */
+	x = (struct arc_exec){ .seg = seg, .seg_len = len, .entry = "echo", .argbytes = "abc\0def",
+	                       .argbytes_len = 7 };
+	rc = arc_exec(a, &x);
+	CHECK(rc == 0 && x.value == 7 && x.out_len == 7 && !memcmp(x.out, "abc\0def", 7),
+	      "echo: rc %d value %lld", rc, (long long)x.value);
+	free(x.out);
+
+	/* traps: kind, place and text */
+	rc = exec1(a, seg, len, "boom", NULL, 0, &x);
+	CHECK(rc == -AR_ETRAP && x.trapped && x.trap.kind == ISA_TRAP_USER && x.trap.code == 7 &&
+	      x.trap.line == 28 && x.out_len == 0, "boom: rc %d kind %u code %u line %u", rc,
+	      x.trap.kind, x.trap.code, x.trap.line);
+	CHECK(!strcmp(x.trap.text, "trap user (explicit trap 7) in boom at pc 0, line 28"),
+	      "boom text: '%s'", x.trap.text);
+	CHECK(!strcmp(arc_errmsg(a), x.trap.text), "errmsg is the trap: '%s'", arc_errmsg(a));
+	free(x.out);
+	rc = exec1(a, seg, len, "oob", NULL, 0, &x);
+	CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_BOUNDS &&
+	      !strcmp(x.trap.text, "trap bounds (memory access out of bounds) in oob at pc 5, line 32"),
+	      "oob: rc %d '%s'", rc, x.trap.text);
+	free(x.out);
+	int64_t h = 5;
+	rc = exec1(a, seg, len, "hfail", &h, 1, &x);
+	CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_HOOK &&
+	      !strcmp(x.trap.text, "trap hook (host hook failed: fail: fail asked with 5) in hfail at pc 2, line 65"),
+	      "hfail: rc %d '%s'", rc, x.trap.text);
+	free(x.out);
+
+	/* a server module hook, with its user pointer */
+	int64_t m[2] = { 3, 4 };
+	rc = exec1(a, seg, len, "mixit", m, 2, &x);
+	CHECK(rc == 0 && x.value == 3 * 31 + 4 + mix_key, "mixit: rc %d value %lld", rc,
+	      (long long)x.value);
+	free(x.out);
+
+	/* wrong entry, wrong argument count: refused before running */
+	rc = exec1(a, seg, len, "nosuch", NULL, 0, &x);
+	CHECK(rc == -AR_ENOENTRY && !strcmp(arc_errmsg(a), "no exported entry 'nosuch'"),
+	      "no entry: rc %d '%s'", rc, arc_errmsg(a));
+	rc = exec1(a, seg, len, "main", args, 1, &x);
+	CHECK(rc == -AR_EARGS && !strcmp(arc_errmsg(a), "entry 'main' takes 2 arguments, 1 given"),
+	      "wrong args: rc %d '%s'", rc, arc_errmsg(a));
+
+	/* out_max: the output stops at the client's limit with trap output_full */
+	int64_t n = 100;
+	x = (struct arc_exec){ .seg = seg, .seg_len = len, .entry = "spew", .args = &n, .n_args = 1,
+	                       .out_max = 64 };
+	rc = arc_exec(a, &x);
+	int pattern = x.out_len == 64;
+	for (uint64_t i = 0; pattern && i < 64; i++)
+		pattern = ((uint8_t *)x.out)[i] == i;
+	CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_OUTPUT_FULL && pattern,
+	      "spew(100) with out_max 64: rc %d kind %u out_len %llu", rc, x.trap.kind,
+	      (unsigned long long)x.out_len);
+	free(x.out);
+	n = 64;                         /* exactly the limit is fine */
+	x = (struct arc_exec){ .seg = seg, .seg_len = len, .entry = "spew", .args = &n, .n_args = 1,
+	                       .out_max = 64 };
+	rc = arc_exec(a, &x);
+	CHECK(rc == 0 && x.value == 64 && x.out_len == 64, "spew(64) with out_max 64: rc %d", rc);
+	free(x.out);
+	/* fuel: a loop of 1000 iterations under a budget of 10 */
+	n = 1000;
+	x = (struct arc_exec){ .seg = seg, .seg_len = len, .entry = "spew", .args = &n, .n_args = 1,
+	                       .fuel = 10 };
+	rc = arc_exec(a, &x);
+	CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_FUEL && x.out_len == 11,
+	      "spew(1000) with fuel 10: rc %d kind %u out %llu", rc, x.trap.kind,
+	      (unsigned long long)x.out_len);
+	free(x.out);
+	if (0) {
+out:;
+	}
+	free(seg);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* READ and WRITE, and what a segment sees of them */
+static void test_read_write(void)
+{
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t len;
+	uint8_t *seg = assemble(seg_main_src, &len);
+	if (!s || !a || !seg) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	uint64_t v = 0x1122334455667788u, got = 0;
+	int rc = arc_write(a, "mem", 4096, &v, 8);
+	CHECK(rc == 0, "write: %d %s", rc, arc_errmsg(a));
+	rc = arc_read(a, "mem", 4096, &got, 8);
+	CHECK(rc == 0 && got == v, "read back: %d %llx", rc, (unsigned long long)got);
+	struct arc_exec x;
+	int64_t off = 4096;
+	rc = exec1(a, seg, len, "get", &off, 1, &x);
+	CHECK(rc == 0 && (uint64_t)x.value == v, "a segment sees the write: %llx", (unsigned long long)x.value);
+	free(x.out);
+	int64_t pv[2] = { 8192, -5 };
+	rc = exec1(a, seg, len, "put", pv, 2, &x);
+	free(x.out);
+	rc = rc ? rc : arc_read(a, "mem", 8192, &got, 8);
+	CHECK(rc == 0 && got == (uint64_t)-5, "a read sees the segment's store: %llx", (unsigned long long)got);
+
+	/* boundaries: the last byte is readable and writable, one more is not */
+	uint8_t b = 0xab, bb = 0;
+	CHECK(arc_write(a, "mem", MEM_SIZE - 1, &b, 1) == 0 &&
+	      arc_read(a, "mem", MEM_SIZE - 1, &bb, 1) == 0 && bb == 0xab, "last byte of mem");
+	CHECK(arc_read(a, "mem", MEM_SIZE, &bb, 0) == 0, "empty read at the end");
+	rc = arc_read(a, "mem", MEM_SIZE - 4, &got, 8);
+	CHECK(rc == -AR_EBOUNDS && !strcmp(arc_errmsg(a),
+	      "read of 8 bytes at 65532 is outside region 'mem' (65536 bytes)"),
+	      "read across the end: %d '%s'", rc, arc_errmsg(a));
+	rc = arc_write(a, "mem", MEM_SIZE, &v, 1);
+	CHECK(rc == -AR_EBOUNDS, "write past the end: %d", rc);
+	rc = arc_read(a, "mem", UINT64_MAX - 2, &got, 8);
+	CHECK(rc == -AR_EBOUNDS, "read at 2^64-3 (offset + length wraps): %d", rc);
+	/* read-only, unknown */
+	rc = arc_write(a, "rom", 0, &v, 8);
+	CHECK(rc == -AR_EREADONLY && !strcmp(arc_errmsg(a), "region 'rom' is read-only"),
+	      "write to rom: %d '%s'", rc, arc_errmsg(a));
+	rc = arc_read(a, "rom", ROM_SIZE - 8, &got, 8);
+	CHECK(rc == 0 && got == 0, "read of rom: %d", rc);
+	rc = exec1(a, seg, len, "romlast", NULL, 0, &x);
+	CHECK(rc == 0 && x.value == 0, "a segment reads the last byte of rom: %d", rc);
+	free(x.out);
+	rc = arc_read(a, "nosuch", 0, &got, 8);
+	CHECK(rc == -AR_ENOREGION && !strcmp(arc_errmsg(a), "no region 'nosuch' here"),
+	      "unknown region: %d '%s'", rc, arc_errmsg(a));
+	rc = arc_write(a, "nosuch", 0, &v, 8);
+	CHECK(rc == -AR_ENOREGION, "write to an unknown region: %d", rc);
+
+	/* a large transfer: 60 KiB in one WRITE and one READ */
+	enum { BIG = 60000 };
+	uint8_t *wb = malloc(BIG), *rb = calloc(1, BIG);
+	for (int i = 0; i < BIG; i++)
+		wb[i] = (uint8_t)(i * 13 + (i >> 8));
+	rc = arc_write(a, "mem", 100, wb, BIG);
+	rc = rc ? rc : arc_read(a, "mem", 100, rb, BIG);
+	CHECK(rc == 0 && !memcmp(wb, rb, BIG), "60000 bytes round trip: %d", rc);
+	free(wb);
+	free(rb);
+
+	/* the regions list */
+	struct arc_region *list;
+	unsigned n;
+	rc = arc_regions(a, &list, &n);
+	CHECK(rc == 0 && n == 3, "regions: %d, %u", rc, n);
+	if (rc == 0 && n == 3) {
+		CHECK(!strcmp(list[0].name, "mem") && list[0].size == MEM_SIZE &&
+		      list[0].access == ISA_ACC_RW, "region 0: %s %llu %u", list[0].name,
+		      (unsigned long long)list[0].size, list[0].access);
+		CHECK(!strcmp(list[1].name, "rom") && list[1].size == ROM_SIZE &&
+		      list[1].access == ISA_ACC_RO, "region 1: %s", list[1].name);
+		CHECK(!strcmp(list[2].name, "keep") && list[2].size == KEEP_SIZE, "region 2: %s",
+		      list[2].name);
+	}
+	if (rc == 0)
+		free(list);
+	if (0) {
+out:;
+	}
+	free(seg);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* A cache of 2 and 3 segments: the first is evicted; running it again sends it inline. */
+static void test_eviction(void)
+{
+	struct arfd_config *c = config_new();
+	c->cache_max = 2;
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t len[3];
+	uint8_t *seg[3];
+	for (int i = 0; i < 3; i++)
+		seg[i] = seg_const(100 + i, &len[i]);
+	if (!s || !a || !seg[0] || !seg[1] || !seg[2]) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	uint8_t id[AR_ID_LEN];
+	for (int i = 0; i < 3; i++)
+		CHECK(arc_install(a, seg[i], len[i], id) == 0, "install %d", i);
+	CHECK(stat_of(a, "cache.evictions") == 1 && stat_of(a, "cache.segments") == 2,
+	      "3 installs into a cache of 2: evictions %lld, segments %lld",
+	      stat_of(a, "cache.evictions"), stat_of(a, "cache.segments"));
+	long long req = stat_of(a, "exec.requests"), err = stat_of(a, "exec.errors");
+	long long misses = stat_of(a, "cache.misses");
+	struct arc_exec x;
+	int rc = exec1(a, seg[0], len[0], NULL, NULL, 0, &x);
+	CHECK(rc == 0 && x.value == 100, "evicted segment runs: rc %d value %lld (%s)", rc,
+	      (long long)x.value, arc_errmsg(a));
+	free(x.out);
+	/* libarc knows it installed this one, so it asks by id; the server has evicted it and
+	 * answers "not installed" (not counted as an error); libarc then sends it inline, a miss
+	 * that installs it again */
+	CHECK(stat_of(a, "exec.requests") == req + 2 && stat_of(a, "exec.errors") == err &&
+	      stat_of(a, "cache.misses") == misses + 1, "inline fallback: requests +%lld errors "
+	      "+%lld misses +%lld (want 2, 0, 1)", stat_of(a, "exec.requests") - req,
+	      stat_of(a, "exec.errors") - err, stat_of(a, "cache.misses") - misses);
+	/* now it is cached again: one request by id, no miss */
+	rc = exec1(a, seg[0], len[0], NULL, NULL, 0, &x);
+	CHECK(rc == 0 && x.value == 100 && stat_of(a, "exec.requests") == req + 3 &&
+	      stat_of(a, "cache.misses") == misses + 1, "second run by id: rc %d", rc);
+	free(x.out);
+	/* the other two still answer, whatever was evicted */
+	for (int i = 1; i < 3; i++) {
+		rc = exec1(a, seg[i], len[i], NULL, NULL, 0, &x);
+		CHECK(rc == 0 && x.value == 100 + i, "segment %d: rc %d value %lld", i, rc,
+		      (long long)x.value);
+		free(x.out);
+	}
+out:
+	for (int i = 0; i < 3; i++)
+		free(seg[i]);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+static void test_secret(void)
+{
+	struct arfd_config *c = config_new();
+	c->secret = "s3cret";
+	struct arfd *s = server_start(c);
+	struct arc *none = s ? client(s, NULL) : NULL, *wrong = s ? client(s, "s3crex") : NULL;
+	struct arc *longer = s ? client(s, "s3cret!") : NULL, *right = s ? client(s, "s3cret") : NULL;
+	if (!s || !none || !wrong || !longer || !right) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	struct arc_region *list;
+	unsigned n;
+	uint64_t v = 1;
+	int rc = arc_regions(none, &list, &n);
+	CHECK(rc == -AR_EAUTH && !strcmp(arc_errmsg(none),
+	      "refused: this server requires its shared secret"), "no secret: %d '%s'", rc,
+	      arc_errmsg(none));
+	CHECK(arc_write(wrong, "mem", 0, &v, 8) == -AR_EAUTH, "wrong secret: write refused");
+	CHECK(arc_read(longer, "mem", 0, &v, 8) == -AR_EAUTH, "a longer secret is refused");
+	size_t len;
+	uint8_t *seg = seg_const(9, &len);
+	struct arc_exec x;
+	rc = exec1(wrong, seg, len, NULL, NULL, 0, &x);
+	CHECK(rc == -AR_EAUTH, "wrong secret: exec refused (%d)", rc);
+	rc = exec1(right, seg, len, NULL, NULL, 0, &x);
+	CHECK(rc == 0 && x.value == 9, "right secret: exec runs (%d)", rc);
+	if (rc == 0)
+		free(x.out);
+	rc = arc_regions(right, &list, &n);
+	CHECK(rc == 0 && n == 3, "right secret: regions (%d)", rc);
+	if (rc == 0)
+		free(list);
+	CHECK(arc_read(right, "mem", 0, &v, 8) == 0 && v == 0, "the refused write did nothing");
+	free(seg);
+out:
+	arc_close(none);
+	arc_close(wrong);
+	arc_close(longer);
+	arc_close(right);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* max-segment, max-inflight, max-output */
+static void test_limits(void)
+{
+	struct arfd_config *c = config_new();
+	c->max_segment = 512;
+	c->max_inflight = 2;
+	c->threads = 4;                /* more workers than the limit, so requests reach it */
+	c->out_max = 1024;
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t len, nap_len;
+	uint8_t *nap = assemble(seg_nap_src, &nap_len);
+	char big_src[2048];
+	snprintf(big_src, sizeof big_src, ".const pad zero 600\n%s",
+	         ".func main\n    push #pad\n    ret\n.end\n.export main\n");
+	uint8_t *big = assemble(big_src, &len);
+	if (!s || !a || !nap || !big) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	uint8_t id[AR_ID_LEN];
+	int rc = arc_install(a, big, len, id);
+	char want[128];
+	snprintf(want, sizeof want, "segment of %zu bytes, this server takes at most 512", len);
+	CHECK(rc == -AR_ETOOBIG && !strcmp(arc_errmsg(a), want), "install of %zu bytes: %d '%s'",
+	      len, rc, arc_errmsg(a));
+	struct arc_exec x;
+	rc = exec1(a, big, len, NULL, NULL, 0, &x);
+	CHECK(rc == -AR_ETOOBIG, "exec of %zu bytes (inline): %d", len, rc);
+
+	/* 8 runs of 400 ms at once, 2 allowed: the first two run, the others are refused while
+	 * they do (requests of one client are handled in order of arrival) */
+	enum { N = 8 };
+	CHECK(arc_install(a, nap, nap_len, id) == 0, "install nap");
+	struct arc_exec xs[N];
+	struct arc_pending *p[N];
+	int64_t ms = 400;
+	for (int i = 0; i < N; i++) {
+		xs[i] = (struct arc_exec){ .seg = nap, .seg_len = nap_len, .args = &ms, .n_args = 1 };
+		rc = arc_exec_start(a, &xs[i], &p[i]);
+		CHECK(rc == 0, "start %d: %d", i, rc);
+	}
+	int ok = 0, busy = 0, other = 0;
+	for (int i = 0; i < N; i++) {
+		if (!p[i])
+			continue;
+		rc = arc_exec_wait(a, p[i]);
+		if (rc == 0)
+			ok++, free(xs[i].out);
+		else if (rc == -AR_EBUSY)
+			busy++;
+		else
+			other++, printf("run %d: %d %s\n", i, rc, arc_errmsg(a));
+	}
+	CHECK(ok == 2 && busy == N - 2 && other == 0, "max-inflight 2: %d ran, %d busy, %d other",
+	      ok, busy, other);
+
+	/* the server's output limit caps what the client asks */
+	size_t mlen;
+	uint8_t *mseg = assemble(seg_main_src, &mlen);   /* larger than 512: install goes inline */
+	CHECK(mseg && mlen > 512, "seg_main is %zu bytes", mlen);
+	free(mseg);
+	char spew_src[] = ".func main n\n.local i\nloop:\n    lget i\n    lget n\n    jgeu done\n"
+	                  "    lget i\n    outb\n    linc i, 1\n    jmp loop\ndone:\n    lget n\n"
+	                  "    ret\n.end\n.export main\n";
+	size_t slen;
+	uint8_t *spew = assemble(spew_src, &slen);
+	int64_t n = 2000;
+	x = (struct arc_exec){ .seg = spew, .seg_len = slen, .args = &n, .n_args = 1,
+	                       .out_max = 1u << 20 };
+	rc = arc_exec(a, &x);
+	CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_OUTPUT_FULL && x.out_len == 1024,
+	      "server out_max 1024: rc %d kind %u out %llu", rc, x.trap.kind,
+	      (unsigned long long)x.out_len);
+	if (rc == 0 || rc == -AR_ETRAP)
+		free(x.out);
+	free(spew);
+	/* READ is limited by the same number */
+	uint8_t buf[2048];
+	rc = arc_read(a, "mem", 0, buf, 1025);
+	CHECK(rc == -AR_ETOOBIG, "read of 1025 bytes: %d", rc);
+	CHECK(arc_read(a, "mem", 0, buf, 1024) == 0, "read of 1024 bytes");
+out:
+	free(nap);
+	free(big);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* 32 runs in flight on one connection, waited for in reverse order */
+static void test_inflight(void)
+{
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t len;
+	uint8_t *seg = assemble(seg_good_src, &len);
+	if (!s || !a || !seg) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	enum { N = 32 };
+	struct arc_exec x[N];
+	struct arc_pending *p[N];
+	int64_t n[N];
+	int started = 0, right = 0;
+	for (int i = 0; i < N; i++) {
+		n[i] = 1000 + 37 * i;
+		x[i] = (struct arc_exec){ .seg = seg, .seg_len = len, .entry = "sum", .args = &n[i],
+		                          .n_args = 1 };
+		started += arc_exec_start(a, &x[i], &p[i]) == 0;
+	}
+	for (int i = N - 1; i >= 0; i--) {
+		if (!p[i])
+			continue;
+		int rc = arc_exec_wait(a, p[i]);
+		if (rc == 0 && x[i].value == n[i] * (n[i] - 1) / 2)
+			right++;
+		else
+			printf("run %d: rc %d value %lld (%s)\n", i, rc, (long long)x[i].value, arc_errmsg(a));
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x[i].out);
+	}
+	CHECK(started == N && right == N, "%d started, %d right of %d", started, right, N);
+out:
+	free(seg);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* ---- hostile segments ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rnd(void)     /* xorshift64*: the same sequence everywhere */
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1du;
+}
+
+enum hkind { H_CORRUPT, H_OOB, H_LOOP, H_OUTPUT, H_NOREGION, H_NOHOOK, H_HOOKSIG, H_STACK,
+	H_DIVZERO, H_HOOKFAIL, H_UNALIGNED, H_N };
+static const char *const hkind_name[H_N] = { "corrupt", "out-of-bounds", "endless loop",
+	"huge output", "missing region", "missing hook", "wrong hook signature", "recursion",
+	"division by zero", "failing hook", "unaligned atomic" };
+
+/* What one hostile segment must get: an error class, and the trap kind or the exact message. */
+struct hostile {
+	enum hkind kind;
+	uint8_t *seg;
+	size_t len;
+	int want_rc;               /* -AR_ETRAP or -AR_ELOAD; 0 for H_CORRUPT (see check) */
+	int want_trap;
+	char want_msg[200];
+};
+
+enum { HOSTILE_OUT_MAX = 4096, HOSTILE_FUEL = 100000 };
+
+/* Make hostile segment i.  Every segment carries a random salt constant, so each one is new to
+ * the server and goes through decode, link and verification. */
+static void hostile_make(struct hostile *h, int i, const uint8_t *good, size_t good_len)
+{
+	char src[1024], body[768];
+	const char *head = "";
+	char headbuf[200] = "";
+	unsigned v = (unsigned)(rnd() % 8);
+	memset(h, 0, sizeof *h);
+	/* corrupt segments get three slots of twelve: there are many ways to break bytes */
+	int slot = i % (H_N + 1);
+	h->kind = slot >= H_N ? H_CORRUPT : (enum hkind)slot;
+	h->want_rc = -AR_ETRAP;
+	switch (h->kind) {
+	case H_CORRUPT: {
+		h->want_rc = 0;
+		h->seg = malloc(good_len);
+		memcpy(h->seg, good, good_len);
+		h->len = good_len;
+		unsigned n = 1 + (unsigned)(rnd() % 4);
+		for (unsigned k = 0; k < n; k++) {
+			size_t at = rnd() % good_len;
+			h->seg[at] = (uint8_t)(h->seg[at] + 1 + rnd() % 255);   /* always a change */
+		}
+		return;
+	}
+	case H_OOB: {
+		h->want_trap = ISA_TRAP_BOUNDS;
+		uint64_t off = v == 0 ? MEM_SIZE - 7 + rnd() % 7        /* straddles the end */
+		             : v == 1 ? MEM_SIZE + rnd() % 1000000
+		             : v == 2 ? (uint64_t)-(int64_t)(1 + rnd() % 100)    /* huge */
+		             : rnd();
+		if (v <= 3) {
+			head = ".region mem ro\n";
+			snprintf(body, sizeof body, "    push %llu\n    ld64 mem\n    ret\n",
+			         (unsigned long long)off);
+		} else if (v == 4) {
+			head = ".region mem rw\n";
+			snprintf(body, sizeof body, "    push %llu\n    push 1\n    st64 mem\n    push 0\n"
+			         "    ret\n", (unsigned long long)off);
+		} else if (v == 5) {
+			head = ".region rom ro\n";
+			snprintf(body, sizeof body, "    push %llu\n    ld8u rom\n    ret\n",
+			         (unsigned long long)(ROM_SIZE + rnd() % 100));
+		} else if (v == 6) {      /* a copy whose source runs past the end */
+			head = ".region mem rw\n";
+			snprintf(body, sizeof body, "    push 0\n    push %llu\n    push 1000\n"
+			         "    copy mem, mem\n    push 0\n    ret\n",
+			         (unsigned long long)(MEM_SIZE - 999 + rnd() % 998));
+		} else {                  /* args is empty: any load from it is out of bounds */
+			snprintf(body, sizeof body, "    push %llu\n    ld8u args\n    ret\n",
+			         (unsigned long long)(rnd() % 16));
+		}
+		break;
+	}
+	case H_LOOP:
+		h->want_trap = ISA_TRAP_FUEL;
+		if (v < 3)
+			snprintf(body, sizeof body, "loop:\n    jmp loop\n");
+		else if (v < 6)           /* a counter that would take 2^64 steps */
+			snprintf(body, sizeof body, ".local i\nloop:\n    linc i, 1\n    lget i\n"
+			         "    jnz loop\n    push 0\n    ret\n");
+		else                      /* calls cost fuel too */
+			snprintf(body, sizeof body, "loop:\n    call nop\n    drop\n    jmp loop\n.end\n"
+			         ".func nop\n    push 0\n    ret\n");
+		break;
+	case H_OUTPUT:
+		h->want_trap = ISA_TRAP_OUTPUT_FULL;
+		if (v < 3)
+			snprintf(body, sizeof body, "loop:\n    push %llu\n    outq\n    jmp loop\n",
+			         (unsigned long long)rnd());
+		else if (v < 6)
+			snprintf(body, sizeof body, "loop:\n    push 7\n    outb\n    jmp loop\n");
+		else {
+			head = ".region mem ro\n";
+			snprintf(body, sizeof body, "loop:\n    push 0\n    push 4096\n    output mem\n"
+			         "    jmp loop\n");
+		}
+		break;
+	case H_NOREGION:
+		h->want_rc = -AR_ELOAD;
+		if (v < 6) {
+			unsigned r = (unsigned)rnd();
+			snprintf(headbuf, sizeof headbuf, ".region nosuch_%08x ro\n", r);
+			snprintf(h->want_msg, sizeof h->want_msg,
+			         "link: region 'nosuch_%08x' is not exported here", r);
+			snprintf(body, sizeof body, "    push 0\n    ld8u nosuch_%08x\n    ret\n", r);
+		} else {                  /* exists, but read-only */
+			snprintf(headbuf, sizeof headbuf, ".region rom rw\n");
+			snprintf(h->want_msg, sizeof h->want_msg,
+			         "link: region 'rom' is exported read-only, the segment imports it rw");
+			snprintf(body, sizeof body, "    push 0\n    push 1\n    st8 rom\n    push 0\n    ret\n");
+		}
+		head = headbuf;
+		break;
+	case H_NOHOOK: {
+		h->want_rc = -AR_ELOAD;
+		unsigned r = (unsigned)rnd();
+		snprintf(headbuf, sizeof headbuf, ".hook nohook_%08x \":l\"\n", r);
+		snprintf(h->want_msg, sizeof h->want_msg, "link: hook 'nohook_%08x' is not provided here", r);
+		snprintf(body, sizeof body, "    hcall nohook_%08x\n    ret\n", r);
+		head = headbuf;
+		break;
+	}
+	case H_HOOKSIG: {
+		static const struct { const char *hook, *have, *sig; } w[8] = {
+			{ "mix", "ll:l", "l:l" }, { "mix", "ll:l", "lll:l" }, { "mix", "ll:l", "ll:i" },
+			{ "mix", "ll:l", "LL:L" }, { "nap", "l:v", "l:l" }, { "nap", "l:v", ":v" },
+			{ "now", ":l", "l:l" }, { "fail", "l:l", "i:l" },
+		};
+		h->want_rc = -AR_ELOAD;
+		snprintf(headbuf, sizeof headbuf, ".hook %s \"%s\"\n", w[v].hook, w[v].sig);
+		snprintf(h->want_msg, sizeof h->want_msg,
+		         "link: hook '%s' has signature '%s' here, the segment expects '%s'", w[v].hook,
+		         w[v].have, w[v].sig);
+		snprintf(body, sizeof body, "    push 0\n    ret\n");
+		head = headbuf;
+		break;
+	}
+	case H_STACK:
+		h->want_trap = ISA_TRAP_STACK;
+		snprintf(body, sizeof body, "    push %u\n    call deep\n    ret\n.end\n"
+		         ".func deep n\n    lget n\n    push 1\n    add\n    call deep\n    ret\n", v);
+		break;
+	case H_DIVZERO:
+		h->want_trap = ISA_TRAP_DIV_ZERO;
+		snprintf(body, sizeof body, "    push %llu\n    push %u\n    dup\n    sub\n    %s\n    ret\n",
+		         (unsigned long long)rnd(), v, (const char *[]){ "divs", "divu", "rems", "remu" }[v % 4]);
+		break;
+	case H_HOOKFAIL: {
+		h->want_trap = ISA_TRAP_HOOK;
+		int64_t arg = (int64_t)(rnd() % 100000);
+		head = ".hook fail \"l:l\"\n";
+		snprintf(body, sizeof body, "    push %lld\n    hcall fail\n    ret\n", (long long)arg);
+		snprintf(h->want_msg, sizeof h->want_msg, "fail asked with %lld", (long long)arg);
+		break;
+	}
+	case H_UNALIGNED:
+		h->want_trap = ISA_TRAP_UNALIGNED;
+		head = ".region mem rw\n";
+		snprintf(body, sizeof body, "    push %llu\n    push 1\n    fadd mem\n    ret\n",
+		         (unsigned long long)(8 * (rnd() % 1000) + 1 + v % 7));
+		break;
+	case H_N:
+		break;
+	}
+	snprintf(src, sizeof src, "%s.const salt u64 %llu\n.func main a b\n%s.end\n.export main\n",
+	         head, (unsigned long long)rnd(), body);
+	h->seg = assemble(src, &h->len);
+}
+
+/* Did a hostile segment get the right answer?  Prints why not. */
+static int hostile_ok(const struct hostile *h, int rc, const struct arc_exec *x, const char *msg)
+{
+	if (h->kind == H_CORRUPT) {
+		/* broken bytes: refused with a message, or (when the damage happens to make another
+		 * valid segment) refused at the entry, or run to a result or a trap; never a
+		 * protocol or network failure */
+		if (rc == -AR_ELOAD && msg[0])
+			return 1;
+		if (rc == 0 || rc == -AR_ETRAP || rc == -AR_ENOENTRY || rc == -AR_EARGS)
+			return 1;
+		printf("corrupt: rc %d (%s) '%s'\n", rc, ar_strerror(rc), msg);
+		return 0;
+	}
+	if (rc != h->want_rc) {
+		printf("%s: rc %d (%s) '%s', want %d\n", hkind_name[h->kind], rc, ar_strerror(rc), msg,
+		       h->want_rc);
+		return 0;
+	}
+	if (rc == -AR_ELOAD) {
+		if (strcmp(msg, h->want_msg) != 0) {
+			printf("%s: message '%s', want '%s'\n", hkind_name[h->kind], msg, h->want_msg);
+			return 0;
+		}
+		return 1;
+	}
+	if (!x->trapped || (int)x->trap.kind != h->want_trap) {
+		printf("%s: trap kind %u (%s), want %s\n", hkind_name[h->kind], x->trap.kind,
+		       x->trap.text, isa_trap_name(h->want_trap));
+		return 0;
+	}
+	if (h->want_msg[0] && !strstr(x->trap.text, h->want_msg)) {
+		printf("%s: trap '%s' lacks '%s'\n", hkind_name[h->kind], x->trap.text, h->want_msg);
+		return 0;
+	}
+	if (h->want_trap == ISA_TRAP_OUTPUT_FULL && x->out_len != HOSTILE_OUT_MAX) {
+		printf("huge output: %llu bytes, want the limit %d\n", (unsigned long long)x->out_len,
+		       HOSTILE_OUT_MAX);
+		return 0;
+	}
+	return 1;
+}
+
+/* The well-behaved client: its own connection, one known segment, every answer checked. */
+struct good {
+	struct arfd *s;
+	atomic_bool stop;
+	int runs, wrong;
+	char first_error[300];
+};
+
+static void *good_main(void *arg)
+{
+	struct good *g = arg;
+	struct arc *a = client(g->s, NULL);
+	size_t len;
+	uint8_t *seg = assemble(seg_good_src, &len);
+	if (!a || !seg) {
+		g->wrong++;
+		goto out;
+	}
+	const int64_t k = 0x5eed;
+	for (uint64_t i = 0; !atomic_load(&g->stop); i++) {
+		int64_t args[2] = { (int64_t)(i * 7919 % 100003), (int64_t)i - 500 };
+		struct arc_exec x = { .seg = seg, .seg_len = len, .args = args, .n_args = 2 };
+		int rc, ok;
+		if (i % 4 == 3) {      /* and one-sided reads of the same word */
+			int64_t v = 0;
+			rc = arc_read(a, "keep", 8, &v, 8);
+			ok = rc == 0 && v == k;
+		} else if (i % 4 == 2) {
+			int64_t n = (int64_t)(i % 500);
+			x.entry = "sum";
+			x.args = &n;
+			x.n_args = 1;
+			rc = arc_exec(a, &x);
+			ok = rc == 0 && x.value == n * (n - 1) / 2 && x.out_len == 0;
+		} else {
+			rc = arc_exec(a, &x);
+			ok = rc == 0 && x.value == args[0] * args[1] + k && x.out_len == 0;
+		}
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		g->runs++;
+		if (!ok && g->wrong++ == 0)
+			snprintf(g->first_error, sizeof g->first_error, "request %llu: rc %d (%s) value %lld",
+			         (unsigned long long)i, rc, arc_errmsg(a), (long long)x.value);
+	}
+out:
+	free(seg);
+	arc_close(a);
+	return NULL;
+}
+
+static void test_hostile(void)
+{
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t good_len;
+	uint8_t *good_seg = assemble(seg_good_src, &good_len);
+	if (!s || !a || !good_seg) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	const int64_t k = 0x5eed;
+	CHECK(arc_write(a, "keep", 8, &k, 8) == 0, "write keep[8]");
+	rng_state = 0x9e3779b97f4a7c15u;      /* the same segments over every transport */
+	const char *env = getenv("TEST_ARFD_HOSTILE");
+	int n = env ? atoi(env) : 1000;
+	struct good g = { .s = s };
+	pthread_t th;
+	pthread_create(&th, NULL, good_main, &g);
+
+	int right = 0, per_kind[H_N] = { 0 }, right_kind[H_N] = { 0 }, corrupt_load = 0;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n; i++) {
+		struct hostile h;
+		hostile_make(&h, i, good_seg, good_len);
+		if (!h.seg) {
+			CHECK(0, "hostile %d (%s) did not assemble", i, hkind_name[h.kind]);
+			continue;
+		}
+		int64_t args[2] = { 3, 4 };
+		struct arc_exec x = { .seg = h.seg, .seg_len = h.len, .args = args, .n_args = 2,
+		                      .fuel = HOSTILE_FUEL, .out_max = HOSTILE_OUT_MAX };
+		int rc = arc_exec(a, &x);
+		int ok = hostile_ok(&h, rc, &x, arc_errmsg(a));
+		per_kind[h.kind]++;
+		right_kind[h.kind] += ok;
+		right += ok;
+		corrupt_load += h.kind == H_CORRUPT && rc == -AR_ELOAD;
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		free(h.seg);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	atomic_store(&g.stop, true);
+	pthread_join(th, NULL);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("%s: %d hostile segments in %.2f s (%d corrupt, %d of them refused at load); the "
+	       "good client made %d requests meanwhile\n", scheme, n, secs, per_kind[H_CORRUPT],
+	       corrupt_load, g.runs);
+	for (int kk = 0; kk < H_N; kk++)
+		CHECK(right_kind[kk] == per_kind[kk], "%s: %d of %d answered right", hkind_name[kk],
+		      right_kind[kk], per_kind[kk]);
+	CHECK(right == n, "hostile: %d of %d answered right", right, n);
+	/* the good client must have run alongside, and never been wrong */
+	CHECK(g.runs >= 20 && g.wrong == 0, "good client: %d requests, %d wrong (%s)", g.runs,
+	      g.wrong, g.first_error);
+	/* and the server is still all there */
+	struct arc_exec x;
+	int64_t args[2] = { 2, 3 };
+	int rc = exec1(a, good_seg, good_len, NULL, args, 2, &x);
+	CHECK(rc == 0 && x.value == 6 + k, "after the storm: rc %d", rc);
+	if (rc == 0)
+		free(x.out);
+out:
+	free(good_seg);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* A client sends a long run and goes away before the reply; the server keeps serving. */
+static void test_disconnect(void)
+{
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL, *b = s ? client(s, NULL) : NULL;
+	size_t nap_len, len;
+	uint8_t *nap = assemble(seg_nap_src, &nap_len), *seg = assemble(seg_good_src, &len);
+	if (!s || !a || !b || !nap || !seg) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	uint8_t id[AR_ID_LEN];
+	CHECK(arc_install(a, nap, nap_len, id) == 0, "install nap");
+	struct arc_exec xa = { .seg = nap, .seg_len = nap_len, .args = (int64_t[]){ 300 }, .n_args = 1 };
+	struct arc_pending *p;
+	int rc = arc_exec_start(a, &xa, &p);
+	CHECK(rc == 0, "start the long run: %d", rc);
+	usleep(20000);                /* let the request reach the server */
+	arc_close(a);                 /* gone mid-request; p is never waited for */
+	a = NULL;
+	/* b is served during the run and after the reply to a failed */
+	int right = 0, runs = 0;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int64_t args[2] = { runs, 3 };
+		struct arc_exec x;
+		rc = exec1(b, seg, len, NULL, args, 2, &x);
+		right += rc == 0 && x.value == runs * 3;
+		if (rc == 0)
+			free(x.out);
+		runs++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 600);
+	CHECK(runs > 10 && right == runs, "other client: %d of %d right", right, runs);
+	CHECK(stat_of(b, "exec.requests") >= runs + 1, "the server answers stats");
+out:
+	free(nap);
+	free(seg);
+	arc_close(a);
+	arc_close(b);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* A file-backed region keeps its data across a restart. */
+static void test_restart(void)
+{
+	char path[] = "/tmp/test_arfd.XXXXXX";
+	int fd = mkstemp(path);
+	enum { FSIZE = 3 * 4096 + 100 };     /* not a multiple of the page size */
+	if (fd < 0 || ftruncate(fd, FSIZE) != 0) {
+		CHECK(0, "temporary file");
+		if (fd >= 0)
+			close(fd), unlink(path);
+		return;
+	}
+	struct arfd_config *c = config_new();
+	struct arfd_region_spec *g = &c->regions[c->n_regions++];
+	snprintf(g->name, sizeof g->name, "disk");
+	snprintf(g->file, sizeof g->file, "%s", path);
+	g->access = ISA_ACC_RW;
+	uint8_t data[200];
+	for (int i = 0; i < 200; i++)
+		data[i] = (uint8_t)(i * 5 + 1);
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	struct arc_region *list;
+	unsigned n = 0;
+	if (a && arc_regions(a, &list, &n) == 0) {
+		CHECK(n == 4 && list[3].size == FSIZE, "file region size %llu",
+		      n == 4 ? (unsigned long long)list[3].size : 0ull);
+		free(list);
+	}
+	int rc = a ? arc_write(a, "disk", 1000, data, 200) : -1;
+	rc = rc ? rc : arc_write(a, "disk", FSIZE - 1, "Z", 1);
+	CHECK(rc == 0, "write to the file region: %d", rc);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	/* the bytes are in the file once arfd_stop returned */
+	uint8_t back[200] = { 0 };
+	char last = 0;
+	CHECK(pread(fd, back, 200, 1000) == 200 && !memcmp(back, data, 200) &&
+	      pread(fd, &last, 1, FSIZE - 1) == 1 && last == 'Z', "data in the file after stop");
+	s = server_start(c);
+	a = s ? client(s, NULL) : NULL;
+	memset(back, 0, sizeof back);
+	rc = a ? arc_read(a, "disk", 1000, back, 200) : -1;
+	CHECK(rc == 0 && !memcmp(back, data, 200), "data read after restart: %d", rc);
+	char src[] = ".region disk ro\n.func main\n    push 3\n    push 4096\n    mul\n    push 99\n"
+	             "    add\n    ld8u disk\n    ret\n.end\n.export main\n";
+	size_t len;
+	uint8_t *seg = assemble(src, &len);
+	struct arc_exec x;
+	rc = a && seg ? exec1(a, seg, len, NULL, NULL, 0, &x) : -1;
+	CHECK(rc == 0 && x.value == 'Z', "a segment reads the last byte of the file: %d %lld", rc,
+	      rc == 0 ? (long long)x.value : 0ll);
+	if (rc == 0)
+		free(x.out);
+	free(seg);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+	close(fd);
+	unlink(path);
+}
+
+int main(int argc, char **argv)
+{
+	const char *all[] = { "tcp", "udp" };
+	const char **schemes = argc > 1 ? (const char **)argv + 1 : all;
+	int n = argc > 1 ? argc - 1 : 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);        /* lines survive a crash or a leak report */
+	arfd_log_setup(ARFD_LOG_ERROR, false);   /* refused requests are expected here */
+	for (int i = 0; i < n; i++) {
+		scheme = schemes[i];
+		static void (*const tests[])(void) = { test_install_exec, test_read_write,
+			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
+			test_disconnect, test_restart };
+		static const char *const names[] = { "install_exec", "read_write", "eviction",
+			"secret", "limits", "inflight", "hostile", "disconnect", "restart" };
+		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			tests[t]();
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (getenv("TEST_ARFD_TIMES"))
+				printf("%s %s: %.1f ms\n", scheme, names[t],
+				       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		}
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
