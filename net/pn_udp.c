@@ -22,7 +22,8 @@
  *   4. A frees an instance buffer when all its fragments are acknowledged.  Unacknowledged
  *      fragments are sent again, from that buffer, after the retransmission timeout (RTO,
  *      from measured round trips, RFC 6298 style), doubling per attempt up to RTO_MAX_NS;
- *      only the missing fragments of a message are resent.
+ *      only the missing fragments of a message are resent (the holes below what B
+ *      acknowledged, and the last one sent as a probe).
  *   5. After udp_max_wait_ms without any acknowledgement for it, A gives M up:
  *      pn_core_returned fails its Cooperation with PN_ERETURNED.  `una` in every datagram (the
  *      sender's lowest unacknowledged number) tells B to stop waiting for what A gave up.
@@ -181,6 +182,7 @@ struct upeer {                     /* peer->tp_state */
 	struct omsg *free_list;
 	unsigned n_out;                /* instance buffers in use (queued or being filled) */
 	unsigned n_free;
+	uint64_t hi_acked;             /* the highest sequence number acknowledged */
 	uint64_t srtt, rttvar, rto;    /* ns; srtt 0: no sample yet */
 	/* receiving: what we acknowledge */
 	uint32_t peer_session;         /* 0: nothing received yet */
@@ -363,6 +365,9 @@ static void on_ack(struct pn_tp *tp, struct upeer *p, uint64_t ack, uint64_t sac
 {
 	if (ack == 0 || ack > p->snd_next)
 		return;                    /* nothing acknowledged, or nonsense */
+	uint64_t top = sack ? ack + 63 - (uint64_t)__builtin_clzll(sack) : ack - 1;
+	if (top < p->snd_next && top > p->hi_acked)
+		p->hi_acked = top;
 	struct omsg *prev = NULL;
 	for (struct omsg *m = p->head, *next; m; m = next) {
 		next = m->next;
@@ -751,8 +756,15 @@ static uint64_t timers(struct pn_tp *tp, uint64_t now)
 				continue;
 			}
 			if (m->rto_at && now >= m->rto_at) {
-				for (uint32_t j = m->lo; j < m->n_sent; j++) {
-					if (!bit_get(m->acked, j)) {
+				/* Resend the holes (below a number the receiver acknowledged: surely
+				 * lost) and, as a probe, the last fragment sent; not the others above
+				 * the highest acknowledged number: most likely only their ack was lost,
+				 * and the probe's ack (at once, if it is a duplicate) tells. */
+				uint32_t last = m->n_sent;
+				while (last > m->lo && bit_get(m->acked, last - 1))
+					last--;
+				for (uint32_t j = m->lo; j < last; j++) {
+					if (!bit_get(m->acked, j) && (m->seq0 + j < p->hi_acked || j == last - 1)) {
 						send_frag(tp, p, m, j);
 						pn_core_count(tp->pn, PN_ST_RETRANSMITS, 1);
 					}
