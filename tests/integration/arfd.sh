@@ -1,0 +1,214 @@
+#!/bin/sh
+# arfd.sh: the real programs end to end: build/arfd on a free loopback port with a secret, an
+# anonymous rw region, a read-only one and a file-backed one, driven by build/arc (regions,
+# install, run, read, write, stats) with segments assembled by build/pnasm.  Checks exit codes
+# (arc: 0 ok, 1 usage, 2 the server refused, 3 the run trapped) and outputs; then SIGTERM while
+# a run is in flight: the run must still get its answer, arfd must exit 0, and the file must
+# hold what was written (msync'd on the way out).
+#
+#   BUILD=build sh tests/integration/arfd.sh        prints "N passed, N failed" last
+# Every client call is bounded by `timeout`; whatever was started is killed on exit.
+
+BUILD=${BUILD:-build}
+T=${ARFD_SH_TIMEOUT:-20}
+pass=0
+fail=0
+pid=
+bg=
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arfd.sh.XXXXXX") || exit 1
+cleanup() {
+	[ -n "$bg" ] && kill "$bg" 2>/dev/null
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+# check NAME WANT_STATUS GOT_STATUS: the exit status, with stderr shown on a mismatch
+check_rc() {
+	if [ "$3" -eq "$2" ]; then ok; else bad "$1: exit status $3, want $2"; sed 's/^/  stderr: /' "$tmp/err"; fi
+}
+# contains NAME FILE TEXT: FILE has TEXT as a fixed string
+contains() {
+	if grep -qF -e "$3" "$2"; then ok; else bad "$1: '$3' not in:"; sed 's/^/  | /' "$2"; fi
+}
+arc() { timeout "$T" "$BUILD/arc" "$@" >"$tmp/out" 2>"$tmp/err"; }
+
+for p in arfd arc pnasm pndis; do
+	[ -x "$BUILD/$p" ] || { echo "arfd.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+# ---- segments ----
+cat >"$tmp/calc.pna" <<'EOF'
+; main(a, b) = a + b, printing "sum\n"; boom traps; stamp(v) stores v into disk[256]
+.region disk rw
+.const msg "sum\n"
+.func main a b
+	push @msg
+	push #msg
+	output const
+	lget a
+	lget b
+	add
+	ret
+.end
+.func boom
+	trap 42
+.end
+.func stamp v
+	push 256
+	lget v
+	st64 disk
+	push 1
+	ret
+.end
+.export main
+.export boom
+.export stamp
+EOF
+# spin(ms): busy until ms milliseconds passed by the server's clock (hook now), for the drain
+cat >"$tmp/spin.pna" <<'EOF'
+.hook now ":l"
+.func main ms
+.local t0
+	hcall now
+	lset t0
+loop:
+	hcall now
+	lget t0
+	sub
+	lget ms
+	push 1000000
+	mul
+	jltu loop
+	lget ms
+	ret
+.end
+.export main
+EOF
+for s in calc spin; do
+	if ! timeout "$T" "$BUILD/pnasm" -o "$tmp/$s.pno" "$tmp/$s.pna" 2>"$tmp/err"; then
+		bad "pnasm $s.pna"; cat "$tmp/err"
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+done
+
+# a 8 KiB file region that starts with a marker
+head -c 8192 /dev/zero >"$tmp/disk.bin"
+printf 'initial' | dd of="$tmp/disk.bin" conv=notrunc 2>/dev/null
+
+# ---- start arfd; port 0: it logs the endpoint it got ----
+"$BUILD/arfd" --listen tcp:127.0.0.1:0 --secret hush --region mem=4096 --region rom=4096:ro \
+	--region "disk=@$tmp/disk.bin:rw" 2>"$tmp/arfd.log" &
+pid=$!
+ep=
+for _ in $(seq 100); do
+	ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
+	[ -n "$ep" ] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$ep" ]; then
+	echo "arfd.sh: arfd did not start:"
+	cat "$tmp/arfd.log"
+	echo "$pass passed, 1 failed"
+	exit 1
+fi
+export ARC_SECRET=hush
+
+# ---- regions ----
+arc regions "$ep"; check_rc regions 0 $?
+printf 'mem\t4096\trw\nrom\t4096\tro\ndisk\t8192\trw\n' >"$tmp/want"
+if cmp -s "$tmp/out" "$tmp/want"; then ok; else bad "regions output:"; cat "$tmp/out"; fi
+
+# ---- the secret ----
+arc regions "$ep" --secret wrong; check_rc "wrong secret" 2 $?
+contains "wrong secret message" "$tmp/err" "refused: this server requires its shared secret"
+
+# ---- install: the id is the segment's SHA-256, as pndis computes it ----
+arc install "$ep" "$tmp/calc.pno"; check_rc install 0 $?
+want_id=$(timeout "$T" "$BUILD/pndis" --id "$tmp/calc.pno")
+got_id=$(cat "$tmp/out")
+if [ -n "$want_id" ] && [ "$got_id" = "$want_id" ]; then ok; else bad "install id '$got_id', want '$want_id'"; fi
+
+# ---- run: result, output, traps, refusals ----
+arc run "$ep" "$tmp/calc.pno" --arg 40 --arg 2; check_rc run 0 $?
+if [ "$(cat "$tmp/out")" = "sum" ]; then ok; else bad "run output: '$(cat "$tmp/out")'"; fi
+contains "run result" "$tmp/err" "result: 42"
+arc run "$ep" "$tmp/calc.pno" --entry boom; check_rc "run boom" 3 $?
+contains "trap text" "$tmp/err" "arc: trap user (explicit trap 42) in boom at pc 0, line 14"
+arc run "$ep" "$tmp/calc.pno" --entry nosuch; check_rc "run nosuch" 2 $?
+contains "no entry message" "$tmp/err" "arc: run: no exported entry 'nosuch'"
+arc run "$ep" "$tmp/calc.pno" --arg 1; check_rc "run with 1 argument of 2" 2 $?
+contains "args message" "$tmp/err" "entry 'main' takes 2 arguments, 1 given"
+arc run "$ep" "$tmp/spin.pno" --arg 1000 --fuel 100; check_rc "run out of fuel" 3 $?
+contains "fuel trap" "$tmp/err" "trap fuel (fuel exhausted) in main"
+printf 'not a segment' >"$tmp/junk.pno"
+arc run "$ep" "$tmp/junk.pno"; check_rc "run junk" 2 $?
+if [ -s "$tmp/err" ]; then ok; else bad "run junk: no message"; fi
+arc run "$ep" "$tmp/nonexistent.pno"; check_rc "run a missing file" 1 $?
+arc frobnicate "$ep"; check_rc "unknown command" 1 $?
+
+# ---- read and write ----
+arc read "$ep" disk 0 7; check_rc "read disk" 0 $?
+if [ "$(cat "$tmp/out")" = "initial" ]; then ok; else bad "read disk: '$(cat "$tmp/out")'"; fi
+arc write "$ep" disk 100 --data persisted; check_rc "write disk" 0 $?
+arc read "$ep" disk 100 9; check_rc "read back" 0 $?
+if [ "$(cat "$tmp/out")" = "persisted" ]; then ok; else bad "read back: '$(cat "$tmp/out")'"; fi
+printf 'end' >"$tmp/end.bin"
+arc write "$ep" disk 8189 --file "$tmp/end.bin"; check_rc "write the last 3 bytes" 0 $?
+arc write "$ep" disk 8190 --file "$tmp/end.bin"; check_rc "write past the end" 2 $?
+contains "bounds message" "$tmp/err" "write of 3 bytes at 8190 is outside region 'disk' (8192 bytes)"
+arc write "$ep" rom 0 --data x; check_rc "write to rom" 2 $?
+contains "read-only message" "$tmp/err" "region 'rom' is read-only"
+arc read "$ep" nosuch 0 1; check_rc "read an unknown region" 2 $?
+contains "no region message" "$tmp/err" "no region 'nosuch' here"
+arc read "$ep" mem 4000 100; check_rc "read across the end of mem" 2 $?
+arc run "$ep" "$tmp/calc.pno" --entry stamp --arg 0x4847464544434241; check_rc "run stamp" 0 $?
+
+# ---- stats ----
+arc stats "$ep"; check_rc stats 0 $?
+# exec requests so far: main, boom, nosuch, 1-argument, fuel, junk, stamp = 7
+n=$(sed -n 's/^exec\.requests \([0-9]*\)$/\1/p' "$tmp/out")
+if [ "${n:-0}" -ge 7 ]; then ok; else bad "exec.requests '$n', want >= 7"; fi
+contains "stats traps" "$tmp/out" "traps 2"
+
+# ---- SIGTERM with a run in flight: it is answered, then arfd exits 0 ----
+timeout "$T" "$BUILD/arc" run "$ep" "$tmp/spin.pno" --arg 700 >"$tmp/spin.out" 2>"$tmp/spin.err" &
+bg=$!
+sleep 0.3
+kill -TERM "$pid"
+wait "$bg"; rc=$?
+bg=
+if [ "$rc" -eq 0 ] && grep -qF "result: 700" "$tmp/spin.err"; then ok
+else bad "the run in flight at SIGTERM: status $rc"; cat "$tmp/spin.err"; fi
+# arfd must be gone within a few seconds, with status 0
+for _ in $(seq 50); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if kill -0 "$pid" 2>/dev/null; then
+	bad "arfd still running 5 s after SIGTERM"
+	kill -KILL "$pid"
+fi
+wait "$pid"; rc=$?
+pid=
+check_rc "arfd exit status" 0 "$rc"
+contains "drain logged" "$tmp/arfd.log" "draining requests in flight"
+contains "stop logged" "$tmp/arfd.log" "arfd: info: stopped"
+
+# ---- the file holds what was written through arfd ----
+got=$(dd if="$tmp/disk.bin" bs=1 skip=100 count=9 2>/dev/null)
+if [ "$got" = persisted ]; then ok; else bad "file at 100: '$got'"; fi
+got=$(dd if="$tmp/disk.bin" bs=1 skip=8189 count=3 2>/dev/null)
+if [ "$got" = end ]; then ok; else bad "file at 8189: '$got'"; fi
+got=$(dd if="$tmp/disk.bin" bs=1 skip=256 count=8 2>/dev/null)   # the segment's st64, LE
+if [ "$got" = ABCDEFGH ]; then ok; else bad "file at 256 (segment store): '$got'"; fi
+sz=$(wc -c <"$tmp/disk.bin")
+if [ "$sz" -eq 8192 ]; then ok; else bad "file size $sz"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
