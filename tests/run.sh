@@ -1,5 +1,6 @@
 #!/bin/sh
-# run.sh: run every test program of $BUILD and print the summed "N passed, N failed".
+# run.sh: run every test program of $BUILD and every tests/integration/*.sh, and print the
+# summed "N passed, N failed".
 #
 # Called by `make check` (BUILD set).  Each program prints its own "N passed, N failed" as its
 # last line; a program that crashes, times out, exits non-zero without failures, or prints no
@@ -57,6 +58,11 @@ fi
 if [ -x "$BUILD/tests/progtest" ]; then
 	run progtest "$BUILD/tests/progtest"
 fi
+# integration scripts drive the real programs of $BUILD; each prints its own summary line
+for t in "$here"/integration/*.sh; do
+	[ -f "$t" ] || continue
+	run "integration/$(basename "$t")" env BUILD="$BUILD" sh "$t"
+done
 
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
