@@ -204,6 +204,7 @@ struct pn_tp {
 	pthread_mutex_t lock;          /* the peers list, tp_state creation */
 	struct upeer *peers;
 	atomic_bool stop;
+	atomic_uint n_senders;         /* threads inside udp_send: close waits for them */
 	_Atomic uint64_t io_sleep_until; /* an earlier new deadline must wake the I/O thread */
 	uint8_t *rxbuf;                /* DGRAM_MAX + 1: one more byte detects oversized */
 };
@@ -411,7 +412,19 @@ static void on_ack(struct pn_tp *tp, struct upeer *p, uint64_t ack, uint64_t sac
 
 /* ---- the transport interface: send ---- */
 
+static int send_msg(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
+                    const void *payload, size_t len);
+
 static int udp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
+                    const void *payload, size_t len)
+{
+	atomic_fetch_add(&tp->n_senders, 1);
+	int rc = atomic_load(&tp->stop) ? -PN_ESHUTDOWN : send_msg(tp, peer, h, payload, len);
+	atomic_fetch_sub(&tp->n_senders, 1);
+	return rc;
+}
+
+static int send_msg(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
                     const void *payload, size_t len)
 {
 	struct upeer *p = upeer_get(tp, peer);
@@ -873,6 +886,7 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	tp->depth = tp->o->udp_depth;
 	pthread_mutex_init(&tp->lock, NULL);
 	atomic_init(&tp->stop, false);
+	atomic_init(&tp->n_senders, 0);
 	atomic_init(&tp->io_sleep_until, UINT64_MAX);
 	while (tp->session == 0)
 		if (getrandom(&tp->session, sizeof tp->session, 0) != sizeof tp->session)
@@ -937,6 +951,17 @@ static void omsg_free_list(struct omsg *m)
 static void udp_close(struct pn_tp *tp)
 {
 	atomic_store(&tp->stop, true);
+	/* Senders waiting for an instance buffer give up now; wait until every sender is out.
+	 * (A thread that calls pn_send after this returns is the caller's error: pn.h.) */
+	pthread_mutex_lock(&tp->lock);
+	for (struct upeer *p = tp->peers; p; p = p->next) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_broadcast(&p->space);
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_unlock(&tp->lock);
+	while (atomic_load(&tp->n_senders) > 0)
+		usleep(1000);
 	uint64_t one = 1;
 	if (write(tp->wakefd, &one, sizeof one) < 0) { /* a wake is pending already */ }
 	pthread_join(tp->thread, NULL);

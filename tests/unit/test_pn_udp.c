@@ -145,8 +145,8 @@ static int request(struct pn *pn, pn_peer to, pn_type type, const void *msg, siz
 struct proxy {
 	int fd;
 	struct sockaddr_in a, b;       /* a talks to the proxy as if it were b */
-	int reorder;                   /* hold a datagram back until the next one has passed */
-	int dup_every;                 /* send every n-th datagram twice */
+	atomic_int reorder;            /* hold a datagram back until the next one has passed */
+	atomic_int dup_every;          /* send every n-th datagram twice */
 	atomic_bool stop;
 	_Atomic unsigned n_data, n_ack, n_total;
 	pthread_t thread;
@@ -290,6 +290,38 @@ static void test_sizes(void)
 	free(r);
 	pn_finalize(a);
 	pn_finalize(b);
+}
+
+/* An endpoint sending to itself, and IPv6 loopback (when there is one). */
+static void test_self_and_v6(void)
+{
+	struct pn *a = open_ep(NULL);
+	if (!a) { CHECK(0, "open"); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(a, T_ECHO, 0, h_echo, &calls);
+	char buf[8];
+	size_t got = 0;
+	int rc = request(a, peer_of(a, a), T_ECHO, "self", 4, buf, sizeof buf, &got, 5000);
+	CHECK(rc == 0 && got == 4 && calls == 1, "request to itself: %d", rc);
+	pn_finalize(a);
+
+	char err[200];
+	const char *l6[] = { "udp:[::1]:0" };
+	struct pn *b = pn_init(l6, 1, NULL, err, sizeof err), *c = pn_init(l6, 1, NULL, err, sizeof err);
+	if (!b || !c) {
+		printf("note: no IPv6 loopback (%s), skipped\n", err);
+		pn_finalize(b);
+		pn_finalize(c);
+		return;
+	}
+	pn_set_handler(c, T_BIG, 0, h_big, NULL);
+	uint64_t n = 100000;
+	uint8_t *r = malloc(n);
+	rc = request(b, peer_of(b, c), T_BIG, &n, sizeof n, r, n, &got, 5000);
+	CHECK(rc == 0 && got == n && pattern_ok(r, n), "IPv6 request/reply %s: %d", pn_self(c, "udp"), rc);
+	free(r);
+	pn_finalize(b);
+	pn_finalize(c);
 }
 
 static void test_delegation(void)
@@ -752,6 +784,7 @@ int main(void)
 {
 	static const struct { void (*fn)(void); const char *name; } tests[] = {
 		{ test_request_reply, "request_reply" }, { test_sizes, "sizes" },
+		{ test_self_and_v6, "self_and_v6" },
 		{ test_delegation, "delegation" }, { test_scatter_gather, "scatter_gather" },
 		{ test_concurrent, "concurrent" }, { test_proxy, "proxy" },
 		{ test_failures, "failures" }, { test_malformed, "malformed" },
