@@ -58,7 +58,7 @@ struct plan {
 	double drop_cap_s;
 	unsigned budget_s;          /* the whole program is killed after this */
 };
-static const struct plan full = { 3, 20000, 1000, 3.0, 200, 2000, 15.0, 900 };
+static const struct plan full = { 5, 10000, 1000, 3.0, 200, 2000, 15.0, 900 };
 static const struct plan quick = { 1, 1000, 100, 0.3, 10, 100, 2.0, 120 };
 
 static uint64_t now_ns(void)
@@ -333,7 +333,7 @@ reaped:
 struct point {
 	uint64_t *lat_ns;
 	size_t n_lat;
-	double thr[8];              /* messages/s of each round */
+	double thr[8];              /* messages/s of each round (at most 8 kept) */
 	unsigned n_thr;
 	unsigned failed;            /* requests that got no reply (error or timeout) */
 };
@@ -370,9 +370,11 @@ static struct summary summarize(struct point *p)
 		s.p99_us = (double)p->lat_ns[i99 < p->n_lat ? i99 : p->n_lat - 1] / 1e3;
 		s.mean_us = sum / (double)p->n_lat / 1e3;
 	}
-	if (p->n_thr) {                    /* the median round: robust to one disturbed round */
+	if (p->n_thr) {
+		/* The best round, as bench/vm takes the best time: on a shared machine other work
+		 * only ever slows a round down, and raw and pn rounds are treated alike. */
 		qsort(p->thr, p->n_thr, sizeof p->thr[0], cmp_dbl);
-		s.thr = p->thr[p->n_thr / 2];
+		s.thr = p->thr[p->n_thr - 1];
 	}
 	return s;
 }
@@ -769,7 +771,7 @@ static int bench_backend(const char *scheme, const struct plan *pl, const struct
 	         scheme, tr, g->thr_min, tr >= g->thr_min ? "met" : "MISSED");
 
 	/* ---- experiment 3: bulk bandwidth, against raw TCP streaming of the same bytes */
-	double bw_pn[8], bw_raw[8];
+	double bw_pn[8], bw_raw[8];     /* plan rounds <= 8 */
 	unsigned bulk_failed = 0;
 	for (unsigned round = 0; round < pl->rounds; round++) {
 		bw_raw[round] = bulk_raw_tcp(srv.tcp_port, pl->bulk_reps, pl->cap_s);
@@ -777,9 +779,9 @@ static int bench_backend(const char *scheme, const struct plan *pl, const struct
 	}
 	qsort(bw_pn, pl->rounds, sizeof bw_pn[0], cmp_dbl);
 	qsort(bw_raw, pl->rounds, sizeof bw_raw[0], cmp_dbl);
-	double bp = bw_pn[pl->rounds / 2], br = bw_raw[pl->rounds / 2];
+	double bp = bw_pn[pl->rounds - 1], br = bw_raw[pl->rounds - 1];
 	out("\n%s: bulk bandwidth, %d messages of %d KiB in flight, each acknowledged (MB/s = 10^6 B/s,\n"
-	    "  median of %u rounds of up to %u MiB)\n", scheme, BULK_N, BULK_LEN / 1024, pl->rounds,
+	    "  best of %u rounds of up to %u MiB)\n", scheme, BULK_N, BULK_LEN / 1024, pl->rounds,
 	    pl->bulk_reps);
 	out("  raw TCP %8.1f MB/s   pn %8.1f MB/s   pn/raw %.2fx   failed %u\n", br, bp,
 	    ratio(bp, br), bulk_failed);
@@ -876,7 +878,8 @@ int main(int argc, char **argv)
 	out("# bench_net%s, %s\n", pl == &quick ? " --quick" : "", date);
 	out("# cpu: %s, %ld online; loopback 127.0.0.1; server in a child process, client one thread\n",
 	    cpu, sysconf(_SC_NPROCESSORS_ONLN));
-	out("# per point: %u rounds x %u requests after %u warm-up (or %.1f s), pn and raw alternating\n",
+	out("# per point: %u rounds x %u requests after %u warm-up (or %.1f s), pn and raw alternating;\n"
+	    "# latency percentiles over all rounds' samples, throughput and bandwidth the best round\n",
 	    pl->rounds, pl->n, pl->warm, pl->cap_s);
 	/* Other work on the machine moves loopback numbers a lot: record how busy it was. */
 	double load[1] = { -1 };
