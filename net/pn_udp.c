@@ -186,6 +186,7 @@ struct upeer {                     /* peer->tp_state */
 	uint64_t srtt, rttvar, rto;    /* ns; srtt 0: no sample yet */
 	/* receiving: what we acknowledge */
 	uint32_t peer_session;         /* 0: nothing received yet */
+	uint32_t old_session;          /* the one before: its stragglers are ignored */
 	uint64_t rcv_base;             /* every seq below arrived (or was given up by the sender) */
 	uint64_t rcv_map;              /* bit i: rcv_base + i arrived (bit 0 is always clear) */
 	uint64_t ack_due;              /* send an ACK then unless traffic carries it; 0: none owed */
@@ -631,9 +632,15 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 
 	pthread_mutex_lock(&p->lock);
 	bool restarted = false, skipped = false;
+	if (u.session == p->old_session) {
+		/* a straggler from before the peer restarted: must not reset the new state */
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
 	if (u.session != p->peer_session) {
 		/* first datagram from this sender, or it restarted: start where it says */
 		restarted = p->peer_session != 0;
+		p->old_session = p->peer_session;
 		p->peer_session = u.session;
 		p->rcv_base = u.una;
 		p->rcv_map = 0;
