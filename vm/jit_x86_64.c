@@ -1507,6 +1507,7 @@ int vm_jit_listing(const struct vm_prog *prog, unsigned fi, struct vm_jit_listin
 	const struct xfunc *xf = &prog->funcs[fi];
 	out->code = j->mem + j->func_off[fi];
 	out->len = j->func_end[fi] - j->func_off[fi];
+	out->body_len = j->xoff[fi][xf->n_code];
 	out->n_marks = xf->n_code;
 	out->marks = malloc((xf->n_code ? xf->n_code : 1) * sizeof *out->marks);
 	if (!out->marks)

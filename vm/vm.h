@@ -83,13 +83,14 @@ const char *vm_prog_jit_error(const struct vm_prog *prog);
 
 /* The machine code the JIT made of function fi, for listings (pndis --jit).  marks[i] tells
  * where the code of translated instruction i starts (off, bytes from code), the bytecode pc
- * it came from and its name; they are in increasing order of off.  Returns 0 and fills *out
+ * it came from and its name; they are in increasing order of off.  Before marks[0] is the
+ * prologue; from body_len to len, the trap stubs.  Returns 0 and fills *out
  * (out->marks is malloc'd, freed by the caller; code belongs to prog), -VM_ENOJIT when the
  * program was not compiled, -VM_EINVAL for a bad fi, -VM_ENOMEM. */
 struct vm_jit_mark { uint32_t off, pc; const char *name; };
 struct vm_jit_listing {
 	const uint8_t *code;
-	size_t len;
+	size_t len, body_len;
 	uint32_t n_marks;
 	struct vm_jit_mark *marks;
 };

@@ -3,7 +3,7 @@
 #
 #   BUILD=build sh tests/fuzz/seeds.sh [--cases]     (needs $BUILD/pnasm: run `make` first)
 #
-# Rewrites tests/fuzz/seeds/fuzz_asm/ and seeds/fuzz_segment/ (committed) from
+# Rewrites tests/fuzz/seeds/fuzz_asm/ and seeds/fuzz_segment/, seeds/fuzz_jit/ (committed) from
 # examples/*.pna, bench/vm/*.pna and tests/fuzz/*.pna: the text with its comment-only lines
 # dropped (the fuzz loop's -max_len 4096 would cut longer files) and the segment pnasm makes
 # of it.  With --cases it also adds the "-- asm" sections of tests/cases/**/*.case to the
@@ -19,17 +19,18 @@ trap 'rm -rf "$tmp"' EXIT
 [ -x "$BUILD/pnasm" ] || { echo "seeds.sh: $BUILD/pnasm not built (run make)" >&2; exit 1; }
 
 # add DIR NAME FILE: one program into DIR/fuzz_asm as text and, if it assembles, into
-# DIR/fuzz_segment as a segment
+# DIR/fuzz_segment and DIR/fuzz_jit as a segment
 add() {
 	grep -v '^[[:space:]]*;' "$3" >"$1/fuzz_asm/$2.pna" || true
 	if "$BUILD/pnasm" -o "$tmp/seg.pno" "$1/fuzz_asm/$2.pna" 2>/dev/null; then
 		cp "$tmp/seg.pno" "$1/fuzz_segment/$2.pno"
+		cp "$tmp/seg.pno" "$1/fuzz_jit/$2.pno"
 	fi
 }
 
 out=$top/tests/fuzz/seeds
-rm -rf "$out/fuzz_asm" "$out/fuzz_segment"
-mkdir -p "$out/fuzz_asm" "$out/fuzz_segment"
+rm -rf "$out/fuzz_asm" "$out/fuzz_segment" "$out/fuzz_jit"
+mkdir -p "$out/fuzz_asm" "$out/fuzz_segment" "$out/fuzz_jit"
 for f in "$top"/examples/*.pna; do add "$out" "example_$(basename "$f" .pna)" "$f"; done
 for f in "$top"/bench/vm/*.pna; do add "$out" "bench_$(basename "$f" .pna)" "$f"; done
 for f in "$top"/tests/fuzz/*.pna; do add "$out" "fuzz_$(basename "$f" .pna)" "$f"; done
@@ -37,7 +38,7 @@ echo "seeds: $(ls "$out/fuzz_asm" | wc -l) text, $(ls "$out/fuzz_segment" | wc -
 
 [ "${1:-}" = --cases ] || exit 0
 out=$top/tests/fuzz/corpus
-mkdir -p "$out/fuzz_asm" "$out/fuzz_segment"
+mkdir -p "$out/fuzz_asm" "$out/fuzz_segment" "$out/fuzz_jit"
 n=0
 for f in $(find "$top/tests/cases" -name '*.case' | sort); do
 	name=case_$(printf '%s' "${f#"$top"/tests/cases/}" | sed 's/\.case$//; s/[^A-Za-z0-9_]/_/g')
