@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pn_int.h"
 
@@ -92,6 +93,9 @@ struct pn {
 	pthread_t *workers;
 	unsigned n_workers;
 	int stopping;
+
+	atomic_bool send_closed;   /* pn_finalize: sends fail with PN_ESHUTDOWN */
+	_Atomic unsigned sending;  /* sends inside a transport right now */
 
 	_Atomic uint64_t st_msgs_sent, st_bytes_sent, st_msgs_recv, st_bytes_recv, st_forwarded;
 	_Atomic uint64_t st[PN_ST_BAD_FRAMES + 1];
@@ -311,7 +315,7 @@ static void lat_record(struct pn *pn, uint64_t ns)
 static void desc_done_locked(struct pn *pn, struct pn_coop_rec *c, unsigned i, int st)
 {
 	c->rcv[i].status = st;
-	if (--c->remaining == 0) {
+	if (__atomic_sub_fetch(&c->remaining, 1, __ATOMIC_RELEASE) == 0) {
 		lat_record(pn, pn_now_ns() - c->start_ns);
 		pthread_cond_broadcast(&c->done);
 	}
@@ -334,6 +338,18 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 	if (!c) {
 		pthread_mutex_unlock(&pn->lock);
 		return -PN_ENOCOOP;
+	}
+	/* Spin a little before sleeping: a reply on loopback or a fast network often arrives
+	 * within microseconds, and waking a sleeping thread costs more than that.  The record
+	 * stays ours (only pn_coop_end frees it), so it may be read without the lock. */
+	if (c->remaining > 0 && pn->opts.spin_us) {
+		pthread_mutex_unlock(&pn->lock);
+		uint64_t until = pn_now_ns() + (uint64_t)pn->opts.spin_us * 1000;
+		unsigned i = 0;
+		while (__atomic_load_n(&c->remaining, __ATOMIC_ACQUIRE) > 0 &&
+		       ((++i & 63) || pn_now_ns() < until))
+			__builtin_ia32_pause();
+		pthread_mutex_lock(&pn->lock);
 	}
 	int rc = 0;
 	while (c->remaining > 0 && rc == 0) {
@@ -578,11 +594,21 @@ static int send_frame(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *m
 	if (!(h->flags & PN_F_FORWARDED))
 		h->origin = ep->self;
 	h->len = (uint32_t)len;
-	int rc = ep->ops->send(ep->tp, peer, h, msg, len);
-	if (rc == 0) {
-		atomic_fetch_add(&pn->st_msgs_sent, 1);
-		atomic_fetch_add(&pn->st_bytes_sent, len);
+	/* pn_finalize waits for sends under way before it closes the transports */
+	atomic_fetch_add(&pn->sending, 1);
+	if (atomic_load(&pn->send_closed)) {
+		atomic_fetch_sub(&pn->sending, 1);
+		return -PN_ESHUTDOWN;
 	}
+	/* counted before the bytes leave: the answer may arrive before send returns */
+	atomic_fetch_add(&pn->st_msgs_sent, 1);
+	atomic_fetch_add(&pn->st_bytes_sent, len);
+	int rc = ep->ops->send(ep->tp, peer, h, msg, len);
+	if (rc != 0) {
+		atomic_fetch_sub(&pn->st_msgs_sent, 1);
+		atomic_fetch_sub(&pn->st_bytes_sent, len);
+	}
+	atomic_fetch_sub(&pn->sending, 1);
 	return rc;
 }
 
@@ -663,6 +689,11 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	if (!o->send_timeout_ms) o->send_timeout_ms = 10000;
 	if (!o->udp_depth) o->udp_depth = 16;
 	if (!o->udp_max_wait_ms) o->udp_max_wait_ms = 5000;
+	const char *spin = getenv("PN_SPIN_US");
+	if (spin && !o->spin_us)
+		o->spin_us = (unsigned)strtoul(spin, NULL, 10);
+	if (!o->spin_us) o->spin_us = 50;
+	if (o->spin_us > 100000) o->spin_us = 0;          /* "a lot" means never spin */
 	const char *env = getenv("PN_DROP");
 	if (env && !o->drop_rate)
 		o->drop_rate = strtod(env, NULL);
@@ -719,9 +750,12 @@ void pn_finalize(struct pn *pn)
 {
 	if (!pn)
 		return;
-	/* Transports first: no new messages arrive while the workers drain the queue. */
-	for (unsigned i = 0; i < pn->n_ep; i++)
-		pn->ep[i].ops->close(pn->ep[i].tp);
+	/* Order matters: a handler still running may send, so the transports close last.
+	 * 1. sends fail from now on; wait for those already inside a transport */
+	atomic_store(&pn->send_closed, true);
+	while (atomic_load(&pn->sending) > 0)
+		usleep(100);
+	/* 2. wake threads waiting in pn_coop_end, stop taking work, let running handlers end */
 	pthread_mutex_lock(&pn->lock);
 	pn->stopping = 1;
 	pthread_cond_broadcast(&pn->q_cond);
@@ -734,6 +768,10 @@ void pn_finalize(struct pn *pn)
 	for (unsigned i = 0; i < pn->n_workers; i++)
 		pthread_join(pn->workers[i], NULL);
 	free(pn->workers);
+	/* 3. the transports: what still arrives is dropped (stopping), inline handlers' sends
+	 * fail (send_closed) */
+	for (unsigned i = 0; i < pn->n_ep; i++)
+		pn->ep[i].ops->close(pn->ep[i].tp);
 	for (struct work *w = pn->q_head, *next; w; w = next) {
 		next = w->next;
 		free(w->buf);

@@ -45,6 +45,8 @@ struct pn_opts {
 	                            * frames (tcp: ignored) to drop; also from env PN_DROP */
 	unsigned udp_depth;        /* outstanding messages per peer (udp); 0 = 16 */
 	unsigned udp_max_wait_ms;  /* an unacknowledged udp message is returned after; 0 = 5000 */
+	unsigned spin_us;          /* pn_coop_end polls this long before sleeping; 0 = 50 (or
+	                            * env PN_SPIN_US), above 100000 = never (short of cores) */
 };
 
 /* Open an endpoint listening on each name in listen[] ("tcp:127.0.0.1:0": port 0 picks a free

@@ -324,56 +324,72 @@ static void finish_payload(struct pn_tp *tp, struct conn *c)
 	pn_core_rx_end(tp->pn, &c->rx, 0);
 }
 
-/* Read what is available.  Returns 0, or an error after which the connection is closed. */
+/* Consume the bytes staged by the last recv.  0, or an error that closes the connection. */
+static int drain_stage(struct pn_tp *tp, struct conn *c)
+{
+	while (c->st_off < c->st_len) {
+		size_t avail = c->st_len - c->st_off;
+		if (!c->in_payload) {
+			size_t n = PN_HDR_LEN - c->hdr_got;
+			if (n > avail)
+				n = avail;
+			memcpy(c->hdr + c->hdr_got, c->stage + c->st_off, n);
+			c->hdr_got += n;
+			c->st_off += n;
+			if (c->hdr_got == PN_HDR_LEN) {
+				c->hdr_got = 0;
+				int rc = on_header(tp, c);
+				if (rc != 0)
+					return rc;
+				if (c->in_payload && c->need == 0)
+					finish_payload(tp, c);
+			}
+		} else {
+			size_t n = c->need - c->got;
+			if (n > avail)
+				n = avail;
+			memcpy(c->dst + c->got, c->stage + c->st_off, n);
+			c->got += n;
+			c->st_off += n;
+			if (c->got == c->need)
+				finish_payload(tp, c);
+		}
+	}
+	return 0;
+}
+
+/* Read what is available.  Returns 0, or an error after which the connection is closed.
+ * A short read means the socket is empty: return to epoll (level-triggered, so bytes that
+ * arrive meanwhile are reported) instead of a recv that could only say EAGAIN. */
 static int on_readable(struct pn_tp *tp, struct conn *c)
 {
 	for (;;) {
-		/* First consume staged bytes. */
-		while (c->st_off < c->st_len) {
-			size_t avail = c->st_len - c->st_off;
-			if (!c->in_payload) {
-				size_t n = PN_HDR_LEN - c->hdr_got;
-				if (n > avail)
-					n = avail;
-				memcpy(c->hdr + c->hdr_got, c->stage + c->st_off, n);
-				c->hdr_got += n;
-				c->st_off += n;
-				if (c->hdr_got == PN_HDR_LEN) {
-					c->hdr_got = 0;
-					int rc = on_header(tp, c);
-					if (rc != 0)
-						return rc;
-					if (c->in_payload && c->need == 0)
-						finish_payload(tp, c);
-				}
-			} else {
-				size_t n = c->need - c->got;
-				if (n > avail)
-					n = avail;
-				memcpy(c->dst + c->got, c->stage + c->st_off, n);
-				c->got += n;
-				c->st_off += n;
-				if (c->got == c->need)
-					finish_payload(tp, c);
-			}
-		}
-		/* A large payload is read straight into its destination, not through the stage. */
+		int rc = drain_stage(tp, c);
+		if (rc != 0)
+			return rc;
 		ssize_t r;
+		size_t asked;
 		if (c->in_payload && c->need - c->got >= RX_STAGE) {
-			r = recv(c->fd, c->dst + c->got, c->need - c->got, MSG_DONTWAIT);
+			/* a large payload is read straight into its destination, not the stage */
+			asked = c->need - c->got;
+			r = recv(c->fd, c->dst + c->got, asked, MSG_DONTWAIT);
 			if (r > 0) {
 				c->got += (size_t)r;
 				if (c->got == c->need)
 					finish_payload(tp, c);
-				continue;
 			}
 		} else {
-			r = recv(c->fd, c->stage, RX_STAGE, MSG_DONTWAIT);
+			asked = RX_STAGE;
+			r = recv(c->fd, c->stage, asked, MSG_DONTWAIT);
 			if (r > 0) {
 				c->st_off = 0;
 				c->st_len = (size_t)r;
-				continue;
 			}
+		}
+		if (r > 0) {
+			if ((size_t)r < asked)
+				return drain_stage(tp, c);
+			continue;
 		}
 		if (r == 0)
 			return -PN_EPEERDOWN;
