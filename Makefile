@@ -13,7 +13,7 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lffi -lpthread
+LDLIBS  += -lffi -lrdmacm -libverbs -lpthread
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 

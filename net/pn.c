@@ -8,6 +8,7 @@
  * so handlers can take as long as they like and may block on nested Cooperations.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,8 @@ struct pn_coop_rec {
 	uint32_t *sent_to;         /* peers requests went to, with counts, for peer_down */
 	uint32_t *sent_count;
 	unsigned n_sent, cap_sent;
+	struct adv { uint32_t cookie; pn_peer to; } *adv;  /* per descriptor, NULL until a
+	                            * transport advertised one (pn_core_coop_target); cookie 0: no */
 };
 
 struct work {
@@ -93,6 +96,8 @@ struct pn {
 	pthread_t *workers;
 	unsigned n_workers;
 	int stopping;
+	int closing;               /* transports are closing: no more ops->release calls */
+	unsigned releasing;        /* pn_coop_end calls inside ops->release right now */
 
 	atomic_bool send_closed;   /* pn_finalize: sends fail with PN_ESHUTDOWN */
 	_Atomic unsigned sending;  /* sends inside a transport right now */
@@ -369,10 +374,30 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 			rc = c->rcv[i].status;
 	}
 	*coop_slot(pn, token) = c->next;
+	/* Transports that attached something to descriptors (rdma: a remote key for the buffer)
+	 * take it back before the buffers return to the caller; pn_finalize waits for this. */
+	bool release = c->adv && !pn->closing;
+	if (release)
+		pn->releasing++;
 	pthread_mutex_unlock(&pn->lock);
+	if (release) {
+		for (unsigned i = 0; i < c->n; i++) {
+			if (!c->adv[i].cookie)
+				continue;
+			struct pn_peer_rec *to = pn_core_peer_at(pn, c->adv[i].to);
+			struct endpoint *ep = to ? endpoint_for(pn, to->addr.scheme) : NULL;
+			if (ep && ep->ops->release)
+				ep->ops->release(ep->tp, token, c->adv[i].cookie);
+		}
+		pthread_mutex_lock(&pn->lock);
+		if (--pn->releasing == 0)
+			pthread_cond_broadcast(&pn->q_cond);
+		pthread_mutex_unlock(&pn->lock);
+	}
 	pthread_cond_destroy(&c->done);
 	free(c->sent_to);
 	free(c->sent_count);
+	free(c->adv);
 	free(c);
 	return rc;
 }
@@ -409,10 +434,17 @@ static void coop_note_sent(struct pn *pn, pn_coop token, pn_peer peer)
 	pthread_mutex_unlock(&pn->lock);
 }
 
-/* Fail up to `count` pending descriptors of c that `peer` could still have filled. */
+/* Fail up to `count` pending descriptors of c that `peer` could still have filled: first those
+ * advertised to it (rdma), then those naming it, then those open to anyone. */
 static void coop_fail_from_locked(struct pn *pn, struct pn_coop_rec *c, pn_peer peer,
                                   unsigned count, int err)
 {
+	for (unsigned i = 0; c->adv && i < c->n && count; i++) {
+		if (c->rcv[i].status == DESC_PENDING && c->adv[i].cookie && c->adv[i].to == peer) {
+			desc_done_locked(pn, c, i, err);
+			count--;
+		}
+	}
 	for (unsigned i = 0; i < c->n && count; i++) {
 		if (c->rcv[i].status == DESC_PENDING && c->rcv[i].from == peer) {
 			desc_done_locked(pn, c, i, err);
@@ -452,8 +484,28 @@ void pn_core_returned(struct pn *pn, struct pn_peer_rec *to, const struct pn_hdr
 
 /* ---- receiving ---- */
 
-void *pn_core_rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
-                       struct pn_rx *rx)
+/* Whether descriptor d of c takes a reply h from peer `from`. */
+static bool desc_takes(const struct pn_rcv_desc *d, const struct pn_hdr *h, pn_peer from)
+{
+	return d->status == DESC_PENDING && d->type == h->type && (d->from == PN_ANY || d->from == from);
+}
+
+/* The descriptor of c for reply h: want if it takes it, else the first that does, preferring
+ * those no transport advertised (their buffer may be written remotely by another peer). */
+static int desc_pick(struct pn_coop_rec *c, const struct pn_hdr *h, pn_peer from, int want)
+{
+	if (want >= 0 && (unsigned)want < c->n && desc_takes(&c->rcv[want], h, from))
+		return want;
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < c->n; i++)
+			if (desc_takes(&c->rcv[i], h, from) &&
+			    (!c->adv || !c->adv[i].cookie) == (pass == 0))
+				return (int)i;
+	return -1;
+}
+
+static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
+                      int want, struct pn_rx *rx)
 {
 	rx->h = *h;
 	rx->from = sender;
@@ -470,16 +522,12 @@ void *pn_core_rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct p
 	if (h->coop) {
 		pthread_mutex_lock(&pn->lock);
 		struct pn_coop_rec *c = *coop_slot(pn, h->coop);
-		for (unsigned i = 0; c && i < c->n; i++) {
-			struct pn_rcv_desc *d = &c->rcv[i];
-			if (d->status == DESC_PENDING && d->type == h->type &&
-			    (d->from == PN_ANY || d->from == rx->from->id)) {
-				d->status = DESC_FILLING;
-				c->filling++;
-				rx->claim = (int)i;
-				rx->coop = c;
-				break;
-			}
+		int i = c ? desc_pick(c, h, rx->from->id, want) : -1;
+		if (i >= 0) {
+			c->rcv[i].status = DESC_FILLING;
+			c->filling++;
+			rx->claim = i;
+			rx->coop = c;
 		}
 		if (rx->claim >= 0) {
 			struct pn_rcv_desc *d = &c->rcv[rx->claim];
@@ -499,6 +547,39 @@ void *pn_core_rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct p
 	}
 	rx->buf = h->len ? malloc(h->len) : NULL;
 	return rx->buf;
+}
+
+void *pn_core_rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
+                       struct pn_rx *rx)
+{
+	return rx_begin(pn, sender, h, -1, rx);
+}
+
+void *pn_core_rx_begin_at(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
+                          unsigned idx, struct pn_rx *rx)
+{
+	return rx_begin(pn, sender, h, idx > INT32_MAX ? -1 : (int)idx, rx);
+}
+
+int pn_core_coop_target(struct pn *pn, pn_coop coop, struct pn_peer_rec *to, size_t min_cap,
+                        uint32_t cookie, struct pn_target *t)
+{
+	int rc = -1;
+	pthread_mutex_lock(&pn->lock);
+	struct pn_coop_rec *c = coop ? *coop_slot(pn, coop) : NULL;
+	if (c && !c->adv)
+		c->adv = calloc(c->n, sizeof *c->adv);
+	for (unsigned i = 0; c && c->adv && i < c->n && rc; i++) {
+		struct pn_rcv_desc *d = &c->rcv[i];
+		if (d->status == DESC_PENDING && d->buf && d->cap >= min_cap && !c->adv[i].cookie &&
+		    (d->from == PN_ANY || d->from == to->id)) {
+			c->adv[i] = (struct adv){ cookie, to->id };
+			*t = (struct pn_target){ d->buf, d->cap, d->type, i };
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&pn->lock);
+	return rc;
 }
 
 void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
@@ -665,7 +746,27 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 
 /* ---- life cycle ---- */
 
-static const struct pn_transport *const transports[] = { &pn_tcp_transport, &pn_udp_transport };
+struct pn_tp *pn_core_transport(struct pn *pn, uint8_t scheme)
+{
+	struct endpoint *ep = endpoint_for(pn, scheme);
+	return ep ? ep->tp : NULL;
+}
+
+void pn_core_log(struct pn *pn, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (pn->opts.log)
+		pn->opts.log(pn->opts.log_arg, msg);
+	else
+		fprintf(stderr, "pn: %s\n", msg);
+}
+
+static const struct pn_transport *const transports[] = { &pn_tcp_transport, &pn_udp_transport,
+                                                         &pn_rdma_transport };
 
 struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *opts, char *err,
                    size_t errlen)
@@ -750,6 +851,12 @@ void pn_finalize(struct pn *pn)
 {
 	if (!pn)
 		return;
+	/* No pn_coop_end may hand a cookie to a transport that is going away. */
+	pthread_mutex_lock(&pn->lock);
+	pn->closing = 1;
+	while (pn->releasing)
+		pthread_cond_wait(&pn->q_cond, &pn->lock);
+	pthread_mutex_unlock(&pn->lock);
 	/* Order matters: a handler still running may send, so the transports close last.
 	 * 1. sends fail from now on; wait for those already inside a transport */
 	atomic_store(&pn->send_closed, true);

@@ -1,7 +1,7 @@
 /* pn.h: Paradis-Net, the typed, event-driven message layer of Active RDMA.
  *
  * Follows Malpohl and Isaila's Paradis-Net: every endpoint is client and server at once; peers
- * are named "tcp:HOST:PORT", "udp:HOST:PORT" (later "rdma:HOST:PORT"); there is no receive
+ * are named "tcp:HOST:PORT", "udp:HOST:PORT", "rdma:HOST:PORT" (docs/rdma.md); there is no receive
  * call: handlers run on the library's threads when messages arrive, may run as long as they
  * like, and may send or forward.  forward() hands the obligation to reply to another peer,
  * which answers the origin directly (n+1 messages for n delegations).  A Cooperation registers
@@ -45,8 +45,12 @@ struct pn_opts {
 	                            * frames (tcp: ignored) to drop; also from env PN_DROP */
 	unsigned udp_depth;        /* outstanding messages per peer (udp); 0 = 16 */
 	unsigned udp_max_wait_ms;  /* an unacknowledged udp message is returned after; 0 = 5000 */
-	unsigned spin_us;          /* pn_coop_end polls this long before sleeping; 0 = 50 (or
-	                            * env PN_SPIN_US), above 100000 = never (short of cores) */
+	unsigned spin_us;          /* pn_coop_end polls this long before sleeping; 0 = 50,
+	                            * above 100000 = never (for machines short of cores) */
+	/* Diagnostics the error codes cannot carry (rdma: ibv_wc_status_str of a failed
+	 * completion, a rejected connection).  Called from any thread; NULL: stderr. */
+	void (*log)(void *arg, const char *msg);
+	void *log_arg;
 };
 
 /* Open an endpoint listening on each name in listen[] ("tcp:127.0.0.1:0": port 0 picks a free
@@ -119,5 +123,27 @@ struct pn_stats {
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 };
 void pn_stats_get(struct pn *pn, struct pn_stats *out);
+
+/* ---- one-sided access (rdma: endpoints only; docs/rdma.md) ----
+ * The owner of memory exports it and sends the handle (PN_MEM_HANDLE_LEN opaque bytes) to
+ * whoever may access it, in any message; a holder reads or writes it with pn_mem_read/write,
+ * which the owner's CPU never sees.  Both return -PN_ENOTRANSPORT when the endpoint or the
+ * peer is not rdma: the caller then asks the owner with an ordinary message instead. */
+#define PN_MEM_READ   1            /* access a handle grants */
+#define PN_MEM_WRITE  2
+#define PN_MEM_HANDLE_LEN 24
+struct pn_mem;
+/* Register [buf, buf+len) for remote access (PN_MEM_READ|PN_MEM_WRITE); *out is released
+ * with pn_mem_unexport, which revokes the handle.  The memory must stay mapped till then. */
+int pn_mem_export(struct pn *pn, void *buf, size_t len, int access, struct pn_mem **out,
+                  uint8_t handle[PN_MEM_HANDLE_LEN]);
+void pn_mem_unexport(struct pn *pn, struct pn_mem *mem);
+/* Copy len bytes at offset off of the peer's exported memory into dst (read), or src into it
+ * (write); blocking, thread-safe.  -PN_EINVAL when [off, off+len) is outside the handle,
+ * -PN_EACCESS when the owner refused (revoked, or no such right), -PN_EPEERDOWN ... */
+int pn_mem_read(struct pn *pn, pn_peer peer, const uint8_t handle[PN_MEM_HANDLE_LEN],
+                uint64_t off, void *dst, size_t len);
+int pn_mem_write(struct pn *pn, pn_peer peer, const uint8_t handle[PN_MEM_HANDLE_LEN],
+                 uint64_t off, const void *src, size_t len);
 
 #endif

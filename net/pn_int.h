@@ -1,7 +1,7 @@
 /* pn_int.h: private structures of Paradis-Net shared by pn.c, wire.c and the transports.
  *
  * pn.c (peers, handlers, Cooperations, worker threads) never mentions sockets: each transport
- * (pn_tcp.c, pn_udp.c, later pn_rdma.c) fills one const struct pn_transport and talks back to
+ * (pn_tcp.c, pn_udp.c, pn_rdma.c) fills one const struct pn_transport and talks back to
  * the core only through the pn_core_* functions below.
  */
 #ifndef PN_INT_H
@@ -91,10 +91,15 @@ struct pn_transport {
 	 * payload).  0 or -PN_E*. */
 	int (*send)(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
 	            const void *payload, size_t len);
+	/* Optional (rdma): Cooperation coop ends; the transport drops what it attached to
+	 * descriptor `cookie` of it (pn_core_coop_target), e.g. revokes the remote access to the
+	 * buffer that the peer did not use, before the buffer goes back to the caller. */
+	void (*release)(struct pn_tp *tp, pn_coop coop, uint32_t cookie);
 };
 
 extern const struct pn_transport pn_tcp_transport;
 extern const struct pn_transport pn_udp_transport;
+extern const struct pn_transport pn_rdma_transport;
 
 /* ---- what transports call in the core (pn.c) ---- */
 
@@ -121,6 +126,35 @@ struct pn_rx {
 void *pn_core_rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
                        struct pn_rx *rx);
 void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status);
+/* The same for a reply addressed to one descriptor: index idx of Cooperation h->coop, which the
+ * transport learned from pn_core_coop_target (rdma: the reply was written into the buffer by
+ * the peer already, or comes with the descriptor's slot).  Falls back to rx_begin's matching
+ * when that descriptor does not take it (ended, filled, other type or sender). */
+void *pn_core_rx_begin_at(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
+                          unsigned idx, struct pn_rx *rx);
+
+/* Zero-copy replies (rdma).  Sending a request of our Cooperation coop to peer `to`: pick a
+ * pending descriptor with a buffer of min_cap bytes or more that a reply from `to` (or anyone)
+ * could fill and that no
+ * earlier request advertised, mark it advertised with the transport's cookie (!= 0; given back
+ * in ops->release when the Cooperation ends), and describe it in *t.  Replies without a
+ * descriptor index (pn_core_rx_begin) avoid advertised descriptors while others are pending.
+ * Returns 0, or -1 when coop is not ours or no descriptor qualifies. */
+struct pn_target {
+	void *buf;
+	size_t cap;
+	pn_type type;
+	unsigned idx;
+};
+int pn_core_coop_target(struct pn *pn, pn_coop coop, struct pn_peer_rec *to, size_t min_cap,
+                        uint32_t cookie, struct pn_target *t);
+
+/* The endpoint's transport instance for a scheme, or NULL (the one-sided API of pn_rdma.c). */
+struct pn_tp *pn_core_transport(struct pn *pn, uint8_t scheme);
+
+/* A diagnostic for the person running the program (opts.log, else stderr); transports use it
+ * for what an error code cannot say, e.g. an RDMA completion's ibv_wc_status_str. */
+void pn_core_log(struct pn *pn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The connection to peer broke: Cooperations waiting for it fail with err. */
 void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err);

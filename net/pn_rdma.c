@@ -1,0 +1,1845 @@
+/* pn_rdma.c: the rdma: transport of Paradis-Net over librdmacm (connections) and libibverbs
+ * (RC queue pairs), and the one-sided pn_mem_* API.  docs/rdma.md has the reasoning.
+ *
+ * The exchange on one connection, step by step:
+ *   1. A resolves B's address and route (rdma_resolve_addr/route), creates the queue pair with
+ *      a send and a receive completion queue on the endpoint's one completion channel, posts
+ *      DEPTH receive buffers of SLOT_LEN bytes, and calls rdma_connect with HELLO as private
+ *      data: A's listening address (so B knows the peer, as in pn_tcp.c), DEPTH, and the
+ *      address and rkey of A's credit word.  B does the same on CONNECT_REQUEST and answers
+ *      with its own HELLO in rdma_accept.
+ *   2. A message goes as one or more SENDs from a registered send slot into a receive buffer
+ *      the peer posted: an 8-byte sub-header (below), in the first fragment the 40-byte frame
+ *      header of wire.c and perhaps a reply handle, then payload bytes.  One message's
+ *      fragments are never interleaved with another's on a connection (tx_lock), so the
+ *      receiver reassembles into the buffer pn_core_rx_begin gave it.
+ *   3. Credits: every SEND (and every WRITE WITH IMMEDIATE, which consumes a receive too) needs
+ *      a receive the peer posted.  The receiver counts the receives it posted and, every
+ *      DEPTH/4 of them, RDMA-WRITEs that count into the sender's credit word; the sender may
+ *      send while it has sent fewer.  The word is written by the adapter, without a message
+ *      and without the receiver's I/O thread being free, so two busy peers cannot deadlock
+ *      waiting for each other's credit messages.  A sender short of credit naps and looks again.
+ *   4. A request of one of our Cooperations whose descriptor has a buffer larger than the
+ *      inline limit carries a handle: (address, rkey, capacity, slot, type) of that buffer,
+ *      registered through a cache (a buffer registered once is not registered again).  The
+ *      replier keeps the handle with the requester's peer and Cooperation token; its reply is
+ *      an RDMA WRITE WITH IMMEDIATE straight into that buffer, immediate = slot, which the
+ *      requester maps back to the descriptor and completes (pn_core_rx_begin_at).  A reply
+ *      that does not fit, or is of another type, goes as SENDs naming the slot, so it fills
+ *      the same descriptor (truncated) and the handle is never used twice.
+ *   5. pn_forward passes the handle on with the request, so the last peer writes into the
+ *      origin's memory.  When the Cooperation ends, a handle nobody used is revoked by
+ *      deregistering its buffer (a late reply then fails with a remote access error at the
+ *      replier instead of writing into memory the caller has got back).
+ *   6. A completion error, DISCONNECTED or a malformed message closes the connection: its
+ *      queue pair goes to the error state (flushing what was posted), the Cooperations
+ *      waiting on the peer fail with PN_EPEERDOWN, the error and its ibv_wc_status_str go to
+ *      the log; the next send connects again.
+ *
+ * Sub-header of every SEND, little-endian:
+ *
+ *     0      1       2          4          8
+ *     +------+-------+----------+----------+
+ *     | kind | flags | reserved | slot     |   kind 1 FIRST (frame header follows), 2 MORE;
+ *     +------+-------+----------+----------+   flags 1 HANDLE (FIRST: a handle follows the
+ *                                              header), 2 SLOT (a reply for slot `slot`)
+ *
+ * Threads: one I/O thread handles connection events, completions and receives; senders post
+ * from their own thread.  Connections are freed only by the I/O thread (or by close once it
+ * has stopped), so a completion never finds its connection gone.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "pn_int.h"
+
+#define DEPTH         32                /* receive buffers per connection, and send slots */
+#define SLOT_LEN      (16u * 1024)      /* bytes per receive buffer / send slot */
+#define SQ_DEPTH      (2 * DEPTH + 8)   /* send queue: slot sends, waited ops, credit writes */
+#define CREDIT_BATCH  (DEPTH / 4)       /* receives re-posted before the count is written */
+#define SUB_LEN       8
+#define HANDLE_LEN    24
+#define PRIV_LEN      40                /* HELLO in the connect/accept private data (<= 56) */
+#define PRIV_MAGIC    0x5250u           /* "PR" */
+#define PRIV_VERSION  1
+#define SLOT_BITS     12                /* reply slots: 4096 advertised descriptors at once */
+#define N_SLOTS       (1u << SLOT_BITS)
+#define TARGETS_MAX   1024              /* handles kept per requesting peer */
+#define CACHE_MAX     64                /* idle registrations kept */
+#define INLINE_MAX    4096              /* descriptors up to this get replies as SENDs */
+#define MEM_MAGIC     0x4d50u           /* "PM": pn_mem handles */
+
+enum { SUB_FIRST = 1, SUB_MORE = 2 };
+enum { F_HANDLE = 1, F_SLOT = 2 };
+/* wr_id: the low 3 bits say what completed */
+enum { TAG_SLOT = 0, TAG_RECV = 1, TAG_WAIT = 2, TAG_CREDIT = 3 };
+
+_Static_assert(PRIV_LEN <= 56, "rdma_cm private data of a REQ on IB/RoCE");
+_Static_assert(SUB_LEN + PN_HDR_LEN + HANDLE_LEN < SLOT_LEN, "a first fragment carries payload");
+_Static_assert(HANDLE_LEN == PN_MEM_HANDLE_LEN, "one handle size");
+_Static_assert(DEPTH <= 0xffff && CREDIT_BATCH >= 1, "depth fits the HELLO");
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
+static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+/* A reply handle: where the requester wants the reply of one descriptor written. */
+struct handle {
+	uint64_t addr;
+	uint32_t rkey, cap, slot;
+	pn_type type;
+};
+
+static void handle_put(uint8_t *p, const struct handle *h)
+{
+	put64(p, h->addr);
+	put32(p + 8, h->rkey);
+	put32(p + 12, h->cap);
+	put32(p + 16, h->slot);
+	put16(p + 20, h->type);
+	put16(p + 22, 0);
+}
+
+static void handle_get(const uint8_t *p, struct handle *h)
+{
+	h->addr = get64(p);
+	h->rkey = get32(p + 8);
+	h->cap = get32(p + 12);
+	h->slot = get32(p + 16);
+	h->type = get16(p + 20);
+}
+
+/* The credit word: the peer's adapter writes the number of receives the peer has posted for
+ * us as count | ~count << 32, so a torn read (the word is written by DMA) shows as a mismatch
+ * and is ignored.  credit_out is the source of our own writes. */
+struct ctrl {
+	uint64_t credit_in;
+	uint64_t credit_out;
+};
+
+/* A work request a thread waits for (large writes, one-sided reads and writes). */
+struct waiter {
+	bool done;
+	int status;                    /* 0 or -PN_E* */
+};
+
+struct conn {
+	struct pn_tp *tp;
+	struct rdma_cm_id *id;
+	struct pn_peer_rec *peer;      /* known from HELLO (both directions) */
+	_Atomic int refs;
+	bool active;                   /* we connected */
+	struct ibv_cq *scq, *rcq;
+	struct ibv_mr *rmr, *smr, *cmr;
+	uint8_t *rbuf, *sbuf;
+	struct ctrl *ctrl;
+	uint64_t peer_ctrl;            /* the peer's credit word */
+	uint32_t peer_rkey;
+
+	pthread_mutex_t lock;          /* the fields below, up to "I/O thread only" */
+	pthread_cond_t cond;           /* state changes, freed slots, completions */
+	pthread_mutex_t tx_lock;       /* one message's fragments at a time */
+	bool up, dead, listed;
+	int err;                       /* why dead */
+	int cm_step;                   /* connecting: last address/route event */
+	int cm_err;                    /* connecting: the attempt failed */
+	uint64_t tx_sent;              /* sends and write-with-immediates posted */
+	uint32_t credit_seen;          /* last consistent credit word */
+	unsigned sq_used;
+	uint16_t free_slot[DEPTH];
+	unsigned n_free;
+	bool credit_busy;              /* a credit write is posted */
+
+	/* I/O thread only */
+	bool failed;                   /* conn_fail ran */
+	uint64_t rx_posted, credit_written;
+	bool in_payload;
+	int rx_status;
+	struct pn_rx rx;
+	uint8_t *dst;
+	size_t need, got;
+	struct conn *next;             /* tp->conns or tp->zombies */
+};
+
+struct target {                    /* a reply handle received with a request */
+	pn_coop coop;
+	struct handle h;
+};
+
+struct rdma_peer {                 /* peer->tp_state */
+	pthread_mutex_t lock;
+	struct conn *conn;             /* where sends go; holds a reference */
+	struct target *t;              /* oldest first */
+	unsigned n_t, cap_t;
+};
+
+struct mrc {                       /* a cached registration of descriptor memory */
+	struct ibv_mr *mr;
+	uintptr_t lo, hi;
+	unsigned refs;                 /* advertised slots using it */
+	bool doomed;                   /* revoke once unused */
+	uint64_t last;
+	struct mrc *next;
+};
+
+struct rslot {                     /* an advertised descriptor of one of our Cooperations */
+	uint32_t cookie;               /* 0: free; else gen << SLOT_BITS | index, the immediate */
+	pn_coop coop;
+	unsigned idx;
+	pn_type type;
+	void *buf;
+	struct mrc *mr;
+	bool used;                     /* the peer replied through it */
+};
+
+struct pn_mem {
+	struct ibv_mr *mr;
+	struct pn_mem *next;
+};
+
+struct pn_tp {
+	struct pn *pn;
+	struct pn_addr self;
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *listen;
+	struct ibv_context *ctx;       /* the device of our address; every connection uses it */
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *comp;
+	uint8_t rd_atom;               /* RDMA READs in flight per QP, both directions */
+	size_t inline_max;
+	int wakefd;
+	pthread_t thread;
+	atomic_bool stop;
+	atomic_uint n_waiting;         /* threads in post_wait: closing waits for their flush */
+
+	pthread_mutex_t lock;          /* conns, zombies, peer state creation, exports */
+	struct conn *conns, *zombies;
+	struct pn_mem *exports;
+
+	pthread_mutex_t slot_lock;     /* slots */
+	struct rslot *slots;
+	uint32_t *free_slots, n_free_slots, gen;
+
+	pthread_mutex_t cache_lock;
+	struct mrc *cache;
+	unsigned n_cache;
+	uint64_t tick;
+};
+
+static _Thread_local struct pn_tp *io_self;   /* set on the I/O thread */
+
+static const char *peer_name(const struct conn *c)
+{
+	return c->peer ? c->peer->name : "rdma peer";
+}
+
+/* ---- connections: references and teardown ---- */
+
+static void conn_get(struct conn *c) { atomic_fetch_add(&c->refs, 1); }
+
+/* The last reference hands the connection to the I/O thread, which frees it between events. */
+static void conn_put(struct conn *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	struct pn_tp *tp = c->tp;
+	pthread_mutex_lock(&tp->lock);
+	c->next = tp->zombies;
+	tp->zombies = c;
+	pthread_mutex_unlock(&tp->lock);
+	uint64_t one = 1;
+	if (write(tp->wakefd, &one, sizeof one) < 0) { /* the 1 s poll timeout reaps it */ }
+}
+
+/* Free everything of c, in reverse order of conn_setup.  I/O thread, or close after it. */
+static void conn_destroy(struct conn *c)
+{
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->scq)
+		ibv_destroy_cq(c->scq);
+	if (c->rcq)
+		ibv_destroy_cq(c->rcq);
+	if (c->cmr)
+		ibv_dereg_mr(c->cmr);
+	if (c->smr)
+		ibv_dereg_mr(c->smr);
+	if (c->rmr)
+		ibv_dereg_mr(c->rmr);
+	free(c->ctrl);
+	free(c->sbuf);
+	free(c->rbuf);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->tx_lock);
+	free(c);
+}
+
+static void reap_zombies(struct pn_tp *tp)
+{
+	pthread_mutex_lock(&tp->lock);
+	struct conn *z = tp->zombies;
+	tp->zombies = NULL;
+	pthread_mutex_unlock(&tp->lock);
+	for (struct conn *next; z; z = next) {
+		next = z->next;
+		conn_destroy(z);
+	}
+}
+
+static void conn_unlist(struct conn *c)
+{
+	struct pn_tp *tp = c->tp;
+	bool was = false;
+	pthread_mutex_lock(&tp->lock);
+	for (struct conn **p = &tp->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			was = true;
+			break;
+		}
+	pthread_mutex_unlock(&tp->lock);
+	if (was)
+		conn_put(c);               /* the list's reference */
+}
+
+static struct conn *conn_alloc(struct pn_tp *tp, struct pn_peer_rec *peer)
+{
+	struct conn *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->tp = tp;
+	c->peer = peer;
+	atomic_init(&c->refs, 1);          /* the list's */
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->tx_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	for (unsigned i = 0; i < DEPTH; i++)
+		c->free_slot[i] = (uint16_t)i;
+	c->n_free = DEPTH;
+	pthread_mutex_lock(&tp->lock);
+	c->next = tp->conns;
+	tp->conns = c;
+	pthread_mutex_unlock(&tp->lock);
+	return c;
+}
+
+/* Mark c dead and move its queue pair to the error state, so everything posted completes
+ * (flushed) and the I/O thread, on DISCONNECTED, finishes it with conn_fail.  Any thread. */
+static void conn_kill(struct conn *c, int err)
+{
+	pthread_mutex_lock(&c->lock);
+	bool first = !c->dead;
+	if (first) {
+		c->dead = true;
+		c->err = err;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (first && c->id)
+		rdma_disconnect(c->id);
+}
+
+/* The connection is over: wake its senders, end a half-received message, stop sending through
+ * it, fail the peer's Cooperations.  I/O thread only; runs once. */
+static void conn_fail(struct conn *c, int err)
+{
+	if (c->failed)
+		return;
+	c->failed = true;
+	conn_kill(c, err);
+	struct pn_tp *tp = c->tp;
+	if (c->in_payload) {
+		c->in_payload = false;
+		pn_core_rx_end(tp->pn, &c->rx, err);
+	}
+	if (c->peer) {
+		struct rdma_peer *rp = c->peer->tp_state;
+		if (rp) {
+			pthread_mutex_lock(&rp->lock);
+			bool mine = rp->conn == c;
+			if (mine)
+				rp->conn = NULL;
+			pthread_mutex_unlock(&rp->lock);
+			if (mine)
+				conn_put(c);
+		}
+		pn_core_peer_down(tp->pn, c->peer, err);
+	}
+	conn_unlist(c);
+}
+
+/* ---- per-peer state: the send path and the reply handles it gave us ---- */
+
+static struct rdma_peer *peer_state(struct pn_tp *tp, struct pn_peer_rec *peer)
+{
+	pthread_mutex_lock(&tp->lock);
+	if (!peer->tp_state) {
+		struct rdma_peer *s = calloc(1, sizeof *s);
+		if (s) {
+			pthread_mutex_init(&s->lock, NULL);
+			peer->tp_state = s;
+		}
+	}
+	pthread_mutex_unlock(&tp->lock);
+	return peer->tp_state;
+}
+
+static void target_keep(struct pn_tp *tp, struct pn_peer_rec *origin, pn_coop coop,
+                        const struct handle *h)
+{
+	struct rdma_peer *rp = peer_state(tp, origin);
+	if (!rp)
+		return;
+	pthread_mutex_lock(&rp->lock);
+	if (rp->n_t == rp->cap_t && rp->cap_t < TARGETS_MAX) {
+		unsigned cap = rp->cap_t ? 2 * rp->cap_t : 8;
+		struct target *t = realloc(rp->t, cap * sizeof *t);
+		if (t) {
+			rp->t = t;
+			rp->cap_t = cap;
+		}
+	}
+	if (rp->n_t == rp->cap_t && rp->n_t > 0) {
+		/* a requester whose requests are never answered: forget the oldest handle */
+		memmove(rp->t, rp->t + 1, (rp->n_t - 1) * sizeof *rp->t);
+		rp->n_t--;
+	}
+	if (rp->n_t < rp->cap_t)
+		rp->t[rp->n_t++] = (struct target){ coop, *h };
+	pthread_mutex_unlock(&rp->lock);
+}
+
+/* Take the oldest handle origin gave us for Cooperation coop; true if there was one. */
+static bool target_take(struct pn_tp *tp, struct pn_peer_rec *origin, pn_coop coop,
+                        struct handle *out)
+{
+	struct rdma_peer *rp = origin->tp_state ? origin->tp_state : NULL;
+	bool found = false;
+	if (!rp)
+		return false;
+	pthread_mutex_lock(&rp->lock);
+	for (unsigned i = 0; i < rp->n_t; i++)
+		if (rp->t[i].coop == coop) {
+			*out = rp->t[i].h;
+			memmove(rp->t + i, rp->t + i + 1, (rp->n_t - i - 1) * sizeof *rp->t);
+			rp->n_t--;
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&rp->lock);
+	return found;
+}
+
+/* ---- registration cache (descriptor memory) ---- */
+
+static struct mrc *cache_get(struct pn_tp *tp, void *buf, size_t len)
+{
+	uintptr_t lo = (uintptr_t)buf, hi = lo + len;
+	pthread_mutex_lock(&tp->cache_lock);
+	for (struct mrc *e = tp->cache; e; e = e->next)
+		if (!e->doomed && e->lo <= lo && hi <= e->hi) {
+			e->refs++;
+			e->last = ++tp->tick;
+			pthread_mutex_unlock(&tp->cache_lock);
+			return e;
+		}
+	pthread_mutex_unlock(&tp->cache_lock);
+	struct mrc *e = calloc(1, sizeof *e);
+	if (!e)
+		return NULL;
+	e->mr = ibv_reg_mr(tp->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!e->mr) {
+		pn_core_log(tp->pn, "rdma: ibv_reg_mr of a %zu-byte receive buffer: %s (the reply "
+		            "goes as SENDs)", len, strerror(errno));
+		free(e);
+		return NULL;
+	}
+	e->lo = lo;
+	e->hi = hi;
+	e->refs = 1;
+	/* Keep at most CACHE_MAX registrations: drop the least recently used idle one. */
+	struct ibv_mr *drop = NULL;
+	pthread_mutex_lock(&tp->cache_lock);
+	e->last = ++tp->tick;
+	e->next = tp->cache;
+	tp->cache = e;
+	if (++tp->n_cache > CACHE_MAX) {
+		struct mrc **victim = NULL;
+		for (struct mrc **p = &tp->cache; *p; p = &(*p)->next)
+			if ((*p)->refs == 0 && (!victim || (*p)->last < (*victim)->last))
+				victim = p;
+		if (victim) {
+			struct mrc *v = *victim;
+			*victim = v->next;
+			tp->n_cache--;
+			drop = v->mr;
+			free(v);
+		}
+	}
+	pthread_mutex_unlock(&tp->cache_lock);
+	if (drop)
+		ibv_dereg_mr(drop);
+	return e;
+}
+
+/* A slot stops using e; revoke: the handle may still be in a peer's hands, so the
+ * registration goes (its rkey dies) as soon as no other slot uses it. */
+static void cache_put(struct pn_tp *tp, struct mrc *e, bool revoke)
+{
+	struct ibv_mr *drop = NULL;
+	pthread_mutex_lock(&tp->cache_lock);
+	e->refs--;
+	if (revoke)
+		e->doomed = true;
+	if (e->doomed && e->refs == 0) {
+		for (struct mrc **p = &tp->cache; *p; p = &(*p)->next)
+			if (*p == e) {
+				*p = e->next;
+				break;
+			}
+		tp->n_cache--;
+		drop = e->mr;
+		free(e);
+	}
+	pthread_mutex_unlock(&tp->cache_lock);
+	if (drop)
+		ibv_dereg_mr(drop);
+}
+
+/* ---- reply slots (requester side) ---- */
+
+/* Advertise a descriptor of our Cooperation coop for a request to peer: fill *h.  False when
+ * none qualifies (the reply then comes as SENDs, like over tcp). */
+static bool slot_advertise(struct pn_tp *tp, struct pn_peer_rec *peer, pn_coop coop,
+                           struct handle *h)
+{
+	pthread_mutex_lock(&tp->slot_lock);
+	if (tp->n_free_slots == 0) {
+		pthread_mutex_unlock(&tp->slot_lock);
+		return false;
+	}
+	uint32_t i = tp->free_slots[--tp->n_free_slots];
+	if (++tp->gen >= 1u << (32 - SLOT_BITS))
+		tp->gen = 1;
+	uint32_t cookie = tp->gen << SLOT_BITS | i;
+	struct rslot *s = &tp->slots[i];
+	*s = (struct rslot){ .cookie = cookie, .coop = coop };
+	pthread_mutex_unlock(&tp->slot_lock);
+
+	struct pn_target t;
+	if (pn_core_coop_target(tp->pn, coop, peer, tp->inline_max + 1, cookie, &t) != 0) {
+		pthread_mutex_lock(&tp->slot_lock);
+		s->cookie = 0;
+		tp->free_slots[tp->n_free_slots++] = i;
+		pthread_mutex_unlock(&tp->slot_lock);
+		return false;
+	}
+	/* From here the core holds the cookie and gives it back through rdma_release. */
+	size_t cap = t.cap > UINT32_MAX ? UINT32_MAX : t.cap;
+	struct mrc *m = cache_get(tp, t.buf, cap);
+	pthread_mutex_lock(&tp->slot_lock);
+	s->idx = t.idx;
+	s->type = t.type;
+	s->buf = t.buf;
+	s->mr = m;
+	pthread_mutex_unlock(&tp->slot_lock);
+	if (!m)
+		return false;
+	*h = (struct handle){ (uintptr_t)t.buf, m->mr->rkey, (uint32_t)cap, cookie, t.type };
+	return true;
+}
+
+/* The slot a reply names, if it is still ours and for coop (0: any); marks it used. */
+static bool slot_claim(struct pn_tp *tp, uint32_t cookie, pn_coop coop, struct rslot *out)
+{
+	bool ok = false;
+	pthread_mutex_lock(&tp->slot_lock);
+	struct rslot *s = &tp->slots[cookie & (N_SLOTS - 1)];
+	if (cookie && s->cookie == cookie && (!coop || s->coop == coop) && !s->used) {
+		s->used = true;
+		*out = *s;
+		ok = true;
+	}
+	pthread_mutex_unlock(&tp->slot_lock);
+	return ok;
+}
+
+static void rdma_release(struct pn_tp *tp, pn_coop coop, uint32_t cookie)
+{
+	pthread_mutex_lock(&tp->slot_lock);
+	struct rslot *s = &tp->slots[cookie & (N_SLOTS - 1)];
+	struct mrc *m = NULL;
+	bool used = false;
+	if (s->cookie == cookie) {
+		m = s->mr;
+		used = s->used;
+		s->cookie = 0;
+		tp->free_slots[tp->n_free_slots++] = cookie & (N_SLOTS - 1);
+	}
+	pthread_mutex_unlock(&tp->slot_lock);
+	if (m)
+		cache_put(tp, m, !used);
+}
+
+/* ---- posting ---- */
+
+static uint8_t *slot_buf(struct conn *c, unsigned s) { return c->sbuf + (size_t)s * SLOT_LEN; }
+
+/* Receives the peer posted for us that we have not used (lock held). */
+static int32_t credits(struct conn *c)
+{
+	uint64_t v = __atomic_load_n(&c->ctrl->credit_in, __ATOMIC_ACQUIRE);
+	if ((uint32_t)(v >> 32) == (uint32_t)~v)
+		c->credit_seen = (uint32_t)v;
+	return (int32_t)(c->credit_seen - (uint32_t)c->tx_sent);
+}
+
+static void poll_send_cq(struct conn *c);
+
+/* Wait until c has room on the send queue, plus a credit and/or a free send slot as asked;
+ * take them.  Bounded by send_timeout_ms, after which the connection is given up (as tcp's
+ * SO_SNDTIMEO does).  Credits arrive by DMA without an event, hence the naps. */
+static int acquire(struct conn *c, bool credit, bool slot, int *slot_out)
+{
+	struct pn_tp *tp = c->tp;
+	uint64_t deadline = pn_now_ns() + (uint64_t)pn_core_opts(tp->pn)->send_timeout_ms * 1000000u;
+	unsigned nap_us = 20;
+	int rc;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		if (c->dead) {
+			rc = c->err ? c->err : -PN_EPEERDOWN;
+			break;
+		}
+		if (c->sq_used < SQ_DEPTH && (!slot || c->n_free > 0) && (!credit || credits(c) > 0)) {
+			c->sq_used++;
+			if (credit)
+				c->tx_sent++;
+			if (slot)
+				*slot_out = c->free_slot[--c->n_free];
+			rc = 0;
+			break;
+		}
+		uint64_t now = pn_now_ns();
+		if (now >= deadline) {
+			rc = -PN_ETIMEDOUT;
+			break;
+		}
+		uint64_t until = now + nap_us * 1000u < deadline ? now + nap_us * 1000u : deadline;
+		if (io_self == tp) {
+			/* an inline handler sending on the I/O thread: nobody else frees our slots */
+			pthread_mutex_unlock(&c->lock);
+			poll_send_cq(c);
+			struct timespec ts = { 0, (long)(until - now) };
+			nanosleep(&ts, NULL);
+			pthread_mutex_lock(&c->lock);
+		} else {
+			struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
+			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+		}
+		if (nap_us < 1000)
+			nap_us *= 2;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc == -PN_ETIMEDOUT) {
+		pn_core_log(tp->pn, "rdma: %s: no send credit for %u ms: closing the connection",
+		            peer_name(c), pn_core_opts(tp->pn)->send_timeout_ms);
+		conn_kill(c, rc);
+	}
+	return rc;
+}
+
+/* Undo acquire after a failed post. */
+static void unacquire(struct conn *c, bool credit, int slot)
+{
+	pthread_mutex_lock(&c->lock);
+	c->sq_used--;
+	if (credit)
+		c->tx_sent--;
+	if (slot >= 0)
+		c->free_slot[c->n_free++] = (uint16_t)slot;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static int post_send(struct conn *c, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	int e = ibv_post_send(c->id->qp, wr, &bad);
+	if (e) {
+		pn_core_log(c->tp->pn, "rdma: %s: ibv_post_send: %s", peer_name(c), strerror(e));
+		conn_kill(c, -PN_EPEERDOWN);
+		return -PN_EPEERDOWN;
+	}
+	return 0;
+}
+
+/* Post one work request of len bytes from send slot s (TAG_SLOT: the slot is freed when it
+ * completes).  opcode SEND, or RDMA_WRITE_WITH_IMM to (raddr, rkey) with imm. */
+static int post_slot(struct conn *c, int s, enum ibv_wr_opcode op, size_t len, uint64_t raddr,
+                     uint32_t rkey, uint32_t imm)
+{
+	struct ibv_sge sge = { (uintptr_t)slot_buf(c, (unsigned)s), (uint32_t)len, c->smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = (uint64_t)s << 3 | TAG_SLOT, .sg_list = &sge,
+	                          .num_sge = 1, .opcode = op, .send_flags = IBV_SEND_SIGNALED };
+	if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+		wr.imm_data = htonl(imm);
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	int rc = post_send(c, &wr);
+	if (rc)
+		unacquire(c, true, s);
+	return rc;
+}
+
+/* Post a request a thread waits for: wr is complete but for wr_id; then wait for its
+ * completion, which always comes (success, error, or flush once the queue pair is in the
+ * error state).  Returns the completion's status. */
+static int post_wait(struct conn *c, struct ibv_send_wr *wr, bool credit, int slot)
+{
+	struct waiter w = { false, 0 };
+	wr->wr_id = (uintptr_t)&w | TAG_WAIT;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	atomic_fetch_add(&c->tp->n_waiting, 1);
+	int rc = post_send(c, wr);
+	if (rc) {
+		atomic_fetch_sub(&c->tp->n_waiting, 1);
+		unacquire(c, credit, -1);
+		return rc;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (!w.done) {
+		if (io_self == c->tp) {
+			pthread_mutex_unlock(&c->lock);
+			poll_send_cq(c);
+			struct timespec ts = { 0, 50000 };
+			nanosleep(&ts, NULL);
+			pthread_mutex_lock(&c->lock);
+		} else {
+			pthread_cond_wait(&c->cond, &c->lock);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	atomic_fetch_sub(&c->tp->n_waiting, 1);
+	(void)slot;
+	return w.status;
+}
+
+static void free_slot(struct conn *c, int s)
+{
+	pthread_mutex_lock(&c->lock);
+	c->free_slot[c->n_free++] = (uint16_t)s;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Tell the peer how many receives we posted, when CREDIT_BATCH more are (I/O thread). */
+static void maybe_credit(struct conn *c)
+{
+	if (c->rx_posted - c->credit_written < CREDIT_BATCH || !c->peer_rkey)
+		return;
+	pthread_mutex_lock(&c->lock);
+	bool go = !c->dead && !c->credit_busy && c->sq_used < SQ_DEPTH;
+	if (go) {
+		c->credit_busy = true;
+		c->sq_used++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!go)
+		return;                    /* the completion that frees the queue retries */
+	uint32_t n = (uint32_t)c->rx_posted;
+	c->ctrl->credit_out = n | (uint64_t)(uint32_t)~n << 32;
+	c->credit_written = c->rx_posted;
+	struct ibv_sge sge = { (uintptr_t)&c->ctrl->credit_out, 8, c->cmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = TAG_CREDIT, .sg_list = &sge, .num_sge = 1,
+	                          .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+	wr.wr.rdma.remote_addr = c->peer_ctrl;
+	wr.wr.rdma.rkey = c->peer_rkey;
+	struct ibv_send_wr *bad;
+	int e = ibv_post_send(c->id->qp, &wr, &bad);
+	if (e) {
+		pn_core_log(c->tp->pn, "rdma: %s: credit write: ibv_post_send: %s", peer_name(c), strerror(e));
+		conn_fail(c, -PN_EPEERDOWN);
+	}
+}
+
+static int post_recv(struct conn *c, unsigned i)
+{
+	struct ibv_sge sge = { (uintptr_t)(c->rbuf + (size_t)i * SLOT_LEN), SLOT_LEN, c->rmr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = (uint64_t)i << 3 | TAG_RECV, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+	return ibv_post_recv(c->id->qp, &wr, &bad);
+}
+
+/* ---- sending messages ---- */
+
+/* Send frame h + payload as SENDs.  reply_slot: the requester's slot this reply belongs to
+ * (or 0); handle: a reply handle to attach (or NULL). */
+static int send_msg(struct conn *c, const struct pn_hdr *h, uint32_t reply_slot,
+                    const struct handle *handle, const void *payload, size_t len)
+{
+	const uint8_t *src = payload;
+	size_t off = 0;
+	int rc = 0;
+	bool first = true;
+	pthread_mutex_lock(&c->tx_lock);
+	do {
+		int s;
+		rc = acquire(c, true, true, &s);
+		if (rc)
+			break;
+		uint8_t *p = slot_buf(c, (unsigned)s), *q = p + SUB_LEN;
+		uint8_t flags = 0;
+		if (first) {
+			pn_wire_put(q, h);
+			q += PN_HDR_LEN;
+			if (handle) {
+				handle_put(q, handle);
+				q += HANDLE_LEN;
+				flags |= F_HANDLE;
+			}
+			if (reply_slot)
+				flags |= F_SLOT;
+		}
+		size_t n = SLOT_LEN - (size_t)(q - p);
+		if (n > len - off)
+			n = len - off;
+		p[0] = first ? SUB_FIRST : SUB_MORE;
+		p[1] = flags;
+		put16(p + 2, 0);
+		put32(p + 4, reply_slot);
+		if (n)
+			memcpy(q, src + off, n);
+		off += n;
+		rc = post_slot(c, s, IBV_WR_SEND, (size_t)(q - p) + n, 0, 0, 0);
+		first = false;
+	} while (rc == 0 && off < len);
+	pthread_mutex_unlock(&c->tx_lock);
+	return rc;
+}
+
+/* A reply written straight into the requester's buffer (RDMA WRITE WITH IMMEDIATE). */
+static int write_reply(struct conn *c, const struct handle *t, const void *payload, size_t len)
+{
+	struct pn_tp *tp = c->tp;
+	if (len <= SLOT_LEN) {
+		int s;
+		int rc = acquire(c, true, true, &s);
+		if (rc)
+			return rc;
+		if (len)
+			memcpy(slot_buf(c, (unsigned)s), payload, len);
+		return post_slot(c, s, IBV_WR_RDMA_WRITE_WITH_IMM, len, t->addr, t->rkey, t->slot);
+	}
+	/* large: the adapter reads the caller's buffer itself, registered for this one write */
+	struct ibv_mr *mr = ibv_reg_mr(tp->pd, (void *)(uintptr_t)payload, len, 0);
+	if (!mr) {
+		pn_core_log(tp->pn, "rdma: ibv_reg_mr of a %zu-byte reply: %s (sent as SENDs)", len,
+		            strerror(errno));
+		return 1;                  /* the caller falls back to SENDs */
+	}
+	int rc = acquire(c, true, false, NULL);
+	if (rc == 0) {
+		struct ibv_sge sge = { (uintptr_t)payload, (uint32_t)len, mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+		                          .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		                          .imm_data = htonl(t->slot) };
+		wr.wr.rdma.remote_addr = t->addr;
+		wr.wr.rdma.rkey = t->rkey;
+		rc = post_wait(c, &wr, true, -1);
+	}
+	ibv_dereg_mr(mr);
+	return rc;
+}
+
+/* ---- connecting ---- */
+
+static void hello_put(uint8_t *p, const struct pn_tp *tp, const struct conn *c)
+{
+	memset(p, 0, PRIV_LEN);
+	put16(p, PRIV_MAGIC);
+	p[2] = PRIV_VERSION;
+	put16(p + 4, DEPTH);
+	put32(p + 8, c->cmr->rkey);
+	put64(p + 12, (uintptr_t)&c->ctrl->credit_in);
+	p[20] = tp->self.scheme;
+	p[21] = tp->self.family;
+	memcpy(p + 22, &tp->self.port, 2);
+	memcpy(p + 24, tp->self.addr, 16);
+}
+
+/* Parse a HELLO: the peer's depth and credit word into c, its address into *origin. */
+static int hello_get(const uint8_t *p, size_t len, struct conn *c, struct pn_addr *origin)
+{
+	if (len < PRIV_LEN || get16(p) != PRIV_MAGIC || p[2] != PRIV_VERSION)
+		return -PN_EPROTO;
+	c->credit_seen = get16(p + 4);
+	c->peer_rkey = get32(p + 8);
+	c->peer_ctrl = get64(p + 12);
+	memset(origin, 0, sizeof *origin);
+	origin->scheme = p[20];
+	origin->family = p[21];
+	memcpy(&origin->port, p + 22, 2);
+	memcpy(origin->addr, p + 24, 16);
+	if (origin->scheme != PN_S_RDMA || (origin->family != 4 && origin->family != 6) ||
+	    c->credit_seen == 0)
+		return -PN_EPROTO;
+	return 0;
+}
+
+/* Queue pair, completion queues, buffers; DEPTH receives posted.  0 or -PN_E* (logged). */
+static int conn_setup(struct conn *c)
+{
+	struct pn_tp *tp = c->tp;
+	const char *what;
+	int e = 0;
+	what = "ibv_create_cq";
+	c->rcq = ibv_create_cq(tp->ctx, DEPTH + 1, c, tp->comp, 0);
+	c->scq = ibv_create_cq(tp->ctx, SQ_DEPTH + 1, c, tp->comp, 0);
+	if (!c->rcq || !c->scq)
+		goto fail;
+	what = "ibv_req_notify_cq";
+	if ((e = ibv_req_notify_cq(c->rcq, 0)) || (e = ibv_req_notify_cq(c->scq, 0)))
+		goto fail;
+	struct ibv_qp_init_attr qa = {
+		.send_cq = c->scq, .recv_cq = c->rcq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 1,
+		         .max_recv_sge = 1 },
+	};
+	what = "rdma_create_qp";
+	if (rdma_create_qp(c->id, tp->pd, &qa))
+		goto fail;
+	what = "buffers";
+	c->rbuf = aligned_alloc(4096, (size_t)DEPTH * SLOT_LEN);
+	c->sbuf = aligned_alloc(4096, (size_t)DEPTH * SLOT_LEN);
+	c->ctrl = aligned_alloc(64, 64);
+	if (!c->rbuf || !c->sbuf || !c->ctrl)
+		goto fail;
+	memset(c->ctrl, 0, sizeof *c->ctrl);
+	what = "ibv_reg_mr";
+	c->rmr = ibv_reg_mr(tp->pd, c->rbuf, (size_t)DEPTH * SLOT_LEN, IBV_ACCESS_LOCAL_WRITE);
+	c->smr = ibv_reg_mr(tp->pd, c->sbuf, (size_t)DEPTH * SLOT_LEN, IBV_ACCESS_LOCAL_WRITE);
+	c->cmr = ibv_reg_mr(tp->pd, c->ctrl, sizeof *c->ctrl,
+	                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!c->rmr || !c->smr || !c->cmr)
+		goto fail;
+	what = "ibv_post_recv";
+	for (unsigned i = 0; i < DEPTH; i++)
+		if ((e = post_recv(c, i)))
+			goto fail;
+	c->rx_posted = c->credit_written = DEPTH;
+	return 0;
+fail:
+	/* conn_destroy, run later by the I/O thread, releases whatever was made */
+	pn_core_log(tp->pn, "rdma: %s: %s: %s", peer_name(c), what, strerror(e ? e : errno));
+	return -PN_ESYS;
+}
+
+/* What an event's status means: an IB CM reject reason, or a negative errno. */
+static void cm_reason(const struct rdma_cm_event *ev, char *buf, size_t len)
+{
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
+		snprintf(buf, len, "reject reason %d%s", ev->status,
+		         ev->status == 8 ? " (invalid service id: nobody listens)" :
+		         ev->status == 28 ? " (consumer defined)" : "");
+	else if (ev->status < 0)
+		snprintf(buf, len, "%s", strerror(-ev->status));
+	else
+		buf[0] = '\0';
+}
+
+/* Wait (connecting, not on the I/O thread... or pumping events when on it) until cond. */
+static void pump_events(struct pn_tp *tp, int ms);
+
+static int wait_cm(struct conn *c, int step, uint64_t deadline)
+{
+	int rc = 0;
+	pthread_mutex_lock(&c->lock);
+	while (!c->cm_err && !c->dead && (step ? c->cm_step != step : !c->up)) {
+		uint64_t now = pn_now_ns();
+		if (now >= deadline) {
+			rc = -PN_ETIMEDOUT;
+			break;
+		}
+		if (io_self == c->tp) {
+			pthread_mutex_unlock(&c->lock);
+			pump_events(c->tp, 20);
+			pthread_mutex_lock(&c->lock);
+		} else {
+			struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+		}
+	}
+	if (!rc && (c->cm_err || c->dead))
+		rc = c->cm_err ? c->cm_err : c->err ? c->err : -PN_EPEERDOWN;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
+{
+	unsigned ms = pn_core_opts(tp->pn)->connect_timeout_ms;
+	uint64_t deadline = pn_now_ns() + (uint64_t)ms * 1000000u;
+	struct conn *c = conn_alloc(tp, peer);
+	if (!c)
+		return -PN_ENOMEM;
+	c->active = true;
+	conn_get(c);                       /* ours, given to the caller on success */
+	int rc;
+	if (rdma_create_id(tp->ec, &c->id, c, RDMA_PS_TCP)) {
+		pn_core_log(tp->pn, "rdma: rdma_create_id: %s", strerror(errno));
+		rc = -PN_ESYS;
+		goto fail;
+	}
+	struct sockaddr_storage ss;
+	pn_addr_to_sockaddr(&peer->addr, &ss);
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&ss, (int)ms)) {
+		pn_core_log(tp->pn, "rdma: %s: rdma_resolve_addr: %s", peer->name, strerror(errno));
+		rc = -PN_EPEERDOWN;
+		goto fail;
+	}
+	if ((rc = wait_cm(c, RDMA_CM_EVENT_ADDR_RESOLVED, deadline)))
+		goto fail;
+	if (rdma_resolve_route(c->id, (int)ms)) {
+		pn_core_log(tp->pn, "rdma: %s: rdma_resolve_route: %s", peer->name, strerror(errno));
+		rc = -PN_EPEERDOWN;
+		goto fail;
+	}
+	if ((rc = wait_cm(c, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline)))
+		goto fail;
+	if (c->id->verbs != tp->ctx) {
+		pn_core_log(tp->pn, "rdma: %s is reached through device %s, not %s, which this "
+		            "endpoint listens on", peer->name, ibv_get_device_name(c->id->verbs->device),
+		            ibv_get_device_name(tp->ctx->device));
+		rc = -PN_EPEERDOWN;
+		goto fail;
+	}
+	if ((rc = conn_setup(c)))
+		goto fail;
+	uint8_t priv[PRIV_LEN];
+	hello_put(priv, tp, c);
+	struct rdma_conn_param cp = { .private_data = priv, .private_data_len = PRIV_LEN,
+	                              .responder_resources = tp->rd_atom,
+	                              .initiator_depth = tp->rd_atom,
+	                              .retry_count = 7, .rnr_retry_count = 3 };
+	if (rdma_connect(c->id, &cp)) {
+		pn_core_log(tp->pn, "rdma: %s: rdma_connect: %s", peer->name, strerror(errno));
+		rc = -PN_EPEERDOWN;
+		goto fail;
+	}
+	if ((rc = wait_cm(c, 0, deadline)))
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	if (rc == -PN_ETIMEDOUT)
+		pn_core_log(tp->pn, "rdma: %s: no connection within %u ms", peer->name, ms);
+	conn_kill(c, rc);
+	conn_unlist(c);
+	conn_put(c);                       /* the I/O thread frees it */
+	return rc;
+}
+
+/* The connection sends to peer go through (a new reference), connecting if there is none. */
+static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
+{
+	struct rdma_peer *rp = peer_state(tp, peer);
+	if (!rp)
+		return -PN_ENOMEM;
+	pthread_mutex_lock(&rp->lock);
+	struct conn *c = rp->conn;
+	if (c && c->dead) {                /* broken: forget it, connect again */
+		rp->conn = NULL;
+		conn_put(c);
+		c = NULL;
+	}
+	if (!c) {
+		/* under the peer lock, so concurrent first sends share one connection */
+		int rc = connect_peer(tp, peer, &c);
+		if (rc) {
+			pthread_mutex_unlock(&rp->lock);
+			return rc;
+		}
+		rp->conn = c;              /* the reference connect_peer gave */
+	}
+	conn_get(c);
+	pthread_mutex_unlock(&rp->lock);
+	*out = c;
+	return 0;
+}
+
+static int rdma_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
+                     const void *payload, size_t len)
+{
+	if (atomic_load(&tp->stop))
+		return -PN_ESHUTDOWN;
+	/* Which kind of frame: a reply to a request that brought a handle; a forwarded request
+	 * whose handle travels on; or a request of ours that may advertise a descriptor. */
+	struct handle t;
+	bool reply = false, have = false;
+	if (h->kind == PN_K_MSG && h->coop) {
+		if (h->flags & PN_F_FORWARDED) {
+			struct pn_peer_rec *origin = pn_core_peer(tp->pn, &h->origin);
+			have = origin && target_take(tp, origin, h->coop, &t);
+		} else if (target_take(tp, peer, h->coop, &t)) {
+			reply = true;
+		} else {
+			have = slot_advertise(tp, peer, h->coop, &t);
+		}
+	}
+	int rc = -PN_EPEERDOWN;
+	for (int attempt = 0; attempt < 2 && rc == -PN_EPEERDOWN; attempt++) {
+		struct conn *c;
+		rc = peer_conn(tp, peer, &c);
+		if (rc)
+			return rc;
+		bool fresh = c->tx_sent == 0;
+		rc = 1;
+		if (reply && h->type == t.type && len <= t.cap)
+			rc = write_reply(c, &t, payload, len);
+		if (rc == 1)
+			rc = send_msg(c, h, reply ? t.slot : 0, have ? &t : NULL, payload, len);
+		conn_put(c);
+		/* a connection found dead at the first message is retried once on a new one (the
+		 * peer restarted); after that the error stands */
+		if (fresh)
+			break;
+	}
+	return rc;
+}
+
+/* ---- the I/O thread: receiving ---- */
+
+/* A SEND arrived in receive buffer i.  0, or an error that closes the connection. */
+static int on_message(struct conn *c, unsigned i, size_t n)
+{
+	struct pn_tp *tp = c->tp;
+	struct pn *pn = tp->pn;
+	const uint8_t *p = c->rbuf + (size_t)i * SLOT_LEN, *q = p + SUB_LEN;
+	if (n < SUB_LEN)
+		return -PN_EPROTO;
+	uint8_t kind = p[0], flags = p[1];
+	uint32_t slot = get32(p + 4);
+	size_t chunk;
+	if (kind == SUB_FIRST) {
+		struct pn_hdr h;
+		if (c->in_payload || n < SUB_LEN + PN_HDR_LEN || (flags & ~(F_HANDLE | F_SLOT)))
+			return -PN_EPROTO;
+		int rc = pn_wire_get(q, &h, pn_core_opts(pn)->max_msg);
+		if (rc)
+			return rc;
+		if (h.kind != PN_K_MSG)
+			return -PN_EPROTO;
+		q += PN_HDR_LEN;
+		if (flags & F_HANDLE) {
+			if (n < (size_t)(q - p) + HANDLE_LEN || !h.coop)
+				return -PN_EPROTO;
+			struct handle hd;
+			handle_get(q, &hd);
+			q += HANDLE_LEN;
+			struct pn_peer_rec *origin = (h.flags & PN_F_FORWARDED) ?
+				pn_core_peer(pn, &h.origin) : c->peer;
+			if (origin)
+				target_keep(tp, origin, h.coop, &hd);
+		}
+		chunk = n - (size_t)(q - p);
+		if (chunk > h.len)
+			return -PN_EPROTO;
+		struct rslot s;
+		if ((flags & F_SLOT) && slot_claim(tp, slot, h.coop, &s))
+			c->dst = pn_core_rx_begin_at(pn, c->peer, &h, s.idx, &c->rx);
+		else
+			c->dst = pn_core_rx_begin(pn, c->peer, &h, &c->rx);
+		c->need = h.len;
+		c->got = 0;
+		c->in_payload = true;
+		c->rx_status = h.len && !c->dst ? -PN_ENOMEM : 0;
+	} else if (kind == SUB_MORE) {
+		if (!c->in_payload)
+			return -PN_EPROTO;
+		chunk = n - SUB_LEN;
+		if (chunk > c->need - c->got)
+			return -PN_EPROTO;
+	} else {
+		return -PN_EPROTO;
+	}
+	if (c->dst && chunk)
+		memcpy(c->dst + c->got, q, chunk);
+	c->got += chunk;
+	return 0;
+}
+
+/* The peer wrote a reply into one of our advertised buffers; imm names the slot. */
+static void on_write_imm(struct conn *c, uint32_t imm, size_t len)
+{
+	struct pn_tp *tp = c->tp;
+	struct rslot s;
+	if (!c->peer || !slot_claim(tp, imm, 0, &s)) {
+		pn_core_log(tp->pn, "rdma: %s: a reply for slot %#x, which is not ours (dropped)",
+		            peer_name(c), imm);
+		return;
+	}
+	struct pn_hdr h = { .kind = PN_K_MSG, .type = s.type, .len = (uint32_t)len, .coop = s.coop,
+	                    .origin = c->peer->addr };
+	struct pn_rx rx;
+	void *dst = pn_core_rx_begin_at(tp->pn, c->peer, &h, s.idx, &rx);
+	if (dst && dst != s.buf && len)
+		memcpy(dst, s.buf, len);   /* the descriptor was taken meanwhile: placed elsewhere */
+	pn_core_rx_end(tp->pn, &rx, 0);
+}
+
+static void on_recv_wc(struct conn *c, const struct ibv_wc *wc)
+{
+	unsigned i = (unsigned)(wc->wr_id >> 3);
+	int rc = 0;
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+		on_write_imm(c, ntohl(wc->imm_data), wc->byte_len);
+	else
+		rc = on_message(c, i, wc->byte_len);
+	if (rc) {
+		pn_core_count(c->tp->pn, PN_ST_BAD_FRAMES, 1);
+		pn_core_log(c->tp->pn, "rdma: %s: malformed message (%s): closing the connection",
+		            peer_name(c), pn_strerror(rc));
+		conn_fail(c, -PN_EPEERDOWN);
+		return;
+	}
+	/* The buffer is free again before the message is delivered, since an inline handler
+	 * may send, and our peer may be waiting for the credit. */
+	int e = post_recv(c, i);
+	if (e) {
+		pn_core_log(c->tp->pn, "rdma: %s: ibv_post_recv: %s", peer_name(c), strerror(e));
+		conn_fail(c, -PN_EPEERDOWN);
+		return;
+	}
+	c->rx_posted++;
+	maybe_credit(c);
+	if (c->in_payload && c->got == c->need) {
+		c->in_payload = false;
+		pn_core_rx_end(c->tp->pn, &c->rx, c->rx_status);
+	}
+}
+
+static const char *wc_op(const struct ibv_wc *wc)
+{
+	switch (wc->wr_id & 7) {
+	case TAG_RECV: return "receive";
+	case TAG_CREDIT: return "credit write";
+	case TAG_WAIT: return "rdma read/write";
+	default: return "send/write";
+	}
+}
+
+static void on_send_wc(struct conn *c, const struct ibv_wc *wc)
+{
+	unsigned tag = wc->wr_id & 7;
+	int st = wc->status == IBV_WC_SUCCESS ? 0 :
+	         wc->status == IBV_WC_REM_ACCESS_ERR ? -PN_EACCESS : -PN_EPEERDOWN;
+	pthread_mutex_lock(&c->lock);
+	bool was_dead = c->dead;
+	c->sq_used--;
+	if (tag == TAG_SLOT) {
+		c->free_slot[c->n_free++] = (uint16_t)(wc->wr_id >> 3);
+	} else if (tag == TAG_WAIT) {
+		struct waiter *w = (struct waiter *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
+		w->status = st;
+		w->done = true;
+	} else if (tag == TAG_CREDIT) {
+		c->credit_busy = false;
+	}
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (st) {
+		/* a flush after the connection died is the expected echo of the first error */
+		if (!(was_dead && wc->status == IBV_WC_WR_FLUSH_ERR))
+			pn_core_log(c->tp->pn, "rdma: %s: %s failed: %s (status %d, vendor error %#x)",
+			            peer_name(c), wc_op(wc), ibv_wc_status_str(wc->status),
+			            (int)wc->status, wc->vendor_err);
+		conn_fail(c, -PN_EPEERDOWN);
+		return;
+	}
+	maybe_credit(c);
+}
+
+static void poll_cq(struct conn *c, struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+	int n;
+	while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (cq == c->scq) {
+				on_send_wc(c, &wc[i]);
+			} else if (wc[i].status != IBV_WC_SUCCESS) {
+				if (!(c->dead && wc[i].status == IBV_WC_WR_FLUSH_ERR))
+					pn_core_log(c->tp->pn, "rdma: %s: %s failed: %s (status %d, vendor "
+					            "error %#x)", peer_name(c), wc_op(&wc[i]),
+					            ibv_wc_status_str(wc[i].status), (int)wc[i].status,
+					            wc[i].vendor_err);
+				conn_fail(c, -PN_EPEERDOWN);
+			} else if (!c->failed) {
+				on_recv_wc(c, &wc[i]);
+			}
+		}
+	}
+}
+
+static void poll_send_cq(struct conn *c)
+{
+	if (c->scq)
+		poll_cq(c, c->scq);
+}
+
+static void on_cq_events(struct pn_tp *tp)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+	while (ibv_get_cq_event(tp->comp, &cq, &ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		/* arm first, then drain: a completion between the two still raises an event */
+		ibv_req_notify_cq(cq, 0);
+		poll_cq(ctx, cq);
+	}
+}
+
+/* ---- the I/O thread: connection events ---- */
+
+static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const uint8_t *priv,
+                               size_t priv_len)
+{
+	struct conn *c = conn_alloc(tp, NULL);
+	if (!c) {
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
+	}
+	c->id = id;
+	id->context = c;
+	struct pn_addr origin;
+	if (hello_get(priv, priv_len, c, &origin) != 0) {
+		pn_core_count(tp->pn, PN_ST_BAD_FRAMES, 1);
+		pn_core_log(tp->pn, "rdma: a connection request without a valid HELLO (rejected)");
+		goto reject;
+	}
+	c->peer = pn_core_peer(tp->pn, &origin);
+	if (!c->peer)
+		goto reject;
+	if (id->verbs != tp->ctx) {
+		pn_core_log(tp->pn, "rdma: %s: request on device %s, not ours (rejected)",
+		            c->peer->name, ibv_get_device_name(id->verbs->device));
+		goto reject;
+	}
+	if (conn_setup(c))
+		goto reject;
+	uint8_t mine[PRIV_LEN];
+	hello_put(mine, tp, c);
+	struct rdma_conn_param cp = { .private_data = mine, .private_data_len = PRIV_LEN,
+	                              .responder_resources = tp->rd_atom,
+	                              .initiator_depth = tp->rd_atom,
+	                              .retry_count = 7, .rnr_retry_count = 3 };
+	if (rdma_accept(id, &cp)) {
+		pn_core_log(tp->pn, "rdma: %s: rdma_accept: %s", c->peer->name, strerror(errno));
+		conn_fail(c, -PN_EPEERDOWN);
+	}
+	return;
+reject:
+	rdma_reject(id, NULL, 0);
+	c->failed = true;
+	c->dead = true;
+	conn_unlist(c);                    /* destroys the id too, when reaped */
+}
+
+/* A connection became usable: the first one to a peer carries our sends to it. */
+static void on_established(struct conn *c, const uint8_t *priv, size_t priv_len)
+{
+	if (c->active) {
+		struct pn_addr origin;
+		if (hello_get(priv, priv_len, c, &origin) != 0) {
+			pn_core_log(c->tp->pn, "rdma: %s: accepted without a valid HELLO", peer_name(c));
+			pthread_mutex_lock(&c->lock);
+			c->cm_err = -PN_EPROTO;
+			pthread_cond_broadcast(&c->cond);
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+	}
+	pthread_mutex_lock(&c->lock);
+	c->up = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (!c->active && c->peer) {
+		struct rdma_peer *rp = peer_state(c->tp, c->peer);
+		if (rp) {
+			pthread_mutex_lock(&rp->lock);
+			if (!rp->conn || rp->conn->dead) {
+				if (rp->conn)
+					conn_put(rp->conn);
+				conn_get(c);
+				rp->conn = c;
+			}
+			pthread_mutex_unlock(&rp->lock);
+		}
+	}
+}
+
+static void on_cm_event(struct pn_tp *tp, struct rdma_cm_event *ev)
+{
+	/* copy what we need and acknowledge at once: rdma_destroy_id waits for the ack */
+	enum rdma_cm_event_type type = ev->event;
+	struct rdma_cm_id *id = ev->id;
+	uint8_t priv[56];
+	size_t priv_len = ev->param.conn.private_data_len;
+	if (priv_len > sizeof priv)
+		priv_len = sizeof priv;
+	if (type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_ESTABLISHED)
+		memcpy(priv, ev->param.conn.private_data, ev->param.conn.private_data ? priv_len : 0);
+	if (!ev->param.conn.private_data)
+		priv_len = 0;
+	char reason[128];
+	cm_reason(ev, reason, sizeof reason);
+	rdma_ack_cm_event(ev);
+
+	if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		on_connect_request(tp, id, priv, priv_len);
+		return;
+	}
+	struct conn *c = id->context;
+	if (!c) {                          /* the listening id */
+		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			pn_core_log(tp->pn, "rdma: the device went away: no new connections");
+		return;
+	}
+	switch (type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		pthread_mutex_lock(&c->lock);
+		c->cm_step = type;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		on_established(c, priv, priv_len);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (c->active && !c->up) {
+			int err = type == RDMA_CM_EVENT_REJECTED ? -PN_EREFUSED :
+			          type == RDMA_CM_EVENT_UNREACHABLE ? -PN_ETIMEDOUT : -PN_EPEERDOWN;
+			/* a refusal is an ordinary answer (nobody listens); the rest deserve a line */
+			if (err != -PN_EREFUSED)
+				pn_core_log(tp->pn, "rdma: %s: %s%s%s", peer_name(c), rdma_event_str(type),
+				            *reason ? ": " : "", reason);
+			pthread_mutex_lock(&c->lock);
+			c->cm_err = err;
+			pthread_cond_broadcast(&c->cond);
+			pthread_mutex_unlock(&c->lock);
+		} else {
+			conn_fail(c, -PN_EPEERDOWN);
+		}
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (c->active && !c->up) {
+			pthread_mutex_lock(&c->lock);
+			c->cm_err = -PN_EPEERDOWN;
+			pthread_cond_broadcast(&c->cond);
+			pthread_mutex_unlock(&c->lock);
+		} else {
+			conn_fail(c, -PN_EPEERDOWN);
+		}
+		break;
+	default:                           /* TIMEWAIT_EXIT, ADDR_CHANGE, ...: nothing to do */
+		break;
+	}
+}
+
+static void on_cm_events(struct pn_tp *tp)
+{
+	struct rdma_cm_event *ev;
+	while (rdma_get_cm_event(tp->ec, &ev) == 0)
+		on_cm_event(tp, ev);
+}
+
+static void pump_events(struct pn_tp *tp, int ms)
+{
+	struct pollfd p[2] = { { tp->ec->fd, POLLIN, 0 }, { tp->comp->fd, POLLIN, 0 } };
+	if (poll(p, 2, ms) <= 0)
+		return;
+	if (p[0].revents)
+		on_cm_events(tp);
+	if (p[1].revents)
+		on_cq_events(tp);
+}
+
+static void *io_main(void *arg)
+{
+	struct pn_tp *tp = arg;
+	io_self = tp;
+	while (!atomic_load(&tp->stop)) {
+		struct pollfd p[3] = { { tp->ec->fd, POLLIN, 0 }, { tp->comp->fd, POLLIN, 0 },
+		                       { tp->wakefd, POLLIN, 0 } };
+		int n = poll(p, 3, 1000);
+		if (n > 0 && p[0].revents)
+			on_cm_events(tp);
+		if (n > 0 && p[1].revents)
+			on_cq_events(tp);
+		if (n > 0 && p[2].revents) {
+			uint64_t v;
+			if (read(tp->wakefd, &v, sizeof v) < 0) { /* drained */ }
+		}
+		reap_zombies(tp);
+	}
+	/* Closing: end every connection, then keep taking completions until what was posted has
+	 * flushed (bounded), so no waiting sender is left without its answer. */
+	for (;;) {
+		pthread_mutex_lock(&tp->lock);
+		struct conn *c = tp->conns;
+		for (; c && c->failed; c = c->next)
+			;
+		if (c)
+			conn_get(c);
+		pthread_mutex_unlock(&tp->lock);
+		if (!c)
+			break;
+		conn_fail(c, -PN_ESHUTDOWN);
+		conn_put(c);
+	}
+	uint64_t deadline = pn_now_ns() + 2000000000u;
+	while (atomic_load(&tp->n_waiting) > 0 && pn_now_ns() < deadline) {
+		pump_events(tp, 20);
+		reap_zombies(tp);
+	}
+	return NULL;
+}
+
+/* ---- open / close ---- */
+
+static int rdma_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, char *err,
+                     size_t errlen)
+{
+	/* Before anything that logs or opens a device file: is there an RDMA device at all? */
+	int n_dev = 0;
+	struct ibv_device **devs = ibv_get_device_list(&n_dev);
+	if (devs)
+		ibv_free_device_list(devs);
+	if (!devs || n_dev == 0) {
+		snprintf(err, errlen, "%s (ibv_get_device_list: %s; load a driver such as rdma_rxe)",
+		         pn_strerror(PN_ENODEV), devs ? "none" : strerror(errno));
+		return -PN_ENODEV;
+	}
+	struct pn_tp *tp = calloc(1, sizeof *tp);
+	if (!tp) {
+		snprintf(err, errlen, "out of memory");
+		return -PN_ENOMEM;
+	}
+	tp->pn = pn;
+	tp->wakefd = -1;
+	const char *env = getenv("PN_RDMA_INLINE");
+	tp->inline_max = env ? strtoull(env, NULL, 10) : INLINE_MAX;
+	int rc = -PN_ESYS;
+
+	tp->ec = rdma_create_event_channel();
+	if (!tp->ec) {
+		snprintf(err, errlen, "rdma_create_event_channel: %s", strerror(errno));
+		goto err_tp;
+	}
+	if (rdma_create_id(tp->ec, &tp->listen, NULL, RDMA_PS_TCP)) {
+		snprintf(err, errlen, "rdma_create_id: %s", strerror(errno));
+		goto err_ec;
+	}
+	struct sockaddr_storage ss;
+	pn_addr_to_sockaddr(self, &ss);
+	char name[PN_NAME_LEN];
+	pn_addr_name(self, name, sizeof name);
+	if (rdma_bind_addr(tp->listen, (struct sockaddr *)&ss) || rdma_listen(tp->listen, 128)) {
+		snprintf(err, errlen, "rdma_bind_addr/rdma_listen %s: %s", name, strerror(errno));
+		goto err_id;
+	}
+	tp->ctx = tp->listen->verbs;
+	if (!tp->ctx) {
+		/* a wildcard address: use the first device */
+		struct ibv_context **ctxs = rdma_get_devices(NULL);
+		tp->ctx = ctxs ? ctxs[0] : NULL;
+		if (ctxs)
+			rdma_free_devices(ctxs);
+	}
+	if (!tp->ctx) {
+		snprintf(err, errlen, "%s: no RDMA device has this address (rdma_cm needs the address "
+		         "of an RDMA netdev; 127.0.0.1 does not work)", name);
+		rc = -PN_ENODEV;
+		goto err_id;
+	}
+	pn_addr_from_sockaddr(self, PN_S_RDMA, rdma_get_local_addr(tp->listen));
+	tp->self = *self;
+	struct ibv_device_attr da;
+	if (ibv_query_device(tp->ctx, &da) == 0)
+		tp->rd_atom = (uint8_t)(da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16);
+	if (!(tp->pd = ibv_alloc_pd(tp->ctx))) {
+		snprintf(err, errlen, "ibv_alloc_pd: %s", strerror(errno));
+		goto err_id;
+	}
+	if (!(tp->comp = ibv_create_comp_channel(tp->ctx))) {
+		snprintf(err, errlen, "ibv_create_comp_channel: %s", strerror(errno));
+		goto err_pd;
+	}
+	/* the I/O thread polls both descriptors and reads until EAGAIN */
+	fcntl(tp->ec->fd, F_SETFL, fcntl(tp->ec->fd, F_GETFL) | O_NONBLOCK);
+	fcntl(tp->comp->fd, F_SETFL, fcntl(tp->comp->fd, F_GETFL) | O_NONBLOCK);
+	if ((tp->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto err_comp;
+	}
+	tp->slots = calloc(N_SLOTS, sizeof *tp->slots);
+	tp->free_slots = malloc(N_SLOTS * sizeof *tp->free_slots);
+	if (!tp->slots || !tp->free_slots) {
+		snprintf(err, errlen, "out of memory");
+		rc = -PN_ENOMEM;
+		goto err_slots;
+	}
+	for (uint32_t i = 0; i < N_SLOTS; i++)
+		tp->free_slots[i] = N_SLOTS - 1 - i;
+	tp->n_free_slots = N_SLOTS;
+	pthread_mutex_init(&tp->lock, NULL);
+	pthread_mutex_init(&tp->slot_lock, NULL);
+	pthread_mutex_init(&tp->cache_lock, NULL);
+	if (pthread_create(&tp->thread, NULL, io_main, tp) != 0) {
+		snprintf(err, errlen, "rdma: pthread_create failed");
+		goto err_locks;
+	}
+	*out = tp;
+	return 0;
+
+err_locks:
+	pthread_mutex_destroy(&tp->cache_lock);
+	pthread_mutex_destroy(&tp->slot_lock);
+	pthread_mutex_destroy(&tp->lock);
+err_slots:
+	free(tp->free_slots);
+	free(tp->slots);
+	close(tp->wakefd);
+err_comp:
+	ibv_destroy_comp_channel(tp->comp);
+err_pd:
+	ibv_dealloc_pd(tp->pd);
+err_id:
+	rdma_destroy_id(tp->listen);
+err_ec:
+	rdma_destroy_event_channel(tp->ec);
+err_tp:
+	free(tp);
+	return rc;
+}
+
+static void rdma_close(struct pn_tp *tp)
+{
+	atomic_store(&tp->stop, true);
+	uint64_t one = 1;
+	if (write(tp->wakefd, &one, sizeof one) < 0) { /* the 1 s poll timeout still ends it */ }
+	pthread_join(tp->thread, NULL);
+	/* Peer states drop their connections; then everything is freed in reverse order of open. */
+	for (pn_peer id = 0;; id++) {
+		struct pn_peer_rec *peer = pn_core_peer_at(tp->pn, id);
+		if (!peer)
+			break;
+		struct rdma_peer *rp = peer->addr.scheme == PN_S_RDMA ? peer->tp_state : NULL;
+		if (!rp)
+			continue;
+		if (rp->conn)
+			conn_put(rp->conn);
+		free(rp->t);
+		pthread_mutex_destroy(&rp->lock);
+		free(rp);
+		peer->tp_state = NULL;
+	}
+	reap_zombies(tp);
+	/* connections a thread still holds (a caller inside pn_send during pn_finalize) leak
+	 * rather than vanish under it */
+	for (struct mrc *e = tp->cache, *next; e; e = next) {
+		next = e->next;
+		ibv_dereg_mr(e->mr);
+		free(e);
+	}
+	for (struct pn_mem *m = tp->exports, *next; m; m = next) {
+		next = m->next;
+		ibv_dereg_mr(m->mr);      /* not unexported by the caller: revoked and freed now */
+		free(m);
+	}
+	pthread_mutex_destroy(&tp->cache_lock);
+	pthread_mutex_destroy(&tp->slot_lock);
+	pthread_mutex_destroy(&tp->lock);
+	free(tp->free_slots);
+	free(tp->slots);
+	close(tp->wakefd);
+	ibv_destroy_comp_channel(tp->comp);
+	ibv_dealloc_pd(tp->pd);
+	rdma_destroy_id(tp->listen);
+	rdma_destroy_event_channel(tp->ec);
+	free(tp);
+}
+
+const struct pn_transport pn_rdma_transport = {
+	.scheme = "rdma",
+	.scheme_id = PN_S_RDMA,
+	.open = rdma_open,
+	.close = rdma_close,
+	.send = rdma_send,
+	.release = rdma_release,
+};
+
+/* ---- one-sided access: pn_mem_* (pn.h) ----
+ *
+ * Handle, little-endian: u64 address, u64 length, u32 rkey, u8 access, u8 version 1,
+ * u16 magic "PM".
+ */
+
+int pn_mem_export(struct pn *pn, void *buf, size_t len, int access, struct pn_mem **out,
+                  uint8_t handle[PN_MEM_HANDLE_LEN])
+{
+	struct pn_tp *tp = pn_core_transport(pn, PN_S_RDMA);
+	if (!tp)
+		return -PN_ENOTRANSPORT;
+	if (!buf || !len || (access & ~(PN_MEM_READ | PN_MEM_WRITE)) || !access)
+		return -PN_EINVAL;
+	struct pn_mem *m = calloc(1, sizeof *m);
+	if (!m)
+		return -PN_ENOMEM;
+	int acc = IBV_ACCESS_LOCAL_WRITE;
+	if (access & PN_MEM_READ)
+		acc |= IBV_ACCESS_REMOTE_READ;
+	if (access & PN_MEM_WRITE)
+		acc |= IBV_ACCESS_REMOTE_WRITE;
+	m->mr = ibv_reg_mr(tp->pd, buf, len, acc);
+	if (!m->mr) {
+		pn_core_log(pn, "rdma: ibv_reg_mr of %zu bytes for export: %s", len, strerror(errno));
+		free(m);
+		return -PN_ESYS;
+	}
+	put64(handle, (uintptr_t)buf);
+	put64(handle + 8, len);
+	put32(handle + 16, m->mr->rkey);
+	handle[20] = (uint8_t)access;
+	handle[21] = 1;
+	put16(handle + 22, MEM_MAGIC);
+	pthread_mutex_lock(&tp->lock);
+	m->next = tp->exports;
+	tp->exports = m;
+	pthread_mutex_unlock(&tp->lock);
+	*out = m;
+	return 0;
+}
+
+void pn_mem_unexport(struct pn *pn, struct pn_mem *m)
+{
+	struct pn_tp *tp = pn_core_transport(pn, PN_S_RDMA);
+	if (!m)
+		return;
+	if (tp) {
+		pthread_mutex_lock(&tp->lock);
+		for (struct pn_mem **p = &tp->exports; *p; p = &(*p)->next)
+			if (*p == m) {
+				*p = m->next;
+				break;
+			}
+		pthread_mutex_unlock(&tp->lock);
+	}
+	if (m->mr)
+		ibv_dereg_mr(m->mr);
+	free(m);
+}
+
+/* One RDMA READ or WRITE of [off, off+len) of the peer's exported memory. */
+static int mem_op(struct pn *pn, pn_peer to, const uint8_t *handle, uint64_t off, void *buf,
+                  size_t len, bool write)
+{
+	struct pn_tp *tp = pn_core_transport(pn, PN_S_RDMA);
+	struct pn_peer_rec *peer = pn_core_peer_at(pn, to);
+	if (!tp || !peer || peer->addr.scheme != PN_S_RDMA)
+		return -PN_ENOTRANSPORT;
+	if (get16(handle + 22) != MEM_MAGIC || handle[21] != 1 || (len && !buf))
+		return -PN_EINVAL;
+	uint64_t base = get64(handle), hlen = get64(handle + 8);
+	uint32_t rkey = get32(handle + 16);
+	if (off > hlen || len > hlen - off || len > UINT32_MAX)
+		return -PN_EINVAL;
+	if (!(handle[20] & (write ? PN_MEM_WRITE : PN_MEM_READ)))
+		return -PN_EACCESS;
+	if (len == 0)
+		return 0;
+	struct conn *c;
+	int rc = peer_conn(tp, peer, &c);
+	if (rc)
+		return rc;
+	/* small: through a registered send slot; large: the caller's buffer, registered once */
+	struct ibv_mr *mr = NULL;
+	int s = -1;
+	struct ibv_sge sge = { .length = (uint32_t)len };
+	if (len <= SLOT_LEN) {
+		if ((rc = acquire(c, false, true, &s)))
+			goto out;
+		sge.addr = (uintptr_t)slot_buf(c, (unsigned)s);
+		sge.lkey = c->smr->lkey;
+		if (write)
+			memcpy(slot_buf(c, (unsigned)s), buf, len);
+	} else {
+		mr = ibv_reg_mr(tp->pd, buf, len, write ? 0 : IBV_ACCESS_LOCAL_WRITE);
+		if (!mr) {
+			pn_core_log(pn, "rdma: ibv_reg_mr of %zu bytes: %s", len, strerror(errno));
+			rc = -PN_ESYS;
+			goto out;
+		}
+		if ((rc = acquire(c, false, false, NULL)))
+			goto out;
+		sge.addr = (uintptr_t)buf;
+		sge.lkey = mr->lkey;
+	}
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+	                          .opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ };
+	wr.wr.rdma.remote_addr = base + off;
+	wr.wr.rdma.rkey = rkey;
+	rc = post_wait(c, &wr, false, s);
+	if (rc == 0 && s >= 0 && !write)
+		memcpy(buf, slot_buf(c, (unsigned)s), len);
+out:
+	if (s >= 0)
+		free_slot(c, s);
+	if (mr)
+		ibv_dereg_mr(mr);
+	conn_put(c);
+	return rc;
+}
+
+int pn_mem_read(struct pn *pn, pn_peer peer, const uint8_t handle[PN_MEM_HANDLE_LEN],
+                uint64_t off, void *dst, size_t len)
+{
+	return mem_op(pn, peer, handle, off, dst, len, false);
+}
+
+int pn_mem_write(struct pn *pn, pn_peer peer, const uint8_t handle[PN_MEM_HANDLE_LEN],
+                 uint64_t off, const void *src, size_t len)
+{
+	return mem_op(pn, peer, handle, off, (void *)(uintptr_t)src, len, true);
+}
