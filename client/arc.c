@@ -25,10 +25,12 @@ struct arc {
 	char secret[AR_MAX_SECRET + 1];
 	int timeout_ms;
 	pthread_mutex_t lock;
+	struct arc_pending *pending;   /* started, not yet waited for */
 	char errmsg[AR_MAX_MSG + 64];
 };
 
 struct arc_pending {
+	struct arc_pending *prev, *next;  /* the connection's runs in flight, for arc_close */
 	struct arc_exec *x;
 	struct pn_rcv_desc d;
 	pn_coop coop;
@@ -112,10 +114,25 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	return a;
 }
 
+static void pending_free(struct arc_pending *p)
+{
+	free(p->d.buf);
+	ar_buf_free(&p->req);
+	free(p);
+}
+
 void arc_close(struct arc *a)
 {
 	if (!a)
 		return;
+	/* runs started and never waited for: end their Cooperations (at once: nobody will read
+	 * the answers) and free them */
+	for (struct arc_pending *p = a->pending, *next; p; p = next) {
+		next = p->next;
+		if (p->coop)
+			pn_coop_end(a->pn, p->coop, 0);
+		pending_free(p);
+	}
 	pn_finalize(a->pn);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
@@ -256,6 +273,12 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	int rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)
 	                 : -PN_ENOMEM;
 	p->rc = rc;
+	pthread_mutex_lock(&a->lock);
+	p->next = a->pending;
+	if (p->next)
+		p->next->prev = p;
+	a->pending = p;
+	pthread_mutex_unlock(&a->lock);
 	*out = p;
 	return 0;
 }
@@ -289,9 +312,11 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 	} else {
 		rc = exec_parse(a, x, &r, status);
 	}
-	free(p->d.buf);
-	ar_buf_free(&p->req);
-	free(p);
+	pthread_mutex_lock(&a->lock);
+	if (p->prev) p->prev->next = p->next; else a->pending = p->next;
+	if (p->next) p->next->prev = p->prev;
+	pthread_mutex_unlock(&a->lock);
+	pending_free(p);
 	return rc;
 }
 
