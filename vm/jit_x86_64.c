@@ -1008,7 +1008,12 @@ static int gen_ld8u_cmp(struct cg *g, const struct xinsn *ld, const struct xinsn
 	emit_bounds(g, off, region_len(g, (unsigned)ld->c), 1, ISA_TRAP_BOUNDS);
 	int base = region_base(g, (unsigned)ld->c);
 	int t = work_reg(g, x->a);
-	int d = t != RAX && t != off && t != base ? t : RDX;
+	/* d is zeroed before the compare, so it must be neither the base nor the offset
+	 * register (base may itself be a scratch register such as rdx) */
+	const int cand[] = { t == RAX ? RDX : t, RDX, RCX, RAX };  /* off, base: 2 at most */
+	int d = cand[0];
+	for (size_t i = 1; i < sizeof cand / sizeof cand[0] && (d == off || d == base); i++)
+		d = cand[i];
 	emit_op(e, 0, 0x33, d, rm_reg(d));                   /* xor d32, d32 */
 	emit_op(e, 0, 0x80, ALU_CMP, rm_idx(base, off));     /* cmp byte [base + off], k */
 	emit1(e, (unsigned)x->imm);
