@@ -109,14 +109,29 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
 	CASE(J##n##_RIB) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+/* A load or store that misses the bounds check may be to a remote region (length 0 in R):
+ * remote.c then does the access, or reports the trap the local access would have given. */
 #define XLD(n, w, t) \
 	CASE(n) { uint64_t off = fp[ip->b] + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
-		if (unlikely(!in_bounds(off, w, m->len))) TRAP_AT(ISA_TRAP_BOUNDS); \
-		t v; memcpy(&v, m->base + off, w); fp[ip->a] = (uint64_t)(int64_t)v; NEXT(); }
+		t v; \
+		if (unlikely(!in_bounds(off, w, m->len))) { \
+			if (!run->remote) TRAP_AT(ISA_TRAP_BOUNDS); \
+			int k_ = vm_remote_load(run, (unsigned)ip->c, off, &v, w); \
+			if (k_) TRAP_AT(k_); \
+		} else { \
+			memcpy(&v, m->base + off, w); \
+		} \
+		fp[ip->a] = (uint64_t)(int64_t)v; NEXT(); }
 #define XST(n, w, t) \
 	CASE(n) { uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c]; \
-		if (unlikely(!in_bounds(off, w, m->len))) TRAP_AT(ISA_TRAP_BOUNDS); \
-		t v = (t)fp[ip->b]; memcpy(m->base + off, &v, w); NEXT(); } \
+		t v = (t)fp[ip->b]; \
+		if (unlikely(!in_bounds(off, w, m->len))) { \
+			if (!run->remote) TRAP_AT(ISA_TRAP_BOUNDS); \
+			int k_ = vm_remote_store(run, (unsigned)ip->c, off, &v, w); \
+			if (k_) TRAP_AT(k_); \
+			NEXT(); \
+		} \
+		memcpy(m->base + off, &v, w); NEXT(); } \
 	CASE(n##_OUT) { uint64_t off = fp[ip->a]; \
 		if (unlikely(!in_bounds(off, w, run->out_cap))) TRAP_AT(ISA_TRAP_OUTPUT_FULL); \
 		out_extend(R, off, w); \
@@ -184,34 +199,62 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	CASE(JNZB) { if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
 	CASE(LD8U_JEQ_I) {
 		uint64_t off = fp[ip->b]; const struct mref *m = &R[ip->c];
-		if (unlikely(off >= m->len)) TRAP_AT(ISA_TRAP_BOUNDS);
-		if (m->base[off] == (uint64_t)ip->imm) { JUMP(ip + ip->d); }
+		uint8_t byte;
+		if (unlikely(off >= m->len)) {
+			if (!run->remote) TRAP_AT(ISA_TRAP_BOUNDS);
+			int k_ = vm_remote_load(run, (unsigned)ip->c, off, &byte, 1);
+			if (k_) TRAP_AT(k_);
+		} else {
+			byte = m->base[off];
+		}
+		if (byte == (uint64_t)ip->imm) { JUMP(ip + ip->d); }
 		NEXT();
 	}
 	CASE(LD8U_JNE_I) {
 		uint64_t off = fp[ip->b]; const struct mref *m = &R[ip->c];
-		if (unlikely(off >= m->len)) TRAP_AT(ISA_TRAP_BOUNDS);
-		if (m->base[off] != (uint64_t)ip->imm) { JUMP(ip + ip->d); }
+		uint8_t byte;
+		if (unlikely(off >= m->len)) {
+			if (!run->remote) TRAP_AT(ISA_TRAP_BOUNDS);
+			int k_ = vm_remote_load(run, (unsigned)ip->c, off, &byte, 1);
+			if (k_) TRAP_AT(k_);
+		} else {
+			byte = m->base[off];
+		}
+		if (byte != (uint64_t)ip->imm) { JUMP(ip + ip->d); }
 		NEXT();
 	}
 
-	CASE(RLEN)     { fp[ip->a] = R[ip->c].len; NEXT(); }
+	CASE(RLEN) {
+		fp[ip->a] = R[ip->c].len;
+		if (unlikely(run->remote != NULL) && run->remote[ip->c].ops)
+			fp[ip->a] = run->remote[ip->c].len;
+		NEXT();
+	}
 	CASE(RLEN_OUT) { fp[ip->a] = R[ISA_R_OUT].len; NEXT(); }
 
 	/* Atomics, bulk operations and output: bodies shared with the JIT (ops_common.h).
 	 * Operands in fp[a], fp[a+1], ...; regions in c (first) and b (second). */
+/* With remote regions bound, an operation touching one redoes its checks and work in
+ * remote.c (which gives the same traps as the local path, in the same order). */
 #define OP_CALL(call) do { int k_ = (call); if (unlikely(k_)) TRAP_AT(k_); NEXT(); } while (0)
-	CASE(CAS)    OP_CALL(vm_op_cas(run, &fp[ip->a], (unsigned)ip->c));
-	CASE(FADD)   OP_CALL(vm_op_fadd(run, &fp[ip->a], (unsigned)ip->c));
-	CASE(COPY)   OP_CALL(vm_op_copy(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
-	CASE(FILL)   OP_CALL(vm_op_fill(run, &fp[ip->a], (unsigned)ip->c));
-	CASE(CMP)    OP_CALL(vm_op_cmp(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
-	CASE(FINDB)  OP_CALL(vm_op_findb(run, &fp[ip->a], (unsigned)ip->c));
-	CASE(FINDS)  OP_CALL(vm_op_finds(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
-	CASE(OUTPUT) OP_CALL(vm_op_output(run, &fp[ip->a], (unsigned)ip->c));
+#define OP_CALL_R(xop, call) do { \
+		int k_ = unlikely(run->remote != NULL) ? \
+			vm_remote_op(run, xop, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b) : (call); \
+		if (unlikely(k_)) { TRAP_AT(k_); } \
+		NEXT(); \
+	} while (0)
+	CASE(CAS)    OP_CALL_R(X_CAS, vm_op_cas(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(FADD)   OP_CALL_R(X_FADD, vm_op_fadd(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(COPY)   OP_CALL_R(X_COPY, vm_op_copy(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
+	CASE(FILL)   OP_CALL_R(X_FILL, vm_op_fill(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(CMP)    OP_CALL_R(X_CMP, vm_op_cmp(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
+	CASE(FINDB)  OP_CALL_R(X_FINDB, vm_op_findb(run, &fp[ip->a], (unsigned)ip->c));
+	CASE(FINDS)  OP_CALL_R(X_FINDS, vm_op_finds(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
+	CASE(OUTPUT) OP_CALL_R(X_OUTPUT, vm_op_output(run, &fp[ip->a], (unsigned)ip->c));
 	CASE(OUTB)   OP_CALL(vm_op_outb(run, &fp[ip->a]));
 	CASE(OUTQ)   OP_CALL(vm_op_outq(run, &fp[ip->a]));
 #undef OP_CALL
+#undef OP_CALL_R
 
 	CASE(CALL) {
 		SPEND_FUEL();

@@ -88,7 +88,26 @@ int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, un
 	char *copy = strdup(name);
 	if (!copy)
 		return -VM_ENOMEM;
-	r[vm->n_regions++] = (struct region_bind){ copy, base, len, access };
+	r[vm->n_regions++] = (struct region_bind){ .name = copy, .base = base, .len = len,
+	                                           .access = access };
+	return 0;
+}
+
+int vm_bind_remote_region(struct vm *vm, const char *name, uint64_t len, unsigned access,
+                          const struct vm_remote_ops *ops, void *user)
+{
+	if (!ops || !ops->read || ((access & ISA_ACC_WRITE) && (!ops->write || !ops->atomic)))
+		return -VM_EINVAL;
+	/* bind with a placeholder base so the name and access checks are shared, then mark it */
+	static _Alignas(8) uint8_t none[8];
+	int rc = vm_bind_region(vm, name, none, 0, access);
+	if (rc != 0)
+		return rc;
+	struct region_bind *b = &vm->regions[vm->n_regions - 1];
+	b->base = NULL;
+	b->len = len;
+	b->remote = ops;
+	b->remote_user = user;
 	return 0;
 }
 
@@ -149,7 +168,18 @@ static int link_imports(struct vm *vm, struct vm_prog *p, char *err, size_t errl
 			         "imports it rw", imp->name);
 			return -VM_ELINK;
 		}
-		p->mrefs[ISA_R_FIRST_IMPORT + i] = (struct mref){ b->base, b->len };
+		if (b->remote) {
+			/* length 0: every access misses the bounds check and takes remote.c's path */
+			if (!p->remote && !(p->remote = calloc(p->n_mrefs, sizeof *p->remote))) {
+				snprintf(err, errlen, "out of memory");
+				return -VM_ENOMEM;
+			}
+			p->remote[ISA_R_FIRST_IMPORT + i] = (struct remote_ref){ b->name, b->len,
+			                                                          b->remote, b->remote_user };
+			p->mrefs[ISA_R_FIRST_IMPORT + i] = (struct mref){ NULL, 0 };
+		} else {
+			p->mrefs[ISA_R_FIRST_IMPORT + i] = (struct mref){ b->base, b->len };
+		}
 	}
 	for (uint32_t i = 0; i < s->n_hooks; i++) {
 		const struct isa_hook_import *imp = &s->hooks[i];
@@ -196,6 +226,15 @@ int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, ch
 	p->engine = VM_ENGINE_INTERP;
 	if (vm->engine == VM_ENGINE_INTERP) {
 		snprintf(p->jit_err, sizeof p->jit_err, "not compiled: the vm's engine is interp");
+	} else if (p->remote) {
+		/* the JIT's traps end the run; a remote miss must resume it: interpreter only */
+		snprintf(p->jit_err, sizeof p->jit_err,
+		         "not compiled: it links remote regions, which run in the interpreter");
+		if (vm->engine == VM_ENGINE_JIT) {
+			snprintf(err, errlen, "%s", p->jit_err);
+			rc = -VM_ENOJIT;
+			goto fail;
+		}
 	} else {
 		rc = vm_jit_compile(p, p->jit_err, sizeof p->jit_err);
 		if (rc == 0) {
@@ -223,6 +262,7 @@ void vm_prog_free(struct vm_prog *p)
 		for (uint32_t i = 0; i < p->seg->n_funcs; i++)
 			vm_xfunc_free(&p->funcs[i]);
 	free(p->funcs);
+	free(p->remote);
 	free(p->mrefs);
 	free(p->hooks);
 	isa_seg_free(p->seg);
@@ -284,9 +324,10 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
 	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = fuel,
-	                   .user = opts->user, .trap = &res->trap };
+	                   .user = opts->user, .trap = &res->trap, .remote = prog->remote };
 	int rc = engine == VM_ENGINE_JIT ? vm_jit_run(&run, entry, argv, &res->value)
 	                                 : vm_interp(&run, entry, argv, &res->value);
+	vm_remote_cache_free(&run);
 	res->out_len = R[ISA_R_OUT].len;
 	res->fuel_used = fuel - run.fuel;
 	if (rc == -VM_ETRAP)

@@ -49,6 +49,28 @@ const char *vm_engine_name(int engine);    /* "auto", "interp", "jit"; "?" out o
  * on offsets that are multiples of 8 are then aligned words); -VM_EINVAL otherwise. */
 int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, unsigned access);
 
+/* A region whose bytes live elsewhere (another machine's memory), reached through callbacks:
+ * this is how a client runs a segment locally against a server's memory ("local placement",
+ * the plain-RDMA way).  Loads go through a small per-run read cache of REMOTE_BLOCK-sized
+ * blocks, stores are written through, atomics are delegated whole (so they stay atomic at
+ * the owner), bulk operations fetch their range.  Results are identical to running where
+ * the memory is; only the cost differs.  Programs linking a remote region run in the
+ * interpreter.  Each callback returns 0, or -1 with a message in err (the run then traps
+ * 'remote' with that message).  Callbacks may be called from any thread running the vm. */
+struct vm_remote_ops {
+	int (*read)(void *user, const char *region, uint64_t off, void *dst, uint64_t len,
+	            char *err, size_t errlen);
+	int (*write)(void *user, const char *region, uint64_t off, const void *src, uint64_t len,
+	             char *err, size_t errlen);
+	/* op is OP_CAS (a = expected, b = new) or OP_FADD (a = delta); *old the previous value */
+	int (*atomic)(void *user, const char *region, int op, uint64_t off, uint64_t a, uint64_t b,
+	              uint64_t *old, char *err, size_t errlen);
+};
+#define VM_REMOTE_BLOCK 1024        /* bytes fetched per cache miss */
+#define VM_REMOTE_MAX_BULK (64u << 20) /* largest range one bulk operation may fetch */
+int vm_bind_remote_region(struct vm *vm, const char *name, uint64_t len, unsigned access,
+                          const struct vm_remote_ops *ops, void *user);
+
 /* A host hook is a C function whose first parameter is struct vm_hook_ctx *, followed by the
  * arguments its signature declares (isa.h: "ll:l" is int64_t f(struct vm_hook_ctx *, int64_t,
  * int64_t)).  Segments import hooks by name and signature; a mismatch is a link error. */

@@ -55,6 +55,16 @@ struct region_bind {
 	uint8_t *base;
 	uint64_t len;
 	unsigned access;
+	const struct vm_remote_ops *remote;  /* non-NULL: base is NULL, bytes via callbacks */
+	void *remote_user;
+};
+
+/* A remote region as a linked program sees it (remote.c). */
+struct remote_ref {
+	const char *name;
+	uint64_t len;                  /* the true length; the run's mref says 0 */
+	const struct vm_remote_ops *ops;
+	void *user;
 };
 
 struct hook_bind {
@@ -81,6 +91,7 @@ struct vm_prog {
 	uint32_t n_mrefs;              /* ISA_R_FIRST_IMPORT + imports */
 	struct mref *mrefs;            /* imports linked; args/out/const slots filled per run */
 	const struct hook_bind **hooks;
+	struct remote_ref *remote;     /* per region index, NULL entries local; NULL if none */
 	struct xfunc *funcs;
 	int engine;                    /* what vm_run uses for VM_ENGINE_AUTO: INTERP or JIT */
 	struct jit_prog *jit;          /* machine code (jit_x86_64.c), NULL when not compiled */
@@ -96,6 +107,8 @@ struct run {
 	void *user;
 	struct vm_trap *trap;
 	int hook_failed;
+	const struct remote_ref *remote;   /* prog->remote */
+	struct remote_cache *cache;        /* per run, allocated on the first remote miss */
 };
 
 struct vm_hook_ctx {
@@ -121,6 +134,13 @@ int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen);
 int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *result);
 void vm_jit_free(struct jit_prog *jit);
 int vm_jit_listing(const struct vm_prog *prog, unsigned fi, struct vm_jit_listing *out);
+
+/* remote.c: the slow paths taken when an access to a remote region (mref.len 0) misses the
+ * bounds check.  Each returns 0 or a trap kind, exactly as the local operation would. */
+int vm_remote_load(struct run *run, unsigned r, uint64_t off, void *dst, unsigned width);
+int vm_remote_store(struct run *run, unsigned r, uint64_t off, const void *src, unsigned width);
+int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2);
+void vm_remote_cache_free(struct run *run);
 
 /* hooks.c */
 int vm_hook_prepare(struct hook_bind *h, char *err, size_t errlen);

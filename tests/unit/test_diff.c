@@ -310,6 +310,53 @@ static const int engines[] = {
 };
 #define N_ENGINES ((int)(sizeof engines / sizeof engines[0]))
 
+/* The remote variant: the same regions bound with vm_bind_remote_region, the callbacks
+ * serving them from local buffers, so "local placement" must give the very same results. */
+struct fake_remote { uint8_t *mem, *ro; unsigned calls; };
+
+static uint8_t *fake_base(struct fake_remote *f, const char *region)
+{
+	return !strcmp(region, "mem") ? f->mem : f->ro;
+}
+
+static int fake_read(void *user, const char *region, uint64_t off, void *dst, uint64_t len,
+                     char *err, size_t errlen)
+{
+	struct fake_remote *f = user;
+	f->calls++;
+	memcpy(dst, fake_base(f, region) + off, len);
+	return 0;
+}
+
+static int fake_write(void *user, const char *region, uint64_t off, const void *src,
+                      uint64_t len, char *err, size_t errlen)
+{
+	struct fake_remote *f = user;
+	f->calls++;
+	memcpy(fake_base(f, region) + off, src, len);
+	return 0;
+}
+
+static int fake_atomic(void *user, const char *region, int op, uint64_t off, uint64_t a,
+                       uint64_t b, uint64_t *old, char *err, size_t errlen)
+{
+	struct fake_remote *f = user;
+	f->calls++;
+	uint64_t w;
+	memcpy(&w, fake_base(f, region) + off, 8);
+	*old = w;
+	if (op == OP_CAS) {
+		if (w == a)
+			memcpy(fake_base(f, region) + off, &b, 8);
+	} else {
+		w += a;
+		memcpy(fake_base(f, region) + off, &w, 8);
+	}
+	return 0;
+}
+
+static const struct vm_remote_ops fake_ops = { fake_read, fake_write, fake_atomic };
+
 static int same_trap(const struct vm_trap *a, const struct vm_trap *b)
 {
 	return a->kind == b->kind && a->func == b->func && a->pc == b->pc &&
@@ -357,9 +404,14 @@ int main(int argc, char **argv)
 			vm_set_engine(vm, VM_ENGINE_JIT);   /* a program the JIT cannot compile fails */
 		vm_bind_region(vm, "mem", mem_vm, MEM_LEN, ISA_ACC_RW);
 		vm_bind_region(vm, "ro", ro_vm, RO_LEN, ISA_ACC_RO);
-		struct vm_prog *prog;
+		struct fake_remote fake = { mem_vm, ro_vm, 0 };
+		struct vm *vm_r = vm_new();
+		vm_bind_remote_region(vm_r, "mem", MEM_LEN, ISA_ACC_RW, &fake_ops, &fake);
+		vm_bind_remote_region(vm_r, "ro", RO_LEN, ISA_ACC_RO, &fake_ops, &fake);
+		struct vm_prog *prog = NULL, *prog_r = NULL;
 		char err[300];
-		if (vm_load(vm, seg, seg_len, &prog, err, sizeof err) != 0) {
+		if (vm_load(vm, seg, seg_len, &prog, err, sizeof err) != 0 ||
+		    vm_load(vm_r, seg, seg_len, &prog_r, err, sizeof err) != 0) {
 			printf("FAIL %u: vm_load: %s\n%s", i, err, t.s);
 			failed++;
 			goto next;
@@ -371,14 +423,14 @@ int main(int argc, char **argv)
 		struct ref_region regs[2] = { { mem_ref, MEM_LEN }, { ro_ref, RO_LEN } };
 		int rc_ref = ref_run(vm_prog_seg(prog), regs, 0, NULL, &o_ref, &r_ref);
 		int ok = 1;
-		for (int e = 0; e < N_ENGINES; e++) {
+		for (int e = 0; e <= N_ENGINES; e++) {      /* the last round: remote regions */
 			struct vm_run_opts o_vm = o_ref;
 			o_vm.out = out_vm;
-			o_vm.engine = engines[e];
+			o_vm.engine = e < N_ENGINES ? engines[e] : VM_ENGINE_INTERP;
 			memset(out_vm, 0xee, sizeof out_vm);
 			memcpy(mem_vm, mem0, MEM_LEN);
 			struct vm_result r_vm;
-			int rc_vm = vm_run(prog, 0, NULL, 0, &o_vm, &r_vm);
+			int rc_vm = vm_run(e < N_ENGINES ? prog : prog_r, 0, NULL, 0, &o_vm, &r_vm);
 			const char *why = NULL;
 			if (rc_vm != rc_ref) why = "return code";
 			else if (rc_vm == 0 && r_vm.value != r_ref.value) why = "result value";
@@ -391,7 +443,8 @@ int main(int argc, char **argv)
 				printf("FAIL program %u (seed %" PRIu64 "): %s differs on engine %s\n"
 				       "  vm:  rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n"
 				       "  ref: rc %d value %" PRId64 " fuel %" PRIu64 " out %" PRIu64 " %s\n%s",
-				       i, s, why, vm_engine_name(engines[e]), rc_vm, r_vm.value,
+				       i, s, why, e < N_ENGINES ? vm_engine_name(engines[e]) : "interp (remote regions)",
+				       rc_vm, r_vm.value,
 				       r_vm.fuel_used, r_vm.out_len,
 				       rc_vm ? vm_trap_str(prog, &r_vm.trap, a, sizeof a) : "",
 				       rc_ref, r_ref.value, r_ref.fuel_used, r_ref.out_len,
@@ -406,9 +459,11 @@ int main(int argc, char **argv)
 		} else {
 			failed++;
 		}
-		vm_prog_free(prog);
 next:
+		vm_prog_free(prog);
+		vm_prog_free(prog_r);
 		vm_free(vm);
+		vm_free(vm_r);
 		free(seg);
 		free(t.s);
 	}
