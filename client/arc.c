@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "arc.h"
+#include "asm.h"
 #include "isa.h"
 #include "pn.h"
+#include "vm.h"
 
 #define ARC_KNOWN_IDS 64
 
@@ -26,6 +28,9 @@ struct arc {
 	int timeout_ms;
 	pthread_mutex_t lock;
 	struct arc_pending *pending;   /* started, not yet waited for */
+	struct vm *local;              /* for arc_exec_local: the server's regions, remote */
+	struct atomic_seg { char region[AR_MAX_NAME + 1]; uint8_t *seg; size_t len; } *atomics;
+	unsigned n_atomics;
 	char errmsg[AR_MAX_MSG + 64];
 };
 
@@ -134,6 +139,10 @@ void arc_close(struct arc *a)
 		pending_free(p);
 	}
 	pn_finalize(a->pn);
+	vm_free(a->local);
+	for (unsigned i = 0; i < a->n_atomics; i++)
+		free(a->atomics[i].seg);
+	free(a->atomics);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
@@ -417,4 +426,215 @@ int arc_stats(struct arc *a, char **text)
 	}
 	free(rep);
 	return *text ? 0 : fail(a, -AR_ENOMEM, "out of memory");
+}
+
+/* ---- local placement ---- */
+
+/* The callbacks of the server's regions in the local VM: plain READ and WRITE requests. */
+static int local_read(void *user, const char *region, uint64_t off, void *dst, uint64_t len,
+                      char *err, size_t errlen)
+{
+	struct arc *a = user;
+	for (uint64_t done = 0; done < len;) {
+		uint32_t n = len - done > (1u << 30) ? 1u << 30 : (uint32_t)(len - done);
+		if (arc_read(a, region, off + done, (uint8_t *)dst + done, n) != 0) {
+			snprintf(err, errlen, "%s", arc_errmsg(a));
+			return -1;
+		}
+		done += n;
+	}
+	return 0;
+}
+
+static int local_write(void *user, const char *region, uint64_t off, const void *src,
+                       uint64_t len, char *err, size_t errlen)
+{
+	struct arc *a = user;
+	for (uint64_t done = 0; done < len;) {
+		uint32_t n = len - done > (1u << 30) ? 1u << 30 : (uint32_t)(len - done);
+		if (arc_write(a, region, off + done, (const uint8_t *)src + done, n) != 0) {
+			snprintf(err, errlen, "%s", arc_errmsg(a));
+			return -1;
+		}
+		done += n;
+	}
+	return 0;
+}
+
+/* A segment doing one cas or fadd on `region` at the server, built once per region. */
+static const struct atomic_seg *atomic_segment(struct arc *a, const char *region, char *err,
+                                               size_t errlen)
+{
+	pthread_mutex_lock(&a->lock);
+	for (unsigned i = 0; i < a->n_atomics; i++)
+		if (!strcmp(a->atomics[i].region, region)) {
+			pthread_mutex_unlock(&a->lock);
+			return &a->atomics[i];
+		}
+	pthread_mutex_unlock(&a->lock);
+	struct asm_builder *b = asm_builder_new();
+	if (!b) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	int r = asm_region(b, region, ISA_ACC_RW);
+	int f = asm_func_begin(b, "cas", 3, 3);    /* cas(off, expect, new) -> old */
+	for (unsigned i = 0; i < 3; i++)
+		asm_local(b, OP_LGET, i);
+	asm_mem(b, OP_CAS, (unsigned)r);
+	asm_op(b, OP_RET);
+	asm_func_end(b);
+	asm_export(b, "cas", f);
+	f = asm_func_begin(b, "fadd", 2, 2);       /* fadd(off, delta) -> old */
+	asm_local(b, OP_LGET, 0);
+	asm_local(b, OP_LGET, 1);
+	asm_mem(b, OP_FADD, (unsigned)r);
+	asm_op(b, OP_RET);
+	asm_func_end(b);
+	asm_export(b, "fadd", f);
+	struct atomic_seg as = { 0 };
+	snprintf(as.region, sizeof as.region, "%s", region);
+	int rc = asm_builder_finish(b, &as.seg, &as.len, err, errlen);
+	asm_builder_free(b);
+	if (rc != 0)
+		return NULL;
+	pthread_mutex_lock(&a->lock);
+	struct atomic_seg *list = realloc(a->atomics, (a->n_atomics + 1) * sizeof *list);
+	if (!list) {
+		pthread_mutex_unlock(&a->lock);
+		free(as.seg);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	a->atomics = list;
+	list[a->n_atomics] = as;
+	const struct atomic_seg *res = &list[a->n_atomics++];
+	pthread_mutex_unlock(&a->lock);
+	return res;
+}
+
+static int local_atomic(void *user, const char *region, int op, uint64_t off, uint64_t x,
+                        uint64_t y, uint64_t *old, char *err, size_t errlen)
+{
+	struct arc *a = user;
+	const struct atomic_seg *as = atomic_segment(a, region, err, errlen);
+	if (!as)
+		return -1;
+	/* copy what is needed: the list may move when another region's segment is added */
+	uint8_t *seg = malloc(as->len);
+	size_t len = as->len;
+	if (!seg) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	memcpy(seg, as->seg, len);
+	int64_t args[3] = { (int64_t)off, (int64_t)x, (int64_t)y };
+	struct arc_exec e = { .seg = seg, .seg_len = len, .entry = op == OP_CAS ? "cas" : "fadd",
+	                      .args = args, .n_args = op == OP_CAS ? 3 : 2, .out_max = 1 };
+	int rc = arc_exec(a, &e);
+	free(seg);
+	free(e.out);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s", arc_errmsg(a));
+		return -1;
+	}
+	*old = (uint64_t)e.value;
+	return 0;
+}
+
+static const struct vm_remote_ops local_ops = { local_read, local_write, local_atomic };
+
+/* The local VM, with every region of the server bound as a remote region (made once). */
+static struct vm *local_vm(struct arc *a)
+{
+	pthread_mutex_lock(&a->lock);
+	struct vm *vm = a->local;
+	pthread_mutex_unlock(&a->lock);
+	if (vm)
+		return vm;
+	struct arc_region *list;
+	unsigned n;
+	if (arc_regions(a, &list, &n) != 0)
+		return NULL;
+	vm = vm_new();
+	if (!vm) {
+		free(list);
+		fail(a, -AR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	vm_set_engine(vm, VM_ENGINE_INTERP);
+	for (unsigned i = 0; i < n; i++) {
+		int rc = vm_bind_remote_region(vm, list[i].name, list[i].size, list[i].access,
+		                               &local_ops, a);
+		if (rc != 0) {
+			fail(a, -AR_EPROTO, "region %s from the server: %s", list[i].name, vm_strerror(rc));
+			free(list);
+			vm_free(vm);
+			return NULL;
+		}
+	}
+	free(list);
+	pthread_mutex_lock(&a->lock);
+	if (a->local) {                    /* another thread was quicker */
+		vm_free(vm);
+		vm = a->local;
+	} else {
+		a->local = vm;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return vm;
+}
+
+int arc_exec_local(struct arc *a, struct arc_exec *x)
+{
+	x->out = NULL;
+	x->out_len = 0;
+	x->trapped = 0;
+	if (x->n_args > AR_MAX_ARGS || (x->n_args && !x->args) || !x->seg)
+		return fail(a, -AR_EARGS, "bad arguments");
+	struct vm *vm = local_vm(a);
+	if (!vm)
+		return -AR_ENET;
+	char err[AR_MAX_MSG + 1];
+	struct vm_prog *prog;
+	if (vm_load(vm, x->seg, x->seg_len, &prog, err, sizeof err) != 0)
+		return fail(a, -AR_ELOAD, "%s", err);
+	const char *entry = x->entry ? x->entry : "main";
+	unsigned want;
+	int fi = vm_prog_entry(prog, entry, &want);
+	int rc = 0;
+	if (fi < 0)
+		rc = fail(a, -AR_ENOENTRY, "no exported entry '%s'", entry);
+	else if (want != x->n_args)
+		rc = fail(a, -AR_EARGS, "entry '%s' takes %u arguments, %u given", entry, want, x->n_args);
+	uint64_t out_max = x->out_max ? x->out_max : 1u << 20;
+	if (rc == 0 && !(x->out = malloc(out_max ? out_max : 1)))
+		rc = fail(a, -AR_ENOMEM, "out of memory for %llu bytes of output",
+		          (unsigned long long)out_max);
+	if (rc != 0) {
+		vm_prog_free(prog);
+		return rc;
+	}
+	struct vm_run_opts o = { .args = x->argbytes, .args_len = x->argbytes_len, .out = x->out,
+	                         .out_cap = out_max, .fuel = x->fuel,
+	                         .engine = VM_ENGINE_INTERP };
+	struct vm_result res;
+	int vrc = vm_run(prog, (unsigned)fi, x->args, x->n_args, &o, &res);
+	x->value = res.value;
+	x->fuel_used = res.fuel_used;
+	x->out_len = res.out_len;
+	if (vrc == -VM_ETRAP) {
+		x->trapped = 1;
+		x->trap.kind = (uint32_t)res.trap.kind;
+		x->trap.code = res.trap.code;
+		x->trap.func = res.trap.func;
+		x->trap.pc = res.trap.pc;
+		x->trap.line = res.trap.line;
+		vm_trap_str(prog, &res.trap, x->trap.text, sizeof x->trap.text);
+		rc = fail(a, -AR_ETRAP, "%s", x->trap.text);
+	} else if (vrc != 0) {
+		rc = fail(a, -AR_EPROTO, "%s", vm_strerror(vrc));
+	}
+	vm_prog_free(prog);
+	return rc;
 }

@@ -57,6 +57,14 @@ struct arc_exec {
  * out); -AR_ELOAD / -AR_ENOENTRY / ... with arc_errmsg. */
 int arc_exec(struct arc *a, struct arc_exec *x);
 
+/* Run here instead, in this process's VM, with every access to a server region turned into
+ * remote operations on it: loads into READs (through a small per-run read cache), stores into
+ * WRITEs, atomics into a tiny EXEC of the atomic at the server (so they stay atomic).  This
+ * is the plain-RDMA placement: results (value, output, trap) are identical to arc_exec, only
+ * the number of round trips differs.  Segments that import host hooks cannot run here (the
+ * hooks are the server's): -AR_ELOAD says which. */
+int arc_exec_local(struct arc *a, struct arc_exec *x);
+
 /* Many runs in flight: start them, then wait for each (in any order).  The struct must stay
  * valid until arc_exec_wait returns for it. */
 struct arc_pending;

@@ -1,7 +1,9 @@
 /* arc: command-line client of arfd.
  *
  *   arc run ENDPOINT SEG.pno [--entry NAME] [--arg N ...] [--args-str S | --args-file F]
- *                            [--fuel N] [--out-max SIZE]
+ *                            [--fuel N] [--out-max SIZE] [--local]
+ *       --local runs the segment here, each region access a READ/WRITE of the server's
+ *       memory (the plain-RDMA way); the results are the same, the round trips are not
  *   arc install ENDPOINT SEG.pno         prints the segment id
  *   arc read ENDPOINT REGION OFFSET LENGTH     the bytes to standard output
  *   arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)
@@ -25,7 +27,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	"usage: arc COMMAND ENDPOINT ...\n"
 	"  arc run ENDPOINT SEG.pno [--entry NAME] [--arg N ...] [--args-str S | --args-file F]\n"
-	"                           [--fuel N] [--out-max SIZE]\n"
+	"                           [--fuel N] [--out-max SIZE] [--local]\n"
 	"  arc install ENDPOINT SEG.pno\n"
 	"  arc read ENDPOINT REGION OFFSET LENGTH\n"
 	"  arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)\n"
@@ -88,8 +90,13 @@ int main(int argc, char **argv)
 	int64_t args[AR_MAX_ARGS];
 	unsigned n_args = 0;
 	uint64_t fuel = 0, out_max = 16u << 20, timeout = 30000;
+	int local = 0;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
+		if (!strcmp(a, "--local")) {
+			local = 1;
+			continue;
+		}
 		if (strncmp(a, "--", 2) != 0) {
 			if (n_pos == 8) {
 				fprintf(stderr, "arc: too many arguments\n");
@@ -175,7 +182,7 @@ int main(int argc, char **argv)
 			struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = entry, .args = args,
 			                      .n_args = n_args, .argbytes = ab ? ab : args_str,
 			                      .argbytes_len = ab_len, .fuel = fuel, .out_max = out_max };
-			rc = arc_exec(a, &x);
+			rc = local ? arc_exec_local(a, &x) : arc_exec(a, &x);
 			if (rc == 0 || rc == -AR_ETRAP) {
 				fwrite(x.out, 1, x.out_len, stdout);
 				fflush(stdout);

@@ -611,7 +611,9 @@ static void hook_log(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64
 
 static int map_region(struct region *g, const struct arfd_region_spec *spec, char *err, size_t errlen)
 {
-	snprintf(g->name, sizeof g->name, "%s", spec->name);
+	size_t n = strnlen(spec->name, sizeof g->name - 1);   /* both live in struct arfd */
+	memcpy(g->name, spec->name, n);
+	g->name[n] = '\0';
 	g->access = spec->access;
 	if (spec->file[0]) {
 		int rw = spec->access & ISA_ACC_WRITE;
