@@ -156,7 +156,7 @@ struct conn {
 	pthread_mutex_t tx_lock;       /* one message's fragments at a time */
 	bool up, dead, listed;
 	int err;                       /* why dead */
-	int cm_step;                   /* connecting: last address/route event */
+	int cm_step;                   /* connecting: last address/route event, + 1 */
 	int cm_err;                    /* connecting: the attempt failed */
 	uint64_t tx_sent;              /* sends and write-with-immediates posted */
 	uint32_t credit_seen;          /* last consistent credit word */
@@ -182,8 +182,10 @@ struct target {                    /* a reply handle received with a request */
 };
 
 struct rdma_peer {                 /* peer->tp_state */
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;          /* never held while waiting for the I/O thread */
+	pthread_cond_t cond;           /* connecting ended */
 	struct conn *conn;             /* where sends go; holds a reference */
+	bool connecting;               /* a sender is connecting: others wait for it */
 	struct target *t;              /* oldest first */
 	unsigned n_t, cap_t;
 };
@@ -399,6 +401,7 @@ static struct rdma_peer *peer_state(struct pn_tp *tp, struct pn_peer_rec *peer)
 		struct rdma_peer *s = calloc(1, sizeof *s);
 		if (s) {
 			pthread_mutex_init(&s->lock, NULL);
+			pthread_cond_init(&s->cond, NULL);
 			peer->tp_state = s;
 		}
 	}
@@ -971,14 +974,14 @@ static void cm_reason(const struct rdma_cm_event *ev, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-/* Wait (connecting, not on the I/O thread... or pumping events when on it) until cond. */
 static void pump_events(struct pn_tp *tp, int ms);
 
+/* Wait until connection event `step` (< 0: until established) or a failure. */
 static int wait_cm(struct conn *c, int step, uint64_t deadline)
 {
 	int rc = 0;
 	pthread_mutex_lock(&c->lock);
-	while (!c->cm_err && !c->dead && (step ? c->cm_step != step : !c->up)) {
+	while (!c->cm_err && !c->dead && (step >= 0 ? c->cm_step != step + 1 : !c->up)) {
 		uint64_t now = pn_now_ns();
 		if (now >= deadline) {
 			rc = -PN_ETIMEDOUT;
@@ -1050,7 +1053,7 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		rc = -PN_EPEERDOWN;
 		goto fail;
 	}
-	if ((rc = wait_cm(c, 0, deadline)))
+	if ((rc = wait_cm(c, -1, deadline)))
 		goto fail;
 	*out = c;
 	return 0;
@@ -1070,6 +1073,11 @@ static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **o
 	if (!rp)
 		return -PN_ENOMEM;
 	pthread_mutex_lock(&rp->lock);
+	/* Concurrent first sends share one connection: the others wait for the one connecting.
+	 * The lock itself is not held meanwhile, since the I/O thread takes it when a connection
+	 * from the peer is established, and our connect needs the I/O thread. */
+	while (rp->connecting)
+		pthread_cond_wait(&rp->cond, &rp->lock);
 	struct conn *c = rp->conn;
 	if (c && c->dead) {                /* broken: forget it, connect again */
 		rp->conn = NULL;
@@ -1077,12 +1085,18 @@ static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **o
 		c = NULL;
 	}
 	if (!c) {
-		/* under the peer lock, so concurrent first sends share one connection */
+		rp->connecting = true;
+		pthread_mutex_unlock(&rp->lock);
 		int rc = connect_peer(tp, peer, &c);
+		pthread_mutex_lock(&rp->lock);
+		rp->connecting = false;
+		pthread_cond_broadcast(&rp->cond);
 		if (rc) {
 			pthread_mutex_unlock(&rp->lock);
 			return rc;
 		}
+		if (rp->conn)              /* the peer's own connection came up meanwhile */
+			conn_put(rp->conn);
 		rp->conn = c;              /* the reference connect_peer gave */
 	}
 	conn_get(c);
@@ -1258,7 +1272,6 @@ static void on_send_wc(struct conn *c, const struct ibv_wc *wc)
 	int st = wc->status == IBV_WC_SUCCESS ? 0 :
 	         wc->status == IBV_WC_REM_ACCESS_ERR ? -PN_EACCESS : -PN_EPEERDOWN;
 	pthread_mutex_lock(&c->lock);
-	bool was_dead = c->dead;
 	c->sq_used--;
 	if (tag == TAG_SLOT) {
 		c->free_slot[c->n_free++] = (uint16_t)(wc->wr_id >> 3);
@@ -1272,8 +1285,9 @@ static void on_send_wc(struct conn *c, const struct ibv_wc *wc)
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	if (st) {
-		/* a flush after the connection died is the expected echo of the first error */
-		if (!(was_dead && wc->status == IBV_WC_WR_FLUSH_ERR))
+		/* a flush is the echo of what moved the queue pair to the error state (a completion
+		 * error, logged, or a disconnect), not news */
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			pn_core_log(c->tp->pn, "rdma: %s: %s failed: %s (status %d, vendor error %#x)",
 			            peer_name(c), wc_op(wc), ibv_wc_status_str(wc->status),
 			            (int)wc->status, wc->vendor_err);
@@ -1292,7 +1306,7 @@ static void poll_cq(struct conn *c, struct ibv_cq *cq)
 			if (cq == c->scq) {
 				on_send_wc(c, &wc[i]);
 			} else if (wc[i].status != IBV_WC_SUCCESS) {
-				if (!(c->dead && wc[i].status == IBV_WC_WR_FLUSH_ERR))
+				if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 					pn_core_log(c->tp->pn, "rdma: %s: %s failed: %s (status %d, vendor "
 					            "error %#x)", peer_name(c), wc_op(&wc[i]),
 					            ibv_wc_status_str(wc[i].status), (int)wc[i].status,
@@ -1434,7 +1448,7 @@ static void on_cm_event(struct pn_tp *tp, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		pthread_mutex_lock(&c->lock);
-		c->cm_step = type;
+		c->cm_step = (int)type + 1;
 		pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->lock);
 		break;
@@ -1671,6 +1685,7 @@ static void rdma_close(struct pn_tp *tp)
 		if (rp->conn)
 			conn_put(rp->conn);
 		free(rp->t);
+		pthread_cond_destroy(&rp->cond);
 		pthread_mutex_destroy(&rp->lock);
 		free(rp);
 		peer->tp_state = NULL;
