@@ -1,0 +1,687 @@
+/* bench_tradeoff.c: the Active RDMA trade-off on loopback TCP: walking a linked list and
+ * looking keys up in a chained hash table that live in server memory, three ways, in one run:
+ *
+ *   reads   the client walks with one-sided READs, one round trip per node (hash: the bucket,
+ *           then each node of the chain), as plain RDMA would
+ *   active  one EXEC of the shipped walk (examples/linked_list.pna find, examples/hash_table.pna
+ *           lookup): one round trip, the walk runs in the server's VM
+ *   hook    one EXEC of a tiny segment that calls a fixed server hook doing the walk in C: the
+ *           RPC way (the server must have been built with that function)
+ * plus three baselines in the same run: a null EXEC (a segment returning 0), an 8-byte READ,
+ * and a raw TCP ping-pong (two sockets, 16-byte messages, TCP_NODELAY) between the same two
+ * processes.
+ *
+ * Layout: the server is a child forked before this process starts any thread; it runs arfd as
+ * a library (arfd_start, so it can register the two hooks through arfd_config.hooks) with the
+ * regions `mem` (the list) and `table` (the hash table), and a raw echo thread.  The parent
+ * builds both structures in local memory, writes them into the regions with arc_write in 1 MiB
+ * chunks (setup, not timed), keeps the local copy to check every answer of every method, and
+ * measures.  Methods take turns in rounds, so the ratios compare measurements taken side by
+ * side.  One request at a time (depth 1): throughput is 1 / mean latency of one client.
+ *
+ *   bench_tradeoff [--quick] [--results DIR]
+ * Results: DIR/tradeoff.csv and DIR/tradeoff.txt (--quick: *-quick.*.tmp), DIR = results.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arc.h"
+#include "asm.h"
+#include "isa.h"
+#include "server.h"
+
+#ifndef BENCH_SRCDIR
+#define BENCH_SRCDIR "."
+#endif
+
+#define NODE_LEN   24                   /* u64 next | u64 key | u64 value, as the examples */
+#define GOLDEN     0x9e3779b97f4a7c15ull /* hash_table.pna's multiplier */
+#define RAW_LEN    16                   /* raw ping-pong message */
+#define CHUNK      (1u << 20)           /* arc_write chunk during setup */
+#define HOOK_STEPS (1u << 24)           /* a hook gives up after this many nodes (a cycle) */
+
+static const unsigned walk_lens[] = { 1, 10, 100, 1000 };
+#define N_LENS (sizeof walk_lens / sizeof walk_lens[0])
+#define LIST_LEN 1000                   /* the list; walks of length L find its L-th node */
+
+struct plan {
+	unsigned rounds;                /* every series runs once per round, in turn */
+	unsigned batch;                 /* operations per series per round, at most */
+	double batch_s;                 /* ... or until this much time has passed */
+	unsigned hash_log2;             /* 2^hash_log2 keys and buckets */
+	unsigned list_slots;            /* the list's nodes are spread over this many slots */
+	unsigned budget_s;              /* the whole run is killed after this (alarm) */
+};
+static const struct plan full = { 7, 3000, 0.4, 20, 1u << 16, 600 };
+static const struct plan quick = { 1, 200, 0.05, 16, 1u << 12, 120 };
+static const struct plan *plan = &full;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, const char *why)
+{
+	fprintf(stderr, "bench_tradeoff: %s: %s\n", what, why);
+	exit(1);
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static void st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static uint64_t list_size(void) { return (uint64_t)NODE_LEN * plan->list_slots; }
+static uint64_t n_keys(void) { return 1ull << plan->hash_log2; }
+static uint64_t table_size(void) { return 8 + 8 * n_keys() + NODE_LEN * n_keys(); }
+
+/* ---- the server (child process) ---- */
+
+/* The fixed server functions of the "hook" method.  They see the calling segment's regions:
+ * its first import (index 3) is the structure.  Every node access is bounds-checked by
+ * vm_hook_mem, as a careful RPC handler would check offsets that come from memory. */
+static int64_t hook_list_find(struct vm_hook_ctx *c, int64_t head, int64_t key)
+{
+	uint64_t p = (uint64_t)head;
+	for (unsigned steps = 0; p; steps++) {
+		const uint8_t *n = vm_hook_mem(c, ISA_R_FIRST_IMPORT, p, NODE_LEN, 0);
+		if (!n || steps == HOOK_STEPS) {
+			vm_hook_fail(c, "list_find: bad node at %" PRIu64, p);
+			return 0;
+		}
+		if (ld64(n + 8) == (uint64_t)key)
+			return (int64_t)ld64(n + 16);
+		p = ld64(n);
+	}
+	return -1;
+}
+
+static int64_t hook_hash_lookup(struct vm_hook_ctx *c, int64_t key)
+{
+	const uint8_t *h = vm_hook_mem(c, ISA_R_FIRST_IMPORT, 0, 8, 0);
+	if (!h) {
+		vm_hook_fail(c, "hash_lookup: no table");
+		return 0;
+	}
+	uint64_t b = ((uint64_t)key * GOLDEN) >> (ld64(h) & 63);
+	const uint8_t *bp = vm_hook_mem(c, ISA_R_FIRST_IMPORT, 8 + 8 * b, 8, 0);
+	uint64_t p = bp ? ld64(bp) : 0;
+	for (unsigned steps = 0; p; steps++) {
+		const uint8_t *n = vm_hook_mem(c, ISA_R_FIRST_IMPORT, p, NODE_LEN, 0);
+		if (!n || steps == HOOK_STEPS) {
+			vm_hook_fail(c, "hash_lookup: bad node at %" PRIu64, p);
+			return 0;
+		}
+		if (ld64(n + 8) == (uint64_t)key)
+			return (int64_t)ld64(n + 16);
+		p = ld64(n);
+	}
+	return -1;
+}
+
+/* The raw baseline's server: echo RAW_LEN-byte messages until the peer closes. */
+static void *raw_echo(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	int fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	uint8_t buf[RAW_LEN];
+	for (;;) {
+		size_t got = 0;
+		while (got < RAW_LEN) {
+			ssize_t n = read(fd, buf + got, RAW_LEN - got);
+			if (n <= 0) {
+				close(fd);
+				return NULL;
+			}
+			got += (size_t)n;
+		}
+		if (write(fd, buf, RAW_LEN) != RAW_LEN) {
+			close(fd);
+			return NULL;
+		}
+	}
+}
+
+/* Runs in the child: start arfd and the echo listener, tell the parent where they are on
+ * to_parent, serve until from_parent reaches EOF (the parent closed it or died). */
+static void server_main(int to_parent, int from_parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGPIPE, SIG_IGN);
+	arfd_log_setup(ARFD_LOG_WARN, false);
+	static struct arfd_config cfg;
+	cfg.listen[cfg.n_listen++] = "tcp:127.0.0.1:0";
+	struct arfd_region_spec *g = &cfg.regions[cfg.n_regions++];
+	snprintf(g->name, sizeof g->name, "mem");
+	g->size = list_size();
+	g->access = ISA_ACC_RW;
+	g = &cfg.regions[cfg.n_regions++];
+	snprintf(g->name, sizeof g->name, "table");
+	g->size = table_size();
+	g->access = ISA_ACC_RW;
+	cfg.hooks[cfg.n_hooks++] = (struct arfd_hook){ "list_find", (void *)hook_list_find, "ll:l", NULL };
+	cfg.hooks[cfg.n_hooks++] = (struct arfd_hook){ "hash_lookup", (void *)hook_hash_lookup, "l:l", NULL };
+	char err[256];
+	struct arfd *s = arfd_start(&cfg, err, sizeof err);
+	if (!s)
+		die("arfd_start", err);
+
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 1) != 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0)
+		die("raw listener", strerror(errno));
+	pthread_t th;
+	pthread_create(&th, NULL, raw_echo, (void *)(intptr_t)lfd);
+	pthread_detach(th);
+
+	dprintf(to_parent, "%s %u\n", arfd_endpoint(s, "tcp"), (unsigned)ntohs(sa.sin_port));
+	char c;
+	while (read(from_parent, &c, 1) > 0)
+		;
+	arfd_stop(s, 2000);
+	_exit(0);
+}
+
+/* ---- the structures, built by the client ---- */
+
+struct data {
+	uint8_t *list;                  /* image of region mem */
+	uint64_t head;
+	uint64_t list_keys[LIST_LEN];   /* key of the i-th node in list order */
+	uint8_t *table;                 /* image of region table */
+	uint64_t *keys;                 /* every key in the table, in insertion order */
+};
+
+static uint64_t list_value(uint64_t key) { return key ^ 0x5a5a5a5a5a5a5a5aull; }
+static uint64_t hash_value(uint64_t key) { return key * 3 + 1; }
+
+static void build(struct data *d)
+{
+	uint64_t seed = 42;
+	/* the list: LIST_LEN nodes at distinct random slots (slot 0 is the null offset) */
+	d->list = calloc(1, list_size());
+	uint32_t *slot = malloc(plan->list_slots * sizeof *slot);
+	if (!d->list || !slot)
+		die("build", "out of memory");
+	for (uint32_t i = 0; i < plan->list_slots; i++)
+		slot[i] = i;
+	for (uint32_t i = plan->list_slots - 1; i > 1; i--) {   /* shuffle slots 1.. */
+		uint32_t j = 1 + (uint32_t)(splitmix(&seed) % i);
+		uint32_t t = slot[i]; slot[i] = slot[j]; slot[j] = t;
+	}
+	uint64_t next = 0;
+	for (int i = LIST_LEN - 1; i >= 0; i--) {               /* built back to front */
+		uint64_t off = (uint64_t)slot[1 + i] * NODE_LEN;
+		d->list_keys[i] = splitmix(&seed) | 1;              /* never 0 */
+		st64(d->list + off, next);
+		st64(d->list + off + 8, d->list_keys[i]);
+		st64(d->list + off + 16, list_value(d->list_keys[i]));
+		next = off;
+	}
+	d->head = next;
+	free(slot);
+
+	/* the hash table, as examples/hash_table.pna reads it: shift, buckets, then the nodes,
+	 * pushed onto their chains in a shuffled order of node slots */
+	uint64_t n = n_keys(), nodes_at = 8 + 8 * n;
+	d->table = calloc(1, table_size());
+	d->keys = malloc(n * sizeof *d->keys);
+	uint32_t *perm = malloc(n * sizeof *perm);
+	if (!d->table || !d->keys || !perm)
+		die("build", "out of memory");
+	for (uint32_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (uint32_t i = (uint32_t)n - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)(splitmix(&seed) % (i + 1));
+		uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+	}
+	unsigned shift = 64 - plan->hash_log2;
+	st64(d->table, shift);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t key = splitmix(&seed);                   /* 64-bit random: no duplicates in
+		                                                     * practice; lookups check values */
+		d->keys[i] = key;
+		uint64_t b = (key * GOLDEN) >> shift, off = nodes_at + (uint64_t)perm[i] * NODE_LEN;
+		st64(d->table + off, ld64(d->table + 8 + 8 * b));
+		st64(d->table + off + 8, key);
+		st64(d->table + off + 16, hash_value(key));
+		st64(d->table + 8 + 8 * b, off);
+	}
+	free(perm);
+}
+
+static void upload(struct arc *a, const char *region, const uint8_t *img, uint64_t len)
+{
+	for (uint64_t off = 0; off < len; off += CHUNK) {
+		uint32_t n = (uint32_t)(len - off < CHUNK ? len - off : CHUNK);
+		if (arc_write(a, region, off, img + off, n) != 0)
+			die("arc_write", arc_errmsg(a));
+	}
+}
+
+/* ---- the operations: each returns the value found (checked by the caller) ---- */
+
+struct ctx {
+	struct arc *a;
+	struct data *d;
+	int raw;                        /* raw ping-pong socket */
+	uint8_t *seg_list, *seg_hash, *seg_list_hook, *seg_hash_hook, *seg_null;
+	size_t len_list, len_hash, len_list_hook, len_hash_hook, len_null;
+	uint64_t rtts;                  /* round trips of the last operation */
+	uint64_t seed;
+};
+
+static int64_t exec_or_die(struct ctx *c, const uint8_t *seg, size_t len, const char *entry,
+                           const int64_t *args, unsigned n)
+{
+	struct arc_exec x = { .seg = seg, .seg_len = len, .entry = entry, .args = args, .n_args = n };
+	int rc = arc_exec(c->a, &x);
+	if (rc != 0)
+		die("arc_exec", arc_errmsg(c->a));
+	free(x.out);
+	c->rtts = 1;
+	return x.value;
+}
+
+static int64_t list_reads(struct ctx *c, uint64_t key)
+{
+	uint64_t p = c->d->head;
+	c->rtts = 0;
+	while (p) {
+		uint8_t n[NODE_LEN];
+		if (arc_read(c->a, "mem", p, n, NODE_LEN) != 0)
+			die("arc_read", arc_errmsg(c->a));
+		c->rtts++;
+		if (ld64(n + 8) == key)
+			return (int64_t)ld64(n + 16);
+		p = ld64(n);
+	}
+	return -1;
+}
+
+static int64_t hash_reads(struct ctx *c, uint64_t key)
+{
+	uint8_t w[8], n[NODE_LEN];
+	uint64_t b = (key * GOLDEN) >> (64 - plan->hash_log2);
+	if (arc_read(c->a, "table", 8 + 8 * b, w, 8) != 0)
+		die("arc_read", arc_errmsg(c->a));
+	c->rtts = 1;
+	for (uint64_t p = ld64(w); p; p = ld64(n)) {
+		if (arc_read(c->a, "table", p, n, NODE_LEN) != 0)
+			die("arc_read", arc_errmsg(c->a));
+		c->rtts++;
+		if (ld64(n + 8) == key)
+			return (int64_t)ld64(n + 16);
+	}
+	return -1;
+}
+
+static void raw_ping(struct ctx *c, uint64_t i)
+{
+	uint8_t buf[RAW_LEN] = { 0 };
+	st64(buf, i);
+	if (write(c->raw, buf, RAW_LEN) != RAW_LEN)
+		die("raw write", strerror(errno));
+	size_t got = 0;
+	while (got < RAW_LEN) {
+		ssize_t n = read(c->raw, buf + got, RAW_LEN - got);
+		if (n <= 0)
+			die("raw read", n ? strerror(errno) : "closed");
+		got += (size_t)n;
+	}
+	if (ld64(buf) != i)
+		die("raw ping", "wrong echo");
+	c->rtts = 1;
+}
+
+/* ---- series: one structure x length x method ---- */
+
+enum method { M_READS, M_ACTIVE, M_HOOK, M_NULL, M_READ8, M_RAW };
+static const char *const method_name[] = { "reads", "active", "hook", "null-exec", "read8",
+	"raw-tcp" };
+
+struct series {
+	const char *structure;          /* "list", "hash", "baseline" */
+	unsigned len;                   /* list walk length; 0 otherwise */
+	enum method m;
+	double *lat_us;
+	size_t n, cap;
+	uint64_t rtts;
+};
+
+/* One operation of series s, its answer checked against the local copy. */
+static void run_op(struct ctx *c, struct series *s, uint64_t i)
+{
+	int64_t want = 0, got = 0;
+	if (!strcmp(s->structure, "list")) {
+		uint64_t key = c->d->list_keys[s->len - 1];
+		want = (int64_t)list_value(key);
+		int64_t args[2] = { (int64_t)c->d->head, (int64_t)key };
+		got = s->m == M_READS ? list_reads(c, key)
+		    : s->m == M_ACTIVE ? exec_or_die(c, c->seg_list, c->len_list, "find", args, 2)
+		    : exec_or_die(c, c->seg_list_hook, c->len_list_hook, NULL, args, 2);
+		if (s->m == M_READS && c->rtts != s->len)
+			die("list walk", "wrong number of nodes visited");
+	} else if (!strcmp(s->structure, "hash")) {
+		uint64_t key = c->d->keys[splitmix(&c->seed) % n_keys()];
+		want = (int64_t)hash_value(key);
+		int64_t arg = (int64_t)key;
+		got = s->m == M_READS ? hash_reads(c, key)
+		    : s->m == M_ACTIVE ? exec_or_die(c, c->seg_hash, c->len_hash, "lookup", &arg, 1)
+		    : exec_or_die(c, c->seg_hash_hook, c->len_hash_hook, NULL, &arg, 1);
+	} else if (s->m == M_NULL) {
+		got = exec_or_die(c, c->seg_null, c->len_null, NULL, NULL, 0);
+	} else if (s->m == M_READ8) {
+		uint8_t w[8];
+		if (arc_read(c->a, "mem", c->d->head, w, 8) != 0)
+			die("arc_read", arc_errmsg(c->a));
+		c->rtts = 1;
+		got = (int64_t)ld64(w);
+		want = (int64_t)ld64(c->d->list + c->d->head);
+	} else {
+		raw_ping(c, i);
+	}
+	if (got != want) {
+		char m[160];
+		snprintf(m, sizeof m, "%s %u %s: got %" PRId64 ", want %" PRId64, s->structure, s->len,
+		         method_name[s->m], got, want);
+		die("wrong answer", m);
+	}
+}
+
+static void run_batch(struct ctx *c, struct series *s)
+{
+	uint64_t t_end = now_ns() + (uint64_t)(plan->batch_s * 1e9);
+	for (unsigned k = 0; k < plan->batch; k++) {
+		uint64_t t0 = now_ns();
+		run_op(c, s, s->n);
+		uint64_t t1 = now_ns();
+		if (s->n == s->cap) {
+			s->cap = s->cap ? 2 * s->cap : 1024;
+			s->lat_us = realloc(s->lat_us, s->cap * sizeof *s->lat_us);
+			if (!s->lat_us)
+				die("realloc", "out of memory");
+		}
+		s->lat_us[s->n++] = (double)(t1 - t0) / 1e3;
+		s->rtts += c->rtts;
+		if (t1 > t_end && k >= 2)
+			break;
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct summary { double median, p99, mean, ops_s, rtts; };
+
+static struct summary summarize(struct series *s)
+{
+	struct summary r = { 0 };
+	if (!s->n)
+		return r;
+	double sum = 0;
+	for (size_t i = 0; i < s->n; i++)
+		sum += s->lat_us[i];
+	qsort(s->lat_us, s->n, sizeof *s->lat_us, cmp_double);
+	r.median = s->n % 2 ? s->lat_us[s->n / 2] : (s->lat_us[s->n / 2 - 1] + s->lat_us[s->n / 2]) / 2;
+	r.p99 = s->lat_us[(size_t)((double)(s->n - 1) * 0.99)];
+	r.mean = sum / (double)s->n;
+	r.ops_s = 1e6 / r.mean;
+	r.rtts = (double)s->rtts / (double)s->n;
+	return r;
+}
+
+/* ---- segments ---- */
+
+static uint8_t *assemble(const char *src, size_t len, const char *name, size_t *seg_len)
+{
+	uint8_t *seg;
+	char *diags = NULL;
+	if (asm_assemble(src, len, name, &seg, seg_len, &diags) != 0)
+		die(name, diags ? diags : "does not assemble");
+	free(diags);
+	return seg;
+}
+
+static uint8_t *assemble_file(const char *rel, size_t *seg_len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", BENCH_SRCDIR, rel);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die(path, strerror(errno));
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	return assemble(buf, n, path, seg_len);
+}
+
+static uint8_t *assemble_str(const char *src, size_t *seg_len)
+{
+	return assemble(src, strlen(src), "bench_tradeoff", seg_len);
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+	const char *dir = "results";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			plan = &quick;
+		else if (!strcmp(argv[i], "--results") && i + 1 < argc)
+			dir = argv[++i];
+		else {
+			fprintf(stderr, "usage: bench_tradeoff [--quick] [--results DIR]\n");
+			return 2;
+		}
+	}
+	alarm(plan->budget_s);          /* whatever happens, the run ends */
+	double load[2][3] = { { -1, -1, -1 }, { -1, -1, -1 } };   /* other work on the machine */
+	getloadavg(load[0], 3);
+
+	/* the server first, before this process has any thread */
+	int up[2], down[2];
+	if (pipe(up) != 0 || pipe(down) != 0)
+		die("pipe", strerror(errno));
+	pid_t child = fork();
+	if (child < 0)
+		die("fork", strerror(errno));
+	if (child == 0) {
+		close(up[0]);
+		close(down[1]);
+		server_main(up[1], down[0]);
+	}
+	close(up[1]);
+	close(down[0]);
+	char line[256] = "";
+	FILE *uf = fdopen(up[0], "r");
+	if (!uf || !fgets(line, sizeof line, uf))
+		die("server", "did not start");
+	fclose(uf);
+	char ep[200];
+	unsigned raw_port;
+	if (sscanf(line, "%199s %u", ep, &raw_port) != 2)
+		die("server said", line);
+
+	char err[256];
+	struct arc_opts o = { .timeout_ms = 60000 };
+	struct arc *a = arc_connect(ep, &o, err, sizeof err);
+	if (!a)
+		die("arc_connect", err);
+	struct data d;
+	uint64_t t0 = now_ns();
+	build(&d);
+	upload(a, "mem", d.list, list_size());
+	upload(a, "table", d.table, table_size());
+	double setup_s = (double)(now_ns() - t0) / 1e9;
+
+	struct ctx c = { .a = a, .d = &d, .seed = 7 };
+	c.seg_list = assemble_file("examples/linked_list.pna", &c.len_list);
+	c.seg_hash = assemble_file("examples/hash_table.pna", &c.len_hash);
+	c.seg_list_hook = assemble_str(".region mem ro\n.hook list_find \"ll:l\"\n"
+		".func main head key\n    lget head\n    lget key\n    hcall list_find\n    ret\n.end\n"
+		".export main\n", &c.len_list_hook);
+	c.seg_hash_hook = assemble_str(".region table ro\n.hook hash_lookup \"l:l\"\n"
+		".func main key\n    lget key\n    hcall hash_lookup\n    ret\n.end\n.export main\n",
+		&c.len_hash_hook);
+	c.seg_null = assemble_str(".func main\n    push 0\n    ret\n.end\n.export main\n", &c.len_null);
+	uint8_t id[AR_ID_LEN];
+	const uint8_t *segs[] = { c.seg_list, c.seg_hash, c.seg_list_hook, c.seg_hash_hook, c.seg_null };
+	const size_t lens[] = { c.len_list, c.len_hash, c.len_list_hook, c.len_hash_hook, c.len_null };
+	for (int i = 0; i < 5; i++)      /* installed up front: every timed EXEC goes by id */
+		if (arc_install(a, segs[i], lens[i], id) != 0)
+			die("arc_install", arc_errmsg(a));
+
+	c.raw = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)raw_port),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1;
+	if (c.raw < 0 || connect(c.raw, (struct sockaddr *)&sa, sizeof sa) != 0)
+		die("raw connect", strerror(errno));
+	setsockopt(c.raw, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+
+	struct series s[N_LENS * 3 + 3 + 3];
+	size_t ns = 0;
+	for (size_t l = 0; l < N_LENS; l++)
+		for (int m = M_READS; m <= M_HOOK; m++)
+			s[ns++] = (struct series){ .structure = "list", .len = walk_lens[l], .m = (enum method)m };
+	for (int m = M_READS; m <= M_HOOK; m++)
+		s[ns++] = (struct series){ .structure = "hash", .m = (enum method)m };
+	for (int m = M_NULL; m <= M_RAW; m++)
+		s[ns++] = (struct series){ .structure = "baseline", .m = (enum method)m };
+
+	/* warm up every path (JIT'd code, connections, caches), then take turns */
+	for (size_t i = 0; i < ns; i++)
+		for (int k = 0; k < 20; k++)
+			run_op(&c, &s[i], (uint64_t)k);
+	for (size_t i = 0; i < ns; i++)
+		s[i].n = 0, s[i].rtts = 0;
+	uint64_t t_meas = now_ns();
+	for (unsigned r = 0; r < plan->rounds; r++)
+		for (size_t i = 0; i < ns; i++)
+			run_batch(&c, &s[(i + r) % ns]);  /* rotate the order, so no series always
+			                                   * follows the same one */
+	double meas_s = (double)(now_ns() - t_meas) / 1e9;
+	getloadavg(load[1], 3);
+
+	/* ---- report ---- */
+	struct summary sum[sizeof s / sizeof s[0]];
+	for (size_t i = 0; i < ns; i++)
+		sum[i] = summarize(&s[i]);
+	char path_csv[4096], path_txt[4096];
+	const char *sfx = plan == &quick ? "-quick" : "", *tmp = plan == &quick ? ".tmp" : "";
+	snprintf(path_csv, sizeof path_csv, "%s/tradeoff%s.csv%s", dir, sfx, tmp);
+	snprintf(path_txt, sizeof path_txt, "%s/tradeoff%s.txt%s", dir, sfx, tmp);
+	FILE *csv = fopen(path_csv, "w"), *txt = fopen(path_txt, "w");
+	if (!csv || !txt)
+		die(dir, strerror(errno));
+	fprintf(csv, "structure,len,method,ops,median_us,p99_us,mean_us,ops_per_s,round_trips_per_op\n");
+	for (size_t i = 0; i < ns; i++)
+		fprintf(csv, "%s,%u,%s,%zu,%.2f,%.2f,%.2f,%.0f,%.2f\n", s[i].structure, s[i].len,
+		        method_name[s[i].m], s[i].n, sum[i].median, sum[i].p99, sum[i].mean,
+		        sum[i].ops_s, sum[i].rtts);
+	fclose(csv);
+
+	struct utsname un;
+	uname(&un);
+	time_t now = time(NULL);
+	char when[64];
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *outs[] = { stdout, txt };
+	for (int f = 0; f < 2; f++) {
+		FILE *o2 = outs[f];
+		fprintf(o2, "# bench_tradeoff%s, %s, %s %s, %ld cpus, loopback tcp\n",
+		        plan == &quick ? " --quick" : "", when, un.sysname, un.machine, ncpu);
+		fprintf(o2, "# server: arfd in a forked child (4 worker threads, default engine); list of %d "
+		        "nodes over %u slots (%" PRIu64 " KiB); hash table of %" PRIu64 " keys in %" PRIu64
+		        " buckets (%" PRIu64 " MiB); setup %.1f s; measured %.1f s in %u rounds\n",
+		        LIST_LEN, plan->list_slots, list_size() >> 10, n_keys(), n_keys(),
+		        table_size() >> 20, setup_s, meas_s, plan->rounds);
+		fprintf(o2, "# load average (1 min) %.2f before, %.2f after; one request at a time: "
+		        "ops/s = 1 / mean latency; every answer checked\n", load[0][0], load[1][0]);
+		fprintf(o2, "%-9s %5s %-10s %7s %11s %10s %10s %10s %7s\n", "structure", "len", "method",
+		        "ops", "median_us", "p99_us", "mean_us", "ops/s", "rtts");
+		for (size_t i = 0; i < ns; i++)
+			fprintf(o2, "%-9s %5u %-10s %7zu %11.2f %10.2f %10.2f %10.0f %7.2f\n", s[i].structure,
+			        s[i].len, method_name[s[i].m], s[i].n, sum[i].median, sum[i].p99, sum[i].mean,
+			        sum[i].ops_s, sum[i].rtts);
+		/* the goals: series 6 and 7 are the 100-node walk by reads and active */
+		size_t r100 = 0, a100 = 0, nul = 0, raw = 0;
+		for (size_t i = 0; i < ns; i++) {
+			if (!strcmp(s[i].structure, "list") && s[i].len == 100 && s[i].m == M_READS) r100 = i;
+			if (!strcmp(s[i].structure, "list") && s[i].len == 100 && s[i].m == M_ACTIVE) a100 = i;
+			if (s[i].m == M_NULL) nul = i;
+			if (s[i].m == M_RAW) raw = i;
+		}
+		double speedup = sum[r100].median / sum[a100].median;
+		double over = sum[nul].median / sum[raw].median;
+		fprintf(o2, "goal: 100-node walk, reads / active = %.1fx (goal >= 30x): %s\n", speedup,
+		        speedup >= 30 ? "met" : "NOT met");
+		fprintf(o2, "goal: null EXEC / raw TCP ping-pong = %.2fx (goal <= 1.25x): %s\n", over,
+		        over <= 1.25 ? "met" : "NOT met");
+		for (size_t i = 0; i < ns; i += 3)
+			if (!strcmp(s[i].structure, "list") || !strcmp(s[i].structure, "hash"))
+				fprintf(o2, "%s %u: reads / active %.1fx, hook / active %.2fx\n", s[i].structure,
+				        s[i].len, sum[i].median / sum[i + 1].median,
+				        sum[i + 2].median / sum[i + 1].median);
+	}
+	fclose(txt);
+	printf("results: %s, %s\n", path_csv, path_txt);
+
+	close(c.raw);
+	arc_close(a);
+	close(down[1]);                 /* the child sees EOF and stops */
+	int st;
+	waitpid(child, &st, 0);
+	for (size_t i = 0; i < ns; i++)
+		free(s[i].lat_us);
+	free(c.seg_list);
+	free(c.seg_hash);
+	free(c.seg_list_hook);
+	free(c.seg_hash_hook);
+	free(c.seg_null);
+	free(d.list);
+	free(d.table);
+	free(d.keys);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
