@@ -112,9 +112,11 @@ fuzz: fuzz-build
 bench: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD))
 	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD))
+	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD))
 bench-quick: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD)) quick
+	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD)) quick
 
 examples: all
 	BUILD=$(BUILD) sh examples/run.sh
