@@ -6,8 +6,8 @@
  * errors, regions, the secret, the limits, 32 runs in flight, 1000 hostile segments while a
  * second client checks every answer it gets, a client leaving mid-request, and a restart on a
  * file-backed region.  Every wait is bounded (arc timeouts, joins after a stop flag).
- * Not tested: "local placement" (running a segment in the client's VM over remote reads):
- * libarc does not have it yet.
+ * Not here: identical results of active and local placement (arc_exec_local), which
+ * test_placement.c checks.
  *
  *   test_arfd [tcp|udp]...      (default: both)   env TEST_ARFD_HOSTILE=N (default 1000)
  * Prints "N passed, N failed" last.
