@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,9 @@ enum { DESC_PENDING = 1, DESC_FILLING = 2 };   /* rcv_desc.status while open */
 
 struct pn_coop_rec {
 	pn_coop token;
+	int wake_fd;               /* eventfd of a thread reading for it in wait_read, or -1 */
+	pthread_t waiter;          /* that thread (it needs no wake-up when it completes it) */
+	bool woken;                /* its eventfd was written */
 	struct pn_rcv_desc *rcv;
 	unsigned n, remaining;     /* descriptors not yet done */
 	unsigned filling;          /* descriptors a transport is writing into right now */
@@ -54,8 +58,9 @@ struct pn_coop_rec {
 	pthread_cond_t done;
 	struct pn_coop_rec *next;  /* hash chain */
 	uint32_t *sent_to;         /* peers requests went to, with counts, for peer_down */
-	uint32_t *sent_count;
+	uint32_t *sent_count;      /* (point at the inline arrays until more peers are needed) */
 	unsigned n_sent, cap_sent;
+	uint32_t sent_to_inl[4], sent_count_inl[4];
 	struct adv { uint32_t cookie; pn_peer to; } *adv;  /* per descriptor, NULL until a
 	                            * transport advertised one (pn_core_coop_target); cookie 0: no */
 };
@@ -90,6 +95,7 @@ struct pn {
 	struct { pn_handler *fn; void *arg; bool inline_; } handlers[PN_MAX_TYPE + 1];
 	struct pn_coop_rec *coops[COOP_BUCKETS];
 	uint64_t next_token;
+	uint64_t token_base;       /* next_token's start; set once in pn_init */
 
 	struct work *q_head, *q_tail;
 	pthread_cond_t q_cond;
@@ -108,6 +114,25 @@ struct pn {
 	_Atomic uint64_t drop_state;
 	uint64_t drop_threshold;   /* drop when a random u64 falls below this */
 };
+
+/* Each thread that waits by reading (pn_coop_end with wait_read) gets an eventfd the core
+ * signals when its Cooperation completes some other way; closed when the thread exits. */
+static pthread_key_t wake_key;
+static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
+static void wake_close(void *p) { close((int)(intptr_t)p - 1); }
+static void wake_init(void) { pthread_key_create(&wake_key, wake_close); }
+
+static int thread_wake_fd(void)
+{
+	pthread_once(&wake_once, wake_init);
+	intptr_t v = (intptr_t)pthread_getspecific(wake_key);
+	if (v)
+		return (int)v - 1;               /* stored +1, so that fd 0 is not "none" */
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd >= 0)
+		pthread_setspecific(wake_key, (void *)(intptr_t)(fd + 1));
+	return fd;
+}
 
 /* The message a worker thread is handling, for pn_forward. */
 struct current {
@@ -282,6 +307,10 @@ pn_coop pn_coop_start(struct pn *pn, struct pn_rcv_desc *rcv, unsigned n)
 		rcv[i].got_from = PN_ANY;
 	}
 	c->rcv = rcv;
+	c->sent_to = c->sent_to_inl;
+	c->sent_count = c->sent_count_inl;
+	c->cap_sent = 4;
+	c->wake_fd = -1;
 	c->n = c->remaining = n;
 	c->start_ns = pn_now_ns();
 	/* pn_coop_end computes its deadline on the monotonic clock; the cond must agree */
@@ -297,8 +326,8 @@ pn_coop pn_coop_start(struct pn *pn, struct pn_rcv_desc *rcv, unsigned n)
 		free(c);
 		return 0;
 	}
-	do
-		c->token = ++pn->next_token;
+	do    /* the low half counts, the high half stays token_base's (see coop_note_sent) */
+		c->token = pn->token_base | (uint32_t)++pn->next_token;
 	while (c->token == 0 || *coop_slot(pn, c->token));
 	*coop_slot(pn, c->token) = c;
 	pthread_mutex_unlock(&pn->lock);
@@ -321,6 +350,12 @@ static void desc_done_locked(struct pn *pn, struct pn_coop_rec *c, unsigned i, i
 {
 	c->rcv[i].status = st;
 	if (__atomic_sub_fetch(&c->remaining, 1, __ATOMIC_RELEASE) == 0) {
+		if (c->wake_fd >= 0 && !pthread_equal(c->waiter, pthread_self())) {
+			/* the waiter polls a socket, not the cond: wake it through its eventfd */
+			uint64_t one = 1;
+			c->woken = true;
+			if (write(c->wake_fd, &one, sizeof one) < 0) { /* it also polls with a limit */ }
+		}
 		lat_record(pn, pn_now_ns() - c->start_ns);
 		pthread_cond_broadcast(&c->done);
 	}
@@ -344,9 +379,38 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 		pthread_mutex_unlock(&pn->lock);
 		return -PN_ENOCOOP;
 	}
+	/* Waiting for one peer over a transport that lets us (tcp): read its replies in this
+	 * thread, woken by their arrival as a blocking client is, instead of by the I/O thread
+	 * through the condition variable below.  The record stays ours (only pn_coop_end frees
+	 * it), so `remaining` may be read without the lock.  pn_finalize waits for us like for
+	 * a send (pn->sending). */
+	struct pn_peer_rec *only = c->n_sent == 1 && c->sent_to[0] < pn->n_peers ?
+	                           pn->peers[c->sent_to[0]] : NULL;
+	struct endpoint *oep = only ? endpoint_for(pn, only->addr.scheme) : NULL;
+	int wfd = c->remaining > 0 && oep && oep->ops->wait_read ? thread_wake_fd() : -1;
+	if (wfd >= 0) {
+		c->wake_fd = wfd;
+		c->waiter = pthread_self();
+		pthread_mutex_unlock(&pn->lock);
+		atomic_fetch_add(&pn->sending, 1);
+		uint64_t end = timeout_ms < 0 ? UINT64_MAX : pn_now_ns() + (uint64_t)timeout_ms * 1000000u;
+		while (__atomic_load_n(&c->remaining, __ATOMIC_ACQUIRE) > 0 &&
+		       !atomic_load(&pn->send_closed)) {
+			uint64_t now = pn_now_ns();
+			if (now >= end)
+				break;
+			uint64_t left_ms = (end - now + 999999) / 1000000;
+			if (oep->ops->wait_read(oep->tp, only, wfd, left_ms > 1000 ? 1000 : (int)left_ms) < 0)
+				break;                         /* someone else reads: sleep below */
+		}
+		atomic_fetch_sub(&pn->sending, 1);
+		pthread_mutex_lock(&pn->lock);
+		c->wake_fd = -1;
+		uint64_t drain;                        /* leave the eventfd clear for next time */
+		if (c->woken && read(wfd, &drain, sizeof drain) < 0) { /* it was clear */ }
+	}
 	/* Spin a little before sleeping: a reply on loopback or a fast network often arrives
-	 * within microseconds, and waking a sleeping thread costs more than that.  The record
-	 * stays ours (only pn_coop_end frees it), so it may be read without the lock. */
+	 * within microseconds, and waking a sleeping thread costs more than that. */
 	if (c->remaining > 0 && pn->opts.spin_us) {
 		pthread_mutex_unlock(&pn->lock);
 		uint64_t until = pn_now_ns() + (uint64_t)pn->opts.spin_us * 1000;
@@ -395,8 +459,10 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 		pthread_mutex_unlock(&pn->lock);
 	}
 	pthread_cond_destroy(&c->done);
-	free(c->sent_to);
-	free(c->sent_count);
+	if (c->sent_to != c->sent_to_inl) {
+		free(c->sent_to);
+		free(c->sent_count);
+	}
 	free(c->adv);
 	free(c);
 	return rc;
@@ -405,6 +471,10 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 /* Remember that a request of Cooperation token went to peer (for pn_core_peer_down). */
 static void coop_note_sent(struct pn *pn, pn_coop token, pn_peer peer)
 {
+	/* Our tokens share their high half (pn_init): a reply carrying a peer's token is
+	 * recognised without the lock. */
+	if (token >> 32 != pn->token_base >> 32)
+		return;
 	pthread_mutex_lock(&pn->lock);
 	struct pn_coop_rec *c = *coop_slot(pn, token);
 	if (c) {
@@ -412,14 +482,21 @@ static void coop_note_sent(struct pn *pn, pn_coop token, pn_peer peer)
 		while (i < c->n_sent && c->sent_to[i] != peer)
 			i++;
 		if (i == c->n_sent && c->n_sent == c->cap_sent) {
-			unsigned cap = c->cap_sent ? 2 * c->cap_sent : 4;
-			uint32_t *a = realloc(c->sent_to, cap * sizeof *a);
-			if (a)
+			unsigned cap = 2 * c->cap_sent;
+			uint32_t *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+			if (a && b) {
+				memcpy(a, c->sent_to, c->n_sent * sizeof *a);
+				memcpy(b, c->sent_count, c->n_sent * sizeof *b);
+				if (c->sent_to != c->sent_to_inl) {
+					free(c->sent_to);
+					free(c->sent_count);
+				}
 				c->sent_to = a;
-			uint32_t *b = a ? realloc(c->sent_count, cap * sizeof *b) : NULL;
-			if (b) {
 				c->sent_count = b;
 				c->cap_sent = cap;
+			} else {
+				free(a);
+				free(b);
 			}
 		}
 		if (i < c->cap_sent) {
@@ -807,6 +884,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	if (getrandom(&pn->next_token, sizeof pn->next_token, 0) != sizeof pn->next_token)
 		pn->next_token = pn_now_ns();
 	pn->next_token &= ~0xffffffffull;
+	pn->token_base = pn->next_token;
 	atomic_store(&pn->drop_state, pn->next_token);
 
 	for (unsigned i = 0; i < n; i++) {

@@ -95,6 +95,12 @@ struct pn_transport {
 	 * descriptor `cookie` of it (pn_core_coop_target), e.g. revokes the remote access to the
 	 * buffer that the peer did not use, before the buffer goes back to the caller. */
 	void (*release)(struct pn_tp *tp, pn_coop coop, uint32_t cookie);
+	/* Optional (tcp): a thread waiting for a reply from peer reads the peer's connection
+	 * itself for up to timeout_ms, delivering what arrives through the usual core calls, and
+	 * returns early when wake_fd (an eventfd) becomes readable: the core signals it when the
+	 * reply came another way (a forwarded reply, on another connection).
+	 * 1: it read something or was woken, 0: timeout, -1: not possible now (sleep instead). */
+	int (*wait_read)(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms);
 };
 
 extern const struct pn_transport pn_tcp_transport;

@@ -15,6 +15,14 @@
  *      a restarted peer is reached.
  * Both sides may connect to each other; each connection is used for reading, and a peer's
  * first live connection is the one sends go through.
+ *
+ * Who reads: normally the I/O thread.  A thread waiting in pn_coop_end for a reply from one
+ * peer may instead read that peer's connection itself (tcp_wait_read), as a plain blocking
+ * client would: it is woken by the reply's arrival directly, not by the I/O thread through a
+ * condition variable, which saves a thread switch per round trip.  The receive state of a
+ * connection belongs to whoever holds its rx_lock.  While a waiter reads, the connection is
+ * taken out of epoll's interest (events 0), so the I/O thread is not woken by the reply the
+ * waiter is about to read; it is put back when the waiter is done.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +45,9 @@ struct conn {
 	int fd;
 	_Atomic int refs;
 	pthread_mutex_t send_lock;
+	pthread_mutex_t rx_lock;       /* the receive state below: the I/O thread or a waiter */
 	atomic_bool dead;              /* set once, under send_lock; read without it */
+	bool closed;                   /* conn_close ran (under rx_lock): nobody reads it again */
 	struct pn_peer_rec *peer;      /* NULL until HELLO (incoming) */
 	/* receive state, I/O thread only */
 	uint8_t *stage;
@@ -66,12 +76,22 @@ struct pn_tp {
 	atomic_bool stop;
 };
 
+#define CONN_EVENTS (EPOLLIN | EPOLLRDHUP)
+
+/* Whether epoll reports c to the I/O thread (off while a waiter reads it). */
+static void watch(struct pn_tp *tp, struct conn *c, bool on)
+{
+	struct epoll_event ev = { .events = on ? CONN_EVENTS : 0, .data.ptr = c };
+	epoll_ctl(tp->epfd, EPOLL_CTL_MOD, c->fd, &ev);   /* ENOENT once closed: harmless */
+}
+
 static void conn_unref(struct conn *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) == 1) {
 		if (c->fd >= 0)
 			close(c->fd);
 		pthread_mutex_destroy(&c->send_lock);
+		pthread_mutex_destroy(&c->rx_lock);
 		free(c->stage);
 		free(c);
 	}
@@ -101,6 +121,7 @@ static struct conn *conn_new(struct pn_tp *tp, int fd)
 	c->fd = fd;
 	atomic_init(&c->refs, 1);          /* the I/O thread's reference */
 	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_mutex_init(&c->rx_lock, NULL);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	unsigned ms = pn_core_opts(tp->pn)->send_timeout_ms;
@@ -110,7 +131,7 @@ static struct conn *conn_new(struct pn_tp *tp, int fd)
 	c->next = tp->conns;
 	tp->conns = c;
 	pthread_mutex_unlock(&tp->lock);
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+	struct epoll_event ev = { .events = CONN_EVENTS, .data.ptr = c };
 	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev);
 	return c;
 }
@@ -287,7 +308,6 @@ static void conn_close(struct pn_tp *tp, struct conn *c, int err)
 			break;
 		}
 	pthread_mutex_unlock(&tp->lock);
-	conn_unref(c);                     /* the I/O thread's reference */
 }
 
 /* A complete header is in c->hdr: check it and start the payload.  0, or an error that
@@ -426,6 +446,14 @@ static void *io_main(void *arg)
 				if (read(tp->wakefd, &v, sizeof v) < 0) { /* nothing to do */ }
 			} else {
 				struct conn *c = p;
+				/* a waiter is reading it (and is about to take it out of epoll, or just
+				 * put it back): leave it to the waiter */
+				if (pthread_mutex_trylock(&c->rx_lock) != 0)
+					continue;
+				if (c->closed) {
+					pthread_mutex_unlock(&c->rx_lock);
+					continue;
+				}
 				int rc = on_readable(tp, c);
 				if (rc == 0 && (evs[i].events & (EPOLLERR | EPOLLHUP)))
 					rc = -PN_EPEERDOWN;
@@ -433,7 +461,12 @@ static void *io_main(void *arg)
 					if (rc == -PN_EPROTO || rc == -PN_ETOOBIG)
 						pn_core_count(tp->pn, PN_ST_BAD_FRAMES, 1);
 					conn_close(tp, c, rc == -PN_EPROTO || rc == -PN_ETOOBIG ? -PN_EPEERDOWN : rc);
+					c->closed = true;
+					pthread_mutex_unlock(&c->rx_lock);
+					conn_unref(c);         /* the I/O thread's reference */
+					continue;
 				}
+				pthread_mutex_unlock(&c->rx_lock);
 			}
 		}
 	}
@@ -522,10 +555,55 @@ static void tcp_close(struct pn_tp *tp)
 	free(tp);
 }
 
+/* The calling thread waits for a reply from peer by reading its connection itself (see the
+ * top of the file).  1: it read (a reply may have arrived, or the connection failed and the
+ * I/O thread will report it), 0: nothing within timeout_ms, -1: not possible now (no
+ * connection, or another thread is reading it).  wake_fd readable also ends the wait. */
+static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
+{
+	struct tcp_peer *s = peer->tp_state;
+	if (!s || atomic_load(&tp->stop))
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	struct conn *c = s->conn;
+	if (c && !atomic_load(&c->dead))
+		atomic_fetch_add(&c->refs, 1);
+	else
+		c = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (!c)
+		return -1;
+	if (pthread_mutex_trylock(&c->rx_lock) != 0) {
+		conn_unref(c);
+		return -1;
+	}
+	int rc = -1;
+	if (!c->closed) {
+		watch(tp, c, false);
+		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN },
+		                       { .fd = wake_fd, .events = POLLIN } };
+		int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
+		rc = n > 0;
+		if (n > 0 && p[0].revents && on_readable(tp, c) != 0) {
+			/* leave the closing to the I/O thread: the next read there fails the same way */
+			pthread_mutex_lock(&c->send_lock);
+			atomic_store(&c->dead, true);
+			shutdown(c->fd, SHUT_RDWR);
+			pthread_mutex_unlock(&c->send_lock);
+		}
+	}
+	if (!c->closed)
+		watch(tp, c, true);
+	pthread_mutex_unlock(&c->rx_lock);
+	conn_unref(c);
+	return rc;
+}
+
 const struct pn_transport pn_tcp_transport = {
 	.scheme = "tcp",
 	.scheme_id = PN_S_TCP,
 	.open = tcp_open,
 	.close = tcp_close,
 	.send = tcp_send,
+	.wait_read = tcp_wait_read,
 };
