@@ -2,6 +2,8 @@
 #   make            libraries and programs into $(BUILD)/
 #   make check      unit tests, text test cases, docs freshness (prints "N passed, N failed")
 #   make check-asan the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-rdma Paradis-Net over rdma: (tests/rdma) where there is an RDMA device, else in
+#                   the rdma-vm guest (RDMA_VM_RUN); docs/rdma.md
 #   make fuzz       libFuzzer targets (clang), each run for FUZZ_SECONDS
 #   make bench      VM benchmarks against gcc -O2 (bench/vm)
 #   make docs       regenerate docs/isa.md from isa/ops.def
@@ -42,7 +44,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
-.PHONY: all check check-asan check-docs fuzz fuzz-build bench bench-quick docs install clean examples
+.PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick docs install clean examples
 
 all: $(LIBS) $(PROGS)
 
@@ -94,6 +96,28 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fr
 check-asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" check
 
+# ---- rdma: test_pn over rdma: and tests/rdma/test_rdma need an RDMA device.  On a machine
+# without one, check-rdma boots the rdma-vm guest (Soft-RoCE; needs root, qemu and a few GiB
+# for its image) and runs tests/rdma/run.sh there, which builds in build-rdma: the guest's own
+# compiler and libraries, not the host's objects.
+RDMA_VM_RUN     ?= ../shared/tools/rdma-vm/run.sh
+RDMA_VM_TIMEOUT ?= 1200
+RDMA_TESTS := $(BUILD)/tests/rdma/test_pn $(BUILD)/tests/rdma/test_rdma
+$(BUILD)/tests/rdma/test_pn: $(call obj,tests/unit/test_pn.c) $(LIBPN)
+$(BUILD)/tests/rdma/test_rdma: $(call obj,tests/rdma/test_rdma.c) $(LIBPN)
+$(RDMA_TESTS):
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBPN) $(LDLIBS)
+rdma-tests: $(RDMA_TESTS)
+
+check-rdma:
+	@if [ -n "$$RDMA_VM" ] || [ -n "$$(ls /sys/class/infiniband 2>/dev/null)" ]; then \
+	  sh tests/rdma/run.sh; \
+	else \
+	  echo "check-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
+	  $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
+	fi
+
 # ---- fuzz: libFuzzer targets, one per untrusted input
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
@@ -130,6 +154,6 @@ install: all
 	  $(DESTDIR)$(PREFIX)/include/activerdma
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-rdma build-rdma.log
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

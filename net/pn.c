@@ -109,7 +109,7 @@ struct pn {
 	_Atomic unsigned sending;  /* sends inside a transport right now */
 
 	_Atomic uint64_t st_msgs_sent, st_bytes_sent, st_msgs_recv, st_bytes_recv, st_forwarded;
-	_Atomic uint64_t st[PN_ST_BAD_FRAMES + 1];
+	_Atomic uint64_t st[PN_ST_COUNT];
 	_Atomic uint64_t lat[PN_LAT_BUCKETS];
 	_Atomic uint64_t drop_state;
 	uint64_t drop_threshold;   /* drop when a random u64 falls below this */
@@ -817,6 +817,9 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->returned = pn->st[PN_ST_RETURNED];
 	s->dropped = pn->st[PN_ST_DROPPED];
 	s->bad_frames = pn->st[PN_ST_BAD_FRAMES];
+	s->rdma_replies_in = pn->st[PN_ST_RDMA_REPLIES_IN];
+	s->rdma_replies_out = pn->st[PN_ST_RDMA_REPLIES_OUT];
+	s->rdma_onesided = pn->st[PN_ST_RDMA_ONESIDED];
 	for (int i = 0; i < PN_LAT_BUCKETS; i++)
 		s->coop_lat[i] = pn->lat[i];
 }

@@ -120,6 +120,9 @@ struct pn_stats {
 	uint64_t returned;         /* messages returned undelivered */
 	uint64_t dropped;          /* fault injection: packets dropped on purpose */
 	uint64_t bad_frames;       /* malformed frames received (connection closed) */
+	uint64_t rdma_replies_in;  /* rdma: replies a peer wrote straight into our descriptors */
+	uint64_t rdma_replies_out; /* rdma: replies we wrote straight into a requester's memory */
+	uint64_t rdma_onesided;    /* rdma: pn_mem_read/pn_mem_write operations completed */
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 };
 void pn_stats_get(struct pn *pn, struct pn_stats *out);

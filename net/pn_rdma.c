@@ -1132,8 +1132,11 @@ static int rdma_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn
 			return rc;
 		bool fresh = c->tx_sent == 0;
 		rc = 1;
-		if (reply && h->type == t.type && len <= t.cap)
+		if (reply && h->type == t.type && len <= t.cap) {
 			rc = write_reply(c, &t, payload, len);
+			if (rc == 0)
+				pn_core_count(tp->pn, PN_ST_RDMA_REPLIES_OUT, 1);
+		}
 		if (rc == 1)
 			rc = send_msg(c, h, reply ? t.slot : 0, have ? &t : NULL, payload, len);
 		conn_put(c);
@@ -1219,6 +1222,7 @@ static void on_write_imm(struct conn *c, uint32_t imm, size_t len)
 	struct pn_hdr h = { .kind = PN_K_MSG, .type = s.type, .len = (uint32_t)len, .coop = s.coop,
 	                    .origin = c->peer->addr };
 	struct pn_rx rx;
+	pn_core_count(tp->pn, PN_ST_RDMA_REPLIES_IN, 1);
 	void *dst = pn_core_rx_begin_at(tp->pn, c->peer, &h, s.idx, &rx);
 	if (dst && dst != s.buf && len)
 		memcpy(dst, s.buf, len);   /* the descriptor was taken meanwhile: placed elsewhere */
@@ -1261,7 +1265,7 @@ static const char *wc_op(const struct ibv_wc *wc)
 	switch (wc->wr_id & 7) {
 	case TAG_RECV: return "receive";
 	case TAG_CREDIT: return "credit write";
-	case TAG_WAIT: return "rdma read/write";
+	case TAG_WAIT: return "rdma write/read";
 	default: return "send/write";
 	}
 }
@@ -1838,6 +1842,8 @@ static int mem_op(struct pn *pn, pn_peer to, const uint8_t *handle, uint64_t off
 	rc = post_wait(c, &wr, false, s);
 	if (rc == 0 && s >= 0 && !write)
 		memcpy(buf, slot_buf(c, (unsigned)s), len);
+	if (rc == 0)
+		pn_core_count(pn, PN_ST_RDMA_ONESIDED, 1);
 out:
 	if (s >= 0)
 		free_slot(c, s);

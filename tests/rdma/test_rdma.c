@@ -1,0 +1,530 @@
+/* test_rdma.c: what is particular to the rdma: transport of Paradis-Net (needs an RDMA device;
+ * tests/rdma/run.sh runs it in the rdma-vm guest, beside test_pn rdma for the common suite).
+ *
+ * Replies written straight into the requester's memory (delegation: the last peer writes into
+ * the origin's buffer; scatter/gather twice over the same buffers, so the second round hits the
+ * registration cache), the fallbacks to SENDs (no buffer, reply too large), a late reply after
+ * a timeout (the handle is revoked: the buffer stays untouched, the replier logs the remote
+ * access error), a peer process killed mid-request, one-sided READ/WRITE of exported regions
+ * (bounds, rights, a revoked handle, tcp peers), a connection request without HELLO, and
+ * 127.0.0.1.  Every wait is bounded.  Prints "N passed, N failed".
+ *
+ *   test_rdma [HOST]      (default: $RDMA_VM_IP)
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "pn.h"
+
+static int passed, failed;
+static const char *host;
+
+#define CHECK(cond, ...) do { \
+	if (cond) passed++; \
+	else { failed++; printf("FAIL %s:%d ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } \
+} while (0)
+
+enum { T_BIG = 1, T_REPLY, T_FWD, T_SLOW, T_HANDLES, T_HANG };
+
+/* log sink: keeps the last lines so tests can look for ibv_wc_status_str text */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[8192];
+
+static void log_keep(void *arg, const char *msg)
+{
+	pthread_mutex_lock(&log_lock);
+	size_t n = strlen(log_text);
+	if (n + strlen(msg) + 2 >= sizeof log_text)
+		n = 0;
+	snprintf(log_text + n, sizeof log_text - n, "%s\n", msg);
+	pthread_mutex_unlock(&log_lock);
+	printf("  log: %s\n", msg);
+}
+
+static int log_has(const char *s)
+{
+	pthread_mutex_lock(&log_lock);
+	int r = strstr(log_text, s) != NULL;
+	pthread_mutex_unlock(&log_lock);
+	return r;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static struct pn *open_ep(const char *scheme)
+{
+	char name[64], err[256];
+	snprintf(name, sizeof name, "%s:%s:0", scheme, host);
+	const char *l[] = { name };
+	struct pn_opts o = { .log = log_keep, .connect_timeout_ms = 2000 };
+	struct pn *pn = pn_init(l, 1, &o, err, sizeof err);
+	if (!pn)
+		printf("pn_init %s: %s\n", name, err);
+	return pn;
+}
+
+static pn_peer peer_of(struct pn *from, struct pn *to)
+{
+	pn_peer p = PN_ANY;
+	pn_peer_get(from, pn_self(to, "rdma"), &p);
+	return p;
+}
+
+static uint8_t pat(size_t i, unsigned seed) { return (uint8_t)(i * 7 + (i >> 12) + seed); }
+
+static int pattern_ok(const uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pat(i, seed))
+			return 0;
+	return 1;
+}
+
+/* big: reply with n bytes of a pattern; request = { n, seed, delay_ms } */
+static void h_big(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                  size_t len, void *arg)
+{
+	uint64_t q[3] = { 0, 0, 0 };
+	memcpy(q, msg, len < sizeof q ? len : sizeof q);
+	if (q[2])
+		usleep((useconds_t)q[2] * 1000);
+	uint8_t *b = malloc(q[0] ? q[0] : 1);
+	for (uint64_t i = 0; i < q[0]; i++)
+		b[i] = pat(i, (unsigned)q[1]);
+	pn_send(pn, from, T_REPLY, coop, b, q[0]);
+	free(b);
+}
+
+static void h_fwd(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                  size_t len, void *arg)
+{
+	pn_peer next;
+	if (pn_peer_get(pn, arg, &next) == 0)
+		pn_forward(pn, next, T_FWD, msg, len);
+}
+
+static void h_hang(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                   size_t len, void *arg)
+{
+	sleep(30);
+}
+
+static int request(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len,
+                   void *buf, size_t cap, size_t *got, int timeout_ms)
+{
+	struct pn_rcv_desc d = { .buf = buf, .cap = cap, .type = T_REPLY, .from = PN_ANY };
+	pn_coop c = pn_coop_start(pn, &d, 1);
+	int rc = pn_send(pn, to, type, c, msg, len);
+	int rc2 = pn_coop_end(pn, c, timeout_ms);
+	if (got)
+		*got = d.len;
+	return rc ? rc : rc2;
+}
+
+static void test_delegation_zero_copy(void)
+{
+	struct pn *p[4];
+	for (int i = 0; i < 4; i++)
+		p[i] = open_ep("rdma");
+	if (!p[0] || !p[1] || !p[2] || !p[3]) {
+		CHECK(0, "open");
+		goto out;
+	}
+	char n2[64], n3[64];
+	snprintf(n2, sizeof n2, "%s", pn_self(p[2], "rdma"));
+	snprintf(n3, sizeof n3, "%s", pn_self(p[3], "rdma"));
+	pn_set_handler(p[1], T_FWD, 0, h_fwd, n2);
+	pn_set_handler(p[2], T_FWD, 0, h_fwd, n3);
+	pn_set_handler(p[3], T_FWD, 0, h_big, NULL);
+	size_t n = 256 * 1024, got = 0;
+	uint8_t *buf = calloc(1, n);
+	uint64_t q[3] = { n, 3, 0 };
+	int rc = request(p[0], peer_of(p[0], p[1]), T_FWD, q, sizeof q, buf, n, &got, 10000);
+	CHECK(rc == 0 && got == n && pattern_ok(buf, n, 3), "delegated 256 KiB reply: %d (%s) %zu", rc, pn_strerror(rc), got);
+	struct pn_stats s0, s3;
+	pn_stats_get(p[0], &s0);
+	pn_stats_get(p[3], &s3);
+	CHECK(s0.rdma_replies_in == 1 && s3.rdma_replies_out == 1,
+	      "the last peer wrote into the origin's buffer: in %llu out %llu",
+	      (unsigned long long)s0.rdma_replies_in, (unsigned long long)s3.rdma_replies_out);
+	uint64_t sent = 0;
+	for (int i = 0; i < 4; i++) {
+		struct pn_stats s;
+		pn_stats_get(p[i], &s);
+		sent += s.msgs_sent;
+	}
+	CHECK(sent == 4, "n+1 = 4 messages for 3 peers past the origin: %llu", (unsigned long long)sent);
+	free(buf);
+out:
+	for (int i = 0; i < 4; i++)
+		pn_finalize(p[i]);
+}
+
+static void test_scatter_zero_copy(void)
+{
+	enum { N = 4 };
+	size_t n = 100 * 1000;
+	struct pn *a = open_ep("rdma"), *s[N];
+	int ok = a != NULL;
+	for (int i = 0; i < N; i++) {
+		s[i] = open_ep("rdma");
+		ok = ok && s[i];
+		if (s[i])
+			pn_set_handler(s[i], T_BIG, 0, h_big, NULL);
+	}
+	uint8_t *buf = malloc(N * n);
+	for (int round = 0; ok && round < 2; round++) {
+		struct pn_rcv_desc d[N];
+		memset(buf, 0, N * n);
+		for (int i = 0; i < N; i++)
+			d[i] = (struct pn_rcv_desc){ .buf = buf + i * n, .cap = n, .type = T_REPLY,
+			                             .from = peer_of(a, s[i]) };
+		pn_coop c = pn_coop_start(a, d, N);
+		for (int i = 0; i < N; i++) {
+			uint64_t q[3] = { n, (uint64_t)i, 0 };
+			pn_send(a, peer_of(a, s[i]), T_BIG, c, q, sizeof q);
+		}
+		int rc = pn_coop_end(a, c, 10000), good = 1;
+		for (int i = 0; i < N; i++)
+			good = good && d[i].status == 0 && d[i].len == n && pattern_ok(d[i].buf, n, (unsigned)i);
+		CHECK(rc == 0 && good, "scatter/gather round %d: 4 x 100 kB: rc %d good %d", round, rc, good);
+	}
+	if (ok) {
+		struct pn_stats st;
+		pn_stats_get(a, &st);
+		CHECK(st.rdma_replies_in == 2 * N, "all %d replies written in place: %llu", 2 * N,
+		      (unsigned long long)st.rdma_replies_in);
+	} else {
+		CHECK(0, "open");
+	}
+	free(buf);
+	pn_finalize(a);
+	for (int i = 0; i < N; i++)
+		pn_finalize(s[i]);
+}
+
+static void test_fallbacks(void)
+{
+	struct pn *a = open_ep("rdma"), *b = open_ep("rdma");
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_BIG, 0, h_big, NULL);
+	pn_peer pb = peer_of(a, b);
+	/* the reply is larger than the advertised buffer: it comes as SENDs, truncated */
+	size_t cap = 8192, got = 0;
+	uint8_t *buf = malloc(cap);
+	uint64_t q[3] = { 20000, 5, 0 };
+	int rc = request(a, pb, T_BIG, q, sizeof q, buf, cap, &got, 5000);
+	CHECK(rc == -PN_ETRUNC && got == cap && pattern_ok(buf, cap, 5), "reply over the handle's capacity: %d (%s) %zu", rc, pn_strerror(rc), got);
+	/* no buffer: allocated by the library, the reply comes as SENDs */
+	struct pn_rcv_desc d = { .type = T_REPLY, .from = PN_ANY };
+	pn_coop c = pn_coop_start(a, &d, 1);
+	q[0] = 50000;
+	pn_send(a, pb, T_BIG, c, q, sizeof q);
+	rc = pn_coop_end(a, c, 5000);
+	CHECK(rc == 0 && d.len == 50000 && pattern_ok(d.buf, 50000, 5), "reply into an allocated buffer: %d", rc);
+	free(d.buf);
+	struct pn_stats st;
+	pn_stats_get(a, &st);
+	CHECK(st.rdma_replies_in == 0, "neither was written in place: %llu", (unsigned long long)st.rdma_replies_in);
+	free(buf);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* The Cooperation times out before the reply: its buffer must stay untouched afterwards. */
+static void test_late_reply(void)
+{
+	struct pn *a = open_ep("rdma"), *b = open_ep("rdma");
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_BIG, 0, h_big, NULL);
+	pn_peer pb = peer_of(a, b);
+	size_t n = 64 * 1024;
+	uint8_t *buf = malloc(n);
+	memset(buf, 0xaa, n);
+	uint64_t q[3] = { n, 9, 500 };
+	int rc = request(a, pb, T_BIG, q, sizeof q, buf, n, NULL, 100);
+	CHECK(rc == -PN_ETIMEDOUT, "late reply: the Cooperation times out: %d (%s)", rc, pn_strerror(rc));
+	usleep(1500 * 1000);
+	int clean = 1;
+	for (size_t i = 0; i < n; i++)
+		clean = clean && buf[i] == 0xaa;
+	CHECK(clean, "the buffer given back is not written after pn_coop_end");
+	CHECK(log_has("remote access error"), "the replier logged ibv_wc_status_str: 'remote access error'");
+	/* and the next request goes through, on a new connection if the old one died */
+	size_t got = 0;
+	q[2] = 0;
+	rc = request(a, pb, T_BIG, q, sizeof q, buf, n, &got, 5000);
+	if (rc != 0)
+		rc = request(a, pb, T_BIG, q, sizeof q, buf, n, &got, 5000);
+	CHECK(rc == 0 && got == n && pattern_ok(buf, n, 9), "request after the late reply: %d (%s)", rc, pn_strerror(rc));
+	free(buf);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* A peer process dies mid-request: the Cooperation fails at once, not at its timeout. */
+static void test_peer_death(void)
+{
+	int fds[2];
+	if (pipe(fds) != 0) { CHECK(0, "pipe"); return; }
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		struct pn *s = open_ep("rdma");
+		char name[64] = "";
+		if (s) {
+			pn_set_handler(s, T_HANG, 0, h_hang, NULL);
+			snprintf(name, sizeof name, "%s", pn_self(s, "rdma"));
+		}
+		if (write(fds[1], name, sizeof name) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(fds[1]);
+	char name[64] = "";
+	ssize_t r = read(fds[0], name, sizeof name);
+	close(fds[0]);
+	struct pn *a = open_ep("rdma");
+	pn_peer ps;
+	if (r != sizeof name || !name[0] || !a || pn_peer_get(a, name, &ps) != 0) {
+		CHECK(0, "child endpoint: '%s'", name);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pn_finalize(a);
+		return;
+	}
+	char buf[64];
+	struct pn_rcv_desc d = { .buf = buf, .cap = sizeof buf, .type = T_REPLY, .from = PN_ANY };
+	pn_coop c = pn_coop_start(a, &d, 1);
+	int rc = pn_send(a, ps, T_HANG, c, "?", 1);
+	usleep(300 * 1000);
+	kill(pid, SIGKILL);
+	double t0 = now_s();
+	int rc2 = pn_coop_end(a, c, 15000);
+	double dt = now_s() - t0;
+	waitpid(pid, NULL, 0);
+	CHECK(rc == 0 && rc2 == -PN_EPEERDOWN && dt < 10, "killed peer: send %d, end %d (%s) after %.2f s",
+	      rc, rc2, pn_strerror(rc2), dt);
+	printf("  peer death noticed after %.2f s\n", dt);
+	pn_finalize(a);
+}
+
+/* One-sided access: the server exports, sends handles in a reply, the client reads and writes. */
+static uint8_t *region_rw, *region_ro;
+enum { RW_LEN = 1 << 20, RO_LEN = 4096 };
+static struct pn_mem *mem_rw, *mem_ro;
+static uint8_t handles[2][PN_MEM_HANDLE_LEN];
+
+static void h_handles(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                      size_t len, void *arg)
+{
+	pn_send(pn, from, T_REPLY, coop, handles, sizeof handles);
+}
+
+static void test_onesided(void)
+{
+	struct pn *srv = open_ep("rdma"), *cli = open_ep("rdma");
+	if (!srv || !cli) { CHECK(0, "open"); pn_finalize(srv); pn_finalize(cli); return; }
+	region_rw = malloc(RW_LEN);
+	region_ro = malloc(RO_LEN);
+	for (size_t i = 0; i < RW_LEN; i++)
+		region_rw[i] = pat(i, 1);
+	memset(region_ro, 'r', RO_LEN);
+	int rc1 = pn_mem_export(srv, region_rw, RW_LEN, PN_MEM_READ | PN_MEM_WRITE, &mem_rw, handles[0]);
+	int rc2 = pn_mem_export(srv, region_ro, RO_LEN, PN_MEM_READ, &mem_ro, handles[1]);
+	CHECK(rc1 == 0 && rc2 == 0, "export: %d %d", rc1, rc2);
+	pn_set_handler(srv, T_HANDLES, 0, h_handles, NULL);
+	pn_peer ps = peer_of(cli, srv);
+	uint8_t h[2][PN_MEM_HANDLE_LEN];
+	size_t got = 0;
+	int rc = request(cli, ps, T_HANDLES, "", 0, h, sizeof h, &got, 5000);
+	CHECK(rc == 0 && got == sizeof h, "handles by message: %d", rc);
+	struct pn_stats before, after;
+	pn_stats_get(srv, &before);
+
+	uint8_t small[100];
+	rc = pn_mem_read(cli, ps, h[0], 5, small, sizeof small);
+	int ok = rc == 0;
+	for (size_t i = 0; ok && i < sizeof small; i++)
+		ok = small[i] == pat(i + 5, 1);
+	CHECK(ok, "read 100 bytes at offset 5: %d (%s)", rc, pn_strerror(rc));
+	uint8_t *big = malloc(512 * 1024);
+	rc = pn_mem_read(cli, ps, h[0], 4096, big, 512 * 1024);
+	ok = rc == 0;
+	for (size_t i = 0; ok && i < 512 * 1024; i++)
+		ok = big[i] == pat(i + 4096, 1);
+	CHECK(ok, "read 512 KiB: %d (%s)", rc, pn_strerror(rc));
+	memset(small, 'w', sizeof small);
+	rc = pn_mem_write(cli, ps, h[0], RW_LEN - sizeof small, small, sizeof small);
+	CHECK(rc == 0 && !memcmp(region_rw + RW_LEN - sizeof small, small, sizeof small),
+	      "write the last 100 bytes: %d (%s)", rc, pn_strerror(rc));
+	memset(big, 'W', 512 * 1024);
+	rc = pn_mem_write(cli, ps, h[0], 0, big, 512 * 1024);
+	CHECK(rc == 0 && region_rw[0] == 'W' && region_rw[512 * 1024 - 1] == 'W' &&
+	      region_rw[512 * 1024] == pat(512 * 1024, 1), "write 512 KiB: %d (%s)", rc, pn_strerror(rc));
+	pn_stats_get(srv, &after);
+	CHECK(after.msgs_recv == before.msgs_recv, "the server's CPU saw none of it (%llu messages)",
+	      (unsigned long long)(after.msgs_recv - before.msgs_recv));
+	struct pn_stats cs;
+	pn_stats_get(cli, &cs);
+	CHECK(cs.rdma_onesided == 4, "4 one-sided operations counted: %llu", (unsigned long long)cs.rdma_onesided);
+
+	CHECK(pn_mem_read(cli, ps, h[0], RW_LEN - 10, small, 11) == -PN_EINVAL, "read past the end: EINVAL");
+	CHECK(pn_mem_write(cli, ps, h[1], 0, small, 10) == -PN_EACCESS, "write to a read-only handle: EACCESS");
+	rc = pn_mem_read(cli, ps, h[1], RO_LEN - 1, small, 1);
+	CHECK(rc == 0 && small[0] == 'r', "read the last byte of the read-only region: %d", rc);
+
+	/* revoked: the owner's adapter refuses, the reader gets EACCESS and a log line */
+	pn_mem_unexport(srv, mem_rw);
+	rc = pn_mem_read(cli, ps, h[0], 0, small, 10);
+	CHECK(rc == -PN_EACCESS, "read through a revoked handle: %d (%s)", rc, pn_strerror(rc));
+	rc = pn_mem_read(cli, ps, h[1], 0, small, 10);
+	if (rc != 0)       /* the access error closed the connection; the next one is new */
+		rc = pn_mem_read(cli, ps, h[1], 0, small, 10);
+	CHECK(rc == 0 && small[0] == 'r', "the other region still reads: %d (%s)", rc, pn_strerror(rc));
+
+	/* tcp peers: the caller falls back to asking by message */
+	struct pn *t = open_ep("tcp");
+	if (t) {
+		pn_peer pt;
+		pn_peer_get(cli, pn_self(t, "tcp"), &pt);
+		CHECK(pn_mem_read(cli, pt, h[1], 0, small, 1) == -PN_ENOTRANSPORT, "tcp peer: ENOTRANSPORT");
+		uint8_t hh[PN_MEM_HANDLE_LEN];
+		struct pn_mem *m;
+		CHECK(pn_mem_export(t, region_ro, RO_LEN, PN_MEM_READ, &m, hh) == -PN_ENOTRANSPORT,
+		      "export on a tcp endpoint: ENOTRANSPORT");
+		pn_finalize(t);
+	}
+	pn_mem_unexport(srv, mem_ro);
+	free(big);
+	pn_finalize(cli);
+	pn_finalize(srv);
+	free(region_rw);
+	free(region_ro);
+}
+
+/* A connection request that is not from Paradis-Net: rejected, counted, and the endpoint
+ * keeps serving. */
+static void test_bad_hello(void)
+{
+	struct pn *a = open_ep("rdma"), *b = open_ep("rdma");
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_BIG, 0, h_big, NULL);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res = NULL;
+	const char *self = pn_self(b, "rdma");
+	const char *port = strrchr(self, ':') + 1;
+	int rejected = 0;
+	if (ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0 &&
+	    rdma_getaddrinfo(host, port, &hints, &res) == 0 &&
+	    rdma_resolve_addr(id, NULL, res->ai_dst_addr, 2000) == 0) {
+		struct rdma_cm_event *ev;
+		int step = 0;
+		while (rdma_get_cm_event(ch, &ev) == 0) {
+			enum rdma_cm_event_type t = ev->event;
+			rdma_ack_cm_event(ev);
+			if (t == RDMA_CM_EVENT_ADDR_RESOLVED && step == 0) {
+				rdma_resolve_route(id, 2000);
+				step = 1;
+			} else if (t == RDMA_CM_EVENT_ROUTE_RESOLVED && step == 1) {
+				struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+					.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+				char junk[8] = "junk";
+				struct rdma_conn_param cp = { .private_data = junk, .private_data_len = sizeof junk,
+				                              .retry_count = 1 };
+				if (rdma_create_qp(id, NULL, &qa) || rdma_connect(id, &cp))
+					break;
+				step = 2;
+			} else {
+				rejected = t == RDMA_CM_EVENT_REJECTED;
+				break;
+			}
+		}
+	}
+	CHECK(rejected, "connection request with junk private data rejected");
+	if (res)
+		rdma_freeaddrinfo(res);
+	if (id) {
+		if (id->qp)
+			rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+	}
+	if (ch)
+		rdma_destroy_event_channel(ch);
+	struct pn_stats st;
+	pn_stats_get(b, &st);
+	CHECK(st.bad_frames == 1, "counted as a bad frame: %llu", (unsigned long long)st.bad_frames);
+	uint8_t buf[16];
+	size_t got = 0;
+	uint64_t q[3] = { 16, 2, 0 };
+	int rc = request(a, peer_of(a, b), T_BIG, q, sizeof q, buf, sizeof buf, &got, 5000);
+	CHECK(rc == 0 && got == 16 && pattern_ok(buf, 16, 2), "still serving: %d", rc);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* 127.0.0.1 is not an RDMA address for rdma_cm: a clear failure, at once or on the request. */
+static void test_loopback(void)
+{
+	char err[256] = "";
+	const char *l[] = { "rdma:127.0.0.1:0" };
+	struct pn_opts o = { .log = log_keep, .connect_timeout_ms = 2000 };
+	double t0 = now_s();
+	struct pn *pn = pn_init(l, 1, &o, err, sizeof err);
+	int rc = 0;
+	if (pn) {
+		pn_peer me;
+		pn_peer_get(pn, pn_self(pn, "rdma"), &me);
+		pn_set_handler(pn, T_BIG, 0, h_big, NULL);
+		uint64_t q[3] = { 4, 0, 0 };
+		uint8_t buf[4];
+		rc = request(pn, me, T_BIG, q, sizeof q, buf, sizeof buf, NULL, 3000);
+		pn_finalize(pn);
+	}
+	printf("  rdma:127.0.0.1: %s%s (request: %s)\n", pn ? "opened" : "refused: ", err, pn_strerror(rc));
+	CHECK(now_s() - t0 < 10, "127.0.0.1: an answer within 10 s");
+}
+
+int main(int argc, char **argv)
+{
+	host = argc > 1 ? argv[1] : getenv("RDMA_VM_IP");
+	if (!host) {
+		printf("test_rdma: no address (argument or RDMA_VM_IP)\n0 passed, 1 failed\n");
+		return 1;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* first, before this process opens any device: fork-based tests */
+	static const struct { const char *name; void (*fn)(void); } tests[] = {
+		{ "peer_death", test_peer_death },
+		{ "delegation_zero_copy", test_delegation_zero_copy },
+		{ "scatter_zero_copy", test_scatter_zero_copy },
+		{ "fallbacks", test_fallbacks },
+		{ "late_reply", test_late_reply },
+		{ "onesided", test_onesided },
+		{ "bad_hello", test_bad_hello },
+		{ "loopback", test_loopback },
+	};
+	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+		double t0 = now_s();
+		tests[i].fn();
+		printf("rdma %s: %.1f ms\n", tests[i].name, (now_s() - t0) * 1e3);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
