@@ -1,10 +1,11 @@
 /* server.c: arfd's request handling: regions, the code cache, and one Paradis-Net handler per
  * operation of the Active RDMA protocol (proto/ar_proto.h).
  *
- * Where work runs: INSTALL, EXEC, REGIONS and STATS run on Paradis-Net's worker threads
- * (cfg.threads of them), so a long segment occupies one worker and never the I/O thread;
- * READ and WRITE are a bounds check and a memcpy, so they run inline on the I/O thread (the
- * "service thread" serving one-sided access).  What concurrent segments may rely on: each run
+ * Where work runs: INSTALL, EXEC, REGIONS and STATS are admitted on the I/O thread (secret,
+ * draining, the per-client limit, which thus counts queued requests too) and run on arfd's
+ * own workers (cfg.threads of them), so a long segment occupies one worker and never the I/O
+ * thread; READ and WRITE are a bounds check and a memcpy, so they run inline on the I/O
+ * thread (the "service thread" serving one-sided access).  What concurrent segments may rely on: each run
  * has private locals, stack and output; region memory is shared and unsynchronised except
  * through the ISA's atomics (cas, fadd: sequentially consistent); a segment's effects are
  * visible to requests that start after its reply was sent.
@@ -59,9 +60,28 @@ struct arfd {
 	uint32_t n_inflight_slots;
 
 	atomic_bool draining;
-	_Atomic unsigned running;      /* requests being served */
+	_Atomic unsigned running;      /* requests admitted and not yet answered */
+
+	/* arfd's own workers: requests are admitted (and counted per client) on the I/O thread
+	 * as they arrive, so --max-inflight bounds what a client may queue, not only what runs */
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	struct job *q_head, *q_tail;
+	bool q_stop;
+	pthread_t *workers;
+	unsigned n_workers;
 	_Atomic uint64_t n_req[OP_STATS_N], n_err[OP_STATS_N], lat_ns[OP_STATS_N], lat_max[OP_STATS_N];
 	_Atomic uint64_t n_traps, cache_hits, cache_misses, cache_evictions, bytes_out;
+};
+
+struct job {
+	struct job *next;
+	int op;                        /* AR_T_* */
+	pn_peer from;
+	pn_coop coop;
+	uint64_t t0;
+	size_t len;
+	uint8_t body[];                /* the request after its header */
 };
 
 /* ---- helpers ---- */
@@ -280,14 +300,10 @@ static struct cached *install(struct arfd *s, const uint8_t *seg, size_t len, in
 
 /* ---- handlers ---- */
 
-static void h_install(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
-                      size_t len, void *arg)
+static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
 {
-	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
-	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, AR_T_INSTALL, &r) != 0)
-		return;
+	struct pn *pn = s->pn;
+	struct ar_rd r = *rp;
 	int status = 0;
 	char err[AR_MAX_MSG + 1] = "";
 	struct cached *c = install(s, r.p, ar_left(&r), &status, err, sizeof err);
@@ -307,14 +323,10 @@ static void h_install(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, v
  * where it lies: reply header, trap record with its text, value, counts. */
 #define EXEC_HDR_ROOM (64 + 2 * AR_MAX_MSG)
 
-static void h_exec(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
-                   size_t len, void *arg)
+static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
 {
-	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
-	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, AR_T_EXEC, &r) != 0)
-		return;
+	struct pn *pn = s->pn;
+	struct ar_rd r = *rp;
 	int status = 0;
 	char err[AR_MAX_MSG + 1] = "";
 	struct cached *c = NULL;
@@ -512,14 +524,9 @@ static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	request_end(s, from, AR_T_WRITE, t0, g == NULL);
 }
 
-static void h_regions(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
-                      size_t len, void *arg)
+static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
 {
-	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
-	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, AR_T_REGIONS, &r) != 0)
-		return;
+	(void)rp;                          /* the request has no body */
 	struct ar_buf b = { 0 };
 	ar_rep_begin(&b, 0, NULL);
 	ar_put32(&b, s->n_regions);
@@ -537,14 +544,10 @@ static const char *const op_names[OP_STATS_N] = {
 	[AR_T_WRITE] = "write", [AR_T_REGIONS] = "regions", [AR_T_STATS] = "stats",
 };
 
-static void h_stats(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
-                    size_t len, void *arg)
+static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
 {
-	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
-	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, AR_T_STATS, &r) != 0)
-		return;
+	(void)rp;
+	struct pn *pn = s->pn;
 	char text[4096];
 	size_t n = 0;
 #define OUT(...) do { int k_ = snprintf(text + n, sizeof text - n, __VA_ARGS__); \
@@ -575,6 +578,83 @@ static void h_stats(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	ar_put_bytes(&b, text, n);
 	reply(s, from, coop, &b);
 	request_end(s, from, AR_T_STATS, t0, 0);
+}
+
+/* ---- admission and the worker pool ---- */
+
+static void stop_workers(struct arfd *s)
+{
+	pthread_mutex_lock(&s->q_lock);
+	s->q_stop = true;                  /* the queue is still worked off before they exit */
+	pthread_cond_broadcast(&s->q_cond);
+	pthread_mutex_unlock(&s->q_lock);
+	for (unsigned i = 0; i < s->n_workers; i++)
+		pthread_join(s->workers[i], NULL);
+	free(s->workers);
+	s->workers = NULL;
+	s->n_workers = 0;
+}
+
+static void run_job(struct arfd *s, struct job *j)
+{
+	struct ar_rd r = { j->body, j->body + j->len, 0 };
+	switch (j->op) {
+	case AR_T_INSTALL: do_install(s, j->from, j->coop, &r, j->t0); break;
+	case AR_T_EXEC:    do_exec(s, j->from, j->coop, &r, j->t0); break;
+	case AR_T_REGIONS: do_regions(s, j->from, j->coop, &r, j->t0); break;
+	default:           do_stats(s, j->from, j->coop, &r, j->t0); break;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct arfd *s = arg;
+	pthread_mutex_lock(&s->q_lock);
+	for (;;) {
+		while (!s->q_head && !s->q_stop)
+			pthread_cond_wait(&s->q_cond, &s->q_lock);
+		struct job *j = s->q_head;
+		if (!j)
+			break;
+		s->q_head = j->next;
+		if (!s->q_head)
+			s->q_tail = NULL;
+		pthread_mutex_unlock(&s->q_lock);
+		run_job(s, j);
+		free(j);
+		pthread_mutex_lock(&s->q_lock);
+	}
+	pthread_mutex_unlock(&s->q_lock);
+	return NULL;
+}
+
+/* INSTALL, EXEC, REGIONS, STATS arrive here, on the I/O thread: check and count the request
+ * (a refusal is answered at once), copy it, and queue it for a worker. */
+static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, type, &r) != 0)
+		return;
+	size_t n = ar_left(&r);
+	struct job *j = malloc(sizeof *j + n);
+	if (!j) {
+		reply_err(s, from, coop, -AR_ENOMEM, "server out of memory queueing the request");
+		request_end(s, from, type, t0, 1);
+		return;
+	}
+	*j = (struct job){ .op = type, .from = from, .coop = coop, .t0 = t0, .len = n };
+	memcpy(j->body, r.p, n);
+	pthread_mutex_lock(&s->q_lock);
+	if (s->q_tail)
+		s->q_tail->next = j;
+	else
+		s->q_head = j;
+	s->q_tail = j;
+	pthread_cond_signal(&s->q_cond);
+	pthread_mutex_unlock(&s->q_lock);
 }
 
 /* ---- host hooks every arfd offers ---- */
@@ -673,6 +753,8 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	if (!c->out_max) c->out_max = 64u << 20;
 	if (!c->max_inflight) c->max_inflight = 64;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->q_lock, NULL);
+	pthread_cond_init(&s->q_cond, NULL);
 	if (c->n_listen == 0) {
 		snprintf(err, errlen, "no --listen endpoint given");
 		goto fail;
@@ -704,27 +786,41 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	}
 
 	/* the reply buffer of an EXEC may be as large as out_max plus its header */
-	struct pn_opts po = { .n_workers = c->threads, .max_msg = c->out_max + EXEC_HDR_ROOM +
+	/* every handler is inline (admission, READ, WRITE): Paradis-Net's one worker is idle */
+	struct pn_opts po = { .n_workers = 1, .max_msg = c->out_max + EXEC_HDR_ROOM +
 	                      c->max_segment + 4096 };
+	s->workers = calloc(c->threads, sizeof *s->workers);
+	if (!s->workers)
+		goto fail;
+	for (unsigned i = 0; i < c->threads; i++) {
+		if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) {
+			snprintf(err, errlen, "pthread_create: %s", strerror(errno));
+			goto fail;
+		}
+		s->n_workers++;
+	}
 	char perr[256];
 	s->pn = pn_init(c->listen, c->n_listen, &po, perr, sizeof perr);
 	if (!s->pn) {
 		snprintf(err, errlen, "%s", perr);
 		goto fail;
 	}
-	pn_set_handler(s->pn, AR_T_INSTALL, 0, h_install, s);
-	pn_set_handler(s->pn, AR_T_EXEC, 0, h_exec, s);
+	pn_set_handler(s->pn, AR_T_INSTALL, PN_INLINE, h_admit, s);
+	pn_set_handler(s->pn, AR_T_EXEC, PN_INLINE, h_admit, s);
 	pn_set_handler(s->pn, AR_T_READ, PN_INLINE, h_read, s);
 	pn_set_handler(s->pn, AR_T_WRITE, PN_INLINE, h_write, s);
-	pn_set_handler(s->pn, AR_T_REGIONS, 0, h_regions, s);
-	pn_set_handler(s->pn, AR_T_STATS, 0, h_stats, s);
+	pn_set_handler(s->pn, AR_T_REGIONS, PN_INLINE, h_admit, s);
+	pn_set_handler(s->pn, AR_T_STATS, PN_INLINE, h_admit, s);
 	return s;
 fail:
+	stop_workers(s);
 	if (s->pn)
 		pn_finalize(s->pn);
 	unmap_regions(s);
 	vm_free(s->vm);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->q_lock);
+	pthread_cond_destroy(&s->q_cond);
 	free(s);
 	return NULL;
 }
@@ -743,6 +839,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 	if (atomic_load(&s->running) > 0)
 		arfd_log(ARFD_LOG_WARN, "stopping with %u requests still running",
 		         atomic_load(&s->running));
+	stop_workers(s);                   /* they may still reply: before the endpoints close */
 	pn_finalize(s->pn);
 	for (struct cached *c = s->lru_head, *next; c; c = next) {
 		next = c->next;
@@ -753,5 +850,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 	vm_free(s->vm);
 	free(s->inflight);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->q_lock);
+	pthread_cond_destroy(&s->q_cond);
 	free(s);
 }
