@@ -19,7 +19,7 @@ LDLIBS  += -lffi -lrdmacm -libverbs -lpthread
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 
-isa_SRC := isa/ops.c isa/segment.c isa/sha256.c isa/verify.c
+isa_SRC := isa/ops.c isa/segment.c isa/sha256.c isa/verify.c isa/readall.c
 vm_SRC  := $(filter-out vm/pnrun.c, $(wildcard vm/*.c))
 asm_SRC := $(filter-out asm/pnasm.c asm/pndis.c, $(wildcard asm/*.c))
 pn_SRC  := $(wildcard net/*.c)

@@ -22,41 +22,6 @@ static void usage(FILE *f)
 	           "  --help    show this help\n");
 }
 
-/* Read a whole stream; returns 0 and a malloc'd buffer, or -1 with errno set. */
-static int read_all(FILE *f, char **out, size_t *out_len)
-{
-	size_t len = 0, cap = 65536;
-	char *buf = malloc(cap);
-	if (!buf)
-		return -1;
-	for (;;) {
-		if (len == cap) {
-			char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-			if (!nb) {
-				free(buf);
-				errno = ENOMEM;
-				return -1;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f)) {
-				int saverr = errno;
-				free(buf);
-				errno = saverr ? saverr : EIO;
-				return -1;
-			}
-			break;
-		}
-	}
-	*out = buf;
-	*out_len = len;
-	return 0;
-}
-
 /* file.pna -> file.pno; other names get .pno appended. */
 static char *default_output(const char *in)
 {
@@ -112,7 +77,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pnasm: %s: %s\n", in, strerror(errno));
 		goto out;
 	}
-	int r = read_all(f, &src, &src_len);
+	int r = isa_read_all(f, (void **)&src, &src_len);
 	int saverr = errno;
 	if (!from_stdin)
 		fclose(f);

@@ -33,40 +33,6 @@ static void usage(FILE *f)
 	           "  --help    show this help\n");
 }
 
-static int read_all(FILE *f, uint8_t **out, size_t *out_len)
-{
-	size_t len = 0, cap = 65536;
-	uint8_t *buf = malloc(cap);
-	if (!buf)
-		return -1;
-	for (;;) {
-		if (len == cap) {
-			uint8_t *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-			if (!nb) {
-				free(buf);
-				errno = ENOMEM;
-				return -1;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f)) {
-				int saverr = errno;
-				free(buf);
-				errno = saverr ? saverr : EIO;
-				return -1;
-			}
-			break;
-		}
-	}
-	*out = buf;
-	*out_len = len;
-	return 0;
-}
-
 static void never_called(void) { abort(); }
 
 /* Load seg with stand-ins for its imports and print the JIT's code of function `func` (all
@@ -198,7 +164,7 @@ int main(int argc, char **argv)
 	}
 	uint8_t *seg;
 	size_t len;
-	int r = read_all(f, &seg, &len);
+	int r = isa_read_all(f, (void **)&seg, &len);
 	int saverr = errno;
 	if (!from_stdin)
 		fclose(f);

@@ -39,23 +39,8 @@ static void usage(FILE *f)
 
 static void *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0, got;
-	char *buf = malloc(cap);
-	while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap) {
-			char *b = realloc(buf, cap *= 2);
-			if (!b)
-				free(buf);
-			buf = b;
-		}
-	}
-	fclose(f);
-	*len = n;
-	return buf;
+	void *buf;
+	return isa_read_file(path, &buf, len) == 0 ? buf : NULL;
 }
 
 static int parse_u64(const char *s, uint64_t *v)

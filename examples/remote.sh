@@ -18,19 +18,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$BUILD/pnasm" -o "$tmp/search.pno" "$here/string_search.pna"
-# the same deterministic text as examples/run.sh
-awk 'BEGIN {
-	n = split("quick brown fox jumps over the lazy dog", w, " ")
-	x = 1
-	for (i = 1; i <= 20000; i++) {
-		printf "%d:", i
-		for (k = 0; k < 4; k++) {
-			x = (x * 75 + 74) % 65537
-			printf " %s", w[x % n + 1]
-		}
-		printf "\n"
-	}
-}' >"$tmp/text.txt"
+sh "$here/gen_text.sh" >"$tmp/text.txt"
 
 # port 0: the kernel picks a free port, arfd logs the endpoint it got
 "$BUILD/arfd" --listen tcp:127.0.0.1:0 --region "text=@$tmp/text.txt:ro" \

@@ -16,20 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 "$BUILD/pnasm" -o "$tmp/search.pno" "$here/string_search.pna"
 
-# Line i: its number and four words drawn with a small LCG (the ZX81's), computed in integers
-# small enough to be exact in any awk, so the text is the same on every machine.
-awk 'BEGIN {
-	n = split("quick brown fox jumps over the lazy dog", w, " ")
-	x = 1
-	for (i = 1; i <= 20000; i++) {
-		printf "%d:", i
-		for (k = 0; k < 4; k++) {
-			x = (x * 75 + 74) % 65537
-			printf " %s", w[x % n + 1]
-		}
-		printf "\n"
-	}
-}' >"$tmp/text.txt"
+sh "$here/gen_text.sh" >"$tmp/text.txt"
 
 echo "\$ pnrun search.pno --entry lines --args-str '$needle' --region text=@text.txt:ro"
 "$BUILD/pnrun" "$tmp/search.pno" --entry lines --args-str "$needle" \

@@ -223,6 +223,13 @@ static inline void isa_seg_id(const void *seg, size_t len, uint8_t out[ISA_ID_LE
 /* Write the id as 64 lower-case hex digits and a NUL into hex[65]. */
 void isa_id_hex(const uint8_t id[ISA_ID_LEN], char hex[2 * ISA_ID_LEN + 1]);
 
+/* ---- files (isa/readall.c), for the command-line programs ----
+ * Read a whole stream or file: 0 and a malloc'd buffer (freed by the caller), or -1 with
+ * errno set. */
+#include <stdio.h>
+int isa_read_all(FILE *f, void **out, size_t *len);
+int isa_read_file(const char *path, void **out, size_t *len);
+
 /* ---- little-endian access, used by every encoder and decoder of ours ---- */
 static inline uint16_t isa_get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static inline uint32_t isa_get32(const uint8_t *p)

@@ -58,31 +58,8 @@ static int parse_size(const char *s, uint64_t *out)
 
 static void *read_file(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	size_t got;
-	while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap) {
-			char *b = realloc(buf, cap *= 2);
-			if (!b) {
-				free(buf);
-				buf = NULL;
-			}
-			buf = b;
-		}
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		free(buf);
-		return NULL;
-	}
-	*len = n;
-	return buf;
+	void *buf;
+	return isa_read_file(path, &buf, len) == 0 ? buf : NULL;
 }
 
 /* NAME=SIZE[:ro|:rw] or NAME=@FILE[:ro|:rw]; binds the region into vm. */
