@@ -154,6 +154,6 @@ install: all
 	  $(DESTDIR)$(PREFIX)/include/activerdma
 
 clean:
-	rm -rf build build-asan build-fuzz build-rdma build-rdma.log
+	rm -rf build build-asan build-fuzz build-rdma
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

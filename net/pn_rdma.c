@@ -1427,13 +1427,14 @@ static void on_cm_event(struct pn_tp *tp, struct rdma_cm_event *ev)
 	enum rdma_cm_event_type type = ev->event;
 	struct rdma_cm_id *id = ev->id;
 	uint8_t priv[56];
-	size_t priv_len = ev->param.conn.private_data_len;
-	if (priv_len > sizeof priv)
-		priv_len = sizeof priv;
-	if (type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_ESTABLISHED)
-		memcpy(priv, ev->param.conn.private_data, ev->param.conn.private_data ? priv_len : 0);
-	if (!ev->param.conn.private_data)
-		priv_len = 0;
+	size_t priv_len = 0;
+	if ((type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_ESTABLISHED) &&
+	    ev->param.conn.private_data) {
+		priv_len = ev->param.conn.private_data_len;
+		if (priv_len > sizeof priv)
+			priv_len = sizeof priv;
+		memcpy(priv, ev->param.conn.private_data, priv_len);
+	}
 	char reason[128];
 	cm_reason(ev, reason, sizeof reason);
 	rdma_ack_cm_event(ev);

@@ -16,8 +16,9 @@ if [ -z "$host" ]; then
 fi
 export PN_TEST_HOST="$host" TEST_PN_TIMES=1
 t0=$(date +%s)
-if ! make -j"$(nproc)" BUILD="$BUILD" rdma-tests >"$BUILD.log" 2>&1; then
-	cat "$BUILD.log"
+mkdir -p "$BUILD"
+if ! make -j"$(nproc)" BUILD="$BUILD" rdma-tests >"$BUILD/rdma-build.log" 2>&1; then
+	cat "$BUILD/rdma-build.log"
 	echo "tests/rdma: build failed"
 	echo "0 passed, 1 failed"
 	exit 1
