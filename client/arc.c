@@ -31,6 +31,10 @@ struct arc {
 	struct vm *local;              /* for arc_exec_local: the server's regions, remote */
 	struct atomic_seg { char region[AR_MAX_NAME + 1]; uint8_t *seg; size_t len; } *atomics;
 	unsigned n_atomics;
+	int rdma;                      /* the server is rdma: (one-sided access possible) */
+	struct arc_region *onesided;   /* regions with their handles, fetched on first use */
+	unsigned n_onesided;
+	int onesided_tried;
 	char errmsg[AR_MAX_MSG + 64];
 };
 
@@ -109,6 +113,7 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 		free(a);
 		return NULL;
 	}
+	a->rdma = !strncmp(endpoint, "rdma:", 5);
 	int rc = pn_peer_get(a->pn, endpoint, &a->server);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", endpoint, pn_strerror(rc));
@@ -140,6 +145,7 @@ void arc_close(struct arc *a)
 	}
 	pn_finalize(a->pn);
 	vm_free(a->local);
+	free(a->onesided);
 	for (unsigned i = 0; i < a->n_atomics; i++)
 		free(a->atomics[i].seg);
 	free(a->atomics);
@@ -336,8 +342,61 @@ int arc_exec(struct arc *a, struct arc_exec *x)
 	return rc ? rc : arc_exec_wait(a, p);
 }
 
+/* The one-sided handle of a region (rdma: only), or NULL: the caller then sends a request. */
+static const struct arc_region *onesided(struct arc *a, const char *region)
+{
+	if (!a->rdma)
+		return NULL;
+	pthread_mutex_lock(&a->lock);
+	int tried = a->onesided_tried;
+	a->onesided_tried = 1;
+	pthread_mutex_unlock(&a->lock);
+	if (!tried) {
+		struct arc_region *list;
+		unsigned n;
+		if (arc_regions(a, &list, &n) == 0) {
+			pthread_mutex_lock(&a->lock);
+			a->onesided = list;
+			a->n_onesided = n;
+			pthread_mutex_unlock(&a->lock);
+		}
+	}
+	const struct arc_region *r = NULL;
+	pthread_mutex_lock(&a->lock);
+	for (unsigned i = 0; i < a->n_onesided && !r; i++)
+		if (!strcmp(a->onesided[i].name, region) && a->onesided[i].handle_len == PN_MEM_HANDLE_LEN)
+			r = &a->onesided[i];
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+/* A one-sided access's result as libarc reports it; 1 means "not possible: ask the server". */
+static int onesided_rc(struct arc *a, int rc, const struct arc_region *r, uint64_t off,
+                       uint32_t len, int write)
+{
+	if (rc == 0)
+		return 0;
+	if (rc == -PN_ENOTRANSPORT)
+		return 1;
+	if (rc == -PN_EINVAL)
+		return fail(a, -AR_EBOUNDS, "%s of %u bytes at %llu is outside region '%s' (%llu bytes)",
+		            write ? "write" : "read", len, (unsigned long long)off, r->name,
+		            (unsigned long long)r->size);
+	if (rc == -PN_EACCESS)
+		return fail(a, write ? -AR_EREADONLY : -AR_ENET, "region '%s': %s", r->name,
+		            write ? "region is read-only" : pn_strerror(rc));
+	return net_err(a, rc);
+}
+
 int arc_read(struct arc *a, const char *region, uint64_t off, void *buf, uint32_t len)
 {
+	const struct arc_region *os = onesided(a, region);
+	if (os) {
+		int rc = onesided_rc(a, pn_mem_read(a->pn, a->server, os->handle, off, buf, len), os,
+		                     off, len, 0);
+		if (rc != 1)
+			return rc;
+	}
 	struct ar_buf b = { 0 };
 	ar_req_begin(&b, a->secret);
 	ar_put_str16(&b, region);
@@ -360,6 +419,13 @@ int arc_read(struct arc *a, const char *region, uint64_t off, void *buf, uint32_
 
 int arc_write(struct arc *a, const char *region, uint64_t off, const void *buf, uint32_t len)
 {
+	const struct arc_region *os = onesided(a, region);
+	if (os) {
+		int rc = onesided_rc(a, pn_mem_write(a->pn, a->server, os->handle, off, buf, len), os,
+		                     off, len, 1);
+		if (rc != 1)
+			return rc;
+	}
 	struct ar_buf b = { 0 };
 	ar_req_begin(&b, a->secret);
 	ar_put_str16(&b, region);
@@ -387,7 +453,7 @@ int arc_regions(struct arc *a, struct arc_region **out, unsigned *n)
 	if (rc != 0)
 		return rc;
 	uint32_t count = ar_get32(&r);
-	if (count > ar_left(&r) / 11) {        /* each entry takes at least 11 bytes */
+	if (count > ar_left(&r) / 12) {        /* each entry takes at least 12 bytes */
 		free(rep);
 		return fail(a, -AR_EPROTO, "malformed REGIONS reply");
 	}
@@ -396,6 +462,12 @@ int arc_regions(struct arc *a, struct arc_region **out, unsigned *n)
 		ar_get_str16(&r, list[i].name, sizeof list[i].name);
 		list[i].size = ar_get64(&r);
 		list[i].access = ar_get8(&r);
+		list[i].handle_len = ar_get8(&r);
+		const uint8_t *h = ar_get_bytes(&r, list[i].handle_len);
+		if (h && list[i].handle_len <= sizeof list[i].handle)
+			memcpy(list[i].handle, h, list[i].handle_len);
+		else
+			r.failed = 1;
 	}
 	free(rep);
 	if (!list || r.failed) {

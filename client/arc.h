@@ -71,6 +71,8 @@ struct arc_pending;
 int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out);
 int arc_exec_wait(struct arc *a, struct arc_pending *p);
 
+/* Over rdma: these are one-sided RDMA READ/WRITE of the server's memory (no server CPU);
+ * elsewhere READ/WRITE requests the server's I/O thread serves.  Same results either way. */
 int arc_read(struct arc *a, const char *region, uint64_t off, void *buf, uint32_t len);
 int arc_write(struct arc *a, const char *region, uint64_t off, const void *buf, uint32_t len);
 
@@ -78,6 +80,8 @@ struct arc_region {
 	char name[AR_MAX_NAME + 1];
 	uint64_t size;
 	unsigned access;           /* ISA_ACC_RO (1) or ISA_ACC_RW (3) */
+	unsigned handle_len;       /* rdma: a key for one-sided access (arc_read/arc_write use it) */
+	uint8_t handle[32];
 };
 /* The server's regions: a malloc'd array in *out (free() it), n in *n. */
 int arc_regions(struct arc *a, struct arc_region **out, unsigned *n);

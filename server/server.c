@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ar_proto.h"
+#include "arf.h"
 #include "server.h"
 
 struct region {
@@ -33,6 +34,8 @@ struct region {
 	uint64_t len;
 	unsigned access;
 	bool file;
+	struct pn_mem *mem;            /* exported for one-sided access (rdma:), or NULL */
+	uint8_t handle[PN_MEM_HANDLE_LEN];
 };
 
 /* An installed segment.  refs counts the runs using it, so eviction never frees a program
@@ -534,6 +537,10 @@ static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		ar_put_str16(&b, s->regions[i].name);
 		ar_put64(&b, s->regions[i].len);
 		ar_put8(&b, (uint8_t)s->regions[i].access);
+		/* the one-sided handle, for clients on rdma: (empty elsewhere) */
+		ar_put8(&b, s->regions[i].mem ? PN_MEM_HANDLE_LEN : 0);
+		if (s->regions[i].mem)
+			ar_put_bytes(&b, s->regions[i].handle, PN_MEM_HANDLE_LEN);
 	}
 	reply(s, from, coop, &b);
 	request_end(s, from, AR_T_REGIONS, t0, 0);
@@ -762,10 +769,43 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	s->vm = vm_new();
 	if (!s->vm)
 		goto fail;
+	int arf_region = -1;
+	if (c->arf_image) {
+		/* the image is one more file region, checked and attached before it is bound */
+		if (c->n_regions == ARFD_MAX_REGIONS || strlen(c->arf_image) >= sizeof c->regions[0].file) {
+			snprintf(err, errlen, "--arf %s: too many regions, or the path is too long",
+			         c->arf_image);
+			goto fail;
+		}
+		for (unsigned i = 0; i < c->n_regions; i++)
+			if (!strcmp(c->regions[i].name, "arf")) {
+				snprintf(err, errlen, "--arf %s: region 'arf' is also given by --region",
+				         c->arf_image);
+				goto fail;
+			}
+		struct arfd_region_spec *g = &c->regions[c->n_regions];
+		memset(g, 0, sizeof *g);
+		snprintf(g->name, sizeof g->name, "arf");
+		snprintf(g->file, sizeof g->file, "%s", c->arf_image);
+		g->access = ISA_ACC_RW;
+		arf_region = (int)c->n_regions++;
+	}
 	for (unsigned i = 0; i < c->n_regions; i++) {
 		if (map_region(&s->regions[i], &c->regions[i], err, errlen) != 0)
 			goto fail;
 		s->n_regions++;
+		struct arf_attach_info ai;
+		char aerr[512];
+		if ((int)i == arf_region &&
+		    arf_attach(s->regions[i].base, s->regions[i].len, &ai, aerr, sizeof aerr) != 0) {
+			snprintf(err, errlen, "--arf %s: refused: %s", c->arf_image, aerr);
+			goto fail;
+		}
+		if ((int)i == arf_region)
+			arfd_log(ARFD_LOG_INFO, "arf image %s: epoch %" PRIu64 "%s, %u operations "
+			         "rolled back, %" PRIu64 " allocation-map fixes", c->arf_image, ai.epoch,
+			         ai.was_clean ? "" : " (after an unclean stop)", ai.rolled_back,
+			         ai.map_fixes);
 		int rc = vm_bind_region(s->vm, c->regions[i].name, s->regions[i].base, s->regions[i].len,
 		                        c->regions[i].access);
 		if (rc != 0) {
@@ -805,6 +845,20 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", perr);
 		goto fail;
 	}
+	/* On rdma: clients read and write regions one-sidedly, without this server's CPU: each
+	 * region is registered with the rights its export allows (REGIONS hands out the keys). */
+	if (pn_self(s->pn, "rdma")) {
+		for (unsigned i = 0; i < s->n_regions; i++) {
+			struct region *g = &s->regions[i];
+			int acc = PN_MEM_READ | (g->access & ISA_ACC_WRITE ? PN_MEM_WRITE : 0);
+			int rc = g->len ? pn_mem_export(s->pn, g->base, g->len, acc, &g->mem, g->handle) : 0;
+			if (rc != 0) {
+				g->mem = NULL;
+				arfd_log(ARFD_LOG_WARN, "region %s: no one-sided access: %s", g->name,
+				         pn_strerror(rc));
+			}
+		}
+	}
 	pn_set_handler(s->pn, AR_T_INSTALL, PN_INLINE, h_admit, s);
 	pn_set_handler(s->pn, AR_T_EXEC, PN_INLINE, h_admit, s);
 	pn_set_handler(s->pn, AR_T_READ, PN_INLINE, h_read, s);
@@ -840,12 +894,18 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 		arfd_log(ARFD_LOG_WARN, "stopping with %u requests still running",
 		         atomic_load(&s->running));
 	stop_workers(s);                   /* they may still reply: before the endpoints close */
+	for (unsigned i = 0; i < s->n_regions; i++)
+		if (s->regions[i].mem)
+			pn_mem_unexport(s->pn, s->regions[i].mem);
 	pn_finalize(s->pn);
 	for (struct cached *c = s->lru_head, *next; c; c = next) {
 		next = c->next;
 		vm_prog_free(c->prog);
 		free(c);
 	}
+	struct region *arf = s->cfg.arf_image ? region_find(s, "arf") : NULL;
+	if (arf && arf->base)
+		arf_detach(arf->base, arf->len);   /* no run is left: the image is consistent */
 	unmap_regions(s);
 	vm_free(s->vm);
 	free(s->inflight);

@@ -48,6 +48,7 @@ run "test_pn rdma" 300 "$BUILD/tests/rdma/test_pn" rdma
 run "test_pn rdma (PN_RDMA_INLINE=0: every reply written in place)" 300 \
 	env PN_RDMA_INLINE=0 "$BUILD/tests/rdma/test_pn" rdma
 run "test_rdma" 300 "$BUILD/tests/rdma/test_rdma" "$host"
+run "test_arfd_rdma" 300 "$BUILD/tests/rdma/test_arfd_rdma" "$host"
 rm -f "$out"
 echo "== rdma total: $(($(date +%s) - t0)) s"
 echo "$passed passed, $failed failed"
