@@ -798,9 +798,11 @@ int pn_forward(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t 
 		return -PN_EINVAL;
 	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .flags = PN_F_FORWARDED,
 	                    .coop = cur->coop, .origin = cur->origin };
+	/* counted before it leaves, as in send_frame: the reply may reach the origin first */
+	atomic_fetch_add(&pn->st_forwarded, 1);
 	int rc = send_frame(pn, to, &h, msg, len);
-	if (rc == 0)
-		atomic_fetch_add(&pn->st_forwarded, 1);
+	if (rc != 0)
+		atomic_fetch_sub(&pn->st_forwarded, 1);
 	return rc;
 }
 
@@ -964,6 +966,20 @@ void pn_finalize(struct pn *pn)
 		next = w->next;
 		free(w->buf);
 		free(w);
+	}
+	/* Cooperations nobody ended (their threads gave up on them): the records go too; the
+	 * descriptors and their buffers are the caller's */
+	for (unsigned b = 0; b < COOP_BUCKETS; b++) {
+		for (struct pn_coop_rec *c = pn->coops[b], *next; c; c = next) {
+			next = c->next;
+			pthread_cond_destroy(&c->done);
+			if (c->sent_to != c->sent_to_inl) {
+				free(c->sent_to);
+				free(c->sent_count);
+			}
+			free(c->adv);
+			free(c);
+		}
 	}
 	for (uint32_t i = 0; i < pn->n_peers; i++)
 		free(pn->peers[i]);
