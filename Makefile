@@ -13,7 +13,7 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
-CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient
+CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
 LDLIBS  += -lffi -lrdmacm -libverbs -lpthread
 PREFIX  ?= /usr/local
@@ -26,6 +26,8 @@ pn_SRC  := $(wildcard net/*.c)
 proto_SRC := $(wildcard proto/*.c)
 arfd_SRC  := $(filter-out server/arfd.c, $(wildcard server/*.c))
 arc_SRC   := $(filter-out client/arc_cli.c, $(wildcard client/*.c))
+arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c, $(wildcard arf/*.c))
+ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(wildcard arf/*.pna))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -36,17 +38,18 @@ LIBPN  := $(BUILD)/libpn.a
 LIBPROTO := $(BUILD)/libproto.a
 LIBARFD  := $(BUILD)/libarfd.a
 LIBARC   := $(BUILD)/libarc.a
-# link order: users before what they use
-LIBS   := $(LIBARC) $(LIBARFD) $(LIBPROTO) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
+LIBARF   := $(BUILD)/libarf.a
+# link order: users before what they use (arfd uses libarf to check and attach images)
+LIBS   := $(LIBARC) $(LIBARFD) $(LIBARF) $(LIBPROTO) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
 
-PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun $(BUILD)/arfd $(BUILD)/arc
+PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun $(BUILD)/arfd $(BUILD)/arc $(BUILD)/arf
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
 .PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick docs install clean examples
 
-all: $(LIBS) $(PROGS)
+all: $(LIBS) $(PROGS) $(ARF_SEGS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -59,6 +62,7 @@ $(LIBPN):  $(call obj,$(pn_SRC))
 $(LIBPROTO): $(call obj,$(proto_SRC))
 $(LIBARFD):  $(call obj,$(arfd_SRC))
 $(LIBARC):   $(call obj,$(arc_SRC))
+$(LIBARF):   $(call obj,$(arf_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -68,6 +72,7 @@ $(BUILD)/pndis: $(call obj,asm/pndis.c) $(LIBS)
 $(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
 $(BUILD)/arfd: $(call obj,server/arfd.c) $(LIBS)
 $(BUILD)/arc: $(call obj,client/arc_cli.c) $(LIBS)
+$(BUILD)/arf: $(call obj,arf/arf.c) $(LIBS)
 $(UNIT_TESTS): $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
 $(BUILD)/tests/test_diff: $(call obj,tests/ref_interp.c)
 $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
@@ -75,6 +80,18 @@ $(BUILD)/tests/progtest: $(call obj,tests/progtest.c) $(LIBS)
 $(PROGS) $(TEST_PROGS):
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(LDLIBS)
+
+# ---- arf: the operations' bytecode (arf/*.pna) gets the layout numbers of arf/layout.def
+# from genlayout (names replaced by values, lines kept), then pnasm assembles it
+$(BUILD)/genlayout: $(call obj,arf/genlayout.c) $(LIBARF)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBARF)
+$(BUILD)/arfseg/%.pna: arf/%.pna $(BUILD)/genlayout
+	@mkdir -p $(dir $@)
+	$(BUILD)/genlayout -o $@ $<
+$(BUILD)/arfseg/%.pno: $(BUILD)/arfseg/%.pna $(BUILD)/pnasm
+	$(BUILD)/pnasm -o $@ $<
+.PRECIOUS: $(BUILD)/arfseg/%.pna
 
 # ---- docs: docs/isa.md is generated from isa/ops.def; CI fails when the committed copy is stale
 $(BUILD)/gendoc: $(call obj,isa/gendoc.c) $(LIBISA)
