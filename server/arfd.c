@@ -19,6 +19,8 @@ static void usage(FILE *f)
 	"  --region NAME=SIZE[:ro|:rw]   anonymous zeroed memory (SIZE like 4096, 64M, 2G)\n"
 	"  --region NAME=@FILE[:ro|:rw]  a file mapped MAP_SHARED (rw writes reach the file,\n"
 	"                         msync'd on shutdown); default access rw\n"
+	"  --arf IMAGE            serve an ARF filesystem image (arf mkfs) as rw region \"arf\";\n"
+	"                         a corrupt image is refused (repair it with arf fsck --repair)\n"
 	"  --config FILE          settings, one \"key value\" per line (the option names\n"
 	"                         without --; '#' comments), e.g. \"region data=@/srv/d.bin:ro\"\n"
 	"  --secret S             clients must present S (compared in constant time)\n"

@@ -101,6 +101,10 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 	}
 	if (!strcmp(key, "region"))
 		return region_spec(cfg, v, err, errlen);
+	if (!strcmp(key, "arf")) {
+		cfg->arf_image = keep(v);
+		return 0;
+	}
 	if (!strcmp(key, "secret")) {
 		if (strlen(v) > 1024) {
 			snprintf(err, errlen, "secret longer than 1024 bytes");

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ar_proto.h"
+#include "arf.h"
 #include "server.h"
 
 struct region {
@@ -768,10 +769,43 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	s->vm = vm_new();
 	if (!s->vm)
 		goto fail;
+	int arf_region = -1;
+	if (c->arf_image) {
+		/* the image is one more file region, checked and attached before it is bound */
+		if (c->n_regions == ARFD_MAX_REGIONS || strlen(c->arf_image) >= sizeof c->regions[0].file) {
+			snprintf(err, errlen, "--arf %s: too many regions, or the path is too long",
+			         c->arf_image);
+			goto fail;
+		}
+		for (unsigned i = 0; i < c->n_regions; i++)
+			if (!strcmp(c->regions[i].name, "arf")) {
+				snprintf(err, errlen, "--arf %s: region 'arf' is also given by --region",
+				         c->arf_image);
+				goto fail;
+			}
+		struct arfd_region_spec *g = &c->regions[c->n_regions];
+		memset(g, 0, sizeof *g);
+		snprintf(g->name, sizeof g->name, "arf");
+		snprintf(g->file, sizeof g->file, "%s", c->arf_image);
+		g->access = ISA_ACC_RW;
+		arf_region = (int)c->n_regions++;
+	}
 	for (unsigned i = 0; i < c->n_regions; i++) {
 		if (map_region(&s->regions[i], &c->regions[i], err, errlen) != 0)
 			goto fail;
 		s->n_regions++;
+		struct arf_attach_info ai;
+		char aerr[512];
+		if ((int)i == arf_region &&
+		    arf_attach(s->regions[i].base, s->regions[i].len, &ai, aerr, sizeof aerr) != 0) {
+			snprintf(err, errlen, "--arf %s: refused: %s", c->arf_image, aerr);
+			goto fail;
+		}
+		if ((int)i == arf_region)
+			arfd_log(ARFD_LOG_INFO, "arf image %s: epoch %" PRIu64 "%s, %u operations "
+			         "rolled back, %" PRIu64 " allocation-map fixes", c->arf_image, ai.epoch,
+			         ai.was_clean ? "" : " (after an unclean stop)", ai.rolled_back,
+			         ai.map_fixes);
 		int rc = vm_bind_region(s->vm, c->regions[i].name, s->regions[i].base, s->regions[i].len,
 		                        c->regions[i].access);
 		if (rc != 0) {
@@ -869,6 +903,9 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 		vm_prog_free(c->prog);
 		free(c);
 	}
+	struct region *arf = s->cfg.arf_image ? region_find(s, "arf") : NULL;
+	if (arf && arf->base)
+		arf_detach(arf->base, arf->len);   /* no run is left: the image is consistent */
 	unmap_regions(s);
 	vm_free(s->vm);
 	free(s->inflight);

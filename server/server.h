@@ -44,6 +44,8 @@ struct arfd_config {
 	unsigned max_inflight;     /* concurrent requests per client; 0 = 64 */
 	struct arfd_hook hooks[ARFD_MAX_HOOKS]; /* besides the built-in now and log */
 	unsigned n_hooks;
+	const char *arf_image;     /* an ARF image to serve as rw region "arf" (arf/arf.h): checked,
+	                            * attached on start (a corrupt one is refused), detached on stop */
 };
 
 struct arfd;
@@ -57,7 +59,7 @@ const char *arfd_endpoint(struct arfd *s, const char *scheme);
 void arfd_stop(struct arfd *s, int timeout_ms);
 
 /* Parse one configuration line or option value: "listen tcp:...", "region NAME=SIZE[:ro|:rw]",
- * "region NAME=@FILE[:ro|:rw]", "secret S", "threads N", "cache N", "max-segment SIZE",
+ * "region NAME=@FILE[:ro|:rw]", "arf IMAGE", "secret S", "threads N", "cache N", "max-segment SIZE",
  * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N".  Strings are copied.
  * Returns 0 or -1 with a message. */
 int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,
