@@ -318,8 +318,8 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	} else {
 		arfd_log(ARFD_LOG_INFO, "install from %s: %s", pn_peer_name(pn, from), err);
 	}
-	reply(s, from, coop, &b);
 	request_end(s, from, AR_T_INSTALL, t0, c == NULL);
+	reply(s, from, coop, &b);
 }
 
 /* Room in front of the output for the reply header, so the output the VM wrote is sent
@@ -381,9 +381,9 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 	if (status != 0) {
 		if (c)
 			cache_put(s, c);
-		reply_err(s, from, coop, status, "%s", err);
 		/* not installed is the normal first answer to a client that sends ids: no error */
 		request_end(s, from, AR_T_EXEC, t0, status != -AR_ENOSEG);
+		reply_err(s, from, coop, status, "%s", err);
 		return;
 	}
 	if (!fuel)
@@ -395,8 +395,8 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 	uint8_t *buf = malloc(EXEC_HDR_ROOM + out_max);
 	if (!buf) {
 		cache_put(s, c);
-		reply_err(s, from, coop, -AR_ENOMEM, "cannot allocate %" PRIu64 " bytes of output", out_max);
 		request_end(s, from, AR_T_EXEC, t0, 1);
+		reply_err(s, from, coop, -AR_ENOMEM, "cannot allocate %" PRIu64 " bytes of output", out_max);
 		return;
 	}
 	struct vm_run_opts o = { .args = argbytes, .args_len = argbytes_len,
@@ -430,19 +430,20 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 	if (h.failed || h.len > EXEC_HDR_ROOM) {
 		ar_buf_free(&h);
 		free(buf);
-		reply_err(s, from, coop, -AR_ENOMEM, "reply header too large");
 		request_end(s, from, AR_T_EXEC, t0, 1);
+		reply_err(s, from, coop, -AR_ENOMEM, "reply header too large");
 		return;
 	}
 	uint8_t *start = buf + EXEC_HDR_ROOM - h.len;
 	memcpy(start, h.p, h.len);
+	/* counted out before the reply leaves: the client may send its next request at once */
+	request_end(s, from, AR_T_EXEC, t0, rc != 0);
 	int src = pn_send(pn, from, AR_T_REPLY, coop, start, h.len + res.out_len);
 	if (src != 0)
 		arfd_log(ARFD_LOG_WARN, "exec reply to %s: %s", pn_peer_name(pn, from), pn_strerror(src));
 	atomic_fetch_add(&s->bytes_out, res.out_len);
 	ar_buf_free(&h);
 	free(buf);
-	request_end(s, from, AR_T_EXEC, t0, rc != 0);
 }
 
 /* READ and WRITE: the region, the range, the access. */
@@ -496,8 +497,8 @@ static void h_read(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void
 	ar_rep_begin(&b, g ? 0 : status, err);
 	if (g)
 		ar_put_bytes(&b, g->base + off, n);
-	reply(s, from, coop, &b);
 	request_end(s, from, AR_T_READ, t0, g == NULL);
+	reply(s, from, coop, &b);
 }
 
 static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
@@ -523,8 +524,8 @@ static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 		memcpy(g->base + off, data, n);
 	struct ar_buf b = { 0 };
 	ar_rep_begin(&b, g ? 0 : status, err);
-	reply(s, from, coop, &b);
 	request_end(s, from, AR_T_WRITE, t0, g == NULL);
+	reply(s, from, coop, &b);
 }
 
 static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
@@ -542,8 +543,8 @@ static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		if (s->regions[i].mem)
 			ar_put_bytes(&b, s->regions[i].handle, PN_MEM_HANDLE_LEN);
 	}
-	reply(s, from, coop, &b);
 	request_end(s, from, AR_T_REGIONS, t0, 0);
+	reply(s, from, coop, &b);
 }
 
 static const char *const op_names[OP_STATS_N] = {
@@ -583,8 +584,8 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	struct ar_buf b = { 0 };
 	ar_rep_begin(&b, 0, NULL);
 	ar_put_bytes(&b, text, n);
-	reply(s, from, coop, &b);
 	request_end(s, from, AR_T_STATS, t0, 0);
+	reply(s, from, coop, &b);
 }
 
 /* ---- admission and the worker pool ---- */
@@ -648,8 +649,8 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	size_t n = ar_left(&r);
 	struct job *j = malloc(sizeof *j + n);
 	if (!j) {
-		reply_err(s, from, coop, -AR_ENOMEM, "server out of memory queueing the request");
 		request_end(s, from, type, t0, 1);
+		reply_err(s, from, coop, -AR_ENOMEM, "server out of memory queueing the request");
 		return;
 	}
 	*j = (struct job){ .op = type, .from = from, .coop = coop, .t0 = t0, .len = n };
