@@ -1,0 +1,472 @@
+/* grep.c: libgrep's public entry points: compile patterns into a segment, and print a run's
+ * records exactly as GNU grep prints the lines.
+ *
+ * The segment (gen.c) selects lines; this file owns everything about how they look: file
+ * name, line number and byte offset prefixes, "--" between context groups, -o and colour
+ * (which need the match spans: found again here, on the few lines that came back), -c, -l, -L
+ * and the binary-file message.  In exact mode (back-references, or a DFA too big to build)
+ * the segment sends candidate lines and the selection logic runs here too.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asm.h"
+#include "grep_int.h"
+
+#define REC_CONTEXT (1ull << 63)
+
+/* Shared across files of one process: grep prints "--" between context groups of different
+ * files as well. */
+static int fmt_any_output;
+
+static int wrap(struct ast *t, int root, int a1, int a2)
+{
+	int x = ast_new(t, N_ASSERT), y = ast_new(t, N_ASSERT);
+	if (x < 0 || y < 0)
+		return -1;
+	t->n[x].akind = (uint8_t)a1;
+	t->n[y].akind = (uint8_t)a2;
+	int c1 = ast_new(t, N_CAT);
+	if (c1 < 0)
+		return -1;
+	t->n[c1].a = root;
+	t->n[c1].b = y;
+	int c2 = ast_new(t, N_CAT);
+	if (c2 < 0)
+		return -1;
+	t->n[c2].a = x;
+	t->n[c2].b = c1;
+	return c2;
+}
+
+/* A DFA that selects every line: the exact path's "send everything" filter. */
+static int all_lines_dfa(struct dfa *d, int eol)
+{
+	struct ast t = { 0 };
+	struct nfa m;
+	t.root = ast_new(&t, N_EMPTY);
+	int rc = t.root < 0 || nfa_build(&m, &t) != 0 ? -2 : dfa_build(d, &m, eol, -1, 0);
+	nfa_free(&m);
+	ast_free(&t);
+	return rc;
+}
+
+int grep_compile(const char *const *pats, const size_t *lens, size_t n,
+                 const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
+                 char *warn, size_t warnlen)
+{
+	*out = NULL;
+	err[0] = '\0';
+	if (warn && warnlen)
+		warn[0] = '\0';
+	struct grep *g = calloc(1, sizeof *g);
+	if (!g) {
+		snprintf(err, errlen, "memory exhausted");
+		return -1;
+	}
+	g->o = *o;
+	fmt_any_output = 0;
+	struct ast *t = &g->ast;
+	int root = -1;
+	for (size_t i = 0; i < n; i++) {
+		int r = grep_parse(t, pats[i], lens[i], o->syntax, o->icase, err, errlen, warn, warnlen);
+		if (r < 0)
+			goto fail;
+		if (root < 0) {
+			root = r;
+		} else {
+			int a = ast_new(t, N_ALT);
+			if (a < 0)
+				goto oom;
+			t->n[a].a = root;
+			t->n[a].b = r;
+			root = a;
+		}
+	}
+	if (root < 0) {
+		/* no pattern at all (-f /dev/null): nothing matches */
+		g->match_none = 1;
+		root = ast_new(t, N_SET);
+		if (root < 0)
+			goto oom;
+	}
+	if (o->line)
+		root = wrap(t, root, A_BOL, A_EOL);
+	else if (o->word)
+		root = wrap(t, root, A_NPREVW, A_NNEXTW);
+	if (root < 0 || t->err)
+		goto oom;
+	t->root = root;
+
+	int eol = o->null_data ? 0 : '\n';
+	g->lit_len = must_literal(t, o->icase, g->lit, sizeof g->lit);
+	int nfa_ok = nfa_build(&g->nfa, t) == 0;
+	int rc = nfa_ok ? dfa_build(&g->dfa, &g->nfa, eol, -1, 0) : -1;
+	if (rc == -2)
+		goto oom;
+	g->exact = rc != 0 || t->has_backref || !nfa_ok;
+	if (!nfa_ok)
+		nfa_free(&g->nfa);
+	int context = o->before > 0 || o->after > 0;
+	if (g->exact && (rc != 0 || o->invert || context || (!o->text && !o->null_data))) {
+		/* send every line (or every line with the literal) and decide here */
+		dfa_free(&g->dfa);
+		if (all_lines_dfa(&g->dfa, eol) != 0)
+			goto oom;
+		if (o->invert || context || (!o->text && !o->null_data))
+			g->lit_len = 0;
+	}
+	if (!g->exact && !o->text && !o->null_data && !o->binary_nomatch) {
+		rc = dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD);
+		if (rc == -2)
+			goto oom;
+		if (rc != 0) {
+			/* rare: the binary table alone is too big; take the exact path */
+			g->exact = 1;
+			dfa_free(&g->dfa);
+			if (all_lines_dfa(&g->dfa, eol) != 0)
+				goto oom;
+			g->lit_len = 0;
+		} else {
+			g->have_bdfa = 1;
+		}
+	}
+	if (grep_gen(g, err, errlen) != 0)
+		goto fail;
+	*out = g;
+	return 0;
+oom:
+	snprintf(err, errlen, "memory exhausted");
+fail:
+	grep_free(g);
+	return -1;
+}
+
+void grep_free(struct grep *g)
+{
+	if (!g)
+		return;
+	ast_free(&g->ast);
+	nfa_free(&g->nfa);
+	dfa_free(&g->dfa);
+	dfa_free(&g->bdfa);
+	free(g->seg);
+	free(g);
+}
+
+const uint8_t *grep_segment(const struct grep *g, size_t *len)
+{
+	*len = g->seg_len;
+	return g->seg;
+}
+
+void grep_describe(const struct grep *g, char *buf, size_t len)
+{
+	char lit[80];
+	size_t k = 0;
+	for (size_t i = 0; i < g->lit_len && k + 5 < sizeof lit; i++) {
+		unsigned c = g->lit[i];
+		k += (size_t)snprintf(lit + k, sizeof lit - k, c >= 0x20 && c < 0x7f && c != '"' &&
+		                      c != '\\' ? "%c" : "\\x%02x", c);
+	}
+	lit[k] = '\0';
+	snprintf(buf, len, "%s: dfa %d states x %d byte classes (%zu bytes of table)%s%s%s, "
+	         "segment %zu bytes", g->exact ? "exact path (candidate lines checked by the client)"
+	         : "dfa", g->dfa.n_rows - DFA_N_SPECIAL, g->dfa.n_cls,
+	         (size_t)g->dfa.n_rows * (size_t)(g->dfa.n_cls + 1) * 4,
+	         g->lit_len ? ", required literal \"" : ", no required literal", lit,
+	         g->lit_len ? "\"" : "", g->seg_len);
+}
+
+/* ---- matching on the client ---- */
+
+/* Does line p[0..n) contain a match (exact)?  -1 when the backtracker gave up. */
+static int line_matches(const struct grep *g, const uint8_t *p, size_t n)
+{
+	if (g->match_none)
+		return 0;
+	if (g->ast.has_backref || !g->nfa.s) {
+		int r = bt_line_matches(&g->ast, p, n, g->o.icase);
+		return r < 0 ? -1 : r;
+	}
+	return nfa_line_matches(&g->nfa, p, n);
+}
+
+/* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */
+static int next_match(const struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
+                      size_t *e)
+{
+	if (g->match_none)
+		return 0;
+	if (!g->ast.has_backref && g->nfa.s)
+		return nfa_leftmost_longest(&g->nfa, p, n, from, s, e);
+	for (size_t i = from; i <= n; i++) {
+		long r = bt_longest_at(&g->ast, p, n, i, g->o.icase);
+		if (r >= 0) {
+			*s = i;
+			*e = (size_t)r;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- output ---- */
+
+#define SGR_END "\33[m\33[K"
+
+static void sgr(FILE *f, const struct grep *g, const char *code, const void *p, size_t n)
+{
+	if (g->o.color)
+		fprintf(f, "\33[%sm\33[K", code);
+	fwrite(p, 1, n, f);
+	if (g->o.color)
+		fputs(SGR_END, f);
+}
+
+static void put_sep(FILE *f, const struct grep *g, char c)
+{
+	sgr(f, g, "36", &c, 1);
+}
+
+static void put_num(FILE *f, const struct grep *g, uint64_t v, char sep)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+	sgr(f, g, "32", buf, (size_t)n);
+	put_sep(f, g, sep);
+}
+
+static void put_name(FILE *f, const struct grep *g, const char *name)
+{
+	sgr(f, g, "35", name, strlen(name));
+}
+
+struct fmt {
+	struct grep *g;
+	const char *name;
+	FILE *f;
+	int64_t last_end;          /* offset after the last line printed from this file, -1 */
+};
+
+static void put_prefix(struct fmt *x, uint64_t lineno, uint64_t off, char sep)
+{
+	const struct grep_opts *o = &x->g->o;
+	if (o->with_filename) {
+		put_name(x->f, x->g, x->name);
+		if (o->null_name)
+			fputc('\0', x->f);
+		else
+			put_sep(x->f, x->g, sep);
+	}
+	if (o->line_number)
+		put_num(x->f, x->g, lineno, sep);
+	if (o->byte_offset)
+		put_num(x->f, x->g, off, sep);
+}
+
+/* Print one line as grep does; context says it is a context line ('-'). */
+static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uint64_t lineno,
+                     int context)
+{
+	const struct grep_opts *o = &x->g->o;
+	FILE *f = x->f;
+	char eol = o->null_data ? '\0' : '\n';
+	char sep = context ? '-' : ':';
+	if (o->before >= 0 || o->after >= 0) {
+		if (fmt_any_output && x->last_end != (int64_t)off)
+			sgr(f, x->g, "36", "--", 2), fputc('\n', f);
+	}
+	fmt_any_output = 1;
+	x->last_end = (int64_t)(off + n + 1);
+	int matching = !context != !!o->invert;      /* the line's matches are what selected it */
+	if (o->only) {
+		if (!matching)
+			return;
+		size_t from = 0, s, e;
+		while (from <= n && next_match(x->g, p, n, from, &s, &e)) {
+			if (s == n)
+				break;
+			if (e == s) {
+				from = s + 1;
+				continue;
+			}
+			put_prefix(x, lineno, off + s, sep);
+			sgr(f, x->g, "01;31", p + s, e - s);
+			fputc(eol, f);
+			from = e;
+		}
+		return;
+	}
+	put_prefix(x, lineno, off, sep);
+	if (o->color && matching) {
+		size_t from = 0, done = 0, s, e;
+		while (from <= n && next_match(x->g, p, n, from, &s, &e)) {
+			if (s == n)
+				break;
+			if (e == s) {
+				from = s + 1;
+				continue;
+			}
+			fwrite(p + done, 1, s - done, f);
+			sgr(f, x->g, "01;31", p + s, e - s);
+			done = from = e;
+		}
+		fwrite(p + done, 1, n - done, f);
+	} else {
+		fwrite(p, 1, n, f);
+	}
+	fputc(eol, f);
+}
+
+struct rec {
+	uint64_t off, len, lineno;
+	int context;
+	const uint8_t *p;
+};
+
+/* Decode records; returns the count or -1 when malformed. */
+static long decode(const struct grep *g, const uint8_t *r, size_t n, struct rec **out)
+{
+	size_t hdr = g->o.line_number ? 24 : 16, cap = 0;
+	long k = 0;
+	struct rec *v = NULL;
+	*out = NULL;
+	for (size_t i = 0; i < n;) {
+		if (n - i < hdr)
+			goto bad;
+		uint64_t q[3] = { 0, 0, 0 };
+		memcpy(q, r + i, hdr);
+		i += hdr;
+		if (q[1] > n - i)
+			goto bad;
+		if ((size_t)k == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct rec *nv = realloc(v, cap * sizeof *nv);
+			if (!nv)
+				goto bad;
+			v = nv;
+		}
+		v[k].off = q[0] & ~REC_CONTEXT;
+		v[k].context = (q[0] & REC_CONTEXT) != 0;
+		v[k].len = q[1];
+		v[k].lineno = q[2];
+		v[k].p = r + i;
+		i += q[1];
+		k++;
+	}
+	*out = v;
+	return k;
+bad:
+	free(v);
+	return -1;
+}
+
+/* Exact mode: the records are candidate lines; select them here. */
+static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int binary, int noeol)
+{
+	const struct grep_opts *o = &x->g->o;
+	int64_t count = 0;
+	int stop_first = o->quiet || o->list || o->list_nomatch;
+	int emit = !o->count && !stop_first;
+	if (binary) {
+		/* grep treats NUL as a line end in binary files and prints no lines */
+		for (long i = 0; i < n; i++) {
+			const uint8_t *p = v[i].p, *end = p + v[i].len;
+			for (;;) {
+				const uint8_t *z = memchr(p, 0, (size_t)(end - p));
+				size_t len = z ? (size_t)(z - p) : (size_t)(end - p);
+				/* NUL ends a line here: after a final NUL with no newline, no more */
+				if (!z && len == 0 && noeol && i == n - 1 && p != v[i].p)
+					break;
+				if ((line_matches(x->g, p, len) == 1) != !!o->invert)
+					count++;
+				if ((!o->count && count > 0) || (o->max_count >= 0 && count >= o->max_count))
+					return count;
+				if (!z)
+					break;
+				p = z + 1;
+			}
+		}
+		return count;
+	}
+	long last = -1, after_left = 0;
+	for (long i = 0; i < n; i++) {
+		int sel = (line_matches(x->g, v[i].p, v[i].len) == 1) != !!o->invert;
+		if (sel) {
+			count++;
+			if (stop_first)
+				return count;
+			if (emit) {
+				long b = o->before > 0 ? i - o->before : i;
+				for (long j = b > last + 1 ? b : last + 1; j < i; j++)
+					put_line(x, v[j].p, v[j].len, v[j].off, v[j].lineno, 1);
+				put_line(x, v[i].p, v[i].len, v[i].off, v[i].lineno, 0);
+				last = i;
+				after_left = o->after > 0 ? o->after : 0;
+			}
+			if (o->max_count >= 0 && count >= o->max_count) {
+				for (long j = i + 1; emit && j < n && j <= i + (o->after > 0 ? o->after : 0); j++)
+					put_line(x, v[j].p, v[j].len, v[j].off, v[j].lineno, 1);
+				return count;
+			}
+		} else if (emit && after_left > 0) {
+			after_left--;
+			put_line(x, v[i].p, v[i].len, v[i].off, v[i].lineno, 1);
+			last = i;
+		}
+	}
+	return count;
+}
+
+int grep_format(struct grep *g, const char *prog, const char *name, int64_t value,
+                const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
+                struct grep_file_result *res)
+{
+	const struct grep_opts *o = &g->o;
+	struct fmt x = { g, name, f, -1 };
+	int binary = (int)(value & 1) && !o->text && !o->null_data;
+	int64_t count = value >> 2;
+	int noeol = (int)(value >> 1) & 1;
+	struct rec *v;
+	long n = decode(g, rec, rec_len, &v);
+	if (n < 0)
+		return -1;
+	if (g->exact) {
+		if (binary && o->binary_nomatch)
+			count = 0;
+		else
+			count = select_exact(&x, v, n, binary, noeol);
+	} else if (!binary) {
+		for (long i = 0; i < n; i++)
+			put_line(&x, v[i].p, v[i].len, v[i].off, v[i].lineno, v[i].context);
+	}
+	free(v);
+	/* grep counts a selected line of a binary file as output for the "--" rule */
+	if (binary && count > 0 && !o->count && !o->list && !o->list_nomatch && !o->quiet)
+		fmt_any_output = 1;
+	res->matched = count > 0;
+	res->binary = binary;
+	if (o->quiet)
+		return 0;
+	if (o->count) {
+		if (o->with_filename) {
+			put_name(f, g, name);
+			if (o->null_name)
+				fputc('\0', f);
+			else
+				put_sep(f, g, ':');
+		}
+		fprintf(f, "%lld\n", (long long)count);
+	}
+	if ((o->list && count > 0) || (o->list_nomatch && count == 0)) {
+		put_name(f, g, name);
+		fputc(o->null_name ? '\0' : '\n', f);
+	}
+	if (binary && count > 0 && !o->count && !o->list && !o->list_nomatch) {
+		fflush(f);
+		fprintf(err_f, "%s: %s: binary file matches\n", prog, name);
+	}
+	return 0;
+}

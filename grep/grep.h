@@ -1,0 +1,86 @@
+/* grep.h: libgrep, the remote-grep pattern compiler.
+ *
+ * grep_compile turns grep patterns (GNU grep 3.8 semantics in the C locale: -F, -G, -E, with
+ * -i -w -x -v and the output options) into a code segment that scans one read-only region
+ * named "data" (one file's bytes) and outputs compact records of the lines grep would print.
+ * grep_format turns those records into exactly the bytes GNU grep prints for that file.  The
+ * segment runs wherever the file is: in arfd next to the file (arf grep), or in a local VM
+ * (pngrep, arf grep --local).  docs/grep.md describes the segment and the record format.
+ *
+ * Segment: one export "grep", no arguments, imports region "data" (ro).  Fuel needed is at
+ * most 4 per byte of data plus 64 per line; pass GREP_FUEL(len).  Output is bounded by the
+ * data's size plus 24 bytes per line: GREP_OUT_CAP(len) is always enough.
+ */
+#ifndef GREP_H
+#define GREP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum grep_syntax { GREP_FIXED, GREP_BASIC, GREP_EXTENDED };
+
+struct grep_opts {
+	int syntax;               /* enum grep_syntax */
+	int icase;                /* -i, -y */
+	int word;                 /* -w */
+	int line;                 /* -x (wins over -w, as in grep) */
+	int invert;               /* -v */
+	int count;                /* -c */
+	int list;                 /* -l */
+	int list_nomatch;         /* -L */
+	int quiet;                /* -q */
+	int only;                 /* -o */
+	int line_number;          /* -n */
+	int byte_offset;          /* -b */
+	int with_filename;        /* -H (1), -h (0): decided by the caller */
+	int null_name;            /* --null: NUL after file names */
+	int null_data;            /* -z: lines end with NUL */
+	int text;                 /* -a: binary files as text */
+	int binary_nomatch;       /* -I */
+	int color;                /* --color=always (the caller resolves auto) */
+	int64_t max_count;        /* -m NUM; negative: unlimited */
+	int before, after;        /* -B, -A (-C sets both); negative: not given (0 still prints
+	                           * "--" between groups, as in grep) */
+	int initial_tab;          /* -T */
+};
+
+struct grep;
+
+/* Compile n patterns (pats[i] of lens[i] bytes; grep splits -e/-f at newlines before: pass
+ * one entry per line).  Returns 0 and *out, or -1 with grep's message in err (without the
+ * "grep: " prefix, e.g. "Unmatched [, [^, [:, [., or [=").  Warnings grep prints but goes on
+ * after ("warning: * at start of expression") are written to warn, one per line ("" if
+ * none).  Out of memory is reported as "memory exhausted". */
+int grep_compile(const char *const *pats, const size_t *lens, size_t n,
+                 const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
+                 char *warn, size_t warnlen);
+void grep_free(struct grep *g);
+
+/* The segment (owned by g). */
+const uint8_t *grep_segment(const struct grep *g, size_t *len);
+/* How the pattern is matched, for --explain: "dfa (N states, M classes), literal "x"" ... */
+void grep_describe(const struct grep *g, char *buf, size_t len);
+
+#define GREP_FUEL(len)    (4 * (uint64_t)(len) + (1u << 20))
+#define GREP_OUT_CAP(len) (25 * (uint64_t)(len) + 64)
+
+/* What one file's run produced: the entry's result and its output records. */
+struct grep_file_result {
+	int matched;              /* some line selected (the file counts for the exit status) */
+	int binary;               /* the file was treated as binary */
+};
+
+/* Format one file's run as grep prints it to f: name is what grep prints for the file (the
+ * path, or the --label for standard input).  `value` and `rec` are the run's result and
+ * output.  Returns 0, or -1 when the records are malformed (a broken segment or transport).
+ * Sets *res.  Writes "binary file matches" to err_f (grep writes it to stderr) as
+ * "PROG: NAME: binary file matches". */
+int grep_format(struct grep *g, const char *prog, const char *name, int64_t value,
+                const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
+                struct grep_file_result *res);
+
+/* Separator state shared between files: grep prints "--" between context groups across
+ * files too.  Reset by grep_compile. */
+
+#endif

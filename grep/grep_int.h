@@ -1,0 +1,165 @@
+/* grep_int.h: private interface of libgrep (the remote-grep pattern compiler).
+ *
+ * Pipeline: parse.c turns each pattern into an AST (POSIX BRE/ERE plus the GNU extensions
+ * grep accepts, with grep's messages for invalid patterns); nfa.c builds one Thompson NFA for
+ * all patterns, the scanning DFA over byte classes, the client-side exact matchers (NFA
+ * simulation for leftmost-longest spans, backtracking for back-references) and the required
+ * literal; gen.c emits the code segment; grep.c holds the public entry points and the
+ * client-side formatting of the segment's records.  docs/grep.md explains the design.
+ */
+#ifndef GREP_INT_H
+#define GREP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grep.h"
+
+/* ---- AST ---- */
+enum node_kind {
+	N_EMPTY,      /* matches the empty string */
+	N_SET,        /* one byte from set[] */
+	N_CAT,        /* a then b */
+	N_ALT,        /* a or b */
+	N_REPEAT,     /* a{min,max}, max < 0 means unbounded */
+	N_GROUP,      /* \( a \) numbered group (for back-references) */
+	N_BACKREF,    /* \N */
+	N_ASSERT,     /* zero-width assertion (enum assert_kind) */
+};
+
+/* Zero-width assertions; all of them depend only on the byte before and the byte after. */
+enum assert_kind {
+	A_BOL,        /* ^ and \` (grep matches line by line, so the buffer is the line) */
+	A_EOL,        /* $ and \' */
+	A_WORDB,      /* \b */
+	A_NWORDB,     /* \B */
+	A_BOW,        /* \< */
+	A_EOW,        /* \> */
+	A_NPREVW,     /* -w: no word byte before */
+	A_NNEXTW,     /* -w: no word byte after */
+};
+
+struct node {
+	uint8_t kind;
+	uint8_t akind;         /* N_ASSERT */
+	int a, b;              /* children (node indices) */
+	int min, max;          /* N_REPEAT */
+	int group;             /* N_GROUP, N_BACKREF: global group number (1-based) */
+	uint64_t set[4];       /* N_SET */
+};
+
+struct ast {
+	struct node *n;
+	int len, cap;
+	int root;
+	int n_groups;          /* over all patterns */
+	int has_backref;
+	int err;               /* sticky out-of-memory */
+};
+
+int ast_new(struct ast *t, int kind);
+void ast_free(struct ast *t);
+
+/* Parse one pattern (len bytes) and return its root node index, or -1 with grep's message
+ * ("Unmatched ( or \\(", without the "grep: " prefix) in err.  Warnings (grep 3.8's "* at
+ * start of expression", ...) are appended to warn, one per line, when warn is not NULL.
+ * Group numbers continue from t->n_groups so that several patterns can share one AST. */
+int grep_parse(struct ast *t, const char *pat, size_t len, int syntax, int icase, char *err,
+               size_t errlen, char *warn, size_t warnlen);
+
+static inline int set_has(const uint64_t *s, unsigned c) { return (int)((s[c >> 6] >> (c & 63)) & 1); }
+static inline void set_add(uint64_t *s, unsigned c) { s[c >> 6] |= 1ull << (c & 63); }
+static inline int is_word(unsigned c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/* ---- NFA ---- */
+enum nfa_kind { S_SET, S_SPLIT, S_EPS, S_ASSERT, S_MATCH };
+
+struct nstate {
+	uint8_t kind, akind;
+	int out, out1;         /* out1 only for S_SPLIT */
+	int set;               /* S_SET: index into nfa.sets */
+};
+
+struct nfa {
+	struct nstate *s;
+	int len, cap;
+	uint64_t (*sets)[4];
+	int n_sets, cap_sets;
+	int start;
+	int uses_prev;         /* some assertion looks at the byte before */
+	int err;
+};
+
+/* Contexts of the byte before (P_*) and after (X_*) a position. */
+enum { P_BOL, P_WORD, P_OTHER };
+enum { X_EOL, X_WORD, X_OTHER };
+
+int nfa_build(struct nfa *m, const struct ast *t); /* 0, or -1 when out of memory / too big */
+void nfa_free(struct nfa *m);
+
+/* ---- scanning DFA ----
+ * Rows of (n_cls + 1) u32 entries: one per byte class, the last for "end of line" (the line
+ * terminator bytes map to that class too).  Entries are row numbers, or one of the specials
+ * below: the line matched (before the byte that took the transition), the line ended without
+ * a match, or the line cannot match any more.  DFA_NO_DEAD keeps the dead state an ordinary
+ * row (used by the binary-file loop, which walks every byte anyway). */
+enum { DFA_MATCH, DFA_EOL, DFA_DEAD, DFA_N_SPECIAL };
+#define DFA_MAX_STATES 4096
+#define DFA_NO_DEAD 1
+
+struct dfa {
+	uint8_t cls[256];      /* byte -> class (n_cls for terminator bytes) */
+	int n_cls;
+	int n_rows;            /* rows 0..DFA_N_SPECIAL-1 are the specials (unused) */
+	uint32_t *t;           /* n_rows * (n_cls + 1) */
+	int start;             /* row at the start of a line */
+};
+
+/* Build the DFA that says whether a line contains a match; eol1/eol2 are the line
+ * terminators (eol2 < 0 for none).  Returns 0, -1 when it would need more than
+ * DFA_MAX_STATES states (the caller takes the exact path), -2 when out of memory. */
+int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
+void dfa_free(struct dfa *d);
+int dfa_line_matches(const struct dfa *d, const uint8_t *p, size_t n);
+
+/* ---- exact matchers (client side) ---- */
+/* Does some match lie inside line[0..n)? */
+int nfa_line_matches(const struct nfa *m, const uint8_t *p, size_t n);
+/* The leftmost-longest match starting at or after from (a Pike-style simulation whose
+ * threads carry their start): 1 and [*s, *e), or 0. */
+int nfa_leftmost_longest(const struct nfa *m, const uint8_t *p, size_t n, size_t from,
+                         size_t *s, size_t *e);
+/* The longest match starting at s: its end, or -1 when none starts at s. */
+long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s);
+/* The same on the AST by backtracking (exact with back-references); bt_line_matches says
+ * whether any match exists.  Both give up after a step budget and then return -2. */
+long bt_longest_at(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase);
+int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase);
+
+/* ---- required literal ---- */
+/* The longest byte string every match must contain (empty when none is known).  With icase
+ * only strings without letters qualify, since finds compares bytes exactly.  Writes at most
+ * cap bytes to buf and returns the length. */
+size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap);
+
+/* ---- code generation ---- */
+struct grep {
+	struct grep_opts o;
+	struct ast ast;
+	struct nfa nfa;
+	struct dfa dfa, bdfa;  /* text-file DFA; binary-file DFA (NUL also ends a line) */
+	int exact;             /* 1: the segment sends candidate lines, the client decides */
+	int have_bdfa;
+	int match_none;        /* no pattern at all (grep -f /dev/null) */
+	uint8_t lit[256];
+	size_t lit_len;
+	uint8_t *seg;
+	size_t seg_len;
+};
+
+int grep_gen(struct grep *g, char *err, size_t errlen);
+
+#endif

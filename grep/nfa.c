@@ -1,0 +1,909 @@
+/* nfa.c: the matching engines behind libgrep.
+ *
+ * One Thompson NFA is built from the AST.  Zero-width assertions (^ $ \b \B \< \> and -w's
+ * "no word byte before/after") depend only on the byte before and the byte after a position,
+ * so the DFA keeps the kind of the last byte in its state (line start, word, other) and
+ * resolves assertions when it sees the next byte: a transition on byte c first closes the
+ * state under the assertions that hold between the previous byte and c.  That is also why a
+ * match is recognised one byte late (the transition on the byte after it, or the end-of-line
+ * column).  The client-side matchers are an NFA simulation (leftmost-longest spans for -o and
+ * colour) and a backtracking matcher on the AST for back-references.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grep_int.h"
+
+#define NFA_MAX_STATES 2000000
+#define BT_MAX_STEPS   20000000L
+
+/* ---- NFA construction ---- */
+
+static int nstate(struct nfa *m, int kind, int out)
+{
+	if (m->len == m->cap) {
+		int cap = m->cap ? 2 * m->cap : 256;
+		if (cap > NFA_MAX_STATES) {
+			m->err = 1;
+			return -1;
+		}
+		struct nstate *s = realloc(m->s, (size_t)cap * sizeof *s);
+		if (!s) {
+			m->err = 1;
+			return -1;
+		}
+		m->s = s;
+		m->cap = cap;
+	}
+	struct nstate *s = &m->s[m->len];
+	memset(s, 0, sizeof *s);
+	s->kind = (uint8_t)kind;
+	s->out = out;
+	s->out1 = -1;
+	return m->len++;
+}
+
+static int nset(struct nfa *m, const uint64_t *set, int out)
+{
+	if (m->n_sets == m->cap_sets) {
+		int cap = m->cap_sets ? 2 * m->cap_sets : 64;
+		uint64_t (*s)[4] = realloc(m->sets, (size_t)cap * sizeof *s);
+		if (!s) {
+			m->err = 1;
+			return -1;
+		}
+		m->sets = s;
+		m->cap_sets = cap;
+	}
+	/* consecutive equal sets (a{1000}) share one entry */
+	int si = m->n_sets;
+	if (si > 0 && !memcmp(m->sets[si - 1], set, 32))
+		si--;
+	else
+		memcpy(m->sets[m->n_sets++], set, 32);
+	int s = nstate(m, S_SET, out);
+	if (s >= 0)
+		m->s[s].set = si;
+	return s;
+}
+
+/* Compile node so that it continues to state out; returns its entry state. */
+static int compile(struct nfa *m, const struct ast *t, int node, int out)
+{
+	if (m->err || out < 0)
+		return -1;
+	const struct node *n = &t->n[node];
+	switch (n->kind) {
+	case N_EMPTY:
+		return out;
+	case N_SET:
+		return nset(m, n->set, out);
+	case N_CAT:
+		return compile(m, t, n->a, compile(m, t, n->b, out));
+	case N_ALT: {
+		int a = compile(m, t, n->a, out), b = compile(m, t, n->b, out);
+		int s = nstate(m, S_SPLIT, a);
+		if (s >= 0)
+			m->s[s].out1 = b;
+		return a < 0 || b < 0 ? -1 : s;
+	}
+	case N_GROUP:
+		return compile(m, t, n->a, out);
+	case N_BACKREF: {
+		/* the DFA only filters: any text may stand for a back-reference */
+		uint64_t all[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+		int s = nstate(m, S_SPLIT, -1);
+		if (s < 0)
+			return -1;
+		m->s[s].out1 = out;
+		m->s[s].out = nset(m, all, s);
+		return m->s[s].out < 0 ? -1 : s;
+	}
+	case N_ASSERT: {
+		int s = nstate(m, S_ASSERT, out);
+		if (s >= 0) {
+			m->s[s].akind = n->akind;
+			if (n->akind != A_EOL && n->akind != A_NNEXTW)
+				m->uses_prev = 1;
+		}
+		return s;
+	}
+	case N_REPEAT: {
+		int r = out;
+		if (n->max < 0) {
+			int s = nstate(m, S_SPLIT, -1);
+			if (s < 0)
+				return -1;
+			m->s[s].out1 = out;
+			int body = compile(m, t, n->a, s);
+			if (body < 0)
+				return -1;
+			m->s[s].out = body;
+			r = s;
+		} else {
+			for (int i = n->min; i < n->max; i++) {
+				int body = compile(m, t, n->a, r);
+				int s = nstate(m, S_SPLIT, body);
+				if (s < 0 || body < 0)
+					return -1;
+				m->s[s].out1 = out;
+				r = s;
+			}
+		}
+		for (int i = 0; i < n->min; i++)
+			if ((r = compile(m, t, n->a, r)) < 0)
+				return -1;
+		return r;
+	}
+	}
+	return -1;
+}
+
+int nfa_build(struct nfa *m, const struct ast *t)
+{
+	memset(m, 0, sizeof *m);
+	int match = nstate(m, S_MATCH, -1);
+	if (match < 0)
+		return -1;
+	m->start = compile(m, t, t->root, match);
+	return m->err || m->start < 0 ? -1 : 0;
+}
+
+void nfa_free(struct nfa *m)
+{
+	free(m->s);
+	free(m->sets);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- closure under epsilon moves and assertions ---- */
+
+static int assert_ok(int kind, int pc, int nc)
+{
+	int wp = pc == P_WORD, wn = nc == X_WORD;
+	switch (kind) {
+	case A_BOL: return pc == P_BOL;
+	case A_EOL: return nc == X_EOL;
+	case A_WORDB: return wp != wn;
+	case A_NWORDB: return wp == wn;
+	case A_BOW: return !wp && wn;
+	case A_EOW: return wp && !wn;
+	case A_NPREVW: return !wp;
+	case A_NNEXTW: return !wn;
+	}
+	return 0;
+}
+
+/* Scratch for closures: a generation-stamped mark per NFA state and a stack. */
+struct closer {
+	const struct nfa *m;
+	unsigned *mark;
+	unsigned gen;
+	int *stack;
+};
+
+static int closer_init(struct closer *c, const struct nfa *m)
+{
+	c->m = m;
+	c->gen = 0;
+	c->mark = calloc((size_t)m->len, sizeof *c->mark);
+	c->stack = malloc((3 * (size_t)m->len + 2) * sizeof *c->stack);  /* pushes: kernel + 2 per state */
+	return c->mark && c->stack ? 0 : -1;
+}
+
+static void closer_free(struct closer *c)
+{
+	free(c->mark);
+	free(c->stack);
+}
+
+/* Close kernel[0..n) for contexts (pc, nc): the S_SET states reached go to out (returns how
+ * many); *match says whether S_MATCH was reached. */
+static int closure(struct closer *c, const int *kernel, int n, int pc, int nc, int *out,
+                   int *match)
+{
+	const struct nfa *m = c->m;
+	int sp = 0, k = 0;
+	if (++c->gen == 0) {
+		memset(c->mark, 0, (size_t)m->len * sizeof *c->mark);
+		c->gen = 1;
+	}
+	*match = 0;
+	for (int i = n - 1; i >= 0; i--)
+		c->stack[sp++] = kernel[i];
+	while (sp > 0) {
+		int s = c->stack[--sp];
+		if (s < 0 || c->mark[s] == c->gen)
+			continue;
+		c->mark[s] = c->gen;
+		const struct nstate *st = &m->s[s];
+		switch (st->kind) {
+		case S_SET:
+			out[k++] = s;
+			break;
+		case S_MATCH:
+			*match = 1;
+			break;
+		case S_SPLIT:
+			c->stack[sp++] = st->out1;
+			c->stack[sp++] = st->out;
+			break;
+		case S_EPS:
+			c->stack[sp++] = st->out;
+			break;
+		case S_ASSERT:
+			if (assert_ok(st->akind, pc, nc))
+				c->stack[sp++] = st->out;
+			break;
+		}
+	}
+	return k;
+}
+
+static int pctx(unsigned c) { return is_word(c) ? P_WORD : P_OTHER; }
+static int nctx(unsigned c) { return is_word(c) ? X_WORD : X_OTHER; }
+
+/* ---- DFA ---- */
+
+struct dstate {
+	int *k;                /* sorted kernel */
+	int n;
+	int pc;
+	uint32_t hash;
+};
+
+struct builder {
+	struct dstate *st;
+	int n_st, cap_st;
+	int *tab;              /* open hash of state indices, -1 empty */
+	int tab_cap;
+};
+
+static uint32_t khash(const int *k, int n, int pc)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)pc;
+	for (int i = 0; i < n; i++)
+		h = (h ^ (uint32_t)k[i]) * 16777619u;
+	return h;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Find or add state (k, n, pc); returns its index, -1 when out of memory or over the limit. */
+static int intern(struct builder *b, int *k, int n, int pc)
+{
+	qsort(k, (size_t)n, sizeof *k, cmp_int);
+	int w = 0;
+	for (int i = 0; i < n; i++)
+		if (w == 0 || k[w - 1] != k[i])
+			k[w++] = k[i];
+	n = w;
+	uint32_t h = khash(k, n, pc);
+	if (2 * (b->n_st + 1) > b->tab_cap) {
+		int cap = b->tab_cap ? 2 * b->tab_cap : 1024;
+		int *tab = malloc((size_t)cap * sizeof *tab);
+		if (!tab)
+			return -1;
+		memset(tab, -1, (size_t)cap * sizeof *tab);
+		for (int i = 0; i < b->n_st; i++) {
+			uint32_t j = b->st[i].hash & (uint32_t)(cap - 1);
+			while (tab[j] >= 0)
+				j = (j + 1) & (uint32_t)(cap - 1);
+			tab[j] = i;
+		}
+		free(b->tab);
+		b->tab = tab;
+		b->tab_cap = cap;
+	}
+	uint32_t j = h & (uint32_t)(b->tab_cap - 1);
+	for (; b->tab[j] >= 0; j = (j + 1) & (uint32_t)(b->tab_cap - 1)) {
+		const struct dstate *d = &b->st[b->tab[j]];
+		if (d->hash == h && d->n == n && d->pc == pc && !memcmp(d->k, k, (size_t)n * sizeof *k))
+			return b->tab[j];
+	}
+	if (b->n_st >= DFA_MAX_STATES)
+		return -2;
+	if (b->n_st == b->cap_st) {
+		int cap = b->cap_st ? 2 * b->cap_st : 64;
+		struct dstate *st = realloc(b->st, (size_t)cap * sizeof *st);
+		if (!st)
+			return -1;
+		b->st = st;
+		b->cap_st = cap;
+	}
+	struct dstate *d = &b->st[b->n_st];
+	d->k = malloc((size_t)(n ? n : 1) * sizeof *k);
+	if (!d->k)
+		return -1;
+	memcpy(d->k, k, (size_t)n * sizeof *k);
+	d->n = n;
+	d->pc = pc;
+	d->hash = h;
+	b->tab[j] = b->n_st;
+	return b->n_st++;
+}
+
+/* Byte classes: bytes that no set, word test or terminator test tells apart share a column. */
+static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
+{
+	int cls[256], n = 0;
+	for (int c = 0; c < 256; c++)
+		cls[c] = (c == eol1 || c == eol2) ? -1 : is_word((unsigned)c);
+	for (int si = -1; si < m->n_sets; si++) {
+		/* refine: key (old class, membership) -> new class */
+		int map[2 * 512], nn = 0;
+		for (int i = 0; i < 1024; i++)
+			map[i] = -1;
+		for (int c = 0; c < 256; c++) {
+			if (cls[c] < 0)
+				continue;
+			int bit = si < 0 ? 0 : set_has(m->sets[si], (unsigned)c);
+			int key = cls[c] * 2 + bit;
+			if (key >= 1024)
+				return -1;
+			if (map[key] < 0)
+				map[key] = nn++;
+			cls[c] = map[key];
+		}
+		n = nn;
+	}
+	d->n_cls = n;
+	for (int c = 0; c < 256; c++)
+		d->cls[c] = (uint8_t)(cls[c] < 0 ? n : cls[c]);
+	return 0;
+}
+
+int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
+{
+	memset(d, 0, sizeof *d);
+	if (make_classes(d, m, eol1, eol2) != 0)
+		return -1;
+	int w = d->n_cls + 1;
+	int rep[256];                     /* a representative byte per class */
+	for (int c = 255; c >= 0; c--)
+		rep[d->cls[c]] = c;
+	int uses_word = 0;
+	for (int i = 0; i < m->len; i++)
+		if (m->s[i].kind == S_ASSERT && m->s[i].akind != A_BOL && m->s[i].akind != A_EOL)
+			uses_word = 1;
+
+	struct builder b = { 0 };
+	struct closer c;
+	int rc = -2;
+	int *cl = malloc((size_t)(m->len + 1) * sizeof *cl);
+	int *nk = malloc((size_t)(m->len + 1) * sizeof *nk);
+	size_t cap_rows = 0;
+	if (closer_init(&c, m) != 0 || !cl || !nk)
+		goto out;
+	int k0 = m->start;
+	if (intern(&b, &k0, 1, P_BOL) != 0)
+		goto out;
+	/* can a match start anywhere but at the line start? */
+	int start_mid = 0;
+	for (int pc = P_WORD; pc <= P_OTHER; pc++)
+		for (int x = X_EOL; x <= X_OTHER; x++) {
+			int match, n2 = closure(&c, &k0, 1, pc, x, cl, &match);
+			start_mid |= n2 > 0 || match;
+		}
+	for (int si = 0; si < b.n_st; si++) {
+		if ((size_t)(si + DFA_N_SPECIAL + 1) * (size_t)w > cap_rows) {
+			size_t cap = cap_rows ? 2 * cap_rows : (size_t)64 * (size_t)w;
+			uint32_t *t = realloc(d->t, cap * sizeof *t);
+			if (!t)
+				goto out;
+			d->t = t;
+			cap_rows = cap;
+		}
+		uint32_t *row = d->t + (size_t)(si + DFA_N_SPECIAL) * (size_t)w;
+		int pc = b.st[si].pc, match;
+		/* the end-of-line column */
+		closure(&c, b.st[si].k, b.st[si].n, pc, X_EOL, cl, &match);
+		row[d->n_cls] = match ? DFA_MATCH : DFA_EOL;
+		for (int ci = 0; ci < d->n_cls; ci++) {
+			unsigned ch = (unsigned)rep[ci];
+			int n = closure(&c, b.st[si].k, b.st[si].n, pc, nctx(ch), cl, &match);
+			if (match) {
+				row[ci] = DFA_MATCH;
+				continue;
+			}
+			int nn = 0;
+			for (int i = 0; i < n; i++)
+				if (set_has(m->sets[m->s[cl[i]].set], ch))
+					nk[nn++] = m->s[cl[i]].out;
+			nk[nn++] = m->start;     /* a match may start at every position */
+			int npc = m->uses_prev ? (uses_word ? pctx(ch) : P_OTHER) : P_BOL;
+			if (!(flags & DFA_NO_DEAD) && !start_mid) {
+				/* dead: nothing can happen before the line ends, whatever comes next (a
+				 * new match can start later in the line unless the pattern is anchored
+				 * at the line start: start_mid) */
+				int live = 0;
+				for (int x = X_EOL; x <= X_OTHER && !live; x++) {
+					int n2 = closure(&c, nk, nn, npc, x, cl, &match);
+					live = n2 > 0 || match;
+				}
+				if (!live) {
+					row[ci] = DFA_DEAD;
+					continue;
+				}
+			}
+			int to = intern(&b, nk, nn, npc);
+			if (to < 0) {
+				rc = to == -2 ? -1 : -2;
+				goto out;
+			}
+			row[ci] = (uint32_t)(to + DFA_N_SPECIAL);
+		}
+	}
+	d->n_rows = b.n_st + DFA_N_SPECIAL;
+	memset(d->t, 0, (size_t)DFA_N_SPECIAL * (size_t)w * sizeof *d->t);
+	d->start = DFA_N_SPECIAL;
+	rc = 0;
+out:
+	for (int i = 0; i < b.n_st; i++)
+		free(b.st[i].k);
+	free(b.st);
+	free(b.tab);
+	free(cl);
+	free(nk);
+	closer_free(&c);
+	if (rc != 0)
+		dfa_free(d);
+	return rc;
+}
+
+void dfa_free(struct dfa *d)
+{
+	free(d->t);
+	d->t = NULL;
+	d->n_rows = 0;
+}
+
+int dfa_line_matches(const struct dfa *d, const uint8_t *p, size_t n)
+{
+	size_t w = (size_t)d->n_cls + 1;
+	uint32_t row = (uint32_t)d->start;
+	for (size_t i = 0; i < n; i++) {
+		row = d->t[row * w + d->cls[p[i]]];
+		if (row < DFA_N_SPECIAL)
+			return row == DFA_MATCH;
+	}
+	return d->t[row * w + (size_t)d->n_cls] == DFA_MATCH;
+}
+
+/* ---- NFA simulation (exact without back-references) ---- */
+
+static long simulate(const struct nfa *m, const uint8_t *p, size_t n, size_t s, int anchored)
+{
+	struct closer c;
+	long last = -1;
+	int *cl = malloc((size_t)(m->len + 1) * sizeof *cl);
+	int *k = malloc((size_t)(m->len + 1) * sizeof *k);
+	if (closer_init(&c, m) != 0 || !cl || !k) {
+		last = -2;
+		goto out;
+	}
+	int nk = 0;
+	k[nk++] = m->start;
+	for (size_t i = s;; i++) {
+		int pc = i == 0 ? P_BOL : pctx(p[i - 1]);
+		int nc = i == n ? X_EOL : nctx(p[i]);
+		int match;
+		int ncl = closure(&c, k, nk, pc, nc, cl, &match);
+		if (match) {
+			last = (long)i;
+			if (!anchored)
+				break;
+		}
+		if (i == n)
+			break;
+		nk = 0;
+		for (int j = 0; j < ncl; j++)
+			if (set_has(m->sets[m->s[cl[j]].set], p[i]))
+				k[nk++] = m->s[cl[j]].out;
+		if (!anchored)
+			k[nk++] = m->start;
+		if (nk == 0)
+			break;
+	}
+out:
+	closer_free(&c);
+	free(cl);
+	free(k);
+	return last;
+}
+
+int nfa_line_matches(const struct nfa *m, const uint8_t *p, size_t n)
+{
+	return simulate(m, p, n, 0, 0) >= 0;
+}
+
+long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s)
+{
+	return simulate(m, p, n, s, 1);
+}
+
+/* Threads are kept in order of their start (smallest first), and a closure visits them in
+ * that order, so a state reached by two threads keeps the earlier start: what remains is
+ * exactly the set of leftmost candidates. */
+int nfa_leftmost_longest(const struct nfa *m, const uint8_t *p, size_t n, size_t from,
+                         size_t *ms, size_t *me)
+{
+	size_t sz = (size_t)m->len + 1;
+	int *k = malloc(sz * sizeof *k), *cl = malloc(sz * sizeof *cl), *stk = malloc(sz * 3 * sizeof *stk);
+	size_t *kt = malloc(sz * sizeof *kt), *clt = malloc(sz * sizeof *clt), *stt = malloc(sz * 3 * sizeof *stt);
+	unsigned *mark = calloc(sz, sizeof *mark);
+	long best_s = -1, best_e = -1;
+	int nk = 0;
+	if (!k || !cl || !stk || !kt || !clt || !stt || !mark)
+		goto out;
+	for (size_t i = from;; i++) {
+		if (best_s < 0) {
+			k[nk] = m->start;
+			kt[nk++] = i;
+		}
+		int pc = i == 0 ? P_BOL : pctx(p[i - 1]);
+		int nc = i == n ? X_EOL : nctx(p[i]);
+		unsigned gen = (unsigned)(i - from + 1);
+		int sp = 0, ncl = 0;
+		for (int j = nk - 1; j >= 0; j--) {
+			stk[sp] = k[j];
+			stt[sp++] = kt[j];
+		}
+		while (sp > 0) {
+			int s = stk[--sp];
+			size_t tag = stt[sp];
+			if (s < 0 || mark[s] == gen)
+				continue;
+			mark[s] = gen;
+			const struct nstate *st = &m->s[s];
+			switch (st->kind) {
+			case S_SET:
+				cl[ncl] = s;
+				clt[ncl++] = tag;
+				break;
+			case S_MATCH:
+				if (best_s < 0 || (long)tag < best_s || ((long)tag == best_s && (long)i > best_e)) {
+					best_s = (long)tag;
+					best_e = (long)i;
+				}
+				break;
+			case S_SPLIT:
+				stk[sp] = st->out1;
+				stt[sp++] = tag;
+				stk[sp] = st->out;
+				stt[sp++] = tag;
+				break;
+			case S_EPS:
+				stk[sp] = st->out;
+				stt[sp++] = tag;
+				break;
+			case S_ASSERT:
+				if (assert_ok(st->akind, pc, nc)) {
+					stk[sp] = st->out;
+					stt[sp++] = tag;
+				}
+				break;
+			}
+		}
+		if (i == n)
+			break;
+		nk = 0;
+		for (int j = 0; j < ncl; j++)
+			if ((best_s < 0 || (long)clt[j] <= best_s) && set_has(m->sets[m->s[cl[j]].set], p[i])) {
+				k[nk] = m->s[cl[j]].out;
+				kt[nk++] = clt[j];
+			}
+		if (nk == 0 && best_s >= 0)
+			break;
+	}
+out:
+	free(k), free(cl), free(stk), free(kt), free(clt), free(stt), free(mark);
+	if (best_s < 0)
+		return 0;
+	*ms = (size_t)best_s;
+	*me = (size_t)best_e;
+	return 1;
+}
+
+/* ---- backtracking on the AST (back-references) ---- */
+
+enum { K_NODE, K_CLOSE, K_REP };
+struct k {
+	int type, node, count;
+	size_t start;
+	const struct k *next;
+};
+
+struct bt {
+	const struct ast *t;
+	const uint8_t *p;
+	size_t n;
+	int icase, longest;
+	long best;
+	long steps;
+	long *cap;            /* 2 per group: start, end (-1 unset) */
+};
+
+static int bt_node(struct bt *b, int node, size_t pos, const struct k *k);
+
+static int bt_rep(struct bt *b, int node, int count, size_t pos, const struct k *k)
+{
+	const struct node *n = &b->t->n[node];
+	struct k k2 = { K_REP, node, count + 1, pos, k };
+	if (count < n->min)
+		return bt_node(b, n->a, pos, &k2);
+	if (n->max < 0 || count < n->max)
+		if (bt_node(b, n->a, pos, &k2))
+			return 1;
+	return b->steps < 0 ? 0 : bt_node(b, -1, pos, k);
+}
+
+/* Continue with k at pos (node -1 means: just continue). */
+static int bt_cont(struct bt *b, size_t pos, const struct k *k)
+{
+	if (!k) {
+		if ((long)pos > b->best)
+			b->best = (long)pos;
+		return !b->longest;
+	}
+	switch (k->type) {
+	case K_NODE:
+		return bt_node(b, k->node, pos, k->next);
+	case K_CLOSE: {
+		long *e = &b->cap[2 * k->node + 1], old = *e;
+		*e = (long)pos;
+		int r = bt_cont(b, pos, k->next);
+		*e = old;
+		return r;
+	}
+	case K_REP: {
+		const struct node *n = &b->t->n[k->node];
+		if (pos == k->start && k->count > n->min)
+			return 0;   /* an empty iteration beyond the minimum changes nothing */
+		return bt_rep(b, k->node, k->count, pos, k->next);
+	}
+	}
+	return 0;
+}
+
+static int lower(unsigned c) { return c >= 'A' && c <= 'Z' ? (int)c + 32 : (int)c; }
+
+static int bt_node(struct bt *b, int node, size_t pos, const struct k *k)
+{
+	if (b->steps < 0 || ++b->steps > BT_MAX_STEPS) {
+		b->steps = -1;
+		return 0;
+	}
+	if (node < 0)
+		return bt_cont(b, pos, k);
+	const struct node *n = &b->t->n[node];
+	switch (n->kind) {
+	case N_EMPTY:
+		return bt_cont(b, pos, k);
+	case N_SET:
+		return pos < b->n && set_has(n->set, b->p[pos]) && bt_cont(b, pos + 1, k);
+	case N_CAT: {
+		struct k k2 = { K_NODE, n->b, 0, 0, k };
+		return bt_node(b, n->a, pos, &k2);
+	}
+	case N_ALT:
+		return bt_node(b, n->a, pos, k) || bt_node(b, n->b, pos, k);
+	case N_GROUP: {
+		long *cp = &b->cap[2 * n->group], os = cp[0], oe = cp[1];
+		cp[0] = (long)pos;
+		struct k k2 = { K_CLOSE, n->group, 0, 0, k };
+		int r = bt_node(b, n->a, pos, &k2);
+		cp[0] = os;
+		cp[1] = oe;
+		return r;
+	}
+	case N_BACKREF: {
+		long s = b->cap[2 * n->group], e = b->cap[2 * n->group + 1];
+		if (s < 0 || e < s)
+			return 0;
+		size_t len = (size_t)(e - s);
+		if (pos + len > b->n)
+			return 0;
+		for (size_t i = 0; i < len; i++) {
+			unsigned x = b->p[(size_t)s + i], y = b->p[pos + i];
+			if (b->icase ? lower(x) != lower(y) : x != y)
+				return 0;
+		}
+		return bt_cont(b, pos + len, k);
+	}
+	case N_ASSERT: {
+		int pc = pos == 0 ? P_BOL : pctx(b->p[pos - 1]);
+		int nc = pos == b->n ? X_EOL : nctx(b->p[pos]);
+		return assert_ok(n->akind, pc, nc) && bt_cont(b, pos, k);
+	}
+	case N_REPEAT:
+		return bt_rep(b, node, 0, pos, k);
+	}
+	return 0;
+}
+
+static long bt_run(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase,
+                   int longest)
+{
+	struct bt b = { t, p, n, icase, longest, -1, 0, NULL };
+	b.cap = malloc((size_t)(2 * (t->n_groups + 1)) * sizeof *b.cap);
+	if (!b.cap)
+		return -2;
+	for (int i = 0; i < 2 * (t->n_groups + 1); i++)
+		b.cap[i] = -1;
+	bt_node(&b, t->root, s, NULL);
+	free(b.cap);
+	return b.steps < 0 ? -2 : b.best;
+}
+
+long bt_longest_at(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase)
+{
+	return bt_run(t, p, n, s, icase, 1);
+}
+
+int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase)
+{
+	for (size_t s = 0; s <= n; s++) {
+		long r = bt_run(t, p, n, s, icase, 0);
+		if (r == -2)
+			return -2;
+		if (r >= 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- the required literal ---- */
+
+#define MUST_CAP 255
+struct str { int len; uint8_t b[MUST_CAP]; };
+struct must {
+	int exact;             /* the node matches exactly the string x */
+	struct str x, left, right, in;
+};
+
+static void str_set(struct str *d, const struct str *s) { *d = *s; }
+
+static void str_cat(struct str *d, const struct str *a, const struct str *b, int keep_right)
+{
+	struct str r;
+	int n = a->len + b->len;
+	if (n <= MUST_CAP) {
+		memcpy(r.b, a->b, (size_t)a->len);
+		memcpy(r.b + a->len, b->b, (size_t)b->len);
+		r.len = n;
+	} else if (!keep_right) {
+		r = *a;
+		memcpy(r.b + a->len, b->b, (size_t)(MUST_CAP - a->len));
+		r.len = MUST_CAP;
+	} else {
+		int from_a = MUST_CAP - b->len;
+		if (from_a < 0) {
+			memcpy(r.b, b->b + (b->len - MUST_CAP), MUST_CAP);
+		} else {
+			memcpy(r.b, a->b + (a->len - from_a), (size_t)from_a);
+			memcpy(r.b + from_a, b->b, (size_t)b->len);
+		}
+		r.len = MUST_CAP;
+	}
+	*d = r;
+}
+
+static void longer(struct str *d, const struct str *s)
+{
+	if (s->len > d->len)
+		*d = *s;
+}
+
+static void must_of(const struct ast *t, int node, int icase, struct must *m)
+{
+	const struct node *n = &t->n[node];
+	memset(m, 0, sizeof *m);
+	switch (n->kind) {
+	case N_EMPTY:
+	case N_ASSERT:
+		m->exact = 1;
+		return;
+	case N_SET: {
+		int cnt = 0, byte = 0;
+		for (unsigned c = 0; c < 256; c++)
+			if (set_has(n->set, c))
+				cnt++, byte = (int)c;
+		if (cnt == 1 && !(icase && ((byte | 32) >= 'a' && (byte | 32) <= 'z'))) {
+			m->exact = 1;
+			m->x.len = 1;
+			m->x.b[0] = (uint8_t)byte;
+			m->left = m->right = m->in = m->x;
+		}
+		return;
+	}
+	case N_GROUP:
+		must_of(t, n->a, icase, m);
+		return;
+	case N_CAT: {
+		struct must *a = malloc(2 * sizeof *a);
+		if (!a)
+			return;
+		struct must *b = a + 1;
+		must_of(t, n->a, icase, a);
+		must_of(t, n->b, icase, b);
+		if (a->exact && b->exact && a->x.len + b->x.len <= MUST_CAP) {
+			m->exact = 1;
+			str_cat(&m->x, &a->x, &b->x, 0);
+		}
+		if (a->exact)
+			str_cat(&m->left, &a->x, &b->left, 0);
+		else
+			str_set(&m->left, &a->left);
+		if (b->exact)
+			str_cat(&m->right, &a->right, &b->x, 1);
+		else
+			str_set(&m->right, &b->right);
+		struct str mid;
+		str_cat(&mid, &a->right, &b->left, 0);
+		m->in = a->in;
+		longer(&m->in, &b->in);
+		longer(&m->in, &mid);
+		longer(&m->in, &m->left);
+		longer(&m->in, &m->right);
+		if (m->exact)
+			longer(&m->in, &m->x);
+		free(a);
+		return;
+	}
+	case N_ALT: {
+		struct must *a = malloc(2 * sizeof *a);
+		if (!a)
+			return;
+		struct must *b = a + 1;
+		must_of(t, n->a, icase, a);
+		must_of(t, n->b, icase, b);
+		if (a->exact && b->exact && a->x.len == b->x.len && !memcmp(a->x.b, b->x.b, (size_t)a->x.len)) {
+			*m = *a;
+		} else {
+			int i = 0;
+			while (i < a->left.len && i < b->left.len && a->left.b[i] == b->left.b[i])
+				i++;
+			memcpy(m->left.b, a->left.b, (size_t)i);
+			m->left.len = i;
+			int j = 0;
+			while (j < a->right.len && j < b->right.len &&
+			       a->right.b[a->right.len - 1 - j] == b->right.b[b->right.len - 1 - j])
+				j++;
+			memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j);
+			m->right.len = j;
+			m->in = m->left;
+			longer(&m->in, &m->right);
+			if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len))
+				longer(&m->in, &a->in);
+		}
+		free(a);
+		return;
+	}
+	case N_REPEAT:
+		if (n->min >= 1) {
+			must_of(t, n->a, icase, m);
+			if (!(n->min == 1 && n->max == 1))
+				m->exact = 0;
+		}
+		return;
+	case N_BACKREF:
+		return;
+	}
+}
+
+size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap)
+{
+	struct must *m = malloc(sizeof *m);
+	if (!m)
+		return 0;
+	must_of(t, t->root, icase, m);
+	size_t n = (size_t)m->in.len < cap ? (size_t)m->in.len : cap;
+	memcpy(buf, m->in.b, n);
+	free(m);
+	return n;
+}

@@ -1,0 +1,639 @@
+/* parse.c: grep patterns (POSIX BRE and ERE with GNU extensions, C locale) into an AST.
+ *
+ * Follows what GNU grep 3.8 accepts, found by running it (tests/unit/test_grep.c pins each
+ * case): BRE anchors only where POSIX allows them, `*` literal at the start of a BRE, invalid
+ * ERE intervals taken literally, "X at start of expression" warnings, back-references valid
+ * only to groups closed earlier in the same alternative, grep's exact error messages.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grep_int.h"
+
+#define DUP_MAX 32767     /* RE_DUP_MAX: larger counts are "Regular expression too big" */
+#define MAX_DEPTH 2000    /* nesting of groups, to bound the recursion */
+
+int ast_new(struct ast *t, int kind)
+{
+	if (t->len == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		struct node *n = realloc(t->n, (size_t)cap * sizeof *n);
+		if (!n) {
+			t->err = 1;
+			return -1;
+		}
+		t->n = n;
+		t->cap = cap;
+	}
+	struct node *n = &t->n[t->len];
+	memset(n, 0, sizeof *n);
+	n->kind = (uint8_t)kind;
+	n->a = n->b = -1;
+	return t->len++;
+}
+
+void ast_free(struct ast *t)
+{
+	free(t->n);
+	memset(t, 0, sizeof *t);
+}
+
+struct parser {
+	struct ast *t;
+	const unsigned char *p, *end;
+	int ere, icase;
+	int depth;
+	int group_base;        /* global number of this pattern's group 0 */
+	int n_groups;          /* groups opened in this pattern */
+	uint64_t done;         /* groups 1..63 closed so far in the current alternative */
+	char *err;
+	size_t errlen;
+	char *warn;
+	size_t warnlen;
+	int failed;
+};
+
+static int fail(struct parser *ps, const char *msg)
+{
+	if (!ps->failed)
+		snprintf(ps->err, ps->errlen, "%s", msg);
+	ps->failed = 1;
+	return -1;
+}
+
+static void warning(struct parser *ps, const char *msg)
+{
+	if (!ps->warn)
+		return;
+	size_t l = strlen(ps->warn);
+	if (l < ps->warnlen)
+		snprintf(ps->warn + l, ps->warnlen - l, "warning: %s\n", msg);
+}
+
+static int mk(struct parser *ps, int kind)
+{
+	int i = ast_new(ps->t, kind);
+	if (i < 0)
+		return fail(ps, "memory exhausted");
+	return i;
+}
+
+static int mk2(struct parser *ps, int kind, int a, int b)
+{
+	int i = mk(ps, kind);
+	if (i >= 0) {
+		ps->t->n[i].a = a;
+		ps->t->n[i].b = b;
+	}
+	return i;
+}
+
+/* Case folding of the C locale: only ASCII letters. */
+static void fold_set(uint64_t *s)
+{
+	for (unsigned c = 'a'; c <= 'z'; c++)
+		if (set_has(s, c) || set_has(s, c - 32)) {
+			set_add(s, c);
+			set_add(s, c - 32);
+		}
+}
+
+static int mk_set(struct parser *ps, const uint64_t *set)
+{
+	int i = mk(ps, N_SET);
+	if (i >= 0) {
+		memcpy(ps->t->n[i].set, set, sizeof ps->t->n[i].set);
+		if (ps->icase)
+			fold_set(ps->t->n[i].set);
+	}
+	return i;
+}
+
+static int mk_byte(struct parser *ps, unsigned c)
+{
+	uint64_t s[4] = { 0 };
+	set_add(s, c);
+	return mk_set(ps, s);
+}
+
+static int mk_assert(struct parser *ps, int kind)
+{
+	int i = mk(ps, N_ASSERT);
+	if (i >= 0)
+		ps->t->n[i].akind = (uint8_t)kind;
+	return i;
+}
+
+/* The POSIX classes of the C locale. */
+static int class_set(const char *name, size_t len, uint64_t *s)
+{
+	static const char *const names[] = { "alpha", "upper", "lower", "digit", "xdigit", "space",
+	                                     "print", "punct", "graph", "cntrl", "blank", "alnum" };
+	int k = -1;
+	for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+		if (strlen(names[i]) == len && !memcmp(names[i], name, len))
+			k = i;
+	if (k < 0)
+		return -1;
+	for (unsigned c = 0; c < 256; c++) {
+		int up = c >= 'A' && c <= 'Z', lo = c >= 'a' && c <= 'z', dg = c >= '0' && c <= '9';
+		int sp = c == ' ' || (c >= '\t' && c <= '\r');
+		int pr = c >= 0x20 && c < 0x7f;
+		int in = 0;
+		switch (k) {
+		case 0: in = up || lo; break;
+		case 1: in = up; break;
+		case 2: in = lo; break;
+		case 3: in = dg; break;
+		case 4: in = dg || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); break;
+		case 5: in = sp; break;
+		case 6: in = pr; break;
+		case 7: in = pr && c != ' ' && !up && !lo && !dg; break;
+		case 8: in = pr && c != ' '; break;
+		case 9: in = c < 0x20 || c == 0x7f; break;
+		case 10: in = c == ' ' || c == '\t'; break;
+		case 11: in = up || lo || dg; break;
+		}
+		if (in)
+			set_add(s, c);
+	}
+	return 0;
+}
+
+static const char UNMATCHED_BRACKET[] = "Unmatched [, [^, [:, [., or [=";
+
+/* A bracket expression; ps->p is just past '['. */
+static int parse_bracket(struct parser *ps)
+{
+	uint64_t s[4] = { 0 };
+	const unsigned char *start = ps->p;
+	int neg = 0, had_range = 0;
+	if (ps->p < ps->end && *ps->p == '^') {
+		neg = 1;
+		ps->p++;
+	}
+	const unsigned char *content = ps->p;
+	int first = 1;
+	if (ps->p >= ps->end)
+		return fail(ps, "Invalid regular expression");   /* grep's word for "[" or "[^" last */
+	for (;;) {
+		if (ps->p >= ps->end)
+			return fail(ps, UNMATCHED_BRACKET);
+		unsigned c = *ps->p;
+		if (c == ']' && !first)
+			break;
+		first = 0;
+		/* one element: a byte, a class, an equivalence class or a collating symbol */
+		int lo, is_class = 0;
+		if (c == '[' && ps->p + 1 < ps->end &&
+		    (ps->p[1] == ':' || ps->p[1] == '=' || ps->p[1] == '.')) {
+			unsigned kind = ps->p[1];
+			const unsigned char *name = ps->p + 2, *q = name;
+			while (q + 1 < ps->end && !(q[0] == kind && q[1] == ']'))
+				q++;
+			if (q + 1 >= ps->end)
+				return fail(ps, UNMATCHED_BRACKET);
+			size_t nlen = (size_t)(q - name);
+			ps->p = q + 2;
+			if (kind == ':') {
+				if (class_set((const char *)name, nlen, s) != 0)
+					return fail(ps, "Invalid character class name");
+				is_class = 1;
+				lo = -1;
+			} else {
+				/* only single bytes collate in the C locale */
+				if (nlen != 1)
+					return fail(ps, "Invalid collation character");
+				lo = name[0];
+			}
+		} else {
+			lo = (int)c;
+			ps->p++;
+		}
+		/* a range lo-hi, unless the '-' is last */
+		if (ps->p + 1 < ps->end && ps->p[0] == '-' && ps->p[1] != ']') {
+			ps->p++;
+			int hi;
+			unsigned d = *ps->p;
+			if (d == '[' && ps->p + 1 < ps->end && (ps->p[1] == '.' || ps->p[1] == '=')) {
+				unsigned kind = ps->p[1];
+				const unsigned char *name = ps->p + 2, *q = name;
+				while (q + 1 < ps->end && !(q[0] == kind && q[1] == ']'))
+					q++;
+				if (q + 1 >= ps->end)
+					return fail(ps, UNMATCHED_BRACKET);
+				if (q - name != 1)
+					return fail(ps, "Invalid collation character");
+				hi = name[0];
+				ps->p = q + 2;
+			} else if (d == '[' && ps->p + 1 < ps->end && ps->p[1] == ':') {
+				return fail(ps, "Invalid range end");
+			} else {
+				hi = (int)d;
+				ps->p++;
+			}
+			if (is_class || hi < lo)
+				return fail(ps, "Invalid range end");
+			for (int x = lo; x <= hi; x++)
+				set_add(s, (unsigned)x);
+			had_range = 1;
+		} else if (!is_class) {
+			set_add(s, (unsigned)lo);
+		}
+	}
+	/* ps->p at ']'.  grep refuses "[:alpha:]" (a class written without the outer brackets) */
+	size_t clen = (size_t)(ps->p - content);
+	if (clen >= 3 && content[0] == ':' && content[clen - 1] == ':' && !had_range) {
+		int other = 0;
+		for (size_t i = 1; i + 1 < clen; i++)
+			other |= content[i] != ':';
+		if (other)
+			return fail(ps, "character class syntax is [[:space:]], not [:space:]");
+	}
+	(void)start;
+	ps->p++;
+	if (ps->icase)
+		fold_set(s);
+	if (neg)
+		for (int i = 0; i < 4; i++)
+			s[i] = ~s[i];
+	int n = mk(ps, N_SET);
+	if (n >= 0)
+		memcpy(ps->t->n[n].set, s, sizeof s);
+	return n;
+}
+
+/* Interval after '{' (ERE) or '\{' (BRE); ps->p just past it.  Returns 1 with min/max, 0 when
+ * an ERE brace is not an interval (then it is a literal '{' and ps->p is restored), -1 on an
+ * error. */
+static int parse_interval(struct parser *ps, int *min, int *max)
+{
+	const unsigned char *save = ps->p;
+	long lo = -1, hi = -1;
+	int comma = 0;
+	while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+		lo = (lo < 0 ? 0 : lo) * 10 + (*ps->p++ - '0');
+		if (lo > 1000000)
+			lo = 1000000;
+	}
+	if (ps->p < ps->end && *ps->p == ',') {
+		comma = 1;
+		ps->p++;
+		while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+			hi = (hi < 0 ? 0 : hi) * 10 + (*ps->p++ - '0');
+			if (hi > 1000000)
+				hi = 1000000;
+		}
+	}
+	int closed;
+	if (ps->ere)
+		closed = ps->p < ps->end && *ps->p == '}';
+	else
+		closed = ps->p + 1 < ps->end && ps->p[0] == '\\' && ps->p[1] == '}';
+	if (!closed) {
+		if (ps->ere) {
+			ps->p = save;
+			return 0;
+		}
+		/* BRE: "Unmatched \{" when no "\}" follows at all, else bad content */
+		for (const unsigned char *q = save; q + 1 < ps->end; q++) {
+			if (q[0] == '\\' && q[1] == '}')
+				return fail(ps, "Invalid content of \\{\\}");
+			if (q[0] == '\\')
+				q++;
+		}
+		return fail(ps, "Unmatched \\{");
+	}
+	ps->p += ps->ere ? 1 : 2;
+	if (!comma)
+		hi = lo;
+	if (lo < 0 && !comma)
+		return fail(ps, "Invalid content of \\{\\}");
+	if (lo < 0)
+		lo = 0;
+	if (hi >= 0 && hi < lo)
+		return fail(ps, "Invalid content of \\{\\}");
+	if (lo > DUP_MAX || hi > DUP_MAX)
+		return fail(ps, "Regular expression too big");
+	*min = (int)lo;
+	*max = (int)hi;
+	return 1;
+}
+
+static int parse_alt(struct parser *ps);
+
+/* Is the BRE '$' at ps->p (just past it) an anchor: at the end, or before \) or \| ? */
+static int bre_dollar_anchor(struct parser *ps)
+{
+	if (ps->p >= ps->end)
+		return 1;
+	return ps->p + 1 < ps->end && ps->p[0] == '\\' &&
+	       (ps->p[1] == '|' || (ps->p[1] == ')' && ps->depth > 0));
+}
+
+/* One atom, or -2 at the end of a branch.  *start_ok tells whether a repetition operator
+ * here would be at the start of an expression. */
+static int parse_atom(struct parser *ps, int at_start)
+{
+	unsigned c = *ps->p;
+	if (ps->ere) {
+		switch (c) {
+		case '|':
+			return -2;
+		case ')':
+			if (ps->depth > 0)
+				return -2;
+			ps->p++;
+			return mk_byte(ps, c);
+		case '(': {
+			if (ps->depth >= MAX_DEPTH)
+				return fail(ps, "Regular expression too big");
+			ps->p++;
+			int g = ++ps->n_groups;
+			ps->depth++;
+			int a = parse_alt(ps);
+			ps->depth--;
+			if (a < 0)
+				return -1;
+			if (ps->p >= ps->end || *ps->p != ')')
+				return fail(ps, "Unmatched ( or \\(");
+			ps->p++;
+			if (g < 64)
+				ps->done |= 1ull << g;
+			int n = mk2(ps, N_GROUP, a, -1);
+			if (n >= 0)
+				ps->t->n[n].group = ps->group_base + g;
+			return n;
+		}
+		case '^':
+			ps->p++;
+			return mk_assert(ps, A_BOL);
+		case '$':
+			ps->p++;
+			return mk_assert(ps, A_EOL);
+		default:
+			break;
+		}
+	} else {
+		if (c == '^' && at_start) {
+			ps->p++;
+			return mk_assert(ps, A_BOL);
+		}
+		if (c == '$') {
+			ps->p++;
+			if (bre_dollar_anchor(ps))
+				return mk_assert(ps, A_EOL);
+			return mk_byte(ps, c);
+		}
+		if (c == '*' && at_start) {
+			ps->p++;
+			return mk_byte(ps, c);
+		}
+		if (c == '\\' && ps->p + 1 < ps->end) {
+			unsigned d = ps->p[1];
+			if (d == '|')
+				return -2;
+			if (d == ')') {
+				if (ps->depth > 0)
+					return -2;
+				return fail(ps, "Unmatched ) or \\)");
+			}
+			if (d == '(') {
+				if (ps->depth >= MAX_DEPTH)
+					return fail(ps, "Regular expression too big");
+				ps->p += 2;
+				int g = ++ps->n_groups;
+				ps->depth++;
+				int a = parse_alt(ps);
+				ps->depth--;
+				if (a < 0)
+					return -1;
+				if (ps->p + 1 >= ps->end || ps->p[0] != '\\' || ps->p[1] != ')')
+					return fail(ps, "Unmatched ( or \\(");
+				ps->p += 2;
+				if (g < 64)
+					ps->done |= 1ull << g;
+				int n = mk2(ps, N_GROUP, a, -1);
+				if (n >= 0)
+					ps->t->n[n].group = ps->group_base + g;
+				return n;
+			}
+			if (d == '{' && at_start) {     /* nothing to repeat: a literal '{' */
+				ps->p += 2;
+				return mk_byte(ps, d);
+			}
+		}
+	}
+	/* common to both syntaxes */
+	if (c == '.') {
+		ps->p++;
+		uint64_t s[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+		return mk_set(ps, s);
+	}
+	if (c == '[') {
+		ps->p++;
+		return parse_bracket(ps);
+	}
+	if (c == '\\') {
+		if (ps->p + 1 >= ps->end)
+			return fail(ps, "Trailing backslash");
+		unsigned d = ps->p[1];
+		ps->p += 2;
+		uint64_t s[4] = { 0 };
+		switch (d) {
+		case 'w': case 'W':
+			for (unsigned x = 0; x < 256; x++)
+				if (is_word(x) == (d == 'w'))
+					set_add(s, x);
+			return mk_set(ps, s);
+		case 's': case 'S':
+			class_set("space", 5, s);
+			if (d == 'S')
+				for (int i = 0; i < 4; i++)
+					s[i] = ~s[i];
+			return mk_set(ps, s);
+		case 'b': return mk_assert(ps, A_WORDB);
+		case 'B': return mk_assert(ps, A_NWORDB);
+		case '<': return mk_assert(ps, A_BOW);
+		case '>': return mk_assert(ps, A_EOW);
+		case '`': return mk_assert(ps, A_BOL);
+		case '\'': return mk_assert(ps, A_EOL);
+		default:
+			break;
+		}
+		if (d >= '1' && d <= '9') {
+			int g = (int)(d - '0');
+			if (g > ps->n_groups || !(ps->done & (1ull << g)))
+				return fail(ps, "Invalid back reference");
+			int n = mk(ps, N_BACKREF);
+			if (n >= 0) {
+				ps->t->n[n].group = ps->group_base + g;
+				ps->t->has_backref = 1;
+			}
+			return n;
+		}
+		return mk_byte(ps, d);
+	}
+	ps->p++;
+	return mk_byte(ps, c);
+}
+
+/* A repetition operator at ps->p: 1 with min/max (ps->p past it), 0 when none, -1 error. */
+static int parse_rep_op(struct parser *ps, int *min, int *max, const char **what)
+{
+	if (ps->p >= ps->end)
+		return 0;
+	unsigned c = ps->p[0];
+	if (c == '*') {
+		ps->p++;
+		*min = 0, *max = -1, *what = "*";
+		return 1;
+	}
+	if (ps->ere) {
+		if (c == '+' || c == '?') {
+			ps->p++;
+			*min = c == '+', *max = c == '+' ? -1 : 1, *what = c == '+' ? "+" : "?";
+			return 1;
+		}
+		if (c == '{') {
+			ps->p++;
+			*what = "{...}";
+			int r = parse_interval(ps, min, max);
+			if (r == 0)
+				ps->p--;
+			return r;
+		}
+		return 0;
+	}
+	if (c == '\\' && ps->p + 1 < ps->end) {
+		unsigned d = ps->p[1];
+		if (d == '+' || d == '?') {
+			ps->p += 2;
+			*min = d == '+', *max = d == '+' ? -1 : 1, *what = d == '+' ? "+" : "?";
+			return 1;
+		}
+		if (d == '{') {
+			ps->p += 2;
+			*what = "{...}";
+			return parse_interval(ps, min, max);
+		}
+	}
+	return 0;
+}
+
+static int parse_branch(struct parser *ps)
+{
+	int seq = -1;
+	int at_start = 1;         /* nothing yet that a repetition could apply to */
+	int bre_after_anchor = 0;
+	while (ps->p < ps->end) {
+		int min, max;
+		const char *what;
+		if (ps->ere && at_start) {
+			/* an ERE repetition with nothing before it: grep warns and ignores it */
+			const unsigned char *save = ps->p;
+			int r = parse_rep_op(ps, &min, &max, &what);
+			if (r < 0)
+				return -1;
+			if (r > 0) {
+				char msg[64];
+				snprintf(msg, sizeof msg, "%s at start of expression", what);
+				warning(ps, msg);
+				continue;
+			}
+			ps->p = save;
+		}
+		int atom = parse_atom(ps, at_start || bre_after_anchor);
+		if (atom == -2)
+			break;
+		if (atom < 0)
+			return -1;
+		const struct node *an = &ps->t->n[atom];
+		int is_bol = an->kind == N_ASSERT && an->akind == A_BOL;
+		if (is_bol && at_start) {
+			/* A leading ^ is not repeatable: in a BRE a '*' after it is literal, in an
+			 * ERE an operator after it is "at start of expression". */
+			bre_after_anchor = !ps->ere;
+		} else {
+			bre_after_anchor = 0;
+			for (;;) {
+				int r = parse_rep_op(ps, &min, &max, &what);
+				if (r < 0)
+					return -1;
+				if (r == 0)
+					break;
+				int rep = mk2(ps, N_REPEAT, atom, -1);
+				if (rep < 0)
+					return -1;
+				ps->t->n[rep].min = min;
+				ps->t->n[rep].max = max;
+				atom = rep;
+			}
+		}
+		/* In ERE a leading ^ still leaves "start of expression" for the next operator. */
+		if (!(ps->ere && is_bol && at_start))
+			at_start = 0;
+		seq = seq < 0 ? atom : mk2(ps, N_CAT, seq, atom);
+		if (seq < 0)
+			return -1;
+	}
+	return seq < 0 ? mk(ps, N_EMPTY) : seq;
+}
+
+static int parse_alt(struct parser *ps)
+{
+	uint64_t initial = ps->done, all = 0;
+	int alt = parse_branch(ps);
+	if (alt < 0)
+		return -1;
+	all |= ps->done;
+	for (;;) {
+		if (ps->p >= ps->end)
+			break;
+		if (ps->ere && *ps->p == '|')
+			ps->p++;
+		else if (!ps->ere && ps->p + 1 < ps->end && ps->p[0] == '\\' && ps->p[1] == '|')
+			ps->p += 2;
+		else
+			break;
+		ps->done = initial;   /* a group of another alternative cannot be referred to */
+		int b = parse_branch(ps);
+		if (b < 0)
+			return -1;
+		all |= ps->done;
+		alt = mk2(ps, N_ALT, alt, b);
+		if (alt < 0)
+			return -1;
+	}
+	ps->done = all;
+	return alt;
+}
+
+int grep_parse(struct ast *t, const char *pat, size_t len, int syntax, int icase, char *err,
+               size_t errlen, char *warn, size_t warnlen)
+{
+	struct parser ps = { .t = t, .p = (const unsigned char *)pat,
+	                     .end = (const unsigned char *)pat + len, .ere = syntax == GREP_EXTENDED,
+	                     .icase = icase, .group_base = t->n_groups, .err = err,
+	                     .errlen = errlen, .warn = warn, .warnlen = warnlen };
+	if (syntax == GREP_FIXED) {
+		int seq = -1;
+		for (size_t i = 0; i < len; i++) {
+			int b = mk_byte(&ps, (unsigned char)pat[i]);
+			seq = b < 0 ? -1 : seq < 0 ? b : mk2(&ps, N_CAT, seq, b);
+			if (seq < 0)
+				return -1;
+		}
+		return seq < 0 ? mk(&ps, N_EMPTY) : seq;
+	}
+	int root = parse_alt(&ps);
+	if (root < 0)
+		return -1;
+	if (ps.p < ps.end) {
+		/* parse_alt stops early only at a closing parenthesis with no opening one */
+		return fail(&ps, ps.ere ? "Unmatched ) or \\)" : "Unmatched ) or \\)");
+	}
+	t->n_groups += ps.n_groups;
+	return root;
+}
