@@ -26,6 +26,8 @@ pn_SRC  := $(wildcard net/*.c)
 proto_SRC := $(wildcard proto/*.c)
 arfd_SRC  := $(filter-out server/arfd.c, $(wildcard server/*.c))
 arc_SRC   := $(filter-out client/arc_cli.c, $(wildcard client/*.c))
+grep_SRC  := $(filter-out grep/pngrep.c, $(wildcard grep/*.c))
+CPPFLAGS += -Igrep
 arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c, $(wildcard arf/*.c))
 ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(wildcard arf/*.pna))
 
@@ -38,11 +40,13 @@ LIBPN  := $(BUILD)/libpn.a
 LIBPROTO := $(BUILD)/libproto.a
 LIBARFD  := $(BUILD)/libarfd.a
 LIBARC   := $(BUILD)/libarc.a
+LIBGREP  := $(BUILD)/libgrep.a
 LIBARF   := $(BUILD)/libarf.a
 # link order: users before what they use (arfd uses libarf to check and attach images)
-LIBS   := $(LIBARC) $(LIBARFD) $(LIBARF) $(LIBPROTO) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
+LIBS   := $(LIBARC) $(LIBGREP) $(LIBARFD) $(LIBARF) $(LIBPROTO) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
 
 PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun $(BUILD)/arfd $(BUILD)/arc $(BUILD)/arf
+PROGS  += $(BUILD)/pngrep
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
@@ -62,6 +66,7 @@ $(LIBPN):  $(call obj,$(pn_SRC))
 $(LIBPROTO): $(call obj,$(proto_SRC))
 $(LIBARFD):  $(call obj,$(arfd_SRC))
 $(LIBARC):   $(call obj,$(arc_SRC))
+$(LIBGREP):  $(call obj,$(grep_SRC))
 $(LIBARF):   $(call obj,$(arf_SRC))
 $(BUILD)/lib%.a:
 	@mkdir -p $(dir $@)
@@ -72,6 +77,7 @@ $(BUILD)/pndis: $(call obj,asm/pndis.c) $(LIBS)
 $(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
 $(BUILD)/arfd: $(call obj,server/arfd.c) $(LIBS)
 $(BUILD)/arc: $(call obj,client/arc_cli.c) $(LIBS)
+$(BUILD)/pngrep: $(call obj,grep/pngrep.c) $(LIBS)
 $(BUILD)/arf: $(call obj,arf/arf.c) $(LIBS)
 $(UNIT_TESTS): $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
 $(BUILD)/tests/test_diff: $(call obj,tests/ref_interp.c)
@@ -144,6 +150,8 @@ fuzz-build:
 	$(MAKE) BUILD=build-fuzz CC=clang $(FUZZ_TARGETS)
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a build-fuzz/libproto.a $(LDLIBS)
+build-fuzz/fuzz_grep: tests/fuzz/fuzz_grep.c build-fuzz/libgrep.a
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libgrep.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \
