@@ -43,6 +43,7 @@ struct region {
 struct cached {
 	uint8_t id[AR_ID_LEN];
 	struct vm_prog *prog;
+	bool quick;                    /* may be tried on the I/O thread (inline_candidate) */
 	unsigned refs;
 	struct cached *prev, *next;    /* LRU list, most recent first */
 };
@@ -243,6 +244,30 @@ static void cache_put(struct arfd *s, struct cached *c)
 	}
 }
 
+/* May a run of seg be tried on the I/O thread with a small fuel budget, and simply be run
+ * again from the start on a worker if that budget is not enough?  Only if running it has no
+ * effect but its output and result: no stores or atomics outside 'out', no hooks.  Bulk reads
+ * (findb, finds, cmp, output) are left out too, as their time is not bounded by fuel. */
+static bool inline_candidate(const struct isa_seg *seg)
+{
+	for (uint32_t f = 0; f < seg->n_funcs; f++) {
+		const struct isa_func *fn = &seg->funcs[f];
+		struct isa_insn in;
+		for (uint32_t pc = 0; pc < fn->code_len; pc += in.len) {
+			if (isa_decode(fn->code, fn->code_len, pc, &in) != 0)
+				return false;
+			switch (in.op) {
+			case OP_HCALL: case OP_CMP: case OP_FINDB: case OP_FINDS: case OP_OUTPUT:
+				return false;
+			default:
+				if ((isa_op_info[in.op].flags & OPF_WRITE) && in.a != ISA_R_OUT)
+					return false;
+			}
+		}
+	}
+	return true;
+}
+
 /* Load (or find) a segment; returns a referenced entry, or NULL with status and message. */
 static struct cached *install(struct arfd *s, const uint8_t *seg, size_t len, int *status,
                               char *msg, size_t msglen)
@@ -277,6 +302,7 @@ static struct cached *install(struct arfd *s, const uint8_t *seg, size_t len, in
 	}
 	memcpy(c->id, id, AR_ID_LEN);
 	c->prog = prog;
+	c->quick = inline_candidate(vm_prog_seg(prog));
 	c->refs = 2;                   /* the cache's and the caller's */
 	pthread_mutex_lock(&s->lock);
 	struct cached *dup = cache_get_locked(s, id);
@@ -326,7 +352,15 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
  * where it lies: reply header, trap record with its text, value, counts. */
 #define EXEC_HDR_ROOM (64 + 2 * AR_MAX_MSG)
 
-static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
+/* Fuel of the attempt on the I/O thread (QUICK_FUEL backward branches and calls: tens of
+ * microseconds at most); a run that needs more is run again, whole, on a worker. */
+#define QUICK_FUEL 2000
+
+/* Run an EXEC.  With quick set (on the I/O thread), only a segment already installed and
+ * marked quick is run, with at most QUICK_FUEL; returns 1 without answering when it declines
+ * (the caller queues the request for a worker), 0 when it answered. */
+static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp,
+                       uint64_t t0, bool quick)
 {
 	struct pn *pn = s->pn;
 	struct ar_rd r = *rp;
@@ -334,12 +368,19 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 	char err[AR_MAX_MSG + 1] = "";
 	struct cached *c = NULL;
 	uint8_t mode = ar_get8(&r);
+	if (quick && mode != 0)
+		return 1;
 	if (mode == 0) {
 		const uint8_t *id = ar_get_bytes(&r, AR_ID_LEN);
 		if (id) {
 			pthread_mutex_lock(&s->lock);
 			c = cache_get_locked(s, id);
 			pthread_mutex_unlock(&s->lock);
+			if (quick && (!c || !c->quick)) {
+				if (c)
+					cache_put(s, c);
+				return 1;
+			}
 			if (!c) {
 				status = -AR_ENOSEG;
 				snprintf(err, sizeof err, "segment not installed here (evicted or never sent)");
@@ -384,7 +425,7 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 		/* not installed is the normal first answer to a client that sends ids: no error */
 		request_end(s, from, AR_T_EXEC, t0, status != -AR_ENOSEG);
 		reply_err(s, from, coop, status, "%s", err);
-		return;
+		return 0;
 	}
 	if (!fuel)
 		fuel = s->cfg.fuel_default;
@@ -397,12 +438,19 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 		cache_put(s, c);
 		request_end(s, from, AR_T_EXEC, t0, 1);
 		reply_err(s, from, coop, -AR_ENOMEM, "cannot allocate %" PRIu64 " bytes of output", out_max);
-		return;
+		return 0;
 	}
 	struct vm_run_opts o = { .args = argbytes, .args_len = argbytes_len,
-	                         .out = buf + EXEC_HDR_ROOM, .out_cap = out_max, .fuel = fuel };
+	                         .out = buf + EXEC_HDR_ROOM, .out_cap = out_max,
+	                         .fuel = quick && fuel > QUICK_FUEL ? QUICK_FUEL : fuel };
 	struct vm_result res;
 	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
+	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
+		/* not short after all: nothing happened but output, so a worker starts it over */
+		cache_put(s, c);
+		free(buf);
+		return 1;
+	}
 	struct ar_buf h = { 0 };
 	if (rc == 0 || rc == -VM_ETRAP) {
 		ar_rep_begin(&h, rc == 0 ? 0 : -AR_ETRAP, NULL);
@@ -432,7 +480,7 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 		free(buf);
 		request_end(s, from, AR_T_EXEC, t0, 1);
 		reply_err(s, from, coop, -AR_ENOMEM, "reply header too large");
-		return;
+		return 0;
 	}
 	uint8_t *start = buf + EXEC_HDR_ROOM - h.len;
 	memcpy(start, h.p, h.len);
@@ -444,6 +492,7 @@ static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp
 	atomic_fetch_add(&s->bytes_out, res.out_len);
 	ar_buf_free(&h);
 	free(buf);
+	return 0;
 }
 
 /* READ and WRITE: the region, the range, the access. */
@@ -603,6 +652,11 @@ static void stop_workers(struct arfd *s)
 	s->n_workers = 0;
 }
 
+static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
+{
+	do_exec_run(s, from, coop, rp, t0, false);
+}
+
 static void run_job(struct arfd *s, struct job *j)
 {
 	struct ar_rd r = { j->body, j->body + j->len, 0 };
@@ -645,6 +699,11 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
 	uint64_t t0 = now_ns();
 	if (request_begin(s, from, coop, type, &r) != 0)
+		return;
+	/* a short, side-effect-free segment runs right here, sparing the hand-off to a worker;
+	 * only while no request waits for a worker, so nothing overtakes queued work */
+	if (type == AR_T_EXEC && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) &&
+	    do_exec_run(s, from, coop, &r, t0, true) == 0)
 		return;
 	size_t n = ar_left(&r);
 	struct job *j = malloc(sizeof *j + n);
