@@ -5,7 +5,9 @@
  * draining, the per-client limit, which thus counts queued requests too) and run on arfd's
  * own workers (cfg.threads of them), so a long segment occupies one worker and never the I/O
  * thread; READ and WRITE are a bounds check and a memcpy, so they run inline on the I/O
- * thread (the "service thread" serving one-sided access).  What concurrent segments may rely on: each run
+ * thread (the "service thread" serving one-sided access), and so do short EXECs that can
+ * have no side effect (see do_exec_run: tried with a small fuel budget, redone on a worker
+ * when that is not enough).  What concurrent segments may rely on: each run
  * has private locals, stack and output; region memory is shared and unsynchronised except
  * through the ISA's atomics (cas, fadd: sequentially consistent); a segment's effects are
  * visible to requests that start after its reply was sent.
