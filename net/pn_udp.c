@@ -72,6 +72,12 @@
 #define RTO_INIT_NS    10000000ull      /* before the first round trip is measured */
 #define RTO_MIN_NS     5000000ull
 #define RTO_MAX_NS     250000000ull     /* back-off ceiling */
+/* While the endpoint is busy, the I/O thread never sleeps longer than TICK_NS, shorter than
+ * any retransmission timeout: a send then arms a deadline later than the thread's wake-up and
+ * need not wake it (an eventfd write and a thread switch per message otherwise).  After
+ * BUSY_NS without sends it sleeps until something happens. */
+#define TICK_NS        (RTO_MIN_NS * 4 / 5)
+#define BUSY_NS        1000000000ull
 #define KEEP_CAP       (64u * 1024)     /* instance buffers larger than this are not kept */
 #define IO_OVERFLOW    4                /* I/O thread sends may use IO_OVERFLOW * D buffers */
 #define RX_BATCH       256              /* datagrams read before timers are looked at again */
@@ -207,6 +213,7 @@ struct pn_tp {
 	atomic_bool stop;
 	atomic_uint n_senders;         /* threads inside udp_send: close waits for them */
 	_Atomic uint64_t io_sleep_until; /* an earlier new deadline must wake the I/O thread */
+	_Atomic uint64_t last_send;      /* for the busy tick (TICK_NS) */
 	uint8_t *rxbuf;                /* DGRAM_MAX + 1: one more byte detects oversized */
 };
 
@@ -251,6 +258,7 @@ static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
 /* Wake the I/O thread if it sleeps past deadline. */
 static void wake_for(struct pn_tp *tp, uint64_t deadline)
 {
+	atomic_store(&tp->last_send, pn_now_ns());
 	if (deadline < atomic_load(&tp->io_sleep_until) && io_thread_of != tp) {
 		uint64_t one = 1;
 		if (write(tp->wakefd, &one, sizeof one) < 0) { /* counter full: a wake is pending */ }
@@ -841,10 +849,14 @@ static void *io_main(void *arg)
 	io_thread_of = tp;
 	struct pollfd fds[2] = { { .fd = tp->fd, .events = POLLIN }, { .fd = tp->wakefd, .events = POLLIN } };
 	while (!atomic_load(&tp->stop)) {
-		/* while scanning, any newly armed deadline wakes us: we may have passed its peer */
-		atomic_store(&tp->io_sleep_until, UINT64_MAX);
+		/* while scanning, a newly armed deadline sooner than our next wake-up wakes us: we
+		 * may have passed its peer (busy: we look again within TICK_NS anyway) */
 		uint64_t now = pn_now_ns();
+		bool busy = now - atomic_load(&tp->last_send) < BUSY_NS;
+		atomic_store(&tp->io_sleep_until, busy ? now + TICK_NS : UINT64_MAX);
 		uint64_t next = timers(tp, now);
+		if (busy && next > now + TICK_NS)
+			next = now + TICK_NS;
 		atomic_store(&tp->io_sleep_until, next);
 		now = pn_now_ns();
 		int ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
