@@ -50,6 +50,17 @@ fi
 echo "remote search: $n matching lines crossed the network out of 20000 ($(wc -c <"$tmp/out.txt") of $(wc -c <"$tmp/text.txt") bytes), identical to grep -F"
 echo "\$ arc stats $ep | grep exec"
 "$BUILD/arc" stats "$ep" | grep '^exec\.'
+# The same segment placed here instead: every access to 'text' becomes a READ of the server.
+r0=$("$BUILD/arc" stats "$ep" | sed -n 's/^read.requests //p')
+echo "\$ arc run $ep search.pno --entry lines --args-str '$needle' --local"
+"$BUILD/arc" run "$ep" "$tmp/search.pno" --entry lines --args-str "$needle" --local \
+	>"$tmp/local.txt" 2>"$tmp/lerr.txt"
+r1=$("$BUILD/arc" stats "$ep" | sed -n 's/^read.requests //p')
+if ! cmp -s "$tmp/local.txt" "$tmp/out.txt"; then
+	echo "remote.sh: FAIL: local placement gave other lines than the server" >&2
+	exit 1
+fi
+echo "local placement: the same $n lines, after $((r1 - r0)) READ requests for the text (one EXEC did it in one round trip)"
 kill -TERM "$pid"
 wait "$pid"
 pid=

@@ -144,7 +144,14 @@ static int view(struct run *run, unsigned r, uint64_t off, uint64_t n, const uin
 	if (!(*tmp = malloc(n ? n : 1)))
 		return fail(run, "bulk access", rr, "out of memory");
 	*p = *tmp;
-	return n ? cached_read(run, r, off, *tmp, n) : 0;
+	if (n <= 4 * VM_REMOTE_BLOCK)
+		return n ? cached_read(run, r, off, *tmp, n) : 0;
+	/* a long range is one read, not one per block (stores are written through, so the
+	 * owner's bytes are current) */
+	char err[VM_HOOK_MSG_LEN];
+	if (rr->ops->read(rr->user, rr->name, off, *tmp, n, err, sizeof err) != 0)
+		return fail(run, "read", rr, err);
+	return 0;
 }
 
 /* A destination range for COPY/FILL: the output, local memory, or remote (written after). */
