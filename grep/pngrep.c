@@ -258,6 +258,14 @@ static void strv_add(struct strv *s, const char *p, size_t len)
 }
 
 /* grep splits every pattern operand at newlines */
+static void strv_free(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	free(s->len);
+}
+
 static void add_patterns(struct strv *s, const char *p, size_t len)
 {
 	for (;;) {
@@ -493,6 +501,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		add_patterns(&pats, files.v[0], files.len[0]);
+		free(files.v[0]);
 		memmove(files.v, files.v + 1, (files.n - 1) * sizeof *files.v);
 		memmove(files.len, files.len + 1, (files.n - 1) * sizeof *files.len);
 		files.n--;
@@ -509,6 +518,7 @@ int main(int argc, char **argv)
 	                 warn, sizeof warn) != 0) {
 		fputs(warn, stderr);
 		fprintf(stderr, "%s: %s\n", prog, err);
+		strv_free(&pats), strv_free(&files), strv_free(&inc), strv_free(&exc), strv_free(&excd);
 		return 2;
 	}
 	for (char *w = warn; *w;) {
@@ -543,6 +553,7 @@ int main(int argc, char **argv)
 	grep_free(st.g);
 	if (st.out)
 		munmap(st.out, st.out_cap);
+	strv_free(&pats), strv_free(&files), strv_free(&inc), strv_free(&exc), strv_free(&excd);
 	if (o->quiet && st.any_match)
 		return 0;
 	return st.errors ? 2 : st.any_match ? 0 : 1;

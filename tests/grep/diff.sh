@@ -6,7 +6,8 @@
 # Prints each failure with the command, and "N passed, N failed" last.
 #   BUILD=build sh tests/grep/diff.sh [-v]
 BUILD=${BUILD:-build}
-PNGREP=$(cd "$(dirname "${PNGREP:-$BUILD/pngrep}")" && pwd)/pngrep
+PNGREP=${PNGREP:-$BUILD/pngrep}
+PNGREP=$(cd "$(dirname "$PNGREP")" && pwd)/$(basename "$PNGREP")
 GREP=${GREP:-/usr/bin/grep}
 here=$(cd "$(dirname "$0")" && pwd)
 export LC_ALL=C

@@ -1,0 +1,139 @@
+/* fuzz_grep.c: libFuzzer target for the grep pattern compiler.
+ *
+ * Input: byte 0 picks the syntax and the flags (-i -w -x -v), the rest (up to 64 bytes, cut
+ * at a newline) is the pattern.  An invalid pattern must fail with a message and nothing
+ * else.  A valid one is compiled to a segment and run on a fixed sample text; for every line
+ * the segment's selection must equal the client's exact matcher (NFA simulation, or
+ * backtracking with back-references), an independent engine.  For plain patterns (no
+ * backslash, brace or leading operator, where grep and POSIX agree) the selection must also
+ * equal glibc's regexec in the C locale.  Any disagreement aborts.
+ */
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grep_int.h"
+#include "vm.h"
+
+static const char sample[] =
+	"hello world\nfoo bar baz\nHello World\nabc abcabc\n\nfoo_bar foo-bar\naaa\nabab\n"
+	"x1 y_2 [z] (q) a.b a*b\nthe end\n\t tab\nABC\nzzz";
+
+static int plain(const char *p, size_t n)
+{
+	if (n == 0 || strchr("*+?{|)", p[0]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == '\\' || p[i] == '{' || p[i] == '[' || (i && p[i - 1] == '|' && strchr("*+?|", p[i])) ||
+		    (i && p[i - 1] == '(' && strchr("*+?)|", p[i])) || (unsigned char)p[i] >= 0x80 || p[i] == 0)
+			return 0;
+	return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	unsigned fl = data[0];
+	char pat[65];
+	size_t n = 0;
+	for (size_t i = 1; i < size && n < 64 && data[i] != '\n'; i++)
+		pat[n++] = (char)data[i];
+	pat[n] = '\0';
+	struct grep_opts o = { .max_count = -1, .before = -1, .after = -1 };
+	o.syntax = fl % 3;
+	o.icase = (fl >> 2) & 1;
+	o.word = (fl >> 3) & 1;
+	o.line = (fl >> 4) & 1;
+	o.invert = (fl >> 5) & 1;
+	o.text = 1;
+	const char *pats[1] = { pat };
+	char err[256], warn[512];
+	struct grep *g = NULL;
+	if (grep_compile(pats, &n, 1, &o, &g, err, sizeof err, warn, sizeof warn) != 0) {
+		if (!err[0]) {
+			fprintf(stderr, "compile failed without a message\n");
+			abort();
+		}
+		return 0;
+	}
+
+	/* run the segment, collect the selected lines' offsets */
+	struct vm *vm = vm_new();
+	struct vm_prog *p = NULL;
+	size_t seg_len, len = sizeof sample - 1;
+	const uint8_t *seg = grep_segment(g, &seg_len);
+	if (vm_bind_region(vm, "data", (void *)sample, len, ISA_ACC_RO) != 0 ||
+	    vm_load(vm, seg, seg_len, &p, err, sizeof err) != 0) {
+		fprintf(stderr, "segment does not load: %s\n", err);
+		abort();
+	}
+	static uint8_t out[1 << 16];
+	struct vm_run_opts ro = { .out = out, .out_cap = sizeof out, .fuel = GREP_FUEL(len) };
+	struct vm_result res;
+	unsigned na;
+	if (vm_run(p, (unsigned)vm_prog_entry(p, "grep", &na), NULL, 0, &ro, &res) != 0) {
+		fprintf(stderr, "segment trapped on /%s/\n", pat);
+		abort();
+	}
+	char *text = NULL;
+	size_t text_len = 0;
+	FILE *f = open_memstream(&text, &text_len);
+	struct grep_file_result fr;
+	if (grep_format(g, "grep", "s", res.value, out, res.out_len, f, stderr, &fr) != 0) {
+		fprintf(stderr, "malformed records for /%s/\n", pat);
+		abort();
+	}
+	fclose(f);
+
+	/* the expected output: every line the exact matcher selects, in order */
+	regex_t re;
+	int use_re = !o.icase && !o.word && !o.line && o.syntax != GREP_FIXED && plain(pat, n) &&
+	             regcomp(&re, pat, o.syntax == GREP_EXTENDED ? REG_EXTENDED | REG_NOSUB : REG_NOSUB) == 0;
+	char *want = malloc(len + 2);
+	size_t wl = 0;
+	for (const char *l = sample; l < sample + len;) {
+		const char *e = memchr(l, '\n', (size_t)(sample + len - l));
+		size_t ll = e ? (size_t)(e - l) : (size_t)(sample + len - l);
+		int m;
+		if (g->ast.has_backref || !g->nfa.s)
+			m = bt_line_matches(&g->ast, (const uint8_t *)l, ll, o.icase);
+		else
+			m = nfa_line_matches(&g->nfa, (const uint8_t *)l, ll);
+		if (m >= 0 && use_re) {
+			char line[256];
+			memcpy(line, l, ll);
+			line[ll] = '\0';
+			int r = regexec(&re, line, 0, NULL, 0) == 0;
+			if (r != m) {
+				fprintf(stderr, "/%s/ syntax %d on \"%s\": grep %d, regexec %d\n", pat,
+				        o.syntax, line, m, r);
+				abort();
+			}
+		}
+		if (m >= 0 && (m == 1) != o.invert) {
+			memcpy(want + wl, l, ll);
+			wl += ll;
+			want[wl++] = '\n';
+		}
+		if (m < 0) {
+			wl = (size_t)-1;      /* the backtracker gave up: no verdict */
+			break;
+		}
+		l += ll + 1;
+	}
+	if (wl != (size_t)-1 && (wl != text_len || memcmp(want, text, wl))) {
+		fprintf(stderr, "/%s/ flags %#x: segment and exact matcher disagree\n--- exact\n%.*s"
+		        "--- segment\n%.*s", pat, fl, (int)wl, want, (int)text_len, text);
+		abort();
+	}
+	if (use_re)
+		regfree(&re);
+	free(want);
+	free(text);
+	vm_prog_free(p);
+	vm_free(vm);
+	grep_free(g);
+	return 0;
+}

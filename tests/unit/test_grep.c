@@ -1,0 +1,277 @@
+/* test_grep.c: unit tests of libgrep: the parser's messages (pinned to GNU grep 3.8's
+ * wording), the DFA against the NFA simulation, leftmost-longest spans, back-references,
+ * the required-literal extractor, and whole segments run in a VM on small inputs.
+ * The differential test against GNU grep itself is tests/grep/diff.sh.
+ * Prints "N passed, N failed" last; exits 1 on any failure.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grep_int.h"
+#include "vm.h"
+
+static unsigned n_pass, n_fail;
+
+#define CHECK(cond, ...)                                                                  \
+	do {                                                                                  \
+		if (cond) {                                                                       \
+			n_pass++;                                                                     \
+		} else {                                                                          \
+			n_fail++;                                                                     \
+			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+			printf(__VA_ARGS__);                                                          \
+			printf("\n");                                                                 \
+		}                                                                                 \
+	} while (0)
+
+static struct grep *compile(const char *pat, int syntax, const struct grep_opts *base,
+                            char *err, size_t errlen, char *warn)
+{
+	struct grep_opts o = { 0 };
+	if (base)
+		o = *base;
+	else
+		o.max_count = -1, o.before = o.after = -1;
+	o.syntax = syntax;
+	size_t len = strlen(pat);
+	const char *pats[1] = { pat };
+	struct grep *g = NULL;
+	grep_compile(pats, &len, 1, &o, &g, err, errlen, warn, 256);
+	return g;
+}
+
+/* ---- parser messages ---- */
+static void test_errors(void)
+{
+	static const struct { int syntax; const char *pat, *msg; } cases[] = {
+		{ GREP_BASIC, "[", "Invalid regular expression" },
+		{ GREP_BASIC, "[^", "Invalid regular expression" },
+		{ GREP_BASIC, "[a", "Unmatched [, [^, [:, [., or [=" },
+		{ GREP_BASIC, "[]", "Unmatched [, [^, [:, [., or [=" },
+		{ GREP_BASIC, "[[:space]", "Unmatched [, [^, [:, [., or [=" },
+		{ GREP_BASIC, "[[:foo:]]", "Invalid character class name" },
+		{ GREP_BASIC, "[:space:]", "character class syntax is [[:space:]], not [:space:]" },
+		{ GREP_BASIC, "[^:a:]", "character class syntax is [[:space:]], not [:space:]" },
+		{ GREP_BASIC, "[z-a]", "Invalid range end" },
+		{ GREP_BASIC, "[a-[:digit:]]", "Invalid range end" },
+		{ GREP_BASIC, "[[.xx.]]", "Invalid collation character" },
+		{ GREP_BASIC, "[[=ab=]]", "Invalid collation character" },
+		{ GREP_BASIC, "\\(", "Unmatched ( or \\(" },
+		{ GREP_BASIC, "\\)", "Unmatched ) or \\)" },
+		{ GREP_BASIC, "a\\{1", "Unmatched \\{" },
+		{ GREP_BASIC, "a\\{1,", "Unmatched \\{" },
+		{ GREP_BASIC, "a\\{x\\}", "Invalid content of \\{\\}" },
+		{ GREP_BASIC, "a\\{2,1\\}", "Invalid content of \\{\\}" },
+		{ GREP_BASIC, "a\\{32768\\}", "Regular expression too big" },
+		{ GREP_BASIC, "a\\", "Trailing backslash" },
+		{ GREP_BASIC, "\\1", "Invalid back reference" },
+		{ GREP_BASIC, "\\(a\\)\\|\\1", "Invalid back reference" },
+		{ GREP_EXTENDED, "(", "Unmatched ( or \\(" },
+		{ GREP_EXTENDED, "a{2,1}", "Invalid content of \\{\\}" },
+		{ GREP_EXTENDED, "a{}", "Invalid content of \\{\\}" },
+		{ GREP_EXTENDED, "(a)\\2", "Invalid back reference" },
+		{ GREP_EXTENDED, "a{99999}", "Regular expression too big" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[256] = "", warn[256];
+		struct grep *g = compile(cases[i].pat, cases[i].syntax, NULL, err, sizeof err, warn);
+		CHECK(!g && !strcmp(err, cases[i].msg), "%s: expected \"%s\", got \"%s\"",
+		      cases[i].pat, cases[i].msg, g ? "(compiled)" : err);
+		grep_free(g);
+	}
+	/* accepted, some with grep's warning */
+	static const struct { int syntax; const char *pat, *warn; } ok[] = {
+		{ GREP_EXTENDED, "a{1", "" },
+		{ GREP_EXTENDED, "a)", "" },
+		{ GREP_EXTENDED, "+a", "warning: + at start of expression\n" },
+		{ GREP_EXTENDED, "a|*b", "warning: * at start of expression\n" },
+		{ GREP_EXTENDED, "{1}a", "warning: {...} at start of expression\n" },
+		{ GREP_BASIC, "*a", "" },
+		{ GREP_BASIC, "\\(*a\\)", "" },
+		{ GREP_BASIC, "\\(\\(a\\)\\|b\\)\\2", "" },
+		{ GREP_BASIC, "[]a]", "" },
+		{ GREP_BASIC, "[::]", "" },
+		{ GREP_BASIC, "a\\{,\\}", "" },
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		char err[256] = "", warn[256] = "";
+		struct grep *g = compile(ok[i].pat, ok[i].syntax, NULL, err, sizeof err, warn);
+		CHECK(g && !strcmp(warn, ok[i].warn), "%s: %s / warning \"%s\"", ok[i].pat, err, warn);
+		grep_free(g);
+	}
+}
+
+/* ---- matching: DFA vs NFA vs backtracker, and spans ---- */
+static void test_match(void)
+{
+	static const struct { int syntax; const char *pat, *line; int match; long s, e; } cases[] = {
+		{ GREP_BASIC, "abc", "xxabcxx", 1, 2, 5 },
+		{ GREP_BASIC, "a*", "bbb", 1, 0, 0 },
+		{ GREP_EXTENDED, "a|ab|abc", "xabcd", 1, 1, 4 },          /* longest, not first */
+		{ GREP_EXTENDED, "(a|ab)(c|bcd)", "abcd", 1, 0, 4 },
+		{ GREP_BASIC, "^foo", "afoo", 0, -1, -1 },
+		{ GREP_BASIC, "foo$", "foox", 0, -1, -1 },
+		{ GREP_BASIC, "\\bfoo\\b", "a foo b", 1, 2, 5 },
+		{ GREP_BASIC, "\\<ba", "foo_bar bar", 1, 8, 10 },
+		{ GREP_BASIC, "r\\>", "bar_x", 0, -1, -1 },
+		{ GREP_BASIC, "\\Bb", "ab b", 1, 1, 2 },
+		{ GREP_BASIC, "x\\{2,3\\}", "xxxxx", 1, 0, 3 },
+		{ GREP_EXTENDED, "[[:digit:]]+", "ab123c", 1, 2, 5 },
+		{ GREP_BASIC, "a.c", "a-c", 1, 0, 3 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[256], warn[256];
+		struct grep *g = compile(cases[i].pat, cases[i].syntax, NULL, err, sizeof err, warn);
+		CHECK(g != NULL, "%s: %s", cases[i].pat, err);
+		if (!g)
+			continue;
+		const uint8_t *p = (const uint8_t *)cases[i].line;
+		size_t n = strlen(cases[i].line);
+		if (!g->exact)
+			CHECK(dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s", cases[i].pat);
+		CHECK(nfa_line_matches(&g->nfa, p, n) == cases[i].match, "nfa %s", cases[i].pat);
+		CHECK(bt_line_matches(&g->ast, p, n, 0) == cases[i].match, "bt %s", cases[i].pat);
+		size_t s = 0, e = 0;
+		int m = nfa_leftmost_longest(&g->nfa, p, n, 0, &s, &e);
+		CHECK(m == cases[i].match && (!m || ((long)s == cases[i].s && (long)e == cases[i].e)),
+		      "%s on \"%s\": %d [%zu,%zu)", cases[i].pat, cases[i].line, m, s, e);
+		grep_free(g);
+	}
+	/* back-references take the exact path */
+	char err[256], warn[256];
+	struct grep *g = compile("\\([a-z]\\)\\1", GREP_BASIC, NULL, err, sizeof err, warn);
+	CHECK(g && g->exact, "backref not exact");
+	if (g) {
+		CHECK(bt_line_matches(&g->ast, (const uint8_t *)"abcc", 4, 0) == 1, "cc");
+		CHECK(bt_line_matches(&g->ast, (const uint8_t *)"abcd", 4, 0) == 0, "abcd");
+		CHECK(bt_longest_at(&g->ast, (const uint8_t *)"xaab", 4, 1, 0) == 3, "aa at 1");
+	}
+	grep_free(g);
+	/* -i: backreference compares without case */
+	struct grep_opts o = { .icase = 1, .max_count = -1, .before = -1, .after = -1 };
+	g = compile("\\(a\\)\\1", GREP_BASIC, &o, err, sizeof err, warn);
+	CHECK(g && bt_line_matches(&g->ast, (const uint8_t *)"aA", 2, 1) == 1, "icase backref");
+	grep_free(g);
+	/* a pattern whose DFA would explode takes the exact path instead of failing */
+	g = compile("(a|b)*a(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)",
+	            GREP_EXTENDED, NULL, err, sizeof err, warn);
+	CHECK(g && g->exact, "blow-up: %s", g ? "dfa built" : err);
+	grep_free(g);
+}
+
+/* ---- the required literal ---- */
+static void test_literal(void)
+{
+	static const struct { int syntax, icase; const char *pat, *lit; } cases[] = {
+		{ GREP_BASIC, 0, "hello", "hello" },
+		{ GREP_BASIC, 0, "foo.*barbaz", "barbaz" },
+		{ GREP_BASIC, 0, "a[bc]defg", "defg" },
+		{ GREP_EXTENDED, 0, "(abc|abd)x", "ab" },
+		{ GREP_EXTENDED, 0, "x(abc)+y", "xabc" },
+		{ GREP_EXTENDED, 0, "x(abc)*y", "x" },
+		{ GREP_EXTENDED, 0, "foo|bar", "" },
+		{ GREP_BASIC, 1, "abc", "" },
+		{ GREP_BASIC, 1, "a-12-b", "-12-" },
+		{ GREP_BASIC, 0, "^\\<abc\\>$", "abc" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct ast t = { 0 };
+		char err[256];
+		t.root = grep_parse(&t, cases[i].pat, strlen(cases[i].pat), cases[i].syntax,
+		                    cases[i].icase, err, sizeof err, NULL, 0);
+		uint8_t buf[256];
+		size_t n = t.root >= 0 ? must_literal(&t, cases[i].icase, buf, sizeof buf) : 0;
+		CHECK(n == strlen(cases[i].lit) && !memcmp(buf, cases[i].lit, n), "%s: \"%.*s\"",
+		      cases[i].pat, (int)n, (const char *)buf);
+		ast_free(&t);
+	}
+}
+
+/* ---- whole segments in a VM ---- */
+static int64_t run(struct grep *g, const char *data, size_t len, uint8_t *out, size_t cap,
+                   size_t *out_len)
+{
+	struct vm *vm = vm_new();
+	struct vm_prog *p = NULL;
+	char err[256];
+	size_t seg_len;
+	const uint8_t *seg = grep_segment(g, &seg_len);
+	int64_t v = -1;
+	if (vm_bind_region(vm, "data", (void *)data, len, ISA_ACC_RO) == 0 &&
+	    vm_load(vm, seg, seg_len, &p, err, sizeof err) == 0) {
+		unsigned na;
+		struct vm_run_opts ro = { .out = out, .out_cap = cap, .fuel = GREP_FUEL(len) };
+		struct vm_result res;
+		if (vm_run(p, (unsigned)vm_prog_entry(p, "grep", &na), NULL, 0, &ro, &res) == 0) {
+			v = res.value;
+			*out_len = res.out_len;
+		}
+	} else {
+		printf("load: %s\n", err);
+	}
+	vm_prog_free(p);
+	vm_free(vm);
+	return v;
+}
+
+static void test_segment(void)
+{
+	static const struct { const char *pat; int syntax; const char *opts; const char *data;
+	                      size_t len; const char *want; } cases[] = {
+		{ "foo", GREP_BASIC, "", "a\nfoo\nbar\nxfoo", 0, "foo\nxfoo\n" },
+		{ "foo", GREP_BASIC, "n", "a\nfoo\nbar\nxfoo", 0, "2:foo\n4:xfoo\n" },
+		{ "foo", GREP_BASIC, "v", "a\nfoo\nbar\nxfoo", 0, "a\nbar\n" },
+		{ "foo", GREP_BASIC, "c", "a\nfoo\nbar\nxfoo", 0, "2\n" },
+		{ "o", GREP_BASIC, "A", "o\na\nb\no\nc", 0, "o\na\n--\no\nc\n" },
+		{ "b", GREP_BASIC, "B", "a\nb\nc\nd\nb", 0, "a\nb\n--\nd\nb\n" },
+		{ "^$", GREP_BASIC, "n", "\n\nx\n", 0, "1:\n2:\n" },
+		{ "x", GREP_BASIC, "", "", 0, "" },
+		{ "a", GREP_BASIC, "", "a\0b\n", 4, "" },     /* binary: the message goes to stderr */
+		{ "b", GREP_BASIC, "c", "a\0b\nb\n", 6, "2\n" },
+		{ "\\(a\\)\\1", GREP_BASIC, "n", "xaa\nab\naa", 0, "1:xaa\n3:aa\n" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1 };
+		o.line_number = strchr(cases[i].opts, 'n') != NULL;
+		o.invert = strchr(cases[i].opts, 'v') != NULL;
+		o.count = strchr(cases[i].opts, 'c') != NULL;
+		if (strchr(cases[i].opts, 'A'))
+			o.after = 1;
+		if (strchr(cases[i].opts, 'B'))
+			o.before = 1;
+		char err[256], warn[256];
+		struct grep *g = compile(cases[i].pat, cases[i].syntax, &o, err, sizeof err, warn);
+		CHECK(g != NULL, "%s: %s", cases[i].pat, err);
+		if (!g)
+			continue;
+		uint8_t out[4096];
+		size_t out_len = 0;
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].data);  /* 0: a C string */
+		int64_t v = run(g, cases[i].data, len, out, sizeof out, &out_len);
+		CHECK(v >= 0, "%s: run failed", cases[i].pat);
+		char *text = NULL, *etext = NULL;
+		size_t text_len = 0, elen = 0;
+		FILE *f = open_memstream(&text, &text_len), *ef = open_memstream(&etext, &elen);
+		struct grep_file_result fr;
+		CHECK(grep_format(g, "grep", "f", v, out, out_len, f, ef, &fr) == 0, "format");
+		fclose(f);
+		fclose(ef);
+		CHECK(text_len == strlen(cases[i].want) && !memcmp(text, cases[i].want, text_len),
+		      "%s [%s]:\n--- want\n%s--- got\n%s", cases[i].pat, cases[i].opts,
+		      cases[i].want, text);
+		free(text);
+		free(etext);
+		grep_free(g);
+	}
+}
+
+int main(void)
+{
+	test_errors();
+	test_match();
+	test_literal();
+	test_segment();
+	printf("%u passed, %u failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}
