@@ -1,0 +1,224 @@
+/* arf_ops.c: client calls of the ARF operations (arf/ops.pna) through libarc. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arc.h"
+#include "arf_ops.h"
+#include "layout.h"
+
+struct arf_client {
+	struct arc *a;
+	void *seg;
+	size_t seg_len;
+	char msg[1200];
+};
+
+static void *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	size_t r;
+	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap *= 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+			}
+			buf = nb;
+		}
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *err,
+                                   size_t errlen)
+{
+	if (!seg_path)
+		seg_path = getenv("ARF_OPS_SEG");
+	if (!seg_path)
+		seg_path = "build/arfseg/ops.pno";
+	struct arf_client *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->a = a;
+	c->seg = read_file(seg_path, &c->seg_len);
+	if (!c->seg) {
+		snprintf(err, errlen, "%s: %s", seg_path, strerror(errno ? errno : ENOMEM));
+		free(c);
+		return NULL;
+	}
+	uint8_t id[AR_ID_LEN];
+	int rc = arc_install(a, c->seg, c->seg_len, id);
+	if (rc != 0) {
+		snprintf(err, errlen, "installing %s: %s", seg_path, arc_errmsg(a));
+		arf_client_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+void arf_client_close(struct arf_client *c)
+{
+	if (!c)
+		return;
+	free(c->seg);
+	free(c);
+}
+
+const char *arf_client_errmsg(struct arf_client *c)
+{
+	return c->msg;
+}
+
+/* Run entry with args and argument bytes; the value, or -EIO (message kept).  The output
+ * is left in x->out for the caller (freed by it). */
+static int64_t run(struct arf_client *c, struct arc_exec *x, const char *entry,
+                   const int64_t *args, unsigned n, const void *bytes, size_t len)
+{
+	x->seg = c->seg;
+	x->seg_len = c->seg_len;
+	x->entry = entry;
+	x->args = args;
+	x->n_args = n;
+	x->argbytes = bytes;
+	x->argbytes_len = len;
+	int rc = arc_exec(c->a, x);
+	if (rc != 0) {
+		if (x->trapped)
+			snprintf(c->msg, sizeof c->msg, "%s: %s", entry, x->trap.text);
+		else
+			snprintf(c->msg, sizeof c->msg, "%s: %s", entry, arc_errmsg(c->a));
+		return -EIO;
+	}
+	return x->value;
+}
+
+static int64_t simple(struct arf_client *c, const char *entry, const int64_t *args,
+                      unsigned n, const char *bytes)
+{
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, entry, args, n, bytes, bytes ? strlen(bytes) : 0);
+	free(x.out);
+	return v;
+}
+
+int64_t arf_lookup(struct arf_client *c, uint64_t start, const char *path)
+{
+	int64_t a[1] = { (int64_t)start };
+	return simple(c, "lookup", a, 1, path);
+}
+
+int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at)
+{
+	int64_t a[1] = { (int64_t)ino };
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, "getattr", a, 1, NULL, 0);
+	if (v >= 0) {
+		uint64_t f[12];
+		if (x.out_len != sizeof f) {
+			snprintf(c->msg, sizeof c->msg, "getattr: %llu bytes of output, not %zu",
+			         (unsigned long long)x.out_len, sizeof f);
+			v = -EIO;
+		} else {
+			memcpy(f, x.out, sizeof f);
+			*at = (struct arf_attr){
+				.mode = (uint32_t)f[0], .nlink = (uint32_t)f[1], .uid = (uint32_t)f[2],
+				.gid = (uint32_t)f[3], .size = f[4], .nblocks = f[5],
+				.atime = (int64_t)f[6], .mtime = (int64_t)f[7], .ctime = (int64_t)f[8],
+				.btime = (int64_t)f[9], .gen = f[10], .parent = f[11],
+			};
+			v = 0;
+		}
+	}
+	free(x.out);
+	return (int)v;
+}
+
+static int64_t make(struct arf_client *c, const char *entry, uint64_t dir, const char *name,
+                    uint32_t mode, uint32_t uid, uint32_t gid)
+{
+	int64_t a[4] = { (int64_t)dir, mode, uid, gid };
+	return simple(c, entry, a, 4, name);
+}
+
+int64_t arf_mkdir(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                  uint32_t uid, uint32_t gid)
+{
+	return make(c, "mkdir", dir, name, mode, uid, gid);
+}
+
+int64_t arf_mknod(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                  uint32_t uid, uint32_t gid)
+{
+	return make(c, "mknod", dir, name, mode, uid, gid);
+}
+
+int64_t arf_create(struct arf_client *c, uint64_t dir, const char *name, uint32_t perm,
+                   uint32_t uid, uint32_t gid)
+{
+	return make(c, "mknod", dir, name, ARF_S_IFREG | (perm & 07777), uid, gid);
+}
+
+int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf_dirent *ents,
+                unsigned max)
+{
+	int64_t a[3] = { (int64_t)dir, (int64_t)*cookie, max };
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, "readdir", a, 3, NULL, 0);
+	if (v < 0)
+		goto out;
+	/* the reply is the server's: parse it as carefully as any input */
+	const uint8_t *p = x.out, *end = p + x.out_len;
+	if (x.out_len < 8 || (uint64_t)v > max)
+		goto bad;
+	memcpy(cookie, p, 8);
+	p += 8;
+	for (int64_t k = 0; k < v; k++) {
+		struct arf_dirent *e = &ents[k];
+		if (end - p < 18)
+			goto bad;
+		memcpy(&e->ino, p, 8);
+		memcpy(&e->cookie, p + 8, 8);
+		e->type = p[16];
+		e->name_len = p[17];
+		p += 18;
+		if ((size_t)(end - p) < e->name_len)
+			goto bad;
+		memcpy(e->name, p, e->name_len);
+		e->name[e->name_len] = '\0';
+		p += e->name_len;
+	}
+	if (p != end)
+		goto bad;
+out:
+	free(x.out);
+	return (int)v;
+bad:
+	snprintf(c->msg, sizeof c->msg, "readdir: malformed reply (%llu bytes, %lld entries)",
+	         (unsigned long long)x.out_len, (long long)v);
+	free(x.out);
+	return -EIO;
+}
+
+int arf_unlink(struct arf_client *c, uint64_t dir, const char *name)
+{
+	int64_t a[1] = { (int64_t)dir };
+	return (int)simple(c, "unlink", a, 1, name);
+}
+
+int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name)
+{
+	int64_t a[1] = { (int64_t)dir };
+	return (int)simple(c, "rmdir", a, 1, name);
+}

@@ -1,0 +1,61 @@
+/* arf_ops.h: the ARF namespace operations from a client: install arf/ops.pna's segment in an
+ * arfd serving an image (arfd --arf) and call its exports through libarc, one round trip
+ * each.  docs/arf.md, "Operations", describes what each does and its errors.
+ *
+ * Results are >= 0 or a negative Linux errno.  A failure of the transport or of the run
+ * itself (a trap) is -EIO, with the details in arf_client_errmsg.
+ */
+#ifndef ARF_OPS_H
+#define ARF_OPS_H
+
+#include <stdint.h>
+
+struct arc;
+struct arf_client;
+
+/* Load the operations' segment (seg_path; NULL: $ARF_OPS_SEG, else build/arfseg/ops.pno)
+ * and install it in the server once (later runs send only its id).  NULL with a message. */
+struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *err,
+                                   size_t errlen);
+void arf_client_close(struct arf_client *c);
+const char *arf_client_errmsg(struct arf_client *c);
+
+/* Resolve path ("a/b/c"; '/' runs separate components) from directory start (1 = root):
+ * the inode number.  Symlinks are not followed (-ELOOP in the middle, returned at the end). */
+int64_t arf_lookup(struct arf_client *c, uint64_t start, const char *path);
+
+struct arf_attr {
+	uint32_t mode, nlink, uid, gid;
+	uint64_t size, nblocks;            /* nblocks: 4 KiB blocks */
+	int64_t atime, mtime, ctime, btime; /* ns since the epoch */
+	uint64_t gen, parent;
+};
+int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
+
+/* A new entry name in directory dir: the new inode number. */
+int64_t arf_mkdir(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                  uint32_t uid, uint32_t gid);
+/* mode: S_IFREG or S_IFIFO with the permission bits. */
+int64_t arf_mknod(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                  uint32_t uid, uint32_t gid);
+/* A regular file (mknod with S_IFREG). */
+int64_t arf_create(struct arf_client *c, uint64_t dir, const char *name, uint32_t perm,
+                   uint32_t uid, uint32_t gid);
+
+struct arf_dirent {
+	uint64_t ino;
+	uint64_t cookie;                   /* pass it to continue after this entry */
+	unsigned type;                     /* DT_* */
+	unsigned name_len;
+	char name[256];                    /* NUL-terminated */
+};
+/* Up to max (1..1024) entries of dir from *cookie (0: the start); *cookie becomes where the
+ * next batch starts, 0 when the directory is done.  The count, or -errno.  "." and ".." are
+ * not returned. */
+int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf_dirent *ents,
+                unsigned max);
+
+int arf_unlink(struct arf_client *c, uint64_t dir, const char *name);
+int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name);
+
+#endif
