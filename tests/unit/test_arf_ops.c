@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,79 +398,140 @@ static void test_enospc(void)
 	}
 }
 
-/* ---- a crash: SIGKILL of a forked arfd while a mkdir loop runs ---- */
+/* ---- crashes ---- */
 
-static void test_crash(const char *img)
+/* Journal slots of the image with committed undo records: operations the kill cut short. */
+static int interrupted_ops(const char *img)
+{
+	struct arf_image m;
+	char err[512];
+	if (arf_image_open(img, ARF_OPEN_RO, &m, err, sizeof err) != 0)
+		return -1;
+	int n = 0;
+	for (unsigned s = 0; s < ARF_J_SLOTS; s++) {
+		const struct arf_jslot *j = (const struct arf_jslot *)(m.base + m.sb->journal_off +
+		                                                         (uint64_t)s * ARF_J_SLOT_SIZE);
+		n += j->n_undo > 0;
+	}
+	arf_image_close(&m, err, sizeof err);
+	return n;
+}
+
+/* A forked arfd serving img; its endpoint in ep.  The child's pid, or -1. */
+static pid_t fork_server(const char *img, char ep[256])
 {
 	int pfd[2];
 	if (pipe(pfd) != 0)
-		return;
+		return -1;
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
 		static struct arfd_config cfg;
-		char err[512];
+		char err[512], e[256] = "";
 		cfg.listen[cfg.n_listen++] = "tcp:127.0.0.1:0";
 		cfg.arf_image = img;
 		struct arfd *s = arfd_start(&cfg, err, sizeof err);
-		char ep[256] = "";
 		if (s)
-			snprintf(ep, sizeof ep, "%s", arfd_endpoint(s, "tcp"));
-		if (write(pfd[1], ep, sizeof ep) != (ssize_t)sizeof ep)
+			snprintf(e, sizeof e, "%s", arfd_endpoint(s, "tcp"));
+		if (write(pfd[1], e, sizeof e) != (ssize_t)sizeof e)
 			_exit(1);
 		for (;;)
 			pause();
 	}
 	close(pfd[1]);
-	char ep[256] = "";
-	ssize_t got = read(pfd[0], ep, sizeof ep);
+	ssize_t got = read(pfd[0], ep, 256);
 	close(pfd[0]);
-	CHECK(got == (ssize_t)sizeof ep && ep[0], "forked arfd did not start");
-	int made = 0;
-	if (ep[0]) {
-		char err[512];
+	if (got != 256 || !ep[0]) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+/* A crash at many points of one mkdir: the directory "crash" holds 256 entries, so the next
+ * insert grows its table (512 -> 1024 slots).  The mkdir runs in a forked arfd with fuel F;
+ * when F runs out the run stops right there, in the middle of the operation, with its journal
+ * slot, locks and half its changes in the image: exactly what SIGKILL at that instruction
+ * leaves.  Then the server is killed with SIGKILL.  fsck (which rolls back in its private
+ * view) must find the image clean, and the next server's attach rolls back for real. */
+static void test_crash(const char *img)
+{
+	char err[512];
+	CHECK(arf_mkfs(img, 64 << 20, 16384, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k;
+	int64_t d = -1;
+	if (serve(&k, img)) {
+		d = arf_mkdir(k.c, ARF_INO_ROOT, "crash", 0755, 0, 0);
+		for (int i = 0; i < 256 && d > 0; i++) {
+			char name[32];
+			snprintf(name, sizeof name, "pre%03d", i);
+			if (arf_mkdir(k.c, (uint64_t)d, name, 0755, 0, 0) <= 0)
+				d = -1;
+		}
+		unserve(&k);
+	}
+	CHECK(d > 0, "crash setup");
+	size_t seg_len = 0;
+	FILE *f = fopen(segpath, "rb");
+	static char seg[1 << 20];
+	if (f) {
+		seg_len = fread(seg, 1, sizeof seg, f);
+		fclose(f);
+	}
+	int rounds = 0, cut = 0, done = 0;
+	for (uint64_t fuel = 20; d > 0 && !done && fuel < 100000; fuel = fuel * 5 / 4 + 1) {
+		char ep[256];
+		pid_t pid = fork_server(img, ep);
+		CHECK(pid > 0, "forked arfd did not start");
+		if (pid <= 0)
+			break;
 		struct arc_opts o = { .timeout_ms = 3000 };
 		struct arc *a = arc_connect(ep, &o, err, sizeof err);
-		struct arf_client *c = a ? arf_client_open(a, segpath, err, sizeof err) : NULL;
-		CHECK(c != NULL, "crash client: %s", err);
-		int64_t d = c ? arf_mkdir(c, ARF_INO_ROOT, "crash", 0755, 0, 0) : -1;
-		struct timespec t0, t;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		for (int i = 0; d > 0; i++) {
-			char name[32];
-			snprintf(name, sizeof name, "d%05d", i);
-			int64_t r = arf_mkdir(c, (uint64_t)d, name, 0755, 0, 0);
-			if (r < 0)
-				break;
-			made++;
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			/* kill it after a while, in the middle of whatever mkdir is running: the
-			 * request is sent, then the server dies (after a few table growths) */
-			if (made == 700) {
-				kill(pid, SIGKILL);
-			}
+		int64_t args[4] = { d, 0755, 0, 0 };
+		struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = "mkdir", .args = args,
+		                      .n_args = 4, .argbytes = "victim", .argbytes_len = 6,
+		                      .fuel = fuel };
+		int rc = a ? arc_exec(a, &x) : -1;
+		free(x.out);
+		if (rc == 0) {
+			CHECK(x.value > 0, "mkdir victim with fuel %" PRIu64 ": %" PRId64, fuel, x.value);
+			done = 1;
+		} else {
+			CHECK(x.trapped && x.trap.kind == 4, "fuel %" PRIu64 ": rc %d trap kind %u", fuel,
+			      rc, x.trap.kind);
 		}
-		arf_client_close(c);
 		if (a)
 			arc_close(a);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		int n = interrupted_ops(img);
+		cut += n > 0;
+		rounds++;
+		int frc = fsck(img);
+		CHECK(frc == ARF_FSCK_CLEAN, "SIGKILL after %" PRIu64 " fuel (journal: %d cut short): "
+		      "fsck %d:\n%s", fuel, n, frc, report);
+		/* every fourth round, a real restart: attach rolls back, the tree is as before */
+		if (!done && rounds % 4 == 0 && serve(&k, img)) {
+			CHECK(arf_lookup(k.c, (uint64_t)d, "victim") == -ENOENT,
+			      "victim exists after roll-back (fuel %" PRIu64 ")", fuel);
+			unserve(&k);
+			fsck_clean("after a roll-back and a clean stop", img);
+		}
 	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	CHECK(made >= 700, "crash loop made %d", made);
-	/* the unclean image: fsck rolls the journal back in its private view */
-	int rc = fsck(img);
-	CHECK(rc == ARF_FSCK_CLEAN, "after SIGKILL: fsck %d:\n%s", rc, report);
-	struct conn k;
+	printf("crash: %d kills, %d of them in the middle of the mkdir (journal in use)\n", rounds,
+	       cut);
+	CHECK(done && cut >= 5, "kills %d, mid-operation %d, completed %d", rounds, cut, done);
 	if (serve(&k, img)) {
-		int64_t d = arf_lookup(k.c, ARF_INO_ROOT, "crash");
 		struct arf_dirent *ents = NULL;
-		int n = d > 0 ? list_dir(k.c, (uint64_t)d, 1024, &ents) : -1;
-		CHECK(n >= 700, "after restart: crash has %d entries (made %d)", n, made);
+		int n = list_dir(k.c, (uint64_t)d, 1024, &ents);
+		CHECK(n == 257, "after the crashes: crash has %d entries", n);
 		free(ents);
+		CHECK(arf_lookup(k.c, (uint64_t)d, "victim") > 0, "victim made by the last run");
 		CHECK(arf_mkdir(k.c, (uint64_t)d, "after", 0755, 0, 0) > 0, "mkdir after restart");
 		unserve(&k);
 	}
-	fsck_clean("after the crash and a restart", img);
+	fsck_clean("after the crashes and a restart", img);
 }
 
 int main(void)
@@ -492,7 +552,7 @@ int main(void)
 	test_tree(img);
 	test_remove(img);
 	test_enospc();
-	test_crash(img);
+	test_crash(path_of("crash.img"));
 	if (!failed) {
 		char cmd[600];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
