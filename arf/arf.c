@@ -1,5 +1,6 @@
-/* arf: the ARF filesystem's command-line tool.  This phase: mkfs and fsck of an image file
- * (libarf does the work); mount, grep and import come later as further subcommands.
+/* arf: the ARF filesystem's command-line tool: mkfs and fsck of an image file (libarf does
+ * the work), mount and umount (the FUSE client, arf/fuse.c); grep and import come later as
+ * further subcommands.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,11 +10,17 @@
 
 #include "arf.h"
 
+/* fuse.c */
+int arf_cmd_mount(int argc, char **argv);
+int arf_cmd_umount(int argc, char **argv);
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 	"usage: arf mkfs IMAGE --size SIZE [--inodes N]\n"
 	"       arf fsck IMAGE [--repair]\n"
+	"       arf mount ENDPOINT MOUNTPOINT [-o OPTIONS] [-f]\n"
+	"       arf umount MOUNTPOINT\n"
 	"       arf --help\n"
 	"\n"
 	"  mkfs   create IMAGE (a sparse file; an existing file is overwritten) holding an empty\n"
@@ -23,6 +30,11 @@ static void usage(FILE *f)
 	"         it can (orphans go to /lost+found as #INODE, unlinked ones are freed).  Never\n"
 	"         run it on an image arfd is serving.  Exit status: 0 clean, 1 repaired, 4\n"
 	"         problems left, 8 could not check\n"
+	"  mount  mount the image an arfd serves (arfd --arf) at MOUNTPOINT through FUSE; -f\n"
+	"         stays in the foreground.  OPTIONS: attr_timeout=S, entry_timeout=S (seconds\n"
+	"         the kernel caches attributes and names, default 1), and FUSE's own\n"
+	"         (allow_other, ...).  $ARC_SECRET is the server's secret\n"
+	"  umount unmount it (fusermount3 -u)\n"
 	"\n"
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }
@@ -141,6 +153,10 @@ int main(int argc, char **argv)
 		return cmd_mkfs(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "fsck"))
 		return cmd_fsck(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "mount"))
+		return arf_cmd_mount(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "umount"))
+		return arf_cmd_umount(argc - 2, argv + 2);
 	fprintf(stderr, "arf: unknown command '%s' (see arf --help)\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,544 @@
+/* fuse.c: `arf mount`, the FUSE client of ARF (libfuse3's low-level API).  Every request is
+ * one or two runs of the operations' segment (arf/arf_ops.h) or of arf/statfs.pna in the
+ * arfd serving the image; the client keeps no state of its own: FUSE inode numbers are ARF
+ * inode numbers (FUSE's root, 1, is ARF's root, 1), so forget has nothing to drop.
+ *
+ * Only the operations that work are registered; the kernel answers ENOSYS for the others
+ * (read, write, setattr, symlink, rename, link: docs/arf.md, "Mounting").
+ */
+#define FUSE_USE_VERSION 34
+#include <fuse_lowlevel.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arc.h"
+#include "arf_ops.h"
+
+int arf_cmd_mount(int argc, char **argv);
+int arf_cmd_umount(int argc, char **argv);
+
+struct arf_fs {
+	struct arc *a;
+	struct arf_client *c;
+	void *statfs_seg;
+	size_t statfs_len;
+	double attr_timeout, entry_timeout;
+	int foreground;
+};
+
+static struct arf_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* A -EIO from the client has its reason in arf_client_errmsg: say it where it can be seen
+ * (stderr is /dev/null once daemonized). */
+static void reply_errno(fuse_req_t req, int64_t rc)
+{
+	struct arf_fs *fs = fs_of(req);
+	if (rc == -EIO && fs->foreground)
+		fprintf(stderr, "arf mount: %s\n", arf_client_errmsg(fs->c));
+	fuse_reply_err(req, (int)-rc);
+}
+
+static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->st_ino = ino;
+	st->st_mode = at->mode;
+	st->st_nlink = at->nlink;
+	st->st_uid = at->uid;
+	st->st_gid = at->gid;
+	st->st_size = (off_t)at->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)(at->nblocks * 8);
+	st->st_atim.tv_sec = at->atime / 1000000000;
+	st->st_atim.tv_nsec = at->atime % 1000000000;
+	st->st_mtim.tv_sec = at->mtime / 1000000000;
+	st->st_mtim.tv_nsec = at->mtime % 1000000000;
+	st->st_ctim.tv_sec = at->ctime / 1000000000;
+	st->st_ctim.tv_nsec = at->ctime % 1000000000;
+}
+
+/* The entry of inode ino (just looked up or made): its attributes with the timeouts. */
+static void reply_entry(fuse_req_t req, int64_t ino)
+{
+	struct arf_fs *fs = fs_of(req);
+	struct arf_attr at;
+	int rc = arf_getattr(fs->c, (uint64_t)ino, &at);
+	if (rc < 0) {
+		/* removed between the two runs: for the caller it was never there */
+		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
+		return;
+	}
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof e);
+	e.ino = (fuse_ino_t)ino;
+	e.generation = at.gen;
+	to_stat((uint64_t)ino, &at, &e.attr);
+	e.attr_timeout = fs->attr_timeout;
+	e.entry_timeout = fs->entry_timeout;
+	fuse_reply_entry(req, &e);
+}
+
+static void arf_lookup_op(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int64_t ino = arf_lookup(fs_of(req)->c, parent, name);
+	if (ino < 0)
+		reply_errno(req, ino);
+	else
+		reply_entry(req, ino);
+}
+
+static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	struct arf_attr at;
+	int rc = arf_getattr(fs->c, ino, &at);
+	if (rc < 0) {
+		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
+		return;
+	}
+	struct stat st;
+	to_stat(ino, &at, &st);
+	fuse_reply_attr(req, &st, fs->attr_timeout);
+}
+
+static void arf_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int64_t ino = arf_mkdir(fs_of(req)->c, parent, name, mode & 07777, ctx->uid, ctx->gid);
+	if (ino < 0)
+		reply_errno(req, ino);
+	else
+		reply_entry(req, ino);
+}
+
+static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                         dev_t rdev)
+{
+	/* ARF stores regular files and fifos; devices and sockets are not representable */
+	if (!S_ISREG(mode) && !S_ISFIFO(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int64_t ino = arf_mknod(fs_of(req)->c, parent, name, mode & (S_IFMT | 07777), ctx->uid,
+	                        ctx->gid);
+	if (ino < 0)
+		reply_errno(req, ino);
+	else
+		reply_entry(req, ino);
+}
+
+/* open(O_CREAT) of a new name: the file is made; the open itself needs no state (fh 0). */
+static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                          struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int64_t ino = arf_create(fs->c, parent, name, mode & 07777, ctx->uid, ctx->gid);
+	if (ino < 0) {
+		reply_errno(req, ino);
+		return;
+	}
+	struct arf_attr at;
+	int rc = arf_getattr(fs->c, (uint64_t)ino, &at);
+	if (rc < 0) {
+		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
+		return;
+	}
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof e);
+	e.ino = (fuse_ino_t)ino;
+	e.generation = at.gen;
+	to_stat((uint64_t)ino, &at, &e.attr);
+	e.attr_timeout = fs->attr_timeout;
+	e.entry_timeout = fs->entry_timeout;
+	fi->fh = 0;
+	fuse_reply_create(req, &e, fi);
+}
+
+static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -arf_unlink(fs_of(req)->c, parent, name));
+}
+
+static void arf_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -arf_rmdir(fs_of(req)->c, parent, name));
+}
+
+/* Directories keep no open state: an ARF cookie is a position that stays valid. */
+static void arf_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fi->fh = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void arf_releasedir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+/* Directory offsets: 0 the start, 1 after ".", 2 after "..", then 2 + the ARF cookie after
+ * each entry (a cookie is a byte offset of a record, never 0 after an entry). */
+static void arf_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	size_t used = 0;
+	struct stat st;
+	memset(&st, 0, sizeof st);
+	if (off < 2) {
+		struct arf_attr at;
+		int rc = arf_getattr(fs->c, ino, &at);
+		if (rc < 0) {
+			free(buf);
+			reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
+			return;
+		}
+		if (off == 0) {
+			st.st_ino = ino;
+			st.st_mode = S_IFDIR;
+			used += fuse_add_direntry(req, buf + used, size - used, ".", &st, 1);
+		}
+		st.st_ino = at.parent ? at.parent : ino;
+		st.st_mode = S_IFDIR;
+		size_t n = fuse_add_direntry(req, buf + used, size - used, "..", &st, 2);
+		if (n <= size - used)
+			used += n;
+		else
+			goto done;
+		off = 2;
+	}
+	uint64_t cookie = (uint64_t)off - 2;
+	/* a batch about as large as the buffer holds (entries of ~32 bytes with short names) */
+	unsigned max = (unsigned)(size / 32 + 1);
+	if (max > 1024)
+		max = 1024;
+	struct arf_dirent *ents = malloc(max * sizeof *ents);
+	if (!ents) {
+		free(buf);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (;;) {
+		uint64_t next = cookie;
+		int n = arf_readdir(fs->c, ino, &next, ents, max);
+		if (n < 0) {
+			free(ents);
+			if (used)   /* what was gathered is good; the error comes again next call */
+				fuse_reply_buf(req, buf, used);
+			else
+				reply_errno(req, n);
+			free(buf);
+			return;
+		}
+		int k;
+		for (k = 0; k < n; k++) {
+			st.st_ino = ents[k].ino;
+			st.st_mode = (mode_t)ents[k].type << 12;   /* DT_* is S_IF* >> 12 */
+			size_t len = fuse_add_direntry(req, buf + used, size - used, ents[k].name, &st,
+			                               (off_t)(ents[k].cookie + 2));
+			if (len > size - used)
+				break;
+			used += len;
+		}
+		if (k < n || next == 0 || n == 0)
+			break;
+		cookie = next;
+	}
+	free(ents);
+done:
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
+{
+	struct arf_fs *fs = fs_of(req);
+	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len, .entry = "statfs" };
+	int rc = arc_exec(fs->a, &x);
+	uint64_t f[6];
+	if (rc != 0 || x.out_len != sizeof f) {
+		if (fs->foreground)
+			fprintf(stderr, "arf mount: statfs: %s\n",
+			        rc ? (x.trapped ? x.trap.text : arc_errmsg(fs->a)) : "short output");
+		free(x.out);
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	memcpy(f, x.out, sizeof f);
+	free(x.out);
+	struct statvfs sv;
+	memset(&sv, 0, sizeof sv);
+	sv.f_bsize = sv.f_frsize = f[0];
+	sv.f_blocks = f[1];
+	sv.f_bfree = sv.f_bavail = f[2];
+	sv.f_files = f[3];
+	sv.f_ffree = sv.f_favail = f[4];
+	sv.f_namemax = f[5];
+	fuse_reply_statfs(req, &sv);
+}
+
+static void arf_forget_op(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fuse_reply_none(req);
+}
+
+static void arf_forget_multi_op(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	fuse_reply_none(req);
+}
+
+static const struct fuse_lowlevel_ops arf_ll_ops = {
+	.lookup = arf_lookup_op,
+	.forget = arf_forget_op,
+	.forget_multi = arf_forget_multi_op,
+	.getattr = arf_getattr_op,
+	.mkdir = arf_mkdir_op,
+	.mknod = arf_mknod_op,
+	.create = arf_create_op,
+	.unlink = arf_unlink_op,
+	.rmdir = arf_rmdir_op,
+	.opendir = arf_opendir_op,
+	.readdir = arf_readdir_op,
+	.releasedir = arf_releasedir_op,
+	.statfs = arf_statfs_op,
+};
+
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 12, n = 0, r;
+	char *buf = malloc(cap);
+	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap *= 2);
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* Connect, install the operations and check the image with a statfs run: 0, or -1 with a
+ * message. */
+static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_seg,
+                      char *err, size_t errlen)
+{
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	fs->a = arc_connect(endpoint, &ao, err, errlen);
+	if (!fs->a)
+		return -1;
+	fs->c = arf_client_open(fs->a, ops_seg, err, errlen);
+	if (!fs->c)
+		goto fail;
+	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len, .entry = "statfs" };
+	int rc = arc_exec(fs->a, &x);
+	free(x.out);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: statfs: %s", endpoint,
+		         x.trapped ? "region arf is not an ARF image" : arc_errmsg(fs->a));
+		goto fail;
+	}
+	return 0;
+fail:
+	arf_client_close(fs->c);
+	fs->c = NULL;
+	arc_close(fs->a);
+	fs->a = NULL;
+	return -1;
+}
+
+static void fs_disconnect(struct arf_fs *fs)
+{
+	arf_client_close(fs->c);
+	fs->c = NULL;
+	if (fs->a)
+		arc_close(fs->a);
+	fs->a = NULL;
+}
+
+static int parse_timeout(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= 0) || v > 1e9)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The segment paths: $ARF_OPS_SEG / $ARF_STATFS_SEG, else beside this program
+ * (BUILD/arf -> BUILD/arfseg/X.pno), else build/arfseg/X.pno. */
+static char *seg_path(const char *env, const char *argv0, const char *name)
+{
+	const char *e = getenv(env);
+	if (e)
+		return strdup(e);
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			char *p;
+			if (asprintf(&p, "%s/arfseg/%s", self, name) >= 0) {
+				if (access(p, R_OK) == 0)
+					return p;
+				free(p);
+			}
+		}
+	}
+	char *p;
+	return asprintf(&p, "build/arfseg/%s", name) >= 0 ? p : NULL;
+}
+
+int arf_cmd_mount(int argc, char **argv)
+{
+	const char *endpoint = NULL, *mountpoint = NULL;
+	struct arf_fs fs = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
+	char *fuse_opts = NULL;     /* -o options for libfuse, comma-separated */
+	size_t fo_len = 0;
+	int rc = 1;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "-f")) {
+			fs.foreground = 1;
+		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+			char *list = strdup(argv[++i]), *save = NULL;
+			for (char *o = strtok_r(list, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+				if (!strncmp(o, "attr_timeout=", 13)) {
+					if (parse_timeout(o + 13, &fs.attr_timeout) != 0)
+						goto bad_opt;
+				} else if (!strncmp(o, "entry_timeout=", 14)) {
+					if (parse_timeout(o + 14, &fs.entry_timeout) != 0)
+						goto bad_opt;
+				} else {
+					size_t l = strlen(o);
+					char *nf = realloc(fuse_opts, fo_len + l + 2);
+					if (!nf)
+						goto bad_opt;
+					fuse_opts = nf;
+					if (fo_len)
+						fuse_opts[fo_len++] = ',';
+					memcpy(fuse_opts + fo_len, o, l + 1);
+					fo_len += l;
+				}
+				continue;
+bad_opt:
+				fprintf(stderr, "arf mount: -o %s: expected a number of seconds\n", o);
+				free(list);
+				free(fuse_opts);
+				return 2;
+			}
+			free(list);
+		} else if (argv[i][0] != '-' && !endpoint) {
+			endpoint = argv[i];
+		} else if (argv[i][0] != '-' && !mountpoint) {
+			mountpoint = argv[i];
+		} else {
+			fprintf(stderr, "arf mount: %s: unexpected argument (see arf --help)\n", argv[i]);
+			free(fuse_opts);
+			return 2;
+		}
+	}
+	if (!endpoint || !mountpoint) {
+		fprintf(stderr, "arf mount: needs ENDPOINT and MOUNTPOINT (see arf --help)\n");
+		free(fuse_opts);
+		return 2;
+	}
+
+	char err[1200];
+	char *ops_seg = seg_path("ARF_OPS_SEG", argv[0], "ops.pno");
+	char *statfs_seg = seg_path("ARF_STATFS_SEG", argv[0], "statfs.pno");
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se = NULL;
+	fs.statfs_seg = statfs_seg ? slurp(statfs_seg, &fs.statfs_len) : NULL;
+	if (!fs.statfs_seg) {
+		fprintf(stderr, "arf mount: %s: %s\n", statfs_seg ? statfs_seg : "statfs.pno",
+		        strerror(errno ? errno : ENOMEM));
+		goto out;
+	}
+	/* a first connection checks the server and the image while errors can still be told;
+	 * the connection's threads would not survive daemonizing, so the one that serves is
+	 * made afterwards */
+	if (fs_connect(&fs, endpoint, ops_seg, err, sizeof err) != 0) {
+		fprintf(stderr, "arf mount: %s\n", err);
+		goto out;
+	}
+	if (!fs.foreground)
+		fs_disconnect(&fs);
+
+	char *fsname;
+	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s%s%s", endpoint, fuse_opts ? "," : "",
+	             fuse_opts ? fuse_opts : "") < 0)
+		goto out;
+	int arg_ok = fuse_opt_add_arg(&args, "arf") == 0 && fuse_opt_add_arg(&args, "-o") == 0 &&
+	             fuse_opt_add_arg(&args, fsname) == 0;
+	free(fsname);
+	if (!arg_ok)
+		goto out;
+	se = fuse_session_new(&args, &arf_ll_ops, sizeof arf_ll_ops, &fs);
+	if (!se)
+		goto out;   /* libfuse said why (an unknown -o option, say) */
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out;
+	if (fuse_session_mount(se, mountpoint) != 0)
+		goto out;
+	if (!fs.foreground) {
+		if (fuse_daemonize(0) != 0) {
+			fuse_session_unmount(se);
+			goto out;
+		}
+		if (fs_connect(&fs, endpoint, ops_seg, err, sizeof err) != 0) {
+			fuse_session_unmount(se);
+			goto out;
+		}
+	}
+	/* 0 when unmounted, a signal number after SIGTERM/SIGINT/SIGHUP, -errno on failure */
+	rc = fuse_session_loop(se) < 0 ? 1 : 0;
+	fuse_session_unmount(se);
+out:
+	if (se) {
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+	}
+	fuse_opt_free_args(&args);
+	fs_disconnect(&fs);
+	free(fs.statfs_seg);
+	free(ops_seg);
+	free(statfs_seg);
+	free(fuse_opts);
+	return rc;
+}
+
+int arf_cmd_umount(int argc, char **argv)
+{
+	if (argc != 1 || argv[0][0] == '-') {
+		fprintf(stderr, "arf umount: needs MOUNTPOINT (see arf --help)\n");
+		return 2;
+	}
+	execlp("fusermount3", "fusermount3", "-u", "--", argv[0], (char *)NULL);
+	fprintf(stderr, "arf umount: fusermount3: %s\n", strerror(errno));
+	return 1;
+}
