@@ -159,7 +159,8 @@ fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \
 	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
-	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $$c tests/fuzz/seeds/$$(basename $$t) || exit 1; done
+	  s=tests/fuzz/seeds/$$(basename $$t); [ -d $$s ] || s=; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $$c $$s || exit 1; done
 
 # ---- benchmarks (bench-quick: small sizes, results in gitignored *.tmp files)
 bench: all
