@@ -131,7 +131,7 @@ static void m_write(struct model *m, uint64_t off, const void *p, size_t n)
 		m->size = off + n;
 }
 
-static inline void m_truncate(struct model *m, size_t size)
+static void m_truncate(struct model *m, size_t size)
 {
 	if (size < m->size)
 		memset(m->b + size, 0, m->size - size);
@@ -382,6 +382,112 @@ static void test_extents(const char *img)
 	fsck_clean("after hole fills", img);
 }
 
+static int64_t nblocks_of(struct conn *k, uint64_t ino)
+{
+	struct arf_attr at;
+	return arf_getattr(k->c, ino, &at) == 0 ? (int64_t)at.nblocks : -1;
+}
+
+static void tr(struct conn *k, struct model *m, uint64_t size)
+{
+	int r = arf_truncate(k->d, m->ino, size);
+	CHECK(r == 0, "truncate ino %" PRIu64 " to %" PRIu64 ": %d (%s)", m->ino, size, r,
+	      r < 0 ? arf_data_errmsg(k->d) : "");
+	if (r == 0)
+		m_truncate(m, size);
+}
+
+/* truncate down (inside a block, at a block boundary, into the inline extents, inside the
+ * extent-block chain, to 0) and up (a hole that reads as zeros), then setattr */
+static void test_truncate(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_data *d = k.d;
+	struct model t = { 0 };
+	t.ino = (uint64_t)create(&k, "t");
+	unsigned char *p = malloc(1u << 20);
+	fill_rand(p, 1u << 20);
+	wr(d, &t, 0, p, 100000);
+	tr(&k, &t, 50000);
+	same(&k, &t, 8192, "t down to 50000");
+	CHECK(nblocks_of(&k, t.ino) == 13, "t: nblocks %" PRId64, nblocks_of(&k, t.ino));
+	tr(&k, &t, 200000);
+	same(&k, &t, 8192, "t up to 200000 (the old bytes past 50000 read as zeros)");
+	CHECK(nblocks_of(&k, t.ino) == 13, "t grown: nblocks %" PRId64, nblocks_of(&k, t.ino));
+	wr(d, &t, 300001, "tail", 4);
+	wr(d, &t, 49999, p, 3);                   /* across the old cut */
+	same(&k, &t, 100000, "t written past the hole");
+	tr(&k, &t, 8192);                         /* at a block boundary */
+	same(&k, &t, 4096, "t down to 8192");
+	CHECK(nblocks_of(&k, t.ino) == 2, "t at 8192: nblocks %" PRId64, nblocks_of(&k, t.ino));
+	tr(&k, &t, 0);
+	CHECK(nblocks_of(&k, t.ino) == 0, "t at 0: nblocks %" PRId64, nblocks_of(&k, t.ino));
+	same(&k, &t, 4096, "t empty");
+	wr(d, &t, 10, p, 5000);
+	same(&k, &t, 4096, "t written again");
+
+	/* g: 850 extents, 9 inline and the rest in a chain of extent blocks */
+	uint64_t before = (uint64_t)nblocks_of(&k, g.ino);
+	tr(&k, &g, 1000ull * 4096 + 123);         /* inside the chain, inside a block */
+	same(&k, &g, 1u << 20, "g cut inside its chain");
+	int64_t after = nblocks_of(&k, g.ino);
+	CHECK(after > 0 && (uint64_t)after < before, "g: nblocks %" PRIu64 " -> %" PRId64,
+	      before, after);
+	tr(&k, &g, 900ull * 4096);
+	same(&k, &g, 1u << 20, "g cut at a block boundary");
+	tr(&k, &g, 5 * 4096 + 7);                 /* into the inline extents: the chain goes */
+	same(&k, &g, 4096, "g cut to inline extents");
+	/* blocks 0, 2, 4: the odd ones below 1100 were never filled */
+	CHECK(nblocks_of(&k, g.ino) == 3, "g: nblocks %" PRId64, nblocks_of(&k, g.ino));
+	tr(&k, &h, 3 * 4096);
+	same(&k, &h, 4096, "h cut");
+	tr(&k, &f2, 5u << 20);
+	tr(&k, &f2, 6u << 20);
+	same(&k, &f2, 1u << 20, "ten cut down and up");
+	CHECK(arf_truncate(d, f3.ino, 4096 + 2) == 0, "sparse cut");
+	char buf[16];
+	CHECK(arf_read(d, f3.ino, 4096, buf, sizeof buf) == 2 && memcmp(buf, "st", 2) == 0,
+	      "sparse cut read");
+	CHECK(arf_truncate(d, ARF_INO_ROOT, 0) == -EISDIR, "truncate a directory");
+	CHECK(arf_truncate(d, t.ino, (1ull << 44) + 1) == -EFBIG, "truncate past 16 TiB");
+	CHECK(arf_truncate(d, 0, 0) == -EINVAL, "truncate inode 0");
+
+	/* setattr */
+	struct arf_attr at, at2;
+	CHECK(arf_getattr(k.c, t.ino, &at) == 0, "getattr t");
+	struct arf_setattr sa = { .valid = ARF_SET_MODE | ARF_SET_UID | ARF_SET_GID |
+	                          ARF_SET_ATIME | ARF_SET_MTIME,
+	                          .mode = 0170600 /* type bits ignored */, .uid = 7, .gid = 8,
+	                          .atime = 123456789, .mtime = 987654321 };
+	CHECK(arf_setattr(d, t.ino, &sa) == 0, "setattr t");
+	CHECK(arf_getattr(k.c, t.ino, &at2) == 0 && at2.mode == (ARF_S_IFREG | 0600) &&
+	      at2.uid == 7 && at2.gid == 8 && at2.atime == 123456789 && at2.mtime == 987654321 &&
+	      at2.ctime >= at.ctime && at2.size == at.size,
+	      "setattr: mode %o uid %u gid %u atime %" PRId64 " mtime %" PRId64, at2.mode, at2.uid,
+	      at2.gid, at2.atime, at2.mtime);
+	sa = (struct arf_setattr){ .valid = ARF_SET_ATIME_NOW | ARF_SET_MTIME_NOW };
+	CHECK(arf_setattr(d, t.ino, &sa) == 0 && arf_getattr(k.c, t.ino, &at2) == 0 &&
+	      at2.atime > 987654321 && at2.mtime == at2.atime && at2.ctime == at2.atime,
+	      "setattr now: atime %" PRId64 " mtime %" PRId64 " ctime %" PRId64, at2.atime,
+	      at2.mtime, at2.ctime);
+	sa = (struct arf_setattr){ .valid = ARF_SET_MODE, .mode = 0700 };
+	CHECK(arf_setattr(d, ARF_INO_ROOT, &sa) == 0 && arf_getattr(k.c, ARF_INO_ROOT, &at2) == 0 &&
+	      at2.mode == (ARF_S_IFDIR | 0700), "chmod the root: %o", at2.mode);
+	sa.mode = 0755;
+	CHECK(arf_setattr(d, ARF_INO_ROOT, &sa) == 0, "chmod the root back");
+	sa.valid = 128;
+	CHECK(arf_setattr(d, t.ino, &sa) == -EINVAL, "setattr unknown bit");
+	sa.valid = ARF_SET_UID;
+	CHECK(arf_setattr(d, 300, &sa) == -ENOENT, "setattr a free inode");
+	CHECK(arf_setattr(d, 0, &sa) == -EINVAL, "setattr inode 0");
+	free(p);
+	free(t.b);
+	unserve(&k);
+	fsck_clean("after truncate and setattr", img);
+}
+
 static void test_enospc(void)
 {
 	char err[512];
@@ -432,6 +538,7 @@ int main(void)
 	CHECK(arf_mkfs(img, 128 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
 	test_roundtrip(img);
 	test_extents(img);
+	test_truncate(img);
 	test_enospc();
 	free(f1.b); free(f2.b); free(f3.b); free(g.b); free(h.b);
 	if (!failed) {
