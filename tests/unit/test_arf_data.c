@@ -3,8 +3,10 @@
  * (1 byte, across block boundaries, 10 MiB), a sparse file with a 1 GiB hole, overwrites in
  * the middle, hundreds of interleaved one-block appends and hole fills (extents beyond the
  * 9 inline ones, extent blocks filled and split), truncate down and up, setattr, every
- * errno, and ENOSPC on a 4 MiB image.  Every file is compared with a model kept here.
- * After each phase arfd is stopped and arf_fsck must find the image clean.
+ * errno, ENOSPC on a 4 MiB image, and crashes: a write that splits an extent block and a
+ * truncate that cuts the chain, stopped by fuel at every point in forked servers that are
+ * then SIGKILLed (fsck clean, the file as before or as after).  Every file is compared with a
+ * model kept here.  After each phase arfd is stopped and arf_fsck must find the image clean.
  * Prints "N passed, N failed" last.
  */
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -519,6 +522,271 @@ static void test_enospc(void)
 	free(m.b);
 }
 
+/* ---- crashes: a run stopped by fuel at successive points, then SIGKILL (as test_arf_ops) */
+
+static int interrupted_ops(const char *img)
+{
+	struct arf_image m;
+	char err[512];
+	if (arf_image_open(img, ARF_OPEN_RO, &m, err, sizeof err) != 0)
+		return -1;
+	int n = 0;
+	for (unsigned s = 0; s < ARF_J_SLOTS; s++) {
+		const struct arf_jslot *j = (const struct arf_jslot *)(m.base + m.sb->journal_off +
+		                                                         (uint64_t)s * ARF_J_SLOT_SIZE);
+		n += j->n_undo > 0;
+	}
+	arf_image_close(&m, err, sizeof err);
+	return n;
+}
+
+/* A forked arfd serving img; its endpoint in ep.  The child's pid, or -1. */
+static pid_t fork_server(const char *img, char ep[256])
+{
+	int pfd[2];
+	if (pipe(pfd) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		static struct arfd_config cfg;
+		char err[512], e[256] = "";
+		cfg.listen[cfg.n_listen++] = "tcp:127.0.0.1:0";
+		cfg.arf_image = img;
+		struct arfd *s = arfd_start(&cfg, err, sizeof err);
+		if (s)
+			snprintf(e, sizeof e, "%s", arfd_endpoint(s, "tcp"));
+		if (write(pfd[1], e, sizeof e) != (ssize_t)sizeof e)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	ssize_t got = read(pfd[0], ep, 256);
+	close(pfd[0]);
+	if (got != 256 || !ep[0]) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+static bool cp(const char *from, const char *to)
+{
+	char cmd[1300];
+	snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
+	return system(cmd) == 0;
+}
+
+struct crash {
+	const char *img, *pristine, *entry;
+	const int64_t *args;
+	unsigned nargs;
+	const void *bytes;
+	size_t blen;
+	struct model *before, *after;
+	char *seg;
+	size_t seg_len;
+	uint32_t ne0;             /* extents of the file before the operation */
+	int rounds, cut;
+};
+
+/* One try from the pristine image with this much fuel, then SIGKILL of the server: 0 the
+ * run stopped before changing anything, 1 in the middle (journal in use), 2 after its
+ * commit (stopped while giving blocks back), 3 it completed.  fsck must be clean after it;
+ * every third try a restart must show the file as before or as after, nothing between. */
+static int crash_round(struct crash *cr, uint64_t fuel)
+{
+	char err[512], ep[256];
+	if (!cp(cr->pristine, cr->img))
+		return -1;
+	pid_t pid = fork_server(cr->img, ep);
+	CHECK(pid > 0, "forked arfd did not start");
+	if (pid <= 0)
+		return -1;
+	struct arc_opts o = { .timeout_ms = 3000 };
+	struct arc *a = arc_connect(ep, &o, err, sizeof err);
+	struct arc_exec x = { .seg = cr->seg, .seg_len = cr->seg_len, .entry = cr->entry,
+	                      .args = cr->args, .n_args = cr->nargs, .argbytes = cr->bytes,
+	                      .argbytes_len = cr->blen, .fuel = fuel };
+	int rc = a ? arc_exec(a, &x) : -1, res = 0;
+	free(x.out);
+	if (rc == 0) {
+		CHECK(x.value >= 0, "%s with fuel %" PRIu64 ": %" PRId64, cr->entry, fuel, x.value);
+		res = 3;
+	} else {
+		CHECK(x.trapped && x.trap.kind == 4, "%s fuel %" PRIu64 ": rc %d trap kind %u",
+		      cr->entry, fuel, rc, x.trap.kind);
+	}
+	if (a)
+		arc_close(a);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	int n = interrupted_ops(cr->img);
+	unsigned nb;
+	uint64_t inc;
+	uint32_t ne = cr->ne0;
+	chain_of(cr->img, cr->before->ino, &nb, &inc, &ne);
+	if (res == 0)
+		res = n > 0 ? 1 : ne != cr->ne0 ? 2 : 0;
+	cr->cut += n > 0;
+	cr->rounds++;
+	char what[160];
+	snprintf(what, sizeof what, "%s: SIGKILL after %" PRIu64 " fuel (journal: %d cut short)",
+	         cr->entry, fuel, n);
+	fsck_clean(what, cr->img);
+	if (cr->rounds % 3 == 0 || res == 1) {
+		struct conn k;
+		if (serve(&k, cr->img)) {
+			struct model *b = cr->before, *f = cr->after;
+			size_t cap = (b->size > f->size ? b->size : f->size) + 1;
+			unsigned char *buf = malloc(cap);
+			int64_t r = arf_read(k.d, b->ino, 0, buf, cap);
+			bool was = r == (int64_t)b->size && !memcmp(buf, b->b, b->size);
+			bool now = r == (int64_t)f->size && !memcmp(buf, f->b, f->size);
+			CHECK(was || now, "%s: after fuel %" PRIu64 " and a restart the file is neither "
+			      "as before nor as after (%" PRId64 " bytes)", cr->entry, fuel, r);
+			CHECK(res != 1 || was, "%s: fuel %" PRIu64 ": cut short, not rolled back",
+			      cr->entry, fuel);
+			free(buf);
+			unserve(&k);
+		}
+	}
+	return res;
+}
+
+/* Run entry(args, bytes) against img with fuel stopping it at successive points: fuel is
+ * spent by calls and backward branches only, so a run of a few hundred is stopped at every
+ * one; a longer one every total/150, and at every point between the last stop before its
+ * commit and the first after it.  Each try starts from a copy of the image as it was. */
+static void crash_loop(const char *img, const char *entry, const int64_t *args, unsigned nargs,
+                       const void *bytes, size_t blen, struct model *before,
+                       struct model *after)
+{
+	static char seg[1 << 20];
+	struct crash cr = { .img = img, .entry = entry, .args = args, .nargs = nargs,
+	                    .bytes = bytes, .blen = blen, .before = before, .after = after,
+	                    .seg = seg };
+	FILE *f = fopen(dataseg, "rb");
+	if (f) {
+		cr.seg_len = fread(seg, 1, sizeof seg, f);
+		fclose(f);
+	}
+	char pristine[600], err[512], ep[256];
+	snprintf(pristine, sizeof pristine, "%s.pristine", img);
+	cr.pristine = pristine;
+	unsigned nb;
+	uint64_t inc;
+	if (!cp(img, pristine) || chain_of(img, before->ino, &nb, &inc, &cr.ne0) != 0) {
+		CHECK(0, "%s: cannot copy the image", entry);
+		return;
+	}
+	/* the fuel the whole run takes, measured on a copy */
+	uint64_t total = 0;
+	pid_t pid = fork_server(img, ep);
+	if (pid > 0) {
+		struct arc_opts o = { .timeout_ms = 3000 };
+		struct arc *a = arc_connect(ep, &o, err, sizeof err);
+		struct arc_exec x = { .seg = seg, .seg_len = cr.seg_len, .entry = entry, .args = args,
+		                      .n_args = nargs, .argbytes = bytes, .argbytes_len = blen };
+		if (a && arc_exec(a, &x) == 0 && x.value >= 0)
+			total = x.fuel_used;
+		free(x.out);
+		if (a)
+			arc_close(a);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	CHECK(total > 10, "%s: fuel of the whole run %" PRIu64, entry, total);
+	uint64_t stride = total / 150 + 1, prev = 0;
+	bool refined = false;
+	for (uint64_t fuel = 1; total > 10 && fuel < total; fuel += stride) {
+		int r = crash_round(&cr, fuel);
+		if (r >= 2 && !refined) {
+			refined = true;           /* the commit lies in (prev, fuel]: every point */
+			for (uint64_t g2 = prev + 1; g2 < fuel; g2++)
+				crash_round(&cr, g2);
+		}
+		if (r == 0)
+			prev = fuel;
+	}
+	int last = total > 10 ? crash_round(&cr, total) : -1;
+	if (last != 3) {                          /* total fuel and not done: once more, freely */
+		CHECK(0, "%s: the run with all its fuel did not complete (%d)", entry, last);
+	}
+	/* leave the image with the operation done */
+	cp(pristine, img);
+	pid = fork_server(img, ep);
+	if (pid > 0) {
+		struct arc_opts o = { .timeout_ms = 3000 };
+		struct arc *a = arc_connect(ep, &o, err, sizeof err);
+		struct arc_exec x = { .seg = seg, .seg_len = cr.seg_len, .entry = entry, .args = args,
+		                      .n_args = nargs, .argbytes = bytes, .argbytes_len = blen };
+		CHECK(a && arc_exec(a, &x) == 0 && x.value >= 0, "%s: the final run", entry);
+		free(x.out);
+		if (a)
+			arc_close(a);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	unlink(pristine);
+	printf("crash %s: %d kills (fuel of the run %" PRIu64 "), %d of them mid-operation\n",
+	       entry, cr.rounds, total, cr.cut);
+	/* the logged window is a few calls long: write logs the inode, the extent block and
+	 * inserts (4 stops inside), truncate logs three records and commits (2 stops) */
+	CHECK(cr.cut >= 2, "%s: kills %d, mid-operation %d", entry, cr.rounds, cr.cut);
+}
+
+/* c: 300 one-block extents at even blocks (9 inline, a full extent block, 36 in a second),
+ * then a write filling the hole at block 101 (an insert that splits the full block) and a
+ * truncate that cuts the chain, each crashed at every point */
+static void test_crash(void)
+{
+	char err[512];
+	const char *img = path_of("crash.img");
+	CHECK(arf_mkfs(img, 64 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k;
+	struct model c = { 0 }, o = { 0 };
+	unsigned char blk[4096];
+	if (!serve(&k, img))
+		return;
+	c.ino = (uint64_t)create(&k, "c");
+	o.ino = (uint64_t)create(&k, "other");
+	for (int i = 0; i < 300; i++) {
+		fill_rand(blk, sizeof blk);
+		wr(k.d, &c, (uint64_t)i * 8192, blk, 4096);
+		wr(k.d, &o, (uint64_t)i * 4096, blk, 4096);
+	}
+	unserve(&k);
+	/* the write is in the middle of the file: its size does not change, so a restart
+	 * tells before from after by the bytes at block 101 (zeros: before) */
+	fill_rand(blk, sizeof blk);
+	struct model c2 = { .ino = c.ino };
+	m_write(&c2, 0, c.b, c.size);
+	m_write(&c2, 101 * 4096, blk, sizeof blk);
+	int64_t wa[2] = { (int64_t)c.ino, 101 * 4096 };
+	crash_loop(img, "write", wa, 2, blk, sizeof blk, &c, &c2);
+	if (serve(&k, img)) {
+		same(&k, &c2, 1u << 20, "c after the write");
+		unserve(&k);
+	}
+	struct model c3 = { .ino = c.ino };
+	m_write(&c3, 0, c2.b, c2.size);
+	m_truncate(&c3, 150 * 4096);
+	int64_t ta[2] = { (int64_t)c.ino, 150 * 4096 };
+	crash_loop(img, "truncate", ta, 2, NULL, 0, &c2, &c3);
+	if (serve(&k, img)) {
+		same(&k, &c3, 1u << 20, "c after the truncate");
+		unserve(&k);
+	}
+	fsck_clean("after the crashes", img);
+	free(c.b);
+	free(c2.b);
+	free(c3.b);
+	free(o.b);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -540,6 +808,7 @@ int main(void)
 	test_extents(img);
 	test_truncate(img);
 	test_enospc();
+	test_crash();
 	free(f1.b); free(f2.b); free(f3.b); free(g.b); free(h.b);
 	if (!failed) {
 		char cmd[600];
