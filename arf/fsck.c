@@ -169,7 +169,9 @@ static uint64_t check_extents(struct fsck *f, uint64_t i, struct arf_inode *d, u
 {
 	uint32_t n = d->n_extents;
 	struct arf_extent *keep = malloc(((size_t)n + 1) * sizeof *keep);
-	uint64_t *chain = malloc(((size_t)n / ARF_X_MAX + 2) * sizeof *chain);
+	/* an extent block holds 1..ARF_X_MAX extents (writes split full ones), so a chain
+	 * has at most one block per extent */
+	uint64_t *chain = malloc(((size_t)n + 2) * sizeof *chain);
 	if (!keep || !chain) {
 		free(keep);
 		free(chain);
