@@ -25,7 +25,10 @@ static int plain(const char *p, size_t n)
 	if (n == 0 || strchr("*+?{|)", p[0]))
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (p[i] == '\\' || p[i] == '{' || p[i] == '[' || (i && p[i - 1] == '|' && strchr("*+?|", p[i])) ||
+		/* anchors anywhere but at the ends ("^^a", "a^b") are where glibc's regexec and
+		 * GNU grep part ways (found by this target: /^^a.*a.*b$/ on "abab"): not plain */
+		if ((p[i] == '^' && i != 0) || (p[i] == '$' && i != n - 1) ||
+		    p[i] == '\\' || p[i] == '{' || p[i] == '[' || (i && p[i - 1] == '|' && strchr("*+?|", p[i])) ||
 		    (i && p[i - 1] == '(' && strchr("*+?)|", p[i])) || (unsigned char)p[i] >= 0x80 || p[i] == 0)
 			return 0;
 	return 1;
