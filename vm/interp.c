@@ -76,12 +76,6 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	const struct xfunc *fn = &prog->funcs[entry];
 	uint64_t *fp = slots;
 	const struct xinsn *ip = fn->code;
-	if (fn->n_slots > VM_STACK_SLOTS) {
-		run->trap->func = entry;
-		run->trap->pc = 0;
-		run->trap->kind = ISA_TRAP_STACK;
-		return -VM_ETRAP;
-	}
 	for (unsigned i = 0; i < fn->n_args; i++)
 		fp[i] = (uint64_t)argv[i];
 	for (unsigned i = fn->n_args; i < fn->n_locals; i++)

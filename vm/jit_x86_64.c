@@ -1477,12 +1477,6 @@ int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *re
 	const struct jit_prog *j = prog->jit;
 	const struct xfunc *fn = &prog->funcs[entry];
 	uint64_t slots[VM_STACK_SLOTS];
-	if (fn->n_slots > VM_STACK_SLOTS) {
-		run->trap->func = entry;
-		run->trap->pc = 0;
-		run->trap->kind = ISA_TRAP_STACK;
-		return -VM_ETRAP;
-	}
 	for (unsigned i = 0; i < fn->n_args; i++)
 		slots[i] = (uint64_t)argv[i];
 	struct jit_ctx ctx = {

@@ -325,8 +325,15 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
 	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = fuel,
 	                   .user = opts->user, .trap = &res->trap, .remote = prog->remote };
-	int rc = engine == VM_ENGINE_JIT ? vm_jit_run(&run, entry, argv, &res->value)
-	                                 : vm_interp(&run, entry, argv, &res->value);
+	/* the entry's own frame must fit, whichever engine runs it (both rely on this) */
+	int rc;
+	if (prog->funcs[entry].n_slots > VM_STACK_SLOTS) {
+		res->trap = (struct vm_trap){ .kind = ISA_TRAP_STACK, .func = entry, .pc = 0 };
+		rc = -VM_ETRAP;
+	} else {
+		rc = engine == VM_ENGINE_JIT ? vm_jit_run(&run, entry, argv, &res->value)
+		                             : vm_interp(&run, entry, argv, &res->value);
+	}
 	vm_remote_cache_free(&run);
 	res->out_len = R[ISA_R_OUT].len;
 	res->fuel_used = fuel - run.fuel;
