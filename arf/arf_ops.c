@@ -222,3 +222,29 @@ int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name)
 	int64_t a[1] = { (int64_t)dir };
 	return (int)simple(c, "rmdir", a, 1, name);
 }
+
+int64_t arf_symlink(struct arf_client *c, uint64_t dir, const char *name, const char *target,
+                    uint32_t uid, uint32_t gid)
+{
+	(void)c, (void)dir, (void)name, (void)target, (void)uid, (void)gid;
+	return -ENOSYS;
+}
+
+int arf_readlink(struct arf_client *c, uint64_t ino, char *buf, size_t len)
+{
+	(void)c, (void)ino, (void)buf, (void)len;
+	return -ENOSYS;
+}
+
+int arf_link(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname)
+{
+	(void)c, (void)ino, (void)newdir, (void)newname;
+	return -ENOSYS;
+}
+
+int arf_rename(struct arf_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
+               const char *newname, unsigned flags)
+{
+	(void)c, (void)olddir, (void)oldname, (void)newdir, (void)newname, (void)flags;
+	return -ENOSYS;
+}

@@ -8,6 +8,7 @@
 #ifndef ARF_OPS_H
 #define ARF_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct arc;
@@ -57,5 +58,22 @@ int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf
 
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name);
 int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name);
+
+/* A symbolic link name in dir pointing at target (1..4095 bytes; empty: -ENOENT, longer:
+ * -ENAMETOOLONG), mode S_IFLNK|0777: the new inode number. */
+int64_t arf_symlink(struct arf_client *c, uint64_t dir, const char *name, const char *target,
+                    uint32_t uid, uint32_t gid);
+/* The target of symlink ino into buf (up to len bytes, not NUL-terminated, as readlink(2)):
+ * its full length (may exceed len: then buf holds the first len bytes); -EINVAL when ino
+ * is not a symlink. */
+int arf_readlink(struct arf_client *c, uint64_t ino, char *buf, size_t len);
+/* A new name newname in newdir for the existing non-directory ino (nlink + 1). */
+int arf_link(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname);
+
+#define ARF_RENAME_NOREPLACE 1u     /* RENAME_NOREPLACE: -EEXIST when newname exists */
+#define ARF_RENAME_EXCHANGE 2u      /* RENAME_EXCHANGE: swap the two names (both must exist) */
+/* rename(2)/renameat2(2) on names: flags 0 or one of the above. */
+int arf_rename(struct arf_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
+               const char *newname, unsigned flags);
 
 #endif
