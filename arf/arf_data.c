@@ -164,3 +164,12 @@ int arf_setattr(struct arf_data *d, uint64_t ino, const struct arf_setattr *sa)
 	free(x.out);
 	return (int)v;
 }
+
+int arf_fsync(struct arf_data *d, uint64_t ino)
+{
+	int64_t a[1] = { (int64_t)ino };
+	struct arc_exec x = { 0 };
+	int64_t v = run(d, &x, "fsync", a, 1, NULL, 0);
+	free(x.out);
+	return (int)v;
+}

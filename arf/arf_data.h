@@ -1,5 +1,5 @@
 /* arf_data.h: ARF file data from a client: install arf/data.pna's segment in an arfd serving
- * an image (arfd --arf) and call its exports (write, read, truncate, setattr) through libarc.
+ * an image (arfd --arf) and call its exports (write, read, truncate, setattr, fsync) through libarc.
  * docs/arf.md, "File data", describes the operations and their errors.
  *
  * A separate handle from arf_ops.h's struct arf_client (each installs its own segment); both
@@ -32,6 +32,11 @@ int64_t arf_write(struct arf_data *d, uint64_t ino, uint64_t off, const void *bu
 int64_t arf_read(struct arf_data *d, uint64_t ino, uint64_t off, void *buf, size_t len);
 /* Set the size: shrinking frees the blocks past it, growing leaves a hole. */
 int arf_truncate(struct arf_data *d, uint64_t ino, uint64_t size);
+
+/* Make the inode durable with what its contents depend on (a file's data and extent blocks,
+ * a directory's table and blocks, a symlink's target): 0 once the server's msync returned,
+ * or -errno.  Any inode type. */
+int arf_fsync(struct arf_data *d, uint64_t ino);
 
 /* setattr's valid bits (the fields to change); ctime becomes now whenever any is set. */
 enum {

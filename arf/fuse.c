@@ -1,10 +1,14 @@
 /* fuse.c: `arf mount`, the FUSE client of ARF (libfuse3's low-level API).  Every request is
- * one or two runs of the operations' segment (arf/arf_ops.h) or of arf/statfs.pna in the
- * arfd serving the image; the client keeps no state of its own: FUSE inode numbers are ARF
- * inode numbers (FUSE's root, 1, is ARF's root, 1), so forget has nothing to drop.
+ * one or two runs of the operations' segment (arf/arf_ops.h), the data segment
+ * (arf/arf_data.h) or arf/statfs.pna in the arfd serving the image; the client keeps no
+ * state of its own: FUSE inode numbers are ARF inode numbers (FUSE's root, 1, is ARF's
+ * root, 1), so forget has nothing to drop, and open files need no handle.
  *
- * Only the operations that work are registered; the kernel answers ENOSYS for the others
- * (read, write, setattr, symlink, rename, link: docs/arf.md, "Mounting").
+ * Consistency is close-to-open, as NFS gives: attributes and entries are cached for the
+ * -o attr_timeout/entry_timeout seconds, and every open drops the file's cached pages, so
+ * what another client wrote and closed is seen by the next open (docs/arf.md, "Mounting").
+ * Permissions are checked by the kernel against the stored mode, uid and gid
+ * (default_permissions is always on).
  */
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
@@ -18,6 +22,7 @@
 #include <unistd.h>
 
 #include "arc.h"
+#include "arf_data.h"
 #include "arf_ops.h"
 
 int arf_cmd_mount(int argc, char **argv);
@@ -26,10 +31,12 @@ int arf_cmd_umount(int argc, char **argv);
 struct arf_fs {
 	struct arc *a;
 	struct arf_client *c;
+	struct arf_data *d;
 	void *statfs_seg;
 	size_t statfs_len;
 	double attr_timeout, entry_timeout;
 	int foreground;
+	struct fuse_session *se;
 };
 
 static struct arf_fs *fs_of(fuse_req_t req)
@@ -44,6 +51,14 @@ static void reply_errno(fuse_req_t req, int64_t rc)
 	struct arf_fs *fs = fs_of(req);
 	if (rc == -EIO && fs->foreground)
 		fprintf(stderr, "arf mount: %s\n", arf_client_errmsg(fs->c));
+	fuse_reply_err(req, (int)-rc);
+}
+
+static void reply_data_errno(fuse_req_t req, int64_t rc)
+{
+	struct arf_fs *fs = fs_of(req);
+	if (rc == -EIO && fs->foreground)
+		fprintf(stderr, "arf mount: %s\n", arf_data_errmsg(fs->d));
 	fuse_reply_err(req, (int)-rc);
 }
 
@@ -293,6 +308,129 @@ static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* ---- files ---- */
+
+/* No per-open state.  Close-to-open consistency with other clients: keep_cache 0 makes the
+ * kernel drop the file's cached pages at each open, and the cached attributes are marked
+ * stale (offset -1: attributes only), so a read that reaches the cached end of file asks
+ * for the size again instead of stopping at a length another client has since changed. */
+static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	if (fs->attr_timeout > 0 && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	fi->fh = 0;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+/* Writes are not buffered in the client: a write returned when arfd applied it, so close
+ * has nothing to flush. */
+static void arf_flush_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	char *buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	int64_t n = arf_read(fs->d, ino, (uint64_t)off, buf, size);
+	if (n < 0)
+		reply_data_errno(req, n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+                         off_t off, struct fuse_file_info *fi)
+{
+	int64_t n = arf_write(fs_of(req)->d, ino, (uint64_t)off, buf, size);
+	if (n < 0)
+		reply_data_errno(req, n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
+                         struct fuse_file_info *fi)
+{
+	int rc = arf_fsync(fs_of(req)->d, ino);
+	if (rc < 0)
+		reply_data_errno(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* chmod, chown, truncate, utimens: the size first (shrinking frees blocks, growing leaves a
+ * hole), then the other fields in one run; the reply carries the attributes read after. */
+static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                           struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	int rc = 0;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = arf_truncate(fs->d, ino, (uint64_t)attr->st_size);
+		if (rc < 0) {
+			reply_data_errno(req, rc);
+			return;
+		}
+	}
+	struct arf_setattr sa = { 0 };
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= ARF_SET_MODE;
+		sa.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= ARF_SET_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= ARF_SET_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= ARF_SET_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= ARF_SET_ATIME;
+		sa.atime = (int64_t)attr->st_atim.tv_sec * 1000000000 + attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= ARF_SET_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= ARF_SET_MTIME;
+		sa.mtime = (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+	}
+	if (sa.valid) {
+		rc = arf_setattr(fs->d, ino, &sa);
+		if (rc < 0) {
+			reply_data_errno(req, rc);
+			return;
+		}
+	}
+	arf_getattr_op(req, ino, fi);
+}
+
+static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
+{
+	/* 1 MiB requests (libfuse asks the kernel for max_pages to match); readahead as large */
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 1u << 20;
+	/* O_TRUNC arrives as a setattr of the size, which the handler above does */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
 static void arf_forget_op(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	fuse_reply_none(req);
@@ -304,6 +442,15 @@ static void arf_forget_multi_op(fuse_req_t req, size_t count, struct fuse_forget
 }
 
 static const struct fuse_lowlevel_ops arf_ll_ops = {
+	.init = arf_init_op,
+	.open = arf_open_op,
+	.release = arf_release_op,
+	.flush = arf_flush_op,
+	.read = arf_read_op,
+	.write = arf_write_op,
+	.fsync = arf_fsync_op,
+	.fsyncdir = arf_fsync_op,
+	.setattr = arf_setattr_op,
 	.lookup = arf_lookup_op,
 	.forget = arf_forget_op,
 	.forget_multi = arf_forget_multi_op,
@@ -343,7 +490,7 @@ static void *slurp(const char *path, size_t *len)
 /* Connect, install the operations and check the image with a statfs run: 0, or -1 with a
  * message. */
 static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_seg,
-                      char *err, size_t errlen)
+                      const char *data_seg, char *err, size_t errlen)
 {
 	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
 	fs->a = arc_connect(endpoint, &ao, err, errlen);
@@ -351,6 +498,9 @@ static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_s
 		return -1;
 	fs->c = arf_client_open(fs->a, ops_seg, err, errlen);
 	if (!fs->c)
+		goto fail;
+	fs->d = arf_data_open(fs->a, data_seg, err, errlen);
+	if (!fs->d)
 		goto fail;
 	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len, .entry = "statfs" };
 	int rc = arc_exec(fs->a, &x);
@@ -362,6 +512,8 @@ static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_s
 	}
 	return 0;
 fail:
+	arf_data_close(fs->d);
+	fs->d = NULL;
 	arf_client_close(fs->c);
 	fs->c = NULL;
 	arc_close(fs->a);
@@ -371,6 +523,8 @@ fail:
 
 static void fs_disconnect(struct arf_fs *fs)
 {
+	arf_data_close(fs->d);
+	fs->d = NULL;
 	arf_client_close(fs->c);
 	fs->c = NULL;
 	if (fs->a)
@@ -471,6 +625,7 @@ bad_opt:
 	char err[1200];
 	char *ops_seg = seg_path("ARF_OPS_SEG", argv[0], "ops.pno");
 	char *statfs_seg = seg_path("ARF_STATFS_SEG", argv[0], "statfs.pno");
+	char *data_seg = seg_path("ARF_DATA_SEG", argv[0], "data.pno");
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
 	fs.statfs_seg = statfs_seg ? slurp(statfs_seg, &fs.statfs_len) : NULL;
@@ -482,7 +637,7 @@ bad_opt:
 	/* a first connection checks the server and the image while errors can still be told;
 	 * the connection's threads would not survive daemonizing, so the one that serves is
 	 * made afterwards */
-	if (fs_connect(&fs, endpoint, ops_seg, err, sizeof err) != 0) {
+	if (fs_connect(&fs, endpoint, ops_seg, data_seg, err, sizeof err) != 0) {
 		fprintf(stderr, "arf mount: %s\n", err);
 		goto out;
 	}
@@ -490,7 +645,8 @@ bad_opt:
 		fs_disconnect(&fs);
 
 	char *fsname;
-	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s%s%s", endpoint, fuse_opts ? "," : "",
+	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s,default_permissions%s%s", endpoint,
+	             fuse_opts ? "," : "",
 	             fuse_opts ? fuse_opts : "") < 0)
 		goto out;
 	int arg_ok = fuse_opt_add_arg(&args, "arf") == 0 && fuse_opt_add_arg(&args, "-o") == 0 &&
@@ -501,6 +657,7 @@ bad_opt:
 	se = fuse_session_new(&args, &arf_ll_ops, sizeof arf_ll_ops, &fs);
 	if (!se)
 		goto out;   /* libfuse said why (an unknown -o option, say) */
+	fs.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
 	if (fuse_session_mount(se, mountpoint) != 0)
@@ -510,7 +667,7 @@ bad_opt:
 			fuse_session_unmount(se);
 			goto out;
 		}
-		if (fs_connect(&fs, endpoint, ops_seg, err, sizeof err) != 0) {
+		if (fs_connect(&fs, endpoint, ops_seg, data_seg, err, sizeof err) != 0) {
 			fuse_session_unmount(se);
 			goto out;
 		}
@@ -528,6 +685,7 @@ out:
 	free(fs.statfs_seg);
 	free(ops_seg);
 	free(statfs_seg);
+	free(data_seg);
 	free(fuse_opts);
 	return rc;
 }

@@ -756,6 +756,31 @@ static void hook_log(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64
 	arfd_log(ARFD_LOG_INFO, "segment: %s", line);
 }
 
+/* sync(region, off, len): make bytes off..off+len of a file-backed region durable (msync
+ * MS_SYNC of the pages holding them): 0, or -errno.  On anonymous memory it has nothing to
+ * do and succeeds.  This is how a segment implements fsync (arf/data.pna); bytecode cannot
+ * reach the page cache any other way. */
+static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
+{
+	if (region < 0 || off < 0 || len < 0) {
+		vm_hook_fail(ctx, "sync: bad range (region %lld, offset %lld, length %lld)",
+		             (long long)region, (long long)off, (long long)len);
+		return -EINVAL;
+	}
+	if (len == 0)
+		return 0;
+	const char *p = vm_hook_mem(ctx, (unsigned)region, (uint64_t)off, (uint64_t)len, 0);
+	if (!p) {
+		vm_hook_fail(ctx, "sync: range outside region %lld", (long long)region);
+		return -EINVAL;
+	}
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)p & ~(page - 1);
+	if (msync((void *)start, (uintptr_t)p + (uintptr_t)len - start, MS_SYNC) != 0)
+		return -errno;
+	return 0;
+}
+
 /* ---- life cycle ---- */
 
 static int map_region(struct region *g, const struct arfd_region_spec *spec, char *err, size_t errlen)
@@ -877,6 +902,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	}
 	vm_bind_hook(s->vm, "now", (void *)hook_now, ":l", s);
 	vm_bind_hook(s->vm, "log", (void *)hook_log, "lll:v", s);
+	vm_bind_hook(s->vm, "sync", (void *)hook_sync, "lll:l", s);
 	for (unsigned i = 0; i < c->n_hooks; i++) {
 		const struct arfd_hook *h = &c->hooks[i];
 		int rc = vm_bind_hook(s->vm, h->name, h->fn, h->sig, h->user);

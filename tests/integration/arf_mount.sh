@@ -1,7 +1,9 @@
 #!/bin/sh
 # arf_mount.sh: `arf mount` (the FUSE client) on a real image served by arfd --arf, driven
 # with plain shell tools: mkdir -p, create, mkfifo, ls -la (names, types), stat, statfs,
-# rm, rmdir, the errors the tools print (EEXIST, ENOTEMPTY, ENOENT, EPERM for a device), a
+# data (write, overwrite, append, truncate, holes), fsync, chmod/chown/touch and the
+# kernel's permission checks, two clients (close-to-open), rm, rmdir, the errors the tools
+# print (EEXIST, ENOTEMPTY, ENOENT, EPERM for a device), a
 # directory of 1000 entries listed completely, arf umount, the daemonized mount, and fsck
 # clean at the end.  Where FUSE cannot be used (no /dev/fuse, no permission to mount) it
 # says why and counts nothing.
@@ -21,13 +23,15 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_mount.sh.XXXXXX") || exit 1
 mnt=$tmp/mnt
 mounted() { awk -v m="$mnt" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
 cleanup() {
-	if mounted; then
-		fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
-	fi
+	for d in "$mnt" "$tmp/mnt2"; do
+		if awk -v m="$d" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; then
+			fusermount3 -u -z "$d" 2>/dev/null || umount -l "$d" 2>/dev/null
+		fi
+	done
 	[ -n "$mpid" ] && kill -KILL "$mpid" 2>/dev/null
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
 	# never recurse into a mount that is still there
-	if mounted; then echo "arf_mount.sh: $mnt still mounted, $tmp left"; else rm -rf "$tmp"; fi
+	if mounted || grep -qF " $tmp/mnt2 " /proc/mounts; then echo "arf_mount.sh: still mounted, $tmp left"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -113,12 +117,9 @@ same "root entries" "$(tr '\n' ' ' <"$tmp/out")" ". .. lost+found "
 run mkdir -p "$m/a/b/c"; check_rc "mkdir -p" 0 $?
 if [ -d "$m/a/b/c" ]; then ok; else bad "a/b/c is not a directory"; fi
 run sh -c ": > '$m/a/file'"; check_rc "create by redirection" 0 $?
-# touch creates the file, then sets its times: that part needs setattr (not yet), so only
-# the creation is checked here
-timeout "$T" touch "$m/a/touched" 2>/dev/null
+run touch "$m/a/touched"; check_rc touch 0 $?
 if [ -f "$m/a/touched" ]; then ok; else bad "touch did not create a/touched"; fi
-# (mkfifo -m would chmod afterwards: setattr, not yet)
-run mkfifo "$m/a/fifo"; check_rc mkfifo 0 $?
+run mkfifo -m 644 "$m/a/fifo"; check_rc mkfifo 0 $?
 
 # ls -la: names and types
 run ls -la "$m/a"; check_rc "ls -la" 0 $?
@@ -145,12 +146,64 @@ run rmdir "$m/a/file"; check_rc "rmdir a file" 1 $?
 contains "rmdir a file" "$tmp/err" "Not a directory"
 run mknod "$m/a/null" c 1 3; check_rc "mknod a device" 1 $?
 contains "mknod a device" "$tmp/err" "Operation not permitted"
-# writing data is not there yet: it must fail, never pretend
-run sh -c "printf data > '$m/a/file'"
-if [ -s "$m/a/file" ] || ! [ -s "$tmp/err" ]; then bad "a write did not fail"; else ok; fi
+
+# data: write, read back, overwrite in the middle, append, truncate both ways
+head -c 3000000 /dev/urandom >"$tmp/rand"
+run cp "$tmp/rand" "$m/a/rand"; check_rc "cp 3 MB in" 0 $?
+if cmp -s "$tmp/rand" "$m/a/rand"; then ok; else bad "3 MB file read back differs"; fi
+same "size of the copy" "$(stat -c %s "$m/a/rand")" 3000000
+printf 'ABCDEFGH' | dd of="$tmp/rand" bs=1 seek=1234567 conv=notrunc 2>/dev/null
+printf 'ABCDEFGH' | timeout "$T" dd of="$m/a/rand" bs=1 seek=1234567 conv=notrunc 2>/dev/null
+if cmp -s "$tmp/rand" "$m/a/rand"; then ok; else bad "overwrite in the middle differs"; fi
+printf 'tail\n' >>"$tmp/rand"
+run sh -c "printf 'tail\n' >> '$m/a/rand'"; check_rc append 0 $?
+if cmp -s "$tmp/rand" "$m/a/rand"; then ok; else bad "append differs"; fi
+run truncate -s 100 "$m/a/rand"; check_rc "truncate down" 0 $?
+same "truncated content" "$(head -c 100 "$tmp/rand" | md5sum)" "$(md5sum <"$m/a/rand")"
+run truncate -s 10000 "$m/a/rand"; check_rc "truncate up" 0 $?
+{ head -c 100 "$tmp/rand"; head -c 9900 /dev/zero; } >"$tmp/want"
+if cmp -s "$tmp/want" "$m/a/rand"; then ok; else bad "truncate up: not zeros past the old end"; fi
+run sh -c "printf data > '$m/a/file'"; check_rc "write by redirection" 0 $?
+same "a/file" "$(cat "$m/a/file")" "data"
+run sh -c "printf new > '$m/a/file'"; check_rc "O_TRUNC rewrite" 0 $?
+same "a/file after O_TRUNC" "$(cat "$m/a/file")" "new"
+
+# a sparse file: 1 GiB with a few blocks written; holes read as zeros and own no blocks
+run dd if="$tmp/rand" of="$m/a/sparse" bs=4096 count=1 seek=262143 conv=notrunc 2>/dev/null
+check_rc "dd far out" 0 $?
+same "sparse size" "$(stat -c %s "$m/a/sparse")" 1073741824
+if [ "$(stat -c %b "$m/a/sparse")" -le 64 ]; then ok; else bad "sparse file owns $(stat -c %b "$m/a/sparse") sectors"; fi
+same "a hole reads as zeros" "$(dd if="$m/a/sparse" bs=4096 skip=1000 count=2 2>/dev/null | tr -d '\0' | wc -c)" 0
+same "the written block" "$(dd if="$m/a/sparse" bs=4096 skip=262143 2>/dev/null | md5sum)" "$(head -c 4096 "$tmp/rand" | md5sum)"
+run rm "$m/a/sparse"; check_rc "rm sparse" 0 $?
+
+# fsync reaches the server's msync (sync FILE calls fsync; conv=fsync too)
+run sync "$m/a/rand"; check_rc "fsync a file" 0 $?
+run sync "$m/a"; check_rc "fsync a directory" 0 $?
+run dd if=/dev/zero of="$m/a/synced" bs=64k count=16 conv=fsync 2>/dev/null; check_rc "dd conv=fsync" 0 $?
+
+# attributes: chmod, chown, times, and the kernel checks permissions against them
+run chmod 640 "$m/a/file"; check_rc chmod 0 $?
+same "mode after chmod" "$(stat -c %a "$m/a/file")" 640
+if [ "$(id -u)" -eq 0 ]; then
+	run chown 1234:5678 "$m/a/file"; check_rc chown 0 $?
+	same "owner after chown" "$(stat -c %u:%g "$m/a/file")" "1234:5678"
+	run chown 0:0 "$m/a/file"; check_rc "chown back" 0 $?
+	run chmod 600 "$m/a/file"; check_rc "chmod 600" 0 $?
+	if command -v setpriv >/dev/null 2>&1; then
+		run setpriv --reuid=65534 --regid=65534 --clear-groups cat "$m/a/file"
+		check_rc "cat of a 600 root file as nobody" 1 $?
+		contains "cat as nobody" "$tmp/err" "Permission denied"
+	fi
+fi
+run touch -d '2001-02-03 04:05:06.5 UTC' "$m/a/file"; check_rc "touch -d" 0 $?
+same "mtime after touch -d" "$(TZ=UTC stat -c %y "$m/a/file")" "2001-02-03 04:05:06.500000000 +0000"
+run touch -a -d '2002-01-01 00:00:00 UTC' "$m/a/file"; check_rc "touch -a -d" 0 $?
+same "atime after touch -a" "$(TZ=UTC stat -c %x "$m/a/file")" "2002-01-01 00:00:00.000000000 +0000"
+same "mtime kept by touch -a" "$(TZ=UTC stat -c %y "$m/a/file")" "2001-02-03 04:05:06.500000000 +0000"
 
 # remove
-run rm "$m/a/file" "$m/a/fifo" "$m/a/touched"; check_rc rm 0 $?
+run rm "$m/a/file" "$m/a/fifo" "$m/a/touched" "$m/a/rand" "$m/a/synced"; check_rc rm 0 $?
 run rmdir "$m/a/b/c"; check_rc rmdir 0 $?
 run ls -A "$m/a"; check_rc "ls after rm" 0 $?
 same "left in a" "$(tr '\n' ' ' <"$tmp/out")" "b "
@@ -171,6 +224,33 @@ same "directories among them" "$(timeout "$T" find "$m/big" -mindepth 1 -type d 
 same "nlink of big" "$(stat -c %h "$m/big")" 102
 run rm -r "$m/big"; check_rc "rm -r big" 0 $?
 if [ -e "$m/big" ]; then bad "big still there"; else ok; fi
+
+# two clients on one server, close-to-open: the second mount caches attributes and entries
+# for a minute; a file written and closed by one is read whole by the other, also after it
+# grew and shrank while the other had it cached
+m2=$tmp/mnt2
+mkdir "$m2"
+"$BUILD/arf" mount "$ep" "$m2" -f -o attr_timeout=60,entry_timeout=60 2>"$tmp/mount2.log" &
+m2pid=$!
+mounted2() { awk -v m="$m2" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
+for _ in $(seq 100); do mounted2 && break; kill -0 "$m2pid" 2>/dev/null || break; sleep 0.1; done
+if mounted2; then
+	ok
+	printf 'first version\n' >"$m/a/shared"
+	same "second client reads" "$(cat "$m2/a/shared")" "first version"
+	seq 1 20000 >"$m/a/shared"
+	same "second client sees it grown" "$(md5sum <"$m2/a/shared")" "$(seq 1 20000 | md5sum)"
+	printf 'short\n' >"$m/a/shared"
+	same "second client sees it shrunk" "$(cat "$m2/a/shared")" "short"
+	printf 'from two\n' >"$m2/a/shared2"
+	same "first client reads the second's file" "$(cat "$m/a/shared2")" "from two"
+	rm -f "$m/a/shared" "$m/a/shared2"
+	timeout "$T" "$BUILD/arf" umount "$m2"
+	wait "$m2pid"; check_rc "second mount exit" 0 $?
+else
+	bad "second mount did not mount:"; sed 's/^/  | /' "$tmp/mount2.log"
+	kill -KILL "$m2pid" 2>/dev/null
+fi
 
 # arf umount ends the foreground mount with status 0
 run "$BUILD/arf" umount "$m"; check_rc "arf umount" 0 $?
