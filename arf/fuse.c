@@ -422,6 +422,54 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	arf_getattr_op(req, ino, fi);
 }
 
+/* ---- symlinks, hard links, rename ---- */
+
+static void arf_symlink_op(fuse_req_t req, const char *target, fuse_ino_t parent,
+                           const char *name)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int64_t ino = arf_symlink(fs_of(req)->c, parent, name, target, ctx->uid, ctx->gid);
+	if (ino < 0)
+		reply_errno(req, ino);
+	else
+		reply_entry(req, ino);
+}
+
+static void arf_readlink_op(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4097];   /* targets are 1..4095 bytes */
+	int n = arf_readlink(fs_of(req)->c, ino, buf, sizeof buf - 1);
+	if (n < 0) {
+		reply_errno(req, n);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void arf_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                        const char *newname)
+{
+	int rc = arf_link(fs_of(req)->c, ino, newparent, newname);
+	if (rc < 0)
+		reply_errno(req, rc);
+	else
+		reply_entry(req, (int64_t)ino);
+}
+
+/* flags: RENAME_NOREPLACE and RENAME_EXCHANGE; RENAME_WHITEOUT (overlayfs) is EINVAL, as
+ * on filesystems without whiteouts. */
+static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
+                          fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	if (flags & ~(ARF_RENAME_NOREPLACE | ARF_RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	int rc = arf_rename(fs_of(req)->c, parent, name, newparent, newname, flags);
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
 static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
 {
 	/* 1 MiB requests (libfuse asks the kernel for max_pages to match); readahead as large */
@@ -451,6 +499,10 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.fsync = arf_fsync_op,
 	.fsyncdir = arf_fsync_op,
 	.setattr = arf_setattr_op,
+	.symlink = arf_symlink_op,
+	.readlink = arf_readlink_op,
+	.link = arf_link_op,
+	.rename = arf_rename_op,
 	.lookup = arf_lookup_op,
 	.forget = arf_forget_op,
 	.forget_multi = arf_forget_multi_op,
