@@ -36,6 +36,7 @@ struct arf_fs {
 	size_t statfs_len;
 	double attr_timeout, entry_timeout;
 	int foreground;
+	int single_thread;             /* -s: one thread serves every request */
 	struct fuse_session *se;
 };
 
@@ -630,6 +631,8 @@ int arf_cmd_mount(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "-f")) {
 			fs.foreground = 1;
+		} else if (!strcmp(argv[i], "-s")) {
+			fs.single_thread = 1;
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			char *list = strdup(argv[++i]), *save = NULL;
 			for (char *o = strtok_r(list, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
@@ -725,7 +728,14 @@ bad_opt:
 		}
 	}
 	/* 0 when unmounted, a signal number after SIGTERM/SIGINT/SIGHUP, -errno on failure */
-	rc = fuse_session_loop(se) < 0 ? 1 : 0;
+	if (fs.single_thread) {
+		rc = fuse_session_loop(se) < 0 ? 1 : 0;
+	} else {
+		/* requests in parallel (readahead, several processes): libarc is thread-safe and
+		 * the client keeps no state of its own */
+		struct fuse_loop_config lc = { .clone_fd = 0, .max_idle_threads = 16 };
+		rc = fuse_session_loop_mt(se, &lc) < 0 ? 1 : 0;
+	}
 	fuse_session_unmount(se);
 out:
 	if (se) {
