@@ -223,28 +223,64 @@ int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name)
 	return (int)simple(c, "rmdir", a, 1, name);
 }
 
+/* Run entry with args and the bytes a then b (the two names, or a name and a target). */
+static int64_t two(struct arf_client *c, const char *entry, const int64_t *args, unsigned n,
+                   const char *a, size_t alen, const char *b, size_t blen)
+{
+	char *buf = malloc(alen + blen + 1);
+	if (!buf) {
+		snprintf(c->msg, sizeof c->msg, "%s: out of memory", entry);
+		return -ENOMEM;
+	}
+	memcpy(buf, a, alen);
+	memcpy(buf + alen, b, blen);
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, entry, args, n, buf, alen + blen);
+	free(x.out);
+	free(buf);
+	return v;
+}
+
 int64_t arf_symlink(struct arf_client *c, uint64_t dir, const char *name, const char *target,
                     uint32_t uid, uint32_t gid)
 {
-	(void)c, (void)dir, (void)name, (void)target, (void)uid, (void)gid;
-	return -ENOSYS;
+	size_t nlen = strlen(name), tlen = strlen(target);
+	if (tlen > ARF_SYMLINK_MAX)        /* the segment says so too; spare the bytes */
+		return -ENAMETOOLONG;
+	int64_t a[4] = { (int64_t)dir, (int64_t)nlen, uid, gid };
+	return two(c, "symlink", a, 4, name, nlen, target, tlen);
 }
 
 int arf_readlink(struct arf_client *c, uint64_t ino, char *buf, size_t len)
 {
-	(void)c, (void)ino, (void)buf, (void)len;
-	return -ENOSYS;
+	int64_t a[1] = { (int64_t)ino };
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, "readlink", a, 1, NULL, 0);
+	if (v >= 0) {
+		if ((uint64_t)v != x.out_len || v > ARF_SYMLINK_MAX) {
+			snprintf(c->msg, sizeof c->msg, "readlink: %llu bytes of output for a target "
+			         "of %lld", (unsigned long long)x.out_len, (long long)v);
+			v = -EIO;
+		} else {
+			if ((size_t)v > len)
+				v = (int64_t)len;
+			memcpy(buf, x.out, (size_t)v);
+		}
+	}
+	free(x.out);
+	return (int)v;
 }
 
 int arf_link(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname)
 {
-	(void)c, (void)ino, (void)newdir, (void)newname;
-	return -ENOSYS;
+	int64_t a[2] = { (int64_t)ino, (int64_t)newdir };
+	return (int)simple(c, "link", a, 2, newname);
 }
 
 int arf_rename(struct arf_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
                const char *newname, unsigned flags)
 {
-	(void)c, (void)olddir, (void)oldname, (void)newdir, (void)newname, (void)flags;
-	return -ENOSYS;
+	size_t olen = strlen(oldname);
+	int64_t a[4] = { (int64_t)olddir, (int64_t)newdir, (int64_t)olen, flags };
+	return (int)two(c, "rename", a, 4, oldname, olen, newname, strlen(newname));
 }

@@ -63,16 +63,18 @@ int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name);
  * -ENAMETOOLONG), mode S_IFLNK|0777: the new inode number. */
 int64_t arf_symlink(struct arf_client *c, uint64_t dir, const char *name, const char *target,
                     uint32_t uid, uint32_t gid);
-/* The target of symlink ino into buf (up to len bytes, not NUL-terminated, as readlink(2)):
- * its full length (may exceed len: then buf holds the first len bytes); -EINVAL when ino
- * is not a symlink. */
+/* The target of symlink ino into buf, not NUL-terminated (as readlink(2)): the number of
+ * bytes placed, at most len (a longer target is cut); -EINVAL when ino is not a symlink. */
 int arf_readlink(struct arf_client *c, uint64_t ino, char *buf, size_t len);
-/* A new name newname in newdir for the existing non-directory ino (nlink + 1). */
+/* A new name newname in newdir for the existing non-directory ino (nlink + 1): 0, -EPERM
+ * for a directory, -EEXIST, -EMLINK, -ENOENT (ino free). */
 int arf_link(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname);
 
 #define ARF_RENAME_NOREPLACE 1u     /* RENAME_NOREPLACE: -EEXIST when newname exists */
 #define ARF_RENAME_EXCHANGE 2u      /* RENAME_EXCHANGE: swap the two names (both must exist) */
-/* rename(2)/renameat2(2) on names: flags 0 or one of the above. */
+/* rename(2)/renameat2(2) of oldname in olddir to newname in newdir: flags 0 or one of the
+ * above; Linux's errors (EINVAL into its own subtree, ENOTEMPTY, EISDIR, ENOTDIR, EEXIST,
+ * EBUSY for "." and ".."); two names of one inode: 0, nothing done.  One atomic run. */
 int arf_rename(struct arf_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
                const char *newname, unsigned flags);
 

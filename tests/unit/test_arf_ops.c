@@ -4,6 +4,9 @@
  * readdir of everything back in batches (each name exactly once), unlink and rmdir, every
  * errno the operations document, ENOSPC on tiny images (inodes, then blocks), and a crash:
  * a forked arfd killed with SIGKILL while a mkdir loop runs, restarted (journal roll-back).
+ * Then symlink (inline and in a block), readlink, link, rename (every flag, every errno,
+ * replacing, moving directories, exchanging, growing the target's table) with table-driven
+ * error cases, and the same kind of crash in the middle of each of them.
  * After each phase arfd is stopped and arf_fsck must find the image clean.
  * Prints "N passed, N failed" last.
  */
@@ -19,6 +22,7 @@
 
 #include "arc.h"
 #include "arf.h"
+#include "arf_data.h"
 #include "arf_ops.h"
 #include "server.h"
 
@@ -534,6 +538,551 @@ static void test_crash(const char *img)
 	fsck_clean("after the crashes and a restart", img);
 }
 
+/* ---- symlink, readlink, link ---- */
+
+static void test_links(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	char err[512];
+	int64_t d = arf_mkdir(c, ARF_INO_ROOT, "links", 0755, 0, 0);
+	CHECK(d > 2, "mkdir links: %" PRId64, d);
+
+	/* symlinks: inline (<= 144 bytes), in a block (145 .. 4095) */
+	static char t144[145], t145[146], t4095[4096], t4096[4097], buf[5000];
+	memset(t144, 'i', 144);
+	memset(t145, 'b', 145);
+	memset(t4095, 'm', 4095);
+	memset(t4096, 'x', 4096);
+	const struct { const char *name, *target; } syms[] = {
+		{ "short", "a/b/../c" }, { "one", "/" }, { "s144", t144 }, { "s145", t145 },
+		{ "s4095", t4095 },
+	};
+	int64_t si[5];
+	for (int i = 0; i < 5; i++) {
+		si[i] = arf_symlink(c, (uint64_t)d, syms[i].name, syms[i].target, 7, 8);
+		size_t tl = strlen(syms[i].target);
+		struct arf_attr at;
+		int g = si[i] > 0 ? arf_getattr(c, (uint64_t)si[i], &at) : -1;
+		CHECK(si[i] > 2 && g == 0 && at.mode == (ARF_S_IFLNK | 0777) && at.size == tl &&
+		      at.nlink == 1 && at.uid == 7 && at.gid == 8 &&
+		      at.nblocks == (tl > ARF_I_BODY_LEN ? 1u : 0u),
+		      "symlink %s: %" PRId64 ", mode %o size %" PRIu64 " nblocks %" PRIu64,
+		      syms[i].name, si[i], at.mode, at.size, at.nblocks);
+		int n = arf_readlink(c, (uint64_t)si[i], buf, sizeof buf);
+		CHECK(n == (int)tl && !memcmp(buf, syms[i].target, tl), "readlink %s: %d",
+		      syms[i].name, n);
+		CHECK(arf_lookup(c, (uint64_t)d, syms[i].name) == si[i], "lookup %s", syms[i].name);
+	}
+	CHECK(arf_readlink(c, (uint64_t)si[4], buf, 10) == 10 && !memcmp(buf, t4095, 10),
+	      "readlink into a short buffer is cut");
+	CHECK(arf_lookup(c, ARF_INO_ROOT, "links/short/x") == -ELOOP, "a symlink inside a path");
+	struct arf_dirent *ents = NULL;
+	int n = list_dir(c, (uint64_t)d, 10, &ents);
+	int lnk = 0;
+	for (int i = 0; i < n; i++)
+		lnk += ents[i].type == ARF_DT_LNK;
+	CHECK(n == 5 && lnk == 5, "readdir: %d entries, %d symlinks", n, lnk);
+	free(ents);
+
+	/* table-driven errors */
+	int64_t f = arf_create(c, (uint64_t)d, "file", 0644, 0, 0);
+	int64_t sub = arf_mkdir(c, (uint64_t)d, "sub", 0755, 0, 0);
+	CHECK(f > 0 && sub > 0, "create file, mkdir sub");
+	char longname[300];
+	memset(longname, 'n', 256);
+	longname[256] = '\0';
+	const struct { const char *what; uint64_t dir; const char *name, *target; int64_t want; }
+	serr[] = {
+		{ "empty target", (uint64_t)d, "e", "", -ENOENT },
+		{ "target 4096", (uint64_t)d, "e", t4096, -ENAMETOOLONG },
+		{ "exists", (uint64_t)d, "short", "x", -EEXIST },
+		{ "exists (a file)", (uint64_t)d, "file", "x", -EEXIST },
+		{ "name .", (uint64_t)d, ".", "x", -EEXIST },
+		{ "name ..", (uint64_t)d, "..", "x", -EEXIST },
+		{ "empty name", (uint64_t)d, "", "x", -ENOENT },
+		{ "name with /", (uint64_t)d, "a/b", "x", -EINVAL },
+		{ "long name", (uint64_t)d, longname, "x", -ENAMETOOLONG },
+		{ "in a file", (uint64_t)f, "e", "x", -ENOTDIR },
+		{ "in a free inode", 3000, "e", "x", -ENOENT },
+		{ "in inode 0", 0, "e", "x", -EINVAL },
+		{ "in no inode", 999999999, "e", "x", -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof serr / sizeof serr[0]; i++) {
+		int64_t r = arf_symlink(c, serr[i].dir, serr[i].name, serr[i].target, 0, 0);
+		CHECK(r == serr[i].want, "symlink %s: %" PRId64 ", want %" PRId64, serr[i].what, r,
+		      serr[i].want);
+	}
+	const struct { const char *what; uint64_t ino; int want; } rerr[] = {
+		{ "a file", (uint64_t)f, -EINVAL }, { "a directory", (uint64_t)sub, -EINVAL },
+		{ "a free inode", 3000, -ENOENT }, { "inode 0", 0, -EINVAL },
+		{ "no inode", 999999999, -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof rerr / sizeof rerr[0]; i++) {
+		int r = arf_readlink(c, rerr[i].ino, buf, sizeof buf);
+		CHECK(r == rerr[i].want, "readlink %s: %d, want %d", rerr[i].what, r, rerr[i].want);
+	}
+
+	/* hard links */
+	CHECK(arf_link(c, (uint64_t)f, (uint64_t)d, "file2") == 0, "link file file2");
+	CHECK(arf_link(c, (uint64_t)f, (uint64_t)sub, "file3") == 0, "link file sub/file3");
+	CHECK(arf_link(c, (uint64_t)si[3], (uint64_t)sub, "sym") == 0, "link a symlink");
+	struct arf_attr at;
+	CHECK(arf_getattr(c, (uint64_t)f, &at) == 0 && at.nlink == 3, "file nlink %u", at.nlink);
+	CHECK(arf_lookup(c, (uint64_t)d, "sub/file3") == f && arf_lookup(c, (uint64_t)d, "file2") == f,
+	      "the links name the file");
+	const struct { const char *what; uint64_t ino, dir; const char *name; int want; } lerr[] = {
+		{ "a directory", (uint64_t)sub, (uint64_t)d, "x", -EPERM },
+		{ "the root", ARF_INO_ROOT, (uint64_t)d, "x", -EPERM },
+		{ "onto an existing name", (uint64_t)f, (uint64_t)d, "short", -EEXIST },
+		{ "a directory onto an existing name", (uint64_t)sub, (uint64_t)d, "file", -EEXIST },
+		{ "name .", (uint64_t)f, (uint64_t)d, ".", -EEXIST },
+		{ "empty name", (uint64_t)f, (uint64_t)d, "", -ENOENT },
+		{ "name with /", (uint64_t)f, (uint64_t)d, "a/b", -EINVAL },
+		{ "long name", (uint64_t)f, (uint64_t)d, longname, -ENAMETOOLONG },
+		{ "a free inode", 3000, (uint64_t)d, "x", -ENOENT },
+		{ "inode 0", 0, (uint64_t)d, "x", -EINVAL },
+		{ "into a file", (uint64_t)f, (uint64_t)f, "x", -ENOTDIR },
+		{ "into a free inode", (uint64_t)f, 3000, "x", -ENOENT },
+	};
+	for (size_t i = 0; i < sizeof lerr / sizeof lerr[0]; i++) {
+		int r = arf_link(c, lerr[i].ino, lerr[i].dir, lerr[i].name);
+		CHECK(r == lerr[i].want, "link %s: %d, want %d", lerr[i].what, r, lerr[i].want);
+	}
+	/* unlink one name at a time: the inode lives while a name is left */
+	CHECK(arf_unlink(c, (uint64_t)d, "file") == 0 && arf_getattr(c, (uint64_t)f, &at) == 0 &&
+	      at.nlink == 2, "unlink one of three: nlink %u", at.nlink);
+	CHECK(arf_unlink(c, (uint64_t)sub, "file3") == 0 && arf_getattr(c, (uint64_t)f, &at) == 0 &&
+	      at.nlink == 1, "unlink two of three: nlink %u", at.nlink);
+	/* long symlinks give their block back when the last name goes (fsck checks the maps) */
+	CHECK(arf_unlink(c, (uint64_t)d, "s145") == 0 &&
+	      arf_readlink(c, (uint64_t)si[3], buf, sizeof buf) == 145, "unlink one name of s145");
+	CHECK(arf_unlink(c, (uint64_t)sub, "sym") == 0 &&
+	      arf_getattr(c, (uint64_t)si[3], &at) == -ENOENT, "s145 freed");
+	CHECK(arf_unlink(c, (uint64_t)d, "s4095") == 0 && arf_unlink(c, (uint64_t)d, "short") == 0,
+	      "unlink symlinks");
+	unserve(&k);
+	fsck_clean("after symlinks and links", img);
+
+	/* EMLINK: a link count at the top (set in the stopped image, then put back) */
+	struct arf_image m;
+	int64_t f2 = -1;
+	if (serve(&k, img)) {
+		f2 = arf_lookup(k.c, (uint64_t)d, "file2");
+		unserve(&k);
+	}
+	CHECK(f2 > 0 && arf_image_open(img, ARF_OPEN_RW, &m, err, sizeof err) == 0, "open: %s", err);
+	if (f2 > 0) {
+		struct arf_inode *in = (struct arf_inode *)(m.base + m.sb->itable_off +
+		                                            (uint64_t)f2 * ARF_INO_SIZE);
+		in->nlink = UINT32_MAX;
+		arf_image_close(&m, err, sizeof err);
+		if (serve(&k, img)) {
+			CHECK(arf_link(k.c, (uint64_t)f2, (uint64_t)d, "more") == -EMLINK, "EMLINK");
+			unserve(&k);
+		}
+		if (arf_image_open(img, ARF_OPEN_RW, &m, err, sizeof err) == 0) {
+			in = (struct arf_inode *)(m.base + m.sb->itable_off + (uint64_t)f2 * ARF_INO_SIZE);
+			in->nlink = 1;
+			arf_image_close(&m, err, sizeof err);
+		}
+	}
+	fsck_clean("after EMLINK", img);
+}
+
+/* ---- rename ---- */
+
+static int64_t look(struct arf_client *c, const char *path)
+{
+	return arf_lookup(c, ARF_INO_ROOT, path);
+}
+
+static uint32_t nlink_of(struct arf_client *c, int64_t ino)
+{
+	struct arf_attr at;
+	return arf_getattr(c, (uint64_t)ino, &at) == 0 ? at.nlink : 0;
+}
+
+static void test_rename(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	char err[512];
+	int64_t r = mkdir_p(c, "r");
+	int64_t d1 = mkdir_p(c, "r/d1"), d2 = mkdir_p(c, "r/d2");
+	int64_t sub = mkdir_p(c, "r/d1/sub"), deep = mkdir_p(c, "r/d1/sub/deep");
+	int64_t empty = mkdir_p(c, "r/d2/empty"), full = mkdir_p(c, "r/d2/full");
+	int64_t f1 = arf_create(c, (uint64_t)d1, "f1", 0644, 0, 0);
+	int64_t f2 = arf_create(c, (uint64_t)d2, "f2", 0644, 0, 0);
+	CHECK(arf_create(c, (uint64_t)full, "x", 0644, 0, 0) > 0 && f1 > 0 && f2 > 0 && deep > 0 &&
+	      empty > 0 && arf_link(c, (uint64_t)f1, (uint64_t)d2, "f1link") == 0 && r > 0,
+	      "rename fixture");
+	char longname[300];
+	memset(longname, 'n', 256);
+	longname[256] = '\0';
+	const unsigned NR = ARF_RENAME_NOREPLACE, EX = ARF_RENAME_EXCHANGE;
+	const struct {
+		const char *what;
+		int64_t od;
+		const char *on;
+		int64_t nd;
+		const char *nn;
+		unsigned flags;
+		int want;
+	} cases[] = {
+		{ "missing", d1, "nope", d2, "x", 0, -ENOENT },
+		{ "file over directory", d1, "f1", d2, "empty", 0, -EISDIR },
+		{ "directory over file", d1, "sub", d2, "f2", 0, -ENOTDIR },
+		{ "directory over full directory", d1, "sub", d2, "full", 0, -ENOTEMPTY },
+		{ "noreplace", d1, "f1", d2, "f2", NR, -EEXIST },
+		{ "noreplace onto a directory", d1, "sub", d2, "empty", NR, -EEXIST },
+		{ "exchange with nothing", d1, "f1", d2, "nope", EX, -ENOENT },
+		{ "into itself", d1, "sub", sub, "x", 0, -EINVAL },
+		{ "into its subtree", d1, "sub", deep, "x", 0, -EINVAL },
+		{ "into its subtree, exchange", d1, "sub", deep, "x", EX, -ENOENT },
+		{ "over its own ancestor", sub, "deep", r, "d1", 0, -ENOTEMPTY },
+		{ "exchange with its ancestor", sub, "deep", r, "d1", EX, -EINVAL },
+		{ "exchange into its subtree", r, "d1", deep, "x", EX, -ENOENT },
+		{ "flags 3", d1, "f1", d2, "g", 3, -EINVAL },
+		{ "flags 4", d1, "f1", d2, "g", 4, -EINVAL },
+		{ "old .", d1, ".", d2, "g", 0, -EBUSY },
+		{ "old ..", d1, "..", d2, "g", 0, -EBUSY },
+		{ "new ..", d1, "f1", d2, "..", 0, -EBUSY },
+		{ "new . noreplace", d1, "f1", d2, ".", NR, -EEXIST },
+		{ "old empty", d1, "", d2, "g", 0, -ENOENT },
+		{ "new empty", d1, "f1", d2, "", 0, -ENOENT },
+		{ "new with /", d1, "f1", d2, "a/b", 0, -EINVAL },
+		{ "new too long", d1, "f1", d2, longname, 0, -ENAMETOOLONG },
+		{ "old too long", d1, longname, d2, "g", 0, -ENAMETOOLONG },
+		{ "olddir a file", f1, "x", d2, "g", 0, -ENOTDIR },
+		{ "newdir a file", d1, "f1", f2, "g", 0, -ENOTDIR },
+		{ "olddir free", 3000, "x", d2, "g", 0, -ENOENT },
+		{ "newdir 0", d1, "f1", 0, "g", 0, -EINVAL },
+		{ "same name", d1, "f1", d1, "f1", 0, 0 },
+		{ "same name noreplace", d1, "f1", d1, "f1", NR, -EEXIST },
+		{ "same name exchange", d1, "f1", d1, "f1", EX, 0 },
+		{ "two links of one file", d1, "f1", d2, "f1link", 0, 0 },
+		{ "directory onto itself", r, "d1", r, "d1", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int rc = arf_rename(c, (uint64_t)cases[i].od, cases[i].on, (uint64_t)cases[i].nd,
+		                    cases[i].nn, cases[i].flags);
+		CHECK(rc == cases[i].want, "rename %s: %d, want %d (%s)", cases[i].what, rc,
+		      cases[i].want, rc == -EIO ? arf_client_errmsg(c) : "");
+	}
+	/* nothing moved */
+	CHECK(look(c, "r/d1/f1") == f1 && look(c, "r/d2/f1link") == f1 && look(c, "r/d2/f2") == f2 &&
+	      look(c, "r/d1/sub/deep") == deep && look(c, "r/d2/empty") == empty &&
+	      nlink_of(c, f1) == 2 && nlink_of(c, d1) == 3 && nlink_of(c, d2) == 4,
+	      "the failed renames changed nothing");
+	unserve(&k);
+	fsck_clean("after the failed renames", img);
+	if (!serve(&k, img))
+		return;
+	c = k.c;
+	struct arf_data *dd = arf_data_open(k.a, NULL, err, sizeof err);
+	CHECK(dd != NULL, "arf_data_open: %s", err);
+	struct arf_attr at, at2;
+
+	/* a file in one directory, then to another */
+	CHECK(arf_getattr(c, (uint64_t)f1, &at) == 0, "getattr f1");
+	CHECK(arf_rename(c, (uint64_t)d1, "f1", (uint64_t)d1, "g1", 0) == 0 &&
+	      look(c, "r/d1/f1") == -ENOENT && look(c, "r/d1/g1") == f1, "rename d1/f1 d1/g1");
+	CHECK(arf_getattr(c, (uint64_t)f1, &at2) == 0 && at2.ctime >= at.ctime && at2.nlink == 2,
+	      "ctime and nlink of the moved file");
+	CHECK(arf_rename(c, (uint64_t)d1, "g1", (uint64_t)d2, "g1", NR) == 0 &&
+	      look(c, "r/d1/g1") == -ENOENT && look(c, "r/d2/g1") == f1, "move d1/g1 d2/g1");
+	/* file over file: the victim and its data blocks are freed (fsck checks the maps) */
+	int64_t v = arf_create(c, (uint64_t)d1, "victim", 0644, 0, 0);
+	static char data[50000];
+	memset(data, 'v', sizeof data);
+	CHECK(v > 0 && dd && arf_write(dd, (uint64_t)v, 0, data, sizeof data) == (int64_t)sizeof data,
+	      "victim with data");
+	CHECK(arf_rename(c, (uint64_t)d2, "f2", (uint64_t)d1, "victim", 0) == 0 &&
+	      look(c, "r/d1/victim") == f2 && look(c, "r/d2/f2") == -ENOENT &&
+	      arf_getattr(c, (uint64_t)v, &at) == -ENOENT, "file over a file with data");
+	/* over a name of a file with two: it keeps one */
+	int64_t t2 = arf_create(c, (uint64_t)d2, "t2", 0644, 0, 0);
+	CHECK(t2 > 0 && arf_link(c, (uint64_t)t2, (uint64_t)d1, "t2b") == 0 &&
+	      arf_rename(c, (uint64_t)d1, "victim", (uint64_t)d2, "t2", 0) == 0 &&
+	      nlink_of(c, t2) == 1 && look(c, "r/d1/t2b") == t2 && look(c, "r/d2/t2") == f2,
+	      "file over a file with two links");
+	/* a long symlink over a file, a file over a long symlink (its block freed) */
+	static char t300[301];
+	memset(t300, 's', 300);
+	int64_t ls = arf_symlink(c, (uint64_t)d1, "ls", t300, 0, 0);
+	CHECK(ls > 0 && arf_rename(c, (uint64_t)d1, "t2b", (uint64_t)d1, "ls", 0) == 0 &&
+	      arf_getattr(c, (uint64_t)ls, &at) == -ENOENT && look(c, "r/d1/ls") == t2,
+	      "file over a long symlink");
+	/* a directory to another directory: parent, "..", both link counts */
+	uint32_t n1 = nlink_of(c, d1), n2 = nlink_of(c, d2);
+	CHECK(arf_rename(c, (uint64_t)d1, "sub", (uint64_t)d2, "sub2", 0) == 0 &&
+	      look(c, "r/d2/sub2/deep") == deep && look(c, "r/d2/sub2/..") == d2 &&
+	      look(c, "r/d2/sub2/deep/../..") == d2 && nlink_of(c, d1) == n1 - 1 &&
+	      nlink_of(c, d2) == n2 + 1 && arf_getattr(c, (uint64_t)sub, &at) == 0 &&
+	      at.parent == (uint64_t)d2 && at.nlink == 3,
+	      "move a directory: nlink %u -> %u, %u -> %u", n1, nlink_of(c, d1), n2, nlink_of(c, d2));
+	/* a directory over an empty one, same directory, then across */
+	n2 = nlink_of(c, d2);
+	CHECK(arf_rename(c, (uint64_t)d2, "sub2", (uint64_t)d2, "empty", 0) == 0 &&
+	      arf_getattr(c, (uint64_t)empty, &at) == -ENOENT && look(c, "r/d2/empty") == sub &&
+	      nlink_of(c, d2) == n2 - 1, "directory over an empty directory");
+	int64_t e2 = mkdir_p(c, "r/d1/e2");
+	n1 = nlink_of(c, d1), n2 = nlink_of(c, d2);
+	CHECK(e2 > 0 && arf_rename(c, (uint64_t)d2, "empty", (uint64_t)d1, "e2", 0) == 0 &&
+	      arf_getattr(c, (uint64_t)e2, &at) == -ENOENT && look(c, "r/d1/e2/deep") == deep &&
+	      nlink_of(c, d1) == n1 && nlink_of(c, d2) == n2 - 1 &&
+	      arf_getattr(c, (uint64_t)sub, &at) == 0 && at.parent == (uint64_t)d1,
+	      "directory over an empty directory elsewhere");
+	/* exchange: a directory and a file across directories, then two files */
+	n1 = nlink_of(c, d1), n2 = nlink_of(c, d2);
+	CHECK(arf_rename(c, (uint64_t)d1, "e2", (uint64_t)d2, "g1", EX) == 0 &&
+	      look(c, "r/d1/e2") == f1 && look(c, "r/d2/g1") == sub &&
+	      look(c, "r/d2/g1/deep") == deep && nlink_of(c, d1) == n1 - 1 &&
+	      nlink_of(c, d2) == n2 + 1 && arf_getattr(c, (uint64_t)sub, &at) == 0 &&
+	      at.parent == (uint64_t)d2, "exchange a directory and a file");
+	CHECK(arf_rename(c, (uint64_t)d1, "e2", (uint64_t)d1, "ls", EX) == 0 &&
+	      look(c, "r/d1/e2") == t2 && look(c, "r/d1/ls") == f1, "exchange two files");
+	CHECK(arf_rename(c, (uint64_t)d2, "g1", (uint64_t)d2, "full", EX) == 0 &&
+	      look(c, "r/d2/full/deep") == deep && look(c, "r/d2/g1/x") > 0 &&
+	      nlink_of(c, d2) == n2 + 1, "exchange two directories");
+	struct arf_dirent *ents = NULL;
+	int n = list_dir(c, (uint64_t)d2, 100, &ents);
+	int types = 0;
+	for (int i = 0; i < n; i++)
+		types += (!strcmp(ents[i].name, "g1") || !strcmp(ents[i].name, "full")) &&
+		         ents[i].type == ARF_DT_DIR;
+	CHECK(types == 2, "readdir types after the exchanges");
+	free(ents);
+
+	/* renames that grow the target's table: 127 entries, then 200 names moved in and 200
+	 * renamed in place (each an insert past the load limit now and then) */
+	int64_t big = mkdir_p(c, "r/big"), src = mkdir_p(c, "r/src");
+	int bad = 0;
+	for (int i = 0; i < 127; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "pre%d", i);
+		bad += arf_create(c, (uint64_t)big, name, 0644, 0, 0) <= 0;
+	}
+	for (int i = 0; i < 200; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "m%d", i);
+		bad += (i % 2 ? arf_mkdir(c, (uint64_t)src, name, 0755, 0, 0)
+		              : arf_create(c, (uint64_t)src, name, 0644, 0, 0)) <= 0;
+	}
+	for (int i = 0; i < 200; i++) {
+		char name[32], nn[32];
+		snprintf(name, sizeof name, "m%d", i);
+		snprintf(nn, sizeof nn, "moved%d", i);
+		int rc = arf_rename(c, (uint64_t)src, name, (uint64_t)big, nn, 0);
+		if (rc != 0 && bad++ < 3)
+			printf("  rename src/%s big/%s: %d %s\n", name, nn, rc, arf_client_errmsg(c));
+	}
+	/* then every name renamed in place: the tombstones push the table past its load */
+	for (int i = 0; i < 327; i++) {
+		char name[32], nn[64];
+		snprintf(name, sizeof name, i < 127 ? "pre%d" : "moved%d", i < 127 ? i : i - 127);
+		snprintf(nn, sizeof nn, "in-place-%s", name);
+		bad += arf_rename(c, (uint64_t)big, name, (uint64_t)big, nn, 0) != 0;
+	}
+	CHECK(bad == 0, "renames into a growing directory: %d failed", bad);
+	n = list_dir(c, (uint64_t)big, 1000, &ents);
+	CHECK(n == 327 && nlink_of(c, big) == 102 && nlink_of(c, src) == 2,
+	      "big has %d entries, nlink %u", n, nlink_of(c, big));
+	free(ents);
+	n = list_dir(c, (uint64_t)src, 1000, &ents);
+	CHECK(n == 0, "src has %d entries", n);
+	free(ents);
+	arf_data_close(dd);
+	unserve(&k);
+	fsck_clean("after the renames", img);
+}
+
+/* ---- crashes in the middle of symlink, link and rename ---- */
+
+/* What the tree shows: 0 exactly as before the operation, 1 exactly as after, -1 neither. */
+typedef int state_fn(struct arf_client *c);
+
+static int64_t cx[8];                  /* inode numbers the state functions compare with */
+
+/* Run entry (args, bytes) in forked arfds with fuel growing from 20, each killed with
+ * SIGKILL after the run stopped (a fuel trap stops it right there, mid-operation, as a
+ * kill at that instruction would); after every kill fsck must be clean and a restarted
+ * server must show the tree exactly before or exactly after. */
+static void crash_op(const char *what, const char *img, const char *entry, const int64_t *args,
+                     unsigned n_args, const void *bytes, size_t len, state_fn *state)
+{
+	static char seg[1 << 20];
+	size_t seg_len = 0;
+	FILE *f = fopen(segpath, "rb");
+	if (f) {
+		seg_len = fread(seg, 1, sizeof seg, f);
+		fclose(f);
+	}
+	char err[512];
+	int rounds = 0, cut = 0, done = 0;
+	/* every point of short runs, then growing steps (a table growth rehashes 256 slots) */
+	for (uint64_t fuel = 10; !done && fuel < 200000; fuel = fuel < 150 ? fuel + 2 : fuel * 9 / 8) {
+		char ep[256];
+		pid_t pid = fork_server(img, ep);
+		CHECK(pid > 0, "%s: forked arfd did not start", what);
+		if (pid <= 0)
+			break;
+		struct arc_opts o = { .timeout_ms = 3000 };
+		struct arc *a = arc_connect(ep, &o, err, sizeof err);
+		struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = entry, .args = args,
+		                      .n_args = n_args, .argbytes = bytes, .argbytes_len = len,
+		                      .fuel = fuel };
+		int rc = a ? arc_exec(a, &x) : -1;
+		free(x.out);
+		if (rc == 0)
+			CHECK(x.value >= 0, "%s with fuel %" PRIu64 ": %" PRId64, what, fuel, x.value);
+		else
+			CHECK(x.trapped && x.trap.kind == 4, "%s: fuel %" PRIu64 ": rc %d trap kind %u",
+			      what, fuel, rc, x.trap.kind);
+		if (a)
+			arc_close(a);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		int n = interrupted_ops(img);
+		cut += n > 0;
+		rounds++;
+		int frc = fsck(img);
+		CHECK(frc == ARF_FSCK_CLEAN, "%s: SIGKILL after %" PRIu64 " fuel (journal: %d cut "
+		      "short): fsck %d:\n%s", what, fuel, n, frc, report);
+		struct conn k;
+		if (serve(&k, img)) {
+			int s = state(k.c);
+			CHECK(s == 0 || s == 1, "%s: fuel %" PRIu64 ": the tree is neither before nor "
+			      "after (%d)", what, fuel, s);
+			CHECK(rc != 0 || s == 1, "%s: completed, but the tree is not as after", what);
+			done = s == 1;
+			unserve(&k);
+			fsck_clean("after a restart", img);
+		}
+	}
+	printf("crash %s: %d kills, %d of them mid-operation\n", what, rounds, cut);
+	CHECK(done && cut >= 5, "%s: kills %d, mid-operation %d, completed %d", what, rounds, cut,
+	      done);
+}
+
+static int st_rename_dir(struct arf_client *c)
+{
+	int64_t a = look(c, "c/a/sub"), b = look(c, "c/b/empty");
+	struct arf_attr at;
+	if (a == cx[0] && b == cx[1] && nlink_of(c, cx[2]) == 3 && nlink_of(c, cx[3]) == 3)
+		return 0;
+	if (a == -ENOENT && b == cx[0] && arf_getattr(c, (uint64_t)cx[1], &at) == -ENOENT &&
+	    look(c, "c/b/empty/x") > 0 && nlink_of(c, cx[2]) == 2 && nlink_of(c, cx[3]) == 3 &&
+	    arf_getattr(c, (uint64_t)cx[0], &at) == 0 && at.parent == (uint64_t)cx[3])
+		return 1;
+	return -1;
+}
+
+static int st_rename_grow(struct arf_client *c)
+{
+	int64_t a = look(c, "c/src/f"), b = look(c, "c/full/f-new");
+	struct arf_dirent *ents = NULL;
+	int n = list_dir(c, (uint64_t)cx[5], 1000, &ents);
+	free(ents);
+	if (a == cx[4] && b == -ENOENT && n == 128)
+		return 0;
+	if (a == -ENOENT && b == cx[4] && n == 129)
+		return 1;
+	return -1;
+}
+
+static int st_exchange(struct arf_client *c)
+{
+	int64_t a = look(c, "c/a/x"), b = look(c, "c/b/y");
+	uint32_t na = nlink_of(c, cx[2]), nb = nlink_of(c, cx[3]);
+	if (a == cx[6] && b == cx[7])
+		return na == 3 && nb == 3 ? 0 : -1;
+	if (a == cx[7] && b == cx[6] && look(c, "c/b/y/..") == cx[3])
+		return na == 2 && nb == 4 ? 1 : -1;
+	return -1;
+}
+
+static char long_target[3000];
+
+static int st_symlink(struct arf_client *c)
+{
+	int64_t s = look(c, "c/a/sym");
+	static char buf[4096];
+	if (s == -ENOENT)
+		return 0;
+	int n = s > 0 ? arf_readlink(c, (uint64_t)s, buf, sizeof buf) : -1;
+	return n == (int)strlen(long_target) && !memcmp(buf, long_target, (size_t)n) ? 1 : -1;
+}
+
+static int st_link(struct arf_client *c)
+{
+	int64_t s = look(c, "c/full/hard");
+	uint32_t n = nlink_of(c, cx[4]);
+	if (s == -ENOENT && n == 1)
+		return 0;
+	return s == cx[4] && n == 2 ? 1 : -1;
+}
+
+static void test_crash_ops(const char *img)
+{
+	char err[512];
+	CHECK(arf_mkfs(img, 16 << 20, 4096, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	cx[0] = mkdir_p(c, "c/a/sub");
+	cx[1] = mkdir_p(c, "c/b/empty");
+	cx[2] = look(c, "c/a");
+	cx[3] = look(c, "c/b");
+	int ok = arf_create(c, (uint64_t)cx[0], "x", 0644, 0, 0) > 0;
+	cx[4] = mkdir_p(c, "c/src");
+	cx[5] = mkdir_p(c, "c/full");
+	for (int i = 0; i < 128; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "e%d", i);
+		ok &= arf_create(c, (uint64_t)cx[5], name, 0644, 0, 0) > 0;
+	}
+	int64_t srcdir = cx[4];
+	cx[4] = arf_create(c, (uint64_t)srcdir, "f", 0644, 0, 0);
+	unserve(&k);
+	CHECK(ok && cx[0] > 0 && cx[1] > 0 && cx[4] > 0 && cx[5] > 0, "crash fixture");
+
+	/* a directory over an empty directory elsewhere: replace, free, parent, link counts */
+	int64_t a1[4] = { cx[2], cx[3], 3, 0 };
+	crash_op("rename dir over dir", img, "rename", a1, 4, "subempty", 8, st_rename_dir);
+	/* a file into a directory whose table must grow (128 entries in 256 slots) */
+	int64_t a2[4] = { srcdir, cx[5], 1, 0 };
+	crash_op("rename growing", img, "rename", a2, 4, "ff-new", 6, st_rename_grow);
+	/* exchange of a directory and a file between two directories */
+	if (serve(&k, img)) {
+		cx[6] = mkdir_p(k.c, "c/a/x");
+		cx[7] = arf_create(k.c, (uint64_t)cx[3], "y", 0644, 0, 0);
+		unserve(&k);
+	}
+	int64_t a3[4] = { cx[2], cx[3], 1, ARF_RENAME_EXCHANGE };
+	crash_op("rename exchange", img, "rename", a3, 4, "xy", 2, st_exchange);
+	/* a symlink with its target in a block, and a hard link into the grown directory */
+	memset(long_target, 't', sizeof long_target - 1);
+	static char sbytes[4000];
+	memcpy(sbytes, "sym", 3);
+	memcpy(sbytes + 3, long_target, strlen(long_target));
+	int64_t a4[4] = { cx[2], 3, 0, 0 };
+	crash_op("symlink", img, "symlink", a4, 4, sbytes, 3 + strlen(long_target), st_symlink);
+	cx[4] = -1;
+	if (serve(&k, img)) {
+		cx[4] = look(k.c, "c/full/f-new");
+		unserve(&k);
+	}
+	int64_t a5[2] = { cx[4], cx[5] };
+	crash_op("link", img, "link", a5, 2, "hard", 4, st_link);
+}
+
 int main(void)
 {
 	arfd_log_setup(ARFD_LOG_ERROR, false);
@@ -551,8 +1100,11 @@ int main(void)
 	CHECK(arf_mkfs(img, 64 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
 	test_tree(img);
 	test_remove(img);
+	test_links(img);
+	test_rename(img);
 	test_enospc();
 	test_crash(path_of("crash.img"));
+	test_crash_ops(path_of("crash-ops.img"));
 	if (!failed) {
 		char cmd[600];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
