@@ -665,6 +665,9 @@ static void check_inode(struct fsck *f, uint64_t i)
 			claimed = true;
 			if (d->n_extents != 1 || d->u.ext[0].lblk != 0 || d->u.ext[0].len != 1)
 				why = "should have its target in exactly one block";
+			else if (d->u.ext[0].pblk >= f->len >> ARF_BLOCK_SHIFT ||
+			         !data_block_off(f, d->u.ext[0].pblk << ARF_BLOCK_SHIFT))
+				why = "has its target block outside the data area";   /* not read */
 			else if (memchr(f->base + (d->u.ext[0].pblk << ARF_BLOCK_SHIFT), '\0', d->size))
 				why = "has a NUL byte in its target";
 		}

@@ -350,6 +350,29 @@ static void c_orphan_unlinked(struct img *g)
 }
 static void c_bad_mode(struct img *g) { I(g, FIFO)->mode = 0140600; }
 static void c_symlink_nul(struct img *g) { I(g, SHORT)->u.target[1] = '\0'; }
+static void c_symlink_len0(struct img *g) { I(g, SHORT)->size = 0; }
+static void c_symlink_len_big(struct img *g) { I(g, LONG)->size = 5000; }
+static void c_symlink_inline_long(struct img *g) { I(g, SHORT)->size = 200; }
+static void c_symlink_not_inline(struct img *g) { I(g, SHORT)->flags = 0; }
+static void c_symlink_long_short(struct img *g) { I(g, LONG)->size = 100; }
+static void c_symlink_two_blocks(struct img *g) { I(g, LONG)->u.ext[0].len = 2; }
+static void c_symlink_outside(struct img *g) { I(g, LONG)->u.ext[0].pblk = 3; }
+static void c_symlink_far(struct img *g) { I(g, LONG)->u.ext[0].pblk = 1ull << 40; }
+static void c_symlink_block_nul(struct img *g)
+{
+	B(g)[(I(g, LONG)->u.ext[0].pblk << ARF_BLOCK_SHIFT) + 500] = '\0';
+}
+static void c_nlink_hard_low(struct img *g) { I(g, F)->nlink = 1; }
+static void c_nlink_third_entry(struct img *g)
+{
+	link_to(g, ARF_INO_ROOT, "third", F);      /* a third entry, nlink still 2 */
+	recount(g);
+}
+static void c_nlink_symlink(struct img *g)
+{
+	link_to(g, A, "s2", SHORT);                 /* a hard link to a symlink, nlink still 1 */
+	recount(g);
+}
 static void c_table_nslots(struct img *g) { I(g, MANY)->u.dir.nslots = 1000; }
 static void c_parent(struct img *g) { I(g, A)->parent = MANY; }
 static void c_dir_size(struct img *g) { I(g, A)->size = 12345; }
@@ -421,6 +444,18 @@ static const struct corruption {
 	{ "orphan unlinked", c_orphan_unlinked, "(regular file): link count 0 and in no directory", 4 },
 	{ "bad mode", c_bad_mode, "inode 8: mode 0140600 is no file type ARF knows", 4 },
 	{ "symlink nul", c_symlink_nul, "inode 6 (symlink): has a NUL byte in its target", 4 },
+	{ "symlink length 0", c_symlink_len0, "inode 6 (symlink): has a target length outside 1..4095", 4 },
+	{ "symlink length 5000", c_symlink_len_big, "inode 7 (symlink): has a target length outside 1..4095", 4 },
+	{ "symlink inline too long", c_symlink_inline_long, "inode 6 (symlink): is marked inline but is too long", 4 },
+	{ "symlink not inline", c_symlink_not_inline, "inode 6 (symlink): is short enough to be inline but is not", 4 },
+	{ "symlink block too short", c_symlink_long_short, "inode 7 (symlink): is short enough to be inline but is not", 4 },
+	{ "symlink two blocks", c_symlink_two_blocks, "inode 7 (symlink): should have its target in exactly one block", 4 },
+	{ "symlink block outside", c_symlink_outside, "inode 7: extent 0 (file blocks 0+1 at block 3) lies outside the data area", 4 },
+	{ "symlink block past the image", c_symlink_far, "inode 7: extent 0 (file blocks 0+1 at block 1099511627776) lies outside the data area", 4 },
+	{ "symlink block nul", c_symlink_block_nul, "inode 7 (symlink): has a NUL byte in its target", 4 },
+	{ "hard link count low", c_nlink_hard_low, "inode 4 (regular file): link count 1, should be 2", 4 },
+	{ "hard link uncounted", c_nlink_third_entry, "inode 4 (regular file): link count 2, should be 3", 4 },
+	{ "symlink link uncounted", c_nlink_symlink, "inode 6 (symlink): link count 1, should be 2", 4 },
 	{ "table geometry", c_table_nslots, "directory 9: slot table at byte", 4 },
 	{ "parent", c_parent, "directory 3: parent field says 9, its entry is in directory 1", 4 },
 	{ "dir size", c_dir_size, "directory 3: size 12345, its 1 blocks make 4096", 4 },
