@@ -13,14 +13,19 @@
 /* fuse.c */
 int arf_cmd_mount(int argc, char **argv);
 int arf_cmd_umount(int argc, char **argv);
+/* xfer.c */
+int arf_cmd_import(int argc, char **argv);
+int arf_cmd_export(int argc, char **argv);
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 	"usage: arf mkfs IMAGE --size SIZE [--inodes N]\n"
 	"       arf fsck IMAGE [--repair]\n"
-	"       arf mount ENDPOINT MOUNTPOINT [-o OPTIONS] [-f]\n"
+	"       arf mount ENDPOINT MOUNTPOINT [-o OPTIONS] [-f] [-s]\n"
 	"       arf umount MOUNTPOINT\n"
+	"       arf import [-j N] SRC_DIR ENDPOINT:/DEST\n"
+	"       arf export [-j N] ENDPOINT:/SRC DEST_DIR\n"
 	"       arf --help\n"
 	"\n"
 	"  mkfs   create IMAGE (a sparse file; an existing file is overwritten) holding an empty\n"
@@ -31,10 +36,13 @@ static void usage(FILE *f)
 	"         run it on an image arfd is serving.  Exit status: 0 clean, 1 repaired, 4\n"
 	"         problems left, 8 could not check\n"
 	"  mount  mount the image an arfd serves (arfd --arf) at MOUNTPOINT through FUSE; -f\n"
-	"         stays in the foreground.  OPTIONS: attr_timeout=S, entry_timeout=S (seconds\n"
+	"         stays in the foreground, -s serves requests on one thread.  OPTIONS:\n"
+	"         attr_timeout=S, entry_timeout=S (seconds\n"
 	"         the kernel caches attributes and names, default 1), and FUSE's own\n"
 	"         (allow_other, ...).  $ARC_SECRET is the server's secret\n"
 	"  umount unmount it (fusermount3 -u)\n"
+	"  import copy a local tree into the image (no mount needed), N files at once\n"
+	"         (default 8), with a progress line on a terminal; export copies one out\n"
 	"\n"
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }
@@ -155,6 +163,10 @@ int main(int argc, char **argv)
 		return cmd_fsck(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "mount"))
 		return arf_cmd_mount(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "import"))
+		return arf_cmd_import(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "export"))
+		return arf_cmd_export(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "umount"))
 		return arf_cmd_umount(argc - 2, argv + 2);
 	fprintf(stderr, "arf: unknown command '%s' (see arf --help)\n", argv[1]);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "arc.h"
+#include "arf_cli.h"
 #include "arf_data.h"
 #include "arf_ops.h"
 
@@ -595,32 +596,6 @@ static int parse_timeout(const char *s, double *out)
 	return 0;
 }
 
-/* The segment paths: $ARF_OPS_SEG / $ARF_STATFS_SEG, else beside this program
- * (BUILD/arf -> BUILD/arfseg/X.pno), else build/arfseg/X.pno. */
-static char *seg_path(const char *env, const char *argv0, const char *name)
-{
-	const char *e = getenv(env);
-	if (e)
-		return strdup(e);
-	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			char *p;
-			if (asprintf(&p, "%s/arfseg/%s", self, name) >= 0) {
-				if (access(p, R_OK) == 0)
-					return p;
-				free(p);
-			}
-		}
-	}
-	char *p;
-	return asprintf(&p, "build/arfseg/%s", name) >= 0 ? p : NULL;
-}
-
 int arf_cmd_mount(int argc, char **argv)
 {
 	const char *endpoint = NULL, *mountpoint = NULL;
@@ -678,9 +653,9 @@ bad_opt:
 	}
 
 	char err[1200];
-	char *ops_seg = seg_path("ARF_OPS_SEG", argv[0], "ops.pno");
-	char *statfs_seg = seg_path("ARF_STATFS_SEG", argv[0], "statfs.pno");
-	char *data_seg = seg_path("ARF_DATA_SEG", argv[0], "data.pno");
+	char *ops_seg = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	char *statfs_seg = arf_seg_path("ARF_STATFS_SEG", "statfs.pno");
+	char *data_seg = arf_seg_path("ARF_DATA_SEG", "data.pno");
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
 	fs.statfs_seg = statfs_seg ? slurp(statfs_seg, &fs.statfs_len) : NULL;

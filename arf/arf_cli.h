@@ -1,0 +1,14 @@
+/* arf_cli.h: helpers shared by the `arf` command's subcommands (mount, import, export, grep). */
+#ifndef ARF_CLI_H
+#define ARF_CLI_H
+
+/* Where segment file name (ops.pno, data.pno, statfs.pno) is: $env if set, else arfseg/
+ * beside the running program (BUILD/arf -> BUILD/arfseg/NAME), else build/arfseg/NAME.
+ * malloc'd; NULL when out of memory. */
+char *arf_seg_path(const char *env, const char *name);
+
+/* "ENDPOINT:/PATH" (tcp:HOST:PORT:/dir/file) -> *endpoint (malloc'd) and *path (inside s,
+ * starting at the '/'): 0, or -1 when s has no ":/" after a non-empty endpoint. */
+int arf_split_remote(const char *s, char **endpoint, const char **path);
+
+#endif

@@ -1,0 +1,135 @@
+#!/bin/sh
+# arf_xfer.sh: `arf import` and `arf export` against arfd --arf on loopback: a tree with
+# nested directories, empty, small, multi-chunk (> 4 MiB) and sparse files, a symlink, a
+# fifo, odd modes and old times goes in and comes back out identical (diff -r, and modes,
+# times, sizes and symlink targets by find -printf); holes stay holes both ways; a second
+# import replaces files and merges directories; the errors a script sees (exit status 2 for
+# a bad argument or a missing source, 1 when some files failed); fsck clean at the end.
+#
+#   BUILD=build sh tests/integration/arf_xfer.sh     prints "N passed, N failed" last
+# Every call is bounded by `timeout`; on exit whatever was started is killed.
+
+BUILD=${BUILD:-build}
+umask 022
+T=${ARF_SH_TIMEOUT:-60}
+pass=0
+fail=0
+pid=
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_xfer.sh.XXXXXX") || exit 1
+cleanup() {
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check_rc() {
+	if [ "$3" -eq "$2" ]; then ok; else bad "$1: exit status $3, want $2"; sed 's/^/  | /' "$tmp/out" "$tmp/err"; fi
+}
+contains() {
+	if grep -qF -e "$3" "$2"; then ok; else bad "$1: '$3' not in:"; sed 's/^/  | /' "$2"; fi
+}
+same() {
+	if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
+}
+run() { timeout "$T" "$@" >"$tmp/out" 2>"$tmp/err"; }
+# everything find can say about a tree but the inode numbers and ctimes
+listing() { (cd "$1" && find . -printf '%p %y %m %s %T@ %l\n' | sort); }
+
+for p in arf arfd; do
+	[ -x "$BUILD/$p" ] || { echo "arf_xfer.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+img=$tmp/fs.img
+run "$BUILD/arf" mkfs "$img" --size 256M; check_rc mkfs 0 $?
+"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$img" 2>"$tmp/arfd.log" &
+pid=$!
+ep=
+for _ in $(seq 100); do
+	ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
+	[ -n "$ep" ] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$ep" ]; then
+	bad "arfd did not start:"; cat "$tmp/arfd.log"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+
+# the tree
+src=$tmp/src
+mkdir -p "$src/a/b/c" "$src/empty dir" "$src/ro"
+: >"$src/empty"
+printf 'hello\n' >"$src/a/hello"
+seq 1 200000 >"$src/a/b/nums"
+head -c 9000000 /dev/urandom >"$src/a/b/c/big"           # three runs of 4 MiB
+for i in $(seq 1 150); do printf 'file %s\n' "$i" >"$src/a/many-$i"; done
+truncate -s 50M "$src/sparse"
+printf 'middle' | dd of="$src/sparse" bs=1 seek=30000000 conv=notrunc 2>/dev/null
+ln -s a/hello "$src/link"
+ln -s /nowhere/at/all "$src/a/dangling"
+mkfifo -m 640 "$src/fifo"
+printf 'x\n' >"$src/ro/inside"
+chmod 4755 "$src/a/hello"
+chmod 600 "$src/a/b/nums"
+chmod 555 "$src/ro"
+touch -h -d '2001-02-03 04:05:06.789' "$src/a/b/nums" "$src/a" "$src/link"
+
+run "$BUILD/arf" import -v "$src" "$ep:/in/tree"; check_rc import 0 $?
+contains "import summary" "$tmp/err" "0 errors"
+out=$tmp/out.tree
+run "$BUILD/arf" export -v "$ep:/in/tree" "$out"; check_rc export 0 $?
+run diff -r --no-dereference -x fifo "$src" "$out"; check_rc "diff -r after the round trip" 0 $?
+listing "$src" >"$tmp/want"
+listing "$out" >"$tmp/got"
+if cmp -s "$tmp/want" "$tmp/got"; then ok; else bad "modes, sizes, times or targets differ:"; diff "$tmp/want" "$tmp/got" | head -20; fi
+same "sparse stays sparse" "$(du -k "$out/sparse" | cut -f1)" "$(du -k "$src/sparse" | cut -f1)"
+if [ "$(du -k "$out/sparse" | cut -f1)" -lt 1024 ]; then ok; else bad "exported sparse file owns $(du -k "$out/sparse" | cut -f1) KiB"; fi
+
+# again over the same place: files replaced (a shorter one too), directories merged
+printf 'short\n' >"$src/a/b/c/big"
+mkdir "$src/a/new"
+printf 'n\n' >"$src/a/new/file"
+chmod 755 "$src/ro"
+run "$BUILD/arf" import "$src" "$ep:/in/tree"; check_rc "import again" 0 $?
+rm -rf "$out"
+run "$BUILD/arf" export "$ep:/in/tree" "$out"; check_rc "export again" 0 $?
+run diff -r --no-dereference -x fifo "$src" "$out"; check_rc "diff -r after replacing" 0 $?
+same "replaced file" "$(cat "$out/a/b/c/big")" "short"
+
+# a destination given as several components is made like mkdir -p; '/' works as the root
+run "$BUILD/arf" import "$src/a/new" "$ep:/"; check_rc "import into the root" 0 $?
+run "$BUILD/arf" export "$ep:/" "$tmp/root"; check_rc "export the root" 0 $?
+same "a file imported into the root" "$(cat "$tmp/root/file")" "n"
+if [ -d "$tmp/root/lost+found" ] && [ -f "$tmp/root/in/tree/a/hello" ]; then ok; else bad "root export incomplete"; fi
+
+# errors
+run "$BUILD/arf" import "$src" "$ep"; check_rc "no :/PATH" 2 $?
+contains "no :/PATH" "$tmp/err" "expected ENDPOINT:/PATH"
+run "$BUILD/arf" import "$tmp/nothing" "$ep:/x"; check_rc "missing source" 2 $?
+contains "missing source" "$tmp/err" "No such file or directory"
+run "$BUILD/arf" export "$ep:/no/such" "$tmp/x"; check_rc "missing remote directory" 2 $?
+contains "missing remote directory" "$tmp/err" "No such file or directory"
+run "$BUILD/arf" export "$ep:/in/tree/a/hello" "$tmp/x"; check_rc "remote file as directory" 2 $?
+contains "remote file as directory" "$tmp/err" "Not a directory"
+run "$BUILD/arf" import -j 0 "$src" "$ep:/x"; check_rc "-j 0" 2 $?
+run "$BUILD/arf" import "$src" tcp:127.0.0.1:1:/x; check_rc "no server" 2 $?
+# an unreadable file (as a user without the permission) fails alone; the rest goes in
+if [ "$(id -u)" -ne 0 ]; then
+	chmod 000 "$src/a/hello"
+	run "$BUILD/arf" import "$src" "$ep:/in/tree2"; check_rc "unreadable file" 1 $?
+	contains "unreadable file" "$tmp/err" "a/hello: cannot open"
+	chmod 644 "$src/a/hello"
+fi
+
+kill -TERM "$pid"
+wait "$pid"; check_rc "arfd SIGTERM" 0 $?
+pid=
+run "$BUILD/arf" fsck "$img"; check_rc "fsck at the end" 0 $?
+contains "fsck at the end" "$tmp/out" "clean"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
