@@ -6,6 +6,8 @@
 #                   the rdma-vm guest (RDMA_VM_RUN); docs/rdma.md
 #   make fuzz       libFuzzer targets (clang), each run for FUZZ_SECONDS
 #   make bench      VM benchmarks against gcc -O2 (bench/vm)
+#   make bench-fs   ARF's mount against sshfs over veth between namespaces (root; bench/fs,
+#                   BENCH_FS_ARGS=--quick for the small one)
 #   make docs       regenerate docs/isa.md from isa/ops.def
 #   make install    PREFIX=/usr/local DESTDIR=
 
@@ -28,7 +30,7 @@ arfd_SRC  := $(filter-out server/arfd.c, $(wildcard server/*.c))
 arc_SRC   := $(filter-out client/arc_cli.c, $(wildcard client/*.c))
 grep_SRC  := $(filter-out grep/pngrep.c, $(wildcard grep/*.c))
 CPPFLAGS += -Igrep
-arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c, $(wildcard arf/*.c))
+arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c arf/grep.c, $(wildcard arf/*.c))
 ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(wildcard arf/*.pna))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -51,7 +53,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
-.PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick docs install clean examples
+.PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick bench-fs docs install clean examples
 
 all: $(LIBS) $(PROGS) $(ARF_SEGS)
 
@@ -78,7 +80,7 @@ $(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
 $(BUILD)/arfd: $(call obj,server/arfd.c) $(LIBS)
 $(BUILD)/arc: $(call obj,client/arc_cli.c) $(LIBS)
 $(BUILD)/pngrep: $(call obj,grep/pngrep.c) $(LIBS)
-$(BUILD)/arf: $(call obj,arf/arf.c arf/fuse.c) $(LIBS)
+$(BUILD)/arf: $(call obj,arf/arf.c arf/fuse.c arf/grep.c) $(LIBS)
 # arf mount: libfuse3 (scripts/deps.sh installs libfuse3-dev)
 $(BUILD)/obj/arf/fuse.o: CPPFLAGS += $(shell pkg-config --cflags fuse3 2>/dev/null || echo -I/usr/include/fuse3)
 $(BUILD)/arf: LDLIBS += $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
@@ -86,6 +88,8 @@ $(UNIT_TESTS): $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
 $(BUILD)/tests/test_diff: $(call obj,tests/ref_interp.c)
 $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
 $(BUILD)/tests/progtest: $(call obj,tests/progtest.c) $(LIBS)
+$(BUILD)/tests/arf_put: $(call obj,tests/arf_put.c) $(LIBS)
+TEST_PROGS += $(BUILD)/tests/arf_put
 $(PROGS) $(TEST_PROGS):
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(LDLIBS)
@@ -171,6 +175,8 @@ bench-quick: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD)) quick
+bench-fs: all
+	bash bench/fs/run.sh --build $(BUILD) $(BENCH_FS_ARGS)
 
 examples: all
 	BUILD=$(BUILD) sh examples/run.sh

@@ -16,6 +16,8 @@ int arf_cmd_umount(int argc, char **argv);
 /* xfer.c */
 int arf_cmd_import(int argc, char **argv);
 int arf_cmd_export(int argc, char **argv);
+/* grep.c */
+int arf_cmd_grep(int argc, char **argv);
 
 static void usage(FILE *f)
 {
@@ -26,6 +28,7 @@ static void usage(FILE *f)
 	"       arf umount MOUNTPOINT\n"
 	"       arf import [-j N] SRC_DIR ENDPOINT:/DEST\n"
 	"       arf export [-j N] ENDPOINT:/SRC DEST_DIR\n"
+	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
 	"       arf --help\n"
 	"\n"
 	"  mkfs   create IMAGE (a sparse file; an existing file is overwritten) holding an empty\n"
@@ -163,6 +166,8 @@ int main(int argc, char **argv)
 		return cmd_fsck(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "mount"))
 		return arf_cmd_mount(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "grep"))
+		return arf_cmd_grep(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "import"))
 		return arf_cmd_import(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "export"))

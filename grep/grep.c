@@ -105,7 +105,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	int rc = nfa_ok ? dfa_build(&g->dfa, &g->nfa, eol, -1, 0) : -1;
 	if (rc == -2)
 		goto oom;
-	g->exact = rc != 0 || t->has_backref || !nfa_ok;
+	g->exact = rc != 0 || t->has_backref || !nfa_ok || (o->no_walk_back && o->before > 0);
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
 	int context = o->before > 0 || o->after > 0;
@@ -152,6 +152,7 @@ void grep_free(struct grep *g)
 	dfa_free(&g->dfa);
 	dfa_free(&g->bdfa);
 	free(g->seg);
+	free(g->arf_seg);
 	free(g);
 }
 
@@ -348,7 +349,11 @@ static long decode(const struct grep *g, const uint8_t *r, size_t n, struct rec 
 				goto bad;
 			v = nv;
 		}
-		v[k].off = q[0] & ~REC_CONTEXT;
+		if (q[0] & GREP_REC_SCRATCH) {
+			i += q[1];             /* a straddling line's copy (arf grep) */
+			continue;
+		}
+		v[k].off = q[0] & ~(REC_CONTEXT | GREP_REC_SCRATCH);
 		v[k].context = (q[0] & REC_CONTEXT) != 0;
 		v[k].len = q[1];
 		v[k].lineno = q[2];
@@ -420,12 +425,51 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 	return count;
 }
 
+int grep_is_exact(const struct grep *g)
+{
+	return g->exact;
+}
+
+int grep_arf_segment(struct grep *g, const uint8_t **seg, size_t *len, char *err,
+                     size_t errlen)
+{
+	err[0] = '\0';
+	if (!g->arf_seg && grep_arf_gen(g, err, errlen) != 0)
+		return -1;
+	*seg = g->arf_seg;
+	*len = g->arf_seg_len;
+	return 0;
+}
+
+int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, size_t rec_len,
+                        FILE *f, int64_t *last_end)
+{
+	struct fmt x = { g, name, f, *last_end };
+	struct rec *v;
+	long n = decode(g, rec, rec_len, &v);
+	if (n < 0)
+		return -1;
+	for (long i = 0; i < n; i++)
+		put_line(&x, v[i].p, v[i].len, v[i].off, v[i].lineno, v[i].context);
+	free(v);
+	*last_end = x.last_end;
+	return 0;
+}
+
 int grep_format(struct grep *g, const char *prog, const char *name, int64_t value,
                 const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
                 struct grep_file_result *res)
 {
+	int64_t last_end = -1;
+	return grep_format_end(g, prog, name, value, rec, rec_len, f, err_f, res, &last_end);
+}
+
+int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t value,
+                    const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
+                    struct grep_file_result *res, int64_t *last_end)
+{
 	const struct grep_opts *o = &g->o;
-	struct fmt x = { g, name, f, -1 };
+	struct fmt x = { g, name, f, *last_end };
 	int binary = (int)(value & 1) && !o->text && !o->null_data;
 	int64_t count = value >> 2;
 	int noeol = (int)(value >> 1) & 1;
@@ -443,6 +487,7 @@ int grep_format(struct grep *g, const char *prog, const char *name, int64_t valu
 			put_line(&x, v[i].p, v[i].len, v[i].off, v[i].lineno, v[i].context);
 	}
 	free(v);
+	*last_end = x.last_end;
 	/* grep counts a selected line of a binary file as output for the "--" rule */
 	if (binary && count > 0 && !o->count && !o->list && !o->list_nomatch && !o->quiet)
 		fmt_any_output = 1;

@@ -43,6 +43,8 @@ struct grep_opts {
 	int before, after;        /* -B, -A (-C sets both); negative: not given (0 still prints
 	                           * "--" between groups, as in grep) */
 	int initial_tab;          /* -T */
+	int no_walk_back;         /* the segment cannot walk back over earlier lines (arf grep:
+	                           * they may lie in another extent): -B takes the exact path */
 };
 
 struct grep;
@@ -82,5 +84,37 @@ int grep_format(struct grep *g, const char *prog, const char *name, int64_t valu
 
 /* Separator state shared between files: grep prints "--" between context groups across
  * files too.  Reset by grep_compile. */
+
+/* Exact path: the records are candidate lines that grep_format selects, so it needs all of a
+ * file's records at once. */
+int grep_is_exact(const struct grep *g);
+
+/* Streaming (not exact): print the records of one part of a run; *last_end (-1 before the
+ * first part) carries the separator state to the next part.  grep_format_end then prints
+ * what comes after the lines (-c, -l, -L, the binary message) from the run's value; rec holds
+ * all the records in the exact path, none otherwise.  Returns 0 or -1 (malformed). */
+int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, size_t rec_len,
+                        FILE *f, int64_t *last_end);
+int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t value,
+                    const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
+                    struct grep_file_result *res, int64_t *last_end);
+
+/* ---- arf grep: one file of an ARF image, scanned in arfd (arfscan.c, docs/grep.md) ----
+ * The segment imports region "arf" and exports "grep" with GREP_ARF_NARGS arguments: the
+ * file's inode, then the state (struct grep_arf_state, in order: zeros except bin = row =
+ * -1 to start), then out_max (stop at a line once the output passed it) and scan_max (stop
+ * once that many bytes of the file were scanned).  The value is 0, or a negative errno
+ * (ENOENT, EISDIR, EINVAL: not a regular file, EIO: damaged extents).  The output is
+ * records, then a trailer of GREP_ARF_TRAILER bytes: u64 more (1: run again with the state),
+ * then the state.  Records flagged GREP_REC_SCRATCH are copies of lines that straddle
+ * extents, scanned there; the formatter skips them.  Needs no_walk_back in the options. */
+#define GREP_REC_SCRATCH (1ull << 62)
+#define GREP_ARF_NARGS   11
+struct grep_arf_state {
+	int64_t pos, lineno, count, after, stop, bin, row, skip, noeol;
+};
+#define GREP_ARF_TRAILER (8 * (1 + 9))
+int grep_arf_segment(struct grep *g, const uint8_t **seg, size_t *len, char *err,
+                     size_t errlen);
 
 #endif

@@ -158,8 +158,12 @@ struct grep {
 	size_t lit_len;
 	uint8_t *seg;
 	size_t seg_len;
+	uint8_t *arf_seg;      /* the ARF segment (arfscan.c), made on first use */
+	size_t arf_seg_len;
 };
 
 int grep_gen(struct grep *g, char *err, size_t errlen);
+/* The segment that scans one file of an ARF image in place (arfscan.c). */
+int grep_arf_gen(struct grep *g, char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,751 @@
+/* grep.c: `arf grep`, grep over files of an ARF image, each scanned inside arfd.
+ *
+ *   arf grep [GREP OPTIONS] [--local] [--explain] PATTERNS FILE...
+ *
+ * FILE is ENDPOINT:/path (tcp:HOST:PORT:/path, udp:..., rdma:...; HOST may be [v6]) or a path
+ * under an `arf mount` (found in /proc/self/mountinfo: type fuse.arf, source arf:ENDPOINT).
+ * libgrep compiles the patterns (grep_arf_segment: the scan that walks the file's extents in
+ * the server); this file resolves names (arf_lookup, arf_readdir for -r, a batch of entries
+ * per round trip), runs the segment until its trailer says it is done, and prints the records
+ * with grep_format_*: the bytes, messages and exit status of GNU grep 3.8 in the C locale.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arc.h"
+#include "arf_ops.h"
+#include "asm.h"
+#include "grep.h"
+#include "isa.h"
+
+static const char *prog = "grep";
+
+#define OUT_MAX   (32u << 20)      /* output of one run */
+#define OUT_SOFT  (4u << 20)       /* a run stops at the next line after this much */
+#define SCAN_MAX  (64ull << 20)    /* bytes of file per run (fuel: a few per byte) */
+
+struct conn {
+	char *endpoint;
+	struct arc *a;
+	struct arf_client *c;
+	struct conn *next;
+};
+
+struct state {
+	struct grep *g;
+	struct grep_opts o;
+	const uint8_t *seg;
+	size_t seg_len;
+	int local;
+	int recursive, deref, no_messages, errors, any_match;
+	char **include, **exclude, **exclude_dir;
+	int n_include, n_exclude, n_exclude_dir;
+	struct conn *conns;
+	uint64_t scan_max;
+};
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static void file_error(struct state *st, const char *name, int err)
+{
+	st->errors = 1;
+	if (!st->no_messages)
+		fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(err));
+}
+
+/* A failure that is not the file's (transport, trap): always reported. */
+static void run_error(struct state *st, const char *name, const char *what)
+{
+	st->errors = 1;
+	fflush(stdout);
+	fprintf(stderr, "%s: %s: %s\n", prog, name, what);
+}
+
+static char *seg_path(const char *name)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/'), *p;
+		if (slash) {
+			*slash = '\0';
+			if (asprintf(&p, "%s/arfseg/%s", self, name) >= 0) {
+				if (access(p, R_OK) == 0)
+					return p;
+				free(p);
+			}
+		}
+	}
+	return NULL;             /* arf_client_open: $ARF_OPS_SEG, else build/arfseg/ */
+}
+
+static struct conn *connect_to(struct state *st, const char *endpoint, const char *name)
+{
+	for (struct conn *k = st->conns; k; k = k->next)
+		if (!strcmp(k->endpoint, endpoint))
+			return k->a ? k : NULL;
+	struct conn *k = calloc(1, sizeof *k);
+	if (!k || !(k->endpoint = strdup(endpoint)))
+		die("%s", "memory exhausted");
+	k->next = st->conns;
+	st->conns = k;
+	char err[512];
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	k->a = arc_connect(endpoint, &ao, err, sizeof err);
+	if (!k->a) {
+		run_error(st, name, err);
+		return NULL;
+	}
+	char *ops = getenv("ARF_OPS_SEG") ? NULL : seg_path("ops.pno");
+	k->c = arf_client_open(k->a, ops, err, sizeof err);
+	free(ops);
+	if (!k->c) {
+		run_error(st, name, err);
+		arc_close(k->a);
+		k->a = NULL;
+		return NULL;
+	}
+	return k;
+}
+
+/* Run the segment over inode ino until done; print what grep prints for the file. */
+static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
+{
+	struct grep_arf_state s = { .bin = -1, .row = -1 };
+	int exact = grep_is_exact(st->g);
+	uint8_t *acc = NULL;
+	size_t acc_len = 0, acc_cap = 0;
+	int64_t last_end = -1;
+	for (;;) {
+		int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after,
+		                                 s.stop, s.bin, s.row, s.skip, OUT_SOFT,
+		                                 (int64_t)st->scan_max };
+		struct arc_exec x = { .seg = st->seg, .seg_len = st->seg_len, .entry = "grep",
+		                      .args = args, .n_args = GREP_ARF_NARGS,
+		                      .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
+		int rc = st->local ? arc_exec_local(k->a, &x) : arc_exec(k->a, &x);
+		if (rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_FUEL && st->scan_max > (1u << 16)) {
+			/* the server allows less fuel than asked: scan less per run */
+			free(x.out);
+			st->scan_max /= 4;
+			continue;
+		}
+		if (rc != 0) {
+			char what[1200];
+			if (rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_OUTPUT_FULL)
+				snprintf(what, sizeof what, "a line longer than %u bytes straddles extents",
+				         OUT_MAX - OUT_SOFT);
+			else
+				snprintf(what, sizeof what, "%s", rc == -AR_ETRAP ? x.trap.text
+				         : arc_errmsg(k->a));
+			free(x.out);
+			free(acc);
+			run_error(st, name, what);
+			return;
+		}
+		if (x.value < 0) {
+			free(x.out);
+			free(acc);
+			file_error(st, name, (int)-x.value);
+			return;
+		}
+		if (x.out_len < GREP_ARF_TRAILER) {
+			free(x.out);
+			free(acc);
+			run_error(st, name, "malformed reply");
+			return;
+		}
+		size_t rl = (size_t)x.out_len - GREP_ARF_TRAILER;
+		int64_t t[10];
+		memcpy(t, (uint8_t *)x.out + rl, sizeof t);
+		memcpy(&s, t + 1, sizeof s);
+		int bad = 0;
+		if (exact) {
+			if (acc_len + rl > acc_cap) {
+				acc_cap = 2 * (acc_len + rl) + 4096;
+				uint8_t *n = realloc(acc, acc_cap);
+				if (!n)
+					die("%s", "memory exhausted");
+				acc = n;
+			}
+			memcpy(acc + acc_len, x.out, rl);
+			acc_len += rl;
+		} else {
+			bad = grep_format_records(st->g, name, x.out, rl, stdout, &last_end) != 0;
+		}
+		free(x.out);
+		if (bad) {
+			free(acc);
+			run_error(st, name, "malformed records");
+			return;
+		}
+		if (!t[0])
+			break;
+	}
+	struct grep_file_result res;
+	int64_t value = s.count << 2 | (s.noeol ? 2 : 0) | (s.bin > 0);
+	if (grep_format_end(st->g, prog, name, value, acc, acc_len, stdout, stderr, &res,
+	                    &last_end) != 0)
+		run_error(st, name, "malformed records");
+	free(acc);
+	if (res.matched)
+		st->any_match = 1;
+}
+
+static int excluded(char **pats, int n, const char *name)
+{
+	const char *base = strrchr(name, '/');
+	base = base && base[1] ? base + 1 : name;
+	for (int i = 0; i < n; i++)
+		if (fnmatch(pats[i], base, 0) == 0)
+			return 1;
+	return 0;
+}
+
+static int want_file(struct state *st, const char *name)
+{
+	return !excluded(st->exclude, st->n_exclude, name) &&
+	       (!st->n_include || excluded(st->include, st->n_include, name));
+}
+
+/* -r: the directory's entries in batches (one round trip per batch of up to 1024) */
+static void grep_dir(struct state *st, struct conn *k, uint64_t dir, const char *name)
+{
+	enum { BATCH = 1024 };
+	struct arf_dirent *ents = malloc(BATCH * sizeof *ents);
+	if (!ents)
+		die("%s", "memory exhausted");
+	uint64_t cookie = 0;
+	do {
+		int n = arf_readdir(k->c, dir, &cookie, ents, BATCH);
+		if (n < 0) {
+			if (n == -EIO)
+				run_error(st, name, arf_client_errmsg(k->c));
+			else
+				file_error(st, name, -n);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct arf_dirent *e = &ents[i];
+			size_t len = strlen(name) + e->name_len + 2;
+			char *child = malloc(len);
+			if (!child)
+				die("%s", "memory exhausted");
+			snprintf(child, len, "%s%s%s", name, name[strlen(name) - 1] == '/' ? "" : "/",
+			         e->name);
+			if (e->type == DT_DIR) {
+				if (!excluded(st->exclude_dir, st->n_exclude_dir, child))
+					grep_dir(st, k, e->ino, child);
+			} else if (e->type == DT_REG && want_file(st, child)) {
+				grep_ino(st, k, e->ino, child);
+			}
+			/* symlinks (-r does not follow them; -R would: not yet) and fifos: skipped */
+			free(child);
+			if (st->o.quiet && st->any_match)
+				break;
+		}
+	} while (cookie && !(st->o.quiet && st->any_match));
+	free(ents);
+}
+
+/* A path inside the ARF at k, named `name` on the command line. */
+static void grep_path(struct state *st, struct conn *k, const char *path, const char *name)
+{
+	int64_t ino = arf_lookup(k->c, 1, path);
+	if (ino == -EIO) {
+		run_error(st, name, arf_client_errmsg(k->c));
+		return;
+	}
+	if (ino < 0) {
+		file_error(st, name, (int)-ino);
+		return;
+	}
+	struct arf_attr at;
+	int rc = arf_getattr(k->c, (uint64_t)ino, &at);
+	if (rc < 0) {
+		if (rc == -EIO)
+			run_error(st, name, arf_client_errmsg(k->c));
+		else
+			file_error(st, name, -rc);
+		return;
+	}
+	if (S_ISDIR(at.mode)) {
+		if (!st->recursive)
+			file_error(st, name, EISDIR);
+		else
+			grep_dir(st, k, (uint64_t)ino, name);
+		return;
+	}
+	if (!want_file(st, name))
+		return;
+	if (S_ISLNK(at.mode)) {
+		run_error(st, name, "symbolic links in an ARF are not followed yet");
+		return;
+	}
+	if (!S_ISREG(at.mode))
+		return;               /* a fifo: nothing to read (arf has no writers to wait for) */
+	grep_ino(st, k, (uint64_t)ino, name);
+}
+
+/* "tcp:HOST:PORT:/path": the endpoint and the path, or 0 when arg is not of that form. */
+static int split_remote(const char *arg, char **endpoint, const char **path)
+{
+	static const char *const schemes[] = { "tcp:", "udp:", "rdma:" };
+	const char *p = NULL;
+	for (size_t i = 0; i < 3; i++)
+		if (!strncmp(arg, schemes[i], strlen(schemes[i])))
+			p = arg + strlen(schemes[i]);
+	if (!p)
+		return 0;
+	if (*p == '[') {
+		p = strchr(p, ']');
+		if (!p)
+			return 0;
+		p++;
+	} else {
+		p = strchr(p, ':');
+		if (!p)
+			return 0;
+	}
+	if (*p != ':' || !(p[1] >= '0' && p[1] <= '9'))
+		return 0;
+	p++;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p[0] != ':' || p[1] != '/')
+		return 0;
+	*endpoint = strndup(arg, (size_t)(p - arg));
+	*path = p + 1;
+	return *endpoint != NULL;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo */
+static void unescape(char *s)
+{
+	char *d = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] && s[3]) {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* The arf mount holding the absolute path abs: its endpoint (malloc'd) and the path inside. */
+static char *find_mount(const char *abs, const char **inside)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return NULL;
+	char *line = NULL, *best = NULL;
+	size_t cap = 0, best_len = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+		char *fld[6], *save, *tok = strtok_r(line, " \n", &save);
+		int n = 0;
+		while (tok && n < 5) {
+			fld[n++] = tok;
+			tok = strtok_r(NULL, " \n", &save);
+		}
+		while (tok && strcmp(tok, "-"))
+			tok = strtok_r(NULL, " \n", &save);
+		char *type = tok ? strtok_r(NULL, " \n", &save) : NULL;
+		char *src = type ? strtok_r(NULL, " \n", &save) : NULL;
+		if (n < 5 || !src || strcmp(type, "fuse.arf") || strncmp(src, "arf:", 4))
+			continue;
+		unescape(fld[4]);
+		unescape(src);
+		size_t ml = strlen(fld[4]);
+		int under = !strncmp(abs, fld[4], ml) && (abs[ml] == '/' || abs[ml] == '\0' ||
+		                                          !strcmp(fld[4], "/"));
+		if (under && (!best || ml >= best_len)) {
+			free(best);
+			best = strdup(src + 4);
+			best_len = ml;
+			*inside = abs + (strcmp(fld[4], "/") ? ml : 0);
+		}
+	}
+	free(line);
+	fclose(f);
+	return best;
+}
+
+static void grep_operand(struct state *st, const char *arg)
+{
+	char *endpoint = NULL, *abs = NULL;
+	const char *path;
+	if (!split_remote(arg, &endpoint, &path)) {
+		abs = realpath(arg, NULL);
+		if (!abs) {
+			file_error(st, arg, errno);
+			return;
+		}
+		endpoint = find_mount(abs, &path);
+		if (!endpoint) {
+			run_error(st, arg, "not in an ARF (give ENDPOINT:/path, or a path under arf mount)");
+			free(abs);
+			return;
+		}
+		if (!*path)
+			path = "/";
+	}
+	struct conn *k = connect_to(st, endpoint, arg);
+	if (k)
+		grep_path(st, k, path, arg);
+	free(endpoint);
+	free(abs);
+}
+
+/* ---- options (as pngrep's) ---- */
+
+struct strv { char **v; size_t n, cap; size_t *len; };
+
+static void strv_add(struct strv *s, const char *p, size_t len)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = realloc(s->v, s->cap * sizeof *s->v);
+		s->len = realloc(s->len, s->cap * sizeof *s->len);
+		if (!s->v || !s->len)
+			die("%s", "memory exhausted");
+	}
+	s->v[s->n] = malloc(len + 1);
+	if (!s->v[s->n])
+		die("%s", "memory exhausted");
+	memcpy(s->v[s->n], p, len);
+	s->v[s->n][len] = '\0';
+	s->len[s->n++] = len;
+}
+
+/* grep splits every pattern operand at newlines */
+static void strv_free(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	free(s->len);
+}
+
+static void add_patterns(struct strv *s, const char *p, size_t len)
+{
+	for (;;) {
+		const char *nl = memchr(p, '\n', len);
+		if (!nl) {
+			strv_add(s, p, len);
+			return;
+		}
+		strv_add(s, p, (size_t)(nl - p));
+		len -= (size_t)(nl - p) + 1;
+		p = nl + 1;
+	}
+}
+
+static void add_pattern_file(struct strv *s, const char *path)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int rc;
+	if (!strcmp(path, "-")) {
+		size_t cap = 4096;
+		uint8_t *b = malloc(cap);
+		ssize_t r;
+		while (b && (r = read(0, b + len, cap - len)) > 0)
+			if ((len += (size_t)r) == cap)
+				b = realloc(b, cap *= 2);
+		if (!b)
+			die("%s", "memory exhausted");
+		buf = b;
+		rc = 0;
+	} else {
+		rc = isa_read_file(path, &buf, &len);
+	}
+	if (rc != 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		exit(2);
+	}
+	if (len > 0) {
+		/* a final newline ends the last pattern, it does not add an empty one */
+		add_patterns(s, buf, ((char *)buf)[len - 1] == '\n' ? len - 1 : len);
+	}
+	free(buf);
+}
+
+static long num_arg(const char *opt, const char *v, const char *what)
+{
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (errno || end == v || *end || x < 0) {
+		fprintf(stderr, "%s: invalid %s argument\n", prog, what);
+		exit(2);
+	}
+	(void)opt;
+	return x > 0x7fffffff ? 0x7fffffff : (long)x;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "Usage: arf grep [OPTION]... PATTERNS FILE...\n"
+	        "Search for PATTERNS in files of an ARF image, as GNU grep does; the scan runs in arfd.\n"
+	        "FILE is ENDPOINT:/path (tcp:HOST:PORT:/a/b, udp:..., rdma:...) or a path under arf mount.\n"
+	        "  -E, -F, -G     pattern syntax: extended, fixed strings, basic (default)\n"
+	        "  -e PATTERNS    use PATTERNS      -f FILE   take PATTERNS from FILE\n"
+	        "  -i, -y         ignore case       -w, -x    match whole words / lines\n"
+	        "  -v             select non-matching lines\n"
+	        "  -c -l -L -q -s -o -n -b -H -h -z -a -I -r -m NUM -A NUM -B NUM -C NUM\n"
+	        "  --null --include=GLOB --exclude=GLOB --exclude-dir=GLOB\n"
+	        "  --color[=WHEN] --binary-files=TYPE\n"
+	        "  --local        run the scan here, reading the server's region remotely\n"
+	        "  --explain      print the generated assembly and how the pattern is matched\n"
+	        "$ARC_SECRET is the server's secret.\n");
+}
+
+int arf_cmd_grep(int argc, char **argv)
+{
+	struct state st = { 0 };
+	struct grep_opts *o = &st.o;
+	o->syntax = GREP_BASIC;
+	o->max_count = -1;
+	o->before = o->after = -1;
+	o->with_filename = -1;
+	o->no_walk_back = 1;
+	st.scan_max = SCAN_MAX;
+	int color = 0, explain = 0, have_pat = 0;
+	struct strv pats = { 0 }, files = { 0 }, inc = { 0 }, exc = { 0 }, excd = { 0 };
+	int only_operands = 0;
+
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i];
+		if (only_operands || a[0] != '-' || !a[1]) {
+			strv_add(&files, a, strlen(a));
+			continue;
+		}
+		if (!strcmp(a, "--")) {
+			only_operands = 1;
+			continue;
+		}
+		if (a[1] == '-') {
+			char *name = a + 2, *val = strchr(name, '=');
+			size_t nlen = val ? (size_t)(val - name) : strlen(name);
+			if (val)
+				val++;
+#define IS(s) (nlen == strlen(s) && !strncmp(name, s, nlen))
+#define NEED() do { if (!val) { if (i + 1 >= argc) { fprintf(stderr, "%s: option '--%.*s' requires an argument\n", prog, (int)nlen, name); exit(2); } val = argv[++i]; } } while (0)
+			if (IS("regexp")) { NEED(); add_patterns(&pats, val, strlen(val)); have_pat = 1; }
+			else if (IS("file")) { NEED(); add_pattern_file(&pats, val); have_pat = 1; }
+			else if (IS("extended-regexp")) o->syntax = GREP_EXTENDED;
+			else if (IS("fixed-strings")) o->syntax = GREP_FIXED;
+			else if (IS("basic-regexp")) o->syntax = GREP_BASIC;
+			else if (IS("ignore-case")) o->icase = 1;
+			else if (IS("no-ignore-case")) o->icase = 0;
+			else if (IS("invert-match")) o->invert = 1;
+			else if (IS("word-regexp")) o->word = 1;
+			else if (IS("line-regexp")) o->line = 1;
+			else if (IS("count")) o->count = 1;
+			else if (IS("files-with-matches")) o->list = 1, o->list_nomatch = 0;
+			else if (IS("files-without-match")) o->list_nomatch = 1, o->list = 0;
+			else if (IS("line-number")) o->line_number = 1;
+			else if (IS("byte-offset")) o->byte_offset = 1;
+			else if (IS("with-filename")) o->with_filename = 1;
+			else if (IS("no-filename")) o->with_filename = 0;
+			else if (IS("only-matching")) o->only = 1;
+			else if (IS("quiet") || IS("silent")) o->quiet = 1;
+			else if (IS("no-messages")) st.no_messages = 1;
+			else if (IS("max-count")) { NEED(); o->max_count = num_arg(a, val, "max count"); }
+			else if (IS("recursive")) st.recursive = 1;
+			else if (IS("dereference-recursive")) st.recursive = st.deref = 1;
+			else if (IS("include")) { NEED(); strv_add(&inc, val, strlen(val)); }
+			else if (IS("exclude")) { NEED(); strv_add(&exc, val, strlen(val)); }
+			else if (IS("exclude-dir")) { NEED(); strv_add(&excd, val, strlen(val)); }
+			else if (IS("after-context")) { NEED(); o->after = (int)num_arg(a, val, "context length"); }
+			else if (IS("before-context")) { NEED(); o->before = (int)num_arg(a, val, "context length"); }
+			else if (IS("context")) { NEED(); o->after = o->before = (int)num_arg(a, val, "context length"); }
+			else if (IS("color") || IS("colour")) {
+				if (!val || !strcmp(val, "auto") || !strcmp(val, "tty") || !strcmp(val, "if-tty")) {
+					const char *term = getenv("TERM");
+					color = isatty(1) && term && strcmp(term, "dumb");
+				} else if (!strcmp(val, "always") || !strcmp(val, "yes") || !strcmp(val, "force")) {
+					color = 1;
+				} else if (!strcmp(val, "never") || !strcmp(val, "no") || !strcmp(val, "none")) {
+					color = 0;
+				} else {
+					fprintf(stderr, "%s: invalid argument '%s' for '--color'\n", prog, val);
+					exit(2);
+				}
+			}
+			else if (IS("label")) { NEED(); }   /* names standard input, which arf grep does not read */
+			else if (IS("null")) o->null_name = 1;
+			else if (IS("null-data")) o->null_data = 1;
+			else if (IS("text")) o->text = 1, o->binary_nomatch = 0;
+			else if (IS("binary-files")) {
+				NEED();
+				if (!strcmp(val, "text")) o->text = 1, o->binary_nomatch = 0;
+				else if (!strcmp(val, "without-match")) o->binary_nomatch = 1, o->text = 0;
+				else if (!strcmp(val, "binary")) o->text = o->binary_nomatch = 0;
+				else die("%s", "unknown binary-files type");
+			}
+			else if (IS("explain")) explain = 1;
+			else if (IS("local")) st.local = 1;
+			else if (IS("help")) { usage(stdout); return 0; }
+			else {
+				fprintf(stderr, "%s: unrecognized option '%s'\n", prog, a);
+				fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
+				        "Try '%s --help' for more information.\n", prog, prog);
+				exit(2);
+			}
+			continue;
+		}
+		for (char *c = a + 1; *c; c++) {
+			char *val = NULL;
+			if (strchr("efmABCd", *c)) {
+				if (c[1])
+					val = c + 1;
+				else if (i + 1 < argc)
+					val = argv[++i];
+				else {
+					fprintf(stderr, "%s: option requires an argument -- '%c'\n", prog, *c);
+					fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
+					        "Try '%s --help' for more information.\n", prog, prog);
+					exit(2);
+				}
+			}
+			switch (*c) {
+			case 'E': o->syntax = GREP_EXTENDED; break;
+			case 'F': o->syntax = GREP_FIXED; break;
+			case 'G': o->syntax = GREP_BASIC; break;
+			case 'e': add_patterns(&pats, val, strlen(val)); have_pat = 1; break;
+			case 'f': add_pattern_file(&pats, val); have_pat = 1; break;
+			case 'i': case 'y': o->icase = 1; break;
+			case 'v': o->invert = 1; break;
+			case 'w': o->word = 1; break;
+			case 'x': o->line = 1; break;
+			case 'c': o->count = 1; break;
+			case 'l': o->list = 1; o->list_nomatch = 0; break;
+			case 'L': o->list_nomatch = 1; o->list = 0; break;
+			case 'n': o->line_number = 1; break;
+			case 'b': o->byte_offset = 1; break;
+			case 'H': o->with_filename = 1; break;
+			case 'h': o->with_filename = 0; break;
+			case 'o': o->only = 1; break;
+			case 'q': o->quiet = 1; break;
+			case 's': st.no_messages = 1; break;
+			case 'm': o->max_count = num_arg("-m", val, "max count"); break;
+			case 'r': st.recursive = 1; break;
+			case 'R': st.recursive = st.deref = 1; break;
+			case 'A': o->after = (int)num_arg("-A", val, "context length"); break;
+			case 'B': o->before = (int)num_arg("-B", val, "context length"); break;
+			case 'C': o->after = o->before = (int)num_arg("-C", val, "context length"); break;
+			case 'z': o->null_data = 1; break;
+			case 'Z': o->null_name = 1; break;
+			case 'a': o->text = 1; o->binary_nomatch = 0; break;
+			case 'I': o->binary_nomatch = 1; o->text = 0; break;
+			case 'T': o->initial_tab = 1; break;
+			case 'U': break;
+			case 'd': break;
+			default:
+				fprintf(stderr, "%s: invalid option -- '%c'\n", prog, *c);
+				fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
+				        "Try '%s --help' for more information.\n", prog, prog);
+				exit(2);
+			}
+			if (val)
+				break;
+		}
+	}
+	if (!have_pat) {
+		if (files.n == 0) {
+			fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
+			        "Try '%s --help' for more information.\n", prog, prog);
+			return 2;
+		}
+		add_patterns(&pats, files.v[0], files.len[0]);
+		free(files.v[0]);
+		memmove(files.v, files.v + 1, (files.n - 1) * sizeof *files.v);
+		memmove(files.len, files.len + 1, (files.n - 1) * sizeof *files.len);
+		files.n--;
+	}
+	o->color = color;
+	if (o->with_filename < 0)
+		o->with_filename = files.n > 1 || st.recursive;
+	st.include = inc.v, st.n_include = (int)inc.n;
+	st.exclude = exc.v, st.n_exclude = (int)exc.n;
+	st.exclude_dir = excd.v, st.n_exclude_dir = (int)excd.n;
+
+	char err[256], warn[1024];
+	int status = 2;
+	if (grep_compile((const char *const *)pats.v, pats.len, pats.n, o, &st.g, err, sizeof err,
+	                 warn, sizeof warn) != 0) {
+		fputs(warn, stderr);
+		fprintf(stderr, "%s: %s\n", prog, err);
+		goto out;
+	}
+	for (char *w = warn; *w;) {
+		char *nl = strchr(w, '\n');
+		fprintf(stderr, "%s: %.*s\n", prog, (int)(nl ? nl - w : (long)strlen(w)), w);
+		w = nl ? nl + 1 : w + strlen(w);
+	}
+	if (grep_arf_segment(st.g, &st.seg, &st.seg_len, err, sizeof err) != 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		goto out;
+	}
+	if (explain) {
+		char *text, desc[512];
+		grep_describe(st.g, desc, sizeof desc);
+		printf("; %s\n; arf segment: %zu bytes\n", desc, st.seg_len);
+		if (asm_disassemble(st.seg, st.seg_len, &text, err, sizeof err) != 0) {
+			fprintf(stderr, "%s: %s\n", prog, err);
+			goto out;
+		}
+		fputs(text, stdout);
+		free(text);
+		status = 0;
+		goto out;
+	}
+	if (o->max_count == 0) {
+		status = 1;       /* grep -m 0 reads nothing */
+		goto out;
+	}
+	if (files.n == 0) {
+		fprintf(stderr, "%s: no FILE: arf grep does not read standard input "
+		        "(give ENDPOINT:/path or a path under arf mount)\n", prog);
+		goto out;
+	}
+	static char obuf[1 << 16];
+	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+	for (size_t i = 0; i < files.n && !(o->quiet && st.any_match); i++)
+		grep_operand(&st, files.v[i]);
+	fflush(stdout);
+	status = o->quiet && st.any_match ? 0 : st.errors ? 2 : st.any_match ? 0 : 1;
+out:
+	grep_free(st.g);
+	while (st.conns) {
+		struct conn *k = st.conns;
+		st.conns = k->next;
+		if (k->c)
+			arf_client_close(k->c);
+		if (k->a)
+			arc_close(k->a);
+		free(k->endpoint);
+		free(k);
+	}
+	strv_free(&pats), strv_free(&files), strv_free(&inc), strv_free(&exc), strv_free(&excd);
+	return status;
+}

@@ -1,0 +1,164 @@
+#!/bin/sh
+# arf_grep.sh: the differential test of `arf grep` against GNU grep.  An ARF image served by
+# arfd on loopback gets the grep test's files (tests/grep/gen_data.sh) plus files written one
+# block per extent (lines straddle extents), sparse files (holes), a long line across many
+# extents; each pattern x option set runs over all of them in one command, through arfd and
+# through --local, and must give grep's stdout, stderr and exit status on the local copy
+# (names shown as given: ENDPOINT:/name, compared with the prefix removed).  Then -r with
+# --include/--exclude/--exclude-dir (lines sorted: directory order differs).
+# Prints "N passed, N failed" last; skipped (0 passed, 0 failed) without GNU grep.
+BUILD=${BUILD:-build}
+here=$(dirname "$0")
+if ! /usr/bin/grep --version 2>/dev/null | head -n 1 | /usr/bin/grep -q 'GNU grep'; then
+	echo "arf_grep.sh: skipped: no GNU grep at /usr/bin/grep"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_grep.XXXXXX") || exit 1
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+pass=0
+fail=0
+fail_msg() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+d=$tmp/d
+sh "$here/../grep/gen_data.sh" "$d" || exit 1
+for f in words long nonl binary greek; do cp "$d/$f" "$d/frag_$f"; done
+awk 'BEGIN { for (i = 0; i < 4000; i++) printf "line %d of the needle file %s\n", i, (i % 7 ? "x" : "needle foo") }' > "$d/frag_many"
+awk 'BEGIN { s = ""; for (i = 0; i < 9000; i++) s = s "abcdefghij"; print "x"; print s "needle"; print s; printf "end" }' > "$d/frag_longline"
+# sparse: data, a hole of 3 blocks, data, a hole at the end
+{ printf 'hello needle\nfoo\n'; head -c 12288 /dev/zero; printf 'after the hole\nneedle\n'; head -c 9000 /dev/zero; } > "$d/sparse_a"
+{ head -c 8192 /dev/zero; printf 'starts after a hole\n'; } > "$d/sparse_b"
+{ printf 'one\0two\0'; head -c 8192 /dev/zero; printf 'three\0needle\0'; } > "$d/sparse_z"
+mkdir -p "$d/sub/deeper" "$d/sub/skip"
+printf 'needle in sub\nfoo\n' > "$d/sub/a.txt"
+printf 'needle in c\n' > "$d/sub/b.c"
+printf 'deeper needle\n' > "$d/sub/deeper/c.txt"
+printf 'skipped needle\n' > "$d/sub/skip/d.txt"
+
+img=$tmp/img
+"$BUILD/arf" mkfs "$img" --size 64M >/dev/null || exit 1
+"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$img" 2>"$tmp/arfd.log" &
+pid=$!
+ep=
+for _ in $(seq 100); do
+	ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
+	[ -n "$ep" ] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$ep" ]; then
+	echo "arf_grep.sh: arfd did not start:"; cat "$tmp/arfd.log"
+	echo "0 passed, 1 failed"; exit 1
+fi
+timeout 60 "$BUILD/tests/arf_put" "$ep" "$d" || { echo "0 passed, 1 failed"; exit 1; }
+mkdir -p "$tmp/bin"
+ln -s /usr/bin/grep "$tmp/bin/grep"
+
+files='empty nonl greek crlf binary nuls long words rep zdata frag_words frag_long frag_nonl frag_binary frag_greek frag_many frag_longline sparse_a sparse_b sparse_z'
+remote=
+for f in $files; do remote="$remote $ep:/$f"; done
+
+# check OPTS... : grep over every file, arf grep over the same files in the image
+check() {
+	(cd "$d" && PATH="$tmp/bin:$PATH" timeout 20 grep "$@" $files >"$tmp/g.out" 2>"$tmp/g.err"; echo $? >"$tmp/g.rc")
+	for mode in ${modes:-server}; do
+		[ "$mode" = server ] && mode=
+		timeout 60 "$BUILD/arf" grep $mode "$@" $remote >"$tmp/a.raw" 2>"$tmp/a.eraw"
+		echo $? >"$tmp/a.rc"
+		sed "s#$ep:/##g" "$tmp/a.raw" >"$tmp/a.out"
+		sed "s#$ep:/##g" "$tmp/a.eraw" >"$tmp/a.err"
+		if cmp -s "$tmp/g.out" "$tmp/a.out" && cmp -s "$tmp/g.err" "$tmp/a.err" &&
+		   cmp -s "$tmp/g.rc" "$tmp/a.rc"; then
+			pass=$((pass + 1))
+		else
+			fail_msg "arf grep $mode $*"
+			diff "$tmp/g.out" "$tmp/a.out" | head -n 5
+			diff "$tmp/g.err" "$tmp/a.err" | head -n 3
+			echo "status: grep $(cat "$tmp/g.rc"), arf grep $(cat "$tmp/a.rc")"
+		fi
+	done
+}
+
+pats='needle
+foo
+^$
+^
+ab*c
+\(ab\)\1
+x\{2,\}
+[[:digit:]]
+hello\|world
+end$'
+opts='-n
+-c
+-v -c
+-l
+-L
+-q
+-o -b
+-i -n
+-w
+-x
+-m 2 -n
+-m 1 -A 2
+-A 1 -n
+-B 2 -n
+-C 1
+-a -n
+-z -c
+-z
+-I -c
+-H -h
+--color=always -n
+-v -n -m 5
+-c -m 3'
+old_ifs=$IFS
+nl='
+'
+IFS=$nl
+for p in $pats; do
+	# --local (the same segment in this process, reading the region remotely) on the first
+	# pattern's option sets only: it is slow by design (one READ per cache miss)
+	[ "$p" = needle ] && modes='server --local' || modes=server
+	for o in $opts; do
+		IFS=$old_ifs
+		# shellcheck disable=SC2086
+		check $o -e "$p"
+		IFS=$nl
+	done
+done
+IFS=$old_ifs
+check -E -n 'needle|foo$'
+check -F -c 'needle
+foo'
+
+# -r: the walk runs in the server, a batch of entries per round trip; order differs, so sort
+rcheck() {
+	(cd "$d" && PATH="$tmp/bin:$PATH" timeout 20 grep "$@" sub | sort >"$tmp/g.out"; echo $? >"$tmp/g.rc")
+	timeout 60 "$BUILD/arf" grep "$@" "$ep:/sub" | sed "s#$ep:/##g" | sort >"$tmp/a.out"
+	if cmp -s "$tmp/g.out" "$tmp/a.out"; then
+		pass=$((pass + 1))
+	else
+		fail_msg "arf grep $* (recursive)"
+		diff "$tmp/g.out" "$tmp/a.out" | head -n 5
+	fi
+}
+rcheck -r needle
+rcheck -r -n --include='*.txt' needle
+rcheck -r --exclude='*.c' -c needle
+rcheck -r --exclude-dir=skip -l needle
+# errors: a missing file, a directory without -r
+check -n needle nosuch
+"$BUILD/arf" grep needle "$ep:/sub" >/dev/null 2>"$tmp/e"
+if [ $? -eq 2 ] && [ "$(sed "s#$ep:/##" "$tmp/e")" = "grep: sub: Is a directory" ]; then
+	pass=$((pass + 1))
+else
+	fail_msg "directory without -r: $(cat "$tmp/e")"
+fi
+echo "$pass passed, $fail failed"
