@@ -174,7 +174,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		memcpy(t, (uint8_t *)x.out + rl, sizeof t);
 		memcpy(&s, t + 1, sizeof s);
 		int bad = 0;
-		if (exact) {
+		if (exact && rl) {
 			if (acc_len + rl > acc_cap) {
 				acc_cap = 2 * (acc_len + rl) + 4096;
 				uint8_t *n = realloc(acc, acc_cap);
@@ -184,7 +184,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 			}
 			memcpy(acc + acc_len, x.out, rl);
 			acc_len += rl;
-		} else {
+		} else if (!exact) {
 			bad = grep_format_records(st->g, name, x.out, rl, stdout, &last_end) != 0;
 		}
 		free(x.out);
