@@ -90,7 +90,8 @@ done
 BUILD=$(abspath "$BUILD")
 mkdir "$mnt" || exit 1
 
-# start NAME: a fresh image, arfd serving it, mounted at $mnt (0), or a failure counted (1)
+# start NAME [OPTS]: a fresh image, arfd serving it, mounted at $mnt with MOUNT_OPTS (and
+# OPTS) (0), or a failure counted (1)
 start() {
 	rm -f "$img"
 	if ! timeout "$T" "$BUILD/arf" mkfs "$img" --size "$IMAGE_SIZE" >"$tmp/$1.mkfs" 2>&1; then
@@ -108,7 +109,7 @@ start() {
 	if [ -z "$ep" ]; then
 		bad "$1: arfd did not start"; sed 's/^/  | /' "$tmp/$1.arfd.log"; stop_all; return 1
 	fi
-	"$BUILD/arf" mount "$ep" "$mnt" -f -o "$MOUNT_OPTS" 2>"$tmp/$1.mount.log" &
+	"$BUILD/arf" mount "$ep" "$mnt" -f -o "$MOUNT_OPTS${2:+,$2}" 2>"$tmp/$1.mount.log" &
 	mpid=$!
 	for _ in $(seq 100); do
 		mounted && return 0
@@ -225,10 +226,27 @@ fi
 #     files need open-file state the server does not keep yet), so write() says ENOENT
 KNOWN_SYSCALLS="socket create+unlink"
 if [ -n "$TEST_SYSCALLS" ]; then
-	start test_syscalls && {
-		mkdir "$mnt/sys"
+	# as this user; and as nobody too when this is root (the EACCES tests run only for a
+	# user that is not root; the mount then needs allow_other)
+	users=$(id -un)
+	if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
+		users="$users nobody"
+	fi
+	for u in $users; do
+		name="syscalls-$u"
+		if [ "$u" = nobody ]; then
+			start "$name" allow_other || continue
+			chmod o+x "$tmp"          # mktemp -d made it 0700
+			mkdir -m 777 "$mnt/sys"
+			as="setpriv --reuid=$(id -u nobody) --regid=$(id -g nobody) --clear-groups"
+		else
+			start "$name" || continue
+			mkdir "$mnt/sys"
+			as=
+		fi
 		# the tool's stdout is line-buffered; its messages go to stderr: keep them in order
-		timeout "$TT" "$TEST_SYSCALLS" "$mnt/sys" >"$tmp/syscalls.out" 2>&1
+		# shellcheck disable=SC2086  # $as is a command prefix or nothing
+		timeout "$TT" $as "$TEST_SYSCALLS" "$mnt/sys" >"$tmp/$name.out" 2>&1
 		rc=$?
 		# "+ time N [name] START", then "+ time N [name] OK", or "N [name] message", or SKIP
 		awk '
@@ -238,32 +256,32 @@ if [ -n "$TEST_SYSCALLS" ]; then
 			/ SKIP$/ { st[$1] = "skip"; next }
 			$1 ~ /^[0-9]+$/ && $2 ~ /^\[/ { st[$1] = "fail"; msg[$1] = msg[$1] (msg[$1] ? "; " : "") $0 }
 			END { for (i = 1; i <= cnt; i++) { n = order[i]; print st[n] "\t" n "\t" nm[n] "\t" msg[n] } }
-		' "$tmp/syscalls.out" >"$tmp/syscalls.res"
-		while IFS="	" read -r st n name msg; do
+		' "$tmp/$name.out" >"$tmp/$name.res"
+		while IFS="	" read -r st n tname msg; do
 			case "$st" in
 			ok) pass=$((pass + 1)) ;;
-			skip) echo "test_syscalls $n [$name]: skipped by the tool" ;;
+			skip) echo "test_syscalls ($u) $n [$tname]: skipped by the tool" ;;
 			\?)
 				# a test that returns without a verdict found its feature missing
 				# (O_TMPFILE: EOPNOTSUPP); a crash or a timeout stops the tool instead
 				if [ "$rc" -le 1 ]; then
-					echo "test_syscalls $n [$name]: returned without a verdict (feature not supported)"
+					echo "test_syscalls ($u) $n [$tname]: returned without a verdict (feature not supported)"
 				else
-					bad "test_syscalls $n [$name]: no verdict, the tool stopped with exit status $rc"
+					bad "test_syscalls ($u) $n [$tname]: no verdict, the tool stopped with exit status $rc"
 				fi
 				;;
 			*)
 				case " $KNOWN_SYSCALLS " in
-				*" $name "*) known "test_syscalls $n [$name]: $msg" ;;
-				*) bad "test_syscalls $n [$name]: $msg" ;;
+				*" $tname "*) known "test_syscalls ($u) $n [$tname]: $msg" ;;
+				*) bad "test_syscalls ($u) $n [$tname]: $msg" ;;
 				esac
 				;;
 			esac
-		done <"$tmp/syscalls.res"
-		echo "  test_syscalls: $(grep -c '^ok' "$tmp/syscalls.res") tests ok, exit status $rc"
-		[ -s "$tmp/syscalls.res" ] || { bad "test_syscalls printed no test:"; tail -n 10 "$tmp/syscalls.out" | sed 's/^/  | /'; }
-		stop test_syscalls
-	}
+		done <"$tmp/$name.res"
+		echo "  test_syscalls ($u): $(grep -c '^ok' "$tmp/$name.res") tests ok, exit status $rc"
+		[ -s "$tmp/$name.res" ] || { bad "test_syscalls ($u) printed no test:"; tail -n 10 "$tmp/$name.out" | sed 's/^/  | /'; }
+		stop "$name" "test_syscalls ($u)"
+	done
 fi
 
 [ "$xfail" -gt 0 ] && echo "($xfail known failures listed above, not counted)"
