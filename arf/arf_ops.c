@@ -119,30 +119,74 @@ int64_t arf_lookup(struct arf_client *c, uint64_t start, const char *path)
 	return simple(c, "lookup", a, 1, path);
 }
 
-int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at)
+/* getattr's 12 u64 at p into at. */
+static void attr_from(const uint8_t *p, struct arf_attr *at)
 {
-	int64_t a[1] = { (int64_t)ino };
+	uint64_t f[12];
+	memcpy(f, p, sizeof f);
+	*at = (struct arf_attr){
+		.mode = (uint32_t)f[0], .nlink = (uint32_t)f[1], .uid = (uint32_t)f[2],
+		.gid = (uint32_t)f[3], .size = f[4], .nblocks = f[5],
+		.atime = (int64_t)f[6], .mtime = (int64_t)f[7], .ctime = (int64_t)f[8],
+		.btime = (int64_t)f[9], .gen = f[10], .parent = f[11],
+	};
+}
+
+#define ATTR_BYTES (12 * 8)
+
+/* Run an operation that answers as getattr does (getattr itself, and the *attr forms):
+ * the value, with at filled when it is >= 0. */
+static int64_t run_attr(struct arf_client *c, const char *entry, const int64_t *args,
+                        unsigned n, const void *bytes, size_t len, struct arf_attr *at)
+{
 	struct arc_exec x = { 0 };
-	int64_t v = run(c, &x, "getattr", a, 1, NULL, 0);
+	int64_t v = run(c, &x, entry, args, n, bytes, len);
 	if (v >= 0) {
-		uint64_t f[12];
-		if (x.out_len != sizeof f) {
-			snprintf(c->msg, sizeof c->msg, "getattr: %llu bytes of output, not %zu",
-			         (unsigned long long)x.out_len, sizeof f);
+		if (x.out_len != ATTR_BYTES) {
+			snprintf(c->msg, sizeof c->msg, "%s: %llu bytes of output, not %d", entry,
+			         (unsigned long long)x.out_len, ATTR_BYTES);
 			v = -EIO;
 		} else {
-			memcpy(f, x.out, sizeof f);
-			*at = (struct arf_attr){
-				.mode = (uint32_t)f[0], .nlink = (uint32_t)f[1], .uid = (uint32_t)f[2],
-				.gid = (uint32_t)f[3], .size = f[4], .nblocks = f[5],
-				.atime = (int64_t)f[6], .mtime = (int64_t)f[7], .ctime = (int64_t)f[8],
-				.btime = (int64_t)f[9], .gen = f[10], .parent = f[11],
-			};
-			v = 0;
+			attr_from(x.out, at);
 		}
 	}
 	free(x.out);
-	return (int)v;
+	return v;
+}
+
+int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at)
+{
+	int64_t a[1] = { (int64_t)ino };
+	int64_t v = run_attr(c, "getattr", a, 1, NULL, 0, at);
+	return v < 0 ? (int)v : 0;
+}
+
+int64_t arf_lookup_attr(struct arf_client *c, uint64_t start, const char *path,
+                        struct arf_attr *at)
+{
+	int64_t a[1] = { (int64_t)start };
+	return run_attr(c, "lookupattr", a, 1, path, strlen(path), at);
+}
+
+int64_t arf_mkdir_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                       uint32_t uid, uint32_t gid, struct arf_attr *at)
+{
+	int64_t a[4] = { (int64_t)dir, mode, uid, gid };
+	return run_attr(c, "mkdirattr", a, 4, name, strlen(name), at);
+}
+
+int64_t arf_mknod_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                       uint32_t uid, uint32_t gid, struct arf_attr *at)
+{
+	int64_t a[4] = { (int64_t)dir, mode, uid, gid };
+	return run_attr(c, "mknodattr", a, 4, name, strlen(name), at);
+}
+
+int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname,
+                      struct arf_attr *at)
+{
+	int64_t a[2] = { (int64_t)ino, (int64_t)newdir };
+	return run_attr(c, "linkattr", a, 2, newname, strlen(newname), at);
 }
 
 static int64_t make(struct arf_client *c, const char *entry, uint64_t dir, const char *name,
@@ -170,12 +214,13 @@ int64_t arf_create(struct arf_client *c, uint64_t dir, const char *name, uint32_
 	return make(c, "mknod", dir, name, ARF_S_IFREG | (perm & 07777), uid, gid);
 }
 
-int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf_dirent *ents,
-                unsigned max)
+/* readdir and readdirplus: the same entries; plus: then ATTR_BYTES per entry into attrs. */
+static int read_dir(struct arf_client *c, const char *entry, uint64_t dir, uint64_t *cookie,
+                    struct arf_dirent *ents, struct arf_attr *attrs, unsigned max)
 {
 	int64_t a[3] = { (int64_t)dir, (int64_t)*cookie, max };
 	struct arc_exec x = { 0 };
-	int64_t v = run(c, &x, "readdir", a, 3, NULL, 0);
+	int64_t v = run(c, &x, entry, a, 3, NULL, 0);
 	if (v < 0)
 		goto out;
 	/* the reply is the server's: parse it as carefully as any input */
@@ -199,16 +244,34 @@ int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf
 		e->name[e->name_len] = '\0';
 		p += e->name_len;
 	}
+	if (attrs) {
+		if ((uint64_t)(end - p) != (uint64_t)v * ATTR_BYTES)
+			goto bad;
+		for (int64_t k = 0; k < v; k++, p += ATTR_BYTES)
+			attr_from(p, &attrs[k]);
+	}
 	if (p != end)
 		goto bad;
 out:
 	free(x.out);
 	return (int)v;
 bad:
-	snprintf(c->msg, sizeof c->msg, "readdir: malformed reply (%llu bytes, %lld entries)",
+	snprintf(c->msg, sizeof c->msg, "%s: malformed reply (%llu bytes, %lld entries)", entry,
 	         (unsigned long long)x.out_len, (long long)v);
 	free(x.out);
 	return -EIO;
+}
+
+int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf_dirent *ents,
+                unsigned max)
+{
+	return read_dir(c, "readdir", dir, cookie, ents, NULL, max);
+}
+
+int arf_readdirplus(struct arf_client *c, uint64_t dir, uint64_t *cookie,
+                    struct arf_dirent *ents, struct arf_attr *attrs, unsigned max)
+{
+	return read_dir(c, "readdirplus", dir, cookie, ents, attrs, max);
 }
 
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name)
@@ -249,6 +312,25 @@ int64_t arf_symlink(struct arf_client *c, uint64_t dir, const char *name, const 
 		return -ENAMETOOLONG;
 	int64_t a[4] = { (int64_t)dir, (int64_t)nlen, uid, gid };
 	return two(c, "symlink", a, 4, name, nlen, target, tlen);
+}
+
+int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
+                         const char *target, uint32_t uid, uint32_t gid, struct arf_attr *at)
+{
+	size_t nlen = strlen(name), tlen = strlen(target);
+	if (tlen > ARF_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	char *buf = malloc(nlen + tlen + 1);
+	if (!buf) {
+		snprintf(c->msg, sizeof c->msg, "symlinkattr: out of memory");
+		return -ENOMEM;
+	}
+	memcpy(buf, name, nlen);
+	memcpy(buf + nlen, target, tlen);
+	int64_t a[4] = { (int64_t)dir, (int64_t)nlen, uid, gid };
+	int64_t v = run_attr(c, "symlinkattr", a, 4, buf, nlen + tlen, at);
+	free(buf);
+	return v;
 }
 
 int arf_readlink(struct arf_client *c, uint64_t ino, char *buf, size_t len)

@@ -56,6 +56,11 @@ struct arf_dirent {
 int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf_dirent *ents,
                 unsigned max);
 
+/* As arf_readdir, and each entry's attributes (getattr's) in attrs[k]; an entry whose
+ * inode was freed between the two has attrs[k].mode 0. */
+int arf_readdirplus(struct arf_client *c, uint64_t dir, uint64_t *cookie,
+                    struct arf_dirent *ents, struct arf_attr *attrs, unsigned max);
+
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name);
 int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name);
 
@@ -77,5 +82,19 @@ int arf_link(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *ne
  * EBUSY for "." and ".."); two names of one inode: 0, nothing done.  One atomic run. */
 int arf_rename(struct arf_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
                const char *newname, unsigned flags);
+
+/* The operations that name an inode, answering with its attributes in the same run: one
+ * round trip instead of two (the mount needs both for every entry it makes or finds).
+ * Results as the plain forms (arf_link_attr: ino instead of 0); at is filled when >= 0. */
+int64_t arf_lookup_attr(struct arf_client *c, uint64_t start, const char *path,
+                        struct arf_attr *at);
+int64_t arf_mkdir_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                       uint32_t uid, uint32_t gid, struct arf_attr *at);
+int64_t arf_mknod_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                       uint32_t uid, uint32_t gid, struct arf_attr *at);
+int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
+                         const char *target, uint32_t uid, uint32_t gid, struct arf_attr *at);
+int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname,
+                      struct arf_attr *at);
 
 #endif

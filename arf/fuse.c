@@ -14,6 +14,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,34 +84,34 @@ static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
 	st->st_ctim.tv_nsec = at->ctime % 1000000000;
 }
 
-/* The entry of inode ino (just looked up or made): its attributes with the timeouts. */
-static void reply_entry(fuse_req_t req, int64_t ino)
+static void fill_entry(struct arf_fs *fs, uint64_t ino, const struct arf_attr *at,
+                       struct fuse_entry_param *e)
 {
-	struct arf_fs *fs = fs_of(req);
-	struct arf_attr at;
-	int rc = arf_getattr(fs->c, (uint64_t)ino, &at);
-	if (rc < 0) {
-		/* removed between the two runs: for the caller it was never there */
-		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
+	memset(e, 0, sizeof *e);
+	e->ino = (fuse_ino_t)ino;
+	e->generation = at->gen;
+	to_stat(ino, at, &e->attr);
+	e->attr_timeout = fs->attr_timeout;
+	e->entry_timeout = fs->entry_timeout;
+}
+
+/* The answer of an operation that found or made an entry together with its attributes
+ * (the *_attr calls: one run each): the entry, or the error. */
+static void reply_entry(fuse_req_t req, int64_t ino, const struct arf_attr *at)
+{
+	if (ino < 0) {
+		reply_errno(req, ino);
 		return;
 	}
 	struct fuse_entry_param e;
-	memset(&e, 0, sizeof e);
-	e.ino = (fuse_ino_t)ino;
-	e.generation = at.gen;
-	to_stat((uint64_t)ino, &at, &e.attr);
-	e.attr_timeout = fs->attr_timeout;
-	e.entry_timeout = fs->entry_timeout;
+	fill_entry(fs_of(req), (uint64_t)ino, at, &e);
 	fuse_reply_entry(req, &e);
 }
 
 static void arf_lookup_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int64_t ino = arf_lookup(fs_of(req)->c, parent, name);
-	if (ino < 0)
-		reply_errno(req, ino);
-	else
-		reply_entry(req, ino);
+	struct arf_attr at;
+	reply_entry(req, arf_lookup_attr(fs_of(req)->c, parent, name, &at), &at);
 }
 
 static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -130,11 +131,9 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 static void arf_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	int64_t ino = arf_mkdir(fs_of(req)->c, parent, name, mode & 07777, ctx->uid, ctx->gid);
-	if (ino < 0)
-		reply_errno(req, ino);
-	else
-		reply_entry(req, ino);
+	struct arf_attr at;
+	reply_entry(req, arf_mkdir_attr(fs_of(req)->c, parent, name, mode & 07777, ctx->uid,
+	                                ctx->gid, &at), &at);
 }
 
 static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -146,12 +145,9 @@ static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 		return;
 	}
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	int64_t ino = arf_mknod(fs_of(req)->c, parent, name, mode & (S_IFMT | 07777), ctx->uid,
-	                        ctx->gid);
-	if (ino < 0)
-		reply_errno(req, ino);
-	else
-		reply_entry(req, ino);
+	struct arf_attr at;
+	reply_entry(req, arf_mknod_attr(fs_of(req)->c, parent, name, mode & (S_IFMT | 07777),
+	                                ctx->uid, ctx->gid, &at), &at);
 }
 
 /* open(O_CREAT) of a new name: the file is made; the open itself needs no state (fh 0). */
@@ -160,24 +156,15 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 {
 	struct arf_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	int64_t ino = arf_create(fs->c, parent, name, mode & 07777, ctx->uid, ctx->gid);
+	struct arf_attr at;
+	int64_t ino = arf_mknod_attr(fs->c, parent, name, S_IFREG | (mode & 07777), ctx->uid,
+	                             ctx->gid, &at);
 	if (ino < 0) {
 		reply_errno(req, ino);
 		return;
 	}
-	struct arf_attr at;
-	int rc = arf_getattr(fs->c, (uint64_t)ino, &at);
-	if (rc < 0) {
-		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
-		return;
-	}
 	struct fuse_entry_param e;
-	memset(&e, 0, sizeof e);
-	e.ino = (fuse_ino_t)ino;
-	e.generation = at.gen;
-	to_stat((uint64_t)ino, &at, &e.attr);
-	e.attr_timeout = fs->attr_timeout;
-	e.entry_timeout = fs->entry_timeout;
+	fill_entry(fs, (uint64_t)ino, &at, &e);
 	fi->fh = 0;
 	fuse_reply_create(req, &e, fi);
 }
@@ -205,9 +192,11 @@ static void arf_releasedir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_i
 }
 
 /* Directory offsets: 0 the start, 1 after ".", 2 after "..", then 2 + the ARF cookie after
- * each entry (a cookie is a byte offset of a record, never 0 after an entry). */
-static void arf_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                           struct fuse_file_info *fi)
+ * each entry (a cookie is a byte offset of a record, never 0 after an entry).  readdirplus
+ * (plus) gives each entry its attributes from the same run (readdirplus of ops.pno), so
+ * `ls -l` costs one run per batch instead of one per entry; the kernel counts a lookup for
+ * each such entry, which costs nothing here (forget has nothing to drop). */
+static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	struct arf_fs *fs = fs_of(req);
 	char *buf = malloc(size);
@@ -216,8 +205,8 @@ static void arf_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		return;
 	}
 	size_t used = 0;
-	struct stat st;
-	memset(&st, 0, sizeof st);
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof e);
 	if (off < 2) {
 		struct arf_attr at;
 		int rc = arf_getattr(fs->c, ino, &at);
@@ -226,36 +215,44 @@ static void arf_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 			reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
 			return;
 		}
-		if (off == 0) {
-			st.st_ino = ino;
-			st.st_mode = S_IFDIR;
-			used += fuse_add_direntry(req, buf + used, size - used, ".", &st, 1);
-		}
-		st.st_ino = at.parent ? at.parent : ino;
-		st.st_mode = S_IFDIR;
-		size_t n = fuse_add_direntry(req, buf + used, size - used, "..", &st, 2);
-		if (n <= size - used)
+		/* "." and "..": the kernel takes no lookup for them; ino 0 in the entry */
+		const char *names[2] = { ".", ".." };
+		uint64_t inos[2] = { ino, at.parent ? at.parent : ino };
+		for (int k = (int)off; k < 2; k++) {
+			e.attr.st_ino = inos[k];
+			e.attr.st_mode = S_IFDIR;
+			size_t n = plus ? fuse_add_direntry_plus(req, buf + used, size - used, names[k], &e,
+			                                         k + 1)
+			                : fuse_add_direntry(req, buf + used, size - used, names[k], &e.attr,
+			                                    k + 1);
+			if (n > size - used)
+				goto done;
 			used += n;
-		else
-			goto done;
+		}
 		off = 2;
 	}
 	uint64_t cookie = (uint64_t)off - 2;
-	/* a batch about as large as the buffer holds (entries of ~32 bytes with short names) */
-	unsigned max = (unsigned)(size / 32 + 1);
+	/* a batch about as large as the buffer holds (entries of ~32 bytes with short names;
+	 * with attributes about 150) */
+	unsigned max = (unsigned)(size / (plus ? 150 : 32) + 1);
 	if (max > 1024)
 		max = 1024;
 	struct arf_dirent *ents = malloc(max * sizeof *ents);
-	if (!ents) {
+	struct arf_attr *attrs = plus ? malloc(max * sizeof *attrs) : NULL;
+	if (!ents || (plus && !attrs)) {
+		free(ents);
+		free(attrs);
 		free(buf);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	for (;;) {
 		uint64_t next = cookie;
-		int n = arf_readdir(fs->c, ino, &next, ents, max);
+		int n = plus ? arf_readdirplus(fs->c, ino, &next, ents, attrs, max)
+		             : arf_readdir(fs->c, ino, &next, ents, max);
 		if (n < 0) {
 			free(ents);
+			free(attrs);
 			if (used)   /* what was gathered is good; the error comes again next call */
 				fuse_reply_buf(req, buf, used);
 			else
@@ -265,10 +262,20 @@ static void arf_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		}
 		int k;
 		for (k = 0; k < n; k++) {
-			st.st_ino = ents[k].ino;
-			st.st_mode = (mode_t)ents[k].type << 12;   /* DT_* is S_IF* >> 12 */
-			size_t len = fuse_add_direntry(req, buf + used, size - used, ents[k].name, &st,
-			                               (off_t)(ents[k].cookie + 2));
+			off_t eoff = (off_t)(ents[k].cookie + 2);
+			size_t len;
+			if (plus) {
+				if (attrs[k].mode == 0)
+					continue;      /* removed between the listing and its getattr */
+				fill_entry(fs, ents[k].ino, &attrs[k], &e);
+				len = fuse_add_direntry_plus(req, buf + used, size - used, ents[k].name, &e,
+				                             eoff);
+			} else {
+				e.attr.st_ino = ents[k].ino;
+				e.attr.st_mode = (mode_t)ents[k].type << 12;   /* DT_* is S_IF* >> 12 */
+				len = fuse_add_direntry(req, buf + used, size - used, ents[k].name, &e.attr,
+				                        eoff);
+			}
 			if (len > size - used)
 				break;
 			used += len;
@@ -278,9 +285,22 @@ static void arf_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		cookie = next;
 	}
 	free(ents);
+	free(attrs);
 done:
 	fuse_reply_buf(req, buf, used);
 	free(buf);
+}
+
+static void arf_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+	read_dir(req, ino, size, off, false);
+}
+
+static void arf_readdirplus_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                               struct fuse_file_info *fi)
+{
+	read_dir(req, ino, size, off, true);
 }
 
 static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
@@ -430,11 +450,9 @@ static void arf_symlink_op(fuse_req_t req, const char *target, fuse_ino_t parent
                            const char *name)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	int64_t ino = arf_symlink(fs_of(req)->c, parent, name, target, ctx->uid, ctx->gid);
-	if (ino < 0)
-		reply_errno(req, ino);
-	else
-		reply_entry(req, ino);
+	struct arf_attr at;
+	reply_entry(req, arf_symlink_attr(fs_of(req)->c, parent, name, target, ctx->uid, ctx->gid,
+	                                  &at), &at);
 }
 
 static void arf_readlink_op(fuse_req_t req, fuse_ino_t ino)
@@ -452,11 +470,8 @@ static void arf_readlink_op(fuse_req_t req, fuse_ino_t ino)
 static void arf_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                         const char *newname)
 {
-	int rc = arf_link(fs_of(req)->c, ino, newparent, newname);
-	if (rc < 0)
-		reply_errno(req, rc);
-	else
-		reply_entry(req, (int64_t)ino);
+	struct arf_attr at;
+	reply_entry(req, arf_link_attr(fs_of(req)->c, ino, newparent, newname, &at), &at);
 }
 
 /* flags: RENAME_NOREPLACE and RENAME_EXCHANGE; RENAME_WHITEOUT (overlayfs) is EINVAL, as
@@ -516,6 +531,7 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.rmdir = arf_rmdir_op,
 	.opendir = arf_opendir_op,
 	.readdir = arf_readdir_op,
+	.readdirplus = arf_readdirplus_op,
 	.releasedir = arf_releasedir_op,
 	.statfs = arf_statfs_op,
 };

@@ -1092,6 +1092,81 @@ static void test_crash_ops(const char *img)
 	crash_op("link", img, "link", a5, 2, "hard", 4, st_link, 1, false);
 }
 
+static bool same_attr(const struct arf_attr *x, const struct arf_attr *y)
+{
+	return x->mode == y->mode && x->nlink == y->nlink && x->uid == y->uid &&
+	       x->gid == y->gid && x->size == y->size && x->nblocks == y->nblocks &&
+	       x->atime == y->atime && x->mtime == y->mtime && x->ctime == y->ctime &&
+	       x->btime == y->btime && x->gen == y->gen && x->parent == y->parent;
+}
+
+/* The *_attr forms and readdirplus: the same results as the plain operation followed by
+ * getattr, in one run; the errors of the plain forms. */
+static void test_attr_forms(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	struct arf_attr at, g;
+	int64_t d = arf_mkdir_attr(c, ARF_INO_ROOT, "attrs", 0750, 7, 8, &at);
+	CHECK(d > 2 && arf_getattr(c, (uint64_t)d, &g) == 0 && same_attr(&at, &g) &&
+	      at.mode == (ARF_S_IFDIR | 0750) && at.uid == 7 && at.gid == 8,
+	      "mkdir_attr: %" PRId64 " mode %o", d, at.mode);
+	int64_t f = arf_mknod_attr(c, (uint64_t)d, "f", ARF_S_IFREG | 0604, 1, 2, &at);
+	CHECK(f > 2 && arf_getattr(c, (uint64_t)f, &g) == 0 && same_attr(&at, &g) &&
+	      at.mode == (ARF_S_IFREG | 0604), "mknod_attr: %" PRId64, f);
+	int64_t s = arf_symlink_attr(c, (uint64_t)d, "s", "f", 3, 4, &at);
+	CHECK(s > 2 && arf_getattr(c, (uint64_t)s, &g) == 0 && same_attr(&at, &g) &&
+	      at.mode == (ARF_S_IFLNK | 0777) && at.size == 1, "symlink_attr: %" PRId64, s);
+	CHECK(arf_link_attr(c, (uint64_t)f, (uint64_t)d, "f2", &at) == f && at.nlink == 2 &&
+	      arf_getattr(c, (uint64_t)f, &g) == 0 && same_attr(&at, &g), "link_attr: nlink %u",
+	      at.nlink);
+	CHECK(arf_lookup_attr(c, ARF_INO_ROOT, "attrs/f2", &at) == f && same_attr(&at, &g),
+	      "lookup_attr of a path");
+	/* errors as the plain forms */
+	CHECK(arf_lookup_attr(c, ARF_INO_ROOT, "attrs/none", &at) == -ENOENT, "lookup_attr ENOENT");
+	CHECK(arf_lookup_attr(c, ARF_INO_ROOT, "attrs/f/x", &at) == -ENOTDIR, "lookup_attr ENOTDIR");
+	CHECK(arf_mkdir_attr(c, (uint64_t)d, "f", 0700, 0, 0, &at) == -EEXIST, "mkdir_attr EEXIST");
+	CHECK(arf_mknod_attr(c, (uint64_t)f, "x", ARF_S_IFREG | 0600, 0, 0, &at) == -ENOTDIR,
+	      "mknod_attr in a file");
+	CHECK(arf_symlink_attr(c, (uint64_t)d, "s", "t", 0, 0, &at) == -EEXIST, "symlink_attr EEXIST");
+	CHECK(arf_link_attr(c, (uint64_t)d, ARF_INO_ROOT, "dirlink", &at) == -EPERM,
+	      "link_attr of a directory");
+
+	/* readdirplus over 300 entries in batches of 7: every entry once, attributes equal to
+	 * getattr's */
+	for (int i = 0; i < 300; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "e%03d", i);
+		int64_t e = i % 3 ? arf_create(c, (uint64_t)d, name, 0600 + (unsigned)(i % 8), 0, 0)
+		                  : arf_mkdir(c, (uint64_t)d, name, 0700, 0, 0);
+		CHECK(e > 2, "make %s: %" PRId64, name, e);
+	}
+	struct arf_dirent ents[7];
+	struct arf_attr attrs[7];
+	uint64_t cookie = 0;
+	unsigned seen = 0, good = 0, batches = 0;
+	do {
+		int n = arf_readdirplus(c, (uint64_t)d, &cookie, ents, attrs, 7);
+		CHECK(n >= 0, "readdirplus: %d", n);
+		if (n < 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			seen++;
+			good += arf_getattr(c, ents[i].ino, &g) == 0 && same_attr(&attrs[i], &g) &&
+			        (attrs[i].mode >> 12) == ents[i].type;
+		}
+		batches++;
+	} while (cookie != 0 && batches < 1000);
+	CHECK(seen == 303 && good == 303, "readdirplus: %u entries, %u with their attributes "
+	      "(want 303: f, f2, s and 300)", seen, good);
+	CHECK(arf_readdirplus(c, (uint64_t)f, &cookie, ents, attrs, 7) == -ENOTDIR,
+	      "readdirplus of a file");
+	unserve(&k);
+	fsck_clean("after the attribute forms", img);
+}
+
 int main(void)
 {
 	arfd_log_setup(ARFD_LOG_ERROR, false);
@@ -1111,6 +1186,7 @@ int main(void)
 	test_remove(img);
 	test_links(img);
 	test_rename(img);
+	test_attr_forms(img);
 	test_enospc();
 	test_crash(path_of("crash.img"));
 	test_crash_ops(path_of("crash-ops.img"));
