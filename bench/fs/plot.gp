@@ -33,7 +33,7 @@ off(k) = -0.4 + bw * (k - 0.5)
 
 set title 'sshfs seconds / ARF seconds (> 1: ARF faster; each row on a fresh mount)'
 set ylabel 'ratio'
-set yrange [0.1:*]
+set yrange [0.02:20]
 plot for [k=1:nn] csv using ($2 + off(k)):(strcol(1) eq word(nets, k) ? num(6) : NaN) \
 	with boxes title word(nets, k), \
      csv every ::1::nrows using 2:(NaN):xtic(3) notitle, \
@@ -42,6 +42,7 @@ plot for [k=1:nn] csv using ($2 + off(k)):(strcol(1) eq word(nets, k) ? num(6) :
      1 with lines lc rgb 'black' dt 2 notitle
 
 set title 'seconds (log scale)'
+set key below horizontal
 set ylabel 'seconds'
 set yrange [*:*]
 bw2 = 0.8 / (2 * nn)
