@@ -11,6 +11,7 @@ struct arf_data {
 	struct arc *a;
 	void *seg;
 	size_t seg_len;
+	uint8_t id[AR_ID_LEN];         /* the segment's, from the install: no hashing per run */
 	char msg[1200];
 };
 
@@ -55,8 +56,7 @@ struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, s
 		free(d);
 		return NULL;
 	}
-	uint8_t id[AR_ID_LEN];
-	if (arc_install(a, d->seg, d->seg_len, id) != 0) {
+	if (arc_install(a, d->seg, d->seg_len, d->id) != 0) {
 		snprintf(err, errlen, "installing %s: %s", seg_path, arc_errmsg(a));
 		arf_data_close(d);
 		return NULL;
@@ -83,6 +83,7 @@ static int64_t run(struct arf_data *d, struct arc_exec *x, const char *entry,
 {
 	x->seg = d->seg;
 	x->seg_len = d->seg_len;
+	x->seg_id = d->id;
 	x->entry = entry;
 	x->args = args;
 	x->n_args = n;

@@ -12,6 +12,7 @@ struct arf_client {
 	struct arc *a;
 	void *seg;
 	size_t seg_len;
+	uint8_t id[AR_ID_LEN];         /* the segment's, from the install: no hashing per run */
 	char msg[1200];
 };
 
@@ -58,8 +59,7 @@ struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *er
 		free(c);
 		return NULL;
 	}
-	uint8_t id[AR_ID_LEN];
-	int rc = arc_install(a, c->seg, c->seg_len, id);
+	int rc = arc_install(a, c->seg, c->seg_len, c->id);
 	if (rc != 0) {
 		snprintf(err, errlen, "installing %s: %s", seg_path, arc_errmsg(a));
 		arf_client_close(c);
@@ -88,6 +88,7 @@ static int64_t run(struct arf_client *c, struct arc_exec *x, const char *entry,
 {
 	x->seg = c->seg;
 	x->seg_len = c->seg_len;
+	x->seg_id = c->id;
 	x->entry = entry;
 	x->args = args;
 	x->n_args = n;

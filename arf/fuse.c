@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "arc.h"
+#include "isa.h"
 #include "arf_cli.h"
 #include "arf_data.h"
 #include "arf_ops.h"
@@ -36,6 +37,7 @@ struct arf_fs {
 	struct arf_data *d;
 	void *statfs_seg;
 	size_t statfs_len;
+	uint8_t statfs_id[AR_ID_LEN];
 	double attr_timeout, entry_timeout;
 	int foreground;
 	int single_thread;             /* -s: one thread serves every request */
@@ -306,7 +308,8 @@ static void arf_readdirplus_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_
 static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
 {
 	struct arf_fs *fs = fs_of(req);
-	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len, .entry = "statfs" };
+	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len,
+	                      .seg_id = fs->statfs_id, .entry = "statfs" };
 	int rc = arc_exec(fs->a, &x);
 	uint64_t f[6];
 	if (rc != 0 || x.out_len != sizeof f) {
@@ -572,7 +575,8 @@ static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_s
 	fs->d = arf_data_open(fs->a, data_seg, err, errlen);
 	if (!fs->d)
 		goto fail;
-	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len, .entry = "statfs" };
+	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len,
+	                      .seg_id = fs->statfs_id, .entry = "statfs" };
 	int rc = arc_exec(fs->a, &x);
 	free(x.out);
 	if (rc != 0) {
@@ -675,6 +679,8 @@ bad_opt:
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
 	fs.statfs_seg = statfs_seg ? slurp(statfs_seg, &fs.statfs_len) : NULL;
+	if (fs.statfs_seg)
+		isa_seg_id(fs.statfs_seg, fs.statfs_len, fs.statfs_id);
 	if (!fs.statfs_seg) {
 		fprintf(stderr, "arf mount: %s: %s\n", statfs_seg ? statfs_seg : "statfs.pno",
 		        strerror(errno ? errno : ENOMEM));

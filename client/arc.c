@@ -216,7 +216,8 @@ int arc_install(struct arc *a, const void *seg, size_t len, uint8_t id[AR_ID_LEN
 	return p ? 0 : fail(a, -AR_EPROTO, "malformed INSTALL reply");
 }
 
-static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec *x, int inline_seg)
+static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec *x, int inline_seg,
+                         const uint8_t id[AR_ID_LEN])
 {
 	ar_req_begin(b, a->secret);
 	ar_put8(b, (uint8_t)inline_seg);
@@ -224,8 +225,6 @@ static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec 
 		ar_put32(b, (uint32_t)x->seg_len);
 		ar_put_bytes(b, x->seg, x->seg_len);
 	} else {
-		uint8_t id[AR_ID_LEN];
-		isa_seg_id(x->seg, x->seg_len, id);
 		ar_put_bytes(b, id, AR_ID_LEN);
 	}
 	ar_put_str16(b, x->entry ? x->entry : "main");
@@ -277,10 +276,14 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	x->out = NULL;
 	x->out_len = 0;
 	x->trapped = 0;
-	uint8_t id[AR_ID_LEN];
-	isa_seg_id(x->seg, x->seg_len, id);
+	uint8_t idbuf[AR_ID_LEN];
+	const uint8_t *id = x->seg_id;
+	if (!id) {
+		isa_seg_id(x->seg, x->seg_len, idbuf);
+		id = idbuf;
+	}
 	p->sent_inline = !id_known(a, id);
-	exec_request(a, &p->req, x, p->sent_inline);
+	exec_request(a, &p->req, x, p->sent_inline, id);
 	if (p->sent_inline)
 		id_remember(a, id);
 	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
@@ -315,7 +318,7 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 		/* the server does not have it (yet, or any more): send it along, once */
 		free(p->d.buf);
 		ar_buf_free(&p->req);
-		exec_request(a, &p->req, x, 1);
+		exec_request(a, &p->req, x, 1, NULL);   /* inline: no id needed */
 		p->sent_inline = 1;
 		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 		p->coop = pn_coop_start(a->pn, &p->d, 1);

@@ -37,6 +37,10 @@ struct arc_exec {
 	 * server evicted it) */
 	const void *seg;
 	size_t seg_len;
+	/* optional: the segment's id (isa_seg_id of seg, or what arc_install gave), for callers
+	 * that run one segment many times: NULL makes every run hash the whole segment
+	 * (SHA-256; about 0.2 ms for 50 KB), which can cost more than the round trip */
+	const uint8_t *seg_id;
 	const char *entry;         /* exported function; NULL = "main" */
 	const int64_t *args;
 	unsigned n_args;

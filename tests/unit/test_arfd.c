@@ -310,6 +310,14 @@ static void test_install_exec(void)
 	CHECK(stat_of(a, "cache.misses") == misses, "exec of an installed segment: no miss");
 	free(x.out);
 
+	/* the caller's id instead of hashing the segment: the same run */
+	x = (struct arc_exec){ .seg = seg, .seg_len = len, .seg_id = want, .args = args,
+	                       .n_args = 2 };
+	rc = arc_exec(a, &x);
+	CHECK(rc == 0 && x.value == -42 && x.out_len == 6, "exec with seg_id: rc %d value %lld",
+	      rc, (long long)x.value);
+	free(x.out);
+
 	/* argument bytes */
 	x = (struct arc_exec){ .seg = seg, .seg_len = len, .entry = "echo", .argbytes = "abc\0def",
 	                       .argbytes_len = 7 };
