@@ -102,13 +102,19 @@ static int64_t run(struct arf_data *d, struct arc_exec *x, const char *entry,
 
 int64_t arf_write(struct arf_data *d, uint64_t ino, uint64_t off, const void *buf, size_t len)
 {
+	return arf_write_gen(d, ino, 0, off, buf, len);
+}
+
+int64_t arf_write_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                      const void *buf, size_t len)
+{
 	const char *p = buf;
 	size_t done = 0;
 	while (done < len) {
 		size_t n = len - done < ARF_DATA_CHUNK ? len - done : ARF_DATA_CHUNK;
-		int64_t a[2] = { (int64_t)ino, (int64_t)(off + done) };
+		int64_t a[3] = { (int64_t)ino, (int64_t)(off + done), (int64_t)gen };
 		struct arc_exec x = { 0 };
-		int64_t v = run(d, &x, "write", a, 2, p + done, n);
+		int64_t v = run(d, &x, "write", a, 3, p + done, n);
 		free(x.out);
 		if (v < 0)
 			return done && v == -ENOSPC ? (int64_t)done : v;
@@ -124,13 +130,19 @@ int64_t arf_write(struct arf_data *d, uint64_t ino, uint64_t off, const void *bu
 
 int64_t arf_read(struct arf_data *d, uint64_t ino, uint64_t off, void *buf, size_t len)
 {
+	return arf_read_gen(d, ino, 0, off, buf, len);
+}
+
+int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, void *buf,
+                     size_t len)
+{
 	char *p = buf;
 	size_t done = 0;
 	while (done < len) {
 		size_t n = len - done < ARF_DATA_CHUNK ? len - done : ARF_DATA_CHUNK;
-		int64_t a[3] = { (int64_t)ino, (int64_t)(off + done), (int64_t)n };
+		int64_t a[4] = { (int64_t)ino, (int64_t)(off + done), (int64_t)n, (int64_t)gen };
 		struct arc_exec x = { .out_max = n };
-		int64_t v = run(d, &x, "read", a, 3, NULL, 0);
+		int64_t v = run(d, &x, "read", a, 4, NULL, 0);
 		if (v >= 0 && ((uint64_t)v > n || x.out_len != (uint64_t)v)) {
 			snprintf(d->msg, sizeof d->msg, "read: %lld bytes, %llu of output",
 			         (long long)v, (unsigned long long)x.out_len);
@@ -150,9 +162,14 @@ int64_t arf_read(struct arf_data *d, uint64_t ino, uint64_t off, void *buf, size
 
 int arf_truncate(struct arf_data *d, uint64_t ino, uint64_t size)
 {
-	int64_t a[2] = { (int64_t)ino, (int64_t)size };
+	return arf_truncate_gen(d, ino, 0, size);
+}
+
+int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size)
+{
+	int64_t a[3] = { (int64_t)ino, (int64_t)size, (int64_t)gen };
 	struct arc_exec x = { 0 };
-	int64_t v = run(d, &x, "truncate", a, 2, NULL, 0);
+	int64_t v = run(d, &x, "truncate", a, 3, NULL, 0);
 	free(x.out);
 	return (int)v;
 }
@@ -168,9 +185,14 @@ int arf_setattr(struct arf_data *d, uint64_t ino, const struct arf_setattr *sa)
 
 int arf_fsync(struct arf_data *d, uint64_t ino)
 {
-	int64_t a[1] = { (int64_t)ino };
+	return arf_fsync_gen(d, ino, 0);
+}
+
+int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen)
+{
+	int64_t a[2] = { (int64_t)ino, (int64_t)gen };
 	struct arc_exec x = { 0 };
-	int64_t v = run(d, &x, "fsync", a, 1, NULL, 0);
+	int64_t v = run(d, &x, "fsync", a, 2, NULL, 0);
 	free(x.out);
 	return (int)v;
 }

@@ -38,6 +38,17 @@ int arf_truncate(struct arf_data *d, uint64_t ino, uint64_t size);
  * or -errno.  Any inode type. */
 int arf_fsync(struct arf_data *d, uint64_t ino);
 
+/* The same with the generation the caller saw when it opened the file (getattr's gen): a
+ * file that was deleted and whose inode number was reused since, by this or another
+ * client, is -ESTALE instead of someone else's file.  gen 0 checks nothing (the forms
+ * above). */
+int64_t arf_write_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                      const void *buf, size_t len);
+int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, void *buf,
+                     size_t len);
+int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size);
+int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);
+
 /* setattr's valid bits (the fields to change); ctime becomes now whenever any is set. */
 enum {
 	ARF_SET_MODE = 1,          /* permission bits 07777 (the type is kept) */

@@ -14,6 +14,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -86,12 +87,107 @@ static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
 	st->st_ctim.tv_nsec = at->ctime % 1000000000;
 }
 
+/* ---- generations the kernel was given ----
+ * FUSE sends a bare inode number with each request; another client may have deleted the
+ * file and had its number made again since this one opened it.  The data operations check
+ * the generation the kernel knows (what the last entry reply for that number said) and
+ * answer ESTALE when the inode is no longer that file.  The table is only a memory of
+ * those replies: an inode missing from it (forgotten, or never seen) is read and written
+ * unchecked, as before, never refused. */
+struct gen_slot {
+	uint64_t ino, gen;             /* ino 0: empty */
+};
+static struct {
+	pthread_mutex_t lock;
+	struct gen_slot *slot;
+	size_t cap, used;              /* cap a power of two; used <= cap / 2 */
+} gens = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t gen_home(uint64_t ino, size_t cap)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+/* (lock held) */
+static void gen_put_locked(uint64_t ino, uint64_t gen)
+{
+	if (2 * (gens.used + 1) > gens.cap) {
+		size_t cap = gens.cap ? 2 * gens.cap : 4096;
+		struct gen_slot *ns = calloc(cap, sizeof *ns);
+		if (!ns)
+			return;                /* a missing entry only means unchecked */
+		for (size_t i = 0; i < gens.cap; i++) {
+			if (!gens.slot[i].ino)
+				continue;
+			size_t h = gen_home(gens.slot[i].ino, cap);
+			while (ns[h].ino)
+				h = (h + 1) & (cap - 1);
+			ns[h] = gens.slot[i];
+		}
+		free(gens.slot);
+		gens.slot = ns;
+		gens.cap = cap;
+	}
+	size_t h = gen_home(ino, gens.cap);
+	while (gens.slot[h].ino && gens.slot[h].ino != ino)
+		h = (h + 1) & (gens.cap - 1);
+	if (!gens.slot[h].ino)
+		gens.used++;
+	gens.slot[h] = (struct gen_slot){ ino, gen };
+}
+
+static void gen_put(uint64_t ino, uint64_t gen)
+{
+	pthread_mutex_lock(&gens.lock);
+	gen_put_locked(ino, gen);
+	pthread_mutex_unlock(&gens.lock);
+}
+
+static uint64_t gen_get(uint64_t ino)
+{
+	uint64_t gen = 0;
+	pthread_mutex_lock(&gens.lock);
+	if (gens.cap) {
+		size_t h = gen_home(ino, gens.cap);
+		while (gens.slot[h].ino && gens.slot[h].ino != ino)
+			h = (h + 1) & (gens.cap - 1);
+		gen = gens.slot[h].ino ? gens.slot[h].gen : 0;
+	}
+	pthread_mutex_unlock(&gens.lock);
+	return gen;
+}
+
+/* The kernel dropped the inode: forget its generation (linear probing: the entries after
+ * it in its run are put back so lookups still find them). */
+static void gen_drop(uint64_t ino)
+{
+	pthread_mutex_lock(&gens.lock);
+	if (gens.cap) {
+		size_t h = gen_home(ino, gens.cap);
+		while (gens.slot[h].ino && gens.slot[h].ino != ino)
+			h = (h + 1) & (gens.cap - 1);
+		if (gens.slot[h].ino) {
+			gens.slot[h].ino = 0;
+			gens.used--;
+			for (size_t i = (h + 1) & (gens.cap - 1); gens.slot[i].ino;
+			     i = (i + 1) & (gens.cap - 1)) {
+				struct gen_slot e = gens.slot[i];
+				gens.slot[i].ino = 0;
+				gens.used--;
+				gen_put_locked(e.ino, e.gen);
+			}
+		}
+	}
+	pthread_mutex_unlock(&gens.lock);
+}
+
 static void fill_entry(struct arf_fs *fs, uint64_t ino, const struct arf_attr *at,
                        struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof *e);
 	e->ino = (fuse_ino_t)ino;
 	e->generation = at->gen;
+	gen_put(ino, at->gen);
 	to_stat(ino, at, &e->attr);
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
@@ -167,7 +263,7 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	}
 	struct fuse_entry_param e;
 	fill_entry(fs, (uint64_t)ino, &at, &e);
-	fi->fh = 0;
+	fi->fh = at.gen;             /* the data operations check it: ESTALE if reused */
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -335,7 +431,8 @@ static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- files ---- */
 
-/* No per-open state.  Close-to-open consistency with other clients: keep_cache 0 makes the
+/* The only per-open state is the generation (fh) the data operations check, from the
+ * table above.  Close-to-open consistency with other clients: keep_cache 0 makes the
  * kernel drop the file's cached pages at each open, and the cached attributes are marked
  * stale (offset -1: attributes only), so a read that reaches the cached end of file asks
  * for the size again instead of stopping at a length another client has since changed. */
@@ -344,7 +441,7 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct arf_fs *fs = fs_of(req);
 	if (fs->attr_timeout > 0 && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
-	fi->fh = 0;
+	fi->fh = gen_get(ino);
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
 }
@@ -370,7 +467,7 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	int64_t n = arf_read(fs->d, ino, (uint64_t)off, buf, size);
+	int64_t n = arf_read_gen(fs->d, ino, fi->fh, (uint64_t)off, buf, size);
 	if (n < 0)
 		reply_data_errno(req, n);
 	else
@@ -381,7 +478,7 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                          off_t off, struct fuse_file_info *fi)
 {
-	int64_t n = arf_write(fs_of(req)->d, ino, (uint64_t)off, buf, size);
+	int64_t n = arf_write_gen(fs_of(req)->d, ino, fi->fh, (uint64_t)off, buf, size);
 	if (n < 0)
 		reply_data_errno(req, n);
 	else
@@ -391,7 +488,7 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
                          struct fuse_file_info *fi)
 {
-	int rc = arf_fsync(fs_of(req)->d, ino);
+	int rc = arf_fsync_gen(fs_of(req)->d, ino, fi ? fi->fh : 0);
 	if (rc < 0)
 		reply_data_errno(req, rc);
 	else
@@ -406,7 +503,7 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	struct arf_fs *fs = fs_of(req);
 	int rc = 0;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = arf_truncate(fs->d, ino, (uint64_t)attr->st_size);
+		rc = arf_truncate_gen(fs->d, ino, fi ? fi->fh : 0, (uint64_t)attr->st_size);
 		if (rc < 0) {
 			reply_data_errno(req, rc);
 			return;
@@ -499,13 +596,18 @@ static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 }
 
+/* The kernel sends forget when it drops an inode (nlookup reaching 0 in the kernel's
+ * count, which is all it ever forgets in one go but at unmount). */
 static void arf_forget_op(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	gen_drop(ino);
 	fuse_reply_none(req);
 }
 
 static void arf_forget_multi_op(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
+	for (size_t i = 0; i < count; i++)
+		gen_drop(forgets[i].ino);
 	fuse_reply_none(req);
 }
 

@@ -294,6 +294,33 @@ if mounted2; then
 	printf 'from two\n' >"$m2/a/shared2"
 	same "first client reads the second's file" "$(cat "$m/a/shared2")" "from two"
 	rm -f "$m/a/shared" "$m/a/shared2"
+	# a descriptor open on one client while the other deletes the file and its inode
+	# number is made again for a new file: ESTALE, and the new file is not touched
+	if command -v python3 >/dev/null 2>&1; then
+		printf 'old file\n' >"$m/a/stale"
+		timeout "$T" python3 - "$m/a/stale" "$m2/a" >"$tmp/out" 2>"$tmp/err" <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+ino = os.fstat(fd).st_ino
+os.unlink(os.path.join(sys.argv[2], "stale"))
+new = os.path.join(sys.argv[2], "fresh")
+with open(new, "w") as f:
+    f.write("new file\n")
+if os.stat(new).st_ino != ino:
+    print("inode not reused")
+    sys.exit(0)
+try:
+    os.pwrite(fd, b"CLOBBER", 0)
+    print("write went through")
+    sys.exit(1)
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+    sys.exit(0 if e.errno == errno.ESTALE else 1)
+PY
+		check_rc "write through a stale descriptor" 0 $?
+		same "the reused inode's new file" "$(cat "$m2/a/fresh")" "new file"
+		rm -f "$m/a/fresh"
+	fi
 	timeout "$T" "$BUILD/arf" umount "$m2"
 	wait "$m2pid"; check_rc "second mount exit" 0 $?
 else

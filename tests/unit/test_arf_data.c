@@ -529,6 +529,26 @@ static void test_fsync(const char *img)
 	CHECK(fifo > 2 && arf_fsync(d, (uint64_t)fifo) == 0, "fsync a fifo");
 	int64_t empty = create(&k, "syncempty");
 	CHECK(arf_fsync(d, (uint64_t)empty) == 0, "fsync an empty file");
+	/* generations: the right one works, another is ESTALE, and so is the old one after
+	 * the file was removed and its inode number made again */
+	struct arf_attr ga;
+	CHECK(arf_getattr(k.c, (uint64_t)empty, &ga) == 0 && ga.gen != 0, "gen of syncempty");
+	CHECK(arf_write_gen(d, (uint64_t)empty, ga.gen, 0, "abc", 3) == 3, "write with its gen");
+	char gb[8];
+	CHECK(arf_read_gen(d, (uint64_t)empty, ga.gen, 0, gb, sizeof gb) == 3, "read with its gen");
+	CHECK(arf_fsync_gen(d, (uint64_t)empty, ga.gen) == 0, "fsync with its gen");
+	CHECK(arf_truncate_gen(d, (uint64_t)empty, ga.gen, 1) == 0, "truncate with its gen");
+	CHECK(arf_write_gen(d, (uint64_t)empty, ga.gen + 1, 0, "x", 1) == -ESTALE &&
+	      arf_read_gen(d, (uint64_t)empty, ga.gen + 1, 0, gb, 1) == -ESTALE &&
+	      arf_truncate_gen(d, (uint64_t)empty, ga.gen + 1, 0) == -ESTALE &&
+	      arf_fsync_gen(d, (uint64_t)empty, ga.gen + 1) == -ESTALE, "another gen: ESTALE");
+	CHECK(arf_unlink(k.c, ARF_INO_ROOT, "syncempty") == 0, "remove syncempty");
+	int64_t again = create(&k, "syncempty");
+	CHECK(again == empty, "the inode number is made again (%" PRId64 ", was %" PRId64 ")",
+	      again, empty);
+	CHECK(arf_write_gen(d, (uint64_t)again, ga.gen, 0, "CLOBBER", 7) == -ESTALE,
+	      "a write through the old generation does not reach the new file");
+	CHECK(arf_read(d, (uint64_t)again, 0, gb, sizeof gb) == 0, "the new file is untouched");
 	CHECK(arf_fsync(d, 0) == -EINVAL, "fsync inode 0");
 	CHECK(arf_fsync(d, 1ull << 40) == -EINVAL, "fsync past the inode table");
 	CHECK(arf_fsync(d, 300) == -ENOENT, "fsync a free inode");
@@ -830,8 +850,8 @@ static void test_crash(void)
 	struct model c2 = { .ino = c.ino };
 	m_write(&c2, 0, c.b, c.size);
 	m_write(&c2, 101 * 4096, blk, sizeof blk);
-	int64_t wa[2] = { (int64_t)c.ino, 101 * 4096 };
-	crash_loop(img, "write", wa, 2, blk, sizeof blk, &c, &c2);
+	int64_t wa[3] = { (int64_t)c.ino, 101 * 4096, 0 };
+	crash_loop(img, "write", wa, 3, blk, sizeof blk, &c, &c2);
 	if (serve(&k, img)) {
 		same(&k, &c2, 1u << 20, "c after the write");
 		unserve(&k);
@@ -839,8 +859,8 @@ static void test_crash(void)
 	struct model c3 = { .ino = c.ino };
 	m_write(&c3, 0, c2.b, c2.size);
 	m_truncate(&c3, 150 * 4096);
-	int64_t ta[2] = { (int64_t)c.ino, 150 * 4096 };
-	crash_loop(img, "truncate", ta, 2, NULL, 0, &c2, &c3);
+	int64_t ta[3] = { (int64_t)c.ino, 150 * 4096, 0 };
+	crash_loop(img, "truncate", ta, 3, NULL, 0, &c2, &c3);
 	if (serve(&k, img)) {
 		same(&k, &c3, 1u << 20, "c after the truncate");
 		unserve(&k);
