@@ -87,98 +87,161 @@ static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
 	st->st_ctim.tv_nsec = at->ctime % 1000000000;
 }
 
-/* ---- generations the kernel was given ----
+/* ---- what the client remembers per inode ----
  * FUSE sends a bare inode number with each request; another client may have deleted the
  * file and had its number made again since this one opened it.  The data operations check
  * the generation the kernel knows (what the last entry reply for that number said) and
- * answer ESTALE when the inode is no longer that file.  The table is only a memory of
- * those replies: an inode missing from it (forgotten, or never seen) is read and written
- * unchecked, as before, never refused. */
-struct gen_slot {
+ * answer ESTALE when the inode is no longer that file.  An inode missing from the table
+ * (forgotten, or never seen) is read and written unchecked, as before, never refused.
+ *
+ * The table also counts this client's opens of each inode, for unlink of an open file:
+ * POSIX keeps its data until the last close.  Such an unlink renames the file to a hidden
+ * name in its directory instead (".arf-hidden-INO", as NFS clients do), getattr reports one
+ * link less, and the last release removes it. */
+struct ino_slot {
 	uint64_t ino, gen;             /* ino 0: empty */
+	uint32_t opens;                /* open files of this client on it */
+	uint64_t hidden_dir;           /* != 0: unlinked while open, now hidden in this dir */
 };
 static struct {
 	pthread_mutex_t lock;
-	struct gen_slot *slot;
+	struct ino_slot *slot;
 	size_t cap, used;              /* cap a power of two; used <= cap / 2 */
-} gens = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	size_t open_files;             /* sum of opens: unlink looks only when some are */
+} inos = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static size_t gen_home(uint64_t ino, size_t cap)
+static size_t ino_home(uint64_t ino, size_t cap)
 {
 	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
 }
 
-/* (lock held) */
-static void gen_put_locked(uint64_t ino, uint64_t gen)
+/* (lock held) The slot of ino, or NULL; with make, a new zeroed one when missing (NULL only
+ * when out of memory). */
+static struct ino_slot *ino_find(uint64_t ino, bool make)
 {
-	if (2 * (gens.used + 1) > gens.cap) {
-		size_t cap = gens.cap ? 2 * gens.cap : 4096;
-		struct gen_slot *ns = calloc(cap, sizeof *ns);
+	if (make && 2 * (inos.used + 1) > inos.cap) {
+		size_t cap = inos.cap ? 2 * inos.cap : 4096;
+		struct ino_slot *ns = calloc(cap, sizeof *ns);
 		if (!ns)
-			return;                /* a missing entry only means unchecked */
-		for (size_t i = 0; i < gens.cap; i++) {
-			if (!gens.slot[i].ino)
+			return NULL;
+		for (size_t i = 0; i < inos.cap; i++) {
+			if (!inos.slot[i].ino)
 				continue;
-			size_t h = gen_home(gens.slot[i].ino, cap);
+			size_t h = ino_home(inos.slot[i].ino, cap);
 			while (ns[h].ino)
 				h = (h + 1) & (cap - 1);
-			ns[h] = gens.slot[i];
+			ns[h] = inos.slot[i];
 		}
-		free(gens.slot);
-		gens.slot = ns;
-		gens.cap = cap;
+		free(inos.slot);
+		inos.slot = ns;
+		inos.cap = cap;
 	}
-	size_t h = gen_home(ino, gens.cap);
-	while (gens.slot[h].ino && gens.slot[h].ino != ino)
-		h = (h + 1) & (gens.cap - 1);
-	if (!gens.slot[h].ino)
-		gens.used++;
-	gens.slot[h] = (struct gen_slot){ ino, gen };
+	if (!inos.cap)
+		return NULL;
+	size_t h = ino_home(ino, inos.cap);
+	while (inos.slot[h].ino && inos.slot[h].ino != ino)
+		h = (h + 1) & (inos.cap - 1);
+	if (inos.slot[h].ino)
+		return &inos.slot[h];
+	if (!make)
+		return NULL;
+	inos.used++;
+	inos.slot[h] = (struct ino_slot){ .ino = ino };
+	return &inos.slot[h];
+}
+
+/* (lock held) Empty slot at h; the rest of its probe run is put back so lookups still
+ * find it. */
+static void ino_remove(struct ino_slot *e)
+{
+	size_t h = (size_t)(e - inos.slot);
+	inos.slot[h].ino = 0;
+	inos.used--;
+	for (size_t i = (h + 1) & (inos.cap - 1); inos.slot[i].ino; i = (i + 1) & (inos.cap - 1)) {
+		struct ino_slot moved = inos.slot[i];
+		inos.slot[i].ino = 0;
+		inos.used--;
+		struct ino_slot *n = ino_find(moved.ino, true);
+		if (n)
+			*n = moved;
+	}
 }
 
 static void gen_put(uint64_t ino, uint64_t gen)
 {
-	pthread_mutex_lock(&gens.lock);
-	gen_put_locked(ino, gen);
-	pthread_mutex_unlock(&gens.lock);
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, true);
+	if (e)
+		e->gen = gen;
+	pthread_mutex_unlock(&inos.lock);
 }
 
-static uint64_t gen_get(uint64_t ino)
+/* An open of ino: its generation (0: unknown), and the open counted. */
+static uint64_t ino_open(uint64_t ino)
 {
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, true);
 	uint64_t gen = 0;
-	pthread_mutex_lock(&gens.lock);
-	if (gens.cap) {
-		size_t h = gen_home(ino, gens.cap);
-		while (gens.slot[h].ino && gens.slot[h].ino != ino)
-			h = (h + 1) & (gens.cap - 1);
-		gen = gens.slot[h].ino ? gens.slot[h].gen : 0;
+	if (e) {
+		e->opens++;
+		inos.open_files++;
+		gen = e->gen;
 	}
-	pthread_mutex_unlock(&gens.lock);
+	pthread_mutex_unlock(&inos.lock);
 	return gen;
 }
 
-/* The kernel dropped the inode: forget its generation (linear probing: the entries after
- * it in its run are put back so lookups still find them). */
-static void gen_drop(uint64_t ino)
+/* The last release of a hidden inode: the directory its hidden name is in (the caller
+ * removes it), else 0. */
+static uint64_t ino_release(uint64_t ino)
 {
-	pthread_mutex_lock(&gens.lock);
-	if (gens.cap) {
-		size_t h = gen_home(ino, gens.cap);
-		while (gens.slot[h].ino && gens.slot[h].ino != ino)
-			h = (h + 1) & (gens.cap - 1);
-		if (gens.slot[h].ino) {
-			gens.slot[h].ino = 0;
-			gens.used--;
-			for (size_t i = (h + 1) & (gens.cap - 1); gens.slot[i].ino;
-			     i = (i + 1) & (gens.cap - 1)) {
-				struct gen_slot e = gens.slot[i];
-				gens.slot[i].ino = 0;
-				gens.used--;
-				gen_put_locked(e.ino, e.gen);
-			}
+	uint64_t dir = 0;
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	if (e && e->opens) {
+		inos.open_files--;
+		if (--e->opens == 0 && e->hidden_dir) {
+			dir = e->hidden_dir;
+			e->hidden_dir = 0;
 		}
 	}
-	pthread_mutex_unlock(&gens.lock);
+	pthread_mutex_unlock(&inos.lock);
+	return dir;
+}
+
+static uint32_t ino_opens(uint64_t ino, uint64_t *hidden_dir)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	uint32_t n = e ? e->opens : 0;
+	if (hidden_dir)
+		*hidden_dir = e ? e->hidden_dir : 0;
+	pthread_mutex_unlock(&inos.lock);
+	return n;
+}
+
+static void ino_set_hidden(uint64_t ino, uint64_t dir)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	if (e)
+		e->hidden_dir = dir;
+	pthread_mutex_unlock(&inos.lock);
+}
+
+/* The kernel dropped the inode (forget): nothing to remember unless it is still open. */
+static void ino_forget(uint64_t ino)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	if (e && !e->opens && !e->hidden_dir)
+		ino_remove(e);
+	pthread_mutex_unlock(&inos.lock);
+}
+
+static void hidden_name(uint64_t ino, char out[40])
+{
+	snprintf(out, 40, ".arf-hidden-%" PRIu64, ino);
 }
 
 static void fill_entry(struct arf_fs *fs, uint64_t ino, const struct arf_attr *at,
@@ -223,6 +286,9 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	}
 	struct stat st;
 	to_stat(ino, &at, &st);
+	uint64_t hidden;
+	if (ino_opens(ino, &hidden) && hidden && st.st_nlink > 0)
+		st.st_nlink--;             /* the hidden name is not a link the user made */
 	fuse_reply_attr(req, &st, fs->attr_timeout);
 }
 
@@ -263,13 +329,35 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	}
 	struct fuse_entry_param e;
 	fill_entry(fs, (uint64_t)ino, &at, &e);
+	ino_open((uint64_t)ino);
 	fi->fh = at.gen;             /* the data operations check it: ESTALE if reused */
 	fuse_reply_create(req, &e, fi);
 }
 
+/* An open file's last name is hidden rather than removed (see the inode table above). */
 static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -arf_unlink(fs_of(req)->c, parent, name));
+	struct arf_fs *fs = fs_of(req);
+	bool any_open;
+	pthread_mutex_lock(&inos.lock);
+	any_open = inos.open_files > 0;
+	pthread_mutex_unlock(&inos.lock);
+	if (any_open) {
+		struct arf_attr at;
+		int64_t ino = arf_lookup_attr(fs->c, parent, name, &at);
+		uint64_t hidden;
+		if (ino > 0 && S_ISREG(at.mode) && at.nlink == 1 &&
+		    ino_opens((uint64_t)ino, &hidden) > 0 && !hidden) {
+			char hname[40];
+			hidden_name((uint64_t)ino, hname);
+			int rc = arf_rename(fs->c, parent, name, parent, hname, 0);
+			if (rc == 0)
+				ino_set_hidden((uint64_t)ino, parent);
+			fuse_reply_err(req, -rc);
+			return;
+		}
+	}
+	fuse_reply_err(req, -arf_unlink(fs->c, parent, name));
 }
 
 static void arf_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -441,13 +529,22 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct arf_fs *fs = fs_of(req);
 	if (fs->attr_timeout > 0 && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
-	fi->fh = gen_get(ino);
+	fi->fh = ino_open(ino);
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
 }
 
 static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	uint64_t dir = ino_release(ino);
+	if (dir) {
+		/* the last close of a file unlinked while open: now it goes */
+		char name[40];
+		hidden_name(ino, name);
+		int rc = arf_unlink(fs_of(req)->c, dir, name);
+		if (rc < 0 && fs_of(req)->foreground)
+			fprintf(stderr, "arf mount: removing %s: %s\n", name, strerror(-rc));
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -600,14 +697,14 @@ static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
  * count, which is all it ever forgets in one go but at unmount). */
 static void arf_forget_op(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	gen_drop(ino);
+	ino_forget(ino);
 	fuse_reply_none(req);
 }
 
 static void arf_forget_multi_op(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
-		gen_drop(forgets[i].ino);
+		ino_forget(forgets[i].ino);
 	fuse_reply_none(req);
 }
 

@@ -274,6 +274,35 @@ PY
 fi
 run rm -r "$m/r1" "$m/r2" "$m/a/sym" "$m/a/longsym" "$m/a/target"; check_rc "rm -r after renames" 0 $?
 
+# a file unlinked while open keeps its data until the last close (POSIX); meanwhile it is
+# not visible under its name and reports no link
+if command -v python3 >/dev/null 2>&1; then
+	timeout "$T" python3 - "$m/a" >"$tmp/out" 2>"$tmp/err" <<'PY'
+import os, sys
+d = sys.argv[1]
+p = os.path.join(d, "tmpfile")
+fd = os.open(p, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+os.unlink(p)
+gone = not os.path.exists(p)
+os.write(fd, b"kept until close")
+st = os.fstat(fd)
+os.lseek(fd, 0, 0)
+data = os.read(fd, 100)
+fd2 = os.open(os.path.join(d, "tmpfile2"), os.O_CREAT | os.O_RDWR, 0o600)
+os.unlink(os.path.join(d, "tmpfile2"))
+os.close(fd2)
+os.close(fd)
+print(gone, st.st_nlink, st.st_size, data.decode())
+PY
+	check_rc "unlink of an open file" 0 $?
+	same "open-unlinked file" "$(cat "$tmp/out")" "True 0 16 kept until close"
+	for _ in $(seq 50); do
+		[ -z "$(ls -A "$m/a" | grep '^\.arf-hidden')" ] && break
+		sleep 0.1
+	done
+	same "nothing left after the last close" "$(ls -A "$m/a" | grep -c '^\.arf-hidden')" 0
+fi
+
 # two clients on one server, close-to-open: the second mount caches attributes and entries
 # for a minute; a file written and closed by one is read whole by the other, also after it
 # grew and shrank while the other had it cached
