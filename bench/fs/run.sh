@@ -123,6 +123,8 @@ mkdir -p "$tmp/bin/arfseg" "$tmp/srv/export" "$tmp/ssh" "$M_ARF" "$M_SSH" "$tmp/
 cp "$BUILD/arf" "$BUILD/arfd" "$tmp/bin/" && cp "$BUILD"/arfseg/*.pno "$tmp/bin/arfseg/" ||
 	die "cannot copy the programs from $BUILD"
 BIN=$tmp/bin
+BUILD_AT=$(date -u -r "$BUILD/arf" '+%Y-%m-%d %H:%M')
+BUILD_REV="$(git -C "$TOP" log -1 --format=%h 2>/dev/null)$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
 
 ip netns add "$NS_S" && ip netns add "$NS_C" || die "ip netns add failed"
 ip link add "$V_S" type veth peer name "$V_C" || die "ip link add veth failed"
@@ -378,6 +380,7 @@ csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
 	echo "ARF (arf mount) vs sshfs, $(date -u +%Y-%m-%d), bench/fs/run.sh${QUICK:+$([ "$QUICK" = 1 ] && echo ' --quick')}"
 	echo "tree: $TREE_DESC; $N_ENTRIES tar entries ($N_SYML symlinks, $N_HARD hard links), $SRC_MIB MiB"
 	echo "machine: $machine"
+	echo "programs: $BUILD built at $BUILD_AT UTC, tree at $BUILD_REV"
 	echo "each row on a fresh mount of each; ratio = sshfs s / ARF s (> 1: ARF faster)"
 	echo
 	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "ARF s" "sshfs s" ratio notes
