@@ -6,6 +6,7 @@
 
 #include "arc.h"
 #include "arf_data.h"
+#include "arf_retry.h"
 
 struct arf_data {
 	struct arc *a;
@@ -89,7 +90,15 @@ static int64_t run(struct arf_data *d, struct arc_exec *x, const char *entry,
 	x->n_args = n;
 	x->argbytes = bytes;
 	x->argbytes_len = len;
-	int rc = arc_exec(d->a, x);
+	int rc;
+	unsigned attempt = 0;
+	uint64_t waited = 0;
+	/* EAGAIN: the inode was locked or the journal full; nothing changed (arf_retry.h) */
+	while ((rc = arc_exec(d->a, x)) == 0 && x->value == -EAGAIN &&
+	       arf_retry_pause(&attempt, &waited)) {
+		free(x->out);
+		x->out = NULL;
+	}
 	if (rc != 0) {
 		if (x->trapped)
 			snprintf(d->msg, sizeof d->msg, "%s: %s", entry, x->trap.text);

@@ -6,6 +6,7 @@
 
 #include "arc.h"
 #include "arf_ops.h"
+#include "arf_retry.h"
 #include "layout.h"
 
 struct arf_client {
@@ -94,7 +95,15 @@ static int64_t run(struct arf_client *c, struct arc_exec *x, const char *entry,
 	x->n_args = n;
 	x->argbytes = bytes;
 	x->argbytes_len = len;
-	int rc = arc_exec(c->a, x);
+	int rc;
+	unsigned attempt = 0;
+	uint64_t waited = 0;
+	/* EAGAIN: the inode was locked or the journal full; nothing changed (arf_retry.h) */
+	while ((rc = arc_exec(c->a, x)) == 0 && x->value == -EAGAIN &&
+	       arf_retry_pause(&attempt, &waited)) {
+		free(x->out);
+		x->out = NULL;
+	}
 	if (rc != 0) {
 		if (x->trapped)
 			snprintf(c->msg, sizeof c->msg, "%s: %s", entry, x->trap.text);

@@ -42,6 +42,7 @@ struct arf_fs {
 	double attr_timeout, entry_timeout;
 	int foreground;
 	int single_thread;             /* -s: one thread serves every request */
+	int writeback;                 /* -o writeback: the kernel caches writes (see init) */
 	struct fuse_session *se;
 };
 
@@ -691,6 +692,14 @@ static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = 1u << 20;
 	/* O_TRUNC arrives as a setattr of the size, which the handler above does */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+	/* -o writeback: the kernel keeps written pages and sends them in the background, several
+	 * requests at once (a sequential writer no longer waits one round trip per request);
+	 * close and fsync still send everything first, so close-to-open holds */
+	struct arf_fs *fs = userdata;
+	if (fs->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
 
 /* The kernel sends forget when it drops an inode (nlookup reaching 0 in the kernel's
@@ -836,6 +845,8 @@ int arf_cmd_mount(int argc, char **argv)
 				} else if (!strncmp(o, "entry_timeout=", 14)) {
 					if (parse_timeout(o + 14, &fs.entry_timeout) != 0)
 						goto bad_opt;
+				} else if (!strcmp(o, "writeback")) {
+					fs.writeback = 1;
 				} else {
 					size_t l = strlen(o);
 					char *nf = realloc(fuse_opts, fo_len + l + 2);
