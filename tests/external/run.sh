@@ -222,9 +222,7 @@ fi
 # ---- libfuse test_syscalls: one check per test; its messages name the failing call ----
 # Known, by design until the named work is done (listed, not counted):
 #   socket: bind() makes a socket inode; ARF stores no sockets (mknod says EPERM)
-#   create+unlink: a file unlinked while open is gone at once (docs/arf.md: open-unlinked
-#     files need open-file state the server does not keep yet), so write() says ENOENT
-KNOWN_SYSCALLS="socket create+unlink"
+KNOWN_SYSCALLS="socket"
 if [ -n "$TEST_SYSCALLS" ]; then
 	# as this user; and as nobody too when this is root (the EACCES tests run only for a
 	# user that is not root; the mount then needs allow_other)
