@@ -8,6 +8,8 @@
 #   make bench      VM benchmarks against gcc -O2 (bench/vm)
 #   make bench-fs   ARF's mount against sshfs over veth between namespaces (root; bench/fs,
 #                   BENCH_FS_ARGS=--quick for the small one)
+#   make bench-grep arf grep against grep over arf mount, sshfs, NFS and locally (root;
+#                   bench/grep, BENCH_GREP_ARGS=--quick for the small one)
 #   make docs       regenerate docs/isa.md from isa/ops.def
 #   make install    PREFIX=/usr/local DESTDIR=
 
@@ -177,6 +179,9 @@ bench-quick: all
 	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD)) quick
 bench-fs: all
 	bash bench/fs/run.sh --build $(BUILD) $(BENCH_FS_ARGS)
+.PHONY: bench-grep
+bench-grep: all
+	bash bench/grep/run.sh --build $(BUILD) $(BENCH_GREP_ARGS)
 
 examples: all
 	BUILD=$(BUILD) sh examples/run.sh
