@@ -10,6 +10,8 @@
 #                   BENCH_FS_ARGS=--quick for the small one)
 #   make bench-grep arf grep against grep over arf mount, sshfs, NFS and locally (root;
 #                   bench/grep, BENCH_GREP_ARGS=--quick for the small one)
+#   make bench-rdma Paradis-Net over rdma: beside perftest (bench/rdma), in the rdma-vm guest
+#                   when there is no RDMA device here; BENCH_RDMA_ARGS=--quick for the small one
 #   make docs       regenerate docs/isa.md from isa/ops.def
 #   make install    PREFIX=/usr/local DESTDIR=
 
@@ -55,7 +57,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
-.PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick bench-fs docs install clean examples
+.PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick bench-fs bench-rdma docs install clean examples
 
 all: $(LIBS) $(PROGS) $(ARF_SEGS)
 
@@ -182,6 +184,16 @@ bench-fs: all
 .PHONY: bench-grep
 bench-grep: all
 	bash bench/grep/run.sh --build $(BUILD) $(BENCH_GREP_ARGS)
+# bench-rdma: like check-rdma, in the guest when there is no device here; the plot is drawn
+# afterwards on this side (the guest has no gnuplot)
+bench-rdma:
+	@if [ -n "$$RDMA_VM" ] || [ -n "$$(ls /sys/class/infiniband 2>/dev/null)" ]; then \
+	  sh bench/rdma/run.sh $(BENCH_RDMA_ARGS); \
+	else \
+	  echo "bench-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
+	  $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
+	  $(MAKE) -C bench/rdma plot; \
+	fi
 
 examples: all
 	BUILD=$(BUILD) sh examples/run.sh

@@ -185,7 +185,9 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 			memcpy(acc + acc_len, x.out, rl);
 			acc_len += rl;
 		} else if (!exact) {
-			bad = grep_format_records(st->g, name, x.out, rl, stdout, &last_end) != 0;
+			bad = grep_format_records(st->g, name, x.out, rl, stdout, &last_end);
+			if (bad == -2)
+				die("%s", "memory exhausted");
 		}
 		free(x.out);
 		if (bad) {
@@ -198,8 +200,11 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 	}
 	struct grep_file_result res;
 	int64_t value = s.count << 2 | (s.noeol ? 2 : 0) | (s.bin > 0);
-	if (grep_format_end(st->g, prog, name, value, acc, acc_len, stdout, stderr, &res,
-	                    &last_end) != 0)
+	int rc = grep_format_end(st->g, prog, name, value, acc, acc_len, stdout, stderr, &res,
+	                         &last_end);
+	if (rc == -2)
+		die("%s", "memory exhausted");
+	if (rc != 0)
 		run_error(st, name, "malformed records");
 	free(acc);
 	if (res.matched)

@@ -182,28 +182,38 @@ void grep_describe(const struct grep *g, char *buf, size_t len)
 
 /* ---- matching on the client ---- */
 
-/* Does line p[0..n) contain a match (exact)?  -1 when the backtracker gave up. */
-static int line_matches(const struct grep *g, const uint8_t *p, size_t n)
+/* Does line p[0..n) contain a match (exact)?  -1 (and g->gave_up) when the backtracker
+ * gave up. */
+static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 {
-	if (g->match_none)
+	if (g->match_none || g->gave_up)
 		return 0;
 	if (g->ast.has_backref || !g->nfa.s) {
+		/* the NFA stands for a back-reference with any text: no match there, none here */
+		if (g->nfa.s && !nfa_line_matches(&g->nfa, p, n))
+			return 0;
 		int r = bt_line_matches(&g->ast, p, n, g->o.icase);
+		if (r < 0)
+			g->gave_up = 1;
 		return r < 0 ? -1 : r;
 	}
 	return nfa_line_matches(&g->nfa, p, n);
 }
 
 /* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */
-static int next_match(const struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
+static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
                       size_t *e)
 {
-	if (g->match_none)
+	if (g->match_none || g->gave_up)
 		return 0;
 	if (!g->ast.has_backref && g->nfa.s)
 		return nfa_leftmost_longest(&g->nfa, p, n, from, s, e);
 	for (size_t i = from; i <= n; i++) {
 		long r = bt_longest_at(&g->ast, p, n, i, g->o.icase);
+		if (r == -2) {
+			g->gave_up = 1;
+			return 0;
+		}
 		if (r >= 0) {
 			*s = i;
 			*e = (size_t)r;
@@ -387,6 +397,8 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 					break;
 				if ((line_matches(x->g, p, len) == 1) != !!o->invert)
 					count++;
+				if (x->g->gave_up)
+					return count;
 				if ((!o->count && count > 0) || (o->max_count >= 0 && count >= o->max_count))
 					return count;
 				if (!z)
@@ -399,6 +411,8 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 	long last = -1, after_left = 0;
 	for (long i = 0; i < n; i++) {
 		int sel = (line_matches(x->g, v[i].p, v[i].len) == 1) != !!o->invert;
+		if (x->g->gave_up)
+			return count;
 		if (sel) {
 			count++;
 			if (stop_first)
@@ -453,7 +467,7 @@ int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, si
 		put_line(&x, v[i].p, v[i].len, v[i].off, v[i].lineno, v[i].context);
 	free(v);
 	*last_end = x.last_end;
-	return 0;
+	return g->gave_up ? -2 : 0;
 }
 
 int grep_format(struct grep *g, const char *prog, const char *name, int64_t value,
@@ -488,6 +502,8 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 	}
 	free(v);
 	*last_end = x.last_end;
+	if (g->gave_up)
+		return -2;
 	/* grep counts a selected line of a binary file as output for the "--" rule */
 	if (binary && count > 0 && !o->count && !o->list && !o->list_nomatch && !o->quiet)
 		fmt_any_output = 1;

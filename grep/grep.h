@@ -76,7 +76,9 @@ struct grep_file_result {
 /* Format one file's run as grep prints it to f: name is what grep prints for the file (the
  * path, or the --label for standard input).  `value` and `rec` are the run's result and
  * output.  Returns 0, or -1 when the records are malformed (a broken segment or transport).
- * Sets *res.  Writes "binary file matches" to err_f (grep writes it to stderr) as
+ * -2 when the exact matcher (back-references) gave up on a line: the caller prints grep's
+ * "memory exhausted" and exits with status 2, as grep does when its regex engine runs out;
+ * the lines before were printed.  Sets *res.  Writes "binary file matches" to err_f (grep writes it to stderr) as
  * "PROG: NAME: binary file matches". */
 int grep_format(struct grep *g, const char *prog, const char *name, int64_t value,
                 const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
@@ -92,7 +94,8 @@ int grep_is_exact(const struct grep *g);
 /* Streaming (not exact): print the records of one part of a run; *last_end (-1 before the
  * first part) carries the separator state to the next part.  grep_format_end then prints
  * what comes after the lines (-c, -l, -L, the binary message) from the run's value; rec holds
- * all the records in the exact path, none otherwise.  Returns 0 or -1 (malformed). */
+ * all the records in the exact path, none otherwise.  Returns 0, -1 (malformed) or -2
+ * (memory exhausted, as grep_format). */
 int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, size_t rec_len,
                         FILE *f, int64_t *last_end);
 int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t value,

@@ -135,7 +135,7 @@ int nfa_leftmost_longest(const struct nfa *m, const uint8_t *p, size_t n, size_t
 /* The longest match starting at s: its end, or -1 when none starts at s. */
 long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s);
 /* The same on the AST by backtracking (exact with back-references); bt_line_matches says
- * whether any match exists.  Both give up after a step budget and then return -2. */
+ * whether any match exists.  Both memoize, and give up (-2) past a step or memory budget. */
 long bt_longest_at(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase);
 int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase);
 
@@ -154,6 +154,8 @@ struct grep {
 	int exact;             /* 1: the segment sends candidate lines, the client decides */
 	int have_bdfa;
 	int match_none;        /* no pattern at all (grep -f /dev/null) */
+	int gave_up;           /* the backtracker ran out of steps or memory: the formatter
+	                        * stops and returns -2 ("memory exhausted") */
 	uint8_t lit[256];
 	size_t lit_len;
 	uint8_t *seg;

@@ -15,7 +15,7 @@
 #include "grep_int.h"
 
 #define NFA_MAX_STATES 2000000
-#define BT_MAX_STEPS   20000000L
+#define BT_MAX_STEPS   100000000L
 
 /* ---- NFA construction ---- */
 
@@ -609,13 +609,42 @@ out:
 	return 1;
 }
 
-/* ---- backtracking on the AST (back-references) ---- */
+/* ---- backtracking on the AST (back-references) ----
+ *
+ * A depth-first search over the parses, in continuation-passing style: bt_node(node, pos, k)
+ * matches node at pos and then the continuation k (a chain of frames on the C stack: the
+ * rest of a concatenation, a group to close, a repetition to go on with).  Plain
+ * backtracking is exponential on patterns such as \(a*\)*\1b, so the search memoizes: the
+ * outcome of a call depends only on the node, pos, its continuation (the chain's frames,
+ * with the count and start of each enclosing repetition) and the captures of the groups
+ * some back-reference names.  Once a search has
+ * taken BT_MEMO_AFTER steps, every call at a branch (alternation, repetition, the end of an
+ * iteration) records that key, and a call whose key was seen before returns 0 at once: a
+ * state already explored adds no match (in longest mode: no new end).  The number of keys
+ * is polynomial in the line's length for a fixed pattern (O(n^(2g+2r)) for g referenced
+ * groups and r nested repetitions), so what remains exponential is only the pattern's size.
+ * Past BT_MAX_STEPS steps, BT_MAX_KEYS keys or BT_MAX_KEY_MEM longs of keys the search gives
+ * up (-2); the client then
+ * reports "memory exhausted" as GNU grep does when its regex engine runs out (exit 2),
+ * never a silent non-match.
+ */
+
+#define BT_MEMO_AFTER 4096L
+#define BT_MAX_KEYS   (1L << 21)
+#define BT_MAX_KEY_MEM (1L << 24)    /* longs of keys (128 MiB) */
 
 enum { K_NODE, K_CLOSE, K_REP };
 struct k {
 	int type, node, count;
 	size_t start;
 	const struct k *next;
+};
+
+struct memo {
+	uint64_t *slot;        /* hash table: key offset + 1 in keys[], 0 empty */
+	size_t mask, used;
+	long *keys;            /* keys, each: length, then the values */
+	size_t len, cap;
 };
 
 struct bt {
@@ -626,9 +655,109 @@ struct bt {
 	long best;
 	long steps;
 	long *cap;            /* 2 per group: start, end (-1 unset) */
+	int *refd;            /* the groups some back-reference names */
+	int n_refd;
+	struct memo memo;
+	long key[512];
 };
 
 static int bt_node(struct bt *b, int node, size_t pos, const struct k *k);
+
+/* A repetition count as far as the matcher can tell counts apart. */
+static long clamp_count(const struct node *n, int count)
+{
+	long lim = n->max < 0 ? (long)n->min + 1 : (long)n->max + 1;
+	return count < lim ? count : lim;
+}
+
+static uint64_t hash_key(const long *key, long len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	for (long i = 0; i < len; i++) {
+		h ^= (uint64_t)key[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+/* Record the state (tag, pos, k, captures); 1 when it was seen before.  Sets steps to -1
+ * when out of memory or keys. */
+static int bt_seen(struct bt *b, long tag, size_t pos, const struct k *k)
+{
+	if (b->steps < BT_MEMO_AFTER)
+		return 0;
+	long *key = b->key, len = 1;
+	const long lim = (long)(sizeof b->key / sizeof b->key[0]);
+	key[len++] = tag;
+	key[len++] = (long)pos;
+	for (int i = 0; i < b->n_refd && len + 2 <= lim; i++) {
+		key[len++] = b->cap[2 * b->refd[i]];
+		key[len++] = b->cap[2 * b->refd[i] + 1];
+	}
+	/* the whole continuation, so that the key holds even if the AST shared a subtree */
+	for (; k; k = k->next) {
+		if (len + 3 > lim)
+			return 0;      /* too deep to key: just search (the budget still holds) */
+		key[len++] = (long)k->node * 4 + k->type;
+		if (k->type == K_REP) {
+			key[len++] = clamp_count(&b->t->n[k->node], k->count);
+			key[len++] = (long)k->start;
+		}
+	}
+	key[0] = len;
+	struct memo *m = &b->memo;
+	if (2 * (m->used + 1) > m->mask + 1) {
+		if (m->used >= (size_t)BT_MAX_KEYS) {
+			b->steps = -1;
+			return 1;
+		}
+		size_t nmask = m->mask ? 2 * m->mask + 1 : 4095;
+		uint64_t *ns = calloc(nmask + 1, sizeof *ns);
+		if (!ns) {
+			b->steps = -1;
+			return 1;
+		}
+		for (size_t i = 0; i <= m->mask && m->slot; i++)
+			if (m->slot[i]) {
+				const long *o = m->keys + (m->slot[i] - 1);
+				size_t j = hash_key(o, o[0]) & nmask;
+				while (ns[j])
+					j = (j + 1) & nmask;
+				ns[j] = m->slot[i];
+			}
+		free(m->slot);
+		m->slot = ns;
+		m->mask = nmask;
+	}
+	size_t j = hash_key(key, len) & m->mask;
+	for (; m->slot[j]; j = (j + 1) & m->mask) {
+		const long *o = m->keys + (m->slot[j] - 1);
+		if (o[0] == len && !memcmp(o, key, (size_t)len * sizeof *key))
+			return 1;
+	}
+	if (m->len + (size_t)len > m->cap) {
+		if (m->len + (size_t)len > (size_t)BT_MAX_KEY_MEM) {
+			b->steps = -1;
+			return 1;
+		}
+		size_t ncap = m->cap ? 2 * m->cap : 1 << 16;
+		while (ncap < m->len + (size_t)len)
+			ncap *= 2;
+		long *nk = realloc(m->keys, ncap * sizeof *nk);
+		if (!nk) {
+			b->steps = -1;
+			return 1;
+		}
+		m->keys = nk;
+		m->cap = ncap;
+	}
+	memcpy(m->keys + m->len, key, (size_t)len * sizeof *key);
+	m->slot[j] = m->len + 1;
+	m->len += (size_t)len;
+	m->used++;
+	return 0;
+}
 
 static int bt_rep(struct bt *b, int node, int count, size_t pos, const struct k *k)
 {
@@ -662,8 +791,13 @@ static int bt_cont(struct bt *b, size_t pos, const struct k *k)
 	}
 	case K_REP: {
 		const struct node *n = &b->t->n[k->node];
+		/* an empty iteration beyond the minimum ends the loop (it may have set a group:
+		 * grep matches \(a*\)*\1b on "ab" with a last, empty iteration) */
 		if (pos == k->start && k->count > n->min)
-			return 0;   /* an empty iteration beyond the minimum changes nothing */
+			return bt_cont(b, pos, k->next);
+		if (bt_seen(b, -2 - (k->node + (long)b->t->len * clamp_count(n, k->count)), pos,
+		            k->next))
+			return 0;
 		return bt_rep(b, k->node, k->count, pos, k->next);
 	}
 	}
@@ -691,6 +825,8 @@ static int bt_node(struct bt *b, int node, size_t pos, const struct k *k)
 		return bt_node(b, n->a, pos, &k2);
 	}
 	case N_ALT:
+		if (bt_seen(b, node, pos, k))
+			return 0;
 		return bt_node(b, n->a, pos, k) || bt_node(b, n->b, pos, k);
 	case N_GROUP: {
 		long *cp = &b->cap[2 * n->group], os = cp[0], oe = cp[1];
@@ -721,40 +857,67 @@ static int bt_node(struct bt *b, int node, size_t pos, const struct k *k)
 		return assert_ok(n->akind, pc, nc) && bt_cont(b, pos, k);
 	}
 	case N_REPEAT:
+		if (bt_seen(b, node, pos, k))
+			return 0;
 		return bt_rep(b, node, 0, pos, k);
 	}
 	return 0;
 }
 
-static long bt_run(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase,
+static int bt_init(struct bt *b, const struct ast *t, const uint8_t *p, size_t n, int icase,
                    int longest)
 {
-	struct bt b = { t, p, n, icase, longest, -1, 0, NULL };
-	b.cap = malloc((size_t)(2 * (t->n_groups + 1)) * sizeof *b.cap);
-	if (!b.cap)
-		return -2;
-	for (int i = 0; i < 2 * (t->n_groups + 1); i++)
-		b.cap[i] = -1;
-	bt_node(&b, t->root, s, NULL);
-	free(b.cap);
-	return b.steps < 0 ? -2 : b.best;
+	memset(b, 0, sizeof *b);
+	b->t = t, b->p = p, b->n = n, b->icase = icase, b->longest = longest;
+	b->cap = malloc((size_t)(2 * (t->n_groups + 1)) * sizeof *b->cap);
+	b->refd = malloc((size_t)(t->n_groups + 1) * sizeof *b->refd);
+	if (!b->cap || !b->refd)
+		return -1;
+	for (int g = 1; g <= t->n_groups; g++)
+		for (int i = 0; i < t->len; i++)
+			if (t->n[i].kind == N_BACKREF && t->n[i].group == g) {
+				b->refd[b->n_refd++] = g;
+				break;
+			}
+	return 0;
+}
+
+static void bt_fini(struct bt *b)
+{
+	free(b->cap), free(b->refd), free(b->memo.slot), free(b->memo.keys);
+}
+
+/* One search from s; the memo carries over between calls on the same line (its keys do
+ * not depend on where the search started), the step budget too. */
+static long bt_from(struct bt *b, size_t s)
+{
+	b->best = -1;
+	for (int i = 0; i < 2 * (b->t->n_groups + 1); i++)
+		b->cap[i] = -1;
+	bt_node(b, b->t->root, s, NULL);
+	return b->steps < 0 ? -2 : b->best;
 }
 
 long bt_longest_at(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase)
 {
-	return bt_run(t, p, n, s, icase, 1);
+	struct bt b;
+	long r = bt_init(&b, t, p, n, icase, 1) ? -2 : bt_from(&b, s);
+	bt_fini(&b);
+	return r;
 }
 
 int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase)
 {
-	for (size_t s = 0; s <= n; s++) {
-		long r = bt_run(t, p, n, s, icase, 0);
-		if (r == -2)
-			return -2;
-		if (r >= 0)
-			return 1;
+	struct bt b;
+	int r = 0;
+	if (bt_init(&b, t, p, n, icase, 0))
+		r = -2;
+	for (size_t s = 0; r == 0 && s <= n; s++) {
+		long e = bt_from(&b, s);
+		r = e == -2 ? -2 : e >= 0;
 	}
-	return 0;
+	bt_fini(&b);
+	return r;
 }
 
 /* ---- the required literal ---- */

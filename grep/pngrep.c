@@ -95,8 +95,11 @@ static void grep_bytes(struct state *st, const char *name, const uint8_t *data, 
 		st->errors = 1;
 	} else {
 		struct grep_file_result fr;
-		if (grep_format(st->g, prog, name, res.value, st->out, res.out_len, stdout, stderr,
-		                &fr) != 0) {
+		int fr_rc = grep_format(st->g, prog, name, res.value, st->out, res.out_len, stdout,
+		                        stderr, &fr);
+		if (fr_rc == -2)
+			die("%s", "memory exhausted");
+		if (fr_rc != 0) {
 			fprintf(stderr, "%s: %s: malformed records\n", prog, name);
 			st->errors = 1;
 		}

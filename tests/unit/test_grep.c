@@ -148,6 +148,31 @@ static void test_match(void)
 		CHECK(bt_longest_at(&g->ast, (const uint8_t *)"xaab", 4, 1, 0) == 3, "aa at 1");
 	}
 	grep_free(g);
+	/* a last, empty iteration sets the group (grep matches \(a*\)*\1b on "ab") */
+	g = compile("\\(a*\\)*\\1b", GREP_BASIC, NULL, err, sizeof err, warn);
+	CHECK(g && bt_line_matches(&g->ast, (const uint8_t *)"ab", 2, 0) == 1, "empty iteration");
+	CHECK(g && bt_longest_at(&g->ast, (const uint8_t *)"xab", 3, 1, 0) == 3, "empty iteration span");
+	grep_free(g);
+	/* exponential for plain backtracking (2^28 partitions of the a's before the z, which
+	 * the old 20M-step budget turned into "no match"): the memo answers exactly */
+	g = compile("\\(a*\\)*\\1y", GREP_BASIC, NULL, err, sizeof err, warn);
+	if (g) {
+		const char *l = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaz aay";
+		CHECK(bt_line_matches(&g->ast, (const uint8_t *)l, strlen(l), 0) == 1, "memo match");
+		l = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaz";
+		CHECK(bt_line_matches(&g->ast, (const uint8_t *)l, strlen(l), 0) == 0, "memo no match");
+	}
+	grep_free(g);
+	/* past the budget: an error (the client says "memory exhausted"), not "no match" */
+	g = compile("\\(a*\\)*\\(a*\\)*\\(a*\\)*\\1\\2\\3x*c\\1", GREP_BASIC, NULL, err,
+	            sizeof err, warn);
+	if (g) {
+		char l[400];
+		memset(l, 'a', 300);
+		memcpy(l + 300, "baaaac", 6);
+		CHECK(bt_line_matches(&g->ast, (const uint8_t *)l, 306, 0) == -2, "gives up");
+	}
+	grep_free(g);
 	/* -i: backreference compares without case */
 	struct grep_opts o = { .icase = 1, .max_count = -1, .before = -1, .after = -1 };
 	g = compile("\\(a\\)\\1", GREP_BASIC, &o, err, sizeof err, warn);
