@@ -9,6 +9,9 @@
 #define VM_OPS_COMMON_H
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "vm_int.h"
 
@@ -115,6 +118,69 @@ static inline int vm_op_findb(struct run *run, uint64_t *v, unsigned r)
 	return 0;
 }
 
+/* How common a byte is in typical text (lower: rarer), for find_str's choice of the two
+ * bytes it scans for (the idea of ripgrep's memchr "packed pair" searcher). */
+static inline int byte_rank(unsigned c)
+{
+	/* lower-case letters by their order in "etaoinsrhldcumfpgwybvkxjqz": 250 (e) .. 175 (z) */
+	static const uint8_t letter[26] = {
+		244, 193, 217, 220, 250, 208, 202, 226, 238, 181, 187, 223, 211,
+		235, 241, 205, 178, 229, 232, 247, 214, 190, 199, 184, 196, 175,
+	};
+	if (c == '\n' || c == ' ')
+		return 255;
+	if (c >= 'a' && c <= 'z')
+		return letter[c - 'a'];
+	if (c >= 'A' && c <= 'Z')
+		return 120;
+	if (c >= '0' && c <= '9')
+		return 110;
+	if (c == '.' || c == ',' || c == '\t' || c == '-' || c == '_' || c == '/')
+		return 130;
+	if (c >= 0x21 && c < 0x7f)
+		return 90;
+	return c == 0 ? 40 : 20;                    /* control bytes, bytes >= 0x80 */
+}
+
+/* The first nd[0..nn) in h[0..n), nn >= 2: 16 positions at a time, keep those where the
+ * needle's two rarest bytes (i1, i2) both sit, then compare.  A needle whose rare bytes are
+ * common after all (many candidates that fail) falls back to memmem. */
+static inline const uint8_t *find_str(const uint8_t *h, size_t n, const uint8_t *nd, size_t nn)
+{
+	if (nn > n)
+		return NULL;
+	size_t i1 = 0, i2 = 1;
+	for (size_t i = 0; i < nn; i++)
+		if (byte_rank(nd[i]) < byte_rank(nd[i1]))
+			i1 = i;
+	i2 = i1 == 0 ? 1 : 0;
+	for (size_t i = 0; i < nn; i++)
+		if (i != i1 && (byte_rank(nd[i]) < byte_rank(nd[i2]) ||
+		                (nd[i2] == nd[i1] && nd[i] != nd[i1])))
+			i2 = i;
+	size_t pos = 0, imax = i1 > i2 ? i1 : i2;
+#if defined(__SSE2__)
+	const __m128i v1 = _mm_set1_epi8((char)nd[i1]), v2 = _mm_set1_epi8((char)nd[i2]);
+	size_t misses = 0;
+	for (; pos + imax + 16 <= n; pos += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
+		unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, v1),
+		                                                          _mm_cmpeq_epi8(b, v2)));
+		while (mask) {
+			size_t c = pos + (size_t)__builtin_ctz(mask);
+			if (c + nn <= n && !memcmp(h + c, nd, nn))
+				return h + c;
+			mask &= mask - 1;
+			misses++;
+		}
+		if (misses > 64 && misses > pos / 32)
+			break;                              /* a false positive every 32 bytes */
+	}
+#endif
+	return pos < n ? memmem(h + pos, n - pos, nd, nn) : NULL;
+}
+
 static inline int vm_op_finds(struct run *run, uint64_t *v, unsigned r1, unsigned r2)
 {
 	uint64_t off = v[0], n = v[1], noff = v[2], nn = v[3];
@@ -124,7 +190,8 @@ static inline int vm_op_finds(struct run *run, uint64_t *v, unsigned r1, unsigne
 	if (nn == 0) {
 		v[0] = off;
 	} else {
-		const uint8_t *p = n ? memmem(h->base + off, n, nd->base + noff, nn) : NULL;
+		const uint8_t *p = nn == 1 ? memchr(h->base + off, nd->base[noff], n)
+		                 : find_str(h->base + off, n, nd->base + noff, nn);
 		v[0] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
 	}
 	return 0;

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# bench/grepscan/run.sh: the speed of the grep scan itself, against GNU grep on the same data.
+# One text file (default 75 MB, 1.5 M lines of words, `needle42` in about 1 line in 1200) is
+# searched by GNU grep and pngrep locally and by `arf grep` through an arfd on loopback that
+# serves an ARF image holding the file.  For arf grep the scan is separated from the fixed
+# cost: `scan` is the server's EXEC latency (arc stats: exec.latency_avg_us x requests,
+# before and after), `fixed` is a whole arf grep of a one-line file (connect, compile,
+# install, one EXEC).  Every system runs in the same repetition; the ratios (X / GNU grep,
+# < 1 is faster) are the median of the per-repetition ratios.  Outputs are compared with
+# GNU grep's every time.  Table on stdout and in results/NAME.txt.
+#
+#   bash bench/grepscan/run.sh [--build DIR] [--mb N] [--reps N] [--out NAME] [--perf]
+#
+# --perf also records `perf record` of arfd during one extra run of each case and keeps
+# the top of `perf report` in results/NAME.perf.txt.  Needs no root; everything lives in a
+# mktemp directory and the arfd it starts is stopped on exit.
+set -uo pipefail
+export LC_ALL=C
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+BUILD=$TOP/build
+MB=75
+REPS=5
+OUT=scan
+PERF=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) BUILD=$(cd "$2" && pwd) || exit 2; shift ;;
+	--mb) MB=$2; shift ;;
+	--reps) REPS=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	--perf) PERF=1 ;;
+	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
+	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+GREP=/usr/bin/grep
+for p in arf arfd arc pngrep; do
+	[ -x "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/grepscan.XXXXXX") || exit 1
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# the data: words, lines of 5-14 words, needle42 now and then
+mkdir -p "$tmp/d"
+lines=$((MB * 20000))
+awk -v n="$lines" 'BEGIN {
+	split("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " \
+	      "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud " \
+	      "exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure " \
+	      "in reprehenderit voluptate velit esse cillum fugiat nulla pariatur excepteur sint " \
+	      "occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est " \
+	      "laborum quick brown fox jumps over lazy dog needle haystack", w, " ")
+	nw = length(w); srand(42)
+	for (i = 0; i < n; i++) {
+		k = 5 + int(rand() * 10); s = ""
+		for (j = 0; j < k; j++) s = s (j ? " " : "") w[1 + int(rand() * nw)]
+		if (rand() < 1 / 1200) s = s " needle42 " i
+		print s
+	}
+}' > "$tmp/d/big"
+echo 'one line' > "$tmp/d/tiny"
+size=$(stat -c %s "$tmp/d/big")
+
+"$BUILD/arf" mkfs "$tmp/img" --size $(( (size / 1048576 + 64) * 2 ))M >/dev/null || exit 1
+"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$tmp/img" --max-fuel 100000000000 \
+	2>"$tmp/arfd.log" &
+pid=$!
+ep=
+for _ in $(seq 100); do
+	ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
+	[ -n "$ep" ] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$ep" ] || { echo "run.sh: arfd did not start"; cat "$tmp/arfd.log"; exit 1; }
+timeout 300 "$BUILD/arf" import "$tmp/d" "$ep:/d" >/dev/null || { echo "run.sh: import failed"; exit 1; }
+
+ns() { date +%s%N; }
+# exec_us: the server's total EXEC time so far, in microseconds
+exec_us() {
+	"$BUILD/arc" stats "$ep" | awk '/^exec.requests/ { r = $2 } /^exec.latency_avg_us/ { a = $2 }
+		END { printf "%.0f\n", r * a }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+cases=(
+	"needle42"
+	"-c -i NEEDLE42"
+	"-c lorem"
+	"-c lorem.*dolor"
+	"-c -E (quick|lazy) [a-z]+ fox"
+	"-n -w fox"
+)
+res=$HERE/results
+mkdir -p "$res"
+{
+echo "# bench/grepscan/run.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cpus, $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null)"
+echo "# file: $size bytes, $lines lines, one file of an ARF image on arfd tcp loopback; $REPS reps, medians"
+echo "# times in seconds; ratio = X / GNU grep (median of per-rep ratios; < 1: faster than grep)"
+printf '%-32s %7s %7s %7s %7s %7s | %7s %7s %7s\n' case grep pngrep arf arfscan fixed \
+	pngrep/g arf/g scan/g
+} | tee "$res/$OUT.txt"
+for c in "${cases[@]}"; do
+	IFS=' ' read -r -a a <<<"$c"
+	# the patterns with spaces: rebuild "(quick|lazy) [a-z]+ fox" as one argument
+	case $c in *"(quick|lazy)"*) a=(-c -E '(quick|lazy) [a-z]+ fox') ;; esac
+	: >"$tmp/t"
+	for r in $(seq "$REPS"); do
+		t0=$(ns); "$GREP" "${a[@]}" "$tmp/d/big" >"$tmp/g.out"; t1=$(ns)
+		"$BUILD/pngrep" "${a[@]}" "$tmp/d/big" >"$tmp/p.out"; t2=$(ns)
+		e0=$(exec_us)
+		t3=$(ns); "$BUILD/arf" grep "${a[@]}" "$ep:/d/big" >"$tmp/a.out"; t4=$(ns)
+		e1=$(exec_us)
+		t5=$(ns); "$BUILD/arf" grep "${a[@]}" "$ep:/d/tiny" >/dev/null; t6=$(ns)
+		cmp -s "$tmp/g.out" "$tmp/p.out" || echo "MISMATCH pngrep: $c" >&2
+		cmp -s "$tmp/g.out" "$tmp/a.out" || echo "MISMATCH arf grep: $c" >&2
+		echo "$((t1 - t0)) $((t2 - t1)) $((t4 - t3)) $(( (e1 - e0) * 1000 )) $((t6 - t5))" >>"$tmp/t"
+	done
+	col() { awk -v k="$1" '{ printf "%.4f\n", $k / 1e9 }' "$tmp/t" | median; }
+	rat() { awk -v k="$1" '{ printf "%.4f\n", $k / $1 }' "$tmp/t" | median; }
+	printf '%-32s %7.3f %7.3f %7.3f %7.3f %7.3f | %7.2f %7.2f %7.2f\n' "$c" "$(col 1)" \
+		"$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)" "$(rat 2)" "$(rat 3)" "$(rat 4)" |
+		tee -a "$res/$OUT.txt"
+done
+if [ "$PERF" = 1 ]; then
+	: >"$res/$OUT.perf.txt"
+	for c in "${cases[@]}"; do
+		IFS=' ' read -r -a a <<<"$c"
+		case $c in *"(quick|lazy)"*) a=(-c -E '(quick|lazy) [a-z]+ fox') ;; esac
+		perf record -q -o "$tmp/perf.data" -p "$pid" 2>/dev/null &
+		pp=$!
+		sleep 0.5
+		"$BUILD/arf" grep "${a[@]}" "$ep:/d/big" >/dev/null
+		kill -INT "$pp"; wait "$pp" 2>/dev/null
+		{ echo "== $c"; perf report -i "$tmp/perf.data" --stdio --sort sym 2>/dev/null |
+			grep -v '^#' | grep -v '^$' | head -8; } >>"$res/$OUT.perf.txt"
+	done
+fi
