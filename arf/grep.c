@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "arc.h"
+#include "arf_cli.h"
 #include "arf_ops.h"
 #include "asm.h"
 #include "grep.h"
@@ -43,6 +44,7 @@ struct state {
 	struct grep_opts o;
 	const uint8_t *seg;
 	size_t seg_len;
+	uint8_t seg_id[AR_ID_LEN];     /* hashed once: every file is a run of the same segment */
 	int local;
 	int recursive, deref, no_messages, errors, any_match;
 	char **include, **exclude, **exclude_dir;
@@ -74,25 +76,6 @@ static void run_error(struct state *st, const char *name, const char *what)
 	fprintf(stderr, "%s: %s: %s\n", prog, name, what);
 }
 
-static char *seg_path(const char *name)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/'), *p;
-		if (slash) {
-			*slash = '\0';
-			if (asprintf(&p, "%s/arfseg/%s", self, name) >= 0) {
-				if (access(p, R_OK) == 0)
-					return p;
-				free(p);
-			}
-		}
-	}
-	return NULL;             /* arf_client_open: $ARF_OPS_SEG, else build/arfseg/ */
-}
-
 static struct conn *connect_to(struct state *st, const char *endpoint, const char *name)
 {
 	for (struct conn *k = st->conns; k; k = k->next)
@@ -110,7 +93,7 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 		run_error(st, name, err);
 		return NULL;
 	}
-	char *ops = getenv("ARF_OPS_SEG") ? NULL : seg_path("ops.pno");
+	char *ops = arf_seg_path("ARF_OPS_SEG", "ops.pno");
 	k->c = arf_client_open(k->a, ops, err, sizeof err);
 	free(ops);
 	if (!k->c) {
@@ -134,7 +117,8 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after,
 		                                 s.stop, s.bin, s.row, s.skip, OUT_SOFT,
 		                                 (int64_t)st->scan_max };
-		struct arc_exec x = { .seg = st->seg, .seg_len = st->seg_len, .entry = "grep",
+		struct arc_exec x = { .seg = st->seg, .seg_len = st->seg_len, .seg_id = st->seg_id,
+		                      .entry = "grep",
 		                      .args = args, .n_args = GREP_ARF_NARGS,
 		                      .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
 		int rc = st->local ? arc_exec_local(k->a, &x) : arc_exec(k->a, &x);
@@ -711,6 +695,7 @@ int arf_cmd_grep(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, err);
 		goto out;
 	}
+	isa_seg_id(st.seg, st.seg_len, st.seg_id);
 	if (explain) {
 		char *text, desc[512];
 		grep_describe(st.g, desc, sizeof desc);

@@ -9,9 +9,6 @@
 
 BUILD=${BUILD:-build}
 T=${ARF_SH_TIMEOUT:-20}
-pass=0
-fail=0
-pid=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_image.sh.XXXXXX") || exit 1
 cleanup() {
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
@@ -19,16 +16,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+. "$(dirname "$0")/../lib.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check_rc() {
-	if [ "$3" -eq "$2" ]; then ok; else bad "$1: exit status $3, want $2"; sed 's/^/  | /' "$tmp/out" "$tmp/err"; fi
-}
-contains() {
-	if grep -qF -e "$3" "$2"; then ok; else bad "$1: '$3' not in:"; sed 's/^/  | /' "$2"; fi
-}
-run() { timeout "$T" "$@" >"$tmp/out" 2>"$tmp/err"; }
 
 for p in arf arfd arc; do
 	[ -x "$BUILD/$p" ] || { echo "arf_image.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
@@ -44,18 +33,8 @@ contains "mkfs too small" "$tmp/err" "must be 4194304 bytes (4 MiB) to"
 run "$BUILD/arf" fsck "$tmp/none.img"; check_rc "fsck missing" 8 $?
 run "$BUILD/arf" bogus; check_rc "unknown command" 2 $?
 
-# start arfd on IMAGE; sets pid and ep, or fails
-start() {
-	"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$1" 2>"$tmp/arfd.log" &
-	pid=$!
-	ep=
-	for _ in $(seq 100); do
-		ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
-		[ -n "$ep" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-}
+# start arfd on IMAGE; sets pid and ep ("" when it did not start)
+start() { start_arfd "$tmp/arfd.log" --arf "$1"; }
 
 # a corrupt image is refused: arfd exits 1 with the reason
 cp "$img" "$tmp/bad.img"

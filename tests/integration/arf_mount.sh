@@ -15,9 +15,6 @@
 BUILD=${BUILD:-build}
 umask 022
 T=${ARF_SH_TIMEOUT:-20}
-pass=0
-fail=0
-pid=
 mpid=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_mount.sh.XXXXXX") || exit 1
 mnt=$tmp/mnt
@@ -35,19 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+. "$(dirname "$0")/../lib.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check_rc() {
-	if [ "$3" -eq "$2" ]; then ok; else bad "$1: exit status $3, want $2"; sed 's/^/  | /' "$tmp/out" "$tmp/err"; fi
-}
-contains() {
-	if grep -qF -e "$3" "$2"; then ok; else bad "$1: '$3' not in:"; sed 's/^/  | /' "$2"; fi
-}
-same() {
-	if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
-}
-run() { timeout "$T" "$@" >"$tmp/out" 2>"$tmp/err"; }
 skip() {
 	echo "arf_mount.sh: skipped: $*"
 	echo "0 passed, 0 failed"
@@ -64,15 +50,7 @@ command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed (scrip
 img=$tmp/fs.img
 run "$BUILD/arf" mkfs "$img" --size 32M; check_rc mkfs 0 $?
 
-"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$img" 2>"$tmp/arfd.log" &
-pid=$!
-ep=
-for _ in $(seq 100); do
-	ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
-	[ -n "$ep" ] && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
+start_arfd "$tmp/arfd.log" --arf "$img"
 if [ -z "$ep" ]; then
 	bad "arfd did not start:"; cat "$tmp/arfd.log"
 	echo "$pass passed, $fail failed"

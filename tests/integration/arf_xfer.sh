@@ -12,9 +12,6 @@
 BUILD=${BUILD:-build}
 umask 022
 T=${ARF_SH_TIMEOUT:-60}
-pass=0
-fail=0
-pid=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_xfer.sh.XXXXXX") || exit 1
 cleanup() {
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
@@ -22,19 +19,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+. "$(dirname "$0")/../lib.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check_rc() {
-	if [ "$3" -eq "$2" ]; then ok; else bad "$1: exit status $3, want $2"; sed 's/^/  | /' "$tmp/out" "$tmp/err"; fi
-}
-contains() {
-	if grep -qF -e "$3" "$2"; then ok; else bad "$1: '$3' not in:"; sed 's/^/  | /' "$2"; fi
-}
-same() {
-	if [ "$2" = "$3" ]; then ok; else bad "$1: '$2', want '$3'"; fi
-}
-run() { timeout "$T" "$@" >"$tmp/out" 2>"$tmp/err"; }
 # everything find can say about a tree but the inode numbers and ctimes
 listing() { (cd "$1" && find . -printf '%p %y %m %s %T@ %l\n' | sort); }
 
@@ -44,15 +30,7 @@ done
 
 img=$tmp/fs.img
 run "$BUILD/arf" mkfs "$img" --size 256M; check_rc mkfs 0 $?
-"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$img" 2>"$tmp/arfd.log" &
-pid=$!
-ep=
-for _ in $(seq 100); do
-	ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
-	[ -n "$ep" ] && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
+start_arfd "$tmp/arfd.log" --arf "$img"
 if [ -z "$ep" ]; then
 	bad "arfd did not start:"; cat "$tmp/arfd.log"
 	echo "$pass passed, $fail failed"

@@ -10,10 +10,7 @@
 # Every client call is bounded by `timeout`; whatever was started is killed on exit.
 
 BUILD=${BUILD:-build}
-T=${ARFD_SH_TIMEOUT:-20}
-pass=0
-fail=0
-pid=
+T=${ARFD_SH_TIMEOUT:-${ARF_SH_TIMEOUT:-20}}
 bg=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arfd.sh.XXXXXX") || exit 1
 cleanup() {
@@ -23,17 +20,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+. "$(dirname "$0")/../lib.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-# check NAME WANT_STATUS GOT_STATUS: the exit status, with stderr shown on a mismatch
-check_rc() {
-	if [ "$3" -eq "$2" ]; then ok; else bad "$1: exit status $3, want $2"; sed 's/^/  stderr: /' "$tmp/err"; fi
-}
-# contains NAME FILE TEXT: FILE has TEXT as a fixed string
-contains() {
-	if grep -qF -e "$3" "$2"; then ok; else bad "$1: '$3' not in:"; sed 's/^/  | /' "$2"; fi
-}
 arc() { timeout "$T" "$BUILD/arc" "$@" >"$tmp/out" 2>"$tmp/err"; }
 
 for p in arfd arc pnasm pndis; do
@@ -101,16 +89,8 @@ head -c 8192 /dev/zero >"$tmp/disk.bin"
 printf 'initial' | dd of="$tmp/disk.bin" conv=notrunc 2>/dev/null
 
 # ---- start arfd; port 0: it logs the endpoint it got ----
-"$BUILD/arfd" --listen tcp:127.0.0.1:0 --secret hush --region mem=4096 --region rom=4096:ro \
-	--region "disk=@$tmp/disk.bin:rw" 2>"$tmp/arfd.log" &
-pid=$!
-ep=
-for _ in $(seq 100); do
-	ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/arfd.log" | head -n 1)
-	[ -n "$ep" ] && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
+start_arfd "$tmp/arfd.log" --secret hush --region mem=4096 --region rom=4096:ro \
+	--region "disk=@$tmp/disk.bin:rw"
 if [ -z "$ep" ]; then
 	echo "arfd.sh: arfd did not start:"
 	cat "$tmp/arfd.log"
