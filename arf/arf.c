@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arc.h"
 #include "arf.h"
 
 /* fuse.c */
@@ -152,6 +153,7 @@ static int cmd_fsck(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	arc_keep_buffers();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

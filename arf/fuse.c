@@ -826,6 +826,7 @@ static int parse_timeout(const char *s, double *out)
 
 int arf_cmd_mount(int argc, char **argv)
 {
+
 	const char *endpoint = NULL, *mountpoint = NULL;
 	struct arf_fs fs = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
 	char *fuse_opts = NULL;     /* -o options for libfuse, comma-separated */

@@ -2,6 +2,7 @@
  * (the reply lands in a buffer Paradis-Net allocates for it), so any number of requests from
  * any number of threads can be in flight on one connection.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -712,4 +713,10 @@ int arc_exec_local(struct arc *a, struct arc_exec *x)
 	}
 	vm_prog_free(prog);
 	return rc;
+}
+
+void arc_keep_buffers(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }

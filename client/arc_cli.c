@@ -62,6 +62,7 @@ static int parse_u64(const char *s, uint64_t *v)
 
 int main(int argc, char **argv)
 {
+	arc_keep_buffers();
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2;

@@ -1,6 +1,7 @@
 /* arfd: the Active RDMA server.  Exports regions and runs the code segments clients ship
  * against them (server.c does the work; this is the command line and the signal handling).
  */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* replies and outputs of up to a few MiB per request: keep their pages (arc.h) */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	static struct arfd_config cfg;
 	char err[512];
 	enum arfd_log_level level = ARFD_LOG_INFO;
