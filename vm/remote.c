@@ -121,6 +121,9 @@ int vm_remote_store(struct run *run, unsigned r, uint64_t off, const void *src, 
 	return write_through(run, r, off, src, width);
 }
 
+/* findb/finds over a remote range fetch this much at a time. */
+#define REMOTE_SCAN_WINDOW (1u << 20)
+
 /* The true length of region r, remote or not. */
 static uint64_t len_of(const struct run *run, unsigned r)
 {
@@ -266,12 +269,23 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		break;
 	}
 	case X_FINDB: {
+		/* searched window by window: a remote range is fetched only up to the match (a rare
+		 * byte early in a long range costs one window, not the range), and a range of any
+		 * length stays within VM_REMOTE_MAX_BULK of memory */
 		uint64_t off = v[0], n = v[1];
 		if (!in_bounds(off, n, len_of(run, r1)))
 			return ISA_TRAP_BOUNDS;
-		if ((k = view(run, r1, off, n, &p1, &t1)) == 0) {
-			const uint8_t *q = n ? memchr(p1, (int)(uint8_t)v[2], n) : NULL;
-			v[0] = q ? off + (uint64_t)(q - p1) : UINT64_MAX;
+		v[0] = UINT64_MAX;
+		for (uint64_t pos = off; pos < off + n && k == 0; pos += REMOTE_SCAN_WINDOW) {
+			uint64_t m = off + n - pos < REMOTE_SCAN_WINDOW ? off + n - pos : REMOTE_SCAN_WINDOW;
+			free(t1);
+			if ((k = view(run, r1, pos, m, &p1, &t1)) != 0)
+				break;
+			const uint8_t *q = memchr(p1, (int)(uint8_t)v[2], m);
+			if (q) {
+				v[0] = pos + (uint64_t)(q - p1);
+				break;
+			}
 		}
 		break;
 	}
@@ -283,9 +297,27 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 			v[0] = off;
 			break;
 		}
-		if ((k = view(run, r1, off, n, &p1, &t1)) == 0 && (k = view(run, r2, noff, nn, &p2, &t2)) == 0) {
-			const uint8_t *q = n ? memmem(p1, n, p2, nn) : NULL;
-			v[0] = q ? off + (uint64_t)(q - p1) : UINT64_MAX;
+		/* window by window as findb, each window overlapping the next by nn - 1 bytes so
+		 * that a match across the seam is found */
+		if ((k = view(run, r2, noff, nn, &p2, &t2)) != 0)
+			break;
+		v[0] = UINT64_MAX;
+		for (uint64_t pos = off; pos < off + n && k == 0; pos += REMOTE_SCAN_WINDOW) {
+			uint64_t m = off + n - pos;
+			if (m > REMOTE_SCAN_WINDOW + nn - 1)
+				m = REMOTE_SCAN_WINDOW + nn - 1;
+			if (m < nn)
+				break;
+			free(t1);
+			if ((k = view(run, r1, pos, m, &p1, &t1)) != 0)
+				break;
+			const uint8_t *q = memmem(p1, m, p2, nn);
+			if (q) {
+				v[0] = pos + (uint64_t)(q - p1);
+				break;
+			}
+			if (pos + m >= off + n)
+				break;
 		}
 		break;
 	}

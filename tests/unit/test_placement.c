@@ -145,6 +145,16 @@ static const char *const cases[] = {
 	/* a copy that would run past the end of the rw scratch region */
 	".region scratch rw\n.region text ro\n.func main\n\tpush 4000\n\tpush 0\n\tpush 97\n"
 	"\tcopy scratch, text\n\tpush 1\n\tret\n.end\n.export main\n",
+	/* findb and finds over long remote ranges, searched window by window: a byte and a
+	 * needle in the third MiB, a needle across the first window seam (1 MiB), a needle
+	 * absent, and a byte near the end of an 80 MiB range (longer than one fetch may be) */
+	".region big rw\n.const seam \"SEAM-NEEDLE\"\n.const third \"third-mib\"\n.const none \"absent!\"\n"
+	".func main\n.local t\n"
+	"\tpush 0\n\tpush 3145728\n\tpush 'Q'\n\tfindb big\n\tlset t\n"
+	"\tpush 0\n\tpush 3145728\n\tpush @seam\n\tpush #seam\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
+	"\tpush 5\n\tpush 3145000\n\tpush @third\n\tpush #third\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
+	"\tpush 0\n\tpush 3145728\n\tpush @none\n\tpush #none\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
+	"\tpush 0\n\tpush 83886080\n\tpush 'Z'\n\tfindb big\n\tlget t\n\tadd\n\tret\n.end\n.export main\n",
 	/* fuel: a loop over remote loads runs out at the same place */
 	".region text ro\n.func main\n.local i s\nloop:\n\tlget i\n\tld8u text\n\tlget s\n\tadd\n\tlset s\n"
 	"\tlinc i, 1\n\tjmp loop\n.end\n.export main\n",
@@ -159,6 +169,7 @@ int main(void)
 	arfd_config_line(&cfg, "region", "table=64K:rw", err, sizeof err);
 	arfd_config_line(&cfg, "region", "text=48K:rw", err, sizeof err);
 	arfd_config_line(&cfg, "region", "scratch=4K:rw", err, sizeof err);
+	arfd_config_line(&cfg, "region", "big=80M:rw", err, sizeof err);
 	struct arfd *s = arfd_start(&cfg, err, sizeof err);
 	if (!s) {
 		printf("arfd_start: %s\n0 passed, 1 failed\n", err);
@@ -213,6 +224,14 @@ int main(void)
 	memset(text + tl, '\n', TEXT_LEN - tl);
 	for (unsigned i = 0; i < SCRATCH_LEN; i++)
 		scratch0[i] = (uint8_t)(i * 13);
+	/* big: zeros with a few marks (see the findb/finds case) */
+	static const struct { uint64_t off; const char *s; } marks[] = {
+		{ 1048576 - 5, "SEAM-NEEDLE" }, { 2500000, "Q" }, { 2800000, "third-mib" },
+		{ 83886080 - 100, "Z" },
+	};
+	for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+		CHECK(arc_write(a, "big", marks[i].off, marks[i].s, (uint32_t)strlen(marks[i].s)) == 0,
+		      "mark big: %s", arc_errmsg(a));
 	CHECK(arc_write(a, "mem", 0, mem, sizeof mem) == 0 && arc_write(a, "table", 0, table, sizeof table) == 0 &&
 	      arc_write(a, "text", 0, text, sizeof text) == 0, "loading the regions: %s", arc_errmsg(a));
 
