@@ -105,8 +105,41 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 	return k;
 }
 
-/* Run the segment over inode ino until done; print what grep prints for the file. */
-static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
+/* The first run over a file, started ahead of its turn (grep_dir keeps several in flight,
+ * so a tree of small files costs about one round trip per window of files, not per file);
+ * its output is printed only when the file's turn comes. */
+struct first_run {
+	int64_t args[GREP_ARF_NARGS];
+	struct arc_exec x;
+	struct arc_pending *p;
+	int rc;                        /* arc_exec_start's, when it failed */
+	int started;
+};
+
+static void first_run_start(struct state *st, struct conn *k, uint64_t ino, struct first_run *f)
+{
+	struct grep_arf_state s = { .bin = -1, .row = -1 };
+	int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after, s.stop,
+	                                 s.bin, s.row, s.skip, OUT_SOFT, (int64_t)st->scan_max };
+	memcpy(f->args, args, sizeof args);
+	f->x = (struct arc_exec){ .seg = st->seg, .seg_len = st->seg_len, .seg_id = st->seg_id,
+	                          .entry = "grep", .args = f->args, .n_args = GREP_ARF_NARGS,
+	                          .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
+	f->rc = arc_exec_start(k->a, &f->x, &f->p);
+	f->started = 1;
+}
+
+/* Its result (the run's struct with value, output, trap), waited for. */
+static int first_run_wait(struct conn *k, struct first_run *f)
+{
+	f->started = 0;
+	return f->p ? arc_exec_wait(k->a, f->p) : f->rc;
+}
+
+/* Run the segment over inode ino until done; print what grep prints for the file.  first:
+ * its first run already started (or NULL). */
+static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
+                     struct first_run *first)
 {
 	struct grep_arf_state s = { .bin = -1, .row = -1 };
 	int exact = grep_is_exact(st->g);
@@ -117,11 +150,19 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after,
 		                                 s.stop, s.bin, s.row, s.skip, OUT_SOFT,
 		                                 (int64_t)st->scan_max };
-		struct arc_exec x = { .seg = st->seg, .seg_len = st->seg_len, .seg_id = st->seg_id,
-		                      .entry = "grep",
-		                      .args = args, .n_args = GREP_ARF_NARGS,
-		                      .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
-		int rc = st->local ? arc_exec_local(k->a, &x) : arc_exec(k->a, &x);
+		struct arc_exec x;
+		int rc;
+		if (first) {
+			rc = first_run_wait(k, first);
+			x = first->x;
+			first = NULL;
+		} else {
+			x = (struct arc_exec){ .seg = st->seg, .seg_len = st->seg_len,
+			                       .seg_id = st->seg_id, .entry = "grep",
+			                       .args = args, .n_args = GREP_ARF_NARGS,
+			                       .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
+			rc = st->local ? arc_exec_local(k->a, &x) : arc_exec(k->a, &x);
+		}
 		if (rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_FUEL && st->scan_max > (1u << 16)) {
 			/* the server allows less fuel than asked: scan less per run */
 			free(x.out);
@@ -218,6 +259,10 @@ static void grep_dir(struct state *st, struct conn *k, uint64_t dir, const char 
 	struct arf_dirent *ents = malloc(BATCH * sizeof *ents);
 	if (!ents)
 		die("%s", "memory exhausted");
+	char **child = malloc(BATCH * sizeof *child);
+	struct first_run *first = calloc(BATCH, sizeof *first);
+	if (!child || !first)
+		die("%s", "memory exhausted");
 	uint64_t cookie = 0;
 	do {
 		int n = arf_readdir(k->c, dir, &cookie, ents, BATCH);
@@ -231,23 +276,45 @@ static void grep_dir(struct state *st, struct conn *k, uint64_t dir, const char 
 		for (int i = 0; i < n; i++) {
 			struct arf_dirent *e = &ents[i];
 			size_t len = strlen(name) + e->name_len + 2;
-			char *child = malloc(len);
-			if (!child)
+			if (!(child[i] = malloc(len)))
 				die("%s", "memory exhausted");
-			snprintf(child, len, "%s%s%s", name, name[strlen(name) - 1] == '/' ? "" : "/",
+			snprintf(child[i], len, "%s%s%s", name, name[strlen(name) - 1] == '/' ? "" : "/",
 			         e->name);
+		}
+		/* up to FILES_AHEAD files' first runs in flight ahead of the one being printed */
+		enum { FILES_AHEAD = 16 };
+		int ahead = 0, inflight = 0, i;
+		for (i = 0; i < n; i++) {
+			for (; !st->local && ahead < n && inflight < FILES_AHEAD; ahead++) {
+				if (ahead < i || ents[ahead].type != DT_REG || !want_file(st, child[ahead]))
+					continue;
+				first_run_start(st, k, ents[ahead].ino, &first[ahead]);
+				inflight++;
+			}
+			struct arf_dirent *e = &ents[i];
 			if (e->type == DT_DIR) {
-				if (!excluded(st->exclude_dir, st->n_exclude_dir, child))
-					grep_dir(st, k, e->ino, child);
-			} else if (e->type == DT_REG && want_file(st, child)) {
-				grep_ino(st, k, e->ino, child);
+				if (!excluded(st->exclude_dir, st->n_exclude_dir, child[i]))
+					grep_dir(st, k, e->ino, child[i]);
+			} else if (e->type == DT_REG && want_file(st, child[i])) {
+				if (first[i].started)
+					inflight--;
+				grep_ino(st, k, e->ino, child[i], first[i].started ? &first[i] : NULL);
 			}
 			/* symlinks (-r does not follow them; -R would: not yet) and fifos: skipped */
-			free(child);
 			if (st->o.quiet && st->any_match)
 				break;
 		}
+		/* -q stopped early: the runs still in flight are waited for and dropped */
+		for (int j = 0; j < n; j++) {
+			if (first[j].started) {
+				first_run_wait(k, &first[j]);
+				free(first[j].x.out);
+			}
+			free(child[j]);
+		}
 	} while (cookie && !(st->o.quiet && st->any_match));
+	free(first);
+	free(child);
 	free(ents);
 }
 
@@ -287,7 +354,7 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 	}
 	if (!S_ISREG(at.mode))
 		return;               /* a fifo: nothing to read (arf has no writers to wait for) */
-	grep_ino(st, k, (uint64_t)ino, name);
+	grep_ino(st, k, (uint64_t)ino, name, NULL);
 }
 
 /* "tcp:HOST:PORT:/path": the endpoint and the path, or 0 when arg is not of that form. */
