@@ -3,6 +3,10 @@
  * any number of threads can be in flight on one connection.
  */
 #include <malloc.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netdb.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -85,6 +89,42 @@ static void id_remember(struct arc *a, const uint8_t id[AR_ID_LEN])
 	pthread_mutex_unlock(&a->lock);
 }
 
+/* The address of this machine that the server at "HOST:PORT" is reached from (the source
+ * address the kernel would pick: a UDP socket "connected" there sends nothing), for this
+ * client's own endpoint: a server that has to open a connection back (udp, rdma) must be
+ * able to reach it, which 127.0.0.1 is only for a server on this machine; and rdma_cm routes
+ * nothing to 127.0.0.1 at all.  127.0.0.1 when it cannot be told (or for IPv6 servers:
+ * endpoint names are IPv4 here). */
+static void local_address_for(const char *hostport, char *out, size_t len)
+{
+	snprintf(out, len, "127.0.0.1");
+	const char *last = strrchr(hostport, ':');
+	if (!last || last == hostport)
+		return;
+	char host[256];
+	size_t hl = (size_t)(last - hostport);
+	if (hl >= sizeof host)
+		return;
+	memcpy(host, hostport, hl);
+	host[hl] = '\0';
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *ai = NULL;
+	if (getaddrinfo(host, last + 1, &hints, &ai) != 0 || !ai)
+		return;
+	int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		char a[INET_ADDRSTRLEN];
+		if (ss.ss_family == AF_INET &&
+		    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof a))
+			snprintf(out, len, "%s", a);
+	}
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+}
+
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen)
 {
@@ -97,14 +137,16 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
 	if (opts && opts->secret)
 		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
-	char self[64];
+	char self[96];
 	const char *colon = strchr(endpoint, ':');
 	if (!colon || colon - endpoint > 8) {
 		snprintf(err, errlen, "%s: expected tcp:HOST:PORT or udp:HOST:PORT", endpoint);
 		free(a);
 		return NULL;
 	}
-	snprintf(self, sizeof self, "%.*s:127.0.0.1:0", (int)(colon - endpoint), endpoint);
+	char local[INET_ADDRSTRLEN];
+	local_address_for(colon + 1, local, sizeof local);
+	snprintf(self, sizeof self, "%.*s:%s:0", (int)(colon - endpoint), endpoint, local);
 	const char *listen = opts && opts->listen ? opts->listen : self;
 	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30 };
 	char perr[256];

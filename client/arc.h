@@ -19,7 +19,8 @@ struct arc;
 struct arc_opts {
 	const char *secret;        /* the server's shared secret, if it has one */
 	int timeout_ms;            /* per request; 0 = 30000 */
-	const char *listen;        /* this client's own endpoint; NULL = SCHEME:127.0.0.1:0 */
+	const char *listen;        /* this client's own endpoint; NULL = SCHEME:ADDR:0, ADDR the local
+	                            * address the server is reached from (127.0.0.1 for a local one) */
 };
 
 /* Connect to "tcp:HOST:PORT" or "udp:HOST:PORT" (the connection itself is made on the first
