@@ -365,6 +365,24 @@ else
 	kill -KILL "$m2pid" 2>/dev/null
 fi
 
+# arfd killed (SIGKILL) and started again on the same endpoint: the mount carries on (the
+# connection is made again on the next request, the segments installed again), and what
+# was written before the kill is there
+printf 'written before the kill\n' >"$m/a/survivor"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+"$BUILD/arfd" --listen "$ep" --arf "$img" 2>"$tmp/arfd2.log" &
+pid=$!
+for _ in $(seq 100); do
+	grep -q "info: endpoint" "$tmp/arfd2.log" && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+same "a file after arfd's restart" "$(timeout "$T" cat "$m/a/survivor" 2>&1)" "written before the kill"
+run sh -c "printf 'and after\n' >> '$m/a/survivor'"; check_rc "write after the restart" 0 $?
+same "appended after the restart" "$(timeout "$T" tail -n 1 "$m/a/survivor" 2>&1)" "and after"
+run rm "$m/a/survivor"; check_rc "rm after the restart" 0 $?
+
 # arf umount ends the foreground mount with status 0
 run "$BUILD/arf" umount "$m"; check_rc "arf umount" 0 $?
 wait "$mpid"; check_rc "arf mount -f exit" 0 $?
