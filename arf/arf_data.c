@@ -6,60 +6,22 @@
 
 #include "arc.h"
 #include "arf_data.h"
-#include "arf_retry.h"
+#include "arf_seg.h"
 
 struct arf_data {
-	struct arc *a;
-	void *seg;
-	size_t seg_len;
-	uint8_t id[AR_ID_LEN];         /* the segment's, from the install: no hashing per run */
-	char msg[1200];
+	struct arf_seg s;              /* data.pno */
 };
-
-/* (the same small reader as arf_ops.c's, which is static there) */
-static void *load(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0, r;
-	char *buf = malloc(cap);
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			char *nb = realloc(buf, cap *= 2);
-			if (!nb)
-				free(buf);
-			buf = nb;
-		}
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
 
 struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, size_t errlen)
 {
-	if (!seg_path)
-		seg_path = getenv("ARF_DATA_SEG");
-	if (!seg_path)
-		seg_path = "build/arfseg/data.pno";
 	struct arf_data *d = calloc(1, sizeof *d);
 	if (!d) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	d->a = a;
-	errno = 0;
-	d->seg = load(seg_path, &d->seg_len);
-	if (!d->seg) {
-		snprintf(err, errlen, "%s: %s", seg_path, strerror(errno ? errno : ENOMEM));
+	if (arf_seg_open(&d->s, a, seg_path, "ARF_DATA_SEG", "build/arfseg/data.pno", err,
+	                 errlen) != 0) {
 		free(d);
-		return NULL;
-	}
-	if (arc_install(a, d->seg, d->seg_len, d->id) != 0) {
-		snprintf(err, errlen, "installing %s: %s", seg_path, arc_errmsg(a));
-		arf_data_close(d);
 		return NULL;
 	}
 	return d;
@@ -69,44 +31,19 @@ void arf_data_close(struct arf_data *d)
 {
 	if (!d)
 		return;
-	free(d->seg);
+	arf_seg_close(&d->s);
 	free(d);
 }
 
 const char *arf_data_errmsg(struct arf_data *d)
 {
-	return d->msg;
+	return d->s.msg;
 }
 
-/* Run entry; the value, or -EIO (message kept).  The output stays in x->out (caller frees). */
 static int64_t run(struct arf_data *d, struct arc_exec *x, const char *entry,
                    const int64_t *args, unsigned n, const void *bytes, size_t len)
 {
-	x->seg = d->seg;
-	x->seg_len = d->seg_len;
-	x->seg_id = d->id;
-	x->entry = entry;
-	x->args = args;
-	x->n_args = n;
-	x->argbytes = bytes;
-	x->argbytes_len = len;
-	int rc;
-	unsigned attempt = 0;
-	uint64_t waited = 0;
-	/* EAGAIN: the inode was locked or the journal full; nothing changed (arf_retry.h) */
-	while ((rc = arc_exec(d->a, x)) == 0 && x->value == -EAGAIN &&
-	       arf_retry_pause(&attempt, &waited)) {
-		free(x->out);
-		x->out = NULL;
-	}
-	if (rc != 0) {
-		if (x->trapped)
-			snprintf(d->msg, sizeof d->msg, "%s: %s", entry, x->trap.text);
-		else
-			snprintf(d->msg, sizeof d->msg, "%s: %s", entry, arc_errmsg(d->a));
-		return -EIO;
-	}
-	return x->value;
+	return arf_seg_run(&d->s, x, entry, args, n, bytes, len);
 }
 
 int64_t arf_write(struct arf_data *d, uint64_t ino, uint64_t off, const void *buf, size_t len)
@@ -129,7 +66,7 @@ int64_t arf_write_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t o
 			return done && v == -ENOSPC ? (int64_t)done : v;
 		if (v == 0 || (uint64_t)v > n) {
 			/* a run always places at least one byte or fails; anything else is not ours */
-			snprintf(d->msg, sizeof d->msg, "write: %lld of %zu bytes", (long long)v, n);
+			snprintf(d->s.msg, sizeof d->s.msg, "write: %lld of %zu bytes", (long long)v, n);
 			return -EIO;
 		}
 		done += (size_t)v;   /* short: the run filled one hole; send the rest again */
@@ -153,7 +90,7 @@ int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 		struct arc_exec x = { .out_max = n };
 		int64_t v = run(d, &x, "read", a, 4, NULL, 0);
 		if (v >= 0 && ((uint64_t)v > n || x.out_len != (uint64_t)v)) {
-			snprintf(d->msg, sizeof d->msg, "read: %lld bytes, %llu of output",
+			snprintf(d->s.msg, sizeof d->s.msg, "read: %lld bytes, %llu of output",
 			         (long long)v, (unsigned long long)x.out_len);
 			v = -EIO;
 		}

@@ -6,64 +6,24 @@
 
 #include "arc.h"
 #include "arf_ops.h"
-#include "arf_retry.h"
+#include "arf_seg.h"
 #include "layout.h"
 
 struct arf_client {
-	struct arc *a;
-	void *seg;
-	size_t seg_len;
-	uint8_t id[AR_ID_LEN];         /* the segment's, from the install: no hashing per run */
-	char msg[1200];
+	struct arf_seg s;              /* ops.pno */
 };
-
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	size_t r;
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			char *nb = realloc(buf, cap *= 2);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-			}
-			buf = nb;
-		}
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
 
 struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *err,
                                    size_t errlen)
 {
-	if (!seg_path)
-		seg_path = getenv("ARF_OPS_SEG");
-	if (!seg_path)
-		seg_path = "build/arfseg/ops.pno";
 	struct arf_client *c = calloc(1, sizeof *c);
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	c->a = a;
-	c->seg = read_file(seg_path, &c->seg_len);
-	if (!c->seg) {
-		snprintf(err, errlen, "%s: %s", seg_path, strerror(errno ? errno : ENOMEM));
+	if (arf_seg_open(&c->s, a, seg_path, "ARF_OPS_SEG", "build/arfseg/ops.pno", err,
+	                 errlen) != 0) {
 		free(c);
-		return NULL;
-	}
-	int rc = arc_install(a, c->seg, c->seg_len, c->id);
-	if (rc != 0) {
-		snprintf(err, errlen, "installing %s: %s", seg_path, arc_errmsg(a));
-		arf_client_close(c);
 		return NULL;
 	}
 	return c;
@@ -73,45 +33,19 @@ void arf_client_close(struct arf_client *c)
 {
 	if (!c)
 		return;
-	free(c->seg);
+	arf_seg_close(&c->s);
 	free(c);
 }
 
 const char *arf_client_errmsg(struct arf_client *c)
 {
-	return c->msg;
+	return c->s.msg;
 }
 
-/* Run entry with args and argument bytes; the value, or -EIO (message kept).  The output
- * is left in x->out for the caller (freed by it). */
 static int64_t run(struct arf_client *c, struct arc_exec *x, const char *entry,
                    const int64_t *args, unsigned n, const void *bytes, size_t len)
 {
-	x->seg = c->seg;
-	x->seg_len = c->seg_len;
-	x->seg_id = c->id;
-	x->entry = entry;
-	x->args = args;
-	x->n_args = n;
-	x->argbytes = bytes;
-	x->argbytes_len = len;
-	int rc;
-	unsigned attempt = 0;
-	uint64_t waited = 0;
-	/* EAGAIN: the inode was locked or the journal full; nothing changed (arf_retry.h) */
-	while ((rc = arc_exec(c->a, x)) == 0 && x->value == -EAGAIN &&
-	       arf_retry_pause(&attempt, &waited)) {
-		free(x->out);
-		x->out = NULL;
-	}
-	if (rc != 0) {
-		if (x->trapped)
-			snprintf(c->msg, sizeof c->msg, "%s: %s", entry, x->trap.text);
-		else
-			snprintf(c->msg, sizeof c->msg, "%s: %s", entry, arc_errmsg(c->a));
-		return -EIO;
-	}
-	return x->value;
+	return arf_seg_run(&c->s, x, entry, args, n, bytes, len);
 }
 
 static int64_t simple(struct arf_client *c, const char *entry, const int64_t *args,
@@ -153,7 +87,7 @@ static int64_t run_attr(struct arf_client *c, const char *entry, const int64_t *
 	int64_t v = run(c, &x, entry, args, n, bytes, len);
 	if (v >= 0) {
 		if (x.out_len != ATTR_BYTES) {
-			snprintf(c->msg, sizeof c->msg, "%s: %llu bytes of output, not %d", entry,
+			snprintf(c->s.msg, sizeof c->s.msg, "%s: %llu bytes of output, not %d", entry,
 			         (unsigned long long)x.out_len, ATTR_BYTES);
 			v = -EIO;
 		} else {
@@ -266,7 +200,7 @@ out:
 	free(x.out);
 	return (int)v;
 bad:
-	snprintf(c->msg, sizeof c->msg, "%s: malformed reply (%llu bytes, %lld entries)", entry,
+	snprintf(c->s.msg, sizeof c->s.msg, "%s: malformed reply (%llu bytes, %lld entries)", entry,
 	         (unsigned long long)x.out_len, (long long)v);
 	free(x.out);
 	return -EIO;
@@ -302,7 +236,7 @@ static int64_t two(struct arf_client *c, const char *entry, const int64_t *args,
 {
 	char *buf = malloc(alen + blen + 1);
 	if (!buf) {
-		snprintf(c->msg, sizeof c->msg, "%s: out of memory", entry);
+		snprintf(c->s.msg, sizeof c->s.msg, "%s: out of memory", entry);
 		return -ENOMEM;
 	}
 	memcpy(buf, a, alen);
@@ -332,7 +266,7 @@ int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
 		return -ENAMETOOLONG;
 	char *buf = malloc(nlen + tlen + 1);
 	if (!buf) {
-		snprintf(c->msg, sizeof c->msg, "symlinkattr: out of memory");
+		snprintf(c->s.msg, sizeof c->s.msg, "symlinkattr: out of memory");
 		return -ENOMEM;
 	}
 	memcpy(buf, name, nlen);
@@ -350,7 +284,7 @@ int arf_readlink(struct arf_client *c, uint64_t ino, char *buf, size_t len)
 	int64_t v = run(c, &x, "readlink", a, 1, NULL, 0);
 	if (v >= 0) {
 		if ((uint64_t)v != x.out_len || v > ARF_SYMLINK_MAX) {
-			snprintf(c->msg, sizeof c->msg, "readlink: %llu bytes of output for a target "
+			snprintf(c->s.msg, sizeof c->s.msg, "readlink: %llu bytes of output for a target "
 			         "of %lld", (unsigned long long)x.out_len, (long long)v);
 			v = -EIO;
 		} else {

@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "arc.h"
-#include "isa.h"
 #include "arf_cli.h"
 #include "arf_data.h"
 #include "arf_ops.h"
+#include "arf_seg.h"
 
 int arf_cmd_mount(int argc, char **argv);
 int arf_cmd_umount(int argc, char **argv);
@@ -36,9 +36,7 @@ struct arf_fs {
 	struct arc *a;
 	struct arf_client *c;
 	struct arf_data *d;
-	void *statfs_seg;
-	size_t statfs_len;
-	uint8_t statfs_id[AR_ID_LEN];
+	struct arf_seg statfs;         /* statfs.pno */
 	double attr_timeout, entry_timeout;
 	int foreground;
 	int single_thread;             /* -s: one thread serves every request */
@@ -493,14 +491,12 @@ static void arf_readdirplus_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_
 static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
 {
 	struct arf_fs *fs = fs_of(req);
-	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len,
-	                      .seg_id = fs->statfs_id, .entry = "statfs" };
-	int rc = arc_exec(fs->a, &x);
+	struct arc_exec x = { 0 };
+	int64_t rc = arf_seg_run(&fs->statfs, &x, "statfs", NULL, 0, NULL, 0);
 	uint64_t f[6];
-	if (rc != 0 || x.out_len != sizeof f) {
+	if (rc < 0 || x.out_len != sizeof f) {
 		if (fs->foreground)
-			fprintf(stderr, "arf mount: statfs: %s\n",
-			        rc ? (x.trapped ? x.trap.text : arc_errmsg(fs->a)) : "short output");
+			fprintf(stderr, "arf mount: %s\n", rc < 0 ? fs->statfs.msg : "statfs: short output");
 		free(x.out);
 		fuse_reply_err(req, EIO);
 		return;
@@ -747,31 +743,10 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.statfs = arf_statfs_op,
 };
 
-static void *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 12, n = 0, r;
-	char *buf = malloc(cap);
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			char *nb = realloc(buf, cap *= 2);
-			if (!nb)
-				free(buf);
-			buf = nb;
-		}
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
 /* Connect, install the operations and check the image with a statfs run: 0, or -1 with a
  * message. */
 static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_seg,
-                      const char *data_seg, char *err, size_t errlen)
+                      const char *data_seg, const char *statfs_seg, char *err, size_t errlen)
 {
 	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
 	fs->a = arc_connect(endpoint, &ao, err, errlen);
@@ -783,17 +758,20 @@ static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_s
 	fs->d = arf_data_open(fs->a, data_seg, err, errlen);
 	if (!fs->d)
 		goto fail;
-	struct arc_exec x = { .seg = fs->statfs_seg, .seg_len = fs->statfs_len,
-	                      .seg_id = fs->statfs_id, .entry = "statfs" };
-	int rc = arc_exec(fs->a, &x);
+	if (arf_seg_open(&fs->statfs, fs->a, statfs_seg, NULL, "build/arfseg/statfs.pno", err,
+	                 errlen) != 0)
+		goto fail;
+	struct arc_exec x = { 0 };
+	int64_t rc = arf_seg_run(&fs->statfs, &x, "statfs", NULL, 0, NULL, 0);
 	free(x.out);
-	if (rc != 0) {
-		snprintf(err, errlen, "%s: statfs: %s", endpoint,
-		         x.trapped ? "region arf is not an ARF image" : arc_errmsg(fs->a));
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %.900s", endpoint,
+		         x.trapped ? "statfs: region arf is not an ARF image" : fs->statfs.msg);
 		goto fail;
 	}
 	return 0;
 fail:
+	arf_seg_close(&fs->statfs);
 	arf_data_close(fs->d);
 	fs->d = NULL;
 	arf_client_close(fs->c);
@@ -805,6 +783,7 @@ fail:
 
 static void fs_disconnect(struct arf_fs *fs)
 {
+	arf_seg_close(&fs->statfs);
 	arf_data_close(fs->d);
 	fs->d = NULL;
 	arf_client_close(fs->c);
@@ -889,18 +868,10 @@ bad_opt:
 	char *data_seg = arf_seg_path("ARF_DATA_SEG", "data.pno");
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
-	fs.statfs_seg = statfs_seg ? slurp(statfs_seg, &fs.statfs_len) : NULL;
-	if (fs.statfs_seg)
-		isa_seg_id(fs.statfs_seg, fs.statfs_len, fs.statfs_id);
-	if (!fs.statfs_seg) {
-		fprintf(stderr, "arf mount: %s: %s\n", statfs_seg ? statfs_seg : "statfs.pno",
-		        strerror(errno ? errno : ENOMEM));
-		goto out;
-	}
 	/* a first connection checks the server and the image while errors can still be told;
 	 * the connection's threads would not survive daemonizing, so the one that serves is
 	 * made afterwards */
-	if (fs_connect(&fs, endpoint, ops_seg, data_seg, err, sizeof err) != 0) {
+	if (fs_connect(&fs, endpoint, ops_seg, data_seg, statfs_seg, err, sizeof err) != 0) {
 		fprintf(stderr, "arf mount: %s\n", err);
 		goto out;
 	}
@@ -930,7 +901,7 @@ bad_opt:
 			fuse_session_unmount(se);
 			goto out;
 		}
-		if (fs_connect(&fs, endpoint, ops_seg, data_seg, err, sizeof err) != 0) {
+		if (fs_connect(&fs, endpoint, ops_seg, data_seg, statfs_seg, err, sizeof err) != 0) {
 			fuse_session_unmount(se);
 			goto out;
 		}
@@ -952,7 +923,6 @@ out:
 	}
 	fuse_opt_free_args(&args);
 	fs_disconnect(&fs);
-	free(fs.statfs_seg);
 	free(ops_seg);
 	free(statfs_seg);
 	free(data_seg);
