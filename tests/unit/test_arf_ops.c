@@ -25,6 +25,7 @@
 #include "arf_data.h"
 #include "arf_ops.h"
 #include "server.h"
+#include "arf_fork.h"
 
 static int passed, failed;
 
@@ -419,38 +420,6 @@ static int interrupted_ops(const char *img)
 	}
 	arf_image_close(&m, err, sizeof err);
 	return n;
-}
-
-/* A forked arfd serving img; its endpoint in ep.  The child's pid, or -1. */
-static pid_t fork_server(const char *img, char ep[256])
-{
-	int pfd[2];
-	if (pipe(pfd) != 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(pfd[0]);
-		static struct arfd_config cfg;
-		char err[512], e[256] = "";
-		cfg.listen[cfg.n_listen++] = "tcp:127.0.0.1:0";
-		cfg.arf_image = img;
-		struct arfd *s = arfd_start(&cfg, err, sizeof err);
-		if (s)
-			snprintf(e, sizeof e, "%s", arfd_endpoint(s, "tcp"));
-		if (write(pfd[1], e, sizeof e) != (ssize_t)sizeof e)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(pfd[1]);
-	ssize_t got = read(pfd[0], ep, 256);
-	close(pfd[0]);
-	if (got != 256 || !ep[0]) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		return -1;
-	}
-	return pid;
 }
 
 /* A crash at many points of one mkdir: the directory "crash" holds 256 entries, so the next
