@@ -78,30 +78,6 @@ static void inc(struct gen *g, unsigned l, int d) { asm_linc(B, l, d); }
 static void setc(struct gen *g, unsigned l, int64_t v) { push(g, v); set(g, l); }
 static void mov(struct gen *g, unsigned dst, unsigned src) { get(g, src); set(g, dst); }
 
-/* (the same table layout as gen.c's put_dfa: class map, then rows of constant offsets) */
-static int put_dfa(struct gen *g, const struct dfa *d, uint32_t *map, uint32_t *tab,
-                   unsigned *mul)
-{
-	uint8_t m[256];
-	size_t w = (size_t)d->n_cls + 1;
-	*mul = w * 4 <= 256 ? 1 : 4;
-	for (int c = 0; c < 256; c++)
-		m[c] = (uint8_t)(*mul == 1 ? d->cls[c] * 4 : d->cls[c]);
-	*map = asm_const(B, m, 256, 1);
-	size_t n = (size_t)d->n_rows * w;
-	uint32_t *t = malloc(n * sizeof *t);
-	if (!t)
-		return -1;
-	uint32_t base = asm_const(B, NULL, 0, 4);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t v = d->t[i];
-		t[i] = v < DFA_N_SPECIAL ? v : base + (uint32_t)(v * w * 4);
-	}
-	*tab = asm_const(B, t, n * 4, 4);
-	free(t);
-	return *tab == base ? 0 : -1;
-}
-
 static uint32_t start_row(uint32_t tab, const struct dfa *d)
 {
 	return tab + (uint32_t)(d->start * (d->n_cls + 1) * 4);
@@ -1269,9 +1245,9 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 		return -1;
 	}
 	g->arf = asm_region(B, "arf", ISA_ACC_RO);
-	if (put_dfa(g, pl.d, &g->map, &g->tab, &g->mul) != 0)
+	if (grep_put_dfa(B, pl.d, &g->map, &g->tab, &g->mul) != 0)
 		goto fail;
-	if (pl.bd && put_dfa(g, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
+	if (pl.bd && grep_put_dfa(B, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
 	if (pl.lit == 1)
 		g->lit = gr->lit[0];

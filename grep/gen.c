@@ -52,27 +52,28 @@ static void bind(struct gen *g, asm_label l) { asm_label_bind(B, l); }
 static asm_label label(struct gen *g) { return asm_label_new(B); }
 
 /* Put a DFA in the constants: class map (class * 4 when it fits a byte) and rows whose
- * entries are constant offsets of rows; returns the offset of row 0 in *tab. */
-static int put_dfa(struct gen *g, const struct dfa *d, uint32_t *map, uint32_t *tab,
-                   unsigned *mul)
+ * entries are constant offsets of rows; returns the offset of row 0 in *tab.  arfscan.c
+ * uses it too (grep_int.h). */
+int grep_put_dfa(struct asm_builder *b, const struct dfa *d, uint32_t *map, uint32_t *tab,
+                 unsigned *mul)
 {
 	uint8_t m[256];
 	size_t w = (size_t)d->n_cls + 1;
 	*mul = w * 4 <= 256 ? 1 : 4;
 	for (int c = 0; c < 256; c++)
 		m[c] = (uint8_t)(*mul == 1 ? d->cls[c] * 4 : d->cls[c]);
-	*map = asm_const(B, m, 256, 1);
+	*map = asm_const(b, m, 256, 1);
 	size_t n = (size_t)d->n_rows * w;
 	uint32_t *t = malloc(n * sizeof *t);
 	if (!t)
 		return -1;
 	/* the table's offset is known before its contents: constants are laid out in order */
-	uint32_t base = asm_const(B, NULL, 0, 4);
+	uint32_t base = asm_const(b, NULL, 0, 4);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t v = d->t[i];
 		t[i] = v < DFA_N_SPECIAL ? v : base + (uint32_t)(v * w * 4);
 	}
-	*tab = asm_const(B, t, n * 4, 4);
+	*tab = asm_const(b, t, n * 4, 4);
 	free(t);
 	return *tab == base ? 0 : -1;
 }
@@ -569,9 +570,9 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 		return -1;
 	}
 	g->data = asm_region(B, "data", ISA_ACC_RO);
-	if (put_dfa(g, pl.d, &g->map, &g->tab, &g->mul) != 0)
+	if (grep_put_dfa(B, pl.d, &g->map, &g->tab, &g->mul) != 0)
 		goto fail;
-	if (pl.bd && put_dfa(g, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
+	if (pl.bd && grep_put_dfa(B, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
 	if (pl.lit == 1)
 		g->lit = gr->lit[0];

@@ -123,6 +123,12 @@ struct dfa {
  * DFA_MAX_STATES states (the caller takes the exact path), -2 when out of memory. */
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
 void dfa_free(struct dfa *d);
+/* The DFA into a segment's constants (gen.c; arfscan.c too): the class map (class * 4 when
+ * that fits a byte: *mul 1, else 4) and the rows, whose entries are constant offsets of
+ * rows.  0, or -1 when out of memory. */
+struct asm_builder;
+int grep_put_dfa(struct asm_builder *b, const struct dfa *d, uint32_t *map, uint32_t *tab,
+                 unsigned *mul);
 int dfa_line_matches(const struct dfa *d, const uint8_t *p, size_t n);
 
 /* ---- exact matchers (client side) ---- */
