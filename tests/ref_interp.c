@@ -6,6 +6,7 @@
  * short enough to check against docs/isa.md by eye).  Frame and fuel accounting follow the
  * rules in vm.h exactly, so traps must agree too, down to the pc.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,6 +240,19 @@ int ref_run(const struct isa_seg *seg, const struct ref_region *regions, uint32_
 			if (!in_bounds(off, n, R[in.a].len) || !in_bounds(noff, nn, R[in.b].len)) TRAPK(ISA_TRAP_BOUNDS);
 			for (uint64_t i = 0; nn <= n && i <= n - nn; i++)
 				if (!memcmp(R[in.a].base + off + i, R[in.b].base + noff, nn)) { pos = off + i; break; }
+			PUSH(pos);
+			break;
+		}
+		case OP_FINDSI: {
+			uint64_t nn = POP(), noff = POP(), n = POP(), off = POP(), pos = UINT64_MAX;
+			if (!in_bounds(off, n, R[in.a].len) || !in_bounds(noff, nn, R[in.b].len)) TRAPK(ISA_TRAP_BOUNDS);
+			for (uint64_t i = 0; nn <= n && i <= n - nn && pos == UINT64_MAX; i++) {
+				uint64_t j = 0;
+				while (j < nn && tolower(R[in.a].base[off + i + j]) == tolower(R[in.b].base[noff + j]))
+					j++;
+				if (j == nn)
+					pos = off + i;
+			}
 			PUSH(pos);
 			break;
 		}

@@ -197,6 +197,142 @@ static inline int vm_op_finds(struct run *run, uint64_t *v, unsigned r1, unsigne
 	return 0;
 }
 
+/* ---- findsi: finds with ASCII letters matching either case (the C locale's tolower) ---- */
+
+static inline uint8_t fold_ascii(uint8_t c)
+{
+	return (unsigned)(c - 'A') < 26u ? (uint8_t)(c | 0x20) : c;
+}
+
+static inline int eq_fold(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fold_ascii(a[i]) != fold_ascii(b[i]))
+			return 0;
+	return 1;
+}
+
+/* Rabin-Karp on folded bytes, modulo the prime 2^61 - 1 with a base drawn per call, so that
+ * no fixed input makes hashes collide: expected O(n + nn) time in constant memory.  The
+ * fallback of find_stri when its candidates keep failing (glibc has no case-folding memmem
+ * to hand them to), so that a hostile haystack and needle cost linear time, not n * nn. */
+#define RK_P ((1ull << 61) - 1)
+
+static inline uint64_t rk_mul(uint64_t a, uint64_t b)
+{
+	unsigned __int128 x = (unsigned __int128)a * b;
+	uint64_t r = ((uint64_t)x & RK_P) + (uint64_t)(x >> 61);
+	return r >= RK_P ? r - RK_P : r;
+}
+
+static inline const uint8_t *find_fold_rk(const uint8_t *h, size_t n, const uint8_t *nd, size_t nn)
+{
+	if (nn > n)
+		return NULL;
+	uint64_t seed = (uint64_t)(uintptr_t)h ^ ((uint64_t)nn << 32);
+#if defined(__x86_64__) || defined(__i386__)
+	seed ^= (uint64_t)__builtin_ia32_rdtsc();
+#endif
+	seed += 0x9e3779b97f4a7c15ull;              /* splitmix64's finaliser */
+	seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
+	seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
+	seed ^= seed >> 31;
+	uint64_t base = 256 + seed % (RK_P - 512), top = 1;   /* top = base^(nn-1) */
+	for (uint64_t e = nn - 1, b = base; e; e >>= 1, b = rk_mul(b, b))
+		if (e & 1)
+			top = rk_mul(top, b);
+	uint64_t hn = 0, hh = 0;
+	for (size_t i = 0; i < nn; i++) {
+		hn = rk_mul(hn, base) + fold_ascii(nd[i]);
+		hh = rk_mul(hh, base) + fold_ascii(h[i]);
+		hn = hn >= RK_P ? hn - RK_P : hn;
+		hh = hh >= RK_P ? hh - RK_P : hh;
+	}
+	for (size_t c = 0;; c++) {
+		if (hh == hn && eq_fold(h + c, nd, nn))
+			return h + c;
+		if (c + nn >= n)
+			return NULL;
+		uint64_t t = hh + RK_P - rk_mul(fold_ascii(h[c]), top);   /* drop h[c] */
+		t = t >= RK_P ? t - RK_P : t;
+		hh = rk_mul(t, base) + fold_ascii(h[c + nn]);              /* take h[c + nn] */
+		hh = hh >= RK_P ? hh - RK_P : hh;
+	}
+}
+
+/* The first nd[0..nn) in h[0..n), nn >= 1, ASCII letters compared without case: find_str's
+ * packed pair with each of the two bytes compared after OR 0x20 when it is a letter (x | 0x20
+ * equals a lower-case letter only for that letter and its capital), candidates checked with
+ * eq_fold.  When checking has cost more than twice the bytes passed (a needle whose rare
+ * bytes are common here, or a hostile input), the rest goes to find_fold_rk. */
+static inline const uint8_t *find_stri(const uint8_t *h, size_t n, const uint8_t *nd, size_t nn)
+{
+	if (nn > n)
+		return NULL;
+	size_t i1 = 0, i2 = 0;
+	for (size_t i = 0; i < nn; i++)
+		if (byte_rank(fold_ascii(nd[i])) < byte_rank(fold_ascii(nd[i1])))
+			i1 = i;
+	if (nn > 1) {
+		i2 = i1 == 0 ? 1 : 0;
+		for (size_t i = 0; i < nn; i++) {
+			uint8_t c = fold_ascii(nd[i]), c1 = fold_ascii(nd[i1]), c2 = fold_ascii(nd[i2]);
+			if (i != i1 && (byte_rank(c) < byte_rank(c2) || (c2 == c1 && c != c1)))
+				i2 = i;
+		}
+	}
+	size_t pos = 0, imax = i1 > i2 ? i1 : i2;
+#if defined(__SSE2__)
+	const uint8_t c1 = fold_ascii(nd[i1]), c2 = fold_ascii(nd[i2]);
+	const __m128i v1 = _mm_set1_epi8((char)c1), v2 = _mm_set1_epi8((char)c2);
+	const __m128i m1 = _mm_set1_epi8((unsigned)(c1 - 'a') < 26u ? 0x20 : 0);
+	const __m128i m2 = _mm_set1_epi8((unsigned)(c2 - 'a') < 26u ? 0x20 : 0);
+	uint64_t work = 0;
+	for (; pos + imax + 16 <= n; pos += 16) {
+		__m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1)), m1);
+		__m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2)), m2);
+		unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, v1),
+		                                                          _mm_cmpeq_epi8(b, v2)));
+		while (mask) {
+			size_t c = pos + (size_t)__builtin_ctz(mask);
+			if (c + nn <= n && eq_fold(h + c, nd, nn))
+				return h + c;
+			mask &= mask - 1;
+			work += nn;
+		}
+		if (work > 4096 + 2 * (uint64_t)pos) {
+			pos += 16;                          /* every candidate below was checked */
+			break;
+		}
+	}
+#endif
+	if (pos >= n || nn > n - pos)
+		return NULL;
+	/* what is left: a short tail (under 16 + imax positions), or the fallback */
+	if ((n - pos - nn + 1) * (uint64_t)nn <= 4096) {
+		for (size_t c = pos; c + nn <= n; c++)
+			if (eq_fold(h + c, nd, nn))
+				return h + c;
+		return NULL;
+	}
+	return find_fold_rk(h + pos, n - pos, nd, nn);
+}
+
+static inline int vm_op_findsi(struct run *run, uint64_t *v, unsigned r1, unsigned r2)
+{
+	uint64_t off = v[0], n = v[1], noff = v[2], nn = v[3];
+	const struct mref *h = &run->R[r1], *nd = &run->R[r2];
+	if (!in_bounds(off, n, h->len) || !in_bounds(noff, nn, nd->len))
+		return ISA_TRAP_BOUNDS;
+	if (nn == 0) {
+		v[0] = off;
+	} else {
+		const uint8_t *p = find_stri(h->base + off, n, nd->base + noff, nn);
+		v[0] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
+	}
+	return 0;
+}
+
 static inline int vm_op_output(struct run *run, uint64_t *v, unsigned r)
 {
 	struct mref *R = run->R;

@@ -121,7 +121,7 @@ int vm_remote_store(struct run *run, unsigned r, uint64_t off, const void *src, 
 	return write_through(run, r, off, src, width);
 }
 
-/* findb/finds over a remote range fetch this much at a time. */
+/* findb/finds/findsi over a remote range fetch this much at a time. */
 #define REMOTE_SCAN_WINDOW (1u << 20)
 
 /* The true length of region r, remote or not. */
@@ -219,7 +219,8 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 	/* Programs with remote regions send every bulk operation here; the ones not touching a
 	 * remote region take the ordinary path. */
 	int one = remote_of(run, r1) != NULL;
-	int two = (xop == X_COPY || xop == X_CMP || xop == X_FINDS) && remote_of(run, r2) != NULL;
+	int two = (xop == X_COPY || xop == X_CMP || xop == X_FINDS || xop == X_FINDSI) &&
+	          remote_of(run, r2) != NULL;
 	if (!one && !two) {
 		switch (xop) {
 		case X_CAS:    return vm_op_cas(run, v, r1);
@@ -229,6 +230,7 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		case X_CMP:    return vm_op_cmp(run, v, r1, r2);
 		case X_FINDB:  return vm_op_findb(run, v, r1);
 		case X_FINDS:  return vm_op_finds(run, v, r1, r2);
+		case X_FINDSI: return vm_op_findsi(run, v, r1, r2);
 		case X_OUTPUT: return vm_op_output(run, v, r1);
 		default:       return ISA_TRAP_BOUNDS;
 		}
@@ -289,7 +291,8 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		}
 		break;
 	}
-	case X_FINDS: {
+	case X_FINDS:
+	case X_FINDSI: {
 		uint64_t off = v[0], n = v[1], noff = v[2], nn = v[3];
 		if (!in_bounds(off, n, len_of(run, r1)) || !in_bounds(noff, nn, len_of(run, r2)))
 			return ISA_TRAP_BOUNDS;
@@ -311,7 +314,7 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 			free(t1);
 			if ((k = view(run, r1, pos, m, &p1, &t1)) != 0)
 				break;
-			const uint8_t *q = memmem(p1, m, p2, nn);
+			const uint8_t *q = xop == X_FINDS ? memmem(p1, m, p2, nn) : find_stri(p1, m, p2, nn);
 			if (q) {
 				v[0] = pos + (uint64_t)(q - p1);
 				break;

@@ -11,6 +11,7 @@
  *   test_diff [N [SEED]]      N programs (default 3000) from SEED (default 1); DIFF_VERBOSE=1
  *                             prints every program.  A failure prints the program and its seed.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -175,8 +176,8 @@ static void gen_expr(struct gen *g, int budget)
 		case 1:
 		{
 			unsigned a = pick(MEM_LEN), b = pick(MEM_LEN / 2), c = pick(RO_LEN), d = pick(4);
-			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tpush %u\n\tfinds mem, ro\n",
-			    a, b, c, d);
+			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tpush %u\n\t%s mem, ro\n",
+			    a, b, c, d, pick(2) ? "finds" : "findsi");
 		}
 			break;
 		case 2:
@@ -357,6 +358,99 @@ static int fake_atomic(void *user, const char *region, int op, uint64_t off, uin
 
 static const struct vm_remote_ops fake_ops = { fake_read, fake_write, fake_atomic };
 
+/* findsi over longer haystacks than the random programs reach: the SSE2 blocks, the tail,
+ * the Rabin-Karp fallback (haystacks of "aA" only make every position a candidate), on every
+ * engine and through remote regions, against a naive search with tolower.  Returns failures. */
+#define HAY_MAX 6000
+static unsigned findsi_stress(unsigned n, unsigned *passed)
+{
+	static const char prog_src[] =
+		".region mem ro\n.region ro ro\n"
+		".func main off n noff nn\n\tlget off\n\tlget n\n\tlget noff\n\tlget nn\n"
+		"\tfindsi mem, ro\n\tret\n.end\n.export main\n";
+	static const char *const alpha[] = { "aA", "aAbB", "abAB xX@`[{\n", NULL };
+	static uint8_t hay[HAY_MAX], nd[64];
+	uint8_t *seg;
+	size_t seg_len;
+	char *diags = NULL, err[300];
+	unsigned failed = 0;
+	if (asm_assemble(prog_src, sizeof prog_src - 1, "findsi.pna", &seg, &seg_len, &diags) != 0) {
+		printf("FAIL findsi_stress: %s\n", diags);
+		free(diags);
+		return 1;
+	}
+	free(diags);
+	struct vm *vms[N_ENGINES + 1];
+	struct vm_prog *progs[N_ENGINES + 1];
+	struct fake_remote fake = { hay, nd, 0 };
+	for (int e = 0; e <= N_ENGINES; e++) {
+		vms[e] = vm_new();
+		if (e < N_ENGINES) {
+			vm_set_engine(vms[e], engines[e]);
+			vm_bind_region(vms[e], "mem", hay, HAY_MAX, ISA_ACC_RO);
+			vm_bind_region(vms[e], "ro", nd, sizeof nd, ISA_ACC_RO);
+		} else {
+			vm_bind_remote_region(vms[e], "mem", HAY_MAX, ISA_ACC_RO, &fake_ops, &fake);
+			vm_bind_remote_region(vms[e], "ro", sizeof nd, ISA_ACC_RO, &fake_ops, &fake);
+		}
+		if (vm_load(vms[e], seg, seg_len, &progs[e], err, sizeof err) != 0) {
+			printf("FAIL findsi_stress: vm_load: %s\n", err);
+			return 1;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		rng_state = 0x5eed0000u + i;
+		const char *a = alpha[pick(4)];
+		size_t na = a ? strlen(a) : 0;
+		uint64_t len = 1 + pick(HAY_MAX);
+		for (uint64_t j = 0; j < HAY_MAX; j++)
+			hay[j] = a ? (uint8_t)a[pick((unsigned)na)] : (uint8_t)rnd();
+		uint64_t nn = 1 + pick(pick(2) ? 60 : 6);
+		if (nn > len)
+			nn = len;
+		if (pick(2)) {                      /* a piece of the haystack, letters flipped */
+			uint64_t at = pick((unsigned)(len - nn + 1));
+			for (uint64_t j = 0; j < nn; j++) {
+				uint8_t c = hay[at + j];
+				nd[j] = pick(2) && ((c | 32) >= 'a' && (c | 32) <= 'z') ? c ^ 32 : c;
+			}
+		} else {
+			for (uint64_t j = 0; j < nn; j++)
+				nd[j] = a ? (uint8_t)a[pick((unsigned)na)] : (uint8_t)rnd();
+		}
+		uint64_t off = pick((unsigned)len), cnt = pick((unsigned)(len - off + 1));
+		uint64_t want = UINT64_MAX;
+		for (uint64_t c = off; nn <= cnt && c <= off + cnt - nn && want == UINT64_MAX; c++) {
+			uint64_t j = 0;
+			while (j < nn && tolower(hay[c + j]) == tolower(nd[j]))
+				j++;
+			if (j == nn)
+				want = c;
+		}
+		int64_t args[4] = { (int64_t)off, (int64_t)cnt, 0, (int64_t)nn };
+		for (int e = 0; e <= N_ENGINES; e++) {
+			struct vm_run_opts o = { .fuel = 100 };
+			struct vm_result r;
+			int rc = vm_run(progs[e], 0, args, 4, &o, &r);
+			if (rc != 0 || (uint64_t)r.value != want) {
+				printf("FAIL findsi_stress case %u on %s: off %" PRIu64 " len %" PRIu64
+				       " nlen %" PRIu64 ": rc %d, %" PRId64 " instead of %" PRId64 "\n", i,
+				       e < N_ENGINES ? vm_engine_name(engines[e]) : "remote", off, cnt, nn, rc,
+				       r.value, (int64_t)want);
+				failed++;
+				break;
+			}
+		}
+	}
+	*passed += n - failed;
+	for (int e = 0; e <= N_ENGINES; e++) {
+		vm_prog_free(progs[e]);
+		vm_free(vms[e]);
+	}
+	free(seg);
+	return failed;
+}
+
 static int same_trap(const struct vm_trap *a, const struct vm_trap *b)
 {
 	return a->kind == b->kind && a->func == b->func && a->pc == b->pc &&
@@ -381,8 +475,13 @@ int main(int argc, char **argv)
 			rnd();
 		struct text t = { 0 };
 		gen_program(&t);
-		for (unsigned j = 0; j < MEM_LEN; j++) mem0[j] = (uint8_t)rnd();
-		for (unsigned j = 0; j < RO_LEN; j++) ro0[j] = (uint8_t)rnd();
+		/* every 4th program gets text-like bytes, so that finds and findsi match often */
+		static const char text[] = "aAbB@`[{ \n";
+		int texty = i % 4 == 3;
+		for (unsigned j = 0; j < MEM_LEN; j++)
+			mem0[j] = texty ? (uint8_t)text[pick(sizeof text - 1)] : (uint8_t)rnd();
+		for (unsigned j = 0; j < RO_LEN; j++)
+			ro0[j] = texty ? (uint8_t)text[pick(sizeof text - 1)] : (uint8_t)rnd();
 		if (verbose)
 			printf("---- program %u (seed %" PRIu64 ")\n%s", i, s, t.s);
 
@@ -467,6 +566,7 @@ next:
 		free(seg);
 		free(t.s);
 	}
+	failed += findsi_stress(2000, &passed);
 	printf("test_diff: %u programs from seed %" PRIu64 ", %u ended in a trap\n", n, seed, traps);
 	printf("%u passed, %u failed\n", passed, failed);
 	return failed != 0;

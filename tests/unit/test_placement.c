@@ -145,13 +145,15 @@ static const char *const cases[] = {
 	/* a copy that would run past the end of the rw scratch region */
 	".region scratch rw\n.region text ro\n.func main\n\tpush 4000\n\tpush 0\n\tpush 97\n"
 	"\tcopy scratch, text\n\tpush 1\n\tret\n.end\n.export main\n",
-	/* findb and finds over long remote ranges, searched window by window: a byte and a
-	 * needle in the third MiB, a needle across the first window seam (1 MiB), a needle
+	/* findb, finds and findsi over long remote ranges, searched window by window: a byte and a
+	 * needle in the third MiB, a needle across the first window seam (1 MiB, also in other
+	 * case), a needle
 	 * absent, and a byte near the end of an 80 MiB range (longer than one fetch may be) */
-	".region big rw\n.const seam \"SEAM-NEEDLE\"\n.const third \"third-mib\"\n.const none \"absent!\"\n"
+	".region big rw\n.const seam \"SEAM-NEEDLE\"\n.const seami \"seam-Needle\"\n.const third \"third-mib\"\n.const none \"absent!\"\n"
 	".func main\n.local t\n"
 	"\tpush 0\n\tpush 3145728\n\tpush 'Q'\n\tfindb big\n\tlset t\n"
 	"\tpush 0\n\tpush 3145728\n\tpush @seam\n\tpush #seam\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
+	"\tpush 0\n\tpush 3145728\n\tpush @seami\n\tpush #seami\n\tfindsi big, const\n\tlget t\n\tadd\n\tlset t\n"
 	"\tpush 5\n\tpush 3145000\n\tpush @third\n\tpush #third\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
 	"\tpush 0\n\tpush 3145728\n\tpush @none\n\tpush #none\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
 	"\tpush 0\n\tpush 83886080\n\tpush 'Z'\n\tfindb big\n\tlget t\n\tadd\n\tret\n.end\n.export main\n",
