@@ -409,6 +409,12 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 		uint64_t drain;                        /* leave the eventfd clear for next time */
 		if (c->woken && read(wfd, &drain, sizeof drain) < 0) { /* it was clear */ }
 	}
+	/* Replies may come on connections that a reading waiter left to waiters (tcp): have
+	 * the transports' own threads read them before this thread sleeps. */
+	if (c->remaining > 0)
+		for (unsigned i = 0; i < pn->n_ep; i++)
+			if (pn->ep[i].ops->kick)
+				pn->ep[i].ops->kick(pn->ep[i].tp);
 	/* Spin a little before sleeping: a reply on loopback or a fast network often arrives
 	 * within microseconds, and waking a sleeping thread costs more than that. */
 	if (c->remaining > 0 && pn->opts.spin_us) {

@@ -101,6 +101,9 @@ struct pn_transport {
 	 * reply came another way (a forwarded reply, on another connection).
 	 * 1: it read something or was woken, 0: timeout, -1: not possible now (sleep instead). */
 	int (*wait_read)(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms);
+	/* Optional (tcp): a thread is about to sleep until a Cooperation completes; whatever
+	 * wait_read left to the waiters must now be read by the transport's own threads. */
+	void (*kick)(struct pn_tp *tp);
 };
 
 extern const struct pn_transport pn_tcp_transport;

@@ -21,8 +21,22 @@
  * client would: it is woken by the reply's arrival directly, not by the I/O thread through a
  * condition variable, which saves a thread switch per round trip.  The receive state of a
  * connection belongs to whoever holds its rx_lock.  While a waiter reads, the connection is
- * taken out of epoll's interest (events 0), so the I/O thread is not woken by the reply the
- * waiter is about to read; it is put back when the waiter is done.
+ * out of epoll's interest (events 0), so the I/O thread is not woken by the reply the waiter
+ * is about to read.
+ *
+ * Handing a connection back to epoll costs a system call, and a client doing one round trip
+ * after another would pay two per round trip (out, back in).  So a waiter leaves the
+ * connection out when it is done ("sticky"): the next waiter finds it ready.  The I/O thread
+ * puts it back once nobody has waited on it for STICKY_NS (it wakes every millisecond while
+ * such connections exist), or at once when somebody needs the I/O thread to read it: a
+ * waiter that found another reader busy sets want_watch, and a thread about to sleep on a
+ * Cooperation calls tcp_kick.  Bytes for nobody's wait (a request from the peer) therefore
+ * wait at most about STICKY_NS on a connection a client just used.
+ *
+ * Replies are batched: while a thread reads a connection (on_readable), frames that inline
+ * handlers send go into the connection's out buffer instead of one writev each, and are
+ * written together when the read pass ends, so a pipelined burst of requests is answered
+ * with one system call instead of one per request.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +54,8 @@
 #include "pn_int.h"
 
 #define RX_STAGE (64 * 1024)       /* small frames are parsed from one recv into this */
+#define OUT_CAP  (32 * 1024)       /* replies batched during one read pass (see the top) */
+#define STICKY_NS 1000000ull       /* a waiter's connection stays out of epoll this long */
 
 struct conn {
 	int fd;
@@ -58,6 +74,14 @@ struct conn {
 	struct pn_rx rx;
 	uint8_t *dst;
 	size_t need, got;
+	/* waiters (see the top): under rx_lock, except want_watch */
+	bool unwatched;                /* out of epoll's interest, left so by a waiter */
+	uint64_t released_ns;          /* when the last waiter let go of it */
+	atomic_bool want_watch;        /* someone needs the I/O thread to read it: at once */
+	/* replies batched by the reader of this connection (under rx_lock) */
+	uint8_t *out;                  /* OUT_CAP bytes, allocated on first use */
+	size_t out_len;
+	struct conn *out_to;           /* where they go (holds a reference), usually this one */
 	struct conn *next;             /* all connections, for close */
 };
 
@@ -73,8 +97,14 @@ struct pn_tp {
 	pthread_t thread;
 	pthread_mutex_t lock;          /* conns list, tp_state creation */
 	struct conn *conns;
+	atomic_int n_unwatched;        /* connections left out of epoll by waiters */
+	atomic_bool kicked;            /* tcp_kick: put them all back now */
 	atomic_bool stop;
 };
+
+/* The connection the calling thread is reading (inside on_readable), whose out buffer
+ * collects the frames it sends meanwhile; NULL elsewhere. */
+static __thread struct conn *tls_reading;
 
 #define CONN_EVENTS (EPOLLIN | EPOLLRDHUP)
 
@@ -85,6 +115,23 @@ static void watch(struct pn_tp *tp, struct conn *c, bool on)
 	epoll_ctl(tp->epfd, EPOLL_CTL_MOD, c->fd, &ev);   /* ENOENT once closed: harmless */
 }
 
+/* Put c back into epoll's interest if a waiter left it out (rx_lock held). */
+static void rewatch(struct pn_tp *tp, struct conn *c)
+{
+	atomic_store(&c->want_watch, false);
+	if (!c->unwatched || c->closed)
+		return;
+	watch(tp, c, true);
+	c->unwatched = false;
+	atomic_fetch_sub(&tp->n_unwatched, 1);
+}
+
+static void wake_io(struct pn_tp *tp)
+{
+	uint64_t one = 1;
+	if (write(tp->wakefd, &one, sizeof one) < 0) { /* already signalled: it is full */ }
+}
+
 static void conn_unref(struct conn *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) == 1) {
@@ -93,6 +140,7 @@ static void conn_unref(struct conn *c)
 		pthread_mutex_destroy(&c->send_lock);
 		pthread_mutex_destroy(&c->rx_lock);
 		free(c->stage);
+		free(c->out);
 		free(c);
 	}
 }
@@ -174,13 +222,11 @@ static int writev_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-static int send_on(struct conn *c, const struct pn_hdr *h, const void *payload, size_t len)
+/* Write iov to c whole, under its send lock; a failure leaves c dead. */
+static int write_locked(struct conn *c, struct iovec *iov, int n)
 {
-	uint8_t hb[PN_HDR_LEN];
-	pn_wire_put(hb, h);
-	struct iovec iov[2] = { { hb, PN_HDR_LEN }, { (void *)(uintptr_t)payload, len } };
 	pthread_mutex_lock(&c->send_lock);
-	int rc = c->dead ? -PN_EPEERDOWN : writev_all(c->fd, iov, len ? 2 : 1);
+	int rc = c->dead ? -PN_EPEERDOWN : writev_all(c->fd, iov, n);
 	if (rc != 0 && !c->dead) {
 		/* a partial frame may be on the wire: the connection is unusable; the I/O thread
 		 * sees the shutdown, closes it and reports the peer down */
@@ -189,6 +235,50 @@ static int send_on(struct conn *c, const struct pn_hdr *h, const void *payload, 
 	}
 	pthread_mutex_unlock(&c->send_lock);
 	return rc;
+}
+
+/* Send one frame now. */
+static int send_now(struct conn *c, const struct pn_hdr *h, const void *payload, size_t len)
+{
+	uint8_t hb[PN_HDR_LEN];
+	pn_wire_put(hb, h);
+	struct iovec iov[2] = { { hb, PN_HDR_LEN }, { (void *)(uintptr_t)payload, len } };
+	return write_locked(c, iov, len ? 2 : 1);
+}
+
+/* Write the frames batched by the reader of r (see the top). */
+static void out_flush(struct conn *r)
+{
+	if (!r->out_to)
+		return;
+	struct iovec iov = { r->out, r->out_len };
+	write_locked(r->out_to, &iov, 1);   /* a failure is the connection's, reported as such */
+	r->out_len = 0;
+	conn_unref(r->out_to);
+	r->out_to = NULL;
+}
+
+/* Send one frame: batched when the calling thread is reading a connection and the frame is
+ * small, else now.  A batched frame's send error shows as its connection failing. */
+static int send_on(struct conn *c, const struct pn_hdr *h, const void *payload, size_t len)
+{
+	struct conn *r = tls_reading;
+	if (r && PN_HDR_LEN + len <= OUT_CAP / 4 && (r->out || (r->out = malloc(OUT_CAP)))) {
+		if (r->out_to && (r->out_to != c || r->out_len + PN_HDR_LEN + len > OUT_CAP))
+			out_flush(r);
+		if (!r->out_to) {
+			atomic_fetch_add(&c->refs, 1);
+			r->out_to = c;
+		}
+		pn_wire_put(r->out + r->out_len, h);
+		if (len)
+			memcpy(r->out + r->out_len + PN_HDR_LEN, payload, len);
+		r->out_len += PN_HDR_LEN + len;
+		return atomic_load(&c->dead) ? -PN_EPEERDOWN : 0;
+	}
+	if (r && r->out_to == c)
+		out_flush(r);              /* this thread's frames to c stay in order */
+	return send_now(c, h, payload, len);
 }
 
 static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
@@ -227,8 +317,9 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		return -PN_ENOMEM;
 	}
 	struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self };
-	/* HELLO goes out before anyone else can use the connection: it is not attached yet */
-	rc = send_on(c, &hello, NULL, 0);
+	/* HELLO goes out before anyone else can use the connection: it is not attached yet
+	 * (and never batched, or another thread's frame could overtake it) */
+	rc = send_now(c, &hello, NULL, 0);
 	if (rc != 0)
 		return rc;                 /* the I/O thread closes it */
 	c->peer = peer;
@@ -281,6 +372,10 @@ static int tcp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 static void conn_close(struct pn_tp *tp, struct conn *c, int err)
 {
 	epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->unwatched) {
+		c->unwatched = false;
+		atomic_fetch_sub(&tp->n_unwatched, 1);
+	}
 	if (c->in_payload) {
 		pn_core_rx_end(tp->pn, &c->rx, err);
 		c->in_payload = false;
@@ -381,7 +476,7 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 /* Read what is available.  Returns 0, or an error after which the connection is closed.
  * A short read means the socket is empty: return to epoll (level-triggered, so bytes that
  * arrive meanwhile are reported) instead of a recv that could only say EAGAIN. */
-static int on_readable(struct pn_tp *tp, struct conn *c)
+static int read_pass(struct pn_tp *tp, struct conn *c)
 {
 	for (;;) {
 		int rc = drain_stage(tp, c);
@@ -420,6 +515,17 @@ static int on_readable(struct pn_tp *tp, struct conn *c)
 	}
 }
 
+/* read_pass, with the frames its handlers send batched into one write at the end. */
+static int on_readable(struct pn_tp *tp, struct conn *c)
+{
+	struct conn *outer = tls_reading;   /* NULL: nobody reads inside a handler */
+	tls_reading = c;
+	int rc = read_pass(tp, c);
+	out_flush(c);
+	tls_reading = outer;
+	return rc;
+}
+
 static void on_accept(struct pn_tp *tp)
 {
 	for (;;) {
@@ -431,12 +537,43 @@ static void on_accept(struct pn_tp *tp)
 	}
 }
 
+/* Put back into epoll the connections waiters left out that nobody waited on for
+ * STICKY_NS, or all of them after tcp_kick (a waiter busy with one keeps it and is asked to
+ * hand it back when done). */
+static void rewatch_idle(struct pn_tp *tp)
+{
+	bool all = atomic_exchange(&tp->kicked, false);
+	uint64_t now = pn_now_ns();
+	pthread_mutex_lock(&tp->lock);
+	for (struct conn *c = tp->conns; c; c = c->next) {
+		if (pthread_mutex_trylock(&c->rx_lock) != 0) {
+			if (all)
+				atomic_store(&c->want_watch, true);
+			continue;
+		}
+		if (c->unwatched && (all || atomic_load(&c->want_watch) ||
+		                     now - c->released_ns >= STICKY_NS))
+			rewatch(tp, c);
+		pthread_mutex_unlock(&c->rx_lock);
+	}
+	pthread_mutex_unlock(&tp->lock);
+}
+
 static void *io_main(void *arg)
 {
 	struct pn_tp *tp = arg;
 	struct epoll_event evs[64];
+	uint64_t last_scan = 0;
 	while (!atomic_load(&tp->stop)) {
-		int n = epoll_wait(tp->epfd, evs, 64, 1000);
+		int sticky = atomic_load(&tp->n_unwatched) > 0;
+		int n = epoll_wait(tp->epfd, evs, 64, sticky ? 1 : 1000);
+		if (sticky || atomic_load(&tp->kicked)) {
+			uint64_t now = pn_now_ns();
+			if (atomic_load(&tp->kicked) || now - last_scan >= STICKY_NS / 2) {
+				rewatch_idle(tp);
+				last_scan = now;
+			}
+		}
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			if (p == tp) {
@@ -574,12 +711,22 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 	if (!c)
 		return -1;
 	if (pthread_mutex_trylock(&c->rx_lock) != 0) {
-		conn_unref(c);
-		return -1;
+		/* another thread reads it: ask it to hand the connection to the I/O thread when it
+		 * is done, then look once more (it may have let go in between) */
+		atomic_store(&c->want_watch, true);
+		if (pthread_mutex_trylock(&c->rx_lock) != 0) {
+			conn_unref(c);
+			return -1;
+		}
 	}
 	int rc = -1;
 	if (!c->closed) {
-		watch(tp, c, false);
+		if (!c->unwatched) {
+			watch(tp, c, false);
+			c->unwatched = true;
+			if (atomic_fetch_add(&tp->n_unwatched, 1) == 0)
+				wake_io(tp);       /* its epoll timeout becomes the sticky period */
+		}
 		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN },
 		                       { .fd = wake_fd, .events = POLLIN } };
 		int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
@@ -590,13 +737,29 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 			atomic_store(&c->dead, true);
 			shutdown(c->fd, SHUT_RDWR);
 			pthread_mutex_unlock(&c->send_lock);
+			rewatch(tp, c);
 		}
+		c->released_ns = pn_now_ns();
 	}
-	if (!c->closed)
-		watch(tp, c, true);
+	if (atomic_load(&c->want_watch))
+		rewatch(tp, c);
 	pthread_mutex_unlock(&c->rx_lock);
+	/* a waiter that came while we held it may have asked after our look above */
+	if (atomic_load(&c->want_watch) && pthread_mutex_trylock(&c->rx_lock) == 0) {
+		rewatch(tp, c);
+		pthread_mutex_unlock(&c->rx_lock);
+	}
 	conn_unref(c);
 	return rc;
+}
+
+/* A thread is about to sleep until a Cooperation completes: connections that waiters left
+ * out of epoll go back now, so their replies reach the I/O thread without delay. */
+static void tcp_kick(struct pn_tp *tp)
+{
+	if (atomic_load(&tp->n_unwatched) == 0 || atomic_exchange(&tp->kicked, true))
+		return;
+	wake_io(tp);
 }
 
 const struct pn_transport pn_tcp_transport = {
@@ -606,4 +769,5 @@ const struct pn_transport pn_tcp_transport = {
 	.close = tcp_close,
 	.send = tcp_send,
 	.wait_read = tcp_wait_read,
+	.kick = tcp_kick,
 };
