@@ -52,6 +52,7 @@ struct plan {
 	int eol;
 	int binary_check, binary_flag, binary_nomatch;
 	int lit;
+	int lit_icase;             /* find the literal with findsi (letters folded) */
 	int empty_sel;             /* binary mode: an empty line is selected */
 };
 
@@ -220,13 +221,13 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 		get(g, L_WE);
 		get(g, L_P0);
 		op(g, OP_SUB);
-		if (pl->lit == 1) {
+		if (pl->lit == 1 && !pl->lit_icase) {
 			push(g, g->lit);
 			asm_mem(B, OP_FINDB, r);
 		} else {
 			push(g, g->lit);
 			push(g, pl->lit);
-			asm_mem2(B, OP_FINDS, r, ISA_R_CONST);
+			asm_mem2(B, pl->lit_icase ? OP_FINDSI : OP_FINDS, r, ISA_R_CONST);
 		}
 		tee(g, L_M);
 		push(g, -1);
@@ -1207,6 +1208,7 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 	pl.eol = o->null_data ? 0 : '\n';
 	pl.line_number = o->line_number;
 	pl.lit = (int)gr->lit_len;
+	pl.lit_icase = gr->lit_icase;
 	if (gr->exact) {
 		pl.emit = 1;
 		pl.max = -1;
@@ -1249,9 +1251,9 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 		goto fail;
 	if (pl.bd && grep_put_dfa(B, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
-	if (pl.lit == 1)
+	if (pl.lit == 1 && !pl.lit_icase)
 		g->lit = gr->lit[0];
-	else if (pl.lit > 1)
+	else if (pl.lit > 0)
 		g->lit = asm_const(B, gr->lit, (size_t)pl.lit, 1);
 	if (pl.eol == 0) {
 		uint8_t *z = calloc(1, ZCHUNK);

@@ -29,6 +29,7 @@ struct plan {
 	int binary_check, binary_nomatch;
 	int binary_flag;             /* exact mode: only report a NUL in the result's bit 0 */
 	int lit;
+	int lit_icase;               /* find the literal with findsi (letters folded) */
 };
 
 struct gen {
@@ -345,13 +346,13 @@ static void gen_main(struct gen *g, const struct plan *pl)
 		get(g, L_END);
 		get(g, L_POS);
 		op(g, OP_SUB);
-		if (pl->lit == 1) {
+		if (pl->lit == 1 && !pl->lit_icase) {
 			push(g, g->lit);        /* the byte itself, see grep_gen */
 			asm_mem(B, OP_FINDB, (unsigned)g->data);
 		} else {
 			push(g, g->lit);
 			push(g, pl->lit);
-			asm_mem2(B, OP_FINDS, (unsigned)g->data, 2);
+			asm_mem2(B, pl->lit_icase ? OP_FINDSI : OP_FINDS, (unsigned)g->data, 2);
 		}
 		tee(g, L_M);
 		push(g, -1);
@@ -538,6 +539,7 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 	pl.eol = o->null_data ? 0 : '\n';
 	pl.line_number = o->line_number;
 	pl.lit = (int)gr->lit_len;
+	pl.lit_icase = gr->lit_icase;
 	if (gr->exact) {
 		/* candidates only: the client decides selection, counts and context */
 		pl.emit = 1;
@@ -574,9 +576,9 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 		goto fail;
 	if (pl.bd && grep_put_dfa(B, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
-	if (pl.lit == 1)
+	if (pl.lit == 1 && !pl.lit_icase)
 		g->lit = gr->lit[0];
-	else if (pl.lit > 1)
+	else if (pl.lit > 0)
 		g->lit = asm_const(B, gr->lit, (size_t)pl.lit, 1);
 	int f = asm_func_begin(B, "grep", 0, N_LOCALS);
 	gen_main(g, &pl);

@@ -101,6 +101,8 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 
 	int eol = o->null_data ? 0 : '\n';
 	g->lit_len = must_literal(t, o->icase, g->lit, sizeof g->lit);
+	for (size_t i = 0; o->icase && i < g->lit_len; i++)
+		g->lit_icase |= g->lit[i] >= 'a' && g->lit[i] <= 'z';
 	int nfa_ok = nfa_build(&g->nfa, t) == 0;
 	int rc = nfa_ok ? dfa_build(&g->dfa, &g->nfa, eol, -1, 0) : -1;
 	if (rc == -2)
@@ -177,7 +179,7 @@ void grep_describe(const struct grep *g, char *buf, size_t len)
 	         : "dfa", g->dfa.n_rows - DFA_N_SPECIAL, g->dfa.n_cls,
 	         (size_t)g->dfa.n_rows * (size_t)(g->dfa.n_cls + 1) * 4,
 	         g->lit_len ? ", required literal \"" : ", no required literal", lit,
-	         g->lit_len ? "\"" : "", g->seg_len);
+	         !g->lit_len ? "" : g->lit_icase ? "\" (letters folded)" : "\"", g->seg_len);
 }
 
 /* ---- matching on the client ---- */

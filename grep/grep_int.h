@@ -147,8 +147,9 @@ int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase);
 
 /* ---- required literal ---- */
 /* The longest byte string every match must contain (empty when none is known).  With icase
- * only strings without letters qualify, since finds compares bytes exactly.  Writes at most
- * cap bytes to buf and returns the length. */
+ * it is a string every match contains with ASCII letters folded (findsi finds it): its letters
+ * are lower case, and a letter stands for the set of it and its capital.  Writes at most cap
+ * bytes to buf and returns the length. */
 size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap);
 
 /* ---- code generation ---- */
@@ -164,6 +165,7 @@ struct grep {
 	                        * stops and returns -2 ("memory exhausted") */
 	uint8_t lit[256];
 	size_t lit_len;
+	int lit_icase;         /* lit has letters and is found with them folded (-i: findsi) */
 	uint8_t *seg;
 	size_t seg_len;
 	uint8_t *arf_seg;      /* the ARF segment (arfscan.c), made on first use */

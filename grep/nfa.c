@@ -976,7 +976,14 @@ static void must_of(const struct ast *t, int node, int icase, struct must *m)
 		for (unsigned c = 0; c < 256; c++)
 			if (set_has(n->set, c))
 				cnt++, byte = (int)c;
-		if (cnt == 1 && !(icase && ((byte | 32) >= 'a' && (byte | 32) <= 'z'))) {
+		/* with icase the literal is searched with letters folded (findsi): a letter and its
+		 * capital count as the lower-case letter */
+		int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
+		if (icase && cnt == 2 && letter && (byte | 32) == byte && set_has(n->set, (unsigned)byte ^ 32))
+			cnt = 1;
+		else if (icase && cnt == 1 && letter)
+			byte |= 32;
+		if (cnt == 1) {
 			m->exact = 1;
 			m->x.len = 1;
 			m->x.b[0] = (uint8_t)byte;

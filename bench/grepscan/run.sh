@@ -94,11 +94,21 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 cases=(
 	"needle42"
 	"-c -i NEEDLE42"
+	"-c -i Haystack Needle"
+	"-i NEEDLE42"
 	"-c lorem"
 	"-c lorem.*dolor"
 	"-c -E (quick|lazy) [a-z]+ fox"
 	"-n -w fox"
 )
+# a case's arguments into a[]; the patterns with spaces are rebuilt as one argument
+case_args() {
+	IFS=' ' read -r -a a <<<"$1"
+	case $1 in
+	*"(quick|lazy)"*) a=(-c -E '(quick|lazy) [a-z]+ fox') ;;
+	*"Haystack Needle"*) a=(-c -i 'Haystack Needle') ;;   # letters only
+	esac
+}
 res=$HERE/results
 mkdir -p "$res"
 {
@@ -109,9 +119,7 @@ printf '%-32s %7s %7s %7s %7s %7s | %7s %7s %7s\n' case grep pngrep arf arfscan 
 	pngrep/g arf/g scan/g
 } | tee "$res/$OUT.txt"
 for c in "${cases[@]}"; do
-	IFS=' ' read -r -a a <<<"$c"
-	# the patterns with spaces: rebuild "(quick|lazy) [a-z]+ fox" as one argument
-	case $c in *"(quick|lazy)"*) a=(-c -E '(quick|lazy) [a-z]+ fox') ;; esac
+	case_args "$c"
 	: >"$tmp/t"
 	for r in $(seq "$REPS"); do
 		t0=$(ns); "$GREP" "${a[@]}" "$tmp/d/big" >"$tmp/g.out"; t1=$(ns)
@@ -133,8 +141,7 @@ done
 if [ "$PERF" = 1 ]; then
 	: >"$res/$OUT.perf.txt"
 	for c in "${cases[@]}"; do
-		IFS=' ' read -r -a a <<<"$c"
-		case $c in *"(quick|lazy)"*) a=(-c -E '(quick|lazy) [a-z]+ fox') ;; esac
+		case_args "$c"
 		perf record -q -o "$tmp/perf.data" -p "$pid" 2>/dev/null &
 		pp=$!
 		sleep 0.5

@@ -257,6 +257,19 @@ check -z -c o zdata nuls
 check -z -x three zdata
 check --label=x -H foo words
 check -i 'ABC' nonl rep
+# -i with a required literal that has letters (found with findsi): capitals in the needle or
+# the text, a match across the 16-byte blocks of a 400 KB line, punctuation 0x20 away from
+# letters ([ and {, @ and `), -c, -v, -w, -o and -n over it
+check -i 'HeLLo WoRLD' nonl words
+check -i -c 'JABCDEFGHIJNEEDLE' long
+check -i -c 'NEEDLEABCD' long
+check -i -F '[X]' words
+check -i -F '{Z}' words
+check -i -n 'foo BAR' words
+check -i -v -c 'foo bar' words
+check -i -w -o 'foo' words nonl
+check -i -E '(Foo|fOO)_bAR' nonl
+check -i -x 'THE END' nonl
 check -E 'x{32767}' greek
 check -E '+a' greek
 check -E 'a|*b' greek

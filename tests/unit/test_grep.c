@@ -196,8 +196,15 @@ static void test_literal(void)
 		{ GREP_EXTENDED, 0, "x(abc)+y", "xabc" },
 		{ GREP_EXTENDED, 0, "x(abc)*y", "x" },
 		{ GREP_EXTENDED, 0, "foo|bar", "" },
-		{ GREP_BASIC, 1, "abc", "" },
-		{ GREP_BASIC, 1, "a-12-b", "-12-" },
+		/* -i: letters folded to lower case (findsi searches the literal) */
+		{ GREP_BASIC, 1, "abc", "abc" },
+		{ GREP_BASIC, 1, "GNU General", "gnu general" },
+		{ GREP_BASIC, 1, "a-12-B", "a-12-b" },
+		{ GREP_EXTENDED, 1, "(Abc|aBd)x", "ab" },
+		{ GREP_BASIC, 1, "[ab]cd", "cd" },
+		{ GREP_BASIC, 1, "x[[:upper:]]", "x" },
+		{ GREP_BASIC, 1, "@[`]", "@`" },
+		{ GREP_BASIC, 0, "[aA]bc", "bc" },
 		{ GREP_BASIC, 0, "^\\<abc\\>$", "abc" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
