@@ -45,7 +45,16 @@
  * Threads: one I/O thread (poll over the socket and an eventfd; the poll timeout is the next
  * retransmission, delayed ack or give-up) receives, acknowledges and retransmits; pn_send runs
  * on the caller's thread and transmits what the window allows at once.  Per-peer state is
- * guarded by its lock; reassembly state belongs to the I/O thread alone.
+ * guarded by its lock; reading the socket and the reassembly state belong to whoever holds
+ * rx_lock.
+ *
+ * Who reads: as on tcp (pn_tcp.c has the longer story), a thread waiting in pn_coop_end for
+ * replies from one peer reads the socket itself (udp_wait_read), handling whatever arrives
+ * (replies, acknowledgements, requests for inline handlers) as the I/O thread would, so a
+ * round trip costs no thread switch.  While waiters read (`waiters_read`), the I/O thread
+ * leaves the socket out of its poll and keeps only the timers; it takes the socket back once
+ * nobody waited for STICKY_NS, or at once when a thread is about to sleep on a Cooperation
+ * or on a full window (udp_kick).
  */
 #include <errno.h>
 #include <poll.h>
@@ -81,7 +90,10 @@
 #define KEEP_CAP       (64u * 1024)     /* instance buffers larger than this are not kept */
 #define IO_OVERFLOW    4                /* I/O thread sends may use IO_OVERFLOW * D buffers */
 #define RX_BATCH       256              /* datagrams read before timers are looked at again */
+#define RX_VEC         8                /* datagrams one recvmmsg takes */
+#define RX_SLOT        (DGRAM_MAX + 1)  /* one more byte than a datagram: detects oversized */
 #define POLL_MAX_MS    1000
+#define STICKY_NS      1000000ull       /* the socket stays with the waiters this long */
 
 _Static_assert(WIN_MAX <= 64, "sack is one u64");
 _Static_assert(DGRAM_MAX <= 65507, "a datagram must fit one IPv4 UDP packet");
@@ -214,10 +226,15 @@ struct pn_tp {
 	atomic_uint n_senders;         /* threads inside udp_send: close waits for them */
 	_Atomic uint64_t io_sleep_until; /* an earlier new deadline must wake the I/O thread */
 	_Atomic uint64_t last_send;      /* for the busy tick (TICK_NS) */
-	uint8_t *rxbuf;                /* DGRAM_MAX + 1: one more byte detects oversized */
+	uint8_t *rxbuf;                /* RX_VEC buffers of RX_SLOT bytes */
+	pthread_mutex_t rx_lock;       /* reading the socket, rxbuf and the reassembly slots */
+	atomic_bool waiters_read;      /* the I/O thread leaves the socket to waiters (top) */
+	uint64_t released_ns;          /* when the last waiter let go of it (under rx_lock) */
+	atomic_bool kicked;            /* udp_kick: the I/O thread takes the socket back */
 };
 
 static _Thread_local struct pn_tp *io_thread_of;
+static _Thread_local struct pn_tp *rx_thread_of; /* the socket this thread is reading */
 
 static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
 {
@@ -423,6 +440,7 @@ static void on_ack(struct pn_tp *tp, struct upeer *p, uint64_t ack, uint64_t sac
 
 static int send_msg(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
                     const void *payload, size_t len);
+static void udp_kick(struct pn_tp *tp);
 
 static int udp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
                     const void *payload, size_t len)
@@ -446,7 +464,7 @@ static int send_msg(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 	uint32_t n_frags = frags_of((uint32_t)len);
 	/* The I/O thread must never wait for buffers: only it can free them.  An inline handler
 	 * replying there may use a few more than D. */
-	bool io = io_thread_of == tp;
+	bool io = io_thread_of == tp || rx_thread_of == tp;
 	uint64_t now = pn_now_ns();
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -458,6 +476,7 @@ static int send_msg(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 	}
 	pthread_mutex_lock(&p->lock);
 	while (!atomic_load(&tp->stop) && p->n_out >= (io ? IO_OVERFLOW * tp->depth : tp->depth)) {
+		udp_kick(tp);              /* the acknowledgements that free buffers must be read */
 		if (io || pthread_cond_timedwait(&p->space, &p->lock, &dl) == ETIMEDOUT) {
 			pthread_mutex_unlock(&p->lock);
 			return -PN_ETIMEDOUT;
@@ -761,6 +780,9 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 static uint64_t timers(struct pn_tp *tp, uint64_t now)
 {
 	uint64_t next = now + (uint64_t)POLL_MAX_MS * 1000000;
+	/* the reassembly slots belong to the socket's reader: skip them if a waiter reads now
+	 * (their limits are long; the next pass looks) */
+	bool rx = pthread_mutex_trylock(&tp->rx_lock) == 0;
 	uint64_t max_wait = (uint64_t)tp->o->udp_max_wait_ms * 1000000;
 	pthread_mutex_lock(&tp->lock);
 	struct upeer *peers = tp->peers;   /* peers are only ever added at the head */
@@ -830,7 +852,7 @@ static uint64_t timers(struct pn_tp *tp, uint64_t now)
 			}
 			pthread_mutex_unlock(&p->lock);
 		}
-		for (unsigned i = 0; i < tp->depth; i++) {
+		for (unsigned i = 0; rx && i < tp->depth; i++) {
 			struct imsg *im = &p->rx[i];
 			if (!im->used)
 				continue;
@@ -840,7 +862,60 @@ static uint64_t timers(struct pn_tp *tp, uint64_t now)
 				next = im->progress_ns + max_wait;
 		}
 	}
+	if (rx)
+		pthread_mutex_unlock(&tp->rx_lock);
 	return next;
+}
+
+/* Read up to RX_BATCH datagrams (rx_lock held), RX_VEC per system call; a call that returns
+ * fewer found the socket empty, so no call is spent on learning that (EAGAIN) in the usual
+ * case of one or a few datagrams per wake-up.  Returns how many. */
+static int read_batch(struct pn_tp *tp)
+{
+	struct pn_tp *outer = rx_thread_of;
+	rx_thread_of = tp;
+	int total = 0;
+	while (total < RX_BATCH && !atomic_load(&tp->stop)) {
+		struct sockaddr_storage ss[RX_VEC];
+		struct iovec iov[RX_VEC];
+		struct mmsghdr mm[RX_VEC];
+		for (int i = 0; i < RX_VEC; i++) {
+			iov[i] = (struct iovec){ tp->rxbuf + (size_t)i * RX_SLOT, RX_SLOT };
+			mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &ss[i], .msg_namelen = sizeof ss[i],
+			                                       .msg_iov = &iov[i], .msg_iovlen = 1 } };
+		}
+		int n = recvmmsg(tp->fd, mm, RX_VEC, MSG_DONTWAIT, NULL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;     /* EAGAIN; also ECONNREFUSED and friends: nothing to read */
+		}
+		for (int i = 0; i < n; i++) {
+			if (mm[i].msg_hdr.msg_flags & MSG_TRUNC)
+				bad_frame(tp);
+			else
+				on_datagram(tp, iov[i].iov_base, mm[i].msg_len,
+				            (struct sockaddr *)&ss[i]);
+		}
+		total += n;
+		if (n < RX_VEC)
+			break;
+	}
+	rx_thread_of = outer;
+	return total;
+}
+
+static void wake_io(struct pn_tp *tp)
+{
+	uint64_t one = 1;
+	if (write(tp->wakefd, &one, sizeof one) < 0) { /* counter full: a wake is pending */ }
+}
+
+/* The I/O thread takes the socket back from the waiters (rx_lock held). */
+static void take_back(struct pn_tp *tp)
+{
+	atomic_store(&tp->kicked, false);
+	atomic_store(&tp->waiters_read, false);
 }
 
 static void *io_main(void *arg)
@@ -857,33 +932,60 @@ static void *io_main(void *arg)
 		uint64_t next = timers(tp, now);
 		if (busy && next > now + TICK_NS)
 			next = now + TICK_NS;
+		bool waiters = atomic_load(&tp->waiters_read);
+		if (waiters && next > now + STICKY_NS)
+			next = now + STICKY_NS;    /* look whether they still want it */
 		atomic_store(&tp->io_sleep_until, next);
 		now = pn_now_ns();
 		int ms = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+		fds[0].fd = waiters ? -1 : tp->fd;   /* poll ignores a negative fd */
+		fds[0].revents = 0;
 		if (poll(fds, 2, ms) < 0 && errno != EINTR)
 			break;
 		if (fds[1].revents & POLLIN) {
 			uint64_t v;
 			if (read(tp->wakefd, &v, sizeof v) < 0) { /* EAGAIN: someone else read it */ }
 		}
-		for (int i = 0; i < RX_BATCH && !atomic_load(&tp->stop); i++) {
-			struct sockaddr_storage ss;
-			struct iovec iov = { tp->rxbuf, DGRAM_MAX + 1 };
-			struct msghdr mh = { .msg_name = &ss, .msg_namelen = sizeof ss, .msg_iov = &iov,
-			                     .msg_iovlen = 1 };
-			ssize_t r = recvmsg(tp->fd, &mh, MSG_DONTWAIT);
-			if (r < 0) {
-				if (errno == EINTR)
-					continue;
-				break;     /* EAGAIN; also ECONNREFUSED and friends: nothing to read */
-			}
-			if (mh.msg_flags & MSG_TRUNC)
-				bad_frame(tp);
-			else
-				on_datagram(tp, tp->rxbuf, (size_t)r, (struct sockaddr *)&ss);
-		}
+		if (pthread_mutex_trylock(&tp->rx_lock) != 0)
+			continue;                  /* a waiter reads: it keeps the socket meanwhile */
+		if (atomic_load(&tp->waiters_read) &&
+		    (atomic_load(&tp->kicked) || pn_now_ns() - tp->released_ns >= STICKY_NS))
+			take_back(tp);
+		if (!atomic_load(&tp->waiters_read))
+			read_batch(tp);
+		pthread_mutex_unlock(&tp->rx_lock);
 	}
 	return NULL;
+}
+
+/* The calling thread waits for a reply from peer by reading the socket itself (see the top):
+ * 1 it read or was woken, 0 timeout, -1 another thread reads (sleep instead). */
+static int udp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
+{
+	if (atomic_load(&tp->stop) || pthread_mutex_trylock(&tp->rx_lock) != 0)
+		return -1;
+	atomic_store(&tp->waiters_read, true);
+	struct pollfd p[2] = { { .fd = tp->fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
+	int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
+	if (n > 0 && p[0].revents)
+		read_batch(tp);
+	tp->released_ns = pn_now_ns();
+	bool give_back = atomic_load(&tp->kicked);
+	if (give_back)
+		take_back(tp);
+	pthread_mutex_unlock(&tp->rx_lock);
+	if (give_back || atomic_load(&tp->kicked))
+		wake_io(tp);               /* it polls without the socket: let it look again */
+	return n > 0;
+}
+
+/* A thread is about to sleep until something arrives: the I/O thread takes the socket back
+ * from the waiters (now, or when the one reading lets go of it). */
+static void udp_kick(struct pn_tp *tp)
+{
+	if (!atomic_load(&tp->waiters_read) || atomic_exchange(&tp->kicked, true))
+		return;
+	wake_io(tp);
 }
 
 /* ---- open / close ---- */
@@ -894,7 +996,7 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
                     size_t errlen)
 {
 	struct pn_tp *tp = calloc(1, sizeof *tp);
-	if (!tp || !(tp->rxbuf = malloc(DGRAM_MAX + 1))) {
+	if (!tp || !(tp->rxbuf = malloc((size_t)RX_VEC * RX_SLOT))) {
 		free(tp);
 		snprintf(err, errlen, "out of memory");
 		return -PN_ENOMEM;
@@ -904,6 +1006,7 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	tp->fd = tp->wakefd = -1;
 	tp->depth = tp->o->udp_depth;
 	pthread_mutex_init(&tp->lock, NULL);
+	pthread_mutex_init(&tp->rx_lock, NULL);
 	atomic_init(&tp->stop, false);
 	atomic_init(&tp->n_senders, 0);
 	atomic_init(&tp->io_sleep_until, UINT64_MAX);
@@ -952,6 +1055,7 @@ fail:
 	if (tp->fd >= 0)
 		close(tp->fd);
 	pthread_mutex_destroy(&tp->lock);
+	pthread_mutex_destroy(&tp->rx_lock);
 	free(tp->rxbuf);
 	free(tp);
 	return -PN_ESYS;
@@ -1002,6 +1106,7 @@ static void udp_close(struct pn_tp *tp)
 	close(tp->fd);
 	close(tp->wakefd);
 	pthread_mutex_destroy(&tp->lock);
+	pthread_mutex_destroy(&tp->rx_lock);
 	free(tp->rxbuf);
 	free(tp);
 }
@@ -1012,4 +1117,6 @@ const struct pn_transport pn_udp_transport = {
 	.open = udp_open,
 	.close = udp_close,
 	.send = udp_send,
+	.wait_read = udp_wait_read,
+	.kick = udp_kick,
 };
