@@ -105,41 +105,100 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 	return k;
 }
 
-/* The first run over a file, started ahead of its turn (grep_dir keeps several in flight,
- * so a tree of small files costs about one round trip per window of files, not per file);
- * its output is printed only when the file's turn comes. */
-struct first_run {
-	int64_t args[GREP_ARF_NARGS];
+/* The first runs of a batch of files in one EXEC (grep_batch, see grep.h), started ahead of
+ * their turn: grep_dir keeps a few batches in flight, so a directory of small files costs
+ * about one round trip rather than one per file; each file's part is printed when its turn
+ * comes.  A batch that failed as a whole (a trap, the transport) leaves its files to be run
+ * one by one, which reports each file's own error. */
+enum { BATCH_FILES = 64, BATCHES_AHEAD = 4 };
+
+struct batch {
+	uint64_t ino[BATCH_FILES];
+	int n;                         /* files in the batch */
+	int base;                      /* position of ino[0] among the files it was formed with */
+	int done;                      /* files with a part: the first runs of 0..done-1 */
 	struct arc_exec x;
+	int64_t args[GREP_ARF_BATCH_NARGS];
 	struct arc_pending *p;
 	int rc;                        /* arc_exec_start's, when it failed */
-	int started;
+	int started, waited;
+	/* per file: its first run's value and output (records and trailer) inside x.out */
+	int64_t value[BATCH_FILES];
+	size_t off[BATCH_FILES], len[BATCH_FILES];
 };
 
-static void first_run_start(struct state *st, struct conn *k, uint64_t ino, struct first_run *f)
+/* The result of a file's first run when it came from a batch. */
+struct first_part {
+	int64_t value;
+	const uint8_t *out;
+	size_t len;
+};
+
+static void batch_start(struct state *st, struct conn *k, struct batch *b)
 {
-	struct grep_arf_state s = { .bin = -1, .row = -1 };
-	int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after, s.stop,
-	                                 s.bin, s.row, s.skip, OUT_SOFT, (int64_t)st->scan_max };
-	memcpy(f->args, args, sizeof args);
-	f->x = (struct arc_exec){ .seg = st->seg, .seg_len = st->seg_len, .seg_id = st->seg_id,
-	                          .entry = "grep", .args = f->args, .n_args = GREP_ARF_NARGS,
+	b->args[0] = b->n;
+	b->args[1] = OUT_SOFT;
+	b->args[2] = (int64_t)st->scan_max;
+	b->x = (struct arc_exec){ .seg = st->seg, .seg_len = st->seg_len, .seg_id = st->seg_id,
+	                          .entry = "grep_batch", .args = b->args,
+	                          .n_args = GREP_ARF_BATCH_NARGS, .argbytes = b->ino,
+	                          .argbytes_len = (size_t)b->n * sizeof b->ino[0],
 	                          .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
-	f->rc = arc_exec_start(k->a, &f->x, &f->p);
-	f->started = 1;
+	b->rc = arc_exec_start(k->a, &b->x, &b->p);
+	b->started = 1;
+	b->waited = 0;
+	b->done = 0;
 }
 
-/* Its result (the run's struct with value, output, trap), waited for. */
-static int first_run_wait(struct conn *k, struct first_run *f)
+/* Wait for the batch and split its output into the files' parts (backwards from the count
+ * at the end); b->done = 0 when it failed or its output does not parse. */
+static void batch_wait(struct conn *k, struct batch *b)
 {
-	f->started = 0;
-	return f->p ? arc_exec_wait(k->a, f->p) : f->rc;
+	if (!b->started || b->waited)
+		return;
+	b->waited = 1;
+	int rc = b->p ? arc_exec_wait(k->a, b->p) : b->rc;
+	b->p = NULL;
+	b->done = 0;
+	const uint8_t *o = b->x.out;
+	size_t end = (size_t)b->x.out_len;
+	if (rc != 0 || end < 8)
+		return;
+	uint64_t cnt;
+	memcpy(&cnt, o + end - 8, 8);
+	if (cnt < 1 || cnt > (uint64_t)b->n || (uint64_t)b->x.value != cnt)
+		return;
+	end -= 8;
+	for (int i = (int)cnt - 1; i >= 0; i--) {
+		uint64_t v, start;
+		if (end < 16)
+			return;
+		memcpy(&v, o + end - 16, 8);
+		memcpy(&start, o + end - 8, 8);
+		end -= 16;
+		if (start > end)
+			return;
+		b->value[i] = (int64_t)v;
+		b->off[i] = (size_t)start;
+		b->len[i] = end - (size_t)start;
+		end = (size_t)start;
+	}
+	if (end == 0)
+		b->done = (int)cnt;
+}
+
+static void batch_end(struct conn *k, struct batch *b)
+{
+	batch_wait(k, b);
+	free(b->x.out);
+	b->x.out = NULL;
+	b->started = 0;
 }
 
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
- * its first run already started (or NULL). */
+ * its first run's result, from a batch (or NULL). */
 static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
-                     struct first_run *first)
+                     const struct first_part *first)
 {
 	struct grep_arf_state s = { .bin = -1, .row = -1 };
 	int exact = grep_is_exact(st->g);
@@ -150,11 +209,14 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after,
 		                                 s.stop, s.bin, s.row, s.skip, OUT_SOFT,
 		                                 (int64_t)st->scan_max };
-		struct arc_exec x;
+		struct arc_exec x = { 0 };
 		int rc;
+		const uint8_t *out;        /* x.out, or the part of a batch's output */
 		if (first) {
-			rc = first_run_wait(k, first);
-			x = first->x;
+			rc = 0;
+			x.value = first->value;
+			x.out_len = first->len;
+			out = first->out;
 			first = NULL;
 		} else {
 			x = (struct arc_exec){ .seg = st->seg, .seg_len = st->seg_len,
@@ -162,6 +224,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 			                       .args = args, .n_args = GREP_ARF_NARGS,
 			                       .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
 			rc = st->local ? arc_exec_local(k->a, &x) : arc_exec(k->a, &x);
+			out = x.out;
 		}
 		if (rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_FUEL && st->scan_max > (1u << 16)) {
 			/* the server allows less fuel than asked: scan less per run */
@@ -196,7 +259,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		}
 		size_t rl = (size_t)x.out_len - GREP_ARF_TRAILER;
 		int64_t t[10];
-		memcpy(t, (uint8_t *)x.out + rl, sizeof t);
+		memcpy(t, out + rl, sizeof t);
 		memcpy(&s, t + 1, sizeof s);
 		int bad = 0;
 		if (exact && rl) {
@@ -207,10 +270,10 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 					die("%s", "memory exhausted");
 				acc = n;
 			}
-			memcpy(acc + acc_len, x.out, rl);
+			memcpy(acc + acc_len, out, rl);
 			acc_len += rl;
 		} else if (!exact) {
-			bad = grep_format_records(st->g, name, x.out, rl, stdout, &last_end);
+			bad = grep_format_records(st->g, name, out, rl, stdout, &last_end);
 			if (bad == -2)
 				die("%s", "memory exhausted");
 		}
@@ -252,16 +315,43 @@ static int want_file(struct state *st, const char *name)
 	       (!st->n_include || excluded(st->include, st->n_include, name));
 }
 
-/* -r: the directory's entries in batches (one round trip per batch of up to 1024) */
+/* A file's turn in grep_dir: its part of batch b (at position pos of the files the batch
+ * was formed with), else a run of its own. */
+static void grep_batched(struct state *st, struct conn *k, struct batch *b, int pos,
+                         uint64_t ino, const char *name)
+{
+	batch_wait(k, b);
+	if (b->done > 0 && pos - b->base >= b->done) {
+		/* the batch stopped early (a file with more to scan or print): the files after
+		 * it go in a batch of their own, now */
+		int from = pos - b->base;
+		memmove(b->ino, b->ino + from, (size_t)(b->n - from) * sizeof b->ino[0]);
+		b->n -= from;
+		b->base = pos;
+		free(b->x.out);
+		b->x.out = NULL;
+		batch_start(st, k, b);
+		batch_wait(k, b);
+	}
+	int i = pos - b->base;
+	if (i >= 0 && i < b->done) {
+		struct first_part fp = { b->value[i], (const uint8_t *)b->x.out + b->off[i], b->len[i] };
+		grep_ino(st, k, ino, name, &fp);
+	} else {
+		grep_ino(st, k, ino, name, NULL);   /* the batch failed: each file on its own */
+	}
+}
+
+/* -r: the directory's entries in batches (one round trip per batch of up to 1024); its
+ * regular files' first runs in batches of BATCH_FILES, BATCHES_AHEAD of them in flight */
 static void grep_dir(struct state *st, struct conn *k, uint64_t dir, const char *name)
 {
-	enum { BATCH = 1024 };
+	enum { BATCH = 1024, MAX_BATCHES = (BATCH + BATCH_FILES - 1) / BATCH_FILES };
 	struct arf_dirent *ents = malloc(BATCH * sizeof *ents);
-	if (!ents)
-		die("%s", "memory exhausted");
 	char **child = malloc(BATCH * sizeof *child);
-	struct first_run *first = calloc(BATCH, sizeof *first);
-	if (!child || !first)
+	int *bat = malloc(BATCH * sizeof *bat), *pos = malloc(BATCH * sizeof *pos);
+	struct batch *bats = calloc(MAX_BATCHES, sizeof *bats);
+	if (!ents || !child || !bat || !pos || !bats)
 		die("%s", "memory exhausted");
 	uint64_t cookie = 0;
 	do {
@@ -273,6 +363,7 @@ static void grep_dir(struct state *st, struct conn *k, uint64_t dir, const char 
 				file_error(st, name, -n);
 			break;
 		}
+		int nb = 0;
 		for (int i = 0; i < n; i++) {
 			struct arf_dirent *e = &ents[i];
 			size_t len = strlen(name) + e->name_len + 2;
@@ -280,40 +371,47 @@ static void grep_dir(struct state *st, struct conn *k, uint64_t dir, const char 
 				die("%s", "memory exhausted");
 			snprintf(child[i], len, "%s%s%s", name, name[strlen(name) - 1] == '/' ? "" : "/",
 			         e->name);
-		}
-		/* up to FILES_AHEAD files' first runs in flight ahead of the one being printed */
-		enum { FILES_AHEAD = 16 };
-		int ahead = 0, inflight = 0, i;
-		for (i = 0; i < n; i++) {
-			for (; !st->local && ahead < n && inflight < FILES_AHEAD; ahead++) {
-				if (ahead < i || ents[ahead].type != DT_REG || !want_file(st, child[ahead]))
-					continue;
-				first_run_start(st, k, ents[ahead].ino, &first[ahead]);
-				inflight++;
+			bat[i] = -1;
+			if (st->local || e->type != DT_REG || !want_file(st, child[i]))
+				continue;
+			if (nb == 0 || bats[nb - 1].n == BATCH_FILES) {
+				bats[nb].n = 0;
+				bats[nb].base = 0;
+				nb++;
 			}
+			struct batch *b = &bats[nb - 1];
+			bat[i] = nb - 1;
+			pos[i] = b->n;
+			b->ino[b->n++] = e->ino;
+		}
+		int started = 0, cur = 0;
+		for (int i = 0; i < n; i++) {
+			if (bat[i] >= 0)
+				cur = bat[i];
+			for (; started < nb && started < cur + BATCHES_AHEAD; started++)
+				batch_start(st, k, &bats[started]);
 			struct arf_dirent *e = &ents[i];
 			if (e->type == DT_DIR) {
 				if (!excluded(st->exclude_dir, st->n_exclude_dir, child[i]))
 					grep_dir(st, k, e->ino, child[i]);
+			} else if (bat[i] >= 0) {
+				grep_batched(st, k, &bats[bat[i]], pos[i], e->ino, child[i]);
 			} else if (e->type == DT_REG && want_file(st, child[i])) {
-				if (first[i].started)
-					inflight--;
-				grep_ino(st, k, e->ino, child[i], first[i].started ? &first[i] : NULL);
+				grep_ino(st, k, e->ino, child[i], NULL);      /* --local */
 			}
 			/* symlinks (-r does not follow them; -R would: not yet) and fifos: skipped */
 			if (st->o.quiet && st->any_match)
 				break;
 		}
-		/* -q stopped early: the runs still in flight are waited for and dropped */
-		for (int j = 0; j < n; j++) {
-			if (first[j].started) {
-				first_run_wait(k, &first[j]);
-				free(first[j].x.out);
-			}
+		/* -q stopped early: the batches still in flight are waited for and dropped */
+		for (int j = 0; j < started; j++)
+			batch_end(k, &bats[j]);
+		for (int j = 0; j < n; j++)
 			free(child[j]);
-		}
 	} while (cookie && !(st->o.quiet && st->any_match));
-	free(first);
+	free(bats);
+	free(pos);
+	free(bat);
 	free(child);
 	free(ents);
 }

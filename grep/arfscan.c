@@ -1200,6 +1200,69 @@ static void gen_main(struct gen *g)
 	ret_err(g, eisdir, 21);         /* EISDIR */
 }
 
+/* grep_batch(n, out_max, scan_max): the first runs of n files in one EXEC (arf grep -r: a
+ * directory's small files cost one round trip, not one each).  The inodes are u64s in the
+ * args region.  Each file is a call of grep from the initial state; its output (records and
+ * trailer, nothing for an error) is followed by u64 value, u64 offset where it began.  The
+ * batch stops after a file whose run is not done (its trailer says more: the output passed
+ * out_max or the file scan_max), or once the files' sizes used up scan_max; it ends with u64
+ * the number of files run (the client reads the footers backwards from there). */
+enum { BA_N, BA_OUTMAX, BA_SCANMAX, BA_NARGS, BL_I = BA_NARGS, BL_START, BL_V, BA_NLOCALS };
+
+static void gen_batch(struct gen *g, int grep_fn)
+{
+	asm_label loop = label(g), done = label(g);
+	int f = asm_func_begin(B, "grep_batch", BA_NARGS, BA_NLOCALS);
+	bind(g, loop);
+	get(g, BL_I);
+	get(g, BA_N);
+	jump(g, OP_JGEU, done);
+	asm_mem(B, OP_RLEN, ISA_R_OUT);
+	set(g, BL_START);
+	get(g, BL_I);
+	push(g, 8);
+	op(g, OP_MUL);
+	asm_mem(B, OP_LD64, ISA_R_ARGS);            /* ino */
+	struct grep_arf_state s0 = { .bin = -1, .row = -1 };
+	const int64_t st[] = { s0.pos, s0.lineno, s0.count, s0.after, s0.stop, s0.bin, s0.row,
+	                       s0.skip };
+	for (size_t i = 0; i < sizeof st / sizeof *st; i++)
+		push(g, st[i]);
+	get(g, BA_OUTMAX);
+	get(g, BA_SCANMAX);
+	asm_call(B, grep_fn);
+	tee(g, BL_V);
+	op(g, OP_OUTQ);
+	get(g, BL_START);
+	op(g, OP_OUTQ);
+	inc(g, BL_I, 1);
+	get(g, BL_V);
+	push(g, 0);
+	jump(g, OP_JLTS, loop);                     /* an error: no output, nothing scanned */
+	/* the trailer ends 16 bytes back: more, then pos (how far the file was scanned) */
+	asm_mem(B, OP_RLEN, ISA_R_OUT);
+	push(g, 16 + GREP_ARF_TRAILER);
+	op(g, OP_SUB);
+	asm_mem(B, OP_LD64, ISA_R_OUT);
+	jump(g, OP_JNZ, done);
+	get(g, BA_SCANMAX);
+	asm_mem(B, OP_RLEN, ISA_R_OUT);
+	push(g, 16 + GREP_ARF_TRAILER - 8);
+	op(g, OP_SUB);
+	asm_mem(B, OP_LD64, ISA_R_OUT);
+	op(g, OP_SUB);
+	tee(g, BA_SCANMAX);
+	push(g, 0);
+	jump(g, OP_JGTS, loop);
+	bind(g, done);
+	get(g, BL_I);
+	op(g, OP_OUTQ);
+	get(g, BL_I);
+	op(g, OP_RET);
+	asm_func_end(B);
+	asm_export(B, "grep_batch", f);
+}
+
 int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 {
 	const struct grep_opts *o = &gr->o;
@@ -1266,6 +1329,7 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 	gen_main(g);
 	asm_func_end(B);
 	asm_export(B, "grep", f);
+	gen_batch(g, f);
 	if (asm_builder_finish(B, &gr->arf_seg, &gr->arf_seg_len, err, errlen) != 0)
 		goto fail;
 	asm_builder_free(B);

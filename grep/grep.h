@@ -117,6 +117,12 @@ struct grep_arf_state {
 	int64_t pos, lineno, count, after, stop, bin, row, skip, noeol;
 };
 #define GREP_ARF_TRAILER (8 * (1 + 9))
+/* It also exports "grep_batch" (n, out_max, scan_max), the first runs of n files whose
+ * inodes are u64s in the args region: each file's output (records, trailer; nothing for an
+ * error) is followed by u64 value and u64 the offset where that output began, and the run
+ * ends with u64 k, the number of files run (k <= n).  It stops after a file that is not done
+ * (more in its trailer), or once the sizes scanned reach scan_max; files k.. are left. */
+#define GREP_ARF_BATCH_NARGS 3
 int grep_arf_segment(struct grep *g, const uint8_t **seg, size_t *len, char *err,
                      size_t errlen);
 

@@ -38,6 +38,18 @@ printf 'needle in sub\nfoo\n' > "$d/sub/a.txt"
 printf 'needle in c\n' > "$d/sub/b.c"
 printf 'deeper needle\n' > "$d/sub/deeper/c.txt"
 printf 'skipped needle\n' > "$d/sub/skip/d.txt"
+# many: 300 small files (several grep_batch runs, more than are kept in flight), two files of
+# more than 4 MiB of matching lines (a batch stops after such a file: the rest go in a batch
+# of their own), a binary file, an empty one, a directory among them
+mkdir -p "$d/many/inner"
+awk -v d="$d/many" 'BEGIN { for (i = 0; i < 300; i++) { f = sprintf("%s/f%03d", d, i);
+	printf "%s %d\nplain line\n", (i % 3 ? "nothing" : "Needle here"), i > f; close(f) } }'
+for b in big1 big2; do
+	awk 'BEGIN { for (i = 0; i < 150000; i++) printf "needle line %08d\n", i }' > "$d/many/$b"
+done
+printf 'bin\0ary needle\n' > "$d/many/binfile"
+: > "$d/many/empty"
+printf 'inner needle\n' > "$d/many/inner/x"
 
 img=$tmp/img
 "$BUILD/arf" mkfs "$img" --size 64M >/dev/null || exit 1
@@ -138,19 +150,29 @@ foo'
 
 # -r: the walk runs in the server, a batch of entries per round trip; order differs, so sort
 rcheck() {
-	(cd "$d" && PATH="$tmp/bin:$PATH" timeout 20 grep "$@" sub | sort >"$tmp/g.out"; echo $? >"$tmp/g.rc")
-	timeout 60 "$BUILD/arf" grep "$@" "$ep:/sub" | sed "s#$ep:/##g" | sort >"$tmp/a.out"
-	if cmp -s "$tmp/g.out" "$tmp/a.out"; then
+	(cd "$d" && PATH="$tmp/bin:$PATH" timeout 20 grep "$@" "${rdir:-sub}" 2>"$tmp/g.err" | sort >"$tmp/g.out"; echo $? >"$tmp/g.rc")
+	timeout 60 "$BUILD/arf" grep "$@" "$ep:/${rdir:-sub}" 2>"$tmp/a.err" | sed "s#$ep:/##g" | sort >"$tmp/a.out"
+	sort "$tmp/g.err" >"$tmp/g.err.s"
+	sed "s#$ep:/##g" "$tmp/a.err" | sort >"$tmp/a.err.s"
+	if cmp -s "$tmp/g.out" "$tmp/a.out" && cmp -s "$tmp/g.err.s" "$tmp/a.err.s"; then
 		pass=$((pass + 1))
 	else
 		fail_msg "arf grep $* (recursive)"
 		diff "$tmp/g.out" "$tmp/a.out" | head -n 5
+		diff "$tmp/g.err.s" "$tmp/a.err.s" | head -n 5
 	fi
 }
 rcheck -r needle
 rcheck -r -n --include='*.txt' needle
 rcheck -r --exclude='*.c' -c needle
 rcheck -r --exclude-dir=skip -l needle
+rdir=many rcheck -r -i needle
+rdir=many rcheck -r -c needle
+rdir=many rcheck -r -l -i needle
+rdir=many rcheck -r -L needle
+rdir=many rcheck -r -n -m 2 needle
+"$BUILD/arf" grep -r -q needle "$ep:/many"
+if [ $? -eq 0 ]; then pass=$((pass + 1)); else fail_msg "arf grep -r -q needle many"; fi
 # errors: a missing file, a directory without -r
 check -n needle nosuch
 "$BUILD/arf" grep needle "$ep:/sub" >/dev/null 2>"$tmp/e"
