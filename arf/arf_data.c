@@ -1,5 +1,6 @@
 /* arf_data.c: client calls of the ARF data operations (arf/data.pna) through libarc. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,281 @@ int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen)
 	int64_t v = run(d, &x, "fsync", a, 2, NULL, 0);
 	free(x.out);
 	return (int)v;
+}
+
+/* ---- write-behind (arf_data.h): a queue per file of runs in flight ---- */
+
+struct wrun {
+	struct wrun *next;
+	uint64_t gen, off;
+	size_t len;
+	char *buf;                     /* ARF_WQ_RUN bytes, owned */
+	int64_t args[3];               /* the EXEC's; must live until its reply (a resend) */
+	struct arc_exec x;
+	struct arc_pending *p;         /* NULL: not started (the filling run) */
+	unsigned tries;                /* sent again after EAGAIN */
+};
+
+struct arf_wq {
+	struct arf_data *d;
+	uint64_t ino;
+	pthread_mutex_t lock;
+	struct wrun *fill;             /* being gathered, not sent yet */
+	struct wrun *head, *tail;      /* in flight, oldest first */
+	unsigned n_flight;
+	struct wrun *spare;            /* a run's buffer kept for the next one */
+	int64_t err;                   /* kept until a flush reports it */
+	uint64_t end;                  /* furthest end queued (arf_wq_end); 0 when empty */
+};
+
+/* bytes in all queues' runs (filling or in flight) of the process: ARF_WQ_BUDGET */
+static size_t wq_bytes;
+
+struct arf_wq *arf_wq_new(struct arf_data *d, uint64_t ino)
+{
+	struct arf_wq *q = calloc(1, sizeof *q);
+	if (!q)
+		return NULL;
+	q->d = d;
+	q->ino = ino;
+	pthread_mutex_init(&q->lock, NULL);
+	return q;
+}
+
+static void run_free(struct arf_wq *q, struct wrun *r)
+{
+	free(r->x.out);
+	r->x.out = NULL;
+	r->p = NULL;
+	__atomic_fetch_sub(&wq_bytes, ARF_WQ_RUN, __ATOMIC_RELAXED);
+	if (!q->spare) {
+		q->spare = r;
+		return;
+	}
+	free(r->buf);
+	free(r);
+}
+
+/* A run for bytes at off, or NULL when the budget is spent or memory is out (the caller
+ * writes synchronously). */
+static struct wrun *run_new(struct arf_wq *q, uint64_t gen, uint64_t off)
+{
+	if (__atomic_add_fetch(&wq_bytes, ARF_WQ_RUN, __ATOMIC_RELAXED) > ARF_WQ_BUDGET) {
+		__atomic_fetch_sub(&wq_bytes, ARF_WQ_RUN, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	struct wrun *r = q->spare;
+	q->spare = NULL;
+	if (!r) {
+		r = calloc(1, sizeof *r);
+		if (r)
+			r->buf = malloc(ARF_WQ_RUN);
+		if (!r || !r->buf) {
+			if (r)
+				free(r);
+			__atomic_fetch_sub(&wq_bytes, ARF_WQ_RUN, __ATOMIC_RELAXED);
+			return NULL;
+		}
+	}
+	r->next = NULL;
+	r->gen = gen;
+	r->off = off;
+	r->len = 0;
+	return r;
+}
+
+static void keep_err(struct arf_wq *q, int64_t rc)
+{
+	if (rc < 0 && !q->err)
+		q->err = rc;
+}
+
+static int start(struct arf_wq *q, struct wrun *r)
+{
+	r->args[0] = (int64_t)q->ino;
+	r->args[1] = (int64_t)r->off;
+	r->args[2] = (int64_t)r->gen;
+	struct arf_seg *s = &q->d->s;
+	r->x = (struct arc_exec){ .seg = s->bytes, .seg_len = s->len, .seg_id = s->id,
+	                          .entry = "write", .args = r->args, .n_args = 3,
+	                          .argbytes = r->buf, .argbytes_len = r->len };
+	if (arc_exec_start(s->a, &r->x, &r->p) != 0)
+		return -1;
+	r->next = NULL;
+	if (q->tail)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+	q->n_flight++;
+	return 0;
+}
+
+/* Wait for the oldest run in flight and take its answer.  One that met its inode locked
+ * (EAGAIN: nothing changed; usually the run before it still copying) goes to the back of
+ * the queue again, twice at most; after that, and for a run that placed only part of its
+ * bytes, the rest is written here synchronously (arf_write_gen retries EAGAIN with a
+ * back-off for five seconds and sends the rest of a short run). */
+static void reap(struct arf_wq *q)
+{
+	struct wrun *r = q->head;
+	q->head = r->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->n_flight--;
+	int rc = arc_exec_wait(q->d->s.a, r->p);
+	int64_t v = rc == 0 ? r->x.value : -EIO, e = 0;
+	if (rc == 0 && v == -EAGAIN && r->tries < 2) {
+		r->tries++;
+		free(r->x.out);
+		r->x.out = NULL;
+		if (start(q, r) == 0)
+			return;
+	}
+	if (rc != 0) {
+		snprintf(q->d->s.msg, sizeof q->d->s.msg, "write: %s",
+		         r->x.trapped ? r->x.trap.text : arc_errmsg(q->d->s.a));
+		e = -EIO;
+	} else if (v == -EAGAIN || (v > 0 && (uint64_t)v < r->len)) {
+		/* the rest (all of it after EAGAIN: nothing changed then) */
+		size_t done = v > 0 ? (size_t)v : 0;
+		int64_t w = arf_write_gen(q->d, q->ino, r->gen, r->off + done, r->buf + done,
+		                          r->len - done);
+		e = w < 0 ? w : (uint64_t)w < r->len - done ? -ENOSPC : 0;
+	} else if (v < 0) {
+		e = v;
+	} else if ((uint64_t)v != r->len) {
+		/* a run places at least one byte or fails; anything else is not ours */
+		snprintf(q->d->s.msg, sizeof q->d->s.msg, "write: %lld of %zu bytes", (long long)v,
+		         r->len);
+		e = -EIO;
+	}
+	keep_err(q, e);
+	run_free(q, r);
+}
+
+/* Send the filling run (waiting for the oldest when ARF_WQ_DEPTH are in flight). */
+static void submit(struct arf_wq *q)
+{
+	struct wrun *r = q->fill;
+	if (!r)
+		return;
+	q->fill = NULL;
+	while (q->n_flight >= ARF_WQ_DEPTH)
+		reap(q);
+	r->tries = 0;
+	if (start(q, r) != 0) {
+		/* not sent: write it the plain way */
+		int64_t v = arf_write_gen(q->d, q->ino, r->gen, r->off, r->buf, r->len);
+		keep_err(q, v < 0 ? v : (uint64_t)v < r->len ? -ENOSPC : 0);
+		run_free(q, r);
+	}
+}
+
+/* (lock held) Everything sent and answered. */
+static void drain(struct arf_wq *q)
+{
+	submit(q);
+	while (q->head)
+		reap(q);
+	__atomic_store_n(&q->end, 0, __ATOMIC_RELAXED);
+}
+
+/* Wait until no run in flight writes any byte of off .. off+len. */
+static void wait_overlaps(struct arf_wq *q, uint64_t off, size_t len)
+{
+	for (;;) {
+		const struct wrun *r = q->head;
+		while (r && !(off < r->off + r->len && r->off < off + len))
+			r = r->next;
+		if (!r)
+			return;
+		reap(q);
+	}
+}
+
+int64_t arf_wq_write(struct arf_wq *q, uint64_t gen, uint64_t off, const void *buf,
+                     size_t len)
+{
+	pthread_mutex_lock(&q->lock);
+	int64_t rc = q->err;
+	if (rc)
+		goto out;
+	const char *p = buf;
+	size_t done = 0;
+	while (done < len) {
+		uint64_t o = off + done;
+		size_t n = len - done;
+		struct wrun *f = q->fill;
+		if (f && (f->gen != gen || f->off + f->len != o || f->len == ARF_WQ_RUN))
+			submit(q);
+		/* bytes a run in flight (or the one just sent) also writes: that one first */
+		wait_overlaps(q, o, n);
+		if (!q->fill && !(q->fill = run_new(q, gen, o))) {
+			/* over the budget (or out of memory): this write the plain way */
+			drain(q);
+			int64_t v = q->err ? q->err : arf_write_gen(q->d, q->ino, gen, o, p + done, n);
+			if (v < 0) {
+				rc = done ? (int64_t)done : v;
+				goto out;
+			}
+			done += (size_t)v;
+			if ((size_t)v < n) {
+				rc = (int64_t)done;   /* short: the image filled up part way */
+				goto out;
+			}
+			continue;
+		}
+		f = q->fill;
+		if (n > ARF_WQ_RUN - f->len)
+			n = ARF_WQ_RUN - f->len;
+		memcpy(f->buf + f->len, p + done, n);
+		f->len += n;
+		done += n;
+		if (o + n > q->end)
+			__atomic_store_n(&q->end, o + n, __ATOMIC_RELAXED);
+		if (f->len == ARF_WQ_RUN)
+			submit(q);
+	}
+	rc = (int64_t)len;
+out:
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+int arf_wq_flush(struct arf_wq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	drain(q);
+	int64_t rc = q->err;
+	q->err = 0;
+	pthread_mutex_unlock(&q->lock);
+	return (int)rc;
+}
+
+void arf_wq_drain(struct arf_wq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	drain(q);
+	pthread_mutex_unlock(&q->lock);
+}
+
+uint64_t arf_wq_end(struct arf_wq *q)
+{
+	return __atomic_load_n(&q->end, __ATOMIC_RELAXED);
+}
+
+void arf_wq_free(struct arf_wq *q)
+{
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	drain(q);
+	pthread_mutex_unlock(&q->lock);
+	if (q->spare) {
+		free(q->spare->buf);
+		free(q->spare);
+	}
+	pthread_mutex_destroy(&q->lock);
+	free(q);
 }

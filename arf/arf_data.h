@@ -49,6 +49,53 @@ int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size);
 int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);
 
+/* ---- write-behind: pipelined writes of one file (the mount's; docs/arf.md, "Writes")
+ *
+ * arf_wq_write copies the bytes and returns without waiting for arfd: writes that continue
+ * one another are gathered into runs of up to ARF_WQ_RUN bytes, and up to ARF_WQ_DEPTH runs
+ * are in flight at once (asynchronous EXECs of data.pno's write on the connection), so a
+ * sequential writer keeps the link busy instead of waiting a round trip per request, as
+ * NFS's unstable writes and sshfs's queued requests do.  What a run answers is collected
+ * when the queue needs room or is flushed: a failure (ENOSPC when the image filled up,
+ * ESTALE, EIO, ...) is kept, the queue's later writes fail with it at once, and the next
+ * arf_wq_flush returns it and clears it.  So an error shows at a later write or at the
+ * flush (close, fsync), never silently: flush returns only once every byte queued before it
+ * is applied by arfd or has failed.
+ *
+ * Order: runs are applied in the order they were queued, except that two runs of
+ * disjoint bytes may be applied the other way round (the result is the same); a write that
+ * overlaps a run in flight first waits for it.  A run that met a locked inode (EAGAIN) or
+ * filled only one hole (a short count) is finished synchronously, as arf_write_gen does.
+ *
+ * Memory: at most ARF_WQ_RUN * (ARF_WQ_DEPTH + 1) bytes a queue, and all queues of the
+ * process together ARF_WQ_BUDGET; a write beyond the budget is sent and waited for (as
+ * arf_write_gen), so no queue ever waits for another's replies.
+ *
+ * Thread-safe: calls on one queue are serialized by its lock (a flush waits, holding it,
+ * for the replies).  Not durable: fsync is arf_wq_flush then arf_fsync_gen. */
+#define ARF_WQ_RUN (1u << 20)
+#define ARF_WQ_DEPTH 4
+#define ARF_WQ_BUDGET (64u << 20)
+
+struct arf_wq;
+/* A queue for the writes of inode ino: NULL when out of memory. */
+struct arf_wq *arf_wq_new(struct arf_data *d, uint64_t ino);
+/* Flush (the error, if any, is lost: flush first to see it) and free. */
+void arf_wq_free(struct arf_wq *q);
+/* Queue len bytes at off (gen as arf_write_gen's): len, or the error kept from an earlier
+ * write (nothing is queued then). */
+int64_t arf_wq_write(struct arf_wq *q, uint64_t gen, uint64_t off, const void *buf,
+                     size_t len);
+/* Wait until everything queued is applied: 0, or the first error since the last flush
+ * (then cleared). */
+int arf_wq_flush(struct arf_wq *q);
+/* The same, but the error is kept for the next flush (before a read or getattr of the
+ * file: what was written must be there, and the error is the close's to report). */
+void arf_wq_drain(struct arf_wq *q);
+/* The end of the furthest byte queued and not yet applied, 0 when none: a size the server
+ * will have once the queue drains (attributes read meanwhile are patched with it). */
+uint64_t arf_wq_end(struct arf_wq *q);
+
 /* setattr's valid bits (the fields to change); ctime becomes now whenever any is set. */
 enum {
 	ARF_SET_MODE = 1,          /* permission bits 07777 (the type is kept) */

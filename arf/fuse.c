@@ -1,8 +1,10 @@
 /* fuse.c: `arf mount`, the FUSE client of ARF (libfuse3's low-level API).  Every request is
  * one or two runs of the operations' segment (arf/arf_ops.h), the data segment
- * (arf/arf_data.h) or arf/statfs.pna in the arfd serving the image; the client keeps no
- * state of its own: FUSE inode numbers are ARF inode numbers (FUSE's root, 1, is ARF's
- * root, 1), so forget has nothing to drop, and open files need no handle.
+ * (arf/arf_data.h) or arf/statfs.pna in the arfd serving the image.  FUSE inode numbers
+ * are ARF inode numbers (FUSE's root, 1, is ARF's root, 1); what the client keeps per inode
+ * is its generation, its opens, and the queue of its writes in flight (write-behind:
+ * a write is answered once queued, close and fsync wait for the queue and report its
+ * errors; arf_data.h and docs/arf.md, "Writes").
  *
  * Consistency is close-to-open, as NFS gives: attributes and entries are cached for the
  * -o attr_timeout/entry_timeout seconds, and every open drops the file's cached pages, so
@@ -41,6 +43,7 @@ struct arf_fs {
 	int foreground;
 	int single_thread;             /* -s: one thread serves every request */
 	int writeback;                 /* -o writeback: the kernel caches writes (see init) */
+	int sync_writes;               /* -o sync_writes: each write waits for arfd (no queue) */
 	struct fuse_session *se;
 };
 
@@ -101,6 +104,8 @@ struct ino_slot {
 	uint64_t ino, gen;             /* ino 0: empty */
 	uint32_t opens;                /* open files of this client on it */
 	uint64_t hidden_dir;           /* != 0: unlinked while open, now hidden in this dir */
+	struct arf_wq *wq;             /* its writes in flight (made by the first write) */
+	uint32_t wq_users;             /* handlers using wq now: freed when 0 and not open */
 };
 static struct {
 	pthread_mutex_t lock;
@@ -166,13 +171,19 @@ static void ino_remove(struct ino_slot *e)
 	}
 }
 
-static void gen_put(uint64_t ino, uint64_t gen)
+/* Remember ino's generation; the end of this client's writes of it still queued (0: none). */
+static uint64_t gen_put(uint64_t ino, uint64_t gen)
 {
+	uint64_t end = 0;
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, true);
-	if (e)
+	if (e) {
 		e->gen = gen;
+		if (e->wq)
+			end = arf_wq_end(e->wq);
+	}
 	pthread_mutex_unlock(&inos.lock);
+	return end;
 }
 
 /* An open of ino: its generation (0: unknown), and the open counted. */
@@ -233,9 +244,51 @@ static void ino_forget(uint64_t ino)
 {
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, false);
-	if (e && !e->opens && !e->hidden_dir)
+	if (e && !e->opens && !e->hidden_dir && !e->wq)
 		ino_remove(e);
 	pthread_mutex_unlock(&inos.lock);
+}
+
+/* The write queue of ino (arf_data.h, write-behind), counted as used until wq_put; make:
+ * a new one when there is none (NULL: out of memory, or not open here).  The writes of an
+ * open file go through it; everything else that must see them (read, getattr, setattr,
+ * flush, fsync, release) drains it first. */
+static struct arf_wq *wq_get(struct arf_fs *fs, uint64_t ino, bool make)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	struct arf_wq *q = e ? e->wq : NULL;
+	if (!q && make && e && e->opens)
+		q = e->wq = arf_wq_new(fs->d, ino);
+	if (q)
+		e->wq_users++;
+	pthread_mutex_unlock(&inos.lock);
+	return q;
+}
+
+/* Done with q; the last user after the last close frees it (flushing what is left). */
+static void wq_put(uint64_t ino, struct arf_wq *q)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	bool last = false;
+	if (e && e->wq == q && --e->wq_users == 0 && !e->opens) {
+		e->wq = NULL;
+		last = true;
+	}
+	pthread_mutex_unlock(&inos.lock);
+	if (last)
+		arf_wq_free(q);
+}
+
+/* Wait until this client's queued writes of ino are applied (errors kept for the close). */
+static void wq_drain(struct arf_fs *fs, uint64_t ino)
+{
+	struct arf_wq *q = wq_get(fs, ino, false);
+	if (q) {
+		arf_wq_drain(q);
+		wq_put(ino, q);
+	}
 }
 
 static void hidden_name(uint64_t ino, char out[40])
@@ -249,8 +302,10 @@ static void fill_entry(struct arf_fs *fs, uint64_t ino, const struct arf_attr *a
 	memset(e, 0, sizeof *e);
 	e->ino = (fuse_ino_t)ino;
 	e->generation = at->gen;
-	gen_put(ino, at->gen);
+	uint64_t end = gen_put(ino, at->gen);
 	to_stat(ino, at, &e->attr);
+	if ((off_t)end > e->attr.st_size)
+		e->attr.st_size = (off_t)end;   /* writes of ours not applied yet */
 	e->attr_timeout = fs->attr_timeout;
 	e->entry_timeout = fs->entry_timeout;
 }
@@ -278,6 +333,7 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 {
 	struct arf_fs *fs = fs_of(req);
 	struct arf_attr at;
+	wq_drain(fs, ino);             /* the size and times our queued writes will give */
 	int rc = arf_getattr(fs->c, ino, &at);
 	if (rc < 0) {
 		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
@@ -533,7 +589,16 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 
 static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct arf_fs *fs = fs_of(req);
+	/* what flush did not see (writes of a mapping after it): nobody to tell but the log */
+	struct arf_wq *q = wq_get(fs, ino, false);
+	int rc = q ? arf_wq_flush(q) : 0;
+	if (rc < 0 && fs->foreground)
+		fprintf(stderr, "arf mount: writes of inode %" PRIu64 " after the last flush: %s\n",
+		        (uint64_t)ino, strerror(-rc));
 	uint64_t dir = ino_release(ino);
+	if (q)
+		wq_put(ino, q);
 	if (dir) {
 		/* the last close of a file unlinked while open: now it goes */
 		char name[40];
@@ -545,11 +610,21 @@ static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	fuse_reply_err(req, 0);
 }
 
-/* Writes are not buffered in the client: a write returned when arfd applied it, so close
- * has nothing to flush. */
+/* close (each close of a descriptor): every write queued so far is applied by arfd before
+ * the answer, which carries the first error of those not reported yet (ENOSPC, EIO, ...):
+ * close-to-open, and no write is lost silently. */
 static void arf_flush_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, 0);
+	struct arf_wq *q = wq_get(fs_of(req), ino, false);
+	int rc = 0;
+	if (q) {
+		rc = arf_wq_flush(q);
+		wq_put(ino, q);
+	}
+	if (rc < 0)
+		reply_data_errno(req, rc);
+	else
+		fuse_reply_err(req, 0);
 }
 
 static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -561,6 +636,7 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	wq_drain(fs, ino);             /* our own writes first */
 	int64_t n = arf_read_gen(fs->d, ino, fi->fh, (uint64_t)off, buf, size);
 	if (n < 0)
 		reply_data_errno(req, n);
@@ -569,10 +645,21 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* Queued (write-behind, arf_data.h): the answer comes before arfd applied the bytes; a
+ * failure shows at a later write, fsync or close of the file.  Without a queue (out of
+ * memory) the write is applied before the answer, as before. */
 static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                          off_t off, struct fuse_file_info *fi)
 {
-	int64_t n = arf_write_gen(fs_of(req)->d, ino, fi->fh, (uint64_t)off, buf, size);
+	struct arf_fs *fs = fs_of(req);
+	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, true);
+	int64_t n;
+	if (q) {
+		n = arf_wq_write(q, fi->fh, (uint64_t)off, buf, size);
+		wq_put(ino, q);
+	} else {
+		n = arf_write_gen(fs->d, ino, fi->fh, (uint64_t)off, buf, size);
+	}
 	if (n < 0)
 		reply_data_errno(req, n);
 	else
@@ -582,7 +669,14 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
                          struct fuse_file_info *fi)
 {
-	int rc = arf_fsync_gen(fs_of(req)->d, ino, fi ? fi->fh : 0);
+	struct arf_wq *q = wq_get(fs_of(req), ino, false);
+	int rc = 0;
+	if (q) {
+		rc = arf_wq_flush(q);  /* the queued writes are applied, then made durable */
+		wq_put(ino, q);
+	}
+	if (rc == 0)
+		rc = arf_fsync_gen(fs_of(req)->d, ino, fi ? fi->fh : 0);
 	if (rc < 0)
 		reply_data_errno(req, rc);
 	else
@@ -596,6 +690,7 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 {
 	struct arf_fs *fs = fs_of(req);
 	int rc = 0;
+	wq_drain(fs, ino);             /* in order with our writes (truncate, utimes after them) */
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = arf_truncate_gen(fs->d, ino, fi ? fi->fh : 0, (uint64_t)attr->st_size);
 		if (rc < 0) {
@@ -827,6 +922,8 @@ int arf_cmd_mount(int argc, char **argv)
 						goto bad_opt;
 				} else if (!strcmp(o, "writeback")) {
 					fs.writeback = 1;
+				} else if (!strcmp(o, "sync_writes")) {
+					fs.sync_writes = 1;
 				} else {
 					size_t l = strlen(o);
 					char *nf = realloc(fuse_opts, fo_len + l + 2);

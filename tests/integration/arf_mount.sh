@@ -2,7 +2,8 @@
 # arf_mount.sh: `arf mount` (the FUSE client) on a real image served by arfd --arf, driven
 # with plain shell tools: mkdir -p, create, mkfifo, ls -la (names, types), stat, statfs,
 # data (write, overwrite, append, truncate, holes), fsync, chmod/chown/touch and the
-# kernel's permission checks, two clients (close-to-open), rm, rmdir, the errors the tools
+# kernel's permission checks, two clients (close-to-open, also after queued writes), ENOSPC
+# of queued writes at a write, close or fsync, rm, rmdir, the errors the tools
 # print (EEXIST, ENOTEMPTY, ENOENT, EPERM for a device), a
 # directory of 1000 entries listed completely, arf umount, the daemonized mount, and fsck
 # clean at the end.  Where FUSE cannot be used (no /dev/fuse, no permission to mount) it
@@ -326,6 +327,11 @@ if mounted2; then
 	same "second client reads" "$(cat "$m2/a/shared")" "first version"
 	seq 1 20000 >"$m/a/shared"
 	same "second client sees it grown" "$(md5sum <"$m2/a/shared")" "$(seq 1 20000 | md5sum)"
+	# 6 MiB in 1 MiB writes (several in flight, write-behind): the close waits for all of
+	# them, so the other client's next open reads every byte
+	head -c 6291456 /dev/urandom >"$tmp/six"
+	dd if="$tmp/six" of="$m/a/shared" bs=1M status=none
+	same "second client reads queued writes after close" "$(md5sum <"$m2/a/shared")" "$(md5sum <"$tmp/six")"
 	printf 'short\n' >"$m/a/shared"
 	same "second client sees it shrunk" "$(cat "$m2/a/shared")" "short"
 	printf 'from two\n' >"$m2/a/shared2"
@@ -346,8 +352,12 @@ with open(new, "w") as f:
 if os.stat(new).st_ino != ino:
     print("inode not reused")
     sys.exit(0)
+# writes are queued (write-behind): the ESTALE comes with the write or, at the latest,
+# with the fsync or close after it
 try:
     os.pwrite(fd, b"CLOBBER", 0)
+    os.fsync(fd)
+    os.close(fd)
     print("write went through")
     sys.exit(1)
 except OSError as e:
@@ -382,6 +392,30 @@ same "a file after arfd's restart" "$(timeout "$T" cat "$m/a/survivor" 2>&1)" "w
 run sh -c "printf 'and after\n' >> '$m/a/survivor'"; check_rc "write after the restart" 0 $?
 same "appended after the restart" "$(timeout "$T" tail -n 1 "$m/a/survivor" 2>&1)" "and after"
 run rm "$m/a/survivor"; check_rc "rm after the restart" 0 $?
+
+# the image fills up under queued writes: the ENOSPC reaches dd (from a later write or
+# from its close), never a silent success; fsync of a queued file reports it too
+run dd if=/dev/zero of="$m/a/full" bs=1M count=64
+if [ $? -ne 0 ]; then ok; else bad "dd past the image's end exited 0"; fi
+contains "ENOSPC from queued writes" "$tmp/err" "No space left on device"
+run rm "$m/a/full"; check_rc "rm the full file" 0 $?
+if command -v python3 >/dev/null 2>&1; then
+	timeout "$T" python3 - "$m/a/full2" >"$tmp/out" 2>&1 <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+try:
+    for i in range(64):
+        os.write(fd, b"\0" * (1 << 20))
+    os.fsync(fd)
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+    sys.exit(0 if e.errno == errno.ENOSPC else 1)
+print("no error")
+sys.exit(1)
+PY
+	check_rc "ENOSPC from a write or fsync" 0 $?
+	run rm "$m/a/full2"; check_rc "rm the second full file" 0 $?
+fi
 
 # arf umount ends the foreground mount with status 0
 run "$BUILD/arf" umount "$m"; check_rc "arf umount" 0 $?

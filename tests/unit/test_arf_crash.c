@@ -3,7 +3,8 @@
  * flight at the kill is either done or not done (never half), and fsck finds nothing.
  *
  * The workload (one client, the way a mount would drive the server): appends of random
- * lengths to several files, each followed by fsync; creates; renames of a file between two
+ * lengths to several files (half of them through the mount's write queue, arf_wq, then
+ * its flush), each followed by fsync; creates; renames of a file between two
  * names; unlinks of finished files.  A killer thread SIGKILLs the forked arfd after a random
  * delay.  The client keeps a model of what was acknowledged and of the one operation in
  * flight, and the check after the restart allows exactly "as acknowledged" or "as
@@ -170,8 +171,26 @@ static unsigned workload(struct client *k, uint64_t dir)
 			int64_t ino = arf_lookup(k->c, dir, name);
 			if (ino < 0)
 				break;
-			if (arf_write(k->d, (uint64_t)ino, m->acked, chunk, len) != (int64_t)len)
+			if (next_rand() % 2) {
+				/* as the mount writes: queued (arf_wq, in up to three pieces), then
+				 * flush and fsync; only the fsync's answer acknowledges */
+				struct arf_wq *q = arf_wq_new(k->d, (uint64_t)ino);
+				if (!q)
+					break;
+				size_t at = 0;
+				int64_t rc = 0;
+				for (int piece = 0; piece < 3 && at < len && rc >= 0; piece++) {
+					size_t n = piece == 2 ? len - at : 1 + next_rand() % (len - at);
+					rc = arf_wq_write(q, 0, m->acked + at, chunk + at, n);
+					at += n;
+				}
+				int frc = arf_wq_flush(q);
+				arf_wq_free(q);
+				if (rc < 0 || frc != 0)
+					break;
+			} else if (arf_write(k->d, (uint64_t)ino, m->acked, chunk, len) != (int64_t)len) {
 				break;
+			}
 			if (arf_fsync(k->d, (uint64_t)ino) != 0)
 				break;
 			m->acked += len;

@@ -3,7 +3,8 @@
  * (1 byte, across block boundaries, 10 MiB), a sparse file with a 1 GiB hole, overwrites in
  * the middle, hundreds of interleaved one-block appends and hole fills (extents beyond the
  * 9 inline ones, extent blocks filled and split), truncate down and up, setattr, every
- * errno, ENOSPC on a 4 MiB image, and crashes: a write that splits an extent block and a
+ * errno, ENOSPC on a 4 MiB image, write-behind (arf_wq: gathered and pipelined writes,
+ * overlaps, ESTALE and ENOSPC reported at the flush), and crashes: a write that splits an extent block and a
  * truncate that cuts the chain, stopped by fuel at every point in forked servers that are
  * then SIGKILLed (fsck clean, the file as before or as after).  Every file is compared with a
  * model kept here.  After each phase arfd is stopped and arf_fsck must find the image clean.
@@ -608,6 +609,88 @@ static void test_enospc(void)
 	free(m.b);
 }
 
+/* ---- write-behind (arf_wq): queued writes come out as the plain ones would, and what
+ * fails shows at the flush */
+
+static void test_wq(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct model m = { 0 };
+	m.ino = (uint64_t)create(&k, "queued");
+	struct arf_wq *q = arf_wq_new(k.d, m.ino);
+	CHECK(q != NULL, "arf_wq_new");
+	if (!q) {
+		unserve(&k);
+		return;
+	}
+	size_t n = 9u << 20;
+	unsigned char *p = malloc(n);
+	fill_rand(p, n);
+	/* sequential writes of tar's 10 KiB, gathered into runs; then 1 MiB ones (several runs
+	 * in flight); then writes over bytes still in flight and behind them, which must win
+	 * over the older ones */
+	size_t off = 0;
+	bool ok = true;
+	for (; off < (3u << 20); off += 10240)
+		ok &= arf_wq_write(q, 0, off, p + off, 10240) == 10240;
+	for (; off + (1u << 20) <= n; off += 1u << 20)
+		ok &= arf_wq_write(q, 0, off, p + off, 1u << 20) == 1 << 20;
+	m_write(&m, 0, p, off);
+	CHECK(arf_wq_end(q) == off, "queued end %" PRIu64 " want %zu", arf_wq_end(q), off);
+	unsigned char tail[5000];
+	fill_rand(tail, sizeof tail);
+	ok &= arf_wq_write(q, 0, off - 3000, tail, sizeof tail) == sizeof tail;
+	m_write(&m, off - 3000, tail, sizeof tail);
+	ok &= arf_wq_write(q, 0, 4096 * 3 + 1, tail, 700) == 700;    /* long applied or in flight */
+	m_write(&m, 4096 * 3 + 1, tail, 700);
+	ok &= arf_wq_write(q, 0, off + 123456, "end", 3) == 3;       /* a hole before it */
+	m_write(&m, off + 123456, "end", 3);
+	CHECK(ok, "queued writes all taken");
+	CHECK(arf_wq_flush(q) == 0, "flush: %s", arf_data_errmsg(k.d));
+	CHECK(arf_wq_end(q) == 0, "nothing queued after the flush");
+	same(&k, &m, 1u << 20, "written through the queue");
+	/* a file deleted and made again meanwhile (another generation): ESTALE at the flush,
+	 * later writes refused with it until then, and the file untouched */
+	struct arf_attr at;
+	CHECK(arf_getattr(k.c, m.ino, &at) == 0, "getattr");
+	CHECK(arf_wq_write(q, at.gen + 1, 0, "stale", 5) == 5, "stale write queued");
+	arf_wq_drain(q);
+	CHECK(arf_wq_write(q, 0, 0, "later", 5) == -ESTALE, "a write after the failure");
+	CHECK(arf_wq_flush(q) == -ESTALE, "flush reports ESTALE");
+	CHECK(arf_wq_flush(q) == 0, "reported once");
+	same(&k, &m, 1u << 20, "untouched by the stale writes");
+	arf_wq_free(q);
+	unserve(&k);
+	fsck_clean("after queued writes", img);
+
+	/* ENOSPC: every write is taken (queued), the flush says what did not fit */
+	char err[512];
+	const char *tiny = path_of("tiny-wq.img");
+	CHECK(arf_mkfs(tiny, 4 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	if (serve(&k, tiny)) {
+		uint64_t ino = (uint64_t)create(&k, "fill");
+		q = arf_wq_new(k.d, ino);
+		ok = q != NULL;
+		for (off = 0; ok && off < (8u << 20); off += 1u << 20)
+			ok = arf_wq_write(q, 0, off, p + off, 1u << 20) == 1 << 20;
+		CHECK(ok || (q && off > 0), "writes queued before the image filled");
+		if (q) {
+			int rc = arf_wq_flush(q);
+			CHECK(rc == -ENOSPC, "flush of a full image: %d", rc);
+			CHECK(arf_wq_flush(q) == 0, "ENOSPC reported once");
+			arf_wq_free(q);
+		}
+		CHECK(arf_getattr(k.c, ino, &at) == 0 && at.size < (8u << 20) && at.size > 0,
+		      "the part that fit: %" PRIu64, at.size);
+		unserve(&k);
+		fsck_clean("after queued ENOSPC", tiny);
+	}
+	free(p);
+	free(m.b);
+}
+
 /* ---- crashes: a run stopped by fuel at successive points, then SIGKILL (as test_arf_ops) */
 
 static int interrupted_ops(const char *img)
@@ -863,6 +946,7 @@ int main(void)
 	test_fsync(img);
 	test_truncate(img);
 	test_enospc();
+	test_wq(img);
 	test_crash();
 	free(f1.b); free(f2.b); free(f3.b); free(g.b); free(h.b);
 	if (!failed) {
