@@ -121,7 +121,11 @@ int vm_remote_store(struct run *run, unsigned r, uint64_t off, const void *src, 
 	return write_through(run, r, off, src, width);
 }
 
-/* findb/finds/findsi over a remote range fetch this much at a time. */
+/* findb/finds/findsi over a remote range fetch a window at a time: the first one small (and
+ * through the block cache), each next one twice as large up to REMOTE_SCAN_WINDOW.  A match
+ * near the start, as in grep's skip to the next line with the literal (one search per line),
+ * then costs a few blocks, not a 1 MiB read. */
+#define REMOTE_SCAN_FIRST  (2u * VM_REMOTE_BLOCK)   /* with a needle, still cached by view() */
 #define REMOTE_SCAN_WINDOW (1u << 20)
 
 /* The true length of region r, remote or not. */
@@ -278,8 +282,9 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		if (!in_bounds(off, n, len_of(run, r1)))
 			return ISA_TRAP_BOUNDS;
 		v[0] = UINT64_MAX;
-		for (uint64_t pos = off; pos < off + n && k == 0; pos += REMOTE_SCAN_WINDOW) {
-			uint64_t m = off + n - pos < REMOTE_SCAN_WINDOW ? off + n - pos : REMOTE_SCAN_WINDOW;
+		for (uint64_t pos = off, w = REMOTE_SCAN_FIRST; pos < off + n && k == 0;
+		     pos += w, w = w < REMOTE_SCAN_WINDOW ? 2 * w : w) {
+			uint64_t m = off + n - pos < w ? off + n - pos : w;
 			free(t1);
 			if ((k = view(run, r1, pos, m, &p1, &t1)) != 0)
 				break;
@@ -305,10 +310,11 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		if ((k = view(run, r2, noff, nn, &p2, &t2)) != 0)
 			break;
 		v[0] = UINT64_MAX;
-		for (uint64_t pos = off; pos < off + n && k == 0; pos += REMOTE_SCAN_WINDOW) {
+		for (uint64_t pos = off, w = REMOTE_SCAN_FIRST; pos < off + n && k == 0;
+		     pos += w, w = w < REMOTE_SCAN_WINDOW ? 2 * w : w) {
 			uint64_t m = off + n - pos;
-			if (m > REMOTE_SCAN_WINDOW + nn - 1)
-				m = REMOTE_SCAN_WINDOW + nn - 1;
+			if (m > w + nn - 1)
+				m = w + nn - 1;
 			if (m < nn)
 				break;
 			free(t1);

@@ -173,6 +173,19 @@ rdir=many rcheck -r -L needle
 rdir=many rcheck -r -n -m 2 needle
 "$BUILD/arf" grep -r -q needle "$ep:/many"
 if [ $? -eq 0 ]; then pass=$((pass + 1)); else fail_msg "arf grep -r -q needle many"; fi
+# --local over a file of more than 1 MiB whose every line has the literal: one search per
+# line over the remote region (it used to fetch a 1 MiB window per line: minutes)
+for a in '-c needle' '-n -i NEEDLE' '-c -v 0$'; do
+	# shellcheck disable=SC2086
+	/usr/bin/grep $a "$d/many/big1" >"$tmp/g.out"
+	# shellcheck disable=SC2086
+	timeout 30 "$BUILD/arf" grep --local $a "$ep:/many/big1" >"$tmp/a.out"
+	if cmp -s "$tmp/g.out" "$tmp/a.out"; then
+		pass=$((pass + 1))
+	else
+		fail_msg "arf grep --local $a (2.4 MB file)"
+	fi
+done
 # errors: a missing file, a directory without -r
 check -n needle nosuch
 "$BUILD/arf" grep needle "$ep:/sub" >/dev/null 2>"$tmp/e"

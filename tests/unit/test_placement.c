@@ -146,14 +146,14 @@ static const char *const cases[] = {
 	".region scratch rw\n.region text ro\n.func main\n\tpush 4000\n\tpush 0\n\tpush 97\n"
 	"\tcopy scratch, text\n\tpush 1\n\tret\n.end\n.export main\n",
 	/* findb, finds and findsi over long remote ranges, searched window by window: a byte and a
-	 * needle in the third MiB, a needle across the first window seam (1 MiB, also in other
-	 * case), a needle
+	 * needle in the third MiB, needles across window seams (also in other case), a needle
 	 * absent, and a byte near the end of an 80 MiB range (longer than one fetch may be) */
-	".region big rw\n.const seam \"SEAM-NEEDLE\"\n.const seami \"seam-Needle\"\n.const third \"third-mib\"\n.const none \"absent!\"\n"
+	".region big rw\n.const seam \"SEAM-NEEDLE\"\n.const seami \"seam-Needle\"\n.const small \"small-Seam\"\n.const third \"third-mib\"\n.const none \"absent!\"\n"
 	".func main\n.local t\n"
 	"\tpush 0\n\tpush 3145728\n\tpush 'Q'\n\tfindb big\n\tlset t\n"
 	"\tpush 0\n\tpush 3145728\n\tpush @seam\n\tpush #seam\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
 	"\tpush 0\n\tpush 3145728\n\tpush @seami\n\tpush #seami\n\tfindsi big, const\n\tlget t\n\tadd\n\tlset t\n"
+	"\tpush 0\n\tpush 3145728\n\tpush @small\n\tpush #small\n\tfindsi big, const\n\tlget t\n\tadd\n\tlset t\n"
 	"\tpush 5\n\tpush 3145000\n\tpush @third\n\tpush #third\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
 	"\tpush 0\n\tpush 3145728\n\tpush @none\n\tpush #none\n\tfinds big, const\n\tlget t\n\tadd\n\tlset t\n"
 	"\tpush 0\n\tpush 83886080\n\tpush 'Z'\n\tfindb big\n\tlget t\n\tadd\n\tret\n.end\n.export main\n",
@@ -228,7 +228,10 @@ int main(void)
 		scratch0[i] = (uint8_t)(i * 13);
 	/* big: zeros with a few marks (see the findb/finds case) */
 	static const struct { uint64_t off; const char *s; } marks[] = {
-		{ 1048576 - 5, "SEAM-NEEDLE" }, { 2500000, "Q" }, { 2800000, "third-mib" },
+		/* across the seams of the windows of a search from 0 (remote.c: 2 KiB, then each
+		 * twice as large up to 1 MiB): the first at 2048, the last growing one at 1046528 */
+		{ 2048 - 3, "SMALL-SEAM" }, { 1046528 - 5, "SEAM-NEEDLE" }, { 2500000, "Q" },
+		{ 2800000, "third-mib" },
 		{ 83886080 - 100, "Z" },
 	};
 	for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
