@@ -42,6 +42,25 @@ uint64_t pn_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+bool pn_lock_from_io(pthread_mutex_t *m, const atomic_bool *waiter_in)
+{
+	uint64_t until = 0;
+	for (unsigned i = 0;; i++) {
+		if (pthread_mutex_trylock(m) == 0)
+			return true;
+		if (atomic_load(waiter_in))
+			return false;
+		if ((i & 15) == 15) {      /* about 20 us, then the caller sleeps instead */
+			uint64_t now = pn_now_ns();
+			if (!until)
+				until = now + 20000;
+			else if (now >= until)
+				return false;
+		}
+		__builtin_ia32_pause();
+	}
+}
+
 /* ---- structures ---- */
 
 enum { DESC_PENDING = 1, DESC_FILLING = 2 };   /* rcv_desc.status while open */

@@ -9,6 +9,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 
@@ -182,5 +183,9 @@ bool pn_core_drop(struct pn *pn);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t pn_now_ns(void);
+/* For a waiter about to read a transport's receive side itself: take m if it is free, or
+ * held by the transport's I/O thread (it lets go within microseconds: wait a moment); give
+ * up at once if *waiter_in says another waiter has it (it may keep it for a whole wait). */
+bool pn_lock_from_io(pthread_mutex_t *m, const atomic_bool *waiter_in);
 
 #endif

@@ -78,6 +78,7 @@ struct conn {
 	bool unwatched;                /* out of epoll's interest, left so by a waiter */
 	uint64_t released_ns;          /* when the last waiter let go of it */
 	atomic_bool want_watch;        /* someone needs the I/O thread to read it: at once */
+	atomic_bool waiter_in;         /* rx_lock is held by a waiter (not the I/O thread) */
 	/* replies batched by the reader of this connection (under rx_lock) */
 	uint8_t *out;                  /* OUT_CAP bytes, allocated on first use */
 	size_t out_len;
@@ -710,8 +711,8 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 	pthread_mutex_unlock(&s->lock);
 	if (!c)
 		return -1;
-	if (pthread_mutex_trylock(&c->rx_lock) != 0) {
-		/* another thread reads it: ask it to hand the connection to the I/O thread when it
+	if (!pn_lock_from_io(&c->rx_lock, &c->waiter_in)) {
+		/* another waiter reads it: ask it to hand the connection to the I/O thread when it
 		 * is done, then look once more (it may have let go in between) */
 		atomic_store(&c->want_watch, true);
 		if (pthread_mutex_trylock(&c->rx_lock) != 0) {
@@ -719,6 +720,7 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 			return -1;
 		}
 	}
+	atomic_store(&c->waiter_in, true);
 	int rc = -1;
 	if (!c->closed) {
 		if (!c->unwatched) {
@@ -743,6 +745,7 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 	}
 	if (atomic_load(&c->want_watch))
 		rewatch(tp, c);
+	atomic_store(&c->waiter_in, false);
 	pthread_mutex_unlock(&c->rx_lock);
 	/* a waiter that came while we held it may have asked after our look above */
 	if (atomic_load(&c->want_watch) && pthread_mutex_trylock(&c->rx_lock) == 0) {

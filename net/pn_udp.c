@@ -231,6 +231,7 @@ struct pn_tp {
 	atomic_bool waiters_read;      /* the I/O thread leaves the socket to waiters (top) */
 	uint64_t released_ns;          /* when the last waiter let go of it (under rx_lock) */
 	atomic_bool kicked;            /* udp_kick: the I/O thread takes the socket back */
+	atomic_bool waiter_in;         /* rx_lock is held by a waiter (not the I/O thread) */
 };
 
 static _Thread_local struct pn_tp *io_thread_of;
@@ -962,14 +963,16 @@ static void *io_main(void *arg)
  * 1 it read or was woken, 0 timeout, -1 another thread reads (sleep instead). */
 static int udp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
 {
-	if (atomic_load(&tp->stop) || pthread_mutex_trylock(&tp->rx_lock) != 0)
+	if (atomic_load(&tp->stop) || !pn_lock_from_io(&tp->rx_lock, &tp->waiter_in))
 		return -1;
+	atomic_store(&tp->waiter_in, true);
 	atomic_store(&tp->waiters_read, true);
 	struct pollfd p[2] = { { .fd = tp->fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
 	int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
 	if (n > 0 && p[0].revents)
 		read_batch(tp);
 	tp->released_ns = pn_now_ns();
+	atomic_store(&tp->waiter_in, false);
 	bool give_back = atomic_load(&tp->kicked);
 	if (give_back)
 		take_back(tp);
