@@ -35,8 +35,8 @@
  *
  * Replies are batched: while a thread reads a connection (on_readable), frames that inline
  * handlers send go into the connection's out buffer instead of one writev each, and are
- * written together when the read pass ends, so a pipelined burst of requests is answered
- * with one system call instead of one per request.
+ * written together before the next recv, so a pipelined burst of requests that one recv
+ * brought in is answered with one system call instead of one per request.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -483,6 +483,9 @@ static int read_pass(struct pn_tp *tp, struct conn *c)
 		int rc = drain_stage(tp, c);
 		if (rc != 0)
 			return rc;
+		/* what the frames of this recv made the handlers send goes out before the next
+		 * recv: a pass over a long stream (bulk data) must not hold its replies back */
+		out_flush(c);
 		ssize_t r;
 		size_t asked;
 		if (c->in_payload && c->need - c->got >= RX_STAGE) {
