@@ -73,8 +73,8 @@ int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);
  *
  * Thread-safe: calls on one queue are serialized by its lock (a flush waits, holding it,
  * for the replies).  Not durable: fsync is arf_wq_flush then arf_fsync_gen. */
-#define ARF_WQ_RUN (1u << 20)
-#define ARF_WQ_DEPTH 4
+#define ARF_WQ_RUN (2u << 20)
+#define ARF_WQ_DEPTH 3
 #define ARF_WQ_BUDGET (64u << 20)
 
 struct arf_wq;
