@@ -14,7 +14,7 @@
 # untars the top-level directories --kernel-dirs (default fs include kernel lib mm net
 # scripts: 12 000 entries, 16 of them symlinks; `all` is the whole 84 000) of Debian's
 # linux-source tarball (installed when missing; a generated tree of --files files when it
-# cannot be) and writes a --big 1024 MiB file, results/fs.*.  Needs root
+# cannot be) and writes a --big 4096 MiB file (the 4 GiB), results/fs.*.  Needs root
 # (namespaces, mounts).  Everything it makes lives in a mktemp directory, two namespaces
 # and one veth pair, all removed on exit; every step is bounded by `timeout`.
 set -uo pipefail
@@ -28,7 +28,7 @@ NETS="1gbit unlimited"
 TREE=kernel
 KDIRS="fs include kernel lib mm net scripts"
 FILES=20000
-BIG_MIB=1024
+BIG_MIB=4096
 OUT=
 ROW_T=
 while [ $# -gt 0 ]; do
