@@ -406,8 +406,17 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 	struct pn_peer_rec *only = c->n_sent == 1 && c->sent_to[0] < pn->n_peers ?
 	                           pn->peers[c->sent_to[0]] : NULL;
 	struct endpoint *oep = only ? endpoint_for(pn, only->addr.scheme) : NULL;
-	int wfd = c->remaining > 0 && oep && oep->ops->wait_read ? thread_wake_fd() : -1;
-	if (wfd >= 0) {
+	bool reader = c->remaining > 0 && oep && oep->ops->wait_read;
+	/* When every descriptor accepts only that peer, nothing but its messages completes
+	 * the wait (no forwarded reply from a third peer can): the reader needs no eventfd and
+	 * may block in the transport's receive call, one system call less per round trip.
+	 * (The exception, a reply on a second connection between the same two endpoints, is
+	 * noticed within the transport's slice.) */
+	bool only_from_it = reader;
+	for (unsigned i = 0; only_from_it && i < c->n; i++)
+		only_from_it = c->rcv[i].from == c->sent_to[0];
+	int wfd = reader && !only_from_it ? thread_wake_fd() : -1;
+	if (reader && (only_from_it || wfd >= 0)) {
 		c->wake_fd = wfd;
 		c->waiter = pthread_self();
 		pthread_mutex_unlock(&pn->lock);
@@ -426,7 +435,7 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 		pthread_mutex_lock(&pn->lock);
 		c->wake_fd = -1;
 		uint64_t drain;                        /* leave the eventfd clear for next time */
-		if (c->woken && read(wfd, &drain, sizeof drain) < 0) { /* it was clear */ }
+		if (c->woken && wfd >= 0 && read(wfd, &drain, sizeof drain) < 0) { /* it was clear */ }
 	}
 	/* Replies may come on connections that a reading waiter left to waiters (tcp): have
 	 * the transports' own threads read them before this thread sleeps. */

@@ -100,6 +100,9 @@ struct pn_transport {
 	 * itself for up to timeout_ms, delivering what arrives through the usual core calls, and
 	 * returns early when wake_fd (an eventfd) becomes readable: the core signals it when the
 	 * reply came another way (a forwarded reply, on another connection).
+	 * wake_fd -1: the reply can only come through what the transport reads (the core
+	 * knows no other way to complete the wait), so it may block in a receive call itself,
+	 * looking up at least every few milliseconds for the core's timeouts and shutdown.
 	 * 1: it read something or was woken, 0: timeout, -1: not possible now (sleep instead). */
 	int (*wait_read)(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms);
 	/* Optional (tcp): a thread is about to sleep until a Cooperation completes; whatever

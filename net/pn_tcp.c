@@ -56,6 +56,7 @@
 #define RX_STAGE (64 * 1024)       /* small frames are parsed from one recv into this */
 #define OUT_CAP  (32 * 1024)       /* replies batched during one read pass (see the top) */
 #define STICKY_NS 1000000ull       /* a waiter's connection stays out of epoll this long */
+#define RECV_SLICE_MS 10           /* a waiter's blocking recv looks up this often */
 
 struct conn {
 	int fd;
@@ -79,6 +80,7 @@ struct conn {
 	uint64_t released_ns;          /* when the last waiter let go of it */
 	atomic_bool want_watch;        /* someone needs the I/O thread to read it: at once */
 	atomic_bool waiter_in;         /* rx_lock is held by a waiter (not the I/O thread) */
+	bool sliced;                   /* SO_RCVTIMEO is set for waiters' blocking recv */
 	/* replies batched by the reader of this connection (under rx_lock) */
 	uint8_t *out;                  /* OUT_CAP bytes, allocated on first use */
 	size_t out_len;
@@ -476,10 +478,11 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 
 /* Read what is available.  Returns 0, or an error after which the connection is closed.
  * A short read means the socket is empty: return to epoll (level-triggered, so bytes that
- * arrive meanwhile are reported) instead of a recv that could only say EAGAIN. */
-static int read_pass(struct pn_tp *tp, struct conn *c)
+ * arrive meanwhile are reported) instead of a recv that could only say EAGAIN.
+ * block: the first recv waits (up to the socket's SO_RCVTIMEO); 1 if nothing came. */
+static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 {
-	for (;;) {
+	for (int flags = block ? 0 : MSG_DONTWAIT;; flags = MSG_DONTWAIT) {
 		int rc = drain_stage(tp, c);
 		if (rc != 0)
 			return rc;
@@ -491,7 +494,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c)
 		if (c->in_payload && c->need - c->got >= RX_STAGE) {
 			/* a large payload is read straight into its destination, not the stage */
 			asked = c->need - c->got;
-			r = recv(c->fd, c->dst + c->got, asked, MSG_DONTWAIT);
+			r = recv(c->fd, c->dst + c->got, asked, flags);
 			if (r > 0) {
 				c->got += (size_t)r;
 				if (c->got == c->need)
@@ -499,7 +502,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c)
 			}
 		} else {
 			asked = RX_STAGE;
-			r = recv(c->fd, c->stage, asked, MSG_DONTWAIT);
+			r = recv(c->fd, c->stage, asked, flags);
 			if (r > 0) {
 				c->st_off = 0;
 				c->st_len = (size_t)r;
@@ -512,6 +515,8 @@ static int read_pass(struct pn_tp *tp, struct conn *c)
 		}
 		if (r == 0)
 			return -PN_EPEERDOWN;
+		if (!flags && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return 1;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return 0;
 		if (errno != EINTR)
@@ -519,12 +524,12 @@ static int read_pass(struct pn_tp *tp, struct conn *c)
 	}
 }
 
-/* read_pass, with the frames its handlers send batched into one write at the end. */
-static int on_readable(struct pn_tp *tp, struct conn *c)
+/* read_pass, with the frames its handlers send batched (see the top). */
+static int on_readable(struct pn_tp *tp, struct conn *c, bool block)
 {
 	struct conn *outer = tls_reading;   /* NULL: nobody reads inside a handler */
 	tls_reading = c;
-	int rc = read_pass(tp, c);
+	int rc = read_pass(tp, c, block);
 	out_flush(c);
 	tls_reading = outer;
 	return rc;
@@ -595,7 +600,7 @@ static void *io_main(void *arg)
 					pthread_mutex_unlock(&c->rx_lock);
 					continue;
 				}
-				int rc = on_readable(tp, c);
+				int rc = on_readable(tp, c, false);
 				if (rc == 0 && (evs[i].events & (EPOLLERR | EPOLLHUP)))
 					rc = -PN_EPEERDOWN;
 				if (rc != 0) {
@@ -699,7 +704,8 @@ static void tcp_close(struct pn_tp *tp)
 /* The calling thread waits for a reply from peer by reading its connection itself (see the
  * top of the file).  1: it read (a reply may have arrived, or the connection failed and the
  * I/O thread will report it), 0: nothing within timeout_ms, -1: not possible now (no
- * connection, or another thread is reading it).  wake_fd readable also ends the wait. */
+ * connection, or another thread is reading it).  wake_fd readable also ends the wait;
+ * without one (-1) it blocks in recv, in RECV_SLICE_MS slices. */
 static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
 {
 	struct tcp_peer *s = peer->tp_state;
@@ -732,11 +738,26 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 			if (atomic_fetch_add(&tp->n_unwatched, 1) == 0)
 				wake_io(tp);       /* its epoll timeout becomes the sticky period */
 		}
-		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN },
-		                       { .fd = wake_fd, .events = POLLIN } };
-		int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
-		rc = n > 0;
-		if (n > 0 && p[0].revents && on_readable(tp, c) != 0) {
+		int r;
+		if (wake_fd < 0) {
+			/* nothing but this connection can bring the reply: block in recv itself, as
+			 * a plain client does (one call where poll + recv were two), in slices so
+			 * that timeouts and pn_finalize are noticed */
+			if (!c->sliced) {
+				struct timeval tv = { .tv_usec = RECV_SLICE_MS * 1000 };
+				setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+				c->sliced = true;
+			}
+			r = on_readable(tp, c, true);
+			rc = r != 1;
+		} else {
+			struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN },
+			                       { .fd = wake_fd, .events = POLLIN } };
+			int n = poll(p, 2, timeout_ms);
+			rc = n > 0;
+			r = n > 0 && p[0].revents ? on_readable(tp, c, false) : 0;
+		}
+		if (r < 0) {
 			/* leave the closing to the I/O thread: the next read there fails the same way */
 			pthread_mutex_lock(&c->send_lock);
 			atomic_store(&c->dead, true);

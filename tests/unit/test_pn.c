@@ -97,17 +97,32 @@ static void h_silent(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, vo
 {
 }
 
-/* One request, one reply into buf; returns pn_coop_end's result. */
-static int request(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len,
-                   void *buf, size_t cap, size_t *got, int timeout_ms)
+/* One request, one reply into buf; returns pn_coop_end's result.  The reply is accepted
+ * from anyone (a forwarded one too); request_from accepts it only from `from`, which lets
+ * the waiting thread block in the transport's receive call (pn.c). */
+static int request_from(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len,
+                        void *buf, size_t cap, size_t *got, int timeout_ms, pn_peer from)
 {
-	struct pn_rcv_desc d = { .buf = buf, .cap = cap, .type = T_REPLY, .from = PN_ANY };
+	struct pn_rcv_desc d = { .buf = buf, .cap = cap, .type = T_REPLY, .from = from };
 	pn_coop c = pn_coop_start(pn, &d, 1);
 	int rc = pn_send(pn, to, type, c, msg, len);
 	int rc2 = pn_coop_end(pn, c, timeout_ms);
 	if (got)
 		*got = d.len;
 	return rc ? rc : rc2;
+}
+
+static int request(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len,
+                   void *buf, size_t cap, size_t *got, int timeout_ms)
+{
+	return request_from(pn, to, type, msg, len, buf, cap, got, timeout_ms, PN_ANY);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
 static void test_request_reply(void)
@@ -391,6 +406,13 @@ static void test_after_wait(void)
 	pn_finalize(c);
 }
 
+static void *finalize_later(void *arg)
+{
+	usleep(100000);
+	pn_finalize(arg);
+	return NULL;
+}
+
 static void test_failures(void)
 {
 	struct pn_opts o = { .udp_max_wait_ms = 600, .connect_timeout_ms = 1000 };
@@ -402,6 +424,35 @@ static void test_failures(void)
 	char buf[8];
 	int rc = request(a, pb, T_SILENT, "?", 1, buf, sizeof buf, NULL, 300);
 	CHECK(rc == -PN_ETIMEDOUT, "silent peer: %d (%s)", rc, pn_strerror(rc));
+	/* the same when the reply may only come from b (the waiter blocks in recv, in slices);
+	 * the bound is loose: it shows the wait ends, not how precisely */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = request_from(a, pb, T_SILENT, "?", 1, buf, sizeof buf, NULL, 300, pb);
+	double waited = ms_since(&t0);
+	CHECK(rc == -PN_ETIMEDOUT && waited >= 290 && waited < 3000,
+	      "silent peer, reply only from it: %d (%s) after %.0f ms", rc, pn_strerror(rc), waited);
+	/* and a peer that goes away while a thread blocks reading for its reply */
+	struct pn *v = open_ep(&o);
+	if (v) {
+		pn_set_handler(v, T_SILENT, 0, h_silent, NULL);
+		pn_peer pc = peer_of(a, v);
+		char cbuf[8];
+		CHECK(request_from(a, pc, T_ECHO, "?", 1, cbuf, sizeof cbuf, NULL, 200, pc) != 0,
+		      "no echo handler on c: the request does not complete");
+		pthread_t t;
+		pthread_create(&t, NULL, finalize_later, v);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = request_from(a, pc, T_SILENT, "?", 1, cbuf, sizeof cbuf, NULL,
+		                  strcmp(scheme, "udp") ? 5000 : 1000, pc);
+		waited = ms_since(&t0);
+		pthread_join(t, NULL);
+		/* tcp sees the connection close; udp has no connection: the request was
+		 * acknowledged, so only the deadline ends the wait */
+		double limit = strcmp(scheme, "udp") ? 4000 : 3000;
+		CHECK(rc != 0 && waited < limit, "peer finalized during a blocking wait: %d (%s) after %.0f ms",
+		      rc, pn_strerror(rc), waited);
+	}
 
 	/* the peer goes away: the request fails (tcp: refused or down; udp: returned) */
 	char bname[64];
