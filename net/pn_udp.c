@@ -94,6 +94,7 @@
 #define RX_SLOT        (DGRAM_MAX + 1)  /* one more byte than a datagram: detects oversized */
 #define POLL_MAX_MS    1000
 #define STICKY_NS      1000000ull       /* the socket stays with the waiters this long */
+#define RECV_SLICE_MS  10               /* a waiter's blocking recvmmsg looks up this often */
 
 _Static_assert(WIN_MAX <= 64, "sack is one u64");
 _Static_assert(DGRAM_MAX <= 65507, "a datagram must fit one IPv4 UDP packet");
@@ -870,8 +871,9 @@ static uint64_t timers(struct pn_tp *tp, uint64_t now)
 
 /* Read up to RX_BATCH datagrams (rx_lock held), RX_VEC per system call; a call that returns
  * fewer found the socket empty, so no call is spent on learning that (EAGAIN) in the usual
- * case of one or a few datagrams per wake-up.  Returns how many. */
-static int read_batch(struct pn_tp *tp)
+ * case of one or a few datagrams per wake-up.  block: wait up to RECV_SLICE_MS for the
+ * first.  Returns how many. */
+static int read_batch(struct pn_tp *tp, bool block)
 {
 	struct pn_tp *outer = rx_thread_of;
 	rx_thread_of = tp;
@@ -885,7 +887,9 @@ static int read_batch(struct pn_tp *tp)
 			mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &ss[i], .msg_namelen = sizeof ss[i],
 			                                       .msg_iov = &iov[i], .msg_iovlen = 1 } };
 		}
-		int n = recvmmsg(tp->fd, mm, RX_VEC, MSG_DONTWAIT, NULL);
+		/* block: wait for the first datagram (up to SO_RCVTIMEO), then take what is there */
+		int n = recvmmsg(tp->fd, mm, RX_VEC, block && !total ? MSG_WAITFORONE : MSG_DONTWAIT,
+		                 NULL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -953,7 +957,7 @@ static void *io_main(void *arg)
 		    (atomic_load(&tp->kicked) || pn_now_ns() - tp->released_ns >= STICKY_NS))
 			take_back(tp);
 		if (!atomic_load(&tp->waiters_read))
-			read_batch(tp);
+			read_batch(tp, false);
 		pthread_mutex_unlock(&tp->rx_lock);
 	}
 	return NULL;
@@ -967,10 +971,18 @@ static int udp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 		return -1;
 	atomic_store(&tp->waiter_in, true);
 	atomic_store(&tp->waiters_read, true);
-	struct pollfd p[2] = { { .fd = tp->fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
-	int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
-	if (n > 0 && p[0].revents)
-		read_batch(tp);
+	int n;
+	if (wake_fd < 0) {
+		/* only the socket can bring the reply: block in recvmmsg itself (one call where
+		 * poll + recvmmsg were two), in slices, so timeouts and shutdown are noticed */
+		n = read_batch(tp, true);
+	} else {
+		struct pollfd p[2] = { { .fd = tp->fd, .events = POLLIN },
+		                       { .fd = wake_fd, .events = POLLIN } };
+		n = poll(p, 2, timeout_ms);
+		if (n > 0 && p[0].revents)
+			read_batch(tp, false);
+	}
 	tp->released_ns = pn_now_ns();
 	atomic_store(&tp->waiter_in, false);
 	bool give_back = atomic_load(&tp->kicked);
@@ -1020,7 +1032,9 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	struct sockaddr_storage ss;
 	socklen_t sl = pn_addr_to_sockaddr(self, &ss);
 	tp->family = ss.ss_family;
-	tp->fd = socket(tp->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* blocking, for waiters' recvmmsg (in RECV_SLICE_MS slices); every other call on it
+	 * says MSG_DONTWAIT */
+	tp->fd = socket(tp->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	int saverr = errno;
 	if (tp->fd < 0 || bind(tp->fd, (struct sockaddr *)&ss, sl) != 0 ||
 	    getsockname(tp->fd, (struct sockaddr *)&ss, &sl) != 0) {
@@ -1036,6 +1050,8 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	setsockopt(tp->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
 	setsockopt(tp->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
 	getsockopt(tp->fd, SOL_SOCKET, SO_RCVBUF, &got, &gl);
+	struct timeval slice = { .tv_usec = RECV_SLICE_MS * 1000 };
+	setsockopt(tp->fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice);
 	/* The peer's buffer is assumed as large as ours; the kernel's accounting of a datagram
 	 * (truesize) is up to twice its length. */
 	unsigned win = (unsigned)got / (2 * DGRAM_MAX);
