@@ -782,6 +782,21 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
 	return 0;
 }
 
+/* pause(us): sleep the calling worker for us microseconds (0 to 10000): 0.  For a segment
+ * that waits for another run to let go of something (arf/data.pna's write waiting for the
+ * inode lock while the write before it, of the same file, copies its bytes): bytecode can
+ * only spin, which on a small machine takes the CPU from the very run it waits for. */
+static int64_t hook_pause(struct vm_hook_ctx *ctx, int64_t us)
+{
+	if (us < 0 || us > 10000) {
+		vm_hook_fail(ctx, "pause: %lld us (0 to 10000)", (long long)us);
+		return -EINVAL;
+	}
+	struct timespec ts = { 0, (long)us * 1000 };
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
 /* ---- life cycle ---- */
 
 static int map_region(struct region *g, const struct arfd_region_spec *spec, char *err, size_t errlen)
@@ -904,6 +919,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	vm_bind_hook(s->vm, "now", (void *)hook_now, ":l", s);
 	vm_bind_hook(s->vm, "log", (void *)hook_log, "lll:v", s);
 	vm_bind_hook(s->vm, "sync", (void *)hook_sync, "lll:l", s);
+	vm_bind_hook(s->vm, "pause", (void *)hook_pause, "l:l", s);
 	for (unsigned i = 0; i < c->n_hooks; i++) {
 		const struct arfd_hook *h = &c->hooks[i];
 		int rc = vm_bind_hook(s->vm, h->name, h->fn, h->sig, h->user);
