@@ -171,6 +171,9 @@ rdir=many rcheck -r -c needle
 rdir=many rcheck -r -l -i needle
 rdir=many rcheck -r -L needle
 rdir=many rcheck -r -n -m 2 needle
+rdir=many rcheck -r -B 1 -n Needle
+rdir=many rcheck -r -c '\(e\)\1'
+rdir=many rcheck -r -A 1 -i 'needle here'
 "$BUILD/arf" grep -r -q needle "$ep:/many"
 if [ $? -eq 0 ]; then pass=$((pass + 1)); else fail_msg "arf grep -r -q needle many"; fi
 # --local over a file of more than 1 MiB whose every line has the literal: one search per
