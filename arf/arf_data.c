@@ -151,10 +151,11 @@ struct wrun {
 	uint64_t gen, off;
 	size_t len;
 	char *buf;                     /* ARF_WQ_RUN bytes, owned */
-	int64_t args[3];               /* the EXEC's; must live until its reply (a resend) */
+	int64_t args[4];               /* the EXEC's; must live until its reply (a resend) */
 	struct arc_exec x;
 	struct arc_pending *p;         /* NULL: not started (the filling run) */
 	unsigned tries;                /* sent again after EAGAIN */
+	uint64_t after;                /* != 0: continues a run in flight (writeafter) */
 };
 
 struct arf_wq {
@@ -166,6 +167,7 @@ struct arf_wq {
 	unsigned n_flight;
 	struct wrun *spare;            /* a run's buffer kept for the next one */
 	int64_t err;                   /* kept until a flush reports it */
+	uint64_t sent_end;             /* where the last run sent ends */
 	uint64_t end;                  /* furthest end queued (arf_wq_end); 0 when empty */
 };
 
@@ -236,9 +238,11 @@ static int start(struct arf_wq *q, struct wrun *r)
 	r->args[0] = (int64_t)q->ino;
 	r->args[1] = (int64_t)r->off;
 	r->args[2] = (int64_t)r->gen;
+	r->args[3] = (int64_t)r->after;
 	struct arf_seg *s = &q->d->s;
 	r->x = (struct arc_exec){ .seg = s->bytes, .seg_len = s->len, .seg_id = s->id,
-	                          .entry = "write", .args = r->args, .n_args = 3,
+	                          .entry = r->after ? "writeafter" : "write", .args = r->args,
+	                          .n_args = r->after ? 4 : 3,
 	                          .argbytes = r->buf, .argbytes_len = r->len };
 	if (arc_exec_start(s->a, &r->x, &r->p) != 0)
 		return -1;
@@ -268,6 +272,7 @@ static void reap(struct arf_wq *q)
 	int64_t v = rc == 0 ? r->x.value : -EIO, e = 0;
 	if (rc == 0 && v == -EAGAIN && r->tries < 2) {
 		r->tries++;
+		r->after = 0;          /* now behind the runs it came before */
 		free(r->x.out);
 		r->x.out = NULL;
 		if (start(q, r) == 0)
@@ -305,6 +310,9 @@ static void submit(struct arf_wq *q)
 	while (q->n_flight >= ARF_WQ_DEPTH)
 		reap(q);
 	r->tries = 0;
+	/* continuing a run still in flight: land after it (data.pna's writeafter) */
+	r->after = q->head && r->off == q->sent_end && r->off ? r->off : 0;
+	q->sent_end = r->off + r->len;
 	if (start(q, r) != 0) {
 		/* not sent: write it the plain way */
 		int64_t v = arf_write_gen(q->d, q->ino, r->gen, r->off, r->buf, r->len);

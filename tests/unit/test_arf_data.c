@@ -664,6 +664,14 @@ static void test_wq(const char *img)
 	arf_wq_free(q);
 	unserve(&k);
 	fsck_clean("after queued writes", img);
+	/* runs continuing one another land in order (writeafter): the file written front to
+	 * back is a few extents (the end after its hole is one more), not one per run that
+	 * overtook another */
+	unsigned xblocks;
+	uint64_t in_chain;
+	uint32_t n_ext = 0;
+	CHECK(chain_of(img, m.ino, &xblocks, &in_chain, &n_ext) == 0 && n_ext <= 4,
+	      "queued file in %u extents", n_ext);
 
 	/* ENOSPC: every write is taken (queued), the flush says what did not fit */
 	char err[512];
