@@ -118,7 +118,7 @@ static inline int vm_op_findb(struct run *run, uint64_t *v, unsigned r)
 	return 0;
 }
 
-/* How common a byte is in typical text (lower: rarer), for find_str's choice of the two
+/* How common a byte is in typical text (lower: rarer), for find_str's choice of the three
  * bytes it scans for (the idea of ripgrep's memchr "packed pair" searcher). */
 static inline int byte_rank(unsigned c)
 {
@@ -143,30 +143,45 @@ static inline int byte_rank(unsigned c)
 }
 
 /* The first nd[0..nn) in h[0..n), nn >= 2: 16 positions at a time, keep those where the
- * needle's two rarest bytes (i1, i2) both sit, then compare.  A needle whose rare bytes are
- * common after all (many candidates that fail) falls back to memmem. */
+ * needle's three rarest bytes (i1, i2, i3; with nn <= 3 simply every byte) all sit, then
+ * compare (not needed when nn <= 3).  The third byte costs one compare per 16
+ * positions and spares the memcmp calls of a short needle of common letters (`the`: "th" is
+ * in "this", "that", "other").  A needle whose rare bytes are common after all (many
+ * candidates that fail) falls back to memmem. */
 static inline const uint8_t *find_str(const uint8_t *h, size_t n, const uint8_t *nd, size_t nn)
 {
 	if (nn > n)
 		return NULL;
-	size_t i1 = 0, i2 = 1;
-	for (size_t i = 0; i < nn; i++)
-		if (byte_rank(nd[i]) < byte_rank(nd[i1]))
-			i1 = i;
-	i2 = i1 == 0 ? 1 : 0;
-	for (size_t i = 0; i < nn; i++)
-		if (i != i1 && (byte_rank(nd[i]) < byte_rank(nd[i2]) ||
-		                (nd[i2] == nd[i1] && nd[i] != nd[i1])))
-			i2 = i;
+	size_t i1 = 0, i2 = 1, i3 = nn - 1;         /* nn <= 3: every byte, no ranking needed */
+	if (nn > 3) {
+		for (size_t i = 0; i < nn; i++)
+			if (byte_rank(nd[i]) < byte_rank(nd[i1]))
+				i1 = i;
+		i2 = i1 == 0 ? 1 : 0;
+		for (size_t i = 0; i < nn; i++)
+			if (i != i1 && (byte_rank(nd[i]) < byte_rank(nd[i2]) ||
+			                (nd[i2] == nd[i1] && nd[i] != nd[i1])))
+				i2 = i;
+		i3 = i1;
+		for (size_t i = 0; i < nn; i++)
+			if (i != i1 && i != i2 && (i3 == i1 || byte_rank(nd[i]) < byte_rank(nd[i3])))
+				i3 = i;
+	}
 	size_t pos = 0, imax = i1 > i2 ? i1 : i2;
+	imax = imax > i3 ? imax : i3;
 #if defined(__SSE2__)
 	const __m128i v1 = _mm_set1_epi8((char)nd[i1]), v2 = _mm_set1_epi8((char)nd[i2]);
+	const __m128i v3 = _mm_set1_epi8((char)nd[i3]);
+	const int covered = nn <= 3;                /* {i1, i2, i3} = every position */
 	size_t misses = 0;
 	for (; pos + imax + 16 <= n; pos += 16) {
 		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1));
 		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
-		unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, v1),
-		                                                          _mm_cmpeq_epi8(b, v2)));
+		__m128i c3 = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i3));
+		__m128i eq = _mm_and_si128(_mm_cmpeq_epi8(a, v1), _mm_cmpeq_epi8(b, v2));
+		unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(eq, _mm_cmpeq_epi8(c3, v3)));
+		if (mask && covered)
+			return h + pos + (size_t)__builtin_ctz(mask);
 		while (mask) {
 			size_t c = pos + (size_t)__builtin_ctz(mask);
 			if (c + nn <= n && !memcmp(h + c, nd, nn))
