@@ -196,22 +196,6 @@ static inline const uint8_t *find_str(const uint8_t *h, size_t n, const uint8_t 
 	return pos < n ? memmem(h + pos, n - pos, nd, nn) : NULL;
 }
 
-static inline int vm_op_finds(struct run *run, uint64_t *v, unsigned r1, unsigned r2)
-{
-	uint64_t off = v[0], n = v[1], noff = v[2], nn = v[3];
-	const struct mref *h = &run->R[r1], *nd = &run->R[r2];
-	if (!in_bounds(off, n, h->len) || !in_bounds(noff, nn, nd->len))
-		return ISA_TRAP_BOUNDS;
-	if (nn == 0) {
-		v[0] = off;
-	} else {
-		const uint8_t *p = nn == 1 ? memchr(h->base + off, nd->base[noff], n)
-		                 : find_str(h->base + off, n, nd->base + noff, nn);
-		v[0] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
-	}
-	return 0;
-}
-
 /* ---- findsi: finds with ASCII letters matching either case (the C locale's tolower) ---- */
 
 static inline uint8_t fold_ascii(uint8_t c)
@@ -333,7 +317,10 @@ static inline const uint8_t *find_stri(const uint8_t *h, size_t n, const uint8_t
 	return find_fold_rk(h + pos, n - pos, nd, nn);
 }
 
-static inline int vm_op_findsi(struct run *run, uint64_t *v, unsigned r1, unsigned r2)
+/* finds and findsi: search the needle (r2, noff, nn) in the haystack (r1, off, n); v[0]
+ * gets the match's offset in r1, or all ones.  fold is a constant at each call. */
+static inline int find_in_regions(struct run *run, uint64_t *v, unsigned r1, unsigned r2,
+                                  bool fold)
 {
 	uint64_t off = v[0], n = v[1], noff = v[2], nn = v[3];
 	const struct mref *h = &run->R[r1], *nd = &run->R[r2];
@@ -342,10 +329,22 @@ static inline int vm_op_findsi(struct run *run, uint64_t *v, unsigned r1, unsign
 	if (nn == 0) {
 		v[0] = off;
 	} else {
-		const uint8_t *p = find_stri(h->base + off, n, nd->base + noff, nn);
+		const uint8_t *p = fold ? find_stri(h->base + off, n, nd->base + noff, nn)
+		                 : nn == 1 ? memchr(h->base + off, nd->base[noff], n)
+		                 : find_str(h->base + off, n, nd->base + noff, nn);
 		v[0] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
 	}
 	return 0;
+}
+
+static inline int vm_op_finds(struct run *run, uint64_t *v, unsigned r1, unsigned r2)
+{
+	return find_in_regions(run, v, r1, r2, false);
+}
+
+static inline int vm_op_findsi(struct run *run, uint64_t *v, unsigned r1, unsigned r2)
+{
+	return find_in_regions(run, v, r1, r2, true);
 }
 
 static inline int vm_op_output(struct run *run, uint64_t *v, unsigned r)
