@@ -218,6 +218,93 @@ int arf_readdirplus(struct arf_client *c, uint64_t dir, uint64_t *cookie,
 	return read_dir(c, "readdirplus", dir, cookie, ents, attrs, max);
 }
 
+_Static_assert(ARF_WALK_STACK == ARF_WALK_FRAMES, "ops.pna's walk and arf_walk agree");
+
+void arf_walk_begin(struct arf_walk *w, uint64_t dir)
+{
+	w->frame[0][0] = dir;
+	w->frame[0][1] = 0;
+	w->nf = 1;
+}
+
+int arf_walk_next(struct arf_client *c, struct arf_walk *w, struct arf_walk_entry *ents,
+                  unsigned max, unsigned soft)
+{
+	if (w->nf == 0)
+		return 0;
+	if (w->nf > ARF_WALK_FRAMES || max < 1 || max > 65536 || soft < ARF_WALK_HDR + 512)
+		return -EINVAL;
+	int64_t a[3] = { w->nf, max, soft };
+	struct arc_exec x = { .out_max = (uint64_t)soft + ARF_WALK_HDR + 11 + ARF_NAME_MAX };
+	int64_t v = run(c, &x, "walk", a, 3, w->frame, (size_t)w->nf * sizeof w->frame[0]);
+	if (v < 0)
+		goto out;
+	/* the reply is the server's: parse it as carefully as any input */
+	const uint8_t *p = x.out, *end = p + x.out_len;
+	uint64_t left;
+	if (x.out_len < ARF_WALK_HDR || (uint64_t)v > max)
+		goto bad;
+	memcpy(&left, p, 8);
+	if (left > ARF_WALK_FRAMES)
+		goto bad;
+	unsigned cur = w->nf - 1;      /* the deepest depth the next entry may have */
+	p += ARF_WALK_HDR;
+	for (int64_t k = 0; k < v; k++) {
+		struct arf_walk_entry *e = &ents[k];
+		if (end - p < 11)
+			goto bad;
+		memcpy(&e->ino, p, 8);
+		unsigned type = p[8];
+		e->depth = p[9];
+		e->name_len = p[10];
+		p += 11;
+		if (e->depth > cur || (size_t)(end - p) < e->name_len)
+			goto bad;
+		memcpy(e->name, p, e->name_len);
+		e->name[e->name_len] = '\0';
+		p += e->name_len;
+		e->err = 0;
+		e->deep = 0;
+		e->type = type;
+		cur = e->depth;
+		if (type == ARF_WALK_ERR) {
+			if (e->name_len != 0 || e->ino == 0 || e->ino > 4095)
+				goto bad;
+			e->err = (int)e->ino;
+			e->type = 0;
+			continue;
+		}
+		if (e->name_len == 0)
+			goto bad;
+		if (type == (ARF_DT_DIR | ARF_WALK_DEEP)) {
+			if (k != v - 1 || left == 0)
+				goto bad;          /* a deep directory ends its batch */
+			e->deep = 1;
+			e->type = ARF_DT_DIR;
+		} else if (type == ARF_DT_DIR && cur + 1 < ARF_WALK_FRAMES) {
+			cur++;
+		}
+	}
+	if (p != end || left > (uint64_t)cur + 1 || (v == 0 && left != 0))
+		goto bad;
+	memcpy(w->frame, x.out + 8, (size_t)left * sizeof w->frame[0]);
+	w->nf = (unsigned)left;
+out:
+	free(x.out);
+	return (int)v;
+bad:
+	snprintf(c->s.msg, sizeof c->s.msg, "walk: malformed reply (%llu bytes, %lld entries)",
+	         (unsigned long long)x.out_len, (long long)v);
+	free(x.out);
+	return -EIO;
+}
+
+void arf_walk_prune(struct arf_walk *w, unsigned depth)
+{
+	if (depth >= 1 && w->nf > depth)
+		w->nf = depth;
+}
+
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name)
 {
 	int64_t a[1] = { (int64_t)dir };

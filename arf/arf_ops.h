@@ -61,6 +61,35 @@ int arf_readdir(struct arf_client *c, uint64_t dir, uint64_t *cookie, struct arf
 int arf_readdirplus(struct arf_client *c, uint64_t dir, uint64_t *cookie,
                     struct arf_dirent *ents, struct arf_attr *attrs, unsigned max);
 
+/* A depth-first walk of a whole subtree in the server, a batch of entries per round trip:
+ * each directory's entries in readdir's order, a subdirectory's entries right after its
+ * own (fts's order: grep -r's and find's).  The walk keeps its place in the frames, the
+ * directories it is inside, outermost first. */
+#define ARF_WALK_STACK 64
+struct arf_walk {
+	uint64_t frame[ARF_WALK_STACK][2];  /* { directory, cookie } */
+	unsigned nf;                        /* frames left; 0: the walk is done */
+};
+struct arf_walk_entry {
+	uint64_t ino;
+	unsigned type;                 /* DT_* */
+	unsigned depth;                /* of the directory it is in: 0 is the walk's start */
+	int err;                       /* not 0: the directory at depth could not be walked
+	                                * (this errno) and was left; no name */
+	int deep;                      /* a directory too deep for this walk: walk it anew */
+	unsigned name_len;
+	char name[256];                /* NUL-terminated */
+};
+void arf_walk_begin(struct arf_walk *w, uint64_t dir);
+/* The next batch, at most max (1..65536) entries or about soft bytes of them: the count
+ * (0 only when w->nf is 0: done), or -errno.  The entries' depths are checked: each is at
+ * most one more than the previous entry's when that was a directory, else at most its. */
+int arf_walk_next(struct arf_client *c, struct arf_walk *w, struct arf_walk_entry *ents,
+                  unsigned max, unsigned soft);
+/* Leave the directory at depth (an excluded one) and what is under it: the walk goes on
+ * after its entry in its parent. */
+void arf_walk_prune(struct arf_walk *w, unsigned depth);
+
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name);
 int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name);
 

@@ -224,6 +224,8 @@ _Static_assert(ARF_SB_FREE_BLOCKS % 8 == 0 && ARF_SB_FREE_INODES % 8 == 0 &&
                ARF_SB_NEXT_GEN % 8 == 0 && ARF_SB_EPOCH % 8 == 0 && ARF_I_LOCK % 8 == 0 &&
                ARF_J_OWNER % 8 == 0 && ARF_B_LIVE % 8 == 0 && ARF_D_NENT % 8 == 0 &&
                ARF_T_REC % 8 == 0, "words updated with cas/fadd are 8-byte aligned");
+_Static_assert(ARF_WALK_HDR == 8 + 16 * ARF_WALK_FRAMES && ARF_WALK_FRAMES < 256,
+               "walk header: a count and the frames; depths fit a byte");
 
 /* FNV-1a 64 of a name: the hash of directory entries (bytecode computes the same). */
 static inline uint64_t arf_name_hash(const void *name, size_t len)

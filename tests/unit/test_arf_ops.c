@@ -6,7 +6,9 @@
  * a forked arfd killed with SIGKILL while a mkdir loop runs, restarted (journal roll-back).
  * Then symlink (inline and in a block), readlink, link, rename (every flag, every errno,
  * replacing, moving directories, exchanging, growing the target's table) with table-driven
- * error cases, and the same kind of crash in the middle of each of them.
+ * error cases, and the same kind of crash in the middle of each of them.  The walk (a whole
+ * subtree depth first, in batches) against readdir done directory by directory, with every
+ * batch limit, pruning, a tree deeper than one walk, and hostile frames.
  * After each phase arfd is stopped and arf_fsck must find the image clean.
  * Prints "N passed, N failed" last.
  */
@@ -1136,6 +1138,232 @@ static void test_attr_forms(const char *img)
 	fsck_clean("after the attribute forms", img);
 }
 
+/* ---- walk: the server's depth-first walk against readdir done directory by directory ---- */
+
+struct paths {
+	char **p;
+	size_t n, cap;
+};
+
+static void paths_add(struct paths *ps, const char *prefix, const char *name, unsigned type)
+{
+	if (ps->n == ps->cap) {
+		ps->cap = ps->cap ? 2 * ps->cap : 256;
+		ps->p = realloc(ps->p, ps->cap * sizeof *ps->p);
+	}
+	size_t len = strlen(prefix) + strlen(name) + 8;
+	ps->p[ps->n] = malloc(len);
+	snprintf(ps->p[ps->n++], len, "%s/%s %u", prefix, name, type);
+}
+
+static void paths_free(struct paths *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		free(ps->p[i]);
+	free(ps->p);
+	memset(ps, 0, sizeof *ps);
+}
+
+/* What fts would visit under d: readdir's order, each directory's subtree after its entry;
+ * skip: a directory name whose subtree is left out (listed itself, as --exclude-dir) */
+static void ref_walk(struct arf_client *c, uint64_t d, const char *prefix, const char *skip,
+                     struct paths *ps)
+{
+	struct arf_dirent *e;
+	int n = list_dir(c, d, 1024, &e);
+	CHECK(n >= 0, "readdir %s: %d", prefix, n);
+	for (int i = 0; i < n; i++) {
+		paths_add(ps, prefix, e[i].name, e[i].type);
+		if (e[i].type == ARF_DT_DIR && !(skip && !strcmp(e[i].name, skip))) {
+			char sub[4096];
+			snprintf(sub, sizeof sub, "%s/%s", prefix, e[i].name);
+			ref_walk(c, e[i].ino, sub, skip, ps);
+		}
+	}
+	if (n >= 0)
+		free(e);
+}
+
+/* The same through arf_walk_next in batches of max entries / soft bytes; a deep directory
+ * is walked anew (recursion), as a client does; *batches counts the round trips. */
+static void server_walk(struct arf_client *c, uint64_t d, const char *prefix, const char *skip,
+                        unsigned max, unsigned soft, struct paths *ps, unsigned *batches)
+{
+	static struct arf_walk_entry ents[8192];
+	char *path[ARF_WALK_STACK + 1] = { strdup(prefix) };
+	struct arf_walk w;
+	arf_walk_begin(&w, d);
+	unsigned skipping = 0;         /* not 0: leave entries deeper than skipping - 1 */
+	while (w.nf && *batches < 100000) {
+		int n = arf_walk_next(c, &w, ents, max < 8192 ? max : 8192, soft);
+		(*batches)++;
+		CHECK(n > 0, "walk %s: %d (%s)", prefix, n, arf_client_errmsg(c));
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct arf_walk_entry *e = &ents[i];
+			if (skipping && e->depth >= skipping)
+				continue;
+			skipping = 0;
+			if (e->err) {
+				paths_add(ps, path[e->depth], "ERROR", (unsigned)e->err);
+				continue;
+			}
+			paths_add(ps, path[e->depth], e->name, e->type);
+			if (e->type != ARF_DT_DIR)
+				continue;
+			char sub[4096];
+			snprintf(sub, sizeof sub, "%s/%s", path[e->depth], e->name);
+			if (skip && !strcmp(e->name, skip)) {
+				skipping = e->depth + 1;
+			} else if (e->deep) {
+				server_walk(c, e->ino, sub, skip, max, soft, ps, batches);
+			} else {
+				free(path[e->depth + 1]);
+				path[e->depth + 1] = strdup(sub);
+			}
+		}
+		if (skipping)
+			arf_walk_prune(&w, skipping);
+	}
+	for (int i = 0; i <= ARF_WALK_STACK; i++)
+		free(path[i]);
+}
+
+static int same_paths(const struct paths *a, const struct paths *b, const char *what)
+{
+	size_t i = 0;
+	while (i < a->n && i < b->n && !strcmp(a->p[i], b->p[i]))
+		i++;
+	if (i == a->n && i == b->n)
+		return 1;
+	printf("%s: %zu and %zu entries, first difference at %zu: %s | %s\n", what, a->n, b->n,
+	       i, i < a->n ? a->p[i] : "(end)", i < b->n ? b->p[i] : "(end)");
+	return 0;
+}
+
+static void test_walk(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	/* a tree: a chain 70 directories deep (deeper than one walk's 64 frames) with a file
+	 * and a fifo at each level, a directory of 600 entries with every third removed,
+	 * empty directories, symlinks, and the earlier phases' leftovers */
+	int64_t top = arf_mkdir(c, ARF_INO_ROOT, "walk", 0755, 0, 0);
+	CHECK(top > 2, "mkdir walk: %" PRId64, top);
+	int64_t cur = top;
+	for (int i = 0; i < 70 && cur > 0; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "f%d", i);
+		CHECK(arf_create(c, (uint64_t)cur, name, 0644, 0, 0) > 2, "create %s", name);
+		snprintf(name, sizeof name, "p%d", i);
+		CHECK(arf_mknod(c, (uint64_t)cur, name, ARF_S_IFIFO | 0644, 0, 0) > 2, "mkfifo %s", name);
+		if (i % 10 == 0)
+			CHECK(arf_mkdir(c, (uint64_t)cur, "empty", 0755, 0, 0) > 2, "mkdir empty");
+		snprintf(name, sizeof name, "d%d", i);
+		cur = arf_mkdir(c, (uint64_t)cur, name, 0755, 0, 0);
+		CHECK(cur > 2, "mkdir %s: %" PRId64, name, cur);
+	}
+	int64_t wide = arf_mkdir(c, (uint64_t)top, "wide", 0755, 0, 0);
+	CHECK(wide > 2, "mkdir wide");
+	for (int i = 0; i < 600; i++) {
+		char name[300];
+		/* names of every length up to 255: records of every size */
+		int len = snprintf(name, sizeof name, "w%d-", i);
+		while (len < 1 + i % 255)
+			name[len++] = 'x';
+		name[len] = '\0';
+		int64_t r = i % 50 == 0 ? arf_mkdir(c, (uint64_t)wide, name, 0755, 0, 0)
+		                        : arf_create(c, (uint64_t)wide, name, 0644, 0, 0);
+		CHECK(r > 2, "create wide %d: %" PRId64, i, r);
+		if (i % 50 == 0 && r > 2)
+			CHECK(arf_create(c, (uint64_t)r, "inner", 0644, 0, 0) > 2, "inner %d", i);
+	}
+	for (int i = 1; i < 600; i += 3) {
+		if (i % 50 == 0)
+			continue;          /* a directory */
+		char name[300];
+		int len = snprintf(name, sizeof name, "w%d-", i);
+		while (len < 1 + i % 255)
+			name[len++] = 'x';
+		name[len] = '\0';
+		CHECK(arf_unlink(c, (uint64_t)wide, name) == 0, "unlink wide %d", i);
+	}
+	CHECK(arf_symlink(c, (uint64_t)top, "ln", "wide", 0, 0) > 2, "symlink");
+
+	struct paths want = { 0 }, got = { 0 };
+	ref_walk(c, ARF_INO_ROOT, "", NULL, &want);
+	CHECK(want.n > 600, "reference walk: %zu entries", want.n);
+	/* batch limits by count and by bytes, down to one entry per round trip */
+	static const struct { unsigned max, soft; } lim[] = {
+		{ 65536, 1 << 20 }, { 1, 1 << 20 }, { 2, 1 << 20 }, { 7, 1 << 20 }, { 100, 1 << 20 },
+		{ 65536, ARF_WALK_HDR + 512 }, { 65536, ARF_WALK_HDR + 3000 },
+	};
+	for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+		unsigned batches = 0;
+		server_walk(c, ARF_INO_ROOT, "", NULL, lim[i].max, lim[i].soft, &got, &batches);
+		char what[64];
+		snprintf(what, sizeof what, "walk max %u soft %u", lim[i].max, lim[i].soft);
+		CHECK(same_paths(&want, &got, what), "%s: not readdir's depth-first order", what);
+		if (lim[i].max == 65536 && lim[i].soft == 1u << 20)
+			CHECK(batches == 3, "%s: %u round trips (want 3: two walks anew past depth 64)",
+			      what, batches);
+		paths_free(&got);
+	}
+	paths_free(&want);
+	/* pruning an entered directory (--exclude-dir): its entry stays, its subtree goes,
+	 * whether the batch ends inside it or not */
+	ref_walk(c, ARF_INO_ROOT, "", "d3", &want);
+	for (unsigned max = 1; max <= 9; max += 4) {
+		unsigned batches = 0;
+		server_walk(c, ARF_INO_ROOT, "", "d3", max, 1 << 20, &got, &batches);
+		CHECK(same_paths(&want, &got, "pruned walk"), "pruned walk, max %u", max);
+		paths_free(&got);
+	}
+	paths_free(&want);
+
+	/* hostile frames: a file as a directory, a cookie inside a record, no frames */
+	struct arf_walk w;
+	struct arf_walk_entry e[4];
+	int64_t f = arf_lookup(c, (uint64_t)top, "f0");
+	arf_walk_begin(&w, (uint64_t)f);
+	int n = arf_walk_next(c, &w, e, 4, 4096);
+	CHECK(n == 1 && e[0].err == ENOTDIR && e[0].depth == 0 && w.nf == 0,
+	      "walk of a file: %d entries, err %d", n, n > 0 ? e[0].err : 0);
+	arf_walk_begin(&w, (uint64_t)wide);
+	w.frame[0][1] = 12345;
+	n = arf_walk_next(c, &w, e, 4, 4096);
+	CHECK(n == 1 && e[0].err == EINVAL && w.nf == 0, "walk from a bad cookie: %d", n);
+	arf_walk_begin(&w, 0);
+	n = arf_walk_next(c, &w, e, 4, 4096);
+	CHECK(n == 1 && e[0].err == EINVAL && w.nf == 0, "walk of inode 0: %d", n);
+	w.nf = 0;
+	CHECK(arf_walk_next(c, &w, e, 4, 4096) == 0, "walk done: 0 entries");
+	w.nf = ARF_WALK_STACK + 1;
+	CHECK(arf_walk_next(c, &w, e, 4, 4096) == -EINVAL, "walk of too many frames");
+	/* random frames (any inode, cookies near and inside the directories' blocks): each
+	 * run gives entries or errors, never a trap, and arfd stays up */
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	int odd = 0;
+	for (int i = 0; i < 500; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		w.nf = 1 + (unsigned)(seed >> 58);
+		for (unsigned j = 0; j < w.nf; j++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			w.frame[j][0] = (seed >> 33) % 64;
+			w.frame[j][1] = seed & 1 ? 0 : (seed >> 20) % (64 << 20);
+		}
+		n = arf_walk_next(c, &w, e, 4, 4096);
+		odd += n < 0;
+	}
+	CHECK(odd == 0, "random frames: %d runs failed (%s)", odd, arf_client_errmsg(c));
+	CHECK(arf_getattr(c, ARF_INO_ROOT, &(struct arf_attr){ 0 }) == 0, "arfd alive after them");
+	unserve(&k);
+	fsck_clean("after the walks", img);
+}
+
 int main(void)
 {
 	arfd_log_setup(ARFD_LOG_ERROR, false);
@@ -1156,6 +1384,7 @@ int main(void)
 	test_links(img);
 	test_rename(img);
 	test_attr_forms(img);
+	test_walk(img);
 	test_enospc();
 	test_crash(path_of("crash.img"));
 	test_crash_ops(path_of("crash-ops.img"));
