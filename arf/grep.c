@@ -5,8 +5,9 @@
  * FILE is ENDPOINT:/path (tcp:HOST:PORT:/path, udp:..., rdma:...; HOST may be [v6]) or a path
  * under an `arf mount` (found in /proc/self/mountinfo: type fuse.arf, source arf:ENDPOINT).
  * libgrep compiles the patterns (grep_arf_segment: the scan that walks the file's extents in
- * the server); this file resolves names (arf_lookup, arf_readdir for -r, a batch of entries
- * per round trip), runs the segment until its trailer says it is done, and prints the records
+ * the server); this file resolves names (arf_lookup; for -r the server walks the tree,
+ * arf_walk_next, a batch of entries per round trip), runs the segment until its trailer says
+ * it is done, and prints the records
  * with grep_format_*: the bytes, messages and exit status of GNU grep 3.8 in the C locale.
  */
 #include <dirent.h>
@@ -106,7 +107,7 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 }
 
 /* The first runs of a batch of files in one EXEC (grep_batch, see grep.h), started ahead of
- * their turn: grep_dir keeps a few batches in flight, so a directory of small files costs
+ * their turn: grep_tree keeps a few batches in flight, so a tree of small files costs
  * about one round trip rather than one per file; each file's part is printed when its turn
  * comes.  A batch that failed as a whole (a trap, the transport) leaves its files to be run
  * one by one, which reports each file's own error. */
@@ -315,7 +316,7 @@ static int want_file(struct state *st, const char *name)
 	       (!st->n_include || excluded(st->include, st->n_include, name));
 }
 
-/* A file's turn in grep_dir: its part of batch b (at position pos of the files the batch
+/* A file's turn in grep_tree: its part of batch b (at position pos of the files the batch
  * was formed with), else a run of its own. */
 static void grep_batched(struct state *st, struct conn *k, struct batch *b, int pos,
                          uint64_t ino, const char *name)
@@ -342,78 +343,215 @@ static void grep_batched(struct state *st, struct conn *k, struct batch *b, int 
 	}
 }
 
-/* -r: the directory's entries in batches (one round trip per batch of up to 1024); its
- * regular files' first runs in batches of BATCH_FILES, BATCHES_AHEAD of them in flight */
-static void grep_dir(struct state *st, struct conn *k, uint64_t dir, const char *name)
+/* -r: the server walks the tree (arf_walk_next: a batch of entries per round trip, in the
+ * order of fts and so of GNU grep); the regular files wait in a queue whose first runs go
+ * BATCH_FILES per EXEC, BATCHES_AHEAD batches in flight, and each file is printed when its
+ * turn in the walk's order comes. */
+enum { WALK_ENTRIES = 4096, WALK_SOFT = 256 << 10 };
+
+struct item {                  /* a file to scan, or an error to report, in the walk's order */
+	uint64_t ino;
+	char *name;
+	int err;                   /* not 0: name's error (errno), or -1: msg, a run error */
+	char *msg;
+	int bat, pos;              /* its batch's slot in the ring (-1: none) and place in it */
+};
+
+struct walker {                /* one walk; a directory too deep for it is walked anew */
+	struct arf_walk w;
+	char *path[ARF_WALK_STACK + 1];    /* of the directory at each depth */
+	unsigned skipping;         /* not 0: leave entries at this depth and deeper (excluded) */
+	struct walker *up;
+};
+
+struct tree {
+	struct state *st;
+	struct conn *k;
+	struct walker *walk;       /* the innermost walk; NULL when all are done */
+	struct arf_walk_entry *ents;
+	struct item *q;            /* q[head..n) wait; files from q[unbatched] on have no batch */
+	size_t head, n, cap, unbatched, files_unbatched;
+	struct batch ring[BATCHES_AHEAD];
+	unsigned formed, consumed; /* batches: ring[i % BATCHES_AHEAD] */
+};
+
+static void walker_push(struct tree *t, uint64_t dir, const char *name)
 {
-	enum { BATCH = 1024, MAX_BATCHES = (BATCH + BATCH_FILES - 1) / BATCH_FILES };
-	struct arf_dirent *ents = malloc(BATCH * sizeof *ents);
-	char **child = malloc(BATCH * sizeof *child);
-	int *bat = malloc(BATCH * sizeof *bat), *pos = malloc(BATCH * sizeof *pos);
-	struct batch *bats = calloc(MAX_BATCHES, sizeof *bats);
-	if (!ents || !child || !bat || !pos || !bats)
+	struct walker *w = calloc(1, sizeof *w);
+	if (!w || !(w->path[0] = strdup(name)))
 		die("%s", "memory exhausted");
-	uint64_t cookie = 0;
-	do {
-		int n = arf_readdir(k->c, dir, &cookie, ents, BATCH);
-		if (n < 0) {
-			if (n == -EIO)
-				run_error(st, name, arf_client_errmsg(k->c));
-			else
-				file_error(st, name, -n);
+	arf_walk_begin(&w->w, dir);
+	w->up = t->walk;
+	t->walk = w;
+}
+
+static void walker_free(struct walker *w)
+{
+	for (int i = 0; i <= ARF_WALK_STACK; i++)
+		free(w->path[i]);
+	free(w);
+}
+
+static char *child_path(const char *dir, const char *name)
+{
+	size_t len = strlen(dir) + strlen(name) + 2;
+	char *p = malloc(len);
+	if (!p)
+		die("%s", "memory exhausted");
+	snprintf(p, len, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+	return p;
+}
+
+static void queue_add(struct tree *t, uint64_t ino, char *name, int err, char *msg)
+{
+	if (t->head > 0 && t->head >= t->n / 2) {      /* the printed part: reuse it */
+		memmove(t->q, t->q + t->head, (t->n - t->head) * sizeof *t->q);
+		t->n -= t->head;
+		t->unbatched -= t->head;
+		t->head = 0;
+	}
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 1024;
+		t->q = realloc(t->q, t->cap * sizeof *t->q);
+		if (!t->q)
+			die("%s", "memory exhausted");
+	}
+	t->q[t->n++] = (struct item){ .ino = ino, .name = name, .err = err, .msg = msg, .bat = -1 };
+	if (!err)
+		t->files_unbatched++;
+}
+
+/* One batch of the innermost walk into the queue. */
+static void walk_more(struct tree *t)
+{
+	struct state *st = t->st;
+	struct walker *w = t->walk;
+	int n = arf_walk_next(t->k->c, &w->w, t->ents, WALK_ENTRIES, WALK_SOFT);
+	if (n < 0) {
+		char *msg = strdup(n == -EIO ? arf_client_errmsg(t->k->c) : strerror(-n));
+		queue_add(t, 0, strdup(w->path[0]), -1, msg);
+		w->w.nf = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct arf_walk_entry *e = &t->ents[i];
+		if (w->skipping && e->depth >= w->skipping)
+			continue;
+		w->skipping = 0;
+		const char *dir = w->path[e->depth];
+		if (!dir) {                /* a depth the walk never entered: not the server's walk */
+			queue_add(t, 0, strdup(w->path[0]), -1, strdup("walk: malformed reply"));
+			w->w.nf = 0;
 			break;
 		}
-		int nb = 0;
-		for (int i = 0; i < n; i++) {
-			struct arf_dirent *e = &ents[i];
-			size_t len = strlen(name) + e->name_len + 2;
-			if (!(child[i] = malloc(len)))
-				die("%s", "memory exhausted");
-			snprintf(child[i], len, "%s%s%s", name, name[strlen(name) - 1] == '/' ? "" : "/",
-			         e->name);
-			bat[i] = -1;
-			if (st->local || e->type != DT_REG || !want_file(st, child[i]))
-				continue;
-			if (nb == 0 || bats[nb - 1].n == BATCH_FILES) {
-				bats[nb].n = 0;
-				bats[nb].base = 0;
-				nb++;
-			}
-			struct batch *b = &bats[nb - 1];
-			bat[i] = nb - 1;
-			pos[i] = b->n;
-			b->ino[b->n++] = e->ino;
+		if (e->err) {
+			queue_add(t, 0, strdup(dir), e->err, NULL);
+			continue;
 		}
-		int started = 0, cur = 0;
-		for (int i = 0; i < n; i++) {
-			if (bat[i] >= 0)
-				cur = bat[i];
-			for (; started < nb && started < cur + BATCHES_AHEAD; started++)
-				batch_start(st, k, &bats[started]);
-			struct arf_dirent *e = &ents[i];
-			if (e->type == DT_DIR) {
-				if (!excluded(st->exclude_dir, st->n_exclude_dir, child[i]))
-					grep_dir(st, k, e->ino, child[i]);
-			} else if (bat[i] >= 0) {
-				grep_batched(st, k, &bats[bat[i]], pos[i], e->ino, child[i]);
-			} else if (e->type == DT_REG && want_file(st, child[i])) {
-				grep_ino(st, k, e->ino, child[i], NULL);      /* --local */
+		if (e->type == DT_DIR) {
+			char *sub = child_path(dir, e->name);
+			if (excluded(st->exclude_dir, st->n_exclude_dir, sub)) {
+				w->skipping = e->depth + 1;
+				free(sub);
+			} else if (e->deep) {
+				walker_push(t, e->ino, sub);   /* the last entry of the batch */
+				free(sub);
+			} else {
+				free(w->path[e->depth + 1]);
+				w->path[e->depth + 1] = sub;
 			}
+		} else if (e->type == DT_REG) {
 			/* symlinks (-r does not follow them; -R would: not yet) and fifos: skipped */
-			if (st->o.quiet && st->any_match)
-				break;
+			char *name = child_path(dir, e->name);
+			if (want_file(st, name))
+				queue_add(t, e->ino, name, 0, NULL);
+			else
+				free(name);
 		}
-		/* -q stopped early: the batches still in flight are waited for and dropped */
-		for (int j = 0; j < started; j++)
-			batch_end(k, &bats[j]);
-		for (int j = 0; j < n; j++)
-			free(child[j]);
-	} while (cookie && !(st->o.quiet && st->any_match));
-	free(bats);
-	free(pos);
-	free(bat);
-	free(child);
-	free(ents);
+	}
+	if (w->skipping)
+		arf_walk_prune(&w->w, w->skipping);
+	if (w->w.nf == 0) {            /* done (a walk that went deeper is not: it has frames) */
+		struct walker **pp = &t->walk;
+		while (*pp != w)
+			pp = &(*pp)->up;
+		*pp = w->up;
+		walker_free(w);
+	}
+}
+
+/* The next batch of files from the queue, started; 0 when there are not enough files yet. */
+static int batch_form(struct tree *t)
+{
+	if (t->st->local || t->formed - t->consumed >= BATCHES_AHEAD || !t->files_unbatched ||
+	    (t->walk && t->files_unbatched < BATCH_FILES))
+		return 0;
+	int slot = (int)(t->formed++ % BATCHES_AHEAD);
+	struct batch *b = &t->ring[slot];
+	b->n = 0;
+	b->base = 0;
+	for (; b->n < BATCH_FILES && t->unbatched < t->n; t->unbatched++) {
+		struct item *it = &t->q[t->unbatched];
+		if (it->err)
+			continue;
+		it->bat = slot;
+		it->pos = b->n;
+		b->ino[b->n++] = it->ino;
+		t->files_unbatched--;
+	}
+	batch_start(t->st, t->k, b);
+	return 1;
+}
+
+static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char *name)
+{
+	struct tree t = { .st = st, .k = k };
+	t.ents = malloc(WALK_ENTRIES * sizeof *t.ents);
+	if (!t.ents)
+		die("%s", "memory exhausted");
+	walker_push(&t, dir, name);
+	while (!(st->o.quiet && st->any_match)) {
+		while (t.walk && t.files_unbatched < BATCH_FILES * (BATCHES_AHEAD + 1))
+			walk_more(&t);
+		while (batch_form(&t))
+			;
+		if (t.head == t.n)
+			break;                 /* the walks are done (else the queue has files) */
+		struct item *it = &t.q[t.head++];
+		if (it->err > 0) {
+			file_error(st, it->name, it->err);
+		} else if (it->err < 0) {
+			run_error(st, it->name, it->msg);
+		} else if (it->bat >= 0) {
+			struct batch *b = &t.ring[it->bat];
+			grep_batched(st, k, b, it->pos, it->ino, it->name);
+			if (it->pos == b->base + b->n - 1) {
+				batch_end(k, b);
+				t.consumed++;
+			}
+		} else {
+			grep_ino(st, k, it->ino, it->name, NULL);      /* --local */
+			if (t.unbatched < t.head) {
+				t.unbatched = t.head;                   /* no batch will take it */
+				t.files_unbatched--;
+			}
+		}
+		free(it->name);
+		free(it->msg);
+	}
+	/* -q stopped early: the batches still in flight are waited for and dropped */
+	for (; t.consumed < t.formed; t.consumed++)
+		batch_end(k, &t.ring[t.consumed % BATCHES_AHEAD]);
+	for (; t.head < t.n; t.head++) {
+		free(t.q[t.head].name);
+		free(t.q[t.head].msg);
+	}
+	while (t.walk) {
+		struct walker *up = t.walk->up;
+		walker_free(t.walk);
+		t.walk = up;
+	}
+	free(t.q);
+	free(t.ents);
 }
 
 /* A path inside the ARF at k, named `name` on the command line. */
@@ -441,7 +579,7 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 		if (!st->recursive)
 			file_error(st, name, EISDIR);
 		else
-			grep_dir(st, k, (uint64_t)ino, name);
+			grep_tree(st, k, (uint64_t)ino, name);
 		return;
 	}
 	if (!want_file(st, name))

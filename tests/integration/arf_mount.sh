@@ -417,6 +417,41 @@ PY
 	run rm "$m/a/full2"; check_rc "rm the second full file" 0 $?
 fi
 
+# arf grep -r of a directory on the mount: the server's walk visits it in the order GNU
+# grep (fts) does over the mount, so the outputs are equal byte for byte, unsorted: each
+# directory's entries in readdir's order, a subdirectory's files in place, a chain deeper
+# than one walk's 64 frames, a directory of 300 files, an excluded directory
+if mkdir -p "$m/g/wide" "$m/g/skip/in" "$m/g/sub" 2>"$tmp/err"; then
+	d="$m/g/deep"
+	for i in $(seq 70); do
+		mkdir -p "$d" && printf 'needle at depth %s\nhay\n' "$i" >"$d/f$i" || break
+		d="$d/d$i"
+	done
+	for i in $(seq 300); do
+		if [ $((i % 7)) -eq 0 ]; then echo "needle $i" ; else echo "hay $i"; fi >"$m/g/wide/w$i"
+	done
+	echo needle >"$m/g/skip/in/x"
+	echo "a needle" >"$m/g/sub/y"
+	ok
+else
+	bad "mkdir the grep tree: $(cat "$tmp/err")"
+fi
+arf=$(cd "$BUILD" && pwd)/arf
+for o in -n -c -l -L "--exclude-dir=skip -n" "--include=w1* -c" "-h -m 1"; do
+	# shellcheck disable=SC2086
+	(cd "$m" && timeout "$T" grep -r $o needle g) >"$tmp/g.out" 2>&1
+	grc=$?
+	# shellcheck disable=SC2086
+	(cd "$m" && timeout "$T" "$arf" grep -r $o needle g) >"$tmp/a.out" 2>&1
+	arc=$?
+	if [ "$grc" -eq "$arc" ] && cmp -s "$tmp/g.out" "$tmp/a.out" && [ -s "$tmp/g.out" ]; then
+		ok
+	else
+		bad "arf grep -r $o on the mount: exit $arc (grep $grc), $(diff "$tmp/g.out" "$tmp/a.out" | head -n 4)"
+	fi
+done
+run rm -rf "$m/g"; check_rc "rm -r the grep tree" 0 $?
+
 # arf umount ends the foreground mount with status 0
 run "$BUILD/arf" umount "$m"; check_rc "arf umount" 0 $?
 wait "$mpid"; check_rc "arf mount -f exit" 0 $?
