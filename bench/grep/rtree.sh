@@ -5,7 +5,8 @@
 # directory first, then arf grep -r of each build; outputs are compared (sorted, names made
 # relative).  Ratios are X / GNU grep of the same repetition.
 #
-#   bash bench/grep/rtree.sh BEFORE_BUILD AFTER_BUILD [TREE [REPS]]
+#   [RTREE_SIZE=400M] bash bench/grep/rtree.sh BEFORE_BUILD AFTER_BUILD [TREE [REPS]]
+#   (RTREE_SIZE: the image, enough for TREE)
 set -u
 BEFORE=$(cd "$1" && pwd) || exit 2
 AFTER=$(cd "$2" && pwd) || exit 2
@@ -16,7 +17,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/rtree.XXXXXX") || exit 1
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$T"' EXIT
 cd "$AFTER/.." || exit 2                     # arf finds its segments under build/arfseg
-"$AFTER/arf" mkfs "$T/img" --size 400M >/dev/null || exit 1
+"$AFTER/arf" mkfs "$T/img" --size "${RTREE_SIZE:-400M}" >/dev/null || exit 1
 "$AFTER/arfd" --listen tcp:127.0.0.1:0 --arf "$T/img" 2>"$T/arfd.log" &
 pid=$!
 ep=
