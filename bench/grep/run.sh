@@ -9,7 +9,7 @@
 #   bash bench/grep/run.sh [--quick] [--build DIR] [--nets "1gbit unlimited"]
 #                          [--kernel-dirs "DIR ..."|all] [--big MIB] [--reps N]
 #                          [--out NAME] [--row-timeout S] [--local-timeout S] [--no-nfs]
-#                          [--build-desc TEXT]
+#                          [--build-desc TEXT] [--rows "NAME,NAME"]
 #   (make bench-grep BENCH_GREP_ARGS=--quick)
 #
 # --quick: a ~20 MB tree of text files from /usr/include and /usr/share/doc and a 64 MiB
@@ -32,6 +32,7 @@ BIG_MIB=1024
 REPS=1
 OUT= ROW_T= LOCAL_T=
 NFS=1
+ROWS_ONLY=
 BUILD_DESC=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -45,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--row-timeout) ROW_T=$2; shift ;;
 	--local-timeout) LOCAL_T=$2; shift ;;
 	--no-nfs) NFS=0 ;;
+	--rows) ROWS_ONLY=$2; shift ;;
 	--build-desc) BUILD_DESC=$2; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
@@ -360,6 +362,16 @@ ROWS=(
 	"-c word|big|-c -w the"
 	"-r literal|tree|-r 'Free Software Foundation'"
 )
+# --rows: only the rows named (e.g. "-r literal,-i")
+if [ -n "$ROWS_ONLY" ]; then
+	keep=()
+	IFS=',' read -ra want <<<"$ROWS_ONLY"
+	for r in "${ROWS[@]}"; do
+		for w in "${want[@]}"; do [ "${r%%|*}" = "$w" ] && keep+=("$r"); done
+	done
+	[ ${#keep[@]} -gt 0 ] || { echo "run.sh: --rows $ROWS_ONLY: no such row" >&2; exit 2; }
+	ROWS=("${keep[@]}")
+fi
 SYSTEMS="local arf arf_local arfmnt sshfs nfs"
 # the command of one system for one row, run by bash -c after `eval set -- $A` (the options
 # and pattern as "$@"), with $T (big or tree) exported; output to stdout
