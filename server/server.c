@@ -36,6 +36,7 @@ struct region {
 	uint64_t len;
 	unsigned access;
 	bool file;
+	int fd;                        /* the file of a writable file region (writeback), else -1 */
 	struct pn_mem *mem;            /* exported for one-sided access (rdma:), or NULL */
 	uint8_t handle[PN_MEM_HANDLE_LEN];
 };
@@ -782,6 +783,41 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
 	return 0;
 }
 
+/* writeback(region, off, len): start writing bytes off..off+len of a file-backed region to
+ * disk without waiting for it (sync_file_range SYNC_FILE_RANGE_WRITE: the dirty pages holding
+ * them are queued to the device, pages already under writeback are skipped): 0, or -errno.
+ * Durability still takes sync; this only leaves less for it to write, so that an fsync after
+ * a long sequence of writes waits for what the last of them left, not for all of it (arf's
+ * write calls it for the bytes a run copied).  On anonymous memory or a read-only region
+ * there is nothing to do (0).  It may block while the device's queue is full. */
+static int64_t hook_writeback(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
+{
+	struct arfd *s = vm_hook_user(ctx);
+	if (region < 0 || off < 0 || len < 0) {
+		vm_hook_fail(ctx, "writeback: bad range (region %lld, offset %lld, length %lld)",
+		             (long long)region, (long long)off, (long long)len);
+		return -EINVAL;
+	}
+	if (len == 0)
+		return 0;
+	const uint8_t *p = vm_hook_mem(ctx, (unsigned)region, (uint64_t)off, (uint64_t)len, 0);
+	if (!p) {
+		vm_hook_fail(ctx, "writeback: range outside region %lld", (long long)region);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < s->n_regions; i++) {   /* the segment's index is not arfd's */
+		const struct region *g = &s->regions[i];
+		if (g->base && p >= g->base && p - g->base < (ptrdiff_t)g->len) {
+			if (g->fd < 0)
+				return 0;
+			if (sync_file_range(g->fd, p - g->base, len, SYNC_FILE_RANGE_WRITE) != 0)
+				return -errno;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /* pause(us): sleep the calling worker for us microseconds (0 to 10000): 0.  For a segment
  * that waits for another run to let go of something (arf/data.pna's write waiting for the
  * inode lock while the write before it, of the same file, copies its bytes): bytecode can
@@ -805,6 +841,7 @@ static int map_region(struct region *g, const struct arfd_region_spec *spec, cha
 	memcpy(g->name, spec->name, n);
 	g->name[n] = '\0';
 	g->access = spec->access;
+	g->fd = -1;
 	if (spec->file[0]) {
 		int rw = spec->access & ISA_ACC_WRITE;
 		int fd = open(spec->file, rw ? O_RDWR : O_RDONLY);
@@ -819,7 +856,10 @@ static int map_region(struct region *g, const struct arfd_region_spec *spec, cha
 		g->file = true;
 		g->base = g->len ? mmap(NULL, g->len, PROT_READ | (rw ? PROT_WRITE : 0), MAP_SHARED, fd, 0)
 		                 : NULL;
-		close(fd);
+		if (rw && g->base != MAP_FAILED)
+			g->fd = fd;                /* kept for the writeback hook */
+		else
+			close(fd);
 	} else {
 		g->len = spec->size;
 		g->base = g->len ? mmap(NULL, g->len, PROT_READ | PROT_WRITE,
@@ -844,6 +884,9 @@ static void unmap_regions(struct arfd *s)
 			arfd_log(ARFD_LOG_ERROR, "msync of region %s: %s", g->name, strerror(errno));
 		munmap(g->base, g->len);
 	}
+	for (unsigned i = 0; i < s->n_regions; i++)
+		if (s->regions[i].fd >= 0)
+			close(s->regions[i].fd);
 }
 
 struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
@@ -920,6 +963,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	vm_bind_hook(s->vm, "log", (void *)hook_log, "lll:v", s);
 	vm_bind_hook(s->vm, "sync", (void *)hook_sync, "lll:l", s);
 	vm_bind_hook(s->vm, "pause", (void *)hook_pause, "l:l", s);
+	vm_bind_hook(s->vm, "writeback", (void *)hook_writeback, "lll:l", s);
 	for (unsigned i = 0; i < c->n_hooks; i++) {
 		const struct arfd_hook *h = &c->hooks[i];
 		int rc = vm_bind_hook(s->vm, h->name, h->fn, h->sig, h->user);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1121,6 +1122,71 @@ out:
 }
 
 /* A file-backed region keeps its data across a restart. */
+/* Dirty kB of this process's mappings of path (/proc/self/smaps: arfd runs in-process), or
+ * -1 when none is found. */
+static long dirty_kb(const char *path)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return -1;
+	char line[4096];
+	long kb = -1, v;
+	bool in = false;
+	while (fgets(line, sizeof line, f)) {
+		size_t n = strlen(line);
+		if (n && line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (strchr(line, '-') && strchr(line, ' ') && line[0] != ' ' &&
+		    strspn(line, "0123456789abcdef") > 0 && strchr(line, '-') < strchr(line, ' ')) {
+			in = n >= strlen(path) && !strcmp(line + n - strlen(path), path);
+			if (in && kb < 0)
+				kb = 0;
+		} else if (in && (sscanf(line, "Shared_Dirty: %ld kB", &v) == 1 ||
+		                  sscanf(line, "Private_Dirty: %ld kB", &v) == 1)) {
+			kb += v;
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+/* The writeback hook on a file region: it starts writing the dirty pages (they are clean
+ * soon after, without any sync; the kernel alone would wait 30 s), bad ranges trap. */
+static void check_writeback(struct arc *a, const char *path, int fd, long fsize)
+{
+	char src[512];
+	snprintf(src, sizeof src, ".region disk rw\n.hook writeback \"lll:l\"\n"
+	         ".func main o n\n    push 0\n    push %ld\n    push 7\n    fill disk\n"
+	         "    push 3\n    lget o\n    lget n\n    hcall writeback\n    ret\n.end\n"
+	         ".export main\n", fsize);
+	size_t len;
+	uint8_t *seg = assemble(src, &len);
+	int64_t args[2] = { 0, fsize };
+	struct arc_exec x;
+	int rc = seg ? exec1(a, seg, len, NULL, args, 2, &x) : -1;
+	CHECK(rc == 0 && x.value == 0, "writeback of the whole file region: %d %lld", rc,
+	      rc == 0 ? (long long)x.value : 0ll);
+	if (seg)
+		free(x.out);
+	struct statfs sf;
+	if (fstatfs(fd, &sf) == 0 && sf.f_type != 0x01021994 /* tmpfs: pages never clean */) {
+		long kb = dirty_kb(path);
+		for (int i = 0; i < 300 && kb > 0; i++) {   /* 3 s at most */
+			usleep(10000);
+			kb = dirty_kb(path);
+		}
+		CHECK(kb == 0, "file region still %ld kB dirty 3 s after writeback", kb);
+	}
+	args[0] = fsize;
+	args[1] = 4096;
+	rc = seg ? exec1(a, seg, len, NULL, args, 2, &x) : -1;
+	CHECK(rc != 0 && x.trapped && strstr(x.trap.text, "writeback: range outside region 3"),
+	      "writeback past the region: %d %s", rc, rc != 0 && x.trapped ? x.trap.text : "");
+	if (seg)
+		free(x.out);
+	free(seg);
+}
+
 static void test_restart(void)
 {
 	char path[] = "/tmp/test_arfd.XXXXXX";
@@ -1149,6 +1215,8 @@ static void test_restart(void)
 		      n == 4 ? (unsigned long long)list[3].size : 0ull);
 		free(list);
 	}
+	if (a)
+		check_writeback(a, path, fd, FSIZE);
 	int rc = a ? arc_write(a, "disk", 1000, data, 200) : -1;
 	rc = rc ? rc : arc_write(a, "disk", FSIZE - 1, "Z", 1);
 	CHECK(rc == 0, "write to the file region: %d", rc);
