@@ -1,6 +1,7 @@
 /* arf_data.c: client calls of the ARF data operations (arf/data.pna) through libarc. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +167,8 @@ struct arf_wq {
 	struct wrun *head, *tail;      /* in flight, oldest first */
 	unsigned n_flight;
 	struct wrun *spare;            /* a run's buffer kept for the next one */
-	int64_t err;                   /* kept until a flush reports it */
+	int64_t err;                   /* the error of eseq */
+	uint32_t eseq;                 /* errors so far << 1 | 1 once err was reported (errseq) */
 	uint64_t sent_end;             /* where the last run sent ends */
 	uint64_t end;                  /* furthest end queued (arf_wq_end); 0 when empty */
 };
@@ -227,10 +229,20 @@ static struct wrun *run_new(struct arf_wq *q, uint64_t gen, uint64_t off)
 	return r;
 }
 
+/* Whether an error is kept and no flush reported it yet. */
+static bool unreported(const struct arf_wq *q)
+{
+	return q->eseq && !(q->eseq & 1);
+}
+
+/* A failed run: a new error in the sequence, unless the last one is not reported yet (then
+ * that first one stays, as it explains the others). */
 static void keep_err(struct arf_wq *q, int64_t rc)
 {
-	if (rc < 0 && !q->err)
-		q->err = rc;
+	if (rc >= 0 || unreported(q))
+		return;
+	q->err = rc;
+	__atomic_store_n(&q->eseq, ((q->eseq >> 1) + 1) << 1, __ATOMIC_RELEASE);
 }
 
 static int start(struct arf_wq *q, struct wrun *r)
@@ -347,7 +359,7 @@ int64_t arf_wq_write(struct arf_wq *q, uint64_t gen, uint64_t off, const void *b
                      size_t len)
 {
 	pthread_mutex_lock(&q->lock);
-	int64_t rc = q->err;
+	int64_t rc = unreported(q) ? q->err : 0;
 	if (rc)
 		goto out;
 	const char *p = buf;
@@ -363,7 +375,8 @@ int64_t arf_wq_write(struct arf_wq *q, uint64_t gen, uint64_t off, const void *b
 		if (!q->fill && !(q->fill = run_new(q, gen, o))) {
 			/* over the budget (or out of memory): this write the plain way */
 			drain(q);
-			int64_t v = q->err ? q->err : arf_write_gen(q->d, q->ino, gen, o, p + done, n);
+			int64_t v = unreported(q) ? q->err
+			                          : arf_write_gen(q->d, q->ino, gen, o, p + done, n);
 			if (v < 0) {
 				rc = done ? (int64_t)done : v;
 				goto out;
@@ -396,8 +409,35 @@ int arf_wq_flush(struct arf_wq *q)
 {
 	pthread_mutex_lock(&q->lock);
 	drain(q);
-	int64_t rc = q->err;
-	q->err = 0;
+	int64_t rc = 0;
+	if (unreported(q)) {
+		rc = q->err;
+		__atomic_store_n(&q->eseq, q->eseq | 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return (int)rc;
+}
+
+uint32_t arf_wq_errseq(struct arf_wq *q)
+{
+	if (!q)
+		return 0;
+	uint32_t e = __atomic_load_n(&q->eseq, __ATOMIC_ACQUIRE);
+	/* an error no one was told of yet is the new descriptor's to report (as Linux's
+	 * errseq_sample): it samples the one before */
+	return (e >> 1) - (e && !(e & 1));
+}
+
+int arf_wq_flush_seen(struct arf_wq *q, uint32_t *seen)
+{
+	pthread_mutex_lock(&q->lock);
+	drain(q);
+	int64_t rc = 0;
+	if (q->eseq >> 1 != *seen) {
+		rc = q->err;
+		*seen = q->eseq >> 1;
+		__atomic_store_n(&q->eseq, q->eseq | 1, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&q->lock);
 	return (int)rc;
 }

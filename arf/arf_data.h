@@ -57,8 +57,12 @@ int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);
  * sequential writer keeps the link busy instead of waiting a round trip per request, as
  * NFS's unstable writes and sshfs's queued requests do.  What a run answers is collected
  * when the queue needs room or is flushed: a failure (ENOSPC when the image filled up,
- * ESTALE, EIO, ...) is kept, the queue's later writes fail with it at once, and the next
- * arf_wq_flush returns it and clears it.  So an error shows at a later write or at the
+ * ESTALE, EIO, ...) is kept, and the queue's later writes fail with it at once until a
+ * flush reported it.  Who is told: as Linux reports writeback errors (errseq_t), each open
+ * file description once.  Errors are counted per queue (per inode); a descriptor samples
+ * the count when it opens (arf_wq_errseq) and arf_wq_flush_seen returns the error when the
+ * count moved since the descriptor last saw it.  arf_wq_flush, for a queue with one user,
+ * returns it once to whoever flushes first.  So an error shows at a later write or at the
  * flush (close, fsync), never silently: flush returns only once every byte queued before it
  * is applied by arfd or has failed.
  *
@@ -86,9 +90,17 @@ void arf_wq_free(struct arf_wq *q);
  * write (nothing is queued then). */
 int64_t arf_wq_write(struct arf_wq *q, uint64_t gen, uint64_t off, const void *buf,
                      size_t len);
-/* Wait until everything queued is applied: 0, or the first error since the last flush
- * (then cleared). */
+/* Wait until everything queued is applied: 0, or the error no flush has reported yet (the
+ * first of those since the last report), now reported. */
 int arf_wq_flush(struct arf_wq *q);
+/* The error sequence a descriptor opened now starts from (q NULL: 0, as a new queue's):
+ * the count of the queue's errors, less one when the last was not reported yet, so that the
+ * new descriptor reports it too.  Lock-free: may be called under the caller's own locks. */
+uint32_t arf_wq_errseq(struct arf_wq *q);
+/* As arf_wq_flush, for one descriptor whose last seen sequence is *seen: 0 when no error
+ * came since, else the latest error kept (and *seen moves to it, and it counts as
+ * reported). */
+int arf_wq_flush_seen(struct arf_wq *q, uint32_t *seen);
 /* The same, but the error is kept for the next flush (before a read or getattr of the
  * file: what was written must be there, and the error is the close's to report). */
 void arf_wq_drain(struct arf_wq *q);

@@ -186,19 +186,42 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 	return end;
 }
 
-/* An open of ino: its generation (0: unknown), and the open counted. */
-static uint64_t ino_open(uint64_t ino)
+/* One open file description of a regular file (its fi->fh): the generation the data
+ * operations check (0: unknown, nothing checked) and the error sequence of the file's write
+ * queue it has seen: each descriptor is told of a failed queued write once, at its next
+ * close or fsync, as Linux tells each of a writeback error (arf_data.h, errseq).  Made by
+ * open and create, freed by release. */
+struct open_file {
+	uint64_t gen;
+	uint32_t err_seen;
+};
+
+static struct open_file *open_of(const struct fuse_file_info *fi)
+{
+	return fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;   /* 0 for directories */
+}
+
+static uint64_t fh_gen(const struct fuse_file_info *fi)
+{
+	const struct open_file *of = open_of(fi);
+	return of ? of->gen : 0;
+}
+
+/* An open of ino, counted: of gets its generation (0: unknown) and the error sequence it
+ * starts from. */
+static void ino_open(uint64_t ino, struct open_file *of)
 {
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, true);
-	uint64_t gen = 0;
+	of->gen = 0;
+	of->err_seen = 0;
 	if (e) {
 		e->opens++;
 		inos.open_files++;
-		gen = e->gen;
+		of->gen = e->gen;
+		of->err_seen = arf_wq_errseq(e->wq);
 	}
 	pthread_mutex_unlock(&inos.lock);
-	return gen;
 }
 
 /* The last release of a hidden inode: the directory its hidden name is in (the caller
@@ -375,17 +398,24 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 {
 	struct arf_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct open_file *of = malloc(sizeof *of);   /* before the file exists: ENOMEM changes nothing */
+	if (!of) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	struct arf_attr at;
 	int64_t ino = arf_mknod_attr(fs->c, parent, name, S_IFREG | (mode & 07777), ctx->uid,
 	                             ctx->gid, &at);
 	if (ino < 0) {
+		free(of);
 		reply_errno(req, ino);
 		return;
 	}
 	struct fuse_entry_param e;
 	fill_entry(fs, (uint64_t)ino, &at, &e);
-	ino_open((uint64_t)ino);
-	fi->fh = at.gen;             /* the data operations check it: ESTALE if reused */
+	ino_open((uint64_t)ino, of);
+	of->gen = at.gen;            /* the data operations check it: ESTALE if reused */
+	fi->fh = (uintptr_t)of;
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -572,8 +602,8 @@ static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- files ---- */
 
-/* The only per-open state is the generation (fh) the data operations check, from the
- * table above.  Close-to-open consistency with other clients: keep_cache 0 makes the
+/* The per-open state (fh) is a struct open_file: the generation the data operations check,
+ * from the table above, and the write errors seen.  Close-to-open consistency with other clients: keep_cache 0 makes the
  * kernel drop the file's cached pages at each open, and the cached attributes are marked
  * stale (offset -1: attributes only), so a read that reaches the cached end of file asks
  * for the size again instead of stopping at a length another client has since changed. */
@@ -582,7 +612,13 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct arf_fs *fs = fs_of(req);
 	if (fs->attr_timeout > 0 && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
-	fi->fh = ino_open(ino);
+	struct open_file *of = malloc(sizeof *of);
+	if (!of) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ino_open(ino, of);
+	fi->fh = (uintptr_t)of;
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
 }
@@ -591,8 +627,11 @@ static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 {
 	struct arf_fs *fs = fs_of(req);
 	/* what flush did not see (writes of a mapping after it): nobody to tell but the log */
+	struct open_file *of = open_of(fi);
 	struct arf_wq *q = wq_get(fs, ino, false);
-	int rc = q ? arf_wq_flush(q) : 0;
+	int rc = !q ? 0 : of ? arf_wq_flush_seen(q, &of->err_seen) : arf_wq_flush(q);
+	free(of);
+	fi->fh = 0;
 	if (rc < 0 && fs->foreground)
 		fprintf(stderr, "arf mount: writes of inode %" PRIu64 " after the last flush: %s\n",
 		        (uint64_t)ino, strerror(-rc));
@@ -610,17 +649,26 @@ static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	fuse_reply_err(req, 0);
 }
 
-/* close (each close of a descriptor): every write queued so far is applied by arfd before
- * the answer, which carries the first error of those not reported yet (ENOSPC, EIO, ...):
- * close-to-open, and no write is lost silently. */
-static void arf_flush_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Wait for the file's queued writes: 0, or an error of them this descriptor was not told
+ * of yet (each open file description is told once: arf_data.h, errseq). */
+static int wq_flush_fi(struct arf_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct arf_wq *q = wq_get(fs_of(req), ino, false);
+	struct arf_wq *q = wq_get(fs, ino, false);
 	int rc = 0;
 	if (q) {
-		rc = arf_wq_flush(q);
+		struct open_file *of = open_of(fi);
+		rc = of ? arf_wq_flush_seen(q, &of->err_seen) : arf_wq_flush(q);
 		wq_put(ino, q);
 	}
+	return rc;
+}
+
+/* close (each close of a descriptor): every write queued so far is applied by arfd before
+ * the answer, which carries an error of those this descriptor was not told of (ENOSPC,
+ * EIO, ...): close-to-open, and no write is lost silently. */
+static void arf_flush_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = wq_flush_fi(fs_of(req), ino, fi);
 	if (rc < 0)
 		reply_data_errno(req, rc);
 	else
@@ -637,7 +685,7 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	wq_drain(fs, ino);             /* our own writes first */
-	int64_t n = arf_read_gen(fs->d, ino, fi->fh, (uint64_t)off, buf, size);
+	int64_t n = arf_read_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, buf, size);
 	if (n < 0)
 		reply_data_errno(req, n);
 	else
@@ -655,10 +703,10 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, true);
 	int64_t n;
 	if (q) {
-		n = arf_wq_write(q, fi->fh, (uint64_t)off, buf, size);
+		n = arf_wq_write(q, fh_gen(fi), (uint64_t)off, buf, size);
 		wq_put(ino, q);
 	} else {
-		n = arf_write_gen(fs->d, ino, fi->fh, (uint64_t)off, buf, size);
+		n = arf_write_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, buf, size);
 	}
 	if (n < 0)
 		reply_data_errno(req, n);
@@ -669,14 +717,10 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
                          struct fuse_file_info *fi)
 {
-	struct arf_wq *q = wq_get(fs_of(req), ino, false);
-	int rc = 0;
-	if (q) {
-		rc = arf_wq_flush(q);  /* the queued writes are applied, then made durable */
-		wq_put(ino, q);
-	}
+	/* the queued writes are applied, then made durable */
+	int rc = wq_flush_fi(fs_of(req), ino, fi);
 	if (rc == 0)
-		rc = arf_fsync_gen(fs_of(req)->d, ino, fi ? fi->fh : 0);
+		rc = arf_fsync_gen(fs_of(req)->d, ino, fh_gen(fi));
 	if (rc < 0)
 		reply_data_errno(req, rc);
 	else
@@ -692,7 +736,7 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	int rc = 0;
 	wq_drain(fs, ino);             /* in order with our writes (truncate, utimes after them) */
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = arf_truncate_gen(fs->d, ino, fi ? fi->fh : 0, (uint64_t)attr->st_size);
+		rc = arf_truncate_gen(fs->d, ino, fh_gen(fi), (uint64_t)attr->st_size);
 		if (rc < 0) {
 			reply_data_errno(req, rc);
 			return;

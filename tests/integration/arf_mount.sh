@@ -3,7 +3,7 @@
 # with plain shell tools: mkdir -p, create, mkfifo, ls -la (names, types), stat, statfs,
 # data (write, overwrite, append, truncate, holes), fsync, chmod/chown/touch and the
 # kernel's permission checks, two clients (close-to-open, also after queued writes), ENOSPC
-# of queued writes at a write, close or fsync, rm, rmdir, the errors the tools
+# of queued writes at a write, close or fsync (each descriptor told once), rm, rmdir, the errors the tools
 # print (EEXIST, ENOTEMPTY, ENOENT, EPERM for a device), a
 # directory of 1000 entries listed completely, arf umount, the daemonized mount, and fsck
 # clean at the end.  Where FUSE cannot be used (no /dev/fuse, no permission to mount) it
@@ -415,6 +415,35 @@ sys.exit(1)
 PY
 	check_rc "ENOSPC from a write or fsync" 0 $?
 	run rm "$m/a/full2"; check_rc "rm the second full file" 0 $?
+	# a queued write's error is told to each open descriptor once, at its close or fsync
+	# (Linux's errseq), not to the first one only: d1 and d2 open before the failure, d3
+	# after it but before anyone was told, d4 after
+	timeout "$T" python3 - "$m/a/full3" >"$tmp/out" 2>&1 <<'PY'
+import errno, os, sys
+p = sys.argv[1]
+def tell(name, f, *a):
+    try:
+        f(*a)
+        return name + " ok"
+    except OSError as e:
+        return name + " " + errno.errorcode.get(e.errno, str(e.errno))
+d1 = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+d2 = os.open(p, os.O_WRONLY)
+try:
+    for i in range(64):
+        os.write(d1, b"\1" * (1 << 20))
+except OSError as e:
+    if e.errno != errno.ENOSPC:
+        raise
+d3 = os.open(p, os.O_WRONLY)
+r = [tell("close1", os.close, d1), tell("fsync2", os.fsync, d2), tell("fsync2", os.fsync, d2)]
+d4 = os.open(p, os.O_WRONLY)
+r += [tell("close4", os.close, d4), tell("close3", os.close, d3), tell("close2", os.close, d2)]
+print(" ".join(r))
+PY
+	same "a queued write's ENOSPC told to each descriptor once" "$(cat "$tmp/out")" \
+		"close1 ENOSPC fsync2 ENOSPC fsync2 ok close4 ok close3 ENOSPC close2 ok"
+	run rm "$m/a/full3"; check_rc "rm the third full file" 0 $?
 fi
 
 # arf grep -r of a directory on the mount: the server's walk visits it in the order GNU
