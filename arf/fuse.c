@@ -106,6 +106,8 @@ struct ino_slot {
 	uint64_t hidden_dir;           /* != 0: unlinked while open, now hidden in this dir */
 	struct arf_wq *wq;             /* its writes in flight (made by the first write) */
 	uint32_t wq_users;             /* handlers using wq now: freed when 0 and not open */
+	uint32_t removed_mode;         /* != 0: its last name removed here (-o writeback; see
+	                                * setattr): the file's mode then, until forget */
 };
 static struct {
 	pthread_mutex_t lock;
@@ -179,6 +181,7 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 	struct ino_slot *e = ino_find(ino, true);
 	if (e) {
 		e->gen = gen;
+		e->removed_mode = 0;       /* a live entry again (the number was reused) */
 		if (e->wq)
 			end = arf_wq_end(e->wq);
 	}
@@ -260,6 +263,27 @@ static void ino_set_hidden(uint64_t ino, uint64_t dir)
 	if (e)
 		e->hidden_dir = dir;
 	pthread_mutex_unlock(&inos.lock);
+}
+
+/* -o writeback: this client removed the last name of regular file ino (mode), which the
+ * kernel still holds until forget (see setattr). */
+static void ino_set_removed(uint64_t ino, uint32_t mode)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, true);
+	if (e)
+		e->removed_mode = mode;
+	pthread_mutex_unlock(&inos.lock);
+}
+
+/* The mode ino had when this client removed its last name, or 0. */
+static uint32_t ino_removed(uint64_t ino)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	uint32_t mode = e ? e->removed_mode : 0;
+	pthread_mutex_unlock(&inos.lock);
+	return mode;
 }
 
 /* The kernel dropped the inode (forget): nothing to remember unless it is still open. */
@@ -419,6 +443,23 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	fuse_reply_create(req, &e, fi);
 }
 
+/* Under -o writeback: what name in dir is before it is removed or replaced (a lookup, one
+ * run more), so that a regular file whose last name goes can be marked removed; 0 when
+ * there is nothing to mark (the caller passes the result to mark_removed). */
+static int64_t removable(struct arf_fs *fs, uint64_t dir, const char *name, struct arf_attr *at)
+{
+	if (!fs->writeback)
+		return 0;
+	int64_t ino = arf_lookup_attr(fs->c, dir, name, at);
+	return ino > 0 && S_ISREG(at->mode) && at->nlink == 1 ? ino : 0;
+}
+
+static void mark_removed(int64_t ino, const struct arf_attr *at)
+{
+	if (ino > 0)
+		ino_set_removed((uint64_t)ino, at->mode);
+}
+
 /* An open file's last name is hidden rather than removed (see the inode table above). */
 static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -427,8 +468,9 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 	pthread_mutex_lock(&inos.lock);
 	any_open = inos.open_files > 0;
 	pthread_mutex_unlock(&inos.lock);
+	struct arf_attr at;
+	int64_t gone = 0;
 	if (any_open) {
-		struct arf_attr at;
 		int64_t ino = arf_lookup_attr(fs->c, parent, name, &at);
 		uint64_t hidden;
 		if (ino > 0 && S_ISREG(at.mode) && at.nlink == 1 &&
@@ -441,8 +483,15 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fuse_reply_err(req, -rc);
 			return;
 		}
+		if (fs->writeback && ino > 0 && S_ISREG(at.mode) && at.nlink == 1)
+			gone = ino;
+	} else {
+		gone = removable(fs, parent, name, &at);
 	}
-	fuse_reply_err(req, -arf_unlink(fs->c, parent, name));
+	int rc = arf_unlink(fs->c, parent, name);
+	if (rc == 0)
+		mark_removed(gone, &at);
+	fuse_reply_err(req, -rc);
 }
 
 static void arf_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -734,6 +783,23 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 {
 	struct arf_fs *fs = fs_of(req);
 	int rc = 0;
+	/* -o writeback: when this client removed a regular file's last name (unlink, or a
+	 * rename over it), the kernel sends the file's new ctime and mtime right after
+	 * (fuse_unlink -> fuse_update_ctime -> fuse_flush_time_update).  The inode is free on
+	 * the server, so that would be ENOENT, which the kernel keeps as a writeback error of
+	 * the whole mount: the next syncfs of any process returned it.  Nothing is left to
+	 * change: answered as done (the kernel does not use these attributes).  No path
+	 * reaches the file any more, and no descriptor (an open file is hidden instead). */
+	uint32_t rm_mode = ino_removed(ino);
+	if (rm_mode && !(to_set & ~(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+	                            FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
+	                            FUSE_SET_ATTR_CTIME))) {
+		struct stat st = { .st_ino = ino, .st_mode = rm_mode, .st_nlink = 0,
+		                   .st_atim = attr->st_atim, .st_mtim = attr->st_mtim,
+		                   .st_ctim = attr->st_ctim };
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
 	wq_drain(fs, ino);             /* in order with our writes (truncate, utimes after them) */
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = arf_truncate_gen(fs->d, ino, fh_gen(fi), (uint64_t)attr->st_size);
@@ -816,7 +882,12 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	int rc = arf_rename(fs_of(req)->c, parent, name, newparent, newname, flags);
+	struct arf_fs *fs = fs_of(req);
+	struct arf_attr at;              /* a file the rename replaces loses its last name */
+	int64_t gone = flags & ARF_RENAME_EXCHANGE ? 0 : removable(fs, newparent, newname, &at);
+	int rc = arf_rename(fs->c, parent, name, newparent, newname, flags);
+	if (rc == 0)
+		mark_removed(gone, &at);
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
