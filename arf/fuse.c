@@ -789,7 +789,8 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	 * the server, so that would be ENOENT, which the kernel keeps as a writeback error of
 	 * the whole mount: the next syncfs of any process returned it.  Nothing is left to
 	 * change: answered as done (the kernel does not use these attributes).  No path
-	 * reaches the file any more, and no descriptor (an open file is hidden instead). */
+	 * reaches the file any more, and an open one was hidden instead, unless a rename
+	 * replaced it: that one is gone on the server either way. */
 	uint32_t rm_mode = ino_removed(ino);
 	if (rm_mode && !(to_set & ~(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 	                            FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW |
