@@ -42,6 +42,12 @@ uint64_t pn_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void pn_signal_eventfd(int fd)
+{
+	uint64_t one = 1;
+	if (write(fd, &one, sizeof one) < 0) { /* full: a wake is pending */ }
+}
+
 bool pn_lock_from_io(pthread_mutex_t *m, const atomic_bool *waiter_in)
 {
 	uint64_t until = 0;
@@ -371,9 +377,8 @@ static void desc_done_locked(struct pn *pn, struct pn_coop_rec *c, unsigned i, i
 	if (__atomic_sub_fetch(&c->remaining, 1, __ATOMIC_RELEASE) == 0) {
 		if (c->wake_fd >= 0 && !pthread_equal(c->waiter, pthread_self())) {
 			/* the waiter polls a socket, not the cond: wake it through its eventfd */
-			uint64_t one = 1;
 			c->woken = true;
-			if (write(c->wake_fd, &one, sizeof one) < 0) { /* it also polls with a limit */ }
+			pn_signal_eventfd(c->wake_fd);
 		}
 		lat_record(pn, pn_now_ns() - c->start_ns);
 		pthread_cond_broadcast(&c->done);

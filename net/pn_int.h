@@ -186,6 +186,9 @@ bool pn_core_drop(struct pn *pn);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t pn_now_ns(void);
+/* Add 1 to eventfd fd, waking whoever polls it.  A failed write means the counter is full:
+ * a wake is pending already (and every poll of ours has a timeout besides). */
+void pn_signal_eventfd(int fd);
 /* For a waiter about to read a transport's receive side itself: take m if it is free, or
  * held by the transport's I/O thread (it lets go within microseconds: wait a moment); give
  * up at once if *waiter_in says another waiter has it (it may keep it for a whole wait). */

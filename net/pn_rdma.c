@@ -264,8 +264,7 @@ static void conn_put(struct conn *c)
 	c->next = tp->zombies;
 	tp->zombies = c;
 	pthread_mutex_unlock(&tp->lock);
-	uint64_t one = 1;
-	if (write(tp->wakefd, &one, sizeof one) < 0) { /* the 1 s poll timeout reaps it */ }
+	pn_signal_eventfd(tp->wakefd);
 }
 
 /* Free everything of c, in reverse order of conn_setup.  I/O thread, or close after it. */
@@ -1676,8 +1675,7 @@ err_tp:
 static void rdma_close(struct pn_tp *tp)
 {
 	atomic_store(&tp->stop, true);
-	uint64_t one = 1;
-	if (write(tp->wakefd, &one, sizeof one) < 0) { /* the 1 s poll timeout still ends it */ }
+	pn_signal_eventfd(tp->wakefd);
 	pthread_join(tp->thread, NULL);
 	/* Peer states drop their connections; then everything is freed in reverse order of open. */
 	for (pn_peer id = 0;; id++) {

@@ -129,12 +129,6 @@ static void rewatch(struct pn_tp *tp, struct conn *c)
 	atomic_fetch_sub(&tp->n_unwatched, 1);
 }
 
-static void wake_io(struct pn_tp *tp)
-{
-	uint64_t one = 1;
-	if (write(tp->wakefd, &one, sizeof one) < 0) { /* already signalled: it is full */ }
-}
-
 static void conn_unref(struct conn *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) == 1) {
@@ -671,8 +665,7 @@ fail:
 static void tcp_close(struct pn_tp *tp)
 {
 	atomic_store(&tp->stop, true);
-	uint64_t one = 1;
-	if (write(tp->wakefd, &one, sizeof one) < 0) { /* the 1 s epoll timeout still ends it */ }
+	pn_signal_eventfd(tp->wakefd);
 	pthread_join(tp->thread, NULL);
 	/* Drop every connection: peer states first (their references), then the I/O thread's. */
 	for (pn_peer id = 0;; id++) {
@@ -736,7 +729,7 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 			watch(tp, c, false);
 			c->unwatched = true;
 			if (atomic_fetch_add(&tp->n_unwatched, 1) == 0)
-				wake_io(tp);       /* its epoll timeout becomes the sticky period */
+				pn_signal_eventfd(tp->wakefd);       /* its epoll timeout becomes the sticky period */
 		}
 		int r;
 		if (wake_fd < 0) {
@@ -786,7 +779,7 @@ static void tcp_kick(struct pn_tp *tp)
 {
 	if (atomic_load(&tp->n_unwatched) == 0 || atomic_exchange(&tp->kicked, true))
 		return;
-	wake_io(tp);
+	pn_signal_eventfd(tp->wakefd);
 }
 
 const struct pn_transport pn_tcp_transport = {

@@ -278,10 +278,8 @@ static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
 static void wake_for(struct pn_tp *tp, uint64_t deadline)
 {
 	atomic_store(&tp->last_send, pn_now_ns());
-	if (deadline < atomic_load(&tp->io_sleep_until) && io_thread_of != tp) {
-		uint64_t one = 1;
-		if (write(tp->wakefd, &one, sizeof one) < 0) { /* counter full: a wake is pending */ }
-	}
+	if (deadline < atomic_load(&tp->io_sleep_until) && io_thread_of != tp)
+		pn_signal_eventfd(tp->wakefd);
 }
 
 /* ---- sending datagrams (peer lock held) ---- */
@@ -910,12 +908,6 @@ static int read_batch(struct pn_tp *tp, bool block)
 	return total;
 }
 
-static void wake_io(struct pn_tp *tp)
-{
-	uint64_t one = 1;
-	if (write(tp->wakefd, &one, sizeof one) < 0) { /* counter full: a wake is pending */ }
-}
-
 /* The I/O thread takes the socket back from the waiters (rx_lock held). */
 static void take_back(struct pn_tp *tp)
 {
@@ -990,7 +982,7 @@ static int udp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 		take_back(tp);
 	pthread_mutex_unlock(&tp->rx_lock);
 	if (give_back || atomic_load(&tp->kicked))
-		wake_io(tp);               /* it polls without the socket: let it look again */
+		pn_signal_eventfd(tp->wakefd);               /* it polls without the socket: let it look again */
 	return n > 0;
 }
 
@@ -1000,7 +992,7 @@ static void udp_kick(struct pn_tp *tp)
 {
 	if (!atomic_load(&tp->waiters_read) || atomic_exchange(&tp->kicked, true))
 		return;
-	wake_io(tp);
+	pn_signal_eventfd(tp->wakefd);
 }
 
 /* ---- open / close ---- */
@@ -1104,8 +1096,7 @@ static void udp_close(struct pn_tp *tp)
 	pthread_mutex_unlock(&tp->lock);
 	while (atomic_load(&tp->n_senders) > 0)
 		usleep(1000);
-	uint64_t one = 1;
-	if (write(tp->wakefd, &one, sizeof one) < 0) { /* a wake is pending already */ }
+	pn_signal_eventfd(tp->wakefd);
 	pthread_join(tp->thread, NULL);
 	for (struct upeer *p = tp->peers, *nx; p; p = nx) {
 		nx = p->next;
