@@ -4,15 +4,15 @@
  *
  * FILE is ENDPOINT:/path (tcp:HOST:PORT:/path, udp:..., rdma:...; HOST may be [v6]) or a path
  * under an `arf mount` (found in /proc/self/mountinfo: type fuse.arf, source arf:ENDPOINT).
- * libgrep compiles the patterns (grep_arf_segment: the scan that walks the file's extents in
- * the server); this file resolves names (arf_lookup; for -r the server walks the tree,
+ * libgrep parses the options (grep_args_parse; --local and --explain are this file's) and
+ * compiles the patterns (grep_arf_segment: the scan that walks the file's extents in the
+ * server); this file resolves names (arf_lookup; for -r the server walks the tree,
  * arf_walk_next, a batch of entries per round trip), runs the segment until its trailer says
  * it is done, and prints the records
  * with grep_format_*: the bytes, messages and exit status of GNU grep 3.8 in the C locale.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,14 +42,12 @@ struct conn {
 
 struct state {
 	struct grep *g;
-	struct grep_opts o;
+	struct grep_args a;            /* the command line */
 	const uint8_t *seg;
 	size_t seg_len;
 	uint8_t seg_id[AR_ID_LEN];     /* hashed once: every file is a run of the same segment */
 	int local;
-	int recursive, deref, no_messages, errors, any_match;
-	char **include, **exclude, **exclude_dir;
-	int n_include, n_exclude, n_exclude_dir;
+	int errors, any_match;
 	struct conn *conns;
 	uint64_t scan_max;
 };
@@ -65,7 +63,7 @@ static void die(const char *fmt, const char *arg)
 static void file_error(struct state *st, const char *name, int err)
 {
 	st->errors = 1;
-	if (!st->no_messages)
+	if (!st->a.no_messages)
 		fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(err));
 }
 
@@ -300,22 +298,6 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		st->any_match = 1;
 }
 
-static int excluded(char **pats, int n, const char *name)
-{
-	const char *base = strrchr(name, '/');
-	base = base && base[1] ? base + 1 : name;
-	for (int i = 0; i < n; i++)
-		if (fnmatch(pats[i], base, 0) == 0)
-			return 1;
-	return 0;
-}
-
-static int want_file(struct state *st, const char *name)
-{
-	return !excluded(st->exclude, st->n_exclude, name) &&
-	       (!st->n_include || excluded(st->include, st->n_include, name));
-}
-
 /* A file's turn in grep_tree: its part of batch b (at position pos of the files the batch
  * was formed with), else a run of its own. */
 static void grep_batched(struct state *st, struct conn *k, struct batch *b, int pos,
@@ -449,7 +431,7 @@ static void walk_more(struct tree *t)
 		}
 		if (e->type == DT_DIR) {
 			char *sub = child_path(dir, e->name);
-			if (excluded(st->exclude_dir, st->n_exclude_dir, sub)) {
+			if (!grep_args_want_dir(&st->a, sub)) {
 				w->skipping = e->depth + 1;
 				free(sub);
 			} else if (e->deep) {
@@ -462,7 +444,7 @@ static void walk_more(struct tree *t)
 		} else if (e->type == DT_REG) {
 			/* symlinks (-r does not follow them; -R would: not yet) and fifos: skipped */
 			char *name = child_path(dir, e->name);
-			if (want_file(st, name))
+			if (grep_args_want_file(&st->a, name))
 				queue_add(t, e->ino, name, 0, NULL);
 			else
 				free(name);
@@ -509,7 +491,7 @@ static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char
 	if (!t.ents)
 		die("%s", "memory exhausted");
 	walker_push(&t, dir, name);
-	while (!(st->o.quiet && st->any_match)) {
+	while (!(st->a.o.quiet && st->any_match)) {
 		while (t.walk && t.files_unbatched < BATCH_FILES * (BATCHES_AHEAD + 1))
 			walk_more(&t);
 		while (batch_form(&t))
@@ -576,13 +558,13 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 		return;
 	}
 	if (S_ISDIR(at.mode)) {
-		if (!st->recursive)
+		if (!st->a.recursive)
 			file_error(st, name, EISDIR);
 		else
 			grep_tree(st, k, (uint64_t)ino, name);
 		return;
 	}
-	if (!want_file(st, name))
+	if (!grep_args_want_file(&st->a, name))
 		return;
 	if (S_ISLNK(at.mode)) {
 		run_error(st, name, "symbolic links in an ARF are not followed yet");
@@ -705,93 +687,6 @@ static void grep_operand(struct state *st, const char *arg)
 	free(abs);
 }
 
-/* ---- options (as pngrep's) ---- */
-
-struct strv { char **v; size_t n, cap; size_t *len; };
-
-static void strv_add(struct strv *s, const char *p, size_t len)
-{
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 16;
-		s->v = realloc(s->v, s->cap * sizeof *s->v);
-		s->len = realloc(s->len, s->cap * sizeof *s->len);
-		if (!s->v || !s->len)
-			die("%s", "memory exhausted");
-	}
-	s->v[s->n] = malloc(len + 1);
-	if (!s->v[s->n])
-		die("%s", "memory exhausted");
-	memcpy(s->v[s->n], p, len);
-	s->v[s->n][len] = '\0';
-	s->len[s->n++] = len;
-}
-
-/* grep splits every pattern operand at newlines */
-static void strv_free(struct strv *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	free(s->len);
-}
-
-static void add_patterns(struct strv *s, const char *p, size_t len)
-{
-	for (;;) {
-		const char *nl = memchr(p, '\n', len);
-		if (!nl) {
-			strv_add(s, p, len);
-			return;
-		}
-		strv_add(s, p, (size_t)(nl - p));
-		len -= (size_t)(nl - p) + 1;
-		p = nl + 1;
-	}
-}
-
-static void add_pattern_file(struct strv *s, const char *path)
-{
-	void *buf = NULL;
-	size_t len = 0;
-	int rc;
-	if (!strcmp(path, "-")) {
-		size_t cap = 4096;
-		uint8_t *b = malloc(cap);
-		ssize_t r;
-		while (b && (r = read(0, b + len, cap - len)) > 0)
-			if ((len += (size_t)r) == cap)
-				b = realloc(b, cap *= 2);
-		if (!b)
-			die("%s", "memory exhausted");
-		buf = b;
-		rc = 0;
-	} else {
-		rc = isa_read_file(path, &buf, &len);
-	}
-	if (rc != 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
-		exit(2);
-	}
-	if (len > 0) {
-		/* a final newline ends the last pattern, it does not add an empty one */
-		add_patterns(s, buf, ((char *)buf)[len - 1] == '\n' ? len - 1 : len);
-	}
-	free(buf);
-}
-
-static long num_arg(const char *opt, const char *v, const char *what)
-{
-	char *end;
-	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (errno || end == v || *end || x < 0) {
-		fprintf(stderr, "%s: invalid %s argument\n", prog, what);
-		exit(2);
-	}
-	(void)opt;
-	return x > 0x7fffffff ? 0x7fffffff : (long)x;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -813,178 +708,29 @@ static void usage(FILE *f)
 int arf_cmd_grep(int argc, char **argv)
 {
 	struct state st = { 0 };
-	struct grep_opts *o = &st.o;
-	o->syntax = GREP_BASIC;
-	o->max_count = -1;
-	o->before = o->after = -1;
-	o->with_filename = -1;
-	o->no_walk_back = 1;
-	st.scan_max = SCAN_MAX;
-	int color = 0, explain = 0, have_pat = 0;
-	struct strv pats = { 0 }, files = { 0 }, inc = { 0 }, exc = { 0 }, excd = { 0 };
-	int only_operands = 0;
-
-	for (int i = 1; i < argc; i++) {
-		char *a = argv[i];
-		if (only_operands || a[0] != '-' || !a[1]) {
-			strv_add(&files, a, strlen(a));
-			continue;
-		}
-		if (!strcmp(a, "--")) {
-			only_operands = 1;
-			continue;
-		}
-		if (a[1] == '-') {
-			char *name = a + 2, *val = strchr(name, '=');
-			size_t nlen = val ? (size_t)(val - name) : strlen(name);
-			if (val)
-				val++;
-#define IS(s) (nlen == strlen(s) && !strncmp(name, s, nlen))
-#define NEED() do { if (!val) { if (i + 1 >= argc) { fprintf(stderr, "%s: option '--%.*s' requires an argument\n", prog, (int)nlen, name); exit(2); } val = argv[++i]; } } while (0)
-			if (IS("regexp")) { NEED(); add_patterns(&pats, val, strlen(val)); have_pat = 1; }
-			else if (IS("file")) { NEED(); add_pattern_file(&pats, val); have_pat = 1; }
-			else if (IS("extended-regexp")) o->syntax = GREP_EXTENDED;
-			else if (IS("fixed-strings")) o->syntax = GREP_FIXED;
-			else if (IS("basic-regexp")) o->syntax = GREP_BASIC;
-			else if (IS("ignore-case")) o->icase = 1;
-			else if (IS("no-ignore-case")) o->icase = 0;
-			else if (IS("invert-match")) o->invert = 1;
-			else if (IS("word-regexp")) o->word = 1;
-			else if (IS("line-regexp")) o->line = 1;
-			else if (IS("count")) o->count = 1;
-			else if (IS("files-with-matches")) o->list = 1, o->list_nomatch = 0;
-			else if (IS("files-without-match")) o->list_nomatch = 1, o->list = 0;
-			else if (IS("line-number")) o->line_number = 1;
-			else if (IS("byte-offset")) o->byte_offset = 1;
-			else if (IS("with-filename")) o->with_filename = 1;
-			else if (IS("no-filename")) o->with_filename = 0;
-			else if (IS("only-matching")) o->only = 1;
-			else if (IS("quiet") || IS("silent")) o->quiet = 1;
-			else if (IS("no-messages")) st.no_messages = 1;
-			else if (IS("max-count")) { NEED(); o->max_count = num_arg(a, val, "max count"); }
-			else if (IS("recursive")) st.recursive = 1;
-			else if (IS("dereference-recursive")) st.recursive = st.deref = 1;
-			else if (IS("include")) { NEED(); strv_add(&inc, val, strlen(val)); }
-			else if (IS("exclude")) { NEED(); strv_add(&exc, val, strlen(val)); }
-			else if (IS("exclude-dir")) { NEED(); strv_add(&excd, val, strlen(val)); }
-			else if (IS("after-context")) { NEED(); o->after = (int)num_arg(a, val, "context length"); }
-			else if (IS("before-context")) { NEED(); o->before = (int)num_arg(a, val, "context length"); }
-			else if (IS("context")) { NEED(); o->after = o->before = (int)num_arg(a, val, "context length"); }
-			else if (IS("color") || IS("colour")) {
-				if (!val || !strcmp(val, "auto") || !strcmp(val, "tty") || !strcmp(val, "if-tty")) {
-					const char *term = getenv("TERM");
-					color = isatty(1) && term && strcmp(term, "dumb");
-				} else if (!strcmp(val, "always") || !strcmp(val, "yes") || !strcmp(val, "force")) {
-					color = 1;
-				} else if (!strcmp(val, "never") || !strcmp(val, "no") || !strcmp(val, "none")) {
-					color = 0;
-				} else {
-					fprintf(stderr, "%s: invalid argument '%s' for '--color'\n", prog, val);
-					exit(2);
-				}
-			}
-			else if (IS("label")) { NEED(); }   /* names standard input, which arf grep does not read */
-			else if (IS("null")) o->null_name = 1;
-			else if (IS("null-data")) o->null_data = 1;
-			else if (IS("text")) o->text = 1, o->binary_nomatch = 0;
-			else if (IS("binary-files")) {
-				NEED();
-				if (!strcmp(val, "text")) o->text = 1, o->binary_nomatch = 0;
-				else if (!strcmp(val, "without-match")) o->binary_nomatch = 1, o->text = 0;
-				else if (!strcmp(val, "binary")) o->text = o->binary_nomatch = 0;
-				else die("%s", "unknown binary-files type");
-			}
-			else if (IS("explain")) explain = 1;
-			else if (IS("local")) st.local = 1;
-			else if (IS("help")) { usage(stdout); return 0; }
-			else {
-				fprintf(stderr, "%s: unrecognized option '%s'\n", prog, a);
-				fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
-				        "Try '%s --help' for more information.\n", prog, prog);
-				exit(2);
-			}
-			continue;
-		}
-		for (char *c = a + 1; *c; c++) {
-			char *val = NULL;
-			if (strchr("efmABCd", *c)) {
-				if (c[1])
-					val = c + 1;
-				else if (i + 1 < argc)
-					val = argv[++i];
-				else {
-					fprintf(stderr, "%s: option requires an argument -- '%c'\n", prog, *c);
-					fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
-					        "Try '%s --help' for more information.\n", prog, prog);
-					exit(2);
-				}
-			}
-			switch (*c) {
-			case 'E': o->syntax = GREP_EXTENDED; break;
-			case 'F': o->syntax = GREP_FIXED; break;
-			case 'G': o->syntax = GREP_BASIC; break;
-			case 'e': add_patterns(&pats, val, strlen(val)); have_pat = 1; break;
-			case 'f': add_pattern_file(&pats, val); have_pat = 1; break;
-			case 'i': case 'y': o->icase = 1; break;
-			case 'v': o->invert = 1; break;
-			case 'w': o->word = 1; break;
-			case 'x': o->line = 1; break;
-			case 'c': o->count = 1; break;
-			case 'l': o->list = 1; o->list_nomatch = 0; break;
-			case 'L': o->list_nomatch = 1; o->list = 0; break;
-			case 'n': o->line_number = 1; break;
-			case 'b': o->byte_offset = 1; break;
-			case 'H': o->with_filename = 1; break;
-			case 'h': o->with_filename = 0; break;
-			case 'o': o->only = 1; break;
-			case 'q': o->quiet = 1; break;
-			case 's': st.no_messages = 1; break;
-			case 'm': o->max_count = num_arg("-m", val, "max count"); break;
-			case 'r': st.recursive = 1; break;
-			case 'R': st.recursive = st.deref = 1; break;
-			case 'A': o->after = (int)num_arg("-A", val, "context length"); break;
-			case 'B': o->before = (int)num_arg("-B", val, "context length"); break;
-			case 'C': o->after = o->before = (int)num_arg("-C", val, "context length"); break;
-			case 'z': o->null_data = 1; break;
-			case 'Z': o->null_name = 1; break;
-			case 'a': o->text = 1; o->binary_nomatch = 0; break;
-			case 'I': o->binary_nomatch = 1; o->text = 0; break;
-			case 'T': o->initial_tab = 1; break;
-			case 'U': break;
-			case 'd': break;
-			default:
-				fprintf(stderr, "%s: invalid option -- '%c'\n", prog, *c);
-				fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
-				        "Try '%s --help' for more information.\n", prog, prog);
-				exit(2);
-			}
-			if (val)
-				break;
-		}
-	}
-	if (!have_pat) {
-		if (files.n == 0) {
-			fprintf(stderr, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
-			        "Try '%s --help' for more information.\n", prog, prog);
-			return 2;
-		}
-		add_patterns(&pats, files.v[0], files.len[0]);
-		free(files.v[0]);
-		memmove(files.v, files.v + 1, (files.n - 1) * sizeof *files.v);
-		memmove(files.len, files.len + 1, (files.n - 1) * sizeof *files.len);
-		files.n--;
-	}
-	o->color = color;
-	if (o->with_filename < 0)
-		o->with_filename = files.n > 1 || st.recursive;
-	st.include = inc.v, st.n_include = (int)inc.n;
-	st.exclude = exc.v, st.n_exclude = (int)exc.n;
-	st.exclude_dir = excd.v, st.n_exclude_dir = (int)excd.n;
-
+	const char *explain = NULL, *local = NULL;
+	const struct grep_extra_opt extra[] = {
+		{ "explain", 0, &explain },
+		{ "local", 0, &local },
+		{ NULL, 0, NULL }
+	};
+	struct grep_opts *o = &st.a.o;
+	const struct grep_strv *pats = &st.a.pats, *files = &st.a.files;
 	char err[256], warn[1024];
 	int status = 2;
-	if (grep_compile((const char *const *)pats.v, pats.len, pats.n, o, &st.g, err, sizeof err,
-	                 warn, sizeof warn) != 0) {
+	int rc = grep_args_parse(&st.a, argc, argv, extra, prog, stderr);
+	if (rc > 0) {
+		usage(stdout);
+		status = 0;
+	}
+	if (rc != 0)
+		goto out;
+	/* --label names standard input, which arf grep does not read */
+	o->no_walk_back = 1;
+	st.local = local != NULL;
+	st.scan_max = SCAN_MAX;
+	if (grep_compile((const char *const *)pats->v, pats->len, pats->n, o, &st.g, err,
+	                 sizeof err, warn, sizeof warn) != 0) {
 		fputs(warn, stderr);
 		fprintf(stderr, "%s: %s\n", prog, err);
 		goto out;
@@ -1016,15 +762,15 @@ int arf_cmd_grep(int argc, char **argv)
 		status = 1;       /* grep -m 0 reads nothing */
 		goto out;
 	}
-	if (files.n == 0) {
+	if (files->n == 0) {
 		fprintf(stderr, "%s: no FILE: arf grep does not read standard input "
 		        "(give ENDPOINT:/path or a path under arf mount)\n", prog);
 		goto out;
 	}
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
-	for (size_t i = 0; i < files.n && !(o->quiet && st.any_match); i++)
-		grep_operand(&st, files.v[i]);
+	for (size_t i = 0; i < files->n && !(o->quiet && st.any_match); i++)
+		grep_operand(&st, files->v[i]);
 	fflush(stdout);
 	status = o->quiet && st.any_match ? 0 : st.errors ? 2 : st.any_match ? 0 : 1;
 out:
@@ -1039,6 +785,6 @@ out:
 		free(k->endpoint);
 		free(k);
 	}
-	strv_free(&pats), strv_free(&files), strv_free(&inc), strv_free(&exc), strv_free(&excd);
+	grep_args_free(&st.a);
 	return status;
 }
