@@ -124,7 +124,9 @@ cp "$BUILD/arf" "$BUILD/arfd" "$tmp/bin/" && cp "$BUILD"/arfseg/*.pno "$tmp/bin/
 	die "cannot copy the programs from $BUILD"
 BIN=$tmp/bin
 BUILD_AT=$(date -u -r "$BUILD/arf" '+%Y-%m-%d %H:%M')
-BUILD_REV="$(git -C "$TOP" log -1 --format=%h 2>/dev/null)$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
+# the checkout BUILD was made from (not this script's, when --build names another one)
+SRC=$(cd "$BUILD/.." && pwd)
+BUILD_REV="$(git -C "$SRC" log -1 --format=%h 2>/dev/null)$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
 
 ip netns add "$NS_S" && ip netns add "$NS_C" || die "ip netns add failed"
 ip link add "$V_S" type veth peer name "$V_C" || die "ip link add veth failed"
