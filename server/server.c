@@ -758,24 +758,37 @@ static void hook_log(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64
 	arfd_log(ARFD_LOG_INFO, "segment: %s", line);
 }
 
+/* The bytes off..off+len of the run's region for hook `what`: 0 with *p pointing at them (NULL
+ * when len is 0), or -EINVAL after failing the run (a negative number, a range outside). */
+static int hook_range(struct vm_hook_ctx *ctx, const char *what, int64_t region, int64_t off,
+                      int64_t len, const uint8_t **p)
+{
+	*p = NULL;
+	if (region < 0 || off < 0 || len < 0) {
+		vm_hook_fail(ctx, "%s: bad range (region %lld, offset %lld, length %lld)", what,
+		             (long long)region, (long long)off, (long long)len);
+		return -EINVAL;
+	}
+	if (len == 0)
+		return 0;
+	*p = vm_hook_mem(ctx, (unsigned)region, (uint64_t)off, (uint64_t)len, 0);
+	if (!*p) {
+		vm_hook_fail(ctx, "%s: range outside region %lld", what, (long long)region);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* sync(region, off, len): make bytes off..off+len of a file-backed region durable (msync
  * MS_SYNC of the pages holding them): 0, or -errno.  On anonymous memory it has nothing to
  * do and succeeds.  This is how a segment implements fsync (arf/data.pna); bytecode cannot
  * reach the page cache any other way. */
 static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
 {
-	if (region < 0 || off < 0 || len < 0) {
-		vm_hook_fail(ctx, "sync: bad range (region %lld, offset %lld, length %lld)",
-		             (long long)region, (long long)off, (long long)len);
-		return -EINVAL;
-	}
-	if (len == 0)
-		return 0;
-	const char *p = vm_hook_mem(ctx, (unsigned)region, (uint64_t)off, (uint64_t)len, 0);
-	if (!p) {
-		vm_hook_fail(ctx, "sync: range outside region %lld", (long long)region);
-		return -EINVAL;
-	}
+	const uint8_t *p;
+	int rc = hook_range(ctx, "sync", region, off, len, &p);
+	if (rc != 0 || !p)
+		return rc;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)p & ~(page - 1);
 	if (msync((void *)start, (uintptr_t)p + (uintptr_t)len - start, MS_SYNC) != 0)
@@ -793,18 +806,10 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
 static int64_t hook_writeback(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
 {
 	struct arfd *s = vm_hook_user(ctx);
-	if (region < 0 || off < 0 || len < 0) {
-		vm_hook_fail(ctx, "writeback: bad range (region %lld, offset %lld, length %lld)",
-		             (long long)region, (long long)off, (long long)len);
-		return -EINVAL;
-	}
-	if (len == 0)
-		return 0;
-	const uint8_t *p = vm_hook_mem(ctx, (unsigned)region, (uint64_t)off, (uint64_t)len, 0);
-	if (!p) {
-		vm_hook_fail(ctx, "writeback: range outside region %lld", (long long)region);
-		return -EINVAL;
-	}
+	const uint8_t *p;
+	int rc = hook_range(ctx, "writeback", region, off, len, &p);
+	if (rc != 0 || !p)
+		return rc;
 	for (unsigned i = 0; i < s->n_regions; i++) {   /* the segment's index is not arfd's */
 		const struct region *g = &s->regions[i];
 		if (g->base && p >= g->base && p - g->base < (ptrdiff_t)g->len) {
