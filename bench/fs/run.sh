@@ -22,6 +22,8 @@ umask 022
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
+# shellcheck source=../lib.sh
+. "$HERE/../lib.sh"
 BUILD=$TOP/build
 QUICK=0
 NETS="1gbit unlimited"
@@ -78,35 +80,15 @@ NS_S=arfbench-srv-$ID NS_C=arfbench-cli-$ID
 V_S=afs-s$ID V_C=afs-c$ID              # interface names: 15 characters at most
 IP_S=10.231.0.1 IP_C=10.231.0.2
 PORT=7070
-ns_s() { nsenter --net="/run/netns/$NS_S" "$@"; }
-ns_c() { nsenter --net="/run/netns/$NS_C" "$@"; }
-# nsenter enters the network namespace only: the FUSE mounts stay in this mount namespace
-# (ip netns exec would make a private one), so every process here sees them
 M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs
 arfd_pid= sshd_pid= arfm_pid=
 
-mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
-unmount() {
-	mounted "$1" || return 0
-	timeout 60 fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
-}
 cleanup() {
 	trap - EXIT
 	unmount "$M_ARF"; unmount "$M_SSH"
 	[ -n "$arfm_pid" ] && kill -KILL "$arfm_pid" 2>/dev/null
-	[ -n "$sshd_pid" ] && kill -TERM "$sshd_pid" 2>/dev/null
-	if [ -n "$arfd_pid" ]; then
-		kill -TERM "$arfd_pid" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$arfd_pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$arfd_pid" 2>/dev/null
-	fi
-	# sshfs's ssh and sftp-server, anything else left in the namespaces
-	for ns in "$NS_C" "$NS_S"; do
-		[ -e "/run/netns/$ns" ] || continue
-		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-		ip netns del "$ns" 2>/dev/null
-	done
-	ip link del "$V_S" 2>/dev/null
+	stop "$sshd_pid"; stop "$arfd_pid"
+	net_down
 	if mounted "$M_ARF" || mounted "$M_SSH"; then
 		echo "run.sh: a mount is still there, $tmp left"
 	else
@@ -128,28 +110,7 @@ BUILD_AT=$(date -u -r "$BUILD/arf" '+%Y-%m-%d %H:%M')
 SRC=$(cd "$BUILD/.." && pwd)
 BUILD_REV="$(git -C "$SRC" log -1 --format=%h 2>/dev/null)$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
 
-ip netns add "$NS_S" && ip netns add "$NS_C" || die "ip netns add failed"
-ip link add "$V_S" type veth peer name "$V_C" || die "ip link add veth failed"
-ip link set "$V_S" netns "$NS_S" && ip link set "$V_C" netns "$NS_C" || die "ip link set netns failed"
-ns_s ip addr add "$IP_S/24" dev "$V_S" && ns_s ip link set "$V_S" up && ns_s ip link set lo up &&
-ns_c ip addr add "$IP_C/24" dev "$V_C" && ns_c ip link set "$V_C" up && ns_c ip link set lo up ||
-	die "addresses on the veth pair failed"
-
-# 1gbit: a token bucket on both ends' egress (burst 512 KiB: above a 64 KiB GSO packet and
-# rate/HZ; latency 10 ms bounds the queue); unlimited: no qdisc (veth's own speed)
-set_net() {
-	local v
-	for v in "ns_s $V_S" "ns_c $V_C"; do
-		set -- $v
-		$1 tc qdisc del dev "$2" root 2>/dev/null
-		case $NET in
-		unlimited) ;;
-		*bit) $1 tc qdisc add dev "$2" root tbf rate "$NET" burst 512kb latency 10ms ||
-			die "tc tbf on $2 failed" ;;
-		*) die "--nets: $NET: want unlimited or a rate like 1gbit" ;;
-		esac
-	done
-}
+net_up
 
 # ---- the source tree, as a plain tar (decompressed once, so untar measures the mount)
 SRC_TAR=$tmp/src.tar
@@ -192,55 +153,9 @@ echo "run.sh: tree: $TREE_DESC; $N_ENTRIES tar entries ($N_SYML symlinks, $N_HAR
 IMG_MIB=$(( 2 * SRC_MIB + BIG_MIB + 1024 ))
 timeout 120 "$BIN/arf" mkfs "$tmp/srv/arf.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs" 2>&1 ||
 	{ cat "$tmp/log/mkfs"; die "arf mkfs failed"; }
-ns_s "$BIN/arfd" --listen "tcp:$IP_S:$PORT" --arf "$tmp/srv/arf.img" 2>"$tmp/log/arfd" &
-arfd_pid=$!
-for _ in $(seq 100); do
-	grep -q "endpoint tcp:" "$tmp/log/arfd" && break
-	kill -0 "$arfd_pid" 2>/dev/null || break
-	sleep 0.1
-done
-grep -q "endpoint tcp:" "$tmp/log/arfd" || { cat "$tmp/log/arfd"; die "arfd did not start"; }
+arfd_up "$BIN/arfd" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
 
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/ssh/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$tmp/ssh/client_key" ||
-	die "ssh-keygen failed"
-cp "$tmp/ssh/client_key.pub" "$tmp/ssh/authorized_keys"
-cat >"$tmp/ssh/sshd_config" <<EOF
-ListenAddress $IP_S
-Port 22
-HostKey $tmp/ssh/host_key
-PidFile $tmp/ssh/sshd.pid
-AuthorizedKeysFile $tmp/ssh/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-Subsystem sftp internal-sftp
-EOF
-cat >"$tmp/ssh/ssh_config" <<EOF
-Host bench
-	HostName $IP_S
-	User root
-	IdentityFile $tmp/ssh/client_key
-	IdentitiesOnly yes
-	UserKnownHostsFile /dev/null
-	StrictHostKeyChecking no
-	BatchMode yes
-	LogLevel ERROR
-	Ciphers aes128-gcm@openssh.com
-	Compression no
-EOF
-mkdir -p /run/sshd
-SSHD=$(command -v sshd || echo /usr/sbin/sshd)
-"$SSHD" -t -f "$tmp/ssh/sshd_config" 2>"$tmp/log/sshd" || { cat "$tmp/log/sshd"; die "sshd -t failed"; }
-ns_s "$SSHD" -D -e -f "$tmp/ssh/sshd_config" 2>>"$tmp/log/sshd" &
-sshd_pid=$!
-for _ in $(seq 100); do
-	ns_c timeout 5 ssh -F "$tmp/ssh/ssh_config" bench true 2>/dev/null && break
-	kill -0 "$sshd_pid" 2>/dev/null || break
-	sleep 0.2
-done
-ns_c timeout 10 ssh -F "$tmp/ssh/ssh_config" bench true || { cat "$tmp/log/sshd"; die "ssh to the server namespace failed"; }
+sshd_up "$tmp/log/sshd"
 
 # ---- client mounts (a fresh one before each row: cold client caches)
 n_mount=0

@@ -24,6 +24,8 @@ export LC_ALL=C
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
+# shellcheck source=../lib.sh
+. "$HERE/../lib.sh"
 BUILD=$TOP/build
 QUICK=0
 NETS="1gbit unlimited"
@@ -97,35 +99,16 @@ V_S=agr-s$ID V_C=agr-c$ID              # interface names: 15 characters at most
 IP_S=10.232.0.1 IP_C=10.232.0.2
 PORT=7171
 EP=tcp:$IP_S:$PORT
-ns_s() { nsenter --net="/run/netns/$NS_S" "$@"; }
-ns_c() { nsenter --net="/run/netns/$NS_C" "$@"; }
-# nsenter enters the network namespace only: the FUSE mounts stay in this mount namespace
 M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs
 EXP=$tmp/srv/export IMG=$tmp/srv/arf.img
 arfd_pid= sshd_pid= arfm_pid= gan_pid=
 
-mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
-unmount() {
-	mounted "$1" || return 0
-	timeout 60 fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
-}
-stop() {   # pid: TERM, 10 s, KILL
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null
-}
 cleanup() {
 	trap - EXIT
 	unmount "$M_ARF"; unmount "$M_SSH"
 	[ -n "$arfm_pid" ] && kill -KILL "$arfm_pid" 2>/dev/null
 	stop "$sshd_pid"; stop "$gan_pid"; stop "$arfd_pid"
-	for ns in "$NS_C" "$NS_S"; do
-		[ -e "/run/netns/$ns" ] || continue
-		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-		ip netns del "$ns" 2>/dev/null
-	done
-	ip link del "$V_S" 2>/dev/null
+	net_down
 	rm -rf "$shm"
 	if mounted "$M_ARF" || mounted "$M_SSH"; then
 		echo "run.sh: a mount is still there, $tmp left"
@@ -150,28 +133,7 @@ if [ -z "$NFS_WHY" ]; then
 		NFS_WHY="nfs_tree.c does not build: $(head -n 2 "$tmp/log/cc" | tr '\n' ' ')"
 fi
 
-ip netns add "$NS_S" && ip netns add "$NS_C" || die "ip netns add failed"
-ip link add "$V_S" type veth peer name "$V_C" || die "ip link add veth failed"
-ip link set "$V_S" netns "$NS_S" && ip link set "$V_C" netns "$NS_C" || die "ip link set netns failed"
-ns_s ip addr add "$IP_S/24" dev "$V_S" && ns_s ip link set "$V_S" up && ns_s ip link set lo up &&
-ns_c ip addr add "$IP_C/24" dev "$V_C" && ns_c ip link set "$V_C" up && ns_c ip link set lo up ||
-	die "addresses on the veth pair failed"
-
-# 1gbit: a token bucket on both ends' egress (as bench/fs: burst 512 KiB, latency 10 ms);
-# unlimited: no qdisc (veth's own speed)
-set_net() {
-	local v
-	for v in "ns_s $V_S" "ns_c $V_C"; do
-		set -- $v
-		$1 tc qdisc del dev "$2" root 2>/dev/null
-		case $NET in
-		unlimited) ;;
-		*bit) $1 tc qdisc add dev "$2" root tbf rate "$NET" burst 512kb latency 10ms ||
-			die "tc tbf on $2 failed" ;;
-		*) die "--nets: $NET: want unlimited or a rate like 1gbit" ;;
-		esac
-	done
-}
+net_up
 
 # ---- the corpus: $EXP/tree and $EXP/big, exported by all the servers
 t0=$(now)
@@ -226,60 +188,14 @@ t0=$(now)
 IMG_MIB=$(( 2 * TREE_MB + 2 * BIG_MIB + 1024 ))
 timeout 120 "$BIN/arf" mkfs "$IMG" --size "${IMG_MIB}M" >"$tmp/log/mkfs" 2>&1 ||
 	{ cat "$tmp/log/mkfs"; die "arf mkfs failed"; }
-ns_s "$BIN/arfd" --listen "$EP" --arf "$IMG" 2>"$tmp/log/arfd" &
-arfd_pid=$!
-for _ in $(seq 100); do
-	grep -q "endpoint tcp:" "$tmp/log/arfd" && break
-	kill -0 "$arfd_pid" 2>/dev/null || break
-	sleep 0.1
-done
-grep -q "endpoint tcp:" "$tmp/log/arfd" || { cat "$tmp/log/arfd"; die "arfd did not start"; }
+arfd_up "$BIN/arfd" "$IMG" "$EP" "$tmp/log/arfd"
 # import in the server namespace (loopback), not over the shaped link: not measured
 ns_s timeout 3600 "$BIN/arf" import --no-progress "$EXP" "$EP:/" >"$tmp/log/import" 2>&1 ||
 	{ tail -n 5 "$tmp/log/import"; die "arf import failed"; }
 IMPORT_S=$(since "$t0")
 echo "run.sh: arf import of the corpus: $IMPORT_S s"
 
-ssh-keygen -q -t ed25519 -N '' -f "$tmp/ssh/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$tmp/ssh/client_key" ||
-	die "ssh-keygen failed"
-cp "$tmp/ssh/client_key.pub" "$tmp/ssh/authorized_keys"
-cat >"$tmp/ssh/sshd_config" <<EOF
-ListenAddress $IP_S
-Port 22
-HostKey $tmp/ssh/host_key
-PidFile $tmp/ssh/sshd.pid
-AuthorizedKeysFile $tmp/ssh/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-Subsystem sftp internal-sftp
-EOF
-cat >"$tmp/ssh/ssh_config" <<EOF
-Host bench
-	HostName $IP_S
-	User root
-	IdentityFile $tmp/ssh/client_key
-	IdentitiesOnly yes
-	UserKnownHostsFile /dev/null
-	StrictHostKeyChecking no
-	BatchMode yes
-	LogLevel ERROR
-	Ciphers aes128-gcm@openssh.com
-	Compression no
-EOF
-mkdir -p /run/sshd
-SSHD=$(command -v sshd || echo /usr/sbin/sshd)
-"$SSHD" -t -f "$tmp/ssh/sshd_config" 2>"$tmp/log/sshd" || { cat "$tmp/log/sshd"; die "sshd -t failed"; }
-ns_s "$SSHD" -D -e -f "$tmp/ssh/sshd_config" 2>>"$tmp/log/sshd" &
-sshd_pid=$!
-for _ in $(seq 100); do
-	ns_c timeout 5 ssh -F "$tmp/ssh/ssh_config" bench true 2>/dev/null && break
-	kill -0 "$sshd_pid" 2>/dev/null || break
-	sleep 0.2
-done
-ns_c timeout 10 ssh -F "$tmp/ssh/ssh_config" bench true || { cat "$tmp/log/sshd"; die "ssh to the server namespace failed"; }
+sshd_up "$tmp/log/sshd"
 
 # nfs-ganesha: NFSv4 only (v3 wants rpcbind to register with), FSAL VFS on the export
 # directory, no dbus (its complaints in the log are harmless); libnfs talks v4 to port 2049
