@@ -431,7 +431,7 @@ static void walk_more(struct tree *t)
 		}
 		if (e->type == DT_DIR) {
 			char *sub = child_path(dir, e->name);
-			if (!grep_args_want_dir(&st->a, sub)) {
+			if (!grep_args_want_dir(&st->a, sub, 0)) {
 				w->skipping = e->depth + 1;
 				free(sub);
 			} else if (e->deep) {
@@ -444,7 +444,7 @@ static void walk_more(struct tree *t)
 		} else if (e->type == DT_REG) {
 			/* symlinks (-r does not follow them; -R would: not yet) and fifos: skipped */
 			char *name = child_path(dir, e->name);
-			if (grep_args_want_file(&st->a, name))
+			if (grep_args_want_file(&st->a, name, 0))
 				queue_add(t, e->ino, name, 0, NULL);
 			else
 				free(name);
@@ -558,13 +558,15 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 		return;
 	}
 	if (S_ISDIR(at.mode)) {
+		if (!grep_args_want_dir(&st->a, name, 1))
+			return;       /* an operand too, -r or not */
 		if (!st->a.recursive)
 			file_error(st, name, EISDIR);
 		else
 			grep_tree(st, k, (uint64_t)ino, name);
 		return;
 	}
-	if (!grep_args_want_file(&st->a, name))
+	if (!grep_args_want_file(&st->a, name, 1))
 		return;
 	if (S_ISLNK(at.mode)) {
 		run_error(st, name, "symbolic links in an ARF are not followed yet");

@@ -103,9 +103,10 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
                     struct grep_file_result *res, int64_t *last_end);
 
 /* ---- the command line: GNU grep 3.8's options, shared by pngrep and arf grep (options.c) ----
- * Short options bundle ("-inA3", "-e PAT", "-ePAT"); long ones match by their full name only,
- * "--max-count=3" or "--max-count 3"; "--" ends the options; -e and -f patterns are split at
- * newlines; without -e or -f the first operand is the pattern. */
+ * Short options bundle ("-inA3", "-e PAT", "-ePAT"); -NUM is -C NUM; long ones are
+ * "--max-count=3" or "--max-count 3", or any unambiguous beginning of the name ("--max=3"), as
+ * getopt_long takes them; "--" ends the options; -e and -f patterns are split at newlines;
+ * without -e or -f the first operand is the pattern. */
 struct grep_strv {            /* strings (malloc'd, NUL-terminated) and their lengths */
 	char **v;
 	size_t *len;
@@ -116,7 +117,9 @@ struct grep_args {
 	struct grep_opts o;       /* with_filename and color decided; no_walk_back left 0 */
 	struct grep_strv pats;    /* one per line, as grep_compile takes them */
 	struct grep_strv files;   /* the operands after the pattern */
-	struct grep_strv include, exclude, exclude_dir;    /* --include=GLOB ... */
+	struct grep_strv file_globs;   /* --include=GLOB as "+GLOB", --exclude=GLOB as "-GLOB",
+	                                * in the order given */
+	struct grep_strv exclude_dir;  /* --exclude-dir=GLOB */
 	const char *label;        /* --label (points into argv), or NULL */
 	int recursive, deref;     /* -r, -R */
 	int no_messages;          /* -s */
@@ -131,8 +134,9 @@ struct grep_extra_opt {
 };
 
 /* Parse argv[1..argc) as GNU grep does.  extra: the caller's own long options (NULL: none).
- * Returns 0; 1 for --help (the caller prints its usage and exits 0; the arguments after it
- * are not read); or -1 after writing grep's message to err_f, each line starting with prog
+ * Returns 0; 1 for --help (the caller prints its usage and exits 0; as in grep, every
+ * argument is read first, and an error in any wins); or -1 after writing grep's message to
+ * err_f, each line starting with prog
  * ("PROG: invalid max count argument", the usage hint where grep adds it): grep exits with
  * status 2.  -f reads its file (standard input for "-") here.  Whatever it returns, *ga is
  * freed by grep_args_free. */
@@ -140,10 +144,15 @@ int grep_args_parse(struct grep_args *ga, int argc, char **argv,
                     const struct grep_extra_opt *extra, const char *prog, FILE *err_f);
 void grep_args_free(struct grep_args *ga);
 
-/* --include, --exclude, --exclude-dir: whether a file (a directory met while recursing) is
- * searched, by its name's last part. */
-int grep_args_want_file(const struct grep_args *ga, const char *name);
-int grep_args_want_dir(const struct grep_args *ga, const char *name);
+/* --include, --exclude, --exclude-dir: whether a file (a directory) is searched, as grep
+ * decides.  cmdline 0, a name met while recursing: its globs are matched against its last
+ * part; 1, an operand: against the whole name or what follows any of its slashes.  Of
+ * --include and --exclude, the last that matches decides; when none does, the file is
+ * searched unless the first of them is an --include.  Standard input is never filtered; grep
+ * checks an operand once it has opened it (an error comes first), and a directory operand
+ * against --exclude-dir even without -r, except the "." that -r searches without operands. */
+int grep_args_want_file(const struct grep_args *ga, const char *name, int cmdline);
+int grep_args_want_dir(const struct grep_args *ga, const char *name, int cmdline);
 
 /* ---- arf grep: one file of an ARF image, scanned in arfd (arfscan.c, docs/grep.md) ----
  * The segment imports region "arf" and exports "grep" with GREP_ARF_NARGS arguments: the

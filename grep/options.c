@@ -1,9 +1,11 @@
 /* options.c: GNU grep 3.8's command line, parsed once for pngrep and arf grep.
  *
  * grep_args_parse fills a struct grep_args (grep.h) from argv with grep's precedence (the
- * last of -l/-L, -a/-I, -E/-F/-G wins) and grep's messages and usage hint, which it writes
- * to the caller's stream; the caller exits with status 2.  Each program's own long options
- * (--explain, --engine, --local) come in as a table, so this file knows none of them.
+ * last of -l/-L, -a/-I wins; -A/-B over -C; -E/-F/-G must agree) and grep's messages and
+ * usage hint, which it writes to the caller's stream; the caller exits with status 2.  Long
+ * options are matched as getopt_long matches them (abbreviations).  Each program's own long
+ * options (--explain, --engine, --local) come in as a table, so this file knows none of them.
+ * docs/grep.md lists the rules, each checked against grep 3.8.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -23,13 +25,20 @@ struct parser {
 	const char *prog;
 	FILE *err_f;
 	int have_pat;                 /* -e or -f given: every operand is a file */
+	int help;                     /* --help: once every option was read */
+	int matcher;                  /* -E, -F or -G given (its letter), or 0 */
+	long context;                 /* -C NUM or -NUM; -1: not given */
+	const char *digits;           /* the -NUM digit before this one in the word, or NULL */
 };
 
-/* "Usage: ..." and "Try ...", after a message or alone. */
+/* "Usage: ..." and "Try ...", after a message or alone: grep names itself there by the last
+ * part of its argv[0] (its messages by the whole). */
 static int usage_hint(struct parser *p)
 {
+	const char *base = strrchr(p->prog, '/');
+	base = base ? base + 1 : p->prog;
 	fprintf(p->err_f, "Usage: %s [OPTION]... PATTERNS [FILE]...\n"
-	        "Try '%s --help' for more information.\n", p->prog, p->prog);
+	        "Try '%s --help' for more information.\n", base, base);
 	return -1;
 }
 
@@ -119,17 +128,60 @@ static int add_pattern_file(struct parser *p, const char *path)
 	return rc;
 }
 
-/* A count (-m, -A, -B, -C): a decimal >= 0; what names it in the message ("max count"). */
-static int num_arg(struct parser *p, const char *v, const char *what, long *out)
+/* A decimal as grep reads counts: leading blanks and a sign allowed, nothing after the
+ * digits; too large a magnitude is taken as the largest of its sign.  0 or -1. */
+static int decimal(const char *v, long long *out)
 {
 	char *end;
 	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (errno || end == v || *end || x < 0) {
-		fprintf(p->err_f, "%s: invalid %s argument\n", p->prog, what);
+	*out = strtoll(v, &end, 10);
+	return end == v || *end || (errno && errno != ERANGE) ? -1 : 0;
+}
+
+/* -A, -B, -C NUM: NUM >= 0 ("-0" and "+3" too), larger ones taken as NUM_MAX. */
+static int context_arg(struct parser *p, const char *v, long *out)
+{
+	long long x;
+	if (decimal(v, &x) != 0 || x < 0) {
+		fprintf(p->err_f, "%s: %s: invalid context length argument\n", p->prog, v);
 		return -1;
 	}
 	*out = x > NUM_MAX ? NUM_MAX : (long)x;
+	return 0;
+}
+
+/* -m NUM: a negative NUM means no limit, as grep 3.8 takes it. */
+static int max_count_arg(struct parser *p, const char *v)
+{
+	long long x;
+	if (decimal(v, &x) != 0)
+		return fail(p, "invalid max count");
+	p->ga->o.max_count = x < 0 ? -1 : x > NUM_MAX ? NUM_MAX : x;
+	return 0;
+}
+
+/* --include (kind '+') and --exclude ('-'): one list in the order given, for the last one
+ * that matches a name decides. */
+static int add_glob(struct parser *p, char kind, const char *glob)
+{
+	size_t len = strlen(glob);
+	char *s = malloc(len + 2);
+	if (!s)
+		return fail(p, "memory exhausted");
+	s[0] = kind;
+	memcpy(s + 1, glob, len + 1);
+	int rc = strv_add(p, &p->ga->file_globs, s, len + 1);
+	free(s);
+	return rc;
+}
+
+/* -E, -F, -G: grep refuses two different ones. */
+static int matcher(struct parser *p, int c)
+{
+	if (p->matcher && p->matcher != c)
+		return fail(p, "conflicting matchers specified");
+	p->matcher = c;
+	p->ga->o.syntax = c == 'E' ? GREP_EXTENDED : c == 'F' ? GREP_FIXED : GREP_BASIC;
 	return 0;
 }
 
@@ -173,9 +225,8 @@ static int short_opt(struct parser *p, int c, const char *val)
 	struct grep_opts *o = &ga->o;
 	long n;
 	switch (c) {
-	case 'E': o->syntax = GREP_EXTENDED; break;
-	case 'F': o->syntax = GREP_FIXED; break;
-	case 'G': o->syntax = GREP_BASIC; break;
+	case 'E': case 'F': case 'G':
+		return matcher(p, c);
 	case 'e':
 		p->have_pat = 1;
 		return add_patterns(p, val, strlen(val));
@@ -197,19 +248,19 @@ static int short_opt(struct parser *p, int c, const char *val)
 	case 'q': o->quiet = 1; break;
 	case 's': ga->no_messages = 1; break;
 	case 'm':
-		if (num_arg(p, val, "max count", &n) != 0)
-			return -1;
-		o->max_count = n;
-		break;
+		return max_count_arg(p, val);
 	case 'r': ga->recursive = 1; break;
 	case 'R': ga->recursive = ga->deref = 1; break;
 	case 'A': case 'B': case 'C':
-		if (num_arg(p, val, "context length", &n) != 0)
+		/* -A and -B win over -C, whatever their order: -C is applied at the end */
+		if (context_arg(p, val, &n) != 0)
 			return -1;
-		if (c != 'B')
+		if (c == 'A')
 			o->after = (int)n;
-		if (c != 'A')
+		else if (c == 'B')
 			o->before = (int)n;
+		else
+			p->context = n;
 		break;
 	case 'z': o->null_data = 1; break;
 	case 'Z': o->null_name = 1; break;
@@ -224,78 +275,145 @@ static int short_opt(struct parser *p, int c, const char *val)
 	return 0;
 }
 
-/* grep's long options: a letter of short_opt's, or one of these (the valued ones first). */
+/* grep's long options: a letter of short_opt's, or one of these. */
 enum {
-	L_INCLUDE = 256, L_EXCLUDE, L_EXCLUDE_DIR, L_LABEL, L_BINARY_FILES,     /* take a value */
-	L_COLOR, L_NO_ICASE, L_HELP
+	L_INCLUDE = 256, L_EXCLUDE, L_EXCLUDE_DIR, L_LABEL, L_BINARY_FILES, L_COLOR, L_NO_ICASE,
+	L_HELP, L_NOOP,
+	L_UNSUPPORTED             /* GNU grep's, not here: "unrecognized option" */
 };
-static const struct { const char *name; int id; } long_opts[] = {
-	{ "regexp", 'e' },              { "file", 'f' },
-	{ "extended-regexp", 'E' },     { "fixed-strings", 'F' },      { "basic-regexp", 'G' },
-	{ "ignore-case", 'i' },         { "no-ignore-case", L_NO_ICASE },
-	{ "invert-match", 'v' },        { "word-regexp", 'w' },        { "line-regexp", 'x' },
-	{ "count", 'c' },               { "files-with-matches", 'l' }, { "files-without-match", 'L' },
-	{ "line-number", 'n' },         { "byte-offset", 'b' },
-	{ "with-filename", 'H' },       { "no-filename", 'h' },        { "only-matching", 'o' },
-	{ "quiet", 'q' },               { "silent", 'q' },             { "no-messages", 's' },
-	{ "max-count", 'm' },           { "recursive", 'r' },          { "dereference-recursive", 'R' },
-	{ "include", L_INCLUDE },       { "exclude", L_EXCLUDE },      { "exclude-dir", L_EXCLUDE_DIR },
-	{ "after-context", 'A' },       { "before-context", 'B' },     { "context", 'C' },
-	{ "color", L_COLOR },           { "colour", L_COLOR },         { "label", L_LABEL },
-	{ "null", 'Z' },                { "null-data", 'z' },          { "text", 'a' },
-	{ "binary-files", L_BINARY_FILES },                            { "help", L_HELP },
+enum { NO_ARG, REQ_ARG, OPT_ARG };
+/* In GNU grep 3.8's order: an ambiguous abbreviation lists its possibilities in this order. */
+static const struct long_opt { const char *name; int id, has_arg; } long_opts[] = {
+	{ "basic-regexp", 'G', NO_ARG },            { "extended-regexp", 'E', NO_ARG },
+	{ "fixed-regexp", 'F', NO_ARG },            { "fixed-strings", 'F', NO_ARG },
+	{ "perl-regexp", L_UNSUPPORTED, NO_ARG },   { "after-context", 'A', REQ_ARG },
+	{ "before-context", 'B', REQ_ARG },         { "binary-files", L_BINARY_FILES, REQ_ARG },
+	{ "byte-offset", 'b', NO_ARG },             { "context", 'C', REQ_ARG },
+	{ "color", L_COLOR, OPT_ARG },              { "colour", L_COLOR, OPT_ARG },
+	{ "count", 'c', NO_ARG },                   { "devices", L_UNSUPPORTED, REQ_ARG },
+	{ "directories", 'd', REQ_ARG },            { "exclude", L_EXCLUDE, REQ_ARG },
+	{ "exclude-from", L_UNSUPPORTED, REQ_ARG }, { "exclude-dir", L_EXCLUDE_DIR, REQ_ARG },
+	{ "file", 'f', REQ_ARG },                   { "files-with-matches", 'l', NO_ARG },
+	{ "files-without-match", 'L', NO_ARG },     { "group-separator", L_UNSUPPORTED, REQ_ARG },
+	{ "help", L_HELP, NO_ARG },                 { "include", L_INCLUDE, REQ_ARG },
+	{ "ignore-case", 'i', NO_ARG },             { "no-ignore-case", L_NO_ICASE, NO_ARG },
+	{ "initial-tab", 'T', NO_ARG },             { "label", L_LABEL, REQ_ARG },
+	{ "line-buffered", L_NOOP, NO_ARG },        { "line-number", 'n', NO_ARG },
+	{ "line-regexp", 'x', NO_ARG },             { "max-count", 'm', REQ_ARG },
+	{ "no-filename", 'h', NO_ARG },             { "no-group-separator", L_UNSUPPORTED, NO_ARG },
+	{ "no-messages", 's', NO_ARG },             { "null", 'Z', NO_ARG },
+	{ "null-data", 'z', NO_ARG },               { "only-matching", 'o', NO_ARG },
+	{ "quiet", 'q', NO_ARG },                   { "recursive", 'r', NO_ARG },
+	{ "dereference-recursive", 'R', NO_ARG },   { "regexp", 'e', REQ_ARG },
+	{ "invert-match", 'v', NO_ARG },            { "silent", 'q', NO_ARG },
+	{ "text", 'a', NO_ARG },                    { "binary", 'U', NO_ARG },
+	{ "unix-byte-offsets", L_UNSUPPORTED, NO_ARG },
+	{ "version", L_UNSUPPORTED, NO_ARG },       { "with-filename", 'H', NO_ARG },
+	{ "word-regexp", 'w', NO_ARG },
 };
 
 #define N_OF(a) (sizeof (a) / sizeof (a)[0])
 
-/* "--name[=VALUE]" at argv[*i], by its full name only (no abbreviations); a value it needs
- * and does not have is argv[*i + 1].  Returns 0, 1 (--help) or -1. */
+/* Option k of grep's table followed by the program's: its name and whether it takes a value
+ * (NULL past the end). */
+static const char *opt_name(const struct grep_extra_opt *extra, size_t k, int *has_arg)
+{
+	if (k < N_OF(long_opts)) {
+		*has_arg = long_opts[k].has_arg;
+		return long_opts[k].name;
+	}
+	extra = extra ? extra + (k - N_OF(long_opts)) : NULL;
+	*has_arg = extra && extra->has_arg ? REQ_ARG : NO_ARG;
+	return extra ? extra->name : NULL;
+}
+
+/* Two entries that are the same option under two names (--color and --colour): an
+ * abbreviation of both is not ambiguous. */
+static int same_opt(size_t a, size_t b)
+{
+	return a < N_OF(long_opts) && b < N_OF(long_opts) &&
+	       long_opts[a].id == long_opts[b].id && long_opts[a].has_arg == long_opts[b].has_arg;
+}
+
+/* The entry "--name" (before any "=") names: its full name, else the one option of which it
+ * is the beginning, as getopt_long finds them.  -1 after the message when it is none or
+ * ambiguous: getopt_long lists the entries that differ from the first one that fits. */
+static long find_long(struct parser *p, const char *arg, size_t nlen,
+                      const struct grep_extra_opt *extra)
+{
+	const char *name = arg + 2, *s;
+	int has_arg;
+	long found = -1;
+	int ambiguous = 0;
+	for (size_t k = 0; (s = opt_name(extra, k, &has_arg)); k++)
+		if (strlen(s) == nlen && !strncmp(s, name, nlen))
+			return (long)k;
+	for (size_t k = 0; (s = opt_name(extra, k, &has_arg)); k++) {
+		if (strncmp(s, name, nlen))
+			continue;
+		if (found < 0)
+			found = (long)k;
+		else if (!same_opt((size_t)found, k))
+			ambiguous = 1;
+	}
+	if (found < 0) {
+		fprintf(p->err_f, "%s: unrecognized option '%s'\n", p->prog, arg);
+		return usage_hint(p);
+	}
+	if (!ambiguous)
+		return found;
+	fprintf(p->err_f, "%s: option '%s' is ambiguous; possibilities:", p->prog, arg);
+	for (size_t k = (size_t)found; (s = opt_name(extra, k, &has_arg)); k++)
+		if (!strncmp(s, name, nlen) && (k == (size_t)found || !same_opt((size_t)found, k)))
+			fprintf(p->err_f, " '--%s'", s);
+	fputc('\n', p->err_f);
+	return usage_hint(p);
+}
+
+/* "--name[=VALUE]" at argv[*i], or an abbreviation of it; a value it needs and does not
+ * have is argv[*i + 1]. */
 static int long_opt(struct parser *p, int argc, char **argv, int *i,
                     const struct grep_extra_opt *extra)
 {
 	struct grep_args *ga = p->ga;
-	const char *a = argv[*i], *name = a + 2, *val = strchr(name, '=');
-	size_t nlen = val ? (size_t)(val - name) : strlen(name);
+	const char *a = argv[*i], *val = strchr(a + 2, '=');
+	size_t nlen = val ? (size_t)(val - (a + 2)) : strlen(a + 2);
 	if (val)
 		val++;
-#define IS(s) (nlen == strlen(s) && !strncmp(name, (s), nlen))
-	int id = 0;
-	const struct grep_extra_opt *x = NULL;
-	for (size_t k = 0; k < N_OF(long_opts) && !id; k++)
-		if (IS(long_opts[k].name))
-			id = long_opts[k].id;
-	for (const struct grep_extra_opt *e = extra; !id && !x && e && e->name; e++)
-		if (IS(e->name))
-			x = e;
-#undef IS
-	if (!id && !x) {
-		fprintf(p->err_f, "%s: unrecognized option '%s'\n", p->prog, a);
+	long k = find_long(p, a, nlen, extra);
+	if (k < 0)
+		return -1;
+	int has_arg;
+	const char *name = opt_name(extra, (size_t)k, &has_arg);
+	if (has_arg == NO_ARG && val) {
+		fprintf(p->err_f, "%s: option '--%s' doesn't allow an argument\n", p->prog, name);
 		return usage_hint(p);
 	}
-	int need = x ? x->has_arg : id < L_INCLUDE ? strchr(SHORT_WITH_ARG, id) != NULL
-	                                          : id <= L_BINARY_FILES;
-	if (need && !val) {
+	if (has_arg == REQ_ARG && !val) {
 		if (*i + 1 >= argc) {
-			fprintf(p->err_f, "%s: option '--%.*s' requires an argument\n", p->prog,
-			        (int)nlen, name);
-			return -1;
+			fprintf(p->err_f, "%s: option '--%s' requires an argument\n", p->prog, name);
+			return usage_hint(p);
 		}
 		val = argv[++*i];
 	}
-	if (x) {
-		*x->val = need ? val : "";
+	if ((size_t)k >= N_OF(long_opts)) {
+		*extra[(size_t)k - N_OF(long_opts)].val = val ? val : "";
 		return 0;
 	}
-	switch (id) {
-	case L_INCLUDE: return strv_add(p, &ga->include, val, strlen(val));
-	case L_EXCLUDE: return strv_add(p, &ga->exclude, val, strlen(val));
+	switch (long_opts[k].id) {
+	case L_INCLUDE: return add_glob(p, '+', val);
+	case L_EXCLUDE: return add_glob(p, '-', val);
 	case L_EXCLUDE_DIR: return strv_add(p, &ga->exclude_dir, val, strlen(val));
 	case L_LABEL: ga->label = val; return 0;
 	case L_BINARY_FILES: return binary_files_arg(p, val);
-	case L_COLOR: return color_arg(p, val);          /* an optional value: --color=WHEN only */
+	case L_COLOR: return color_arg(p, val);
 	case L_NO_ICASE: ga->o.icase = 0; return 0;
-	case L_HELP: return 1;
-	default: return short_opt(p, id, val);
+	case L_HELP: p->help = 1; return 0;
+	case L_NOOP: return 0;
+	case L_UNSUPPORTED:
+		fprintf(p->err_f, "%s: unrecognized option '%s'\n", p->prog, a);
+		return usage_hint(p);
+	default: return short_opt(p, long_opts[k].id, val);
 	}
 }
 
@@ -304,6 +422,16 @@ static int short_opts(struct parser *p, int argc, char **argv, int *i)
 {
 	for (const char *c = argv[*i] + 1; *c; c++) {
 		const char *val = NULL;
+		if (*c >= '0' && *c <= '9') {
+			/* -NUM is -C NUM; its digits run on only while they are next to each other
+			 * in one word ("-1n2" and "-1 -2" are -C 2) */
+			if (p->digits != c - 1)
+				p->context = 0;
+			p->context = p->context > (NUM_MAX - (*c - '0')) / 10 ? NUM_MAX
+			           : 10 * p->context + (*c - '0');
+			p->digits = c;
+			continue;
+		}
 		if (strchr(SHORT_WITH_ARG, *c)) {
 			if (c[1]) {
 				val = c + 1;
@@ -335,7 +463,7 @@ int grep_args_parse(struct grep_args *ga, int argc, char **argv,
 	ga->o.max_count = -1;
 	ga->o.before = ga->o.after = -1;
 	ga->o.with_filename = -1;
-	struct parser p = { .ga = ga, .prog = prog, .err_f = err_f };
+	struct parser p = { .ga = ga, .prog = prog, .err_f = err_f, .context = -1 };
 	int only_operands = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -351,6 +479,12 @@ int grep_args_parse(struct grep_args *ga, int argc, char **argv,
 		if (rc != 0)
 			return rc;
 	}
+	if (p.help)
+		return 1;
+	if (ga->o.after < 0)
+		ga->o.after = (int)p.context;
+	if (ga->o.before < 0)
+		ga->o.before = (int)p.context;
 	if (!p.have_pat) {
 		/* the first operand is the pattern */
 		struct grep_strv *f = &ga->files;
@@ -372,28 +506,41 @@ void grep_args_free(struct grep_args *ga)
 {
 	strv_free(&ga->pats);
 	strv_free(&ga->files);
-	strv_free(&ga->include);
-	strv_free(&ga->exclude);
+	strv_free(&ga->file_globs);
 	strv_free(&ga->exclude_dir);
 }
 
-/* Whether a glob of s matches the last part of name, as grep matches --include & co. */
-static int matches(const struct grep_strv *s, const char *name)
+/* Whether glob matches name as grep matches --include & co: a name met while recursing by
+ * its last part; a command-line operand as a whole or from after any of its slashes. */
+static int glob_match(const char *glob, const char *name, int cmdline)
 {
-	const char *base = strrchr(name, '/');
-	base = base && base[1] ? base + 1 : name;
-	for (size_t i = 0; i < s->n; i++)
-		if (fnmatch(s->v[i], base, 0) == 0)
+	if (!cmdline) {
+		const char *base = strrchr(name, '/');
+		return fnmatch(glob, base && base[1] ? base + 1 : name, 0) == 0;
+	}
+	if (fnmatch(glob, name, 0) == 0)
+		return 1;
+	for (const char *s = name; (s = strchr(s, '/')); s++)
+		if (s[1] != '/' && fnmatch(glob, s + 1, 0) == 0)
 			return 1;
 	return 0;
 }
 
-int grep_args_want_file(const struct grep_args *ga, const char *name)
+int grep_args_want_file(const struct grep_args *ga, const char *name, int cmdline)
 {
-	return !matches(&ga->exclude, name) && (!ga->include.n || matches(&ga->include, name));
+	const struct grep_strv *g = &ga->file_globs;
+	for (size_t i = g->n; i-- > 0;)
+		if (glob_match(g->v[i] + 1, name, cmdline))
+			return g->v[i][0] == '+';
+	/* none matches: searched, unless the first of them is an --include */
+	return !g->n || g->v[0][0] != '+';
 }
 
-int grep_args_want_dir(const struct grep_args *ga, const char *name)
+int grep_args_want_dir(const struct grep_args *ga, const char *name, int cmdline)
 {
-	return !matches(&ga->exclude_dir, name);
+	const struct grep_strv *g = &ga->exclude_dir;
+	for (size_t i = 0; i < g->n; i++)
+		if (glob_match(g->v[i], name, cmdline))
+			return 0;
+	return 1;
 }

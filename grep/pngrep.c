@@ -173,22 +173,27 @@ static void grep_path(struct state *st, const char *path, int cmdline)
 	if (S_ISLNK(sb.st_mode))
 		return;       /* -r does not follow symlinks below the command line */
 	if (S_ISDIR(sb.st_mode)) {
+		/* an operand too, -r or not; not the "." of -r without operands */
+		if (!(cmdline && st->omit_dot) && !grep_args_want_dir(&st->a, path, cmdline))
+			return;
 		if (!st->a.recursive) {
 			file_error(st, path, EISDIR);
 			return;
 		}
-		if (!cmdline && !grep_args_want_dir(&st->a, path))
-			return;
 		grep_dir(st, path);
 		return;
 	}
 	if (!cmdline && !S_ISREG(sb.st_mode))
 		return;       /* devices, fifos and sockets met while recursing are skipped */
-	if (!grep_args_want_file(&st->a, path))
+	if (!cmdline && !grep_args_want_file(&st->a, path, 0))
 		return;
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) {
 		file_error(st, path, errno);
+		return;
+	}
+	if (cmdline && !grep_args_want_file(&st->a, path, 1)) {
+		close(fd);    /* grep checks an operand once open: an error comes first */
 		return;
 	}
 	size_t len = (size_t)sb.st_size;

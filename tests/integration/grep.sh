@@ -1,11 +1,138 @@
 #!/bin/sh
-# grep.sh: the differential test of pngrep against GNU grep (tests/grep/diff.sh), sampled
+# grep.sh: the differential test of pngrep against GNU grep (/usr/bin/grep, C locale): first
+# the command line (tests/unit/test_grep_opts.c has the parses; here the outputs: -NUM,
+# abbreviations, --include/--exclude over a small tree), then tests/grep/diff.sh sampled
 # (every STRIDE-th option set per pattern) so that it stays within make check's time.
 # Prints "N passed, N failed" last; skipped (0 passed, 0 failed) where GNU grep is missing.
-here=$(dirname "$0")
+here=$(cd "$(dirname "$0")" && pwd)
 if ! /usr/bin/grep --version 2>/dev/null | head -n 1 | /usr/bin/grep -q 'GNU grep'; then
 	echo "grep.sh: skipped: no GNU grep at /usr/bin/grep"
 	echo "0 passed, 0 failed"
 	exit 0
 fi
-STRIDE=${STRIDE:-4} exec sh "$here/../grep/diff.sh"
+BUILD=${BUILD:-build}
+PNGREP=$(cd "$(dirname "${PNGREP:-$BUILD/pngrep}")" && pwd)/$(basename "${PNGREP:-$BUILD/pngrep}")
+GREP=/usr/bin/grep
+export LC_ALL=C
+unset GREP_COLORS GREP_COLOR
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/grepopts.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+pass=0
+fail=0
+
+# pngrep as "grep": both name themselves by the last part of argv[0] in their usage hint
+mkdir -p "$tmp/bin" && ln -s "$PNGREP" "$tmp/bin/grep" || exit 1
+PNGREP_AS_GREP=$tmp/bin/grep
+
+# check ARGS...: both programs in $tmp/t; stdout, stderr (the program's name as "grep") and
+# the exit status must be the same.
+check() {
+	(cd "$tmp/t" && "$GREP" "$@" >"$tmp/g.out" 2>"$tmp/g.err" </dev/null; echo $? >"$tmp/g.rc")
+	(cd "$tmp/t" && "$PNGREP_AS_GREP" "$@" >"$tmp/p.out" 2>"$tmp/p.err" </dev/null; echo $? >"$tmp/p.rc")
+	sed -i "s|^$GREP:|grep:|" "$tmp/g.err"
+	sed -i "s|^$PNGREP_AS_GREP:|grep:|" "$tmp/p.err"
+	if cmp -s "$tmp/g.out" "$tmp/p.out" && cmp -s "$tmp/g.err" "$tmp/p.err" &&
+	   cmp -s "$tmp/g.rc" "$tmp/p.rc"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		printf 'FAIL: grep'
+		for a in "$@"; do printf " '%s'" "$a"; done
+		printf ' (rc %s vs %s)\n' "$(cat "$tmp/g.rc")" "$(cat "$tmp/p.rc")"
+		diff "$tmp/g.out" "$tmp/p.out" | head -5
+		diff "$tmp/g.err" "$tmp/p.err" | head -5
+	fi
+}
+
+mkdir -p "$tmp/t/sub/deep" || exit 1
+for f in a.c b.h c.txt skip.c sub/d.c sub/e.h sub/deep/f.c; do
+	printf 'x in %s\n' "$f" >"$tmp/t/$f"
+done
+awk 'BEGIN { for (i = 1; i <= 30; i++) print "line " i (i % 10 == 5 ? " foo" : "") }' \
+	>"$tmp/t/n"
+
+# -NUM is -C NUM; -A and -B win over -C in any order
+for args in "-1" "-2n" "-12" "-n12" "-1n2" "-1 -2" "-0" "-3 -A0" "-A0 -3" "-C0 -1" "-1 -C0" \
+            "-A1 -B0 -C0" "-A 1 -B0 -C 5" "-C5 -A1" "-99999999999999999999" "-c2" \
+            "-C 010" "-C +1" "-C -0"; do
+	# shellcheck disable=SC2086
+	check $args foo n
+done
+# counts: grep's messages; a negative -m is no limit
+check -Ax foo n
+check -C -1 foo n
+check -B '1 ' foo n
+check -A '' foo n
+check --context=3x foo n
+check -m -1 foo n
+check -m -0 foo n
+check --max-count=-5 -c line n
+check -m x foo n
+check -m1k foo n
+check foo n --max-count
+check foo n --max
+# long options: abbreviations, ambiguous ones, values where none is taken
+check --col=always foo n
+check --colo=never --line-n foo n
+check --lab=in --with -e foo
+check --cou foo n
+check --c foo n
+check --co=5 foo n
+check --f foo n
+check --in foo n
+check --no foo n
+check --a foo n
+check --x foo n
+check --count=5 foo n
+check --cou= foo n
+check --null=1 foo n
+check --help=x
+check --help --frob
+check --help -E -F
+# -E -F -G: two different ones conflict
+check -E -E 'fo+' n
+check -G --basic-regexp foo n
+check -F --fixed-regexp foo n
+check -E -F foo n
+check -G -E foo n
+check -E -G -E foo n
+check -EF -Q foo n
+check -Q -EF foo n
+# --include, --exclude, --exclude-dir: while recursing and on operands
+for globs in "--include=*.c" "--exclude=*.c" "--include=*.c --exclude=skip*" \
+             "--exclude=skip* --include=*.c" "--include=*.c --exclude=*.c" \
+             "--exclude=*.c --include=*.c" "--exclude=*.h --include=*.c" \
+             "--include=a* --include=*.h --exclude=*.c" \
+             "--exclude=*.h --include=*.c --exclude=a*" "--exclude=sub*" \
+             "--exclude=*/d.c" "--exclude-dir=sub" "--exclude-dir=deep" \
+             "--exclude-dir=sub/deep" "--exclude-dir=." "--exclude-dir=*"; do
+	# shellcheck disable=SC2086
+	{ check -r $globs x .; check -r $globs x; check -r $globs x sub; check -r $globs x sub/;
+	  check -r $globs x ./sub; check $globs x a.c b.h skip.c sub/d.c ./sub/e.h .//c.txt;
+	  check $globs x sub; }
+done
+check --exclude='s*' x sub/d.c a.c
+check --exclude='sub/*' x sub/d.c a.c
+check --exclude=d.c x sub/d.c a.c
+check --exclude=sub x sub/d.c
+check --exclude='*.c' x nonexistent.c
+check --include='*.h' x nonexistent.c
+
+echo "grep.sh: command line: $pass passed, $fail failed"
+opt_pass=$pass
+opt_fail=$fail
+STRIDE=${STRIDE:-4} BUILD=$BUILD PNGREP=$PNGREP sh "$here/../grep/diff.sh" >"$tmp/diff.log"
+rc=$?
+sed '$d' "$tmp/diff.log"
+# its last line, "N passed, N failed" (without a newline)
+set -- $(tail -n 1 "$tmp/diff.log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
+if [ "$#" -ne 2 ]; then
+	echo "grep.sh: diff.sh: no summary (exit $rc)"
+	echo "$opt_pass passed, $((opt_fail + 1)) failed"
+	exit 1
+fi
+pass=$((opt_pass + $1))
+fail=$((opt_fail + $2))
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

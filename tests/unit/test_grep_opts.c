@@ -89,8 +89,7 @@ static void summary(struct buf *b, const struct grep_args *ga, const char *expla
 		put(b, " engine=%s", engine);
 	put_strv(b, "pats", &ga->pats);
 	put_strv(b, "files", &ga->files);
-	put_strv(b, "include", &ga->include);
-	put_strv(b, "exclude", &ga->exclude);
+	put_strv(b, "globs", &ga->file_globs);
 	put_strv(b, "exclude_dir", &ga->exclude_dir);
 }
 
@@ -117,11 +116,17 @@ static const struct {
 	{ { "-f", PATS_FILE, "a" }, 0, "G pats=[foo],[ba.] files=[a]" },
 	{ { "-f", PATS_FILE, "-e", "zzz" }, 0, "G pats=[foo],[ba.],[zzz]" },
 	{ { "--file=" PATS_FILE, "-ex" }, 0, "G pats=[foo],[ba.],[x]" },
+	/* -E, -F, -G: one of them, as often as wished; two different ones are an error */
+	{ { "-E", "-E", "x" }, 0, "E pats=[x]" },
+	{ { "-G", "--basic-regexp", "x" }, 0, "G pats=[x]" },
+	{ { "-F", "--fixed-regexp", "--fixed-strings", "x" }, 0, "F pats=[x]" },
+	{ { "-E", "-F", "x" }, -1, "grep: conflicting matchers specified\n" },
+	{ { "-F", "-G", "x" }, -1, "grep: conflicting matchers specified\n" },
+	{ { "-G", "--extended-regexp", "x" }, -1, "grep: conflicting matchers specified\n" },
+	{ { "-E", "-G", "-E", "x" }, -1, "grep: conflicting matchers specified\n" },
+	{ { "-EF", "-Q" }, -1, "grep: conflicting matchers specified\n" },
+	{ { "-Q", "-EF" }, -1, "grep: invalid option -- 'Q'\n" HINT },
 	/* precedence: the last one wins */
-	{ { "-E", "-F", "x" }, 0, "F pats=[x]" },
-	{ { "-F", "-G", "x" }, 0, "G pats=[x]" },
-	{ { "-G", "--extended-regexp", "x" }, 0, "E pats=[x]" },
-	{ { "--basic-regexp", "--fixed-strings", "x" }, 0, "F pats=[x]" },
 	{ { "-lL", "x" }, 0, "G list_nomatch pats=[x]" },
 	{ { "-Ll", "x" }, 0, "G list pats=[x]" },
 	{ { "--files-without-match", "--files-with-matches", "x" }, 0, "G list pats=[x]" },
@@ -139,13 +144,43 @@ static const struct {
 	{ { "-i", "--no-ignore-case", "x" }, 0, "G pats=[x]" },
 	{ { "--ignore-case", "x" }, 0, "G icase pats=[x]" },
 	{ { "-y", "x" }, 0, "G icase pats=[x]" },
+	/* -A and -B win over -C (and -NUM) in any order; the last -C or -NUM is the default */
 	{ { "-C2", "-A0", "x" }, 0, "G before=2 after=0 pats=[x]" },
-	{ { "-A", "1", "-B0", "-C", "5", "x" }, 0, "G before=5 after=5 pats=[x]" },
+	{ { "-A1", "-B0", "-C0", "x" }, 0, "G before=0 after=1 pats=[x]" },
+	{ { "-A", "1", "-B0", "-C", "5", "x" }, 0, "G before=0 after=1 pats=[x]" },
 	{ { "--context=3", "--after-context", "1", "x" }, 0, "G before=3 after=1 pats=[x]" },
 	{ { "--before-context=4", "x" }, 0, "G before=4 pats=[x]" },
+	{ { "-C", "5", "-C", "1", "x" }, 0, "G before=1 after=1 pats=[x]" },
+	{ { "-C", "+3", "x" }, 0, "G before=3 after=3 pats=[x]" },
+	{ { "-C", " 2", "x" }, 0, "G before=2 after=2 pats=[x]" },
+	{ { "-C", "-0", "x" }, 0, "G before=0 after=0 pats=[x]" },
+	{ { "-C", "010", "x" }, 0, "G before=10 after=10 pats=[x]" },
+	{ { "-C", "99999999999999999999", "y" }, 0, "G before=2147483647 after=2147483647 pats=[y]" },
+	/* -NUM: -C NUM, its digits contiguous in one word */
+	{ { "-5", "x" }, 0, "G before=5 after=5 pats=[x]" },
+	{ { "-12", "x" }, 0, "G before=12 after=12 pats=[x]" },
+	{ { "-2n", "x" }, 0, "G line_number before=2 after=2 pats=[x]" },
+	{ { "-n12", "x" }, 0, "G line_number before=12 after=12 pats=[x]" },
+	{ { "-1n2", "x" }, 0, "G line_number before=2 after=2 pats=[x]" },
+	{ { "-1", "-2", "x" }, 0, "G before=2 after=2 pats=[x]" },
+	{ { "-0", "x" }, 0, "G before=0 after=0 pats=[x]" },
+	{ { "-00012", "x" }, 0, "G before=12 after=12 pats=[x]" },
+	{ { "-1e", "x" }, 0, "G before=1 after=1 pats=[x]" },
+	{ { "-2", "-A0", "x" }, 0, "G before=2 after=0 pats=[x]" },
+	{ { "-A0", "-2", "x" }, 0, "G before=2 after=0 pats=[x]" },
+	{ { "-C0", "-1", "x" }, 0, "G before=1 after=1 pats=[x]" },
+	{ { "-1", "-C0", "x" }, 0, "G before=0 after=0 pats=[x]" },
+	{ { "-99999999999999999999", "x" }, 0, "G before=2147483647 after=2147483647 pats=[x]" },
+	{ { "-e", "-1", "--", "-2" }, 0, "G pats=[-1] files=[-2]" },
+	/* -m: a negative count is no limit */
 	{ { "-m", "99999999999", "x" }, 0, "G max_count=2147483647 pats=[x]" },
 	{ { "-m0", "x" }, 0, "G max_count=0 pats=[x]" },
+	{ { "-m", "-0", "x" }, 0, "G max_count=0 pats=[x]" },
 	{ { "--max-count", "2", "x" }, 0, "G max_count=2 pats=[x]" },
+	{ { "-m", "-1", "x" }, 0, "G pats=[x]" },
+	{ { "-m3", "--max-count=-2", "x" }, 0, "G pats=[x]" },
+	{ { "-m", "-99999999999999999999", "x" }, 0, "G pats=[x]" },
+	{ { "-m", "+2", "x" }, 0, "G max_count=2 pats=[x]" },
 	/* each letter, bundled, and its long form */
 	{ { "-ivxwcnbosqzZTUa", "x" }, 0,
 	  "G icase word line invert count quiet only line_number byte_offset null_name null_data "
@@ -157,24 +192,32 @@ static const struct {
 	  "G word line invert count quiet only line_number byte_offset no_messages pats=[x]" },
 	{ { "--silent", "--with-filename", "--null", "--null-data", "x" }, 0,
 	  "G quiet with_filename null_name null_data pats=[x]" },
-	{ { "--count=5", "--null=1", "x" }, 0, "G count null_name pats=[x]" },
+	{ { "--initial-tab", "--line-buffered", "--binary", "--directories=skip", "x" }, 0,
+	  "G initial_tab pats=[x]" },
 	{ { "--label=stdin", "--label", "in", "x" }, 0, "G label=in pats=[x]" },
 	{ { "--include=*.c", "--include", "*.h", "--exclude=a*", "--exclude-dir", "d", "-r",
 	    "x" }, 0,
-	  "G with_filename recursive pats=[x] include=[*.c],[*.h] exclude=[a*] exclude_dir=[d]" },
+	  "G with_filename recursive pats=[x] globs=[+*.c],[+*.h],[-a*] exclude_dir=[d]" },
 	{ { "--color=always", "x" }, 0, "G color pats=[x]" },
 	{ { "--colour=force", "--color=never", "x" }, 0, "G pats=[x]" },
 	{ { "--color=yes", "x" }, 0, "G color pats=[x]" },
 	{ { "--color=no", "--color=always", "--color=none", "x" }, 0, "G pats=[x]" },
 	/* the program's own options (explain: a flag, engine: a value) */
 	{ { "--explain", "x" }, 0, "G explain pats=[x]" },
-	{ { "--explain=1", "x" }, 0, "G explain pats=[x]" },
+	{ { "--explain=1", "x" }, -1, "grep: option '--explain' doesn't allow an argument\n" HINT },
+	{ { "--expl", "--eng=jit", "x" }, 0, "G explain engine=jit pats=[x]" },
+	{ { "--e", "x" }, -1, "grep: option '--e' is ambiguous; possibilities: '--extended-regexp' "
+	  "'--exclude' '--exclude-from' '--exclude-dir' '--explain' '--engine'\n" HINT },
 	{ { "--engine=jit", "x" }, 0, "G engine=jit pats=[x]" },
 	{ { "--engine", "interp", "--engine=", "x" }, 0, "G engine= pats=[x]" },
-	/* --help: the rest is not read */
+	/* --help: once every argument was read (errors in any win) */
 	{ { "--help" }, 1, "" },
-	{ { "-e", "x", "--help", "--frob" }, 1, "" },
-	{ { "--help=x" }, 1, "" },
+	{ { "--he", "-i" }, 1, "" },
+	{ { "-e", "x", "--help", "-A", "3" }, 1, "" },
+	{ { "-e", "x", "--help", "--frob" }, -1, "grep: unrecognized option '--frob'\n" HINT },
+	{ { "--help", "-E", "-F" }, -1, "grep: conflicting matchers specified\n" },
+	{ { "--help", "-m", "x" }, -1, "grep: invalid max count\n" },
+	{ { "--help=x" }, -1, "grep: option '--help' doesn't allow an argument\n" HINT },
 	/* errors: grep's messages and usage hint */
 	{ { NULL }, -1, HINT },
 	{ { "-i" }, -1, HINT },
@@ -184,19 +227,52 @@ static const struct {
 	{ { "-Q", "x" }, -1, "grep: invalid option -- 'Q'\n" HINT },
 	{ { "-iQ", "--help" }, -1, "grep: invalid option -- 'Q'\n" HINT },
 	{ { "--frob", "--help" }, -1, "grep: unrecognized option '--frob'\n" HINT },
-	/* long options by their full name only (GNU grep also takes "--col": not yet) */
-	{ { "--col=always", "x" }, -1, "grep: unrecognized option '--col=always'\n" HINT },
+	/* long options: an unambiguous beginning of the name does (getopt_long) */
+	{ { "--col=always", "x" }, 0, "G color pats=[x]" },
+	{ { "--colo=never", "x" }, 0, "G pats=[x]" },
+	{ { "--lab=x", "--inc=*.c", "--exclude=*.h", "x" }, 0,
+	  "G label=x pats=[x] globs=[+*.c],[-*.h]" },
+	{ { "--ex", "x" }, -1, "grep: option '--ex' is ambiguous; possibilities: "
+	  "'--extended-regexp' '--exclude' '--exclude-from' '--exclude-dir' '--explain'\n" HINT },
+	{ { "--m", "2", "--qu", "--sil", "--w", "x" }, -1, "grep: option '--w' is ambiguous; "
+	  "possibilities: '--with-filename' '--word-regexp'\n" HINT },
+	{ { "--m", "2", "--qu", "--sil", "--wo", "x" }, 0, "G word quiet max_count=2 pats=[x]" },
+	/* the whole name wins over names it begins: --exclude, --null */
+	{ { "--exclude=a", "--null", "x" }, 0, "G null_name pats=[x] globs=[-a]" },
+	{ { "--f", "x" }, -1, "grep: option '--f' is ambiguous; possibilities: '--fixed-regexp' "
+	  "'--file' '--files-with-matches' '--files-without-match'\n" HINT },
+	{ { "--c=5", "x" }, -1, "grep: option '--c=5' is ambiguous; possibilities: '--context' "
+	  "'--color' '--colour' '--count'\n" HINT },
+	{ { "--no", "x" }, -1, "grep: option '--no' is ambiguous; possibilities: "
+	  "'--no-ignore-case' '--no-filename' '--no-group-separator' '--no-messages'\n" HINT },
+	{ { "--i", "x" }, -1, "grep: option '--i' is ambiguous; possibilities: '--include' "
+	  "'--ignore-case' '--initial-tab' '--invert-match'\n" HINT },
+	{ { "--a", "x" }, -1, "grep: x: invalid context length argument\n" },
+	{ { "--x", "x" }, -1, "grep: unrecognized option '--x'\n" HINT },
+	{ { "--perl-regexp", "x" }, -1, "grep: unrecognized option '--perl-regexp'\n" HINT },
 	{ { "--local", "x" }, -1, "grep: unrecognized option '--local'\n" HINT },
-	{ { "--max-count" }, -1, "grep: option '--max-count' requires an argument\n" },
-	{ { "--engine" }, -1, "grep: option '--engine' requires an argument\n" },
-	{ { "x", "--label" }, -1, "grep: option '--label' requires an argument\n" },
-	{ { "--binary-files" }, -1, "grep: option '--binary-files' requires an argument\n" },
-	{ { "-m", "x", "y" }, -1, "grep: invalid max count argument\n" },
-	{ { "--max-count=-1", "y" }, -1, "grep: invalid max count argument\n" },
-	{ { "-m1x", "y" }, -1, "grep: invalid max count argument\n" },
-	{ { "-A", "", "y" }, -1, "grep: invalid context length argument\n" },
-	{ { "-C", "99999999999999999999", "y" }, -1, "grep: invalid context length argument\n" },
-	{ { "--context=3x", "y" }, -1, "grep: invalid context length argument\n" },
+	/* a value where none is taken, none where one is needed */
+	{ { "--count=5", "x" }, -1, "grep: option '--count' doesn't allow an argument\n" HINT },
+	{ { "--cou=", "x" }, -1, "grep: option '--count' doesn't allow an argument\n" HINT },
+	{ { "--null=1", "x" }, -1, "grep: option '--null' doesn't allow an argument\n" HINT },
+	{ { "--max-count" }, -1, "grep: option '--max-count' requires an argument\n" HINT },
+	{ { "x", "--max" }, -1, "grep: option '--max-count' requires an argument\n" HINT },
+	{ { "--engine" }, -1, "grep: option '--engine' requires an argument\n" HINT },
+	{ { "x", "--label" }, -1, "grep: option '--label' requires an argument\n" HINT },
+	{ { "--binary-files" }, -1, "grep: option '--binary-files' requires an argument\n" HINT },
+	/* counts */
+	{ { "-m", "x", "y" }, -1, "grep: invalid max count\n" },
+	{ { "--max-count=", "y" }, -1, "grep: invalid max count\n" },
+	{ { "-m1x", "y" }, -1, "grep: invalid max count\n" },
+	{ { "-m", "1k", "y" }, -1, "grep: invalid max count\n" },
+	{ { "-A", "", "y" }, -1, "grep: : invalid context length argument\n" },
+	{ { "-Ax", "y" }, -1, "grep: x: invalid context length argument\n" },
+	{ { "-C", "-1", "y" }, -1, "grep: -1: invalid context length argument\n" },
+	{ { "-B", "1 ", "y" }, -1, "grep: 1 : invalid context length argument\n" },
+	{ { "-C", "0x1", "y" }, -1, "grep: 0x1: invalid context length argument\n" },
+	{ { "-C", "-99999999999999999999", "y" }, -1,
+	  "grep: -99999999999999999999: invalid context length argument\n" },
+	{ { "--context=3x", "y" }, -1, "grep: 3x: invalid context length argument\n" },
 	{ { "--color=bogus", "y" }, -1, "grep: invalid argument 'bogus' for '--color'\n" },
 	{ { "--binary-files=foo", "y" }, -1, "grep: unknown binary-files type\n" },
 	{ { "-f", "/nonexistent/pats", "-Q" }, -1,
@@ -260,30 +336,76 @@ static void run_case(size_t i, const char *pats_path)
 			free(argv[k]);
 }
 
-/* --include, --exclude, --exclude-dir, matched on a name's last part */
+/* --include, --exclude, --exclude-dir: what grep searches (checked against GNU grep -r). */
+static const struct {
+	const char *globs[4];     /* options, before "x" */
+	const char *name;
+	int cmdline, file, dir;   /* an operand?  want_file, want_dir */
+} wants[] = {
+	/* met while recursing: by the last part of the name */
+	{ { "--include=*.c", "--include=*.h", "--exclude=skip*", "--exclude-dir=.git" },
+	  "a.c", 0, 1, 1 },
+	{ { "--include=*.c", "--include=*.h", "--exclude=skip*", "--exclude-dir=.git" },
+	  "d/a.h", 0, 1, 1 },
+	{ { "--include=*.c", "--include=*.h", "--exclude=skip*" }, "a.txt", 0, 0, 1 },
+	{ { "--include=*.c", "--include=*.h", "--exclude=skip*" }, "skip.c", 0, 0, 1 },
+	{ { "--include=*.c", "--include=*.h", "--exclude=skip*" }, "d/skip.h", 0, 0, 1 },
+	{ { "--exclude-dir=.git" }, ".git", 0, 1, 0 },
+	{ { "--exclude-dir=.git" }, "top/.git", 0, 1, 0 },
+	{ { "--exclude-dir=.git", "--include=*.c" }, ".git/a.c", 0, 1, 1 },
+	{ { "--include=*.c" }, "d/", 0, 0, 1 },
+	{ { "--exclude=sub*", "--exclude-dir=sub/deep" }, "./sub/d.c", 0, 1, 1 },
+	{ { "--exclude=*/d.c", "--exclude-dir=sub/deep" }, "sub/deep", 0, 1, 1 },
+	/* the last --include or --exclude that matches decides */
+	{ { "--exclude=skip*", "--include=*.c" }, "skip.c", 0, 1, 1 },
+	{ { "--include=*.c", "--exclude=*.c" }, "a.c", 0, 0, 1 },
+	{ { "--exclude=*.c", "--include=*.c" }, "a.c", 0, 1, 1 },
+	{ { "--include=a*", "--include=*.h", "--exclude=*.c" }, "a.c", 0, 0, 1 },
+	{ { "--exclude=*.h", "--include=*.c", "--exclude=a*" }, "a.c", 0, 0, 1 },
+	/* none matches: searched unless the first is an --include */
+	{ { "--exclude=skip*", "--include=*.c" }, "b.h", 0, 1, 1 },
+	{ { "--include=*.c", "--exclude=skip*" }, "b.h", 0, 0, 1 },
+	{ { "--exclude=*.h", "--include=*.c", "--exclude=a*" }, "c.txt", 0, 1, 1 },
+	{ { "--include=a*", "--include=*.h", "--exclude=*.c" }, "c.txt", 0, 0, 1 },
+	{ { NULL }, "c.txt", 1, 1, 1 },
+	/* operands: the whole name, or what follows a slash */
+	{ { "--include=*.c" }, "b.h", 1, 0, 1 },
+	{ { "--exclude=d.c", "--exclude-dir=sub" }, "sub/d.c", 1, 0, 1 },
+	{ { "--exclude=sub", "--exclude-dir=sub" }, "sub/d.c", 1, 1, 1 },
+	{ { "--exclude=s*", "--exclude-dir=s*" }, "sub/d.c", 1, 0, 0 },
+	{ { "--exclude=sub/*" }, "sub/d.c", 1, 0, 1 },
+	{ { "--exclude=*/d.c" }, "sub/d.c", 1, 0, 1 },
+	{ { "--exclude=./a.c" }, "./a.c", 1, 0, 1 },
+	{ { "--exclude=a.c" }, ".//a.c", 1, 0, 1 },
+	{ { "--exclude-dir=sub" }, "../tr/sub", 1, 1, 0 },
+	{ { "--exclude-dir=sub" }, "./sub/", 1, 1, 1 },
+	{ { "--exclude-dir=." }, ".", 1, 1, 0 },
+	{ { "--exclude-dir=." }, "./", 1, 1, 1 },
+};
+
 static void test_want(void)
 {
-	char *argv[] = { "grep", "--include=*.c", "--include=*.h", "--exclude=skip*",
-	                 "--exclude-dir=.git", "x", NULL };
-	struct grep_args ga;
-	int rc = grep_args_parse(&ga, 6, argv, NULL, "grep", stderr);
-	static const struct { const char *name; int file, dir; } names[] = {
-		{ "a.c", 1, 1 }, { "d/a.h", 1, 1 }, { "a.txt", 0, 1 }, { "skip.c", 0, 1 },
-		{ "d/skip.h", 0, 1 }, { ".git", 0, 0 }, { "top/.git", 0, 0 }, { ".git/a.c", 1, 1 },
-		{ "d/", 0, 1 },
-	};
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		int file = rc == 0 && grep_args_want_file(&ga, names[i].name);
-		int dir = rc == 0 && grep_args_want_dir(&ga, names[i].name);
-		if (file == names[i].file && dir == names[i].dir) {
+	for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++) {
+		char *argv[8] = { "grep" };
+		int argc = 1;
+		for (size_t k = 0; k < 4 && wants[i].globs[k]; k++)
+			argv[argc++] = (char *)wants[i].globs[k];
+		argv[argc++] = "x";
+		struct grep_args ga;
+		int rc = grep_args_parse(&ga, argc, argv, NULL, "grep", stderr);
+		const char *name = wants[i].name;
+		int file = rc == 0 && grep_args_want_file(&ga, name, wants[i].cmdline);
+		int dir = rc == 0 && grep_args_want_dir(&ga, name, wants[i].cmdline);
+		if (file == wants[i].file && dir == wants[i].dir) {
 			n_pass++;
 		} else {
 			n_fail++;
-			printf("FAIL want %s: file %d dir %d (expected %d %d)\n", names[i].name, file,
-			       dir, names[i].file, names[i].dir);
+			printf("FAIL want %zu %s%s: file %d dir %d (expected %d %d)\n", i, name,
+			       wants[i].cmdline ? " (operand)" : "", file, dir, wants[i].file,
+			       wants[i].dir);
 		}
+		grep_args_free(&ga);
 	}
-	grep_args_free(&ga);
 }
 
 int main(void)
