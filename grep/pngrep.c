@@ -177,7 +177,10 @@ static void grep_path(struct state *st, const char *path, int cmdline)
 		if (!(cmdline && st->omit_dot) && !grep_args_want_dir(&st->a, path, cmdline))
 			return;
 		if (!st->a.recursive) {
+			/* grep reads it as a file: the read fails, and what it prints for a file with
+			 * no lines (-c's count, -L's name) follows */
 			file_error(st, path, EISDIR);
+			grep_bytes(st, path, NULL, 0);
 			return;
 		}
 		grep_dir(st, path);

@@ -118,6 +118,12 @@ check --exclude=d.c x sub/d.c a.c
 check --exclude=sub x sub/d.c
 check --exclude='*.c' x nonexistent.c
 check --include='*.h' x nonexistent.c
+# a directory without -r: "Is a directory", then what grep prints for a file without lines
+for args in "-c x sub" "-c x sub a.c" "-L x sub" "-LZ x sub b.h" "-l x sub" "-cv x sub" \
+            "-s -c x sub" "-q x sub a.c" "-cZ x sub a.c" "x sub" "-ch x sub a.c"; do
+	# shellcheck disable=SC2086
+	check $args
+done
 
 echo "grep.sh: command line: $pass passed, $fail failed"
 opt_pass=$pass
