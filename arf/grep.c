@@ -560,10 +560,17 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 	if (S_ISDIR(at.mode)) {
 		if (!grep_args_want_dir(&st->a, name, 1))
 			return;       /* an operand too, -r or not */
-		if (!st->a.recursive)
-			file_error(st, name, EISDIR);
-		else
+		if (st->a.recursive) {
 			grep_tree(st, k, (uint64_t)ino, name);
+			return;
+		}
+		/* grep reads it as a file: the read fails, and what it prints for a file with no
+		 * lines (-c's count, -L's name) follows */
+		file_error(st, name, EISDIR);
+		struct grep_file_result res;
+		int64_t last_end = -1;
+		if (grep_format_end(st->g, prog, name, 0, NULL, 0, stdout, stderr, &res, &last_end) == -2)
+			die("%s", "memory exhausted");
 		return;
 	}
 	if (!grep_args_want_file(&st->a, name, 1))
