@@ -192,22 +192,13 @@ done
 # errors: a missing file, a directory without -r (after the error, what grep prints for a
 # file without lines: -c's 0, -L's name)
 check -n needle nosuch
+saved_files=$files saved_remote=$remote
+files="sub words" remote="$ep:/sub $ep:/words"
 for o in -c -L -l -q "-c -H" -n; do
 	# shellcheck disable=SC2086
-	(cd "$d" && timeout 20 grep $o needle sub words >"$tmp/g.out" 2>"$tmp/g.err"; echo $? >"$tmp/g.rc")
-	# shellcheck disable=SC2086
-	timeout 60 "$BUILD/arf" grep $o needle "$ep:/sub" "$ep:/words" >"$tmp/a.raw" 2>"$tmp/a.eraw"
-	echo $? >"$tmp/a.rc"
-	sed "s#$ep:/##g" "$tmp/a.raw" >"$tmp/a.out"
-	sed "s#$ep:/##g" "$tmp/a.eraw" >"$tmp/a.err"
-	if cmp -s "$tmp/g.out" "$tmp/a.out" && cmp -s "$tmp/g.err" "$tmp/a.err" &&
-	   cmp -s "$tmp/g.rc" "$tmp/a.rc"; then
-		pass=$((pass + 1))
-	else
-		fail_msg "arf grep $o needle (a directory operand without -r)"
-		diff "$tmp/g.out" "$tmp/a.out" | head -n 5
-	fi
+	check $o needle
 done
+files=$saved_files remote=$saved_remote
 "$BUILD/arf" grep needle "$ep:/sub" >/dev/null 2>"$tmp/e"
 if [ $? -eq 2 ] && [ "$(sed "s#$ep:/##" "$tmp/e")" = "grep: sub: Is a directory" ]; then
 	pass=$((pass + 1))
