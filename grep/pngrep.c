@@ -293,14 +293,18 @@ int main(int argc, char **argv)
 		printf("; %s\n", desc);
 		if (asm_disassemble(seg, seg_len, &text, err, sizeof err) != 0) {
 			fprintf(stderr, "%s: %s\n", prog, err);
-			return 2;
+			rc = 2;
+		} else {
+			fputs(text, stdout);
+			free(text);
+			rc = 0;
 		}
-		fputs(text, stdout);
-		free(text);
-		return 0;
+		goto out;
 	}
-	if (o->max_count == 0)
-		return 1;         /* grep -m 0 reads nothing */
+	if (o->max_count == 0) {
+		rc = 1;           /* grep -m 0 reads nothing */
+		goto out;
+	}
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
 	st.omit_dot = files->n == 0 && st.a.recursive;
@@ -309,11 +313,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < files->n; i++)
 		grep_path(&st, files->v[i], 1);
 	fflush(stdout);
+	rc = o->quiet && st.any_match ? 0 : st.errors ? 2 : st.any_match ? 0 : 1;
+out:
 	grep_free(st.g);
 	if (st.out)
 		munmap(st.out, st.out_cap);
 	grep_args_free(&st.a);
-	if (o->quiet && st.any_match)
-		return 0;
-	return st.errors ? 2 : st.any_match ? 0 : 1;
+	return rc;
 }
