@@ -23,7 +23,6 @@
 #include "arc.h"
 #include "arf_cli.h"
 #include "arf_ops.h"
-#include "asm.h"
 #include "grep.h"
 #include "isa.h"
 
@@ -724,8 +723,8 @@ int arf_cmd_grep(int argc, char **argv)
 		{ NULL, 0, NULL }
 	};
 	struct grep_opts *o = &st.a.o;
-	const struct grep_strv *pats = &st.a.pats, *files = &st.a.files;
-	char err[256], warn[1024];
+	const struct grep_strv *files = &st.a.files;
+	char err[256];
 	int status = 2;
 	int rc = grep_args_parse(&st.a, argc, argv, extra, prog, stderr);
 	if (rc > 0) {
@@ -738,33 +737,18 @@ int arf_cmd_grep(int argc, char **argv)
 	o->no_walk_back = 1;
 	st.local = local != NULL;
 	st.scan_max = SCAN_MAX;
-	if (grep_compile((const char *const *)pats->v, pats->len, pats->n, o, &st.g, err,
-	                 sizeof err, warn, sizeof warn) != 0) {
-		fputs(warn, stderr);
-		fprintf(stderr, "%s: %s\n", prog, err);
+	if (grep_args_compile(&st.a, prog, stderr, &st.g) != 0)
 		goto out;
-	}
-	for (char *w = warn; *w;) {
-		char *nl = strchr(w, '\n');
-		fprintf(stderr, "%s: %.*s\n", prog, (int)(nl ? nl - w : (long)strlen(w)), w);
-		w = nl ? nl + 1 : w + strlen(w);
-	}
 	if (grep_arf_segment(st.g, &st.seg, &st.seg_len, err, sizeof err) != 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);
 		goto out;
 	}
 	isa_seg_id(st.seg, st.seg_len, st.seg_id);
 	if (explain) {
-		char *text, desc[512];
-		grep_describe(st.g, desc, sizeof desc);
-		printf("; %s\n; arf segment: %zu bytes\n", desc, st.seg_len);
-		if (asm_disassemble(st.seg, st.seg_len, &text, err, sizeof err) != 0) {
-			fprintf(stderr, "%s: %s\n", prog, err);
-			goto out;
-		}
-		fputs(text, stdout);
-		free(text);
-		status = 0;
+		char note[64];
+		snprintf(note, sizeof note, "arf segment: %zu bytes", st.seg_len);
+		if (grep_explain(st.g, st.seg, st.seg_len, note, prog, stdout, stderr) == 0)
+			status = 0;
 		goto out;
 	}
 	if (o->max_count == 0) {

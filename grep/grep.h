@@ -154,6 +154,16 @@ void grep_args_free(struct grep_args *ga);
 int grep_args_want_file(const struct grep_args *ga, const char *name, int cmdline);
 int grep_args_want_dir(const struct grep_args *ga, const char *name, int cmdline);
 
+/* What both programs do with the parsed command line.  grep_args_compile: grep_compile of
+ * ga's patterns and options, its warnings and error written to err_f as grep writes them
+ * ("PROG: ..."): 0, or -1 (grep exits with status 2).  grep_explain (--explain): the
+ * pattern's description, note (NULL: none) as a comment line, then the disassembly of seg
+ * to out: 0, or -1 with the message on err_f. */
+int grep_args_compile(const struct grep_args *ga, const char *prog, FILE *err_f,
+                      struct grep **g);
+int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const char *note,
+                 const char *prog, FILE *out, FILE *err_f);
+
 /* ---- arf grep: one file of an ARF image, scanned in arfd (arfscan.c, docs/grep.md) ----
  * The segment imports region "arf" and exports "grep" with GREP_ARF_NARGS arguments: the
  * file's inode, then the state (struct grep_arf_state, in order: zeros except bin = row =

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asm.h"
 #include "grep.h"
 #include "isa.h"
 
@@ -543,4 +544,39 @@ int grep_args_want_dir(const struct grep_args *ga, const char *name, int cmdline
 		if (glob_match(g->v[i], name, cmdline))
 			return 0;
 	return 1;
+}
+
+int grep_args_compile(const struct grep_args *ga, const char *prog, FILE *err_f,
+                      struct grep **g)
+{
+	char err[256], warn[1024];
+	if (grep_compile((const char *const *)ga->pats.v, ga->pats.len, ga->pats.n, &ga->o, g, err,
+	                 sizeof err, warn, sizeof warn) != 0) {
+		fputs(warn, err_f);
+		fprintf(err_f, "%s: %s\n", prog, err);
+		return -1;
+	}
+	for (char *w = warn; *w;) {
+		char *nl = strchr(w, '\n');
+		fprintf(err_f, "%s: %.*s\n", prog, (int)(nl ? nl - w : (long)strlen(w)), w);
+		w = nl ? nl + 1 : w + strlen(w);
+	}
+	return 0;
+}
+
+int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const char *note,
+                 const char *prog, FILE *out, FILE *err_f)
+{
+	char *text, desc[512], err[256];
+	grep_describe(g, desc, sizeof desc);
+	fprintf(out, "; %s\n", desc);
+	if (note)
+		fprintf(out, "; %s\n", note);
+	if (asm_disassemble(seg, seg_len, &text, err, sizeof err) != 0) {
+		fprintf(err_f, "%s: %s\n", prog, err);
+		return -1;
+	}
+	fputs(text, out);
+	free(text);
+	return 0;
 }

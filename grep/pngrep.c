@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "asm.h"
 #include "grep.h"
 #include "vm.h"
 
@@ -267,38 +266,19 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	}
 	const struct grep_opts *o = &st.a.o;
-	const struct grep_strv *pats = &st.a.pats, *files = &st.a.files;
+	const struct grep_strv *files = &st.a.files;
 	if (engine)
 		st.engine = !strcmp(engine, "interp") ? VM_ENGINE_INTERP :
 		            !strcmp(engine, "jit") ? VM_ENGINE_JIT : VM_ENGINE_AUTO;
 
-	char err[256], warn[1024];
-	if (grep_compile((const char *const *)pats->v, pats->len, pats->n, o, &st.g, err,
-	                 sizeof err, warn, sizeof warn) != 0) {
-		fputs(warn, stderr);
-		fprintf(stderr, "%s: %s\n", prog, err);
+	if (grep_args_compile(&st.a, prog, stderr, &st.g) != 0) {
 		grep_args_free(&st.a);
 		return 2;
-	}
-	for (char *w = warn; *w;) {
-		char *nl = strchr(w, '\n');
-		fprintf(stderr, "%s: %.*s\n", prog, (int)(nl ? nl - w : (long)strlen(w)), w);
-		w = nl ? nl + 1 : w + strlen(w);
 	}
 	if (explain) {
 		size_t seg_len;
 		const uint8_t *seg = grep_segment(st.g, &seg_len);
-		char *text, desc[512];
-		grep_describe(st.g, desc, sizeof desc);
-		printf("; %s\n", desc);
-		if (asm_disassemble(seg, seg_len, &text, err, sizeof err) != 0) {
-			fprintf(stderr, "%s: %s\n", prog, err);
-			rc = 2;
-		} else {
-			fputs(text, stdout);
-			free(text);
-			rc = 0;
-		}
+		rc = grep_explain(st.g, seg, seg_len, NULL, prog, stdout, stderr) == 0 ? 0 : 2;
 		goto out;
 	}
 	if (o->max_count == 0) {
