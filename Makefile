@@ -88,6 +88,13 @@ $(BUILD)/arf: $(call obj,arf/arf.c arf/fuse.c arf/grep.c) $(LIBS)
 # arf mount: libfuse3 (scripts/deps.sh installs libfuse3-dev)
 $(BUILD)/obj/arf/fuse.o: CPPFLAGS += $(shell pkg-config --cflags fuse3 2>/dev/null || echo -I/usr/include/fuse3)
 $(BUILD)/arf: LDLIBS += $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+# arfd tells systemd when it is ready, reloading and stopping (sd_notify) when libsystemd is
+# there at build time (scripts/deps.sh installs libsystemd-dev); without it, none of that
+HAVE_LIBSYSTEMD := $(shell pkg-config --exists libsystemd 2>/dev/null && echo yes)
+ifeq ($(HAVE_LIBSYSTEMD),yes)
+$(BUILD)/obj/server/arfd.o: CPPFLAGS += -DHAVE_LIBSYSTEMD $(shell pkg-config --cflags libsystemd)
+$(BUILD)/arfd: LDLIBS += $(shell pkg-config --libs libsystemd)
+endif
 $(UNIT_TESTS): $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
 $(BUILD)/tests/test_diff: $(call obj,tests/ref_interp.c)
 $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)

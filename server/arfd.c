@@ -1,12 +1,18 @@
 /* arfd: the Active RDMA server.  Exports regions and runs the code segments clients ship
- * against them (server.c does the work; this is the command line and the signal handling).
+ * against them (server.c does the work; this is the command line, the signal handling and
+ * the service manager's notifications: ready, reloading, stopping).
  */
 #include <malloc.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "server.h"
 
@@ -37,8 +43,89 @@ static void usage(FILE *f)
 	"\n"
 	"Hooks offered to segments: now \":l\" (ns since the epoch), log \"lll:v\" (region,\n"
 	"offset, length: a line into this log).  SIGTERM or SIGINT: finish the requests in\n"
-	"flight (10 s at most), msync file-backed regions, exit 0.\n",
+	"flight (10 s at most), msync file-backed regions, exit 0.  SIGHUP: read the options\n"
+	"and the --config file again and apply the log level (the rest needs a restart).\n"
+	"Under systemd (Type=notify) it tells when it is ready, reloading and stopping.\n",
 	(unsigned long long)VM_DEFAULT_FUEL);
+}
+
+/* The settings of the command line, in order; a --config file's lines count where the
+ * option stands.  0, or -1 with a message. */
+static int parse_args(int argc, char **argv, struct arfd_config *cfg, char *err, size_t errlen)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--syslog")) {
+			cfg->log_syslog = true;
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0 || i + 1 >= argc) {
+			snprintf(err, errlen, "%s: %s (see --help)", a,
+			         strncmp(a, "--", 2) ? "unexpected argument" : "needs a value");
+			return -1;
+		}
+		const char *v = argv[++i];
+		int rc = !strcmp(a, "--config") ? arfd_config_file(cfg, v, err, errlen)
+		                                 : arfd_config_line(cfg, a + 2, v, err, errlen);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static enum arfd_log_level level_of(const struct arfd_config *cfg)
+{
+	return cfg->log_given ? cfg->log_level : ARFD_LOG_INFO;
+}
+
+/* A state line for the service manager (sd_notify(3): READY=1, RELOADING=1, STOPPING=1,
+ * STATUS=...); nothing when arfd was built without libsystemd or is not run by systemd. */
+__attribute__((format(printf, 1, 2)))
+static void notify(const char *fmt, ...)
+{
+#ifdef HAVE_LIBSYSTEMD
+	char state[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(state, sizeof state, fmt, ap);
+	va_end(ap);
+	sd_notify(0, state);
+#else
+	(void)fmt;
+#endif
+}
+
+/* SIGHUP: the same arguments read again, so an edited --config file is seen.  Only the log
+ * level is applied; the other settings are built into the running server (threads, endpoints,
+ * mapped regions, the sizes its buffers were made for) and wait for a restart.  A file with
+ * an error changes nothing. */
+static void reload(int argc, char **argv)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	notify("RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)now.tv_sec * 1000000 +
+	       (unsigned long long)now.tv_nsec / 1000);
+	struct arfd_config *cfg = calloc(1, sizeof *cfg);
+	char err[512];
+	if (!cfg) {
+		arfd_log(ARFD_LOG_ERROR, "reload: out of memory; settings unchanged");
+	} else if (parse_args(argc, argv, cfg, err, sizeof err) != 0) {
+		arfd_log(ARFD_LOG_ERROR, "reload: %s; settings unchanged", err);
+	} else {
+		static const char *const names[] = { "error", "warning", "info", "debug" };
+		arfd_log_setup(level_of(cfg), cfg->log_syslog);
+		arfd_log(ARFD_LOG_INFO, "reload: log level %s; other settings change on restart",
+		         names[level_of(cfg)]);
+	}
+	if (cfg) {
+		/* the strings arfd_config_line copied: nothing else holds them */
+		for (unsigned i = 0; i < cfg->n_listen; i++)
+			free((char *)cfg->listen[i]);
+		free((char *)cfg->secret);
+		free((char *)cfg->arf_image);
+		free(cfg);
+	}
+	notify("READY=1");
 }
 
 int main(int argc, char **argv)
@@ -48,72 +135,57 @@ int main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	static struct arfd_config cfg;
 	char err[512];
-	enum arfd_log_level level = ARFD_LOG_INFO;
-	bool use_syslog = false;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
 		}
-		if (!strcmp(a, "--syslog")) {
-			use_syslog = true;
-			continue;
-		}
-		if (strncmp(a, "--", 2) != 0 || i + 1 >= argc) {
-			fprintf(stderr, "arfd: %s: %s (see --help)\n", a,
-			        strncmp(a, "--", 2) ? "unexpected argument" : "needs a value");
-			return 2;
-		}
-		const char *v = argv[++i];
-		if (!strcmp(a, "--config")) {
-			if (arfd_config_file(&cfg, v, err, sizeof err) != 0) {
-				fprintf(stderr, "arfd: %s\n", err);
-				return 2;
-			}
-		} else if (!strcmp(a, "--log")) {
-			static const char *const names[] = { "error", "warning", "info", "debug" };
-			int found = -1;
-			for (int l = 0; l < 4; l++)
-				if (!strcmp(v, names[l]))
-					found = l;
-			if (found < 0) {
-				fprintf(stderr, "arfd: --log %s: expected error, warning, info or debug\n", v);
-				return 2;
-			}
-			level = (enum arfd_log_level)found;
-		} else if (arfd_config_line(&cfg, a + 2, v, err, sizeof err) != 0) {
-			fprintf(stderr, "arfd: %s\n", err);
-			return 2;
-		}
+		if (!strncmp(argv[i], "--", 2) && strcmp(argv[i], "--syslog"))
+			i++;   /* its value, which may be any word */
 	}
-	arfd_log_setup(level, use_syslog);
+	if (parse_args(argc, argv, &cfg, err, sizeof err) != 0) {
+		fprintf(stderr, "arfd: %s\n", err);
+		return 2;
+	}
+	arfd_log_setup(level_of(&cfg), cfg.log_syslog);
 
 	/* Signals are taken synchronously by this thread only; every other thread blocks them. */
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	struct arfd *s = arfd_start(&cfg, err, sizeof err);
 	if (!s) {
 		arfd_log(ARFD_LOG_ERROR, "%s", err);
+		notify("STATUS=%s", err);
 		return 1;
 	}
 	for (unsigned i = 0; i < cfg.n_listen; i++)
 		arfd_log(ARFD_LOG_INFO, "listening on %s", cfg.listen[i]);
 	const char *schemes[] = { "tcp", "udp" };
-	for (int i = 0; i < 2; i++)
-		if (arfd_endpoint(s, schemes[i]))
-			arfd_log(ARFD_LOG_INFO, "endpoint %s", arfd_endpoint(s, schemes[i]));
+	char status[256] = "serving";
+	for (int i = 0; i < 2; i++) {
+		const char *ep = arfd_endpoint(s, schemes[i]);
+		if (!ep)
+			continue;
+		arfd_log(ARFD_LOG_INFO, "endpoint %s", ep);
+		size_t used = strlen(status);
+		snprintf(status + used, sizeof status - used, " %s", ep);
+	}
 	for (unsigned i = 0; i < cfg.n_regions; i++)
 		arfd_log(ARFD_LOG_INFO, "region %s: %s%s (%s)", cfg.regions[i].name,
 		         cfg.regions[i].file[0] ? "file " : "anonymous",
 		         cfg.regions[i].file, cfg.regions[i].access & ISA_ACC_WRITE ? "rw" : "ro");
+	/* every endpoint accepts connections now: units ordered after arfd may start */
+	notify("READY=1\nSTATUS=%s", status);
 	int sig = 0;
-	sigwait(&set, &sig);
+	while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+		reload(argc, argv);
+	notify("STOPPING=1\nSTATUS=draining requests in flight");
 	arfd_log(ARFD_LOG_INFO, "%s: draining requests in flight", strsignal(sig));
 	arfd_stop(s, 10000);
 	arfd_log(ARFD_LOG_INFO, "stopped");

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server.h"
 
@@ -105,6 +107,25 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		cfg->arf_image = keep(v);
 		return 0;
 	}
+	if (!strcmp(key, "log")) {
+		static const char *const names[] = { "error", "warning", "info", "debug" };
+		for (int l = 0; l < 4; l++)
+			if (!strcmp(v, names[l])) {
+				cfg->log_level = (enum arfd_log_level)l;
+				cfg->log_given = true;
+				return 0;
+			}
+		snprintf(err, errlen, "log '%s': expected error, warning, info or debug", v);
+		return -1;
+	}
+	if (!strcmp(key, "syslog")) {
+		if (*v) {
+			snprintf(err, errlen, "syslog takes no value (got '%s')", v);
+			return -1;
+		}
+		cfg->log_syslog = true;
+		return 0;
+	}
 	if (!strcmp(key, "secret")) {
 		if (strlen(v) > 1024) {
 			snprintf(err, errlen, "secret longer than 1024 bytes");
@@ -186,20 +207,35 @@ int arfd_config_file(struct arfd_config *cfg, const char *path, char *err, size_
 
 /* ---- log ---- */
 
+/* log_max changes at run time (arfd's reload) while other threads log: read atomically */
 static enum arfd_log_level log_max = ARFD_LOG_INFO;
 static bool log_syslog;
+static bool log_journal;
+
+/* $JOURNAL_STREAM is "DEVICE:INODE" of the journal's socket when systemd connected stderr to
+ * it (systemd.exec(5)); a child's redirected stderr no longer matches. */
+static bool stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) != 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 void arfd_log_setup(enum arfd_log_level max, bool use_syslog)
 {
-	log_max = max;
-	log_syslog = use_syslog;
-	if (use_syslog)
+	__atomic_store_n(&log_max, max, __ATOMIC_RELAXED);
+	if (use_syslog && !log_syslog)
 		openlog("arfd", LOG_PID, LOG_DAEMON);
+	log_syslog = use_syslog;
+	log_journal = !use_syslog && stderr_is_journal();
 }
 
 void arfd_log(enum arfd_log_level lvl, const char *fmt, ...)
 {
-	if (lvl > log_max)
+	if (lvl > __atomic_load_n(&log_max, __ATOMIC_RELAXED))
 		return;
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
@@ -210,6 +246,11 @@ void arfd_log(enum arfd_log_level lvl, const char *fmt, ...)
 	va_end(ap);
 	if (log_syslog) {
 		syslog(prio[lvl], "%s", msg);
+		return;
+	}
+	if (log_journal) {
+		/* the journal stamps the time and the program; the level word stays for grep */
+		fprintf(stderr, "<%d>%s: %s\n", prio[lvl], names[lvl], msg);
 		return;
 	}
 	struct timespec ts;

@@ -29,6 +29,8 @@ struct arfd_hook {
 };
 #define ARFD_MAX_HOOKS 64
 
+enum arfd_log_level { ARFD_LOG_ERROR, ARFD_LOG_WARN, ARFD_LOG_INFO, ARFD_LOG_DEBUG };
+
 struct arfd_config {
 	const char *listen[ARFD_MAX_LISTEN];
 	unsigned n_listen;
@@ -46,6 +48,9 @@ struct arfd_config {
 	unsigned n_hooks;
 	const char *arf_image;     /* an ARF image to serve as rw region "arf" (arf/arf.h): checked,
 	                            * attached on start (a corrupt one is refused), detached on stop */
+	bool log_given;            /* "log LEVEL" was given: log_level; else ARFD_LOG_INFO */
+	enum arfd_log_level log_level;
+	bool log_syslog;           /* "syslog": to syslog(3) instead of stderr */
 };
 
 struct arfd;
@@ -60,15 +65,17 @@ void arfd_stop(struct arfd *s, int timeout_ms);
 
 /* Parse one configuration line or option value: "listen tcp:...", "region NAME=SIZE[:ro|:rw]",
  * "region NAME=@FILE[:ro|:rw]", "arf IMAGE", "secret S", "threads N", "cache N", "max-segment SIZE",
- * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N".  Strings are copied.
+ * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "log LEVEL" (error, warning, info,
+ * debug), "syslog" (no value).  Strings are copied.
  * Returns 0 or -1 with a message. */
 int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,
                      size_t errlen);
 int arfd_config_file(struct arfd_config *cfg, const char *path, char *err, size_t errlen);
 int arfd_parse_size(const char *s, uint64_t *out);
 
-/* Logging: lines "arfd: LEVEL: message" to stderr, or to syslog. */
-enum arfd_log_level { ARFD_LOG_ERROR, ARFD_LOG_WARN, ARFD_LOG_INFO, ARFD_LOG_DEBUG };
+/* Logging: lines "arfd: LEVEL: message" to stderr, or to syslog.  When stderr is the
+ * systemd journal ($JOURNAL_STREAM names it), each line starts with its syslog priority
+ * ("<3>" for an error, sd-daemon(3)) instead of a time, so the journal keeps the level. */
 void arfd_log_setup(enum arfd_log_level max, bool use_syslog);
 void arfd_log(enum arfd_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
