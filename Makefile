@@ -13,7 +13,7 @@
 #   make bench-rdma Paradis-Net over rdma: beside perftest (bench/rdma), in the rdma-vm guest
 #                   when there is no RDMA device here; BENCH_RDMA_ARGS=--quick for the small one
 #   make docs       regenerate docs/isa.md from isa/ops.def
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (also UNITDIR, SYSUSERSDIR, MOUNTDIR: see there)
 
 CC      ?= cc
 BUILD   ?= build
@@ -209,10 +209,26 @@ bench-rdma:
 examples: all
 	BUILD=$(BUILD) sh examples/run.sh
 
+# the service: arfd.service and its user (sysusers.d) where systemd looks under PREFIX, the
+# example config beside the docs; mount.fuse.arf in /sbin, the only place mount(8) runs
+# helpers from.  The unit and the helper get the programs' installed path.
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+MOUNTDIR    ?= /sbin
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/activerdma
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib
+	install -d $(DESTDIR)$(PREFIX)/lib/activerdma/arfseg
+	install -m 644 $(ARF_SEGS) $(DESTDIR)$(PREFIX)/lib/activerdma/arfseg
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MOUNTDIR) \
+	  $(DESTDIR)$(PREFIX)/share/doc/activerdma
+	sed 's|@bindir@|$(PREFIX)/bin|g' server/arfd.service.in > $(DESTDIR)$(UNITDIR)/arfd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/arfd.service
+	install -m 644 server/arfd.sysusers $(DESTDIR)$(SYSUSERSDIR)/arfd.conf
+	install -m 644 server/arfd.conf $(DESTDIR)$(PREFIX)/share/doc/activerdma/arfd.conf
+	sed 's|@bindir@|$(PREFIX)/bin|g' arf/mount.fuse.arf.in > $(DESTDIR)$(MOUNTDIR)/mount.fuse.arf
+	chmod 755 $(DESTDIR)$(MOUNTDIR)/mount.fuse.arf
 	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h net/pn.h net/pn_err.def \
 	  proto/ar_proto.h proto/ar_err.def client/arc.h \
 	  $(DESTDIR)$(PREFIX)/include/activerdma

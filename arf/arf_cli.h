@@ -3,7 +3,8 @@
 #define ARF_CLI_H
 
 /* Where segment file name (ops.pno, data.pno, statfs.pno) is: $env if set, else arfseg/
- * beside the running program (BUILD/arf -> BUILD/arfseg/NAME), else build/arfseg/NAME.
+ * beside the running program (BUILD/arf -> BUILD/arfseg/NAME), else ../lib/activerdma/arfseg/
+ * beside it (where make install puts them), else build/arfseg/NAME.
  * malloc'd; NULL when out of memory. */
 char *arf_seg_path(const char *env, const char *name);
 

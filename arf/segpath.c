@@ -18,8 +18,14 @@ char *arf_seg_path(const char *env, const char *name)
 		char *slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
-			char *p;
-			if (asprintf(&p, "%s/arfseg/%s", self, name) >= 0) {
+			/* BUILD/arf beside BUILD/arfseg; PREFIX/bin/arf beside PREFIX/lib/activerdma
+			 * (make install) */
+			static const char *const beside[] = { "%s/arfseg/%s",
+			                                      "%s/../lib/activerdma/arfseg/%s" };
+			for (size_t i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+				char *p;
+				if (asprintf(&p, beside[i], self, name) < 0)
+					continue;
 				if (access(p, R_OK) == 0)
 					return p;
 				free(p);
