@@ -13,7 +13,8 @@
 #   make bench-rdma Paradis-Net over rdma: beside perftest (bench/rdma), in the rdma-vm guest
 #                   when there is no RDMA device here; BENCH_RDMA_ARGS=--quick for the small one
 #   make docs       regenerate docs/isa.md from isa/ops.def
-#   make install    PREFIX=/usr/local DESTDIR= (also UNITDIR, SYSUSERSDIR, MOUNTDIR: see there)
+#   make man        the man pages (scdoc) into $(BUILD)/man; part of make when scdoc is there
+#   make install    PREFIX=/usr/local DESTDIR= (also MANDIR, UNITDIR, SYSUSERSDIR, MOUNTDIR)
 
 CC      ?= cc
 BUILD   ?= build
@@ -129,6 +130,23 @@ check-docs: $(BUILD)/gendoc
 	@$(BUILD)/gendoc | cmp -s - docs/isa.md || \
 	  { echo "docs/isa.md is stale: run 'make docs' and commit it"; exit 1; }
 
+# ---- man pages: scdoc sources beside each program's main (server/arfd.8.scd, arf/arf.1.scd,
+# ...), so a change to a --help text and to its page sit in one folder; built into
+# $(BUILD)/man by `all` when scdoc is installed (scripts/deps.sh installs it), and by `man`.
+# tests/integration/man.sh checks every option of each --help is in its page.
+MAN_SRC := $(wildcard */*.[18].scd)
+MANS    := $(patsubst %.scd,$(BUILD)/man/%,$(notdir $(MAN_SRC)))
+vpath %.scd $(sort $(dir $(MAN_SRC)))
+.PHONY: man
+man: $(MANS)
+$(BUILD)/man/%: %.scd
+	@mkdir -p $(dir $@)
+	@command -v scdoc >/dev/null || { echo "man pages need scdoc (apt-get install scdoc, or bash scripts/deps.sh)"; exit 1; }
+	scdoc < $< > $@
+ifneq ($(shell command -v scdoc 2>/dev/null),)
+all: man
+endif
+
 # ---- tests: tests/run.sh runs every test program and prints the summed "N passed, N failed"
 check: all $(TEST_PROGS) check-docs
 	BUILD=$(BUILD) sh tests/run.sh
@@ -212,10 +230,11 @@ examples: all
 # the service: arfd.service and its user (sysusers.d) where systemd looks under PREFIX, the
 # example config beside the docs; mount.fuse.arf in /sbin, the only place mount(8) runs
 # helpers from.  The unit and the helper get the programs' installed path.
+MANDIR      ?= $(PREFIX)/share/man
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 MOUNTDIR    ?= /sbin
-install: all
+install: all man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/activerdma
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib
@@ -229,6 +248,8 @@ install: all
 	install -m 644 server/arfd.conf $(DESTDIR)$(PREFIX)/share/doc/activerdma/arfd.conf
 	sed 's|@bindir@|$(PREFIX)/bin|g' arf/mount.fuse.arf.in > $(DESTDIR)$(MOUNTDIR)/mount.fuse.arf
 	chmod 755 $(DESTDIR)$(MOUNTDIR)/mount.fuse.arf
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	for m in $(MANS); do install -m 644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}; done
 	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h net/pn.h net/pn_err.def \
 	  proto/ar_proto.h proto/ar_err.def client/arc.h \
 	  $(DESTDIR)$(PREFIX)/include/activerdma
