@@ -14,7 +14,8 @@
 #                   when there is no RDMA device here; BENCH_RDMA_ARGS=--quick for the small one
 #   make docs       regenerate docs/isa.md from isa/ops.def
 #   make man        the man pages (scdoc) into $(BUILD)/man; part of make when scdoc is there
-#   make install    PREFIX=/usr/local DESTDIR= (also MANDIR, UNITDIR, SYSUSERSDIR, MOUNTDIR)
+#   make install    PREFIX=/usr/local DESTDIR= (also MANDIR, BASHCOMPDIR, UNITDIR, SYSUSERSDIR,
+#                   MOUNTDIR)
 
 CC      ?= cc
 BUILD   ?= build
@@ -231,6 +232,7 @@ examples: all
 # example config beside the docs; mount.fuse.arf in /sbin, the only place mount(8) runs
 # helpers from.  The unit and the helper get the programs' installed path.
 MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 MOUNTDIR    ?= /sbin
@@ -250,6 +252,9 @@ install: all man
 	chmod 755 $(DESTDIR)$(MOUNTDIR)/mount.fuse.arf
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	for m in $(MANS); do install -m 644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}; done
+	install -d $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 arf/arf.bash-completion $(DESTDIR)$(BASHCOMPDIR)/arf
+	install -m 644 client/arc.bash-completion $(DESTDIR)$(BASHCOMPDIR)/arc
 	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h net/pn.h net/pn_err.def \
 	  proto/ar_proto.h proto/ar_err.def client/arc.h \
 	  $(DESTDIR)$(PREFIX)/include/activerdma
