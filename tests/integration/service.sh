@@ -1,6 +1,8 @@
 #!/bin/sh
 # service.sh: arfd as systemd runs it and arf mounted as /etc/fstab does, without systemd
-# itself.  server/arfd.service.in must pass systemd-analyze verify; arfd is started with
+# itself.  server/arfd.service.in must pass systemd-analyze verify, and so must the units
+# systemd-fstab-generator makes of an fstab line (automount, remote-fs.target); arfd is
+# started with
 # exactly the unit's ExecStart (its config file swapped for one in the temporary directory),
 # NOTIFY_SOCKET on a datagram socket read here and stderr made the "journal" through
 # $JOURNAL_STREAM: READY=1 must come once the endpoint answers, lines carry <N> priorities,
@@ -47,6 +49,23 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 else
 	echo "service.sh: systemd-analyze not installed: the unit is not verified"
 fi
+# the fstab line as systemd reads it at boot: a remote mount (_netdev) mounted at first
+# access (x-systemd.automount), type fuse.arf, so mount(8) runs mount.fuse.arf
+gen=/lib/systemd/system-generators/systemd-fstab-generator
+if [ -x "$gen" ] && command -v systemd-analyze >/dev/null 2>&1; then
+	mkdir "$tmp/gen"
+	echo "tcp:127.0.0.1:7070 /mnt/arf fuse.arf _netdev,x-systemd.automount,allow_other 0 0" >"$tmp/gen.fstab"
+	run env SYSTEMD_FSTAB="$tmp/gen.fstab" SYSTEMD_PROC_CMDLINE= "$gen" "$tmp/gen" "$tmp/gen" "$tmp/gen"
+	check_rc "systemd-fstab-generator" 0 $?
+	contains "generated mount unit" "$tmp/gen/mnt-arf.mount" "Type=fuse.arf"
+	if [ -e "$tmp/gen/remote-fs.target.requires/mnt-arf.automount" ]; then ok; else
+		bad "no automount under remote-fs.target:"; ls -R "$tmp/gen" | sed 's/^/  | /'; fi
+	run systemd-analyze verify --man=no "$tmp/gen/mnt-arf.mount" "$tmp/gen/mnt-arf.automount"
+	check_rc "systemd-analyze verify of the generated units" 0 $?
+else
+	echo "service.sh: no systemd-fstab-generator: the fstab line is not read as systemd reads it"
+fi
+
 execstart=$(sed -n 's/^ExecStart=//p' "$tmp/arfd.service")
 case $execstart in
 *" --config /etc/arfd/arfd.conf") ok ;;
