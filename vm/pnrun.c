@@ -136,6 +136,7 @@ int main(int argc, char **argv)
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
+			vm_free(vm);
 			return 0;
 		} else if (!strcmp(a, "--stats")) {
 			stats = 1;
