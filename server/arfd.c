@@ -96,10 +96,10 @@ static void notify(const char *fmt, ...)
 }
 
 /* SIGHUP: the same arguments read again, so an edited --config file is seen.  Only the log
- * level is applied; the other settings are built into the running server (threads, endpoints,
+ * level is applied (to syslog, or not, as at the start: use_syslog); the other settings are built into the running server (threads, endpoints,
  * mapped regions, the sizes its buffers were made for) and wait for a restart.  A file with
  * an error changes nothing. */
-static void reload(int argc, char **argv)
+static void reload(int argc, char **argv, bool use_syslog)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -112,10 +112,9 @@ static void reload(int argc, char **argv)
 	} else if (parse_args(argc, argv, cfg, err, sizeof err) != 0) {
 		arfd_log(ARFD_LOG_ERROR, "reload: %s; settings unchanged", err);
 	} else {
-		static const char *const names[] = { "error", "warning", "info", "debug" };
-		arfd_log_setup(level_of(cfg), cfg->log_syslog);
+		arfd_log_setup(level_of(cfg), use_syslog);
 		arfd_log(ARFD_LOG_INFO, "reload: log level %s; other settings change on restart",
-		         names[level_of(cfg)]);
+		         arfd_log_names[level_of(cfg)]);
 	}
 	if (cfg) {
 		/* the strings arfd_config_line copied: nothing else holds them */
@@ -184,7 +183,7 @@ int main(int argc, char **argv)
 	notify("READY=1\nSTATUS=%s", status);
 	int sig = 0;
 	while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-		reload(argc, argv);
+		reload(argc, argv, cfg.log_syslog);
 	notify("STOPPING=1\nSTATUS=draining requests in flight");
 	arfd_log(ARFD_LOG_INFO, "%s: draining requests in flight", strsignal(sig));
 	arfd_stop(s, 10000);

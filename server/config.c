@@ -108,9 +108,8 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		return 0;
 	}
 	if (!strcmp(key, "log")) {
-		static const char *const names[] = { "error", "warning", "info", "debug" };
-		for (int l = 0; l < 4; l++)
-			if (!strcmp(v, names[l])) {
+		for (int l = 0; l <= ARFD_LOG_DEBUG; l++)
+			if (!strcmp(v, arfd_log_names[l])) {
 				cfg->log_level = (enum arfd_log_level)l;
 				cfg->log_given = true;
 				return 0;
@@ -207,6 +206,11 @@ int arfd_config_file(struct arfd_config *cfg, const char *path, char *err, size_
 
 /* ---- log ---- */
 
+const char *const arfd_log_names[ARFD_LOG_DEBUG + 1] = {
+	[ARFD_LOG_ERROR] = "error", [ARFD_LOG_WARN] = "warning", [ARFD_LOG_INFO] = "info",
+	[ARFD_LOG_DEBUG] = "debug",
+};
+
 /* log_max changes at run time (arfd's reload) while other threads log: read atomically */
 static enum arfd_log_level log_max = ARFD_LOG_INFO;
 static bool log_syslog;
@@ -237,7 +241,6 @@ void arfd_log(enum arfd_log_level lvl, const char *fmt, ...)
 {
 	if (lvl > __atomic_load_n(&log_max, __ATOMIC_RELAXED))
 		return;
-	static const char *const names[] = { "error", "warning", "info", "debug" };
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	char msg[1024];
 	va_list ap;
@@ -250,7 +253,7 @@ void arfd_log(enum arfd_log_level lvl, const char *fmt, ...)
 	}
 	if (log_journal) {
 		/* the journal stamps the time and the program; the level word stays for grep */
-		fprintf(stderr, "<%d>%s: %s\n", prio[lvl], names[lvl], msg);
+		fprintf(stderr, "<%d>%s: %s\n", prio[lvl], arfd_log_names[lvl], msg);
 		return;
 	}
 	struct timespec ts;
@@ -259,5 +262,5 @@ void arfd_log(enum arfd_log_level lvl, const char *fmt, ...)
 	gmtime_r(&ts.tv_sec, &tm);
 	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ arfd: %s: %s\n", tm.tm_year + 1900,
 	        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
-	        names[lvl], msg);
+	        arfd_log_names[lvl], msg);
 }

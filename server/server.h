@@ -30,6 +30,8 @@ struct arfd_hook {
 #define ARFD_MAX_HOOKS 64
 
 enum arfd_log_level { ARFD_LOG_ERROR, ARFD_LOG_WARN, ARFD_LOG_INFO, ARFD_LOG_DEBUG };
+/* "error", "warning", "info", "debug": the words of --log and of each log line */
+extern const char *const arfd_log_names[ARFD_LOG_DEBUG + 1];
 
 struct arfd_config {
 	const char *listen[ARFD_MAX_LISTEN];
