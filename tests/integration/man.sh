@@ -1,8 +1,9 @@
 #!/bin/sh
 # man.sh: the man pages and the programs agree.  Every option a program's --help lists
 # (--long and -x words) must be in its page's scdoc source (arf: `arf --help` and
-# `arf grep --help` in arf.1), so neither can drift from the other; each built page in
-# $BUILD/man must render without a warning from man(1).  Where scdoc is missing the pages
+# `arf grep --help` in arf.1), so neither can drift from the other; no source line may start
+# with . or ' (roff would take it for a request); each built page in $BUILD/man must render
+# without a warning from man(1).  Where scdoc is missing the pages
 # were not built: the sources are still checked.
 #
 #   BUILD=build sh tests/integration/man.sh        prints "N passed, N failed" last
@@ -31,6 +32,12 @@ check() {
 	if [ ! -f "$page" ]; then bad "$page missing"; return; fi
 	if ! timeout "$T" "$@" --help >"$tmp/help" 2>&1; then
 		bad "$* --help failed:"; sed 's/^/  | /' "$tmp/help"; return
+	fi
+	# scdoc passes a line that starts with . or ' to roff as a request, which eats it quietly
+	if grep -nE "^[[:space:]]*[.']" "$page" >"$tmp/dots"; then
+		bad "$rel: lines roff would take for requests:"; sed 's/^/  | /' "$tmp/dots"
+	else
+		ok
 	fi
 	n=0
 	for o in $(options "$tmp/help"); do
