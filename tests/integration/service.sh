@@ -106,9 +106,9 @@ with open(sys.argv[2], "a") as f:
         f.flush()
 EOP
 : >"$tmp/notify.log"
-python3 "$tmp/notify.py" "$tmp/notify" "$tmp/notify.log" 120 &
+python3 "$tmp/notify.py" "$tmp/notify" "$tmp/notify.log" 900 &   # stopped by cleanup
 npid=$!
-for _ in $(seq 50); do [ -S "$tmp/notify" ] && break; sleep 0.1; done
+for _ in $(seq $((T * 10))); do [ -S "$tmp/notify" ] && break; sleep 0.1; done
 : >"$tmp/arfd.log"
 js=$(stat -c '%d:%i' "$tmp/arfd.log")
 # shellcheck disable=SC2086  # ExecStart is split into words as systemd does (no quotes in it)
@@ -117,8 +117,9 @@ NOTIFY_SOCKET=$tmp/notify JOURNAL_STREAM=$js \
 pid=$!
 
 # wait_notify TEXT [AFTER]: a datagram holding TEXT arrives (after line AFTER of the log)
+# within T seconds
 wait_notify() {
-	for _ in $(seq 100); do
+	for _ in $(seq $((T * 10))); do
 		tail -n +"$((${2:-0} + 1))" "$tmp/notify.log" | grep -q -e "$1" && return 0
 		sleep 0.1
 	done
