@@ -40,6 +40,8 @@ static void usage(FILE *f)
 	"  --max-inflight N       concurrent requests per client (64)\n"
 	"  --log LEVEL            error, warning, info (default) or debug\n"
 	"  --syslog               log to syslog instead of stderr\n"
+	"  --check                read the settings and exit: 0 when they are valid, else 2\n"
+	"                         with the reason (systemctl reload runs it first)\n"
 	"\n"
 	"Hooks offered to segments: now \":l\" (ns since the epoch), log \"lll:v\" (region,\n"
 	"offset, length: a line into this log).  SIGTERM or SIGINT: finish the requests in\n"
@@ -59,6 +61,8 @@ static int parse_args(int argc, char **argv, struct arfd_config *cfg, char *err,
 			cfg->log_syslog = true;
 			continue;
 		}
+		if (!strcmp(a, "--check"))
+			continue;   /* main's */
 		if (strncmp(a, "--", 2) != 0 || i + 1 >= argc) {
 			snprintf(err, errlen, "%s: %s (see --help)", a,
 			         strncmp(a, "--", 2) ? "unexpected argument" : "needs a value");
@@ -96,9 +100,9 @@ static void notify(const char *fmt, ...)
 }
 
 /* SIGHUP: the same arguments read again, so an edited --config file is seen.  Only the log
- * level is applied (to syslog, or not, as at the start: use_syslog); the other settings are built into the running server (threads, endpoints,
- * mapped regions, the sizes its buffers were made for) and wait for a restart.  A file with
- * an error changes nothing. */
+ * level is applied (to syslog, or not, as at the start: use_syslog); the other settings are
+ * built into the running server (threads, endpoints, mapped regions, the sizes its buffers
+ * were made for) and wait for a restart.  A file with an error changes nothing. */
 static void reload(int argc, char **argv, bool use_syslog)
 {
 	struct timespec now;
@@ -134,17 +138,28 @@ int main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	static struct arfd_config cfg;
 	char err[512];
+	bool check_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
 		}
-		if (!strncmp(argv[i], "--", 2) && strcmp(argv[i], "--syslog"))
+		if (!strcmp(argv[i], "--check"))
+			check_only = true;
+		else if (!strncmp(argv[i], "--", 2) && strcmp(argv[i], "--syslog"))
 			i++;   /* its value, which may be any word */
 	}
 	if (parse_args(argc, argv, &cfg, err, sizeof err) != 0) {
 		fprintf(stderr, "arfd: %s\n", err);
 		return 2;
+	}
+	if (check_only) {
+		/* what arfd_start would refuse before opening anything */
+		if (cfg.n_listen == 0) {
+			fprintf(stderr, "arfd: no --listen endpoint given\n");
+			return 2;
+		}
+		return 0;
 	}
 	arfd_log_setup(level_of(&cfg), cfg.log_syslog);
 

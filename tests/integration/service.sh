@@ -76,8 +76,10 @@ case $execstart in
 *) bad "ExecStart '$execstart' does not end in --config /etc/arfd/arfd.conf" ;;
 esac
 grep -q '^Type=notify$' "$tmp/arfd.service" && ok || bad "the unit is not Type=notify"
-reload=$(sed -n 's/^ExecReload=//p' "$tmp/arfd.service")
-same "ExecReload" "$reload" '/bin/kill -HUP $MAINPID'
+# ExecReload: arfd --check on the same file, then SIGHUP
+check=$(sed -n 's/^ExecReload=\(.*--check.*\)/\1/p' "$tmp/arfd.service")
+same "ExecReload checks with ExecStart's flags" "$check" "$(echo "$execstart" | sed 's|arfd |arfd --check |')"
+same "ExecReload signals" "$(sed -n 's/^ExecReload=//p' "$tmp/arfd.service" | tail -n 1)" '/bin/kill -HUP $MAINPID'
 
 # ---- arfd as the unit starts it ----
 run "$BUILD/arf" mkfs "$tmp/arf.img" --size 16M; check_rc mkfs 0 $?
@@ -136,8 +138,13 @@ other=$(grep -v '^<[0-7]>[a-z]*: ' "$tmp/arfd.log")
 same "lines without a priority" "$other" ""
 
 # ---- reload: a bad file changes nothing; a good one sets the log level ----
+# systemctl reload: ExecReload's check refuses the bad file (and systemd sends no SIGHUP);
+# arfd itself, signalled anyway, keeps what it had
 n=$(wc -l <"$tmp/notify.log")
+run ${check% /etc/arfd/arfd.conf} "$tmp/arfd.conf"; check_rc "arfd --check of a good file" 0 $?
 echo "log loud" >>"$tmp/arfd.conf"
+run ${check% /etc/arfd/arfd.conf} "$tmp/arfd.conf"; check_rc "arfd --check of a bad file" 2 $?
+contains "arfd --check says why" "$tmp/err" "arfd: $tmp/arfd.conf:6: log 'loud': expected error, warning, info or debug"
 kill -HUP "$pid"
 wait_notify RELOADING=1 "$n" && ok || bad "no RELOADING=1 after SIGHUP"
 wait_notify READY=1 "$((n + 1))" && ok || bad "no READY=1 after a reload"
