@@ -9,8 +9,9 @@
 # SIGHUP (ExecReload) gives RELOADING=1 then READY=1 and applies a new log level (a bad file
 # changes nothing), SIGTERM gives STOPPING=1 and exit 0.  The image is mounted through an
 # fstab line (mount -T FILE, with arf/mount.fuse.arf.in put where mount(8) looks, /sbin, in a
-# mount namespace of its own) and by calling the helper as mount(8) does, as root and as an
-# unprivileged user; each mount writes and reads a file and unmounts.
+# mount namespace of its own), by mount -t fuse.arf there, and by calling the helper as
+# mount(8) does, as root and as an unprivileged user; each mount reads (and most write) a
+# file and unmount.
 #
 #   BUILD=build sh tests/integration/service.sh        prints "N passed, N failed" last
 # Every call is bounded by `timeout`; whatever was started is stopped on exit.
@@ -179,10 +180,15 @@ awk '\$2 == "$tmp/mnt" { print \$1, \$3, \$4 }' /proc/mounts >"$tmp/fstab.mounts
 echo through-fstab >"$tmp/mnt/hello"
 cat "$tmp/mnt/hello" >"$tmp/fstab.read"
 umount "$tmp/mnt"
+# the same without fstab: mount -t fuse.arf on the command line
+mount -t fuse.arf -o allow_other,secret_file="$tmp/secret" "$ep" "$tmp/mnt"
+cat "$tmp/mnt/hello" >"$tmp/mount-t.read"
+umount "$tmp/mnt"
 EOS
 		run timeout "$T" unshare -m --propagation private sh "$tmp/fstab.sh"
-		check_rc "mount -T fstab, write, read, umount" 0 $?
+		check_rc "mount -T fstab, write, read, umount; mount -t fuse.arf, read, umount" 0 $?
 		same "read back through the fstab mount" "$(cat "$tmp/fstab.read" 2>/dev/null)" through-fstab
+		same "read back through mount -t fuse.arf" "$(cat "$tmp/mount-t.read" 2>/dev/null)" through-fstab
 		# fsname arf:ENDPOINT, type fuse.arf, allow_other kept, mount's own options gone
 		opts=$(cat "$tmp/fstab.mounts" 2>/dev/null)
 		case $opts in
