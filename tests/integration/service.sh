@@ -10,8 +10,8 @@
 # changes nothing), SIGTERM gives STOPPING=1 and exit 0.  The image is mounted through an
 # fstab line (mount -T FILE, with arf/mount.fuse.arf.in put where mount(8) looks, /sbin, in a
 # mount namespace of its own), by mount -t fuse.arf there, and by calling the helper as
-# mount(8) does, as root and as an unprivileged user; each mount reads (and most write) a
-# file and unmount.
+# mount(8) does, as root and as an unprivileged user; on each mount a file is read (on most
+# also written) and the mount undone.
 #
 #   BUILD=build sh tests/integration/service.sh        prints "N passed, N failed" last
 # Every call is bounded by `timeout`; whatever was started is stopped on exit.
