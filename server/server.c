@@ -567,11 +567,14 @@ static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	uint64_t off;
 	uint32_t n;
 	struct region *g = access_check(s, &r, &off, &n, true, &status, err, sizeof err);
-	const uint8_t *data = g ? ar_get_bytes(&r, n) : NULL;
+	/* the bytes are the rest of the request, exactly: a length that disagrees with them is
+	 * a malformed request, whichever is longer (ar_left before the failed read, which zeroes it) */
+	size_t carried = ar_left(&r);
+	const uint8_t *data = g && carried == n ? ar_get_bytes(&r, n) : NULL;
 	if (g && !data) {
 		g = NULL;
 		status = -AR_EPROTO;
-		snprintf(err, sizeof err, "WRITE announces %u bytes but carries %zu", n, ar_left(&r));
+		snprintf(err, sizeof err, "WRITE announces %u bytes but carries %zu", n, carried);
 	}
 	if (g && n)
 		memcpy(g->base + off, data, n);
@@ -639,6 +642,23 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	ar_put_bytes(&b, text, n);
 	request_end(s, from, AR_T_STATS, t0, 0);
 	reply(s, from, coop, &b);
+}
+
+/* A message of a type this server does not serve (pn_set_handler PN_OTHER_TYPES): BADOP, as
+ * the protocol promises, so the client is not left waiting for its timeout.  Never to a
+ * message of type REPLY, nor to one without a Cooperation token, which nobody waits for: two
+ * servers answering each other's replies would never stop. */
+static void h_other(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	if (type == AR_T_REPLY || coop == 0) {
+		arfd_log(ARFD_LOG_DEBUG, "%s: message of type %u without a request, dropped",
+		         pn_peer_name(pn, from), (unsigned)type);
+		return;
+	}
+	reply_err(s, from, coop, -AR_EBADOP, "unknown operation %u (this server serves INSTALL 1, "
+	          "EXEC 2, READ 3, WRITE 4, REGIONS 5, STATS 6)", (unsigned)type);
 }
 
 /* ---- admission and the worker pool ---- */
@@ -1019,6 +1039,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	pn_set_handler(s->pn, AR_T_WRITE, PN_INLINE, h_write, s);
 	pn_set_handler(s->pn, AR_T_REGIONS, PN_INLINE, h_admit, s);
 	pn_set_handler(s->pn, AR_T_STATS, PN_INLINE, h_admit, s);
+	pn_set_handler(s->pn, PN_OTHER_TYPES, PN_INLINE, h_other, s);
 	return s;
 fail:
 	stop_workers(s);

@@ -4,8 +4,9 @@
  * hooks) and talks to it through libarc: install and the code cache (hits, eviction and the
  * inline fallback), exec results, outputs and traps (texts pinned), read/write and their
  * errors, regions, the secret, the limits, 32 runs in flight, 1000 hostile segments while a
- * second client checks every answer it gets, a client leaving mid-request, and a restart on a
- * file-backed region.  Every wait is bounded (arc timeouts, joins after a stop flag).
+ * second client checks every answer it gets, a client leaving mid-request, requests libarc
+ * never sends (unknown types, WRITEs whose length disagrees with their bytes), and a restart
+ * on a file-backed region.  Every wait is bounded (arc timeouts, joins after a stop flag).
  * Not here: identical results of active and local placement (arc_exec_local), which
  * test_placement.c checks.
  *
@@ -26,6 +27,7 @@
 #include "arc.h"
 #include "asm.h"
 #include "isa.h"
+#include "pn.h"
 #include "server.h"
 
 static _Atomic int passed, failed;
@@ -1121,6 +1123,115 @@ out:
 	free(c);
 }
 
+/* ---- requests written by hand: what libarc never sends ---- */
+
+/* Send msg as message type `type` to the server over a Paradis-Net endpoint of our own and
+ * wait up to wait_ms for a REPLY: its status and message, or 1 when none came. */
+static int raw_request(struct arfd *s, pn_type type, const void *msg, size_t len, int wait_ms,
+                       char *text, size_t textlen)
+{
+	char listen[32], err[256];
+	snprintf(listen, sizeof listen, "%s:127.0.0.1:0", scheme);
+	const char *eps[1] = { listen };
+	struct pn *pn = pn_init(eps, 1, NULL, err, sizeof err);
+	pn_peer srv;
+	if (!pn || pn_peer_get(pn, arfd_endpoint(s, scheme), &srv) != 0) {
+		printf("raw_request: %s\n", pn ? "pn_peer_get" : err);
+		if (pn)
+			pn_finalize(pn);
+		return -1000;
+	}
+	struct pn_rcv_desc d = { .buf = NULL, .type = AR_T_REPLY, .from = srv };
+	pn_coop coop = pn_coop_start(pn, &d, 1);
+	int rc = pn_send(pn, srv, type, coop, msg, len);
+	if (rc == 0)
+		rc = pn_coop_end(pn, coop, wait_ms);
+	else
+		pn_coop_end(pn, coop, 0);
+	int status = 1;
+	if (rc == 0) {
+		struct ar_rd r = { d.buf, (uint8_t *)d.buf + d.len, 0 };
+		if (ar_rep_parse(&r, &status, text, textlen) != 0)
+			status = -1001;
+	}
+	free(d.buf);
+	pn_finalize(pn);
+	return status;
+}
+
+/* WRITE with its length field as given and `carried` bytes after it */
+static int raw_write(struct arfd *s, uint32_t announced, size_t carried, char *text, size_t len)
+{
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, NULL);
+	ar_put_str16(&b, "mem");
+	ar_put64(&b, 0);
+	ar_put32(&b, announced);
+	uint8_t *p = ar_put_space(&b, carried);
+	if (p)
+		memset(p, 0x5a, carried);
+	int rc = b.failed ? -1002 : raw_request(s, AR_T_WRITE, b.p, b.len, TIMEOUT_MS, text, len);
+	ar_buf_free(&b);
+	return rc;
+}
+
+/* Types no handler serves get BADOP at once; REPLY sent to the server gets nothing.  A WRITE
+ * whose length field disagrees with the bytes it carries is refused, naming both. */
+static void test_badop(void)
+{
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	if (!s || !a) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, NULL);
+	static const pn_type types[] = { 7, 63, 100, 1000, PN_MAX_TYPE };
+	char text[AR_MAX_MSG + 1], want[AR_MAX_MSG + 1];
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		text[0] = '\0';
+		int rc = raw_request(s, types[i], b.p, b.len, TIMEOUT_MS, text, sizeof text);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		snprintf(want, sizeof want, "unknown operation %u (this server serves INSTALL 1, "
+		         "EXEC 2, READ 3, WRITE 4, REGIONS 5, STATS 6)", (unsigned)types[i]);
+		CHECK(rc == -AR_EBADOP && !strcmp(text, want) && ms < 2000,
+		      "type %u: status %d '%s' after %.0f ms", (unsigned)types[i], rc, text, ms);
+	}
+	/* an empty message of an unknown type is answered too */
+	int rc = raw_request(s, 2000, NULL, 0, TIMEOUT_MS, text, sizeof text);
+	CHECK(rc == -AR_EBADOP, "type 2000, empty: status %d", rc);
+	/* a REPLY is never answered (two servers would answer each other forever) */
+	rc = raw_request(s, AR_T_REPLY, b.p, b.len, 300, text, sizeof text);
+	CHECK(rc == 1, "type REPLY: status %d, want no answer", rc);
+	ar_buf_free(&b);
+
+	/* WRITE: the length field must be the number of bytes carried */
+	uint8_t before[100], after[100];
+	CHECK(arc_write(a, "mem", 0, "ab", 2) == 0, "write ab");
+	CHECK(arc_read(a, "mem", 0, before, sizeof before) == 0, "read before");
+	rc = raw_write(s, 2, 100, text, sizeof text);
+	CHECK(rc == -AR_EPROTO && !strcmp(text, "WRITE announces 2 bytes but carries 100"),
+	      "WRITE of 2 carrying 100: %d '%s'", rc, text);
+	rc = raw_write(s, 100, 2, text, sizeof text);
+	CHECK(rc == -AR_EPROTO && !strcmp(text, "WRITE announces 100 bytes but carries 2"),
+	      "WRITE of 100 carrying 2: %d '%s'", rc, text);
+	CHECK(arc_read(a, "mem", 0, after, sizeof after) == 0 &&
+	      !memcmp(before, after, sizeof before), "refused WRITEs changed nothing");
+	rc = raw_write(s, 100, 100, text, sizeof text);
+	CHECK(rc == 0 && arc_read(a, "mem", 0, after, sizeof after) == 0 && after[0] == 0x5a &&
+	      after[99] == 0x5a, "WRITE of 100 carrying 100: %d '%s'", rc, text);
+out:
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
 /* A file-backed region keeps its data across a restart. */
 /* Dirty kB of this process's mappings of path (/proc/self/smaps: arfd runs in-process), or
  * -1 when none is found. */
@@ -1263,9 +1374,9 @@ int main(int argc, char **argv)
 		scheme = schemes[i];
 		static void (*const tests[])(void) = { test_install_exec, test_read_write,
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
-			test_disconnect, test_restart };
+			test_disconnect, test_badop, test_restart };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
-			"secret", "limits", "inflight", "hostile", "disconnect", "restart" };
+			"secret", "limits", "inflight", "hostile", "disconnect", "badop", "restart" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
