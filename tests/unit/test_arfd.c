@@ -1123,6 +1123,197 @@ out:
 	free(c);
 }
 
+/* ---- runs that would hold a worker for ever ---- */
+
+/* pause(10 ms) for ever: one unit of fuel per 10 ms before hooks paid for their time */
+static const char seg_pauses_src[] =
+	".hook pause \"l:l\"\n"
+	".func main\n"
+	"loop:\n"
+	"    push 10000\n"
+	"    hcall pause\n"
+	"    drop\n"
+	"    jmp loop\n"
+	".end\n"
+	".export main\n";
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Wait (at most max_ms) until statistic name reaches want; its last value. */
+static long long stat_wait(struct arc *a, const char *name, long long want, int max_ms)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long long v;
+	while ((v = stat_of(a, name)) < want && ms_since(&t0) < max_ms)
+		usleep(10000);
+	return v;
+}
+
+/* The wall-clock limit (server's and request's), hook time paid as fuel. */
+static void test_run_limits(void)
+{
+	struct arfd_config *c = config_new();
+	c->max_run_ms = 300;
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t len;
+	uint8_t *seg = assemble(seg_pauses_src, &len);
+	if (!s || !a || !seg) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	static const struct { uint32_t ask; unsigned want_ms; const char *whose; } cases[] = {
+		{ 0, 300, "the server's limit (--max-run-ms)" },
+		{ 100, 100, "the request's limit" },
+		{ 5000, 300, "the server's limit (--max-run-ms)" },   /* never more than the server's */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct arc_exec x = { .seg = seg, .seg_len = len, .time_limit_ms = cases[i].ask };
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int rc = arc_exec(a, &x);
+		double ms = ms_since(&t0);
+		char want[256];
+		snprintf(want, sizeof want, "trap time (wall-clock limit reached: %u ms, %s) in main at "
+		         "pc 5, line 5", cases[i].want_ms, cases[i].whose);
+		CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_TIME && !strcmp(x.trap.text, want) &&
+		      ms >= cases[i].want_ms && ms < cases[i].want_ms + 3000,
+		      "limit asked %u: rc %d kind %u '%s' after %.0f ms", cases[i].ask, rc, x.trap.kind,
+		      x.trap.text, ms);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	CHECK(stat_of(a, "exec.time_limit") == 3, "stats count 3 runs stopped by the limit");
+	/* 10 ms of pause cost 10^5 units of fuel (100 ns each): fuel 1000 pays for none */
+	struct arc_exec x = { .seg = seg, .seg_len = len, .fuel = 1000 };
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = arc_exec(a, &x);
+	double ms = ms_since(&t0);
+	CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_FUEL && x.trap.pc == 5 && ms < 250,
+	      "pauses paid with fuel 1000: rc %d kind %u pc %u after %.0f ms", rc, x.trap.kind,
+	      x.trap.pc, ms);
+	if (rc == 0 || rc == -AR_ETRAP)
+		free(x.out);
+out:
+	free(seg);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* Four endless runs (as many as --threads) leave REGIONS, STATS and a short EXEC of another
+ * client answered at once; their client leaving cancels them (tcp; udp has no connection to
+ * lose: there the wall-clock limit ends them); arfd_stop cancels what still runs. */
+static void test_endless(void)
+{
+	enum { N = 4, BOUND_MS = 2000 };
+	struct arfd_config *c = config_new();
+	c->threads = N;
+	c->max_run_ms = 60000;         /* only cancelling ends them within this test */
+	struct arfd *s = server_start(c);
+	struct arc *hog[N] = { 0 }, *b = s ? client(s, NULL) : NULL;
+	size_t len, glen, nlen;
+	uint8_t *seg = assemble(seg_pauses_src, &len), *good = assemble(seg_good_src, &glen);
+	uint8_t *nap = assemble(seg_nap_src, &nlen);
+	struct arc_exec hx[N];
+	struct arc_pending *hp[N] = { 0 };
+	if (!s || !b || !seg || !good || !nap) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	for (int i = 0; i < N; i++) {
+		hog[i] = client(s, NULL);
+		hx[i] = (struct arc_exec){ .seg = seg, .seg_len = len };
+		CHECK(hog[i] && arc_exec_start(hog[i], &hx[i], &hp[i]) == 0, "start endless run %d", i);
+	}
+	CHECK(stat_wait(b, "workers.busy", N, BOUND_MS) == N, "%d endless runs are running", N);
+	struct timespec t0;
+	for (int round = 0; round < 2; round++) {   /* before and after the runs turn long */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		char *text = NULL;
+		int rc = arc_stats(b, &text);
+		free(text);
+		CHECK(rc == 0 && ms_since(&t0) < BOUND_MS, "round %d: STATS in %.0f ms", round,
+		      ms_since(&t0));
+		struct arc_region *regs = NULL;
+		unsigned n_regs = 0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = arc_regions(b, &regs, &n_regs);
+		free(regs);
+		CHECK(rc == 0 && n_regs == 3 && ms_since(&t0) < BOUND_MS, "round %d: REGIONS in %.0f ms",
+		      round, ms_since(&t0));
+		/* a run with a hook is never tried on the I/O thread: it needs a worker */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		struct arc_exec x = { .seg = nap, .seg_len = nlen, .args = (int64_t[]){ 1 }, .n_args = 1 };
+		rc = arc_exec(b, &x);
+		CHECK(rc == 0 && ms_since(&t0) < BOUND_MS, "round %d: short EXEC on a worker: %d in "
+		      "%.0f ms (%s)", round, rc, ms_since(&t0), arc_errmsg(b));
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		int64_t args[2] = { 6, 7 };
+		rc = exec1(b, good, glen, NULL, args, 2, &x);
+		CHECK(rc == 0 && x.value == 42, "round %d: short EXEC: %d", round, rc);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		if (round == 0)
+			usleep(300000);    /* now every endless run has run long */
+	}
+	CHECK(stat_of(b, "workers.long") == N, "the %d endless runs count as long", N);
+	if (!strcmp(scheme, "tcp")) {
+		/* their clients leave without waiting: every run is cancelled */
+		for (int i = 0; i < N; i++) {
+			arc_close(hog[i]);
+			hog[i] = NULL;
+			hp[i] = NULL;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		long long cancelled = stat_wait(b, "exec.cancelled", N, BOUND_MS);
+		long long busy = stat_of(b, "workers.busy");
+		CHECK(cancelled == N && busy == 0, "clients gone: %lld cancelled, %lld workers busy after "
+		      "%.0f ms", cancelled, busy, ms_since(&t0));
+		for (int i = 0; i < N; i++) {   /* again, to be stopped by arfd_stop below */
+			hog[i] = client(s, NULL);
+			hx[i] = (struct arc_exec){ .seg = seg, .seg_len = len };
+			CHECK(hog[i] && arc_exec_start(hog[i], &hx[i], &hp[i]) == 0, "restart run %d", i);
+		}
+		CHECK(stat_wait(b, "workers.busy", N, BOUND_MS) == N, "%d endless runs again", N);
+	}
+	/* stopping cancels them: their clients get SHUTDOWN at once */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	arfd_stop(s, 200);
+	s = NULL;
+	double stop_ms = ms_since(&t0);
+	CHECK(stop_ms < BOUND_MS, "arfd_stop(200 ms) with %d endless runs took %.0f ms", N, stop_ms);
+	for (int i = 0; i < N; i++) {
+		if (!hp[i])
+			continue;
+		int rc = arc_exec_wait(hog[i], hp[i]);
+		CHECK(rc == -AR_ESHUTDOWN && !strncmp(arc_errmsg(hog[i]), "server is shutting down: "
+		      "the run was stopped after", 43), "run %d at the stop: %d '%s'", i, rc,
+		      arc_errmsg(hog[i]));
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(hx[i].out);
+	}
+out:
+	for (int i = 0; i < N; i++)
+		arc_close(hog[i]);
+	arc_close(b);
+	if (s)
+		arfd_stop(s, 5000);
+	free(seg);
+	free(good);
+	free(nap);
+	free(c);
+}
+
 /* ---- requests written by hand: what libarc never sends ---- */
 
 /* Send msg as message type `type` to the server over a Paradis-Net endpoint of our own and
@@ -1374,9 +1565,10 @@ int main(int argc, char **argv)
 		scheme = schemes[i];
 		static void (*const tests[])(void) = { test_install_exec, test_read_write,
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
-			test_disconnect, test_badop, test_restart };
+			test_disconnect, test_run_limits, test_endless, test_badop, test_restart };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
-			"secret", "limits", "inflight", "hostile", "disconnect", "badop", "restart" };
+			"secret", "limits", "inflight", "hostile", "disconnect", "run_limits", "endless",
+			"badop", "restart" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
