@@ -793,7 +793,7 @@ static void *worker_main(void *arg)
 		}
 		uint64_t now = now_ns(), turns_long;
 		if (busy_short(s, now, &turns_long) >= s->cfg.threads) {
-			struct timespec ts;
+			struct timespec ts;    /* q_cond's clock (arfd_start) */
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			uint64_t at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
 			              (turns_long - now);
@@ -1107,7 +1107,11 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	if (!c->hook_fuel_ns) c->hook_fuel_ns = ARFD_DEFAULT_HOOK_FUEL_NS;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->q_lock, NULL);
-	pthread_cond_init(&s->q_cond, NULL);
+	pthread_condattr_t ca;             /* timed waits (worker_main) by the clock runs use */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->q_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (c->n_listen == 0) {
 		snprintf(err, errlen, "no --listen endpoint given");
 		goto fail;
