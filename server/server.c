@@ -14,8 +14,9 @@
  *
  * How long a run may hold a worker: every run has a wall-clock limit (cfg.max_run_ms, or less
  * if the request asks) and pays for the time its hooks take in fuel (cfg.hook_fuel_ns), both
- * enforced by the VM (vm_run_opts); a run whose client's connection breaks is cancelled
- * (pn_set_peer_down), and so is every run still going when arfd_stop's wait ends.  Long runs
+ * enforced by the VM (vm_run_opts); a run whose client's connection breaks is cancelled a
+ * second later (pn_set_peer_down), and every run still going when arfd_stop's wait ends at
+ * once.  Long runs
  * do not starve short requests: there are 2 x cfg.threads workers, but at most cfg.threads of
  * them run requests that have not yet run LONG_RUN_MS; a run past that no longer counts, and
  * a spare worker takes up the queue (worker_main).
@@ -66,18 +67,26 @@ enum { OP_STATS_N = AR_T_STATS + 1 };
  * place is held is thus started within about this long, as long as a spare worker is free. */
 #define LONG_RUN_MS 100
 
-/* Why a run was cancelled: the value of its worker's cancel flag. */
+/* Why a run was cancelled (struct worker.cancel_why). */
 enum { CANCEL_NONE, CANCEL_CLIENT_GONE, CANCEL_SHUTDOWN };
+
+/* A run whose client is gone is cancelled this long after, not at once: an ARF operation cut
+ * short leaves its journal slot and its locks until the next attach (docs/arf.md, "Not
+ * yet"), and a client that crashes or unmounts mid-request should not cost that; a run that
+ * is still going a second later is a hog, and stops. */
+#define CLIENT_GONE_GRACE_MS 1000
 
 struct job;
 
-/* One of arfd's workers; job, started_ns and the cancel flag's writes are under q_lock. */
+/* One of arfd's workers; job, started_ns and the writes of the cancel fields are under
+ * q_lock. */
 struct worker {
 	struct arfd *s;
 	pthread_t thread;
 	struct job *job;               /* running now, or NULL */
 	uint64_t started_ns;
-	_Atomic int cancel;            /* CANCEL_*: the run's vm_run_opts.cancel */
+	_Atomic uint64_t cancel_at;    /* the run's vm_run_opts.cancel_at: 0, or when it stops */
+	_Atomic int cancel_why;        /* CANCEL_*, set before cancel_at */
 };
 
 struct arfd {
@@ -391,7 +400,7 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 /* Run an EXEC.  With quick set (on the I/O thread), only a segment already installed and
  * marked quick is run, with at most QUICK_FUEL; returns 1 without answering when it declines
  * (the caller queues the request for a worker), 0 when it answered.  w: the worker running
- * it (its cancel flag), NULL on the I/O thread, where a run is too short to need one. */
+ * it (its cancel_at), NULL on the I/O thread, where a run is too short to need one. */
 static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp,
                        uint64_t t0, bool quick, struct worker *w)
 {
@@ -483,7 +492,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	                         .out = buf + EXEC_HDR_ROOM, .out_cap = out_max,
 	                         .fuel = quick && fuel > QUICK_FUEL ? QUICK_FUEL : fuel,
 	                         .deadline_ns = run_start + (uint64_t)limit_ms * 1000000u,
-	                         .cancel = w ? &w->cancel : NULL,
+	                         .cancel_at = w ? &w->cancel_at : NULL,
 	                         .hook_ns_per_fuel = s->cfg.hook_fuel_ns };
 	struct vm_result res;
 	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
@@ -497,7 +506,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		/* the client is gone (nobody to answer: a reply would open a connection to its
 		 * address), or arfd is stopping */
 		double secs = (double)(now_ns() - run_start) / 1e9;
-		int why = w ? atomic_load(&w->cancel) : CANCEL_NONE;
+		int why = w ? atomic_load(&w->cancel_why) : CANCEL_NONE;
 		atomic_fetch_add(&s->n_cancelled, 1);
 		cache_put(s, c);
 		free(buf);
@@ -807,7 +816,8 @@ static void *worker_main(void *arg)
 			s->q_tail = NULL;
 		w->job = j;
 		w->started_ns = now;
-		atomic_store(&w->cancel, CANCEL_NONE);
+		atomic_store(&w->cancel_why, CANCEL_NONE);
+		atomic_store(&w->cancel_at, 0);
 		pthread_mutex_unlock(&s->q_lock);
 		run_job(s, j, w);
 		pthread_mutex_lock(&s->q_lock);
@@ -820,10 +830,10 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Cancel the runs of one client (peer, or every client when all) with reason why, and take
- * its queued requests out of the queue: returned as a list (q_lock held). */
+/* Cancel the runs of one client (peer, or every client when all) from time at_ns with reason
+ * why, and take its queued requests out of the queue: returned as a list (q_lock held). */
 static struct job *cancel_locked(struct arfd *s, bool all, pn_peer peer, int why,
-                                 unsigned *n_running)
+                                 uint64_t at_ns, unsigned *n_running)
 {
 	struct job *taken = NULL, **tail = &taken;
 	for (struct job **pp = &s->q_head; *pp;) {
@@ -843,8 +853,10 @@ static struct job *cancel_locked(struct arfd *s, bool all, pn_peer peer, int why
 	*n_running = 0;
 	for (unsigned i = 0; i < s->n_workers; i++) {
 		struct worker *w = &s->workers[i];
-		if (w->job && (all || w->job->from == peer)) {
-			atomic_store(&w->cancel, why);
+		uint64_t at = atomic_load(&w->cancel_at);
+		if (w->job && (all || w->job->from == peer) && (!at || at_ns < at)) {
+			atomic_store(&w->cancel_why, why);
+			atomic_store(&w->cancel_at, at_ns);
 			(*n_running)++;
 		}
 	}
@@ -852,14 +864,16 @@ static struct job *cancel_locked(struct arfd *s, bool all, pn_peer peer, int why
 }
 
 /* A connection of peer broke (pn_set_peer_down, on the I/O thread): its client is gone, so
- * its runs are cancelled and its queued requests dropped, unanswered: nobody waits for them,
- * and an answer would make arfd connect to the address the client named. */
+ * its runs are cancelled (after CLIENT_GONE_GRACE_MS) and its queued requests dropped,
+ * unanswered: nobody waits for them, and an answer would make arfd connect to the address
+ * the client named. */
 static void on_peer_down(struct pn *pn, pn_peer peer, void *arg)
 {
 	struct arfd *s = arg;
 	unsigned running, queued = 0;
 	pthread_mutex_lock(&s->q_lock);
-	struct job *taken = cancel_locked(s, false, peer, CANCEL_CLIENT_GONE, &running);
+	struct job *taken = cancel_locked(s, false, peer, CANCEL_CLIENT_GONE,
+	                                  now_ns() + CLIENT_GONE_GRACE_MS * 1000000ull, &running);
 	pthread_mutex_unlock(&s->q_lock);
 	for (struct job *j = taken, *next; j; j = next, queued++) {
 		next = j->next;
@@ -867,8 +881,9 @@ static void on_peer_down(struct pn *pn, pn_peer peer, void *arg)
 		free(j);
 	}
 	if (running || queued)
-		arfd_log(ARFD_LOG_INFO, "%s is gone: %u runs cancelled, %u queued requests dropped",
-		         pn_peer_name(pn, peer), running, queued);
+		arfd_log(ARFD_LOG_INFO, "%s is gone: %u runs cancelled in %d ms unless they end, %u "
+		         "queued requests dropped", pn_peer_name(pn, peer), running,
+		         CLIENT_GONE_GRACE_MS, queued);
 }
 
 /* REGIONS and STATS: a few lines of text, answered on the I/O thread like READ, so that no
@@ -1247,11 +1262,11 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 	while (atomic_load(&s->running) > 0 && now_ns() < deadline)
 		usleep(1000);
 	if (atomic_load(&s->running) > 0) {
-		/* what still runs is cancelled (it stops at its next look at the flag) and what
+		/* what still runs is cancelled (it stops at its next look at cancel_at) and what
 		 * still waits is answered: both clients get SHUTDOWN */
 		unsigned running;
 		pthread_mutex_lock(&s->q_lock);
-		struct job *taken = cancel_locked(s, true, 0, CANCEL_SHUTDOWN, &running);
+		struct job *taken = cancel_locked(s, true, 0, CANCEL_SHUTDOWN, 1, &running);
 		pthread_mutex_unlock(&s->q_lock);
 		unsigned queued = 0;
 		for (struct job *j = taken, *next; j; j = next, queued++) {

@@ -94,7 +94,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #define XUN(n, e) \
 	CASE(n) { uint64_t x = fp[ip->b]; fp[ip->a] = (e); NEXT(); }
 /* An empty chunk is refilled from the reserve (vm_fuel_refill, which also looks at the
- * deadline and the cancel flag): the common path is the same test and decrement as ever. */
+ * deadline and cancel_at): the common path is the same test and decrement as ever. */
 #define SPEND_FUEL() do { if (unlikely(fuel == 0)) { \
 		run->fuel = 0; int k_ = vm_fuel_refill(run); if (k_) TRAP_AT(k_); fuel = run->fuel; } \
 		fuel--; } while (0)

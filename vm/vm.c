@@ -328,7 +328,7 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 	uint64_t chunk = fuel < VM_FUEL_CHUNK ? fuel : VM_FUEL_CHUNK;
 	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = chunk,
 	                   .fuel_reserve = fuel - chunk, .deadline_ns = opts->deadline_ns,
-	                   .cancel = opts->cancel, .hook_ns_per_fuel = opts->hook_ns_per_fuel,
+	                   .cancel_at = opts->cancel_at, .hook_ns_per_fuel = opts->hook_ns_per_fuel,
 	                   .user = opts->user, .trap = &res->trap, .remote = prog->remote };
 	/* the entry's own frame must fit, whichever engine runs it (both rely on this) */
 	int rc;
@@ -356,9 +356,15 @@ uint64_t vm_now_ns(void)
 
 int vm_run_limits(const struct run *run, uint64_t now_ns)
 {
-	if (run->cancel && atomic_load_explicit(run->cancel, memory_order_relaxed))
+	uint64_t cancel_at = run->cancel_at ? atomic_load_explicit(run->cancel_at,
+	                                                           memory_order_relaxed) : 0;
+	if (!cancel_at && !run->deadline_ns)
+		return 0;
+	if (!now_ns)
+		now_ns = vm_now_ns();
+	if (cancel_at && now_ns >= cancel_at)
 		return ISA_TRAP_CANCELLED;
-	if (run->deadline_ns && (now_ns ? now_ns : vm_now_ns()) >= run->deadline_ns)
+	if (run->deadline_ns && now_ns >= run->deadline_ns)
 		return ISA_TRAP_TIME;
 	return 0;
 }

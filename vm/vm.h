@@ -139,15 +139,16 @@ struct vm_run_opts {
 	 * between two looks a run may go on for one chunk of fuel (a tight loop: well under a
 	 * millisecond; a loop of bulk operations over large ranges: longer). */
 	uint64_t deadline_ns;      /* CLOCK_MONOTONIC ns: past it the run traps 'time'; 0: none */
-	const _Atomic int *cancel; /* another thread sets it non-zero: the run traps 'cancelled';
-	                            * NULL: none */
+	const _Atomic uint64_t *cancel_at; /* CLOCK_MONOTONIC ns from which the run traps
+	                            * 'cancelled': another thread sets it (or moves it earlier)
+	                            * while the run goes on; 0: not set; NULL: none */
 	uint64_t hook_ns_per_fuel; /* a hook costs one unit of fuel per this many ns it takes, so
 	                            * fuel bounds the time spent in hooks (a sleeping hook) as it
 	                            * bounds loops; a run whose fuel cannot pay traps 'fuel' at the
 	                            * hcall.  0: hooks cost no fuel (runs are then deterministic) */
 };
 #define VM_DEFAULT_FUEL   100000000ull
-#define VM_FUEL_CHUNK     65536     /* fuel between two looks at the deadline and cancel */
+#define VM_FUEL_CHUNK     65536     /* fuel between two looks at deadline and cancel_at */
 #define VM_MAX_CALL_DEPTH 256       /* calls nested below the entry; one more traps 'stack' */
 #define VM_STACK_SLOTS    8192      /* 64-bit frame slots of one run: each call needs its
                                      * callee's n_locals + max_stack above the caller's

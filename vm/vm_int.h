@@ -106,7 +106,7 @@ struct run {
 	uint64_t fuel;                 /* left in the current chunk (the engine's counter) */
 	uint64_t fuel_reserve;         /* left beyond it: the run's fuel is fuel + fuel_reserve */
 	uint64_t deadline_ns;          /* vm_run_opts */
-	const _Atomic int *cancel;
+	const _Atomic uint64_t *cancel_at;
 	uint64_t hook_ns_per_fuel;
 	void *user;
 	struct vm_trap *trap;
@@ -155,12 +155,12 @@ int vm_hook_prepare(struct hook_bind *h, char *err, size_t errlen);
 int vm_hook_call(struct run *run, const struct hook_bind *h, int64_t *args);
 
 /* vm.c: the run's chunk of fuel (run->fuel) is used up.  When fuel_reserve has more, looks at
- * the deadline and the cancel flag, then moves the next chunk into run->fuel: 0.  Otherwise
+ * the deadline and cancel_at, then moves the next chunk into run->fuel: 0.  Otherwise
  * the trap kind that ends the run: fuel (none left), time, cancelled.  Both engines call it
  * where their counter would go below 0, so fuel use and fuel traps are as with one counter. */
 int vm_fuel_refill(struct run *run);
-/* The deadline and the cancel flag alone: 0, ISA_TRAP_TIME or ISA_TRAP_CANCELLED.  now_ns is
- * CLOCK_MONOTONIC, or 0 to read the clock only when there is a deadline. */
+/* The deadline and cancel_at alone: 0, ISA_TRAP_TIME or ISA_TRAP_CANCELLED.  now_ns is
+ * CLOCK_MONOTONIC, or 0 to read the clock only when either is set. */
 int vm_run_limits(const struct run *run, uint64_t now_ns);
 uint64_t vm_now_ns(void);
 

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -308,20 +309,30 @@ static void test_limits(void)
 		if (rc || rc2)
 			goto next;
 		struct vm_result res;
-		/* a cancel flag already set: the first look, after one chunk, stops it */
-		_Atomic int cancel = 1;
-		struct vm_run_opts o1 = { .fuel = UINT64_MAX, .engine = engine, .cancel = &cancel };
+		/* cancel_at already past: the first look, after one chunk, stops it */
+		_Atomic uint64_t cancel_at = 1;
+		struct vm_run_opts o1 = { .fuel = UINT64_MAX, .engine = engine,
+		                          .cancel_at = &cancel_at };
 		rc = vm_run(endless, 0, NULL, 0, &o1, &res);
 		snprintf(what, sizeof what, "limits %s: cancelled after one chunk (rc %d kind %d, "
 		         "fuel %" PRIu64 ")", en, rc, res.trap.kind, res.fuel_used);
 		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_CANCELLED &&
 		      res.fuel_used == VM_FUEL_CHUNK, what);
-		/* a deadline 50 ms away stops an endless loop with 2^64 fuel */
+		/* cancel_at set by the host while the run goes on: 50 ms later */
 		uint64_t t0 = mono_ns();
+		atomic_store(&cancel_at, t0 + 50000000);
+		rc = vm_run(endless, 0, NULL, 0, &o1, &res);
+		uint64_t dt = mono_ns() - t0;
+		snprintf(what, sizeof what, "limits %s: cancelled at 50 ms (rc %d kind %d after %.1f ms)",
+		         en, rc, res.trap.kind, dt / 1e6);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_CANCELLED && dt >= 50000000 &&
+		      dt < 2000000000, what);
+		/* a deadline 50 ms away stops an endless loop with 2^64 fuel */
+		t0 = mono_ns();
 		struct vm_run_opts o2 = { .fuel = UINT64_MAX, .engine = engine,
 		                          .deadline_ns = t0 + 50000000 };
 		rc = vm_run(endless, 0, NULL, 0, &o2, &res);
-		uint64_t dt = mono_ns() - t0;
+		dt = mono_ns() - t0;
 		snprintf(what, sizeof what, "limits %s: deadline of 50 ms (rc %d kind %d after %.1f ms)",
 		         en, rc, res.trap.kind, dt / 1e6);
 		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_TIME && dt >= 50000000 &&
