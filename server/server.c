@@ -19,7 +19,7 @@
  * once.  Long runs
  * do not starve short requests: there are 2 x cfg.threads workers, but at most cfg.threads of
  * them run requests that have not yet run LONG_RUN_MS; a run past that no longer counts, and
- * a spare worker takes up the queue (worker_main).
+ * a spare worker takes up the queue; one client has at most cfg.threads of them (worker_main).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -784,10 +784,21 @@ static void run_job(struct arfd *s, struct job *j, struct worker *w)
 		do_exec_run(s, j->from, j->coop, &r, j->t0, false, w);
 }
 
+/* Workers running a request of client `from` (q_lock held). */
+static unsigned running_for(const struct arfd *s, pn_peer from)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < s->n_workers; i++)
+		n += s->workers[i].job && s->workers[i].job->from == from;
+	return n;
+}
+
 /* A worker takes the oldest queued request when fewer than cfg.threads workers run requests
  * that are not yet long: cfg.threads at a time for ordinary work, as before, and a run that
  * goes on past LONG_RUN_MS lets a spare worker take its place.  While the rule holds a
- * request back, idle workers wake when the next running request turns long. */
+ * request back, idle workers wake when the next running request turns long.  One client
+ * has at most cfg.threads workers (its requests beyond wait, and others' go first), so the
+ * spare workers are never all taken by the long runs of one client. */
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -810,10 +821,19 @@ static void *worker_main(void *arg)
 			pthread_cond_timedwait(&s->q_cond, &s->q_lock, &ts);
 			continue;
 		}
-		struct job *j = s->q_head;
-		s->q_head = j->next;
-		if (!s->q_head)
-			s->q_tail = NULL;
+		struct job **pp = &s->q_head, *prev = NULL;
+		while (*pp && running_for(s, (*pp)->from) >= s->cfg.threads) {
+			prev = *pp;
+			pp = &prev->next;
+		}
+		if (!*pp) {                /* each waits for a run of its own client to end */
+			pthread_cond_wait(&s->q_cond, &s->q_lock);
+			continue;
+		}
+		struct job *j = *pp;
+		*pp = j->next;
+		if (s->q_tail == j)
+			s->q_tail = prev;
 		w->job = j;
 		w->started_ns = now;
 		atomic_store(&w->cancel_why, CANCEL_NONE);

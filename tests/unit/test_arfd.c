@@ -1316,6 +1316,67 @@ out:
 	free(c);
 }
 
+/* One client with more endless runs than --threads holds --threads workers, no more: another
+ * client is still served; arfd_stop then cancels the running ones and refuses the waiting. */
+static void test_one_hog(void)
+{
+	enum { THREADS = 2, N = 5, BOUND_MS = 2000 };
+	struct arfd_config *c = config_new();
+	c->threads = THREADS;
+	c->max_run_ms = 60000;
+	struct arfd *s = server_start(c);
+	struct arc *hog = s ? client(s, NULL) : NULL, *b = s ? client(s, NULL) : NULL;
+	size_t len, nlen;
+	uint8_t *seg = assemble(seg_pauses_src, &len), *nap = assemble(seg_nap_src, &nlen);
+	struct arc_exec hx[N];
+	struct arc_pending *hp[N] = { 0 };
+	if (!s || !hog || !b || !seg || !nap) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	for (int i = 0; i < N; i++) {
+		hx[i] = (struct arc_exec){ .seg = seg, .seg_len = len };
+		CHECK(arc_exec_start(hog, &hx[i], &hp[i]) == 0, "start endless run %d", i);
+	}
+	usleep(300000);                /* long enough for every run to count as long */
+	CHECK(stat_of(b, "workers.busy") == THREADS, "one client holds %d workers, no more: %lld",
+	      THREADS, stat_of(b, "workers.busy"));
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct arc_exec x = { .seg = nap, .seg_len = nlen, .args = (int64_t[]){ 1 }, .n_args = 1 };
+	int rc = arc_exec(b, &x);
+	CHECK(rc == 0 && ms_since(&t0) < BOUND_MS, "another client's run: %d in %.0f ms", rc,
+	      ms_since(&t0));
+	if (rc == 0 || rc == -AR_ETRAP)
+		free(x.out);
+	arfd_stop(s, 200);
+	s = NULL;
+	int stopped = 0, refused = 0;
+	for (int i = 0; i < N; i++) {
+		rc = arc_exec_wait(hog, hp[i]);
+		const char *m = arc_errmsg(hog);
+		if (rc == -AR_ESHUTDOWN && strstr(m, "the run was stopped after"))
+			stopped++;
+		else if (rc == -AR_ESHUTDOWN && !strcmp(m, "server is shutting down: the request was "
+		                                        "not started within 200 ms"))
+			refused++;
+		else
+			printf("run %d at the stop: %d '%s'\n", i, rc, m);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(hx[i].out);
+	}
+	CHECK(stopped == THREADS && refused == N - THREADS, "at the stop: %d runs stopped, %d "
+	      "refused", stopped, refused);
+out:
+	arc_close(hog);
+	arc_close(b);
+	if (s)
+		arfd_stop(s, 5000);
+	free(seg);
+	free(nap);
+	free(c);
+}
+
 /* ---- requests written by hand: what libarc never sends ---- */
 
 /* Send msg as message type `type` to the server over a Paradis-Net endpoint of our own and
@@ -1567,10 +1628,11 @@ int main(int argc, char **argv)
 		scheme = schemes[i];
 		static void (*const tests[])(void) = { test_install_exec, test_read_write,
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
-			test_disconnect, test_run_limits, test_endless, test_badop, test_restart };
+			test_disconnect, test_run_limits, test_endless, test_one_hog, test_badop,
+			test_restart };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
 			"secret", "limits", "inflight", "hostile", "disconnect", "run_limits", "endless",
-			"badop", "restart" };
+			"one_hog", "badop", "restart" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
