@@ -13,7 +13,7 @@
 /* How long SIGTERM waits for requests in flight before cancelling them: the rest of the
  * documented 10 s is for the cancelled runs to stop (one chunk of fuel or one hook call),
  * the endpoints to close and file regions to be msync'd. */
-#define ARFD_STOP_WAIT_MS 9000
+#define ARFD_STOP_WAIT_MS 8000
 
 static void usage(FILE *f)
 {

@@ -236,9 +236,9 @@ sleep 0.5
 kill -KILL $hogs 2>/dev/null
 # shellcheck disable=SC2086
 wait $hogs 2>/dev/null
-timed "REGIONS after four endless runs" 3000 timeout 10 "$BUILD/arc" regions "$ep"
-timed "STATS after four endless runs" 3000 timeout 10 "$BUILD/arc" stats "$ep"
-timed "EXEC after four endless runs" 3000 timeout 10 "$BUILD/arc" run "$ep" "$tmp/calc.pno" --entry main --arg 1 --arg 2
+timed "REGIONS after four endless runs" 5000 timeout 10 "$BUILD/arc" regions "$ep"
+timed "STATS after four endless runs" 5000 timeout 10 "$BUILD/arc" stats "$ep"
+timed "EXEC after four endless runs" 5000 timeout 10 "$BUILD/arc" run "$ep" "$tmp/calc.pno" --entry main --arg 1 --arg 2
 contains "its result" "$tmp/err" "result: 3"
 n=
 t0=$(now_ms)
