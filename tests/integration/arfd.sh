@@ -259,7 +259,15 @@ for i in 1 2 3 4; do
 	timeout "$T" "$BUILD/arc" run "$ep" "$tmp/pauses.pno" >"$tmp/hog$i.out" 2>"$tmp/hog$i.err" &
 	hogs="$hogs $!"
 done
-sleep 0.5
+# all four running (a loaded machine may take more than a moment to start arc), 5 s at most
+n=
+t0=$(now_ms)
+while [ $(( $(now_ms) - t0 )) -lt 5000 ]; do
+	n=$(timeout 3 "$BUILD/arc" stats "$ep" 2>/dev/null | sed -n 's/^workers\.busy \([0-9]*\)$/\1/p')
+	[ "${n:-0}" -ge 4 ] && break
+	sleep 0.1
+done
+same "four endless runs before SIGTERM" "${n:-none}" 4
 t0=$(now_ms)
 kill -TERM "$pid"
 for _ in $(seq 110); do
