@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "arc.h"
@@ -278,6 +279,7 @@ static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec 
 	ar_put64(b, x->out_max ? x->out_max : 1u << 20);
 	ar_put32(b, (uint32_t)x->argbytes_len);
 	ar_put_bytes(b, x->argbytes, x->argbytes_len);
+	ar_put32(b, x->time_limit_ms);   /* servers before the limit ignore it */
 }
 
 static int exec_parse(struct arc *a, struct arc_exec *x, struct ar_rd *r, int status)
@@ -736,6 +738,12 @@ int arc_exec_local(struct arc *a, struct arc_exec *x)
 	struct vm_run_opts o = { .args = x->argbytes, .args_len = x->argbytes_len, .out = x->out,
 	                         .out_cap = out_max, .fuel = x->fuel,
 	                         .engine = VM_ENGINE_INTERP };
+	if (x->time_limit_ms) {        /* the same limit as on the server, here */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		o.deadline_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+		                (uint64_t)x->time_limit_ms * 1000000u;
+	}
 	struct vm_result res;
 	int vrc = vm_run(prog, (unsigned)fi, x->args, x->n_args, &o, &res);
 	x->value = res.value;

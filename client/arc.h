@@ -49,6 +49,9 @@ struct arc_exec {
 	size_t argbytes_len;
 	uint64_t fuel;             /* 0: the server's default */
 	uint64_t out_max;          /* output limit; 0 = 1 MiB */
+	uint32_t time_limit_ms;    /* wall-clock limit of the run, below the server's own
+	                            * (arfd --max-run-ms); 0: the server's.  Past it the run traps
+	                            * 'time' */
 	/* results */
 	int64_t value;
 	uint64_t fuel_used;

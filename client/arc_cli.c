@@ -1,7 +1,7 @@
 /* arc: command-line client of arfd.
  *
  *   arc run ENDPOINT SEG.pno [--entry NAME] [--arg N ...] [--args-str S | --args-file F]
- *                            [--fuel N] [--out-max SIZE] [--local]
+ *                            [--fuel N] [--out-max SIZE] [--time-limit MS] [--local]
  *       --local runs the segment here, each region access a READ/WRITE of the server's
  *       memory (the plain-RDMA way); the results are the same, the round trips are not
  *   arc install ENDPOINT SEG.pno         prints the segment id
@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	"usage: arc COMMAND ENDPOINT ...\n"
 	"  arc run ENDPOINT SEG.pno [--entry NAME] [--arg N ...] [--args-str S | --args-file F]\n"
-	"                           [--fuel N] [--out-max SIZE] [--local]\n"
+	"                           [--fuel N] [--out-max SIZE] [--time-limit MS] [--local]\n"
 	"  arc install ENDPOINT SEG.pno\n"
 	"  arc read ENDPOINT REGION OFFSET LENGTH\n"
 	"  arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)\n"
@@ -76,6 +76,7 @@ int main(int argc, char **argv)
 	int64_t args[AR_MAX_ARGS];
 	unsigned n_args = 0;
 	uint64_t fuel = 0, out_max = 16u << 20, timeout = 30000;
+	uint32_t time_limit = 0;
 	int local = 0;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
@@ -114,6 +115,8 @@ int main(int argc, char **argv)
 			args[n_args++] = x;
 		} else if (!strcmp(a, "--fuel") && parse_u64(v, &u) == 0) fuel = u;
 		else if (!strcmp(a, "--out-max") && parse_u64(v, &u) == 0) out_max = u;
+		else if (!strcmp(a, "--time-limit") && parse_u64(v, &u) == 0 && u <= UINT32_MAX)
+			time_limit = (uint32_t)u;
 		else if (!strcmp(a, "--timeout") && parse_u64(v, &u) == 0 && u <= 86400000) timeout = u;
 		else {
 			fprintf(stderr, "arc: bad option %s %s (see --help)\n", a, v);
@@ -167,7 +170,8 @@ int main(int argc, char **argv)
 			}
 			struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = entry, .args = args,
 			                      .n_args = n_args, .argbytes = ab ? ab : args_str,
-			                      .argbytes_len = ab_len, .fuel = fuel, .out_max = out_max };
+			                      .argbytes_len = ab_len, .fuel = fuel, .out_max = out_max,
+			                      .time_limit_ms = time_limit };
 			rc = local ? arc_exec_local(a, &x) : arc_exec(a, &x);
 			if (rc == 0 || rc == -AR_ETRAP) {
 				fwrite(x.out, 1, x.out_len, stdout);

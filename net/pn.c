@@ -117,7 +117,10 @@ struct pn {
 	pthread_mutex_t lock;      /* peers, handlers, cooperations, the work queue */
 	struct pn_peer_rec **peers;
 	uint32_t n_peers, cap_peers;
+	/* handlers[0]: for the types that have none of their own (pn_set_handler) */
 	struct { pn_handler *fn; void *arg; bool inline_; } handlers[PN_MAX_TYPE + 1];
+	pn_peer_down_fn *peer_down_fn; /* pn_set_peer_down */
+	void *peer_down_arg;
 	struct pn_coop_rec *coops[COOP_BUCKETS];
 	uint64_t next_token;
 	uint64_t token_base;       /* next_token's start; set once in pn_init */
@@ -269,7 +272,7 @@ static struct endpoint *endpoint_for(struct pn *pn, uint8_t scheme)
 
 int pn_set_handler(struct pn *pn, pn_type type, int opt, pn_handler *fn, void *arg)
 {
-	if (type == 0 || type > PN_MAX_TYPE || (opt & ~PN_INLINE))
+	if (type > PN_MAX_TYPE || (opt & ~PN_INLINE))
 		return -PN_EINVAL;
 	pthread_mutex_lock(&pn->lock);
 	pn->handlers[type].fn = fn;
@@ -292,8 +295,9 @@ static void *worker_main(void *arg)
 		pn->q_head = w->next;
 		if (!pn->q_head)
 			pn->q_tail = NULL;
-		pn_handler *fn = pn->handlers[w->type].fn;
-		void *harg = pn->handlers[w->type].arg;
+		pn_type t = pn->handlers[w->type].fn ? w->type : 0;
+		pn_handler *fn = pn->handlers[t].fn;
+		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
 		if (fn) {
 			struct current cur = { pn, w->coop, w->origin };
@@ -583,6 +587,18 @@ void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 			for (unsigned i = 0; i < c->n_sent; i++)
 				if (c->sent_to[i] == peer->id)
 					coop_fail_from_locked(pn, c, peer->id, c->sent_count[i], err);
+	pn_peer_down_fn *fn = pn->peer_down_fn;
+	void *arg = pn->peer_down_arg;
+	pthread_mutex_unlock(&pn->lock);
+	if (fn)
+		fn(pn, peer->id, arg);
+}
+
+void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg)
+{
+	pthread_mutex_lock(&pn->lock);
+	pn->peer_down_fn = fn;
+	pn->peer_down_arg = arg;
 	pthread_mutex_unlock(&pn->lock);
 }
 
@@ -745,16 +761,17 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
 	                    .origin = rx->from->addr, .buf = rx->buf, .len = h->len };
 	pthread_mutex_lock(&pn->lock);
-	if (!pn->handlers[h->type].fn || pn->stopping) {
+	pn_type t = pn->handlers[h->type].fn ? h->type : 0;
+	if (!pn->handlers[t].fn || pn->stopping) {
 		/* no handler: a late reply of an ended Cooperation, or a type nobody serves */
 		pthread_mutex_unlock(&pn->lock);
 		free(w->buf);
 		free(w);
 		return;
 	}
-	if (pn->handlers[h->type].inline_) {
-		pn_handler *fn = pn->handlers[h->type].fn;
-		void *harg = pn->handlers[h->type].arg;
+	if (pn->handlers[t].inline_) {
+		pn_handler *fn = pn->handlers[t].fn;
+		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
 		struct current cur = { pn, w->coop, w->origin };
 		struct current *saved = current;

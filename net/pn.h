@@ -74,11 +74,22 @@ const char *pn_peer_name(struct pn *pn, pn_peer peer);
 /* A handler gets the sender (for forwarded messages: the origin), the message type, the
  * Cooperation token to answer with, and the payload (valid until it returns; may be modified).
  * opt: 0, or PN_INLINE for a short handler that never blocks: it then runs on the transport's
- * I/O thread, saving a thread switch per message (the latency path of request/reply). */
+ * I/O thread, saving a thread switch per message (the latency path of request/reply).
+ * Type 0 (PN_OTHER_TYPES) sets the handler of every message type that has none of its own and
+ * that is no reply to one of our Cooperations (a server answers unknown requests with it);
+ * without it such messages are dropped. */
 #define PN_INLINE 1
+#define PN_OTHER_TYPES 0
 typedef void pn_handler(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
                         size_t len, void *arg);
 int pn_set_handler(struct pn *pn, pn_type type, int opt, pn_handler *fn, void *arg);
+
+/* fn(pn, peer, arg) is called when a connection to peer broke or was closed (tcp:, rdma:;
+ * EOF, an error, a malformed frame), after that peer's pending Cooperations failed, on the
+ * transport's I/O thread: it must not block.  udp: has no connections and never calls it.
+ * A server uses it to stop work for a client that is gone.  NULL: no call. */
+typedef void pn_peer_down_fn(struct pn *pn, pn_peer peer, void *arg);
+void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
 
 /* Send a message.  coop: 0, a token from pn_coop_start (a request whose replies come back to
  * it), or the token a handler received (a reply).  Returns once the bytes are handed to the

@@ -16,6 +16,11 @@
 
 #include "server.h"
 
+/* How long SIGTERM waits for requests in flight before cancelling them: the rest of the
+ * documented 10 s is for the cancelled runs to stop (one chunk of fuel or one hook call),
+ * the endpoints to close and file regions to be msync'd. */
+#define ARFD_STOP_WAIT_MS 8000
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -31,24 +36,36 @@ static void usage(FILE *f)
 	"  --config FILE          settings, one \"key value\" per line (the option names\n"
 	"                         without --; '#' comments), e.g. \"region data=@/srv/d.bin:ro\"\n"
 	"  --secret S             clients must present S (compared in constant time)\n"
-	"  --threads N            worker threads running segments (default 4)\n"
+	"  --threads N            segments run at once (default 4; 2 x N workers, see below)\n"
 	"  --cache N              installed segments kept, least recently used evicted (256)\n"
 	"  --max-segment SIZE     largest segment accepted (16M)\n"
 	"  --fuel N               fuel of a run that asks for none (%llu)\n"
 	"  --max-fuel N           most fuel a run may ask for (10 x --fuel)\n"
 	"  --max-output SIZE      most output bytes per run, and per READ (64M)\n"
 	"  --max-inflight N       concurrent requests per client (64)\n"
+	"  --max-run-ms N         wall-clock limit of a run, trap 'time' (%d; a request may\n"
+	"                         ask for less)\n"
+	"  --hook-fuel-ns N       a hook call costs 1 unit of fuel per N ns it takes (%d: the\n"
+	"                         default fuel pays for 10 s of pause)\n"
 	"  --log LEVEL            error, warning, info (default) or debug\n"
 	"  --syslog               log to syslog instead of stderr\n"
 	"  --check                read the settings and exit: 0 when they are valid, else 2\n"
 	"                         with the reason (systemctl reload runs it first)\n"
 	"\n"
+	"Runs go to 2 x --threads workers, at most --threads of them running requests that have\n"
+	"run less than 100 ms, and at most --threads for one client, so long runs leave room\n"
+	"for short ones and for other clients.  A run whose client disconnects (tcp:, rdma:)\n"
+	"is cancelled a second later.  READ, WRITE, REGIONS and STATS are answered on the I/O\n"
+	"thread.\n"
 	"Hooks offered to segments: now \":l\" (ns since the epoch), log \"lll:v\" (region,\n"
-	"offset, length: a line into this log).  SIGTERM or SIGINT: finish the requests in\n"
-	"flight (10 s at most), msync file-backed regions, exit 0.  SIGHUP: read the options\n"
-	"and the --config file again and apply the log level (the rest needs a restart).\n"
-	"Under systemd (Type=notify) it tells when it is ready, reloading and stopping.\n",
-	(unsigned long long)VM_DEFAULT_FUEL);
+	"offset, length: a line into this log), sync, writeback, pause (docs/protocol.md).\n"
+	"SIGTERM or SIGINT: finish the requests in flight for up to %d s, then cancel what\n"
+	"still runs (its client gets SHUTDOWN), msync file-backed regions, exit 0: within 10 s.\n"
+	"SIGHUP: read the options and the --config file again and apply the log level (the\n"
+	"rest needs a restart).  Under systemd (Type=notify) it tells when it is ready,\n"
+	"reloading and stopping.\n",
+	(unsigned long long)VM_DEFAULT_FUEL, ARFD_DEFAULT_RUN_MS, ARFD_DEFAULT_HOOK_FUEL_NS,
+	ARFD_STOP_WAIT_MS / 1000);
 }
 
 /* The settings of the command line, in order; a --config file's lines count where the
@@ -201,7 +218,7 @@ int main(int argc, char **argv)
 		reload(argc, argv, cfg.log_syslog);
 	notify("STOPPING=1\nSTATUS=draining requests in flight");
 	arfd_log(ARFD_LOG_INFO, "%s: draining requests in flight", strsignal(sig));
-	arfd_stop(s, 10000);
+	arfd_stop(s, ARFD_STOP_WAIT_MS);
 	arfd_log(ARFD_LOG_INFO, "stopped");
 	return 0;
 }

@@ -143,6 +143,8 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		N("max-fuel", 0, fuel_max, 1, UINT64_MAX / 16),
 		N("max-output", 1, out_max, 0, 1ull << 32),
 		N("max-inflight", 0, max_inflight, 1, 1u << 20),
+		N("max-run-ms", 0, max_run_ms, 1, 86400000),
+		N("hook-fuel-ns", 0, hook_fuel_ns, 1, 1000000000),
 #undef N
 	};
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {

@@ -1,16 +1,25 @@
 /* server.c: arfd's request handling: regions, the code cache, and one Paradis-Net handler per
  * operation of the Active RDMA protocol (proto/ar_proto.h).
  *
- * Where work runs: INSTALL, EXEC, REGIONS and STATS are admitted on the I/O thread (secret,
- * draining, the per-client limit, which thus counts queued requests too) and run on arfd's
- * own workers (cfg.threads of them), so a long segment occupies one worker and never the I/O
- * thread; READ and WRITE are a bounds check and a memcpy, so they run inline on the I/O
+ * Where work runs: INSTALL and EXEC are admitted on the I/O thread (secret, draining, the
+ * per-client limit, which thus counts queued requests too) and run on arfd's own workers, so
+ * a long segment occupies one worker and never the I/O thread; READ, WRITE, REGIONS and STATS
+ * are a bounds check and a memcpy or a few lines of text, so they run inline on the I/O
  * thread (the "service thread" serving one-sided access), and so do short EXECs that can
  * have no side effect (see do_exec_run: tried with a small fuel budget, redone on a worker
  * when that is not enough).  What concurrent segments may rely on: each run
  * has private locals, stack and output; region memory is shared and unsynchronised except
  * through the ISA's atomics (cas, fadd: sequentially consistent); a segment's effects are
  * visible to requests that start after its reply was sent.
+ *
+ * How long a run may hold a worker: every run has a wall-clock limit (cfg.max_run_ms, or less
+ * if the request asks) and pays for the time its hooks take in fuel (cfg.hook_fuel_ns), both
+ * enforced by the VM (vm_run_opts); a run whose client's connection breaks is cancelled a
+ * second later (pn_set_peer_down), and every run still going when arfd_stop's wait ends at
+ * once.  Long runs
+ * do not starve short requests: there are 2 x cfg.threads workers, but at most cfg.threads of
+ * them run requests that have not yet run LONG_RUN_MS; a run past that no longer counts, and
+ * a spare worker takes up the queue; one client has at most cfg.threads of them (worker_main).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +62,33 @@ struct cached {
 
 enum { OP_STATS_N = AR_T_STATS + 1 };
 
+/* A run on a worker this long counts as long: it no longer holds one of the cfg.threads
+ * places of ordinary work (see the top).  A request that waits for a worker while every
+ * place is held is thus started within about this long, as long as a spare worker is free. */
+#define LONG_RUN_MS 100
+
+/* Why a run was cancelled (struct worker.cancel_why). */
+enum { CANCEL_NONE, CANCEL_CLIENT_GONE, CANCEL_SHUTDOWN };
+
+/* A run whose client is gone is cancelled this long after, not at once: an ARF operation cut
+ * short leaves its journal slot and its locks until the next attach (docs/arf.md, "Not
+ * yet"), and a client that crashes or unmounts mid-request should not cost that; a run that
+ * is still going a second later is a hog, and stops. */
+#define CLIENT_GONE_GRACE_MS 1000
+
+struct job;
+
+/* One of arfd's workers; job, started_ns and the writes of the cancel fields are under
+ * q_lock. */
+struct worker {
+	struct arfd *s;
+	pthread_t thread;
+	struct job *job;               /* running now, or NULL */
+	uint64_t started_ns;
+	_Atomic uint64_t cancel_at;    /* the run's vm_run_opts.cancel_at: 0, or when it stops */
+	_Atomic int cancel_why;        /* CANCEL_*, set before cancel_at */
+};
+
 struct arfd {
 	struct arfd_config cfg;
 	struct pn *pn;
@@ -75,10 +111,11 @@ struct arfd {
 	pthread_cond_t q_cond;
 	struct job *q_head, *q_tail;
 	bool q_stop;
-	pthread_t *workers;
+	struct worker *workers;        /* 2 x cfg.threads (see the top) */
 	unsigned n_workers;
 	_Atomic uint64_t n_req[OP_STATS_N], n_err[OP_STATS_N], lat_ns[OP_STATS_N], lat_max[OP_STATS_N];
 	_Atomic uint64_t n_traps, cache_hits, cache_misses, cache_evictions, bytes_out;
+	_Atomic uint64_t n_cancelled, n_time_limit;
 };
 
 struct job {
@@ -362,9 +399,10 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 
 /* Run an EXEC.  With quick set (on the I/O thread), only a segment already installed and
  * marked quick is run, with at most QUICK_FUEL; returns 1 without answering when it declines
- * (the caller queues the request for a worker), 0 when it answered. */
+ * (the caller queues the request for a worker), 0 when it answered.  w: the worker running
+ * it (its cancel_at), NULL on the I/O thread, where a run is too short to need one. */
 static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp,
-                       uint64_t t0, bool quick)
+                       uint64_t t0, bool quick, struct worker *w)
 {
 	struct pn *pn = s->pn;
 	struct ar_rd r = *rp;
@@ -407,6 +445,8 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	uint64_t fuel = ar_get64(&r), out_max = ar_get64(&r);
 	uint32_t argbytes_len = ar_get32(&r);
 	const uint8_t *argbytes = ar_get_bytes(&r, argbytes_len);
+	/* optional (older clients end here): the request's own wall-clock limit, 0 = the server's */
+	uint32_t limit_ms = ar_left(&r) >= 4 ? ar_get32(&r) : 0;
 	if (r.failed && status == 0) {
 		status = -AR_EPROTO;
 		snprintf(err, sizeof err, "malformed EXEC request");
@@ -444,9 +484,16 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		reply_err(s, from, coop, -AR_ENOMEM, "cannot allocate %" PRIu64 " bytes of output", out_max);
 		return 0;
 	}
+	bool own_limit = limit_ms && limit_ms < s->cfg.max_run_ms;
+	if (!own_limit)
+		limit_ms = s->cfg.max_run_ms;
+	uint64_t run_start = now_ns();
 	struct vm_run_opts o = { .args = argbytes, .args_len = argbytes_len,
 	                         .out = buf + EXEC_HDR_ROOM, .out_cap = out_max,
-	                         .fuel = quick && fuel > QUICK_FUEL ? QUICK_FUEL : fuel };
+	                         .fuel = quick && fuel > QUICK_FUEL ? QUICK_FUEL : fuel,
+	                         .deadline_ns = run_start + (uint64_t)limit_ms * 1000000u,
+	                         .cancel_at = w ? &w->cancel_at : NULL,
+	                         .hook_ns_per_fuel = s->cfg.hook_fuel_ns };
 	struct vm_result res;
 	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
 	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
@@ -454,6 +501,31 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		cache_put(s, c);
 		free(buf);
 		return 1;
+	}
+	if (rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_CANCELLED) {
+		/* the client is gone (nobody to answer: a reply would open a connection to its
+		 * address), or arfd is stopping */
+		double secs = (double)(now_ns() - run_start) / 1e9;
+		int why = w ? atomic_load(&w->cancel_why) : CANCEL_NONE;
+		atomic_fetch_add(&s->n_cancelled, 1);
+		cache_put(s, c);
+		free(buf);
+		request_end(s, from, AR_T_EXEC, t0, 1);
+		if (why == CANCEL_CLIENT_GONE) {
+			arfd_log(ARFD_LOG_INFO, "exec from %s: cancelled after %.3f s: the client is gone",
+			         pn_peer_name(pn, from), secs);
+		} else {
+			arfd_log(ARFD_LOG_WARN, "exec from %s: cancelled after %.3f s: stopping",
+			         pn_peer_name(pn, from), secs);
+			reply_err(s, from, coop, -AR_ESHUTDOWN, "server is shutting down: the run was "
+			          "stopped after %.3f s", secs);
+		}
+		return 0;
+	}
+	if (rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_TIME) {
+		atomic_fetch_add(&s->n_time_limit, 1);
+		snprintf(res.trap.msg, sizeof res.trap.msg, "%u ms, %s", limit_ms,
+		         own_limit ? "the request's limit" : "the server's limit (--max-run-ms)");
 	}
 	struct ar_buf h = { 0 };
 	if (rc == 0 || rc == -VM_ETRAP) {
@@ -567,11 +639,14 @@ static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	uint64_t off;
 	uint32_t n;
 	struct region *g = access_check(s, &r, &off, &n, true, &status, err, sizeof err);
-	const uint8_t *data = g ? ar_get_bytes(&r, n) : NULL;
+	/* the bytes are the rest of the request, exactly: a length that disagrees with them is
+	 * a malformed request, whichever is longer (ar_left before the failed read, which zeroes it) */
+	size_t carried = ar_left(&r);
+	const uint8_t *data = g && carried == n ? ar_get_bytes(&r, n) : NULL;
 	if (g && !data) {
 		g = NULL;
 		status = -AR_EPROTO;
-		snprintf(err, sizeof err, "WRITE announces %u bytes but carries %zu", n, ar_left(&r));
+		snprintf(err, sizeof err, "WRITE announces %u bytes but carries %zu", n, carried);
 	}
 	if (g && n)
 		memcpy(g->base + off, data, n);
@@ -598,6 +673,24 @@ static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	}
 	request_end(s, from, AR_T_REGIONS, t0, 0);
 	reply(s, from, coop, &b);
+}
+
+/* Workers running a request that has not yet run LONG_RUN_MS (q_lock held); *turns_long_ns
+ * is when the first of them becomes long (UINT64_MAX when none is running). */
+static unsigned busy_short(const struct arfd *s, uint64_t now, uint64_t *turns_long_ns)
+{
+	unsigned n = 0;
+	*turns_long_ns = UINT64_MAX;
+	for (unsigned i = 0; i < s->n_workers; i++) {
+		const struct worker *w = &s->workers[i];
+		uint64_t long_at = w->started_ns + LONG_RUN_MS * 1000000ull;
+		if (w->job && now < long_at) {
+			n++;
+			if (long_at < *turns_long_ns)
+				*turns_long_ns = long_at;
+		}
+	}
+	return n;
 }
 
 static const char *const op_names[OP_STATS_N] = {
@@ -628,6 +721,15 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	    "\ncache.evictions %" PRIu64 "\nexec.output_bytes %" PRIu64 "\n", (uint64_t)s->n_traps,
 	    cached, (uint64_t)s->cache_hits, (uint64_t)s->cache_misses,
 	    (uint64_t)s->cache_evictions, (uint64_t)s->bytes_out);
+	pthread_mutex_lock(&s->q_lock);
+	uint64_t now = now_ns(), turns_long;
+	unsigned n_short = busy_short(s, now, &turns_long), n_busy = 0;
+	for (unsigned i = 0; i < s->n_workers; i++)
+		n_busy += s->workers[i].job != NULL;
+	pthread_mutex_unlock(&s->q_lock);
+	OUT("exec.time_limit %" PRIu64 "\nexec.cancelled %" PRIu64 "\nworkers %u\nworkers.busy %u"
+	    "\nworkers.long %u\n", (uint64_t)s->n_time_limit, (uint64_t)s->n_cancelled,
+	    s->n_workers, n_busy, n_busy - n_short);
 	struct pn_stats ps;
 	pn_stats_get(pn, &ps);
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
@@ -641,6 +743,23 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	reply(s, from, coop, &b);
 }
 
+/* A message of a type this server does not serve (pn_set_handler PN_OTHER_TYPES): BADOP, as
+ * the protocol promises, so the client is not left waiting for its timeout.  Never to a
+ * message of type REPLY, nor to one without a Cooperation token, which nobody waits for: two
+ * servers answering each other's replies would never stop. */
+static void h_other(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	if (type == AR_T_REPLY || coop == 0) {
+		arfd_log(ARFD_LOG_DEBUG, "%s: message of type %u without a request, dropped",
+		         pn_peer_name(pn, from), (unsigned)type);
+		return;
+	}
+	reply_err(s, from, coop, -AR_EBADOP, "unknown operation %u (this server serves INSTALL 1, "
+	          "EXEC 2, READ 3, WRITE 4, REGIONS 5, STATS 6)", (unsigned)type);
+}
+
 /* ---- admission and the worker pool ---- */
 
 static void stop_workers(struct arfd *s)
@@ -650,52 +769,161 @@ static void stop_workers(struct arfd *s)
 	pthread_cond_broadcast(&s->q_cond);
 	pthread_mutex_unlock(&s->q_lock);
 	for (unsigned i = 0; i < s->n_workers; i++)
-		pthread_join(s->workers[i], NULL);
+		pthread_join(s->workers[i].thread, NULL);
 	free(s->workers);
 	s->workers = NULL;
 	s->n_workers = 0;
 }
 
-static void do_exec(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
-{
-	do_exec_run(s, from, coop, rp, t0, false);
-}
-
-static void run_job(struct arfd *s, struct job *j)
+static void run_job(struct arfd *s, struct job *j, struct worker *w)
 {
 	struct ar_rd r = { j->body, j->body + j->len, 0 };
-	switch (j->op) {
-	case AR_T_INSTALL: do_install(s, j->from, j->coop, &r, j->t0); break;
-	case AR_T_EXEC:    do_exec(s, j->from, j->coop, &r, j->t0); break;
-	case AR_T_REGIONS: do_regions(s, j->from, j->coop, &r, j->t0); break;
-	default:           do_stats(s, j->from, j->coop, &r, j->t0); break;
-	}
+	if (j->op == AR_T_INSTALL)
+		do_install(s, j->from, j->coop, &r, j->t0);
+	else
+		do_exec_run(s, j->from, j->coop, &r, j->t0, false, w);
 }
 
+/* Workers running a request of client `from` (q_lock held). */
+static unsigned running_for(const struct arfd *s, pn_peer from)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < s->n_workers; i++)
+		n += s->workers[i].job && s->workers[i].job->from == from;
+	return n;
+}
+
+/* A worker takes the oldest queued request when fewer than cfg.threads workers run requests
+ * that are not yet long: cfg.threads at a time for ordinary work, as before, and a run that
+ * goes on past LONG_RUN_MS lets a spare worker take its place.  While the rule holds a
+ * request back, idle workers wake when the next running request turns long.  One client
+ * has at most cfg.threads workers (its requests beyond wait, and others' go first), so the
+ * spare workers are never all taken by the long runs of one client. */
 static void *worker_main(void *arg)
 {
-	struct arfd *s = arg;
+	struct worker *w = arg;
+	struct arfd *s = w->s;
 	pthread_mutex_lock(&s->q_lock);
 	for (;;) {
-		while (!s->q_head && !s->q_stop)
+		if (!s->q_head) {
+			if (s->q_stop)
+				break;
 			pthread_cond_wait(&s->q_cond, &s->q_lock);
-		struct job *j = s->q_head;
-		if (!j)
-			break;
-		s->q_head = j->next;
-		if (!s->q_head)
-			s->q_tail = NULL;
+			continue;
+		}
+		uint64_t now = now_ns(), turns_long;
+		if (busy_short(s, now, &turns_long) >= s->cfg.threads) {
+			struct timespec ts;    /* q_cond's clock (arfd_start) */
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+			              (turns_long - now);
+			ts = (struct timespec){ (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+			pthread_cond_timedwait(&s->q_cond, &s->q_lock, &ts);
+			continue;
+		}
+		struct job **pp = &s->q_head, *prev = NULL;
+		while (*pp && running_for(s, (*pp)->from) >= s->cfg.threads) {
+			prev = *pp;
+			pp = &prev->next;
+		}
+		if (!*pp) {                /* each waits for a run of its own client to end */
+			pthread_cond_wait(&s->q_cond, &s->q_lock);
+			continue;
+		}
+		struct job *j = *pp;
+		*pp = j->next;
+		if (s->q_tail == j)
+			s->q_tail = prev;
+		w->job = j;
+		w->started_ns = now;
+		atomic_store(&w->cancel_why, CANCEL_NONE);
+		atomic_store(&w->cancel_at, 0);
 		pthread_mutex_unlock(&s->q_lock);
-		run_job(s, j);
-		free(j);
+		run_job(s, j, w);
 		pthread_mutex_lock(&s->q_lock);
+		w->job = NULL;
+		free(j);
+		if (s->q_head)             /* a place for ordinary work may have come free */
+			pthread_cond_signal(&s->q_cond);
 	}
 	pthread_mutex_unlock(&s->q_lock);
 	return NULL;
 }
 
-/* INSTALL, EXEC, REGIONS, STATS arrive here, on the I/O thread: check and count the request
- * (a refusal is answered at once), copy it, and queue it for a worker. */
+/* Cancel the runs of one client (peer, or every client when all) from time at_ns with reason
+ * why, and take its queued requests out of the queue: returned as a list (q_lock held). */
+static struct job *cancel_locked(struct arfd *s, bool all, pn_peer peer, int why,
+                                 uint64_t at_ns, unsigned *n_running)
+{
+	struct job *taken = NULL, **tail = &taken;
+	for (struct job **pp = &s->q_head; *pp;) {
+		struct job *j = *pp;
+		if (all || j->from == peer) {
+			*pp = j->next;
+			j->next = NULL;
+			*tail = j;
+			tail = &j->next;
+		} else {
+			pp = &j->next;
+		}
+	}
+	s->q_tail = NULL;
+	for (struct job *j = s->q_head; j; j = j->next)
+		s->q_tail = j;
+	*n_running = 0;
+	for (unsigned i = 0; i < s->n_workers; i++) {
+		struct worker *w = &s->workers[i];
+		uint64_t at = atomic_load(&w->cancel_at);
+		if (w->job && (all || w->job->from == peer) && (!at || at_ns < at)) {
+			atomic_store(&w->cancel_why, why);
+			atomic_store(&w->cancel_at, at_ns);
+			(*n_running)++;
+		}
+	}
+	return taken;
+}
+
+/* A connection of peer broke (pn_set_peer_down, on the I/O thread): its client is gone, so
+ * its runs are cancelled (after CLIENT_GONE_GRACE_MS) and its queued requests dropped,
+ * unanswered: nobody waits for them, and an answer would make arfd connect to the address
+ * the client named. */
+static void on_peer_down(struct pn *pn, pn_peer peer, void *arg)
+{
+	struct arfd *s = arg;
+	unsigned running, queued = 0;
+	pthread_mutex_lock(&s->q_lock);
+	struct job *taken = cancel_locked(s, false, peer, CANCEL_CLIENT_GONE,
+	                                  now_ns() + CLIENT_GONE_GRACE_MS * 1000000ull, &running);
+	pthread_mutex_unlock(&s->q_lock);
+	for (struct job *j = taken, *next; j; j = next, queued++) {
+		next = j->next;
+		request_end(s, j->from, j->op, j->t0, 1);
+		free(j);
+	}
+	if (running || queued)
+		arfd_log(ARFD_LOG_INFO, "%s is gone: %u runs cancelled in %d ms unless they end, %u "
+		         "queued requests dropped", pn_peer_name(pn, peer), running,
+		         CLIENT_GONE_GRACE_MS, queued);
+}
+
+/* REGIONS and STATS: a few lines of text, answered on the I/O thread like READ, so that no
+ * number of long runs can make them wait for a worker. */
+static void h_inline(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                     size_t len, void *arg)
+{
+	struct arfd *s = arg;
+	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	uint64_t t0 = now_ns();
+	if (request_begin(s, from, coop, type, &r) != 0)
+		return;
+	if (type == AR_T_REGIONS)
+		do_regions(s, from, coop, &r, t0);
+	else
+		do_stats(s, from, coop, &r, t0);
+}
+
+/* INSTALL and EXEC arrive here, on the I/O thread: check and count the request (a refusal is
+ * answered at once), copy it, and queue it for a worker. */
 static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
                     size_t len, void *arg)
 {
@@ -707,7 +935,7 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	/* a short, side-effect-free segment runs right here, sparing the hand-off to a worker;
 	 * only while no request waits for a worker, so nothing overtakes queued work */
 	if (type == AR_T_EXEC && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) &&
-	    do_exec_run(s, from, coop, &r, t0, true) == 0)
+	    do_exec_run(s, from, coop, &r, t0, true, NULL) == 0)
 		return;
 	size_t n = ar_left(&r);
 	struct job *j = malloc(sizeof *j + n);
@@ -910,9 +1138,15 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	if (!c->fuel_max) c->fuel_max = 10 * c->fuel_default;
 	if (!c->out_max) c->out_max = 64u << 20;
 	if (!c->max_inflight) c->max_inflight = 64;
+	if (!c->max_run_ms) c->max_run_ms = ARFD_DEFAULT_RUN_MS;
+	if (!c->hook_fuel_ns) c->hook_fuel_ns = ARFD_DEFAULT_HOOK_FUEL_NS;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->q_lock, NULL);
-	pthread_cond_init(&s->q_cond, NULL);
+	pthread_condattr_t ca;             /* timed waits (worker_main) by the clock runs use */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->q_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (c->n_listen == 0) {
 		snprintf(err, errlen, "no --listen endpoint given");
 		goto fail;
@@ -983,11 +1217,12 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	/* every handler is inline (admission, READ, WRITE): Paradis-Net's one worker is idle */
 	struct pn_opts po = { .n_workers = 1, .max_msg = c->out_max + EXEC_HDR_ROOM +
 	                      c->max_segment + 4096 };
-	s->workers = calloc(c->threads, sizeof *s->workers);
+	s->workers = calloc(2 * (size_t)c->threads, sizeof *s->workers);
 	if (!s->workers)
 		goto fail;
-	for (unsigned i = 0; i < c->threads; i++) {
-		if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) {
+	for (unsigned i = 0; i < 2 * c->threads; i++) {
+		s->workers[i].s = s;
+		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0) {
 			snprintf(err, errlen, "pthread_create: %s", strerror(errno));
 			goto fail;
 		}
@@ -1017,8 +1252,10 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	pn_set_handler(s->pn, AR_T_EXEC, PN_INLINE, h_admit, s);
 	pn_set_handler(s->pn, AR_T_READ, PN_INLINE, h_read, s);
 	pn_set_handler(s->pn, AR_T_WRITE, PN_INLINE, h_write, s);
-	pn_set_handler(s->pn, AR_T_REGIONS, PN_INLINE, h_admit, s);
-	pn_set_handler(s->pn, AR_T_STATS, PN_INLINE, h_admit, s);
+	pn_set_handler(s->pn, AR_T_REGIONS, PN_INLINE, h_inline, s);
+	pn_set_handler(s->pn, AR_T_STATS, PN_INLINE, h_inline, s);
+	pn_set_peer_down(s->pn, on_peer_down, s);
+	pn_set_handler(s->pn, PN_OTHER_TYPES, PN_INLINE, h_other, s);
 	return s;
 fail:
 	stop_workers(s);
@@ -1044,9 +1281,24 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
 	while (atomic_load(&s->running) > 0 && now_ns() < deadline)
 		usleep(1000);
-	if (atomic_load(&s->running) > 0)
-		arfd_log(ARFD_LOG_WARN, "stopping with %u requests still running",
-		         atomic_load(&s->running));
+	if (atomic_load(&s->running) > 0) {
+		/* what still runs is cancelled (it stops at its next look at cancel_at) and what
+		 * still waits is answered: both clients get SHUTDOWN */
+		unsigned running;
+		pthread_mutex_lock(&s->q_lock);
+		struct job *taken = cancel_locked(s, true, 0, CANCEL_SHUTDOWN, 1, &running);
+		pthread_mutex_unlock(&s->q_lock);
+		unsigned queued = 0;
+		for (struct job *j = taken, *next; j; j = next, queued++) {
+			next = j->next;
+			request_end(s, j->from, j->op, j->t0, 1);
+			reply_err(s, j->from, j->coop, -AR_ESHUTDOWN, "server is shutting down: the "
+			          "request was not started within %d ms", timeout_ms);
+			free(j);
+		}
+		arfd_log(ARFD_LOG_WARN, "stopping: %u runs cancelled, %u queued requests refused "
+		         "after %d ms", running, queued, timeout_ms);
+	}
 	stop_workers(s);                   /* they may still reply: before the endpoints close */
 	for (unsigned i = 0; i < s->n_regions; i++)
 		if (s->regions[i].mem)

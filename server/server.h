@@ -46,6 +46,10 @@ struct arfd_config {
 	uint64_t fuel_max;         /* requests asking more get this; 0 = 10 * fuel_default */
 	uint64_t out_max;          /* output bytes per run; 0 = 64 MiB */
 	unsigned max_inflight;     /* concurrent requests per client; 0 = 64 */
+	unsigned max_run_ms;       /* wall-clock limit of a run (trap 'time'); a request may ask
+	                            * for less, never more; 0 = ARFD_DEFAULT_RUN_MS */
+	unsigned hook_fuel_ns;     /* a hook costs one unit of fuel per this many ns it takes;
+	                            * 0 = ARFD_DEFAULT_HOOK_FUEL_NS */
 	struct arfd_hook hooks[ARFD_MAX_HOOKS]; /* besides the built-in now and log */
 	unsigned n_hooks;
 	const char *arf_image;     /* an ARF image to serve as rw region "arf" (arf/arf.h): checked,
@@ -55,6 +59,15 @@ struct arfd_config {
 	bool log_syslog;           /* "syslog": to syslog(3) instead of stderr */
 };
 
+/* 10 s: six times the longest legitimate run measured here (an ARF fsync of 4 GiB written
+ * without writeback, 1.5 s; a 64 MiB grep scan takes 0.1 s), a third of arc's default
+ * timeout (30 s, after which nobody reads the answer), and the time SIGTERM waits. */
+#define ARFD_DEFAULT_RUN_MS 10000
+/* 100 ns: the default fuel (VM_DEFAULT_FUEL, 10^8) then pays for 10 s of hooks, the default
+ * wall-clock limit, so fuel refuses no wait the time limit allows by default, and a run asking
+ * for little fuel may wait little (10^6: 100 ms).  Loops cost 1 to 6 ns a unit (bench/vm). */
+#define ARFD_DEFAULT_HOOK_FUEL_NS 100
+
 struct arfd;
 
 /* Map the regions, bind hooks, open the endpoints and start serving.  NULL with a message. */
@@ -62,13 +75,16 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 /* The endpoint names actually listened on (port 0 resolved), for tests. */
 const char *arfd_endpoint(struct arfd *s, const char *scheme);
 /* Stop taking new requests (they get AR_ESHUTDOWN), wait up to timeout_ms for the ones in
- * flight, close the endpoints, msync file-backed regions, free everything. */
+ * flight, then cancel what still runs or waits (the clients get AR_ESHUTDOWN; a run stops
+ * at its next look at the cancel flag: within one chunk of fuel or one hook call), close the
+ * endpoints, msync file-backed regions, free everything. */
 void arfd_stop(struct arfd *s, int timeout_ms);
 
 /* Parse one configuration line or option value: "listen tcp:...", "region NAME=SIZE[:ro|:rw]",
  * "region NAME=@FILE[:ro|:rw]", "arf IMAGE", "secret S", "threads N", "cache N", "max-segment SIZE",
- * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "log LEVEL" (error, warning, info,
- * debug), "syslog" (no value).  Strings are copied.
+ * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "max-run-ms N",
+ * "hook-fuel-ns N", "log LEVEL" (error, warning, info, debug), "syslog" (no value).
+ * Strings are copied.
  * Returns 0 or -1 with a message. */
 int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,
                      size_t errlen);

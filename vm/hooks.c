@@ -6,6 +6,7 @@
  * 64-bit stack values to the declared widths and the result back (sign- or zero-extended).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,9 +62,28 @@ int vm_hook_call(struct run *run, const struct hook_bind *h, int64_t *args)
 	/* libffi widens integral results narrower than a register to ffi_arg. */
 	union { ffi_arg a; uint64_t L; } ret = { 0 };
 	run->hook_failed = 0;
+	/* the clock is read only for a run that pays for hook time or has a deadline */
+	bool timed = run->hook_ns_per_fuel || run->deadline_ns || run->cancel_at;
+	uint64_t t0 = timed ? vm_now_ns() : 0;
 	ffi_call((ffi_cif *)&h->cif, FFI_FN(h->fn), &ret, values);
 	if (run->hook_failed)
-		return -1;
+		return ISA_TRAP_HOOK;
+	uint64_t t1 = timed ? vm_now_ns() : 0;
+	if (run->hook_ns_per_fuel) {
+		uint64_t cost = (t1 - t0) / run->hook_ns_per_fuel;
+		if (cost <= run->fuel) {
+			run->fuel -= cost;
+		} else if (cost - run->fuel <= run->fuel_reserve) {
+			run->fuel_reserve -= cost - run->fuel;
+			run->fuel = 0;     /* the engine refills at its next spend */
+		} else {
+			run->fuel = run->fuel_reserve = 0;
+			return ISA_TRAP_FUEL;
+		}
+	}
+	int kind = vm_run_limits(run, t1);
+	if (kind)
+		return kind;
 	switch (h->sig[h->n_args + 1]) {
 	case 'i': args[0] = (int32_t)ret.a; break;
 	case 'I': args[0] = (uint32_t)ret.a; break;

@@ -93,7 +93,11 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	CASE(n##_RI) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); }
 #define XUN(n, e) \
 	CASE(n) { uint64_t x = fp[ip->b]; fp[ip->a] = (e); NEXT(); }
-#define SPEND_FUEL() do { if (unlikely(fuel == 0)) TRAP_AT(ISA_TRAP_FUEL); fuel--; } while (0)
+/* An empty chunk is refilled from the reserve (vm_fuel_refill, which also looks at the
+ * deadline and cancel_at): the common path is the same test and decrement as ever. */
+#define SPEND_FUEL() do { if (unlikely(fuel == 0)) { \
+		run->fuel = 0; int k_ = vm_fuel_refill(run); if (k_) TRAP_AT(k_); fuel = run->fuel; } \
+		fuel--; } while (0)
 #define XCC(n, e) \
 	CASE(J##n##_RR) { uint64_t x = fp[ip->b], y = fp[ip->c]; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
@@ -266,8 +270,10 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	}
 	CASE(HCALL) {
 		run->fuel = fuel;
-		if (unlikely(vm_hook_call(run, prog->hooks[ip->imm], (int64_t *)&fp[ip->a]) != 0))
-			TRAP_AT(ISA_TRAP_HOOK);
+		int k = vm_hook_call(run, prog->hooks[ip->imm], (int64_t *)&fp[ip->a]);
+		fuel = run->fuel;              /* less what the hook's time cost */
+		if (unlikely(k != 0))
+			TRAP_AT(k);
 		NEXT();
 	}
 	CASE(RET) {

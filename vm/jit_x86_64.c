@@ -288,6 +288,9 @@ static void emit_call_abs(struct emit *e, const void *fn)
 /* ---- the code generator of one function ---- */
 struct jump { uint32_t at, target; };          /* rel32 at `at` to xinsn `target` */
 struct trapsite { uint32_t at, xi; int kind; };  /* kind -1: the kind is in eax */
+/* A fuel check whose chunk ran out jumps (rel32 at `at`) to a refill stub, which goes on at
+ * xinsn `resume` (a back edge's target) or, when at_code, at code offset `resume` (a call). */
+struct refillsite { uint32_t at, xi, resume; bool at_code; };
 struct callsite { uint32_t at, callee; };
 
 struct cg {
@@ -308,6 +311,8 @@ struct cg {
 	uint32_t n_traps, cap_traps;
 	struct callsite *calls;
 	uint32_t n_calls, cap_calls;
+	struct refillsite *refills;
+	uint32_t n_refills, cap_refills;
 	uint32_t common_trap;          /* offset of the shared trap exit */
 	const char *unsupported;       /* name of an xop the JIT cannot compile, or NULL */
 };
@@ -347,6 +352,17 @@ static void emit_jcc_trap(struct cg *g, int cc, int kind)
 	g->traps = grow(g, g->traps, &g->cap_traps, g->n_traps, sizeof *g->traps);
 	if (!g->e.err)
 		g->traps[g->n_traps++] = (struct trapsite){ at, g->xi, kind };
+}
+
+/* jcc to the refill stub of a fuel check at the current xinsn (gen_refill_stubs); it goes on
+ * at xinsn target, or with at_code just after this jcc. */
+static void emit_jcc_refill(struct cg *g, int cc, uint32_t target, bool at_code)
+{
+	uint32_t at = emit_jcc(&g->e, cc);
+	g->refills = grow(g, g->refills, &g->cap_refills, g->n_refills, sizeof *g->refills);
+	if (!g->e.err)
+		g->refills[g->n_refills++] = (struct refillsite){ at, g->xi,
+			at_code ? (uint32_t)g->e.len : target, at_code };
 }
 
 /* A forward branch inside a template: emit_skip, then emit_land where it lands. */
@@ -748,13 +764,14 @@ static void gen_xrot(struct cg *g, const struct xinsn *x)
 	store_slot(g, x->a + 2, RAX);
 }
 
-/* A taken backward branch spends one unit of fuel, trapping when there is none:
- *   sub r13, 1; jae target; jmp fuel trap    (borrow <=> fuel was 0) */
+/* A taken backward branch spends one unit of fuel; when the chunk in r13 is empty the refill
+ * stub gets the next one (or traps) and then takes the branch:
+ *   sub r13, 1; jae target; jmp refill stub    (borrow <=> the chunk was empty) */
 static void emit_fuel_jmp(struct cg *g, uint32_t target)
 {
 	emit_alu_rm_imm(&g->e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);
 	emit_jcc_x(g, CC_AE, target);
-	emit_jcc_trap(g, CC_ALWAYS, ISA_TRAP_FUEL);
+	emit_jcc_refill(g, CC_ALWAYS, target, false);
 }
 
 /* Branch to xinsn xi + d when the flags say cc; backward ones go through the fuel check. */
@@ -940,24 +957,39 @@ static int h_findsi(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { retu
 static int h_output(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_output(run, v, c); }
 static int h_outb(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_outb(run, v); }
 static int h_outq(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_outq(run, v); }
-/* hooks: the same libffi path as the interpreter (hooks.c), hook index in c */
+/* hooks: the same libffi path as the interpreter (hooks.c), hook index in c; the hook's
+ * time is charged to run->fuel, which gen_helper_fuel keeps in step with r13 */
 static int h_hcall(struct run *run, uint64_t *v, uint32_t c, uint32_t b)
 {
-	return vm_hook_call(run, run->prog->hooks[c], (int64_t *)v) ? ISA_TRAP_HOOK : 0;
+	return vm_hook_call(run, run->prog->hooks[c], (int64_t *)v);
 }
 
-static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint32_t b)
+/* Call fn(run, &slot a, c, b); a non-zero result is the kind of trap.  With fuel, the fuel
+ * counter goes to run->fuel before the call and comes back after it (hooks charge it). */
+static void gen_helper_fuel(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint32_t b,
+                            bool fuel)
 {
 	struct emit *e = &g->e;
 	spill_all(g);
 	emit_mov_r_rm(e, RDI, rm_mem(R_CTX, offsetof(struct jit_ctx, run)));
+	if (fuel)
+		emit_mov_rm_r(e, rm_mem(RDI, offsetof(struct run, fuel)), R_FUEL);
 	emit_op(e, OP_W, 0x8d, RSI, rm_mem(R_FP, 8 * a));     /* lea rsi, [rbx + 8a] */
 	emit_mov_imm(e, RDX, c);
 	emit_mov_imm(e, RCX, b);
 	emit_call_abs(e, (const void *)fn);
+	if (fuel) {
+		emit_mov_r_rm(e, RCX, rm_mem(R_CTX, offsetof(struct jit_ctx, run)));
+		emit_mov_r_rm(e, R_FUEL, rm_mem(RCX, offsetof(struct run, fuel)));
+	}
 	emit_op(e, 0, 0x85, RAX, rm_reg(RAX));               /* test eax, eax */
 	emit_jcc_trap(g, CC_NE, -1);                          /* the kind is in eax */
 	reload_all(g);
+}
+
+static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint32_t b)
+{
+	gen_helper_fuel(g, fn, a, c, b, false);
 }
 
 /* call: fuel, then depth and frame room (trap stack), exactly in the interpreter's order; the
@@ -968,7 +1000,7 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 	uint32_t callee = (uint32_t)x->imm;
 	const struct xfunc *cf = &g->prog->funcs[callee];
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);    /* sub r13, 1 */
-	emit_jcc_trap(g, CC_B, ISA_TRAP_FUEL);
+	emit_jcc_refill(g, CC_B, 0, true);
 	emit_alu_rm_imm(e, 0, ALU_CMP, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)),
 	                VM_MAX_CALL_DEPTH);                     /* cmp dword [depth], max */
 	emit_jcc_trap(g, CC_AE, ISA_TRAP_STACK);
@@ -1089,7 +1121,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_OUTPUT: gen_helper(g, h_output, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
 	case X_OUTB: gen_helper(g, h_outb, x->a, 0, 0); break;
 	case X_OUTQ: gen_helper(g, h_outq, x->a, 0, 0); break;
-	case X_HCALL: gen_helper(g, h_hcall, x->a, (uint32_t)x->imm, 0); break;
+	case X_HCALL: gen_helper_fuel(g, h_hcall, x->a, (uint32_t)x->imm, 0, true); break;
 	case X_CALL: gen_call(g, x); break;
 	case X_TRAP: gen_trap(g, x); break;
 	case X_RET: gen_ret(g, x, 0); break;
@@ -1280,6 +1312,44 @@ static void gen_prologue(struct cg *g)
 	load_hot_region(g);
 }
 
+/* A fuel check found its chunk empty (r13 went below 0): the next chunk, one unit of it spent,
+ * into ctx->fuel and 0; or, with ctx->fuel 0, the kind of trap that ends the run. */
+static int jit_refill(struct jit_ctx *ctx)
+{
+	struct run *run = ctx->run;
+	run->fuel = 0;
+	int kind = vm_fuel_refill(run);
+	ctx->fuel = kind ? 0 : run->fuel - 1;
+	return kind;
+}
+
+/* Refill stubs after the function body, one per fuel check, taken once per chunk of fuel
+ * (VM_FUEL_CHUNK), so the checks themselves stay a sub and a jcc.  The registers holding
+ * cached slots are caller-saved or callee-saved; the caller-saved ones are pushed around the
+ * call (six pushes keep rsp 16-byte aligned); rax, rcx and rdx are free between templates:
+ *   push rsi, rdi, r8..r11; mov rdi, r14; call jit_refill; mov r13, [r14 + fuel];
+ *   pop r11..r8, rdi, rsi; test eax, eax; jnz trap (kind in eax); jmp resume */
+static void gen_refill_stubs(struct cg *g)
+{
+	static const uint8_t saved[] = { RSI, RDI, R8, R9, R10, R11 };
+	struct emit *e = &g->e;
+	for (uint32_t i = 0; i < g->n_refills && !e->err; i++) {
+		const struct refillsite *r = &g->refills[i];
+		patch_rel32(e, r->at, (uint32_t)e->len);
+		for (size_t k = 0; k < sizeof saved; k++)
+			emit_push(e, saved[k]);
+		emit_mov_rr(e, RDI, R_CTX);
+		emit_call_abs(e, (const void *)jit_refill);
+		emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)));
+		for (size_t k = sizeof saved; k-- > 0;)
+			emit_pop(e, saved[k]);
+		emit_op(e, 0, 0x85, RAX, rm_reg(RAX));           /* test eax, eax */
+		g->xi = r->xi;
+		emit_jcc_trap(g, CC_NE, -1);
+		patch_rel32(e, emit_jcc(e, CC_ALWAYS), r->at_code ? r->resume : g->xoff[r->resume]);
+	}
+}
+
 /* Trap stubs after the function body: mov edi, kind; mov esi, xi; mov edx, func; jmp to the
  * shared exit.  Sites of one xinsn and kind share a stub. */
 static void gen_trap_stubs(struct cg *g)
@@ -1311,7 +1381,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 {
 	g->fi = fi;
 	g->xf = &g->prog->funcs[fi];
-	g->n_jumps = g->n_traps = 0;
+	g->n_jumps = g->n_traps = g->n_refills = 0;
 	g->reg_of = malloc(g->xf->n_slots ? g->xf->n_slots : 1);
 	g->xoff = malloc(((size_t)g->xf->n_code + 1) * sizeof *g->xoff);
 	uint8_t *xop = malloc(g->xf->n_code ? g->xf->n_code : 1);
@@ -1353,6 +1423,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	g->xoff[g->xf->n_code] = (uint32_t)g->e.len;
 	for (uint32_t i = 0; i < g->n_jumps; i++)
 		patch_rel32(&g->e, g->jumps[i].at, g->xoff[g->jumps[i].target]);
+	gen_refill_stubs(g);
 	gen_trap_stubs(g);
 	j->func_end[fi] = (uint32_t)g->e.len;
 	for (uint32_t i = 0; i <= g->xf->n_code; i++)
@@ -1470,6 +1541,7 @@ out:
 	free(g.jumps);
 	free(g.traps);
 	free(g.calls);
+	free(g.refills);
 	return rc;
 }
 
@@ -1492,8 +1564,8 @@ int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *re
 		*result = ctx.result;
 		return 0;
 	}
-	/* a fuel trap found fuel 0 and took one more, wrapping: there is none left */
-	run->fuel = ctx.trap_kind == ISA_TRAP_FUEL ? 0 : ctx.fuel;
+	/* every way to a fuel trap (refill stub, hook) leaves r13 0: ctx.fuel is what is left */
+	run->fuel = ctx.fuel;
 	run->trap->kind = (int)ctx.trap_kind;
 	run->trap->func = ctx.trap_func;
 	run->trap->pc = prog->funcs[ctx.trap_func].pcs[ctx.trap_xi];

@@ -6,9 +6,11 @@
  * verification and translation of each function.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vm_int.h"
 
@@ -323,7 +325,10 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 		return -VM_ENOJIT;
 
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
-	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = fuel,
+	uint64_t chunk = fuel < VM_FUEL_CHUNK ? fuel : VM_FUEL_CHUNK;
+	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = chunk,
+	                   .fuel_reserve = fuel - chunk, .deadline_ns = opts->deadline_ns,
+	                   .cancel_at = opts->cancel_at, .hook_ns_per_fuel = opts->hook_ns_per_fuel,
 	                   .user = opts->user, .trap = &res->trap, .remote = prog->remote };
 	/* the entry's own frame must fit, whichever engine runs it (both rely on this) */
 	int rc;
@@ -336,10 +341,45 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 	}
 	vm_remote_cache_free(&run);
 	res->out_len = R[ISA_R_OUT].len;
-	res->fuel_used = fuel - run.fuel;
+	res->fuel_used = fuel - run.fuel - run.fuel_reserve;
 	if (rc == -VM_ETRAP)
 		res->trap.line = isa_seg_line(prog->seg, res->trap.func, res->trap.pc);
 	return rc;
+}
+
+uint64_t vm_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int vm_run_limits(const struct run *run, uint64_t now_ns)
+{
+	uint64_t cancel_at = run->cancel_at ? atomic_load_explicit(run->cancel_at,
+	                                                           memory_order_relaxed) : 0;
+	if (!cancel_at && !run->deadline_ns)
+		return 0;
+	if (!now_ns)
+		now_ns = vm_now_ns();
+	if (cancel_at && now_ns >= cancel_at)
+		return ISA_TRAP_CANCELLED;
+	if (run->deadline_ns && now_ns >= run->deadline_ns)
+		return ISA_TRAP_TIME;
+	return 0;
+}
+
+int vm_fuel_refill(struct run *run)
+{
+	if (run->fuel_reserve == 0)
+		return ISA_TRAP_FUEL;
+	int kind = vm_run_limits(run, 0);
+	if (kind)
+		return kind;
+	uint64_t n = run->fuel_reserve < VM_FUEL_CHUNK ? run->fuel_reserve : VM_FUEL_CHUNK;
+	run->fuel_reserve -= n;
+	run->fuel = n;
+	return 0;
 }
 
 char *vm_trap_str(const struct vm_prog *prog, const struct vm_trap *t, char *buf, size_t len)

@@ -133,8 +133,22 @@ struct vm_run_opts {
 	void *user;                /* handed to hooks (vm_hook_run_user) */
 	int engine;                /* enum vm_engine: 0 (AUTO) = as the program was loaded;
 	                            * JIT on a program the JIT did not compile: -VM_ENOJIT */
+	/* Bounds on the run's wall-clock time, for hosts that run segments of strangers.  They
+	 * are looked at whenever VM_FUEL_CHUNK units of fuel have been spent and after every hook
+	 * call, never on the paths a loop takes otherwise, so they cost nothing measurable;
+	 * between two looks a run may go on for one chunk of fuel (a tight loop: well under a
+	 * millisecond; a loop of bulk operations over large ranges: longer). */
+	uint64_t deadline_ns;      /* CLOCK_MONOTONIC ns: past it the run traps 'time'; 0: none */
+	const _Atomic uint64_t *cancel_at; /* CLOCK_MONOTONIC ns from which the run traps
+	                            * 'cancelled': another thread sets it (or moves it earlier)
+	                            * while the run goes on; 0: not set; NULL: none */
+	uint64_t hook_ns_per_fuel; /* a hook costs one unit of fuel per this many ns it takes, so
+	                            * fuel bounds the time spent in hooks (a sleeping hook) as it
+	                            * bounds loops; a run whose fuel cannot pay traps 'fuel' at the
+	                            * hcall.  0: hooks cost no fuel (runs are then deterministic) */
 };
 #define VM_DEFAULT_FUEL   100000000ull
+#define VM_FUEL_CHUNK     65536     /* fuel between two looks at deadline and cancel_at */
 #define VM_MAX_CALL_DEPTH 256       /* calls nested below the entry; one more traps 'stack' */
 #define VM_STACK_SLOTS    8192      /* 64-bit frame slots of one run: each call needs its
                                      * callee's n_locals + max_stack above the caller's

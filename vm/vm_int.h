@@ -103,7 +103,11 @@ struct run {
 	const struct vm_prog *prog;
 	struct mref *R;                /* region table, indexed like the bytecode */
 	uint64_t out_cap;
-	uint64_t fuel;
+	uint64_t fuel;                 /* left in the current chunk (the engine's counter) */
+	uint64_t fuel_reserve;         /* left beyond it: the run's fuel is fuel + fuel_reserve */
+	uint64_t deadline_ns;          /* vm_run_opts */
+	const _Atomic uint64_t *cancel_at;
+	uint64_t hook_ns_per_fuel;
 	void *user;
 	struct vm_trap *trap;
 	int hook_failed;
@@ -144,6 +148,20 @@ void vm_remote_cache_free(struct run *run);
 
 /* hooks.c */
 int vm_hook_prepare(struct hook_bind *h, char *err, size_t errlen);
+/* Call hook h (arguments in args[0..n), the result replaces args[0]) and charge its time
+ * (hook_ns_per_fuel) to run->fuel, then run->fuel_reserve.  0, or the trap kind that ends
+ * the run: hook (it failed), fuel (its time could not be paid), time, cancelled.  Engines
+ * store their fuel counter into run->fuel before and take it back after. */
 int vm_hook_call(struct run *run, const struct hook_bind *h, int64_t *args);
+
+/* vm.c: the run's chunk of fuel (run->fuel) is used up.  When fuel_reserve has more, looks at
+ * the deadline and cancel_at, then moves the next chunk into run->fuel: 0.  Otherwise
+ * the trap kind that ends the run: fuel (none left), time, cancelled.  Both engines call it
+ * where their counter would go below 0, so fuel use and fuel traps are as with one counter. */
+int vm_fuel_refill(struct run *run);
+/* The deadline and cancel_at alone: 0, ISA_TRAP_TIME or ISA_TRAP_CANCELLED.  now_ns is
+ * CLOCK_MONOTONIC, or 0 to read the clock only when either is set. */
+int vm_run_limits(const struct run *run, uint64_t now_ns);
+uint64_t vm_now_ns(void);
 
 #endif

@@ -4,7 +4,9 @@
 # install, run, read, write, stats) with segments assembled by build/pnasm.  Checks exit codes
 # (arc: 0 ok, 1 usage, 2 the server refused, 3 the run trapped) and outputs; then SIGTERM while
 # a run is in flight: the run must still get its answer, arfd must exit 0, and the file must
-# hold what was written (msync'd on the way out).
+# hold what was written (msync'd on the way out).  Then a second arfd with endless runs: four
+# whose clients are killed are cancelled while a new client is served at once, a request's
+# wall-clock limit, and SIGTERM ending it within 10 s, the runs' clients told why.
 #
 #   BUILD=build sh tests/integration/arfd.sh        prints "N passed, N failed" last
 # Every client call is bounded by `timeout`; whatever was started is killed on exit.
@@ -189,6 +191,106 @@ got=$(dd if="$tmp/disk.bin" bs=1 skip=256 count=8 2>/dev/null)   # the segment's
 if [ "$got" = ABCDEFGH ]; then ok; else bad "file at 256 (segment store): '$got'"; fi
 sz=$(wc -c <"$tmp/disk.bin")
 if [ "$sz" -eq 8192 ]; then ok; else bad "file size $sz"; fi
+
+# ---- endless runs: clients that leave, the wall-clock limit, SIGTERM ----
+# pause(10 ms) for ever; before hooks paid for their time, one unit of fuel per 10 ms
+cat >"$tmp/pauses.pna" <<'EOF'
+.hook pause "l:l"
+.func main
+loop:
+	push 10000
+	hcall pause
+	drop
+	jmp loop
+.end
+.export main
+EOF
+timeout "$T" "$BUILD/pnasm" -o "$tmp/pauses.pno" "$tmp/pauses.pna" 2>"$tmp/err" || bad "pnasm pauses.pna"
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# timed NAME MAX_MS CMD...: CMD answered (status 0) within MAX_MS
+timed() {
+	_name=$1 _max=$2
+	shift 2
+	_t0=$(now_ms)
+	"$@" >"$tmp/out" 2>"$tmp/err"; _rc=$?
+	_dt=$(( $(now_ms) - _t0 ))
+	if [ "$_rc" -eq 0 ] && [ "$_dt" -lt "$_max" ]; then ok
+	else bad "$_name: status $_rc after $_dt ms (want 0 within $_max ms)"; sed 's/^/  | /' "$tmp/err"; fi
+}
+unset ARC_SECRET
+start_arfd "$tmp/arfd2.log" --threads 4 --max-run-ms 60000 --region disk=8192
+if [ -z "$ep" ]; then
+	bad "second arfd did not start"; cat "$tmp/arfd2.log"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+# four endless runs whose clients are killed: the runs are cancelled, and a new client's
+# REGIONS, STATS and EXEC are answered at once (they all timed out before: four workers held)
+hogs=
+for i in 1 2 3 4; do   # no timeout in between: the kill must reach arc itself
+	"$BUILD/arc" run "$ep" "$tmp/pauses.pno" --timeout 20000 >/dev/null 2>&1 &
+	hogs="$hogs $!"
+done
+sleep 0.5
+# shellcheck disable=SC2086
+kill -KILL $hogs 2>/dev/null
+# shellcheck disable=SC2086
+wait $hogs 2>/dev/null
+timed "REGIONS after four endless runs" 5000 timeout 10 "$BUILD/arc" regions "$ep"
+timed "STATS after four endless runs" 5000 timeout 10 "$BUILD/arc" stats "$ep"
+timed "EXEC after four endless runs" 5000 timeout 10 "$BUILD/arc" run "$ep" "$tmp/calc.pno" --entry main --arg 1 --arg 2
+contains "its result" "$tmp/err" "result: 3"
+n=
+t0=$(now_ms)
+while [ $(( $(now_ms) - t0 )) -lt 5000 ]; do   # 5 s in all, however slow each look is
+	n=$(timeout 3 "$BUILD/arc" stats "$ep" 2>/dev/null | sed -n 's/^exec\.cancelled \([0-9]*\)$/\1/p')
+	[ "${n:-0}" -ge 4 ] && break
+	sleep 0.1
+done
+same "runs cancelled when their clients left" "${n:-none}" 4
+contains "cancel logged" "$tmp/arfd2.log" "cancelled after"
+# a request's own wall-clock limit
+arc run "$ep" "$tmp/pauses.pno" --time-limit 200; check_rc "run past its time limit" 3 $?
+contains "time trap" "$tmp/err" "arc: trap time (wall-clock limit reached: 200 ms, the request's limit) in main at pc 5, line 5"
+# SIGTERM while four endless runs go on (they would for 60 s): arfd stops within 10 s and the
+# runs' clients are told
+hogs=
+for i in 1 2 3 4; do
+	timeout "$T" "$BUILD/arc" run "$ep" "$tmp/pauses.pno" >"$tmp/hog$i.out" 2>"$tmp/hog$i.err" &
+	hogs="$hogs $!"
+done
+# all four running (a loaded machine may take more than a moment to start arc), 5 s at most
+n=
+t0=$(now_ms)
+while [ $(( $(now_ms) - t0 )) -lt 5000 ]; do
+	n=$(timeout 3 "$BUILD/arc" stats "$ep" 2>/dev/null | sed -n 's/^workers\.busy \([0-9]*\)$/\1/p')
+	[ "${n:-0}" -ge 4 ] && break
+	sleep 0.1
+done
+same "four endless runs before SIGTERM" "${n:-none}" 4
+t0=$(now_ms)
+kill -TERM "$pid"
+for _ in $(seq 110); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+dt=$(( $(now_ms) - t0 ))
+if kill -0 "$pid" 2>/dev/null; then
+	bad "arfd still running $dt ms after SIGTERM with endless runs"
+	kill -KILL "$pid"
+elif [ "$dt" -le 10000 ]; then ok
+else bad "arfd took $dt ms to stop after SIGTERM"; fi
+wait "$pid"; rc=$?
+pid=
+check_rc "arfd exit status after cancelling" 0 "$rc"
+i=0
+for h in $hogs; do
+	i=$((i + 1))
+	wait "$h"; rc=$?
+	if [ "$rc" -eq 2 ] && grep -qF "server is shutting down: the run was stopped after" "$tmp/hog$i.err"
+	then ok; else bad "endless run $i at SIGTERM: status $rc"; sed 's/^/  | /' "$tmp/hog$i.err"; fi
+done
+contains "cancelling logged" "$tmp/arfd2.log" "stopping: 4 runs cancelled"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

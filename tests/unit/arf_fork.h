@@ -25,6 +25,9 @@ static pid_t fork_server(const char *img, char ep[256])
 		char err[512], e[256] = "";
 		cfg.listen[cfg.n_listen++] = "tcp:127.0.0.1:0";
 		cfg.arf_image = img;
+		/* hooks nearly free (a unit per second): the tests step the fuel to stop runs at
+		 * each instruction, which the time a sync takes must not shift */
+		cfg.hook_fuel_ns = 1000000000;
 		struct arfd *s = arfd_start(&cfg, err, sizeof err);
 		if (s)
 			snprintf(e, sizeof e, "%s", arfd_endpoint(s, "tcp"));

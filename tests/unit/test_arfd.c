@@ -4,8 +4,9 @@
  * hooks) and talks to it through libarc: install and the code cache (hits, eviction and the
  * inline fallback), exec results, outputs and traps (texts pinned), read/write and their
  * errors, regions, the secret, the limits, 32 runs in flight, 1000 hostile segments while a
- * second client checks every answer it gets, a client leaving mid-request, and a restart on a
- * file-backed region.  Every wait is bounded (arc timeouts, joins after a stop flag).
+ * second client checks every answer it gets, a client leaving mid-request, requests libarc
+ * never sends (unknown types, WRITEs whose length disagrees with their bytes), and a restart
+ * on a file-backed region.  Every wait is bounded (arc timeouts, joins after a stop flag).
  * Not here: identical results of active and local placement (arc_exec_local), which
  * test_placement.c checks.
  *
@@ -26,6 +27,7 @@
 #include "arc.h"
 #include "asm.h"
 #include "isa.h"
+#include "pn.h"
 #include "server.h"
 
 static _Atomic int passed, failed;
@@ -1121,6 +1123,369 @@ out:
 	free(c);
 }
 
+/* ---- runs that would hold a worker for ever ---- */
+
+/* pause(10 ms) for ever: one unit of fuel per 10 ms before hooks paid for their time */
+static const char seg_pauses_src[] =
+	".hook pause \"l:l\"\n"
+	".func main\n"
+	"loop:\n"
+	"    push 10000\n"
+	"    hcall pause\n"
+	"    drop\n"
+	"    jmp loop\n"
+	".end\n"
+	".export main\n";
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Wait (at most max_ms) until statistic name reaches want; its last value. */
+static long long stat_wait(struct arc *a, const char *name, long long want, int max_ms)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long long v;
+	while ((v = stat_of(a, name)) < want && ms_since(&t0) < max_ms)
+		usleep(10000);
+	return v;
+}
+
+/* The wall-clock limit (server's and request's), hook time paid as fuel. */
+static void test_run_limits(void)
+{
+	struct arfd_config *c = config_new();
+	c->max_run_ms = 300;
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	size_t len;
+	uint8_t *seg = assemble(seg_pauses_src, &len);
+	if (!s || !a || !seg) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	static const struct { uint32_t ask; unsigned want_ms; const char *whose; } cases[] = {
+		{ 0, 300, "the server's limit (--max-run-ms)" },
+		{ 100, 100, "the request's limit" },
+		{ 5000, 300, "the server's limit (--max-run-ms)" },   /* never more than the server's */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct arc_exec x = { .seg = seg, .seg_len = len, .time_limit_ms = cases[i].ask };
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int rc = arc_exec(a, &x);
+		double ms = ms_since(&t0);
+		char want[256];
+		snprintf(want, sizeof want, "trap time (wall-clock limit reached: %u ms, %s) in main at "
+		         "pc 5, line 5", cases[i].want_ms, cases[i].whose);
+		CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_TIME && !strcmp(x.trap.text, want) &&
+		      ms >= cases[i].want_ms && ms < cases[i].want_ms + 3000,
+		      "limit asked %u: rc %d kind %u '%s' after %.0f ms", cases[i].ask, rc, x.trap.kind,
+		      x.trap.text, ms);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	CHECK(stat_of(a, "exec.time_limit") == 3, "stats count 3 runs stopped by the limit");
+	/* 10 ms of pause cost 10^5 units of fuel (100 ns each): fuel 1000 pays for none */
+	struct arc_exec x = { .seg = seg, .seg_len = len, .fuel = 1000 };
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = arc_exec(a, &x);
+	double ms = ms_since(&t0);
+	CHECK(rc == -AR_ETRAP && x.trap.kind == ISA_TRAP_FUEL && x.trap.pc == 5 && ms < 250,
+	      "pauses paid with fuel 1000: rc %d kind %u pc %u after %.0f ms", rc, x.trap.kind,
+	      x.trap.pc, ms);
+	if (rc == 0 || rc == -AR_ETRAP)
+		free(x.out);
+out:
+	free(seg);
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
+/* Four endless runs (as many as --threads) leave REGIONS, STATS and a short EXEC of another
+ * client answered at once; their client leaving cancels them (tcp; udp has no connection to
+ * lose: there the wall-clock limit ends them); arfd_stop cancels what still runs. */
+static void test_endless(void)
+{
+	enum { N = 4, BOUND_MS = 2000 };
+	struct arfd_config *c = config_new();
+	c->threads = N;
+	c->max_run_ms = 60000;         /* only cancelling ends them within this test */
+	struct arfd *s = server_start(c);
+	struct arc *hog[N] = { 0 }, *b = s ? client(s, NULL) : NULL;
+	size_t len, glen, nlen;
+	uint8_t *seg = assemble(seg_pauses_src, &len), *good = assemble(seg_good_src, &glen);
+	uint8_t *nap = assemble(seg_nap_src, &nlen);
+	struct arc_exec hx[N];
+	struct arc_pending *hp[N] = { 0 };
+	if (!s || !b || !seg || !good || !nap) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	for (int i = 0; i < N; i++) {
+		hog[i] = client(s, NULL);
+		hx[i] = (struct arc_exec){ .seg = seg, .seg_len = len };
+		CHECK(hog[i] && arc_exec_start(hog[i], &hx[i], &hp[i]) == 0, "start endless run %d", i);
+	}
+	CHECK(stat_wait(b, "workers.busy", N, BOUND_MS) == N, "%d endless runs are running", N);
+	struct timespec t0;
+	for (int round = 0; round < 2; round++) {   /* before and after the runs turn long */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		char *text = NULL;
+		int rc = arc_stats(b, &text);
+		free(text);
+		CHECK(rc == 0 && ms_since(&t0) < BOUND_MS, "round %d: STATS in %.0f ms", round,
+		      ms_since(&t0));
+		struct arc_region *regs = NULL;
+		unsigned n_regs = 0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = arc_regions(b, &regs, &n_regs);
+		free(regs);
+		CHECK(rc == 0 && n_regs == 3 && ms_since(&t0) < BOUND_MS, "round %d: REGIONS in %.0f ms",
+		      round, ms_since(&t0));
+		/* a run with a hook is never tried on the I/O thread: it needs a worker */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		struct arc_exec x = { .seg = nap, .seg_len = nlen, .args = (int64_t[]){ 1 }, .n_args = 1 };
+		rc = arc_exec(b, &x);
+		CHECK(rc == 0 && ms_since(&t0) < BOUND_MS, "round %d: short EXEC on a worker: %d in "
+		      "%.0f ms (%s)", round, rc, ms_since(&t0), arc_errmsg(b));
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		int64_t args[2] = { 6, 7 };
+		rc = exec1(b, good, glen, NULL, args, 2, &x);
+		CHECK(rc == 0 && x.value == 42, "round %d: short EXEC: %d", round, rc);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		if (round == 0)
+			usleep(300000);    /* now every endless run has run long */
+	}
+	CHECK(stat_of(b, "workers.long") == N, "the %d endless runs count as long", N);
+	if (!strcmp(scheme, "tcp")) {
+		/* their clients leave without waiting: every run is cancelled, after a grace of a
+		 * second in which it could have ended on its own */
+		for (int i = 0; i < N; i++) {
+			arc_close(hog[i]);
+			hog[i] = NULL;
+			hp[i] = NULL;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		long long cancelled = stat_wait(b, "exec.cancelled", N, 1000 + BOUND_MS);
+		double gone_ms = ms_since(&t0);
+		long long busy = stat_of(b, "workers.busy");
+		CHECK(cancelled == N && busy == 0 && gone_ms > 900, "clients gone: %lld cancelled, "
+		      "%lld workers busy after %.0f ms (grace 1000 ms)", cancelled, busy, gone_ms);
+		for (int i = 0; i < N; i++) {   /* again, to be stopped by arfd_stop below */
+			hog[i] = client(s, NULL);
+			hx[i] = (struct arc_exec){ .seg = seg, .seg_len = len };
+			CHECK(hog[i] && arc_exec_start(hog[i], &hx[i], &hp[i]) == 0, "restart run %d", i);
+		}
+		CHECK(stat_wait(b, "workers.busy", N, BOUND_MS) == N, "%d endless runs again", N);
+	}
+	/* stopping cancels them: their clients get SHUTDOWN at once */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	arfd_stop(s, 200);
+	s = NULL;
+	double stop_ms = ms_since(&t0);
+	CHECK(stop_ms < BOUND_MS, "arfd_stop(200 ms) with %d endless runs took %.0f ms", N, stop_ms);
+	for (int i = 0; i < N; i++) {
+		if (!hp[i])
+			continue;
+		int rc = arc_exec_wait(hog[i], hp[i]);
+		CHECK(rc == -AR_ESHUTDOWN && !strncmp(arc_errmsg(hog[i]), "server is shutting down: "
+		      "the run was stopped after", 43), "run %d at the stop: %d '%s'", i, rc,
+		      arc_errmsg(hog[i]));
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(hx[i].out);
+	}
+out:
+	for (int i = 0; i < N; i++)
+		arc_close(hog[i]);
+	arc_close(b);
+	if (s)
+		arfd_stop(s, 5000);
+	free(seg);
+	free(good);
+	free(nap);
+	free(c);
+}
+
+/* One client with more endless runs than --threads holds --threads workers, no more: another
+ * client is still served; arfd_stop then cancels the running ones and refuses the waiting. */
+static void test_one_hog(void)
+{
+	enum { THREADS = 2, N = 5, BOUND_MS = 2000 };
+	struct arfd_config *c = config_new();
+	c->threads = THREADS;
+	c->max_run_ms = 60000;
+	struct arfd *s = server_start(c);
+	struct arc *hog = s ? client(s, NULL) : NULL, *b = s ? client(s, NULL) : NULL;
+	size_t len, nlen;
+	uint8_t *seg = assemble(seg_pauses_src, &len), *nap = assemble(seg_nap_src, &nlen);
+	struct arc_exec hx[N];
+	struct arc_pending *hp[N] = { 0 };
+	if (!s || !hog || !b || !seg || !nap) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	for (int i = 0; i < N; i++) {
+		hx[i] = (struct arc_exec){ .seg = seg, .seg_len = len };
+		CHECK(arc_exec_start(hog, &hx[i], &hp[i]) == 0, "start endless run %d", i);
+	}
+	usleep(300000);                /* long enough for every run to count as long */
+	CHECK(stat_of(b, "workers.busy") == THREADS, "one client holds %d workers, no more: %lld",
+	      THREADS, stat_of(b, "workers.busy"));
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct arc_exec x = { .seg = nap, .seg_len = nlen, .args = (int64_t[]){ 1 }, .n_args = 1 };
+	int rc = arc_exec(b, &x);
+	CHECK(rc == 0 && ms_since(&t0) < BOUND_MS, "another client's run: %d in %.0f ms", rc,
+	      ms_since(&t0));
+	if (rc == 0 || rc == -AR_ETRAP)
+		free(x.out);
+	arfd_stop(s, 200);
+	s = NULL;
+	int stopped = 0, refused = 0;
+	for (int i = 0; i < N; i++) {
+		rc = arc_exec_wait(hog, hp[i]);
+		const char *m = arc_errmsg(hog);
+		if (rc == -AR_ESHUTDOWN && strstr(m, "the run was stopped after"))
+			stopped++;
+		else if (rc == -AR_ESHUTDOWN && !strcmp(m, "server is shutting down: the request was "
+		                                        "not started within 200 ms"))
+			refused++;
+		else
+			printf("run %d at the stop: %d '%s'\n", i, rc, m);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(hx[i].out);
+	}
+	CHECK(stopped == THREADS && refused == N - THREADS, "at the stop: %d runs stopped, %d "
+	      "refused", stopped, refused);
+out:
+	arc_close(hog);
+	arc_close(b);
+	if (s)
+		arfd_stop(s, 5000);
+	free(seg);
+	free(nap);
+	free(c);
+}
+
+/* ---- requests written by hand: what libarc never sends ---- */
+
+/* Send msg as message type `type` to the server over a Paradis-Net endpoint of our own and
+ * wait up to wait_ms for a REPLY: its status and message, or 1 when none came. */
+static int raw_request(struct arfd *s, pn_type type, const void *msg, size_t len, int wait_ms,
+                       char *text, size_t textlen)
+{
+	char listen[32], err[256];
+	snprintf(listen, sizeof listen, "%s:127.0.0.1:0", scheme);
+	const char *eps[1] = { listen };
+	struct pn *pn = pn_init(eps, 1, NULL, err, sizeof err);
+	pn_peer srv;
+	if (!pn || pn_peer_get(pn, arfd_endpoint(s, scheme), &srv) != 0) {
+		printf("raw_request: %s\n", pn ? "pn_peer_get" : err);
+		if (pn)
+			pn_finalize(pn);
+		return -1000;
+	}
+	struct pn_rcv_desc d = { .buf = NULL, .type = AR_T_REPLY, .from = srv };
+	pn_coop coop = pn_coop_start(pn, &d, 1);
+	int rc = pn_send(pn, srv, type, coop, msg, len);
+	if (rc == 0)
+		rc = pn_coop_end(pn, coop, wait_ms);
+	else
+		pn_coop_end(pn, coop, 0);
+	int status = 1;
+	if (rc == 0) {
+		struct ar_rd r = { d.buf, (uint8_t *)d.buf + d.len, 0 };
+		if (ar_rep_parse(&r, &status, text, textlen) != 0)
+			status = -1001;
+	}
+	free(d.buf);
+	pn_finalize(pn);
+	return status;
+}
+
+/* WRITE with its length field as given and `carried` bytes after it */
+static int raw_write(struct arfd *s, uint32_t announced, size_t carried, char *text, size_t len)
+{
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, NULL);
+	ar_put_str16(&b, "mem");
+	ar_put64(&b, 0);
+	ar_put32(&b, announced);
+	uint8_t *p = ar_put_space(&b, carried);
+	if (p)
+		memset(p, 0x5a, carried);
+	int rc = b.failed ? -1002 : raw_request(s, AR_T_WRITE, b.p, b.len, TIMEOUT_MS, text, len);
+	ar_buf_free(&b);
+	return rc;
+}
+
+/* Types no handler serves get BADOP at once; REPLY sent to the server gets nothing.  A WRITE
+ * whose length field disagrees with the bytes it carries is refused, naming both. */
+static void test_badop(void)
+{
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL;
+	if (!s || !a) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, NULL);
+	static const pn_type types[] = { 7, 63, 100, 1000, PN_MAX_TYPE };
+	char text[AR_MAX_MSG + 1], want[AR_MAX_MSG + 1];
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		text[0] = '\0';
+		int rc = raw_request(s, types[i], b.p, b.len, TIMEOUT_MS, text, sizeof text);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		snprintf(want, sizeof want, "unknown operation %u (this server serves INSTALL 1, "
+		         "EXEC 2, READ 3, WRITE 4, REGIONS 5, STATS 6)", (unsigned)types[i]);
+		CHECK(rc == -AR_EBADOP && !strcmp(text, want) && ms < 2000,
+		      "type %u: status %d '%s' after %.0f ms", (unsigned)types[i], rc, text, ms);
+	}
+	/* an empty message of an unknown type is answered too */
+	int rc = raw_request(s, 2000, NULL, 0, TIMEOUT_MS, text, sizeof text);
+	CHECK(rc == -AR_EBADOP, "type 2000, empty: status %d", rc);
+	/* a REPLY is never answered (two servers would answer each other forever) */
+	rc = raw_request(s, AR_T_REPLY, b.p, b.len, 300, text, sizeof text);
+	CHECK(rc == 1, "type REPLY: status %d, want no answer", rc);
+	ar_buf_free(&b);
+
+	/* WRITE: the length field must be the number of bytes carried */
+	uint8_t before[100], after[100];
+	CHECK(arc_write(a, "mem", 0, "ab", 2) == 0, "write ab");
+	CHECK(arc_read(a, "mem", 0, before, sizeof before) == 0, "read before");
+	rc = raw_write(s, 2, 100, text, sizeof text);
+	CHECK(rc == -AR_EPROTO && !strcmp(text, "WRITE announces 2 bytes but carries 100"),
+	      "WRITE of 2 carrying 100: %d '%s'", rc, text);
+	rc = raw_write(s, 100, 2, text, sizeof text);
+	CHECK(rc == -AR_EPROTO && !strcmp(text, "WRITE announces 100 bytes but carries 2"),
+	      "WRITE of 100 carrying 2: %d '%s'", rc, text);
+	CHECK(arc_read(a, "mem", 0, after, sizeof after) == 0 &&
+	      !memcmp(before, after, sizeof before), "refused WRITEs changed nothing");
+	rc = raw_write(s, 100, 100, text, sizeof text);
+	CHECK(rc == 0 && arc_read(a, "mem", 0, after, sizeof after) == 0 && after[0] == 0x5a &&
+	      after[99] == 0x5a, "WRITE of 100 carrying 100: %d '%s'", rc, text);
+out:
+	arc_close(a);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
 /* A file-backed region keeps its data across a restart. */
 /* Dirty kB of this process's mappings of path (/proc/self/smaps: arfd runs in-process), or
  * -1 when none is found. */
@@ -1263,9 +1628,11 @@ int main(int argc, char **argv)
 		scheme = schemes[i];
 		static void (*const tests[])(void) = { test_install_exec, test_read_write,
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
-			test_disconnect, test_restart };
+			test_disconnect, test_run_limits, test_endless, test_one_hog, test_badop,
+			test_restart };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
-			"secret", "limits", "inflight", "hostile", "disconnect", "restart" };
+			"secret", "limits", "inflight", "hostile", "disconnect", "run_limits", "endless",
+			"one_hog", "badop", "restart" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);

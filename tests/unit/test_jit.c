@@ -3,12 +3,15 @@
  * Each check assembles a small program, runs it under the interpreter and the JIT and compares
  * everything a run reports; some also pin the expected value or trap.  JIT-only properties
  * (W^X of the code mapping, the fallback reason, deep recursion on the native stack) are
- * checked directly.  Prints "N passed, N failed".
+ * checked directly; so are the run limits (fuel refilled in chunks, deadline, cancel flag,
+ * hook time charged as fuel) on each engine.  Prints "N passed, N failed".
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "asm.h"
 #include "vm.h"
@@ -255,6 +258,119 @@ next:
 	}
 }
 
+/* ---- run limits: fuel in chunks, deadline, cancel flag, hook time charged as fuel ---- */
+static int64_t h_nap_us(struct vm_hook_ctx *c, int64_t us)
+{
+	struct timespec ts = { 0, (long)us * 1000 };
+	nanosleep(&ts, NULL);
+	return us;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void test_limits(void)
+{
+	/* a loop over several chunks of fuel, with locals the JIT keeps in registers and a call
+	 * per round: the refill stubs must keep every register and the fuel count exact */
+	const char *loop = ".func main n\n.local i s t\nl:\n lget s\n lget i\n add\n lset s\n"
+	                   " lget t\n lget i\n call f\n add\n lset t\n linc i, 1\n lget i\n lget n\n"
+	                   " jltu l\n lget s\n lget t\n xor\n ret\n.end\n"
+	                   ".func f x\n lget x\n push 3\n mul\n ret\n.end\n";
+	int64_t n[1] = { 3 * VM_FUEL_CHUNK + 1234 };
+	uint64_t s = 0, t = 0;
+	for (uint64_t i = 0; i < (uint64_t)n[0]; i++)
+		s += i, t += 3 * i;
+	/* n calls and n - 1 taken back edges */
+	uint64_t need = 2 * (uint64_t)n[0] - 1;
+	struct outcome o;
+	both("loop over chunks, exact fuel", loop, n, 1, need, &o);
+	check(o.rc == 0 && o.res.value == (int64_t)(s ^ t) && o.res.fuel_used == need,
+	      "loop over chunks: value and fuel as with one counter");
+	both("loop over chunks, one unit short", loop, n, 1, need - 1, &o);
+	check(o.rc == -VM_ETRAP && o.res.trap.kind == ISA_TRAP_FUEL && o.res.fuel_used == need - 1,
+	      "loop over chunks: one unit short traps fuel, all used");
+
+	const char *self = ".func main\nl:\n jmp l\n.end\n";
+	const char *naps = ".hook nap l:l\n.func main us\nl:\n lget us\n hcall nap\n drop\n jmp l\n.end\n";
+	for (int engine = VM_ENGINE_INTERP; engine <= VM_ENGINE_JIT; engine++) {
+		const char *en = engine == VM_ENGINE_JIT ? "jit" : "interp";
+		char err[256], what[256];
+		int rc, rc2;
+		struct vm *vm = vm_new();
+		vm_bind_hook(vm, "nap", (void *)h_nap_us, "l:l", NULL);
+		struct vm_prog *endless = load(vm, self, err, sizeof err, &rc);
+		struct vm_prog *napper = load(vm, naps, err, sizeof err, &rc2);
+		check(rc == 0 && rc2 == 0, "limits: load");
+		if (rc || rc2)
+			goto next;
+		struct vm_result res;
+		/* cancel_at already past: the first look, after one chunk, stops it */
+		_Atomic uint64_t cancel_at = 1;
+		struct vm_run_opts o1 = { .fuel = UINT64_MAX, .engine = engine,
+		                          .cancel_at = &cancel_at };
+		rc = vm_run(endless, 0, NULL, 0, &o1, &res);
+		snprintf(what, sizeof what, "limits %s: cancelled after one chunk (rc %d kind %d, "
+		         "fuel %" PRIu64 ")", en, rc, res.trap.kind, res.fuel_used);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_CANCELLED &&
+		      res.fuel_used == VM_FUEL_CHUNK, what);
+		/* cancel_at set by the host while the run goes on: 50 ms later */
+		uint64_t t0 = mono_ns();
+		atomic_store(&cancel_at, t0 + 50000000);
+		rc = vm_run(endless, 0, NULL, 0, &o1, &res);
+		uint64_t dt = mono_ns() - t0;
+		snprintf(what, sizeof what, "limits %s: cancelled at 50 ms (rc %d kind %d after %.1f ms)",
+		         en, rc, res.trap.kind, dt / 1e6);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_CANCELLED && dt >= 50000000 &&
+		      dt < 2000000000, what);
+		/* a deadline 50 ms away stops an endless loop with 2^64 fuel */
+		t0 = mono_ns();
+		struct vm_run_opts o2 = { .fuel = UINT64_MAX, .engine = engine,
+		                          .deadline_ns = t0 + 50000000 };
+		rc = vm_run(endless, 0, NULL, 0, &o2, &res);
+		dt = mono_ns() - t0;
+		snprintf(what, sizeof what, "limits %s: deadline of 50 ms (rc %d kind %d after %.1f ms)",
+		         en, rc, res.trap.kind, dt / 1e6);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_TIME && dt >= 50000000 &&
+		      dt < 2000000000, what);
+		vm_trap_str(endless, &res.trap, err, sizeof err);
+		check(!strcmp(err, "trap time (wall-clock limit reached) in main at pc 0, line 3"), err);
+		/* the deadline is looked at after each hook: naps of 1 ms, stopped at about 30 ms */
+		int64_t us[1] = { 1000 };
+		t0 = mono_ns();
+		struct vm_run_opts o3 = { .fuel = UINT64_MAX, .engine = engine,
+		                          .deadline_ns = t0 + 30000000 };
+		rc = vm_run(napper, 0, us, 1, &o3, &res);
+		dt = mono_ns() - t0;
+		snprintf(what, sizeof what, "limits %s: naps stopped by the deadline (rc %d kind %d "
+		         "pc %u after %.1f ms)", en, rc, res.trap.kind, res.trap.pc, dt / 1e6);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_TIME && res.trap.pc == 2 &&
+		      dt < 2000000000, what);
+		/* hook time as fuel: 1 unit per us, 2 ms naps cost about 2000 each */
+		us[0] = 2000;
+		struct vm_run_opts o4 = { .fuel = 5000, .engine = engine, .hook_ns_per_fuel = 1000 };
+		rc = vm_run(napper, 0, us, 1, &o4, &res);
+		snprintf(what, sizeof what, "limits %s: naps paid with fuel (rc %d kind %d fuel %"
+		         PRIu64 ")", en, rc, res.trap.kind, res.fuel_used);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && res.trap.pc == 2 &&
+		      res.fuel_used == 5000, what);
+		/* without a price the same run goes on until its fuel of back edges is spent */
+		struct vm_run_opts o5 = { .fuel = 3, .engine = engine };
+		us[0] = 10;
+		rc = vm_run(napper, 0, us, 1, &o5, &res);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && res.trap.pc == 6 &&
+		      res.fuel_used == 3, "limits: hooks cost nothing when hook_ns_per_fuel is 0");
+next:
+		vm_prog_free(endless);
+		vm_prog_free(napper);
+		vm_free(vm);
+	}
+}
+
 /* ---- W^X: the code mapping is read+execute, never writable ---- */
 static void test_wx(void)
 {
@@ -328,6 +444,7 @@ int main(void)
 	test_fuel();
 	test_calls();
 	test_hooks();
+	test_limits();
 	test_wx();
 	test_engines();
 	printf("%u passed, %u failed\n", passed, failed);
