@@ -21,7 +21,7 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lffi -lrdmacm -libverbs -lpthread
+LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lcrypto
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 

@@ -13,6 +13,7 @@
  * Without a device, an rdma: endpoint must fail cleanly; that is checked on every run.
  */
 #include <arpa/inet.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ static const char *host = "127.0.0.1";   /* the address endpoints listen on */
 	else { failed++; printf("FAIL %s:%d [%s] ", __FILE__, __LINE__, scheme); printf(__VA_ARGS__); printf("\n"); } \
 } while (0)
 
-enum { T_ECHO = 1, T_REPLY, T_FWD, T_SILENT, T_BIG, T_COUNT, T_NOTE, T_NOTED };
+enum { T_ECHO = 1, T_REPLY, T_FWD, T_SILENT, T_BIG, T_COUNT, T_NOTE, T_NOTED, T_SLOW };
 
 static struct pn *open_ep(const struct pn_opts *o)
 {
@@ -90,6 +91,14 @@ static void h_fwd(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void 
 	pn_peer next;
 	if (pn_peer_get(pn, arg, &next) == 0)
 		pn_forward(pn, next, T_FWD, msg, len);
+}
+
+/* slow: echo after 200 ms */
+static void h_slow(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                   size_t len, void *arg)
+{
+	usleep(200000);
+	pn_send(pn, from, T_REPLY, coop, msg, len);
 }
 
 static void h_silent(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
@@ -156,11 +165,27 @@ static void test_request_reply(void)
 	pn_finalize(b);
 }
 
+static const char cluster_key[] = "test cluster key";
+
+/* Options of a cluster member: the key (tcp), and trust in the udp forwarder before it. */
+static struct pn_opts member_opts(struct pn *forwarder, const char **trusted)
+{
+	struct pn_opts o = { .cluster_key = cluster_key, .cluster_key_len = sizeof cluster_key - 1 };
+	trusted[0] = forwarder && !strcmp(scheme, "udp") ? pn_self(forwarder, scheme) : NULL;
+	trusted[1] = NULL;
+	o.udp_trusted = trusted;
+	return o;
+}
+
 static void test_delegation(void)
 {
+	/* members of one cluster: their forwarded origins are believed */
 	struct pn *p[4];
-	for (int i = 0; i < 4; i++)
-		p[i] = open_ep(NULL);
+	for (int i = 0; i < 4; i++) {
+		const char *trusted[2];
+		struct pn_opts o = member_opts(i >= 2 ? p[i - 1] : NULL, trusted);
+		p[i] = i < 2 || p[i - 1] ? open_ep(&o) : NULL;
+	}
 	if (!p[0] || !p[1] || !p[2] || !p[3]) {
 		CHECK(0, "open");
 		for (int i = 0; i < 4; i++) pn_finalize(p[i]);
@@ -194,6 +219,137 @@ static void test_delegation(void)
 	      (unsigned long long)sent, (unsigned long long)fwd);
 	for (int i = 0; i < 4; i++)
 		pn_finalize(p[i]);
+}
+
+/* A forwarder that is not a member: the next peer does not believe the origin it names, so
+ * it answers the forwarder (which drops the stray reply) and never contacts the origin. */
+static void test_untrusted_forward(void)
+{
+	if (!strcmp(scheme, "rdma"))
+		return;                /* rdma still believes HELLO's claims (docs/net.md) */
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL);   /* b: no key, no trust */
+	const char *trusted[2];
+	struct pn_opts mo = member_opts(NULL, trusted);
+	struct pn *c = open_ep(&mo);                         /* c: a member, but b is not */
+	if (!a || !b || !c) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); pn_finalize(c); return; }
+	char nc[64];
+	snprintf(nc, sizeof nc, "%s", pn_self(c, scheme));
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_FWD, 0, h_fwd, nc);
+	pn_set_handler(c, T_FWD, 0, h_echo, &calls);
+	char buf[8];
+	int rc = request(a, peer_of(a, b), T_FWD, "fwd", 3, buf, sizeof buf, NULL, 1000);
+	struct pn_stats sa;
+	pn_stats_get(a, &sa);
+	CHECK(rc == -PN_ETIMEDOUT && calls == 1 && sa.msgs_recv == 0,
+	      "forward from a non-member: rc %d (want timeout), handler ran %d, origin got %llu messages",
+	      rc, (int)calls, (unsigned long long)sa.msgs_recv);
+	pn_finalize(a);
+	pn_finalize(b);
+	pn_finalize(c);
+}
+
+/* A raw tcp connection to port: the fd, or -1. */
+static int raw_connect(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	struct timeval tv = { 0, 300000 };
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	return fd;
+}
+
+/* A frame header as the wire has it (net/pn_int.h): kind, type, len, coop, origin
+ * 127.0.0.1:port. */
+static void raw_hdr(uint8_t h[40], int kind, int type, uint32_t len, uint64_t coop, int port)
+{
+	memset(h, 0, 40);
+	h[0] = 0x50; h[1] = 0x4e; h[2] = 1; h[3] = (uint8_t)kind;
+	h[4] = (uint8_t)type;
+	memcpy(h + 8, &len, 4);            /* little-endian host */
+	memcpy(h + 12, &coop, 8);
+	h[20] = 1; h[21] = 4;              /* tcp, IPv4 */
+	h[22] = (uint8_t)(port >> 8); h[23] = (uint8_t)port;
+	h[24] = 127; h[27] = 1;
+}
+
+static int port_of(const char *name) { return atoi(strrchr(name, ':') + 1); }
+
+/* Identity over tcp: a connection claiming another peer's address in its HELLO gets none of
+ * that peer's replies; one claiming an address where nobody of ours listens makes the
+ * endpoint connect nowhere, and its own request is answered on its own connection. */
+static void test_claims(void)
+{
+	if (strcmp(scheme, "tcp"))
+		return;
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_ECHO, 0, h_echo, NULL);
+	/* the hijacker claims a's address first */
+	int hj = raw_connect(port_of(pn_self(b, scheme)));
+	uint8_t h[40 + 5];
+	raw_hdr(h, 2, 0, 0, 0, port_of(pn_self(a, scheme)));
+	CHECK(hj >= 0 && write(hj, h, 40) == 40, "hijacker connects");
+	usleep(50000);
+	int ok = 0;
+	for (int i = 0; i < 5; i++) {
+		char buf[8];
+		size_t got = 0;
+		ok += request(a, peer_of(a, b), T_ECHO, "mine", 4, buf, sizeof buf, &got, 2000) == 0 &&
+		      got == 4 && !memcmp(buf, "mine", 4);
+	}
+	char c;
+	ssize_t stolen = hj >= 0 ? recv(hj, &c, 1, 0) : -1;
+	CHECK(ok == 5 && stolen < 0, "hijack: the victim got %d of 5 replies, the hijacker %s", ok,
+	      stolen < 0 ? "nothing" : "bytes");
+	if (hj >= 0)
+		close(hj);
+
+	/* the redirect: HELLO claims a port where a plain listener waits, then a request */
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in la = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &la.sin_addr);
+	socklen_t ll = sizeof la;
+	int lok = lfd >= 0 && bind(lfd, (struct sockaddr *)&la, sizeof la) == 0 && listen(lfd, 4) == 0 &&
+	          getsockname(lfd, (struct sockaddr *)&la, &ll) == 0;
+	int rd = raw_connect(port_of(pn_self(b, scheme)));
+	raw_hdr(h, 2, 0, 0, 0, ntohs(la.sin_port));
+	int sent = lok && rd >= 0 && write(rd, h, 40) == 40;
+	raw_hdr(h, 1, T_ECHO, 5, 0x1234, ntohs(la.sin_port));
+	memcpy(h + 40, "reply", 5);
+	sent = sent && write(rd, h, 45) == 45;
+	uint8_t back[45];
+	ssize_t n = sent ? recv(rd, back, sizeof back, MSG_WAITALL) : -1;
+	uint64_t coop = 0;
+	if (n == 45)
+		memcpy(&coop, back + 12, 8);
+	CHECK(n == 45 && back[3] == 1 && back[4] == T_REPLY && coop == 0x1234 &&
+	      !memcmp(back + 40, "reply", 5), "redirect: the requester got its reply on its own connection (%zd bytes)", n);
+	/* the same, but gone before the (slow) reply: nothing to answer on, and still no
+	 * connection to the claimed address */
+	if (rd >= 0)
+		close(rd);
+	pn_set_handler(b, T_SLOW, 0, h_slow, NULL);
+	rd = raw_connect(port_of(pn_self(b, scheme)));
+	raw_hdr(h, 2, 0, 0, 0, ntohs(la.sin_port));
+	sent = rd >= 0 && write(rd, h, 40) == 40;
+	raw_hdr(h, 1, T_SLOW, 5, 0x1235, ntohs(la.sin_port));
+	memcpy(h + 40, "reply", 5);
+	sent = sent && write(rd, h, 45) == 45;
+	if (rd >= 0)
+		close(rd);
+	struct pollfd pf = { .fd = lfd, .events = POLLIN };
+	CHECK(lok && sent && poll(&pf, 1, 800) == 0, "redirect: nobody connected to the claimed address");
+	if (lfd >= 0)
+		close(lfd);
+	pn_finalize(a);
+	pn_finalize(b);
 }
 
 static void test_scatter_gather(void)
@@ -581,9 +737,11 @@ int main(int argc, char **argv)
 			host = getenv("PN_TEST_HOST") ? getenv("PN_TEST_HOST") : "127.0.0.1";
 		}
 		static void (*const tests[])(void) = { test_request_reply, test_delegation,
+			test_untrusted_forward, test_claims,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
 			test_failures, test_malformed };
-		static const char *const names[] = { "request_reply", "delegation", "scatter_gather",
+		static const char *const names[] = { "request_reply", "delegation",
+			"untrusted_forward", "claims", "scatter_gather",
 			"concurrent", "big", "pipelined", "after_wait", "failures", "malformed" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
