@@ -113,6 +113,20 @@ static bool secret_ok(const struct arfd *s, const char *given)
 	return diff == 0;
 }
 
+/* pn_opts.admit, on the I/O thread: a connection is admitted (pre-authentication limits
+ * lifted, docs/net.md) by a request whose first bytes carry the right secret; on a server
+ * without one, by any request that starts well-formed. */
+static int admit_request(void *arg, pn_peer from, pn_type type, const void *head, size_t n,
+                         uint64_t len)
+{
+	struct arfd *s = arg;
+	if (type < AR_T_INSTALL || type > AR_T_STATS)
+		return 0;
+	char secret[AR_MAX_SECRET + 1];
+	struct ar_rd r = { head, (const uint8_t *)head + n, 0 };
+	return ar_req_parse(&r, secret, sizeof secret) == 0 && secret_ok(s, secret);
+}
+
 static struct region *region_find(struct arfd *s, const char *name)
 {
 	for (unsigned i = 0; i < s->n_regions; i++)
@@ -982,7 +996,13 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	/* the reply buffer of an EXEC may be as large as out_max plus its header */
 	/* every handler is inline (admission, READ, WRITE): Paradis-Net's one worker is idle */
 	struct pn_opts po = { .n_workers = 1, .max_msg = c->out_max + EXEC_HDR_ROOM +
-	                      c->max_segment + 4096 };
+	                      c->max_segment + 4096,
+	                      .admit = admit_request, .admit_arg = s,
+	                      .max_conns = c->max_conns,
+	                      .max_conns_per_addr = c->max_conns_per_addr ? c->max_conns_per_addr : 256,
+	                      .preauth_timeout_ms = (c->auth_timeout ? c->auth_timeout : 10) * 1000u,
+	                      .idle_timeout_ms = (c->idle_timeout ? c->idle_timeout : 600) * 1000u,
+	                      .rx_budget = c->rx_budget ? c->rx_budget : 256u << 20 };
 	s->workers = calloc(c->threads, sizeof *s->workers);
 	if (!s->workers)
 		goto fail;

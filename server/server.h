@@ -46,6 +46,13 @@ struct arfd_config {
 	unsigned n_hooks;
 	const char *arf_image;     /* an ARF image to serve as rw region "arf" (arf/arf.h): checked,
 	                            * attached on start (a corrupt one is refused), detached on stop */
+	/* Connections (docs/net.md, "Admission and limits"): a connection is admitted by its
+	 * first request with the right secret (any well-formed request without --secret). */
+	unsigned max_conns;        /* 0 = RLIMIT_NOFILE - 64 */
+	unsigned max_conns_per_addr; /* 0 = 256 */
+	unsigned auth_timeout;     /* s to be admitted; 0 = 10 */
+	unsigned idle_timeout;     /* s an admitted connection may stay silent; 0 = 600 */
+	uint64_t rx_budget;        /* payload bytes being received at once; 0 = 256 MiB */
 };
 
 struct arfd;
@@ -60,7 +67,8 @@ void arfd_stop(struct arfd *s, int timeout_ms);
 
 /* Parse one configuration line or option value: "listen tcp:...", "region NAME=SIZE[:ro|:rw]",
  * "region NAME=@FILE[:ro|:rw]", "arf IMAGE", "secret S", "threads N", "cache N", "max-segment SIZE",
- * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N".  Strings are copied.
+ * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "max-conns N",
+ * "max-conns-per-addr N", "auth-timeout S", "idle-timeout S", "rx-budget SIZE".  Strings are copied.
  * Returns 0 or -1 with a message. */
 int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,
                      size_t errlen);
