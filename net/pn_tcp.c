@@ -168,7 +168,8 @@ static void rewatch(struct pn_tp *tp, struct conn *c)
 	atomic_store(&c->want_watch, false);
 	if (!c->unwatched || c->closed)
 		return;
-	watch(tp, c, true);
+	if (!c->budget_wait)           /* else it stays out until its payload fits */
+		watch(tp, c, true);
 	c->unwatched = false;
 	atomic_fetch_sub(&tp->n_unwatched, 1);
 }
