@@ -3,7 +3,8 @@
  * The exchange on one connection, step by step:
  *   1. A connects to B's listening address (non-blocking connect, bounded by
  *      connect_timeout_ms), sets TCP_NODELAY, and sends HELLO whose origin is A's own
- *      listening address, so B knows which peer the connection belongs to.
+ *      listening address.  B believes it only if A proves the cluster key (Identity, below);
+ *      otherwise the connection is its own anonymous peer to B.
  *   2. Either side then sends frames: a 40-byte header (wire.c) and the payload, written with
  *      one writev by the sending thread itself (no hand-off to another thread; a per-connection
  *      lock keeps frames whole; SO_SNDTIMEO bounds a send to a peer that stopped reading).
@@ -38,6 +39,23 @@
  * written together before the next recv, so a pipelined burst of requests that one recv
  * brought in is answered with one system call instead of one per request.
  */
+/* Identity (docs/net.md, "Identity and trust"): an endpoint with a cluster key sends HELLO
+ * with PROVE and a nonce, and waits (prove_hello, before the connection is anyone else's)
+ * for B's CHALLENGE: B's nonce and B's HMAC over both nonces and A's claimed address; A
+ * answers AUTH with its own HMAC.  B attaches the connection to A's address only after a
+ * good AUTH (on_auth), and believes FORWARDED origins only on such connections
+ * (c->trusted); everywhere else it clears the flag.  A connection B accepts without a proof
+ * gets an anonymous peer: replies to it go back on it, and it is never connected to.
+ *
+ * Limits (docs/net.md, "Admission and limits"): a connection B accepted is admitted by
+ * pn_opts.admit, which sees the first PN_ADMIT_HEAD bytes of each message read into c->head
+ * before its payload is allocated; until then messages over preauth_max close it.  A payload
+ * over RX_STAGE takes rx_budget bytes until it is complete; one that does not fit leaves its
+ * connection out of epoll (budget_wait) until resume_blocked finds room.  The I/O thread
+ * sweeps for connections past preauth_timeout_ms or idle_timeout_ms every SWEEP_NS, and
+ * at accept makes room under max_conns / max_conns_per_addr by shutting down the oldest
+ * connection not admitted (conn_doom: the usual read path then closes it).  EMFILE: on_no_fd.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
@@ -65,7 +83,7 @@
 #define ACCEPT_BATCH 256           /* connections accepted per wake-up (level-triggered) */
 #define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
 
-/* The HELLO exchange of a connector that proves the cluster key (see "Identity" above). */
+/* The HELLO exchange of a connector that proves the cluster key (Identity, above). */
 struct proof {
 	struct pn_addr origin;         /* what it claims */
 	uint8_t nc[PN_NONCE_LEN], na[PN_NONCE_LEN];
@@ -79,7 +97,7 @@ struct conn {
 	atomic_bool dead;              /* set once, under send_lock; read without it */
 	bool closed;                   /* conn_close ran (under rx_lock): nobody reads it again */
 	struct pn_peer_rec *peer;      /* NULL until HELLO (incoming) */
-	/* identity and admission (see "Identity" above) */
+	/* identity and admission (Identity and Limits, above) */
 	bool inbound;                  /* opened by the other side */
 	bool trusted;                  /* it proved the cluster key: its claims are believed */
 	atomic_bool admitted;          /* past pn_opts.admit: no pre-authentication limits */
@@ -133,7 +151,7 @@ struct pn_tp {
 	atomic_int n_unwatched;        /* connections left out of epoll by waiters */
 	atomic_bool kicked;            /* tcp_kick: put them all back now */
 	atomic_bool stop;
-	/* limits (see "Limits" above) */
+	/* limits (Limits, above) */
 	unsigned max_conns;            /* opts.max_conns, or from RLIMIT_NOFILE */
 	int reserve_fd;                /* spent to accept-and-close when out of descriptors */
 	uint64_t accept_paused_until;  /* I/O thread: listening socket out of epoll until then */
