@@ -382,7 +382,7 @@ static int read_by(int fd, void *buf, size_t len, uint64_t deadline)
 	return 0;
 }
 
-/* The connector's side of the HELLO exchange (see "Identity" above), on a fresh connection
+/* The connector's side of the HELLO exchange (Identity, above), on a fresh connection
  * nobody else uses yet: HELLO with our nonce, the acceptor's CHALLENGE (its nonce and its
  * proof, or nothing when it has no key), our AUTH.  *trusted: both proved the key. */
 static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *peer, bool *trusted)
