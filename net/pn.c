@@ -135,6 +135,7 @@ struct pn {
 	unsigned releasing;        /* pn_coop_end calls inside ops->release right now */
 
 	uint8_t *key;              /* a copy of opts.cluster_key, or NULL */
+	uint8_t *secret;           /* a copy of opts.secret, or NULL */
 	struct pn_addr *udp_trusted;   /* opts.udp_trusted, parsed */
 	unsigned n_udp_trusted;
 
@@ -248,11 +249,20 @@ bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a)
 	return false;
 }
 
-bool pn_core_has_key(struct pn *pn) { return pn->key != NULL; }
+bool pn_core_has_key(struct pn *pn, enum pn_key which)
+{
+	return (which == PN_KEY_CLUSTER ? pn->key : pn->secret) != NULL;
+}
 
-void pn_core_mac(struct pn *pn, const char *label, const uint8_t nc[PN_NONCE_LEN],
-                 const uint8_t na[PN_NONCE_LEN], const struct pn_addr *origin,
-                 uint8_t out[PN_MAC_LEN])
+bool pn_peer_proven(struct pn *pn, pn_peer peer)
+{
+	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
+	return r && r->proven;
+}
+
+void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
+                 const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
+                 const struct pn_addr *origin, uint8_t out[PN_MAC_LEN])
 {
 	/* label, both nonces (fresh on each side: a recorded exchange proves nothing later) and
 	 * the claimed address (a proof for one address is no proof for another) */
@@ -267,17 +277,19 @@ void pn_core_mac(struct pn *pn, const char *label, const uint8_t nc[PN_NONCE_LEN
 	memcpy(o + 2, &origin->port, 2);
 	memcpy(o + 4, origin->addr, 16);
 	unsigned len = PN_MAC_LEN;
-	if (!HMAC(EVP_sha256(), pn->key, (int)pn->opts.cluster_key_len, msg, sizeof msg, out, &len))
+	const uint8_t *key = which == PN_KEY_CLUSTER ? pn->key : pn->secret;
+	size_t klen = which == PN_KEY_CLUSTER ? pn->opts.cluster_key_len : pn->opts.secret_len;
+	if (!key || !HMAC(EVP_sha256(), key, (int)klen, msg, sizeof msg, out, &len))
 		memset(out, 0, PN_MAC_LEN);     /* matches no proof made with the key */
 	OPENSSL_cleanse(msg, sizeof msg);
 }
 
-bool pn_core_mac_ok(struct pn *pn, const char *label, const uint8_t nc[PN_NONCE_LEN],
-                    const uint8_t na[PN_NONCE_LEN], const struct pn_addr *origin,
-                    const uint8_t got[PN_MAC_LEN])
+bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
+                    const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
+                    const struct pn_addr *origin, const uint8_t got[PN_MAC_LEN])
 {
 	uint8_t want[PN_MAC_LEN];
-	pn_core_mac(pn, label, nc, na, origin, want);
+	pn_core_mac(pn, which, label, nc, na, origin, want);
 	bool ok = CRYPTO_memcmp(want, got, PN_MAC_LEN) == 0;   /* constant time */
 	OPENSSL_cleanse(want, sizeof want);
 	return ok;
@@ -1002,12 +1014,26 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	o->cluster_key = pn->key;
 	if (!pn->key)
 		o->cluster_key_len = 0;
+	if (o->secret_len > 0 && o->secret) {
+		if (o->secret_len > 1024 || !(pn->secret = malloc(o->secret_len))) {
+			snprintf(err, errlen, "secret: %s", o->secret_len > 1024 ?
+			         "longer than 1024 bytes" : "out of memory");
+			free(pn->key);
+			free(pn);
+			return NULL;
+		}
+		memcpy(pn->secret, o->secret, o->secret_len);
+	}
+	o->secret = pn->secret;
+	if (!pn->secret)
+		o->secret_len = 0;
 	unsigned n_trusted = 0;
 	while (o->udp_trusted && o->udp_trusted[n_trusted])
 		n_trusted++;
 	if (n_trusted && !(pn->udp_trusted = calloc(n_trusted, sizeof *pn->udp_trusted))) {
 		snprintf(err, errlen, "out of memory");
 		free(pn->key);
+		free(pn->secret);
 		free(pn);
 		return NULL;
 	}
@@ -1017,6 +1043,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 			snprintf(err, errlen, "udp_trusted %s: %s", o->udp_trusted[i], pn_strerror(PN_EADDR));
 			free(pn->udp_trusted);
 			free(pn->key);
+			free(pn->secret);
 			free(pn);
 			return NULL;
 		}
@@ -1130,6 +1157,9 @@ void pn_finalize(struct pn *pn)
 	if (pn->key)
 		OPENSSL_cleanse(pn->key, pn->opts.cluster_key_len);
 	free(pn->key);
+	if (pn->secret)
+		OPENSSL_cleanse(pn->secret, pn->opts.secret_len);
+	free(pn->secret);
 	free(pn->udp_trusted);
 	pthread_cond_destroy(&pn->q_cond);
 	pthread_mutex_destroy(&pn->lock);

@@ -16,6 +16,7 @@
 #ifndef PN_H
 #define PN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,12 @@ struct pn_opts {
 	 * key nobody's claims are believed; pn_forward then works only over udp_trusted. */
 	const void *cluster_key;
 	size_t cluster_key_len;
+	/* tcp: a secret shared with clients, proved by the same challenge-response under other
+	 * labels (never sent): an endpoint with one proves it on every connection it opens; one
+	 * that accepts a connection marks it proven (pn_peer_proven) and admitted when the proof
+	 * is right, and goes on with it unproven when not.  Claims are not believed for it. */
+	const void *secret;
+	size_t secret_len;
 	const char *const *udp_trusted;  /* NULL-terminated names "udp:HOST:PORT"; NULL: none */
 	/* tcp, connections others open to us.  A connection is admitted once the application
 	 * says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
@@ -101,6 +108,8 @@ const char *pn_self(struct pn *pn, const char *scheme);
  * first send.  Host names are resolved once, here. */
 int pn_peer_get(struct pn *pn, const char *name, pn_peer *out);
 const char *pn_peer_name(struct pn *pn, pn_peer peer);
+/* Whether peer's connection proved pn_opts.secret when it opened (tcp; docs/net.md). */
+bool pn_peer_proven(struct pn *pn, pn_peer peer);
 
 /* A handler gets the sender (for forwarded messages: the origin), the message type, the
  * Cooperation token to answer with, and the payload (valid until it returns; may be modified).

@@ -43,6 +43,8 @@ enum pn_kind {
 #define PN_F_FORWARDED 0x0001u /* origin is not the sender: reply to origin */
 #define PN_F_PROVE     0x0002u /* HELLO: the sender will prove it holds the cluster key; the
                                 * payload is its nonce (PN_NONCE_LEN bytes) */
+#define PN_F_SECRET    0x0004u /* HELLO with PN_F_PROVE: the key is pn_opts.secret instead */
+enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET };
 #define PN_NONCE_LEN   32
 #define PN_MAC_LEN     32      /* HMAC-SHA-256 */
 
@@ -83,6 +85,8 @@ struct pn_peer_rec {
 	struct pn_addr addr;       /* anonymous peers: the remote end of their connection */
 	bool anon;                 /* known only by one connection (it claimed nothing we believe):
 	                            * never found by address, never connected to */
+	bool proven;               /* its connection proved pn_opts.secret (set before any of its
+	                            * messages is delivered) */
 	char name[PN_NAME_LEN];
 	void *tp_state;            /* the transport's per-peer state, guarded by the transport */
 };
@@ -136,13 +140,14 @@ struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a);
 struct pn_peer_rec *pn_core_peer_anon(struct pn *pn, const struct pn_addr *a);
 /* Whether udp datagrams from source address a may carry a forwarded origin (udp_trusted). */
 bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a);
-/* Whether the endpoint has a cluster key, and the HMAC-SHA-256 under it of label, the two
- * nonces and the claimed origin (the proofs of the tcp HELLO exchange, docs/net.md). */
-bool pn_core_has_key(struct pn *pn);
-void pn_core_mac(struct pn *pn, const char *label, const uint8_t nc[PN_NONCE_LEN],
-                 const uint8_t na[PN_NONCE_LEN], const struct pn_addr *origin,
-                 uint8_t out[PN_MAC_LEN]);
-bool pn_core_mac_ok(struct pn *pn, const char *label, const uint8_t nc[PN_NONCE_LEN],
+/* Whether the endpoint has that key, and the HMAC-SHA-256 under it of label, the two nonces
+ * and the claimed origin (the proofs of the tcp HELLO exchange, docs/net.md). */
+bool pn_core_has_key(struct pn *pn, enum pn_key which);
+void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
+                 const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
+                 const struct pn_addr *origin, uint8_t out[PN_MAC_LEN]);
+bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
+                    const uint8_t nc[PN_NONCE_LEN],
                     const uint8_t na[PN_NONCE_LEN], const struct pn_addr *origin,
                     const uint8_t got[PN_MAC_LEN]);
 /* opts.admit for the first bytes of a message from a connection not yet admitted (1: admit). */

@@ -85,6 +85,7 @@
 
 /* The HELLO exchange of a connector that proves the cluster key (Identity, above). */
 struct proof {
+	enum pn_key which;
 	struct pn_addr origin;         /* what it claims */
 	uint8_t nc[PN_NONCE_LEN], na[PN_NONCE_LEN];
 };
@@ -382,17 +383,24 @@ static int read_by(int fd, void *buf, size_t len, uint64_t deadline)
 	return 0;
 }
 
+/* The MAC labels of the two sides, per key: a proof made for one use is none for another. */
+static const char *const label_acceptor[] = { "pn acceptor", "pn secret acceptor" };
+static const char *const label_connector[] = { "pn connector", "pn secret connector" };
+
 /* The connector's side of the HELLO exchange (Identity, above), on a fresh connection
  * nobody else uses yet: HELLO with our nonce, the acceptor's CHALLENGE (its nonce and its
- * proof, or nothing when it has no key), our AUTH.  *trusted: both proved the key. */
-static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *peer, bool *trusted)
+ * proof, or nothing when it has no key), our AUTH.  *proved: both proved the key.  A wrong
+ * proof of the cluster key refuses the connection; of the secret (we are a client: most
+ * likely our secret is wrong), it goes on unproven, so the server can say what is wrong. */
+static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *peer,
+                       enum pn_key which, bool *proved)
 {
 	struct pn *pn = tp->pn;
 	uint8_t nc[PN_NONCE_LEN], in[PN_NONCE_LEN + PN_MAC_LEN], mac[PN_MAC_LEN], hb[PN_HDR_LEN];
 	if (getrandom(nc, sizeof nc, 0) != sizeof nc)
 		return -PN_ESYS;
-	struct pn_hdr h = { .kind = PN_K_HELLO, .flags = PN_F_PROVE, .len = PN_NONCE_LEN,
-	                    .origin = tp->self };
+	struct pn_hdr h = { .kind = PN_K_HELLO, .len = PN_NONCE_LEN, .origin = tp->self,
+	                    .flags = PN_F_PROVE | (which == PN_KEY_SECRET ? PN_F_SECRET : 0) };
 	int rc = send_now(c, &h, nc, sizeof nc);
 	if (rc != 0)
 		return rc;
@@ -406,18 +414,23 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
 		rc = read_by(c->fd, in, sizeof in, deadline);
 	if (rc != 0)
 		return rc;
-	*trusted = false;
+	*proved = false;
 	if (h.len == 0)
 		return 0;              /* it has no key (a client we answer): an ordinary connection */
-	if (!pn_core_mac_ok(pn, "pn acceptor", nc, in, &tp->self, in + PN_NONCE_LEN)) {
+	bool ok = pn_core_mac_ok(pn, which, label_acceptor[which], nc, in, &tp->self,
+	                         in + PN_NONCE_LEN);
+	if (!ok && which == PN_KEY_CLUSTER) {
 		pn_core_log(pn, "tcp: %s failed the cluster key proof (not a member, or another key)",
 		            peer->name);
 		return -PN_EREFUSED;
 	}
-	pn_core_mac(pn, "pn connector", nc, in, &tp->self, mac);
+	if (ok)
+		pn_core_mac(pn, which, label_connector[which], nc, in, &tp->self, mac);
+	else
+		memset(mac, 0, sizeof mac);    /* nothing about our key to one who showed none */
 	struct pn_hdr auth = { .kind = PN_K_AUTH, .len = PN_MAC_LEN, .origin = tp->self };
 	rc = send_now(c, &auth, mac, sizeof mac);
-	*trusted = rc == 0;
+	*proved = ok && rc == 0;
 	return rc;
 }
 
@@ -458,9 +471,11 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 	}
 	/* HELLO goes out before anyone else can use the connection: it is not attached yet
 	 * (and never batched, or another thread's frame could overtake it) */
-	bool trusted = false;
-	if (pn_core_has_key(tp->pn)) {
-		rc = prove_hello(tp, c, peer, &trusted);
+	bool trusted = false, proved = false;
+	if (pn_core_has_key(tp->pn, PN_KEY_CLUSTER)) {
+		rc = prove_hello(tp, c, peer, PN_KEY_CLUSTER, &trusted);
+	} else if (pn_core_has_key(tp->pn, PN_KEY_SECRET)) {
+		rc = prove_hello(tp, c, peer, PN_KEY_SECRET, &proved);
 	} else {
 		struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self };
 		rc = send_now(c, &hello, NULL, 0);
@@ -652,11 +667,13 @@ static int head_start(struct conn *c, size_t n)
 static int on_hello(struct pn_tp *tp, struct conn *c, const uint8_t *nonce)
 {
 	struct pn *pn = tp->pn;
-	if (nonce && pn_core_has_key(pn)) {
+	enum pn_key which = c->h.flags & PN_F_SECRET ? PN_KEY_SECRET : PN_KEY_CLUSTER;
+	if (nonce && pn_core_has_key(pn, which)) {
 		/* challenge it, and prove ourselves: its claim waits for its AUTH */
 		struct proof *p = malloc(sizeof *p);
 		if (!p)
 			return -PN_ENOMEM;
+		p->which = which;
 		p->origin = c->h.origin;
 		memcpy(p->nc, nonce, PN_NONCE_LEN);
 		if (getrandom(p->na, PN_NONCE_LEN, 0) != PN_NONCE_LEN) {
@@ -665,7 +682,8 @@ static int on_hello(struct pn_tp *tp, struct conn *c, const uint8_t *nonce)
 		}
 		uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
 		memcpy(out, p->na, PN_NONCE_LEN);
-		pn_core_mac(pn, "pn acceptor", p->nc, p->na, &p->origin, out + PN_NONCE_LEN);
+		pn_core_mac(pn, which, label_acceptor[which], p->nc, p->na, &p->origin,
+		            out + PN_NONCE_LEN);
 		c->proof = p;
 		struct pn_hdr ch = { .kind = PN_K_CHALLENGE, .len = sizeof out, .origin = tp->self };
 		return send_now(c, &ch, out, sizeof out);
@@ -693,9 +711,23 @@ static int on_auth(struct pn_tp *tp, struct conn *c)
 {
 	struct proof *p = c->proof;
 	c->proof = NULL;
-	bool ok = pn_core_mac_ok(tp->pn, "pn connector", p->nc, p->na, &p->origin, c->head);
+	enum pn_key which = p->which;
+	bool ok = pn_core_mac_ok(tp->pn, which, label_connector[which], p->nc, p->na, &p->origin,
+	                         c->head);
 	struct pn_addr origin = p->origin;
 	free(p);
+	if (which == PN_KEY_SECRET) {
+		/* a client: proven or not, it is known by this connection alone; unproven, it
+		 * goes on as one that brought no proof (the application says what is wrong) */
+		struct pn_peer_rec *peer = pn_core_peer_anon(tp->pn, &c->remote);
+		if (!peer)
+			return -PN_ENOMEM;
+		peer->proven = ok;
+		conn_attach(tp, c, peer);
+		if (ok || !pn_core_opts(tp->pn)->admit)
+			atomic_store(&c->admitted, true);
+		return 0;
+	}
 	if (!ok) {
 		char name[PN_NAME_LEN];
 		pn_addr_name(&origin, name, sizeof name);

@@ -48,7 +48,7 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 		return -PN_EPROTO;
 	if (h->kind == PN_K_MSG && (h->type == 0 || h->type > PN_MAX_TYPE))
 		return -PN_EPROTO;
-	if (h->flags & ~(h->kind == PN_K_HELLO ? PN_F_PROVE : PN_F_FORWARDED))
+	if (h->flags & ~(h->kind == PN_K_HELLO ? PN_F_PROVE | PN_F_SECRET : PN_F_FORWARDED))
 		return -PN_EPROTO;
 	if ((h->origin.family != 4 && h->origin.family != 6) || h->origin.scheme < PN_S_TCP ||
 	    h->origin.scheme > PN_S_RDMA)

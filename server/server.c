@@ -176,7 +176,9 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 		reply_err(s, from, coop, -AR_EPROTO, "malformed request header");
 		return -1;
 	}
-	if (!secret_ok(s, secret)) {
+	/* over tcp a client proves the secret when its connection opens (docs/net.md), and its
+	 * requests carry none; over udp and rdma they carry it */
+	if (!pn_peer_proven(s->pn, from) && !secret_ok(s, secret)) {
 		arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
 		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
 		return -1;
@@ -998,6 +1000,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	struct pn_opts po = { .n_workers = 1, .max_msg = c->out_max + EXEC_HDR_ROOM +
 	                      c->max_segment + 4096,
 	                      .admit = admit_request, .admit_arg = s,
+	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
 	                      .max_conns = c->max_conns,
 	                      .max_conns_per_addr = c->max_conns_per_addr ? c->max_conns_per_addr : 256,
 	                      .preauth_timeout_ms = (c->auth_timeout ? c->auth_timeout : 10) * 1000u,

@@ -10,6 +10,7 @@
  *     MEM_BOUND_MB; the same from 20 admitted connections stays under MEM_BOUND_ADMITTED_MB
  *     (--rx-budget 64M: one frame at a time past the budget); a normal client is served
  *     meanwhile;
+ *   - the secret: a relay between a client and arfd never sees it (proved, not sent);
  *   - descriptors: under RLIMIT_NOFILE 512, 600 idle connections leave a new client served
  *     within CLIENT_WAIT_S and arfd's CPU time over 2 s under CPU_BOUND_MS (the old code spun
  *     on accept's EMFILE at ~66% of a core); once with the default connection limit, once
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -210,6 +212,92 @@ static int client_stats(const char *secret, int timeout_ms)
 	free(text);
 	arc_close(a);
 	return rc;
+}
+
+/* A relay from a port of ours to arfd that keeps (up to 1 MiB of) what passes either way. */
+struct relay {
+	int lfd, port;
+	uint8_t seen[1 << 20];
+	size_t n;
+};
+
+static void *relay_main(void *arg)
+{
+	struct relay *r = arg;
+	struct pollfd pl = { .fd = r->lfd, .events = POLLIN };
+	if (poll(&pl, 1, 5000) != 1)
+		return NULL;
+	int a = accept(r->lfd, NULL, NULL), b = raw_connect(arfd_port, 0);
+	struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
+	for (double t0 = now_s(); a >= 0 && b >= 0 && now_s() - t0 < 10;) {
+		if (poll(p, 2, 100) <= 0)
+			continue;
+		uint8_t buf[65536];
+		int from = p[0].revents ? 0 : 1;
+		ssize_t n = read(p[from].fd, buf, sizeof buf);
+		if (n <= 0 || write(p[1 - from].fd, buf, (size_t)n) != n)
+			break;
+		size_t keep = (size_t)n < sizeof r->seen - r->n ? (size_t)n : sizeof r->seen - r->n;
+		memcpy(r->seen + r->n, buf, keep);
+		r->n += keep;
+	}
+	if (a >= 0)
+		close(a);
+	if (b >= 0)
+		close(b);
+	return NULL;
+}
+
+/* Over tcp the secret never travels: a client proves it when its connection opens.  A relay
+ * between client and arfd sees every byte of a few requests and never the secret; a client
+ * with a wrong secret still gets arfd's refusal. */
+static void test_secret_wire(void)
+{
+	static const char secret[] = "the-secret-6f1d2a";
+	const char *args[] = { "--secret", secret, NULL };
+	if (arfd_start(args, 0) != 0) { CHECK(0, "arfd"); return; }
+	static struct relay r;
+	r.n = 0;
+	r.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in la = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &la.sin_addr);
+	socklen_t ll = sizeof la;
+	if (r.lfd < 0 || bind(r.lfd, (struct sockaddr *)&la, sizeof la) != 0 || listen(r.lfd, 1) != 0 ||
+	    getsockname(r.lfd, (struct sockaddr *)&la, &ll) != 0) {
+		CHECK(0, "relay");
+		arfd_kill();
+		return;
+	}
+	pthread_t th;
+	pthread_create(&th, NULL, relay_main, &r);
+	char ep[64], err[256];
+	snprintf(ep, sizeof ep, "tcp:127.0.0.1:%d", ntohs(la.sin_port));
+	struct arc_opts o = { .secret = secret, .timeout_ms = 3000 };
+	struct arc *a = arc_connect(ep, &o, err, sizeof err);
+	int ok = 0;
+	for (int i = 0; a && i < 3; i++) {
+		char *text = NULL;
+		ok += arc_stats(a, &text) == 0;
+		free(text);
+	}
+	if (a)
+		arc_close(a);
+	pthread_join(th, NULL);
+	close(r.lfd);
+	CHECK(ok == 3 && r.n > 0 && !memmem(r.seen, r.n, secret, strlen(secret)),
+	      "3 requests with the secret: %d answered, %zu bytes on the wire, the secret %s", ok, r.n,
+	      memmem(r.seen, r.n, secret, strlen(secret)) ? "among them" : "not among them");
+	o.secret = "not-the-secret";
+	snprintf(ep, sizeof ep, "tcp:127.0.0.1:%d", arfd_port);
+	a = arc_connect(ep, &o, err, sizeof err);
+	char *text = NULL;
+	int rc = a ? arc_stats(a, &text) : -1;
+	CHECK(rc == -2 && a && strstr(arc_errmsg(a), "requires its shared secret"),
+	      "a wrong secret is refused: %d %s", rc, a ? arc_errmsg(a) : "");
+	free(text);
+	if (a)
+		arc_close(a);
+	arfd_kill();
 }
 
 static void test_hijack(void)
@@ -425,6 +513,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	atexit(arfd_kill);
 	test_hijack();
+	test_secret_wire();
 	test_memory();
 	getrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur >= 700)

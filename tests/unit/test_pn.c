@@ -756,6 +756,42 @@ static void test_admission(void)
 	pn_finalize(b);
 }
 
+/* proof: reply "1" when the sender's connection proved the secret, else "0" */
+static void h_proven(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                     size_t len, void *arg)
+{
+	pn_send(pn, from, T_REPLY, coop, pn_peer_proven(pn, from) ? "1" : "0", 1);
+}
+
+/* tcp, pn_opts.secret: a client with the server's secret proves it when its connection
+ * opens (pn_peer_proven), one with another secret or none does not and is still served. */
+static void test_secret(void)
+{
+	if (strcmp(scheme, "tcp"))
+		return;
+	struct pn_opts so = { .secret = "hush", .secret_len = 4 };
+	struct pn_opts wrong = { .secret = "hash", .secret_len = 4 };
+	struct pn *b = open_ep(&so), *good = open_ep(&so), *bad = open_ep(&wrong), *none = open_ep(NULL);
+	if (!b || !good || !bad || !none) {
+		CHECK(0, "open");
+		pn_finalize(b); pn_finalize(good); pn_finalize(bad); pn_finalize(none);
+		return;
+	}
+	pn_set_handler(b, T_ECHO, 0, h_proven, NULL);
+	char r[3][2] = { "?", "?", "?" };
+	struct pn *c[3] = { good, bad, none };
+	int rc[3];
+	for (int i = 0; i < 3; i++)
+		rc[i] = request(c[i], peer_of(c[i], b), T_ECHO, "?", 1, r[i], 1, NULL, 2000);
+	CHECK(rc[0] == 0 && r[0][0] == '1', "the right secret is proven: %d %c", rc[0], r[0][0]);
+	CHECK(rc[1] == 0 && r[1][0] == '0', "a wrong secret is not, and is served: %d %c", rc[1], r[1][0]);
+	CHECK(rc[2] == 0 && r[2][0] == '0', "no secret is not, and is served: %d %c", rc[2], r[2][0]);
+	pn_finalize(b);
+	pn_finalize(good);
+	pn_finalize(bad);
+	pn_finalize(none);
+}
+
 /* Garbage on the wire: the endpoint drops it, counts it, and keeps serving. */
 static void test_malformed(void)
 {
@@ -839,11 +875,11 @@ int main(int argc, char **argv)
 			host = getenv("PN_TEST_HOST") ? getenv("PN_TEST_HOST") : "127.0.0.1";
 		}
 		static void (*const tests[])(void) = { test_request_reply, test_delegation,
-			test_untrusted_forward, test_claims, test_admission,
+			test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
 			test_failures, test_malformed };
 		static const char *const names[] = { "request_reply", "delegation",
-			"untrusted_forward", "claims", "admission", "scatter_gather",
+			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
 			"concurrent", "big", "pipelined", "after_wait", "failures", "malformed" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
