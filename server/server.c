@@ -178,7 +178,7 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	}
 	/* over tcp a client proves the secret when its connection opens (docs/net.md), and its
 	 * requests carry none; over udp and rdma they carry it */
-	if (!pn_peer_proven(s->pn, from) && !secret_ok(s, secret)) {
+	if (!secret_ok(s, secret) && !pn_peer_proven(s->pn, from)) {
 		arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
 		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
 		return -1;
