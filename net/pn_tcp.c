@@ -83,7 +83,8 @@
 #define ACCEPT_BATCH 256           /* connections accepted per wake-up (level-triggered) */
 #define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
 
-/* The HELLO exchange of a connector that proves the cluster key (Identity, above). */
+/* The HELLO exchange of a connector that proves a key, the cluster key or the secret
+ * (Identity, above). */
 struct proof {
 	enum pn_key which;
 	struct pn_addr origin;         /* what it claims */
