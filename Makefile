@@ -23,7 +23,7 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lffi -lrdmacm -libverbs -lpthread
+LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lcrypto
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 
@@ -163,7 +163,8 @@ check-asan:
 # ---- rdma: test_pn over rdma: and tests/rdma/test_rdma need an RDMA device.  On a machine
 # without one, check-rdma boots the rdma-vm guest (Soft-RoCE; needs root, qemu and a few GiB
 # for its image) and runs tests/rdma/run.sh there, which builds in build-rdma: the guest's own
-# compiler and libraries, not the host's objects.
+# compiler and libraries, not the host's objects (libpn needs libcrypto's headers there too:
+# libssl-dev is added to the guest's packages).
 RDMA_VM_RUN     ?= ../shared/tools/rdma-vm/run.sh
 RDMA_VM_TIMEOUT ?= 1200
 RDMA_TESTS := $(BUILD)/tests/rdma/test_pn $(BUILD)/tests/rdma/test_rdma $(BUILD)/tests/rdma/test_arfd_rdma
@@ -180,7 +181,7 @@ check-rdma:
 	  sh tests/rdma/run.sh; \
 	else \
 	  echo "check-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
+	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
 	fi
 
 # ---- fuzz: libFuzzer targets, one per untrusted input
@@ -221,7 +222,7 @@ bench-rdma:
 	  sh bench/rdma/run.sh $(BENCH_RDMA_ARGS); \
 	else \
 	  echo "bench-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
+	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
 	  $(MAKE) -C bench/rdma plot; \
 	fi
 

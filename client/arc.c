@@ -150,6 +150,12 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	snprintf(self, sizeof self, "%.*s:%s:0", (int)(colon - endpoint), endpoint, local);
 	const char *listen = opts && opts->listen ? opts->listen : self;
 	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30 };
+	if (!strncmp(endpoint, "tcp:", 4) && a->secret[0]) {
+		/* over tcp the secret is proved when a connection opens and never sent
+		 * (docs/net.md); the requests carry none */
+		po.secret = a->secret;
+		po.secret_len = strlen(a->secret);
+	}
 	char perr[256];
 	a->pn = pn_init(&listen, 1, &po, perr, sizeof perr);
 	if (!a->pn) {
@@ -157,6 +163,8 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 		free(a);
 		return NULL;
 	}
+	if (po.secret)
+		memset(a->secret, 0, sizeof a->secret);   /* pn_init kept its own copy */
 	a->rdma = !strncmp(endpoint, "rdma:", 5);
 	int rc = pn_peer_get(a->pn, endpoint, &a->server);
 	if (rc != 0) {

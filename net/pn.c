@@ -18,6 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "pn_int.h"
 
 static const char *const err_msgs[] = {
@@ -133,6 +137,11 @@ struct pn {
 	int closing;               /* transports are closing: no more ops->release calls */
 	unsigned releasing;        /* pn_coop_end calls inside ops->release right now */
 
+	uint8_t *key;              /* a copy of opts.cluster_key, or NULL */
+	uint8_t *secret;           /* a copy of opts.secret, or NULL */
+	struct pn_addr *udp_trusted;   /* opts.udp_trusted, parsed */
+	unsigned n_udp_trusted;
+
 	atomic_bool send_closed;   /* pn_finalize: sends fail with PN_ESHUTDOWN */
 	_Atomic unsigned sending;  /* sends inside a transport right now */
 
@@ -194,10 +203,11 @@ bool pn_core_drop(struct pn *pn)
 
 /* ---- peers ---- */
 
-static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr *a)
+/* The peer with address a (anon: a new anonymous one, whatever its address). */
+static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr *a, bool anon)
 {
-	for (uint32_t i = 0; i < pn->n_peers; i++)
-		if (pn_addr_eq(&pn->peers[i]->addr, a))
+	for (uint32_t i = 0; i < pn->n_peers && !anon; i++)
+		if (!pn->peers[i]->anon && pn_addr_eq(&pn->peers[i]->addr, a))
 			return pn->peers[i];
 	if (pn->n_peers == pn->cap_peers) {
 		uint32_t cap = pn->cap_peers ? 2 * pn->cap_peers : 16;
@@ -212,6 +222,7 @@ static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr 
 		return NULL;
 	r->id = pn->n_peers;
 	r->addr = *a;
+	r->anon = anon;
 	pn_addr_name(a, r->name, sizeof r->name);
 	pn->peers[pn->n_peers++] = r;
 	return r;
@@ -220,9 +231,86 @@ static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr 
 struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a)
 {
 	pthread_mutex_lock(&pn->lock);
-	struct pn_peer_rec *r = peer_find_locked(pn, a);
+	struct pn_peer_rec *r = peer_find_locked(pn, a, false);
 	pthread_mutex_unlock(&pn->lock);
 	return r;
+}
+
+struct pn_peer_rec *pn_core_peer_anon(struct pn *pn, const struct pn_addr *a)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_peer_rec *r = peer_find_locked(pn, a, true);
+	pthread_mutex_unlock(&pn->lock);
+	return r;
+}
+
+bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a)
+{
+	for (unsigned i = 0; i < pn->n_udp_trusted; i++)
+		if (pn_addr_eq(&pn->udp_trusted[i], a))
+			return true;
+	return false;
+}
+
+bool pn_core_has_key(struct pn *pn, enum pn_key which)
+{
+	return (which == PN_KEY_CLUSTER ? pn->key : pn->secret) != NULL;
+}
+
+bool pn_peer_proven(struct pn *pn, pn_peer peer)
+{
+	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
+	return r && r->proven;
+}
+
+void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
+                 const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
+                 const struct pn_addr *origin, uint8_t out[PN_MAC_LEN])
+{
+	/* label, both nonces (fresh on each side: a recorded exchange proves nothing later) and
+	 * the claimed address (a proof for one address is no proof for another) */
+	uint8_t msg[32 + 2 * PN_NONCE_LEN + 20] = { 0 };
+	size_t ll = strlen(label);
+	memcpy(msg, label, ll < 32 ? ll : 32);
+	memcpy(msg + 32, nc, PN_NONCE_LEN);
+	memcpy(msg + 32 + PN_NONCE_LEN, na, PN_NONCE_LEN);
+	uint8_t *o = msg + 32 + 2 * PN_NONCE_LEN;
+	o[0] = origin->scheme;
+	o[1] = origin->family;
+	memcpy(o + 2, &origin->port, 2);
+	memcpy(o + 4, origin->addr, 16);
+	unsigned len = PN_MAC_LEN;
+	const uint8_t *key = which == PN_KEY_CLUSTER ? pn->key : pn->secret;
+	size_t klen = which == PN_KEY_CLUSTER ? pn->opts.cluster_key_len : pn->opts.secret_len;
+	if (!key || !HMAC(EVP_sha256(), key, (int)klen, msg, sizeof msg, out, &len))
+		memset(out, 0, PN_MAC_LEN);     /* matches no proof made with the key */
+	OPENSSL_cleanse(msg, sizeof msg);
+}
+
+bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
+                    const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
+                    const struct pn_addr *origin, const uint8_t got[PN_MAC_LEN])
+{
+	uint8_t want[PN_MAC_LEN];
+	pn_core_mac(pn, which, label, nc, na, origin, want);
+	bool ok = CRYPTO_memcmp(want, got, PN_MAC_LEN) == 0;   /* constant time */
+	OPENSSL_cleanse(want, sizeof want);
+	return ok;
+}
+
+int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const void *head,
+                  size_t head_len, uint64_t len)
+{
+	if (!pn->opts.admit)
+		return 1;
+	return pn->opts.admit(pn->opts.admit_arg, from->id, type, head, head_len, len) > 0;
+}
+
+void pn_core_refuse(struct pn *pn, struct pn_peer_rec *from, pn_type type, pn_coop coop,
+                    const void *head, size_t head_len)
+{
+	if (pn->opts.refuse)
+		pn->opts.refuse(pn->opts.admit_arg, from->id, type, coop, head, head_len);
 }
 
 struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id)
@@ -644,7 +732,7 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 	rx->buf = NULL;
 	rx->claim = -1;
 	rx->coop = NULL;
-	if (h->flags & PN_F_FORWARDED) {
+	if (h->flags & PN_F_FORWARDED) {    /* the transport vouches for it (pn_int.h) */
 		rx->from = pn_core_peer(pn, &h->origin);
 		if (!rx->from)
 			return NULL;
@@ -936,6 +1024,56 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	const char *env = getenv("PN_DROP");
 	if (env && !o->drop_rate)
 		o->drop_rate = strtod(env, NULL);
+	if (!o->preauth_max) o->preauth_max = 4096;
+	if (!o->preauth_timeout_ms) o->preauth_timeout_ms = 10000;
+	if (o->cluster_key_len > 0 && o->cluster_key) {
+		if (o->cluster_key_len > 1024 || !(pn->key = malloc(o->cluster_key_len))) {
+			snprintf(err, errlen, "cluster key: %s", o->cluster_key_len > 1024 ?
+			         "longer than 1024 bytes" : "out of memory");
+			free(pn);
+			return NULL;
+		}
+		memcpy(pn->key, o->cluster_key, o->cluster_key_len);
+	}
+	o->cluster_key = pn->key;
+	if (!pn->key)
+		o->cluster_key_len = 0;
+	if (o->secret_len > 0 && o->secret) {
+		if (o->secret_len > 1024 || !(pn->secret = malloc(o->secret_len))) {
+			snprintf(err, errlen, "secret: %s", o->secret_len > 1024 ?
+			         "longer than 1024 bytes" : "out of memory");
+			free(pn->key);
+			free(pn);
+			return NULL;
+		}
+		memcpy(pn->secret, o->secret, o->secret_len);
+	}
+	o->secret = pn->secret;
+	if (!pn->secret)
+		o->secret_len = 0;
+	unsigned n_trusted = 0;
+	while (o->udp_trusted && o->udp_trusted[n_trusted])
+		n_trusted++;
+	if (n_trusted && !(pn->udp_trusted = calloc(n_trusted, sizeof *pn->udp_trusted))) {
+		snprintf(err, errlen, "out of memory");
+		free(pn->key);
+		free(pn->secret);
+		free(pn);
+		return NULL;
+	}
+	for (unsigned i = 0; i < n_trusted; i++) {
+		if (pn_addr_parse(o->udp_trusted[i], &pn->udp_trusted[pn->n_udp_trusted], 1) != 0 ||
+		    pn->udp_trusted[pn->n_udp_trusted].scheme != PN_S_UDP) {
+			snprintf(err, errlen, "udp_trusted %s: %s", o->udp_trusted[i], pn_strerror(PN_EADDR));
+			free(pn->udp_trusted);
+			free(pn->key);
+			free(pn->secret);
+			free(pn);
+			return NULL;
+		}
+		pn->n_udp_trusted++;
+	}
+	o->udp_trusted = NULL;             /* the caller's array need not outlive pn_init */
 	if (o->drop_rate > 0)
 		pn->drop_threshold = o->drop_rate >= 1 ? UINT64_MAX : (uint64_t)(o->drop_rate * 18446744073709551616.0);
 	pthread_mutex_init(&pn->lock, NULL);
@@ -1040,6 +1178,13 @@ void pn_finalize(struct pn *pn)
 	for (uint32_t i = 0; i < pn->n_peers; i++)
 		free(pn->peers[i]);
 	free(pn->peers);
+	if (pn->key)
+		OPENSSL_cleanse(pn->key, pn->opts.cluster_key_len);
+	free(pn->key);
+	if (pn->secret)
+		OPENSSL_cleanse(pn->secret, pn->opts.secret_len);
+	free(pn->secret);
+	free(pn->udp_trusted);
 	pthread_cond_destroy(&pn->q_cond);
 	pthread_mutex_destroy(&pn->lock);
 	free(pn);

@@ -16,6 +16,7 @@
 #ifndef PN_H
 #define PN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,7 @@ typedef uint64_t pn_coop;          /* cooperation token; 0 means none */
 #define PN_MAX_TYPE   4095
 #define PN_ANY        ((pn_peer)0xffffffffu)   /* receive descriptor: from any peer */
 #define PN_MAX_ENDPOINTS 8
+#define PN_ADMIT_HEAD 2048         /* bytes of a message pn_opts.admit sees */
 
 struct pn_opts {
 	unsigned n_workers;        /* handler threads; 0 = 4 */
@@ -47,6 +49,48 @@ struct pn_opts {
 	unsigned udp_max_wait_ms;  /* an unacknowledged udp message is returned after; 0 = 5000 */
 	unsigned spin_us;          /* pn_coop_end polls this long before sleeping; 0 = 50,
 	                            * above 100000 = never (for machines short of cores) */
+	/* Identity and admission (docs/net.md, "Identity and trust").  A peer that connects to
+	 * us is known by its connection (tcp) or its datagrams' source address (udp); what it
+	 * claims (the listening address in its HELLO, the origin of a message it forwards) is
+	 * believed only from a member of the same cluster: over tcp, a peer that proved it holds
+	 * cluster_key (an HMAC-SHA-256 challenge-response when the connection opens; the key
+	 * never travels); over udp, a sender whose source address is in udp_trusted.  Without a
+	 * key nobody's claims are believed; pn_forward then works only over udp_trusted. */
+	const void *cluster_key;
+	size_t cluster_key_len;
+	/* tcp: a secret shared with clients, proved by the same challenge-response under other
+	 * labels (never sent): an endpoint with one proves it on every connection it opens; one
+	 * that accepts a connection marks it proven (pn_peer_proven) and admitted when the proof
+	 * is right, and goes on with it unproven when not.  Claims are not believed for it. */
+	const void *secret;
+	size_t secret_len;
+	const char *const *udp_trusted;  /* NULL-terminated names "udp:HOST:PORT"; NULL: none */
+	/* tcp, connections others open to us.  A connection is admitted once the application
+	 * says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
+	 * PN_ADMIT_HEAD) of each message of a connection not yet admitted, whose whole length
+	 * is len, before the rest is read; it returns 1 to admit the connection (e.g. the
+	 * request carries the right secret), 0 to deliver this message without admitting it.
+	 * NULL: a connection is admitted by its HELLO.  Until admitted, a connection may send
+	 * messages of at most preauth_max bytes (a larger one closes it) and is closed after
+	 * preauth_timeout_ms; a cluster member that proved the key is admitted at once. */
+	int (*admit)(void *arg, pn_peer from, pn_type type, const void *head, size_t head_len,
+	             uint64_t len);
+	void *admit_arg;
+	/* A message admit did not admit and that is over preauth_max closes its connection;
+	 * refuse (I/O thread, must not block; NULL: nothing), called first with the same head,
+	 * lets the application answer why (e.g. "this server requires its secret"): what it
+	 * sends to from goes out before the connection is closed. */
+	void (*refuse)(void *arg, pn_peer from, pn_type type, pn_coop coop, const void *head,
+	               size_t head_len);
+	uint32_t preauth_max;      /* 0 = 4096 */
+	unsigned preauth_timeout_ms; /* 0 = 10000 */
+	unsigned idle_timeout_ms;  /* an admitted connection silent this long is closed; 0 = never */
+	uint64_t rx_budget;        /* payload bytes being received on all connections at once:
+	                            * past it, sockets wait (back-pressure); 0 = no limit */
+	unsigned max_conns;        /* connections others opened to us; 0 = RLIMIT_NOFILE - 64.
+	                            * Past it, the oldest one not admitted is closed, else the
+	                            * new one */
+	unsigned max_conns_per_addr; /* the same from one IP address; 0 = no limit */
 	/* Diagnostics the error codes cannot carry (rdma: ibv_wc_status_str of a failed
 	 * completion, a rejected connection).  Called from any thread; NULL: stderr. */
 	void (*log)(void *arg, const char *msg);
@@ -70,6 +114,8 @@ const char *pn_self(struct pn *pn, const char *scheme);
  * first send.  Host names are resolved once, here. */
 int pn_peer_get(struct pn *pn, const char *name, pn_peer *out);
 const char *pn_peer_name(struct pn *pn, pn_peer peer);
+/* Whether peer's connection proved pn_opts.secret when it opened (tcp; docs/net.md). */
+bool pn_peer_proven(struct pn *pn, pn_peer peer);
 
 /* A handler gets the sender (for forwarded messages: the origin), the message type, the
  * Cooperation token to answer with, and the payload (valid until it returns; may be modified).

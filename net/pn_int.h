@@ -33,9 +33,20 @@
 
 enum pn_kind {
 	PN_K_MSG = 1,              /* an application message */
-	PN_K_HELLO = 2,            /* first frame of a connection: origin = the sender's address */
+	PN_K_HELLO = 2,            /* first frame of a connection: origin = the sender's address
+	                            * (a claim: believed only once proven, see PN_F_PROVE) */
+	PN_K_CHALLENGE = 3,        /* tcp, answer to a HELLO with PN_F_PROVE: the acceptor's nonce
+	                            * and its own proof (PN_NONCE_LEN + PN_MAC_LEN bytes), or
+	                            * nothing when it has no cluster key */
+	PN_K_AUTH = 4,             /* tcp, the connector's proof (PN_MAC_LEN bytes) */
 };
 #define PN_F_FORWARDED 0x0001u /* origin is not the sender: reply to origin */
+#define PN_F_PROVE     0x0002u /* HELLO: the sender will prove it holds the cluster key; the
+                                * payload is its nonce (PN_NONCE_LEN bytes) */
+#define PN_F_SECRET    0x0004u /* HELLO with PN_F_PROVE: the key is pn_opts.secret instead */
+enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET };
+#define PN_NONCE_LEN   32
+#define PN_MAC_LEN     32      /* HMAC-SHA-256 */
 
 enum pn_scheme { PN_S_TCP = 1, PN_S_UDP = 2, PN_S_RDMA = 3 };
 
@@ -71,7 +82,11 @@ int pn_addr_eq(const struct pn_addr *a, const struct pn_addr *b);
 #define PN_NAME_LEN 64
 struct pn_peer_rec {
 	pn_peer id;
-	struct pn_addr addr;
+	struct pn_addr addr;       /* anonymous peers: the remote end of their connection */
+	bool anon;                 /* known only by one connection (it claimed nothing we believe):
+	                            * never found by address, never connected to */
+	bool proven;               /* its connection proved pn_opts.secret (set before any of its
+	                            * messages is delivered) */
 	char name[PN_NAME_LEN];
 	void *tp_state;            /* the transport's per-peer state, guarded by the transport */
 };
@@ -120,11 +135,33 @@ extern const struct pn_transport pn_rdma_transport;
 const struct pn_opts *pn_core_opts(struct pn *pn);
 /* The peer with this address, created if new; NULL when out of memory. */
 struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a);
+/* A new anonymous peer for a connection from remote address a (tcp: its ephemeral port):
+ * pn_core_peer never returns it, so nobody can claim it; NULL when out of memory. */
+struct pn_peer_rec *pn_core_peer_anon(struct pn *pn, const struct pn_addr *a);
+/* Whether udp datagrams from source address a may carry a forwarded origin (udp_trusted). */
+bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a);
+/* Whether the endpoint has that key, and the HMAC-SHA-256 under it of label, the two nonces
+ * and the claimed origin (the proofs of the tcp HELLO exchange, docs/net.md). */
+bool pn_core_has_key(struct pn *pn, enum pn_key which);
+void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
+                 const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
+                 const struct pn_addr *origin, uint8_t out[PN_MAC_LEN]);
+bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
+                    const uint8_t nc[PN_NONCE_LEN],
+                    const uint8_t na[PN_NONCE_LEN], const struct pn_addr *origin,
+                    const uint8_t got[PN_MAC_LEN]);
+/* opts.admit for the first bytes of a message from a connection not yet admitted (1: admit). */
+int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const void *head,
+                  size_t head_len, uint64_t len);
+/* opts.refuse for such a message that is too large to take in before admission. */
+void pn_core_refuse(struct pn *pn, struct pn_peer_rec *from, pn_type type, pn_coop coop,
+                    const void *head, size_t head_len);
 /* The peer with this id, or NULL. */
 struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id);
 
 /* Receiving one message is two calls.  pn_core_rx_begin gets the header (and the peer the
- * frame came from) and returns the buffer of h->len bytes the payload must be written into:
+ * frame came from; the transport clears PN_F_FORWARDED unless that peer is a proven member
+ * of the cluster, so an origin nobody proved is never believed) and returns the buffer of h->len bytes the payload must be written into:
  * a Cooperation's descriptor buffer when the message is a reply to one (no copy), or a fresh
  * one; NULL for a zero-length payload or when out of memory / the reply does not fit (then
  * the transport must still consume the bytes and pass status != 0).  pn_core_rx_end delivers

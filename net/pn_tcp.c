@@ -3,7 +3,8 @@
  * The exchange on one connection, step by step:
  *   1. A connects to B's listening address (non-blocking connect, bounded by
  *      connect_timeout_ms), sets TCP_NODELAY, and sends HELLO whose origin is A's own
- *      listening address, so B knows which peer the connection belongs to.
+ *      listening address.  B believes it only if A proves the cluster key (Identity, below);
+ *      otherwise the connection is its own anonymous peer to B.
  *   2. Either side then sends frames: a 40-byte header (wire.c) and the payload, written with
  *      one writev by the sending thread itself (no hand-off to another thread; a per-connection
  *      lock keeps frames whole; SO_SNDTIMEO bounds a send to a peer that stopped reading).
@@ -38,6 +39,23 @@
  * written together before the next recv, so a pipelined burst of requests that one recv
  * brought in is answered with one system call instead of one per request.
  */
+/* Identity (docs/net.md, "Identity and trust"): an endpoint with a cluster key sends HELLO
+ * with PROVE and a nonce, and waits (prove_hello, before the connection is anyone else's)
+ * for B's CHALLENGE: B's nonce and B's HMAC over both nonces and A's claimed address; A
+ * answers AUTH with its own HMAC.  B attaches the connection to A's address only after a
+ * good AUTH (on_auth), and believes FORWARDED origins only on such connections
+ * (c->trusted); everywhere else it clears the flag.  A connection B accepts without a proof
+ * gets an anonymous peer: replies to it go back on it, and it is never connected to.
+ *
+ * Limits (docs/net.md, "Admission and limits"): a connection B accepted is admitted by
+ * pn_opts.admit, which sees the first PN_ADMIT_HEAD bytes of each message read into c->head
+ * before its payload is allocated; until then messages over preauth_max close it.  A payload
+ * over RX_STAGE takes rx_budget bytes until it is complete; one that does not fit leaves its
+ * connection out of epoll (budget_wait) until resume_blocked finds room.  The I/O thread
+ * sweeps for connections past preauth_timeout_ms or idle_timeout_ms every SWEEP_NS, and
+ * at accept makes room under max_conns / max_conns_per_addr by shutting down the oldest
+ * connection not admitted (conn_doom: the usual read path then closes it).  EMFILE: on_no_fd.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
@@ -48,7 +66,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pn_int.h"
@@ -57,6 +78,18 @@
 #define OUT_CAP  (32 * 1024)       /* replies batched during one read pass (see the top) */
 #define STICKY_NS 1000000ull       /* a waiter's connection stays out of epoll this long */
 #define RECV_SLICE_MS 10           /* a waiter's blocking recv looks up this often */
+#define SWEEP_NS  1000000000ull    /* connection timeouts are checked this often */
+#define ACCEPT_PAUSE_NS 100000000ull /* no descriptor even for accept-and-close: wait this */
+#define ACCEPT_BATCH 256           /* connections accepted per wake-up (level-triggered) */
+#define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
+
+/* The HELLO exchange of a connector that proves a key, the cluster key or the secret
+ * (Identity, above). */
+struct proof {
+	enum pn_key which;
+	struct pn_addr origin;         /* what it claims */
+	uint8_t nc[PN_NONCE_LEN], na[PN_NONCE_LEN];
+};
 
 struct conn {
 	int fd;
@@ -66,12 +99,29 @@ struct conn {
 	atomic_bool dead;              /* set once, under send_lock; read without it */
 	bool closed;                   /* conn_close ran (under rx_lock): nobody reads it again */
 	struct pn_peer_rec *peer;      /* NULL until HELLO (incoming) */
-	/* receive state, I/O thread only */
+	/* identity and admission (Identity and Limits, above) */
+	bool inbound;                  /* opened by the other side */
+	bool trusted;                  /* it proved the cluster key: its claims are believed */
+	atomic_bool admitted;          /* past pn_opts.admit: no pre-authentication limits */
+	bool doomed;                   /* shut down on purpose (limit, timeout); under tp->lock */
+	struct pn_addr remote;         /* inbound: the other end (anonymous name, per-address limit) */
+	uint64_t opened_ns;
+	_Atomic uint64_t last_rx_ns;   /* coarse clock: idle timeout */
+	struct proof *proof;           /* inbound, between a proving HELLO and its AUTH */
+	/* receive state: whoever holds rx_lock */
 	uint8_t *stage;
 	size_t st_off, st_len;
 	uint8_t hdr[PN_HDR_LEN];
 	size_t hdr_got;
+	struct pn_hdr h;               /* the frame being received */
+	bool in_head;                  /* reading its first bytes into head (control frames, and
+	                                * messages of a connection not yet admitted) */
+	uint8_t *head;                 /* PN_ADMIT_HEAD bytes, allocated on first use */
+	size_t head_need, head_got;
 	bool in_payload;
+	bool blocked;                  /* the payload waits for rx_budget */
+	bool budget_wait;              /* ... and the I/O thread took it out of epoll for that */
+	uint64_t held;                 /* rx_budget bytes this frame holds */
 	struct pn_rx rx;
 	uint8_t *dst;
 	size_t need, got;
@@ -103,7 +153,21 @@ struct pn_tp {
 	atomic_int n_unwatched;        /* connections left out of epoll by waiters */
 	atomic_bool kicked;            /* tcp_kick: put them all back now */
 	atomic_bool stop;
+	/* limits (Limits, above) */
+	unsigned max_conns;            /* opts.max_conns, or from RLIMIT_NOFILE */
+	int reserve_fd;                /* spent to accept-and-close when out of descriptors */
+	uint64_t accept_paused_until;  /* I/O thread: listening socket out of epoll until then */
+	uint64_t last_emfile_log;
+	_Atomic uint64_t rx_held;      /* payload bytes being received (rx_budget) */
+	atomic_int n_blocked;          /* connections waiting for rx_budget */
 };
+
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The connection the calling thread is reading (inside on_readable), whose out buffer
  * collects the frames it sends meanwhile; NULL elsewhere. */
@@ -124,7 +188,8 @@ static void rewatch(struct pn_tp *tp, struct conn *c)
 	atomic_store(&c->want_watch, false);
 	if (!c->unwatched || c->closed)
 		return;
-	watch(tp, c, true);
+	if (!c->budget_wait)           /* else it stays out until its payload fits */
+		watch(tp, c, true);
 	c->unwatched = false;
 	atomic_fetch_sub(&tp->n_unwatched, 1);
 }
@@ -137,6 +202,8 @@ static void conn_unref(struct conn *c)
 		pthread_mutex_destroy(&c->send_lock);
 		pthread_mutex_destroy(&c->rx_lock);
 		free(c->stage);
+		free(c->head);
+		free(c->proof);
 		free(c->out);
 		free(c);
 	}
@@ -156,7 +223,21 @@ static struct tcp_peer *peer_state(struct pn_tp *tp, struct pn_peer_rec *peer)
 	return peer->tp_state;
 }
 
-static struct conn *conn_new(struct pn_tp *tp, int fd)
+/* Hand a new connection to the I/O thread. */
+static void conn_watch_new(struct pn_tp *tp, struct conn *c)
+{
+	pthread_mutex_lock(&tp->lock);
+	c->next = tp->conns;
+	tp->conns = c;
+	pthread_mutex_unlock(&tp->lock);
+	struct epoll_event ev = { .events = CONN_EVENTS, .data.ptr = c };
+	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+/* A connection on fd: inbound (remote: its other end) or one we opened; watched: handed to
+ * the I/O thread at once (else conn_watch_new, once its HELLO exchange is done). */
+static struct conn *conn_new(struct pn_tp *tp, int fd, const struct pn_addr *remote,
+                             bool watched)
 {
 	struct conn *c = calloc(1, sizeof *c);
 	if (!c || !(c->stage = malloc(RX_STAGE))) {
@@ -164,6 +245,13 @@ static struct conn *conn_new(struct pn_tp *tp, int fd)
 		return NULL;
 	}
 	c->fd = fd;
+	c->inbound = remote != NULL;
+	if (remote)
+		c->remote = *remote;
+	/* a connection we opened goes where we chose: nothing to admit */
+	atomic_init(&c->admitted, !remote);
+	c->opened_ns = coarse_ns();
+	atomic_init(&c->last_rx_ns, c->opened_ns);
 	atomic_init(&c->refs, 1);          /* the I/O thread's reference */
 	pthread_mutex_init(&c->send_lock, NULL);
 	pthread_mutex_init(&c->rx_lock, NULL);
@@ -172,12 +260,8 @@ static struct conn *conn_new(struct pn_tp *tp, int fd)
 	unsigned ms = pn_core_opts(tp->pn)->send_timeout_ms;
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-	pthread_mutex_lock(&tp->lock);
-	c->next = tp->conns;
-	tp->conns = c;
-	pthread_mutex_unlock(&tp->lock);
-	struct epoll_event ev = { .events = CONN_EVENTS, .data.ptr = c };
-	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev);
+	if (watched)
+		conn_watch_new(tp, c);
 	return c;
 }
 
@@ -278,6 +362,79 @@ static int send_on(struct conn *c, const struct pn_hdr *h, const void *payload, 
 	return send_now(c, h, payload, len);
 }
 
+/* Read exactly len bytes from the blocking socket fd by the deadline (ns, monotonic). */
+static int read_by(int fd, void *buf, size_t len, uint64_t deadline)
+{
+	for (size_t got = 0; got < len;) {
+		uint64_t now = pn_now_ns();
+		if (now >= deadline)
+			return -PN_ETIMEDOUT;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int n = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
+		if (n < 0 && errno != EINTR)
+			return -PN_EPEERDOWN;
+		if (n <= 0)
+			continue;
+		ssize_t r = recv(fd, (uint8_t *)buf + got, len - got, MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			return -PN_EPEERDOWN;
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return 0;
+}
+
+/* The MAC labels of the two sides, per key: a proof made for one use is none for another. */
+static const char *const label_acceptor[] = { "pn acceptor", "pn secret acceptor" };
+static const char *const label_connector[] = { "pn connector", "pn secret connector" };
+
+/* The connector's side of the HELLO exchange (Identity, above), on a fresh connection
+ * nobody else uses yet: HELLO with our nonce, the acceptor's CHALLENGE (its nonce and its
+ * proof, or nothing when it has no key), our AUTH.  *proved: both proved the key.  A wrong
+ * proof of the cluster key refuses the connection; of the secret (we are a client: most
+ * likely our secret is wrong), it goes on unproven, so the server can say what is wrong. */
+static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *peer,
+                       enum pn_key which, bool *proved)
+{
+	struct pn *pn = tp->pn;
+	uint8_t nc[PN_NONCE_LEN], in[PN_NONCE_LEN + PN_MAC_LEN], mac[PN_MAC_LEN], hb[PN_HDR_LEN];
+	if (getrandom(nc, sizeof nc, 0) != sizeof nc)
+		return -PN_ESYS;
+	struct pn_hdr h = { .kind = PN_K_HELLO, .len = PN_NONCE_LEN, .origin = tp->self,
+	                    .flags = PN_F_PROVE | (which == PN_KEY_SECRET ? PN_F_SECRET : 0) };
+	int rc = send_now(c, &h, nc, sizeof nc);
+	if (rc != 0)
+		return rc;
+	uint64_t deadline = pn_now_ns() + (uint64_t)pn_core_opts(pn)->connect_timeout_ms * 1000000u;
+	rc = read_by(c->fd, hb, sizeof hb, deadline);
+	if (rc == 0)
+		rc = pn_wire_get(hb, &h, sizeof in);
+	if (rc == 0 && (h.kind != PN_K_CHALLENGE || (h.len != 0 && h.len != sizeof in)))
+		rc = -PN_EPROTO;
+	if (rc == 0 && h.len)
+		rc = read_by(c->fd, in, sizeof in, deadline);
+	if (rc != 0)
+		return rc;
+	*proved = false;
+	if (h.len == 0)
+		return 0;              /* it has no key (a client we answer): an ordinary connection */
+	bool ok = pn_core_mac_ok(pn, which, label_acceptor[which], nc, in, &tp->self,
+	                         in + PN_NONCE_LEN);
+	if (!ok && which == PN_KEY_CLUSTER) {
+		pn_core_log(pn, "tcp: %s failed the cluster key proof (not a member, or another key)",
+		            peer->name);
+		return -PN_EREFUSED;
+	}
+	if (ok)
+		pn_core_mac(pn, which, label_connector[which], nc, in, &tp->self, mac);
+	else
+		memset(mac, 0, sizeof mac);    /* nothing about our key to one who showed none */
+	struct pn_hdr auth = { .kind = PN_K_AUTH, .len = PN_MAC_LEN, .origin = tp->self };
+	rc = send_now(c, &auth, mac, sizeof mac);
+	*proved = ok && rc == 0;
+	return rc;
+}
+
 static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
 {
 	struct sockaddr_storage ss;
@@ -308,17 +465,28 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		return e == ECONNREFUSED ? -PN_EREFUSED : e == ETIMEDOUT ? -PN_ETIMEDOUT : -PN_EPEERDOWN;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);   /* sends block, reads use DONTWAIT */
-	struct conn *c = conn_new(tp, fd);
+	struct conn *c = conn_new(tp, fd, NULL, false);   /* not in epoll until the HELLO is done */
 	if (!c) {
 		close(fd);
 		return -PN_ENOMEM;
 	}
-	struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self };
 	/* HELLO goes out before anyone else can use the connection: it is not attached yet
 	 * (and never batched, or another thread's frame could overtake it) */
-	rc = send_now(c, &hello, NULL, 0);
-	if (rc != 0)
-		return rc;                 /* the I/O thread closes it */
+	bool trusted = false, proved = false;
+	if (pn_core_has_key(tp->pn, PN_KEY_CLUSTER)) {
+		rc = prove_hello(tp, c, peer, PN_KEY_CLUSTER, &trusted);
+	} else if (pn_core_has_key(tp->pn, PN_KEY_SECRET)) {
+		rc = prove_hello(tp, c, peer, PN_KEY_SECRET, &proved);
+	} else {
+		struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self };
+		rc = send_now(c, &hello, NULL, 0);
+	}
+	if (rc != 0) {
+		conn_unref(c);             /* closes fd */
+		return rc;
+	}
+	c->trusted = trusted;
+	conn_watch_new(tp, c);
 	c->peer = peer;
 	atomic_fetch_add(&c->refs, 1);     /* the caller's reference */
 	*out = c;
@@ -343,6 +511,11 @@ static int tcp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 		}
 		if (c) {
 			atomic_fetch_add(&c->refs, 1);
+		} else if (peer->anon) {
+			/* known only by its connection, which is gone: never connect to where it
+			 * says it listens (anyone may say anything) */
+			pthread_mutex_unlock(&s->lock);
+			return -PN_EPEERDOWN;
 		} else {
 			/* connect under the peer lock so concurrent first sends share one connection */
 			int rc = connect_peer(tp, peer, &c);
@@ -366,6 +539,34 @@ static int tcp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 
 /* ---- the I/O thread ---- */
 
+/* rx_budget: may this connection start receiving a payload of len bytes now?  Payloads that
+ * fit the stage are not counted (each connection has one stage anyway); a payload larger
+ * than the whole budget is let through when nothing else holds any, so it cannot wait
+ * forever. */
+static bool budget_take(struct pn_tp *tp, struct conn *c, uint64_t len)
+{
+	uint64_t budget = pn_core_opts(tp->pn)->rx_budget;
+	if (!budget || len <= RX_STAGE)
+		return true;
+	uint64_t cur = atomic_load(&tp->rx_held);
+	do
+		if (cur && cur + len > budget)
+			return false;
+	while (!atomic_compare_exchange_weak(&tp->rx_held, &cur, cur + len));
+	c->held = len;
+	return true;
+}
+
+static void budget_release(struct pn_tp *tp, struct conn *c)
+{
+	if (!c->held)
+		return;
+	atomic_fetch_sub(&tp->rx_held, c->held);
+	c->held = 0;
+	if (atomic_load(&tp->n_blocked) > 0)
+		pn_signal_eventfd(tp->wakefd);     /* the I/O thread resumes a waiting connection */
+}
+
 static void conn_close(struct pn_tp *tp, struct conn *c, int err)
 {
 	epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -373,7 +574,12 @@ static void conn_close(struct pn_tp *tp, struct conn *c, int err)
 		c->unwatched = false;
 		atomic_fetch_sub(&tp->n_unwatched, 1);
 	}
+	if (c->budget_wait) {
+		c->budget_wait = false;
+		atomic_fetch_sub(&tp->n_blocked, 1);
+	}
 	if (c->in_payload) {
+		budget_release(tp, c);
 		pn_core_rx_end(tp->pn, &c->rx, err);
 		c->in_payload = false;
 	}
@@ -402,46 +608,227 @@ static void conn_close(struct pn_tp *tp, struct conn *c, int err)
 	pthread_mutex_unlock(&tp->lock);
 }
 
-/* A complete header is in c->hdr: check it and start the payload.  0, or an error that
+/* The reader of c (rx_lock held) failed with rc: close c for good.  The caller then lets go
+ * of rx_lock and drops the I/O thread's reference. */
+static void conn_fail(struct pn_tp *tp, struct conn *c, int rc)
+{
+	if (rc == -PN_EPROTO || rc == -PN_ETOOBIG)
+		pn_core_count(tp->pn, PN_ST_BAD_FRAMES, 1);
+	conn_close(tp, c, rc == -PN_EPROTO || rc == -PN_ETOOBIG ? -PN_EPEERDOWN : rc);
+	c->closed = true;
+}
+
+/* Shut c down on purpose (a limit or a timeout; tp->lock held): the I/O thread then reads
+ * its end and closes it as any other. */
+static void conn_doom(struct conn *c)
+{
+	c->doomed = true;
+	pthread_mutex_lock(&c->send_lock);
+	c->dead = true;
+	shutdown(c->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&c->send_lock);
+}
+
+/* The payload of c->h starts: ask the core where it goes (after rx_budget agrees; else the
+ * connection waits, blocked), and put there what was read of it into head already. */
+static int payload_start(struct pn_tp *tp, struct conn *c)
+{
+	const struct pn_hdr *h = &c->h;
+	if (!budget_take(tp, c, h->len)) {
+		c->blocked = true;
+		return 0;
+	}
+	c->blocked = false;
+	c->dst = pn_core_rx_begin(tp->pn, c->peer, h, &c->rx);
+	c->need = h->len;
+	c->got = 0;
+	c->in_payload = true;
+	if (h->len && !c->dst)
+		return -PN_ENOMEM;
+	if (c->head_got) {
+		memcpy(c->dst, c->head, c->head_got);
+		c->got = c->head_got;
+		c->head_got = 0;
+	}
+	return 0;
+}
+
+/* Read the next n bytes of the frame into c->head before going on (on_head). */
+static int head_start(struct conn *c, size_t n)
+{
+	if (!c->head && !(c->head = malloc(PN_ADMIT_HEAD)))
+		return -PN_ENOMEM;
+	c->in_head = true;
+	c->head_need = n;
+	c->head_got = 0;
+	return 0;
+}
+
+/* HELLO from the connector of an inbound connection, with its nonce when it offers a proof. */
+static int on_hello(struct pn_tp *tp, struct conn *c, const uint8_t *nonce)
+{
+	struct pn *pn = tp->pn;
+	enum pn_key which = c->h.flags & PN_F_SECRET ? PN_KEY_SECRET : PN_KEY_CLUSTER;
+	if (nonce && pn_core_has_key(pn, which)) {
+		/* challenge it, and prove ourselves: its claim waits for its AUTH */
+		struct proof *p = malloc(sizeof *p);
+		if (!p)
+			return -PN_ENOMEM;
+		p->which = which;
+		p->origin = c->h.origin;
+		memcpy(p->nc, nonce, PN_NONCE_LEN);
+		if (getrandom(p->na, PN_NONCE_LEN, 0) != PN_NONCE_LEN) {
+			free(p);
+			return -PN_ESYS;
+		}
+		uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
+		memcpy(out, p->na, PN_NONCE_LEN);
+		pn_core_mac(pn, which, label_acceptor[which], p->nc, p->na, &p->origin,
+		            out + PN_NONCE_LEN);
+		c->proof = p;
+		struct pn_hdr ch = { .kind = PN_K_CHALLENGE, .len = sizeof out, .origin = tp->self };
+		return send_now(c, &ch, out, sizeof out);
+	}
+	if (nonce) {
+		/* no key here: say so; the connector goes on as an ordinary one */
+		struct pn_hdr ch = { .kind = PN_K_CHALLENGE, .origin = tp->self };
+		int rc = send_now(c, &ch, NULL, 0);
+		if (rc != 0)
+			return rc;
+	}
+	/* Its claimed address is not believed: it is known by this connection alone, replies to
+	 * it go back on it, and nothing ever connects to where it says it listens. */
+	struct pn_peer_rec *peer = pn_core_peer_anon(pn, &c->remote);
+	if (!peer)
+		return -PN_ENOMEM;
+	conn_attach(tp, c, peer);
+	if (!pn_core_opts(pn)->admit)
+		atomic_store(&c->admitted, true);
+	return 0;
+}
+
+/* AUTH: the connector's proof for the nonces and the address it claimed. */
+static int on_auth(struct pn_tp *tp, struct conn *c)
+{
+	struct proof *p = c->proof;
+	c->proof = NULL;
+	enum pn_key which = p->which;
+	bool ok = pn_core_mac_ok(tp->pn, which, label_connector[which], p->nc, p->na, &p->origin,
+	                         c->head);
+	struct pn_addr origin = p->origin;
+	free(p);
+	if (which == PN_KEY_SECRET) {
+		/* a client: proven or not, it is known by this connection alone; unproven, it
+		 * goes on as one that brought no proof (the application says what is wrong) */
+		struct pn_peer_rec *peer = pn_core_peer_anon(tp->pn, &c->remote);
+		if (!peer)
+			return -PN_ENOMEM;
+		peer->proven = ok;
+		conn_attach(tp, c, peer);
+		if (ok || !pn_core_opts(tp->pn)->admit)
+			atomic_store(&c->admitted, true);
+		return 0;
+	}
+	if (!ok) {
+		char name[PN_NAME_LEN];
+		pn_addr_name(&origin, name, sizeof name);
+		pn_core_log(tp->pn, "tcp: a connection claiming to be %s failed the cluster key proof",
+		            name);
+		return -PN_EPROTO;
+	}
+	struct pn_peer_rec *peer = pn_core_peer(tp->pn, &origin);
+	if (!peer)
+		return -PN_ENOMEM;
+	c->trusted = true;
+	atomic_store(&c->admitted, true);
+	conn_attach(tp, c, peer);
+	return 0;
+}
+
+/* The first bytes of a message from a connection not yet admitted are in head. */
+static int on_message_head(struct pn_tp *tp, struct conn *c)
+{
+	if (pn_core_admit(tp->pn, c->peer, c->h.type, c->head, c->head_got, c->h.len))
+		atomic_store(&c->admitted, true);
+	else if (c->h.len > pn_core_opts(tp->pn)->preauth_max) {
+		/* the answer it sends is batched and flushed (on_readable) before the close */
+		pn_core_refuse(tp->pn, c->peer, c->h.type, c->h.coop, c->head, c->head_got);
+		return -PN_ETOOBIG;
+	}
+	return payload_start(tp, c);
+}
+
+/* head is complete. */
+static int on_head(struct pn_tp *tp, struct conn *c)
+{
+	c->in_head = false;
+	switch (c->h.kind) {
+	case PN_K_HELLO:
+		c->head_got = 0;
+		return on_hello(tp, c, c->head);
+	case PN_K_AUTH:
+		c->head_got = 0;
+		return on_auth(tp, c);
+	default:
+		return on_message_head(tp, c);
+	}
+}
+
+/* A complete header is in c->hdr: check it and start what follows.  0, or an error that
  * closes the connection. */
 static int on_header(struct pn_tp *tp, struct conn *c)
 {
-	struct pn_hdr h;
-	int rc = pn_wire_get(c->hdr, &h, pn_core_opts(tp->pn)->max_msg);
+	struct pn_hdr *h = &c->h;
+	int rc = pn_wire_get(c->hdr, h, pn_core_opts(tp->pn)->max_msg);
 	if (rc != 0)
 		return rc;
-	if (h.kind == PN_K_HELLO) {
-		if (h.len != 0 || c->peer || h.origin.scheme != PN_S_TCP)
+	switch (h->kind) {
+	case PN_K_MSG:
+		if (!c->peer || c->proof)
+			return -PN_EPROTO;         /* a message before HELLO (or AUTH) */
+		if (!c->trusted)
+			h->flags &= ~PN_F_FORWARDED;   /* an origin nobody proved: reply to the sender */
+		if (!atomic_load_explicit(&c->admitted, memory_order_relaxed))
+			return h->len ? head_start(c, h->len < PN_ADMIT_HEAD ? h->len : PN_ADMIT_HEAD) :
+			                on_message_head(tp, c);
+		return payload_start(tp, c);
+	case PN_K_HELLO:
+		if (!c->inbound || c->peer || c->proof || h->origin.scheme != PN_S_TCP)
 			return -PN_EPROTO;
-		struct pn_peer_rec *peer = pn_core_peer(tp->pn, &h.origin);
-		if (!peer)
-			return -PN_ENOMEM;
-		conn_attach(tp, c, peer);
-		return 0;
+		if (h->flags & PN_F_PROVE)
+			return h->len == PN_NONCE_LEN ? head_start(c, h->len) : -PN_EPROTO;
+		return h->len == 0 ? on_hello(tp, c, NULL) : -PN_EPROTO;
+	case PN_K_AUTH:
+		return c->proof && h->len == PN_MAC_LEN ? head_start(c, h->len) : -PN_EPROTO;
+	default:
+		return -PN_EPROTO;         /* CHALLENGE comes only to prove_hello */
 	}
-	if (!c->peer)
-		return -PN_EPROTO;         /* a message before HELLO */
-	c->dst = pn_core_rx_begin(tp->pn, c->peer, &h, &c->rx);
-	c->need = h.len;
-	c->got = 0;
-	c->in_payload = true;
-	if (h.len && !c->dst)
-		return -PN_ENOMEM;
-	return 0;
 }
 
 static void finish_payload(struct pn_tp *tp, struct conn *c)
 {
 	c->in_payload = false;
+	budget_release(tp, c);
 	pn_core_rx_end(tp->pn, &c->rx, 0);
 }
 
-/* Consume the bytes staged by the last recv.  0, or an error that closes the connection. */
+/* Consume the bytes staged by the last recv (up to a payload waiting for rx_budget).  0, or
+ * an error that closes the connection. */
 static int drain_stage(struct pn_tp *tp, struct conn *c)
 {
-	while (c->st_off < c->st_len) {
+	while (c->st_off < c->st_len && !c->blocked) {
 		size_t avail = c->st_len - c->st_off;
-		if (!c->in_payload) {
+		int rc = 0;
+		if (c->in_head) {
+			size_t n = c->head_need - c->head_got;
+			if (n > avail)
+				n = avail;
+			memcpy(c->head + c->head_got, c->stage + c->st_off, n);
+			c->head_got += n;
+			c->st_off += n;
+			if (c->head_got == c->head_need)
+				rc = on_head(tp, c);
+		} else if (!c->in_payload) {
 			size_t n = PN_HDR_LEN - c->hdr_got;
 			if (n > avail)
 				n = avail;
@@ -450,11 +837,7 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 			c->st_off += n;
 			if (c->hdr_got == PN_HDR_LEN) {
 				c->hdr_got = 0;
-				int rc = on_header(tp, c);
-				if (rc != 0)
-					return rc;
-				if (c->in_payload && c->need == 0)
-					finish_payload(tp, c);
+				rc = on_header(tp, c);
 			}
 		} else {
 			size_t n = c->need - c->got;
@@ -463,9 +846,11 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 			memcpy(c->dst + c->got, c->stage + c->st_off, n);
 			c->got += n;
 			c->st_off += n;
-			if (c->got == c->need)
-				finish_payload(tp, c);
 		}
+		if (rc != 0)
+			return rc;
+		if (c->in_payload && c->got == c->need)
+			finish_payload(tp, c);
 	}
 	return 0;
 }
@@ -473,7 +858,9 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 /* Read what is available.  Returns 0, or an error after which the connection is closed.
  * A short read means the socket is empty: return to epoll (level-triggered, so bytes that
  * arrive meanwhile are reported) instead of a recv that could only say EAGAIN.
- * block: the first recv waits (up to the socket's SO_RCVTIMEO); 1 if nothing came. */
+ * block: the first recv waits (up to the socket's SO_RCVTIMEO); 1 if nothing came.
+ * A payload waiting for rx_budget (blocked) stops the reading: its socket is left full, so
+ * the sender waits (back-pressure). */
 static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 {
 	for (int flags = block ? 0 : MSG_DONTWAIT;; flags = MSG_DONTWAIT) {
@@ -483,6 +870,8 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 		/* what the frames of this recv made the handlers send goes out before the next
 		 * recv: a pass over a long stream (bulk data) must not hold its replies back */
 		out_flush(c);
+		if (c->blocked)
+			return 0;
 		ssize_t r;
 		size_t asked;
 		if (c->in_payload && c->need - c->got >= RX_STAGE) {
@@ -503,6 +892,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 			}
 		}
 		if (r > 0) {
+			atomic_store_explicit(&c->last_rx_ns, coarse_ns(), memory_order_relaxed);
 			if ((size_t)r < asked)
 				return drain_stage(tp, c);
 			continue;
@@ -529,14 +919,157 @@ static int on_readable(struct pn_tp *tp, struct conn *c, bool block)
 	return rc;
 }
 
+static bool same_host(const struct pn_addr *a, const struct pn_addr *b)
+{
+	return a->family == b->family && !memcmp(a->addr, b->addr, sizeof a->addr);
+}
+
+/* Room for one more inbound connection from remote (tp->lock held)?  At a limit, the oldest
+ * connection not yet admitted (from that address, for the per-address limit) makes room;
+ * when there is none, the new one is refused. */
+static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote)
+{
+	unsigned per_addr = pn_core_opts(tp->pn)->max_conns_per_addr;
+	unsigned total = 0, same = 0;
+	struct conn *oldest = NULL, *oldest_same = NULL;
+	for (struct conn *c = tp->conns; c; c = c->next) {   /* newest first */
+		if (!c->inbound || c->doomed)
+			continue;
+		bool s = same_host(&c->remote, remote);
+		total++;
+		same += s;
+		if (!atomic_load(&c->admitted)) {
+			oldest = c;
+			if (s)
+				oldest_same = c;
+		}
+	}
+	if (per_addr && same >= per_addr) {
+		if (!oldest_same)
+			return false;
+		conn_doom(oldest_same);    /* and the total goes down with it */
+		return true;
+	}
+	if (total >= tp->max_conns) {
+		if (!oldest)
+			return false;
+		conn_doom(oldest);
+	}
+	return true;
+}
+
+/* accept4 said EMFILE or ENFILE: the connection waiting cannot even be accepted to be
+ * refused, and the listening socket stays readable, so the I/O thread would spin.  Spend
+ * the reserve descriptor to accept and close it (the client sees a closed connection, not
+ * silence), make room by shedding the oldest connection not admitted, and if even that is
+ * impossible stop accepting for a moment. */
+static void on_no_fd(struct pn_tp *tp)
+{
+	uint64_t now = pn_now_ns();
+	if (now - tp->last_emfile_log >= 10 * SWEEP_NS || !tp->last_emfile_log) {
+		tp->last_emfile_log = now;
+		pn_core_log(tp->pn, "tcp: out of file descriptors (%u connections allowed): refusing "
+		            "new ones until some close", tp->max_conns);
+	}
+	pthread_mutex_lock(&tp->lock);
+	struct conn *oldest = NULL;
+	for (struct conn *c = tp->conns; c; c = c->next)
+		if (c->inbound && !c->doomed && !atomic_load(&c->admitted))
+			oldest = c;
+	if (oldest)
+		conn_doom(oldest);
+	pthread_mutex_unlock(&tp->lock);
+	bool refused = false;
+	if (tp->reserve_fd >= 0) {
+		close(tp->reserve_fd);
+		int fd = accept4(tp->lfd, NULL, NULL, SOCK_CLOEXEC);
+		refused = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+		tp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (!refused || tp->reserve_fd < 0) {
+		struct epoll_event ev = { .events = 0, .data.ptr = tp };
+		epoll_ctl(tp->epfd, EPOLL_CTL_MOD, tp->lfd, &ev);
+		tp->accept_paused_until = now + ACCEPT_PAUSE_NS;
+	}
+}
+
 static void on_accept(struct pn_tp *tp)
 {
-	for (;;) {
-		int fd = accept4(tp->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			return;                    /* EAGAIN: no more; other errors: try again later */
-		if (!conn_new(tp, fd))
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof ss;
+		int fd = accept4(tp->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE)
+				on_no_fd(tp);
+			return;                    /* EAGAIN: no more */
+		}
+		struct pn_addr remote;
+		pn_addr_from_sockaddr(&remote, PN_S_TCP, (struct sockaddr *)&ss);
+		pthread_mutex_lock(&tp->lock);
+		bool room = conn_room(tp, &remote);
+		pthread_mutex_unlock(&tp->lock);
+		if (!room || !conn_new(tp, fd, &remote, true))
 			close(fd);
+	}
+}
+
+/* Connections past their time (tp->lock held): not admitted within preauth_timeout_ms, or
+ * admitted and silent for idle_timeout_ms (not while one of its frames waits for us). */
+static void sweep(struct pn_tp *tp)
+{
+	const struct pn_opts *o = pn_core_opts(tp->pn);
+	uint64_t now = coarse_ns();
+	uint64_t preauth = (uint64_t)o->preauth_timeout_ms * 1000000u;
+	uint64_t idle = (uint64_t)o->idle_timeout_ms * 1000000u;
+	for (struct conn *c = tp->conns; c; c = c->next) {
+		if (!c->inbound || c->doomed || atomic_load(&c->dead))
+			continue;
+		if (!atomic_load(&c->admitted) ? now - c->opened_ns >= preauth :
+		    idle && !c->budget_wait &&
+		    now - atomic_load_explicit(&c->last_rx_ns, memory_order_relaxed) >= idle)
+			conn_doom(c);
+	}
+}
+
+/* Connections waiting for rx_budget: resume those whose payload now fits, and close those
+ * shut down meanwhile (they are out of epoll, so nothing else would). */
+static void resume_blocked(struct pn_tp *tp)
+{
+	struct conn *todo[64];
+	unsigned n = 0;
+	pthread_mutex_lock(&tp->lock);
+	for (struct conn *c = tp->conns; c && n < 64; c = c->next)
+		if (c->budget_wait) {
+			atomic_fetch_add(&c->refs, 1);
+			todo[n++] = c;
+		}
+	pthread_mutex_unlock(&tp->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct conn *c = todo[i];
+		if (pthread_mutex_trylock(&c->rx_lock) == 0) {
+			int rc = c->closed || !c->budget_wait ? 0 : atomic_load(&c->dead) ? -PN_EPEERDOWN :
+			         payload_start(tp, c);
+			if (rc == 0 && !c->closed && c->budget_wait && !c->blocked) {
+				c->budget_wait = false;
+				atomic_fetch_sub(&tp->n_blocked, 1);
+				watch(tp, c, true);
+				if (c->in_payload && c->got == c->need)
+					finish_payload(tp, c);
+				rc = on_readable(tp, c, false);
+			}
+			bool failed = rc < 0 && !c->closed;
+			if (failed)
+				conn_fail(tp, c, rc);
+			pthread_mutex_unlock(&c->rx_lock);
+			if (failed)
+				conn_unref(c);         /* the I/O thread's reference */
+		}
+		conn_unref(c);
 	}
 }
 
@@ -549,8 +1082,8 @@ static void rewatch_idle(struct pn_tp *tp)
 	uint64_t now = pn_now_ns();
 	pthread_mutex_lock(&tp->lock);
 	for (struct conn *c = tp->conns; c; c = c->next) {
-		if (pthread_mutex_trylock(&c->rx_lock) != 0) {
-			if (all)
+		if (c->budget_wait || pthread_mutex_trylock(&c->rx_lock) != 0) {
+			if (all && !c->budget_wait)
 				atomic_store(&c->want_watch, true);
 			continue;
 		}
@@ -566,16 +1099,28 @@ static void *io_main(void *arg)
 {
 	struct pn_tp *tp = arg;
 	struct epoll_event evs[64];
-	uint64_t last_scan = 0;
+	uint64_t last_scan = 0, last_sweep = pn_now_ns();
 	while (!atomic_load(&tp->stop)) {
 		int sticky = atomic_load(&tp->n_unwatched) > 0;
-		int n = epoll_wait(tp->epfd, evs, 64, sticky ? 1 : 1000);
+		int blocked = atomic_load(&tp->n_blocked) > 0;
+		int n = epoll_wait(tp->epfd, evs, 64, sticky ? 1 : blocked || tp->accept_paused_until ? 10 : 1000);
+		uint64_t now = pn_now_ns();
 		if (sticky || atomic_load(&tp->kicked)) {
-			uint64_t now = pn_now_ns();
 			if (atomic_load(&tp->kicked) || now - last_scan >= STICKY_NS / 2) {
 				rewatch_idle(tp);
 				last_scan = now;
 			}
+		}
+		if (tp->accept_paused_until && now >= tp->accept_paused_until) {
+			tp->accept_paused_until = 0;
+			struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tp };
+			epoll_ctl(tp->epfd, EPOLL_CTL_MOD, tp->lfd, &ev);
+		}
+		if (now - last_sweep >= SWEEP_NS) {
+			last_sweep = now;
+			pthread_mutex_lock(&tp->lock);
+			sweep(tp);
+			pthread_mutex_unlock(&tp->lock);
 		}
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
@@ -590,25 +1135,39 @@ static void *io_main(void *arg)
 				 * put it back): leave it to the waiter */
 				if (pthread_mutex_trylock(&c->rx_lock) != 0)
 					continue;
-				if (c->closed) {
+				if (c->closed || (c->budget_wait &&
+				                  !(evs[i].events & (EPOLLERR | EPOLLHUP)))) {
 					pthread_mutex_unlock(&c->rx_lock);
+					continue;
+				}
+				if (c->budget_wait) {
+					/* hung up (or shut down by a limit) while out of epoll, where
+					 * only this is reported, every time: close it now */
+					conn_fail(tp, c, -PN_EPEERDOWN);
+					pthread_mutex_unlock(&c->rx_lock);
+					conn_unref(c);
 					continue;
 				}
 				int rc = on_readable(tp, c, false);
 				if (rc == 0 && (evs[i].events & (EPOLLERR | EPOLLHUP)))
 					rc = -PN_EPEERDOWN;
 				if (rc != 0) {
-					if (rc == -PN_EPROTO || rc == -PN_ETOOBIG)
-						pn_core_count(tp->pn, PN_ST_BAD_FRAMES, 1);
-					conn_close(tp, c, rc == -PN_EPROTO || rc == -PN_ETOOBIG ? -PN_EPEERDOWN : rc);
-					c->closed = true;
+					conn_fail(tp, c, rc);
 					pthread_mutex_unlock(&c->rx_lock);
 					conn_unref(c);         /* the I/O thread's reference */
 					continue;
 				}
+				if (c->blocked) {
+					/* its payload waits for rx_budget: stop reading it (back-pressure) */
+					c->budget_wait = true;
+					atomic_fetch_add(&tp->n_blocked, 1);
+					watch(tp, c, false);
+				}
 				pthread_mutex_unlock(&c->rx_lock);
 			}
 		}
+		if (atomic_load(&tp->n_blocked) > 0)
+			resume_blocked(tp);
 	}
 	return NULL;
 }
@@ -623,6 +1182,17 @@ static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	}
 	tp->pn = pn;
 	tp->lfd = tp->epfd = tp->wakefd = -1;
+	tp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	tp->max_conns = pn_core_opts(pn)->max_conns;
+	struct rlimit rl;
+	if (!tp->max_conns) {
+		tp->max_conns = 1024 - FD_MARGIN;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+			tp->max_conns = rl.rlim_cur > 2 * FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) :
+			                (unsigned)(rl.rlim_cur / 2);
+		else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+			tp->max_conns = 1u << 20;
+	}
 	pthread_mutex_init(&tp->lock, NULL);
 	struct sockaddr_storage ss;
 	socklen_t sl = pn_addr_to_sockaddr(self, &ss);
@@ -654,6 +1224,7 @@ static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	*out = tp;
 	return 0;
 fail:
+	if (tp->reserve_fd >= 0) close(tp->reserve_fd);
 	if (tp->lfd >= 0) close(tp->lfd);
 	if (tp->epfd >= 0) close(tp->epfd);
 	if (tp->wakefd >= 0) close(tp->wakefd);
@@ -683,13 +1254,17 @@ static void tcp_close(struct pn_tp *tp)
 	}
 	for (struct conn *c = tp->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->in_payload)
+		if (c->in_payload) {
+			budget_release(tp, c);
 			pn_core_rx_end(tp->pn, &c->rx, -PN_ESHUTDOWN);
+		}
 		conn_unref(c);
 	}
 	close(tp->lfd);
 	close(tp->epfd);
 	close(tp->wakefd);
+	if (tp->reserve_fd >= 0)
+		close(tp->reserve_fd);
 	pthread_mutex_destroy(&tp->lock);
 	free(tp);
 }

@@ -651,6 +651,10 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 	}
 	struct pn_addr a;
 	addr_of(&a, sa);
+	/* the sender is its source address; an origin it names is believed only from a member
+	 * (pn_opts.udp_trusted), or anyone could aim our replies anywhere */
+	if ((h.flags & PN_F_FORWARDED) && !pn_core_udp_trusted(pn, &a))
+		h.flags &= ~PN_F_FORWARDED;
 	struct pn_peer_rec *rec = pn_core_peer(pn, &a);
 	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
 	if (!p)

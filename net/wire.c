@@ -44,11 +44,11 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 	h->origin.family = in[21];
 	memcpy(&h->origin.port, in + 22, 2);
 	memcpy(h->origin.addr, in + 24, 16);
-	if (h->kind != PN_K_MSG && h->kind != PN_K_HELLO)
+	if (h->kind < PN_K_MSG || h->kind > PN_K_AUTH)
 		return -PN_EPROTO;
 	if (h->kind == PN_K_MSG && (h->type == 0 || h->type > PN_MAX_TYPE))
 		return -PN_EPROTO;
-	if (h->flags & ~PN_F_FORWARDED)
+	if (h->flags & ~(h->kind == PN_K_HELLO ? PN_F_PROVE | PN_F_SECRET : PN_F_FORWARDED))
 		return -PN_EPROTO;
 	if ((h->origin.family != 4 && h->origin.family != 6) || h->origin.scheme < PN_S_TCP ||
 	    h->origin.scheme > PN_S_RDMA)

@@ -145,6 +145,11 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		N("max-inflight", 0, max_inflight, 1, 1u << 20),
 		N("max-run-ms", 0, max_run_ms, 1, 86400000),
 		N("hook-fuel-ns", 0, hook_fuel_ns, 1, 1000000000),
+		N("max-conns", 0, max_conns, 1, 1u << 24),
+		N("max-conns-per-addr", 0, max_conns_per_addr, 1, 1u << 24),
+		N("auth-timeout", 0, auth_timeout, 1, 86400),
+		N("idle-timeout", 0, idle_timeout, 1, 100u * 86400),
+		N("rx-budget", 1, rx_budget, 1u << 20, 1ull << 40),
 #undef N
 	};
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {

@@ -150,6 +150,20 @@ static bool secret_ok(const struct arfd *s, const char *given)
 	return diff == 0;
 }
 
+/* pn_opts.admit, on the I/O thread: a connection is admitted (pre-authentication limits
+ * lifted, docs/net.md) by a request whose first bytes carry the right secret; on a server
+ * without one, by any request that starts well-formed. */
+static int admit_request(void *arg, pn_peer from, pn_type type, const void *head, size_t n,
+                         uint64_t len)
+{
+	struct arfd *s = arg;
+	if (type < AR_T_INSTALL || type > AR_T_STATS)
+		return 0;
+	char secret[AR_MAX_SECRET + 1];
+	struct ar_rd r = { head, (const uint8_t *)head + n, 0 };
+	return ar_req_parse(&r, secret, sizeof secret) == 0 && secret_ok(s, secret);
+}
+
 static struct region *region_find(struct arfd *s, const char *name)
 {
 	for (unsigned i = 0; i < s->n_regions; i++)
@@ -185,6 +199,24 @@ static void reply_err(struct arfd *s, pn_peer to, pn_coop coop, int status, cons
 	reply(s, to, coop, &b);
 }
 
+/* pn_opts.refuse: a request too large to take in before admission, which admit_request
+ * refused, closes its connection; tell the client why first, as a small one would be told. */
+static void refuse_request(void *arg, pn_peer from, pn_type type, pn_coop coop,
+                           const void *head, size_t n)
+{
+	struct arfd *s = arg;
+	if (type < AR_T_INSTALL || type > AR_T_STATS)
+		return;
+	char secret[AR_MAX_SECRET + 1];
+	struct ar_rd r = { head, (const uint8_t *)head + n, 0 };
+	if (ar_req_parse(&r, secret, sizeof secret) != 0) {
+		reply_err(s, from, coop, -AR_EPROTO, "malformed request header");
+		return;
+	}
+	arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
+	reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
+}
+
 /* Common entry of every handler: drain check, per-client limit, secret.  On success the
  * request counts as running until request_end. */
 static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r)
@@ -199,7 +231,9 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 		reply_err(s, from, coop, -AR_EPROTO, "malformed request header");
 		return -1;
 	}
-	if (!secret_ok(s, secret)) {
+	/* over tcp a client proves the secret when its connection opens (docs/net.md), and its
+	 * requests carry none; over udp and rdma they carry it */
+	if (!secret_ok(s, secret) && !pn_peer_proven(s->pn, from)) {
 		arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
 		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
 		return -1;
@@ -1216,7 +1250,14 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	/* the reply buffer of an EXEC may be as large as out_max plus its header */
 	/* every handler is inline (admission, READ, WRITE): Paradis-Net's one worker is idle */
 	struct pn_opts po = { .n_workers = 1, .max_msg = c->out_max + EXEC_HDR_ROOM +
-	                      c->max_segment + 4096 };
+	                      c->max_segment + 4096,
+	                      .admit = admit_request, .refuse = refuse_request, .admit_arg = s,
+	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
+	                      .max_conns = c->max_conns,
+	                      .max_conns_per_addr = c->max_conns_per_addr ? c->max_conns_per_addr : 256,
+	                      .preauth_timeout_ms = (c->auth_timeout ? c->auth_timeout : 10) * 1000u,
+	                      .idle_timeout_ms = (c->idle_timeout ? c->idle_timeout : 600) * 1000u,
+	                      .rx_budget = c->rx_budget ? c->rx_budget : 256u << 20 };
 	s->workers = calloc(2 * (size_t)c->threads, sizeof *s->workers);
 	if (!s->workers)
 		goto fail;

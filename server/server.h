@@ -57,6 +57,13 @@ struct arfd_config {
 	bool log_given;            /* "log LEVEL" was given: log_level; else ARFD_LOG_INFO */
 	enum arfd_log_level log_level;
 	bool log_syslog;           /* "syslog": to syslog(3) instead of stderr */
+	/* Connections (docs/net.md, "Admission and limits"): a connection is admitted by its
+	 * first request with the right secret (any well-formed request without --secret). */
+	unsigned max_conns;        /* 0 = RLIMIT_NOFILE - 64 */
+	unsigned max_conns_per_addr; /* 0 = 256 */
+	unsigned auth_timeout;     /* s to be admitted; 0 = 10 */
+	unsigned idle_timeout;     /* s an admitted connection may stay silent; 0 = 600 */
+	uint64_t rx_budget;        /* payload bytes being received at once; 0 = 256 MiB */
 };
 
 /* 10 s: six times the longest legitimate run measured here (an ARF fsync of 4 GiB written
@@ -83,7 +90,8 @@ void arfd_stop(struct arfd *s, int timeout_ms);
 /* Parse one configuration line or option value: "listen tcp:...", "region NAME=SIZE[:ro|:rw]",
  * "region NAME=@FILE[:ro|:rw]", "arf IMAGE", "secret S", "threads N", "cache N", "max-segment SIZE",
  * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "max-run-ms N",
- * "hook-fuel-ns N", "log LEVEL" (error, warning, info, debug), "syslog" (no value).
+ * "hook-fuel-ns N", "max-conns N", "max-conns-per-addr N", "auth-timeout S", "idle-timeout S",
+ * "rx-budget SIZE", "log LEVEL" (error, warning, info, debug), "syslog" (no value).
  * Strings are copied.
  * Returns 0 or -1 with a message. */
 int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,

@@ -326,9 +326,13 @@ static void test_self_and_v6(void)
 
 static void test_delegation(void)
 {
+	/* each peer past the first believes the origin its forwarder names (udp_trusted) */
 	struct pn *p[4];
-	for (int i = 0; i < 4; i++)
-		p[i] = open_ep(NULL);
+	for (int i = 0; i < 4; i++) {
+		const char *trusted[2] = { i >= 2 && p[i - 1] ? pn_self(p[i - 1], "udp") : NULL, NULL };
+		struct pn_opts o = { .udp_trusted = trusted };
+		p[i] = open_ep(&o);
+	}
 	if (!p[0] || !p[1] || !p[2] || !p[3]) {
 		CHECK(0, "open");
 		for (int i = 0; i < 4; i++) pn_finalize(p[i]);
