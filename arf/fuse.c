@@ -197,6 +197,7 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 struct open_file {
 	uint64_t gen;
 	uint32_t err_seen;
+	bool direct;                   /* opened direct_io (O_APPEND: see append_direct) */
 };
 
 static struct open_file *open_of(const struct fuse_file_info *fi)
@@ -218,6 +219,7 @@ static void ino_open(uint64_t ino, struct open_file *of)
 	struct ino_slot *e = ino_find(ino, true);
 	of->gen = 0;
 	of->err_seen = 0;
+	of->direct = false;
 	if (e) {
 		e->opens++;
 		inos.open_files++;
@@ -416,6 +418,16 @@ static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 	                                ctx->uid, ctx->gid, &at), &at);
 }
 
+/* An O_APPEND descriptor bypasses this kernel's page cache (direct_io): its writes are
+ * appends arfd places (see write), and the kernel would otherwise copy the bytes into its
+ * cached pages at the offset it guessed from a size another client may have grown since.
+ * Reads through it go to arfd too; a shared mmap of it is refused (ENODEV).  Under
+ * -o writeback the kernel places appends itself, cached. */
+static unsigned append_direct(const struct arf_fs *fs, const struct fuse_file_info *fi)
+{
+	return (fi->flags & O_APPEND) && !fs->writeback;
+}
+
 /* open(O_CREAT) of a new name: the file is made; the open itself needs no state (fh 0). */
 static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                           struct fuse_file_info *fi)
@@ -440,6 +452,7 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	ino_open((uint64_t)ino, of);
 	of->gen = at.gen;            /* the data operations check it: ESTALE if reused */
 	fi->fh = (uintptr_t)of;
+	fi->direct_io = of->direct = append_direct(fs, fi);
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -669,6 +682,7 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	ino_open(ino, of);
 	fi->fh = (uintptr_t)of;
 	fi->keep_cache = 0;
+	fi->direct_io = of->direct = append_direct(fs, fi);
 	fuse_reply_open(req, fi);
 }
 
@@ -744,23 +758,53 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* Queued (write-behind, arf_data.h): the answer comes before arfd applied the bytes; a
  * failure shows at a later write, fsync or close of the file.  Without a queue (out of
- * memory) the write is applied before the answer, as before. */
+ * memory) the write is applied before the answer, as before.
+ *
+ * A write through an O_APPEND descriptor (the write's own flags, so fcntl's O_APPEND
+ * counts) is data.pna's append: arfd puts the bytes at the size it finds, whatever this
+ * kernel believes the size is (it computed off from its cached attributes, which another
+ * client's appends leave behind); it waits for the writes queued before it and for arfd,
+ * and its error is its own.  Not under -o writeback: there the kernel keeps the size and
+ * writes cached pages at offsets of its own, long after the write (docs/arf.md). */
 static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                          off_t off, struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
-	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, true);
+	bool append = (fi->flags & O_APPEND) && !fi->writepage && !fs->writeback && size > 0;
+	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, !append);
+	uint64_t at = (uint64_t)off;
 	int64_t n;
-	if (q) {
+	if (append && q)
+		n = arf_wq_append(q, fh_gen(fi), buf, size, &at);
+	else if (append)
+		n = arf_append_gen(fs->d, ino, fh_gen(fi), buf, size, &at);
+	else if (q)
 		n = arf_wq_write(q, fh_gen(fi), (uint64_t)off, buf, size);
-		wq_put(ino, q);
-	} else {
-		n = arf_write_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, buf, size);
-	}
-	if (n < 0)
-		reply_data_errno(req, n);
 	else
-		fuse_reply_write(req, (size_t)n);
+		n = arf_write_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, buf, size);
+	if (q)
+		wq_put(ino, q);
+	if (n < 0) {
+		reply_data_errno(req, n);
+		return;
+	}
+	/* Pages this kernel cached of the range the bytes went to (another descriptor's read
+	 * of the old last block) are stale now.  A direct_io descriptor's write holds no page
+	 * of the cache while it waits for the answer, so they are dropped before it: a read
+	 * after the write returned sees the bytes.  A descriptor given O_APPEND by fcntl
+	 * writes through the cache, holding the pages it copied into (at the offset the
+	 * kernel guessed): those are dropped too, after the answer, or the kernel would wait
+	 * for itself. */
+	const struct open_file *of = open_of(fi);
+	bool before = of && of->direct;
+	if (append && n > 0 && fs->se && before)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, (off_t)at, (off_t)n);
+	fuse_reply_write(req, (size_t)n);
+	if (append && n > 0 && fs->se && !before) {
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, (off_t)at, (off_t)n);
+		if (at != (uint64_t)off)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, off, (off_t)n);
+	}
 }
 
 static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
