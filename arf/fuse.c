@@ -444,6 +444,16 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	                             ctx->gid, &at);
 	if (ino < 0) {
 		free(of);
+		/* The kernel looked the name up and found nothing, so it asked for a create; when
+		 * another client made the name in between, open(O_CREAT) without O_EXCL must open
+		 * that file, not fail with EEXIST.  The kernel cannot be handed an existing file
+		 * here (it takes a created one as new: no permission check, no O_TRUNC, no
+		 * following a symlink), but ESTALE makes it do the open again with every entry
+		 * looked up afresh (do_filp_open's LOOKUP_REVAL pass), which finds the name and
+		 * opens it as any existing file.  Once: a name removed and made again between
+		 * the two passes shows as ESTALE. */
+		if (ino == -EEXIST && !(fi->flags & O_EXCL))
+			ino = -ESTALE;
 		reply_errno(req, ino);
 		return;
 	}

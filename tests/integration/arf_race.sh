@@ -177,6 +177,50 @@ same "a reader on the appending client" "$(cat "$tmp/out")" \
 	"head |head one |head one other two "
 run rm -r "$m1/app"; check_rc "rm the append files" 0 $?
 
+# ---- open(O_CREAT) of the same names from both clients at once
+# Each kernel looked the name up, found nothing and asked for a create; the client that
+# lost the race must open the other's file (EEXIST only with O_EXCL).  With O_EXCL each
+# name is made by exactly one of the two.
+cat >"$tmp/creat.py" <<'PY'
+import errno, os, sys, time
+# creat.py DIR N EXCL START: close(open(DIR/xI, O_WRONLY|O_CREAT[|O_EXCL])) for I < N,
+# from START (a time both processes wait for); prints the count made and the failures
+d, n, excl, start = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", float(sys.argv[4])
+flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if excl else 0)
+while time.time() < start:
+    time.sleep(0.001)
+made, fails = 0, {}
+for i in range(n):
+    try:
+        os.close(os.open("%s/x%d" % (d, i), flags, 0o644))
+        made += 1
+    except OSError as e:
+        k = errno.errorcode.get(e.errno, str(e.errno))
+        fails[k] = fails.get(k, 0) + 1
+print(made, " ".join("%s=%d" % kv for kv in sorted(fails.items())) or "none")
+PY
+# creat_both NAME EXCL: the two processes at once on directory NAME; their outputs in
+# $tmp/c1.out and $tmp/c2.out
+creat_both() {
+	mkdir "$m1/$1"
+	start=$(python3 -c 'import time; print(time.time() + 0.5)')
+	timeout "$T" python3 "$tmp/creat.py" "$m1/$1" 500 "$2" "$start" >"$tmp/c1.out" 2>&1 &
+	cp1=$!
+	timeout "$T" python3 "$tmp/creat.py" "$m2/$1" 500 "$2" "$start" >"$tmp/c2.out" 2>&1
+	wait "$cp1"
+}
+creat_both creat 0
+same "O_CREAT of 500 names from both mounts: first" "$(cat "$tmp/c1.out")" "500 none"
+same "O_CREAT of 500 names from both mounts: second" "$(cat "$tmp/c2.out")" "500 none"
+same "O_CREAT: the names" "$(ls "$m1/creat" | wc -l)" 500
+creat_both excl 1
+made=$(( $(cut -d' ' -f1 "$tmp/c1.out") + $(cut -d' ' -f1 "$tmp/c2.out") ))
+same "O_CREAT|O_EXCL of 500 names from both: each made once" "$made" 500
+same "O_CREAT|O_EXCL: the others EEXIST" \
+	"$(cut -d' ' -f2 "$tmp/c1.out" "$tmp/c2.out" | sed 's/=.*//' | sort -u | tr '\n' ' ')" \
+	"$(if [ "$(cut -d' ' -f1 "$tmp/c1.out")" = 500 ] || [ "$(cut -d' ' -f1 "$tmp/c2.out")" = 500 ]; then echo "EEXIST none "; else echo "EEXIST "; fi)"
+run rm -r "$m1/creat" "$m1/excl"; check_rc "rm the created names" 0 $?
+
 # ---- the end: both mounts go, arfd stops, the image is clean
 for d in "$m1" "$m2"; do
 	run "$BUILD/arf" umount "$d"; check_rc "umount $(basename "$d")" 0 $?
