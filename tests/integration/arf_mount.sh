@@ -452,6 +452,48 @@ PY
 	same "a queued write's ENOSPC told to each descriptor once" "$(cat "$tmp/out")" \
 		"close1 ENOSPC fsync2 ENOSPC fsync2 ok close4 ok close3 ENOSPC close2 ok"
 	run rm "$m/a/full3"; check_rc "rm the third full file" 0 $?
+	# a program that writes and then checks close's result (as cp, editors and tar do)
+	# learns of ENOSPC there: the image nearly full, a write of 1 MiB is answered at once
+	# (queued) and fails in arfd; the close waits for it and returns ENOSPC, and the file
+	# does not hold the megabyte the write acknowledged
+	timeout "$T" python3 - "$m/a/fill" "$m/a/late" >"$tmp/out" 2>&1 <<'PY'
+import errno, os, sys
+def err(e):
+    return errno.errorcode.get(e.errno, str(e.errno))
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+try:
+    for i in range(64):
+        os.write(fd, b"\2" * (1 << 20))
+    os.fsync(fd)
+except OSError as e:
+    if e.errno != errno.ENOSPC:
+        raise
+try:
+    os.close(fd)
+except OSError:
+    pass                        # the filling file's own ENOSPC, told once more or not
+fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT, 0o644)
+try:
+    n = os.write(fd, b"\3" * (1 << 20))
+    r = ["write %d" % n]
+except OSError as e:
+    r = ["write " + err(e)]
+try:
+    os.close(fd)
+    r.append("close ok")
+except OSError as e:
+    r.append("close " + err(e))
+size = os.stat(sys.argv[2]).st_size
+r.append("all there" if size == 1 << 20 else "not all there")
+print(" ".join(r))
+PY
+	same "write, then close on a full image" "$(cat "$tmp/out")" \
+		"write 1048576 close ENOSPC not all there"
+	head -c 2097152 /dev/urandom >"$tmp/two"
+	run cp "$tmp/two" "$m/a/copy"
+	if [ $? -ne 0 ]; then ok; else bad "cp onto a full image exited 0"; fi
+	contains "cp onto a full image" "$tmp/err" "No space left on device"
+	run rm -f "$m/a/fill" "$m/a/late" "$m/a/copy"; check_rc "rm the files of the full image" 0 $?
 fi
 
 # arf grep -r of a directory on the mount: the server's walk visits it in the order GNU
