@@ -106,6 +106,9 @@ struct ino_slot {
 	uint64_t hidden_dir;           /* != 0: unlinked while open, now hidden in this dir */
 	struct arf_wq *wq;             /* its writes in flight (made by the first write) */
 	uint32_t wq_users;             /* handlers using wq now: freed when 0 and not open */
+	int lost_err;                  /* a queued write's error no descriptor was told of when
+	                                * the queue went (a mapping's pages written at munmap,
+	                                * after the last close): the next open reports it */
 	uint32_t removed_mode;         /* != 0: its last name removed here (-o writeback; see
 	                                * setattr): the file's mode then, until forget */
 };
@@ -180,6 +183,8 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, true);
 	if (e) {
+		if (e->gen != gen)
+			e->lost_err = 0;       /* another file's number now: not its error */
 		e->gen = gen;
 		e->removed_mode = 0;       /* a live entry again (the number was reused) */
 		if (e->wq)
@@ -198,6 +203,7 @@ struct open_file {
 	uint64_t gen;
 	uint32_t err_seen;
 	bool direct;                   /* opened direct_io (O_APPEND: see append_direct) */
+	int lost_err;                  /* the inode's lost_err, to report at its close or fsync */
 };
 
 static struct open_file *open_of(const struct fuse_file_info *fi)
@@ -220,11 +226,15 @@ static void ino_open(uint64_t ino, struct open_file *of)
 	of->gen = 0;
 	of->err_seen = 0;
 	of->direct = false;
+	of->lost_err = 0;
 	if (e) {
 		e->opens++;
 		inos.open_files++;
 		of->gen = e->gen;
 		of->err_seen = arf_wq_errseq(e->wq);
+		/* as Linux's errseq_sample: an error no one saw is the new descriptor's */
+		of->lost_err = e->lost_err;
+		e->lost_err = 0;
 	}
 	pthread_mutex_unlock(&inos.lock);
 }
@@ -315,8 +325,12 @@ static struct arf_wq *wq_get(struct arf_fs *fs, uint64_t ino, bool make)
 	return q;
 }
 
-/* Done with q; the last user after the last close frees it (flushing what is left). */
-static void wq_put(uint64_t ino, struct arf_wq *q)
+/* Done with q; the last user after the last close frees it (flushing what is left).  An
+ * error no descriptor was told of stays with the inode (lost_err) until the next open or
+ * the kernel's forget, as Linux keeps a writeback error in the inode's mapping: the pages
+ * of a mapping are written at munmap, after the file's last close.  The return: that
+ * error, or 0. */
+static int wq_put(uint64_t ino, struct arf_wq *q)
 {
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, false);
@@ -326,8 +340,18 @@ static void wq_put(uint64_t ino, struct arf_wq *q)
 		last = true;
 	}
 	pthread_mutex_unlock(&inos.lock);
-	if (last)
-		arf_wq_free(q);
+	if (!last)
+		return 0;
+	int rc = arf_wq_flush(q);
+	arf_wq_free(q);
+	if (rc < 0) {
+		pthread_mutex_lock(&inos.lock);
+		e = ino_find(ino, true);
+		if (e)
+			e->lost_err = rc;
+		pthread_mutex_unlock(&inos.lock);
+	}
+	return rc;
 }
 
 /* Wait until this client's queued writes of ino are applied (errors kept for the close). */
@@ -699,18 +723,19 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
-	/* what flush did not see (writes of a mapping after it): nobody to tell but the log */
-	struct open_file *of = open_of(fi);
+	/* What flush did not see (a mapping's pages, written at munmap after the close) is
+	 * not reported here: the descriptors still open report it at their close or fsync,
+	 * and after the last one the inode keeps it for the next open (wq_put). */
 	struct arf_wq *q = wq_get(fs, ino, false);
-	int rc = !q ? 0 : of ? arf_wq_flush_seen(q, &of->err_seen) : arf_wq_flush(q);
-	free(of);
-	fi->fh = 0;
-	if (rc < 0 && fs->foreground)
-		fprintf(stderr, "arf mount: writes of inode %" PRIu64 " after the last flush: %s\n",
-		        (uint64_t)ino, strerror(-rc));
-	uint64_t dir = ino_release(ino);
 	if (q)
-		wq_put(ino, q);
+		arf_wq_drain(q);
+	free(open_of(fi));
+	fi->fh = 0;
+	uint64_t dir = ino_release(ino);
+	int rc = q ? wq_put(ino, q) : 0;
+	if (rc < 0 && fs->foreground)
+		fprintf(stderr, "arf mount: writes of inode %" PRIu64 " after its last close: %s "
+		        "(reported to its next open)\n", (uint64_t)ino, strerror(-rc));
 	if (dir) {
 		/* the last close of a file unlinked while open: now it goes */
 		char name[40];
@@ -727,11 +752,15 @@ static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 static int wq_flush_fi(struct arf_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_wq *q = wq_get(fs, ino, false);
+	struct open_file *of = open_of(fi);
 	int rc = 0;
 	if (q) {
-		struct open_file *of = open_of(fi);
 		rc = of ? arf_wq_flush_seen(q, &of->err_seen) : arf_wq_flush(q);
 		wq_put(ino, q);
+	}
+	if (rc == 0 && of && of->lost_err) {
+		rc = of->lost_err;       /* from before this descriptor was opened */
+		of->lost_err = 0;
 	}
 	return rc;
 }
