@@ -78,6 +78,7 @@ static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
 	st->st_nlink = at->nlink;
 	st->st_uid = at->uid;
 	st->st_gid = at->gid;
+	st->st_rdev = (dev_t)at->rdev;
 	st->st_size = (off_t)at->size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)(at->nblocks * 8);
@@ -431,14 +432,18 @@ static void arf_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                          dev_t rdev)
 {
-	/* ARF stores regular files and fifos; devices and sockets are not representable */
-	if (!S_ISREG(mode) && !S_ISFIFO(mode)) {
-		fuse_reply_err(req, EPERM);
+	/* regular files, fifos, devices (with their number) and sockets; the kernel checked
+	 * CAP_MKNOD for a device.  Opening a device node reaches this machine's device, so
+	 * the mount is nodev unless -o dev says otherwise (libfuse's default). */
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) &&
+	    !S_ISSOCK(mode)) {
+		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct arf_attr at;
 	reply_entry(req, arf_mknod_attr(fs_of(req)->c, parent, name, mode & (S_IFMT | 07777),
+	                                S_ISCHR(mode) || S_ISBLK(mode) ? (uint64_t)rdev : 0,
 	                                ctx->uid, ctx->gid, &at), &at);
 }
 
@@ -464,7 +469,7 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 		return;
 	}
 	struct arf_attr at;
-	int64_t ino = arf_mknod_attr(fs->c, parent, name, S_IFREG | (mode & 07777), ctx->uid,
+	int64_t ino = arf_mknod_attr(fs->c, parent, name, S_IFREG | (mode & 07777), 0, ctx->uid,
 	                             ctx->gid, &at);
 	if (ino < 0) {
 		free(of);
