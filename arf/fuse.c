@@ -532,7 +532,7 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 			int rc = arf_rename(fs->c, parent, name, parent, hname, 0);
 			if (rc == 0)
 				ino_set_hidden((uint64_t)ino, parent);
-			fuse_reply_err(req, -rc);
+			reply_errno(req, rc);
 			return;
 		}
 		if (fs->writeback && ino > 0 && S_ISREG(at.mode) && at.nlink == 1)
@@ -543,12 +543,12 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc = arf_unlink(fs->c, parent, name);
 	if (rc == 0)
 		mark_removed(gone, &at);
-	fuse_reply_err(req, -rc);
+	reply_errno(req, rc);
 }
 
 static void arf_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -arf_rmdir(fs_of(req)->c, parent, name));
+	reply_errno(req, arf_rmdir(fs_of(req)->c, parent, name));
 }
 
 /* Directories keep no open state: an ARF cookie is a position that stays valid. */
@@ -977,7 +977,7 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc = arf_rename(fs->c, parent, name, newparent, newname, flags);
 	if (rc == 0)
 		mark_removed(gone, &at);
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	reply_errno(req, rc);
 }
 
 static void arf_init_op(void *userdata, struct fuse_conn_info *conn)

@@ -11,7 +11,8 @@
 # name, two renames over one name, one source renamed by both, rename against unlink,
 # mkdir -p of one path, create against rmdir, a directory moved while the other creates
 # in it, x into y against y into x, link against unlink of its source, rename into a
-# directory against its rmdir, unlink of one name by both, truncate while the other
+# directory against its rmdir, lookups while the other unlinks, unlink of one name by
+# both, truncate while the other
 # appends, a read of an open file the other client removes.  No operation may fail that
 # POSIX lets succeed (except that last read, docs/arf.md), no acknowledged data may be
 # lost, and `arf fsck` must find the image clean at the end.
@@ -391,6 +392,35 @@ def rename_into_vs_rmdir(i, d):
     want(exists(f"{m3}/{d}/dir/f") == (r[0] == "ok") and exists(f"{m3}/{d}/f") == (r[0] != "ok"),
          "the file after")
 
+def lookup_vs_unlink(i, d):
+    """the third client (it caches no entry: each lookup reaches arfd) looks names up
+    while the first removes them: each lookup finds the file or not (ENOENT), never an
+    error (a lookup takes no lock: it once read a name's slot again after an unlink made
+    it a tombstone, and answered EIO)"""
+    names = [f"n{k}" for k in range(20)]
+    for n in names:
+        put(f"{m1}/{d}/{n}", b"x")
+    done = threading.Event()
+    def unlinks():
+        try:
+            for n in names:
+                os.unlink(f"{m1}/{d}/{n}")
+        finally:
+            done.set()
+    def lookups():
+        seen = set()
+        for k in range(4000):
+            if done.is_set() and k >= len(names):
+                break
+            try:
+                os.lstat(f"{m3}/{d}/{names[k % len(names)]}")
+                seen.add("ok")
+            except OSError as e:
+                seen.add(en(e))
+        want(seen <= {"ok", "ENOENT"}, f"lookups: {sorted(seen)}")
+    r = both(unlinks, lookups)
+    want(r == ["ok", "ok"], f"lookups against unlinks: {r}")
+
 def both_unlink(i, d):
     put(f"{m1}/{d}/u", b"u")
     r = both(lambda: os.unlink(f"{m1}/{d}/u"), lambda: os.unlink(f"{m2}/{d}/u"))
@@ -463,7 +493,8 @@ pairs = [("link-two-names", link_two_names), ("link-one-name", link_one_name),
          ("rename-vs-unlink", rename_vs_unlink), ("mkdir-p", mkdir_p),
          ("create-vs-rmdir", create_vs_rmdir), ("rename-dir-vs-create", rename_dir_vs_create),
          ("rename-cross", rename_cross), ("link-vs-unlink", link_vs_unlink),
-         ("rename-into-vs-rmdir", rename_into_vs_rmdir), ("both-unlink", both_unlink), ("truncate-vs-append", truncate_vs_append),
+         ("rename-into-vs-rmdir", rename_into_vs_rmdir), ("lookup-vs-unlink", lookup_vs_unlink),
+         ("both-unlink", both_unlink), ("truncate-vs-append", truncate_vs_append),
          ("read-removed", read_removed)]
 failed = 0
 for name, fn in pairs:
@@ -505,7 +536,12 @@ while read -r name verdict rest; do
 	*) bad "race pair $name: $verdict $rest" ;;
 	esac
 done <"$tmp/pairs.out"
-[ "$fail" -eq "$fail_before" ] || sed 's/^/  | /' "$tmp/pairs.out"
+if [ "$fail" -ne "$fail_before" ]; then
+	sed 's/^/  | /' "$tmp/pairs.out"
+	for l in m1 m2 m3 arfd; do
+		[ -s "$tmp/$l.log" ] && { echo "  $l.log:"; tail -n 5 "$tmp/$l.log" | sed 's/^/  | /'; }
+	done
+fi
 sed -n 's/^read-removed ok (\(.*\))/  (race pairs: \1)/p' "$tmp/pairs.out"
 run rm -r "$m3/race"; check_rc "rm the race directories" 0 $?
 
