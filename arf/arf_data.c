@@ -76,6 +76,45 @@ int64_t arf_write_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t o
 	return (int64_t)done;
 }
 
+int64_t arf_append_gen(struct arf_data *d, uint64_t ino, uint64_t gen, const void *buf,
+                       size_t len, uint64_t *at)
+{
+	if (len == 0 || len > ARF_DATA_CHUNK) {
+		snprintf(d->s.msg, sizeof d->s.msg, "append: %zu bytes (1..%u in one run)", len,
+		         ARF_DATA_CHUNK);
+		return -EINVAL;
+	}
+	int64_t a[2] = { (int64_t)ino, (int64_t)gen };
+	struct arc_exec x = { 0 };
+	int64_t v = run(d, &x, "append", a, 2, buf, len);
+	uint64_t out[2] = { 0, 0 };    /* where the bytes went; the end of a kept range */
+	if (v >= 0 && x.out_len != sizeof out) {
+		snprintf(d->s.msg, sizeof d->s.msg, "append: %llu bytes of output",
+		         (unsigned long long)x.out_len);
+		v = -EIO;
+	} else if (v >= 0) {
+		memcpy(out, x.out, sizeof out);
+	}
+	free(x.out);
+	if (v < 0)
+		return v;
+	if (v == 0 || (uint64_t)v > len) {
+		snprintf(d->s.msg, sizeof d->s.msg, "append: %lld of %zu bytes", (long long)v, len);
+		return -EIO;
+	}
+	if (at)
+		*at = out[0];
+	/* short: the rest goes into the range the run kept for it (out[1], its end), never
+	 * past a size another append may have grown since */
+	if ((uint64_t)v < len && out[1] == out[0] + len) {
+		int64_t w = arf_write_gen(d, ino, gen, out[0] + (uint64_t)v, (const char *)buf + v,
+		                          len - (size_t)v);
+		if (w > 0)
+			v += w;
+	}
+	return v;
+}
+
 int64_t arf_read(struct arf_data *d, uint64_t ino, uint64_t off, void *buf, size_t len)
 {
 	return arf_read_gen(d, ino, 0, off, buf, len);
@@ -401,6 +440,21 @@ int64_t arf_wq_write(struct arf_wq *q, uint64_t gen, uint64_t off, const void *b
 	}
 	rc = (int64_t)len;
 out:
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+int64_t arf_wq_append(struct arf_wq *q, uint64_t gen, const void *buf, size_t len,
+                      uint64_t *at)
+{
+	pthread_mutex_lock(&q->lock);
+	int64_t rc = unreported(q) ? q->err : 0;
+	if (rc == 0) {
+		/* where an append lands is known only when it ran: everything before it first,
+		 * and it holds the queue until it is done */
+		drain(q);
+		rc = unreported(q) ? q->err : arf_append_gen(q->d, q->ino, gen, buf, len, at);
+	}
 	pthread_mutex_unlock(&q->lock);
 	return rc;
 }

@@ -47,6 +47,15 @@ int64_t arf_write_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t o
 int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, void *buf,
                      size_t len);
 int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size);
+
+/* Append len bytes (1..ARF_DATA_CHUNK; -EINVAL above: an append is one run) to regular file
+ * ino at its end as arfd finds it, whatever size this client believes (O_APPEND from several
+ * clients): the bytes written (len, or fewer when the image filled up) and, in *at when not
+ * NULL, the offset they went to; or -errno as arf_write_gen.  When free space came in
+ * pieces, the first run keeps the whole range for this append and the rest is written into
+ * it, so no other append lands inside. */
+int64_t arf_append_gen(struct arf_data *d, uint64_t ino, uint64_t gen, const void *buf,
+                       size_t len, uint64_t *at);
 int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);
 
 /* ---- write-behind: pipelined writes of one file (the mount's; docs/arf.md, "Writes")
@@ -90,6 +99,12 @@ void arf_wq_free(struct arf_wq *q);
  * write (nothing is queued then). */
 int64_t arf_wq_write(struct arf_wq *q, uint64_t gen, uint64_t off, const void *buf,
                      size_t len);
+/* An append (arf_append_gen) in order with the queue: the writes queued before it are
+ * applied first, then it runs and is waited for; its result is its own (bytes or -errno),
+ * or the error kept from an earlier write (nothing is appended then).  *at as
+ * arf_append_gen's. */
+int64_t arf_wq_append(struct arf_wq *q, uint64_t gen, const void *buf, size_t len,
+                      uint64_t *at);
 /* Wait until everything queued is applied: 0, or the error no flush has reported yet (the
  * first of those since the last report), now reported. */
 int arf_wq_flush(struct arf_wq *q);

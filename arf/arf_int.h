@@ -34,6 +34,9 @@ static inline unsigned mode_dtype(uint32_t mode)
 	case ARF_S_IFDIR: return ARF_DT_DIR;
 	case ARF_S_IFLNK: return ARF_DT_LNK;
 	case ARF_S_IFIFO: return ARF_DT_FIFO;
+	case ARF_S_IFCHR: return ARF_DT_CHR;
+	case ARF_S_IFBLK: return ARF_DT_BLK;
+	case ARF_S_IFSOCK: return ARF_DT_SOCK;
 	default: return 0;
 	}
 }

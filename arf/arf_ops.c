@@ -63,20 +63,20 @@ int64_t arf_lookup(struct arf_client *c, uint64_t start, const char *path)
 	return simple(c, "lookup", a, 1, path);
 }
 
-/* getattr's 12 u64 at p into at. */
+/* getattr's 13 u64 at p into at. */
 static void attr_from(const uint8_t *p, struct arf_attr *at)
 {
-	uint64_t f[12];
+	uint64_t f[13];
 	memcpy(f, p, sizeof f);
 	*at = (struct arf_attr){
 		.mode = (uint32_t)f[0], .nlink = (uint32_t)f[1], .uid = (uint32_t)f[2],
 		.gid = (uint32_t)f[3], .size = f[4], .nblocks = f[5],
 		.atime = (int64_t)f[6], .mtime = (int64_t)f[7], .ctime = (int64_t)f[8],
-		.btime = (int64_t)f[9], .gen = f[10], .parent = f[11],
+		.btime = (int64_t)f[9], .gen = f[10], .parent = f[11], .rdev = f[12],
 	};
 }
 
-#define ATTR_BYTES (12 * 8)
+#define ATTR_BYTES (13 * 8)
 
 /* Run an operation that answers as getattr does (getattr itself, and the *attr forms):
  * the value, with at filled when it is >= 0. */
@@ -120,10 +120,10 @@ int64_t arf_mkdir_attr(struct arf_client *c, uint64_t dir, const char *name, uin
 }
 
 int64_t arf_mknod_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
-                       uint32_t uid, uint32_t gid, struct arf_attr *at)
+                       uint64_t rdev, uint32_t uid, uint32_t gid, struct arf_attr *at)
 {
-	int64_t a[4] = { (int64_t)dir, mode, uid, gid };
-	return run_attr(c, "mknodattr", a, 4, name, strlen(name), at);
+	int64_t a[5] = { (int64_t)dir, mode, uid, gid, (int64_t)rdev };
+	return run_attr(c, "mknodattr", a, 5, name, strlen(name), at);
 }
 
 int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname,
@@ -136,8 +136,8 @@ int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const
 static int64_t make(struct arf_client *c, const char *entry, uint64_t dir, const char *name,
                     uint32_t mode, uint32_t uid, uint32_t gid)
 {
-	int64_t a[4] = { (int64_t)dir, mode, uid, gid };
-	return simple(c, entry, a, 4, name);
+	int64_t a[5] = { (int64_t)dir, mode, uid, gid, 0 };   /* mknod's rdev: none */
+	return simple(c, entry, a, strcmp(entry, "mknod") ? 4 : 5, name);
 }
 
 int64_t arf_mkdir(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,

@@ -30,13 +30,15 @@ struct arf_attr {
 	uint64_t size, nblocks;            /* nblocks: 4 KiB blocks */
 	int64_t atime, mtime, ctime, btime; /* ns since the epoch */
 	uint64_t gen, parent;
+	uint64_t rdev;                      /* character and block devices: the device number */
 };
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
 
 /* A new entry name in directory dir: the new inode number. */
 int64_t arf_mkdir(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
                   uint32_t uid, uint32_t gid);
-/* mode: S_IFREG or S_IFIFO with the permission bits. */
+/* mode: S_IFREG, S_IFIFO or S_IFSOCK with the permission bits (a device needs its number:
+ * arf_mknod_attr). */
 int64_t arf_mknod(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
                   uint32_t uid, uint32_t gid);
 /* A regular file (mknod with S_IFREG). */
@@ -119,8 +121,10 @@ int64_t arf_lookup_attr(struct arf_client *c, uint64_t start, const char *path,
                         struct arf_attr *at);
 int64_t arf_mkdir_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
                        uint32_t uid, uint32_t gid, struct arf_attr *at);
+/* mode: S_IFREG, S_IFIFO, S_IFCHR, S_IFBLK or S_IFSOCK; rdev, a device's number (dev_t as
+ * Linux makes it), is kept for devices only. */
 int64_t arf_mknod_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
-                       uint32_t uid, uint32_t gid, struct arf_attr *at);
+                       uint64_t rdev, uint32_t uid, uint32_t gid, struct arf_attr *at);
 int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
                          const char *target, uint32_t uid, uint32_t gid, struct arf_attr *at);
 int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname,

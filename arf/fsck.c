@@ -104,6 +104,9 @@ static const char *type_name(uint32_t mode)
 	case ARF_S_IFDIR: return "directory";
 	case ARF_S_IFLNK: return "symlink";
 	case ARF_S_IFIFO: return "fifo";
+	case ARF_S_IFCHR: return "character device";
+	case ARF_S_IFBLK: return "block device";
+	case ARF_S_IFSOCK: return "socket";
 	default: return "inode of unknown type";
 	}
 }
@@ -625,10 +628,21 @@ static void check_inode(struct fsck *f, uint64_t i)
 		check_dir(f, i, d);
 		return;
 	case ARF_S_IFIFO:
+	case ARF_S_IFSOCK:
 		if (d->size || d->n_extents || d->xblk || d->flags || d->rdev) {
-			problem(f, "inode %" PRIu64 " (fifo): has a size, extents, flags or a device number", i);
+			problem(f, "inode %" PRIu64 " (%s): has a size, extents, flags or a device number",
+			        i, type_name(d->mode));
 			if (fix(f, "cleared them"))
 				d->size = 0, d->n_extents = 0, d->xblk = 0, d->flags = 0, d->rdev = 0;
+		}
+		break;
+	case ARF_S_IFCHR:
+	case ARF_S_IFBLK:              /* rdev is its device number, any value */
+		if (d->size || d->n_extents || d->xblk || d->flags) {
+			problem(f, "inode %" PRIu64 " (%s): has a size, extents or flags", i,
+			        type_name(d->mode));
+			if (fix(f, "cleared them"))
+				d->size = 0, d->n_extents = 0, d->xblk = 0, d->flags = 0;
 		}
 		break;
 	case ARF_S_IFREG:

@@ -78,6 +78,7 @@ static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
 	st->st_nlink = at->nlink;
 	st->st_uid = at->uid;
 	st->st_gid = at->gid;
+	st->st_rdev = (dev_t)at->rdev;
 	st->st_size = (off_t)at->size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)(at->nblocks * 8);
@@ -106,6 +107,9 @@ struct ino_slot {
 	uint64_t hidden_dir;           /* != 0: unlinked while open, now hidden in this dir */
 	struct arf_wq *wq;             /* its writes in flight (made by the first write) */
 	uint32_t wq_users;             /* handlers using wq now: freed when 0 and not open */
+	int lost_err;                  /* a queued write's error no descriptor was told of when
+	                                * the queue went (a mapping's pages written at munmap,
+	                                * after the last close): the next open reports it */
 	uint32_t removed_mode;         /* != 0: its last name removed here (-o writeback; see
 	                                * setattr): the file's mode then, until forget */
 };
@@ -180,6 +184,8 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, true);
 	if (e) {
+		if (e->gen != gen)
+			e->lost_err = 0;       /* another file's number now: not its error */
 		e->gen = gen;
 		e->removed_mode = 0;       /* a live entry again (the number was reused) */
 		if (e->wq)
@@ -197,6 +203,8 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 struct open_file {
 	uint64_t gen;
 	uint32_t err_seen;
+	bool direct;                   /* opened direct_io (O_APPEND: see append_direct) */
+	int lost_err;                  /* the inode's lost_err, to report at its close or fsync */
 };
 
 static struct open_file *open_of(const struct fuse_file_info *fi)
@@ -218,11 +226,16 @@ static void ino_open(uint64_t ino, struct open_file *of)
 	struct ino_slot *e = ino_find(ino, true);
 	of->gen = 0;
 	of->err_seen = 0;
+	of->direct = false;
+	of->lost_err = 0;
 	if (e) {
 		e->opens++;
 		inos.open_files++;
 		of->gen = e->gen;
 		of->err_seen = arf_wq_errseq(e->wq);
+		/* as Linux's errseq_sample: an error no one saw is the new descriptor's */
+		of->lost_err = e->lost_err;
+		e->lost_err = 0;
 	}
 	pthread_mutex_unlock(&inos.lock);
 }
@@ -313,8 +326,12 @@ static struct arf_wq *wq_get(struct arf_fs *fs, uint64_t ino, bool make)
 	return q;
 }
 
-/* Done with q; the last user after the last close frees it (flushing what is left). */
-static void wq_put(uint64_t ino, struct arf_wq *q)
+/* Done with q; the last user after the last close frees it (flushing what is left).  An
+ * error no descriptor was told of stays with the inode (lost_err) until the next open or
+ * the kernel's forget, as Linux keeps a writeback error in the inode's mapping: the pages
+ * of a mapping are written at munmap, after the file's last close.  The return: that
+ * error, or 0. */
+static int wq_put(uint64_t ino, struct arf_wq *q)
 {
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, false);
@@ -324,8 +341,18 @@ static void wq_put(uint64_t ino, struct arf_wq *q)
 		last = true;
 	}
 	pthread_mutex_unlock(&inos.lock);
-	if (last)
-		arf_wq_free(q);
+	if (!last)
+		return 0;
+	int rc = arf_wq_flush(q);
+	arf_wq_free(q);
+	if (rc < 0) {
+		pthread_mutex_lock(&inos.lock);
+		e = ino_find(ino, true);
+		if (e)
+			e->lost_err = rc;
+		pthread_mutex_unlock(&inos.lock);
+	}
+	return rc;
 }
 
 /* Wait until this client's queued writes of ino are applied (errors kept for the close). */
@@ -405,15 +432,29 @@ static void arf_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                          dev_t rdev)
 {
-	/* ARF stores regular files and fifos; devices and sockets are not representable */
-	if (!S_ISREG(mode) && !S_ISFIFO(mode)) {
-		fuse_reply_err(req, EPERM);
+	/* regular files, fifos, devices (with their number) and sockets; the kernel checked
+	 * CAP_MKNOD for a device.  Opening a device node reaches this machine's device, so
+	 * the mount is nodev unless -o dev says otherwise (libfuse's default). */
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) &&
+	    !S_ISSOCK(mode)) {
+		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct arf_attr at;
 	reply_entry(req, arf_mknod_attr(fs_of(req)->c, parent, name, mode & (S_IFMT | 07777),
+	                                S_ISCHR(mode) || S_ISBLK(mode) ? (uint64_t)rdev : 0,
 	                                ctx->uid, ctx->gid, &at), &at);
+}
+
+/* An O_APPEND descriptor bypasses this kernel's page cache (direct_io): its writes are
+ * appends arfd places (see write), and the kernel would otherwise copy the bytes into its
+ * cached pages at the offset it guessed from a size another client may have grown since.
+ * Reads through it go to arfd too; a shared mmap of it is refused (ENODEV).  Under
+ * -o writeback the kernel places appends itself, cached. */
+static unsigned append_direct(const struct arf_fs *fs, const struct fuse_file_info *fi)
+{
+	return (fi->flags & O_APPEND) && !fs->writeback;
 }
 
 /* open(O_CREAT) of a new name: the file is made; the open itself needs no state (fh 0). */
@@ -428,10 +469,20 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 		return;
 	}
 	struct arf_attr at;
-	int64_t ino = arf_mknod_attr(fs->c, parent, name, S_IFREG | (mode & 07777), ctx->uid,
+	int64_t ino = arf_mknod_attr(fs->c, parent, name, S_IFREG | (mode & 07777), 0, ctx->uid,
 	                             ctx->gid, &at);
 	if (ino < 0) {
 		free(of);
+		/* The kernel looked the name up and found nothing, so it asked for a create; when
+		 * another client made the name in between, open(O_CREAT) without O_EXCL must open
+		 * that file, not fail with EEXIST.  The kernel cannot be handed an existing file
+		 * here (it takes a created one as new: no permission check, no O_TRUNC, no
+		 * following a symlink), but ESTALE makes it do the open again with every entry
+		 * looked up afresh (do_filp_open's LOOKUP_REVAL pass), which finds the name and
+		 * opens it as any existing file.  Once: a name removed and made again between
+		 * the two passes shows as ESTALE. */
+		if (ino == -EEXIST && !(fi->flags & O_EXCL))
+			ino = -ESTALE;
 		reply_errno(req, ino);
 		return;
 	}
@@ -440,6 +491,7 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	ino_open((uint64_t)ino, of);
 	of->gen = at.gen;            /* the data operations check it: ESTALE if reused */
 	fi->fh = (uintptr_t)of;
+	fi->direct_io = of->direct = append_direct(fs, fi);
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -480,7 +532,7 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 			int rc = arf_rename(fs->c, parent, name, parent, hname, 0);
 			if (rc == 0)
 				ino_set_hidden((uint64_t)ino, parent);
-			fuse_reply_err(req, -rc);
+			reply_errno(req, rc);
 			return;
 		}
 		if (fs->writeback && ino > 0 && S_ISREG(at.mode) && at.nlink == 1)
@@ -491,12 +543,12 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc = arf_unlink(fs->c, parent, name);
 	if (rc == 0)
 		mark_removed(gone, &at);
-	fuse_reply_err(req, -rc);
+	reply_errno(req, rc);
 }
 
 static void arf_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -arf_rmdir(fs_of(req)->c, parent, name));
+	reply_errno(req, arf_rmdir(fs_of(req)->c, parent, name));
 }
 
 /* Directories keep no open state: an ARF cookie is a position that stays valid. */
@@ -669,24 +721,26 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	ino_open(ino, of);
 	fi->fh = (uintptr_t)of;
 	fi->keep_cache = 0;
+	fi->direct_io = of->direct = append_direct(fs, fi);
 	fuse_reply_open(req, fi);
 }
 
 static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
-	/* what flush did not see (writes of a mapping after it): nobody to tell but the log */
-	struct open_file *of = open_of(fi);
+	/* What flush did not see (a mapping's pages, written at munmap after the close) is
+	 * not reported here: the descriptors still open report it at their close or fsync,
+	 * and after the last one the inode keeps it for the next open (wq_put). */
 	struct arf_wq *q = wq_get(fs, ino, false);
-	int rc = !q ? 0 : of ? arf_wq_flush_seen(q, &of->err_seen) : arf_wq_flush(q);
-	free(of);
-	fi->fh = 0;
-	if (rc < 0 && fs->foreground)
-		fprintf(stderr, "arf mount: writes of inode %" PRIu64 " after the last flush: %s\n",
-		        (uint64_t)ino, strerror(-rc));
-	uint64_t dir = ino_release(ino);
 	if (q)
-		wq_put(ino, q);
+		arf_wq_drain(q);
+	free(open_of(fi));
+	fi->fh = 0;
+	uint64_t dir = ino_release(ino);
+	int rc = q ? wq_put(ino, q) : 0;
+	if (rc < 0 && fs->foreground)
+		fprintf(stderr, "arf mount: writes of inode %" PRIu64 " after its last close: %s "
+		        "(reported to its next open)\n", (uint64_t)ino, strerror(-rc));
 	if (dir) {
 		/* the last close of a file unlinked while open: now it goes */
 		char name[40];
@@ -703,11 +757,15 @@ static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 static int wq_flush_fi(struct arf_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_wq *q = wq_get(fs, ino, false);
+	struct open_file *of = open_of(fi);
 	int rc = 0;
 	if (q) {
-		struct open_file *of = open_of(fi);
 		rc = of ? arf_wq_flush_seen(q, &of->err_seen) : arf_wq_flush(q);
 		wq_put(ino, q);
+	}
+	if (rc == 0 && of && of->lost_err) {
+		rc = of->lost_err;       /* from before this descriptor was opened */
+		of->lost_err = 0;
 	}
 	return rc;
 }
@@ -744,23 +802,53 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* Queued (write-behind, arf_data.h): the answer comes before arfd applied the bytes; a
  * failure shows at a later write, fsync or close of the file.  Without a queue (out of
- * memory) the write is applied before the answer, as before. */
+ * memory) the write is applied before the answer, as before.
+ *
+ * A write through an O_APPEND descriptor (the write's own flags, so fcntl's O_APPEND
+ * counts) is data.pna's append: arfd puts the bytes at the size it finds, whatever this
+ * kernel believes the size is (it computed off from its cached attributes, which another
+ * client's appends leave behind); it waits for the writes queued before it and for arfd,
+ * and its error is its own.  Not under -o writeback: there the kernel keeps the size and
+ * writes cached pages at offsets of its own, long after the write (docs/arf.md). */
 static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                          off_t off, struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
-	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, true);
+	bool append = (fi->flags & O_APPEND) && !fi->writepage && !fs->writeback && size > 0;
+	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, !append);
+	uint64_t at = (uint64_t)off;
 	int64_t n;
-	if (q) {
+	if (append && q)
+		n = arf_wq_append(q, fh_gen(fi), buf, size, &at);
+	else if (append)
+		n = arf_append_gen(fs->d, ino, fh_gen(fi), buf, size, &at);
+	else if (q)
 		n = arf_wq_write(q, fh_gen(fi), (uint64_t)off, buf, size);
-		wq_put(ino, q);
-	} else {
-		n = arf_write_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, buf, size);
-	}
-	if (n < 0)
-		reply_data_errno(req, n);
 	else
-		fuse_reply_write(req, (size_t)n);
+		n = arf_write_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, buf, size);
+	if (q)
+		wq_put(ino, q);
+	if (n < 0) {
+		reply_data_errno(req, n);
+		return;
+	}
+	/* Pages this kernel cached of the range the bytes went to (another descriptor's read
+	 * of the old last block) are stale now.  A direct_io descriptor's write holds no page
+	 * of the cache while it waits for the answer, so they are dropped before it: a read
+	 * after the write returned sees the bytes.  A descriptor given O_APPEND by fcntl
+	 * writes through the cache, holding the pages it copied into (at the offset the
+	 * kernel guessed): those are dropped too, after the answer, or the kernel would wait
+	 * for itself. */
+	const struct open_file *of = open_of(fi);
+	bool before = of && of->direct;
+	if (append && n > 0 && fs->se && before)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, (off_t)at, (off_t)n);
+	fuse_reply_write(req, (size_t)n);
+	if (append && n > 0 && fs->se && !before) {
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, (off_t)at, (off_t)n);
+		if (at != (uint64_t)off)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, off, (off_t)n);
+	}
 }
 
 static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -889,7 +977,7 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc = arf_rename(fs->c, parent, name, newparent, newname, flags);
 	if (rc == 0)
 		mark_removed(gone, &at);
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	reply_errno(req, rc);
 }
 
 static void arf_init_op(void *userdata, struct fuse_conn_info *conn)

@@ -208,13 +208,18 @@ static int64_t import_special(struct xfer *x, uint64_t dir, const char *name, co
 			target[n] = '\0';
 			ino = arf_symlink(x->c, dir, name, target, getuid(), getgid());
 		} else {
-			ino = arf_mknod(x->c, dir, name, S_IFIFO | (st->st_mode & 07777), getuid(),
-			                getgid());
+			/* a fifo, a device (with its number) or a socket */
+			struct arf_attr at;
+			bool dev = S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode);
+			ino = arf_mknod_attr(x->c, dir, name, st->st_mode & (S_IFMT | 07777),
+			                     dev ? (uint64_t)st->st_rdev : 0, getuid(), getgid(), &at);
 		}
 	}
 	if (ino < 0)
 		say_error(x, path, S_ISLNK(st->st_mode) ? "cannot make the symbolic link"
-		                                          : "cannot make the fifo", ino);
+		               : S_ISFIFO(st->st_mode) ? "cannot make the fifo"
+		               : S_ISSOCK(st->st_mode) ? "cannot make the socket"
+		               : "cannot make the device node", ino);
 	return ino;
 }
 
@@ -265,7 +270,8 @@ static void import_walk(struct xfer *x, const char *path, uint64_t dir, int dept
 			                 .mtime = ts_ns(st.st_mtim), .atime = ts_ns(st.st_atim) };
 			if (add_job(x, &j) != 0)
 				free(p);
-		} else if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode)) {
+		} else if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) ||
+		           S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
 			int64_t ino = import_special(x, dir, e->d_name, p, &st);
 			if (ino >= 0) {
 				int rc = set_attrs_of(x, (uint64_t)ino, &st, !S_ISLNK(st.st_mode));
@@ -276,7 +282,7 @@ static void import_walk(struct xfer *x, const char *path, uint64_t dir, int dept
 			}
 			free(p);
 		} else {
-			say_error(x, p, "skipped: ARF stores no devices or sockets", 0);
+			say_error(x, p, "skipped: a file type ARF does not store", 0);
 			free(p);
 		}
 	}
@@ -436,6 +442,15 @@ static void export_walk(struct xfer *x, uint64_t dir, const char *path, int dept
 			} else if (S_ISFIFO(at.mode)) {
 				if (mkfifo(p, at.mode & 07777) != 0 && errno != EEXIST)
 					say_error(x, p, "cannot make the fifo", -errno);
+				else if (export_attrs(x, p, &at, false) == 0)
+					atomic_fetch_add(&x->done_files, 1);
+				free(p);
+			} else if (S_ISCHR(at.mode) || S_ISBLK(at.mode) || S_ISSOCK(at.mode)) {
+				/* a device needs CAP_MKNOD here: EPERM for others, per path */
+				unlink(p);
+				if (mknod(p, at.mode & (S_IFMT | 07777), (dev_t)at.rdev) != 0)
+					say_error(x, p, S_ISSOCK(at.mode) ? "cannot make the socket"
+					                                  : "cannot make the device node", -errno);
 				else if (export_attrs(x, p, &at, false) == 0)
 					atomic_fetch_add(&x->done_files, 1);
 				free(p);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # arf_xfer.sh: `arf import` and `arf export` against arfd --arf on loopback: a tree with
 # nested directories, empty, small, multi-chunk (> 4 MiB) and sparse files, a symlink, a
-# fifo, odd modes and old times goes in and comes back out identical (diff -r, and modes,
-# times, sizes and symlink targets by find -printf); holes stay holes both ways; a second
+# fifo, devices and a socket (when run as root), odd modes and old times goes in and comes
+# back out identical (diff -r, and modes, times, sizes and symlink targets by find -printf,
+# device numbers by stat); holes stay holes both ways; a second
 # import replaces files and merges directories; the errors a script sees (exit status 2 for
 # a bad argument or a missing source, 1 when some files failed); fsck clean at the end.
 #
@@ -50,6 +51,11 @@ printf 'middle' | dd of="$src/sparse" bs=1 seek=30000000 conv=notrunc 2>/dev/nul
 ln -s a/hello "$src/link"
 ln -s /nowhere/at/all "$src/a/dangling"
 mkfifo -m 640 "$src/fifo"
+# devices (root only: mknod needs CAP_MKNOD) and a socket (mknod makes one as well)
+if mknod -m 620 "$src/tty9" c 4 9 2>/dev/null; then
+	mknod -m 660 "$src/sda" b 8 0
+	mknod -m 755 "$src/sock" s 2>/dev/null || python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$src/sock"
+fi
 printf 'x\n' >"$src/ro/inside"
 chmod 4755 "$src/a/hello"
 chmod 600 "$src/a/b/nums"
@@ -60,10 +66,15 @@ run "$BUILD/arf" import -v "$src" "$ep:/in/tree"; check_rc import 0 $?
 contains "import summary" "$tmp/err" "0 errors"
 out=$tmp/out.tree
 run "$BUILD/arf" export -v "$ep:/in/tree" "$out"; check_rc export 0 $?
-run diff -r --no-dereference -x fifo "$src" "$out"; check_rc "diff -r after the round trip" 0 $?
+run diff -r --no-dereference -x fifo -x tty9 -x sda -x sock "$src" "$out"; check_rc "diff -r after the round trip" 0 $?
 listing "$src" >"$tmp/want"
 listing "$out" >"$tmp/got"
 if cmp -s "$tmp/want" "$tmp/got"; then ok; else bad "modes, sizes, times or targets differ:"; diff "$tmp/want" "$tmp/got" | head -20; fi
+if [ -e "$src/tty9" ]; then
+	same "devices and a socket: types and numbers" \
+		"$(cd "$out" && stat -c '%n %F %t:%T' tty9 sda sock | tr '\n' ' ')" \
+		"$(cd "$src" && stat -c '%n %F %t:%T' tty9 sda sock | tr '\n' ' ')"
+fi
 same "sparse stays sparse" "$(du -k "$out/sparse" | cut -f1)" "$(du -k "$src/sparse" | cut -f1)"
 if [ "$(du -k "$out/sparse" | cut -f1)" -lt 1024 ]; then ok; else bad "exported sparse file owns $(du -k "$out/sparse" | cut -f1) KiB"; fi
 
@@ -75,7 +86,7 @@ chmod 755 "$src/ro"
 run "$BUILD/arf" import "$src" "$ep:/in/tree"; check_rc "import again" 0 $?
 rm -rf "$out"
 run "$BUILD/arf" export "$ep:/in/tree" "$out"; check_rc "export again" 0 $?
-run diff -r --no-dereference -x fifo "$src" "$out"; check_rc "diff -r after replacing" 0 $?
+run diff -r --no-dereference -x fifo -x tty9 -x sda -x sock "$src" "$out"; check_rc "diff -r after replacing" 0 $?
 same "replaced file" "$(cat "$out/a/b/c/big")" "short"
 
 # a destination given as several components is made like mkdir -p; '/' works as the root

@@ -3,7 +3,8 @@
  * (1 byte, across block boundaries, 10 MiB), a sparse file with a 1 GiB hole, overwrites in
  * the middle, hundreds of interleaved one-block appends and hole fills (extents beyond the
  * 9 inline ones, extent blocks filled and split), truncate down and up, setattr, every
- * errno, ENOSPC on a 4 MiB image, write-behind (arf_wq: gathered and pipelined writes,
+ * errno, ENOSPC on a 4 MiB image, appends (two clients at once; free space in single blocks,
+ * where an append keeps its whole range; ENOSPC), write-behind (arf_wq: gathered and pipelined writes,
  * overlaps, ESTALE and ENOSPC reported at the flush), and crashes: a write that splits an extent block and a
  * truncate that cuts the chain, stopped by fuel at every point in forked servers that are
  * then SIGKILLed (fsck clean, the file as before or as after).  Every file is compared with a
@@ -12,6 +13,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "arf.h"
 #include "arf_data.h"
 #include "arf_ops.h"
+#include "arf_seg.h"
 #include "server.h"
 #include "arf_fork.h"
 
@@ -609,6 +612,199 @@ static void test_enospc(void)
 	free(m.b);
 }
 
+/* ---- append: the offset is the size arfd finds, for any number of clients ---- */
+
+struct appender {
+	struct arf_data *d;
+	uint64_t ino;
+	char tag;                      /* the records' first byte */
+	int n, bad;                    /* records to append; appends that failed */
+};
+
+/* n records of 8 bytes ("tag", 6 digits, newline), each one append */
+static void *append_records(void *arg)
+{
+	struct appender *w = arg;
+	for (int i = 0; i < w->n; i++) {
+		char rec[16];
+		snprintf(rec, sizeof rec, "%c%06d\n", w->tag, i % 1000000);
+		if (arf_append_gen(w->d, w->ino, 0, rec, 8, NULL) != 8)
+			w->bad++;
+	}
+	return NULL;
+}
+
+/* The raw append run (data.pna's export) with its output: the result; at and kept from the
+ * output (~0 when there was none). */
+static int64_t append_run(struct conn *k, uint64_t ino, const void *p, size_t n, uint64_t *at,
+                          uint64_t *kept)
+{
+	struct arf_seg s;
+	char err[512];
+	*at = *kept = ~0ull;
+	if (arf_seg_open(&s, k->a, dataseg, NULL, dataseg, err, sizeof err) != 0)
+		return -1000;
+	int64_t a[2] = { (int64_t)ino, 0 };
+	struct arc_exec x = { 0 };
+	int64_t v = arf_seg_run(&s, &x, "append", a, 2, p, n);
+	if (v >= 0 && x.out_len == 16) {
+		memcpy(at, x.out, 8);
+		memcpy(kept, (char *)x.out + 8, 8);
+	}
+	free(x.out);
+	arf_seg_close(&s);
+	return v;
+}
+
+static void test_append(void)
+{
+	char err[512];
+	const char *img = path_of("append.img");
+	CHECK(arf_mkfs(img, 8 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k, k2;
+	if (!serve(&k, img))
+		return;
+	/* a second client of the same arfd */
+	k2 = k;
+	k2.a = arc_connect(arfd_endpoint(k.s, "tcp"), &(struct arc_opts){ .timeout_ms = 60000 },
+	                   err, sizeof err);
+	k2.d = k2.a ? arf_data_open(k2.a, dataseg, err, sizeof err) : NULL;
+	CHECK(k2.d != NULL, "second client: %s", err);
+	if (!k2.d) {
+		if (k2.a)
+			arc_close(k2.a);
+		unserve(&k);
+		return;
+	}
+	struct model m = { 0 };
+	m.ino = (uint64_t)create(&k, "log");
+	/* each append lands at the size, whichever client: the offsets say so */
+	const char *words[] = { "one\n", "two, from the other\n", "three\n" };
+	for (int i = 0; i < 3; i++) {
+		uint64_t at = ~0ull;
+		struct arf_data *d = i == 1 ? k2.d : k.d;
+		int64_t r = arf_append_gen(d, m.ino, 0, words[i], strlen(words[i]), &at);
+		CHECK(r == (int64_t)strlen(words[i]) && at == m.size, "append %d: %" PRId64 " at %"
+		      PRIu64 " want %zu at %zu (%s)", i, r, at, strlen(words[i]), m.size,
+		      r < 0 ? arf_data_errmsg(d) : "");
+		m_write(&m, m.size, words[i], strlen(words[i]));
+	}
+	same(&k, &m, 4096, "appends of two clients");
+	/* two clients appending 8-byte records at once, 600 each: every record whole, once */
+	struct model r2 = { 0 };
+	r2.ino = (uint64_t)create(&k, "records");
+	struct appender wa = { k.d, r2.ino, 'a', 600, 0 }, wb = { k2.d, r2.ino, 'b', 600, 0 };
+	pthread_t ta, tb;
+	bool two = pthread_create(&ta, NULL, append_records, &wa) == 0;
+	if (two && pthread_create(&tb, NULL, append_records, &wb) != 0) {
+		pthread_join(ta, NULL);
+		two = false;
+	}
+	CHECK(two, "pthread_create");
+	if (two) {
+		pthread_join(ta, NULL);
+		pthread_join(tb, NULL);
+		CHECK(wa.bad == 0 && wb.bad == 0, "failed appends: %d and %d", wa.bad, wb.bad);
+		char *buf = malloc(2 * 600 * 8 + 1);
+		int64_t got = arf_read(k.d, r2.ino, 0, buf, 2 * 600 * 8 + 1);
+		int next[2] = { 0, 0 }, wrong = 0;
+		for (int64_t o = 0; got == 2 * 600 * 8 && o < got; o += 8) {
+			int w = buf[o] == 'b';
+			char want[16];
+			snprintf(want, sizeof want, "%c%06d\n", w ? 'b' : 'a', next[w]++ % 1000000);
+			wrong += memcmp(buf + o, want, 8) != 0;
+		}
+		CHECK(got == 2 * 600 * 8 && wrong == 0 && next[0] == 600 && next[1] == 600,
+		      "records: %" PRId64 " bytes, %d out of place, %d and %d", got, wrong, next[0],
+		      next[1]);
+		free(buf);
+	}
+	/* free space in single blocks: 64 one-block files, then a file filling the rest of the
+	 * image, then every other small one removed */
+	unsigned char *p = malloc(8u << 20);
+	fill_rand(p, 8u << 20);
+	char name[32];
+	for (int i = 0; i < 64; i++) {
+		snprintf(name, sizeof name, "s%d", i);
+		int64_t f = create(&k, name);
+		CHECK(f > 0 && arf_write(k.d, (uint64_t)f, 0, p, 4096) == 4096, "%s", name);
+	}
+	int64_t fill = create(&k, "fill");
+	int64_t fr = arf_write(k.d, (uint64_t)fill, 0, p, 8u << 20);
+	CHECK(fr > 0 && fr < (int64_t)(8u << 20), "filling write: %" PRId64, fr);
+	for (int i = 1; i < 64; i += 2) {
+		snprintf(name, sizeof name, "s%d", i);
+		CHECK(arf_unlink(k.c, ARF_INO_ROOT, name) == 0, "unlink %s", name);
+	}
+	/* an append of 5 blocks gets one block a run: the first run keeps the whole range (the
+	 * size covers it), so the next append goes after it while the rest is written into it */
+	struct model x = { 0 };
+	x.ino = (uint64_t)create(&k, "pieces");
+	uint64_t at, kept;
+	int64_t r = append_run(&k, x.ino, p, 5 * 4096, &at, &kept);
+	CHECK(r == 4096 && at == 0 && kept == 5 * 4096, "append into single blocks: %" PRId64
+	      " at %" PRIu64 " kept %" PRIu64, r, at, kept);
+	m_write(&x, 0, p, 4096);
+	m_truncate(&x, 5 * 4096);
+	same(&k, &x, 4096, "the kept range (a hole after the first block)");
+	r = arf_append_gen(k2.d, x.ino, 0, "next\n", 5, &at);
+	CHECK(r == 5 && at == 5 * 4096, "append after a kept range: %" PRId64 " at %" PRIu64, r,
+	      at);
+	m_write(&x, 5 * 4096, "next\n", 5);
+	r = arf_write(k.d, x.ino, 4096, p + 4096, 4 * 4096);
+	CHECK(r == 4 * 4096, "the rest into the kept range: %" PRId64, r);
+	m_write(&x, 4096, p + 4096, 4 * 4096);
+	same(&k, &x, 4096, "pieces");
+	/* the same through the client call: the rest follows by itself */
+	int64_t y = create(&k, "pieces2");
+	r = arf_append_gen(k.d, (uint64_t)y, 0, p, 3 * 4096, &at);
+	CHECK(r == 3 * 4096 && at == 0, "arf_append_gen into single blocks: %" PRId64, r);
+	struct model ym = { .ino = (uint64_t)y };
+	m_write(&ym, 0, p, 3 * 4096);
+	same(&k, &ym, 4096, "pieces2");
+	/* the image full: an append that fits the last block's tail only is short and keeps
+	 * nothing more; one that needs a block is ENOSPC and changes nothing */
+	while (arf_write(k.d, (uint64_t)fill, (uint64_t)fr, p, 4096) > 0)
+		fr += 4096;
+	/* a block the big file could not use (its extent would have needed a second one) */
+	for (int i = 0; i < 8; i++) {
+		snprintf(name, sizeof name, "last%d", i);
+		int64_t f = create(&k, name);
+		if (f < 0 || arf_write(k.d, (uint64_t)f, 0, "z", 1) != 1)
+			break;
+	}
+	struct model t = { 0 };
+	t.ino = (uint64_t)create(&k, "tail");
+	r = append_run(&k, t.ino, p, 100, &at, &kept);
+	CHECK(r == -ENOSPC, "append when full: %" PRId64, r);
+	r = arf_append_gen(k.d, ym.ino, 0, p, 5000, &at);
+	CHECK(r == -ENOSPC && ym.size == 3 * 4096, "append of a block when full: %" PRId64, r);
+	same(&k, &ym, 4096, "pieces2 after ENOSPC");
+	r = arf_append_gen(k.d, m.ino, 0, p, 5000, &at);
+	CHECK(r == (int64_t)(4096 - m.size) && at == m.size, "append that fills the last block: %"
+	      PRId64 " at %" PRIu64 " (size %zu)", r, at, m.size);
+	if (r > 0)
+		m_write(&m, m.size, p, (size_t)r);
+	same(&k, &m, 4096, "log after a short append");
+	/* errors */
+	CHECK(arf_append_gen(k.d, ARF_INO_ROOT, 0, "x", 1, NULL) == -EISDIR, "append to a directory");
+	CHECK(arf_append_gen(k.d, m.ino, m.ino + 1000, "x", 1, NULL) == -ESTALE, "append, stale gen");
+	CHECK(arf_append_gen(k.d, m.ino, 0, "x", 0, NULL) == -EINVAL, "append of nothing");
+	CHECK(arf_append_gen(k.d, 1u << 30, 0, "x", 1, NULL) == -EINVAL, "append to no inode");
+	CHECK(arf_unlink(k.c, ARF_INO_ROOT, "tail") == 0 &&
+	      arf_append_gen(k.d, t.ino, 0, "x", 1, NULL) == -ENOENT, "append to a removed file");
+	arf_data_close(k2.d);
+	arc_close(k2.a);
+	unserve(&k);
+	fsck_clean("after appends at the end", img);
+	free(p);
+	free(m.b);
+	free(r2.b);
+	free(x.b);
+	free(ym.b);
+	free(t.b);
+}
+
 /* ---- write-behind (arf_wq): queued writes come out as the plain ones would, and what
  * fails shows at the flush */
 
@@ -954,6 +1150,7 @@ int main(void)
 	test_fsync(img);
 	test_truncate(img);
 	test_enospc();
+	test_append();
 	test_wq(img);
 	test_crash();
 	free(f1.b); free(f2.b); free(f3.b); free(g.b); free(h.b);

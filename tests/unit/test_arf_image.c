@@ -348,7 +348,10 @@ static void c_orphan_unlinked(struct img *g)
 	I(g, i)->nlink = 0;
 	recount(g);
 }
-static void c_bad_mode(struct img *g) { I(g, FIFO)->mode = 0140600; }
+static void c_bad_mode(struct img *g) { I(g, FIFO)->mode = 0170600; }   /* no S_IF* type */
+/* the fifo made a socket or a device (its entry's type then also wrong) */
+static void c_socket_rdev(struct img *g) { I(g, FIFO)->mode = ARF_S_IFSOCK | 0600; I(g, FIFO)->rdev = 5; }
+static void c_device_size(struct img *g) { I(g, FIFO)->mode = ARF_S_IFCHR | 0600; I(g, FIFO)->rdev = 0x103; I(g, FIFO)->size = 10; }
 static void c_symlink_nul(struct img *g) { I(g, SHORT)->u.target[1] = '\0'; }
 static void c_symlink_len0(struct img *g) { I(g, SHORT)->size = 0; }
 static void c_symlink_len_big(struct img *g) { I(g, LONG)->size = 5000; }
@@ -442,7 +445,9 @@ static const struct corruption {
 	{ "duplicate name", c_dup_name, "directory 9: two entries named 'f0008'", 4 },
 	{ "orphan", c_orphan, "(regular file): in no directory", 4 },
 	{ "orphan unlinked", c_orphan_unlinked, "(regular file): link count 0 and in no directory", 4 },
-	{ "bad mode", c_bad_mode, "inode 8: mode 0140600 is no file type ARF knows", 4 },
+	{ "bad mode", c_bad_mode, "inode 8: mode 0170600 is no file type ARF knows", 4 },
+	{ "socket with a device number", c_socket_rdev, "inode 8 (socket): has a size, extents, flags or a device number", 4 },
+	{ "device with a size", c_device_size, "inode 8 (character device): has a size, extents or flags", 4 },
 	{ "symlink nul", c_symlink_nul, "inode 6 (symlink): has a NUL byte in its target", 4 },
 	{ "symlink length 0", c_symlink_len0, "inode 6 (symlink): has a target length outside 1..4095", 4 },
 	{ "symlink length 5000", c_symlink_len_big, "inode 7 (symlink): has a target length outside 1..4095", 4 },

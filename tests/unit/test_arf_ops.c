@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -281,8 +282,9 @@ static void test_tree(const char *img)
 	CHECK(arf_mkdir(c, ARF_INO_ROOT, "x/y", 0755, 0, 0) == -EINVAL, "mkdir with /");
 	CHECK(arf_mkdir(c, ARF_INO_ROOT, longname, 0755, 0, 0) == -ENAMETOOLONG, "mkdir long");
 	CHECK(arf_mkdir(c, (uint64_t)f, "x", 0755, 0, 0) == -ENOTDIR, "mkdir in a file");
-	CHECK(arf_mknod(c, ARF_INO_ROOT, "sock", 0140000 | 0600, 0, 0) == -EINVAL, "mknod socket");
 	CHECK(arf_mknod(c, ARF_INO_ROOT, "dir", ARF_S_IFDIR | 0600, 0, 0) == -EINVAL, "mknod dir");
+	CHECK(arf_mknod(c, ARF_INO_ROOT, "badtype", 0170000 | 0600, 0, 0) == -EINVAL &&
+	      arf_mknod(c, ARF_INO_ROOT, "notype", 0600, 0, 0) == -EINVAL, "mknod of no type");
 	CHECK(arf_getattr(c, 0, &at) == -EINVAL && arf_getattr(c, 3000, &at) == -ENOENT,
 	      "getattr errors");
 	uint64_t ck = 12345;
@@ -1084,7 +1086,7 @@ static void test_attr_forms(const char *img)
 	CHECK(d > 2 && arf_getattr(c, (uint64_t)d, &g) == 0 && same_attr(&at, &g) &&
 	      at.mode == (ARF_S_IFDIR | 0750) && at.uid == 7 && at.gid == 8,
 	      "mkdir_attr: %" PRId64 " mode %o", d, at.mode);
-	int64_t f = arf_mknod_attr(c, (uint64_t)d, "f", ARF_S_IFREG | 0604, 1, 2, &at);
+	int64_t f = arf_mknod_attr(c, (uint64_t)d, "f", ARF_S_IFREG | 0604, 0, 1, 2, &at);
 	CHECK(f > 2 && arf_getattr(c, (uint64_t)f, &g) == 0 && same_attr(&at, &g) &&
 	      at.mode == (ARF_S_IFREG | 0604), "mknod_attr: %" PRId64, f);
 	int64_t s = arf_symlink_attr(c, (uint64_t)d, "s", "f", 3, 4, &at);
@@ -1099,9 +1101,45 @@ static void test_attr_forms(const char *img)
 	CHECK(arf_lookup_attr(c, ARF_INO_ROOT, "attrs/none", &at) == -ENOENT, "lookup_attr ENOENT");
 	CHECK(arf_lookup_attr(c, ARF_INO_ROOT, "attrs/f/x", &at) == -ENOTDIR, "lookup_attr ENOTDIR");
 	CHECK(arf_mkdir_attr(c, (uint64_t)d, "f", 0700, 0, 0, &at) == -EEXIST, "mkdir_attr EEXIST");
-	CHECK(arf_mknod_attr(c, (uint64_t)f, "x", ARF_S_IFREG | 0600, 0, 0, &at) == -ENOTDIR,
+	CHECK(arf_mknod_attr(c, (uint64_t)f, "x", ARF_S_IFREG | 0600, 0, 0, 0, &at) == -ENOTDIR,
 	      "mknod_attr in a file");
 	CHECK(arf_symlink_attr(c, (uint64_t)d, "s", "t", 0, 0, &at) == -EEXIST, "symlink_attr EEXIST");
+
+	/* devices keep their number, sockets and fifos none (whatever rdev says); their
+	 * entries carry their type; link, rename and unlink treat them as any file */
+	int64_t dv = arf_mkdir(c, ARF_INO_ROOT, "devs", 0755, 0, 0);
+	struct { const char *name; uint32_t mode; uint64_t rdev, want; unsigned dt; } nodes[] = {
+		{ "null", ARF_S_IFCHR | 0666, makedev(1, 3), makedev(1, 3), ARF_DT_CHR },
+		{ "sda1", ARF_S_IFBLK | 0660, makedev(8, 1), makedev(8, 1), ARF_DT_BLK },
+		{ "big", ARF_S_IFCHR | 0600, makedev(4095, 1048575), makedev(4095, 1048575), ARF_DT_CHR },
+		{ "sock", ARF_S_IFSOCK | 0755, 5, 0, ARF_DT_SOCK },
+		{ "fifo", ARF_S_IFIFO | 0644, 7, 0, ARF_DT_FIFO },
+	};
+	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		int64_t n = arf_mknod_attr(c, (uint64_t)dv, nodes[i].name, nodes[i].mode, nodes[i].rdev,
+		                           10, 20, &at);
+		CHECK(n > 2 && at.mode == nodes[i].mode && at.rdev == nodes[i].want && at.size == 0 &&
+		      at.uid == 10 && arf_getattr(c, (uint64_t)n, &g) == 0 && same_attr(&at, &g) &&
+		      g.rdev == nodes[i].want, "mknod %s: %" PRId64 " mode %o rdev %" PRIx64, nodes[i].name,
+		      n, at.mode, at.rdev);
+	}
+	struct arf_dirent de[8];
+	uint64_t dck = 0;
+	int nde = arf_readdir(c, (uint64_t)dv, &dck, de, 8);
+	int types_ok = 0;
+	for (int i = 0; i < nde; i++)
+		for (size_t j = 0; j < sizeof nodes / sizeof nodes[0]; j++)
+			types_ok += !strcmp(de[i].name, nodes[j].name) && de[i].type == nodes[j].dt;
+	CHECK(nde == 5 && types_ok == 5, "device entries' types: %d entries, %d right", nde, types_ok);
+	int64_t nul = arf_lookup(c, (uint64_t)dv, "null");
+	CHECK(arf_link_attr(c, (uint64_t)nul, (uint64_t)dv, "null2", &at) == nul && at.nlink == 2 &&
+	      at.rdev == makedev(1, 3), "link of a device");
+	CHECK(arf_rename(c, (uint64_t)dv, "sda1", ARF_INO_ROOT, "sda1", 0) == 0 &&
+	      arf_lookup_attr(c, ARF_INO_ROOT, "sda1", &at) > 2 && at.rdev == makedev(8, 1),
+	      "rename of a device");
+	CHECK(arf_unlink(c, ARF_INO_ROOT, "sda1") == 0 && arf_unlink(c, (uint64_t)dv, "null") == 0 &&
+	      arf_unlink(c, (uint64_t)dv, "null2") == 0 && arf_unlink(c, (uint64_t)dv, "sock") == 0 &&
+	      arf_getattr(c, (uint64_t)nul, &at) == -ENOENT, "unlink of devices and a socket");
 	CHECK(arf_link_attr(c, (uint64_t)d, ARF_INO_ROOT, "dirlink", &at) == -EPERM,
 	      "link_attr of a directory");
 
