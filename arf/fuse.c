@@ -10,7 +10,9 @@
  * -o attr_timeout/entry_timeout seconds, and every open drops the file's cached pages, so
  * what another client wrote and closed is seen by the next open (docs/arf.md, "Mounting").
  * Permissions are checked by the kernel against the stored mode, uid and gid
- * (default_permissions is always on).
+ * (default_permissions is always on).  A mount made by root serves every user
+ * (allow_other, as an NFS mount does); a user's own mount serves only that user, as FUSE
+ * does by default.
  */
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
@@ -1021,6 +1023,7 @@ int arf_cmd_mount(int argc, char **argv)
 	struct arf_fs fs = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
 	char *fuse_opts = NULL;     /* -o options for libfuse, comma-separated */
 	size_t fo_len = 0;
+	bool allow_other = false;   /* given with -o */
 	int rc = 1;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "-f")) {
@@ -1041,6 +1044,8 @@ int arf_cmd_mount(int argc, char **argv)
 				} else if (!strcmp(o, "sync_writes")) {
 					fs.sync_writes = 1;
 				} else {
+					if (!strcmp(o, "allow_other"))
+						allow_other = true;
 					size_t l = strlen(o);
 					char *nf = realloc(fuse_opts, fo_len + l + 2);
 					if (!nf)
@@ -1091,8 +1096,14 @@ bad_opt:
 	if (!fs.foreground)
 		fs_disconnect(&fs);
 
+	/* Mounted by root (from fstab, a unit, or by hand), the filesystem is for every user of
+	 * the machine, as an NFS mount is: allow_other lets them in and default_permissions has
+	 * the kernel check each access against the stored mode, uid and gid.  A user's own
+	 * mount (through fusermount3) stays that user's, FUSE's default; allow_other there
+	 * needs user_allow_other in /etc/fuse.conf. */
 	char *fsname;
-	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s,default_permissions%s%s", endpoint,
+	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s,default_permissions%s%s%s", endpoint,
+	             geteuid() == 0 && !allow_other ? ",allow_other" : "",
 	             fuse_opts ? "," : "",
 	             fuse_opts ? fuse_opts : "") < 0)
 		goto out;

@@ -1,6 +1,8 @@
 #!/bin/sh
 # arf_conform.sh: the conformance run (tests/conform/conform.c) side by side on tmpfs, the
-# reference, and on an ARF mount made by root with no -o option but the cache timeouts.
+# reference, and on an ARF mount made by root with no -o option but the cache timeouts
+# (a root mount serves every user with the kernel's permission checks, allow_other and
+# default_permissions, so the scenarios run as other users compare too).
 # The outputs are compared line by line within each scenario; each difference must be in
 # tests/conform/known-differences (with its reason there, and in docs/arf.md), and each
 # line of that file must still be a difference: a new one fails, and so does one that went
@@ -75,6 +77,9 @@ if ! on "$mnt"; then
 	exit 1
 fi
 ok
+if grep -F " $mnt fuse.arf " /proc/mounts | grep -q 'default_permissions,allow_other'; then ok; else
+	bad "the root mount is not default_permissions,allow_other:"; grep -F " $mnt " /proc/mounts
+fi
 
 timeout $((T * 3)) "$BUILD/tests/conform" "$ref" >"$tmp/ref.out" 2>"$tmp/ref.err"
 check_rc "conform on tmpfs" 0 $?
