@@ -778,6 +778,15 @@ static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
 		fuse_reply_err(req, 0);
 }
 
+/* A time set by utimensat as ARF keeps it, in signed 64-bit nanoseconds (1677 to 2262): one
+ * outside that range is clamped to the nearest it can hold, as Linux clamps a time to the
+ * range of a local filesystem (timestamp_truncate), never wrapped into another date. */
+static int64_t ns_of(const struct timespec *ts)
+{
+	__int128 ns = (__int128)ts->tv_sec * 1000000000 + ts->tv_nsec;
+	return ns > INT64_MAX ? INT64_MAX : ns < INT64_MIN ? INT64_MIN : (int64_t)ns;
+}
+
 /* chmod, chown, truncate, utimens: the size first (shrinking frees blocks, growing leaves a
  * hole), then the other fields in one run; the reply carries the attributes read after. */
 static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -828,13 +837,13 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		sa.valid |= ARF_SET_ATIME_NOW;
 	} else if (to_set & FUSE_SET_ATTR_ATIME) {
 		sa.valid |= ARF_SET_ATIME;
-		sa.atime = (int64_t)attr->st_atim.tv_sec * 1000000000 + attr->st_atim.tv_nsec;
+		sa.atime = ns_of(&attr->st_atim);
 	}
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
 		sa.valid |= ARF_SET_MTIME_NOW;
 	} else if (to_set & FUSE_SET_ATTR_MTIME) {
 		sa.valid |= ARF_SET_MTIME;
-		sa.mtime = (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+		sa.mtime = ns_of(&attr->st_mtim);
 	}
 	if (sa.valid) {
 		rc = arf_setattr(fs->d, ino, &sa);
