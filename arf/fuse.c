@@ -845,7 +845,10 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		sa.valid |= ARF_SET_MTIME;
 		sa.mtime = ns_of(&attr->st_mtim);
 	}
-	if (sa.valid) {
+	/* a setattr with no field but the size still changes ctime, as chown(f, -1, -1) does
+	 * on a local filesystem (the kernel sends it with nothing to set: without the
+	 * writeback cache it leaves ctime to the filesystem); setattr's run always sets it */
+	if (sa.valid || !(to_set & FUSE_SET_ATTR_SIZE)) {
 		rc = arf_setattr(fs->d, ino, &sa);
 		if (rc < 0) {
 			reply_data_errno(req, rc);
