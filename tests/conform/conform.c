@@ -384,6 +384,16 @@ static void sc_link_counts(void)
 		close(fd);
 	}
 	list(".");
+	say(mkdir("h", 0755), "mkdir(h)");
+	make_file("h/x", 0644, "x");
+	fd = open("h/x", O_RDONLY);
+	say(unlink("h/x"), "unlink(h/x) while open");
+	say(rmdir("h"), "rmdir(h) its only file open");
+	if (fd >= 0)
+		close(fd);
+	tick();
+	rmdir("h");   /* when the one above failed: the last close removed the file */
+	list(".");
 }
 
 static void sc_rename(void)
@@ -532,6 +542,41 @@ static void sc_loops(void)
 	say(stat("dl/", &s), "stat(dl/)");
 	say(rmdir("dl"), "rmdir(dl)");
 	say(unlink("dl/"), "unlink(dl/)");
+}
+
+static void sc_symlinks(void)
+{
+	static char target[4097];
+	char buf[4200];
+	/* 144 bytes is the longest target ARF keeps in the inode, 145 the shortest in a block */
+	const int lens[] = { 1, 144, 145, 4095, 4096 };
+	for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+		memset(target, 't', (size_t)lens[i]);
+		target[lens[i]] = '\0';
+		char name[32];
+		snprintf(name, sizeof name, "s%d", lens[i]);
+		if (say(symlink(target, name), "symlink(%d bytes, %s)", lens[i], name) != 0)
+			continue;
+		st(name);
+		ssize_t n = say(readlink(name, buf, sizeof buf), "readlink(%s)", name);
+		printf("  same target: %s\n", n == lens[i] && !memcmp(buf, target, (size_t)n) ? "yes" : "no");
+		say(readlink(name, buf, 10), "readlink(%s, 10-byte buffer)", name);
+	}
+	say(symlink("", "empty"), "symlink(\"\", empty)");
+	make_file("f", 0644, NULL);
+	say(symlink("x", "f"), "symlink(x, f) existing");
+	say(readlink("f", buf, sizeof buf), "readlink(f) a file");
+	say(readlink("none", buf, sizeof buf), "readlink(none)");
+	struct times t = snap(".");
+	say(symlink("/abs/path", "abs"), "symlink(/abs/path, abs)");
+	changed(".", &t, 0);
+	t = snap("abs");
+	say(readlink("abs", buf, sizeof buf), "readlink(abs)");
+	changed("abs", &t, 1);
+	/* another filesystem: refused by the kernel before either sees it, nothing made */
+	say(rename("f", "/proc/conform-exdev"), "rename(f, /proc/...)");
+	say(link("f", "/proc/conform-exdev"), "link(f, /proc/...)");
+	list(".");
 }
 
 static void sc_dirs(void)
@@ -703,6 +748,33 @@ static void sc_truncate(void)
 	st("f");
 	say(mkfifo("p", 0644), "mkfifo(p)");
 	say(truncate("p", 0), "truncate(p, 0)");
+	/* a sparse file: blocks held, where the data and the holes are */
+	fd = open("sparse", O_RDWR | O_CREAT, 0644);
+	if (fd >= 0) {
+		say(pwrite(fd, "d", 1, 1 << 20), "pwrite(sparse, 1 byte at 1 MiB)");
+		struct stat s;
+		if (fstat(fd, &s) == 0)
+			printf("  sparse: size %lld blocks %lld\n", (long long)s.st_size,
+			       (long long)s.st_blocks);
+		say(lseek(fd, 0, SEEK_DATA), "lseek(sparse, 0, SEEK_DATA)");
+		say(lseek(fd, 0, SEEK_HOLE), "lseek(sparse, 0, SEEK_HOLE)");
+		say(lseek(fd, (1 << 20) + 1, SEEK_DATA), "lseek(sparse, past the end, SEEK_DATA)");
+		say(fallocate(fd, 0, 0, 8192), "fallocate(sparse, 0, 8192)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 1 << 20, 1),
+		    "fallocate(sparse, PUNCH_HOLE)");
+		close(fd);
+	}
+	/* the largest file: ARF's is 16 TiB (2^32 blocks) */
+	long long tib16 = 16LL << 40;
+	say(truncate("f", tib16), "truncate(f, 16 TiB)");
+	say(truncate("f", tib16 + 1), "truncate(f, 16 TiB + 1)");
+	fd = open("f", O_WRONLY);
+	if (fd >= 0) {
+		say(pwrite(fd, "x", 1, tib16 - 1), "pwrite(f, 1 byte at 16 TiB - 1)");
+		say(pwrite(fd, "x", 1, tib16), "pwrite(f, 1 byte at 16 TiB)");
+		say(close(fd), "close(f)");
+	}
+	st("f");
 }
 
 static void sc_tmpfile(void)
@@ -1110,6 +1182,7 @@ static const struct scenario {
 	{ "rename", sc_rename },
 	{ "names", sc_names },
 	{ "loops", sc_loops },
+	{ "symlinks", sc_symlinks },
 	{ "dirs", sc_dirs },
 	{ "times", sc_times },
 	{ "truncate", sc_truncate },
