@@ -888,6 +888,35 @@ static void arf_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	reply_entry(req, arf_link_attr(fs_of(req)->c, ino, newparent, newname, &at), &at);
 }
 
+/* A rename over a regular file this client has open takes the file's last name, but the
+ * open descriptors must go on reading and writing it (an editor saves over a file a reader
+ * has open): the file is hidden first, as unlink does, and the last release removes it
+ * (NFS clients do the same, nfs_sillyrename).  The inode hidden (0: none needed), or a
+ * negative errno.  Costs a lookup only while some file is open here. */
+static int64_t hide_target(struct arf_fs *fs, fuse_ino_t parent, const char *name,
+                           fuse_ino_t newparent, const char *newname)
+{
+	pthread_mutex_lock(&inos.lock);
+	bool any_open = inos.open_files > 0;
+	pthread_mutex_unlock(&inos.lock);
+	if (!any_open || (parent == newparent && !strcmp(name, newname)))
+		return 0;              /* rename to itself changes nothing */
+	struct arf_attr at;
+	int64_t ino = arf_lookup_attr(fs->c, newparent, newname, &at);
+	uint64_t hidden;
+	/* nlink 1: the source is another file (one link cannot be two names) */
+	if (ino <= 0 || !S_ISREG(at.mode) || at.nlink != 1 ||
+	    ino_opens((uint64_t)ino, &hidden) == 0 || hidden)
+		return 0;
+	char hname[40];
+	hidden_name((uint64_t)ino, hname);
+	int rc = arf_rename(fs->c, newparent, newname, newparent, hname, ARF_RENAME_NOREPLACE);
+	if (rc < 0)
+		return rc;
+	ino_set_hidden((uint64_t)ino, newparent);
+	return ino;
+}
+
 /* flags: RENAME_NOREPLACE and RENAME_EXCHANGE; RENAME_WHITEOUT (overlayfs) is EINVAL, as
  * on filesystems without whiteouts. */
 static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -898,11 +927,29 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	struct arf_fs *fs = fs_of(req);
+	int64_t hid = 0;                 /* an open file the rename replaces: hidden first */
+	if (!flags) {
+		hid = hide_target(fs, parent, name, newparent, newname);
+		if (hid < 0) {
+			reply_errno(req, hid);
+			return;
+		}
+	}
 	struct arf_attr at;              /* a file the rename replaces loses its last name */
-	int64_t gone = flags & ARF_RENAME_EXCHANGE ? 0 : removable(fs, newparent, newname, &at);
+	int64_t gone = flags & ARF_RENAME_EXCHANGE || hid ? 0
+	               : removable(fs, newparent, newname, &at);
 	int rc = arf_rename(fs->c, parent, name, newparent, newname, flags);
-	if (rc == 0)
+	if (rc == 0) {
 		mark_removed(gone, &at);
+	} else if (hid) {
+		/* the rename failed (no source, a directory over the file, ...): the hidden file
+		 * gets its name back, unless another client took the name meanwhile (then it goes
+		 * at the last close, as if that client had replaced it) */
+		char hname[40];
+		hidden_name((uint64_t)hid, hname);
+		if (arf_rename(fs->c, newparent, hname, newparent, newname, ARF_RENAME_NOREPLACE) == 0)
+			ino_set_hidden((uint64_t)hid, 0);
+	}
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 

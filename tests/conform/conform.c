@@ -396,6 +396,61 @@ static void sc_link_counts(void)
 	list(".");
 }
 
+/* what a descriptor still does once its file lost its last name: unlinked, or replaced by
+ * a rename (an editor saving a file a reader has open) */
+static void sc_open_unlinked(void)
+{
+	char buf[64];
+	make_file("u", 0644, "unlinked data");
+	int fd = open("u", O_RDWR);
+	if (fd < 0)
+		return;
+	say(unlink("u"), "unlink(u) while open");
+	ssize_t n = say(pread(fd, buf, sizeof buf, 0), "pread(u)");
+	printf("  = \"%.*s\"\n", n > 0 ? (int)n : 0, buf);
+	say(pwrite(fd, "UN", 2, 0), "pwrite(u, 2 bytes)");
+	say(ftruncate(fd, 8), "ftruncate(u, 8)");
+	say(fchmod(fd, 0600), "fchmod(u, 0600)");
+	say(fsync(fd), "fsync(u)");
+	fst("u", fd);
+	n = say(pread(fd, buf, sizeof buf, 0), "pread(u)");
+	printf("  = \"%.*s\"\n", n > 0 ? (int)n : 0, buf);
+	say(close(fd), "close(u)");
+	list(".");
+
+	make_file("old", 0644, "old version");
+	make_file("new", 0644, "new version");
+	fd = open("old", O_RDONLY);
+	if (fd < 0)
+		return;
+	say(rename("none", "old"), "rename(none, old) while old is open");
+	say(mkdir("dir", 0755), "mkdir(dir)");
+	say(rename("dir", "old"), "rename(dir, old) while old is open");
+	say(rmdir("dir"), "rmdir(dir)");
+	cat("old");
+	list(".");
+	say(rename("new", "old"), "rename(new, old) while old is open");
+	n = say(pread(fd, buf, sizeof buf, 0), "pread(the old file)");
+	printf("  = \"%.*s\"\n", n > 0 ? (int)n : 0, buf);
+	fst("the old file", fd);
+	cat("old");
+	say(close(fd), "close(the old file)");
+	list(".");
+	make_file("x", 0644, "x");
+	make_file("y", 0644, "y");
+	int fx = open("x", O_RDONLY), fy = open("y", O_RDONLY);
+	say(renameat2(AT_FDCWD, "x", AT_FDCWD, "y", RENAME_EXCHANGE), "renameat2(x, y, EXCHANGE) both open");
+	if (fx >= 0) {
+		n = pread(fx, buf, sizeof buf, 0);
+		printf("  x's descriptor reads \"%.*s\"\n", n > 0 ? (int)n : 0, buf);
+		close(fx);
+	}
+	if (fy >= 0)
+		close(fy);
+	cat("x");
+	list(".");
+}
+
 static void sc_rename(void)
 {
 	make_file("a", 0644, "A");
@@ -1179,6 +1234,7 @@ static const struct scenario {
 } scenarios[] = {
 	{ "open_flags", sc_open_flags },
 	{ "link_counts", sc_link_counts },
+	{ "open_unlinked", sc_open_unlinked },
 	{ "rename", sc_rename },
 	{ "names", sc_names },
 	{ "loops", sc_loops },
