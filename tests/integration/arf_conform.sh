@@ -80,6 +80,10 @@ ok
 if grep -F " $mnt fuse.arf " /proc/mounts | grep -q 'default_permissions,allow_other'; then ok; else
 	bad "the root mount is not default_permissions,allow_other:"; grep -F " $mnt " /proc/mounts
 fi
+# but no setuid programs or devices from the server unless asked for (FUSE's default)
+if grep -F " $mnt fuse.arf " /proc/mounts | grep -q 'nosuid,nodev'; then ok; else
+	bad "the root mount is not nosuid,nodev:"; grep -F " $mnt " /proc/mounts
+fi
 
 timeout $((T * 3)) "$BUILD/tests/conform" "$ref" >"$tmp/ref.out" 2>"$tmp/ref.err"
 check_rc "conform on tmpfs" 0 $?
