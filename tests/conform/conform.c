@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -685,6 +686,39 @@ static void sc_dirs(void)
 	if (dir)
 		closedir(dir);
 	printf("  big: %d entries, %d of them dirs\n", n_ent, n_dir);
+	/* telldir in the middle, a second pass from there: the same names follow */
+	dir = opendir("big");
+	if (dir) {
+		char first[64][NAME_MAX + 1], again[NAME_MAX + 1];
+		long pos = -1;
+		int k = 0, same_after = 0, n_after = 0;
+		while (k < 64 && (e = readdir(dir))) {
+			if (k == 20)
+				pos = telldir(dir);
+			snprintf(first[k++], sizeof first[0], "%s", e->d_name);
+		}
+		if (pos >= 0) {
+			seekdir(dir, pos);
+			for (int i = 21; i < k && (e = readdir(dir)); i++) {
+				snprintf(again, sizeof again, "%s", e->d_name);
+				n_after++;
+				same_after += !strcmp(again, first[i]);
+			}
+		}
+		printf("  seekdir(telldir after 21 entries): %d of %d entries as before\n",
+		       same_after, n_after);
+		rewinddir(dir);
+		int n_rewound = 0;
+		while ((e = readdir(dir)))
+			n_rewound++;
+		printf("  after rewinddir: %d entries\n", n_rewound);
+		int fd2 = dirfd(dir);
+		say(read(fd2, (char[8]){ 0 }, 8), "read(a directory)");
+		closedir(dir);
+	}
+	struct statvfs sv;
+	if (say(statvfs(".", &sv), "statvfs(.)") == 0)
+		printf("  f_namemax %lu\n", (unsigned long)sv.f_namemax);
 	list(".");
 }
 
@@ -1076,6 +1110,7 @@ static void u_access(void)
 	say(utimensat(AT_FDCWD, "shared", NULL, 0), "utimensat(shared, NULL) writable by all");
 	say(utimensat(AT_FDCWD, "shared", set, 0), "utimensat(shared, times) writable by all");
 	say(link("secret", "pub/hard"), "link(secret, pub/hard) protected_hardlinks");
+	say_fd(open("public", O_RDONLY | O_NOATIME), "open(public, O_NOATIME) not the owner");
 	say(setxattr("public", "user.x", "1", 1, 0), "setxattr(public, user.x) not writable");
 }
 
