@@ -891,8 +891,9 @@ static void arf_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 /* A rename over a regular file this client has open takes the file's last name, but the
  * open descriptors must go on reading and writing it (an editor saves over a file a reader
  * has open): the file is hidden first, as unlink does, and the last release removes it
- * (NFS clients do the same, nfs_sillyrename).  The inode hidden (0: none needed), or a
- * negative errno.  Costs a lookup only while some file is open here. */
+ * (NFS clients do the same, nfs_sillyrename).  The inode hidden, or 0: none needed, or
+ * hiding failed, and then the rename goes on as asked (it must not fail for the mount's
+ * own bookkeeping).  Costs a lookup only while some file is open here. */
 static int64_t hide_target(struct arf_fs *fs, fuse_ino_t parent, const char *name,
                            fuse_ino_t newparent, const char *newname)
 {
@@ -910,9 +911,8 @@ static int64_t hide_target(struct arf_fs *fs, fuse_ino_t parent, const char *nam
 		return 0;
 	char hname[40];
 	hidden_name((uint64_t)ino, hname);
-	int rc = arf_rename(fs->c, newparent, newname, newparent, hname, ARF_RENAME_NOREPLACE);
-	if (rc < 0)
-		return rc;
+	if (arf_rename(fs->c, newparent, newname, newparent, hname, 0) < 0)
+		return 0;
 	ino_set_hidden((uint64_t)ino, newparent);
 	return ino;
 }
@@ -927,14 +927,8 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	struct arf_fs *fs = fs_of(req);
-	int64_t hid = 0;                 /* an open file the rename replaces: hidden first */
-	if (!flags) {
-		hid = hide_target(fs, parent, name, newparent, newname);
-		if (hid < 0) {
-			reply_errno(req, hid);
-			return;
-		}
-	}
+	/* an open file the rename replaces: hidden first */
+	int64_t hid = flags ? 0 : hide_target(fs, parent, name, newparent, newname);
 	struct arf_attr at;              /* a file the rename replaces loses its last name */
 	int64_t gone = flags & ARF_RENAME_EXCHANGE || hid ? 0
 	               : removable(fs, newparent, newname, &at);
