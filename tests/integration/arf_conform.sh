@@ -92,35 +92,65 @@ check_rc "conform on the mount" 0 $?
 [ -s "$tmp/ref.err" ] && { echo "conform on tmpfs said:"; sed 's/^/  | /' "$tmp/ref.err"; }
 [ -s "$tmp/arf.err" ] && { echo "conform on the mount said:"; sed 's/^/  | /' "$tmp/arf.err"; }
 
-# each line prefixed with its scenario, so a difference names where it is and stays the same
-# line when other scenarios change; then the lines only tmpfs printed ("-") and only the
-# mount printed ("+")
-tag() { awk '/^== / { s = $2; next } { print s ": " $0 }' "$1"; }
-tag "$tmp/ref.out" >"$tmp/ref.tag"
-tag "$tmp/arf.out" >"$tmp/arf.tag"
-diff --unchanged-line-format= --old-line-format='- %L' --new-line-format='+ %L' \
-	"$tmp/ref.tag" "$tmp/arf.tag" | LC_ALL=C sort >"$tmp/found"
-grep -v -e '^#' -e '^$' "$known" | LC_ALL=C sort >"$tmp/known"
-LC_ALL=C comm -23 "$tmp/found" "$tmp/known" >"$tmp/new"
-LC_ALL=C comm -13 "$tmp/found" "$tmp/known" >"$tmp/gone"
-# one check per scenario: no difference it does not list, none listed that went away
-for s in $(sed -n 's/^== //p' "$tmp/ref.out"); do
-	if grep -q "^[-+] $s: " "$tmp/new" "$tmp/gone"; then
-		bad "scenario $s differs from tmpfs other than tests/conform/known-differences says:"
-		grep "^[-+] $s: " "$tmp/new" | sed 's/^/  new  | /'
-		grep "^[-+] $s: " "$tmp/gone" | sed 's/^/  gone | /'
-	else
-		ok
-	fi
-done
-same "the same scenarios ran" "$(sed -n 's/^== //p' "$tmp/arf.out" | tr '\n' ' ')" \
-	"$(sed -n 's/^== //p' "$tmp/ref.out" | tr '\n' ' ')"
+# compare REF OUT PREFIX WHAT: each line prefixed with PREFIX and its scenario, so a
+# difference names where it is and stays the same line when other scenarios change; the
+# lines only REF printed ("-") and only OUT printed ("+") must be those of known-differences
+# that carry PREFIX, no more and no fewer
+compare() {
+	# (the hidden name of an open, unlinked file carries its inode number: not compared)
+	tag() {
+		awk -v p="$3" '/^== / { s = $2; next } { print p s ": " $0 }' "$1" |
+			sed 's/\.arf-hidden-[0-9]*/.arf-hidden-N/g'
+	}
+	tag "$1" "" "$3" >"$tmp/a.tag"
+	tag "$2" "" "$3" >"$tmp/b.tag"
+	diff --unchanged-line-format= --old-line-format='- %L' --new-line-format='+ %L' \
+		"$tmp/a.tag" "$tmp/b.tag" | LC_ALL=C sort >"$tmp/found"
+	grep -v -e '^#' -e '^$' "$known" | grep "^[-+] $3[a-z_]*: " | LC_ALL=C sort >"$tmp/known"
+	LC_ALL=C comm -23 "$tmp/found" "$tmp/known" >"$tmp/new"
+	LC_ALL=C comm -13 "$tmp/found" "$tmp/known" >"$tmp/gone"
+	# one check per scenario: no difference it does not list, none listed that went away
+	for s in $(sed -n 's/^== //p' "$1"); do
+		if grep -q "^[-+] $3$s: " "$tmp/new" "$tmp/gone"; then
+			bad "scenario $3$s: $4 other than tests/conform/known-differences says:"
+			grep "^[-+] $3$s: " "$tmp/new" | sed 's/^/  new  | /'
+			grep "^[-+] $3$s: " "$tmp/gone" | sed 's/^/  gone | /'
+		else
+			ok
+		fi
+	done
+	same "the same scenarios ran ($4)" "$(sed -n 's/^== //p' "$2" | tr '\n' ' ')" \
+		"$(sed -n 's/^== //p' "$1" | tr '\n' ' ')"
+	[ "${ARF_CONFORM_KEEP:-}" ] && cp "$tmp/found" "$ARF_CONFORM_KEEP/found$3"
+}
+compare "$tmp/ref.out" "$tmp/arf.out" "" "the mount differs from tmpfs"
 if [ "${ARF_CONFORM_KEEP:-}" ]; then
-	cp "$tmp/ref.out" "$tmp/arf.out" "$tmp/found" "$ARF_CONFORM_KEEP"/
+	cp "$tmp/ref.out" "$tmp/arf.out" "$ARF_CONFORM_KEEP"/
 fi
 
 run "$BUILD/arf" umount "$mnt"; check_rc "arf umount" 0 $?
 wait "$mpid"; check_rc "arf mount -f exit" 0 $?
+mpid=
+
+# again with -o writeback (the kernel caches writes, and then owns mtime and ctime and the
+# size of a file it has written): compared with the default mount, so that only what the
+# option changes shows, as lines of known-differences prefixed "wb."
+"$BUILD/arf" mount "$ep" "$mnt" -f -o attr_timeout=0,entry_timeout=0,writeback 2>"$tmp/mount.log" &
+mpid=$!
+for _ in $(seq 100); do
+	on "$mnt" && break
+	kill -0 "$mpid" 2>/dev/null || break
+	sleep 0.1
+done
+if on "$mnt"; then ok; else bad "arf mount -o writeback did not mount:"; sed 's/^/  | /' "$tmp/mount.log"; fi
+mkdir "$mnt/wb"
+timeout $((T * 6)) "$BUILD/tests/conform" "$mnt/wb" >"$tmp/wb.out" 2>"$tmp/wb.err"
+check_rc "conform on the -o writeback mount" 0 $?
+[ -s "$tmp/wb.err" ] && { echo "conform on the -o writeback mount said:"; sed 's/^/  | /' "$tmp/wb.err"; }
+compare "$tmp/arf.out" "$tmp/wb.out" "wb." "-o writeback differs from the default mount"
+[ "${ARF_CONFORM_KEEP:-}" ] && cp "$tmp/wb.out" "$ARF_CONFORM_KEEP"/
+run "$BUILD/arf" umount "$mnt"; check_rc "arf umount (writeback)" 0 $?
+wait "$mpid"; check_rc "arf mount -f -o writeback exit" 0 $?
 mpid=
 umount "$ref"; check_rc "umount tmpfs" 0 $?
 kill -TERM "$pid"
