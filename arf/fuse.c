@@ -1076,7 +1076,7 @@ int arf_cmd_mount(int argc, char **argv)
 	struct arf_fs fs = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
 	char *fuse_opts = NULL;     /* -o options for libfuse, comma-separated */
 	size_t fo_len = 0;
-	bool allow_other = false;   /* given with -o */
+	bool others_given = false;  /* -o allow_other or allow_root */
 	int rc = 1;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "-f")) {
@@ -1097,8 +1097,8 @@ int arf_cmd_mount(int argc, char **argv)
 				} else if (!strcmp(o, "sync_writes")) {
 					fs.sync_writes = 1;
 				} else {
-					if (!strcmp(o, "allow_other"))
-						allow_other = true;
+					if (!strcmp(o, "allow_other") || !strcmp(o, "allow_root"))
+						others_given = true;
 					size_t l = strlen(o);
 					char *nf = realloc(fuse_opts, fo_len + l + 2);
 					if (!nf)
@@ -1153,10 +1153,11 @@ bad_opt:
 	 * the machine, as an NFS mount is: allow_other lets them in and default_permissions has
 	 * the kernel check each access against the stored mode, uid and gid.  A user's own
 	 * mount (through fusermount3) stays that user's, FUSE's default; allow_other there
-	 * needs user_allow_other in /etc/fuse.conf. */
+	 * needs user_allow_other in /etc/fuse.conf.  -o allow_root keeps a root mount to root
+	 * (libfuse refuses the other users itself). */
 	char *fsname;
 	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s,default_permissions%s%s%s", endpoint,
-	             geteuid() == 0 && !allow_other ? ",allow_other" : "",
+	             geteuid() == 0 && !others_given ? ",allow_other" : "",
 	             fuse_opts ? "," : "",
 	             fuse_opts ? fuse_opts : "") < 0)
 		goto out;

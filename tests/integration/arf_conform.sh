@@ -152,6 +152,17 @@ compare "$tmp/arf.out" "$tmp/wb.out" "wb." "-o writeback differs from the defaul
 run "$BUILD/arf" umount "$mnt"; check_rc "arf umount (writeback)" 0 $?
 wait "$mpid"; check_rc "arf mount -f -o writeback exit" 0 $?
 mpid=
+
+# -o allow_root: a root mount for root alone
+run "$BUILD/arf" mount "$ep" "$mnt" -o allow_root; check_rc "arf mount -o allow_root" 0 $?
+run ls "$mnt"; check_rc "ls as root through an allow_root mount" 0 $?
+if command -v setpriv >/dev/null 2>&1; then
+	run setpriv --reuid=65534 --regid=65534 --clear-groups ls "$mnt"
+	check_rc "ls as nobody through an allow_root mount" 2 $?
+	contains "ls as nobody through an allow_root mount" "$tmp/err" "Permission denied"
+fi
+run "$BUILD/arf" umount "$mnt"; check_rc "arf umount (allow_root)" 0 $?
+for _ in $(seq 50); do on "$mnt" || break; sleep 0.1; done
 umount "$ref"; check_rc "umount tmpfs" 0 $?
 kill -TERM "$pid"
 wait "$pid"; check_rc "arfd SIGTERM" 0 $?
