@@ -103,6 +103,9 @@ $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
 $(BUILD)/tests/progtest: $(call obj,tests/progtest.c) $(LIBS)
 $(BUILD)/tests/arf_put: $(call obj,tests/arf_put.c) $(LIBS)
 TEST_PROGS += $(BUILD)/tests/arf_put
+# the conformance run (tests/integration/arf_conform.sh): libc only
+$(BUILD)/tests/conform: $(call obj,tests/conform/conform.c)
+TEST_PROGS += $(BUILD)/tests/conform
 $(PROGS) $(TEST_PROGS):
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(LDLIBS)

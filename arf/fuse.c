@@ -10,7 +10,9 @@
  * -o attr_timeout/entry_timeout seconds, and every open drops the file's cached pages, so
  * what another client wrote and closed is seen by the next open (docs/arf.md, "Mounting").
  * Permissions are checked by the kernel against the stored mode, uid and gid
- * (default_permissions is always on).
+ * (default_permissions is always on).  A mount made by root serves every user
+ * (allow_other, as an NFS mount does); a user's own mount serves only that user, as FUSE
+ * does by default.
  */
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
@@ -864,6 +866,15 @@ static void arf_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
 		fuse_reply_err(req, 0);
 }
 
+/* A time set by utimensat as ARF keeps it, in signed 64-bit nanoseconds (1677 to 2262): one
+ * outside that range is clamped to the nearest it can hold, as Linux clamps a time to the
+ * range of a local filesystem (timestamp_truncate), never wrapped into another date. */
+static int64_t ns_of(const struct timespec *ts)
+{
+	__int128 ns = (__int128)ts->tv_sec * 1000000000 + ts->tv_nsec;
+	return ns > INT64_MAX ? INT64_MAX : ns < INT64_MIN ? INT64_MIN : (int64_t)ns;
+}
+
 /* chmod, chown, truncate, utimens: the size first (shrinking frees blocks, growing leaves a
  * hole), then the other fields in one run; the reply carries the attributes read after. */
 static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -914,15 +925,18 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		sa.valid |= ARF_SET_ATIME_NOW;
 	} else if (to_set & FUSE_SET_ATTR_ATIME) {
 		sa.valid |= ARF_SET_ATIME;
-		sa.atime = (int64_t)attr->st_atim.tv_sec * 1000000000 + attr->st_atim.tv_nsec;
+		sa.atime = ns_of(&attr->st_atim);
 	}
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
 		sa.valid |= ARF_SET_MTIME_NOW;
 	} else if (to_set & FUSE_SET_ATTR_MTIME) {
 		sa.valid |= ARF_SET_MTIME;
-		sa.mtime = (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+		sa.mtime = ns_of(&attr->st_mtim);
 	}
-	if (sa.valid) {
+	/* a setattr with no field but the size still changes ctime, as chown(f, -1, -1) does
+	 * on a local filesystem (the kernel sends it with nothing to set: without the
+	 * writeback cache it leaves ctime to the filesystem); setattr's run always sets it */
+	if (sa.valid || !(to_set & FUSE_SET_ATTR_SIZE)) {
 		rc = arf_setattr(fs->d, ino, &sa);
 		if (rc < 0) {
 			reply_data_errno(req, rc);
@@ -962,6 +976,35 @@ static void arf_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	reply_entry(req, arf_link_attr(fs_of(req)->c, ino, newparent, newname, &at), &at);
 }
 
+/* A rename over a regular file this client has open takes the file's last name, but the
+ * open descriptors must go on reading and writing it (an editor saves over a file a reader
+ * has open): the file is hidden first, as unlink does, and the last release removes it
+ * (NFS clients do the same, nfs_sillyrename).  The inode hidden, or 0: none needed, or
+ * hiding failed, and then the rename goes on as asked (it must not fail for the mount's
+ * own bookkeeping).  Costs a lookup only while some file is open here. */
+static int64_t hide_target(struct arf_fs *fs, fuse_ino_t parent, const char *name,
+                           fuse_ino_t newparent, const char *newname)
+{
+	pthread_mutex_lock(&inos.lock);
+	bool any_open = inos.open_files > 0;
+	pthread_mutex_unlock(&inos.lock);
+	if (!any_open || (parent == newparent && !strcmp(name, newname)))
+		return 0;              /* rename to itself changes nothing */
+	struct arf_attr at;
+	int64_t ino = arf_lookup_attr(fs->c, newparent, newname, &at);
+	uint64_t hidden;
+	/* nlink 1: the source is another file (one link cannot be two names) */
+	if (ino <= 0 || !S_ISREG(at.mode) || at.nlink != 1 ||
+	    ino_opens((uint64_t)ino, &hidden) == 0 || hidden)
+		return 0;
+	char hname[40];
+	hidden_name((uint64_t)ino, hname);
+	if (arf_rename(fs->c, newparent, newname, newparent, hname, 0) < 0)
+		return 0;
+	ino_set_hidden((uint64_t)ino, newparent);
+	return ino;
+}
+
 /* flags: RENAME_NOREPLACE and RENAME_EXCHANGE; RENAME_WHITEOUT (overlayfs) is EINVAL, as
  * on filesystems without whiteouts. */
 static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -972,11 +1015,23 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	struct arf_fs *fs = fs_of(req);
+	/* an open file the rename replaces: hidden first */
+	int64_t hid = flags ? 0 : hide_target(fs, parent, name, newparent, newname);
 	struct arf_attr at;              /* a file the rename replaces loses its last name */
-	int64_t gone = flags & ARF_RENAME_EXCHANGE ? 0 : removable(fs, newparent, newname, &at);
+	int64_t gone = flags & ARF_RENAME_EXCHANGE || hid ? 0
+	               : removable(fs, newparent, newname, &at);
 	int rc = arf_rename(fs->c, parent, name, newparent, newname, flags);
-	if (rc == 0)
+	if (rc == 0) {
 		mark_removed(gone, &at);
+	} else if (hid) {
+		/* the rename failed (no source, a directory over the file, ...): the hidden file
+		 * gets its name back, unless another client took the name meanwhile (then it goes
+		 * at the last close, as if that client had replaced it) */
+		char hname[40];
+		hidden_name((uint64_t)hid, hname);
+		if (arf_rename(fs->c, newparent, hname, newparent, newname, ARF_RENAME_NOREPLACE) == 0)
+			ino_set_hidden((uint64_t)hid, 0);
+	}
 	reply_errno(req, rc);
 }
 
@@ -1109,6 +1164,7 @@ int arf_cmd_mount(int argc, char **argv)
 	struct arf_fs fs = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
 	char *fuse_opts = NULL;     /* -o options for libfuse, comma-separated */
 	size_t fo_len = 0;
+	bool others_given = false;  /* -o allow_other or allow_root */
 	int rc = 1;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "-f")) {
@@ -1129,6 +1185,8 @@ int arf_cmd_mount(int argc, char **argv)
 				} else if (!strcmp(o, "sync_writes")) {
 					fs.sync_writes = 1;
 				} else {
+					if (!strcmp(o, "allow_other") || !strcmp(o, "allow_root"))
+						others_given = true;
 					size_t l = strlen(o);
 					char *nf = realloc(fuse_opts, fo_len + l + 2);
 					if (!nf)
@@ -1179,8 +1237,15 @@ bad_opt:
 	if (!fs.foreground)
 		fs_disconnect(&fs);
 
+	/* Mounted by root (from fstab, a unit, or by hand), the filesystem is for every user of
+	 * the machine, as an NFS mount is: allow_other lets them in and default_permissions has
+	 * the kernel check each access against the stored mode, uid and gid.  A user's own
+	 * mount (through fusermount3) stays that user's, FUSE's default; allow_other there
+	 * needs user_allow_other in /etc/fuse.conf.  -o allow_root keeps a root mount to root
+	 * (libfuse refuses the other users itself). */
 	char *fsname;
-	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s,default_permissions%s%s", endpoint,
+	if (asprintf(&fsname, "subtype=arf,fsname=arf:%s,default_permissions%s%s%s", endpoint,
+	             geteuid() == 0 && !others_given ? ",allow_other" : "",
 	             fuse_opts ? "," : "",
 	             fuse_opts ? fuse_opts : "") < 0)
 		goto out;

@@ -127,9 +127,12 @@ static char *join(const char *a, const char *b)
 	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
 }
 
+/* ARF keeps signed 64-bit nanoseconds (1677 to 2262): a time outside is clamped to the
+ * nearest it holds, as the mount does (arf/fuse.c ns_of), never wrapped into another date. */
 static int64_t ts_ns(struct timespec t)
 {
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+	__int128 ns = (__int128)t.tv_sec * 1000000000 + t.tv_nsec;
+	return ns > INT64_MAX ? INT64_MAX : ns < INT64_MIN ? INT64_MIN : (int64_t)ns;
 }
 
 /* Times, mode (unless a symlink's: always 0777) and (as root) owner of an ARF inode from a

@@ -95,6 +95,14 @@ run "$BUILD/arf" export "$ep:/" "$tmp/root"; check_rc "export the root" 0 $?
 same "a file imported into the root" "$(cat "$tmp/root/file")" "n"
 if [ -d "$tmp/root/lost+found" ] && [ -f "$tmp/root/in/tree/a/hello" ]; then ok; else bad "root export incomplete"; fi
 
+# a time ARF cannot hold (signed 64-bit nanoseconds: 1677 to 2262) is clamped, not wrapped
+# (only the late end: the local filesystem, ext4's 1901 to 2446, clamps an early one itself)
+mkdir "$tmp/far"
+touch -d '2300-01-01 00:00:00 UTC' "$tmp/far/late"
+run "$BUILD/arf" import "$tmp/far" "$ep:/far"; check_rc "import far times" 0 $?
+run "$BUILD/arf" export "$ep:/far" "$tmp/far.out"; check_rc "export far times" 0 $?
+same "2300 clamped" "$(stat -c %Y "$tmp/far.out/late" 2>&1)" 9223372036
+
 # errors
 run "$BUILD/arf" import "$src" "$ep"; check_rc "no :/PATH" 2 $?
 contains "no :/PATH" "$tmp/err" "expected ENDPOINT:/PATH"

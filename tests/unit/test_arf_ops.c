@@ -1280,6 +1280,44 @@ static int same_paths(const struct paths *a, const struct paths *b, const char *
 	return 0;
 }
 
+/* In a setgid directory a new inode takes the directory's group, not the one passed, and a
+ * new directory is setgid too; elsewhere the group passed is kept. */
+static void test_setgid_dir(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	struct arf_attr at;
+	int64_t sg = arf_mkdir_attr(c, ARF_INO_ROOT, "sgid", 02775, 0, 4000, &at);
+	CHECK(sg > 2 && at.mode == (ARF_S_IFDIR | 02775) && at.gid == 4000, "mkdir sgid: mode %o",
+	      at.mode);
+	int64_t f = arf_mknod_attr(c, (uint64_t)sg, "f", ARF_S_IFREG | 0644, 0, 1000, 1000, &at);
+	CHECK(f > 2 && at.mode == (ARF_S_IFREG | 0644) && at.uid == 1000 && at.gid == 4000,
+	      "file in a setgid dir: mode %o uid %u gid %u", at.mode, at.uid, at.gid);
+	int64_t p = arf_mknod_attr(c, (uint64_t)sg, "p", ARF_S_IFIFO | 0600, 0, 1000, 1000, &at);
+	CHECK(p > 2 && at.mode == (ARF_S_IFIFO | 0600) && at.gid == 4000, "fifo: mode %o gid %u",
+	      at.mode, at.gid);
+	int64_t s = arf_symlink_attr(c, (uint64_t)sg, "s", "f", 1000, 1000, &at);
+	CHECK(s > 2 && at.mode == (ARF_S_IFLNK | 0777) && at.gid == 4000, "symlink: mode %o gid %u",
+	      at.mode, at.gid);
+	int64_t d = arf_mkdir_attr(c, (uint64_t)sg, "d", 0700, 1000, 1000, &at);
+	CHECK(d > 2 && at.mode == (ARF_S_IFDIR | 02700) && at.uid == 1000 && at.gid == 4000,
+	      "dir in a setgid dir: mode %o gid %u", at.mode, at.gid);
+	int64_t dd = arf_mkdir_attr(c, (uint64_t)d, "dd", 0755, 1000, 1000, &at);
+	CHECK(dd > 2 && at.mode == (ARF_S_IFDIR | 02755) && at.gid == 4000,
+	      "its subdirectory inherits: mode %o gid %u", at.mode, at.gid);
+	int64_t plain = arf_mkdir_attr(c, ARF_INO_ROOT, "nosgid", 0755, 0, 5000, &at);
+	int64_t pf = plain > 2 ? arf_mknod_attr(c, (uint64_t)plain, "f", ARF_S_IFREG | 0644, 0, 1000,
+	                                        1000, &at) : -1;
+	CHECK(pf > 2 && at.gid == 1000, "file in a plain dir keeps its gid: %u", at.gid);
+	int64_t pd = plain > 2 ? arf_mkdir_attr(c, (uint64_t)plain, "d", 0755, 1000, 1000, &at) : -1;
+	CHECK(pd > 2 && at.mode == (ARF_S_IFDIR | 0755) && at.gid == 1000,
+	      "dir in a plain dir: mode %o gid %u", at.mode, at.gid);
+	unserve(&k);
+	fsck_clean("after the setgid directories", img);
+}
+
 static void test_walk(const char *img)
 {
 	struct conn k;
@@ -1422,6 +1460,7 @@ int main(void)
 	test_links(img);
 	test_rename(img);
 	test_attr_forms(img);
+	test_setgid_dir(img);
 	test_walk(img);
 	test_enospc();
 	test_crash(path_of("crash.img"));
