@@ -19,15 +19,16 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
-CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf
+CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf -Icc
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lffi -lrdmacm -libverbs -lpthread
+LDLIBS  += -lelf -lffi -lrdmacm -libverbs -lpthread
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 
 isa_SRC := isa/ops.c isa/segment.c isa/sha256.c isa/verify.c isa/readall.c
 vm_SRC  := $(filter-out vm/pnrun.c, $(wildcard vm/*.c))
 asm_SRC := $(filter-out asm/pnasm.c asm/pndis.c, $(wildcard asm/*.c))
+cc_SRC  := $(filter-out cc/pncc.c, $(wildcard cc/*.c))
 pn_SRC  := $(wildcard net/*.c)
 proto_SRC := $(wildcard proto/*.c)
 arfd_SRC  := $(filter-out server/arfd.c, $(wildcard server/*.c))
@@ -42,6 +43,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIBISA := $(BUILD)/libisa.a
 LIBVM  := $(BUILD)/libvm.a
 LIBASM := $(BUILD)/libasm.a
+LIBCC  := $(BUILD)/libcc.a
 LIBPN  := $(BUILD)/libpn.a
 LIBPROTO := $(BUILD)/libproto.a
 LIBARFD  := $(BUILD)/libarfd.a
@@ -49,10 +51,10 @@ LIBARC   := $(BUILD)/libarc.a
 LIBGREP  := $(BUILD)/libgrep.a
 LIBARF   := $(BUILD)/libarf.a
 # link order: users before what they use (arfd uses libarf to check and attach images)
-LIBS   := $(LIBARC) $(LIBGREP) $(LIBARFD) $(LIBARF) $(LIBPROTO) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
+LIBS   := $(LIBARC) $(LIBGREP) $(LIBARFD) $(LIBARF) $(LIBPROTO) $(LIBCC) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
 
 PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun $(BUILD)/arfd $(BUILD)/arc $(BUILD)/arf
-PROGS  += $(BUILD)/pngrep
+PROGS  += $(BUILD)/pngrep $(BUILD)/pncc
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
@@ -68,6 +70,7 @@ $(BUILD)/obj/%.o: %.c
 $(LIBISA): $(call obj,$(isa_SRC))
 $(LIBVM):  $(call obj,$(vm_SRC))
 $(LIBASM): $(call obj,$(asm_SRC))
+$(LIBCC):  $(call obj,$(cc_SRC))
 $(LIBPN):  $(call obj,$(pn_SRC))
 $(LIBPROTO): $(call obj,$(proto_SRC))
 $(LIBARFD):  $(call obj,$(arfd_SRC))
@@ -80,6 +83,7 @@ $(BUILD)/lib%.a:
 
 $(BUILD)/pnasm: $(call obj,asm/pnasm.c) $(LIBS)
 $(BUILD)/pndis: $(call obj,asm/pndis.c) $(LIBS)
+$(BUILD)/pncc: $(call obj,cc/pncc.c) $(LIBS)
 $(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
 $(BUILD)/arfd: $(call obj,server/arfd.c) $(LIBS)
 $(BUILD)/arc: $(call obj,client/arc_cli.c) $(LIBS)

@@ -1,0 +1,1131 @@
+/* translate.c: one BPF object (struct obj) -> one code segment, through the builder API.
+ *
+ * Each BPF function becomes a function of the segment with the same arguments: r1..rN are its
+ * locals 0..N-1, the other registers and each 8-byte stack slot it touches get a local of
+ * their own.  Every BPF instruction becomes a short stack sequence that starts and ends with
+ * an empty operand stack (lget the operands, the opcode, lset the result), so every BPF
+ * branch target is a point of depth 0 and the verifier's rule of one depth per instruction
+ * holds by construction.
+ *
+ * Memory: the only pointers a C segment can hold are stack addresses (r10 plus a constant,
+ * which become locals), addresses of `static const` data (LD_IMM64 of a .rodata section,
+ * which are offsets into the segment's constants), and integers.  A forward data-flow pass
+ * (kinds, below) proves which registers hold a constants pointer at each instruction; a load
+ * through one becomes a load from region const, every other dereference is refused.  Region
+ * memory is reached through the ar.h intrinsics only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asm.h"
+#include "cc.h"
+#include "cc_int.h"
+
+#define STACK_BYTES   512          /* clang's BPF stack: r10-512 .. r10-1 */
+#define N_SLOTS       (STACK_BYTES / 8)
+#define N_KINDS       (10 + N_SLOTS)   /* r0..r9, then the stack slots */
+#define NO_LOCAL      (-1)
+#define MASK32        0xffffffffll
+
+/* What a register or stack slot may hold at an instruction, joined by OR over the paths into
+ * it: nothing seen yet, a plain integer, a pointer into the constants, or both (3). */
+enum kind { K_NONE = 0, K_INT = 1, K_CONST = 2 };
+
+struct tr {
+	const struct obj *o;
+	struct asm_builder *b;
+	struct diag *d;
+	const struct func *f;
+	const struct section *sec;
+	const int64_t *const_off;      /* per section: offset in the segment's constants, or -1 */
+	const uint8_t *region_acc;     /* access of each region index (0: none) */
+	unsigned n_regions;
+	const char *const *hook_sig;
+	unsigned n_hooks;
+	uint32_t n;                    /* instruction slots of f */
+	struct bpf_insn *in;
+	uint8_t *target;               /* slot is a branch target */
+	uint8_t *reach;                /* slot reached by the data-flow pass */
+	uint8_t *kinds;                /* n * N_KINDS: kinds before each slot */
+	asm_label *labels;
+	int reg_local[BPF_NREGS];
+	int slot_local[N_SLOTS];
+	unsigned n_locals;
+	struct buf *listing;           /* --explain of this function, else NULL */
+	struct buf note;               /* our assembly of the current instruction, for listing */
+};
+
+static const char *const bpf_reg_name[BPF_NREGS] = {
+	"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10"
+};
+
+#define ERR(t, i, ...) cc_error((t)->d, (t)->o, (t)->f->sec, (t)->f->start + (i), __VA_ARGS__)
+
+/* ---- emitting, with the text for --explain ---- */
+
+/* Mnemonics as pnasm spells them (isa_op_info has the enum's upper-case names). */
+static const char *mnem(enum op op)
+{
+	static __thread char lower[16];
+	const char *n = isa_op_info[op].name;
+	size_t i = 0;
+	for (; n[i] && i + 1 < sizeof lower; i++)
+		lower[i] = (char)(n[i] >= 'A' && n[i] <= 'Z' ? n[i] + 32 : n[i]);
+	lower[i] = 0;
+	return lower;
+}
+
+static void note(struct tr *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct tr *t, const char *fmt, ...)
+{
+	if (!t->listing)
+		return;
+	if (t->note.len)
+		buf_puts(&t->note, "; ");
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vprintf(&t->note, fmt, ap);
+	va_end(ap);
+}
+
+static void em_op(struct tr *t, enum op op)
+{
+	asm_op(t->b, op);
+	note(t, "%s", mnem(op));
+}
+
+static void em_push(struct tr *t, int64_t v)
+{
+	asm_push(t->b, v);
+	note(t, "push %lld", (long long)v);
+}
+
+static void em_reg(struct tr *t, enum op op, unsigned r)
+{
+	asm_local(t->b, op, (unsigned)t->reg_local[r]);
+	note(t, "%s %s", mnem(op), bpf_reg_name[r]);
+}
+
+static void em_slot(struct tr *t, enum op op, unsigned s)
+{
+	asm_local(t->b, op, (unsigned)t->slot_local[s]);
+	note(t, "%s fp-%u", mnem(op), STACK_BYTES - 8 * s);
+}
+
+static void em_mem(struct tr *t, enum op op, unsigned r)
+{
+	asm_mem(t->b, op, r);
+	note(t, "%s %u", mnem(op), r);
+}
+
+static void em_jump(struct tr *t, enum op op, uint32_t slot)
+{
+	asm_jump(t->b, op, t->labels[slot]);
+	note(t, "%s L%u", mnem(op), slot);
+}
+
+static void em_zext32(struct tr *t)
+{
+	em_push(t, MASK32);
+	em_op(t, OP_AND);
+}
+
+/* ---- instruction properties ---- */
+
+static int is_ld_imm64(const struct bpf_insn *in) { return in->code == BPF_LD_IMM64; }
+
+static int is_jmp(const struct bpf_insn *in)
+{
+	unsigned cl = BPF_CLASS(in->code);
+	return cl == BPF_JMP || cl == BPF_JMP32;
+}
+
+/* The relocation of slot i of the function, or NULL. */
+static const struct reloc *reloc_at(const struct tr *t, uint32_t i)
+{
+	uint32_t slot = t->f->start + i, lo = 0, hi = t->sec->n_relocs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (t->sec->relocs[mid].slot == slot)
+			return &t->sec->relocs[mid];
+		if (t->sec->relocs[mid].slot < slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The function a BPF-to-BPF call at slot i calls, or NULL (error reported). */
+static const struct func *call_target(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	const struct reloc *r = reloc_at(t, i);
+	uint32_t sec = t->f->sec;
+	int64_t slot;
+	if (r) {
+		/* clang: the symbol is the callee (imm -1) or its section (imm: slot - 1) */
+		const struct symbol *s = &t->o->syms[r->sym];
+		if (s->sec == UINT32_MAX || t->o->secs[s->sec].kind != SEC_CODE) {
+			ERR(t, i, "call of '%s', which is not a function of this file", s->name);
+			return NULL;
+		}
+		sec = s->sec;
+		slot = (int64_t)(s->value / 8) + in->imm + 1;
+	} else {
+		slot = (int64_t)t->f->start + i + in->imm + 1;
+	}
+	for (uint32_t k = 0; k < t->o->n_funcs; k++)
+		if (t->o->funcs[k].sec == sec && t->o->funcs[k].start == slot)
+			return &t->o->funcs[k];
+	ERR(t, i, "call into the middle of a function (instruction %lld of %s)", (long long)slot,
+	    t->o->secs[sec].name);
+	return NULL;
+}
+
+/* Successors of slot i: returns how many (0..2) into succ. */
+static int successors(const struct tr *t, uint32_t i, uint32_t succ[2])
+{
+	const struct bpf_insn *in = &t->in[i];
+	if (is_ld_imm64(in)) {
+		succ[0] = i + 2;
+		return 1;
+	}
+	if (!is_jmp(in))
+		return succ[0] = i + 1, 1;
+	unsigned op = BPF_OP(in->code);
+	if (op == BPF_EXIT)
+		return 0;
+	if (op == BPF_CALL)
+		return succ[0] = i + 1, 1;
+	uint32_t to = (uint32_t)((int64_t)i + 1 + in->off);
+	if (op == BPF_JA)
+		return succ[0] = to, 1;
+	succ[0] = i + 1;
+	succ[1] = to;
+	return 2;
+}
+
+/* ---- pass 1: check each instruction, find branch targets, give registers and slots locals */
+
+static void use_reg(struct tr *t, unsigned r)
+{
+	if (r < BPF_FP && t->reg_local[r] == NO_LOCAL)
+		t->reg_local[r] = (int)t->n_locals++;
+}
+
+/* The stack slot of an access r10+off of size bytes, or -1 (error reported). */
+static int stack_slot(struct tr *t, uint32_t i, int off, unsigned size)
+{
+	if (off >= 0 || off < -STACK_BYTES) {
+		ERR(t, i, "stack access at r10%+d is outside the %d-byte frame", off, STACK_BYTES);
+		return -1;
+	}
+	unsigned byte = (unsigned)(off + STACK_BYTES);
+	if (byte % 8 + size > 8) {
+		ERR(t, i, "unaligned %u-byte stack access at r10%+d (a packed struct on the stack?)",
+		    size, off);
+		return -1;
+	}
+	unsigned s = byte / 8;
+	if (t->slot_local[s] == NO_LOCAL)
+		t->slot_local[s] = (int)t->n_locals++;
+	return (int)s;
+}
+
+static const unsigned bpf_size_bytes[4] = { 4, 2, 1, 8 };   /* BPF_W, H, B, DW >> 3 */
+
+static int check_insn(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	if (in->dst > BPF_FP || in->src > BPF_FP) {
+		ERR(t, i, "register r%u does not exist", in->dst > BPF_FP ? in->dst : in->src);
+		return -1;
+	}
+	const struct reloc *rel = reloc_at(t, i);
+	if (rel && !is_ld_imm64(in) && !(cl == BPF_JMP && op == BPF_CALL)) {
+		ERR(t, i, "relocation of a %s instruction", "non-call, non-LD_IMM64");
+		return -1;
+	}
+	switch (cl) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		if (in->dst == BPF_FP || (BPF_SRC(in->code) == BPF_X && in->src == BPF_FP && op != BPF_END)) {
+			ERR(t, i, "the address of a stack variable is taken (not supported: pass values, "
+			    "or keep arrays in a region)");
+			return -1;
+		}
+		if (op > BPF_END || (op == BPF_END && (in->imm != 16 && in->imm != 32 && in->imm != 64))) {
+			ERR(t, i, "unknown ALU operation 0x%02x", in->code);
+			return -1;
+		}
+		if (in->off != 0 || (op == BPF_END && cl == BPF_ALU64)) {
+			ERR(t, i, "a BPF cpu v4 instruction (signed division, sign-extending move, bswap): "
+			    "compile with -mcpu=v3");
+			return -1;
+		}
+		use_reg(t, in->dst);
+		if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG)
+			use_reg(t, in->src);
+		return 0;
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (op == BPF_EXIT) {
+			use_reg(t, 0);
+			return cl == BPF_JMP ? 0 : (ERR(t, i, "unknown jump 0x%02x", in->code), -1);
+		}
+		if (op == BPF_CALL) {
+			if (cl != BPF_JMP || BPF_SRC(in->code) == BPF_X) {
+				ERR(t, i, "indirect call (a function pointer)");
+				return -1;
+			}
+			for (unsigned r = 0; r <= 5; r++)
+				use_reg(t, r);
+			return 0;
+		}
+		if (op > BPF_JSLE || (op == BPF_JA && cl == BPF_JMP32)) {
+			ERR(t, i, "unknown jump 0x%02x", in->code);
+			return -1;
+		}
+		int64_t to = (int64_t)i + 1 + in->off;
+		if (to < 0 || to >= t->n || t->target[to] == 2) {
+			ERR(t, i, "jump to instruction %lld, outside the function or inside another", (long long)to);
+			return -1;
+		}
+		t->target[to] |= 1;
+		if (op != BPF_JA) {
+			if (in->dst == BPF_FP || (BPF_SRC(in->code) == BPF_X && in->src == BPF_FP)) {
+				ERR(t, i, "comparison of a stack address");
+				return -1;
+			}
+			use_reg(t, in->dst);
+			if (BPF_SRC(in->code) == BPF_X)
+				use_reg(t, in->src);
+		}
+		return 0;
+	case BPF_LD:
+		if (!is_ld_imm64(in)) {
+			ERR(t, i, "packet access (BPF_LD_ABS/IND) has no meaning here");
+			return -1;
+		}
+		if (i + 1 >= t->n) {
+			ERR(t, i, "LD_IMM64 without its second half");
+			return -1;
+		}
+		if (in->dst == BPF_FP) {
+			ERR(t, i, "write to r10, the frame pointer");
+			return -1;
+		}
+		if (in->src != 0) {
+			ERR(t, i, "LD_IMM64 of a map or BTF object (src r%u) has no meaning here", in->src);
+			return -1;
+		}
+		use_reg(t, in->dst);
+		return 0;
+	case BPF_LDX:
+		if (BPF_MODE(in->code) != BPF_MEM) {
+			ERR(t, i, "load mode 0x%02x (cpu v4 sign-extending loads are not supported: "
+			    "compile with -mcpu=v3)", BPF_MODE(in->code));
+			return -1;
+		}
+		if (in->dst == BPF_FP) {
+			ERR(t, i, "write to r10, the frame pointer");
+			return -1;
+		}
+		use_reg(t, in->dst);
+		if (in->src == BPF_FP)
+			return stack_slot(t, i, in->off, bpf_size_bytes[BPF_SIZE(in->code) >> 3]) < 0 ? -1 : 0;
+		use_reg(t, in->src);
+		return 0;
+	case BPF_ST:
+	case BPF_STX:
+		if (BPF_MODE(in->code) == BPF_ATOMIC) {
+			ERR(t, i, "a BPF atomic operation (__sync_* / __atomic_*) has no meaning here: "
+			    "use ar_cas or ar_fadd on a region");
+			return -1;
+		}
+		if (BPF_MODE(in->code) != BPF_MEM) {
+			ERR(t, i, "store mode 0x%02x", BPF_MODE(in->code));
+			return -1;
+		}
+		if (cl == BPF_STX && in->src == BPF_FP) {
+			ERR(t, i, "the address of a stack variable is stored (not supported)");
+			return -1;
+		}
+		if (in->dst != BPF_FP) {
+			ERR(t, i, "store through a pointer: memory outside the stack is written only with "
+			    "ar_st8/16/32/64 (and constants are read-only)");
+			return -1;
+		}
+		if (cl == BPF_STX)
+			use_reg(t, in->src);
+		return stack_slot(t, i, in->off, bpf_size_bytes[BPF_SIZE(in->code) >> 3]) < 0 ? -1 : 0;
+	}
+	return -1;
+}
+
+/* ---- pass 2: which registers and slots hold a pointer into the constants (see the top) */
+
+static int slot_of_fp(const struct bpf_insn *in, int *slot)
+{
+	int byte = in->off + STACK_BYTES;
+	if (BPF_SIZE(in->code) != BPF_DW || byte < 0 || byte % 8)
+		return 0;
+	*slot = byte / 8;
+	return 1;
+}
+
+/* The kind LD_IMM64 at slot i loads. */
+static uint8_t ld_imm64_kind(const struct tr *t, uint32_t i)
+{
+	const struct reloc *r = reloc_at(t, i);
+	if (!r)
+		return K_INT;
+	const struct symbol *s = &t->o->syms[r->sym];
+	return s->sec != UINT32_MAX && t->o->secs[s->sec].kind == SEC_RODATA ? K_CONST : K_INT;
+}
+
+static void transfer(const struct tr *t, uint32_t i, uint8_t *k)
+{
+	const struct bpf_insn *in = &t->in[i];
+	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	int s;
+	switch (cl) {
+	case BPF_ALU64:
+		if (op == BPF_MOV) {
+			k[in->dst] = BPF_SRC(in->code) == BPF_X ? k[in->src] : K_INT;
+		} else if (op == BPF_ADD || op == BPF_SUB) {
+			uint8_t src = BPF_SRC(in->code) == BPF_X ? k[in->src] : K_INT;
+			if (k[in->dst] == K_CONST && src == K_INT)
+				k[in->dst] = K_CONST;      /* pointer +- integer */
+			else if (op == BPF_ADD && k[in->dst] == K_INT && src == K_CONST)
+				k[in->dst] = K_CONST;      /* integer + pointer */
+			else
+				k[in->dst] = K_INT;
+		} else {
+			k[in->dst] = K_INT;
+		}
+		break;
+	case BPF_ALU:
+		k[in->dst] = K_INT;
+		break;
+	case BPF_LD:
+		k[in->dst] = ld_imm64_kind(t, i);
+		break;
+	case BPF_LDX:
+		k[in->dst] = in->src == BPF_FP && slot_of_fp(in, &s) ? k[10 + s] : K_INT;
+		break;
+	case BPF_ST:
+	case BPF_STX:
+		if (slot_of_fp(in, &s))
+			k[10 + s] = cl == BPF_STX ? k[in->src] : K_INT;
+		else
+			k[10 + (in->off + STACK_BYTES) / 8] = K_INT;   /* part of a slot: an integer */
+		break;
+	case BPF_JMP:
+		if (op == BPF_CALL)
+			for (unsigned r = 0; r <= 5; r++)
+				k[r] = K_INT;
+		break;
+	}
+}
+
+static int flow(struct tr *t)
+{
+	uint32_t *work = malloc(t->n * sizeof *work);
+	uint8_t *queued = calloc(t->n, 1), cur[N_KINDS];
+	if (!work || !queued) {
+		free(work);
+		free(queued);
+		return -1;
+	}
+	uint32_t top = 0;
+	for (int r = 1; r <= t->f->n_args; r++)
+		t->kinds[r] = K_INT;
+	t->reach[0] = 1;
+	work[top++] = 0;
+	queued[0] = 1;
+	/* each push follows a growth of some kinds entry (2 bits each) or a first visit: the
+	 * loop runs at most n * (1 + 2 * N_KINDS) times */
+	while (top) {
+		uint32_t i = work[--top], succ[2];
+		queued[i] = 0;
+		memcpy(cur, t->kinds + (size_t)i * N_KINDS, N_KINDS);
+		transfer(t, i, cur);
+		int ns = successors(t, i, succ);
+		for (int j = 0; j < ns; j++) {
+			uint32_t s = succ[j];
+			if (s >= t->n)
+				continue;          /* falls off the end: reported by the emitter */
+			uint8_t *ks = t->kinds + (size_t)s * N_KINDS;
+			int grew = !t->reach[s];
+			for (unsigned k = 0; k < N_KINDS; k++)
+				if ((ks[k] | cur[k]) != ks[k]) {
+					ks[k] |= cur[k];
+					grew = 1;
+				}
+			t->reach[s] = 1;
+			if (grew && !queued[s]) {
+				queued[s] = 1;
+				work[top++] = s;
+			}
+		}
+	}
+	free(work);
+	free(queued);
+	return 0;
+}
+
+/* ---- pass 3: emit ---- */
+
+static enum op alu_op(unsigned bpf_op)
+{
+	switch (bpf_op) {
+	case BPF_ADD: return OP_ADD;
+	case BPF_SUB: return OP_SUB;
+	case BPF_MUL: return OP_MUL;
+	case BPF_DIV: return OP_DIVU;
+	case BPF_MOD: return OP_REMU;
+	case BPF_OR: return OP_OR;
+	case BPF_AND: return OP_AND;
+	case BPF_XOR: return OP_XOR;
+	case BPF_LSH: return OP_SHL;
+	case BPF_RSH: return OP_SHRU;
+	default: return OP_SHRS;   /* BPF_ARSH */
+	}
+}
+
+static void emit_alu(struct tr *t, const struct bpf_insn *in)
+{
+	int is64 = BPF_CLASS(in->code) == BPF_ALU64, x = BPF_SRC(in->code) == BPF_X;
+	unsigned op = BPF_OP(in->code);
+	/* the immediate is sign-extended to 64 bits, as BPF defines; 32-bit operations use its
+	 * low 32 bits */
+	int64_t imm = is64 ? (int64_t)in->imm : (int64_t)(uint32_t)in->imm;
+
+	if (op == BPF_MOV) {
+		if (x) {
+			em_reg(t, OP_LGET, in->src);
+			if (!is64)
+				em_zext32(t);
+		} else {
+			em_push(t, imm);
+		}
+		em_reg(t, OP_LSET, in->dst);
+		return;
+	}
+	if (op == BPF_NEG) {
+		em_reg(t, OP_LGET, in->dst);
+		em_op(t, OP_NEG);
+		if (!is64)
+			em_zext32(t);
+		em_reg(t, OP_LSET, in->dst);
+		return;
+	}
+	if (op == BPF_END) {
+		/* to little endian on a little-endian machine: keep the low imm bits; to big
+		 * endian: reverse the low imm/8 bytes */
+		unsigned n = (unsigned)in->imm / 8;
+		if (BPF_SRC(in->code) == 0) {
+			if (n == 8)
+				return note(t, "(nothing: already little-endian)");
+			em_reg(t, OP_LGET, in->dst);
+			em_push(t, (int64_t)((1ull << in->imm) - 1));
+			em_op(t, OP_AND);
+		} else {
+			for (unsigned k = 0; k < n; k++) {
+				em_reg(t, OP_LGET, in->dst);
+				if (k) {
+					em_push(t, 8 * k);
+					em_op(t, OP_SHRU);
+				}
+				em_push(t, 0xff);
+				em_op(t, OP_AND);
+				if (n - 1 - k) {
+					em_push(t, 8 * (n - 1 - k));
+					em_op(t, OP_SHL);
+				}
+				if (k)
+					em_op(t, OP_OR);
+			}
+		}
+		em_reg(t, OP_LSET, in->dst);
+		return;
+	}
+	int shift = op == BPF_LSH || op == BPF_RSH || op == BPF_ARSH;
+	if (is64 && !x && (op == BPF_ADD || op == BPF_SUB)) {
+		int64_t delta = op == BPF_ADD ? imm : -imm;
+		if (delta >= -128 && delta <= 127) {
+			asm_linc(t->b, (unsigned)t->reg_local[in->dst], (int)delta);
+			note(t, "linc %s, %lld", bpf_reg_name[in->dst], (long long)delta);
+			return;
+		}
+	}
+	/* 32-bit: add, sub, mul, and, or, xor, lsh only need the low 32 bits of their operands
+	 * and the result cut to 32; division, remainder and right shifts see the operands' low
+	 * 32 bits (arsh: sign-extended) */
+	int zext_a = !is64 && (op == BPF_DIV || op == BPF_MOD || op == BPF_RSH);
+	em_reg(t, OP_LGET, in->dst);
+	if (zext_a)
+		em_zext32(t);
+	if (!is64 && op == BPF_ARSH)
+		em_op(t, OP_SEXT32);
+	if (x) {
+		em_reg(t, OP_LGET, in->src);
+		if (!is64 && (op == BPF_DIV || op == BPF_MOD))
+			em_zext32(t);
+		if (shift) {
+			/* BPF masks the shift count to the operand's width, 63 or 31; our shifts mask
+			 * with 63, so only 32-bit shifts need the mask */
+			if (!is64) {
+				em_push(t, 31);
+				em_op(t, OP_AND);
+			}
+		}
+	} else {
+		em_push(t, shift ? imm & (is64 ? 63 : 31) : imm);
+	}
+	em_op(t, alu_op(op));
+	/* unsigned 32-bit division, remainder and logical right shift of zero-extended operands
+	 * are already zero-extended */
+	if (!is64 && !zext_a)
+		em_zext32(t);
+	em_reg(t, OP_LSET, in->dst);
+}
+
+static enum op jmp_op(unsigned bpf_op)
+{
+	switch (bpf_op) {
+	case BPF_JEQ: return OP_JEQ;
+	case BPF_JNE: return OP_JNE;
+	case BPF_JGT: return OP_JGTU;
+	case BPF_JGE: return OP_JGEU;
+	case BPF_JLT: return OP_JLTU;
+	case BPF_JLE: return OP_JLEU;
+	case BPF_JSGT: return OP_JGTS;
+	case BPF_JSGE: return OP_JGES;
+	case BPF_JSLT: return OP_JLTS;
+	default: return OP_JLES;    /* BPF_JSLE */
+	}
+}
+
+/* A JMP32 operand: its low 32 bits, sign-extended for signed compares. */
+static void low32(struct tr *t, int sig)
+{
+	if (sig)
+		em_op(t, OP_SEXT32);
+	else
+		em_zext32(t);
+}
+
+static void emit_jmp(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	int is32 = BPF_CLASS(in->code) == BPF_JMP32, x = BPF_SRC(in->code) == BPF_X;
+	unsigned op = BPF_OP(in->code);
+	uint32_t to = (uint32_t)((int64_t)i + 1 + in->off);
+	int sig = op == BPF_JSGT || op == BPF_JSGE || op == BPF_JSLT || op == BPF_JSLE;
+	int ext = is32 && op != BPF_JSET;
+
+	if (op == BPF_JA)
+		return em_jump(t, OP_JMP, to);
+	em_reg(t, OP_LGET, in->dst);
+	if (ext)
+		low32(t, sig);
+	if (!x && in->imm == 0 && (op == BPF_JEQ || op == BPF_JNE))
+		return em_jump(t, op == BPF_JEQ ? OP_JZ : OP_JNZ, to);
+	if (x) {
+		em_reg(t, OP_LGET, in->src);
+		if (ext)
+			low32(t, sig);
+	} else {
+		/* 64-bit compares see the immediate sign-extended; 32-bit ones its 32 bits, as
+		 * the operand was extended */
+		em_push(t, is32 && !sig ? (int64_t)(uint32_t)in->imm : (int64_t)in->imm);
+	}
+	if (op == BPF_JSET) {
+		em_op(t, OP_AND);
+		if (is32)
+			em_zext32(t);
+		return em_jump(t, OP_JNZ, to);
+	}
+	em_jump(t, jmp_op(op), to);
+}
+
+/* Which opcodes an ar.h intrinsic may name: the ones that take their operands from the stack
+ * and push at most one result, with region, hook or trap-code immediates. */
+static int intrinsic_ok(enum op op)
+{
+	const struct isa_op_info *oi = &isa_op_info[op];
+	if (op == OP_TRAP || op == OP_HCALL)
+		return 1;
+	if (oi->fmt != ISA_FMT_NONE && oi->fmt != ISA_FMT_R && oi->fmt != ISA_FMT_RR)
+		return 0;
+	return oi->push <= 1 && oi->pop >= 0 && oi->pop <= 5 && op != OP_RET && op != OP_NOP &&
+	       op != OP_DROP && !(oi->flags & (OPF_BRANCH | OPF_JUMP | OPF_CALL));
+}
+
+static int region_ok(struct tr *t, uint32_t i, enum op op, unsigned r, int dest)
+{
+	const char *what = mnem(op);
+	if (r >= t->n_regions) {
+		ERR(t, i, "ar_%s: region %u is not declared (AR_IMPORT_REGIONS declares %u)", what, r,
+		    t->n_regions - ISA_R_FIRST_IMPORT);
+		return 0;
+	}
+	if (dest && (isa_op_info[op].flags & OPF_WRITE) && !(t->region_acc[r] & ISA_ACC_WRITE)) {
+		ERR(t, i, "ar_%s writes region %u, which is read-only", what, r);
+		return 0;
+	}
+	if ((op == OP_CAS || op == OP_FADD) && r < ISA_R_FIRST_IMPORT) {
+		ERR(t, i, "ar_%s works on imported rw regions only", what);
+		return 0;
+	}
+	return 1;
+}
+
+static void emit_intrinsic(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	uint32_t imm = (uint32_t)in->imm;
+	if ((imm & CC_CALL_MASK) != CC_CALL_TAG) {
+		ERR(t, i, "call of BPF helper %d, which is not an ar.h intrinsic", in->imm);
+		return;
+	}
+	unsigned opn = imm & 0xff, a = imm >> 8 & 0xff, b = imm >> 16 & 0xff;
+	if (opn >= OP_COUNT || !intrinsic_ok((enum op)opn)) {
+		ERR(t, i, "call of helper 0x%x: opcode %u is not an intrinsic", imm, opn);
+		return;
+	}
+	enum op op = (enum op)opn;
+	const struct isa_op_info *oi = &isa_op_info[op];
+	int n_args = oi->pop;
+	if (op == OP_HCALL) {
+		unsigned h = a | b << 8;
+		if (h >= t->n_hooks) {
+			ERR(t, i, "hook %u is not declared (AR_IMPORT_HOOKS declares %u)", h, t->n_hooks);
+			return;
+		}
+		n_args = isa_sig_check(t->hook_sig[h]);
+		if (n_args > 5) {
+			ERR(t, i, "hook %u takes %d arguments; a call passes at most 5", h, n_args);
+			return;
+		}
+	} else if (oi->fmt == ISA_FMT_R) {
+		if (!region_ok(t, i, op, a, 1))
+			return;
+	} else if (oi->fmt == ISA_FMT_RR) {
+		if (!region_ok(t, i, op, a, 1) || !region_ok(t, i, op, b, 0))
+			return;
+	}
+	for (int r = 1; r <= n_args; r++)
+		em_reg(t, OP_LGET, (unsigned)r);
+	switch (oi->fmt) {
+	case ISA_FMT_R: em_mem(t, op, a); break;
+	case ISA_FMT_RR:
+		asm_mem2(t->b, op, a, b);
+		note(t, "%s %u, %u", mnem(op), a, b);
+		break;
+	case ISA_FMT_HOOK:
+		asm_hcall(t->b, (int)(a | b << 8));
+		note(t, "hcall %u", a | b << 8);
+		break;
+	case ISA_FMT_U16:
+		asm_trap(t->b, a | b << 8);
+		note(t, "trap %u", a | b << 8);
+		break;
+	default: em_op(t, op); break;
+	}
+	if (oi->push == 1)
+		em_reg(t, OP_LSET, 0);
+}
+
+static void emit_call(struct tr *t, uint32_t i)
+{
+	if (t->in[i].src != BPF_PSEUDO_CALL) {
+		if (t->in[i].src != 0)
+			return (void)ERR(t, i, "call of a kernel function (kfunc) has no meaning here");
+		return emit_intrinsic(t, i);
+	}
+	const struct func *callee = call_target(t, i);
+	if (!callee)
+		return;
+	for (int r = 1; r <= callee->n_args; r++)
+		em_reg(t, OP_LGET, (unsigned)r);
+	asm_call(t->b, callee->index);
+	note(t, "call %s", callee->name);
+	em_reg(t, OP_LSET, 0);
+}
+
+static void emit_ld_imm64(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i], *hi = &t->in[i + 1];
+	uint64_t v = (uint64_t)(uint32_t)in->imm | (uint64_t)(uint32_t)hi->imm << 32;
+	const struct reloc *r = reloc_at(t, i);
+	if (hi->code || hi->dst || hi->src || hi->off) {
+		ERR(t, i, "malformed LD_IMM64 (second half 0x%02x)", hi->code);
+		return;
+	}
+	if (r) {
+		const struct symbol *s = &t->o->syms[r->sym];
+		const struct section *sec = s->sec == UINT32_MAX ? NULL : &t->o->secs[s->sec];
+		if (!sec) {
+			ERR(t, i, "'%s' is not defined in this file (extern objects are not supported)",
+			    s->name);
+			return;
+		}
+		if (sec->kind == SEC_WRITABLE) {
+			ERR(t, i, "global variable '%s' (%s) may be written at run time: only `static "
+			    "const` data is supported, keep state in a region", s->name, sec->name);
+			return;
+		}
+		if (sec->kind != SEC_RODATA) {
+			ERR(t, i, "address of '%s' in section %s (only constants have an address)",
+			    s->name, sec->name);
+			return;
+		}
+		/* the address is the symbol's offset plus the addend clang put in the immediate */
+		uint64_t off = s->value + v;
+		if (s->value > sec->size || v > sec->size - s->value) {
+			ERR(t, i, "address of '%s'+%llu is outside %s", s->name, (unsigned long long)v,
+			    sec->name);
+			return;
+		}
+		v = (uint64_t)t->const_off[s->sec] + off;
+	}
+	em_push(t, (int64_t)v);
+	em_reg(t, OP_LSET, in->dst);
+}
+
+static const enum op ld_of_size[4] = { OP_LD32U, OP_LD16U, OP_LD8U, OP_LD64 };
+
+static void emit_ldx(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	unsigned sz = BPF_SIZE(in->code) >> 3, bytes = bpf_size_bytes[sz];
+	if (in->src == BPF_FP) {
+		/* a slot local holds the 8 bytes little-endian: shift the ones asked for down */
+		unsigned byte = (unsigned)(in->off + STACK_BYTES);
+		em_slot(t, OP_LGET, byte / 8);
+		if (byte % 8) {
+			em_push(t, 8 * (byte % 8));
+			em_op(t, OP_SHRU);
+		}
+		if (bytes < 8) {
+			em_push(t, (int64_t)((1ull << (8 * bytes)) - 1));
+			em_op(t, OP_AND);
+		}
+		em_reg(t, OP_LSET, in->dst);
+		return;
+	}
+	if (t->kinds[(size_t)i * N_KINDS + in->src] != K_CONST) {
+		ERR(t, i, "pointer dereference: memory is read only from the stack, `static const` "
+		    "data and regions (ar_ld8u .. ar_ld64)");
+		return;
+	}
+	em_reg(t, OP_LGET, in->src);
+	if (in->off) {
+		em_push(t, in->off);
+		em_op(t, OP_ADD);
+	}
+	em_mem(t, ld_of_size[sz], ISA_R_CONST);
+	em_reg(t, OP_LSET, in->dst);
+}
+
+static void emit_st(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	unsigned sz = BPF_SIZE(in->code) >> 3, bytes = bpf_size_bytes[sz];
+	unsigned byte = (unsigned)(in->off + STACK_BYTES), sh = 8 * (byte % 8);
+	uint64_t mask = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
+	/* slot = slot & ~(mask << sh) | (value & mask) << sh */
+	if (bytes < 8) {
+		em_slot(t, OP_LGET, byte / 8);
+		em_push(t, (int64_t)~(mask << sh));
+		em_op(t, OP_AND);
+	}
+	if (BPF_CLASS(in->code) == BPF_STX)
+		em_reg(t, OP_LGET, in->src);
+	else
+		em_push(t, in->imm);
+	if (bytes < 8) {
+		em_push(t, (int64_t)mask);
+		em_op(t, OP_AND);
+		if (sh) {
+			em_push(t, sh);
+			em_op(t, OP_SHL);
+		}
+		em_op(t, OP_OR);
+	}
+	em_slot(t, OP_LSET, byte / 8);
+}
+
+static void translate_insn(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	switch (BPF_CLASS(in->code)) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		return emit_alu(t, in);
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (BPF_OP(in->code) == BPF_CALL)
+			return emit_call(t, i);
+		if (BPF_OP(in->code) == BPF_EXIT) {
+			em_reg(t, OP_LGET, 0);
+			return em_op(t, OP_RET);
+		}
+		return emit_jmp(t, i);
+	case BPF_LD:
+		return emit_ld_imm64(t, i);
+	case BPF_LDX:
+		return emit_ldx(t, i);
+	default:
+		return emit_st(t, i);
+	}
+}
+
+static void list_line(struct tr *t, const struct line *l)
+{
+	const char *text = l->text ? l->text : "";
+	while (*text == ' ' || *text == '\t')
+		text++;
+	buf_printf(t->listing, "%s:%u: %s\n", l->file ? l->file : "?", l->line, text);
+}
+
+static void translate_func(struct tr *t)
+{
+	const struct line *last = NULL;
+	uint32_t cur_line = 0;
+	int n_err = t->d->n_errors;
+
+	for (unsigned r = 0; r < BPF_NREGS; r++)
+		t->reg_local[r] = NO_LOCAL;
+	for (unsigned s = 0; s < N_SLOTS; s++)
+		t->slot_local[s] = NO_LOCAL;
+	for (int r = 1; r <= t->f->n_args; r++)
+		t->reg_local[r] = r - 1;
+	t->n_locals = (unsigned)t->f->n_args;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		bpf_decode(t->sec->data + 8 * ((size_t)t->f->start + i), &t->in[i]);
+	/* second halves of LD_IMM64 are not instructions: mark them so no jump lands there */
+	for (uint32_t i = 0; i + 1 < t->n; i++)
+		if (is_ld_imm64(&t->in[i]))
+			t->target[++i] = 2;
+	for (uint32_t i = 0; i < t->n; i++) {
+		check_insn(t, i);
+		if (is_ld_imm64(&t->in[i]))
+			i++;
+	}
+	if (t->d->n_errors > n_err)
+		return;
+	if (flow(t) != 0)
+		return (void)ERR(t, 0, "out of memory");
+	if (t->n_locals > ISA_MAX_LOCALS)
+		return (void)ERR(t, 0, "%u locals needed (at most %u)", t->n_locals, ISA_MAX_LOCALS);
+
+	if (asm_func_begin(t->b, t->f->name, (unsigned)t->f->n_args, t->n_locals) < 0)
+		return (void)ERR(t, 0, "function '%s': bad name or too many functions", t->f->name);
+	for (uint32_t i = 0; i < t->n; i++)
+		t->labels[i] = (t->target[i] & 1) ? asm_label_new(t->b) : 0;
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct bpf_insn *in = &t->in[i];
+		uint32_t succ[2];
+		if (t->target[i] == 2)
+			continue;
+		if (t->target[i] & 1)
+			asm_label_bind(t->b, t->labels[i]);
+		const struct line *l = obj_line(t->o, t->f->sec, t->f->start + i);
+		if (l && l->slot < t->f->start)
+			l = NULL;
+		if (l && l->file && t->o->main_file && strcmp(l->file, t->o->main_file) == 0 &&
+		    l->line != cur_line) {
+			cur_line = l->line;
+			asm_line(t->b, cur_line);
+		}
+		if (t->listing && l && (!last || last->line != l->line || last->file != l->file))
+			list_line(t, l);
+		last = l;
+		t->note.len = 0;
+		translate_insn(t, i);
+		if (t->listing) {
+			struct buf bt = { 0 };
+			bpf_format(&bt, in, i + 1 < t->n ? &t->in[i + 1] : NULL);
+			buf_putc(&bt, 0);
+			buf_putc(&t->note, 0);
+			buf_printf(t->listing, "  %4u  %-34s %s\n", i, bt.oom ? "?" : (char *)bt.p,
+			           t->note.oom ? "?" : (char *)t->note.p);
+			buf_free(&bt);
+		}
+		/* an instruction that continues into the next slot must have one there */
+		int ns = successors(t, i, succ);
+		if (t->reach[i] && ns > 0 && succ[0] >= t->n &&
+		    !(is_jmp(in) && BPF_OP(in->code) == BPF_JA))
+			ERR(t, i, "control falls off the end of function %s", t->f->name);
+		if (is_ld_imm64(in))
+			i++;
+	}
+	asm_func_end(t->b);
+}
+
+/* Regions and hooks from ar.h's lists: "name:access" and "name:sig", NUL-separated. */
+static int declare_imports(struct tr *t, uint8_t *acc, const char **sigs)
+{
+	const struct obj *o = t->o;
+	acc[ISA_R_ARGS] = ISA_ACC_RO;
+	acc[ISA_R_OUT] = ISA_ACC_RW;
+	acc[ISA_R_CONST] = ISA_ACC_RO;
+	t->n_regions = ISA_R_FIRST_IMPORT;
+	for (size_t p = 0; o->regions && p < o->regions_len; p += strlen(o->regions + p) + 1) {
+		char *e = o->regions + p, *colon = strchr(e, ':');
+		if (!*e)
+			continue;
+		unsigned a = 0;
+		if (colon && strcmp(colon + 1, "ro") == 0)
+			a = ISA_ACC_RO;
+		else if (colon && strcmp(colon + 1, "rw") == 0)
+			a = ISA_ACC_RW;
+		if (!a || t->n_regions >= 256) {
+			cc_error(t->d, o, UINT32_MAX, 0, ".ar.regions: bad entry '%.60s' (AR_IMPORT_REGIONS "
+			         "takes X(name, ro) or X(name, rw), at most %u)", e, ISA_MAX_REGIONS);
+			return -1;
+		}
+		*colon = 0;
+		int idx = asm_region(t->b, e, a);
+		*colon = ':';
+		if (idx < 0)
+			return -1;
+		acc[t->n_regions++] = (uint8_t)a;
+	}
+	for (size_t p = 0; o->hooks && p < o->hooks_len; p += strlen(o->hooks + p) + 1) {
+		char *e = o->hooks + p, *colon = strchr(e, ':');
+		if (!*e)
+			continue;
+		if (!colon || isa_sig_check(colon + 1) < 0 || t->n_hooks >= ISA_MAX_HOOKS) {
+			cc_error(t->d, o, UINT32_MAX, 0, ".ar.hooks: bad entry '%.60s' (AR_IMPORT_HOOKS "
+			         "takes X(name, \"sig\") with a signature as in docs/isa.md)", e);
+			return -1;
+		}
+		*colon = 0;
+		int idx = asm_hook(t->b, e, colon + 1);
+		*colon = ':';
+		if (idx < 0)
+			return -1;
+		sigs[t->n_hooks++] = colon + 1;
+	}
+	return 0;
+}
+
+int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t *seg_len,
+                 struct diag *d, struct buf *listing)
+{
+	struct tr t = { .o = o, .d = d };
+	uint8_t acc[256] = { 0 };
+	const char **sigs = calloc(ISA_MAX_HOOKS, sizeof *sigs);
+	int64_t *const_off = calloc(o->n_secs ? o->n_secs : 1, sizeof *const_off);
+	char err[300];
+	int explained = 0;
+
+	*seg = NULL;
+	*seg_len = 0;
+	t.b = asm_builder_new();
+	if (!t.b || !sigs || !const_off) {
+		cc_error(d, o, UINT32_MAX, 0, "out of memory");
+		goto out;
+	}
+	t.region_acc = acc;
+	t.hook_sig = sigs;
+	t.const_off = const_off;
+	if (declare_imports(&t, acc, sigs) != 0)
+		goto finish;
+	for (uint32_t s = 0; s < o->n_secs; s++) {
+		const struct section *sec = &o->secs[s];
+		const_off[s] = -1;
+		if (sec->kind != SEC_RODATA || !sec->data)
+			continue;
+		unsigned align = sec->align > 1 && sec->align <= 4096 &&
+		                 !(sec->align & (sec->align - 1)) ? (unsigned)sec->align : 1;
+		const_off[s] = asm_const(t.b, sec->data, sec->size, align);
+	}
+	if (o->main_file) {
+		/* the file's own name: a segment's bytes (and so its id) do not depend on the
+		 * directory it was built in */
+		const char *src = strrchr(o->main_file, '/') ? strrchr(o->main_file, '/') + 1 : o->main_file;
+		if (strlen(src) > ISA_MAX_NAME)
+			src += strlen(src) - ISA_MAX_NAME;
+		asm_source(t.b, src);
+	}
+	for (uint32_t k = 0; k < o->n_funcs; k++) {
+		t.f = &o->funcs[k];
+		t.sec = &o->secs[t.f->sec];
+		t.n = t.f->end - t.f->start;
+		t.in = calloc(t.n, sizeof *t.in);
+		t.target = calloc(t.n, 1);
+		t.reach = calloc(t.n, 1);
+		t.kinds = calloc((size_t)t.n * N_KINDS, 1);
+		t.labels = calloc(t.n, sizeof *t.labels);
+		t.listing = explain && strcmp(explain, t.f->name) == 0 ? listing : NULL;
+		if (t.listing) {
+			explained = 1;
+			buf_printf(listing, "function %s (%d argument%s), BPF instructions %u..%u of %s\n",
+			           t.f->name, t.f->n_args, t.f->n_args == 1 ? "" : "s", t.f->start,
+			           t.f->end - 1, t.sec->name);
+		}
+		if (t.in && t.target && t.reach && t.kinds && t.labels)
+			translate_func(&t);
+		else
+			cc_error(d, o, UINT32_MAX, 0, "out of memory");
+		free(t.in);
+		free(t.target);
+		free(t.reach);
+		free(t.kinds);
+		free(t.labels);
+		if (d->n_errors)
+			continue;
+		if (t.f->exported && asm_export(t.b, t.f->name, t.f->index) < 0)
+			cc_error(d, o, UINT32_MAX, 0, "cannot export '%s'", t.f->name);
+	}
+	if (explain && !explained)
+		cc_error(d, o, UINT32_MAX, 0, "--explain: no function named '%s'", explain);
+finish:
+	if (d->n_errors == 0 && asm_builder_finish(t.b, seg, seg_len, err, sizeof err) != 0)
+		cc_error(d, o, UINT32_MAX, 0, "%s", err);
+out:
+	buf_free(&t.note);
+	asm_builder_free(t.b);
+	free(sigs);
+	free(const_off);
+	return d->n_errors;
+}
+
+int cc_compile(const void *obj, size_t len, const char *name, const struct cc_opts *opts,
+               uint8_t **seg, size_t *seg_len, char **diags, char **explain)
+{
+	struct diag d = { 0 };
+	struct buf listing = { 0 };
+	struct obj o;
+
+	*seg = NULL;
+	*seg_len = 0;
+	*diags = NULL;
+	if (explain)
+		*explain = NULL;
+	if (obj_read(&o, obj, len, name ? name : "object", &d) == 0)
+		cc_translate(&o, opts ? opts->explain : NULL, seg, seg_len, &d, &listing);
+	obj_free(&o);
+	if (d.n_errors && *seg) {
+		free(*seg);
+		*seg = NULL;
+		*seg_len = 0;
+	}
+	if (d.text.len)
+		*diags = buf_take_str(&d.text);
+	buf_free(&d.text);
+	if (explain && listing.len)
+		*explain = buf_take_str(&listing);
+	buf_free(&listing);
+	return d.n_errors;
+}
