@@ -40,6 +40,11 @@ ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(wildcard arf/*.pna))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+# Segments written in C (docs/cc.md): clang's BPF back end, then pncc
+BPF_CC     ?= clang
+BPF_CFLAGS ?= -O2 -g -target bpf -mcpu=v3 -Wall
+CC_EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%.pno,$(wildcard examples/*.c))
+
 LIBISA := $(BUILD)/libisa.a
 LIBVM  := $(BUILD)/libvm.a
 LIBASM := $(BUILD)/libasm.a
@@ -61,7 +66,7 @@ TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
 .PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick bench-fs bench-rdma docs install clean examples
 
-all: $(LIBS) $(PROGS) $(ARF_SEGS)
+all: $(LIBS) $(PROGS) $(ARF_SEGS) $(CC_EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,6 +118,14 @@ $(BUILD)/arfseg/%.pna: arf/%.pna $(BUILD)/genlayout
 $(BUILD)/arfseg/%.pno: $(BUILD)/arfseg/%.pna $(BUILD)/pnasm
 	$(BUILD)/pnasm -o $@ $<
 .PRECIOUS: $(BUILD)/arfseg/%.pna
+
+# ---- segments from C: clang -target bpf makes a BPF object, pncc the segment (docs/cc.md)
+$(BUILD)/examples/%.o: examples/%.c cc/activerdma/ar.h isa/ops.def
+	@mkdir -p $(dir $@)
+	$(BPF_CC) $(BPF_CFLAGS) -Icc -Iisa -c $< -o $@
+$(BUILD)/examples/%.pno: $(BUILD)/examples/%.o $(BUILD)/pncc
+	$(BUILD)/pncc -o $@ $<
+.PRECIOUS: $(BUILD)/examples/%.o
 
 # ---- docs: docs/isa.md is generated from isa/ops.def; CI fails when the committed copy is stale
 $(BUILD)/gendoc: $(call obj,isa/gendoc.c) $(LIBISA)
@@ -211,7 +224,7 @@ install: all
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib
 	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h net/pn.h net/pn_err.def \
-	  proto/ar_proto.h proto/ar_err.def client/arc.h \
+	  proto/ar_proto.h proto/ar_err.def client/arc.h cc/cc.h cc/activerdma/ar.h \
 	  $(DESTDIR)$(PREFIX)/include/activerdma
 
 clean:

@@ -939,8 +939,8 @@ static void translate_func(struct tr *t)
 		if (t->target[i] & 1)
 			asm_label_bind(t->b, t->labels[i]);
 		const struct line *l = obj_line(t->o, t->f->sec, t->f->start + i);
-		if (l && l->slot < t->f->start)
-			l = NULL;
+		if (l && (l->slot < t->f->start || l->line == 0))
+			l = NULL;          /* line 0: code the compiler made up, part of the line before */
 		if (l && l->file && t->o->main_file && strcmp(l->file, t->o->main_file) == 0 &&
 		    l->line != cur_line) {
 			cur_line = l->line;
