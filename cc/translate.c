@@ -234,6 +234,8 @@ static int stack_slot(struct tr *t, uint32_t i, int off, unsigned size)
 	return (int)s;
 }
 
+static int ld_imm64_value(struct tr *t, uint32_t i, uint64_t *value);
+
 static const unsigned bpf_size_bytes[4] = { 4, 2, 1, 8 };   /* BPF_W, H, B, DW >> 3 */
 
 static int check_insn(struct tr *t, uint32_t i)
@@ -322,6 +324,9 @@ static int check_insn(struct tr *t, uint32_t i)
 			ERR(t, i, "LD_IMM64 of a map or BTF object (src r%u) has no meaning here", in->src);
 			return -1;
 		}
+		uint64_t v;
+		if (ld_imm64_value(t, i, &v) != 0)
+			return -1;
 		use_reg(t, in->dst);
 		return 0;
 	case BPF_LDX:
@@ -759,44 +764,45 @@ static void emit_call(struct tr *t, uint32_t i)
 	em_reg(t, OP_LSET, 0);
 }
 
-static void emit_ld_imm64(struct tr *t, uint32_t i)
+/* The value LD_IMM64 at slot i loads: its 64-bit immediate, or the offset in the segment's
+ * constants of the read-only data it names.  Returns 0, or -1 after reporting why not. */
+static int ld_imm64_value(struct tr *t, uint32_t i, uint64_t *value)
 {
 	const struct bpf_insn *in = &t->in[i], *hi = &t->in[i + 1];
 	uint64_t v = (uint64_t)(uint32_t)in->imm | (uint64_t)(uint32_t)hi->imm << 32;
 	const struct reloc *r = reloc_at(t, i);
-	if (hi->code || hi->dst || hi->src || hi->off) {
-		ERR(t, i, "malformed LD_IMM64 (second half 0x%02x)", hi->code);
-		return;
-	}
+	if (hi->code || hi->dst || hi->src || hi->off)
+		return ERR(t, i, "malformed LD_IMM64 (second half 0x%02x)", hi->code);
 	if (r) {
 		const struct symbol *s = &t->o->syms[r->sym];
 		const struct section *sec = s->sec == UINT32_MAX ? NULL : &t->o->secs[s->sec];
-		if (!sec) {
-			ERR(t, i, "'%s' is not defined in this file (extern objects are not supported)",
-			    s->name);
-			return;
-		}
-		if (sec->kind == SEC_WRITABLE) {
-			ERR(t, i, "global variable '%s' (%s) may be written at run time: only `static "
-			    "const` data is supported, keep state in a region", s->name, sec->name);
-			return;
-		}
-		if (sec->kind != SEC_RODATA) {
-			ERR(t, i, "address of '%s' in section %s (only constants have an address)",
-			    s->name, sec->name);
-			return;
-		}
+		if (!sec)
+			return ERR(t, i, "'%s' is not defined in this file (extern objects are not "
+			           "supported)", s->name);
+		if (sec->kind == SEC_WRITABLE)
+			return ERR(t, i, "global variable '%s' (%s) may be written at run time: only "
+			           "`static const` data is supported, keep state in a region", s->name,
+			           sec->name);
+		if (sec->kind != SEC_RODATA || t->const_off[s->sec] < 0)
+			return ERR(t, i, "address of '%s' in section %s (only constants have an address)",
+			           s->name, sec->name);
 		/* the address is the symbol's offset plus the addend clang put in the immediate */
-		uint64_t off = s->value + v;
-		if (s->value > sec->size || v > sec->size - s->value) {
-			ERR(t, i, "address of '%s'+%llu is outside %s", s->name, (unsigned long long)v,
-			    sec->name);
-			return;
-		}
-		v = (uint64_t)t->const_off[s->sec] + off;
+		if (s->value > sec->size || v > sec->size - s->value)
+			return ERR(t, i, "address of '%s'+%llu is outside %s", s->name,
+			           (unsigned long long)v, sec->name);
+		v += (uint64_t)t->const_off[s->sec] + s->value;
 	}
+	*value = v;
+	return 0;
+}
+
+static void emit_ld_imm64(struct tr *t, uint32_t i)
+{
+	uint64_t v = 0;
+	if (ld_imm64_value(t, i, &v) != 0)
+		return;
 	em_push(t, (int64_t)v);
-	em_reg(t, OP_LSET, in->dst);
+	em_reg(t, OP_LSET, t->in[i].dst);
 }
 
 static const enum op ld_of_size[4] = { OP_LD32U, OP_LD16U, OP_LD8U, OP_LD64 };
@@ -899,7 +905,6 @@ static void translate_func(struct tr *t)
 {
 	const struct line *last = NULL;
 	uint32_t cur_line = 0;
-	int n_err = t->d->n_errors;
 
 	for (unsigned r = 0; r < BPF_NREGS; r++)
 		t->reg_local[r] = NO_LOCAL;
@@ -915,13 +920,13 @@ static void translate_func(struct tr *t)
 	for (uint32_t i = 0; i + 1 < t->n; i++)
 		if (is_ld_imm64(&t->in[i]))
 			t->target[++i] = 2;
+	/* the first error of a function is the one to fix: what follows often only echoes it */
 	for (uint32_t i = 0; i < t->n; i++) {
-		check_insn(t, i);
+		if (check_insn(t, i) != 0)
+			return;
 		if (is_ld_imm64(&t->in[i]))
 			i++;
 	}
-	if (t->d->n_errors > n_err)
-		return;
 	if (flow(t) != 0)
 		return (void)ERR(t, 0, "out of memory");
 	if (t->n_locals > ISA_MAX_LOCALS)
