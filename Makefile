@@ -182,6 +182,8 @@ fuzz-build:
 	$(MAKE) BUILD=build-fuzz CC=clang $(FUZZ_TARGETS)
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a build-fuzz/libproto.a $(LDLIBS)
+build-fuzz/fuzz_cc: tests/fuzz/fuzz_cc.c build-fuzz/libcc.a
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libcc.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 build-fuzz/fuzz_grep: tests/fuzz/fuzz_grep.c build-fuzz/libgrep.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libgrep.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 fuzz: fuzz-build
