@@ -52,6 +52,11 @@ struct tr {
 	int reg_local[BPF_NREGS];
 	int slot_local[N_SLOTS];
 	unsigned n_locals;
+	uint16_t *live_out;            /* registers live after each slot (bit r) */
+	uint32_t cur;                  /* slot being translated */
+	int pending;                   /* register whose new value is still on the operand
+	                                * stack (its lset not emitted yet), or -1 */
+	uint8_t zbits[BPF_NREGS];      /* register values are known to fit this many low bits */
 	struct buf *listing;           /* --explain of this function, else NULL */
 	struct buf note;               /* our assembly of the current instruction, for listing */
 };
@@ -89,40 +94,85 @@ static void note(struct tr *t, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Emit the store a translation left pending (see em_reg). */
+static void flush(struct tr *t)
+{
+	if (t->pending < 0)
+		return;
+	asm_local(t->b, OP_LSET, (unsigned)t->reg_local[t->pending]);
+	note(t, "lset %s", bpf_reg_name[t->pending]);
+	t->pending = -1;
+}
+
+static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r);
+static int writes(const struct tr *t, uint32_t i, unsigned r);
+
 static void em_op(struct tr *t, enum op op)
 {
+	flush(t);
 	asm_op(t->b, op);
 	note(t, "%s", mnem(op));
 }
 
 static void em_push(struct tr *t, int64_t v)
 {
+	flush(t);
 	asm_push(t->b, v);
 	note(t, "push %lld", (long long)v);
 }
 
+/* Registers through locals, with one store in flight: a translation ends with "lset dst",
+ * which is held back; when the next instruction starts by reading dst, the value is still on
+ * the stack: "ltee dst" keeps both, or, when that instruction is dst's last reader (dst is
+ * dead after it or overwritten by it), nothing is emitted at all.  Anything else emits the
+ * store first.  Every branch target starts with the store emitted, so the operand stack is
+ * empty there as before. */
 static void em_reg(struct tr *t, enum op op, unsigned r)
 {
+	if (op == OP_LSET) {
+		flush(t);
+		t->pending = (int)r;
+		return;
+	}
+	if (op == OP_LGET && t->pending == (int)r) {
+		t->pending = -1;
+		if (reads_of(t, t->cur, r) == 1 &&
+		    (!(t->live_out[t->cur] >> r & 1) || writes(t, t->cur, r)))
+			return note(t, "(%s on the stack)", bpf_reg_name[r]);
+		asm_local(t->b, OP_LTEE, (unsigned)t->reg_local[r]);
+		return note(t, "ltee %s", bpf_reg_name[r]);
+	}
+	flush(t);
 	asm_local(t->b, op, (unsigned)t->reg_local[r]);
 	note(t, "%s %s", mnem(op), bpf_reg_name[r]);
 }
 
 static void em_slot(struct tr *t, enum op op, unsigned s)
 {
+	flush(t);
 	asm_local(t->b, op, (unsigned)t->slot_local[s]);
 	note(t, "%s fp-%u", mnem(op), STACK_BYTES - 8 * s);
 }
 
 static void em_mem(struct tr *t, enum op op, unsigned r)
 {
+	flush(t);
 	asm_mem(t->b, op, r);
 	note(t, "%s %u", mnem(op), r);
 }
 
 static void em_jump(struct tr *t, enum op op, uint32_t slot)
 {
+	flush(t);
 	asm_jump(t->b, op, t->labels[slot]);
 	note(t, "%s L%u", mnem(op), slot);
+}
+
+static int fits32(const struct tr *t, unsigned r) { return t->zbits[r] <= 32; }
+
+static uint64_t known_mask(const struct tr *t, unsigned r)
+{
+	return t->zbits[r] >= 64 ? ~0ull : (1ull << t->zbits[r]) - 1;
 }
 
 static void em_zext32(struct tr *t)
@@ -513,7 +563,7 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	if (op == BPF_MOV) {
 		if (x) {
 			em_reg(t, OP_LGET, in->src);
-			if (!is64)
+			if (!is64 && !fits32(t, in->src))
 				em_zext32(t);
 		} else {
 			em_push(t, imm);
@@ -563,6 +613,7 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	if (is64 && !x && (op == BPF_ADD || op == BPF_SUB)) {
 		int64_t delta = op == BPF_ADD ? imm : -imm;
 		if (delta >= -128 && delta <= 127) {
+			flush(t);
 			asm_linc(t->b, (unsigned)t->reg_local[in->dst], (int)delta);
 			note(t, "linc %s, %lld", bpf_reg_name[in->dst], (long long)delta);
 			return;
@@ -571,15 +622,19 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	/* 32-bit: add, sub, mul, and, or, xor, lsh only need the low 32 bits of their operands
 	 * and the result cut to 32; division, remainder and right shifts see the operands' low
 	 * 32 bits (arsh: sign-extended) */
+	/* and with a mask that keeps every bit the value can have changes nothing */
+	if (op == BPF_AND && !x && (is64 ? in->imm >= 0 : fits32(t, in->dst)) &&
+	    (known_mask(t, in->dst) & ~(uint64_t)imm) == 0)
+		return note(t, "(nothing: %s has no bits outside the mask)", bpf_reg_name[in->dst]);
 	int zext_a = !is64 && (op == BPF_DIV || op == BPF_MOD || op == BPF_RSH);
 	em_reg(t, OP_LGET, in->dst);
-	if (zext_a)
+	if (zext_a && !fits32(t, in->dst))
 		em_zext32(t);
 	if (!is64 && op == BPF_ARSH)
 		em_op(t, OP_SEXT32);
 	if (x) {
 		em_reg(t, OP_LGET, in->src);
-		if (!is64 && (op == BPF_DIV || op == BPF_MOD))
+		if (!is64 && (op == BPF_DIV || op == BPF_MOD) && !fits32(t, in->src))
 			em_zext32(t);
 		if (shift) {
 			/* BPF masks the shift count to the operand's width, 63 or 31; our shifts mask
@@ -594,8 +649,10 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	}
 	em_op(t, alu_op(op));
 	/* unsigned 32-bit division, remainder and logical right shift of zero-extended operands
-	 * are already zero-extended */
-	if (!is64 && !zext_a)
+	 * are already zero-extended, and so are and, or, xor of two 32-bit values */
+	int narrow = (op == BPF_AND || op == BPF_OR || op == BPF_XOR) && fits32(t, in->dst) &&
+	             (!x || fits32(t, in->src));
+	if (!is64 && !zext_a && !narrow && !(op == BPF_AND && !x))
 		em_zext32(t);
 	em_reg(t, OP_LSET, in->dst);
 }
@@ -616,47 +673,165 @@ static enum op jmp_op(unsigned bpf_op)
 	}
 }
 
-/* A JMP32 operand: its low 32 bits, sign-extended for signed compares. */
-static void low32(struct tr *t, int sig)
+/* A JMP32 operand, register r: its low 32 bits, sign-extended for signed compares; nothing
+ * when r's value already is that (known bits). */
+static void low32(struct tr *t, int sig, unsigned r)
 {
+	if (t->zbits[r] <= (sig ? 31 : 32))
+		return;
 	if (sig)
 		em_op(t, OP_SEXT32);
 	else
 		em_zext32(t);
 }
 
-static void emit_jmp(struct tr *t, uint32_t i)
+/* The mirror of a comparison: a OP b == b MIRROR(OP) a. */
+static unsigned mirror(unsigned bpf_op)
+{
+	switch (bpf_op) {
+	case BPF_JGT: return BPF_JLT;
+	case BPF_JGE: return BPF_JLE;
+	case BPF_JLT: return BPF_JGT;
+	case BPF_JLE: return BPF_JGE;
+	case BPF_JSGT: return BPF_JSLT;
+	case BPF_JSGE: return BPF_JSLE;
+	case BPF_JSLT: return BPF_JSGT;
+	case BPF_JSLE: return BPF_JSGE;
+	default: return bpf_op;     /* ==, !=, & */
+	}
+}
+
+/* Whether the value pending for register r can be used where instruction i reads r, without
+ * storing it (i is r's only reader and r is dead or overwritten after it). */
+static int consumable(const struct tr *t, uint32_t i, unsigned r)
+{
+	return t->pending == (int)r && reads_of(t, i, r) == 1 &&
+	       (!(t->live_out[i] >> r & 1) || writes(t, i, r));
+}
+
+/* Push the operands of the conditional jump at slot i (extended for JMP32; for JSET, their
+ * and) and return the test to make of them: a BPF jump operation, BPF_JSET meaning "!= 0",
+ * or BPF_JEQ/JNE with zero_test set when the test is against 0 (one operand pushed). */
+static unsigned push_compare(struct tr *t, uint32_t i, int *zero_test)
 {
 	const struct bpf_insn *in = &t->in[i];
 	int is32 = BPF_CLASS(in->code) == BPF_JMP32, x = BPF_SRC(in->code) == BPF_X;
 	unsigned op = BPF_OP(in->code);
-	uint32_t to = (uint32_t)((int64_t)i + 1 + in->off);
 	int sig = op == BPF_JSGT || op == BPF_JSGE || op == BPF_JSLT || op == BPF_JSLE;
 	int ext = is32 && op != BPF_JSET;
+	uint32_t saved = t->cur;
 
-	if (op == BPF_JA)
-		return em_jump(t, OP_JMP, to);
-	em_reg(t, OP_LGET, in->dst);
-	if (ext)
-		low32(t, sig);
-	if (!x && in->imm == 0 && (op == BPF_JEQ || op == BPF_JNE))
-		return em_jump(t, op == BPF_JEQ ? OP_JZ : OP_JNZ, to);
-	if (x) {
+	t->cur = i;
+	*zero_test = 0;
+	if (x && !is32 && in->src != in->dst && consumable(t, i, in->src)) {
+		/* the second operand is already on the stack: push the first, test the mirror */
 		em_reg(t, OP_LGET, in->src);
-		if (ext)
-			low32(t, sig);
+		em_reg(t, OP_LGET, in->dst);
+		op = mirror(op);
 	} else {
-		/* 64-bit compares see the immediate sign-extended; 32-bit ones its 32 bits, as
-		 * the operand was extended */
-		em_push(t, is32 && !sig ? (int64_t)(uint32_t)in->imm : (int64_t)in->imm);
+		em_reg(t, OP_LGET, in->dst);
+		if (ext)
+			low32(t, sig, in->dst);
+		if (!x && in->imm == 0 && (op == BPF_JEQ || op == BPF_JNE)) {
+			*zero_test = 1;
+			t->cur = saved;
+			return op;
+		}
+		if (x) {
+			em_reg(t, OP_LGET, in->src);
+			if (ext)
+				low32(t, sig, in->src);
+		} else {
+			/* 64-bit compares see the immediate sign-extended; 32-bit ones its 32 bits, as
+			 * the operand was extended */
+			em_push(t, is32 && !sig ? (int64_t)(uint32_t)in->imm : (int64_t)in->imm);
+		}
 	}
 	if (op == BPF_JSET) {
 		em_op(t, OP_AND);
 		if (is32)
 			em_zext32(t);
-		return em_jump(t, OP_JNZ, to);
 	}
-	em_jump(t, jmp_op(op), to);
+	t->cur = saved;
+	return op;
+}
+
+static void emit_jmp(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	uint32_t to = (uint32_t)((int64_t)i + 1 + in->off);
+	int zero;
+
+	if (BPF_OP(in->code) == BPF_JA)
+		return em_jump(t, OP_JMP, to);
+	unsigned op = push_compare(t, i, &zero);
+	if (zero)
+		return em_jump(t, op == BPF_JEQ ? OP_JZ : OP_JNZ, to);
+	em_jump(t, op == BPF_JSET ? OP_JNZ : jmp_op(op), to);
+}
+
+/* clang writes "x = a OP b" (BPF has no set-on-condition) as
+ *     i    rX = 1            (or 0)
+ *     i+1  if a OP b goto T
+ *     i+2  rX = 0            (or 1)
+ *     i+3  T: ...            or  i+3: goto T
+ * which is one comparison opcode of ours.  Returns 1 when slot i starts that shape (the
+ * branch and the second move are then not translated on their own). */
+static int is_select(const struct tr *t, uint32_t i)
+{
+	if (i + 3 > t->n || t->target[i + 1] || t->target[i + 2])
+		return 0;
+	const struct bpf_insn *a = &t->in[i], *j = &t->in[i + 1], *b = &t->in[i + 2];
+	unsigned ca = BPF_CLASS(a->code), cb = BPF_CLASS(b->code), cj = BPF_CLASS(j->code);
+	if ((ca != BPF_ALU && ca != BPF_ALU64) || BPF_OP(a->code) != BPF_MOV ||
+	    BPF_SRC(a->code) != BPF_K || (cb != BPF_ALU && cb != BPF_ALU64) ||
+	    BPF_OP(b->code) != BPF_MOV || BPF_SRC(b->code) != BPF_K || b->dst != a->dst ||
+	    (a->imm | b->imm) != 1 || (a->imm & b->imm) != 0)
+		return 0;
+	if ((cj != BPF_JMP && cj != BPF_JMP32) || BPF_OP(j->code) == BPF_JA ||
+	    BPF_OP(j->code) == BPF_CALL || BPF_OP(j->code) == BPF_EXIT || j->dst == a->dst ||
+	    (BPF_SRC(j->code) == BPF_X && j->src == a->dst))
+		return 0;
+	int64_t to = (int64_t)i + 2 + j->off;
+	if (to == i + 3)
+		return 1;
+	const struct bpf_insn *g = i + 3 < t->n ? &t->in[i + 3] : NULL;
+	return g && g->code == (BPF_JMP | BPF_JA) && (int64_t)i + 4 + g->off == to;
+}
+
+static enum op cmp_op(unsigned bpf_op)
+{
+	switch (bpf_op) {
+	case BPF_JEQ: return OP_EQ;
+	case BPF_JNE: return OP_NE;
+	case BPF_JGT: return OP_GTU;
+	case BPF_JGE: return OP_GEU;
+	case BPF_JLT: return OP_LTU;
+	case BPF_JLE: return OP_LEU;
+	case BPF_JSGT: return OP_GTS;
+	case BPF_JSGE: return OP_GES;
+	case BPF_JSLT: return OP_LTS;
+	default: return OP_LES;     /* BPF_JSLE */
+	}
+}
+
+static void emit_select(struct tr *t, uint32_t i)
+{
+	int zero;
+	unsigned op = push_compare(t, i + 1, &zero);
+	if (zero) {
+		em_op(t, OP_EQZ);                  /* a == 0 */
+		if (op == BPF_JNE)
+			em_op(t, OP_EQZ);
+	} else if (op == BPF_JSET) {
+		em_push(t, 0);
+		em_op(t, OP_NE);
+	} else {
+		em_op(t, cmp_op(op));
+	}
+	if (t->in[i].imm == 0)                 /* rX = 0 where the branch is taken */
+		em_op(t, OP_EQZ);
+	em_reg(t, OP_LSET, t->in[i].dst);
 }
 
 /* Which opcodes an ar.h intrinsic may name: the ones that take their operands from the stack
@@ -730,14 +905,17 @@ static void emit_intrinsic(struct tr *t, uint32_t i)
 	switch (oi->fmt) {
 	case ISA_FMT_R: em_mem(t, op, a); break;
 	case ISA_FMT_RR:
+		flush(t);
 		asm_mem2(t->b, op, a, b);
 		note(t, "%s %u, %u", mnem(op), a, b);
 		break;
 	case ISA_FMT_HOOK:
+		flush(t);
 		asm_hcall(t->b, (int)(a | b << 8));
 		note(t, "hcall %u", a | b << 8);
 		break;
 	case ISA_FMT_U16:
+		flush(t);
 		asm_trap(t->b, a | b << 8);
 		note(t, "trap %u", a | b << 8);
 		break;
@@ -759,6 +937,7 @@ static void emit_call(struct tr *t, uint32_t i)
 		return;
 	for (int r = 1; r <= callee->n_args; r++)
 		em_reg(t, OP_LGET, (unsigned)r);
+	flush(t);
 	asm_call(t->b, callee->index);
 	note(t, "call %s", callee->name);
 	em_reg(t, OP_LSET, 0);
@@ -893,6 +1072,222 @@ static void translate_insn(struct tr *t, uint32_t i)
 	}
 }
 
+/* ---- pass 3: which registers are live after each instruction, for em_reg ---- */
+
+#define REGS_CALL_CLOBBERS 0x3fu    /* r0..r5 */
+
+/* Registers instruction i reads and writes (bit r; r10 left out). */
+static void use_def(const struct tr *t, uint32_t i, unsigned *use, unsigned *def)
+{
+	const struct bpf_insn *in = &t->in[i];
+	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code), x = BPF_SRC(in->code) == BPF_X;
+	*use = *def = 0;
+	switch (cl) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		if (op != BPF_MOV)
+			*use |= 1u << in->dst;
+		if (x && op != BPF_NEG && op != BPF_END)
+			*use |= 1u << in->src;
+		*def = 1u << in->dst;
+		break;
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (op == BPF_EXIT) {
+			*use = 1;
+		} else if (op == BPF_CALL) {
+			*use = REGS_CALL_CLOBBERS & ~1u;     /* at most r1..r5 are arguments */
+			*def = REGS_CALL_CLOBBERS;
+		} else if (op != BPF_JA) {
+			*use = 1u << in->dst | (x ? 1u << in->src : 0);
+		}
+		break;
+	case BPF_LD:
+		*def = 1u << in->dst;
+		break;
+	case BPF_LDX:
+		*use = 1u << in->src;
+		*def = 1u << in->dst;
+		break;
+	case BPF_STX:
+		*use = 1u << in->src;
+		break;
+	}
+	*use &= (1u << BPF_FP) - 1;
+	*def &= (1u << BPF_FP) - 1;
+}
+
+/* How many times the translation of instruction i reads register r (lget). */
+static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r)
+{
+	const struct bpf_insn *in = &t->in[i];
+	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code), x = BPF_SRC(in->code) == BPF_X;
+	switch (cl) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		if (op == BPF_MOV)
+			return x && in->src == r;
+		if (op == BPF_END)
+			return in->dst != r ? 0 : x ? (unsigned)in->imm / 8 : in->imm == 64 ? 0 : 1;
+		return (in->dst == r) + (x && op != BPF_NEG && in->src == r);
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (op == BPF_EXIT)
+			return r == 0;
+		if (op == BPF_CALL)
+			return r >= 1 && r <= 5;
+		if (op == BPF_JA)
+			return 0;
+		return (in->dst == r) + (x && in->src == r);
+	case BPF_LDX:
+		return in->src == r;
+	case BPF_STX:
+		return in->src == r;
+	}
+	return 0;
+}
+
+static int writes(const struct tr *t, uint32_t i, unsigned r)
+{
+	unsigned use, def;
+	use_def(t, i, &use, &def);
+	return def >> r & 1;
+}
+
+/* Backward data flow over the function's control-flow graph, with a work list of
+ * predecessors: each live_in only grows (at most 10 bits), so it ends after at most
+ * n + 10 * edges steps. */
+static int liveness(struct tr *t)
+{
+	uint32_t n = t->n, *npred = calloc(n + 1, sizeof *npred), *pred = NULL, *work = NULL;
+	uint16_t *live_in = calloc(n, sizeof *live_in);
+	uint8_t *queued = calloc(n, 1);
+	int rc = -1;
+	if (!npred || !live_in || !queued)
+		goto out;
+	/* predecessors in CSR form: npred[s+1] counts, then prefix sums, then fill */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t succ[2];
+		if (t->target[i] == 2)
+			continue;
+		int ns = successors(t, i, succ);
+		for (int j = 0; j < ns; j++)
+			if (succ[j] < n)
+				npred[succ[j] + 1]++;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		npred[i + 1] += npred[i];
+	pred = malloc((npred[n] ? npred[n] : 1) * sizeof *pred);
+	work = malloc(n * sizeof *work);
+	uint32_t *fill = calloc(n, sizeof *fill);
+	if (!pred || !work || !fill) {
+		free(fill);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t succ[2];
+		if (t->target[i] == 2)
+			continue;
+		int ns = successors(t, i, succ);
+		for (int j = 0; j < ns; j++)
+			if (succ[j] < n)
+				pred[npred[succ[j]] + fill[succ[j]]++] = i;
+	}
+	free(fill);
+	uint32_t top = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (t->target[i] != 2) {
+			work[top++] = i;       /* the last slot is popped first */
+			queued[i] = 1;
+		}
+	while (top) {
+		uint32_t i = work[--top], succ[2];
+		unsigned use, def, out = 0;
+		queued[i] = 0;
+		int ns = successors(t, i, succ);
+		for (int j = 0; j < ns; j++)
+			if (succ[j] < n)
+				out |= live_in[succ[j]];
+		use_def(t, i, &use, &def);
+		t->live_out[i] = (uint16_t)out;
+		uint16_t in = (uint16_t)(use | (out & ~def));
+		if (in == live_in[i])
+			continue;
+		live_in[i] = in;
+		for (uint32_t k = npred[i]; k < npred[i + 1]; k++)
+			if (!queued[pred[k]]) {
+				queued[pred[k]] = 1;
+				work[top++] = pred[k];
+			}
+	}
+	rc = 0;
+out:
+	free(npred);
+	free(pred);
+	free(work);
+	free(live_in);
+	free(queued);
+	return rc;
+}
+
+/* Known bits: after instruction i, how many low bits dst's value can have (64: any).  Used
+ * to leave out masks and extensions that cannot change a value: "r0 &= 255" after ar_ld8u,
+ * the 32-bit extension of a JMP32 operand that a 32-bit operation made. */
+static unsigned bits_of(uint64_t v)
+{
+	return v ? 64u - (unsigned)__builtin_clzll(v) : 0;
+}
+
+static void update_bits(struct tr *t, uint32_t i)
+{
+	const struct bpf_insn *in = &t->in[i];
+	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code), x = BPF_SRC(in->code) == BPF_X;
+	uint8_t *z = t->zbits;
+	switch (cl) {
+	case BPF_ALU: {
+		unsigned d = z[in->dst] < 32 ? z[in->dst] : 32;
+		if (op == BPF_MOV)
+			z[in->dst] = (uint8_t)(x ? (z[in->src] < 32 ? z[in->src] : 32)
+			                         : bits_of((uint32_t)in->imm));
+		else if (op == BPF_AND && !x)
+			z[in->dst] = (uint8_t)(bits_of((uint32_t)in->imm) < d ? bits_of((uint32_t)in->imm) : d);
+		else if (op == BPF_RSH || op == BPF_DIV)
+			z[in->dst] = (uint8_t)d;
+		else
+			z[in->dst] = 32;
+		break;
+	}
+	case BPF_ALU64:
+		if (op == BPF_MOV)
+			z[in->dst] = x ? z[in->src] : in->imm >= 0 ? (uint8_t)bits_of((uint64_t)in->imm) : 64;
+		else if (op == BPF_AND && !x && in->imm >= 0)
+			z[in->dst] = (uint8_t)(bits_of((uint64_t)in->imm) < z[in->dst] ?
+			                       bits_of((uint64_t)in->imm) : z[in->dst]);
+		else if (op == BPF_RSH || op == BPF_DIV)
+			;          /* a logical right shift or unsigned division does not widen */
+		else if (op == BPF_AND && !x)
+			;          /* a negative mask keeps what it had */
+		else
+			z[in->dst] = 64;
+		break;
+	case BPF_LD:
+		z[in->dst] = 64;
+		break;
+	case BPF_LDX:
+		z[in->dst] = (uint8_t)(8 * bpf_size_bytes[BPF_SIZE(in->code) >> 3]);
+		break;
+	case BPF_JMP:
+		if (op == BPF_CALL) {
+			unsigned opn = (uint32_t)in->imm & 0xff;
+			int intrinsic = in->src == 0 && ((uint32_t)in->imm & CC_CALL_MASK) == CC_CALL_TAG;
+			memset(z, 64, 6);
+			if (intrinsic && (opn == OP_LD8U || opn == OP_LD16U || opn == OP_LD32U))
+				z[0] = opn == OP_LD8U ? 8 : opn == OP_LD16U ? 16 : 32;
+		}
+		break;
+	}
+}
+
 static void list_line(struct tr *t, const struct line *l)
 {
 	const char *text = l->text ? l->text : "";
@@ -927,8 +1322,10 @@ static void translate_func(struct tr *t)
 		if (is_ld_imm64(&t->in[i]))
 			i++;
 	}
-	if (flow(t) != 0)
+	if (flow(t) != 0 || liveness(t) != 0)
 		return (void)ERR(t, 0, "out of memory");
+	t->pending = -1;
+	memset(t->zbits, 64, sizeof t->zbits);
 	if (t->n_locals > ISA_MAX_LOCALS)
 		return (void)ERR(t, 0, "%u locals needed (at most %u)", t->n_locals, ISA_MAX_LOCALS);
 
@@ -941,8 +1338,14 @@ static void translate_func(struct tr *t)
 		uint32_t succ[2];
 		if (t->target[i] == 2)
 			continue;
-		if (t->target[i] & 1)
+		t->cur = i;
+		t->note.len = 0;
+		if (t->target[i] & 1) {
+			/* paths join: nothing in flight, nothing known */
+			flush(t);
+			memset(t->zbits, 64, sizeof t->zbits);
 			asm_label_bind(t->b, t->labels[i]);
+		}
 		const struct line *l = obj_line(t->o, t->f->sec, t->f->start + i);
 		if (l && (l->slot < t->f->start || l->line == 0))
 			l = NULL;          /* line 0: code the compiler made up, part of the line before */
@@ -954,8 +1357,14 @@ static void translate_func(struct tr *t)
 		if (t->listing && l && (!last || last->line != l->line || last->file != l->file))
 			list_line(t, l);
 		last = l;
-		t->note.len = 0;
-		translate_insn(t, i);
+		int sel = is_select(t, i);
+		if (sel) {
+			emit_select(t, i);
+			t->zbits[t->in[i].dst] = 1;
+		} else {
+			translate_insn(t, i);
+			update_bits(t, i);
+		}
 		if (t->listing) {
 			struct buf bt = { 0 };
 			bpf_format(&bt, in, i + 1 < t->n ? &t->in[i + 1] : NULL);
@@ -965,6 +1374,18 @@ static void translate_func(struct tr *t)
 			           t->note.oom ? "?" : (char *)t->note.p);
 			buf_free(&bt);
 		}
+		if (sel) {
+			for (uint32_t k = i + 1; t->listing && k < i + 3; k++) {
+				struct buf bt = { 0 };
+				bpf_format(&bt, &t->in[k], NULL);
+				buf_putc(&bt, 0);
+				buf_printf(t->listing, "  %4u  %-34s (in the comparison above)\n", k,
+				           bt.oom ? "?" : (char *)bt.p);
+				buf_free(&bt);
+			}
+			i += 2;
+			continue;
+		}
 		/* an instruction that continues into the next slot must have one there */
 		int ns = successors(t, i, succ);
 		if (t->reach[i] && ns > 0 && succ[0] >= t->n &&
@@ -973,6 +1394,7 @@ static void translate_func(struct tr *t)
 		if (is_ld_imm64(in))
 			i++;
 	}
+	flush(t);
 	asm_func_end(t->b);
 }
 
@@ -1072,6 +1494,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		t.reach = calloc(t.n, 1);
 		t.kinds = calloc((size_t)t.n * N_KINDS, 1);
 		t.labels = calloc(t.n, sizeof *t.labels);
+		t.live_out = calloc(t.n, sizeof *t.live_out);
 		t.listing = explain && strcmp(explain, t.f->name) == 0 ? listing : NULL;
 		if (t.listing) {
 			explained = 1;
@@ -1079,7 +1502,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 			           t.f->name, t.f->n_args, t.f->n_args == 1 ? "" : "s", t.f->start,
 			           t.f->end - 1, t.sec->name);
 		}
-		if (t.in && t.target && t.reach && t.kinds && t.labels)
+		if (t.in && t.target && t.reach && t.kinds && t.labels && t.live_out)
 			translate_func(&t);
 		else
 			cc_error(d, o, UINT32_MAX, 0, "out of memory");
@@ -1088,6 +1511,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		free(t.reach);
 		free(t.kinds);
 		free(t.labels);
+		free(t.live_out);
 		if (d->n_errors)
 			continue;
 		if (t.f->exported && asm_export(t.b, t.f->name, t.f->index) < 0)

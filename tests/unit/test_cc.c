@@ -163,8 +163,11 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 #define TRAP_DIV(b, v) ((b) ? (v) : (*trap = ISA_TRAP_DIV_ZERO, 0))
 #define BSWAP16(x) ((uint64_t)__builtin_bswap16((uint16_t)(x)))
 #define BSWAP32(x) ((uint64_t)__builtin_bswap32((uint32_t)(x)))
-#define IF(c) ((c) ? 1u : 0u)
-#define JMP(cond) "r0 = 1\n if " cond " goto +1\n r0 = 0"
+#define JMP(cond) "r0 = 1\n if " cond " goto +1\n r0 = 2"
+#define IF(c) ((c) ? 1u : 2u)
+/* "x = 1; if (cond) goto +1; x = 0" is the shape pncc turns into one comparison opcode */
+#define SEL(cond) "r0 = 1\n if " cond " goto +1\n r0 = 0"
+#define SELJA(cond) "r0 = 0\n if " cond " goto +2\n r0 = 1\n goto +0"
 /* clang 14's BPF assembler has no syntax for some instructions its disassembler prints
  * (mod, jset): those are written as .quad code | regs << 8 | off << 16 | imm << 32 */
 
@@ -228,7 +231,7 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(jsge, JMP("r1 s>= r2"), IF((int64_t)a >= (int64_t)b)) \
 	X(jslt, JMP("r1 s< r2"), IF((int64_t)a < (int64_t)b)) \
 	X(jsle, JMP("r1 s<= r2"), IF((int64_t)a <= (int64_t)b)) \
-	X(jset, "r0 = 1\n .quad 0x1214d /* if r1 & r2 goto +1 */\n r0 = 0", IF((a & b) != 0)) \
+	X(jset, "r0 = 1\n .quad 0x1214d /* if r1 & r2 goto +1 */\n r0 = 2", IF((a & b) != 0)) \
 	X(jeq32, JMP("w1 == w2"), IF(U32(a) == U32(b))) \
 	X(jne32, JMP("w1 != w2"), IF(U32(a) != U32(b))) \
 	X(jgt32, JMP("w1 > w2"), IF(U32(a) > U32(b))) \
@@ -239,14 +242,23 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(jsge32, JMP("w1 s>= w2"), IF(S32(a) >= S32(b))) \
 	X(jslt32, JMP("w1 s< w2"), IF(S32(a) < S32(b))) \
 	X(jsle32, JMP("w1 s<= w2"), IF(S32(a) <= S32(b))) \
-	X(jset32, "r0 = 1\n .quad 0x1214e /* if w1 & w2 goto +1 */\n r0 = 0", IF((U32(a) & U32(b)) != 0)) \
+	X(jset32, "r0 = 1\n .quad 0x1214e /* if w1 & w2 goto +1 */\n r0 = 2", IF((U32(a) & U32(b)) != 0)) \
 	X(jeqk0, JMP("r1 == 0"), IF(a == 0)) \
 	X(jnek0_32, JMP("w1 != 0"), IF(U32(a) != 0)) \
 	X(jgtk, JMP("r1 > -5"), IF(a > (uint64_t)-5)) \
 	X(jsgtk, JMP("r1 s> -5"), IF((int64_t)a > -5)) \
 	X(jgtk32, JMP("w1 > -5"), IF(U32(a) > 0xfffffffbu)) \
 	X(jsltk32, JMP("w1 s< -5"), IF(S32(a) < -5)) \
-	X(jsetk32, "r0 = 1\n .quad 0x8000000000010146 /* if w1 & 0x80000000 goto +1 */\n r0 = 0", IF((a & 0x80000000u) != 0)) \
+	X(jsetk32, "r0 = 1\n .quad 0x8000000000010146 /* if w1 & 0x80000000 goto +1 */\n r0 = 2", IF((a & 0x80000000u) != 0)) \
+	X(sel_ltu, SEL("r1 < r2"), (uint64_t)(a < b)) \
+	X(sel_sle, SEL("r1 s<= r2"), (uint64_t)((int64_t)a <= (int64_t)b)) \
+	X(sel_sgt32, SEL("w1 s> w2"), (uint64_t)(S32(a) > S32(b))) \
+	X(sel_ge32k, SEL("w1 >= -5"), (uint64_t)(U32(a) >= 0xfffffffbu)) \
+	X(sel_eq0, SEL("r1 == 0"), (uint64_t)(a == 0)) \
+	X(sel_ne0_32, SEL("w1 != 0"), (uint64_t)(U32(a) != 0)) \
+	X(sel_set, "r0 = 1\n .quad 0x1214d /* if r1 & r2 goto +1 */\n r0 = 0", (uint64_t)((a & b) != 0)) \
+	X(sel_ja_ne, SELJA("r1 != r2"), (uint64_t)(a == b)) \
+	X(sel_ja_sge, SELJA("r1 s>= -1"), (uint64_t)((int64_t)a < -1)) \
 	X(stack64_32, "*(u64 *)(r10 - 8) = r1\n *(u32 *)(r10 - 4) = r2\n r0 = *(u64 *)(r10 - 8)", \
 	  U32(b) << 32 | U32(a)) \
 	X(stack_ld16, "*(u64 *)(r10 - 16) = r1\n r0 = *(u16 *)(r10 - 14)", a >> 16 & 0xffff) \
@@ -744,8 +756,8 @@ static void test_explain(void)
 	struct cc_opts opts = { .explain = "add32" };
 	int ne = obj ? cc_compile(obj, len, "case.o", &opts, &seg, &seg_len, &diags, &listing) : -1;
 	check(ne == 0 && listing && strstr(listing, "function add32 (2 arguments)") &&
-	      strstr(listing, "w0 += w2") && strstr(listing, "lget r0; lget r2; add; push 4294967295; "
-	                                            "and; lset r0"),
+	      strstr(listing, "w0 += w2") && strstr(listing, "(r0 on the stack); lget r2; add; push 4294967295; "
+	                                            "and\n") && strstr(listing, "exit                               (r0 on the stack); ret"),
 	      "explain add32", "%s", listing ? listing : diags ? diags : err);
 	free(seg);
 	free(diags);
