@@ -610,7 +610,8 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 		return;
 	}
 	int shift = op == BPF_LSH || op == BPF_RSH || op == BPF_ARSH;
-	if (is64 && !x && (op == BPF_ADD || op == BPF_SUB)) {
+	/* a constant added to a register in a local: linc; to one still on the stack: add */
+	if (is64 && !x && (op == BPF_ADD || op == BPF_SUB) && t->pending != (int)in->dst) {
 		int64_t delta = op == BPF_ADD ? imm : -imm;
 		if (delta >= -128 && delta <= 127) {
 			flush(t);

@@ -3,7 +3,7 @@
  * cc_compile must never crash, hang or grow without bound; it either refuses the bytes with
  * a message ("...: error: ...") or returns a segment, which must then decode and pass our
  * verifier (isa_verify).  Accepted segments that link against the fuzz vm also run.  Build and
- * run with `make fuzz`; seeds (clang's objects of examples/*.c and bench/vm/*.c with their
+ * run with `make fuzz`; seeds (clang's objects of the C examples and bench kernels with their
  * DWARF stripped) are in tests/fuzz/seeds/fuzz_cc.
  */
 #include "cc.h"
