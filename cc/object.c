@@ -326,9 +326,13 @@ static int read_sections(struct obj *o, Elf *elf, size_t shstrndx, struct diag *
 			*symcount = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
 			*symstr = sh.sh_link;
 		} else if (strcmp(s->name, ".BTF") == 0) {
+			if (*btf)
+				return OBJ_ERR("two .BTF sections");
 			*btf = s->data;
 			*btf_len = s->size;
 		} else if (strcmp(s->name, ".BTF.ext") == 0) {
+			if (*ext)
+				return OBJ_ERR("two .BTF.ext sections");
 			*ext = s->data;
 			*ext_len = s->size;
 		}
@@ -347,11 +351,14 @@ static int read_sections(struct obj *o, Elf *elf, size_t shstrndx, struct diag *
 		if (s->kind == SEC_RODATA && s->size > ISA_MAX_CONST)
 			return OBJ_ERR("section %s: %llu bytes of constants (at most %u)", s->name,
 			               (unsigned long long)s->size, ISA_MAX_CONST);
-		if (s->kind == SEC_AR)
-			if (copy_list(strcmp(s->name, ".ar.hooks") == 0 ? &o->hooks : &o->regions,
-			              strcmp(s->name, ".ar.hooks") == 0 ? &o->hooks_len : &o->regions_len,
-			              s) != 0)
+		if (s->kind == SEC_AR) {
+			int hooks = strcmp(s->name, ".ar.hooks") == 0;
+			if (hooks ? o->hooks != NULL : o->regions != NULL)
+				return OBJ_ERR("two %s sections", s->name);
+			if (copy_list(hooks ? &o->hooks : &o->regions,
+			              hooks ? &o->hooks_len : &o->regions_len, s) != 0)
 				return OBJ_ERR("out of memory");
+		}
 	}
 	return 0;
 }

@@ -106,6 +106,7 @@ static void flush(struct tr *t)
 
 static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r);
 static int writes(const struct tr *t, uint32_t i, unsigned r);
+static int consumable(const struct tr *t, uint32_t i, unsigned r);
 
 static void em_op(struct tr *t, enum op op)
 {
@@ -620,13 +621,22 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 			return;
 		}
 	}
-	/* 32-bit: add, sub, mul, and, or, xor, lsh only need the low 32 bits of their operands
-	 * and the result cut to 32; division, remainder and right shifts see the operands' low
-	 * 32 bits (arsh: sign-extended) */
 	/* and with a mask that keeps every bit the value can have changes nothing */
 	if (op == BPF_AND && !x && (is64 ? in->imm >= 0 : fits32(t, in->dst)) &&
 	    (known_mask(t, in->dst) & ~(uint64_t)imm) == 0)
 		return note(t, "(nothing: %s has no bits outside the mask)", bpf_reg_name[in->dst]);
+	/* 64-bit, the second operand still on the stack: push the first under it */
+	if (is64 && x && in->src != in->dst && consumable(t, t->cur, in->src)) {
+		em_reg(t, OP_LGET, in->src);
+		em_reg(t, OP_LGET, in->dst);
+		if (op != BPF_ADD && op != BPF_MUL && op != BPF_AND && op != BPF_OR && op != BPF_XOR)
+			em_op(t, OP_SWAP);
+		em_op(t, alu_op(op));
+		return em_reg(t, OP_LSET, in->dst);
+	}
+	/* 32-bit: add, sub, mul, and, or, xor, lsh only need the low 32 bits of their operands
+	 * and the result cut to 32; division, remainder and right shifts see the operands' low
+	 * 32 bits (arsh: sign-extended) */
 	int zext_a = !is64 && (op == BPF_DIV || op == BPF_MOD || op == BPF_RSH);
 	em_reg(t, OP_LGET, in->dst);
 	if (zext_a && !fits32(t, in->dst))

@@ -259,6 +259,14 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(sel_set, "r0 = 1\n .quad 0x1214d /* if r1 & r2 goto +1 */\n r0 = 0", (uint64_t)((a & b) != 0)) \
 	X(sel_ja_ne, SELJA("r1 != r2"), (uint64_t)(a == b)) \
 	X(sel_ja_sge, SELJA("r1 s>= -1"), (uint64_t)((int64_t)a < -1)) \
+	X(sub_swap, "r0 = r1\n r3 = r2\n r3 <<= 1\n r0 -= r3", a - (b << 1)) \
+	X(rsh_swap, "r0 = r1\n r3 = r2\n r3 &= 63\n r0 >>= r3", a >> (b & 63)) \
+	X(div_swap, "r0 = r1\n r3 = r2\n r3 |= 1\n r0 /= r3", a / (b | 1)) \
+	X(arsh_swap, "r0 = r1\n r3 = r2\n r3 ^= 5\n r0 s>>= r3", (uint64_t)((int64_t)a >> ((b ^ 5) & 63))) \
+	X(add_swap, "r0 = r1\n r3 = r2\n r3 *= 3\n r0 += r3", a + b * 3) \
+	X(jsgt_mirror, "r0 = 1\n r3 = r2\n r3 += 1\n if r1 s> r3 goto +1\n r0 = 2", \
+	  IF((int64_t)a > (int64_t)(b + 1))) \
+	X(sel_mirror, "r3 = r2\n r3 += 1\n r0 = 1\n if r1 < r3 goto +1\n r0 = 0", (uint64_t)(a < b + 1)) \
 	X(stack64_32, "*(u64 *)(r10 - 8) = r1\n *(u32 *)(r10 - 4) = r2\n r0 = *(u64 *)(r10 - 8)", \
 	  U32(b) << 32 | U32(a)) \
 	X(stack_ld16, "*(u64 *)(r10 - 16) = r1\n r0 = *(u16 *)(r10 - 14)", a >> 16 & 0xffff) \
