@@ -625,6 +625,14 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	if (op == BPF_AND && !x && (is64 ? in->imm >= 0 : fits32(t, in->dst)) &&
 	    (known_mask(t, in->dst) & ~(uint64_t)imm) == 0)
 		return note(t, "(nothing: %s has no bits outside the mask)", bpf_reg_name[in->dst]);
+	/* r *= r and the like with r still on the stack: dup (the old value dies here) */
+	if (is64 && x && in->src == in->dst && t->pending == (int)in->dst) {
+		t->pending = -1;
+		note(t, "(%s on the stack)", bpf_reg_name[in->dst]);
+		em_op(t, OP_DUP);
+		em_op(t, alu_op(op));
+		return em_reg(t, OP_LSET, in->dst);
+	}
 	/* 64-bit, the second operand still on the stack: push the first under it */
 	if (is64 && x && in->src != in->dst && consumable(t, t->cur, in->src)) {
 		em_reg(t, OP_LGET, in->src);
@@ -808,6 +816,26 @@ static int is_select(const struct tr *t, uint32_t i)
 		return 1;
 	const struct bpf_insn *g = i + 3 < t->n ? &t->in[i + 3] : NULL;
 	return g && g->code == (BPF_JMP | BPF_JA) && (int64_t)i + 4 + g->off == to;
+}
+
+/* clang has no BPF remainder by a constant: x % K comes as
+ *     i    rA = rX
+ *     i+1  rA /= K
+ *     i+2  rA *= K
+ *     i+3  rX -= rA        (rA dead after)
+ * which is one remu of ours.  Returns 1 when slot i starts that shape (64-bit). */
+static int is_rem(const struct tr *t, uint32_t i)
+{
+	if (i + 4 > t->n || t->target[i + 1] || t->target[i + 2] || t->target[i + 3])
+		return 0;
+	const struct bpf_insn *m = &t->in[i], *dv = &t->in[i + 1], *ml = &t->in[i + 2],
+	                      *sb = &t->in[i + 3];
+	unsigned a = m->dst, x = m->src;
+	return m->code == (BPF_ALU64 | BPF_MOV | BPF_X) && a != x &&
+	       dv->code == (BPF_ALU64 | BPF_DIV | BPF_K) && dv->dst == a && dv->off == 0 &&
+	       ml->code == (BPF_ALU64 | BPF_MUL | BPF_K) && ml->dst == a && ml->imm == dv->imm &&
+	       sb->code == (BPF_ALU64 | BPF_SUB | BPF_X) && sb->dst == x && sb->src == a &&
+	       !(t->live_out[i + 3] >> a & 1);
 }
 
 static enum op cmp_op(unsigned bpf_op)
@@ -1368,10 +1396,18 @@ static void translate_func(struct tr *t)
 		if (t->listing && l && (!last || last->line != l->line || last->file != l->file))
 			list_line(t, l);
 		last = l;
-		int sel = is_select(t, i);
-		if (sel) {
+		int sel = is_select(t, i) ? 2 : is_rem(t, i) ? 3 : 0;
+		if (sel == 2) {
 			emit_select(t, i);
 			t->zbits[t->in[i].dst] = 1;
+		} else if (sel == 3) {
+			/* rX %= K; rA, dead after, is not written */
+			t->cur = i + 3;
+			em_reg(t, OP_LGET, t->in[i].src);
+			em_push(t, t->in[i + 1].imm);
+			em_op(t, OP_REMU);
+			em_reg(t, OP_LSET, t->in[i].src);
+			t->zbits[t->in[i].src] = 64;
 		} else {
 			translate_insn(t, i);
 			update_bits(t, i);
@@ -1386,15 +1422,15 @@ static void translate_func(struct tr *t)
 			buf_free(&bt);
 		}
 		if (sel) {
-			for (uint32_t k = i + 1; t->listing && k < i + 3; k++) {
+			for (uint32_t k = i + 1; t->listing && k < i + sel + 1; k++) {
 				struct buf bt = { 0 };
 				bpf_format(&bt, &t->in[k], NULL);
 				buf_putc(&bt, 0);
-				buf_printf(t->listing, "  %4u  %-34s (in the comparison above)\n", k,
-				           bt.oom ? "?" : (char *)bt.p);
+				buf_printf(t->listing, "  %4u  %-34s (in the %s above)\n", k,
+				           bt.oom ? "?" : (char *)bt.p, sel == 2 ? "comparison" : "remainder");
 				buf_free(&bt);
 			}
-			i += 2;
+			i += (uint32_t)sel;
 			continue;
 		}
 		/* an instruction that continues into the next slot must have one there */

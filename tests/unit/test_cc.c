@@ -267,6 +267,10 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(jsgt_mirror, "r0 = 1\n r3 = r2\n r3 += 1\n if r1 s> r3 goto +1\n r0 = 2", \
 	  IF((int64_t)a > (int64_t)(b + 1))) \
 	X(sel_mirror, "r3 = r2\n r3 += 1\n r0 = 1\n if r1 < r3 goto +1\n r0 = 0", (uint64_t)(a < b + 1)) \
+	X(rem7, "r3 = r1\n r3 /= 7\n r3 *= 7\n r1 -= r3\n r0 = r1", a % 7) \
+	X(rem_neg, "r3 = r1\n r3 /= -3\n r3 *= -3\n r1 -= r3\n r0 = r1", a % (uint64_t)-3) \
+	X(rem_live, "r3 = r1\n r3 /= 7\n r3 *= 7\n r1 -= r3\n r0 = r1\n r0 += r3", a) \
+	X(mul_self, "r0 = r1\n r0 += 1\n r0 *= r0", (a + 1) * (a + 1)) \
 	X(stack64_32, "*(u64 *)(r10 - 8) = r1\n *(u32 *)(r10 - 4) = r2\n r0 = *(u64 *)(r10 - 8)", \
 	  U32(b) << 32 | U32(a)) \
 	X(stack_ld16, "*(u64 *)(r10 - 16) = r1\n r0 = *(u16 *)(r10 - 14)", a >> 16 & 0xffff) \
