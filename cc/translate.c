@@ -534,7 +534,7 @@ static int flow(struct tr *t)
 	return 0;
 }
 
-/* ---- pass 3: emit ---- */
+/* ---- pass 4: emit (pass 3, liveness, is further down with the other emit helpers) ---- */
 
 static enum op alu_op(unsigned bpf_op)
 {

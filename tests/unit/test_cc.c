@@ -755,6 +755,32 @@ static void test_hostile(void)
 	free(diags);
 }
 
+/* ---- an object without line information: errors name the function and instruction ---- */
+
+static void test_no_lines(void)
+{
+	char err[600], cmd[512], path[128];
+	size_t len;
+	void *obj = clang_object("long f(long p)\n{\n\treturn *(long *)p;\n}\n", NULL, &len, err,
+	                         sizeof err);
+	free(obj);
+	snprintf(path, sizeof path, "%s/case.o", tmpdir);
+	snprintf(cmd, sizeof cmd, "llvm-objcopy --remove-section .BTF.ext %s", path);
+	if (!obj || system(cmd) != 0 || isa_read_file(path, &obj, &len) != 0) {
+		check(0, "no line info", "cannot make the object: %s", err);
+		return;
+	}
+	uint8_t *seg = NULL;
+	size_t seg_len;
+	char *diags = NULL;
+	int n = cc_compile(obj, len, "case.o", NULL, &seg, &seg_len, &diags, NULL);
+	check(n == 1 && diags && strstr(diags, "case.o: f+0: error: pointer dereference"),
+	      "no line info", "%d: %s", n, diags ? diags : "");
+	free(seg);
+	free(diags);
+	free(obj);
+}
+
 /* ---- --explain: the C line, the BPF instruction and our assembly on one listing ---- */
 
 static void test_explain(void)
@@ -799,6 +825,7 @@ int main(void)
 	test_differential();
 	test_hostile();
 	test_explain();
+	test_no_lines();
 	static const char *const files[] = { "case.c", "case.o", "clang.log" };
 	for (size_t i = 0; i < 3; i++) {
 		char p[128];
