@@ -227,9 +227,18 @@ static const struct func *call_target(struct tr *t, uint32_t i)
 	} else {
 		slot = (int64_t)t->f->start + i + in->imm + 1;
 	}
-	for (uint32_t k = 0; k < t->o->n_funcs; k++)
-		if (t->o->funcs[k].sec == sec && t->o->funcs[k].start == slot)
-			return &t->o->funcs[k];
+	/* funcs are sorted by (section, start) */
+	uint32_t lo = 0, hi = t->o->n_funcs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct func *f = &t->o->funcs[mid];
+		if (f->sec == sec && f->start == slot)
+			return f;
+		if (f->sec < sec || (f->sec == sec && f->start < slot))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	ERR(t, i, "call into the middle of a function (instruction %lld of %s)", (long long)slot,
 	    t->o->secs[sec].name);
 	return NULL;
