@@ -53,6 +53,7 @@ struct tr {
 	int slot_local[N_SLOTS];
 	unsigned n_locals;
 	uint16_t *live_out;            /* registers live after each slot (bit r) */
+	uint32_t *dup_end;             /* goto at slot i: 1 + last slot of the block it copies, or 0 */
 	uint32_t cur;                  /* slot being translated */
 	int pending;                   /* register whose new value is still on the operand
 	                                * stack (its lset not emitted yet), or -1 */
@@ -107,6 +108,8 @@ static void flush(struct tr *t)
 static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r);
 static int writes(const struct tr *t, uint32_t i, unsigned r);
 static int consumable(const struct tr *t, uint32_t i, unsigned r);
+static void translate_insn(struct tr *t, uint32_t i);
+static void update_bits(struct tr *t, uint32_t i);
 
 static void em_op(struct tr *t, enum op op)
 {
@@ -790,6 +793,22 @@ static void emit_jmp(struct tr *t, uint32_t i)
 	uint32_t to = (uint32_t)((int64_t)i + 1 + in->off);
 	int zero;
 
+	if (BPF_OP(in->code) == BPF_JA && t->dup_end[i]) {
+		/* a copy of the short block at the target instead of the jump: what this path
+		 * knows (a value on the stack, known bits) carries into it */
+		uint32_t end = t->dup_end[i];
+		note(t, "(a copy of %u..%u:)", to, end - 1);
+		for (uint32_t k = to; k < end; k++) {
+			t->cur = k;
+			translate_insn(t, k);
+			update_bits(t, k);
+		}
+		t->cur = i;
+		const struct bpf_insn *last = &t->in[end - 1];
+		if (BPF_OP(last->code) != BPF_JA && BPF_OP(last->code) != BPF_EXIT)
+			em_jump(t, OP_JMP, end);  /* where the copied branch falls through */
+		return;
+	}
 	if (BPF_OP(in->code) == BPF_JA)
 		return em_jump(t, OP_JMP, to);
 	unsigned op = push_compare(t, i, &zero);
@@ -1336,6 +1355,39 @@ static void update_bits(struct tr *t, uint32_t i)
 	}
 }
 
+/* Jump threading, the simple kind: a goto whose target starts a short straight block ending
+ * in a jump or exit is replaced by a copy of that block (clang places loop bodies after the
+ * loop test, so "x = ...; goto test" is every iteration's last step).  The copy's fall-through
+ * needs a label: it becomes a branch target. */
+#define COPY_MAX 6
+
+static void plan_copies(struct tr *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct bpf_insn *in = &t->in[i];
+		if (t->target[i] == 2 || in->code != (BPF_JMP | BPF_JA))
+			continue;
+		uint32_t to = (uint32_t)((int64_t)i + 1 + in->off);
+		if (to == i + 1)
+			continue;
+		for (uint32_t k = to; k < t->n && k < to + COPY_MAX; k++) {
+			const struct bpf_insn *b = &t->in[k];
+			if (k == i || is_ld_imm64(b) || t->target[k] == 2)
+				break;
+			if (!is_jmp(b) || BPF_OP(b->code) == BPF_CALL)
+				continue;
+			if (BPF_OP(b->code) != BPF_JA && BPF_OP(b->code) != BPF_EXIT) {
+				/* a label after the branch of a select shape would undo the select */
+				if (k + 1 >= t->n || (k > 0 && is_select(t, k - 1)))
+					break;
+				t->target[k + 1] |= 1;
+			}
+			t->dup_end[i] = k + 1;
+			break;
+		}
+	}
+}
+
 static void list_line(struct tr *t, const struct line *l)
 {
 	const char *text = l->text ? l->text : "";
@@ -1370,6 +1422,7 @@ static void translate_func(struct tr *t)
 		if (is_ld_imm64(&t->in[i]))
 			i++;
 	}
+	plan_copies(t);
 	if (flow(t) != 0 || liveness(t) != 0)
 		return (void)ERR(t, 0, "out of memory");
 	t->pending = -1;
@@ -1551,6 +1604,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		t.kinds = calloc((size_t)t.n * N_KINDS, 1);
 		t.labels = calloc(t.n, sizeof *t.labels);
 		t.live_out = calloc(t.n, sizeof *t.live_out);
+		t.dup_end = calloc(t.n, sizeof *t.dup_end);
 		t.listing = explain && strcmp(explain, t.f->name) == 0 ? listing : NULL;
 		if (t.listing) {
 			explained = 1;
@@ -1558,7 +1612,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 			           t.f->name, t.f->n_args, t.f->n_args == 1 ? "" : "s", t.f->start,
 			           t.f->end - 1, t.sec->name);
 		}
-		if (t.in && t.target && t.reach && t.kinds && t.labels && t.live_out)
+		if (t.in && t.target && t.reach && t.kinds && t.labels && t.live_out && t.dup_end)
 			translate_func(&t);
 		else
 			cc_error(d, o, UINT32_MAX, 0, "out of memory");
@@ -1568,6 +1622,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		free(t.kinds);
 		free(t.labels);
 		free(t.live_out);
+		free(t.dup_end);
 		if (d->n_errors)
 			continue;
 		if (t.f->exported && asm_export(t.b, t.f->name, t.f->index) < 0)

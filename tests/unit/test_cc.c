@@ -271,6 +271,8 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(rem_neg, "r3 = r1\n r3 /= -3\n r3 *= -3\n r1 -= r3\n r0 = r1", a % (uint64_t)-3) \
 	X(rem_live, "r3 = r1\n r3 /= 7\n r3 *= 7\n r1 -= r3\n r0 = r1\n r0 += r3", a) \
 	X(mul_self, "r0 = r1\n r0 += 1\n r0 *= r0", (a + 1) * (a + 1)) \
+	X(goto_copy, "r0 = r1\n goto +2\n r0 += 7\n exit\n r0 += r2\n if r0 > 100 goto -4\n"  \
+	  " r0 *= 3", a + b > 100 ? a + b + 7 : (a + b) * 3) \
 	X(stack64_32, "*(u64 *)(r10 - 8) = r1\n *(u32 *)(r10 - 4) = r2\n r0 = *(u64 *)(r10 - 8)", \
 	  U32(b) << 32 | U32(a)) \
 	X(stack_ld16, "*(u64 *)(r10 - 16) = r1\n r0 = *(u16 *)(r10 - 14)", a >> 16 & 0xffff) \
