@@ -627,7 +627,7 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	if (is64 && !x && (op == BPF_ADD || op == BPF_SUB) && t->pending != (int)in->dst) {
 		int64_t delta = op == BPF_ADD ? imm : -imm;
 		if (delta >= -128 && delta <= 127) {
-			flush(t);
+			/* linc leaves the operand stack alone: a pending value stays pending */
 			asm_linc(t->b, (unsigned)t->reg_local[in->dst], (int)delta);
 			note(t, "linc %s, %lld", bpf_reg_name[in->dst], (long long)delta);
 			return;

@@ -273,6 +273,7 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(mul_self, "r0 = r1\n r0 += 1\n r0 *= r0", (a + 1) * (a + 1)) \
 	X(goto_copy, "r0 = r1\n goto +2\n r0 += 7\n exit\n r0 += r2\n if r0 > 100 goto -4\n"  \
 	  " r0 *= 3", a + b > 100 ? a + b + 7 : (a + b) * 3) \
+	X(linc_keep, "r0 = r1\n r0 *= 3\n r2 += 1\n r0 += r2", a * 3 + b + 1) \
 	X(stack64_32, "*(u64 *)(r10 - 8) = r1\n *(u32 *)(r10 - 4) = r2\n r0 = *(u64 *)(r10 - 8)", \
 	  U32(b) << 32 | U32(a)) \
 	X(stack_ld16, "*(u64 *)(r10 - 16) = r1\n r0 = *(u16 *)(r10 - 14)", a >> 16 & 0xffff) \
