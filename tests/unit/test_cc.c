@@ -758,6 +758,201 @@ static void test_hostile(void)
 	free(diags);
 }
 
+/* ---- random C programs: the same source through gcc on the host and through clang -target
+ * bpf + pncc on both engines must compute the same (unsigned arithmetic only: no undefined
+ * behaviour; division by x | 1; shifts by y & 63 or & 31) ---- */
+
+#define RANDOM_PROGRAMS 24
+#define RANDOM_STMTS    10
+
+struct sbuf { char p[8192]; size_t len; };
+
+static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->p + b->len, sizeof b->p - b->len, fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < sizeof b->p - b->len)
+		b->len += (size_t)n;
+}
+
+/* An expression of depth at most depth over a, b, v0..v3 (u64) and w0, w1 (u32). */
+static void gen_expr(struct sbuf *b, int depth)
+{
+	static const char *const leaves[] = { "a", "b", "v0", "v1", "v2", "v3", "w0", "w1" };
+	static const char *const ops[] = { "+", "-", "*", "&", "|", "^" };
+	unsigned r = (unsigned)(rng() % 16);
+	if (depth == 0 || r < 4) {
+		if (r % 4 == 0)
+			sb_add(b, "%lluul", (unsigned long long)(rng() >> (rng() % 64)));
+		else
+			sb_add(b, "%s", leaves[rng() % 8]);
+		return;
+	}
+	sb_add(b, "(");
+	switch (r) {
+	case 4: case 5: case 6: case 7: case 8:
+		gen_expr(b, depth - 1);
+		sb_add(b, " %s ", ops[rng() % 6]);
+		gen_expr(b, depth - 1);
+		break;
+	case 9:
+		sb_add(b, "(unsigned long)");
+		gen_expr(b, depth - 1);
+		sb_add(b, rng() % 2 ? " << (" : " >> (");
+		gen_expr(b, depth - 1);
+		sb_add(b, " & 63)");
+		break;
+	case 10:
+		gen_expr(b, depth - 1);
+		sb_add(b, rng() % 2 ? " / (" : " %% (");
+		gen_expr(b, depth - 1);
+		sb_add(b, " | 1)");
+		break;
+	case 11:
+		sb_add(b, "(unsigned)");
+		gen_expr(b, depth - 1);
+		sb_add(b, rng() % 2 ? " >> (" : " * (unsigned)(");
+		gen_expr(b, depth - 1);
+		sb_add(b, " & 31)");
+		break;
+	case 12: {
+		static const char *const cmp[] = { "<", "<=", ">", ">=", "==", "!=" };
+		const char *cast = rng() % 3 == 0 ? "(long)" : rng() % 2 ? "(int)" : "";
+		sb_add(b, "%s", cast);
+		gen_expr(b, depth - 1);
+		sb_add(b, " %s %s", cmp[rng() % 6], cast);
+		gen_expr(b, depth - 1);
+		break;
+	}
+	case 13:
+		gen_expr(b, depth - 1);
+		sb_add(b, " ? ");
+		gen_expr(b, depth - 1);
+		sb_add(b, " : ");
+		gen_expr(b, depth - 1);
+		break;
+	default:
+		sb_add(b, rng() % 2 ? "~" : "-");
+		gen_expr(b, depth - 1);
+		break;
+	}
+	sb_add(b, ")");
+}
+
+static void gen_program(struct sbuf *b)
+{
+	static const char *const lhs[] = { "v0", "v1", "v2", "v3", "w0", "w1" };
+	b->len = 0;
+	sb_add(b, "unsigned long f(unsigned long a, unsigned long b)\n{\n"
+	       "\tunsigned long v0 = a, v1 = b, v2 = a ^ b, v3 = 0x9e3779b97f4a7c15ul;\n"
+	       "\tunsigned w0 = (unsigned)a, w1 = (unsigned)(b >> 32);\n");
+	for (int i = 0; i < RANDOM_STMTS; i++) {
+		if (rng() % 5 == 0) {
+			sb_add(b, "\tfor (unsigned long i = 0; i < (a & 7); i++)\n\t\t%s += ", lhs[rng() % 6]);
+			gen_expr(b, 2);
+			sb_add(b, " ^ i;\n");
+		} else {
+			sb_add(b, "\t%s %s= ", lhs[rng() % 6], rng() % 2 ? "" : "^");
+			gen_expr(b, 3);
+			sb_add(b, ";\n");
+		}
+	}
+	sb_add(b, "\treturn v0 ^ v1 ^ v2 ^ v3 ^ w0 ^ ((unsigned long)w1 << 32);\n}\n");
+}
+
+static const uint64_t random_inputs[][2] = {
+	{ 0, 0 }, { 1, 2 }, { ~0ull, 1 }, { 0x80000000, 0xffffffff }, { 0x123456789abcdef0, 77 },
+	{ 5, 0x8000000000000000 }, { 0xfffffffe, 31 }, { 1000003, 64 },
+};
+#define N_RANDOM_INPUTS (sizeof random_inputs / sizeof random_inputs[0])
+
+/* Results of f on random_inputs, computed by the host's compiler; 0 or -1. */
+static int host_results(const char *src, uint64_t *out)
+{
+	char c_path[128], bin[128], cmd[1024];
+	snprintf(c_path, sizeof c_path, "%s/host.c", tmpdir);
+	snprintf(bin, sizeof bin, "%s/host", tmpdir);
+	FILE *f = fopen(c_path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "#include <stdio.h>\n%s\nint main(void)\n{\n", src);
+	for (size_t i = 0; i < N_RANDOM_INPUTS; i++)
+		fprintf(f, "\tprintf(\"%%lu\\n\", f(%lluul, %lluul));\n",
+		        (unsigned long long)random_inputs[i][0], (unsigned long long)random_inputs[i][1]);
+	fprintf(f, "\treturn 0;\n}\n");
+	if (fclose(f) != 0)
+		return -1;
+	snprintf(cmd, sizeof cmd, "cc -O1 -w -o %s %s && %s > %s.out", bin, c_path, bin, bin);
+	if (system(cmd) != 0)
+		return -1;
+	snprintf(cmd, sizeof cmd, "%s.out", bin);
+	f = fopen(cmd, "r");
+	if (!f)
+		return -1;
+	size_t n = 0;
+	unsigned long long v;
+	while (n < N_RANDOM_INPUTS && fscanf(f, "%llu", &v) == 1)
+		out[n++] = v;
+	fclose(f);
+	remove(cmd);
+	remove(bin);
+	remove(c_path);
+	return n == N_RANDOM_INPUTS ? 0 : -1;
+}
+
+static void test_random_c(void)
+{
+	static struct sbuf src;
+	int bad = 0, skipped = 0;
+	for (int k = 0; k < RANDOM_PROGRAMS && !bad; k++) {
+		uint64_t want[N_RANDOM_INPUTS];
+		uint8_t *seg = NULL;
+		size_t seg_len;
+		char *diags = NULL, err[600];
+		gen_program(&src);
+		if (host_results(src.p, want) != 0) {
+			check(0, "random C", "program %d: the host compiler failed:\n%s", k, src.p);
+			return;
+		}
+		int n = compile(src.p, NULL, &seg, &seg_len, &diags, err, sizeof err);
+		if (n < 0 && strstr(err, "is not supported")) {
+			skipped++;     /* clang's BPF back end cannot compile it (e.g. __multi3) */
+			continue;
+		}
+		struct vm *vm = vm_new();
+		struct vm_prog *prog = NULL;
+		if (n != 0 || vm_load(vm, seg, seg_len, &prog, err, sizeof err) != 0) {
+			check(0, "random C", "program %d: %d errors: %s%s\n%s", k, n, err,
+			      diags ? diags : "", src.p);
+			bad = 1;
+		}
+		for (size_t i = 0; prog && i < N_RANDOM_INPUTS && !bad; i++)
+			for (int e = VM_ENGINE_INTERP; e <= VM_ENGINE_JIT && !bad; e++) {
+				struct outcome o;
+				int64_t argv[2] = { (int64_t)random_inputs[i][0], (int64_t)random_inputs[i][1] };
+				run(prog, "f", argv, 2, e, NULL, 0, &o);
+				if (o.rc != 0 || (uint64_t)o.value != want[i]) {
+					check(0, "random C", "program %d, input %zu on %s: got %#" PRIx64 " (%s), "
+					      "gcc %#" PRIx64 "\n%s", k, i, vm_engine_name(e), (uint64_t)o.value,
+					      isa_trap_name(o.trap), want[i], src.p);
+					bad = 1;
+				}
+			}
+		vm_prog_free(prog);
+		vm_free(vm);
+		free(seg);
+		free(diags);
+	}
+	printf("random C: %d programs, %d of them beyond clang's BPF back end\n", RANDOM_PROGRAMS,
+	       skipped);
+	if (!bad)
+		check(skipped <= RANDOM_PROGRAMS / 2, "random C", "%d of %d programs clang could not "
+		      "compile", skipped, RANDOM_PROGRAMS);
+}
+
 /* ---- an object without line information: errors name the function and instruction ---- */
 
 static void test_no_lines(void)
@@ -829,6 +1024,7 @@ int main(void)
 	test_hostile();
 	test_explain();
 	test_no_lines();
+	test_random_c();
 	static const char *const files[] = { "case.c", "case.o", "clang.log" };
 	for (size_t i = 0; i < 3; i++) {
 		char p[128];
