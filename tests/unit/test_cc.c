@@ -762,7 +762,9 @@ static void test_hostile(void)
  * bpf + pncc on both engines must compute the same (unsigned arithmetic only: no undefined
  * behaviour; division by x | 1; shifts by y & 63 or & 31) ---- */
 
-#define RANDOM_PROGRAMS 24
+#ifndef RANDOM_PROGRAMS
+#define RANDOM_PROGRAMS 24      /* -DRANDOM_PROGRAMS=N for a longer hunt */
+#endif
 #define RANDOM_STMTS    10
 
 struct sbuf { char p[8192]; size_t len; };
