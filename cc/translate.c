@@ -54,6 +54,8 @@ struct tr {
 	unsigned n_locals;
 	uint16_t *live_out;            /* registers live after each slot (bit r) */
 	uint32_t *dup_end;             /* goto at slot i: 1 + last slot of the block it copies, or 0 */
+	uint8_t *fwd_skip;             /* slot is a move into an argument register that its call
+	                                * reads from the source instead (plan_forwarding) */
 	uint32_t cur;                  /* slot being translated */
 	int pending;                   /* register whose new value is still on the operand
 	                                * stack (its lset not emitted yet), or -1 */
@@ -933,6 +935,57 @@ static int region_ok(struct tr *t, uint32_t i, enum op op, unsigned r, int dest)
 	return 1;
 }
 
+/* Push argument register r of the call at slot i: its own local, or, when the move into it
+ * right before the call was left out (plan_forwarding), that move's source. */
+static void push_arg(struct tr *t, uint32_t i, unsigned r)
+{
+	for (uint32_t k = i; k-- > 0 && t->fwd_skip[k];) {
+		const struct bpf_insn *m = &t->in[k];
+		if (m->dst != r)
+			continue;
+		if (BPF_SRC(m->code) == BPF_X)
+			return em_reg(t, OP_LGET, m->src);
+		return em_push(t, BPF_CLASS(m->code) == BPF_ALU64 ? (int64_t)m->imm
+		                                              : (int64_t)(uint32_t)m->imm);
+	}
+	em_reg(t, OP_LGET, r);
+}
+
+/* Moves into r1..r5 just before a call, each read only by the call, are left out and the call
+ * pushes their sources: "r1 = r8; r3 = 10; call" becomes "lget r8; ...; push 10; findb".
+ * A move qualifies when nothing between it and the call (only such moves) reads its register
+ * or writes its source, and no branch lands after it before the call. */
+static void plan_forwarding(struct tr *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct bpf_insn *c = &t->in[i];
+		if (t->target[i] == 2 || c->code != (BPF_JMP | BPF_CALL) || t->target[i])
+			continue;
+		for (uint32_t k = i; k-- > 0;) {
+			const struct bpf_insn *m = &t->in[k];
+			unsigned cl = BPF_CLASS(m->code);
+			if (t->target[k] == 2 || (cl != BPF_ALU && cl != BPF_ALU64) ||
+			    BPF_OP(m->code) != BPF_MOV || m->dst < 1 || m->dst > 5 ||
+			    (cl == BPF_ALU && BPF_SRC(m->code) == BPF_X))
+				break;
+			int ok = 1;
+			for (uint32_t j = k + 1; j < i; j++) {
+				const struct bpf_insn *n2 = &t->in[j];
+				if (n2->dst == m->dst ||
+				    (BPF_SRC(n2->code) == BPF_X && n2->src == m->dst) ||
+				    (BPF_SRC(m->code) == BPF_X && n2->dst == m->src))
+					ok = 0;
+			}
+			if (ok)
+				t->fwd_skip[k] = 1;
+			else
+				break;
+			if (t->target[k])
+				break;     /* a block starts here: nothing before it belongs to this call */
+		}
+	}
+}
+
 static void emit_intrinsic(struct tr *t, uint32_t i)
 {
 	const struct bpf_insn *in = &t->in[i];
@@ -967,8 +1020,10 @@ static void emit_intrinsic(struct tr *t, uint32_t i)
 		if (!region_ok(t, i, op, a, 1) || !region_ok(t, i, op, b, 0))
 			return;
 	}
+	if (i > 0 && t->fwd_skip[i - 1])
+		flush(t);          /* forwarded sources are read as they are in their locals */
 	for (int r = 1; r <= n_args; r++)
-		em_reg(t, OP_LGET, (unsigned)r);
+		push_arg(t, i, (unsigned)r);
 	switch (oi->fmt) {
 	case ISA_FMT_R: em_mem(t, op, a); break;
 	case ISA_FMT_RR:
@@ -1002,8 +1057,10 @@ static void emit_call(struct tr *t, uint32_t i)
 	const struct func *callee = call_target(t, i);
 	if (!callee)
 		return;
+	if (i > 0 && t->fwd_skip[i - 1])
+		flush(t);
 	for (int r = 1; r <= callee->n_args; r++)
-		em_reg(t, OP_LGET, (unsigned)r);
+		push_arg(t, i, (unsigned)r);
 	flush(t);
 	asm_call(t->b, callee->index);
 	note(t, "call %s", callee->name);
@@ -1117,6 +1174,8 @@ static void emit_st(struct tr *t, uint32_t i)
 static void translate_insn(struct tr *t, uint32_t i)
 {
 	const struct bpf_insn *in = &t->in[i];
+	if (t->fwd_skip[i])
+		return note(t, "(read by the call below from the source)");
 	switch (BPF_CLASS(in->code)) {
 	case BPF_ALU:
 	case BPF_ALU64:
@@ -1423,6 +1482,7 @@ static void translate_func(struct tr *t)
 			i++;
 	}
 	plan_copies(t);
+	plan_forwarding(t);
 	if (flow(t) != 0 || liveness(t) != 0)
 		return (void)ERR(t, 0, "out of memory");
 	t->pending = -1;
@@ -1605,6 +1665,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		t.labels = calloc(t.n, sizeof *t.labels);
 		t.live_out = calloc(t.n, sizeof *t.live_out);
 		t.dup_end = calloc(t.n, sizeof *t.dup_end);
+		t.fwd_skip = calloc(t.n, 1);
 		t.listing = explain && strcmp(explain, t.f->name) == 0 ? listing : NULL;
 		if (t.listing) {
 			explained = 1;
@@ -1612,7 +1673,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 			           t.f->name, t.f->n_args, t.f->n_args == 1 ? "" : "s", t.f->start,
 			           t.f->end - 1, t.sec->name);
 		}
-		if (t.in && t.target && t.reach && t.kinds && t.labels && t.live_out && t.dup_end)
+		if (t.in && t.target && t.reach && t.kinds && t.labels && t.live_out && t.dup_end && t.fwd_skip)
 			translate_func(&t);
 		else
 			cc_error(d, o, UINT32_MAX, 0, "out of memory");
@@ -1623,6 +1684,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		free(t.labels);
 		free(t.live_out);
 		free(t.dup_end);
+		free(t.fwd_skip);
 		if (d->n_errors)
 			continue;
 		if (t.f->exported && asm_export(t.b, t.f->name, t.f->index) < 0)

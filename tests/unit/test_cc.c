@@ -274,6 +274,13 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(goto_copy, "r0 = r1\n goto +2\n r0 += 7\n exit\n r0 += r2\n if r0 > 100 goto -4\n"  \
 	  " r0 *= 3", a + b > 100 ? a + b + 7 : (a + b) * 3) \
 	X(linc_keep, "r0 = r1\n r0 *= 3\n r2 += 1\n r0 += r2", a * 3 + b + 1) \
+	/* moves into argument registers read by the call from their sources (call 0x4000000d is \
+	 * the intrinsic of add, 0x4000000e of sub) */ \
+	X(fwd_swap, "r3 = r1\n r1 = r2\n r2 = r3\n call 0x4000000d", b + a) \
+	X(fwd_src_written, "r1 = r2\n r2 = 7\n call 0x4000000e", b - 7) \
+	X(fwd_reg_read, "r2 = r1\n r1 = 100\n call 0x4000000e", 100 - a) \
+	X(fwd_chain, "r1 = r2\n r2 = r1\n call 0x4000000e", 0) \
+	X(fwd_k32, "r2 = r1\n w1 = -1\n call 0x4000000e", 0xffffffffull - a) \
 	X(stack64_32, "*(u64 *)(r10 - 8) = r1\n *(u32 *)(r10 - 4) = r2\n r0 = *(u64 *)(r10 - 8)", \
 	  U32(b) << 32 | U32(a)) \
 	X(stack_ld16, "*(u64 *)(r10 - 16) = r1\n r0 = *(u16 *)(r10 - 14)", a >> 16 & 0xffff) \
