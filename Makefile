@@ -21,15 +21,16 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
-CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf
+CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf -Icc
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lcrypto
+LDLIBS  += -lelf -lffi -lrdmacm -libverbs -lpthread -lcrypto
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 
 isa_SRC := isa/ops.c isa/segment.c isa/sha256.c isa/verify.c isa/readall.c
 vm_SRC  := $(filter-out vm/pnrun.c, $(wildcard vm/*.c))
 asm_SRC := $(filter-out asm/pnasm.c asm/pndis.c, $(wildcard asm/*.c))
+cc_SRC  := $(filter-out cc/pncc.c, $(wildcard cc/*.c))
 pn_SRC  := $(wildcard net/*.c)
 proto_SRC := $(wildcard proto/*.c)
 arfd_SRC  := $(filter-out server/arfd.c, $(wildcard server/*.c))
@@ -41,9 +42,15 @@ ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(wildcard arf/*.pna))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+# Segments written in C (docs/cc.md): clang's BPF back end, then pncc
+BPF_CC     ?= clang
+BPF_CFLAGS ?= -O2 -g -target bpf -mcpu=v3 -Wall
+CC_EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%.pno,$(wildcard examples/*.c))
+
 LIBISA := $(BUILD)/libisa.a
 LIBVM  := $(BUILD)/libvm.a
 LIBASM := $(BUILD)/libasm.a
+LIBCC  := $(BUILD)/libcc.a
 LIBPN  := $(BUILD)/libpn.a
 LIBPROTO := $(BUILD)/libproto.a
 LIBARFD  := $(BUILD)/libarfd.a
@@ -51,17 +58,17 @@ LIBARC   := $(BUILD)/libarc.a
 LIBGREP  := $(BUILD)/libgrep.a
 LIBARF   := $(BUILD)/libarf.a
 # link order: users before what they use (arfd uses libarf to check and attach images)
-LIBS   := $(LIBARC) $(LIBGREP) $(LIBARFD) $(LIBARF) $(LIBPROTO) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
+LIBS   := $(LIBARC) $(LIBGREP) $(LIBARFD) $(LIBARF) $(LIBPROTO) $(LIBCC) $(LIBASM) $(LIBVM) $(LIBISA) $(LIBPN)
 
 PROGS  := $(BUILD)/pnasm $(BUILD)/pndis $(BUILD)/pnrun $(BUILD)/arfd $(BUILD)/arc $(BUILD)/arf
-PROGS  += $(BUILD)/pngrep
+PROGS  += $(BUILD)/pngrep $(BUILD)/pncc
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
 .PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick bench-fs bench-rdma docs install clean examples
 
-all: $(LIBS) $(PROGS) $(ARF_SEGS)
+all: $(LIBS) $(PROGS) $(ARF_SEGS) $(CC_EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -70,6 +77,7 @@ $(BUILD)/obj/%.o: %.c
 $(LIBISA): $(call obj,$(isa_SRC))
 $(LIBVM):  $(call obj,$(vm_SRC))
 $(LIBASM): $(call obj,$(asm_SRC))
+$(LIBCC):  $(call obj,$(cc_SRC))
 $(LIBPN):  $(call obj,$(pn_SRC))
 $(LIBPROTO): $(call obj,$(proto_SRC))
 $(LIBARFD):  $(call obj,$(arfd_SRC))
@@ -82,6 +90,7 @@ $(BUILD)/lib%.a:
 
 $(BUILD)/pnasm: $(call obj,asm/pnasm.c) $(LIBS)
 $(BUILD)/pndis: $(call obj,asm/pndis.c) $(LIBS)
+$(BUILD)/pncc: $(call obj,cc/pncc.c) $(LIBS)
 $(BUILD)/pnrun: $(call obj,vm/pnrun.c) $(LIBS)
 $(BUILD)/arfd: $(call obj,server/arfd.c) $(LIBS)
 $(BUILD)/arc: $(call obj,client/arc_cli.c) $(LIBS)
@@ -121,6 +130,14 @@ $(BUILD)/arfseg/%.pna: arf/%.pna $(BUILD)/genlayout
 $(BUILD)/arfseg/%.pno: $(BUILD)/arfseg/%.pna $(BUILD)/pnasm
 	$(BUILD)/pnasm -o $@ $<
 .PRECIOUS: $(BUILD)/arfseg/%.pna
+
+# ---- segments from C: clang -target bpf makes a BPF object, pncc the segment (docs/cc.md)
+$(BUILD)/examples/%.o: examples/%.c cc/activerdma/ar.h isa/ops.def
+	@mkdir -p $(dir $@)
+	$(BPF_CC) $(BPF_CFLAGS) -Icc -Iisa -c $< -o $@
+$(BUILD)/examples/%.pno: $(BUILD)/examples/%.o $(BUILD)/pncc
+	$(BUILD)/pncc -o $@ $<
+.PRECIOUS: $(BUILD)/examples/%.o
 
 # ---- docs: docs/isa.md is generated from isa/ops.def; CI fails when the committed copy is stale
 $(BUILD)/gendoc: $(call obj,isa/gendoc.c) $(LIBISA)
@@ -167,7 +184,7 @@ check-asan:
 # without one, check-rdma boots the rdma-vm guest (Soft-RoCE; needs root, qemu and a few GiB
 # for its image) and runs tests/rdma/run.sh there, which builds in build-rdma: the guest's own
 # compiler and libraries, not the host's objects (libpn needs libcrypto's headers there too:
-# libssl-dev is added to the guest's packages).
+# libssl-dev and libelf-dev, which every program links, are added to the guest's packages).
 RDMA_VM_RUN     ?= ../shared/tools/rdma-vm/run.sh
 RDMA_VM_TIMEOUT ?= 1200
 RDMA_TESTS := $(BUILD)/tests/rdma/test_pn $(BUILD)/tests/rdma/test_rdma $(BUILD)/tests/rdma/test_arfd_rdma
@@ -184,7 +201,7 @@ check-rdma:
 	  sh tests/rdma/run.sh; \
 	else \
 	  echo "check-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
+	  RDMA_VM_EXTRA_PACKAGES="libssl-dev libelf-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
 	fi
 
 # ---- fuzz: libFuzzer targets, one per untrusted input
@@ -195,6 +212,8 @@ fuzz-build:
 	$(MAKE) BUILD=build-fuzz CC=clang $(FUZZ_TARGETS)
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a build-fuzz/libproto.a $(LDLIBS)
+build-fuzz/fuzz_cc: tests/fuzz/fuzz_cc.c build-fuzz/libcc.a
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libcc.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 build-fuzz/fuzz_grep: tests/fuzz/fuzz_grep.c build-fuzz/libgrep.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libgrep.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 fuzz: fuzz-build
@@ -225,7 +244,7 @@ bench-rdma:
 	  sh bench/rdma/run.sh $(BENCH_RDMA_ARGS); \
 	else \
 	  echo "bench-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
+	  RDMA_VM_EXTRA_PACKAGES="libssl-dev libelf-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
 	  $(MAKE) -C bench/rdma plot; \
 	fi
 
@@ -260,7 +279,7 @@ install: all man
 	install -m 644 arf/arf.bash-completion $(DESTDIR)$(BASHCOMPDIR)/arf
 	install -m 644 client/arc.bash-completion $(DESTDIR)$(BASHCOMPDIR)/arc
 	install -m 644 isa/isa.h isa/ops.def isa/trap.def vm/vm.h vm/err.def asm/asm.h net/pn.h net/pn_err.def \
-	  proto/ar_proto.h proto/ar_err.def client/arc.h \
+	  proto/ar_proto.h proto/ar_err.def client/arc.h cc/cc.h cc/activerdma/ar.h \
 	  $(DESTDIR)$(PREFIX)/include/activerdma
 
 clean:

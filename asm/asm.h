@@ -68,6 +68,7 @@ void asm_call(struct asm_builder *b, int func);
 void asm_hcall(struct asm_builder *b, int hook);
 void asm_trap(struct asm_builder *b, unsigned code);
 void asm_line(struct asm_builder *b, uint32_t line);             /* line of what follows */
+void asm_source(struct asm_builder *b, const char *name);        /* file the lines are of */
 
 /* Encode the segment.  Returns 0 and a malloc'd buffer, or -1 with the first error in err. */
 int asm_builder_finish(struct asm_builder *b, uint8_t **seg, size_t *seg_len, char *err,

@@ -349,6 +349,12 @@ void asm_line(struct asm_builder *b, uint32_t line)
 	b->line = line;
 }
 
+void asm_source(struct asm_builder *b, const char *name)
+{
+	if (!b->failed && sb_set_source(&b->sb, name, strlen(name)) != 0)
+		fail(b, "asm_source: bad source name or out of memory");
+}
+
 int asm_builder_finish(struct asm_builder *b, uint8_t **seg, size_t *seg_len, char *err,
                        size_t errlen)
 {

@@ -4,6 +4,7 @@
 # are exactly what grep -F prints on the same file.  Stops the server with SIGTERM.
 #
 #   BUILD=build sh examples/remote.sh [NEEDLE]
+#   SEG=c BUILD=build sh examples/remote.sh    the same with examples/string_search.c (pncc)
 set -eu
 
 BUILD=${BUILD:-build}
@@ -17,7 +18,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BUILD/pnasm" -o "$tmp/search.pno" "$here/string_search.pna"
+if [ "${SEG:-pna}" = c ]; then
+	cp "$BUILD/examples/string_search.pno" "$tmp/search.pno"
+else
+	"$BUILD/pnasm" -o "$tmp/search.pno" "$here/string_search.pna"
+fi
 sh "$here/gen_text.sh" >"$tmp/text.txt"
 
 # port 0: the kernel picks a free port, arfd logs the endpoint it got

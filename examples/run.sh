@@ -3,7 +3,8 @@
 #
 # Assembles examples/string_search.pna with pnasm, writes a deterministic 20000-line text,
 # runs the `lines` entry with pnrun (the text bound as region `text`, the needle as the
-# argument bytes) and checks that its output is exactly what grep -F prints.
+# argument bytes) and checks that its output is exactly what grep -F prints.  Then the same
+# with the segment pncc made of examples/string_search.c ($BUILD/examples, built by make).
 #
 #   BUILD=build sh examples/run.sh [NEEDLE]
 set -eu
@@ -18,22 +19,23 @@ trap 'rm -rf "$tmp"' EXIT
 
 sh "$here/gen_text.sh" >"$tmp/text.txt"
 
-echo "\$ pnrun search.pno --entry lines --args-str '$needle' --region text=@text.txt:ro"
-"$BUILD/pnrun" "$tmp/search.pno" --entry lines --args-str "$needle" \
-	--region "text=@$tmp/text.txt:ro" --out-cap 1048576 >"$tmp/out.txt" 2>"$tmp/err.txt"
-head -n 5 "$tmp/out.txt"
-echo "..."
-cat "$tmp/err.txt"
-
 grep -F -e "$needle" "$tmp/text.txt" >"$tmp/want.txt" || true
 n=$(wc -l <"$tmp/want.txt")
-if ! cmp -s "$tmp/out.txt" "$tmp/want.txt"; then
-	echo "examples/run.sh: FAIL: output differs from grep -F" >&2
-	diff "$tmp/want.txt" "$tmp/out.txt" | head -n 10 >&2
-	exit 1
-fi
-if ! grep -qx "result: $n" "$tmp/err.txt"; then
-	echo "examples/run.sh: FAIL: expected 'result: $n' from pnrun" >&2
-	exit 1
-fi
-echo "string_search: $n of 20000 lines contain '$needle', the same lines grep -F prints"
+for seg in "$tmp/search.pno" "$BUILD/examples/string_search.pno"; do
+	echo "\$ pnrun $seg --entry lines --args-str '$needle' --region text=@text.txt:ro"
+	"$BUILD/pnrun" "$seg" --entry lines --args-str "$needle" \
+		--region "text=@$tmp/text.txt:ro" --out-cap 1048576 >"$tmp/out.txt" 2>"$tmp/err.txt"
+	head -n 5 "$tmp/out.txt"
+	echo "..."
+	cat "$tmp/err.txt"
+	if ! cmp -s "$tmp/out.txt" "$tmp/want.txt"; then
+		echo "examples/run.sh: FAIL: output of $seg differs from grep -F" >&2
+		diff "$tmp/want.txt" "$tmp/out.txt" | head -n 10 >&2
+		exit 1
+	fi
+	if ! grep -qx "result: $n" "$tmp/err.txt"; then
+		echo "examples/run.sh: FAIL: expected 'result: $n' from pnrun" >&2
+		exit 1
+	fi
+	echo "string_search: $n of 20000 lines contain '$needle', the same lines grep -F prints"
+done

@@ -6,7 +6,9 @@
  * the failure modes the examples document: a corrupt pointer traps 'bounds', a cycle runs out
  * of fuel, too much output traps 'output_full'.
  *
- *   progtest [EXAMPLES_DIR]     (default: examples, as run from the top of the tree)
+ *   progtest [EXAMPLES_DIR [PNO_DIR]]   (default: examples, as run from the top of the tree;
+ *                                        PNO_DIR: also run the checks on the segments pncc
+ *                                        made of examples/<name>.c, $(BUILD)/examples)
  *
  * Prints a line per failure and, last, "N passed, N failed"; exits 1 on any failure.
  */
@@ -29,6 +31,8 @@
 #define TEXT_LINES    6000
 
 static const char *examples_dir = "examples";
+static const char *pno_dir;     /* segments pncc made of examples/<name>.c, when given */
+static int from_c;              /* load <pno_dir>/<name>.pno instead of assembling .pna */
 static int n_pass, n_fail;
 
 /* One check: a test passes or fails as a whole; detail says what went wrong first. */
@@ -93,6 +97,18 @@ static struct vm_prog *load_example(struct vm *vm, const char *name)
 	struct vm_prog *prog = NULL;
 	FILE *f;
 
+	if (from_c) {
+		void *bytes;
+		snprintf(path, sizeof path, "%s/%s.pno", pno_dir, name);
+		if (isa_read_file(path, &bytes, &seg_len) != 0) {
+			check(0, name, "cannot read %s (made by make from examples/%s.c)", path, name);
+			return NULL;
+		}
+		int rc = vm_load(vm, bytes, seg_len, &prog, err, sizeof err);
+		check(rc == 0, name, "vm_load %s: %s: %s", path, vm_strerror(rc), err);
+		free(bytes);
+		return rc ? NULL : prog;
+	}
 	snprintf(path, sizeof path, "%s/%s.pna", examples_dir, name);
 	f = fopen(path, "rb");
 	if (!f) {
@@ -297,6 +313,7 @@ static void build_table(struct table *t)
 {
 	size_t node_off = 8 + 8 * (size_t)HASH_BUCKETS;
 
+	memset(t->chain, 0, sizeof t->chain);   /* built again for the examples in C */
 	t->shift = 64 - __builtin_ctz(HASH_BUCKETS);
 	t->len = node_off + (size_t)HASH_KEYS * NODE_LEN;
 	t->mem = xcalloc(1, t->len);
@@ -508,15 +525,26 @@ out:
 
 int main(int argc, char **argv)
 {
-	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
-		fprintf(stderr, "usage: progtest [EXAMPLES_DIR]\n");
+	if (argc > 3 || (argc >= 2 && argv[1][0] == '-')) {
+		fprintf(stderr, "usage: progtest [EXAMPLES_DIR [PNO_DIR]]\n");
 		return 2;
 	}
-	if (argc == 2)
+	if (argc >= 2)
 		examples_dir = argv[1];
+	if (argc == 3)
+		pno_dir = argv[2];
 	test_linked_list();
 	test_hash_table();
 	test_string_search();
+	if (pno_dir) {
+		/* the same checks on the same data, through the examples written in C */
+		printf("examples in C (pncc segments from %s)\n", pno_dir);
+		from_c = 1;
+		rng_state = 20240601;
+		test_linked_list();
+		test_hash_table();
+		test_string_search();
+	}
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }

@@ -56,7 +56,7 @@ else
 	total_fail=$((total_fail + 1))
 fi
 if [ -x "$BUILD/tests/progtest" ]; then
-	run progtest "$BUILD/tests/progtest"
+	run progtest "$BUILD/tests/progtest" "$here/../examples" "$BUILD/examples"
 fi
 # integration scripts drive the real programs of $BUILD; each prints its own summary line
 for t in "$here"/integration/*.sh; do

@@ -1,13 +1,15 @@
 /* bench_vm.c: the VM's speed against gcc -O2 on five small kernels.
  *
- * Each kernel exists twice: bench/vm/<name>.pna, assembled at run time and run by the VM, and
- * a C function in native.c.  Both run on the same deterministic data; a kernel whose VM result
+ * Each kernel exists three times: bench/vm/<name>.pna, assembled at run time and run by the
+ * VM; bench/vm/<name>.c, the same in C compiled by clang -target bpf and pncc (the Makefile
+ * puts <name>.pno in the --cc directory), run by the VM beside it; and a C function in
+ * native.c.  Both run on the same deterministic data; a kernel whose VM result
  * differs from the native one aborts the run, so no number is ever printed for a wrong answer.
  * Times are the best of several runs (CLOCK_MONOTONIC), native and VM runs taking turns.  Results go to stdout and to
  * results/vm.csv and results/vm.txt (with --quick to results/vm-quick.*.tmp instead, so smoke
  * runs never overwrite measured numbers).
  *
- *   bench_vm [--quick] [--reps N] [--src DIR] [--results DIR]
+ *   bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +24,9 @@
 
 #ifndef BENCH_SRCDIR
 #define BENCH_SRCDIR "."
+#endif
+#ifndef BENCH_CCDIR
+#define BENCH_CCDIR ""
 #endif
 #ifndef NATIVE_CFLAGS
 #define NATIVE_CFLAGS "?"
@@ -58,6 +63,7 @@ struct kernel {
 struct row {
 	char size[32];
 	double native_ms, alt_ms, eng_ms[ENG_COUNT];
+	double cc_ms[ENG_COUNT];    /* the kernel written in C, through pncc */
 	uint64_t result;
 };
 
@@ -298,6 +304,30 @@ static struct vm_prog *load_kernel(struct vm *vm, const char *dir, const char *n
 	return prog;
 }
 
+/* The segment pncc made of bench/vm/<name>.c, or NULL when there is none in dir. */
+static struct vm_prog *load_cc_kernel(struct vm *vm, const char *dir, const char *name)
+{
+	char path[4096], err[512];
+	void *seg;
+	size_t len;
+	struct vm_prog *prog;
+
+	if (!*dir)
+		return NULL;
+	snprintf(path, sizeof path, "%s/%s.pno", dir, name);
+	if (isa_read_file(path, &seg, &len) != 0) {
+		fprintf(stderr, "bench_vm: %s: %s (no pncc column)\n", path, strerror(errno));
+		return NULL;
+	}
+	int rc = vm_load(vm, seg, len, &prog, err, sizeof err);
+	free(seg);
+	if (rc) {
+		fprintf(stderr, "bench_vm: %s: %s: %s\n", path, vm_strerror(rc), err);
+		exit(1);
+	}
+	return prog;
+}
+
 /* ---- reporting */
 
 static void cpu_model(char *buf, size_t len)
@@ -339,11 +369,17 @@ static void fmt_ratio(char *buf, size_t len, double num, double den)
 static void print_table(FILE *f, const struct row *rows, const char *env)
 {
 	fputs(env, f);
-	fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s  %s\n", "kernel", "size", "native ms",
-	        "interp ms", "interp/n", "jit ms", "jit/n", "interp/jit", "other baseline");
+	fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s  %s\n", "kernel",
+	        "size", "native ms", "interp ms", "interp/n", "jit ms", "jit/n", "interp/jit",
+	        "C interp", "C/pna", "C jit", "C/pna", "other baseline");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
 		char nat[32], in[32], in_r[32], jit[32], jit_r[32], in_jit[32], alt[128] = "";
+		char cin[32], cin_r[32], cjit[32], cjit_r[32];
+		fmt_ms(cin, sizeof cin, r->cc_ms[ENG_INTERP]);
+		fmt_ratio(cin_r, sizeof cin_r, r->cc_ms[ENG_INTERP], r->eng_ms[ENG_INTERP]);
+		fmt_ms(cjit, sizeof cjit, r->cc_ms[ENG_JIT]);
+		fmt_ratio(cjit_r, sizeof cjit_r, r->cc_ms[ENG_JIT], r->eng_ms[ENG_JIT]);
 		fmt_ms(nat, sizeof nat, r->native_ms);
 		fmt_ms(in, sizeof in, r->eng_ms[ENG_INTERP]);
 		fmt_ratio(in_r, sizeof in_r, r->eng_ms[ENG_INTERP], r->native_ms);
@@ -358,8 +394,9 @@ static void print_table(FILE *f, const struct row *rows, const char *env)
 			snprintf(alt, sizeof alt, "%s %s ms, interp/%s %s, jit/%s %s", kernels[k].alt_name,
 			         ms, kernels[k].alt_name, ratio, kernels[k].alt_name, jratio);
 		}
-		fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s  %s\n", kernels[k].name, r->size,
-		        nat, in, in_r, jit, jit_r, in_jit, alt);
+		fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s  %s\n",
+		        kernels[k].name, r->size, nat, in, in_r, jit, jit_r, in_jit, cin, cin_r, cjit,
+		        cjit_r, alt);
 	}
 }
 
@@ -384,7 +421,8 @@ static int write_csv(const char *path, const struct row *rows)
 	if (!f)
 		return -1;
 	fprintf(f, "kernel,size,native_ms,interp_ms,jit_ms,interp_over_native,jit_over_native,"
-	        "alt_baseline,alt_ms,interp_over_alt,interp_over_jit,jit_over_alt\n");
+	        "alt_baseline,alt_ms,interp_over_alt,interp_over_jit,jit_over_alt,"
+	        "cc_interp_ms,cc_jit_ms,cc_interp_over_interp,cc_jit_over_jit\n");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
 		fprintf(f, "%s,%s,", kernels[k].name, r->size);
@@ -397,7 +435,11 @@ static int write_csv(const char *path, const struct row *rows)
 		csv_ms(f, kernels[k].alt ? r->alt_ms : -1);
 		csv_ratio(f, r->eng_ms[ENG_INTERP], kernels[k].alt ? r->alt_ms : -1, 0);
 		csv_ratio(f, r->eng_ms[ENG_INTERP], r->eng_ms[ENG_JIT], 0);
-		csv_ratio(f, r->eng_ms[ENG_JIT], kernels[k].alt ? r->alt_ms : -1, 1);
+		csv_ratio(f, r->eng_ms[ENG_JIT], kernels[k].alt ? r->alt_ms : -1, 0);
+		csv_ms(f, r->cc_ms[ENG_INTERP]);
+		csv_ms(f, r->cc_ms[ENG_JIT]);
+		csv_ratio(f, r->cc_ms[ENG_INTERP], r->eng_ms[ENG_INTERP], 0);
+		csv_ratio(f, r->cc_ms[ENG_JIT], r->eng_ms[ENG_JIT], 1);
 	}
 	return fclose(f);
 }
@@ -414,18 +456,20 @@ static int write_text(const char *path, const struct row *rows, const char *env)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_vm [--quick] [--reps N] [--src DIR] [--results DIR]\n"
+	fprintf(stderr, "usage: bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR]\n"
 	        "  --quick        small sizes, for a smoke test (writes results/*.tmp)\n"
 	        "  --reps N       runs per measurement, the best is kept (default 5)\n"
 	        "  --src DIR      where the kernels' .pna files are (default %s)\n"
+	        "  --cc DIR       where pncc's segments of the kernels' .c files are (default %s;\n"
+	        "                 '' for no C columns)\n"
 	        "  --results DIR  where vm.csv and vm.txt go (default SRC/results; '' for none)\n",
-	        BENCH_SRCDIR);
+	        BENCH_SRCDIR, BENCH_CCDIR);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *src = BENCH_SRCDIR, *results = NULL;
+	const char *src = BENCH_SRCDIR, *results = NULL, *ccdir = BENCH_CCDIR;
 	int quick = 0, reps = 5;
 	struct data d = { 0 };
 	struct row rows[N_KERNELS];
@@ -437,6 +481,8 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--src") == 0 && i + 1 < argc)
 			src = argv[++i];
+		else if (strcmp(argv[i], "--cc") == 0 && i + 1 < argc)
+			ccdir = argv[++i];
 		else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc)
 			results = argv[++i];
 		else
@@ -480,9 +526,11 @@ int main(int argc, char **argv)
 		/* The native result is the reference every other run is checked against. */
 		r->result = kn->native(&d);
 		struct vm_prog *prog = load_kernel(vm, src, kn->name);
+		struct vm_prog *cc = load_cc_kernel(vm, ccdir, kn->name);
 		int entry = vm_prog_entry(prog, kn->name, &entry_args);
-		if (entry < 0 || entry_args != n_args) {
-			fprintf(stderr, "bench_vm: %s.pna: needs an export '%s' taking %u argument(s)\n",
+		int cc_entry = cc ? vm_prog_entry(cc, kn->name, &entry_args) : 0;
+		if (entry < 0 || cc_entry < 0 || entry_args != n_args) {
+			fprintf(stderr, "bench_vm: %s: needs an export '%s' taking %u argument(s)\n",
 			        kn->name, kn->name, n_args);
 			return 1;
 		}
@@ -491,7 +539,7 @@ int main(int argc, char **argv)
 		 * interleaving exposes every contender to the same drift. */
 		r->native_ms = r->alt_ms = -1;
 		for (int e = 0; e < ENG_COUNT; e++)
-			r->eng_ms[e] = -1;
+			r->eng_ms[e] = r->cc_ms[e] = -1;
 		for (int rep = 0; rep < reps; rep++) {
 			keep_best(&r->native_ms, time_native(kn->name, "native", kn->native, &d,
 			                                     r->result));
@@ -503,13 +551,19 @@ int main(int argc, char **argv)
 				                    r->result);
 				if (ms >= 0)
 					keep_best(&r->eng_ms[e], ms);
+				ms = cc ? time_vm(kn->name, e, cc, (unsigned)cc_entry, args, n_args, r->result)
+				        : -1;
+				if (ms >= 0)
+					keep_best(&r->cc_ms[e], ms);
 			}
 		}
+		vm_prog_free(cc);
 		vm_prog_free(prog);
 		if (vm_prog_jit_error(prog))
 			fprintf(stderr, "%s: no JIT column: %s\n", kn->name, vm_prog_jit_error(prog));
-		fprintf(stderr, "%s: result %" PRIu64 ", native %.2f ms, interp %.2f ms, jit %.2f ms\n",
-		        kn->name, r->result, r->native_ms, r->eng_ms[ENG_INTERP], r->eng_ms[ENG_JIT]);
+		fprintf(stderr, "%s: result %" PRIu64 ", native %.2f ms, interp %.2f ms, jit %.2f ms, "
+		        "C (pncc) interp %.2f ms, jit %.2f ms\n", kn->name, r->result, r->native_ms,
+		        r->eng_ms[ENG_INTERP], r->eng_ms[ENG_JIT], r->cc_ms[ENG_INTERP], r->cc_ms[ENG_JIT]);
 	}
 
 	print_table(stdout, rows, env);

@@ -4,7 +4,7 @@
 #   BUILD=build sh tests/fuzz/seeds.sh [--cases]     (needs $BUILD/pnasm: run `make` first)
 #
 # Rewrites tests/fuzz/seeds/fuzz_asm/ and seeds/fuzz_segment/, seeds/fuzz_jit/ (committed) from
-# examples/*.pna, bench/vm/*.pna and tests/fuzz/*.pna: the text with its comment-only lines
+# examples/*.pna, bench/vm/*.pna and tests/fuzz/*.pna (and seeds/fuzz_cc/ from the *.c there): the text with its comment-only lines
 # dropped (the fuzz loop's -max_len 4096 would cut longer files) and the segment pnasm makes
 # of it.  With --cases it also adds the "-- asm" sections of tests/cases/**/*.case to the
 # working corpora tests/fuzz/corpus/<target>/, which git ignores: there are many and they
@@ -35,6 +35,16 @@ for f in "$top"/examples/*.pna; do add "$out" "example_$(basename "$f" .pna)" "$
 for f in "$top"/bench/vm/*.pna; do add "$out" "bench_$(basename "$f" .pna)" "$f"; done
 for f in "$top"/tests/fuzz/*.pna; do add "$out" "fuzz_$(basename "$f" .pna)" "$f"; done
 echo "seeds: $(ls "$out/fuzz_asm" | wc -l) text, $(ls "$out/fuzz_segment" | wc -l) segments in $out"
+# fuzz_cc: clang's BPF objects of the C examples and kernels, DWARF stripped (.BTF and
+# .BTF.ext stay) so that they fit the fuzz loop's -max_len
+rm -rf "$out/fuzz_cc"
+mkdir -p "$out/fuzz_cc"
+for f in $(grep -l 'activerdma/ar.h' "$top"/examples/*.c "$top"/bench/vm/*.c); do
+	case $f in */examples/*) name=example_$(basename "$f" .c) ;; *) name=bench_$(basename "$f" .c) ;; esac
+	clang -O2 -g -target bpf -mcpu=v3 -I"$top/cc" -I"$top/isa" -c "$f" -o "$tmp/obj.o"
+	llvm-strip -g -o "$out/fuzz_cc/$name.o" "$tmp/obj.o"
+done
+echo "seeds: $(ls "$out/fuzz_cc" | wc -l) objects in $out/fuzz_cc"
 
 [ "${1:-}" = --cases ] || exit 0
 out=$top/tests/fuzz/corpus
