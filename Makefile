@@ -186,7 +186,7 @@ check-asan:
 # compiler and libraries, not the host's objects (libpn needs libcrypto's headers there too:
 # libssl-dev and libelf-dev, which every program links, are added to the guest's packages).
 RDMA_VM_RUN     ?= ../shared/tools/rdma-vm/run.sh
-RDMA_VM_TIMEOUT ?= 1200
+RDMA_VM_TIMEOUT ?= 2700
 RDMA_TESTS := $(BUILD)/tests/rdma/test_pn $(BUILD)/tests/rdma/test_rdma $(BUILD)/tests/rdma/test_arfd_rdma
 $(BUILD)/tests/rdma/test_pn: $(call obj,tests/unit/test_pn.c) $(LIBS)
 $(BUILD)/tests/rdma/test_rdma: $(call obj,tests/rdma/test_rdma.c) $(LIBS)
