@@ -20,6 +20,10 @@
  * files as well. */
 static int fmt_any_output;
 
+/* -T: numbers are right-aligned to the digits of the file's size, plus one with -n (19 when
+ * the size is unknown: a pipe), as grep 3.8 does; set per file by grep_set_file_size. */
+static int fmt_num_width;
+
 static int wrap(struct ast *t, int root, int a1, int a2)
 {
 	int x = ast_new(t, N_ASSERT), y = ast_new(t, N_ASSERT);
@@ -158,6 +162,20 @@ void grep_free(struct grep *g)
 	free(g);
 }
 
+void grep_set_with_filename(struct grep *g, int on)
+{
+	g->o.with_filename = on;
+}
+
+void grep_set_file_size(struct grep *g, int64_t size)
+{
+	uint64_t bound = size < 0 || size == INT64_MAX ? INT64_MAX
+	               : (uint64_t)size + (g->o.line_number != 0);
+	fmt_num_width = 1;
+	for (; bound >= 10; bound /= 10)
+		fmt_num_width++;
+}
+
 const uint8_t *grep_segment(const struct grep *g, size_t *len)
 {
 	*len = g->seg_len;
@@ -246,7 +264,8 @@ static void put_sep(FILE *f, const struct grep *g, char c)
 static void put_num(FILE *f, const struct grep *g, uint64_t v, char sep)
 {
 	char buf[24];
-	int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+	int n = snprintf(buf, sizeof buf, "%*llu", g->o.initial_tab ? fmt_num_width : 0,
+	                 (unsigned long long)v);
 	sgr(f, g, "32", buf, (size_t)n);
 	put_sep(f, g, sep);
 }
@@ -277,6 +296,9 @@ static void put_prefix(struct fmt *x, uint64_t lineno, uint64_t off, char sep)
 		put_num(x->f, x->g, lineno, sep);
 	if (o->byte_offset)
 		put_num(x->f, x->g, off, sep);
+	/* -T: the line starts at a tab stop after a prefix (grep pads no numbers) */
+	if (o->initial_tab && (o->with_filename || o->line_number || o->byte_offset))
+		fputc('\t', x->f);
 }
 
 /* Print one line as grep does; context says it is a context line ('-'). */
@@ -532,4 +554,21 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 		fprintf(err_f, "%s: %s: binary file matches\n", prog, name);
 	}
 	return 0;
+}
+
+int64_t grep_selected_end(struct grep *g, const uint8_t *p, size_t len, int64_t n)
+{
+	int eol = g->o.null_data ? '\0' : '\n';
+	int64_t selected = 0;
+	for (size_t at = 0; at < len && n > 0;) {
+		const uint8_t *z = memchr(p + at, eol, len - at);
+		size_t line_len = z ? (size_t)(z - (p + at)) : len - at;
+		int m = line_matches(g, p + at, line_len);
+		if (m < 0)
+			return -1;
+		at += line_len + (z != NULL);
+		if ((m == 1) != !!g->o.invert && ++selected == n)
+			return (int64_t)at;
+	}
+	return -1;
 }
