@@ -163,6 +163,13 @@ rcheck() {
 	fi
 }
 rcheck -r needle
+# --exclude-dir drops trailing slashes; names join with one slash
+rcheck -r --exclude-dir=skip/ -l needle
+rcheck -r --exclude-dir='deep*//' -c needle
+rdir=sub// rcheck -r -n needle
+rcheck -r -L -m0 needle
+rcheck -r -L -f /dev/null
+rcheck -r -c -f /dev/null
 rcheck -r -n --include='*.txt' needle
 rcheck -r --exclude='*.c' -c needle
 rcheck -r --exclude-dir=skip -l needle
@@ -198,7 +205,41 @@ for o in -c -L -l -q "-c -H" -n; do
 	# shellcheck disable=SC2086
 	check $o needle
 done
+# -m 0 or no pattern (without -v): grep exits 1 reading nothing; with -L it names each file
+# it finds (errors as usual)
+for o in "" -v -c -vc -L -vL -l -q -o -x -vx "-L -s" "-c -H"; do
+	# shellcheck disable=SC2086
+	{ check $o -f /dev/null; check $o -m0 needle; }
+done
+files="sub words nosuch" remote="$ep:/sub $ep:/words $ep:/nosuch"
+check -L -m0 needle
+check -L -f /dev/null
+check -c -f /dev/null
+# -r with one file operand does not name it
+files=words remote=$ep:/words
+for o in -r "-r -c" "-r -n -m2" "-rH" "-r -L"; do
+	# shellcheck disable=SC2086
+	check $o needle
+done
 files=$saved_files remote=$saved_remote
+# a range may not start where one ended; pattern errors name -f FILE:LINE, every one
+check -e '[a-c-e]'
+check -e '[a-c-]'
+printf 'ok\nbad(\n' >"$tmp/pbad"
+check -E -f "$tmp/pbad"
+check -E -e 'a(' -f "$tmp/pbad"
+check -E -e '*a' -e 'b('
+# -T: a tab after the prefix, numbers aligned to the width of the file's size
+check -T -n needle
+check -T -H -b -e foo
+check -T -c needle
+# a write error is an error
+timeout 60 "$BUILD/arf" grep needle "$ep:/frag_many" >/dev/full 2>"$tmp/e"
+if [ $? -eq 2 ] && [ "$(cat "$tmp/e")" = "grep: write error: No space left on device" ]; then
+	pass=$((pass + 1))
+else
+	fail_msg "arf grep >/dev/full: $(cat "$tmp/e")"
+fi
 "$BUILD/arf" grep needle "$ep:/sub" >/dev/null 2>"$tmp/e"
 if [ $? -eq 2 ] && [ "$(sed "s#$ep:/##" "$tmp/e")" = "grep: sub: Is a directory" ]; then
 	pass=$((pass + 1))
