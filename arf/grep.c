@@ -803,6 +803,11 @@ int arf_cmd_grep(int argc, char **argv)
 	}
 	if (rc != 0)
 		goto out;
+	if (!explain && grep_args_select_none(&st.a) && !grep_args_lists_files(&st.a)) {
+		status = 1;       /* grep -m 0, or no pattern without -v: nothing is read, the
+		                   * patterns are not even compiled */
+		goto out;
+	}
 	/* --label names standard input, which arf grep does not read */
 	o->no_walk_back = 1;
 	st.local = local != NULL;
@@ -821,13 +826,7 @@ int arf_cmd_grep(int argc, char **argv)
 			status = 0;
 		goto out;
 	}
-	if (grep_args_select_none(&st.a)) {
-		if (!o->list_nomatch) {
-			status = 1;   /* grep -m 0, or no pattern without -v: nothing is read */
-			goto out;
-		}
-		st.no_read = 1;   /* -L names every file it can find */
-	}
+	st.no_read = grep_args_select_none(&st.a);   /* -L names every file it can find */
 	if (files->n == 0 && !st.a.recursive) {
 		fprintf(stderr, "%s: no FILE: arf grep does not read standard input "
 		        "(give ENDPOINT:/path or a path under arf mount)\n", prog);

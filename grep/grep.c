@@ -296,8 +296,13 @@ static void put_prefix(struct fmt *x, uint64_t lineno, uint64_t off, char sep)
 		put_num(x->f, x->g, lineno, sep);
 	if (o->byte_offset)
 		put_num(x->f, x->g, off, sep);
-	/* -T: the line starts at a tab stop after a prefix (grep pads no numbers) */
-	if (o->initial_tab && (o->with_filename || o->line_number || o->byte_offset))
+}
+
+/* -T: the line's text starts at a tab stop after a prefix (an empty line gets no tab) */
+static void put_tab(struct fmt *x, size_t n)
+{
+	const struct grep_opts *o = &x->g->o;
+	if (o->initial_tab && n > 0 && (o->with_filename || o->line_number || o->byte_offset))
 		fputc('\t', x->f);
 }
 
@@ -328,6 +333,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 				continue;
 			}
 			put_prefix(x, lineno, off + s, sep);
+			put_tab(x, e - s);
 			sgr(f, x->g, "01;31", p + s, e - s);
 			fputc(eol, f);
 			from = e;
@@ -335,6 +341,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 		return;
 	}
 	put_prefix(x, lineno, off, sep);
+	put_tab(x, n);
 	if (o->color && matching) {
 		size_t from = 0, done = 0, s, e;
 		while (from <= n && next_match(x->g, p, n, from, &s, &e)) {

@@ -167,10 +167,13 @@ int grep_args_parse(struct grep_args *ga, int argc, char **argv,
                     const struct grep_extra_opt *extra, const char *prog, FILE *err_f);
 void grep_args_free(struct grep_args *ga);
 
-/* Whether grep would select no line of any file: -m 0, or no pattern at all (-f /dev/null)
- * without -v.  grep then exits with status 1 at once, reading nothing, unless -L asks for
+/* Whether grep would select no line of any file: -m 0, no pattern at all (-f /dev/null)
+ * without -v, or only the empty pattern with -v (and neither -x nor -w).  grep then exits with status 1 at once, reading nothing, unless -L asks for
  * the files without a selected line: it opens each (errors as usual) and names it. */
 int grep_args_select_none(const struct grep_args *ga);
+/* Whether -L lists files here: not under -q, nor when standard output is /dev/null (grep
+ * then behaves as if -L were not given: -m 0 exits at once). */
+int grep_args_lists_files(const struct grep_args *ga);
 
 /* --include, --exclude, --exclude-dir: whether a file (a directory) is searched, as grep
  * decides.  cmdline 0, a name met while recursing: its globs are matched against its last

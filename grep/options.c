@@ -11,6 +11,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "asm.h"
@@ -524,6 +525,8 @@ int grep_args_parse(struct grep_args *ga, int argc, char **argv,
 		memmove(f->len, f->len + 1, (f->n - 1) * sizeof *f->len);
 		f->n--;
 	}
+	if (ga->o.list || ga->o.list_nomatch)
+		ga->o.count = 0;          /* -l and -L win over -c, in either order */
 	if (ga->o.with_filename < 0) {
 		/* -r names the files it finds in a directory, not a lone file operand's lines */
 		ga->o.with_filename = ga->files.n > 1 || (ga->recursive && ga->files.n == 0);
@@ -542,9 +545,28 @@ void grep_args_free(struct grep_args *ga)
 	ga->pat_src = NULL;
 }
 
+int grep_args_lists_files(const struct grep_args *ga)
+{
+	/* grep forgets -L under -q, and when its output is /dev/null */
+	struct stat out, null;
+	if (!ga->o.list_nomatch || ga->o.quiet)
+		return 0;
+	return !(fstat(1, &out) == 0 && S_ISCHR(out.st_mode) && stat("/dev/null", &null) == 0 &&
+	         out.st_rdev == null.st_rdev);
+}
+
 int grep_args_select_none(const struct grep_args *ga)
 {
-	return ga->o.max_count == 0 || (ga->pats.n == 0 && !ga->o.invert);
+	const struct grep_opts *o = &ga->o;
+	if (o->max_count == 0 || (ga->pats.n == 0 && !o->invert))
+		return 1;
+	/* -v of the empty pattern alone (every line matches it), unless -x or -w narrow it */
+	if (!o->invert || o->line || o->word || ga->pats.n == 0)
+		return 0;
+	for (size_t i = 0; i < ga->pats.n; i++)
+		if (ga->pats.len[i] != 0)
+			return 0;
+	return 1;
 }
 
 /* Whether glob matches name as grep matches --include & co: a name met while recursing by

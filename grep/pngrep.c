@@ -453,6 +453,11 @@ int main(int argc, char **argv)
 		st.engine = !strcmp(engine, "interp") ? VM_ENGINE_INTERP :
 		            !strcmp(engine, "jit") ? VM_ENGINE_JIT : VM_ENGINE_AUTO;
 
+	if (!explain && grep_args_select_none(&st.a) && !grep_args_lists_files(&st.a)) {
+		grep_args_free(&st.a);
+		return 1;         /* grep -m 0, or no pattern without -v: nothing is read, the
+		                   * patterns are not even compiled */
+	}
 	if (grep_args_compile(&st.a, prog, stderr, &st.g) != 0) {
 		grep_args_free(&st.a);
 		return 2;
@@ -463,13 +468,7 @@ int main(int argc, char **argv)
 		rc = grep_explain(st.g, seg, seg_len, NULL, prog, stdout, stderr) == 0 ? 0 : 2;
 		goto out;
 	}
-	if (grep_args_select_none(&st.a)) {
-		if (!o->list_nomatch) {
-			rc = 1;       /* grep -m 0, or no pattern without -v: nothing is read */
-			goto out;
-		}
-		st.no_read = 1;   /* -L names every file it can open */
-	}
+	st.no_read = grep_args_select_none(&st.a);   /* -L names every file it can open */
 	st.out_reg = fstat(1, &st.out_sb) == 0 && S_ISREG(st.out_sb.st_mode);
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);

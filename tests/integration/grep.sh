@@ -231,6 +231,48 @@ for args in "-R x a" "-R zzz a" "-R -s x a" "-R -c x a/b" "-R x a/b/up" "-r x a"
 	  compare $args; }
 done
 
+# found by tests/grep/random.sh: a repetition after a leading anchor or assertion (ERE: a
+# warning, then dropped after a word assertion, applied to a line anchor; BRE: '*' literal);
+# after a leading {...} no more warnings; -l/-L win over -c; -m 0 compiles nothing (no
+# error for a bad pattern) unless -L; -T puts no tab before an empty line
+printf 'ba\n\nb\na*b\nab\n-\n' >"$tmp/t/anch"
+# (not after a word assertion in an ERE: "\<*a" gives grep 3.8 different answers on different
+# files, as its DFA or its regex decides; docs/grep.md)
+for p in '^*a' '$?a' '(^*a)' '\`*a' "\\'*a" '*a' '{1}*a' '{1}{,2}-' '**a' '*{1}a' '{1}+a' \
+         '^+' 'a$*'; do
+	check -E -c -e "$p" anch
+done
+for p in '\<*' 'a\B*b' '^*b' 'a$*' '\(^*b\)' 'a\|*b'; do
+	check -c -e "$p" anch
+done
+for args in "-c -l a" "-l -c a" "-c -L a" "-L -c zz" "-c -L -v a"; do
+	# shellcheck disable=SC2086
+	check $args anch n
+done
+check -m0 -e 'a\(' anch
+check -E -m0 -e '[a-c-e]' anch
+check -E -L -m0 -e 'a(' anch
+check -T -n -e '' anch
+check -T -b -A1 -e a anch
+# -v of the empty pattern alone selects nothing: exit 1 at once (not with -x, -w or another
+# pattern); -q, or an output that is /dev/null, makes grep forget -L there
+for args in "-v -e '' nosuch" "-v -e '' -e '' nosuch" "-vc -e '' anch" "-vL -e '' anch" \
+            "-vx -e '' nosuch" "-vw -e '' nosuch" "-v -e '' -e a nosuch" "-F -v -e '' nosuch" \
+            "-q -L -m0 -E -e a( anch" "-L -q -m0 -e '[a-c-e]' anch"; do
+	check_sh "grep $args"
+done
+check_sh 'grep -L -m0 -E "a(" anch >/dev/null'
+check_sh 'grep -L -m0 -E "a(" anch nosuch >/dev/null'
+# an operator on nothing or on an assertion right before a group's ")" is an error (not an
+# interval); after a leading anchor ERE stays at the start; in a BRE "^^" is "^" then '^'
+for p in '(?)' '(a$*)' '(^?)' '(*)' '(a|*)' '(^*)' '($*)' '(\<*)' '(a|^*)' '(a\B*)' '(^*a)' \
+         '(^*|a)' '(a$*b)' '({1})' '(a|{1}*)' '(*{1})' '(${2})' '(^{,2})*' '^*$*'; do
+	check -E -c -e "$p" anch
+done
+for p in '^^' '\(^^a\)' '\<^' '^\<*'; do
+	check -c -e "$p" anch
+done
+
 echo "grep.sh: command line: $pass passed, $fail failed"
 opt_pass=$pass
 opt_fail=$fail
