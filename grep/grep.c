@@ -220,11 +220,135 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 	return nfa_line_matches(&g->nfa, p, n);
 }
 
+enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED };
+
+/* Is node x of t one string (a chain of one-byte sets; with icase a letter may stand for
+ * both its cases)?  Its bytes (letters lower case when folded) into buf; the length, or -1.
+ * Iterative: a CAT chain is as deep as the string is long. */
+static long fixed_string(const struct ast *t, int x, int icase, uint8_t *buf, size_t cap)
+{
+	int stack[2 * 256 + 8];
+	size_t sp = 0, len = 0;
+	stack[sp++] = x;
+	while (sp > 0) {
+		const struct node *nd = &t->n[stack[--sp]];
+		if (nd->kind == N_CAT) {
+			if (sp + 2 > sizeof stack / sizeof stack[0])
+				return -1;
+			stack[sp++] = nd->b;
+			stack[sp++] = nd->a;
+			continue;
+		}
+		if (nd->kind != N_SET || len == cap)
+			return -1;
+		int bits = 0, c = -1;
+		for (int i = 0; i < 256; i++)
+			if (set_has(nd->set, (unsigned)i)) {
+				bits++;
+				if (c < 0)
+					c = i;
+			}
+		if (bits == 2 && icase && c >= 'A' && c <= 'Z' && set_has(nd->set, (unsigned)c + 32))
+			c += 32;
+		else if (bits != 1)
+			return -1;
+		buf[len++] = (uint8_t)c;
+	}
+	return (long)len;
+}
+
+static int is_assert(const struct ast *t, int x, int kind)
+{
+	return t->n[x].kind == N_ASSERT && t->n[x].akind == kind;
+}
+
+/* How -o and colour find spans: once per compile (see struct grep's span_kind). */
+static void span_setup(struct grep *g)
+{
+	const struct ast *t = &g->ast;
+	int x = t->root;
+	g->span_kind = SPAN_NFA;
+	if (g->ast.has_backref || !g->nfa.s)
+		return;
+	/* -w and -x wrap the pattern: CAT(assert, CAT(pattern, assert)) */
+	const struct node *r = &t->n[x];
+	if (r->kind == N_CAT && t->n[r->b].kind == N_CAT) {
+		int a1 = r->a, in = t->n[r->b].a, a2 = t->n[r->b].b;
+		if (is_assert(t, a1, A_NPREVW) && is_assert(t, a2, A_NNEXTW)) {
+			g->span_word = 1;
+			x = in;
+		} else if (is_assert(t, a1, A_BOL) && is_assert(t, a2, A_EOL) && g->o.line) {
+			g->span_line = 1;
+			x = in;
+		}
+	}
+	long len = fixed_string(t, x, g->o.icase, g->span_lit, sizeof g->span_lit);
+	if (len > 0) {
+		g->span_len = (size_t)len;
+		g->span_kind = SPAN_FIXED;
+		return;
+	}
+	g->span_word = g->span_line = 0;
+	g->span_len = must_literal(t, g->o.icase, g->span_lit, sizeof g->span_lit);
+	if (g->span_len > 0)
+		g->span_kind = SPAN_LITERAL;
+}
+
+static int fold(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* The first occurrence of g's span_lit in p[from..n) (ASCII letters folded with -i), or -1. */
+static long find_lit(const struct grep *g, const uint8_t *p, size_t n, size_t from)
+{
+	size_t m = g->span_len;
+	if (n < m || from > n - m)
+		return -1;
+	if (!g->o.icase) {
+		const uint8_t *q = memmem(p + from, n - from, g->span_lit, m);
+		return q ? q - p : -1;
+	}
+	for (size_t i = from; i + m <= n; i++) {
+		size_t k = 0;
+		while (k < m && fold(p[i + k]) == g->span_lit[k])
+			k++;
+		if (k == m)
+			return (long)i;
+	}
+	return -1;
+}
+
+static int word_byte(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
 /* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */
 static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
                       size_t *e)
 {
 	if (g->match_none || g->gave_up)
+		return 0;
+	if (g->span_kind == SPAN_UNKNOWN)
+		span_setup(g);
+	if (g->span_kind == SPAN_FIXED) {
+		/* one string: its occurrences, the first that -w or -x allows */
+		for (long q; (q = find_lit(g, p, n, from)) >= 0; from = (size_t)q + 1) {
+			size_t end = (size_t)q + g->span_len;
+			if (g->span_word && ((q > 0 && word_byte(p[q - 1])) || (end < n && word_byte(p[end]))))
+				continue;
+			if (g->span_line && (q != 0 || end != n))
+				return 0;
+			*s = (size_t)q;
+			*e = end;
+			return 1;
+		}
+		return 0;
+	}
+	/* every match contains the literal: none after from, no match there */
+	if (g->span_kind == SPAN_LITERAL && find_lit(g, p, n, from) < 0)
 		return 0;
 	if (!g->ast.has_backref && g->nfa.s)
 		return nfa_leftmost_longest(&g->nfa, p, n, from, s, e);

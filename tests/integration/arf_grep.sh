@@ -233,6 +233,12 @@ check -E -e '*a' -e 'b('
 check -T -n needle
 check -T -H -b -e foo
 check -T -c needle
+# -c -v counts the lines between the literal's occurrences (holes, extents, straddling
+# lines, a last line without a terminator, -z)
+for o in "-c -v" "-c -v -i" "-c -v -a" "-c -v -z" "-c -v -w" "-c -v -x" "-c -v -H"; do
+	# shellcheck disable=SC2086
+	{ check $o needle; check $o -e 'abc'; check $o -e 'x'; }
+done
 # a write error is an error
 timeout 60 "$BUILD/arf" grep needle "$ep:/frag_many" >/dev/full 2>"$tmp/e"
 if [ $? -eq 2 ] && [ "$(cat "$tmp/e")" = "grep: write error: No space left on device" ]; then

@@ -272,6 +272,14 @@ done
 for p in '^^' '\(^^a\)' '\<^' '^\<*'; do
 	check -c -e "$p" anch
 done
+# -o and colour spans of one fixed string are its occurrences (the first that -w or -x
+# allows); other patterns skip lines whose rest lacks their literal
+printf 'foofoo foo_ foo\nFOO fOo x\nfoo\nafoo foob\na.b a.b\nab*c abbc\n' >"$tmp/t/spans"
+for args in "-o foo" "-ow foo" "-ox foo" "-oi foo" "-owi FOO" "-ob -w foo" "-oF a.b" \
+            "-o a.b" "-oF ab*c" "-o ab*c" "-o -e foo -e x" "--color=always -w foo" \
+            "--color=always -i foo" "-on foo.*" "-ow 'fo*'" "-oc foo" "-o -E (foo)"; do
+	check_sh "grep $args spans"
+done
 
 echo "grep.sh: command line: $pass passed, $fail failed"
 opt_pass=$pass
