@@ -19,11 +19,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 seed=1
 count=300
 verbose=
+print_cases=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seed) seed=$2; shift ;;
 	--count) count=$2; shift ;;
 	--verbose) verbose=1 ;;
+	--print-cases) print_cases=1 ;;   # only write the cases, one a line (arf_grep.sh)
 	*) echo "random.sh: $1: unknown option" >&2; exit 2 ;;
 	esac
 	shift
@@ -127,6 +129,10 @@ BEGIN {
 		print substr(line, 2)
 	}
 }' >"$tmp/cases" || exit 1
+if [ -n "$print_cases" ]; then
+	cat "$tmp/cases"
+	exit 0
+fi
 
 echo "random.sh: seed $seed, $count cases"
 errors='\(Unmatched ( or \\(\|Unmatched ) or \\)\|Unmatched \[.*\|Invalid back reference\|Invalid range end\|Invalid content of \\{\\}\|Unmatched \\{\|Invalid regular expression\|Invalid preceding regular expression\|Trailing backslash\|Invalid character class name\|Invalid collation character\|Regular expression too big\)'
