@@ -4,7 +4,8 @@
 #   make check-asan the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-rdma Paradis-Net over rdma: (tests/rdma) where there is an RDMA device, else in
 #                   the rdma-vm guest (RDMA_VM_RUN); docs/rdma.md
-#   make fuzz       libFuzzer targets (clang), each run for FUZZ_SECONDS
+#   make fuzz       libFuzzer targets (clang), each run for FUZZ_SECONDS, and the random
+#                   differential test of pngrep against GNU grep (a new seed each run)
 #   make bench      VM benchmarks against gcc -O2 (bench/vm)
 #   make bench-fs   ARF's mount against sshfs over veth between namespaces (root; bench/fs,
 #                   BENCH_FS_ARGS=--quick for the small one)
@@ -66,7 +67,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
-.PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build bench bench-quick bench-fs bench-rdma docs install clean examples
+.PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build fuzz-grep-random bench bench-quick bench-fs bench-rdma docs install clean examples
 
 all: $(LIBS) $(PROGS) $(ARF_SEGS) $(CC_EXAMPLES)
 
@@ -216,6 +217,12 @@ build-fuzz/fuzz_cc: tests/fuzz/fuzz_cc.c build-fuzz/libcc.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libcc.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 build-fuzz/fuzz_grep: tests/fuzz/fuzz_grep.c build-fuzz/libgrep.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libgrep.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
+# the random differential test of pngrep against GNU grep, longer than make check's and with
+# a new seed each time (printed: repeat a failure with tests/grep/random.sh --seed N)
+GREP_RANDOM_FUZZ_COUNT ?= 5000
+fuzz: fuzz-build fuzz-grep-random
+fuzz-grep-random: all
+	sh tests/grep/random.sh --seed $$(date +%s) --count $(GREP_RANDOM_FUZZ_COUNT)
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \

@@ -47,8 +47,16 @@ struct state {
 	uint8_t seg_id[AR_ID_LEN];     /* hashed once: every file is a run of the same segment */
 	int local;
 	int errors, any_match;
+	int no_read;                   /* nothing can be selected and -L names the files: look
+	                                * them up, scan nothing */
 	struct conn *conns;
 	uint64_t scan_max;
+	/* standard output when it is a regular file under an arf mount: its endpoint and path
+	 * there (grep refuses to print a file's lines into it), its inode once looked up */
+	char *out_endpoint;
+	const char *out_path;
+	char *out_abs;
+	int64_t out_ino;               /* 0: not looked up yet; < 0: none */
 };
 
 static void die(const char *fmt, const char *arg)
@@ -64,6 +72,16 @@ static void file_error(struct state *st, const char *name, int err)
 	st->errors = 1;
 	if (!st->a.no_messages)
 		fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(err));
+}
+
+/* grep stops at a failed write: "write error: No space left on device", status 2.  After
+ * each file (errno is still the failed write's) and, flushing, at the end. */
+static void check_output(int flush)
+{
+	if (ferror(stdout) || (flush && fflush(stdout) != 0)) {
+		int err = errno;
+		die("write error: %s", strerror(err));
+	}
 }
 
 /* A failure that is not the file's (transport, trap): always reported. */
@@ -195,14 +213,26 @@ static void batch_end(struct conn *k, struct batch *b)
 
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
  * its first run's result, from a batch (or NULL). */
+static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
+
 static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
                      const struct first_part *first)
 {
 	struct grep_arf_state s = { .bin = -1, .row = -1 };
+	const struct grep_opts *o = &st->a.o;
 	int exact = grep_is_exact(st->g);
 	uint8_t *acc = NULL;
 	size_t acc_len = 0, acc_cap = 0;
 	int64_t last_end = -1;
+	if (st->no_read)
+		goto end;
+	if (is_output(st, k, ino, name))
+		return;
+	if (o->initial_tab && (o->line_number || o->byte_offset)) {
+		/* -T aligns numbers to the width of the file's size */
+		struct arf_attr at;
+		grep_set_file_size(st->g, arf_getattr(k->c, ino, &at) == 0 ? (int64_t)at.size : -1);
+	}
 	for (;;) {
 		int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after,
 		                                 s.stop, s.bin, s.row, s.skip, OUT_SOFT,
@@ -284,6 +314,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		if (!t[0])
 			break;
 	}
+end:;
 	struct grep_file_result res;
 	int64_t value = s.count << 2 | (s.noeol ? 2 : 0) | (s.bin > 0);
 	int rc = grep_format_end(st->g, prog, name, value, acc, acc_len, stdout, stderr, &res,
@@ -295,6 +326,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 	free(acc);
 	if (res.matched)
 		st->any_match = 1;
+	check_output(0);
 }
 
 /* A file's turn in grep_tree: its part of batch b (at position pos of the files the batch
@@ -373,13 +405,19 @@ static void walker_free(struct walker *w)
 	free(w);
 }
 
+/* dir/name as fts names it: one slash between them, whatever dir ended with ("d//" gives
+ * "d/x"); "" for dir is the working directory of -r without operands: "x" */
 static char *child_path(const char *dir, const char *name)
 {
-	size_t len = strlen(dir) + strlen(name) + 2;
+	size_t dlen = strlen(dir);
+	while (dlen > 1 && dir[dlen - 1] == '/')
+		dlen--;
+	size_t len = dlen + strlen(name) + 2;
 	char *p = malloc(len);
 	if (!p)
 		die("%s", "memory exhausted");
-	snprintf(p, len, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+	snprintf(p, len, "%.*s%s%s", (int)dlen, dir, !dlen || dir[dlen - 1] == '/' ? "" : "/",
+	         name);
 	return p;
 }
 
@@ -402,6 +440,12 @@ static void queue_add(struct tree *t, uint64_t ino, char *name, int err, char *m
 		t->files_unbatched++;
 }
 
+/* A directory's name in a message: "" (the working directory of -r alone) is "." */
+static const char *shown(const char *dir)
+{
+	return *dir ? dir : ".";
+}
+
 /* One batch of the innermost walk into the queue. */
 static void walk_more(struct tree *t)
 {
@@ -410,7 +454,7 @@ static void walk_more(struct tree *t)
 	int n = arf_walk_next(t->k->c, &w->w, t->ents, WALK_ENTRIES, WALK_SOFT);
 	if (n < 0) {
 		char *msg = strdup(n == -EIO ? arf_client_errmsg(t->k->c) : strerror(-n));
-		queue_add(t, 0, strdup(w->path[0]), -1, msg);
+		queue_add(t, 0, strdup(shown(w->path[0])), -1, msg);
 		w->w.nf = 0;
 	}
 	for (int i = 0; i < n; i++) {
@@ -420,12 +464,12 @@ static void walk_more(struct tree *t)
 		w->skipping = 0;
 		const char *dir = w->path[e->depth];
 		if (!dir) {                /* a depth the walk never entered: not the server's walk */
-			queue_add(t, 0, strdup(w->path[0]), -1, strdup("walk: malformed reply"));
+			queue_add(t, 0, strdup(shown(w->path[0])), -1, strdup("walk: malformed reply"));
 			w->w.nf = 0;
 			break;
 		}
 		if (e->err) {
-			queue_add(t, 0, strdup(dir), e->err, NULL);
+			queue_add(t, 0, strdup(shown(dir)), e->err, NULL);
 			continue;
 		}
 		if (e->type == DT_DIR) {
@@ -463,7 +507,7 @@ static void walk_more(struct tree *t)
 /* The next batch of files from the queue, started; 0 when there are not enough files yet. */
 static int batch_form(struct tree *t)
 {
-	if (t->st->local || t->formed - t->consumed >= BATCHES_AHEAD || !t->files_unbatched ||
+	if (t->st->local || t->st->no_read || t->formed - t->consumed >= BATCHES_AHEAD || !t->files_unbatched ||
 	    (t->walk && t->files_unbatched < BATCH_FILES))
 		return 0;
 	int slot = (int)(t->formed++ % BATCHES_AHEAD);
@@ -557,9 +601,12 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 		return;
 	}
 	if (S_ISDIR(at.mode)) {
-		if (!grep_args_want_dir(&st->a, name, 1))
-			return;       /* an operand too, -r or not */
+		/* an operand too, -r or not; not the "." of -r without operands (name "") */
+		if (*name && !grep_args_want_dir(&st->a, name, 1))
+			return;
 		if (st->a.recursive) {
+			if (st->a.name_if_dir)
+				grep_set_with_filename(st->g, 1);
 			grep_tree(st, k, (uint64_t)ino, name);
 			return;
 		}
@@ -669,6 +716,27 @@ static char *find_mount(const char *abs, const char **inside)
 	return best;
 }
 
+/* grep will not print a file's lines into that file (it would read what it wrote): the
+ * output is a regular file on an arf mount of the same server and the same inode, and the
+ * output can grow with the input (not -q, -l, -L, -c, -m 1): an error for that file. */
+static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name)
+{
+	const struct grep_opts *o = &st->a.o;
+	if (!st->out_endpoint || strcmp(st->out_endpoint, k->endpoint) || o->quiet || o->list ||
+	    o->list_nomatch || o->count || o->max_count == 1)
+		return 0;
+	if (st->out_ino == 0) {
+		int64_t oi = arf_lookup(k->c, 1, st->out_path);
+		st->out_ino = oi > 0 ? oi : -1;
+	}
+	if (st->out_ino != (int64_t)ino)
+		return 0;
+	st->errors = 1;
+	if (!st->a.no_messages)
+		fprintf(stderr, "%s: %s: input file is also the output\n", prog, name);
+	return 1;
+}
+
 static void grep_operand(struct state *st, const char *arg)
 {
 	char *endpoint = NULL, *abs = NULL;
@@ -688,9 +756,11 @@ static void grep_operand(struct state *st, const char *arg)
 		if (!*path)
 			path = "/";
 	}
+	/* "." stands for the working directory of -r without operands: names without "./" */
+	const char *name = st->a.files.n == 0 ? "" : arg;
 	struct conn *k = connect_to(st, endpoint, arg);
 	if (k)
-		grep_path(st, k, path, arg);
+		grep_path(st, k, path, name);
 	free(endpoint);
 	free(abs);
 }
@@ -733,6 +803,11 @@ int arf_cmd_grep(int argc, char **argv)
 	}
 	if (rc != 0)
 		goto out;
+	if (!explain && grep_args_select_none(&st.a) && !grep_args_lists_files(&st.a)) {
+		status = 1;       /* grep -m 0, or no pattern without -v: nothing is read, the
+		                   * patterns are not even compiled */
+		goto out;
+	}
 	/* --label names standard input, which arf grep does not read */
 	o->no_walk_back = 1;
 	st.local = local != NULL;
@@ -751,22 +826,28 @@ int arf_cmd_grep(int argc, char **argv)
 			status = 0;
 		goto out;
 	}
-	if (o->max_count == 0) {
-		status = 1;       /* grep -m 0 reads nothing */
-		goto out;
-	}
-	if (files->n == 0) {
+	st.no_read = grep_args_select_none(&st.a);   /* -L names every file it can find */
+	if (files->n == 0 && !st.a.recursive) {
 		fprintf(stderr, "%s: no FILE: arf grep does not read standard input "
 		        "(give ENDPOINT:/path or a path under arf mount)\n", prog);
 		goto out;
 	}
+	struct stat out_sb;
+	if (fstat(1, &out_sb) == 0 && S_ISREG(out_sb.st_mode) &&
+	    (st.out_abs = realpath("/proc/self/fd/1", NULL)))
+		st.out_endpoint = find_mount(st.out_abs, &st.out_path);
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+	/* -r without operands: the working directory, which must be under an arf mount */
+	if (files->n == 0)
+		grep_operand(&st, ".");
 	for (size_t i = 0; i < files->n && !(o->quiet && st.any_match); i++)
 		grep_operand(&st, files->v[i]);
-	fflush(stdout);
+	check_output(1);
 	status = o->quiet && st.any_match ? 0 : st.errors ? 2 : st.any_match ? 0 : 1;
 out:
+	free(st.out_endpoint);
+	free(st.out_abs);
 	grep_free(st.g);
 	while (st.conns) {
 		struct conn *k = st.conns;

@@ -233,8 +233,9 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 		push(g, -1);
 		asm_label found = label(g);
 		jump(g, OP_JNE, found);
-		/* no candidate left in the window: count its lines for -n, then leave */
-		if (pl->line_number) {
+		/* no candidate left in the window: count its lines for -n, and for -c -v, which
+		 * selects them all (a line without the literal cannot match), then leave */
+		if (pl->line_number || pl->invert) {
 			asm_label cnt = label(g), cnt_done = label(g);
 			bind(g, cnt);
 			get(g, L_P0);
@@ -246,13 +247,25 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 			tee(g, L_T);
 			push(g, -1);
 			jump(g, OP_JEQ, cnt_done);
-			inc(g, L_LINENO, 1);
+			if (pl->line_number)
+				inc(g, L_LINENO, 1);
+			if (pl->invert)
+				inc(g, L_COUNT, 1);
 			get(g, L_T);
 			push(g, 1);
 			op(g, OP_ADD);
 			set(g, L_P0);
 			jump(g, OP_JMP, cnt);
 			bind(g, cnt_done);
+			if (pl->invert) {
+				/* a window ends after a terminator but at the end of the file */
+				asm_label none = label(g);
+				get(g, L_P0);
+				get(g, L_WE);
+				jump(g, OP_JGEU, none);
+				inc(g, L_COUNT, 1);
+				bind(g, none);
+			}
 		}
 		mov(g, L_P0, L_WE);
 		jump(g, OP_JMP, wexit);
@@ -270,7 +283,7 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 		inc(g, L_M, -1);
 		jump(g, OP_JMP, back);
 		bind(g, back_done);
-		if (pl->line_number) {
+		if (pl->line_number || pl->invert) {
 			asm_label cnt = label(g), cnt_done = label(g);
 			bind(g, cnt);
 			get(g, L_P0);
@@ -282,7 +295,10 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 			tee(g, L_T);
 			push(g, -1);
 			jump(g, OP_JEQ, cnt_done);
-			inc(g, L_LINENO, 1);
+			if (pl->line_number)
+				inc(g, L_LINENO, 1);
+			if (pl->invert)
+				inc(g, L_COUNT, 1);
 			get(g, L_T);
 			push(g, 1);
 			op(g, OP_ADD);
@@ -1290,7 +1306,9 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 			snprintf(err, errlen, "no binary-file table");
 			return -1;
 		}
-		if (pl.invert)
+		/* every line without the literal is selected: -c without -m counts the lines
+		 * between the literal's occurrences; else each line runs the DFA */
+		if (pl.invert && !(pl.count_only && pl.max < 0 && !pl.stop_first))
 			pl.lit = 0;
 		if (o->before > 0) {
 			snprintf(err, errlen, "-B needs the exact path (grep_opts.no_walk_back)");

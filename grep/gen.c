@@ -337,7 +337,7 @@ static void gen_main(struct gen *g, const struct plan *pl)
 	get(g, L_END);
 	jump(g, OP_JGEU, done);
 	if (pl->lit) {
-		asm_label back = label(g), back_done = label(g);
+		asm_label back = label(g), back_done = label(g), rest = label(g);
 		if (pl->after > 0) {
 			get(g, L_AFTER);
 			jump(g, OP_JNZ, noskip);
@@ -356,7 +356,8 @@ static void gen_main(struct gen *g, const struct plan *pl)
 		}
 		tee(g, L_M);
 		push(g, -1);
-		jump(g, OP_JEQ, done);
+		/* -c -v: the lines after the last occurrence are all selected: count them */
+		jump(g, OP_JEQ, pl->invert ? rest : done);
 		bind(g, back);                  /* back to the start of the candidate's line */
 		get(g, L_M);
 		get(g, L_POS);
@@ -370,7 +371,9 @@ static void gen_main(struct gen *g, const struct plan *pl)
 		asm_linc(B, L_M, -1);
 		jump(g, OP_JMP, back);
 		bind(g, back_done);
-		if (pl->line_number) {           /* count the lines skipped */
+		if (pl->line_number || pl->invert) {
+			/* count the lines skipped: for -n, and for -c -v, which selects them all
+			 * (a line without the literal cannot match) */
 			asm_label cnt = label(g), cnt_done = label(g);
 			bind(g, cnt);
 			get(g, L_POS);
@@ -382,7 +385,10 @@ static void gen_main(struct gen *g, const struct plan *pl)
 			tee(g, L_T);
 			push(g, -1);
 			jump(g, OP_JEQ, cnt_done);
-			asm_linc(B, L_LINENO, 1);
+			if (pl->line_number)
+				asm_linc(B, L_LINENO, 1);
+			if (pl->invert)
+				asm_linc(B, L_COUNT, 1);
 			get(g, L_T);
 			push(g, 1);
 			op(g, OP_ADD);
@@ -392,6 +398,36 @@ static void gen_main(struct gen *g, const struct plan *pl)
 		}
 		get(g, L_M);
 		set(g, L_POS);
+		if (pl->invert) {
+			/* [pos, end) has no occurrence: each of its lines counts, the last one too
+			 * when it has no terminator (it is not empty: pos < end) */
+			asm_label skip_rest = label(g), rl = label(g), rl_last = label(g);
+			jump(g, OP_JMP, skip_rest);
+			bind(g, rest);
+			bind(g, rl);
+			get(g, L_POS);
+			get(g, L_END);
+			jump(g, OP_JGEU, done);
+			get(g, L_POS);
+			get(g, L_END);
+			get(g, L_POS);
+			op(g, OP_SUB);
+			push(g, eol);
+			asm_mem(B, OP_FINDB, (unsigned)g->data);
+			tee(g, L_T);
+			push(g, -1);
+			jump(g, OP_JEQ, rl_last);
+			asm_linc(B, L_COUNT, 1);
+			get(g, L_T);
+			push(g, 1);
+			op(g, OP_ADD);
+			set(g, L_POS);
+			jump(g, OP_JMP, rl);
+			bind(g, rl_last);
+			asm_linc(B, L_COUNT, 1);
+			jump(g, OP_JMP, done);
+			bind(g, skip_rest);
+		}
 	}
 	bind(g, noskip);
 	get(g, L_POS);
@@ -561,8 +597,10 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 			snprintf(err, errlen, "no binary-file table");
 			return -1;
 		}
-		if (pl.invert)
-			pl.lit = 0;          /* every line without the literal is selected */
+		/* every line without the literal is selected: -c without -m counts those lines
+		 * between the literal's occurrences (gen_main); else each line runs the DFA */
+		if (pl.invert && !(pl.count_only && pl.max < 0 && !pl.stop_first))
+			pl.lit = 0;
 	}
 
 	struct gen gs = { 0 }, *g = &gs;

@@ -20,6 +20,10 @@
  * files as well. */
 static int fmt_any_output;
 
+/* -T: numbers are right-aligned to the digits of the file's size, plus one with -n (19 when
+ * the size is unknown: a pipe), as grep 3.8 does; set per file by grep_set_file_size. */
+static int fmt_num_width;
+
 static int wrap(struct ast *t, int root, int a1, int a2)
 {
 	int x = ast_new(t, N_ASSERT), y = ast_new(t, N_ASSERT);
@@ -158,6 +162,20 @@ void grep_free(struct grep *g)
 	free(g);
 }
 
+void grep_set_with_filename(struct grep *g, int on)
+{
+	g->o.with_filename = on;
+}
+
+void grep_set_file_size(struct grep *g, int64_t size)
+{
+	uint64_t bound = size < 0 || size == INT64_MAX ? INT64_MAX
+	               : (uint64_t)size + (g->o.line_number != 0);
+	fmt_num_width = 1;
+	for (; bound >= 10; bound /= 10)
+		fmt_num_width++;
+}
+
 const uint8_t *grep_segment(const struct grep *g, size_t *len)
 {
 	*len = g->seg_len;
@@ -202,11 +220,135 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 	return nfa_line_matches(&g->nfa, p, n);
 }
 
+enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED };
+
+/* Is node x of t one string (a chain of one-byte sets; with icase a letter may stand for
+ * both its cases)?  Its bytes (letters lower case when folded) into buf; the length, or -1.
+ * Iterative: a CAT chain is as deep as the string is long. */
+static long fixed_string(const struct ast *t, int x, int icase, uint8_t *buf, size_t cap)
+{
+	int stack[2 * 256 + 8];
+	size_t sp = 0, len = 0;
+	stack[sp++] = x;
+	while (sp > 0) {
+		const struct node *nd = &t->n[stack[--sp]];
+		if (nd->kind == N_CAT) {
+			if (sp + 2 > sizeof stack / sizeof stack[0])
+				return -1;
+			stack[sp++] = nd->b;
+			stack[sp++] = nd->a;
+			continue;
+		}
+		if (nd->kind != N_SET || len == cap)
+			return -1;
+		int bits = 0, c = -1;
+		for (int i = 0; i < 256; i++)
+			if (set_has(nd->set, (unsigned)i)) {
+				bits++;
+				if (c < 0)
+					c = i;
+			}
+		if (bits == 2 && icase && c >= 'A' && c <= 'Z' && set_has(nd->set, (unsigned)c + 32))
+			c += 32;
+		else if (bits != 1)
+			return -1;
+		buf[len++] = (uint8_t)c;
+	}
+	return (long)len;
+}
+
+static int is_assert(const struct ast *t, int x, int kind)
+{
+	return t->n[x].kind == N_ASSERT && t->n[x].akind == kind;
+}
+
+/* How -o and colour find spans: once per compile (see struct grep's span_kind). */
+static void span_setup(struct grep *g)
+{
+	const struct ast *t = &g->ast;
+	int x = t->root;
+	g->span_kind = SPAN_NFA;
+	if (g->ast.has_backref || !g->nfa.s)
+		return;
+	/* -w and -x wrap the pattern: CAT(assert, CAT(pattern, assert)) */
+	const struct node *r = &t->n[x];
+	if (r->kind == N_CAT && t->n[r->b].kind == N_CAT) {
+		int a1 = r->a, in = t->n[r->b].a, a2 = t->n[r->b].b;
+		if (is_assert(t, a1, A_NPREVW) && is_assert(t, a2, A_NNEXTW)) {
+			g->span_word = 1;
+			x = in;
+		} else if (is_assert(t, a1, A_BOL) && is_assert(t, a2, A_EOL) && g->o.line) {
+			g->span_line = 1;
+			x = in;
+		}
+	}
+	long len = fixed_string(t, x, g->o.icase, g->span_lit, sizeof g->span_lit);
+	if (len > 0) {
+		g->span_len = (size_t)len;
+		g->span_kind = SPAN_FIXED;
+		return;
+	}
+	g->span_word = g->span_line = 0;
+	g->span_len = must_literal(t, g->o.icase, g->span_lit, sizeof g->span_lit);
+	if (g->span_len > 0)
+		g->span_kind = SPAN_LITERAL;
+}
+
+static int fold(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* The first occurrence of g's span_lit in p[from..n) (ASCII letters folded with -i), or -1. */
+static long find_lit(const struct grep *g, const uint8_t *p, size_t n, size_t from)
+{
+	size_t m = g->span_len;
+	if (n < m || from > n - m)
+		return -1;
+	if (!g->o.icase) {
+		const uint8_t *q = memmem(p + from, n - from, g->span_lit, m);
+		return q ? q - p : -1;
+	}
+	for (size_t i = from; i + m <= n; i++) {
+		size_t k = 0;
+		while (k < m && fold(p[i + k]) == g->span_lit[k])
+			k++;
+		if (k == m)
+			return (long)i;
+	}
+	return -1;
+}
+
+static int word_byte(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
 /* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */
 static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
                       size_t *e)
 {
 	if (g->match_none || g->gave_up)
+		return 0;
+	if (g->span_kind == SPAN_UNKNOWN)
+		span_setup(g);
+	if (g->span_kind == SPAN_FIXED) {
+		/* one string: its occurrences, the first that -w or -x allows */
+		for (long q; (q = find_lit(g, p, n, from)) >= 0; from = (size_t)q + 1) {
+			size_t end = (size_t)q + g->span_len;
+			if (g->span_word && ((q > 0 && word_byte(p[q - 1])) || (end < n && word_byte(p[end]))))
+				continue;
+			if (g->span_line && (q != 0 || end != n))
+				return 0;
+			*s = (size_t)q;
+			*e = end;
+			return 1;
+		}
+		return 0;
+	}
+	/* every match contains the literal: none after from, no match there */
+	if (g->span_kind == SPAN_LITERAL && find_lit(g, p, n, from) < 0)
 		return 0;
 	if (!g->ast.has_backref && g->nfa.s)
 		return nfa_leftmost_longest(&g->nfa, p, n, from, s, e);
@@ -246,7 +388,8 @@ static void put_sep(FILE *f, const struct grep *g, char c)
 static void put_num(FILE *f, const struct grep *g, uint64_t v, char sep)
 {
 	char buf[24];
-	int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+	int n = snprintf(buf, sizeof buf, "%*llu", g->o.initial_tab ? fmt_num_width : 0,
+	                 (unsigned long long)v);
 	sgr(f, g, "32", buf, (size_t)n);
 	put_sep(f, g, sep);
 }
@@ -279,6 +422,14 @@ static void put_prefix(struct fmt *x, uint64_t lineno, uint64_t off, char sep)
 		put_num(x->f, x->g, off, sep);
 }
 
+/* -T: the line's text starts at a tab stop after a prefix (an empty line gets no tab) */
+static void put_tab(struct fmt *x, size_t n)
+{
+	const struct grep_opts *o = &x->g->o;
+	if (o->initial_tab && n > 0 && (o->with_filename || o->line_number || o->byte_offset))
+		fputc('\t', x->f);
+}
+
 /* Print one line as grep does; context says it is a context line ('-'). */
 static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uint64_t lineno,
                      int context)
@@ -306,6 +457,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 				continue;
 			}
 			put_prefix(x, lineno, off + s, sep);
+			put_tab(x, e - s);
 			sgr(f, x->g, "01;31", p + s, e - s);
 			fputc(eol, f);
 			from = e;
@@ -313,6 +465,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 		return;
 	}
 	put_prefix(x, lineno, off, sep);
+	put_tab(x, n);
 	if (o->color && matching) {
 		size_t from = 0, done = 0, s, e;
 		while (from <= n && next_match(x->g, p, n, from, &s, &e)) {
@@ -532,4 +685,21 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 		fprintf(err_f, "%s: %s: binary file matches\n", prog, name);
 	}
 	return 0;
+}
+
+int64_t grep_selected_end(struct grep *g, const uint8_t *p, size_t len, int64_t n)
+{
+	int eol = g->o.null_data ? '\0' : '\n';
+	int64_t selected = 0;
+	for (size_t at = 0; at < len && n > 0;) {
+		const uint8_t *z = memchr(p + at, eol, len - at);
+		size_t line_len = z ? (size_t)(z - (p + at)) : len - at;
+		int m = line_matches(g, p + at, line_len);
+		if (m < 0)
+			return -1;
+		at += line_len + (z != NULL);
+		if ((m == 1) != !!g->o.invert && ++selected == n)
+			return (int64_t)at;
+	}
+	return -1;
 }

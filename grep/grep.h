@@ -59,6 +59,14 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
                  char *warn, size_t warnlen);
 void grep_free(struct grep *g);
 
+/* Print file names before lines (-H) or not: set after compiling, when -r meets its one
+ * operand and finds a directory (struct grep_args name_if_dir). */
+void grep_set_with_filename(struct grep *g, int on);
+
+/* The size of the file about to be formatted (-1: not a regular file), for -T, which
+ * aligns line numbers and byte offsets to its width. */
+void grep_set_file_size(struct grep *g, int64_t size);
+
 /* The segment (owned by g). */
 const uint8_t *grep_segment(const struct grep *g, size_t *len);
 /* How the pattern is matched, for --explain: "dfa (N states, M classes), literal "x"" ... */
@@ -83,6 +91,11 @@ struct grep_file_result {
 int grep_format(struct grep *g, const char *prog, const char *name, int64_t value,
                 const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
                 struct grep_file_result *res);
+
+/* The offset just after the n-th line of p[0..len) that grep selects (-v included), or -1
+ * when there are fewer (or the exact matcher gave up).  Lines are matched here, on the
+ * client: for leaving a seekable standard input where grep -m leaves it. */
+int64_t grep_selected_end(struct grep *g, const uint8_t *p, size_t len, int64_t n);
 
 /* Separator state shared between files: grep prints "--" between context groups across
  * files too.  Reset by grep_compile. */
@@ -113,15 +126,25 @@ struct grep_strv {            /* strings (malloc'd, NUL-terminated) and their le
 	size_t n, cap;
 };
 
+struct grep_pat_src {         /* where a pattern came from: -f FILE's line, or -e (NULL) */
+	const char *file;         /* into argv */
+	size_t line;              /* from 1 */
+};
+
 struct grep_args {
 	struct grep_opts o;       /* with_filename and color decided; no_walk_back left 0 */
 	struct grep_strv pats;    /* one per line, as grep_compile takes them */
+	struct grep_pat_src *pat_src;  /* one per pattern */
+	size_t pat_src_cap;
 	struct grep_strv files;   /* the operands after the pattern */
 	struct grep_strv file_globs;   /* --include=GLOB as "+GLOB", --exclude=GLOB as "-GLOB",
 	                                * in the order given */
 	struct grep_strv exclude_dir;  /* --exclude-dir=GLOB */
 	const char *label;        /* --label (points into argv), or NULL */
 	int recursive, deref;     /* -r, -R */
+	int name_if_dir;          /* -r with one operand, -H/-h not given: names are printed
+	                           * when it is a directory (grep_set_with_filename), not for a
+	                           * file */
 	int no_messages;          /* -s */
 };
 
@@ -143,6 +166,14 @@ struct grep_extra_opt {
 int grep_args_parse(struct grep_args *ga, int argc, char **argv,
                     const struct grep_extra_opt *extra, const char *prog, FILE *err_f);
 void grep_args_free(struct grep_args *ga);
+
+/* Whether grep would select no line of any file: -m 0, no pattern at all (-f /dev/null)
+ * without -v, or only the empty pattern with -v (and neither -x nor -w).  grep then exits with status 1 at once, reading nothing, unless -L asks for
+ * the files without a selected line: it opens each (errors as usual) and names it. */
+int grep_args_select_none(const struct grep_args *ga);
+/* Whether -L lists files here: not under -q, nor when standard output is /dev/null (grep
+ * then behaves as if -L were not given: -m 0 exits at once). */
+int grep_args_lists_files(const struct grep_args *ga);
 
 /* --include, --exclude, --exclude-dir: whether a file (a directory) is searched, as grep
  * decides.  cmdline 0, a name met while recursing: its globs are matched against its last

@@ -170,6 +170,13 @@ struct grep {
 	size_t seg_len;
 	uint8_t *arf_seg;      /* the ARF segment (arfscan.c), made on first use */
 	size_t arf_seg_len;
+	/* -o and colour spans (grep.c, set on first use): SPAN_FIXED when the pattern is one
+	 * string (letters folded with -i), maybe under -w or -x: its occurrences are the spans;
+	 * SPAN_LITERAL: every match contains span_lit (a line without it has no more spans) */
+	int span_kind;
+	int span_word, span_line;
+	uint8_t span_lit[256];
+	size_t span_len;
 };
 
 int grep_gen(struct grep *g, char *err, size_t errlen);

@@ -11,10 +11,12 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "asm.h"
 #include "grep.h"
+#include "grep_int.h"
 #include "isa.h"
 
 /* Short options that take a value: the rest of the word, or the next argument. */
@@ -82,14 +84,33 @@ static void strv_free(struct grep_strv *s)
 	*s = (struct grep_strv){ 0 };
 }
 
-/* grep splits every pattern operand at newlines */
-static int add_patterns(struct parser *p, const char *pat, size_t len)
+/* One pattern and where it came from (grep names "FILE:LINE:" in the errors of -f's). */
+static int add_pattern(struct parser *p, const char *pat, size_t len, const char *file,
+                       size_t line)
 {
-	for (;;) {
+	struct grep_args *ga = p->ga;
+	if (strv_add(p, &ga->pats, pat, len) != 0)
+		return -1;
+	if (ga->pats.n > ga->pat_src_cap) {
+		size_t cap = ga->pats.cap;
+		struct grep_pat_src *v = realloc(ga->pat_src, cap * sizeof *v);
+		if (!v)
+			return fail(p, "memory exhausted");
+		ga->pat_src = v;
+		ga->pat_src_cap = cap;
+	}
+	ga->pat_src[ga->pats.n - 1] = (struct grep_pat_src){ file, line };
+	return 0;
+}
+
+/* grep splits every pattern operand at newlines; file: -f's name (NULL for -e) */
+static int add_patterns(struct parser *p, const char *pat, size_t len, const char *file)
+{
+	for (size_t line = 1;; line++) {
 		const char *nl = memchr(pat, '\n', len);
 		if (!nl)
-			return strv_add(p, &p->ga->pats, pat, len);
-		if (strv_add(p, &p->ga->pats, pat, (size_t)(nl - pat)) != 0)
+			return add_pattern(p, pat, len, file, line);
+		if (add_pattern(p, pat, (size_t)(nl - pat), file, line) != 0)
 			return -1;
 		len -= (size_t)(nl - pat) + 1;
 		pat = nl + 1;
@@ -123,7 +144,7 @@ static int add_pattern_file(struct parser *p, const char *path)
 	int rc = 0;
 	if (len > 0) {
 		/* a final newline ends the last pattern, it does not add an empty one */
-		rc = add_patterns(p, buf, ((char *)buf)[len - 1] == '\n' ? len - 1 : len);
+		rc = add_patterns(p, buf, ((char *)buf)[len - 1] == '\n' ? len - 1 : len, path);
 	}
 	free(buf);
 	return rc;
@@ -230,7 +251,7 @@ static int short_opt(struct parser *p, int c, const char *val)
 		return matcher(p, c);
 	case 'e':
 		p->have_pat = 1;
-		return add_patterns(p, val, strlen(val));
+		return add_patterns(p, val, strlen(val), NULL);
 	case 'f':
 		p->have_pat = 1;
 		return add_pattern_file(p, val);
@@ -404,7 +425,13 @@ static int long_opt(struct parser *p, int argc, char **argv, int *i,
 	switch (long_opts[k].id) {
 	case L_INCLUDE: return add_glob(p, '+', val);
 	case L_EXCLUDE: return add_glob(p, '-', val);
-	case L_EXCLUDE_DIR: return strv_add(p, &ga->exclude_dir, val, strlen(val));
+	case L_EXCLUDE_DIR: {
+		/* grep drops a glob's trailing slashes: --exclude-dir=sub/ is sub */
+		size_t len = strlen(val);
+		while (len > 1 && val[len - 1] == '/')
+			len--;
+		return strv_add(p, &ga->exclude_dir, val, len);
+	}
 	case L_LABEL: ga->label = val; return 0;
 	case L_BINARY_FILES: return binary_files_arg(p, val);
 	case L_COLOR: return color_arg(p, val);
@@ -491,15 +518,20 @@ int grep_args_parse(struct grep_args *ga, int argc, char **argv,
 		struct grep_strv *f = &ga->files;
 		if (f->n == 0)
 			return usage_hint(&p);
-		if (add_patterns(&p, f->v[0], f->len[0]) != 0)
+		if (add_patterns(&p, f->v[0], f->len[0], NULL) != 0)
 			return -1;
 		free(f->v[0]);
 		memmove(f->v, f->v + 1, (f->n - 1) * sizeof *f->v);
 		memmove(f->len, f->len + 1, (f->n - 1) * sizeof *f->len);
 		f->n--;
 	}
-	if (ga->o.with_filename < 0)
-		ga->o.with_filename = ga->files.n > 1 || ga->recursive;
+	if (ga->o.list || ga->o.list_nomatch)
+		ga->o.count = 0;          /* -l and -L win over -c, in either order */
+	if (ga->o.with_filename < 0) {
+		/* -r names the files it finds in a directory, not a lone file operand's lines */
+		ga->o.with_filename = ga->files.n > 1 || (ga->recursive && ga->files.n == 0);
+		ga->name_if_dir = ga->recursive && ga->files.n == 1;
+	}
 	return 0;
 }
 
@@ -509,6 +541,32 @@ void grep_args_free(struct grep_args *ga)
 	strv_free(&ga->files);
 	strv_free(&ga->file_globs);
 	strv_free(&ga->exclude_dir);
+	free(ga->pat_src);
+	ga->pat_src = NULL;
+}
+
+int grep_args_lists_files(const struct grep_args *ga)
+{
+	/* grep forgets -L under -q, and when its output is /dev/null */
+	struct stat out, null;
+	if (!ga->o.list_nomatch || ga->o.quiet)
+		return 0;
+	return !(fstat(1, &out) == 0 && S_ISCHR(out.st_mode) && stat("/dev/null", &null) == 0 &&
+	         out.st_rdev == null.st_rdev);
+}
+
+int grep_args_select_none(const struct grep_args *ga)
+{
+	const struct grep_opts *o = &ga->o;
+	if (o->max_count == 0 || (ga->pats.n == 0 && !o->invert))
+		return 1;
+	/* -v of the empty pattern alone (every line matches it), unless -x or -w narrow it */
+	if (!o->invert || o->line || o->word || ga->pats.n == 0)
+		return 0;
+	for (size_t i = 0; i < ga->pats.n; i++)
+		if (ga->pats.len[i] != 0)
+			return 0;
+	return 1;
 }
 
 /* Whether glob matches name as grep matches --include & co: a name met while recursing by
@@ -546,14 +604,73 @@ int grep_args_want_dir(const struct grep_args *ga, const char *name, int cmdline
 	return 1;
 }
 
+static const struct grep_strv *sort_pats;
+
+static int cmp_pat(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	size_t li = sort_pats->len[i], lj = sort_pats->len[j];
+	int c = memcmp(sort_pats->v[i], sort_pats->v[j], li < lj ? li : lj);
+	if (c == 0 && li != lj)
+		c = li < lj ? -1 : 1;
+	return c ? c : i < j ? -1 : i > j;
+}
+
+/* After a failed compile: each distinct pattern parsed alone, as grep checks them, and every
+ * error written as grep writes it: "PROG: FILE:LINE: MSG" for a line of -f FILE, "PROG: MSG"
+ * for -e's and the operand (a pattern given twice is checked once, where it came first).
+ * Running out of stack or memory is the whole set's, without a place.  Returns the number
+ * of errors written (0: the caller writes the compile's own message). */
+static int report_pattern_errors(const struct grep_args *ga, const char *prog, FILE *err_f)
+{
+	const struct grep_strv *pats = &ga->pats;
+	size_t n = pats->n;
+	size_t *order = malloc((n ? n : 1) * sizeof *order);
+	char *dup = calloc(n ? n : 1, 1);
+	if (!order || !dup) {
+		free(order);
+		free(dup);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	sort_pats = pats;
+	qsort(order, n, sizeof *order, cmp_pat);
+	for (size_t k = 1; k < n; k++) {
+		size_t a = order[k - 1], b = order[k];
+		dup[b] = pats->len[a] == pats->len[b] && !memcmp(pats->v[a], pats->v[b], pats->len[a]);
+	}
+	int errors = 0;
+	for (size_t i = 0; i < n; i++) {
+		char err[256], warn[256];
+		struct ast t = { 0 };
+		if (dup[i] || grep_parse(&t, pats->v[i], pats->len[i], ga->o.syntax, ga->o.icase, err,
+		                         sizeof err, warn, sizeof warn) >= 0) {
+			ast_free(&t);
+			continue;
+		}
+		ast_free(&t);
+		const struct grep_pat_src *src = &ga->pat_src[i];
+		if (src->file && strcmp(err, "stack overflow") && strcmp(err, "memory exhausted"))
+			fprintf(err_f, "%s: %s:%zu: %s\n", prog, src->file, src->line, err);
+		else
+			fprintf(err_f, "%s: %s\n", prog, err);
+		errors++;
+	}
+	free(order);
+	free(dup);
+	return errors;
+}
+
 int grep_args_compile(const struct grep_args *ga, const char *prog, FILE *err_f,
                       struct grep **g)
 {
 	char err[256], warn[1024];
 	if (grep_compile((const char *const *)ga->pats.v, ga->pats.len, ga->pats.n, &ga->o, g, err,
 	                 sizeof err, warn, sizeof warn) != 0) {
-		fputs(warn, err_f);
-		fprintf(err_f, "%s: %s\n", prog, err);
+		/* grep prints no warnings then, and names every pattern in error */
+		if (report_pattern_errors(ga, prog, err_f) == 0)
+			fprintf(err_f, "%s: %s\n", prog, err);
 		return -1;
 	}
 	for (char *w = warn; *w;) {

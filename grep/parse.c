@@ -13,6 +13,9 @@
 
 #define DUP_MAX 32767     /* RE_DUP_MAX: larger counts are "Regular expression too big" */
 #define MAX_DEPTH 2000    /* nesting of groups, to bound the recursion */
+/* grep runs out of stack on deep nesting (about 12 400 groups with 8 MiB) and says so; past our
+ * own limit we give the same message */
+#define TOO_DEEP "stack overflow"
 
 int ast_new(struct ast *t, int kind)
 {
@@ -44,6 +47,8 @@ struct parser {
 	const unsigned char *p, *end;
 	int ere, icase;
 	int depth;
+	int after_anchor;      /* BRE: an anchor or assertion led the branch so far: a '^' now
+	                        * is a literal ("^^" is "^" then a '^') */
 	int group_base;        /* global number of this pattern's group 0 */
 	int n_groups;          /* groups opened in this pattern */
 	uint64_t done;         /* groups 1..63 closed so far in the current alternative */
@@ -238,6 +243,9 @@ static int parse_bracket(struct parser *ps)
 			for (int x = lo; x <= hi; x++)
 				set_add(s, (unsigned)x);
 			had_range = 1;
+			/* a range cannot start where one ended: "[a-c-e]" (grep: even "[a-c-" unclosed) */
+			if (ps->p < ps->end && ps->p[0] == '-' && (ps->p + 1 >= ps->end || ps->p[1] != ']'))
+				return fail(ps, "Invalid range end");
 		} else if (!is_class) {
 			set_add(s, (unsigned)lo);
 		}
@@ -348,7 +356,7 @@ static int parse_atom(struct parser *ps, int at_start)
 			return mk_byte(ps, c);
 		case '(': {
 			if (ps->depth >= MAX_DEPTH)
-				return fail(ps, "Regular expression too big");
+				return fail(ps, TOO_DEEP);
 			ps->p++;
 			int g = ++ps->n_groups;
 			ps->depth++;
@@ -376,7 +384,7 @@ static int parse_atom(struct parser *ps, int at_start)
 			break;
 		}
 	} else {
-		if (c == '^' && at_start) {
+		if (c == '^' && at_start && !ps->after_anchor) {
 			ps->p++;
 			return mk_assert(ps, A_BOL);
 		}
@@ -401,7 +409,7 @@ static int parse_atom(struct parser *ps, int at_start)
 			}
 			if (d == '(') {
 				if (ps->depth >= MAX_DEPTH)
-					return fail(ps, "Regular expression too big");
+					return fail(ps, TOO_DEEP);
 				ps->p += 2;
 				int g = ++ps->n_groups;
 				ps->depth++;
@@ -527,9 +535,15 @@ static int parse_branch(struct parser *ps)
 	int seq = -1;
 	int at_start = 1;         /* nothing yet that a repetition could apply to */
 	int bre_after_anchor = 0;
+	int empty_rep = 0;        /* ERE: the last operator repeated nothing or an assertion */
 	while (ps->p < ps->end) {
 		int min, max;
 		const char *what;
+		/* grep 3.8 refuses such an operator (* + ?, not an interval) right before a
+		 * group's ')': "(a|*)", "(a$*)" are "Unmatched ( or \\(" ("(^*a)" is fine) */
+		if (empty_rep && ps->depth > 0 && *ps->p == ')')
+			return fail(ps, "Unmatched ( or \\(");
+		empty_rep = 0;
 		if (ps->ere && at_start) {
 			/* an ERE repetition with nothing before it: grep warns and ignores it */
 			const unsigned char *save = ps->p;
@@ -540,20 +554,37 @@ static int parse_branch(struct parser *ps)
 				char msg[64];
 				snprintf(msg, sizeof msg, "%s at start of expression", what);
 				warning(ps, msg);
+				empty_rep = strcmp(what, "{...}") != 0;
+				/* after an interval grep is no longer at the start: operators that follow
+				 * it are dropped without a word ("{1}*a"); after * + ? they warn again */
+				if (!strcmp(what, "{...}")) {
+					while ((r = parse_rep_op(ps, &min, &max, &what)) > 0)
+						;
+					if (r < 0)
+						return -1;
+				}
 				continue;
 			}
 			ps->p = save;
 		}
+		ps->after_anchor = bre_after_anchor;
 		int atom = parse_atom(ps, at_start || bre_after_anchor);
+		ps->after_anchor = 0;
 		if (atom == -2)
 			break;
 		if (atom < 0)
 			return -1;
 		const struct node *an = &ps->t->n[atom];
-		int is_bol = an->kind == N_ASSERT && an->akind == A_BOL;
-		if (is_bol && at_start) {
-			/* A leading ^ is not repeatable: in a BRE a '*' after it is literal, in an
-			 * ERE an operator after it is "at start of expression". */
+		/* grep 3.8: an anchor or assertion (^ $ \< \> \b \B \` \') with nothing but
+		 * such before it in the branch is at the start of the expression.  In a BRE a '*'
+		 * after it is literal ("\<*" needs a '*').  In an ERE an operator after it draws
+		 * the warning "* at start of expression"; after a word assertion the operator is
+		 * dropped ("\b+a" is "\ba"), after a line anchor it applies to the anchor ("^*a"
+		 * finds the "a" of "ba"). */
+		int is_assert = an->kind == N_ASSERT;
+		int line_anchor = is_assert && (an->akind == A_BOL || an->akind == A_EOL);
+		int repeated = 0;
+		if (is_assert && (at_start || bre_after_anchor) && !(ps->ere && line_anchor)) {
 			bre_after_anchor = !ps->ere;
 		} else {
 			bre_after_anchor = 0;
@@ -563,6 +594,13 @@ static int parse_branch(struct parser *ps)
 					return -1;
 				if (r == 0)
 					break;
+				if (ps->ere && line_anchor && at_start && !repeated) {
+					char msg[64];
+					snprintf(msg, sizeof msg, "%s at start of expression", what);
+					warning(ps, msg);
+				}
+				repeated = 1;
+				empty_rep = ps->ere && is_assert && strcmp(what, "{...}") != 0;
 				int rep = mk2(ps, N_REPEAT, atom, -1);
 				if (rep < 0)
 					return -1;
@@ -571,8 +609,8 @@ static int parse_branch(struct parser *ps)
 				atom = rep;
 			}
 		}
-		/* In ERE a leading ^ still leaves "start of expression" for the next operator. */
-		if (!(ps->ere && is_bol && at_start))
+		/* In ERE a leading assertion leaves "start of expression" ("^*$*" warns twice) */
+		if (!(ps->ere && is_assert && at_start))
 			at_start = 0;
 		seq = seq < 0 ? atom : mk2(ps, N_CAT, seq, atom);
 		if (seq < 0)

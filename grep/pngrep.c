@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "grep.h"
@@ -23,12 +24,23 @@
 
 static const char *prog = "pngrep";
 
+struct dir_id {                /* a directory being searched, for -R's loops */
+	dev_t dev;
+	ino_t ino;
+};
+
 struct state {
 	struct grep *g;
 	struct grep_args a;    /* the command line */
 	int engine;
 	int errors, any_match;
 	int omit_dot;          /* -r without file operands: names without "./" */
+	int no_read;           /* nothing can be selected (-m 0, no pattern) and -L asks which
+	                        * files have no selected line: open them, read nothing */
+	struct stat out_sb;    /* standard output, when it is a regular file (out_reg) */
+	int out_reg;
+	struct dir_id *dirs;   /* the directories from the operand down to the one searched */
+	size_t n_dirs, dirs_cap;
 	uint8_t *out;
 	size_t out_cap;
 };
@@ -48,8 +60,36 @@ static void file_error(struct state *st, const char *name, int err)
 		fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(err));
 }
 
-/* Run the segment over one file's bytes and print what grep prints for it. */
-static void grep_bytes(struct state *st, const char *name, const uint8_t *data, size_t len)
+/* grep stops at a failed write: "write error: No space left on device", status 2.  Called
+ * after each file's output (errno is still the failed write's), and to flush at the end;
+ * the output is not flushed per file (grep's is not either: it shows when a file is read
+ * after the output went into it). */
+static void check_output(int flush)
+{
+	if (ferror(stdout) || (flush && fflush(stdout) != 0)) {
+		int err = errno;
+		die("write error: %s", strerror(err));
+	}
+}
+
+/* grep will not print a file's lines into that file (it would read what it wrote): unless
+ * the output cannot grow with the input (-q, -l, -L, -c, -m 1), that file is an error. */
+static int is_output(struct state *st, const struct stat *sb, const char *name)
+{
+	const struct grep_opts *o = &st->a.o;
+	if (!st->out_reg || sb->st_dev != st->out_sb.st_dev || sb->st_ino != st->out_sb.st_ino ||
+	    o->quiet || o->list || o->list_nomatch || o->count || o->max_count == 1)
+		return 0;
+	st->errors = 1;
+	if (!st->a.no_messages)
+		fprintf(stderr, "%s: %s: input file is also the output\n", prog, name);
+	return 1;
+}
+
+/* Run the segment over data[0..len): 0 with *value and the records in st->out (*out_len),
+ * or -1 after the message. */
+static int run_segment(struct state *st, const char *name, const uint8_t *data, size_t len,
+                       int64_t *value, size_t *out_len)
 {
 	char err[256];
 	struct vm *vm = vm_new();
@@ -63,7 +103,7 @@ static void grep_bytes(struct state *st, const char *name, const uint8_t *data, 
 		fprintf(stderr, "%s: %s: %s\n", prog, name, vm ? err : "out of memory");
 		st->errors = 1;
 		vm_free(vm);
-		return;
+		return -1;
 	}
 	uint64_t cap = GREP_OUT_CAP(len);
 	if (cap > st->out_cap) {
@@ -90,20 +130,156 @@ static void grep_bytes(struct state *st, const char *name, const uint8_t *data, 
 		        rc == -VM_ETRAP ? vm_trap_str(p, &res.trap, t, sizeof t) : vm_strerror(rc));
 		st->errors = 1;
 	} else {
-		struct grep_file_result fr;
-		int fr_rc = grep_format(st->g, prog, name, res.value, st->out, res.out_len, stdout,
-		                        stderr, &fr);
-		if (fr_rc == -2)
-			die("%s", "memory exhausted");
-		if (fr_rc != 0) {
-			fprintf(stderr, "%s: %s: malformed records\n", prog, name);
-			st->errors = 1;
-		}
-		if (fr.matched)
-			st->any_match = 1;
+		*value = res.value;
+		*out_len = res.out_len;
 	}
 	vm_prog_free(p);
 	vm_free(vm);
+	return rc != 0 ? -1 : 0;
+}
+
+/* Print what grep prints for a file whose run gave value and the records in st->out. */
+static void print_file(struct state *st, const char *name, int64_t value, size_t out_len)
+{
+	struct grep_file_result fr;
+	int rc = grep_format(st->g, prog, name, value, st->out, out_len, stdout, stderr, &fr);
+	if (rc == -2)
+		die("%s", "memory exhausted");
+	if (rc != 0) {
+		fprintf(stderr, "%s: %s: malformed records\n", prog, name);
+		st->errors = 1;
+	}
+	if (fr.matched)
+		st->any_match = 1;
+	check_output(0);
+}
+
+/* Run the segment over one file's bytes and print what grep prints for it; the number of
+ * lines it selected (-1: the run failed). */
+static int64_t grep_bytes(struct state *st, const char *name, const uint8_t *data, size_t len)
+{
+	int64_t value;
+	size_t out_len;
+	if (st->no_read) {
+		value = 0;
+		out_len = 0;
+	} else if (run_segment(st, name, data, len, &value, &out_len) != 0) {
+		return -1;
+	}
+	print_file(st, name, value, out_len);
+	return value >> 2;
+}
+
+/* Read fd to its end (or, with want > 0, until some line of it is selected `want` times and
+ * then `after` more lines: grep -m, -q, -l, -L stop there, as on `yes | grep -m1 y`), into
+ * *buf (malloc'd).  Returns the length to search: complete lines only when it stopped early. */
+static size_t read_input(struct state *st, int fd, const char *name, int64_t want,
+                         uint8_t **buf)
+{
+	const struct grep_opts *o = &st->a.o;
+	int eol = o->null_data ? '\0' : '\n';
+	size_t cap = 1 << 16, len = 0;
+	size_t checked = 0;        /* lines before this were run: `found` selected ones */
+	int64_t found = 0, after = -1;   /* after >= 0: lines of trailing context still to read */
+	struct timespec last = { 0, 0 };
+	uint8_t *b = malloc(cap);
+	for (;;) {
+		if (!b)
+			die("%s", "memory exhausted");
+		ssize_t r = read(fd, b + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			file_error(st, name, errno);
+		if (r <= 0) {
+			*buf = b;
+			return len;    /* the whole input: a last line without its terminator too */
+		}
+		len += (size_t)r;
+		if (after >= 0) {
+			/* enough: the m-th selected line is before `checked`, its context after */
+			for (uint8_t *z = b + checked; after > 0 && (z = memchr(z, eol, len - (size_t)(z - b)));
+			     checked = (size_t)(++z - b))
+				after--;
+			if (after == 0)
+				break;
+		} else if (want > 0) {
+			/* run the new complete lines once they are as many bytes as those run before
+			 * (so the input is scanned about twice at most), or when the input pauses
+			 * (a short read) and 10 ms passed: a terminal or a slow pipe gets its answer */
+			uint8_t *z = memrchr(b + checked, eol, len - checked);
+			size_t end = z ? (size_t)(z - b) + 1 : checked;
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			int64_t ms = (now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000;
+			if (end > checked && (end - checked >= (checked > cap / 4 ? checked : cap / 4) ||
+			                      (len < cap && ms >= 10))) {
+				int64_t value;
+				size_t out_len;
+				if (run_segment(st, name, b + checked, end - checked, &value, &out_len) == 0)
+					found += value >> 2;
+				checked = end;
+				last = now;
+				if (found >= want) {
+					after = o->after > 0 && o->max_count > 0 ? o->after : 0;
+					if (after == 0)
+						break;
+					continue;
+				}
+			}
+		}
+		if (len == cap) {
+			uint8_t *nb = realloc(b, cap *= 2);
+			if (!nb)
+				free(b);
+			b = nb;
+		}
+	}
+	*buf = b;
+	return checked;
+}
+
+/* Standard input (or "-"): a regular file is mapped from its offset, and left, as grep
+ * leaves it, just after the last selected line when -m stopped the search; anything else is
+ * read, and only until the search can stop. */
+static void grep_stdin(struct state *st)
+{
+	const struct grep_opts *o = &st->a.o;
+	const char *name = st->a.label ? st->a.label : "(standard input)";
+	int64_t want = o->quiet || o->list || o->list_nomatch ? 1 : o->max_count > 0 ? o->max_count
+	             : 0;
+	struct stat sb;
+	int have_sb = fstat(0, &sb) == 0;
+	grep_set_file_size(st->g, have_sb && S_ISREG(sb.st_mode) ? sb.st_size : -1);
+	if (st->no_read) {
+		grep_bytes(st, name, NULL, 0);
+		return;
+	}
+	if (have_sb && is_output(st, &sb, name))
+		return;
+	off_t start = have_sb && S_ISREG(sb.st_mode) ? lseek(0, 0, SEEK_CUR) : -1;
+	if (start >= 0 && start < sb.st_size) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		off_t map_off = start - start % (off_t)page;
+		size_t map_len = (size_t)(sb.st_size - map_off), len = (size_t)(sb.st_size - start);
+		uint8_t *base = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, 0, map_off);
+		if (base == MAP_FAILED) {
+			file_error(st, name, errno);
+			return;
+		}
+		const uint8_t *data = base + (start - map_off);
+		int64_t n = grep_bytes(st, name, data, len);
+		int64_t end = o->max_count > 0 && n >= o->max_count ?
+		              grep_selected_end(st->g, data, len, o->max_count) : -1;
+		/* else it was read to its end (grep: up to a buffer after its last line) */
+		lseek(0, end >= 0 ? start + end : sb.st_size, SEEK_SET);
+		munmap(base, map_len);
+		return;
+	}
+	uint8_t *buf;
+	size_t len = read_input(st, 0, name, want, &buf);
+	grep_bytes(st, name, buf, len);
+	free(buf);
 }
 
 static void grep_path(struct state *st, const char *path, int cmdline);
@@ -115,11 +291,15 @@ static void grep_dir(struct state *st, const char *path)
 		file_error(st, path, errno);
 		return;
 	}
+	/* fts joins names with one slash, whatever the operand ended with ("d//" gives "d/x") */
+	size_t plen = strlen(path);
+	while (plen > 1 && path[plen - 1] == '/')
+		plen--;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		size_t n = strlen(path) + strlen(e->d_name) + 2;
+		size_t n = plen + strlen(e->d_name) + 2;
 		char *child = malloc(n);
 		if (!child)
 			die("%s", "memory exhausted");
@@ -127,7 +307,7 @@ static void grep_dir(struct state *st, const char *path)
 		if (st->omit_dot && !strcmp(path, "."))
 			snprintf(child, n, "%s", e->d_name);
 		else
-			snprintf(child, n, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/",
+			snprintf(child, n, "%.*s%s%s", (int)plen, path, path[plen - 1] == '/' ? "" : "/",
 			         e->d_name);
 		grep_path(st, child, 0);
 		free(child);
@@ -137,28 +317,35 @@ static void grep_dir(struct state *st, const char *path)
 	closedir(d);
 }
 
+/* A directory to search: not one it is already inside (-R through a symlink to a parent,
+ * or a bind mount), which grep reports as a loop and skips. */
+static void enter_dir(struct state *st, const char *path, const struct stat *sb)
+{
+	for (size_t i = 0; i < st->n_dirs; i++) {
+		if (st->dirs[i].dev == sb->st_dev && st->dirs[i].ino == sb->st_ino) {
+			if (!st->a.no_messages)
+				fprintf(stderr, "%s: %s: warning: recursive directory loop\n", prog, path);
+			return;
+		}
+	}
+	if (st->n_dirs == st->dirs_cap) {
+		st->dirs_cap = st->dirs_cap ? 2 * st->dirs_cap : 64;
+		struct dir_id *v = realloc(st->dirs, st->dirs_cap * sizeof *v);
+		if (!v)
+			die("%s", "memory exhausted");
+		st->dirs = v;
+	}
+	st->dirs[st->n_dirs++] = (struct dir_id){ sb->st_dev, sb->st_ino };
+	grep_dir(st, path);
+	st->n_dirs--;
+}
+
 static void grep_path(struct state *st, const char *path, int cmdline)
 {
 	if (st->a.o.quiet && st->any_match)
 		return;
 	if (!strcmp(path, "-") && cmdline) {
-		/* standard input: read it whole */
-		size_t cap = 1 << 16, len = 0;
-		uint8_t *buf = malloc(cap);
-		ssize_t r;
-		while (buf && (r = read(0, buf + len, cap - len)) > 0) {
-			len += (size_t)r;
-			if (len == cap) {
-				uint8_t *nb = realloc(buf, cap *= 2);
-				if (!nb)
-					free(buf);
-				buf = nb;
-			}
-		}
-		if (!buf)
-			die("%s", "memory exhausted");
-		grep_bytes(st, st->a.label ? st->a.label : "(standard input)", buf, len);
-		free(buf);
+		grep_stdin(st);
 		return;
 	}
 	struct stat sb;
@@ -182,7 +369,9 @@ static void grep_path(struct state *st, const char *path, int cmdline)
 			grep_bytes(st, path, NULL, 0);
 			return;
 		}
-		grep_dir(st, path);
+		if (cmdline && st->a.name_if_dir)
+			grep_set_with_filename(st->g, 1);
+		enter_dir(st, path, &sb);
 		return;
 	}
 	if (!cmdline && !S_ISREG(sb.st_mode))
@@ -198,34 +387,27 @@ static void grep_path(struct state *st, const char *path, int cmdline)
 		close(fd);    /* grep checks an operand once open: an error comes first */
 		return;
 	}
-	size_t len = (size_t)sb.st_size;
-	void *base = NULL;
-	if (S_ISREG(sb.st_mode) && len > 0) {
-		base = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	grep_set_file_size(st->g, S_ISREG(sb.st_mode) ? sb.st_size : -1);
+	if (st->no_read) {
+		grep_bytes(st, path, NULL, 0);
+	} else if (is_output(st, &sb, path)) {
+		/* reported */
+	} else if (S_ISREG(sb.st_mode) && sb.st_size > 0) {
+		size_t len = (size_t)sb.st_size;
+		void *base = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (base == MAP_FAILED) {
 			file_error(st, path, errno);
-			close(fd);
-			return;
+		} else {
+			grep_bytes(st, path, base, len);
+			munmap(base, len);
 		}
-		grep_bytes(st, path, base, len);
-		munmap(base, len);
 	} else {
-		/* empty files and non-regular files given by name: read them */
-		size_t cap = 1 << 16;
-		uint8_t *buf = malloc(cap);
-		ssize_t r;
-		len = 0;
-		while (buf && (r = read(fd, buf + len, cap - len)) > 0) {
-			len += (size_t)r;
-			if (len == cap) {
-				uint8_t *nb = realloc(buf, cap *= 2);
-				if (!nb)
-					free(buf);
-				buf = nb;
-			}
-		}
-		if (!buf)
-			die("%s", "memory exhausted");
+		/* empty files and non-regular files given by name (a fifo: as far as -m needs) */
+		const struct grep_opts *o = &st->a.o;
+		int64_t want = o->quiet || o->list || o->list_nomatch ? 1 : o->max_count > 0 ?
+		               o->max_count : 0;
+		uint8_t *buf;
+		size_t len = read_input(st, fd, path, want, &buf);
 		grep_bytes(st, path, buf, len);
 		free(buf);
 	}
@@ -271,6 +453,11 @@ int main(int argc, char **argv)
 		st.engine = !strcmp(engine, "interp") ? VM_ENGINE_INTERP :
 		            !strcmp(engine, "jit") ? VM_ENGINE_JIT : VM_ENGINE_AUTO;
 
+	if (!explain && grep_args_select_none(&st.a) && !grep_args_lists_files(&st.a)) {
+		grep_args_free(&st.a);
+		return 1;         /* grep -m 0, or no pattern without -v: nothing is read, the
+		                   * patterns are not even compiled */
+	}
 	if (grep_args_compile(&st.a, prog, stderr, &st.g) != 0) {
 		grep_args_free(&st.a);
 		return 2;
@@ -281,10 +468,8 @@ int main(int argc, char **argv)
 		rc = grep_explain(st.g, seg, seg_len, NULL, prog, stdout, stderr) == 0 ? 0 : 2;
 		goto out;
 	}
-	if (o->max_count == 0) {
-		rc = 1;           /* grep -m 0 reads nothing */
-		goto out;
-	}
+	st.no_read = grep_args_select_none(&st.a);   /* -L names every file it can open */
+	st.out_reg = fstat(1, &st.out_sb) == 0 && S_ISREG(st.out_sb.st_mode);
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
 	st.omit_dot = files->n == 0 && st.a.recursive;
@@ -292,9 +477,10 @@ int main(int argc, char **argv)
 		grep_path(&st, st.a.recursive ? "." : "-", 1);
 	for (size_t i = 0; i < files->n; i++)
 		grep_path(&st, files->v[i], 1);
-	fflush(stdout);
+	check_output(1);
 	rc = o->quiet && st.any_match ? 0 : st.errors ? 2 : st.any_match ? 0 : 1;
 out:
+	free(st.dirs);
 	grep_free(st.g);
 	if (st.out)
 		munmap(st.out, st.out_cap);

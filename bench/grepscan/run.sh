@@ -100,6 +100,8 @@ cases=(
 	"-c lorem.*dolor"
 	"-c -E (quick|lazy) [a-z]+ fox"
 	"-n -w fox"
+	"-c -v needle42"
+	"-o lorem"
 )
 # a case's arguments into a[]; the patterns with spaces are rebuilt as one argument
 case_args() {

@@ -163,6 +163,13 @@ rcheck() {
 	fi
 }
 rcheck -r needle
+# --exclude-dir drops trailing slashes; names join with one slash
+rcheck -r --exclude-dir=skip/ -l needle
+rcheck -r --exclude-dir='deep*//' -c needle
+rdir=sub// rcheck -r -n needle
+rcheck -r -L -m0 needle
+rcheck -r -L -f /dev/null
+rcheck -r -c -f /dev/null
 rcheck -r -n --include='*.txt' needle
 rcheck -r --exclude='*.c' -c needle
 rcheck -r --exclude-dir=skip -l needle
@@ -198,7 +205,103 @@ for o in -c -L -l -q "-c -H" -n; do
 	# shellcheck disable=SC2086
 	check $o needle
 done
+# -m 0 or no pattern (without -v): grep exits 1 reading nothing; with -L it names each file
+# it finds (errors as usual)
+for o in "" -v -c -vc -L -vL -l -q -o -x -vx "-L -s" "-c -H"; do
+	# shellcheck disable=SC2086
+	{ check $o -f /dev/null; check $o -m0 needle; }
+done
+files="sub words nosuch" remote="$ep:/sub $ep:/words $ep:/nosuch"
+check -L -m0 needle
+check -L -f /dev/null
+check -c -f /dev/null
+# -r with one file operand does not name it
+files=words remote=$ep:/words
+for o in -r "-r -c" "-r -n -m2" "-rH" "-r -L"; do
+	# shellcheck disable=SC2086
+	check $o needle
+done
 files=$saved_files remote=$saved_remote
+# a range may not start where one ended; pattern errors name -f FILE:LINE, every one
+check -e '[a-c-e]'
+check -e '[a-c-]'
+printf 'ok\nbad(\n' >"$tmp/pbad"
+check -E -f "$tmp/pbad"
+check -E -e 'a(' -f "$tmp/pbad"
+check -E -e '*a' -e 'b('
+# -T: a tab after the prefix, numbers aligned to the width of the file's size
+check -T -n needle
+check -T -H -b -e foo
+check -T -c needle
+# -c -v counts the lines between the literal's occurrences (holes, extents, straddling
+# lines, a last line without a terminator, -z)
+for o in "-c -v" "-c -v -i" "-c -v -a" "-c -v -z" "-c -v -w" "-c -v -x" "-c -v -H"; do
+	# shellcheck disable=SC2086
+	{ check $o needle; check $o -e 'abc'; check $o -e 'x'; }
+done
+# random cases of tests/grep/random.sh (ARF_GREP_RANDOM of seed ARF_GREP_RANDOM_SEED; 200 of
+# seed 1, divided by the stride) over the files of the image, except those that read
+# standard input (arf grep does not) or have no file operand
+# grep's messages for a bad pattern: random.sh's list
+eval "errors=$(sed -n 's/^errors=//p' "$here/../grep/random.sh")"
+printf 'foo\nbar\n' >"$tmp/pat2"; printf 'abc\n' >"$tmp/pat1"; : >"$tmp/pat0"
+printf '\n' >"$tmp/patblank"; printf 'ok\n(bad\n' >"$tmp/patbad"
+sh "$here/../grep/random.sh" --seed "${ARF_GREP_RANDOM_SEED:-1}" \
+	--count $(( ${ARF_GREP_RANDOM:-200} / stride )) --print-cases |
+while IFS= read -r line; do
+	eval "set -- $line"
+	ops=0 stdin=0 rec=0
+	for a in "$@"; do
+		case $a in --*) ;; -*r*) rec=1 ;; esac     # -r: the walk's order is the server's
+	done
+	# the operands: the file names of random.sh's list (no pattern it writes is one)
+	a_args=
+	for a in "$@"; do
+		case $a in
+		empty|nonl|greek|crlf|binary|nuls|long|words|rep|zdata|sub|nosuch|sub/a.txt)
+			ops=$((ops + 1)); a_args="$a_args $(printf "'%s'" "$ep:/$a")" ;;
+		-) stdin=1 ;;
+		pat0|pat1|pat2|patblank|patbad)
+			a_args="$a_args $(printf "'%s'" "$tmp/$a")" ;;
+		*) a_args="$a_args '$(printf '%s' "$a" | sed "s/'/'\\\\''/g")'" ;;
+		esac
+	done
+	[ "$stdin" -eq 0 ] && [ "$ops" -gt 0 ] || continue
+	(cd "$d" && eval "set -- $(printf '%s\n' "$line" | sed "s#'\(pat[a-z0-9]*\)'#'$tmp/\1'#g")" &&
+	 PATH="$tmp/bin:$PATH" timeout 20 grep "$@" >"$tmp/g.out" 2>"$tmp/g.err" </dev/null
+	 echo $? >"$tmp/g.rc")
+	(eval "set -- $a_args" && timeout 60 "$BUILD/arf" grep "$@" >"$tmp/a.raw" 2>"$tmp/a.eraw"
+	 echo $? >"$tmp/a.rc")
+	sed "s#$ep:/##g" "$tmp/a.raw" >"$tmp/a.out"
+	sed "s#$ep:/##g" "$tmp/a.eraw" >"$tmp/a.err"
+	if [ "$rec" -eq 1 ]; then
+		for f in g.out a.out g.err a.err; do sort "$tmp/$f" >"$tmp/$f.s" && mv "$tmp/$f.s" "$tmp/$f"; done
+	fi
+	if cmp -s "$tmp/g.out" "$tmp/a.out" && cmp -s "$tmp/g.err" "$tmp/a.err" &&
+	   cmp -s "$tmp/g.rc" "$tmp/a.rc"; then
+		echo pass
+	elif [ "$(cat "$tmp/g.rc")$(cat "$tmp/a.rc")" = 22 ] && [ ! -s "$tmp/g.out" ] &&
+	     [ ! -s "$tmp/a.out" ] && [ "$(wc -l <"$tmp/g.err")" -eq 1 ] &&
+	     [ "$(wc -l <"$tmp/a.err")" -eq 1 ] && grep -q "^grep: $errors\$" "$tmp/g.err" &&
+	     grep -q "^grep: $errors\$" "$tmp/a.err"; then
+		echo pass     # a pattern with two errors, each program naming another (random.sh)
+	else
+		printf 'FAIL: arf grep (random, seed %s): %s\n' "${ARF_GREP_RANDOM_SEED:-1}" "$line"
+		diff "$tmp/g.out" "$tmp/a.out" | head -n 4
+		diff "$tmp/g.err" "$tmp/a.err" | head -n 3
+		echo "status: grep $(cat "$tmp/g.rc"), arf grep $(cat "$tmp/a.rc")"
+	fi
+done >"$tmp/random.log"
+pass=$((pass + $(grep -c '^pass$' "$tmp/random.log")))
+fail=$((fail + $(grep -c '^FAIL' "$tmp/random.log")))
+grep -v '^pass$' "$tmp/random.log"
+# a write error is an error
+timeout 60 "$BUILD/arf" grep needle "$ep:/frag_many" >/dev/full 2>"$tmp/e"
+if [ $? -eq 2 ] && [ "$(cat "$tmp/e")" = "grep: write error: No space left on device" ]; then
+	pass=$((pass + 1))
+else
+	fail_msg "arf grep >/dev/full: $(cat "$tmp/e")"
+fi
 "$BUILD/arf" grep needle "$ep:/sub" >/dev/null 2>"$tmp/e"
 if [ $? -eq 2 ] && [ "$(sed "s#$ep:/##" "$tmp/e")" = "grep: sub: Is a directory" ]; then
 	pass=$((pass + 1))

@@ -600,6 +600,35 @@ for o in -n -c -l -L "--exclude-dir=skip -n" "--include=w1* -c" "-h -m 1"; do
 		bad "arf grep -r $o on the mount: exit $arc (grep $grc), $(diff "$tmp/g.out" "$tmp/a.out" | head -n 4)"
 	fi
 done
+# -r without operands searches the working directory (here: a directory of the mount),
+# names without "./"; the output a file of the mount that is also an input: grep's error
+for o in -n "-c --exclude-dir=wide" "-l --exclude-dir=deep"; do
+	# shellcheck disable=SC2086
+	(cd "$m/g" && timeout "$T" grep -r $o needle) >"$tmp/g.out" 2>&1
+	grc=$?
+	# shellcheck disable=SC2086
+	(cd "$m/g" && timeout "$T" "$arf" grep -r $o needle) >"$tmp/a.out" 2>&1
+	arc=$?
+	if [ "$grc" -eq "$arc" ] && cmp -s "$tmp/g.out" "$tmp/a.out" && [ -s "$tmp/g.out" ]; then
+		ok
+	else
+		bad "arf grep -r $o in a directory of the mount: exit $arc (grep $grc), $(diff "$tmp/g.out" "$tmp/a.out" | head -n 4)"
+	fi
+done
+for o in "" -c -m1 -m2 -s "-A1 -m1"; do
+	for w in g a; do
+		if [ $w = g ]; then prog=grep; else prog="$arf grep"; fi
+		# shellcheck disable=SC2086
+		(cd "$m/g" && cp sub/y out && timeout "$T" $prog $o needle out >>out; echo "rc $?";
+		 cat out) >"$tmp/$w.out" 2>&1
+	done
+	if cmp -s "$tmp/g.out" "$tmp/a.out"; then
+		ok
+	else
+		bad "arf grep $o needle out >>out: $(diff "$tmp/g.out" "$tmp/a.out" | head -n 4)"
+	fi
+done
+run rm -f "$m/g/out"
 run rm -rf "$m/g"; check_rc "rm -r the grep tree" 0 $?
 
 # arf umount ends the foreground mount with status 0

@@ -25,6 +25,21 @@ fail=0
 mkdir -p "$tmp/bin" && ln -s "$PNGREP" "$tmp/bin/grep" || exit 1
 PNGREP_AS_GREP=$tmp/bin/grep
 
+# compare ARGS...: $tmp/[gp].{out,err,rc} of GNU grep and pngrep must be the same
+compare() {
+	if cmp -s "$tmp/g.out" "$tmp/p.out" && cmp -s "$tmp/g.err" "$tmp/p.err" &&
+	   cmp -s "$tmp/g.rc" "$tmp/p.rc"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		printf 'FAIL: grep'
+		for a in "$@"; do printf " '%.80s'" "$a"; done
+		printf ' (rc %s vs %s)\n' "$(cat "$tmp/g.rc")" "$(cat "$tmp/p.rc")"
+		diff "$tmp/g.out" "$tmp/p.out" | head -5
+		diff "$tmp/g.err" "$tmp/p.err" | head -5
+	fi
+}
+
 # check ARGS...: both programs in $tmp/t; stdout, stderr (the program's name as "grep") and
 # the exit status must be the same.
 check() {
@@ -32,17 +47,21 @@ check() {
 	(cd "$tmp/t" && "$PNGREP_AS_GREP" "$@" >"$tmp/p.out" 2>"$tmp/p.err" </dev/null; echo $? >"$tmp/p.rc")
 	sed -i "s|^$GREP:|grep:|" "$tmp/g.err"
 	sed -i "s|^$PNGREP_AS_GREP:|grep:|" "$tmp/p.err"
-	if cmp -s "$tmp/g.out" "$tmp/p.out" && cmp -s "$tmp/g.err" "$tmp/p.err" &&
-	   cmp -s "$tmp/g.rc" "$tmp/p.rc"; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		printf 'FAIL: grep'
-		for a in "$@"; do printf " '%s'" "$a"; done
-		printf ' (rc %s vs %s)\n' "$(cat "$tmp/g.rc")" "$(cat "$tmp/p.rc")"
-		diff "$tmp/g.out" "$tmp/p.out" | head -5
-		diff "$tmp/g.err" "$tmp/p.err" | head -5
-	fi
+	compare "$@"
+}
+
+# check_sh SCRIPT: a shell script in which "grep" is each program in turn (found in PATH, so
+# both name themselves "grep"), run in a fresh copy of $tmp/t: pipes, standard input, where
+# the output goes.  At most 20 s each: a program that never ends fails.
+mkdir -p "$tmp/gbin" && ln -s "$GREP" "$tmp/gbin/grep" || exit 1
+check_sh() {
+	for w in g p; do
+		rm -rf "$tmp/s" && cp -R "$tmp/t" "$tmp/s" || exit 1
+		if [ $w = g ]; then bin=$tmp/gbin; else bin=$tmp/bin; fi
+		(cd "$tmp/s" && PATH="$bin:$PATH" timeout 20 sh -c "$1" >"$tmp/$w.out" 2>"$tmp/$w.err" \
+		  </dev/null; echo $? >"$tmp/$w.rc")
+	done
+	compare sh -c "$1"
 }
 
 mkdir -p "$tmp/t/sub/deep" || exit 1
@@ -123,6 +142,143 @@ for args in "-c x sub" "-c x sub a.c" "-L x sub" "-LZ x sub b.h" "-l x sub" "-cv
             "-s -c x sub" "-q x sub a.c" "-cZ x sub a.c" "x sub" "-ch x sub a.c"; do
 	# shellcheck disable=SC2086
 	check $args
+done
+
+# -r with one operand names the files only when it is a directory
+for args in "-r x a.c" "-r -c x a.c" "-r -n x sub/d.c" "-rH x a.c" "-r x sub" "-rh x sub" \
+            "-r x a.c b.h" "-R x a.c" "-r -L y a.c" "-r x nosuch"; do
+	# shellcheck disable=SC2086
+	check $args
+done
+# -m 0 and an empty pattern set select nothing: grep reads nothing and exits 1, except -L,
+# which opens each file (errors as usual) and names it
+for o in "" -v -c -vc -L -vL -l -vl -q -vq -o -vo -n -x -vx -w -vw "-c -H" "-L -r" -r "-L -s"; do
+	# shellcheck disable=SC2086
+	{ check $o -f /dev/null a.c b.h nosuch sub; check $o -m0 x a.c nosuch sub; }
+done
+check -L -m0 -r x sub
+check -L -m0 x
+check -L -f /dev/null
+check -c -f /dev/null
+# --exclude-dir's trailing slashes are dropped; fts joins names with one slash
+for args in "--exclude-dir=sub/ x ." "--exclude-dir=deep// x sub" "--exclude-dir=sub/ x sub/" \
+            "--exclude-dir=/ x sub" "--exclude-dir=s*/ x" "x sub//" "x .//" "-c x sub///deep"; do
+	# shellcheck disable=SC2086
+	check -r $args
+done
+# a range may not start where one ended
+for p in '[a-c-e]' '[a-c-' '[a-c--]' '[----]' '[%--]' '[a-c-]' '[^a-c-e]' '[[.a.]-c-e]'; do
+	check -e "$p" n
+done
+# errors in patterns: "FILE:LINE:" for a line of -f FILE, every distinct pattern in error,
+# no warnings then; deep nesting is grep's "stack overflow", without a place
+printf 'ok\nbad(\n' >"$tmp/t/pbad"
+printf 'a\\(\n[z-a]\n\n' >"$tmp/t/pbre"
+awk 'BEGIN { s = ""; for (i = 0; i < 30000; i++) s = s "("; print s }' >"$tmp/t/pdeep"
+for args in "-E -f pbad" "-E -e a( -f pbad" "-E -f pbad -e a(" "-f pbre" "-f pbre -f pbre" \
+            "-E -e a( -e a(" "-E -e *a -e b(" "-E -f pbad -f pbre" "-E -f pdeep" "-F -f pbad"; do
+	# shellcheck disable=SC2086
+	check $args n
+done
+check -E -e "$(cat "$tmp/t/pdeep")" n
+check_sh 'grep -E -f pbad - n < pbad'
+# -T: a tab after the prefix, no padding
+for args in "-T -n foo n" "-T -H -b x a.c" "-T -c x a.c b.h" "-T -o -b -n foo n" \
+            "-T -A1 -n foo n" "-T x a.c" "-TZ -H -n x a.c" "-T -B1 -bH foo n" "-T -b x a.c" \
+            "-T -n -b x a.c" "-Tn x a.c b.h n"; do
+	# shellcheck disable=SC2086
+	check $args
+done
+# a write error is an error
+check_sh 'cat n | grep -Tn foo'
+check_sh 'grep x a.c >/dev/full'
+check_sh 'grep -c x a.c b.h >/dev/full'
+check_sh 'grep -q x a.c >/dev/full'
+check_sh 'grep -r x . >/dev/full'
+# the input file is the output: an error, unless the output cannot grow with it
+for o in "" -m1 -m2 -c -l -L -q -s -n "-A1 -m1" -v; do
+	check_sh "cp n g && grep $o line g >>g; echo \$?; cat g"
+	check_sh "cp n g && grep $o line - <g >>g; echo \$?; cat g"
+done
+check_sh 'grep -r x >out; echo $?; cat out'
+check_sh 'cp n g && grep -c line n g 1<>g; echo $?; cat g'
+check_sh 'grep x a.c >g; grep x g a.c >>g; echo $?; cat g'
+# -m on a pipe stops reading; a seekable standard input is left after the last selected line
+check_sh 'yes x | grep -m1 x'
+check_sh 'yes x | grep -m2 -A1 -n x'
+check_sh 'yes x | grep -q x'
+check_sh 'yes x | grep -l x'
+check_sh 'yes x | grep -c -m3 x'
+check_sh '(echo a; yes b) | grep -m1 -A2 a'
+check_sh '(echo a; yes b) | grep -v -m2 a'
+check_sh 'cat n | grep -m2 foo'
+check_sh 'cat n | grep -m9 foo'
+for o in -m1 "-m1 -A1" "-m1 -A3" "-m1 -c" "-m2 -c" "-m1 -v" -q -l -m5 -L "-m1 -n" "-m1 -o" \
+         "-m1 -B2" "-m2 -x line.5.foo"; do
+	check_sh "(grep $o foo; echo \$?; cat) <n"
+done
+check_sh '(head -n 3 >/dev/null; grep -m1 line; cat) <n'
+# -R through symlinks to a directory above: grep warns of the loop and goes on
+mkdir -p "$tmp/loop/a/b" && printf 'x\n' >"$tmp/loop/a/f" && ln -s .. "$tmp/loop/a/b/up" &&
+	ln -s ../../a "$tmp/loop/a/b/again" || exit 1
+for args in "-R x a" "-R zzz a" "-R -s x a" "-R -c x a/b" "-R x a/b/up" "-r x a" "-R -l x ."; do
+	# shellcheck disable=SC2086
+	{ (cd "$tmp/loop" && "$GREP" $args >"$tmp/g.out" 2>"$tmp/g.err"; echo $? >"$tmp/g.rc")
+	  (cd "$tmp/loop" && timeout 20 "$PNGREP_AS_GREP" $args >"$tmp/p.out" 2>"$tmp/p.err"
+	   echo $? >"$tmp/p.rc")
+	  sed -i "s|^$GREP:|grep:|" "$tmp/g.err"
+	  sed -i "s|^$PNGREP_AS_GREP:|grep:|" "$tmp/p.err"
+	  compare $args; }
+done
+
+# found by tests/grep/random.sh: a repetition after a leading anchor or assertion (ERE: a
+# warning, then dropped after a word assertion, applied to a line anchor; BRE: '*' literal);
+# after a leading {...} no more warnings; -l/-L win over -c; -m 0 compiles nothing (no
+# error for a bad pattern) unless -L; -T puts no tab before an empty line
+printf 'ba\n\nb\na*b\nab\n-\n' >"$tmp/t/anch"
+# (not after a word assertion in an ERE: "\<*a" gives grep 3.8 different answers on different
+# files, as its DFA or its regex decides; docs/grep.md)
+for p in '^*a' '$?a' '(^*a)' '\`*a' "\\'*a" '*a' '{1}*a' '{1}{,2}-' '**a' '*{1}a' '{1}+a' \
+         '^+' 'a$*'; do
+	check -E -c -e "$p" anch
+done
+for p in '\<*' 'a\B*b' '^*b' 'a$*' '\(^*b\)' 'a\|*b'; do
+	check -c -e "$p" anch
+done
+for args in "-c -l a" "-l -c a" "-c -L a" "-L -c zz" "-c -L -v a"; do
+	# shellcheck disable=SC2086
+	check $args anch n
+done
+check -m0 -e 'a\(' anch
+check -E -m0 -e '[a-c-e]' anch
+check -E -L -m0 -e 'a(' anch
+check -T -n -e '' anch
+check -T -b -A1 -e a anch
+# -v of the empty pattern alone selects nothing: exit 1 at once (not with -x, -w or another
+# pattern); -q, or an output that is /dev/null, makes grep forget -L there
+for args in "-v -e '' nosuch" "-v -e '' -e '' nosuch" "-vc -e '' anch" "-vL -e '' anch" \
+            "-vx -e '' nosuch" "-vw -e '' nosuch" "-v -e '' -e a nosuch" "-F -v -e '' nosuch" \
+            "-q -L -m0 -E -e a( anch" "-L -q -m0 -e '[a-c-e]' anch"; do
+	check_sh "grep $args"
+done
+check_sh 'grep -L -m0 -E "a(" anch >/dev/null'
+check_sh 'grep -L -m0 -E "a(" anch nosuch >/dev/null'
+# an operator on nothing or on an assertion right before a group's ")" is an error (not an
+# interval); after a leading anchor ERE stays at the start; in a BRE "^^" is "^" then '^'
+for p in '(?)' '(a$*)' '(^?)' '(*)' '(a|*)' '(^*)' '($*)' '(\<*)' '(a|^*)' '(a\B*)' '(^*a)' \
+         '(^*|a)' '(a$*b)' '({1})' '(a|{1}*)' '(*{1})' '(${2})' '(^{,2})*' '^*$*'; do
+	check -E -c -e "$p" anch
+done
+for p in '^^' '\(^^a\)' '\<^' '^\<*'; do
+	check -c -e "$p" anch
+done
+# -o and colour spans of one fixed string are its occurrences (the first that -w or -x
+# allows); other patterns skip lines whose rest lacks their literal
+printf 'foofoo foo_ foo\nFOO fOo x\nfoo\nafoo foob\na.b a.b\nab*c abbc\n' >"$tmp/t/spans"
+for args in "-o foo" "-ow foo" "-ox foo" "-oi foo" "-owi FOO" "-ob -w foo" "-oF a.b" \
+            "-o a.b" "-oF ab*c" "-o ab*c" "-o -e foo -e x" "--color=always -w foo" \
+            "--color=always -i foo" "-on foo.*" "-ow 'fo*'" "-oc foo" "-o -E (foo)"; do
+	check_sh "grep $args spans"
 done
 
 echo "grep.sh: command line: $pass passed, $fail failed"

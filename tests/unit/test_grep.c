@@ -55,6 +55,10 @@ static void test_errors(void)
 		{ GREP_BASIC, "[^:a:]", "character class syntax is [[:space:]], not [:space:]" },
 		{ GREP_BASIC, "[z-a]", "Invalid range end" },
 		{ GREP_BASIC, "[a-[:digit:]]", "Invalid range end" },
+		{ GREP_BASIC, "[a-c-e]", "Invalid range end" },
+		{ GREP_BASIC, "[a-c--]", "Invalid range end" },
+		{ GREP_BASIC, "[a-c-", "Invalid range end" },
+		{ GREP_EXTENDED, "[[.a.]-c-e]", "Invalid range end" },
 		{ GREP_BASIC, "[[.xx.]]", "Invalid collation character" },
 		{ GREP_BASIC, "[[=ab=]]", "Invalid collation character" },
 		{ GREP_BASIC, "\\(", "Unmatched ( or \\(" },
@@ -80,6 +84,20 @@ static void test_errors(void)
 		      cases[i].pat, cases[i].msg, g ? "(compiled)" : err);
 		grep_free(g);
 	}
+	/* nesting deeper than the parser takes: grep's message when its stack runs out (it says
+	 * so past about 12 400 groups; the limit here is lower) */
+	static char deep[30001];
+	for (int syntax = GREP_BASIC; syntax <= GREP_EXTENDED; syntax++) {
+		char err[256] = "", warn[256];
+		memset(deep, '(', sizeof deep - 1);
+		if (syntax == GREP_BASIC)
+			for (size_t i = 0; i + 1 < sizeof deep - 1; i += 2)
+				memcpy(deep + i, "\\(", 2);
+		struct grep *g = compile(deep, syntax, NULL, err, sizeof err, warn);
+		CHECK(!g && !strcmp(err, "stack overflow"), "30000 ( (syntax %d): got \"%s\"", syntax,
+		      g ? "(compiled)" : err);
+		grep_free(g);
+	}
 	/* accepted, some with grep's warning */
 	static const struct { int syntax; const char *pat, *warn; } ok[] = {
 		{ GREP_EXTENDED, "a{1", "" },
@@ -92,6 +110,9 @@ static void test_errors(void)
 		{ GREP_BASIC, "\\(\\(a\\)\\|b\\)\\2", "" },
 		{ GREP_BASIC, "[]a]", "" },
 		{ GREP_BASIC, "[::]", "" },
+		{ GREP_BASIC, "[a-c-]", "" },
+		{ GREP_BASIC, "[----]", "" },
+		{ GREP_BASIC, "[%--]", "" },
 		{ GREP_BASIC, "a\\{,\\}", "" },
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {

@@ -74,6 +74,7 @@ static void summary(struct buf *b, const struct grep_args *ga, const char *expla
 	FLAG("initial_tab", o->initial_tab);
 	FLAG("recursive", ga->recursive);
 	FLAG("deref", ga->deref);
+	FLAG("name_if_dir", ga->name_if_dir);
 	FLAG("no_messages", ga->no_messages);
 	FLAG("explain", explain);
 #undef FLAG
@@ -139,7 +140,15 @@ static const struct {
 	{ { "-hH", "x", "a" }, 0, "G with_filename pats=[x] files=[a]" },
 	{ { "--no-filename", "-r", "x" }, 0, "G recursive pats=[x]" },
 	{ { "-r", "x" }, 0, "G with_filename recursive pats=[x]" },
-	{ { "-R", "x", "d" }, 0, "G with_filename recursive deref pats=[x] files=[d]" },
+	/* -r with one operand: names only if it is a directory (the program decides) */
+	{ { "-R", "x", "d" }, 0, "G recursive deref name_if_dir pats=[x] files=[d]" },
+	{ { "-r", "x", "f" }, 0, "G recursive name_if_dir pats=[x] files=[f]" },
+	{ { "-rh", "x", "f" }, 0, "G recursive pats=[x] files=[f]" },
+	{ { "-rH", "x", "f" }, 0, "G with_filename recursive pats=[x] files=[f]" },
+	{ { "-r", "x", "f", "g" }, 0, "G with_filename recursive pats=[x] files=[f],[g]" },
+	/* --exclude-dir drops trailing slashes, but "/" stays */
+	{ { "--exclude-dir=sub//", "--exclude-dir=/", "--exclude-dir=a/b/", "x" }, 0,
+	  "G pats=[x] exclude_dir=[sub],[/],[a/b]" },
 	{ { "--dereference-recursive", "x" }, 0, "G with_filename recursive deref pats=[x]" },
 	{ { "-i", "--no-ignore-case", "x" }, 0, "G pats=[x]" },
 	{ { "--ignore-case", "x" }, 0, "G icase pats=[x]" },
