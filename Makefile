@@ -24,7 +24,7 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf -Icc
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lelf -lffi -lrdmacm -libverbs -lpthread -lcrypto
+LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lcrypto
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 
@@ -108,6 +108,8 @@ $(BUILD)/obj/server/arfd.o: CPPFLAGS += -DHAVE_LIBSYSTEMD $(shell pkg-config --c
 $(BUILD)/arfd: LDLIBS += $(shell pkg-config --libs libsystemd)
 endif
 $(UNIT_TESTS): $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBS)
+# libelf: only what reads BPF objects (cc/, docs/cc.md) links it
+$(BUILD)/pncc $(BUILD)/tests/test_cc: LDLIBS += -lelf
 $(BUILD)/tests/test_diff: $(call obj,tests/ref_interp.c)
 $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
 $(BUILD)/tests/progtest: $(call obj,tests/progtest.c) $(LIBS)
@@ -185,7 +187,7 @@ check-asan:
 # without one, check-rdma boots the rdma-vm guest (Soft-RoCE; needs root, qemu and a few GiB
 # for its image) and runs tests/rdma/run.sh there, which builds in build-rdma: the guest's own
 # compiler and libraries, not the host's objects (libpn needs libcrypto's headers there too:
-# libssl-dev and libelf-dev, which every program links, are added to the guest's packages).
+# libssl-dev is added to the guest's packages).
 RDMA_VM_RUN     ?= ../shared/tools/rdma-vm/run.sh
 RDMA_VM_TIMEOUT ?= 2700
 RDMA_TESTS := $(BUILD)/tests/rdma/test_pn $(BUILD)/tests/rdma/test_rdma $(BUILD)/tests/rdma/test_arfd_rdma
@@ -202,7 +204,7 @@ check-rdma:
 	  sh tests/rdma/run.sh; \
 	else \
 	  echo "check-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  RDMA_VM_EXTRA_PACKAGES="libssl-dev libelf-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
+	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
 	fi
 
 # ---- fuzz: libFuzzer targets, one per untrusted input
@@ -214,7 +216,7 @@ fuzz-build:
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a build-fuzz/libproto.a $(LDLIBS)
 build-fuzz/fuzz_cc: tests/fuzz/fuzz_cc.c build-fuzz/libcc.a
-	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libcc.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libcc.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS) -lelf
 build-fuzz/fuzz_grep: tests/fuzz/fuzz_grep.c build-fuzz/libgrep.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libgrep.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 # the random differential test of pngrep against GNU grep, longer than make check's and with
@@ -251,7 +253,7 @@ bench-rdma:
 	  sh bench/rdma/run.sh $(BENCH_RDMA_ARGS); \
 	else \
 	  echo "bench-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  RDMA_VM_EXTRA_PACKAGES="libssl-dev libelf-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
+	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
 	  $(MAKE) -C bench/rdma plot; \
 	fi
 
