@@ -67,75 +67,198 @@ static int nset(struct nfa *m, const uint64_t *set, int out)
 	return s;
 }
 
-/* Compile node so that it continues to state out; returns its entry state. */
-static int compile(struct nfa *m, const struct ast *t, int node, int out)
+/* Compile node so that it continues to state out; returns its entry state.  The AST's depth
+ * follows the input (a concatenation of a million bytes is a chain a million nodes deep, a
+ * million patterns an alternation as deep), so the walk keeps its frames on a heap stack:
+ * each frame is a node being compiled and how far it got (phase), and a finished frame
+ * hands its entry state to its parent in `ret`. */
+struct cframe {
+	int node, out, phase;
+	int i, r, s;           /* N_ALT: r is the first branch's entry; N_REPEAT: count, entry, split */
+};
+
+static int cpush(struct cframe **st, size_t *sp, size_t *cap, int node, int out)
 {
-	if (m->err || out < 0)
-		return -1;
-	const struct node *n = &t->n[node];
-	switch (n->kind) {
-	case N_EMPTY:
-		return out;
-	case N_SET:
-		return nset(m, n->set, out);
-	case N_CAT:
-		return compile(m, t, n->a, compile(m, t, n->b, out));
-	case N_ALT: {
-		int a = compile(m, t, n->a, out), b = compile(m, t, n->b, out);
-		int s = nstate(m, S_SPLIT, a);
-		if (s >= 0)
-			m->s[s].out1 = b;
-		return a < 0 || b < 0 ? -1 : s;
-	}
-	case N_GROUP:
-		return compile(m, t, n->a, out);
-	case N_BACKREF: {
-		/* the DFA only filters: any text may stand for a back-reference */
-		uint64_t all[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
-		int s = nstate(m, S_SPLIT, -1);
-		if (s < 0)
+	if (*sp == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 64;
+		struct cframe *ns = realloc(*st, ncap * sizeof *ns);
+		if (!ns)
 			return -1;
-		m->s[s].out1 = out;
-		m->s[s].out = nset(m, all, s);
-		return m->s[s].out < 0 ? -1 : s;
+		*st = ns;
+		*cap = ncap;
 	}
-	case N_ASSERT: {
-		int s = nstate(m, S_ASSERT, out);
-		if (s >= 0) {
+	(*st)[(*sp)++] = (struct cframe){ .node = node, .out = out };
+	return 0;
+}
+
+static int compile(struct nfa *m, const struct ast *t, int root, int out)
+{
+	struct cframe *st = NULL;
+	size_t sp = 0, cap = 0;
+	int ret = -1;
+	if (cpush(&st, &sp, &cap, root, out))
+		goto oom;
+	while (sp > 0) {
+		if (m->err)
+			goto oom;
+		struct cframe *f = &st[sp - 1];
+		const struct node *n = &t->n[f->node];
+		int o = f->out;
+		if (o < 0)
+			goto oom;
+		switch (n->kind) {
+		case N_EMPTY:
+			ret = o;
+			sp--;
+			break;
+		case N_SET:
+			ret = nset(m, n->set, o);
+			sp--;
+			break;
+		case N_CAT:
+			/* b first, then a continuing into b's entry */
+			if (f->phase == 0) {
+				f->phase = 1;
+				if (cpush(&st, &sp, &cap, n->b, o))
+					goto oom;
+			} else if (f->phase == 1) {
+				f->phase = 2;
+				if (cpush(&st, &sp, &cap, n->a, ret))
+					goto oom;
+			} else {
+				sp--;
+			}
+			break;
+		case N_ALT:
+			if (f->phase == 0) {
+				f->phase = 1;
+				if (cpush(&st, &sp, &cap, n->a, o))
+					goto oom;
+			} else if (f->phase == 1) {
+				f->r = ret;
+				f->phase = 2;
+				if (cpush(&st, &sp, &cap, n->b, o))
+					goto oom;
+			} else {
+				int s = f->r < 0 || ret < 0 ? -1 : nstate(m, S_SPLIT, f->r);
+				if (s < 0)
+					goto oom;
+				m->s[s].out1 = ret;
+				ret = s;
+				sp--;
+			}
+			break;
+		case N_GROUP:
+			if (f->phase == 0) {
+				f->phase = 1;
+				if (cpush(&st, &sp, &cap, n->a, o))
+					goto oom;
+			} else {
+				sp--;
+			}
+			break;
+		case N_BACKREF: {
+			/* the DFA only filters: any text may stand for a back-reference */
+			uint64_t all[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+			int s = nstate(m, S_SPLIT, -1);
+			if (s < 0)
+				goto oom;
+			m->s[s].out1 = o;
+			int any = nset(m, all, s);
+			if (any < 0)
+				goto oom;
+			m->s[s].out = any;
+			ret = s;
+			sp--;
+			break;
+		}
+		case N_ASSERT: {
+			int s = nstate(m, S_ASSERT, o);
+			if (s < 0)
+				goto oom;
 			m->s[s].akind = n->akind;
 			if (n->akind != A_EOL && n->akind != A_NNEXTW)
 				m->uses_prev = 1;
+			ret = s;
+			sp--;
+			break;
 		}
-		return s;
-	}
-	case N_REPEAT: {
-		int r = out;
-		if (n->max < 0) {
-			int s = nstate(m, S_SPLIT, -1);
-			if (s < 0)
-				return -1;
-			m->s[s].out1 = out;
-			int body = compile(m, t, n->a, s);
-			if (body < 0)
-				return -1;
-			m->s[s].out = body;
-			r = s;
-		} else {
-			for (int i = n->min; i < n->max; i++) {
-				int body = compile(m, t, n->a, r);
-				int s = nstate(m, S_SPLIT, body);
-				if (s < 0 || body < 0)
-					return -1;
-				m->s[s].out1 = out;
-				r = s;
+		case N_REPEAT:
+			/* phases: 0 start; 1 the loop's body (unbounded) is compiled; 2 and 3 the
+			 * optional copies (bounded), 3 after one; 4 and 5 the min mandatory copies */
+			switch (f->phase) {
+			case 0:
+				if (n->max < 0) {
+					int s = nstate(m, S_SPLIT, -1);
+					if (s < 0)
+						goto oom;
+					m->s[s].out1 = o;
+					f->s = s;
+					f->phase = 1;
+					if (cpush(&st, &sp, &cap, n->a, s))
+						goto oom;
+				} else {
+					f->i = n->min;
+					f->r = o;
+					f->phase = 2;
+				}
+				break;
+			case 1:
+				if (ret < 0)
+					goto oom;
+				m->s[f->s].out = ret;
+				f->r = f->s;
+				f->i = 0;
+				f->phase = 4;
+				break;
+			case 2:
+				if (f->i < n->max) {
+					f->phase = 3;
+					if (cpush(&st, &sp, &cap, n->a, f->r))
+						goto oom;
+				} else {
+					f->i = 0;
+					f->phase = 4;
+				}
+				break;
+			case 3: {
+				int s = ret < 0 ? -1 : nstate(m, S_SPLIT, ret);
+				if (s < 0)
+					goto oom;
+				m->s[s].out1 = o;
+				f->r = s;
+				f->i++;
+				f->phase = 2;
+				break;
 			}
+			case 4:
+				if (f->i < n->min) {
+					f->phase = 5;
+					if (cpush(&st, &sp, &cap, n->a, f->r))
+						goto oom;
+				} else {
+					ret = f->r;
+					sp--;
+				}
+				break;
+			case 5:
+				if (ret < 0)
+					goto oom;
+				f->r = ret;
+				f->i++;
+				f->phase = 4;
+				break;
+			}
+			break;
+		default:
+			goto oom;
 		}
-		for (int i = 0; i < n->min; i++)
-			if ((r = compile(m, t, n->a, r)) < 0)
-				return -1;
-		return r;
 	}
-	}
+	free(st);
+	return m->err ? -1 : ret;
+oom:
+	free(st);
+	m->err = 1;
 	return -1;
 }
 
@@ -611,34 +734,48 @@ out:
 
 /* ---- backtracking on the AST (back-references) ----
  *
- * A depth-first search over the parses, in continuation-passing style: bt_node(node, pos, k)
- * matches node at pos and then the continuation k (a chain of frames on the C stack: the
- * rest of a concatenation, a group to close, a repetition to go on with).  Plain
- * backtracking is exponential on patterns such as \(a*\)*\1b, so the search memoizes: the
- * outcome of a call depends only on the node, pos, its continuation (the chain's frames,
- * with the count and start of each enclosing repetition) and the captures of the groups
- * some back-reference names.  Once a search has
- * taken BT_MEMO_AFTER steps, every call at a branch (alternation, repetition, the end of an
- * iteration) records that key, and a call whose key was seen before returns 0 at once: a
- * state already explored adds no match (in longest mode: no new end).  The number of keys
- * is polynomial in the line's length for a fixed pattern (O(n^(2g+2r)) for g referenced
- * groups and r nested repetitions), so what remains exponential is only the pattern's size.
- * Past BT_MAX_STEPS steps, BT_MAX_KEYS keys or BT_MAX_KEY_MEM longs of keys the search gives
- * up (-2); the client then
- * reports "memory exhausted" as GNU grep does when its regex engine runs out (exit 2),
- * never a silent non-match.
+ * A depth-first search over the parses, in continuation-passing style: matching node at pos
+ * then the continuation k (a chain of frames: the rest of a concatenation, a group to close,
+ * a repetition to go on with).  The search is a loop with explicit, heap-allocated stacks, so
+ * its depth never touches the C stack (a line of 60 000 bytes against ^\(.*\)\1$ needs 60 000
+ * choices): frames live in an arena and point to their next by index; a choice point records
+ * what to try later (a node, or "continue", at a position with a continuation) and the
+ * heights of the arena and of the trail, the undo log of captures, to which a backtrack
+ * returns.  Frames are immutable once made, so a choice can share the chain it points to.
+ * Plain backtracking is exponential on patterns such as \(a*\)*\1b, so the search memoizes:
+ * the outcome of a state depends only on the node, pos, its continuation (the chain's
+ * frames, with the count and start of each enclosing repetition) and the captures of the
+ * groups some back-reference names.  Once a search has taken BT_MEMO_AFTER steps, every
+ * state at a branch (alternation, repetition, the end of an iteration) records that key, and
+ * a state whose key was seen before fails at once: a state already explored adds no match (in
+ * longest mode: no new end).  The number of keys is polynomial in the line's length for a
+ * fixed pattern (O(n^(2g+2r)) for g referenced groups and r nested repetitions), so what
+ * remains exponential is only the pattern's size.  Past BT_MAX_STEPS steps, BT_MAX_KEYS keys,
+ * BT_MAX_KEY_MEM longs of keys or BT_MAX_STACK_MEM bytes of stacks the search gives up (-2);
+ * the client then reports "memory exhausted" as GNU grep does when its regex engine runs out
+ * (exit 2), never a silent non-match.
  */
 
 #define BT_MEMO_AFTER 4096L
 #define BT_MAX_KEYS   (1L << 21)
 #define BT_MAX_KEY_MEM (1L << 24)    /* longs of keys (128 MiB) */
+#define BT_MAX_STACK_MEM ((size_t)256 << 20)   /* frames, choices and trail together */
 
 enum { K_NODE, K_CLOSE, K_REP };
-struct k {
+struct k {                 /* a continuation frame */
 	int type, node, count;
-	size_t start;
-	const struct k *next;
+	int next;              /* index of the next frame, -1: the end of the match */
+	size_t start;          /* K_REP: where the current iteration began */
 };
+
+struct choice {            /* what to try when the current path fails */
+	int node;              /* -1: continue with k */
+	int k;
+	size_t pos;
+	size_t n_frames, n_trail;   /* heights to go back to */
+};
+
+struct undo { int slot; long old; };   /* a capture's value before it was set */
 
 struct memo {
 	uint64_t *slot;        /* hash table: key offset + 1 in keys[], 0 empty */
@@ -653,15 +790,20 @@ struct bt {
 	size_t n;
 	int icase, longest;
 	long best;
-	long steps;
-	long *cap;            /* 2 per group: start, end (-1 unset) */
-	int *refd;            /* the groups some back-reference names */
+	long steps;            /* -1: gave up */
+	long *cap;             /* 2 per group: start, end (-1 unset) */
+	int *refd;             /* the groups some back-reference names */
 	int n_refd;
 	struct memo memo;
+	struct k *frame;
+	size_t n_frames, cap_frames;
+	struct choice *choice;
+	size_t n_choices, cap_choices;
+	struct undo *trail;
+	size_t n_trail, cap_trail;
+	size_t stack_mem;      /* bytes of the three arrays above */
 	long key[512];
 };
-
-static int bt_node(struct bt *b, int node, size_t pos, const struct k *k);
 
 /* A repetition count as far as the matcher can tell counts apart. */
 static long clamp_count(const struct node *n, int count)
@@ -683,7 +825,7 @@ static uint64_t hash_key(const long *key, long len)
 
 /* Record the state (tag, pos, k, captures); 1 when it was seen before.  Sets steps to -1
  * when out of memory or keys. */
-static int bt_seen(struct bt *b, long tag, size_t pos, const struct k *k)
+static int bt_seen(struct bt *b, long tag, size_t pos, int k)
 {
 	if (b->steps < BT_MEMO_AFTER)
 		return 0;
@@ -696,13 +838,14 @@ static int bt_seen(struct bt *b, long tag, size_t pos, const struct k *k)
 		key[len++] = b->cap[2 * b->refd[i] + 1];
 	}
 	/* the whole continuation, so that the key holds even if the AST shared a subtree */
-	for (; k; k = k->next) {
+	for (; k >= 0; k = b->frame[k].next) {
+		const struct k *f = &b->frame[k];
 		if (len + 3 > lim)
 			return 0;      /* too deep to key: just search (the budget still holds) */
-		key[len++] = (long)k->node * 4 + k->type;
-		if (k->type == K_REP) {
-			key[len++] = clamp_count(&b->t->n[k->node], k->count);
-			key[len++] = (long)k->start;
+		key[len++] = (long)f->node * 4 + f->type;
+		if (f->type == K_REP) {
+			key[len++] = clamp_count(&b->t->n[f->node], f->count);
+			key[len++] = (long)f->start;
 		}
 	}
 	key[0] = len;
@@ -759,109 +902,201 @@ static int bt_seen(struct bt *b, long tag, size_t pos, const struct k *k)
 	return 0;
 }
 
-static int bt_rep(struct bt *b, int node, int count, size_t pos, const struct k *k)
+/* Make room for one more element of an array of the search's stacks: 0, or -1 (and the
+ * search gives up) past BT_MAX_STACK_MEM or out of memory. */
+static int bt_grow(struct bt *b, void **v, size_t *cap, size_t n, size_t size)
 {
-	const struct node *n = &b->t->n[node];
-	struct k k2 = { K_REP, node, count + 1, pos, k };
-	if (count < n->min)
-		return bt_node(b, n->a, pos, &k2);
-	if (n->max < 0 || count < n->max)
-		if (bt_node(b, n->a, pos, &k2))
-			return 1;
-	return b->steps < 0 ? 0 : bt_node(b, -1, pos, k);
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? 2 * *cap : 256;
+	size_t more = (ncap - *cap) * size;
+	void *nv = b->stack_mem + more > BT_MAX_STACK_MEM ? NULL : realloc(*v, ncap * size);
+	if (!nv) {
+		b->steps = -1;
+		return -1;
+	}
+	*v = nv;
+	*cap = ncap;
+	b->stack_mem += more;
+	return 0;
 }
 
-/* Continue with k at pos (node -1 means: just continue). */
-static int bt_cont(struct bt *b, size_t pos, const struct k *k)
+/* A new frame in front of k: its index, or -1 when the search gave up. */
+static int bt_frame(struct bt *b, int type, int node, int count, size_t start, int k)
 {
-	if (!k) {
-		if ((long)pos > b->best)
-			b->best = (long)pos;
-		return !b->longest;
+	if (bt_grow(b, (void **)&b->frame, &b->cap_frames, b->n_frames, sizeof *b->frame))
+		return -1;
+	b->frame[b->n_frames] = (struct k){ type, node, count, k, start };
+	return (int)b->n_frames++;
+}
+
+static int bt_choice(struct bt *b, int node, size_t pos, int k)
+{
+	if (bt_grow(b, (void **)&b->choice, &b->cap_choices, b->n_choices, sizeof *b->choice))
+		return -1;
+	b->choice[b->n_choices++] = (struct choice){ node, k, pos, b->n_frames, b->n_trail };
+	return 0;
+}
+
+/* Set a capture, logging its old value while some choice may come back to it. */
+static int bt_set_cap(struct bt *b, int slot, long v)
+{
+	if (b->n_choices > 0) {
+		if (bt_grow(b, (void **)&b->trail, &b->cap_trail, b->n_trail, sizeof *b->trail))
+			return -1;
+		b->trail[b->n_trail++] = (struct undo){ slot, b->cap[slot] };
 	}
-	switch (k->type) {
-	case K_NODE:
-		return bt_node(b, k->node, pos, k->next);
-	case K_CLOSE: {
-		long *e = &b->cap[2 * k->node + 1], old = *e;
-		*e = (long)pos;
-		int r = bt_cont(b, pos, k->next);
-		*e = old;
-		return r;
-	}
-	case K_REP: {
-		const struct node *n = &b->t->n[k->node];
-		/* an empty iteration beyond the minimum ends the loop (it may have set a group:
-		 * grep matches \(a*\)*\1b on "ab" with a last, empty iteration) */
-		if (pos == k->start && k->count > n->min)
-			return bt_cont(b, pos, k->next);
-		if (bt_seen(b, -2 - (k->node + (long)b->t->len * clamp_count(n, k->count)), pos,
-		            k->next))
-			return 0;
-		return bt_rep(b, k->node, k->count, pos, k->next);
-	}
-	}
+	b->cap[slot] = v;
 	return 0;
 }
 
 static int lower(unsigned c) { return c >= 'A' && c <= 'Z' ? (int)c + 32 : (int)c; }
 
-static int bt_node(struct bt *b, int node, size_t pos, const struct k *k)
+/* Search for matches of the root at s (b->best: the longest end, or -1).  Returns when the
+ * search space is exhausted, at the first match unless longest, or on giving up (steps -1). */
+static void bt_search(struct bt *b, size_t s)
 {
-	if (b->steps < 0 || ++b->steps > BT_MAX_STEPS) {
-		b->steps = -1;
-		return 0;
-	}
-	if (node < 0)
-		return bt_cont(b, pos, k);
-	const struct node *n = &b->t->n[node];
-	switch (n->kind) {
-	case N_EMPTY:
-		return bt_cont(b, pos, k);
-	case N_SET:
-		return pos < b->n && set_has(n->set, b->p[pos]) && bt_cont(b, pos + 1, k);
-	case N_CAT: {
-		struct k k2 = { K_NODE, n->b, 0, 0, k };
-		return bt_node(b, n->a, pos, &k2);
-	}
-	case N_ALT:
-		if (bt_seen(b, node, pos, k))
-			return 0;
-		return bt_node(b, n->a, pos, k) || bt_node(b, n->b, pos, k);
-	case N_GROUP: {
-		long *cp = &b->cap[2 * n->group], os = cp[0], oe = cp[1];
-		cp[0] = (long)pos;
-		struct k k2 = { K_CLOSE, n->group, 0, 0, k };
-		int r = bt_node(b, n->a, pos, &k2);
-		cp[0] = os;
-		cp[1] = oe;
-		return r;
-	}
-	case N_BACKREF: {
-		long s = b->cap[2 * n->group], e = b->cap[2 * n->group + 1];
-		if (s < 0 || e < s)
-			return 0;
-		size_t len = (size_t)(e - s);
-		if (pos + len > b->n)
-			return 0;
-		for (size_t i = 0; i < len; i++) {
-			unsigned x = b->p[(size_t)s + i], y = b->p[pos + i];
-			if (b->icase ? lower(x) != lower(y) : x != y)
-				return 0;
+	const struct node *nodes = b->t->n;
+	int node = b->t->root, k = -1;      /* node -1: continue with k */
+	size_t pos = s;
+	b->n_frames = b->n_choices = b->n_trail = 0;
+	for (;;) {
+		if (++b->steps > BT_MAX_STEPS)
+			b->steps = -1;
+		if (b->steps < 0)
+			return;
+		int rep = -1, count = 0;        /* >= 0: enter repetition rep after count iterations */
+		if (node >= 0) {
+			const struct node *n = &nodes[node];
+			switch (n->kind) {
+			case N_EMPTY:
+				node = -1;
+				continue;
+			case N_SET:
+				if (pos >= b->n || !set_has(n->set, b->p[pos]))
+					goto fail;
+				pos++;
+				node = -1;
+				continue;
+			case N_CAT:
+				if ((k = bt_frame(b, K_NODE, n->b, 0, 0, k)) < 0)
+					return;
+				node = n->a;
+				continue;
+			case N_ALT:
+				if (bt_seen(b, node, pos, k))
+					goto fail;
+				if (bt_choice(b, n->b, pos, k))
+					return;
+				node = n->a;
+				continue;
+			case N_GROUP:
+				if (bt_set_cap(b, 2 * n->group, (long)pos) ||
+				    (k = bt_frame(b, K_CLOSE, n->group, 0, 0, k)) < 0)
+					return;
+				node = n->a;
+				continue;
+			case N_BACKREF: {
+				long cs = b->cap[2 * n->group], ce = b->cap[2 * n->group + 1];
+				if (cs < 0 || ce < cs)
+					goto fail;
+				size_t len = (size_t)(ce - cs);
+				if (len > b->n - pos)
+					goto fail;
+				for (size_t i = 0; i < len; i++) {
+					unsigned x = b->p[(size_t)cs + i], y = b->p[pos + i];
+					if (b->icase ? lower(x) != lower(y) : x != y)
+						goto fail;
+				}
+				pos += len;
+				node = -1;
+				continue;
+			}
+			case N_ASSERT: {
+				int pc = pos == 0 ? P_BOL : pctx(b->p[pos - 1]);
+				int nc = pos == b->n ? X_EOL : nctx(b->p[pos]);
+				if (!assert_ok(n->akind, pc, nc))
+					goto fail;
+				node = -1;
+				continue;
+			}
+			case N_REPEAT:
+				if (bt_seen(b, node, pos, k))
+					goto fail;
+				rep = node;
+				break;
+			default:
+				goto fail;
+			}
+		} else if (k < 0) {
+			/* the whole pattern matched, ending at pos */
+			if ((long)pos > b->best)
+				b->best = (long)pos;
+			if (!b->longest)
+				return;
+			goto fail;
+		} else {
+			const struct k *f = &b->frame[k];
+			switch (f->type) {
+			case K_NODE:
+				node = f->node;
+				k = f->next;
+				continue;
+			case K_CLOSE:
+				if (bt_set_cap(b, 2 * f->node + 1, (long)pos))
+					return;
+				k = f->next;
+				continue;
+			case K_REP: {
+				const struct node *n = &nodes[f->node];
+				/* an empty iteration beyond the minimum ends the loop (it may have set a
+				 * group: grep matches \(a*\)*\1b on "ab" with a last, empty iteration) */
+				if (pos == f->start && f->count > n->min) {
+					k = f->next;
+					continue;
+				}
+				if (bt_seen(b, -2 - (f->node + (long)b->t->len * clamp_count(n, f->count)),
+				            pos, f->next))
+					goto fail;
+				rep = f->node;
+				count = f->count;
+				k = f->next;
+				break;
+			}
+			default:
+				goto fail;
+			}
 		}
-		return bt_cont(b, pos + len, k);
+		/* repetition rep, count iterations done, at pos, continuing with k afterwards:
+		 * one more iteration first (when allowed), then stopping here */
+		{
+			const struct node *n = &nodes[rep];
+			if (count >= n->min && n->max >= 0 && count >= n->max) {
+				node = -1;
+				continue;
+			}
+			if (count >= n->min && bt_choice(b, -1, pos, k))
+				return;
+			if ((k = bt_frame(b, K_REP, rep, count + 1, pos, k)) < 0)
+				return;
+			node = n->a;
+			continue;
+		}
+	fail:
+		if (b->steps < 0 || b->n_choices == 0)
+			return;
+		{
+			const struct choice *c = &b->choice[--b->n_choices];
+			while (b->n_trail > c->n_trail) {
+				const struct undo *u = &b->trail[--b->n_trail];
+				b->cap[u->slot] = u->old;
+			}
+			b->n_frames = c->n_frames;
+			node = c->node;
+			pos = c->pos;
+			k = c->k;
+		}
 	}
-	case N_ASSERT: {
-		int pc = pos == 0 ? P_BOL : pctx(b->p[pos - 1]);
-		int nc = pos == b->n ? X_EOL : nctx(b->p[pos]);
-		return assert_ok(n->akind, pc, nc) && bt_cont(b, pos, k);
-	}
-	case N_REPEAT:
-		if (bt_seen(b, node, pos, k))
-			return 0;
-		return bt_rep(b, node, 0, pos, k);
-	}
-	return 0;
 }
 
 static int bt_init(struct bt *b, const struct ast *t, const uint8_t *p, size_t n, int icase,
@@ -885,6 +1120,7 @@ static int bt_init(struct bt *b, const struct ast *t, const uint8_t *p, size_t n
 static void bt_fini(struct bt *b)
 {
 	free(b->cap), free(b->refd), free(b->memo.slot), free(b->memo.keys);
+	free(b->frame), free(b->choice), free(b->trail);
 }
 
 /* One search from s; the memo carries over between calls on the same line (its keys do
@@ -894,7 +1130,7 @@ static long bt_from(struct bt *b, size_t s)
 	b->best = -1;
 	for (int i = 0; i < 2 * (b->t->n_groups + 1); i++)
 		b->cap[i] = -1;
-	bt_node(b, b->t->root, s, NULL);
+	bt_search(b, s);
 	return b->steps < 0 ? -2 : b->best;
 }
 
@@ -962,9 +1198,9 @@ static void longer(struct str *d, const struct str *s)
 		*d = *s;
 }
 
-static void must_of(const struct ast *t, int node, int icase, struct must *m)
+/* The strings of a leaf (a node without children). */
+static void must_leaf(const struct node *n, int icase, struct must *m)
 {
-	const struct node *n = &t->n[node];
 	memset(m, 0, sizeof *m);
 	switch (n->kind) {
 	case N_EMPTY:
@@ -991,87 +1227,142 @@ static void must_of(const struct ast *t, int node, int icase, struct must *m)
 		}
 		return;
 	}
-	case N_GROUP:
-		must_of(t, n->a, icase, m);
-		return;
-	case N_CAT: {
-		struct must *a = malloc(2 * sizeof *a);
-		if (!a)
-			return;
-		struct must *b = a + 1;
-		must_of(t, n->a, icase, a);
-		must_of(t, n->b, icase, b);
-		if (a->exact && b->exact && a->x.len + b->x.len <= MUST_CAP) {
-			m->exact = 1;
-			str_cat(&m->x, &a->x, &b->x, 0);
-		}
-		if (a->exact)
-			str_cat(&m->left, &a->x, &b->left, 0);
-		else
-			str_set(&m->left, &a->left);
-		if (b->exact)
-			str_cat(&m->right, &a->right, &b->x, 1);
-		else
-			str_set(&m->right, &b->right);
-		struct str mid;
-		str_cat(&mid, &a->right, &b->left, 0);
-		m->in = a->in;
-		longer(&m->in, &b->in);
-		longer(&m->in, &mid);
-		longer(&m->in, &m->left);
-		longer(&m->in, &m->right);
-		if (m->exact)
-			longer(&m->in, &m->x);
-		free(a);
+	default:                   /* N_BACKREF, and what has no child to go by */
 		return;
 	}
-	case N_ALT: {
-		struct must *a = malloc(2 * sizeof *a);
-		if (!a)
-			return;
-		struct must *b = a + 1;
-		must_of(t, n->a, icase, a);
-		must_of(t, n->b, icase, b);
-		if (a->exact && b->exact && a->x.len == b->x.len && !memcmp(a->x.b, b->x.b, (size_t)a->x.len)) {
-			*m = *a;
-		} else {
-			int i = 0;
-			while (i < a->left.len && i < b->left.len && a->left.b[i] == b->left.b[i])
-				i++;
-			memcpy(m->left.b, a->left.b, (size_t)i);
-			m->left.len = i;
-			int j = 0;
-			while (j < a->right.len && j < b->right.len &&
-			       a->right.b[a->right.len - 1 - j] == b->right.b[b->right.len - 1 - j])
-				j++;
-			memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j);
-			m->right.len = j;
-			m->in = m->left;
-			longer(&m->in, &m->right);
-			if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len))
-				longer(&m->in, &a->in);
-		}
-		free(a);
+}
+
+/* The strings of a then b. */
+static void must_cat(const struct must *a, const struct must *b, struct must *m)
+{
+	memset(m, 0, sizeof *m);
+	if (a->exact && b->exact && a->x.len + b->x.len <= MUST_CAP) {
+		m->exact = 1;
+		str_cat(&m->x, &a->x, &b->x, 0);
+	}
+	if (a->exact)
+		str_cat(&m->left, &a->x, &b->left, 0);
+	else
+		str_set(&m->left, &a->left);
+	if (b->exact)
+		str_cat(&m->right, &a->right, &b->x, 1);
+	else
+		str_set(&m->right, &b->right);
+	struct str mid;
+	str_cat(&mid, &a->right, &b->left, 0);
+	m->in = a->in;
+	longer(&m->in, &b->in);
+	longer(&m->in, &mid);
+	longer(&m->in, &m->left);
+	longer(&m->in, &m->right);
+	if (m->exact)
+		longer(&m->in, &m->x);
+}
+
+/* The strings of a or b. */
+static void must_alt(const struct must *a, const struct must *b, struct must *m)
+{
+	memset(m, 0, sizeof *m);
+	if (a->exact && b->exact && a->x.len == b->x.len && !memcmp(a->x.b, b->x.b, (size_t)a->x.len)) {
+		*m = *a;
 		return;
 	}
-	case N_REPEAT:
-		if (n->min >= 1) {
-			must_of(t, n->a, icase, m);
-			if (!(n->min == 1 && n->max == 1))
-				m->exact = 0;
+	int i = 0;
+	while (i < a->left.len && i < b->left.len && a->left.b[i] == b->left.b[i])
+		i++;
+	memcpy(m->left.b, a->left.b, (size_t)i);
+	m->left.len = i;
+	int j = 0;
+	while (j < a->right.len && j < b->right.len &&
+	       a->right.b[a->right.len - 1 - j] == b->right.b[b->right.len - 1 - j])
+		j++;
+	memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j);
+	m->right.len = j;
+	m->in = m->left;
+	longer(&m->in, &m->right);
+	if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len))
+		longer(&m->in, &a->in);
+}
+
+/* The strings of the AST, walked in post-order with heap stacks (its depth follows the
+ * input): frames say how many children of a node are done, results hold the strings of the
+ * children finished and not yet combined.  0, or -1 when out of memory. */
+static int must_of(const struct ast *t, int icase, struct must *out)
+{
+	struct mframe { int node, done; } *fr = NULL;
+	struct must *res = NULL, tmp;
+	size_t n_fr = 0, cap_fr = 0, n_res = 0, cap_res = 0;
+	int rc = -1;
+	for (int node = t->root;;) {
+		if (node >= 0) {
+			/* enter node: make room for its frame and its result */
+			if (n_fr == cap_fr) {
+				size_t c = cap_fr ? 2 * cap_fr : 64;
+				struct mframe *nf = realloc(fr, c * sizeof *nf);
+				if (!nf)
+					goto out;
+				fr = nf, cap_fr = c;
+			}
+			if (n_res + 2 >= cap_res) {
+				size_t c = cap_res ? 2 * cap_res : 16;
+				struct must *nr = realloc(res, c * sizeof *nr);
+				if (!nr)
+					goto out;
+				res = nr, cap_res = c;
+			}
+			fr[n_fr++] = (struct mframe){ node, 0 };
+			node = -1;
 		}
-		return;
-	case N_BACKREF:
-		return;
+		if (n_fr == 0)
+			break;
+		struct mframe *f = &fr[n_fr - 1];
+		const struct node *n = &t->n[f->node];
+		int kids = n->kind == N_CAT || n->kind == N_ALT ? 2 :
+		           n->kind == N_GROUP || (n->kind == N_REPEAT && n->min >= 1) ? 1 : 0;
+		if (f->done < kids) {
+			node = f->done++ == 0 ? n->a : n->b;
+			continue;
+		}
+		n_fr--;
+		switch (n->kind) {
+		case N_CAT:
+			must_cat(&res[n_res - 2], &res[n_res - 1], &tmp);
+			res[--n_res - 1] = tmp;
+			break;
+		case N_ALT:
+			must_alt(&res[n_res - 2], &res[n_res - 1], &tmp);
+			res[--n_res - 1] = tmp;
+			break;
+		case N_GROUP:
+			break;
+		case N_REPEAT:
+			if (n->min >= 1) {
+				if (!(n->min == 1 && n->max == 1))
+					res[n_res - 1].exact = 0;
+			} else {
+				memset(&res[n_res++], 0, sizeof *res);
+			}
+			break;
+		default:
+			must_leaf(n, icase, &res[n_res++]);
+			break;
+		}
 	}
+	*out = res[0];
+	rc = 0;
+out:
+	free(fr);
+	free(res);
+	return rc;
 }
 
 size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap)
 {
 	struct must *m = malloc(sizeof *m);
-	if (!m)
+	if (!m || must_of(t, icase, m) != 0) {
+		free(m);
 		return 0;
-	must_of(t, t->root, icase, m);
+	}
 	size_t n = (size_t)m->in.len < cap ? (size_t)m->in.len : cap;
 	memcpy(buf, m->in.b, n);
 	free(m);

@@ -125,6 +125,20 @@ for args in "-c x sub" "-c x sub a.c" "-L x sub" "-LZ x sub b.h" "-l x sub" "-cv
 	check $args
 done
 
+# long lines and deep patterns: nothing may recurse per byte of a line or of a pattern (the
+# back-reference matcher did: SIGSEGV on the first line below)
+{ seq 1 15000 | tr -d '\n'; echo; } >"$tmp/t/long" || exit 1
+{ seq 1 1000 | tr -d '\n'; seq 1 1000 | tr -d '\n'; echo; echo x; } >"$tmp/t/twice" || exit 1
+awk 'BEGIN { srand(7); for (i = 0; i < 150000; i++) printf "%c", 97 + int(rand() * 10);
+             print "" }' >"$tmp/t/bigpat" || exit 1
+{ head -c 100 "$tmp/t/bigpat"; cat "$tmp/t/bigpat"; echo xyz; } >"$tmp/t/hay" || exit 1
+for args in "-c ^\(.*\)\1$ long" "-c \(.*\)\1 long" "-c ^\([0-9]*\)\1$ long" \
+            "-n ^\(.*\)\1$ twice long" "-c \(1\)\1*\1 long" "-c -E (1)\1(.)\2 long" \
+            "-c -F -f bigpat hay" "-c -f bigpat hay" "-n -x -f bigpat hay bigpat"; do
+	# shellcheck disable=SC2086
+	check $args
+done
+
 echo "grep.sh: command line: $pass passed, $fail failed"
 opt_pass=$pass
 opt_fail=$fail

@@ -185,6 +185,91 @@ static void test_match(void)
 	grep_free(g);
 }
 
+/* ---- input-sized depth: nothing recurses on the C stack as deep as a line or a pattern ---- */
+static void test_deep(void)
+{
+	char err[256] = "", warn[256];
+	/* the backtracker on a 300 000-byte line (recursing per byte, it overflowed the stack:
+	 * pngrep -c '^\(.*\)\1$' on one long line died with SIGSEGV) */
+	size_t n = 300000;
+	uint8_t *line = malloc(n);
+	struct grep *g = compile("^\\(.*\\)\\1$", GREP_BASIC, NULL, err, sizeof err, warn);
+	if (line && g) {
+		uint32_t x = 1;
+		for (size_t i = 0; i < n; i++) {
+			x = x * 1103515245u + 12345u;
+			line[i] = (uint8_t)('0' + (x >> 16) % 10);
+		}
+		CHECK(bt_line_matches(&g->ast, line, n, 0) == 0, "long line, no match");
+		memcpy(line + n / 2, line, n / 2);
+		CHECK(bt_line_matches(&g->ast, line, n, 0) == 1, "long line, its two halves equal");
+		CHECK(bt_longest_at(&g->ast, line, n, 0, 0) == (long)n, "longest: the whole line");
+	}
+	grep_free(g);
+	/* \(a\)* iterates once per byte: one frame and one choice each */
+	g = compile("\\(a\\)*\\1b", GREP_BASIC, NULL, err, sizeof err, warn);
+	if (line && g) {
+		memset(line, 'a', n);
+		line[n - 1] = 'b';
+		CHECK(bt_line_matches(&g->ast, line, n, 0) == 1, "a...ab");
+		CHECK(bt_line_matches(&g->ast, line, n - 1, 0) == 0, "a...a");
+	}
+	grep_free(g);
+	/* a fixed string of 1 000 000 bytes: a concatenation as deep as the pattern, walked by
+	 * the NFA compiler and the literal extractor; and 100 000 patterns: an alternation as
+	 * deep */
+	size_t plen = 1000000;
+	char *pat = malloc(plen + 1);
+	if (pat) {
+		for (size_t i = 0; i < plen; i++)
+			pat[i] = (char)('a' + (i * 7 + i / 26) % 26);
+		pat[plen] = '\0';
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_FIXED };
+		const char *pats[1] = { pat };
+		g = NULL;
+		CHECK(grep_compile(pats, &plen, 1, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
+		      "1 MB fixed string: %s", err);
+		uint8_t lit[256];
+		CHECK(g && must_literal(&g->ast, 0, lit, sizeof lit) == 255 && memmem(pat, plen, lit, 255),
+		      "its literal: 255 of its bytes");
+		grep_free(g);
+	}
+	free(pat);
+	size_t np = 100000;
+	char (*words)[8] = malloc(np * sizeof *words);
+	const char **pv = malloc(np * sizeof *pv);
+	size_t *lens = malloc(np * sizeof *lens);
+	if (words && pv && lens) {
+		for (size_t i = 0; i < np; i++) {
+			lens[i] = (size_t)snprintf(words[i], sizeof words[i], "w%zu", i);
+			pv[i] = words[i];
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_BASIC };
+		g = NULL;
+		CHECK(grep_compile(pv, lens, np, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
+		      "100 000 patterns: %s", err);
+		CHECK(g && g->lit_len == 1 && g->lit[0] == 'w', "their literal: w");
+		CHECK(g && g->nfa.s, "an NFA");
+		if (g && g->nfa.s)
+			CHECK(nfa_line_matches(&g->nfa, (const uint8_t *)"x w99999 y", 10) == 1 &&
+			      nfa_line_matches(&g->nfa, (const uint8_t *)"x w y", 5) == 0, "nfa");
+		grep_free(g);
+	}
+	free(words), free(pv), free(lens);
+	/* a hundred thousand nested repetitions (a*** ...) */
+	char *stars = malloc(100002);
+	if (stars) {
+		stars[0] = 'a';
+		memset(stars + 1, '*', 100000);
+		stars[100001] = '\0';
+		g = compile(stars, GREP_BASIC, NULL, err, sizeof err, warn);
+		CHECK(g && dfa_line_matches(&g->dfa, (const uint8_t *)"xaay", 4) == 1, "a***: %s", err);
+		grep_free(g);
+	}
+	free(stars);
+	free(line);
+}
+
 /* ---- the required literal ---- */
 static void test_literal(void)
 {
@@ -302,6 +387,7 @@ int main(void)
 {
 	test_errors();
 	test_match();
+	test_deep();
 	test_literal();
 	test_segment();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
