@@ -369,9 +369,10 @@ static int nctx(unsigned c) { return is_word(c) ? X_WORD : X_OTHER; }
 /* ---- DFA ---- */
 
 struct dstate {
-	int *k;                /* sorted kernel */
+	int *k;                /* sorted kernel (its own part when base >= 0) */
 	int n;
 	int pc;
+	int base;              /* -1, or the state whose kernel completes this one's */
 	uint32_t hash;
 };
 
@@ -382,9 +383,9 @@ struct builder {
 	int tab_cap;
 };
 
-static uint32_t khash(const int *k, int n, int pc)
+static uint32_t khash(const int *k, int n, int pc, int base)
 {
-	uint32_t h = 2166136261u ^ (uint32_t)pc;
+	uint32_t h = (2166136261u ^ (uint32_t)pc) * 16777619u ^ (uint32_t)base;
 	for (int i = 0; i < n; i++)
 		h = (h ^ (uint32_t)k[i]) * 16777619u;
 	return h;
@@ -396,8 +397,9 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Find or add state (k, n, pc); returns its index, -1 when out of memory or over the limit. */
-static int intern(struct builder *b, int *k, int n, int pc)
+/* Find or add state (k, n, pc, base); returns its index, -1 when out of memory, -2 over the
+ * limit (max_states). */
+static int intern(struct builder *b, int *k, int n, int pc, int base, int max_states)
 {
 	qsort(k, (size_t)n, sizeof *k, cmp_int);
 	int w = 0;
@@ -405,7 +407,7 @@ static int intern(struct builder *b, int *k, int n, int pc)
 		if (w == 0 || k[w - 1] != k[i])
 			k[w++] = k[i];
 	n = w;
-	uint32_t h = khash(k, n, pc);
+	uint32_t h = khash(k, n, pc, base);
 	if (2 * (b->n_st + 1) > b->tab_cap) {
 		int cap = b->tab_cap ? 2 * b->tab_cap : 1024;
 		int *tab = malloc((size_t)cap * sizeof *tab);
@@ -425,10 +427,11 @@ static int intern(struct builder *b, int *k, int n, int pc)
 	uint32_t j = h & (uint32_t)(b->tab_cap - 1);
 	for (; b->tab[j] >= 0; j = (j + 1) & (uint32_t)(b->tab_cap - 1)) {
 		const struct dstate *d = &b->st[b->tab[j]];
-		if (d->hash == h && d->n == n && d->pc == pc && !memcmp(d->k, k, (size_t)n * sizeof *k))
+		if (d->hash == h && d->n == n && d->pc == pc && d->base == base &&
+		    !memcmp(d->k, k, (size_t)n * sizeof *k))
 			return b->tab[j];
 	}
-	if (b->n_st >= DFA_MAX_STATES)
+	if (b->n_st >= max_states)
 		return -2;
 	if (b->n_st == b->cap_st) {
 		int cap = b->cap_st ? 2 * b->cap_st : 64;
@@ -445,6 +448,7 @@ static int intern(struct builder *b, int *k, int n, int pc)
 	memcpy(d->k, k, (size_t)n * sizeof *k);
 	d->n = n;
 	d->pc = pc;
+	d->base = base;
 	d->hash = h;
 	b->tab[j] = b->n_st;
 	return b->n_st++;
@@ -456,7 +460,27 @@ static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
 	int cls[256], n = 0;
 	for (int c = 0; c < 256; c++)
 		cls[c] = (c == eol1 || c == eol2) ? -1 : is_word((unsigned)c);
+	/* a set refines the classes once: thousands of patterns have thousands of sets but
+	 * few different ones (a hash of the sets seen skips the rest) */
+	size_t seen_cap = 64;
+	while (seen_cap < 2 * (size_t)m->n_sets)
+		seen_cap *= 2;
+	int *seen = malloc(seen_cap * sizeof *seen);
+	if (!seen)
+		return -1;
+	memset(seen, -1, seen_cap * sizeof *seen);
 	for (int si = -1; si < m->n_sets; si++) {
+		if (si >= 0) {
+			uint64_t h = 0;
+			for (int i = 0; i < 4; i++)
+				h = (h ^ m->sets[si][i]) * 0x9e3779b97f4a7c15ull;
+			size_t j = (size_t)(h >> 20) & (seen_cap - 1);
+			while (seen[j] >= 0 && memcmp(m->sets[seen[j]], m->sets[si], 32))
+				j = (j + 1) & (seen_cap - 1);
+			if (seen[j] >= 0)
+				continue;
+			seen[j] = si;
+		}
 		/* refine: key (old class, membership) -> new class */
 		int map[2 * 512], nn = 0;
 		for (int i = 0; i < 1024; i++)
@@ -466,14 +490,17 @@ static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
 				continue;
 			int bit = si < 0 ? 0 : set_has(m->sets[si], (unsigned)c);
 			int key = cls[c] * 2 + bit;
-			if (key >= 1024)
+			if (key >= 1024) {
+				free(seen);
 				return -1;
+			}
 			if (map[key] < 0)
 				map[key] = nn++;
 			cls[c] = map[key];
 		}
 		n = nn;
 	}
+	free(seen);
 	d->n_cls = n;
 	for (int c = 0; c < 256; c++)
 		d->cls[c] = (uint8_t)(cls[c] < 0 ? n : cls[c]);
@@ -493,25 +520,87 @@ int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
 	for (int i = 0; i < m->len; i++)
 		if (m->s[i].kind == S_ASSERT && m->s[i].akind != A_BOL && m->s[i].akind != A_EOL)
 			uses_word = 1;
+	/* the table's budget: DFA_MAX_TABLE bytes, and never more than DFA_MAX_STATES rows */
+	size_t by_size = DFA_MAX_TABLE / ((size_t)w * 4);
+	int max_states = (int)(by_size < DFA_MAX_STATES ? by_size : DFA_MAX_STATES) - DFA_N_SPECIAL;
 
 	struct builder b = { 0 };
 	struct closer c;
 	int rc = -2;
 	int *cl = malloc((size_t)(m->len + 1) * sizeof *cl);
 	int *nk = malloc((size_t)(m->len + 1) * sizeof *nk);
+	/* per kind of next byte (X_WORD, X_OTHER; cl_cap -1 when no class is of that kind):
+	 * the closure, its states by the class they move on (bucket bk from off[class]) and
+	 * those that move on several classes (multi) */
+	int *cl_of[3] = { NULL, NULL, NULL }, *bk_of[3] = { NULL, NULL, NULL };
+	int *multi_of[3] = { NULL, NULL, NULL }, cl_cap[3] = { -1, -1, -1 };
+	int off_of[3][257], cursor[256];
+	size_t sz = (size_t)(m->len + 1) * sizeof(int);
+	for (int ci = 0; ci < d->n_cls; ci++)
+		cl_cap[nctx((unsigned)rep[ci])] = 0;
+	for (int x = X_WORD; x <= X_OTHER; x++)
+		if (cl_cap[x] >= 0 && (!(cl_of[x] = malloc(sz)) || !(bk_of[x] = malloc(sz)) ||
+		                       !(multi_of[x] = malloc(sz))))
+			cl_cap[x] = -2;
+	/* the class a set moves on when it is one class, else -1 */
+	int *set_cls = malloc((size_t)(m->n_sets + 1) * sizeof *set_cls);
+	for (int si = 0; set_cls && si < m->n_sets; si++) {
+		const uint64_t *st = m->sets[si];
+		int cnt = 0;
+		for (int i = 0; i < 4; i++)
+			cnt += __builtin_popcountll(st[i]);
+		set_cls[si] = -1;
+		if (cnt == 0 || cnt > 8)
+			continue;
+		int one = -1;
+		for (int i = 0; i < 4 && one != -2; i++)
+			for (uint64_t wd = st[i]; wd; wd &= wd - 1) {
+				int cc = d->cls[64 * i + __builtin_ctzll(wd)];
+				if (one == -1)
+					one = cc;
+				else if (one != cc)
+					one = -2;
+			}
+		if (one >= 0 && one < d->n_cls)
+			set_cls[si] = one;
+	}
 	size_t cap_rows = 0;
-	if (closer_init(&c, m) != 0 || !cl || !nk)
+	if (closer_init(&c, m) != 0 || !cl || !nk || !set_cls || cl_cap[X_WORD] == -2 ||
+	    cl_cap[X_OTHER] == -2)
 		goto out;
 	int k0 = m->start;
-	if (intern(&b, &k0, 1, P_BOL) != 0)
+	if (intern(&b, &k0, 1, P_BOL, -1, max_states) != 0)
 		goto out;
-	/* can a match start anywhere but at the line start? */
-	int start_mid = 0;
+	/* can a match start anywhere but at the line start?  How many states does a start
+	 * reach (many patterns: as many)? */
+	int start_mid = 0, start_width = 0;
 	for (int pc = P_WORD; pc <= P_OTHER; pc++)
 		for (int x = X_EOL; x <= X_OTHER; x++) {
 			int match, n2 = closure(&c, &k0, 1, pc, x, cl, &match);
 			start_mid |= n2 > 0 || match;
+			if (n2 > start_width)
+				start_width = n2;
 		}
+	/* Shared kernels (many alternatives: -f with thousands of patterns).  Every kernel
+	 * holds the start, and closing the start walks every alternative, so building each
+	 * row from whole kernels costs states x classes x patterns.  Instead a state is its
+	 * own part plus a base state built before it: root[pc] is {start} after a byte of
+	 * context pc, and a state reached on byte c from one with base B has base B's
+	 * successor on c.  Its row then needs only its own part closed; where that moves
+	 * nowhere the transition is the base's.  For a set of literals this is Aho-Corasick:
+	 * the own part is a node of the trie, the base its failure state.  A state may now
+	 * stand for a set another state also stands for (the DFA is not minimal), never for
+	 * a wrong one: the kernel is the union along the chain, and closure distributes over
+	 * union.  Not with a dead state (anchored patterns never need it: start_mid). */
+	int shared = start_mid && ((flags & DFA_SHARED) || start_width >= DFA_SHARE_WIDTH);
+	int root[3] = { 0, 0, 0 };
+	if (shared && m->uses_prev) {
+		if ((root[P_WORD] = intern(&b, &k0, 1, P_WORD, -1, max_states)) < 0 ||
+		    (root[P_OTHER] = intern(&b, &k0, 1, P_OTHER, -1, max_states)) < 0) {
+			rc = root[P_WORD] == -2 || root[P_OTHER] == -2 ? -1 : -2;
+			goto out;
+		}
+	}
 	for (int si = 0; si < b.n_st; si++) {
 		if ((size_t)(si + DFA_N_SPECIAL + 1) * (size_t)w > cap_rows) {
 			size_t cap = cap_rows ? 2 * cap_rows : (size_t)64 * (size_t)w;
@@ -522,38 +611,78 @@ int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
 			cap_rows = cap;
 		}
 		uint32_t *row = d->t + (size_t)(si + DFA_N_SPECIAL) * (size_t)w;
-		int pc = b.st[si].pc, match;
+		int pc = b.st[si].pc, match, base = b.st[si].base;
+		const uint32_t *brow = base < 0 ? NULL : d->t + (size_t)(base + DFA_N_SPECIAL) * (size_t)w;
 		/* the end-of-line column */
 		closure(&c, b.st[si].k, b.st[si].n, pc, X_EOL, cl, &match);
-		row[d->n_cls] = match ? DFA_MATCH : DFA_EOL;
+		row[d->n_cls] = match || (brow && brow[d->n_cls] == DFA_MATCH) ? DFA_MATCH : DFA_EOL;
+		/* the closure depends on the class only through the kind of byte next (word or
+		 * other): two closures serve every class */
+		int match_of[3] = { 0, 0, 0 }, n_multi[3] = { 0, 0, 0 };
+		for (int x = X_WORD; x <= X_OTHER; x++) {
+			if (cl_cap[x] < 0)
+				continue;
+			int n = closure(&c, b.st[si].k, b.st[si].n, pc, x, cl_of[x], &match_of[x]);
+			/* the states that move on one class only (every state of a literal)
+			 * go to that class's bucket at once, not tested against every class */
+			int *off = off_of[x];
+			memset(off, 0, (size_t)(d->n_cls + 1) * sizeof *off);
+			for (int i = 0; i < n; i++) {
+				int sc = set_cls[m->s[cl_of[x][i]].set];
+				if (sc >= 0)
+					off[sc + 1]++;
+				else
+					multi_of[x][n_multi[x]++] = cl_of[x][i];
+			}
+			for (int ci = 0; ci < d->n_cls; ci++)
+				off[ci + 1] += off[ci];
+			memcpy(cursor, off, (size_t)d->n_cls * sizeof *cursor);
+			for (int i = 0; i < n; i++) {
+				int sc = set_cls[m->s[cl_of[x][i]].set];
+				if (sc >= 0)
+					bk_of[x][cursor[sc]++] = m->s[cl_of[x][i]].out;
+			}
+		}
 		for (int ci = 0; ci < d->n_cls; ci++) {
 			unsigned ch = (unsigned)rep[ci];
-			int n = closure(&c, b.st[si].k, b.st[si].n, pc, nctx(ch), cl, &match);
-			if (match) {
+			if (brow && brow[ci] == DFA_MATCH) {
 				row[ci] = DFA_MATCH;
 				continue;
 			}
-			int nn = 0;
-			for (int i = 0; i < n; i++)
-				if (set_has(m->sets[m->s[cl[i]].set], ch))
-					nk[nn++] = m->s[cl[i]].out;
-			nk[nn++] = m->start;     /* a match may start at every position */
-			int npc = m->uses_prev ? (uses_word ? pctx(ch) : P_OTHER) : P_BOL;
-			if (!(flags & DFA_NO_DEAD) && !start_mid) {
-				/* dead: nothing can happen before the line ends, whatever comes next (a
-				 * new match can start later in the line unless the pattern is anchored
-				 * at the line start: start_mid) */
-				int live = 0;
-				for (int x = X_EOL; x <= X_OTHER && !live; x++) {
-					int n2 = closure(&c, nk, nn, npc, x, cl, &match);
-					live = n2 > 0 || match;
-				}
-				if (!live) {
-					row[ci] = DFA_DEAD;
-					continue;
-				}
+			int x = nctx(ch);
+			if (match_of[x]) {
+				row[ci] = DFA_MATCH;
+				continue;
 			}
-			int to = intern(&b, nk, nn, npc);
+			int nn = off_of[x][ci + 1] - off_of[x][ci];
+			memcpy(nk, bk_of[x] + off_of[x][ci], (size_t)nn * sizeof *nk);
+			for (int i = 0; i < n_multi[x]; i++)
+				if (set_has(m->sets[m->s[multi_of[x][i]].set], ch))
+					nk[nn++] = m->s[multi_of[x][i]].out;
+			int npc = m->uses_prev ? (uses_word ? pctx(ch) : P_OTHER) : P_BOL;
+			int to;
+			if (shared) {
+				/* the base's successor, or the root's when this is a root */
+				int to_base = brow ? (int)brow[ci] - DFA_N_SPECIAL : root[npc];
+				to = nn == 0 ? to_base : intern(&b, nk, nn, npc, to_base, max_states);
+			} else {
+				nk[nn++] = m->start;     /* a match may start at every position */
+				if (!(flags & DFA_NO_DEAD) && !start_mid) {
+					/* dead: nothing can happen before the line ends, whatever comes
+					 * next (a new match can start later in the line unless the
+					 * pattern is anchored at the line start: start_mid) */
+					int live = 0;
+					for (int x = X_EOL; x <= X_OTHER && !live; x++) {
+						int n2 = closure(&c, nk, nn, npc, x, cl, &match);
+						live = n2 > 0 || match;
+					}
+					if (!live) {
+						row[ci] = DFA_DEAD;
+						continue;
+					}
+				}
+				to = intern(&b, nk, nn, npc, -1, max_states);
+			}
 			if (to < 0) {
 				rc = to == -2 ? -1 : -2;
 				goto out;
@@ -572,15 +701,31 @@ out:
 	free(b.tab);
 	free(cl);
 	free(nk);
+	for (int x = X_WORD; x <= X_OTHER; x++)
+		free(cl_of[x]), free(bk_of[x]), free(multi_of[x]);
+	free(set_cls);
 	closer_free(&c);
 	if (rc != 0)
 		dfa_free(d);
 	return rc;
 }
 
+int dfa_share_binary(struct dfa *bd, const struct dfa *d)
+{
+	size_t n = (size_t)d->n_rows * (size_t)(d->n_cls + 1);
+	for (size_t i = (size_t)DFA_N_SPECIAL * (size_t)(d->n_cls + 1); i < n; i++)
+		if (d->t[i] == DFA_DEAD)
+			return -1;
+	*bd = *d;                  /* t borrowed: d outlives bd (struct grep frees both) */
+	bd->rows_shared = 1;
+	bd->cls[0] = (uint8_t)d->n_cls;
+	return 0;
+}
+
 void dfa_free(struct dfa *d)
 {
-	free(d->t);
+	if (!d->rows_shared)
+		free(d->t);
 	d->t = NULL;
 	d->n_rows = 0;
 }
@@ -1165,7 +1310,12 @@ struct must {
 	struct str x, left, right, in;
 };
 
-static void str_set(struct str *d, const struct str *s) { *d = *s; }
+/* Copies only the bytes in use: thousands of patterns make hundreds of thousands of these. */
+static void str_set(struct str *d, const struct str *s)
+{
+	d->len = s->len;
+	memcpy(d->b, s->b, (size_t)s->len);
+}
 
 static void str_cat(struct str *d, const struct str *a, const struct str *b, int keep_right)
 {
@@ -1176,7 +1326,7 @@ static void str_cat(struct str *d, const struct str *a, const struct str *b, int
 		memcpy(r.b + a->len, b->b, (size_t)b->len);
 		r.len = n;
 	} else if (!keep_right) {
-		r = *a;
+		str_set(&r, a);
 		memcpy(r.b + a->len, b->b, (size_t)(MUST_CAP - a->len));
 		r.len = MUST_CAP;
 	} else {
@@ -1189,19 +1339,34 @@ static void str_cat(struct str *d, const struct str *a, const struct str *b, int
 		}
 		r.len = MUST_CAP;
 	}
-	*d = r;
+	str_set(d, &r);
 }
 
 static void longer(struct str *d, const struct str *s)
 {
 	if (s->len > d->len)
-		*d = *s;
+		str_set(d, s);
+}
+
+static void must_set(struct must *d, const struct must *s)
+{
+	d->exact = s->exact;
+	str_set(&d->x, &s->x);
+	str_set(&d->left, &s->left);
+	str_set(&d->right, &s->right);
+	str_set(&d->in, &s->in);
+}
+
+static void must_clear(struct must *m)
+{
+	m->exact = 0;
+	m->x.len = m->left.len = m->right.len = m->in.len = 0;
 }
 
 /* The strings of a leaf (a node without children). */
 static void must_leaf(const struct node *n, int icase, struct must *m)
 {
-	memset(m, 0, sizeof *m);
+	must_clear(m);
 	switch (n->kind) {
 	case N_EMPTY:
 	case N_ASSERT:
@@ -1209,9 +1374,11 @@ static void must_leaf(const struct node *n, int icase, struct must *m)
 		return;
 	case N_SET: {
 		int cnt = 0, byte = 0;
-		for (unsigned c = 0; c < 256; c++)
-			if (set_has(n->set, c))
-				cnt++, byte = (int)c;
+		for (int i = 0; i < 4; i++)
+			if (n->set[i]) {
+				cnt += __builtin_popcountll(n->set[i]);
+				byte = 64 * i + 63 - __builtin_clzll(n->set[i]);   /* the last one */
+			}
 		/* with icase the literal is searched with letters folded (findsi): a letter and its
 		 * capital count as the lower-case letter */
 		int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
@@ -1223,7 +1390,9 @@ static void must_leaf(const struct node *n, int icase, struct must *m)
 			m->exact = 1;
 			m->x.len = 1;
 			m->x.b[0] = (uint8_t)byte;
-			m->left = m->right = m->in = m->x;
+			str_set(&m->left, &m->x);
+			str_set(&m->right, &m->x);
+			str_set(&m->in, &m->x);
 		}
 		return;
 	}
@@ -1235,7 +1404,7 @@ static void must_leaf(const struct node *n, int icase, struct must *m)
 /* The strings of a then b. */
 static void must_cat(const struct must *a, const struct must *b, struct must *m)
 {
-	memset(m, 0, sizeof *m);
+	must_clear(m);
 	if (a->exact && b->exact && a->x.len + b->x.len <= MUST_CAP) {
 		m->exact = 1;
 		str_cat(&m->x, &a->x, &b->x, 0);
@@ -1250,7 +1419,7 @@ static void must_cat(const struct must *a, const struct must *b, struct must *m)
 		str_set(&m->right, &b->right);
 	struct str mid;
 	str_cat(&mid, &a->right, &b->left, 0);
-	m->in = a->in;
+	str_set(&m->in, &a->in);
 	longer(&m->in, &b->in);
 	longer(&m->in, &mid);
 	longer(&m->in, &m->left);
@@ -1262,9 +1431,9 @@ static void must_cat(const struct must *a, const struct must *b, struct must *m)
 /* The strings of a or b. */
 static void must_alt(const struct must *a, const struct must *b, struct must *m)
 {
-	memset(m, 0, sizeof *m);
+	must_clear(m);
 	if (a->exact && b->exact && a->x.len == b->x.len && !memcmp(a->x.b, b->x.b, (size_t)a->x.len)) {
-		*m = *a;
+		must_set(m, a);
 		return;
 	}
 	int i = 0;
@@ -1278,7 +1447,7 @@ static void must_alt(const struct must *a, const struct must *b, struct must *m)
 		j++;
 	memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j);
 	m->right.len = j;
-	m->in = m->left;
+	str_set(&m->in, &m->left);
 	longer(&m->in, &m->right);
 	if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len))
 		longer(&m->in, &a->in);
@@ -1327,11 +1496,11 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 		switch (n->kind) {
 		case N_CAT:
 			must_cat(&res[n_res - 2], &res[n_res - 1], &tmp);
-			res[--n_res - 1] = tmp;
+			must_set(&res[--n_res - 1], &tmp);
 			break;
 		case N_ALT:
 			must_alt(&res[n_res - 2], &res[n_res - 1], &tmp);
-			res[--n_res - 1] = tmp;
+			must_set(&res[--n_res - 1], &tmp);
 			break;
 		case N_GROUP:
 			break;
@@ -1340,7 +1509,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 				if (!(n->min == 1 && n->max == 1))
 					res[n_res - 1].exact = 0;
 			} else {
-				memset(&res[n_res++], 0, sizeof *res);
+				must_clear(&res[n_res++]);
 			}
 			break;
 		default:
@@ -1348,7 +1517,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 			break;
 		}
 	}
-	*out = res[0];
+	must_set(out, &res[0]);
 	rc = 0;
 out:
 	free(fr);

@@ -139,6 +139,38 @@ for args in "-c ^\(.*\)\1$ long" "-c \(.*\)\1 long" "-c ^\([0-9]*\)\1$ long" \
 	check $args
 done
 
+# many patterns (-f): the DFA shares kernels (Aho-Corasick for literals) past 64
+# alternatives; sets that overlap, are prefixes of each other, hold the empty pattern or a
+# few regular expressions, against every kind of option that looks at the matches
+awk 'BEGIN { srand(3); split("a b c A B _ - a b c", al, " "); al[11] = " ";
+	for (i = 0; i < 600; i++) { n = int(rand() * 12); s = "";
+		for (j = 0; j < n; j++) s = s al[1 + int(rand() * 11)]; print s } }' \
+	>"$tmp/t/mp.txt" || exit 1
+printf 'ab\0cab\nbca\n' >"$tmp/t/mp.bin" || exit 1
+awk 'BEGIN { srand(5); split("a b c A B _ -", al, " ");
+	for (i = 0; i < 300; i++) { n = 2 + int(rand() * 4); s = "";
+		for (j = 0; j < n; j++) s = s al[1 + int(rand() * 7)]; print s } }' \
+	>"$tmp/t/mp.lit" || exit 1
+awk 'BEGIN { srand(9); split("a b c A _", al, " ");
+	for (i = 0; i < 40; i++) { s = ""; for (j = 0; j < 6; j++) { s = s al[1 + int(rand() * 5)];
+		print s } } }' >"$tmp/t/mp.pre" || exit 1
+{ sed -n '1,100p' "$tmp/t/mp.lit"; echo; } >"$tmp/t/mp.empty" || exit 1
+{ sed -n '100,250p' "$tmp/t/mp.lit"; printf '%s\n' 'a.c' 'b[ac]A' '^ca' 'ab$' 'c*B_' \
+	'\<ab' 'Ba\>' 'a\{2\}c'; } >"$tmp/t/mp.re" || exit 1
+for set in mp.lit mp.pre mp.empty mp.re; do
+	# (not -o with -w: after a match grep 3.8 takes the next one's start as a line start
+	# for -w, "cc-a-" gives "cc" and "-a" for the patterns cc, -a, a-; ours gives a-)
+	for args in "-c" "-c -v" "-o" "-n -i" "-c -w" "-c -x" "-n -w" "-n -i -w" "-n -x" \
+	            "-c -i -x" "-o -b" "-c -F" "-o -F" "-o -F -i" "-c -F -w" "-n -F -x" \
+	            "-c -F -v -i" "-n -F -w -i" "-o -x -i"; do
+		case $set:$args in mp.re:*-F*) continue ;; esac
+		# shellcheck disable=SC2086
+		check $args -f "$set" mp.txt
+	done
+	check -c -f "$set" mp.bin
+	check -a -o -f "$set" mp.bin
+done
+
 echo "grep.sh: command line: $pass passed, $fail failed"
 opt_pass=$pass
 opt_fail=$fail
