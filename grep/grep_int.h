@@ -110,6 +110,7 @@ enum { DFA_MATCH, DFA_EOL, DFA_DEAD, DFA_N_SPECIAL };
 #define DFA_MAX_STATES (1 << 18)
 #define DFA_MAX_TABLE  ((size_t)6 << 20)  /* bytes of rows: two tables (text, binary) and the
                                            * code stay under arfd's 16 MiB segments */
+#define DFA_MAX_KERNEL ((size_t)1 << 22)  /* NFA states in all DFA states' kernels */
 #define DFA_NO_DEAD 1
 #define DFA_SHARED  2  /* build with shared kernels even for few alternatives (tests) */
 #define DFA_SHARE_WIDTH 64   /* states a start reaches from which kernels are shared */
@@ -126,7 +127,8 @@ struct dfa {
 
 /* Build the DFA that says whether a line contains a match; eol1/eol2 are the line
  * terminators (eol2 < 0 for none).  Returns 0, -1 when it would need more than
- * DFA_MAX_STATES states or DFA_MAX_TABLE bytes of rows (the caller takes the exact path),
+ * DFA_MAX_STATES states, DFA_MAX_TABLE bytes of rows or DFA_MAX_KERNEL kernel entries (the
+ * caller takes the exact path),
  * -2 when out of memory. */
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
 void dfa_free(struct dfa *d);

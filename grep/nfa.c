@@ -379,6 +379,7 @@ struct dstate {
 struct builder {
 	struct dstate *st;
 	int n_st, cap_st;
+	size_t kernel_total;   /* ints in the kernels so far, within DFA_MAX_KERNEL */
 	int *tab;              /* open hash of state indices, -1 empty */
 	int tab_cap;
 };
@@ -431,8 +432,11 @@ static int intern(struct builder *b, int *k, int n, int pc, int base, int max_st
 		    !memcmp(d->k, k, (size_t)n * sizeof *k))
 			return b->tab[j];
 	}
-	if (b->n_st >= max_states)
+	/* the work and memory of a construction follow its kernels' sizes as much as its
+	 * states (x{32767}: the state after k x's holds k positions) */
+	if (b->n_st >= max_states || b->kernel_total + (size_t)n > DFA_MAX_KERNEL)
 		return -2;
+	b->kernel_total += (size_t)n;
 	if (b->n_st == b->cap_st) {
 		int cap = b->cap_st ? 2 * b->cap_st : 64;
 		struct dstate *st = realloc(b->st, (size_t)cap * sizeof *st);
