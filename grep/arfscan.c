@@ -1330,7 +1330,7 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 	g->arf = asm_region(B, "arf", ISA_ACC_RO);
 	if (grep_put_dfa(B, pl.d, &g->map, &g->tab, &g->mul) != 0)
 		goto fail;
-	if (pl.bd && grep_put_dfa(B, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
+	if (pl.bd && grep_put_bdfa(B, pl.bd, g->tab, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
 	if (pl.lit == 1 && !pl.lit_icase)
 		g->lit = gr->lit[0];

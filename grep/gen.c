@@ -55,8 +55,7 @@ static asm_label label(struct gen *g) { return asm_label_new(B); }
 /* Put a DFA in the constants: class map (class * 4 when it fits a byte) and rows whose
  * entries are constant offsets of rows; returns the offset of row 0 in *tab.  arfscan.c
  * uses it too (grep_int.h). */
-int grep_put_dfa(struct asm_builder *b, const struct dfa *d, uint32_t *map, uint32_t *tab,
-                 unsigned *mul)
+static void put_map(struct asm_builder *b, const struct dfa *d, uint32_t *map, unsigned *mul)
 {
 	uint8_t m[256];
 	size_t w = (size_t)d->n_cls + 1;
@@ -64,6 +63,23 @@ int grep_put_dfa(struct asm_builder *b, const struct dfa *d, uint32_t *map, uint
 	for (int c = 0; c < 256; c++)
 		m[c] = (uint8_t)(*mul == 1 ? d->cls[c] * 4 : d->cls[c]);
 	*map = asm_const(b, m, 256, 1);
+}
+
+int grep_put_bdfa(struct asm_builder *b, const struct dfa *bd, uint32_t text_tab, uint32_t *map,
+                  uint32_t *tab, unsigned *mul)
+{
+	if (!bd->rows_shared)
+		return grep_put_dfa(b, bd, map, tab, mul);
+	put_map(b, bd, map, mul);
+	*tab = text_tab;
+	return 0;
+}
+
+int grep_put_dfa(struct asm_builder *b, const struct dfa *d, uint32_t *map, uint32_t *tab,
+                 unsigned *mul)
+{
+	size_t w = (size_t)d->n_cls + 1;
+	put_map(b, d, map, mul);
 	size_t n = (size_t)d->n_rows * w;
 	uint32_t *t = malloc(n * sizeof *t);
 	if (!t)
@@ -612,7 +628,7 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 	g->data = asm_region(B, "data", ISA_ACC_RO);
 	if (grep_put_dfa(B, pl.d, &g->map, &g->tab, &g->mul) != 0)
 		goto fail;
-	if (pl.bd && grep_put_dfa(B, pl.bd, &g->bmap, &g->btab, &g->bmul) != 0)
+	if (pl.bd && grep_put_bdfa(B, pl.bd, g->tab, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
 	if (pl.lit == 1 && !pl.lit_icase)
 		g->lit = gr->lit[0];

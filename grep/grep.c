@@ -124,7 +124,10 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 			g->lit_len = 0;
 	}
 	if (!g->exact && !o->text && !o->null_data && !o->binary_nomatch) {
-		rc = dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD);
+		/* a big table (thousands of patterns) is built once: the binary table takes its
+		 * rows when it can */
+		rc = eol == '\n' && dfa_share_binary(&g->bdfa, &g->dfa) == 0 ? 0 :
+		     dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD);
 		if (rc == -2)
 			goto oom;
 		if (rc != 0) {

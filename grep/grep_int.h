@@ -107,20 +107,29 @@ void nfa_free(struct nfa *m);
  * a match, or the line cannot match any more.  DFA_NO_DEAD keeps the dead state an ordinary
  * row (used by the binary-file loop, which walks every byte anyway). */
 enum { DFA_MATCH, DFA_EOL, DFA_DEAD, DFA_N_SPECIAL };
-#define DFA_MAX_STATES 4096
+#define DFA_MAX_STATES (1 << 18)
+#define DFA_MAX_TABLE  ((size_t)6 << 20)  /* bytes of rows: two tables (text, binary) and the
+                                           * code stay under arfd's 16 MiB segments */
+#define DFA_MAX_KERNEL ((size_t)1 << 22)  /* NFA states in all DFA states' kernels */
 #define DFA_NO_DEAD 1
+#define DFA_SHARED  2  /* build with shared kernels even for few alternatives (tests) */
+#define DFA_SHARE_WIDTH 64   /* states a start reaches from which kernels are shared */
 
 struct dfa {
 	uint8_t cls[256];      /* byte -> class (n_cls for terminator bytes) */
 	int n_cls;
 	int n_rows;            /* rows 0..DFA_N_SPECIAL-1 are the specials (unused) */
-	uint32_t *t;           /* n_rows * (n_cls + 1) */
+	uint32_t *t;           /* n_rows * (n_cls + 1); the text table's when rows_shared */
 	int start;             /* row at the start of a line */
+	int rows_shared;       /* a binary table whose rows are the text table's (it has no dead
+	                        * state): only the class map, with NUL ending a line, is its own */
 };
 
 /* Build the DFA that says whether a line contains a match; eol1/eol2 are the line
  * terminators (eol2 < 0 for none).  Returns 0, -1 when it would need more than
- * DFA_MAX_STATES states (the caller takes the exact path), -2 when out of memory. */
+ * DFA_MAX_STATES states, DFA_MAX_TABLE bytes of rows or DFA_MAX_KERNEL kernel entries (the
+ * caller takes the exact path),
+ * -2 when out of memory. */
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
 void dfa_free(struct dfa *d);
 /* The DFA into a segment's constants (gen.c; arfscan.c too): the class map (class * 4 when
@@ -129,6 +138,13 @@ void dfa_free(struct dfa *d);
 struct asm_builder;
 int grep_put_dfa(struct asm_builder *b, const struct dfa *d, uint32_t *map, uint32_t *tab,
                  unsigned *mul);
+/* The binary table the same way; when it shares the text table's rows (at text_tab), only
+ * its class map is put. */
+int grep_put_bdfa(struct asm_builder *b, const struct dfa *bd, uint32_t text_tab, uint32_t *map,
+                  uint32_t *tab, unsigned *mul);
+/* The binary table of text table d (built for terminator '\n') when d has no dead state:
+ * the same rows, NUL in the end-of-line column.  0, or -1 (build it with dfa_build). */
+int dfa_share_binary(struct dfa *bd, const struct dfa *d);
 int dfa_line_matches(const struct dfa *d, const uint8_t *p, size_t n);
 
 /* ---- exact matchers (client side) ---- */

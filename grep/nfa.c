@@ -67,75 +67,198 @@ static int nset(struct nfa *m, const uint64_t *set, int out)
 	return s;
 }
 
-/* Compile node so that it continues to state out; returns its entry state. */
-static int compile(struct nfa *m, const struct ast *t, int node, int out)
+/* Compile node so that it continues to state out; returns its entry state.  The AST's depth
+ * follows the input (a concatenation of a million bytes is a chain a million nodes deep, a
+ * million patterns an alternation as deep), so the walk keeps its frames on a heap stack:
+ * each frame is a node being compiled and how far it got (phase), and a finished frame
+ * hands its entry state to its parent in `ret`. */
+struct cframe {
+	int node, out, phase;
+	int i, r, s;           /* N_ALT: r is the first branch's entry; N_REPEAT: count, entry, split */
+};
+
+static int cpush(struct cframe **st, size_t *sp, size_t *cap, int node, int out)
 {
-	if (m->err || out < 0)
-		return -1;
-	const struct node *n = &t->n[node];
-	switch (n->kind) {
-	case N_EMPTY:
-		return out;
-	case N_SET:
-		return nset(m, n->set, out);
-	case N_CAT:
-		return compile(m, t, n->a, compile(m, t, n->b, out));
-	case N_ALT: {
-		int a = compile(m, t, n->a, out), b = compile(m, t, n->b, out);
-		int s = nstate(m, S_SPLIT, a);
-		if (s >= 0)
-			m->s[s].out1 = b;
-		return a < 0 || b < 0 ? -1 : s;
-	}
-	case N_GROUP:
-		return compile(m, t, n->a, out);
-	case N_BACKREF: {
-		/* the DFA only filters: any text may stand for a back-reference */
-		uint64_t all[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
-		int s = nstate(m, S_SPLIT, -1);
-		if (s < 0)
+	if (*sp == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 64;
+		struct cframe *ns = realloc(*st, ncap * sizeof *ns);
+		if (!ns)
 			return -1;
-		m->s[s].out1 = out;
-		m->s[s].out = nset(m, all, s);
-		return m->s[s].out < 0 ? -1 : s;
+		*st = ns;
+		*cap = ncap;
 	}
-	case N_ASSERT: {
-		int s = nstate(m, S_ASSERT, out);
-		if (s >= 0) {
+	(*st)[(*sp)++] = (struct cframe){ .node = node, .out = out };
+	return 0;
+}
+
+static int compile(struct nfa *m, const struct ast *t, int root, int out)
+{
+	struct cframe *st = NULL;
+	size_t sp = 0, cap = 0;
+	int ret = -1;
+	if (cpush(&st, &sp, &cap, root, out))
+		goto oom;
+	while (sp > 0) {
+		if (m->err)
+			goto oom;
+		struct cframe *f = &st[sp - 1];
+		const struct node *n = &t->n[f->node];
+		int o = f->out;
+		if (o < 0)
+			goto oom;
+		switch (n->kind) {
+		case N_EMPTY:
+			ret = o;
+			sp--;
+			break;
+		case N_SET:
+			ret = nset(m, n->set, o);
+			sp--;
+			break;
+		case N_CAT:
+			/* b first, then a continuing into b's entry */
+			if (f->phase == 0) {
+				f->phase = 1;
+				if (cpush(&st, &sp, &cap, n->b, o))
+					goto oom;
+			} else if (f->phase == 1) {
+				f->phase = 2;
+				if (cpush(&st, &sp, &cap, n->a, ret))
+					goto oom;
+			} else {
+				sp--;
+			}
+			break;
+		case N_ALT:
+			if (f->phase == 0) {
+				f->phase = 1;
+				if (cpush(&st, &sp, &cap, n->a, o))
+					goto oom;
+			} else if (f->phase == 1) {
+				f->r = ret;
+				f->phase = 2;
+				if (cpush(&st, &sp, &cap, n->b, o))
+					goto oom;
+			} else {
+				int s = f->r < 0 || ret < 0 ? -1 : nstate(m, S_SPLIT, f->r);
+				if (s < 0)
+					goto oom;
+				m->s[s].out1 = ret;
+				ret = s;
+				sp--;
+			}
+			break;
+		case N_GROUP:
+			if (f->phase == 0) {
+				f->phase = 1;
+				if (cpush(&st, &sp, &cap, n->a, o))
+					goto oom;
+			} else {
+				sp--;
+			}
+			break;
+		case N_BACKREF: {
+			/* the DFA only filters: any text may stand for a back-reference */
+			uint64_t all[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+			int s = nstate(m, S_SPLIT, -1);
+			if (s < 0)
+				goto oom;
+			m->s[s].out1 = o;
+			int any = nset(m, all, s);
+			if (any < 0)
+				goto oom;
+			m->s[s].out = any;
+			ret = s;
+			sp--;
+			break;
+		}
+		case N_ASSERT: {
+			int s = nstate(m, S_ASSERT, o);
+			if (s < 0)
+				goto oom;
 			m->s[s].akind = n->akind;
 			if (n->akind != A_EOL && n->akind != A_NNEXTW)
 				m->uses_prev = 1;
+			ret = s;
+			sp--;
+			break;
 		}
-		return s;
-	}
-	case N_REPEAT: {
-		int r = out;
-		if (n->max < 0) {
-			int s = nstate(m, S_SPLIT, -1);
-			if (s < 0)
-				return -1;
-			m->s[s].out1 = out;
-			int body = compile(m, t, n->a, s);
-			if (body < 0)
-				return -1;
-			m->s[s].out = body;
-			r = s;
-		} else {
-			for (int i = n->min; i < n->max; i++) {
-				int body = compile(m, t, n->a, r);
-				int s = nstate(m, S_SPLIT, body);
-				if (s < 0 || body < 0)
-					return -1;
-				m->s[s].out1 = out;
-				r = s;
+		case N_REPEAT:
+			/* phases: 0 start; 1 the loop's body (unbounded) is compiled; 2 and 3 the
+			 * optional copies (bounded), 3 after one; 4 and 5 the min mandatory copies */
+			switch (f->phase) {
+			case 0:
+				if (n->max < 0) {
+					int s = nstate(m, S_SPLIT, -1);
+					if (s < 0)
+						goto oom;
+					m->s[s].out1 = o;
+					f->s = s;
+					f->phase = 1;
+					if (cpush(&st, &sp, &cap, n->a, s))
+						goto oom;
+				} else {
+					f->i = n->min;
+					f->r = o;
+					f->phase = 2;
+				}
+				break;
+			case 1:
+				if (ret < 0)
+					goto oom;
+				m->s[f->s].out = ret;
+				f->r = f->s;
+				f->i = 0;
+				f->phase = 4;
+				break;
+			case 2:
+				if (f->i < n->max) {
+					f->phase = 3;
+					if (cpush(&st, &sp, &cap, n->a, f->r))
+						goto oom;
+				} else {
+					f->i = 0;
+					f->phase = 4;
+				}
+				break;
+			case 3: {
+				int s = ret < 0 ? -1 : nstate(m, S_SPLIT, ret);
+				if (s < 0)
+					goto oom;
+				m->s[s].out1 = o;
+				f->r = s;
+				f->i++;
+				f->phase = 2;
+				break;
 			}
+			case 4:
+				if (f->i < n->min) {
+					f->phase = 5;
+					if (cpush(&st, &sp, &cap, n->a, f->r))
+						goto oom;
+				} else {
+					ret = f->r;
+					sp--;
+				}
+				break;
+			case 5:
+				if (ret < 0)
+					goto oom;
+				f->r = ret;
+				f->i++;
+				f->phase = 4;
+				break;
+			}
+			break;
+		default:
+			goto oom;
 		}
-		for (int i = 0; i < n->min; i++)
-			if ((r = compile(m, t, n->a, r)) < 0)
-				return -1;
-		return r;
 	}
-	}
+	free(st);
+	return m->err ? -1 : ret;
+oom:
+	free(st);
+	m->err = 1;
 	return -1;
 }
 
@@ -246,22 +369,24 @@ static int nctx(unsigned c) { return is_word(c) ? X_WORD : X_OTHER; }
 /* ---- DFA ---- */
 
 struct dstate {
-	int *k;                /* sorted kernel */
+	int *k;                /* sorted kernel (its own part when base >= 0) */
 	int n;
 	int pc;
+	int base;              /* -1, or the state whose kernel completes this one's */
 	uint32_t hash;
 };
 
 struct builder {
 	struct dstate *st;
 	int n_st, cap_st;
+	size_t kernel_total;   /* ints in the kernels so far, within DFA_MAX_KERNEL */
 	int *tab;              /* open hash of state indices, -1 empty */
 	int tab_cap;
 };
 
-static uint32_t khash(const int *k, int n, int pc)
+static uint32_t khash(const int *k, int n, int pc, int base)
 {
-	uint32_t h = 2166136261u ^ (uint32_t)pc;
+	uint32_t h = (2166136261u ^ (uint32_t)pc) * 16777619u ^ (uint32_t)base;
 	for (int i = 0; i < n; i++)
 		h = (h ^ (uint32_t)k[i]) * 16777619u;
 	return h;
@@ -273,8 +398,9 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Find or add state (k, n, pc); returns its index, -1 when out of memory or over the limit. */
-static int intern(struct builder *b, int *k, int n, int pc)
+/* Find or add state (k, n, pc, base); returns its index, -1 when out of memory, -2 over the
+ * limit (max_states). */
+static int intern(struct builder *b, int *k, int n, int pc, int base, int max_states)
 {
 	qsort(k, (size_t)n, sizeof *k, cmp_int);
 	int w = 0;
@@ -282,7 +408,7 @@ static int intern(struct builder *b, int *k, int n, int pc)
 		if (w == 0 || k[w - 1] != k[i])
 			k[w++] = k[i];
 	n = w;
-	uint32_t h = khash(k, n, pc);
+	uint32_t h = khash(k, n, pc, base);
 	if (2 * (b->n_st + 1) > b->tab_cap) {
 		int cap = b->tab_cap ? 2 * b->tab_cap : 1024;
 		int *tab = malloc((size_t)cap * sizeof *tab);
@@ -302,11 +428,15 @@ static int intern(struct builder *b, int *k, int n, int pc)
 	uint32_t j = h & (uint32_t)(b->tab_cap - 1);
 	for (; b->tab[j] >= 0; j = (j + 1) & (uint32_t)(b->tab_cap - 1)) {
 		const struct dstate *d = &b->st[b->tab[j]];
-		if (d->hash == h && d->n == n && d->pc == pc && !memcmp(d->k, k, (size_t)n * sizeof *k))
+		if (d->hash == h && d->n == n && d->pc == pc && d->base == base &&
+		    !memcmp(d->k, k, (size_t)n * sizeof *k))
 			return b->tab[j];
 	}
-	if (b->n_st >= DFA_MAX_STATES)
+	/* the work and memory of a construction follow its kernels' sizes as much as its
+	 * states (x{32767}: the state after k x's holds k positions) */
+	if (b->n_st >= max_states || b->kernel_total + (size_t)n > DFA_MAX_KERNEL)
 		return -2;
+	b->kernel_total += (size_t)n;
 	if (b->n_st == b->cap_st) {
 		int cap = b->cap_st ? 2 * b->cap_st : 64;
 		struct dstate *st = realloc(b->st, (size_t)cap * sizeof *st);
@@ -322,6 +452,7 @@ static int intern(struct builder *b, int *k, int n, int pc)
 	memcpy(d->k, k, (size_t)n * sizeof *k);
 	d->n = n;
 	d->pc = pc;
+	d->base = base;
 	d->hash = h;
 	b->tab[j] = b->n_st;
 	return b->n_st++;
@@ -333,7 +464,27 @@ static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
 	int cls[256], n = 0;
 	for (int c = 0; c < 256; c++)
 		cls[c] = (c == eol1 || c == eol2) ? -1 : is_word((unsigned)c);
+	/* a set refines the classes once: thousands of patterns have thousands of sets but
+	 * few different ones (a hash of the sets seen skips the rest) */
+	size_t seen_cap = 64;
+	while (seen_cap < 2 * (size_t)m->n_sets)
+		seen_cap *= 2;
+	int *seen = malloc(seen_cap * sizeof *seen);
+	if (!seen)
+		return -1;
+	memset(seen, -1, seen_cap * sizeof *seen);
 	for (int si = -1; si < m->n_sets; si++) {
+		if (si >= 0) {
+			uint64_t h = 0;
+			for (int i = 0; i < 4; i++)
+				h = (h ^ m->sets[si][i]) * 0x9e3779b97f4a7c15ull;
+			size_t j = (size_t)(h >> 20) & (seen_cap - 1);
+			while (seen[j] >= 0 && memcmp(m->sets[seen[j]], m->sets[si], 32))
+				j = (j + 1) & (seen_cap - 1);
+			if (seen[j] >= 0)
+				continue;
+			seen[j] = si;
+		}
 		/* refine: key (old class, membership) -> new class */
 		int map[2 * 512], nn = 0;
 		for (int i = 0; i < 1024; i++)
@@ -343,14 +494,17 @@ static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
 				continue;
 			int bit = si < 0 ? 0 : set_has(m->sets[si], (unsigned)c);
 			int key = cls[c] * 2 + bit;
-			if (key >= 1024)
+			if (key >= 1024) {
+				free(seen);
 				return -1;
+			}
 			if (map[key] < 0)
 				map[key] = nn++;
 			cls[c] = map[key];
 		}
 		n = nn;
 	}
+	free(seen);
 	d->n_cls = n;
 	for (int c = 0; c < 256; c++)
 		d->cls[c] = (uint8_t)(cls[c] < 0 ? n : cls[c]);
@@ -370,25 +524,87 @@ int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
 	for (int i = 0; i < m->len; i++)
 		if (m->s[i].kind == S_ASSERT && m->s[i].akind != A_BOL && m->s[i].akind != A_EOL)
 			uses_word = 1;
+	/* the table's budget: DFA_MAX_TABLE bytes, and never more than DFA_MAX_STATES rows */
+	size_t by_size = DFA_MAX_TABLE / ((size_t)w * 4);
+	int max_states = (int)(by_size < DFA_MAX_STATES ? by_size : DFA_MAX_STATES) - DFA_N_SPECIAL;
 
 	struct builder b = { 0 };
 	struct closer c;
 	int rc = -2;
 	int *cl = malloc((size_t)(m->len + 1) * sizeof *cl);
 	int *nk = malloc((size_t)(m->len + 1) * sizeof *nk);
+	/* per kind of next byte (X_WORD, X_OTHER; cl_cap -1 when no class is of that kind):
+	 * the closure, its states by the class they move on (bucket bk from off[class]) and
+	 * those that move on several classes (multi) */
+	int *cl_of[3] = { NULL, NULL, NULL }, *bk_of[3] = { NULL, NULL, NULL };
+	int *multi_of[3] = { NULL, NULL, NULL }, cl_cap[3] = { -1, -1, -1 };
+	int off_of[3][257], cursor[256];
+	size_t sz = (size_t)(m->len + 1) * sizeof(int);
+	for (int ci = 0; ci < d->n_cls; ci++)
+		cl_cap[nctx((unsigned)rep[ci])] = 0;
+	for (int x = X_WORD; x <= X_OTHER; x++)
+		if (cl_cap[x] >= 0 && (!(cl_of[x] = malloc(sz)) || !(bk_of[x] = malloc(sz)) ||
+		                       !(multi_of[x] = malloc(sz))))
+			cl_cap[x] = -2;
+	/* the class a set moves on when it is one class, else -1 */
+	int *set_cls = malloc((size_t)(m->n_sets + 1) * sizeof *set_cls);
+	for (int si = 0; set_cls && si < m->n_sets; si++) {
+		const uint64_t *st = m->sets[si];
+		int cnt = 0;
+		for (int i = 0; i < 4; i++)
+			cnt += __builtin_popcountll(st[i]);
+		set_cls[si] = -1;
+		if (cnt == 0 || cnt > 8)
+			continue;
+		int one = -1;
+		for (int i = 0; i < 4 && one != -2; i++)
+			for (uint64_t wd = st[i]; wd; wd &= wd - 1) {
+				int cc = d->cls[64 * i + __builtin_ctzll(wd)];
+				if (one == -1)
+					one = cc;
+				else if (one != cc)
+					one = -2;
+			}
+		if (one >= 0 && one < d->n_cls)
+			set_cls[si] = one;
+	}
 	size_t cap_rows = 0;
-	if (closer_init(&c, m) != 0 || !cl || !nk)
+	if (closer_init(&c, m) != 0 || !cl || !nk || !set_cls || cl_cap[X_WORD] == -2 ||
+	    cl_cap[X_OTHER] == -2)
 		goto out;
 	int k0 = m->start;
-	if (intern(&b, &k0, 1, P_BOL) != 0)
+	if (intern(&b, &k0, 1, P_BOL, -1, max_states) != 0)
 		goto out;
-	/* can a match start anywhere but at the line start? */
-	int start_mid = 0;
+	/* can a match start anywhere but at the line start?  How many states does a start
+	 * reach (many patterns: as many)? */
+	int start_mid = 0, start_width = 0;
 	for (int pc = P_WORD; pc <= P_OTHER; pc++)
 		for (int x = X_EOL; x <= X_OTHER; x++) {
 			int match, n2 = closure(&c, &k0, 1, pc, x, cl, &match);
 			start_mid |= n2 > 0 || match;
+			if (n2 > start_width)
+				start_width = n2;
 		}
+	/* Shared kernels (many alternatives: -f with thousands of patterns).  Every kernel
+	 * holds the start, and closing the start walks every alternative, so building each
+	 * row from whole kernels costs states x classes x patterns.  Instead a state is its
+	 * own part plus a base state built before it: root[pc] is {start} after a byte of
+	 * context pc, and a state reached on byte c from one with base B has base B's
+	 * successor on c.  Its row then needs only its own part closed; where that moves
+	 * nowhere the transition is the base's.  For a set of literals this is Aho-Corasick:
+	 * the own part is a node of the trie, the base its failure state.  A state may now
+	 * stand for a set another state also stands for (the DFA is not minimal), never for
+	 * a wrong one: the kernel is the union along the chain, and closure distributes over
+	 * union.  Not with a dead state (anchored patterns never need it: start_mid). */
+	int shared = start_mid && ((flags & DFA_SHARED) || start_width >= DFA_SHARE_WIDTH);
+	int root[3] = { 0, 0, 0 };
+	if (shared && m->uses_prev) {
+		if ((root[P_WORD] = intern(&b, &k0, 1, P_WORD, -1, max_states)) < 0 ||
+		    (root[P_OTHER] = intern(&b, &k0, 1, P_OTHER, -1, max_states)) < 0) {
+			rc = root[P_WORD] == -2 || root[P_OTHER] == -2 ? -1 : -2;
+			goto out;
+		}
+	}
 	for (int si = 0; si < b.n_st; si++) {
 		if ((size_t)(si + DFA_N_SPECIAL + 1) * (size_t)w > cap_rows) {
 			size_t cap = cap_rows ? 2 * cap_rows : (size_t)64 * (size_t)w;
@@ -399,38 +615,78 @@ int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
 			cap_rows = cap;
 		}
 		uint32_t *row = d->t + (size_t)(si + DFA_N_SPECIAL) * (size_t)w;
-		int pc = b.st[si].pc, match;
+		int pc = b.st[si].pc, match, base = b.st[si].base;
+		const uint32_t *brow = base < 0 ? NULL : d->t + (size_t)(base + DFA_N_SPECIAL) * (size_t)w;
 		/* the end-of-line column */
 		closure(&c, b.st[si].k, b.st[si].n, pc, X_EOL, cl, &match);
-		row[d->n_cls] = match ? DFA_MATCH : DFA_EOL;
+		row[d->n_cls] = match || (brow && brow[d->n_cls] == DFA_MATCH) ? DFA_MATCH : DFA_EOL;
+		/* the closure depends on the class only through the kind of byte next (word or
+		 * other): two closures serve every class */
+		int match_of[3] = { 0, 0, 0 }, n_multi[3] = { 0, 0, 0 };
+		for (int x = X_WORD; x <= X_OTHER; x++) {
+			if (cl_cap[x] < 0)
+				continue;
+			int n = closure(&c, b.st[si].k, b.st[si].n, pc, x, cl_of[x], &match_of[x]);
+			/* the states that move on one class only (every state of a literal)
+			 * go to that class's bucket at once, not tested against every class */
+			int *off = off_of[x];
+			memset(off, 0, (size_t)(d->n_cls + 1) * sizeof *off);
+			for (int i = 0; i < n; i++) {
+				int sc = set_cls[m->s[cl_of[x][i]].set];
+				if (sc >= 0)
+					off[sc + 1]++;
+				else
+					multi_of[x][n_multi[x]++] = cl_of[x][i];
+			}
+			for (int ci = 0; ci < d->n_cls; ci++)
+				off[ci + 1] += off[ci];
+			memcpy(cursor, off, (size_t)d->n_cls * sizeof *cursor);
+			for (int i = 0; i < n; i++) {
+				int sc = set_cls[m->s[cl_of[x][i]].set];
+				if (sc >= 0)
+					bk_of[x][cursor[sc]++] = m->s[cl_of[x][i]].out;
+			}
+		}
 		for (int ci = 0; ci < d->n_cls; ci++) {
 			unsigned ch = (unsigned)rep[ci];
-			int n = closure(&c, b.st[si].k, b.st[si].n, pc, nctx(ch), cl, &match);
-			if (match) {
+			if (brow && brow[ci] == DFA_MATCH) {
 				row[ci] = DFA_MATCH;
 				continue;
 			}
-			int nn = 0;
-			for (int i = 0; i < n; i++)
-				if (set_has(m->sets[m->s[cl[i]].set], ch))
-					nk[nn++] = m->s[cl[i]].out;
-			nk[nn++] = m->start;     /* a match may start at every position */
-			int npc = m->uses_prev ? (uses_word ? pctx(ch) : P_OTHER) : P_BOL;
-			if (!(flags & DFA_NO_DEAD) && !start_mid) {
-				/* dead: nothing can happen before the line ends, whatever comes next (a
-				 * new match can start later in the line unless the pattern is anchored
-				 * at the line start: start_mid) */
-				int live = 0;
-				for (int x = X_EOL; x <= X_OTHER && !live; x++) {
-					int n2 = closure(&c, nk, nn, npc, x, cl, &match);
-					live = n2 > 0 || match;
-				}
-				if (!live) {
-					row[ci] = DFA_DEAD;
-					continue;
-				}
+			int x = nctx(ch);
+			if (match_of[x]) {
+				row[ci] = DFA_MATCH;
+				continue;
 			}
-			int to = intern(&b, nk, nn, npc);
+			int nn = off_of[x][ci + 1] - off_of[x][ci];
+			memcpy(nk, bk_of[x] + off_of[x][ci], (size_t)nn * sizeof *nk);
+			for (int i = 0; i < n_multi[x]; i++)
+				if (set_has(m->sets[m->s[multi_of[x][i]].set], ch))
+					nk[nn++] = m->s[multi_of[x][i]].out;
+			int npc = m->uses_prev ? (uses_word ? pctx(ch) : P_OTHER) : P_BOL;
+			int to;
+			if (shared) {
+				/* the base's successor, or the root's when this is a root */
+				int to_base = brow ? (int)brow[ci] - DFA_N_SPECIAL : root[npc];
+				to = nn == 0 ? to_base : intern(&b, nk, nn, npc, to_base, max_states);
+			} else {
+				nk[nn++] = m->start;     /* a match may start at every position */
+				if (!(flags & DFA_NO_DEAD) && !start_mid) {
+					/* dead: nothing can happen before the line ends, whatever comes
+					 * next (a new match can start later in the line unless the
+					 * pattern is anchored at the line start: start_mid) */
+					int live = 0;
+					for (int x = X_EOL; x <= X_OTHER && !live; x++) {
+						int n2 = closure(&c, nk, nn, npc, x, cl, &match);
+						live = n2 > 0 || match;
+					}
+					if (!live) {
+						row[ci] = DFA_DEAD;
+						continue;
+					}
+				}
+				to = intern(&b, nk, nn, npc, -1, max_states);
+			}
 			if (to < 0) {
 				rc = to == -2 ? -1 : -2;
 				goto out;
@@ -449,15 +705,31 @@ out:
 	free(b.tab);
 	free(cl);
 	free(nk);
+	for (int x = X_WORD; x <= X_OTHER; x++)
+		free(cl_of[x]), free(bk_of[x]), free(multi_of[x]);
+	free(set_cls);
 	closer_free(&c);
 	if (rc != 0)
 		dfa_free(d);
 	return rc;
 }
 
+int dfa_share_binary(struct dfa *bd, const struct dfa *d)
+{
+	size_t n = (size_t)d->n_rows * (size_t)(d->n_cls + 1);
+	for (size_t i = (size_t)DFA_N_SPECIAL * (size_t)(d->n_cls + 1); i < n; i++)
+		if (d->t[i] == DFA_DEAD)
+			return -1;
+	*bd = *d;                  /* t borrowed: d outlives bd (struct grep frees both) */
+	bd->rows_shared = 1;
+	bd->cls[0] = (uint8_t)d->n_cls;
+	return 0;
+}
+
 void dfa_free(struct dfa *d)
 {
-	free(d->t);
+	if (!d->rows_shared)
+		free(d->t);
 	d->t = NULL;
 	d->n_rows = 0;
 }
@@ -611,34 +883,48 @@ out:
 
 /* ---- backtracking on the AST (back-references) ----
  *
- * A depth-first search over the parses, in continuation-passing style: bt_node(node, pos, k)
- * matches node at pos and then the continuation k (a chain of frames on the C stack: the
- * rest of a concatenation, a group to close, a repetition to go on with).  Plain
- * backtracking is exponential on patterns such as \(a*\)*\1b, so the search memoizes: the
- * outcome of a call depends only on the node, pos, its continuation (the chain's frames,
- * with the count and start of each enclosing repetition) and the captures of the groups
- * some back-reference names.  Once a search has
- * taken BT_MEMO_AFTER steps, every call at a branch (alternation, repetition, the end of an
- * iteration) records that key, and a call whose key was seen before returns 0 at once: a
- * state already explored adds no match (in longest mode: no new end).  The number of keys
- * is polynomial in the line's length for a fixed pattern (O(n^(2g+2r)) for g referenced
- * groups and r nested repetitions), so what remains exponential is only the pattern's size.
- * Past BT_MAX_STEPS steps, BT_MAX_KEYS keys or BT_MAX_KEY_MEM longs of keys the search gives
- * up (-2); the client then
- * reports "memory exhausted" as GNU grep does when its regex engine runs out (exit 2),
- * never a silent non-match.
+ * A depth-first search over the parses, in continuation-passing style: matching node at pos
+ * then the continuation k (a chain of frames: the rest of a concatenation, a group to close,
+ * a repetition to go on with).  The search is a loop with explicit, heap-allocated stacks, so
+ * its depth never touches the C stack (a line of 60 000 bytes against ^\(.*\)\1$ needs 60 000
+ * choices): frames live in an arena and point to their next by index; a choice point records
+ * what to try later (a node, or "continue", at a position with a continuation) and the
+ * heights of the arena and of the trail, the undo log of captures, to which a backtrack
+ * returns.  Frames are immutable once made, so a choice can share the chain it points to.
+ * Plain backtracking is exponential on patterns such as \(a*\)*\1b, so the search memoizes:
+ * the outcome of a state depends only on the node, pos, its continuation (the chain's
+ * frames, with the count and start of each enclosing repetition) and the captures of the
+ * groups some back-reference names.  Once a search has taken BT_MEMO_AFTER steps, every
+ * state at a branch (alternation, repetition, the end of an iteration) records that key, and
+ * a state whose key was seen before fails at once: a state already explored adds no match (in
+ * longest mode: no new end).  The number of keys is polynomial in the line's length for a
+ * fixed pattern (O(n^(2g+2r)) for g referenced groups and r nested repetitions), so what
+ * remains exponential is only the pattern's size.  Past BT_MAX_STEPS steps, BT_MAX_KEYS keys,
+ * BT_MAX_KEY_MEM longs of keys or BT_MAX_STACK_MEM bytes of stacks the search gives up (-2);
+ * the client then reports "memory exhausted" as GNU grep does when its regex engine runs out
+ * (exit 2), never a silent non-match.
  */
 
 #define BT_MEMO_AFTER 4096L
 #define BT_MAX_KEYS   (1L << 21)
 #define BT_MAX_KEY_MEM (1L << 24)    /* longs of keys (128 MiB) */
+#define BT_MAX_STACK_MEM ((size_t)256 << 20)   /* frames, choices and trail together */
 
 enum { K_NODE, K_CLOSE, K_REP };
-struct k {
+struct k {                 /* a continuation frame */
 	int type, node, count;
-	size_t start;
-	const struct k *next;
+	int next;              /* index of the next frame, -1: the end of the match */
+	size_t start;          /* K_REP: where the current iteration began */
 };
+
+struct choice {            /* what to try when the current path fails */
+	int node;              /* -1: continue with k */
+	int k;
+	size_t pos;
+	size_t n_frames, n_trail;   /* heights to go back to */
+};
+
+struct undo { int slot; long old; };   /* a capture's value before it was set */
 
 struct memo {
 	uint64_t *slot;        /* hash table: key offset + 1 in keys[], 0 empty */
@@ -653,15 +939,20 @@ struct bt {
 	size_t n;
 	int icase, longest;
 	long best;
-	long steps;
-	long *cap;            /* 2 per group: start, end (-1 unset) */
-	int *refd;            /* the groups some back-reference names */
+	long steps;            /* -1: gave up */
+	long *cap;             /* 2 per group: start, end (-1 unset) */
+	int *refd;             /* the groups some back-reference names */
 	int n_refd;
 	struct memo memo;
+	struct k *frame;
+	size_t n_frames, cap_frames;
+	struct choice *choice;
+	size_t n_choices, cap_choices;
+	struct undo *trail;
+	size_t n_trail, cap_trail;
+	size_t stack_mem;      /* bytes of the three arrays above */
 	long key[512];
 };
-
-static int bt_node(struct bt *b, int node, size_t pos, const struct k *k);
 
 /* A repetition count as far as the matcher can tell counts apart. */
 static long clamp_count(const struct node *n, int count)
@@ -683,7 +974,7 @@ static uint64_t hash_key(const long *key, long len)
 
 /* Record the state (tag, pos, k, captures); 1 when it was seen before.  Sets steps to -1
  * when out of memory or keys. */
-static int bt_seen(struct bt *b, long tag, size_t pos, const struct k *k)
+static int bt_seen(struct bt *b, long tag, size_t pos, int k)
 {
 	if (b->steps < BT_MEMO_AFTER)
 		return 0;
@@ -696,13 +987,14 @@ static int bt_seen(struct bt *b, long tag, size_t pos, const struct k *k)
 		key[len++] = b->cap[2 * b->refd[i] + 1];
 	}
 	/* the whole continuation, so that the key holds even if the AST shared a subtree */
-	for (; k; k = k->next) {
+	for (; k >= 0; k = b->frame[k].next) {
+		const struct k *f = &b->frame[k];
 		if (len + 3 > lim)
 			return 0;      /* too deep to key: just search (the budget still holds) */
-		key[len++] = (long)k->node * 4 + k->type;
-		if (k->type == K_REP) {
-			key[len++] = clamp_count(&b->t->n[k->node], k->count);
-			key[len++] = (long)k->start;
+		key[len++] = (long)f->node * 4 + f->type;
+		if (f->type == K_REP) {
+			key[len++] = clamp_count(&b->t->n[f->node], f->count);
+			key[len++] = (long)f->start;
 		}
 	}
 	key[0] = len;
@@ -759,109 +1051,201 @@ static int bt_seen(struct bt *b, long tag, size_t pos, const struct k *k)
 	return 0;
 }
 
-static int bt_rep(struct bt *b, int node, int count, size_t pos, const struct k *k)
+/* Make room for one more element of an array of the search's stacks: 0, or -1 (and the
+ * search gives up) past BT_MAX_STACK_MEM or out of memory. */
+static int bt_grow(struct bt *b, void **v, size_t *cap, size_t n, size_t size)
 {
-	const struct node *n = &b->t->n[node];
-	struct k k2 = { K_REP, node, count + 1, pos, k };
-	if (count < n->min)
-		return bt_node(b, n->a, pos, &k2);
-	if (n->max < 0 || count < n->max)
-		if (bt_node(b, n->a, pos, &k2))
-			return 1;
-	return b->steps < 0 ? 0 : bt_node(b, -1, pos, k);
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? 2 * *cap : 256;
+	size_t more = (ncap - *cap) * size;
+	void *nv = b->stack_mem + more > BT_MAX_STACK_MEM ? NULL : realloc(*v, ncap * size);
+	if (!nv) {
+		b->steps = -1;
+		return -1;
+	}
+	*v = nv;
+	*cap = ncap;
+	b->stack_mem += more;
+	return 0;
 }
 
-/* Continue with k at pos (node -1 means: just continue). */
-static int bt_cont(struct bt *b, size_t pos, const struct k *k)
+/* A new frame in front of k: its index, or -1 when the search gave up. */
+static int bt_frame(struct bt *b, int type, int node, int count, size_t start, int k)
 {
-	if (!k) {
-		if ((long)pos > b->best)
-			b->best = (long)pos;
-		return !b->longest;
+	if (bt_grow(b, (void **)&b->frame, &b->cap_frames, b->n_frames, sizeof *b->frame))
+		return -1;
+	b->frame[b->n_frames] = (struct k){ type, node, count, k, start };
+	return (int)b->n_frames++;
+}
+
+static int bt_choice(struct bt *b, int node, size_t pos, int k)
+{
+	if (bt_grow(b, (void **)&b->choice, &b->cap_choices, b->n_choices, sizeof *b->choice))
+		return -1;
+	b->choice[b->n_choices++] = (struct choice){ node, k, pos, b->n_frames, b->n_trail };
+	return 0;
+}
+
+/* Set a capture, logging its old value while some choice may come back to it. */
+static int bt_set_cap(struct bt *b, int slot, long v)
+{
+	if (b->n_choices > 0) {
+		if (bt_grow(b, (void **)&b->trail, &b->cap_trail, b->n_trail, sizeof *b->trail))
+			return -1;
+		b->trail[b->n_trail++] = (struct undo){ slot, b->cap[slot] };
 	}
-	switch (k->type) {
-	case K_NODE:
-		return bt_node(b, k->node, pos, k->next);
-	case K_CLOSE: {
-		long *e = &b->cap[2 * k->node + 1], old = *e;
-		*e = (long)pos;
-		int r = bt_cont(b, pos, k->next);
-		*e = old;
-		return r;
-	}
-	case K_REP: {
-		const struct node *n = &b->t->n[k->node];
-		/* an empty iteration beyond the minimum ends the loop (it may have set a group:
-		 * grep matches \(a*\)*\1b on "ab" with a last, empty iteration) */
-		if (pos == k->start && k->count > n->min)
-			return bt_cont(b, pos, k->next);
-		if (bt_seen(b, -2 - (k->node + (long)b->t->len * clamp_count(n, k->count)), pos,
-		            k->next))
-			return 0;
-		return bt_rep(b, k->node, k->count, pos, k->next);
-	}
-	}
+	b->cap[slot] = v;
 	return 0;
 }
 
 static int lower(unsigned c) { return c >= 'A' && c <= 'Z' ? (int)c + 32 : (int)c; }
 
-static int bt_node(struct bt *b, int node, size_t pos, const struct k *k)
+/* Search for matches of the root at s (b->best: the longest end, or -1).  Returns when the
+ * search space is exhausted, at the first match unless longest, or on giving up (steps -1). */
+static void bt_search(struct bt *b, size_t s)
 {
-	if (b->steps < 0 || ++b->steps > BT_MAX_STEPS) {
-		b->steps = -1;
-		return 0;
-	}
-	if (node < 0)
-		return bt_cont(b, pos, k);
-	const struct node *n = &b->t->n[node];
-	switch (n->kind) {
-	case N_EMPTY:
-		return bt_cont(b, pos, k);
-	case N_SET:
-		return pos < b->n && set_has(n->set, b->p[pos]) && bt_cont(b, pos + 1, k);
-	case N_CAT: {
-		struct k k2 = { K_NODE, n->b, 0, 0, k };
-		return bt_node(b, n->a, pos, &k2);
-	}
-	case N_ALT:
-		if (bt_seen(b, node, pos, k))
-			return 0;
-		return bt_node(b, n->a, pos, k) || bt_node(b, n->b, pos, k);
-	case N_GROUP: {
-		long *cp = &b->cap[2 * n->group], os = cp[0], oe = cp[1];
-		cp[0] = (long)pos;
-		struct k k2 = { K_CLOSE, n->group, 0, 0, k };
-		int r = bt_node(b, n->a, pos, &k2);
-		cp[0] = os;
-		cp[1] = oe;
-		return r;
-	}
-	case N_BACKREF: {
-		long s = b->cap[2 * n->group], e = b->cap[2 * n->group + 1];
-		if (s < 0 || e < s)
-			return 0;
-		size_t len = (size_t)(e - s);
-		if (pos + len > b->n)
-			return 0;
-		for (size_t i = 0; i < len; i++) {
-			unsigned x = b->p[(size_t)s + i], y = b->p[pos + i];
-			if (b->icase ? lower(x) != lower(y) : x != y)
-				return 0;
+	const struct node *nodes = b->t->n;
+	int node = b->t->root, k = -1;      /* node -1: continue with k */
+	size_t pos = s;
+	b->n_frames = b->n_choices = b->n_trail = 0;
+	for (;;) {
+		if (++b->steps > BT_MAX_STEPS)
+			b->steps = -1;
+		if (b->steps < 0)
+			return;
+		int rep = -1, count = 0;        /* >= 0: enter repetition rep after count iterations */
+		if (node >= 0) {
+			const struct node *n = &nodes[node];
+			switch (n->kind) {
+			case N_EMPTY:
+				node = -1;
+				continue;
+			case N_SET:
+				if (pos >= b->n || !set_has(n->set, b->p[pos]))
+					goto fail;
+				pos++;
+				node = -1;
+				continue;
+			case N_CAT:
+				if ((k = bt_frame(b, K_NODE, n->b, 0, 0, k)) < 0)
+					return;
+				node = n->a;
+				continue;
+			case N_ALT:
+				if (bt_seen(b, node, pos, k))
+					goto fail;
+				if (bt_choice(b, n->b, pos, k))
+					return;
+				node = n->a;
+				continue;
+			case N_GROUP:
+				if (bt_set_cap(b, 2 * n->group, (long)pos) ||
+				    (k = bt_frame(b, K_CLOSE, n->group, 0, 0, k)) < 0)
+					return;
+				node = n->a;
+				continue;
+			case N_BACKREF: {
+				long cs = b->cap[2 * n->group], ce = b->cap[2 * n->group + 1];
+				if (cs < 0 || ce < cs)
+					goto fail;
+				size_t len = (size_t)(ce - cs);
+				if (len > b->n - pos)
+					goto fail;
+				for (size_t i = 0; i < len; i++) {
+					unsigned x = b->p[(size_t)cs + i], y = b->p[pos + i];
+					if (b->icase ? lower(x) != lower(y) : x != y)
+						goto fail;
+				}
+				pos += len;
+				node = -1;
+				continue;
+			}
+			case N_ASSERT: {
+				int pc = pos == 0 ? P_BOL : pctx(b->p[pos - 1]);
+				int nc = pos == b->n ? X_EOL : nctx(b->p[pos]);
+				if (!assert_ok(n->akind, pc, nc))
+					goto fail;
+				node = -1;
+				continue;
+			}
+			case N_REPEAT:
+				if (bt_seen(b, node, pos, k))
+					goto fail;
+				rep = node;
+				break;
+			default:
+				goto fail;
+			}
+		} else if (k < 0) {
+			/* the whole pattern matched, ending at pos */
+			if ((long)pos > b->best)
+				b->best = (long)pos;
+			if (!b->longest)
+				return;
+			goto fail;
+		} else {
+			const struct k *f = &b->frame[k];
+			switch (f->type) {
+			case K_NODE:
+				node = f->node;
+				k = f->next;
+				continue;
+			case K_CLOSE:
+				if (bt_set_cap(b, 2 * f->node + 1, (long)pos))
+					return;
+				k = f->next;
+				continue;
+			case K_REP: {
+				const struct node *n = &nodes[f->node];
+				/* an empty iteration beyond the minimum ends the loop (it may have set a
+				 * group: grep matches \(a*\)*\1b on "ab" with a last, empty iteration) */
+				if (pos == f->start && f->count > n->min) {
+					k = f->next;
+					continue;
+				}
+				if (bt_seen(b, -2 - (f->node + (long)b->t->len * clamp_count(n, f->count)),
+				            pos, f->next))
+					goto fail;
+				rep = f->node;
+				count = f->count;
+				k = f->next;
+				break;
+			}
+			default:
+				goto fail;
+			}
 		}
-		return bt_cont(b, pos + len, k);
+		/* repetition rep, count iterations done, at pos, continuing with k afterwards:
+		 * one more iteration first (when allowed), then stopping here */
+		{
+			const struct node *n = &nodes[rep];
+			if (count >= n->min && n->max >= 0 && count >= n->max) {
+				node = -1;
+				continue;
+			}
+			if (count >= n->min && bt_choice(b, -1, pos, k))
+				return;
+			if ((k = bt_frame(b, K_REP, rep, count + 1, pos, k)) < 0)
+				return;
+			node = n->a;
+			continue;
+		}
+	fail:
+		if (b->steps < 0 || b->n_choices == 0)
+			return;
+		{
+			const struct choice *c = &b->choice[--b->n_choices];
+			while (b->n_trail > c->n_trail) {
+				const struct undo *u = &b->trail[--b->n_trail];
+				b->cap[u->slot] = u->old;
+			}
+			b->n_frames = c->n_frames;
+			node = c->node;
+			pos = c->pos;
+			k = c->k;
+		}
 	}
-	case N_ASSERT: {
-		int pc = pos == 0 ? P_BOL : pctx(b->p[pos - 1]);
-		int nc = pos == b->n ? X_EOL : nctx(b->p[pos]);
-		return assert_ok(n->akind, pc, nc) && bt_cont(b, pos, k);
-	}
-	case N_REPEAT:
-		if (bt_seen(b, node, pos, k))
-			return 0;
-		return bt_rep(b, node, 0, pos, k);
-	}
-	return 0;
 }
 
 static int bt_init(struct bt *b, const struct ast *t, const uint8_t *p, size_t n, int icase,
@@ -885,6 +1269,7 @@ static int bt_init(struct bt *b, const struct ast *t, const uint8_t *p, size_t n
 static void bt_fini(struct bt *b)
 {
 	free(b->cap), free(b->refd), free(b->memo.slot), free(b->memo.keys);
+	free(b->frame), free(b->choice), free(b->trail);
 }
 
 /* One search from s; the memo carries over between calls on the same line (its keys do
@@ -894,7 +1279,7 @@ static long bt_from(struct bt *b, size_t s)
 	b->best = -1;
 	for (int i = 0; i < 2 * (b->t->n_groups + 1); i++)
 		b->cap[i] = -1;
-	bt_node(b, b->t->root, s, NULL);
+	bt_search(b, s);
 	return b->steps < 0 ? -2 : b->best;
 }
 
@@ -929,7 +1314,12 @@ struct must {
 	struct str x, left, right, in;
 };
 
-static void str_set(struct str *d, const struct str *s) { *d = *s; }
+/* Copies only the bytes in use: thousands of patterns make hundreds of thousands of these. */
+static void str_set(struct str *d, const struct str *s)
+{
+	d->len = s->len;
+	memcpy(d->b, s->b, (size_t)s->len);
+}
 
 static void str_cat(struct str *d, const struct str *a, const struct str *b, int keep_right)
 {
@@ -940,7 +1330,7 @@ static void str_cat(struct str *d, const struct str *a, const struct str *b, int
 		memcpy(r.b + a->len, b->b, (size_t)b->len);
 		r.len = n;
 	} else if (!keep_right) {
-		r = *a;
+		str_set(&r, a);
 		memcpy(r.b + a->len, b->b, (size_t)(MUST_CAP - a->len));
 		r.len = MUST_CAP;
 	} else {
@@ -953,19 +1343,34 @@ static void str_cat(struct str *d, const struct str *a, const struct str *b, int
 		}
 		r.len = MUST_CAP;
 	}
-	*d = r;
+	str_set(d, &r);
 }
 
 static void longer(struct str *d, const struct str *s)
 {
 	if (s->len > d->len)
-		*d = *s;
+		str_set(d, s);
 }
 
-static void must_of(const struct ast *t, int node, int icase, struct must *m)
+static void must_set(struct must *d, const struct must *s)
 {
-	const struct node *n = &t->n[node];
-	memset(m, 0, sizeof *m);
+	d->exact = s->exact;
+	str_set(&d->x, &s->x);
+	str_set(&d->left, &s->left);
+	str_set(&d->right, &s->right);
+	str_set(&d->in, &s->in);
+}
+
+static void must_clear(struct must *m)
+{
+	m->exact = 0;
+	m->x.len = m->left.len = m->right.len = m->in.len = 0;
+}
+
+/* The strings of a leaf (a node without children). */
+static void must_leaf(const struct node *n, int icase, struct must *m)
+{
+	must_clear(m);
 	switch (n->kind) {
 	case N_EMPTY:
 	case N_ASSERT:
@@ -973,9 +1378,11 @@ static void must_of(const struct ast *t, int node, int icase, struct must *m)
 		return;
 	case N_SET: {
 		int cnt = 0, byte = 0;
-		for (unsigned c = 0; c < 256; c++)
-			if (set_has(n->set, c))
-				cnt++, byte = (int)c;
+		for (int i = 0; i < 4; i++)
+			if (n->set[i]) {
+				cnt += __builtin_popcountll(n->set[i]);
+				byte = 64 * i + 63 - __builtin_clzll(n->set[i]);   /* the last one */
+			}
 		/* with icase the literal is searched with letters folded (findsi): a letter and its
 		 * capital count as the lower-case letter */
 		int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
@@ -987,91 +1394,148 @@ static void must_of(const struct ast *t, int node, int icase, struct must *m)
 			m->exact = 1;
 			m->x.len = 1;
 			m->x.b[0] = (uint8_t)byte;
-			m->left = m->right = m->in = m->x;
+			str_set(&m->left, &m->x);
+			str_set(&m->right, &m->x);
+			str_set(&m->in, &m->x);
 		}
 		return;
 	}
-	case N_GROUP:
-		must_of(t, n->a, icase, m);
-		return;
-	case N_CAT: {
-		struct must *a = malloc(2 * sizeof *a);
-		if (!a)
-			return;
-		struct must *b = a + 1;
-		must_of(t, n->a, icase, a);
-		must_of(t, n->b, icase, b);
-		if (a->exact && b->exact && a->x.len + b->x.len <= MUST_CAP) {
-			m->exact = 1;
-			str_cat(&m->x, &a->x, &b->x, 0);
-		}
-		if (a->exact)
-			str_cat(&m->left, &a->x, &b->left, 0);
-		else
-			str_set(&m->left, &a->left);
-		if (b->exact)
-			str_cat(&m->right, &a->right, &b->x, 1);
-		else
-			str_set(&m->right, &b->right);
-		struct str mid;
-		str_cat(&mid, &a->right, &b->left, 0);
-		m->in = a->in;
-		longer(&m->in, &b->in);
-		longer(&m->in, &mid);
-		longer(&m->in, &m->left);
-		longer(&m->in, &m->right);
-		if (m->exact)
-			longer(&m->in, &m->x);
-		free(a);
+	default:                   /* N_BACKREF, and what has no child to go by */
 		return;
 	}
-	case N_ALT: {
-		struct must *a = malloc(2 * sizeof *a);
-		if (!a)
-			return;
-		struct must *b = a + 1;
-		must_of(t, n->a, icase, a);
-		must_of(t, n->b, icase, b);
-		if (a->exact && b->exact && a->x.len == b->x.len && !memcmp(a->x.b, b->x.b, (size_t)a->x.len)) {
-			*m = *a;
-		} else {
-			int i = 0;
-			while (i < a->left.len && i < b->left.len && a->left.b[i] == b->left.b[i])
-				i++;
-			memcpy(m->left.b, a->left.b, (size_t)i);
-			m->left.len = i;
-			int j = 0;
-			while (j < a->right.len && j < b->right.len &&
-			       a->right.b[a->right.len - 1 - j] == b->right.b[b->right.len - 1 - j])
-				j++;
-			memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j);
-			m->right.len = j;
-			m->in = m->left;
-			longer(&m->in, &m->right);
-			if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len))
-				longer(&m->in, &a->in);
-		}
-		free(a);
+}
+
+/* The strings of a then b. */
+static void must_cat(const struct must *a, const struct must *b, struct must *m)
+{
+	must_clear(m);
+	if (a->exact && b->exact && a->x.len + b->x.len <= MUST_CAP) {
+		m->exact = 1;
+		str_cat(&m->x, &a->x, &b->x, 0);
+	}
+	if (a->exact)
+		str_cat(&m->left, &a->x, &b->left, 0);
+	else
+		str_set(&m->left, &a->left);
+	if (b->exact)
+		str_cat(&m->right, &a->right, &b->x, 1);
+	else
+		str_set(&m->right, &b->right);
+	struct str mid;
+	str_cat(&mid, &a->right, &b->left, 0);
+	str_set(&m->in, &a->in);
+	longer(&m->in, &b->in);
+	longer(&m->in, &mid);
+	longer(&m->in, &m->left);
+	longer(&m->in, &m->right);
+	if (m->exact)
+		longer(&m->in, &m->x);
+}
+
+/* The strings of a or b. */
+static void must_alt(const struct must *a, const struct must *b, struct must *m)
+{
+	must_clear(m);
+	if (a->exact && b->exact && a->x.len == b->x.len && !memcmp(a->x.b, b->x.b, (size_t)a->x.len)) {
+		must_set(m, a);
 		return;
 	}
-	case N_REPEAT:
-		if (n->min >= 1) {
-			must_of(t, n->a, icase, m);
-			if (!(n->min == 1 && n->max == 1))
-				m->exact = 0;
+	int i = 0;
+	while (i < a->left.len && i < b->left.len && a->left.b[i] == b->left.b[i])
+		i++;
+	memcpy(m->left.b, a->left.b, (size_t)i);
+	m->left.len = i;
+	int j = 0;
+	while (j < a->right.len && j < b->right.len &&
+	       a->right.b[a->right.len - 1 - j] == b->right.b[b->right.len - 1 - j])
+		j++;
+	memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j);
+	m->right.len = j;
+	str_set(&m->in, &m->left);
+	longer(&m->in, &m->right);
+	if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len))
+		longer(&m->in, &a->in);
+}
+
+/* The strings of the AST, walked in post-order with heap stacks (its depth follows the
+ * input): frames say how many children of a node are done, results hold the strings of the
+ * children finished and not yet combined.  0, or -1 when out of memory. */
+static int must_of(const struct ast *t, int icase, struct must *out)
+{
+	struct mframe { int node, done; } *fr = NULL;
+	struct must *res = NULL, tmp;
+	size_t n_fr = 0, cap_fr = 0, n_res = 0, cap_res = 0;
+	int rc = -1;
+	for (int node = t->root;;) {
+		if (node >= 0) {
+			/* enter node: make room for its frame and its result */
+			if (n_fr == cap_fr) {
+				size_t c = cap_fr ? 2 * cap_fr : 64;
+				struct mframe *nf = realloc(fr, c * sizeof *nf);
+				if (!nf)
+					goto out;
+				fr = nf, cap_fr = c;
+			}
+			if (n_res + 2 >= cap_res) {
+				size_t c = cap_res ? 2 * cap_res : 16;
+				struct must *nr = realloc(res, c * sizeof *nr);
+				if (!nr)
+					goto out;
+				res = nr, cap_res = c;
+			}
+			fr[n_fr++] = (struct mframe){ node, 0 };
+			node = -1;
 		}
-		return;
-	case N_BACKREF:
-		return;
+		if (n_fr == 0)
+			break;
+		struct mframe *f = &fr[n_fr - 1];
+		const struct node *n = &t->n[f->node];
+		int kids = n->kind == N_CAT || n->kind == N_ALT ? 2 :
+		           n->kind == N_GROUP || (n->kind == N_REPEAT && n->min >= 1) ? 1 : 0;
+		if (f->done < kids) {
+			node = f->done++ == 0 ? n->a : n->b;
+			continue;
+		}
+		n_fr--;
+		switch (n->kind) {
+		case N_CAT:
+			must_cat(&res[n_res - 2], &res[n_res - 1], &tmp);
+			must_set(&res[--n_res - 1], &tmp);
+			break;
+		case N_ALT:
+			must_alt(&res[n_res - 2], &res[n_res - 1], &tmp);
+			must_set(&res[--n_res - 1], &tmp);
+			break;
+		case N_GROUP:
+			break;
+		case N_REPEAT:
+			if (n->min >= 1) {
+				if (!(n->min == 1 && n->max == 1))
+					res[n_res - 1].exact = 0;
+			} else {
+				must_clear(&res[n_res++]);
+			}
+			break;
+		default:
+			must_leaf(n, icase, &res[n_res++]);
+			break;
+		}
 	}
+	must_set(out, &res[0]);
+	rc = 0;
+out:
+	free(fr);
+	free(res);
+	return rc;
 }
 
 size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap)
 {
 	struct must *m = malloc(sizeof *m);
-	if (!m)
+	if (!m || must_of(t, icase, m) != 0) {
+		free(m);
 		return 0;
-	must_of(t, t->root, icase, m);
+	}
 	size_t n = (size_t)m->in.len < cap ? (size_t)m->in.len : cap;
 	memcpy(buf, m->in.b, n);
 	free(m);

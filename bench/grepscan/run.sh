@@ -10,7 +10,12 @@
 # GNU grep's every time.  Table on stdout and in results/NAME.txt.
 #
 #   bash bench/grepscan/run.sh [--build DIR] [--mb N] [--reps N] [--out NAME] [--perf]
+#                              [--cases REGEX]
 #
+# Rows starting with @log run on a second file, 200,000 lines of a web log (16 MB) with one
+# id u<7 digits> per line, with 10 to 10,000 ids as patterns (-f, as fixed strings and not);
+# @long on one line of 58,893 digits (seq 1 15000) with a back-reference.  --cases runs only
+# the rows whose text matches REGEX (grep -E).
 # --perf also records `perf record` of arfd during one extra run of each case and keeps
 # the top of `perf report` in results/NAME.perf.txt.  Needs no root; everything lives in a
 # mktemp directory and the arfd it starts is stopped on exit.
@@ -23,6 +28,7 @@ MB=75
 REPS=5
 OUT=scan
 PERF=0
+CASES=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$(cd "$2" && pwd) || exit 2; shift ;;
@@ -30,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--reps) REPS=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--perf) PERF=1 ;;
+	--cases) CASES=$2; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
 	esac
@@ -67,6 +74,19 @@ awk -v n="$lines" 'BEGIN {
 	}
 }' > "$tmp/d/big"
 echo 'one line' > "$tmp/d/tiny"
+# many patterns: a web log with an id per line, and sets of ids (a few of them present)
+awk 'BEGIN { srand(11); split("GET POST PUT DELETE", m, " ");
+	for (i = 0; i < 200000; i++)
+		printf "2026-11-25 %02d:%02d:%02d %s /api/v%d/items?id=u%07d from 10.%d.%d.%d status %d\n",
+			i / 8334, (i / 139) % 60, i % 60, m[1 + int(rand() * 4)], 1 + int(rand() * 3),
+			int(rand() * 10000000), int(rand() * 256), int(rand() * 256), int(rand() * 256),
+			200 + int(rand() * 5) * 100 }' >"$tmp/d/log"
+mkdir -p "$tmp/p"
+for n in 10 100 1000 10000; do
+	awk -v n=$n 'BEGIN { srand(n); for (i = 0; i < n; i++) printf "u%07d\n", int(rand() * 10000000) }' \
+		>"$tmp/p/ids$n"
+done
+{ seq 1 15000 | tr -d '\n'; echo; } >"$tmp/d/long"
 size=$(stat -c %s "$tmp/d/big")
 
 "$BUILD/arf" mkfs "$tmp/img" --size $(( (size / 1048576 + 64) * 2 ))M >/dev/null || exit 1
@@ -102,10 +122,26 @@ cases=(
 	"-n -w fox"
 	"-c -v needle42"
 	"-o lorem"
+	"@log -c -F -f ids10"
+	"@log -c -F -f ids100"
+	"@log -c -F -f ids1000"
+	"@log -c -F -f ids10000"
+	"@log -c -f ids10"
+	"@log -c -f ids100"
+	"@log -c -f ids1000"
+	"@log -c -f ids10000"
+	"@log -F -f ids10000"
+	"@long -c ^\(.*\)\1$"
 )
 # a case's arguments into a[]; the patterns with spaces are rebuilt as one argument
 case_args() {
-	IFS=' ' read -r -a a <<<"$1"
+	file=big
+	case $1 in @*) file=${1%% *}; file=${file#@} ;; esac
+	IFS=' ' read -r -a a <<<"${1#@* }"
+	[ "$file" = big ] && IFS=' ' read -r -a a <<<"$1"
+	for i in "${!a[@]}"; do
+		case ${a[$i]} in ids*) a[$i]=$tmp/p/${a[$i]} ;; esac
+	done
 	case $1 in
 	*"(quick|lazy)"*) a=(-c -E '(quick|lazy) [a-z]+ fox') ;;
 	*"Haystack Needle"*) a=(-c -i 'Haystack Needle') ;;   # letters only
@@ -121,13 +157,14 @@ printf '%-32s %7s %7s %7s %7s %7s | %7s %7s %7s\n' case grep pngrep arf arfscan 
 	pngrep/g arf/g scan/g
 } | tee "$res/$OUT.txt"
 for c in "${cases[@]}"; do
+	[ -n "$CASES" ] && ! printf '%s\n' "$c" | grep -Eq -- "$CASES" && continue
 	case_args "$c"
 	: >"$tmp/t"
 	for r in $(seq "$REPS"); do
-		t0=$(ns); "$GREP" "${a[@]}" "$tmp/d/big" >"$tmp/g.out"; t1=$(ns)
-		"$BUILD/pngrep" "${a[@]}" "$tmp/d/big" >"$tmp/p.out"; t2=$(ns)
+		t0=$(ns); "$GREP" "${a[@]}" "$tmp/d/$file" >"$tmp/g.out"; t1=$(ns)
+		"$BUILD/pngrep" "${a[@]}" "$tmp/d/$file" >"$tmp/p.out"; t2=$(ns)
 		e0=$(exec_us)
-		t3=$(ns); "$BUILD/arf" grep "${a[@]}" "$ep:/d/big" >"$tmp/a.out"; t4=$(ns)
+		t3=$(ns); "$BUILD/arf" grep "${a[@]}" "$ep:/d/$file" >"$tmp/a.out"; t4=$(ns)
 		e1=$(exec_us)
 		t5=$(ns); "$BUILD/arf" grep "${a[@]}" "$ep:/d/tiny" >/dev/null; t6=$(ns)
 		cmp -s "$tmp/g.out" "$tmp/p.out" || echo "MISMATCH pngrep: $c" >&2

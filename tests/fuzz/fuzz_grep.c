@@ -7,6 +7,10 @@
  * backtracking with back-references), an independent engine.  For plain patterns (no
  * backslash, brace or leading operator, where grep and POSIX agree) the selection must also
  * equal glibc's regexec in the C locale.  Any disagreement aborts.
+ * Bit 6 of byte 0: many patterns, the input's lines (up to 100), each also with a digit
+ * appended until there are at least 200 (past DFA_SHARE_WIDTH: shared kernels).  Bit 7: the
+ * text is the sample plus one line of the sample's bytes 300 times (long lines: the
+ * backtracker's stacks, the DFA's rows).
  */
 #include <regex.h>
 #include <stdio.h>
@@ -39,11 +43,50 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	unsigned fl = data[0];
-	char pat[65];
-	size_t n = 0;
-	for (size_t i = 1; i < size && n < 64 && data[i] != '\n'; i++)
-		pat[n++] = (char)data[i];
-	pat[n] = '\0';
+	static char pv_buf[200][66];
+	const char *pats[200];
+	size_t lens[200], n_pats = 0;
+	for (size_t i = 1; i <= size && n_pats < 100;) {
+		size_t k = 0;
+		while (i < size && data[i] != '\n' && k < 64)
+			pv_buf[n_pats][k++] = (char)data[i++];
+		while (i < size && data[i] != '\n')
+			i++;
+		pv_buf[n_pats][k] = '\0';
+		lens[n_pats] = k;
+		pats[n_pats] = pv_buf[n_pats];
+		n_pats++;
+		i++;
+		if (!(fl & 64))
+			break;
+	}
+	for (size_t j = 0, n_given = n_pats; (fl & 64) && n_pats < 200; j++) {
+		size_t from = j % n_given, k = lens[from];
+		memcpy(pv_buf[n_pats], pv_buf[from], k);
+		pv_buf[n_pats][k] = (char)('0' + j % 10);
+		pv_buf[n_pats][k + 1] = '\0';
+		lens[n_pats] = k + 1;
+		pats[n_pats] = pv_buf[n_pats];
+		n_pats++;
+	}
+	const char *pat = pats[0];
+	size_t n = lens[0];
+	/* the text: the sample, and with bit 7 one long line of it */
+	static char *long_sample;
+	static size_t long_len;
+	if (!long_sample) {
+		size_t one = sizeof sample - 1;
+		long_len = one + 1 + 300 * one;
+		long_sample = malloc(long_len + 1);
+		if (!long_sample)
+			abort();
+		memcpy(long_sample, sample, one);
+		long_sample[one] = '\n';
+		for (size_t r = 0; r < 300; r++)
+			for (size_t i = 0; i < one; i++)
+				long_sample[one + 1 + r * one + i] = sample[i] == '\n' ? ' ' : sample[i];
+	}
+	const char *text_in = fl & 128 ? long_sample : sample;
 	struct grep_opts o = { .max_count = -1, .before = -1, .after = -1 };
 	o.syntax = fl % 3;
 	o.icase = (fl >> 2) & 1;
@@ -51,10 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.line = (fl >> 4) & 1;
 	o.invert = (fl >> 5) & 1;
 	o.text = 1;
-	const char *pats[1] = { pat };
 	char err[256], warn[512];
 	struct grep *g = NULL;
-	if (grep_compile(pats, &n, 1, &o, &g, err, sizeof err, warn, sizeof warn) != 0) {
+	if (grep_compile(pats, lens, n_pats, &o, &g, err, sizeof err, warn, sizeof warn) != 0) {
 		if (!err[0]) {
 			fprintf(stderr, "compile failed without a message\n");
 			abort();
@@ -65,14 +107,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* run the segment, collect the selected lines' offsets */
 	struct vm *vm = vm_new();
 	struct vm_prog *p = NULL;
-	size_t seg_len, len = sizeof sample - 1;
+	size_t seg_len, len = fl & 128 ? long_len : sizeof sample - 1;
 	const uint8_t *seg = grep_segment(g, &seg_len);
-	if (vm_bind_region(vm, "data", (void *)sample, len, ISA_ACC_RO) != 0 ||
+	if (vm_bind_region(vm, "data", (void *)text_in, len, ISA_ACC_RO) != 0 ||
 	    vm_load(vm, seg, seg_len, &p, err, sizeof err) != 0) {
 		fprintf(stderr, "segment does not load: %s\n", err);
 		abort();
 	}
-	static uint8_t out[1 << 16];
+	static uint8_t out[1 << 18];
 	struct vm_run_opts ro = { .out = out, .out_cap = sizeof out, .fuel = GREP_FUEL(len) };
 	struct vm_result res;
 	unsigned na;
@@ -102,19 +144,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* the expected output: every line the exact matcher selects, in order */
 	regex_t re;
-	int use_re = !o.icase && !o.word && !o.line && o.syntax != GREP_FIXED && plain(pat, n) &&
+	int use_re = n_pats == 1 && !o.icase && !o.word && !o.line && o.syntax != GREP_FIXED &&
+	             plain(pat, n) &&
 	             regcomp(&re, pat, o.syntax == GREP_EXTENDED ? REG_EXTENDED | REG_NOSUB : REG_NOSUB) == 0;
 	char *want = malloc(len + 2);
 	size_t wl = 0;
-	for (const char *l = sample; l < sample + len;) {
-		const char *e = memchr(l, '\n', (size_t)(sample + len - l));
-		size_t ll = e ? (size_t)(e - l) : (size_t)(sample + len - l);
+	for (const char *l = text_in; l < text_in + len;) {
+		const char *e = memchr(l, '\n', (size_t)(text_in + len - l));
+		size_t ll = e ? (size_t)(e - l) : (size_t)(text_in + len - l);
 		int m;
 		if (g->ast.has_backref || !g->nfa.s)
 			m = bt_line_matches(&g->ast, (const uint8_t *)l, ll, o.icase);
 		else
 			m = nfa_line_matches(&g->nfa, (const uint8_t *)l, ll);
-		if (m >= 0 && use_re) {
+		if (m >= 0 && use_re && ll < 256) {
 			char line[256];
 			memcpy(line, l, ll);
 			line[ll] = '\0';

@@ -147,6 +147,22 @@ IFS=$old_ifs
 check -E -n 'needle|foo$'
 check -F -c 'needle
 foo'
+# many patterns (-f): words of the files and made-up ones, 300 and 3300 of them; past 64
+# alternatives the DFA shares kernels (Aho-Corasick for literals) and the binary table
+# shares the text table's rows, in the server's segment as in pngrep's
+tr -cs 'A-Za-z0-9_' '\n' <"$d/words" | awk 'NF && NR % 7 == 0' | head -n 300 >"$tmp/mp300"
+awk 'BEGIN { srand(4); for (i = 0; i < 3000; i++) printf "%c%c%c%d\n", 97 + int(rand() * 26),
+	97 + int(rand() * 26), 97 + int(rand() * 26), int(rand() * 100) }' >"$tmp/mp3300"
+cat "$tmp/mp300" >>"$tmp/mp3300"
+# (GNU grep takes more than 20 s for -o or -i -w with the 3300 over the long lines)
+for o in "-c" "-n" "-c -v" "-o" "-c -i -w" "-n -x" "-l" "-c -a" "3300 -c" "3300 -n -x"; do
+	set=mp300
+	case $o in 3300*) set=mp3300 o=${o#3300 } ;; esac
+	# shellcheck disable=SC2086
+	check $o -F -f "$tmp/$set"
+	# shellcheck disable=SC2086
+	check $o -f "$tmp/$set"
+done
 
 # -r: the walk runs in the server, a batch of entries per round trip; order differs, so sort
 rcheck() {

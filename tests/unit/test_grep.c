@@ -200,10 +200,191 @@ static void test_match(void)
 	CHECK(g && bt_line_matches(&g->ast, (const uint8_t *)"aA", 2, 1) == 1, "icase backref");
 	grep_free(g);
 	/* a pattern whose DFA would explode takes the exact path instead of failing */
-	g = compile("(a|b)*a(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)(a|b)",
-	            GREP_EXTENDED, NULL, err, sizeof err, warn);
+	g = compile("(a|b)*a(a|b){20}", GREP_EXTENDED, NULL, err, sizeof err, warn);
 	CHECK(g && g->exact, "blow-up: %s", g ? "dfa built" : err);
 	grep_free(g);
+}
+
+/* ---- input-sized depth: nothing recurses on the C stack as deep as a line or a pattern ---- */
+static void test_deep(void)
+{
+	char err[256] = "", warn[256];
+	/* the backtracker on a 300 000-byte line (recursing per byte, it overflowed the stack:
+	 * pngrep -c '^\(.*\)\1$' on one long line died with SIGSEGV) */
+	size_t n = 300000;
+	uint8_t *line = malloc(n);
+	struct grep *g = compile("^\\(.*\\)\\1$", GREP_BASIC, NULL, err, sizeof err, warn);
+	if (line && g) {
+		uint32_t x = 1;
+		for (size_t i = 0; i < n; i++) {
+			x = x * 1103515245u + 12345u;
+			line[i] = (uint8_t)('0' + (x >> 16) % 10);
+		}
+		CHECK(bt_line_matches(&g->ast, line, n, 0) == 0, "long line, no match");
+		memcpy(line + n / 2, line, n / 2);
+		CHECK(bt_line_matches(&g->ast, line, n, 0) == 1, "long line, its two halves equal");
+		CHECK(bt_longest_at(&g->ast, line, n, 0, 0) == (long)n, "longest: the whole line");
+	}
+	grep_free(g);
+	/* \(a\)* iterates once per byte: one frame and one choice each */
+	g = compile("\\(a\\)*\\1b", GREP_BASIC, NULL, err, sizeof err, warn);
+	if (line && g) {
+		memset(line, 'a', n);
+		line[n - 1] = 'b';
+		CHECK(bt_line_matches(&g->ast, line, n, 0) == 1, "a...ab");
+		CHECK(bt_line_matches(&g->ast, line, n - 1, 0) == 0, "a...a");
+	}
+	grep_free(g);
+	/* a fixed string of 1 000 000 bytes: a concatenation as deep as the pattern, walked by
+	 * the NFA compiler and the literal extractor; and 100 000 patterns: an alternation as
+	 * deep */
+	size_t plen = 1000000;
+	char *pat = malloc(plen + 1);
+	if (pat) {
+		for (size_t i = 0; i < plen; i++)
+			pat[i] = (char)('a' + (i * 7 + i / 26) % 26);
+		pat[plen] = '\0';
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_FIXED };
+		const char *pats[1] = { pat };
+		g = NULL;
+		CHECK(grep_compile(pats, &plen, 1, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
+		      "1 MB fixed string: %s", err);
+		uint8_t lit[256];
+		CHECK(g && must_literal(&g->ast, 0, lit, sizeof lit) == 255 && memmem(pat, plen, lit, 255),
+		      "its literal: 255 of its bytes");
+		grep_free(g);
+	}
+	free(pat);
+	size_t np = 100000;
+	char (*words)[8] = malloc(np * sizeof *words);
+	const char **pv = malloc(np * sizeof *pv);
+	size_t *lens = malloc(np * sizeof *lens);
+	if (words && pv && lens) {
+		for (size_t i = 0; i < np; i++) {
+			lens[i] = (size_t)snprintf(words[i], sizeof words[i], "w%zu", i);
+			pv[i] = words[i];
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_BASIC };
+		g = NULL;
+		CHECK(grep_compile(pv, lens, np, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
+		      "100 000 patterns: %s", err);
+		CHECK(g && g->lit_len == 1 && g->lit[0] == 'w', "their literal: w");
+		CHECK(g && g->nfa.s, "an NFA");
+		if (g && g->nfa.s)
+			CHECK(nfa_line_matches(&g->nfa, (const uint8_t *)"x w99999 y", 10) == 1 &&
+			      nfa_line_matches(&g->nfa, (const uint8_t *)"x w y", 5) == 0, "nfa");
+		grep_free(g);
+	}
+	free(words), free(pv), free(lens);
+	/* a hundred thousand nested repetitions (a*** ...) */
+	char *stars = malloc(100002);
+	if (stars) {
+		stars[0] = 'a';
+		memset(stars + 1, '*', 100000);
+		stars[100001] = '\0';
+		g = compile(stars, GREP_BASIC, NULL, err, sizeof err, warn);
+		CHECK(g && dfa_line_matches(&g->dfa, (const uint8_t *)"xaay", 4) == 1, "a***: %s", err);
+		grep_free(g);
+	}
+	free(stars);
+	free(line);
+}
+
+/* ---- many patterns: shared kernels ---- */
+static uint32_t rnd_state = 12345;
+static unsigned rnd(unsigned n)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return (rnd_state >> 16) % n;
+}
+
+static void test_many(void)
+{
+	/* the DFA built with shared kernels (own part + base) against the one built from whole
+	 * kernels, on random lines, for random sets of small patterns in both syntaxes and
+	 * with -w/-x/-i; both against the NFA */
+	static const char *const atoms[] = { "a", "b", "c", "ab", "A", "_", "-", ".", "[ab]",
+	                                     "c*", "^a", "b$", "\\<a", "c\\>", "\\(ab\\)\\{2\\}" };
+	int n_sets = 0, n_lines = 0;
+	for (int round = 0; round < 60; round++) {
+		char buf[64][24];
+		const char *pv[64];
+		size_t lens[64];
+		int np = 1 + (int)rnd(64), fixed = round % 3 == 0;
+		for (int i = 0; i < np; i++) {
+			buf[i][0] = '\0';
+			int k = 1 + (int)rnd(3);
+			for (int j = 0; j < k; j++)
+				strcat(buf[i], fixed ? atoms[rnd(7)] : atoms[rnd(15)]);
+			pv[i] = buf[i];
+			lens[i] = strlen(buf[i]);
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = fixed ? GREP_FIXED : GREP_BASIC,
+		                       .icase = round % 4 == 1, .word = round % 5 == 2,
+		                       .line = round % 7 == 3 };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		if (grep_compile(pv, lens, (size_t)np, &o, &g, err, sizeof err, warn, sizeof warn)) {
+			CHECK(0, "round %d: %s", round, err);
+			continue;
+		}
+		struct dfa sh, plain;
+		int rs = dfa_build(&sh, &g->nfa, '\n', -1, DFA_SHARED);
+		int rp = dfa_build(&plain, &g->nfa, '\n', -1, 0);
+		if (rs == 0 && rp == 0) {
+			n_sets++;
+			for (int l = 0; l < 40; l++) {
+				uint8_t line[16];
+				size_t n = rnd(16);
+				for (size_t i = 0; i < n; i++)
+					line[i] = (uint8_t)"abcAB_- "[rnd(8)];
+				int want = nfa_line_matches(&g->nfa, line, n);
+				int a = dfa_line_matches(&sh, line, n), b = dfa_line_matches(&plain, line, n);
+				n_lines++;
+				if (a != want || b != want) {
+					CHECK(0, "round %d, line \"%.*s\": shared %d, plain %d, nfa %d", round,
+					      (int)n, line, a, b, want);
+					break;
+				}
+			}
+		}
+		dfa_free(&sh);
+		dfa_free(&plain);
+		grep_free(g);
+	}
+	CHECK(n_sets >= 50 && n_lines >= 2000, "%d sets, %d lines compared", n_sets, n_lines);
+
+	/* 10 000 literals: a DFA in the segment (before: more than 4096 states, every line went
+	 * to the NFA on the client, 300+ s over 200 000 lines), whose binary table shares the
+	 * text table's rows */
+	size_t np = 10000;
+	char (*words)[12] = malloc(np * sizeof *words);
+	const char **pv = malloc(np * sizeof *pv);
+	size_t *lens = malloc(np * sizeof *lens);
+	if (words && pv && lens) {
+		for (size_t i = 0; i < np; i++) {
+			lens[i] = (size_t)snprintf(words[i], sizeof words[i], "u%07u", rnd(10000000));
+			pv[i] = words[i];
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = GREP_FIXED, .count = 1 };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		CHECK(grep_compile(pv, lens, np, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
+		      "10 000 ids: %s", err);
+		CHECK(g && !g->exact && g->have_bdfa && g->bdfa.rows_shared, "dfa, shared rows");
+		if (g && !g->exact) {
+			char line[64];
+			int n = snprintf(line, sizeof line, "GET /items?id=%s HTTP", words[4321]);
+			CHECK(dfa_line_matches(&g->dfa, (const uint8_t *)line, (size_t)n) == 1, "id 4321");
+			n = snprintf(line, sizeof line, "GET /items?id=%.7s HTTP", words[4321]);
+			CHECK(dfa_line_matches(&g->dfa, (const uint8_t *)line, (size_t)n) ==
+			      nfa_line_matches(&g->nfa, (const uint8_t *)line, (size_t)n), "a prefix");
+		}
+		grep_free(g);
+	}
+	free(words), free(pv), free(lens);
 }
 
 /* ---- the required literal ---- */
@@ -323,6 +504,8 @@ int main(void)
 {
 	test_errors();
 	test_match();
+	test_deep();
+	test_many();
 	test_literal();
 	test_segment();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
