@@ -29,7 +29,9 @@ make -j"$jobs" all >/dev/null || { echo "build failed"; exit 1; }
 stage make -j"$jobs" check
 stage make -j"$jobs" check-asan
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
-	stage make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+	# libFuzzer targets from their seeds; the random grep comparison with a new seed is a
+	# search for differences (make fuzz), not a gate: make check runs it with fixed seeds
+	stage make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}" GREP_RANDOM_FUZZ_COUNT=0
 fi
 [ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
 echo "$passed passed, $failed failed"
