@@ -32,6 +32,10 @@
 int asm_assemble(const char *src, size_t len, const char *file, uint8_t **seg, size_t *seg_len,
                  char **diags);
 
+/* Write a segment to out, or, when out is NULL, to in's name with its extension replaced by
+ * ".pno" ("-": standard output); a failed write leaves no file.  0, or -1 with a message. */
+int asm_write_segment(const char *in, const char *out, const void *seg, size_t len, char *err,
+                      size_t errlen);
 /* Disassemble segment bytes into assembly text that asm_assemble turns back into the same
  * bytes.  Returns 0 and a malloc'd string in *text, or -1 with a message in err. */
 int asm_disassemble(const void *seg, size_t len, char **text, char *err, size_t errlen);

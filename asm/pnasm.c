@@ -23,21 +23,6 @@ static void usage(FILE *f)
 }
 
 /* file.pna -> file.pno; other names get .pno appended. */
-static char *default_output(const char *in)
-{
-	size_t n = strlen(in);
-	const char *slash = strrchr(in, '/');
-	const char *dot = strrchr(in, '.');
-	if (dot && (!slash || dot > slash + 1))
-		n = (size_t)(dot - in);
-	char *out = malloc(n + 5);
-	if (out) {
-		memcpy(out, in, n);
-		memcpy(out + n, ".pno", 5);
-	}
-	return out;
-}
-
 int main(int argc, char **argv)
 {
 	const char *in = NULL, *outname = NULL;
@@ -69,7 +54,7 @@ int main(int argc, char **argv)
 	}
 
 	int rc = 1;
-	char *src = NULL, *diags = NULL, *defout = NULL;
+	char *src = NULL, *diags = NULL;
 	uint8_t *seg = NULL;
 	size_t src_len, seg_len;
 	FILE *f = from_stdin ? stdin : fopen(in, "rb");
@@ -90,29 +75,13 @@ int main(int argc, char **argv)
 		fputs(diags, stderr);
 	if (n_err)
 		goto out;
-	if (!outname)
-		outname = defout = default_output(in);
-	if (!outname) {
-		fprintf(stderr, "pnasm: out of memory\n");
-		goto out;
-	}
-	int to_stdout = strcmp(outname, "-") == 0;
-	FILE *o = to_stdout ? stdout : fopen(outname, "wb");
-	if (!o) {
-		fprintf(stderr, "pnasm: %s: %s\n", outname, strerror(errno));
-		goto out;
-	}
-	size_t w = fwrite(seg, 1, seg_len, o);
-	int werr = ferror(o);
-	if ((to_stdout ? fflush(o) : fclose(o)) != 0 || w != seg_len || werr) {
-		fprintf(stderr, "pnasm: %s: write failed\n", outname);
-		if (!to_stdout)
-			remove(outname);
+	char err[512];
+	if (asm_write_segment(in, outname, seg, seg_len, err, sizeof err) != 0) {
+		fprintf(stderr, "pnasm: %s\n", err);
 		goto out;
 	}
 	rc = 0;
 out:
-	free(defout);
 	free(seg);
 	free(diags);
 	free(src);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asm.h"
 #include "cc.h"
 #include "isa.h"
 
@@ -22,21 +23,6 @@ static void usage(FILE *f)
 	           "  --explain FUNC  print FUNC's C lines, BPF instructions and our assembly side\n"
 	           "                  by side (the segment is written only with -o)\n"
 	           "  --help          show this help\n");
-}
-
-static char *default_output(const char *in)
-{
-	size_t n = strlen(in);
-	const char *slash = strrchr(in, '/');
-	const char *dot = strrchr(in, '.');
-	if (dot && (!slash || dot > slash + 1))
-		n = (size_t)(dot - in);
-	char *out = malloc(n + 5);
-	if (out) {
-		memcpy(out, in, n);
-		memcpy(out + n, ".pno", 5);
-	}
-	return out;
 }
 
 int main(int argc, char **argv)
@@ -69,7 +55,7 @@ int main(int argc, char **argv)
 
 	int rc = 1;
 	void *obj = NULL;
-	char *diags = NULL, *listing = NULL, *defout = NULL;
+	char *diags = NULL, *listing = NULL;
 	uint8_t *seg = NULL;
 	size_t obj_len, seg_len;
 	if (isa_read_file(in, &obj, &obj_len) != 0) {
@@ -89,29 +75,13 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if (!outname)
-		outname = defout = default_output(in);
-	if (!outname) {
-		fprintf(stderr, "pncc: out of memory\n");
-		goto out;
-	}
-	int to_stdout = strcmp(outname, "-") == 0;
-	FILE *o = to_stdout ? stdout : fopen(outname, "wb");
-	if (!o) {
-		fprintf(stderr, "pncc: %s: %s\n", outname, strerror(errno));
-		goto out;
-	}
-	size_t w = fwrite(seg, 1, seg_len, o);
-	int werr = ferror(o);
-	if ((to_stdout ? fflush(o) : fclose(o)) != 0 || w != seg_len || werr) {
-		fprintf(stderr, "pncc: %s: write failed\n", outname);
-		if (!to_stdout)
-			remove(outname);
+	char err[512];
+	if (asm_write_segment(in, outname, seg, seg_len, err, sizeof err) != 0) {
+		fprintf(stderr, "pncc: %s\n", err);
 		goto out;
 	}
 	rc = 0;
 out:
-	free(defout);
 	free(seg);
 	free(diags);
 	free(listing);
