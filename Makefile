@@ -187,9 +187,10 @@ check-asan:
 # without one, check-rdma boots the rdma-vm guest (Soft-RoCE; needs root, qemu and a few GiB
 # for its image) and runs tests/rdma/run.sh there, which builds in build-rdma: the guest's own
 # compiler and libraries, not the host's objects (libpn needs libcrypto's headers there too:
-# libssl-dev is added to the guest's packages).
+# tests/rdma/guest-packages lists what the guest adds; .ci/run reads the same list).
 RDMA_VM_RUN     ?= ../shared/tools/rdma-vm/run.sh
 RDMA_VM_TIMEOUT ?= 2700
+RDMA_GUEST_PACKAGES := $(shell grep -v '^\#' tests/rdma/guest-packages)
 RDMA_TESTS := $(BUILD)/tests/rdma/test_pn $(BUILD)/tests/rdma/test_rdma $(BUILD)/tests/rdma/test_arfd_rdma
 # (without libcc: no rdma test reads a BPF object, so the guest needs no libelf-dev)
 RDMA_LIBS := $(filter-out $(LIBCC),$(LIBS))
@@ -206,7 +207,7 @@ check-rdma:
 	  sh tests/rdma/run.sh; \
 	else \
 	  echo "check-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
+	  RDMA_VM_EXTRA_PACKAGES="$(RDMA_GUEST_PACKAGES) $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout $(RDMA_VM_TIMEOUT) 'make check-rdma'; \
 	fi
 
 # ---- fuzz: libFuzzer targets, one per untrusted input
@@ -259,7 +260,7 @@ bench-rdma:
 	  sh bench/rdma/run.sh $(BENCH_RDMA_ARGS); \
 	else \
 	  echo "bench-rdma: no RDMA device here: running in the rdma-vm guest ($(RDMA_VM_RUN))"; \
-	  RDMA_VM_EXTRA_PACKAGES="libssl-dev $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
+	  RDMA_VM_EXTRA_PACKAGES="$(RDMA_GUEST_PACKAGES) $${RDMA_VM_EXTRA_PACKAGES:-}" $(RDMA_VM_RUN) --timeout 2400 'sh bench/rdma/run.sh $(BENCH_RDMA_ARGS)' && \
 	  $(MAKE) -C bench/rdma plot; \
 	fi
 
