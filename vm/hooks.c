@@ -63,7 +63,7 @@ int vm_hook_call(struct run *run, const struct hook_bind *h, int64_t *args)
 	union { ffi_arg a; uint64_t L; } ret = { 0 };
 	run->hook_failed = 0;
 	/* the clock is read only for a run that pays for hook time or has a deadline */
-	bool timed = run->hook_ns_per_fuel || run->deadline_ns || run->cancel_at;
+	bool timed = run->hook_ns_per_fuel || run->deadline_ns || run->cancel_at || run->on_slow;
 	uint64_t t0 = timed ? vm_now_ns() : 0;
 	ffi_call((ffi_cif *)&h->cif, FFI_FN(h->fn), &ret, values);
 	if (run->hook_failed)
@@ -81,6 +81,7 @@ int vm_hook_call(struct run *run, const struct hook_bind *h, int64_t *args)
 			return ISA_TRAP_FUEL;
 		}
 	}
+	vm_run_slow(run, t1);
 	int kind = vm_run_limits(run, t1);
 	if (kind)
 		return kind;

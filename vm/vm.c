@@ -325,10 +325,13 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 		return -VM_ENOJIT;
 
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
-	uint64_t chunk = fuel < VM_FUEL_CHUNK ? fuel : VM_FUEL_CHUNK;
+	uint64_t max_chunk = opts->on_slow ? VM_SLOW_CHUNK : VM_FUEL_CHUNK;
+	uint64_t chunk = fuel < max_chunk ? fuel : max_chunk;
 	struct run run = { .prog = prog, .R = R, .out_cap = opts->out_cap, .fuel = chunk,
 	                   .fuel_reserve = fuel - chunk, .deadline_ns = opts->deadline_ns,
 	                   .cancel_at = opts->cancel_at, .hook_ns_per_fuel = opts->hook_ns_per_fuel,
+	                   .on_slow = opts->on_slow, .slow_arg = opts->slow_arg,
+	                   .slow_at_ns = opts->slow_at_ns,
 	                   .user = opts->user, .trap = &res->trap, .remote = prog->remote };
 	/* the entry's own frame must fit, whichever engine runs it (both rely on this) */
 	int rc;
@@ -369,14 +372,29 @@ int vm_run_limits(const struct run *run, uint64_t now_ns)
 	return 0;
 }
 
+void vm_run_slow(struct run *run, uint64_t now_ns)
+{
+	if (run->on_slow && now_ns >= run->slow_at_ns) {
+		void (*fn)(void *) = run->on_slow;
+		run->on_slow = NULL;
+		fn(run->slow_arg);
+	}
+}
+
 int vm_fuel_refill(struct run *run)
 {
 	if (run->fuel_reserve == 0)
 		return ISA_TRAP_FUEL;
-	int kind = vm_run_limits(run, 0);
+	uint64_t now = 0;
+	if (run->on_slow) {
+		now = vm_now_ns();
+		vm_run_slow(run, now);
+	}
+	int kind = vm_run_limits(run, now);
 	if (kind)
 		return kind;
-	uint64_t n = run->fuel_reserve < VM_FUEL_CHUNK ? run->fuel_reserve : VM_FUEL_CHUNK;
+	uint64_t max_chunk = run->on_slow ? VM_SLOW_CHUNK : VM_FUEL_CHUNK;
+	uint64_t n = run->fuel_reserve < max_chunk ? run->fuel_reserve : max_chunk;
 	run->fuel_reserve -= n;
 	run->fuel = n;
 	return 0;

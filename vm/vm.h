@@ -146,9 +146,19 @@ struct vm_run_opts {
 	                            * fuel bounds the time spent in hooks (a sleeping hook) as it
 	                            * bounds loops; a run whose fuel cannot pay traps 'fuel' at the
 	                            * hcall.  0: hooks cost no fuel (runs are then deterministic) */
+	/* For a host that starts every run on a thread with other duties and moves those duties
+	 * elsewhere only when a run turns out long (arfd runs requests on the thread that read
+	 * them): on_slow(slow_arg) is called once, on the run's own thread, at the first look at
+	 * the clock at or after slow_at_ns (CLOCK_MONOTONIC).  Until it is called the VM looks
+	 * every VM_SLOW_CHUNK units of fuel (and after every hook call), not every
+	 * VM_FUEL_CHUNK.  NULL: none. */
+	void (*on_slow)(void *slow_arg);
+	void *slow_arg;
+	uint64_t slow_at_ns;
 };
 #define VM_DEFAULT_FUEL   100000000ull
 #define VM_FUEL_CHUNK     65536     /* fuel between two looks at deadline and cancel_at */
+#define VM_SLOW_CHUNK     2048      /* ... while on_slow waits: tens of microseconds */
 #define VM_MAX_CALL_DEPTH 256       /* calls nested below the entry; one more traps 'stack' */
 #define VM_STACK_SLOTS    8192      /* 64-bit frame slots of one run: each call needs its
                                      * callee's n_locals + max_stack above the caller's

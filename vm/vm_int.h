@@ -108,6 +108,9 @@ struct run {
 	uint64_t deadline_ns;          /* vm_run_opts */
 	const _Atomic uint64_t *cancel_at;
 	uint64_t hook_ns_per_fuel;
+	void (*on_slow)(void *);   /* vm_run_opts'; NULL once called */
+	void *slow_arg;
+	uint64_t slow_at_ns;
 	void *user;
 	struct vm_trap *trap;
 	int hook_failed;
@@ -162,6 +165,8 @@ int vm_fuel_refill(struct run *run);
 /* The deadline and cancel_at alone: 0, ISA_TRAP_TIME or ISA_TRAP_CANCELLED.  now_ns is
  * CLOCK_MONOTONIC, or 0 to read the clock only when either is set. */
 int vm_run_limits(const struct run *run, uint64_t now_ns);
+/* Call run->on_slow if now_ns is past slow_at_ns (once). */
+void vm_run_slow(struct run *run, uint64_t now_ns);
 uint64_t vm_now_ns(void);
 
 #endif

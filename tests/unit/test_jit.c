@@ -273,6 +273,16 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+struct slow_count {
+	unsigned calls;
+};
+
+static void count_slow(void *arg)
+{
+	struct slow_count *sc = arg;
+	sc->calls++;
+}
+
 static void test_limits(void)
 {
 	/* a loop over several chunks of fuel, with locals the JIT keeps in registers and a call
@@ -364,6 +374,29 @@ static void test_limits(void)
 		rc = vm_run(napper, 0, us, 1, &o5, &res);
 		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && res.trap.pc == 6 &&
 		      res.fuel_used == 3, "limits: hooks cost nothing when hook_ns_per_fuel is 0");
+		/* on_slow: called once, on the first look past slow_at_ns, and the run goes on */
+		struct slow_count sc = { 0 };
+		t0 = mono_ns();
+		struct vm_run_opts o6 = { .fuel = 1000000, .engine = engine, .on_slow = count_slow,
+		                          .slow_arg = &sc, .slow_at_ns = t0 };
+		rc = vm_run(endless, 0, NULL, 0, &o6, &res);
+		snprintf(what, sizeof what, "limits %s: on_slow once, at the first look (%u calls; "
+		         "rc %d kind %d)", en, sc.calls, rc, res.trap.kind);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && sc.calls == 1 &&
+		      res.fuel_used == 1000000, what);
+		/* not yet slow: never called */
+		sc.calls = 0;
+		o6.slow_at_ns = t0 + 3600ull * 1000000000u;
+		rc = vm_run(endless, 0, NULL, 0, &o6, &res);
+		check(rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && sc.calls == 0,
+		      "limits: on_slow not called before slow_at_ns");
+		/* after a hook: a 2 ms nap past slow_at_ns calls it at once (within one nap) */
+		sc.calls = 0;
+		us[0] = 2000;
+		struct vm_run_opts o7 = { .fuel = 3, .engine = engine, .on_slow = count_slow,
+		                          .slow_arg = &sc, .slow_at_ns = mono_ns() + 1000000 };
+		rc = vm_run(napper, 0, us, 1, &o7, &res);
+		check(sc.calls == 1, "limits: on_slow looked at after each hook");
 next:
 		vm_prog_free(endless);
 		vm_prog_free(napper);
