@@ -176,6 +176,8 @@ struct current {
 	struct pn *pn;
 	pn_coop coop;
 	struct pn_addr origin;
+	struct endpoint *inline_ep; /* an inline handler: the transport that read its message;
+	                             * NULL on a worker, or once pn_yield freed the thread */
 };
 static _Thread_local struct current *current;
 
@@ -388,7 +390,7 @@ static void *worker_main(void *arg)
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
 		if (fn) {
-			struct current cur = { pn, w->coop, w->origin };
+			struct current cur = { pn, w->coop, w->origin, NULL };
 			current = &cur;
 			fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
 			current = NULL;
@@ -729,6 +731,7 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 {
 	rx->h = *h;
 	rx->from = sender;
+	rx->via = sender->addr.scheme;
 	rx->buf = NULL;
 	rx->claim = -1;
 	rx->coop = NULL;
@@ -861,7 +864,7 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		pn_handler *fn = pn->handlers[t].fn;
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
-		struct current cur = { pn, w->coop, w->origin };
+		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via) };
 		struct current *saved = current;
 		current = &cur;
 		fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
@@ -948,6 +951,41 @@ int pn_forward(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t 
 	if (rc != 0)
 		atomic_fetch_sub(&pn->st_forwarded, 1);
 	return rc;
+}
+
+/* The transport of the inline handler running on this thread, if it can hand its reading
+ * over (or -PN_E*). */
+static int yield_via(struct pn *pn, struct endpoint **ep)
+{
+	struct current *cur = current;
+	if (!cur || cur->pn != pn)
+		return -PN_ENOTHANDLER;
+	*ep = cur->inline_ep;
+	if (!*ep)
+		return 0;                  /* a worker thread (or yielded already): free to block */
+	return (*ep)->ops->yield ? 1 : -PN_ENOTSUP;
+}
+
+int pn_may_yield(struct pn *pn)
+{
+	struct endpoint *ep;
+	int rc = yield_via(pn, &ep);
+	if (rc <= 0)
+		return rc;
+	rc = ep->ops->yield(ep->tp, true);
+	return rc > 0 ? 0 : rc;
+}
+
+int pn_yield(struct pn *pn)
+{
+	struct endpoint *ep;
+	int rc = yield_via(pn, &ep);
+	if (rc <= 0)
+		return rc;
+	rc = ep->ops->yield(ep->tp, false);
+	if (rc >= 0)
+		current->inline_ep = NULL;  /* whatever it blocks on now delays nobody */
+	return rc > 0 ? 0 : rc;
 }
 
 void pn_stats_get(struct pn *pn, struct pn_stats *s)

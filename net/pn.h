@@ -130,6 +130,21 @@ typedef void pn_handler(struct pn *pn, pn_peer from, pn_type type, pn_coop coop,
                         size_t len, void *arg);
 int pn_set_handler(struct pn *pn, pn_type type, int opt, pn_handler *fn, void *arg);
 
+/* Run to completion, hand off the exception.  An inline handler that turns out to take long
+ * (or is about to block) calls pn_yield: another thread takes over the reading this thread
+ * was doing, and the handler goes on, as long as it likes, while the transport reads and
+ * handles other messages meanwhile, its later messages on the same connection included.  So
+ * a server can start every request on the thread that read it (no hand-off, no wake-up of
+ * another thread: the latency of a plain socket server) and pay for a second thread only
+ * when a request outlives a small budget.  Inside a handler only.  0: the thread may now
+ * block (also when it already could: a worker's handler, or a second call); -PN_ENOTSUP:
+ * this transport cannot hand its reading over (udp:, rdma:: do not block there);
+ * -PN_ENOMEM / -PN_ESYS: no thread for it now; -PN_ENOTHANDLER.  pn_may_yield says, without
+ * doing it, whether pn_yield would succeed now (0), so a server can decide to start the
+ * request here or queue it for its own workers. */
+int pn_yield(struct pn *pn);
+int pn_may_yield(struct pn *pn);
+
 /* fn(pn, peer, arg) is called when a connection to peer broke or was closed (tcp:, rdma:;
  * EOF, an error, a malformed frame), after that peer's pending Cooperations failed, on the
  * transport's I/O thread: it must not block.  udp: has no connections and never calls it.

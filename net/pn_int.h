@@ -123,6 +123,12 @@ struct pn_transport {
 	/* Optional (tcp): a thread is about to sleep until a Cooperation completes; whatever
 	 * wait_read left to the waiters must now be read by the transport's own threads. */
 	void (*kick)(struct pn_tp *tp);
+	/* Optional (tcp): called by an inline handler on the thread that read its message
+	 * (pn_yield): another thread takes over this thread's reading, so the handler may go on
+	 * as long as it likes.  check_only: only say whether that is possible now.  0 (done,
+	 * or possible), 1 (the calling thread is not one of the transport's readers: nothing to
+	 * hand over), or -PN_E* (not possible: out of threads). */
+	int (*yield)(struct pn_tp *tp, bool check_only);
 };
 
 extern const struct pn_transport pn_tcp_transport;
@@ -169,6 +175,7 @@ struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id);
 struct pn_rx {
 	struct pn_hdr h;
 	struct pn_peer_rec *from;  /* the origin (forwarded) or the sender */
+	uint8_t via;               /* the scheme of the transport it came through */
 	void *buf;
 	int claim;                 /* internal: which descriptor, or -1 */
 	struct pn_coop_rec *coop;

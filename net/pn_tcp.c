@@ -38,6 +38,17 @@
  * handlers send go into the connection's out buffer instead of one writev each, and are
  * written together before the next recv, so a pipelined burst of requests that one recv
  * brought in is answered with one system call instead of one per request.
+ *
+ * Run to completion (pn_yield): one thread at a time is the reader, the one in io_main's loop
+ * (epoll, accept, timeouts, reading connections), and an inline handler runs on it, right
+ * where its message was read: no other thread is woken on a request's path.  A handler that
+ * turns out long calls pn_yield, and tcp_yield hands the reader's place to a follower (an
+ * idle thread of the pool, or a new one, up to IO_MAX): the connection being read is let go
+ * at once (its batched replies written, its rx_lock released; bytes of later frames already
+ * staged are left on tp->handed for the next reader, as epoll would not report them), and
+ * the yielding thread unwinds from on_readable without touching it again once its handler
+ * returns, then waits as a follower.  So a long request delays nobody, not even later
+ * requests on its own connection, and costs a thread switch only when it is long.
  */
 /* Identity (docs/net.md, "Identity and trust"): an endpoint with a cluster key sends HELLO
  * with PROVE and a nonce, and waits (prove_hello, before the connection is anyone else's)
@@ -82,6 +93,8 @@
 #define ACCEPT_PAUSE_NS 100000000ull /* no descriptor even for accept-and-close: wait this */
 #define ACCEPT_BATCH 256           /* connections accepted per wake-up (level-triggered) */
 #define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
+#define IO_MAX 64                  /* reader threads at most: the reader and those that yielded */
+#define YIELDED 2                  /* on_readable & co: this thread gave the connection away */
 
 /* The HELLO exchange of a connector that proves a key, the cluster key or the secret
  * (Identity, above). */
@@ -136,6 +149,7 @@ struct conn {
 	size_t out_len;
 	struct conn *out_to;           /* where they go (holds a reference), usually this one */
 	struct conn *next;             /* all connections, for close */
+	struct conn *hand_next;        /* tp->handed */
 };
 
 struct tcp_peer {                  /* peer->tp_state */
@@ -147,9 +161,17 @@ struct pn_tp {
 	struct pn *pn;
 	struct pn_addr self;
 	int lfd, epfd, wakefd;
-	pthread_t thread;
-	pthread_mutex_t lock;          /* conns list, tp_state creation */
+	pthread_mutex_t lock;          /* conns list, tp_state creation, handed */
 	struct conn *conns;
+	struct conn *handed;           /* connections with staged bytes a yielding reader let go
+	                                * (one reference each; linked by hand_next) */
+	/* the reader threads (Run to completion, above), under io_lock */
+	pthread_mutex_t io_lock;
+	pthread_cond_t io_cond;        /* followers wait here for the reader's place */
+	bool reader_taken;
+	unsigned n_threads, n_idle;
+	pthread_t threads[IO_MAX];
+	uint64_t last_scan, last_sweep; /* the reader's (io_main) */
 	atomic_int n_unwatched;        /* connections left out of epoll by waiters */
 	atomic_bool kicked;            /* tcp_kick: put them all back now */
 	atomic_bool stop;
@@ -172,6 +194,10 @@ static uint64_t coarse_ns(void)
 /* The connection the calling thread is reading (inside on_readable), whose out buffer
  * collects the frames it sends meanwhile; NULL elsewhere. */
 static __thread struct conn *tls_reading;
+/* The transport whose reader the calling thread is (io_main's loop), and whether it gave
+ * the place away (tcp_yield) inside the handler it is running. */
+static __thread struct pn_tp *tls_reader;
+static __thread bool tls_yielded;
 
 #define CONN_EVENTS (EPOLLIN | EPOLLRDHUP)
 
@@ -849,8 +875,11 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 		}
 		if (rc != 0)
 			return rc;
-		if (c->in_payload && c->got == c->need)
+		if (c->in_payload && c->got == c->need) {
 			finish_payload(tp, c);
+			if (tls_yielded)
+				return YIELDED;    /* c is another reader's now */
+		}
 	}
 	return 0;
 }
@@ -860,7 +889,7 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
  * arrive meanwhile are reported) instead of a recv that could only say EAGAIN.
  * block: the first recv waits (up to the socket's SO_RCVTIMEO); 1 if nothing came.
  * A payload waiting for rx_budget (blocked) stops the reading: its socket is left full, so
- * the sender waits (back-pressure). */
+ * the sender waits (back-pressure).  YIELDED: a handler gave c away (tcp_yield). */
 static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 {
 	for (int flags = block ? 0 : MSG_DONTWAIT;; flags = MSG_DONTWAIT) {
@@ -880,8 +909,11 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 			r = recv(c->fd, c->dst + c->got, asked, flags);
 			if (r > 0) {
 				c->got += (size_t)r;
-				if (c->got == c->need)
+				if (c->got == c->need) {
 					finish_payload(tp, c);
+					if (tls_yielded)
+						return YIELDED;
+				}
 			}
 		} else {
 			asked = RX_STAGE;
@@ -908,13 +940,22 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 	}
 }
 
-/* read_pass, with the frames its handlers send batched (see the top). */
+/* read_pass, with the frames its handlers send batched (see the top); first delivers a
+ * payload that became complete while it waited for rx_budget (resume_blocked). */
 static int on_readable(struct pn_tp *tp, struct conn *c, bool block)
 {
 	struct conn *outer = tls_reading;   /* NULL: nobody reads inside a handler */
 	tls_reading = c;
-	int rc = read_pass(tp, c, block);
-	out_flush(c);
+	int rc = 0;
+	if (c->in_payload && c->got == c->need) {
+		finish_payload(tp, c);
+		if (tls_yielded)
+			rc = YIELDED;
+	}
+	if (rc == 0)
+		rc = read_pass(tp, c, block);
+	if (rc != YIELDED)
+		out_flush(c);              /* (tcp_yield flushed it before letting go) */
 	tls_reading = outer;
 	return rc;
 }
@@ -1037,8 +1078,9 @@ static void sweep(struct pn_tp *tp)
 }
 
 /* Connections waiting for rx_budget: resume those whose payload now fits, and close those
- * shut down meanwhile (they are out of epoll, so nothing else would). */
-static void resume_blocked(struct pn_tp *tp)
+ * shut down meanwhile (they are out of epoll, so nothing else would).  true: a handler on
+ * this thread yielded (the caller stops being the reader). */
+static bool resume_blocked(struct pn_tp *tp)
 {
 	struct conn *todo[64];
 	unsigned n = 0;
@@ -1058,9 +1100,12 @@ static void resume_blocked(struct pn_tp *tp)
 				c->budget_wait = false;
 				atomic_fetch_sub(&tp->n_blocked, 1);
 				watch(tp, c, true);
-				if (c->in_payload && c->got == c->need)
-					finish_payload(tp, c);
 				rc = on_readable(tp, c, false);
+				if (rc == YIELDED) {
+					while (i < n)
+						conn_unref(todo[i++]);
+					return true;
+				}
 			}
 			bool failed = rc < 0 && !c->closed;
 			if (failed)
@@ -1071,6 +1116,7 @@ static void resume_blocked(struct pn_tp *tp)
 		}
 		conn_unref(c);
 	}
+	return false;
 }
 
 /* Put back into epoll the connections waiters left out that nobody waited on for
@@ -1095,20 +1141,91 @@ static void rewatch_idle(struct pn_tp *tp)
 	pthread_mutex_unlock(&tp->lock);
 }
 
-static void *io_main(void *arg)
+/* Read c, which epoll reported with events (or a yielding reader left on tp->handed: 0), as
+ * the reader.  true: a handler yielded, and this thread is no longer the reader. */
+static bool serve(struct pn_tp *tp, struct conn *c, uint32_t events)
 {
-	struct pn_tp *tp = arg;
+	/* a waiter is reading it (and is about to take it out of epoll, or just put it back):
+	 * leave it to the waiter */
+	if (pthread_mutex_trylock(&c->rx_lock) != 0)
+		return false;
+	if (c->closed || (c->budget_wait && !(events & (EPOLLERR | EPOLLHUP)))) {
+		pthread_mutex_unlock(&c->rx_lock);
+		return false;
+	}
+	if (c->budget_wait) {
+		/* hung up (or shut down by a limit) while out of epoll, where only this is
+		 * reported, every time: close it now */
+		conn_fail(tp, c, -PN_EPEERDOWN);
+		pthread_mutex_unlock(&c->rx_lock);
+		conn_unref(c);
+		return false;
+	}
+	int rc = on_readable(tp, c, false);
+	if (rc == YIELDED)
+		return true;               /* c's lock is let go, and c is not ours to touch */
+	if (rc == 0 && (events & (EPOLLERR | EPOLLHUP)))
+		rc = -PN_EPEERDOWN;
+	if (rc != 0) {
+		conn_fail(tp, c, rc);
+		pthread_mutex_unlock(&c->rx_lock);
+		conn_unref(c);             /* the reader's reference */
+		return false;
+	}
+	if (c->blocked) {
+		/* its payload waits for rx_budget: stop reading it (back-pressure) */
+		c->budget_wait = true;
+		atomic_fetch_add(&tp->n_blocked, 1);
+		watch(tp, c, false);
+	}
+	pthread_mutex_unlock(&c->rx_lock);
+	return false;
+}
+
+/* Serve the connections a yielding reader left with frames staged.  true: one yielded. */
+static bool serve_handed(struct pn_tp *tp)
+{
+	pthread_mutex_lock(&tp->lock);
+	struct conn *list = tp->handed;
+	tp->handed = NULL;
+	pthread_mutex_unlock(&tp->lock);
+	while (list) {
+		struct conn *c = list;
+		list = c->hand_next;
+		bool yielded = serve(tp, c, 0);
+		conn_unref(c);             /* tp->handed's reference */
+		if (yielded) {
+			/* the rest goes back for the next reader */
+			pthread_mutex_lock(&tp->lock);
+			while (list) {
+				struct conn *n = list->hand_next;
+				list->hand_next = tp->handed;
+				tp->handed = list;
+				list = n;
+			}
+			pthread_mutex_unlock(&tp->lock);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The reader's loop.  Returns when the transport stops, or when a handler on this thread
+ * yielded (tls_yielded): another thread is the reader then. */
+static void read_loop(struct pn_tp *tp)
+{
 	struct epoll_event evs[64];
-	uint64_t last_scan = 0, last_sweep = pn_now_ns();
 	while (!atomic_load(&tp->stop)) {
 		int sticky = atomic_load(&tp->n_unwatched) > 0;
 		int blocked = atomic_load(&tp->n_blocked) > 0;
-		int n = epoll_wait(tp->epfd, evs, 64, sticky ? 1 : blocked || tp->accept_paused_until ? 10 : 1000);
+		int handed = __atomic_load_n(&tp->handed, __ATOMIC_ACQUIRE) != NULL;
+		int n = epoll_wait(tp->epfd, evs, 64, handed ? 0 : sticky ? 1 :
+		                   blocked || tp->accept_paused_until ? 10 : 1000);
 		uint64_t now = pn_now_ns();
 		if (sticky || atomic_load(&tp->kicked)) {
-			if (atomic_load(&tp->kicked) || now - last_scan >= STICKY_NS / 2) {
+			if (atomic_load(&tp->kicked) || now - tp->last_scan >= STICKY_NS / 2) {
 				rewatch_idle(tp);
-				last_scan = now;
+				tp->last_scan = now;
 			}
 		}
 		if (tp->accept_paused_until && now >= tp->accept_paused_until) {
@@ -1116,12 +1233,14 @@ static void *io_main(void *arg)
 			struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tp };
 			epoll_ctl(tp->epfd, EPOLL_CTL_MOD, tp->lfd, &ev);
 		}
-		if (now - last_sweep >= SWEEP_NS) {
-			last_sweep = now;
+		if (now - tp->last_sweep >= SWEEP_NS) {
+			tp->last_sweep = now;
 			pthread_mutex_lock(&tp->lock);
 			sweep(tp);
 			pthread_mutex_unlock(&tp->lock);
 		}
+		if (handed && serve_handed(tp))
+			return;
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			if (p == tp) {
@@ -1129,47 +1248,90 @@ static void *io_main(void *arg)
 			} else if (p == &tp->wakefd) {
 				uint64_t v;
 				if (read(tp->wakefd, &v, sizeof v) < 0) { /* nothing to do */ }
-			} else {
-				struct conn *c = p;
-				/* a waiter is reading it (and is about to take it out of epoll, or just
-				 * put it back): leave it to the waiter */
-				if (pthread_mutex_trylock(&c->rx_lock) != 0)
-					continue;
-				if (c->closed || (c->budget_wait &&
-				                  !(evs[i].events & (EPOLLERR | EPOLLHUP)))) {
-					pthread_mutex_unlock(&c->rx_lock);
-					continue;
-				}
-				if (c->budget_wait) {
-					/* hung up (or shut down by a limit) while out of epoll, where
-					 * only this is reported, every time: close it now */
-					conn_fail(tp, c, -PN_EPEERDOWN);
-					pthread_mutex_unlock(&c->rx_lock);
-					conn_unref(c);
-					continue;
-				}
-				int rc = on_readable(tp, c, false);
-				if (rc == 0 && (evs[i].events & (EPOLLERR | EPOLLHUP)))
-					rc = -PN_EPEERDOWN;
-				if (rc != 0) {
-					conn_fail(tp, c, rc);
-					pthread_mutex_unlock(&c->rx_lock);
-					conn_unref(c);         /* the I/O thread's reference */
-					continue;
-				}
-				if (c->blocked) {
-					/* its payload waits for rx_budget: stop reading it (back-pressure) */
-					c->budget_wait = true;
-					atomic_fetch_add(&tp->n_blocked, 1);
-					watch(tp, c, false);
-				}
-				pthread_mutex_unlock(&c->rx_lock);
+			} else if (serve(tp, p, evs[i].events)) {
+				return;            /* the events left are reported again to the next reader */
 			}
 		}
-		if (atomic_load(&tp->n_blocked) > 0)
-			resume_blocked(tp);
+		if (atomic_load(&tp->n_blocked) > 0 && resume_blocked(tp))
+			return;
 	}
+}
+
+/* A thread of the pool: the reader while it holds the place, else a follower waiting for
+ * it (Run to completion, above). */
+static void *io_main(void *arg)
+{
+	struct pn_tp *tp = arg;
+	pthread_mutex_lock(&tp->io_lock);
+	for (;;) {
+		while (tp->reader_taken && !atomic_load(&tp->stop)) {
+			tp->n_idle++;
+			pthread_cond_wait(&tp->io_cond, &tp->io_lock);
+			tp->n_idle--;
+		}
+		if (atomic_load(&tp->stop))
+			break;
+		tp->reader_taken = true;
+		pthread_mutex_unlock(&tp->io_lock);
+		tls_reader = tp;
+		tls_yielded = false;
+		read_loop(tp);
+		bool yielded = tls_yielded;
+		tls_reader = NULL;
+		tls_yielded = false;
+		pthread_mutex_lock(&tp->io_lock);
+		if (!yielded) {            /* stopping: wake the followers to see it */
+			pthread_cond_broadcast(&tp->io_cond);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&tp->io_lock);
 	return NULL;
+}
+
+/* pn_yield on the reader (see the top): hand c (the connection being read) and the
+ * reader's place over. */
+static int tcp_yield(struct pn_tp *tp, bool check_only)
+{
+	if (tls_reader != tp || tls_yielded)
+		return 1;
+	pthread_mutex_lock(&tp->io_lock);
+	int rc = 0;
+	if (atomic_load(&tp->stop))
+		rc = -PN_ESHUTDOWN;
+	else if (tp->n_idle == 0 && tp->n_threads >= IO_MAX)
+		rc = -PN_ENOMEM;
+	if (rc != 0 || check_only) {
+		pthread_mutex_unlock(&tp->io_lock);
+		return rc;
+	}
+	if (tp->n_idle == 0) {
+		if (pthread_create(&tp->threads[tp->n_threads], NULL, io_main, tp) != 0) {
+			pthread_mutex_unlock(&tp->io_lock);
+			return -PN_ESYS;
+		}
+		tp->n_threads++;
+	}
+	pthread_mutex_unlock(&tp->io_lock);
+	struct conn *c = tls_reading;
+	if (c) {
+		out_flush(c);
+		if (c->st_off < c->st_len) {
+			atomic_fetch_add(&c->refs, 1);
+			pthread_mutex_lock(&tp->lock);
+			c->hand_next = tp->handed;
+			__atomic_store_n(&tp->handed, c, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&tp->lock);
+		}
+		tls_reading = NULL;        /* this handler's sends now go out at once */
+		pthread_mutex_unlock(&c->rx_lock);
+	}
+	tls_yielded = true;
+	pthread_mutex_lock(&tp->io_lock);
+	tp->reader_taken = false;
+	pthread_cond_signal(&tp->io_cond);
+	pthread_mutex_unlock(&tp->io_lock);
+	return 0;
 }
 
 static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, char *err,
@@ -1194,6 +1356,9 @@ static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 			tp->max_conns = 1u << 20;
 	}
 	pthread_mutex_init(&tp->lock, NULL);
+	pthread_mutex_init(&tp->io_lock, NULL);
+	pthread_cond_init(&tp->io_cond, NULL);
+	tp->last_sweep = pn_now_ns();
 	struct sockaddr_storage ss;
 	socklen_t sl = pn_addr_to_sockaddr(self, &ss);
 	int one = 1;
@@ -1217,10 +1382,11 @@ static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->lfd, &ev);
 	ev.data.ptr = &tp->wakefd;
 	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->wakefd, &ev);
-	if (pthread_create(&tp->thread, NULL, io_main, tp) != 0) {
+	if (pthread_create(&tp->threads[0], NULL, io_main, tp) != 0) {
 		snprintf(err, errlen, "tcp: pthread_create failed");
 		goto fail;
 	}
+	tp->n_threads = 1;
 	*out = tp;
 	return 0;
 fail:
@@ -1229,6 +1395,8 @@ fail:
 	if (tp->epfd >= 0) close(tp->epfd);
 	if (tp->wakefd >= 0) close(tp->wakefd);
 	pthread_mutex_destroy(&tp->lock);
+	pthread_mutex_destroy(&tp->io_lock);
+	pthread_cond_destroy(&tp->io_cond);
 	free(tp);
 	return -PN_ESYS;
 }
@@ -1237,7 +1405,17 @@ static void tcp_close(struct pn_tp *tp)
 {
 	atomic_store(&tp->stop, true);
 	pn_signal_eventfd(tp->wakefd);
-	pthread_join(tp->thread, NULL);
+	pthread_mutex_lock(&tp->io_lock);
+	pthread_cond_broadcast(&tp->io_cond);
+	pthread_mutex_unlock(&tp->io_lock);
+	/* threads that yielded finish their handlers first; none is made once stop is set */
+	for (unsigned i = 0; i < tp->n_threads; i++)
+		pthread_join(tp->threads[i], NULL);
+	while (tp->handed) {
+		struct conn *c = tp->handed;
+		tp->handed = c->hand_next;
+		conn_unref(c);
+	}
 	/* Drop every connection: peer states first (their references), then the I/O thread's. */
 	for (pn_peer id = 0;; id++) {
 		struct pn_peer_rec *peer = pn_core_peer_at(tp->pn, id);
@@ -1266,6 +1444,8 @@ static void tcp_close(struct pn_tp *tp)
 	if (tp->reserve_fd >= 0)
 		close(tp->reserve_fd);
 	pthread_mutex_destroy(&tp->lock);
+	pthread_mutex_destroy(&tp->io_lock);
+	pthread_cond_destroy(&tp->io_cond);
 	free(tp);
 }
 
@@ -1365,4 +1545,5 @@ const struct pn_transport pn_tcp_transport = {
 	.send = tcp_send,
 	.wait_read = tcp_wait_read,
 	.kick = tcp_kick,
+	.yield = tcp_yield,
 };

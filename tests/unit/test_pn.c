@@ -527,6 +527,91 @@ static void test_pipelined(void)
 	pn_finalize(b);
 }
 
+/* pn_yield: an inline handler that turns out long hands its thread's reading over and goes
+ * on; messages behind it, on its own connection (pipelined right after it, so they were
+ * staged by the same recv) and on others, are served meanwhile.  The slow handlers hold on
+ * until the test lets them go, so "meanwhile" is checked without any timing. */
+struct yield_state {
+	_Atomic int release;           /* the slow handlers may finish */
+	_Atomic int started, rc_bad, yield_rc;
+};
+
+static void h_yield_slow(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                         size_t len, void *arg)
+{
+	struct yield_state *ys = arg;
+	int may = pn_may_yield(pn), rc = pn_yield(pn);
+	atomic_store(&ys->yield_rc, rc);
+	if (may != rc || (rc == 0 && pn_yield(pn) != 0))   /* a second call: nothing to do */
+		atomic_fetch_add(&ys->rc_bad, 1);
+	atomic_fetch_add(&ys->started, 1);
+	/* blocking is allowed only after a yield that worked */
+	for (int i = 0; rc == 0 && i < 1000 && !atomic_load(&ys->release); i++)
+		usleep(5000);
+	pn_send(pn, from, T_REPLY, coop, msg, len);
+}
+
+/* a handler on a worker thread may block already: pn_yield has nothing to do */
+static void h_worker_yield(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                           size_t len, void *arg)
+{
+	int32_t rc = pn_yield(pn);
+	pn_send(pn, from, T_REPLY, coop, &rc, sizeof rc);
+}
+
+static void test_yield(void)
+{
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL), *c = open_ep(NULL);
+	if (!a || !b || !c) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); pn_finalize(c); return; }
+	static struct yield_state ys;
+	memset(&ys, 0, sizeof ys);
+	CHECK(pn_yield(b) == -PN_ENOTHANDLER && pn_may_yield(b) == -PN_ENOTHANDLER,
+	      "pn_yield outside a handler");
+	pn_set_handler(b, T_SLOW, PN_INLINE, h_yield_slow, &ys);
+	pn_set_handler(b, T_ECHO, PN_INLINE, h_echo, NULL);
+	pn_set_handler(b, T_COUNT, 0, h_worker_yield, NULL);
+	pn_peer pb = peer_of(a, b), pcb = peer_of(c, b);
+	bool tcp = !strcmp(scheme, "tcp");
+	/* three slow requests and an echo, back to back on one connection */
+	enum { NS = 3 };
+	static struct pn_rcv_desc sd[NS];
+	static uint64_t sbuf[NS];
+	pn_coop sc[NS];
+	for (uint64_t i = 0; i < NS; i++) {
+		sd[i] = (struct pn_rcv_desc){ .buf = &sbuf[i], .cap = 8, .type = T_REPLY, .from = pb };
+		sc[i] = pn_coop_start(a, &sd[i], 1);
+		CHECK(sc[i] && pn_send(a, pb, T_SLOW, sc[i], &i, 8) == 0, "slow send %d", (int)i);
+	}
+	char e[8] = "echo", got[8];
+	size_t n = 0;
+	int rc = request(a, pb, T_ECHO, e, 4, got, sizeof got, &n, 5000);
+	CHECK(rc == 0 && n == 4 && !memcmp(got, e, 4), "echo behind slow requests on the same "
+	      "connection: %s", pn_strerror(rc));
+	if (tcp)
+		CHECK(atomic_load(&ys.release) == 0 && atomic_load(&ys.started) == NS,
+		      "the echo was answered while %d slow handlers held on", atomic_load(&ys.started));
+	rc = request(c, pcb, T_ECHO, e, 4, got, sizeof got, &n, 5000);
+	CHECK(rc == 0 && n == 4, "echo from another client meanwhile: %s", pn_strerror(rc));
+	int32_t wrc = 1;
+	rc = request(c, pcb, T_COUNT, e, 4, &wrc, sizeof wrc, &n, 5000);
+	CHECK(rc == 0 && wrc == 0, "pn_yield on a worker: %d (%s)", (int)wrc, pn_strerror(rc));
+	atomic_store(&ys.release, 1);
+	for (int i = 0; i < NS; i++) {
+		rc = sc[i] ? pn_coop_end(a, sc[i], 10000) : -1;
+		CHECK(rc == 0 && sbuf[i] == (uint64_t)i, "slow reply %d: %s", i, pn_strerror(rc));
+	}
+	int want = tcp ? 0 : -PN_ENOTSUP;
+	CHECK(atomic_load(&ys.yield_rc) == want && atomic_load(&ys.rc_bad) == 0,
+	      "pn_yield in an inline handler: %d (want %d), %d inconsistent",
+	      atomic_load(&ys.yield_rc), want, atomic_load(&ys.rc_bad));
+	/* after the yields the endpoint still serves, and stops cleanly */
+	rc = request(a, pb, T_ECHO, e, 4, got, sizeof got, &n, 5000);
+	CHECK(rc == 0 && n == 4, "echo after the slow ones: %s", pn_strerror(rc));
+	pn_finalize(a);
+	pn_finalize(b);
+	pn_finalize(c);
+}
+
 /* After a round trip (whose connection the waiting thread read itself), a request from the
  * other side on that same connection, and a Cooperation over two peers, are still served. */
 static void test_after_wait(void)
@@ -877,10 +962,10 @@ int main(int argc, char **argv)
 		static void (*const tests[])(void) = { test_request_reply, test_delegation,
 			test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
-			test_failures, test_malformed };
+			test_yield, test_failures, test_malformed };
 		static const char *const names[] = { "request_reply", "delegation",
 			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
-			"concurrent", "big", "pipelined", "after_wait", "failures", "malformed" };
+			"concurrent", "big", "pipelined", "after_wait", "yield", "failures", "malformed" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
