@@ -1,13 +1,22 @@
 /* server.c: arfd's request handling: regions, the code cache, and one Paradis-Net handler per
  * operation of the Active RDMA protocol (proto/ar_proto.h).
  *
- * Where work runs: INSTALL and EXEC are admitted on the I/O thread (secret, draining, the
- * per-client limit, which thus counts queued requests too) and run on arfd's own workers, so
- * a long segment occupies one worker and never the I/O thread; READ, WRITE, REGIONS and STATS
- * are a bounds check and a memcpy or a few lines of text, so they run inline on the I/O
- * thread (the "service thread" serving one-sided access), and so do short EXECs that can
- * have no side effect (see do_exec_run: tried with a small fuel budget, redone on a worker
- * when that is not enough).  What concurrent segments may rely on: each run
+ * Where work runs: every request starts on the thread that read it (Paradis-Net's reader,
+ * PN_INLINE): no other thread is woken on its path, so a request costs what a plain socket
+ * server's does.  READ, WRITE, REGIONS and STATS are a bounds check and a memcpy or a few
+ * lines of text.  An EXEC runs there to completion too, whatever it does (stores, hooks),
+ * unless it outlives READER_BUDGET_US: then the VM tells us (vm_run_opts.on_slow, and the
+ * hooks that may block say so before they do) and pn_yield gives the reader's place to
+ * another thread, so the run goes on and delays no other request, not even later ones on
+ * its own connection.  Such a run holds one of cfg.threads reader slots (struct worker
+ * without a thread: for the per-client limit and cancelling, as a worker's run).  Requests
+ * that cannot start there go to arfd's own workers as before: INSTALL, EXECs that arrive
+ * while requests are queued (nothing overtakes queued work), while the reader slots are
+ * taken or the client has cfg.threads runs, and every EXEC on transports that cannot hand
+ * their reading over (udp:, rdma:), where only a short EXEC with no side effect is tried on
+ * the reader (see do_exec_run: with a small fuel budget, redone on a worker when that is
+ * not enough).  Admission (secret, draining, the per-client limit, which thus counts queued
+ * requests too) is on the reader.  What concurrent segments may rely on: each run
  * has private locals, stack and output; region memory is shared and unsynchronised except
  * through the ISA's atomics (cas, fadd: sequentially consistent); a segment's effects are
  * visible to requests that start after its reply was sent.
@@ -67,6 +76,13 @@ enum { OP_STATS_N = AR_T_STATS + 1 };
  * place is held is thus started within about this long, as long as a spare worker is free. */
 #define LONG_RUN_MS 100
 
+/* An EXEC started on the reader (see the top) that goes on this long hands the reader's
+ * place over; till then other requests wait for it, up to this plus one look of the VM
+ * (VM_SLOW_CHUNK of fuel, or one hook call). */
+#define READER_BUDGET_US 200
+/* Loading a segment larger than this (verify, translate, compile) counts as blocking. */
+#define INSTALL_ON_READER_MAX 16384
+
 /* Why a run was cancelled (struct worker.cancel_why). */
 enum { CANCEL_NONE, CANCEL_CLIENT_GONE, CANCEL_SHUTDOWN };
 
@@ -78,12 +94,16 @@ enum { CANCEL_NONE, CANCEL_CLIENT_GONE, CANCEL_SHUTDOWN };
 
 struct job;
 
-/* One of arfd's workers; job, started_ns and the writes of the cancel fields are under
- * q_lock. */
+/* One of arfd's workers, or a reader slot (a run started on the reader: no thread, no job);
+ * busy, from, job, started_ns and the writes of the cancel fields are under q_lock. */
 struct worker {
 	struct arfd *s;
 	pthread_t thread;
-	struct job *job;               /* running now, or NULL */
+	bool reader_slot;
+	bool busy;                     /* running a request now */
+	pn_peer from;                  /* ... of this client */
+	bool yielded;                  /* a reader slot's run that handed the reader's place over */
+	struct job *job;               /* a worker's request, or NULL */
 	uint64_t started_ns;
 	_Atomic uint64_t cancel_at;    /* the run's vm_run_opts.cancel_at: 0, or when it stops */
 	_Atomic int cancel_why;        /* CANCEL_*, set before cancel_at */
@@ -111,12 +131,19 @@ struct arfd {
 	pthread_cond_t q_cond;
 	struct job *q_head, *q_tail;
 	bool q_stop;
-	struct worker *workers;        /* 2 x cfg.threads (see the top) */
-	unsigned n_workers;
+	struct worker *workers;        /* 2 x cfg.threads workers, then cfg.threads reader slots */
+	unsigned n_workers, n_slots;   /* threads started; all entries */
 	_Atomic uint64_t n_req[OP_STATS_N], n_err[OP_STATS_N], lat_ns[OP_STATS_N], lat_max[OP_STATS_N];
 	_Atomic uint64_t n_traps, cache_hits, cache_misses, cache_evictions, bytes_out;
 	_Atomic uint64_t n_cancelled, n_time_limit;
+	_Atomic uint64_t n_on_reader, n_handed_over, n_no_handover;
 };
+
+/* The reader slot of the run on this thread, while it has not handed the reader's place over
+ * (about_to_block). */
+static __thread struct worker *tls_reader_run;
+static void reader_run_turned_long(void *slot);
+static void about_to_block(void);
 
 struct job {
 	struct job *next;
@@ -363,6 +390,8 @@ static struct cached *install(struct arfd *s, const uint8_t *seg, size_t len, in
 		return c;
 	}
 	atomic_fetch_add(&s->cache_misses, 1);
+	if (len > INSTALL_ON_READER_MAX)
+		about_to_block();
 	struct vm_prog *prog;
 	if (vm_load(s->vm, seg, len, &prog, msg, msglen) != 0) {
 		*status = -AR_ELOAD;
@@ -528,6 +557,11 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	                         .deadline_ns = run_start + (uint64_t)limit_ms * 1000000u,
 	                         .cancel_at = w ? &w->cancel_at : NULL,
 	                         .hook_ns_per_fuel = s->cfg.hook_fuel_ns };
+	if (w && w->reader_slot && !w->yielded) {
+		o.on_slow = reader_run_turned_long;
+		o.slow_arg = w;
+		o.slow_at_ns = run_start + READER_BUDGET_US * 1000ull;
+	}
 	struct vm_result res;
 	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
 	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
@@ -715,10 +749,10 @@ static unsigned busy_short(const struct arfd *s, uint64_t now, uint64_t *turns_l
 {
 	unsigned n = 0;
 	*turns_long_ns = UINT64_MAX;
-	for (unsigned i = 0; i < s->n_workers; i++) {
+	for (unsigned i = 0; i < s->n_slots; i++) {
 		const struct worker *w = &s->workers[i];
 		uint64_t long_at = w->started_ns + LONG_RUN_MS * 1000000ull;
-		if (w->job && now < long_at) {
+		if (w->busy && now < long_at) {
 			n++;
 			if (long_at < *turns_long_ns)
 				*turns_long_ns = long_at;
@@ -758,12 +792,14 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	pthread_mutex_lock(&s->q_lock);
 	uint64_t now = now_ns(), turns_long;
 	unsigned n_short = busy_short(s, now, &turns_long), n_busy = 0;
-	for (unsigned i = 0; i < s->n_workers; i++)
-		n_busy += s->workers[i].job != NULL;
+	for (unsigned i = 0; i < s->n_slots; i++)
+		n_busy += s->workers[i].busy;
 	pthread_mutex_unlock(&s->q_lock);
-	OUT("exec.time_limit %" PRIu64 "\nexec.cancelled %" PRIu64 "\nworkers %u\nworkers.busy %u"
-	    "\nworkers.long %u\n", (uint64_t)s->n_time_limit, (uint64_t)s->n_cancelled,
-	    s->n_workers, n_busy, n_busy - n_short);
+	OUT("exec.time_limit %" PRIu64 "\nexec.cancelled %" PRIu64 "\nexec.on_reader %" PRIu64
+	    "\nexec.handed_over %" PRIu64 "\nexec.no_handover %" PRIu64 "\nworkers %u\n"
+	    "workers.busy %u\nworkers.long %u\n", (uint64_t)s->n_time_limit,
+	    (uint64_t)s->n_cancelled, (uint64_t)s->n_on_reader, (uint64_t)s->n_handed_over,
+	    (uint64_t)s->n_no_handover, s->n_workers, n_busy, n_busy - n_short);
 	struct pn_stats ps;
 	pn_stats_get(pn, &ps);
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
@@ -804,9 +840,8 @@ static void stop_workers(struct arfd *s)
 	pthread_mutex_unlock(&s->q_lock);
 	for (unsigned i = 0; i < s->n_workers; i++)
 		pthread_join(s->workers[i].thread, NULL);
-	free(s->workers);
-	s->workers = NULL;
 	s->n_workers = 0;
+	/* the array stays: runs on reader slots end in pn_finalize, which waits for them */
 }
 
 static void run_job(struct arfd *s, struct job *j, struct worker *w)
@@ -818,12 +853,12 @@ static void run_job(struct arfd *s, struct job *j, struct worker *w)
 		do_exec_run(s, j->from, j->coop, &r, j->t0, false, w);
 }
 
-/* Workers running a request of client `from` (q_lock held). */
+/* Workers and reader slots running a request of client `from` (q_lock held). */
 static unsigned running_for(const struct arfd *s, pn_peer from)
 {
 	unsigned n = 0;
-	for (unsigned i = 0; i < s->n_workers; i++)
-		n += s->workers[i].job && s->workers[i].job->from == from;
+	for (unsigned i = 0; i < s->n_slots; i++)
+		n += s->workers[i].busy && s->workers[i].from == from;
 	return n;
 }
 
@@ -869,6 +904,8 @@ static void *worker_main(void *arg)
 		if (s->q_tail == j)
 			s->q_tail = prev;
 		w->job = j;
+		w->busy = true;
+		w->from = j->from;
 		w->started_ns = now;
 		atomic_store(&w->cancel_why, CANCEL_NONE);
 		atomic_store(&w->cancel_at, 0);
@@ -876,6 +913,7 @@ static void *worker_main(void *arg)
 		run_job(s, j, w);
 		pthread_mutex_lock(&s->q_lock);
 		w->job = NULL;
+		w->busy = false;
 		free(j);
 		if (s->q_head)             /* a place for ordinary work may have come free */
 			pthread_cond_signal(&s->q_cond);
@@ -905,10 +943,10 @@ static struct job *cancel_locked(struct arfd *s, bool all, pn_peer peer, int why
 	for (struct job *j = s->q_head; j; j = j->next)
 		s->q_tail = j;
 	*n_running = 0;
-	for (unsigned i = 0; i < s->n_workers; i++) {
+	for (unsigned i = 0; i < s->n_slots; i++) {
 		struct worker *w = &s->workers[i];
 		uint64_t at = atomic_load(&w->cancel_at);
-		if (w->job && (all || w->job->from == peer) && (!at || at_ns < at)) {
+		if (w->busy && (all || w->from == peer) && (!at || at_ns < at)) {
 			atomic_store(&w->cancel_why, why);
 			atomic_store(&w->cancel_at, at_ns);
 			(*n_running)++;
@@ -956,8 +994,76 @@ static void h_inline(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, vo
 		do_stats(s, from, coop, &r, t0);
 }
 
-/* INSTALL and EXEC arrive here, on the I/O thread: check and count the request (a refusal is
- * answered at once), copy it, and queue it for a worker. */
+/* A reader slot for a run of client `from` on this thread, or NULL: all taken, or the client
+ * has cfg.threads runs already (its requests then wait on the workers' queue). */
+static struct worker *reader_slot_take(struct arfd *s, pn_peer from)
+{
+	struct worker *slot = NULL;
+	pthread_mutex_lock(&s->q_lock);
+	if (running_for(s, from) < s->cfg.threads)
+		for (unsigned i = 0; i < s->n_slots && !slot; i++)
+			if (s->workers[i].reader_slot && !s->workers[i].busy)
+				slot = &s->workers[i];
+	if (slot) {
+		slot->busy = true;
+		slot->from = from;
+		slot->yielded = false;
+		slot->started_ns = now_ns();
+		atomic_store(&slot->cancel_why, CANCEL_NONE);
+		atomic_store(&slot->cancel_at, 0);
+	}
+	pthread_mutex_unlock(&s->q_lock);
+	return slot;
+}
+
+static unsigned reader_runs(struct arfd *s)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&s->q_lock);
+	for (unsigned i = 0; i < s->n_slots; i++)
+		n += s->workers[i].reader_slot && s->workers[i].busy;
+	pthread_mutex_unlock(&s->q_lock);
+	return n;
+}
+
+static void reader_slot_put(struct arfd *s, struct worker *slot)
+{
+	pthread_mutex_lock(&s->q_lock);
+	slot->busy = false;
+	if (s->q_head)                 /* a client's queued request may wait for this one */
+		pthread_cond_signal(&s->q_cond);
+	pthread_mutex_unlock(&s->q_lock);
+}
+
+/* The run of reader slot arg has gone on past READER_BUDGET_US, or is about to block (on the
+ * reader, once; vm_run_opts.on_slow): hand the reader's place over and go on. */
+static void reader_run_turned_long(void *arg)
+{
+	struct worker *slot = arg;
+	struct arfd *s = slot->s;
+	if (slot->yielded)
+		return;
+	slot->yielded = true;
+	tls_reader_run = NULL;
+	int rc = pn_yield(s->pn);
+	if (rc == 0) {
+		atomic_fetch_add(&s->n_handed_over, 1);
+	} else if (atomic_fetch_add(&s->n_no_handover, 1) == 0) {
+		arfd_log(ARFD_LOG_WARN, "a long run could not hand the reader's place over (%s): it "
+		         "goes on there, and other requests wait for it", pn_strerror(rc));
+	}
+}
+
+/* Called before what may block (a sleeping hook, a large load): if a run started on the
+ * reader is on this thread, it hands the reader's place over first. */
+static void about_to_block(void)
+{
+	if (tls_reader_run)
+		reader_run_turned_long(tls_reader_run);
+}
+
+/* INSTALL and EXEC arrive here, on the reader: check and count the request (a refusal is
+ * answered at once), then run it here or queue a copy of it for a worker (see the top). */
 static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
                     size_t len, void *arg)
 {
@@ -966,11 +1072,21 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	uint64_t t0 = now_ns();
 	if (request_begin(s, from, coop, type, &r) != 0)
 		return;
-	/* a short, side-effect-free segment runs right here, sparing the hand-off to a worker;
-	 * only while no request waits for a worker, so nothing overtakes queued work */
-	if (type == AR_T_EXEC && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE) &&
-	    do_exec_run(s, from, coop, &r, t0, true, NULL) == 0)
-		return;
+	/* only while no request waits for a worker, so nothing overtakes queued work */
+	if (type == AR_T_EXEC && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE)) {
+		struct worker *slot = pn_may_yield(pn) == 0 ? reader_slot_take(s, from) : NULL;
+		if (slot) {
+			atomic_fetch_add(&s->n_on_reader, 1);
+			tls_reader_run = slot;
+			do_exec_run(s, from, coop, &r, t0, false, slot);
+			tls_reader_run = NULL;
+			reader_slot_put(s, slot);
+			return;
+		}
+		/* a short, side-effect-free segment runs right here all the same */
+		if (do_exec_run(s, from, coop, &r, t0, true, NULL) == 0)
+			return;
+	}
 	size_t n = ar_left(&r);
 	struct job *j = malloc(sizeof *j + n);
 	if (!j) {
@@ -1053,6 +1169,7 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
 		return rc;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)p & ~(page - 1);
+	about_to_block();
 	if (msync((void *)start, (uintptr_t)p + (uintptr_t)len - start, MS_SYNC) != 0)
 		return -errno;
 	return 0;
@@ -1077,6 +1194,7 @@ static int64_t hook_writeback(struct vm_hook_ctx *ctx, int64_t region, int64_t o
 		if (g->base && p >= g->base && p - g->base < (ptrdiff_t)g->len) {
 			if (g->fd < 0)
 				return 0;
+			about_to_block();
 			if (sync_file_range(g->fd, p - g->base, len, SYNC_FILE_RANGE_WRITE) != 0)
 				return -errno;
 			return 0;
@@ -1096,6 +1214,8 @@ static int64_t hook_pause(struct vm_hook_ctx *ctx, int64_t us)
 		return -EINVAL;
 	}
 	struct timespec ts = { 0, (long)us * 1000 };
+	if (us)
+		about_to_block();
 	nanosleep(&ts, NULL);
 	return 0;
 }
@@ -1240,6 +1360,8 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	for (unsigned i = 0; i < c->n_hooks; i++) {
 		const struct arfd_hook *h = &c->hooks[i];
 		int rc = vm_bind_hook(s->vm, h->name, h->fn, h->sig, h->user);
+		if (rc == 0 && h->blocks)
+			rc = vm_hook_blocks(s->vm, h->name);
 		if (rc != 0) {
 			snprintf(err, errlen, "hook %s (%s): %s", h->name ? h->name : "?",
 			         h->sig ? h->sig : "?", vm_strerror(rc));
@@ -1258,11 +1380,15 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	                      .preauth_timeout_ms = (c->auth_timeout ? c->auth_timeout : 10) * 1000u,
 	                      .idle_timeout_ms = (c->idle_timeout ? c->idle_timeout : 600) * 1000u,
 	                      .rx_budget = c->rx_budget ? c->rx_budget : 256u << 20 };
-	s->workers = calloc(2 * (size_t)c->threads, sizeof *s->workers);
+	s->workers = calloc(3 * (size_t)c->threads, sizeof *s->workers);
 	if (!s->workers)
 		goto fail;
-	for (unsigned i = 0; i < 2 * c->threads; i++) {
+	s->n_slots = 3 * c->threads;
+	for (unsigned i = 0; i < s->n_slots; i++) {
 		s->workers[i].s = s;
+		s->workers[i].reader_slot = i >= 2 * c->threads;
+	}
+	for (unsigned i = 0; i < 2 * c->threads; i++) {
 		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0) {
 			snprintf(err, errlen, "pthread_create: %s", strerror(errno));
 			goto fail;
@@ -1302,6 +1428,7 @@ fail:
 	stop_workers(s);
 	if (s->pn)
 		pn_finalize(s->pn);
+	free(s->workers);
 	unmap_regions(s);
 	vm_free(s->vm);
 	pthread_mutex_destroy(&s->lock);
@@ -1341,10 +1468,14 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 		         "after %d ms", running, queued, timeout_ms);
 	}
 	stop_workers(s);                   /* they may still reply: before the endpoints close */
+	/* so may runs started on the reader, which stop at their next look at cancel_at */
+	for (int i = 0; i < 10000 && reader_runs(s) > 0; i++)
+		usleep(1000);
 	for (unsigned i = 0; i < s->n_regions; i++)
 		if (s->regions[i].mem)
 			pn_mem_unexport(s->pn, s->regions[i].mem);
 	pn_finalize(s->pn);
+	free(s->workers);
 	for (struct cached *c = s->lru_head, *next; c; c = next) {
 		next = c->next;
 		vm_prog_free(c->prog);

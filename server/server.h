@@ -26,6 +26,9 @@ struct arfd_hook {
 	void *fn;
 	const char *sig;
 	void *user;
+	bool blocks;                   /* it may sleep or wait for I/O: a run started on the reader
+	                                * hands the reader's place over before calling it (a hook
+	                                * that blocks without saying so delays other requests) */
 };
 #define ARFD_MAX_HOOKS 64
 

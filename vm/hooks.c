@@ -63,6 +63,11 @@ int vm_hook_call(struct run *run, const struct hook_bind *h, int64_t *args)
 	union { ffi_arg a; uint64_t L; } ret = { 0 };
 	run->hook_failed = 0;
 	/* the clock is read only for a run that pays for hook time or has a deadline */
+	if (h->blocks && run->on_slow) {   /* the host would rather not wait for the look after */
+		void (*fn)(void *) = run->on_slow;
+		run->on_slow = NULL;
+		fn(run->slow_arg);
+	}
 	bool timed = run->hook_ns_per_fuel || run->deadline_ns || run->cancel_at || run->on_slow;
 	uint64_t t0 = timed ? vm_now_ns() : 0;
 	ffi_call((ffi_cif *)&h->cif, FFI_FN(h->fn), &ret, values);

@@ -145,6 +145,16 @@ int vm_bind_hook(struct vm *vm, const char *name, void *fn, const char *sig, voi
 	return 0;
 }
 
+int vm_hook_blocks(struct vm *vm, const char *name)
+{
+	for (uint32_t i = 0; name && i < vm->n_hooks; i++)
+		if (!strcmp(vm->hooks[i]->name, name)) {
+			vm->hooks[i]->blocks = true;
+			return 0;
+		}
+	return -VM_EINVAL;
+}
+
 static int link_imports(struct vm *vm, struct vm_prog *p, char *err, size_t errlen)
 {
 	const struct isa_seg *s = p->seg;

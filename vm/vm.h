@@ -76,6 +76,10 @@ int vm_bind_remote_region(struct vm *vm, const char *name, uint64_t len, unsigne
  * int64_t)).  Segments import hooks by name and signature; a mismatch is a link error. */
 struct vm_hook_ctx;
 int vm_bind_hook(struct vm *vm, const char *name, void *fn, const char *sig, void *user);
+/* Mark the bound hook `name` as one that may block (sleep, wait for I/O): a run's pending
+ * vm_run_opts.on_slow is called before every call of it, so the host can move the thread's
+ * other duties away first.  -VM_EINVAL when no hook of that name is bound. */
+int vm_hook_blocks(struct vm *vm, const char *name);
 
 /* For use inside a hook: the user pointer given to vm_bind_hook; the run's opaque pointer
  * (vm_run_opts.user); a bounds-checked view of [off, off+len) of a region of the running

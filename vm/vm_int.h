@@ -72,6 +72,7 @@ struct hook_bind {
 	char sig[ISA_MAX_SIG + 1];
 	void *fn;
 	void *user;
+	bool blocks;                   /* vm_hook_blocks */
 	unsigned n_args;
 	ffi_cif cif;
 	ffi_type *arg_types[ISA_MAX_HOOK_ARGS + 1];

@@ -192,8 +192,8 @@ static void server_main(int to_parent, int from_parent)
 	snprintf(g->name, sizeof g->name, "table");
 	g->size = table_size();
 	g->access = ISA_ACC_RW;
-	cfg.hooks[cfg.n_hooks++] = (struct arfd_hook){ "list_find", (void *)hook_list_find, "ll:l", NULL };
-	cfg.hooks[cfg.n_hooks++] = (struct arfd_hook){ "hash_lookup", (void *)hook_hash_lookup, "l:l", NULL };
+	cfg.hooks[cfg.n_hooks++] = (struct arfd_hook){ "list_find", (void *)hook_list_find, "ll:l", NULL, false };
+	cfg.hooks[cfg.n_hooks++] = (struct arfd_hook){ "hash_lookup", (void *)hook_hash_lookup, "l:l", NULL, false };
 	char err[256];
 	struct arfd *s = arfd_start(&cfg, err, sizeof err);
 	if (!s)

@@ -87,9 +87,9 @@ static struct arfd_config *config_new(void)
 		g->size = r[i].size;
 		g->access = r[i].access;
 	}
-	c->hooks[c->n_hooks++] = (struct arfd_hook){ "mix", (void *)hook_mix, "ll:l", (void *)&mix_key };
-	c->hooks[c->n_hooks++] = (struct arfd_hook){ "nap", (void *)hook_nap, "l:v", NULL };
-	c->hooks[c->n_hooks++] = (struct arfd_hook){ "fail", (void *)hook_fail, "l:l", NULL };
+	c->hooks[c->n_hooks++] = (struct arfd_hook){ "mix", (void *)hook_mix, "ll:l", (void *)&mix_key, false };
+	c->hooks[c->n_hooks++] = (struct arfd_hook){ "nap", (void *)hook_nap, "l:v", NULL, true };
+	c->hooks[c->n_hooks++] = (struct arfd_hook){ "fail", (void *)hook_fail, "l:l", NULL, false };
 	return c;
 }
 
@@ -1316,6 +1316,104 @@ out:
 	free(c);
 }
 
+/* store(v): keep[16] = v; an EXEC with a side effect, which never ran on the reader before */
+static const char seg_store_src[] =
+	".region keep rw\n"
+	".func main v\n"
+	"    push 16\n"
+	"    lget v\n"
+	"    st64 keep\n"
+	"    push 0\n"
+	"    ret\n"
+	".end\n"
+	".export main\n";
+
+/* spin(): a loop with no hook, for ever (until cancelled) */
+static const char seg_spin_src[] =
+	".func main\n"
+	"loop:\n"
+	"    jmp loop\n"
+	".end\n"
+	".export main\n";
+
+/* Run to completion (server.c, the top): an EXEC that stores runs on the thread that read it,
+ * with no worker; one that goes on for ever hands the reader's place over and delays no
+ * other request, not later ones on its own connection nor another client's; arfd_stop
+ * stops it. */
+static void test_reader_runs(void)
+{
+	enum { BOUND_MS = 2000 };
+	struct arfd_config *c = config_new();
+	c->threads = 2;
+	c->max_run_ms = 60000;
+	c->fuel_default = c->fuel_max = UINT64_MAX;   /* only arfd_stop ends the endless run */
+	struct arfd *s = server_start(c);
+	struct arc *a = s ? client(s, NULL) : NULL, *b = s ? client(s, NULL) : NULL;
+	size_t slen, plen;
+	uint8_t *store = assemble(seg_store_src, &slen), *spin = assemble(seg_spin_src, &plen);
+	struct arc_pending *hp = NULL;
+	struct arc_exec hx = { .seg = spin, .seg_len = plen };
+	bool tcp = !strcmp(scheme, "tcp");
+	if (!s || !a || !b || !store || !spin) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	uint8_t id[AR_ID_LEN];
+	CHECK(arc_install(a, store, slen, id) == 0 && arc_install(a, spin, plen, id) == 0,
+	      "install");
+	long long before = stat_of(b, "exec.on_reader");
+	for (int64_t v = 1; v <= 3; v++) {
+		struct arc_exec x = { .seg = store, .seg_len = slen, .args = &v, .n_args = 1 };
+		int rc = arc_exec(a, &x);
+		uint64_t got = 0;
+		CHECK(rc == 0 && arc_read(a, "keep", 16, &got, 8) == 0 && got == (uint64_t)v,
+		      "store %d: %d, read back %llu", (int)v, rc, (unsigned long long)got);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	long long on_reader = stat_of(b, "exec.on_reader") - before;
+	CHECK(tcp ? on_reader == 3 : on_reader == 0, "%lld of 3 stores ran on the reader (%s)",
+	      on_reader, scheme);
+	/* a run that never ends, then requests behind it on the same connection and another */
+	CHECK(arc_exec_start(a, &hx, &hp) == 0, "start the endless run");
+	if (tcp)
+		CHECK(stat_wait(b, "exec.handed_over", 1, BOUND_MS) == 1, "the endless run handed "
+		      "the reader's place over");
+	long long busy = stat_wait(b, "workers.busy", 1, BOUND_MS);
+	CHECK(busy == 1, "the endless run is running: %lld busy", busy);
+	for (int who = 0; who < 2; who++) {
+		struct arc *cl = who ? b : a;
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int64_t v = 40 + who;
+		struct arc_exec x = { .seg = store, .seg_len = slen, .args = &v, .n_args = 1 };
+		int rc = arc_exec(cl, &x);
+		uint64_t got = 0;
+		int rrc = arc_read(cl, "keep", 16, &got, 8);
+		CHECK(rc == 0 && rrc == 0 && got == (uint64_t)v && ms_since(&t0) < BOUND_MS,
+		      "%s: a store and a read while the endless run goes on: %d %d (%llu) in %.0f ms",
+		      who ? "another client" : "its own connection", rc, rrc,
+		      (unsigned long long)got, ms_since(&t0));
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	arfd_stop(s, 200);
+	s = NULL;
+	int rc = arc_exec_wait(a, hp);
+	hp = NULL;
+	CHECK(rc == -AR_ESHUTDOWN, "the endless run at the stop: %d '%s'", rc, arc_errmsg(a));
+	if (rc == 0 || rc == -AR_ETRAP)
+		free(hx.out);
+out:
+	arc_close(a);
+	arc_close(b);
+	if (s)
+		arfd_stop(s, 5000);
+	free(store);
+	free(spin);
+	free(c);
+}
+
 /* One client with more endless runs than --threads holds --threads workers, no more: another
  * client is still served; arfd_stop then cancels the running ones and refuses the waiting. */
 static void test_one_hog(void)
@@ -1632,11 +1730,11 @@ int main(int argc, char **argv)
 		scheme = schemes[i];
 		static void (*const tests[])(void) = { test_install_exec, test_read_write,
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
-			test_disconnect, test_run_limits, test_endless, test_one_hog, test_badop,
-			test_restart };
+			test_disconnect, test_run_limits, test_endless, test_one_hog, test_reader_runs,
+			test_badop, test_restart };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
 			"secret", "limits", "inflight", "hostile", "disconnect", "run_limits", "endless",
-			"one_hog", "badop", "restart" };
+			"one_hog", "reader_runs", "badop", "restart" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);

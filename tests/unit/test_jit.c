@@ -397,6 +397,13 @@ static void test_limits(void)
 		                          .slow_arg = &sc, .slow_at_ns = mono_ns() + 1000000 };
 		rc = vm_run(napper, 0, us, 1, &o7, &res);
 		check(sc.calls == 1, "limits: on_slow looked at after each hook");
+		/* a hook that may block: on_slow before its first call, however early */
+		check(vm_hook_blocks(vm, "nap") == 0 && vm_hook_blocks(vm, "nope") == -VM_EINVAL,
+		      "vm_hook_blocks");
+		sc.calls = 0;
+		o7.slow_at_ns = mono_ns() + 3600ull * 1000000000u;
+		rc = vm_run(napper, 0, us, 1, &o7, &res);
+		check(sc.calls == 1, "limits: on_slow before a blocking hook");
 next:
 		vm_prog_free(endless);
 		vm_prog_free(napper);
