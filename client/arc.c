@@ -354,6 +354,16 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	return 0;
 }
 
+void arc_batch_begin(struct arc *a)
+{
+	pn_cork(a->pn);
+}
+
+void arc_batch_end(struct arc *a)
+{
+	pn_uncork(a->pn);
+}
+
 int arc_exec_wait(struct arc *a, struct arc_pending *p)
 {
 	struct arc_exec *x = p->x;

@@ -78,6 +78,11 @@ int arc_exec_local(struct arc *a, struct arc_exec *x);
 struct arc_pending;
 int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out);
 int arc_exec_wait(struct arc *a, struct arc_pending *p);
+/* The requests this thread starts between the two go out together at arc_batch_end (one
+ * system call, as a pipelined client writes a burst), not one by one.  Wait for none of
+ * them before arc_batch_end. */
+void arc_batch_begin(struct arc *a);
+void arc_batch_end(struct arc *a);
 
 /* Over rdma: these are one-sided RDMA READ/WRITE of the server's memory (no server CPU);
  * elsewhere READ/WRITE requests the server's I/O thread serves.  Same results either way. */

@@ -966,6 +966,20 @@ static int yield_via(struct pn *pn, struct endpoint **ep)
 	return (*ep)->ops->yield ? 1 : -PN_ENOTSUP;
 }
 
+void pn_cork(struct pn *pn)
+{
+	for (unsigned i = 0; i < pn->n_ep; i++)
+		if (pn->ep[i].ops->cork)
+			pn->ep[i].ops->cork(pn->ep[i].tp, true);
+}
+
+void pn_uncork(struct pn *pn)
+{
+	for (unsigned i = 0; i < pn->n_ep; i++)
+		if (pn->ep[i].ops->cork)
+			pn->ep[i].ops->cork(pn->ep[i].tp, false);
+}
+
 int pn_may_yield(struct pn *pn)
 {
 	struct endpoint *ep;

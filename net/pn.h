@@ -164,6 +164,13 @@ int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *m
  * and its reply goes straight to the origin.  PN_ENOTHANDLER outside a handler. */
 int pn_forward(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len);
 
+/* Batching: the small frames this thread sends between pn_cork and pn_uncork go out
+ * together at pn_uncork (tcp: one write per connection instead of one per frame), as a
+ * pipelined burst of requests should.  Pairs nest.  A thread must not wait for replies to
+ * corked requests before it uncorks.  udp and rdma send at once as ever. */
+void pn_cork(struct pn *pn);
+void pn_uncork(struct pn *pn);
+
 /* A receive descriptor: where one reply of a Cooperation goes. */
 struct pn_rcv_desc {
 	void *buf;                 /* in: buffer for the reply; NULL: allocated (free() it) */

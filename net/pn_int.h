@@ -129,6 +129,8 @@ struct pn_transport {
 	 * or possible), 1 (the calling thread is not one of the transport's readers: nothing to
 	 * hand over), or -PN_E* (not possible: out of threads). */
 	int (*yield)(struct pn_tp *tp, bool check_only);
+	/* Optional (tcp): pn_cork (on) and pn_uncork (off) of the calling thread. */
+	void (*cork)(struct pn_tp *tp, bool on);
 };
 
 extern const struct pn_transport pn_tcp_transport;

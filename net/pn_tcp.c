@@ -104,6 +104,14 @@ struct proof {
 	uint8_t nc[PN_NONCE_LEN], na[PN_NONCE_LEN];
 };
 
+/* Frames gathered to go out with one write: a reader's replies (conn.ob), or what a thread
+ * sends between pn_cork and pn_uncork (tls_cork). */
+struct outbuf {
+	uint8_t *out;                  /* OUT_CAP bytes, allocated on first use */
+	size_t out_len;
+	struct conn *out_to;           /* where they go (holds a reference) */
+};
+
 struct conn {
 	int fd;
 	_Atomic int refs;
@@ -144,10 +152,7 @@ struct conn {
 	atomic_bool want_watch;        /* someone needs the I/O thread to read it: at once */
 	atomic_bool waiter_in;         /* rx_lock is held by a waiter (not the I/O thread) */
 	bool sliced;                   /* SO_RCVTIMEO is set for waiters' blocking recv */
-	/* replies batched by the reader of this connection (under rx_lock) */
-	uint8_t *out;                  /* OUT_CAP bytes, allocated on first use */
-	size_t out_len;
-	struct conn *out_to;           /* where they go (holds a reference), usually this one */
+	struct outbuf ob;              /* replies batched by its reader (under rx_lock) */
 	struct conn *next;             /* all connections, for close */
 	struct conn *hand_next;        /* tp->handed */
 };
@@ -230,7 +235,7 @@ static void conn_unref(struct conn *c)
 		free(c->stage);
 		free(c->head);
 		free(c->proof);
-		free(c->out);
+		free(c->ob.out);
 		free(c);
 	}
 }
@@ -353,39 +358,62 @@ static int send_now(struct conn *c, const struct pn_hdr *h, const void *payload,
 	return write_locked(c, iov, len ? 2 : 1);
 }
 
+/* Write the frames gathered in ob. */
+static void out_flush_buf(struct outbuf *ob)
+{
+	if (!ob->out_to)
+		return;
+	struct iovec iov = { ob->out, ob->out_len };
+	write_locked(ob->out_to, &iov, 1);  /* a failure is the connection's, reported as such */
+	ob->out_len = 0;
+	conn_unref(ob->out_to);
+	ob->out_to = NULL;
+}
+
 /* Write the frames batched by the reader of r (see the top). */
 static void out_flush(struct conn *r)
 {
-	if (!r->out_to)
-		return;
-	struct iovec iov = { r->out, r->out_len };
-	write_locked(r->out_to, &iov, 1);   /* a failure is the connection's, reported as such */
-	r->out_len = 0;
-	conn_unref(r->out_to);
-	r->out_to = NULL;
+	out_flush_buf(&r->ob);
 }
 
-/* Send one frame: batched when the calling thread is reading a connection and the frame is
- * small, else now.  A batched frame's send error shows as its connection failing. */
+/* The sends of this thread between pn_cork and pn_uncork (tcp_cork). */
+static __thread struct outbuf tls_cork;
+static __thread unsigned tls_corked;
+
+/* Send one frame: batched when the calling thread is reading a connection (or corked) and
+ * the frame is small, else now.  A batched frame's send error shows as its connection
+ * failing. */
 static int send_on(struct conn *c, const struct pn_hdr *h, const void *payload, size_t len)
 {
-	struct conn *r = tls_reading;
-	if (r && PN_HDR_LEN + len <= OUT_CAP / 4 && (r->out || (r->out = malloc(OUT_CAP)))) {
-		if (r->out_to && (r->out_to != c || r->out_len + PN_HDR_LEN + len > OUT_CAP))
-			out_flush(r);
-		if (!r->out_to) {
+	struct outbuf *ob = tls_reading ? &tls_reading->ob : tls_corked ? &tls_cork : NULL;
+	if (ob && PN_HDR_LEN + len <= OUT_CAP / 4 && (ob->out || (ob->out = malloc(OUT_CAP)))) {
+		if (ob->out_to && (ob->out_to != c || ob->out_len + PN_HDR_LEN + len > OUT_CAP))
+			out_flush_buf(ob);
+		if (!ob->out_to) {
 			atomic_fetch_add(&c->refs, 1);
-			r->out_to = c;
+			ob->out_to = c;
 		}
-		pn_wire_put(r->out + r->out_len, h);
+		pn_wire_put(ob->out + ob->out_len, h);
 		if (len)
-			memcpy(r->out + r->out_len + PN_HDR_LEN, payload, len);
-		r->out_len += PN_HDR_LEN + len;
+			memcpy(ob->out + ob->out_len + PN_HDR_LEN, payload, len);
+		ob->out_len += PN_HDR_LEN + len;
 		return atomic_load(&c->dead) ? -PN_EPEERDOWN : 0;
 	}
-	if (r && r->out_to == c)
-		out_flush(r);              /* this thread's frames to c stay in order */
+	if (ob && ob->out_to == c)
+		out_flush_buf(ob);         /* this thread's frames to c stay in order */
 	return send_now(c, h, payload, len);
+}
+
+/* pn_cork / pn_uncork (nested: the outermost uncork writes). */
+static void tcp_cork(struct pn_tp *tp, bool on)
+{
+	if (on) {
+		tls_corked++;
+	} else if (tls_corked && --tls_corked == 0) {
+		out_flush_buf(&tls_cork);
+		free(tls_cork.out);        /* a thread that corks once should not keep 32 KiB */
+		tls_cork.out = NULL;
+	}
 }
 
 /* Read exactly len bytes from the blocking socket fd by the deadline (ns, monotonic). */
@@ -1546,4 +1574,5 @@ const struct pn_transport pn_tcp_transport = {
 	.wait_read = tcp_wait_read,
 	.kick = tcp_kick,
 	.yield = tcp_yield,
+	.cork = tcp_cork,
 };

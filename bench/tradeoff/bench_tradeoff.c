@@ -494,6 +494,7 @@ static void run_piped(struct ctx *c, enum method m, double secs, uint64_t *ops, 
 			int64_t v[DEPTH];
 			const uint8_t *seg = m == M_NULL ? c->seg_null : m == M_STORE ? c->seg_store : c->seg_nop;
 			size_t len = m == M_NULL ? c->len_null : m == M_STORE ? c->len_store : c->len_nop;
+			arc_batch_begin(c->a);  /* one write for the burst, as the raw client's */
 			for (unsigned j = 0; j < DEPTH; j++) {
 				v[j] = (int64_t)(k + j);
 				x[j] = (struct arc_exec){ .seg = seg, .seg_len = len, .seg_id = id_of(seg, len),
@@ -501,6 +502,7 @@ static void run_piped(struct ctx *c, enum method m, double secs, uint64_t *ops, 
 				if (arc_exec_start(c->a, &x[j], &p[j]) != 0)
 					die("arc_exec_start", arc_errmsg(c->a));
 			}
+			arc_batch_end(c->a);
 			for (unsigned j = 0; j < DEPTH; j++) {
 				if (arc_exec_wait(c->a, p[j]) != 0)
 					die("arc_exec_wait", arc_errmsg(c->a));
