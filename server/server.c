@@ -82,6 +82,9 @@ enum { OP_STATS_N = AR_T_STATS + 1 };
 #define READER_BUDGET_US 200
 /* Loading a segment larger than this (verify, translate, compile) counts as blocking. */
 #define INSTALL_ON_READER_MAX 16384
+/* Writeback ranges waiting for the flusher; when it is this far behind, a run starts its
+ * own (and so waits for the device queue itself). */
+#define WB_QUEUE 256
 
 /* Why a run was cancelled (struct worker.cancel_why). */
 enum { CANCEL_NONE, CANCEL_CLIENT_GONE, CANCEL_SHUTDOWN };
@@ -137,6 +140,14 @@ struct arfd {
 	_Atomic uint64_t n_traps, cache_hits, cache_misses, cache_evictions, bytes_out;
 	_Atomic uint64_t n_cancelled, n_time_limit;
 	_Atomic uint64_t n_on_reader, n_handed_over, n_no_handover;
+
+	/* writeback ranges (hook_writeback), started by the flusher thread off the request path */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_cond;
+	struct wb_range { int fd; uint64_t off, len; } wb[WB_QUEUE];
+	unsigned wb_head, wb_n;
+	bool wb_stop, wb_running;
+	pthread_t wb_thread;
 };
 
 /* The reader slot of the run on this thread, while it has not handed the reader's place over
@@ -1016,6 +1027,19 @@ static struct worker *reader_slot_take(struct arfd *s, pn_peer from)
 	return slot;
 }
 
+/* The flusher starts what is queued, then exits. */
+static void stop_writeback(struct arfd *s)
+{
+	pthread_mutex_lock(&s->wb_lock);
+	s->wb_stop = true;
+	pthread_cond_signal(&s->wb_cond);
+	bool running = s->wb_running;
+	s->wb_running = false;
+	pthread_mutex_unlock(&s->wb_lock);
+	if (running)
+		pthread_join(s->wb_thread, NULL);
+}
+
 static unsigned reader_runs(struct arfd *s)
 {
 	unsigned n = 0;
@@ -1175,13 +1199,62 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
 	return 0;
 }
 
+/* The flusher: sync_file_range(SYNC_FILE_RANGE_WRITE) of the queued ranges, which may block
+ * while the device's queue is full: on this thread, not on a run's. */
+static void *writeback_main(void *arg)
+{
+	struct arfd *s = arg;
+	pthread_mutex_lock(&s->wb_lock);
+	for (;;) {
+		while (!s->wb_n && !s->wb_stop)
+			pthread_cond_wait(&s->wb_cond, &s->wb_lock);
+		if (!s->wb_n)
+			break;                 /* stopping, and nothing left to start */
+		struct wb_range r = s->wb[s->wb_head];
+		s->wb_head = (s->wb_head + 1) % WB_QUEUE;
+		s->wb_n--;
+		pthread_mutex_unlock(&s->wb_lock);
+		sync_file_range(r.fd, (off_t)r.off, (off_t)r.len, SYNC_FILE_RANGE_WRITE);
+		pthread_mutex_lock(&s->wb_lock);
+	}
+	pthread_mutex_unlock(&s->wb_lock);
+	return NULL;
+}
+
+/* Queue a writeback range for the flusher (a range continuing the last one queued extends
+ * it); false when the queue is full or there is no flusher. */
+static bool writeback_queue(struct arfd *s, int fd, uint64_t off, uint64_t len)
+{
+	pthread_mutex_lock(&s->wb_lock);
+	bool ok = s->wb_running && !s->wb_stop;
+	if (ok && s->wb_n) {
+		struct wb_range *last = &s->wb[(s->wb_head + s->wb_n - 1) % WB_QUEUE];
+		if (last->fd == fd && last->off + last->len == off) {
+			last->len += len;
+			pthread_mutex_unlock(&s->wb_lock);
+			return true;
+		}
+	}
+	if (ok && s->wb_n < WB_QUEUE) {
+		s->wb[(s->wb_head + s->wb_n) % WB_QUEUE] = (struct wb_range){ fd, off, len };
+		s->wb_n++;
+		pthread_cond_signal(&s->wb_cond);
+	} else {
+		ok = false;
+	}
+	pthread_mutex_unlock(&s->wb_lock);
+	return ok;
+}
+
 /* writeback(region, off, len): start writing bytes off..off+len of a file-backed region to
  * disk without waiting for it (sync_file_range SYNC_FILE_RANGE_WRITE: the dirty pages holding
  * them are queued to the device, pages already under writeback are skipped): 0, or -errno.
  * Durability still takes sync; this only leaves less for it to write, so that an fsync after
  * a long sequence of writes waits for what the last of them left, not for all of it (arf's
  * write calls it for the bytes a run copied).  On anonymous memory or a read-only region
- * there is nothing to do (0).  It may block while the device's queue is full. */
+ * there is nothing to do (0).  The range is queued for the flusher thread (writeback_main),
+ * which is what may block while the device's queue is full; the run does that itself only
+ * when the flusher is WB_QUEUE ranges behind. */
 static int64_t hook_writeback(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
 {
 	struct arfd *s = vm_hook_user(ctx);
@@ -1193,6 +1266,10 @@ static int64_t hook_writeback(struct vm_hook_ctx *ctx, int64_t region, int64_t o
 		const struct region *g = &s->regions[i];
 		if (g->base && p >= g->base && p - g->base < (ptrdiff_t)g->len) {
 			if (g->fd < 0)
+				return 0;
+			/* off the request path: the result was advisory anyway, and a 4 KiB write
+			 * should cost a round trip, not a wait for the device queue */
+			if (writeback_queue(s, g->fd, (uint64_t)(p - g->base), (uint64_t)len))
 				return 0;
 			about_to_block();
 			if (sync_file_range(g->fd, p - g->base, len, SYNC_FILE_RANGE_WRITE) != 0)
@@ -1296,6 +1373,8 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	if (!c->hook_fuel_ns) c->hook_fuel_ns = ARFD_DEFAULT_HOOK_FUEL_NS;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->q_lock, NULL);
+	pthread_mutex_init(&s->wb_lock, NULL);
+	pthread_cond_init(&s->wb_cond, NULL);
 	pthread_condattr_t ca;             /* timed waits (worker_main) by the clock runs use */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1388,6 +1467,8 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 		s->workers[i].s = s;
 		s->workers[i].reader_slot = i >= 2 * c->threads;
 	}
+	if (pthread_create(&s->wb_thread, NULL, writeback_main, s) == 0)
+		s->wb_running = true;      /* without it, runs start their writeback themselves */
 	for (unsigned i = 0; i < 2 * c->threads; i++) {
 		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0) {
 			snprintf(err, errlen, "pthread_create: %s", strerror(errno));
@@ -1428,12 +1509,15 @@ fail:
 	stop_workers(s);
 	if (s->pn)
 		pn_finalize(s->pn);
+	stop_writeback(s);
 	free(s->workers);
 	unmap_regions(s);
 	vm_free(s->vm);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->q_lock);
 	pthread_cond_destroy(&s->q_cond);
+	pthread_mutex_destroy(&s->wb_lock);
+	pthread_cond_destroy(&s->wb_cond);
 	free(s);
 	return NULL;
 }
@@ -1475,6 +1559,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 		if (s->regions[i].mem)
 			pn_mem_unexport(s->pn, s->regions[i].mem);
 	pn_finalize(s->pn);
+	stop_writeback(s);             /* no run is left to queue more; before the fds close */
 	free(s->workers);
 	for (struct cached *c = s->lru_head, *next; c; c = next) {
 		next = c->next;
@@ -1490,5 +1575,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->q_lock);
 	pthread_cond_destroy(&s->q_cond);
+	pthread_mutex_destroy(&s->wb_lock);
+	pthread_cond_destroy(&s->wb_cond);
 	free(s);
 }

@@ -12,7 +12,9 @@
  * `scratch`), an EXEC calling a server hook that does nothing (`nop`), and a raw TCP ping-pong
  * (two sockets, 16-byte messages, TCP_NODELAY) between the same two processes; then the same
  * EXECs and the raw ping-pong 16 deep (16 requests out, then their 16 replies, in a loop):
- * pipelined throughput against raw pipelined throughput.
+ * pipelined throughput against raw pipelined throughput.  And the ARF operations as a mount
+ * makes them (arf_ops.h, arf_data.h: one EXEC each) on an image arfd serves: stat (getattr),
+ * create (the file is removed again, untimed), a 4 KiB write, rename.
  *
  * Layout: the server is a child forked before this process starts any thread; it runs arfd as
  * a library (arfd_start, so it can register the two hooks through arfd_config.hooks) with the
@@ -37,18 +39,25 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "arc.h"
+#include "arf.h"
+#include "arf_data.h"
+#include "arf_ops.h"
 #include "asm.h"
 #include "isa.h"
 #include "server.h"
 
 #ifndef BENCH_SRCDIR
 #define BENCH_SRCDIR "."
+#endif
+#ifndef BENCH_BUILD
+#define BENCH_BUILD "build"
 #endif
 
 #define NODE_LEN   24                   /* u64 next | u64 key | u64 value, as the examples */
@@ -202,6 +211,14 @@ static void server_main(int to_parent, int from_parent)
 	snprintf(g->name, sizeof g->name, "scratch");
 	g->size = 4096;
 	g->access = ISA_ACC_RW;
+	/* an ARF image in a temporary file, gone when the server is */
+	static char image[] = "/tmp/bench_tradeoff.arf.XXXXXX";
+	int ifd = mkstemp(image);
+	char merr[256];
+	if (ifd < 0 || arf_mkfs(image, 64u << 20, 4096, merr, sizeof merr) != 0)
+		die("arf image", ifd < 0 ? strerror(errno) : merr);
+	close(ifd);
+	cfg.arf_image = image;
 	char err[256];
 	struct arfd *s = arfd_start(&cfg, err, sizeof err);
 	if (!s)
@@ -222,6 +239,7 @@ static void server_main(int to_parent, int from_parent)
 	while (read(from_parent, &c, 1) > 0)
 		;
 	arfd_stop(s, 2000);
+	unlink(image);
 	_exit(0);
 }
 
@@ -313,6 +331,10 @@ struct ctx {
 	size_t len_list, len_hash, len_list_hook, len_hash_hook, len_null, len_store, len_nop;
 	uint64_t rtts;                  /* round trips of the last operation */
 	uint64_t seed;
+	struct arf_client *fs;          /* ARF: namespace and data operations */
+	struct arf_data *fd;
+	uint64_t dir, file;             /* /bench and /bench/f (4 KiB writes) */
+	uint64_t renames;               /* /bench/r0 is r1 after an odd number */
 };
 
 /* The id of one of the bench's segments (they live as long as the process and never change,
@@ -398,9 +420,11 @@ static void raw_ping(struct ctx *c, uint64_t i)
 
 /* ---- series: one structure x length x method ---- */
 
-enum method { M_READS, M_ACTIVE, M_HOOK, M_NULL, M_READ8, M_WRITE8, M_STORE, M_NOP, M_RAW };
+enum method { M_READS, M_ACTIVE, M_HOOK, M_NULL, M_READ8, M_WRITE8, M_STORE, M_NOP,
+	M_ARF_STAT, M_ARF_CREATE, M_ARF_WRITE, M_ARF_RENAME, M_RAW };
 static const char *const method_name[] = { "reads", "active", "hook", "null-exec", "read8",
-	"write8", "exec-store", "hook-call", "raw-tcp" };
+	"write8", "exec-store", "hook-call", "arf-stat", "arf-create", "arf-write4k",
+	"arf-rename", "raw-tcp" };
 
 struct series {
 	const char *structure;          /* "list", "hash", "baseline" */
@@ -438,6 +462,28 @@ static void run_op(struct ctx *c, struct series *s, uint64_t i)
 		want = s->m == M_STORE ? v : v + 1;
 		got = s->m == M_STORE ? exec_or_die(c, c->seg_store, c->len_store, NULL, &v, 1)
 		                      : exec_or_die(c, c->seg_nop, c->len_nop, NULL, &v, 1);
+	} else if (s->m == M_ARF_STAT) {
+		struct arf_attr at;
+		got = arf_getattr(c->fs, c->file, &at);
+		if (got == 0 && !S_ISREG(at.mode))
+			die("arf getattr", "not the bench's file");
+		c->rtts = 1;
+	} else if (s->m == M_ARF_CREATE) {
+		char name[32];
+		snprintf(name, sizeof name, "c%" PRIu64, i);
+		got = arf_create(c->fs, c->dir, name, 0644, 0, 0) > 0 ? 0 : -1;
+		c->rtts = 1;
+	} else if (s->m == M_ARF_WRITE) {
+		uint8_t page[4096];
+		memset(page, (int)i, sizeof page);
+		got = arf_write(c->fd, c->file, (i % 256) * 4096, page, sizeof page);
+		want = sizeof page;
+		c->rtts = 1;
+	} else if (s->m == M_ARF_RENAME) {
+		/* r0 -> r1 -> r0 ...: the file exists under the name of i's parity */
+		bool at1 = c->renames++ % 2;
+		got = arf_rename(c->fs, c->dir, at1 ? "r1" : "r0", c->dir, at1 ? "r0" : "r1", 0);
+		c->rtts = 1;
 	} else if (s->m == M_WRITE8) {
 		uint8_t w[8];
 		st64(w, i);
@@ -518,6 +564,17 @@ static void run_piped(struct ctx *c, enum method m, double secs, uint64_t *ops, 
 	*ns += now_ns() - t0;
 }
 
+/* Untimed: undo what operation i of s left behind (the file a create made). */
+static void after_op(struct ctx *c, struct series *s, uint64_t i)
+{
+	if (s->m == M_ARF_CREATE) {
+		char name[32];
+		snprintf(name, sizeof name, "c%" PRIu64, i);
+		if (arf_unlink(c->fs, c->dir, name) != 0)
+			die("arf unlink", arf_client_errmsg(c->fs));
+	}
+}
+
 static void run_batch(struct ctx *c, struct series *s)
 {
 	uint64_t t_end = now_ns() + (uint64_t)(plan->batch_s * 1e9);
@@ -525,6 +582,7 @@ static void run_batch(struct ctx *c, struct series *s)
 		uint64_t t0 = now_ns();
 		run_op(c, s, s->n);
 		uint64_t t1 = now_ns();
+		after_op(c, s, s->n);
 		if (s->n == s->cap) {
 			s->cap = s->cap ? 2 * s->cap : 1024;
 			s->lat_us = realloc(s->lat_us, s->cap * sizeof *s->lat_us);
@@ -679,6 +737,20 @@ int main(int argc, char **argv)
 		die("raw connect", strerror(errno));
 	setsockopt(c.raw, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 
+	c.fs = arf_client_open(a, BENCH_BUILD "/arfseg/ops.pno", err, sizeof err);
+	if (!c.fs)
+		die("arf_client_open", err);
+	c.fd = arf_data_open(a, BENCH_BUILD "/arfseg/data.pno", err, sizeof err);
+	if (!c.fd)
+		die("arf_data_open", err);
+	int64_t bdir = arf_mkdir(c.fs, 1, "bench", 0755, 0, 0);
+	int64_t file = bdir > 0 ? arf_create(c.fs, (uint64_t)bdir, "f", 0644, 0, 0) : bdir;
+	int64_t r0 = file > 0 ? arf_create(c.fs, (uint64_t)bdir, "r0", 0644, 0, 0) : file;
+	if (r0 <= 0)
+		die("arf setup", arf_client_errmsg(c.fs));
+	c.dir = (uint64_t)bdir;
+	c.file = (uint64_t)file;
+
 	struct series s[N_LENS * 3 + 3 + (M_RAW - M_NULL + 1)];
 	size_t ns = 0;
 	for (size_t l = 0; l < N_LENS; l++)
@@ -691,8 +763,10 @@ int main(int argc, char **argv)
 
 	/* warm up every path (JIT'd code, connections, caches), then take turns */
 	for (size_t i = 0; i < ns; i++)
-		for (int k = 0; k < 20; k++)
+		for (int k = 0; k < 20; k++) {
 			run_op(&c, &s[i], (uint64_t)k);
+			after_op(&c, &s[i], (uint64_t)k);
+		}
 	for (size_t i = 0; i < ns; i++)
 		s[i].n = 0, s[i].rtts = 0;
 	uint64_t t_meas = now_ns();
@@ -788,6 +862,8 @@ int main(int argc, char **argv)
 	printf("results: %s, %s\n", path_csv, path_txt);
 
 	close(c.raw);
+	arf_data_close(c.fd);
+	arf_client_close(c.fs);
 	arc_close(a);
 	close(down[1]);                 /* the child sees EOF and stops */
 	int st;
