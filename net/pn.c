@@ -119,8 +119,13 @@ struct pn {
 	unsigned n_ep;
 
 	pthread_mutex_t lock;      /* peers, handlers, cooperations, the work queue */
-	struct pn_peer_rec **peers;
+	struct pn_peer_rec **peers;    /* by slot (pn_peer_slot of their id) */
 	uint32_t n_peers, cap_peers;
+	struct pn_peer_rec **named;    /* the peers not anonymous: found by address */
+	uint32_t n_named, cap_named;
+	struct pn_peer_rec *retired_head, *retired_tail;   /* oldest first (peer_retire) */
+	uint64_t quarantine_ns;
+	uint32_t n_retired;
 	/* handlers[0]: for the types that have none of their own (pn_set_handler) */
 	struct { pn_handler *fn; void *arg; bool inline_; } handlers[PN_MAX_TYPE + 1];
 	pn_peer_down_fn *peer_down_fn; /* pn_set_peer_down */
@@ -205,12 +210,33 @@ bool pn_core_drop(struct pn *pn)
 
 /* ---- peers ---- */
 
-/* The peer with address a (anon: a new anonymous one, whatever its address). */
-static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr *a, bool anon)
+/* An anonymous peer's record is reused once it has been retired this long: longer than
+ * any send or handler could still be using the old peer (send_timeout_ms, runs' limits),
+ * so its id, whose generation changes, can never reach the new peer in practice (it would
+ * take 4096 reuses of one slot, each PEER_QUARANTINE_NS apart, while the old id is held). */
+#define PEER_QUARANTINE_NS (60ull * 1000000000u)
+
+/* A record for a new peer: a retired one past its quarantine (its slot, next generation),
+ * else a new slot. */
+static struct pn_peer_rec *peer_new_locked(struct pn *pn)
 {
-	for (uint32_t i = 0; i < pn->n_peers && !anon; i++)
-		if (!pn->peers[i]->anon && pn_addr_eq(&pn->peers[i]->addr, a))
-			return pn->peers[i];
+	struct pn_peer_rec *r = pn->retired_head;
+	if (r && pn_now_ns() - r->retired_ns >= pn->quarantine_ns) {
+		pn->retired_head = r->next_retired;
+		if (!pn->retired_head)
+			pn->retired_tail = NULL;
+		pn->n_retired--;
+		uint32_t gen = ((r->id >> PN_PEER_SLOT_BITS) + 1) & PN_PEER_GEN_MASK;
+		r->id = pn_peer_slot(r->id) | gen << PN_PEER_SLOT_BITS;
+		r->retired = false;
+		r->next_retired = NULL;
+		r->proven = false;
+		/* tp_state stays: retired peers are tcp's anonymous ones, whose state (no
+		 * connection now) serves the next one as it is */
+		return r;
+	}
+	if (pn->n_peers == PN_PEER_SLOTS)
+		return NULL;
 	if (pn->n_peers == pn->cap_peers) {
 		uint32_t cap = pn->cap_peers ? 2 * pn->cap_peers : 16;
 		struct pn_peer_rec **p = realloc(pn->peers, cap * sizeof *p);
@@ -219,14 +245,61 @@ static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr 
 		pn->peers = p;
 		pn->cap_peers = cap;
 	}
-	struct pn_peer_rec *r = calloc(1, sizeof *r);
+	r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
 	r->id = pn->n_peers;
+	pn->peers[pn->n_peers++] = r;
+	return r;
+}
+
+/* The peer with address a (anon: a new anonymous one, whatever its address). */
+static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr *a, bool anon)
+{
+	for (uint32_t i = 0; i < pn->n_named && !anon; i++)
+		if (pn_addr_eq(&pn->named[i]->addr, a))
+			return pn->named[i];
+	if (!anon && pn->n_named == pn->cap_named) {
+		uint32_t cap = pn->cap_named ? 2 * pn->cap_named : 16;
+		struct pn_peer_rec **p = realloc(pn->named, cap * sizeof *p);
+		if (!p)
+			return NULL;
+		pn->named = p;
+		pn->cap_named = cap;
+	}
+	struct pn_peer_rec *r = peer_new_locked(pn);
+	if (!r)
+		return NULL;
 	r->addr = *a;
 	r->anon = anon;
 	pn_addr_name(a, r->name, sizeof r->name);
-	pn->peers[pn->n_peers++] = r;
+	if (!anon)
+		pn->named[pn->n_named++] = r;
+	return r;
+}
+
+void pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *r)
+{
+	pthread_mutex_lock(&pn->lock);
+	if (r->anon && !r->retired) {
+		r->retired = true;
+		r->retired_ns = pn_now_ns();
+		r->next_retired = NULL;
+		if (pn->retired_tail)
+			pn->retired_tail->next_retired = r;
+		else
+			pn->retired_head = r;
+		pn->retired_tail = r;
+		pn->n_retired++;
+	}
+	pthread_mutex_unlock(&pn->lock);
+}
+
+struct pn_peer_rec *pn_core_peer_slot(struct pn *pn, uint32_t slot)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_peer_rec *r = slot < pn->n_peers ? pn->peers[slot] : NULL;
+	pthread_mutex_unlock(&pn->lock);
 	return r;
 }
 
@@ -315,12 +388,30 @@ void pn_core_refuse(struct pn *pn, struct pn_peer_rec *from, pn_type type, pn_co
 		pn->opts.refuse(pn->opts.admit_arg, from->id, type, coop, head, head_len);
 }
 
+/* (pn->lock held) */
+static struct pn_peer_rec *peer_at_locked(struct pn *pn, pn_peer id)
+{
+	uint32_t slot = pn_peer_slot(id);
+	struct pn_peer_rec *r = slot < pn->n_peers ? pn->peers[slot] : NULL;
+	return r && r->id == id && !r->retired ? r : NULL;
+}
+
 struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id)
 {
 	pthread_mutex_lock(&pn->lock);
-	struct pn_peer_rec *r = id < pn->n_peers ? pn->peers[id] : NULL;
+	struct pn_peer_rec *r = peer_at_locked(pn, id);
 	pthread_mutex_unlock(&pn->lock);
 	return r;
+}
+
+/* Whether id named a peer that is gone (its connection closed and it was retired). */
+static bool peer_gone(struct pn *pn, pn_peer id)
+{
+	pthread_mutex_lock(&pn->lock);
+	uint32_t slot = pn_peer_slot(id);
+	bool gone = slot < pn->n_peers && !peer_at_locked(pn, id);
+	pthread_mutex_unlock(&pn->lock);
+	return gone;
 }
 
 int pn_peer_get(struct pn *pn, const char *name, pn_peer *out)
@@ -502,8 +593,7 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 	 * through the condition variable below.  The record stays ours (only pn_coop_end frees
 	 * it), so `remaining` may be read without the lock.  pn_finalize waits for us like for
 	 * a send (pn->sending). */
-	struct pn_peer_rec *only = c->n_sent == 1 && c->sent_to[0] < pn->n_peers ?
-	                           pn->peers[c->sent_to[0]] : NULL;
+	struct pn_peer_rec *only = c->n_sent == 1 ? peer_at_locked(pn, c->sent_to[0]) : NULL;
 	struct endpoint *oep = only ? endpoint_for(pn, only->addr.scheme) : NULL;
 	bool reader = c->remaining > 0 && oep && oep->ops->wait_read;
 	/* When every descriptor accepts only that peer, nothing but its messages completes
@@ -892,7 +982,7 @@ static int send_frame(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *m
 		return -PN_EINVAL;
 	struct pn_peer_rec *peer = pn_core_peer_at(pn, to);
 	if (!peer)
-		return -PN_EINVAL;
+		return peer_gone(pn, to) ? -PN_EPEERDOWN : -PN_EINVAL;
 	struct endpoint *ep = endpoint_for(pn, peer->addr.scheme);
 	if (!ep)
 		return -PN_ENOTRANSPORT;
@@ -1020,6 +1110,10 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->rdma_onesided = pn->st[PN_ST_RDMA_ONESIDED];
 	for (int i = 0; i < PN_LAT_BUCKETS; i++)
 		s->coop_lat[i] = pn->lat[i];
+	pthread_mutex_lock(&pn->lock);
+	s->peers = pn->n_peers;
+	s->peers_retired = pn->n_retired;
+	pthread_mutex_unlock(&pn->lock);
 }
 
 /* ---- life cycle ---- */
@@ -1072,6 +1166,8 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	if (spin && !o->spin_us)
 		o->spin_us = (unsigned)strtoul(spin, NULL, 10);
 	if (!o->spin_us) o->spin_us = 50;
+	pn->quarantine_ns = o->peer_quarantine_ms ? o->peer_quarantine_ms * 1000000ull :
+	                    PEER_QUARANTINE_NS;
 	if (o->spin_us > 100000) o->spin_us = 0;          /* "a lot" means never spin */
 	const char *env = getenv("PN_DROP");
 	if (env && !o->drop_rate)
@@ -1230,6 +1326,7 @@ void pn_finalize(struct pn *pn)
 	for (uint32_t i = 0; i < pn->n_peers; i++)
 		free(pn->peers[i]);
 	free(pn->peers);
+	free(pn->named);
 	if (pn->key)
 		OPENSSL_cleanse(pn->key, pn->opts.cluster_key_len);
 	free(pn->key);

@@ -30,6 +30,15 @@ const char *pn_strerror(int err);  /* accepts err or -err */
 
 struct pn;
 typedef uint32_t pn_peer;          /* a peer of this endpoint, stable for its lifetime */
+/* A peer id is a slot and the slot's generation: the slot of an anonymous peer whose
+ * connection closed is reused (not before a minute), with a new generation, so memory does
+ * not grow with the connections a server has seen, and an old id never names the new peer.
+ * pn_peer_slot (below 2^20) indexes arrays of per-peer state; two live peers never share
+ * one. */
+#define PN_PEER_SLOT_BITS 20
+#define PN_PEER_SLOTS     ((1u << PN_PEER_SLOT_BITS) - 1)   /* the last slot stays unused */
+#define PN_PEER_GEN_MASK  0xfffu
+static inline uint32_t pn_peer_slot(pn_peer p) { return p & ((1u << PN_PEER_SLOT_BITS) - 1); }
 typedef uint16_t pn_type;          /* message type: 1..PN_MAX_TYPE */
 typedef uint64_t pn_coop;          /* cooperation token; 0 means none */
 
@@ -91,6 +100,10 @@ struct pn_opts {
 	                            * Past it, the oldest one not admitted is closed, else the
 	                            * new one */
 	unsigned max_conns_per_addr; /* the same from one IP address; 0 = no limit */
+	unsigned peer_quarantine_ms; /* a closed connection's anonymous peer record is reused
+	                            * after this (its id is dead at once); 0 = 60000.  Tests
+	                            * shorten it; it must outlast any send or handler that may
+	                            * still use the old id */
 	/* Diagnostics the error codes cannot carry (rdma: ibv_wc_status_str of a failed
 	 * completion, a rejected connection).  Called from any thread; NULL: stderr. */
 	void (*log)(void *arg, const char *msg);
@@ -203,6 +216,8 @@ struct pn_stats {
 	uint64_t rdma_replies_out; /* rdma: replies we wrote straight into a requester's memory */
 	uint64_t rdma_onesided;    /* rdma: pn_mem_read/pn_mem_write operations completed */
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
+	uint64_t peers;            /* peer records: every peer known now */
+	uint64_t peers_retired;    /* ... of which closed anonymous ones waiting for reuse */
 };
 void pn_stats_get(struct pn *pn, struct pn_stats *out);
 

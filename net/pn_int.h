@@ -81,7 +81,7 @@ int pn_addr_eq(const struct pn_addr *a, const struct pn_addr *b);
 /* ---- peers ---- */
 #define PN_NAME_LEN 64
 struct pn_peer_rec {
-	pn_peer id;
+	pn_peer id;                /* its slot, and the slot's generation (pn_peer_slot) */
 	struct pn_addr addr;       /* anonymous peers: the remote end of their connection */
 	bool anon;                 /* known only by one connection (it claimed nothing we believe):
 	                            * never found by address, never connected to */
@@ -89,6 +89,11 @@ struct pn_peer_rec {
 	                            * messages is delivered) */
 	char name[PN_NAME_LEN];
 	void *tp_state;            /* the transport's per-peer state, guarded by the transport */
+	/* an anonymous peer whose connection closed (pn_core_peer_retire): its id names
+	 * nobody, and the record waits (under pn's lock) to be reused */
+	bool retired;
+	uint64_t retired_ns;
+	struct pn_peer_rec *next_retired;
 };
 
 /* ---- transports ---- */
@@ -164,8 +169,15 @@ int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const v
 /* opts.refuse for such a message that is too large to take in before admission. */
 void pn_core_refuse(struct pn *pn, struct pn_peer_rec *from, pn_type type, pn_coop coop,
                     const void *head, size_t head_len);
-/* The peer with this id, or NULL. */
+/* The peer with this id, or NULL (never one retired). */
 struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id);
+/* The record in slot (0, 1, ... until NULL), retired or not: for a transport freeing its
+ * per-peer states at close. */
+struct pn_peer_rec *pn_core_peer_slot(struct pn *pn, uint32_t slot);
+/* An anonymous peer's one connection is closed (after pn_core_peer_down): its id names
+ * nobody from now on (sends to it fail with PN_EPEERDOWN), and its record, tp_state
+ * included, is reused for a later anonymous peer once nothing can be using it any more. */
+void pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *peer);
 
 /* Receiving one message is two calls.  pn_core_rx_begin gets the header (and the peer the
  * frame came from; the transport clears PN_F_FORWARDED unless that peer is a proven member

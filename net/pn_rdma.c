@@ -1678,8 +1678,8 @@ static void rdma_close(struct pn_tp *tp)
 	pn_signal_eventfd(tp->wakefd);
 	pthread_join(tp->thread, NULL);
 	/* Peer states drop their connections; then everything is freed in reverse order of open. */
-	for (pn_peer id = 0;; id++) {
-		struct pn_peer_rec *peer = pn_core_peer_at(tp->pn, id);
+	for (uint32_t slot = 0;; slot++) {
+		struct pn_peer_rec *peer = pn_core_peer_slot(tp->pn, slot);
 		if (!peer)
 			break;
 		struct rdma_peer *rp = peer->addr.scheme == PN_S_RDMA ? peer->tp_state : NULL;

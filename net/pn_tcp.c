@@ -652,6 +652,8 @@ static void conn_close(struct pn_tp *tp, struct conn *c, int err)
 			pthread_mutex_unlock(&s->lock);
 		}
 		pn_core_peer_down(tp->pn, c->peer, err);
+		if (c->peer->anon)
+			pn_core_peer_retire(tp->pn, c->peer);   /* known by this connection alone */
 	}
 	pthread_mutex_lock(&tp->lock);
 	for (struct conn **p = &tp->conns; *p; p = &(*p)->next)
@@ -1445,8 +1447,8 @@ static void tcp_close(struct pn_tp *tp)
 		conn_unref(c);
 	}
 	/* Drop every connection: peer states first (their references), then the I/O thread's. */
-	for (pn_peer id = 0;; id++) {
-		struct pn_peer_rec *peer = pn_core_peer_at(tp->pn, id);
+	for (uint32_t slot = 0;; slot++) {
+		struct pn_peer_rec *peer = pn_core_peer_slot(tp->pn, slot);
 		if (!peer)
 			break;
 		if (peer->addr.scheme != PN_S_TCP || !peer->tp_state)

@@ -122,7 +122,8 @@ struct arfd {
 	pthread_mutex_t lock;          /* cache, per-client counts */
 	struct cached *lru_head, *lru_tail;
 	unsigned n_cached;
-	unsigned *inflight;            /* per pn_peer */
+	unsigned *inflight;            /* per pn_peer_slot: a slot is reused for a new client
+	                                * only long after the old one's requests ended */
 	uint32_t n_inflight_slots;
 
 	atomic_bool draining;
@@ -276,9 +277,10 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
 		return -1;
 	}
+	uint32_t slot = pn_peer_slot(from);
 	pthread_mutex_lock(&s->lock);
-	if (from >= s->n_inflight_slots) {
-		uint32_t n = from + 64;
+	if (slot >= s->n_inflight_slots) {
+		uint32_t n = slot + 64;
 		unsigned *p = realloc(s->inflight, n * sizeof *p);
 		if (p) {
 			memset(p + s->n_inflight_slots, 0, (n - s->n_inflight_slots) * sizeof *p);
@@ -286,9 +288,9 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 			s->n_inflight_slots = n;
 		}
 	}
-	bool busy = from >= s->n_inflight_slots || s->inflight[from] >= s->cfg.max_inflight;
+	bool busy = slot >= s->n_inflight_slots || s->inflight[slot] >= s->cfg.max_inflight;
 	if (!busy)
-		s->inflight[from]++;
+		s->inflight[slot]++;
 	pthread_mutex_unlock(&s->lock);
 	if (busy) {
 		reply_err(s, from, coop, -AR_EBUSY, "more than %u requests in flight from this client",
@@ -309,7 +311,7 @@ static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int f
 	if (failed)
 		atomic_fetch_add(&s->n_err[op], 1);
 	pthread_mutex_lock(&s->lock);
-	s->inflight[from]--;
+	s->inflight[pn_peer_slot(from)]--;
 	pthread_mutex_unlock(&s->lock);
 	atomic_fetch_sub(&s->running, 1);
 }

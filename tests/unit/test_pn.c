@@ -630,6 +630,62 @@ static void test_yield(void)
 	pn_finalize(c);
 }
 
+/* Anonymous peers (tcp connections that claimed nothing) are retired when their connection
+ * closes and their records reused: a server's memory does not grow with the connections it
+ * has seen, and an old id never reaches the new peer in its slot. */
+static _Atomic pn_peer last_from;
+
+static void h_echo_from(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                        size_t len, void *arg)
+{
+	atomic_store(&last_from, from);
+	pn_send(pn, from, T_REPLY, coop, msg, len);
+}
+
+static void test_peer_reuse(void)
+{
+	if (strcmp(scheme, "tcp"))
+		return;                    /* only tcp has anonymous peers */
+	struct pn_opts ob = { .peer_quarantine_ms = 1 };
+	struct pn *b = open_ep(&ob);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_ECHO, PN_INLINE, h_echo_from, NULL);
+	enum { N = 150 };
+	pn_peer first = PN_ANY;
+	int bad = 0;
+	for (int i = 0; i < N; i++) {
+		struct pn *a = open_ep(NULL);
+		if (!a) { bad++; continue; }
+		char got[8];
+		size_t n = 0;
+		if (request(a, peer_of(a, b), T_ECHO, "hi", 2, got, sizeof got, &n, 5000) != 0)
+			bad++;
+		if (i == 0)
+			first = atomic_load(&last_from);
+		pn_finalize(a);
+		/* until b saw the close (the peer is retired) and the quarantine passed */
+		struct pn_stats st;
+		for (int k = 0; k < 200; k++) {
+			pn_stats_get(b, &st);
+			if (st.peers_retired > 0)
+				break;
+			usleep(1000);
+		}
+		usleep(2000);
+	}
+	CHECK(bad == 0, "%d of %d short-lived clients not answered", bad, N);
+	struct pn_stats st;
+	pn_stats_get(b, &st);
+	CHECK(st.peers <= 8, "%d connections one after another: %llu peer records (reused)", N,
+	      (unsigned long long)st.peers);
+	/* the first client's id now names nobody, though its slot serves another */
+	pn_peer last = atomic_load(&last_from);
+	CHECK(first != PN_ANY && first != last, "ids differ: %x %x", (unsigned)first, (unsigned)last);
+	CHECK(pn_send(b, first, T_REPLY, 0, "x", 1) == -PN_EPEERDOWN, "a send to a retired id: "
+	      "peer down");
+	pn_finalize(b);
+}
+
 /* After a round trip (whose connection the waiting thread read itself), a request from the
  * other side on that same connection, and a Cooperation over two peers, are still served. */
 static void test_after_wait(void)
@@ -980,10 +1036,10 @@ int main(int argc, char **argv)
 		static void (*const tests[])(void) = { test_request_reply, test_delegation,
 			test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
-			test_yield, test_failures, test_malformed };
+			test_yield, test_peer_reuse, test_failures, test_malformed };
 		static const char *const names[] = { "request_reply", "delegation",
 			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
-			"concurrent", "big", "pipelined", "after_wait", "yield", "failures", "malformed" };
+			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "failures", "malformed" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
