@@ -1056,41 +1056,30 @@ static int yield_via(struct pn *pn, struct endpoint **ep)
 	return (*ep)->ops->yield ? 1 : -PN_ENOTSUP;
 }
 
-void pn_cork(struct pn *pn)
+static void cork_all(struct pn *pn, bool on)
 {
 	for (unsigned i = 0; i < pn->n_ep; i++)
 		if (pn->ep[i].ops->cork)
-			pn->ep[i].ops->cork(pn->ep[i].tp, true);
+			pn->ep[i].ops->cork(pn->ep[i].tp, on);
 }
 
-void pn_uncork(struct pn *pn)
-{
-	for (unsigned i = 0; i < pn->n_ep; i++)
-		if (pn->ep[i].ops->cork)
-			pn->ep[i].ops->cork(pn->ep[i].tp, false);
-}
+void pn_cork(struct pn *pn) { cork_all(pn, true); }
+void pn_uncork(struct pn *pn) { cork_all(pn, false); }
 
-int pn_may_yield(struct pn *pn)
+static int yield_do(struct pn *pn, bool check_only)
 {
 	struct endpoint *ep;
 	int rc = yield_via(pn, &ep);
 	if (rc <= 0)
 		return rc;
-	rc = ep->ops->yield(ep->tp, true);
-	return rc > 0 ? 0 : rc;
-}
-
-int pn_yield(struct pn *pn)
-{
-	struct endpoint *ep;
-	int rc = yield_via(pn, &ep);
-	if (rc <= 0)
-		return rc;
-	rc = ep->ops->yield(ep->tp, false);
-	if (rc >= 0)
+	rc = ep->ops->yield(ep->tp, check_only);
+	if (rc >= 0 && !check_only)
 		current->inline_ep = NULL;  /* whatever it blocks on now delays nobody */
 	return rc > 0 ? 0 : rc;
 }
+
+int pn_may_yield(struct pn *pn) { return yield_do(pn, true); }
+int pn_yield(struct pn *pn) { return yield_do(pn, false); }
 
 void pn_stats_get(struct pn *pn, struct pn_stats *s)
 {
