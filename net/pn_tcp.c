@@ -199,10 +199,13 @@ static uint64_t coarse_ns(void)
 /* The connection the calling thread is reading (inside on_readable), whose out buffer
  * collects the frames it sends meanwhile; NULL elsewhere. */
 static __thread struct conn *tls_reading;
-/* The transport whose reader the calling thread is (io_main's loop), and whether it gave
- * the place away (tcp_yield) inside the handler it is running. */
+/* The transport whose reader the calling thread is (io_main's loop; NULL while it reads
+ * another connection inside a handler, tcp_wait_read), and what a handler on it gave away
+ * (tcp_yield): the connection being read, whose reading then unwinds at once (YIELDED)
+ * without touching it, or tp when there was none.  Reads of other connections inside the
+ * same handler (a nested request) go on as ever. */
 static __thread struct pn_tp *tls_reader;
-static __thread bool tls_yielded;
+static __thread void *tls_gave_away;
 
 #define CONN_EVENTS (EPOLLIN | EPOLLRDHUP)
 
@@ -907,7 +910,7 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 			return rc;
 		if (c->in_payload && c->got == c->need) {
 			finish_payload(tp, c);
-			if (tls_yielded)
+			if (tls_gave_away == c)
 				return YIELDED;    /* c is another reader's now */
 		}
 	}
@@ -941,7 +944,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 				c->got += (size_t)r;
 				if (c->got == c->need) {
 					finish_payload(tp, c);
-					if (tls_yielded)
+					if (tls_gave_away == c)
 						return YIELDED;
 				}
 			}
@@ -979,7 +982,7 @@ static int on_readable(struct pn_tp *tp, struct conn *c, bool block)
 	int rc = 0;
 	if (c->in_payload && c->got == c->need) {
 		finish_payload(tp, c);
-		if (tls_yielded)
+		if (tls_gave_away == c)
 			rc = YIELDED;
 	}
 	if (rc == 0)
@@ -1241,7 +1244,7 @@ static bool serve_handed(struct pn_tp *tp)
 }
 
 /* The reader's loop.  Returns when the transport stops, or when a handler on this thread
- * yielded (tls_yielded): another thread is the reader then. */
+ * yielded (tls_gave_away): another thread is the reader then. */
 static void read_loop(struct pn_tp *tp)
 {
 	struct epoll_event evs[64];
@@ -1304,11 +1307,11 @@ static void *io_main(void *arg)
 		tp->reader_taken = true;
 		pthread_mutex_unlock(&tp->io_lock);
 		tls_reader = tp;
-		tls_yielded = false;
+		tls_gave_away = NULL;
 		read_loop(tp);
-		bool yielded = tls_yielded;
+		bool yielded = tls_gave_away != NULL;
 		tls_reader = NULL;
-		tls_yielded = false;
+		tls_gave_away = NULL;
 		pthread_mutex_lock(&tp->io_lock);
 		if (!yielded) {            /* stopping: wake the followers to see it */
 			pthread_cond_broadcast(&tp->io_cond);
@@ -1323,7 +1326,7 @@ static void *io_main(void *arg)
  * reader's place over. */
 static int tcp_yield(struct pn_tp *tp, bool check_only)
 {
-	if (tls_reader != tp || tls_yielded)
+	if (tls_reader != tp || tls_gave_away)
 		return 1;
 	pthread_mutex_lock(&tp->io_lock);
 	int rc = 0;
@@ -1356,7 +1359,7 @@ static int tcp_yield(struct pn_tp *tp, bool check_only)
 		tls_reading = NULL;        /* this handler's sends now go out at once */
 		pthread_mutex_unlock(&c->rx_lock);
 	}
-	tls_yielded = true;
+	tls_gave_away = c ? (void *)c : (void *)tp;
 	pthread_mutex_lock(&tp->io_lock);
 	tp->reader_taken = false;
 	pthread_cond_signal(&tp->io_cond);
@@ -1484,7 +1487,7 @@ static void tcp_close(struct pn_tp *tp)
  * I/O thread will report it), 0: nothing within timeout_ms, -1: not possible now (no
  * connection, or another thread is reading it).  wake_fd readable also ends the wait;
  * without one (-1) it blocks in recv, in RECV_SLICE_MS slices. */
-static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
+static int wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
 {
 	struct tcp_peer *s = peer->tp_state;
 	if (!s || atomic_load(&tp->stop))
@@ -1555,6 +1558,18 @@ static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd
 		pthread_mutex_unlock(&c->rx_lock);
 	}
 	conn_unref(c);
+	return rc;
+}
+
+/* A handler on the reader that waits for a reply (a nested request) reads that connection
+ * as any waiter: what it delivers there cannot give the reader's place away (tcp_yield
+ * would let go of the wrong connection), so the thread is no reader meanwhile. */
+static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
+{
+	struct pn_tp *reader = tls_reader;
+	tls_reader = NULL;
+	int rc = wait_read(tp, peer, wake_fd, timeout_ms);
+	tls_reader = reader;
 	return rc;
 }
 

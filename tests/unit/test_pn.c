@@ -569,6 +569,22 @@ static void h_yield_slow(struct pn *pn, pn_peer from, pn_type type, pn_coop coop
 	pn_send(pn, from, T_REPLY, coop, msg, len);
 }
 
+/* yield, then a nested request to the peer named by arg, whose answer is the reply: reads
+ * of another connection after a yield go on as ever */
+static void h_yield_nested(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                           size_t len, void *arg)
+{
+	char buf[64];
+	size_t n = 0;
+	pn_peer next;
+	int rc = pn_yield(pn);
+	if (rc == 0 && pn_peer_get(pn, arg, &next) == 0 &&
+	    request_from(pn, next, T_ECHO, msg, len, buf, sizeof buf, &n, 5000, next) == 0)
+		pn_send(pn, from, T_REPLY, coop, buf, n);
+	else
+		pn_send(pn, from, T_REPLY, coop, "fail", 4);
+}
+
 /* a handler on a worker thread may block already: pn_yield has nothing to do */
 static void h_worker_yield(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
                            size_t len, void *arg)
@@ -622,6 +638,14 @@ static void test_yield(void)
 	CHECK(atomic_load(&ys.yield_rc) == want && atomic_load(&ys.rc_bad) == 0,
 	      "pn_yield in an inline handler: %d (want %d), %d inconsistent",
 	      atomic_load(&ys.yield_rc), want, atomic_load(&ys.rc_bad));
+	/* a yielded handler's own nested request: b asks c and answers with what c said */
+	if (tcp) {
+		pn_set_handler(c, T_ECHO, PN_INLINE, h_echo, NULL);
+		pn_set_handler(b, T_FWD, PN_INLINE, h_yield_nested, (void *)pn_self(c, scheme));
+		rc = request(a, pb, T_FWD, "nested", 6, got, sizeof got, &n, 5000);
+		CHECK(rc == 0 && n == 6 && !memcmp(got, "nested", 6), "a nested request after a "
+		      "yield: %s", pn_strerror(rc));
+	}
 	/* after the yields the endpoint still serves, and stops cleanly */
 	rc = request(a, pb, T_ECHO, e, 4, got, sizeof got, &n, 5000);
 	CHECK(rc == 0 && n == 4, "echo after the slow ones: %s", pn_strerror(rc));
