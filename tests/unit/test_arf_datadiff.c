@@ -10,8 +10,9 @@
  *     unknown setattr bits, reads past 64 MiB, EISDIR/EINVAL/ENOENT, failing msync);
  *   - an extent-heavy phase (one-block hole fills from the end backwards: the chain's blocks
  *     fill and split) and truncates into the chain and the inline extents;
- *   - random writes/appends/writeafters/reads/truncates/setattrs/fsyncs over several files,
- *     with ENOSPC on the way (arf_fsck must then find the image clean);
+ *   - random writes/appends/writeafters/reads/truncates/setattrs/fsyncs over several files;
+ *   - the same on a full image: ENOSPC, short writes, appends keeping a range they could
+ *     not fill (arf_fsck must find the image clean after each of these phases);
  *   - a damaged image: extents and extent-block links of a file overwritten with hostile
  *     values in both copies, then random operations on it.
  * Segment paths: $DATA_C_SEG and $DATA_ASM_SEG, else build/arfseg/data_c.pno and
@@ -160,6 +161,9 @@ struct result {
 };
 
 static unsigned n_ops;
+/* what the operations answered, to show the phases reach what they aim at: per operation,
+ * results > 0, = 0, and each errno up to 127 (128: traps) */
+static unsigned seen[7][130];
 static int n_diffs;                /* differences found (the first few are printed in full) */
 static int64_t last_value;         /* the C side's result of the last do_op */
 static uint64_t last_out[2];       /* and its first output words (append) */
@@ -217,6 +221,9 @@ static int64_t do_op(enum dop op, const int64_t *a, const void *bytes, size_t le
 	if (!same || !img_same)
 		n_diffs++;
 	last_value = r[0].rc == 0 ? c->value : INT64_MIN;
+	seen[op][r[0].rc ? 128 : c->value > 0 ? 129 : c->value == 0 ? 0 : c->value >= -127 ? -c->value : 128]++;
+	if (op == A && c->value > 0 && last_value >= 0 && c->out_len == 16 && (size_t)c->value < len)
+		seen[op][1]++;      /* a short append (EPERM is never an answer: slot 1 counts these) */
 	memset(last_out, 0, sizeof last_out);
 	memcpy(last_out, sides[0].out, c->out_len < sizeof last_out ? c->out_len : sizeof last_out);
 	return last_value;
@@ -463,6 +470,35 @@ static void test_random(unsigned count)
 	}
 }
 
+/* A full image: one file takes every free block (writes until ENOSPC), then random writes
+ * and appends meet ENOSPC, short counts and appends that keep a range they could not fill,
+ * with truncates giving blocks back in between. */
+static void test_full(void)
+{
+	int64_t f = (int64_t)f_ino[0];
+	for (int64_t off = 0; off < (int64_t)IMG_SIZE * 2;) {
+		int64_t v = op7(W, f, off, 0, 0, 0, 0, 0, buf, 200000);
+		if (v <= 0)
+			break;
+		off += v;
+	}
+	for (int i = 0; i < 400; i++) {
+		int64_t ino = (int64_t)f_ino[below(4)];
+		int64_t off = (int64_t)below(8u << 20);
+		size_t len = (size_t)below(30000) + 1;
+		switch (below(8)) {
+		case 0: case 1: op7(W, ino, off, 0, 0, 0, 0, 0, buf + below(256), len); break;
+		case 2: case 3: op7(A, ino, 0, 0, 0, 0, 0, 0, buf + below(256), len); break;
+		case 4: op7(WA, ino, off, 0, off, 0, 0, 0, buf, len); break;
+		case 5: op7(R, ino, off, (int64_t)len * 10, 0, 0, 0, 0, NULL, 0); break;
+		case 6: if (below(8) == 0)     /* a little room now and then */
+				op7(T, ino, (int64_t)below(4u << 20), 0, 0, 0, 0, 0, NULL, 0);
+			break;
+		default: op7(W, ino, off & ~(int64_t)(ARF_BLOCK_SIZE - 1), 0, 0, 0, 0, 0, buf, len); break;
+		}
+	}
+}
+
 /* Overwrite a u32/u64 of both images at once. */
 static void poke(uint64_t off, uint64_t v, unsigned size)
 {
@@ -568,8 +604,17 @@ int main(void)
 		fsck_side("after the table and the extents");
 		test_random(count);
 		fsck_side("after the random operations");
+		test_full();
+		fsck_side("after the full image");
 		test_damaged();
 		printf("test_arf_datadiff: %u operations on both segments, %d differing\n", n_ops, n_diffs);
+		for (int o = 0; o < 7; o++) {
+			printf("  %-10s >0: %u, 0: %u", op_name[o], seen[o][129], seen[o][0]);
+			for (int v = 1; v < 128; v++)
+				if (seen[o][v])
+					printf(", %s: %u", v == 1 ? "short" : strerrorname_np(v), seen[o][v]);
+			printf(seen[o][128] ? ", traps: %u\n" : "\n", seen[o][128]);
+		}
 	}
 	side_close(&sides[0]);
 	side_close(&sides[1]);
