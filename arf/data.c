@@ -87,8 +87,10 @@ static u64 jclaim(void)
 
 /* Append an undo record for arf[off .. off+len) to slot j, then commit it by storing
  * n_undo + 1: only after that store does the roll-back see (and apply) the record, and only
- * after this returns may the caller change those bytes. */
-static void jlog(u64 j, u64 off, u64 len)
+ * after this returns may the caller change those bytes.  Never inlined (nor jend): each
+ * record is a call, which spends fuel, so the crash tests that stop runs by fuel
+ * (test_arf_data, "crash") reach the points between records as with data.pna. */
+static __attribute__((noinline)) void jlog(u64 j, u64 off, u64 len)
 {
 	u64 used = ar_ld64(arf, j + ARF_J_USED);
 	u64 pad = (len + 7) & ~7ul;
@@ -105,7 +107,7 @@ static void jlog(u64 j, u64 off, u64 len)
 
 /* The operation is complete: n_undo = 0 first (nothing to roll back any more), then free the
  * slot. */
-static void jend(u64 j)
+static __attribute__((noinline)) void jend(u64 j)
 {
 	ar_st64(arf, j + ARF_J_N_UNDO, 0);
 	ar_st64(arf, j + ARF_J_USED, 0);

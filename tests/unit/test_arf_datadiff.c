@@ -15,8 +15,8 @@
  *     not fill (arf_fsck must find the image clean after each of these phases);
  *   - a damaged image: extents and extent-block links of a file overwritten with hostile
  *     values in both copies, then random operations on it.
- * Segment paths: $DATA_C_SEG and $DATA_ASM_SEG, else build/arfseg/data_c.pno and
- * build/arfseg/data.pno; DATADIFF_OPS=N runs N random operations (default 3000).
+ * Segment paths: $DATA_C_SEG and $DATA_ASM_SEG, else build/arfseg/data.pno (what ARF
+ * installs) and build/arfseg/data_asm.pno (the reference); DATADIFF_OPS=N runs N random operations (default 3000).
  * Prints "N passed, N failed" last.
  */
 #include <errno.h>
@@ -578,8 +578,8 @@ int main(void)
 	b = b && *b ? b : "build";
 	char cseg[512], aseg[512];
 	snprintf(opsseg, sizeof opsseg, "%s/arfseg/ops.pno", b);
-	snprintf(cseg, sizeof cseg, "%s/arfseg/data_c.pno", b);
-	snprintf(aseg, sizeof aseg, "%s/arfseg/data.pno", b);
+	snprintf(cseg, sizeof cseg, "%s/arfseg/data.pno", b);
+	snprintf(aseg, sizeof aseg, "%s/arfseg/data_asm.pno", b);
 	if ((e = getenv("DATA_C_SEG")) && *e)
 		snprintf(cseg, sizeof cseg, "%s", e);
 	if ((e = getenv("DATA_ASM_SEG")) && *e)
