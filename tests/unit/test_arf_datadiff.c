@@ -15,6 +15,8 @@
  *     not fill (arf_fsck must find the image clean after each of these phases);
  *   - a damaged image: extents and extent-block links of a file overwritten with hostile
  *     values in both copies, then random operations on it.
+ * Then, not a check, the median time of a few operations repeated on each side (interpreter
+ * and JIT; DATADIFF_TIME_REPS=N runs, default 300).
  * Segment paths: $DATA_C_SEG and $DATA_ASM_SEG, else build/arfseg/data.pno (what ARF
  * installs) and build/arfseg/data_asm.pno (the reference); DATADIFF_OPS=N runs N random operations (default 3000).
  * Prints "N passed, N failed" last.
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "layout.h"
@@ -164,6 +167,7 @@ static unsigned n_ops;
 /* what the operations answered, to show the phases reach what they aim at: per operation,
  * results > 0, = 0, and each errno up to 127 (128: traps) */
 static unsigned seen[7][130];
+
 static int n_diffs;                /* differences found (the first few are printed in full) */
 static int64_t last_value;         /* the C side's result of the last do_op */
 static uint64_t last_out[2];       /* and its first output words (append) */
@@ -189,9 +193,10 @@ static void run_side(struct side *s, enum dop op, const int64_t *a, const void *
 static int64_t do_op(enum dop op, const int64_t *a, const void *bytes, size_t len)
 {
 	struct result r[2];
-	int engine = n_ops++ % 2 ? VM_ENGINE_JIT : VM_ENGINE_INTERP;
-	for (int k = 0; k < 2; k++)
-		run_side(&sides[k], op, a, bytes, len, engine, &r[k]);
+	int engine = n_ops % 2 ? VM_ENGINE_JIT : VM_ENGINE_INTERP;
+	int first = n_ops++ / 2 % 2;   /* which side runs first (and meets cold caches) alternates */
+	for (int kk = 0; kk < 2; kk++)
+		run_side(&sides[kk ^ first], op, a, bytes, len, engine, &r[kk ^ first]);
 	char what[200];
 	snprintf(what, sizeof what, "op %u %s(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
 	         ", ...) %zu bytes (%s)", n_ops, op_name[op], a[0], a[1], op_args[op] > 2 ? a[2] : 0,
@@ -248,6 +253,15 @@ static uint64_t gen_of(uint64_t ino)
 	memcpy(&itable, img + ARF_SB_ITABLE_OFF, 8);
 	memcpy(&gen, img + itable + ino * ARF_INO_SIZE + ARF_I_GEN, 8);
 	return gen;
+}
+
+static uint64_t size_of(uint64_t ino)
+{
+	const uint8_t *img = sides[0].img;
+	uint64_t itable, size;
+	memcpy(&itable, img + ARF_SB_ITABLE_OFF, 8);
+	memcpy(&size, img + itable + ino * ARF_INO_SIZE + ARF_I_SIZE, 8);
+	return size;
 }
 
 static int make_image(const char *img)
@@ -425,6 +439,59 @@ static void test_extents(void)
 	}
 }
 
+/* Speed, not a check: the same operation repeated on each side (alternately, so both meet
+ * the same caches and the same neighbours on this shared machine), the median time of a
+ * vm_run, per engine.  What pncc's translation costs against the hand-written segment. */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void time_ops(unsigned reps)
+{
+	int64_t f = (int64_t)f_ino[1];
+	struct { const char *what; enum dop op; int64_t a[7]; size_t len; } t[] = {
+		{ "write 4 KiB in place", W, { f, 4096, 0 }, 4096 },
+		{ "write 64 KiB in place", W, { f, 0, 0 }, 65536 },
+		{ "append 512 B", A, { f, 0 }, 512 },
+		{ "read 64 KiB", R, { f, 0, 65536, 0 }, 0 },
+		{ "read 4 KiB", R, { f, 8192, 4096, 0 }, 0 },
+		{ "truncate (same size)", T, { f, 0, 0 }, 0 },
+		{ "setattr", S, { f, 1 | 2 | 8, 0644, 5, 0, 7, 0 }, 0 },
+		{ "fsync", F, { f, 0 }, 0 },
+	};
+	double *ns = malloc(2 * (size_t)reps * sizeof *ns);
+	if (!ns || !reps)
+		return free(ns);
+	printf("  vm_run, median us of %u runs each, C / asm:\n", reps);
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		printf("  %-22s", t[i].what);
+		for (int e = VM_ENGINE_INTERP; e <= VM_ENGINE_JIT; e++) {
+			if (t[i].op == T)
+				t[i].a[1] = (int64_t)size_of((uint64_t)f);
+			for (unsigned r = 0; r < 2 * reps; r++) {
+				int k = (int)(r & 1) ^ (int)(r / 2 & 1);
+				struct result res;
+				struct timespec t0, t1;
+				clock_gettime(CLOCK_MONOTONIC, &t0);
+				run_side(&sides[k], t[i].op, t[i].a, buf, t[i].len, e, &res);
+				clock_gettime(CLOCK_MONOTONIC, &t1);
+				ns[k * reps + r / 2] = (double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+				                       (double)(t1.tv_nsec - t0.tv_nsec);
+			}
+			qsort(ns, reps, sizeof *ns, cmp_double);
+			qsort(ns + reps, reps, sizeof *ns, cmp_double);
+			printf("  %s %6.2f / %6.2f", e == VM_ENGINE_JIT ? "jit" : "interp",
+			       ns[reps / 2] / 1e3, ns[reps + reps / 2] / 1e3);
+		}
+		printf("\n");
+	}
+	free(ns);
+	/* both sides ran the same runs: still the same bytes (times come from the counter) */
+	CHECK(memcmp(sides[0].img, sides[1].img, IMG_SIZE) == 0, "images differ after the timing");
+}
+
 /* Random operations over the files (and now and then anything else). */
 static void test_random(unsigned count)
 {
@@ -600,6 +667,7 @@ int main(void)
 	    side_open(&sides[1], "asm", aseg, img) == 0) {
 		memcpy(&n_inodes, sides[0].img + ARF_SB_N_INODES, 8);
 		test_table();
+		time_ops((e = getenv("DATADIFF_TIME_REPS")) && *e ? (unsigned)strtoul(e, NULL, 10) : 300);
 		test_extents();
 		fsck_side("after the table and the extents");
 		test_random(count);
@@ -615,6 +683,7 @@ int main(void)
 					printf(", %s: %u", v == 1 ? "short" : strerrorname_np(v), seen[o][v]);
 			printf(seen[o][128] ? ", traps: %u\n" : "\n", seen[o][128]);
 		}
+
 	}
 	side_close(&sides[0]);
 	side_close(&sides[1]);
