@@ -326,6 +326,13 @@ static uint64_t below(uint64_t n) { return n ? next_rand() % n : 0; }
 
 #define MAXB ((int64_t)ARF_MAX_FILE_BLOCKS << ARF_BLOCK_SHIFT)
 
+/* Overwrite a u32/u64 of both images at once. */
+static void poke(uint64_t off, uint64_t v, unsigned size)
+{
+	for (int k = 0; k < 2; k++)
+		memcpy(sides[k].img + off, &v, size);
+}
+
 /* Hostile and edge calls, each row one operation (args as the client passes them). */
 struct row {
 	enum dop op;
@@ -409,6 +416,29 @@ static void test_table(void)
 			CHECK(v == w->want, "table row %zu: %s = %" PRId64 ", want %" PRId64, i,
 			      op_name[w->op], v, w->want);
 	}
+	/* a lock held by a live run (this epoch's tag): write waits (pause), then EAGAIN, as do
+	 * truncate and setattr after spinning; read takes no lock.  A tag of an older epoch is
+	 * a dead server's: taken over.  All 64 journal slots busy: EAGAIN before any lock. */
+	uint64_t itable, epoch, joff;
+	memcpy(&itable, sides[0].img + ARF_SB_ITABLE_OFF, 8);
+	memcpy(&epoch, sides[0].img + ARF_SB_EPOCH, 8);
+	memcpy(&joff, sides[0].img + ARF_SB_JOURNAL_OFF, 8);
+	uint64_t lock = itable + f_ino[1] * ARF_INO_SIZE + ARF_I_LOCK;
+	poke(lock, epoch << 32 | 7, 8);
+	CHECK(op7(W, (int64_t)f_ino[1], 0, 0, 0, 0, 0, 0, buf, 10) == -EAGAIN, "write to a locked inode");
+	CHECK(op7(T, (int64_t)f_ino[1], 0, 0, 0, 0, 0, 0, NULL, 0) == -EAGAIN, "truncate of a locked inode");
+	CHECK(op7(S, (int64_t)f_ino[1], 2, 0, 9, 0, 0, 0, NULL, 0) == -EAGAIN, "setattr of a locked inode");
+	CHECK(op7(R, (int64_t)f_ino[1], 0, 10, 0, 0, 0, 0, NULL, 0) == 10, "read of a locked inode");
+	poke(lock, (epoch - 1) << 32 | 7, 8);
+	CHECK(op7(W, (int64_t)f_ino[1], 0, 0, 0, 0, 0, 0, buf, 10) == 10, "write taking a stale lock over");
+	for (uint64_t k = 0; k < ARF_J_SLOTS; k++)
+		poke(joff + k * ARF_J_SLOT_SIZE + ARF_J_OWNER, epoch << 32 | (k + 1), 8);
+	CHECK(op7(W, (int64_t)f_ino[1], 0, 0, 0, 0, 0, 0, buf, 10) == -EAGAIN, "write, no journal slot");
+	CHECK(op7(A, (int64_t)f_ino[1], 0, 0, 0, 0, 0, 0, buf, 10) == -EAGAIN, "append, no journal slot");
+	CHECK(op7(T, (int64_t)f_ino[1], 0, 0, 0, 0, 0, 0, NULL, 0) == -EAGAIN, "truncate, no journal slot");
+	CHECK(op7(S, (int64_t)f_ino[1], 2, 0, 9, 0, 0, 0, NULL, 0) == -EAGAIN, "setattr, no journal slot");
+	for (uint64_t k = 0; k < ARF_J_SLOTS; k++)
+		poke(joff + k * ARF_J_SLOT_SIZE + ARF_J_OWNER, 0, 8);
 	/* a failing msync: fsync passes its errno on, at the first range */
 	for (int k = 0; k < 2; k++)
 		sides[k].sync_rc = -EIO;
@@ -564,13 +594,6 @@ static void test_full(void)
 		default: op7(W, ino, off & ~(int64_t)(ARF_BLOCK_SIZE - 1), 0, 0, 0, 0, 0, buf, len); break;
 		}
 	}
-}
-
-/* Overwrite a u32/u64 of both images at once. */
-static void poke(uint64_t off, uint64_t v, unsigned size)
-{
-	for (int k = 0; k < 2; k++)
-		memcpy(sides[k].img + off, &v, size);
 }
 
 /* A damaged file: extents naming metadata, empty ones, extent-block links into the
