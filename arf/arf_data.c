@@ -1,4 +1,4 @@
-/* arf_data.c: client calls of the ARF data operations (arf/data.pna) through libarc. */
+/* arf_data.c: client calls of the ARF data operations (arf/data.c) through libarc. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>

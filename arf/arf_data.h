@@ -1,4 +1,4 @@
-/* arf_data.h: ARF file data from a client: install arf/data.pna's segment in an arfd serving
+/* arf_data.h: ARF file data from a client: install arf/data.c's segment in an arfd serving
  * an image (arfd --arf) and call its exports (write, read, truncate, setattr, fsync) through libarc.
  * docs/arf.md, "File data", describes the operations and their errors.
  *

@@ -89,7 +89,7 @@ enum sec_kind {
 	SEC_CODE,        /* executable: BPF instructions */
 	SEC_RODATA,      /* allocated, read-only: becomes segment constants */
 	SEC_WRITABLE,    /* .data, .bss: globals written at run time, refused when referenced */
-	SEC_AR,          /* .ar.regions, .ar.hooks: ar.h's import lists */
+	SEC_AR,          /* .ar.regions, .ar.hooks, .ar.args: ar.h's lists */
 };
 
 struct reloc {
@@ -127,7 +127,9 @@ struct line {
 struct func {
 	char *name;
 	uint32_t sec, start, end;  /* slots [start, end) of code section sec */
-	int n_args;                /* from BTF: the parameters of its FUNC_PROTO; -1 unknown */
+	int n_args;                /* the segment function's arguments: n_params, or more when
+	                              AR_EXPORT_ARGS says so */
+	int n_params;              /* from BTF: the parameters of its FUNC_PROTO (r1..r5) */
 	int exported;              /* global binding */
 	int index;                 /* function index in the segment */
 };
@@ -151,6 +153,8 @@ struct obj {
 	size_t regions_len;
 	char *hooks;               /* .ar.hooks contents (NUL-separated "name:sig") */
 	size_t hooks_len;
+	char *args;                /* .ar.args contents (NUL-separated "function:count") */
+	size_t args_len;
 	uint8_t *btf;              /* copy of .BTF (strings for lines point into it) */
 	size_t btf_len;
 };

@@ -287,6 +287,33 @@ static int copy_list(char **dst, size_t *dst_len, const struct section *s)
 	return 0;
 }
 
+/* AR_EXPORT_ARGS: .ar.args lists "function:count" for exported functions that take more
+ * arguments than their C parameters (read with ar_arg). */
+static int apply_args(struct obj *o, struct diag *d)
+{
+	for (size_t p = 0; o->args && p < o->args_len; p += strlen(o->args + p) + 1) {
+		char *e = o->args + p, *colon = strchr(e, ':'), *end;
+		if (!*e)
+			continue;        /* padding between the macro's strings */
+		unsigned long n = colon ? strtoul(colon + 1, &end, 10) : 0;
+		if (!colon || colon == e || end == colon + 1 || *end || n > 255)
+			return OBJ_ERR(".ar.args: bad entry '%.60s' (AR_EXPORT_ARGS writes it)", e);
+		struct func *f = NULL;
+		for (uint32_t i = 0; i < o->n_funcs && !f; i++)
+			if (strlen(o->funcs[i].name) == (size_t)(colon - e) &&
+			    memcmp(o->funcs[i].name, e, (size_t)(colon - e)) == 0)
+				f = &o->funcs[i];
+		if (!f || !f->exported)
+			return OBJ_ERR("AR_EXPORT_ARGS(%.*s, %lu): no exported function of that name",
+			               (int)(colon - e), e, n);
+		if (n < (unsigned long)f->n_params)
+			return OBJ_ERR("AR_EXPORT_ARGS(%s, %lu): it has %d parameters", f->name, n,
+			               f->n_params);
+		f->n_args = (int)n;
+	}
+	return 0;
+}
+
 static int read_sections(struct obj *o, Elf *elf, size_t shstrndx, struct diag *d,
                          Elf_Data **symdata, size_t *symcount, size_t *symstr,
                          const uint8_t **btf, size_t *btf_len, const uint8_t **ext, size_t *ext_len)
@@ -336,8 +363,8 @@ static int read_sections(struct obj *o, Elf *elf, size_t shstrndx, struct diag *
 			*ext = s->data;
 			*ext_len = s->size;
 		}
-		if ((strcmp(s->name, ".ar.regions") == 0 || strcmp(s->name, ".ar.hooks") == 0) &&
-		    sh.sh_type == SHT_PROGBITS)
+		if ((strcmp(s->name, ".ar.regions") == 0 || strcmp(s->name, ".ar.hooks") == 0 ||
+		     strcmp(s->name, ".ar.args") == 0) && sh.sh_type == SHT_PROGBITS)
 			s->kind = SEC_AR;
 		else if ((sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS)
 			s->kind = SEC_CODE;
@@ -351,7 +378,12 @@ static int read_sections(struct obj *o, Elf *elf, size_t shstrndx, struct diag *
 		if (s->kind == SEC_RODATA && s->size > ISA_MAX_CONST)
 			return OBJ_ERR("section %s: %llu bytes of constants (at most %u)", s->name,
 			               (unsigned long long)s->size, ISA_MAX_CONST);
-		if (s->kind == SEC_AR) {
+		if (s->kind == SEC_AR && strcmp(s->name, ".ar.args") == 0) {
+			if (o->args)
+				return OBJ_ERR("two .ar.args sections");
+			if (copy_list(&o->args, &o->args_len, s) != 0)
+				return OBJ_ERR("out of memory");
+		} else if (s->kind == SEC_AR) {
 			int hooks = strcmp(s->name, ".ar.hooks") == 0;
 			if (hooks ? o->hooks != NULL : o->regions != NULL)
 				return OBJ_ERR("two %s sections", s->name);
@@ -472,7 +504,10 @@ static int read_funcs_of(struct obj *o, const struct btf_func *bf, uint32_t n_bf
 		if (f->n_args > 5)
 			return OBJ_ERR("function %s has %d parameters (BPF passes at most 5)", s->name,
 			               f->n_args);
+		f->n_params = f->n_args;
 	}
+	if (apply_args(o, d) != 0)
+		return -1;
 	if (o->n_funcs == 0)
 		return OBJ_ERR("no functions");
 	if (o->n_funcs > ISA_MAX_FUNCS)
@@ -596,6 +631,7 @@ void obj_free(struct obj *o)
 	free(o->funcs);
 	free(o->regions);
 	free(o->hooks);
+	free(o->args);
 	free(o->btf);
 	memset(o, 0, sizeof *o);
 }

@@ -512,7 +512,7 @@ static int flow(struct tr *t)
 		return -1;
 	}
 	uint32_t top = 0;
-	for (int r = 1; r <= t->f->n_args; r++)
+	for (int r = 1; r <= t->f->n_params; r++)
 		t->kinds[r] = K_INT;
 	t->reach[0] = 1;
 	work[top++] = 0;
@@ -986,6 +986,25 @@ static void plan_forwarding(struct tr *t)
 	}
 }
 
+/* ar_arg(k): argument k of a function that takes more than its C parameters (AR_EXPORT_ARGS
+ * declares its count); those arguments stay in their locals, which nothing else writes. */
+static void emit_arg(struct tr *t, uint32_t i, unsigned k)
+{
+	if (k < (unsigned)t->f->n_params || k >= (unsigned)t->f->n_args) {
+		if (t->f->n_args == t->f->n_params)
+			ERR(t, i, "ar_arg(%u): %s takes only its %d parameters (AR_EXPORT_ARGS declares "
+			    "more)", k, t->f->name, t->f->n_params);
+		else
+			ERR(t, i, "ar_arg(%u): %s's arguments past its parameters are %d .. %d", k,
+			    t->f->name, t->f->n_params, t->f->n_args - 1);
+		return;
+	}
+	flush(t);
+	asm_local(t->b, OP_LGET, k);
+	note(t, "lget %u (argument %u)", k, k);
+	em_reg(t, OP_LSET, 0);
+}
+
 static void emit_intrinsic(struct tr *t, uint32_t i)
 {
 	const struct bpf_insn *in = &t->in[i];
@@ -995,6 +1014,8 @@ static void emit_intrinsic(struct tr *t, uint32_t i)
 		return;
 	}
 	unsigned opn = imm & 0xff, a = imm >> 8 & 0xff, b = imm >> 16 & 0xff;
+	if (opn == OP_LGET)
+		return emit_arg(t, i, a | b << 8);
 	if (opn >= OP_COUNT || !intrinsic_ok((enum op)opn)) {
 		ERR(t, i, "call of helper 0x%x: opcode %u is not an intrinsic", imm, opn);
 		return;
@@ -1057,6 +1078,9 @@ static void emit_call(struct tr *t, uint32_t i)
 	const struct func *callee = call_target(t, i);
 	if (!callee)
 		return;
+	if (callee->n_args != callee->n_params)
+		return (void)ERR(t, i, "call of %s, which takes %d arguments (AR_EXPORT_ARGS): only a "
+		                 "client can pass more than 5", callee->name, callee->n_args);
 	if (i > 0 && t->fwd_skip[i - 1])
 		flush(t);
 	for (int r = 1; r <= callee->n_args; r++)
@@ -1464,7 +1488,9 @@ static void translate_func(struct tr *t)
 		t->reg_local[r] = NO_LOCAL;
 	for (unsigned s = 0; s < N_SLOTS; s++)
 		t->slot_local[s] = NO_LOCAL;
-	for (int r = 1; r <= t->f->n_args; r++)
+	/* r1..r5 carry the parameters; arguments past them (AR_EXPORT_ARGS) keep their locals,
+	 * read only by ar_arg */
+	for (int r = 1; r <= t->f->n_params; r++)
 		t->reg_local[r] = r - 1;
 	t->n_locals = (unsigned)t->f->n_args;
 

@@ -201,7 +201,7 @@ mnt_of() { if [ "$1" = arf ]; then echo "$M_ARF"; else echo "$M_SSH"; fi; }
 
 # ---- rows: name and command; $M is the mount, the tree goes to $M/tree
 BIG_NAME="$((BIG_MIB >= 1024 ? BIG_MIB / 1024 : BIG_MIB)) $([ "$BIG_MIB" -ge 1024 ] && echo GiB || echo MiB)"
-ROWS=("untar" "find" "ls -lR" "du -s" "read all" "write $BIG_NAME" "read $BIG_NAME" "rm -r")
+ROWS=("untar" "find" "ls -lR" "du -s" "read all" "write $BIG_NAME" "read $BIG_NAME" "append $BIG_NAME" "rm -r")
 row_cmd() {
 	case $1 in
 	untar) echo 'mkdir "$M/tree" && tar -x --no-same-owner -f "$SRC_TAR" -C "$M/tree"' ;;
@@ -212,6 +212,8 @@ row_cmd() {
 	"read all") echo 'cd "$M/tree" && tar -c . | cat >/dev/null' ;;
 	write*) echo 'dd if=/dev/zero of="$M/big" bs=1M count=$BIG_MIB conv=fsync status=none' ;;
 	read*) echo 'dd if="$M/big" of=/dev/null bs=1M status=none' ;;
+	# O_APPEND: on ARF each write is data.c's append run (the size found under the lock)
+	append*) echo 'dd if=/dev/zero of="$M/big" bs=1M count=$BIG_MIB oflag=append conv=notrunc,fsync status=none' ;;
 	"rm -r") echo 'rm -r "$M/tree" "$M/big"' ;;
 	esac
 }
@@ -243,7 +245,7 @@ run_row() {   # net row fs
 	case $row in
 	find) DETAIL[$k]="$(wc -l <"$OUTF") names" ;;
 	"du -s") DETAIL[$k]="$(awk '{ print $1 }' "$OUTF") KiB" ;;
-	write*) DETAIL[$k]="$(stat -c %s "$M/big" 2>/dev/null || echo none) bytes" ;;
+	write*|append*) DETAIL[$k]="$(stat -c %s "$M/big" 2>/dev/null || echo none) bytes" ;;
 	esac
 	if [ "$fs" = arf ] && ! kill -0 "$arfd_pid" 2>/dev/null; then
 		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd died: $(tail -n 3 "$tmp/log/arfd" | tr '\n' ' ')"

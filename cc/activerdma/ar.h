@@ -58,6 +58,18 @@ enum ar_op {
 	static const char ar_hooks_[] __attribute__((section(".ar.hooks"), used)) =         \
 		LIST(AR_HOOK_STR_)
 
+/* An exported function taking more arguments than BPF passes in registers (5): its C
+ * prototype names the first ones, AR_EXPORT_ARGS(fn, n) makes the segment's export take n,
+ * and ar_arg(k) (k a constant) reads argument k past the C parameters:
+ *
+ *     AR_EXPORT_ARGS(setattr, 7);
+ *     long setattr(long ino, long valid, long mode, long uid, long gid)
+ *     { long atime = ar_arg(5), mtime = ar_arg(6); ... }
+ *
+ * Only a client can call such a function (not other C functions of the segment). */
+#define AR_EXPORT_ARGS(fn, n) \
+	static const char ar_args_##fn##_[] __attribute__((section(".ar.args"), used)) = #fn ":" #n
+
 /* ---- the call of one opcode: a BPF helper whose number names the opcode and its
  * immediates; type is the function pointer type (all values are 64-bit) */
 #define AR_FN_(type, op, a, b) \
@@ -109,6 +121,8 @@ typedef unsigned long (*ar_fn5_)(unsigned long, unsigned long, unsigned long, un
 #define ar_popcnt(x)  ((long)AR_FN_(ar_fn1_, POPCNT, 0, 0)(x))
 #define ar_rotl(x, n) ((unsigned long)AR_FN_(ar_fn2_, ROTL, 0, 0)(x, n))
 #define ar_rotr(x, n) ((unsigned long)AR_FN_(ar_fn2_, ROTR, 0, 0)(x, n))
+/* argument k of the running function (AR_EXPORT_ARGS): one lget */
+#define ar_arg(k)     ((unsigned long)AR_FN_(ar_fn0_, LGET, (k) & 0xff, (k) >> 8 & 0xff)())
 /* host hooks: hook h (a name from AR_IMPORT_HOOKS) with 0..5 arguments */
 #define ar_hcall0(h)                ((long)AR_FN_(ar_fn0_, HCALL, (h) & 0xff, (h) >> 8)())
 #define ar_hcall1(h, a)             ((long)AR_FN_(ar_fn1_, HCALL, (h) & 0xff, (h) >> 8)(a))

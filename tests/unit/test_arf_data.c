@@ -1,4 +1,4 @@
-/* test_arf_data.c: ARF file data (arf/data.pna through arf/arf_data.c) against an
+/* test_arf_data.c: ARF file data (arf/data.c through arf/arf_data.c) against an
  * in-process arfd serving a fresh image: write/read round trips at odd offsets and sizes
  * (1 byte, across block boundaries, 10 MiB), a sparse file with a 1 GiB hole, overwrites in
  * the middle, hundreds of interleaved one-block appends and hole fills (extents beyond the

@@ -371,7 +371,7 @@ static const char prelude[] =
 struct ccase {
 	const char *name, *src, *entry;
 	unsigned n_args;
-	int64_t args[5];
+	int64_t args[7];
 	const char *arg_bytes;     /* region args */
 	int64_t want;
 	int trap;                  /* expected trap kind; then want is the user trap code */
@@ -429,6 +429,17 @@ static const struct ccase ccases[] = {
 	  " (ar_rotr(x, 4) == ((x >> 4) | (x << 60))); }\n", "f", 1, { 0xf00 },
 	  NULL, 52 * 1000000 + 8 * 10000 + 4 * 100 + 11 },
 	{ "hook", "long f(long x) { return ar_hcall1(twice, x) + 1; }\n", "f", 1, { 21 }, NULL, 43 },
+	/* AR_EXPORT_ARGS: more arguments than registers; ar_arg reads the ones past the C
+	 * parameters, however many those are */
+	{ "args7", "AR_EXPORT_ARGS(f, 7);\nlong f(long a, long b, long c, long d, long e)\n"
+	  "{ return a + e + (long)ar_arg(5) * 100 + (long)ar_arg(6) * 1000 + ar_hcall1(twice, b); }\n",
+	  "f", 7, { 1, 2, 3, 4, 5, 6, 7 }, NULL, 1 + 5 + 600 + 7000 + 4 },
+	{ "args_past_1", "AR_EXPORT_ARGS(f, 4);\nlong f(long a) { return a * 10 + ar_arg(3) + "
+	  "ar_arg(1) * 100; }\n", "f", 4, { 1, 2, 3, 4 }, NULL, 10 + 4 + 200 },
+	{ "args_two", "AR_EXPORT_ARGS(f, 6);\nAR_EXPORT_ARGS(g, 2);\n"
+	  "long g(void) { return ar_arg(0) - ar_arg(1); }\n"
+	  "long f(long a, long b, long c, long d, long e) { return a + b + c + d + e + ar_arg(5); }\n",
+	  "g", 2, { 50, 8 }, NULL, 42 },
 	{ "user_trap", "long f(long x) { if (x > 3) ar_trap(300); /*@*/ return x; }\n",
 	  "f", 1, { 4 }, NULL, 300, ISA_TRAP_USER },
 	{ "div_zero_line", "unsigned long f(unsigned long a, unsigned long b)\n{\n"
@@ -476,6 +487,18 @@ static const struct ccase ccases[] = {
 	  "is not an intrinsic" },
 	{ "err_hook", "long f(void)\n{\n\treturn ar_hcall0(3); /*@*/\n}\n", "f", 0, { 0 }, NULL,
 	  0, 0, NULL, "hook 3 is not declared" },
+	{ "err_arg_param", "long f(long a)\n{\n\treturn ar_arg(0); /*@*/\n}\n", "f", 1, { 0 },
+	  NULL, 0, 0, NULL, "ar_arg(0): f takes only its 1 parameters (AR_EXPORT_ARGS declares more)" },
+	{ "err_arg_range", "AR_EXPORT_ARGS(f, 6);\nlong f(long a)\n{\n\treturn ar_arg(6); /*@*/\n}\n",
+	  "f", 6, { 0 }, NULL, 0, 0, NULL, "ar_arg(6): f's arguments past its parameters are 1 .. 5" },
+	{ "err_arg_call", "AR_EXPORT_ARGS(g, 6);\nNOINLINE long g(long a) { return a + ar_arg(5); }\n"
+	  "long f(long a)\n{\n\treturn g(a) + 1; /*@*/\n}\n", "f", 1, { 0 }, NULL, 0, 0, NULL,
+	  "call of g, which takes 6 arguments (AR_EXPORT_ARGS): only a client can pass more than 5" },
+	{ "err_arg_static", "AR_EXPORT_ARGS(g, 6);\nstatic NOINLINE long g(long a) { return a; }\n"
+	  "long f(long a) { return g(a); }\n", "f", 1, { 0 }, NULL, 0, 0, NULL,
+	  "AR_EXPORT_ARGS(g, 6): no exported function of that name" },
+	{ "err_arg_fewer", "AR_EXPORT_ARGS(f, 1);\nlong f(long a, long b) { return a + b; }\n", "f",
+	  2, { 0 }, NULL, 0, 0, NULL, "AR_EXPORT_ARGS(f, 1): it has 2 parameters" },
 	{ "err_no_btf", "long f(long x) { return x; }\n", "f", 0, { 0 }, NULL, 0, 0, NULL,
 	  "case.o: error: no .BTF section: compile with -g", "-g0" },
 };

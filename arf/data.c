@@ -1,0 +1,1123 @@
+/* data.c: ARF file data operations (docs/arf.md, "File data"), run inside arfd against region
+ * "arf" (the mapped image).  A segment written in C: clang's BPF back end, then pncc
+ * (docs/cc.md); the Makefile installs it as build/arfseg/data.pno.  It replaces arf/data.pna,
+ * which stays in the tree only as the reference of tests/unit/test_arf_datadiff.c: the same
+ * operations on both segments must leave the same results and the same image bytes.
+ *
+ * Exports (integer arguments; written bytes are the whole "args" region):
+ *   write(ino, off, gen)                     args -> bytes written (may be short: call again)
+ *   append(ino, gen)                         args at the end of file -> bytes written; output
+ *                                            where they went and the end the file keeps
+ *   writeafter(ino, off, gen, after)         write, once the size has reached after
+ *   read(ino, off, len, gen)                 the bytes on the output -> how many (0 at EOF)
+ *   truncate(ino, size, gen)                 -> 0
+ *   setattr(ino, valid, mode, uid, gid, atime, mtime)   -> 0
+ *   fsync(ino, gen)                          -> 0 once its blocks and inode are durable
+ * gen: the inode's generation when the caller opened it, or 0 for any: a file deleted and its
+ * inode number reused since (by another client) is ESTALE, not someone else's file.  Every
+ * result is >= 0 or a negative Linux errno.  Nothing from the client or the image is trusted:
+ * inode numbers, extents and extent blocks are range-checked before data moves through them
+ * (a bad one is EIO, never a store into metadata).
+ *
+ * Crash discipline as in ops.pna: journal slot, lock the inode, allocate everything the change
+ * needs BEFORE the first logged change (ENOSPC leaves the tree untouched), log the old bytes
+ * of the inode and of any extent block right before changing them, commit (free the slot),
+ * free released blocks, unlock.  File DATA is not journalled (as ext4's ordered mode): a crash
+ * may leave new bytes in blocks the file already owned, but never a block owned twice or a
+ * size covering unwritten garbage: new blocks are filled (data, zeroed head and tail) before
+ * the logged extent change that links them.
+ *
+ * pncc's rules shape the code: every value lives in a local (no arrays, no addresses of
+ * locals), memory is reached only with ar_ld* / ar_st* on the region, and a function takes at
+ * most 5 registers (setattr's last two arguments come through ar_arg, einsert gets the spare
+ * block packed beside the insertion index).  All arithmetic is on u64, wrapping as the
+ * bytecode's does; a negative result is an errno.
+ */
+#include <activerdma/ar.h>
+
+#include "layout.h"
+
+#define REGIONS(X) X(arf, rw)
+AR_IMPORT_REGIONS(REGIONS);
+#define HOOKS(X) X(now, ":l") X(sync, "lll:l") X(pause, "l:l") X(writeback, "lll:l")
+AR_IMPORT_HOOKS(HOOKS);
+/* setattr takes 7 arguments: the 6th and 7th are read with ar_arg */
+AR_EXPORT_ARGS(setattr, 7);
+
+typedef unsigned long u64;
+
+/* errno values (Linux) */
+enum {
+	E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_ISDIR = 21, E_INVAL = 22, E_FBIG = 27,
+	E_NOSPC = 28, E_STALE = 116,
+};
+
+/* largest file: 2^32 blocks of 4096 bytes (16 TiB) */
+#define MAX_BYTES ((u64)ARF_MAX_FILE_BLOCKS << ARF_BLOCK_SHIFT)
+#define BLOCK_MASK ((u64)ARF_BLOCK_SIZE - 1)
+#define READ_MAX (64ul << 20)          /* longest read in one run */
+
+#define SB(field) ar_ld64(arf, ARF_SB_##field)
+
+/* ---------------------------------------------------------------- shared with ops.pna
+ * Segments are self-contained: ioff, the journal, inode locks and the bitmap claims are
+ * copies of ops.pna's functions of the same name; a fix there must be made here too. */
+
+/* Byte offset of inode ino, or 0 when ino is not an inode number of this image (0 is "no
+ * inode"; the table has n_inodes entries). */
+static u64 ioff(u64 ino)
+{
+	if (ino == 0 || ino >= SB(N_INODES))
+		return 0;
+	return SB(ITABLE_OFF) + (ino << ARF_INO_SHIFT);
+}
+
+/* Claim a free journal slot with cas (owner = epoch << 32 | slot + 1): its offset, or 0 when
+ * all are busy (the caller answers EAGAIN). */
+static u64 jclaim(void)
+{
+	for (u64 k = 0; k < ARF_J_SLOTS; k++) {
+		u64 j = SB(JOURNAL_OFF) + k * ARF_J_SLOT_SIZE;
+		u64 tag = SB(EPOCH) << 32 | (k + 1);
+		if (ar_cas(arf, j + ARF_J_OWNER, 0, tag) == 0)
+			return j;
+	}
+	return 0;
+}
+
+/* Append an undo record for arf[off .. off+len) to slot j, then commit it by storing
+ * n_undo + 1: only after that store does the roll-back see (and apply) the record, and only
+ * after this returns may the caller change those bytes.  Never inlined (nor jend): each
+ * record is a call, which spends fuel, so the crash tests that stop runs by fuel
+ * (test_arf_data, "crash") reach the points between records as with data.pna. */
+static __attribute__((noinline)) void jlog(u64 j, u64 off, u64 len)
+{
+	u64 used = ar_ld64(arf, j + ARF_J_USED);
+	u64 pad = (len + 7) & ~7ul;
+	/* operations log a few inodes and headers, far below a slot: more is a bug */
+	if (ARF_J_HDR + used + ARF_U_DATA + pad > ARF_J_SLOT_SIZE)
+		ar_trap(3);
+	u64 rec = j + ARF_J_HDR + used;
+	ar_st64(arf, rec + ARF_U_OFF, off);
+	ar_st64(arf, rec + ARF_U_LEN, len);
+	ar_copy(arf, arf, rec + ARF_U_DATA, off, len);
+	ar_st64(arf, j + ARF_J_USED, used + ARF_U_DATA + pad);
+	ar_st64(arf, j + ARF_J_N_UNDO, ar_ld64(arf, j + ARF_J_N_UNDO) + 1);  /* the commit point */
+}
+
+/* The operation is complete: n_undo = 0 first (nothing to roll back any more), then free the
+ * slot. */
+static __attribute__((noinline)) void jend(u64 j)
+{
+	ar_st64(arf, j + ARF_J_N_UNDO, 0);
+	ar_st64(arf, j + ARF_J_USED, 0);
+	ar_st64(arf, j + ARF_J_OWNER, 0);
+}
+
+/* Lock inode at offset i for tag, trying max times: cas 0 -> tag.  A word holding a tag of an
+ * older epoch belongs to a server that died (attach bumped the epoch) and is taken over.
+ * -EAGAIN after max tries (the holder may be a run that trapped mid-operation, which only the
+ * next attach's roll-back ends). */
+static long ilockn(u64 i, u64 tag, u64 max)
+{
+	for (u64 n = 0; n < max; n++) {
+		u64 old = ar_cas(arf, i + ARF_I_LOCK, 0, tag);
+		if (old == 0)
+			return 0;
+		if (old >> 32 != SB(EPOCH) && ar_cas(arf, i + ARF_I_LOCK, old, tag) == old)
+			return 0;
+	}
+	return -E_AGAIN;
+}
+
+static long ilock(u64 i, u64 tag)
+{
+	return ilockn(i, tag, 200000);
+}
+
+/* The inode lock for write.  A client keeps several writes of one file in flight (arf_data.h,
+ * write-behind), so the next one usually arrives while the one before still copies its
+ * bytes: giving up would make the client send the whole run again, and spinning all that time
+ * would take a CPU from the run it waits for.  So after a short spin (2000 tries) it sleeps
+ * 50 us between tries (arfd's pause hook), for up to 4000 more (about a quarter of a second),
+ * then gives up with -EAGAIN as ilock does. */
+static long ilockw(u64 i, u64 tag)
+{
+	long rc = ilockn(i, tag, 2000);
+	if (rc == 0)
+		return 0;
+	for (u64 n = 0; n < 4000; n++) {
+		(void)ar_hcall1(pause, 50);
+		if (ilockn(i, tag, 1) == 0)
+			return 0;
+	}
+	return rc;
+}
+
+static void iunlock(u64 i, u64 tag)
+{
+	(void)ar_cas(arf, i + ARF_I_LOCK, tag, 0);
+}
+
+/* A mask of n (1..64) bits from bit 0. */
+static u64 low_bits(u64 n)
+{
+	return n == 64 ? ~0ul : (1ul << n) - 1;
+}
+
+/* Claim n clear bits in a row (1..64 inside one word, or a multiple of 64 as whole words) of
+ * the bitmap at map (nwords u64 words), searching from the word the hint at hintoff names
+ * and wrapping.  Each word changes by cas only (other operations claim in the same words at
+ * the same time); a lost race re-reads the word.  Returns the first bit, or -1.  Counters are
+ * the caller's (fadd right after). */
+static long bclaim(u64 map, u64 nwords, u64 hintoff, u64 n)
+{
+	u64 w = ar_ld64(arf, hintoff);
+	if (w >= nwords)
+		w = 0;                  /* the hint is advisory: any value inside the map is fine */
+	u64 cnt = n >> 6;
+	u64 k = 0;
+	while (k < nwords) {
+		u64 wo = map + (w << 3);
+		u64 word = ar_ld64(arf, wo);
+		if (n > 64) {
+			/* cnt whole clear words from w, each claimed 0 -> ~0 */
+			if (w + cnt > nwords) {
+				w = 0;
+				k++;
+				continue;
+			}
+			u64 j = 0;
+			while (j < cnt && ar_cas(arf, map + ((w + j) << 3), 0, ~0ul) == 0)
+				j++;
+			if (j == cnt) {
+				ar_st64(arf, hintoff, w);
+				return (long)(w << 6);
+			}
+			/* give back the j words already taken (only we own them) */
+			while (j > 0) {
+				j--;
+				ar_st64(arf, map + ((w + j) << 3), 0);
+			}
+		} else if (word != ~0ul) {          /* a full word: 64 bits in use at once */
+			/* m keeps bit p iff bits p .. p+n-1 are all clear */
+			u64 free = ~word, m = free;
+			for (u64 j = 1; j < n; j++)
+				m &= free >> j;
+			if (m) {
+				u64 p = (u64)ar_ctz(m);
+				u64 mask = low_bits(n) << p;
+				if (ar_cas(arf, wo, word, word | mask) != word)
+					continue;   /* lost a race on this word: look at it again */
+				ar_st64(arf, hintoff, w);
+				return (long)((w << 6) + p);
+			}
+		}
+		if (++w >= nwords)
+			w = 0;
+		k++;
+	}
+	return -1;
+}
+
+/* Clear bits first .. first+n-1 of the bitmap at map, a word at a time with cas. */
+static void bfree(u64 map, u64 first, u64 n)
+{
+	while (n) {
+		u64 w = first >> 6, b = first & 63;
+		u64 k = 64 - b;
+		if (k > n)
+			k = n;
+		u64 mask = low_bits(k) << b;
+		u64 wo = map + (w << 3), word;
+		do
+			word = ar_ld64(arf, wo);
+		while (ar_cas(arf, wo, word, word & ~mask) != word);
+		first += k;
+		n -= k;
+	}
+}
+
+/* Claim n blocks in a row (see bclaim): the byte offset of the first, or 0 (ENOSPC). */
+static u64 balloc(u64 n)
+{
+	long b = bclaim(SB(BBMAP_OFF), SB(BBMAP_LEN) >> 3, ARF_SB_BALLOC_HINT, n);
+	if (b < 0)
+		return 0;
+	(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, 0 - n);
+	return (u64)b << ARF_BLOCK_SHIFT;
+}
+
+/* Give back n blocks from byte offset off. */
+static void bput(u64 off, u64 n)
+{
+	if (n == 0)
+		return;
+	bfree(SB(BBMAP_OFF), off >> ARF_BLOCK_SHIFT, n);
+	(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, n);
+}
+
+/* ---------------------------------------------------------------- end of the copies */
+
+/* Offset of regular file ino, or -EINVAL (no such number, or not a regular file), -ENOENT
+ * (free), -EISDIR. */
+static long fileoff(u64 ino)
+{
+	u64 c = ioff(ino);
+	if (!c)
+		return -E_INVAL;
+	u64 m = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	if (!m)
+		return -E_NOENT;
+	if (m == ARF_S_IFREG)
+		return (long)c;
+	return m == ARF_S_IFDIR ? -E_ISDIR : -E_INVAL;
+}
+
+/* The lock is held: the inode may have been freed (or made again as another type) while we
+ * waited, or freed and made again as another file since the caller opened it.  0, -ENOENT or
+ * -ESTALE. */
+static long still_ours(u64 c, u64 gen)
+{
+	if ((ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT) != ARF_S_IFREG)
+		return -E_NOENT;
+	if (gen && ar_ld64(arf, c + ARF_I_GEN) != gen)
+		return -E_STALE;
+	return 0;
+}
+
+/* 1 when x may be an extent (or directory) block: block-aligned, inside the data area.
+ * Chains come from the image; a bad link must end in EIO, not in loads and stores anywhere. */
+static int xok(u64 x)
+{
+	return (x & BLOCK_MASK) == 0 && x >= SB(DATA_OFF) &&
+	       x < SB(N_BLOCKS) << ARF_BLOCK_SHIFT;
+}
+
+/* 1 when extent e maps data blocks: len >= 1 and pblk .. pblk+len-1 inside the data area.
+ * Checked before any copy through it, so a damaged extent cannot aim a write at metadata. */
+static int eok(u64 e)
+{
+	u64 n = ar_ld32u(arf, e + ARF_E_LEN);
+	if (n == 0)
+		return 0;
+	u64 p = ar_ld64(arf, e + ARF_E_PBLK);
+	u64 nb = SB(N_BLOCKS);
+	/* the last test catches p + n wrapping around */
+	return p >= SB(DATA_OFF) >> ARF_BLOCK_SHIFT && p + n <= nb && p < nb;
+}
+
+static u64 e_lblk(u64 e) { return ar_ld32u(arf, e + ARF_E_LBLK); }
+static u64 e_len(u64 e)  { return ar_ld32u(arf, e + ARF_E_LEN); }
+static u64 e_pblk(u64 e) { return ar_ld64(arf, e + ARF_E_PBLK); }
+
+/* Address of extent k (0 <= k < n_extents) of the file inode at c: the 9 inline ones in the
+ * body, then the extent-block chain (each block holds its own count).  0 when the chain is
+ * damaged (a bad link, an empty or overfull block, or shorter than n_extents): the caller
+ * answers EIO.  A loop in the chain ends by fuel. */
+static u64 eat(u64 c, u64 k)
+{
+	if (k < ARF_I_INLINE_EXT)
+		return c + ARF_I_BODY + k * ARF_E_SIZE;
+	k -= ARF_I_INLINE_EXT;
+	for (u64 x = ar_ld64(arf, c + ARF_I_XBLK);; x = ar_ld64(arf, x + ARF_X_NEXT)) {
+		if (!xok(x))
+			return 0;
+		u64 n = ar_ld32u(arf, x + ARF_X_N);
+		if (n == 0 || n > ARF_X_MAX)
+			return 0;
+		if (k < n)
+			return x + ARF_X_EXT + k * ARF_E_SIZE;
+		k -= n;
+	}
+}
+
+/* Index of the first extent of file c that ends after logical block lb (the one holding lb,
+ * or the next one after the hole lb is in), n_extents when there is none, -1 when the extent
+ * list is damaged. */
+static long esearch(u64 c, u64 lb)
+{
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	for (u64 k = 0; k < n; k++) {
+		u64 e = eat(c, k);
+		if (!e)
+			return -1;
+		if (e_lblk(e) + e_len(e) > lb)
+			return (long)k;
+	}
+	return (long)n;
+}
+
+/* Claim blocks b, b+1, ... exactly (each while its bit is clear, below n_blocks), at most
+ * want of them: how many were claimed (0 .. want), counted off free_blocks.  This is how a
+ * file grows in place: the blocks right after its last extent extend that extent. */
+static u64 bgrab(u64 b, u64 want)
+{
+	u64 map = SB(BBMAP_OFF), nb = SB(N_BLOCKS);
+	u64 k = 0;
+	for (; k < want && b + k < nb; k++) {
+		u64 w = map + ((b + k) >> 6 << 3);
+		u64 m = 1ul << ((b + k) & 63);
+		u64 word;
+		do {
+			word = ar_ld64(arf, w);
+			if (word & m)
+				goto done;      /* taken: the run ends here */
+		} while (ar_cas(arf, w, word, word | m) != word);  /* a neighbour bit changed */
+	}
+done:
+	if (k)
+		(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, 0 - k);
+	return k;
+}
+
+/* Store extent (w0 = lblk | len << 32, w1 = pblk) at address e. */
+static void eput(u64 e, u64 w0, u64 w1)
+{
+	ar_st64(arf, e, w0);
+	ar_st64(arf, e + 8, w1);
+}
+
+/* A fresh extent block at y (a block the caller allocated, linked by nobody yet, so no undo
+ * record): zeroed, magic, n extents, next. */
+static void xinit(u64 y, u64 n, u64 next)
+{
+	ar_fill(arf, y, ARF_BLOCK_SIZE, 0);
+	ar_st32(arf, y + ARF_X_MAGIC, ARF_X_MAGIC_VALUE);
+	ar_st32(arf, y + ARF_X_N, n);
+	ar_st64(arf, y + ARF_X_NEXT, next);
+}
+
+/* einsert's spare block travels beside the insertion index (pncc passes 5 registers): both
+ * are below 2^32 (an extent index is a u32, a block number is below n_blocks <= 2^32). */
+#define PY(p, y) ((p) | ((y) >> ARF_BLOCK_SHIFT) << 32)
+
+/* Insert extent (w0, w1) at index p of file c (the inode already logged by the caller, its
+ * lock held; py = PY(p, y)): extents after p move up by one.  Inline ones shift in the body;
+ * when the 9 inline slots are full the ninth moves to the front of the chain.  In the chain
+ * only one block changes (logged whole): it takes the extent if it has room, else it is split
+ * with the spare block y (extents from the insertion point move to y, linked right after
+ * it).  Returns 1 when y was used (the caller counts it in nblocks), else 0. */
+static u64 einsert(u64 c, u64 j, u64 py, u64 w0, u64 w1)
+{
+	u64 p = py & 0xffffffff, y = py >> 32 << ARF_BLOCK_SHIFT;
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	ar_st32(arf, c + ARF_I_NEXTENTS, n + 1);
+	u64 b = c + ARF_I_BODY, q;
+	if (p < ARF_I_INLINE_EXT) {
+		u64 s = b + p * ARF_E_SIZE;
+		if (n < ARF_I_INLINE_EXT) {
+			ar_copy(arf, arf, s + ARF_E_SIZE, s, (n - p) * ARF_E_SIZE);
+			eput(s, w0, w1);
+			return 0;
+		}
+		/* carry the last inline extent into the chain at position 0 */
+		u64 last = b + (ARF_I_INLINE_EXT - 1) * ARF_E_SIZE;
+		u64 c0 = ar_ld64(arf, last), c1 = ar_ld64(arf, last + 8);
+		ar_copy(arf, arf, s + ARF_E_SIZE, s, (ARF_I_INLINE_EXT - 1 - p) * ARF_E_SIZE);
+		eput(s, w0, w1);
+		w0 = c0;
+		w1 = c1;
+		q = 0;
+	} else {
+		q = p - ARF_I_INLINE_EXT;
+	}
+	u64 x = ar_ld64(arf, c + ARF_I_XBLK);
+	if (!x) {
+		/* no chain yet: y becomes it (the inode is logged, so the link is undone on a crash) */
+		xinit(y, 1, 0);
+		eput(y + ARF_X_EXT, w0, w1);
+		ar_st64(arf, c + ARF_I_XBLK, y);
+		return 1;
+	}
+	/* the block holding chain position q (or q = its end) */
+	u64 nx;
+	for (;;) {
+		if (!xok(x))
+			goto bad;
+		nx = ar_ld32u(arf, x + ARF_X_N);
+		if (nx >= q)
+			break;
+		q -= nx;
+		x = ar_ld64(arf, x + ARF_X_NEXT);
+	}
+	if (nx > ARF_X_MAX)
+		goto bad;
+	jlog(j, x, ARF_BLOCK_SIZE);
+	u64 s = x + ARF_X_EXT + q * ARF_E_SIZE;
+	if (nx < ARF_X_MAX) {
+		ar_copy(arf, arf, s + ARF_E_SIZE, s, (nx - q) * ARF_E_SIZE);
+		eput(s, w0, w1);
+		ar_st32(arf, x + ARF_X_N, nx + 1);
+		return 0;
+	}
+	if (q == ARF_X_MAX) {
+		/* at the very end of a full block: y holds just the new extent */
+		xinit(y, 1, ar_ld64(arf, x + ARF_X_NEXT));
+		eput(y + ARF_X_EXT, w0, w1);
+	} else {
+		/* y takes x's extents q .. 254, x keeps 0 .. q-1 and the new one */
+		xinit(y, ARF_X_MAX - q, ar_ld64(arf, x + ARF_X_NEXT));
+		ar_copy(arf, arf, y + ARF_X_EXT, s, (ARF_X_MAX - q) * ARF_E_SIZE);
+		eput(s, w0, w1);
+		ar_st32(arf, x + ARF_X_N, q + 1);
+	}
+	ar_st64(arf, x + ARF_X_NEXT, y);
+	return 1;
+bad:
+	/* the chain was walked by esearch just before, under the lock: cannot happen */
+	ar_trap(5);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- write */
+
+/* Start writing image bytes o..o+n to disk without waiting (arfd's writeback hook): a run's
+ * copied data is on its way while the next runs arrive, so an fsync after a bulk write finds
+ * little left to write (docs/arf.md, Durability).  Advisory: its result is dropped. */
+static void wbstart(u64 o, u64 n)
+{
+	(void)ar_hcall3(writeback, arf, o, n);
+}
+
+/* A run's copied bytes are gathered into one range o..o+n for wbstart.  A piece copied to p:
+ * 0 when it continues the range (the caller adds it), else 1 after starting writeback of the
+ * range so far (the caller begins a new one at p). */
+static int wbcut(u64 o, u64 n, u64 p)
+{
+	if (n == 0)
+		return 1;
+	if (o + n == p)
+		return 0;
+	wbstart(o, n);
+	return 1;
+}
+
+/* put(ino, off, gen, app): write's body; app 1: append (off is the size, found under the
+ * lock).
+ * Mapped blocks are overwritten in place; a hole in the range gets blocks: first the ones
+ * right after the previous extent (that extent grows), else a new run anywhere (a new extent,
+ * plus a spare extent block when the inline slots are full, in case the chain must grow or
+ * split).  A run fills at most ONE hole (one allocation keeps the undo records of a run small
+ * and bounded: the inode and at most one extent block) and then stops with a short count; the
+ * client calls again for the rest.  A write past the end grows the size; blocks it skips stay
+ * holes.  ENOSPC when not even the first byte could be placed (nothing changed); after some
+ * bytes, the short count.  EFBIG past 16 TiB. */
+static long put(u64 ino, u64 off, u64 gen, u64 app)
+{
+	u64 len = (u64)ar_len(AR_ARGS);
+	long rc = fileoff(ino);
+	if (rc <= 0)
+		return rc;
+	u64 c = (u64)rc;
+	if (len == 0)
+		return 0;
+	if (off >= MAX_BYTES)
+		return -E_FBIG;
+	u64 end = off + len;
+	if (end > MAX_BYTES)
+		return -E_FBIG;
+	u64 j = jclaim();
+	if (!j)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilockw(c, tag);
+	if (rc) {
+		jend(j);
+		return rc;
+	}
+	/* unlinked while we waited for the lock, or not the caller's file any more */
+	rc = still_ours(c, gen);
+	if (rc)
+		goto fail;
+	if (app) {
+		/* append: from the size as it is now, under the lock */
+		off = ar_ld64(arf, c + ARF_I_SIZE);
+		ar_outq(off);
+		if (off > MAX_BYTES - len) {
+			rc = -E_FBIG;
+			goto fail;
+		}
+		end = off + len;
+	}
+
+	u64 pos = off;
+	long found = esearch(c, pos >> ARF_BLOCK_SHIFT);
+	if (found < 0) {
+		rc = -E_IO;
+		goto fail;
+	}
+	u64 idx = (u64)found;
+	u64 logged = 0, got = 0;        /* the inode is logged; the run's one hole is filled */
+	u64 y = 0;                      /* a spare extent block, given back if unused */
+	u64 reserve = 0;                /* an append's whole range when it places only part */
+	u64 wbo = 0, wbl = 0;           /* the range copied so far, for wbstart */
+	while (pos < end) {
+		u64 lb = pos >> ARF_BLOCK_SHIFT;
+		u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+		u64 holeend = ARF_MAX_FILE_BLOCKS;
+		if (idx < n) {
+			u64 e = eat(c, idx);
+			if (!e || !eok(e))
+				goto damaged;
+			u64 el = e_lblk(e), elen = e_len(e);
+			if (lb >= el + elen) {
+				idx++;          /* (not reached after esearch; kept for safety) */
+				continue;
+			}
+			if (lb >= el) {
+				/* mapped: overwrite in place up to the extent's end */
+				u64 wend = (el + elen) << ARF_BLOCK_SHIFT;
+				if (wend > end)
+					wend = end;
+				u64 pd = ((e_pblk(e) + lb - el) << ARF_BLOCK_SHIFT) + (pos & BLOCK_MASK);
+				ar_copy(arf, AR_ARGS, pd, pos - off, wend - pos);
+				if (wbcut(wbo, wbl, pd)) {
+					wbo = pd;
+					wbl = 0;
+				}
+				wbl += wend - pos;
+				pos = wend;
+				idx++;
+				continue;
+			}
+			holeend = el;
+		}
+
+		/* a hole from lb to holeend */
+		if (got) {
+			/* one allocation per run: the client sends the rest again; an append keeps
+			 * its whole range (see append) */
+			if (app)
+				reserve = end;
+			break;
+		}
+		/* blocks wanted: up to the next extent or the last block the write touches */
+		u64 want = ((end - 1) >> ARF_BLOCK_SHIFT) + 1;
+		if (want > holeend)
+			want = holeend;
+		want -= lb;
+		u64 k = 0, ins = 0, newp = 0, pe = 0;
+		if (idx != 0) {
+			/* grow the previous extent in place when it ends right at lb and the blocks
+			 * after it are free */
+			pe = eat(c, idx - 1);
+			if (!pe)
+				goto damaged;
+			if (e_lblk(pe) + e_len(pe) == lb) {
+				newp = e_pblk(pe) + e_len(pe);
+				k = bgrab(newp, want);
+			}
+		}
+		if (k == 0) {
+			/* a fresh run anywhere: one block, grown in place as far as it goes */
+			newp = balloc(1);
+			if (!newp)
+				goto nospace;
+			newp >>= ARF_BLOCK_SHIFT;
+			k = bgrab(newp + 1, want - 1) + 1;
+			ins = 1;
+			if (n >= ARF_I_INLINE_EXT) {
+				/* the insert may need a new or split extent block: take a spare one
+				 * now, while failing still changes nothing */
+				y = balloc(1);
+				if (!y) {
+					bput(newp << ARF_BLOCK_SHIFT, k);
+					goto nospace;
+				}
+			}
+		}
+
+		/* ---- logged changes from here; the new blocks are filled before they are linked */
+		if (!logged) {
+			jlog(j, c, ARF_INO_SIZE);
+			logged = 1;
+		}
+		u64 blkend = (lb + k) << ARF_BLOCK_SHIFT;
+		u64 wend = blkend;
+		if (end < wend) {
+			wend = end;
+			/* zero the tail of the last new block past the write (reads see zeros up
+			 * to EOF) */
+			ar_fill(arf, ((newp + k) << ARF_BLOCK_SHIFT) - (blkend - wend), blkend - wend, 0);
+		}
+		/* zero the head of the first new block before the write */
+		ar_fill(arf, newp << ARF_BLOCK_SHIFT, pos & BLOCK_MASK, 0);
+		u64 pd = (newp << ARF_BLOCK_SHIFT) + (pos & BLOCK_MASK);
+		ar_copy(arf, AR_ARGS, pd, pos - off, wend - pos);
+		if (wbcut(wbo, wbl, pd)) {
+			wbo = pd;
+			wbl = 0;
+		}
+		wbl += wend - pos;
+		if (!ins) {
+			jlog(j, pe, ARF_E_SIZE);
+			ar_st32(arf, pe + ARF_E_LEN, e_len(pe) + k);
+		} else {
+			u64 used = einsert(c, j, PY(idx, y), lb | k << 32, newp);
+			if (used)
+				y = 0;          /* linked: no longer ours to give back */
+			k += used;
+			idx++;              /* the new extent; the loop goes on after it */
+		}
+		ar_st64(arf, c + ARF_I_NBLOCKS, ar_ld64(arf, c + ARF_I_NBLOCKS) + k);
+		pos = wend;
+		got = 1;
+	}
+	goto done;
+
+nospace:
+	if (pos != off)
+		goto done;              /* some bytes went in: a short write */
+	rc = -E_NOSPC;
+	goto fail;
+damaged:
+	if (pos != off)
+		goto done;
+	rc = -E_IO;
+	goto fail;
+
+done:
+	/* size and times: the inode is logged once per run */
+	if (!logged)
+		jlog(j, c, ARF_INO_SIZE);
+	u64 t_now = (u64)ar_hcall0(now);
+	u64 newsize = reserve > pos ? reserve : pos;
+	if (ar_ld64(arf, c + ARF_I_SIZE) < newsize)
+		ar_st64(arf, c + ARF_I_SIZE, newsize);
+	ar_st64(arf, c + ARF_I_MTIME, t_now);
+	ar_st64(arf, c + ARF_I_CTIME, t_now);
+	jend(j);
+	if (y)
+		bput(y, 1);             /* the spare extent block, when the insert did not need it */
+	iunlock(c, tag);
+	wbstart(wbo, wbl);          /* the bytes copied start on their way to disk, outside the lock */
+	if (app)
+		ar_outq(reserve);
+	return (long)(pos - off);
+fail:
+	jend(j);
+	iunlock(c, tag);
+	return rc;
+}
+
+/* write(ino, off, gen): store the args bytes at byte off of regular file ino; the bytes
+ * written (see put). */
+long write(u64 ino, u64 off, u64 gen)
+{
+	return put(ino, off, gen, 0);
+}
+
+/* append(ino, gen): the args bytes at the end of regular file ino, where the end is the size
+ * when this run holds the inode's lock, whatever any client believes it to be: appends of
+ * several clients (O_APPEND) never land on one another.  The result is write's; the output
+ * two u64: the offset the bytes went to, and 0, or the end of the whole range when the run
+ * placed only part of it (free space in pieces: one allocation per run, as write).  Then the
+ * size already covers the whole range, so a later append goes after it, and the client writes
+ * the rest into that range (a hole until then) with plain writes.  When not even part of the
+ * blocks could be had (ENOSPC) nothing is kept past the bytes placed. */
+long append(u64 ino, u64 gen)
+{
+	return put(ino, 0, gen, 1);
+}
+
+/* writeafter(ino, off, gen, after): write, once the file's size has reached after (read
+ * without the lock: this orders, it does not protect).  The mount's write queue sends a run
+ * that continues the one before it this way (after = its own offset): several runs of one
+ * file are in flight and arfd's workers would otherwise take them in any order, each one that
+ * overtakes another leaving a hole that the other then fills with an extent of its own, so a
+ * file written front to back would end up in many extents.  It waits 50 us at a time (arfd's
+ * pause hook) for up to about a quarter of a second (the run before may have failed), then
+ * writes anyway. */
+long writeafter(u64 ino, u64 off, u64 gen, u64 after)
+{
+	long c = fileoff(ino);
+	if (c > 0) {                    /* not a regular file: write says why */
+		for (u64 n = 1; ar_ld64(arf, (u64)c + ARF_I_SIZE) < after && n < 5000; n++)
+			(void)ar_hcall1(pause, 50);
+	}
+	return put(ino, off, gen, 0);
+}
+
+/* ---------------------------------------------------------------- read */
+
+/* Append n zero bytes to the output (a hole). */
+static void zeros(u64 n)
+{
+	ar_fill(AR_OUT, (u64)ar_len(AR_OUT), n, 0);
+}
+
+/* read(ino, off, len, gen): output the bytes of regular file ino from off, stopping at EOF;
+ * the count (0 at or past EOF).  Holes read as zeros.  len is at most 64 MiB (EINVAL above;
+ * the client asks for a few MiB at a time).  No lock, as getattr: a read racing a write or
+ * truncate of the same range may see either side of it; extents are range-checked before
+ * use, so it never outputs bytes from outside the data area (EIO instead). */
+long read(u64 ino, u64 off, u64 len, u64 gen)
+{
+	long rc = fileoff(ino);
+	if (rc <= 0)
+		return rc;
+	u64 c = (u64)rc;
+	if (gen && ar_ld64(arf, c + ARF_I_GEN) != gen)
+		return -E_STALE;
+	if (len > READ_MAX)
+		return -E_INVAL;
+	u64 size = ar_ld64(arf, c + ARF_I_SIZE);
+	if (size <= off)
+		return 0;
+	u64 end = len > size - off ? size : off + len;
+	u64 pos = off;
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	long found = esearch(c, pos >> ARF_BLOCK_SHIFT);
+	if (found < 0)
+		return -E_IO;
+	for (u64 idx = (u64)found; pos < end;) {
+		if (idx >= n) {
+			zeros(end - pos);   /* a hole up to the size */
+			break;
+		}
+		u64 e = eat(c, idx);
+		if (!e || !eok(e))
+			return -E_IO;
+		u64 el = e_lblk(e), elen = e_len(e);
+		u64 piece = el << ARF_BLOCK_SHIFT;
+		if (piece > pos) {
+			/* a hole before this extent */
+			if (piece > end)
+				piece = end;
+			zeros(piece - pos);
+			pos = piece;
+			continue;
+		}
+		piece = (el + elen) << ARF_BLOCK_SHIFT;
+		if (piece > end)
+			piece = end;
+		if (piece > pos) {      /* else the extent ends before pos (changed under us) */
+			ar_output(arf, ((e_pblk(e) + (pos >> ARF_BLOCK_SHIFT) - el) << ARF_BLOCK_SHIFT) +
+			                   (pos & BLOCK_MASK),
+			          piece - pos);
+			pos = piece;
+		}
+		idx++;
+	}
+	return (long)(end - off);
+}
+
+/* ---------------------------------------------------------------- truncate */
+
+/* Give back the blocks of extents a .. b-1 of the array at base (after the commit: their
+ * bytes are no longer reachable from the inode, but still readable here). */
+static void efree(u64 base, u64 a, u64 b)
+{
+	for (; a < b; a++) {
+		u64 e = base + a * ARF_E_SIZE;
+		if (eok(e))             /* a bad extent names nothing of ours to give back */
+			bput(e_pblk(e) << ARF_BLOCK_SHIFT, e_len(e));
+	}
+}
+
+/* How many blocks the extent-block chain from x has (up to its first bad link). */
+static u64 xcount(u64 x)
+{
+	u64 k = 0;
+	for (; xok(x); x = ar_ld64(arf, x + ARF_X_NEXT))
+		k++;
+	return k;
+}
+
+/* Give back the extent-block chain from x with every extent it holds (after the commit that
+ * unlinked them). */
+static void xfree(u64 x)
+{
+	while (xok(x)) {
+		u64 nx = ar_ld64(arf, x + ARF_X_NEXT);
+		u64 k = ar_ld32u(arf, x + ARF_X_N);
+		efree(x + ARF_X_EXT, 0, k > ARF_X_MAX ? ARF_X_MAX : k);
+		bput(x, 1);
+		x = nx;
+	}
+}
+
+/* truncate(ino, size, gen): set the size of regular file ino.  Growing leaves a hole (the
+ * bytes past the old size in its last block are already zero: every operation keeps the tail
+ * of the last block zero).  Shrinking shortens the extent across the new end, drops the
+ * extents past it (the extent block holding the new last extent becomes the chain's end),
+ * zeroes the new last block past the size, and gives the blocks back after the commit.  The
+ * undo records are the inode, one extent, and one extent block header.  EFBIG past 16 TiB. */
+long truncate(u64 ino, u64 size, u64 gen)
+{
+	long rc = fileoff(ino);
+	if (rc <= 0)
+		return rc;
+	u64 c = (u64)rc;
+	if (size > MAX_BYTES)
+		return -E_FBIG;
+	u64 j = jclaim();
+	if (!j)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(c, tag);
+	if (rc) {
+		jend(j);
+		return rc;
+	}
+	rc = still_ours(c, gen);
+	if (rc)
+		goto fail;
+
+	u64 old = ar_ld64(arf, c + ARF_I_SIZE);
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	u64 newn = n;                   /* extents kept */
+	u64 nb = 0;                     /* blocks the new size touches */
+	u64 freed = 0;                  /* blocks given back: data and extent blocks */
+	u64 se = 0, el = 0, tailp = 0, tailn = 0;   /* the extent cut in two, its cut tail */
+	u64 lastx = 0, q = 0, oldbn = 0, oldnext = 0;   /* the chain's new last block */
+	u64 oldx = 0;
+	if (size < old) {
+		nb = (size + BLOCK_MASK) >> ARF_BLOCK_SHIFT;
+		long k;
+		u64 e;
+		if (size & BLOCK_MASK) {
+			/* zero the rest of the block the new size ends in, so a later growth reads
+			 * zeros (data: not journalled) */
+			u64 lb = size >> ARF_BLOCK_SHIFT;
+			k = esearch(c, lb);
+			if (k < 0)
+				goto damaged;
+			if ((u64)k < n) {
+				e = eat(c, (u64)k);
+				if (!e || !eok(e))
+					goto damaged;
+				el = e_lblk(e);
+				if (el <= lb)   /* else the new end is in a hole */
+					ar_fill(arf,
+					        ((e_pblk(e) + lb - el) << ARF_BLOCK_SHIFT) + (size & BLOCK_MASK),
+					        ARF_BLOCK_SIZE - (size & BLOCK_MASK), 0);
+			}
+		}
+		/* the first extent reaching past block nb: kept in part when it starts below nb */
+		k = esearch(c, nb);
+		if (k < 0)
+			goto damaged;
+		newn = (u64)k;
+		if (newn < n) {
+			e = eat(c, newn);
+			if (!e || !eok(e))
+				goto damaged;
+			el = e_lblk(e);
+			if (el < nb) {
+				tailp = e_pblk(e) + nb - el;
+				tailn = e_len(e) - (nb - el);
+				freed = tailn;
+				se = e;
+				newn++;
+			}
+			/* count what goes: extents newn .. n-1 and the chain blocks after the new last
+			 * one */
+			for (u64 i = newn; i < n; i++) {
+				e = eat(c, i);
+				if (!e)
+					goto damaged;
+				freed += e_len(e);
+			}
+			oldx = ar_ld64(arf, c + ARF_I_XBLK);
+			if (newn <= ARF_I_INLINE_EXT) {
+				freed += xcount(oldx);
+			} else {
+				/* the block holding extent newn - 1 becomes the last */
+				u64 x = oldx;
+				q = newn - 1 - ARF_I_INLINE_EXT;
+				for (;;) {
+					if (!xok(x))
+						goto damaged;
+					oldbn = ar_ld32u(arf, x + ARF_X_N);
+					if (oldbn > q)
+						break;
+					q -= oldbn;
+					x = ar_ld64(arf, x + ARF_X_NEXT);
+				}
+				lastx = x;
+				oldnext = ar_ld64(arf, x + ARF_X_NEXT);
+				freed += xcount(oldnext);
+			}
+		}
+	}
+
+	/* ---- logged changes; nothing fails from here ---- */
+	jlog(j, c, ARF_INO_SIZE);
+	if (freed) {
+		if (tailn) {
+			jlog(j, se, ARF_E_SIZE);
+			ar_st32(arf, se + ARF_E_LEN, nb - el);
+		}
+		if (lastx) {
+			jlog(j, lastx, ARF_X_EXT);          /* the header: next and n */
+			ar_st32(arf, lastx + ARF_X_N, q + 1);
+			ar_st64(arf, lastx + ARF_X_NEXT, 0);
+		} else {
+			ar_st64(arf, c + ARF_I_XBLK, 0);
+		}
+		ar_st32(arf, c + ARF_I_NEXTENTS, newn);
+		ar_st64(arf, c + ARF_I_NBLOCKS, ar_ld64(arf, c + ARF_I_NBLOCKS) - freed);
+	}
+	u64 t_now = (u64)ar_hcall0(now);
+	ar_st64(arf, c + ARF_I_SIZE, size);
+	ar_st64(arf, c + ARF_I_MTIME, t_now);
+	ar_st64(arf, c + ARF_I_CTIME, t_now);
+	jend(j);
+
+	/* ---- committed: give the blocks back (still under the lock), from the bytes the change
+	 * left in place ---- */
+	if (freed) {
+		bput(tailp << ARF_BLOCK_SHIFT, tailn);
+		if (newn <= ARF_I_INLINE_EXT) {
+			/* as the count above: up to 9 kept, the whole chain goes */
+			efree(c + ARF_I_BODY, newn, n < ARF_I_INLINE_EXT ? n : ARF_I_INLINE_EXT);
+			xfree(oldx);
+		} else {
+			efree(lastx + ARF_X_EXT, q + 1, oldbn < ARF_X_MAX ? oldbn : ARF_X_MAX);
+			xfree(oldnext);
+		}
+	}
+	iunlock(c, tag);
+	return 0;
+damaged:
+	rc = -E_IO;
+fail:
+	jend(j);
+	iunlock(c, tag);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- setattr */
+
+enum {
+	SET_MODE = 1, SET_UID = 2, SET_GID = 4, SET_ATIME = 8, SET_MTIME = 16,
+	SET_ATIME_NOW = 32, SET_MTIME_NOW = 64, SET_ALL = 127,
+};
+
+/* setattr(ino, valid, mode, uid, gid, atime, mtime): change the fields valid names (any
+ * inode type): 1 the permission bits (07777 of mode; the type stays), 2 uid, 4 gid, 8 atime,
+ * 16 mtime (ns), 32 atime and 64 mtime to the server's clock.  ctime becomes now.  EINVAL for
+ * unknown valid bits or no such inode number, ENOENT for a free inode.  (Size changes are
+ * truncate, a separate run: it frees blocks.)  atime and mtime are arguments 5 and 6. */
+long setattr(u64 ino, u64 valid, u64 mode, u64 uid, u64 gid)
+{
+	if (valid & ~(u64)SET_ALL)
+		return -E_INVAL;
+	u64 c = ioff(ino);
+	if (!c)
+		return -E_INVAL;
+	u64 j = jclaim();
+	if (!j)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	long rc = ilock(c, tag);
+	if (rc) {
+		jend(j);
+		return rc;
+	}
+	if (ar_ld32u(arf, c + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto out;
+	}
+	jlog(j, c, ARF_INO_SIZE);
+	u64 t_now = (u64)ar_hcall0(now);
+	if (valid & SET_MODE)
+		ar_st32(arf, c + ARF_I_MODE,
+		        (ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT) | (mode & 07777));
+	if (valid & SET_UID)
+		ar_st32(arf, c + ARF_I_UID, uid);
+	if (valid & SET_GID)
+		ar_st32(arf, c + ARF_I_GID, gid);
+	if (valid & SET_ATIME_NOW)
+		ar_st64(arf, c + ARF_I_ATIME, t_now);
+	else if (valid & SET_ATIME)
+		ar_st64(arf, c + ARF_I_ATIME, ar_arg(5));
+	if (valid & SET_MTIME_NOW)
+		ar_st64(arf, c + ARF_I_MTIME, t_now);
+	else if (valid & SET_MTIME)
+		ar_st64(arf, c + ARF_I_MTIME, ar_arg(6));
+	ar_st64(arf, c + ARF_I_CTIME, t_now);
+	rc = 0;
+out:
+	jend(j);
+	iunlock(c, tag);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- fsync */
+
+/* msync (the server's sync hook) of blocks p .. p+n-1 of the image: 0 or -errno. */
+static long syncblocks(u64 p, u64 n)
+{
+	return ar_hcall3(sync, arf, p << ARF_BLOCK_SHIFT, n << ARF_BLOCK_SHIFT);
+}
+
+/* msync of each block of a chain linked at next_off (extent blocks, directory blocks), from
+ * x: 0, -errno, or -EIO at a bad link. */
+static long syncchain(u64 x, u64 next_off)
+{
+	for (; x; x = ar_ld64(arf, x + next_off)) {
+		if (!xok(x))
+			return -E_IO;
+		long rc = syncblocks(x >> ARF_BLOCK_SHIFT, 1);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* fsync(ino, gen): make what the file's contents depend on durable: a regular file's data
+ * extents and extent blocks, a directory's slot table and directory blocks, a symlink's
+ * target block, and last the inode itself (docs/arf.md, "Durability").  It takes no lock and
+ * logs nothing: it only reads the tree, and a concurrent change is covered by that change's
+ * own fsync.  Every range is checked before it is synced; a damaged one is EIO. */
+long fsync(u64 ino, u64 gen)
+{
+	u64 c = ioff(ino);
+	if (!c)
+		return -E_INVAL;
+	u64 m = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	if (!m)
+		return -E_NOENT;
+	if (gen && ar_ld64(arf, c + ARF_I_GEN) != gen)
+		return -E_STALE;
+	long rc;
+	if (m == ARF_S_IFDIR) {
+		u64 t = ar_ld64(arf, c + ARF_D_TABLE);
+		if (t) {
+			if (!xok(t))        /* block-aligned, inside the data area */
+				return -E_IO;
+			u64 nslots = ar_ld64(arf, c + ARF_D_NSLOTS);
+			/* 256 slots a block: more than the image holds is damage */
+			if (nslots > SB(N_BLOCKS) << 8)
+				return -E_IO;
+			u64 n = (nslots * ARF_T_SIZE + BLOCK_MASK) >> ARF_BLOCK_SHIFT;
+			if (n + (t >> ARF_BLOCK_SHIFT) > SB(N_BLOCKS))
+				return -E_IO;
+			rc = syncblocks(t >> ARF_BLOCK_SHIFT, n);
+			if (rc)
+				return rc;
+		}
+		rc = syncchain(ar_ld64(arf, c + ARF_D_HEAD), ARF_B_NEXT);
+		if (rc)
+			return rc;
+	} else if (!(ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_INLINE)) {
+		/* (an inline symlink: all of it is in the inode) */
+		u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+		for (u64 k = 0; k < n; k++) {
+			u64 e = eat(c, k);
+			if (!e || !eok(e))
+				return -E_IO;
+			rc = syncblocks(e_pblk(e), e_len(e));
+			if (rc)
+				return rc;
+		}
+		/* the extent blocks (eat checked each link it used) */
+		rc = syncchain(ar_ld64(arf, c + ARF_I_XBLK), ARF_X_NEXT);
+		if (rc)
+			return rc;
+	}
+	return ar_hcall3(sync, arf, c, ARF_INO_SIZE);
+}
