@@ -72,6 +72,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	g->o = *o;
 	fmt_any_output = 0;
 	struct ast *t = &g->ast;
+	t->utf8 = o->utf8;
 	int root = -1;
 	for (size_t i = 0; i < n; i++) {
 		int r = grep_parse(t, pats[i], lens[i], o->syntax, o->icase, err, errlen, warn, warnlen);
@@ -108,14 +109,20 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	for (size_t i = 0; o->icase && i < g->lit_len; i++)
 		g->lit_icase |= g->lit[i] >= 'a' && g->lit[i] <= 'z';
 	int nfa_ok = nfa_build(&g->nfa, t) == 0;
+	g->nfa.utf8 = o->utf8;
+	/* UTF-8: the DFA's word assertions see bytes; the client decides on characters */
+	int u8words = 0;
+	for (int i = 0; o->utf8 && i < t->len; i++)
+		u8words |= t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
 	int rc = nfa_ok ? dfa_build(&g->dfa, &g->nfa, eol, -1, 0) : -1;
 	if (rc == -2)
 		goto oom;
-	g->exact = rc != 0 || t->has_backref || !nfa_ok || (o->no_walk_back && o->before > 0);
+	g->exact = rc != 0 || t->has_backref || !nfa_ok || (o->no_walk_back && o->before > 0) ||
+	           u8words;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
 	int context = o->before > 0 || o->after > 0;
-	if (g->exact && (rc != 0 || o->invert || context || (!o->text && !o->null_data))) {
+	if (g->exact && (rc != 0 || u8words || o->invert || context || (!o->text && !o->null_data))) {
 		/* send every line (or every line with the literal) and decide here */
 		dfa_free(&g->dfa);
 		if (all_lines_dfa(&g->dfa, eol) != 0)
@@ -328,6 +335,21 @@ static int word_byte(int c)
 	       c == '_';
 }
 
+/* Is there a word character just before (at) position i?  In a UTF-8 locale a character. */
+static int word_before(const struct grep *g, const uint8_t *p, size_t n, size_t i)
+{
+	if (i == 0)
+		return 0;
+	return g->o.utf8 ? utf8_word_before(p, n, i) : word_byte(p[i - 1]);
+}
+
+static int word_at(const struct grep *g, const uint8_t *p, size_t n, size_t i)
+{
+	if (i >= n)
+		return 0;
+	return g->o.utf8 ? utf8_word_at(p, n, i) : word_byte(p[i]);
+}
+
 /* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */
 static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
                       size_t *e)
@@ -340,7 +362,7 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 		/* one string: its occurrences, the first that -w or -x allows */
 		for (long q; (q = find_lit(g, p, n, from)) >= 0; from = (size_t)q + 1) {
 			size_t end = (size_t)q + g->span_len;
-			if (g->span_word && ((q > 0 && word_byte(p[q - 1])) || (end < n && word_byte(p[end]))))
+			if (g->span_word && (word_before(g, p, n, (size_t)q) || word_at(g, p, n, end)))
 				continue;
 			if (g->span_line && (q != 0 || end != n))
 				return 0;
@@ -441,11 +463,20 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	FILE *f = x->f;
 	char eol = o->null_data ? '\0' : '\n';
 	char sep = context ? '-' : ':';
+	int64_t last_end = x->last_end;
 	if (o->before >= 0 || o->after >= 0) {
 		if (fmt_any_output && x->last_end != (int64_t)off)
 			sgr(f, x->g, "36", "--", 2), fputc('\n', f);
 	}
 	fmt_any_output = 1;
+	/* UTF-8: grep 3.8 prints no line (no -o match) that holds an encoding error; it says
+	 * "binary file matches" at the end instead (print_line_head).  Its "last line printed"
+	 * stays where it was. */
+	int check_enc = o->utf8 && !o->text;
+	if (check_enc && !o->only && utf8_has_errors(p, n)) {
+		x->g->enc_err = 1;
+		return;
+	}
 	x->last_end = (int64_t)(off + n + 1);
 	int matching = !context != !!o->invert;      /* the line's matches are what selected it */
 	if (o->only) {
@@ -458,6 +489,11 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 			if (e == s) {
 				from = s + 1;
 				continue;
+			}
+			if (check_enc && utf8_has_errors(p + s, e - s)) {
+				x->g->enc_err = 1;
+				x->last_end = last_end;
+				return;
 			}
 			put_prefix(x, lineno, off + s, sep);
 			put_tab(x, e - s);
@@ -683,7 +719,10 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 		put_name(f, g, name);
 		fputc(o->null_name ? '\0' : '\n', f);
 	}
-	if (binary && count > 0 && !o->count && !o->list && !o->list_nomatch) {
+	int enc_err = g->enc_err;
+	g->enc_err = 0;
+	if (((binary && count > 0) || (enc_err && !o->binary_nomatch)) && !o->count && !o->list &&
+	    !o->list_nomatch) {
 		fflush(f);
 		fprintf(err_f, "%s: %s: binary file matches\n", prog, name);
 	}
