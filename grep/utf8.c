@@ -8,6 +8,7 @@
  * no set.  docs/grep.md ("UTF-8 locales") explains it.
  */
 #include <locale.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -299,7 +300,46 @@ void cset_negate(struct cset *s)
 	*s = t;
 }
 
-/* Every code point c with pred(c), as ranges: one pass over Unicode (about 1.1M calls). */
+/* Classes and case pairs come from one pass over Unicode each (about 1.1M isw* or towupper
+ * calls: 5-20 ms, far more under sanitizers), so they are kept per process for the locale
+ * they were made in (LC_CTYPE's name), behind a mutex: libgrep may compile in threads. */
+static const char *const class_names[] = { "alpha", "upper", "lower", "digit", "xdigit", "space",
+                                           "print", "punct", "graph", "cntrl", "blank", "alnum",
+                                           "word" };
+#define N_CLASSES (sizeof class_names / sizeof class_names[0])
+
+struct fold_pair {             /* towupper(c) == up != c */
+	uint32_t up, c;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	char locale[128];
+	struct cset cls[N_CLASSES];
+	int have_cls[N_CLASSES];
+	struct fold_pair *fold;
+	size_t n_fold;
+} cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Forget what was made in another locale; called with the lock held. */
+static void cache_check_locale(void)
+{
+	const char *name = setlocale(LC_CTYPE, NULL);
+	if (!name)
+		name = "";
+	if (!strncmp(cache.locale, name, sizeof cache.locale - 1))
+		return;
+	for (size_t i = 0; i < N_CLASSES; i++) {
+		cset_free(&cache.cls[i]);
+		cache.have_cls[i] = 0;
+	}
+	free(cache.fold);
+	cache.fold = NULL;
+	cache.n_fold = 0;
+	snprintf(cache.locale, sizeof cache.locale, "%s", name);
+}
+
+/* Every code point c of the class, as ranges. */
 static void cset_scan(struct cset *s, wctype_t type, int word)
 {
 	uint32_t start = 0;
@@ -318,26 +358,25 @@ static void cset_scan(struct cset *s, wctype_t type, int word)
 
 int cset_class(struct cset *s, const char *name)
 {
-	if (!strcmp(name, "word")) {
-		cset_scan(s, 0, 1);
-		return 0;
+	size_t k = 0;
+	while (k < N_CLASSES && strcmp(class_names[k], name))
+		k++;
+	if (k == N_CLASSES)
+		return -1;
+	pthread_mutex_lock(&cache.lock);
+	cache_check_locale();
+	struct cset *c = &cache.cls[k];
+	if (!cache.have_cls[k] || c->err) {
+		cset_free(c);
+		cset_scan(c, strcmp(name, "word") ? wctype(name) : 0, !strcmp(name, "word"));
+		cache.have_cls[k] = 1;
 	}
-	static const char *const names[] = { "alpha", "upper", "lower", "digit", "xdigit", "space",
-	                                     "print", "punct", "graph", "cntrl", "blank", "alnum" };
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (!strcmp(names[i], name)) {
-			cset_scan(s, wctype(name), 0);
-			return 0;
-		}
-	return -1;
+	for (int i = 0; i < c->n; i++)
+		cset_add(s, c->r[i][0], c->r[i][1]);
+	s->err |= c->err;
+	pthread_mutex_unlock(&cache.lock);
+	return 0;
 }
-
-/* Case folding as GNU grep does it in a multibyte locale: c stands for c and every d with
- * towupper(d) == towupper(c) (so "s" for "S" and U+017F, but KELVIN SIGN only for itself).
- * The pairs (towupper(d), d) with towupper(d) != d come from one pass over Unicode. */
-struct fold_pair {
-	uint32_t up, c;
-};
 
 static int cmp_pair(const void *x, const void *y)
 {
@@ -345,9 +384,12 @@ static int cmp_pair(const void *x, const void *y)
 	return a->up != b->up ? (a->up < b->up ? -1 : 1) : (a->c < b->c ? -1 : a->c > b->c);
 }
 
-void cset_fold(struct cset *s)
+/* The pairs (towupper(c), c) with towupper(c) != c, sorted by up; with the lock held.  0, or
+ * -1 when out of memory. */
+static int fold_pairs(void)
 {
-	cset_norm(s);
+	if (cache.fold)
+		return 0;
 	struct fold_pair *v = NULL;
 	size_t n = 0, cap = 0;
 	for (uint32_t c = 0; c <= UTF8_MAX; c++) {
@@ -361,8 +403,7 @@ void cset_fold(struct cset *s)
 			struct fold_pair *nv = realloc(v, cap * sizeof *nv);
 			if (!nv) {
 				free(v);
-				s->err = 1;
-				return;
+				return -1;
 			}
 			v = nv;
 		}
@@ -370,20 +411,68 @@ void cset_fold(struct cset *s)
 		v[n++].c = c;
 	}
 	qsort(v, n, sizeof *v, cmp_pair);
-	struct cset add = { 0 };
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		int hit = cset_has(s, v[i].up);
-		for (; j < n && v[j].up == v[i].up; j++)
-			hit |= cset_has(s, v[j].c);
-		if (hit) {
-			cset_add(&add, v[i].up, v[i].up);
-			for (size_t k = i; k < j; k++)
-				cset_add(&add, v[k].c, v[k].c);
-		}
-		i = j;
+	cache.fold = v;
+	cache.n_fold = n;
+	return 0;
+}
+
+/* The first pair whose up is >= u. */
+static size_t pair_lower_bound(uint32_t u)
+{
+	size_t lo = 0, hi = cache.n_fold;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cache.fold[mid].up < u)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	free(v);
+	return lo;
+}
+
+/* Case folding as GNU grep does it in a multibyte locale: c stands for c and every d with
+ * towupper(d) == towupper(c) (so "s" for "S" and U+017F, but KELVIN SIGN only for itself). */
+void cset_fold(struct cset *s)
+{
+	cset_norm(s);
+	pthread_mutex_lock(&cache.lock);
+	cache_check_locale();
+	if (fold_pairs() != 0) {
+		pthread_mutex_unlock(&cache.lock);
+		s->err = 1;
+		return;
+	}
+	const struct fold_pair *v = cache.fold;
+	size_t n = cache.n_fold;
+	uint64_t size = 0;
+	for (int i = 0; i < s->n; i++)
+		size += s->r[i][1] - s->r[i][0] + 1;
+	struct cset add = { 0 };
+	if (size <= 64) {
+		/* a few characters (a letter of the pattern): each one's group */
+		for (int i = 0; i < s->n; i++)
+			for (uint32_t c = s->r[i][0]; c <= s->r[i][1]; c++) {
+				uint32_t u = (uint32_t)towupper((wint_t)c);
+				cset_add(&add, u, u);
+				for (size_t k = pair_lower_bound(u); k < n && v[k].up == u; k++)
+					cset_add(&add, v[k].c, v[k].c);
+			}
+	} else {
+		/* a large set: every group that meets it */
+		for (size_t i = 0; i < n;) {
+			size_t j = i;
+			int hit = cset_has(s, v[i].up);
+			for (; j < n && v[j].up == v[i].up; j++)
+				hit |= cset_has(s, v[j].c);
+			if (hit) {
+				cset_add(&add, v[i].up, v[i].up);
+				for (size_t k = i; k < j; k++)
+					cset_add(&add, v[k].c, v[k].c);
+			}
+			i = j;
+		}
+	}
+	pthread_mutex_unlock(&cache.lock);
 	for (int i = 0; i < add.n; i++)
 		cset_add(s, add.r[i][0], add.r[i][1]);
 	s->err |= add.err;
