@@ -54,7 +54,8 @@ struct ast {
 	int root;
 	int n_groups;          /* over all patterns */
 	int has_backref;
-	int utf8;              /* UTF-8 locale: word assertions look at characters */
+	int utf8;              /* UTF-8 locale: word assertions look at characters; 1: matches
+	                        * start on characters, 2: anywhere (-w, as grep) */
 	int err;               /* sticky out-of-memory */
 };
 
@@ -96,6 +97,8 @@ int utf8_has_errors(const uint8_t *p, size_t n);
  * An encoding error is not. */
 int utf8_word_at(const uint8_t *p, size_t n, size_t i);
 int utf8_word_before(const uint8_t *p, size_t n, size_t i);
+/* Is position i inside a valid character (after its first byte)?  No match starts there. */
+int utf8_inside(const uint8_t *p, size_t n, size_t i);
 /* Does p[0..n) start with the text a[0..na) under -i's folding?  The length it takes there,
  * or -1.  (Back-references with -i.) */
 long utf8_fold_prefix(const uint8_t *a, size_t na, const uint8_t *p, size_t n);

@@ -794,9 +794,11 @@ static long simulate(const struct nfa *m, const uint8_t *p, size_t n, size_t s, 
 		for (int j = 0; j < ncl; j++)
 			if (set_has(m->sets[m->s[cl[j]].set], p[i]))
 				k[nk++] = m->s[cl[j]].out;
-		if (!anchored)
+		/* UTF-8: a match starts on a character, never inside one */
+		int inside = m->utf8 == 1 && utf8_inside(p, n, i + 1);
+		if (!anchored && !inside)
 			k[nk++] = m->start;
-		if (nk == 0)
+		if (nk == 0 && (anchored || !inside))
 			break;
 	}
 out:
@@ -831,7 +833,7 @@ int nfa_leftmost_longest(const struct nfa *m, const uint8_t *p, size_t n, size_t
 	if (!k || !cl || !stk || !kt || !clt || !stt || !mark)
 		goto out;
 	for (size_t i = from;; i++) {
-		if (best_s < 0) {
+		if (best_s < 0 && !(m->utf8 == 1 && utf8_inside(p, n, i))) {
 			k[nk] = m->start;
 			kt[nk++] = i;
 		}
@@ -1325,6 +1327,8 @@ int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase)
 	if (bt_init(&b, t, p, n, icase, 0))
 		r = -2;
 	for (size_t s = 0; r == 0 && s <= n; s++) {
+		if (t->utf8 == 1 && utf8_inside(p, n, s))
+			continue;
 		long e = bt_from(&b, s);
 		r = e == -2 ? -2 : e >= 0;
 	}

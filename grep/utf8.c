@@ -111,11 +111,15 @@ int utf8_word_before(const uint8_t *p, size_t n, size_t i)
 		return 0;
 	if (p[i - 1] < 0x80)
 		return is_word(p[i - 1]);
-	/* the character that ends at i starts at most 3 bytes earlier */
-	for (size_t k = 2; k <= 4 && k <= i; k++) {
+	/* as grep's wordchar_prev: the character that holds byte i-1 (which may go on past i),
+	 * found from at most 3 bytes back; an encoding error is no word character */
+	for (size_t k = 1; k <= 4 && k <= i; k++) {
 		uint32_t c;
-		if (utf8_decode(p + i - k, n - (i - k), &c) == (int)k)
+		int l = utf8_decode(p + i - k, n - (i - k), &c);
+		if (l >= (int)k)
 			return wordc(c);
+		if ((p[i - k] & 0xC0) != 0x80)
+			break;
 	}
 	return 0;
 }
@@ -146,6 +150,21 @@ int utf8_ranges_refused(void)
 	 * collation character"); other UTF-8 locales collate */
 	const char *name = setlocale(LC_COLLATE, NULL);
 	return name && name[0] == 'C' && name[1] == '.';
+}
+
+int utf8_inside(const uint8_t *p, size_t n, size_t i)
+{
+	if (i == 0 || i >= n || (p[i] & 0xC0) != 0x80)
+		return 0;
+	for (size_t k = 1; k <= 3 && k <= i; k++) {
+		uint32_t c;
+		int l = utf8_decode(p + i - k, n - (i - k), &c);
+		if (l > (int)k)
+			return 1;
+		if (p[i - k] < 0x80 || (p[i - k] & 0xC0) != 0x80)
+			break;           /* a lead byte (or ASCII) that does not reach i */
+	}
+	return 0;
 }
 
 /* ---- code point ranges into byte sequences ---- */

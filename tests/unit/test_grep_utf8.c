@@ -199,6 +199,12 @@ static void test_match(void)
 		{ GREP_BASIC, 0, 1, "caf", "café", 0, -1, -1 },
 		{ GREP_BASIC, 0, 1, "café", "un café.", 1, 3, 8 },
 		{ GREP_EXTENDED, 0, 0, "(é|ü)+", "xéüé", 1, 1, 7 },
+		/* grep 3.8's -w: an empty match inside a non-word character ("·"), not inside a word
+		 * character ("é"), and not with -i */
+		{ GREP_BASIC, 0, 1, "x*", "word·middle", 1, 5, 5 },
+		{ GREP_BASIC, 0, 1, "x*", "café au", 0, -1, -1 },
+		{ GREP_BASIC, 1, 1, "x*", "word·middle", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "\\B", "é", 0, -1, -1 },
 		{ GREP_BASIC, 1, 0, "\\(.\\)\\1", "σς", 1, 0, 4 },             /* -i back-reference */
 		{ GREP_BASIC, 1, 0, "\\(.\\)\\1", "sſ", 1, 0, 3 },             /* of another length */
 	};
