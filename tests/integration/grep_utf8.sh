@@ -1,6 +1,6 @@
 #!/bin/sh
 # grep_utf8.sh: make check's run of tests/grep/utf8.sh, pngrep against GNU grep in UTF-8
-# locales (C.UTF-8; en_US.UTF-8 when generated), every 4th option set per pattern
+# locales (C.UTF-8, en_US.UTF-8, a Latin-1 locale refused), every 4th option set per pattern
 # (STRIDE=1 sh tests/grep/utf8.sh runs all).  Skipped (0 passed, 0 failed) where GNU grep or
 # the C.UTF-8 locale is missing.
 here=$(dirname "$0")
