@@ -812,7 +812,8 @@ int arf_cmd_grep(int argc, char **argv)
 	o->no_walk_back = 1;
 	st.local = local != NULL;
 	st.scan_max = SCAN_MAX;
-	if (grep_args_compile(&st.a, prog, stderr, &st.g) != 0)
+	if (grep_args_locale(&st.a, prog, stderr) != 0 ||
+	    grep_args_compile(&st.a, prog, stderr, &st.g) != 0)
 		goto out;
 	if (grep_arf_segment(st.g, &st.seg, &st.seg_len, err, sizeof err) != 0) {
 		fprintf(stderr, "%s: %s\n", prog, err);

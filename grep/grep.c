@@ -44,6 +44,26 @@ static int wrap(struct ast *t, int root, int a1, int a2)
 	return c2;
 }
 
+/* The DFA of t with every word assertion taken as true (UTF-8: the client checks them on
+ * characters).  0, -1 (too big) or -2 (out of memory). */
+static int relaxed_dfa(struct dfa *d, const struct ast *t, int eol)
+{
+	struct ast r = *t;
+	struct nfa m = { 0 };
+	r.n = malloc((size_t)t->len * sizeof *r.n);
+	if (!r.n)
+		return -2;
+	memcpy(r.n, t->n, (size_t)t->len * sizeof *r.n);
+	r.cap = t->len;
+	for (int i = 0; i < r.len; i++)
+		if (r.n[i].kind == N_ASSERT && r.n[i].akind != A_BOL && r.n[i].akind != A_EOL)
+			r.n[i].kind = N_EMPTY;
+	int rc = nfa_build(&m, &r) != 0 ? -1 : dfa_build(d, &m, eol, -1, 0);
+	nfa_free(&m);
+	free(r.n);
+	return rc;
+}
+
 /* A DFA that selects every line: the exact path's "send everything" filter. */
 static int all_lines_dfa(struct dfa *d, int eol)
 {
@@ -72,6 +92,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	g->o = *o;
 	fmt_any_output = 0;
 	struct ast *t = &g->ast;
+	t->utf8 = o->utf8;
 	int root = -1;
 	for (size_t i = 0; i < n; i++) {
 		int r = grep_parse(t, pats[i], lens[i], o->syntax, o->icase, err, errlen, warn, warnlen);
@@ -107,15 +128,40 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	g->lit_len = must_literal(t, o->icase, g->lit, sizeof g->lit);
 	for (size_t i = 0; o->icase && i < g->lit_len; i++)
 		g->lit_icase |= g->lit[i] >= 'a' && g->lit[i] <= 'z';
+	/* UTF-8: matches start on characters (utf8 1), except under -w: grep 3.8's -w retry loop
+	 * moves on byte by byte, and an empty match inside a character that is no word
+	 * character (the middle of "·" in "word·middle") passes its checks (utf8 2); not with
+	 * -i (found by tests/grep/utf8.sh: grep -i -w 'x*' does not match there) */
+	if (o->utf8 && o->word && !o->line && !o->icase)
+		t->utf8 = 2;
 	int nfa_ok = nfa_build(&g->nfa, t) == 0;
-	int rc = nfa_ok ? dfa_build(&g->dfa, &g->nfa, eol, -1, 0) : -1;
+	g->nfa.utf8 = t->utf8;
+	/* UTF-8: the DFA's word assertions see bytes; the client decides on characters */
+	int u8words = 0;
+	for (int i = 0; o->utf8 && i < t->len; i++)
+		u8words |= t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
+	int context = o->before > 0 || o->after > 0;
+	/* ... but a DFA without them (every word assertion holds) is a superset of the lines:
+	 * the segment sends its lines, with the literal skip.  Not with line anchors (a piece of
+	 * a binary file's line between NULs may match where the line does not), -v or context */
+	int relaxed = u8words && nfa_ok && !t->has_backref && !o->invert && !context;
+	for (int i = 0; relaxed && i < t->len; i++)
+		relaxed = t->n[i].kind != N_ASSERT || (t->n[i].akind != A_BOL && t->n[i].akind != A_EOL);
+	int rc;
+	if (relaxed) {
+		rc = relaxed_dfa(&g->dfa, t, eol);
+		relaxed = rc == 0;
+	} else {
+		rc = nfa_ok ? dfa_build(&g->dfa, &g->nfa, eol, -1, 0) : -1;
+	}
 	if (rc == -2)
 		goto oom;
-	g->exact = rc != 0 || t->has_backref || !nfa_ok || (o->no_walk_back && o->before > 0);
+	g->exact = rc != 0 || t->has_backref || !nfa_ok || (o->no_walk_back && o->before > 0) ||
+	           u8words;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
-	int context = o->before > 0 || o->after > 0;
-	if (g->exact && (rc != 0 || o->invert || context || (!o->text && !o->null_data))) {
+	if (g->exact && !relaxed &&
+	    (rc != 0 || u8words || o->invert || context || (!o->text && !o->null_data))) {
 		/* send every line (or every line with the literal) and decide here */
 		dfa_free(&g->dfa);
 		if (all_lines_dfa(&g->dfa, eol) != 0)
@@ -328,6 +374,21 @@ static int word_byte(int c)
 	       c == '_';
 }
 
+/* Is there a word character just before (at) position i?  In a UTF-8 locale a character. */
+static int word_before(const struct grep *g, const uint8_t *p, size_t n, size_t i)
+{
+	if (i == 0)
+		return 0;
+	return g->o.utf8 ? utf8_word_before(p, n, i) : word_byte(p[i - 1]);
+}
+
+static int word_at(const struct grep *g, const uint8_t *p, size_t n, size_t i)
+{
+	if (i >= n)
+		return 0;
+	return g->o.utf8 ? utf8_word_at(p, n, i) : word_byte(p[i]);
+}
+
 /* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */
 static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
                       size_t *e)
@@ -340,7 +401,7 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 		/* one string: its occurrences, the first that -w or -x allows */
 		for (long q; (q = find_lit(g, p, n, from)) >= 0; from = (size_t)q + 1) {
 			size_t end = (size_t)q + g->span_len;
-			if (g->span_word && ((q > 0 && word_byte(p[q - 1])) || (end < n && word_byte(p[end]))))
+			if (g->span_word && (word_before(g, p, n, (size_t)q) || word_at(g, p, n, end)))
 				continue;
 			if (g->span_line && (q != 0 || end != n))
 				return 0;
@@ -356,6 +417,8 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 	if (!g->ast.has_backref && g->nfa.s)
 		return nfa_leftmost_longest(&g->nfa, p, n, from, s, e);
 	for (size_t i = from; i <= n; i++) {
+		if (g->ast.utf8 == 1 && utf8_inside(p, n, i))
+			continue;
 		long r = bt_longest_at(&g->ast, p, n, i, g->o.icase);
 		if (r == -2) {
 			g->gave_up = 1;
@@ -441,11 +504,20 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	FILE *f = x->f;
 	char eol = o->null_data ? '\0' : '\n';
 	char sep = context ? '-' : ':';
+	int64_t last_end = x->last_end;
 	if (o->before >= 0 || o->after >= 0) {
 		if (fmt_any_output && x->last_end != (int64_t)off)
 			sgr(f, x->g, "36", "--", 2), fputc('\n', f);
 	}
 	fmt_any_output = 1;
+	/* UTF-8: grep 3.8 prints no line (no -o match) that holds an encoding error; it says
+	 * "binary file matches" at the end instead (print_line_head).  Its "last line printed"
+	 * stays where it was. */
+	int check_enc = o->utf8 && !o->text;
+	if (check_enc && !o->only && utf8_has_errors(p, n)) {
+		x->g->enc_err = 1;
+		return;
+	}
 	x->last_end = (int64_t)(off + n + 1);
 	int matching = !context != !!o->invert;      /* the line's matches are what selected it */
 	if (o->only) {
@@ -458,6 +530,11 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 			if (e == s) {
 				from = s + 1;
 				continue;
+			}
+			if (check_enc && utf8_has_errors(p + s, e - s)) {
+				x->g->enc_err = 1;
+				x->last_end = last_end;
+				return;
 			}
 			put_prefix(x, lineno, off + s, sep);
 			put_tab(x, e - s);
@@ -683,7 +760,10 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 		put_name(f, g, name);
 		fputc(o->null_name ? '\0' : '\n', f);
 	}
-	if (binary && count > 0 && !o->count && !o->list && !o->list_nomatch) {
+	int enc_err = g->enc_err;
+	g->enc_err = 0;
+	if (((binary && count > 0) || (enc_err && !o->binary_nomatch)) && !o->count && !o->list &&
+	    !o->list_nomatch) {
 		fflush(f);
 		fprintf(err_f, "%s: %s: binary file matches\n", prog, name);
 	}

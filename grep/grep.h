@@ -43,6 +43,8 @@ struct grep_opts {
 	int before, after;        /* -B, -A (-C sets both); negative: not given (0 still prints
 	                           * "--" between groups, as in grep) */
 	int initial_tab;          /* -T */
+	int utf8;                 /* the locale is UTF-8 (grep_locale): characters, not bytes;
+	                           * LC_CTYPE must be that locale while compiling and formatting */
 	int no_walk_back;         /* the segment cannot walk back over earlier lines (arf grep:
 	                           * they may lie in another extent): -B takes the exact path */
 };
@@ -192,6 +194,12 @@ int grep_args_want_dir(const struct grep_args *ga, const char *name, int cmdline
  * to out: 0, or -1 with the message on err_f. */
 int grep_args_compile(const struct grep_args *ga, const char *prog, FILE *err_f,
                       struct grep **g);
+/* The locale, as grep reads it (setlocale(LC_ALL, ""), nl_langinfo(CODESET)): sets ga->o.utf8
+ * for a UTF-8 locale and returns 0; 0 for C/POSIX (also when the named locale is not
+ * installed: grep then runs in C too); -1 after a message on err_f for any other character set
+ * (ISO-8859-1, EUC-JP...), which is not supported (grep exits with status 2).  Call it once,
+ * before grep_args_compile: it changes the process's locale. */
+int grep_args_locale(struct grep_args *ga, const char *prog, FILE *err_f);
 int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const char *note,
                  const char *prog, FILE *out, FILE *err_f);
 

@@ -54,6 +54,8 @@ struct ast {
 	int root;
 	int n_groups;          /* over all patterns */
 	int has_backref;
+	int utf8;              /* UTF-8 locale: word assertions look at characters; 1: matches
+	                        * start on characters, 2: anywhere (-w, as grep) */
 	int err;               /* sticky out-of-memory */
 };
 
@@ -74,6 +76,51 @@ static inline int is_word(unsigned c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
+/* ---- UTF-8 locales (utf8.c) ----
+ * The caller has set a UTF-8 LC_CTYPE (setlocale): classes and case come from its isw*,
+ * towupper. */
+#define UTF8_MAX 0x10FFFF
+#define UTF8_MAX_SEQS 32       /* byte sequences one range of code points can need */
+struct utf8_seq {              /* one sequence of n byte ranges lo[i]..hi[i] */
+	uint8_t n;
+	uint8_t lo[4], hi[4];
+};
+/* The scalar values lo..hi (surrogates left out) as sequences of byte ranges, in increasing
+ * order, whose byte strings are exactly the UTF-8 encodings of those values.  Returns the
+ * count (0 for an empty range), or -1 when more than cap. */
+int utf8_sequences(uint32_t lo, uint32_t hi, struct utf8_seq *out, int cap);
+/* The valid character at p[0..n): its length (1-4) and *cp, or 0 (an encoding error). */
+int utf8_decode(const uint8_t *p, size_t n, uint32_t *cp);
+int utf8_encode(uint32_t c, uint8_t *b);
+int utf8_has_errors(const uint8_t *p, size_t n);
+/* Is the character that starts at p[i] (ends at p[i]) a word character ('_' or iswalnum)?
+ * An encoding error is not. */
+int utf8_word_at(const uint8_t *p, size_t n, size_t i);
+int utf8_word_before(const uint8_t *p, size_t n, size_t i);
+/* Is position i inside a valid character (after its first byte)?  No match starts there. */
+int utf8_inside(const uint8_t *p, size_t n, size_t i);
+/* Does p[0..n) start with the text a[0..na) under -i's folding?  The length it takes there,
+ * or -1.  (Back-references with -i.) */
+long utf8_fold_prefix(const uint8_t *a, size_t na, const uint8_t *p, size_t n);
+/* Whether a bracket range with an end outside ASCII is refused (C.UTF-8, as grep 3.8). */
+int utf8_ranges_refused(void);
+
+struct cset {                  /* ranges of code points; sorted and merged by cset_norm */
+	uint32_t (*r)[2];
+	int n, cap;
+	int err;               /* sticky out-of-memory */
+};
+void cset_add(struct cset *s, uint32_t lo, uint32_t hi);
+void cset_norm(struct cset *s);
+int cset_has(const struct cset *s, uint32_t c);     /* s normalized */
+void cset_negate(struct cset *s);                    /* within 0..UTF8_MAX */
+void cset_fold(struct cset *s);                      /* GNU grep's -i in a multibyte locale */
+int cset_class(struct cset *s, const char *name);   /* "alpha"...; "word": \w.  0 or -1 */
+void cset_free(struct cset *s);
+/* The set as an AST of one-byte sets (a byte trie with equal subtrees merged): its root, or
+ * -1 when out of memory (t->err set). */
+int cset_ast(struct ast *t, struct cset *s);
+
 /* ---- NFA ---- */
 enum nfa_kind { S_SET, S_SPLIT, S_EPS, S_ASSERT, S_MATCH };
 
@@ -90,6 +137,7 @@ struct nfa {
 	int n_sets, cap_sets;
 	int start;
 	int uses_prev;         /* some assertion looks at the byte before */
+	int utf8;              /* word assertions look at characters (the client's matchers) */
 	int err;
 };
 
@@ -177,6 +225,8 @@ struct grep {
 	int exact;             /* 1: the segment sends candidate lines, the client decides */
 	int have_bdfa;
 	int match_none;        /* no pattern at all (grep -f /dev/null) */
+	int enc_err;           /* UTF-8: a line to print had an encoding error (grep_format_end
+	                        * then says "binary file matches", as grep does) */
 	int gave_up;           /* the backtracker ran out of steps or memory: the formatter
 	                        * stops and returns -2 ("memory exhausted") */
 	uint8_t lit[256];

@@ -365,6 +365,24 @@ static int closure(struct closer *c, const int *kernel, int n, int pc, int nc, i
 
 static int pctx(unsigned c) { return is_word(c) ? P_WORD : P_OTHER; }
 static int nctx(unsigned c) { return is_word(c) ? X_WORD : X_OTHER; }
+/* The contexts of position i of p[0..n) for the client's matchers: of the bytes around it, or
+ * in a UTF-8 locale of the characters (an encoding error is no word character). */
+static int pctx_at(int utf8, const uint8_t *p, size_t n, size_t i)
+{
+	if (i == 0)
+		return P_BOL;
+	if (utf8 && p[i - 1] >= 0x80)
+		return utf8_word_before(p, n, i) ? P_WORD : P_OTHER;
+	return pctx(p[i - 1]);
+}
+static int nctx_at(int utf8, const uint8_t *p, size_t n, size_t i)
+{
+	if (i == n)
+		return X_EOL;
+	if (utf8 && p[i] >= 0x80)
+		return utf8_word_at(p, n, i) ? X_WORD : X_OTHER;
+	return nctx(p[i]);
+}
 
 /* ---- DFA ---- */
 
@@ -761,8 +779,8 @@ static long simulate(const struct nfa *m, const uint8_t *p, size_t n, size_t s, 
 	int nk = 0;
 	k[nk++] = m->start;
 	for (size_t i = s;; i++) {
-		int pc = i == 0 ? P_BOL : pctx(p[i - 1]);
-		int nc = i == n ? X_EOL : nctx(p[i]);
+		int pc = pctx_at(m->utf8, p, n, i);
+		int nc = nctx_at(m->utf8, p, n, i);
 		int match;
 		int ncl = closure(&c, k, nk, pc, nc, cl, &match);
 		if (match) {
@@ -776,9 +794,11 @@ static long simulate(const struct nfa *m, const uint8_t *p, size_t n, size_t s, 
 		for (int j = 0; j < ncl; j++)
 			if (set_has(m->sets[m->s[cl[j]].set], p[i]))
 				k[nk++] = m->s[cl[j]].out;
-		if (!anchored)
+		/* UTF-8: a match starts on a character, never inside one */
+		int inside = m->utf8 == 1 && utf8_inside(p, n, i + 1);
+		if (!anchored && !inside)
 			k[nk++] = m->start;
-		if (nk == 0)
+		if (nk == 0 && (anchored || !inside))
 			break;
 	}
 out:
@@ -813,12 +833,12 @@ int nfa_leftmost_longest(const struct nfa *m, const uint8_t *p, size_t n, size_t
 	if (!k || !cl || !stk || !kt || !clt || !stt || !mark)
 		goto out;
 	for (size_t i = from;; i++) {
-		if (best_s < 0) {
+		if (best_s < 0 && !(m->utf8 == 1 && utf8_inside(p, n, i))) {
 			k[nk] = m->start;
 			kt[nk++] = i;
 		}
-		int pc = i == 0 ? P_BOL : pctx(p[i - 1]);
-		int nc = i == n ? X_EOL : nctx(p[i]);
+		int pc = pctx_at(m->utf8, p, n, i);
+		int nc = nctx_at(m->utf8, p, n, i);
 		unsigned gen = (unsigned)(i - from + 1);
 		int sp = 0, ncl = 0;
 		for (int j = nk - 1; j >= 0; j--) {
@@ -1150,6 +1170,15 @@ static void bt_search(struct bt *b, size_t s)
 				if (cs < 0 || ce < cs)
 					goto fail;
 				size_t len = (size_t)(ce - cs);
+				if (b->icase && b->t->utf8) {
+					/* characters equal under -i's folding; their lengths may differ */
+					long e = utf8_fold_prefix(b->p + cs, len, b->p + pos, b->n - pos);
+					if (e < 0)
+						goto fail;
+					pos += (size_t)e;
+					node = -1;
+					continue;
+				}
 				if (len > b->n - pos)
 					goto fail;
 				for (size_t i = 0; i < len; i++) {
@@ -1162,8 +1191,8 @@ static void bt_search(struct bt *b, size_t s)
 				continue;
 			}
 			case N_ASSERT: {
-				int pc = pos == 0 ? P_BOL : pctx(b->p[pos - 1]);
-				int nc = pos == b->n ? X_EOL : nctx(b->p[pos]);
+				int pc = pctx_at(b->t->utf8, b->p, b->n, pos);
+				int nc = nctx_at(b->t->utf8, b->p, b->n, pos);
 				if (!assert_ok(n->akind, pc, nc))
 					goto fail;
 				node = -1;
@@ -1298,6 +1327,8 @@ int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase)
 	if (bt_init(&b, t, p, n, icase, 0))
 		r = -2;
 	for (size_t s = 0; r == 0 && s <= n; s++) {
+		if (t->utf8 == 1 && utf8_inside(p, n, s))
+			continue;
 		long e = bt_from(&b, s);
 		r = e == -2 ? -2 : e >= 0;
 	}

@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -643,7 +645,7 @@ static int report_pattern_errors(const struct grep_args *ga, const char *prog, F
 	int errors = 0;
 	for (size_t i = 0; i < n; i++) {
 		char err[256], warn[256];
-		struct ast t = { 0 };
+		struct ast t = { .utf8 = ga->o.utf8 };
 		if (dup[i] || grep_parse(&t, pats->v[i], pats->len[i], ga->o.syntax, ga->o.icase, err,
 		                         sizeof err, warn, sizeof warn) >= 0) {
 			ast_free(&t);
@@ -660,6 +662,25 @@ static int report_pattern_errors(const struct grep_args *ga, const char *prog, F
 	free(order);
 	free(dup);
 	return errors;
+}
+
+int grep_args_locale(struct grep_args *ga, const char *prog, FILE *err_f)
+{
+	/* as grep: LC_ALL, then LC_CTYPE, then LANG; a locale that is not installed leaves C */
+	setlocale(LC_ALL, "");
+	const char *cs = nl_langinfo(CODESET);
+	if (!strcmp(cs, "UTF-8")) {
+		ga->o.utf8 = 1;
+		return 0;
+	}
+	if (!strcmp(cs, "ANSI_X3.4-1968")) {      /* C, POSIX: bytes, as always */
+		ga->o.utf8 = 0;
+		return 0;
+	}
+	const char *name = setlocale(LC_CTYPE, NULL);
+	fprintf(err_f, "%s: locale '%s' (character set %s) is not supported: only UTF-8 locales "
+	        "and C/POSIX are; try LC_ALL=C.UTF-8 or LC_ALL=C\n", prog, name ? name : "?", cs);
+	return -1;
 }
 
 int grep_args_compile(const struct grep_args *ga, const char *prog, FILE *err_f,

@@ -46,6 +46,7 @@ struct parser {
 	struct ast *t;
 	const unsigned char *p, *end;
 	int ere, icase;
+	int utf8;              /* UTF-8 locale: characters, not bytes (utf8.c) */
 	int depth;
 	int after_anchor;      /* BRE: an anchor or assertion led the branch so far: a '^' now
 	                        * is a literal ("^^" is "^" then a '^') */
@@ -127,6 +128,69 @@ static int mk_assert(struct parser *ps, int kind)
 	int i = mk(ps, N_ASSERT);
 	if (i >= 0)
 		ps->t->n[i].akind = (uint8_t)kind;
+	return i;
+}
+
+/* ---- UTF-8 locales ---- */
+
+/* A set of characters (folded with -i) as its byte automaton; frees s. */
+static int mk_cset(struct parser *ps, struct cset *s)
+{
+	if (ps->icase)
+		cset_fold(s);
+	int i = cset_ast(ps->t, s);
+	cset_free(s);
+	if (i < 0)
+		return fail(ps, "memory exhausted");
+	return i;
+}
+
+/* One character of the pattern at ps->p (a valid UTF-8 sequence, or one byte that is not:
+ * it matches itself), ps->p moved past it.  Without -i its bytes in sequence. */
+static int mk_char(struct parser *ps)
+{
+	uint32_t c;
+	int len = utf8_decode(ps->p, (size_t)(ps->end - ps->p), &c);
+	if (len == 0) {
+		/* an encoding error in the pattern matches the same byte */
+		uint64_t s[4] = { 0 };
+		set_add(s, *ps->p++);
+		int i = mk(ps, N_SET);
+		if (i >= 0)
+			memcpy(ps->t->n[i].set, s, sizeof s);
+		return i;
+	}
+	ps->p += len;
+	if (ps->icase) {
+		struct cset s = { 0 };
+		cset_add(&s, c, c);
+		return mk_cset(ps, &s);
+	}
+	int seq = -1;
+	for (int k = 0; k < len; k++) {
+		int i = mk(ps, N_SET);
+		if (i < 0)
+			return -1;
+		set_add(ps->t->n[i].set, ps->p[k - len]);
+		seq = seq < 0 ? i : mk2(ps, N_CAT, seq, i);
+		if (seq < 0)
+			return -1;
+	}
+	return seq;
+}
+
+/* A named class ("word" for \w) or its complement. */
+static int mk_class(struct parser *ps, const char *name, int neg)
+{
+	struct cset s = { 0 };
+	cset_class(&s, name);
+	if (neg)
+		cset_negate(&s);
+	int i = cset_ast(ps->t, &s);       /* classes are closed under case already, except
+	                                    * upper and lower, which -i does not reach here */
+	cset_free(&s);
+	if (i < 0)
+		return fail(ps, "memory exhausted");
 	return i;
 }
 
@@ -270,6 +334,145 @@ static int parse_bracket(struct parser *ps)
 	if (n >= 0)
 		memcpy(ps->t->n[n].set, s, sizeof s);
 	return n;
+}
+
+/* A bracket expression in a UTF-8 locale; ps->p is just past '['.  The same grammar and
+ * messages as parse_bracket, on characters: ranges by code point, classes from isw*, an
+ * encoding error inside the brackets matches nothing (as in grep), collating elements of one
+ * byte only (C.UTF-8 refuses "[[.é.]]" too). */
+static int parse_bracket_u8(struct parser *ps)
+{
+	struct cset s = { 0 };
+	int neg = 0, had_range = 0, rc = -1;
+	if (ps->p < ps->end && *ps->p == '^') {
+		neg = 1;
+		ps->p++;
+	}
+	const unsigned char *content = ps->p;
+	int first = 1;
+	if (ps->p >= ps->end)
+		return fail(ps, "Invalid regular expression");
+	for (;;) {
+		if (ps->p >= ps->end) {
+			fail(ps, UNMATCHED_BRACKET);
+			goto out;
+		}
+		unsigned c = *ps->p;
+		if (c == ']' && !first)
+			break;
+		first = 0;
+		int64_t lo;
+		int is_class = 0;
+		if (c == '[' && ps->p + 1 < ps->end &&
+		    (ps->p[1] == ':' || ps->p[1] == '=' || ps->p[1] == '.')) {
+			unsigned kind = ps->p[1];
+			const unsigned char *name = ps->p + 2, *q = name;
+			while (q + 1 < ps->end && !(q[0] == kind && q[1] == ']'))
+				q++;
+			if (q + 1 >= ps->end) {
+				fail(ps, UNMATCHED_BRACKET);
+				goto out;
+			}
+			size_t nlen = (size_t)(q - name);
+			ps->p = q + 2;
+			if (kind == ':') {
+				char nm[16];
+				if (nlen >= sizeof nm)
+					nlen = sizeof nm - 1, nm[0] = '?';
+				else
+					memcpy(nm, name, nlen);
+				nm[nlen] = '\0';
+				/* grep: under -i, [:upper:] and [:lower:] are [:alpha:] */
+				if (ps->icase && (!strcmp(nm, "upper") || !strcmp(nm, "lower")))
+					strcpy(nm, "alpha");
+				if (!strcmp(nm, "word") || cset_class(&s, nm) != 0) {
+					fail(ps, "Invalid character class name");
+					goto out;
+				}
+				is_class = 1;
+				lo = -1;
+			} else {
+				if (nlen != 1) {
+					fail(ps, "Invalid collation character");
+					goto out;
+				}
+				lo = name[0] < 0x80 ? name[0] : -2;
+			}
+		} else {
+			uint32_t cp;
+			int len = utf8_decode(ps->p, (size_t)(ps->end - ps->p), &cp);
+			lo = len ? (int64_t)cp : -2;     /* -2: an encoding error */
+			ps->p += len ? len : 1;
+		}
+		/* a range lo-hi, unless the '-' is last */
+		if (ps->p + 1 < ps->end && ps->p[0] == '-' && ps->p[1] != ']') {
+			ps->p++;
+			int64_t hi;
+			unsigned d = *ps->p;
+			if (d == '[' && ps->p + 1 < ps->end && (ps->p[1] == '.' || ps->p[1] == '=')) {
+				unsigned kind = ps->p[1];
+				const unsigned char *name = ps->p + 2, *q = name;
+				while (q + 1 < ps->end && !(q[0] == kind && q[1] == ']'))
+					q++;
+				if (q + 1 >= ps->end) {
+					fail(ps, UNMATCHED_BRACKET);
+					goto out;
+				}
+				if (q - name != 1) {
+					fail(ps, "Invalid collation character");
+					goto out;
+				}
+				hi = name[0] < 0x80 ? name[0] : -2;
+				ps->p = q + 2;
+			} else if (d == '[' && ps->p + 1 < ps->end && ps->p[1] == ':') {
+				fail(ps, "Invalid range end");
+				goto out;
+			} else {
+				uint32_t cp;
+				int len = utf8_decode(ps->p, (size_t)(ps->end - ps->p), &cp);
+				hi = len ? (int64_t)cp : -2;
+				ps->p += len ? len : 1;
+			}
+			if ((lo >= 0x80 || hi >= 0x80) && !is_class && utf8_ranges_refused()) {
+				fail(ps, "Invalid collation character");
+				goto out;
+			}
+			if (is_class || hi < lo) {
+				fail(ps, "Invalid range end");
+				goto out;
+			}
+			if (lo >= 0)
+				cset_add(&s, (uint32_t)lo, (uint32_t)hi);
+			had_range = 1;
+			if (ps->p < ps->end && ps->p[0] == '-' && (ps->p + 1 >= ps->end || ps->p[1] != ']')) {
+				fail(ps, "Invalid range end");
+				goto out;
+			}
+		} else if (!is_class && lo >= 0) {
+			cset_add(&s, (uint32_t)lo, (uint32_t)lo);
+		}
+	}
+	size_t clen = (size_t)(ps->p - content);
+	if (clen >= 3 && content[0] == ':' && content[clen - 1] == ':' && !had_range) {
+		int other = 0;
+		for (size_t i = 1; i + 1 < clen; i++)
+			other |= content[i] != ':';
+		if (other) {
+			fail(ps, "character class syntax is [[:space:]], not [:space:]");
+			goto out;
+		}
+	}
+	ps->p++;
+	if (ps->icase)
+		cset_fold(&s);
+	if (neg)
+		cset_negate(&s);
+	rc = cset_ast(ps->t, &s);
+	if (rc < 0)
+		fail(ps, "memory exhausted");
+out:
+	cset_free(&s);
+	return rc;
 }
 
 /* Interval after '{' (ERE) or '\{' (BRE); ps->p just past it.  Returns 1 with min/max, 0 when
@@ -437,11 +640,19 @@ static int parse_atom(struct parser *ps, int at_start)
 	if (c == '.') {
 		ps->p++;
 		uint64_t s[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+		if (ps->utf8) {
+			/* any character: no encoding error */
+			struct cset cs = { 0 };
+			cset_add(&cs, 0, UTF8_MAX);
+			int i = cset_ast(ps->t, &cs);
+			cset_free(&cs);
+			return i < 0 ? fail(ps, "memory exhausted") : i;
+		}
 		return mk_set(ps, s);
 	}
 	if (c == '[') {
 		ps->p++;
-		return parse_bracket(ps);
+		return ps->utf8 ? parse_bracket_u8(ps) : parse_bracket(ps);
 	}
 	if (c == '\\') {
 		if (ps->p + 1 >= ps->end)
@@ -449,6 +660,8 @@ static int parse_atom(struct parser *ps, int at_start)
 		unsigned d = ps->p[1];
 		ps->p += 2;
 		uint64_t s[4] = { 0 };
+		if (ps->utf8 && (d == 'w' || d == 'W' || d == 's' || d == 'S'))
+			return mk_class(ps, d == 'w' || d == 'W' ? "word" : "space", d == 'W' || d == 'S');
 		switch (d) {
 		case 'w': case 'W':
 			for (unsigned x = 0; x < 256; x++)
@@ -481,8 +694,14 @@ static int parse_atom(struct parser *ps, int at_start)
 			}
 			return n;
 		}
+		if (ps->utf8) {
+			ps->p--;
+			return mk_char(ps);
+		}
 		return mk_byte(ps, d);
 	}
+	if (ps->utf8)
+		return mk_char(ps);
 	ps->p++;
 	return mk_byte(ps, c);
 }
@@ -653,8 +872,19 @@ int grep_parse(struct ast *t, const char *pat, size_t len, int syntax, int icase
 {
 	struct parser ps = { .t = t, .p = (const unsigned char *)pat,
 	                     .end = (const unsigned char *)pat + len, .ere = syntax == GREP_EXTENDED,
-	                     .icase = icase, .group_base = t->n_groups, .err = err,
+	                     .icase = icase, .utf8 = t->utf8, .group_base = t->n_groups, .err = err,
 	                     .errlen = errlen, .warn = warn, .warnlen = warnlen };
+	if (syntax == GREP_FIXED && ps.utf8 && icase) {
+		/* folded characters */
+		int seq = -1;
+		while (ps.p < ps.end) {
+			int b = mk_char(&ps);
+			seq = b < 0 ? -1 : seq < 0 ? b : mk2(&ps, N_CAT, seq, b);
+			if (seq < 0)
+				return -1;
+		}
+		return seq < 0 ? mk(&ps, N_EMPTY) : seq;
+	}
 	if (syntax == GREP_FIXED) {
 		int seq = -1;
 		for (size_t i = 0; i < len; i++) {

@@ -458,7 +458,8 @@ int main(int argc, char **argv)
 		return 1;         /* grep -m 0, or no pattern without -v: nothing is read, the
 		                   * patterns are not even compiled */
 	}
-	if (grep_args_compile(&st.a, prog, stderr, &st.g) != 0) {
+	if (grep_args_locale(&st.a, prog, stderr) != 0 ||
+	    grep_args_compile(&st.a, prog, stderr, &st.g) != 0) {
 		grep_args_free(&st.a);
 		return 2;
 	}

@@ -10,7 +10,10 @@
 # GNU grep's every time.  Table on stdout and in results/NAME.txt.
 #
 #   bash bench/grepscan/run.sh [--build DIR] [--mb N] [--reps N] [--out NAME] [--perf]
-#                              [--cases REGEX]
+#                              [--cases REGEX] [--locale NAME]
+#
+# --locale runs every program under LC_ALL=NAME (default C), e.g. C.UTF-8 (issue 19); the
+# times of every repetition are also kept, one line each, in results/NAME.raw.
 #
 # Rows starting with @log run on a second file, 200,000 lines of a web log (16 MB) with one
 # id u<7 digits> per line, with 10 to 10,000 ids as patterns (-f, as fixed strings and not);
@@ -21,6 +24,7 @@
 # mktemp directory and the arfd it starts is stopped on exit.
 set -uo pipefail
 export LC_ALL=C
+LOCALE=C
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 BUILD=$TOP/build
@@ -37,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--perf) PERF=1 ;;
 	--cases) CASES=$2; shift ;;
+	--locale) LOCALE=$2; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
 	esac
@@ -104,6 +109,8 @@ done
 timeout 300 "$BUILD/arf" import "$tmp/d" "$ep:/d" >/dev/null || { echo "run.sh: import failed"; exit 1; }
 
 ns() { date +%s%N; }
+# the data was made in C; the programs run in the locale asked for
+export LC_ALL=$LOCALE
 # exec_us: the server's total EXEC time so far, in microseconds
 exec_us() {
 	"$BUILD/arc" stats "$ep" | awk '/^exec.requests/ { r = $2 } /^exec.latency_avg_us/ { a = $2 }
@@ -151,11 +158,12 @@ res=$HERE/results
 mkdir -p "$res"
 {
 echo "# bench/grepscan/run.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cpus, $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null)"
-echo "# file: $size bytes, $lines lines, one file of an ARF image on arfd tcp loopback; $REPS reps, medians"
+echo "# file: $size bytes, $lines lines, one file of an ARF image on arfd tcp loopback; $REPS reps, medians; LC_ALL=$LOCALE"
 echo "# times in seconds; ratio = X / GNU grep (median of per-rep ratios; < 1: faster than grep)"
 printf '%-32s %7s %7s %7s %7s %7s | %7s %7s %7s\n' case grep pngrep arf arfscan fixed \
 	pngrep/g arf/g scan/g
 } | tee "$res/$OUT.txt"
+: >"$res/$OUT.raw"
 for c in "${cases[@]}"; do
 	[ -n "$CASES" ] && ! printf '%s\n' "$c" | grep -Eq -- "$CASES" && continue
 	case_args "$c"
@@ -171,6 +179,8 @@ for c in "${cases[@]}"; do
 		cmp -s "$tmp/g.out" "$tmp/a.out" || echo "MISMATCH arf grep: $c" >&2
 		echo "$((t1 - t0)) $((t2 - t1)) $((t4 - t3)) $(( (e1 - e0) * 1000 )) $((t6 - t5))" >>"$tmp/t"
 	done
+	awk -v c="$c" '{ printf "%s\t%.4f %.4f %.4f %.4f %.4f\n", c, $1 / 1e9, $2 / 1e9, $3 / 1e9, $4 / 1e9,
+		$5 / 1e9 }' "$tmp/t" >>"$res/$OUT.raw"
 	col() { awk -v k="$1" '{ printf "%.4f\n", $k / 1e9 }' "$tmp/t" | median; }
 	rat() { awk -v k="$1" '{ printf "%.4f\n", $k / $1 }' "$tmp/t" | median; }
 	printf '%-32s %7.3f %7.3f %7.3f %7.3f %7.3f | %7.2f %7.2f %7.2f\n' "$c" "$(col 1)" \

@@ -11,7 +11,13 @@
  * appended until there are at least 200 (past DFA_SHARE_WIDTH: shared kernels).  Bit 7: the
  * text is the sample plus one line of the sample's bytes 300 times (long lines: the
  * backtracker's stacks, the DFA's rows).
+ * UTF-8 (issue 19): when bits 0-1 of byte 0 are both set, the pattern is compiled for C.UTF-8
+ * (characters, classes from isw*, -i folding) and runs on a UTF-8 sample with multibyte
+ * characters and encoding errors; besides the segment against the NFA, the NFA must agree
+ * with the backtracker on every short line, and plain patterns with glibc's regexec in
+ * C.UTF-8 on the lines without encoding errors.
  */
+#include <locale.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +29,11 @@
 static const char sample[] =
 	"hello world\nfoo bar baz\nHello World\nabc abcabc\n\nfoo_bar foo-bar\naaa\nabab\n"
 	"x1 y_2 [z] (q) a.b a*b\nthe end\n\t tab\nABC\nzzz";
+
+static const char sample_utf8[] =
+	"café naïve École\nstraße STRASSE Σίσυφος σοφός\n日本語のテキスト 中文\nemoji 😀🎉 x\n"
+	"e\xcc\x81 combining a\xcc\x80\nbad \xff byte\ncut \xc3\nover \xc0\xaf slash\n"
+	"foo_bar été-été\nΑΒΓ αβγ ſ \xe2\x84\xaa ǅ ı İ\n\nhello world\nabc ABC\nКириллица мир";
 
 static int plain(const char *p, size_t n)
 {
@@ -86,7 +97,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t i = 0; i < one; i++)
 				long_sample[one + 1 + r * one + i] = sample[i] == '\n' ? ' ' : sample[i];
 	}
+	int utf8 = (fl & 3) == 3;
+	static int in_utf8 = -1;
+	if (utf8 != in_utf8) {
+		if (!setlocale(LC_ALL, utf8 ? "C.UTF-8" : "C"))
+			abort();
+		in_utf8 = utf8;
+	}
 	const char *text_in = fl & 128 ? long_sample : sample;
+	if (utf8)
+		text_in = sample_utf8;
 	struct grep_opts o = { .max_count = -1, .before = -1, .after = -1 };
 	o.syntax = fl % 3;
 	o.icase = (fl >> 2) & 1;
@@ -94,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.line = (fl >> 4) & 1;
 	o.invert = (fl >> 5) & 1;
 	o.text = 1;
+	o.utf8 = utf8;
 	char err[256], warn[512];
 	struct grep *g = NULL;
 	if (grep_compile(pats, lens, n_pats, &o, &g, err, sizeof err, warn, sizeof warn) != 0) {
@@ -107,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* run the segment, collect the selected lines' offsets */
 	struct vm *vm = vm_new();
 	struct vm_prog *p = NULL;
-	size_t seg_len, len = fl & 128 ? long_len : sizeof sample - 1;
+	size_t seg_len, len = utf8 ? sizeof sample_utf8 - 1 : fl & 128 ? long_len : sizeof sample - 1;
 	const uint8_t *seg = grep_segment(g, &seg_len);
 	if (vm_bind_region(vm, "data", (void *)text_in, len, ISA_ACC_RO) != 0 ||
 	    vm_load(vm, seg, seg_len, &p, err, sizeof err) != 0) {
@@ -157,7 +178,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			m = bt_line_matches(&g->ast, (const uint8_t *)l, ll, o.icase);
 		else
 			m = nfa_line_matches(&g->nfa, (const uint8_t *)l, ll);
-		if (m >= 0 && use_re && ll < 256) {
+		if (utf8 && m >= 0 && !g->ast.has_backref && g->nfa.s && ll < 256) {
+			int b = bt_line_matches(&g->ast, (const uint8_t *)l, ll, o.icase);
+			if (b >= 0 && b != m) {
+				fprintf(stderr, "/%s/ flags %#x on \"%.*s\": nfa %d, backtracker %d\n", pat,
+				        fl, (int)ll, l, m, b);
+				abort();
+			}
+		}
+		if (m >= 0 && use_re && ll < 256 && !(utf8 && utf8_has_errors((const uint8_t *)l, ll))) {
 			char line[256];
 			memcpy(line, l, ll);
 			line[ll] = '\0';

@@ -9,7 +9,8 @@
 # same directory under a time limit; stdout, stderr (program names as "grep") and the exit
 # status must be identical.  Prints each failure as a command to repeat it, then
 # "N passed, N failed".
-#   sh tests/grep/random.sh [--seed N] [--count N] [--verbose]
+#   sh tests/grep/random.sh [--seed N] [--count N] [--verbose] [--locale NAME]
+#   (--locale: both programs under LC_ALL=NAME instead of C, e.g. C.UTF-8)
 #   (make check: tests/integration/grep_random.sh, a fixed seed; make fuzz: a longer run)
 BUILD=${BUILD:-build}
 PNGREP=${PNGREP:-$BUILD/pngrep}
@@ -20,17 +21,19 @@ seed=1
 count=300
 verbose=
 print_cases=
+locale=C
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seed) seed=$2; shift ;;
 	--count) count=$2; shift ;;
 	--verbose) verbose=1 ;;
+	--locale) locale=$2; shift ;;
 	--print-cases) print_cases=1 ;;   # only write the cases, one a line (arf_grep.sh)
 	*) echo "random.sh: $1: unknown option" >&2; exit 2 ;;
 	esac
 	shift
 done
-export LC_ALL=C
+export LC_ALL=$locale
 unset GREP_COLORS GREP_COLOR
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/greprandom.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

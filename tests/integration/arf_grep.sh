@@ -51,6 +51,12 @@ printf 'bin\0ary needle\n' > "$d/many/binfile"
 : > "$d/many/empty"
 printf 'inner needle\n' > "$d/many/inner/x"
 
+# UTF-8 text (issue 19): the client compiles the pattern in its locale, arfd scans the bytes
+{
+	printf '%s\n' 'café au lait' 'naïve façade' 'École élève' 'straße STRASSE' 'Σίσυφος σοφός'
+	printf '%s\n' 'Кириллица мир' '日本語のテキスト' 'emoji 😀 🎉 end' 'combining e\314\201 here' 'needle'
+} > "$d/utf8_mixed"
+printf 'good café\nbad \377 byte needle\nafter naïve\n' > "$d/utf8_invalid"
 img=$tmp/img
 "$BUILD/arf" mkfs "$img" --size 64M >/dev/null || exit 1
 start_arfd "$tmp/arfd.log" --arf "$img"
@@ -145,6 +151,25 @@ for p in $pats; do
 done
 IFS=$old_ifs
 check -E -n 'needle|foo$'
+# UTF-8: the same command lines under C.UTF-8 over the UTF-8 files
+files_c=$files remote_c=$remote
+files='utf8_mixed utf8_invalid frag_words'
+remote=
+for f in $files; do remote="$remote $ep:/$f"; done
+export LC_ALL=C.UTF-8
+check -n '^.....$'
+check '[[:alpha:]]\{6\}'
+check -i 'école'
+check -o '\w\+'
+check -c '.'
+check -w -n 'caf'
+check -i -o 'STRASSE\|ΣΟΦΌΣ'
+check -n 'needle'
+check -c -v '[^[:alpha:] ]'
+check -a -n '.'
+modes='server --local' check -n -E '(é|ï)'
+unset LC_ALL
+files=$files_c remote=$remote_c
 check -F -c 'needle
 foo'
 # many patterns (-f): words of the files and made-up ones, 300 and 3300 of them; past 64

@@ -1,0 +1,688 @@
+/* utf8.c: UTF-8 locales for libgrep: character sets compiled to byte automata.
+ *
+ * In a UTF-8 locale a character set (".", a bracket expression, a class, \w, a letter under -i)
+ * is a sorted list of code point ranges (struct cset).  utf8_sequences splits a range into
+ * sequences of byte ranges (E1 [80-BF] [80-BF] ...), the sets are put into a trie of byte
+ * ranges whose equal subtrees are merged, and the trie becomes an AST of one-byte sets, so the
+ * NFA, the DFA and the segment see bytes only.  Invalid bytes are in no sequence: they match
+ * no set.  docs/grep.md ("UTF-8 locales") explains it.
+ */
+#include <locale.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <wctype.h>
+
+#include "grep_int.h"
+
+/* ---- decoding ---- */
+
+int utf8_decode(const uint8_t *p, size_t n, uint32_t *cp)
+{
+	if (n == 0)
+		return 0;
+	unsigned c = p[0];
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	int len;
+	uint32_t v, min;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, v = c & 0x1F, min = 0x80;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, v = c & 0x0F, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, v = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n < (size_t)len)
+		return 0;
+	for (int i = 1; i < len; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		v = v << 6 | (p[i] & 0x3F);
+	}
+	if (v < min || v > UTF8_MAX || (v >= 0xD800 && v <= 0xDFFF))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+int utf8_encode(uint32_t c, uint8_t *b)
+{
+	if (c < 0x80) {
+		b[0] = (uint8_t)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		b[0] = (uint8_t)(0xC0 | c >> 6);
+		b[1] = (uint8_t)(0x80 | (c & 0x3F));
+		return 2;
+	}
+	if (c < 0x10000) {
+		b[0] = (uint8_t)(0xE0 | c >> 12);
+		b[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+		b[2] = (uint8_t)(0x80 | (c & 0x3F));
+		return 3;
+	}
+	b[0] = (uint8_t)(0xF0 | c >> 18);
+	b[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+	b[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+	b[3] = (uint8_t)(0x80 | (c & 0x3F));
+	return 4;
+}
+
+int utf8_has_errors(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		uint32_t c;
+		int l = utf8_decode(p + i, n - i, &c);
+		if (l == 0)
+			return 1;
+		i += (size_t)l;
+	}
+	return 0;
+}
+
+static int wordc(uint32_t c)
+{
+	return c == '_' || iswalnum((wint_t)c);
+}
+
+int utf8_word_at(const uint8_t *p, size_t n, size_t i)
+{
+	if (i >= n)
+		return 0;
+	if (p[i] < 0x80)
+		return is_word(p[i]);
+	uint32_t c;
+	return utf8_decode(p + i, n - i, &c) > 0 && wordc(c);
+}
+
+int utf8_word_before(const uint8_t *p, size_t n, size_t i)
+{
+	if (i == 0)
+		return 0;
+	if (p[i - 1] < 0x80)
+		return is_word(p[i - 1]);
+	/* as grep's wordchar_prev: the character that holds byte i-1 (which may go on past i),
+	 * found from at most 3 bytes back; an encoding error is no word character */
+	for (size_t k = 1; k <= 4 && k <= i; k++) {
+		uint32_t c;
+		int l = utf8_decode(p + i - k, n - (i - k), &c);
+		if (l >= (int)k)
+			return wordc(c);
+		if ((p[i - k] & 0xC0) != 0x80)
+			break;
+	}
+	return 0;
+}
+
+long utf8_fold_prefix(const uint8_t *a, size_t na, const uint8_t *p, size_t n)
+{
+	size_t i = 0, j = 0;
+	while (i < na) {
+		uint32_t x, y;
+		int lx = utf8_decode(a + i, na - i, &x), ly = utf8_decode(p + j, n - j, &y);
+		if (lx == 0 || ly == 0) {
+			/* an encoding error equals only the same byte */
+			if (j >= n || a[i] != p[j] || lx != ly)
+				return -1;
+			i++, j++;
+			continue;
+		}
+		if (x != y && towupper((wint_t)x) != towupper((wint_t)y))
+			return -1;
+		i += (size_t)lx, j += (size_t)ly;
+	}
+	return (long)j;
+}
+
+int utf8_ranges_refused(void)
+{
+	/* grep 3.8 in glibc's C.UTF-8 refuses a range with an end outside ASCII ("Invalid
+	 * collation character"); other UTF-8 locales collate */
+	const char *name = setlocale(LC_COLLATE, NULL);
+	return name && name[0] == 'C' && name[1] == '.';
+}
+
+int utf8_inside(const uint8_t *p, size_t n, size_t i)
+{
+	if (i == 0 || i >= n || (p[i] & 0xC0) != 0x80)
+		return 0;
+	for (size_t k = 1; k <= 3 && k <= i; k++) {
+		uint32_t c;
+		int l = utf8_decode(p + i - k, n - (i - k), &c);
+		if (l > (int)k)
+			return 1;
+		if (p[i - k] < 0x80 || (p[i - k] & 0xC0) != 0x80)
+			break;           /* a lead byte (or ASCII) that does not reach i */
+	}
+	return 0;
+}
+
+/* ---- code point ranges into byte sequences ---- */
+
+int utf8_sequences(uint32_t lo, uint32_t hi, struct utf8_seq *out, int cap)
+{
+	/* a stack of ranges still to split: each split pushes two, and a range is split at most
+	 * once per encoding length and per continuation level, so 32 is plenty */
+	uint32_t st[32][2];
+	int sp = 0, n = 0;
+	if (hi > UTF8_MAX)
+		hi = UTF8_MAX;
+	if (lo > hi)
+		return 0;
+	st[sp][0] = lo, st[sp][1] = hi, sp++;
+	while (sp > 0) {
+		sp--;
+		uint32_t a = st[sp][0], b = st[sp][1];
+		if (a > b)
+			continue;
+		/* no surrogates: they are not characters */
+		if (a <= 0xDFFF && b >= 0xD800) {
+			if (b > 0xDFFF)
+				st[sp][0] = 0xE000, st[sp][1] = b, sp++;
+			if (a < 0xD800)
+				st[sp][0] = a, st[sp][1] = 0xD7FF, sp++;
+			continue;
+		}
+		/* one encoding length per range */
+		static const uint32_t len_end[] = { 0x7F, 0x7FF, 0xFFFF };
+		int split = 0;
+		for (int i = 0; i < 3 && !split; i++)
+			if (a <= len_end[i] && b > len_end[i]) {
+				st[sp][0] = len_end[i] + 1, st[sp][1] = b, sp++;
+				st[sp][0] = a, st[sp][1] = len_end[i], sp++;
+				split = 1;
+			}
+		if (split)
+			continue;
+		/* a range of one length is a product of byte ranges when, at each level, the
+		 * lower bound's tail is all 0s and the upper's all 1s, or the heads agree */
+		int len = a < 0x80 ? 1 : a < 0x800 ? 2 : a < 0x10000 ? 3 : 4;
+		for (int i = 1; i < len && !split; i++) {
+			uint32_t m = (1u << (6 * i)) - 1;
+			if ((a & ~m) == (b & ~m))
+				continue;
+			if ((a & m) != 0) {
+				st[sp][0] = (a | m) + 1, st[sp][1] = b, sp++;
+				st[sp][0] = a, st[sp][1] = a | m, sp++;
+				split = 1;
+			} else if ((b & m) != m) {
+				st[sp][0] = b & ~m, st[sp][1] = b, sp++;
+				st[sp][0] = a, st[sp][1] = (b & ~m) - 1, sp++;
+				split = 1;
+			}
+		}
+		if (split)
+			continue;
+		if (n == cap)
+			return -1;
+		uint8_t x[4], y[4];
+		utf8_encode(a, x);
+		utf8_encode(b, y);
+		out[n].n = (uint8_t)len;
+		for (int i = 0; i < len; i++)
+			out[n].lo[i] = x[i], out[n].hi[i] = y[i];
+		n++;
+	}
+	return n;
+}
+
+/* ---- sets of code points ---- */
+
+void cset_free(struct cset *s)
+{
+	free(s->r);
+	memset(s, 0, sizeof *s);
+}
+
+void cset_add(struct cset *s, uint32_t lo, uint32_t hi)
+{
+	if (lo > hi)
+		return;
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 16;
+		uint32_t (*r)[2] = realloc(s->r, (size_t)cap * sizeof *r);
+		if (!r) {
+			s->err = 1;
+			return;
+		}
+		s->r = r;
+		s->cap = cap;
+	}
+	s->r[s->n][0] = lo;
+	s->r[s->n][1] = hi;
+	s->n++;
+}
+
+static int cmp_range(const void *x, const void *y)
+{
+	const uint32_t *a = x, *b = y;
+	return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+void cset_norm(struct cset *s)
+{
+	if (s->n == 0)
+		return;
+	qsort(s->r, (size_t)s->n, sizeof s->r[0], cmp_range);
+	int k = 0;
+	for (int i = 1; i < s->n; i++) {
+		if (s->r[i][0] <= s->r[k][1] + 1) {
+			if (s->r[i][1] > s->r[k][1])
+				s->r[k][1] = s->r[i][1];
+		} else {
+			s->r[++k][0] = s->r[i][0];
+			s->r[k][1] = s->r[i][1];
+		}
+	}
+	s->n = k + 1;
+}
+
+int cset_has(const struct cset *s, uint32_t c)
+{
+	int lo = 0, hi = s->n - 1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (c < s->r[mid][0])
+			hi = mid - 1;
+		else if (c > s->r[mid][1])
+			lo = mid + 1;
+		else
+			return 1;
+	}
+	return 0;
+}
+
+void cset_negate(struct cset *s)
+{
+	cset_norm(s);
+	struct cset t = { 0 };
+	uint32_t next = 0;
+	for (int i = 0; i < s->n; i++) {
+		if (s->r[i][0] > next)
+			cset_add(&t, next, s->r[i][0] - 1);
+		next = s->r[i][1] + 1;
+	}
+	if (next <= UTF8_MAX)
+		cset_add(&t, next, UTF8_MAX);
+	t.err |= s->err;
+	cset_free(s);
+	*s = t;
+}
+
+/* Classes and case pairs come from one pass over Unicode each (about 1.1M isw* or towupper
+ * calls: 5-20 ms, far more under sanitizers), so they are kept per process for the locale
+ * they were made in (LC_CTYPE's name), behind a mutex: libgrep may compile in threads. */
+static const char *const class_names[] = { "alpha", "upper", "lower", "digit", "xdigit", "space",
+                                           "print", "punct", "graph", "cntrl", "blank", "alnum",
+                                           "word" };
+#define N_CLASSES (sizeof class_names / sizeof class_names[0])
+
+struct fold_pair {             /* towupper(c) == up != c */
+	uint32_t up, c;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	char locale[128];
+	struct cset cls[N_CLASSES];
+	int have_cls[N_CLASSES];
+	struct fold_pair *fold;
+	size_t n_fold;
+} cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Forget what was made in another locale; called with the lock held. */
+static void cache_check_locale(void)
+{
+	const char *name = setlocale(LC_CTYPE, NULL);
+	if (!name)
+		name = "";
+	if (!strncmp(cache.locale, name, sizeof cache.locale - 1))
+		return;
+	for (size_t i = 0; i < N_CLASSES; i++) {
+		cset_free(&cache.cls[i]);
+		cache.have_cls[i] = 0;
+	}
+	free(cache.fold);
+	cache.fold = NULL;
+	cache.n_fold = 0;
+	snprintf(cache.locale, sizeof cache.locale, "%s", name);
+}
+
+/* Every code point c of the class, as ranges. */
+static void cset_scan(struct cset *s, wctype_t type, int word)
+{
+	uint32_t start = 0;
+	int in = 0;
+	for (uint32_t c = 0; c <= UTF8_MAX + 1; c++) {
+		int now = 0;
+		if (c <= UTF8_MAX && !(c >= 0xD800 && c <= 0xDFFF))
+			now = word ? wordc(c) : iswctype((wint_t)c, type) != 0;
+		if (now && !in)
+			start = c;
+		else if (!now && in)
+			cset_add(s, start, c - 1);
+		in = now;
+	}
+}
+
+int cset_class(struct cset *s, const char *name)
+{
+	size_t k = 0;
+	while (k < N_CLASSES && strcmp(class_names[k], name))
+		k++;
+	if (k == N_CLASSES)
+		return -1;
+	pthread_mutex_lock(&cache.lock);
+	cache_check_locale();
+	struct cset *c = &cache.cls[k];
+	if (!cache.have_cls[k] || c->err) {
+		cset_free(c);
+		cset_scan(c, strcmp(name, "word") ? wctype(name) : 0, !strcmp(name, "word"));
+		cache.have_cls[k] = 1;
+	}
+	for (int i = 0; i < c->n; i++)
+		cset_add(s, c->r[i][0], c->r[i][1]);
+	s->err |= c->err;
+	pthread_mutex_unlock(&cache.lock);
+	return 0;
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+	const struct fold_pair *a = x, *b = y;
+	return a->up != b->up ? (a->up < b->up ? -1 : 1) : (a->c < b->c ? -1 : a->c > b->c);
+}
+
+/* The pairs (towupper(c), c) with towupper(c) != c, sorted by up; with the lock held.  0, or
+ * -1 when out of memory. */
+static int fold_pairs(void)
+{
+	if (cache.fold)
+		return 0;
+	struct fold_pair *v = NULL;
+	size_t n = 0, cap = 0;
+	for (uint32_t c = 0; c <= UTF8_MAX; c++) {
+		if (c == 0xD800)
+			c = 0xE000;
+		wint_t u = towupper((wint_t)c);
+		if (u == (wint_t)c)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4096;
+			struct fold_pair *nv = realloc(v, cap * sizeof *nv);
+			if (!nv) {
+				free(v);
+				return -1;
+			}
+			v = nv;
+		}
+		v[n].up = (uint32_t)u;
+		v[n++].c = c;
+	}
+	qsort(v, n, sizeof *v, cmp_pair);
+	cache.fold = v;
+	cache.n_fold = n;
+	return 0;
+}
+
+/* The first pair whose up is >= u. */
+static size_t pair_lower_bound(uint32_t u)
+{
+	size_t lo = 0, hi = cache.n_fold;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cache.fold[mid].up < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Case folding as GNU grep does it in a multibyte locale: c stands for c and every d with
+ * towupper(d) == towupper(c) (so "s" for "S" and U+017F, but KELVIN SIGN only for itself). */
+void cset_fold(struct cset *s)
+{
+	cset_norm(s);
+	pthread_mutex_lock(&cache.lock);
+	cache_check_locale();
+	if (fold_pairs() != 0) {
+		pthread_mutex_unlock(&cache.lock);
+		s->err = 1;
+		return;
+	}
+	const struct fold_pair *v = cache.fold;
+	size_t n = cache.n_fold;
+	uint64_t size = 0;
+	for (int i = 0; i < s->n; i++)
+		size += s->r[i][1] - s->r[i][0] + 1;
+	struct cset add = { 0 };
+	if (size <= 64) {
+		/* a few characters (a letter of the pattern): each one's group */
+		for (int i = 0; i < s->n; i++)
+			for (uint32_t c = s->r[i][0]; c <= s->r[i][1]; c++) {
+				uint32_t u = (uint32_t)towupper((wint_t)c);
+				cset_add(&add, u, u);
+				for (size_t k = pair_lower_bound(u); k < n && v[k].up == u; k++)
+					cset_add(&add, v[k].c, v[k].c);
+			}
+	} else {
+		/* a large set: every group that meets it */
+		for (size_t i = 0; i < n;) {
+			size_t j = i;
+			int hit = cset_has(s, v[i].up);
+			for (; j < n && v[j].up == v[i].up; j++)
+				hit |= cset_has(s, v[j].c);
+			if (hit) {
+				cset_add(&add, v[i].up, v[i].up);
+				for (size_t k = i; k < j; k++)
+					cset_add(&add, v[k].c, v[k].c);
+			}
+			i = j;
+		}
+	}
+	pthread_mutex_unlock(&cache.lock);
+	for (int i = 0; i < add.n; i++)
+		cset_add(s, add.r[i][0], add.r[i][1]);
+	s->err |= add.err;
+	cset_free(&add);
+	cset_norm(s);
+}
+
+/* ---- the byte trie and its AST ---- */
+
+struct tedge {
+	uint8_t lo, hi;
+	int child;                 /* trie node, or -1: the character ends here */
+};
+
+struct tnode {
+	struct tedge *e;
+	int n, cap;
+	int canon;                 /* the first node with the same language */
+	uint64_t hash;
+};
+
+struct trie {
+	struct tnode *v;
+	int n, cap;
+	int err;
+};
+
+static int tnew(struct trie *t)
+{
+	if (t->n == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		struct tnode *v = realloc(t->v, (size_t)cap * sizeof *v);
+		if (!v) {
+			t->err = 1;
+			return -1;
+		}
+		t->v = v;
+		t->cap = cap;
+	}
+	memset(&t->v[t->n], 0, sizeof t->v[0]);
+	return t->n++;
+}
+
+static int tedge_add(struct trie *t, int node, uint8_t lo, uint8_t hi, int child)
+{
+	struct tnode *x = &t->v[node];
+	if (x->n == x->cap) {
+		int cap = x->cap ? 2 * x->cap : 4;
+		struct tedge *e = realloc(x->e, (size_t)cap * sizeof *e);
+		if (!e) {
+			t->err = 1;
+			return -1;
+		}
+		x->e = e;
+		x->cap = cap;
+	}
+	x->e[x->n].lo = lo;
+	x->e[x->n].hi = hi;
+	x->e[x->n].child = child;
+	return x->n++;
+}
+
+/* Insert one sequence.  Sequences come in increasing order and those of disjoint ranges
+ * share a prefix only edge for edge, so only a node's last edge can be the one to follow. */
+static void trie_insert(struct trie *t, const struct utf8_seq *q)
+{
+	int node = 0;
+	for (int i = 0; i < q->n && !t->err; i++) {
+		struct tnode *x = &t->v[node];
+		int last = i == q->n - 1;
+		if (!last && x->n > 0 && x->e[x->n - 1].lo == q->lo[i] && x->e[x->n - 1].hi == q->hi[i] &&
+		    x->e[x->n - 1].child >= 0) {
+			node = x->e[x->n - 1].child;
+			continue;
+		}
+		int child = -1;
+		if (!last && (child = tnew(t)) < 0)
+			return;
+		if (tedge_add(t, node, q->lo[i], q->hi[i], child) < 0)
+			return;
+		if (last)
+			return;
+		node = child;
+	}
+}
+
+/* Canonical ids bottom-up: a node's language is given by its edges with canonical children.
+ * Children are made after their parents, so a walk from the last node to the first sees every
+ * child first. */
+static void trie_canon(struct trie *t)
+{
+	for (int i = t->n - 1; i >= 0; i--) {
+		struct tnode *x = &t->v[i];
+		uint64_t h = 1469598103934665603ull;
+		for (int k = 0; k < x->n; k++) {
+			int c = x->e[k].child >= 0 ? t->v[x->e[k].child].canon : -1;
+			x->e[k].child = c;
+			h = (h ^ x->e[k].lo) * 1099511628211ull;
+			h = (h ^ x->e[k].hi) * 1099511628211ull;
+			h = (h ^ (uint64_t)(uint32_t)c) * 1099511628211ull;
+		}
+		x->hash = h;
+		x->canon = i;
+		/* the earlier-made equal node (larger index: already canonical) */
+		for (int j = i + 1; j < t->n; j++) {
+			struct tnode *y = &t->v[j];
+			if (y->canon != j || y->hash != h || y->n != x->n)
+				continue;
+			int same = 1;
+			for (int k = 0; k < x->n && same; k++)
+				same = x->e[k].lo == y->e[k].lo && x->e[k].hi == y->e[k].hi &&
+				       x->e[k].child == y->e[k].child;
+			if (same) {
+				x->canon = j;
+				break;
+			}
+		}
+	}
+}
+
+/* The AST of trie node `node`: an alternation, one branch per distinct child, of the byte set
+ * leading to it then the child's AST.  Depth at most 4 (a UTF-8 character's length). */
+static int trie_ast(struct ast *a, const struct trie *t, int node)
+{
+	const struct tnode *x = &t->v[node];
+	int alt = -1;
+	for (int k = 0; k < x->n; k++) {
+		int child = x->e[k].child, dup = 0;
+		for (int j = 0; j < k && !dup; j++)
+			dup = x->e[j].child == child;
+		if (dup)
+			continue;
+		int set = ast_new(a, N_SET);
+		if (set < 0)
+			return -1;
+		for (int j = k; j < x->n; j++)
+			if (x->e[j].child == child)
+				for (unsigned c = x->e[j].lo; c <= x->e[j].hi; c++)
+					set_add(a->n[set].set, c);
+		int piece = set;
+		if (child >= 0) {
+			int sub = trie_ast(a, t, child);
+			if (sub < 0 || (piece = ast_new(a, N_CAT)) < 0)
+				return -1;
+			a->n[piece].a = set;
+			a->n[piece].b = sub;
+		}
+		if (alt < 0) {
+			alt = piece;
+		} else {
+			int b = ast_new(a, N_ALT);
+			if (b < 0)
+				return -1;
+			a->n[b].a = alt;
+			a->n[b].b = piece;
+			alt = b;
+		}
+	}
+	if (alt < 0) {
+		/* the empty set: a set node without bytes */
+		alt = ast_new(a, N_SET);
+	}
+	return alt;
+}
+
+int cset_ast(struct ast *a, struct cset *s)
+{
+	cset_norm(s);
+	if (s->err) {
+		a->err = 1;
+		return -1;
+	}
+	struct trie t = { 0 };
+	int root = tnew(&t), rc = -1;
+	if (root < 0)
+		goto out;
+	struct utf8_seq q[UTF8_MAX_SEQS];
+	for (int i = 0; i < s->n && !t.err; i++) {
+		int k = utf8_sequences(s->r[i][0], s->r[i][1], q, UTF8_MAX_SEQS);
+		for (int j = 0; j < k; j++)
+			trie_insert(&t, &q[j]);
+	}
+	if (t.err)
+		goto out;
+	trie_canon(&t);
+	rc = trie_ast(a, &t, t.v[0].canon);
+out:
+	for (int i = 0; i < t.n; i++)
+		free(t.v[i].e);
+	free(t.v);
+	if (rc < 0)
+		a->err = 1;
+	return rc;
+}

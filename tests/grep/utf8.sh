@@ -1,0 +1,276 @@
+#!/bin/sh
+# utf8.sh: differential test of pngrep against GNU grep (/usr/bin/grep) in UTF-8 locales.
+#
+# Patterns x option sets over files of Latin, Greek, Cyrillic, CJK, emoji, combining marks and
+# invalid bytes; stdout, stderr (program name normalised to "grep") and the exit status must
+# be identical.  Runs under C.UTF-8 (always there on Debian), then under en_US.UTF-8 (made
+# with localedef into a LOCPATH of its own when `locale -a` lacks it; else a line says it was
+# skipped), then checks that a Latin-1 locale is refused.
+# Prints "N passed, N failed" last.
+#   BUILD=build sh tests/grep/utf8.sh [-v]        STRIDE=N: every Nth option set per pattern
+BUILD=${BUILD:-build}
+PNGREP=${PNGREP:-$BUILD/pngrep}
+PNGREP=$(cd "$(dirname "$PNGREP")" && pwd)/$(basename "$PNGREP")
+GREP=${GREP:-/usr/bin/grep}
+unset GREP_COLORS GREP_COLOR LANGUAGE
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/greputf8.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+pass=0
+fail=0
+verbose=${1:-}
+mkdir -p "$tmp/d" && cd "$tmp/d" || exit 1
+
+# ---- the files ----
+{
+	printf '%s\n' 'café au lait' 'naïve façade' 'École élève' 'straße STRASSE' 'ÀÉÎÕÜ àéîõü'
+	printf '%s\n' 'Σίσυφος ΣΊΣΥΦΟΣ σοφός' 'Ελληνικά: αβγ ΑΒΓ' 'Кириллица: мир МИР Ёж ёж'
+	printf '%s\n' '日本語のテキスト' '中文 汉字 漢字' '한국어 텍스트' 'emoji 😀 🎉 👍🏽 end'
+	printf '%s\n' 'combining: e\xcc\x81 a\xcc\x80 n\xcc\x83' 'plain ascii line' 'x_y z9 _under'
+	printf '%s\n' 'ſ long s, K kelvin, ı dotless, İ dotted, ǅ title' 'ﬁ ligature, ß, ẞ capital'
+	printf '%s\n' 'word·middle dot' 'a—b dash' '' 'tab	tab' '123 ٣٤٥ digits' 'end'
+} > mixed
+# invalid bytes: a stray continuation, a lone lead byte, an overlong, 0xFF, a cut sequence.
+# (Not a surrogate, ED A0 80: grep 3.8's line matcher takes it as invalid but its -o/colour
+# matcher (glibc regex) as a character for "."; docs/grep.md)
+{
+	printf 'good line café\n'
+	printf 'bad \200 continuation\n'
+	printf 'bad \303 lead\n'
+	printf 'overlong \300\257 slash\n'
+	printf 'ff \377 byte\n'
+	printf 'after the errors: naïve\n'
+	printf 'truncated \342\202\n'
+} > invalid
+printf 'αβγ\nδεζ\n' > greek
+printf 'first é\nsecond \0 nul é\n' > nul
+printf 'no newline é' > nonl
+printf '%s\n' 'ab' 'ñandú' 'ÑANDÚ' 'σς Σ' 'ǆ ǅ Ǆ' 'ﬀ' > fold
+files="mixed invalid greek nul nonl fold"
+# context around a line with an encoding error differs (docs/grep.md): not with those
+files_ctx="mixed greek nul nonl fold"
+
+# check ARGS...: run both programs with ARGS and compare.
+check() {
+	"$GREP" "$@" >"$tmp/g.out" 2>"$tmp/g.err" </dev/null
+	echo $? >"$tmp/g.rc"
+	"$PNGREP" "$@" >"$tmp/p.out" 2>"$tmp/p.err.raw" </dev/null
+	echo $? >"$tmp/p.rc"
+	sed "s|^$PNGREP:|grep:|" "$tmp/p.err.raw" >"$tmp/p.err"
+	sed "s|^$GREP:|grep:|" "$tmp/g.err" >"$tmp/g.err.n" && mv "$tmp/g.err.n" "$tmp/g.err"
+	if cmp -s "$tmp/g.out" "$tmp/p.out" && cmp -s "$tmp/g.rc" "$tmp/p.rc" &&
+	   cmp -s "$tmp/g.err" "$tmp/p.err"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		if [ "$fail" -le 40 ] || [ -n "$verbose" ]; then
+			printf 'FAIL: LC_ALL=%s grep' "$LC_ALL"
+			for a in "$@"; do printf " '%s'" "$a"; done
+			printf ' (rc %s vs %s)\n' "$(cat "$tmp/g.rc")" "$(cat "$tmp/p.rc")"
+			diff "$tmp/g.out" "$tmp/p.out" | head -5 | cat -v
+			diff "$tmp/g.err" "$tmp/p.err" | head -3
+		fi
+	fi
+}
+
+bre='.
+^.....$
+^.\{3\}
+[[:alpha:]]\{6\}
+[[:upper:]]
+[[:lower:]][[:lower:]]
+[[:digit:]]
+[[:alnum:]]*$
+[[:punct:]]
+[[:space:]][[:alpha:]]
+[[:print:]]\{20\}
+[[:graph:]]
+[^[:alpha:] ]
+[^a-z]
+[α-ω]\+
+[а-я]
+[À-ÿ]
+[一-龥]
+é
+école
+σοφός
+ΣΊΣΥΦΟΣ
+мир
+日本
+😀
+e.
+.̀
+\w\+
+\W
+\s
+\S\+
+\bé
+é\b
+\<[[:alpha:]]
+[[:alpha:]]\>
+\Bσ
+a\B
+x*
+\(.\)\1
+[ſß]
+k
+s
+i
+ǆ
+ß
+bad
+.*'
+
+ere='(α|β)+
+.{2}
+^[^ ]+ [^ ]+$
+[[:alpha:]]{4,}
+(é|ü)+
+ñ?and
+[^[:ascii:]]
+(..)\1
+^(.)
+'
+
+opts='
+-i
+-v
+-w
+-x
+-c
+-o
+-n
+-b -o
+-o -i
+-w -o
+-x -i
+-c -v
+-in -w
+-l
+-L
+-h -n
+-a
+-I
+--color=always
+--color=always -i
+--color=always -o
+-A 1
+-B 1 -n
+-z
+-m 2
+-q
+-a -o
+--binary-files=without-match'
+
+# Outside C.UTF-8 a range follows the locale's collation (en_US.UTF-8: [a-z] holds é, ß ...),
+# which is not done yet (docs/grep.md): such patterns run only in C.UTF-8.
+collates() {
+	[ "$LC_ALL" = C.UTF-8 ] && return 1
+	case $1 in *'['*'-'*']'*) return 0 ;; esac
+	return 1
+}
+
+run_all() {
+	old_ifs=$IFS
+	nl='
+'
+	IFS=$nl
+	STRIDE=${STRIDE:-2}
+	i=0
+	skipped=0
+	for p in $bre; do
+		i=$((i + 1))
+		j=0
+		if collates "$p"; then skipped=$((skipped + 1)); continue; fi
+		for o in $opts; do
+			j=$((j + 1))
+			[ $(((i + j) % STRIDE)) -eq 0 ] || continue
+			IFS=' '
+			f=$files
+			case "$o" in -A*|-B*|-C*) f=$files_ctx ;; esac
+			# shellcheck disable=SC2086
+			check $o -e "$p" $f
+			IFS=$nl
+		done
+		IFS=' '
+		check -F -e "$p" mixed
+		check -F -i -e "$p" mixed fold
+		IFS=$nl
+	done
+	for p in $ere; do
+		i=$((i + 1))
+		j=0
+		if collates "$p"; then skipped=$((skipped + 1)); continue; fi
+		for o in $opts; do
+			j=$((j + 1))
+			[ $(((i + j) % STRIDE)) -eq 0 ] || continue
+			IFS=' '
+			f=$files
+			case "$o" in -A*|-B*|-C*) f=$files_ctx ;; esac
+			# shellcheck disable=SC2086
+			check -E $o -e "$p" $f
+			IFS=$nl
+		done
+	done
+	IFS=$old_ifs
+	# errors and edge cases of bracket expressions in UTF-8
+	check -e '[[.é.]]' mixed
+	if [ "$LC_ALL" = C.UTF-8 ]; then
+		check -e '[[=é=]]' mixed
+		check -e '[é-a]' mixed
+		check -e '[a-é]' mixed
+	fi
+	[ "$skipped" -eq 0 ] || echo "utf8.sh: $LC_ALL: $skipped patterns with ranges skipped (collation order: not yet, docs/grep.md)"
+	check -e '[[:alpha:]-z]' mixed
+	check -e "$(printf '\377')" invalid
+	check -c -e "$(printf '[\377]')" invalid
+	check -e "$(printf '\303')" invalid
+	check -i -e 'STRASSE' mixed
+	check -i -e 'ǅ' fold
+	check -i -e 'Σ' fold
+	check -i -F -e 'ÑANDÚ' fold
+	check -w -e 'é' mixed
+	check -x -e 'end' mixed
+	check -o -e '[^ ]*' invalid
+	check -c -e '.' invalid
+	check -v -e '.' invalid
+	check -n -e 'a' invalid
+	check -o -e 'a' invalid
+	check -H -e 'e' invalid mixed
+}
+
+export LC_ALL=C.UTF-8
+run_all
+
+# en_US.UTF-8 and a Latin-1 locale: the system's, or made here with localedef into LOCPATH
+# (glibc's locale sources, /usr/share/i18n, come with libc-bin's data or the locales package)
+mkloc() {      # NAME INPUT CHARMAP
+	locale -a 2>/dev/null | grep -qi "^$(echo "$1" | sed 's/-//; s/\./\\./')\$" && return 0
+	command -v localedef >/dev/null 2>&1 || return 1
+	mkdir -p "$tmp/loc"
+	localedef -i "$2" -f "$3" "$tmp/loc/$1" >/dev/null 2>&1 || [ -f "$tmp/loc/$1/LC_CTYPE" ] ||
+		return 1
+	export LOCPATH="$tmp/loc"
+}
+if mkloc en_US.UTF-8 en_US UTF-8 && LC_ALL=en_US.UTF-8 locale charmap 2>/dev/null | grep -q UTF-8; then
+	export LC_ALL=en_US.UTF-8
+	run_all
+else
+	echo "utf8.sh: en_US.UTF-8 skipped: not installed and localedef could not make it (apt-get install locales; locale-gen en_US.UTF-8)"
+fi
+# a locale of another character set is refused, never taken as C
+if mkloc en_US.ISO-8859-1 en_US ISO-8859-1 && LC_ALL=en_US.ISO-8859-1 locale charmap 2>/dev/null | grep -q 8859-1; then
+	LC_ALL=en_US.ISO-8859-1 "$PNGREP" a mixed >"$tmp/p.out" 2>"$tmp/p.err"
+	rc=$?
+	if [ $rc -eq 2 ] && [ ! -s "$tmp/p.out" ] && grep -q "character set ISO-8859-1) is not supported" "$tmp/p.err"; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: LC_ALL=en_US.ISO-8859-1 pngrep a mixed: status $rc, $(cat "$tmp/p.err")"
+	fi
+else
+	echo "utf8.sh: ISO-8859-1 refusal skipped: no such locale and localedef could not make it"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

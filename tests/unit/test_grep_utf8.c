@@ -1,0 +1,271 @@
+/* test_grep_utf8.c: unit tests of libgrep in UTF-8 locales (grep/utf8.c): the compiler of
+ * code point ranges into UTF-8 byte sequences (a table of boundaries, then every code point
+ * against random ranges), the size of the automata of large sets, and patterns matched by the
+ * DFA, the NFA and the backtracker on characters, encoding errors and word boundaries.
+ * Runs in C.UTF-8 (skipped, "0 passed, 0 failed", where it is missing).
+ * Prints "N passed, N failed" last; exits 1 on any failure.
+ */
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grep_int.h"
+
+static unsigned n_pass, n_fail;
+
+#define CHECK(cond, ...)                                                                  \
+	do {                                                                                  \
+		if (cond) {                                                                       \
+			n_pass++;                                                                     \
+		} else {                                                                          \
+			n_fail++;                                                                     \
+			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+			printf(__VA_ARGS__);                                                          \
+			printf("\n");                                                                 \
+		}                                                                                 \
+	} while (0)
+
+/* The sequences as text: "[E1-EC][80-BF][80-BF] ..." (a single byte as [E0]). */
+static void show(const struct utf8_seq *q, int n, char *buf, size_t cap)
+{
+	size_t l = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < q[i].n && l < cap; k++) {
+			if (q[i].lo[k] == q[i].hi[k])
+				l += (size_t)snprintf(buf + l, cap - l, "[%02X]", q[i].lo[k]);
+			else
+				l += (size_t)snprintf(buf + l, cap - l, "[%02X-%02X]", q[i].lo[k], q[i].hi[k]);
+		}
+		if (i + 1 < n && l < cap)
+			l += (size_t)snprintf(buf + l, cap - l, " ");
+	}
+}
+
+static void test_sequences(void)
+{
+	static const struct { uint32_t lo, hi; const char *want; } cases[] = {
+		{ 0x00, 0x7F, "[00-7F]" },
+		{ 'a', 'z', "[61-7A]" },
+		{ 0x7F, 0x80, "[7F] [C2][80]" },                                /* 1 | 2 bytes */
+		{ 0x80, 0x7FF, "[C2-DF][80-BF]" },
+		{ 0x7FF, 0x800, "[DF][BF] [E0][A0][80]" },                      /* 2 | 3 bytes */
+		{ 0x3B1, 0x3C9, "[CE][B1-BF] [CF][80-89]" },                    /* α-ω */
+		{ 0x100, 0x17F, "[C4-C5][80-BF]" },
+		{ 0x800, 0xFFFF, "[E0][A0-BF][80-BF] [E1-EC][80-BF][80-BF] [ED][80-9F][80-BF] "
+		                 "[EE-EF][80-BF][80-BF]" },                     /* no surrogates */
+		{ 0xD7FF, 0xE000, "[ED][9F][BF] [EE][80][80]" },
+		{ 0xD800, 0xDFFF, "" },                                         /* surrogates only */
+		{ 0xD800, 0xE000, "[EE][80][80]" },
+		{ 0xFFFF, 0x10000, "[EF][BF][BF] [F0][90][80][80]" },            /* 3 | 4 bytes */
+		{ 0x10FFFF, 0x10FFFF, "[F4][8F][BF][BF]" },
+		{ 0x10FFFF, 0x7FFFFFFF, "[F4][8F][BF][BF]" },                    /* clipped */
+		{ 0x10000, 0x10FFFF, "[F0][90-BF][80-BF][80-BF] [F1-F3][80-BF][80-BF][80-BF] "
+		                     "[F4][80-8F][80-BF][80-BF]" },
+		{ 0x4E00, 0x9FA5, "[E4][B8-BF][80-BF] [E5-E8][80-BF][80-BF] [E9][80-BD][80-BF] "
+		                  "[E9][BE][80-A5]" },                          /* 一-龥 */
+		{ 0x1F600, 0x1F64F, "[F0][9F][98][80-BF] [F0][9F][99][80-8F]" },
+		{ 0x20, 0x1F, "" },                                             /* empty */
+	};
+	char buf[512];
+	struct utf8_seq q[UTF8_MAX_SEQS];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int n = utf8_sequences(cases[i].lo, cases[i].hi, q, UTF8_MAX_SEQS);
+		show(q, n < 0 ? 0 : n, buf, sizeof buf);
+		CHECK(n >= 0 && !strcmp(buf, cases[i].want), "U+%04X-U+%04X: got \"%s\", want \"%s\"",
+		      cases[i].lo, cases[i].hi, buf, cases[i].want);
+	}
+	/* the whole of Unicode: the 9 sequences of a valid character */
+	int n = utf8_sequences(0, UTF8_MAX, q, UTF8_MAX_SEQS);
+	CHECK(n == 9, "all of Unicode: %d sequences", n);
+	CHECK(utf8_sequences(0, UTF8_MAX, q, 3) == -1, "capacity");
+}
+
+static int seq_match(const struct utf8_seq *q, int n, const uint8_t *b, int len)
+{
+	int hits = 0;
+	for (int i = 0; i < n; i++) {
+		if (q[i].n != len)
+			continue;
+		int ok = 1;
+		for (int k = 0; k < len && ok; k++)
+			ok = b[k] >= q[i].lo[k] && b[k] <= q[i].hi[k];
+		hits += ok;
+	}
+	return hits;
+}
+
+/* Every code point against random ranges: its encoding is in exactly one sequence when it
+ * lies in the range, in none otherwise; no sequence holds a surrogate or an overlong form. */
+static void test_sequences_exhaustive(void)
+{
+	uint64_t x = 88172645463325252ull;
+	unsigned bad = 0;
+	for (int r = 0; r < 12; r++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint32_t a = (uint32_t)(x % (UTF8_MAX + 1)), b = (uint32_t)((x >> 32) % (UTF8_MAX + 1));
+		if (r < 4)     /* small ranges around the length boundaries */
+			a = (uint32_t[]){ 0x70, 0x7F0, 0xD7F0, 0xFFF0 }[r], b = a + 0x20;
+		if (a > b) {
+			uint32_t t = a;
+			a = b, b = t;
+		}
+		struct utf8_seq q[UTF8_MAX_SEQS];
+		int n = utf8_sequences(a, b, q, UTF8_MAX_SEQS);
+		CHECK(n > 0 || (a >= 0xD800 && b <= 0xDFFF), "U+%X-U+%X: %d", a, b, n);
+		for (uint32_t c = 0; c <= UTF8_MAX; c++) {
+			uint8_t e[4];
+			int len = utf8_encode(c, e);
+			int want = c >= a && c <= b && !(c >= 0xD800 && c <= 0xDFFF);
+			if (seq_match(q, n, e, len) != want)
+				bad++;
+		}
+		/* overlong forms of 'A' and U+07FF, 0xF4 0x90 (past U+10FFFF) in no sequence */
+		const uint8_t ov1[] = { 0xC1, 0x81 }, ov2[] = { 0xE0, 0x9F, 0xBF },
+		              big[] = { 0xF4, 0x90, 0x80, 0x80 };
+		bad += seq_match(q, n, ov1, 2) + seq_match(q, n, ov2, 3) + seq_match(q, n, big, 4);
+	}
+	CHECK(bad == 0, "%u code points misplaced", bad);
+}
+
+static struct grep *compile(const char *pat, int syntax, int icase, int word, char *err)
+{
+	struct grep_opts o = { 0 };
+	o.max_count = -1, o.before = o.after = -1;
+	o.syntax = syntax, o.icase = icase, o.word = word, o.utf8 = 1;
+	size_t len = strlen(pat);
+	const char *pats[1] = { pat };
+	struct grep *g = NULL;
+	char warn[256];
+	grep_compile(pats, &len, 1, &o, &g, err, 256, warn, sizeof warn);
+	return g;
+}
+
+/* Large sets compile to small automata: [^a] over all of Unicode, classes. */
+static void test_sizes(void)
+{
+	static const struct { const char *pat; int max_nodes, max_states; } cases[] = {
+		{ "[^a]", 64, 32 },
+		{ ".", 64, 32 },
+		{ "\\W", 2000, 400 },
+		{ "[[:alpha:]]", 4000, 500 },
+		{ "[[:punct:][:space:]]", 4000, 500 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[256];
+		struct grep *g = compile(cases[i].pat, GREP_BASIC, 0, 0, err);
+		CHECK(g != NULL, "%s: %s", cases[i].pat, err);
+		if (!g)
+			continue;
+		CHECK(g->ast.len <= cases[i].max_nodes, "%s: %d AST nodes", cases[i].pat, g->ast.len);
+		CHECK(!g->exact && g->dfa.n_rows <= cases[i].max_states, "%s: %d DFA rows", cases[i].pat,
+		      g->dfa.n_rows);
+		grep_free(g);
+	}
+}
+
+static void test_match(void)
+{
+	static const struct { int syntax, icase, word; const char *pat, *line; int match; long s, e; } cases[] = {
+		{ GREP_BASIC, 0, 0, "^.$", "é", 1, 0, 2 },
+		{ GREP_BASIC, 0, 0, "^..$", "é", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "^.....$", "École", 1, 0, 6 },
+		{ GREP_BASIC, 0, 0, ".", "\xff", 0, -1, -1 },                  /* invalid byte */
+		{ GREP_BASIC, 0, 0, ".", "\x80", 0, -1, -1 },                  /* lone continuation */
+		{ GREP_BASIC, 0, 0, ".", "\xc3", 0, -1, -1 },                  /* cut sequence */
+		{ GREP_BASIC, 0, 0, ".", "\xc0\xaf", 0, -1, -1 },              /* overlong '/' */
+		{ GREP_BASIC, 0, 0, ".", "\xed\xa0\x80", 0, -1, -1 },          /* surrogate */
+		{ GREP_BASIC, 0, 0, ".", "\xf4\x90\x80\x80", 0, -1, -1 },      /* past U+10FFFF */
+		{ GREP_BASIC, 0, 0, "^.$", "\xf4\x8f\xbf\xbf", 1, 0, 4 },      /* U+10FFFF */
+		{ GREP_BASIC, 0, 0, "[^a]", "\xff", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "[^a]", "a😀", 1, 1, 5 },
+		{ GREP_BASIC, 0, 0, "[[:alpha:]]\\{6\\}", "straße", 1, 0, 7 },
+		{ GREP_BASIC, 0, 0, "[[:alpha:]]\\{6\\}", "café!", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "é*x", "ééx", 1, 0, 5 },                   /* * repeats the char */
+		{ GREP_BASIC, 0, 0, "\\w\\+", "--naïve--", 1, 2, 8 },
+		{ GREP_BASIC, 0, 0, "\\W", "é日", 0, -1, -1 },
+		{ GREP_BASIC, 1, 0, "école", "ÉCOLE", 1, 0, 6 },
+		{ GREP_BASIC, 1, 0, "σοφός", "ΣΟΦΌΣ", 1, 0, 10 },
+		{ GREP_BASIC, 1, 0, "s", "ſ", 1, 0, 2 },                        /* long s: 2 bytes */
+		{ GREP_BASIC, 1, 0, "k", "\xe2\x84\xaa", 0, -1, -1 },          /* not KELVIN SIGN */
+		{ GREP_BASIC, 1, 0, "ǆ", "ǅ", 1, 0, 2 },                        /* titlecase */
+		{ GREP_BASIC, 1, 0, "[[:upper:]]", "ı", 1, 0, 2 },
+		{ GREP_BASIC, 0, 0, "\\bé", "x é", 1, 2, 4 },
+		{ GREP_BASIC, 0, 0, "\\bé", "xé", 0, -1, -1 },                  /* é is a word char */
+		{ GREP_BASIC, 0, 0, "x\\>", "xé", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xff", 1, 0, 1 },                 /* invalid: no word */
+		{ GREP_BASIC, 0, 0, "\\<日", "本日", 0, -1, -1 },
+		{ GREP_BASIC, 0, 1, "caf", "café", 0, -1, -1 },
+		{ GREP_BASIC, 0, 1, "café", "un café.", 1, 3, 8 },
+		{ GREP_EXTENDED, 0, 0, "(é|ü)+", "xéüé", 1, 1, 7 },
+		/* grep 3.8's -w: an empty match inside a non-word character ("·"), not inside a word
+		 * character ("é"), and not with -i */
+		{ GREP_BASIC, 0, 1, "x*", "word·middle", 1, 5, 5 },
+		{ GREP_BASIC, 0, 1, "x*", "café au", 0, -1, -1 },
+		{ GREP_BASIC, 1, 1, "x*", "word·middle", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "\\B", "é", 0, -1, -1 },
+		{ GREP_BASIC, 1, 0, "\\(.\\)\\1", "σς", 1, 0, 4 },             /* -i back-reference */
+		{ GREP_BASIC, 1, 0, "\\(.\\)\\1", "sſ", 1, 0, 3 },             /* of another length */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[256];
+		struct grep *g = compile(cases[i].pat, cases[i].syntax, cases[i].icase, cases[i].word, err);
+		CHECK(g != NULL, "%s: %s", cases[i].pat, err);
+		if (!g)
+			continue;
+		const uint8_t *p = (const uint8_t *)cases[i].line;
+		size_t n = strlen(cases[i].line);
+		if (!g->exact)
+			CHECK(dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s on %s", cases[i].pat,
+			      cases[i].line);
+		CHECK(bt_line_matches(&g->ast, p, n, cases[i].icase) == cases[i].match, "bt %s on %s",
+		      cases[i].pat, cases[i].line);
+		if (g->ast.has_backref) {
+			grep_free(g);
+			continue;
+		}
+		CHECK(nfa_line_matches(&g->nfa, p, n) == cases[i].match, "nfa %s on %s", cases[i].pat,
+		      cases[i].line);
+		size_t s = 0, e = 0;
+		int m = nfa_leftmost_longest(&g->nfa, p, n, 0, &s, &e);
+		CHECK(m == cases[i].match && (!m || ((long)s == cases[i].s && (long)e == cases[i].e)),
+		      "%s on \"%s\": %d [%zu,%zu)", cases[i].pat, cases[i].line, m, s, e);
+		grep_free(g);
+	}
+}
+
+/* grep 3.8's messages for UTF-8 brackets in C.UTF-8 */
+static void test_errors(void)
+{
+	static const struct { const char *pat, *msg; } cases[] = {
+		{ "[α-ω]", "Invalid collation character" },
+		{ "[a-é]", "Invalid collation character" },
+		{ "[[.é.]]", "Invalid collation character" },
+		{ "[[:alpha:]-é]", "Invalid range end" },
+		{ "[é", "Unmatched [, [^, [:, [., or [=" },
+		{ "[[:foo:]]", "Invalid character class name" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[256];
+		struct grep *g = compile(cases[i].pat, GREP_BASIC, 0, 0, err);
+		CHECK(!g && !strcmp(err, cases[i].msg), "%s: got \"%s\"", cases[i].pat, err);
+		grep_free(g);
+	}
+}
+
+int main(void)
+{
+	test_sequences();
+	if (!setlocale(LC_ALL, "C.UTF-8")) {
+		printf("test_grep_utf8: no C.UTF-8 locale: the rest skipped\n");
+		printf("%u passed, %u failed\n", n_pass, n_fail);
+		return n_fail ? 1 : 0;
+	}
+	test_sequences_exhaustive();
+	test_sizes();
+	test_match();
+	test_errors();
+	printf("%u passed, %u failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}
