@@ -55,6 +55,22 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XLD
 #undef XST
 #undef X
+		/* superinstructions (vm_int.h) */
+#define XBIN(n, e) [X_LD8U_##n##_RR] = &&do_LD8U_##n##_RR, [X_LD8U_##n##_RI] = &&do_LD8U_##n##_RI,
+#define XUN(n, e)
+#define XCC(n, e) [X_ADDI_J##n##_RR] = &&do_ADDI_J##n##_RR, [X_ADDI_J##n##_RI] = &&do_ADDI_J##n##_RI, \
+                  [X_ADDI_J##n##_RRB] = &&do_ADDI_J##n##_RRB, [X_ADDI_J##n##_RIB] = &&do_ADDI_J##n##_RIB,
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+		[X_ADDI_JMPB] = &&do_ADDI_JMPB,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -109,8 +125,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
 /* A load or store that misses the bounds check may be to a remote region (length 0 in R):
  * remote.c then does the access, or reports the trap the local access would have given. */
-#define XLD(n, w, t) \
-	CASE(n) { uint64_t off = fp[ip->b] + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
+#define LOAD(w, t, dst) do { \
+		uint64_t off = fp[ip->b] + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
 		t v; \
 		if (unlikely(!in_bounds(off, w, m->len))) { \
 			if (!run->remote) TRAP_AT(ISA_TRAP_BOUNDS); \
@@ -119,7 +135,9 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		} else { \
 			memcpy(&v, m->base + off, w); \
 		} \
-		fp[ip->a] = (uint64_t)(int64_t)v; NEXT(); }
+		dst = (uint64_t)(int64_t)v; } while (0)
+#define XLD(n, w, t) \
+	CASE(n) { uint64_t v_; LOAD(w, t, v_); fp[ip->a] = v_; NEXT(); }
 #define XST(n, w, t) \
 	CASE(n) { uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c]; \
 		t v = (t)fp[ip->b]; \
@@ -142,6 +160,37 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XLD
 #undef XST
 #undef X
+
+	/* Superinstructions: the first half uses ip's fields, then ip moves to the second xinsn
+	 * (so a trap there reports its pc) and NEXT skips it. */
+#define XBIN(n, e) \
+	CASE(LD8U_##n##_RR) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
+		uint64_t y = fp[ip->c]; fp[ip->a] = (e); NEXT(); } \
+	CASE(LD8U_##n##_RI) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
+		uint64_t y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); }
+#define XUN(n, e)
+#define ADDI() do { fp[ip->a] = fp[ip->b] + (uint64_t)ip->imm; ip++; } while (0)
+#define XCC(n, e) \
+	CASE(ADDI_J##n##_RR) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(ADDI_J##n##_RI) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(ADDI_J##n##_RRB) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+	CASE(ADDI_J##n##_RIB) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP(ip + ip->d); }
+#undef ADDI
 
 	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
 	CASE(MOVI) { fp[ip->a] = (uint64_t)ip->imm; NEXT(); }

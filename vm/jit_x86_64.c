@@ -1127,6 +1127,28 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_RET: gen_ret(g, x, 0); break;
 	case X_RETI: gen_ret(g, x, 1); break;
 	case X_COUNT: break;
+	/* Superinstructions are formed after the JIT has read the code (vm_thread_code); met
+	 * here all the same, one is its first half: the second is still the next xinsn. */
+#define XBIN(n, e) case X_LD8U_##n##_RR: case X_LD8U_##n##_RI:
+#define XUN(n, e)
+#define XCC(n, e) case X_ADDI_J##n##_RR: case X_ADDI_J##n##_RI: \
+	case X_ADDI_J##n##_RRB: case X_ADDI_J##n##_RIB:
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_ADDI_JMPB: {
+		struct xinsn first = *x;
+		first.op = vm_xop_unfused((enum xop)x->op);
+		gen_insn(g, &first);
+		break;
+	}
 	}
 }
 
