@@ -35,6 +35,67 @@ struct frame {
 
 #define TRAP_AT(k)  do { trap_kind = (k); goto trap; } while (0)
 
+/* A debug build (-DVM_XOP_PROFILE, never a release build) counts how often each handler runs
+ * right after each other one, and prints the most frequent pairs to stderr at exit: the
+ * measurement that chose the superinstructions (docs/interpreter.md). */
+#ifdef VM_XOP_PROFILE
+#include <stdio.h>
+#include <stdlib.h>
+static uint64_t prof_pairs[X_COUNT][X_COUNT];
+static unsigned prof_prev = X_COUNT - 1;
+static const char *const prof_names[X_COUNT] = {
+#define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
+                   [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI",
+#define XUN(n, e) [X_##n] = #n,
+#define XCC(n, e) [X_J##n##_RR] = "J" #n "_RR", [X_J##n##_RI] = "J" #n "_RI", \
+                  [X_J##n##_RRB] = "J" #n "_RRB", [X_J##n##_RIB] = "J" #n "_RIB", \
+                  [X_ADDI_J##n##_RR] = "ADDI_J" #n "_RR", [X_ADDI_J##n##_RI] = "ADDI_J" #n "_RI", \
+                  [X_ADDI_J##n##_RRB] = "ADDI_J" #n "_RRB", [X_ADDI_J##n##_RIB] = "ADDI_J" #n "_RIB",
+#define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n,
+#define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_OUT",
+#define X(n) [X_##n] = #n,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	[X_ADDI_JMPB] = "ADDI_JMPB", [X_DIVU_MAGIC] = "DIVU_MAGIC", [X_REMU_MAGIC] = "REMU_MAGIC",
+};
+struct prof_row { uint64_t n; unsigned a, b; };
+static int prof_cmp(const void *x, const void *y)
+{
+	const struct prof_row *p = x, *q = y;
+	return p->n < q->n ? 1 : p->n > q->n ? -1 : 0;
+}
+__attribute__((destructor)) static void prof_dump(void)
+{
+	static struct prof_row rows[X_COUNT * X_COUNT];
+	size_t n = 0;
+	uint64_t total = 0;
+	for (unsigned a = 0; a < X_COUNT; a++)
+		for (unsigned b = 0; b < X_COUNT; b++)
+			if (prof_pairs[a][b]) {
+				rows[n++] = (struct prof_row){ prof_pairs[a][b], a, b };
+				total += prof_pairs[a][b];
+			}
+	qsort(rows, n, sizeof *rows, prof_cmp);
+	fprintf(stderr, "xop pairs: %llu dispatches\n", (unsigned long long)total);
+	for (size_t i = 0; i < n && i < 30; i++)
+		fprintf(stderr, "%12llu %5.1f%%  %s %s\n", (unsigned long long)rows[i].n,
+		        100.0 * (double)rows[i].n / (double)total,
+		        prof_names[rows[i].a] ? prof_names[rows[i].a] : "?",
+		        prof_names[rows[i].b] ? prof_names[rows[i].b] : "?");
+}
+#undef CASE
+#ifdef VM_SWITCH_DISPATCH
+#define CASE(n)     case X_##n: prof_pairs[prof_prev][X_##n]++; prof_prev = X_##n;
+#else
+#define CASE(n)     do_##n: prof_pairs[prof_prev][X_##n]++; prof_prev = X_##n;
+#endif
+#endif
+
 static const void *const *labels_out;
 
 static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
@@ -60,7 +121,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #define XUN(n, e)
 #define XCC(n, e) [X_ADDI_J##n##_RR] = &&do_ADDI_J##n##_RR, [X_ADDI_J##n##_RI] = &&do_ADDI_J##n##_RI, \
                   [X_ADDI_J##n##_RRB] = &&do_ADDI_J##n##_RRB, [X_ADDI_J##n##_RIB] = &&do_ADDI_J##n##_RIB,
-#define XLD(n, w, t)
+#define XLD(n, w, t) [X_LDB_##n] = &&do_LDB_##n, [X_ADDR_##n] = &&do_ADDR_##n,
 #define XST(n, w, t)
 #define X(n)
 #include "xops.def"
@@ -71,6 +132,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XST
 #undef X
 		[X_ADDI_JMPB] = &&do_ADDI_JMPB,
+		[X_DIVU_MAGIC] = &&do_DIVU_MAGIC, [X_REMU_MAGIC] = &&do_REMU_MAGIC,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -125,8 +187,9 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
 /* A load or store that misses the bounds check may be to a remote region (length 0 in R):
  * remote.c then does the access, or reports the trap the local access would have given. */
-#define LOAD(w, t, dst) do { \
-		uint64_t off = fp[ip->b] + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
+#define LOAD(w, t, dst) LOAD_AT(fp[ip->b], w, t, dst)
+#define LOAD_AT(addr, w, t, dst) do { \
+		uint64_t off = (addr) + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
 		t v; \
 		if (unlikely(!in_bounds(off, w, m->len))) { \
 			if (!run->remote) TRAP_AT(ISA_TRAP_BOUNDS); \
@@ -179,7 +242,11 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
 	CASE(ADDI_J##n##_RIB) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
-#define XLD(n, w, t)
+#define XLD(n, w, t) \
+	CASE(LDB_##n) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); } \
+	CASE(ADDR_##n) { uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); }
 #define XST(n, w, t)
 #define X(n)
 #include "xops.def"
@@ -229,6 +296,19 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	CASE(REMS_RI) { fp[ip->a] = (uint64_t)((int64_t)fp[ip->b] % ip->imm); NEXT(); }
 	CASE(DIVU_RI) { fp[ip->a] = fp[ip->b] / (uint64_t)ip->imm; NEXT(); }
 	CASE(REMU_RI) { fp[ip->a] = fp[ip->b] % (uint64_t)ip->imm; NEXT(); }
+
+	/* n / d as mulhi(n, m) corrected (translate.c, fig. 4.1 of Granlund & Montgomery) */
+#define DIV_MAGIC(n) ({ \
+		uint64_t m_ = (uint32_t)ip->c | (uint64_t)(uint32_t)ip->d << 32; \
+		uint64_t t_ = (uint64_t)(((unsigned __int128)m_ * (n)) >> 64); \
+		(t_ + (((n) - t_) >> 1)) >> (63 - __builtin_clzll((uint64_t)ip->imm - 1)); })
+	CASE(DIVU_MAGIC) { uint64_t n = fp[ip->b]; fp[ip->a] = DIV_MAGIC(n); NEXT(); }
+	CASE(REMU_MAGIC) {
+		uint64_t n = fp[ip->b];
+		fp[ip->a] = n - DIV_MAGIC(n) * (uint64_t)ip->imm;
+		NEXT();
+	}
+#undef DIV_MAGIC
 
 	CASE(SELECT) { fp[ip->a] = fp[ip->c] ? fp[ip->imm] : fp[ip->b]; NEXT(); }
 	CASE(XSWAP) { uint64_t v = fp[ip->a]; fp[ip->a] = fp[ip->b]; fp[ip->b] = v; NEXT(); }

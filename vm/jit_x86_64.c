@@ -1133,7 +1133,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 #define XUN(n, e)
 #define XCC(n, e) case X_ADDI_J##n##_RR: case X_ADDI_J##n##_RI: \
 	case X_ADDI_J##n##_RRB: case X_ADDI_J##n##_RIB:
-#define XLD(n, w, t)
+#define XLD(n, w, t) case X_LDB_##n: case X_ADDR_##n:
 #define XST(n, w, t)
 #define X(n)
 #include "xops.def"
@@ -1143,7 +1143,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 #undef XLD
 #undef XST
 #undef X
-	case X_ADDI_JMPB: {
+	case X_ADDI_JMPB: case X_DIVU_MAGIC: case X_REMU_MAGIC: {
 		struct xinsn first = *x;
 		first.op = vm_xop_unfused((enum xop)x->op);
 		gen_insn(g, &first);

@@ -608,6 +608,7 @@ int vm_translate(struct vm_prog *prog, char *err, size_t errlen)
 _Static_assert(X_ADDI_JGEU_RIB == X_ADDI_JEQ_RR + 39 && X_ADDI_JMPB == X_ADDI_JEQ_RR + 40,
                "ADDI_J order follows XCC");
 _Static_assert(X_LD8U_GEU_RI - X_LD8U_ADD_RR == X_GEU_RI - X_ADD_RR, "LD8U_ order follows XBIN");
+_Static_assert(X_LD64 - X_LD8U == 6 && X_ADDR_LD64 - X_LDB_LD8U == 13, "LDB_, ADDR_ follow XLD");
 
 enum xop vm_xop_unfused(enum xop op)
 {
@@ -615,6 +616,12 @@ enum xop vm_xop_unfused(enum xop op)
 		return X_ADD_RI;
 	if (op >= X_LD8U_ADD_RR && op <= X_LD8U_GEU_RI)
 		return X_LD8U;
+	if (op >= X_LDB_LD8U && op <= X_ADDR_LD64)
+		return (op - X_LDB_LD8U) % 2 ? X_ADD_RR : X_LD8U;
+	if (op == X_DIVU_MAGIC)
+		return X_DIVU_RI;
+	if (op == X_REMU_MAGIC)
+		return X_REMU_RI;
 	return op;
 }
 
@@ -642,6 +649,8 @@ static enum xop fuse_pair(const struct xinsn *x, struct xinsn *y)
 		if (yo == X_JMPB)
 			return X_ADDI_JMPB;
 	}
+	if ((xo == X_LD8U || xo == X_ADD_RR) && yo >= X_LD8U && yo <= X_LD64 && y->b == x->a)
+		return X_LDB_LD8U + 2 * (yo - X_LD8U) + (xo == X_ADD_RR);
 	if (xo == X_LD8U && yo >= X_ADD_RR && yo <= X_GEU_RI) {
 		int rr = (yo - X_ADD_RR) % 2 == 0;
 		if (y->b == x->a)
@@ -669,6 +678,20 @@ static void fuse_func(struct xfunc *f)
 			target[(int64_t)i + f->code[i].d] = 1;
 		if (op == X_CALL)
 			target[i + 1] = 1;         /* the return lands there */
+	}
+	for (uint32_t i = 0; i < f->n_code; i++) {
+		struct xinsn *x = &f->code[i];
+		uint64_t d = (uint64_t)x->imm;
+		if ((x->op == X_DIVU_RI || x->op == X_REMU_RI) && (d & (d - 1)) != 0 && !getenv("VM_NO_MAGIC")) {
+			/* Granlund & Montgomery 1994, fig. 4.1, for every divisor (as the JIT does):
+			 * l = ceil(log2 d), m = floor(2^64 * (2^l - d) / d) + 1 */
+			int l = 64 - __builtin_clzll(d - 1);
+			uint64_t two_l_minus_d = l == 64 ? 0 - d : (1ull << l) - d;
+			uint64_t m = (uint64_t)(((unsigned __int128)two_l_minus_d << 64) / d) + 1;
+			x->op = x->op == X_DIVU_RI ? X_DIVU_MAGIC : X_REMU_MAGIC;
+			x->c = (int32_t)(uint32_t)m;
+			x->d = (int32_t)(uint32_t)(m >> 32);
+		}
 	}
 	for (uint32_t i = 0; i + 1 < f->n_code; i++) {
 		if (target[i + 1])

@@ -46,6 +46,24 @@ enum xop {
 #undef XLD
 #undef XST
 #undef X
+	/* LD8U, then a load at the loaded byte + imm (a byte's entry in a table);
+	 * ADD_RR, then a load at the sum + imm (an automaton's next state) */
+#define XCC(n, e)
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t) X_LDB_##n, X_ADDR_##n,
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	/* DIVU_RI, REMU_RI by a constant that is no power of two: a multiplication by its
+	 * reciprocal (vm_thread_code puts it in c (low half) and d (high half); imm stays d) */
+	X_DIVU_MAGIC, X_REMU_MAGIC,
 	X_COUNT
 };
 enum { X_FUSED_FIRST = X_ADDI_JEQ_RR };
