@@ -61,7 +61,7 @@ static const char *const prof_names[X_COUNT] = {
 #undef XLD
 #undef XST
 #undef X
-	[X_ADDI_JMPB] = "ADDI_JMPB", [X_DIVU_MAGIC] = "DIVU_MAGIC", [X_REMU_MAGIC] = "REMU_MAGIC",
+	[X_ADDI_JMPB] = "ADDI_JMPB",
 };
 struct prof_row { uint64_t n; unsigned a, b; };
 static int prof_cmp(const void *x, const void *y)
@@ -132,7 +132,6 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XST
 #undef X
 		[X_ADDI_JMPB] = &&do_ADDI_JMPB,
-		[X_DIVU_MAGIC] = &&do_DIVU_MAGIC, [X_REMU_MAGIC] = &&do_REMU_MAGIC,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -296,19 +295,6 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	CASE(REMS_RI) { fp[ip->a] = (uint64_t)((int64_t)fp[ip->b] % ip->imm); NEXT(); }
 	CASE(DIVU_RI) { fp[ip->a] = fp[ip->b] / (uint64_t)ip->imm; NEXT(); }
 	CASE(REMU_RI) { fp[ip->a] = fp[ip->b] % (uint64_t)ip->imm; NEXT(); }
-
-	/* n / d as mulhi(n, m) corrected (translate.c, fig. 4.1 of Granlund & Montgomery) */
-#define DIV_MAGIC(n) ({ \
-		uint64_t m_ = (uint32_t)ip->c | (uint64_t)(uint32_t)ip->d << 32; \
-		uint64_t t_ = (uint64_t)(((unsigned __int128)m_ * (n)) >> 64); \
-		(t_ + (((n) - t_) >> 1)) >> (63 - __builtin_clzll((uint64_t)ip->imm - 1)); })
-	CASE(DIVU_MAGIC) { uint64_t n = fp[ip->b]; fp[ip->a] = DIV_MAGIC(n); NEXT(); }
-	CASE(REMU_MAGIC) {
-		uint64_t n = fp[ip->b];
-		fp[ip->a] = n - DIV_MAGIC(n) * (uint64_t)ip->imm;
-		NEXT();
-	}
-#undef DIV_MAGIC
 
 	CASE(SELECT) { fp[ip->a] = fp[ip->c] ? fp[ip->imm] : fp[ip->b]; NEXT(); }
 	CASE(XSWAP) { uint64_t v = fp[ip->a]; fp[ip->a] = fp[ip->b]; fp[ip->b] = v; NEXT(); }

@@ -1143,7 +1143,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 #undef XLD
 #undef XST
 #undef X
-	case X_ADDI_JMPB: case X_DIVU_MAGIC: case X_REMU_MAGIC: {
+	case X_ADDI_JMPB: {
 		struct xinsn first = *x;
 		first.op = vm_xop_unfused((enum xop)x->op);
 		gen_insn(g, &first);

@@ -618,10 +618,6 @@ enum xop vm_xop_unfused(enum xop op)
 		return X_LD8U;
 	if (op >= X_LDB_LD8U && op <= X_ADDR_LD64)
 		return (op - X_LDB_LD8U) % 2 ? X_ADD_RR : X_LD8U;
-	if (op == X_DIVU_MAGIC)
-		return X_DIVU_RI;
-	if (op == X_REMU_MAGIC)
-		return X_REMU_RI;
 	return op;
 }
 
@@ -678,20 +674,6 @@ static void fuse_func(struct xfunc *f)
 			target[(int64_t)i + f->code[i].d] = 1;
 		if (op == X_CALL)
 			target[i + 1] = 1;         /* the return lands there */
-	}
-	for (uint32_t i = 0; i < f->n_code; i++) {
-		struct xinsn *x = &f->code[i];
-		uint64_t d = (uint64_t)x->imm;
-		if ((x->op == X_DIVU_RI || x->op == X_REMU_RI) && (d & (d - 1)) != 0 && !getenv("VM_NO_MAGIC")) {
-			/* Granlund & Montgomery 1994, fig. 4.1, for every divisor (as the JIT does):
-			 * l = ceil(log2 d), m = floor(2^64 * (2^l - d) / d) + 1 */
-			int l = 64 - __builtin_clzll(d - 1);
-			uint64_t two_l_minus_d = l == 64 ? 0 - d : (1ull << l) - d;
-			uint64_t m = (uint64_t)(((unsigned __int128)two_l_minus_d << 64) / d) + 1;
-			x->op = x->op == X_DIVU_RI ? X_DIVU_MAGIC : X_REMU_MAGIC;
-			x->c = (int32_t)(uint32_t)m;
-			x->d = (int32_t)(uint32_t)(m >> 32);
-		}
 	}
 	for (uint32_t i = 0; i + 1 < f->n_code; i++) {
 		if (target[i + 1])

@@ -61,9 +61,6 @@ enum xop {
 #undef XLD
 #undef XST
 #undef X
-	/* DIVU_RI, REMU_RI by a constant that is no power of two: a multiplication by its
-	 * reciprocal (vm_thread_code puts it in c (low half) and d (high half); imm stays d) */
-	X_DIVU_MAGIC, X_REMU_MAGIC,
 	X_COUNT
 };
 enum { X_FUSED_FIRST = X_ADDI_JEQ_RR };
