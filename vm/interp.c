@@ -41,9 +41,10 @@ struct frame {
 #ifdef VM_XOP_PROFILE
 #include <stdio.h>
 #include <stdlib.h>
-static uint64_t prof_pairs[X_COUNT][X_COUNT];
-static unsigned prof_prev = X_COUNT - 1;
-static const char *const prof_names[X_COUNT] = {
+static uint64_t prof_pairs[X_COUNT + 1][X_COUNT];      /* [X_COUNT]: a run's first */
+static unsigned prof_prev = X_COUNT;
+static const char *const prof_names[X_COUNT + 1] = {
+	[X_COUNT] = "(start)",
 #define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
                    [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI",
 #define XUN(n, e) [X_##n] = #n,
@@ -71,10 +72,10 @@ static int prof_cmp(const void *x, const void *y)
 }
 __attribute__((destructor)) static void prof_dump(void)
 {
-	static struct prof_row rows[X_COUNT * X_COUNT];
+	static struct prof_row rows[(X_COUNT + 1) * X_COUNT];
 	size_t n = 0;
 	uint64_t total = 0;
-	for (unsigned a = 0; a < X_COUNT; a++)
+	for (unsigned a = 0; a <= X_COUNT; a++)
 		for (unsigned b = 0; b < X_COUNT; b++)
 			if (prof_pairs[a][b]) {
 				rows[n++] = (struct prof_row){ prof_pairs[a][b], a, b };
@@ -142,6 +143,9 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		return 0;
 #endif
 	const struct vm_prog *prog = run->prog;
+#ifdef VM_XOP_PROFILE
+	prof_prev = X_COUNT;
+#endif
 	struct mref *R = run->R;
 	uint64_t fuel = run->fuel;
 	uint64_t slots[VM_STACK_SLOTS];

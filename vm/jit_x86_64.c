@@ -86,7 +86,9 @@ struct jit_prog {
 	uint8_t **xop;                 /* per function: each xinsn's enum xop, for listings
 	                                * (threading replaces them by handler addresses) */
 };
-_Static_assert(X_COUNT <= 256, "xop numbers fit a byte");
+/* The JIT reads the code before superinstructions are formed (vm_thread_code): the xops it
+ * meets fit a byte. */
+_Static_assert(X_FUSED_FIRST <= 256, "xop numbers fit a byte");
 
 /* ---- the emitter: bytes into a growing buffer, with a sticky error ---- */
 struct emit {
@@ -1414,7 +1416,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		return -VM_ENOMEM;
 	}
 	for (uint32_t i = 0; i < g->xf->n_code; i++)
-		xop[i] = (uint8_t)g->xf->code[i].op;
+		xop[i] = (uint8_t)vm_xop_unfused((enum xop)g->xf->code[i].op);
 	/* branch targets: a pair of xinsns is fused only when nothing jumps between them */
 	uint8_t *target = calloc((size_t)g->xf->n_code + 1, 1);
 	if (!target) {
