@@ -36,8 +36,9 @@ struct frame {
 #define TRAP_AT(k)  do { trap_kind = (k); goto trap; } while (0)
 
 /* A debug build (-DVM_XOP_PROFILE, never a release build) counts how often each handler runs
- * right after each other one, and prints the most frequent pairs to stderr at exit: the
- * measurement that chose the superinstructions (docs/interpreter.md). */
+ * right after each other one, and prints the most frequent pairs to stderr at exit (the first
+ * VM_XOP_TOP, default 30): the measurement that chose the superinstructions
+ * (docs/interpreter.md). */
 #ifdef VM_XOP_PROFILE
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,8 @@ __attribute__((destructor)) static void prof_dump(void)
 			}
 	qsort(rows, n, sizeof *rows, prof_cmp);
 	fprintf(stderr, "xop pairs: %llu dispatches\n", (unsigned long long)total);
-	for (size_t i = 0; i < n && i < 30; i++)
+	const char *top = getenv("VM_XOP_TOP");        /* how many pairs to print (30) */
+	for (size_t i = 0; i < n && i < (top ? (size_t)atoi(top) : 30); i++)
 		fprintf(stderr, "%12llu %5.1f%%  %s %s\n", (unsigned long long)rows[i].n,
 		        100.0 * (double)rows[i].n / (double)total,
 		        prof_names[rows[i].a] ? prof_names[rows[i].a] : "?",
