@@ -1,4 +1,4 @@
-/* bench_vm.c: the VM's speed against gcc -O2 on five small kernels.
+/* bench_vm.c: the VM's speed against gcc -O2 on six small kernels.
  *
  * Each kernel exists three times: bench/vm/<name>.pna, assembled at run time and run by the
  * VM; bench/vm/<name>.c, the same in C compiled by clang -target bpf and pncc (the Makefile
@@ -48,6 +48,8 @@ struct data {
 	uint8_t *nodes;             /* region `nodes`: one list through every node, shuffled */
 	size_t n_nodes;
 	uint64_t head;              /* byte offset of the first node of that list */
+	uint8_t *varints;           /* region `varints`: LEB128 varints, end to end */
+	size_t varints_len;
 };
 
 struct kernel {
@@ -131,6 +133,30 @@ static void make_nodes(struct data *d, size_t n)
 	free(perm);
 }
 
+/* LEB128 varints filling len bytes, lengths as in typical wire data: half are one byte, a
+ * quarter two, then three, five and nine or ten bytes (any 64-bit value); zero bytes (the
+ * varint 0) pad the end so the last value ends exactly at len. */
+static void make_varints(struct data *d, size_t len)
+{
+	static const unsigned bits[16] = { 7, 7, 7, 7, 7, 7, 7, 7, 14, 14, 14, 14, 21, 21, 35, 64 };
+	size_t i = 0;
+
+	d->varints = xmalloc(len);
+	d->varints_len = len;
+	while (i + 10 <= len) {
+		uint64_t r = rng();
+		unsigned nb = bits[r & 15];
+		uint64_t v = rng();
+		if (nb < 64)
+			v &= (1ull << nb) - 1;
+		do {
+			d->varints[i++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+			v >>= 7;
+		} while (v);
+	}
+	memset(d->varints + i, 0, len - i);
+}
+
 /* ---- the kernels: native wrappers, entry arguments, size labels */
 
 static uint64_t nat_isum(const struct data *d) { return native_isum(d->isum_n); }
@@ -141,6 +167,10 @@ static uint64_t nat_memchr(const struct data *d)
 }
 static uint64_t nat_fnv1a(const struct data *d) { return native_fnv1a(d->text, d->text_len); }
 static uint64_t nat_chase(const struct data *d) { return native_chase(d->nodes, d->head); }
+static uint64_t nat_varint(const struct data *d)
+{
+	return native_varint(d->varints, d->varints_len);
+}
 
 static unsigned args_none(const struct data *d, int64_t *argv) { return 0; }
 static unsigned args_isum(const struct data *d, int64_t *argv)
@@ -162,6 +192,10 @@ static void size_text(const struct data *d, char *buf, size_t len)
 {
 	snprintf(buf, len, "%zu KiB", d->text_len >> 10);
 }
+static void size_varints(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu KiB", d->varints_len >> 10);
+}
 static void size_nodes(const struct data *d, char *buf, size_t len)
 {
 	snprintf(buf, len, "%zu nodes", d->n_nodes);
@@ -173,6 +207,7 @@ static const struct kernel kernels[] = {
 	{ "fnv1a",          nat_fnv1a,    NULL,       NULL,     args_none,  size_text },
 	{ "chase",          nat_chase,    NULL,       NULL,     args_chase,  size_nodes },
 	{ "count_nl_findb", nat_count_nl, nat_memchr, "memchr", args_none,  size_text },
+	{ "varint",         nat_varint,   NULL,       NULL,     args_none,  size_varints },
 };
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
 
@@ -496,10 +531,12 @@ int main(int argc, char **argv)
 	d.isum_n = quick ? 1u << 20 : 100000000u;
 	make_text(&d, quick ? 1u << 20 : 64u << 20);
 	make_nodes(&d, quick ? 1u << 14 : 1u << 20);
+	make_varints(&d, quick ? 1u << 18 : 16u << 20);
 
 	struct vm *vm = vm_new();
 	if (!vm || vm_bind_region(vm, "data", d.text, d.text_len, ISA_ACC_RO) ||
-	    vm_bind_region(vm, "nodes", d.nodes, d.n_nodes * NODE_LEN, ISA_ACC_RO)) {
+	    vm_bind_region(vm, "nodes", d.nodes, d.n_nodes * NODE_LEN, ISA_ACC_RO) ||
+	    vm_bind_region(vm, "varints", d.varints, d.varints_len, ISA_ACC_RO)) {
 		fprintf(stderr, "bench_vm: cannot set up the vm\n");
 		return 1;
 	}
@@ -593,5 +630,6 @@ int main(int argc, char **argv)
 	vm_free(vm);
 	free(d.text);
 	free(d.nodes);
+	free(d.varints);
 	return 0;
 }

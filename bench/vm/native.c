@@ -63,6 +63,28 @@ NATIVE_FN uint64_t native_fnv1a(const uint8_t *p, size_t len)
 	return h;
 }
 
+/* The sum of the LEB128 varints filling p[0, len): 7 bits per byte, low groups first, a set
+ * top bit means another byte follows.  The input is well formed (the harness makes it), so
+ * the last value ends at p[len - 1]; shifts are mod 64 as in the VM. */
+NATIVE_FN uint64_t native_varint(const uint8_t *p, size_t len)
+{
+	uint64_t s = 0;
+	size_t i = 0;
+
+	while (i < len) {
+		uint64_t v = 0;
+		unsigned sh = 0;
+		uint8_t b;
+		do {
+			b = p[i++];
+			v |= (uint64_t)(b & 0x7f) << (sh & 63);
+			sh += 7;
+		} while (b & 0x80);
+		s += v;
+	}
+	return s;
+}
+
 static uint64_t load64(const uint8_t *p)
 {
 	uint64_t v;

@@ -17,6 +17,7 @@ uint64_t native_count_nl(const uint8_t *p, size_t len);
 uint64_t native_count_nl_memchr(const uint8_t *p, size_t len);
 uint64_t native_fnv1a(const uint8_t *p, size_t len);
 uint64_t native_chase(const uint8_t *nodes, uint64_t head);
+uint64_t native_varint(const uint8_t *p, size_t len);
 
 extern const char native_compiler[];    /* __VERSION__ of the compiler that built native.c */
 
