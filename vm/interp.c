@@ -35,6 +35,70 @@ struct frame {
 
 #define TRAP_AT(k)  do { trap_kind = (k); goto trap; } while (0)
 
+/* A debug build (-DVM_XOP_PROFILE, never a release build) counts how often each handler runs
+ * right after each other one, and prints the most frequent pairs to stderr at exit (the first
+ * VM_XOP_TOP, default 30): the measurement that chose the superinstructions
+ * (docs/interpreter.md). */
+#ifdef VM_XOP_PROFILE
+#include <stdio.h>
+#include <stdlib.h>
+static uint64_t prof_pairs[X_COUNT + 1][X_COUNT];      /* [X_COUNT]: a run's first */
+static unsigned prof_prev = X_COUNT;
+static const char *const prof_names[X_COUNT + 1] = {
+	[X_COUNT] = "(start)",
+#define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
+                   [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI",
+#define XUN(n, e) [X_##n] = #n,
+#define XCC(n, e) [X_J##n##_RR] = "J" #n "_RR", [X_J##n##_RI] = "J" #n "_RI", \
+                  [X_J##n##_RRB] = "J" #n "_RRB", [X_J##n##_RIB] = "J" #n "_RIB", \
+                  [X_ADDI_J##n##_RR] = "ADDI_J" #n "_RR", [X_ADDI_J##n##_RI] = "ADDI_J" #n "_RI", \
+                  [X_ADDI_J##n##_RRB] = "ADDI_J" #n "_RRB", [X_ADDI_J##n##_RIB] = "ADDI_J" #n "_RIB",
+#define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n,
+#define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_OUT",
+#define X(n) [X_##n] = #n,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	[X_ADDI_JMPB] = "ADDI_JMPB",
+};
+struct prof_row { uint64_t n; unsigned a, b; };
+static int prof_cmp(const void *x, const void *y)
+{
+	const struct prof_row *p = x, *q = y;
+	return p->n < q->n ? 1 : p->n > q->n ? -1 : 0;
+}
+__attribute__((destructor)) static void prof_dump(void)
+{
+	static struct prof_row rows[(X_COUNT + 1) * X_COUNT];
+	size_t n = 0;
+	uint64_t total = 0;
+	for (unsigned a = 0; a <= X_COUNT; a++)
+		for (unsigned b = 0; b < X_COUNT; b++)
+			if (prof_pairs[a][b]) {
+				rows[n++] = (struct prof_row){ prof_pairs[a][b], a, b };
+				total += prof_pairs[a][b];
+			}
+	qsort(rows, n, sizeof *rows, prof_cmp);
+	fprintf(stderr, "xop pairs: %llu dispatches\n", (unsigned long long)total);
+	const char *top = getenv("VM_XOP_TOP");        /* how many pairs to print (30) */
+	for (size_t i = 0; i < n && i < (top ? (size_t)atoi(top) : 30); i++)
+		fprintf(stderr, "%12llu %5.1f%%  %s %s\n", (unsigned long long)rows[i].n,
+		        100.0 * (double)rows[i].n / (double)total,
+		        prof_names[rows[i].a] ? prof_names[rows[i].a] : "?",
+		        prof_names[rows[i].b] ? prof_names[rows[i].b] : "?");
+}
+#undef CASE
+#ifdef VM_SWITCH_DISPATCH
+#define CASE(n)     case X_##n: prof_pairs[prof_prev][X_##n]++; prof_prev = X_##n;
+#else
+#define CASE(n)     do_##n: prof_pairs[prof_prev][X_##n]++; prof_prev = X_##n;
+#endif
+#endif
+
 static const void *const *labels_out;
 
 static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
@@ -55,6 +119,22 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XLD
 #undef XST
 #undef X
+		/* superinstructions (vm_int.h) */
+#define XBIN(n, e) [X_LD8U_##n##_RR] = &&do_LD8U_##n##_RR, [X_LD8U_##n##_RI] = &&do_LD8U_##n##_RI,
+#define XUN(n, e)
+#define XCC(n, e) [X_ADDI_J##n##_RR] = &&do_ADDI_J##n##_RR, [X_ADDI_J##n##_RI] = &&do_ADDI_J##n##_RI, \
+                  [X_ADDI_J##n##_RRB] = &&do_ADDI_J##n##_RRB, [X_ADDI_J##n##_RIB] = &&do_ADDI_J##n##_RIB,
+#define XLD(n, w, t) [X_LDB_##n] = &&do_LDB_##n, [X_ADDR_##n] = &&do_ADDR_##n,
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+		[X_ADDI_JMPB] = &&do_ADDI_JMPB,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -65,6 +145,9 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		return 0;
 #endif
 	const struct vm_prog *prog = run->prog;
+#ifdef VM_XOP_PROFILE
+	prof_prev = X_COUNT;
+#endif
 	struct mref *R = run->R;
 	uint64_t fuel = run->fuel;
 	uint64_t slots[VM_STACK_SLOTS];
@@ -109,8 +192,9 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
 /* A load or store that misses the bounds check may be to a remote region (length 0 in R):
  * remote.c then does the access, or reports the trap the local access would have given. */
-#define XLD(n, w, t) \
-	CASE(n) { uint64_t off = fp[ip->b] + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
+#define LOAD(w, t, dst) LOAD_AT(fp[ip->b], w, t, dst)
+#define LOAD_AT(addr, w, t, dst) do { \
+		uint64_t off = (addr) + (uint64_t)ip->imm; const struct mref *m = &R[ip->c]; \
 		t v; \
 		if (unlikely(!in_bounds(off, w, m->len))) { \
 			if (!run->remote) TRAP_AT(ISA_TRAP_BOUNDS); \
@@ -119,7 +203,9 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		} else { \
 			memcpy(&v, m->base + off, w); \
 		} \
-		fp[ip->a] = (uint64_t)(int64_t)v; NEXT(); }
+		dst = (uint64_t)(int64_t)v; } while (0)
+#define XLD(n, w, t) \
+	CASE(n) { uint64_t v_; LOAD(w, t, v_); fp[ip->a] = v_; NEXT(); }
 #define XST(n, w, t) \
 	CASE(n) { uint64_t off = fp[ip->a]; const struct mref *m = &R[ip->c]; \
 		t v = (t)fp[ip->b]; \
@@ -142,6 +228,41 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XLD
 #undef XST
 #undef X
+
+	/* Superinstructions: the first half uses ip's fields, then ip moves to the second xinsn
+	 * (so a trap there reports its pc) and NEXT skips it. */
+#define XBIN(n, e) \
+	CASE(LD8U_##n##_RR) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
+		uint64_t y = fp[ip->c]; fp[ip->a] = (e); NEXT(); } \
+	CASE(LD8U_##n##_RI) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
+		uint64_t y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); }
+#define XUN(n, e)
+#define ADDI() do { fp[ip->a] = fp[ip->b] + (uint64_t)ip->imm; ip++; } while (0)
+#define XCC(n, e) \
+	CASE(ADDI_J##n##_RR) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(ADDI_J##n##_RI) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(ADDI_J##n##_RRB) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+	CASE(ADDI_J##n##_RIB) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+#define XLD(n, w, t) \
+	CASE(LDB_##n) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); } \
+	CASE(ADDR_##n) { uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); }
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP(ip + ip->d); }
+#undef ADDI
 
 	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
 	CASE(MOVI) { fp[ip->a] = (uint64_t)ip->imm; NEXT(); }

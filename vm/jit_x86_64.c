@@ -86,7 +86,9 @@ struct jit_prog {
 	uint8_t **xop;                 /* per function: each xinsn's enum xop, for listings
 	                                * (threading replaces them by handler addresses) */
 };
-_Static_assert(X_COUNT <= 256, "xop numbers fit a byte");
+/* The JIT reads the code before superinstructions are formed (vm_thread_code): the xops it
+ * meets fit a byte. */
+_Static_assert(X_FUSED_FIRST <= 256, "xop numbers fit a byte");
 
 /* ---- the emitter: bytes into a growing buffer, with a sticky error ---- */
 struct emit {
@@ -1127,6 +1129,28 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_RET: gen_ret(g, x, 0); break;
 	case X_RETI: gen_ret(g, x, 1); break;
 	case X_COUNT: break;
+	/* Superinstructions are formed after the JIT has read the code (vm_thread_code); met
+	 * here all the same, one is its first half: the second is still the next xinsn. */
+#define XBIN(n, e) case X_LD8U_##n##_RR: case X_LD8U_##n##_RI:
+#define XUN(n, e)
+#define XCC(n, e) case X_ADDI_J##n##_RR: case X_ADDI_J##n##_RI: \
+	case X_ADDI_J##n##_RRB: case X_ADDI_J##n##_RIB:
+#define XLD(n, w, t) case X_LDB_##n: case X_ADDR_##n:
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_ADDI_JMPB: {
+		struct xinsn first = *x;
+		first.op = vm_xop_unfused((enum xop)x->op);
+		gen_insn(g, &first);
+		break;
+	}
 	}
 }
 
@@ -1392,7 +1416,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		return -VM_ENOMEM;
 	}
 	for (uint32_t i = 0; i < g->xf->n_code; i++)
-		xop[i] = (uint8_t)g->xf->code[i].op;
+		xop[i] = (uint8_t)vm_xop_unfused((enum xop)g->xf->code[i].op);
 	/* branch targets: a pair of xinsns is fused only when nothing jumps between them */
 	uint8_t *target = calloc((size_t)g->xf->n_code + 1, 1);
 	if (!target) {

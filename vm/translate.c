@@ -597,11 +597,104 @@ int vm_translate(struct vm_prog *prog, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- superinstructions (interpreter only) ----
+ * A pair of adjacent xinsns x, y becomes one dispatch: x's op is replaced by the fused op,
+ * whose handler does x's work, then y's (reading y's fields), and continues after y.  y stays
+ * where it is, so displacements and the pcs table are unchanged, and a trap in the second
+ * half is reported at y's pc.  Only when nothing jumps or returns to y.  The pairs are the
+ * ones that measured frequent (docs/interpreter.md): the step and test of a counted loop, and
+ * a loaded byte going straight into arithmetic. */
+
+_Static_assert(X_ADDI_JGEU_RIB == X_ADDI_JEQ_RR + 39 && X_ADDI_JMPB == X_ADDI_JEQ_RR + 40,
+               "ADDI_J order follows XCC");
+_Static_assert(X_LD8U_GEU_RI - X_LD8U_ADD_RR == X_GEU_RI - X_ADD_RR, "LD8U_ order follows XBIN");
+_Static_assert(X_LD64 - X_LD8U == 6 && X_ADDR_LD64 - X_LDB_LD8U == 13, "LDB_, ADDR_ follow XLD");
+
+enum xop vm_xop_unfused(enum xop op)
+{
+	if (op >= X_ADDI_JEQ_RR && op <= X_ADDI_JMPB)
+		return X_ADD_RI;
+	if (op >= X_LD8U_ADD_RR && op <= X_LD8U_GEU_RI)
+		return X_LD8U;
+	if (op >= X_LDB_LD8U && op <= X_ADDR_LD64)
+		return (op - X_LDB_LD8U) % 2 ? X_ADD_RR : X_LD8U;
+	return op;
+}
+
+/* The displacement of a branching xinsn, if it is one. */
+static int jumps(enum xop op)
+{
+	return (op >= X_JEQ_RR && op <= X_JGEU_RIB) || op == X_JMP || op == X_JMPB ||
+	       op == X_JZ || op == X_JZB || op == X_JNZ || op == X_JNZB ||
+	       op == X_LD8U_JEQ_I || op == X_LD8U_JNE_I;
+}
+
+static int commutative_bin(enum xop rr)
+{
+	return rr == X_ADD_RR || rr == X_MUL_RR || rr == X_AND_RR || rr == X_OR_RR ||
+	       rr == X_XOR_RR || rr == X_EQ_RR || rr == X_NE_RR;
+}
+
+/* The fused op for x followed by y, or X_COUNT.  May swap y's operands when that is exact. */
+static enum xop fuse_pair(const struct xinsn *x, struct xinsn *y)
+{
+	enum xop xo = (enum xop)x->op, yo = (enum xop)y->op;
+	if (xo == X_ADD_RI) {
+		if (yo >= X_JEQ_RR && yo <= X_JGEU_RIB)
+			return X_ADDI_JEQ_RR + (yo - X_JEQ_RR);
+		if (yo == X_JMPB)
+			return X_ADDI_JMPB;
+	}
+	if ((xo == X_LD8U || xo == X_ADD_RR) && yo >= X_LD8U && yo <= X_LD64 && y->b == x->a)
+		return X_LDB_LD8U + 2 * (yo - X_LD8U) + (xo == X_ADD_RR);
+	if (xo == X_LD8U && yo >= X_ADD_RR && yo <= X_GEU_RI) {
+		int rr = (yo - X_ADD_RR) % 2 == 0;
+		if (y->b == x->a)
+			return X_LD8U_ADD_RR + (yo - X_ADD_RR);
+		if (rr && y->c == x->a && commutative_bin(yo)) {
+			int32_t t = y->b;        /* a + v == v + a: the loaded byte on the left */
+			y->b = y->c;
+			y->c = t;
+			return X_LD8U_ADD_RR + (yo - X_ADD_RR);
+		}
+	}
+	return X_COUNT;
+}
+
+/* Fuse the frequent pairs of one function.  Without memory for the target map the code
+ * simply stays unfused. */
+static void fuse_func(struct xfunc *f)
+{
+	uint8_t *target = calloc((size_t)f->n_code + 1, 1);
+	if (!target)
+		return;
+	for (uint32_t i = 0; i < f->n_code; i++) {
+		enum xop op = (enum xop)f->code[i].op;
+		if (jumps(op))
+			target[(int64_t)i + f->code[i].d] = 1;
+		if (op == X_CALL)
+			target[i + 1] = 1;         /* the return lands there */
+	}
+	for (uint32_t i = 0; i + 1 < f->n_code; i++) {
+		if (target[i + 1])
+			continue;
+		enum xop op = fuse_pair(&f->code[i], &f->code[i + 1]);
+		if (op != X_COUNT) {
+			f->code[i].op = op;
+			i++;                       /* y is taken: pairs do not overlap */
+		}
+	}
+	free(target);
+}
+
 /* Thread the code: opcode numbers become handler addresses.  Separate from vm_translate so
- * the JIT can read the opcode numbers first. */
+ * the JIT can read the opcode numbers first; superinstructions are formed here, after it. */
 void vm_thread_code(struct vm_prog *prog)
 {
 	const void *const *labels = vm_interp_labels();
+	if (!getenv("VM_NO_FUSE"))
+		for (uint32_t i = 0; i < prog->seg->n_funcs; i++)
+			fuse_func(&prog->funcs[i]);
 	if (labels)
 		for (uint32_t i = 0; i < prog->seg->n_funcs; i++)
 			for (uint32_t j = 0; j < prog->funcs[i].n_code; j++)

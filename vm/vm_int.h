@@ -22,8 +22,48 @@ enum xop {
 #undef XLD
 #undef XST
 #undef X
+	/* Superinstructions (interpreter only): vm_thread_code fuses an adjacent pair into its
+	 * first xinsn after the JIT has read the code; the second stays in place, unchanged, and
+	 * the fused handler reads its fields and skips it (docs/interpreter.md). */
+	/* ADD_RI, then a conditional branch: the step and test that close a counted loop */
+#define XCC(n, e) X_ADDI_J##n##_RR, X_ADDI_J##n##_RI, X_ADDI_J##n##_RRB, X_ADDI_J##n##_RIB,
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XCC
+	X_ADDI_JMPB,                       /* ADD_RI, then JMPB */
+	/* LD8U, then a binary operation whose left operand is the loaded byte */
+#define XCC(n, e)
+#undef XBIN
+#define XBIN(n, e) X_LD8U_##n##_RR, X_LD8U_##n##_RI,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	/* LD8U, then a load at the loaded byte + imm (a byte's entry in a table);
+	 * ADD_RR, then a load at the sum + imm (an automaton's next state) */
+#define XCC(n, e)
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t) X_LDB_##n, X_ADDR_##n,
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
 	X_COUNT
 };
+enum { X_FUSED_FIRST = X_ADDI_JEQ_RR };
 
 /* One translated instruction: 32 bytes, handler address first. */
 struct xinsn {
@@ -134,6 +174,8 @@ int vm_interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *res
 
 /* translate.c: after the JIT (which reads the xop numbers), opcodes become handler addresses */
 void vm_thread_code(struct vm_prog *prog);
+/* translate.c: the xop a superinstruction's first half is (itself for an unfused xop). */
+enum xop vm_xop_unfused(enum xop op);
 
 /* jit_x86_64.c: compile every function of a translated program into prog->jit; on failure
  * returns -VM_ENOJIT or -VM_ENOMEM with the reason in err.  vm_jit_run has vm_interp's

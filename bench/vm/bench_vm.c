@@ -1,4 +1,4 @@
-/* bench_vm.c: the VM's speed against gcc -O2 on five small kernels.
+/* bench_vm.c: the VM's speed against gcc -O2 on seven small kernels.
  *
  * Each kernel exists three times: bench/vm/<name>.pna, assembled at run time and run by the
  * VM; bench/vm/<name>.c, the same in C compiled by clang -target bpf and pncc (the Makefile
@@ -48,6 +48,10 @@ struct data {
 	uint8_t *nodes;             /* region `nodes`: one list through every node, shuffled */
 	size_t n_nodes;
 	uint64_t head;              /* byte offset of the first node of that list */
+	uint8_t *varints;           /* region `varints`: LEB128 varints, end to end */
+	size_t varints_len;
+	uint8_t *htab, *hkeys, *hq; /* regions of hprobe: table, key bytes, queries */
+	size_t htab_len, hkeys_len, hq_len, n_queries;
 };
 
 struct kernel {
@@ -131,6 +135,96 @@ static void make_nodes(struct data *d, size_t n)
 	free(perm);
 }
 
+/* LEB128 varints filling len bytes, lengths as in typical wire data: half are one byte, a
+ * quarter two, then three, five and nine or ten bytes (any 64-bit value); zero bytes (the
+ * varint 0) pad the end so the last value ends exactly at len. */
+static void make_varints(struct data *d, size_t len)
+{
+	static const unsigned bits[16] = { 7, 7, 7, 7, 7, 7, 7, 7, 14, 14, 14, 14, 21, 21, 35, 64 };
+	size_t i = 0;
+
+	d->varints = xmalloc(len);
+	d->varints_len = len;
+	while (i + 10 <= len) {
+		uint64_t r = rng();
+		unsigned nb = bits[r & 15];
+		uint64_t v = rng();
+		if (nb < 64)
+			v &= (1ull << nb) - 1;
+		do {
+			d->varints[i++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+			v >>= 7;
+		} while (v);
+	}
+	memset(d->varints + i, 0, len - i);
+}
+
+/* A key for hprobe: "user/", then 3 to 35 random lower-case letters and digits. */
+static size_t make_key(uint8_t *k)
+{
+	static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	size_t len = 5 + 3 + rng() % 33;
+
+	memcpy(k, "user/", 5);
+	for (size_t i = 5; i < len; i++)
+		k[i] = (uint8_t)alnum[rng() % 36];
+	return len;
+}
+
+static uint64_t fnv1a_bytes(const uint8_t *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* n_keys string keys in a table of 2 * n_keys slots (linear probing, FNV-1a), and 4 * n_keys
+ * queries: half of them keys of the table, half new keys of the same shape. */
+static void make_hprobe(struct data *d, size_t n_keys)
+{
+	size_t slots = 2 * n_keys, kl = 0, ql = 0;
+
+	d->htab_len = slots * 16;
+	d->htab = xmalloc(d->htab_len);
+	memset(d->htab, 0, d->htab_len);
+	d->hkeys = xmalloc(n_keys * 40);
+	uint32_t *koffs = xmalloc(n_keys * sizeof *koffs);
+	uint8_t *klens = xmalloc(n_keys);
+	for (size_t i = 0; i < n_keys; i++) {
+		size_t len = make_key(d->hkeys + kl);
+		uint64_t slot = fnv1a_bytes(d->hkeys + kl, len) & (slots - 1);
+		while (isa_get32(d->htab + slot * 16 + 4) != 0)
+			slot = (slot + 1) & (slots - 1);
+		isa_put32(d->htab + slot * 16, (uint32_t)kl);
+		isa_put32(d->htab + slot * 16 + 4, (uint32_t)len);
+		isa_put64(d->htab + slot * 16 + 8, rng());
+		koffs[i] = (uint32_t)kl;
+		klens[i] = (uint8_t)len;
+		kl += len;
+	}
+	d->hkeys_len = kl;
+	d->n_queries = 4 * n_keys;
+	d->hq = xmalloc(d->n_queries * 41);
+	for (size_t i = 0; i < d->n_queries; i++) {
+		uint8_t *k = d->hq + ql + 1;
+		size_t len;
+		if (rng() & 1) {
+			size_t which = rng() % n_keys;
+			len = klens[which];
+			memcpy(k, d->hkeys + koffs[which], len);
+		} else {
+			len = make_key(k);
+		}
+		d->hq[ql] = (uint8_t)len;
+		ql += 1 + len;
+	}
+	d->hq_len = ql;
+	free(koffs);
+	free(klens);
+}
+
 /* ---- the kernels: native wrappers, entry arguments, size labels */
 
 static uint64_t nat_isum(const struct data *d) { return native_isum(d->isum_n); }
@@ -141,6 +235,14 @@ static uint64_t nat_memchr(const struct data *d)
 }
 static uint64_t nat_fnv1a(const struct data *d) { return native_fnv1a(d->text, d->text_len); }
 static uint64_t nat_chase(const struct data *d) { return native_chase(d->nodes, d->head); }
+static uint64_t nat_hprobe(const struct data *d)
+{
+	return native_hprobe(d->htab, d->htab_len, d->hkeys, d->hq, d->hq_len);
+}
+static uint64_t nat_varint(const struct data *d)
+{
+	return native_varint(d->varints, d->varints_len);
+}
 
 static unsigned args_none(const struct data *d, int64_t *argv) { return 0; }
 static unsigned args_isum(const struct data *d, int64_t *argv)
@@ -162,6 +264,14 @@ static void size_text(const struct data *d, char *buf, size_t len)
 {
 	snprintf(buf, len, "%zu KiB", d->text_len >> 10);
 }
+static void size_varints(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu KiB", d->varints_len >> 10);
+}
+static void size_hprobe(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu lookups", d->n_queries);
+}
 static void size_nodes(const struct data *d, char *buf, size_t len)
 {
 	snprintf(buf, len, "%zu nodes", d->n_nodes);
@@ -173,6 +283,8 @@ static const struct kernel kernels[] = {
 	{ "fnv1a",          nat_fnv1a,    NULL,       NULL,     args_none,  size_text },
 	{ "chase",          nat_chase,    NULL,       NULL,     args_chase,  size_nodes },
 	{ "count_nl_findb", nat_count_nl, nat_memchr, "memchr", args_none,  size_text },
+	{ "varint",         nat_varint,   NULL,       NULL,     args_none,  size_varints },
+	{ "hprobe",         nat_hprobe,   NULL,       NULL,     args_none,  size_hprobe },
 };
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
 
@@ -496,10 +608,16 @@ int main(int argc, char **argv)
 	d.isum_n = quick ? 1u << 20 : 100000000u;
 	make_text(&d, quick ? 1u << 20 : 64u << 20);
 	make_nodes(&d, quick ? 1u << 14 : 1u << 20);
+	make_varints(&d, quick ? 1u << 18 : 16u << 20);
+	make_hprobe(&d, quick ? 1u << 10 : 1u << 16);
 
 	struct vm *vm = vm_new();
 	if (!vm || vm_bind_region(vm, "data", d.text, d.text_len, ISA_ACC_RO) ||
-	    vm_bind_region(vm, "nodes", d.nodes, d.n_nodes * NODE_LEN, ISA_ACC_RO)) {
+	    vm_bind_region(vm, "nodes", d.nodes, d.n_nodes * NODE_LEN, ISA_ACC_RO) ||
+	    vm_bind_region(vm, "varints", d.varints, d.varints_len, ISA_ACC_RO) ||
+	    vm_bind_region(vm, "htab", d.htab, d.htab_len, ISA_ACC_RO) ||
+	    vm_bind_region(vm, "hkeys", d.hkeys, d.hkeys_len, ISA_ACC_RO) ||
+	    vm_bind_region(vm, "hq", d.hq, d.hq_len, ISA_ACC_RO)) {
 		fprintf(stderr, "bench_vm: cannot set up the vm\n");
 		return 1;
 	}
@@ -593,5 +711,9 @@ int main(int argc, char **argv)
 	vm_free(vm);
 	free(d.text);
 	free(d.nodes);
+	free(d.varints);
+	free(d.htab);
+	free(d.hkeys);
+	free(d.hq);
 	return 0;
 }

@@ -63,6 +63,64 @@ NATIVE_FN uint64_t native_fnv1a(const uint8_t *p, size_t len)
 	return h;
 }
 
+/* The sum of the LEB128 varints filling p[0, len): 7 bits per byte, low groups first, a set
+ * top bit means another byte follows.  The input is well formed (the harness makes it), so
+ * the last value ends at p[len - 1]; shifts are mod 64 as in the VM. */
+NATIVE_FN uint64_t native_varint(const uint8_t *p, size_t len)
+{
+	uint64_t s = 0;
+	size_t i = 0;
+
+	while (i < len) {
+		uint64_t v = 0;
+		unsigned sh = 0;
+		uint8_t b;
+		do {
+			b = p[i++];
+			v |= (uint64_t)(b & 0x7f) << (sh & 63);
+			sh += 7;
+		} while (b & 0x80);
+		s += v;
+	}
+	return s;
+}
+
+/* Look up the keys of q[0, q_len) (a length byte, then the key) in the open-addressing table
+ * tab (16-byte slots: u32 key offset in keys, u32 key length, 0 for empty; u64 value), linear
+ * probing from FNV-1a & mask: the sum of the values found + the number of misses.  The table
+ * always has an empty slot (the harness makes it half full). */
+NATIVE_FN uint64_t native_hprobe(const uint8_t *tab, size_t tab_len, const uint8_t *keys,
+                                 const uint8_t *q, size_t q_len)
+{
+	uint64_t mask = tab_len / 16 - 1, s = 0;
+	size_t i = 0;
+
+	while (i < q_len) {
+		size_t len = q[i++];
+		uint64_t h = 0xcbf29ce484222325ull;
+		for (size_t j = i; j < i + len; j++)
+			h = (h ^ q[j]) * 0x100000001b3ull;
+		for (uint64_t slot = h & mask;; slot = (slot + 1) & mask) {
+			const uint8_t *e = tab + slot * 16;
+			uint32_t koff, klen;
+			memcpy(&koff, e, 4);
+			memcpy(&klen, e + 4, 4);
+			if (klen == 0) {
+				s++;
+				break;
+			}
+			if (klen == len && memcmp(keys + koff, q + i, len) == 0) {
+				uint64_t v;
+				memcpy(&v, e + 8, 8);
+				s += v;
+				break;
+			}
+		}
+		i += len;
+	}
+	return s;
+}
+
 static uint64_t load64(const uint8_t *p)
 {
 	uint64_t v;

@@ -17,6 +17,9 @@ uint64_t native_count_nl(const uint8_t *p, size_t len);
 uint64_t native_count_nl_memchr(const uint8_t *p, size_t len);
 uint64_t native_fnv1a(const uint8_t *p, size_t len);
 uint64_t native_chase(const uint8_t *nodes, uint64_t head);
+uint64_t native_varint(const uint8_t *p, size_t len);
+uint64_t native_hprobe(const uint8_t *tab, size_t tab_len, const uint8_t *keys,
+                       const uint8_t *q, size_t q_len);
 
 extern const char native_compiler[];    /* __VERSION__ of the compiler that built native.c */
 

@@ -87,7 +87,7 @@ static void gen_const(struct gen *g)
 /* An offset for a region of len bytes: mostly in bounds, often at the very end. */
 static void gen_offset(struct gen *g, unsigned len, unsigned width, int budget)
 {
-	switch (pick(6)) {
+	switch (pick(8)) {
 	case 0: put(g->t, "\tpush %u\n", len - width); break;         /* last in-bounds word */
 	case 1: put(g->t, "\tpush %u\n", len - width + 1 + pick(2)); break;  /* just past */
 	case 2:
@@ -97,6 +97,20 @@ static void gen_offset(struct gen *g, unsigned len, unsigned width, int budget)
 	case 3: {
 		unsigned l = pick(g->n_locals), d = pick(8);
 		put(g->t, "\tlget %u\n\tpush 7\n\tand\n\tpush %u\n\tadd\n", l, d);
+		break;
+	}
+	case 4:
+		/* a loaded byte (+ a small constant) as the offset: the interpreter's LDB_
+		 * superinstructions; mem's bytes are mostly small, ro's often past the end */
+		put(g->t, "\tpush %u\n\tld8u %s\n", pick(pick(2) ? MEM_LEN : RO_LEN),
+		    pick(2) ? "mem" : "ro");
+		if (pick(2))
+			put(g->t, "\tpush %u\n\tadd\n", pick(len));
+		break;
+	case 5: {
+		/* the sum of two slots as the offset: ADDR_ */
+		unsigned a = pick(g->n_locals), b = pick(g->n_locals);
+		put(g->t, "\tlget %u\n\tpush 31\n\tand\n\tlget %u\n\tpush 15\n\tand\n\tadd\n", a, b);
 		break;
 	}
 	default: put(g->t, "\tpush %u\n", pick(len)); break;
