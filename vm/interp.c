@@ -23,9 +23,11 @@ struct frame {
 
 #ifdef VM_SWITCH_DISPATCH
 #define CASE(n)     case X_##n:
-#define DISPATCH()  continue
-#define NEXT()      do { ip++; continue; } while (0)
-#define JUMP(x)     do { ip = (x); continue; } while (0)
+/* goto, not continue: inside NEXT's do-while a continue would only end that loop and fall
+ * through into the next case */
+#define DISPATCH()  goto dispatch
+#define NEXT()      do { ip++; goto dispatch; } while (0)
+#define JUMP(x)     do { ip = (x); goto dispatch; } while (0)
 #else
 #define CASE(n)     do_##n:
 #define DISPATCH()  goto *ip->h
@@ -165,7 +167,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		fp[i] = 0;
 
 #ifdef VM_SWITCH_DISPATCH
-	for (;;) switch ((enum xop)ip->op) {
+dispatch:
+	switch ((enum xop)ip->op) {
 #else
 	DISPATCH();
 	{
@@ -428,6 +431,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #ifdef VM_SWITCH_DISPATCH
 	case X_COUNT: break;
 	}
+	goto dispatch;                 /* (X_COUNT is never an instruction) */
 #else
 	}
 #endif
