@@ -43,7 +43,11 @@ CPPFLAGS += -Igrep
 # segment arf/data.c is compared with (tests/unit/test_arf_datadiff.c), built as data_asm.pno.
 ARF_SEG_C := arf/data.c
 ARF_SEG_REF := arf/data.pna
-arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c arf/grep.c $(ARF_SEG_C), $(wildcard arf/*.c))
+# arf/ops.c is ops.pna moving to C export by export (issue #16): built as ops_c.pno, not
+# installed, compared with ops.pno by tests/unit/test_arf_opsdiff.c until it has them all.
+ARF_SEG_WIP := arf/ops.c
+ARF_WIP_SEGS := $(patsubst arf/%.c,$(BUILD)/arfseg/%_c.pno,$(ARF_SEG_WIP))
+arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c arf/grep.c $(ARF_SEG_C) $(ARF_SEG_WIP), $(wildcard arf/*.c))
 ARF_C_SEGS := $(patsubst arf/%.c,$(BUILD)/arfseg/%.pno,$(ARF_SEG_C))
 ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(filter-out $(ARF_SEG_REF),$(wildcard arf/*.pna))) $(ARF_C_SEGS)
 ARF_REF_SEGS := $(patsubst arf/%.pna,$(BUILD)/arfseg/%_asm.pno,$(ARF_SEG_REF))
@@ -76,7 +80,7 @@ TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
 .PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build fuzz-grep-random bench bench-quick bench-fs bench-rdma docs install clean examples
 
-all: $(LIBS) $(PROGS) $(ARF_SEGS) $(ARF_REF_SEGS) $(CC_EXAMPLES)
+all: $(LIBS) $(PROGS) $(ARF_SEGS) $(ARF_REF_SEGS) $(ARF_WIP_SEGS) $(CC_EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -149,6 +153,11 @@ $(ARF_C_SEGS:.pno=.o): $(BUILD)/arfseg/%.o: arf/%.c arf/layout.h arf/layout.def 
 	@mkdir -p $(dir $@)
 	$(BPF_CC) $(BPF_CFLAGS) -Wextra -ffreestanding -Icc -Iisa -Iarf -c $< -o $@
 $(ARF_C_SEGS): $(BUILD)/arfseg/%.pno: $(BUILD)/arfseg/%.o $(BUILD)/pncc
+	$(BUILD)/pncc -o $@ $<
+$(ARF_WIP_SEGS:.pno=.o): $(BUILD)/arfseg/%_c.o: arf/%.c arf/layout.h arf/layout.def cc/activerdma/ar.h isa/ops.def
+	@mkdir -p $(dir $@)
+	$(BPF_CC) $(BPF_CFLAGS) -Wextra -ffreestanding -Icc -Iisa -Iarf -c $< -o $@
+$(ARF_WIP_SEGS): $(BUILD)/arfseg/%_c.pno: $(BUILD)/arfseg/%_c.o $(BUILD)/pncc
 	$(BUILD)/pncc -o $@ $<
 
 # ---- segments from C: clang -target bpf makes a BPF object, pncc the segment (docs/cc.md)
