@@ -1,0 +1,648 @@
+/* test_arf_opsdiff.c: ARF's namespace segment in C (arf/ops.c) against the assembly it is to
+ * replace (arf/ops.pna), differentially, as test_arf_datadiff does for the data segment.
+ * Both sides run in one process on the VM over private copies of one fresh image (mkfs, then
+ * attach).  The C side loads both segments: an export already in ops.c runs there, one not
+ * yet moved runs on the C side's copy of ops.pna, so random sequences can use every export
+ * while the checks cover the ones done.  `now` is a counter (the same on both sides).  Every
+ * operation runs on both with the same arguments and bytes, on the interpreter or the JIT
+ * alternately, and must give the same result, trap kind (user trap code too), output bytes
+ * and image bytes afterwards:
+ *   - a table of hostile and edge calls (bad inode numbers, paths with dots, slashes, NUL
+ *     bytes, names and paths too long, symlinks and files inside a path, readlink of every
+ *     kind of inode);
+ *   - random sequences of every export over a growing tree (names from a small pool, so
+ *     creates collide and lookups find), with hostile numbers now and then; arf_fsck must find
+ *     the image clean afterwards;
+ *   - a damaged image: directory tables, records, parents and symlinks overwritten with
+ *     hostile values in both copies, then lookups, getattrs and readlinks on it.
+ * Segment paths: $OPS_C_SEG and $OPS_ASM_SEG, else build/arfseg/ops_c.pno (the C segment in
+ * progress) and build/arfseg/ops.pno (what ARF installs); OPSDIFF_OPS=N random operations
+ * (default 3000).  Prints per export how many runs compared C with asm, then "N passed, N
+ * failed" last.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "layout.h"
+
+#include "arf.h"
+#include "isa.h"
+#include "vm.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...) do { \
+	if (cond) passed++; \
+	else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } \
+} while (0)
+
+#define IMG_SIZE (8u << 20)
+#define OUT_CAP (1u << 20)
+
+/* ---- the exports of ops.pna, with their argument counts ---- */
+
+#define OPS(X) \
+	X(LOOKUP, lookup, 1) X(GETATTR, getattr, 1) X(MKDIR, mkdir, 4) X(MKNOD, mknod, 5) \
+	X(READDIR, readdir, 3) X(UNLINK, unlink, 1) X(RMDIR, rmdir, 1) X(SYMLINK, symlink, 4) \
+	X(READLINK, readlink, 1) X(LINK, link, 2) X(RENAME, rename, 4) \
+	X(LOOKUPATTR, lookupattr, 1) X(MKDIRATTR, mkdirattr, 4) X(MKNODATTR, mknodattr, 5) \
+	X(SYMLINKATTR, symlinkattr, 4) X(LINKATTR, linkattr, 2) X(READDIRPLUS, readdirplus, 3) \
+	X(WALK, walk, 3)
+#define ENUM(e, n, a) e,
+enum dop { OPS(ENUM) N_OPS };
+#define NAME(e, n, a) #n,
+static const char *const op_name[] = { OPS(NAME) };
+#define NARGS(e, n, a) a,
+static const unsigned op_args[] = { OPS(NARGS) };
+
+/* ---- one side: its VM, its copy of the image, its segments' entries ---- */
+
+struct side {
+	const char *name;
+	struct vm *vm;
+	struct vm_prog *prog[2];   /* [0] the segment compared, [1] the C side's ops.pna */
+	int entry[N_OPS][2];       /* -1: not in that segment */
+	uint8_t *img;
+	uint8_t *out;
+	int64_t clock;
+};
+
+static struct side sides[2];
+static unsigned n_compared[N_OPS], n_run[N_OPS];
+
+static int64_t h_now(struct vm_hook_ctx *ctx)
+{
+	struct side *s = vm_hook_user(ctx);
+	return s->clock += 1000;
+}
+
+static int load(struct side *s, const char *path, struct vm_prog **prog)
+{
+	char err[512];
+	void *seg = NULL;
+	size_t seg_len = 0;
+	if (isa_read_file(path, &seg, &seg_len) != 0) {
+		CHECK(0, "%s: cannot read %s", s->name, path);
+		return -1;
+	}
+	int rc = vm_load(s->vm, seg, seg_len, prog, err, sizeof err);
+	free(seg);
+	CHECK(rc == 0, "%s: vm_load %s: %s", s->name, path, err);
+	return rc;
+}
+
+static int side_open(struct side *s, const char *name, const char *seg, const char *fallback,
+                     const uint8_t *img)
+{
+	s->name = name;
+	s->img = mmap(NULL, IMG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s->out = malloc(OUT_CAP);
+	s->vm = vm_new();
+	if (s->img == MAP_FAILED || !s->out || !s->vm) {
+		CHECK(0, "%s: out of memory", name);
+		return -1;
+	}
+	memcpy(s->img, img, IMG_SIZE);
+	if (vm_bind_region(s->vm, "arf", s->img, IMG_SIZE, ISA_ACC_RW) ||
+	    vm_bind_hook(s->vm, "now", (void *)h_now, ":l", s)) {
+		CHECK(0, "%s: cannot set up the vm", name);
+		return -1;
+	}
+	if (load(s, seg, &s->prog[0]) || (fallback && load(s, fallback, &s->prog[1])))
+		return -1;
+	for (int o = 0; o < N_OPS; o++) {
+		for (int k = 0; k < 2; k++) {
+			unsigned n = 0;
+			int e = s->prog[k] ? vm_prog_entry(s->prog[k], op_name[o], &n) : -1;
+			CHECK(e < 0 || n == op_args[o], "%s: %s takes %u arguments, not %u", name,
+			      op_name[o], n, op_args[o]);
+			s->entry[o][k] = e >= 0 && n == op_args[o] ? e : -1;
+		}
+	}
+	return 0;
+}
+
+static void side_close(struct side *s)
+{
+	for (int k = 0; k < 2; k++)
+		if (s->prog[k])
+			vm_prog_free(s->prog[k]);
+	if (s->vm)
+		vm_free(s->vm);
+	if (s->img && s->img != MAP_FAILED)
+		munmap(s->img, IMG_SIZE);
+	free(s->out);
+}
+
+/* ---- one operation on both sides ---- */
+
+struct result {
+	int rc;
+	struct vm_result res;
+};
+
+static unsigned n_ops;
+static int n_diffs;
+static unsigned seen[N_OPS][130];      /* C side's answers: >0, 0, errnos, [128] traps */
+
+static void run_side(struct side *s, enum dop op, const int64_t *a, const void *bytes,
+                     size_t len, int engine, struct result *r)
+{
+	int k = s->entry[op][0] >= 0 ? 0 : 1;
+	int entry = s->entry[op][k];
+	memset(&r->res, 0, sizeof r->res);
+	if (entry < 0) {
+		r->rc = -1000;
+		return;
+	}
+	struct vm_run_opts o = { .args = bytes, .args_len = len, .out = s->out, .out_cap = OUT_CAP,
+	                         .engine = engine };
+	r->rc = vm_run(s->prog[k], (unsigned)entry, a, op_args[op], &o, &r->res);
+}
+
+/* Run op on both sides and compare everything; returns the C side's result (INT64_MIN for
+ * a trap). */
+static int64_t do_op(enum dop op, const int64_t *a, const void *bytes, size_t len)
+{
+	struct result r[2];
+	int engine = n_ops % 2 ? VM_ENGINE_JIT : VM_ENGINE_INTERP;
+	int first = n_ops++ / 2 % 2;
+	for (int kk = 0; kk < 2; kk++)
+		run_side(&sides[kk ^ first], op, a, bytes, len, engine, &r[kk ^ first]);
+	n_run[op]++;
+	if (sides[0].entry[op][0] >= 0)
+		n_compared[op]++;
+	char what[200];
+	snprintf(what, sizeof what, "op %u %s(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	         ", ...) %zu bytes '%.*s' (%s)", n_ops, op_name[op], a[0], a[1], a[2], a[3], len,
+	         (int)(len < 40 ? len : 40), bytes ? (const char *)bytes : "",
+	         vm_engine_name(engine));
+	const struct vm_result *c = &r[0].res, *s = &r[1].res;
+	int same = r[0].rc == r[1].rc && c->trap.kind == s->trap.kind &&
+	           (c->trap.kind != ISA_TRAP_USER || c->trap.code == s->trap.code) &&
+	           (r[0].rc != 0 || c->value == s->value) && c->out_len == s->out_len &&
+	           memcmp(sides[0].out, sides[1].out, c->out_len) == 0;
+	CHECK(same, "%s: C rc %d value %" PRId64 " trap %s out %" PRIu64 "; asm rc %d value %" PRId64
+	      " trap %s out %" PRIu64, what, r[0].rc, c->value, isa_trap_name(c->trap.kind),
+	      c->out_len, r[1].rc, s->value, isa_trap_name(s->trap.kind), s->out_len);
+	int img_same = memcmp(sides[0].img, sides[1].img, IMG_SIZE) == 0;
+	if (!img_same) {
+		size_t i = 0;
+		while (sides[0].img[i] == sides[1].img[i])
+			i++;
+		CHECK(0, "%s: images differ first at byte %zu (block %zu +%zu): C %02x asm %02x", what,
+		      i, i / ARF_BLOCK_SIZE, i % ARF_BLOCK_SIZE, sides[0].img[i], sides[1].img[i]);
+		memcpy(sides[1].img, sides[0].img, IMG_SIZE);
+	} else {
+		passed++;
+	}
+	if (!same || !img_same)
+		n_diffs++;
+	int64_t v = r[0].rc == 0 ? c->value : INT64_MIN;
+	seen[op][r[0].rc ? 128 : v > 0 ? 129 : v == 0 ? 0 : v >= -127 ? -v : 128]++;
+	return v;
+}
+
+static int64_t op5(enum dop op, int64_t a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4,
+                   const void *bytes, size_t len)
+{
+	int64_t a[5] = { a0, a1, a2, a3, a4 };
+	return do_op(op, a, bytes, len);
+}
+
+static int64_t ops(enum dop op, int64_t a0, const char *s)
+{
+	return op5(op, a0, 0, 0, 0, 0, s, strlen(s));
+}
+
+/* ---- the image ---- */
+
+static uint64_t n_inodes, itable;
+
+static uint64_t ino_off(uint64_t ino)
+{
+	return itable + ino * ARF_INO_SIZE;
+}
+
+static void poke(uint64_t off, uint64_t v, unsigned size)
+{
+	for (int k = 0; k < 2; k++)
+		memcpy(sides[k].img + off, &v, size);
+}
+
+static uint64_t peek(uint64_t off, unsigned size)
+{
+	uint64_t v = 0;
+	memcpy(&v, sides[0].img + off, size);
+	return v;
+}
+
+static uint8_t *make_image(const char *dir)
+{
+	char err[512], path[300];
+	snprintf(path, sizeof path, "%s/fresh.img", dir);
+	if (arf_mkfs(path, IMG_SIZE, 0, err, sizeof err) != 0) {
+		CHECK(0, "mkfs: %s", err);
+		return NULL;
+	}
+	uint8_t *img = malloc(IMG_SIZE);
+	int fd = open(path, O_RDONLY);
+	int ok = img && fd >= 0 && pread(fd, img, IMG_SIZE, 0) == (ssize_t)IMG_SIZE;
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	struct arf_attach_info info;
+	if (!ok || arf_attach(img, IMG_SIZE, &info, err, sizeof err) != 0) {
+		CHECK(0, "attach: %s", ok ? err : "cannot read the image");
+		free(img);
+		return NULL;
+	}
+	return img;
+}
+
+static void fsck_side(const char *what)
+{
+	uint8_t *copy = malloc(IMG_SIZE);
+	if (!copy)
+		return;
+	memcpy(copy, sides[0].img, IMG_SIZE);
+	struct arf_fsck_opts o = { 0 };
+	struct arf_fsck_result r;
+	int rc = arf_fsck_mem(copy, IMG_SIZE, &o, false, &r);
+	CHECK(rc == ARF_FSCK_CLEAN, "%s: fsck of the C side's image not clean (%d, %" PRIu64
+	      " problems)", what, rc, r.problems);
+	free(copy);
+}
+
+/* ---- phases ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+static uint64_t below(uint64_t n) { return n ? next_rand() % n : 0; }
+
+static int64_t d1, d2, f1, l_in, l_blk, p1;   /* made by test_table */
+
+/* Hostile and edge calls, each row one operation. */
+struct row {
+	enum dop op;
+	int64_t a[5];
+	const char *s;             /* the args bytes (a string: its length) */
+	int64_t want;              /* INT64_MIN: whatever they agree */
+};
+
+static void test_table(void)
+{
+	const int64_t any = INT64_MIN, R = ARF_INO_ROOT;
+	char long_target[1000], name255[256], name256[257], path4095[4096], path4096[4097];
+	memset(long_target, 't', sizeof long_target - 1);
+	long_target[sizeof long_target - 1] = 0;
+	memset(name255, 'n', 255);
+	name255[255] = 0;
+	memset(name256, 'n', 256);
+	name256[256] = 0;
+	for (int i = 0; i < 4096; i++)
+		path4096[i] = i % 2 ? '/' : '.';
+	path4096[4096] = 0;
+	memcpy(path4095, path4096, 4095);
+	path4095[4095] = 0;
+
+	/* a small tree: /d1/d2, /d1/f1, /l (inline), /lb (a block), /p (fifo), /d1/n255 */
+	d1 = ops(MKDIR, R, "d1");
+	CHECK(d1 > 0, "mkdir d1: %" PRId64, d1);
+	d2 = op5(MKDIR, d1, 0755, 1, 2, 0, "d2", 2);
+	f1 = op5(MKNOD, d1, 0100644, 3, 4, 0, "f1", 2);
+	p1 = op5(MKNOD, R, 010600, 0, 0, 0, "p", 1);
+	char sl[300];
+	int n = snprintf(sl, sizeof sl, "l%s", "d1/f1");
+	l_in = op5(SYMLINK, R, 1, 0, 0, 0, sl, (size_t)n);
+	char *lb = malloc(2 + sizeof long_target);
+	if (!lb)
+		return;
+	n = snprintf(lb, 2 + sizeof long_target, "lb%s", long_target);
+	l_blk = op5(SYMLINK, R, 2, 0, 0, 0, lb, (size_t)n);
+	free(lb);
+	int64_t n255 = op5(MKNOD, d1, 0100600, 0, 0, 0, name255, 255);
+	CHECK(d2 > 0 && f1 > 0 && p1 > 0 && l_in > 0 && l_blk > 0 && n255 > 0,
+	      "making the tree: %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64,
+	      d2, f1, p1, l_in, l_blk, n255);
+
+	const int64_t big = (int64_t)n_inodes;
+	const struct row rows[] = {
+		/* lookup */
+		{ LOOKUP, { R }, "d1", d1 },
+		{ LOOKUP, { R }, "d1/d2", d2 },
+		{ LOOKUP, { R }, "/d1//d2/", d2 },
+		{ LOOKUP, { R }, "d1/./d2/.", d2 },
+		{ LOOKUP, { R }, "d1/d2/..", d1 },
+		{ LOOKUP, { R }, "d1/d2/../../..", R },          /* the root's parent: itself */
+		{ LOOKUP, { R }, "", R },
+		{ LOOKUP, { R }, "/", R },
+		{ LOOKUP, { R }, "////", R },
+		{ LOOKUP, { R }, ".", R },
+		{ LOOKUP, { d2 }, "..", d1 },
+		{ LOOKUP, { d1 }, "f1", f1 },
+		{ LOOKUP, { d1 }, "f1/", -ENOTDIR },             /* a trailing slash wants a directory */
+		{ LOOKUP, { d1 }, "f1/x", -ENOTDIR },
+		{ LOOKUP, { d1 }, "f1/.", -ENOTDIR },
+		{ LOOKUP, { R }, "l", l_in },
+		{ LOOKUP, { R }, "l/x", -ELOOP },
+		{ LOOKUP, { R }, "lb/", -ELOOP },
+		{ LOOKUP, { R }, "lb/..", -ELOOP },
+		{ LOOKUP, { R }, "p/x", -ENOTDIR },
+		{ LOOKUP, { R }, "nope", -ENOENT },
+		{ LOOKUP, { R }, "d1/nope/x", -ENOENT },
+		{ LOOKUP, { R }, "d", -ENOENT },
+		{ LOOKUP, { R }, "d1x", -ENOENT },
+		{ LOOKUP, { R }, "...", -ENOENT },
+		{ LOOKUP, { d1 }, name255, n255 },
+		{ LOOKUP, { d1 }, name256, -ENAMETOOLONG },
+		{ LOOKUP, { R }, path4095, R },
+		{ LOOKUP, { R }, path4096, -ENAMETOOLONG },
+		{ LOOKUP, { 0 }, "d1", -EINVAL },
+		{ LOOKUP, { -1 }, "d1", -EINVAL },
+		{ LOOKUP, { INT64_MIN }, "d1", -EINVAL },
+		{ LOOKUP, { big }, "", -EINVAL },
+		{ LOOKUP, { big - 1 }, "", -ENOENT },              /* a free inode */
+		{ LOOKUP, { f1 }, "", -ENOTDIR },
+		{ LOOKUP, { l_in }, "x", -ENOTDIR },
+		{ LOOKUP, { ARF_INO_LOSTFOUND }, "..", R },
+		/* getattr */
+		{ GETATTR, { R }, "", R },
+		{ GETATTR, { d1 }, "", d1 },
+		{ GETATTR, { f1 }, "", f1 },
+		{ GETATTR, { l_blk }, "", l_blk },
+		{ GETATTR, { p1 }, "", p1 },
+		{ GETATTR, { 0 }, "", -EINVAL },
+		{ GETATTR, { -1 }, "", -EINVAL },
+		{ GETATTR, { big }, "", -EINVAL },
+		{ GETATTR, { big - 1 }, "", -ENOENT },
+		/* readlink */
+		{ READLINK, { l_in }, "", 5 },
+		{ READLINK, { l_blk }, "", (int64_t)strlen(long_target) },
+		{ READLINK, { f1 }, "", -EINVAL },
+		{ READLINK, { d1 }, "", -EINVAL },
+		{ READLINK, { p1 }, "", -EINVAL },
+		{ READLINK, { 0 }, "", -EINVAL },
+		{ READLINK, { big }, "", -EINVAL },
+		{ READLINK, { -7 }, "", -EINVAL },
+		{ READLINK, { big - 1 }, "", -ENOENT },
+		/* lookupattr */
+		{ LOOKUPATTR, { R }, "d1/f1", f1 },
+		{ LOOKUPATTR, { R }, "l", l_in },
+		{ LOOKUPATTR, { R }, "nope", -ENOENT },
+		{ LOOKUPATTR, { 0 }, "", -EINVAL },
+		{ LOOKUPATTR, { R }, "l/", -ELOOP },
+		{ LOOKUPATTR, { R }, "", R },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const struct row *w = &rows[i];
+		int64_t v = ops(w->op, w->a[0], w->s);
+		if (w->want != any)
+			CHECK(v == w->want, "table row %zu: %s(%" PRId64 ", '%.20s') = %" PRId64 ", want %"
+			      PRId64, i, op_name[w->op], w->a[0], w->s, v, w->want);
+	}
+	/* NUL and '/' inside a name looked up: a NUL is just a byte that matches no name */
+	op5(LOOKUP, R, 0, 0, 0, 0, "d1\0f1", 5);
+	op5(LOOKUP, d1, 0, 0, 0, 0, "f1\0", 3);
+	op5(LOOKUPATTR, R, 0, 0, 0, 0, "\0", 1);
+}
+
+/* Names from a small pool (so creates collide and lookups find), now and then odd ones. */
+static const char *const pool[] = { "a", "b", "c", "dd", "x.txt", "long-name-of-a-file",
+                                    "Z", "q1", "q2", "q3", ".", "..", "...", "a b" };
+#define N_POOL (sizeof pool / sizeof pool[0])
+
+#define MAX_KNOWN 512
+static int64_t known[MAX_KNOWN];   /* inode numbers seen (dirs among them) */
+static unsigned n_known;
+
+static void remember(int64_t ino)
+{
+	if (ino > 0)
+		known[n_known < MAX_KNOWN ? n_known++ : below(MAX_KNOWN)] = ino;
+}
+
+static int64_t some_ino(void)
+{
+	if (below(25) == 0) {
+		const int64_t odd[] = { 0, -1, INT64_MIN, (int64_t)n_inodes, (int64_t)n_inodes - 1,
+		                        (int64_t)n_inodes + 1, (int64_t)next_rand() };
+		return odd[below(sizeof odd / sizeof odd[0])];
+	}
+	return n_known && below(4) ? known[below(n_known)] : ARF_INO_ROOT;
+}
+
+/* A path of 0..4 components from the pool, slashes doubled or trailing now and then. */
+static size_t some_path(char *p, size_t cap)
+{
+	size_t len = 0;
+	unsigned n = (unsigned)below(5);
+	if (below(8) == 0)
+		p[len++] = '/';
+	for (unsigned i = 0; i < n && len + 40 < cap; i++) {
+		if (i)
+			for (unsigned k = 0, m = below(6) ? 1 : 2; k < m; k++)
+				p[len++] = '/';
+		const char *c = pool[below(N_POOL)];
+		memcpy(p + len, c, strlen(c));
+		len += strlen(c);
+	}
+	if (below(10) == 0)
+		p[len++] = '/';
+	return len;
+}
+
+static void test_random(unsigned count)
+{
+	char b[1200];
+	for (unsigned i = 0; i < count; i++) {
+		int64_t dir = some_ino(), ino = some_ino();
+		const char *nm = pool[below(N_POOL)];
+		size_t nl = strlen(nm);
+		int64_t v;
+		switch (below(20)) {
+		case 0: case 1: case 2: case 3: {
+			size_t len = some_path(b, sizeof b);
+			v = op5(below(3) ? LOOKUP : LOOKUPATTR, dir, 0, 0, 0, 0, b, len);
+			remember(v);
+			break;
+		}
+		case 4: case 5:
+			op5(below(2) ? GETATTR : READLINK, ino, 0, 0, 0, 0, NULL, 0);
+			break;
+		case 6: case 7:
+			remember(op5(below(2) ? MKDIR : MKDIRATTR, dir, (int64_t)below(07777),
+			             (int64_t)below(3), (int64_t)below(3), 0, nm, nl));
+			break;
+		case 8: case 9: {
+			static const int64_t types[] = { 0100000, 0010000, 0020000, 0060000, 0140000,
+			                                 0040000, 0120000, 0 };
+			remember(op5(below(2) ? MKNOD : MKNODATTR, dir,
+			             types[below(sizeof types / sizeof types[0])] | (int64_t)below(07777),
+			             1, 2, (int64_t)next_rand(), nm, nl));
+			break;
+		}
+		case 10: {
+			size_t tl = below(4) ? below(60) + 1 : below(1000) + 1;
+			memcpy(b, nm, nl);
+			for (size_t k = 0; k < tl; k++)
+				b[nl + k] = (char)('a' + below(26));
+			remember(op5(below(2) ? SYMLINK : SYMLINKATTR, dir, (int64_t)nl, 5, 6, 0, b, nl + tl));
+			break;
+		}
+		case 11:
+			op5(below(2) ? LINK : LINKATTR, ino, dir, 0, 0, 0, nm, nl);
+			break;
+		case 12: case 13:
+			op5(below(2) ? UNLINK : RMDIR, dir, 0, 0, 0, 0, nm, nl);
+			break;
+		case 14: case 15: {
+			const char *n2 = pool[below(N_POOL)];
+			memcpy(b, nm, nl);
+			memcpy(b + nl, n2, strlen(n2));
+			op5(RENAME, dir, below(2) ? dir : some_ino(), (int64_t)nl, below(4) ? 0 : (int64_t)below(8), 0, b,
+			    nl + strlen(n2));
+			break;
+		}
+		case 16: case 17:
+			op5(below(2) ? READDIR : READDIRPLUS, dir, below(4) ? 0 : (int64_t)below(9000),
+			    (int64_t)below(40), 0, 0, NULL, 0);
+			break;
+		default: {
+			uint64_t fr[2] = { (uint64_t)dir, 0 };
+			op5(WALK, 1, (int64_t)below(200), (int64_t)below(8000), 0, 0, fr, sizeof fr);
+			break;
+		}
+		}
+		if (n_diffs > 20) {
+			printf("test_arf_opsdiff: more than 20 differences, stopping the random phase\n");
+			break;
+		}
+	}
+}
+
+/* Damage in both copies, then read-only calls through it (and random ones after). */
+static void test_damaged(void)
+{
+	uint64_t r = ino_off(ARF_INO_ROOT), dd1 = ino_off((uint64_t)d1);
+	uint64_t tab = peek(dd1 + ARF_D_TABLE, 8), nslots = peek(dd1 + ARF_D_NSLOTS, 8);
+	/* the slot of f1 in d1's table, and its record */
+	uint64_t slot = 0;
+	for (uint64_t i = 0; tab && i < nslots; i++) {
+		uint64_t rec = peek(tab + i * ARF_T_SIZE + ARF_T_REC, 8);
+		if (rec > ARF_T_TOMB && peek(rec + ARF_R_INO, 8) == (uint64_t)f1)
+			slot = tab + i * ARF_T_SIZE;
+	}
+	CHECK(slot != 0, "d1's table holds f1");
+	uint64_t rec = slot ? peek(slot + ARF_T_REC, 8) : 0;
+	struct { uint64_t off; uint64_t v; unsigned size; } pokes[] = {
+		{ rec + ARF_R_INO, n_inodes, 8 },                   /* an entry naming no inode */
+		{ rec + ARF_R_INO, 0, 8 },                          /* a dead record */
+		{ rec + ARF_R_INO, (uint64_t)f1, 8 },
+		{ rec + ARF_R_NAMELEN, 0, 1 },
+		{ slot + ARF_T_REC, ARF_T_TOMB, 8 },                /* a tombstone */
+		{ slot + ARF_T_REC, IMG_SIZE + 4096, 8 },           /* a record off the image */
+		{ slot + ARF_T_REC, rec, 8 },
+		{ dd1 + ARF_D_SHIFT, 200, 8 },                      /* a shift over 63 */
+		{ dd1 + ARF_D_SHIFT, 0, 8 },
+		{ dd1 + ARF_D_NSLOTS, 3, 8 },                       /* not a power of two */
+		{ dd1 + ARF_D_NSLOTS, 0, 8 },                       /* mask ~0 */
+		{ dd1 + ARF_D_TABLE, IMG_SIZE - 8, 8 },             /* a table off the end */
+		{ dd1 + ARF_D_TABLE, 0, 8 },                        /* no table */
+		{ dd1 + ARF_I_PARENT, n_inodes + 3, 8 },            /* ".." out of range */
+		{ dd1 + ARF_I_PARENT, (uint64_t)f1, 8 },            /* ".." a file */
+		{ r + ARF_I_MODE, 0100644, 4 },                     /* the root a file */
+		{ r + ARF_I_MODE, 0, 4 },                           /* the root free */
+		{ r + ARF_I_MODE, 040755, 4 },
+		{ ino_off((uint64_t)l_in) + ARF_I_SIZE, 0, 8 },
+		{ ino_off((uint64_t)l_in) + ARF_I_SIZE, 145, 8 },   /* inline, over the body */
+		{ ino_off((uint64_t)l_in) + ARF_I_SIZE, 4096, 8 },
+		{ ino_off((uint64_t)l_blk) + ARF_I_NEXTENTS, 2, 4 },
+		{ ino_off((uint64_t)l_blk) + ARF_I_NEXTENTS, 1, 4 },
+		{ ino_off((uint64_t)l_blk) + ARF_I_BODY + ARF_E_PBLK, 1, 8 },   /* metadata */
+		{ ino_off((uint64_t)l_blk) + ARF_I_BODY + ARF_E_PBLK, UINT64_MAX, 8 },
+		{ ino_off((uint64_t)l_blk) + ARF_I_SIZE, 5000, 8 },
+		{ ino_off((uint64_t)f1) + ARF_I_MODE, 0120777, 4 }, /* a file turned symlink */
+	};
+	static const char *const paths[] = { "d1/f1", "d1/f1/", "d1/f1/x", "d1/..", "d1/../d1/f1",
+	                                     "d1/d2", "l", "lb", "", "d1/zz" };
+	for (size_t p = 0; p < sizeof pokes / sizeof pokes[0]; p++) {
+		if (pokes[p].off < 4096)
+			continue;              /* a slot or record not found: nothing to damage */
+		poke(pokes[p].off, pokes[p].v, pokes[p].size);
+		for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
+			ops(k % 2 ? LOOKUPATTR : LOOKUP, ARF_INO_ROOT, paths[k]);
+		const int64_t inos[] = { ARF_INO_ROOT, d1, d2, f1, l_in, l_blk };
+		for (size_t k = 0; k < sizeof inos / sizeof inos[0]; k++) {
+			op5(GETATTR, inos[k], 0, 0, 0, 0, NULL, 0);
+			op5(READLINK, inos[k], 0, 0, 0, 0, NULL, 0);
+		}
+	}
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	const char *b = getenv("BUILD"), *e;
+	b = b && *b ? b : "build";
+	char cseg[512], aseg[512];
+	snprintf(cseg, sizeof cseg, "%s/arfseg/ops_c.pno", b);
+	snprintf(aseg, sizeof aseg, "%s/arfseg/ops.pno", b);
+	if ((e = getenv("OPS_C_SEG")) && *e)
+		snprintf(cseg, sizeof cseg, "%s", e);
+	if ((e = getenv("OPS_ASM_SEG")) && *e)
+		snprintf(aseg, sizeof aseg, "%s", e);
+	unsigned count = (e = getenv("OPSDIFF_OPS")) && *e ? (unsigned)strtoul(e, NULL, 10) : 3000;
+	const char *tmp = getenv("TMPDIR");
+	char dir[256];
+	snprintf(dir, sizeof dir, "%s/test_arf_opsdiff.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		printf("mkdtemp: %s\n0 passed, 1 failed\n", strerror(errno));
+		return 1;
+	}
+	uint8_t *img = make_image(dir);
+	rmdir(dir);
+	if (img && side_open(&sides[0], "C", cseg, aseg, img) == 0 &&
+	    side_open(&sides[1], "asm", aseg, NULL, img) == 0) {
+		n_inodes = peek(ARF_SB_N_INODES, 8);
+		itable = peek(ARF_SB_ITABLE_OFF, 8);
+		unsigned n_c = 0;
+		for (int o = 0; o < N_OPS; o++)
+			n_c += sides[0].entry[o][0] >= 0;
+		CHECK(n_c > 0, "the C segment exports none of ops.pna's");
+		test_table();
+		fsck_side("after the table");
+		test_random(count);
+		fsck_side("after the random operations");
+		test_damaged();
+		printf("test_arf_opsdiff: %u operations on both sides, %d differing; %u of %d exports in C\n",
+		       n_ops, n_diffs, n_c, N_OPS);
+		for (int o = 0; o < N_OPS; o++) {
+			printf("  %-12s %s %5u runs, >0: %u, 0: %u", op_name[o],
+			       sides[0].entry[o][0] >= 0 ? "C vs asm" : "asm only", n_run[o], seen[o][129],
+			       seen[o][0]);
+			for (int v = 1; v < 128; v++)
+				if (seen[o][v])
+					printf(", %s: %u", strerrorname_np(v), seen[o][v]);
+			printf(seen[o][128] ? ", traps: %u\n" : "\n", seen[o][128]);
+		}
+	}
+	side_close(&sides[0]);
+	side_close(&sides[1]);
+	free(img);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
