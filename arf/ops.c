@@ -5,13 +5,13 @@
  * tests/unit/test_arf_opsdiff.c runs the exports done here against ops.pna's, side by side.
  *
  * STATUS (issue #16, second half; continue here):
- *   done, checked by test_arf_opsdiff:  lookup, getattr, readlink, lookupattr
- *   still only in ops.pna:              mkdir, mknod, readdir, unlink, rmdir, symlink, link,
- *                                       rename, mkdirattr, mknodattr, symlinkattr, linkattr,
+ *   done, checked by test_arf_opsdiff:  lookup, getattr, readlink, lookupattr, readdir,
  *                                       readdirplus, walk
+ *   still only in ops.pna:              mkdir, mknod, unlink, rmdir, symlink, link, rename,
+ *                                       mkdirattr, mknodattr, symlinkattr, linkattr
  *   next: the journal/lock/bitmap helpers (copy them from data.c, they are the same
  *   functions), then mk (mkdir, mknod), dins/ddel/tsize/bneed/bnew, rm, symlink, link,
- *   rename; readdir/readdirplus/walk need dirblk and wname.  When all are here: rename this
+ *   rename.  When all are here: rename this
  *   segment's target to ops.pno in the Makefile (ARF_SEG_C, ARF_SEG_REF as data.c), run the
  *   ARF suites with it installed.
  *
@@ -19,6 +19,9 @@
  *   lookup(start)                   path -> inode number
  *   getattr(ino)                    13 u64 attribute records on the output -> ino
  *   readlink(ino)                   the target on the output -> its length
+ *   readdir(dir, cookie, max)       a batch of entries on the output -> count
+ *   readdirplus(dir, cookie, max)   readdir's, then each entry's getattr
+ *   walk(nf, max, soft)             a subtree depth first from the frames in args -> count
  *   lookupattr(start)               lookup, then getattr of what it found
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
@@ -294,4 +297,249 @@ long lookupattr(u64 start)
 	if (ino < 0)
 		return ino;
 	return do_getattr((u64)ino);
+}
+
+/* ---------------------------------------------------------------- readdir */
+
+/* The block of directory d (its offset) that holds cookie c (not 0: a byte offset in the
+ * block chain at a record boundary, what readdir and walk hand out; one at a block's very
+ * end names that block), or -EINVAL when c is no record boundary of d.  A chain that loops
+ * (damaged) ends by fuel, as in ops.pna. */
+static __attribute__((noinline)) long dirblk(u64 d, u64 c)
+{
+	u64 blk = ar_ld64(arf, d + ARF_D_HEAD);
+	for (;;) {
+		if (blk == 0)
+			return -E_INVAL;
+		if (blk + ARF_B_HDR <= c && c <= blk + ARF_BLOCK_SIZE)
+			break;
+		blk = ar_ld64(arf, blk + ARF_B_NEXT);
+	}
+	/* walk the block's records to c: it must be a record boundary <= used */
+	if (ar_ld64(arf, blk + ARF_B_USED) + blk < c)
+		return -E_INVAL;
+	u64 o = blk + ARF_B_HDR;
+	while (o < c) {
+		u64 rl = ar_ld16u(arf, o + ARF_R_LEN);
+		if (rl < ARF_R_MIN)
+			return -E_INVAL;    /* a damaged record: stop rather than loop */
+		o += rl;
+	}
+	if (o != c)
+		return -E_INVAL;
+	return (long)blk;
+}
+
+/* One record's name as readdir and walk put it on the output: u8 length, the name. */
+static void outname(u64 pos)
+{
+	ar_outb(ar_ld8u(arf, pos + ARF_R_NAMELEN));
+	ar_output(arf, pos + ARF_R_NAME, ar_ld8u(arf, pos + ARF_R_NAMELEN));
+}
+
+/* readdir(dir, cookie, max): up to max (1..1024) entries from cookie on.  Cookie 0 is the
+ * start; any other cookie is a byte offset inside the directory's block chain at a record
+ * boundary (what an earlier batch gave), checked here.  Output: u64 next cookie (0 when the
+ * end of the directory was reached), then per entry: u64 ino, u64 cookie after it, u8 type
+ * (DT_*), u8 name length, the name.  Returns the number of entries.  "." and ".." are not
+ * stored (docs/arf.md) and not returned: the client adds them.  Reads without the lock:
+ * entries added or removed meanwhile may or may not show, every other one shows once. */
+static __attribute__((noinline)) long do_readdir(u64 dir, u64 cookie, u64 max)
+{
+	long dr = diroff(dir);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	if (max == 0 || max > 1024)
+		return -E_INVAL;
+	u64 blk = ar_ld64(arf, d + ARF_D_HEAD);
+	u64 pos = blk + ARF_B_HDR;
+	if (cookie != 0) {
+		long b = dirblk(d, cookie);
+		if (b < 0)
+			return -E_INVAL;
+		blk = (u64)b;
+		pos = cookie;
+	}
+	ar_outq(0);                    /* next cookie, filled in when the batch is full */
+	u64 n = 0;
+	if (blk == 0)
+		return 0;
+	for (;;) {
+		if (ar_ld64(arf, blk + ARF_B_USED) + blk <= pos) {
+			blk = ar_ld64(arf, blk + ARF_B_NEXT);
+			if (blk == 0)
+				return (long)n;
+			pos = blk + ARF_B_HDR;
+			continue;
+		}
+		if (n >= max) {
+			ar_st64(AR_OUT, 0, pos);
+			return (long)n;
+		}
+		u64 rl = ar_ld16u(arf, pos + ARF_R_LEN);
+		if (rl < ARF_R_MIN)
+			return -E_IO;
+		u64 ino = ar_ld64(arf, pos + ARF_R_INO);
+		if (ino != 0) {            /* 0: a deleted record */
+			ar_outq(ino);
+			ar_outq(pos + rl);
+			ar_outb(ar_ld8u(arf, pos + ARF_R_TYPE));
+			outname(pos);
+			n++;
+		}
+		pos += rl;
+	}
+}
+
+long readdir(u64 dir, u64 cookie, u64 max)
+{
+	return do_readdir(dir, cookie, max);
+}
+
+/* readdirplus(dir, cookie, max): readdir's output, then for each entry in order getattr's
+ * 13 u64 (all zeros when the entry's inode was freed since: mode 0 says "no attributes").
+ * Result as readdir's. */
+long readdirplus(u64 dir, u64 cookie, u64 max)
+{
+	long n = do_readdir(dir, cookie, max);
+	if (n <= 0)
+		return n;
+	u64 pos = 8;
+	for (long k = 0; k < n; k++) {
+		u64 ino = ar_ld64(AR_OUT, pos);
+		pos = pos + 18 + ar_ld8u(AR_OUT, pos + 17);
+		if (do_getattr(ino) < 0)
+			for (int i = 0; i < 13; i++)   /* freed meanwhile: thirteen zeros */
+				ar_outq(0);
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------- walk */
+
+/* The rest of walk's entry for the record at pos: type t, depth top, the name. */
+static __attribute__((noinline)) void wname(u64 pos, u64 t, u64 top)
+{
+	ar_outb(t);
+	ar_outb(top);
+	outname(pos);
+}
+
+/* Offset on the output of frame k: { u64 dir, u64 cookie } after the u64 "frames left". */
+#define FRAME(k) (((k) << 4) + 8)
+
+/* walk(nf, max, soft): the entries of a whole subtree, depth first: each directory's entries
+ * in readdir's order, a subdirectory's subtree right after its entry (the order of fts, so of
+ * grep -r and find).  The walk's state is a stack of frames { u64 dir, u64 cookie }, the
+ * directories being walked, outermost first; args holds the nf frames to go on from (a new
+ * walk: one frame { start, 0 }).  Output: u64 frames left (0: the walk is done), the
+ * ARF_WALK_FRAMES frames to pass back next time (the first "frames left" of them), then from
+ * ARF_WALK_HDR per entry: u64 ino, u8 type, u8 depth (the frame of the directory it is in),
+ * u8 name length, the name.  A directory with no frame left for it gets type
+ * ARF_DT_DIR | ARF_WALK_DEEP and ends the batch: the client walks it anew.  A directory that
+ * cannot be walked (removed meanwhile, a damaged record) gives one entry of type ARF_WALK_ERR
+ * with the errno as ino, at the depth of that directory, and is left.  Stops before max
+ * entries are passed or once the output holds soft bytes.  Returns the number of entries, or
+ * -EINVAL for bad arguments.  Reads without locks, as readdir.
+ *
+ * The frames live on the output itself (ld64/st64 of AR_OUT), as in ops.pna. */
+long walk(u64 nf, u64 max, u64 soft)
+{
+	if (nf == 0 || nf > ARF_WALK_FRAMES || max == 0 || (u64)ar_len(AR_ARGS) != nf << 4)
+		return -E_INVAL;
+	ar_outq(0);                    /* frames left, set when the batch ends */
+	ar_copy(AR_OUT, AR_ARGS, 8, 0, nf << 4);
+	ar_st8(AR_OUT, ARF_WALK_HDR - 1, 0);   /* the rest of the header, zeros */
+	u64 top = nf - 1, n = 0, blk = 0, pos = 0;
+	long err;
+load:                                  /* go on with frame top: its directory, its cookie */
+	{
+		u64 f = FRAME(top);
+		long dr = diroff(ar_ld64(AR_OUT, f));
+		if (dr <= 0) {
+			err = dr;
+			goto broken;
+		}
+		u64 d = (u64)dr;
+		u64 cookie = ar_ld64(AR_OUT, f + 8);
+		if (cookie == 0) {
+			blk = ar_ld64(arf, d + ARF_D_HEAD);
+			if (blk == 0)
+				goto pop;          /* no block: empty */
+			pos = blk + ARF_B_HDR;
+		} else {
+			long b = dirblk(d, cookie);
+			if (b <= 0) {
+				err = b;
+				goto broken;
+			}
+			blk = (u64)b;
+			pos = cookie;
+		}
+	}
+	for (;;) {
+		if (ar_ld64(arf, blk + ARF_B_USED) + blk <= pos) {
+			blk = ar_ld64(arf, blk + ARF_B_NEXT);
+			if (blk == 0)
+				goto pop;
+			pos = blk + ARF_B_HDR;
+			continue;
+		}
+		if (n >= max || (u64)ar_len(AR_OUT) >= soft)
+			goto full;
+		u64 rl = ar_ld16u(arf, pos + ARF_R_LEN);
+		if (rl < ARF_R_MIN) {
+			err = -E_IO;       /* a damaged record: leave the directory rather than loop */
+			goto broken;
+		}
+		u64 ino = ar_ld64(arf, pos + ARF_R_INO);
+		if (ino == 0) {            /* a deleted record */
+			pos += rl;
+			continue;
+		}
+		ar_outq(ino);
+		u64 t = ar_ld8u(arf, pos + ARF_R_TYPE);
+		if (t == ARF_DT_DIR) {
+			if (top + 1 >= ARF_WALK_FRAMES) {
+				/* no frame left: the client walks it anew; the batch ends */
+				wname(pos, t | ARF_WALK_DEEP, top);
+				n++;
+				pos += rl;
+				goto full;
+			}
+			if (diroff(ino) > 0) {
+				wname(pos, t, top);
+				n++;
+				/* this frame goes on after the entry; the directory is the next frame */
+				ar_st64(AR_OUT, FRAME(top) + 8, pos + rl);
+				top++;
+				ar_st64(AR_OUT, FRAME(top), ino);
+				ar_st64(AR_OUT, FRAME(top) + 8, 0);
+				goto load;
+			}
+			/* removed meanwhile: listed, not entered */
+		}
+		wname(pos, t, top);
+		n++;
+		pos += rl;
+	}
+broken:                                /* frame top cannot go on (err): it is left */
+	if (n >= max || (u64)ar_len(AR_OUT) >= soft)
+		goto stop;             /* the batch is full: the next one meets the error again */
+	ar_outq(-(u64)err);
+	ar_outb(ARF_WALK_ERR);
+	ar_outb(top);
+	ar_outb(0);
+	n++;
+pop:
+	if (top == 0)
+		return (long)n;
+	top--;
+	goto load;
+full:
+	ar_st64(AR_OUT, FRAME(top) + 8, pos);
+stop:
+	ar_st64(AR_OUT, 0, top + 1);
+	return (long)n;
 }

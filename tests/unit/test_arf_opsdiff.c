@@ -10,11 +10,15 @@
  *   - a table of hostile and edge calls (bad inode numbers, paths with dots, slashes, NUL
  *     bytes, names and paths too long, symlinks and files inside a path, readlink of every
  *     kind of inode);
+ *   - directories of several blocks read in batches of every size (cookies handed back,
+ *     and cookies next to them), whole walks in batches (frames handed back) over a chain
+ *     deeper than walk's frames, hostile readdir and walk arguments;
  *   - random sequences of every export over a growing tree (names from a small pool, so
  *     creates collide and lookups find), with hostile numbers now and then; arf_fsck must find
  *     the image clean afterwards;
- *   - a damaged image: directory tables, records, parents and symlinks overwritten with
- *     hostile values in both copies, then lookups, getattrs and readlinks on it.
+ *   - a damaged image: directory tables, records, blocks, parents and symlinks overwritten
+ *     with hostile values in both copies, then lookups, getattrs, readlinks, readdirs and
+ *     walks on it.
  * Segment paths: $OPS_C_SEG and $OPS_ASM_SEG, else build/arfseg/ops_c.pno (the C segment in
  * progress) and build/arfseg/ops.pno (what ARF installs); OPSDIFF_OPS=N random operations
  * (default 3000).  Prints per export how many runs compared C with asm, then "N passed, N
@@ -151,6 +155,7 @@ struct result {
 static unsigned n_ops;
 static int n_diffs;
 static unsigned seen[N_OPS][130];      /* C side's answers: >0, 0, errnos, [128] traps */
+static uint64_t last_out_len;          /* the C side's output of the last do_op: sides[0].out */
 
 static void run_side(struct side *s, enum dop op, const int64_t *a, const void *bytes,
                      size_t len, int engine, struct result *r)
@@ -206,6 +211,7 @@ static int64_t do_op(enum dop op, const int64_t *a, const void *bytes, size_t le
 	if (!same || !img_same)
 		n_diffs++;
 	int64_t v = r[0].rc == 0 ? c->value : INT64_MIN;
+	last_out_len = c->out_len;
 	seen[op][r[0].rc ? 128 : v > 0 ? 129 : v == 0 ? 0 : v >= -127 ? -v : 128]++;
 	return v;
 }
@@ -534,6 +540,121 @@ static void test_random(unsigned count)
 	}
 }
 
+static unsigned n_deep, n_err;        /* walk entries of those types seen */
+
+static uint64_t out64(uint64_t off)
+{
+	uint64_t v = 0;
+	if (off + 8 <= last_out_len)
+		memcpy(&v, sides[0].out + off, 8);
+	return v;
+}
+
+/* readdir of dir in batches of max, each from the cookie the last one gave (and a few
+ * cookies next to it, mostly no record boundary); readdirplus the same.  Returns entries. */
+static int64_t list_dir(int64_t dir, int64_t max)
+{
+	int64_t total = 0;
+	for (int plus = 0; plus < 2; plus++) {
+		uint64_t cookie = 0;
+		for (int batch = 0; batch < 2000; batch++) {
+			int64_t v = op5(plus ? READDIRPLUS : READDIR, dir, (int64_t)cookie, max, 0, 0, NULL, 0);
+			if (v < 0)
+				break;
+			total += plus ? 0 : v;
+			cookie = out64(0);
+			if (cookie == 0)
+				break;
+			if (batch % 5 == 0) {
+				const int64_t near[] = { -1, 1, 8, -8, 4096, -4096, 24, 280 };
+				op5(READDIR, dir, (int64_t)cookie + near[below(8)], max, 0, 0, NULL, 0);
+			}
+		}
+	}
+	return total;
+}
+
+/* A whole walk from frame { start, 0 }, each batch going on from the frames the last one
+ * gave (a DEEP directory is walked anew, as the client does, up to a few). */
+static int64_t walk_all(int64_t start, int64_t max, int64_t soft)
+{
+	uint64_t fr[2 * ARF_WALK_FRAMES] = { (uint64_t)start, 0 };
+	uint64_t nf = 1;
+	int64_t total = 0;
+	for (int batch = 0; batch < 5000 && nf; batch++) {
+		int64_t v = op5(WALK, (int64_t)nf, max, soft, 0, 0, fr, nf * 16);
+		if (v < 0 || (v == 0 && nf == out64(0)))
+			break;             /* no progress (soft below the header): the client's bug */
+		total += v;
+		for (uint64_t o = ARF_WALK_HDR; o + 11 <= last_out_len; o += 11 + sides[0].out[o + 10]) {
+			n_deep += (sides[0].out[o + 8] & ARF_WALK_DEEP) && sides[0].out[o + 8] != ARF_WALK_ERR;
+			n_err += sides[0].out[o + 8] == ARF_WALK_ERR;
+		}
+		nf = out64(0);
+		if (nf > ARF_WALK_FRAMES)
+			break;
+		for (uint64_t k = 0; k < 2 * nf; k++)
+			fr[k] = out64(8 + 8 * k);
+	}
+	return total;
+}
+
+/* Directories of many entries (several blocks, deleted records between), a chain deeper
+ * than walk's frames, read in batches of every size; hostile readdir and walk arguments. */
+static void test_dirs(void)
+{
+	char nm[32];
+	int64_t big = op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, "big", 3);
+	CHECK(big > 0, "mkdir big: %" PRId64, big);
+	for (int i = 0; i < 400; i++) {
+		int len = snprintf(nm, sizeof nm, "entry-%d%s", i, i % 3 ? "" : "-with-a-longer-name");
+		op5(i % 7 ? MKNOD : MKDIR, big, i % 7 ? 0100644 : 0755, 0, 0, 0, nm, (size_t)len);
+	}
+	for (int i = 0; i < 400; i += 3) {
+		int len = snprintf(nm, sizeof nm, "entry-%d%s", i, i % 3 ? "" : "-with-a-longer-name");
+		op5(i % 7 ? UNLINK : RMDIR, big, 0, 0, 0, 0, nm, (size_t)len);
+	}
+	static const int64_t maxes[] = { 1, 2, 7, 64, 1024 };
+	for (size_t i = 0; i < sizeof maxes / sizeof maxes[0]; i++) {
+		int64_t n = list_dir(big, maxes[i]);
+		CHECK(n == 400 - 134, "readdir of big in batches of %" PRId64 ": %" PRId64 " entries",
+		      maxes[i], n);
+	}
+	int64_t d = ARF_INO_ROOT;
+	for (int i = 0; i < ARF_WALK_FRAMES + 6 && d > 0; i++)
+		d = op5(MKDIR, d, 0755, 0, 0, 0, i % 2 ? "deep" : "deeper", i % 2 ? 4 : 6);
+	CHECK(d > 0, "the deep chain");
+	const int64_t wmax[] = { 1, 3, 50, 100000, 100000, 100000 };
+	const int64_t wsoft[] = { 100000, 2000, 1 << 20, 1, 2000, 100000 };
+	for (int i = 0; i < 6; i++)
+		walk_all(i % 2 ? d1 : ARF_INO_ROOT, wmax[i], wsoft[i]);
+	walk_all(big, 1, 100000);
+	/* hostile arguments */
+	const int64_t odd[] = { 0, -1, INT64_MIN, 1025, (int64_t)n_inodes, (int64_t)n_inodes - 1, f1,
+	                        l_in, p1 };
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		op5(READDIR, odd[i], 0, 10, 0, 0, NULL, 0);
+		op5(READDIR, big, odd[i], 10, 0, 0, NULL, 0);
+		op5(READDIR, big, 0, odd[i], 0, 0, NULL, 0);
+		op5(READDIRPLUS, odd[i], 0, 10, 0, 0, NULL, 0);
+		op5(READDIRPLUS, big, 0, odd[i], 0, 0, NULL, 0);
+		uint64_t fr[4] = { (uint64_t)odd[i], 0, (uint64_t)big, (uint64_t)odd[i] };
+		op5(WALK, 1, 10, 1000, 0, 0, fr, 16);
+		op5(WALK, 2, 10, 1000, 0, 0, fr, 32);
+		op5(WALK, 1, odd[i], 1000, 0, 0, fr + 2, 16);
+		op5(WALK, 1, 10, odd[i], 0, 0, fr + 2, 16);
+		op5(WALK, odd[i], 10, 1000, 0, 0, fr, 32);
+	}
+	uint64_t fr[2 * (ARF_WALK_FRAMES + 1)];
+	for (int i = 0; i < 2 * (ARF_WALK_FRAMES + 1); i++)
+		fr[i] = i % 2 ? 0 : (uint64_t)big;
+	op5(WALK, ARF_WALK_FRAMES, 100, 100000, 0, 0, fr, 16 * ARF_WALK_FRAMES);
+	op5(WALK, ARF_WALK_FRAMES + 1, 100, 100000, 0, 0, fr, 16 * (ARF_WALK_FRAMES + 1));
+	op5(WALK, 2, 100, 100000, 0, 0, fr, 31);
+	op5(WALK, 2, 100, 100000, 0, 0, fr, 33);
+	op5(WALK, 0, 100, 100000, 0, 0, fr, 0);
+}
+
 /* Damage in both copies, then read-only calls through it (and random ones after). */
 static void test_damaged(void)
 {
@@ -548,6 +669,7 @@ static void test_damaged(void)
 	}
 	CHECK(slot != 0, "d1's table holds f1");
 	uint64_t rec = slot ? peek(slot + ARF_T_REC, 8) : 0;
+	uint64_t blk = peek(dd1 + ARF_D_HEAD, 8);
 	struct { uint64_t off; uint64_t v; unsigned size; } pokes[] = {
 		{ rec + ARF_R_INO, n_inodes, 8 },                   /* an entry naming no inode */
 		{ rec + ARF_R_INO, 0, 8 },                          /* a dead record */
@@ -576,6 +698,17 @@ static void test_damaged(void)
 		{ ino_off((uint64_t)l_blk) + ARF_I_BODY + ARF_E_PBLK, UINT64_MAX, 8 },
 		{ ino_off((uint64_t)l_blk) + ARF_I_SIZE, 5000, 8 },
 		{ ino_off((uint64_t)f1) + ARF_I_MODE, 0120777, 4 }, /* a file turned symlink */
+		{ rec + ARF_R_LEN, 7, 2 },                          /* records too short */
+		{ rec + ARF_R_LEN, 0, 2 },
+		{ rec + ARF_R_LEN, 4000, 2 },                       /* past the block's use */
+		{ rec + ARF_R_LEN, 0xffff, 2 },
+		{ rec + ARF_R_TYPE, ARF_DT_DIR, 1 },                /* a file listed as a directory */
+		{ blk + ARF_B_USED, 4096 * 3, 8 },                  /* more used than a block */
+		{ blk + ARF_B_USED, 0, 8 },
+		{ blk + ARF_B_NEXT, IMG_SIZE + 4096, 8 },           /* a chain off the image */
+		{ blk + ARF_B_NEXT, blk, 8 },                       /* a chain that loops */
+		{ dd1 + ARF_D_HEAD, IMG_SIZE - 16, 8 },
+		{ dd1 + ARF_D_HEAD, 0, 8 },
 	};
 	static const char *const paths[] = { "d1/f1", "d1/f1/", "d1/f1/x", "d1/..", "d1/../d1/f1",
 	                                     "d1/d2", "l", "lb", "", "d1/zz" };
@@ -589,6 +722,13 @@ static void test_damaged(void)
 		for (size_t k = 0; k < sizeof inos / sizeof inos[0]; k++) {
 			op5(GETATTR, inos[k], 0, 0, 0, 0, NULL, 0);
 			op5(READLINK, inos[k], 0, 0, 0, 0, NULL, 0);
+		}
+		for (int64_t max = 2; max <= 1024; max *= 32) {
+			op5(READDIR, d1, 0, max, 0, 0, NULL, 0);
+			op5(READDIRPLUS, d1, 0, max, 0, 0, NULL, 0);
+			op5(READDIR, d1, (int64_t)(blk + ARF_B_HDR), max, 0, 0, NULL, 0);
+			op5(READDIR, d1, (int64_t)(rec + 24), max, 0, 0, NULL, 0);
+			walk_all(ARF_INO_ROOT, max, 100000);
 		}
 	}
 }
@@ -625,6 +765,8 @@ int main(void)
 		CHECK(n_c > 0, "the C segment exports none of ops.pna's");
 		test_table();
 		fsck_side("after the table");
+		test_dirs();
+		fsck_side("after the directories");
 		test_random(count);
 		fsck_side("after the random operations");
 		test_damaged();
@@ -639,6 +781,7 @@ int main(void)
 					printf(", %s: %u", strerrorname_np(v), seen[o][v]);
 			printf(seen[o][128] ? ", traps: %u\n" : "\n", seen[o][128]);
 		}
+		printf("  walk entries: %u deep, %u errors\n", n_deep, n_err);
 	}
 	side_close(&sides[0]);
 	side_close(&sides[1]);
