@@ -6,12 +6,12 @@
  *
  * STATUS (issue #16, second half; continue here):
  *   done, checked by test_arf_opsdiff:  lookup, getattr, readlink, lookupattr, readdir,
- *                                       readdirplus, walk
- *   still only in ops.pna:              mkdir, mknod, unlink, rmdir, symlink, link, rename,
- *                                       mkdirattr, mknodattr, symlinkattr, linkattr
- *   next: the journal/lock/bitmap helpers (copy them from data.c, they are the same
- *   functions), then mk (mkdir, mknod), dins/ddel/tsize/bneed/bnew, rm, symlink, link,
- *   rename.  When all are here: rename this
+ *                                       readdirplus, walk, mkdir, mknod, mkdirattr, mknodattr
+ *   still only in ops.pna:              unlink, rmdir, symlink, link, rename, symlinkattr,
+ *                                       linkattr
+ *   next: irelease (frees a removed inode's blocks), rm (unlink, rmdir), then
+ *   tsize/reclen/bneed/bnew/dins/ddel/add32/dtouch/under for symlink, link, rename
+ *   (iunlock5 for rename).  The journal, lock and bitmap helpers are in already.  When all are here: rename this
  *   segment's target to ops.pno in the Makefile (ARF_SEG_C, ARF_SEG_REF as data.c), run the
  *   ARF suites with it installed.
  *
@@ -23,10 +23,20 @@
  *   readdirplus(dir, cookie, max)   readdir's, then each entry's getattr
  *   walk(nf, max, soft)             a subtree depth first from the frames in args -> count
  *   lookupattr(start)               lookup, then getattr of what it found
+ *   mkdir(dir, mode, uid, gid)      name -> new inode number
+ *   mknod(dir, mode, uid, gid, rdev)  name -> new inode number (S_IFREG, S_IFIFO, S_IFCHR,
+ *                                   S_IFBLK or S_IFSOCK in mode; rdev: a device's number)
+ *   mkdirattr, mknodattr            the same, then getattr of the new inode
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
  * bounds-checked loads (a hostile one traps, as in ops.pna).
+ *
+ * Crash discipline (docs/arf.md, "Crash consistency"), as ops.pna: an operation that changes
+ * the tree claims a journal slot, locks the inodes it changes (lock word = the slot's owner
+ * tag), allocates everything it may need BEFORE its first logged change (ENOSPC never leaves
+ * half an operation), logs the old bytes of each structure right before changing it, commits
+ * by freeing the slot, unlocks, and only then returns freed bits to the bitmaps.
  *
  * pncc's rules shape the code as in data.c: every value in a local, memory only through
  * ar_ld* / ar_st*, at most 5 arguments per function, u64 arithmetic.  Shifts by a count read
@@ -45,8 +55,8 @@ typedef unsigned long u64;
 
 /* errno values (Linux) */
 enum {
-	E_NOENT = 2, E_IO = 5, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22, E_NAMETOOLONG = 36,
-	E_LOOP = 40,
+	E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22,
+	E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_LOOP = 40,
 };
 
 #define PATH_MAX_LEN 4095      /* longest path lookup accepts */
@@ -78,6 +88,194 @@ static long diroff(u64 ino)
 	return (long)d;
 }
 
+/* ---------------------------------------------------------------- shared with data.c
+ * Segments are self-contained: the journal, inode locks and bitmap claims below are copies
+ * of data.c's functions of the same name (which are ops.pna's, verified by
+ * test_arf_datadiff); a fix in one must be made in the others. */
+
+/* Claim a free journal slot with cas (owner = epoch << 32 | slot + 1): its offset, or 0 when
+ * all are busy (the caller answers EAGAIN). */
+static u64 jclaim(void)
+{
+	for (u64 k = 0; k < ARF_J_SLOTS; k++) {
+		u64 j = SB(JOURNAL_OFF) + k * ARF_J_SLOT_SIZE;
+		u64 tag = SB(EPOCH) << 32 | (k + 1);
+		if (ar_cas(arf, j + ARF_J_OWNER, 0, tag) == 0)
+			return j;
+	}
+	return 0;
+}
+
+/* Append an undo record for arf[off .. off+len) to slot j, then commit it by storing
+ * n_undo + 1: only after that store does the roll-back see (and apply) the record, and only
+ * after this returns may the caller change those bytes.  Never inlined (nor jend): each
+ * record is a call, which spends fuel, so the crash tests that stop runs by fuel
+ * (test_arf_data, "crash") reach the points between records as with data.pna. */
+static __attribute__((noinline)) void jlog(u64 j, u64 off, u64 len)
+{
+	u64 used = ar_ld64(arf, j + ARF_J_USED);
+	u64 pad = (len + 7) & ~7ul;
+	/* operations log a few inodes and headers, far below a slot: more is a bug */
+	if (ARF_J_HDR + used + ARF_U_DATA + pad > ARF_J_SLOT_SIZE)
+		ar_trap(3);
+	u64 rec = j + ARF_J_HDR + used;
+	ar_st64(arf, rec + ARF_U_OFF, off);
+	ar_st64(arf, rec + ARF_U_LEN, len);
+	ar_copy(arf, arf, rec + ARF_U_DATA, off, len);
+	ar_st64(arf, j + ARF_J_USED, used + ARF_U_DATA + pad);
+	ar_st64(arf, j + ARF_J_N_UNDO, ar_ld64(arf, j + ARF_J_N_UNDO) + 1);  /* the commit point */
+}
+
+/* The operation is complete: n_undo = 0 first (nothing to roll back any more), then free the
+ * slot. */
+static __attribute__((noinline)) void jend(u64 j)
+{
+	ar_st64(arf, j + ARF_J_N_UNDO, 0);
+	ar_st64(arf, j + ARF_J_USED, 0);
+	ar_st64(arf, j + ARF_J_OWNER, 0);
+}
+
+/* Lock inode at offset i for tag, trying max times: cas 0 -> tag.  A word holding a tag of an
+ * older epoch belongs to a server that died (attach bumped the epoch) and is taken over.
+ * -EAGAIN after max tries (the holder may be a run that trapped mid-operation, which only the
+ * next attach's roll-back ends). */
+static long ilockn(u64 i, u64 tag, u64 max)
+{
+	for (u64 n = 0; n < max; n++) {
+		u64 old = ar_cas(arf, i + ARF_I_LOCK, 0, tag);
+		if (old == 0)
+			return 0;
+		if (old >> 32 != SB(EPOCH) && ar_cas(arf, i + ARF_I_LOCK, old, tag) == old)
+			return 0;
+	}
+	return -E_AGAIN;
+}
+
+static long ilock(u64 i, u64 tag)
+{
+	return ilockn(i, tag, 200000);
+}
+
+static void iunlock(u64 i, u64 tag)
+{
+	(void)ar_cas(arf, i + ARF_I_LOCK, tag, 0);
+}
+
+/* A mask of n (1..64) bits from bit 0. */
+static u64 low_bits(u64 n)
+{
+	return n == 64 ? ~0ul : (1ul << n) - 1;
+}
+
+/* Claim n clear bits in a row (1..64 inside one word, or a multiple of 64 as whole words) of
+ * the bitmap at map (nwords u64 words), searching from the word the hint at hintoff names
+ * and wrapping.  Each word changes by cas only (other operations claim in the same words at
+ * the same time); a lost race re-reads the word.  Returns the first bit, or -1.  Counters are
+ * the caller's (fadd right after). */
+static long bclaim(u64 map, u64 nwords, u64 hintoff, u64 n)
+{
+	u64 w = ar_ld64(arf, hintoff);
+	if (w >= nwords)
+		w = 0;                  /* the hint is advisory: any value inside the map is fine */
+	u64 cnt = n >> 6;
+	u64 k = 0;
+	while (k < nwords) {
+		u64 wo = map + (w << 3);
+		u64 word = ar_ld64(arf, wo);
+		if (n > 64) {
+			/* cnt whole clear words from w, each claimed 0 -> ~0 */
+			if (w + cnt > nwords) {
+				w = 0;
+				k++;
+				continue;
+			}
+			u64 j = 0;
+			while (j < cnt && ar_cas(arf, map + ((w + j) << 3), 0, ~0ul) == 0)
+				j++;
+			if (j == cnt) {
+				ar_st64(arf, hintoff, w);
+				return (long)(w << 6);
+			}
+			/* give back the j words already taken (only we own them) */
+			while (j > 0) {
+				j--;
+				ar_st64(arf, map + ((w + j) << 3), 0);
+			}
+		} else if (word != ~0ul) {          /* a full word: 64 bits in use at once */
+			/* m keeps bit p iff bits p .. p+n-1 are all clear */
+			u64 free = ~word, m = free;
+			for (u64 j = 1; j < n; j++)
+				m &= free >> j;
+			if (m) {
+				u64 p = (u64)ar_ctz(m);
+				u64 mask = low_bits(n) << p;
+				if (ar_cas(arf, wo, word, word | mask) != word)
+					continue;   /* lost a race on this word: look at it again */
+				ar_st64(arf, hintoff, w);
+				return (long)((w << 6) + p);
+			}
+		}
+		if (++w >= nwords)
+			w = 0;
+		k++;
+	}
+	return -1;
+}
+
+/* Clear bits first .. first+n-1 of the bitmap at map, a word at a time with cas. */
+static void bfree(u64 map, u64 first, u64 n)
+{
+	while (n) {
+		u64 w = first >> 6, b = first & 63;
+		u64 k = 64 - b;
+		if (k > n)
+			k = n;
+		u64 mask = low_bits(k) << b;
+		u64 wo = map + (w << 3), word;
+		do
+			word = ar_ld64(arf, wo);
+		while (ar_cas(arf, wo, word, word & ~mask) != word);
+		first += k;
+		n -= k;
+	}
+}
+
+/* Claim n blocks in a row (see bclaim): the byte offset of the first, or 0 (ENOSPC). */
+static u64 balloc(u64 n)
+{
+	long b = bclaim(SB(BBMAP_OFF), SB(BBMAP_LEN) >> 3, ARF_SB_BALLOC_HINT, n);
+	if (b < 0)
+		return 0;
+	(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, 0 - n);
+	return (u64)b << ARF_BLOCK_SHIFT;
+}
+
+/* Give back n blocks from byte offset off. */
+static void bput(u64 off, u64 n)
+{
+	if (n == 0)
+		return;
+	bfree(SB(BBMAP_OFF), off >> ARF_BLOCK_SHIFT, n);
+	(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, n);
+}
+
+/* Claim an inode number, or 0 (ENOSPC). */
+static u64 ialloc(void)
+{
+	long i = bclaim(SB(IBMAP_OFF), SB(IBMAP_LEN) >> 3, ARF_SB_IALLOC_HINT, 1);
+	if (i <= 0)
+		return 0;
+	(void)ar_fadd(arf, ARF_SB_FREE_INODES, -1ul);
+	return (u64)i;
+}
+
+/* Give inode number ino back. */
+static void iput(u64 ino)
+{
+	bfree(SB(IBMAP_OFF), ino, 1);
+	(void)ar_fadd(arf, ARF_SB_FREE_INODES, 1);
+}
+
 /* ---------------------------------------------------------------- names (in region args) */
 
 /* FNV-1a 64 of args[off .. off+len): the directory hash (layout.h arf_name_hash). */
@@ -102,7 +300,7 @@ static u64 isdots(u64 off, u64 len)
 /* Check the name args[off .. off+len): 0, 1 for "." or "..", or -errno: empty ENOENT (as
  * Linux for ""), longer than 255 ENAMETOOLONG, a '/' or NUL byte EINVAL.  The mutating
  * exports (still in ops.pna) use it through namecheck. */
-static __attribute__((unused)) long ncheck(u64 off, u64 len)
+static long ncheck(u64 off, u64 len)
 {
 	if (len == 0)
 		return -E_NOENT;
@@ -115,7 +313,7 @@ static __attribute__((unused)) long ncheck(u64 off, u64 len)
 
 /* Check a new entry's name, the whole args region: 0 or -errno (ncheck's; "." and "..":
  * EEXIST, they always exist). */
-static __attribute__((unused)) long namecheck(void)
+static long namecheck(void)
 {
 	long rc = ncheck(0, (u64)ar_len(AR_ARGS));
 	return rc == 1 ? -E_EXIST : rc;
@@ -294,6 +492,276 @@ long readlink(u64 ino)
 long lookupattr(u64 start)
 {
 	long ino = do_lookup(start);
+	if (ino < 0)
+		return ino;
+	return do_getattr((u64)ino);
+}
+
+/* ---------------------------------------------------------------- directory table inserts */
+
+/* Directory record type of a mode (0 for types ARF does not store). */
+static u64 dtype(u64 mode)
+{
+	switch (mode & ARF_S_IFMT) {
+	case ARF_S_IFDIR: return ARF_DT_DIR;
+	case ARF_S_IFREG: return ARF_DT_REG;
+	case ARF_S_IFIFO: return ARF_DT_FIFO;
+	case ARF_S_IFCHR: return ARF_DT_CHR;
+	case ARF_S_IFBLK: return ARF_DT_BLK;
+	case ARF_S_IFSOCK: return ARF_DT_SOCK;
+	case ARF_S_IFLNK: return ARF_DT_LNK;
+	default: return 0;
+	}
+}
+
+/* Put (h, rec) into the first empty or tombstone slot of h's probe in table t (mask =
+ * nslots - 1, shift); returns that slot's offset.  The caller guarantees a free slot (the
+ * table is at most half full after growth), and the loop is bounded by mask anyway: a
+ * table with none (damaged) is user trap 2, as in ops.pna. */
+static __attribute__((noinline)) u64 tslot(u64 t, u64 mask, u64 shift, u64 h)
+{
+	u64 i = ((h * ARF_HASH_MUL) >> (shift & 63)) & mask;
+	for (u64 n = 0;; n++) {
+		u64 s = t + i * ARF_T_SIZE;
+		if (ar_ld64(arf, s + ARF_T_REC) <= ARF_T_TOMB)
+			return s;
+		if (n >= mask)
+			break;
+		i = (i + 1) & mask;
+	}
+	ar_trap(2);                    /* cannot happen with the load the growth rule keeps */
+	return 0;
+}
+
+/* ---------------------------------------------------------------- mkdir, mknod */
+
+/* The group of a new inode in the directory at offset d: in a setgid directory the
+ * directory's group, else gid (the creator's), as every Unix filesystem does it. */
+static u64 newgid(u64 d, u64 gid)
+{
+	if (ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_ISGID)
+		return ar_ld32u(arf, d + ARF_I_GID);
+	return gid;
+}
+
+/* The mode of a new inode in the directory at offset d: a directory made in a setgid
+ * directory is setgid too, so the group carries down the tree. */
+static u64 newmode(u64 d, u64 mode)
+{
+	if ((mode & ARF_S_IFMT) != ARF_S_IFDIR)
+		return mode;
+	return (ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_ISGID) | mode;
+}
+
+/* Create entry args -> a new inode of mode in directory pino.  Order: checks, journal slot,
+ * lock the directory, EEXIST check under the lock, then every allocation (inode, grown slot
+ * table, new directory block) so that ENOSPC is answered before anything is changed; then
+ * the logged changes; commit; unlock; free the old table's blocks. */
+static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	long rc = namecheck();
+	if (rc != 0)
+		return rc;
+	u64 len = (u64)ar_len(AR_ARGS);
+	u64 h = nhash(0, len);
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 isdir = (mode & ARF_S_IFMT) == ARF_S_IFDIR;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	u64 ino = 0, newt = 0, ns = 0, newb = 0;
+	/* the directory may have been removed while we waited for its lock */
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail;
+	}
+	if (dfind(d, h, 0, len) != 0) {
+		rc = -E_EXIST;
+		goto fail;
+	}
+	if (isdir && ar_ld32u(arf, d + ARF_I_NLINK) >= 0xfffffff0u) {
+		rc = -E_MLINK;
+		goto fail;
+	}
+	ino = ialloc();
+	if (ino == 0) {
+		rc = -E_NOSPC;
+		goto fail;
+	}
+	/* grow the table before the insert would pass half of it: live + tombstones + 1 > n/2 */
+	u64 nent = ar_ld64(arf, d + ARF_D_NENT);
+	u64 ntomb = ar_ld64(arf, d + ARF_D_NTOMB);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	if (oldt == 0 || (nent + ntomb + 1) << 1 > nslots) {
+		/* max(256, next power of two >= 2 * (nent + 1)); hostile counts end by fuel */
+		ns = ARF_D_MIN_SLOTS;
+		while (ns < (nent + 1) << 1)
+			ns <<= 1;
+		newt = balloc(ns >> 8);
+		if (newt == 0) {
+			iput(ino);
+			rc = -E_NOSPC;
+			goto fail;
+		}
+		/* a block we own: filled before anything links it, so it needs no undo record */
+		ar_fill(arf, newt, ns * ARF_T_SIZE, 0);
+	}
+	u64 rl = (ARF_R_NAME + len + 7) & ~7ul;
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	if (tail == 0 || ar_ld64(arf, tail + ARF_B_USED) + rl > ARF_BLOCK_SIZE) {
+		newb = balloc(1);
+		if (newb == 0) {
+			iput(ino);
+			bput(newt, ns >> 8);
+			rc = -E_NOSPC;
+			goto fail;
+		}
+		ar_fill(arf, newb, ARF_BLOCK_SIZE, 0);
+		ar_st64(arf, newb + ARF_B_USED, ARF_B_HDR);
+		ar_st64(arf, newb + ARF_B_MAGIC, ARF_B_MAGIC_VALUE);
+	}
+	/* ---- from here on nothing fails: every change is logged first ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	u64 c = ioff(ino);
+	jlog(j, c, ARF_INO_SIZE);      /* a crash before the link must leave the inode free again */
+	ar_fill(arf, c, ARF_INO_SIZE, 0);
+	ar_st32(arf, c + ARF_I_MODE, newmode(d, mode));
+	ar_st32(arf, c + ARF_I_NLINK, 1 + isdir);
+	ar_st32(arf, c + ARF_I_UID, uid);
+	ar_st32(arf, c + ARF_I_GID, newgid(d, gid));
+	ar_st64(arf, c + ARF_I_RDEV, rdev);
+	ar_st64(arf, c + ARF_I_ATIME, tnow);
+	ar_st64(arf, c + ARF_I_MTIME, tnow);
+	ar_st64(arf, c + ARF_I_CTIME, tnow);
+	ar_st64(arf, c + ARF_I_BTIME, tnow);
+	ar_st64(arf, c + ARF_I_GEN, ar_fadd(arf, ARF_SB_NEXT_GEN, 1));
+	if (isdir)
+		ar_st64(arf, c + ARF_I_PARENT, pino);
+	jlog(j, d, ARF_INO_SIZE);      /* the directory inode: table, counts, chain, size, times */
+	if (newt != 0) {
+		/* rehash every live slot of the old table into the new run, then publish it */
+		u64 sh = 64 - (u64)ar_ctz(ns);
+		for (u64 i = 0; oldt != 0 && i < nslots; i++) {
+			u64 s = oldt + i * ARF_T_SIZE;
+			u64 rec = ar_ld64(arf, s + ARF_T_REC);
+			if (rec <= ARF_T_TOMB)
+				continue;
+			u64 r = tslot(newt, ns - 1, sh, ar_ld64(arf, s + ARF_T_HASH));
+			ar_st64(arf, r + ARF_T_HASH, ar_ld64(arf, s + ARF_T_HASH));
+			ar_st64(arf, r + ARF_T_REC, rec);
+		}
+		ar_st64(arf, d + ARF_D_TABLE, newt);
+		ar_st64(arf, d + ARF_D_NSLOTS, ns);
+		ar_st64(arf, d + ARF_D_SHIFT, sh);
+		ar_st64(arf, d + ARF_D_NTOMB, 0);
+		u64 nb = ar_ld64(arf, d + ARF_I_NBLOCKS) + (ns >> 8);
+		if (oldt != 0)
+			nb -= nslots >> 8;
+		ar_st64(arf, d + ARF_I_NBLOCKS, nb);
+	}
+	if (newb != 0) {
+		/* link the new block after the tail (or as the first block) */
+		if (tail != 0) {
+			jlog(j, tail, ARF_B_HDR);
+			ar_st64(arf, tail + ARF_B_NEXT, newb);
+		} else {
+			ar_st64(arf, d + ARF_D_HEAD, newb);
+		}
+		ar_st64(arf, d + ARF_D_TAIL, newb);
+		ar_st64(arf, d + ARF_I_NBLOCKS, ar_ld64(arf, d + ARF_I_NBLOCKS) + 1);
+		ar_st64(arf, d + ARF_I_SIZE, ar_ld64(arf, d + ARF_I_SIZE) + ARF_BLOCK_SIZE);
+		tail = newb;
+	} else {
+		jlog(j, tail, ARF_B_HDR);  /* its used and live change */
+	}
+	/* the record goes past `used`: bytes no structure covers yet, so no undo record */
+	u64 used = ar_ld64(arf, tail + ARF_B_USED);
+	u64 r = tail + used;
+	ar_fill(arf, r, rl, 0);
+	ar_st64(arf, r + ARF_R_INO, ino);
+	ar_st64(arf, r + ARF_R_HASH, h);
+	ar_st16(arf, r + ARF_R_LEN, rl);
+	ar_st8(arf, r + ARF_R_NAMELEN, len);
+	ar_st8(arf, r + ARF_R_TYPE, dtype(mode));
+	ar_copy(arf, AR_ARGS, r + ARF_R_NAME, 0, len);
+	ar_st64(arf, tail + ARF_B_USED, used + rl);
+	ar_st64(arf, tail + ARF_B_LIVE, ar_ld64(arf, tail + ARF_B_LIVE) + 1);
+	/* index it: the first tombstone or empty slot of its probe */
+	u64 s = tslot(ar_ld64(arf, d + ARF_D_TABLE), ar_ld64(arf, d + ARF_D_NSLOTS) - 1,
+	              ar_ld64(arf, d + ARF_D_SHIFT), h);
+	jlog(j, s, ARF_T_SIZE);
+	if (ar_ld64(arf, s + ARF_T_REC) == ARF_T_TOMB)
+		ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) - 1);
+	ar_st64(arf, s + ARF_T_HASH, h);
+	ar_st64(arf, s + ARF_T_REC, r);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) + 1);
+	if (isdir)                     /* the subdirectory's ".." names the parent */
+		ar_st32(arf, d + ARF_I_NLINK, ar_ld32u(arf, d + ARF_I_NLINK) + 1);
+	ar_st64(arf, d + ARF_I_MTIME, tnow);
+	ar_st64(arf, d + ARF_I_CTIME, tnow);
+	/* commit, unlock, and only then give the old table's blocks back */
+	jend(j);
+	iunlock(d, tag);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return (long)ino;
+fail:                                  /* nothing was changed */
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+static __attribute__((noinline)) long do_mkdir(u64 dir, u64 mode, u64 uid, u64 gid)
+{
+	return mk(dir, (mode & 07777) | ARF_S_IFDIR, uid, gid, 0);
+}
+
+long mkdir(u64 dir, u64 mode, u64 uid, u64 gid)
+{
+	return do_mkdir(dir, mode, uid, gid);
+}
+
+/* mknod(dir, mode, uid, gid, rdev): regular files (create), fifos, character and block
+ * devices (rdev: the device number, as Linux's dev_t; kept for devices only) and sockets;
+ * other types: -EINVAL. */
+static __attribute__((noinline)) long do_mknod(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	u64 t = mode & ARF_S_IFMT;
+	if (t != ARF_S_IFCHR && t != ARF_S_IFBLK) {
+		rdev = 0;              /* only a device has a number */
+		if (t != ARF_S_IFREG && t != ARF_S_IFIFO && t != ARF_S_IFSOCK)
+			return -E_INVAL;
+	}
+	return mk(dir, mode & (ARF_S_IFMT | 07777), uid, gid, rdev);
+}
+
+long mknod(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	return do_mknod(dir, mode, uid, gid, rdev);
+}
+
+/* mkdirattr, mknodattr: the operation, then getattr of the new inode (one round trip). */
+long mkdirattr(u64 dir, u64 mode, u64 uid, u64 gid)
+{
+	long ino = do_mkdir(dir, mode, uid, gid);
+	if (ino < 0)
+		return ino;
+	return do_getattr((u64)ino);
+}
+
+long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	long ino = do_mknod(dir, mode, uid, gid, rdev);
 	if (ino < 0)
 		return ino;
 	return do_getattr((u64)ino);

@@ -13,6 +13,8 @@
  *   - directories of several blocks read in batches of every size (cookies handed back,
  *     and cookies next to them), whole walks in batches (frames handed back) over a chain
  *     deeper than walk's frames, hostile readdir and walk arguments;
+ *   - mkdir/mknod: hostile names, setgid directories, hostile modes, a busy journal, locked
+ *     and stale-locked directories, EMLINK, ENOSPC for blocks and for inodes;
  *   - random sequences of every export over a growing tree (names from a small pool, so
  *     creates collide and lookups find), with hostile numbers now and then; arf_fsck must find
  *     the image clean afterwards;
@@ -47,7 +49,7 @@ static int passed, failed;
 	else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } \
 } while (0)
 
-#define IMG_SIZE (8u << 20)
+#define IMG_SIZE (16u << 20)
 #define OUT_CAP (1u << 20)
 
 /* ---- the exports of ops.pna, with their argument counts ---- */
@@ -655,6 +657,119 @@ static void test_dirs(void)
 	op5(WALK, 0, 100, 100000, 0, 0, fr, 0);
 }
 
+/* Hostile names, setgid directories, a busy journal, locked and stale-locked directories,
+ * EMLINK, and ENOSPC at each allocation (inode, grown table, new block: the block bitmap
+ * filled for a while, then given back). */
+static void test_mk(void)
+{
+	static const struct { const char *s; size_t len; } names[] = {
+		{ "", 0 }, { ".", 1 }, { "..", 2 }, { "a/b", 3 }, { "/", 1 }, { "a\0b", 3 }, { "\0", 1 },
+		{ "...", 3 }, { " ", 1 }, { "\xff\xfe", 2 },
+	};
+	char n256[257];
+	memset(n256, 'm', sizeof n256);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, names[i].s, names[i].len);
+		op5(MKNOD, d1, 0100644, 0, 0, 0, names[i].s, names[i].len);
+		op5(MKNODATTR, d1, 0020644, 0, 0, 77, names[i].s, names[i].len);
+	}
+	op5(MKNOD, ARF_INO_ROOT, 0100644, 0, 0, 0, n256, 255);
+	op5(MKNOD, ARF_INO_ROOT, 0100644, 0, 0, 0, n256, 256);
+	op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, n256, 255);      /* EEXIST */
+	/* setgid: the directory's group goes to new entries, and setgid to new directories */
+	int64_t g = op5(MKDIR, ARF_INO_ROOT, 02775, 10, 20, 0, "sgid", 4);
+	CHECK(g > 0, "mkdir sgid: %" PRId64, g);
+	op5(MKDIRATTR, g, 0755, 11, 21, 0, "sub", 3);
+	op5(MKNODATTR, g, 0102755, 11, 21, 5, "f", 1);
+	op5(MKNODATTR, g, 0060600, 11, 21, 0x12345678abcdll, "blk", 3);
+	op5(MKNODATTR, g, 0140600, 11, 21, 99, "sock", 4);
+	/* mode bits beyond the type and 07777, uids beyond 32 bits */
+	op5(MKNODATTR, g, (int64_t)0xffff0000100644ll, -1, -2, 0, "wide", 4);
+	op5(MKDIRATTR, g, -1, 1ll << 40, 3, 0, "wided", 5);
+	op5(MKNOD, g, 0, 0, 0, 0, "zero", 4);
+	op5(MKNOD, g, 0120777, 0, 0, 0, "lnk", 3);
+	op5(MKNOD, g, 0040755, 0, 0, 0, "dir", 3);
+	/* hostile directories */
+	const int64_t odd[] = { 0, -1, (int64_t)n_inodes, (int64_t)n_inodes - 1, f1, l_in };
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		op5(MKDIR, odd[i], 0755, 0, 0, 0, "x", 1);
+		op5(MKNODATTR, odd[i], 0100644, 0, 0, 0, "x", 1);
+	}
+	uint64_t epoch = peek(ARF_SB_EPOCH, 8), joff = peek(ARF_SB_JOURNAL_OFF, 8);
+	/* every journal slot busy: EAGAIN before any lock */
+	for (uint64_t k = 0; k < ARF_J_SLOTS; k++)
+		poke(joff + k * ARF_J_SLOT_SIZE + ARF_J_OWNER, epoch << 32 | (k + 1), 8);
+	CHECK(op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, "busy", 4) == -EAGAIN, "mkdir, no journal slot");
+	CHECK(op5(MKNOD, ARF_INO_ROOT, 0100644, 0, 0, 0, "busy", 4) == -EAGAIN, "mknod, no journal slot");
+	for (uint64_t k = 0; k < ARF_J_SLOTS; k++)
+		poke(joff + k * ARF_J_SLOT_SIZE + ARF_J_OWNER, k == 5 ? (epoch - 1) << 32 | 6 : 0, 8);
+	/* a directory locked by a live run: EAGAIN after spinning; a dead server's lock is
+	 * taken over */
+	uint64_t lock = ino_off((uint64_t)d1) + ARF_I_LOCK;
+	poke(lock, epoch << 32 | 9, 8);
+	CHECK(op5(MKNOD, d1, 0100644, 0, 0, 0, "locked", 6) == -EAGAIN, "mknod in a locked directory");
+	poke(lock, (epoch - 1) << 32 | 9, 8);
+	CHECK(op5(MKNOD, d1, 0100644, 0, 0, 0, "stale", 5) > 0, "mknod taking a stale lock over");
+	poke(joff + 5 * ARF_J_SLOT_SIZE + ARF_J_OWNER, 0, 8);
+	/* EMLINK: only for a new directory */
+	uint64_t nl = peek(ino_off((uint64_t)d1) + ARF_I_NLINK, 4);
+	poke(ino_off((uint64_t)d1) + ARF_I_NLINK, 0xfffffff0u, 4);
+	CHECK(op5(MKDIR, d1, 0755, 0, 0, 0, "many", 4) == -EMLINK, "mkdir, EMLINK");
+	poke(ino_off((uint64_t)d1) + ARF_I_NLINK, 0xffffffefu, 4);
+	op5(MKDIR, d1, 0755, 0, 0, 0, "many", 4);
+	op5(RMDIR, d1, 0, 0, 0, 0, "many", 4);
+	poke(ino_off((uint64_t)d1) + ARF_I_NLINK, nl, 4);
+	/* no free block: every insert that needs a table or a block is ENOSPC, the others go on */
+	uint64_t bmap = peek(ARF_SB_BBMAP_OFF, 8), blen = peek(ARF_SB_BBMAP_LEN, 8);
+	uint8_t *saved = malloc(blen);
+	if (saved) {
+		memcpy(saved, sides[0].img + bmap, blen);
+		for (int k = 0; k < 2; k++)
+			memset(sides[k].img + bmap, 0xff, blen);
+		int64_t e = op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, "nospc", 5);
+		char nm[40];
+		for (int i = 0; i < 300; i++) {
+			int len = snprintf(nm, sizeof nm, "nospc-entry-number-%d", i);
+			e = op5(i % 2 ? MKNOD : MKDIR, i % 3 ? (int64_t)ARF_INO_ROOT : g, 0100644, 0, 0, 0,
+			        nm, (size_t)len);
+		}
+		CHECK(e == -ENOSPC, "mknod with no free block: %" PRId64, e);
+		for (int k = 0; k < 2; k++)
+			memcpy(sides[k].img + bmap, saved, blen);
+		free(saved);
+	}
+	/* no free inode: the inode bitmap full but for a few bits, which mknod takes until
+	 * ENOSPC; then the bitmap as it was, with what was taken */
+	uint64_t imap = peek(ARF_SB_IBMAP_OFF, 8), ilen = peek(ARF_SB_IBMAP_LEN, 8);
+	saved = malloc(ilen);
+	if (saved) {
+		memcpy(saved, sides[0].img + imap, ilen);
+		uint64_t freebits[5], nfree = 0;
+		for (uint64_t b = 1; b < n_inodes && nfree < 5; b += 7)
+			if (!(saved[b / 8] >> (b % 8) & 1))
+				freebits[nfree++] = b;
+		for (int k = 0; k < 2; k++) {
+			memset(sides[k].img + imap, 0xff, ilen);
+			for (uint64_t i = 0; i < nfree; i++)
+				sides[k].img[imap + freebits[i] / 8] &= (uint8_t)~(1u << freebits[i] % 8);
+		}
+		int64_t e = 1;
+		char nm[40];
+		for (int i = 0; i < 12; i++) {
+			int len = snprintf(nm, sizeof nm, "ino-%d", i);
+			e = op5(i % 2 ? MKNOD : MKDIRATTR, i % 3 ? (int64_t)ARF_INO_ROOT : g, 0100644, 0, 0, 0,
+			        nm, (size_t)len);
+		}
+		CHECK(e == -ENOSPC, "mknod with no free inode: %" PRId64, e);
+		for (uint64_t i = 0; i < nfree; i++)
+			if (sides[0].img[imap + freebits[i] / 8] >> (freebits[i] % 8) & 1)
+				saved[freebits[i] / 8] |= (uint8_t)(1u << freebits[i] % 8);
+		for (int k = 0; k < 2; k++)
+			memcpy(sides[k].img + imap, saved, ilen);
+		free(saved);
+	}
+}
+
 /* Damage in both copies, then read-only calls through it (and random ones after). */
 static void test_damaged(void)
 {
@@ -728,7 +843,7 @@ static void test_damaged(void)
 			op5(READDIRPLUS, d1, 0, max, 0, 0, NULL, 0);
 			op5(READDIR, d1, (int64_t)(blk + ARF_B_HDR), max, 0, 0, NULL, 0);
 			op5(READDIR, d1, (int64_t)(rec + 24), max, 0, 0, NULL, 0);
-			walk_all(ARF_INO_ROOT, max, 100000);
+			walk_all(ARF_INO_ROOT, max * 32, 100000);
 		}
 	}
 }
@@ -767,8 +882,11 @@ int main(void)
 		fsck_side("after the table");
 		test_dirs();
 		fsck_side("after the directories");
+
 		test_random(count);
 		fsck_side("after the random operations");
+		test_mk();
+		fsck_side("after mkdir and mknod");
 		test_damaged();
 		printf("test_arf_opsdiff: %u operations on both sides, %d differing; %u of %d exports in C\n",
 		       n_ops, n_diffs, n_c, N_OPS);
