@@ -6,11 +6,10 @@
  *
  * STATUS (issue #16, second half; continue here):
  *   done, checked by test_arf_opsdiff:  lookup, getattr, readlink, lookupattr, readdir,
- *                                       readdirplus, walk, mkdir, mknod, mkdirattr, mknodattr
- *   still only in ops.pna:              unlink, rmdir, symlink, link, rename, symlinkattr,
- *                                       linkattr
- *   next: irelease (frees a removed inode's blocks), rm (unlink, rmdir), then
- *   tsize/reclen/bneed/bnew/dins/ddel/add32/dtouch/under for symlink, link, rename
+ *                                       readdirplus, walk, mkdir, mknod, mkdirattr, mknodattr,
+ *                                       unlink, rmdir
+ *   still only in ops.pna:              symlink, link, rename, symlinkattr, linkattr
+ *   next: tsize/reclen/bneed/bnew/dins/ddel/add32/dtouch/under for symlink, link, rename
  *   (iunlock5 for rename).  The journal, lock and bitmap helpers are in already.  When all are here: rename this
  *   segment's target to ops.pno in the Makefile (ARF_SEG_C, ARF_SEG_REF as data.c), run the
  *   ARF suites with it installed.
@@ -27,6 +26,7 @@
  *   mknod(dir, mode, uid, gid, rdev)  name -> new inode number (S_IFREG, S_IFIFO, S_IFCHR,
  *                                   S_IFBLK or S_IFSOCK in mode; rdev: a device's number)
  *   mkdirattr, mknodattr            the same, then getattr of the new inode
+ *   unlink(dir), rmdir(dir)         name -> 0
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
@@ -56,7 +56,7 @@ typedef unsigned long u64;
 /* errno values (Linux) */
 enum {
 	E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22,
-	E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_LOOP = 40,
+	E_ISDIR = 21, E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_NOTEMPTY = 39, E_LOOP = 40,
 };
 
 #define PATH_MAX_LEN 4095      /* longest path lookup accepts */
@@ -765,6 +765,168 @@ long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 	if (ino < 0)
 		return ino;
 	return do_getattr((u64)ino);
+}
+
+/* ---------------------------------------------------------------- unlink, rmdir */
+
+/* Give back what inode c (of type, a S_IF* value) owned, then the inode itself: a
+ * directory's slot table and block chain, a file's or long symlink's extents and extent
+ * blocks (an inline symlink owns none).  Called after the commit that freed it (mode 0,
+ * nothing names it), by the holder of its lock word, which the final fill clears.  A chain
+ * that loops (damaged) ends by fuel, an extent off the bitmap by a bounds trap, as in
+ * ops.pna. */
+static __attribute__((noinline)) void irelease(u64 c, u64 type)
+{
+	if (type == ARF_S_IFDIR) {
+		u64 x = ar_ld64(arf, c + ARF_D_TABLE);
+		if (x != 0)
+			bput(x, ar_ld64(arf, c + ARF_D_NSLOTS) >> 8);
+		x = ar_ld64(arf, c + ARF_D_HEAD);
+		while (x != 0) {
+			u64 nx = ar_ld64(arf, x + ARF_B_NEXT);
+			bput(x, 1);
+			x = nx;
+		}
+	} else {
+		/* files and long symlinks: inline extents, then the extent-block chain */
+		u64 ne = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+		for (u64 k = 0; k < ne && k < ARF_I_INLINE_EXT; k++) {
+			u64 e = c + ARF_I_BODY + k * ARF_E_SIZE;
+			bput(ar_ld64(arf, e + ARF_E_PBLK) << ARF_BLOCK_SHIFT, ar_ld32u(arf, e + ARF_E_LEN));
+		}
+		u64 x = ar_ld64(arf, c + ARF_I_XBLK);
+		while (x != 0) {
+			for (u64 k = 0; k < ar_ld32u(arf, x + ARF_X_N) && k < ARF_X_MAX; k++) {
+				u64 e = x + ARF_X_EXT + k * ARF_E_SIZE;
+				bput(ar_ld64(arf, e + ARF_E_PBLK) << ARF_BLOCK_SHIFT,
+				     ar_ld32u(arf, e + ARF_E_LEN));
+			}
+			u64 nx = ar_ld64(arf, x + ARF_X_NEXT);
+			bput(x, 1);
+			x = nx;
+		}
+	}
+	ar_fill(arf, c, ARF_INO_SIZE, 0);
+	iput((c - SB(ITABLE_OFF)) >> ARF_INO_SHIFT);
+}
+
+/* Remove entry args from directory pino: unlink (isdir 0) a non-directory, rmdir (isdir 1)
+ * an empty directory.  The slot becomes a tombstone, the record's ino 0; the child loses a
+ * link, and an inode left with none is freed with its blocks after the commit (ARF keeps no
+ * open-file state yet: an unlinked file is gone at once).  Locks the directory, then the
+ * child. */
+static long rm(u64 pino, u64 isdir)
+{
+	u64 len = (u64)ar_len(AR_ARGS);
+	if (len == 0)
+		return -E_NOENT;
+	if (len > ARF_NAME_MAX)
+		return -E_NAMETOOLONG;
+	if (isdots(0, len)) {
+		/* unlink(".") is EISDIR; rmdir(".") EINVAL, rmdir("..") ENOTEMPTY (as Linux) */
+		if (!isdir)
+			return -E_ISDIR;
+		return len == 1 ? -E_INVAL : -E_NOTEMPTY;
+	}
+	if (ar_findb(AR_ARGS, 0, len, '/') != -1)
+		return -E_INVAL;
+	u64 h = nhash(0, len);
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	long rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	u64 s = dfind(d, h, 0, len);
+	if (s == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	u64 r = ar_ld64(arf, s + ARF_T_REC);
+	u64 c = ioff(ar_ld64(arf, r + ARF_R_INO));
+	if (c == 0) {
+		rc = -E_IO;
+		goto fail1;
+	}
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	if (isdir && type != ARF_S_IFDIR) {
+		rc = -E_NOTDIR;
+		goto fail1;
+	}
+	if (!isdir && type == ARF_S_IFDIR) {
+		rc = -E_ISDIR;
+		goto fail1;
+	}
+	rc = ilock(c, tag);
+	if (rc != 0)
+		goto fail1;
+	if (isdir && ar_ld64(arf, c + ARF_D_NENT) != 0) {
+		rc = -E_NOTEMPTY;
+		iunlock(c, tag);
+		goto fail1;
+	}
+	/* ---- logged changes; nothing fails from here ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	jlog(j, d, ARF_INO_SIZE);
+	jlog(j, c, ARF_INO_SIZE);
+	jlog(j, s, ARF_T_SIZE);
+	u64 blk = r & ~((u64)ARF_BLOCK_SIZE - 1);
+	jlog(j, blk, ARF_B_HDR);
+	jlog(j, r, 8);
+	ar_st64(arf, s + ARF_T_REC, ARF_T_TOMB);
+	ar_st64(arf, r + ARF_R_INO, 0);
+	ar_st64(arf, blk + ARF_B_LIVE, ar_ld64(arf, blk + ARF_B_LIVE) - 1);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) - 1);
+	ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) + 1);
+	ar_st64(arf, d + ARF_I_MTIME, tnow);
+	ar_st64(arf, d + ARF_I_CTIME, tnow);
+	u64 nl = 0;
+	if (isdir) {
+		/* the removed directory's ".." no longer names the parent; the directory dies */
+		ar_st32(arf, d + ARF_I_NLINK, ar_ld32u(arf, d + ARF_I_NLINK) - 1);
+	} else {
+		nl = ar_ld32u(arf, c + ARF_I_NLINK) - 1ul;   /* a count of 0 (damaged) stays > 0 */
+		ar_st32(arf, c + ARF_I_NLINK, nl);
+		ar_st64(arf, c + ARF_I_CTIME, tnow);
+	}
+	if (nl == 0) {
+		/* no links left: the inode is free from the commit on (its body is read below) */
+		ar_st32(arf, c + ARF_I_NLINK, 0);
+		ar_st32(arf, c + ARF_I_MODE, 0);
+	}
+	jend(j);
+	iunlock(d, tag);
+	if (nl != 0) {
+		iunlock(c, tag);
+		return 0;
+	}
+	irelease(c, type);
+	return 0;
+fail1:                                 /* nothing was changed */
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+long unlink(u64 dir)
+{
+	return rm(dir, 0);
+}
+
+long rmdir(u64 dir)
+{
+	return rm(dir, 1);
 }
 
 /* ---------------------------------------------------------------- readdir */

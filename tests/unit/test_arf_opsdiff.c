@@ -15,6 +15,8 @@
  *     deeper than walk's frames, hostile readdir and walk arguments;
  *   - mkdir/mknod: hostile names, setgid directories, hostile modes, a busy journal, locked
  *     and stale-locked directories, EMLINK, ENOSPC for blocks and for inodes;
+ *   - unlink/rmdir: hostile names, every kind of inode freed (long symlink, grown
+ *     directory, hard links), locked children, a busy journal;
  *   - random sequences of every export over a growing tree (names from a small pool, so
  *     creates collide and lookups find), with hostile numbers now and then; arf_fsck must find
  *     the image clean afterwards;
@@ -275,14 +277,23 @@ static uint8_t *make_image(const char *dir)
 	return img;
 }
 
+static int n_report;
+static void report(void *user, enum arf_fsck_line kind, const char *line)
+{
+	(void)user;
+	if (kind == ARF_FSCK_PROBLEM && n_report++ < 5)
+		printf("  fsck: %s\n", line);
+}
+
 static void fsck_side(const char *what)
 {
 	uint8_t *copy = malloc(IMG_SIZE);
 	if (!copy)
 		return;
 	memcpy(copy, sides[0].img, IMG_SIZE);
-	struct arf_fsck_opts o = { 0 };
+	struct arf_fsck_opts o = { .report = report };
 	struct arf_fsck_result r;
+	n_report = 0;
 	int rc = arf_fsck_mem(copy, IMG_SIZE, &o, false, &r);
 	CHECK(rc == ARF_FSCK_CLEAN, "%s: fsck of the C side's image not clean (%d, %" PRIu64
 	      " problems)", what, rc, r.problems);
@@ -542,6 +553,7 @@ static void test_random(unsigned count)
 	}
 }
 
+static int64_t big_ino;               /* test_dirs' directory of 400 entries */
 static unsigned n_deep, n_err;        /* walk entries of those types seen */
 
 static uint64_t out64(uint64_t off)
@@ -606,7 +618,7 @@ static int64_t walk_all(int64_t start, int64_t max, int64_t soft)
 static void test_dirs(void)
 {
 	char nm[32];
-	int64_t big = op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, "big", 3);
+	int64_t big = big_ino = op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, "big", 3);
 	CHECK(big > 0, "mkdir big: %" PRId64, big);
 	for (int i = 0; i < 400; i++) {
 		int len = snprintf(nm, sizeof nm, "entry-%d%s", i, i % 3 ? "" : "-with-a-longer-name");
@@ -770,9 +782,83 @@ static void test_mk(void)
 	}
 }
 
+/* unlink and rmdir: hostile names, each kind of inode (a long symlink's block, a directory's
+ * table and blocks, a file with a second link), non-empty directories, locked children, a
+ * busy journal, an entry naming no inode. */
+static void test_rm(void)
+{
+	const int64_t R = ARF_INO_ROOT;
+	char n256[257];
+	memset(n256, 'r', sizeof n256);
+	static const struct { const char *s; size_t len; } names[] = {
+		{ "", 0 }, { ".", 1 }, { "..", 2 }, { "a/b", 3 }, { "/", 1 }, { "a\0b", 3 }, { "nope", 4 },
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		op5(UNLINK, R, 0, 0, 0, 0, names[i].s, names[i].len);
+		op5(RMDIR, R, 0, 0, 0, 0, names[i].s, names[i].len);
+	}
+	op5(UNLINK, R, 0, 0, 0, 0, n256, 255);
+	op5(UNLINK, R, 0, 0, 0, 0, n256, 256);
+	const int64_t odd[] = { 0, -1, (int64_t)n_inodes, (int64_t)n_inodes - 1, f1, l_in };
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		op5(UNLINK, odd[i], 0, 0, 0, 0, "x", 1);
+		op5(RMDIR, odd[i], 0, 0, 0, 0, "x", 1);
+	}
+	int64_t t = op5(MKDIR, R, 0755, 0, 0, 0, "rmt", 3);
+	CHECK(t > 0, "mkdir rmt: %" PRId64, t);
+	int64_t sub = op5(MKDIR, t, 0755, 0, 0, 0, "sub", 3);
+	int64_t f = op5(MKNOD, t, 0100644, 0, 0, 0, "f", 1);
+	op5(LINK, f, t, 0, 0, 0, "f2", 2);
+	op5(MKNOD, sub, 0010644, 0, 0, 0, "fifo", 4);
+	char lt[600];
+	memset(lt, 'z', sizeof lt);
+	memcpy(lt, "long", 4);
+	op5(SYMLINK, t, 4, 0, 0, 0, lt, sizeof lt);
+	op5(SYMLINK, t, 5, 0, 0, 0, "shortx", 6);
+	CHECK(op5(RMDIR, R, 0, 0, 0, 0, "rmt", 3) == -ENOTEMPTY, "rmdir of a non-empty directory");
+	CHECK(op5(UNLINK, R, 0, 0, 0, 0, "rmt", 3) == -EISDIR, "unlink of a directory");
+	CHECK(op5(RMDIR, t, 0, 0, 0, 0, "f", 1) == -ENOTDIR, "rmdir of a file");
+	/* locked: the child, then the directory; a busy journal */
+	uint64_t epoch = peek(ARF_SB_EPOCH, 8), joff = peek(ARF_SB_JOURNAL_OFF, 8);
+	poke(ino_off((uint64_t)f) + ARF_I_LOCK, epoch << 32 | 3, 8);
+	CHECK(op5(UNLINK, t, 0, 0, 0, 0, "f", 1) == -EAGAIN, "unlink of a locked file");
+	poke(ino_off((uint64_t)f) + ARF_I_LOCK, 0, 8);
+	poke(ino_off((uint64_t)t) + ARF_I_LOCK, epoch << 32 | 3, 8);
+	CHECK(op5(UNLINK, t, 0, 0, 0, 0, "f", 1) == -EAGAIN, "unlink in a locked directory");
+	poke(ino_off((uint64_t)t) + ARF_I_LOCK, 0, 8);
+	for (uint64_t k = 0; k < ARF_J_SLOTS; k++)
+		poke(joff + k * ARF_J_SLOT_SIZE + ARF_J_OWNER, epoch << 32 | (k + 1), 8);
+	CHECK(op5(RMDIR, t, 0, 0, 0, 0, "sub", 3) == -EAGAIN, "rmdir, no journal slot");
+	for (uint64_t k = 0; k < ARF_J_SLOTS; k++)
+		poke(joff + k * ARF_J_SLOT_SIZE + ARF_J_OWNER, 0, 8);
+	/* then everything goes, a link at a time */
+	CHECK(op5(UNLINK, t, 0, 0, 0, 0, "f", 1) == 0, "unlink f (a second link stays)");
+	CHECK(op5(GETATTR, f, 0, 0, 0, 0, NULL, 0) == f, "f lives on through f2");
+	CHECK(op5(UNLINK, t, 0, 0, 0, 0, "f2", 2) == 0, "unlink f2");
+	CHECK(op5(GETATTR, f, 0, 0, 0, 0, NULL, 0) == -ENOENT, "f is free");
+	CHECK(op5(UNLINK, t, 0, 0, 0, 0, "long", 4) == 0, "unlink of a long symlink");
+	CHECK(op5(UNLINK, t, 0, 0, 0, 0, "short", 5) == 0, "unlink of a short symlink");
+	CHECK(op5(UNLINK, sub, 0, 0, 0, 0, "fifo", 4) == 0, "unlink of a fifo");
+	CHECK(op5(RMDIR, t, 0, 0, 0, 0, "sub", 3) == 0, "rmdir sub");
+	CHECK(op5(RMDIR, R, 0, 0, 0, 0, "rmt", 3) == 0, "rmdir rmt");
+	/* the big directory of test_dirs, emptied and removed: its grown table and blocks */
+	char nm[40];
+	for (int i = 0; i < 400; i++) {
+		int len = snprintf(nm, sizeof nm, "entry-%d%s", i, i % 3 ? "" : "-with-a-longer-name");
+		op5(i % 2 ? UNLINK : RMDIR, big_ino, 0, 0, 0, 0, nm, (size_t)len);
+		op5(i % 2 ? RMDIR : UNLINK, big_ino, 0, 0, 0, 0, nm, (size_t)len);
+	}
+	CHECK(op5(RMDIR, R, 0, 0, 0, 0, "big", 3) == 0, "rmdir big");
+}
+
 /* Damage in both copies, then read-only calls through it (and random ones after). */
 static void test_damaged(void)
 {
+	/* a file with no link count: unlink leaves it with 2^32 - 1 (and no name) */
+	int64_t x = op5(MKNOD, ARF_INO_ROOT, 0100644, 0, 0, 0, "nolink", 6);
+	poke(ino_off((uint64_t)x) + ARF_I_NLINK, 0, 4);
+	op5(UNLINK, ARF_INO_ROOT, 0, 0, 0, 0, "nolink", 6);
+	op5(GETATTR, x, 0, 0, 0, 0, NULL, 0);
 	uint64_t r = ino_off(ARF_INO_ROOT), dd1 = ino_off((uint64_t)d1);
 	uint64_t tab = peek(dd1 + ARF_D_TABLE, 8), nslots = peek(dd1 + ARF_D_NSLOTS, 8);
 	/* the slot of f1 in d1's table, and its record */
@@ -831,6 +917,9 @@ static void test_damaged(void)
 		if (pokes[p].off < 4096)
 			continue;              /* a slot or record not found: nothing to damage */
 		poke(pokes[p].off, pokes[p].v, pokes[p].size);
+		op5(UNLINK, d1, 0, 0, 0, 0, "f1", 2);
+		op5(RMDIR, d1, 0, 0, 0, 0, "d2", 2);
+		op5(MKNOD, d1, 0100644, 0, 0, 0, "new", 3);
 		for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
 			ops(k % 2 ? LOOKUPATTR : LOOKUP, ARF_INO_ROOT, paths[k]);
 		const int64_t inos[] = { ARF_INO_ROOT, d1, d2, f1, l_in, l_blk };
@@ -887,6 +976,8 @@ int main(void)
 		fsck_side("after the random operations");
 		test_mk();
 		fsck_side("after mkdir and mknod");
+		test_rm();
+		fsck_side("after unlink and rmdir");
 		test_damaged();
 		printf("test_arf_opsdiff: %u operations on both sides, %d differing; %u of %d exports in C\n",
 		       n_ops, n_diffs, n_c, N_OPS);
