@@ -7,10 +7,10 @@
  * STATUS (issue #16, second half; continue here):
  *   done, checked by test_arf_opsdiff:  lookup, getattr, readlink, lookupattr, readdir,
  *                                       readdirplus, walk, mkdir, mknod, mkdirattr, mknodattr,
- *                                       unlink, rmdir
- *   still only in ops.pna:              symlink, link, rename, symlinkattr, linkattr
- *   next: tsize/reclen/bneed/bnew/dins/ddel/add32/dtouch/under for symlink, link, rename
- *   (iunlock5 for rename).  The journal, lock and bitmap helpers are in already.  When all are here: rename this
+ *                                       unlink, rmdir, symlink, symlinkattr, link, linkattr
+ *   still only in ops.pna:              rename
+ *   next: rename with under and iunlock5 (ddel is here already; iunlock5 has 6 arguments:
+ *   pncc allows 5, so unlock the inodes one by one or pack).  The journal, lock and bitmap helpers are in already.  When all are here: rename this
  *   segment's target to ops.pno in the Makefile (ARF_SEG_C, ARF_SEG_REF as data.c), run the
  *   ARF suites with it installed.
  *
@@ -27,6 +27,9 @@
  *                                   S_IFBLK or S_IFSOCK in mode; rdev: a device's number)
  *   mkdirattr, mknodattr            the same, then getattr of the new inode
  *   unlink(dir), rmdir(dir)         name -> 0
+ *   symlink(dir, nlen, uid, gid)    name then target -> new inode number
+ *   link(ino, dir)                  name -> 0
+ *   symlinkattr, linkattr           the same, then getattr of the inode
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
@@ -55,7 +58,7 @@ typedef unsigned long u64;
 
 /* errno values (Linux) */
 enum {
-	E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22,
+	E_PERM = 1, E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22,
 	E_ISDIR = 21, E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_NOTEMPTY = 39, E_LOOP = 40,
 };
 
@@ -927,6 +930,417 @@ long unlink(u64 dir)
 long rmdir(u64 dir)
 {
 	return rm(dir, 1);
+}
+
+/* ---------------------------------------------------------------- entry helpers
+ * Used by symlink, link and rename: the allocation half (before the first logged change)
+ * and the logged half of inserting and removing an entry.  The caller holds the directory's
+ * lock and has logged its inode. */
+
+/* Slots of the new table directory d needs before one more insert (the growth rule of mk:
+ * live + tombstones + 1 > nslots / 2, or no table yet), or 0 when its table has room. */
+static u64 tsize(u64 d)
+{
+	u64 nent = ar_ld64(arf, d + ARF_D_NENT);
+	if (ar_ld64(arf, d + ARF_D_TABLE) != 0 &&
+	    (nent + ar_ld64(arf, d + ARF_D_NTOMB) + 1) << 1 <= ar_ld64(arf, d + ARF_D_NSLOTS))
+		return 0;
+	u64 ns = ARF_D_MIN_SLOTS;      /* max(256, next power of two >= 2 * (nent + 1)) */
+	while (ns < (nent + 1) << 1)
+		ns <<= 1;
+	return ns;
+}
+
+/* Bytes of the record of a name of len bytes. */
+static u64 reclen(u64 len)
+{
+	return (ARF_R_NAME + len + 7) & ~7ul;
+}
+
+/* 1 when a record for a name of len bytes does not fit directory d's tail block (or d has
+ * no block yet), else 0. */
+static u64 bneed(u64 d, u64 len)
+{
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	return tail == 0 || ar_ld64(arf, tail + ARF_B_USED) + reclen(len) > ARF_BLOCK_SIZE;
+}
+
+/* A new, empty directory block (ours until a logged store links it): its offset, or 0
+ * (ENOSPC). */
+static u64 bnew(void)
+{
+	u64 b = balloc(1);
+	if (b != 0) {
+		ar_fill(arf, b, ARF_BLOCK_SIZE, 0);
+		ar_st64(arf, b + ARF_B_USED, ARF_B_HDR);
+		ar_st64(arf, b + ARF_B_MAGIC, ARF_B_MAGIC_VALUE);
+	}
+	return b;
+}
+
+/* ops.pna's dins(j, d, h, noff, nlen, ino, dt, newt, ns, newb) takes ten arguments; pncc
+ * allows five, so it is three calls in the same order: dgrow, dlink, dput.  Insert the
+ * entry args[noff .. +nlen) (hash h) -> ino, record type dt, into directory d (locked, its
+ * inode logged, the name known absent).  newt (a run of ns slots, from tsize) and newb
+ * (from bnew) were allocated before the operation's first logged change, 0 when not needed.
+ * As mk: rehash into newt and publish it, link newb after the tail, append the record past
+ * the tail's used bytes (no undo record: nothing covers those bytes yet), log and fill its
+ * slot, nent + 1.  The caller reads the old table first and frees it after its commit;
+ * times and link counts are the caller's. */
+
+/* The table part: newt zeroed (ours: no undo record), the live slots of the old table
+ * rehashed into it, then published in d's (logged) inode. */
+static __attribute__((noinline)) void dgrow(u64 d, u64 newt, u64 ns)
+{
+	if (newt == 0)
+		return;
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	ar_fill(arf, newt, ns * ARF_T_SIZE, 0);
+	u64 sh = 64 - (u64)ar_ctz(ns);
+	for (u64 i = 0; oldt != 0 && i < nslots; i++) {
+		u64 s = oldt + i * ARF_T_SIZE;
+		u64 rec = ar_ld64(arf, s + ARF_T_REC);
+		if (rec <= ARF_T_TOMB)
+			continue;
+		u64 r = tslot(newt, ns - 1, sh, ar_ld64(arf, s + ARF_T_HASH));
+		ar_st64(arf, r + ARF_T_HASH, ar_ld64(arf, s + ARF_T_HASH));
+		ar_st64(arf, r + ARF_T_REC, rec);
+	}
+	ar_st64(arf, d + ARF_D_TABLE, newt);
+	ar_st64(arf, d + ARF_D_NSLOTS, ns);
+	ar_st64(arf, d + ARF_D_SHIFT, sh);
+	ar_st64(arf, d + ARF_D_NTOMB, 0);
+	u64 nb = ar_ld64(arf, d + ARF_I_NBLOCKS) + (ns >> 8);
+	if (oldt != 0)
+		nb -= nslots >> 8;
+	ar_st64(arf, d + ARF_I_NBLOCKS, nb);
+}
+
+/* The block part: newb linked after the tail (or as the first block), or the tail's
+ * header logged (its used and live change).  Afterwards d's tail is where the record
+ * goes. */
+static __attribute__((noinline)) void dlink(u64 j, u64 d, u64 newb)
+{
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	if (newb == 0) {
+		jlog(j, tail, ARF_B_HDR);
+		return;
+	}
+	if (tail != 0) {
+		jlog(j, tail, ARF_B_HDR);
+		ar_st64(arf, tail + ARF_B_NEXT, newb);
+	} else {
+		ar_st64(arf, d + ARF_D_HEAD, newb);
+	}
+	ar_st64(arf, d + ARF_D_TAIL, newb);
+	ar_st64(arf, d + ARF_I_NBLOCKS, ar_ld64(arf, d + ARF_I_NBLOCKS) + 1);
+	ar_st64(arf, d + ARF_I_SIZE, ar_ld64(arf, d + ARF_I_SIZE) + ARF_BLOCK_SIZE);
+}
+
+/* Pack noff (< 2^32: an offset inside args), nlen and dt for dput. */
+#define NAMEREF(noff, nlen, dt) ((noff) | (u64)(nlen) << 32 | (u64)(dt) << 48)
+
+/* The record part: appended at d's tail, indexed in the first tombstone or empty slot of
+ * its probe (logged), nent + 1.  nr = NAMEREF(noff, nlen, dt). */
+static __attribute__((noinline)) void dput(u64 j, u64 d, u64 h, u64 ino, u64 nr)
+{
+	u64 noff = nr & 0xffffffffu, nlen = nr >> 32 & 0xffff, dt = nr >> 48;
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	u64 rl = reclen(nlen);
+	u64 used = ar_ld64(arf, tail + ARF_B_USED);
+	u64 r = tail + used;
+	ar_fill(arf, r, rl, 0);
+	ar_st64(arf, r + ARF_R_INO, ino);
+	ar_st64(arf, r + ARF_R_HASH, h);
+	ar_st16(arf, r + ARF_R_LEN, rl);
+	ar_st8(arf, r + ARF_R_NAMELEN, nlen);
+	ar_st8(arf, r + ARF_R_TYPE, dt);
+	ar_copy(arf, AR_ARGS, r + ARF_R_NAME, noff, nlen);
+	ar_st64(arf, tail + ARF_B_USED, used + rl);
+	ar_st64(arf, tail + ARF_B_LIVE, ar_ld64(arf, tail + ARF_B_LIVE) + 1);
+	u64 s = tslot(ar_ld64(arf, d + ARF_D_TABLE), ar_ld64(arf, d + ARF_D_NSLOTS) - 1,
+	              ar_ld64(arf, d + ARF_D_SHIFT), h);
+	jlog(j, s, ARF_T_SIZE);
+	if (ar_ld64(arf, s + ARF_T_REC) == ARF_T_TOMB)
+		ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) - 1);
+	ar_st64(arf, s + ARF_T_HASH, h);
+	ar_st64(arf, s + ARF_T_REC, r);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) + 1);
+}
+
+/* Remove the entry of slot s from directory d (locked, its inode logged), as rm: log the
+ * slot, the record's block header and its ino; the slot becomes a tombstone, the record
+ * dead; live, nent and ntomb follow.  (rename's; not used yet.) */
+static __attribute__((noinline, unused)) void ddel(u64 j, u64 d, u64 s)
+{
+	u64 r = ar_ld64(arf, s + ARF_T_REC);
+	u64 blk = r & ~((u64)ARF_BLOCK_SIZE - 1);
+	jlog(j, s, ARF_T_SIZE);
+	jlog(j, blk, ARF_B_HDR);
+	jlog(j, r, 8);
+	ar_st64(arf, s + ARF_T_REC, ARF_T_TOMB);
+	ar_st64(arf, r + ARF_R_INO, 0);
+	ar_st64(arf, blk + ARF_B_LIVE, ar_ld64(arf, blk + ARF_B_LIVE) - 1);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) - 1);
+	ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) + 1);
+}
+
+/* Set directory (or inode) d's mtime and ctime to t. */
+static void dtouch(u64 d, u64 t)
+{
+	ar_st64(arf, d + ARF_I_MTIME, t);
+	ar_st64(arf, d + ARF_I_CTIME, t);
+}
+
+/* ---------------------------------------------------------------- symlink */
+
+/* symlink(dir, nlen, uid, gid): args is the name (nlen bytes) then the target.  A new inode
+ * S_IFLNK | 0777 with size = the target's length; a target of up to 144 bytes is the body
+ * itself (ARF_IF_INLINE), a longer one fills one data block named by one extent (lblk 0,
+ * len 1).  Errors: target empty ENOENT, longer than 4095 ENAMETOOLONG, with a NUL EINVAL;
+ * the name's as mknod; nlen past the args EINVAL.  Order as mk: checks, slot, directory
+ * lock, EEXIST, every allocation (inode, table, directory block, target block), then the
+ * logged changes, commit, unlock, free the old table. */
+static __attribute__((noinline)) long do_symlink(u64 pino, u64 nlen, u64 uid, u64 gid)
+{
+	u64 alen = (u64)ar_len(AR_ARGS);
+	if (nlen > alen)
+		return -E_INVAL;
+	u64 tl = alen - nlen;
+	if (tl == 0)
+		return -E_NOENT;
+	if (tl > ARF_SYMLINK_MAX)
+		return -E_NAMETOOLONG;
+	if (ar_findb(AR_ARGS, nlen, tl, 0) != -1)
+		return -E_INVAL;
+	long rc = ncheck(0, nlen);
+	if (rc != 0)
+		return rc == 1 ? -E_EXIST : rc;
+	u64 h = nhash(0, nlen);
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	u64 ino = 0, ns = 0, newt = 0, newb = 0, blk = 0;
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail;
+	}
+	if (dfind(d, h, 0, nlen) != 0) {
+		rc = -E_EXIST;
+		goto fail;
+	}
+	ino = ialloc();
+	if (ino == 0) {
+		rc = -E_NOSPC;
+		goto fail;
+	}
+	ns = tsize(d);
+	if (ns != 0) {
+		newt = balloc(ns >> 8);
+		if (newt == 0) {
+			ns = 0;
+			goto nospc;
+		}
+	}
+	if (bneed(d, nlen)) {
+		newb = bnew();
+		if (newb == 0)
+			goto nospc;
+	}
+	if (tl > ARF_I_BODY_LEN) {
+		blk = balloc(1);
+		if (blk == 0)
+			goto nospc;
+		/* the target block is ours until the logged inode names it: filled without undo */
+		ar_fill(arf, blk, ARF_BLOCK_SIZE, 0);
+		ar_copy(arf, AR_ARGS, blk, nlen, tl);
+	}
+	/* ---- from here on nothing fails: every change is logged first ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	u64 c = ioff(ino);
+	jlog(j, c, ARF_INO_SIZE);      /* a crash before the link must leave the inode free again */
+	jlog(j, d, ARF_INO_SIZE);
+	ar_fill(arf, c, ARF_INO_SIZE, 0);
+	ar_st32(arf, c + ARF_I_MODE, ARF_S_IFLNK | 0777);
+	ar_st32(arf, c + ARF_I_NLINK, 1);
+	ar_st32(arf, c + ARF_I_UID, uid);
+	ar_st32(arf, c + ARF_I_GID, newgid(d, gid));
+	ar_st64(arf, c + ARF_I_SIZE, tl);
+	ar_st64(arf, c + ARF_I_ATIME, tnow);
+	ar_st64(arf, c + ARF_I_BTIME, tnow);
+	dtouch(c, tnow);
+	ar_st64(arf, c + ARF_I_GEN, ar_fadd(arf, ARF_SB_NEXT_GEN, 1));
+	if (blk == 0) {
+		ar_st32(arf, c + ARF_I_FLAGS, ARF_IF_INLINE);
+		ar_copy(arf, AR_ARGS, c + ARF_I_BODY, nlen, tl);
+	} else {
+		ar_st32(arf, c + ARF_I_NEXTENTS, 1);
+		ar_st64(arf, c + ARF_I_NBLOCKS, 1);
+		ar_st32(arf, c + ARF_I_BODY + ARF_E_LEN, 1);
+		ar_st64(arf, c + ARF_I_BODY + ARF_E_PBLK, blk >> ARF_BLOCK_SHIFT);
+	}
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	dgrow(d, newt, ns);
+	dlink(j, d, newb);
+	dput(j, d, h, ino, NAMEREF(0, nlen, ARF_DT_LNK));
+	dtouch(d, tnow);
+	jend(j);
+	iunlock(d, tag);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return (long)ino;
+nospc:                                 /* give back what was claimed; nothing was changed */
+	iput(ino);
+	bput(newt, ns >> 8);
+	bput(newb, newb != 0);
+	rc = -E_NOSPC;
+fail:
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+long symlink(u64 pino, u64 nlen, u64 uid, u64 gid)
+{
+	return do_symlink(pino, nlen, uid, gid);
+}
+
+long symlinkattr(u64 pino, u64 nlen, u64 uid, u64 gid)
+{
+	long ino = do_symlink(pino, nlen, uid, gid);
+	if (ino < 0)
+		return ino;
+	return do_getattr((u64)ino);
+}
+
+/* ---------------------------------------------------------------- link */
+
+/* link(ino, dir): args is the new name.  A second (third, ...) entry for the existing
+ * non-directory ino: nlink + 1, ctime now.  Locks the directory, then the inode
+ * (directories before what they name, as rm).  Errors: the name's as mknod (EEXIST first,
+ * as Linux), EPERM for a directory, ENOENT when ino is free (or unlinked while we waited),
+ * EINVAL for no such number, EMLINK when nlink would pass 2^32 - 1, ENOSPC, EAGAIN. */
+static __attribute__((noinline)) long do_link(u64 ino, u64 pino)
+{
+	long rc = namecheck();
+	if (rc != 0)
+		return rc;
+	u64 len = (u64)ar_len(AR_ARGS);
+	u64 h = nhash(0, len);
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	if (dfind(d, h, 0, len) != 0) {
+		rc = -E_EXIST;
+		goto fail1;
+	}
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	if (type == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	if (type == ARF_S_IFDIR) {
+		rc = -E_PERM;
+		goto fail1;
+	}
+	rc = ilock(c, tag);
+	if (rc != 0)
+		goto fail1;
+	/* unlinked while we waited for its lock? */
+	u64 mode = ar_ld32u(arf, c + ARF_I_MODE);
+	u64 ns = 0, newt = 0, newb = 0;
+	if (mode == 0) {
+		rc = -E_NOENT;
+		goto fail2;
+	}
+	if (ar_ld32u(arf, c + ARF_I_NLINK) >= 0xffffffffu) {
+		rc = -E_MLINK;
+		goto fail2;
+	}
+	ns = tsize(d);
+	if (ns != 0) {
+		newt = balloc(ns >> 8);
+		if (newt == 0) {
+			rc = -E_NOSPC;
+			goto fail2;
+		}
+	}
+	if (bneed(d, len)) {
+		newb = bnew();
+		if (newb == 0) {
+			bput(newt, ns >> 8);
+			rc = -E_NOSPC;
+			goto fail2;
+		}
+	}
+	/* ---- logged changes; nothing fails from here ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	jlog(j, c, ARF_INO_SIZE);
+	jlog(j, d, ARF_INO_SIZE);
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	dgrow(d, newt, ns);
+	dlink(j, d, newb);
+	dput(j, d, h, ino, NAMEREF(0, len, dtype(mode)));
+	ar_st32(arf, c + ARF_I_NLINK, ar_ld32u(arf, c + ARF_I_NLINK) + 1);
+	ar_st64(arf, c + ARF_I_CTIME, tnow);
+	dtouch(d, tnow);
+	jend(j);
+	iunlock(c, tag);
+	iunlock(d, tag);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return 0;
+fail2:
+	iunlock(c, tag);
+fail1:                                 /* nothing was changed */
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+long link(u64 ino, u64 pino)
+{
+	return do_link(ino, pino);
+}
+
+/* link returns 0 on success: the attributes are ino's (its nlink already counts the new
+ * name); the result is ino. */
+long linkattr(u64 ino, u64 pino)
+{
+	long rc = do_link(ino, pino);
+	if (rc < 0)
+		return rc;
+	return do_getattr(ino);
 }
 
 /* ---------------------------------------------------------------- readdir */

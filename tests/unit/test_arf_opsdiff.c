@@ -17,6 +17,8 @@
  *     and stale-locked directories, EMLINK, ENOSPC for blocks and for inodes;
  *   - unlink/rmdir: hostile names, every kind of inode freed (long symlink, grown
  *     directory, hard links), locked children, a busy journal;
+ *   - symlink/link: name/target splits, the inline limit, hostile numbers, EPERM, EMLINK,
+ *     locks, ENOSPC for target and directory blocks;
  *   - random sequences of every export over a growing tree (names from a small pool, so
  *     creates collide and lookups find), with hostile numbers now and then; arf_fsck must find
  *     the image clean afterwards;
@@ -553,6 +555,7 @@ static void test_random(unsigned count)
 	}
 }
 
+static int64_t g_ino;                 /* test_mk's setgid directory */
 static int64_t big_ino;               /* test_dirs' directory of 400 entries */
 static unsigned n_deep, n_err;        /* walk entries of those types seen */
 
@@ -689,7 +692,7 @@ static void test_mk(void)
 	op5(MKNOD, ARF_INO_ROOT, 0100644, 0, 0, 0, n256, 256);
 	op5(MKDIR, ARF_INO_ROOT, 0755, 0, 0, 0, n256, 255);      /* EEXIST */
 	/* setgid: the directory's group goes to new entries, and setgid to new directories */
-	int64_t g = op5(MKDIR, ARF_INO_ROOT, 02775, 10, 20, 0, "sgid", 4);
+	int64_t g = g_ino = op5(MKDIR, ARF_INO_ROOT, 02775, 10, 20, 0, "sgid", 4);
 	CHECK(g > 0, "mkdir sgid: %" PRId64, g);
 	op5(MKDIRATTR, g, 0755, 11, 21, 0, "sub", 3);
 	op5(MKNODATTR, g, 0102755, 11, 21, 5, "f", 1);
@@ -851,6 +854,77 @@ static void test_rm(void)
 	CHECK(op5(RMDIR, R, 0, 0, 0, 0, "big", 3) == 0, "rmdir big");
 }
 
+/* symlink and link: name/target splits, the inline limit, hostile numbers, EPERM, EMLINK,
+ * locks, ENOSPC for the target block and for a new directory block. */
+static void test_links(void)
+{
+	const int64_t R = ARF_INO_ROOT;
+	char b[5000];
+	memset(b, 'y', sizeof b);
+	memcpy(b, "s1", 2);
+	const struct { int64_t nlen; size_t len; } splits[] = {
+		{ 2, 2 }, { 3, 2 }, { -1, 10 }, { 0, 10 }, { 2, 2 + 144 }, { 2, 2 + 145 },
+		{ 2, 2 + 4095 }, { 2, 2 + 4096 }, { 256, 300 }, { 255, 300 }, { 1, 3 },
+	};
+	for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
+		b[1] = (char)('a' + i);
+		op5(i % 2 ? SYMLINK : SYMLINKATTR, R, splits[i].nlen, 1, 2, 0, b, splits[i].len);
+		op5(READLINK, op5(LOOKUP, R, 0, 0, 0, 0, b, 2), 0, 0, 0, 0, NULL, 0);
+	}
+	op5(SYMLINK, R, 1, 0, 0, 0, ".target", 7);
+	op5(SYMLINK, R, 2, 0, 0, 0, "..target", 8);
+	op5(SYMLINK, R, 3, 0, 0, 0, "a/btarget", 9);
+	op5(SYMLINK, R, 2, 0, 0, 0, "ntar\0et", 8);
+	op5(SYMLINK, R, 2, 0, 0, 0, "n\0target", 9);
+	op5(SYMLINK, l_in, 2, 0, 0, 0, "nntarget", 8);
+	op5(SYMLINK, 0, 2, 0, 0, 0, "nntarget", 8);
+	op5(SYMLINK, (int64_t)n_inodes - 1, 2, 0, 0, 0, "nntarget", 8);
+	op5(SYMLINKATTR, g_ino, 2, 7, 8, 0, "sgtarget", 8);           /* setgid directory */
+	/* link */
+	int64_t f = op5(MKNOD, R, 0100644, 0, 0, 0, "lf", 2);
+	const struct { int64_t ino, dir; const char *name; } links[] = {
+		{ f, R, "lf2" }, { f, R, "lf" }, { f, d1, "lf3" }, { f, R, "" }, { f, R, "." },
+		{ f, R, ".." }, { f, R, "a/b" }, { d1, R, "dl" }, { 0, R, "x" }, { -1, R, "x" },
+		{ (int64_t)n_inodes, R, "x" }, { (int64_t)n_inodes - 1, R, "x" }, { f, f, "x" },
+		{ f, 0, "x" }, { l_in, d2, "ll" }, { p1, d2, "pl" }, { R, d2, "root" },
+	};
+	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+		op5(i % 2 ? LINK : LINKATTR, links[i].ino, links[i].dir, 0, 0, 0, links[i].name,
+		    strlen(links[i].name));
+	uint64_t nl = peek(ino_off((uint64_t)f) + ARF_I_NLINK, 4);
+	poke(ino_off((uint64_t)f) + ARF_I_NLINK, 0xffffffffu, 4);
+	CHECK(op5(LINK, f, R, 0, 0, 0, "many", 4) == -EMLINK, "link, EMLINK");
+	poke(ino_off((uint64_t)f) + ARF_I_NLINK, 0xfffffffeu, 4);
+	op5(LINKATTR, f, R, 0, 0, 0, "many", 4);
+	op5(UNLINK, R, 0, 0, 0, 0, "many", 4);
+	poke(ino_off((uint64_t)f) + ARF_I_NLINK, nl, 4);
+	uint64_t epoch = peek(ARF_SB_EPOCH, 8);
+	poke(ino_off((uint64_t)f) + ARF_I_LOCK, epoch << 32 | 4, 8);
+	CHECK(op5(LINK, f, R, 0, 0, 0, "locked", 6) == -EAGAIN, "link of a locked inode");
+	poke(ino_off((uint64_t)f) + ARF_I_LOCK, 0, 8);
+	/* no free block: long targets and inserts needing a block fail, inline ones go on */
+	uint64_t bmap = peek(ARF_SB_BBMAP_OFF, 8), blen = peek(ARF_SB_BBMAP_LEN, 8);
+	uint8_t *saved = malloc(blen);
+	if (saved) {
+		memcpy(saved, sides[0].img + bmap, blen);
+		for (int k = 0; k < 2; k++)
+			memset(sides[k].img + bmap, 0xff, blen);
+		char nm[300];
+		for (int i = 0; i < 200; i++) {
+			int len = snprintf(nm, sizeof nm, "nospc-link-%d", i);
+			if (i % 2)
+				op5(LINK, f, i % 3 ? R : g_ino, 0, 0, 0, nm, (size_t)len);
+			else {
+				memcpy(b, nm, (size_t)len);
+				op5(SYMLINK, i % 3 ? R : g_ino, len, 0, 0, 0, b, (size_t)len + (i % 4 ? 10 : 200));
+			}
+		}
+		for (int k = 0; k < 2; k++)
+			memcpy(sides[k].img + bmap, saved, blen);
+		free(saved);
+	}
+}
+
 /* Damage in both copies, then read-only calls through it (and random ones after). */
 static void test_damaged(void)
 {
@@ -978,6 +1052,8 @@ int main(void)
 		fsck_side("after mkdir and mknod");
 		test_rm();
 		fsck_side("after unlink and rmdir");
+		test_links();
+		fsck_side("after symlink and link");
 		test_damaged();
 		printf("test_arf_opsdiff: %u operations on both sides, %d differing; %u of %d exports in C\n",
 		       n_ops, n_diffs, n_c, N_OPS);
