@@ -7,12 +7,11 @@
  * STATUS (issue #16, second half; continue here):
  *   done, checked by test_arf_opsdiff:  lookup, getattr, readlink, lookupattr, readdir,
  *                                       readdirplus, walk, mkdir, mknod, mkdirattr, mknodattr,
- *                                       unlink, rmdir, symlink, symlinkattr, link, linkattr
- *   still only in ops.pna:              rename
- *   next: rename with under and iunlock5 (ddel is here already; iunlock5 has 6 arguments:
- *   pncc allows 5, so unlock the inodes one by one or pack).  The journal, lock and bitmap helpers are in already.  When all are here: rename this
- *   segment's target to ops.pno in the Makefile (ARF_SEG_C, ARF_SEG_REF as data.c), run the
- *   ARF suites with it installed.
+ *                                       unlink, rmdir, symlink, symlinkattr, link, linkattr,
+ *                                       rename: all 18
+ *   next: install it (Makefile: arf/ops.c into ARF_SEG_C, arf/ops.pna into ARF_SEG_REF,
+ *   test_arf_opsdiff's defaults to ops.pno / ops_asm.pno), then run test_arf_ops,
+ *   test_arf_crash, arf_mount.sh, arf_race.sh, arf_conform.sh with it.
  *
  * Exports (integer arguments; a name or path is the whole "args" byte region), as ops.pna:
  *   lookup(start)                   path -> inode number
@@ -29,6 +28,7 @@
  *   unlink(dir), rmdir(dir)         name -> 0
  *   symlink(dir, nlen, uid, gid)    name then target -> new inode number
  *   link(ino, dir)                  name -> 0
+ *   rename(olddir, newdir, olen, flags)  old name then new name -> 0
  *   symlinkattr, linkattr           the same, then getattr of the inode
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
@@ -59,7 +59,7 @@ typedef unsigned long u64;
 /* errno values (Linux) */
 enum {
 	E_PERM = 1, E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22,
-	E_ISDIR = 21, E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_NOTEMPTY = 39, E_LOOP = 40,
+	E_BUSY = 16, E_ISDIR = 21, E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_NOTEMPTY = 39, E_LOOP = 40,
 };
 
 #define PATH_MAX_LEN 4095      /* longest path lookup accepts */
@@ -1071,8 +1071,8 @@ static __attribute__((noinline)) void dput(u64 j, u64 d, u64 h, u64 ino, u64 nr)
 
 /* Remove the entry of slot s from directory d (locked, its inode logged), as rm: log the
  * slot, the record's block header and its ino; the slot becomes a tombstone, the record
- * dead; live, nent and ntomb follow.  (rename's; not used yet.) */
-static __attribute__((noinline, unused)) void ddel(u64 j, u64 d, u64 s)
+ * dead; live, nent and ntomb follow. */
+static __attribute__((noinline)) void ddel(u64 j, u64 d, u64 s)
 {
 	u64 r = ar_ld64(arf, s + ARF_T_REC);
 	u64 blk = r & ~((u64)ARF_BLOCK_SIZE - 1);
@@ -1341,6 +1341,306 @@ long linkattr(u64 ino, u64 pino)
 	if (rc < 0)
 		return rc;
 	return do_getattr(ino);
+}
+
+/* ---------------------------------------------------------------- rename */
+
+/* 1 when directory (offset) x is directory a or lies under it: walks x's parent chain to
+ * the root (whose parent is itself), at most n_inodes steps (the bytes are not trusted). */
+static __attribute__((noinline)) u64 under(u64 x, u64 a)
+{
+	for (u64 n = 0;; n++) {
+		if (x == a)
+			return 1;
+		if (n >= SB(N_INODES))
+			return 0;
+		u64 p = ioff(ar_ld64(arf, x + ARF_I_PARENT));
+		if (p == 0 || p == x)
+			return 0;
+		x = p;
+	}
+}
+
+/* Add delta to the u32 at arf[off] (link counts). */
+static void add32(u64 off, u64 delta)
+{
+	ar_st32(arf, off, ar_ld32u(arf, off) + delta);
+}
+
+/* Unlock each nonzero inode offset of a .. d, held with tag (ops.pna's iunlock5 also takes
+ * a fifth; pncc allows five arguments, so rename calls this and iunlock). */
+static __attribute__((noinline)) void iunlock4(u64 tag, u64 a, u64 b, u64 c, u64 d)
+{
+	if (a != 0)
+		iunlock(a, tag);
+	if (b != 0)
+		iunlock(b, tag);
+	if (c != 0)
+		iunlock(c, tag);
+	if (d != 0)
+		iunlock(d, tag);
+}
+
+/* rename(olddir, newdir, olen, flags): args is the old name (olen bytes) then the new one.
+ * flags 0, 1 RENAME_NOREPLACE, 2 RENAME_EXCHANGE (both: EINVAL), as renameat2(2) on a Linux
+ * local filesystem:
+ *   - the new name may exist: a file replaces a non-directory (which loses a link, freed with
+ *     its blocks after the commit when none is left), a directory replaces an empty
+ *     directory; else EISDIR (file over directory), ENOTDIR (directory over file),
+ *     ENOTEMPTY; NOREPLACE: EEXIST; EXCHANGE swaps the two entries (both must exist: ENOENT)
+ *   - a directory moved into its own subtree: EINVAL (also an exchange making one); a
+ *     target that lies above the source: ENOTEMPTY (exchange: EINVAL)
+ *   - two names of one inode (or one name): nothing happens, 0
+ *   - "." or ".." as either name: EBUSY (NOREPLACE on the new one: EEXIST), other name
+ *     errors as mknod; EMLINK when a directory would pass 2^32 - 16 links
+ *   - a moved directory's parent field (its "..") and both parents' link counts follow;
+ *     ctime of the moved (and replaced, exchanged) inodes and both parents' mtime/ctime: now
+ * Locks, in one order every operation keeps: between two directories, inode 0's lock word
+ * (renames across directories one at a time, so what lies under what cannot change while it
+ * is checked; taken first, by renames only), then the directories, the one above the other
+ * first (unrelated ones: olddir first), then the entries' inodes, directories before
+ * others, else by number.  rm and link lock a directory before what it names, so no cycle
+ * of waits can form.  Then: every allocation (only a new name needs one), the logged
+ * changes, commit, unlock, free what the replaced inode and an old table owned. */
+long rename(u64 olddir, u64 newdir, u64 olen, u64 flags)
+{
+	if ((flags & ~3ul) != 0 || flags == 3 || olen > (u64)ar_len(AR_ARGS))
+		return -E_INVAL;
+	u64 nlen = (u64)ar_len(AR_ARGS) - olen;
+	long rc = ncheck(0, olen);
+	if (rc != 0)
+		return rc == 1 ? -E_BUSY : rc;
+	rc = ncheck(olen, nlen);
+	if (rc != 0) {
+		if (rc != 1)
+			return rc;
+		return flags == 1 ? -E_EXIST : -E_BUSY;
+	}
+	u64 h1 = nhash(0, olen), h2 = nhash(olen, nlen);
+	long dr = diroff(olddir);
+	if (dr <= 0)
+		return dr;
+	u64 d1 = (u64)dr;
+	dr = diroff(newdir);
+	if (dr <= 0)
+		return dr;
+	u64 d2 = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	u64 cross = d1 != d2;
+	u64 g = 0, lx = 0, ly = 0, ls = 0, lt = 0, a, b = 0;
+	u64 s2 = 0, r2 = 0, tino = 0, ct = 0, tt = 0, ns = 0, newt = 0, newb = 0, freet = 0;
+	u64 oldt = 0, nslots = 0;
+	if (cross) {
+		rc = ilock(SB(ITABLE_OFF), tag);
+		if (rc != 0)
+			goto fail;
+		g = SB(ITABLE_OFF);
+		if (under(d1, d2)) {   /* olddir lies under newdir: newdir first */
+			a = d2;
+			b = d1;
+		} else {
+			a = d1;
+			b = d2;
+		}
+	} else {
+		a = d1;
+	}
+	rc = ilock(a, tag);
+	if (rc != 0)
+		goto fail;
+	lx = a;
+	if (b != 0) {
+		rc = ilock(b, tag);
+		if (rc != 0)
+			goto fail;
+		ly = b;
+	}
+	/* either directory may have been removed while we waited */
+	rc = -E_NOENT;
+	if (ar_ld32u(arf, d1 + ARF_I_MODE) == 0 || ar_ld32u(arf, d2 + ARF_I_MODE) == 0)
+		goto fail;
+	u64 s1 = dfind(d1, h1, 0, olen);
+	if (s1 == 0)
+		goto fail;
+	u64 r1 = ar_ld64(arf, s1 + ARF_T_REC);
+	u64 sino = ar_ld64(arf, r1 + ARF_R_INO);
+	u64 cs = ioff(sino);
+	rc = -E_IO;
+	if (cs == 0)
+		goto fail;
+	u64 ts = ar_ld32u(arf, cs + ARF_I_MODE) & ARF_S_IFMT;
+	s2 = dfind(d2, h2, olen, nlen);
+	if (s2 != 0) {
+		r2 = ar_ld64(arf, s2 + ARF_T_REC);
+		tino = ar_ld64(arf, r2 + ARF_R_INO);
+		ct = ioff(tino);
+		if (ct == 0)
+			goto fail;
+		tt = ar_ld32u(arf, ct + ARF_I_MODE) & ARF_S_IFMT;
+	}
+	rc = -E_EXIST;
+	if (flags == 1 && s2 != 0)
+		goto fail;
+	rc = -E_NOENT;
+	if (flags == 2 && s2 == 0)
+		goto fail;
+	/* the tree's shape (under the rename lock when the directories differ) */
+	if (cross) {
+		rc = -E_INVAL;     /* a directory into its own subtree */
+		if (ts == ARF_S_IFDIR && under(d2, cs))
+			goto fail;
+		/* the target holds the source: exchange EINVAL, else ENOTEMPTY */
+		rc = flags == 2 ? -E_INVAL : -E_NOTEMPTY;
+		if (s2 != 0 && tt == ARF_S_IFDIR && under(d1, ct))
+			goto fail;
+	}
+	if (s2 != 0) {
+		rc = 0;            /* two names of one inode, or one name: nothing to do */
+		if (sino == tino)
+			goto fail;
+		if (flags != 2) {
+			rc = -E_NOTDIR;
+			if (ts == ARF_S_IFDIR && tt != ARF_S_IFDIR)
+				goto fail;
+			rc = -E_ISDIR;
+			if (ts != ARF_S_IFDIR && tt == ARF_S_IFDIR)
+				goto fail;
+		}
+	}
+	/* a directory gaining a subdirectory: newdir when a directory arrives and none leaves,
+	 * olddir when an exchange brings it one for a non-directory */
+	rc = -E_MLINK;
+	if (cross) {
+		if (ts == ARF_S_IFDIR) {
+			if (tt != ARF_S_IFDIR && ar_ld32u(arf, d2 + ARF_I_NLINK) >= 0xfffffff0u)
+				goto fail;
+		} else if (flags == 2 && tt == ARF_S_IFDIR &&
+		           ar_ld32u(arf, d1 + ARF_I_NLINK) >= 0xfffffff0u) {
+			goto fail;
+		}
+	}
+	/* the entries' inodes: directories first, then by offset */
+	a = cs;
+	b = ct;
+	if (b != 0 && cs + ((u64)(ts != ARF_S_IFDIR) << 60) >= ct + ((u64)(tt != ARF_S_IFDIR) << 60)) {
+		a = ct;
+		b = cs;
+	}
+	rc = ilock(a, tag);
+	if (rc != 0)
+		goto fail;
+	ls = a;
+	if (b != 0) {
+		rc = ilock(b, tag);
+		if (rc != 0)
+			goto fail;
+		lt = b;
+	}
+	rc = -E_NOTEMPTY;
+	if (flags != 2 && tt == ARF_S_IFDIR && ar_ld64(arf, ct + ARF_D_NENT) != 0)
+		goto fail;
+	/* only a new name needs space; ENOSPC before anything changes */
+	if (s2 == 0) {
+		rc = -E_NOSPC;
+		ns = tsize(d2);
+		if (ns != 0) {
+			newt = balloc(ns >> 8);
+			if (newt == 0)
+				goto fail;
+		}
+		if (bneed(d2, nlen)) {
+			newb = bnew();
+			if (newb == 0) {
+				bput(newt, ns >> 8);
+				goto fail;
+			}
+		}
+	}
+	/* ---- logged changes; nothing fails from here ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	jlog(j, d1, ARF_INO_SIZE);
+	if (cross)
+		jlog(j, d2, ARF_INO_SIZE);
+	jlog(j, cs, ARF_INO_SIZE);
+	if (ct != 0)
+		jlog(j, ct, ARF_INO_SIZE);
+	if (flags == 2) {
+		jlog(j, r1, ARF_R_MIN);
+		jlog(j, r2, ARF_R_MIN);
+		ar_st64(arf, r1 + ARF_R_INO, tino);
+		ar_st8(arf, r1 + ARF_R_TYPE, dtype(ar_ld32u(arf, ct + ARF_I_MODE)));
+		ar_st64(arf, r2 + ARF_R_INO, sino);
+		ar_st8(arf, r2 + ARF_R_TYPE, dtype(ar_ld32u(arf, cs + ARF_I_MODE)));
+		ar_st64(arf, ct + ARF_I_CTIME, tnow);
+		if (cross && tt == ARF_S_IFDIR) {
+			ar_st64(arf, ct + ARF_I_PARENT, olddir);
+			add32(d2 + ARF_I_NLINK, -1ul);
+			add32(d1 + ARF_I_NLINK, 1);
+		}
+	} else if (s2 != 0) {
+		/* the target's record now names the source; the source's entry goes */
+		jlog(j, r2, ARF_R_MIN);    /* ino .. type */
+		ar_st64(arf, r2 + ARF_R_INO, sino);
+		ar_st8(arf, r2 + ARF_R_TYPE, dtype(ar_ld32u(arf, cs + ARF_I_MODE)));
+		ddel(j, d1, s1);
+		u64 nl = 0;
+		if (tt == ARF_S_IFDIR) {
+			add32(d2 + ARF_I_NLINK, -1ul);  /* the replaced directory's ".." named newdir */
+		} else {
+			nl = ar_ld32u(arf, ct + ARF_I_NLINK) - 1ul;
+			ar_st32(arf, ct + ARF_I_NLINK, nl);
+			ar_st64(arf, ct + ARF_I_CTIME, tnow);
+		}
+		if (nl == 0) {
+			/* no links left: free from the commit on, its blocks given back after it */
+			ar_st32(arf, ct + ARF_I_NLINK, 0);
+			ar_st32(arf, ct + ARF_I_MODE, 0);
+			freet = 1;
+		}
+	} else {
+		/* a new name: the old entry goes first (in one directory the insert may rehash,
+		 * and the old slot must be a tombstone by then, as the growth rule counted it) */
+		ddel(j, d1, s1);
+		oldt = ar_ld64(arf, d2 + ARF_D_TABLE);
+		nslots = ar_ld64(arf, d2 + ARF_D_NSLOTS);
+		dgrow(d2, newt, ns);
+		dlink(j, d2, newb);
+		dput(j, d2, h2, sino, NAMEREF(olen, nlen, dtype(ar_ld32u(arf, cs + ARF_I_MODE))));
+	}
+	/* a directory that changed parents: its ".." and both link counts */
+	if (cross && ts == ARF_S_IFDIR) {
+		ar_st64(arf, cs + ARF_I_PARENT, newdir);
+		add32(d1 + ARF_I_NLINK, -1ul);
+		add32(d2 + ARF_I_NLINK, 1);
+	}
+	ar_st64(arf, cs + ARF_I_CTIME, tnow);
+	dtouch(d1, tnow);
+	dtouch(d2, tnow);
+	/* commit, unlock (a freed inode's lock word is cleared with it), give back */
+	jend(j);
+	if (freet) {
+		if (ls == ct)
+			ls = 0;
+		if (lt == ct)
+			lt = 0;
+	}
+	iunlock4(tag, lt, ls, ly, lx);
+	if (g != 0)
+		iunlock(g, tag);
+	if (freet)
+		irelease(ct, tt);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return 0;
+fail:                                  /* nothing was changed (rc 0: nothing to do) */
+	jend(j);
+	iunlock4(tag, lt, ls, ly, lx);
+	if (g != 0)
+		iunlock(g, tag);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- readdir */

@@ -19,6 +19,8 @@
  *     directory, hard links), locked children, a busy journal;
  *   - symlink/link: name/target splits, the inline limit, hostile numbers, EPERM, EMLINK,
  *     locks, ENOSPC for target and directory blocks;
+ *   - rename: every rule (replace, exchange, NOREPLACE, subtree checks, same inode, types,
+ *     ENOTEMPTY), hostile flags and lengths, the rename lock and others, EMLINK, ENOSPC;
  *   - random sequences of every export over a growing tree (names from a small pool, so
  *     creates collide and lookups find), with hostile numbers now and then; arf_fsck must find
  *     the image clean afterwards;
@@ -534,7 +536,7 @@ static void test_random(unsigned count)
 			const char *n2 = pool[below(N_POOL)];
 			memcpy(b, nm, nl);
 			memcpy(b + nl, n2, strlen(n2));
-			op5(RENAME, dir, below(2) ? dir : some_ino(), (int64_t)nl, below(4) ? 0 : (int64_t)below(8), 0, b,
+			op5(RENAME, dir, below(2) ? dir : some_ino(), (int64_t)nl, below(4) ? (int64_t)below(3) : (int64_t)below(8), 0, b,
 			    nl + strlen(n2));
 			break;
 		}
@@ -925,6 +927,126 @@ static void test_links(void)
 	}
 }
 
+static int64_t ren(int64_t from, const char *o, int64_t to, const char *n, int64_t flags)
+{
+	char b[600];
+	size_t ol = strlen(o), nl = strlen(n);
+	memcpy(b, o, ol);
+	memcpy(b + ol, n, nl);
+	return op5(RENAME, from, to, (int64_t)ol, flags, 0, b, ol + nl);
+}
+
+/* rename: every rule of its comment, across directories and within one, hostile flags and
+ * lengths, locks (inode 0's word too), EMLINK, ENOSPC for a new name. */
+static void test_rename(void)
+{
+	const int64_t R = ARF_INO_ROOT;
+	int64_t A = op5(MKDIR, R, 0755, 0, 0, 0, "ra", 2), B = op5(MKDIR, R, 0755, 0, 0, 0, "rb", 2);
+	int64_t A1 = op5(MKDIR, A, 0755, 0, 0, 0, "a1", 2), A2 = op5(MKDIR, A1, 0755, 0, 0, 0, "a2", 2);
+	op5(MKNOD, A, 0100644, 0, 0, 0, "f", 1);
+	op5(MKNOD, A, 0100644, 0, 0, 0, "g", 1);
+	op5(MKNOD, B, 0010644, 0, 0, 0, "p", 1);
+	op5(MKDIR, B, 0755, 0, 0, 0, "e", 1);
+	op5(MKDIR, B, 0755, 0, 0, 0, "ne", 2);
+	op5(MKNOD, op5(LOOKUP, B, 0, 0, 0, 0, "ne", 2), 0100644, 0, 0, 0, "x", 1);
+	op5(LINK, op5(LOOKUP, A, 0, 0, 0, 0, "f", 1), B, 0, 0, 0, "fl", 2);
+	CHECK(A > 0 && B > 0 && A1 > 0 && A2 > 0, "the rename tree");
+	/* arguments */
+	const int64_t fl[] = { 3, 4, -1, 8, INT64_MIN };
+	for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
+		ren(A, "f", A, "h", fl[i]);
+	op5(RENAME, A, A, 2, 0, 0, "f", 1);                   /* olen past args */
+	op5(RENAME, A, A, -1, 0, 0, "f", 1);
+	op5(RENAME, A, A, 0, 0, 0, "f", 1);                   /* empty old name */
+	op5(RENAME, A, A, 1, 0, 0, "f", 1);                   /* empty new name */
+	const char *const dots[] = { ".", "..", "a/b", "" };
+	for (int fl2 = 0; fl2 < 3; fl2++)
+		for (size_t i = 0; i < 4; i++) {
+			ren(A, dots[i], A, "z", fl2);
+			ren(A, "f", A, dots[i], fl2);
+		}
+	const int64_t odd[] = { 0, -1, (int64_t)n_inodes, (int64_t)n_inodes - 1, f1 };
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		ren(odd[i], "f", A, "z", 0);
+		ren(A, "f", odd[i], "z", 0);
+	}
+	/* the rules */
+	ren(A, "nope", B, "z", 0);                           /* ENOENT */
+	ren(A, "f", B, "fl", 0);                             /* two names of one inode: 0 */
+	ren(A, "f", A, "f", 0);
+	ren(A, "f", B, "p", 1);                              /* NOREPLACE: EEXIST */
+	ren(A, "f", B, "zz", 2);                             /* EXCHANGE without target: ENOENT */
+	ren(R, "ra", A2, "in", 0);                           /* into its own subtree: EINVAL */
+	ren(A1, "a2", R, "ra", 0);                           /* target above the source */
+	ren(A1, "a2", R, "ra", 2);
+	ren(A, "f", B, "e", 0);                              /* file over directory: EISDIR */
+	ren(B, "e", A, "g", 0);                              /* directory over file: ENOTDIR */
+	ren(A, "a1", B, "ne", 0);                            /* over a non-empty one: ENOTEMPTY */
+	ren(A, "g", B, "p", 0);                              /* a file replaces a fifo (freed) */
+	ren(A, "f", B, "fl", 0);                             /* same inode: nothing */
+	ren(B, "fl", A, "f2", 0);                            /* a hard link moves */
+	ren(A, "f2", A, "g2", 0);
+	ren(A, "a1", B, "e", 0);                             /* a directory replaces an empty one */
+	ren(B, "e", A, "back", 0);
+	ren(A, "back", B, "p", 2);                           /* exchange directory and file */
+	ren(B, "p", A, "f", 2);
+	ren(B, "ne", R, "ra", 2);                            /* exchange making a cycle? */
+	ren(A, "back", B, "ne", 2);
+	for (int i = 0; i < 40; i++) {                       /* in one directory: rehash, tombstones */
+		char o[20], n[20];
+		snprintf(o, sizeof o, "m%d", i);
+		snprintf(n, sizeof n, "m%d", i + 1);
+		if (i == 0)
+			op5(MKNOD, A, 0100644, 0, 0, 0, o, strlen(o));
+		ren(A, o, i % 3 ? A : B, n, 0);
+		ren(i % 3 ? A : B, n, A, n, 0);
+	}
+	/* EMLINK: a directory arriving where nlink is at the limit, or an exchange */
+	uint64_t nl = peek(ino_off((uint64_t)B) + ARF_I_NLINK, 4);
+	poke(ino_off((uint64_t)B) + ARF_I_NLINK, 0xfffffff0u, 4);
+	int64_t md = op5(MKDIR, A, 0755, 0, 0, 0, "md", 2);
+	CHECK(ren(A, "md", B, "md", 0) == -EMLINK, "rename, EMLINK");
+	ren(A, "md", B, "ne", 0);
+	ren(B, "fl", A, "md", 2);
+	poke(ino_off((uint64_t)B) + ARF_I_NLINK, nl, 4);
+	(void)md;
+	/* locks: inode 0's word (renames across directories), a directory, an entry */
+	uint64_t epoch = peek(ARF_SB_EPOCH, 8);
+	poke(itable + ARF_I_LOCK, epoch << 32 | 5, 8);
+	CHECK(ren(A, "g2", B, "q", 0) == -EAGAIN, "rename across directories, rename lock held");
+	ren(A, "g2", A, "q", 0);                             /* within one: no rename lock */
+	poke(itable + ARF_I_LOCK, 0, 8);
+	poke(ino_off((uint64_t)B) + ARF_I_LOCK, epoch << 32 | 5, 8);
+	ren(A, "q", B, "q", 0);
+	poke(ino_off((uint64_t)B) + ARF_I_LOCK, 0, 8);
+	/* no free block: a new name needing a table or block fails, a replace goes on */
+	uint64_t bmap = peek(ARF_SB_BBMAP_OFF, 8), blen = peek(ARF_SB_BBMAP_LEN, 8);
+	uint8_t *saved = malloc(blen);
+	if (saved) {
+		memcpy(saved, sides[0].img + bmap, blen);
+		for (int k = 0; k < 2; k++)
+			memset(sides[k].img + bmap, 0xff, blen);
+		int64_t E = op5(MKDIR, R, 0755, 0, 0, 0, "rnospc", 6);
+		(void)E;
+		char n[200];
+		int64_t v = 0;
+		for (int i = 0; i < 120 && v != -ENOSPC; i++) {
+			int len = snprintf(n, sizeof n, "%0180d", i);
+			char b[300];
+			b[0] = 'q';
+			memcpy(b + 1, n, (size_t)len);
+			v = op5(RENAME, A, B, 1, 0, 0, b, 1 + (size_t)len);
+			memcpy(b, n, (size_t)len);
+			b[len] = 'q';
+			op5(RENAME, B, A, len, 0, 0, b, 1 + (size_t)len);
+		}
+		CHECK(v == -ENOSPC, "rename to a new name with no free block: %" PRId64, v);
+		for (int k = 0; k < 2; k++)
+			memcpy(sides[k].img + bmap, saved, blen);
+		free(saved);
+	}
+}
+
 /* Damage in both copies, then read-only calls through it (and random ones after). */
 static void test_damaged(void)
 {
@@ -1054,6 +1176,8 @@ int main(void)
 		fsck_side("after unlink and rmdir");
 		test_links();
 		fsck_side("after symlink and link");
+		test_rename();
+		fsck_side("after rename");
 		test_damaged();
 		printf("test_arf_opsdiff: %u operations on both sides, %d differing; %u of %d exports in C\n",
 		       n_ops, n_diffs, n_c, N_OPS);
