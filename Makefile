@@ -39,15 +39,12 @@ arc_SRC   := $(filter-out client/arc_cli.c, $(wildcard client/*.c))
 grep_SRC  := $(filter-out grep/pngrep.c, $(wildcard grep/*.c))
 CPPFLAGS += -Igrep
 # ARF's segments: arf/*.pna (genlayout, then pnasm) and arf/*.c named in ARF_SEG_C (clang's
-# BPF back end, then pncc).  arf/data.pna is no longer installed: it is the reference the C
-# segment arf/data.c is compared with (tests/unit/test_arf_datadiff.c), built as data_asm.pno.
-ARF_SEG_C := arf/data.c
-ARF_SEG_REF := arf/data.pna
-# arf/ops.c is ops.pna moving to C export by export (issue #16): built as ops_c.pno, not
-# installed, compared with ops.pno by tests/unit/test_arf_opsdiff.c until it has them all.
-ARF_SEG_WIP := arf/ops.c
-ARF_WIP_SEGS := $(patsubst arf/%.c,$(BUILD)/arfseg/%_c.pno,$(ARF_SEG_WIP))
-arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c arf/grep.c $(ARF_SEG_C) $(ARF_SEG_WIP), $(wildcard arf/*.c))
+# BPF back end, then pncc).  arf/data.pna and arf/ops.pna are no longer installed: they are
+# the references the C segments arf/data.c and arf/ops.c are compared with
+# (tests/unit/test_arf_datadiff.c, test_arf_opsdiff.c), built as data_asm.pno, ops_asm.pno.
+ARF_SEG_C := arf/data.c arf/ops.c
+ARF_SEG_REF := arf/data.pna arf/ops.pna
+arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c arf/grep.c $(ARF_SEG_C), $(wildcard arf/*.c))
 ARF_C_SEGS := $(patsubst arf/%.c,$(BUILD)/arfseg/%.pno,$(ARF_SEG_C))
 ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(filter-out $(ARF_SEG_REF),$(wildcard arf/*.pna))) $(ARF_C_SEGS)
 ARF_REF_SEGS := $(patsubst arf/%.pna,$(BUILD)/arfseg/%_asm.pno,$(ARF_SEG_REF))
@@ -80,7 +77,7 @@ TEST_PROGS := $(UNIT_TESTS) $(BUILD)/tests/casetest $(BUILD)/tests/progtest
 
 .PHONY: all check check-asan check-docs check-rdma rdma-tests fuzz fuzz-build fuzz-grep-random bench bench-quick bench-fs bench-rdma docs install clean examples
 
-all: $(LIBS) $(PROGS) $(ARF_SEGS) $(ARF_REF_SEGS) $(ARF_WIP_SEGS) $(CC_EXAMPLES)
+all: $(LIBS) $(PROGS) $(ARF_SEGS) $(ARF_REF_SEGS) $(CC_EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -153,11 +150,6 @@ $(ARF_C_SEGS:.pno=.o): $(BUILD)/arfseg/%.o: arf/%.c arf/layout.h arf/layout.def 
 	@mkdir -p $(dir $@)
 	$(BPF_CC) $(BPF_CFLAGS) -Wextra -ffreestanding -Icc -Iisa -Iarf -c $< -o $@
 $(ARF_C_SEGS): $(BUILD)/arfseg/%.pno: $(BUILD)/arfseg/%.o $(BUILD)/pncc
-	$(BUILD)/pncc -o $@ $<
-$(ARF_WIP_SEGS:.pno=.o): $(BUILD)/arfseg/%_c.o: arf/%.c arf/layout.h arf/layout.def cc/activerdma/ar.h isa/ops.def
-	@mkdir -p $(dir $@)
-	$(BPF_CC) $(BPF_CFLAGS) -Wextra -ffreestanding -Icc -Iisa -Iarf -c $< -o $@
-$(ARF_WIP_SEGS): $(BUILD)/arfseg/%_c.pno: $(BUILD)/arfseg/%_c.o $(BUILD)/pncc
 	$(BUILD)/pncc -o $@ $<
 
 # ---- segments from C: clang -target bpf makes a BPF object, pncc the segment (docs/cc.md)

@@ -27,8 +27,8 @@
  *   - a damaged image: directory tables, records, blocks, parents and symlinks overwritten
  *     with hostile values in both copies, then lookups, getattrs, readlinks, readdirs and
  *     walks on it.
- * Segment paths: $OPS_C_SEG and $OPS_ASM_SEG, else build/arfseg/ops_c.pno (the C segment in
- * progress) and build/arfseg/ops.pno (what ARF installs); OPSDIFF_OPS=N random operations
+ * Segment paths: $OPS_C_SEG and $OPS_ASM_SEG, else build/arfseg/ops.pno (what ARF installs)
+ * and build/arfseg/ops_asm.pno (the reference); OPSDIFF_OPS=N random operations
  * (default 3000).  Prints per export how many runs compared C with asm, then "N passed, N
  * failed" last.
  */
@@ -1139,8 +1139,8 @@ int main(void)
 	const char *b = getenv("BUILD"), *e;
 	b = b && *b ? b : "build";
 	char cseg[512], aseg[512];
-	snprintf(cseg, sizeof cseg, "%s/arfseg/ops_c.pno", b);
-	snprintf(aseg, sizeof aseg, "%s/arfseg/ops.pno", b);
+	snprintf(cseg, sizeof cseg, "%s/arfseg/ops.pno", b);
+	snprintf(aseg, sizeof aseg, "%s/arfseg/ops_asm.pno", b);
 	if ((e = getenv("OPS_C_SEG")) && *e)
 		snprintf(cseg, sizeof cseg, "%s", e);
 	if ((e = getenv("OPS_ASM_SEG")) && *e)
