@@ -39,10 +39,11 @@ arc_SRC   := $(filter-out client/arc_cli.c, $(wildcard client/*.c))
 grep_SRC  := $(filter-out grep/pngrep.c, $(wildcard grep/*.c))
 CPPFLAGS += -Igrep
 # ARF's segments: arf/*.pna (genlayout, then pnasm) and arf/*.c named in ARF_SEG_C (clang's
-# BPF back end, then pncc).  arf/data.pna is no longer installed: it is the reference the C
-# segment arf/data.c is compared with (tests/unit/test_arf_datadiff.c), built as data_asm.pno.
-ARF_SEG_C := arf/data.c
-ARF_SEG_REF := arf/data.pna
+# BPF back end, then pncc).  arf/data.pna and arf/ops.pna are no longer installed: they are
+# the references the C segments arf/data.c and arf/ops.c are compared with
+# (tests/unit/test_arf_datadiff.c, test_arf_opsdiff.c), built as data_asm.pno, ops_asm.pno.
+ARF_SEG_C := arf/data.c arf/ops.c
+ARF_SEG_REF := arf/data.pna arf/ops.pna
 arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c arf/grep.c $(ARF_SEG_C), $(wildcard arf/*.c))
 ARF_C_SEGS := $(patsubst arf/%.c,$(BUILD)/arfseg/%.pno,$(ARF_SEG_C))
 ARF_SEGS  := $(patsubst arf/%.pna,$(BUILD)/arfseg/%.pno,$(filter-out $(ARF_SEG_REF),$(wildcard arf/*.pna))) $(ARF_C_SEGS)

@@ -1,4 +1,4 @@
-/* arf_ops.c: client calls of the ARF operations (arf/ops.pna) through libarc. */
+/* arf_ops.c: client calls of the ARF operations (arf/ops.c) through libarc. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,7 +218,7 @@ int arf_readdirplus(struct arf_client *c, uint64_t dir, uint64_t *cookie,
 	return read_dir(c, "readdirplus", dir, cookie, ents, attrs, max);
 }
 
-_Static_assert(ARF_WALK_STACK == ARF_WALK_FRAMES, "ops.pna's walk and arf_walk agree");
+_Static_assert(ARF_WALK_STACK == ARF_WALK_FRAMES, "ops.c's walk and arf_walk agree");
 
 void arf_walk_begin(struct arf_walk *w, uint64_t dir)
 {

@@ -1,4 +1,4 @@
-/* arf_ops.h: the ARF namespace operations from a client: install arf/ops.pna's segment in an
+/* arf_ops.h: the ARF namespace operations from a client: install arf/ops.c's segment in an
  * arfd serving an image (arfd --arf) and call its exports through libarc, one round trip
  * each.  docs/arf.md, "Operations", describes what each does and its errors.
  *

@@ -1,4 +1,4 @@
-/* test_arf_ops.c: the ARF namespace operations (arf/ops.pna through arf/arf_ops.c) against
+/* test_arf_ops.c: the ARF namespace operations (arf/ops.c through arf/arf_ops.c) against
  * an in-process arfd serving a fresh image: a tree built mkdir -p style, files and fifos, a
  * directory of 2000 entries (its slot table grows three times), path lookups, getattr,
  * readdir of everything back in batches (each name exactly once), unlink and rmdir, every

@@ -1,0 +1,1890 @@
+/* ops.c: ARF's namespace operations (docs/arf.md) in C, run inside arfd against region "arf"
+ * (the mapped image).  clang's BPF back end, then pncc (docs/cc.md), as arf/data.c; the
+ * Makefile installs it as build/arfseg/ops.pno.  It replaces arf/ops.pna, which stays in the
+ * tree only as the reference of tests/unit/test_arf_opsdiff.c (built as ops_asm.pno): the
+ * same operations on both segments must leave the same results, output and image bytes.
+ *
+ * STATUS (issue #16, second half): all 18 exports of ops.pna are here, checked side by side
+ * by test_arf_opsdiff; test_arf_ops, test_arf_crash, arf_mount.sh, arf_race.sh and
+ * arf_conform.sh pass with it installed.  A fix to ops.pna's behaviour must now be made
+ * here (and in ops.pna while it is kept as the reference).
+ *
+ * Exports (integer arguments; a name or path is the whole "args" byte region), as ops.pna:
+ *   lookup(start)                   path -> inode number
+ *   getattr(ino)                    13 u64 attribute records on the output -> ino
+ *   readlink(ino)                   the target on the output -> its length
+ *   readdir(dir, cookie, max)       a batch of entries on the output -> count
+ *   readdirplus(dir, cookie, max)   readdir's, then each entry's getattr
+ *   walk(nf, max, soft)             a subtree depth first from the frames in args -> count
+ *   lookupattr(start)               lookup, then getattr of what it found
+ *   mkdir(dir, mode, uid, gid)      name -> new inode number
+ *   mknod(dir, mode, uid, gid, rdev)  name -> new inode number (S_IFREG, S_IFIFO, S_IFCHR,
+ *                                   S_IFBLK or S_IFSOCK in mode; rdev: a device's number)
+ *   mkdirattr, mknodattr            the same, then getattr of the new inode
+ *   unlink(dir), rmdir(dir)         name -> 0
+ *   symlink(dir, nlen, uid, gid)    name then target -> new inode number
+ *   link(ino, dir)                  name -> 0
+ *   rename(olddir, newdir, olen, flags)  old name then new name -> 0
+ *   symlinkattr, linkattr           the same, then getattr of the inode
+ * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
+ * trusted: inode numbers are range- and type-checked, names and paths length- and
+ * byte-checked; a table or record offset read from the image is used only through the VM's
+ * bounds-checked loads (a hostile one traps, as in ops.pna).
+ *
+ * Crash discipline (docs/arf.md, "Crash consistency"), as ops.pna: an operation that changes
+ * the tree claims a journal slot, locks the inodes it changes (lock word = the slot's owner
+ * tag), allocates everything it may need BEFORE its first logged change (ENOSPC never leaves
+ * half an operation), logs the old bytes of each structure right before changing it, commits
+ * by freeing the slot, unlocks, and only then returns freed bits to the bitmaps.
+ *
+ * The small helpers of the logged half (dtype, dtouch, add32, newgid, newmode, besides jlog
+ * and jend) are never inlined, as in data.c: each is a call, which spends fuel, so the crash
+ * tests that stop runs by fuel (test_arf_ops "crash ...") reach as many points between the
+ * logged changes as with ops.pna.
+ *
+ * pncc's rules shape the code as in data.c: every value in a local, memory only through
+ * ar_ld* / ar_st*, at most 5 arguments per function, u64 arithmetic.  Shifts by a count read
+ * from the image are masked with & 63 (the bytecode's shifts do that; C's would be UB).
+ */
+#include <activerdma/ar.h>
+
+#include "layout.h"
+
+#define REGIONS(X) X(arf, rw)
+AR_IMPORT_REGIONS(REGIONS);
+#define HOOKS(X) X(now, ":l")
+AR_IMPORT_HOOKS(HOOKS);
+
+typedef unsigned long u64;
+
+/* errno values (Linux) */
+enum {
+	E_PERM = 1, E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22,
+	E_BUSY = 16, E_ISDIR = 21, E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_NOTEMPTY = 39, E_LOOP = 40,
+};
+
+#define PATH_MAX_LEN 4095      /* longest path lookup accepts */
+
+#define SB(field) ar_ld64(arf, ARF_SB_##field)
+
+/* ---------------------------------------------------------------- inodes */
+
+/* Byte offset of inode ino, or 0 when ino is not an inode number of this image (0 is "no
+ * inode"; the table has n_inodes entries). */
+static u64 ioff(u64 ino)
+{
+	if (ino == 0 || ino >= SB(N_INODES))
+		return 0;
+	return SB(ITABLE_OFF) + (ino << ARF_INO_SHIFT);
+}
+
+/* Offset of directory ino, or -EINVAL (no such number), -ENOENT (free), -ENOTDIR. */
+static long diroff(u64 ino)
+{
+	u64 d = ioff(ino);
+	if (d == 0)
+		return -E_INVAL;
+	u64 type = ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_IFMT;
+	if (type == 0)
+		return -E_NOENT;
+	if (type != ARF_S_IFDIR)
+		return -E_NOTDIR;
+	return (long)d;
+}
+
+/* ---------------------------------------------------------------- shared with data.c
+ * Segments are self-contained: the journal, inode locks and bitmap claims below are copies
+ * of data.c's functions of the same name (which are ops.pna's, verified by
+ * test_arf_datadiff); a fix in one must be made in the others. */
+
+/* Claim a free journal slot with cas (owner = epoch << 32 | slot + 1): its offset, or 0 when
+ * all are busy (the caller answers EAGAIN). */
+static u64 jclaim(void)
+{
+	for (u64 k = 0; k < ARF_J_SLOTS; k++) {
+		u64 j = SB(JOURNAL_OFF) + k * ARF_J_SLOT_SIZE;
+		u64 tag = SB(EPOCH) << 32 | (k + 1);
+		if (ar_cas(arf, j + ARF_J_OWNER, 0, tag) == 0)
+			return j;
+	}
+	return 0;
+}
+
+/* Append an undo record for arf[off .. off+len) to slot j, then commit it by storing
+ * n_undo + 1: only after that store does the roll-back see (and apply) the record, and only
+ * after this returns may the caller change those bytes.  Never inlined (nor jend): each
+ * record is a call, which spends fuel, so the crash tests that stop runs by fuel
+ * (test_arf_data, "crash") reach the points between records as with data.pna. */
+static __attribute__((noinline)) void jlog(u64 j, u64 off, u64 len)
+{
+	u64 used = ar_ld64(arf, j + ARF_J_USED);
+	u64 pad = (len + 7) & ~7ul;
+	/* operations log a few inodes and headers, far below a slot: more is a bug */
+	if (ARF_J_HDR + used + ARF_U_DATA + pad > ARF_J_SLOT_SIZE)
+		ar_trap(3);
+	u64 rec = j + ARF_J_HDR + used;
+	ar_st64(arf, rec + ARF_U_OFF, off);
+	ar_st64(arf, rec + ARF_U_LEN, len);
+	ar_copy(arf, arf, rec + ARF_U_DATA, off, len);
+	ar_st64(arf, j + ARF_J_USED, used + ARF_U_DATA + pad);
+	ar_st64(arf, j + ARF_J_N_UNDO, ar_ld64(arf, j + ARF_J_N_UNDO) + 1);  /* the commit point */
+}
+
+/* The operation is complete: n_undo = 0 first (nothing to roll back any more), then free the
+ * slot. */
+static __attribute__((noinline)) void jend(u64 j)
+{
+	ar_st64(arf, j + ARF_J_N_UNDO, 0);
+	ar_st64(arf, j + ARF_J_USED, 0);
+	ar_st64(arf, j + ARF_J_OWNER, 0);
+}
+
+/* Lock inode at offset i for tag, trying max times: cas 0 -> tag.  A word holding a tag of an
+ * older epoch belongs to a server that died (attach bumped the epoch) and is taken over.
+ * -EAGAIN after max tries (the holder may be a run that trapped mid-operation, which only the
+ * next attach's roll-back ends). */
+static long ilockn(u64 i, u64 tag, u64 max)
+{
+	for (u64 n = 0; n < max; n++) {
+		u64 old = ar_cas(arf, i + ARF_I_LOCK, 0, tag);
+		if (old == 0)
+			return 0;
+		if (old >> 32 != SB(EPOCH) && ar_cas(arf, i + ARF_I_LOCK, old, tag) == old)
+			return 0;
+	}
+	return -E_AGAIN;
+}
+
+static long ilock(u64 i, u64 tag)
+{
+	return ilockn(i, tag, 200000);
+}
+
+static void iunlock(u64 i, u64 tag)
+{
+	(void)ar_cas(arf, i + ARF_I_LOCK, tag, 0);
+}
+
+/* A mask of n (1..64) bits from bit 0. */
+static u64 low_bits(u64 n)
+{
+	return n == 64 ? ~0ul : (1ul << n) - 1;
+}
+
+/* Claim n clear bits in a row (1..64 inside one word, or a multiple of 64 as whole words) of
+ * the bitmap at map (nwords u64 words), searching from the word the hint at hintoff names
+ * and wrapping.  Each word changes by cas only (other operations claim in the same words at
+ * the same time); a lost race re-reads the word.  Returns the first bit, or -1.  Counters are
+ * the caller's (fadd right after). */
+static long bclaim(u64 map, u64 nwords, u64 hintoff, u64 n)
+{
+	u64 w = ar_ld64(arf, hintoff);
+	if (w >= nwords)
+		w = 0;                  /* the hint is advisory: any value inside the map is fine */
+	u64 cnt = n >> 6;
+	u64 k = 0;
+	while (k < nwords) {
+		u64 wo = map + (w << 3);
+		u64 word = ar_ld64(arf, wo);
+		if (n > 64) {
+			/* cnt whole clear words from w, each claimed 0 -> ~0 */
+			if (w + cnt > nwords) {
+				w = 0;
+				k++;
+				continue;
+			}
+			u64 j = 0;
+			while (j < cnt && ar_cas(arf, map + ((w + j) << 3), 0, ~0ul) == 0)
+				j++;
+			if (j == cnt) {
+				ar_st64(arf, hintoff, w);
+				return (long)(w << 6);
+			}
+			/* give back the j words already taken (only we own them) */
+			while (j > 0) {
+				j--;
+				ar_st64(arf, map + ((w + j) << 3), 0);
+			}
+		} else if (word != ~0ul) {          /* a full word: 64 bits in use at once */
+			/* m keeps bit p iff bits p .. p+n-1 are all clear */
+			u64 free = ~word, m = free;
+			for (u64 j = 1; j < n; j++)
+				m &= free >> j;
+			if (m) {
+				u64 p = (u64)ar_ctz(m);
+				u64 mask = low_bits(n) << p;
+				if (ar_cas(arf, wo, word, word | mask) != word)
+					continue;   /* lost a race on this word: look at it again */
+				ar_st64(arf, hintoff, w);
+				return (long)((w << 6) + p);
+			}
+		}
+		if (++w >= nwords)
+			w = 0;
+		k++;
+	}
+	return -1;
+}
+
+/* Clear bits first .. first+n-1 of the bitmap at map, a word at a time with cas. */
+static void bfree(u64 map, u64 first, u64 n)
+{
+	while (n) {
+		u64 w = first >> 6, b = first & 63;
+		u64 k = 64 - b;
+		if (k > n)
+			k = n;
+		u64 mask = low_bits(k) << b;
+		u64 wo = map + (w << 3), word;
+		do
+			word = ar_ld64(arf, wo);
+		while (ar_cas(arf, wo, word, word & ~mask) != word);
+		first += k;
+		n -= k;
+	}
+}
+
+/* Claim n blocks in a row (see bclaim): the byte offset of the first, or 0 (ENOSPC). */
+static u64 balloc(u64 n)
+{
+	long b = bclaim(SB(BBMAP_OFF), SB(BBMAP_LEN) >> 3, ARF_SB_BALLOC_HINT, n);
+	if (b < 0)
+		return 0;
+	(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, 0 - n);
+	return (u64)b << ARF_BLOCK_SHIFT;
+}
+
+/* Give back n blocks from byte offset off. */
+static void bput(u64 off, u64 n)
+{
+	if (n == 0)
+		return;
+	bfree(SB(BBMAP_OFF), off >> ARF_BLOCK_SHIFT, n);
+	(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, n);
+}
+
+/* Claim an inode number, or 0 (ENOSPC). */
+static u64 ialloc(void)
+{
+	long i = bclaim(SB(IBMAP_OFF), SB(IBMAP_LEN) >> 3, ARF_SB_IALLOC_HINT, 1);
+	if (i <= 0)
+		return 0;
+	(void)ar_fadd(arf, ARF_SB_FREE_INODES, -1ul);
+	return (u64)i;
+}
+
+/* Give inode number ino back. */
+static void iput(u64 ino)
+{
+	bfree(SB(IBMAP_OFF), ino, 1);
+	(void)ar_fadd(arf, ARF_SB_FREE_INODES, 1);
+}
+
+/* ---------------------------------------------------------------- names (in region args) */
+
+/* FNV-1a 64 of args[off .. off+len): the directory hash (layout.h arf_name_hash). */
+static u64 nhash(u64 off, u64 len)
+{
+	u64 h = ARF_FNV_OFFSET;
+	for (u64 i = 0; i < len; i++)
+		h = (h ^ ar_ld8u(AR_ARGS, off + i)) * ARF_FNV_PRIME;
+	return h;
+}
+
+/* 1 when args[off .. off+len) is "." or "..", else 0. */
+static u64 isdots(u64 off, u64 len)
+{
+	if (len == 1)
+		return ar_ld8u(AR_ARGS, off) == '.';
+	if (len == 2)
+		return ar_ld8u(AR_ARGS, off) == '.' && ar_ld8u(AR_ARGS, off + 1) == '.';
+	return 0;
+}
+
+/* Check the name args[off .. off+len): 0, 1 for "." or "..", or -errno: empty ENOENT (as
+ * Linux for ""), longer than 255 ENAMETOOLONG, a '/' or NUL byte EINVAL.  The mutating
+ * exports (still in ops.pna) use it through namecheck. */
+static long ncheck(u64 off, u64 len)
+{
+	if (len == 0)
+		return -E_NOENT;
+	if (len > ARF_NAME_MAX)
+		return -E_NAMETOOLONG;
+	if (ar_findb(AR_ARGS, off, len, '/') != -1 || ar_findb(AR_ARGS, off, len, 0) != -1)
+		return -E_INVAL;
+	return (long)isdots(off, len);
+}
+
+/* Check a new entry's name, the whole args region: 0 or -errno (ncheck's; "." and "..":
+ * EEXIST, they always exist). */
+static long namecheck(void)
+{
+	long rc = ncheck(0, (u64)ar_len(AR_ARGS));
+	return rc == 1 ? -E_EXIST : rc;
+}
+
+/* ---------------------------------------------------------------- directory table probes */
+
+/* Slot of the live entry named args[noff .. +nlen) (hash h) in directory d, or 0.  Probes
+ * linearly from the home slot until an empty slot; at most nslots probes, so a table with no
+ * empty slot (never written by ARF, but the bytes are not trusted) still ends the loop. */
+static __attribute__((noinline)) u64 dfind(u64 d, u64 h, u64 noff, u64 nlen)
+{
+	u64 t = ar_ld64(arf, d + ARF_D_TABLE);
+	if (t == 0)
+		return 0;
+	u64 mask = ar_ld64(arf, d + ARF_D_NSLOTS) - 1;
+	u64 shift = ar_ld64(arf, d + ARF_D_SHIFT) & 63;
+	u64 i = ((h * ARF_HASH_MUL) >> shift) & mask;
+	for (u64 n = 0; n <= mask; n++) {
+		u64 s = t + i * ARF_T_SIZE;
+		u64 rec = ar_ld64(arf, s + ARF_T_REC);
+		if (rec == ARF_T_EMPTY)
+			return 0;              /* empty slot: the name is not here */
+		if (rec != ARF_T_TOMB && ar_ld64(arf, s + ARF_T_HASH) == h &&
+		    ar_ld8u(arf, rec + ARF_R_NAMELEN) == nlen &&
+		    ar_cmp(arf, AR_ARGS, rec + ARF_R_NAME, noff, nlen) == 0)
+			return s;
+		i = (i + 1) & mask;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+/* lookup(start): the path in args, from directory start -> inode number.  Slashes repeat
+ * freely, "." and ".." are the directory and its parent; a symlink before the last component
+ * is ELOOP (the client resolves links), any other non-directory there ENOTDIR. */
+static __attribute__((noinline)) long do_lookup(u64 start)
+{
+	u64 plen = (u64)ar_len(AR_ARGS);
+	if (plen > PATH_MAX_LEN)
+		return -E_NAMETOOLONG;
+	u64 cur = start;
+	long dr = diroff(cur);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 p = 0;
+	while (p < plen) {
+		/* cur is a directory at d; skip slashes */
+		if (ar_ld8u(AR_ARGS, p) == '/') {
+			p++;
+			continue;
+		}
+		long f = ar_findb(AR_ARGS, p, plen - p, '/');
+		u64 e = f == -1 ? plen : (u64)f;
+		u64 n = e - p;
+		if (n > ARF_NAME_MAX)
+			return -E_NAMETOOLONG;
+		if (isdots(p, n)) {
+			if (n == 1) {              /* "." : same directory */
+				p = e;
+				continue;
+			}
+			cur = ar_ld64(arf, d + ARF_I_PARENT);
+		} else {
+			u64 s = dfind(d, nhash(p, n), p, n);
+			if (s == 0)
+				return -E_NOENT;
+			/* No lock: a concurrent unlink or rename may have made the slot a tombstone
+			 * since dfind read it (its rec word is then 1, no record) or killed the record
+			 * (ino 0): either way the name is gone now. */
+			u64 rec = ar_ld64(arf, s + ARF_T_REC);
+			if (rec <= ARF_T_TOMB)
+				return -E_NOENT;
+			cur = ar_ld64(arf, rec + ARF_R_INO);
+			if (cur == 0)
+				return -E_NOENT;
+		}
+		/* cur came from the image: check it before using it */
+		u64 c = ioff(cur);
+		if (c == 0)
+			return -E_IO;
+		p = e;
+		if (p == plen)
+			break;         /* last component, no trailing slash: whatever it is */
+		u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+		if (type != ARF_S_IFDIR)
+			return type == ARF_S_IFLNK ? -E_LOOP : -E_NOTDIR;
+		d = c;
+	}
+	return (long)cur;
+}
+
+long lookup(u64 start)
+{
+	return do_lookup(start);
+}
+
+/* ---------------------------------------------------------------- getattr */
+
+/* getattr(ino): outputs 13 little-endian u64: mode, nlink, uid, gid, size, nblocks (4 KiB
+ * blocks), atime, mtime, ctime, btime (ns since the epoch), gen, parent, rdev; returns ino,
+ * or -EINVAL (no such number) / -ENOENT (free inode).  The fields are read without the lock:
+ * a getattr racing a change of the same inode may mix old and new fields. */
+static __attribute__((noinline)) long do_getattr(u64 ino)
+{
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	u64 mode = ar_ld32u(arf, c + ARF_I_MODE);
+	if (mode == 0)
+		return -E_NOENT;
+	ar_outq(mode);
+	ar_outq(ar_ld32u(arf, c + ARF_I_NLINK));
+	ar_outq(ar_ld32u(arf, c + ARF_I_UID));
+	ar_outq(ar_ld32u(arf, c + ARF_I_GID));
+	ar_outq(ar_ld64(arf, c + ARF_I_SIZE));
+	ar_outq(ar_ld64(arf, c + ARF_I_NBLOCKS));
+	ar_outq(ar_ld64(arf, c + ARF_I_ATIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_MTIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_CTIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_BTIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_GEN));
+	ar_outq(ar_ld64(arf, c + ARF_I_PARENT));
+	ar_outq(ar_ld64(arf, c + ARF_I_RDEV));
+	return (long)ino;
+}
+
+long getattr(u64 ino)
+{
+	return do_getattr(ino);
+}
+
+/* ---------------------------------------------------------------- readlink */
+
+/* readlink(ino): the target on the output -> its length.  -EINVAL for no such number or not
+ * a symlink, -ENOENT for a free inode, -EIO for a symlink whose size or block the image
+ * makes impossible (0, over ARF_SYMLINK_MAX, an inline target longer than the body, not one
+ * extent, a block outside the data area). */
+long readlink(u64 ino)
+{
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	if (type == 0)
+		return -E_NOENT;
+	if (type != ARF_S_IFLNK)
+		return -E_INVAL;
+	u64 sz = ar_ld64(arf, c + ARF_I_SIZE);
+	if (sz == 0 || sz > ARF_SYMLINK_MAX)
+		return -E_IO;
+	if (ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_INLINE) {
+		if (sz > ARF_I_BODY_LEN)
+			return -E_IO;
+		ar_output(arf, c + ARF_I_BODY, sz);
+		return (long)sz;
+	}
+	if (ar_ld32u(arf, c + ARF_I_NEXTENTS) != 1)
+		return -E_IO;
+	u64 p = ar_ld64(arf, c + ARF_I_BODY + ARF_E_PBLK);
+	if (p >= SB(N_BLOCKS))
+		return -E_IO;
+	p <<= ARF_BLOCK_SHIFT;
+	if (p < SB(DATA_OFF))
+		return -E_IO;
+	ar_output(arf, p, sz);
+	return (long)sz;
+}
+
+/* ---------------------------------------------------------------- with attributes */
+
+/* lookupattr(start): lookup, then getattr of the inode found, in one round trip: output as
+ * getattr's, the inode number or the error. */
+long lookupattr(u64 start)
+{
+	long ino = do_lookup(start);
+	if (ino < 0)
+		return ino;
+	return do_getattr((u64)ino);
+}
+
+/* ---------------------------------------------------------------- directory table inserts */
+
+/* Directory record type of a mode (0 for types ARF does not store). */
+static __attribute__((noinline)) u64 dtype(u64 mode)
+{
+	switch (mode & ARF_S_IFMT) {
+	case ARF_S_IFDIR: return ARF_DT_DIR;
+	case ARF_S_IFREG: return ARF_DT_REG;
+	case ARF_S_IFIFO: return ARF_DT_FIFO;
+	case ARF_S_IFCHR: return ARF_DT_CHR;
+	case ARF_S_IFBLK: return ARF_DT_BLK;
+	case ARF_S_IFSOCK: return ARF_DT_SOCK;
+	case ARF_S_IFLNK: return ARF_DT_LNK;
+	default: return 0;
+	}
+}
+
+/* Put (h, rec) into the first empty or tombstone slot of h's probe in table t (mask =
+ * nslots - 1, shift); returns that slot's offset.  The caller guarantees a free slot (the
+ * table is at most half full after growth), and the loop is bounded by mask anyway: a
+ * table with none (damaged) is user trap 2, as in ops.pna. */
+static __attribute__((noinline)) u64 tslot(u64 t, u64 mask, u64 shift, u64 h)
+{
+	u64 i = ((h * ARF_HASH_MUL) >> (shift & 63)) & mask;
+	for (u64 n = 0;; n++) {
+		u64 s = t + i * ARF_T_SIZE;
+		if (ar_ld64(arf, s + ARF_T_REC) <= ARF_T_TOMB)
+			return s;
+		if (n >= mask)
+			break;
+		i = (i + 1) & mask;
+	}
+	ar_trap(2);                    /* cannot happen with the load the growth rule keeps */
+	return 0;
+}
+
+/* ---------------------------------------------------------------- mkdir, mknod */
+
+/* The group of a new inode in the directory at offset d: in a setgid directory the
+ * directory's group, else gid (the creator's), as every Unix filesystem does it. */
+static __attribute__((noinline)) u64 newgid(u64 d, u64 gid)
+{
+	if (ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_ISGID)
+		return ar_ld32u(arf, d + ARF_I_GID);
+	return gid;
+}
+
+/* The mode of a new inode in the directory at offset d: a directory made in a setgid
+ * directory is setgid too, so the group carries down the tree. */
+static __attribute__((noinline)) u64 newmode(u64 d, u64 mode)
+{
+	if ((mode & ARF_S_IFMT) != ARF_S_IFDIR)
+		return mode;
+	return (ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_ISGID) | mode;
+}
+
+/* Create entry args -> a new inode of mode in directory pino.  Order: checks, journal slot,
+ * lock the directory, EEXIST check under the lock, then every allocation (inode, grown slot
+ * table, new directory block) so that ENOSPC is answered before anything is changed; then
+ * the logged changes; commit; unlock; free the old table's blocks. */
+static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	long rc = namecheck();
+	if (rc != 0)
+		return rc;
+	u64 len = (u64)ar_len(AR_ARGS);
+	u64 h = nhash(0, len);
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 isdir = (mode & ARF_S_IFMT) == ARF_S_IFDIR;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	u64 ino = 0, newt = 0, ns = 0, newb = 0;
+	/* the directory may have been removed while we waited for its lock */
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail;
+	}
+	if (dfind(d, h, 0, len) != 0) {
+		rc = -E_EXIST;
+		goto fail;
+	}
+	if (isdir && ar_ld32u(arf, d + ARF_I_NLINK) >= 0xfffffff0u) {
+		rc = -E_MLINK;
+		goto fail;
+	}
+	ino = ialloc();
+	if (ino == 0) {
+		rc = -E_NOSPC;
+		goto fail;
+	}
+	/* grow the table before the insert would pass half of it: live + tombstones + 1 > n/2 */
+	u64 nent = ar_ld64(arf, d + ARF_D_NENT);
+	u64 ntomb = ar_ld64(arf, d + ARF_D_NTOMB);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	if (oldt == 0 || (nent + ntomb + 1) << 1 > nslots) {
+		/* max(256, next power of two >= 2 * (nent + 1)); hostile counts end by fuel */
+		ns = ARF_D_MIN_SLOTS;
+		while (ns < (nent + 1) << 1)
+			ns <<= 1;
+		newt = balloc(ns >> 8);
+		if (newt == 0) {
+			iput(ino);
+			rc = -E_NOSPC;
+			goto fail;
+		}
+		/* a block we own: filled before anything links it, so it needs no undo record */
+		ar_fill(arf, newt, ns * ARF_T_SIZE, 0);
+	}
+	u64 rl = (ARF_R_NAME + len + 7) & ~7ul;
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	if (tail == 0 || ar_ld64(arf, tail + ARF_B_USED) + rl > ARF_BLOCK_SIZE) {
+		newb = balloc(1);
+		if (newb == 0) {
+			iput(ino);
+			bput(newt, ns >> 8);
+			rc = -E_NOSPC;
+			goto fail;
+		}
+		ar_fill(arf, newb, ARF_BLOCK_SIZE, 0);
+		ar_st64(arf, newb + ARF_B_USED, ARF_B_HDR);
+		ar_st64(arf, newb + ARF_B_MAGIC, ARF_B_MAGIC_VALUE);
+	}
+	/* ---- from here on nothing fails: every change is logged first ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	u64 c = ioff(ino);
+	jlog(j, c, ARF_INO_SIZE);      /* a crash before the link must leave the inode free again */
+	ar_fill(arf, c, ARF_INO_SIZE, 0);
+	ar_st32(arf, c + ARF_I_MODE, newmode(d, mode));
+	ar_st32(arf, c + ARF_I_NLINK, 1 + isdir);
+	ar_st32(arf, c + ARF_I_UID, uid);
+	ar_st32(arf, c + ARF_I_GID, newgid(d, gid));
+	ar_st64(arf, c + ARF_I_RDEV, rdev);
+	ar_st64(arf, c + ARF_I_ATIME, tnow);
+	ar_st64(arf, c + ARF_I_MTIME, tnow);
+	ar_st64(arf, c + ARF_I_CTIME, tnow);
+	ar_st64(arf, c + ARF_I_BTIME, tnow);
+	ar_st64(arf, c + ARF_I_GEN, ar_fadd(arf, ARF_SB_NEXT_GEN, 1));
+	if (isdir)
+		ar_st64(arf, c + ARF_I_PARENT, pino);
+	jlog(j, d, ARF_INO_SIZE);      /* the directory inode: table, counts, chain, size, times */
+	if (newt != 0) {
+		/* rehash every live slot of the old table into the new run, then publish it */
+		u64 sh = 64 - (u64)ar_ctz(ns);
+		for (u64 i = 0; oldt != 0 && i < nslots; i++) {
+			u64 s = oldt + i * ARF_T_SIZE;
+			u64 rec = ar_ld64(arf, s + ARF_T_REC);
+			if (rec <= ARF_T_TOMB)
+				continue;
+			u64 r = tslot(newt, ns - 1, sh, ar_ld64(arf, s + ARF_T_HASH));
+			ar_st64(arf, r + ARF_T_HASH, ar_ld64(arf, s + ARF_T_HASH));
+			ar_st64(arf, r + ARF_T_REC, rec);
+		}
+		ar_st64(arf, d + ARF_D_TABLE, newt);
+		ar_st64(arf, d + ARF_D_NSLOTS, ns);
+		ar_st64(arf, d + ARF_D_SHIFT, sh);
+		ar_st64(arf, d + ARF_D_NTOMB, 0);
+		u64 nb = ar_ld64(arf, d + ARF_I_NBLOCKS) + (ns >> 8);
+		if (oldt != 0)
+			nb -= nslots >> 8;
+		ar_st64(arf, d + ARF_I_NBLOCKS, nb);
+	}
+	if (newb != 0) {
+		/* link the new block after the tail (or as the first block) */
+		if (tail != 0) {
+			jlog(j, tail, ARF_B_HDR);
+			ar_st64(arf, tail + ARF_B_NEXT, newb);
+		} else {
+			ar_st64(arf, d + ARF_D_HEAD, newb);
+		}
+		ar_st64(arf, d + ARF_D_TAIL, newb);
+		ar_st64(arf, d + ARF_I_NBLOCKS, ar_ld64(arf, d + ARF_I_NBLOCKS) + 1);
+		ar_st64(arf, d + ARF_I_SIZE, ar_ld64(arf, d + ARF_I_SIZE) + ARF_BLOCK_SIZE);
+		tail = newb;
+	} else {
+		jlog(j, tail, ARF_B_HDR);  /* its used and live change */
+	}
+	/* the record goes past `used`: bytes no structure covers yet, so no undo record */
+	u64 used = ar_ld64(arf, tail + ARF_B_USED);
+	u64 r = tail + used;
+	ar_fill(arf, r, rl, 0);
+	ar_st64(arf, r + ARF_R_INO, ino);
+	ar_st64(arf, r + ARF_R_HASH, h);
+	ar_st16(arf, r + ARF_R_LEN, rl);
+	ar_st8(arf, r + ARF_R_NAMELEN, len);
+	ar_st8(arf, r + ARF_R_TYPE, dtype(mode));
+	ar_copy(arf, AR_ARGS, r + ARF_R_NAME, 0, len);
+	ar_st64(arf, tail + ARF_B_USED, used + rl);
+	ar_st64(arf, tail + ARF_B_LIVE, ar_ld64(arf, tail + ARF_B_LIVE) + 1);
+	/* index it: the first tombstone or empty slot of its probe */
+	u64 s = tslot(ar_ld64(arf, d + ARF_D_TABLE), ar_ld64(arf, d + ARF_D_NSLOTS) - 1,
+	              ar_ld64(arf, d + ARF_D_SHIFT), h);
+	jlog(j, s, ARF_T_SIZE);
+	if (ar_ld64(arf, s + ARF_T_REC) == ARF_T_TOMB)
+		ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) - 1);
+	ar_st64(arf, s + ARF_T_HASH, h);
+	ar_st64(arf, s + ARF_T_REC, r);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) + 1);
+	if (isdir)                     /* the subdirectory's ".." names the parent */
+		ar_st32(arf, d + ARF_I_NLINK, ar_ld32u(arf, d + ARF_I_NLINK) + 1);
+	ar_st64(arf, d + ARF_I_MTIME, tnow);
+	ar_st64(arf, d + ARF_I_CTIME, tnow);
+	/* commit, unlock, and only then give the old table's blocks back */
+	jend(j);
+	iunlock(d, tag);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return (long)ino;
+fail:                                  /* nothing was changed */
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+static __attribute__((noinline)) long do_mkdir(u64 dir, u64 mode, u64 uid, u64 gid)
+{
+	return mk(dir, (mode & 07777) | ARF_S_IFDIR, uid, gid, 0);
+}
+
+long mkdir(u64 dir, u64 mode, u64 uid, u64 gid)
+{
+	return do_mkdir(dir, mode, uid, gid);
+}
+
+/* mknod(dir, mode, uid, gid, rdev): regular files (create), fifos, character and block
+ * devices (rdev: the device number, as Linux's dev_t; kept for devices only) and sockets;
+ * other types: -EINVAL. */
+static __attribute__((noinline)) long do_mknod(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	u64 t = mode & ARF_S_IFMT;
+	if (t != ARF_S_IFCHR && t != ARF_S_IFBLK) {
+		rdev = 0;              /* only a device has a number */
+		if (t != ARF_S_IFREG && t != ARF_S_IFIFO && t != ARF_S_IFSOCK)
+			return -E_INVAL;
+	}
+	return mk(dir, mode & (ARF_S_IFMT | 07777), uid, gid, rdev);
+}
+
+long mknod(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	return do_mknod(dir, mode, uid, gid, rdev);
+}
+
+/* mkdirattr, mknodattr: the operation, then getattr of the new inode (one round trip). */
+long mkdirattr(u64 dir, u64 mode, u64 uid, u64 gid)
+{
+	long ino = do_mkdir(dir, mode, uid, gid);
+	if (ino < 0)
+		return ino;
+	return do_getattr((u64)ino);
+}
+
+long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	long ino = do_mknod(dir, mode, uid, gid, rdev);
+	if (ino < 0)
+		return ino;
+	return do_getattr((u64)ino);
+}
+
+/* ---------------------------------------------------------------- unlink, rmdir */
+
+/* Give back what inode c (of type, a S_IF* value) owned, then the inode itself: a
+ * directory's slot table and block chain, a file's or long symlink's extents and extent
+ * blocks (an inline symlink owns none).  Called after the commit that freed it (mode 0,
+ * nothing names it), by the holder of its lock word, which the final fill clears.  A chain
+ * that loops (damaged) ends by fuel, an extent off the bitmap by a bounds trap, as in
+ * ops.pna. */
+static __attribute__((noinline)) void irelease(u64 c, u64 type)
+{
+	if (type == ARF_S_IFDIR) {
+		u64 x = ar_ld64(arf, c + ARF_D_TABLE);
+		if (x != 0)
+			bput(x, ar_ld64(arf, c + ARF_D_NSLOTS) >> 8);
+		x = ar_ld64(arf, c + ARF_D_HEAD);
+		while (x != 0) {
+			u64 nx = ar_ld64(arf, x + ARF_B_NEXT);
+			bput(x, 1);
+			x = nx;
+		}
+	} else {
+		/* files and long symlinks: inline extents, then the extent-block chain */
+		u64 ne = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+		for (u64 k = 0; k < ne && k < ARF_I_INLINE_EXT; k++) {
+			u64 e = c + ARF_I_BODY + k * ARF_E_SIZE;
+			bput(ar_ld64(arf, e + ARF_E_PBLK) << ARF_BLOCK_SHIFT, ar_ld32u(arf, e + ARF_E_LEN));
+		}
+		u64 x = ar_ld64(arf, c + ARF_I_XBLK);
+		while (x != 0) {
+			for (u64 k = 0; k < ar_ld32u(arf, x + ARF_X_N) && k < ARF_X_MAX; k++) {
+				u64 e = x + ARF_X_EXT + k * ARF_E_SIZE;
+				bput(ar_ld64(arf, e + ARF_E_PBLK) << ARF_BLOCK_SHIFT,
+				     ar_ld32u(arf, e + ARF_E_LEN));
+			}
+			u64 nx = ar_ld64(arf, x + ARF_X_NEXT);
+			bput(x, 1);
+			x = nx;
+		}
+	}
+	ar_fill(arf, c, ARF_INO_SIZE, 0);
+	iput((c - SB(ITABLE_OFF)) >> ARF_INO_SHIFT);
+}
+
+/* Remove entry args from directory pino: unlink (isdir 0) a non-directory, rmdir (isdir 1)
+ * an empty directory.  The slot becomes a tombstone, the record's ino 0; the child loses a
+ * link, and an inode left with none is freed with its blocks after the commit (ARF keeps no
+ * open-file state yet: an unlinked file is gone at once).  Locks the directory, then the
+ * child. */
+static long rm(u64 pino, u64 isdir)
+{
+	u64 len = (u64)ar_len(AR_ARGS);
+	if (len == 0)
+		return -E_NOENT;
+	if (len > ARF_NAME_MAX)
+		return -E_NAMETOOLONG;
+	if (isdots(0, len)) {
+		/* unlink(".") is EISDIR; rmdir(".") EINVAL, rmdir("..") ENOTEMPTY (as Linux) */
+		if (!isdir)
+			return -E_ISDIR;
+		return len == 1 ? -E_INVAL : -E_NOTEMPTY;
+	}
+	if (ar_findb(AR_ARGS, 0, len, '/') != -1)
+		return -E_INVAL;
+	u64 h = nhash(0, len);
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	long rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	u64 s = dfind(d, h, 0, len);
+	if (s == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	u64 r = ar_ld64(arf, s + ARF_T_REC);
+	u64 c = ioff(ar_ld64(arf, r + ARF_R_INO));
+	if (c == 0) {
+		rc = -E_IO;
+		goto fail1;
+	}
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	if (isdir && type != ARF_S_IFDIR) {
+		rc = -E_NOTDIR;
+		goto fail1;
+	}
+	if (!isdir && type == ARF_S_IFDIR) {
+		rc = -E_ISDIR;
+		goto fail1;
+	}
+	rc = ilock(c, tag);
+	if (rc != 0)
+		goto fail1;
+	if (isdir && ar_ld64(arf, c + ARF_D_NENT) != 0) {
+		rc = -E_NOTEMPTY;
+		iunlock(c, tag);
+		goto fail1;
+	}
+	/* ---- logged changes; nothing fails from here ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	jlog(j, d, ARF_INO_SIZE);
+	jlog(j, c, ARF_INO_SIZE);
+	jlog(j, s, ARF_T_SIZE);
+	u64 blk = r & ~((u64)ARF_BLOCK_SIZE - 1);
+	jlog(j, blk, ARF_B_HDR);
+	jlog(j, r, 8);
+	ar_st64(arf, s + ARF_T_REC, ARF_T_TOMB);
+	ar_st64(arf, r + ARF_R_INO, 0);
+	ar_st64(arf, blk + ARF_B_LIVE, ar_ld64(arf, blk + ARF_B_LIVE) - 1);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) - 1);
+	ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) + 1);
+	ar_st64(arf, d + ARF_I_MTIME, tnow);
+	ar_st64(arf, d + ARF_I_CTIME, tnow);
+	u64 nl = 0;
+	if (isdir) {
+		/* the removed directory's ".." no longer names the parent; the directory dies */
+		ar_st32(arf, d + ARF_I_NLINK, ar_ld32u(arf, d + ARF_I_NLINK) - 1);
+	} else {
+		nl = ar_ld32u(arf, c + ARF_I_NLINK) - 1ul;   /* a count of 0 (damaged) stays > 0 */
+		ar_st32(arf, c + ARF_I_NLINK, nl);
+		ar_st64(arf, c + ARF_I_CTIME, tnow);
+	}
+	if (nl == 0) {
+		/* no links left: the inode is free from the commit on (its body is read below) */
+		ar_st32(arf, c + ARF_I_NLINK, 0);
+		ar_st32(arf, c + ARF_I_MODE, 0);
+	}
+	jend(j);
+	iunlock(d, tag);
+	if (nl != 0) {
+		iunlock(c, tag);
+		return 0;
+	}
+	irelease(c, type);
+	return 0;
+fail1:                                 /* nothing was changed */
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+long unlink(u64 dir)
+{
+	return rm(dir, 0);
+}
+
+long rmdir(u64 dir)
+{
+	return rm(dir, 1);
+}
+
+/* ---------------------------------------------------------------- entry helpers
+ * Used by symlink, link and rename: the allocation half (before the first logged change)
+ * and the logged half of inserting and removing an entry.  The caller holds the directory's
+ * lock and has logged its inode. */
+
+/* Slots of the new table directory d needs before one more insert (the growth rule of mk:
+ * live + tombstones + 1 > nslots / 2, or no table yet), or 0 when its table has room. */
+static u64 tsize(u64 d)
+{
+	u64 nent = ar_ld64(arf, d + ARF_D_NENT);
+	if (ar_ld64(arf, d + ARF_D_TABLE) != 0 &&
+	    (nent + ar_ld64(arf, d + ARF_D_NTOMB) + 1) << 1 <= ar_ld64(arf, d + ARF_D_NSLOTS))
+		return 0;
+	u64 ns = ARF_D_MIN_SLOTS;      /* max(256, next power of two >= 2 * (nent + 1)) */
+	while (ns < (nent + 1) << 1)
+		ns <<= 1;
+	return ns;
+}
+
+/* Bytes of the record of a name of len bytes. */
+static u64 reclen(u64 len)
+{
+	return (ARF_R_NAME + len + 7) & ~7ul;
+}
+
+/* 1 when a record for a name of len bytes does not fit directory d's tail block (or d has
+ * no block yet), else 0. */
+static u64 bneed(u64 d, u64 len)
+{
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	return tail == 0 || ar_ld64(arf, tail + ARF_B_USED) + reclen(len) > ARF_BLOCK_SIZE;
+}
+
+/* A new, empty directory block (ours until a logged store links it): its offset, or 0
+ * (ENOSPC). */
+static u64 bnew(void)
+{
+	u64 b = balloc(1);
+	if (b != 0) {
+		ar_fill(arf, b, ARF_BLOCK_SIZE, 0);
+		ar_st64(arf, b + ARF_B_USED, ARF_B_HDR);
+		ar_st64(arf, b + ARF_B_MAGIC, ARF_B_MAGIC_VALUE);
+	}
+	return b;
+}
+
+/* ops.pna's dins(j, d, h, noff, nlen, ino, dt, newt, ns, newb) takes ten arguments; pncc
+ * allows five, so it is three calls in the same order: dgrow, dlink, dput.  Insert the
+ * entry args[noff .. +nlen) (hash h) -> ino, record type dt, into directory d (locked, its
+ * inode logged, the name known absent).  newt (a run of ns slots, from tsize) and newb
+ * (from bnew) were allocated before the operation's first logged change, 0 when not needed.
+ * As mk: rehash into newt and publish it, link newb after the tail, append the record past
+ * the tail's used bytes (no undo record: nothing covers those bytes yet), log and fill its
+ * slot, nent + 1.  The caller reads the old table first and frees it after its commit;
+ * times and link counts are the caller's. */
+
+/* The table part: newt zeroed (ours: no undo record), the live slots of the old table
+ * rehashed into it, then published in d's (logged) inode. */
+static __attribute__((noinline)) void dgrow(u64 d, u64 newt, u64 ns)
+{
+	if (newt == 0)
+		return;
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	ar_fill(arf, newt, ns * ARF_T_SIZE, 0);
+	u64 sh = 64 - (u64)ar_ctz(ns);
+	for (u64 i = 0; oldt != 0 && i < nslots; i++) {
+		u64 s = oldt + i * ARF_T_SIZE;
+		u64 rec = ar_ld64(arf, s + ARF_T_REC);
+		if (rec <= ARF_T_TOMB)
+			continue;
+		u64 r = tslot(newt, ns - 1, sh, ar_ld64(arf, s + ARF_T_HASH));
+		ar_st64(arf, r + ARF_T_HASH, ar_ld64(arf, s + ARF_T_HASH));
+		ar_st64(arf, r + ARF_T_REC, rec);
+	}
+	ar_st64(arf, d + ARF_D_TABLE, newt);
+	ar_st64(arf, d + ARF_D_NSLOTS, ns);
+	ar_st64(arf, d + ARF_D_SHIFT, sh);
+	ar_st64(arf, d + ARF_D_NTOMB, 0);
+	u64 nb = ar_ld64(arf, d + ARF_I_NBLOCKS) + (ns >> 8);
+	if (oldt != 0)
+		nb -= nslots >> 8;
+	ar_st64(arf, d + ARF_I_NBLOCKS, nb);
+}
+
+/* The block part: newb linked after the tail (or as the first block), or the tail's
+ * header logged (its used and live change).  Afterwards d's tail is where the record
+ * goes. */
+static __attribute__((noinline)) void dlink(u64 j, u64 d, u64 newb)
+{
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	if (newb == 0) {
+		jlog(j, tail, ARF_B_HDR);
+		return;
+	}
+	if (tail != 0) {
+		jlog(j, tail, ARF_B_HDR);
+		ar_st64(arf, tail + ARF_B_NEXT, newb);
+	} else {
+		ar_st64(arf, d + ARF_D_HEAD, newb);
+	}
+	ar_st64(arf, d + ARF_D_TAIL, newb);
+	ar_st64(arf, d + ARF_I_NBLOCKS, ar_ld64(arf, d + ARF_I_NBLOCKS) + 1);
+	ar_st64(arf, d + ARF_I_SIZE, ar_ld64(arf, d + ARF_I_SIZE) + ARF_BLOCK_SIZE);
+}
+
+/* Pack noff (< 2^32: an offset inside args), nlen and dt for dput. */
+#define NAMEREF(noff, nlen, dt) ((noff) | (u64)(nlen) << 32 | (u64)(dt) << 48)
+
+/* The record part: appended at d's tail, indexed in the first tombstone or empty slot of
+ * its probe (logged), nent + 1.  nr = NAMEREF(noff, nlen, dt). */
+static __attribute__((noinline)) void dput(u64 j, u64 d, u64 h, u64 ino, u64 nr)
+{
+	u64 noff = nr & 0xffffffffu, nlen = nr >> 32 & 0xffff, dt = nr >> 48;
+	u64 tail = ar_ld64(arf, d + ARF_D_TAIL);
+	u64 rl = reclen(nlen);
+	u64 used = ar_ld64(arf, tail + ARF_B_USED);
+	u64 r = tail + used;
+	ar_fill(arf, r, rl, 0);
+	ar_st64(arf, r + ARF_R_INO, ino);
+	ar_st64(arf, r + ARF_R_HASH, h);
+	ar_st16(arf, r + ARF_R_LEN, rl);
+	ar_st8(arf, r + ARF_R_NAMELEN, nlen);
+	ar_st8(arf, r + ARF_R_TYPE, dt);
+	ar_copy(arf, AR_ARGS, r + ARF_R_NAME, noff, nlen);
+	ar_st64(arf, tail + ARF_B_USED, used + rl);
+	ar_st64(arf, tail + ARF_B_LIVE, ar_ld64(arf, tail + ARF_B_LIVE) + 1);
+	u64 s = tslot(ar_ld64(arf, d + ARF_D_TABLE), ar_ld64(arf, d + ARF_D_NSLOTS) - 1,
+	              ar_ld64(arf, d + ARF_D_SHIFT), h);
+	jlog(j, s, ARF_T_SIZE);
+	if (ar_ld64(arf, s + ARF_T_REC) == ARF_T_TOMB)
+		ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) - 1);
+	ar_st64(arf, s + ARF_T_HASH, h);
+	ar_st64(arf, s + ARF_T_REC, r);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) + 1);
+}
+
+/* Remove the entry of slot s from directory d (locked, its inode logged), as rm: log the
+ * slot, the record's block header and its ino; the slot becomes a tombstone, the record
+ * dead; live, nent and ntomb follow. */
+static __attribute__((noinline)) void ddel(u64 j, u64 d, u64 s)
+{
+	u64 r = ar_ld64(arf, s + ARF_T_REC);
+	u64 blk = r & ~((u64)ARF_BLOCK_SIZE - 1);
+	jlog(j, s, ARF_T_SIZE);
+	jlog(j, blk, ARF_B_HDR);
+	jlog(j, r, 8);
+	ar_st64(arf, s + ARF_T_REC, ARF_T_TOMB);
+	ar_st64(arf, r + ARF_R_INO, 0);
+	ar_st64(arf, blk + ARF_B_LIVE, ar_ld64(arf, blk + ARF_B_LIVE) - 1);
+	ar_st64(arf, d + ARF_D_NENT, ar_ld64(arf, d + ARF_D_NENT) - 1);
+	ar_st64(arf, d + ARF_D_NTOMB, ar_ld64(arf, d + ARF_D_NTOMB) + 1);
+}
+
+/* Set directory (or inode) d's mtime and ctime to t. */
+static __attribute__((noinline)) void dtouch(u64 d, u64 t)
+{
+	ar_st64(arf, d + ARF_I_MTIME, t);
+	ar_st64(arf, d + ARF_I_CTIME, t);
+}
+
+/* ---------------------------------------------------------------- symlink */
+
+/* symlink(dir, nlen, uid, gid): args is the name (nlen bytes) then the target.  A new inode
+ * S_IFLNK | 0777 with size = the target's length; a target of up to 144 bytes is the body
+ * itself (ARF_IF_INLINE), a longer one fills one data block named by one extent (lblk 0,
+ * len 1).  Errors: target empty ENOENT, longer than 4095 ENAMETOOLONG, with a NUL EINVAL;
+ * the name's as mknod; nlen past the args EINVAL.  Order as mk: checks, slot, directory
+ * lock, EEXIST, every allocation (inode, table, directory block, target block), then the
+ * logged changes, commit, unlock, free the old table. */
+static __attribute__((noinline)) long do_symlink(u64 pino, u64 nlen, u64 uid, u64 gid)
+{
+	u64 alen = (u64)ar_len(AR_ARGS);
+	if (nlen > alen)
+		return -E_INVAL;
+	u64 tl = alen - nlen;
+	if (tl == 0)
+		return -E_NOENT;
+	if (tl > ARF_SYMLINK_MAX)
+		return -E_NAMETOOLONG;
+	if (ar_findb(AR_ARGS, nlen, tl, 0) != -1)
+		return -E_INVAL;
+	long rc = ncheck(0, nlen);
+	if (rc != 0)
+		return rc == 1 ? -E_EXIST : rc;
+	u64 h = nhash(0, nlen);
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	u64 ino = 0, ns = 0, newt = 0, newb = 0, blk = 0;
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail;
+	}
+	if (dfind(d, h, 0, nlen) != 0) {
+		rc = -E_EXIST;
+		goto fail;
+	}
+	ino = ialloc();
+	if (ino == 0) {
+		rc = -E_NOSPC;
+		goto fail;
+	}
+	ns = tsize(d);
+	if (ns != 0) {
+		newt = balloc(ns >> 8);
+		if (newt == 0) {
+			ns = 0;
+			goto nospc;
+		}
+	}
+	if (bneed(d, nlen)) {
+		newb = bnew();
+		if (newb == 0)
+			goto nospc;
+	}
+	if (tl > ARF_I_BODY_LEN) {
+		blk = balloc(1);
+		if (blk == 0)
+			goto nospc;
+		/* the target block is ours until the logged inode names it: filled without undo */
+		ar_fill(arf, blk, ARF_BLOCK_SIZE, 0);
+		ar_copy(arf, AR_ARGS, blk, nlen, tl);
+	}
+	/* ---- from here on nothing fails: every change is logged first ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	u64 c = ioff(ino);
+	jlog(j, c, ARF_INO_SIZE);      /* a crash before the link must leave the inode free again */
+	jlog(j, d, ARF_INO_SIZE);
+	ar_fill(arf, c, ARF_INO_SIZE, 0);
+	ar_st32(arf, c + ARF_I_MODE, ARF_S_IFLNK | 0777);
+	ar_st32(arf, c + ARF_I_NLINK, 1);
+	ar_st32(arf, c + ARF_I_UID, uid);
+	ar_st32(arf, c + ARF_I_GID, newgid(d, gid));
+	ar_st64(arf, c + ARF_I_SIZE, tl);
+	ar_st64(arf, c + ARF_I_ATIME, tnow);
+	ar_st64(arf, c + ARF_I_BTIME, tnow);
+	dtouch(c, tnow);
+	ar_st64(arf, c + ARF_I_GEN, ar_fadd(arf, ARF_SB_NEXT_GEN, 1));
+	if (blk == 0) {
+		ar_st32(arf, c + ARF_I_FLAGS, ARF_IF_INLINE);
+		ar_copy(arf, AR_ARGS, c + ARF_I_BODY, nlen, tl);
+	} else {
+		ar_st32(arf, c + ARF_I_NEXTENTS, 1);
+		ar_st64(arf, c + ARF_I_NBLOCKS, 1);
+		ar_st32(arf, c + ARF_I_BODY + ARF_E_LEN, 1);
+		ar_st64(arf, c + ARF_I_BODY + ARF_E_PBLK, blk >> ARF_BLOCK_SHIFT);
+	}
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	dgrow(d, newt, ns);
+	dlink(j, d, newb);
+	dput(j, d, h, ino, NAMEREF(0, nlen, ARF_DT_LNK));
+	dtouch(d, tnow);
+	jend(j);
+	iunlock(d, tag);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return (long)ino;
+nospc:                                 /* give back what was claimed; nothing was changed */
+	iput(ino);
+	bput(newt, ns >> 8);
+	bput(newb, newb != 0);
+	rc = -E_NOSPC;
+fail:
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+long symlink(u64 pino, u64 nlen, u64 uid, u64 gid)
+{
+	return do_symlink(pino, nlen, uid, gid);
+}
+
+long symlinkattr(u64 pino, u64 nlen, u64 uid, u64 gid)
+{
+	long ino = do_symlink(pino, nlen, uid, gid);
+	if (ino < 0)
+		return ino;
+	return do_getattr((u64)ino);
+}
+
+/* ---------------------------------------------------------------- link */
+
+/* link(ino, dir): args is the new name.  A second (third, ...) entry for the existing
+ * non-directory ino: nlink + 1, ctime now.  Locks the directory, then the inode
+ * (directories before what they name, as rm).  Errors: the name's as mknod (EEXIST first,
+ * as Linux), EPERM for a directory, ENOENT when ino is free (or unlinked while we waited),
+ * EINVAL for no such number, EMLINK when nlink would pass 2^32 - 1, ENOSPC, EAGAIN. */
+static __attribute__((noinline)) long do_link(u64 ino, u64 pino)
+{
+	long rc = namecheck();
+	if (rc != 0)
+		return rc;
+	u64 len = (u64)ar_len(AR_ARGS);
+	u64 h = nhash(0, len);
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	long dr = diroff(pino);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(d, tag);
+	if (rc != 0) {
+		jend(j);
+		return rc;
+	}
+	if (ar_ld32u(arf, d + ARF_I_MODE) == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	if (dfind(d, h, 0, len) != 0) {
+		rc = -E_EXIST;
+		goto fail1;
+	}
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	if (type == 0) {
+		rc = -E_NOENT;
+		goto fail1;
+	}
+	if (type == ARF_S_IFDIR) {
+		rc = -E_PERM;
+		goto fail1;
+	}
+	rc = ilock(c, tag);
+	if (rc != 0)
+		goto fail1;
+	/* unlinked while we waited for its lock? */
+	u64 mode = ar_ld32u(arf, c + ARF_I_MODE);
+	u64 ns = 0, newt = 0, newb = 0;
+	if (mode == 0) {
+		rc = -E_NOENT;
+		goto fail2;
+	}
+	if (ar_ld32u(arf, c + ARF_I_NLINK) >= 0xffffffffu) {
+		rc = -E_MLINK;
+		goto fail2;
+	}
+	ns = tsize(d);
+	if (ns != 0) {
+		newt = balloc(ns >> 8);
+		if (newt == 0) {
+			rc = -E_NOSPC;
+			goto fail2;
+		}
+	}
+	if (bneed(d, len)) {
+		newb = bnew();
+		if (newb == 0) {
+			bput(newt, ns >> 8);
+			rc = -E_NOSPC;
+			goto fail2;
+		}
+	}
+	/* ---- logged changes; nothing fails from here ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	jlog(j, c, ARF_INO_SIZE);
+	jlog(j, d, ARF_INO_SIZE);
+	u64 oldt = ar_ld64(arf, d + ARF_D_TABLE);
+	u64 nslots = ar_ld64(arf, d + ARF_D_NSLOTS);
+	dgrow(d, newt, ns);
+	dlink(j, d, newb);
+	dput(j, d, h, ino, NAMEREF(0, len, dtype(mode)));
+	ar_st32(arf, c + ARF_I_NLINK, ar_ld32u(arf, c + ARF_I_NLINK) + 1);
+	ar_st64(arf, c + ARF_I_CTIME, tnow);
+	dtouch(d, tnow);
+	jend(j);
+	iunlock(c, tag);
+	iunlock(d, tag);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return 0;
+fail2:
+	iunlock(c, tag);
+fail1:                                 /* nothing was changed */
+	jend(j);
+	iunlock(d, tag);
+	return rc;
+}
+
+long link(u64 ino, u64 pino)
+{
+	return do_link(ino, pino);
+}
+
+/* link returns 0 on success: the attributes are ino's (its nlink already counts the new
+ * name); the result is ino. */
+long linkattr(u64 ino, u64 pino)
+{
+	long rc = do_link(ino, pino);
+	if (rc < 0)
+		return rc;
+	return do_getattr(ino);
+}
+
+/* ---------------------------------------------------------------- rename */
+
+/* 1 when directory (offset) x is directory a or lies under it: walks x's parent chain to
+ * the root (whose parent is itself), at most n_inodes steps (the bytes are not trusted). */
+static __attribute__((noinline)) u64 under(u64 x, u64 a)
+{
+	for (u64 n = 0;; n++) {
+		if (x == a)
+			return 1;
+		if (n >= SB(N_INODES))
+			return 0;
+		u64 p = ioff(ar_ld64(arf, x + ARF_I_PARENT));
+		if (p == 0 || p == x)
+			return 0;
+		x = p;
+	}
+}
+
+/* Add delta to the u32 at arf[off] (link counts). */
+static __attribute__((noinline)) void add32(u64 off, u64 delta)
+{
+	ar_st32(arf, off, ar_ld32u(arf, off) + delta);
+}
+
+/* Unlock each nonzero inode offset of a .. d, held with tag (ops.pna's iunlock5 also takes
+ * a fifth; pncc allows five arguments, so rename calls this and iunlock). */
+static __attribute__((noinline)) void iunlock4(u64 tag, u64 a, u64 b, u64 c, u64 d)
+{
+	if (a != 0)
+		iunlock(a, tag);
+	if (b != 0)
+		iunlock(b, tag);
+	if (c != 0)
+		iunlock(c, tag);
+	if (d != 0)
+		iunlock(d, tag);
+}
+
+/* rename(olddir, newdir, olen, flags): args is the old name (olen bytes) then the new one.
+ * flags 0, 1 RENAME_NOREPLACE, 2 RENAME_EXCHANGE (both: EINVAL), as renameat2(2) on a Linux
+ * local filesystem:
+ *   - the new name may exist: a file replaces a non-directory (which loses a link, freed with
+ *     its blocks after the commit when none is left), a directory replaces an empty
+ *     directory; else EISDIR (file over directory), ENOTDIR (directory over file),
+ *     ENOTEMPTY; NOREPLACE: EEXIST; EXCHANGE swaps the two entries (both must exist: ENOENT)
+ *   - a directory moved into its own subtree: EINVAL (also an exchange making one); a
+ *     target that lies above the source: ENOTEMPTY (exchange: EINVAL)
+ *   - two names of one inode (or one name): nothing happens, 0
+ *   - "." or ".." as either name: EBUSY (NOREPLACE on the new one: EEXIST), other name
+ *     errors as mknod; EMLINK when a directory would pass 2^32 - 16 links
+ *   - a moved directory's parent field (its "..") and both parents' link counts follow;
+ *     ctime of the moved (and replaced, exchanged) inodes and both parents' mtime/ctime: now
+ * Locks, in one order every operation keeps: between two directories, inode 0's lock word
+ * (renames across directories one at a time, so what lies under what cannot change while it
+ * is checked; taken first, by renames only), then the directories, the one above the other
+ * first (unrelated ones: olddir first), then the entries' inodes, directories before
+ * others, else by number.  rm and link lock a directory before what it names, so no cycle
+ * of waits can form.  Then: every allocation (only a new name needs one), the logged
+ * changes, commit, unlock, free what the replaced inode and an old table owned. */
+long rename(u64 olddir, u64 newdir, u64 olen, u64 flags)
+{
+	if ((flags & ~3ul) != 0 || flags == 3 || olen > (u64)ar_len(AR_ARGS))
+		return -E_INVAL;
+	u64 nlen = (u64)ar_len(AR_ARGS) - olen;
+	long rc = ncheck(0, olen);
+	if (rc != 0)
+		return rc == 1 ? -E_BUSY : rc;
+	rc = ncheck(olen, nlen);
+	if (rc != 0) {
+		if (rc != 1)
+			return rc;
+		return flags == 1 ? -E_EXIST : -E_BUSY;
+	}
+	u64 h1 = nhash(0, olen), h2 = nhash(olen, nlen);
+	long dr = diroff(olddir);
+	if (dr <= 0)
+		return dr;
+	u64 d1 = (u64)dr;
+	dr = diroff(newdir);
+	if (dr <= 0)
+		return dr;
+	u64 d2 = (u64)dr;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	u64 cross = d1 != d2;
+	u64 g = 0, lx = 0, ly = 0, ls = 0, lt = 0, a, b = 0;
+	u64 s2 = 0, r2 = 0, tino = 0, ct = 0, tt = 0, ns = 0, newt = 0, newb = 0, freet = 0;
+	u64 oldt = 0, nslots = 0;
+	if (cross) {
+		rc = ilock(SB(ITABLE_OFF), tag);
+		if (rc != 0)
+			goto fail;
+		g = SB(ITABLE_OFF);
+		if (under(d1, d2)) {   /* olddir lies under newdir: newdir first */
+			a = d2;
+			b = d1;
+		} else {
+			a = d1;
+			b = d2;
+		}
+	} else {
+		a = d1;
+	}
+	rc = ilock(a, tag);
+	if (rc != 0)
+		goto fail;
+	lx = a;
+	if (b != 0) {
+		rc = ilock(b, tag);
+		if (rc != 0)
+			goto fail;
+		ly = b;
+	}
+	/* either directory may have been removed while we waited */
+	rc = -E_NOENT;
+	if (ar_ld32u(arf, d1 + ARF_I_MODE) == 0 || ar_ld32u(arf, d2 + ARF_I_MODE) == 0)
+		goto fail;
+	u64 s1 = dfind(d1, h1, 0, olen);
+	if (s1 == 0)
+		goto fail;
+	u64 r1 = ar_ld64(arf, s1 + ARF_T_REC);
+	u64 sino = ar_ld64(arf, r1 + ARF_R_INO);
+	u64 cs = ioff(sino);
+	rc = -E_IO;
+	if (cs == 0)
+		goto fail;
+	u64 ts = ar_ld32u(arf, cs + ARF_I_MODE) & ARF_S_IFMT;
+	s2 = dfind(d2, h2, olen, nlen);
+	if (s2 != 0) {
+		r2 = ar_ld64(arf, s2 + ARF_T_REC);
+		tino = ar_ld64(arf, r2 + ARF_R_INO);
+		ct = ioff(tino);
+		if (ct == 0)
+			goto fail;
+		tt = ar_ld32u(arf, ct + ARF_I_MODE) & ARF_S_IFMT;
+	}
+	rc = -E_EXIST;
+	if (flags == 1 && s2 != 0)
+		goto fail;
+	rc = -E_NOENT;
+	if (flags == 2 && s2 == 0)
+		goto fail;
+	/* the tree's shape (under the rename lock when the directories differ) */
+	if (cross) {
+		rc = -E_INVAL;     /* a directory into its own subtree */
+		if (ts == ARF_S_IFDIR && under(d2, cs))
+			goto fail;
+		/* the target holds the source: exchange EINVAL, else ENOTEMPTY */
+		rc = flags == 2 ? -E_INVAL : -E_NOTEMPTY;
+		if (s2 != 0 && tt == ARF_S_IFDIR && under(d1, ct))
+			goto fail;
+	}
+	if (s2 != 0) {
+		rc = 0;            /* two names of one inode, or one name: nothing to do */
+		if (sino == tino)
+			goto fail;
+		if (flags != 2) {
+			rc = -E_NOTDIR;
+			if (ts == ARF_S_IFDIR && tt != ARF_S_IFDIR)
+				goto fail;
+			rc = -E_ISDIR;
+			if (ts != ARF_S_IFDIR && tt == ARF_S_IFDIR)
+				goto fail;
+		}
+	}
+	/* a directory gaining a subdirectory: newdir when a directory arrives and none leaves,
+	 * olddir when an exchange brings it one for a non-directory */
+	rc = -E_MLINK;
+	if (cross) {
+		if (ts == ARF_S_IFDIR) {
+			if (tt != ARF_S_IFDIR && ar_ld32u(arf, d2 + ARF_I_NLINK) >= 0xfffffff0u)
+				goto fail;
+		} else if (flags == 2 && tt == ARF_S_IFDIR &&
+		           ar_ld32u(arf, d1 + ARF_I_NLINK) >= 0xfffffff0u) {
+			goto fail;
+		}
+	}
+	/* the entries' inodes: directories first, then by offset */
+	a = cs;
+	b = ct;
+	if (b != 0 && cs + ((u64)(ts != ARF_S_IFDIR) << 60) >= ct + ((u64)(tt != ARF_S_IFDIR) << 60)) {
+		a = ct;
+		b = cs;
+	}
+	rc = ilock(a, tag);
+	if (rc != 0)
+		goto fail;
+	ls = a;
+	if (b != 0) {
+		rc = ilock(b, tag);
+		if (rc != 0)
+			goto fail;
+		lt = b;
+	}
+	rc = -E_NOTEMPTY;
+	if (flags != 2 && tt == ARF_S_IFDIR && ar_ld64(arf, ct + ARF_D_NENT) != 0)
+		goto fail;
+	/* only a new name needs space; ENOSPC before anything changes */
+	if (s2 == 0) {
+		rc = -E_NOSPC;
+		ns = tsize(d2);
+		if (ns != 0) {
+			newt = balloc(ns >> 8);
+			if (newt == 0)
+				goto fail;
+		}
+		if (bneed(d2, nlen)) {
+			newb = bnew();
+			if (newb == 0) {
+				bput(newt, ns >> 8);
+				goto fail;
+			}
+		}
+	}
+	/* ---- logged changes; nothing fails from here ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	jlog(j, d1, ARF_INO_SIZE);
+	if (cross)
+		jlog(j, d2, ARF_INO_SIZE);
+	jlog(j, cs, ARF_INO_SIZE);
+	if (ct != 0)
+		jlog(j, ct, ARF_INO_SIZE);
+	if (flags == 2) {
+		jlog(j, r1, ARF_R_MIN);
+		jlog(j, r2, ARF_R_MIN);
+		ar_st64(arf, r1 + ARF_R_INO, tino);
+		ar_st8(arf, r1 + ARF_R_TYPE, dtype(ar_ld32u(arf, ct + ARF_I_MODE)));
+		ar_st64(arf, r2 + ARF_R_INO, sino);
+		ar_st8(arf, r2 + ARF_R_TYPE, dtype(ar_ld32u(arf, cs + ARF_I_MODE)));
+		ar_st64(arf, ct + ARF_I_CTIME, tnow);
+		if (cross && tt == ARF_S_IFDIR) {
+			ar_st64(arf, ct + ARF_I_PARENT, olddir);
+			add32(d2 + ARF_I_NLINK, -1ul);
+			add32(d1 + ARF_I_NLINK, 1);
+		}
+	} else if (s2 != 0) {
+		/* the target's record now names the source; the source's entry goes */
+		jlog(j, r2, ARF_R_MIN);    /* ino .. type */
+		ar_st64(arf, r2 + ARF_R_INO, sino);
+		ar_st8(arf, r2 + ARF_R_TYPE, dtype(ar_ld32u(arf, cs + ARF_I_MODE)));
+		ddel(j, d1, s1);
+		u64 nl = 0;
+		if (tt == ARF_S_IFDIR) {
+			add32(d2 + ARF_I_NLINK, -1ul);  /* the replaced directory's ".." named newdir */
+		} else {
+			nl = ar_ld32u(arf, ct + ARF_I_NLINK) - 1ul;
+			ar_st32(arf, ct + ARF_I_NLINK, nl);
+			ar_st64(arf, ct + ARF_I_CTIME, tnow);
+		}
+		if (nl == 0) {
+			/* no links left: free from the commit on, its blocks given back after it */
+			ar_st32(arf, ct + ARF_I_NLINK, 0);
+			ar_st32(arf, ct + ARF_I_MODE, 0);
+			freet = 1;
+		}
+	} else {
+		/* a new name: the old entry goes first (in one directory the insert may rehash,
+		 * and the old slot must be a tombstone by then, as the growth rule counted it) */
+		ddel(j, d1, s1);
+		oldt = ar_ld64(arf, d2 + ARF_D_TABLE);
+		nslots = ar_ld64(arf, d2 + ARF_D_NSLOTS);
+		dgrow(d2, newt, ns);
+		dlink(j, d2, newb);
+		dput(j, d2, h2, sino, NAMEREF(olen, nlen, dtype(ar_ld32u(arf, cs + ARF_I_MODE))));
+	}
+	/* a directory that changed parents: its ".." and both link counts */
+	if (cross && ts == ARF_S_IFDIR) {
+		ar_st64(arf, cs + ARF_I_PARENT, newdir);
+		add32(d1 + ARF_I_NLINK, -1ul);
+		add32(d2 + ARF_I_NLINK, 1);
+	}
+	ar_st64(arf, cs + ARF_I_CTIME, tnow);
+	dtouch(d1, tnow);
+	dtouch(d2, tnow);
+	/* commit, unlock (a freed inode's lock word is cleared with it), give back */
+	jend(j);
+	if (freet) {
+		if (ls == ct)
+			ls = 0;
+		if (lt == ct)
+			lt = 0;
+	}
+	iunlock4(tag, lt, ls, ly, lx);
+	if (g != 0)
+		iunlock(g, tag);
+	if (freet)
+		irelease(ct, tt);
+	if (newt != 0 && oldt != 0)
+		bput(oldt, nslots >> 8);
+	return 0;
+fail:                                  /* nothing was changed (rc 0: nothing to do) */
+	jend(j);
+	iunlock4(tag, lt, ls, ly, lx);
+	if (g != 0)
+		iunlock(g, tag);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- readdir */
+
+/* The block of directory d (its offset) that holds cookie c (not 0: a byte offset in the
+ * block chain at a record boundary, what readdir and walk hand out; one at a block's very
+ * end names that block), or -EINVAL when c is no record boundary of d.  A chain that loops
+ * (damaged) ends by fuel, as in ops.pna. */
+static __attribute__((noinline)) long dirblk(u64 d, u64 c)
+{
+	u64 blk = ar_ld64(arf, d + ARF_D_HEAD);
+	for (;;) {
+		if (blk == 0)
+			return -E_INVAL;
+		if (blk + ARF_B_HDR <= c && c <= blk + ARF_BLOCK_SIZE)
+			break;
+		blk = ar_ld64(arf, blk + ARF_B_NEXT);
+	}
+	/* walk the block's records to c: it must be a record boundary <= used */
+	if (ar_ld64(arf, blk + ARF_B_USED) + blk < c)
+		return -E_INVAL;
+	u64 o = blk + ARF_B_HDR;
+	while (o < c) {
+		u64 rl = ar_ld16u(arf, o + ARF_R_LEN);
+		if (rl < ARF_R_MIN)
+			return -E_INVAL;    /* a damaged record: stop rather than loop */
+		o += rl;
+	}
+	if (o != c)
+		return -E_INVAL;
+	return (long)blk;
+}
+
+/* One record's name as readdir and walk put it on the output: u8 length, the name. */
+static void outname(u64 pos)
+{
+	ar_outb(ar_ld8u(arf, pos + ARF_R_NAMELEN));
+	ar_output(arf, pos + ARF_R_NAME, ar_ld8u(arf, pos + ARF_R_NAMELEN));
+}
+
+/* readdir(dir, cookie, max): up to max (1..1024) entries from cookie on.  Cookie 0 is the
+ * start; any other cookie is a byte offset inside the directory's block chain at a record
+ * boundary (what an earlier batch gave), checked here.  Output: u64 next cookie (0 when the
+ * end of the directory was reached), then per entry: u64 ino, u64 cookie after it, u8 type
+ * (DT_*), u8 name length, the name.  Returns the number of entries.  "." and ".." are not
+ * stored (docs/arf.md) and not returned: the client adds them.  Reads without the lock:
+ * entries added or removed meanwhile may or may not show, every other one shows once. */
+static __attribute__((noinline)) long do_readdir(u64 dir, u64 cookie, u64 max)
+{
+	long dr = diroff(dir);
+	if (dr <= 0)
+		return dr;
+	u64 d = (u64)dr;
+	if (max == 0 || max > 1024)
+		return -E_INVAL;
+	u64 blk = ar_ld64(arf, d + ARF_D_HEAD);
+	u64 pos = blk + ARF_B_HDR;
+	if (cookie != 0) {
+		long b = dirblk(d, cookie);
+		if (b < 0)
+			return -E_INVAL;
+		blk = (u64)b;
+		pos = cookie;
+	}
+	ar_outq(0);                    /* next cookie, filled in when the batch is full */
+	u64 n = 0;
+	if (blk == 0)
+		return 0;
+	for (;;) {
+		if (ar_ld64(arf, blk + ARF_B_USED) + blk <= pos) {
+			blk = ar_ld64(arf, blk + ARF_B_NEXT);
+			if (blk == 0)
+				return (long)n;
+			pos = blk + ARF_B_HDR;
+			continue;
+		}
+		if (n >= max) {
+			ar_st64(AR_OUT, 0, pos);
+			return (long)n;
+		}
+		u64 rl = ar_ld16u(arf, pos + ARF_R_LEN);
+		if (rl < ARF_R_MIN)
+			return -E_IO;
+		u64 ino = ar_ld64(arf, pos + ARF_R_INO);
+		if (ino != 0) {            /* 0: a deleted record */
+			ar_outq(ino);
+			ar_outq(pos + rl);
+			ar_outb(ar_ld8u(arf, pos + ARF_R_TYPE));
+			outname(pos);
+			n++;
+		}
+		pos += rl;
+	}
+}
+
+long readdir(u64 dir, u64 cookie, u64 max)
+{
+	return do_readdir(dir, cookie, max);
+}
+
+/* readdirplus(dir, cookie, max): readdir's output, then for each entry in order getattr's
+ * 13 u64 (all zeros when the entry's inode was freed since: mode 0 says "no attributes").
+ * Result as readdir's. */
+long readdirplus(u64 dir, u64 cookie, u64 max)
+{
+	long n = do_readdir(dir, cookie, max);
+	if (n <= 0)
+		return n;
+	u64 pos = 8;
+	for (long k = 0; k < n; k++) {
+		u64 ino = ar_ld64(AR_OUT, pos);
+		pos = pos + 18 + ar_ld8u(AR_OUT, pos + 17);
+		if (do_getattr(ino) < 0)
+			for (int i = 0; i < 13; i++)   /* freed meanwhile: thirteen zeros */
+				ar_outq(0);
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------- walk */
+
+/* The rest of walk's entry for the record at pos: type t, depth top, the name. */
+static __attribute__((noinline)) void wname(u64 pos, u64 t, u64 top)
+{
+	ar_outb(t);
+	ar_outb(top);
+	outname(pos);
+}
+
+/* Offset on the output of frame k: { u64 dir, u64 cookie } after the u64 "frames left". */
+#define FRAME(k) (((k) << 4) + 8)
+
+/* walk(nf, max, soft): the entries of a whole subtree, depth first: each directory's entries
+ * in readdir's order, a subdirectory's subtree right after its entry (the order of fts, so of
+ * grep -r and find).  The walk's state is a stack of frames { u64 dir, u64 cookie }, the
+ * directories being walked, outermost first; args holds the nf frames to go on from (a new
+ * walk: one frame { start, 0 }).  Output: u64 frames left (0: the walk is done), the
+ * ARF_WALK_FRAMES frames to pass back next time (the first "frames left" of them), then from
+ * ARF_WALK_HDR per entry: u64 ino, u8 type, u8 depth (the frame of the directory it is in),
+ * u8 name length, the name.  A directory with no frame left for it gets type
+ * ARF_DT_DIR | ARF_WALK_DEEP and ends the batch: the client walks it anew.  A directory that
+ * cannot be walked (removed meanwhile, a damaged record) gives one entry of type ARF_WALK_ERR
+ * with the errno as ino, at the depth of that directory, and is left.  Stops before max
+ * entries are passed or once the output holds soft bytes.  Returns the number of entries, or
+ * -EINVAL for bad arguments.  Reads without locks, as readdir.
+ *
+ * The frames live on the output itself (ld64/st64 of AR_OUT), as in ops.pna. */
+long walk(u64 nf, u64 max, u64 soft)
+{
+	if (nf == 0 || nf > ARF_WALK_FRAMES || max == 0 || (u64)ar_len(AR_ARGS) != nf << 4)
+		return -E_INVAL;
+	ar_outq(0);                    /* frames left, set when the batch ends */
+	ar_copy(AR_OUT, AR_ARGS, 8, 0, nf << 4);
+	ar_st8(AR_OUT, ARF_WALK_HDR - 1, 0);   /* the rest of the header, zeros */
+	u64 top = nf - 1, n = 0, blk = 0, pos = 0;
+	long err;
+load:                                  /* go on with frame top: its directory, its cookie */
+	{
+		u64 f = FRAME(top);
+		long dr = diroff(ar_ld64(AR_OUT, f));
+		if (dr <= 0) {
+			err = dr;
+			goto broken;
+		}
+		u64 d = (u64)dr;
+		u64 cookie = ar_ld64(AR_OUT, f + 8);
+		if (cookie == 0) {
+			blk = ar_ld64(arf, d + ARF_D_HEAD);
+			if (blk == 0)
+				goto pop;          /* no block: empty */
+			pos = blk + ARF_B_HDR;
+		} else {
+			long b = dirblk(d, cookie);
+			if (b <= 0) {
+				err = b;
+				goto broken;
+			}
+			blk = (u64)b;
+			pos = cookie;
+		}
+	}
+	for (;;) {
+		if (ar_ld64(arf, blk + ARF_B_USED) + blk <= pos) {
+			blk = ar_ld64(arf, blk + ARF_B_NEXT);
+			if (blk == 0)
+				goto pop;
+			pos = blk + ARF_B_HDR;
+			continue;
+		}
+		if (n >= max || (u64)ar_len(AR_OUT) >= soft)
+			goto full;
+		u64 rl = ar_ld16u(arf, pos + ARF_R_LEN);
+		if (rl < ARF_R_MIN) {
+			err = -E_IO;       /* a damaged record: leave the directory rather than loop */
+			goto broken;
+		}
+		u64 ino = ar_ld64(arf, pos + ARF_R_INO);
+		if (ino == 0) {            /* a deleted record */
+			pos += rl;
+			continue;
+		}
+		ar_outq(ino);
+		u64 t = ar_ld8u(arf, pos + ARF_R_TYPE);
+		if (t == ARF_DT_DIR) {
+			if (top + 1 >= ARF_WALK_FRAMES) {
+				/* no frame left: the client walks it anew; the batch ends */
+				wname(pos, t | ARF_WALK_DEEP, top);
+				n++;
+				pos += rl;
+				goto full;
+			}
+			if (diroff(ino) > 0) {
+				wname(pos, t, top);
+				n++;
+				/* this frame goes on after the entry; the directory is the next frame */
+				ar_st64(AR_OUT, FRAME(top) + 8, pos + rl);
+				top++;
+				ar_st64(AR_OUT, FRAME(top), ino);
+				ar_st64(AR_OUT, FRAME(top) + 8, 0);
+				goto load;
+			}
+			/* removed meanwhile: listed, not entered */
+		}
+		wname(pos, t, top);
+		n++;
+		pos += rl;
+	}
+broken:                                /* frame top cannot go on (err): it is left */
+	if (n >= max || (u64)ar_len(AR_OUT) >= soft)
+		goto stop;             /* the batch is full: the next one meets the error again */
+	ar_outq(-(u64)err);
+	ar_outb(ARF_WALK_ERR);
+	ar_outb(top);
+	ar_outb(0);
+	n++;
+pop:
+	if (top == 0)
+		return (long)n;
+	top--;
+	goto load;
+full:
+	ar_st64(AR_OUT, FRAME(top) + 8, pos);
+stop:
+	ar_st64(AR_OUT, 0, top + 1);
+	return (long)n;
+}
