@@ -142,6 +142,7 @@ struct pn {
 	int closing;               /* transports are closing: no more ops->release calls */
 	unsigned releasing;        /* pn_coop_end calls inside ops->release right now */
 
+	struct pn_sess *sess;      /* sessions, both sides (pn_sess.c) */
 	uint8_t *key;              /* a copy of opts.cluster_key, or NULL */
 	uint8_t *secret;           /* a copy of opts.secret, or NULL */
 	struct pn_addr *udp_trusted;   /* opts.udp_trusted, parsed */
@@ -231,6 +232,7 @@ static struct pn_peer_rec *peer_new_locked(struct pn *pn)
 		r->retired = false;
 		r->next_retired = NULL;
 		r->proven = false;
+		r->has_sid = false;
 		/* tp_state stays: retired peers are tcp's anonymous ones, whose state (no
 		 * connection now) serves the next one as it is */
 		return r;
@@ -649,6 +651,21 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 			pthread_cond_wait(&c->done, &pn->lock);
 		else if (pthread_cond_timedwait(&c->done, &pn->lock, &dl) == ETIMEDOUT)
 			rc = -PN_ETIMEDOUT;
+		if (rc == -PN_ETIMEDOUT && c->remaining > 0 && pn_sess_client_on(pn->sess)) {
+			/* an outage does not count: its session fails the request at its limit */
+			pthread_mutex_unlock(&pn->lock);
+			bool riding = pn_sess_riding(pn->sess, token);
+			pthread_mutex_lock(&pn->lock);
+			if (riding) {
+				clock_gettime(CLOCK_MONOTONIC, &dl);
+				dl.tv_nsec += 100000000;
+				if (dl.tv_nsec >= 1000000000) {
+					dl.tv_sec++;
+					dl.tv_nsec -= 1000000000;
+				}
+				rc = 0;
+			}
+		}
 	}
 	/* A transport may be writing into a descriptor right now: wait for it to finish before
 	 * handing the buffers back (bounded: the transfer ends or its connection fails). */
@@ -688,8 +705,11 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 	}
 	free(c->adv);
 	free(c);
+	if (pn_sess_client_on(pn->sess))
+		pn_sess_coop_end(pn->sess, token);
 	return rc;
 }
+
 
 /* Remember that a request of Cooperation token went to peer (for pn_core_peer_down). */
 static void coop_note_sent(struct pn *pn, pn_coop token, pn_peer peer)
@@ -761,6 +781,9 @@ static void coop_fail_from_locked(struct pn *pn, struct pn_coop_rec *c, pn_peer 
 
 void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 {
+	/* a session rides through it: its requests are sent again on the next connection */
+	if (pn->sess && pn_sess_peer_down(pn->sess, peer))
+		return;
 	pthread_mutex_lock(&pn->lock);
 	for (unsigned b = 0; b < COOP_BUCKETS; b++)
 		for (struct pn_coop_rec *c = pn->coops[b]; c; c = c->next)
@@ -772,6 +795,55 @@ void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 	pthread_mutex_unlock(&pn->lock);
 	if (fn)
 		fn(pn, peer->id, arg);
+}
+
+void pn_core_note_sent(struct pn *pn, pn_coop coop, pn_peer to)
+{
+	coop_note_sent(pn, coop, to);
+}
+
+void pn_core_coop_fail(struct pn *pn, pn_coop coop, pn_peer peer, int err)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_coop_rec *c = *coop_slot(pn, coop);
+	if (c)
+		coop_fail_from_locked(pn, c, peer, 1, err);
+	pthread_mutex_unlock(&pn->lock);
+}
+
+void pn_core_nack(struct pn *pn, struct pn_peer_rec *peer, pn_coop coop, const uint8_t *p,
+                  size_t len)
+{
+	if (len != 4 || coop >> 32 != pn->token_base >> 32)
+		return;                    /* not one of our tokens: nothing of ours to fail */
+	uint32_t code = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+	if (code == 0 || code >= PN_ECOUNT)
+		code = PN_EPROTO;
+	pn_core_coop_fail(pn, coop, peer->id, -(int)code);
+}
+
+bool pn_core_session_block(struct pn *pn, struct pn_peer_rec *peer, uint8_t out[PN_SESS_BLOCK])
+{
+	return pn->sess && pn_sess_client_on(pn->sess) && pn_sess_block(pn->sess, peer->id, out);
+}
+
+void pn_core_session_bind(struct pn *pn, struct pn_peer_rec *peer,
+                          const uint8_t b[PN_SESS_BLOCK])
+{
+	memcpy(peer->sid, b, PN_SID_LEN);
+	const uint8_t *n = b + PN_SID_LEN;
+	peer->sess_slots = n[0] | n[1] << 8 | n[2] << 16 | (uint32_t)n[3] << 24;
+	peer->has_sid = true;
+}
+
+int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o)
+{
+	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
+	if (!r || r->anon)
+		return -PN_EINVAL;
+	if (r->addr.scheme != PN_S_TCP)
+		return -PN_ENOTSUP;
+	return pn_sess_open(pn->sess, peer, o);
 }
 
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg)
@@ -832,7 +904,9 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 	}
 	atomic_fetch_add(&pn->st_msgs_recv, 1);
 	atomic_fetch_add(&pn->st_bytes_recv, h->len);
-	if (h->coop) {
+	if (pn_sess_client_on(pn->sess))
+		pn_sess_alive(pn->sess, sender->id);
+	if (h->coop && h->kind == PN_K_MSG) {
 		pthread_mutex_lock(&pn->lock);
 		struct pn_coop_rec *c = *coop_slot(pn, h->coop);
 		int i = c ? desc_pick(c, h, rx->from->id, want) : -1;
@@ -930,7 +1004,12 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		pthread_mutex_unlock(&pn->lock);
 		return;
 	}
-	if (status != 0 || h->kind != PN_K_MSG) {
+	if (status != 0 || (h->kind != PN_K_MSG && h->kind != PN_K_SREQ)) {
+		free(rx->buf);
+		return;
+	}
+	/* a request of a session: a repeat is answered (or refused) here, not run again */
+	if (h->kind == PN_K_SREQ && pn_sess_request(pn->sess, rx->from, h) != 0) {
 		free(rx->buf);
 		return;
 	}
@@ -1007,10 +1086,48 @@ static int send_frame(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *m
 	return rc;
 }
 
+int pn_core_send_hdr(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *msg, size_t len)
+{
+	return send_frame(pn, to, h, msg, len);
+}
+
+/* A reply to a request of a session that `to` holds with us: kept in the session, and sent
+ * to its newest connection.  1 (sent, or kept for the repeat), 0: no such request. */
+static int reply_session(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg,
+                         size_t len)
+{
+	uint8_t sid[PN_SID_LEN];
+	bool has = false;
+	pthread_mutex_lock(&pn->lock);
+	/* retired too: the connection a request came on may be gone, its session not */
+	uint32_t slot = pn_peer_slot(to);
+	struct pn_peer_rec *r = slot < pn->n_peers ? pn->peers[slot] : NULL;
+	if (r && r->id == to && r->has_sid) {
+		memcpy(sid, r->sid, PN_SID_LEN);
+		has = true;
+	}
+	pthread_mutex_unlock(&pn->lock);
+	pn_peer route;
+	if (!has || !pn_sess_reply(pn->sess, sid, to, type, coop, msg, len, &route))
+		return 0;
+	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .coop = coop };
+	send_frame(pn, route, &h, msg, len);   /* lost: the client asks again, and gets it */
+	return 1;
+}
+
 int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg, size_t len)
 {
 	if (type == 0 || type > PN_MAX_TYPE)
 		return -PN_EINVAL;
+	bool ours = coop >> 32 == pn->token_base >> 32;   /* a request, not a reply */
+	if (coop && ours && pn_sess_client_on(pn->sess)) {
+		int r = pn_sess_send(pn->sess, to, type, coop, msg, len);
+		if (r != 1)
+			return r;
+	}
+	if (coop && !ours && pn_sess_server_on(pn->sess) && len <= pn->opts.max_msg &&
+	    reply_session(pn, to, type, coop, msg, len))
+		return 0;
 	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .coop = coop };
 	if (coop)
 		coop_note_sent(pn, coop, to);
@@ -1114,6 +1231,8 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->peers = pn->n_peers;
 	s->peers_retired = pn->n_retired;
 	pthread_mutex_unlock(&pn->lock);
+	if (pn->sess)
+		pn_sess_stats(pn->sess, s);
 }
 
 /* ---- life cycle ---- */
@@ -1233,6 +1352,10 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	pn->next_token &= ~0xffffffffull;
 	pn->token_base = pn->next_token;
 	atomic_store(&pn->drop_state, pn->next_token);
+	if (!(pn->sess = pn_sess_new(pn, o))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 
 	for (unsigned i = 0; i < n; i++) {
 		struct endpoint *ep = &pn->ep[pn->n_ep];
@@ -1287,6 +1410,8 @@ void pn_finalize(struct pn *pn)
 	atomic_store(&pn->send_closed, true);
 	while (atomic_load(&pn->sending) > 0)
 		usleep(100);
+	if (pn->sess)
+		pn_sess_stop(pn->sess);    /* its sends fail now: it ends at once */
 	/* 2. wake threads waiting in pn_coop_end, stop taking work, let running handlers end */
 	pthread_mutex_lock(&pn->lock);
 	pn->stopping = 1;
@@ -1334,6 +1459,7 @@ void pn_finalize(struct pn *pn)
 		OPENSSL_cleanse(pn->secret, pn->opts.secret_len);
 	free(pn->secret);
 	free(pn->udp_trusted);
+	pn_sess_free(pn->sess);
 	pthread_cond_destroy(&pn->q_cond);
 	pthread_mutex_destroy(&pn->lock);
 	free(pn);

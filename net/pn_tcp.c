@@ -129,6 +129,8 @@ struct conn {
 	uint64_t opened_ns;
 	_Atomic uint64_t last_rx_ns;   /* coarse clock: idle timeout */
 	struct proof *proof;           /* inbound, between a proving HELLO and its AUTH */
+	bool has_sess;                 /* inbound: its HELLO named a session (sess_block) */
+	uint8_t sess_block[PN_SESS_BLOCK];
 	/* receive state: whoever holds rx_lock */
 	uint8_t *stage;
 	size_t st_off, st_len;
@@ -301,6 +303,8 @@ static void conn_attach(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pe
 {
 	struct tcp_peer *s = peer_state(tp, peer);
 	c->peer = peer;
+	if (c->has_sess)
+		pn_core_session_bind(tp->pn, peer, c->sess_block);
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
@@ -451,12 +455,16 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
                        enum pn_key which, bool *proved)
 {
 	struct pn *pn = tp->pn;
-	uint8_t nc[PN_NONCE_LEN], in[PN_NONCE_LEN + PN_MAC_LEN], mac[PN_MAC_LEN], hb[PN_HDR_LEN];
-	if (getrandom(nc, sizeof nc, 0) != sizeof nc)
+	uint8_t nc[PN_NONCE_LEN + PN_SESS_BLOCK], in[PN_NONCE_LEN + PN_MAC_LEN], mac[PN_MAC_LEN],
+	        hb[PN_HDR_LEN];
+	if (getrandom(nc, PN_NONCE_LEN, 0) != PN_NONCE_LEN)
 		return -PN_ESYS;
-	struct pn_hdr h = { .kind = PN_K_HELLO, .len = PN_NONCE_LEN, .origin = tp->self,
-	                    .flags = PN_F_PROVE | (which == PN_KEY_SECRET ? PN_F_SECRET : 0) };
-	int rc = send_now(c, &h, nc, sizeof nc);
+	bool sess = pn_core_session_block(pn, peer, nc + PN_NONCE_LEN);
+	struct pn_hdr h = { .kind = PN_K_HELLO, .len = PN_NONCE_LEN + (sess ? PN_SESS_BLOCK : 0),
+	                    .origin = tp->self,
+	                    .flags = PN_F_PROVE | (which == PN_KEY_SECRET ? PN_F_SECRET : 0) |
+	                             (sess ? PN_F_SESSION : 0) };
+	int rc = send_now(c, &h, nc, h.len);
 	if (rc != 0)
 		return rc;
 	uint64_t deadline = pn_now_ns() + (uint64_t)pn_core_opts(pn)->connect_timeout_ms * 1000000u;
@@ -532,8 +540,12 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 	} else if (pn_core_has_key(tp->pn, PN_KEY_SECRET)) {
 		rc = prove_hello(tp, c, peer, PN_KEY_SECRET, &proved);
 	} else {
-		struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self };
-		rc = send_now(c, &hello, NULL, 0);
+		uint8_t block[PN_SESS_BLOCK];
+		bool sess = pn_core_session_block(tp->pn, peer, block);
+		struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self,
+		                        .flags = sess ? PN_F_SESSION : 0,
+		                        .len = sess ? PN_SESS_BLOCK : 0 };
+		rc = send_now(c, &hello, block, hello.len);
 	}
 	if (rc != 0) {
 		conn_unref(c);             /* closes fd */
@@ -695,6 +707,8 @@ static int payload_start(struct pn_tp *tp, struct conn *c)
 		return 0;
 	}
 	c->blocked = false;
+	if (h->kind == PN_K_SREQ && !atomic_load_explicit(&c->admitted, memory_order_relaxed))
+		c->h.kind = PN_K_MSG;  /* no session before admission: nothing kept for it */
 	c->dst = pn_core_rx_begin(tp->pn, c->peer, h, &c->rx);
 	c->need = h->len;
 	c->got = 0;
@@ -819,9 +833,19 @@ static int on_head(struct pn_tp *tp, struct conn *c)
 {
 	c->in_head = false;
 	switch (c->h.kind) {
-	case PN_K_HELLO:
+	case PN_K_HELLO: {
+		bool prove = c->h.flags & PN_F_PROVE;
 		c->head_got = 0;
-		return on_hello(tp, c, c->head);
+		if (c->h.flags & PN_F_SESSION) {
+			c->has_sess = true;
+			memcpy(c->sess_block, c->head + (prove ? PN_NONCE_LEN : 0), PN_SESS_BLOCK);
+		}
+		return on_hello(tp, c, prove ? c->head : NULL);
+	}
+	case PN_K_NACK:
+		c->head_got = 0;
+		pn_core_nack(tp->pn, c->peer, c->h.coop, c->head, c->h.len);
+		return 0;
 	case PN_K_AUTH:
 		c->head_got = 0;
 		return on_auth(tp, c);
@@ -839,6 +863,7 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 	if (rc != 0)
 		return rc;
 	switch (h->kind) {
+	case PN_K_SREQ:
 	case PN_K_MSG:
 		if (!c->peer || c->proof)
 			return -PN_EPROTO;         /* a message before HELLO (or AUTH) */
@@ -851,9 +876,15 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 	case PN_K_HELLO:
 		if (!c->inbound || c->peer || c->proof || h->origin.scheme != PN_S_TCP)
 			return -PN_EPROTO;
-		if (h->flags & PN_F_PROVE)
-			return h->len == PN_NONCE_LEN ? head_start(c, h->len) : -PN_EPROTO;
-		return h->len == 0 ? on_hello(tp, c, NULL) : -PN_EPROTO;
+	{
+		size_t want = (h->flags & PN_F_PROVE ? PN_NONCE_LEN : 0) +
+		              (h->flags & PN_F_SESSION ? PN_SESS_BLOCK : 0);
+		if (h->len != want)
+			return -PN_EPROTO;
+		return want ? head_start(c, want) : on_hello(tp, c, NULL);
+	}
+	case PN_K_NACK:
+		return c->peer && !c->proof && h->len == 4 ? head_start(c, h->len) : -PN_EPROTO;
 	case PN_K_AUTH:
 		return c->proof && h->len == PN_MAC_LEN ? head_start(c, h->len) : -PN_EPROTO;
 	default:
