@@ -32,6 +32,7 @@ struct arc {
 	pn_peer server;
 	char secret[AR_MAX_SECRET + 1];
 	int timeout_ms;
+	int outage_ms;                 /* the session's outage limit, or 0: no session */
 	pthread_mutex_t lock;
 	struct arc_pending *pending;   /* started, not yet waited for */
 	struct vm *local;              /* for arc_exec_local: the server's regions, remote */
@@ -167,6 +168,12 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 		memset(a->secret, 0, sizeof a->secret);   /* pn_init kept its own copy */
 	a->rdma = !strncmp(endpoint, "rdma:", 5);
 	int rc = pn_peer_get(a->pn, endpoint, &a->server);
+	if (rc == 0 && !strncmp(endpoint, "tcp:", 4) && !(opts && opts->outage_ms < 0)) {
+		/* the policy is ours, the mechanism Paradis-Net's (docs/net.md, "Sessions") */
+		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
+		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms };
+		rc = pn_session_open(a->pn, a->server, &so);
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", endpoint, pn_strerror(rc));
 		pn_finalize(a->pn);
@@ -210,6 +217,13 @@ static int net_err(struct arc *a, int pnrc)
 	if (pnrc == -PN_ETIMEDOUT)
 		return fail(a, -AR_ETIMEDOUT, "no reply from %s within %d ms",
 		            pn_peer_name(a->pn, a->server), a->timeout_ms);
+	if (pnrc == -PN_EOUTAGE)
+		return fail(a, -AR_ETIMEDOUT, "%s: unreachable for %d ms (the outage limit): gave up "
+		            "on the request", pn_peer_name(a->pn, a->server), a->outage_ms);
+	if (pnrc == -PN_EUNCACHED)
+		return fail(a, -AR_ENET, "%s: the connection broke before the reply came, and the "
+		            "server did not keep it (too large): whether the request took effect is "
+		            "unknown", pn_peer_name(a->pn, a->server));
 	return fail(a, -AR_ENET, "%s: %s", pn_peer_name(a->pn, a->server), pn_strerror(pnrc));
 }
 

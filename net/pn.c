@@ -822,6 +822,18 @@ void pn_core_nack(struct pn *pn, struct pn_peer_rec *peer, pn_coop coop, const u
 	pn_core_coop_fail(pn, coop, peer->id, -(int)code);
 }
 
+void pn_core_session_bye(struct pn *pn, struct pn_peer_rec *peer)
+{
+	uint8_t sid[PN_SID_LEN];
+	pthread_mutex_lock(&pn->lock);
+	bool had = peer->has_sid;
+	peer->has_sid = false;
+	memcpy(sid, peer->sid, PN_SID_LEN);
+	pthread_mutex_unlock(&pn->lock);
+	if (had)
+		pn_sess_drop(pn->sess, sid);
+}
+
 bool pn_core_session_block(struct pn *pn, struct pn_peer_rec *peer, uint8_t out[PN_SESS_BLOCK])
 {
 	return pn->sess && pn_sess_client_on(pn->sess) && pn_sess_block(pn->sess, peer->id, out);
@@ -1399,6 +1411,10 @@ void pn_finalize(struct pn *pn)
 {
 	if (!pn)
 		return;
+	/* Our sessions end (BYE), so their servers stop keeping replies for us and treat the
+	 * connections' end as a client gone; nothing is connected for it. */
+	if (pn->sess && !atomic_load(&pn->send_closed))
+		pn_sess_bye_out(pn->sess);
 	/* No pn_coop_end may hand a cookie to a transport that is going away. */
 	pthread_mutex_lock(&pn->lock);
 	pn->closing = 1;

@@ -47,6 +47,8 @@ enum pn_kind {
 	PN_K_SREQ = 5,             /* a request of a session: as MSG, with slot and seq */
 	PN_K_NACK = 6,             /* a session request refused: the payload is a u32 PN_E code;
 	                            * coop is the request's token */
+	PN_K_BYE = 7,              /* tcp, the client ends the session of this connection (its
+	                            * endpoint closes): no payload; never makes a connection */
 };
 #define PN_F_FORWARDED 0x0001u /* origin is not the sender: reply to origin */
 #define PN_F_PROVE     0x0002u /* HELLO: the sender will prove it holds the cluster key; the
@@ -254,6 +256,9 @@ void pn_core_session_bind(struct pn *pn, struct pn_peer_rec *peer, const uint8_t
 /* A NACK frame from peer for our Cooperation coop: payload (4 bytes) is the error. */
 void pn_core_nack(struct pn *pn, struct pn_peer_rec *peer, pn_coop coop, const uint8_t *payload,
                   size_t len);
+/* BYE on peer's connection: its session is dropped, and the peer is an ordinary one again
+ * (its connection's end is reported to the application as any other). */
+void pn_core_session_bye(struct pn *pn, struct pn_peer_rec *peer);
 
 /* ---- between pn.c and pn_sess.c (sessions) ---- */
 struct pn_sess;
@@ -276,6 +281,8 @@ void pn_sess_alive(struct pn_sess *S, pn_peer peer);      /* a frame came from p
  * again; server: its session waits for the next connection), so the core fails nothing
  * and does not tell the application. */
 bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer);
+void pn_sess_bye_out(struct pn_sess *S);   /* pn_finalize: say BYE on each session */
+void pn_sess_drop(struct pn_sess *S, const uint8_t sid[PN_SID_LEN]);   /* a BYE came */
 /* An SREQ from `from`: 0 run it (a new request), 1 dealt with (a repeat, or refused). */
 int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn_hdr *h);
 /* A reply to `to` (whose HELLO named session sid): 1 when it answers a request of that

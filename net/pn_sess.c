@@ -462,6 +462,15 @@ static void ssess_conn_gone(struct pn_sess *S, const struct pn_peer_rec *peer)
 	pthread_mutex_unlock(&S->lk);
 }
 
+void pn_sess_drop(struct pn_sess *S, const uint8_t sid[PN_SID_LEN])
+{
+	pthread_mutex_lock(&S->lk);
+	struct ssess *s = ssess_find(S, sid);
+	if (s)
+		ssess_free(S, s);
+	pthread_mutex_unlock(&S->lk);
+}
+
 /* ---- client ---- */
 
 static struct csess *cs_find(struct pn_sess *S, pn_peer peer)
@@ -695,6 +704,15 @@ bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer)
 	}
 	pthread_mutex_unlock(&S->lk);
 	return true;
+}
+
+void pn_sess_bye_out(struct pn_sess *S)
+{
+	unsigned n = atomic_load(&S->n_out);
+	for (unsigned i = 0; i < n; i++) {
+		struct pn_hdr h = { .kind = PN_K_BYE };
+		pn_core_send_hdr(S->pn, S->out[i]->peer, &h, NULL, 0);
+	}
 }
 
 /* ---- the session thread: reconnects, outage limits, idle sessions ---- */

@@ -577,7 +577,7 @@ static int tcp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 		}
 		if (c) {
 			atomic_fetch_add(&c->refs, 1);
-		} else if (peer->anon) {
+		} else if (peer->anon || h->kind == PN_K_BYE) {
 			/* known only by its connection, which is gone: never connect to where it
 			 * says it listens (anyone may say anything) */
 			pthread_mutex_unlock(&s->lock);
@@ -885,6 +885,11 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 	}
 	case PN_K_NACK:
 		return c->peer && !c->proof && h->len == 4 ? head_start(c, h->len) : -PN_EPROTO;
+	case PN_K_BYE:
+		if (!c->peer || c->proof || h->len)
+			return -PN_EPROTO;
+		pn_core_session_bye(tp->pn, c->peer);
+		return 0;
 	case PN_K_AUTH:
 		return c->proof && h->len == PN_MAC_LEN ? head_start(c, h->len) : -PN_EPROTO;
 	default:

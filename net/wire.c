@@ -60,7 +60,7 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 	memcpy(&h->origin.port, in + 22, 2);
 	memcpy(h->origin.addr, in + 24, 16);
 	h->slot = h->seq = 0;
-	if (h->kind < PN_K_MSG || h->kind > PN_K_NACK)
+	if (h->kind < PN_K_MSG || h->kind > PN_K_BYE)
 		return -PN_EPROTO;
 	if ((h->kind == PN_K_MSG || h->kind == PN_K_SREQ) && (h->type == 0 || h->type > PN_MAX_TYPE))
 		return -PN_EPROTO;
@@ -74,7 +74,7 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 		return h->len > max_msg ? -PN_ETOOBIG : 0;
 	}
 	if (h->flags & ~(h->kind == PN_K_HELLO ? PN_F_PROVE | PN_F_SECRET | PN_F_SESSION :
-	                 h->kind == PN_K_NACK ? 0 : PN_F_FORWARDED))
+	                 h->kind == PN_K_NACK || h->kind == PN_K_BYE ? 0 : PN_F_FORWARDED))
 		return -PN_EPROTO;
 	if ((h->origin.family != 4 && h->origin.family != 6) || h->origin.scheme < PN_S_TCP ||
 	    h->origin.scheme > PN_S_RDMA)
