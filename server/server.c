@@ -820,6 +820,10 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
 	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\n", ps.msgs_recv,
 	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames);
+	OUT("net.sessions %" PRIu64 "\nnet.session_bytes %" PRIu64 "\nnet.session_replays %" PRIu64
+	    "\nnet.session_dropped %" PRIu64 "\nnet.session_refused %" PRIu64
+	    "\nnet.session_expired %" PRIu64 "\n", ps.sessions, ps.session_bytes,
+	    ps.session_replays, ps.session_dropped, ps.session_refused, ps.session_expired);
 #undef OUT
 	struct ar_buf b = { 0 };
 	ar_rep_begin(&b, 0, NULL);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pn.h"
+#include "relay.h"
 
 static int passed, failed;
 static const char *scheme;
@@ -1007,88 +1008,6 @@ static void h_count(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	if (atomic_fetch_sub(&slow_calls, 1) > 0)
 		usleep(300000);
 	pn_send(pn, from, T_REPLY, coop, &n, sizeof n);
-}
-
-/* A tcp relay between a client and a server that can lose a reply: with `cut` set, the
- * first bytes coming back from the server are dropped and both connections closed, after
- * the server ran the request and before the client read its reply. */
-struct relay {
-	int lfd, port, to_port;
-	atomic_bool stop;
-	_Atomic int cut;
-	_Atomic int cuts;
-	pthread_t t;
-};
-
-static void *relay_main(void *arg)
-{
-	struct relay *r = arg;
-	while (!atomic_load(&r->stop)) {
-		struct pollfd lp = { .fd = r->lfd, .events = POLLIN };
-		if (poll(&lp, 1, 50) <= 0)
-			continue;
-		int c = accept(r->lfd, NULL, NULL);
-		if (c < 0)
-			continue;
-		int s = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)r->to_port) };
-		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-		if (connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
-			close(c);
-			close(s);
-			continue;
-		}
-		for (;;) {
-			struct pollfd p[2] = { { .fd = c, .events = POLLIN }, { .fd = s, .events = POLLIN } };
-			if (atomic_load(&r->stop))
-				break;
-			if (poll(p, 2, 50) <= 0)
-				continue;
-			char buf[65536];
-			if (p[0].revents) {
-				ssize_t n = read(c, buf, sizeof buf);
-				if (n <= 0 || write(s, buf, (size_t)n) != n)
-					break;
-			}
-			if (p[1].revents) {
-				ssize_t n = read(s, buf, sizeof buf);
-				if (n > 0 && atomic_load(&r->cut)) {
-					atomic_store(&r->cut, 0);
-					atomic_fetch_add(&r->cuts, 1);
-					break;             /* the reply is lost with the connection */
-				}
-				if (n <= 0 || write(c, buf, (size_t)n) != n)
-					break;
-			}
-		}
-		close(c);
-		close(s);
-	}
-	return NULL;
-}
-
-static int relay_start(struct relay *r, int to_port)
-{
-	memset(r, 0, sizeof *r);
-	r->to_port = to_port;
-	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	socklen_t sl = sizeof sa;
-	if (bind(r->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(r->lfd, 8) != 0 ||
-	    getsockname(r->lfd, (struct sockaddr *)&sa, &sl) != 0) {
-		close(r->lfd);
-		return -1;
-	}
-	r->port = ntohs(sa.sin_port);
-	return pthread_create(&r->t, NULL, relay_main, r);
-}
-
-static void relay_stop(struct relay *r)
-{
-	atomic_store(&r->stop, true);
-	pthread_join(r->t, NULL);
-	close(r->lfd);
 }
 
 static int sport_of(struct pn *pn)
