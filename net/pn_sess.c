@@ -43,6 +43,8 @@
 #define PROBATION_NS 1000000000ull /* a new connection that lasts this long ends an outage */
 #define TICK_NS 1000000000ull      /* the session thread looks at expiries this often */
 #define EVICT_SCAN 64              /* sessions looked at for one to drop when full */
+#define KEEP_BUF 4096              /* a slot's buffer this small is kept for its next use:
+                                    * no malloc and free per request on the common path */
 
 /* ---- the server's side ---- */
 
@@ -53,8 +55,9 @@ struct sslot {
 	uint8_t state;             /* SL_* */
 	pn_type rtype;             /* SL_DONE: the kept reply's type */
 	pn_coop coop;              /* the request's token (a repeat must bring the same) */
-	void *reply;               /* SL_DONE: the kept reply */
-	uint32_t rlen;
+	void *reply;               /* SL_DONE: the kept reply (also kept, up to KEEP_BUF, for
+	                            * the next reply of the slot: rcap bytes) */
+	uint32_t rlen, rcap;
 };
 
 struct ssess {
@@ -81,7 +84,7 @@ struct cslot {
 	pn_type type;
 	pn_coop coop;
 	void *buf;                     /* the request's bytes, kept to send again */
-	size_t len;
+	size_t len, cap;               /* (the buffer stays for the next request when small) */
 };
 
 struct csess {
@@ -142,6 +145,15 @@ struct pn_sess *pn_sess_new(struct pn *pn, const struct pn_opts *o)
 }
 
 static void ssess_free(struct pn_sess *S, struct ssess *s);
+
+/* The coarse monotonic clock (a few ms of resolution, no hardware clock read: on a virtual
+ * machine that read is a noticeable part of a request) for sessions' idle times. */
+static uint64_t coarse_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 void pn_sess_stop(struct pn_sess *S)
 {
@@ -247,14 +259,17 @@ static void lru_front(struct pn_sess *S, struct ssess *s)
 	S->lru_head = s;
 }
 
-static void slot_drop_reply(struct pn_sess *S, struct sslot *sl)
+/* The slot's reply is no longer needed; its buffer stays when small (all: the session
+ * goes).  kept counts reply bytes, bytes the buffers. */
+static void slot_drop_reply(struct pn_sess *S, struct sslot *sl, bool all)
 {
-	if (sl->reply) {
-		S->kept -= sl->rlen;
-		S->bytes -= sl->rlen;
+	S->kept -= sl->rlen;
+	sl->rlen = 0;
+	if (sl->reply && (all || sl->rcap > KEEP_BUF)) {
+		S->bytes -= sl->rcap;
 		free(sl->reply);
 		sl->reply = NULL;
-		sl->rlen = 0;
+		sl->rcap = 0;
 	}
 }
 
@@ -266,7 +281,7 @@ static void ssess_free(struct pn_sess *S, struct ssess *s)
 	*p = s->hnext;
 	lru_unlink(S, s);
 	for (uint32_t i = 0; i < s->cap; i++)
-		slot_drop_reply(S, &s->slots[i]);
+		slot_drop_reply(S, &s->slots[i], true);
 	S->bytes -= sizeof *s + s->cap * sizeof *s->slots;
 	free(s->slots);
 	free(s);
@@ -357,7 +372,7 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 		nack(S, from->id, h->coop, PN_ESESSION);   /* its HELLO named no session */
 		return 1;
 	}
-	uint64_t now = pn_now_ns();
+	uint64_t now = coarse_now();
 	pthread_mutex_lock(&S->lk);
 	struct ssess *s = ssess_find(S, from->sid);
 	int err = 0;
@@ -385,7 +400,7 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 	uint32_t clen = 0;
 	pn_type ctype = 0;
 	if (sl->state == SL_FREE || h->seq == sl->seq + 1) {
-		slot_drop_reply(S, sl);        /* the client has the previous reply: it moved on */
+		slot_drop_reply(S, sl, false); /* the client has the previous reply: it moved on */
 		sl->seq = h->seq;
 		sl->state = SL_RUNNING;
 		sl->coop = h->coop;
@@ -397,7 +412,8 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 	} else if (sl->state == SL_UNCACHED) {
 		err = PN_EUNCACHED;
 	} else if ((copy = malloc(sl->rlen ? sl->rlen : 1))) {
-		memcpy(copy, sl->reply, sl->rlen);
+		if (sl->rlen)
+			memcpy(copy, sl->reply, sl->rlen);
 		clen = sl->rlen;
 		ctype = sl->rtype;
 	} else {
@@ -428,20 +444,26 @@ int pn_sess_reply(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], pn_peer to, 
 		pthread_mutex_unlock(&S->lk);
 		return 0;
 	}
-	void *keep = NULL;
-	if (len <= S->reply_max && S->kept + len <= S->cache_max &&
-	    (keep = malloc(len ? len : 1))) {
-		memcpy(keep, msg, len);
-		sl->reply = keep;
+	/* the budget counts the buffers (kept small ones too) and the records */
+	if (len <= S->reply_max && len > sl->rcap && S->bytes + (len - sl->rcap) <= S->cache_max) {
+		void *p = realloc(sl->reply, len);
+		if (p) {
+			S->bytes += len - sl->rcap;
+			sl->reply = p;
+			sl->rcap = (uint32_t)len;
+		}
+	}
+	if (len <= sl->rcap) {
+		if (len)
+			memcpy(sl->reply, msg, len);
 		sl->rlen = (uint32_t)len;
 		sl->rtype = type;
 		sl->state = SL_DONE;
 		S->kept += len;
-		S->bytes += len;
 	} else {
 		sl->state = SL_UNCACHED;       /* a repeat learns that its outcome is unknown */
 	}
-	s->last_ns = pn_now_ns();
+	s->last_ns = coarse_now();
 	*route = s->live ? s->peer : to;
 	pthread_mutex_unlock(&S->lk);
 	return 1;
@@ -585,32 +607,42 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 		return -PN_ETOOBIG;
 	if (len && !msg)
 		return -PN_EINVAL;
-	void *copy = malloc(len ? len : 1);
-	if (!copy)
-		return -PN_ENOMEM;
-	memcpy(copy, msg, len);
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += pn_core_opts(S->pn)->send_timeout_ms / 1000 + 1;
 	pthread_mutex_lock(&S->lk);
-	while (cs->n_busy == cs->o.slots && !S->th_stop)
-		if (pthread_cond_timedwait(&S->slot_cond, &S->lk, &dl) != 0)
-			break;
+	if (cs->n_busy == cs->o.slots) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += pn_core_opts(S->pn)->send_timeout_ms / 1000 + 1;
+		while (cs->n_busy == cs->o.slots && !S->th_stop)
+			if (pthread_cond_timedwait(&S->slot_cond, &S->lk, &dl) != 0)
+				break;
+	}
 	if (cs->n_busy == cs->o.slots || S->th_stop) {
 		pthread_mutex_unlock(&S->lk);
-		free(copy);
 		return S->th_stop ? -PN_ESHUTDOWN : -PN_ETIMEDOUT;
 	}
 	uint32_t i = 0;
 	while (cs->slots[i].busy)              /* the lowest: the server's table stays small */
 		i++;
 	struct cslot *sl = &cs->slots[i];
+	if (len > sl->cap || !sl->buf) {
+		void *p = malloc(len ? len : 1);
+		if (!p) {
+			pthread_mutex_unlock(&S->lk);
+			return -PN_ENOMEM;
+		}
+		free(sl->buf);
+		sl->buf = p;
+		sl->cap = len ? len : 1;
+	}
+	/* the copy is made under the lock: a small request costs a memcpy, a large one's
+	 * copy is small beside its sending */
+	if (len)
+		memcpy(sl->buf, msg, len);
 	sl->busy = true;
 	sl->failed = false;
 	sl->seq++;
 	sl->type = type;
 	sl->coop = coop;
-	sl->buf = copy;
 	sl->len = len;
 	cs->n_busy++;
 	if (i + 1 > cs->hi)
@@ -646,8 +678,11 @@ void pn_sess_coop_end(struct pn_sess *S, pn_coop coop)
 		for (uint32_t i = 0; cs->n_busy && i < cs->hi; i++) {
 			struct cslot *sl = &cs->slots[i];
 			if (sl->busy && sl->coop == coop) {
-				free(sl->buf);
-				sl->buf = NULL;
+				if (sl->cap > KEEP_BUF) {
+					free(sl->buf);
+					sl->buf = NULL;
+					sl->cap = 0;
+				}
 				sl->busy = false;
 				sl->coop = 0;
 				cs->n_busy--;
@@ -734,7 +769,8 @@ static int resend_all(struct pn_sess *S, struct csess *cs, bool only_unsent)
 			void *copy = malloc(sl->len ? sl->len : 1);
 			if (!copy)
 				break;
-			memcpy(copy, sl->buf, sl->len);
+			if (sl->len)
+				memcpy(copy, sl->buf, sl->len);
 			sl->unsent = false;
 			r[n++] = (struct resend){ i, sl->seq, sl->type, sl->coop, copy, sl->len };
 		}

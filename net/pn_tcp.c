@@ -79,6 +79,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -315,11 +316,15 @@ static void conn_attach(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pe
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Write all of iov, retrying short writes; SO_SNDTIMEO turns a stuck peer into EAGAIN. */
+/* Write all of iov, retrying short writes; SO_SNDTIMEO turns a stuck peer into EAGAIN.
+ * sendmsg with MSG_NOSIGNAL, not writev: a peer that died (a server killed, a client gone)
+ * must be an error here, not a SIGPIPE that kills a program that does not ignore it (a
+ * session's client writes to a dead connection before it learns the connection is gone). */
 static int writev_all(int fd, struct iovec *iov, int n)
 {
 	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;

@@ -50,7 +50,7 @@ static void *relay_main(void *arg)
 			char buf[65536];
 			if (p[0].revents) {
 				ssize_t n = read(c, buf, sizeof buf);
-				if (n <= 0 || write(s, buf, (size_t)n) != n)
+				if (n <= 0 || send(s, buf, (size_t)n, MSG_NOSIGNAL) != n)
 					break;
 			}
 			if (p[1].revents) {
@@ -60,7 +60,7 @@ static void *relay_main(void *arg)
 					atomic_fetch_add(&r->cuts, 1);
 					break;             /* the reply is lost with the connection */
 				}
-				if (n <= 0 || write(c, buf, (size_t)n) != n)
+				if (n <= 0 || send(c, buf, (size_t)n, MSG_NOSIGNAL) != n)
 					break;
 			}
 		}

@@ -1071,7 +1071,7 @@ static int sraw_connect(int port, const uint8_t *sid, uint32_t slots)
 		memcpy(f + 40, sid, 16);
 		for (int i = 0; i < 4; i++) f[56 + i] = (uint8_t)(slots >> (8 * i));
 	}
-	if (write(fd, f, sid ? 60 : 40) < 0) { /* seen at the read */ }
+	if (send(fd, f, sid ? 60 : 40, MSG_NOSIGNAL) < 0) { /* seen at the read */ }
 	return fd;
 }
 
@@ -1085,7 +1085,7 @@ static void raw_sreq(int fd, uint32_t slot, uint32_t seq, uint64_t coop)
 		f[24 + i] = (uint8_t)(seq >> (8 * i));
 	}
 	f[40] = 'c';
-	if (write(fd, f, sizeof f) < 0) { /* seen at the read */ }
+	if (send(fd, f, sizeof f, MSG_NOSIGNAL) < 0) { /* seen at the read */ }
 }
 
 /* The answer to a raw request: the count (a reply) >= 0, -PN_E* (a NACK), or -1000 (none). */
