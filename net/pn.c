@@ -94,6 +94,14 @@ struct pn_coop_rec {
 	                            * transport advertised one (pn_core_coop_target); cookie 0: no */
 };
 
+/* A request of a session being handled: its reply goes to that slot without looking
+ * the session up through the peer (pn_sess_reply_at). */
+struct sess_req {
+	bool on;
+	uint32_t slot;
+	uint8_t sid[PN_SID_LEN];
+};
+
 struct work {
 	struct work *next;
 	pn_peer from;
@@ -102,6 +110,7 @@ struct work {
 	struct pn_addr origin;
 	void *buf;
 	size_t len;
+	struct sess_req sr;
 };
 
 struct endpoint {
@@ -184,6 +193,8 @@ struct current {
 	struct pn_addr origin;
 	struct endpoint *inline_ep; /* an inline handler: the transport that read its message;
 	                             * NULL on a worker, or once pn_yield freed the thread */
+	pn_peer from;
+	const struct sess_req *sr;  /* the message is a session's request (or NULL) */
 };
 static _Thread_local struct current *current;
 
@@ -483,7 +494,8 @@ static void *worker_main(void *arg)
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
 		if (fn) {
-			struct current cur = { pn, w->coop, w->origin, NULL };
+			struct current cur = { pn, w->coop, w->origin, NULL, w->from,
+			                       w->sr.on ? &w->sr : NULL };
 			current = &cur;
 			fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
 			current = NULL;
@@ -1021,9 +1033,15 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		return;
 	}
 	/* a request of a session: a repeat is answered (or refused) here, not run again */
-	if (h->kind == PN_K_SREQ && pn_sess_request(pn->sess, rx->from, h) != 0) {
-		free(rx->buf);
-		return;
+	struct sess_req sr = { .on = false };
+	if (h->kind == PN_K_SREQ) {
+		if (pn_sess_request(pn->sess, rx->from, h) != 0) {
+			free(rx->buf);
+			return;
+		}
+		sr.on = true;
+		sr.slot = h->slot;
+		memcpy(sr.sid, rx->from->sid, PN_SID_LEN);
 	}
 	struct work *w = malloc(sizeof *w);
 	if (!w) {
@@ -1031,7 +1049,7 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		return;
 	}
 	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
-	                    .origin = rx->from->addr, .buf = rx->buf, .len = h->len };
+	                    .origin = rx->from->addr, .buf = rx->buf, .len = h->len, .sr = sr };
 	pthread_mutex_lock(&pn->lock);
 	pn_type t = pn->handlers[h->type].fn ? h->type : 0;
 	if (!pn->handlers[t].fn || pn->stopping) {
@@ -1045,7 +1063,8 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		pn_handler *fn = pn->handlers[t].fn;
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
-		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via) };
+		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via), w->from,
+		                       w->sr.on ? &w->sr : NULL };
 		struct current *saved = current;
 		current = &cur;
 		fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
@@ -1108,6 +1127,16 @@ int pn_core_send_hdr(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *ms
 static int reply_session(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg,
                          size_t len)
 {
+	pn_peer route;
+	struct current *cur = current;
+	if (cur && cur->pn == pn && cur->sr && cur->coop == coop && cur->from == to) {
+		/* the handler of the request answers it: we know its session and slot */
+		int r = pn_sess_reply_at(pn->sess, cur->sr->sid, cur->sr->slot, to, type, coop, msg,
+		                         len, &route);
+		if (r == 0)
+			return 0;
+		goto send;
+	}
 	uint8_t sid[PN_SID_LEN];
 	bool has = false;
 	pthread_mutex_lock(&pn->lock);
@@ -1119,9 +1148,9 @@ static int reply_session(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, 
 		has = true;
 	}
 	pthread_mutex_unlock(&pn->lock);
-	pn_peer route;
 	if (!has || !pn_sess_reply(pn->sess, sid, to, type, coop, msg, len, &route))
 		return 0;
+send:;
 	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .coop = coop };
 	send_frame(pn, route, &h, msg, len);   /* lost: the client asks again, and gets it */
 	return 1;

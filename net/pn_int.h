@@ -289,6 +289,9 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
  * session, kept now, and to go to *route (the session's newest connection). */
 int pn_sess_reply(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], pn_peer to, pn_type type,
                   pn_coop coop, const void *msg, size_t len, pn_peer *route);
+/* The same when the slot is known (the request's own handler answers). */
+int pn_sess_reply_at(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t slot, pn_peer to,
+                     pn_type type, pn_coop coop, const void *msg, size_t len, pn_peer *route);
 /* What pn_sess.c calls in pn.c: send a frame (h: kind, type, coop, and slot/seq for SREQ);
  * note a request of coop went to peer; fail one of coop's descriptors that peer could
  * have filled. */

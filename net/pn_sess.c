@@ -431,6 +431,9 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 	return rc;
 }
 
+static int reply_keep(struct pn_sess *S, struct ssess *s, struct sslot *sl, pn_peer to,
+                      pn_type type, const void *msg, size_t len, pn_peer *route);
+
 int pn_sess_reply(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], pn_peer to, pn_type type,
                   pn_coop coop, const void *msg, size_t len, pn_peer *route)
 {
@@ -444,6 +447,26 @@ int pn_sess_reply(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], pn_peer to, 
 		pthread_mutex_unlock(&S->lk);
 		return 0;
 	}
+	return reply_keep(S, s, sl, to, type, msg, len, route);
+}
+
+int pn_sess_reply_at(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t slot, pn_peer to,
+                     pn_type type, pn_coop coop, const void *msg, size_t len, pn_peer *route)
+{
+	pthread_mutex_lock(&S->lk);
+	struct ssess *s = ssess_find(S, sid);
+	struct sslot *sl = s && slot < s->cap ? &s->slots[slot] : NULL;
+	if (!sl || sl->state != SL_RUNNING || sl->coop != coop) {
+		pthread_mutex_unlock(&S->lk);
+		return 0;
+	}
+	return reply_keep(S, s, sl, to, type, msg, len, route);
+}
+
+/* Keep the reply in sl (lk held; let go here).  1. */
+static int reply_keep(struct pn_sess *S, struct ssess *s, struct sslot *sl, pn_peer to,
+                      pn_type type, const void *msg, size_t len, pn_peer *route)
+{
 	/* the budget counts the buffers (kept small ones too) and the records */
 	if (len <= S->reply_max && len > sl->rcap && S->bytes + (len - sl->rcap) <= S->cache_max) {
 		void *p = realloc(sl->reply, len);
