@@ -171,7 +171,9 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	if (rc == 0 && !strncmp(endpoint, "tcp:", 4) && !(opts && opts->outage_ms < 0)) {
 		/* the policy is ours, the mechanism Paradis-Net's (docs/net.md, "Sessions") */
 		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
-		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms };
+		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
+		                              .flags = opts && opts->wait_first ? 0 :
+		                                       PN_SESSION_FAIL_FIRST };
 		rc = pn_session_open(a->pn, a->server, &so);
 	}
 	if (rc != 0) {

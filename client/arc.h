@@ -28,6 +28,11 @@ struct arc_opts {
 	 * outage does not count toward timeout_ms.  0 = 60000; < 0: no session (a broken
 	 * connection fails the requests in flight at once, -AR_ENET) */
 	int outage_ms;
+	/* 1: ride through from the start, also when the server cannot be reached at first (a
+	 * command started while its server restarts); 0: a server that cannot be reached before
+	 * it ever answered is an error at once (-AR_ENET), as a mount of a wrong address should
+	 * be */
+	int wait_first;
 };
 
 /* Connect to "tcp:HOST:PORT" or "udp:HOST:PORT" (the connection itself is made on the first

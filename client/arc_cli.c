@@ -34,7 +34,8 @@ static void usage(FILE *f)
 	"  arc regions ENDPOINT\n"
 	"  arc stats ENDPOINT\n"
 	"options: --secret S (default: $ARC_SECRET), --timeout MS (default 30000),\n"
-	"         --outage MS (ride through a lost connection, tcp; default 60000, 0: off)\n"
+	"         --outage MS (ride through a lost connection or a server not up yet, tcp;\n"
+	"         default 60000, 0: off)\n"
 	"exit status: 0 ok, 1 usage/local error, 2 server error, 3 the run trapped\n");
 }
 
@@ -140,7 +141,7 @@ int main(int argc, char **argv)
 	}
 	char err[512];
 	struct arc_opts o = { .secret = secret, .timeout_ms = (int)timeout,
-	                      .outage_ms = outage ? (int)outage : -1 };
+	                      .outage_ms = outage ? (int)outage : -1, .wait_first = 1 };
 	struct arc *a = arc_connect(pos[0], &o, err, sizeof err);
 	if (!a) {
 		fprintf(stderr, "arc: %s\n", err);

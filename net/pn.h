@@ -188,7 +188,10 @@ void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
  * (backoff_min_ms doubling to backoff_max_ms), until the outage has lasted outage_ms; then
  * they fail with PN_EOUTAGE.  A peer that kept the session answers a repeat from its reply
  * cache (the request ran once); a restarted peer runs it again.  Time spent in an outage
- * does not count toward pn_coop_end's timeout.  Requests sent to peer before the call,
+ * does not count toward pn_coop_end's timeout.  With PN_SESSION_FAIL_FIRST, a session that
+ * has never heard from its peer does not ride: a first connection that cannot be made
+ * fails its requests at once, as without a session (a mount of a server that is not
+ * there should say so, not wait).  Requests sent to peer before the call,
  * and messages without a token, are not covered.  0, -PN_ENOTSUP (not tcp:),
  * -PN_EINVAL, -PN_ENOMEM; a second call for the same peer changes nothing (0). */
 struct pn_session_opts {
@@ -196,7 +199,9 @@ struct pn_session_opts {
 	unsigned outage_ms;        /* 0 = 60000 */
 	unsigned backoff_min_ms;   /* 0 = 20 */
 	unsigned backoff_max_ms;   /* 0 = 2000 */
+	unsigned flags;            /* PN_SESSION_FAIL_FIRST */
 };
+#define PN_SESSION_FAIL_FIRST 1u
 int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o);
 
 /* Send a message.  coop: 0, a token from pn_coop_start (a request whose replies come back to

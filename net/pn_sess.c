@@ -94,6 +94,7 @@ struct csess {
 	uint32_t n_busy, hi;           /* slots in flight; 1 + the highest slot ever used */
 	struct cslot *slots;
 	_Atomic int state;             /* CS_* (read without the lock on the receive path) */
+	atomic_bool reached;           /* a frame came from the peer once (FAIL_FIRST) */
 	uint64_t outage_ns, next_try_ns, reconnected_ns;
 	unsigned backoff_ms;
 };
@@ -681,7 +682,8 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 	if (rc == 0)
 		return 0;
 	pthread_mutex_lock(&S->lk);
-	if (broken(rc) && !S->th_stop) {
+	if (broken(rc) && !S->th_stop && (atomic_load(&cs->reached) ||
+	                                  !(cs->o.flags & PN_SESSION_FAIL_FIRST))) {
 		sl->unsent = true;
 		outage_begin(S, cs);
 		rc = 0;
@@ -737,7 +739,11 @@ bool pn_sess_riding(struct pn_sess *S, pn_coop coop)
 void pn_sess_alive(struct pn_sess *S, pn_peer peer)
 {
 	struct csess *cs = cs_find(S, peer);
-	if (!cs || atomic_load_explicit(&cs->state, memory_order_relaxed) != CS_PROBATION)
+	if (!cs)
+		return;
+	if (!atomic_load_explicit(&cs->reached, memory_order_relaxed))
+		atomic_store(&cs->reached, true);
+	if (atomic_load_explicit(&cs->state, memory_order_relaxed) != CS_PROBATION)
 		return;
 	pthread_mutex_lock(&S->lk);
 	if (atomic_load(&cs->state) == CS_PROBATION)
@@ -752,7 +758,7 @@ bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer)
 		return true;
 	}
 	struct csess *cs = cs_find(S, peer->id);
-	if (!cs)
+	if (!cs || (!atomic_load(&cs->reached) && (cs->o.flags & PN_SESSION_FAIL_FIRST)))
 		return false;
 	pthread_mutex_lock(&S->lk);
 	if (cs->n_busy && !S->th_stop) {

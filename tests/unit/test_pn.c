@@ -1015,6 +1015,15 @@ static int sport_of(struct pn *pn)
 	return atoi(strrchr(pn_self(pn, "tcp"), ':') + 1);
 }
 
+static pn_peer peer_of_name(struct pn *a, int port)
+{
+	char name[64];
+	snprintf(name, sizeof name, "tcp:127.0.0.1:%d", port);
+	pn_peer p = PN_ANY;
+	pn_peer_get(a, name, &p);
+	return p;
+}
+
 static int count_request(struct pn *a, pn_peer to, int timeout_ms, int *n)
 {
 	*n = -1;
@@ -1229,6 +1238,16 @@ static void test_sessions(void)
 	waited = ms_since(&t0);
 	CHECK(rc == -PN_EOUTAGE && waited < 3000, "nobody listening: %d (%s) after %.0f ms", rc,
 	      pn_strerror(rc), waited);
+	pn_finalize(a2);
+	/* PN_SESSION_FAIL_FIRST: a session that never reached its peer does not wait for it */
+	a2 = open_ep(NULL);
+	struct pn_session_opts so3 = { .outage_ms = 5000, .flags = PN_SESSION_FAIL_FIRST };
+	CHECK(a2 && pn_session_open(a2, pb2 = peer_of_name(a2, rs2.port), &so3) == 0, "session 3");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = count_request(a2, pb2, 5000, &n);
+	waited = ms_since(&t0);
+	CHECK(rc == -PN_EREFUSED && waited < 1000, "never reached, FAIL_FIRST: %d (%s) after %.0f ms",
+	      rc, pn_strerror(rc), waited);
 	pn_finalize(a2);
 	pn_finalize(a);
 
