@@ -174,7 +174,9 @@ int pn_may_yield(struct pn *pn);
 /* fn(pn, peer, arg) is called when a connection to peer broke or was closed (tcp:, rdma:;
  * EOF, an error, a malformed frame), after that peer's pending Cooperations failed, on the
  * transport's I/O thread: it must not block.  udp: has no connections and never calls it.
- * A server uses it to stop work for a client that is gone.  NULL: no call. */
+ * A server uses it to stop work for a client that is gone.  NULL: no call.  Not called for
+ * a connection of a session (pn_session_open; either side), which rides through it, unless
+ * its client ended the session (BYE, sent by pn_finalize). */
 typedef void pn_peer_down_fn(struct pn *pn, pn_peer peer, void *arg);
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
 
