@@ -808,12 +808,18 @@ static int resend_all(struct pn_sess *S, struct csess *cs, bool only_unsent)
 		int rc = 0;
 		unsigned sent = 0;
 		for (unsigned k = 0; k < n; k++) {
-			if (rc == 0 && (rc = send_sreq(S, to, r[k].type, r[k].coop, r[k].slot, r[k].seq,
-			                               r[k].buf, r[k].len)) == 0)
-				sent++;
+			if (rc == 0) {
+				/* counted first: the reply may be read before send returns */
+				atomic_fetch_add(&S->st_resent, 1);
+				rc = send_sreq(S, to, r[k].type, r[k].coop, r[k].slot, r[k].seq, r[k].buf,
+				               r[k].len);
+				if (rc == 0)
+					sent++;
+				else
+					atomic_fetch_sub(&S->st_resent, 1);
+			}
 			free(r[k].buf);
 		}
-		atomic_fetch_add(&S->st_resent, sent);
 		pthread_mutex_lock(&S->lk);
 		if (rc != 0) {
 			for (unsigned k = sent; k < n; k++)   /* (a slot reused since: sent anyway) */

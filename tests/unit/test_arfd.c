@@ -10,7 +10,8 @@
  * Not here: identical results of active and local placement (arc_exec_local), which
  * test_placement.c checks.
  *
- *   test_arfd [tcp|udp]...      (default: both)   env TEST_ARFD_HOSTILE=N (default 1000)
+ *   test_arfd [tcp|udp]...      (default: both)   env TEST_ARFD_HOSTILE=N (default 1000),
+ *                               TEST_ARFD_ONLY=NAME: that test alone
  * Prints "N passed, N failed" last.
  */
 #include <fcntl.h>
@@ -1794,6 +1795,9 @@ int main(int argc, char **argv)
 			"one_hog", "reader_runs", "badop", "restart", "sessions" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
+			const char *only = getenv("TEST_ARFD_ONLY");   /* one test by name */
+			if (only && strcmp(only, names[t]))
+				continue;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			tests[t]();
 			clock_gettime(CLOCK_MONOTONIC, &t1);

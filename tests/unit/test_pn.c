@@ -6,7 +6,7 @@
  * that goes down mid-request and comes back on the same port; malformed frames on the wire;
  * the size limit.  Every wait is bounded.  Prints "N passed, N failed".
  *
- *   test_pn [tcp|udp|rdma]...   (default: tcp udp)
+ *   test_pn [tcp|udp|rdma]...   (default: tcp udp)   env TEST_PN_ONLY=NAME: that test alone
  *
  * rdma needs an RDMA device and the address of its netdev (rdma_cm does not work on
  * 127.0.0.1): PN_TEST_HOST, else RDMA_VM_IP (tests/rdma/ runs it in the rdma-vm guest).
@@ -1399,6 +1399,9 @@ int main(int argc, char **argv)
 			"sessions" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
+			const char *only = getenv("TEST_PN_ONLY");   /* one test by name */
+			if (only && strcmp(only, names[t]))
+				continue;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			tests[t]();
 			clock_gettime(CLOCK_MONOTONIC, &t1);
