@@ -241,7 +241,10 @@ static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct 
 	pn_coop c = pn_coop_start(a->pn, &d, 1);
 	if (!c)
 		return fail(a, -AR_ENOMEM, "cannot start a Cooperation");
-	int rc = pn_send(a->pn, a->server, op, c, req->p, req->len);
+	/* req outlives the Cooperation (no copy on a session); these ops may run twice */
+	bool idem = op == AR_T_READ || op == AR_T_REGIONS || op == AR_T_STATS || op == AR_T_INSTALL;
+	int rc = pn_send_ex(a->pn, a->server, op, c, req->p, req->len,
+	                    PN_SEND_KEEP | (idem ? PN_SEND_IDEMPOTENT : 0));
 	int rc2 = pn_coop_end(a->pn, c, a->timeout_ms);
 	if (rc != 0 || rc2 != 0) {
 		free(d.buf);
@@ -357,8 +360,9 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 		id_remember(a, id);
 	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 	p->coop = pn_coop_start(a->pn, &p->d, 1);
-	int rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)
-	                 : -PN_ENOMEM;
+	/* p->req is freed after the Cooperation ended: no copy on a session */
+	int rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len,
+	                              PN_SEND_KEEP) : -PN_ENOMEM;
 	p->rc = rc;
 	pthread_mutex_lock(&a->lock);
 	p->next = a->pending;
@@ -401,8 +405,8 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 		p->sent_inline = 1;
 		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 		p->coop = pn_coop_start(a->pn, &p->d, 1);
-		p->rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)
-		                : -PN_ENOMEM;
+		p->rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p,
+		                             p->req.len, PN_SEND_KEEP) : -PN_ENOMEM;
 		return arc_exec_wait(a, p);
 	} else if (status != 0 && status != -AR_ETRAP) {
 		rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));

@@ -1158,11 +1158,17 @@ send:;
 
 int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg, size_t len)
 {
+	return pn_send_ex(pn, to, type, coop, msg, len, 0);
+}
+
+int pn_send_ex(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg,
+               size_t len, unsigned flags)
+{
 	if (type == 0 || type > PN_MAX_TYPE)
 		return -PN_EINVAL;
 	bool ours = coop >> 32 == pn->token_base >> 32;   /* a request, not a reply */
 	if (coop && ours && pn_sess_client_on(pn->sess)) {
-		int r = pn_sess_send(pn->sess, to, type, coop, msg, len);
+		int r = pn_sess_send(pn->sess, to, type, coop, msg, len, flags);
 		if (r != 1)
 			return r;
 	}

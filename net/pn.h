@@ -213,6 +213,16 @@ int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o
  * could have filled fails with the same error, so pn_coop_end does not wait for it. */
 int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg, size_t len);
 
+/* pn_send with flags for a request on a session (pn_session_open; elsewhere they change
+ * nothing).  PN_SEND_KEEP: the caller keeps msg valid and unchanged until the Cooperation
+ * ends, so the session need not copy it (large requests).  PN_SEND_IDEMPOTENT: running it
+ * twice is harmless (a read), so the peer keeps no copy of its reply and runs a repeat
+ * again instead (large replies). */
+#define PN_SEND_KEEP       1u
+#define PN_SEND_IDEMPOTENT 2u
+int pn_send_ex(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg,
+               size_t len, unsigned flags);
+
 /* Inside a handler only: pass the message being handled (or a new payload) to another peer,
  * keeping its origin and Cooperation token, so that peer's handler sees the origin as `from`
  * and its reply goes straight to the origin.  PN_ENOTHANDLER outside a handler. */

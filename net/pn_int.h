@@ -55,6 +55,7 @@ enum pn_kind {
                                 * payload is its nonce (PN_NONCE_LEN bytes) */
 #define PN_F_SECRET    0x0004u /* HELLO with PN_F_PROVE: the key is pn_opts.secret instead */
 #define PN_F_SESSION   0x0008u /* HELLO: the payload ends with a session block (below) */
+#define PN_F_IDEMPOTENT 0x0010u /* SREQ: keep no reply; run a repeat again (pn_send_ex) */
 /* The session block of a HELLO: the session id (16 random bytes, chosen by the client) and
  * u32 the number of slots it asks for. */
 #define PN_SID_LEN     16
@@ -273,7 +274,7 @@ bool pn_sess_server_on(struct pn_sess *S);  /* others hold sessions with us (che
 /* A request to `to` with token coop: 1 when `to` has no session of ours (send it as
  * ever), else 0 (sent, or held for the session thread) or -PN_E*. */
 int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, const void *msg,
-                 size_t len);
+                 size_t len, unsigned flags);
 void pn_sess_coop_end(struct pn_sess *S, pn_coop coop);   /* frees its slots */
 bool pn_sess_riding(struct pn_sess *S, pn_coop coop);     /* waits through an outage */
 void pn_sess_alive(struct pn_sess *S, pn_peer peer);      /* a frame came from peer */

@@ -53,6 +53,7 @@ enum { SL_FREE, SL_RUNNING, SL_DONE, SL_UNCACHED };
 struct sslot {
 	uint32_t seq;
 	uint8_t state;             /* SL_* */
+	bool idem;                 /* the request is idempotent: no reply kept, a repeat runs */
 	pn_type rtype;             /* SL_DONE: the kept reply's type */
 	pn_coop coop;              /* the request's token (a repeat must bring the same) */
 	void *reply;               /* SL_DONE: the kept reply (also kept, up to KEEP_BUF, for
@@ -83,8 +84,10 @@ struct cslot {
 	bool unsent;                   /* held during an outage: the session thread sends it */
 	pn_type type;
 	pn_coop coop;
-	void *buf;                     /* the request's bytes, kept to send again */
+	void *buf;                     /* a copy of the request's bytes, to send again */
 	size_t len, cap;               /* (the buffer stays for the next request when small) */
+	const void *ext;               /* PN_SEND_KEEP: the caller's bytes instead of buf */
+	uint16_t sflags;               /* PN_F_IDEMPOTENT */
 };
 
 struct csess {
@@ -400,14 +403,19 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 	void *copy = NULL;
 	uint32_t clen = 0;
 	pn_type ctype = 0;
-	if (sl->state == SL_FREE || h->seq == sl->seq + 1) {
+	bool idem = h->flags & PN_F_IDEMPOTENT;
+	if (sl->state == SL_FREE || h->seq == sl->seq + 1 ||
+	    (h->seq == sl->seq && h->coop == sl->coop && idem && sl->idem)) {
+		/* new, or the repeat of an idempotent one: it runs (again) */
 		slot_drop_reply(S, sl, false); /* the client has the previous reply: it moved on */
 		sl->seq = h->seq;
 		sl->state = SL_RUNNING;
 		sl->coop = h->coop;
+		sl->idem = idem;
 		rc = 0;
-	} else if (h->seq != sl->seq || h->coop != sl->coop) {
-		err = PN_ESEQ;                 /* replayed from before, or a gap */
+	} else if (h->seq != sl->seq || h->coop != sl->coop || sl->idem) {
+		err = PN_ESEQ;                 /* replayed from before, a gap, or a repeat that
+		                                * changed its mind about being idempotent */
 	} else if (sl->state == SL_RUNNING) {
 		atomic_fetch_add(&S->st_dropped, 1);   /* its reply follows, to this connection */
 	} else if (sl->state == SL_UNCACHED) {
@@ -468,6 +476,14 @@ int pn_sess_reply_at(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t 
 static int reply_keep(struct pn_sess *S, struct ssess *s, struct sslot *sl, pn_peer to,
                       pn_type type, const void *msg, size_t len, pn_peer *route)
 {
+	if (sl->idem) {                /* nothing to keep: a repeat runs again */
+		sl->state = SL_DONE;
+		sl->rlen = 0;
+		s->last_ns = coarse_now();
+		*route = s->live ? s->peer : to;
+		pthread_mutex_unlock(&S->lk);
+		return 1;
+	}
 	/* the budget counts the buffers (kept small ones too) and the records */
 	if (len <= S->reply_max && len > sl->rcap && S->bytes + (len - sl->rcap) <= S->cache_max) {
 		void *p = realloc(sl->reply, len);
@@ -614,15 +630,15 @@ static bool broken(int rc)
 }
 
 static int send_sreq(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, uint32_t slot,
-                     uint32_t seq, const void *msg, size_t len)
+                     uint32_t seq, uint16_t flags, const void *msg, size_t len)
 {
 	struct pn_hdr h = { .kind = PN_K_SREQ, .type = type, .coop = coop, .slot = slot,
-	                    .seq = seq };
+	                    .seq = seq, .flags = flags };
 	return pn_core_send_hdr(S->pn, to, &h, msg, len);
 }
 
 int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, const void *msg,
-                 size_t len)
+                 size_t len, unsigned flags)
 {
 	struct csess *cs = cs_find(S, to);
 	if (!cs)
@@ -648,7 +664,11 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 	while (cs->slots[i].busy)              /* the lowest: the server's table stays small */
 		i++;
 	struct cslot *sl = &cs->slots[i];
-	if (len > sl->cap || !sl->buf) {
+	sl->ext = flags & PN_SEND_KEEP ? msg : NULL;
+	sl->sflags = flags & PN_SEND_IDEMPOTENT ? PN_F_IDEMPOTENT : 0;
+	if (sl->ext) {
+		/* the caller keeps them: no copy */
+	} else if (len > sl->cap || !sl->buf) {
 		void *p = malloc(len ? len : 1);
 		if (!p) {
 			pthread_mutex_unlock(&S->lk);
@@ -660,7 +680,7 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 	}
 	/* the copy is made under the lock: a small request costs a memcpy, a large one's
 	 * copy is small beside its sending */
-	if (len)
+	if (len && !sl->ext)
 		memcpy(sl->buf, msg, len);
 	sl->busy = true;
 	sl->failed = false;
@@ -678,7 +698,7 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 	pn_core_note_sent(S->pn, coop, to);
 	if (hold)
 		return 0;                      /* the session thread sends it once connected */
-	int rc = send_sreq(S, to, type, coop, i, seq, msg, len);
+	int rc = send_sreq(S, to, type, coop, i, seq, sl->sflags, msg, len);
 	if (rc == 0)
 		return 0;
 	pthread_mutex_lock(&S->lk);
@@ -710,6 +730,7 @@ void pn_sess_coop_end(struct pn_sess *S, pn_coop coop)
 				}
 				sl->busy = false;
 				sl->coop = 0;
+				sl->ext = NULL;
 				cs->n_busy--;
 				pthread_cond_signal(&S->slot_cond);
 			}
@@ -781,7 +802,8 @@ void pn_sess_bye_out(struct pn_sess *S)
 
 /* ---- the session thread: reconnects, outage limits, idle sessions ---- */
 
-struct resend { uint32_t slot, seq; pn_type type; pn_coop coop; void *buf; size_t len; };
+struct resend { uint32_t slot, seq; pn_type type; uint16_t flags; pn_coop coop; void *buf;
+                size_t len; };
 
 /* Send cs's requests again (lk held; let go meanwhile).  0 when all went out. */
 static int resend_all(struct pn_sess *S, struct csess *cs, bool only_unsent)
@@ -798,10 +820,12 @@ static int resend_all(struct pn_sess *S, struct csess *cs, bool only_unsent)
 			void *copy = malloc(sl->len ? sl->len : 1);
 			if (!copy)
 				break;
+			/* (the caller's bytes are valid: its Cooperation has not ended, which
+			 * would take this lock to free the slot) */
 			if (sl->len)
-				memcpy(copy, sl->buf, sl->len);
+				memcpy(copy, sl->ext ? sl->ext : sl->buf, sl->len);
 			sl->unsent = false;
-			r[n++] = (struct resend){ i, sl->seq, sl->type, sl->coop, copy, sl->len };
+			r[n++] = (struct resend){ i, sl->seq, sl->type, sl->sflags, sl->coop, copy, sl->len };
 		}
 		pn_peer to = cs->peer;
 		pthread_mutex_unlock(&S->lk);
@@ -811,8 +835,8 @@ static int resend_all(struct pn_sess *S, struct csess *cs, bool only_unsent)
 			if (rc == 0) {
 				/* counted first: the reply may be read before send returns */
 				atomic_fetch_add(&S->st_resent, 1);
-				rc = send_sreq(S, to, r[k].type, r[k].coop, r[k].slot, r[k].seq, r[k].buf,
-				               r[k].len);
+				rc = send_sreq(S, to, r[k].type, r[k].coop, r[k].slot, r[k].seq, r[k].flags,
+				               r[k].buf, r[k].len);
 				if (rc == 0)
 					sent++;
 				else

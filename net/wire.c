@@ -66,7 +66,7 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 		return -PN_EPROTO;
 	if (h->kind == PN_K_SREQ) {
 		/* never forwarded; slot and seq where the origin would be, the rest zero */
-		if (h->flags || !all_zero(in + 28, PN_HDR_LEN - 28))
+		if ((h->flags & ~PN_F_IDEMPOTENT) || !all_zero(in + 28, PN_HDR_LEN - 28))
 			return -PN_EPROTO;
 		h->slot = get32(in + 20);
 		h->seq = get32(in + 24);

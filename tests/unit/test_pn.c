@@ -1084,10 +1084,10 @@ static int sraw_connect(int port, const uint8_t *sid, uint32_t slots)
 	return fd;
 }
 
-static void raw_sreq(int fd, uint32_t slot, uint32_t seq, uint64_t coop)
+static void raw_sreq_f(int fd, uint32_t slot, uint32_t seq, uint64_t coop, int flags)
 {
 	uint8_t f[41];
-	put_hdr(f, 5, T_COUNT, 0, 1, coop);
+	put_hdr(f, 5, T_COUNT, flags, 1, coop);
 	memset(f + 20, 0, 20);
 	for (int i = 0; i < 4; i++) {
 		f[20 + i] = (uint8_t)(slot >> (8 * i));
@@ -1095,6 +1095,11 @@ static void raw_sreq(int fd, uint32_t slot, uint32_t seq, uint64_t coop)
 	}
 	f[40] = 'c';
 	if (send(fd, f, sizeof f, MSG_NOSIGNAL) < 0) { /* seen at the read */ }
+}
+
+static void raw_sreq(int fd, uint32_t slot, uint32_t seq, uint64_t coop)
+{
+	raw_sreq_f(fd, slot, seq, coop, 0);
 }
 
 /* The answer to a raw request: the count (a reply) >= 0, -PN_E* (a NACK), or -1000 (none). */
@@ -1261,31 +1266,37 @@ static void test_sessions(void)
 	uint8_t sid[16], zero[16] = { 0 };
 	for (int i = 0; i < 16; i++)
 		sid[i] = (uint8_t)(rand() | 1);
-	struct { const char *what; const uint8_t *sid; uint32_t slot, seq; uint64_t coop; int want; } cases[] = {
-		{ "a first request",               sid,  0, 7, 1, 1 },
-		{ "its repeat: from the cache",    sid,  0, 7, 1, 1 },
-		{ "the next one",                  sid,  0, 8, 2, 2 },
-		{ "an older one replayed",         sid,  0, 7, 1, -PN_ESEQ },
-		{ "a gap in the sequence",         sid,  0, 10, 3, -PN_ESEQ },
-		{ "the last, other token",         sid,  0, 8, 9, -PN_ESEQ },
-		{ "the last again: cache",         sid,  0, 8, 2, 2 },
-		{ "another slot",                  sid,  5, 1, 4, 3 },
-		{ "a slot past the session's",     sid,  8, 1, 5, -PN_EBADSLOT },
-		{ "a huge slot",                   sid,  0xffffffffu, 1, 6, -PN_EBADSLOT },
-		{ "a session id of zeros",         zero, 0, 1, 7, -PN_ESESSION },
-		{ "no session in the HELLO",       NULL, 0, 1, 8, -PN_ESESSION },
+	enum { IDEM = 0x10 };          /* PN_F_IDEMPOTENT */
+	struct { const char *what; const uint8_t *sid; uint32_t slot, seq; uint64_t coop; int flags, want; } cases[] = {
+		{ "a first request",               sid,  0, 7, 1, 0, 1 },
+		{ "its repeat: from the cache",    sid,  0, 7, 1, 0, 1 },
+		{ "the next one",                  sid,  0, 8, 2, 0, 2 },
+		{ "an older one replayed",         sid,  0, 7, 1, 0, -PN_ESEQ },
+		{ "a gap in the sequence",         sid,  0, 10, 3, 0, -PN_ESEQ },
+		{ "the last, other token",         sid,  0, 8, 9, 0, -PN_ESEQ },
+		{ "the last again: cache",         sid,  0, 8, 2, 0, 2 },
+		{ "another slot",                  sid,  5, 1, 4, 0, 3 },
+		{ "a slot past the session's",     sid,  8, 1, 5, 0, -PN_EBADSLOT },
+		{ "a huge slot",                   sid,  0xffffffffu, 1, 6, 0, -PN_EBADSLOT },
+		{ "a session id of zeros",         zero, 0, 1, 7, 0, -PN_ESESSION },
+		{ "no session in the HELLO",       NULL, 0, 1, 8, 0, -PN_ESESSION },
+		{ "an idempotent one",             sid,  1, 1, 10, IDEM, 4 },
+		{ "its repeat: runs again",        sid,  1, 1, 10, IDEM, 5 },
+		{ "its repeat, not idempotent",    sid,  1, 1, 10, 0, -PN_ESEQ },
+		{ "the next, cached again",        sid,  1, 2, 11, 0, 6 },
+		{ "whose repeat is from the cache", sid, 1, 2, 11, IDEM, 6 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		/* each on a connection of its own: the session outlives them */
 		int fd = sraw_connect(port, cases[i].sid, 1u << 30);
-		raw_sreq(fd, cases[i].slot, cases[i].seq, cases[i].coop);
+		raw_sreq_f(fd, cases[i].slot, cases[i].seq, cases[i].coop, cases[i].flags);
 		int got = raw_answer(fd);
 		CHECK(got == cases[i].want, "raw: %s: got %d (%s), want %d (%s)", cases[i].what, got,
 		      got < 0 && got > -1000 ? pn_strerror(got) : "", cases[i].want,
 		      cases[i].want < 0 ? pn_strerror(cases[i].want) : "");
 		close(fd);
 	}
-	CHECK(count == 3, "hostile cases ran the handler %d times, want 3", (int)count);
+	CHECK(count == 6, "hostile cases ran the handler %d times, want 6", (int)count);
 	pn_finalize(b);
 
 	/* 5. memory stays bounded: a flood of sessions (each a connection, one request) stays
