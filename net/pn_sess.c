@@ -121,8 +121,11 @@ struct pn_sess {
 	uint64_t idle_ns, cache_max;
 	uint32_t reply_max;
 	uint64_t rng;
+	uint64_t hkey[2];              /* sid_hash's key */
 	_Atomic uint64_t st_replays, st_dropped, st_refused, st_expired, st_resent, st_outages;
 };
+
+static uint64_t rnd(struct pn_sess *S);
 
 struct pn_sess *pn_sess_new(struct pn *pn, const struct pn_opts *o)
 {
@@ -145,6 +148,10 @@ struct pn_sess *pn_sess_new(struct pn *pn, const struct pn_opts *o)
 	if (getrandom(&S->rng, sizeof S->rng, 0) != sizeof S->rng)
 		S->rng = pn_now_ns();
 	S->rng |= 1;
+	if (getrandom(S->hkey, sizeof S->hkey, 0) != sizeof S->hkey) {
+		S->hkey[0] = rnd(S);
+		S->hkey[1] = rnd(S);
+	}
 	return S;
 }
 
@@ -231,16 +238,25 @@ static void thread_need(struct pn_sess *S)
 
 /* ---- server: the session table ---- */
 
-static unsigned sid_hash(const uint8_t sid[PN_SID_LEN])
+/* Session ids are the clients' choice: a hostile one could pick ids that share a bucket
+ * if the bucket were a plain function of the id, so the hash is keyed by random bytes of
+ * this endpoint (a multiply-xorshift mix: not cryptographic, but nobody outside sees the
+ * buckets, and a chain is at most max_sessions long anyway). */
+static unsigned sid_hash(const struct pn_sess *S, const uint8_t sid[PN_SID_LEN])
 {
-	uint32_t h;
-	memcpy(&h, sid, sizeof h);         /* random bytes: any four of them hash well */
-	return h % SID_BUCKETS;
+	uint64_t w0, w1;
+	memcpy(&w0, sid, 8);
+	memcpy(&w1, sid + 8, 8);
+	uint64_t h = (w0 ^ S->hkey[0]) * 0x9e3779b97f4a7c15ull + (w1 ^ S->hkey[1]) * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (unsigned)(h % SID_BUCKETS);
 }
 
 static struct ssess *ssess_find(struct pn_sess *S, const uint8_t sid[PN_SID_LEN])
 {
-	struct ssess *s = S->buckets[sid_hash(sid)];
+	struct ssess *s = S->buckets[sid_hash(S, sid)];
 	while (s && memcmp(s->sid, sid, PN_SID_LEN))
 		s = s->hnext;
 	return s;
@@ -279,7 +295,7 @@ static void slot_drop_reply(struct pn_sess *S, struct sslot *sl, bool all)
 
 static void ssess_free(struct pn_sess *S, struct ssess *s)
 {
-	struct ssess **p = &S->buckets[sid_hash(s->sid)];
+	struct ssess **p = &S->buckets[sid_hash(S, s->sid)];
 	while (*p != s)
 		p = &(*p)->hnext;
 	*p = s->hnext;
@@ -323,7 +339,7 @@ static struct ssess *ssess_new(struct pn_sess *S, const struct pn_peer_rec *from
 	s->proven = from->proven;
 	s->n_slots = from->sess_slots < S->max_slots ? from->sess_slots : S->max_slots;
 	s->last_ns = now;
-	unsigned b = sid_hash(s->sid);
+	unsigned b = sid_hash(S, s->sid);
 	s->hnext = S->buckets[b];
 	S->buckets[b] = s;
 	lru_front(S, s);
@@ -702,7 +718,7 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 	if (rc == 0)
 		return 0;
 	pthread_mutex_lock(&S->lk);
-	if (broken(rc) && !S->th_stop && (atomic_load(&cs->reached) ||
+	if (broken(rc) && S->th_started && !S->th_stop && (atomic_load(&cs->reached) ||
 	                                  !(cs->o.flags & PN_SESSION_FAIL_FIRST))) {
 		sl->unsent = true;
 		outage_begin(S, cs);
@@ -746,7 +762,7 @@ bool pn_sess_riding(struct pn_sess *S, pn_coop coop)
 	unsigned n = atomic_load_explicit(&S->n_out, memory_order_acquire);
 	bool riding = false;
 	pthread_mutex_lock(&S->lk);
-	for (unsigned k = 0; k < n && !riding; k++) {
+	for (unsigned k = 0; k < n && !riding && S->th_started; k++) {
 		struct csess *cs = S->out[k];
 		if (atomic_load(&cs->state) == CS_UP)
 			continue;
@@ -782,6 +798,10 @@ bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer)
 	if (!cs || (!atomic_load(&cs->reached) && (cs->o.flags & PN_SESSION_FAIL_FIRST)))
 		return false;
 	pthread_mutex_lock(&S->lk);
+	if (!S->th_started) {          /* nobody could reconnect: fail as without a session */
+		pthread_mutex_unlock(&S->lk);
+		return false;
+	}
 	if (cs->n_busy && !S->th_stop) {
 		for (uint32_t i = 0; i < cs->hi; i++)
 			cs->slots[i].unsent = cs->slots[i].busy;
