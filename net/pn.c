@@ -809,6 +809,16 @@ void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 		fn(pn, peer->id, arg);
 }
 
+void pn_core_peer_gone(struct pn *pn, pn_peer peer)
+{
+	pthread_mutex_lock(&pn->lock);
+	pn_peer_down_fn *fn = pn->stopping ? NULL : pn->peer_down_fn;
+	void *arg = pn->peer_down_arg;
+	pthread_mutex_unlock(&pn->lock);
+	if (fn)
+		fn(pn, peer, arg);
+}
+
 void pn_core_note_sent(struct pn *pn, pn_coop coop, pn_peer to)
 {
 	coop_note_sent(pn, coop, to);

@@ -114,6 +114,9 @@ struct pn_opts {
 	unsigned session_slots;    /* slots a session may have; 0 = 64 */
 	unsigned session_idle_ms;  /* a session without requests this long is dropped;
 	                            * 0 = 300000 (longer than a client's outage limit) */
+	unsigned session_grace_ms; /* a session's client whose connection closed and who has
+	                            * not come back within this is gone: pn_set_peer_down's
+	                            * function hears of it then; 0 = 2000 */
 	uint64_t session_cache_max; /* reply bytes kept over all sessions; 0 = 64 MiB */
 	uint32_t session_reply_max; /* a larger reply is not kept (a repeat of its request
 	                            * gets PN_EUNCACHED); 0 = 2 MiB */
@@ -174,9 +177,11 @@ int pn_may_yield(struct pn *pn);
 /* fn(pn, peer, arg) is called when a connection to peer broke or was closed (tcp:, rdma:;
  * EOF, an error, a malformed frame), after that peer's pending Cooperations failed, on the
  * transport's I/O thread: it must not block.  udp: has no connections and never calls it.
- * A server uses it to stop work for a client that is gone.  NULL: no call.  Not called for
- * a connection of a session (pn_session_open; either side), which rides through it, unless
- * its client ended the session (BYE, sent by pn_finalize). */
+ * A server uses it to stop work for a client that is gone.  NULL: no call.  For a connection
+ * of a session (pn_session_open; either side), which rides through its loss: on the server
+ * it is called (on the session thread instead) once the session has had no connection for
+ * session_grace_ms, never if its client came back first, and at once after its client ended
+ * the session (BYE, sent by pn_finalize); on the client, not while the session rides. */
 typedef void pn_peer_down_fn(struct pn *pn, pn_peer peer, void *arg);
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
 

@@ -299,6 +299,9 @@ int pn_sess_reply_at(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t 
 int pn_core_send_hdr(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *msg, size_t len);
 void pn_core_note_sent(struct pn *pn, pn_coop coop, pn_peer to);
 void pn_core_coop_fail(struct pn *pn, pn_coop coop, pn_peer peer, int err);
+/* The application's peer-down function for peer, a connection of a session whose client
+ * has been away for the grace time (never the I/O thread's call: the session thread's). */
+void pn_core_peer_gone(struct pn *pn, pn_peer peer);
 
 /* The connection to peer broke: Cooperations waiting for it fail with err. */
 void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err);

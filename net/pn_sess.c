@@ -43,6 +43,7 @@
 #define PROBATION_NS 1000000000ull /* a new connection that lasts this long ends an outage */
 #define TICK_NS 1000000000ull      /* the session thread looks at expiries this often */
 #define EVICT_SCAN 64              /* sessions looked at for one to drop when full */
+#define DOWNS_MAX 16               /* closed connections of a session not yet reported */
 #define KEEP_BUF 4096              /* a slot's buffer this small is kept for its next use:
                                     * no malloc and free per request on the common path */
 
@@ -71,6 +72,12 @@ struct ssess {
 	uint32_t n_slots, cap;         /* slots granted; slot records allocated */
 	struct sslot *slots;
 	uint64_t last_ns;
+	/* its connections that closed while no other was live: reported to the application
+	 * (pn_set_peer_down) once the session has had no connection for session_grace_ms, and
+	 * never if its client comes back first */
+	pn_peer downs[DOWNS_MAX];
+	unsigned n_downs;
+	uint64_t down_ns;
 };
 
 /* ---- the client's side ---- */
@@ -118,7 +125,9 @@ struct pn_sess {
 	_Atomic unsigned n_sess;
 	uint64_t bytes, kept;          /* memory of all sessions; of it, kept replies */
 	unsigned max_sessions, max_slots;
-	uint64_t idle_ns, cache_max;
+	uint64_t idle_ns, cache_max, grace_ns;
+	pn_peer *gone;                 /* downs to report now (a session went): the thread */
+	unsigned n_gone, cap_gone;
 	uint32_t reply_max;
 	uint64_t rng;
 	uint64_t hkey[2];              /* sid_hash's key */
@@ -143,6 +152,7 @@ struct pn_sess *pn_sess_new(struct pn *pn, const struct pn_opts *o)
 	S->max_sessions = o->max_sessions ? o->max_sessions : 1024;
 	S->max_slots = o->session_slots ? o->session_slots : 64;
 	S->idle_ns = (o->session_idle_ms ? o->session_idle_ms : 300000) * 1000000ull;
+	S->grace_ns = (o->session_grace_ms ? o->session_grace_ms : 2000) * 1000000ull;
 	S->cache_max = o->session_cache_max ? o->session_cache_max : 64u << 20;
 	S->reply_max = o->session_reply_max ? o->session_reply_max : 2u << 20;
 	if (getrandom(&S->rng, sizeof S->rng, 0) != sizeof S->rng)
@@ -188,6 +198,7 @@ void pn_sess_free(struct pn_sess *S)
 	pn_sess_stop(S);
 	while (S->lru_head)
 		ssess_free(S, S->lru_head);
+	free(S->gone);
 	for (unsigned i = 0; i < atomic_load(&S->n_out); i++) {
 		struct csess *cs = S->out[i];
 		for (uint32_t j = 0; j < cs->o.slots; j++)
@@ -293,8 +304,26 @@ static void slot_drop_reply(struct pn_sess *S, struct sslot *sl, bool all)
 	}
 }
 
+/* Report peer as gone from the session thread (lk held); false when there is no room. */
+static bool gone_later(struct pn_sess *S, pn_peer peer)
+{
+	if (S->n_gone == S->cap_gone) {
+		unsigned cap = S->cap_gone ? 2 * S->cap_gone : 16;
+		pn_peer *p = realloc(S->gone, cap * sizeof *p);
+		if (!p)
+			return false;
+		S->gone = p;
+		S->cap_gone = cap;
+	}
+	S->gone[S->n_gone++] = peer;
+	pthread_cond_broadcast(&S->th_cond);
+	return true;
+}
+
 static void ssess_free(struct pn_sess *S, struct ssess *s)
 {
+	for (unsigned i = 0; i < s->n_downs; i++)   /* the session ends: its client is gone */
+		gone_later(S, s->downs[i]);
 	struct ssess **p = &S->buckets[sid_hash(S, s->sid)];
 	while (*p != s)
 		p = &(*p)->hnext;
@@ -411,6 +440,7 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 	}
 	s->peer = from->id;                    /* replies go to its newest connection */
 	s->live = true;
+	s->n_downs = 0;                        /* its client is back: nobody is gone */
 	s->last_ns = now;
 	lru_unlink(S, s);
 	lru_front(S, s);
@@ -531,13 +561,29 @@ bool pn_sess_server_on(struct pn_sess *S)
 }
 
 /* A connection of a session's (server side) closed: replies go nowhere until the next. */
-static void ssess_conn_gone(struct pn_sess *S, const struct pn_peer_rec *peer)
+/* A connection of a session's (server side) closed: replies go nowhere until the next.
+ * Whether its client is gone is decided later (downs); true: not to be reported now. */
+static bool ssess_conn_gone(struct pn_sess *S, const struct pn_peer_rec *peer)
 {
+	bool later = true;
 	pthread_mutex_lock(&S->lk);
 	struct ssess *s = ssess_find(S, peer->sid);
-	if (s && s->peer == peer->id)
-		s->live = false;
+	if (!s) {
+		later = false;                 /* no session (dropped, or never made) */
+	} else if (s->peer != peer->id && s->live) {
+		/* an older connection: its client is on a newer one */
+	} else if (s->n_downs == DOWNS_MAX || !S->th_started) {
+		later = false;
+	} else {
+		if (s->peer == peer->id)
+			s->live = false;
+		if (!s->n_downs)
+			s->down_ns = coarse_now();
+		s->downs[s->n_downs++] = peer->id;
+		pthread_cond_broadcast(&S->th_cond);
+	}
 	pthread_mutex_unlock(&S->lk);
+	return later;
 }
 
 void pn_sess_drop(struct pn_sess *S, const uint8_t sid[PN_SID_LEN])
@@ -790,10 +836,8 @@ void pn_sess_alive(struct pn_sess *S, pn_peer peer)
 
 bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer)
 {
-	if (peer->has_sid) {
-		ssess_conn_gone(S, peer);
-		return true;
-	}
+	if (peer->has_sid)
+		return ssess_conn_gone(S, peer);
 	struct csess *cs = cs_find(S, peer->id);
 	if (!cs || (!atomic_load(&cs->reached) && (cs->o.flags & PN_SESSION_FAIL_FIRST)))
 		return false;
@@ -896,6 +940,30 @@ static void *sess_main(void *arg)
 		while (S->lru_tail && now - S->lru_tail->last_ns >= S->idle_ns) {
 			ssess_free(S, S->lru_tail);
 			atomic_fetch_add(&S->st_expired, 1);
+		}
+		/* sessions without a connection for the grace time: their clients are gone
+		 * (a walk over the sessions: they are few, and it runs at most every tick) */
+		for (struct ssess *s = S->lru_head; s; s = s->next) {
+			if (!s->n_downs || s->live)
+				continue;
+			if (now - s->down_ns >= S->grace_ns) {
+				for (unsigned i = 0; i < s->n_downs; i++)
+					gone_later(S, s->downs[i]);
+				s->n_downs = 0;
+			} else if (s->down_ns + S->grace_ns < wake) {
+				wake = s->down_ns + S->grace_ns;
+			}
+		}
+		if (S->n_gone) {
+			pn_peer *g = S->gone;
+			unsigned n_g = S->n_gone;
+			S->gone = NULL;
+			S->n_gone = S->cap_gone = 0;
+			pthread_mutex_unlock(&S->lk);
+			for (unsigned i = 0; i < n_g; i++)
+				pn_core_peer_gone(S->pn, g[i]);
+			free(g);
+			pthread_mutex_lock(&S->lk);
 		}
 		struct failed *fl = NULL;
 		unsigned n_fl = 0, cap_fl = 0;

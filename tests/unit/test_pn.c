@@ -1123,6 +1123,11 @@ static int raw_answer(int fd)
 	return -1000;
 }
 
+static void on_down(struct pn *pn, pn_peer peer, void *arg)
+{
+	atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
 static int admit_never(void *arg, pn_peer from, pn_type type, const void *head, size_t head_len,
                        uint64_t len)
 {
@@ -1140,7 +1145,8 @@ static void test_sessions(void)
 	/* 1. a lost reply: the server ran the request, the connection broke before the client
 	 * read the answer; the client's repeat (same slot and sequence, new connection) is
 	 * answered from the session's reply cache, and the handler ran once */
-	struct pn *b = open_ep(NULL), *a = open_ep(NULL);
+	struct pn_opts o1 = { .session_grace_ms = 300 };
+	struct pn *b = open_ep(&o1), *a = open_ep(NULL);
 	struct relay r;
 	if (!a || !b || relay_start(&r, sport_of(b)) != 0) {
 		CHECK(0, "open");
@@ -1149,6 +1155,8 @@ static void test_sessions(void)
 		return;
 	}
 	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	_Atomic int downs = 0;
+	pn_set_peer_down(b, on_down, &downs);
 	char rname[64];
 	snprintf(rname, sizeof rname, "tcp:127.0.0.1:%d", r.port);
 	pn_peer pr = PN_ANY;
@@ -1165,6 +1173,8 @@ static void test_sessions(void)
 		      pn_strerror(rc), n, (int)count, 2 + i);
 	}
 	pn_stats_get(b, &st);
+	usleep(700000);                /* past the grace time: the client came back each time */
+	CHECK(downs == 0, "a session's client that came back is not reported gone (%d)", (int)downs);
 	CHECK(r.cuts == 3 && st.session_replays == 3 && st.sessions == 1,
 	      "cuts %d, server replays %llu (want 3), sessions %llu", (int)r.cuts,
 	      (unsigned long long)st.session_replays, (unsigned long long)st.sessions);
@@ -1346,6 +1356,44 @@ static void test_sessions(void)
 	CHECK(st.sessions == 0 && st.session_bytes == 0 && st.session_expired > 0,
 	      "idle sessions expire: %llu left (%llu bytes) after %d ms", (unsigned long long)st.sessions,
 	      (unsigned long long)st.session_bytes, ms);
+	pn_finalize(b);
+	/* a session's client that vanishes is reported gone after the grace time, one that
+	 * says BYE at once */
+	struct pn_opts og = { .session_grace_ms = 300 };
+	b = open_ep(&og);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	atomic_store(&downs, 0);
+	pn_set_peer_down(b, on_down, &downs);
+	sid[0] ^= 0x55;
+	int fd1 = sraw_connect(sport_of(b), sid, 4);
+	raw_sreq(fd1, 0, 1, 1);
+	CHECK(raw_answer(fd1) > 0, "grace: a request");
+	close(fd1);
+	usleep(100000);
+	int early = downs;
+	ms = 0;
+	while (downs == 0 && ms < 3000) {
+		usleep(20000);
+		ms += 20;
+	}
+	CHECK(early == 0 && downs == 1 && ms >= 100, "vanished client: reported gone after %d ms "
+	      "(%d, %d before the grace time)", 100 + ms, (int)downs, early);
+	sid[0] ^= 0x55;
+	fd1 = sraw_connect(sport_of(b), sid, 4);
+	raw_sreq(fd1, 0, 1, 1);
+	CHECK(raw_answer(fd1) > 0, "grace: a request");
+	uint8_t bye[40];
+	put_hdr(bye, 7, 0, 0, 0, 0);
+	bye[20] = 1; bye[21] = 4;
+	if (send(fd1, bye, sizeof bye, MSG_NOSIGNAL) < 0) { /* seen below */ }
+	close(fd1);
+	ms = 0;
+	while (downs < 2 && ms < 3000) {
+		usleep(10000);
+		ms += 10;
+	}
+	CHECK(downs == 2 && ms < 250, "BYE: reported gone after %d ms (%d)", ms, (int)downs);
 	pn_finalize(b);
 	struct pn_opts oa = { .admit = admit_never };
 	b = open_ep(&oa);
