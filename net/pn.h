@@ -205,7 +205,7 @@ struct pn_session_opts {
 	unsigned slots;            /* 0 = 64; the peer's session_slots must allow as many */
 	unsigned outage_ms;        /* 0 = 60000 */
 	unsigned backoff_min_ms;   /* 0 = 20 */
-	unsigned backoff_max_ms;   /* 0 = 2000 */
+	unsigned backoff_max_ms;   /* 0 = 1000 */
 	unsigned flags;            /* PN_SESSION_FAIL_FIRST */
 };
 #define PN_SESSION_FAIL_FIRST 1u

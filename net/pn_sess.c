@@ -617,7 +617,7 @@ int pn_sess_open(struct pn_sess *S, pn_peer peer, const struct pn_session_opts *
 	if (!d.slots) d.slots = 64;
 	if (!d.outage_ms) d.outage_ms = 60000;
 	if (!d.backoff_min_ms) d.backoff_min_ms = 20;
-	if (!d.backoff_max_ms) d.backoff_max_ms = 2000;
+	if (!d.backoff_max_ms) d.backoff_max_ms = 1000;
 	if (d.slots > 1u << 16 || d.backoff_min_ms > d.backoff_max_ms)
 		return -PN_EINVAL;
 	pthread_mutex_lock(&S->lk);
