@@ -13,7 +13,7 @@
  *      sequence number and goes as an SREQ frame.  The client keeps its bytes until its
  *      Cooperation ends, which frees the slot.
  *   3. The server, at an SREQ from an admitted connection, finds the session by its id or
- *      makes one, and looks at the slot.  The sequence number one past the slot's: a new
+ *      makes one, and looks at the slot.  A sequence number ahead of the slot's: a new
  *      request (it runs; the reply kept for the previous one is dropped).  The slot's own:
  *      a repeat, answered from the kept reply, or dropped when the first one still runs
  *      (its reply will go to the session's newest connection).  Anything else: NACK SEQ.
@@ -450,8 +450,11 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 	uint32_t clen = 0;
 	pn_type ctype = 0;
 	bool idem = h->flags & PN_F_IDEMPOTENT;
-	if (sl->state == SL_FREE || h->seq == sl->seq + 1 ||
-	    (h->seq == sl->seq && h->coop == sl->coop && idem && sl->idem)) {
+	/* ahead of the slot (modulo 2^32): a new request; a gap is requests the client gave up
+	 * on before they arrived (an outage past its limit), not a reason to refuse */
+	uint32_t ahead = h->seq - sl->seq;
+	if (sl->state == SL_FREE || (ahead > 0 && ahead < 1u << 31) ||
+	    (ahead == 0 && h->coop == sl->coop && idem && sl->idem)) {
 		/* new, or the repeat of an idempotent one: it runs (again) */
 		slot_drop_reply(S, sl, false); /* the client has the previous reply: it moved on */
 		sl->seq = h->seq;
@@ -459,9 +462,10 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 		sl->coop = h->coop;
 		sl->idem = idem;
 		rc = 0;
-	} else if (h->seq != sl->seq || h->coop != sl->coop || sl->idem) {
-		err = PN_ESEQ;                 /* replayed from before, a gap, or a repeat that
-		                                * changed its mind about being idempotent */
+	} else if (ahead != 0 || h->coop != sl->coop || sl->idem) {
+		err = PN_ESEQ;                 /* replayed from before, another request under the
+		                                * last one's number, or a repeat that changed its
+		                                * mind about being idempotent */
 	} else if (sl->state == SL_RUNNING) {
 		atomic_fetch_add(&S->st_dropped, 1);   /* its reply follows, to this connection */
 	} else if (sl->state == SL_UNCACHED) {

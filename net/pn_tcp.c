@@ -557,9 +557,12 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		return rc;
 	}
 	c->trusted = trusted;
-	conn_watch_new(tp, c);
 	c->peer = peer;
-	atomic_fetch_add(&c->refs, 1);     /* the caller's reference */
+	/* the caller's reference, taken before the I/O thread sees the connection: a peer
+	 * that closes at once would otherwise have it freed under us (its EOF drops the
+	 * I/O thread's reference) */
+	atomic_fetch_add(&c->refs, 1);
+	conn_watch_new(tp, c);
 	*out = c;
 	return 0;
 }

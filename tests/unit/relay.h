@@ -19,6 +19,7 @@ struct relay {
 	int lfd, port, to_port;
 	atomic_bool stop;
 	_Atomic int cut;
+	atomic_bool down;              /* the link is down: connections are closed at once */
 	_Atomic int cuts;
 	pthread_t t;
 };
@@ -33,6 +34,10 @@ static void *relay_main(void *arg)
 		int c = accept(r->lfd, NULL, NULL);
 		if (c < 0)
 			continue;
+		if (atomic_load(&r->down)) {
+			close(c);
+			continue;
+		}
 		int s = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)r->to_port) };
 		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
@@ -43,10 +48,12 @@ static void *relay_main(void *arg)
 		}
 		for (;;) {
 			struct pollfd p[2] = { { .fd = c, .events = POLLIN }, { .fd = s, .events = POLLIN } };
-			if (atomic_load(&r->stop))
+			if (atomic_load(&r->stop) || atomic_load(&r->down))
 				break;
 			if (poll(p, 2, 50) <= 0)
 				continue;
+			if (atomic_load(&r->down))     /* (set while we polled: forward nothing) */
+				break;
 			char buf[65536];
 			if (p[0].revents) {
 				ssize_t n = read(c, buf, sizeof buf);
