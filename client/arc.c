@@ -229,6 +229,32 @@ static int net_err(struct arc *a, int pnrc)
 	return fail(a, -AR_ENET, "%s: %s", pn_peer_name(a->pn, a->server), pn_strerror(pnrc));
 }
 
+/* A server that is shutting down answers requests it did not start with DRAINING: with a
+ * session (the policy that we ride through outages), such a request is sent again after a
+ * jittered back-off (50 ms doubling to 1 s) until the server, or its successor after a
+ * restart, takes it, for up to the outage limit.  It never ran, so this is safe for any
+ * request.  true: sent again now is right; false: report it. */
+struct drain_wait { uint64_t start_ns; unsigned delay_ms; };
+
+static bool drain_again(struct arc *a, struct drain_wait *w)
+{
+	if (a->outage_ms <= 0)
+		return false;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (!w->start_ns) {
+		w->start_ns = now;
+		w->delay_ms = 50;
+	}
+	if (now - w->start_ns >= (uint64_t)a->outage_ms * 1000000u)
+		return false;
+	unsigned ms = w->delay_ms / 2 + (unsigned)(now % (w->delay_ms / 2 + 1));
+	w->delay_ms = w->delay_ms * 2 > 1000 ? 1000 : w->delay_ms * 2;
+	usleep(ms * 1000u);
+	return true;
+}
+
 /* Send a request and wait for its reply; on success *rd reads the reply body and *reply is
  * the buffer behind it (free() it). */
 static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct ar_rd *rd,
@@ -237,6 +263,8 @@ static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct 
 	*reply = NULL;
 	if (req->failed)
 		return fail(a, -AR_ENOMEM, "out of memory building the request");
+	struct drain_wait dw = { 0 };
+again:;
 	struct pn_rcv_desc d = { .type = AR_T_REPLY, .from = a->server };
 	pn_coop c = pn_coop_start(a->pn, &d, 1);
 	if (!c)
@@ -258,6 +286,11 @@ static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct 
 		free(d.buf);
 		*reply = NULL;
 		return fail(a, -AR_EPROTO, "malformed reply from %s", pn_peer_name(a->pn, a->server));
+	}
+	if (status == -AR_EDRAINING && drain_again(a, &dw)) {
+		free(d.buf);
+		*reply = NULL;
+		goto again;
 	}
 	if (status != 0 && status != -AR_ETRAP) {
 		free(d.buf);
@@ -387,31 +420,42 @@ void arc_batch_end(struct arc *a)
 int arc_exec_wait(struct arc *a, struct arc_pending *p)
 {
 	struct arc_exec *x = p->x;
-	int rc = pn_coop_end(a->pn, p->coop, a->timeout_ms);
-	if (p->rc)
-		rc = p->rc;
-	struct ar_rd r = { p->d.buf, (uint8_t *)p->d.buf + p->d.len, 0 };
-	int status = 0;
-	char msg[AR_MAX_MSG + 1] = "";
-	if (rc != 0) {
-		rc = net_err(a, rc);
-	} else if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0) {
-		rc = fail(a, -AR_EPROTO, "malformed reply");
-	} else if (status == -AR_ENOSEG && !p->sent_inline) {
-		/* the server does not have it (yet, or any more): send it along, once */
+	struct drain_wait dw = { 0 };
+	int rc;
+	for (;;) {
+		rc = pn_coop_end(a->pn, p->coop, a->timeout_ms);
+		if (p->rc)
+			rc = p->rc;
+		struct ar_rd r = { p->d.buf, (uint8_t *)p->d.buf + p->d.len, 0 };
+		int status = 0;
+		char msg[AR_MAX_MSG + 1] = "";
+		bool again = false, inline_now = false;
+		if (rc != 0) {
+			rc = net_err(a, rc);
+		} else if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0) {
+			rc = fail(a, -AR_EPROTO, "malformed reply");
+		} else if (status == -AR_ENOSEG && !p->sent_inline) {
+			/* the server does not have it (yet, or any more): send it along, once */
+			again = inline_now = true;
+		} else if (status == -AR_EDRAINING && drain_again(a, &dw)) {
+			again = true;          /* it did not start it: again (to its successor) */
+		} else if (status != 0 && status != -AR_ETRAP) {
+			rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
+		} else {
+			rc = exec_parse(a, x, &r, status);
+		}
+		if (!again)
+			break;
 		free(p->d.buf);
-		ar_buf_free(&p->req);
-		exec_request(a, &p->req, x, 1, NULL);   /* inline: no id needed */
-		p->sent_inline = 1;
+		if (inline_now) {
+			ar_buf_free(&p->req);
+			exec_request(a, &p->req, x, 1, NULL);   /* inline: no id needed */
+			p->sent_inline = 1;
+		}
 		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 		p->coop = pn_coop_start(a->pn, &p->d, 1);
 		p->rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p,
 		                             p->req.len, PN_SEND_KEEP) : -PN_ENOMEM;
-		return arc_exec_wait(a, p);
-	} else if (status != 0 && status != -AR_ETRAP) {
-		rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
-	} else {
-		rc = exec_parse(a, x, &r, status);
 	}
 	pthread_mutex_lock(&a->lock);
 	if (p->prev) p->prev->next = p->next; else a->pending = p->next;

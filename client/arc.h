@@ -25,7 +25,8 @@ struct arc_opts {
 	 * requests in flight are sent again on a new connection after back-off, and a server
 	 * that still has this client's session answers a repeat from its reply cache (docs/net.md,
 	 * "Sessions").  Past it, requests fail with -AR_ETIMEDOUT and a message.  The time of an
-	 * outage does not count toward timeout_ms.  0 = 60000; < 0: no session (a broken
+	 * outage does not count toward timeout_ms.  A request a stopping server did not start
+	 * (-AR_EDRAINING) is sent again within the same limit.  0 = 60000; < 0: no session (a broken
 	 * connection fails the requests in flight at once, -AR_ENET) */
 	int outage_ms;
 	/* 1: ride through from the start, also when the server cannot be reached at first (a

@@ -263,7 +263,9 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	atomic_fetch_add(&s->n_req[op], 1);
 	char secret[AR_MAX_SECRET + 1];
 	if (atomic_load(&s->draining)) {
-		reply_err(s, from, coop, -AR_ESHUTDOWN, "server is shutting down");
+		/* not started: a client may send it again to whoever serves after us */
+		reply_err(s, from, coop, -AR_EDRAINING, "server is shutting down: the request was "
+		          "not started");
 		return -1;
 	}
 	if (ar_req_parse(r, secret, sizeof secret) != 0) {
@@ -1552,7 +1554,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 		for (struct job *j = taken, *next; j; j = next, queued++) {
 			next = j->next;
 			request_end(s, j->from, j->op, j->t0, 1);
-			reply_err(s, j->from, j->coop, -AR_ESHUTDOWN, "server is shutting down: the "
+			reply_err(s, j->from, j->coop, -AR_EDRAINING, "server is shutting down: the "
 			          "request was not started within %d ms", timeout_ms);
 			free(j);
 		}
