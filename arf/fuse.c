@@ -42,6 +42,7 @@ struct arf_fs {
 	struct arf_data *d;
 	struct arf_seg statfs;         /* statfs.pno */
 	double attr_timeout, entry_timeout;
+	double outage;             /* -o outage=S: ride through a lost connection (libarc) */
 	int foreground;
 	int single_thread;             /* -s: one thread serves every request */
 	int writeback;                 /* -o writeback: the kernel caches writes (see init) */
@@ -1102,7 +1103,8 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_seg,
                       const char *data_seg, const char *statfs_seg, char *err, size_t errlen)
 {
-	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET"),
+	                       .outage_ms = fs->outage > 0 ? (int)(fs->outage * 1000) : -1 };
 	fs->a = arc_connect(endpoint, &ao, err, errlen);
 	if (!fs->a)
 		return -1;
@@ -1161,7 +1163,7 @@ int arf_cmd_mount(int argc, char **argv)
 {
 
 	const char *endpoint = NULL, *mountpoint = NULL;
-	struct arf_fs fs = { .attr_timeout = 1.0, .entry_timeout = 1.0 };
+	struct arf_fs fs = { .attr_timeout = 1.0, .entry_timeout = 1.0, .outage = 60 };
 	char *fuse_opts = NULL;     /* -o options for libfuse, comma-separated */
 	size_t fo_len = 0;
 	bool others_given = false;  /* -o allow_other or allow_root */
@@ -1179,6 +1181,9 @@ int arf_cmd_mount(int argc, char **argv)
 						goto bad_opt;
 				} else if (!strncmp(o, "entry_timeout=", 14)) {
 					if (parse_timeout(o + 14, &fs.entry_timeout) != 0)
+						goto bad_opt;
+				} else if (!strncmp(o, "outage=", 7)) {
+					if (parse_timeout(o + 7, &fs.outage) != 0 || fs.outage > 86400)
 						goto bad_opt;
 				} else if (!strcmp(o, "writeback")) {
 					fs.writeback = 1;

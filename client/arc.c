@@ -32,6 +32,7 @@ struct arc {
 	pn_peer server;
 	char secret[AR_MAX_SECRET + 1];
 	int timeout_ms;
+	int outage_ms;                 /* the session's outage limit, or 0: no session */
 	pthread_mutex_t lock;
 	struct arc_pending *pending;   /* started, not yet waited for */
 	struct vm *local;              /* for arc_exec_local: the server's regions, remote */
@@ -167,6 +168,14 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 		memset(a->secret, 0, sizeof a->secret);   /* pn_init kept its own copy */
 	a->rdma = !strncmp(endpoint, "rdma:", 5);
 	int rc = pn_peer_get(a->pn, endpoint, &a->server);
+	if (rc == 0 && !strncmp(endpoint, "tcp:", 4) && !(opts && opts->outage_ms < 0)) {
+		/* the policy is ours, the mechanism Paradis-Net's (docs/net.md, "Sessions") */
+		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
+		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
+		                              .flags = opts && opts->wait_first ? 0 :
+		                                       PN_SESSION_FAIL_FIRST };
+		rc = pn_session_open(a->pn, a->server, &so);
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", endpoint, pn_strerror(rc));
 		pn_finalize(a->pn);
@@ -210,7 +219,40 @@ static int net_err(struct arc *a, int pnrc)
 	if (pnrc == -PN_ETIMEDOUT)
 		return fail(a, -AR_ETIMEDOUT, "no reply from %s within %d ms",
 		            pn_peer_name(a->pn, a->server), a->timeout_ms);
+	if (pnrc == -PN_EOUTAGE)
+		return fail(a, -AR_ETIMEDOUT, "%s: unreachable for %d ms (the outage limit): gave up "
+		            "on the request", pn_peer_name(a->pn, a->server), a->outage_ms);
+	if (pnrc == -PN_EUNCACHED)
+		return fail(a, -AR_ENET, "%s: the connection broke before the reply came, and the "
+		            "server did not keep it (too large): whether the request took effect is "
+		            "unknown", pn_peer_name(a->pn, a->server));
 	return fail(a, -AR_ENET, "%s: %s", pn_peer_name(a->pn, a->server), pn_strerror(pnrc));
+}
+
+/* A server that is shutting down answers requests it did not start with DRAINING: with a
+ * session (the policy that we ride through outages), such a request is sent again after a
+ * jittered back-off (50 ms doubling to 1 s) until the server, or its successor after a
+ * restart, takes it, for up to the outage limit.  It never ran, so this is safe for any
+ * request.  true: sent again now is right; false: report it. */
+struct drain_wait { uint64_t start_ns; unsigned delay_ms; };
+
+static bool drain_again(struct arc *a, struct drain_wait *w)
+{
+	if (a->outage_ms <= 0)
+		return false;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (!w->start_ns) {
+		w->start_ns = now;
+		w->delay_ms = 50;
+	}
+	if (now - w->start_ns >= (uint64_t)a->outage_ms * 1000000u)
+		return false;
+	unsigned ms = w->delay_ms / 2 + (unsigned)(now % (w->delay_ms / 2 + 1));
+	w->delay_ms = w->delay_ms * 2 > 1000 ? 1000 : w->delay_ms * 2;
+	usleep(ms * 1000u);
+	return true;
 }
 
 /* Send a request and wait for its reply; on success *rd reads the reply body and *reply is
@@ -221,11 +263,16 @@ static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct 
 	*reply = NULL;
 	if (req->failed)
 		return fail(a, -AR_ENOMEM, "out of memory building the request");
+	struct drain_wait dw = { 0 };
+again:;
 	struct pn_rcv_desc d = { .type = AR_T_REPLY, .from = a->server };
 	pn_coop c = pn_coop_start(a->pn, &d, 1);
 	if (!c)
 		return fail(a, -AR_ENOMEM, "cannot start a Cooperation");
-	int rc = pn_send(a->pn, a->server, op, c, req->p, req->len);
+	/* req outlives the Cooperation (no copy on a session); these ops may run twice */
+	bool idem = op == AR_T_READ || op == AR_T_REGIONS || op == AR_T_STATS || op == AR_T_INSTALL;
+	int rc = pn_send_ex(a->pn, a->server, op, c, req->p, req->len,
+	                    PN_SEND_KEEP | (idem ? PN_SEND_IDEMPOTENT : 0));
 	int rc2 = pn_coop_end(a->pn, c, a->timeout_ms);
 	if (rc != 0 || rc2 != 0) {
 		free(d.buf);
@@ -239,6 +286,11 @@ static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct 
 		free(d.buf);
 		*reply = NULL;
 		return fail(a, -AR_EPROTO, "malformed reply from %s", pn_peer_name(a->pn, a->server));
+	}
+	if (status == -AR_EDRAINING && drain_again(a, &dw)) {
+		free(d.buf);
+		*reply = NULL;
+		goto again;
 	}
 	if (status != 0 && status != -AR_ETRAP) {
 		free(d.buf);
@@ -341,8 +393,9 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 		id_remember(a, id);
 	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 	p->coop = pn_coop_start(a->pn, &p->d, 1);
-	int rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)
-	                 : -PN_ENOMEM;
+	/* p->req is freed after the Cooperation ended: no copy on a session */
+	int rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len,
+	                              PN_SEND_KEEP) : -PN_ENOMEM;
 	p->rc = rc;
 	pthread_mutex_lock(&a->lock);
 	p->next = a->pending;
@@ -367,31 +420,42 @@ void arc_batch_end(struct arc *a)
 int arc_exec_wait(struct arc *a, struct arc_pending *p)
 {
 	struct arc_exec *x = p->x;
-	int rc = pn_coop_end(a->pn, p->coop, a->timeout_ms);
-	if (p->rc)
-		rc = p->rc;
-	struct ar_rd r = { p->d.buf, (uint8_t *)p->d.buf + p->d.len, 0 };
-	int status = 0;
-	char msg[AR_MAX_MSG + 1] = "";
-	if (rc != 0) {
-		rc = net_err(a, rc);
-	} else if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0) {
-		rc = fail(a, -AR_EPROTO, "malformed reply");
-	} else if (status == -AR_ENOSEG && !p->sent_inline) {
-		/* the server does not have it (yet, or any more): send it along, once */
+	struct drain_wait dw = { 0 };
+	int rc;
+	for (;;) {
+		rc = pn_coop_end(a->pn, p->coop, a->timeout_ms);
+		if (p->rc)
+			rc = p->rc;
+		struct ar_rd r = { p->d.buf, (uint8_t *)p->d.buf + p->d.len, 0 };
+		int status = 0;
+		char msg[AR_MAX_MSG + 1] = "";
+		bool again = false, inline_now = false;
+		if (rc != 0) {
+			rc = net_err(a, rc);
+		} else if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0) {
+			rc = fail(a, -AR_EPROTO, "malformed reply");
+		} else if (status == -AR_ENOSEG && !p->sent_inline) {
+			/* the server does not have it (yet, or any more): send it along, once */
+			again = inline_now = true;
+		} else if (status == -AR_EDRAINING && drain_again(a, &dw)) {
+			again = true;          /* it did not start it: again (to its successor) */
+		} else if (status != 0 && status != -AR_ETRAP) {
+			rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
+		} else {
+			rc = exec_parse(a, x, &r, status);
+		}
+		if (!again)
+			break;
 		free(p->d.buf);
-		ar_buf_free(&p->req);
-		exec_request(a, &p->req, x, 1, NULL);   /* inline: no id needed */
-		p->sent_inline = 1;
+		if (inline_now) {
+			ar_buf_free(&p->req);
+			exec_request(a, &p->req, x, 1, NULL);   /* inline: no id needed */
+			p->sent_inline = 1;
+		}
 		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 		p->coop = pn_coop_start(a->pn, &p->d, 1);
-		p->rc = p->coop ? pn_send(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len)
-		                : -PN_ENOMEM;
-		return arc_exec_wait(a, p);
-	} else if (status != 0 && status != -AR_ETRAP) {
-		rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
-	} else {
-		rc = exec_parse(a, x, &r, status);
+		p->rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p,
+		                             p->req.len, PN_SEND_KEEP) : -PN_ENOMEM;
 	}
 	pthread_mutex_lock(&a->lock);
 	if (p->prev) p->prev->next = p->next; else a->pending = p->next;

@@ -21,6 +21,19 @@ struct arc_opts {
 	int timeout_ms;            /* per request; 0 = 30000 */
 	const char *listen;        /* this client's own endpoint; NULL = SCHEME:ADDR:0, ADDR the local
 	                            * address the server is reached from (127.0.0.1 for a local one) */
+	/* tcp: ride through a broken connection (the server restarted, a reset) for this long:
+	 * requests in flight are sent again on a new connection after back-off, and a server
+	 * that still has this client's session answers a repeat from its reply cache (docs/net.md,
+	 * "Sessions").  Past it, requests fail with -AR_ETIMEDOUT and a message.  The time of an
+	 * outage does not count toward timeout_ms.  A request a stopping server did not start
+	 * (-AR_EDRAINING) is sent again within the same limit.  0 = 60000; < 0: no session (a broken
+	 * connection fails the requests in flight at once, -AR_ENET) */
+	int outage_ms;
+	/* 1: ride through from the start, also when the server cannot be reached at first (a
+	 * command started while its server restarts); 0: a server that cannot be reached before
+	 * it ever answered is an error at once (-AR_ENET), as a mount of a wrong address should
+	 * be */
+	int wait_first;
 };
 
 /* Connect to "tcp:HOST:PORT" or "udp:HOST:PORT" (the connection itself is made on the first

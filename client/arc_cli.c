@@ -9,7 +9,7 @@
  *   arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)
  *   arc regions ENDPOINT
  *   arc stats ENDPOINT
- * Common options: --secret S (or ARC_SECRET), --timeout MS.
+ * Common options: --secret S (or ARC_SECRET), --timeout MS, --outage MS.
  * Exit status: 0 success; 1 usage or local error; 2 the server refused or failed the request
  * (message on stderr); 3 the run trapped (the trap on stderr, output so far on stdout).
  */
@@ -33,7 +33,9 @@ static void usage(FILE *f)
 	"  arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)\n"
 	"  arc regions ENDPOINT\n"
 	"  arc stats ENDPOINT\n"
-	"options: --secret S (default: $ARC_SECRET), --timeout MS (default 30000)\n"
+	"options: --secret S (default: $ARC_SECRET), --timeout MS (default 30000),\n"
+	"         --outage MS (ride through a lost connection or a server not up yet, tcp;\n"
+	"         default 60000, 0: off)\n"
 	"exit status: 0 ok, 1 usage/local error, 2 server error, 3 the run trapped\n");
 }
 
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
 	const char *secret = getenv("ARC_SECRET");
 	int64_t args[AR_MAX_ARGS];
 	unsigned n_args = 0;
-	uint64_t fuel = 0, out_max = 16u << 20, timeout = 30000;
+	uint64_t fuel = 0, out_max = 16u << 20, timeout = 30000, outage = 60000;
 	uint32_t time_limit = 0;
 	int local = 0;
 	for (int i = 2; i < argc; i++) {
@@ -118,6 +120,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--time-limit") && parse_u64(v, &u) == 0 && u <= UINT32_MAX)
 			time_limit = (uint32_t)u;
 		else if (!strcmp(a, "--timeout") && parse_u64(v, &u) == 0 && u <= 86400000) timeout = u;
+		else if (!strcmp(a, "--outage") && parse_u64(v, &u) == 0 && u <= 86400000) outage = u;
 		else {
 			fprintf(stderr, "arc: bad option %s %s (see --help)\n", a, v);
 			return 1;
@@ -137,7 +140,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	char err[512];
-	struct arc_opts o = { .secret = secret, .timeout_ms = (int)timeout };
+	struct arc_opts o = { .secret = secret, .timeout_ms = (int)timeout,
+	                      .outage_ms = outage ? (int)outage : -1, .wait_first = 1 };
 	struct arc *a = arc_connect(pos[0], &o, err, sizeof err);
 	if (!a) {
 		fprintf(stderr, "arc: %s\n", err);

@@ -94,6 +94,14 @@ struct pn_coop_rec {
 	                            * transport advertised one (pn_core_coop_target); cookie 0: no */
 };
 
+/* A request of a session being handled: its reply goes to that slot without looking
+ * the session up through the peer (pn_sess_reply_at). */
+struct sess_req {
+	bool on;
+	uint32_t slot;
+	uint8_t sid[PN_SID_LEN];
+};
+
 struct work {
 	struct work *next;
 	pn_peer from;
@@ -102,6 +110,7 @@ struct work {
 	struct pn_addr origin;
 	void *buf;
 	size_t len;
+	struct sess_req sr;
 };
 
 struct endpoint {
@@ -142,6 +151,7 @@ struct pn {
 	int closing;               /* transports are closing: no more ops->release calls */
 	unsigned releasing;        /* pn_coop_end calls inside ops->release right now */
 
+	struct pn_sess *sess;      /* sessions, both sides (pn_sess.c) */
 	uint8_t *key;              /* a copy of opts.cluster_key, or NULL */
 	uint8_t *secret;           /* a copy of opts.secret, or NULL */
 	struct pn_addr *udp_trusted;   /* opts.udp_trusted, parsed */
@@ -183,6 +193,8 @@ struct current {
 	struct pn_addr origin;
 	struct endpoint *inline_ep; /* an inline handler: the transport that read its message;
 	                             * NULL on a worker, or once pn_yield freed the thread */
+	pn_peer from;
+	const struct sess_req *sr;  /* the message is a session's request (or NULL) */
 };
 static _Thread_local struct current *current;
 
@@ -231,6 +243,7 @@ static struct pn_peer_rec *peer_new_locked(struct pn *pn)
 		r->retired = false;
 		r->next_retired = NULL;
 		r->proven = false;
+		r->has_sid = false;
 		/* tp_state stays: retired peers are tcp's anonymous ones, whose state (no
 		 * connection now) serves the next one as it is */
 		return r;
@@ -481,7 +494,8 @@ static void *worker_main(void *arg)
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
 		if (fn) {
-			struct current cur = { pn, w->coop, w->origin, NULL };
+			struct current cur = { pn, w->coop, w->origin, NULL, w->from,
+			                       w->sr.on ? &w->sr : NULL };
 			current = &cur;
 			fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
 			current = NULL;
@@ -649,6 +663,21 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 			pthread_cond_wait(&c->done, &pn->lock);
 		else if (pthread_cond_timedwait(&c->done, &pn->lock, &dl) == ETIMEDOUT)
 			rc = -PN_ETIMEDOUT;
+		if (rc == -PN_ETIMEDOUT && c->remaining > 0 && pn_sess_client_on(pn->sess)) {
+			/* an outage does not count: its session fails the request at its limit */
+			pthread_mutex_unlock(&pn->lock);
+			bool riding = pn_sess_riding(pn->sess, token);
+			pthread_mutex_lock(&pn->lock);
+			if (riding) {
+				clock_gettime(CLOCK_MONOTONIC, &dl);
+				dl.tv_nsec += 100000000;
+				if (dl.tv_nsec >= 1000000000) {
+					dl.tv_sec++;
+					dl.tv_nsec -= 1000000000;
+				}
+				rc = 0;
+			}
+		}
 	}
 	/* A transport may be writing into a descriptor right now: wait for it to finish before
 	 * handing the buffers back (bounded: the transfer ends or its connection fails). */
@@ -688,8 +717,11 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 	}
 	free(c->adv);
 	free(c);
+	if (pn_sess_client_on(pn->sess))
+		pn_sess_coop_end(pn->sess, token);
 	return rc;
 }
+
 
 /* Remember that a request of Cooperation token went to peer (for pn_core_peer_down). */
 static void coop_note_sent(struct pn *pn, pn_coop token, pn_peer peer)
@@ -761,6 +793,9 @@ static void coop_fail_from_locked(struct pn *pn, struct pn_coop_rec *c, pn_peer 
 
 void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 {
+	/* a session rides through it: its requests are sent again on the next connection */
+	if (pn->sess && pn_sess_peer_down(pn->sess, peer))
+		return;
 	pthread_mutex_lock(&pn->lock);
 	for (unsigned b = 0; b < COOP_BUCKETS; b++)
 		for (struct pn_coop_rec *c = pn->coops[b]; c; c = c->next)
@@ -772,6 +807,77 @@ void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 	pthread_mutex_unlock(&pn->lock);
 	if (fn)
 		fn(pn, peer->id, arg);
+}
+
+void pn_core_peer_gone(struct pn *pn, pn_peer peer)
+{
+	pthread_mutex_lock(&pn->lock);
+	pn_peer_down_fn *fn = pn->stopping ? NULL : pn->peer_down_fn;
+	void *arg = pn->peer_down_arg;
+	pthread_mutex_unlock(&pn->lock);
+	if (fn)
+		fn(pn, peer, arg);
+}
+
+void pn_core_note_sent(struct pn *pn, pn_coop coop, pn_peer to)
+{
+	coop_note_sent(pn, coop, to);
+}
+
+void pn_core_coop_fail(struct pn *pn, pn_coop coop, pn_peer peer, int err)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_coop_rec *c = *coop_slot(pn, coop);
+	if (c)
+		coop_fail_from_locked(pn, c, peer, 1, err);
+	pthread_mutex_unlock(&pn->lock);
+}
+
+void pn_core_nack(struct pn *pn, struct pn_peer_rec *peer, pn_coop coop, const uint8_t *p,
+                  size_t len)
+{
+	if (len != 4 || coop >> 32 != pn->token_base >> 32)
+		return;                    /* not one of our tokens: nothing of ours to fail */
+	uint32_t code = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+	if (code == 0 || code >= PN_ECOUNT)
+		code = PN_EPROTO;
+	pn_core_coop_fail(pn, coop, peer->id, -(int)code);
+}
+
+void pn_core_session_bye(struct pn *pn, struct pn_peer_rec *peer)
+{
+	uint8_t sid[PN_SID_LEN];
+	pthread_mutex_lock(&pn->lock);
+	bool had = peer->has_sid;
+	peer->has_sid = false;
+	memcpy(sid, peer->sid, PN_SID_LEN);
+	pthread_mutex_unlock(&pn->lock);
+	if (had)
+		pn_sess_drop(pn->sess, sid);
+}
+
+bool pn_core_session_block(struct pn *pn, struct pn_peer_rec *peer, uint8_t out[PN_SESS_BLOCK])
+{
+	return pn->sess && pn_sess_client_on(pn->sess) && pn_sess_block(pn->sess, peer->id, out);
+}
+
+void pn_core_session_bind(struct pn *pn, struct pn_peer_rec *peer,
+                          const uint8_t b[PN_SESS_BLOCK])
+{
+	memcpy(peer->sid, b, PN_SID_LEN);
+	const uint8_t *n = b + PN_SID_LEN;
+	peer->sess_slots = n[0] | n[1] << 8 | n[2] << 16 | (uint32_t)n[3] << 24;
+	peer->has_sid = true;
+}
+
+int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o)
+{
+	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
+	if (!r || r->anon)
+		return -PN_EINVAL;
+	if (r->addr.scheme != PN_S_TCP)
+		return -PN_ENOTSUP;
+	return pn_sess_open(pn->sess, peer, o);
 }
 
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg)
@@ -832,7 +938,9 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 	}
 	atomic_fetch_add(&pn->st_msgs_recv, 1);
 	atomic_fetch_add(&pn->st_bytes_recv, h->len);
-	if (h->coop) {
+	if (pn_sess_client_on(pn->sess))
+		pn_sess_alive(pn->sess, sender->id);
+	if (h->coop && h->kind == PN_K_MSG) {
 		pthread_mutex_lock(&pn->lock);
 		struct pn_coop_rec *c = *coop_slot(pn, h->coop);
 		int i = c ? desc_pick(c, h, rx->from->id, want) : -1;
@@ -930,9 +1038,20 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		pthread_mutex_unlock(&pn->lock);
 		return;
 	}
-	if (status != 0 || h->kind != PN_K_MSG) {
+	if (status != 0 || (h->kind != PN_K_MSG && h->kind != PN_K_SREQ)) {
 		free(rx->buf);
 		return;
+	}
+	/* a request of a session: a repeat is answered (or refused) here, not run again */
+	struct sess_req sr = { .on = false };
+	if (h->kind == PN_K_SREQ) {
+		if (pn_sess_request(pn->sess, rx->from, h) != 0) {
+			free(rx->buf);
+			return;
+		}
+		sr.on = true;
+		sr.slot = h->slot;
+		memcpy(sr.sid, rx->from->sid, PN_SID_LEN);
 	}
 	struct work *w = malloc(sizeof *w);
 	if (!w) {
@@ -940,7 +1059,7 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		return;
 	}
 	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
-	                    .origin = rx->from->addr, .buf = rx->buf, .len = h->len };
+	                    .origin = rx->from->addr, .buf = rx->buf, .len = h->len, .sr = sr };
 	pthread_mutex_lock(&pn->lock);
 	pn_type t = pn->handlers[h->type].fn ? h->type : 0;
 	if (!pn->handlers[t].fn || pn->stopping) {
@@ -954,7 +1073,8 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		pn_handler *fn = pn->handlers[t].fn;
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
-		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via) };
+		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via), w->from,
+		                       w->sr.on ? &w->sr : NULL };
 		struct current *saved = current;
 		current = &cur;
 		fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
@@ -1007,10 +1127,64 @@ static int send_frame(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *m
 	return rc;
 }
 
+int pn_core_send_hdr(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *msg, size_t len)
+{
+	return send_frame(pn, to, h, msg, len);
+}
+
+/* A reply to a request of a session that `to` holds with us: kept in the session, and sent
+ * to its newest connection.  1 (sent, or kept for the repeat), 0: no such request. */
+static int reply_session(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg,
+                         size_t len)
+{
+	pn_peer route;
+	struct current *cur = current;
+	if (cur && cur->pn == pn && cur->sr && cur->coop == coop && cur->from == to) {
+		/* the handler of the request answers it: we know its session and slot */
+		int r = pn_sess_reply_at(pn->sess, cur->sr->sid, cur->sr->slot, to, type, coop, msg,
+		                         len, &route);
+		if (r == 0)
+			return 0;
+		goto send;
+	}
+	uint8_t sid[PN_SID_LEN];
+	bool has = false;
+	pthread_mutex_lock(&pn->lock);
+	/* retired too: the connection a request came on may be gone, its session not */
+	uint32_t slot = pn_peer_slot(to);
+	struct pn_peer_rec *r = slot < pn->n_peers ? pn->peers[slot] : NULL;
+	if (r && r->id == to && r->has_sid) {
+		memcpy(sid, r->sid, PN_SID_LEN);
+		has = true;
+	}
+	pthread_mutex_unlock(&pn->lock);
+	if (!has || !pn_sess_reply(pn->sess, sid, to, type, coop, msg, len, &route))
+		return 0;
+send:;
+	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .coop = coop };
+	send_frame(pn, route, &h, msg, len);   /* lost: the client asks again, and gets it */
+	return 1;
+}
+
 int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg, size_t len)
+{
+	return pn_send_ex(pn, to, type, coop, msg, len, 0);
+}
+
+int pn_send_ex(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg,
+               size_t len, unsigned flags)
 {
 	if (type == 0 || type > PN_MAX_TYPE)
 		return -PN_EINVAL;
+	bool ours = coop >> 32 == pn->token_base >> 32;   /* a request, not a reply */
+	if (coop && ours && pn_sess_client_on(pn->sess)) {
+		int r = pn_sess_send(pn->sess, to, type, coop, msg, len, flags);
+		if (r != 1)
+			return r;
+	}
+	if (coop && !ours && pn_sess_server_on(pn->sess) && len <= pn->opts.max_msg &&
+	    reply_session(pn, to, type, coop, msg, len))
+		return 0;
 	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .coop = coop };
 	if (coop)
 		coop_note_sent(pn, coop, to);
@@ -1103,6 +1277,8 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->peers = pn->n_peers;
 	s->peers_retired = pn->n_retired;
 	pthread_mutex_unlock(&pn->lock);
+	if (pn->sess)
+		pn_sess_stats(pn->sess, s);
 }
 
 /* ---- life cycle ---- */
@@ -1222,6 +1398,10 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	pn->next_token &= ~0xffffffffull;
 	pn->token_base = pn->next_token;
 	atomic_store(&pn->drop_state, pn->next_token);
+	if (!(pn->sess = pn_sess_new(pn, o))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 
 	for (unsigned i = 0; i < n; i++) {
 		struct endpoint *ep = &pn->ep[pn->n_ep];
@@ -1265,6 +1445,10 @@ void pn_finalize(struct pn *pn)
 {
 	if (!pn)
 		return;
+	/* Our sessions end (BYE), so their servers stop keeping replies for us and treat the
+	 * connections' end as a client gone; nothing is connected for it. */
+	if (pn->sess && !atomic_load(&pn->send_closed))
+		pn_sess_bye_out(pn->sess);
 	/* No pn_coop_end may hand a cookie to a transport that is going away. */
 	pthread_mutex_lock(&pn->lock);
 	pn->closing = 1;
@@ -1276,6 +1460,8 @@ void pn_finalize(struct pn *pn)
 	atomic_store(&pn->send_closed, true);
 	while (atomic_load(&pn->sending) > 0)
 		usleep(100);
+	if (pn->sess)
+		pn_sess_stop(pn->sess);    /* its sends fail now: it ends at once */
 	/* 2. wake threads waiting in pn_coop_end, stop taking work, let running handlers end */
 	pthread_mutex_lock(&pn->lock);
 	pn->stopping = 1;
@@ -1323,6 +1509,7 @@ void pn_finalize(struct pn *pn)
 		OPENSSL_cleanse(pn->secret, pn->opts.secret_len);
 	free(pn->secret);
 	free(pn->udp_trusted);
+	pn_sess_free(pn->sess);
 	pthread_cond_destroy(&pn->q_cond);
 	pthread_mutex_destroy(&pn->lock);
 	free(pn);

@@ -104,6 +104,22 @@ struct pn_opts {
 	                            * after this (its id is dead at once); 0 = 60000.  Tests
 	                            * shorten it; it must outlast any send or handler that may
 	                            * still use the old id */
+	/* Sessions others open with us (docs/net.md, "Sessions"): a client's session outlives
+	 * its connections; its requests carry a slot and a sequence number, and the reply to
+	 * the last request of each slot is kept, so a request sent again after a reconnect is
+	 * answered from there instead of running twice.  Memory is bounded by these; a
+	 * session is made only at the first request of an admitted connection. */
+	unsigned max_sessions;     /* 0 = 1024; past it, the least recently used session
+	                            * without a live connection is dropped, else refused */
+	unsigned session_slots;    /* slots a session may have; 0 = 64 */
+	unsigned session_idle_ms;  /* a session without requests this long is dropped;
+	                            * 0 = 300000 (longer than a client's outage limit) */
+	unsigned session_grace_ms; /* a session's client whose connection closed and who has
+	                            * not come back within this is gone: pn_set_peer_down's
+	                            * function hears of it then; 0 = 2000 */
+	uint64_t session_cache_max; /* reply bytes kept over all sessions; 0 = 64 MiB */
+	uint32_t session_reply_max; /* a larger reply is not kept (a repeat of its request
+	                            * gets PN_EUNCACHED); 0 = 2 MiB */
 	/* Diagnostics the error codes cannot carry (rdma: ibv_wc_status_str of a failed
 	 * completion, a rejected connection).  Called from any thread; NULL: stderr. */
 	void (*log)(void *arg, const char *msg);
@@ -161,9 +177,39 @@ int pn_may_yield(struct pn *pn);
 /* fn(pn, peer, arg) is called when a connection to peer broke or was closed (tcp:, rdma:;
  * EOF, an error, a malformed frame), after that peer's pending Cooperations failed, on the
  * transport's I/O thread: it must not block.  udp: has no connections and never calls it.
- * A server uses it to stop work for a client that is gone.  NULL: no call. */
+ * A server uses it to stop work for a client that is gone.  NULL: no call.  For a connection
+ * of a session (pn_session_open; either side), which rides through its loss: on the server
+ * it is called (on the session thread instead) once the session has had no connection for
+ * session_grace_ms, never if its client came back first, and at once after its client ended
+ * the session (BYE, sent by pn_finalize); on the client, not while the session rides. */
 typedef void pn_peer_down_fn(struct pn *pn, pn_peer peer, void *arg);
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
+
+/* Sessions, the client's side (docs/net.md, "Sessions"; tcp: only).  From this call on,
+ * every request (a pn_send with a Cooperation token) to peer goes on a session whose id
+ * (128 random bits) this endpoint chose: it takes a slot (at most `slots` in flight; a
+ * further send waits up to send_timeout_ms for one) and the slot's next sequence number,
+ * and its bytes are kept until its Cooperation ends.  When the connection breaks (EOF,
+ * reset, the peer restarted), the requests in flight do not fail: they are sent again with
+ * the same slot and sequence on a new connection, after jittered exponential back-off
+ * (backoff_min_ms doubling to backoff_max_ms), until the outage has lasted outage_ms; then
+ * they fail with PN_EOUTAGE.  A peer that kept the session answers a repeat from its reply
+ * cache (the request ran once); a restarted peer runs it again.  Time spent in an outage
+ * does not count toward pn_coop_end's timeout.  With PN_SESSION_FAIL_FIRST, a session that
+ * has never heard from its peer does not ride: a first connection that cannot be made
+ * fails its requests at once, as without a session (a mount of a server that is not
+ * there should say so, not wait).  Requests sent to peer before the call,
+ * and messages without a token, are not covered.  0, -PN_ENOTSUP (not tcp:),
+ * -PN_EINVAL, -PN_ENOMEM; a second call for the same peer changes nothing (0). */
+struct pn_session_opts {
+	unsigned slots;            /* 0 = 64; the peer's session_slots must allow as many */
+	unsigned outage_ms;        /* 0 = 60000 */
+	unsigned backoff_min_ms;   /* 0 = 20 */
+	unsigned backoff_max_ms;   /* 0 = 1000 */
+	unsigned flags;            /* PN_SESSION_FAIL_FIRST */
+};
+#define PN_SESSION_FAIL_FIRST 1u
+int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o);
 
 /* Send a message.  coop: 0, a token from pn_coop_start (a request whose replies come back to
  * it), or the token a handler received (a reply).  Returns once the bytes are handed to the
@@ -171,6 +217,16 @@ void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
  * a request of one of our Cooperations cannot be sent, one of its descriptors that the peer
  * could have filled fails with the same error, so pn_coop_end does not wait for it. */
 int pn_send(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg, size_t len);
+
+/* pn_send with flags for a request on a session (pn_session_open; elsewhere they change
+ * nothing).  PN_SEND_KEEP: the caller keeps msg valid and unchanged until the Cooperation
+ * ends, so the session need not copy it (large requests).  PN_SEND_IDEMPOTENT: running it
+ * twice is harmless (a read), so the peer keeps no copy of its reply and runs a repeat
+ * again instead (large replies). */
+#define PN_SEND_KEEP       1u
+#define PN_SEND_IDEMPOTENT 2u
+int pn_send_ex(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void *msg,
+               size_t len, unsigned flags);
 
 /* Inside a handler only: pass the message being handled (or a new payload) to another peer,
  * keeping its origin and Cooperation token, so that peer's handler sees the origin as `from`
@@ -218,6 +274,15 @@ struct pn_stats {
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 	uint64_t peers;            /* peer records: every peer known now */
 	uint64_t peers_retired;    /* ... of which closed anonymous ones waiting for reuse */
+	/* sessions (docs/net.md, "Sessions") */
+	uint64_t sessions;         /* sessions others hold with us now */
+	uint64_t session_bytes;    /* their memory: records, slots and kept replies */
+	uint64_t session_replays;  /* repeated requests answered from a kept reply */
+	uint64_t session_dropped;  /* repeats of a request still running (its reply follows) */
+	uint64_t session_refused;  /* requests refused: bad slot, sequence, session */
+	uint64_t session_expired;  /* sessions dropped: idle, or for room */
+	uint64_t session_resent;   /* our requests sent again after a reconnect */
+	uint64_t session_outages;  /* our sessions' outages (connection lost with requests) */
 };
 void pn_stats_get(struct pn *pn, struct pn_stats *out);
 

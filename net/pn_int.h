@@ -26,6 +26,11 @@
  *     4|6, u16 port, u8 addr[16]): the listening address of the peer that will get the reply.
  *     All fields little-endian except port and addr, which are in network order as in
  *     sockaddr.  The payload follows.
+ *
+ *     A session request (kind SREQ, docs/net.md "Sessions") carries its slot and sequence
+ *     number where the origin would be (a session request is never forwarded, and the
+ *     origin of a message that is not forwarded is the sender's own anyway):
+ *     20: u32 slot, 24: u32 seq, 28..39: zero.
  */
 #define PN_MAGIC       0x4e50u
 #define PN_VERSION     1
@@ -39,11 +44,22 @@ enum pn_kind {
 	                            * and its own proof (PN_NONCE_LEN + PN_MAC_LEN bytes), or
 	                            * nothing when it has no cluster key */
 	PN_K_AUTH = 4,             /* tcp, the connector's proof (PN_MAC_LEN bytes) */
+	PN_K_SREQ = 5,             /* a request of a session: as MSG, with slot and seq */
+	PN_K_NACK = 6,             /* a session request refused: the payload is a u32 PN_E code;
+	                            * coop is the request's token */
+	PN_K_BYE = 7,              /* tcp, the client ends the session of this connection (its
+	                            * endpoint closes): no payload; never makes a connection */
 };
 #define PN_F_FORWARDED 0x0001u /* origin is not the sender: reply to origin */
 #define PN_F_PROVE     0x0002u /* HELLO: the sender will prove it holds the cluster key; the
                                 * payload is its nonce (PN_NONCE_LEN bytes) */
 #define PN_F_SECRET    0x0004u /* HELLO with PN_F_PROVE: the key is pn_opts.secret instead */
+#define PN_F_SESSION   0x0008u /* HELLO: the payload ends with a session block (below) */
+#define PN_F_IDEMPOTENT 0x0010u /* SREQ: keep no reply; run a repeat again (pn_send_ex) */
+/* The session block of a HELLO: the session id (16 random bytes, chosen by the client) and
+ * u32 the number of slots it asks for. */
+#define PN_SID_LEN     16
+#define PN_SESS_BLOCK  (PN_SID_LEN + 4)
 enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET };
 #define PN_NONCE_LEN   32
 #define PN_MAC_LEN     32      /* HMAC-SHA-256 */
@@ -63,7 +79,8 @@ struct pn_hdr {
 	uint16_t flags;
 	uint32_t len;
 	pn_coop coop;
-	struct pn_addr origin;
+	struct pn_addr origin;     /* not for SREQ: */
+	uint32_t slot, seq;        /* SREQ only */
 };
 
 void pn_wire_put(uint8_t out[PN_HDR_LEN], const struct pn_hdr *h);
@@ -94,6 +111,11 @@ struct pn_peer_rec {
 	bool retired;
 	uint64_t retired_ns;
 	struct pn_peer_rec *next_retired;
+	/* the session its connection's HELLO named (docs/net.md, "Sessions"): only noted here;
+	 * the session itself is found or made at its first request after admission */
+	bool has_sid;
+	uint8_t sid[PN_SID_LEN];
+	uint32_t sess_slots;       /* slots it asked for */
 };
 
 /* ---- transports ---- */
@@ -226,6 +248,60 @@ struct pn_tp *pn_core_transport(struct pn *pn, uint8_t scheme);
 /* A diagnostic for the person running the program (opts.log, else stderr); transports use it
  * for what an error code cannot say, e.g. an RDMA completion's ibv_wc_status_str. */
 void pn_core_log(struct pn *pn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Sessions (pn_sess.c, docs/net.md "Sessions").  For a HELLO the transport sends to peer:
+ * true with the session block in out when we have a session with it.  For a HELLO it
+ * received with a block: note it in peer (nothing is allocated before admission). */
+bool pn_core_session_block(struct pn *pn, struct pn_peer_rec *peer, uint8_t out[PN_SESS_BLOCK]);
+void pn_core_session_bind(struct pn *pn, struct pn_peer_rec *peer, const uint8_t block[PN_SESS_BLOCK]);
+/* A NACK frame from peer for our Cooperation coop: payload (4 bytes) is the error. */
+void pn_core_nack(struct pn *pn, struct pn_peer_rec *peer, pn_coop coop, const uint8_t *payload,
+                  size_t len);
+/* BYE on peer's connection: its session is dropped, and the peer is an ordinary one again
+ * (its connection's end is reported to the application as any other). */
+void pn_core_session_bye(struct pn *pn, struct pn_peer_rec *peer);
+
+/* ---- between pn.c and pn_sess.c (sessions) ---- */
+struct pn_sess;
+struct pn_sess *pn_sess_new(struct pn *pn, const struct pn_opts *o);
+void pn_sess_stop(struct pn_sess *S);      /* the session thread ends */
+void pn_sess_free(struct pn_sess *S);
+void pn_sess_stats(struct pn_sess *S, struct pn_stats *st);
+int pn_sess_open(struct pn_sess *S, pn_peer peer, const struct pn_session_opts *o);
+bool pn_sess_block(struct pn_sess *S, pn_peer peer, uint8_t out[PN_SESS_BLOCK]);
+bool pn_sess_client_on(struct pn_sess *S);  /* we opened a session (a cheap check) */
+bool pn_sess_server_on(struct pn_sess *S);  /* others hold sessions with us (cheap) */
+/* A request to `to` with token coop: 1 when `to` has no session of ours (send it as
+ * ever), else 0 (sent, or held for the session thread) or -PN_E*. */
+int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, const void *msg,
+                 size_t len, unsigned flags);
+void pn_sess_coop_end(struct pn_sess *S, pn_coop coop);   /* frees its slots */
+bool pn_sess_riding(struct pn_sess *S, pn_coop coop);     /* waits through an outage */
+void pn_sess_alive(struct pn_sess *S, pn_peer peer);      /* a frame came from peer */
+/* peer's connection closed: true when a session covers it (client: its requests are sent
+ * again; server: its session waits for the next connection), so the core fails nothing
+ * and does not tell the application. */
+bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer);
+void pn_sess_bye_out(struct pn_sess *S);   /* pn_finalize: say BYE on each session */
+void pn_sess_drop(struct pn_sess *S, const uint8_t sid[PN_SID_LEN]);   /* a BYE came */
+/* An SREQ from `from`: 0 run it (a new request), 1 dealt with (a repeat, or refused). */
+int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn_hdr *h);
+/* A reply to `to` (whose HELLO named session sid): 1 when it answers a request of that
+ * session, kept now, and to go to *route (the session's newest connection). */
+int pn_sess_reply(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], pn_peer to, pn_type type,
+                  pn_coop coop, const void *msg, size_t len, pn_peer *route);
+/* The same when the slot is known (the request's own handler answers). */
+int pn_sess_reply_at(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t slot, pn_peer to,
+                     pn_type type, pn_coop coop, const void *msg, size_t len, pn_peer *route);
+/* What pn_sess.c calls in pn.c: send a frame (h: kind, type, coop, and slot/seq for SREQ);
+ * note a request of coop went to peer; fail one of coop's descriptors that peer could
+ * have filled. */
+int pn_core_send_hdr(struct pn *pn, pn_peer to, struct pn_hdr *h, const void *msg, size_t len);
+void pn_core_note_sent(struct pn *pn, pn_coop coop, pn_peer to);
+void pn_core_coop_fail(struct pn *pn, pn_coop coop, pn_peer peer, int err);
+/* The application's peer-down function for peer, a connection of a session whose client
+ * has been away for the grace time (never the I/O thread's call: the session thread's). */
+void pn_core_peer_gone(struct pn *pn, pn_peer peer);
 
 /* The connection to peer broke: Cooperations waiting for it fail with err. */
 void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err);

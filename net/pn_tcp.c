@@ -79,6 +79,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,6 +130,8 @@ struct conn {
 	uint64_t opened_ns;
 	_Atomic uint64_t last_rx_ns;   /* coarse clock: idle timeout */
 	struct proof *proof;           /* inbound, between a proving HELLO and its AUTH */
+	bool has_sess;                 /* inbound: its HELLO named a session (sess_block) */
+	uint8_t sess_block[PN_SESS_BLOCK];
 	/* receive state: whoever holds rx_lock */
 	uint8_t *stage;
 	size_t st_off, st_len;
@@ -304,6 +307,8 @@ static void conn_attach(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pe
 {
 	struct tcp_peer *s = peer_state(tp, peer);
 	c->peer = peer;
+	if (c->has_sess)
+		pn_core_session_bind(tp->pn, peer, c->sess_block);
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
@@ -314,11 +319,15 @@ static void conn_attach(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pe
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Write all of iov, retrying short writes; SO_SNDTIMEO turns a stuck peer into EAGAIN. */
+/* Write all of iov, retrying short writes; SO_SNDTIMEO turns a stuck peer into EAGAIN.
+ * sendmsg with MSG_NOSIGNAL, not writev: a peer that died (a server killed, a client gone)
+ * must be an error here, not a SIGPIPE that kills a program that does not ignore it (a
+ * session's client writes to a dead connection before it learns the connection is gone). */
 static int writev_all(int fd, struct iovec *iov, int n)
 {
 	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -454,12 +463,16 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
                        enum pn_key which, bool *proved)
 {
 	struct pn *pn = tp->pn;
-	uint8_t nc[PN_NONCE_LEN], in[PN_NONCE_LEN + PN_MAC_LEN], mac[PN_MAC_LEN], hb[PN_HDR_LEN];
-	if (getrandom(nc, sizeof nc, 0) != sizeof nc)
+	uint8_t nc[PN_NONCE_LEN + PN_SESS_BLOCK], in[PN_NONCE_LEN + PN_MAC_LEN], mac[PN_MAC_LEN],
+	        hb[PN_HDR_LEN];
+	if (getrandom(nc, PN_NONCE_LEN, 0) != PN_NONCE_LEN)
 		return -PN_ESYS;
-	struct pn_hdr h = { .kind = PN_K_HELLO, .len = PN_NONCE_LEN, .origin = tp->self,
-	                    .flags = PN_F_PROVE | (which == PN_KEY_SECRET ? PN_F_SECRET : 0) };
-	int rc = send_now(c, &h, nc, sizeof nc);
+	bool sess = pn_core_session_block(pn, peer, nc + PN_NONCE_LEN);
+	struct pn_hdr h = { .kind = PN_K_HELLO, .len = PN_NONCE_LEN + (sess ? PN_SESS_BLOCK : 0),
+	                    .origin = tp->self,
+	                    .flags = PN_F_PROVE | (which == PN_KEY_SECRET ? PN_F_SECRET : 0) |
+	                             (sess ? PN_F_SESSION : 0) };
+	int rc = send_now(c, &h, nc, h.len);
 	if (rc != 0)
 		return rc;
 	uint64_t deadline = pn_now_ns() + (uint64_t)pn_core_opts(pn)->connect_timeout_ms * 1000000u;
@@ -535,17 +548,24 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 	} else if (pn_core_has_key(tp->pn, PN_KEY_SECRET)) {
 		rc = prove_hello(tp, c, peer, PN_KEY_SECRET, &proved);
 	} else {
-		struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self };
-		rc = send_now(c, &hello, NULL, 0);
+		uint8_t block[PN_SESS_BLOCK];
+		bool sess = pn_core_session_block(tp->pn, peer, block);
+		struct pn_hdr hello = { .kind = PN_K_HELLO, .origin = tp->self,
+		                        .flags = sess ? PN_F_SESSION : 0,
+		                        .len = sess ? PN_SESS_BLOCK : 0 };
+		rc = send_now(c, &hello, block, hello.len);
 	}
 	if (rc != 0) {
 		conn_unref(c);             /* closes fd */
 		return rc;
 	}
 	c->trusted = trusted;
-	conn_watch_new(tp, c);
 	c->peer = peer;
-	atomic_fetch_add(&c->refs, 1);     /* the caller's reference */
+	/* the caller's reference, taken before the I/O thread sees the connection: a peer
+	 * that closes at once would otherwise have it freed under us (its EOF drops the
+	 * I/O thread's reference) */
+	atomic_fetch_add(&c->refs, 1);
+	conn_watch_new(tp, c);
 	*out = c;
 	return 0;
 }
@@ -568,7 +588,7 @@ static int tcp_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 		}
 		if (c) {
 			atomic_fetch_add(&c->refs, 1);
-		} else if (peer->anon) {
+		} else if (peer->anon || h->kind == PN_K_BYE) {
 			/* known only by its connection, which is gone: never connect to where it
 			 * says it listens (anyone may say anything) */
 			pthread_mutex_unlock(&s->lock);
@@ -698,6 +718,8 @@ static int payload_start(struct pn_tp *tp, struct conn *c)
 		return 0;
 	}
 	c->blocked = false;
+	if (h->kind == PN_K_SREQ && !atomic_load_explicit(&c->admitted, memory_order_relaxed))
+		c->h.kind = PN_K_MSG;  /* no session before admission: nothing kept for it */
 	c->dst = pn_core_rx_begin(tp->pn, c->peer, h, &c->rx);
 	c->need = h->len;
 	c->got = 0;
@@ -822,9 +844,19 @@ static int on_head(struct pn_tp *tp, struct conn *c)
 {
 	c->in_head = false;
 	switch (c->h.kind) {
-	case PN_K_HELLO:
+	case PN_K_HELLO: {
+		bool prove = c->h.flags & PN_F_PROVE;
 		c->head_got = 0;
-		return on_hello(tp, c, c->head);
+		if (c->h.flags & PN_F_SESSION) {
+			c->has_sess = true;
+			memcpy(c->sess_block, c->head + (prove ? PN_NONCE_LEN : 0), PN_SESS_BLOCK);
+		}
+		return on_hello(tp, c, prove ? c->head : NULL);
+	}
+	case PN_K_NACK:
+		c->head_got = 0;
+		pn_core_nack(tp->pn, c->peer, c->h.coop, c->head, c->h.len);
+		return 0;
 	case PN_K_AUTH:
 		c->head_got = 0;
 		return on_auth(tp, c);
@@ -842,6 +874,7 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 	if (rc != 0)
 		return rc;
 	switch (h->kind) {
+	case PN_K_SREQ:
 	case PN_K_MSG:
 		if (!c->peer || c->proof)
 			return -PN_EPROTO;         /* a message before HELLO (or AUTH) */
@@ -854,9 +887,20 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 	case PN_K_HELLO:
 		if (!c->inbound || c->peer || c->proof || h->origin.scheme != PN_S_TCP)
 			return -PN_EPROTO;
-		if (h->flags & PN_F_PROVE)
-			return h->len == PN_NONCE_LEN ? head_start(c, h->len) : -PN_EPROTO;
-		return h->len == 0 ? on_hello(tp, c, NULL) : -PN_EPROTO;
+	{
+		size_t want = (h->flags & PN_F_PROVE ? PN_NONCE_LEN : 0) +
+		              (h->flags & PN_F_SESSION ? PN_SESS_BLOCK : 0);
+		if (h->len != want)
+			return -PN_EPROTO;
+		return want ? head_start(c, want) : on_hello(tp, c, NULL);
+	}
+	case PN_K_NACK:
+		return c->peer && !c->proof && h->len == 4 ? head_start(c, h->len) : -PN_EPROTO;
+	case PN_K_BYE:
+		if (!c->peer || c->proof || h->len)
+			return -PN_EPROTO;
+		pn_core_session_bye(tp->pn, c->peer);
+		return 0;
 	case PN_K_AUTH:
 		return c->proof && h->len == PN_MAC_LEN ? head_start(c, h->len) : -PN_EPROTO;
 	default:

@@ -3,6 +3,7 @@
  */
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,24 @@ void pn_wire_put(uint8_t o[PN_HDR_LEN], const struct pn_hdr *h)
 	put16(o + 6, h->flags);
 	put32(o + 8, h->len);
 	put64(o + 12, h->coop);
+	if (h->kind == PN_K_SREQ) {
+		put32(o + 20, h->slot);
+		put32(o + 24, h->seq);
+		memset(o + 28, 0, PN_HDR_LEN - 28);
+		return;
+	}
 	o[20] = h->origin.scheme;
 	o[21] = h->origin.family;
 	memcpy(o + 22, &h->origin.port, 2);      /* network order already */
 	memcpy(o + 24, h->origin.addr, 16);
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	uint8_t acc = 0;
+	for (size_t i = 0; i < n; i++)
+		acc |= p[i];
+	return acc == 0;
 }
 
 int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg)
@@ -44,11 +59,22 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 	h->origin.family = in[21];
 	memcpy(&h->origin.port, in + 22, 2);
 	memcpy(h->origin.addr, in + 24, 16);
-	if (h->kind < PN_K_MSG || h->kind > PN_K_AUTH)
+	h->slot = h->seq = 0;
+	if (h->kind < PN_K_MSG || h->kind > PN_K_BYE)
 		return -PN_EPROTO;
-	if (h->kind == PN_K_MSG && (h->type == 0 || h->type > PN_MAX_TYPE))
+	if ((h->kind == PN_K_MSG || h->kind == PN_K_SREQ) && (h->type == 0 || h->type > PN_MAX_TYPE))
 		return -PN_EPROTO;
-	if (h->flags & ~(h->kind == PN_K_HELLO ? PN_F_PROVE | PN_F_SECRET : PN_F_FORWARDED))
+	if (h->kind == PN_K_SREQ) {
+		/* never forwarded; slot and seq where the origin would be, the rest zero */
+		if ((h->flags & ~PN_F_IDEMPOTENT) || !all_zero(in + 28, PN_HDR_LEN - 28))
+			return -PN_EPROTO;
+		h->slot = get32(in + 20);
+		h->seq = get32(in + 24);
+		memset(&h->origin, 0, sizeof h->origin);
+		return h->len > max_msg ? -PN_ETOOBIG : 0;
+	}
+	if (h->flags & ~(h->kind == PN_K_HELLO ? PN_F_PROVE | PN_F_SECRET | PN_F_SESSION :
+	                 h->kind == PN_K_NACK || h->kind == PN_K_BYE ? 0 : PN_F_FORWARDED))
 		return -PN_EPROTO;
 	if ((h->origin.family != 4 && h->origin.family != 6) || h->origin.scheme < PN_S_TCP ||
 	    h->origin.scheme > PN_S_RDMA)

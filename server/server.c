@@ -263,7 +263,9 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	atomic_fetch_add(&s->n_req[op], 1);
 	char secret[AR_MAX_SECRET + 1];
 	if (atomic_load(&s->draining)) {
-		reply_err(s, from, coop, -AR_ESHUTDOWN, "server is shutting down");
+		/* not started: a client may send it again to whoever serves after us */
+		reply_err(s, from, coop, -AR_EDRAINING, "server is shutting down: the request was "
+		          "not started");
 		return -1;
 	}
 	if (ar_req_parse(r, secret, sizeof secret) != 0) {
@@ -820,6 +822,10 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
 	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\n", ps.msgs_recv,
 	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames);
+	OUT("net.sessions %" PRIu64 "\nnet.session_bytes %" PRIu64 "\nnet.session_replays %" PRIu64
+	    "\nnet.session_dropped %" PRIu64 "\nnet.session_refused %" PRIu64
+	    "\nnet.session_expired %" PRIu64 "\n", ps.sessions, ps.session_bytes,
+	    ps.session_replays, ps.session_dropped, ps.session_refused, ps.session_expired);
 #undef OUT
 	struct ar_buf b = { 0 };
 	ar_rep_begin(&b, 0, NULL);
@@ -1548,7 +1554,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 		for (struct job *j = taken, *next; j; j = next, queued++) {
 			next = j->next;
 			request_end(s, j->from, j->op, j->t0, 1);
-			reply_err(s, j->from, j->coop, -AR_ESHUTDOWN, "server is shutting down: the "
+			reply_err(s, j->from, j->coop, -AR_EDRAINING, "server is shutting down: the "
 			          "request was not started within %d ms", timeout_ms);
 			free(j);
 		}

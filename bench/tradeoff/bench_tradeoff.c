@@ -24,7 +24,9 @@
  * measures.  Methods take turns in rounds, so the ratios compare measurements taken side by
  * side.  One request at a time (depth 1): throughput is 1 / mean latency of one client.
  *
- *   bench_tradeoff [--quick] [--results DIR]
+ *   bench_tradeoff [--quick] [--baseline] [--results DIR]
+ * --baseline: only the null EXEC with and without a session and the raw ping-pong, one
+ * request at a time (the cost of sessions: docs/net.md), into DIR/tradeoff-baseline.*
  * Results: DIR/tradeoff.csv and DIR/tradeoff.txt (--quick: *-quick.*.tmp), DIR = results.
  */
 #include <errno.h>
@@ -80,7 +82,11 @@ struct plan {
 };
 static const struct plan full = { 7, 3000, 0.4, 20, 1u << 16, 600 };
 static const struct plan quick = { 1, 200, 0.05, 16, 1u << 12, 120 };
+/* --baseline: as many operations as `full`, in finer turns (a burst of load elsewhere on a
+ * shared machine then falls on both sides of a comparison, not on one series' batch) */
+static const struct plan baseline = { 60, 350, 0.05, 16, 1u << 12, 300 };
 static const struct plan *plan = &full;
+static bool baseline_only;          /* --baseline */
 
 static uint64_t now_ns(void)
 {
@@ -324,6 +330,7 @@ static void upload(struct arc *a, const char *region, const uint8_t *img, uint64
 
 struct ctx {
 	struct arc *a;
+	struct arc *a_plain;            /* a client without a session (docs/net.md, "Sessions") */
 	struct data *d;
 	int raw;                        /* raw ping-pong socket */
 	uint8_t *seg_list, *seg_hash, *seg_list_hook, *seg_hash_hook, *seg_null, *seg_store,
@@ -420,9 +427,10 @@ static void raw_ping(struct ctx *c, uint64_t i)
 
 /* ---- series: one structure x length x method ---- */
 
-enum method { M_READS, M_ACTIVE, M_HOOK, M_NULL, M_READ8, M_WRITE8, M_STORE, M_NOP,
+enum method { M_READS, M_ACTIVE, M_HOOK, M_NULL, M_NULL_PLAIN, M_READ8, M_WRITE8, M_STORE, M_NOP,
 	M_ARF_STAT, M_ARF_CREATE, M_ARF_WRITE, M_ARF_RENAME, M_RAW };
-static const char *const method_name[] = { "reads", "active", "hook", "null-exec", "read8",
+static const char *const method_name[] = { "reads", "active", "hook", "null-exec",
+	"null-exec-nosess", "read8",
 	"write8", "exec-store", "hook-call", "arf-stat", "arf-create", "arf-write4k",
 	"arf-rename", "raw-tcp" };
 
@@ -455,8 +463,11 @@ static void run_op(struct ctx *c, struct series *s, uint64_t i)
 		got = s->m == M_READS ? hash_reads(c, key)
 		    : s->m == M_ACTIVE ? exec_or_die(c, c->seg_hash, c->len_hash, "lookup", &arg, 1)
 		    : exec_or_die(c, c->seg_hash_hook, c->len_hash_hook, NULL, &arg, 1);
-	} else if (s->m == M_NULL) {
-		got = exec_or_die(c, c->seg_null, c->len_null, NULL, NULL, 0);
+	} else if (s->m == M_NULL || s->m == M_NULL_PLAIN) {
+		struct ctx plain = *c;
+		plain.a = c->a_plain;
+		got = exec_or_die(s->m == M_NULL ? c : &plain, c->seg_null, c->len_null, NULL, NULL, 0);
+		c->rtts = 1;
 	} else if (s->m == M_STORE || s->m == M_NOP) {
 		int64_t v = (int64_t)i;
 		want = s->m == M_STORE ? v : v + 1;
@@ -657,12 +668,14 @@ int main(int argc, char **argv)
 {
 	const char *dir = "results";
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
+		if (!strcmp(argv[i], "--baseline"))
+			baseline_only = true, plan = plan == &quick ? plan : &baseline;
+		else if (!strcmp(argv[i], "--quick"))
 			plan = &quick;
 		else if (!strcmp(argv[i], "--results") && i + 1 < argc)
 			dir = argv[++i];
 		else {
-			fprintf(stderr, "usage: bench_tradeoff [--quick] [--results DIR]\n");
+			fprintf(stderr, "usage: bench_tradeoff [--quick] [--baseline] [--results DIR]\n");
 			return 2;
 		}
 	}
@@ -699,6 +712,10 @@ int main(int argc, char **argv)
 	struct arc *a = arc_connect(ep, &o, err, sizeof err);
 	if (!a)
 		die("arc_connect", err);
+	struct arc_opts op = { .timeout_ms = 60000, .outage_ms = -1 };
+	struct arc *a_plain = arc_connect(ep, &op, err, sizeof err);
+	if (!a_plain)
+		die("arc_connect", err);
 	struct data d;
 	uint64_t t0 = now_ns();
 	build(&d);
@@ -706,7 +723,7 @@ int main(int argc, char **argv)
 	upload(a, "table", d.table, table_size());
 	double setup_s = (double)(now_ns() - t0) / 1e9;
 
-	struct ctx c = { .a = a, .d = &d, .seed = 7 };
+	struct ctx c = { .a = a, .a_plain = a_plain, .d = &d, .seed = 7 };
 	c.seg_list = assemble_file("examples/linked_list.pna", &c.len_list);
 	c.seg_hash = assemble_file("examples/hash_table.pna", &c.len_hash);
 	c.seg_list_hook = assemble_str(".region mem ro\n.hook list_find \"ll:l\"\n"
@@ -753,13 +770,14 @@ int main(int argc, char **argv)
 
 	struct series s[N_LENS * 3 + 3 + (M_RAW - M_NULL + 1)];
 	size_t ns = 0;
-	for (size_t l = 0; l < N_LENS; l++)
+	for (size_t l = 0; l < N_LENS && !baseline_only; l++)
 		for (int m = M_READS; m <= M_HOOK; m++)
 			s[ns++] = (struct series){ .structure = "list", .len = walk_lens[l], .m = (enum method)m };
-	for (int m = M_READS; m <= M_HOOK; m++)
+	for (int m = M_READS; m <= M_HOOK && !baseline_only; m++)
 		s[ns++] = (struct series){ .structure = "hash", .m = (enum method)m };
 	for (int m = M_NULL; m <= M_RAW; m++)
-		s[ns++] = (struct series){ .structure = "baseline", .m = (enum method)m };
+		if (!baseline_only || m == M_NULL || m == M_NULL_PLAIN || m == M_RAW)
+			s[ns++] = (struct series){ .structure = "baseline", .m = (enum method)m };
 
 	/* warm up every path (JIT'd code, connections, caches), then take turns */
 	for (size_t i = 0; i < ns; i++)
@@ -775,7 +793,7 @@ int main(int argc, char **argv)
 			run_batch(&c, &s[(i + r) % ns]);  /* rotate the order, so no series always
 			                                   * follows the same one */
 	uint64_t p_ops[N_PIPED] = { 0 }, p_ns[N_PIPED] = { 0 };
-	for (unsigned r = 0; r < plan->rounds; r++)
+	for (unsigned r = 0; r < plan->rounds && !baseline_only; r++)
 		for (size_t i = 0; i < N_PIPED; i++) {
 			size_t k = (i + r) % N_PIPED;
 			run_piped(&c, piped[k], plan->batch_s, &p_ops[k], &p_ns[k]);
@@ -788,7 +806,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ns; i++)
 		sum[i] = summarize(&s[i]);
 	char path_csv[4096], path_txt[4096];
-	const char *sfx = plan == &quick ? "-quick" : "", *tmp = plan == &quick ? ".tmp" : "";
+	const char *sfx = baseline_only ? (plan == &quick ? "-baseline-quick" : "-baseline") :
+	                  plan == &quick ? "-quick" : "", *tmp = plan == &quick ? ".tmp" : "";
 	snprintf(path_csv, sizeof path_csv, "%s/tradeoff%s.csv%s", dir, sfx, tmp);
 	snprintf(path_txt, sizeof path_txt, "%s/tradeoff%s.txt%s", dir, sfx, tmp);
 	FILE *csv = fopen(path_csv, "w"), *txt = fopen(path_txt, "w");
@@ -833,9 +852,15 @@ int main(int argc, char **argv)
 			if (s[i].m == M_NULL) nul = i;
 			if (s[i].m == M_RAW) raw = i;
 		}
-		double speedup = sum[r100].median / sum[a100].median;
-		fprintf(o2, "goal: 100-node walk, reads / active = %.1fx (goal >= 30x): %s\n", speedup,
-		        speedup >= 30 ? "met" : "NOT met");
+		double speedup = a100 ? sum[r100].median / sum[a100].median : 0;
+		if (a100)
+			fprintf(o2, "goal: 100-node walk, reads / active = %.1fx (goal >= 30x): %s\n",
+			        speedup, speedup >= 30 ? "met" : "NOT met");
+		if (nul + 1 < ns && s[nul + 1].m == M_NULL_PLAIN) {
+			double cost = sum[nul].median / sum[nul + 1].median;
+			fprintf(o2, "goal: null-exec with a session / without = %.3fx (goal <= 1.03x): %s\n",
+			        cost, cost <= 1.03 ? "met" : "NOT met");
+		}
 		for (size_t i = nul; i < raw; i++) {
 			double over = sum[i].median / sum[raw].median;
 			fprintf(o2, "goal: %s / raw TCP ping-pong = %.2fx (goal <= 1.25x): %s\n",
@@ -843,7 +868,7 @@ int main(int argc, char **argv)
 		}
 		double raw_piped = p_ns[N_PIPED - 1] ? (double)p_ops[N_PIPED - 1] * 1e9 /
 		                   (double)p_ns[N_PIPED - 1] : 0;
-		for (size_t i = 0; i < N_PIPED; i++) {
+		for (size_t i = 0; i < N_PIPED && !baseline_only; i++) {
 			double ops_s = p_ns[i] ? (double)p_ops[i] * 1e9 / (double)p_ns[i] : 0;
 			fprintf(o2, "pipelined %d deep: %-10s %10.0f ops/s", DEPTH, method_name[piped[i]],
 			        ops_s);
@@ -865,6 +890,7 @@ int main(int argc, char **argv)
 	arf_data_close(c.fd);
 	arf_client_close(c.fs);
 	arc_close(a);
+	arc_close(a_plain);
 	close(down[1]);                 /* the child sees EOF and stops */
 	int st;
 	waitpid(child, &st, 0);

@@ -5,7 +5,8 @@
 # kernel's permission checks, two clients (close-to-open, also after queued writes), ENOSPC
 # of queued writes at a write, close or fsync (each descriptor told once), rm, rmdir, the errors the tools
 # print (EEXIST, ENOTEMPTY, ENOENT, EPERM for a device), a
-# directory of 1000 entries listed completely, arf umount, the daemonized mount, and fsck
+# directory of 1000 entries listed completely, reads riding through a kill -9 of arfd and
+# its restart 2 s later, arf umount, the daemonized mount, and fsck
 # clean at the end.  Where FUSE cannot be used (no /dev/fuse, no permission to mount) it
 # says why and counts nothing.
 #
@@ -426,6 +427,17 @@ fi
 printf 'written before the kill\n' >"$m/a/survivor"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
+# ... and reads made while it is away wait for it (the mount's session, -o outage=60):
+# none fails (docs/net.md, "Sessions")
+(
+	for i in 1 2 3; do
+		out=$(timeout "$T" cat "$m/a/survivor" 2>&1)
+		echo "$? $out" >>"$tmp/away.txt"
+		sleep 0.5
+	done
+) &
+away=$!
+sleep 2
 "$BUILD/arfd" --listen "$ep" --arf "$img" 2>"$tmp/arfd2.log" &
 pid=$!
 for _ in $(seq 100); do
@@ -433,6 +445,8 @@ for _ in $(seq 100); do
 	kill -0 "$pid" 2>/dev/null || break
 	sleep 0.1
 done
+wait "$away"
+same "reads while arfd was away" "$(grep -c '^0 written before the kill$' "$tmp/away.txt")" 3
 same "a file after arfd's restart" "$(timeout "$T" cat "$m/a/survivor" 2>&1)" "written before the kill"
 run sh -c "printf 'and after\n' >> '$m/a/survivor'"; check_rc "write after the restart" 0 $?
 same "appended after the restart" "$(timeout "$T" tail -n 1 "$m/a/survivor" 2>&1)" "and after"

@@ -61,7 +61,8 @@ struct client {
 static bool client_open(struct client *k, const char *ep)
 {
 	char err[512];
-	struct arc_opts o = { .timeout_ms = 5000 };
+	/* no session: the workload runs until an operation fails because the server died */
+	struct arc_opts o = { .timeout_ms = 5000, .outage_ms = -1 };
 	memset(k, 0, sizeof *k);
 	k->a = arc_connect(ep, &o, err, sizeof err);
 	if (k->a)

@@ -6,7 +6,7 @@
  * that goes down mid-request and comes back on the same port; malformed frames on the wire;
  * the size limit.  Every wait is bounded.  Prints "N passed, N failed".
  *
- *   test_pn [tcp|udp|rdma]...   (default: tcp udp)
+ *   test_pn [tcp|udp|rdma]...   (default: tcp udp)   env TEST_PN_ONLY=NAME: that test alone
  *
  * rdma needs an RDMA device and the address of its netdev (rdma_cm does not work on
  * 127.0.0.1): PN_TEST_HOST, else RDMA_VM_IP (tests/rdma/ runs it in the rdma-vm guest).
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pn.h"
+#include "relay.h"
 
 static int passed, failed;
 static const char *scheme;
@@ -1018,6 +1019,443 @@ static void test_malformed(void)
 	pn_finalize(b);
 }
 
+
+/* ---- sessions (tcp; docs/net.md "Sessions") ---- */
+
+/* count: reply with the number of times this handler ran (the counter is its arg); the
+ * first n_slow calls sleep 300 ms first */
+static _Atomic int slow_calls;
+static void h_count(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	int n = atomic_fetch_add((_Atomic int *)arg, 1) + 1;
+	if (atomic_fetch_sub(&slow_calls, 1) > 0)
+		usleep(300000);
+	pn_send(pn, from, T_REPLY, coop, &n, sizeof n);
+}
+
+static int sport_of(struct pn *pn)
+{
+	return atoi(strrchr(pn_self(pn, "tcp"), ':') + 1);
+}
+
+static pn_peer peer_of_name(struct pn *a, int port)
+{
+	char name[64];
+	snprintf(name, sizeof name, "tcp:127.0.0.1:%d", port);
+	pn_peer p = PN_ANY;
+	pn_peer_get(a, name, &p);
+	return p;
+}
+
+static int count_request(struct pn *a, pn_peer to, int timeout_ms, int *n)
+{
+	*n = -1;
+	size_t got = 0;
+	int rc = request(a, to, T_COUNT, "c", 1, n, sizeof *n, &got, timeout_ms);
+	return rc == 0 && got != sizeof *n ? -PN_EPROTO : rc;
+}
+
+struct restart { struct pn *old; int port, down_ms; struct pn *fresh; _Atomic int *count; };
+
+static void *restart_later(void *arg)
+{
+	struct restart *r = arg;
+	usleep(100000);
+	pn_finalize(r->old);
+	if (r->down_ms < 0)
+		return NULL;
+	usleep((useconds_t)r->down_ms * 1000);
+	char name[64], err[200];
+	snprintf(name, sizeof name, "tcp:127.0.0.1:%d", r->port);
+	const char *l[] = { name };
+	r->fresh = pn_init(l, 1, NULL, err, sizeof err);
+	if (r->fresh)
+		pn_set_handler(r->fresh, T_COUNT, 0, h_count, r->count);
+	return NULL;
+}
+
+/* Raw frames for the hostile cases: a HELLO naming session sid (or none), SREQs. */
+static void put_hdr(uint8_t *o, int kind, int type, int flags, uint32_t len, uint64_t coop)
+{
+	memset(o, 0, 40);
+	o[0] = 0x50; o[1] = 0x4e; o[2] = 1; o[3] = (uint8_t)kind;
+	o[4] = (uint8_t)type; o[5] = (uint8_t)(type >> 8);
+	o[6] = (uint8_t)flags; o[7] = (uint8_t)(flags >> 8);
+	for (int i = 0; i < 4; i++) o[8 + i] = (uint8_t)(len >> (8 * i));
+	for (int i = 0; i < 8; i++) o[12 + i] = (uint8_t)(coop >> (8 * i));
+}
+
+static int sraw_connect(int port, const uint8_t *sid, uint32_t slots)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	struct timeval tv = { 2, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		close(fd);
+		return -1;
+	}
+	uint8_t f[60];
+	put_hdr(f, 2, 0, sid ? 8 : 0, sid ? 20 : 0, 0);
+	f[20] = 1; f[21] = 4; f[22] = 0x1f; f[23] = 0x40; f[24] = 127; f[27] = 1;  /* tcp:127.0.0.1:8000 */
+	if (sid) {
+		memcpy(f + 40, sid, 16);
+		for (int i = 0; i < 4; i++) f[56 + i] = (uint8_t)(slots >> (8 * i));
+	}
+	if (send(fd, f, sid ? 60 : 40, MSG_NOSIGNAL) < 0) { /* seen at the read */ }
+	return fd;
+}
+
+static void raw_sreq_f(int fd, uint32_t slot, uint32_t seq, uint64_t coop, int flags)
+{
+	uint8_t f[41];
+	put_hdr(f, 5, T_COUNT, flags, 1, coop);
+	memset(f + 20, 0, 20);
+	for (int i = 0; i < 4; i++) {
+		f[20 + i] = (uint8_t)(slot >> (8 * i));
+		f[24 + i] = (uint8_t)(seq >> (8 * i));
+	}
+	f[40] = 'c';
+	if (send(fd, f, sizeof f, MSG_NOSIGNAL) < 0) { /* seen at the read */ }
+}
+
+static void raw_sreq(int fd, uint32_t slot, uint32_t seq, uint64_t coop)
+{
+	raw_sreq_f(fd, slot, seq, coop, 0);
+}
+
+/* The answer to a raw request: the count (a reply) >= 0, -PN_E* (a NACK), or -1000 (none). */
+static int raw_answer(int fd)
+{
+	uint8_t h[40], p[8];
+	if (read(fd, h, 40) != 40)
+		return -1000;
+	uint32_t len = h[8] | h[9] << 8 | h[10] << 16 | (uint32_t)h[11] << 24;
+	if (len > sizeof p || (len && read(fd, p, len) != (ssize_t)len))
+		return -1000;
+	int v;
+	if (h[3] == 6 && len == 4) {
+		memcpy(&v, p, 4);
+		return -v;
+	}
+	if (h[3] == 1 && len == 4) {
+		memcpy(&v, p, 4);
+		return v;
+	}
+	return -1000;
+}
+
+static void on_down(struct pn *pn, pn_peer peer, void *arg)
+{
+	atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+static int admit_never(void *arg, pn_peer from, pn_type type, const void *head, size_t head_len,
+                       uint64_t len)
+{
+	return 0;
+}
+
+static void test_sessions(void)
+{
+	if (strcmp(scheme, "tcp"))
+		return;                /* sessions are tcp's for now */
+	_Atomic int count = 0;
+	struct pn_stats st;
+	int n, rc;
+
+	/* 1. a lost reply: the server ran the request, the connection broke before the client
+	 * read the answer; the client's repeat (same slot and sequence, new connection) is
+	 * answered from the session's reply cache, and the handler ran once */
+	struct pn_opts o1 = { .session_grace_ms = 300 };
+	struct pn *b = open_ep(&o1), *a = open_ep(NULL);
+	struct relay r;
+	if (!a || !b || relay_start(&r, sport_of(b)) != 0) {
+		CHECK(0, "open");
+		pn_finalize(a);
+		pn_finalize(b);
+		return;
+	}
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	_Atomic int downs = 0;
+	pn_set_peer_down(b, on_down, &downs);
+	char rname[64];
+	snprintf(rname, sizeof rname, "tcp:127.0.0.1:%d", r.port);
+	pn_peer pr = PN_ANY;
+	pn_peer_get(a, rname, &pr);
+	struct pn_session_opts so = { .outage_ms = 5000, .backoff_min_ms = 10, .backoff_max_ms = 100 };
+	CHECK(pn_session_open(a, pr, &so) == 0, "pn_session_open");
+	rc = count_request(a, pr, 5000, &n);
+	CHECK(rc == 0 && n == 1, "first request on a session: %d (%s), count %d", rc, pn_strerror(rc), n);
+	for (int i = 0; i < 3; i++) {
+		atomic_store(&r.cut, 1);
+		rc = count_request(a, pr, 5000, &n);
+		CHECK(rc == 0 && n == 2 + i && count == 2 + i,
+		      "reply lost %d: %d (%s), answer %d, handler ran %d times (want %d)", i, rc,
+		      pn_strerror(rc), n, (int)count, 2 + i);
+	}
+	pn_stats_get(b, &st);
+	usleep(700000);                /* past the grace time: the client came back each time */
+	CHECK(downs == 0, "a session's client that came back is not reported gone (%d)", (int)downs);
+	CHECK(r.cuts == 3 && st.session_replays == 3 && st.sessions == 1,
+	      "cuts %d, server replays %llu (want 3), sessions %llu", (int)r.cuts,
+	      (unsigned long long)st.session_replays, (unsigned long long)st.sessions);
+	pn_stats_get(a, &st);
+	/* (one outage: each new connection broke within its probation second) */
+	CHECK(st.session_outages >= 1 && st.session_resent >= 3, "client outages %llu, resent %llu",
+	      (unsigned long long)st.session_outages, (unsigned long long)st.session_resent);
+	/* many in flight at once, each reply lost once: all answered, each ran once */
+	atomic_store(&count, 0);
+	{
+		enum { N = 8 };
+		struct pn_rcv_desc d[N];
+		pn_coop c[N];
+		int v[N];
+		for (int i = 0; i < N; i++) {
+			d[i] = (struct pn_rcv_desc){ .buf = &v[i], .cap = sizeof v[i], .type = T_REPLY };
+			c[i] = pn_coop_start(a, &d[i], 1);
+			pn_send(a, pr, T_COUNT, c[i], "c", 1);
+		}
+		atomic_store(&r.cut, 1);
+		int ok = 0;
+		for (int i = 0; i < N; i++)
+			ok += pn_coop_end(a, c[i], 5000) == 0;
+		CHECK(ok == N && count == N, "%d in flight, replies lost: %d answered, handler ran %d times",
+		      N, ok, (int)count);
+	}
+	pn_finalize(a);                /* (the relay serves one connection at a time) */
+	/* the link down past a session's outage limit (its request never reached the server),
+	 * then up again: the next request on that slot is served, the gap in its numbers is no
+	 * reason to refuse it */
+	{
+		struct pn *a3 = open_ep(NULL);
+		pn_peer p3 = PN_ANY;
+		pn_peer_get(a3, rname, &p3);
+		struct pn_session_opts s3 = { .outage_ms = 300, .backoff_min_ms = 10,
+		                              .backoff_max_ms = 50 };
+		pn_session_open(a3, p3, &s3);
+		atomic_store(&count, 0);
+		int rc1 = count_request(a3, p3, 5000, &n);
+		atomic_store(&r.down, true);
+		int rc2 = count_request(a3, p3, 5000, &n);
+		atomic_store(&r.down, false);
+		int rc3 = count_request(a3, p3, 5000, &n);
+		CHECK(rc1 == 0 && rc2 == -PN_EOUTAGE && rc3 == 0 && n == 2,
+		      "link down past the outage limit, then up: %d, %d (%s), %d (%s), count %d", rc1,
+		      rc2, pn_strerror(rc2), rc3, pn_strerror(rc3), n);
+		pn_finalize(a3);
+	}
+	relay_stop(&r);
+	pn_finalize(b);
+
+	/* 2. the server restarts (same port) while a request is in flight: the client sends it
+	 * again to the new server, which runs it (its cache died with the old one) */
+	atomic_store(&count, 0);
+	_Atomic int count2 = 0;
+	b = open_ep(NULL);
+	a = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	pn_peer pb = peer_of(a, b);
+	CHECK(pn_session_open(a, pb, &so) == 0, "pn_session_open");
+	struct restart rs = { b, sport_of(b), 500, NULL, &count2 };
+	atomic_store(&slow_calls, 1);
+	pthread_t t;
+	pthread_create(&t, NULL, restart_later, &rs);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = count_request(a, pb, 5000, &n);
+	double waited = ms_since(&t0);
+	pthread_join(t, NULL);
+	CHECK(rc == 0 && n == 1 && count2 == 1 && waited < 4000,
+	      "server restarted mid-request: %d (%s), answer %d, new server ran it %d times, %.0f ms",
+	      rc, pn_strerror(rc), n, (int)count2, waited);
+	/* and later requests go on with it */
+	rc = count_request(a, pb, 5000, &n);
+	CHECK(rc == 0 && n == 2, "after the restart: %d (%s) %d", rc, pn_strerror(rc), n);
+
+	/* 3. past the outage limit: a clear error, not a hang (the timeout is longer) */
+	struct pn_session_opts so2 = { .outage_ms = 400, .backoff_min_ms = 10, .backoff_max_ms = 50 };
+	struct pn *a2 = open_ep(NULL);
+	pn_peer pb2 = a2 ? peer_of(a2, rs.fresh) : PN_ANY;
+	CHECK(a2 && pn_session_open(a2, pb2, &so2) == 0, "session 2");
+	rc = count_request(a2, pb2, 5000, &n);
+	CHECK(rc == 0, "session 2 first request: %d", rc);
+	struct restart rs2 = { rs.fresh, sport_of(rs.fresh), -1, NULL, NULL };
+	atomic_store(&slow_calls, 1);
+	pthread_create(&t, NULL, restart_later, &rs2);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = count_request(a2, pb2, 5000, &n);
+	waited = ms_since(&t0);
+	pthread_join(t, NULL);
+	CHECK(rc == -PN_EOUTAGE && waited >= 400 && waited < 3000,
+	      "server gone for good: %d (%s) after %.0f ms (outage limit 400)", rc, pn_strerror(rc), waited);
+	/* a request while nobody listens at all fails the same way */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = count_request(a2, pb2, 5000, &n);
+	waited = ms_since(&t0);
+	CHECK(rc == -PN_EOUTAGE && waited < 3000, "nobody listening: %d (%s) after %.0f ms", rc,
+	      pn_strerror(rc), waited);
+	pn_finalize(a2);
+	/* PN_SESSION_FAIL_FIRST: a session that never reached its peer does not wait for it */
+	a2 = open_ep(NULL);
+	struct pn_session_opts so3 = { .outage_ms = 5000, .flags = PN_SESSION_FAIL_FIRST };
+	CHECK(a2 && pn_session_open(a2, pb2 = peer_of_name(a2, rs2.port), &so3) == 0, "session 3");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = count_request(a2, pb2, 5000, &n);
+	waited = ms_since(&t0);
+	CHECK(rc == -PN_EREFUSED && waited < 1000, "never reached, FAIL_FIRST: %d (%s) after %.0f ms",
+	      rc, pn_strerror(rc), waited);
+	pn_finalize(a2);
+	pn_finalize(a);
+
+	/* 4. hostile frames: each gets a clear answer (table) */
+	struct pn_opts ob = { .session_slots = 8 };
+	b = open_ep(&ob);
+	if (!b) { CHECK(0, "open"); return; }
+	atomic_store(&count, 0);
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	int port = sport_of(b);
+	uint8_t sid[16], zero[16] = { 0 };
+	for (int i = 0; i < 16; i++)
+		sid[i] = (uint8_t)(rand() | 1);
+	enum { IDEM = 0x10 };          /* PN_F_IDEMPOTENT */
+	struct { const char *what; const uint8_t *sid; uint32_t slot, seq; uint64_t coop; int flags, want; } cases[] = {
+		{ "a first request",               sid,  0, 7, 1, 0, 1 },
+		{ "its repeat: from the cache",    sid,  0, 7, 1, 0, 1 },
+		{ "the next one",                  sid,  0, 8, 2, 0, 2 },
+		{ "an older one replayed",         sid,  0, 7, 1, 0, -PN_ESEQ },
+		{ "the last, other token",         sid,  0, 8, 9, 0, -PN_ESEQ },
+		{ "the last again: cache",         sid,  0, 8, 2, 0, 2 },
+		{ "a gap (given up on): runs",     sid,  0, 10, 3, 0, 3 },
+		{ "then the one in the gap: old",  sid,  0, 9, 12, 0, -PN_ESEQ },
+		{ "half the numbers back: old",    sid,  0, 10u + (1u << 31), 13, 0, -PN_ESEQ },
+		{ "another slot",                  sid,  5, 1, 4, 0, 4 },
+		{ "a slot past the session's",     sid,  8, 1, 5, 0, -PN_EBADSLOT },
+		{ "a huge slot",                   sid,  0xffffffffu, 1, 6, 0, -PN_EBADSLOT },
+		{ "a session id of zeros",         zero, 0, 1, 7, 0, -PN_ESESSION },
+		{ "no session in the HELLO",       NULL, 0, 1, 8, 0, -PN_ESESSION },
+		{ "an idempotent one",             sid,  1, 1, 10, IDEM, 5 },
+		{ "its repeat: runs again",        sid,  1, 1, 10, IDEM, 6 },
+		{ "its repeat, not idempotent",    sid,  1, 1, 10, 0, -PN_ESEQ },
+		{ "the next, cached again",        sid,  1, 2, 11, 0, 7 },
+		{ "whose repeat is from the cache", sid, 1, 2, 11, IDEM, 7 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		/* each on a connection of its own: the session outlives them */
+		int fd = sraw_connect(port, cases[i].sid, 1u << 30);
+		raw_sreq_f(fd, cases[i].slot, cases[i].seq, cases[i].coop, cases[i].flags);
+		int got = raw_answer(fd);
+		CHECK(got == cases[i].want, "raw: %s: got %d (%s), want %d (%s)", cases[i].what, got,
+		      got < 0 && got > -1000 ? pn_strerror(got) : "", cases[i].want,
+		      cases[i].want < 0 ? pn_strerror(cases[i].want) : "");
+		close(fd);
+	}
+	CHECK(count == 7, "hostile cases ran the handler %d times, want 7", (int)count);
+	pn_finalize(b);
+
+	/* 5. memory stays bounded: a flood of sessions (each a connection, one request) stays
+	 * within max_sessions; connected sessions are not dropped for room: the one too many is
+	 * refused; sessions expire when idle; nothing is kept before admission */
+	struct pn_opts of = { .max_sessions = 16, .session_idle_ms = 300 };
+	b = open_ep(&of);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	port = sport_of(b);
+	int answered = 0;
+	for (int i = 0; i < 300; i++) {
+		for (int k = 0; k < 16; k++)
+			sid[k] = (uint8_t)rand();
+		sid[0] |= 1;
+		int fd = sraw_connect(port, sid, 64);
+		raw_sreq(fd, (uint32_t)(i % 64), 1, (uint64_t)i + 1);
+		answered += raw_answer(fd) > 0;
+		close(fd);
+	}
+	usleep(50000);
+	pn_stats_get(b, &st);
+	CHECK(answered == 300 && st.sessions <= 16 && st.session_bytes < 16 * 4096,
+	      "flood of 300 sessions: %d answered, %llu kept (max 16), %llu bytes", answered,
+	      (unsigned long long)st.sessions, (unsigned long long)st.session_bytes);
+	int fds[17];
+	int refused = 0, ok = 0;
+	for (int i = 0; i < 17; i++) {
+		for (int k = 0; k < 16; k++)
+			sid[k] = (uint8_t)rand();
+		sid[0] |= 1;
+		fds[i] = sraw_connect(port, sid, 4);
+		raw_sreq(fds[i], 0, 1, 1);
+		int got = raw_answer(fds[i]);
+		ok += got > 0;
+		refused += got == -PN_ESESSION;
+	}
+	CHECK(ok == 16 && refused == 1, "17 connected sessions, max 16: %d served, %d refused", ok, refused);
+	for (int i = 0; i < 17; i++)
+		close(fds[i]);
+	int ms = 0;
+	do {
+		usleep(50000);
+		ms += 50;
+		pn_stats_get(b, &st);
+	} while (st.sessions && ms < 3000);
+	CHECK(st.sessions == 0 && st.session_bytes == 0 && st.session_expired > 0,
+	      "idle sessions expire: %llu left (%llu bytes) after %d ms", (unsigned long long)st.sessions,
+	      (unsigned long long)st.session_bytes, ms);
+	pn_finalize(b);
+	/* a session's client that vanishes is reported gone after the grace time, one that
+	 * says BYE at once */
+	struct pn_opts og = { .session_grace_ms = 300 };
+	b = open_ep(&og);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	atomic_store(&downs, 0);
+	pn_set_peer_down(b, on_down, &downs);
+	sid[0] ^= 0x55;
+	int fd1 = sraw_connect(sport_of(b), sid, 4);
+	raw_sreq(fd1, 0, 1, 1);
+	CHECK(raw_answer(fd1) > 0, "grace: a request");
+	close(fd1);
+	usleep(100000);
+	int early = downs;
+	ms = 0;
+	while (downs == 0 && ms < 3000) {
+		usleep(20000);
+		ms += 20;
+	}
+	CHECK(early == 0 && downs == 1 && ms >= 100, "vanished client: reported gone after %d ms "
+	      "(%d, %d before the grace time)", 100 + ms, (int)downs, early);
+	sid[0] ^= 0x55;
+	fd1 = sraw_connect(sport_of(b), sid, 4);
+	raw_sreq(fd1, 0, 1, 1);
+	CHECK(raw_answer(fd1) > 0, "grace: a request");
+	uint8_t bye[40];
+	put_hdr(bye, 7, 0, 0, 0, 0);
+	bye[20] = 1; bye[21] = 4;
+	if (send(fd1, bye, sizeof bye, MSG_NOSIGNAL) < 0) { /* seen below */ }
+	close(fd1);
+	ms = 0;
+	while (downs < 2 && ms < 3000) {
+		usleep(10000);
+		ms += 10;
+	}
+	CHECK(downs == 2 && ms < 250, "BYE: reported gone after %d ms (%d)", ms, (int)downs);
+	pn_finalize(b);
+	struct pn_opts oa = { .admit = admit_never };
+	b = open_ep(&oa);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	int fd = sraw_connect(sport_of(b), sid, 64);
+	raw_sreq(fd, 0, 1, 1);
+	int got = raw_answer(fd);
+	pn_stats_get(b, &st);
+	CHECK(got > 0 && st.sessions == 0, "before admission: answered %d as a plain request, %llu sessions",
+	      got, (unsigned long long)st.sessions);
+	close(fd);
+	pn_finalize(b);
+}
+
 /* With no RDMA device, an rdma: endpoint fails with a message saying so, and nothing else is
  * disturbed: a tcp endpoint in the same pn_init list is not opened either, one alone is. */
 static void test_no_device(void)
@@ -1060,12 +1498,16 @@ int main(int argc, char **argv)
 		static void (*const tests[])(void) = { test_request_reply, test_delegation,
 			test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
-			test_yield, test_peer_reuse, test_failures, test_malformed };
+			test_yield, test_peer_reuse, test_failures, test_malformed, test_sessions };
 		static const char *const names[] = { "request_reply", "delegation",
 			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
-			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "failures", "malformed" };
+			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "failures", "malformed",
+			"sessions" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
+			const char *only = getenv("TEST_PN_ONLY");   /* one test by name */
+			if (only && strcmp(only, names[t]))
+				continue;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			tests[t]();
 			clock_gettime(CLOCK_MONOTONIC, &t1);
