@@ -45,7 +45,7 @@ run() {
 	total_fail=$((total_fail + f))
 }
 
-# SKIP_TESTS: names of test programs not to run here, each said so (check-asan)
+# SKIP_TESTS: names of test programs not to run here, each said so
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
 	case " ${SKIP_TESTS:-} " in
