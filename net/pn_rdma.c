@@ -186,6 +186,7 @@ struct rdma_peer {                 /* peer->tp_state */
 	pthread_cond_t cond;           /* connecting ended */
 	struct conn *conn;             /* where sends go; holds a reference */
 	bool connecting;               /* a sender is connecting: others wait for it */
+	bool io_connecting;            /* ... and that sender is the I/O thread */
 	struct target *t;              /* oldest first */
 	unsigned n_t, cap_t;
 };
@@ -664,10 +665,15 @@ static int acquire(struct conn *c, bool credit, bool slot, int *slot_out)
 		if (nap_us < 1000)
 			nap_us *= 2;
 	}
+	/* what was missing, for the log: a credit, a send slot or room on the send queue */
+	int32_t have = credits(c);
+	unsigned sq = c->sq_used, free_slots = c->n_free;
 	pthread_mutex_unlock(&c->lock);
 	if (rc == -PN_ETIMEDOUT) {
-		pn_core_log(tp->pn, "rdma: %s: no send credit for %u ms: closing the connection",
-		            peer_name(c), pn_core_opts(tp->pn)->send_timeout_ms);
+		pn_core_log(tp->pn, "rdma: %s: no send credit for %u ms (credits %d, send slots free "
+		            "%u, send queue %u of %u%s): closing the connection", peer_name(c),
+		            pn_core_opts(tp->pn)->send_timeout_ms, (int)have, free_slots, sq,
+		            (unsigned)SQ_DEPTH, io_self == tp ? ", on the I/O thread" : "");
 		conn_kill(c, rc);
 	}
 	return rc;
@@ -1074,9 +1080,31 @@ static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **o
 	pthread_mutex_lock(&rp->lock);
 	/* Concurrent first sends share one connection: the others wait for the one connecting.
 	 * The lock itself is not held meanwhile, since the I/O thread takes it when a connection
-	 * from the peer is established, and our connect needs the I/O thread. */
-	while (rp->connecting)
-		pthread_cond_wait(&rp->cond, &rp->lock);
+	 * from the peer is established, and our connect needs the I/O thread.  So the I/O thread
+	 * (an inline handler sending) must not sleep here: it pumps the events the connecting
+	 * thread waits for, and when it is the connecting thread itself (a handler run while its
+	 * own connect pumped events), waiting could never end, so that send fails. */
+	uint64_t deadline = 0;
+	while (rp->connecting) {
+		if (io_self != tp) {
+			pthread_cond_wait(&rp->cond, &rp->lock);
+			continue;
+		}
+		if (rp->io_connecting) {
+			pthread_mutex_unlock(&rp->lock);
+			return -PN_EPEERDOWN;
+		}
+		uint64_t now = pn_now_ns();
+		if (!deadline)
+			deadline = now + (uint64_t)pn_core_opts(tp->pn)->connect_timeout_ms * 1000000u;
+		if (now >= deadline) {
+			pthread_mutex_unlock(&rp->lock);
+			return -PN_ETIMEDOUT;
+		}
+		pthread_mutex_unlock(&rp->lock);
+		pump_events(tp, 20);
+		pthread_mutex_lock(&rp->lock);
+	}
 	struct conn *c = rp->conn;
 	if (c && c->dead) {                /* broken: forget it, connect again */
 		rp->conn = NULL;
@@ -1085,10 +1113,12 @@ static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **o
 	}
 	if (!c) {
 		rp->connecting = true;
+		rp->io_connecting = io_self == tp;
 		pthread_mutex_unlock(&rp->lock);
 		int rc = connect_peer(tp, peer, &c);
 		pthread_mutex_lock(&rp->lock);
 		rp->connecting = false;
+		rp->io_connecting = false;
 		pthread_cond_broadcast(&rp->cond);
 		if (rc) {
 			pthread_mutex_unlock(&rp->lock);
