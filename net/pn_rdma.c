@@ -1258,10 +1258,18 @@ static void on_write_imm(struct conn *c, uint32_t imm, size_t len)
 	pn_core_rx_end(tp->pn, &rx, 0);
 }
 
+static void on_established(struct conn *c, const uint8_t *priv, size_t priv_len);
+
 static void on_recv_wc(struct conn *c, const struct ibv_wc *wc)
 {
 	unsigned i = (unsigned)(wc->wr_id >> 3);
 	int rc = 0;
+	/* The first message on an accepted connection may come before its ESTABLISHED event
+	 * (the peer's queue pair is ready once it has our accept; ours since rdma_accept).  It
+	 * is established: the handler's reply must take this connection, not open another one
+	 * towards the peer (which, from an inline handler, stalled the I/O thread meanwhile). */
+	if (!c->active && !c->up && wc->status == IBV_WC_SUCCESS)
+		on_established(c, NULL, 0);
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
 		on_write_imm(c, ntohl(wc->imm_data), wc->byte_len);
 	else
