@@ -10,6 +10,10 @@
 
 #include "arc.h"
 #include "arf.h"
+#include "arf_cli.h"
+#include "arf_cluster.h"
+#include "arf_data.h"
+#include "arf_ops.h"
 
 /* fuse.c */
 int arf_cmd_mount(int argc, char **argv);
@@ -30,6 +34,8 @@ static void usage(FILE *f)
 	"       arf import [-j N] SRC_DIR ENDPOINT:/DEST\n"
 	"       arf export [-j N] ENDPOINT:/SRC DEST_DIR\n"
 	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
+	"       arf cluster init [--stripe-unit SIZE] META_ENDPOINT DATA_ENDPOINT...\n"
+	"       arf cluster show META_ENDPOINT\n"
 	"       arf --help\n"
 	"\n"
 	"  mkfs   create IMAGE (a sparse file; an existing file is overwritten) holding an empty\n"
@@ -51,7 +57,13 @@ static void usage(FILE *f)
 	"         $ARC_SECRET is the server's secret\n"
 	"  umount unmount it (fusermount3 -u)\n"
 	"  import copy a local tree into the image (no mount needed), N files at once\n"
-	"         (default 8), with a progress line on a terminal; export copies one out\n"
+	"         (default 8), with a progress line on a terminal; export copies one out.\n"
+	"         On a cluster, files' bytes go to and come from the data servers\n"
+	"  cluster init: make the (empty) image META_ENDPOINT serves the metadata server of\n"
+	"         a cluster whose files are striped over the DATA_ENDPOINTs (each an arfd\n"
+	"         serving its own image) in units of SIZE (default 1M, a multiple of 4K up\n"
+	"         to 4M); show prints the description a cluster's metadata image holds\n"
+	"         (docs/cluster.md)\n"
 	"\n"
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }
@@ -156,6 +168,90 @@ static int cmd_fsck(int argc, char **argv)
 	return rc;
 }
 
+/* arf cluster init|show: the cluster description in a metadata image (arf_cluster.h). */
+static int cmd_cluster(int argc, char **argv)
+{
+	if (argc < 1 || (strcmp(argv[0], "init") != 0 && strcmp(argv[0], "show") != 0)) {
+		fprintf(stderr, "arf cluster: expected init or show (see arf --help)\n");
+		return 2;
+	}
+	bool init = !strcmp(argv[0], "init");
+	struct arf_cluster_desc *desc = calloc(1, sizeof *desc);
+	if (!desc)
+		return 2;
+	desc->unit = ARF_STRIPE_DEFAULT;
+	const char *meta = NULL;
+	int rc = 2;
+	for (int i = 1; i < argc; i++) {
+		uint64_t u;
+		if (init && !strcmp(argv[i], "--stripe-unit") && i + 1 < argc) {
+			if (parse_size(argv[++i], &u) != 0 || u < ARF_STRIPE_MIN || u > ARF_STRIPE_MAX ||
+			    u % ARF_STRIPE_MIN) {
+				fprintf(stderr, "arf cluster: --stripe-unit %s: expected a multiple of 4K "
+				        "from 4K to 4M\n", argv[i]);
+				goto out;
+			}
+			desc->unit = (uint32_t)u;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "arf cluster: %s: unexpected option (see arf --help)\n", argv[i]);
+			goto out;
+		} else if (!meta) {
+			meta = argv[i];
+		} else if (init && desc->n < ARF_CLUSTER_MAX && strlen(argv[i]) < ARF_CLUSTER_EP_MAX) {
+			snprintf(desc->server[desc->n++], ARF_CLUSTER_EP_MAX, "%s", argv[i]);
+		} else {
+			fprintf(stderr, "arf cluster: %s: unexpected argument (at most %d data servers)\n",
+			        argv[i], ARF_CLUSTER_MAX);
+			goto out;
+		}
+	}
+	if (!meta || (init && desc->n == 0)) {
+		fprintf(stderr, "arf cluster: needs %s (see arf --help)\n",
+		        init ? "META_ENDPOINT and at least one DATA_ENDPOINT" : "META_ENDPOINT");
+		goto out;
+	}
+	char err[1400];
+	char *ops_seg = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	char *data_seg = arf_seg_path("ARF_DATA_SEG", "data.pno");
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+	                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	struct arc *a = arc_connect(meta, &ao, err, sizeof err);
+	struct arf_client *c = a ? arf_client_open(a, ops_seg, err, sizeof err) : NULL;
+	struct arf_data *d = c ? arf_data_open(a, data_seg, err, sizeof err) : NULL;
+	if (!d) {
+		fprintf(stderr, "arf cluster: %s: %s\n", meta, err);
+	} else if (init) {
+		int r = arf_cluster_make(a, c, d, desc, &dao, ops_seg, data_seg, err, sizeof err);
+		if (r < 0)
+			fprintf(stderr, "arf cluster: %s\n", err);
+		else
+			printf("%s: a cluster of %u data servers, stripe unit %u bytes\n", meta, desc->n,
+			       desc->unit);
+		rc = r < 0 ? 1 : 0;
+	} else {
+		int r = arf_cluster_read(c, d, desc, err, sizeof err);
+		char text[ARF_CLUSTER_FILE_MAX];
+		if (r < 0)
+			fprintf(stderr, "arf cluster: %s: %s\n", meta, err);
+		else if (desc->n == 0)
+			printf("%s: one server (no data servers)\n", meta);
+		else if (arf_cluster_format(desc, text, sizeof text) >= 0)
+			fputs(text, stdout);
+		rc = r < 0 ? 1 : 0;
+	}
+	arf_data_close(d);
+	arf_client_close(c);
+	if (a)
+		arc_close(a);
+	free(ops_seg);
+	free(data_seg);
+out:
+	free(desc);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	arc_keep_buffers();
@@ -179,6 +275,8 @@ int main(int argc, char **argv)
 		return arf_cmd_import(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "export"))
 		return arf_cmd_export(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "cluster"))
+		return cmd_cluster(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "umount"))
 		return arf_cmd_umount(argc - 2, argv + 2);
 	fprintf(stderr, "arf: unknown command '%s' (see arf --help)\n", argv[1]);

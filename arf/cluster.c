@@ -1,0 +1,709 @@
+/* cluster.c: ARF across several arfd servers from the client's side (arf_cluster.h,
+ * docs/cluster.md): the cluster description in the metadata image, and a file's bytes
+ * striped over the data servers, each batch one Cooperation over all of them.
+ *
+ * A write batch, step by step:
+ *   1. cut the file range into stripe pieces; server k's pieces are consecutive units of
+ *      its object, so they gather into one contiguous run per server (at most cap bytes);
+ *   2. make the objects that do not exist yet (mknod of /stripes/INO.GEN on that server);
+ *   3. one arc_exec_many: data.pno's write on every server that has a run, replies gathered
+ *      by one pn_coop_end;
+ *   4. a run that placed only part of its bytes (one hole filled) or met its inode locked
+ *      finishes on its own, as arf_write_gen does.
+ * A read batch is the same with data.pno's read, its replies scattered back into place.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arc.h"
+#include "arf_cluster.h"
+#include "arf_data.h"
+#include "arf_ops.h"
+#include "arf_seg.h"
+
+#define CL_BATCH (1u << 20)            /* bytes per server per batch (at least a unit) */
+
+struct dsrv {
+	const char *name;
+	struct arc *a;
+	struct arf_client *ops;
+	struct arf_seg data;           /* data.pno, installed there */
+	uint64_t dir;                  /* /stripes */
+};
+
+struct arf_cluster {
+	unsigned n;
+	uint32_t unit;
+	uint32_t cap;                  /* bytes per server per batch */
+	struct arf_cluster_desc desc;
+	struct dsrv s[ARF_CLUSTER_MAX];
+};
+
+struct arf_cl_file {
+	struct arf_cluster *cl;
+	uint64_t ino, gen;
+	uint64_t obj[ARF_CLUSTER_MAX];      /* the object's inode there, 0: none (yet) */
+	uint64_t obj_gen[ARF_CLUSTER_MAX];
+	bool looked[ARF_CLUSTER_MAX];       /* obj is known (also when 0: no object) */
+	char *buf[ARF_CLUSTER_MAX];         /* cap bytes each, made on first use */
+	char msg[1400];
+};
+
+/* ---- the description ---- */
+
+static bool endpoint_ok(const char *s)
+{
+	return !strncmp(s, "tcp:", 4) || !strncmp(s, "udp:", 4) || !strncmp(s, "rdma:", 5);
+}
+
+int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, char *err,
+                      size_t errlen)
+{
+	memset(d, 0, sizeof *d);
+	d->unit = ARF_STRIPE_DEFAULT;
+	if (len > ARF_CLUSTER_FILE_MAX) {
+		snprintf(err, errlen, "%zu bytes (at most %u)", len, ARF_CLUSTER_FILE_MAX);
+		return -1;
+	}
+	bool header = false;
+	unsigned line = 0;
+	size_t i = 0;
+	while (i < len) {
+		size_t e = i;
+		while (e < len && text[e] != '\n')
+			e++;
+		line++;
+		char l[256];
+		size_t ll = e - i;
+		if (ll >= sizeof l) {
+			snprintf(err, errlen, "line %u: too long", line);
+			return -1;
+		}
+		memcpy(l, text + i, ll);
+		l[ll] = '\0';
+		i = e + 1;
+		char key[32], val[ARF_CLUSTER_EP_MAX + 1], extra[2];
+		int f = sscanf(l, "%31s %128s %1s", key, val, extra);
+		if (f <= 0 || key[0] == '#')
+			continue;                    /* blank line, comment */
+		if (f != 2) {
+			snprintf(err, errlen, "line %u: expected KEY VALUE", line);
+			return -1;
+		}
+		if (!header) {
+			if (strcmp(key, "arf-cluster") != 0 || strcmp(val, "1") != 0) {
+				snprintf(err, errlen, "line %u: expected \"arf-cluster 1\" first", line);
+				return -1;
+			}
+			header = true;
+		} else if (!strcmp(key, "unit")) {
+			char *end;
+			unsigned long long u = strtoull(val, &end, 10);
+			if (*end || u < ARF_STRIPE_MIN || u > ARF_STRIPE_MAX || u % ARF_STRIPE_MIN) {
+				snprintf(err, errlen, "line %u: unit %s: expected a multiple of %u from %u "
+				         "to %u", line, val, ARF_STRIPE_MIN, ARF_STRIPE_MIN, ARF_STRIPE_MAX);
+				return -1;
+			}
+			d->unit = (uint32_t)u;
+		} else if (!strcmp(key, "server")) {
+			if (d->n == ARF_CLUSTER_MAX) {
+				snprintf(err, errlen, "line %u: more than %d servers", line, ARF_CLUSTER_MAX);
+				return -1;
+			}
+			if (!endpoint_ok(val) || strlen(val) >= ARF_CLUSTER_EP_MAX) {
+				snprintf(err, errlen, "line %u: server %s: expected tcp:HOST:PORT", line, val);
+				return -1;
+			}
+			snprintf(d->server[d->n++], ARF_CLUSTER_EP_MAX, "%s", val);
+		} else {
+			snprintf(err, errlen, "line %u: unknown key '%s'", line, key);
+			return -1;
+		}
+	}
+	if (!header || d->n == 0) {
+		snprintf(err, errlen, header ? "no server" : "empty");
+		return -1;
+	}
+	return 0;
+}
+
+int arf_cluster_format(const struct arf_cluster_desc *d, char *buf, size_t cap)
+{
+	size_t n = 0;
+	int w = snprintf(buf, cap, "arf-cluster 1\nunit %u\n", d->unit);
+	if (w < 0 || (size_t)w >= cap)
+		return -1;
+	n = (size_t)w;
+	for (unsigned k = 0; k < d->n; k++) {
+		w = snprintf(buf + n, cap - n, "server %s\n", d->server[k]);
+		if (w < 0 || (size_t)w >= cap - n)
+			return -1;
+		n += (size_t)w;
+	}
+	return (int)n;
+}
+
+int arf_cluster_read(struct arf_client *c, struct arf_data *d, struct arf_cluster_desc *desc,
+                     char *err, size_t errlen)
+{
+	memset(desc, 0, sizeof *desc);
+	int64_t ino = arf_lookup(c, 1, ARF_CLUSTER_FILE);
+	if (ino == -ENOENT)
+		return 0;                    /* a one-server image */
+	struct arf_attr at;
+	int rc = ino < 0 ? (int)ino : arf_getattr(c, (uint64_t)ino, &at);
+	if (rc < 0) {
+		snprintf(err, errlen, "/%s: %s", ARF_CLUSTER_FILE,
+		         rc == -EIO ? arf_client_errmsg(c) : strerror(-rc));
+		return rc;
+	}
+	if (!S_ISREG(at.mode) || at.size > ARF_CLUSTER_FILE_MAX) {
+		snprintf(err, errlen, "/%s: not a cluster description (%s)", ARF_CLUSTER_FILE,
+		         S_ISREG(at.mode) ? "too large" : "not a regular file");
+		return -EINVAL;
+	}
+	char *text = malloc(at.size + 1);
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int64_t n = arf_read(d, (uint64_t)ino, 0, text, at.size);
+	if (n < 0) {
+		snprintf(err, errlen, "/%s: %s", ARF_CLUSTER_FILE,
+		         n == -EIO ? arf_data_errmsg(d) : strerror((int)-n));
+		free(text);
+		return (int)n;
+	}
+	char perr[256];
+	rc = arf_cluster_parse(text, (size_t)n, desc, perr, sizeof perr);
+	free(text);
+	if (rc != 0) {
+		snprintf(err, errlen, "/%s: %s", ARF_CLUSTER_FILE, perr);
+		memset(desc, 0, sizeof *desc);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- connecting ---- */
+
+static void srv_close(struct dsrv *s)
+{
+	arf_seg_close(&s->data);
+	arf_client_close(s->ops);
+	if (s->a)
+		arc_close(s->a);
+	memset(s, 0, sizeof *s);
+}
+
+/* Connect to data server name; with data, install data.pno too.  0, or -1 with a message. */
+static int srv_open(struct dsrv *s, struct arc *meta, const char *name, const struct arc_opts *o,
+                    const char *ops_seg, const char *data_seg, bool data, char *err,
+                    size_t errlen)
+{
+	char e[1300];
+	memset(s, 0, sizeof *s);
+	s->name = name;
+	s->a = arc_connect_also(meta, name, o, e, sizeof e);
+	if (s->a)
+		s->ops = arf_client_open(s->a, ops_seg, e, sizeof e);
+	if (s->ops && data &&
+	    arf_seg_open(&s->data, s->a, data_seg, "ARF_DATA_SEG", "build/arfseg/data.pno", e,
+	                 sizeof e) != 0) {
+		arf_client_close(s->ops);
+		s->ops = NULL;
+	}
+	if (!s->ops) {
+		snprintf(err, errlen, "data server %s: %s", name, e);
+		if (s->a)
+			arc_close(s->a);
+		s->a = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_desc *desc,
+                                     const struct arc_opts *o, const char *ops_seg,
+                                     const char *data_seg, char *err, size_t errlen)
+{
+	if (desc->n == 0 || desc->n > ARF_CLUSTER_MAX) {
+		snprintf(err, errlen, "%u data servers (1 to %d)", desc->n, ARF_CLUSTER_MAX);
+		return NULL;
+	}
+	struct arf_cluster *cl = calloc(1, sizeof *cl);
+	if (!cl) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	cl->desc = *desc;
+	cl->n = desc->n;
+	cl->unit = desc->unit;
+	cl->cap = desc->unit > CL_BATCH ? desc->unit : CL_BATCH;
+	for (unsigned k = 0; k < cl->n; k++) {
+		struct dsrv *s = &cl->s[k];
+		if (srv_open(s, meta, cl->desc.server[k], o, ops_seg, data_seg, true, err,
+		             errlen) != 0)
+			goto fail;
+		struct arf_attr at;
+		int64_t dir = arf_lookup_attr(s->ops, 1, ARF_CLUSTER_DIR, &at);
+		if (dir >= 0 && !S_ISDIR(at.mode))
+			dir = -ENOTDIR;
+		if (dir < 0) {
+			snprintf(err, errlen, "data server %s: /%s: %s", s->name, ARF_CLUSTER_DIR,
+			         dir == -EIO ? arf_client_errmsg(s->ops) : strerror((int)-dir));
+			goto fail;
+		}
+		s->dir = (uint64_t)dir;
+	}
+	return cl;
+fail:
+	arf_cluster_close(cl);
+	return NULL;
+}
+
+void arf_cluster_close(struct arf_cluster *cl)
+{
+	if (!cl)
+		return;
+	for (unsigned k = cl->n; k-- > 0;)
+		if (cl->s[k].a)
+			srv_close(&cl->s[k]);
+	free(cl);
+}
+
+/* ---- making a cluster ---- */
+
+/* Root of the metadata image holds nothing but lost+found: 0, else -ENOTEMPTY or -errno. */
+static int meta_empty(struct arf_client *c, char *err, size_t errlen)
+{
+	struct arf_dirent ents[4];
+	uint64_t cookie = 0;
+	int n = arf_readdir(c, 1, &cookie, ents, 4);
+	if (n < 0) {
+		snprintf(err, errlen, "metadata server: /: %s",
+		         n == -EIO ? arf_client_errmsg(c) : strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < n; i++)
+		if (strcmp(ents[i].name, "lost+found") != 0) {
+			snprintf(err, errlen, "metadata server: / holds '%s': a cluster is made on an "
+			         "empty image (the bytes of files stored before are in the image, where "
+			         "a cluster does not read them)", ents[i].name);
+			return -ENOTEMPTY;
+		}
+	return 0;
+}
+
+int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
+                     const struct arf_cluster_desc *desc, const struct arc_opts *o,
+                     const char *ops_seg, const char *data_seg, char *err, size_t errlen)
+{
+	char text[ARF_CLUSTER_FILE_MAX];
+	int len = arf_cluster_format(desc, text, sizeof text);
+	char perr[256];
+	struct arf_cluster_desc check;
+	if (len < 0 || arf_cluster_parse(text, (size_t)len, &check, perr, sizeof perr) != 0) {
+		snprintf(err, errlen, "bad description: %s", len < 0 ? "too long" : perr);
+		return -EINVAL;
+	}
+	int64_t old = arf_lookup(c, 1, ARF_CLUSTER_FILE);
+	if (old >= 0) {
+		snprintf(err, errlen, "metadata server: /%s exists: already a cluster",
+		         ARF_CLUSTER_FILE);
+		return -EEXIST;
+	}
+	int rc = meta_empty(c, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* 1. every data server's /stripes (an empty one left by an earlier attempt is kept) */
+	for (unsigned k = 0; k < desc->n; k++) {
+		struct dsrv s;
+		if (srv_open(&s, meta, desc->server[k], o, ops_seg, data_seg, false, err, errlen) != 0)
+			return -EIO;
+		int64_t dir = arf_mkdir(s.ops, 1, ARF_CLUSTER_DIR, 0700, getuid(), getgid());
+		if (dir == -EEXIST) {
+			struct arf_attr at;
+			dir = arf_lookup_attr(s.ops, 1, ARF_CLUSTER_DIR, &at);
+			if (dir >= 0 && !S_ISDIR(at.mode))
+				dir = -ENOTDIR;
+			struct arf_dirent ent;
+			uint64_t cookie = 0;
+			int n = dir >= 0 ? arf_readdir(s.ops, (uint64_t)dir, &cookie, &ent, 1) : 0;
+			if (n > 0) {
+				snprintf(err, errlen, "data server %s: /%s holds stripes already (of "
+				         "another cluster?)", s.name, ARF_CLUSTER_DIR);
+				srv_close(&s);
+				return -ENOTEMPTY;
+			}
+			if (n < 0)
+				dir = n;
+		}
+		if (dir < 0) {
+			snprintf(err, errlen, "data server %s: /%s: %s", s.name, ARF_CLUSTER_DIR,
+			         dir == -EIO ? arf_client_errmsg(s.ops) : strerror((int)-dir));
+			srv_close(&s);
+			return (int)dir;
+		}
+		srv_close(&s);
+	}
+	/* 2. the description under a temporary name, durable, then renamed into place: the
+	 * rename is the commit (a crash before it leaves a one-server image and a stray
+	 * temporary file, which a new attempt replaces) */
+	static const char tmp[] = ARF_CLUSTER_FILE ".new";
+	arf_unlink(c, 1, tmp);
+	int64_t ino = arf_create(c, 1, tmp, 0444, getuid(), getgid());
+	int64_t w = ino < 0 ? ino : arf_write(d, (uint64_t)ino, 0, text, (size_t)len);
+	if (w >= 0 && w != len)
+		w = -ENOSPC;
+	if (w >= 0)
+		w = arf_fsync(d, (uint64_t)ino);
+	if (w >= 0)
+		w = arf_rename(c, 1, tmp, 1, ARF_CLUSTER_FILE, ARF_RENAME_NOREPLACE);
+	if (w >= 0)
+		w = arf_fsync(d, 1);
+	if (w < 0) {
+		snprintf(err, errlen, "metadata server: /%s: %s", ARF_CLUSTER_FILE,
+		         w != -EIO ? strerror((int)-w) : ino < 0 ? arf_client_errmsg(c)
+		                                                 : arf_data_errmsg(d));
+		return (int)w;
+	}
+	return 0;
+}
+
+/* ---- one file's stripes ---- */
+
+struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen)
+{
+	struct arf_cl_file *f = calloc(1, sizeof *f);
+	if (!f)
+		return NULL;
+	f->cl = cl;
+	f->ino = ino;
+	f->gen = gen;
+	return f;
+}
+
+void arf_cl_file_close(struct arf_cl_file *f)
+{
+	if (!f)
+		return;
+	for (unsigned k = 0; k < ARF_CLUSTER_MAX; k++)
+		free(f->buf[k]);
+	free(f);
+}
+
+const char *arf_cl_errmsg(struct arf_cl_file *f)
+{
+	return f->msg;
+}
+
+uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned k)
+{
+	uint64_t row = (uint64_t)unit * n;
+	uint64_t rem = size % row, part = rem > (uint64_t)k * unit ? rem - (uint64_t)k * unit : 0;
+	return size / row * unit + (part < unit ? part : unit);
+}
+
+/* Find (or with create, make) the object on server k: 0 (f->obj[k] 0 when there is none and
+ * create is false), or -errno with a message. */
+static int obj_get(struct arf_cl_file *f, unsigned k, bool create)
+{
+	if (f->obj[k] || (f->looked[k] && !create))
+		return 0;
+	struct dsrv *s = &f->cl->s[k];
+	char name[48];
+	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
+	         (unsigned long long)f->gen);
+	struct arf_attr at;
+	int64_t ino = create ? arf_mknod_attr(s->ops, s->dir, name, S_IFREG | 0600, 0, 0, 0, &at)
+	                     : -EEXIST;
+	if (ino == -EEXIST)
+		ino = arf_lookup_attr(s->ops, s->dir, name, &at);
+	if (ino >= 0 && !S_ISREG(at.mode))
+		ino = -EINVAL;
+	if (ino == -ENOENT && !create) {
+		f->looked[k] = true;
+		return 0;
+	}
+	if (ino < 0) {
+		snprintf(f->msg, sizeof f->msg, "data server %s: /%s/%s: %s", s->name,
+		         ARF_CLUSTER_DIR, name,
+		         ino == -EIO ? arf_client_errmsg(s->ops) : strerror((int)-ino));
+		return ino == -EIO ? -EIO : (int)ino;
+	}
+	f->obj[k] = (uint64_t)ino;
+	f->obj_gen[k] = at.gen;
+	f->looked[k] = true;
+	return 0;
+}
+
+/* The runs of one batch: server k's bytes go to (or come from) its object at start[k],
+ * cnt[k] of them, gathered in f->buf[k]. */
+struct batch {
+	uint64_t start[ARF_CLUSTER_MAX];
+	size_t cnt[ARF_CLUSTER_MAX];
+	size_t len;                    /* file bytes the batch covers */
+};
+
+/* Plan the batch at file offset off of at most len bytes; copy the bytes in when src. */
+static int plan(struct arf_cl_file *f, struct batch *b, uint64_t off, size_t len,
+                const char *src)
+{
+	struct arf_cluster *cl = f->cl;
+	memset(b->cnt, 0, cl->n * sizeof b->cnt[0]);
+	b->len = 0;
+	/* each piece is at most a unit and a server's run at least a unit: bounded by
+	 * n * cap / unit + 1 pieces */
+	while (b->len < len) {
+		uint64_t o = off + b->len, s = o / cl->unit;
+		unsigned k = (unsigned)(s % cl->n);
+		size_t in = (size_t)(o % cl->unit), p = cl->unit - in;
+		if (p > len - b->len)
+			p = len - b->len;
+		if (b->cnt[k] + p > cl->cap)
+			break;
+		if (!f->buf[k] && !(f->buf[k] = malloc(cl->cap))) {
+			snprintf(f->msg, sizeof f->msg, "out of memory");
+			return -ENOMEM;
+		}
+		if (b->cnt[k] == 0)
+			b->start[k] = s / cl->n * cl->unit + in;
+		if (src)
+			memcpy(f->buf[k] + b->cnt[k], src + b->len, p);
+		b->cnt[k] += p;
+		b->len += p;
+	}
+	return 0;
+}
+
+static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x)
+{
+	struct dsrv *s = &f->cl->s[k];
+	snprintf(f->msg, sizeof f->msg, "data server %s: %s: %s", s->name, what,
+	         x->trapped ? x->trap.text : arc_errmsg(s->a));
+	return -EIO;
+}
+
+/* The rest of a write run on its own (after a short count or EAGAIN): 0 or -errno. */
+static int write_rest(struct arf_cl_file *f, unsigned k, uint64_t off, const char *p, size_t n)
+{
+	struct dsrv *s = &f->cl->s[k];
+	size_t done = 0;
+	/* every pass places at least one block or fails: bounded by n / 4096 + 1 passes */
+	while (done < n) {
+		int64_t a[3] = { (int64_t)f->obj[k], (int64_t)(off + done), (int64_t)f->obj_gen[k] };
+		struct arc_exec x = { 0 };
+		int64_t v = arf_seg_run(&s->data, &x, "write", a, 3, p + done, n - done);
+		free(x.out);
+		if (v == -EIO) {
+			snprintf(f->msg, sizeof f->msg, "data server %s: %s", s->name, s->data.msg);
+			return -EIO;
+		}
+		if (v < 0)
+			return (int)v;
+		if (v == 0 || (uint64_t)v > n - done) {
+			/* a run places at least one byte or fails; anything else is not ours */
+			snprintf(f->msg, sizeof f->msg, "data server %s: write: %lld of %zu bytes",
+			         s->name, (long long)v, n - done);
+			return -EIO;
+		}
+		done += (size_t)v;
+	}
+	return 0;
+}
+
+int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_t len)
+{
+	struct arf_cluster *cl = f->cl;
+	const char *src = buf;
+	size_t done = 0;
+	struct batch b;
+	while (done < len) {
+		int rc = plan(f, &b, off + done, len - done, src + done);
+		if (rc < 0)
+			return rc;
+		struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+		int64_t args[ARF_CLUSTER_MAX][3];
+		int rcs[ARF_CLUSTER_MAX];
+		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		for (unsigned k = 0; k < cl->n; k++) {
+			if (!b.cnt[k])
+				continue;
+			if ((rc = obj_get(f, k, true)) < 0)
+				return rc;
+			struct dsrv *s = &cl->s[k];
+			args[m][0] = (int64_t)f->obj[k];
+			args[m][1] = (int64_t)b.start[k];
+			args[m][2] = (int64_t)f->obj_gen[k];
+			xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+			                           .seg_id = s->data.id, .entry = "write",
+			                           .args = args[m], .n_args = 3,
+			                           .argbytes = f->buf[k], .argbytes_len = b.cnt[k] };
+			xs[m] = &xv[m];
+			as[m] = s->a;
+			who[m++] = k;
+		}
+		arc_exec_many(as, xs, rcs, m);
+		int err = 0;
+		for (unsigned i = 0; i < m; i++) {
+			unsigned k = who[i];
+			int64_t v = xv[i].value;
+			int e = 0;
+			if (rcs[i] != 0)
+				e = run_fail(f, k, "write", &xv[i]);
+			else if (v == -EAGAIN || (v > 0 && (uint64_t)v < b.cnt[k]))
+				e = write_rest(f, k, b.start[k] + (v > 0 ? (uint64_t)v : 0),
+				               f->buf[k] + (v > 0 ? v : 0), b.cnt[k] - (v > 0 ? (size_t)v : 0));
+			else if (v < 0)
+				e = (int)v;
+			else if ((uint64_t)v != b.cnt[k]) {
+				snprintf(f->msg, sizeof f->msg, "data server %s: write: %lld of %zu bytes",
+				         cl->s[k].name, (long long)v, b.cnt[k]);
+				e = -EIO;
+			}
+			free(xv[i].out);
+			if (e && !err)
+				err = e;
+		}
+		if (err)
+			return err;
+		done += b.len;
+	}
+	return (int64_t)done;
+}
+
+int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
+{
+	struct arf_cluster *cl = f->cl;
+	char *dst = buf;
+	size_t done = 0;
+	struct batch b;
+	while (done < len) {
+		int rc = plan(f, &b, off + done, len - done, NULL);
+		if (rc < 0)
+			return rc;
+		struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+		int64_t args[ARF_CLUSTER_MAX][4];
+		int rcs[ARF_CLUSTER_MAX];
+		size_t got[ARF_CLUSTER_MAX] = { 0 };
+		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		for (unsigned k = 0; k < cl->n; k++) {
+			if (!b.cnt[k])
+				continue;
+			if ((rc = obj_get(f, k, false)) < 0)
+				return rc;
+			if (!f->obj[k])
+				continue;            /* no object: zeros */
+			struct dsrv *s = &cl->s[k];
+			args[m][0] = (int64_t)f->obj[k];
+			args[m][1] = (int64_t)b.start[k];
+			args[m][2] = (int64_t)b.cnt[k];
+			args[m][3] = (int64_t)f->obj_gen[k];
+			xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+			                           .seg_id = s->data.id, .entry = "read",
+			                           .args = args[m], .n_args = 4, .out_max = b.cnt[k] };
+			xs[m] = &xv[m];
+			as[m] = s->a;
+			who[m++] = k;
+		}
+		arc_exec_many(as, xs, rcs, m);
+		int err = 0;
+		for (unsigned i = 0; i < m; i++) {
+			unsigned k = who[i];
+			int64_t v = xv[i].value;
+			int e = 0;
+			if (rcs[i] != 0)
+				e = run_fail(f, k, "read", &xv[i]);
+			else if (v < 0)
+				e = (int)v;
+			else if ((uint64_t)v > b.cnt[k] || xv[i].out_len != (uint64_t)v) {
+				snprintf(f->msg, sizeof f->msg, "data server %s: read: %lld bytes, %llu of "
+				         "output", cl->s[k].name, (long long)v,
+				         (unsigned long long)xv[i].out_len);
+				e = -EIO;
+			} else {
+				/* short: the object ends there (the rest of the file's bytes are a hole) */
+				memcpy(f->buf[k], xv[i].out, (size_t)v);
+				got[k] = (size_t)v;
+			}
+			free(xv[i].out);
+			if (e && !err)
+				err = e;
+		}
+		if (err)
+			return err;
+		/* scatter: the same pieces as plan's, in the same order */
+		size_t pos[ARF_CLUSTER_MAX] = { 0 }, at = 0;
+		while (at < b.len) {
+			uint64_t o = off + done + at, s = o / cl->unit;
+			unsigned k = (unsigned)(s % cl->n);
+			size_t p = cl->unit - (size_t)(o % cl->unit);
+			if (p > b.len - at)
+				p = b.len - at;
+			size_t have = got[k] > pos[k] ? got[k] - pos[k] : 0;
+			if (have > p)
+				have = p;
+			memcpy(dst + done + at, f->buf[k] + pos[k], have);
+			memset(dst + done + at + have, 0, p - have);
+			pos[k] += p;
+			at += p;
+		}
+		done += b.len;
+	}
+	return (int64_t)done;
+}
+
+int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
+{
+	struct arf_cluster *cl = f->cl;
+	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+	int64_t args[ARF_CLUSTER_MAX][3];
+	int rcs[ARF_CLUSTER_MAX];
+	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	for (unsigned k = 0; k < cl->n; k++) {
+		int rc = obj_get(f, k, false);
+		if (rc < 0)
+			return rc;
+		if (!f->obj[k])
+			continue;
+		struct dsrv *s = &cl->s[k];
+		args[m][0] = (int64_t)f->obj[k];
+		args[m][1] = (int64_t)arf_cl_obj_len(size, cl->unit, cl->n, k);
+		args[m][2] = (int64_t)f->obj_gen[k];
+		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+		                           .seg_id = s->data.id, .entry = "truncate",
+		                           .args = args[m], .n_args = 3 };
+		xs[m] = &xv[m];
+		as[m] = s->a;
+		who[m++] = k;
+	}
+	arc_exec_many(as, xs, rcs, m);
+	int err = 0;
+	for (unsigned i = 0; i < m; i++) {
+		int e = rcs[i] ? run_fail(f, who[i], "truncate", &xv[i]) : (int)xv[i].value;
+		if (e > 0)
+			e = 0;
+		if (e == -EAGAIN) {
+			/* locked a moment: once more on its own, with arf_seg_run's retries */
+			struct arc_exec x = { 0 };
+			int64_t v = arf_seg_run(&cl->s[who[i]].data, &x, "truncate", args[i], 3, NULL, 0);
+			free(x.out);
+			if (v == -EIO)
+				snprintf(f->msg, sizeof f->msg, "data server %s: %s", cl->s[who[i]].name,
+				         cl->s[who[i]].data.msg);
+			e = v < 0 ? (int)v : 0;
+		}
+		free(xv[i].out);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
