@@ -13,6 +13,7 @@
  * A read batch is the same with data.pno's read, its replies scattered back into place.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,10 @@
 
 struct dsrv {
 	const char *name;
+	pthread_mutex_t lock;          /* over the setup below */
+	bool ready;                    /* connected, segments installed, dir found */
+	bool down;                     /* unreachable once: every later use fails at once */
+	char down_msg[1400];
 	struct arc *a;
 	struct arf_client *ops;
 	struct arf_seg data;           /* data.pno, installed there */
@@ -36,6 +41,9 @@ struct dsrv {
 };
 
 struct arf_cluster {
+	struct arc *meta;              /* whose endpoint the data servers' connections share */
+	struct arc_opts o;
+	char *ops_seg, *data_seg;
 	unsigned n;
 	uint32_t unit;
 	uint32_t cap;                  /* bytes per server per batch */
@@ -206,8 +214,10 @@ static int srv_open(struct dsrv *s, struct arc *meta, const char *name, const st
                     size_t errlen)
 {
 	char e[1300];
-	memset(s, 0, sizeof *s);
 	s->name = name;
+	s->a = NULL;
+	s->ops = NULL;
+	memset(&s->data, 0, sizeof s->data);
 	s->a = arc_connect_also(meta, name, o, e, sizeof e);
 	if (s->a)
 		s->ops = arf_client_open(s->a, ops_seg, e, sizeof e);
@@ -240,39 +250,82 @@ struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	cl->meta = meta;
+	cl->o = o ? *o : (struct arc_opts){ 0 };
+	cl->ops_seg = ops_seg ? strdup(ops_seg) : NULL;
+	cl->data_seg = data_seg ? strdup(data_seg) : NULL;
 	cl->desc = *desc;
 	cl->n = desc->n;
 	cl->unit = desc->unit;
 	cl->cap = desc->unit > CL_BATCH ? desc->unit : CL_BATCH;
 	for (unsigned k = 0; k < cl->n; k++) {
-		struct dsrv *s = &cl->s[k];
-		if (srv_open(s, meta, cl->desc.server[k], o, ops_seg, data_seg, true, err,
-		             errlen) != 0)
-			goto fail;
-		struct arf_attr at;
-		int64_t dir = arf_lookup_attr(s->ops, 1, ARF_CLUSTER_DIR, &at);
-		if (dir >= 0 && !S_ISDIR(at.mode))
-			dir = -ENOTDIR;
-		if (dir < 0) {
-			snprintf(err, errlen, "data server %s: /%s: %s", s->name, ARF_CLUSTER_DIR,
-			         dir == -EIO ? arf_client_errmsg(s->ops) : strerror((int)-dir));
-			goto fail;
-		}
-		s->dir = (uint64_t)dir;
+		cl->s[k].name = cl->desc.server[k];
+		pthread_mutex_init(&cl->s[k].lock, NULL);
+	}
+	if ((ops_seg && !cl->ops_seg) || (data_seg && !cl->data_seg)) {
+		snprintf(err, errlen, "out of memory");
+		arf_cluster_close(cl);
+		return NULL;
 	}
 	return cl;
-fail:
-	arf_cluster_close(cl);
-	return NULL;
+}
+
+/* Data server k ready for use (connected on first use, so that what needs only the others
+ * works while one is down): 0, or -EIO with a message in msg. */
+static int srv_ready(struct arf_cluster *cl, unsigned k, char *msg, size_t msglen)
+{
+	struct dsrv *s = &cl->s[k];
+	pthread_mutex_lock(&s->lock);
+	int rc = 0;
+	if (s->down) {
+		snprintf(msg, msglen, "%s", s->down_msg);
+		rc = -EIO;
+	} else if (!s->ready) {
+		const char *name = s->name;
+		rc = srv_open(s, cl->meta, name, &cl->o, cl->ops_seg, cl->data_seg, true, msg,
+		              msglen) != 0 ? -EIO : 0;
+		s->name = name;            /* srv_open set it; keep it on failure too */
+		struct arf_attr at;
+		int64_t dir = rc ? 0 : arf_lookup_attr(s->ops, 1, ARF_CLUSTER_DIR, &at);
+		if (dir >= 0 && !rc && !S_ISDIR(at.mode))
+			dir = -ENOTDIR;
+		if (dir < 0) {
+			snprintf(msg, msglen, "data server %s: /%s: %s", name, ARF_CLUSTER_DIR,
+			         dir == -EIO ? arf_client_errmsg(s->ops) : strerror((int)-dir));
+			arf_seg_close(&s->data);
+			arf_client_close(s->ops);
+			arc_close(s->a);
+			s->ops = NULL;
+			s->a = NULL;
+			rc = -EIO;
+		}
+		s->dir = (uint64_t)dir;
+		s->ready = rc == 0;
+		/* not reachable (or not a data server): this handle does not ask again, so a
+		 * command over many files waits for a dead server once, not once a file */
+		if (rc) {
+			s->down = true;
+			snprintf(s->down_msg, sizeof s->down_msg, "%s", msg);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }
 
 void arf_cluster_close(struct arf_cluster *cl)
 {
 	if (!cl)
 		return;
-	for (unsigned k = cl->n; k-- > 0;)
-		if (cl->s[k].a)
-			srv_close(&cl->s[k]);
+	for (unsigned k = cl->n; k-- > 0;) {
+		struct dsrv *s = &cl->s[k];
+		arf_seg_close(&s->data);
+		arf_client_close(s->ops);
+		if (s->a)
+			arc_close(s->a);
+		pthread_mutex_destroy(&s->lock);
+	}
+	free(cl->ops_seg);
+	free(cl->data_seg);
 	free(cl);
 }
 
@@ -415,6 +468,9 @@ static int obj_get(struct arf_cl_file *f, unsigned k, bool create)
 {
 	if (f->obj[k] || (f->looked[k] && !create))
 		return 0;
+	int rc = srv_ready(f->cl, k, f->msg, sizeof f->msg);
+	if (rc < 0)
+		return rc;
 	struct dsrv *s = &f->cl->s[k];
 	char name[48];
 	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
@@ -481,11 +537,23 @@ static int plan(struct arf_cl_file *f, struct batch *b, uint64_t off, size_t len
 	return 0;
 }
 
-static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x)
+/* Run x on server k failed with rc (arc's): -EIO with the message.  A server that did
+ * not answer in time, or whose connection broke past the outage limit, is down for this
+ * handle from now on. */
+static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x,
+                    int rc)
 {
 	struct dsrv *s = &f->cl->s[k];
 	snprintf(f->msg, sizeof f->msg, "data server %s: %s: %s", s->name, what,
 	         x->trapped ? x->trap.text : arc_errmsg(s->a));
+	if (rc == -AR_ETIMEDOUT || rc == -AR_ENET) {
+		pthread_mutex_lock(&s->lock);
+		if (!s->down) {
+			s->down = true;
+			snprintf(s->down_msg, sizeof s->down_msg, "%s", f->msg);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
 	return -EIO;
 }
 
@@ -556,7 +624,7 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 			int64_t v = xv[i].value;
 			int e = 0;
 			if (rcs[i] != 0)
-				e = run_fail(f, k, "write", &xv[i]);
+				e = run_fail(f, k, "write", &xv[i], rcs[i]);
 			else if (v == -EAGAIN || (v > 0 && (uint64_t)v < b.cnt[k]))
 				e = write_rest(f, k, b.start[k] + (v > 0 ? (uint64_t)v : 0),
 				               f->buf[k] + (v > 0 ? v : 0), b.cnt[k] - (v > 0 ? (size_t)v : 0));
@@ -620,7 +688,7 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 			int64_t v = xv[i].value;
 			int e = 0;
 			if (rcs[i] != 0)
-				e = run_fail(f, k, "read", &xv[i]);
+				e = run_fail(f, k, "read", &xv[i], rcs[i]);
 			else if (v < 0)
 				e = (int)v;
 			else if ((uint64_t)v > b.cnt[k] || xv[i].out_len != (uint64_t)v) {
@@ -688,7 +756,7 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 	arc_exec_many(as, xs, rcs, m);
 	int err = 0;
 	for (unsigned i = 0; i < m; i++) {
-		int e = rcs[i] ? run_fail(f, who[i], "truncate", &xv[i]) : (int)xv[i].value;
+		int e = rcs[i] ? run_fail(f, who[i], "truncate", &xv[i], rcs[i]) : (int)xv[i].value;
 		if (e > 0)
 			e = 0;
 		if (e == -EAGAIN) {
