@@ -9,7 +9,8 @@
 # one shows no stale byte; every image is fsck-clean after arfd stops; a one-server image
 # works as before.  Faults: a hung (SIGSTOP) and a killed (SIGKILL, also in the middle of an
 # import) data server make the commands fail with a message naming it within 10 s, while
-# a file none of whose bytes are on it is still read.
+# a file none of whose bytes are on it is still read.  arf mount and arf grep refuse a
+# cluster (not served yet) with a message.
 #
 #   BUILD=build sh tests/integration/arf_cluster.sh     prints "N passed, N failed" last
 # Every call is bounded by `timeout`; on exit whatever was started is killed.
@@ -122,6 +123,14 @@ contains "description kept" "$tmp/out" "server $ep_3"
 # a cluster is made on an empty image only
 run "$BUILD/arf" cluster init "$ep_1" "$ep_2"; check_rc "init over files" 1 $?
 contains "init over files" "$tmp/err" "holds 'stripes'"
+
+# mount and grep do not serve clusters yet: they say so instead of showing zeros
+mkdir "$tmp/mnt"
+run "$BUILD/arf" mount "$M" "$tmp/mnt"
+if [ $? -ne 0 ]; then ok; else bad "arf mount of a cluster succeeded"; fusermount3 -u "$tmp/mnt"; fi
+contains "mount refuses a cluster" "$tmp/err" "does not serve clusters yet"
+run "$BUILD/arf" grep -r x "$M:/t"; check_rc "grep refuses a cluster" 2 $?
+contains "grep refuses a cluster" "$tmp/err" "does not search clusters yet"
 
 # ---- faults: each within 10 s, a message naming the server
 elapsed() { echo $(( $(date +%s) - $1 )); }
