@@ -1,6 +1,8 @@
 /* arc.c: libarc.  Each request is one Paradis-Net Cooperation with one receive descriptor
  * (the reply lands in a buffer Paradis-Net allocates for it), so any number of requests from
- * any number of threads can be in flight on one connection.
+ * any number of threads can be in flight on one connection.  arc_exec_many is the
+ * exception: runs on several servers that share one endpoint (arc_connect_also) in one
+ * Cooperation over as many descriptors (scatter/gather, ARF's striped files).
  */
 #include <malloc.h>
 #include <unistd.h>
