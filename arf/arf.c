@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	"usage: arf mkfs IMAGE --size SIZE [--inodes N]\n"
 	"       arf fsck IMAGE [--repair]\n"
+	"       arf fsck --cluster META_ENDPOINT [--repair]\n"
 	"       arf mount ENDPOINT MOUNTPOINT [-o OPTIONS] [-f] [-s]\n"
 	"       arf umount MOUNTPOINT\n"
 	"       arf import [-j N] SRC_DIR ENDPOINT:/DEST\n"
@@ -44,7 +46,9 @@ static void usage(FILE *f)
 	"  fsck   check every invariant of IMAGE and report each problem; --repair fixes what\n"
 	"         it can (orphans go to /lost+found as #INODE, unlinked ones are freed).  Never\n"
 	"         run it on an image arfd is serving.  Exit status: 0 clean, 1 repaired, 4\n"
-	"         problems left, 8 could not check\n"
+	"         problems left, 8 could not check.  --cluster checks a running cluster's\n"
+	"         data servers against its metadata server: leaked stripe objects and stale\n"
+	"         tails (--repair removes and cuts them; run it while no client writes)\n"
 	"  mount  mount the image an arfd serves (arfd --arf) at MOUNTPOINT through FUSE; -f\n"
 	"         stays in the foreground, -s serves requests on one thread.  OPTIONS:\n"
 	"         attr_timeout=S, entry_timeout=S (seconds\n"
@@ -128,13 +132,70 @@ static void print_line(void *user, enum arf_fsck_line kind, const char *line)
 	printf("%s%s\n", kind == ARF_FSCK_NOTE ? "note: " : "", line);
 }
 
+static void print_cluster_line(void *user, int kind, const char *line)
+{
+	print_line(user, (enum arf_fsck_line)kind, line);
+}
+
+/* arf fsck --cluster META_ENDPOINT: every data server's objects against the metadata image
+ * (arf_cluster_fsck), through the servers. */
+static int fsck_cluster(const char *meta, bool repair)
+{
+	char err[1400];
+	char *ops_seg = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	char *data_seg = arf_seg_path("ARF_DATA_SEG", "data.pno");
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+	                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	struct arf_cluster_desc *desc = calloc(1, sizeof *desc);
+	struct arc *a = desc ? arc_connect(meta, &ao, err, sizeof err) : NULL;
+	struct arf_client *c = a ? arf_client_open(a, ops_seg, err, sizeof err) : NULL;
+	struct arf_data *d = c ? arf_data_open(a, data_seg, err, sizeof err) : NULL;
+	struct arf_cluster *cl = NULL;
+	int rc = ARF_FSCK_ERROR;
+	if (!d || arf_cluster_read(c, d, desc, err, sizeof err) < 0) {
+		fprintf(stderr, "arf fsck: %s: %s\n", meta, desc ? err : "out of memory");
+	} else if (desc->n == 0) {
+		fprintf(stderr, "arf fsck: %s: not a cluster (fsck its image: arf fsck IMAGE)\n", meta);
+	} else if (!(cl = arf_cluster_open(a, desc, &dao, ops_seg, data_seg, err, sizeof err))) {
+		fprintf(stderr, "arf fsck: %s\n", err);
+	} else {
+		struct arf_cluster_fsck fk = { .repair = repair, .report = print_cluster_line };
+		rc = arf_cluster_fsck(cl, c, &fk);
+		if (rc == ARF_FSCK_CLEAN)
+			printf("%s: cluster clean, %" PRIu64 " objects on %u data servers\n", meta,
+			       fk.objects, desc->n);
+		else if (rc == ARF_FSCK_REPAIRED)
+			printf("%s: %" PRIu64 " problems, all repaired\n", meta, fk.problems);
+		else if (rc == ARF_FSCK_PROBLEMS)
+			printf("%s: %" PRIu64 " problems, %" PRIu64 " repaired%s\n", meta, fk.problems,
+			       fk.repaired, repair ? "" : " (run with --repair to fix them)");
+		else
+			printf("%s: the cluster could not be checked\n", meta);
+	}
+	arf_cluster_close(cl);
+	arf_data_close(d);
+	arf_client_close(c);
+	if (a)
+		arc_close(a);
+	free(desc);
+	free(ops_seg);
+	free(data_seg);
+	fflush(stdout);
+	return rc;
+}
+
 static int cmd_fsck(int argc, char **argv)
 {
 	const char *image = NULL;
 	struct arf_fsck_opts o = { .report = print_line };
+	bool cluster = false;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--repair"))
 			o.repair = true;
+		else if (!strcmp(argv[i], "--cluster"))
+			cluster = true;
 		else if (argv[i][0] != '-' && !image)
 			image = argv[i];
 		else {
@@ -143,9 +204,12 @@ static int cmd_fsck(int argc, char **argv)
 		}
 	}
 	if (!image) {
-		fprintf(stderr, "arf fsck: needs IMAGE (see arf --help)\n");
+		fprintf(stderr, "arf fsck: needs %s (see arf --help)\n",
+		        cluster ? "META_ENDPOINT" : "IMAGE");
 		return ARF_FSCK_ERROR;
 	}
+	if (cluster)
+		return fsck_cluster(image, o.repair);
 	struct arf_fsck_result r;
 	int rc = arf_fsck(image, &o, &r);
 	switch (rc) {

@@ -105,6 +105,26 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len);
  * come back as stale data if the file grew again): 0 or -errno. */
 int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);
 
+/* fsck across the cluster, online: every object in every data server's /stripes must name
+ * a regular file of the metadata image by inode number and generation, and hold no more
+ * than that file keeps on its server (arf_cl_obj_len of its size).  Anything else is a
+ * problem: a leaked object (its file is gone, or the number was reused: another
+ * generation), a stale tail (bytes past the file's share: a crash between the stripes and
+ * the size, or a shrink not finished), a name that is no object's.  With repair, leaked
+ * objects are removed and stale tails cut.  Run it while no client writes to the cluster:
+ * a file being written has stripes ahead of its size.  report(user, kind, line) gets one
+ * line per problem, action and note (kinds as arf_fsck's).  Returns an enum arf_fsck_status
+ * (ARF_FSCK_ERROR when a server could not be read: that line says why); *objects counts
+ * the objects seen, *problems and *repaired as arf_fsck's. */
+struct arf_cluster_fsck {
+	bool repair;
+	void (*report)(void *user, int kind, const char *line);
+	void *user;
+	uint64_t objects, problems, repaired;
+};
+int arf_cluster_fsck(struct arf_cluster *cl, struct arf_client *meta,
+                     struct arf_cluster_fsck *fk);
+
 /* The bytes of a file of size bytes that data server k of n holds (its object's length). */
 uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned k);
 

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "arc.h"
+#include "arf.h"
 #include "arf_cluster.h"
 #include "arf_data.h"
 #include "arf_ops.h"
@@ -675,4 +677,166 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 			err = e;
 	}
 	return err;
+}
+
+/* ---- fsck across the cluster ---- */
+
+static void fk_say(struct arf_cluster_fsck *fk, int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fk_say(struct arf_cluster_fsck *fk, int kind, const char *fmt, ...)
+{
+	if (!fk->report)
+		return;
+	char line[1600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fk->report(fk->user, kind, line);
+}
+
+/* "INO.GEN", both decimal without sign or leading junk: true with *ino, *gen. */
+static bool object_name(const char *name, uint64_t *ino, uint64_t *gen)
+{
+	const char *p = name;
+	uint64_t v[2] = { 0, 0 };
+	for (int part = 0; part < 2; part++) {
+		const char *start = p;
+		/* at most 20 digits: a u64 */
+		while (*p >= '0' && *p <= '9' && p - start < 20) {
+			uint64_t d = (uint64_t)(*p - '0');
+			if (v[part] > (UINT64_MAX - d) / 10)
+				return false;
+			v[part] = v[part] * 10 + d;
+			p++;
+		}
+		if (p == start || (*p != (part ? '\0' : '.')))
+			return false;
+		if (!part)
+			p++;
+	}
+	*ino = v[0];
+	*gen = v[1];
+	return *ino != 0;
+}
+
+/* One object: check it against the metadata image, and repair.  false when the metadata
+ * server could not answer (the check cannot go on). */
+static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigned k,
+                        const struct arf_dirent *e, const struct arf_attr *oa,
+                        struct arf_cluster_fsck *fk)
+{
+	struct dsrv *s = &cl->s[k];
+	uint64_t ino, gen;
+	fk->objects++;
+	if (!object_name(e->name, &ino, &gen) || !S_ISREG(oa->mode)) {
+		fk->problems++;
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: %s", s->name, ARF_CLUSTER_DIR,
+		       e->name, S_ISREG(oa->mode) ? "not an object's name (INO.GEN)"
+		                                   : "not a regular file");
+		return true;                 /* not ours to remove */
+	}
+	struct arf_attr ma;
+	int rc = arf_getattr(meta, ino, &ma);
+	if (rc == -EIO) {
+		fk_say(fk, ARF_FSCK_NOTE, "metadata server: inode %llu: %s", (unsigned long long)ino,
+		       arf_client_errmsg(meta));
+		return false;
+	}
+	const char *leak = rc == -ENOENT || rc == -EINVAL ? "no such inode"
+	                 : rc < 0 ? strerror(-rc)
+	                 : !S_ISREG(ma.mode) ? "not a regular file"
+	                 : ma.gen != gen ? "another generation" : NULL;
+	if (leak) {
+		fk->problems++;
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: leaked, %llu bytes (the "
+		       "metadata inode %llu: %s)", s->name, ARF_CLUSTER_DIR, e->name,
+		       (unsigned long long)oa->size, (unsigned long long)ino, leak);
+		if (fk->repair) {
+			int u = arf_unlink(s->ops, s->dir, e->name);
+			if (u == 0) {
+				fk->repaired++;
+				fk_say(fk, ARF_FSCK_ACTION, "  repaired: removed");
+			} else {
+				fk_say(fk, ARF_FSCK_NOTE, "  not repaired: %s",
+				       u == -EIO ? arf_client_errmsg(s->ops) : strerror(-u));
+			}
+		}
+		return true;
+	}
+	uint64_t share = arf_cl_obj_len(ma.size, cl->unit, cl->n, k);
+	if (oa->size > share) {
+		fk->problems++;
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: %llu bytes, its file (%llu "
+		       "bytes) keeps %llu here: a stale tail", s->name, ARF_CLUSTER_DIR, e->name,
+		       (unsigned long long)oa->size, (unsigned long long)ma.size,
+		       (unsigned long long)share);
+		if (fk->repair) {
+			int64_t a[3] = { (int64_t)e->ino, (int64_t)share, (int64_t)oa->gen };
+			struct arc_exec x = { 0 };
+			int64_t v = arf_seg_run(&s->data, &x, "truncate", a, 3, NULL, 0);
+			free(x.out);
+			if (v >= 0) {
+				fk->repaired++;
+				fk_say(fk, ARF_FSCK_ACTION, "  repaired: cut to %llu bytes",
+				       (unsigned long long)share);
+			} else {
+				fk_say(fk, ARF_FSCK_NOTE, "  not repaired: %s",
+				       v == -EIO ? s->data.msg : strerror((int)-v));
+			}
+		}
+	}
+	return true;
+}
+
+int arf_cluster_fsck(struct arf_cluster *cl, struct arf_client *meta,
+                     struct arf_cluster_fsck *fk)
+{
+	enum { BATCH = 256 };
+	/* a directory holds at most 2^32 inodes' entries: this many batches is past any real one */
+	const uint64_t max_batches = (1ull << 32) / BATCH + 1;
+	struct arf_dirent *ents = malloc(BATCH * sizeof *ents);
+	struct arf_attr *attrs = malloc(BATCH * sizeof *attrs);
+	fk->objects = fk->problems = fk->repaired = 0;
+	int status = ARF_FSCK_CLEAN;
+	if (!ents || !attrs) {
+		fk_say(fk, ARF_FSCK_NOTE, "out of memory");
+		status = ARF_FSCK_ERROR;
+	}
+	for (unsigned k = 0; k < cl->n && status != ARF_FSCK_ERROR; k++) {
+		char msg[1400];
+		if (srv_ready(cl, k, msg, sizeof msg) != 0) {
+			fk_say(fk, ARF_FSCK_NOTE, "%s", msg);
+			status = ARF_FSCK_ERROR;
+			break;
+		}
+		struct dsrv *s = &cl->s[k];
+		/* removing entries while reading the directory is safe: readdir cookies are record
+		 * offsets, and records never move (docs/arf.md, Directories) */
+		uint64_t cookie = 0, batches = 0;
+		do {
+			int n = arf_readdirplus(s->ops, s->dir, &cookie, ents, attrs, BATCH);
+			if (n < 0 || ++batches > max_batches) {
+				fk_say(fk, ARF_FSCK_NOTE, "data server %s: /%s: %s", s->name,
+				       ARF_CLUSTER_DIR, n >= 0 ? "a directory without end"
+				       : n == -EIO ? arf_client_errmsg(s->ops) : strerror(-n));
+				status = ARF_FSCK_ERROR;
+				break;
+			}
+			for (int i = 0; i < n; i++) {
+				if (attrs[i].mode == 0)
+					continue;        /* removed between the two */
+				if (!fsck_object(cl, meta, k, &ents[i], &attrs[i], fk)) {
+					status = ARF_FSCK_ERROR;
+					break;
+				}
+			}
+		} while (cookie != 0 && status != ARF_FSCK_ERROR);
+	}
+	free(ents);
+	free(attrs);
+	if (status == ARF_FSCK_ERROR)
+		return status;
+	return fk->problems == 0 ? ARF_FSCK_CLEAN
+	     : fk->repaired == fk->problems ? ARF_FSCK_REPAIRED : ARF_FSCK_PROBLEMS;
 }
