@@ -401,6 +401,67 @@ static int obj_get(struct arf_cl_file *f, unsigned k, bool create)
 	return 0;
 }
 
+/* Find (or with create, make) the objects of the servers marked in need, all in one
+ * Cooperation (lookupattr or mknodattr of ops.pno on each); what that does not settle (a
+ * race with another maker, a locked directory, a failure) goes through obj_get one by one,
+ * which also words the error.  0 or -errno. */
+static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
+{
+	struct arf_cluster *cl = f->cl;
+	char name[48];
+	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
+	         (unsigned long long)f->gen);
+	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+	int64_t args[ARF_CLUSTER_MAX][5];
+	int rcs[ARF_CLUSTER_MAX];
+	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (!need[k] || f->obj[k] || (f->looked[k] && !create))
+			continue;
+		int rc = srv_ready(cl, k, f->msg, sizeof f->msg);
+		if (rc < 0)
+			return rc;
+		struct dsrv *s = &cl->s[k];
+		const struct arf_seg *os = arf_client_seg(s->ops);
+		int64_t *a = args[m];
+		a[0] = (int64_t)s->dir;
+		a[1] = S_IFREG | 0600;
+		a[2] = a[3] = a[4] = 0;    /* uid, gid, rdev */
+		xv[m] = (struct arc_exec){ .seg = os->bytes, .seg_len = os->len, .seg_id = os->id,
+		                           .entry = create ? "mknodattr" : "lookupattr", .args = a,
+		                           .n_args = create ? 5 : 1, .argbytes = name,
+		                           .argbytes_len = strlen(name) };
+		xs[m] = &xv[m];
+		as[m] = s->a;
+		who[m++] = k;
+	}
+	if (m > 1)                     /* one alone: obj_get does the same */
+		arc_exec_many(as, xs, rcs, m);
+	for (unsigned i = 0; i < m && m > 1; i++) {
+		unsigned k = who[i];
+		int64_t v = xv[i].value;
+		struct arf_attr at;
+		if (rcs[i] == 0 && v > 0 && xv[i].out_len == ARF_ATTR_BYTES) {
+			arf_attr_decode(xv[i].out, &at);
+			if (S_ISREG(at.mode)) {
+				f->obj[k] = (uint64_t)v;
+				f->obj_gen[k] = at.gen;
+				f->looked[k] = true;
+			}
+		} else if (rcs[i] == 0 && v == -ENOENT && !create) {
+			f->looked[k] = true;   /* no object there: zeros */
+		}
+		free(xv[i].out);
+	}
+	for (unsigned i = 0; i < m; i++) {
+		int rc = obj_get(f, who[i], create);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* The runs of one batch: server k's bytes go to (or come from) its object at start[k],
  * cnt[k] of them, gathered in f->buf[k]. */
 struct batch {
@@ -503,11 +564,14 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 		int64_t args[ARF_CLUSTER_MAX][3];
 		int rcs[ARF_CLUSTER_MAX];
 		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		bool need[ARF_CLUSTER_MAX];
+		for (unsigned k = 0; k < cl->n; k++)
+			need[k] = b.cnt[k] != 0;
+		if ((rc = objs_get(f, need, true)) < 0)
+			return rc;
 		for (unsigned k = 0; k < cl->n; k++) {
 			if (!b.cnt[k])
 				continue;
-			if ((rc = obj_get(f, k, true)) < 0)
-				return rc;
 			struct dsrv *s = &cl->s[k];
 			args[m][0] = (int64_t)f->obj[k];
 			args[m][1] = (int64_t)b.start[k];
@@ -565,11 +629,14 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 		int rcs[ARF_CLUSTER_MAX];
 		size_t got[ARF_CLUSTER_MAX] = { 0 };
 		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		bool need[ARF_CLUSTER_MAX];
+		for (unsigned k = 0; k < cl->n; k++)
+			need[k] = b.cnt[k] != 0;
+		if ((rc = objs_get(f, need, false)) < 0)
+			return rc;
 		for (unsigned k = 0; k < cl->n; k++) {
 			if (!b.cnt[k])
 				continue;
-			if ((rc = obj_get(f, k, false)) < 0)
-				return rc;
 			if (!f->obj[k])
 				continue;            /* no object: zeros */
 			struct dsrv *s = &cl->s[k];
@@ -639,10 +706,13 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 	int64_t args[ARF_CLUSTER_MAX][3];
 	int rcs[ARF_CLUSTER_MAX];
 	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	bool need[ARF_CLUSTER_MAX];
+	for (unsigned k = 0; k < cl->n; k++)
+		need[k] = true;
+	int rc = objs_get(f, need, false);
+	if (rc < 0)
+		return rc;
 	for (unsigned k = 0; k < cl->n; k++) {
-		int rc = obj_get(f, k, false);
-		if (rc < 0)
-			return rc;
 		if (!f->obj[k])
 			continue;
 		struct dsrv *s = &cl->s[k];
