@@ -253,7 +253,8 @@ static int meta_empty(struct arf_client *c, char *err, size_t errlen)
 		return n;
 	}
 	for (int i = 0; i < n; i++)
-		if (strcmp(ents[i].name, "lost+found") != 0) {
+		if (strcmp(ents[i].name, "lost+found") != 0 &&
+		    strcmp(ents[i].name, ARF_CLUSTER_FILE ".new") != 0) {
 			snprintf(err, errlen, "metadata server: / holds '%s': a cluster is made on an "
 			         "empty image (the bytes of files stored before are in the image, where "
 			         "a cluster does not read them)", ents[i].name);
@@ -283,11 +284,44 @@ int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
 	int rc = meta_empty(c, err, errlen);
 	if (rc < 0)
 		return rc;
+	/* every image once: two names of one server (or the metadata server's own image as a
+	 * data server) would put two servers' stripes into one object.  Images are told apart
+	 * by the uuid mkfs gave them. */
+	uint8_t (*uuid)[16] = calloc(desc->n + 1, sizeof *uuid);
+	if (!uuid) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (arc_read(meta, "arf", ARF_SB_UUID, uuid[desc->n], 16) != 0) {
+		snprintf(err, errlen, "metadata server: superblock: %s", arc_errmsg(meta));
+		free(uuid);
+		return -EIO;
+	}
 	/* 1. every data server's /stripes (an empty one left by an earlier attempt is kept) */
 	for (unsigned k = 0; k < desc->n; k++) {
 		struct dsrv s;
-		if (srv_open(&s, meta, desc->server[k], o, ops_seg, data_seg, false, err, errlen) != 0)
+		if (srv_open(&s, meta, desc->server[k], o, ops_seg, data_seg, false, err, errlen) != 0) {
+			free(uuid);
 			return -EIO;
+		}
+		if (arc_read(s.a, "arf", ARF_SB_UUID, uuid[k], 16) != 0) {
+			snprintf(err, errlen, "data server %s: superblock: %s", s.name, arc_errmsg(s.a));
+			srv_close(&s);
+			free(uuid);
+			return -EIO;
+		}
+		for (unsigned j = 0; j <= desc->n; j++)
+			if (j != k && (j < k || j == desc->n) && !memcmp(uuid[j], uuid[k], 16)) {
+				if (j == desc->n)
+					snprintf(err, errlen, "data server %s: serves the metadata server's "
+					         "own image", s.name);
+				else
+					snprintf(err, errlen, "data server %s: serves the same image as %s",
+					         s.name, desc->server[j]);
+				srv_close(&s);
+				free(uuid);
+				return -EINVAL;
+			}
 		int64_t dir = arf_mkdir(s.ops, 1, ARF_CLUSTER_DIR, 0700, getuid(), getgid());
 		if (dir == -EEXIST) {
 			struct arf_attr at;
@@ -301,6 +335,7 @@ int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
 				snprintf(err, errlen, "data server %s: /%s holds stripes already (of "
 				         "another cluster?)", s.name, ARF_CLUSTER_DIR);
 				srv_close(&s);
+				free(uuid);
 				return -ENOTEMPTY;
 			}
 			if (n < 0)
@@ -310,10 +345,12 @@ int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
 			snprintf(err, errlen, "data server %s: /%s: %s", s.name, ARF_CLUSTER_DIR,
 			         dir == -EIO ? arf_client_errmsg(s.ops) : strerror((int)-dir));
 			srv_close(&s);
+			free(uuid);
 			return (int)dir;
 		}
 		srv_close(&s);
 	}
+	free(uuid);
 	/* 2. the description under a temporary name, durable, then renamed into place: the
 	 * rename is the commit (a crash before it leaves a one-server image and a stray
 	 * temporary file, which a new attempt replaces) */

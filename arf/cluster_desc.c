@@ -75,6 +75,11 @@ int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, 
 				snprintf(err, errlen, "line %u: server %s: expected tcp:HOST:PORT", line, val);
 				return -1;
 			}
+			for (unsigned k = 0; k < d->n; k++)
+				if (!strcmp(d->server[k], val)) {
+					snprintf(err, errlen, "line %u: server %s: listed twice", line, val);
+					return -1;
+				}
 			snprintf(d->server[d->n++], ARF_CLUSTER_EP_MAX, "%s", val);
 		} else {
 			snprintf(err, errlen, "line %u: unknown key '%.32s'", line, key);

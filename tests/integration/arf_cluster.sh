@@ -1,7 +1,8 @@
 #!/bin/sh
 # arf_cluster.sh: ARF on a cluster (docs/cluster.md) on loopback: 1 metadata + 3 data arfd
 # servers, stripe unit 64 KiB.  `arf cluster init` records the data servers in the metadata
-# image (once: a second init, or an init of a non-empty image, is refused); `arf import` /
+# image (once: a second init, an init of a non-empty image, or one naming an image twice
+# is refused); `arf import` /
 # `arf export` of files of every size around the stripe boundaries (0, 1, 64K-1, 64K,
 # 64K+1, one row of 3 units and one byte either side, several MiB not a multiple of the
 # unit, sparse ones) come back byte-identical; the stripes are where the layout says (the
@@ -57,6 +58,12 @@ run "$BUILD/arf" cluster show "$M"; check_rc "show before init" 0 $?
 contains "show before init" "$tmp/out" "one server"
 run "$BUILD/arf" cluster init --stripe-unit 3000 "$M" "$ep_1"; check_rc "odd unit" 2 $?
 run "$BUILD/arf" cluster init "$M"; check_rc "no data server" 2 $?
+# every image once: the metadata server's own, or one server under two names, is refused
+run "$BUILD/arf" cluster init "$M" "$ep_1" "$M"; check_rc "init, the metadata image as data" 1 $?
+contains "init, the metadata image as data" "$tmp/err" "serves the metadata server's own image"
+run "$BUILD/arf" cluster init "$M" "$ep_1" "$(echo "$ep_1" | sed 's/127.0.0.1/localhost/')"
+check_rc "init, one server twice" 1 $?
+contains "init, one server twice" "$tmp/err" "serves the same image as $ep_1"
 run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
 run "$BUILD/arf" cluster show "$M"; check_rc "show" 0 $?
 same "description" "$(tr '\n' ' ' <"$tmp/out")" \

@@ -61,6 +61,8 @@ static void test_parse(void)
 	bad_text("arf-cluster 1\nserver\n", "line 2: expected KEY VALUE");
 	bad_text("arf-cluster 1\nserver tcp:h:1 tcp:h:2\n", "line 2: expected KEY VALUE");
 	bad_text("arf-cluster 1\nowner root\n", "line 2: unknown key 'owner'");
+	bad_text("arf-cluster 1\nserver tcp:h:1\nserver tcp:h:2\nserver tcp:h:1\n",
+	         "line 4: server tcp:h:1: listed twice");
 
 	/* a line longer than any the format has */
 	char *t = malloc(1000);
@@ -113,8 +115,13 @@ static void test_format(void)
 	struct arf_cluster_desc *b = calloc(1, sizeof *b);
 	b->n = ARF_CLUSTER_MAX;
 	b->unit = ARF_STRIPE_MAX;
-	for (unsigned k = 0; k < b->n; k++)
-		memset(b->server[k], 'x', ARF_CLUSTER_EP_MAX - 1), memcpy(b->server[k], "tcp:", 4);
+	for (unsigned k = 0; k < b->n; k++) {
+		memset(b->server[k], 'x', ARF_CLUSTER_EP_MAX - 1);
+		/* "tcp:h:" and the number in two digits, then x's: 127 bytes, all different */
+		memcpy(b->server[k], "tcp:h:", 6);
+		b->server[k][6] = (char)('0' + k / 10);
+		b->server[k][7] = (char)('0' + k % 10);
+	}
 	len = arf_cluster_format(b, text, sizeof text);
 	CHECK(len > 0 && len <= ARF_CLUSTER_FILE_MAX, "largest description: %d bytes", len);
 	rc = len > 0 ? arf_cluster_parse(text, (size_t)len, &d, err, sizeof err) : -1;
