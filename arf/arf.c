@@ -63,11 +63,12 @@ static void usage(FILE *f)
 	"  import copy a local tree into the image (no mount needed), N files at once\n"
 	"         (default 8), with a progress line on a terminal; export copies one out.\n"
 	"         On a cluster, files' bytes go to and come from the data servers\n"
-	"  cluster init: make the (empty) image META_ENDPOINT serves the metadata server of\n"
-	"         a cluster whose files are striped over the DATA_ENDPOINTs (each an arfd\n"
-	"         serving its own image) in units of SIZE (default 1M, a multiple of 4K up\n"
-	"         to 4M); show prints the description a cluster's metadata image holds\n"
-	"         (docs/cluster.md)\n"
+	"  cluster init: make the arfd at META_ENDPOINT (its image empty) the metadata\n"
+	"         server of a cluster whose files are striped over the DATA_ENDPOINTs (each\n"
+	"         an arfd serving its own image) in units of SIZE (default 1M, a multiple\n"
+	"         of 4K up to 4M); show prints the description the metadata image holds\n"
+	"         (docs/cluster.md).  import and export serve clusters; mount and grep not\n"
+	"         yet\n"
 	"\n"
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }
