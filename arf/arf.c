@@ -4,12 +4,17 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arc.h"
 #include "arf.h"
+#include "arf_cli.h"
+#include "arf_cluster.h"
+#include "arf_data.h"
+#include "arf_ops.h"
 
 /* fuse.c */
 int arf_cmd_mount(int argc, char **argv);
@@ -25,11 +30,14 @@ static void usage(FILE *f)
 	fprintf(f,
 	"usage: arf mkfs IMAGE --size SIZE [--inodes N]\n"
 	"       arf fsck IMAGE [--repair]\n"
+	"       arf fsck --cluster META_ENDPOINT [--repair]\n"
 	"       arf mount ENDPOINT MOUNTPOINT [-o OPTIONS] [-f] [-s]\n"
 	"       arf umount MOUNTPOINT\n"
 	"       arf import [-j N] SRC_DIR ENDPOINT:/DEST\n"
 	"       arf export [-j N] ENDPOINT:/SRC DEST_DIR\n"
 	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
+	"       arf cluster init [--stripe-unit SIZE] META_ENDPOINT DATA_ENDPOINT...\n"
+	"       arf cluster show META_ENDPOINT\n"
 	"       arf --help\n"
 	"\n"
 	"  mkfs   create IMAGE (a sparse file; an existing file is overwritten) holding an empty\n"
@@ -38,7 +46,9 @@ static void usage(FILE *f)
 	"  fsck   check every invariant of IMAGE and report each problem; --repair fixes what\n"
 	"         it can (orphans go to /lost+found as #INODE, unlinked ones are freed).  Never\n"
 	"         run it on an image arfd is serving.  Exit status: 0 clean, 1 repaired, 4\n"
-	"         problems left, 8 could not check\n"
+	"         problems left, 8 could not check.  --cluster checks a running cluster's\n"
+	"         data servers against its metadata server: leaked stripe objects and stale\n"
+	"         tails (--repair removes and cuts them; run it while no client writes)\n"
 	"  mount  mount the image an arfd serves (arfd --arf) at MOUNTPOINT through FUSE; -f\n"
 	"         stays in the foreground, -s serves requests on one thread.  OPTIONS:\n"
 	"         attr_timeout=S, entry_timeout=S (seconds\n"
@@ -51,7 +61,14 @@ static void usage(FILE *f)
 	"         $ARC_SECRET is the server's secret\n"
 	"  umount unmount it (fusermount3 -u)\n"
 	"  import copy a local tree into the image (no mount needed), N files at once\n"
-	"         (default 8), with a progress line on a terminal; export copies one out\n"
+	"         (default 8), with a progress line on a terminal; export copies one out.\n"
+	"         On a cluster, files' bytes go to and come from the data servers\n"
+	"  cluster init: make the arfd at META_ENDPOINT (its image empty) the metadata\n"
+	"         server of a cluster whose files are striped over the DATA_ENDPOINTs (each\n"
+	"         an arfd serving its own image) in units of SIZE (default 1M, a multiple\n"
+	"         of 4K up to 4M); show prints the description the metadata image holds\n"
+	"         (docs/cluster.md).  import and export serve clusters; mount and grep not\n"
+	"         yet\n"
 	"\n"
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }
@@ -116,13 +133,70 @@ static void print_line(void *user, enum arf_fsck_line kind, const char *line)
 	printf("%s%s\n", kind == ARF_FSCK_NOTE ? "note: " : "", line);
 }
 
+static void print_cluster_line(void *user, int kind, const char *line)
+{
+	print_line(user, (enum arf_fsck_line)kind, line);
+}
+
+/* arf fsck --cluster META_ENDPOINT: every data server's objects against the metadata image
+ * (arf_cluster_fsck), through the servers. */
+static int fsck_cluster(const char *meta, bool repair)
+{
+	char err[1400];
+	char *ops_seg = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	char *data_seg = arf_seg_path("ARF_DATA_SEG", "data.pno");
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+	                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	struct arf_cluster_desc *desc = calloc(1, sizeof *desc);
+	struct arc *a = desc ? arc_connect(meta, &ao, err, sizeof err) : NULL;
+	struct arf_client *c = a ? arf_client_open(a, ops_seg, err, sizeof err) : NULL;
+	struct arf_data *d = c ? arf_data_open(a, data_seg, err, sizeof err) : NULL;
+	struct arf_cluster *cl = NULL;
+	int rc = ARF_FSCK_ERROR;
+	if (!d || arf_cluster_read(c, d, desc, err, sizeof err) < 0) {
+		fprintf(stderr, "arf fsck: %s: %s\n", meta, desc ? err : "out of memory");
+	} else if (desc->n == 0) {
+		fprintf(stderr, "arf fsck: %s: not a cluster (fsck its image: arf fsck IMAGE)\n", meta);
+	} else if (!(cl = arf_cluster_open(a, desc, &dao, ops_seg, data_seg, err, sizeof err))) {
+		fprintf(stderr, "arf fsck: %s\n", err);
+	} else {
+		struct arf_cluster_fsck fk = { .repair = repair, .report = print_cluster_line };
+		rc = arf_cluster_fsck(cl, c, &fk);
+		if (rc == ARF_FSCK_CLEAN)
+			printf("%s: cluster clean, %" PRIu64 " objects on %u data servers\n", meta,
+			       fk.objects, desc->n);
+		else if (rc == ARF_FSCK_REPAIRED)
+			printf("%s: %" PRIu64 " problems, all repaired\n", meta, fk.problems);
+		else if (rc == ARF_FSCK_PROBLEMS)
+			printf("%s: %" PRIu64 " problems, %" PRIu64 " repaired%s\n", meta, fk.problems,
+			       fk.repaired, repair ? "" : " (run with --repair to fix them)");
+		else
+			printf("%s: the cluster could not be checked\n", meta);
+	}
+	arf_cluster_close(cl);
+	arf_data_close(d);
+	arf_client_close(c);
+	if (a)
+		arc_close(a);
+	free(desc);
+	free(ops_seg);
+	free(data_seg);
+	fflush(stdout);
+	return rc;
+}
+
 static int cmd_fsck(int argc, char **argv)
 {
 	const char *image = NULL;
 	struct arf_fsck_opts o = { .report = print_line };
+	bool cluster = false;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--repair"))
 			o.repair = true;
+		else if (!strcmp(argv[i], "--cluster"))
+			cluster = true;
 		else if (argv[i][0] != '-' && !image)
 			image = argv[i];
 		else {
@@ -131,9 +205,12 @@ static int cmd_fsck(int argc, char **argv)
 		}
 	}
 	if (!image) {
-		fprintf(stderr, "arf fsck: needs IMAGE (see arf --help)\n");
+		fprintf(stderr, "arf fsck: needs %s (see arf --help)\n",
+		        cluster ? "META_ENDPOINT" : "IMAGE");
 		return ARF_FSCK_ERROR;
 	}
+	if (cluster)
+		return fsck_cluster(image, o.repair);
 	struct arf_fsck_result r;
 	int rc = arf_fsck(image, &o, &r);
 	switch (rc) {
@@ -153,6 +230,90 @@ static int cmd_fsck(int argc, char **argv)
 		break;
 	}
 	fflush(stdout);
+	return rc;
+}
+
+/* arf cluster init|show: the cluster description in a metadata image (arf_cluster.h). */
+static int cmd_cluster(int argc, char **argv)
+{
+	if (argc < 1 || (strcmp(argv[0], "init") != 0 && strcmp(argv[0], "show") != 0)) {
+		fprintf(stderr, "arf cluster: expected init or show (see arf --help)\n");
+		return 2;
+	}
+	bool init = !strcmp(argv[0], "init");
+	struct arf_cluster_desc *desc = calloc(1, sizeof *desc);
+	if (!desc)
+		return 2;
+	desc->unit = ARF_STRIPE_DEFAULT;
+	const char *meta = NULL;
+	int rc = 2;
+	for (int i = 1; i < argc; i++) {
+		uint64_t u;
+		if (init && !strcmp(argv[i], "--stripe-unit") && i + 1 < argc) {
+			if (parse_size(argv[++i], &u) != 0 || u < ARF_STRIPE_MIN || u > ARF_STRIPE_MAX ||
+			    u % ARF_STRIPE_MIN) {
+				fprintf(stderr, "arf cluster: --stripe-unit %s: expected a multiple of 4K "
+				        "from 4K to 4M\n", argv[i]);
+				goto out;
+			}
+			desc->unit = (uint32_t)u;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "arf cluster: %s: unexpected option (see arf --help)\n", argv[i]);
+			goto out;
+		} else if (!meta) {
+			meta = argv[i];
+		} else if (init && desc->n < ARF_CLUSTER_MAX && strlen(argv[i]) < ARF_CLUSTER_EP_MAX) {
+			snprintf(desc->server[desc->n++], ARF_CLUSTER_EP_MAX, "%s", argv[i]);
+		} else {
+			fprintf(stderr, "arf cluster: %s: unexpected argument (at most %d data servers)\n",
+			        argv[i], ARF_CLUSTER_MAX);
+			goto out;
+		}
+	}
+	if (!meta || (init && desc->n == 0)) {
+		fprintf(stderr, "arf cluster: needs %s (see arf --help)\n",
+		        init ? "META_ENDPOINT and at least one DATA_ENDPOINT" : "META_ENDPOINT");
+		goto out;
+	}
+	char err[1400];
+	char *ops_seg = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	char *data_seg = arf_seg_path("ARF_DATA_SEG", "data.pno");
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+	                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	struct arc *a = arc_connect(meta, &ao, err, sizeof err);
+	struct arf_client *c = a ? arf_client_open(a, ops_seg, err, sizeof err) : NULL;
+	struct arf_data *d = c ? arf_data_open(a, data_seg, err, sizeof err) : NULL;
+	if (!d) {
+		fprintf(stderr, "arf cluster: %s: %s\n", meta, err);
+	} else if (init) {
+		int r = arf_cluster_make(a, c, d, desc, &dao, ops_seg, data_seg, err, sizeof err);
+		if (r < 0)
+			fprintf(stderr, "arf cluster: %s\n", err);
+		else
+			printf("%s: a cluster of %u data servers, stripe unit %u bytes\n", meta, desc->n,
+			       desc->unit);
+		rc = r < 0 ? 1 : 0;
+	} else {
+		int r = arf_cluster_read(c, d, desc, err, sizeof err);
+		char text[ARF_CLUSTER_FILE_MAX];
+		if (r < 0)
+			fprintf(stderr, "arf cluster: %s: %s\n", meta, err);
+		else if (desc->n == 0)
+			printf("%s: one server (no data servers)\n", meta);
+		else if (arf_cluster_format(desc, text, sizeof text) >= 0)
+			fputs(text, stdout);
+		rc = r < 0 ? 1 : 0;
+	}
+	arf_data_close(d);
+	arf_client_close(c);
+	if (a)
+		arc_close(a);
+	free(ops_seg);
+	free(data_seg);
+out:
+	free(desc);
 	return rc;
 }
 
@@ -179,6 +340,8 @@ int main(int argc, char **argv)
 		return arf_cmd_import(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "export"))
 		return arf_cmd_export(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "cluster"))
+		return cmd_cluster(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "umount"))
 		return arf_cmd_umount(argc - 2, argv + 2);
 	fprintf(stderr, "arf: unknown command '%s' (see arf --help)\n", argv[1]);

@@ -63,6 +63,18 @@ int64_t arf_lookup(struct arf_client *c, uint64_t start, const char *path)
 	return simple(c, "lookup", a, 1, path);
 }
 
+static void attr_from(const uint8_t *p, struct arf_attr *at);
+
+const struct arf_seg *arf_client_seg(const struct arf_client *c)
+{
+	return &c->s;
+}
+
+void arf_attr_decode(const void *p, struct arf_attr *at)
+{
+	attr_from(p, at);
+}
+
 /* getattr's 13 u64 at p into at. */
 static void attr_from(const uint8_t *p, struct arf_attr *at)
 {
@@ -76,7 +88,7 @@ static void attr_from(const uint8_t *p, struct arf_attr *at)
 	};
 }
 
-#define ATTR_BYTES (13 * 8)
+#define ATTR_BYTES ARF_ATTR_BYTES
 
 /* Run an operation that answers as getattr does (getattr itself, and the *attr forms):
  * the value, with at filled when it is >= 0. */

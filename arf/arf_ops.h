@@ -33,6 +33,14 @@ struct arf_attr {
 	uint64_t rdev;                      /* character and block devices: the device number */
 };
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
+/* The output of getattr and of the *attr forms: ARF_ATTR_BYTES at p into at. */
+#define ARF_ATTR_BYTES (13 * 8)
+void arf_attr_decode(const void *p, struct arf_attr *at);
+
+/* The segment behind c (its bytes and id, arf_seg.h), for a caller that runs its exports
+ * in a Cooperation of its own (arc_exec_many: arf/cluster.c). */
+struct arf_seg;
+const struct arf_seg *arf_client_seg(const struct arf_client *c);
 
 /* A new entry name in directory dir: the new inode number. */
 int64_t arf_mkdir(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,

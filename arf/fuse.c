@@ -29,6 +29,7 @@
 
 #include "arc.h"
 #include "arf_cli.h"
+#include "arf_cluster.h"
 #include "arf_data.h"
 #include "arf_ops.h"
 #include "arf_seg.h"
@@ -1123,6 +1124,14 @@ static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_s
 	if (rc < 0) {
 		snprintf(err, errlen, "%s: %.900s", endpoint,
 		         x.trapped ? "statfs: region arf is not an ARF image" : fs->statfs.msg);
+		goto fail;
+	}
+	/* a cluster's files have their bytes on the data servers, which the mount does not
+	 * reach yet: it would show them as zeros and write into the metadata image */
+	if (arf_lookup(fs->c, 1, ARF_CLUSTER_FILE) >= 0) {
+		snprintf(err, errlen, "%s: the metadata server of a cluster (/%s): arf mount does "
+		         "not serve clusters yet; arf import and arf export do (docs/cluster.md)",
+		         endpoint, ARF_CLUSTER_FILE);
 		goto fail;
 	}
 	return 0;

@@ -22,6 +22,7 @@
 
 #include "arc.h"
 #include "arf_cli.h"
+#include "arf_cluster.h"
 #include "arf_ops.h"
 #include "grep.h"
 #include "isa.h"
@@ -112,6 +113,14 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 	char *ops = arf_seg_path("ARF_OPS_SEG", "ops.pno");
 	k->c = arf_client_open(k->a, ops, err, sizeof err);
 	free(ops);
+	/* a cluster's files have their bytes on the data servers, which grep does not scan
+	 * yet: it would find nothing and say so */
+	if (k->c && arf_lookup(k->c, 1, ARF_CLUSTER_FILE) >= 0) {
+		snprintf(err, sizeof err, "%s: the metadata server of a cluster: arf grep does not "
+		         "search clusters yet (docs/cluster.md)", endpoint);
+		arf_client_close(k->c);
+		k->c = NULL;
+	}
 	if (!k->c) {
 		run_error(st, name, err);
 		arc_close(k->a);

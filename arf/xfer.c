@@ -27,6 +27,7 @@
 
 #include "arc.h"
 #include "arf_cli.h"
+#include "arf_cluster.h"
 #include "arf_data.h"
 #include "arf_ops.h"
 
@@ -43,6 +44,7 @@ struct job {
 	uint64_t dir;
 	uint64_t ino;                  /* the ARF inode (export: the source; import: made by the job) */
 	uint64_t size;
+	uint64_t gen;                  /* export: the inode's generation (a cluster's stripes) */
 	uint32_t mode, uid, gid;
 	int64_t mtime, atime;          /* ns */
 };
@@ -52,6 +54,7 @@ struct xfer {
 	struct arc *a;
 	struct arf_client *c;
 	struct arf_data *d;
+	struct arf_cluster *cl;        /* a cluster's data servers (docs/cluster.md); NULL: one server */
 	const char *remote_root;       /* for messages: ENDPOINT:/PATH as given */
 	bool keep_owner;
 	unsigned threads;
@@ -158,6 +161,26 @@ static int set_attrs(struct xfer *x, uint64_t ino, const struct stat *st)
 	return set_attrs_of(x, ino, st, true);
 }
 
+/* On a cluster the metadata image's root keeps the description (/.arf-cluster, and
+ * /.arf-cluster.new while it is made): no import writes it, no export copies it. */
+static bool reserved(const struct xfer *x, uint64_t dir, const char *name)
+{
+	return x->cl && dir == 1 && !strncmp(name, ARF_CLUSTER_FILE, strlen(ARF_CLUSTER_FILE));
+}
+
+/* A failure of the striped data path: -EIO with the data server's message. */
+static void say_cl_error(struct xfer *x, const char *path, const char *what, int64_t err,
+                         struct arf_cl_file *f)
+{
+	if (err != -EIO || !f) {
+		say_error(x, path, what, err);
+		return;
+	}
+	char m[1600];
+	snprintf(m, sizeof m, "%s: %s", what, arf_cl_errmsg(f));
+	say_error(x, path, m, 0);
+}
+
 /* ---- import ---- */
 
 /* The directory name in dir: made, or the existing one (a merge, as cp -r into a tree). */
@@ -176,9 +199,11 @@ static int64_t import_mkdir(struct xfer *x, uint64_t dir, const char *name, cons
 }
 
 /* A regular file name in dir, empty: made, or an existing one cut to 0. */
-static int64_t import_create(struct xfer *x, uint64_t dir, const char *name, const char *path)
+static int64_t import_create(struct xfer *x, uint64_t dir, const char *name, const char *path,
+                             bool *existed)
 {
 	int64_t ino = arf_create(x->c, dir, name, 0600, getuid(), getgid());
+	*existed = ino == -EEXIST;
 	if (ino == -EEXIST) {
 		ino = arf_lookup(x->c, dir, name);
 		if (ino >= 0) {
@@ -245,6 +270,11 @@ static void import_walk(struct xfer *x, const char *path, uint64_t dir, int dept
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		char *p = join(path, e->d_name);
+		if (p && reserved(x, dir, e->d_name)) {
+			say_error(x, p, "skipped: the name of the cluster description", 0);
+			free(p);
+			continue;
+		}
 		struct stat st;
 		if (!p) {
 			say_error(x, path, "out of memory", -ENOMEM);
@@ -294,13 +324,31 @@ static void import_walk(struct xfer *x, const char *path, uint64_t dir, int dept
 
 static int import_file(struct xfer *x, struct job *j, char *buf)
 {
-	int64_t ino = import_create(x, j->dir, j->name, j->local);
+	bool existed;
+	int64_t ino = import_create(x, j->dir, j->name, j->local, &existed);
 	if (ino < 0)
 		return -1;
 	j->ino = (uint64_t)ino;
+	struct arf_cl_file *f = NULL;
+	if (x->cl) {
+		/* a cluster: the bytes go to the stripes of (ino, gen); an existing file's are cut
+		 * to 0 first (its size already is), so no stale byte shows through a hole */
+		struct arf_attr at;
+		int r = arf_getattr(x->c, j->ino, &at);
+		if (r == 0 && !(f = arf_cl_file_open(x->cl, j->ino, at.gen)))
+			r = -ENOMEM;
+		if (r == 0 && existed)
+			r = arf_cl_truncate(f, 0);
+		if (r < 0) {
+			say_cl_error(x, j->local, "cannot prepare the stripes", r, f);
+			arf_cl_file_close(f);
+			return -1;
+		}
+	}
 	int fd = open(j->local, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		say_error(x, j->local, "cannot open", -errno);
+		arf_cl_file_close(f);
 		return -1;
 	}
 	/* only the data: holes (SEEK_HOLE) stay holes, the size is set at the end */
@@ -329,9 +377,10 @@ static int import_file(struct xfer *x, struct job *j, char *buf)
 			}
 			if (n == 0)
 				break;               /* cut meanwhile */
-			int64_t w = arf_write(x->d, j->ino, off, buf, (size_t)n);
+			int64_t w = f ? arf_cl_write(f, off, buf, (size_t)n)
+			              : arf_write(x->d, j->ino, off, buf, (size_t)n);
 			if (w != n) {
-				say_error(x, j->local, "write into ARF failed", w < 0 ? w : -ENOSPC);
+				say_cl_error(x, j->local, "write into ARF failed", w < 0 ? w : -ENOSPC, f);
 				rc = -1;
 				break;
 			}
@@ -341,7 +390,9 @@ static int import_file(struct xfer *x, struct job *j, char *buf)
 		if (rc || off < (uint64_t)hole)
 			break;
 	}
-	if (rc == 0 && off < j->size) {
+	/* a cluster's metadata inode holds no bytes: its size is set once the stripes hold
+	 * them (data first, docs/cluster.md), as a hole */
+	if (rc == 0 && (off < j->size || f)) {
 		atomic_fetch_add(&x->done_bytes, j->size - off);
 		int tr = arf_truncate(x->d, j->ino, j->size);
 		if (tr < 0) {
@@ -350,6 +401,7 @@ static int import_file(struct xfer *x, struct job *j, char *buf)
 		}
 	}
 	close(fd);
+	arf_cl_file_close(f);
 	struct stat st = stat_of(j);
 	int sr = set_attrs(x, j->ino, &st);
 	if (sr < 0 && rc == 0) {
@@ -399,6 +451,8 @@ static void export_walk(struct xfer *x, uint64_t dir, const char *path, int dept
 			break;
 		}
 		for (int i = 0; i < n; i++) {
+			if (reserved(x, dir, ents[i].name))
+				continue;
 			char *p = join(path, ents[i].name);
 			struct arf_attr at;
 			if (!p)
@@ -424,7 +478,7 @@ static void export_walk(struct xfer *x, uint64_t dir, const char *path, int dept
 				}
 			} else if (S_ISREG(at.mode)) {
 				struct job j = { .local = p, .ino = ents[i].ino, .size = at.size,
-				                 .mode = at.mode, .uid = at.uid, .gid = at.gid,
+				                 .gen = at.gen, .mode = at.mode, .uid = at.uid, .gid = at.gid,
 				                 .mtime = at.mtime, .atime = at.atime };
 				if (add_job(x, &j) != 0)
 					free(p);
@@ -474,11 +528,17 @@ static int export_file(struct xfer *x, struct job *j, char *buf)
 	}
 	uint64_t off = 0;
 	int rc = 0;
-	while (off < j->size) {
+	struct arf_cl_file *f = NULL;
+	if (x->cl && !(f = arf_cl_file_open(x->cl, j->ino, j->gen))) {
+		say_error(x, j->local, "out of memory", -ENOMEM);
+		rc = -1;
+	}
+	while (rc == 0 && off < j->size) {
 		uint64_t want = j->size - off < XFER_CHUNK ? j->size - off : XFER_CHUNK;
-		int64_t n = arf_read(x->d, j->ino, off, buf, (size_t)want);
+		int64_t n = f ? arf_cl_read(f, off, buf, (size_t)want)
+		              : arf_read(x->d, j->ino, off, buf, (size_t)want);
 		if (n < 0) {
-			say_error(x, j->local, "read from ARF failed", n);
+			say_cl_error(x, j->local, "read from ARF failed", n, f);
 			rc = -1;
 			break;
 		}
@@ -502,6 +562,7 @@ static int export_file(struct xfer *x, struct job *j, char *buf)
 		off += (uint64_t)n;
 		atomic_fetch_add(&x->done_bytes, (uint64_t)n);
 	}
+	arf_cl_file_close(f);
 	if (rc == 0 && ftruncate(fd, (off_t)off) != 0) {
 		say_error(x, j->local, "cannot set the size", -errno);
 		rc = -1;
@@ -700,6 +761,27 @@ static int run_xfer(bool import, int argc, char **argv)
 		fprintf(stderr, "arf %s: %s: %s\n", import ? "import" : "export", endpoint, err);
 		goto out;
 	}
+	/* a cluster's metadata server names its data servers; a dead one is an error within
+	 * about ten seconds (timeout and outage limit), not a wait */
+	struct arf_cluster_desc *desc = malloc(sizeof *desc);
+	if (!desc || arf_cluster_read(x.c, x.d, desc, err, sizeof err) < 0) {
+		fprintf(stderr, "arf %s: %s: %s\n", import ? "import" : "export", endpoint,
+		        desc ? err : "out of memory");
+		free(desc);
+		goto out;
+	}
+	if (desc->n) {
+		struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+		                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+		                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+		x.cl = arf_cluster_open(x.a, desc, &dao, ops_seg, data_seg, err, sizeof err);
+		if (!x.cl) {
+			fprintf(stderr, "arf %s: %s\n", import ? "import" : "export", err);
+			free(desc);
+			goto out;
+		}
+	}
+	free(desc);
 
 	double t0 = now_s();
 	struct stat st;
@@ -791,6 +873,7 @@ out:
 	for (size_t i = 0; i < x.n_dirs_list; i++)
 		free(x.dirs[i].local);
 	free(x.dirs);
+	arf_cluster_close(x.cl);
 	arf_data_close(x.d);
 	arf_client_close(x.c);
 	if (x.a)

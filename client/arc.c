@@ -1,6 +1,8 @@
 /* arc.c: libarc.  Each request is one Paradis-Net Cooperation with one receive descriptor
  * (the reply lands in a buffer Paradis-Net allocates for it), so any number of requests from
- * any number of threads can be in flight on one connection.
+ * any number of threads can be in flight on one connection.  arc_exec_many is the
+ * exception: runs on several servers that share one endpoint (arc_connect_also) in one
+ * Cooperation over as many descriptors (scatter/gather, ARF's striped files).
  */
 #include <malloc.h>
 #include <unistd.h>
@@ -39,6 +41,7 @@ struct arc {
 	struct atomic_seg { char region[AR_MAX_NAME + 1]; uint8_t *seg; size_t len; } *atomics;
 	unsigned n_atomics;
 	int rdma;                      /* the server is rdma: (one-sided access possible) */
+	int shares_pn;                 /* made by arc_connect_also: pn is another arc's */
 	struct arc_region *onesided;   /* regions with their handles, fetched on first use */
 	unsigned n_onesided;
 	int onesided_tried;
@@ -185,6 +188,45 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	return a;
 }
 
+
+struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struct arc_opts *opts,
+                             char *err, size_t errlen)
+{
+	if (!strchr(endpoint, ':')) {
+		snprintf(err, errlen, "%s: expected tcp:HOST:PORT or udp:HOST:PORT", endpoint);
+		return NULL;
+	}
+	struct arc *a = calloc(1, sizeof *a);
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	a->pn = base->pn;
+	a->shares_pn = 1;
+	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
+	/* over tcp the endpoint proves base's secret at each connection; elsewhere the requests
+	 * carry it */
+	if (opts && opts->secret && strncmp(endpoint, "tcp:", 4) != 0)
+		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
+	a->rdma = !strncmp(endpoint, "rdma:", 5);
+	int rc = pn_peer_get(a->pn, endpoint, &a->server);
+	if (rc == 0 && !strncmp(endpoint, "tcp:", 4) && !(opts && opts->outage_ms < 0)) {
+		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
+		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
+		                              .flags = opts && opts->wait_first ? 0 :
+		                                       PN_SESSION_FAIL_FIRST };
+		rc = pn_session_open(a->pn, a->server, &so);
+	}
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", endpoint, pn_strerror(rc));
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
 static void pending_free(struct arc_pending *p)
 {
 	free(p->d.buf);
@@ -204,7 +246,8 @@ void arc_close(struct arc *a)
 			pn_coop_end(a->pn, p->coop, 0);
 		pending_free(p);
 	}
-	pn_finalize(a->pn);
+	if (!a->shares_pn)
+		pn_finalize(a->pn);
 	vm_free(a->local);
 	free(a->onesided);
 	for (unsigned i = 0; i < a->n_atomics; i++)
@@ -470,6 +513,96 @@ int arc_exec(struct arc *a, struct arc_exec *x)
 	struct arc_pending *p;
 	int rc = arc_exec_start(a, x, &p);
 	return rc ? rc : arc_exec_wait(a, p);
+}
+
+int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, unsigned n)
+{
+	if (n == 0)
+		return 0;
+	struct pn *pn = as[0]->pn;
+	for (unsigned i = 0; i < n; i++) {
+		struct arc_exec *x = xs[i];
+		if (n > ARC_MANY_MAX || as[i]->pn != pn || x->n_args > AR_MAX_ARGS ||
+		    (x->n_args && !x->args) || !x->seg) {
+			int rc = fail(as[i], -AR_EARGS, n > ARC_MANY_MAX ? "more than %d runs at once" :
+			              as[i]->pn != pn ? "runs on connections of different endpoints" :
+			              "bad arguments", ARC_MANY_MAX);
+			for (unsigned k = 0; k < n; k++)
+				rcs[k] = rc;
+			return rc;
+		}
+	}
+	struct pn_rcv_desc d[ARC_MANY_MAX];
+	struct ar_buf req[ARC_MANY_MAX];
+	int sent[ARC_MANY_MAX];
+	int timeout_ms = 0;
+	memset(req, 0, n * sizeof req[0]);
+	for (unsigned i = 0; i < n; i++) {
+		struct arc *a = as[i];
+		struct arc_exec *x = xs[i];
+		x->out = NULL;
+		x->out_len = 0;
+		x->trapped = 0;
+		uint8_t idbuf[AR_ID_LEN];
+		const uint8_t *id = x->seg_id;
+		if (!id) {
+			isa_seg_id(x->seg, x->seg_len, idbuf);
+			id = idbuf;
+		}
+		int inline_seg = !id_known(a, id);
+		exec_request(a, &req[i], x, inline_seg, id);
+		if (inline_seg)
+			id_remember(a, id);
+		d[i] = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
+		if (a->timeout_ms > timeout_ms)
+			timeout_ms = a->timeout_ms;
+	}
+	/* one Cooperation, n descriptors: the requests leave together and one wait gathers
+	 * every reply (or fails on the first timeout) */
+	pn_coop c = pn_coop_start(pn, d, n);
+	if (c) {
+		pn_cork(pn);
+		for (unsigned i = 0; i < n; i++)
+			sent[i] = req[i].failed ? -PN_ENOMEM
+			        : pn_send_ex(pn, as[i]->server, AR_T_EXEC, c, req[i].p, req[i].len,
+			                     PN_SEND_KEEP);
+		pn_uncork(pn);
+		pn_coop_end(pn, c, timeout_ms);
+	}
+	int first = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct arc *a = as[i];
+		int rc;
+		if (!c) {
+			rc = fail(a, -AR_ENOMEM, "cannot start a Cooperation");
+		} else if (sent[i] != 0) {
+			rc = net_err(a, sent[i]);
+		} else if (d[i].status != 0) {
+			rc = net_err(a, d[i].status > 0 ? -PN_ETIMEDOUT : d[i].status);
+		} else {
+			struct ar_rd r = { d[i].buf, (uint8_t *)d[i].buf + d[i].len, 0 };
+			int status = 0;
+			char msg[AR_MAX_MSG + 1] = "";
+			if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0)
+				rc = fail(a, -AR_EPROTO, "malformed reply");
+			else if (status == -AR_ENOSEG || status == -AR_EDRAINING)
+				rc = 1;        /* not run: this one again on its own (below) */
+			else if (status != 0 && status != -AR_ETRAP)
+				rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
+			else
+				rc = exec_parse(a, xs[i], &r, status);
+		}
+		free(d[i].buf);
+		ar_buf_free(&req[i]);
+		/* the server lacked the segment, or was draining: arc_exec sends it inline, or
+		 * again after a back-off */
+		if (rc == 1)
+			rc = arc_exec(a, xs[i]);
+		rcs[i] = rc;
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
 }
 
 /* The one-sided handle of a region (rdma: only), or NULL: the caller then sends a request. */

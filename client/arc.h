@@ -97,6 +97,23 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p);
 void arc_batch_begin(struct arc *a);
 void arc_batch_end(struct arc *a);
 
+/* Several servers from one endpoint, so that one Cooperation can gather their replies
+ * (arc_exec_many): a connection to endpoint that shares base's Paradis-Net endpoint (and,
+ * over tcp, the secret base proves; opts->secret is used elsewhere) with its own timeout and
+ * outage policy (opts as arc_connect's).  Close it before base.  NULL with a message. */
+struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struct arc_opts *opts,
+                             char *err, size_t errlen);
+
+/* Scatter/gather: run xs[i] on as[i] for i < n (n <= ARC_MANY_MAX; every as[i] made by
+ * arc_connect or arc_connect_also from the same base), all in one Paradis-Net Cooperation
+ * over n receive descriptors: the requests go out together and one wait collects every
+ * reply, bounded by the largest timeout_ms among them.  rcs[i] is what arc_exec would
+ * return for run i (its message in arc_errmsg(as[i])); the result is the first failure of
+ * them, or 0.  A run the server did not take (segment not installed, draining) is sent again
+ * on its own.  Thread-safe as arc_exec. */
+#define ARC_MANY_MAX 64
+int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, unsigned n);
+
 /* Over rdma: these are one-sided RDMA READ/WRITE of the server's memory (no server CPU);
  * elsewhere READ/WRITE requests the server's I/O thread serves.  Same results either way. */
 int arc_read(struct arc *a, const char *region, uint64_t off, void *buf, uint32_t len);

@@ -59,7 +59,9 @@ for p in arf arc; do
 	fi
 done
 
-want "arf subcommands" "arf " "--help export fsck grep import mkfs mount umount"
+want "arf subcommands" "arf " "--help cluster export fsck grep import mkfs mount umount"
+want "arf cluster" "arf cluster " "init show"
+want "arf cluster init --" "arf cluster init --" "--stripe-unit"
 want "arf m" "arf m" "mkfs mount"
 want "arf mkfs options" "arf mkfs img --" "--inodes --size"
 want "arf fsck --r" "arf fsck --r" "--repair"

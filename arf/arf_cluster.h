@@ -1,0 +1,131 @@
+/* arf_cluster.h: ARF over several arfd servers (docs/cluster.md): a metadata server (an ARF
+ * image as ever: the namespace, attributes, sizes) and N data servers (each an ordinary arfd
+ * with its own ARF image) holding the files' bytes, striped round-robin in units.
+ *
+ * The cluster description is the file /.arf-cluster of the metadata image (text, below),
+ * so a client that reaches the metadata server learns the rest.  No description: N = 0, a
+ * one-server image, whose data stays in it (arf_data.h).
+ *
+ * Data path: a regular file's stripes are one object per data server, the regular file
+ * /stripes/INO.GEN of that server's image (INO and GEN the metadata inode's number and
+ * generation, decimal), made when the first byte goes there.  File byte o is in stripe
+ * s = o / unit, on server s % N, at o % unit + (s / N) * unit of its object.  Each batch
+ * writes or reads its pieces on all servers at once: one Cooperation (arc_exec_many).
+ *
+ * Results are >= 0 or a negative Linux errno; -EIO carries a message (arf_cl_errmsg) that
+ * names the data server.
+ */
+#ifndef ARF_CLUSTER_H
+#define ARF_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct arc;
+struct arc_opts;
+struct arf_client;
+struct arf_data;
+
+#define ARF_CLUSTER_MAX 64                  /* data servers (ARC_MANY_MAX) */
+#define ARF_CLUSTER_FILE ".arf-cluster"     /* in the metadata image's root */
+#define ARF_CLUSTER_FILE_MAX 16384          /* its largest size */
+#define ARF_CLUSTER_DIR "stripes"           /* in each data server's root */
+#define ARF_STRIPE_DEFAULT (1u << 20)
+#define ARF_STRIPE_MIN 4096u                /* a unit is a multiple of this */
+#define ARF_STRIPE_MAX (4u << 20)           /* ARF_DATA_CHUNK: one run per piece */
+#define ARF_CLUSTER_EP_MAX 128              /* an endpoint name's longest */
+/* The commands' connection options for data servers: a request is answered within
+ * ARF_CLUSTER_TIMEOUT_MS, and a server whose connection broke is waited for at most
+ * ARF_CLUSTER_OUTAGE_MS (a restart), so a dead or hung data server is an error within
+ * ten seconds, never a hang. */
+#define ARF_CLUSTER_TIMEOUT_MS 8000
+#define ARF_CLUSTER_OUTAGE_MS 5000
+
+/* The description, as /.arf-cluster holds it:
+ *
+ *     arf-cluster 1
+ *     unit 65536
+ *     server tcp:10.0.0.2:7000
+ *     server tcp:10.0.0.3:7000
+ *
+ * one "server" line per data server, in stripe order (server k holds stripes k, k+N, ...);
+ * the order never changes once files are stored. */
+struct arf_cluster_desc {
+	unsigned n;                             /* data servers; 0: a one-server image */
+	uint32_t unit;                          /* stripe unit in bytes */
+	char server[ARF_CLUSTER_MAX][ARF_CLUSTER_EP_MAX];
+};
+
+/* Parse len bytes of a description: 0, or -1 with "line N: ..." in err. */
+int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, char *err,
+                      size_t errlen);
+/* Its text into buf (NUL-terminated): the length, or -1 when cap is too small. */
+int arf_cluster_format(const struct arf_cluster_desc *d, char *buf, size_t cap);
+
+/* Read the description from the metadata image behind c and d: 0 (d->n 0 when the image
+ * has none), or -errno with a message in err. */
+int arf_cluster_read(struct arf_client *c, struct arf_data *d, struct arf_cluster_desc *desc,
+                     char *err, size_t errlen);
+
+/* Make a cluster: every data server gets /stripes (made, or an empty one kept), then the
+ * description is written into the metadata image and made durable (the commit point).
+ * Refused (-EEXIST) when the metadata image has a description already, (-ENOTEMPTY) when its
+ * root holds anything but lost+found: files stored before have their bytes in the metadata
+ * image, which a cluster would not read.  o: the data servers' connection options. */
+int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
+                     const struct arf_cluster_desc *desc, const struct arc_opts *o,
+                     const char *ops_seg, const char *data_seg, char *err, size_t errlen);
+
+/* The data servers of desc (n >= 1), connected through meta's endpoint (arc_connect_also)
+ * with options o (their timeouts and outage limit: how long a dead one takes to be an
+ * error).  NULL with a message.  Thread-safe once open. */
+struct arf_cluster;
+struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_desc *desc,
+                                     const struct arc_opts *o, const char *ops_seg,
+                                     const char *data_seg, char *err, size_t errlen);
+/* Before meta is closed. */
+void arf_cluster_close(struct arf_cluster *cl);
+
+/* One file's stripes: the objects found or made so far.  One thread at a time. */
+struct arf_cl_file;
+/* For metadata inode ino of generation gen: NULL when out of memory. */
+struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen);
+void arf_cl_file_close(struct arf_cl_file *f);
+const char *arf_cl_errmsg(struct arf_cl_file *f);
+
+/* Write len bytes at file offset off into the stripes (the objects are made as needed):
+ * len, or -errno (-ENOSPC a data server's image is full, -EIO with a message).  The
+ * metadata inode's size is the caller's to set afterwards (docs/cluster.md: data first). */
+int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_t len);
+/* Read len bytes at off (the caller keeps off + len within the file's size): len, bytes no
+ * stripe holds (holes, a missing object) as zeros; or -errno. */
+int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len);
+/* Cut every object to what a file of size bytes keeps on its server (bytes past it would
+ * come back as stale data if the file grew again): 0 or -errno. */
+int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);
+
+/* fsck across the cluster, online: every object in every data server's /stripes must name
+ * a regular file of the metadata image by inode number and generation, and hold no more
+ * than that file keeps on its server (arf_cl_obj_len of its size).  Anything else is a
+ * problem: a leaked object (its file is gone, or the number was reused: another
+ * generation), a stale tail (bytes past the file's share: a crash between the stripes and
+ * the size, or a shrink not finished), a name that is no object's.  With repair, leaked
+ * objects are removed and stale tails cut.  Run it while no client writes to the cluster:
+ * a file being written has stripes ahead of its size.  report(user, kind, line) gets one
+ * line per problem, action and note (kinds as arf_fsck's).  Returns an enum arf_fsck_status
+ * (ARF_FSCK_ERROR when a server could not be read: that line says why); *objects counts
+ * the objects seen, *problems and *repaired as arf_fsck's. */
+struct arf_cluster_fsck {
+	bool repair;
+	void (*report)(void *user, int kind, const char *line);
+	void *user;
+	uint64_t objects, problems, repaired;
+};
+int arf_cluster_fsck(struct arf_cluster *cl, struct arf_client *meta,
+                     struct arf_cluster_fsck *fk);
+
+/* The bytes of a file of size bytes that data server k of n holds (its object's length). */
+uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned k);
+
+#endif

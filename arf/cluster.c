@@ -1,0 +1,949 @@
+/* cluster.c: ARF across several arfd servers from the client's side (arf_cluster.h,
+ * docs/cluster.md): the cluster description in the metadata image, and a file's bytes
+ * striped over the data servers, each batch one Cooperation over all of them.
+ *
+ * A write batch, step by step:
+ *   1. cut the file range into stripe pieces; server k's pieces are consecutive units of
+ *      its object, so they gather into one contiguous run per server (at most cap bytes);
+ *   2. make the objects that do not exist yet (mknod of /stripes/INO.GEN on that server);
+ *   3. one arc_exec_many: data.pno's write on every server that has a run, replies gathered
+ *      by one pn_coop_end;
+ *   4. a run that placed only part of its bytes (one hole filled) or met its inode locked
+ *      finishes on its own, as arf_write_gen does.
+ * A read batch is the same with data.pno's read, its replies scattered back into place.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arc.h"
+#include "arf.h"
+#include "arf_cluster.h"
+#include "arf_data.h"
+#include "arf_ops.h"
+#include "arf_seg.h"
+
+#define CL_BATCH (1u << 20)            /* bytes per server per batch (at least a unit) */
+
+struct dsrv {
+	const char *name;
+	pthread_mutex_t lock;          /* over the setup below */
+	bool ready;                    /* connected, segments installed, dir found */
+	bool down;                     /* unreachable once: every later use fails at once */
+	char down_msg[1400];
+	struct arc *a;
+	struct arf_client *ops;
+	struct arf_seg data;           /* data.pno, installed there */
+	uint64_t dir;                  /* /stripes */
+};
+
+struct arf_cluster {
+	struct arc *meta;              /* whose endpoint the data servers' connections share */
+	struct arc_opts o;
+	char *ops_seg, *data_seg;
+	unsigned n;
+	uint32_t unit;
+	uint32_t cap;                  /* bytes per server per batch */
+	struct arf_cluster_desc desc;
+	struct dsrv s[ARF_CLUSTER_MAX];
+};
+
+struct arf_cl_file {
+	struct arf_cluster *cl;
+	uint64_t ino, gen;
+	uint64_t obj[ARF_CLUSTER_MAX];      /* the object's inode there, 0: none (yet) */
+	uint64_t obj_gen[ARF_CLUSTER_MAX];
+	bool looked[ARF_CLUSTER_MAX];       /* obj is known (also when 0: no object) */
+	char *buf[ARF_CLUSTER_MAX];         /* cap bytes each, made on first use */
+	char msg[1400];
+};
+
+/* ---- the description (parsed in cluster_desc.c) ---- */
+
+int arf_cluster_read(struct arf_client *c, struct arf_data *d, struct arf_cluster_desc *desc,
+                     char *err, size_t errlen)
+{
+	memset(desc, 0, sizeof *desc);
+	int64_t ino = arf_lookup(c, 1, ARF_CLUSTER_FILE);
+	if (ino == -ENOENT)
+		return 0;                    /* a one-server image */
+	struct arf_attr at;
+	int rc = ino < 0 ? (int)ino : arf_getattr(c, (uint64_t)ino, &at);
+	if (rc < 0) {
+		snprintf(err, errlen, "/%s: %s", ARF_CLUSTER_FILE,
+		         rc == -EIO ? arf_client_errmsg(c) : strerror(-rc));
+		return rc;
+	}
+	if (!S_ISREG(at.mode) || at.size > ARF_CLUSTER_FILE_MAX) {
+		snprintf(err, errlen, "/%s: not a cluster description (%s)", ARF_CLUSTER_FILE,
+		         S_ISREG(at.mode) ? "too large" : "not a regular file");
+		return -EINVAL;
+	}
+	char *text = malloc(at.size + 1);
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int64_t n = arf_read(d, (uint64_t)ino, 0, text, at.size);
+	if (n < 0) {
+		snprintf(err, errlen, "/%s: %s", ARF_CLUSTER_FILE,
+		         n == -EIO ? arf_data_errmsg(d) : strerror((int)-n));
+		free(text);
+		return (int)n;
+	}
+	char perr[256];
+	rc = arf_cluster_parse(text, (size_t)n, desc, perr, sizeof perr);
+	free(text);
+	if (rc != 0) {
+		snprintf(err, errlen, "/%s: %s", ARF_CLUSTER_FILE, perr);
+		memset(desc, 0, sizeof *desc);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- connecting ---- */
+
+static void srv_close(struct dsrv *s)
+{
+	arf_seg_close(&s->data);
+	arf_client_close(s->ops);
+	if (s->a)
+		arc_close(s->a);
+	memset(s, 0, sizeof *s);
+}
+
+/* Connect to data server name; with data, install data.pno too.  0, or -1 with a message. */
+static int srv_open(struct dsrv *s, struct arc *meta, const char *name, const struct arc_opts *o,
+                    const char *ops_seg, const char *data_seg, bool data, char *err,
+                    size_t errlen)
+{
+	char e[1300];
+	s->name = name;
+	s->a = NULL;
+	s->ops = NULL;
+	memset(&s->data, 0, sizeof s->data);
+	s->a = arc_connect_also(meta, name, o, e, sizeof e);
+	if (s->a)
+		s->ops = arf_client_open(s->a, ops_seg, e, sizeof e);
+	if (s->ops && data &&
+	    arf_seg_open(&s->data, s->a, data_seg, "ARF_DATA_SEG", "build/arfseg/data.pno", e,
+	                 sizeof e) != 0) {
+		arf_client_close(s->ops);
+		s->ops = NULL;
+	}
+	if (!s->ops) {
+		snprintf(err, errlen, "data server %s: %s", name, e);
+		if (s->a)
+			arc_close(s->a);
+		s->a = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_desc *desc,
+                                     const struct arc_opts *o, const char *ops_seg,
+                                     const char *data_seg, char *err, size_t errlen)
+{
+	if (desc->n == 0 || desc->n > ARF_CLUSTER_MAX) {
+		snprintf(err, errlen, "%u data servers (1 to %d)", desc->n, ARF_CLUSTER_MAX);
+		return NULL;
+	}
+	struct arf_cluster *cl = calloc(1, sizeof *cl);
+	if (!cl) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	cl->meta = meta;
+	cl->o = o ? *o : (struct arc_opts){ 0 };
+	cl->ops_seg = ops_seg ? strdup(ops_seg) : NULL;
+	cl->data_seg = data_seg ? strdup(data_seg) : NULL;
+	cl->desc = *desc;
+	cl->n = desc->n;
+	cl->unit = desc->unit;
+	cl->cap = desc->unit > CL_BATCH ? desc->unit : CL_BATCH;
+	for (unsigned k = 0; k < cl->n; k++) {
+		cl->s[k].name = cl->desc.server[k];
+		pthread_mutex_init(&cl->s[k].lock, NULL);
+	}
+	if ((ops_seg && !cl->ops_seg) || (data_seg && !cl->data_seg)) {
+		snprintf(err, errlen, "out of memory");
+		arf_cluster_close(cl);
+		return NULL;
+	}
+	return cl;
+}
+
+/* Data server k ready for use (connected on first use, so that what needs only the others
+ * works while one is down): 0, or -EIO with a message in msg. */
+static int srv_ready(struct arf_cluster *cl, unsigned k, char *msg, size_t msglen)
+{
+	struct dsrv *s = &cl->s[k];
+	pthread_mutex_lock(&s->lock);
+	int rc = 0;
+	if (s->down) {
+		snprintf(msg, msglen, "%s", s->down_msg);
+		rc = -EIO;
+	} else if (!s->ready) {
+		const char *name = s->name;
+		rc = srv_open(s, cl->meta, name, &cl->o, cl->ops_seg, cl->data_seg, true, msg,
+		              msglen) != 0 ? -EIO : 0;
+		s->name = name;            /* srv_open set it; keep it on failure too */
+		struct arf_attr at;
+		int64_t dir = rc ? 0 : arf_lookup_attr(s->ops, 1, ARF_CLUSTER_DIR, &at);
+		if (dir >= 0 && !rc && !S_ISDIR(at.mode))
+			dir = -ENOTDIR;
+		if (dir < 0) {
+			snprintf(msg, msglen, "data server %s: /%s: %s", name, ARF_CLUSTER_DIR,
+			         dir == -EIO ? arf_client_errmsg(s->ops) : strerror((int)-dir));
+			arf_seg_close(&s->data);
+			arf_client_close(s->ops);
+			arc_close(s->a);
+			s->ops = NULL;
+			s->a = NULL;
+			rc = -EIO;
+		}
+		s->dir = (uint64_t)dir;
+		s->ready = rc == 0;
+		/* not reachable (or not a data server): this handle does not ask again, so a
+		 * command over many files waits for a dead server once, not once a file */
+		if (rc) {
+			s->down = true;
+			snprintf(s->down_msg, sizeof s->down_msg, "%s", msg);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void arf_cluster_close(struct arf_cluster *cl)
+{
+	if (!cl)
+		return;
+	for (unsigned k = cl->n; k-- > 0;) {
+		struct dsrv *s = &cl->s[k];
+		arf_seg_close(&s->data);
+		arf_client_close(s->ops);
+		if (s->a)
+			arc_close(s->a);
+		pthread_mutex_destroy(&s->lock);
+	}
+	free(cl->ops_seg);
+	free(cl->data_seg);
+	free(cl);
+}
+
+/* ---- making a cluster ---- */
+
+/* Root of the metadata image holds nothing but lost+found: 0, else -ENOTEMPTY or -errno. */
+static int meta_empty(struct arf_client *c, char *err, size_t errlen)
+{
+	struct arf_dirent ents[4];
+	uint64_t cookie = 0;
+	int n = arf_readdir(c, 1, &cookie, ents, 4);
+	if (n < 0) {
+		snprintf(err, errlen, "metadata server: /: %s",
+		         n == -EIO ? arf_client_errmsg(c) : strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < n; i++)
+		if (strcmp(ents[i].name, "lost+found") != 0 &&
+		    strcmp(ents[i].name, ARF_CLUSTER_FILE ".new") != 0) {
+			snprintf(err, errlen, "metadata server: / holds '%s': a cluster is made on an "
+			         "empty image (the bytes of files stored before are in the image, where "
+			         "a cluster does not read them)", ents[i].name);
+			return -ENOTEMPTY;
+		}
+	return 0;
+}
+
+int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
+                     const struct arf_cluster_desc *desc, const struct arc_opts *o,
+                     const char *ops_seg, const char *data_seg, char *err, size_t errlen)
+{
+	char text[ARF_CLUSTER_FILE_MAX];
+	int len = arf_cluster_format(desc, text, sizeof text);
+	char perr[256];
+	struct arf_cluster_desc check;
+	if (len < 0 || arf_cluster_parse(text, (size_t)len, &check, perr, sizeof perr) != 0) {
+		snprintf(err, errlen, "bad description: %s", len < 0 ? "too long" : perr);
+		return -EINVAL;
+	}
+	int64_t old = arf_lookup(c, 1, ARF_CLUSTER_FILE);
+	if (old >= 0) {
+		snprintf(err, errlen, "metadata server: /%s exists: already a cluster",
+		         ARF_CLUSTER_FILE);
+		return -EEXIST;
+	}
+	int rc = meta_empty(c, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* every image once: two names of one server (or the metadata server's own image as a
+	 * data server) would put two servers' stripes into one object.  Images are told apart
+	 * by the uuid mkfs gave them. */
+	uint8_t (*uuid)[16] = calloc(desc->n + 1, sizeof *uuid);
+	if (!uuid) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (arc_read(meta, "arf", ARF_SB_UUID, uuid[desc->n], 16) != 0) {
+		snprintf(err, errlen, "metadata server: superblock: %s", arc_errmsg(meta));
+		free(uuid);
+		return -EIO;
+	}
+	/* 1. every data server's /stripes (an empty one left by an earlier attempt is kept) */
+	for (unsigned k = 0; k < desc->n; k++) {
+		struct dsrv s;
+		if (srv_open(&s, meta, desc->server[k], o, ops_seg, data_seg, false, err, errlen) != 0) {
+			free(uuid);
+			return -EIO;
+		}
+		if (arc_read(s.a, "arf", ARF_SB_UUID, uuid[k], 16) != 0) {
+			snprintf(err, errlen, "data server %s: superblock: %s", s.name, arc_errmsg(s.a));
+			srv_close(&s);
+			free(uuid);
+			return -EIO;
+		}
+		for (unsigned j = 0; j <= desc->n; j++)
+			if (j != k && (j < k || j == desc->n) && !memcmp(uuid[j], uuid[k], 16)) {
+				if (j == desc->n)
+					snprintf(err, errlen, "data server %s: serves the metadata server's "
+					         "own image", s.name);
+				else
+					snprintf(err, errlen, "data server %s: serves the same image as %s",
+					         s.name, desc->server[j]);
+				srv_close(&s);
+				free(uuid);
+				return -EINVAL;
+			}
+		int64_t dir = arf_mkdir(s.ops, 1, ARF_CLUSTER_DIR, 0700, getuid(), getgid());
+		if (dir == -EEXIST) {
+			struct arf_attr at;
+			dir = arf_lookup_attr(s.ops, 1, ARF_CLUSTER_DIR, &at);
+			if (dir >= 0 && !S_ISDIR(at.mode))
+				dir = -ENOTDIR;
+			struct arf_dirent ent;
+			uint64_t cookie = 0;
+			int n = dir >= 0 ? arf_readdir(s.ops, (uint64_t)dir, &cookie, &ent, 1) : 0;
+			if (n > 0) {
+				snprintf(err, errlen, "data server %s: /%s holds stripes already (of "
+				         "another cluster?)", s.name, ARF_CLUSTER_DIR);
+				srv_close(&s);
+				free(uuid);
+				return -ENOTEMPTY;
+			}
+			if (n < 0)
+				dir = n;
+		}
+		if (dir < 0) {
+			snprintf(err, errlen, "data server %s: /%s: %s", s.name, ARF_CLUSTER_DIR,
+			         dir == -EIO ? arf_client_errmsg(s.ops) : strerror((int)-dir));
+			srv_close(&s);
+			free(uuid);
+			return (int)dir;
+		}
+		srv_close(&s);
+	}
+	free(uuid);
+	/* 2. the description under a temporary name, durable, then renamed into place: the
+	 * rename is the commit (a crash before it leaves a one-server image and a stray
+	 * temporary file, which a new attempt replaces) */
+	static const char tmp[] = ARF_CLUSTER_FILE ".new";
+	arf_unlink(c, 1, tmp);
+	int64_t ino = arf_create(c, 1, tmp, 0444, getuid(), getgid());
+	int64_t w = ino < 0 ? ino : arf_write(d, (uint64_t)ino, 0, text, (size_t)len);
+	if (w >= 0 && w != len)
+		w = -ENOSPC;
+	if (w >= 0)
+		w = arf_fsync(d, (uint64_t)ino);
+	if (w >= 0)
+		w = arf_rename(c, 1, tmp, 1, ARF_CLUSTER_FILE, ARF_RENAME_NOREPLACE);
+	if (w >= 0)
+		w = arf_fsync(d, 1);
+	if (w < 0) {
+		snprintf(err, errlen, "metadata server: /%s: %s", ARF_CLUSTER_FILE,
+		         w != -EIO ? strerror((int)-w) : ino < 0 ? arf_client_errmsg(c)
+		                                                 : arf_data_errmsg(d));
+		return (int)w;
+	}
+	return 0;
+}
+
+/* ---- one file's stripes ---- */
+
+struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen)
+{
+	struct arf_cl_file *f = calloc(1, sizeof *f);
+	if (!f)
+		return NULL;
+	f->cl = cl;
+	f->ino = ino;
+	f->gen = gen;
+	return f;
+}
+
+void arf_cl_file_close(struct arf_cl_file *f)
+{
+	if (!f)
+		return;
+	for (unsigned k = 0; k < ARF_CLUSTER_MAX; k++)
+		free(f->buf[k]);
+	free(f);
+}
+
+const char *arf_cl_errmsg(struct arf_cl_file *f)
+{
+	return f->msg;
+}
+
+/* Find (or with create, make) the object on server k: 0 (f->obj[k] 0 when there is none and
+ * create is false), or -errno with a message. */
+static int obj_get(struct arf_cl_file *f, unsigned k, bool create)
+{
+	if (f->obj[k] || (f->looked[k] && !create))
+		return 0;
+	int rc = srv_ready(f->cl, k, f->msg, sizeof f->msg);
+	if (rc < 0)
+		return rc;
+	struct dsrv *s = &f->cl->s[k];
+	char name[48];
+	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
+	         (unsigned long long)f->gen);
+	struct arf_attr at;
+	int64_t ino = create ? arf_mknod_attr(s->ops, s->dir, name, S_IFREG | 0600, 0, 0, 0, &at)
+	                     : -EEXIST;
+	if (ino == -EEXIST)
+		ino = arf_lookup_attr(s->ops, s->dir, name, &at);
+	if (ino >= 0 && !S_ISREG(at.mode))
+		ino = -EINVAL;
+	if (ino == -ENOENT && !create) {
+		f->looked[k] = true;
+		return 0;
+	}
+	if (ino < 0) {
+		snprintf(f->msg, sizeof f->msg, "data server %s: /%s/%s: %s", s->name,
+		         ARF_CLUSTER_DIR, name,
+		         ino == -EIO ? arf_client_errmsg(s->ops) : strerror((int)-ino));
+		return ino == -EIO ? -EIO : (int)ino;
+	}
+	f->obj[k] = (uint64_t)ino;
+	f->obj_gen[k] = at.gen;
+	f->looked[k] = true;
+	return 0;
+}
+
+/* Find (or with create, make) the objects of the servers marked in need, all in one
+ * Cooperation (lookupattr or mknodattr of ops.pno on each); what that does not settle (a
+ * race with another maker, a locked directory, a failure) goes through obj_get one by one,
+ * which also words the error.  0 or -errno. */
+static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
+{
+	struct arf_cluster *cl = f->cl;
+	char name[48];
+	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
+	         (unsigned long long)f->gen);
+	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+	int64_t args[ARF_CLUSTER_MAX][5];
+	int rcs[ARF_CLUSTER_MAX];
+	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (!need[k] || f->obj[k] || (f->looked[k] && !create))
+			continue;
+		int rc = srv_ready(cl, k, f->msg, sizeof f->msg);
+		if (rc < 0)
+			return rc;
+		struct dsrv *s = &cl->s[k];
+		const struct arf_seg *os = arf_client_seg(s->ops);
+		int64_t *a = args[m];
+		a[0] = (int64_t)s->dir;
+		a[1] = S_IFREG | 0600;
+		a[2] = a[3] = a[4] = 0;    /* uid, gid, rdev */
+		xv[m] = (struct arc_exec){ .seg = os->bytes, .seg_len = os->len, .seg_id = os->id,
+		                           .entry = create ? "mknodattr" : "lookupattr", .args = a,
+		                           .n_args = create ? 5 : 1, .argbytes = name,
+		                           .argbytes_len = strlen(name) };
+		xs[m] = &xv[m];
+		as[m] = s->a;
+		who[m++] = k;
+	}
+	if (m > 1)                     /* one alone: obj_get does the same */
+		arc_exec_many(as, xs, rcs, m);
+	for (unsigned i = 0; i < m && m > 1; i++) {
+		unsigned k = who[i];
+		int64_t v = xv[i].value;
+		struct arf_attr at;
+		if (rcs[i] == 0 && v > 0 && xv[i].out_len == ARF_ATTR_BYTES) {
+			arf_attr_decode(xv[i].out, &at);
+			if (S_ISREG(at.mode)) {
+				f->obj[k] = (uint64_t)v;
+				f->obj_gen[k] = at.gen;
+				f->looked[k] = true;
+			}
+		} else if (rcs[i] == 0 && v == -ENOENT && !create) {
+			f->looked[k] = true;   /* no object there: zeros */
+		}
+		free(xv[i].out);
+	}
+	for (unsigned i = 0; i < m; i++) {
+		int rc = obj_get(f, who[i], create);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The runs of one batch: server k's bytes go to (or come from) its object at start[k],
+ * cnt[k] of them, gathered in f->buf[k]. */
+struct batch {
+	uint64_t start[ARF_CLUSTER_MAX];
+	size_t cnt[ARF_CLUSTER_MAX];
+	size_t len;                    /* file bytes the batch covers */
+};
+
+/* Plan the batch at file offset off of at most len bytes; copy the bytes in when src. */
+static int plan(struct arf_cl_file *f, struct batch *b, uint64_t off, size_t len,
+                const char *src)
+{
+	struct arf_cluster *cl = f->cl;
+	memset(b->cnt, 0, cl->n * sizeof b->cnt[0]);
+	b->len = 0;
+	/* each piece is at most a unit and a server's run at least a unit: bounded by
+	 * n * cap / unit + 1 pieces */
+	while (b->len < len) {
+		uint64_t o = off + b->len, s = o / cl->unit;
+		unsigned k = (unsigned)(s % cl->n);
+		size_t in = (size_t)(o % cl->unit), p = cl->unit - in;
+		if (p > len - b->len)
+			p = len - b->len;
+		if (b->cnt[k] + p > cl->cap)
+			break;
+		if (!f->buf[k] && !(f->buf[k] = malloc(cl->cap))) {
+			snprintf(f->msg, sizeof f->msg, "out of memory");
+			return -ENOMEM;
+		}
+		if (b->cnt[k] == 0)
+			b->start[k] = s / cl->n * cl->unit + in;
+		if (src)
+			memcpy(f->buf[k] + b->cnt[k], src + b->len, p);
+		b->cnt[k] += p;
+		b->len += p;
+	}
+	return 0;
+}
+
+/* Run x on server k failed with rc (arc's): -EIO with the message.  A server that did
+ * not answer in time, or whose connection broke past the outage limit, is down for this
+ * handle from now on. */
+static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x,
+                    int rc)
+{
+	struct dsrv *s = &f->cl->s[k];
+	snprintf(f->msg, sizeof f->msg, "data server %s: %s: %s", s->name, what,
+	         x->trapped ? x->trap.text : arc_errmsg(s->a));
+	if (rc == -AR_ETIMEDOUT || rc == -AR_ENET) {
+		pthread_mutex_lock(&s->lock);
+		if (!s->down) {
+			s->down = true;
+			snprintf(s->down_msg, sizeof s->down_msg, "%s", f->msg);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return -EIO;
+}
+
+/* The rest of a write run on its own (after a short count or EAGAIN): 0 or -errno. */
+static int write_rest(struct arf_cl_file *f, unsigned k, uint64_t off, const char *p, size_t n)
+{
+	struct dsrv *s = &f->cl->s[k];
+	size_t done = 0;
+	/* every pass places at least one block or fails: bounded by n / 4096 + 1 passes */
+	while (done < n) {
+		int64_t a[3] = { (int64_t)f->obj[k], (int64_t)(off + done), (int64_t)f->obj_gen[k] };
+		struct arc_exec x = { 0 };
+		int64_t v = arf_seg_run(&s->data, &x, "write", a, 3, p + done, n - done);
+		free(x.out);
+		if (v == -EIO) {
+			snprintf(f->msg, sizeof f->msg, "data server %s: %s", s->name, s->data.msg);
+			return -EIO;
+		}
+		if (v < 0)
+			return (int)v;
+		if (v == 0 || (uint64_t)v > n - done) {
+			/* a run places at least one byte or fails; anything else is not ours */
+			snprintf(f->msg, sizeof f->msg, "data server %s: write: %lld of %zu bytes",
+			         s->name, (long long)v, n - done);
+			return -EIO;
+		}
+		done += (size_t)v;
+	}
+	return 0;
+}
+
+int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_t len)
+{
+	struct arf_cluster *cl = f->cl;
+	const char *src = buf;
+	size_t done = 0;
+	struct batch b;
+	while (done < len) {
+		int rc = plan(f, &b, off + done, len - done, src + done);
+		if (rc < 0)
+			return rc;
+		struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+		int64_t args[ARF_CLUSTER_MAX][3];
+		int rcs[ARF_CLUSTER_MAX];
+		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		bool need[ARF_CLUSTER_MAX];
+		for (unsigned k = 0; k < cl->n; k++)
+			need[k] = b.cnt[k] != 0;
+		if ((rc = objs_get(f, need, true)) < 0)
+			return rc;
+		for (unsigned k = 0; k < cl->n; k++) {
+			if (!b.cnt[k])
+				continue;
+			struct dsrv *s = &cl->s[k];
+			args[m][0] = (int64_t)f->obj[k];
+			args[m][1] = (int64_t)b.start[k];
+			args[m][2] = (int64_t)f->obj_gen[k];
+			xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+			                           .seg_id = s->data.id, .entry = "write",
+			                           .args = args[m], .n_args = 3,
+			                           .argbytes = f->buf[k], .argbytes_len = b.cnt[k] };
+			xs[m] = &xv[m];
+			as[m] = s->a;
+			who[m++] = k;
+		}
+		arc_exec_many(as, xs, rcs, m);
+		int err = 0;
+		for (unsigned i = 0; i < m; i++) {
+			unsigned k = who[i];
+			int64_t v = xv[i].value;
+			int e = 0;
+			if (rcs[i] != 0)
+				e = run_fail(f, k, "write", &xv[i], rcs[i]);
+			else if (v == -EAGAIN || (v > 0 && (uint64_t)v < b.cnt[k]))
+				e = write_rest(f, k, b.start[k] + (v > 0 ? (uint64_t)v : 0),
+				               f->buf[k] + (v > 0 ? v : 0), b.cnt[k] - (v > 0 ? (size_t)v : 0));
+			else if (v < 0)
+				e = (int)v;
+			else if ((uint64_t)v != b.cnt[k]) {
+				snprintf(f->msg, sizeof f->msg, "data server %s: write: %lld of %zu bytes",
+				         cl->s[k].name, (long long)v, b.cnt[k]);
+				e = -EIO;
+			}
+			free(xv[i].out);
+			if (e && !err)
+				err = e;
+		}
+		if (err)
+			return err;
+		done += b.len;
+	}
+	return (int64_t)done;
+}
+
+int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
+{
+	struct arf_cluster *cl = f->cl;
+	char *dst = buf;
+	size_t done = 0;
+	struct batch b;
+	while (done < len) {
+		int rc = plan(f, &b, off + done, len - done, NULL);
+		if (rc < 0)
+			return rc;
+		struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+		int64_t args[ARF_CLUSTER_MAX][4];
+		int rcs[ARF_CLUSTER_MAX];
+		size_t got[ARF_CLUSTER_MAX] = { 0 };
+		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		bool need[ARF_CLUSTER_MAX];
+		for (unsigned k = 0; k < cl->n; k++)
+			need[k] = b.cnt[k] != 0;
+		if ((rc = objs_get(f, need, false)) < 0)
+			return rc;
+		for (unsigned k = 0; k < cl->n; k++) {
+			if (!b.cnt[k])
+				continue;
+			if (!f->obj[k])
+				continue;            /* no object: zeros */
+			struct dsrv *s = &cl->s[k];
+			args[m][0] = (int64_t)f->obj[k];
+			args[m][1] = (int64_t)b.start[k];
+			args[m][2] = (int64_t)b.cnt[k];
+			args[m][3] = (int64_t)f->obj_gen[k];
+			xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+			                           .seg_id = s->data.id, .entry = "read",
+			                           .args = args[m], .n_args = 4, .out_max = b.cnt[k] };
+			xs[m] = &xv[m];
+			as[m] = s->a;
+			who[m++] = k;
+		}
+		arc_exec_many(as, xs, rcs, m);
+		int err = 0;
+		for (unsigned i = 0; i < m; i++) {
+			unsigned k = who[i];
+			int64_t v = xv[i].value;
+			int e = 0;
+			if (rcs[i] != 0)
+				e = run_fail(f, k, "read", &xv[i], rcs[i]);
+			else if (v < 0)
+				e = (int)v;
+			else if ((uint64_t)v > b.cnt[k] || xv[i].out_len != (uint64_t)v) {
+				snprintf(f->msg, sizeof f->msg, "data server %s: read: %lld bytes, %llu of "
+				         "output", cl->s[k].name, (long long)v,
+				         (unsigned long long)xv[i].out_len);
+				e = -EIO;
+			} else {
+				/* short: the object ends there (the rest of the file's bytes are a hole) */
+				memcpy(f->buf[k], xv[i].out, (size_t)v);
+				got[k] = (size_t)v;
+			}
+			free(xv[i].out);
+			if (e && !err)
+				err = e;
+		}
+		if (err)
+			return err;
+		/* scatter: the same pieces as plan's, in the same order */
+		size_t pos[ARF_CLUSTER_MAX] = { 0 }, at = 0;
+		while (at < b.len) {
+			uint64_t o = off + done + at, s = o / cl->unit;
+			unsigned k = (unsigned)(s % cl->n);
+			size_t p = cl->unit - (size_t)(o % cl->unit);
+			if (p > b.len - at)
+				p = b.len - at;
+			size_t have = got[k] > pos[k] ? got[k] - pos[k] : 0;
+			if (have > p)
+				have = p;
+			memcpy(dst + done + at, f->buf[k] + pos[k], have);
+			memset(dst + done + at + have, 0, p - have);
+			pos[k] += p;
+			at += p;
+		}
+		done += b.len;
+	}
+	return (int64_t)done;
+}
+
+int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
+{
+	struct arf_cluster *cl = f->cl;
+	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+	int64_t args[ARF_CLUSTER_MAX][3];
+	int rcs[ARF_CLUSTER_MAX];
+	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	bool need[ARF_CLUSTER_MAX];
+	for (unsigned k = 0; k < cl->n; k++)
+		need[k] = true;
+	int rc = objs_get(f, need, false);
+	if (rc < 0)
+		return rc;
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (!f->obj[k])
+			continue;
+		struct dsrv *s = &cl->s[k];
+		args[m][0] = (int64_t)f->obj[k];
+		args[m][1] = (int64_t)arf_cl_obj_len(size, cl->unit, cl->n, k);
+		args[m][2] = (int64_t)f->obj_gen[k];
+		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+		                           .seg_id = s->data.id, .entry = "truncate",
+		                           .args = args[m], .n_args = 3 };
+		xs[m] = &xv[m];
+		as[m] = s->a;
+		who[m++] = k;
+	}
+	arc_exec_many(as, xs, rcs, m);
+	int err = 0;
+	for (unsigned i = 0; i < m; i++) {
+		int e = rcs[i] ? run_fail(f, who[i], "truncate", &xv[i], rcs[i]) : (int)xv[i].value;
+		if (e > 0)
+			e = 0;
+		if (e == -EAGAIN) {
+			/* locked a moment: once more on its own, with arf_seg_run's retries */
+			struct arc_exec x = { 0 };
+			int64_t v = arf_seg_run(&cl->s[who[i]].data, &x, "truncate", args[i], 3, NULL, 0);
+			free(x.out);
+			if (v == -EIO)
+				snprintf(f->msg, sizeof f->msg, "data server %s: %s", cl->s[who[i]].name,
+				         cl->s[who[i]].data.msg);
+			e = v < 0 ? (int)v : 0;
+		}
+		free(xv[i].out);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+/* ---- fsck across the cluster ---- */
+
+static void fk_say(struct arf_cluster_fsck *fk, int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fk_say(struct arf_cluster_fsck *fk, int kind, const char *fmt, ...)
+{
+	if (!fk->report)
+		return;
+	char line[1600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fk->report(fk->user, kind, line);
+}
+
+/* "INO.GEN", both decimal without sign or leading junk: true with *ino, *gen. */
+static bool object_name(const char *name, uint64_t *ino, uint64_t *gen)
+{
+	const char *p = name;
+	uint64_t v[2] = { 0, 0 };
+	for (int part = 0; part < 2; part++) {
+		const char *start = p;
+		/* at most 20 digits: a u64 */
+		while (*p >= '0' && *p <= '9' && p - start < 20) {
+			uint64_t d = (uint64_t)(*p - '0');
+			if (v[part] > (UINT64_MAX - d) / 10)
+				return false;
+			v[part] = v[part] * 10 + d;
+			p++;
+		}
+		if (p == start || (*p != (part ? '\0' : '.')))
+			return false;
+		if (!part)
+			p++;
+	}
+	*ino = v[0];
+	*gen = v[1];
+	return *ino != 0;
+}
+
+/* One object: check it against the metadata image, and repair.  false when the metadata
+ * server could not answer (the check cannot go on). */
+static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigned k,
+                        const struct arf_dirent *e, const struct arf_attr *oa,
+                        struct arf_cluster_fsck *fk)
+{
+	struct dsrv *s = &cl->s[k];
+	uint64_t ino, gen;
+	fk->objects++;
+	if (!object_name(e->name, &ino, &gen) || !S_ISREG(oa->mode)) {
+		fk->problems++;
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: %s", s->name, ARF_CLUSTER_DIR,
+		       e->name, S_ISREG(oa->mode) ? "not an object's name (INO.GEN)"
+		                                   : "not a regular file");
+		return true;                 /* not ours to remove */
+	}
+	struct arf_attr ma;
+	int rc = arf_getattr(meta, ino, &ma);
+	if (rc == -EIO) {
+		fk_say(fk, ARF_FSCK_NOTE, "metadata server: inode %llu: %s", (unsigned long long)ino,
+		       arf_client_errmsg(meta));
+		return false;
+	}
+	const char *leak = rc == -ENOENT || rc == -EINVAL ? "no such inode"
+	                 : rc < 0 ? strerror(-rc)
+	                 : !S_ISREG(ma.mode) ? "not a regular file"
+	                 : ma.gen != gen ? "another generation" : NULL;
+	if (leak) {
+		fk->problems++;
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: leaked, %llu bytes (the "
+		       "metadata inode %llu: %s)", s->name, ARF_CLUSTER_DIR, e->name,
+		       (unsigned long long)oa->size, (unsigned long long)ino, leak);
+		if (fk->repair) {
+			int u = arf_unlink(s->ops, s->dir, e->name);
+			if (u == 0) {
+				fk->repaired++;
+				fk_say(fk, ARF_FSCK_ACTION, "  repaired: removed");
+			} else {
+				fk_say(fk, ARF_FSCK_NOTE, "  not repaired: %s",
+				       u == -EIO ? arf_client_errmsg(s->ops) : strerror(-u));
+			}
+		}
+		return true;
+	}
+	uint64_t share = arf_cl_obj_len(ma.size, cl->unit, cl->n, k);
+	if (oa->size > share) {
+		fk->problems++;
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: %llu bytes, its file (%llu "
+		       "bytes) keeps %llu here: a stale tail", s->name, ARF_CLUSTER_DIR, e->name,
+		       (unsigned long long)oa->size, (unsigned long long)ma.size,
+		       (unsigned long long)share);
+		if (fk->repair) {
+			int64_t a[3] = { (int64_t)e->ino, (int64_t)share, (int64_t)oa->gen };
+			struct arc_exec x = { 0 };
+			int64_t v = arf_seg_run(&s->data, &x, "truncate", a, 3, NULL, 0);
+			free(x.out);
+			if (v >= 0) {
+				fk->repaired++;
+				fk_say(fk, ARF_FSCK_ACTION, "  repaired: cut to %llu bytes",
+				       (unsigned long long)share);
+			} else {
+				fk_say(fk, ARF_FSCK_NOTE, "  not repaired: %s",
+				       v == -EIO ? s->data.msg : strerror((int)-v));
+			}
+		}
+	}
+	return true;
+}
+
+int arf_cluster_fsck(struct arf_cluster *cl, struct arf_client *meta,
+                     struct arf_cluster_fsck *fk)
+{
+	enum { BATCH = 256 };
+	/* a directory holds at most 2^32 inodes' entries: this many batches is past any real one */
+	const uint64_t max_batches = (1ull << 32) / BATCH + 1;
+	struct arf_dirent *ents = malloc(BATCH * sizeof *ents);
+	struct arf_attr *attrs = malloc(BATCH * sizeof *attrs);
+	fk->objects = fk->problems = fk->repaired = 0;
+	int status = ARF_FSCK_CLEAN;
+	if (!ents || !attrs) {
+		fk_say(fk, ARF_FSCK_NOTE, "out of memory");
+		status = ARF_FSCK_ERROR;
+	}
+	for (unsigned k = 0; k < cl->n && status != ARF_FSCK_ERROR; k++) {
+		char msg[1400];
+		if (srv_ready(cl, k, msg, sizeof msg) != 0) {
+			fk_say(fk, ARF_FSCK_NOTE, "%s", msg);
+			status = ARF_FSCK_ERROR;
+			break;
+		}
+		struct dsrv *s = &cl->s[k];
+		/* removing entries while reading the directory is safe: readdir cookies are record
+		 * offsets, and records never move (docs/arf.md, Directories) */
+		uint64_t cookie = 0, batches = 0;
+		do {
+			int n = arf_readdirplus(s->ops, s->dir, &cookie, ents, attrs, BATCH);
+			if (n < 0 || ++batches > max_batches) {
+				fk_say(fk, ARF_FSCK_NOTE, "data server %s: /%s: %s", s->name,
+				       ARF_CLUSTER_DIR, n >= 0 ? "a directory without end"
+				       : n == -EIO ? arf_client_errmsg(s->ops) : strerror(-n));
+				status = ARF_FSCK_ERROR;
+				break;
+			}
+			for (int i = 0; i < n; i++) {
+				if (attrs[i].mode == 0)
+					continue;        /* removed between the two */
+				if (!fsck_object(cl, meta, k, &ents[i], &attrs[i], fk)) {
+					status = ARF_FSCK_ERROR;
+					break;
+				}
+			}
+		} while (cookie != 0 && status != ARF_FSCK_ERROR);
+	}
+	free(ents);
+	free(attrs);
+	if (status == ARF_FSCK_ERROR)
+		return status;
+	return fk->problems == 0 ? ARF_FSCK_CLEAN
+	     : fk->repaired == fk->problems ? ARF_FSCK_REPAIRED : ARF_FSCK_PROBLEMS;
+}

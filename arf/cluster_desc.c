@@ -1,0 +1,117 @@
+/* cluster_desc.c: the parts of a cluster (arf_cluster.h) that need no server: the
+ * description's text (parse, format) and the stripe layout's arithmetic. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arf_cluster.h"
+
+static bool endpoint_ok(const char *s)
+{
+	return !strncmp(s, "tcp:", 4) || !strncmp(s, "udp:", 4) || !strncmp(s, "rdma:", 5);
+}
+
+int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, char *err,
+                      size_t errlen)
+{
+	memset(d, 0, sizeof *d);
+	d->unit = ARF_STRIPE_DEFAULT;
+	if (len > ARF_CLUSTER_FILE_MAX) {
+		snprintf(err, errlen, "%zu bytes (at most %u)", len, ARF_CLUSTER_FILE_MAX);
+		return -1;
+	}
+	bool header = false;
+	unsigned line = 0;
+	size_t i = 0;
+	while (i < len) {
+		size_t e = i;
+		while (e < len && text[e] != '\n')
+			e++;
+		line++;
+		char l[256];
+		size_t ll = e - i;
+		if (ll >= sizeof l) {
+			snprintf(err, errlen, "line %u: too long", line);
+			return -1;
+		}
+		memcpy(l, text + i, ll);
+		l[ll] = '\0';
+		i = e + 1;
+		char *save = NULL, *key = strtok_r(l, " \t\r", &save);
+		char *val = key ? strtok_r(NULL, " \t\r", &save) : NULL;
+		if (!key || key[0] == '#')
+			continue;                    /* blank line, comment */
+		if (!val || strtok_r(NULL, " \t\r", &save)) {
+			snprintf(err, errlen, "line %u: expected KEY VALUE", line);
+			return -1;
+		}
+		if (!header) {
+			if (strcmp(key, "arf-cluster") != 0 || strcmp(val, "1") != 0) {
+				snprintf(err, errlen, "line %u: expected \"arf-cluster 1\" first", line);
+				return -1;
+			}
+			header = true;
+		} else if (!strcmp(key, "unit")) {
+			char *end;
+			unsigned long long u = strtoull(val, &end, 10);
+			if (*end || u < ARF_STRIPE_MIN || u > ARF_STRIPE_MAX || u % ARF_STRIPE_MIN) {
+				snprintf(err, errlen, "line %u: unit %s: expected a multiple of %u from %u "
+				         "to %u", line, val, ARF_STRIPE_MIN, ARF_STRIPE_MIN, ARF_STRIPE_MAX);
+				return -1;
+			}
+			d->unit = (uint32_t)u;
+		} else if (!strcmp(key, "server")) {
+			if (d->n == ARF_CLUSTER_MAX) {
+				snprintf(err, errlen, "line %u: more than %d servers", line, ARF_CLUSTER_MAX);
+				return -1;
+			}
+			if (strlen(val) >= ARF_CLUSTER_EP_MAX) {
+				snprintf(err, errlen, "line %u: server: %zu bytes (at most %d)", line,
+				         strlen(val), ARF_CLUSTER_EP_MAX - 1);
+				return -1;
+			}
+			if (!endpoint_ok(val)) {
+				snprintf(err, errlen, "line %u: server %s: expected tcp:HOST:PORT", line, val);
+				return -1;
+			}
+			for (unsigned k = 0; k < d->n; k++)
+				if (!strcmp(d->server[k], val)) {
+					snprintf(err, errlen, "line %u: server %s: listed twice", line, val);
+					return -1;
+				}
+			snprintf(d->server[d->n++], ARF_CLUSTER_EP_MAX, "%s", val);
+		} else {
+			snprintf(err, errlen, "line %u: unknown key '%.32s'", line, key);
+			return -1;
+		}
+	}
+	if (!header || d->n == 0) {
+		snprintf(err, errlen, header ? "no server" : "empty");
+		return -1;
+	}
+	return 0;
+}
+
+int arf_cluster_format(const struct arf_cluster_desc *d, char *buf, size_t cap)
+{
+	size_t n = 0;
+	int w = snprintf(buf, cap, "arf-cluster 1\nunit %u\n", d->unit);
+	if (w < 0 || (size_t)w >= cap)
+		return -1;
+	n = (size_t)w;
+	for (unsigned k = 0; k < d->n; k++) {
+		w = snprintf(buf + n, cap - n, "server %s\n", d->server[k]);
+		if (w < 0 || (size_t)w >= cap - n)
+			return -1;
+		n += (size_t)w;
+	}
+	return (int)n;
+}
+
+uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned k)
+{
+	uint64_t row = (uint64_t)unit * n;
+	uint64_t rem = size % row, part = rem > (uint64_t)k * unit ? rem - (uint64_t)k * unit : 0;
+	return size / row * unit + (part < unit ? part : unit);
+}
