@@ -154,6 +154,7 @@ struct pn {
 	struct pn_sess *sess;      /* sessions, both sides (pn_sess.c) */
 	uint8_t *key;              /* a copy of opts.cluster_key, or NULL */
 	uint8_t *secret;           /* a copy of opts.secret, or NULL */
+	uint8_t *admin;            /* a copy of opts.admin_secret, or NULL */
 	struct pn_addr *udp_trusted;   /* opts.udp_trusted, parsed */
 	unsigned n_udp_trusted;
 
@@ -242,7 +243,7 @@ static struct pn_peer_rec *peer_new_locked(struct pn *pn)
 		r->id = pn_peer_slot(r->id) | gen << PN_PEER_SLOT_BITS;
 		r->retired = false;
 		r->next_retired = NULL;
-		r->proven = false;
+		r->proven = PN_PROOF_NONE;
 		r->has_sid = false;
 		/* tp_state stays: retired peers are tcp's anonymous ones, whose state (no
 		 * connection now) serves the next one as it is */
@@ -340,15 +341,33 @@ bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a)
 	return false;
 }
 
+/* The key of that use and its length, or NULL. */
+static const uint8_t *key_of(const struct pn *pn, enum pn_key which, size_t *len)
+{
+	switch (which) {
+	case PN_KEY_CLUSTER: *len = pn->opts.cluster_key_len; return pn->key;
+	case PN_KEY_SECRET:  *len = pn->opts.secret_len; return pn->secret;
+	case PN_KEY_ADMIN:   *len = pn->opts.admin_secret_len; return pn->admin;
+	}
+	*len = 0;
+	return NULL;
+}
+
 bool pn_core_has_key(struct pn *pn, enum pn_key which)
 {
-	return (which == PN_KEY_CLUSTER ? pn->key : pn->secret) != NULL;
+	size_t len;
+	return key_of(pn, which, &len) != NULL;
 }
 
 bool pn_peer_proven(struct pn *pn, pn_peer peer)
 {
+	return pn_peer_proof(pn, peer) != PN_PROOF_NONE;
+}
+
+enum pn_proof pn_peer_proof(struct pn *pn, pn_peer peer)
+{
 	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
-	return r && r->proven;
+	return r ? (enum pn_proof)r->proven : PN_PROOF_NONE;
 }
 
 void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
@@ -368,8 +387,8 @@ void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
 	memcpy(o + 2, &origin->port, 2);
 	memcpy(o + 4, origin->addr, 16);
 	unsigned len = PN_MAC_LEN;
-	const uint8_t *key = which == PN_KEY_CLUSTER ? pn->key : pn->secret;
-	size_t klen = which == PN_KEY_CLUSTER ? pn->opts.cluster_key_len : pn->opts.secret_len;
+	size_t klen;
+	const uint8_t *key = key_of(pn, which, &klen);
 	if (!key || !HMAC(EVP_sha256(), key, (int)klen, msg, sizeof msg, out, &len))
 		memset(out, 0, PN_MAC_LEN);     /* matches no proof made with the key */
 	OPENSSL_cleanse(msg, sizeof msg);
@@ -1364,6 +1383,20 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	o->secret = pn->secret;
 	if (!pn->secret)
 		o->secret_len = 0;
+	if (o->admin_secret_len > 0 && o->admin_secret) {
+		if (o->admin_secret_len > 1024 || !(pn->admin = malloc(o->admin_secret_len))) {
+			snprintf(err, errlen, "admin secret: %s", o->admin_secret_len > 1024 ?
+			         "longer than 1024 bytes" : "out of memory");
+			free(pn->secret);
+			free(pn->key);
+			free(pn);
+			return NULL;
+		}
+		memcpy(pn->admin, o->admin_secret, o->admin_secret_len);
+	}
+	o->admin_secret = pn->admin;
+	if (!pn->admin)
+		o->admin_secret_len = 0;
 	unsigned n_trusted = 0;
 	while (o->udp_trusted && o->udp_trusted[n_trusted])
 		n_trusted++;
@@ -1371,6 +1404,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 		snprintf(err, errlen, "out of memory");
 		free(pn->key);
 		free(pn->secret);
+		free(pn->admin);
 		free(pn);
 		return NULL;
 	}
@@ -1381,6 +1415,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 			free(pn->udp_trusted);
 			free(pn->key);
 			free(pn->secret);
+			free(pn->admin);
 			free(pn);
 			return NULL;
 		}
@@ -1508,6 +1543,9 @@ void pn_finalize(struct pn *pn)
 	if (pn->secret)
 		OPENSSL_cleanse(pn->secret, pn->opts.secret_len);
 	free(pn->secret);
+	if (pn->admin)
+		OPENSSL_cleanse(pn->admin, pn->opts.admin_secret_len);
+	free(pn->admin);
 	free(pn->udp_trusted);
 	pn_sess_free(pn->sess);
 	pthread_cond_destroy(&pn->q_cond);

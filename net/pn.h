@@ -73,6 +73,12 @@ struct pn_opts {
 	 * is right, and goes on with it unproven when not.  Claims are not believed for it. */
 	const void *secret;
 	size_t secret_len;
+	/* tcp: a second secret of greater rights, proved the same way under its own labels
+	 * (what it allows is the application's to say; arfd: installing, admin-only regions).
+	 * An endpoint with one proves it, instead of secret, on the connections it opens; one
+	 * that accepts connections tells which of the two a peer proved (pn_peer_proof). */
+	const void *admin_secret;
+	size_t admin_secret_len;
 	const char *const *udp_trusted;  /* NULL-terminated names "udp:HOST:PORT"; NULL: none */
 	/* tcp, connections others open to us.  A connection is admitted once the application
 	 * says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
@@ -143,8 +149,11 @@ const char *pn_self(struct pn *pn, const char *scheme);
  * first send.  Host names are resolved once, here. */
 int pn_peer_get(struct pn *pn, const char *name, pn_peer *out);
 const char *pn_peer_name(struct pn *pn, pn_peer peer);
-/* Whether peer's connection proved pn_opts.secret when it opened (tcp; docs/net.md). */
+/* Whether peer's connection proved pn_opts.secret or pn_opts.admin_secret when it opened
+ * (tcp; docs/net.md), and which. */
 bool pn_peer_proven(struct pn *pn, pn_peer peer);
+enum pn_proof { PN_PROOF_NONE, PN_PROOF_SECRET, PN_PROOF_ADMIN };
+enum pn_proof pn_peer_proof(struct pn *pn, pn_peer peer);
 
 /* A handler gets the sender (for forwarded messages: the origin), the message type, the
  * Cooperation token to answer with, and the payload (valid until it returns; may be modified).

@@ -54,13 +54,14 @@ enum pn_kind {
 #define PN_F_PROVE     0x0002u /* HELLO: the sender will prove it holds the cluster key; the
                                 * payload is its nonce (PN_NONCE_LEN bytes) */
 #define PN_F_SECRET    0x0004u /* HELLO with PN_F_PROVE: the key is pn_opts.secret instead */
+#define PN_F_ADMIN     0x0020u /* HELLO with PN_F_PROVE | PN_F_SECRET: pn_opts.admin_secret */
 #define PN_F_SESSION   0x0008u /* HELLO: the payload ends with a session block (below) */
 #define PN_F_IDEMPOTENT 0x0010u /* SREQ: keep no reply; run a repeat again (pn_send_ex) */
 /* The session block of a HELLO: the session id (16 random bytes, chosen by the client) and
  * u32 the number of slots it asks for. */
 #define PN_SID_LEN     16
 #define PN_SESS_BLOCK  (PN_SID_LEN + 4)
-enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET };
+enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET, PN_KEY_ADMIN };
 #define PN_NONCE_LEN   32
 #define PN_MAC_LEN     32      /* HMAC-SHA-256 */
 
@@ -102,8 +103,8 @@ struct pn_peer_rec {
 	struct pn_addr addr;       /* anonymous peers: the remote end of their connection */
 	bool anon;                 /* known only by one connection (it claimed nothing we believe):
 	                            * never found by address, never connected to */
-	bool proven;               /* its connection proved pn_opts.secret (set before any of its
-	                            * messages is delivered) */
+	uint8_t proven;            /* enum pn_proof: what its connection proved (set before any
+	                            * of its messages is delivered) */
 	char name[PN_NAME_LEN];
 	void *tp_state;            /* the transport's per-peer state, guarded by the transport */
 	/* an anonymous peer whose connection closed (pn_core_peer_retire): its id names
