@@ -132,7 +132,9 @@ struct pn {
 	uint32_t n_peers, cap_peers;
 	struct pn_peer_rec **named;    /* the peers not anonymous: found by address */
 	uint32_t n_named, cap_named;
-	struct pn_peer_rec *retired_head, *retired_tail;   /* oldest first (peer_retire) */
+	/* retired records per scheme, oldest first (pn_core_peer_retire): a record is reused
+	 * only by a peer of its own scheme, whose transport state (tp_state) it keeps */
+	struct pn_peer_rec *retired_head[PN_S_RDMA + 1], *retired_tail[PN_S_RDMA + 1];
 	uint64_t quarantine_ns;
 	uint32_t n_retired;
 	/* handlers[0]: for the types that have none of their own (pn_set_handler) */
@@ -231,13 +233,14 @@ bool pn_core_drop(struct pn *pn)
 
 /* A record for a new peer: a retired one past its quarantine (its slot, next generation),
  * else a new slot. */
-static struct pn_peer_rec *peer_new_locked(struct pn *pn)
+static struct pn_peer_rec *peer_new_locked(struct pn *pn, uint8_t scheme)
 {
-	struct pn_peer_rec *r = pn->retired_head;
+	uint8_t sc = scheme <= PN_S_RDMA ? scheme : 0;
+	struct pn_peer_rec *r = pn->retired_head[sc];
 	if (r && pn_now_ns() - r->retired_ns >= pn->quarantine_ns) {
-		pn->retired_head = r->next_retired;
-		if (!pn->retired_head)
-			pn->retired_tail = NULL;
+		pn->retired_head[sc] = r->next_retired;
+		if (!pn->retired_head[sc])
+			pn->retired_tail[sc] = NULL;
 		pn->n_retired--;
 		uint32_t gen = ((r->id >> PN_PEER_SLOT_BITS) + 1) & PN_PEER_GEN_MASK;
 		r->id = pn_peer_slot(r->id) | gen << PN_PEER_SLOT_BITS;
@@ -245,8 +248,10 @@ static struct pn_peer_rec *peer_new_locked(struct pn *pn)
 		r->next_retired = NULL;
 		r->proven = PN_PROOF_NONE;
 		r->has_sid = false;
-		/* tp_state stays: retired peers are tcp's anonymous ones, whose state (no
-		 * connection now) serves the next one as it is */
+		r->pinned = false;
+		/* tp_state stays: it is its scheme's (tcp: an anonymous peer's state, no
+		 * connection now, serves the next one as it is; udp resets its own when it sees
+		 * the new id) */
 		return r;
 	}
 	if (pn->n_peers == PN_PEER_SLOTS)
@@ -281,7 +286,7 @@ static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr 
 		pn->named = p;
 		pn->cap_named = cap;
 	}
-	struct pn_peer_rec *r = peer_new_locked(pn);
+	struct pn_peer_rec *r = peer_new_locked(pn, a->scheme);
 	if (!r)
 		return NULL;
 	r->addr = *a;
@@ -292,21 +297,32 @@ static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr 
 	return r;
 }
 
-void pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *r)
+bool pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *r)
 {
 	pthread_mutex_lock(&pn->lock);
-	if (r->anon && !r->retired) {
+	bool ok = !r->retired && (r->anon || !r->pinned);
+	if (ok && !r->anon) {
+		/* found by address no more: the next datagram from there makes a new peer */
+		uint32_t i = 0;
+		while (i < pn->n_named && pn->named[i] != r)
+			i++;
+		if (i < pn->n_named)
+			pn->named[i] = pn->named[--pn->n_named];
+	}
+	if (ok) {
+		uint8_t sc = r->addr.scheme <= PN_S_RDMA ? r->addr.scheme : 0;
 		r->retired = true;
 		r->retired_ns = pn_now_ns();
 		r->next_retired = NULL;
-		if (pn->retired_tail)
-			pn->retired_tail->next_retired = r;
+		if (pn->retired_tail[sc])
+			pn->retired_tail[sc]->next_retired = r;
 		else
-			pn->retired_head = r;
-		pn->retired_tail = r;
+			pn->retired_head[sc] = r;
+		pn->retired_tail[sc] = r;
 		pn->n_retired++;
 	}
 	pthread_mutex_unlock(&pn->lock);
+	return ok;
 }
 
 struct pn_peer_rec *pn_core_peer_slot(struct pn *pn, uint32_t slot)
@@ -321,6 +337,17 @@ struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a)
 {
 	pthread_mutex_lock(&pn->lock);
 	struct pn_peer_rec *r = peer_find_locked(pn, a, false);
+	pthread_mutex_unlock(&pn->lock);
+	return r;
+}
+
+struct pn_peer_rec *pn_core_peer_known(struct pn *pn, const struct pn_addr *a)
+{
+	struct pn_peer_rec *r = NULL;
+	pthread_mutex_lock(&pn->lock);
+	for (uint32_t i = 0; i < pn->n_named && !r; i++)
+		if (pn_addr_eq(&pn->named[i]->addr, a))
+			r = pn->named[i];
 	pthread_mutex_unlock(&pn->lock);
 	return r;
 }
@@ -410,7 +437,7 @@ int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const v
 {
 	if (!pn->opts.admit)
 		return 1;
-	return pn->opts.admit(pn->opts.admit_arg, from->id, type, head, head_len, len) > 0;
+	return pn->opts.admit(pn->opts.admit_arg, from ? from->id : PN_ANY, type, head, head_len, len) > 0;
 }
 
 void pn_core_refuse(struct pn *pn, struct pn_peer_rec *from, pn_type type, pn_coop coop,
@@ -452,7 +479,11 @@ int pn_peer_get(struct pn *pn, const char *name, pn_peer *out)
 	int rc = pn_addr_parse(name, &a, 1);
 	if (rc != 0)
 		return rc;
-	struct pn_peer_rec *r = pn_core_peer(pn, &a);
+	pthread_mutex_lock(&pn->lock);
+	struct pn_peer_rec *r = peer_find_locked(pn, &a, false);
+	if (r)
+		r->pinned = true;          /* the application holds its id: never retired */
+	pthread_mutex_unlock(&pn->lock);
 	if (!r)
 		return -PN_ENOMEM;
 	*out = r->id;
@@ -1290,6 +1321,7 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->rdma_replies_in = pn->st[PN_ST_RDMA_REPLIES_IN];
 	s->rdma_replies_out = pn->st[PN_ST_RDMA_REPLIES_OUT];
 	s->rdma_onesided = pn->st[PN_ST_RDMA_ONESIDED];
+	s->udp_refused = pn->st[PN_ST_UDP_REFUSED];
 	for (int i = 0; i < PN_LAT_BUCKETS; i++)
 		s->coop_lat[i] = pn->lat[i];
 	pthread_mutex_lock(&pn->lock);
@@ -1345,6 +1377,10 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	if (!o->connect_timeout_ms) o->connect_timeout_ms = 3000;
 	if (!o->send_timeout_ms) o->send_timeout_ms = 10000;
 	if (!o->udp_depth) o->udp_depth = 16;
+	if (!o->udp_max_peers) o->udp_max_peers = 4096;
+	if (!o->udp_preauth_peers) o->udp_preauth_peers = 1024;
+	if (!o->udp_idle_ms) o->udp_idle_ms = 60000;
+	if (!o->peer_quarantine_ms) o->peer_quarantine_ms = 60000;
 	if (!o->udp_max_wait_ms) o->udp_max_wait_ms = 5000;
 	const char *spin = getenv("PN_SPIN_US");
 	if (spin && !o->spin_us)
