@@ -878,8 +878,10 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	struct pn_stats ps;
 	pn_stats_get(pn, &ps);
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
-	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\n", ps.msgs_recv,
-	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames);
+	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\nnet.peers %" PRIu64
+	    "\nnet.peers_retired %" PRIu64 "\nnet.udp_refused %" PRIu64 "\n", ps.msgs_recv,
+	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames, ps.peers,
+	    ps.peers_retired, ps.udp_refused);
 	OUT("net.sessions %" PRIu64 "\nnet.session_bytes %" PRIu64 "\nnet.session_replays %" PRIu64
 	    "\nnet.session_dropped %" PRIu64 "\nnet.session_refused %" PRIu64
 	    "\nnet.session_expired %" PRIu64 "\n", ps.sessions, ps.session_bytes,
@@ -1535,6 +1537,8 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	                      .admit = admit_request, .refuse = refuse_request, .admit_arg = s,
 	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
 	                      .admin_secret = c->admin_secret,
+	                      /* a udp client quiet through its longest run keeps its peer */
+	                      .udp_idle_ms = c->max_run_ms > 50000 ? c->max_run_ms + 10000 : 60000,
 	                      .admin_secret_len = c->admin_secret ? strlen(c->admin_secret) : 0,
 	                      .max_conns = c->max_conns,
 	                      .max_conns_per_addr = c->max_conns_per_addr ? c->max_conns_per_addr : 256,
