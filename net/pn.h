@@ -80,8 +80,8 @@ struct pn_opts {
 	const void *admin_secret;
 	size_t admin_secret_len;
 	const char *const *udp_trusted;  /* NULL-terminated names "udp:HOST:PORT"; NULL: none */
-	/* tcp, connections others open to us.  A connection is admitted once the application
-	 * says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
+	/* tcp, connections others open to us (udp: senders, the same way; udp_max_peers).  A
+	 * connection is admitted once the application says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
 	 * PN_ADMIT_HEAD) of each message of a connection not yet admitted, whose whole length
 	 * is len, before the rest is read; it returns 1 to admit the connection (e.g. the
 	 * request carries the right secret), 0 to deliver this message without admitting it.
@@ -113,10 +113,10 @@ struct pn_opts {
 	                            * the old id */
 	/* udp: peers known by a source address this endpoint did not name itself (pn_peer_get
 	 * names, and udp_trusted members, are kept for good).  A sender not yet admitted (by
-	 * admit, as over tcp: a message it accepts; admit NULL: at once) may send messages of at
-	 * most preauth_max bytes (larger ones are dropped, never acknowledged) and is one of at
-	 * most udp_preauth_peers; when those are taken, a new sender gets a peer only with a
-	 * small message admit accepts at once.  Admitted ones are at most udp_max_peers; past
+	 * admit, as over tcp: it sees the head of a message, in its first datagram; admit NULL:
+	 * at once) may send messages of at most preauth_max bytes (larger ones are dropped,
+	 * never acknowledged) and is one of at most udp_preauth_peers; when those are taken, a
+	 * new sender gets a peer only with a first datagram admit accepts at once.  Admitted ones are at most udp_max_peers; past
 	 * it, new senders' datagrams are dropped.  A peer with nothing in flight that sent
 	 * nothing for udp_idle_ms (not admitted: 2 s, or udp_idle_ms if shorter) is retired
 	 * like a closed tcp connection's; retired ones count toward the bounds until their

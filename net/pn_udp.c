@@ -57,12 +57,12 @@
  * or on a full window (udp_kick).
  *
  * Admission (pn.h, udp_max_peers): a peer is made for a source address the first time a DATA
- * datagram comes from it, in a tier: TIER_PRE until pn_opts.admit accepts one of its whole
- * messages (it may send only messages of up to preauth_max bytes, one datagram), then
- * TIER_ADMITTED; addresses the application named (pn_peer_get) and udp_trusted members are
+ * datagram comes from it, in a tier: TIER_PRE until pn_opts.admit accepts the first bytes
+ * of one of its messages (in its first fragment; until then it may send only messages of
+ * up to preauth_max bytes), then TIER_ADMITTED; addresses the application named (pn_peer_get) and udp_trusted members are
  * in no tier and stay for good.  Each tier has a bound, counting its live peers and those
  * retired within the quarantine (a ring of retirement times); with TIER_PRE full, only a
- * whole small message admit accepts at once (from PN_ANY) makes a peer.  The I/O thread
+ * first fragment whose head admit accepts at once (from PN_ANY) makes a peer.  The I/O thread
  * retires peers of a tier that have nothing in flight and were quiet for the tier's idle
  * time (retire_idle): the core reuses their records, for another udp peer, after the
  * quarantine, and upeer_get gives the new peer a fresh state.  Sequence numbers start at
@@ -722,6 +722,18 @@ static void refused(struct pn_tp *tp)
 	pn_core_count(tp->pn, PN_ST_UDP_REFUSED, 1);
 }
 
+/* Whether pn_opts.admit accepts the message whose first fragment this is, from its first
+ * bytes (at most PN_ADMIT_HEAD, as over tcp); rec NULL: a sender with no peer yet. */
+static bool head_admits(struct pn_tp *tp, struct pn_peer_rec *rec, const struct uhdr *u,
+                        const struct pn_hdr *h, const uint8_t *payload)
+{
+	if (u->kind != K_DATA || u->frag != 0)
+		return false;
+	size_t in_dgram = h->len < FRAG_LEN ? h->len : FRAG_LEN;
+	size_t head = in_dgram < PN_ADMIT_HEAD ? in_dgram : PN_ADMIT_HEAD;
+	return pn_core_admit(tp->pn, rec, h->type, payload, head, h->len);
+}
+
 /* A datagram from a sender we have no peer for: make one in the tier it may have, or NULL
  * (dropped: no room, or nothing worth a peer).  A sender not yet admitted gets a place
  * among udp_preauth_peers; when those are full, only a whole small message that
@@ -734,9 +746,7 @@ static struct upeer *peer_new(struct pn_tp *tp, const struct pn_addr *a, const s
 		return NULL;               /* an ack from a stranger acknowledges nothing of ours */
 	int tier = pn_core_udp_trusted(pn, a) ? TIER_NONE : tp->o->admit ? TIER_PRE : TIER_ADMITTED;
 	if (tier == TIER_PRE && !tier_room(tp, TIER_PRE, now)) {
-		bool whole = u->frag == 0 && h->len <= FRAG_LEN && h->len <= tp->o->preauth_max;
-		size_t head = h->len < PN_ADMIT_HEAD ? h->len : PN_ADMIT_HEAD;
-		if (!whole || !pn_core_admit(pn, NULL, h->type, payload, head, h->len)) {
+		if (!head_admits(tp, NULL, u, h, payload)) {
 			refused(tp);
 			return NULL;
 		}
@@ -826,6 +836,15 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 	if (!p)
 		return;
 	rec = p->rec;
+	/* a sender not yet admitted is, by the first bytes of a message pn_opts.admit accepts
+	 * (it carries the secret), as a tcp connection is; until then it may send only messages
+	 * of up to preauth_max bytes */
+	if (p->tier == TIER_PRE && u.kind == K_DATA && tier_room(tp, TIER_ADMITTED, now) &&
+	    head_admits(tp, rec, &u, &h, payload)) {
+		tp->n_tier[TIER_PRE]--;
+		tp->n_tier[TIER_ADMITTED]++;
+		p->tier = TIER_ADMITTED;
+	}
 	if (p->tier == TIER_PRE && u.kind == K_DATA && h.len > tp->o->preauth_max) {
 		refused(tp);               /* too large before admission: never acknowledged */
 		return;
@@ -946,16 +965,6 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 	}
 	pthread_mutex_unlock(&p->lock);
 
-	/* a sender not yet admitted is, by a whole message pn_opts.admit accepts (it is
-	 * delivered either way, as over tcp) */
-	if (im && im->n_got == im->n_frags && p->tier == TIER_PRE && n_frags == 1 &&
-	    tier_room(tp, TIER_ADMITTED, now) &&
-	    pn_core_admit(pn, rec, h.type, payload, h.len < PN_ADMIT_HEAD ? h.len : PN_ADMIT_HEAD,
-	                  h.len)) {
-		tp->n_tier[TIER_PRE]--;
-		tp->n_tier[TIER_ADMITTED]++;
-		p->tier = TIER_ADMITTED;
-	}
 	/* delivered after the seq is marked, so a reply sent by an inline handler carries the ack */
 	if (im && im->n_got == im->n_frags)
 		imsg_end(tp, im, im->buf || !im->len ? 0 : -PN_ENOMEM);

@@ -588,6 +588,16 @@ static void test_secret(void)
 		free(list);
 	CHECK(arc_read(right, "mem", 0, &v, 8) == 0 && v == 0, "the refused write did nothing");
 	free(seg);
+	/* a first request larger than what a sender not yet admitted may send (4 KiB), with the
+	 * secret: admitted by its first bytes (udp: its first datagram), so answered (LOAD: the
+	 * bytes are no segment), not dropped */
+	struct arc *fresh = client(s, "s3cret");
+	static uint8_t junk[20000];
+	uint8_t id[AR_ID_LEN];
+	rc = fresh ? arc_install(fresh, junk, sizeof junk, id) : -1;
+	CHECK(rc == -AR_ELOAD, "a 20000-byte first request with the secret is answered: %d (%s)", rc,
+	      fresh ? arc_errmsg(fresh) : "");
+	arc_close(fresh);
 out:
 	arc_close(none);
 	arc_close(wrong);
