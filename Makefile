@@ -243,6 +243,9 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a build-fuzz/libproto.a $(LDLIBS)
 build-fuzz/fuzz_cc: tests/fuzz/fuzz_cc.c build-fuzz/libcc.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libcc.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS) -lelf
+# arfd in-process, its request decoder and handlers behind a connection that proved a secret
+build-fuzz/fuzz_arfd: tests/fuzz/fuzz_arfd.c $(LIBS)
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(LIBS) $(LDLIBS) -lelf
 build-fuzz/fuzz_grep: tests/fuzz/fuzz_grep.c build-fuzz/libgrep.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libgrep.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 # the random differential test of pngrep against GNU grep, longer than make check's and with
