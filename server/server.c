@@ -198,11 +198,17 @@ enum rights { RIGHTS_NONE, RIGHTS_CLIENT, RIGHTS_ADMIN };
 static enum rights rights_of(struct arfd *s, pn_peer from, const char *given)
 {
 	const char *admin = s->cfg.admin_secret, *client = s->cfg.secret;
-	enum pn_proof proof = from == PN_ANY ? PN_PROOF_NONE : pn_peer_proof(s->pn, from);
-	if (admin && (proof == PN_PROOF_ADMIN || (*given && same_secret(admin, given))))
+	if (!admin && !client)
+		return RIGHTS_ADMIN;       /* no secrets: no look at the peer (a lock) per request */
+	if (admin && *given && same_secret(admin, given))
 		return RIGHTS_ADMIN;
-	bool client_ok = !client || proof != PN_PROOF_NONE || same_secret(client, given);
-	if (!client_ok)
+	bool carried = client && same_secret(client, given);
+	if (carried && !admin)
+		return RIGHTS_ADMIN;
+	enum pn_proof proof = from == PN_ANY ? PN_PROOF_NONE : pn_peer_proof(s->pn, from);
+	if (proof == PN_PROOF_ADMIN && admin)
+		return RIGHTS_ADMIN;
+	if (!carried && client && proof == PN_PROOF_NONE)
 		return RIGHTS_NONE;
 	return admin ? RIGHTS_CLIENT : RIGHTS_ADMIN;
 }
