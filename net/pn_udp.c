@@ -736,7 +736,7 @@ static bool head_admits(struct pn_tp *tp, struct pn_peer_rec *rec, const struct 
 
 /* A datagram from a sender we have no peer for: make one in the tier it may have, or NULL
  * (dropped: no room, or nothing worth a peer).  A sender not yet admitted gets a place
- * among udp_preauth_peers; when those are full, only a whole small message that
+ * among udp_preauth_peers; when those are full, only a first datagram whose head
  * pn_opts.admit accepts at once (it carries the secret) makes an admitted peer. */
 static struct upeer *peer_new(struct pn_tp *tp, const struct pn_addr *a, const struct uhdr *u,
                               const struct pn_hdr *h, const uint8_t *payload, uint64_t now)
