@@ -130,8 +130,11 @@ struct pn {
 	pthread_mutex_t lock;      /* peers, handlers, cooperations, the work queue */
 	struct pn_peer_rec **peers;    /* by slot (pn_peer_slot of their id) */
 	uint32_t n_peers, cap_peers;
-	struct pn_peer_rec **named;    /* the peers not anonymous: found by address */
-	uint32_t n_named, cap_named;
+	/* the peers not anonymous, found by address: a hash table (chained by next_named) whose
+	 * hash is keyed with random bytes, since udp senders choose their source addresses */
+	struct pn_peer_rec **named;
+	uint32_t n_named, n_buckets;   /* n_buckets: a power of two, or 0 */
+	uint64_t named_key[2];
 	/* retired records per scheme, oldest first (pn_core_peer_retire): a record is reused
 	 * only by a peer of its own scheme, whose transport state (tp_state) it keeps */
 	struct pn_peer_rec *retired_head[PN_S_RDMA + 1], *retired_tail[PN_S_RDMA + 1];
@@ -272,28 +275,102 @@ static struct pn_peer_rec *peer_new_locked(struct pn *pn, uint8_t scheme)
 	return r;
 }
 
+/* The bucket of address a (what pn_addr_eq compares, nothing else). */
+static uint32_t named_bucket(const struct pn *pn, const struct pn_addr *a)
+{
+	uint64_t w0 = 0, w1 = 0;
+	memcpy(&w0, a->addr, a->family == 6 ? 8 : 4);
+	if (a->family == 6)
+		memcpy(&w1, a->addr + 8, 8);
+	uint64_t w2 = (uint64_t)a->scheme | (uint64_t)a->family << 8 | (uint64_t)a->port << 16;
+	uint64_t h = (w0 ^ pn->named_key[0]) * 0x9e3779b97f4a7c15ull +
+	             (w1 ^ pn->named_key[1]) * 0xc2b2ae3d27d4eb4full +
+	             (w2 ^ (pn->named_key[0] >> 7)) * 0x165667b19e3779f9ull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h & (pn->n_buckets - 1);
+}
+
+static struct pn_peer_rec *named_find_locked(struct pn *pn, const struct pn_addr *a)
+{
+	if (!pn->n_buckets)
+		return NULL;
+	for (struct pn_peer_rec *r = pn->named[named_bucket(pn, a)]; r; r = r->next_named)
+		if (pn_addr_eq(&r->addr, a))
+			return r;
+	return NULL;
+}
+
+/* Into the table, grown to keep chains short (a failed growth keeps the old table). */
+static bool named_add_locked(struct pn *pn, struct pn_peer_rec *r)
+{
+	if (pn->n_named + 1 > 2 * pn->n_buckets) {
+		uint32_t nb = pn->n_buckets ? 2 * pn->n_buckets : 64;
+		struct pn_peer_rec **t = calloc(nb, sizeof *t);
+		if (t) {
+			struct pn_peer_rec **old = pn->named;
+			uint32_t n_old = pn->n_buckets;
+			pn->named = t;
+			pn->n_buckets = nb;
+			for (uint32_t i = 0; i < n_old; i++)
+				for (struct pn_peer_rec *q = old[i], *nx; q; q = nx) {
+					nx = q->next_named;
+					uint32_t b = named_bucket(pn, &q->addr);
+					q->next_named = t[b];
+					t[b] = q;
+				}
+			free(old);
+		} else if (!pn->n_buckets) {
+			return false;
+		}
+	}
+	uint32_t b = named_bucket(pn, &r->addr);
+	r->next_named = pn->named[b];
+	pn->named[b] = r;
+	pn->n_named++;
+	return true;
+}
+
+static void named_remove_locked(struct pn *pn, struct pn_peer_rec *r)
+{
+	if (!pn->n_buckets)
+		return;
+	for (struct pn_peer_rec **pp = &pn->named[named_bucket(pn, &r->addr)]; *pp;
+	     pp = &(*pp)->next_named)
+		if (*pp == r) {
+			*pp = r->next_named;
+			r->next_named = NULL;
+			pn->n_named--;
+			return;
+		}
+}
+
 /* The peer with address a (anon: a new anonymous one, whatever its address). */
 static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr *a, bool anon)
 {
-	for (uint32_t i = 0; i < pn->n_named && !anon; i++)
-		if (pn_addr_eq(&pn->named[i]->addr, a))
-			return pn->named[i];
-	if (!anon && pn->n_named == pn->cap_named) {
-		uint32_t cap = pn->cap_named ? 2 * pn->cap_named : 16;
-		struct pn_peer_rec **p = realloc(pn->named, cap * sizeof *p);
-		if (!p)
-			return NULL;
-		pn->named = p;
-		pn->cap_named = cap;
-	}
-	struct pn_peer_rec *r = peer_new_locked(pn, a->scheme);
+	struct pn_peer_rec *r = anon ? NULL : named_find_locked(pn, a);
+	if (r)
+		return r;
+	r = peer_new_locked(pn, a->scheme);
 	if (!r)
 		return NULL;
 	r->addr = *a;
 	r->anon = anon;
 	pn_addr_name(a, r->name, sizeof r->name);
-	if (!anon)
-		pn->named[pn->n_named++] = r;
+	if (!anon && !named_add_locked(pn, r)) {
+		/* no table at all (out of memory): the record waits for reuse */
+		r->anon = true;
+		r->retired = true;
+		r->retired_ns = 0;
+		uint8_t sc = a->scheme <= PN_S_RDMA ? a->scheme : 0;
+		r->next_retired = pn->retired_head[sc];
+		pn->retired_head[sc] = r;
+		if (!pn->retired_tail[sc])
+			pn->retired_tail[sc] = r;
+		pn->n_retired++;
+		return NULL;
+	}
 	return r;
 }
 
@@ -301,14 +378,8 @@ bool pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *r)
 {
 	pthread_mutex_lock(&pn->lock);
 	bool ok = !r->retired && (r->anon || !r->pinned);
-	if (ok && !r->anon) {
-		/* found by address no more: the next datagram from there makes a new peer */
-		uint32_t i = 0;
-		while (i < pn->n_named && pn->named[i] != r)
-			i++;
-		if (i < pn->n_named)
-			pn->named[i] = pn->named[--pn->n_named];
-	}
+	if (ok && !r->anon)
+		named_remove_locked(pn, r);    /* the next datagram from there makes a new peer */
 	if (ok) {
 		uint8_t sc = r->addr.scheme <= PN_S_RDMA ? r->addr.scheme : 0;
 		r->retired = true;
@@ -343,11 +414,8 @@ struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a)
 
 struct pn_peer_rec *pn_core_peer_known(struct pn *pn, const struct pn_addr *a)
 {
-	struct pn_peer_rec *r = NULL;
 	pthread_mutex_lock(&pn->lock);
-	for (uint32_t i = 0; i < pn->n_named && !r; i++)
-		if (pn_addr_eq(&pn->named[i]->addr, a))
-			r = pn->named[i];
+	struct pn_peer_rec *r = named_find_locked(pn, a);
 	pthread_mutex_unlock(&pn->lock);
 	return r;
 }
@@ -1464,6 +1532,10 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	pthread_cond_init(&pn->q_cond, NULL);
 	/* Cooperation tokens start at a random point so a restarted endpoint cannot mistake a
 	 * late reply meant for its previous incarnation for one of its own. */
+	if (getrandom(pn->named_key, sizeof pn->named_key, 0) != sizeof pn->named_key) {
+		pn->named_key[0] = pn_now_ns() * 0x9e3779b97f4a7c15ull;
+		pn->named_key[1] = (uint64_t)(uintptr_t)pn * 0xc2b2ae3d27d4eb4full;
+	}
 	if (getrandom(&pn->next_token, sizeof pn->next_token, 0) != sizeof pn->next_token)
 		pn->next_token = pn_now_ns();
 	pn->next_token &= ~0xffffffffull;

@@ -104,6 +104,7 @@ struct pn_peer_rec {
 	bool anon;                 /* known only by one connection (it claimed nothing we believe):
 	                            * never found by address, never connected to */
 	bool pinned;               /* named by the application (pn_peer_get): never retired */
+	struct pn_peer_rec *next_named; /* its chain in the table of peers found by address */
 	uint8_t proven;            /* enum pn_proof: what its connection proved (set before any
 	                            * of its messages is delivered) */
 	char name[PN_NAME_LEN];
