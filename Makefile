@@ -131,7 +131,9 @@ TEST_PROGS += $(BUILD)/tests/arf_put
 # the conformance run (tests/integration/arf_conform.sh): libc only
 $(BUILD)/tests/conform: $(call obj,tests/conform/conform.c)
 TEST_PROGS += $(BUILD)/tests/conform
-$(PROGS) $(TEST_PROGS):
+# the live protocol mutation run of make fuzz (not a test_*: make check does not run it)
+$(BUILD)/tests/live_arfd: $(call obj,tests/fuzz/live_arfd.c) $(LIBS)
+$(PROGS) $(TEST_PROGS) $(BUILD)/tests/live_arfd:
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBS) $(LDLIBS)
 
@@ -243,6 +245,9 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a build-fuzz/libpn.a build-fuzz/libproto.a $(LDLIBS)
 build-fuzz/fuzz_cc: tests/fuzz/fuzz_cc.c build-fuzz/libcc.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libcc.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS) -lelf
+# arfd in-process, its request decoder and handlers behind a connection that proved a secret
+build-fuzz/fuzz_arfd: tests/fuzz/fuzz_arfd.c $(LIBS)
+	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< $(LIBS) $(LDLIBS) -lelf
 build-fuzz/fuzz_grep: tests/fuzz/fuzz_grep.c build-fuzz/libgrep.a
 	clang $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ $< build-fuzz/libgrep.a build-fuzz/libasm.a build-fuzz/libvm.a build-fuzz/libisa.a $(LDLIBS)
 # the random differential test of pngrep against GNU grep, longer than make check's and with
@@ -255,6 +260,12 @@ fuzz-grep-random: all
 	@if [ "$(GREP_RANDOM_FUZZ_COUNT)" -gt 0 ]; then \
 	  sh tests/grep/random.sh --seed $${GREP_RANDOM_SEED:-$$(date +%s)} --count $(GREP_RANDOM_FUZZ_COUNT); \
 	else echo "fuzz-grep-random: GREP_RANDOM_FUZZ_COUNT=0, skipped"; fi
+# a live arfd on loopback, spoken to properly (HELLO/AUTH) and then sent mutated requests
+# for FUZZ_SECONDS; still answering and its RSS under a bound at the end (tests/fuzz/live_arfd.c)
+.PHONY: fuzz-live
+fuzz: fuzz-live
+fuzz-live: all $(BUILD)/tests/live_arfd
+	$(BUILD)/tests/live_arfd --build $(BUILD) --seconds $(FUZZ_SECONDS)
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  c=tests/fuzz/corpus/$$(basename $$t); mkdir -p $$c; \

@@ -140,8 +140,12 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	}
 	pthread_mutex_init(&a->lock, NULL);
 	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
-	if (opts && opts->secret)
-		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
+	/* the admin secret, when given, is the one this client proves (or sends) */
+	const char *secret = opts && opts->admin_secret ? opts->admin_secret :
+	                     opts ? opts->secret : NULL;
+	bool admin = opts && opts->admin_secret;
+	if (secret)
+		snprintf(a->secret, sizeof a->secret, "%s", secret);
 	char self[96];
 	const char *colon = strchr(endpoint, ':');
 	if (!colon || colon - endpoint > 8) {
@@ -157,8 +161,13 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	if (!strncmp(endpoint, "tcp:", 4) && a->secret[0]) {
 		/* over tcp the secret is proved when a connection opens and never sent
 		 * (docs/net.md); the requests carry none */
-		po.secret = a->secret;
-		po.secret_len = strlen(a->secret);
+		if (admin) {
+			po.admin_secret = a->secret;
+			po.admin_secret_len = strlen(a->secret);
+		} else {
+			po.secret = a->secret;
+			po.secret_len = strlen(a->secret);
+		}
 	}
 	char perr[256];
 	a->pn = pn_init(&listen, 1, &po, perr, sizeof perr);
@@ -167,7 +176,7 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 		free(a);
 		return NULL;
 	}
-	if (po.secret)
+	if (po.secret || po.admin_secret)
 		memset(a->secret, 0, sizeof a->secret);   /* pn_init kept its own copy */
 	a->rdma = !strncmp(endpoint, "rdma:", 5);
 	int rc = pn_peer_get(a->pn, endpoint, &a->server);

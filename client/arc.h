@@ -18,6 +18,8 @@ struct arc;
 
 struct arc_opts {
 	const char *secret;        /* the server's shared secret, if it has one */
+	const char *admin_secret;  /* or its admin secret (INSTALL, admin-only regions; used
+	                            * instead of secret when set): arfd --admin-secret */
 	int timeout_ms;            /* per request; 0 = 30000 */
 	const char *listen;        /* this client's own endpoint; NULL = SCHEME:ADDR:0, ADDR the local
 	                            * address the server is reached from (127.0.0.1 for a local one) */

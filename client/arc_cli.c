@@ -9,7 +9,8 @@
  *   arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)
  *   arc regions ENDPOINT
  *   arc stats ENDPOINT
- * Common options: --secret S (or ARC_SECRET), --timeout MS, --outage MS.
+ * Common options: --secret S (or ARC_SECRET), --admin-secret S (or ARC_ADMIN_SECRET),
+ * --timeout MS, --outage MS.
  * Exit status: 0 success; 1 usage or local error; 2 the server refused or failed the request
  * (message on stderr); 3 the run trapped (the trap on stderr, output so far on stdout).
  */
@@ -33,7 +34,9 @@ static void usage(FILE *f)
 	"  arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)\n"
 	"  arc regions ENDPOINT\n"
 	"  arc stats ENDPOINT\n"
-	"options: --secret S (default: $ARC_SECRET), --timeout MS (default 30000),\n"
+	"options: --secret S (default: $ARC_SECRET), --admin-secret S (default:\n"
+	"         $ARC_ADMIN_SECRET; arfd --admin-secret: install, admin-only regions; used\n"
+	"         instead of --secret), --timeout MS (default 30000),\n"
 	"         --outage MS (ride through a lost connection or a server not up yet, tcp;\n"
 	"         default 60000, 0: off)\n"
 	"exit status: 0 ok, 1 usage/local error, 2 server error, 3 the run trapped\n");
@@ -74,7 +77,7 @@ int main(int argc, char **argv)
 	const char *pos[8];
 	int n_pos = 0;
 	const char *entry = NULL, *args_str = NULL, *args_file = NULL, *data = NULL, *file = NULL;
-	const char *secret = getenv("ARC_SECRET");
+	const char *secret = getenv("ARC_SECRET"), *admin_secret = getenv("ARC_ADMIN_SECRET");
 	int64_t args[AR_MAX_ARGS];
 	unsigned n_args = 0;
 	uint64_t fuel = 0, out_max = 16u << 20, timeout = 30000, outage = 60000;
@@ -106,6 +109,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--data")) data = v;
 		else if (!strcmp(a, "--file")) file = v;
 		else if (!strcmp(a, "--secret")) secret = v;
+		else if (!strcmp(a, "--admin-secret")) admin_secret = v;
 		else if (!strcmp(a, "--arg")) {
 			char *end;
 			errno = 0;
@@ -140,7 +144,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	char err[512];
-	struct arc_opts o = { .secret = secret, .timeout_ms = (int)timeout,
+	struct arc_opts o = { .secret = secret, .admin_secret = admin_secret,
+	                      .timeout_ms = (int)timeout,
 	                      .outage_ms = outage ? (int)outage : -1, .wait_first = 1 };
 	struct arc *a = arc_connect(pos[0], &o, err, sizeof err);
 	if (!a) {

@@ -130,9 +130,14 @@ struct pn {
 	pthread_mutex_t lock;      /* peers, handlers, cooperations, the work queue */
 	struct pn_peer_rec **peers;    /* by slot (pn_peer_slot of their id) */
 	uint32_t n_peers, cap_peers;
-	struct pn_peer_rec **named;    /* the peers not anonymous: found by address */
-	uint32_t n_named, cap_named;
-	struct pn_peer_rec *retired_head, *retired_tail;   /* oldest first (peer_retire) */
+	/* the peers not anonymous, found by address: a hash table (chained by next_named) whose
+	 * hash is keyed with random bytes, since udp senders choose their source addresses */
+	struct pn_peer_rec **named;
+	uint32_t n_named, n_buckets;   /* n_buckets: a power of two, or 0 */
+	uint64_t named_key[2];
+	/* retired records per scheme, oldest first (pn_core_peer_retire): a record is reused
+	 * only by a peer of its own scheme, whose transport state (tp_state) it keeps */
+	struct pn_peer_rec *retired_head[PN_S_RDMA + 1], *retired_tail[PN_S_RDMA + 1];
 	uint64_t quarantine_ns;
 	uint32_t n_retired;
 	/* handlers[0]: for the types that have none of their own (pn_set_handler) */
@@ -154,6 +159,7 @@ struct pn {
 	struct pn_sess *sess;      /* sessions, both sides (pn_sess.c) */
 	uint8_t *key;              /* a copy of opts.cluster_key, or NULL */
 	uint8_t *secret;           /* a copy of opts.secret, or NULL */
+	uint8_t *admin;            /* a copy of opts.admin_secret, or NULL */
 	struct pn_addr *udp_trusted;   /* opts.udp_trusted, parsed */
 	unsigned n_udp_trusted;
 
@@ -230,22 +236,25 @@ bool pn_core_drop(struct pn *pn)
 
 /* A record for a new peer: a retired one past its quarantine (its slot, next generation),
  * else a new slot. */
-static struct pn_peer_rec *peer_new_locked(struct pn *pn)
+static struct pn_peer_rec *peer_new_locked(struct pn *pn, uint8_t scheme)
 {
-	struct pn_peer_rec *r = pn->retired_head;
+	uint8_t sc = scheme <= PN_S_RDMA ? scheme : 0;
+	struct pn_peer_rec *r = pn->retired_head[sc];
 	if (r && pn_now_ns() - r->retired_ns >= pn->quarantine_ns) {
-		pn->retired_head = r->next_retired;
-		if (!pn->retired_head)
-			pn->retired_tail = NULL;
+		pn->retired_head[sc] = r->next_retired;
+		if (!pn->retired_head[sc])
+			pn->retired_tail[sc] = NULL;
 		pn->n_retired--;
 		uint32_t gen = ((r->id >> PN_PEER_SLOT_BITS) + 1) & PN_PEER_GEN_MASK;
 		r->id = pn_peer_slot(r->id) | gen << PN_PEER_SLOT_BITS;
 		r->retired = false;
 		r->next_retired = NULL;
-		r->proven = false;
+		r->proven = PN_PROOF_NONE;
 		r->has_sid = false;
-		/* tp_state stays: retired peers are tcp's anonymous ones, whose state (no
-		 * connection now) serves the next one as it is */
+		r->pinned = false;
+		/* tp_state stays: it is its scheme's (tcp: an anonymous peer's state, no
+		 * connection now, serves the next one as it is; udp resets its own when it sees
+		 * the new id) */
 		return r;
 	}
 	if (pn->n_peers == PN_PEER_SLOTS)
@@ -266,46 +275,125 @@ static struct pn_peer_rec *peer_new_locked(struct pn *pn)
 	return r;
 }
 
+/* The bucket of address a (what pn_addr_eq compares, nothing else). */
+static uint32_t named_bucket(const struct pn *pn, const struct pn_addr *a)
+{
+	uint64_t w0 = 0, w1 = 0;
+	memcpy(&w0, a->addr, a->family == 6 ? 8 : 4);
+	if (a->family == 6)
+		memcpy(&w1, a->addr + 8, 8);
+	uint64_t w2 = (uint64_t)a->scheme | (uint64_t)a->family << 8 | (uint64_t)a->port << 16;
+	uint64_t h = (w0 ^ pn->named_key[0]) * 0x9e3779b97f4a7c15ull +
+	             (w1 ^ pn->named_key[1]) * 0xc2b2ae3d27d4eb4full +
+	             (w2 ^ (pn->named_key[0] >> 7)) * 0x165667b19e3779f9ull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h & (pn->n_buckets - 1);
+}
+
+static struct pn_peer_rec *named_find_locked(struct pn *pn, const struct pn_addr *a)
+{
+	if (!pn->n_buckets)
+		return NULL;
+	for (struct pn_peer_rec *r = pn->named[named_bucket(pn, a)]; r; r = r->next_named)
+		if (pn_addr_eq(&r->addr, a))
+			return r;
+	return NULL;
+}
+
+/* Into the table, grown to keep chains short (a failed growth keeps the old table). */
+static bool named_add_locked(struct pn *pn, struct pn_peer_rec *r)
+{
+	if (pn->n_named + 1 > 2 * pn->n_buckets) {
+		uint32_t nb = pn->n_buckets ? 2 * pn->n_buckets : 64;
+		struct pn_peer_rec **t = calloc(nb, sizeof *t);
+		if (t) {
+			struct pn_peer_rec **old = pn->named;
+			uint32_t n_old = pn->n_buckets;
+			pn->named = t;
+			pn->n_buckets = nb;
+			for (uint32_t i = 0; i < n_old; i++)
+				for (struct pn_peer_rec *q = old[i], *nx; q; q = nx) {
+					nx = q->next_named;
+					uint32_t b = named_bucket(pn, &q->addr);
+					q->next_named = t[b];
+					t[b] = q;
+				}
+			free(old);
+		} else if (!pn->n_buckets) {
+			return false;
+		}
+	}
+	uint32_t b = named_bucket(pn, &r->addr);
+	r->next_named = pn->named[b];
+	pn->named[b] = r;
+	pn->n_named++;
+	return true;
+}
+
+static void named_remove_locked(struct pn *pn, struct pn_peer_rec *r)
+{
+	if (!pn->n_buckets)
+		return;
+	for (struct pn_peer_rec **pp = &pn->named[named_bucket(pn, &r->addr)]; *pp;
+	     pp = &(*pp)->next_named)
+		if (*pp == r) {
+			*pp = r->next_named;
+			r->next_named = NULL;
+			pn->n_named--;
+			return;
+		}
+}
+
 /* The peer with address a (anon: a new anonymous one, whatever its address). */
 static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr *a, bool anon)
 {
-	for (uint32_t i = 0; i < pn->n_named && !anon; i++)
-		if (pn_addr_eq(&pn->named[i]->addr, a))
-			return pn->named[i];
-	if (!anon && pn->n_named == pn->cap_named) {
-		uint32_t cap = pn->cap_named ? 2 * pn->cap_named : 16;
-		struct pn_peer_rec **p = realloc(pn->named, cap * sizeof *p);
-		if (!p)
-			return NULL;
-		pn->named = p;
-		pn->cap_named = cap;
-	}
-	struct pn_peer_rec *r = peer_new_locked(pn);
+	struct pn_peer_rec *r = anon ? NULL : named_find_locked(pn, a);
+	if (r)
+		return r;
+	r = peer_new_locked(pn, a->scheme);
 	if (!r)
 		return NULL;
 	r->addr = *a;
 	r->anon = anon;
 	pn_addr_name(a, r->name, sizeof r->name);
-	if (!anon)
-		pn->named[pn->n_named++] = r;
+	if (!anon && !named_add_locked(pn, r)) {
+		/* no table at all (out of memory): the record waits for reuse */
+		r->anon = true;
+		r->retired = true;
+		r->retired_ns = 0;
+		uint8_t sc = a->scheme <= PN_S_RDMA ? a->scheme : 0;
+		r->next_retired = pn->retired_head[sc];
+		pn->retired_head[sc] = r;
+		if (!pn->retired_tail[sc])
+			pn->retired_tail[sc] = r;
+		pn->n_retired++;
+		return NULL;
+	}
 	return r;
 }
 
-void pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *r)
+bool pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *r)
 {
 	pthread_mutex_lock(&pn->lock);
-	if (r->anon && !r->retired) {
+	bool ok = !r->retired && (r->anon || !r->pinned);
+	if (ok && !r->anon)
+		named_remove_locked(pn, r);    /* the next datagram from there makes a new peer */
+	if (ok) {
+		uint8_t sc = r->addr.scheme <= PN_S_RDMA ? r->addr.scheme : 0;
 		r->retired = true;
 		r->retired_ns = pn_now_ns();
 		r->next_retired = NULL;
-		if (pn->retired_tail)
-			pn->retired_tail->next_retired = r;
+		if (pn->retired_tail[sc])
+			pn->retired_tail[sc]->next_retired = r;
 		else
-			pn->retired_head = r;
-		pn->retired_tail = r;
+			pn->retired_head[sc] = r;
+		pn->retired_tail[sc] = r;
 		pn->n_retired++;
 	}
 	pthread_mutex_unlock(&pn->lock);
+	return ok;
 }
 
 struct pn_peer_rec *pn_core_peer_slot(struct pn *pn, uint32_t slot)
@@ -320,6 +408,14 @@ struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a)
 {
 	pthread_mutex_lock(&pn->lock);
 	struct pn_peer_rec *r = peer_find_locked(pn, a, false);
+	pthread_mutex_unlock(&pn->lock);
+	return r;
+}
+
+struct pn_peer_rec *pn_core_peer_known(struct pn *pn, const struct pn_addr *a)
+{
+	pthread_mutex_lock(&pn->lock);
+	struct pn_peer_rec *r = named_find_locked(pn, a);
 	pthread_mutex_unlock(&pn->lock);
 	return r;
 }
@@ -340,15 +436,33 @@ bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a)
 	return false;
 }
 
+/* The key of that use and its length, or NULL. */
+static const uint8_t *key_of(const struct pn *pn, enum pn_key which, size_t *len)
+{
+	switch (which) {
+	case PN_KEY_CLUSTER: *len = pn->opts.cluster_key_len; return pn->key;
+	case PN_KEY_SECRET:  *len = pn->opts.secret_len; return pn->secret;
+	case PN_KEY_ADMIN:   *len = pn->opts.admin_secret_len; return pn->admin;
+	}
+	*len = 0;
+	return NULL;
+}
+
 bool pn_core_has_key(struct pn *pn, enum pn_key which)
 {
-	return (which == PN_KEY_CLUSTER ? pn->key : pn->secret) != NULL;
+	size_t len;
+	return key_of(pn, which, &len) != NULL;
 }
 
 bool pn_peer_proven(struct pn *pn, pn_peer peer)
 {
+	return pn_peer_proof(pn, peer) != PN_PROOF_NONE;
+}
+
+enum pn_proof pn_peer_proof(struct pn *pn, pn_peer peer)
+{
 	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
-	return r && r->proven;
+	return r ? (enum pn_proof)r->proven : PN_PROOF_NONE;
 }
 
 void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
@@ -368,8 +482,8 @@ void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
 	memcpy(o + 2, &origin->port, 2);
 	memcpy(o + 4, origin->addr, 16);
 	unsigned len = PN_MAC_LEN;
-	const uint8_t *key = which == PN_KEY_CLUSTER ? pn->key : pn->secret;
-	size_t klen = which == PN_KEY_CLUSTER ? pn->opts.cluster_key_len : pn->opts.secret_len;
+	size_t klen;
+	const uint8_t *key = key_of(pn, which, &klen);
 	if (!key || !HMAC(EVP_sha256(), key, (int)klen, msg, sizeof msg, out, &len))
 		memset(out, 0, PN_MAC_LEN);     /* matches no proof made with the key */
 	OPENSSL_cleanse(msg, sizeof msg);
@@ -391,7 +505,7 @@ int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const v
 {
 	if (!pn->opts.admit)
 		return 1;
-	return pn->opts.admit(pn->opts.admit_arg, from->id, type, head, head_len, len) > 0;
+	return pn->opts.admit(pn->opts.admit_arg, from ? from->id : PN_ANY, type, head, head_len, len) > 0;
 }
 
 void pn_core_refuse(struct pn *pn, struct pn_peer_rec *from, pn_type type, pn_coop coop,
@@ -433,7 +547,11 @@ int pn_peer_get(struct pn *pn, const char *name, pn_peer *out)
 	int rc = pn_addr_parse(name, &a, 1);
 	if (rc != 0)
 		return rc;
-	struct pn_peer_rec *r = pn_core_peer(pn, &a);
+	pthread_mutex_lock(&pn->lock);
+	struct pn_peer_rec *r = peer_find_locked(pn, &a, false);
+	if (r)
+		r->pinned = true;          /* the application holds its id: never retired */
+	pthread_mutex_unlock(&pn->lock);
 	if (!r)
 		return -PN_ENOMEM;
 	*out = r->id;
@@ -1271,6 +1389,7 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->rdma_replies_in = pn->st[PN_ST_RDMA_REPLIES_IN];
 	s->rdma_replies_out = pn->st[PN_ST_RDMA_REPLIES_OUT];
 	s->rdma_onesided = pn->st[PN_ST_RDMA_ONESIDED];
+	s->udp_refused = pn->st[PN_ST_UDP_REFUSED];
 	for (int i = 0; i < PN_LAT_BUCKETS; i++)
 		s->coop_lat[i] = pn->lat[i];
 	pthread_mutex_lock(&pn->lock);
@@ -1326,6 +1445,10 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	if (!o->connect_timeout_ms) o->connect_timeout_ms = 3000;
 	if (!o->send_timeout_ms) o->send_timeout_ms = 10000;
 	if (!o->udp_depth) o->udp_depth = 16;
+	if (!o->udp_max_peers) o->udp_max_peers = 4096;
+	if (!o->udp_preauth_peers) o->udp_preauth_peers = 1024;
+	if (!o->udp_idle_ms) o->udp_idle_ms = 60000;
+	if (!o->peer_quarantine_ms) o->peer_quarantine_ms = 60000;
 	if (!o->udp_max_wait_ms) o->udp_max_wait_ms = 5000;
 	const char *spin = getenv("PN_SPIN_US");
 	if (spin && !o->spin_us)
@@ -1364,6 +1487,20 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	o->secret = pn->secret;
 	if (!pn->secret)
 		o->secret_len = 0;
+	if (o->admin_secret_len > 0 && o->admin_secret) {
+		if (o->admin_secret_len > 1024 || !(pn->admin = malloc(o->admin_secret_len))) {
+			snprintf(err, errlen, "admin secret: %s", o->admin_secret_len > 1024 ?
+			         "longer than 1024 bytes" : "out of memory");
+			free(pn->secret);
+			free(pn->key);
+			free(pn);
+			return NULL;
+		}
+		memcpy(pn->admin, o->admin_secret, o->admin_secret_len);
+	}
+	o->admin_secret = pn->admin;
+	if (!pn->admin)
+		o->admin_secret_len = 0;
 	unsigned n_trusted = 0;
 	while (o->udp_trusted && o->udp_trusted[n_trusted])
 		n_trusted++;
@@ -1371,6 +1508,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 		snprintf(err, errlen, "out of memory");
 		free(pn->key);
 		free(pn->secret);
+		free(pn->admin);
 		free(pn);
 		return NULL;
 	}
@@ -1381,6 +1519,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 			free(pn->udp_trusted);
 			free(pn->key);
 			free(pn->secret);
+			free(pn->admin);
 			free(pn);
 			return NULL;
 		}
@@ -1393,6 +1532,10 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	pthread_cond_init(&pn->q_cond, NULL);
 	/* Cooperation tokens start at a random point so a restarted endpoint cannot mistake a
 	 * late reply meant for its previous incarnation for one of its own. */
+	if (getrandom(pn->named_key, sizeof pn->named_key, 0) != sizeof pn->named_key) {
+		pn->named_key[0] = pn_now_ns() * 0x9e3779b97f4a7c15ull;
+		pn->named_key[1] = (uint64_t)(uintptr_t)pn * 0xc2b2ae3d27d4eb4full;
+	}
 	if (getrandom(&pn->next_token, sizeof pn->next_token, 0) != sizeof pn->next_token)
 		pn->next_token = pn_now_ns();
 	pn->next_token &= ~0xffffffffull;
@@ -1508,6 +1651,9 @@ void pn_finalize(struct pn *pn)
 	if (pn->secret)
 		OPENSSL_cleanse(pn->secret, pn->opts.secret_len);
 	free(pn->secret);
+	if (pn->admin)
+		OPENSSL_cleanse(pn->admin, pn->opts.admin_secret_len);
+	free(pn->admin);
 	free(pn->udp_trusted);
 	pn_sess_free(pn->sess);
 	pthread_cond_destroy(&pn->q_cond);

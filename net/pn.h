@@ -73,9 +73,15 @@ struct pn_opts {
 	 * is right, and goes on with it unproven when not.  Claims are not believed for it. */
 	const void *secret;
 	size_t secret_len;
+	/* tcp: a second secret of greater rights, proved the same way under its own labels
+	 * (what it allows is the application's to say; arfd: installing, admin-only regions).
+	 * An endpoint with one proves it, instead of secret, on the connections it opens; one
+	 * that accepts connections tells which of the two a peer proved (pn_peer_proof). */
+	const void *admin_secret;
+	size_t admin_secret_len;
 	const char *const *udp_trusted;  /* NULL-terminated names "udp:HOST:PORT"; NULL: none */
-	/* tcp, connections others open to us.  A connection is admitted once the application
-	 * says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
+	/* tcp, connections others open to us (udp: senders, the same way; udp_max_peers).  A
+	 * connection is admitted once the application says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
 	 * PN_ADMIT_HEAD) of each message of a connection not yet admitted, whose whole length
 	 * is len, before the rest is read; it returns 1 to admit the connection (e.g. the
 	 * request carries the right secret), 0 to deliver this message without admitting it.
@@ -100,10 +106,25 @@ struct pn_opts {
 	                            * Past it, the oldest one not admitted is closed, else the
 	                            * new one */
 	unsigned max_conns_per_addr; /* the same from one IP address; 0 = no limit */
-	unsigned peer_quarantine_ms; /* a closed connection's anonymous peer record is reused
-	                            * after this (its id is dead at once); 0 = 60000.  Tests
-	                            * shorten it; it must outlast any send or handler that may
-	                            * still use the old id */
+	unsigned peer_quarantine_ms; /* a closed connection's anonymous peer record, or a udp
+	                            * peer's retired after udp_idle_ms, is reused after this
+	                            * (its id is dead at once); 0 = 60000.  Tests shorten it;
+	                            * it must outlast any send or handler that may still use
+	                            * the old id */
+	/* udp: peers known by a source address this endpoint did not name itself (pn_peer_get
+	 * names, and udp_trusted members, are kept for good).  A sender not yet admitted (by
+	 * admit, as over tcp: it sees the head of a message, in its first datagram; admit NULL:
+	 * at once) may send messages of at most preauth_max bytes (larger ones are dropped,
+	 * never acknowledged) and is one of at most udp_preauth_peers; when those are taken, a
+	 * new sender gets a peer only with a first datagram admit accepts at once.  Admitted ones are at most udp_max_peers; past
+	 * it, new senders' datagrams are dropped.  A peer with nothing in flight that sent
+	 * nothing for udp_idle_ms (not admitted: 2 s, or udp_idle_ms if shorter) is retired
+	 * like a closed tcp connection's; retired ones count toward the bounds until their
+	 * quarantine ends.  So spoofed source addresses cost a bounded table, not memory
+	 * without end.  Messages in reassembly are bounded by rx_budget together. */
+	unsigned udp_max_peers;    /* 0 = 4096 */
+	unsigned udp_preauth_peers; /* 0 = 1024 */
+	unsigned udp_idle_ms;      /* 0 = 60000 */
 	/* Sessions others open with us (docs/net.md, "Sessions"): a client's session outlives
 	 * its connections; its requests carry a slot and a sequence number, and the reply to
 	 * the last request of each slot is kept, so a request sent again after a reconnect is
@@ -143,8 +164,11 @@ const char *pn_self(struct pn *pn, const char *scheme);
  * first send.  Host names are resolved once, here. */
 int pn_peer_get(struct pn *pn, const char *name, pn_peer *out);
 const char *pn_peer_name(struct pn *pn, pn_peer peer);
-/* Whether peer's connection proved pn_opts.secret when it opened (tcp; docs/net.md). */
+/* Whether peer's connection proved pn_opts.secret or pn_opts.admin_secret when it opened
+ * (tcp; docs/net.md), and which. */
 bool pn_peer_proven(struct pn *pn, pn_peer peer);
+enum pn_proof { PN_PROOF_NONE, PN_PROOF_SECRET, PN_PROOF_ADMIN };
+enum pn_proof pn_peer_proof(struct pn *pn, pn_peer peer);
 
 /* A handler gets the sender (for forwarded messages: the origin), the message type, the
  * Cooperation token to answer with, and the payload (valid until it returns; may be modified).
@@ -271,6 +295,8 @@ struct pn_stats {
 	uint64_t rdma_replies_in;  /* rdma: replies a peer wrote straight into our descriptors */
 	uint64_t rdma_replies_out; /* rdma: replies we wrote straight into a requester's memory */
 	uint64_t rdma_onesided;    /* rdma: pn_mem_read/pn_mem_write operations completed */
+	uint64_t udp_refused;      /* udp: datagrams dropped before admission (no room for a
+	                            * new sender, or a message over preauth_max) */
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 	uint64_t peers;            /* peer records: every peer known now */
 	uint64_t peers_retired;    /* ... of which closed anonymous ones waiting for reuse */

@@ -54,13 +54,14 @@ enum pn_kind {
 #define PN_F_PROVE     0x0002u /* HELLO: the sender will prove it holds the cluster key; the
                                 * payload is its nonce (PN_NONCE_LEN bytes) */
 #define PN_F_SECRET    0x0004u /* HELLO with PN_F_PROVE: the key is pn_opts.secret instead */
+#define PN_F_ADMIN     0x0020u /* HELLO with PN_F_PROVE | PN_F_SECRET: pn_opts.admin_secret */
 #define PN_F_SESSION   0x0008u /* HELLO: the payload ends with a session block (below) */
 #define PN_F_IDEMPOTENT 0x0010u /* SREQ: keep no reply; run a repeat again (pn_send_ex) */
 /* The session block of a HELLO: the session id (16 random bytes, chosen by the client) and
  * u32 the number of slots it asks for. */
 #define PN_SID_LEN     16
 #define PN_SESS_BLOCK  (PN_SID_LEN + 4)
-enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET };
+enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET, PN_KEY_ADMIN };
 #define PN_NONCE_LEN   32
 #define PN_MAC_LEN     32      /* HMAC-SHA-256 */
 
@@ -102,12 +103,15 @@ struct pn_peer_rec {
 	struct pn_addr addr;       /* anonymous peers: the remote end of their connection */
 	bool anon;                 /* known only by one connection (it claimed nothing we believe):
 	                            * never found by address, never connected to */
-	bool proven;               /* its connection proved pn_opts.secret (set before any of its
-	                            * messages is delivered) */
+	bool pinned;               /* named by the application (pn_peer_get): never retired */
+	struct pn_peer_rec *next_named; /* its chain in the table of peers found by address */
+	uint8_t proven;            /* enum pn_proof: what its connection proved (set before any
+	                            * of its messages is delivered) */
 	char name[PN_NAME_LEN];
 	void *tp_state;            /* the transport's per-peer state, guarded by the transport */
-	/* an anonymous peer whose connection closed (pn_core_peer_retire): its id names
-	 * nobody, and the record waits (under pn's lock) to be reused */
+	/* an anonymous peer whose connection closed, or a udp peer gone quiet
+	 * (pn_core_peer_retire): its id names nobody, and the record waits (under pn's lock)
+	 * to be reused */
 	bool retired;
 	uint64_t retired_ns;
 	struct pn_peer_rec *next_retired;
@@ -170,6 +174,8 @@ extern const struct pn_transport pn_rdma_transport;
 const struct pn_opts *pn_core_opts(struct pn *pn);
 /* The peer with this address, created if new; NULL when out of memory. */
 struct pn_peer_rec *pn_core_peer(struct pn *pn, const struct pn_addr *a);
+/* The peer with this address if there is one (never created). */
+struct pn_peer_rec *pn_core_peer_known(struct pn *pn, const struct pn_addr *a);
 /* A new anonymous peer for a connection from remote address a (tcp: its ephemeral port):
  * pn_core_peer never returns it, so nobody can claim it; NULL when out of memory. */
 struct pn_peer_rec *pn_core_peer_anon(struct pn *pn, const struct pn_addr *a);
@@ -185,7 +191,8 @@ bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
                     const uint8_t nc[PN_NONCE_LEN],
                     const uint8_t na[PN_NONCE_LEN], const struct pn_addr *origin,
                     const uint8_t got[PN_MAC_LEN]);
-/* opts.admit for the first bytes of a message from a connection not yet admitted (1: admit). */
+/* opts.admit for the first bytes of a message from a connection not yet admitted (1: admit);
+ * from NULL: a sender that has no record yet (udp; admit sees PN_ANY). */
 int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const void *head,
                   size_t head_len, uint64_t len);
 /* opts.refuse for such a message that is too large to take in before admission. */
@@ -196,10 +203,12 @@ struct pn_peer_rec *pn_core_peer_at(struct pn *pn, pn_peer id);
 /* The record in slot (0, 1, ... until NULL), retired or not: for a transport freeing its
  * per-peer states at close. */
 struct pn_peer_rec *pn_core_peer_slot(struct pn *pn, uint32_t slot);
-/* An anonymous peer's one connection is closed (after pn_core_peer_down): its id names
- * nobody from now on (sends to it fail with PN_EPEERDOWN), and its record, tp_state
- * included, is reused for a later anonymous peer once nothing can be using it any more. */
-void pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *peer);
+/* An anonymous peer's one connection is closed (after pn_core_peer_down), or a udp peer the
+ * application never named went quiet: its id names nobody from now on (sends to it fail
+ * with PN_EPEERDOWN), a named one is no longer found by its address, and its record,
+ * tp_state included, is reused for a later peer of the same scheme once nothing can be
+ * using it any more (peer_quarantine_ms).  false: not retired (pinned, or already). */
+bool pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *peer);
 
 /* Receiving one message is two calls.  pn_core_rx_begin gets the header (and the peer the
  * frame came from; the transport clears PN_F_FORWARDED unless that peer is a proven member
@@ -312,7 +321,7 @@ void pn_core_returned(struct pn *pn, struct pn_peer_rec *to, const struct pn_hdr
 /* Statistics the transports update (atomically). */
 enum pn_stat { PN_ST_RETRANSMITS, PN_ST_DUPLICATES, PN_ST_RETURNED, PN_ST_DROPPED,
                PN_ST_BAD_FRAMES, PN_ST_RDMA_REPLIES_IN, PN_ST_RDMA_REPLIES_OUT,
-               PN_ST_RDMA_ONESIDED, PN_ST_COUNT };
+               PN_ST_RDMA_ONESIDED, PN_ST_UDP_REFUSED, PN_ST_COUNT };
 void pn_core_count(struct pn *pn, enum pn_stat which, uint64_t n);
 
 /* Fault injection: true when this received packet should be dropped (drop_rate). */

@@ -68,7 +68,7 @@ struct ssess {
 	struct ssess *prev, *next;     /* least recently used last */
 	pn_peer peer;                  /* its newest connection */
 	bool live;                     /* ... and that connection is open */
-	bool proven;                   /* made by a connection that proved the secret */
+	uint8_t proven;                /* enum pn_proof of the connection that made it */
 	uint32_t n_slots, cap;         /* slots granted; slot records allocated */
 	struct sslot *slots;
 	uint64_t last_ns;
@@ -427,8 +427,9 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 	int err = 0;
 	if (!s && !(s = ssess_new(S, from, now)))
 		err = PN_ESESSION;                 /* full of connected sessions */
-	else if (s->proven && !from->proven)
-		err = PN_ESESSION;                 /* not this connection's to take */
+	else if (from->proven < s->proven)
+		err = PN_ESESSION;                 /* not this connection's to take: it proved
+		                                    * less than the one that made the session */
 	else if (h->slot >= s->n_slots)
 		err = PN_EBADSLOT;
 	else if (!ssess_grow(S, s, h->slot))

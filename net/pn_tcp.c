@@ -451,8 +451,12 @@ static int read_by(int fd, void *buf, size_t len, uint64_t deadline)
 }
 
 /* The MAC labels of the two sides, per key: a proof made for one use is none for another. */
-static const char *const label_acceptor[] = { "pn acceptor", "pn secret acceptor" };
-static const char *const label_connector[] = { "pn connector", "pn secret connector" };
+static const char *const label_acceptor[] = {
+	[PN_KEY_CLUSTER] = "pn acceptor", [PN_KEY_SECRET] = "pn secret acceptor",
+	[PN_KEY_ADMIN] = "pn admin acceptor" };
+static const char *const label_connector[] = {
+	[PN_KEY_CLUSTER] = "pn connector", [PN_KEY_SECRET] = "pn secret connector",
+	[PN_KEY_ADMIN] = "pn admin connector" };
 
 /* The connector's side of the HELLO exchange (Identity, above), on a fresh connection
  * nobody else uses yet: HELLO with our nonce, the acceptor's CHALLENGE (its nonce and its
@@ -470,7 +474,8 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
 	bool sess = pn_core_session_block(pn, peer, nc + PN_NONCE_LEN);
 	struct pn_hdr h = { .kind = PN_K_HELLO, .len = PN_NONCE_LEN + (sess ? PN_SESS_BLOCK : 0),
 	                    .origin = tp->self,
-	                    .flags = PN_F_PROVE | (which == PN_KEY_SECRET ? PN_F_SECRET : 0) |
+	                    .flags = PN_F_PROVE | (which != PN_KEY_CLUSTER ? PN_F_SECRET : 0) |
+	                             (which == PN_KEY_ADMIN ? PN_F_ADMIN : 0) |
 	                             (sess ? PN_F_SESSION : 0) };
 	int rc = send_now(c, &h, nc, h.len);
 	if (rc != 0)
@@ -545,6 +550,8 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 	bool trusted = false, proved = false;
 	if (pn_core_has_key(tp->pn, PN_KEY_CLUSTER)) {
 		rc = prove_hello(tp, c, peer, PN_KEY_CLUSTER, &trusted);
+	} else if (pn_core_has_key(tp->pn, PN_KEY_ADMIN)) {
+		rc = prove_hello(tp, c, peer, PN_KEY_ADMIN, &proved);
 	} else if (pn_core_has_key(tp->pn, PN_KEY_SECRET)) {
 		rc = prove_hello(tp, c, peer, PN_KEY_SECRET, &proved);
 	} else {
@@ -749,7 +756,8 @@ static int head_start(struct conn *c, size_t n)
 static int on_hello(struct pn_tp *tp, struct conn *c, const uint8_t *nonce)
 {
 	struct pn *pn = tp->pn;
-	enum pn_key which = c->h.flags & PN_F_SECRET ? PN_KEY_SECRET : PN_KEY_CLUSTER;
+	enum pn_key which = !(c->h.flags & PN_F_SECRET) ? PN_KEY_CLUSTER :
+	                    c->h.flags & PN_F_ADMIN ? PN_KEY_ADMIN : PN_KEY_SECRET;
 	if (nonce && pn_core_has_key(pn, which)) {
 		/* challenge it, and prove ourselves: its claim waits for its AUTH */
 		struct proof *p = malloc(sizeof *p);
@@ -798,13 +806,14 @@ static int on_auth(struct pn_tp *tp, struct conn *c)
 	                         c->head);
 	struct pn_addr origin = p->origin;
 	free(p);
-	if (which == PN_KEY_SECRET) {
+	if (which != PN_KEY_CLUSTER) {
 		/* a client: proven or not, it is known by this connection alone; unproven, it
 		 * goes on as one that brought no proof (the application says what is wrong) */
 		struct pn_peer_rec *peer = pn_core_peer_anon(tp->pn, &c->remote);
 		if (!peer)
 			return -PN_ENOMEM;
-		peer->proven = ok;
+		peer->proven = !ok ? PN_PROOF_NONE :
+		               which == PN_KEY_ADMIN ? PN_PROOF_ADMIN : PN_PROOF_SECRET;
 		conn_attach(tp, c, peer);
 		if (ok || !pn_core_opts(tp->pn)->admit)
 			atomic_store(&c->admitted, true);

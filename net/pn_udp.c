@@ -55,6 +55,19 @@
  * leaves the socket out of its poll and keeps only the timers; it takes the socket back once
  * nobody waited for STICKY_NS, or at once when a thread is about to sleep on a Cooperation
  * or on a full window (udp_kick).
+ *
+ * Admission (pn.h, udp_max_peers): a peer is made for a source address the first time a DATA
+ * datagram comes from it, in a tier: TIER_PRE until pn_opts.admit accepts the first bytes
+ * of one of its messages (in its first fragment; until then it may send only messages of
+ * up to preauth_max bytes), then TIER_ADMITTED; addresses the application named (pn_peer_get) and udp_trusted members are
+ * in no tier and stay for good.  Each tier has a bound, counting its live peers and those
+ * retired within the quarantine (a ring of retirement times); with TIER_PRE full, only a
+ * first fragment whose head admit accepts at once (from PN_ANY) makes a peer.  The I/O thread
+ * retires peers of a tier that have nothing in flight and were quiet for the tier's idle
+ * time (retire_idle): the core reuses their records, for another udp peer, after the
+ * quarantine, and upeer_get gives the new peer a fresh state.  Sequence numbers start at
+ * the clock, so a sender that comes back after its peer was retired is never taken for
+ * one resending old datagrams.
  */
 #include <errno.h>
 #include <poll.h>
@@ -95,6 +108,8 @@
 #define POLL_MAX_MS    1000
 #define STICKY_NS      1000000ull       /* the socket stays with the waiters this long */
 #define RECV_SLICE_MS  10               /* a waiter's blocking recvmmsg looks up this often */
+#define PREAUTH_IDLE_MS 2000            /* an unadmitted peer quiet this long is retired (or
+                                         * after udp_idle_ms, if shorter) */
 
 _Static_assert(WIN_MAX <= 64, "sack is one u64");
 _Static_assert(DGRAM_MAX <= 65507, "a datagram must fit one IPv4 UDP packet");
@@ -188,9 +203,24 @@ struct imsg {                      /* an incoming message being reassembled */
 	uint64_t progress_ns;
 };
 
+/* The peers a udp endpoint keeps for senders it did not name itself (Admission, above). */
+enum { TIER_NONE, TIER_PRE, TIER_ADMITTED, TIER_N };
+
+/* When peers retired from a tier leave quarantine: they count toward its bound until then,
+ * since their records are not reused before. */
+struct ring {
+	uint64_t *t;
+	unsigned cap, head, n;
+};
+
 struct upeer {                     /* peer->tp_state */
 	struct upeer *next;            /* tp->peers */
 	struct pn_peer_rec *rec;
+	pn_peer for_id;                /* the peer this state is for: a record reused for another
+	                                * (a new id) gets a fresh state (upeer_get) */
+	/* Peers (Admission, above; under rx_lock): */
+	int tier;                      /* TIER_NONE (pinned, trusted), TIER_PRE, TIER_ADMITTED */
+	uint64_t last_ns;              /* its last datagram */
 	struct sockaddr_storage sa;
 	socklen_t salen;               /* 0: the socket cannot reach this address family */
 	pthread_mutex_t lock;          /* everything below but the reassembly slots */
@@ -233,10 +263,32 @@ struct pn_tp {
 	uint64_t released_ns;          /* when the last waiter let go of it (under rx_lock) */
 	atomic_bool kicked;            /* udp_kick: the I/O thread takes the socket back */
 	atomic_bool waiter_in;         /* rx_lock is held by a waiter (not the I/O thread) */
+	/* admission (top; under rx_lock) */
+	unsigned n_tier[TIER_N];       /* live peers per tier */
+	unsigned max_tier[TIER_N];     /* udp_preauth_peers, udp_max_peers */
+	struct ring retired[TIER_N];
+	uint64_t rx_bytes;             /* messages being reassembled, bytes (rx_budget) */
+	uint64_t quarantine_ns;        /* pn_opts.peer_quarantine_ms */
+	uint64_t idle_ns[TIER_N];      /* a peer of the tier quiet this long is retired */
 };
 
 static _Thread_local struct pn_tp *io_thread_of;
 static _Thread_local struct pn_tp *rx_thread_of; /* the socket this thread is reading */
+
+/* Where datagrams to rec's peer go. */
+static void upeer_addr(struct pn_tp *tp, struct upeer *p, const struct pn_peer_rec *rec)
+{
+	struct pn_addr a = rec->addr;
+	if (a.family == 4 && tp->family == AF_INET6) {
+		/* an IPv6 socket reaches IPv4 peers at their v4-mapped address */
+		memmove(a.addr + 12, a.addr, 4);
+		memset(a.addr, 0, 10);
+		a.addr[10] = a.addr[11] = 0xff;
+		a.family = 6;
+	}
+	if ((a.family == 6) == (tp->family == AF_INET6))
+		p->salen = pn_addr_to_sockaddr(&a, &p->sa);
+}
 
 static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
 {
@@ -246,25 +298,38 @@ static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
 		free(p);
 		p = NULL;
 	}
+	if (p && rec->tp_state && p->for_id != rec->id) {
+		/* the record was retired and is reused for a new peer (pn_core_peer_retire): its
+		 * old peer's state has long been idle (nothing queued, nothing in reassembly) */
+		pthread_mutex_lock(&p->lock);
+		p->for_id = rec->id;
+		p->tier = TIER_NONE;
+		p->salen = 0;
+		p->snd_next = p->snd_una = pn_now_ns();   /* above any number the old one used */
+		p->hi_acked = 0;
+		p->srtt = p->rttvar = 0;
+		p->rto = RTO_INIT_NS;
+		p->peer_session = p->old_session = 0;
+		p->rcv_base = p->rcv_map = 0;
+		p->ack_due = 0;
+		p->n_unacked = 0;
+		upeer_addr(tp, p, rec);
+		pthread_mutex_unlock(&p->lock);
+	}
 	if (p && !rec->tp_state) {
 		p->rec = rec;
-		struct pn_addr a = rec->addr;
-		if (a.family == 4 && tp->family == AF_INET6) {
-			/* an IPv6 socket reaches IPv4 peers at their v4-mapped address */
-			memmove(a.addr + 12, a.addr, 4);
-			memset(a.addr, 0, 10);
-			a.addr[10] = a.addr[11] = 0xff;
-			a.family = 6;
-		}
-		if ((a.family == 6) == (tp->family == AF_INET6))
-			p->salen = pn_addr_to_sockaddr(&a, &p->sa);
+		p->for_id = rec->id;
+		upeer_addr(tp, p, rec);
 		pthread_mutex_init(&p->lock, NULL);
 		pthread_condattr_t ca;
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_cond_init(&p->space, &ca);
 		pthread_condattr_destroy(&ca);
-		p->snd_next = p->snd_una = 1;
+		/* numbers start at the clock (ns): a peer that was retired and comes back gets
+		 * a new state here, whose numbers must be above those the old one used, as the
+		 * other side remembers them (no sender sends a datagram per ns) */
+		p->snd_next = p->snd_una = pn_now_ns();
 		p->rto = RTO_INIT_NS;
 		p->next = tp->peers;
 		tp->peers = p;
@@ -559,6 +624,7 @@ static void imsg_end(struct pn_tp *tp, struct imsg *im, int err)
 {
 	pn_core_rx_end(tp->pn, &im->rx, err);
 	im->used = false;
+	tp->rx_bytes -= im->len;
 }
 
 /* The sender gave up on everything below rcv_base: messages still missing a fragment there
@@ -620,6 +686,114 @@ static void addr_of(struct pn_addr *a, const struct sockaddr *sa)
 
 enum cls { C_NONE, C_NEW, C_DUP, C_BAD };
 
+/* ---- admission (top; rx_lock held) ---- */
+
+static void ring_expire(struct pn_tp *tp, struct ring *r, uint64_t now)
+{
+	while (r->n && now - r->t[r->head] >= tp->quarantine_ns) {
+		r->head = (r->head + 1) % r->cap;
+		r->n--;
+	}
+}
+
+static void ring_push(struct ring *r, uint64_t now)
+{
+	if (!r->cap)
+		return;
+	if (r->n == r->cap) {          /* cannot happen (bounded by the tier): forget the oldest */
+		r->head = (r->head + 1) % r->cap;
+		r->n--;
+	}
+	r->t[(r->head + r->n) % r->cap] = now;
+	r->n++;
+}
+
+/* Whether tier has room for one more peer: live ones and those in quarantine count. */
+static bool tier_room(struct pn_tp *tp, int tier, uint64_t now)
+{
+	if (tier == TIER_NONE)
+		return true;
+	ring_expire(tp, &tp->retired[tier], now);
+	return tp->n_tier[tier] + tp->retired[tier].n < tp->max_tier[tier];
+}
+
+static void refused(struct pn_tp *tp)
+{
+	pn_core_count(tp->pn, PN_ST_UDP_REFUSED, 1);
+}
+
+/* Whether pn_opts.admit accepts the message whose first fragment this is, from its first
+ * bytes (at most PN_ADMIT_HEAD, as over tcp); rec NULL: a sender with no peer yet. */
+static bool head_admits(struct pn_tp *tp, struct pn_peer_rec *rec, const struct uhdr *u,
+                        const struct pn_hdr *h, const uint8_t *payload)
+{
+	if (u->kind != K_DATA || u->frag != 0)
+		return false;
+	size_t in_dgram = h->len < FRAG_LEN ? h->len : FRAG_LEN;
+	size_t head = in_dgram < PN_ADMIT_HEAD ? in_dgram : PN_ADMIT_HEAD;
+	return pn_core_admit(tp->pn, rec, h->type, payload, head, h->len);
+}
+
+/* A datagram from a sender we have no peer for: make one in the tier it may have, or NULL
+ * (dropped: no room, or nothing worth a peer).  A sender not yet admitted gets a place
+ * among udp_preauth_peers; when those are full, only a first datagram whose head
+ * pn_opts.admit accepts at once (it carries the secret) makes an admitted peer. */
+static struct upeer *peer_new(struct pn_tp *tp, const struct pn_addr *a, const struct uhdr *u,
+                              const struct pn_hdr *h, const uint8_t *payload, uint64_t now)
+{
+	struct pn *pn = tp->pn;
+	if (u->kind != K_DATA)
+		return NULL;               /* an ack from a stranger acknowledges nothing of ours */
+	int tier = pn_core_udp_trusted(pn, a) ? TIER_NONE : tp->o->admit ? TIER_PRE : TIER_ADMITTED;
+	if (tier == TIER_PRE && !tier_room(tp, TIER_PRE, now)) {
+		if (!head_admits(tp, NULL, u, h, payload)) {
+			refused(tp);
+			return NULL;
+		}
+		tier = TIER_ADMITTED;
+	}
+	if (!tier_room(tp, tier, now)) {
+		refused(tp);
+		return NULL;
+	}
+	struct pn_peer_rec *rec = pn_core_peer(pn, a);
+	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
+	if (p && p->tier == TIER_NONE && !rec->pinned) {
+		p->tier = tier;
+		tp->n_tier[tier]++;
+	}
+	return p;
+}
+
+/* Retire the peers that went quiet (rx_lock held): their records are reused after the
+ * quarantine, so what spoofed source addresses can make us keep is bounded. */
+static void retire_idle(struct pn_tp *tp, uint64_t now)
+{
+	pthread_mutex_lock(&tp->lock);
+	struct upeer *peers = tp->peers;
+	pthread_mutex_unlock(&tp->lock);
+	for (struct upeer *p = peers; p; p = p->next) {
+		int tier = p->tier;
+		if (tier == TIER_NONE || now - p->last_ns < tp->idle_ns[tier])
+			continue;
+		if (p->rec->pinned) {      /* the application named it since: it stays */
+			tp->n_tier[tier]--;
+			p->tier = TIER_NONE;
+			continue;
+		}
+		pthread_mutex_lock(&p->lock);
+		bool idle = !p->head && !p->n_out && !p->ack_due;
+		pthread_mutex_unlock(&p->lock);
+		for (unsigned i = 0; i < tp->depth && idle; i++)
+			idle = !p->rx[i].used;
+		if (idle && pn_core_peer_retire(tp->pn, p->rec)) {
+			tp->n_tier[tier]--;
+			ring_push(&tp->retired[tier], now);
+			p->tier = TIER_NONE;
+		}
+	}
+}
+
 static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const struct sockaddr *sa)
 {
 	struct pn *pn = tp->pn;
@@ -655,11 +829,27 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 	 * (pn_opts.udp_trusted), or anyone could aim our replies anywhere */
 	if ((h.flags & PN_F_FORWARDED) && !pn_core_udp_trusted(pn, &a))
 		h.flags &= ~PN_F_FORWARDED;
-	struct pn_peer_rec *rec = pn_core_peer(pn, &a);
-	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
+	uint64_t now = pn_now_ns();
+	const uint8_t *payload = buf + UDP_HDR_LEN + PN_HDR_LEN;
+	struct pn_peer_rec *rec = pn_core_peer_known(pn, &a);
+	struct upeer *p = rec ? upeer_get(tp, rec) : peer_new(tp, &a, &u, &h, payload, now);
 	if (!p)
 		return;
-	uint64_t now = pn_now_ns();
+	rec = p->rec;
+	/* a sender not yet admitted is, by the first bytes of a message pn_opts.admit accepts
+	 * (it carries the secret), as a tcp connection is; until then it may send only messages
+	 * of up to preauth_max bytes */
+	if (p->tier == TIER_PRE && u.kind == K_DATA && tier_room(tp, TIER_ADMITTED, now) &&
+	    head_admits(tp, rec, &u, &h, payload)) {
+		tp->n_tier[TIER_PRE]--;
+		tp->n_tier[TIER_ADMITTED]++;
+		p->tier = TIER_ADMITTED;
+	}
+	if (p->tier == TIER_PRE && u.kind == K_DATA && h.len > tp->o->preauth_max) {
+		refused(tp);               /* too large before admission: never acknowledged */
+		return;
+	}
+	p->last_ns = now;
 
 	pthread_mutex_lock(&p->lock);
 	bool restarted = false, skipped = false;
@@ -734,6 +924,8 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 		if (!remnant) {
 			if (!slot)
 				return;    /* D messages in reassembly already: it will be resent */
+			if (tp->o->rx_budget && n_frags > 1 && tp->rx_bytes + h.len > tp->o->rx_budget)
+				return;    /* over the budget of all reassemblies: it will be resent */
 			uint32_t words = (n_frags + 63) / 64;
 			if (slot->got_words < words) {
 				uint64_t *g = realloc(slot->got, words * sizeof *g);
@@ -749,6 +941,7 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 			im->n_frags = n_frags;
 			im->n_got = 0;
 			im->len = h.len;
+			tp->rx_bytes += h.len;
 			memcpy(im->wire, buf + UDP_HDR_LEN, PN_HDR_LEN);
 			im->buf = pn_core_rx_begin(pn, rec, &h, &im->rx);
 		}
@@ -866,8 +1059,10 @@ static uint64_t timers(struct pn_tp *tp, uint64_t now)
 				next = im->progress_ns + max_wait;
 		}
 	}
-	if (rx)
+	if (rx) {
+		retire_idle(tp, now);
 		pthread_mutex_unlock(&tp->rx_lock);
+	}
 	return next;
 }
 
@@ -1016,6 +1211,22 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	tp->o = pn_core_opts(pn);
 	tp->fd = tp->wakefd = -1;
 	tp->depth = tp->o->udp_depth;
+	tp->max_tier[TIER_PRE] = tp->o->udp_preauth_peers;
+	tp->max_tier[TIER_ADMITTED] = tp->o->udp_max_peers;
+	tp->idle_ns[TIER_ADMITTED] = tp->o->udp_idle_ms * 1000000ull;
+	tp->idle_ns[TIER_PRE] = (tp->o->udp_idle_ms < PREAUTH_IDLE_MS ? tp->o->udp_idle_ms :
+	                         PREAUTH_IDLE_MS) * 1000000ull;
+	tp->quarantine_ns = tp->o->peer_quarantine_ms * 1000000ull;
+	for (int t = TIER_PRE; t < TIER_N; t++) {
+		tp->retired[t].cap = tp->max_tier[t];
+		if (!(tp->retired[t].t = calloc(tp->max_tier[t], sizeof *tp->retired[t].t))) {
+			free(tp->retired[TIER_PRE].t);
+			free(tp->rxbuf);
+			free(tp);
+			snprintf(err, errlen, "out of memory");
+			return -PN_ENOMEM;
+		}
+	}
 	pthread_mutex_init(&tp->lock, NULL);
 	pthread_mutex_init(&tp->rx_lock, NULL);
 	atomic_init(&tp->stop, false);
@@ -1072,6 +1283,8 @@ fail:
 	pthread_mutex_destroy(&tp->lock);
 	pthread_mutex_destroy(&tp->rx_lock);
 	free(tp->rxbuf);
+	for (int t = TIER_PRE; t < TIER_N; t++)
+		free(tp->retired[t].t);
 	free(tp);
 	return -PN_ESYS;
 }
@@ -1122,6 +1335,8 @@ static void udp_close(struct pn_tp *tp)
 	pthread_mutex_destroy(&tp->lock);
 	pthread_mutex_destroy(&tp->rx_lock);
 	free(tp->rxbuf);
+	for (int t = TIER_PRE; t < TIER_N; t++)
+		free(tp->retired[t].t);
 	free(tp);
 }
 

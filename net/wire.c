@@ -73,7 +73,8 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 		memset(&h->origin, 0, sizeof h->origin);
 		return h->len > max_msg ? -PN_ETOOBIG : 0;
 	}
-	if (h->flags & ~(h->kind == PN_K_HELLO ? PN_F_PROVE | PN_F_SECRET | PN_F_SESSION :
+	if (h->flags & ~(h->kind == PN_K_HELLO ?
+	                 PN_F_PROVE | PN_F_SECRET | PN_F_ADMIN | PN_F_SESSION :
 	                 h->kind == PN_K_NACK || h->kind == PN_K_BYE ? 0 : PN_F_FORWARDED))
 		return -PN_EPROTO;
 	if ((h->origin.family != 4 && h->origin.family != 6) || h->origin.scheme < PN_S_TCP ||

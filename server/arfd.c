@@ -30,13 +30,18 @@ static void usage(FILE *f)
 	"                         tcp:0.0.0.0:7070 listens on every interface)\n"
 	"  --region NAME=SIZE[:ro|:rw]   anonymous zeroed memory (SIZE like 4096, 64M, 2G)\n"
 	"  --region NAME=@FILE[:ro|:rw]  a file mapped MAP_SHARED (rw writes reach the file,\n"
-	"                         msync'd on shutdown); default access rw\n"
+	"                         msync'd on shutdown); default access rw; :admin is rw for\n"
+	"                         clients with --admin-secret, ro for the others\n"
 	"  --arf IMAGE            serve an ARF filesystem image (arf mkfs) as rw region \"arf\";\n"
 	"                         a corrupt image is refused (repair it with arf fsck --repair)\n"
 	"  --config FILE          settings, one \"key value\" per line (the option names\n"
 	"                         without --; '#' comments), e.g. \"region data=@/srv/d.bin:ro\"\n"
 	"  --secret S             clients must know S (tcp: proved by HMAC challenge-response,\n"
 	"                         never sent; udp: sent with each request)\n"
+	"  --admin-secret S       INSTALL, and writing :admin regions, need S; --secret (or,\n"
+	"                         without it, nothing) allows EXEC, READ, WRITE, REGIONS,\n"
+	"                         STATS.  Without it, --secret allows everything\n"
+	"  --secret-file F, --admin-secret-file F   the same, from the first line of F\n"
 	"  --threads N            worker threads running segments (default 4)\n"
 	"  --cache N              installed segments kept, least recently used evicted (256)\n"
 	"  --max-segment SIZE     largest segment accepted (16M)\n"
@@ -152,6 +157,7 @@ static void reload(int argc, char **argv, bool use_syslog)
 		for (unsigned i = 0; i < cfg->n_listen; i++)
 			free((char *)cfg->listen[i]);
 		free((char *)cfg->secret);
+		free((char *)cfg->admin_secret);
 		free((char *)cfg->arf_image);
 		free(cfg);
 	}

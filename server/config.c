@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ar_proto.h"
 #include "server.h"
 
 int arfd_parse_size(const char *s, uint64_t *out)
@@ -42,6 +43,30 @@ static const char *keep(const char *s)
 	return strdup(s);
 }
 
+/* The first line of path, without its newline: a secret kept out of the command line and
+ * the process list.  0, or -1 with a message. */
+static int read_secret_file(const char *path, char *buf, size_t cap, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	buf[0] = '\0';
+	bool got = fgets(buf, (int)cap, f) != NULL;
+	fclose(f);
+	size_t n = got ? strlen(buf) : 0;
+	if (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	else if (n == cap - 1) {
+		snprintf(err, errlen, "%s: secret longer than 1024 bytes", path);
+		return -1;
+	}
+	if (n && buf[n - 1] == '\r')
+		buf[--n] = '\0';
+	return 0;
+}
+
 static int region_spec(struct arfd_config *cfg, const char *v, char *err, size_t errlen)
 {
 	if (cfg->n_regions == ARFD_MAX_REGIONS) {
@@ -52,7 +77,7 @@ static int region_spec(struct arfd_config *cfg, const char *v, char *err, size_t
 	memset(r, 0, sizeof *r);
 	const char *eq = strchr(v, '=');
 	if (!eq || eq == v || (size_t)(eq - v) >= sizeof r->name) {
-		snprintf(err, errlen, "region '%s': expected NAME=SIZE[:ro|:rw] or NAME=@FILE[:ro|:rw]", v);
+		snprintf(err, errlen, "region '%s': expected NAME=SIZE[:ro|:rw|:admin] or NAME=@FILE[:ro|:rw|:admin]", v);
 		return -1;
 	}
 	memcpy(r->name, v, (size_t)(eq - v));
@@ -60,8 +85,9 @@ static int region_spec(struct arfd_config *cfg, const char *v, char *err, size_t
 	snprintf(what, sizeof what, "%s", eq + 1);
 	r->access = ISA_ACC_RW;
 	char *colon = strrchr(what, ':');
-	if (colon && (!strcmp(colon, ":ro") || !strcmp(colon, ":rw"))) {
+	if (colon && (!strcmp(colon, ":ro") || !strcmp(colon, ":rw") || !strcmp(colon, ":admin"))) {
 		r->access = !strcmp(colon, ":ro") ? ISA_ACC_RO : ISA_ACC_RW;
+		r->admin_write = !strcmp(colon, ":admin");
 		*colon = '\0';
 	}
 	if (isa_name_check(r->name, strlen(r->name)) != 0 || !strcmp(r->name, "args") ||
@@ -125,12 +151,22 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		cfg->log_syslog = true;
 		return 0;
 	}
-	if (!strcmp(key, "secret")) {
-		if (strlen(v) > 1024) {
-			snprintf(err, errlen, "secret longer than 1024 bytes");
+	if (!strcmp(key, "secret") || !strcmp(key, "admin-secret") ||
+	    !strcmp(key, "secret-file") || !strcmp(key, "admin-secret-file")) {
+		bool admin = !strncmp(key, "admin-", 6);
+		char buf[AR_MAX_SECRET + 2];
+		if (strstr(key, "-file") && read_secret_file(v, buf, sizeof buf, err, errlen) != 0)
+			return -1;
+		const char *sv = strstr(key, "-file") ? buf : v;
+		if (strlen(sv) > AR_MAX_SECRET) {
+			snprintf(err, errlen, "%s: longer than 1024 bytes", key);
+			explicit_bzero(buf, sizeof buf);
 			return -1;
 		}
-		cfg->secret = keep(v);
+		const char **slot = admin ? &cfg->admin_secret : &cfg->secret;
+		free((char *)*slot);
+		*slot = keep(sv);
+		explicit_bzero(buf, sizeof buf);
 		return 0;
 	}
 	static const struct { const char *key; int is_size; size_t off, width; uint64_t min, max; } nums[] = {

@@ -53,6 +53,7 @@ struct region {
 	uint8_t *base;
 	uint64_t len;
 	unsigned access;
+	bool admin_write;              /* written only with admin rights (arfd_region_spec) */
 	bool file;
 	int fd;                        /* the file of a writable file region (writeback), else -1 */
 	struct pn_mem *mem;            /* exported for one-sided access (rdma:), or NULL */
@@ -65,6 +66,7 @@ struct cached {
 	uint8_t id[AR_ID_LEN];
 	struct vm_prog *prog;
 	bool quick;                    /* may be tried on the I/O thread (inline_candidate) */
+	bool admin;                    /* imports an admin_write region rw: runs need admin rights */
 	unsigned refs;
 	struct cached *prev, *next;    /* LRU list, most recent first */
 };
@@ -163,6 +165,7 @@ struct job {
 	pn_peer from;
 	pn_coop coop;
 	uint64_t t0;
+	bool admin;                    /* its sender has admin rights (request_begin) */
 	size_t len;
 	uint8_t body[];                /* the request after its header */
 };
@@ -176,17 +179,38 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Constant-time comparison, so the secret cannot be guessed byte by byte from timings. */
-static bool secret_ok(const struct arfd *s, const char *given)
+/* Constant-time comparison, so a secret cannot be guessed byte by byte from timings. */
+static bool same_secret(const char *want, const char *given)
 {
-	const char *want = s->cfg.secret;
-	if (!want || !*want)
-		return true;
 	size_t a = strlen(want), b = strlen(given);
 	unsigned diff = (unsigned)(a ^ b);
 	for (size_t i = 0; i < a; i++)
 		diff |= (unsigned char)want[i] ^ (unsigned char)(i < b ? given[i] : 0);
 	return diff == 0;
+}
+
+/* What a request may do: nothing (AUTH), a client's operations, or everything. */
+enum rights { RIGHTS_NONE, RIGHTS_CLIENT, RIGHTS_ADMIN };
+
+/* The rights of a request from `from` carrying `given` in its secret field (over tcp a client
+ * proves its secret when the connection opens, pn_peer_proof, and sends none).  Without an
+ * admin secret, whoever may be a client may do everything: one secret as before. */
+static enum rights rights_of(struct arfd *s, pn_peer from, const char *given)
+{
+	const char *admin = s->cfg.admin_secret, *client = s->cfg.secret;
+	if (!admin && !client)
+		return RIGHTS_ADMIN;       /* no secrets: no look at the peer (a lock) per request */
+	if (admin && *given && same_secret(admin, given))
+		return RIGHTS_ADMIN;
+	bool carried = client && same_secret(client, given);
+	if (carried && !admin)
+		return RIGHTS_ADMIN;
+	enum pn_proof proof = from == PN_ANY ? PN_PROOF_NONE : pn_peer_proof(s->pn, from);
+	if (proof == PN_PROOF_ADMIN && admin)
+		return RIGHTS_ADMIN;
+	if (!carried && client && proof == PN_PROOF_NONE)
+		return RIGHTS_NONE;
+	return admin ? RIGHTS_CLIENT : RIGHTS_ADMIN;
 }
 
 /* pn_opts.admit, on the I/O thread: a connection is admitted (pre-authentication limits
@@ -200,7 +224,8 @@ static int admit_request(void *arg, pn_peer from, pn_type type, const void *head
 		return 0;
 	char secret[AR_MAX_SECRET + 1];
 	struct ar_rd r = { head, (const uint8_t *)head + n, 0 };
-	return ar_req_parse(&r, secret, sizeof secret) == 0 && secret_ok(s, secret);
+	return ar_req_parse(&r, secret, sizeof secret) == 0 &&
+	       rights_of(s, PN_ANY, secret) != RIGHTS_NONE;
 }
 
 static struct region *region_find(struct arfd *s, const char *name)
@@ -257,8 +282,10 @@ static void refuse_request(void *arg, pn_peer from, pn_type type, pn_coop coop,
 }
 
 /* Common entry of every handler: drain check, per-client limit, secret.  On success the
- * request counts as running until request_end. */
-static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r)
+ * request counts as running until request_end, and *admin (if not NULL) says whether its
+ * sender has admin rights. */
+static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r,
+                         bool *admin)
 {
 	atomic_fetch_add(&s->n_req[op], 1);
 	char secret[AR_MAX_SECRET + 1];
@@ -274,11 +301,21 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	}
 	/* over tcp a client proves the secret when its connection opens (docs/net.md), and its
 	 * requests carry none; over udp and rdma they carry it */
-	if (!secret_ok(s, secret) && !pn_peer_proven(s->pn, from)) {
+	enum rights rights = rights_of(s, from, secret);
+	explicit_bzero(secret, sizeof secret);
+	if (rights == RIGHTS_NONE) {
 		arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
 		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
 		return -1;
 	}
+	if (op == AR_T_INSTALL && rights != RIGHTS_ADMIN) {
+		arfd_log(ARFD_LOG_INFO, "%s: install refused: no admin rights", pn_peer_name(s->pn, from));
+		reply_err(s, from, coop, -AR_EDENIED, "permission denied: INSTALL needs the admin secret "
+		          "(this client has the client secret; send the segment inline with EXEC)");
+		return -1;
+	}
+	if (admin)
+		*admin = rights == RIGHTS_ADMIN;
 	uint32_t slot = pn_peer_slot(from);
 	pthread_mutex_lock(&s->lock);
 	if (slot >= s->n_inflight_slots) {
@@ -385,6 +422,17 @@ static bool inline_candidate(const struct isa_seg *seg)
 	return true;
 }
 
+/* Does seg import, for writing, a region only admins may write? */
+static bool writes_admin_region(struct arfd *s, const struct isa_seg *seg)
+{
+	for (uint32_t i = 0; i < seg->n_regions; i++) {
+		const struct region *g = region_find(s, seg->regions[i].name);
+		if (g && g->admin_write && (seg->regions[i].access & ISA_ACC_WRITE))
+			return true;
+	}
+	return false;
+}
+
 /* Load (or find) a segment; returns a referenced entry, or NULL with status and message. */
 static struct cached *install(struct arfd *s, const uint8_t *seg, size_t len, int *status,
                               char *msg, size_t msglen)
@@ -422,6 +470,7 @@ static struct cached *install(struct arfd *s, const uint8_t *seg, size_t len, in
 	memcpy(c->id, id, AR_ID_LEN);
 	c->prog = prog;
 	c->quick = inline_candidate(vm_prog_seg(prog));
+	c->admin = writes_admin_region(s, vm_prog_seg(prog));
 	c->refs = 2;                   /* the cache's and the caller's */
 	pthread_mutex_lock(&s->lock);
 	struct cached *dup = cache_get_locked(s, id);
@@ -480,7 +529,7 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
  * (the caller queues the request for a worker), 0 when it answered.  w: the worker running
  * it (its cancel_at), NULL on the I/O thread, where a run is too short to need one. */
 static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp,
-                       uint64_t t0, bool quick, struct worker *w)
+                       uint64_t t0, bool admin, bool quick, struct worker *w)
 {
 	struct pn *pn = s->pn;
 	struct ar_rd r = *rp;
@@ -531,6 +580,11 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	}
 	int fi = -1;
 	unsigned want = 0;
+	if (status == 0 && c->admin && !admin) {
+		status = -AR_EDENIED;
+		snprintf(err, sizeof err, "permission denied: the segment imports a region for writing "
+		         "that is written only with the admin secret");
+	}
 	if (status == 0) {
 		fi = vm_prog_entry(c->prog, entry, &want);
 		if (fi < 0) {
@@ -696,7 +750,7 @@ static void h_read(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void
 	struct arfd *s = arg;
 	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
 	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, AR_T_READ, &r) != 0)
+	if (request_begin(s, from, coop, AR_T_READ, &r, NULL) != 0)
 		return;
 	int status = 0;
 	char err[AR_MAX_MSG + 1] = "";
@@ -717,13 +771,20 @@ static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	struct arfd *s = arg;
 	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
 	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, AR_T_WRITE, &r) != 0)
+	bool admin;
+	if (request_begin(s, from, coop, AR_T_WRITE, &r, &admin) != 0)
 		return;
 	int status = 0;
 	char err[AR_MAX_MSG + 1] = "";
 	uint64_t off;
 	uint32_t n;
 	struct region *g = access_check(s, &r, &off, &n, true, &status, err, sizeof err);
+	if (g && g->admin_write && !admin) {
+		status = -AR_EDENIED;
+		snprintf(err, sizeof err, "permission denied: region '%s' is written only with the "
+		         "admin secret", g->name);
+		g = NULL;
+	}
 	/* the bytes are the rest of the request, exactly: a length that disagrees with them is
 	 * a malformed request, whichever is longer (ar_left before the failed read, which zeroes it) */
 	size_t carried = ar_left(&r);
@@ -741,7 +802,9 @@ static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	reply(s, from, coop, &b);
 }
 
-static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0)
+/* Each region with the access this client has (an admin-only region is ro to the others). */
+static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *rp, uint64_t t0,
+                       bool admin)
 {
 	(void)rp;                          /* the request has no body */
 	struct ar_buf b = { 0 };
@@ -750,7 +813,8 @@ static void do_regions(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	for (unsigned i = 0; i < s->n_regions; i++) {
 		ar_put_str16(&b, s->regions[i].name);
 		ar_put64(&b, s->regions[i].len);
-		ar_put8(&b, (uint8_t)s->regions[i].access);
+		ar_put8(&b, (uint8_t)(s->regions[i].admin_write && !admin ? ISA_ACC_RO
+		                                                          : s->regions[i].access));
 		/* the one-sided handle, for clients on rdma: (empty elsewhere) */
 		ar_put8(&b, s->regions[i].mem ? PN_MEM_HANDLE_LEN : 0);
 		if (s->regions[i].mem)
@@ -820,8 +884,10 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	struct pn_stats ps;
 	pn_stats_get(pn, &ps);
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
-	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\n", ps.msgs_recv,
-	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames);
+	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\nnet.peers %" PRIu64
+	    "\nnet.peers_retired %" PRIu64 "\nnet.udp_refused %" PRIu64 "\n", ps.msgs_recv,
+	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames, ps.peers,
+	    ps.peers_retired, ps.udp_refused);
 	OUT("net.sessions %" PRIu64 "\nnet.session_bytes %" PRIu64 "\nnet.session_replays %" PRIu64
 	    "\nnet.session_dropped %" PRIu64 "\nnet.session_refused %" PRIu64
 	    "\nnet.session_expired %" PRIu64 "\n", ps.sessions, ps.session_bytes,
@@ -871,7 +937,7 @@ static void run_job(struct arfd *s, struct job *j, struct worker *w)
 	if (j->op == AR_T_INSTALL)
 		do_install(s, j->from, j->coop, &r, j->t0);
 	else
-		do_exec_run(s, j->from, j->coop, &r, j->t0, false, w);
+		do_exec_run(s, j->from, j->coop, &r, j->t0, j->admin, false, w);
 }
 
 /* Workers and reader slots running a request of client `from` (q_lock held). */
@@ -1007,10 +1073,11 @@ static void h_inline(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, vo
 	struct arfd *s = arg;
 	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
 	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, type, &r) != 0)
+	bool admin;
+	if (request_begin(s, from, coop, type, &r, &admin) != 0)
 		return;
 	if (type == AR_T_REGIONS)
-		do_regions(s, from, coop, &r, t0);
+		do_regions(s, from, coop, &r, t0, admin);
 	else
 		do_stats(s, from, coop, &r, t0);
 }
@@ -1104,7 +1171,8 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 	struct arfd *s = arg;
 	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
 	uint64_t t0 = now_ns();
-	if (request_begin(s, from, coop, type, &r) != 0)
+	bool admin;
+	if (request_begin(s, from, coop, type, &r, &admin) != 0)
 		return;
 	/* only while no request waits for a worker, so nothing overtakes queued work */
 	if (type == AR_T_EXEC && !__atomic_load_n(&s->q_head, __ATOMIC_ACQUIRE)) {
@@ -1112,13 +1180,13 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 		if (slot) {
 			atomic_fetch_add(&s->n_on_reader, 1);
 			tls_reader_run = slot;
-			do_exec_run(s, from, coop, &r, t0, false, slot);
+			do_exec_run(s, from, coop, &r, t0, admin, false, slot);
 			tls_reader_run = NULL;
 			reader_slot_put(s, slot);
 			return;
 		}
 		/* a short, side-effect-free segment runs right here all the same */
-		if (do_exec_run(s, from, coop, &r, t0, true, NULL) == 0)
+		if (do_exec_run(s, from, coop, &r, t0, admin, true, NULL) == 0)
 			return;
 	}
 	size_t n = ar_left(&r);
@@ -1128,7 +1196,8 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 		reply_err(s, from, coop, -AR_ENOMEM, "server out of memory queueing the request");
 		return;
 	}
-	*j = (struct job){ .op = type, .from = from, .coop = coop, .t0 = t0, .len = n };
+	*j = (struct job){ .op = type, .from = from, .coop = coop, .t0 = t0, .admin = admin,
+	                   .len = n };
 	memcpy(j->body, r.p, n);
 	pthread_mutex_lock(&s->q_lock);
 	if (s->q_tail)
@@ -1315,6 +1384,7 @@ static int map_region(struct region *g, const struct arfd_region_spec *spec, cha
 	memcpy(g->name, spec->name, n);
 	g->name[n] = '\0';
 	g->access = spec->access;
+	g->admin_write = spec->admin_write;
 	g->fd = -1;
 	if (spec->file[0]) {
 		int rw = spec->access & ISA_ACC_WRITE;
@@ -1381,6 +1451,14 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	if (!c->max_inflight) c->max_inflight = 64;
 	if (!c->max_run_ms) c->max_run_ms = ARFD_DEFAULT_RUN_MS;
 	if (!c->hook_fuel_ns) c->hook_fuel_ns = ARFD_DEFAULT_HOOK_FUEL_NS;
+	if (c->secret && !*c->secret) c->secret = NULL;          /* "": none */
+	if (c->admin_secret && !*c->admin_secret) c->admin_secret = NULL;
+	if (c->secret && c->admin_secret && !strcmp(c->secret, c->admin_secret)) {
+		/* over udp a request carrying it could not say which it means */
+		snprintf(err, errlen, "the admin secret must differ from the secret");
+		free(s);
+		return NULL;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->q_lock, NULL);
 	pthread_mutex_init(&s->wb_lock, NULL);
@@ -1464,6 +1542,10 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	                      c->max_segment + 4096,
 	                      .admit = admit_request, .refuse = refuse_request, .admit_arg = s,
 	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
+	                      .admin_secret = c->admin_secret,
+	                      /* a udp client quiet through its longest run keeps its peer */
+	                      .udp_idle_ms = c->max_run_ms > 50000 ? c->max_run_ms + 10000 : 60000,
+	                      .admin_secret_len = c->admin_secret ? strlen(c->admin_secret) : 0,
 	                      .max_conns = c->max_conns,
 	                      .max_conns_per_addr = c->max_conns_per_addr ? c->max_conns_per_addr : 256,
 	                      .preauth_timeout_ms = (c->auth_timeout ? c->auth_timeout : 10) * 1000u,
@@ -1497,7 +1579,9 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	if (pn_self(s->pn, "rdma")) {
 		for (unsigned i = 0; i < s->n_regions; i++) {
 			struct region *g = &s->regions[i];
-			int acc = PN_MEM_READ | (g->access & ISA_ACC_WRITE ? PN_MEM_WRITE : 0);
+			/* an admin-only region is exported read-only: a key cannot tell who holds it */
+			int acc = PN_MEM_READ |
+			          (g->access & ISA_ACC_WRITE && !g->admin_write ? PN_MEM_WRITE : 0);
 			int rc = g->len ? pn_mem_export(s->pn, g->base, g->len, acc, &g->mem, g->handle) : 0;
 			if (rc != 0) {
 				g->mem = NULL;

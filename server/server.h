@@ -18,6 +18,8 @@ struct arfd_region_spec {
 	uint64_t size;             /* anonymous memory of this size, when file is empty */
 	char file[4096];           /* an mmap'd file (MAP_SHARED: writes reach the file) */
 	unsigned access;           /* ISA_ACC_RO or ISA_ACC_RW */
+	bool admin_write;          /* rw, but written only by clients with the admin secret
+	                            * (":admin"): WRITE, and EXEC of a segment importing it rw */
 };
 
 /* A host hook a server module adds (vm.h: vm_bind_hook); ARF and the benchmarks use these. */
@@ -42,6 +44,11 @@ struct arfd_config {
 	struct arfd_region_spec regions[ARFD_MAX_REGIONS];
 	unsigned n_regions;
 	const char *secret;        /* NULL: none required */
+	/* Rights (docs/protocol.md, "Security model"): with an admin secret, INSTALL and
+	 * writing admin_write regions need it, and the secret (or none, when secret is NULL)
+	 * allows the rest: EXEC, READ, WRITE, REGIONS, STATS.  Without one, whoever has the
+	 * secret may do everything (as before there were two). */
+	const char *admin_secret;  /* NULL: no admin rights apart */
 	unsigned threads;          /* worker threads running segments; 0 = 4 */
 	unsigned cache_max;        /* installed segments kept; 0 = 256 */
 	uint64_t max_segment;      /* bytes; 0 = 16 MiB */
@@ -90,8 +97,9 @@ const char *arfd_endpoint(struct arfd *s, const char *scheme);
  * endpoints, msync file-backed regions, free everything. */
 void arfd_stop(struct arfd *s, int timeout_ms);
 
-/* Parse one configuration line or option value: "listen tcp:...", "region NAME=SIZE[:ro|:rw]",
- * "region NAME=@FILE[:ro|:rw]", "arf IMAGE", "secret S", "threads N", "cache N", "max-segment SIZE",
+/* Parse one configuration line or option value: "listen tcp:...",
+ * "region NAME=SIZE[:ro|:rw|:admin]", "region NAME=@FILE[:ro|:rw|:admin]", "arf IMAGE",
+ * "secret S", "secret-file FILE", "admin-secret S", "admin-secret-file FILE", "threads N", "cache N", "max-segment SIZE",
  * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "max-run-ms N",
  * "hook-fuel-ns N", "max-conns N", "max-conns-per-addr N", "auth-timeout S", "idle-timeout S",
  * "rx-budget SIZE", "log LEVEL" (error, warning, info, debug), "syslog" (no value).

@@ -6,7 +6,10 @@
 # a run is in flight: the run must still get its answer, arfd must exit 0, and the file must
 # hold what was written (msync'd on the way out).  Then a second arfd with endless runs: four
 # whose clients are killed are cancelled while a new client is served at once, a request's
-# wall-clock limit, and SIGTERM ending it within 10 s, the runs' clients told why.
+# wall-clock limit, and SIGTERM ending it within 10 s, the runs' clients told why.  Then a
+# third with --secret-file and a config naming an admin-secret-file and an :admin region: a
+# table of arc requests with no secret, the client secret and the admin secret (installs and
+# the :admin region refused with DENIED to clients); equal secrets refused at start.
 #
 #   BUILD=build sh tests/integration/arfd.sh        prints "N passed, N failed" last
 # Every client call is bounded by `timeout`; whatever was started is killed on exit.
@@ -291,6 +294,46 @@ for h in $hogs; do
 	then ok; else bad "endless run $i at SIGTERM: status $rc"; sed 's/^/  | /' "$tmp/hog$i.err"; fi
 done
 contains "cancelling logged" "$tmp/arfd2.log" "stopping: 4 runs cancelled"
+
+# ---- rights: the secrets from files, an :admin region, arc with either secret ----
+printf 'cli-secret\n' >"$tmp/secret"
+printf 'adm-secret\n' >"$tmp/admin-secret"
+printf 'admin-secret-file %s\nregion conf=4096:admin\n' "$tmp/admin-secret" >"$tmp/rights.conf"
+start_arfd "$tmp/arfd3.log" --secret-file "$tmp/secret" --config "$tmp/rights.conf" \
+	--region mem=4096 --region disk=4096
+if [ -z "$ep" ]; then
+	bad "arfd with --secret-file and an admin secret did not start:"; sed 's/^/  | /' "$tmp/arfd3.log"
+else
+	unset ARC_SECRET
+	# one row per request: who, what, its exit status, what its output must say
+	while IFS='|' read -r who args want text; do
+		case $who in
+		client) set -- --secret cli-secret ;;
+		admin) set -- --admin-secret adm-secret ;;
+		*) set -- ;;
+		esac
+		# shellcheck disable=SC2086
+		arc $args "$@"; check_rc "$who: arc $args" "$want" $?
+		cat "$tmp/out" "$tmp/err" >"$tmp/both"
+		[ -z "$text" ] || contains "$who: arc $args" "$tmp/both" "$text"
+	done <<ROWS
+none|regions $ep|2|refused: this server requires its shared secret
+client|regions $ep|0|conf	4096	ro
+client|install $ep $tmp/calc.pno|2|permission denied: INSTALL needs the admin secret
+client|write $ep mem 0 --data x|0|
+client|write $ep conf 0 --data x|2|permission denied: region 'conf' is written only with the admin secret
+client|run $ep $tmp/calc.pno --arg 1 --arg 2|0|result: 3
+admin|regions $ep|0|conf	4096	rw
+admin|install $ep $tmp/calc.pno|0|
+admin|write $ep conf 0 --data x|0|
+client|read $ep conf 0 1|0|x
+ROWS
+	kill -TERM "$pid"; wait "$pid"; pid=
+fi
+printf 'secret same\nadmin-secret same\n' >"$tmp/same.conf"
+timeout "$T" "$BUILD/arfd" --listen tcp:127.0.0.1:0 --config "$tmp/same.conf" 2>"$tmp/err"
+check_rc "equal secrets refused" 1 $?
+contains "equal secrets message" "$tmp/err" "the admin secret must differ from the secret"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -588,6 +588,16 @@ static void test_secret(void)
 		free(list);
 	CHECK(arc_read(right, "mem", 0, &v, 8) == 0 && v == 0, "the refused write did nothing");
 	free(seg);
+	/* a first request larger than what a sender not yet admitted may send (4 KiB), with the
+	 * secret: admitted by its first bytes (udp: its first datagram), so answered (LOAD: the
+	 * bytes are no segment), not dropped */
+	struct arc *fresh = client(s, "s3cret");
+	static uint8_t junk[20000];
+	uint8_t id[AR_ID_LEN];
+	rc = fresh ? arc_install(fresh, junk, sizeof junk, id) : -1;
+	CHECK(rc == -AR_ELOAD, "a 20000-byte first request with the secret is answered: %d (%s)", rc,
+	      fresh ? arc_errmsg(fresh) : "");
+	arc_close(fresh);
 out:
 	arc_close(none);
 	arc_close(wrong);
@@ -1782,6 +1792,150 @@ static void test_sessions(void)
 	free(c);
 }
 
+
+/* ---- rights: the admin secret and the client secret (docs/protocol.md, Security model) ---- */
+
+enum { R_INSTALL, R_EXEC, R_READ, R_WRITE, R_WRITE_ADM, R_EXEC_ADM_W, R_EXEC_ADM_R, R_REGIONS,
+       R_N };
+static const char *const rights_ops[R_N] = { "install", "exec", "read", "write mem",
+	"write adm", "exec storing to adm", "exec loading from adm", "regions: adm's access" };
+
+/* One operation of a client; its status (R_REGIONS: the access REGIONS reports for 'adm',
+ * or a negative status). */
+static int rights_op(struct arc *a, int op)
+{
+	static const char seg_adm_w[] = ".region adm rw\n.func main\n    push 8\n    push 42\n"
+	                                "    st64 adm\n    push 0\n    ret\n.end\n.export main\n";
+	static const char seg_adm_r[] = ".region adm ro\n.func main\n    push 8\n    ld64 adm\n"
+	                                "    ret\n.end\n.export main\n";
+	uint64_t v = 5;
+	size_t len;
+	uint8_t id[AR_ID_LEN], *seg = NULL;
+	struct arc_exec x;
+	int rc = -AR_EPROTO;
+	switch (op) {
+	case R_INSTALL:
+	case R_EXEC:
+		/* a segment of its own per call, so no cache hit hides a refusal */
+		seg = seg_const(op * 1000 + (int64_t)(random() % 1000), &len);
+		rc = !seg ? -AR_EPROTO : op == R_INSTALL ? arc_install(a, seg, len, id)
+		                                         : exec1(a, seg, len, NULL, NULL, 0, &x);
+		if (op == R_EXEC && rc == 0)
+			free(x.out);
+		break;
+	case R_READ: rc = arc_read(a, "mem", 0, &v, 8); break;
+	case R_WRITE: rc = arc_write(a, "mem", 0, &v, 8); break;
+	case R_WRITE_ADM: rc = arc_write(a, "adm", 0, &v, 8); break;
+	case R_EXEC_ADM_W:
+	case R_EXEC_ADM_R:
+		seg = assemble(op == R_EXEC_ADM_W ? seg_adm_w : seg_adm_r, &len);
+		rc = seg ? exec1(a, seg, len, NULL, NULL, 0, &x) : -AR_EPROTO;
+		if (rc == 0)
+			free(x.out);
+		break;
+	case R_REGIONS: {
+		struct arc_region *list;
+		unsigned n;
+		rc = arc_regions(a, &list, &n);
+		if (rc == 0) {
+			rc = -AR_ENOREGION;
+			for (unsigned i = 0; i < n; i++)
+				if (!strcmp(list[i].name, "adm"))
+					rc = (int)list[i].access;
+			free(list);
+		}
+		break;
+	}
+	}
+	free(seg);
+	return rc;
+}
+
+static void test_rights(void)
+{
+	enum { OK = 0, DENY = -AR_EDENIED, AUTH = -AR_EAUTH, RO = ISA_ACC_RO, RW = ISA_ACC_RW };
+	static const struct {
+		const char *what;
+		const char *secret, *admin_secret;      /* the server's */
+		const char *c_secret, *c_admin;         /* the client's */
+		int want[R_N];
+	} cases[] = {
+		/* only --secret: whoever has it may do everything, as before */
+		{ "secret only, its holder", "cs", NULL, "cs", NULL,
+		  { OK, OK, OK, OK, OK, OK, OK, RW } },
+		{ "secret only, no secret", "cs", NULL, NULL, NULL,
+		  { AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH } },
+		/* both: the client secret runs, reads and writes; INSTALL and adm need the admin's */
+		{ "both, client secret", "cs", "as", "cs", NULL,
+		  { DENY, OK, OK, OK, DENY, DENY, OK, RO } },
+		{ "both, admin secret", "cs", "as", NULL, "as",
+		  { OK, OK, OK, OK, OK, OK, OK, RW } },
+		{ "both, admin secret and client secret given", "cs", "as", "cs", "as",
+		  { OK, OK, OK, OK, OK, OK, OK, RW } },
+		{ "both, no secret", "cs", "as", NULL, NULL,
+		  { AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH } },
+		{ "both, a wrong secret", "cs", "as", "ax", NULL,
+		  { AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH } },
+		{ "both, a wrong admin secret", "cs", "as", NULL, "cx",
+		  { AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH, AUTH } },
+		/* only --admin-secret: anyone is a client, the admin secret's holder an admin */
+		{ "admin only, no secret", NULL, "as", NULL, NULL,
+		  { DENY, OK, OK, OK, DENY, DENY, OK, RO } },
+		{ "admin only, admin secret", NULL, "as", NULL, "as",
+		  { OK, OK, OK, OK, OK, OK, OK, RW } },
+		/* no secret at all: everything, as ever (the adm region then guards nothing) */
+		{ "no secrets", NULL, NULL, NULL, NULL,
+		  { OK, OK, OK, OK, OK, OK, OK, RW } },
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct arfd_config *c = config_new();
+		c->secret = cases[k].secret;
+		c->admin_secret = cases[k].admin_secret;
+		struct arfd_region_spec *g = &c->regions[c->n_regions++];
+		snprintf(g->name, sizeof g->name, "adm");
+		g->size = 4096;
+		g->access = ISA_ACC_RW;
+		g->admin_write = true;
+		struct arfd *s = server_start(c);
+		char err[256];
+		struct arc_opts o = { .secret = cases[k].c_secret, .admin_secret = cases[k].c_admin,
+		                      .timeout_ms = TIMEOUT_MS };
+		struct arc *a = s ? arc_connect(arfd_endpoint(s, scheme), &o, err, sizeof err) : NULL;
+		if (!s || !a) {
+			CHECK(0, "%s: setup", cases[k].what);
+		} else {
+			for (int op = 0; op < R_N; op++) {
+				int got = rights_op(a, op);
+				CHECK(got == cases[k].want[op], "%s: %s: %d (%s), expected %d", cases[k].what,
+				      rights_ops[op], got, got < 0 ? arc_errmsg(a) : "", cases[k].want[op]);
+				if (got == -AR_EDENIED && op == R_INSTALL)
+					CHECK(!strcmp(arc_errmsg(a), "permission denied: INSTALL needs the admin "
+					      "secret (this client has the client secret; send the segment "
+					      "inline with EXEC)"), "%s: the message: %s", cases[k].what,
+					      arc_errmsg(a));
+			}
+			/* a refused write changed nothing */
+			uint64_t v = 1;
+			if (cases[k].want[R_WRITE_ADM] != OK && cases[k].want[R_READ] == OK)
+				CHECK(arc_read(a, "adm", 0, &v, 8) == 0 && v == 0,
+				      "%s: adm untouched (%llu)", cases[k].what, (unsigned long long)v);
+		}
+		arc_close(a);
+		if (s)
+			arfd_stop(s, 5000);
+		free(c);
+	}
+	/* the two secrets must differ (over udp a request could not say which it means) */
+	struct arfd_config *c = config_new();
+	c->secret = c->admin_secret = "same";
+	char err[256];
+	struct arfd *s = arfd_start(c, err, sizeof err);
+	CHECK(!s && strstr(err, "must differ"), "equal secrets refused: %s", s ? "started" : err);
+	if (s)
+		arfd_stop(s, 1000);
+	free(c);
+}
+
 int main(int argc, char **argv)
 {
 	const char *all[] = { "tcp", "udp" };
@@ -1794,10 +1948,10 @@ int main(int argc, char **argv)
 		static void (*const tests[])(void) = { test_install_exec, test_read_write,
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
 			test_disconnect, test_run_limits, test_endless, test_one_hog, test_reader_runs,
-			test_badop, test_restart, test_sessions };
+			test_badop, test_restart, test_sessions, test_rights };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
 			"secret", "limits", "inflight", "hostile", "disconnect", "run_limits", "endless",
-			"one_hog", "reader_runs", "badop", "restart", "sessions" };
+			"one_hog", "reader_runs", "badop", "restart", "sessions", "rights" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			const char *only = getenv("TEST_ARFD_ONLY");   /* one test by name */

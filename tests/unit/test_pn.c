@@ -711,6 +711,63 @@ static void test_peer_reuse(void)
 	pn_finalize(b);
 }
 
+
+/* udp: peers known by a source address the server never named are retired once quiet
+ * (udp_idle_ms) and their records reused: 150 clients in batches of 10 use a bounded
+ * number of records; a retired id names nobody; a client that comes back after its peer
+ * was retired is served (the server's new sequence numbers are not taken for old ones). */
+static void test_udp_peer_reuse(void)
+{
+	if (strcmp(scheme, "udp"))
+		return;
+	struct pn_opts ob = { .peer_quarantine_ms = 1, .udp_idle_ms = 50, .udp_max_wait_ms = 300 };
+	struct pn *b = open_ep(&ob), *stay = open_ep(NULL);
+	if (!b || !stay) { CHECK(0, "open"); pn_finalize(b); pn_finalize(stay); return; }
+	pn_set_handler(b, T_ECHO, PN_INLINE, h_echo_from, NULL);
+	enum { BATCHES = 15, BATCH = 10 };
+	char got[8];
+	size_t n = 0;
+	int bad = request(stay, peer_of(stay, b), T_ECHO, "hi", 2, got, sizeof got, &n, 5000) != 0;
+	pn_peer first = atomic_load(&last_from);
+	int slow = 0;
+	for (int k = 0; k < BATCHES; k++) {
+		struct pn *a[BATCH];
+		for (int i = 0; i < BATCH; i++) {
+			a[i] = open_ep(NULL);
+			if (!a[i] || request(a[i], peer_of(a[i], b), T_ECHO, "hi", 2, got, sizeof got, &n,
+			                     5000) != 0)
+				bad++;
+		}
+		for (int i = 0; i < BATCH; i++)
+			pn_finalize(a[i]);
+		/* until b retired them (quiet for 50 ms, their last reply given up after 300):
+		 * retired records waiting for reuse, the last batch's at least */
+		struct pn_stats st;
+		for (int t = 0; t < 300; t++) {
+			pn_stats_get(b, &st);
+			if (st.peers_retired >= BATCH)
+				break;
+			usleep(10000);
+		}
+		slow += st.peers_retired < BATCH;
+	}
+	CHECK(slow == 0, "%d batches not retired within 3 s", slow);
+	CHECK(bad == 0, "%d of %d requests not answered", bad, BATCHES * BATCH + 1);
+	struct pn_stats st;
+	pn_stats_get(b, &st);
+	CHECK(st.peers <= 2 * BATCH + 4, "%d udp clients in batches of %d: %llu peer records "
+	      "(reused)", BATCHES * BATCH, BATCH, (unsigned long long)st.peers);
+	/* the client that stayed was retired too (quiet all along); it comes back */
+	int rc = request(stay, peer_of(stay, b), T_ECHO, "back", 4, got, sizeof got, &n, 5000);
+	CHECK(rc == 0 && n == 4, "a client back after its peer was retired is served: %d", rc);
+	pn_peer now = atomic_load(&last_from);
+	CHECK(first != now, "it has a new id: %x %x", (unsigned)first, (unsigned)now);
+	CHECK(pn_send(b, first, T_REPLY, 0, "x", 1) == -PN_EPEERDOWN, "a send to a retired id: "
+	      "peer down");
+	pn_finalize(stay);
+	pn_finalize(b);
+}
+
 /* After a round trip (whose connection the waiting thread read itself), a request from the
  * other side on that same connection, and a Cooperation over two peers, are still served. */
 static void test_after_wait(void)
@@ -1498,10 +1555,11 @@ int main(int argc, char **argv)
 		static void (*const tests[])(void) = { test_request_reply, test_delegation,
 			test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
-			test_yield, test_peer_reuse, test_failures, test_malformed, test_sessions };
+			test_yield, test_peer_reuse, test_udp_peer_reuse, test_failures, test_malformed,
+			test_sessions };
 		static const char *const names[] = { "request_reply", "delegation",
 			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
-			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "failures", "malformed",
+			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "udp_peer_reuse", "failures", "malformed",
 			"sessions" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;

@@ -25,6 +25,8 @@
 
 static int passed, failed;
 
+#define FLOOD_DGRAM (88 + 32768)
+
 #define CHECK(cond, ...) do { \
 	if (cond) passed++; \
 	else { failed++; printf("FAIL %s:%d ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } \
@@ -784,6 +786,103 @@ static void test_malformed(void)
 	pn_finalize(b);
 }
 
+
+/* ---- admission: spoofed source addresses (pn.h, udp_max_peers) ---- */
+
+/* admit: a message that starts with "key" (as arfd admits one carrying its secret) */
+static int admit_key(void *arg, pn_peer from, pn_type type, const void *head, size_t n,
+                     uint64_t len)
+{
+	return n >= 3 && !memcmp(head, "key", 3);
+}
+
+/* One hand-made request "hello" from a new source port, as a flood of forged source
+ * addresses would come; the socket is closed at once (nobody acknowledges the reply). */
+static void send_from_new_port(struct sockaddr_in *to, const char *what, size_t len,
+                               uint32_t total)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0)
+		return;
+	struct sockaddr_in me = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &me.sin_addr);
+	socklen_t ml = sizeof me;
+	bind(fd, (struct sockaddr *)&me, sizeof me);
+	getsockname(fd, (struct sockaddr *)&me, &ml);
+	static uint8_t d[FLOOD_DGRAM];
+	size_t n = mk(d, 1, 77, 0, 1, 1, T_ECHO, total, ntohs(me.sin_port));
+	memcpy(d + n, what, len);
+	sendto(fd, d, n + len, 0, (struct sockaddr *)to, sizeof *to);
+	close(fd);
+}
+
+static void test_flood(void)
+{
+	enum { PRE = 32, MAX = 64, FLOOD = 2000 };
+	struct pn_opts o = { .admit = admit_key, .udp_preauth_peers = PRE, .udp_max_peers = MAX,
+	                     .udp_idle_ms = 100, .udp_max_wait_ms = 200 };
+	struct pn *b = open_ep(&o);
+	if (!b) { CHECK(0, "open"); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_ECHO, PN_INLINE, h_echo, &calls);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port_of(b)) };
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+
+	/* before admission a message over preauth_max (4096) is dropped, never acknowledged:
+	 * here the first of two fragments of a 40000-byte message */
+	static char big[32768];
+	send_from_new_port(&sa, big, sizeof big, 40000);
+	usleep(50000);
+	struct pn_stats st = stats(b);
+	CHECK(st.udp_refused == 1 && calls == 0, "a 40000-byte message before admission: refused "
+	      "%llu, handler ran %d times", (unsigned long long)st.udp_refused, (int)calls);
+
+	/* the flood: each forged sender gets a record while the unadmitted tier has room, and
+	 * is refused after; retired ones stay counted through their quarantine (60 s) */
+	for (int i = 0; i < FLOOD; i++)
+		send_from_new_port(&sa, "hello", 5, 5);
+	usleep(300000);
+	st = stats(b);
+	/* (loopback may drop a few of a burst of datagrams under load: most are refused) */
+	CHECK(st.peers <= PRE + 1 && st.udp_refused >= FLOOD / 2,
+	      "%d forged senders: %llu peer records (bound %d), %llu refused, %d handled",
+	      FLOOD, (unsigned long long)st.peers, PRE + 1, (unsigned long long)st.udp_refused,
+	      (int)calls);
+
+	/* a real client whose request carries the key still gets in (admitted at once) */
+	struct pn *a = open_ep(NULL), *c = open_ep(NULL);
+	char buf[16];
+	size_t got = 0;
+	int rc = a ? request(a, peer_of(a, b), T_ECHO, "key:hi", 6, buf, sizeof buf, &got, 3000) : -1;
+	CHECK(rc == 0 && got == 6, "during the flood, a request with the key is served: %d", rc);
+	rc = a ? request(a, peer_of(a, b), T_ECHO, "more", 4, buf, sizeof buf, &got, 3000) : -1;
+	CHECK(rc == 0 && got == 4, "... and its next one without: %d", rc);
+	/* one without the key is not, while the forged ones fill the table (the price) */
+	rc = c ? request(c, peer_of(c, b), T_ECHO, "hi", 2, buf, sizeof buf, &got, 300) : -1;
+	CHECK(rc != 0, "a new sender without the key is refused while the table is full: %d", rc);
+	usleep(300000);
+	/* the client was quiet past udp_idle_ms: its peer was retired, and its next request
+	 * (with the key, as every request of an arfd client over udp carries the secret) makes
+	 * a new one, whose sequence numbers its client must not take for old ones */
+	st = stats(b);
+	uint64_t retired = st.peers_retired;
+	rc = a ? request(a, peer_of(a, b), T_ECHO, "key:again", 9, buf, sizeof buf, &got, 3000) : -1;
+	CHECK(rc == 0 && got == 9 && retired > 0, "the client comes back after its peer was "
+	      "retired (%llu retired): %d", (unsigned long long)retired, rc);
+	/* the admitted tier is bounded too (one who knows the key can fill it: then nobody
+	 * new gets in until the quarantine ends): forged requests with the key from new ports */
+	for (int i = 0; i < 4 * MAX; i++)
+		send_from_new_port(&sa, "key", 3, 3);
+	usleep(300000);
+	st = stats(b);
+	CHECK(st.peers <= PRE + MAX + 3, "%d more forged senders with the key: %llu peer records "
+	      "(bound %d)", 4 * MAX, (unsigned long long)st.peers, PRE + MAX + 3);
+
+	pn_finalize(c);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
 int main(void)
 {
 	static const struct { void (*fn)(void); const char *name; } tests[] = {
@@ -792,7 +891,7 @@ int main(void)
 		{ test_delegation, "delegation" }, { test_scatter_gather, "scatter_gather" },
 		{ test_concurrent, "concurrent" }, { test_proxy, "proxy" },
 		{ test_failures, "failures" }, { test_malformed, "malformed" },
-		{ test_drop_env, "drop_env" },
+		{ test_drop_env, "drop_env" }, { test_flood, "flood" },
 	};
 	for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 		double t0 = now_ms();
