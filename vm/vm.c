@@ -68,7 +68,8 @@ void vm_free(struct vm *vm)
 
 static int reserved_region(const char *name)
 {
-	return !strcmp(name, "args") || !strcmp(name, "out") || !strcmp(name, "const");
+	return !strcmp(name, "args") || !strcmp(name, "out") || !strcmp(name, "const") ||
+	       !strcmp(name, VM_FRAME_REGION);
 }
 
 int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, unsigned access)
@@ -167,6 +168,15 @@ static int link_imports(struct vm *vm, struct vm_prog *p, char *err, size_t errl
 	}
 	for (uint32_t i = 0; i < s->n_regions; i++) {
 		const struct isa_region_import *imp = &s->regions[i];
+		if (!strcmp(imp->name, VM_FRAME_REGION)) {
+			/* bound per run by vm_run (frame_buf); never a host's region */
+			if (p->frame) {
+				snprintf(err, errlen, "link: region '%s' is imported twice", imp->name);
+				return -VM_ELINK;
+			}
+			p->frame = ISA_R_FIRST_IMPORT + i;
+			continue;
+		}
 		const struct region_bind *b = NULL;
 		for (uint32_t j = 0; j < vm->n_regions && !b; j++)
 			if (!strcmp(vm->regions[j].name, imp->name))
@@ -308,6 +318,46 @@ int vm_prog_entry(const struct vm_prog *p, const char *name, unsigned *n_args)
 	return -VM_ENOENTRY;
 }
 
+/* The frame region's memory (VM_FRAME_REGION): one buffer per thread, allocated by the
+ * thread's first run that needs it, freed when the thread ends.  A run nested in another
+ * on the same thread (a hook that runs a segment) gets a buffer of its own. */
+static pthread_key_t frame_key;
+static pthread_once_t frame_once = PTHREAD_ONCE_INIT;
+static __thread uint8_t *frame_mine;   /* this thread's buffer (also held by frame_key) */
+static __thread int frame_busy;        /* a run of this thread is using frame_mine */
+
+static void frame_key_init(void)
+{
+	(void)pthread_key_create(&frame_key, free);
+}
+
+/* An all-zero buffer of VM_FRAME_BYTES, 8-byte aligned (atomics), or NULL. */
+static uint8_t *frame_take(void)
+{
+	if (frame_busy)
+		return calloc(1, VM_FRAME_BYTES);
+	if (!frame_mine) {
+		(void)pthread_once(&frame_once, frame_key_init);
+		if (!(frame_mine = calloc(1, VM_FRAME_BYTES)))
+			return NULL;
+		(void)pthread_setspecific(frame_key, frame_mine);
+	}
+	frame_busy = 1;
+	return frame_mine;
+}
+
+/* Zero what the run may have written (any byte: a segment addresses all of it) and give
+ * the buffer back. */
+static void frame_give(uint8_t *buf)
+{
+	if (buf != frame_mine) {
+		free(buf);
+		return;
+	}
+	memset(buf, 0, VM_FRAME_BYTES);
+	frame_busy = 0;
+}
+
 int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsigned n_args,
            const struct vm_run_opts *opts, struct vm_result *res)
 {
@@ -334,6 +384,15 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 	if (engine == VM_ENGINE_JIT && !prog->jit)
 		return -VM_ENOJIT;
 
+	uint8_t *frame_buf = NULL;
+	if (prog->frame) {
+		if (!(frame_buf = frame_take()))
+			return -VM_ENOMEM;
+		uint64_t first = VM_FRAME_FIRST;
+		memcpy(frame_buf, &first, sizeof first);
+		R[prog->frame] = (struct mref){ frame_buf, VM_FRAME_BYTES };
+	}
+
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
 	uint64_t max_chunk = opts->on_slow ? VM_SLOW_CHUNK : VM_FUEL_CHUNK;
 	uint64_t chunk = fuel < max_chunk ? fuel : max_chunk;
@@ -353,6 +412,8 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 		                             : vm_interp(&run, entry, argv, &res->value);
 	}
 	vm_remote_cache_free(&run);
+	if (frame_buf)
+		frame_give(frame_buf);
 	res->out_len = R[ISA_R_OUT].len;
 	res->fuel_used = fuel - run.fuel - run.fuel_reserve;
 	if (rc == -VM_ETRAP)

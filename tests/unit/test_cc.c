@@ -459,6 +459,49 @@ static const struct ccase ccases[] = {
 	  " case 5: return 50; case 9: return 90; default: return -1; } }\n",
 	  "f", 1, { 9 }, NULL, 90 },
 
+	/* stack addresses: frames in the frame region (docs/cc.md, "Stack memory") */
+	{ "frame_array_index", "long f(unsigned long k) { long a[16]; for (int i = 0; i < 16; i++)"
+	  " a[i] = i * i; return a[k & 15] + a[(k + 1) & 15]; }\n", "f", 1, { 7 }, NULL, 49 + 64 },
+	{ "frame_fill_callee", "static NOINLINE void fill(unsigned char *p, unsigned long n, long v)\n"
+	  "{ for (unsigned long i = 0; i < n; i++) p[i] = (unsigned char)(v + i); }\n"
+	  "long f(unsigned long n, long v) { unsigned char buf[64]; if (n > 64) n = 64;"
+	  " fill(buf, n, v); long s = 0; for (unsigned long i = 0; i < n; i++) s += buf[i];"
+	  " return s; }\n", "f", 2, { 10, 3 }, NULL, 75 },
+	{ "frame_struct_ptr", "struct st { signed char c; short s; int i; long l; char name[13]; };\n"
+	  "static NOINLINE void init(struct st *p, long x) { p->c = x; p->s = x * 3; p->i = x * 5;"
+	  " p->l = x * 7; for (int i = 0; i < 13; i++) p->name[i] = 'a' + i; }\n"
+	  "long f(long x) { struct st v; init(&v, x); return v.c + v.s + v.i + v.l + v.name[12]; }\n",
+	  "f", 1, { -3 }, NULL, -3 - 9 - 15 - 21 + 'm' },
+	{ "frame_nested", "static NOINLINE long h(long *up, long x) { long c[4]; for (int i = 0; i < 4;"
+	  " i++) c[i] = up[i] + x; long s = 0; for (int i = 0; i < 4; i++) s += c[i] * (i + 1); return s; }\n"
+	  "static NOINLINE long g(long *up, long x) { long b[4]; for (int i = 0; i < 4; i++)"
+	  " b[i] = up[3 - i] * 10; return h(b, x) + b[0]; }\n"
+	  "long f(long x) { long a[4] = { 1, 2, 3, 4 }; long r = g(a, x); return r * 100 + a[0] + a[3]; }\n",
+	  "f", 1, { 1 }, NULL, ((41 + 31 * 2 + 21 * 3 + 11 * 4) + 40) * 100 + 5 },
+	{ "frame_recursion", "static NOINLINE long r(long *up, long n) { long v[2]; v[0] = n; v[1] ="
+	  " up ? up[0] : 0; if (n == 0) return v[1]; return r(v, n - 1) + v[0]; }\n"
+	  "long f(long n) { return r(0, n); }\n", "f", 1, { 200 }, NULL, 200 * 201 / 2 + 1 },
+	{ "frame_recursion_limit", "static NOINLINE long r(long *up, long n)\n{\n\tlong v[2];\n"
+	  "\tv[0] = n;\n\tv[1] = up ? up[0] : 0;\n\tif (n == 0)\n\t\treturn v[1];\n"
+	  "\treturn r(v, n - 1) + v[0]; /*@*/\n}\n"
+	  "long f(long n) { return r(0, n); }\n", "f", 1, { 1000 }, NULL, 0, ISA_TRAP_STACK },
+	{ "frame_widths", "struct w { unsigned char b; signed char sb; unsigned short h; short sh;"
+	  " unsigned u; int s; unsigned long q; };\n"
+	  "static NOINLINE void put(volatile struct w *p, long x) { p->b = x; p->sb = x; p->h = x;"
+	  " p->sh = x; p->u = x; p->s = x; p->q = x; }\n"
+	  "static NOINLINE long get(volatile struct w *p, int k) { switch (k) { case 0: return p->b;"
+	  " case 1: return p->sb; case 2: return p->h; case 3: return p->sh; case 4: return p->u;"
+	  " case 5: return p->s; default: return (long)p->q; } }\n"
+	  "long f(long x) { volatile struct w v; put(&v, x); long s = 0; for (int k = 0; k < 7; k++)"
+	  " s = s * 3 + get(&v, k); return s; }\n", "f", 1, { -2 }, NULL,
+	  (((((0xfe * 3 - 2) * 3 + 0xfffe) * 3 - 2) * 3 + 0xfffffffell) * 3 - 2) * 3 - 2 },
+	{ "frame_wild", "static NOINLINE long g(long *p) { return p[1]; }\n"
+	  "long f(long p)\n{\n\tlong a[2] = { p, p };\n\tlong v = *(volatile long *)p; /*@*/\n"
+	  "\treturn v + g(a);\n}\n", "f", 1, { 1l << 40 }, NULL, 0, ISA_TRAP_BOUNDS },
+	{ "frame_wild_store", "static NOINLINE void g(long *p) { p[0] = 1; }\n"
+	  "long f(long p)\n{\n\tlong a[2];\n\tg(a);\n\t*(volatile long *)(p - 8) = a[0]; /*@*/\n"
+	  "\treturn a[0];\n}\n", "f", 1, { 0 }, NULL, 0, ISA_TRAP_BOUNDS },
+
 	/* refusals */
 	{ "err_global", "long counter;\nlong f(void)\n{\n\treturn ++counter; /*@*/\n}\n", "f", 0,
 	  { 0 }, NULL, 0, 0, NULL, "global variable 'counter' (.bss) may be written at run time" },
@@ -468,9 +511,14 @@ static const struct ccase ccases[] = {
 	  0, 0, NULL, "pointer dereference" },
 	{ "err_store", "long f(long p)\n{\n\t*(long *)p = 1; /*@*/\n\treturn 0;\n}\n", "f", 0,
 	  { 0 }, NULL, 0, 0, NULL, "store through a pointer" },
-	{ "err_stack_address", "static NOINLINE long g(volatile long *p) { return p[1]; }\n"
-	  "long f(long x)\n{\n\tvolatile long a[2] = { x, x };\n\treturn g(a);\n}\n", "f", 0, { 0 },
-	  NULL, 0, 0, NULL, "the address of a stack variable is taken" },
+	{ "err_store_const", "static const long t[2] = { 1, 2 };\n"
+	  "static NOINLINE long g(volatile long *p) { return p[1]; }\n"
+	  "long f(long x)\n{\n\tvolatile long a[2] = { x, x };\n\t*(volatile long *)&t[x & 1] = 5; /*@*/\n"
+	  "\treturn g(a);\n}\n", "f", 1, { 0 }, NULL, 0, 0, NULL,
+	  "store through a pointer into the constants" },
+	{ "err_atomic_framed", "static NOINLINE long g(long *p) { return __sync_fetch_and_add(p, 1); /*@*/ }\n"
+	  "long f(long x) { long a = x; return g(&a) + a; }\n", "f", 1, { 0 }, NULL, 0, 0, NULL,
+	  "a BPF atomic operation" },
 	{ "err_helper", "static long (*const h)(long) = (void *)5;\nlong f(long a)\n{\n"
 	  "\treturn h(a); /*@*/\n}\n", "f", 0, { 0 }, NULL, 0, 0, NULL,
 	  "call of BPF helper 5, which is not an ar.h intrinsic" },
