@@ -495,6 +495,12 @@ static const struct ccase ccases[] = {
 	  "long f(long x) { volatile struct w v; put(&v, x); long s = 0; for (int k = 0; k < 7; k++)"
 	  " s = s * 3 + get(&v, k); return s; }\n", "f", 1, { -2 }, NULL,
 	  (((((0xfe * 3 - 2) * 3 + 0xfffe) * 3 - 2) * 3 + 0xfffffffell) * 3 - 2) * 3 - 2 },
+	{ "frame_const_ptrs", "static NOINLINE long pick(const char *const *v, unsigned long i)"
+	  " { return v[i % 3][1]; }\n"
+	  "long f(unsigned long i) { const char *v[3] = { \"ab\", \"cde\", \"fg\" }; volatile unsigned long n = i;"
+	  " const char *w[3]; for (int k = 0; k < 3; k++) w[k] = v[(k + n) % 3];"
+	  " return pick(w, 0) * 10000 + pick(v, i) * 100 + pick(w, 2); }\n",
+	  "f", 1, { 1 }, NULL, 'd' * 10000 + 'd' * 100 + 'b' },
 	{ "frame_wild", "static NOINLINE long g(long *p) { return p[1]; }\n"
 	  "long f(long p)\n{\n\tlong a[2] = { p, p };\n\tlong v = *(volatile long *)p; /*@*/\n"
 	  "\treturn v + g(a);\n}\n", "f", 1, { 1l << 40 }, NULL, 0, ISA_TRAP_BOUNDS },
@@ -767,17 +773,88 @@ static void test_differential(void)
 	}
 }
 
+/* ---- the frame region: no run sees another's frame bytes, on either engine; hosts cannot
+ * bind the name ---- */
+
+static void test_frame_runs(void)
+{
+	static const char src[] =
+		"#include <activerdma/ar.h>\n"
+		"#define TAG (1l << 48)\n"
+		"static __attribute__((noinline)) void fill(volatile long *p, long v)\n"
+		"{ for (int i = 0; i < 32; i++) p[i] = v + i; }\n"
+		"static __attribute__((noinline)) long scan(void)\n"
+		"{ long s = 0; for (long o = 8; o < 8 + 257 * 512; o += 8) s |= *(volatile long *)(TAG + o);"
+		" return s; }\n"
+		"long put(long v) { volatile long a[32]; fill(a, v); return a[5]; }\n"
+		"long put_scan(long v) { volatile long a[32]; fill(a, v); return scan(); }\n"
+		"long peek(void) { volatile long b[32]; long s = 0; for (int i = 0; i < 32; i++)"
+		" s |= b[i]; return s | scan(); }\n";
+	char err[600];
+	uint8_t *seg;
+	size_t seg_len;
+	char *diags;
+	int n = compile(src, NULL, &seg, &seg_len, &diags, err, sizeof err);
+	check(n == 0, "frame runs: compile", "%d: %s %s", n, err, diags ? diags : "");
+	free(diags);
+	if (n)
+		return;
+	struct vm *vm = new_vm();
+	check(vm_bind_region(vm, "ar.frame", heap_mem, 64, ISA_ACC_RW) == -VM_EINVAL,
+	      "frame runs: a host cannot bind ar.frame", "bound");
+	struct vm_prog *prog;
+	int rc = vm_load(vm, seg, seg_len, &prog, err, sizeof err);
+	free(seg);
+	check(rc == 0 && !vm_prog_jit_error(prog), "frame runs: load", "%s", err);
+	if (rc) {
+		vm_free(vm);
+		return;
+	}
+	int64_t secret = 0x5ec2e7;
+	for (int e = VM_ENGINE_INTERP; e <= VM_ENGINE_JIT; e++) {
+		struct outcome o;
+		const char *eng = vm_engine_name(e);
+		run(prog, "put_scan", &secret, 1, e, NULL, 0, &o);
+		check(o.rc == 0 && o.value != 0, "frame runs: a run sees its own frames", "%s: %" PRId64
+		      " rc %d", eng, o.value, o.rc);
+		for (int k = 0; k < 2; k++) {
+			run(prog, "put", &secret, 1, k ? VM_ENGINE_INTERP + VM_ENGINE_JIT - e : e, NULL, 0, &o);
+			check(o.rc == 0 && o.value == secret + 5, "frame runs: put", "%s: %" PRId64, eng, o.value);
+			run(prog, "peek", NULL, 0, e, NULL, 0, &o);
+			check(o.rc == 0 && o.value == 0, "frame runs: the next run sees zeros", "%s: %" PRId64
+			      " rc %d", eng, o.value, o.rc);
+		}
+	}
+	vm_prog_free(prog);
+	vm_free(vm);
+}
+
 /* ---- hostile objects: a real object cut short or with bytes changed is refused with a
  * message, or accepted and then verified; never a crash (ASan in check-asan) ---- */
 
 #define HOSTILE_ROUNDS 400
 
+static const char framed_src[] =
+	"#include <activerdma/ar.h>\n"
+	"static const long t[4] = { 1, 2, 3, 4 };\n"
+	"static __attribute__((noinline)) long g(long *p, const long *q, long n)\n"
+	"{ long s = 0; for (long i = 0; i < n; i++) s += p[i] * q[i & 3]; return s; }\n"
+	"long f(long n) { long a[8]; for (int i = 0; i < 8; i++) a[i] = n + i; return g(a, t, n & 7); }\n";
+
+static void test_hostile_seed(const char *src, const char *seed_name);
+
 static void test_hostile(void)
+{
+	test_hostile_seed(insn_src, "insns");
+	test_hostile_seed(framed_src, "framed");
+}
+
+static void test_hostile_seed(const char *src, const char *seed_name)
 {
 	char err[600];
 	size_t len;
-	void *obj = clang_object(insn_src, NULL, &len, err, sizeof err);
-	check(obj != NULL, "hostile: seed object", "%s", err);
+	void *obj = clang_object(src, NULL, &len, err, sizeof err);
+	check(obj != NULL, seed_name, "hostile: seed object: %s", err);
 	if (!obj)
 		return;
 	uint8_t *buf = malloc(len);
@@ -818,10 +895,13 @@ static void test_hostile(void)
 		free(listing);
 	}
 	if (!bad)
-		check(refused > 0, "hostile objects", "%d accepted, %d refused", accepted, refused);
+		check(refused > 0, seed_name, "hostile objects: %d accepted, %d refused", accepted,
+		      refused);
 	vm_free(vm);
 	free(buf);
 	free(obj);
+	if (src != insn_src)
+		return;
 	/* not ELF at all, and empty */
 	uint8_t *seg;
 	size_t seg_len;
@@ -1103,6 +1183,7 @@ int main(void)
 	test_insns();
 	test_ccases();
 	test_differential();
+	test_frame_runs();
 	test_hostile();
 	test_explain();
 	test_no_lines();
