@@ -1350,7 +1350,10 @@ static void use_def(const struct tr *t, uint32_t i, unsigned *use, unsigned *def
 		*def = 1u << in->dst;
 		break;
 	case BPF_STX:
-		*use = 1u << in->src;
+		*use = 1u << in->src | 1u << in->dst;     /* dst: a pointer other than r10 */
+		break;
+	case BPF_ST:
+		*use = 1u << in->dst;
 		break;
 	}
 	*use &= (1u << BPF_FP) - 1;
@@ -1382,7 +1385,9 @@ static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r)
 	case BPF_LDX:
 		return in->src == r;
 	case BPF_STX:
-		return in->src == r;
+		return (in->src == r) + (in->dst == r);
+	case BPF_ST:
+		return in->dst == r;
 	}
 	return 0;
 }

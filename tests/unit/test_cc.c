@@ -501,6 +501,11 @@ static const struct ccase ccases[] = {
 	  " const char *w[3]; for (int k = 0; k < 3; k++) w[k] = v[(k + n) % 3];"
 	  " return pick(w, 0) * 10000 + pick(v, i) * 100 + pick(w, 2); }\n",
 	  "f", 1, { 1 }, NULL, 'd' * 10000 + 'd' * 100 + 'b' },
+	/* a pointer loaded through, stored through, then read again (its liveness) */
+	{ "frame_pointer_reuse", "long f(unsigned long n) { long a[32]; unsigned long s = 0;\n"
+	  " for (unsigned long i = 0; i < 32; i++) a[i] = i;\n"
+	  " for (unsigned long k = 0; k < n; k++) { unsigned long j = k & 31; a[j] = a[j] + k;"
+	  " s += a[(j * 7) & 31]; }\n return s; }\n", "f", 1, { 100 }, NULL, 6808 },
 	{ "frame_wild", "static NOINLINE long g(long *p) { return p[1]; }\n"
 	  "long f(long p)\n{\n\tlong a[2] = { p, p };\n\tlong v = *(volatile long *)p; /*@*/\n"
 	  "\treturn v + g(a);\n}\n", "f", 1, { 1l << 40 }, NULL, 0, ISA_TRAP_BOUNDS },
