@@ -36,8 +36,9 @@
 #define FRAME_TAG_BIT 48
 
 /* What a register or stack slot may hold at an instruction, joined by OR over the paths into
- * it: nothing seen yet, a plain integer, a pointer into the constants, or both (3). */
-enum kind { K_NONE = 0, K_INT = 1, K_CONST = 2 };
+ * it: nothing seen yet, a plain integer, a pointer into the constants, a stack address
+ * (r10 plus an integer, in a framed function), or several of those. */
+enum kind { K_NONE = 0, K_INT = 1, K_CONST = 2, K_FRAME = 4 };
 
 struct tr {
 	const struct obj *o;
@@ -497,15 +498,16 @@ static void transfer(const struct tr *t, uint32_t i, uint8_t *k)
 	int s;
 	switch (cl) {
 	case BPF_ALU64:
+		uint8_t src = BPF_SRC(in->code) != BPF_X ? K_INT : in->src == BPF_FP ? K_FRAME :
+		              k[in->src];
 		if (op == BPF_MOV) {
-			/* r10 is a stack address: an integer (a frame offset) */
-			k[in->dst] = BPF_SRC(in->code) == BPF_X && in->src != BPF_FP ? k[in->src] : K_INT;
+			k[in->dst] = src;
 		} else if (op == BPF_ADD || op == BPF_SUB) {
-			uint8_t src = BPF_SRC(in->code) == BPF_X && in->src != BPF_FP ? k[in->src] : K_INT;
-			if (k[in->dst] == K_CONST && src == K_INT)
-				k[in->dst] = K_CONST;      /* pointer +- integer */
-			else if (op == BPF_ADD && k[in->dst] == K_INT && src == K_CONST)
-				k[in->dst] = K_CONST;      /* integer + pointer */
+			uint8_t d = k[in->dst];
+			if ((d == K_CONST || d == K_FRAME) && src == K_INT)
+				;                          /* pointer +- integer */
+			else if (op == BPF_ADD && d == K_INT && (src == K_CONST || src == K_FRAME))
+				k[in->dst] = src;          /* integer + pointer */
 			else
 				k[in->dst] = K_INT;
 		} else {
@@ -1203,12 +1205,14 @@ static void emit_ldx(struct tr *t, uint32_t i)
 		return;
 	}
 	em_reg(t, OP_LGET, in->src);
-	if (in->off) {
-		em_push(t, in->off);
+	/* a stack address (K_FRAME) drops its tag with the offset: one add */
+	int64_t off = in->off - (kind == K_FRAME ? FRAME_TAG : 0);
+	if (off) {
+		em_push(t, off);
 		em_op(t, OP_ADD);
 	}
-	if (kind == K_CONST) {
-		em_mem(t, ld_of_size[sz], ISA_R_CONST);
+	if (kind == K_CONST || kind == K_FRAME) {
+		em_mem(t, ld_of_size[sz], kind == K_CONST ? ISA_R_CONST : t->frame_region);
 		em_reg(t, OP_LSET, in->dst);
 		return;
 	}
@@ -1239,7 +1243,7 @@ static void emit_st(struct tr *t, uint32_t i)
 		if (in->dst == BPF_FP) {
 			em_fp_addr(t, in->off);
 		} else {
-			if (t->kinds[(size_t)i * N_KINDS + in->dst] & K_CONST) {
+			if (t->kinds[(size_t)i * N_KINDS + in->dst] == K_CONST) {
 				ERR(t, i, "store through a pointer into the constants (they are read-only)");
 				return;
 			}

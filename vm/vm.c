@@ -223,6 +223,76 @@ static int link_imports(struct vm *vm, struct vm_prog *p, char *err, size_t errl
 	return 0;
 }
 
+/* The frame region's length for p: a frame for each activation of the longest chain of
+ * calls in the segment's call graph (any function may be an entry), or for the VM's call
+ * depth limit when the graph has a cycle.  A run may write all of it, and vm_run zeroes it
+ * after each run: a segment without recursion pays for the frames it can use, not for 257.
+ * Iterative depth-first search (no recursion on the segment's structure); reads the
+ * translated code (X_CALL), so after vm_translate and before threading. */
+static int frame_len(struct vm_prog *p)
+{
+	uint32_t n = p->seg->n_funcs, n_edges = 0, top = 0;
+	uint64_t frames = VM_MAX_CALL_DEPTH + 1;
+	for (uint32_t f = 0; f < n; f++)
+		for (uint32_t k = 0; k < p->funcs[f].n_code; k++)
+			n_edges += p->funcs[f].code[k].op == X_CALL;
+	uint32_t *first = calloc(n + 1, sizeof *first), *callee = malloc((n_edges + 1) * sizeof *callee);
+	uint32_t *height = calloc(n, sizeof *height), *stack = malloc(n * sizeof *stack);
+	uint32_t *next = calloc(n, sizeof *next);
+	uint8_t *state = calloc(n, 1);      /* 0 unseen, 1 on the stack, 2 done */
+	int rc = -1;
+	if (!first || !callee || !height || !stack || !next || !state)
+		goto out;
+	for (uint32_t f = 0, e = 0; f < n; f++) {
+		first[f] = e;
+		for (uint32_t k = 0; k < p->funcs[f].n_code; k++)
+			if (p->funcs[f].code[k].op == X_CALL)
+				callee[e++] = (uint32_t)p->funcs[f].code[k].imm;
+		first[f + 1] = e;
+	}
+	uint32_t deepest = 0;
+	for (uint32_t root = 0; root < n; root++) {
+		if (state[root])
+			continue;
+		stack[top++] = root;
+		state[root] = 1;
+		while (top) {
+			uint32_t f = stack[top - 1];
+			if (first[f] + next[f] < first[f + 1]) {
+				uint32_t c = callee[first[f] + next[f]++];
+				if (state[c] == 1)
+					goto cycle;
+				if (state[c] == 0) {
+					state[c] = 1;
+					stack[top++] = c;
+				} else if (height[c] + 1 > height[f]) {
+					height[f] = height[c] + 1;
+				}
+				continue;
+			}
+			state[f] = 2;
+			top--;
+			if (top && height[f] + 1 > height[stack[top - 1]])
+				height[stack[top - 1]] = height[f] + 1;
+			if (height[f] > deepest)
+				deepest = height[f];
+		}
+	}
+	if (deepest < VM_MAX_CALL_DEPTH)
+		frames = (uint64_t)deepest + 1;
+cycle:
+	p->frame_len = VM_FRAME_FIRST + frames * VM_FRAME_SIZE;
+	rc = 0;
+out:
+	free(first);
+	free(callee);
+	free(height);
+	free(stack);
+	free(next);
+	free(state);
+	return rc;
+}
+
 int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, char *err,
             size_t errlen)
 {
@@ -241,6 +311,10 @@ int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, ch
 	rc = link_imports(vm, p, err, errlen);
 	if (rc == 0)
 		rc = vm_translate(p, err, errlen);
+	if (rc == 0 && p->frame && frame_len(p) != 0) {
+		snprintf(err, errlen, "out of memory");
+		rc = -VM_ENOMEM;
+	}
 	if (rc != 0)
 		goto fail;
 	/* The JIT reads the translated code before threading turns its opcodes into addresses.
@@ -346,15 +420,15 @@ static uint8_t *frame_take(void)
 	return frame_mine;
 }
 
-/* Zero what the run may have written (any byte: a segment addresses all of it) and give
- * the buffer back. */
-static void frame_give(uint8_t *buf)
+/* Zero what the run may have written (any byte of its len: a segment addresses all of it)
+ * and give the buffer back. */
+static void frame_give(uint8_t *buf, uint64_t len)
 {
 	if (buf != frame_mine) {
 		free(buf);
 		return;
 	}
-	memset(buf, 0, VM_FRAME_BYTES);
+	memset(buf, 0, len);
 	frame_busy = 0;
 }
 
@@ -390,7 +464,7 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 			return -VM_ENOMEM;
 		uint64_t first = VM_FRAME_FIRST;
 		memcpy(frame_buf, &first, sizeof first);
-		R[prog->frame] = (struct mref){ frame_buf, VM_FRAME_BYTES };
+		R[prog->frame] = (struct mref){ frame_buf, prog->frame_len };
 	}
 
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
@@ -413,7 +487,7 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 	}
 	vm_remote_cache_free(&run);
 	if (frame_buf)
-		frame_give(frame_buf);
+		frame_give(frame_buf, prog->frame_len);
 	res->out_len = R[ISA_R_OUT].len;
 	res->fuel_used = fuel - run.fuel - run.fuel_reserve;
 	if (rc == -VM_ETRAP)

@@ -172,9 +172,11 @@ struct vm_run_opts {
 /* The frame region: a segment that imports a region of this name (rw) gets scratch memory
  * of its own for each run, which no host binds (vm_bind_region refuses the name).  pncc puts
  * the frames of C functions that take a stack address there (docs/cc.md, "Stack memory").
- * A run starts with it all zero but its first word, VM_FRAME_FIRST (the frame pointer a
- * segment keeps there); when the run ends the VM zeroes it again, so no run ever sees the
- * bytes of another.  The buffer belongs to the thread (one allocation, reused). */
+ * Its length is VM_FRAME_FIRST + VM_FRAME_SIZE for each activation of the segment's longest
+ * chain of calls (VM_FRAME_BYTES when its call graph has a cycle).  A run starts with it all
+ * zero but its first word, VM_FRAME_FIRST (the frame pointer a segment keeps there); when
+ * the run ends the VM zeroes it again, so no run ever sees the bytes of another.  The memory
+ * belongs to the thread (one allocation of VM_FRAME_BYTES, reused). */
 #define VM_FRAME_REGION   "ar.frame"
 #define VM_FRAME_SIZE     512       /* bytes of one C frame (clang's BPF stack) */
 #define VM_FRAME_FIRST    8         /* offset of the first frame: word 0 is the pointer */

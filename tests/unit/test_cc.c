@@ -506,6 +506,14 @@ static const struct ccase ccases[] = {
 	  " for (unsigned long i = 0; i < 32; i++) a[i] = i;\n"
 	  " for (unsigned long k = 0; k < n; k++) { unsigned long j = k & 31; a[j] = a[j] + k;"
 	  " s += a[(j * 7) & 31]; }\n return s; }\n", "f", 1, { 100 }, NULL, 6808 },
+	/* without recursion the frame region holds the longest chain of calls: here 2 frames */
+	{ "frame_len_fits", "static NOINLINE long g(long *p) { return p[0]; }\n"
+	  "long f(long off) { long a = 1; return g(&a) + *(volatile long *)((1l << 48) + off); }\n",
+	  "f", 1, { 8 + 2 * 512 - 8 }, NULL, 1 },
+	{ "frame_len_bounds", "static NOINLINE long g(long *p) { return p[0]; }\n"
+	  "long f(long off)\n{\n\tlong a = 1;\n"
+	  "\treturn g(&a) + *(volatile long *)((1l << 48) + off); /*@*/\n}\n",
+	  "f", 1, { 8 + 2 * 512 - 7 }, NULL, 0, ISA_TRAP_BOUNDS },
 	{ "frame_wild", "static NOINLINE long g(long *p) { return p[1]; }\n"
 	  "long f(long p)\n{\n\tlong a[2] = { p, p };\n\tlong v = *(volatile long *)p; /*@*/\n"
 	  "\treturn v + g(a);\n}\n", "f", 1, { 1l << 40 }, NULL, 0, ISA_TRAP_BOUNDS },
@@ -794,7 +802,10 @@ static void test_frame_runs(void)
 		"long put(long v) { volatile long a[32]; fill(a, v); return a[5]; }\n"
 		"long put_scan(long v) { volatile long a[32]; fill(a, v); return scan(); }\n"
 		"long peek(void) { volatile long b[32]; long s = 0; for (int i = 0; i < 32; i++)"
-		" s |= b[i]; return s | scan(); }\n";
+		" s |= b[i]; return s | scan(); }\n"
+		/* recursion: the frame region has room for the whole call depth, all scanned */
+		"static __attribute__((noinline)) long rec(long n) { return n > 1 ? rec(n - 1) + rec(n - 2) : n; }\n"
+		"long deep(long n) { return rec(n); }\n";
 	char err[600];
 	uint8_t *seg;
 	size_t seg_len;
