@@ -497,7 +497,7 @@ static void transfer(const struct tr *t, uint32_t i, uint8_t *k)
 	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code);
 	int s;
 	switch (cl) {
-	case BPF_ALU64:
+	case BPF_ALU64: {
 		uint8_t src = BPF_SRC(in->code) != BPF_X ? K_INT : in->src == BPF_FP ? K_FRAME :
 		              k[in->src];
 		if (op == BPF_MOV) {
@@ -514,6 +514,7 @@ static void transfer(const struct tr *t, uint32_t i, uint8_t *k)
 			k[in->dst] = K_INT;
 		}
 		break;
+	}
 	case BPF_ALU:
 		k[in->dst] = K_INT;
 		break;
