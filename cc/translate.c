@@ -7,12 +7,16 @@
  * branch target is a point of depth 0 and the verifier's rule of one depth per instruction
  * holds by construction.
  *
- * Memory: the only pointers a C segment can hold are stack addresses (r10 plus a constant,
- * which become locals), addresses of `static const` data (LD_IMM64 of a .rodata section,
- * which are offsets into the segment's constants), and integers.  A forward data-flow pass
- * (kinds, below) proves which registers hold a constants pointer at each instruction; a load
- * through one becomes a load from region const, every other dereference is refused.  Region
- * memory is reached through the ar.h intrinsics only.
+ * Memory: the pointers a C segment can hold are stack addresses (r10 plus an integer),
+ * addresses of `static const` data (LD_IMM64 of a .rodata section, which are offsets into
+ * the segment's constants), and integers.  A function that never uses r10 as a value keeps
+ * its stack slots in locals.  One that does is "framed" (frame_uses): its 512 bytes live in
+ * the run's frame region (vm.h, VM_FRAME_REGION), which pncc imports only then; r10 as a
+ * value is the frame offset tagged with FRAME_TAG.  A forward data-flow pass (kinds, below)
+ * proves which registers hold a constants pointer or a stack address at each instruction; a
+ * load through one reads region const or the frame region, through any other pointer the
+ * tag decides at run time (objects without frames refuse it).  Region memory is reached
+ * through the ar.h intrinsics only.  docs/cc.md, "Stack memory", has the whole design.
  */
 #include <stdio.h>
 #include <stdlib.h>
