@@ -35,9 +35,10 @@
 /* A stack address as a C value (r10 + c in a framed function) is its frame-region offset with
  * this bit set, so a dereference of a pointer whose origin the data flow does not know (a
  * parameter, a value loaded from memory) can tell the frame from the constants at run time:
- * constants offsets stay below 2^26, frame offsets below 2^18. */
-#define FRAME_TAG     (1ll << 48)
-#define FRAME_TAG_BIT 48
+ * constants offsets stay below 2^26, frame offsets below 2^18.  Bit 30 keeps "offset - tag"
+ * a 32-bit immediate, which the JIT folds into the access. */
+#define FRAME_TAG     (1ll << 30)
+#define FRAME_TAG_BIT 30
 
 /* What a register or stack slot may hold at an instruction, joined by OR over the paths into
  * it: nothing seen yet, a plain integer, a pointer into the constants, a stack address
@@ -75,6 +76,8 @@ struct tr {
 	unsigned frame_region;         /* region index of VM_FRAME_REGION, 0: the object has no
 	                                * framed function (pointers are then refused) */
 	int framed;                    /* f keeps its stack in the frame region (frame_uses) */
+	unsigned fp_local;             /* framed: the local holding fb + 512 (reg_local[r10]
+	                                * holds the same, tagged: r10 as a C value) */
 	struct buf *listing;           /* --explain of this function, else NULL */
 	struct buf note;               /* our assembly of the current instruction, for listing */
 };
@@ -155,14 +158,6 @@ static void em_reg(struct tr *t, enum op op, unsigned r)
 		t->pending = (int)r;
 		return;
 	}
-	if (op == OP_LGET && r == BPF_FP) {
-		/* r10 as a value: the tagged frame address fb + 512 */
-		flush(t);
-		asm_local(t->b, OP_LGET, (unsigned)t->reg_local[r]);
-		asm_push(t->b, FRAME_TAG);
-		asm_op(t->b, OP_OR);
-		return note(t, "lget r10; push 1<<%d; or", FRAME_TAG_BIT);
-	}
 	if (op == OP_LGET && t->pending == (int)r) {
 		t->pending = -1;
 		if (reads_of(t, t->cur, r) == 1 &&
@@ -194,7 +189,7 @@ static void em_mem(struct tr *t, enum op op, unsigned r)
 static void em_fp_addr(struct tr *t, int off)
 {
 	flush(t);
-	asm_local(t->b, OP_LGET, (unsigned)t->reg_local[BPF_FP]);
+	asm_local(t->b, OP_LGET, t->fp_local);
 	note(t, "lget fp");
 	if (off) {
 		em_push(t, off);
@@ -1611,15 +1606,20 @@ static int frame_uses(const struct obj *o, const struct func *f)
  * word moves past this frame (each return moves it back). */
 static void frame_prologue(struct tr *t)
 {
-	unsigned fp = (unsigned)t->reg_local[BPF_FP];
 	em_push(t, 0);
 	em_mem(t, OP_LD64, t->frame_region);
 	em_push(t, STACK_BYTES);
 	em_op(t, OP_ADD);
-	asm_local(t->b, OP_LTEE, fp);
+	asm_local(t->b, OP_LTEE, t->fp_local);
+	note(t, "ltee fp");
 	em_push(t, 0);
 	em_op(t, OP_SWAP);
 	em_mem(t, OP_ST64, t->frame_region);
+	asm_local(t->b, OP_LGET, t->fp_local);
+	em_push(t, FRAME_TAG);
+	em_op(t, OP_OR);
+	asm_local(t->b, OP_LSET, (unsigned)t->reg_local[BPF_FP]);
+	note(t, "lset r10");
 }
 
 static void translate_func(struct tr *t)
@@ -1637,8 +1637,10 @@ static void translate_func(struct tr *t)
 		t->reg_local[r] = r - 1;
 	t->n_locals = (unsigned)t->f->n_args;
 	t->framed = t->frame_region && frame_uses(t->o, t->f);
-	if (t->framed)
-		t->reg_local[BPF_FP] = (int)t->n_locals++;     /* r10's value: fb + 512 */
+	if (t->framed) {
+		t->fp_local = t->n_locals++;                   /* fb + 512 */
+		t->reg_local[BPF_FP] = (int)t->n_locals++;     /* r10's value: the same, tagged */
+	}
 
 	for (uint32_t i = 0; i < t->n; i++)
 		bpf_decode(t->sec->data + 8 * ((size_t)t->f->start + i), &t->in[i]);

@@ -508,11 +508,11 @@ static const struct ccase ccases[] = {
 	  " s += a[(j * 7) & 31]; }\n return s; }\n", "f", 1, { 100 }, NULL, 6808 },
 	/* without recursion the frame region holds the longest chain of calls: here 2 frames */
 	{ "frame_len_fits", "static NOINLINE long g(long *p) { return p[0]; }\n"
-	  "long f(long off) { long a = 1; return g(&a) + *(volatile long *)((1l << 48) + off); }\n",
+	  "long f(long off) { long a = 1; return g(&a) + *(volatile long *)((1l << 30) + off); }\n",
 	  "f", 1, { 8 + 2 * 512 - 8 }, NULL, 1 },
 	{ "frame_len_bounds", "static NOINLINE long g(long *p) { return p[0]; }\n"
 	  "long f(long off)\n{\n\tlong a = 1;\n"
-	  "\treturn g(&a) + *(volatile long *)((1l << 48) + off); /*@*/\n}\n",
+	  "\treturn g(&a) + *(volatile long *)((1l << 30) + off); /*@*/\n}\n",
 	  "f", 1, { 8 + 2 * 512 - 7 }, NULL, 0, ISA_TRAP_BOUNDS },
 	{ "frame_wild", "static NOINLINE long g(long *p) { return p[1]; }\n"
 	  "long f(long p)\n{\n\tlong a[2] = { p, p };\n\tlong v = *(volatile long *)p; /*@*/\n"
@@ -793,7 +793,7 @@ static void test_frame_runs(void)
 {
 	static const char src[] =
 		"#include <activerdma/ar.h>\n"
-		"#define TAG (1l << 48)\n"
+		"#define TAG (1l << 30)\n"
 		"static __attribute__((noinline)) void fill(volatile long *p, long v)\n"
 		"{ for (int i = 0; i < 32; i++) p[i] = v + i; }\n"
 		"static __attribute__((noinline)) long scan(void)\n"
