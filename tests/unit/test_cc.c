@@ -6,12 +6,13 @@
  *     over edge values (32-bit wrap-around, signs, shifts by the width and beyond, division
  *     by zero: our trap) and random inputs;
  *   - C cases: calls, recursion, constants, stack variables, every family of ar.h intrinsics,
- *     hooks, traps that name the C line;
+ *     hooks, traps that name the C line; stack memory (frame_*: stack addresses, the frame
+ *     region), and runs on one thread that must not see each other's frame bytes;
  *   - refusals: each error of docs/cc.md with its message and the C line it names;
  *   - differential: the bench/vm kernels and the examples, in C through pncc and in pnasm,
  *     give the same results, output and trap kinds on both engines over random inputs;
- *   - hostile objects: truncated and bit-flipped objects are refused or, when accepted, pass
- *     the verifier.
+ *   - hostile objects: truncated and bit-flipped objects (of a plain and a framed seed) are
+ *     refused or, when accepted, pass the verifier.
  * Run from the top of the tree (make check); SRCDIR overrides.  Needs clang (scripts/deps.sh).
  */
 #include <inttypes.h>
