@@ -790,6 +790,60 @@ static void test_differential(void)
 /* ---- the frame region: no run sees another's frame bytes, on either engine; hosts cannot
  * bind the name ---- */
 
+/* A hook that runs another framed segment on the same thread, inside the run that called it:
+ * the nested run gets frame memory of its own. */
+static const struct vm_prog *nested_prog;
+
+static int64_t hook_nested(struct vm_hook_ctx *ctx, int64_t v)
+{
+	unsigned n;
+	int e = vm_prog_entry(nested_prog, "put", &n);
+	struct vm_run_opts opts = { .fuel = 100000 };
+	struct vm_result res;
+	if (e < 0 || vm_run(nested_prog, (unsigned)e, &v, 1, &opts, &res) != 0)
+		return -1;
+	return res.value;
+}
+
+static void test_frame_nested(const struct vm_prog *inner)
+{
+	static const char src[] =
+		"#include <activerdma/ar.h>\n"
+		"#define HOOKS(X) X(nested, \"l:l\")\n"
+		"AR_IMPORT_HOOKS(HOOKS);\n"
+		"static __attribute__((noinline)) void fill(volatile long *p, long v)\n"
+		"{ for (int i = 0; i < 32; i++) p[i] = v + i; }\n"
+		"long outer(long v) { volatile long a[32]; fill(a, v); long r = ar_hcall1(nested, v * 2);"
+		" long s = 0; for (int i = 0; i < 32; i++) s += a[i] - v - i; return s * 1000000 + r; }\n";
+	char err[600];
+	uint8_t *seg;
+	size_t seg_len;
+	char *diags;
+	int n = compile(src, NULL, &seg, &seg_len, &diags, err, sizeof err);
+	check(n == 0, "frame nested run: compile", "%d: %s %s", n, err, diags ? diags : "");
+	free(diags);
+	if (n)
+		return;
+	struct vm *vm = vm_new();
+	struct vm_prog *prog = NULL;
+	nested_prog = inner;
+	if (!vm || vm_bind_hook(vm, "nested", (void *)hook_nested, "l:l", NULL) != 0 ||
+	    vm_load(vm, seg, seg_len, &prog, err, sizeof err) != 0) {
+		check(0, "frame nested run: load", "%s", err);
+	} else {
+		for (int e = VM_ENGINE_INTERP; e <= VM_ENGINE_JIT; e++) {
+			struct outcome o;
+			int64_t v = 1000;
+			run(prog, "outer", &v, 1, e, NULL, 0, &o);
+			check(o.rc == 0 && o.value == 2000 + 5, "frame nested run: both runs keep their "
+			      "frames", "%s: %" PRId64 " rc %d", vm_engine_name(e), o.value, o.rc);
+		}
+	}
+	vm_prog_free(prog);
+	vm_free(vm);
+	free(seg);
+}
+
 static void test_frame_runs(void)
 {
 	static const char src[] =
@@ -842,6 +896,7 @@ static void test_frame_runs(void)
 			      " rc %d", eng, o.value, o.rc);
 		}
 	}
+	test_frame_nested(prog);
 	vm_prog_free(prog);
 	vm_free(vm);
 }
