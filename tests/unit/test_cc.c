@@ -1011,13 +1011,19 @@ static void sb_add(struct sbuf *b, const char *fmt, ...)
 }
 
 /* An expression of depth at most depth over a, b, v0..v3 (u64) and w0, w1 (u32). */
+/* every other program also works on a local array m[8], indexed by values and filled
+ * through a pointer by a helper: stack memory (frames) */
+static int gen_arrays;
+
 static void gen_expr(struct sbuf *b, int depth)
 {
 	static const char *const leaves[] = { "a", "b", "v0", "v1", "v2", "v3", "w0", "w1" };
 	static const char *const ops[] = { "+", "-", "*", "&", "|", "^" };
 	unsigned r = (unsigned)(rng() % 16);
 	if (depth == 0 || r < 4) {
-		if (r % 4 == 0)
+		if (gen_arrays && r % 4 == 1)
+			sb_add(b, "m[%s & 7]", leaves[rng() % 8]);
+		else if (r % 4 == 0)
 			sb_add(b, "%lluul", (unsigned long long)(rng() >> (rng() % 64)));
 		else
 			sb_add(b, "%s", leaves[rng() % 8]);
@@ -1078,11 +1084,24 @@ static void gen_program(struct sbuf *b)
 {
 	static const char *const lhs[] = { "v0", "v1", "v2", "v3", "w0", "w1" };
 	b->len = 0;
+	if (gen_arrays)
+		sb_add(b, "static __attribute__((noinline)) void mix(unsigned long *p, unsigned long x)\n"
+		       "{ p[x & 7] += x; p[(x >> 3) & 7] ^= x * 3; }\n");
 	sb_add(b, "unsigned long f(unsigned long a, unsigned long b)\n{\n"
 	       "\tunsigned long v0 = a, v1 = b, v2 = a ^ b, v3 = 0x9e3779b97f4a7c15ul;\n"
 	       "\tunsigned w0 = (unsigned)a, w1 = (unsigned)(b >> 32);\n");
+	if (gen_arrays)
+		sb_add(b, "\tunsigned long m[8] = { a, b, a + b, a * 3, b ^ 5, 7, a >> 3, b << 2 };\n");
 	for (int i = 0; i < RANDOM_STMTS; i++) {
-		if (rng() % 5 == 0) {
+		if (gen_arrays && rng() % 4 == 0) {
+			int call = (int)(rng() % 2);
+			if (call)
+				sb_add(b, "\tmix(m, ");
+			else
+				sb_add(b, "\tm[%s & 7] = ", lhs[rng() % 6]);
+			gen_expr(b, 2);
+			sb_add(b, call ? ");\n" : ";\n");
+		} else if (rng() % 5 == 0) {
 			sb_add(b, "\tfor (unsigned long i = 0; i < (a & 7); i++)\n\t\t%s += ", lhs[rng() % 6]);
 			gen_expr(b, 2);
 			sb_add(b, " ^ i;\n");
@@ -1092,7 +1111,8 @@ static void gen_program(struct sbuf *b)
 			sb_add(b, ";\n");
 		}
 	}
-	sb_add(b, "\treturn v0 ^ v1 ^ v2 ^ v3 ^ w0 ^ ((unsigned long)w1 << 32);\n}\n");
+	sb_add(b, "\treturn v0 ^ v1 ^ v2 ^ v3 ^ w0 ^ ((unsigned long)w1 << 32)%s;\n}\n",
+	       gen_arrays ? " ^ m[a & 7] ^ m[b & 7] ^ m[v0 & 7]" : "");
 }
 
 static const uint64_t random_inputs[][2] = {
@@ -1144,6 +1164,7 @@ static void test_random_c(void)
 		uint8_t *seg = NULL;
 		size_t seg_len;
 		char *diags = NULL, err[600];
+		gen_arrays = k % 2;
 		gen_program(&src);
 		if (host_results(src.p, want) != 0) {
 			check(0, "random C", "program %d: the host compiler failed:\n%s", k, src.p);
