@@ -7,12 +7,16 @@
  * branch target is a point of depth 0 and the verifier's rule of one depth per instruction
  * holds by construction.
  *
- * Memory: the only pointers a C segment can hold are stack addresses (r10 plus a constant,
- * which become locals), addresses of `static const` data (LD_IMM64 of a .rodata section,
- * which are offsets into the segment's constants), and integers.  A forward data-flow pass
- * (kinds, below) proves which registers hold a constants pointer at each instruction; a load
- * through one becomes a load from region const, every other dereference is refused.  Region
- * memory is reached through the ar.h intrinsics only.
+ * Memory: the pointers a C segment can hold are stack addresses (r10 plus an integer),
+ * addresses of `static const` data (LD_IMM64 of a .rodata section, which are offsets into
+ * the segment's constants), and integers.  A function that never uses r10 as a value keeps
+ * its stack slots in locals.  One that does is "framed" (frame_uses): its 512 bytes live in
+ * the run's frame region (vm.h, VM_FRAME_REGION), which pncc imports only then; r10 as a
+ * value is the frame offset tagged with FRAME_TAG.  A forward data-flow pass (kinds, below)
+ * proves which registers hold a constants pointer or a stack address at each instruction; a
+ * load through one reads region const or the frame region, through any other pointer the
+ * tag decides at run time (objects without frames refuse it).  Region memory is reached
+ * through the ar.h intrinsics only.  docs/cc.md, "Stack memory", has the whole design.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,16 +25,25 @@
 #include "asm.h"
 #include "cc.h"
 #include "cc_int.h"
+#include "vm.h"                    /* VM_FRAME_REGION, VM_FRAME_FIRST */
 
 #define STACK_BYTES   512          /* clang's BPF stack: r10-512 .. r10-1 */
 #define N_SLOTS       (STACK_BYTES / 8)
 #define N_KINDS       (10 + N_SLOTS)   /* r0..r9, then the stack slots */
 #define NO_LOCAL      (-1)
 #define MASK32        0xffffffffll
+/* A stack address as a C value (r10 + c in a framed function) is its frame-region offset with
+ * this bit set, so a dereference of a pointer whose origin the data flow does not know (a
+ * parameter, a value loaded from memory) can tell the frame from the constants at run time:
+ * constants offsets stay below 2^26, frame offsets below 2^18.  Bit 30 keeps "offset - tag"
+ * a 32-bit immediate, which the JIT folds into the access. */
+#define FRAME_TAG     (1ll << 30)
+#define FRAME_TAG_BIT 30
 
 /* What a register or stack slot may hold at an instruction, joined by OR over the paths into
- * it: nothing seen yet, a plain integer, a pointer into the constants, or both (3). */
-enum kind { K_NONE = 0, K_INT = 1, K_CONST = 2 };
+ * it: nothing seen yet, a plain integer, a pointer into the constants, a stack address
+ * (r10 plus an integer, in a framed function), or several of those. */
+enum kind { K_NONE = 0, K_INT = 1, K_CONST = 2, K_FRAME = 4 };
 
 struct tr {
 	const struct obj *o;
@@ -60,6 +73,11 @@ struct tr {
 	int pending;                   /* register whose new value is still on the operand
 	                                * stack (its lset not emitted yet), or -1 */
 	uint8_t zbits[BPF_NREGS];      /* register values are known to fit this many low bits */
+	unsigned frame_region;         /* region index of VM_FRAME_REGION, 0: the object has no
+	                                * framed function (pointers are then refused) */
+	int framed;                    /* f keeps its stack in the frame region (frame_uses) */
+	unsigned fp_local;             /* framed: the local holding fb + 512 (reg_local[r10]
+	                                * holds the same, tagged: r10 as a C value) */
 	struct buf *listing;           /* --explain of this function, else NULL */
 	struct buf note;               /* our assembly of the current instruction, for listing */
 };
@@ -165,6 +183,18 @@ static void em_mem(struct tr *t, enum op op, unsigned r)
 	flush(t);
 	asm_mem(t->b, op, r);
 	note(t, "%s %u", mnem(op), r);
+}
+
+/* Push the frame-region address r10+off of a framed function (r10 is a local: fb + 512). */
+static void em_fp_addr(struct tr *t, int off)
+{
+	flush(t);
+	asm_local(t->b, OP_LGET, t->fp_local);
+	note(t, "lget fp");
+	if (off) {
+		em_push(t, off);
+		em_op(t, OP_ADD);
+	}
 }
 
 static void em_jump(struct tr *t, enum op op, uint32_t slot)
@@ -287,6 +317,14 @@ static int stack_slot(struct tr *t, uint32_t i, int off, unsigned size)
 		ERR(t, i, "stack access at r10%+d is outside the %d-byte frame", off, STACK_BYTES);
 		return -1;
 	}
+	if (t->framed) {
+		/* memory: any alignment, but inside the frame */
+		if (off + (int)size > 0) {
+			ERR(t, i, "stack access at r10%+d is outside the %d-byte frame", off, STACK_BYTES);
+			return -1;
+		}
+		return 0;
+	}
 	unsigned byte = (unsigned)(off + STACK_BYTES);
 	if (byte % 8 + size > 8) {
 		ERR(t, i, "unaligned %u-byte stack access at r10%+d (a packed struct on the stack?)",
@@ -319,9 +357,8 @@ static int check_insn(struct tr *t, uint32_t i)
 	switch (cl) {
 	case BPF_ALU:
 	case BPF_ALU64:
-		if (in->dst == BPF_FP || (BPF_SRC(in->code) == BPF_X && in->src == BPF_FP && op != BPF_END)) {
-			ERR(t, i, "the address of a stack variable is taken (not supported: pass values, "
-			    "or keep arrays in a region)");
+		if (in->dst == BPF_FP) {
+			ERR(t, i, "write to r10, the frame pointer");
 			return -1;
 		}
 		if (op > BPF_END || (op == BPF_END && (in->imm != 16 && in->imm != 32 && in->imm != 64))) {
@@ -363,10 +400,6 @@ static int check_insn(struct tr *t, uint32_t i)
 		}
 		t->target[to] |= 1;
 		if (op != BPF_JA) {
-			if (in->dst == BPF_FP || (BPF_SRC(in->code) == BPF_X && in->src == BPF_FP)) {
-				ERR(t, i, "comparison of a stack address");
-				return -1;
-			}
 			use_reg(t, in->dst);
 			if (BPF_SRC(in->code) == BPF_X)
 				use_reg(t, in->src);
@@ -420,17 +453,17 @@ static int check_insn(struct tr *t, uint32_t i)
 			ERR(t, i, "store mode 0x%02x", BPF_MODE(in->code));
 			return -1;
 		}
-		if (cl == BPF_STX && in->src == BPF_FP) {
-			ERR(t, i, "the address of a stack variable is stored (not supported)");
-			return -1;
-		}
-		if (in->dst != BPF_FP) {
-			ERR(t, i, "store through a pointer: memory outside the stack is written only with "
-			    "ar_st8/16/32/64 (and constants are read-only)");
-			return -1;
-		}
 		if (cl == BPF_STX)
 			use_reg(t, in->src);
+		if (in->dst != BPF_FP) {
+			if (!t->frame_region) {
+				ERR(t, i, "store through a pointer: memory outside the stack is written only "
+				    "with ar_st8/16/32/64 (and constants are read-only)");
+				return -1;
+			}
+			use_reg(t, in->dst);
+			return 0;
+		}
 		return stack_slot(t, i, in->off, bpf_size_bytes[BPF_SIZE(in->code) >> 3]) < 0 ? -1 : 0;
 	}
 	return -1;
@@ -463,21 +496,24 @@ static void transfer(const struct tr *t, uint32_t i, uint8_t *k)
 	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code);
 	int s;
 	switch (cl) {
-	case BPF_ALU64:
+	case BPF_ALU64: {
+		uint8_t src = BPF_SRC(in->code) != BPF_X ? K_INT : in->src == BPF_FP ? K_FRAME :
+		              k[in->src];
 		if (op == BPF_MOV) {
-			k[in->dst] = BPF_SRC(in->code) == BPF_X ? k[in->src] : K_INT;
+			k[in->dst] = src;
 		} else if (op == BPF_ADD || op == BPF_SUB) {
-			uint8_t src = BPF_SRC(in->code) == BPF_X ? k[in->src] : K_INT;
-			if (k[in->dst] == K_CONST && src == K_INT)
-				k[in->dst] = K_CONST;      /* pointer +- integer */
-			else if (op == BPF_ADD && k[in->dst] == K_INT && src == K_CONST)
-				k[in->dst] = K_CONST;      /* integer + pointer */
+			uint8_t d = k[in->dst];
+			if ((d == K_CONST || d == K_FRAME) && src == K_INT)
+				;                          /* pointer +- integer */
+			else if (op == BPF_ADD && d == K_INT && (src == K_CONST || src == K_FRAME))
+				k[in->dst] = src;          /* integer + pointer */
 			else
 				k[in->dst] = K_INT;
 		} else {
 			k[in->dst] = K_INT;
 		}
 		break;
+	}
 	case BPF_ALU:
 		k[in->dst] = K_INT;
 		break;
@@ -489,9 +525,11 @@ static void transfer(const struct tr *t, uint32_t i, uint8_t *k)
 		break;
 	case BPF_ST:
 	case BPF_STX:
+		if (in->dst != BPF_FP)
+			break;     /* through a pointer: C cannot name a spill slot, so none changes */
 		if (slot_of_fp(in, &s))
-			k[10 + s] = cl == BPF_STX ? k[in->src] : K_INT;
-		else
+			k[10 + s] = cl == BPF_STX && in->src != BPF_FP ? k[in->src] : K_INT;
+		else if (in->off < 0 && in->off >= -STACK_BYTES)
 			k[10 + (in->off + STACK_BYTES) / 8] = K_INT;   /* part of a slot: an integer */
 		break;
 	case BPF_JMP:
@@ -1133,11 +1171,18 @@ static void emit_ld_imm64(struct tr *t, uint32_t i)
 }
 
 static const enum op ld_of_size[4] = { OP_LD32U, OP_LD16U, OP_LD8U, OP_LD64 };
+static const enum op st_of_size[4] = { OP_ST32, OP_ST16, OP_ST8, OP_ST64 };
 
 static void emit_ldx(struct tr *t, uint32_t i)
 {
 	const struct bpf_insn *in = &t->in[i];
 	unsigned sz = BPF_SIZE(in->code) >> 3, bytes = bpf_size_bytes[sz];
+	if (in->src == BPF_FP && t->framed) {
+		em_fp_addr(t, in->off);
+		em_mem(t, ld_of_size[sz], t->frame_region);
+		em_reg(t, OP_LSET, in->dst);
+		return;
+	}
 	if (in->src == BPF_FP) {
 		/* a slot local holds the 8 bytes little-endian: shift the ones asked for down */
 		unsigned byte = (unsigned)(in->off + STACK_BYTES);
@@ -1153,17 +1198,39 @@ static void emit_ldx(struct tr *t, uint32_t i)
 		em_reg(t, OP_LSET, in->dst);
 		return;
 	}
-	if (t->kinds[(size_t)i * N_KINDS + in->src] != K_CONST) {
+	uint8_t kind = t->kinds[(size_t)i * N_KINDS + in->src];
+	if (kind != K_CONST && !t->frame_region) {
 		ERR(t, i, "pointer dereference: memory is read only from the stack, `static const` "
 		    "data and regions (ar_ld8u .. ar_ld64)");
 		return;
 	}
 	em_reg(t, OP_LGET, in->src);
-	if (in->off) {
-		em_push(t, in->off);
+	/* a stack address (K_FRAME) drops its tag with the offset: one add */
+	int64_t off = in->off - (kind == K_FRAME ? FRAME_TAG : 0);
+	if (off) {
+		em_push(t, off);
 		em_op(t, OP_ADD);
 	}
+	if (kind == K_CONST || kind == K_FRAME) {
+		em_mem(t, ld_of_size[sz], kind == K_CONST ? ISA_R_CONST : t->frame_region);
+		em_reg(t, OP_LSET, in->dst);
+		return;
+	}
+	/* a pointer of unknown origin: the tag says frame or constants (a wild value traps on
+	 * the bounds of one or the other) */
+	asm_label lc = asm_label_new(t->b), ld = asm_label_new(t->b);
+	em_op(t, OP_DUP);
+	em_push(t, FRAME_TAG_BIT);
+	em_op(t, OP_SHRU);
+	asm_jump(t->b, OP_JZ, lc);
+	em_push(t, FRAME_TAG);
+	em_op(t, OP_SUB);
+	em_mem(t, ld_of_size[sz], t->frame_region);
+	asm_jump(t->b, OP_JMP, ld);
+	asm_label_bind(t->b, lc);
 	em_mem(t, ld_of_size[sz], ISA_R_CONST);
+	asm_label_bind(t->b, ld);
+	note(t, "(jz: the constants; else the frame, untagged)");
 	em_reg(t, OP_LSET, in->dst);
 }
 
@@ -1171,6 +1238,27 @@ static void emit_st(struct tr *t, uint32_t i)
 {
 	const struct bpf_insn *in = &t->in[i];
 	unsigned sz = BPF_SIZE(in->code) >> 3, bytes = bpf_size_bytes[sz];
+	if (in->dst != BPF_FP || t->framed) {
+		/* frame memory: r10+off in a framed function, else a stack address in a register */
+		if (in->dst == BPF_FP) {
+			em_fp_addr(t, in->off);
+		} else {
+			if (t->kinds[(size_t)i * N_KINDS + in->dst] == K_CONST) {
+				ERR(t, i, "store through a pointer into the constants (they are read-only)");
+				return;
+			}
+			em_reg(t, OP_LGET, in->dst);
+			/* untag: a pointer without the tag wraps far past the region's end */
+			em_push(t, (int64_t)in->off - FRAME_TAG);
+			em_op(t, OP_ADD);
+		}
+		if (BPF_CLASS(in->code) == BPF_STX)
+			em_reg(t, OP_LGET, in->src);
+		else
+			em_push(t, in->imm);
+		em_mem(t, st_of_size[sz], t->frame_region);
+		return;
+	}
 	unsigned byte = (unsigned)(in->off + STACK_BYTES), sh = 8 * (byte % 8);
 	uint64_t mask = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
 	/* slot = slot & ~(mask << sh) | (value & mask) << sh */
@@ -1210,6 +1298,12 @@ static void translate_insn(struct tr *t, uint32_t i)
 			return emit_call(t, i);
 		if (BPF_OP(in->code) == BPF_EXIT) {
 			em_reg(t, OP_LGET, 0);
+			if (t->framed) {
+				/* pop the frame: the frame pointer word back to fb */
+				em_push(t, 0);
+				em_fp_addr(t, -STACK_BYTES);
+				em_mem(t, OP_ST64, t->frame_region);
+			}
 			return em_op(t, OP_RET);
 		}
 		return emit_jmp(t, i);
@@ -1260,7 +1354,10 @@ static void use_def(const struct tr *t, uint32_t i, unsigned *use, unsigned *def
 		*def = 1u << in->dst;
 		break;
 	case BPF_STX:
-		*use = 1u << in->src;
+		*use = 1u << in->src | 1u << in->dst;     /* dst: a pointer other than r10 */
+		break;
+	case BPF_ST:
+		*use = 1u << in->dst;
 		break;
 	}
 	*use &= (1u << BPF_FP) - 1;
@@ -1292,7 +1389,9 @@ static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r)
 	case BPF_LDX:
 		return in->src == r;
 	case BPF_STX:
-		return in->src == r;
+		return (in->src == r) + (in->dst == r);
+	case BPF_ST:
+		return in->dst == r;
 	}
 	return 0;
 }
@@ -1479,6 +1578,50 @@ static void list_line(struct tr *t, const struct line *l)
 	buf_printf(t->listing, "%s:%u: %s\n", l->file ? l->file : "?", l->line, text);
 }
 
+/* Whether function f takes a stack address: r10 read as a value (copied, added to, compared,
+ * stored).  Such a function is "framed": its 512 bytes live in the frame region. */
+static int frame_uses(const struct obj *o, const struct func *f)
+{
+	const struct section *sec = &o->secs[f->sec];
+	for (uint32_t i = f->start; i < f->end; i++) {
+		struct bpf_insn in;
+		bpf_decode(sec->data + 8 * (size_t)i, &in);
+		unsigned cl = BPF_CLASS(in.code), op = BPF_OP(in.code), x = BPF_SRC(in.code) == BPF_X;
+		if (in.code == BPF_LD_IMM64) {
+			i++;
+			continue;
+		}
+		if ((cl == BPF_ALU || cl == BPF_ALU64) && x && in.src == BPF_FP && op != BPF_END)
+			return 1;
+		if (cl == BPF_STX && in.src == BPF_FP)
+			return 1;
+		if ((cl == BPF_JMP || cl == BPF_JMP32) && op != BPF_JA && op != BPF_CALL &&
+		    op != BPF_EXIT && (in.dst == BPF_FP || (x && in.src == BPF_FP)))
+			return 1;
+	}
+	return 0;
+}
+
+/* The prologue of a framed function: fb = the frame pointer word, r10 = fb + 512, and the
+ * word moves past this frame (each return moves it back). */
+static void frame_prologue(struct tr *t)
+{
+	em_push(t, 0);
+	em_mem(t, OP_LD64, t->frame_region);
+	em_push(t, STACK_BYTES);
+	em_op(t, OP_ADD);
+	asm_local(t->b, OP_LTEE, t->fp_local);
+	note(t, "ltee fp");
+	em_push(t, 0);
+	em_op(t, OP_SWAP);
+	em_mem(t, OP_ST64, t->frame_region);
+	asm_local(t->b, OP_LGET, t->fp_local);
+	em_push(t, FRAME_TAG);
+	em_op(t, OP_OR);
+	asm_local(t->b, OP_LSET, (unsigned)t->reg_local[BPF_FP]);
+	note(t, "lset r10");
+}
+
 static void translate_func(struct tr *t)
 {
 	const struct line *last = NULL;
@@ -1493,6 +1636,11 @@ static void translate_func(struct tr *t)
 	for (int r = 1; r <= t->f->n_params; r++)
 		t->reg_local[r] = r - 1;
 	t->n_locals = (unsigned)t->f->n_args;
+	t->framed = t->frame_region && frame_uses(t->o, t->f);
+	if (t->framed) {
+		t->fp_local = t->n_locals++;                   /* fb + 512 */
+		t->reg_local[BPF_FP] = (int)t->n_locals++;     /* r10's value: the same, tagged */
+	}
 
 	for (uint32_t i = 0; i < t->n; i++)
 		bpf_decode(t->sec->data + 8 * ((size_t)t->f->start + i), &t->in[i]);
@@ -1520,6 +1668,8 @@ static void translate_func(struct tr *t)
 		return (void)ERR(t, 0, "function '%s': bad name or too many functions", t->f->name);
 	for (uint32_t i = 0; i < t->n; i++)
 		t->labels[i] = (t->target[i] & 1) ? asm_label_new(t->b) : 0;
+	if (t->framed)
+		frame_prologue(t);
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct bpf_insn *in = &t->in[i];
 		uint32_t succ[2];
@@ -1616,6 +1766,12 @@ static int declare_imports(struct tr *t, uint8_t *acc, const char **sigs)
 			return -1;
 		}
 		*colon = 0;
+		if (strcmp(e, VM_FRAME_REGION) == 0) {
+			*colon = ':';
+			cc_error(t->d, o, UINT32_MAX, 0, ".ar.regions: the name '%s' is reserved (the "
+			         "frame region pncc declares itself)", VM_FRAME_REGION);
+			return -1;
+		}
 		int idx = asm_region(t->b, e, a);
 		*colon = ':';
 		if (idx < 0)
@@ -1663,6 +1819,17 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 	t.const_off = const_off;
 	if (declare_imports(&t, acc, sigs) != 0)
 		goto finish;
+	/* the frame region, after the declared ones (their numbers do not change), only when
+	 * some function takes a stack address */
+	for (uint32_t k = 0; k < o->n_funcs && !t.frame_region; k++)
+		if (frame_uses(o, &o->funcs[k])) {
+			if (t.n_regions >= ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS ||
+			    asm_region(t.b, VM_FRAME_REGION, ISA_ACC_RW) < 0) {
+				cc_error(d, o, UINT32_MAX, 0, "no region index left for the frame region");
+				goto finish;
+			}
+			t.frame_region = t.n_regions;
+		}
 	for (uint32_t s = 0; s < o->n_secs; s++) {
 		const struct section *sec = &o->secs[s];
 		const_off[s] = -1;

@@ -39,3 +39,19 @@ for seg in "$tmp/search.pno" "$BUILD/examples/string_search.pno"; do
 	fi
 	echo "string_search: $n of 20000 lines contain '$needle', the same lines grep -F prints"
 done
+
+# local_sort.c: arrays on the C stack (the frame region); reverse checked against rev(1)'s
+# byte order, done here with od and sort so that no locale is involved
+seg="$BUILD/examples/local_sort.pno"
+text="stressed desserts, 0123456789"
+echo "\$ pnrun $seg --entry reverse --args-str '$text'"
+"$BUILD/pnrun" "$seg" --entry reverse --args-str "$text" >"$tmp/rev.txt" 2>"$tmp/err.txt"
+cat "$tmp/rev.txt"; echo
+cat "$tmp/err.txt"
+want=$(printf '%s' "$text" | od -An -v -tx1 | tr -s ' \n' '\n\n' | grep . | sed -n '1!G;h;$p' | tr -d '\n')
+got=$(od -An -v -tx1 <"$tmp/rev.txt" | tr -d ' \n')
+if [ "$want" != "$got" ] || ! grep -qx "result: ${#text}" "$tmp/err.txt"; then
+	echo "examples/run.sh: FAIL: local_sort reverse" >&2
+	exit 1
+fi
+echo "local_sort: the argument bytes reversed in a local buffer"

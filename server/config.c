@@ -91,9 +91,10 @@ static int region_spec(struct arfd_config *cfg, const char *v, char *err, size_t
 		*colon = '\0';
 	}
 	if (isa_name_check(r->name, strlen(r->name)) != 0 || !strcmp(r->name, "args") ||
-	    !strcmp(r->name, "out") || !strcmp(r->name, "const")) {
-		snprintf(err, errlen, "region name '%s': 1-255 printable characters, not args/out/const",
-		         r->name);
+	    !strcmp(r->name, "out") || !strcmp(r->name, "const") ||
+	    !strcmp(r->name, VM_FRAME_REGION)) {
+		snprintf(err, errlen, "region name '%s': 1-255 printable characters, not args/out/const"
+		         "/" VM_FRAME_REGION, r->name);
 		return -1;
 	}
 	for (unsigned i = 0; i < cfg->n_regions; i++)

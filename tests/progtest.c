@@ -523,6 +523,57 @@ out:
 	free(text);
 }
 
+/* ---- local_sort.c (C only: its arrays live on the stack, in the frame region) */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_local_sort(void)
+{
+	struct vm *vm = vm_new();
+	struct run r = { 0 };
+	uint8_t in[300], out[300], want[300];
+	int rc;
+
+	r.prog = vm ? load_example(vm, "local_sort") : NULL;
+	if (!r.prog)
+		goto out;
+	r.opts.out = out;
+	r.opts.out_cap = sizeof out;
+	for (int round = 0; round < 200; round++) {
+		size_t n = round < 3 ? (size_t)round : rng() % sizeof in;
+		for (size_t i = 0; i < n; i++)
+			in[i] = (uint8_t)(round % 2 ? 'a' + rng() % 4 : rng());
+		r.opts.args = in;
+		r.opts.args_len = n;
+		size_t nr = n < 256 ? n : 256, nw = n / 8 < 32 ? n / 8 : 32;
+		for (size_t i = 0; i < nr; i++)
+			want[i] = in[nr - 1 - i];
+		r.entry = "reverse";
+		rc = run(&r, 0);
+		check(rc == 0 && (size_t)r.res.value == nr && r.res.out_len == nr &&
+		      memcmp(out, want, nr) == 0, "local_sort reverse", "round %d: %zu bytes, got %"
+		      PRId64 " (%" PRIu64 " bytes) %s", round, n, r.res.value, r.res.out_len, r.why);
+		memcpy(want, in, 8 * nw);
+		if (round % 3 == 0)
+			for (size_t i = 0; i < nw; i++)      /* many equal keys */
+				memset(want + 8 * i, (int)(rng() % 3), 8);
+		memcpy(in, want, 8 * nw);
+		qsort(want, nw, 8, cmp_u64);
+		r.entry = "sort";
+		rc = run(&r, 0);
+		check(rc == 0 && (size_t)r.res.value == nw && r.res.out_len == 8 * nw &&
+		      memcmp(out, want, 8 * nw) == 0, "local_sort sort", "round %d: %zu words, got %"
+		      PRId64 " (%" PRIu64 " bytes) %s", round, nw, r.res.value, r.res.out_len, r.why);
+	}
+	vm_prog_free((struct vm_prog *)r.prog);
+out:
+	vm_free(vm);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 3 || (argc >= 2 && argv[1][0] == '-')) {
@@ -544,6 +595,7 @@ int main(int argc, char **argv)
 		test_linked_list();
 		test_hash_table();
 		test_string_search();
+		test_local_sort();
 	}
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -68,7 +68,8 @@ void vm_free(struct vm *vm)
 
 static int reserved_region(const char *name)
 {
-	return !strcmp(name, "args") || !strcmp(name, "out") || !strcmp(name, "const");
+	return !strcmp(name, "args") || !strcmp(name, "out") || !strcmp(name, "const") ||
+	       !strcmp(name, VM_FRAME_REGION);
 }
 
 int vm_bind_region(struct vm *vm, const char *name, void *base, uint64_t len, unsigned access)
@@ -167,6 +168,15 @@ static int link_imports(struct vm *vm, struct vm_prog *p, char *err, size_t errl
 	}
 	for (uint32_t i = 0; i < s->n_regions; i++) {
 		const struct isa_region_import *imp = &s->regions[i];
+		if (!strcmp(imp->name, VM_FRAME_REGION)) {
+			/* bound per run by vm_run (frame_buf); never a host's region */
+			if (p->frame) {
+				snprintf(err, errlen, "link: region '%s' is imported twice", imp->name);
+				return -VM_ELINK;
+			}
+			p->frame = ISA_R_FIRST_IMPORT + i;
+			continue;
+		}
 		const struct region_bind *b = NULL;
 		for (uint32_t j = 0; j < vm->n_regions && !b; j++)
 			if (!strcmp(vm->regions[j].name, imp->name))
@@ -213,6 +223,76 @@ static int link_imports(struct vm *vm, struct vm_prog *p, char *err, size_t errl
 	return 0;
 }
 
+/* The frame region's length for p: a frame for each activation of the longest chain of
+ * calls in the segment's call graph (any function may be an entry), or for the VM's call
+ * depth limit when the graph has a cycle.  A run may write all of it, and vm_run zeroes it
+ * after each run: a segment without recursion pays for the frames it can use, not for 257.
+ * Iterative depth-first search (no recursion on the segment's structure); reads the
+ * translated code (X_CALL), so after vm_translate and before threading. */
+static int frame_len(struct vm_prog *p)
+{
+	uint32_t n = p->seg->n_funcs, n_edges = 0, top = 0;
+	uint64_t frames = VM_MAX_CALL_DEPTH + 1;
+	for (uint32_t f = 0; f < n; f++)
+		for (uint32_t k = 0; k < p->funcs[f].n_code; k++)
+			n_edges += p->funcs[f].code[k].op == X_CALL;
+	uint32_t *first = calloc(n + 1, sizeof *first), *callee = malloc((n_edges + 1) * sizeof *callee);
+	uint32_t *height = calloc(n, sizeof *height), *stack = malloc(n * sizeof *stack);
+	uint32_t *next = calloc(n, sizeof *next);
+	uint8_t *state = calloc(n, 1);      /* 0 unseen, 1 on the stack, 2 done */
+	int rc = -1;
+	if (!first || !callee || !height || !stack || !next || !state)
+		goto out;
+	for (uint32_t f = 0, e = 0; f < n; f++) {
+		first[f] = e;
+		for (uint32_t k = 0; k < p->funcs[f].n_code; k++)
+			if (p->funcs[f].code[k].op == X_CALL)
+				callee[e++] = (uint32_t)p->funcs[f].code[k].imm;
+		first[f + 1] = e;
+	}
+	uint32_t deepest = 0;
+	for (uint32_t root = 0; root < n; root++) {
+		if (state[root])
+			continue;
+		stack[top++] = root;
+		state[root] = 1;
+		while (top) {
+			uint32_t f = stack[top - 1];
+			if (first[f] + next[f] < first[f + 1]) {
+				uint32_t c = callee[first[f] + next[f]++];
+				if (state[c] == 1)
+					goto cycle;
+				if (state[c] == 0) {
+					state[c] = 1;
+					stack[top++] = c;
+				} else if (height[c] + 1 > height[f]) {
+					height[f] = height[c] + 1;
+				}
+				continue;
+			}
+			state[f] = 2;
+			top--;
+			if (top && height[f] + 1 > height[stack[top - 1]])
+				height[stack[top - 1]] = height[f] + 1;
+			if (height[f] > deepest)
+				deepest = height[f];
+		}
+	}
+	if (deepest < VM_MAX_CALL_DEPTH)
+		frames = (uint64_t)deepest + 1;
+cycle:
+	p->frame_len = VM_FRAME_FIRST + frames * VM_FRAME_SIZE;
+	rc = 0;
+out:
+	free(first);
+	free(callee);
+	free(height);
+	free(stack);
+	free(next);
+	free(state);
+	return rc;
+}
+
 int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, char *err,
             size_t errlen)
 {
@@ -231,6 +311,10 @@ int vm_load(struct vm *vm, const void *seg, size_t len, struct vm_prog **out, ch
 	rc = link_imports(vm, p, err, errlen);
 	if (rc == 0)
 		rc = vm_translate(p, err, errlen);
+	if (rc == 0 && p->frame && frame_len(p) != 0) {
+		snprintf(err, errlen, "out of memory");
+		rc = -VM_ENOMEM;
+	}
 	if (rc != 0)
 		goto fail;
 	/* The JIT reads the translated code before threading turns its opcodes into addresses.
@@ -308,6 +392,46 @@ int vm_prog_entry(const struct vm_prog *p, const char *name, unsigned *n_args)
 	return -VM_ENOENTRY;
 }
 
+/* The frame region's memory (VM_FRAME_REGION): one buffer per thread, allocated by the
+ * thread's first run that needs it, freed when the thread ends.  A run nested in another
+ * on the same thread (a hook that runs a segment) gets a buffer of its own. */
+static pthread_key_t frame_key;
+static pthread_once_t frame_once = PTHREAD_ONCE_INIT;
+static __thread uint8_t *frame_mine;   /* this thread's buffer (also held by frame_key) */
+static __thread int frame_busy;        /* a run of this thread is using frame_mine */
+
+static void frame_key_init(void)
+{
+	(void)pthread_key_create(&frame_key, free);
+}
+
+/* An all-zero buffer of VM_FRAME_BYTES, 8-byte aligned (atomics), or NULL. */
+static uint8_t *frame_take(void)
+{
+	if (frame_busy)
+		return calloc(1, VM_FRAME_BYTES);
+	if (!frame_mine) {
+		(void)pthread_once(&frame_once, frame_key_init);
+		if (!(frame_mine = calloc(1, VM_FRAME_BYTES)))
+			return NULL;
+		(void)pthread_setspecific(frame_key, frame_mine);
+	}
+	frame_busy = 1;
+	return frame_mine;
+}
+
+/* Zero what the run may have written (any byte of its len: a segment addresses all of it)
+ * and give the buffer back. */
+static void frame_give(uint8_t *buf, uint64_t len)
+{
+	if (buf != frame_mine) {
+		free(buf);
+		return;
+	}
+	memset(buf, 0, len);
+	frame_busy = 0;
+}
+
 int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsigned n_args,
            const struct vm_run_opts *opts, struct vm_result *res)
 {
@@ -334,6 +458,15 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 	if (engine == VM_ENGINE_JIT && !prog->jit)
 		return -VM_ENOJIT;
 
+	uint8_t *frame_buf = NULL;
+	if (prog->frame) {
+		if (!(frame_buf = frame_take()))
+			return -VM_ENOMEM;
+		uint64_t first = VM_FRAME_FIRST;
+		memcpy(frame_buf, &first, sizeof first);
+		R[prog->frame] = (struct mref){ frame_buf, prog->frame_len };
+	}
+
 	uint64_t fuel = opts->fuel ? opts->fuel : VM_DEFAULT_FUEL;
 	uint64_t max_chunk = opts->on_slow ? VM_SLOW_CHUNK : VM_FUEL_CHUNK;
 	uint64_t chunk = fuel < max_chunk ? fuel : max_chunk;
@@ -353,6 +486,8 @@ int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsi
 		                             : vm_interp(&run, entry, argv, &res->value);
 	}
 	vm_remote_cache_free(&run);
+	if (frame_buf)
+		frame_give(frame_buf, prog->frame_len);
 	res->out_len = R[ISA_R_OUT].len;
 	res->fuel_used = fuel - run.fuel - run.fuel_reserve;
 	if (rc == -VM_ETRAP)

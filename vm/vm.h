@@ -169,6 +169,19 @@ struct vm_run_opts {
                                      * operands; running out is trap 'stack' */
 #define VM_HOOK_MSG_LEN   200
 
+/* The frame region: a segment that imports a region of this name (rw) gets scratch memory
+ * of its own for each run, which no host binds (vm_bind_region refuses the name).  pncc puts
+ * the frames of C functions that take a stack address there (docs/cc.md, "Stack memory").
+ * Its length is VM_FRAME_FIRST + VM_FRAME_SIZE for each activation of the segment's longest
+ * chain of calls (VM_FRAME_BYTES when its call graph has a cycle).  A run starts with it all
+ * zero but its first word, VM_FRAME_FIRST (the frame pointer a segment keeps there); when
+ * the run ends the VM zeroes it again, so no run ever sees the bytes of another.  The memory
+ * belongs to the thread (one allocation of VM_FRAME_BYTES, reused). */
+#define VM_FRAME_REGION   "ar.frame"
+#define VM_FRAME_SIZE     512       /* bytes of one C frame (clang's BPF stack) */
+#define VM_FRAME_FIRST    8         /* offset of the first frame: word 0 is the pointer */
+#define VM_FRAME_BYTES    (VM_FRAME_FIRST + (VM_MAX_CALL_DEPTH + 1) * VM_FRAME_SIZE)
+
 struct vm_trap {
 	int kind;                  /* enum isa_trap; ISA_TRAP_NONE when the run returned */
 	uint32_t code;             /* user trap code (trap instruction) */
@@ -187,7 +200,7 @@ struct vm_result {
 
 /* Run function `entry` (from vm_prog_entry, or any function index) with n_args arguments.
  * Returns 0 when the entry returned, -VM_ETRAP when a trap stopped it (res->trap says which,
- * res->out_len what was written before), -VM_EARGS / -VM_EINVAL for bad parameters,
+ * res->out_len what was written before), -VM_EARGS / -VM_EINVAL for bad parameters, -VM_ENOMEM (the frame region),
  * -VM_ENOJIT when opts->engine asks for the JIT and prog was not compiled.
  * Never touches memory outside the bound regions, args and out. Thread-safe per prog. */
 int vm_run(const struct vm_prog *prog, unsigned entry, const int64_t *argv, unsigned n_args,

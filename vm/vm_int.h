@@ -134,6 +134,8 @@ struct vm_prog {
 	const struct hook_bind **hooks;
 	struct remote_ref *remote;     /* per region index, NULL entries local; NULL if none */
 	struct xfunc *funcs;
+	uint32_t frame;                /* region index of the import VM_FRAME_REGION, or 0 */
+	uint64_t frame_len;            /* its length: room for the deepest chain of calls */
 	int engine;                    /* what vm_run uses for VM_ENGINE_AUTO: INTERP or JIT */
 	struct jit_prog *jit;          /* machine code (jit_x86_64.c), NULL when not compiled */
 	char jit_err[128];             /* why jit is NULL */

@@ -6,12 +6,13 @@
  *     over edge values (32-bit wrap-around, signs, shifts by the width and beyond, division
  *     by zero: our trap) and random inputs;
  *   - C cases: calls, recursion, constants, stack variables, every family of ar.h intrinsics,
- *     hooks, traps that name the C line;
+ *     hooks, traps that name the C line; stack memory (frame_*: stack addresses, the frame
+ *     region), and runs on one thread that must not see each other's frame bytes;
  *   - refusals: each error of docs/cc.md with its message and the C line it names;
  *   - differential: the bench/vm kernels and the examples, in C through pncc and in pnasm,
  *     give the same results, output and trap kinds on both engines over random inputs;
- *   - hostile objects: truncated and bit-flipped objects are refused or, when accepted, pass
- *     the verifier.
+ *   - hostile objects: truncated and bit-flipped objects (of a plain and a framed seed) are
+ *     refused or, when accepted, pass the verifier.
  * Run from the top of the tree (make check); SRCDIR overrides.  Needs clang (scripts/deps.sh).
  */
 #include <inttypes.h>
@@ -459,6 +460,68 @@ static const struct ccase ccases[] = {
 	  " case 5: return 50; case 9: return 90; default: return -1; } }\n",
 	  "f", 1, { 9 }, NULL, 90 },
 
+	/* stack addresses: frames in the frame region (docs/cc.md, "Stack memory") */
+	{ "frame_array_index", "long f(unsigned long k) { long a[16]; for (int i = 0; i < 16; i++)"
+	  " a[i] = i * i; return a[k & 15] + a[(k + 1) & 15]; }\n", "f", 1, { 7 }, NULL, 49 + 64 },
+	{ "frame_fill_callee", "static NOINLINE void fill(unsigned char *p, unsigned long n, long v)\n"
+	  "{ for (unsigned long i = 0; i < n; i++) p[i] = (unsigned char)(v + i); }\n"
+	  "long f(unsigned long n, long v) { unsigned char buf[64]; if (n > 64) n = 64;"
+	  " fill(buf, n, v); long s = 0; for (unsigned long i = 0; i < n; i++) s += buf[i];"
+	  " return s; }\n", "f", 2, { 10, 3 }, NULL, 75 },
+	{ "frame_struct_ptr", "struct st { signed char c; short s; int i; long l; char name[13]; };\n"
+	  "static NOINLINE void init(struct st *p, long x) { p->c = x; p->s = x * 3; p->i = x * 5;"
+	  " p->l = x * 7; for (int i = 0; i < 13; i++) p->name[i] = 'a' + i; }\n"
+	  "long f(long x) { struct st v; init(&v, x); return v.c + v.s + v.i + v.l + v.name[12]; }\n",
+	  "f", 1, { -3 }, NULL, -3 - 9 - 15 - 21 + 'm' },
+	{ "frame_nested", "static NOINLINE long h(long *up, long x) { long c[4]; for (int i = 0; i < 4;"
+	  " i++) c[i] = up[i] + x; long s = 0; for (int i = 0; i < 4; i++) s += c[i] * (i + 1); return s; }\n"
+	  "static NOINLINE long g(long *up, long x) { long b[4]; for (int i = 0; i < 4; i++)"
+	  " b[i] = up[3 - i] * 10; return h(b, x) + b[0]; }\n"
+	  "long f(long x) { long a[4] = { 1, 2, 3, 4 }; long r = g(a, x); return r * 100 + a[0] + a[3]; }\n",
+	  "f", 1, { 1 }, NULL, ((41 + 31 * 2 + 21 * 3 + 11 * 4) + 40) * 100 + 5 },
+	{ "frame_recursion", "static NOINLINE long r(long *up, long n) { long v[2]; v[0] = n; v[1] ="
+	  " up ? up[0] : 0; if (n == 0) return v[1]; return r(v, n - 1) + v[0]; }\n"
+	  "long f(long n) { return r(0, n); }\n", "f", 1, { 200 }, NULL, 200 * 201 / 2 + 1 },
+	{ "frame_recursion_limit", "static NOINLINE long r(long *up, long n)\n{\n\tlong v[2];\n"
+	  "\tv[0] = n;\n\tv[1] = up ? up[0] : 0;\n\tif (n == 0)\n\t\treturn v[1];\n"
+	  "\treturn r(v, n - 1) + v[0]; /*@*/\n}\n"
+	  "long f(long n) { return r(0, n); }\n", "f", 1, { 1000 }, NULL, 0, ISA_TRAP_STACK },
+	{ "frame_widths", "struct w { unsigned char b; signed char sb; unsigned short h; short sh;"
+	  " unsigned u; int s; unsigned long q; };\n"
+	  "static NOINLINE void put(volatile struct w *p, long x) { p->b = x; p->sb = x; p->h = x;"
+	  " p->sh = x; p->u = x; p->s = x; p->q = x; }\n"
+	  "static NOINLINE long get(volatile struct w *p, int k) { switch (k) { case 0: return p->b;"
+	  " case 1: return p->sb; case 2: return p->h; case 3: return p->sh; case 4: return p->u;"
+	  " case 5: return p->s; default: return (long)p->q; } }\n"
+	  "long f(long x) { volatile struct w v; put(&v, x); long s = 0; for (int k = 0; k < 7; k++)"
+	  " s = s * 3 + get(&v, k); return s; }\n", "f", 1, { -2 }, NULL,
+	  (((((0xfe * 3 - 2) * 3 + 0xfffe) * 3 - 2) * 3 + 0xfffffffell) * 3 - 2) * 3 - 2 },
+	{ "frame_const_ptrs", "static NOINLINE long pick(const char *const *v, unsigned long i)"
+	  " { return v[i % 3][1]; }\n"
+	  "long f(unsigned long i) { const char *v[3] = { \"ab\", \"cde\", \"fg\" }; volatile unsigned long n = i;"
+	  " const char *w[3]; for (int k = 0; k < 3; k++) w[k] = v[(k + n) % 3];"
+	  " return pick(w, 0) * 10000 + pick(v, i) * 100 + pick(w, 2); }\n",
+	  "f", 1, { 1 }, NULL, 'd' * 10000 + 'd' * 100 + 'b' },
+	/* a pointer loaded through, stored through, then read again (its liveness) */
+	{ "frame_pointer_reuse", "long f(unsigned long n) { long a[32]; unsigned long s = 0;\n"
+	  " for (unsigned long i = 0; i < 32; i++) a[i] = i;\n"
+	  " for (unsigned long k = 0; k < n; k++) { unsigned long j = k & 31; a[j] = a[j] + k;"
+	  " s += a[(j * 7) & 31]; }\n return s; }\n", "f", 1, { 100 }, NULL, 6808 },
+	/* without recursion the frame region holds the longest chain of calls: here 2 frames */
+	{ "frame_len_fits", "static NOINLINE long g(long *p) { return p[0]; }\n"
+	  "long f(long off) { long a = 1; return g(&a) + *(volatile long *)((1l << 30) + off); }\n",
+	  "f", 1, { 8 + 2 * 512 - 8 }, NULL, 1 },
+	{ "frame_len_bounds", "static NOINLINE long g(long *p) { return p[0]; }\n"
+	  "long f(long off)\n{\n\tlong a = 1;\n"
+	  "\treturn g(&a) + *(volatile long *)((1l << 30) + off); /*@*/\n}\n",
+	  "f", 1, { 8 + 2 * 512 - 7 }, NULL, 0, ISA_TRAP_BOUNDS },
+	{ "frame_wild", "static NOINLINE long g(long *p) { return p[1]; }\n"
+	  "long f(long p)\n{\n\tlong a[2] = { p, p };\n\tlong v = *(volatile long *)p; /*@*/\n"
+	  "\treturn v + g(a);\n}\n", "f", 1, { 1l << 40 }, NULL, 0, ISA_TRAP_BOUNDS },
+	{ "frame_wild_store", "static NOINLINE void g(long *p) { p[0] = 1; }\n"
+	  "long f(long p)\n{\n\tlong a[2];\n\tg(a);\n\t*(volatile long *)(p - 8) = a[0]; /*@*/\n"
+	  "\treturn a[0];\n}\n", "f", 1, { 0 }, NULL, 0, ISA_TRAP_BOUNDS },
+
 	/* refusals */
 	{ "err_global", "long counter;\nlong f(void)\n{\n\treturn ++counter; /*@*/\n}\n", "f", 0,
 	  { 0 }, NULL, 0, 0, NULL, "global variable 'counter' (.bss) may be written at run time" },
@@ -468,9 +531,14 @@ static const struct ccase ccases[] = {
 	  0, 0, NULL, "pointer dereference" },
 	{ "err_store", "long f(long p)\n{\n\t*(long *)p = 1; /*@*/\n\treturn 0;\n}\n", "f", 0,
 	  { 0 }, NULL, 0, 0, NULL, "store through a pointer" },
-	{ "err_stack_address", "static NOINLINE long g(volatile long *p) { return p[1]; }\n"
-	  "long f(long x)\n{\n\tvolatile long a[2] = { x, x };\n\treturn g(a);\n}\n", "f", 0, { 0 },
-	  NULL, 0, 0, NULL, "the address of a stack variable is taken" },
+	{ "err_store_const", "static const long t[2] = { 1, 2 };\n"
+	  "static NOINLINE long g(volatile long *p) { return p[1]; }\n"
+	  "long f(long x)\n{\n\tvolatile long a[2] = { x, x };\n\t*(volatile long *)&t[x & 1] = 5; /*@*/\n"
+	  "\treturn g(a);\n}\n", "f", 1, { 0 }, NULL, 0, 0, NULL,
+	  "store through a pointer into the constants" },
+	{ "err_atomic_framed", "static NOINLINE long g(long *p) { return __sync_fetch_and_add(p, 1); /*@*/ }\n"
+	  "long f(long x) { long a = x; return g(&a) + a; }\n", "f", 1, { 0 }, NULL, 0, 0, NULL,
+	  "a BPF atomic operation" },
 	{ "err_helper", "static long (*const h)(long) = (void *)5;\nlong f(long a)\n{\n"
 	  "\treturn h(a); /*@*/\n}\n", "f", 0, { 0 }, NULL, 0, 0, NULL,
 	  "call of BPF helper 5, which is not an ar.h intrinsic" },
@@ -719,17 +787,146 @@ static void test_differential(void)
 	}
 }
 
+/* ---- the frame region: no run sees another's frame bytes, on either engine; hosts cannot
+ * bind the name ---- */
+
+/* A hook that runs another framed segment on the same thread, inside the run that called it:
+ * the nested run gets frame memory of its own. */
+static const struct vm_prog *nested_prog;
+
+static int64_t hook_nested(struct vm_hook_ctx *ctx, int64_t v)
+{
+	unsigned n;
+	int e = vm_prog_entry(nested_prog, "put", &n);
+	struct vm_run_opts opts = { .fuel = 100000 };
+	struct vm_result res;
+	if (e < 0 || vm_run(nested_prog, (unsigned)e, &v, 1, &opts, &res) != 0)
+		return -1;
+	return res.value;
+}
+
+static void test_frame_nested(const struct vm_prog *inner)
+{
+	static const char src[] =
+		"#include <activerdma/ar.h>\n"
+		"#define HOOKS(X) X(nested, \"l:l\")\n"
+		"AR_IMPORT_HOOKS(HOOKS);\n"
+		"static __attribute__((noinline)) void fill(volatile long *p, long v)\n"
+		"{ for (int i = 0; i < 32; i++) p[i] = v + i; }\n"
+		"long outer(long v) { volatile long a[32]; fill(a, v); long r = ar_hcall1(nested, v * 2);"
+		" long s = 0; for (int i = 0; i < 32; i++) s += a[i] - v - i; return s * 1000000 + r; }\n";
+	char err[600];
+	uint8_t *seg;
+	size_t seg_len;
+	char *diags;
+	int n = compile(src, NULL, &seg, &seg_len, &diags, err, sizeof err);
+	check(n == 0, "frame nested run: compile", "%d: %s %s", n, err, diags ? diags : "");
+	free(diags);
+	if (n)
+		return;
+	struct vm *vm = vm_new();
+	struct vm_prog *prog = NULL;
+	nested_prog = inner;
+	if (!vm || vm_bind_hook(vm, "nested", (void *)hook_nested, "l:l", NULL) != 0 ||
+	    vm_load(vm, seg, seg_len, &prog, err, sizeof err) != 0) {
+		check(0, "frame nested run: load", "%s", err);
+	} else {
+		for (int e = VM_ENGINE_INTERP; e <= VM_ENGINE_JIT; e++) {
+			struct outcome o;
+			int64_t v = 1000;
+			run(prog, "outer", &v, 1, e, NULL, 0, &o);
+			check(o.rc == 0 && o.value == 2000 + 5, "frame nested run: both runs keep their "
+			      "frames", "%s: %" PRId64 " rc %d", vm_engine_name(e), o.value, o.rc);
+		}
+	}
+	vm_prog_free(prog);
+	vm_free(vm);
+	free(seg);
+}
+
+static void test_frame_runs(void)
+{
+	static const char src[] =
+		"#include <activerdma/ar.h>\n"
+		"#define TAG (1l << 30)\n"
+		"static __attribute__((noinline)) void fill(volatile long *p, long v)\n"
+		"{ for (int i = 0; i < 32; i++) p[i] = v + i; }\n"
+		"static __attribute__((noinline)) long scan(void)\n"
+		"{ long s = 0; for (long o = 8; o < 8 + 257 * 512; o += 8) s |= *(volatile long *)(TAG + o);"
+		" return s; }\n"
+		"long put(long v) { volatile long a[32]; fill(a, v); return a[5]; }\n"
+		"long put_scan(long v) { volatile long a[32]; fill(a, v); return scan(); }\n"
+		"long peek(void) { volatile long b[32]; long s = 0; for (int i = 0; i < 32; i++)"
+		" s |= b[i]; return s | scan(); }\n"
+		/* recursion: the frame region has room for the whole call depth, all scanned */
+		"static __attribute__((noinline)) long rec(long n) { return n > 1 ? rec(n - 1) + rec(n - 2) : n; }\n"
+		"long deep(long n) { return rec(n); }\n";
+	char err[600];
+	uint8_t *seg;
+	size_t seg_len;
+	char *diags;
+	int n = compile(src, NULL, &seg, &seg_len, &diags, err, sizeof err);
+	check(n == 0, "frame runs: compile", "%d: %s %s", n, err, diags ? diags : "");
+	free(diags);
+	if (n)
+		return;
+	struct vm *vm = new_vm();
+	check(vm_bind_region(vm, "ar.frame", heap_mem, 64, ISA_ACC_RW) == -VM_EINVAL,
+	      "frame runs: a host cannot bind ar.frame", "bound");
+	struct vm_prog *prog;
+	int rc = vm_load(vm, seg, seg_len, &prog, err, sizeof err);
+	free(seg);
+	check(rc == 0 && !vm_prog_jit_error(prog), "frame runs: load", "%s", err);
+	if (rc) {
+		vm_free(vm);
+		return;
+	}
+	int64_t secret = 0x5ec2e7;
+	for (int e = VM_ENGINE_INTERP; e <= VM_ENGINE_JIT; e++) {
+		struct outcome o;
+		const char *eng = vm_engine_name(e);
+		run(prog, "put_scan", &secret, 1, e, NULL, 0, &o);
+		check(o.rc == 0 && o.value != 0, "frame runs: a run sees its own frames", "%s: %" PRId64
+		      " rc %d", eng, o.value, o.rc);
+		for (int k = 0; k < 2; k++) {
+			run(prog, "put", &secret, 1, k ? VM_ENGINE_INTERP + VM_ENGINE_JIT - e : e, NULL, 0, &o);
+			check(o.rc == 0 && o.value == secret + 5, "frame runs: put", "%s: %" PRId64, eng, o.value);
+			run(prog, "peek", NULL, 0, e, NULL, 0, &o);
+			check(o.rc == 0 && o.value == 0, "frame runs: the next run sees zeros", "%s: %" PRId64
+			      " rc %d", eng, o.value, o.rc);
+		}
+	}
+	test_frame_nested(prog);
+	vm_prog_free(prog);
+	vm_free(vm);
+}
+
 /* ---- hostile objects: a real object cut short or with bytes changed is refused with a
  * message, or accepted and then verified; never a crash (ASan in check-asan) ---- */
 
 #define HOSTILE_ROUNDS 400
 
+static const char framed_src[] =
+	"#include <activerdma/ar.h>\n"
+	"static const long t[4] = { 1, 2, 3, 4 };\n"
+	"static __attribute__((noinline)) long g(long *p, const long *q, long n)\n"
+	"{ long s = 0; for (long i = 0; i < n; i++) s += p[i] * q[i & 3]; return s; }\n"
+	"long f(long n) { long a[8]; for (int i = 0; i < 8; i++) a[i] = n + i; return g(a, t, n & 7); }\n";
+
+static void test_hostile_seed(const char *src, const char *seed_name);
+
 static void test_hostile(void)
+{
+	test_hostile_seed(insn_src, "insns");
+	test_hostile_seed(framed_src, "framed");
+}
+
+static void test_hostile_seed(const char *src, const char *seed_name)
 {
 	char err[600];
 	size_t len;
-	void *obj = clang_object(insn_src, NULL, &len, err, sizeof err);
-	check(obj != NULL, "hostile: seed object", "%s", err);
+	void *obj = clang_object(src, NULL, &len, err, sizeof err);
+	check(obj != NULL, seed_name, "hostile: seed object: %s", err);
 	if (!obj)
 		return;
 	uint8_t *buf = malloc(len);
@@ -770,10 +967,13 @@ static void test_hostile(void)
 		free(listing);
 	}
 	if (!bad)
-		check(refused > 0, "hostile objects", "%d accepted, %d refused", accepted, refused);
+		check(refused > 0, seed_name, "hostile objects: %d accepted, %d refused", accepted,
+		      refused);
 	vm_free(vm);
 	free(buf);
 	free(obj);
+	if (src != insn_src)
+		return;
 	/* not ELF at all, and empty */
 	uint8_t *seg;
 	size_t seg_len;
@@ -811,13 +1011,19 @@ static void sb_add(struct sbuf *b, const char *fmt, ...)
 }
 
 /* An expression of depth at most depth over a, b, v0..v3 (u64) and w0, w1 (u32). */
+/* every other program also works on a local array m[8], indexed by values and filled
+ * through a pointer by a helper: stack memory (frames) */
+static int gen_arrays;
+
 static void gen_expr(struct sbuf *b, int depth)
 {
 	static const char *const leaves[] = { "a", "b", "v0", "v1", "v2", "v3", "w0", "w1" };
 	static const char *const ops[] = { "+", "-", "*", "&", "|", "^" };
 	unsigned r = (unsigned)(rng() % 16);
 	if (depth == 0 || r < 4) {
-		if (r % 4 == 0)
+		if (gen_arrays && r % 4 == 1)
+			sb_add(b, "m[%s & 7]", leaves[rng() % 8]);
+		else if (r % 4 == 0)
 			sb_add(b, "%lluul", (unsigned long long)(rng() >> (rng() % 64)));
 		else
 			sb_add(b, "%s", leaves[rng() % 8]);
@@ -878,11 +1084,24 @@ static void gen_program(struct sbuf *b)
 {
 	static const char *const lhs[] = { "v0", "v1", "v2", "v3", "w0", "w1" };
 	b->len = 0;
+	if (gen_arrays)
+		sb_add(b, "static __attribute__((noinline)) void mix(unsigned long *p, unsigned long x)\n"
+		       "{ p[x & 7] += x; p[(x >> 3) & 7] ^= x * 3; }\n");
 	sb_add(b, "unsigned long f(unsigned long a, unsigned long b)\n{\n"
 	       "\tunsigned long v0 = a, v1 = b, v2 = a ^ b, v3 = 0x9e3779b97f4a7c15ul;\n"
 	       "\tunsigned w0 = (unsigned)a, w1 = (unsigned)(b >> 32);\n");
+	if (gen_arrays)
+		sb_add(b, "\tunsigned long m[8] = { a, b, a + b, a * 3, b ^ 5, 7, a >> 3, b << 2 };\n");
 	for (int i = 0; i < RANDOM_STMTS; i++) {
-		if (rng() % 5 == 0) {
+		if (gen_arrays && rng() % 4 == 0) {
+			int call = (int)(rng() % 2);
+			if (call)
+				sb_add(b, "\tmix(m, ");
+			else
+				sb_add(b, "\tm[%s & 7] = ", lhs[rng() % 6]);
+			gen_expr(b, 2);
+			sb_add(b, call ? ");\n" : ";\n");
+		} else if (rng() % 5 == 0) {
 			sb_add(b, "\tfor (unsigned long i = 0; i < (a & 7); i++)\n\t\t%s += ", lhs[rng() % 6]);
 			gen_expr(b, 2);
 			sb_add(b, " ^ i;\n");
@@ -892,7 +1111,8 @@ static void gen_program(struct sbuf *b)
 			sb_add(b, ";\n");
 		}
 	}
-	sb_add(b, "\treturn v0 ^ v1 ^ v2 ^ v3 ^ w0 ^ ((unsigned long)w1 << 32);\n}\n");
+	sb_add(b, "\treturn v0 ^ v1 ^ v2 ^ v3 ^ w0 ^ ((unsigned long)w1 << 32)%s;\n}\n",
+	       gen_arrays ? " ^ m[a & 7] ^ m[b & 7] ^ m[v0 & 7]" : "");
 }
 
 static const uint64_t random_inputs[][2] = {
@@ -944,6 +1164,7 @@ static void test_random_c(void)
 		uint8_t *seg = NULL;
 		size_t seg_len;
 		char *diags = NULL, err[600];
+		gen_arrays = k % 2;
 		gen_program(&src);
 		if (host_results(src.p, want) != 0) {
 			check(0, "random C", "program %d: the host compiler failed:\n%s", k, src.p);
@@ -1055,6 +1276,7 @@ int main(void)
 	test_insns();
 	test_ccases();
 	test_differential();
+	test_frame_runs();
 	test_hostile();
 	test_explain();
 	test_no_lines();
