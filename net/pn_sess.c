@@ -664,6 +664,20 @@ bool pn_sess_block(struct pn_sess *S, pn_peer peer, uint8_t out[PN_SESS_BLOCK])
 	return true;
 }
 
+/* How long a session's connection may go silent (data or keepalive probes unacknowledged)
+ * before the transport breaks it: half the outage limit, between 1 and 10 s; 0 without a
+ * session.  A link that goes down without a reset (a cable, a veth set down) leaves the
+ * connection open with nothing coming back; without this the session would not notice it
+ * and a request would wait for its timeout, not the outage limit. */
+unsigned pn_sess_silent_ms(struct pn_sess *S, pn_peer peer)
+{
+	struct csess *cs = cs_find(S, peer);
+	if (!cs)
+		return 0;
+	unsigned ms = cs->o.outage_ms / 2;
+	return ms < 1000 ? 1000 : ms > 10000 ? 10000 : ms;
+}
+
 /* Jittered exponential back-off (lk held): the next try between half and all of the current
  * delay, which then doubles, so a thousand clients of one restarted server spread out. */
 static void backoff_next(struct pn_sess *S, struct csess *cs, uint64_t now)

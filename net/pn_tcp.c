@@ -535,6 +535,19 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		return e == ECONNREFUSED ? -PN_EREFUSED : e == ETIMEDOUT ? -PN_ETIMEDOUT : -PN_EPEERDOWN;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);   /* sends block, reads use DONTWAIT */
+	unsigned silent_ms = pn_core_session_silent_ms(tp->pn, peer);
+	if (silent_ms) {
+		/* a session's connection: a link that goes silent (no reset, no FIN) must break
+		 * it, so the session reconnects or gives up at its outage limit.  Keepalive probes
+		 * every second once idle; the kernel aborts when data or probes stay unacknowledged
+		 * for silent_ms (TCP_USER_TIMEOUT bounds both) */
+		int on = 1, idle_s = 1, intvl_s = 1, cnt = (int)(silent_ms / 1000) + 1;
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl_s, sizeof intvl_s);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &silent_ms, sizeof silent_ms);
+	}
 	struct conn *c = conn_new(tp, fd, NULL, false);   /* not in epoll until the HELLO is done */
 	if (!c) {
 		close(fd);
