@@ -188,6 +188,7 @@ struct pn_tp {
 	int reserve_fd;                /* spent to accept-and-close when out of descriptors */
 	uint64_t accept_paused_until;  /* I/O thread: listening socket out of epoll until then */
 	uint64_t last_emfile_log;
+	uint64_t last_refuse_log;      /* conn_room hit a limit: logged at most every 10 s */
 	_Atomic uint64_t rx_held;      /* payload bytes being received (rx_budget) */
 	atomic_int n_blocked;          /* connections waiting for rx_budget */
 };
@@ -1058,8 +1059,9 @@ static bool same_host(const struct pn_addr *a, const struct pn_addr *b)
 /* Room for one more inbound connection from remote (tp->lock held)?  At a limit, the oldest
  * connection not yet admitted (from that address, for the per-address limit) makes room;
  * when there is none, the new one is refused. */
-static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote)
+static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote, bool *hit)
 {
+	*hit = true;
 	unsigned per_addr = pn_core_opts(tp->pn)->max_conns_per_addr;
 	unsigned total = 0, same = 0;
 	struct conn *oldest = NULL, *oldest_same = NULL;
@@ -1085,7 +1087,9 @@ static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote)
 		if (!oldest)
 			return false;
 		conn_doom(oldest);
+		return true;
 	}
+	*hit = false;
 	return true;
 }
 
@@ -1142,8 +1146,24 @@ static void on_accept(struct pn_tp *tp)
 		struct pn_addr remote;
 		pn_addr_from_sockaddr(&remote, PN_S_TCP, (struct sockaddr *)&ss);
 		pthread_mutex_lock(&tp->lock);
-		bool room = conn_room(tp, &remote);
+		bool hit;
+		bool room = conn_room(tp, &remote, &hit);
 		pthread_mutex_unlock(&tp->lock);
+		if (hit) {
+			/* said once per 10 s: a client shed here sees only a closed connection
+			 * ("peer is down"), so the server's log is where the reason shows */
+			uint64_t now = pn_now_ns();
+			if (now - tp->last_refuse_log >= 10 * SWEEP_NS || !tp->last_refuse_log) {
+				tp->last_refuse_log = now;
+				char name[80];
+				pn_addr_name(&remote, name, sizeof name);
+				pn_core_log(tp->pn, "tcp: a connection from %s at max_conns_per_addr (%u) or "
+				            "max_conns (%u): %s", name,
+				            pn_core_opts(tp->pn)->max_conns_per_addr, tp->max_conns,
+				            room ? "closed the oldest one not yet admitted" :
+				            "refused it, all are admitted");
+			}
+		}
 		if (!room || !conn_new(tp, fd, &remote, true))
 			close(fd);
 	}
