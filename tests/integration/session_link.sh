@@ -66,7 +66,7 @@ ip link set "$V_S" netns "$NS_S" && ip link set "$V_C" netns "$NS_C" &&
 # $! of one started in the background is the program itself (nsenter execs it)
 ns_s="nsenter --net=/run/netns/$NS_S"
 ns_c="nsenter --net=/run/netns/$NS_C"
-link() { ip -n "$NS_C" link set "$V_C" "$1"; }
+set_link() { ip -n "$NS_C" link set "$V_C" "$1"; }
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
 # a segment of about 200 ms (20 pauses of 10 ms), then "hello"
@@ -98,9 +98,9 @@ grep -q 'info: endpoint' "$tmp/arfd.log" || { bad "arfd did not start:"; cat "$t
 ) &
 loop=$!
 sleep 1.5
-link down
+set_link down
 sleep 5
-link up
+set_link up
 wait "$loop"
 loop=
 n=$(wc -l <"$tmp/runs.txt")
@@ -117,7 +117,7 @@ echo "session_link.sh: arc run through 5 s of link down: $n_ok of $n runs ok, lo
 if [ "$longest" -ge 4000 ]; then ok; else bad "no run spanned the link's 5 s down (longest $longest ms)"; fi
 
 # 2. past the outage limit: a clear error within about 1.5 times the limit, then fine again
-link down
+set_link down
 t0=$(date +%s%N)
 run $ns_c "$BUILD/arc" run "$EP" "$tmp/slow.pno" --outage 2000
 rc=$?
@@ -125,10 +125,10 @@ ms=$(ms_since "$t0")
 check_rc "arc --outage 2000, link down (new connection)" 2 $rc
 contains "outage message" "$tmp/err" "unreachable for 2000 ms (the outage limit)"
 if [ "$ms" -ge 1900 ] && [ "$ms" -lt 6000 ]; then ok; else bad "outage 2 s, link down: gave up after $ms ms"; fi
-link up
+set_link up
 # the link goes down while the request runs on an established connection: nothing resets
 # it, only the silence tells (before keepalive and TCP_USER_TIMEOUT: the 30 s request timeout)
-(sleep 0.05; link down; sleep 8; link up) &
+(sleep 0.05; set_link down; sleep 8; set_link up) &
 dn=$!
 t0=$(date +%s%N)
 run $ns_c "$BUILD/arc" run "$EP" "$tmp/slow.pno" --outage 2000
@@ -173,9 +173,9 @@ t0=$(date +%s%N)
 (cd "$mnt/x" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
 tpid=$!
 sleep 0.3
-link down
+set_link down
 sleep 5
-link up
+set_link up
 wait "$tpid"
 rc=$?
 ms=$(ms_since "$t0")
@@ -189,12 +189,12 @@ $ns_c "$BUILD/arf" mount "$EP" "$mnt2" -f -o outage=2,attr_timeout=0,entry_timeo
 m2pid=$!
 for _ in $(seq 100); do mounted "$mnt2" && break; kill -0 "$m2pid" 2>/dev/null || break; sleep 0.1; done
 echo hello >"$mnt2/f"
-link down
+set_link down
 t0=$(date +%s%N)
 timeout "$T" cat "$mnt2/f" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 ms=$(ms_since "$t0")
-link up
+set_link up
 check_rc "cat on a mount with outage=2 while the link is down" 1 $rc
 contains "EIO" "$tmp/err" "Input/output error"
 echo "session_link.sh: mount -o outage=2, link down: exit $rc after $ms ms"
