@@ -128,6 +128,9 @@ $(BUILD)/tests/casetest: $(call obj,tests/casetest.c) $(LIBS)
 $(BUILD)/tests/progtest: $(call obj,tests/progtest.c) $(LIBS)
 $(BUILD)/tests/arf_put: $(call obj,tests/arf_put.c) $(LIBS)
 TEST_PROGS += $(BUILD)/tests/arf_put
+# tests/integration/many_sessions.sh: a thousand libarc clients of one arfd
+$(BUILD)/tests/many_sessions: $(call obj,tests/many_sessions.c) $(LIBS)
+TEST_PROGS += $(BUILD)/tests/many_sessions
 # the conformance run (tests/integration/arf_conform.sh): libc only
 $(BUILD)/tests/conform: $(call obj,tests/conform/conform.c)
 TEST_PROGS += $(BUILD)/tests/conform

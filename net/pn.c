@@ -979,6 +979,11 @@ bool pn_core_session_block(struct pn *pn, struct pn_peer_rec *peer, uint8_t out[
 	return pn->sess && pn_sess_client_on(pn->sess) && pn_sess_block(pn->sess, peer->id, out);
 }
 
+unsigned pn_core_session_silent_ms(struct pn *pn, struct pn_peer_rec *peer)
+{
+	return pn->sess && pn_sess_client_on(pn->sess) ? pn_sess_silent_ms(pn->sess, peer->id) : 0;
+}
+
 void pn_core_session_bind(struct pn *pn, struct pn_peer_rec *peer,
                           const uint8_t b[PN_SESS_BLOCK])
 {

@@ -262,6 +262,9 @@ void pn_core_log(struct pn *pn, const char *fmt, ...) __attribute__((format(prin
  * true with the session block in out when we have a session with it.  For a HELLO it
  * received with a block: note it in peer (nothing is allocated before admission). */
 bool pn_core_session_block(struct pn *pn, struct pn_peer_rec *peer, uint8_t out[PN_SESS_BLOCK]);
+/* The ms a connection to peer may stay silent before the transport breaks it (keepalive
+ * and TCP_USER_TIMEOUT), so the session rides through or gives up: 0 without a session. */
+unsigned pn_core_session_silent_ms(struct pn *pn, struct pn_peer_rec *peer);
 void pn_core_session_bind(struct pn *pn, struct pn_peer_rec *peer, const uint8_t block[PN_SESS_BLOCK]);
 /* A NACK frame from peer for our Cooperation coop: payload (4 bytes) is the error. */
 void pn_core_nack(struct pn *pn, struct pn_peer_rec *peer, pn_coop coop, const uint8_t *payload,
@@ -278,6 +281,7 @@ void pn_sess_free(struct pn_sess *S);
 void pn_sess_stats(struct pn_sess *S, struct pn_stats *st);
 int pn_sess_open(struct pn_sess *S, pn_peer peer, const struct pn_session_opts *o);
 bool pn_sess_block(struct pn_sess *S, pn_peer peer, uint8_t out[PN_SESS_BLOCK]);
+unsigned pn_sess_silent_ms(struct pn_sess *S, pn_peer peer);   /* 0: no session */
 bool pn_sess_client_on(struct pn_sess *S);  /* we opened a session (a cheap check) */
 bool pn_sess_server_on(struct pn_sess *S);  /* others hold sessions with us (cheap) */
 /* A request to `to` with token coop: 1 when `to` has no session of ours (send it as

@@ -105,6 +105,7 @@ struct csess {
 	struct cslot *slots;
 	_Atomic int state;             /* CS_* (read without the lock on the receive path) */
 	atomic_bool reached;           /* a frame came from the peer once (FAIL_FIRST) */
+	_Atomic uint64_t first_sent_ns; /* our first request went out on a connection (FAIL_FIRST) */
 	uint64_t outage_ns, next_try_ns, reconnected_ns;
 	unsigned backoff_ms;
 };
@@ -665,6 +666,20 @@ bool pn_sess_block(struct pn_sess *S, pn_peer peer, uint8_t out[PN_SESS_BLOCK])
 	return true;
 }
 
+/* How long a session's connection may go silent (data or keepalive probes unacknowledged)
+ * before the transport breaks it: half the outage limit, between 1 and 10 s; 0 without a
+ * session.  A link that goes down without a reset (a cable, a veth set down) leaves the
+ * connection open with nothing coming back; without this the session would not notice it
+ * and a request would wait for its timeout, not the outage limit. */
+unsigned pn_sess_silent_ms(struct pn_sess *S, pn_peer peer)
+{
+	struct csess *cs = cs_find(S, peer);
+	if (!cs)
+		return 0;
+	unsigned ms = cs->o.outage_ms / 2;
+	return ms < 1000 ? 1000 : ms > 10000 ? 10000 : ms;
+}
+
 /* Jittered exponential back-off (lk held): the next try between half and all of the current
  * delay, which then doubles, so a thousand clients of one restarted server spread out. */
 static void backoff_next(struct pn_sess *S, struct csess *cs, uint64_t now)
@@ -766,8 +781,13 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 	if (hold)
 		return 0;                      /* the session thread sends it once connected */
 	int rc = send_sreq(S, to, type, coop, i, seq, sl->sflags, msg, len);
-	if (rc == 0)
+	if (rc == 0) {
+		if (!atomic_load_explicit(&cs->first_sent_ns, memory_order_relaxed)) {
+			uint64_t z = 0;
+			atomic_compare_exchange_strong(&cs->first_sent_ns, &z, pn_now_ns());
+		}
 		return 0;
+	}
 	pthread_mutex_lock(&S->lk);
 	if (broken(rc) && S->th_started && !S->th_stop && (atomic_load(&cs->reached) ||
 	                                  !(cs->o.flags & PN_SESSION_FAIL_FIRST))) {
@@ -839,12 +859,25 @@ void pn_sess_alive(struct pn_sess *S, pn_peer peer)
 	pthread_mutex_unlock(&S->lk);
 }
 
+/* FAIL_FIRST: has the server been there for this session?  A frame came from it, or a
+ * connection held our first request for PROBATION_NS before it broke: a server that accepts
+ * and then refuses (a limit) closes at once, a wrong address never connects, but one killed
+ * while a thousand first requests wait in its queue has been there (before, all those
+ * clients failed with "peer is down" instead of riding through its restart). */
+static bool established(struct csess *cs)
+{
+	if (atomic_load(&cs->reached))
+		return true;
+	uint64_t t = atomic_load(&cs->first_sent_ns);
+	return t && pn_now_ns() - t >= PROBATION_NS;
+}
+
 bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer)
 {
 	if (peer->has_sid)
 		return ssess_conn_gone(S, peer);
 	struct csess *cs = cs_find(S, peer->id);
-	if (!cs || (!atomic_load(&cs->reached) && (cs->o.flags & PN_SESSION_FAIL_FIRST)))
+	if (!cs || (!established(cs) && (cs->o.flags & PN_SESSION_FAIL_FIRST)))
 		return false;
 	pthread_mutex_lock(&S->lk);
 	if (!S->th_started) {          /* nobody could reconnect: fail as without a session */

@@ -188,6 +188,7 @@ struct pn_tp {
 	int reserve_fd;                /* spent to accept-and-close when out of descriptors */
 	uint64_t accept_paused_until;  /* I/O thread: listening socket out of epoll until then */
 	uint64_t last_emfile_log;
+	uint64_t last_refuse_log;      /* conn_room hit a limit: logged at most every 10 s */
 	_Atomic uint64_t rx_held;      /* payload bytes being received (rx_budget) */
 	atomic_int n_blocked;          /* connections waiting for rx_budget */
 };
@@ -540,6 +541,19 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		return e == ECONNREFUSED ? -PN_EREFUSED : e == ETIMEDOUT ? -PN_ETIMEDOUT : -PN_EPEERDOWN;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);   /* sends block, reads use DONTWAIT */
+	unsigned silent_ms = pn_core_session_silent_ms(tp->pn, peer);
+	if (silent_ms) {
+		/* a session's connection: a link that goes silent (no reset, no FIN) must break
+		 * it, so the session reconnects or gives up at its outage limit.  Keepalive probes
+		 * every second once idle; the kernel aborts when data or probes stay unacknowledged
+		 * for silent_ms (TCP_USER_TIMEOUT bounds both) */
+		int on = 1, idle_s = 1, intvl_s = 1, cnt = (int)(silent_ms / 1000) + 1;
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl_s, sizeof intvl_s);
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &silent_ms, sizeof silent_ms);
+	}
 	struct conn *c = conn_new(tp, fd, NULL, false);   /* not in epoll until the HELLO is done */
 	if (!c) {
 		close(fd);
@@ -1054,8 +1068,9 @@ static bool same_host(const struct pn_addr *a, const struct pn_addr *b)
 /* Room for one more inbound connection from remote (tp->lock held)?  At a limit, the oldest
  * connection not yet admitted (from that address, for the per-address limit) makes room;
  * when there is none, the new one is refused. */
-static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote)
+static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote, bool *hit)
 {
+	*hit = true;
 	unsigned per_addr = pn_core_opts(tp->pn)->max_conns_per_addr;
 	unsigned total = 0, same = 0;
 	struct conn *oldest = NULL, *oldest_same = NULL;
@@ -1081,7 +1096,9 @@ static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote)
 		if (!oldest)
 			return false;
 		conn_doom(oldest);
+		return true;
 	}
+	*hit = false;
 	return true;
 }
 
@@ -1138,8 +1155,24 @@ static void on_accept(struct pn_tp *tp)
 		struct pn_addr remote;
 		pn_addr_from_sockaddr(&remote, PN_S_TCP, (struct sockaddr *)&ss);
 		pthread_mutex_lock(&tp->lock);
-		bool room = conn_room(tp, &remote);
+		bool hit;
+		bool room = conn_room(tp, &remote, &hit);
 		pthread_mutex_unlock(&tp->lock);
+		if (hit) {
+			/* said once per 10 s: a client shed here sees only a closed connection
+			 * ("peer is down"), so the server's log is where the reason shows */
+			uint64_t now = pn_now_ns();
+			if (now - tp->last_refuse_log >= 10 * SWEEP_NS || !tp->last_refuse_log) {
+				tp->last_refuse_log = now;
+				char name[80];
+				pn_addr_name(&remote, name, sizeof name);
+				pn_core_log(tp->pn, "tcp: a connection from %s at max_conns_per_addr (%u) or "
+				            "max_conns (%u): %s", name,
+				            pn_core_opts(tp->pn)->max_conns_per_addr, tp->max_conns,
+				            room ? "closed the oldest one not yet admitted" :
+				            "refused it, all are admitted");
+			}
+		}
 		if (!room || !conn_new(tp, fd, &remote, true))
 			close(fd);
 	}

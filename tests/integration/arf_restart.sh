@@ -1,0 +1,198 @@
+#!/bin/sh
+# arf_restart.sh: an `arf mount` and `arf grep` riding through restarts of arfd under real
+# work (docs/arf.md, "arfd restarts"; docs/net.md, "Sessions").  On a free loopback port:
+#   1. `tar x` of a tree (up to 2000 files of /usr/include) into the mount while arfd is
+#      killed with SIGKILL and started again on the same port 2 s later: tar exits 0, the tree
+#      is identical (diff -r);
+#   2. the same through a graceful restart (SIGTERM: arfd drains, answers DRAINING, clients
+#      send again to the new one);
+#   3. a loop of `arf grep -rn` over the server's copy and over the mount's, through a kill -9
+#      and restart: every run exits 0 with exactly GNU grep's lines;
+#   4. appends of numbered records through O_APPEND (server-side appends) across three
+#      kill -9 restarts: no record lost, none out of order.  A record doubled by the re-run of
+#      an append the killed arfd had done (at least once across a crash, docs/arf.md) is
+#      counted and reported, not failed: it is the documented limit, not a silent success;
+#   5. arf fsck of the image clean at the end.
+# Where FUSE cannot be used it says why and runs only 3 over the server.
+#
+#   BUILD=build sh tests/integration/arf_restart.sh     prints "N passed, N failed" last
+# Every call is bounded by `timeout`, every loop by a count and a time; on exit the mount is
+# undone and whatever was started is killed.
+
+BUILD=${BUILD:-build}
+umask 022
+T=${ARF_SH_TIMEOUT:-60}
+N_FILES=${ARF_RESTART_FILES:-2000}
+mpid=
+loop=
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_restart.sh.XXXXXX") || exit 1
+mnt=$tmp/mnt
+mounted() { awk -v m="$mnt" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
+cleanup() {
+	[ -n "$loop" ] && kill "$loop" 2>/dev/null
+	mounted && { fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null; }
+	[ -n "$mpid" ] && kill -KILL "$mpid" 2>/dev/null
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	if mounted; then echo "arf_restart.sh: still mounted, $tmp left"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+. "$(dirname "$0")/../lib.sh"
+
+for p in arf arfd; do
+	[ -x "$BUILD/$p" ] || { echo "arf_restart.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
+done
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+# restart SIG PAUSE: stop arfd with SIG, start it again on the same port PAUSE s later
+restart() {
+	kill "-$1" "$pid"
+	wait "$pid" 2>/dev/null
+	sleep "$2"
+	n_restart=$((n_restart + 1))
+	"$BUILD/arfd" --listen "tcp:127.0.0.1:$port" --arf "$img" 2>"$tmp/arfd.$n_restart.log" &
+	pid=$!
+}
+n_restart=0
+
+# the tree: regular files of /usr/include under 200 KiB, sorted, at most N_FILES (a
+# generated tree where there is none)
+mkdir -p "$tmp/src" "$mnt"
+if [ -d /usr/include ]; then
+	(cd /usr/include && find . -type f -size -200k | sort | head -n "$N_FILES" >"$tmp/list" &&
+		tar cf "$tmp/src.tar" -T "$tmp/list" 2>/dev/null)
+else
+	for i in $(seq 600); do mkdir -p "$tmp/gen/d$((i % 30))"; seq "$i" 3000 >"$tmp/gen/d$((i % 30))/f$i.h"; done
+	tar cf "$tmp/src.tar" -C "$tmp/gen" .
+fi
+tar xf "$tmp/src.tar" -C "$tmp/src"
+n_src=$(find "$tmp/src" -type f | wc -l)
+pat='define.*_H\|__u32'
+(cd "$tmp/src" && grep -rn "$pat" . | sed 's|^\./||' | LC_ALL=C sort) >"$tmp/grep.want"
+
+img=$tmp/fs.img
+run "$BUILD/arf" mkfs "$img" --size 512M; check_rc mkfs 0 $?
+start_arfd "$tmp/arfd.log" --arf "$img"
+if [ -z "$ep" ]; then
+	bad "arfd did not start:"; cat "$tmp/arfd.log"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+port=${ep##*:}
+
+fuse=yes
+if ! [ -c /dev/fuse ] || ! command -v fusermount3 >/dev/null 2>&1; then
+	fuse="no /dev/fuse or fusermount3"
+else
+	"$BUILD/arf" mount "$ep" "$mnt" -f 2>"$tmp/mount.log" &
+	mpid=$!
+	for _ in $(seq 100); do mounted && break; kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
+	mounted || fuse="FUSE could not be mounted here: $(head -n 1 "$tmp/mount.log")"
+fi
+
+# tar_through DIR SIG PAUSE: tar x into the mount's DIR; SIG to arfd 0.8 s in, back PAUSE s later
+tar_through() {
+	mkdir "$mnt/$1"
+	t0=$(date +%s%N)
+	(cd "$mnt/$1" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
+	tpid=$!
+	sleep 0.8
+	kill -0 "$tpid" 2>/dev/null || bad "tar x into $1 ended before arfd was stopped: nothing tested"
+	restart "$2" "$3"
+	wait "$tpid"
+	rc=$?
+	ms=$(ms_since "$t0")
+	check_rc "tar x through SIG$2 of arfd" 0 $rc
+	[ "$rc" -eq 0 ] || sed 's/^/  | /' "$tmp/tar.err" | head -n 5
+	echo "arf_restart.sh: tar x of $n_src files through SIG$2 and a restart $3 s later: exit $rc in $ms ms"
+	if diff -r "$tmp/src" "$mnt/$1" >"$tmp/diff" 2>&1; then ok; else bad "tree after SIG$2 differs:"; head -n 5 "$tmp/diff" | sed 's/^/  | /'; fi
+}
+
+if [ "$fuse" = yes ]; then
+	tar_through a KILL 2
+	tar_through b TERM 1
+else
+	echo "arf_restart.sh: mount parts skipped: $fuse"
+	timeout 120 "$BUILD/arf" import "$tmp/src" "$ep:/a" >/dev/null 2>"$tmp/err" || { bad "arf import"; cat "$tmp/err"; }
+fi
+
+# 3. arf grep -rn in a loop (over the server, and over the mount's copy) through a kill -9
+: >"$tmp/greps.txt"
+(
+	end=$(($(date +%s) + 7))
+	i=0
+	while [ "$(date +%s)" -lt "$end" ] && [ "$i" -lt 100 ]; do
+		i=$((i + 1))
+		if [ "$fuse" = yes ] && [ $((i % 2)) -eq 0 ]; then
+			where=$mnt/a
+		else
+			where=$ep:/a
+		fi
+		t0=$(date +%s%N)
+		timeout "$T" "$BUILD/arf" grep -rn "$pat" "$where" >"$tmp/g.out" 2>"$tmp/g.err.$i"
+		rc=$?
+		ms_since "$t0" >>"$tmp/gms.txt"
+		sed "s|^$where/||" "$tmp/g.out" | LC_ALL=C sort >"$tmp/g.got"
+		if cmp -s "$tmp/g.got" "$tmp/grep.want"; then same=same; else same=differs; fi
+		echo "$i $rc $same $where" >>"$tmp/greps.txt"
+	done
+) &
+loop=$!
+sleep 1.5
+restart KILL 2
+wait "$loop"
+loop=
+n=$(wc -l <"$tmp/greps.txt")
+n_ok=$(grep -c '^[0-9]* 0 same ' "$tmp/greps.txt")
+longest=$(sort -n "$tmp/gms.txt" | tail -n 1)
+echo "arf_restart.sh: arf grep -rn through a kill -9 and restart: $n_ok of $n runs exit 0 with GNU grep's $(wc -l <"$tmp/grep.want") lines, longest $longest ms"
+if [ "$longest" -ge 1500 ]; then ok; else bad "no arf grep spanned the 2 s outage (longest $longest ms)"; fi
+if [ "$n" -ge 3 ] && [ "$n_ok" -eq "$n" ]; then
+	ok
+else
+	bad "arf grep -rn loop: $n_ok of $n runs ok"
+	grep -v '^[0-9]* 0 same ' "$tmp/greps.txt" | head -n 5 | sed 's/^/  | /'
+	cat "$tmp"/g.err.* | head -n 5 | sed 's/^/  | /'
+fi
+
+# 4. appends through O_APPEND across kill -9 restarts: numbered 4 KiB records
+if [ "$fuse" = yes ]; then
+	pad=$(printf '%4090s' '' | tr ' ' x)
+	(
+		end=$(($(date +%s) + 8))
+		i=0
+		while [ "$(date +%s)" -lt "$end" ] && [ "$i" -lt 100000 ]; do
+			i=$((i + 1))
+			printf '%06d%s\n' "$i" "$pad" >>"$mnt/log" || { echo "$i" >>"$tmp/append.fail"; break; }
+		done
+		echo "$i" >"$tmp/append.n"
+	) 2>"$tmp/append.err" &
+	loop=$!
+	for k in 1 2 3; do
+		sleep 1.2
+		restart KILL 0.5
+	done
+	wait "$loop"
+	loop=
+	n_app=$(cat "$tmp/append.n")
+	if [ ! -s "$tmp/append.fail" ]; then ok; else bad "an append failed:"; head -n 3 "$tmp/append.err" | sed 's/^/  | /'; fi
+	cut -c1-6 "$mnt/log" >"$tmp/recs"
+	uniq "$tmp/recs" >"$tmp/recs.u"
+	n_recs=$(wc -l <"$tmp/recs")
+	n_dup=$((n_recs - $(wc -l <"$tmp/recs.u")))
+	# every record, once or repeated in place, in order
+	if seq -f '%06g' "$n_app" | cmp -s - "$tmp/recs.u"; then ok; else bad "appended records lost or out of order ($n_recs lines for $n_app records)"; fi
+	if [ "$(awk 'length != 4096' "$mnt/log" | wc -l)" -eq 0 ]; then ok; else bad "torn append records"; fi
+	echo "arf_restart.sh: $n_app appends through 3 kill -9 restarts: $n_dup record(s) doubled by the re-run of an append the killed arfd had done (known, docs/arf.md)"
+	timeout "$T" fusermount3 -u "$mnt" || bad "umount"
+	wait "$mpid" 2>/dev/null
+	mpid=
+fi
+
+kill -TERM "$pid"
+wait "$pid"
+pid=
+run "$BUILD/arf" fsck "$img"; check_rc "fsck after $n_restart restarts" 0 $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
