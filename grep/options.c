@@ -302,7 +302,7 @@ static int short_opt(struct parser *p, int c, const char *val)
 /* grep's long options: a letter of short_opt's, or one of these. */
 enum {
 	L_INCLUDE = 256, L_EXCLUDE, L_EXCLUDE_DIR, L_LABEL, L_BINARY_FILES, L_COLOR, L_NO_ICASE,
-	L_HELP, L_NOOP,
+	L_HELP, L_LINE_BUFFERED,
 	L_UNSUPPORTED             /* GNU grep's, not here: "unrecognized option" */
 };
 enum { NO_ARG, REQ_ARG, OPT_ARG };
@@ -322,7 +322,7 @@ static const struct long_opt { const char *name; int id, has_arg; } long_opts[] 
 	{ "help", L_HELP, NO_ARG },                 { "include", L_INCLUDE, REQ_ARG },
 	{ "ignore-case", 'i', NO_ARG },             { "no-ignore-case", L_NO_ICASE, NO_ARG },
 	{ "initial-tab", 'T', NO_ARG },             { "label", L_LABEL, REQ_ARG },
-	{ "line-buffered", L_NOOP, NO_ARG },        { "line-number", 'n', NO_ARG },
+	{ "line-buffered", L_LINE_BUFFERED, NO_ARG },        { "line-number", 'n', NO_ARG },
 	{ "line-regexp", 'x', NO_ARG },             { "max-count", 'm', REQ_ARG },
 	{ "no-filename", 'h', NO_ARG },             { "no-group-separator", L_UNSUPPORTED, NO_ARG },
 	{ "no-messages", 's', NO_ARG },             { "null", 'Z', NO_ARG },
@@ -439,7 +439,7 @@ static int long_opt(struct parser *p, int argc, char **argv, int *i,
 	case L_COLOR: return color_arg(p, val);
 	case L_NO_ICASE: ga->o.icase = 0; return 0;
 	case L_HELP: p->help = 1; return 0;
-	case L_NOOP: return 0;
+	case L_LINE_BUFFERED: ga->line_buffered = 1; return 0;
 	case L_UNSUPPORTED:
 		fprintf(p->err_f, "%s: unrecognized option '%s'\n", p->prog, a);
 		return usage_hint(p);
