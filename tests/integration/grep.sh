@@ -170,6 +170,16 @@ done
 for p in '[a-c-e]' '[a-c-' '[a-c--]' '[----]' '[%--]' '[a-c-]' '[^a-c-e]' '[[.a.]-c-e]'; do
 	check -e "$p" n
 done
+# two or more distinct -G/-E patterns that are plain strings run as -F in grep 3.8: a lone
+# backslash ending the last one is then a literal backslash (found by tests/grep/random.sh)
+printf 'za\\\nfoo\nb\\\n' >"$tmp/t/bs"
+for args in '-e za\' '-e foo -e za\' '-e za\ -e foo' '-E -e foo -e za\' '-e a -e b -e za\' \
+            '-e za\ -e foo -e za\' '-e foo -e za\ -e za\' '-e a. -e za\' '-e a\. -e za\' \
+            '-e za\ -e za\' '-E -e a( -e za\' '-e a( -e za\' '-e a\( -e za\' '-e b\\\ -e a' \
+            '-F -e a -e za\' '-c -i -e FOO -e za\' '-x -e foo -e za\' '-w -e za\ -e b -e foo\'; do
+	# shellcheck disable=SC2086
+	check $args bs
+done
 # errors in patterns: "FILE:LINE:" for a line of -f FILE, every distinct pattern in error,
 # no warnings then; deep nesting is grep's "stack overflow", without a place
 printf 'ok\nbad(\n' >"$tmp/t/pbad"
