@@ -203,6 +203,7 @@ void grep_free(struct grep *g)
 	if (!g)
 		return;
 	ast_free(&g->ast);
+	lazy_free(g->lazy);
 	nfa_free(&g->nfa);
 	dfa_free(&g->dfa);
 	dfa_free(&g->bdfa);
@@ -259,14 +260,14 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 		return 0;
 	if (g->ast.has_backref || !g->nfa.s) {
 		/* the NFA stands for a back-reference with any text: no match there, none here */
-		if (g->nfa.s && !nfa_line_matches(&g->nfa, p, n))
+		if (g->nfa.s && !lazy_line_matches(&g->lazy, &g->nfa, p, n))
 			return 0;
 		int r = bt_line_matches(&g->ast, p, n, g->o.icase);
 		if (r < 0)
 			g->gave_up = 1;
 		return r < 0 ? -1 : r;
 	}
-	return nfa_line_matches(&g->nfa, p, n);
+	return lazy_line_matches(&g->lazy, &g->nfa, p, n);
 }
 
 enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED };
