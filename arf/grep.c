@@ -847,7 +847,8 @@ int arf_cmd_grep(int argc, char **argv)
 	    (st.out_abs = realpath("/proc/self/fd/1", NULL)))
 		st.out_endpoint = find_mount(st.out_abs, &st.out_path);
 	static char obuf[1 << 16];
-	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+	/* a terminal or --line-buffered sees each line as it is printed (as grep's stdio) */
+	setvbuf(stdout, obuf, st.a.line_buffered || isatty(1) ? _IOLBF : _IOFBF, sizeof obuf);
 	/* -r without operands: the working directory, which must be under an arf mount */
 	if (files->n == 0)
 		grep_operand(&st, ".");

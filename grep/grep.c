@@ -203,6 +203,7 @@ void grep_free(struct grep *g)
 	if (!g)
 		return;
 	ast_free(&g->ast);
+	lazy_free(g->lazy);
 	nfa_free(&g->nfa);
 	dfa_free(&g->dfa);
 	dfa_free(&g->bdfa);
@@ -259,14 +260,14 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 		return 0;
 	if (g->ast.has_backref || !g->nfa.s) {
 		/* the NFA stands for a back-reference with any text: no match there, none here */
-		if (g->nfa.s && !nfa_line_matches(&g->nfa, p, n))
+		if (g->nfa.s && !lazy_line_matches(&g->lazy, &g->nfa, p, n))
 			return 0;
 		int r = bt_line_matches(&g->ast, p, n, g->o.icase);
 		if (r < 0)
 			g->gave_up = 1;
 		return r < 0 ? -1 : r;
 	}
-	return nfa_line_matches(&g->nfa, p, n);
+	return lazy_line_matches(&g->lazy, &g->nfa, p, n);
 }
 
 enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED };
@@ -505,6 +506,8 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	char eol = o->null_data ? '\0' : '\n';
 	char sep = context ? '-' : ':';
 	int64_t last_end = x->last_end;
+	if ((int64_t)off < last_end)
+		return;    /* printed already: a streamed part's overlap with the one before */
 	if (o->before >= 0 || o->after >= 0) {
 		if (fmt_any_output && x->last_end != (int64_t)off)
 			sgr(f, x->g, "36", "--", 2), fputc('\n', f);
@@ -713,9 +716,8 @@ int grep_format(struct grep *g, const char *prog, const char *name, int64_t valu
 	return grep_format_end(g, prog, name, value, rec, rec_len, f, err_f, res, &last_end);
 }
 
-int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t value,
-                    const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
-                    struct grep_file_result *res, int64_t *last_end)
+int grep_format_part(struct grep *g, const char *name, int64_t value, const uint8_t *rec,
+                     size_t rec_len, FILE *f, int64_t *last_end, int64_t *selected)
 {
 	const struct grep_opts *o = &g->o;
 	struct fmt x = { g, name, f, *last_end };
@@ -737,8 +739,15 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 	}
 	free(v);
 	*last_end = x.last_end;
-	if (g->gave_up)
-		return -2;
+	*selected = count;
+	return g->gave_up ? -2 : 0;
+}
+
+int grep_format_done(struct grep *g, const char *prog, const char *name, int64_t count,
+                     int binary, FILE *f, FILE *err_f, struct grep_file_result *res)
+{
+	const struct grep_opts *o = &g->o;
+	binary = binary && !o->text && !o->null_data;
 	/* grep counts a selected line of a binary file as output for the "--" rule */
 	if (binary && count > 0 && !o->count && !o->list && !o->list_nomatch && !o->quiet)
 		fmt_any_output = 1;
@@ -768,6 +777,17 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 		fprintf(err_f, "%s: %s: binary file matches\n", prog, name);
 	}
 	return 0;
+}
+
+int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t value,
+                    const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
+                    struct grep_file_result *res, int64_t *last_end)
+{
+	int64_t count;
+	int rc = grep_format_part(g, name, value, rec, rec_len, f, last_end, &count);
+	if (rc != 0)
+		return rc;
+	return grep_format_done(g, prog, name, count, (int)(value & 1), f, err_f, res);
 }
 
 int64_t grep_selected_end(struct grep *g, const uint8_t *p, size_t len, int64_t n)

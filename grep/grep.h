@@ -117,6 +117,17 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
                     const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
                     struct grep_file_result *res, int64_t *last_end);
 
+/* A file in parts (pngrep's standard input, streamed): grep_format_part prints one part's
+ * records (value and rec as for grep_format, offsets and line numbers already counted from the
+ * file's start; lines before *last_end were printed and are skipped, so parts may overlap)
+ * and sets *selected to the lines it selected; grep_format_done then prints what follows the
+ * lines (-c, -l, -L, the binary message) for the file's count and binary flag.  Return
+ * values as grep_format. */
+int grep_format_part(struct grep *g, const char *name, int64_t value, const uint8_t *rec,
+                     size_t rec_len, FILE *f, int64_t *last_end, int64_t *selected);
+int grep_format_done(struct grep *g, const char *prog, const char *name, int64_t count,
+                     int binary, FILE *f, FILE *err_f, struct grep_file_result *res);
+
 /* ---- the command line: GNU grep 3.8's options, shared by pngrep and arf grep (options.c) ----
  * Short options bundle ("-inA3", "-e PAT", "-ePAT"); -NUM is -C NUM; long ones are
  * "--max-count=3" or "--max-count 3", or any unambiguous beginning of the name ("--max=3"), as
@@ -148,6 +159,7 @@ struct grep_args {
 	                           * when it is a directory (grep_set_with_filename), not for a
 	                           * file */
 	int no_messages;          /* -s */
+	int line_buffered;        /* --line-buffered: the output is flushed after each line */
 };
 
 /* A program's own long option, "--name" or "--name=VALUE" / "--name VALUE" (has_arg).  When

@@ -145,6 +145,12 @@ struct nfa {
 enum { P_BOL, P_WORD, P_OTHER };
 enum { X_EOL, X_WORD, X_OTHER };
 
+/* The exact path's line matcher: a DFA made lazily from the NFA, its states cached in *lp
+ * (NULL at first; lazy_free) up to a bound, then made again.  1 when p[0..n) holds a match. */
+struct lazy_dfa;
+int lazy_line_matches(struct lazy_dfa **lp, const struct nfa *m, const uint8_t *p, size_t n);
+void lazy_free(struct lazy_dfa *L);
+extern size_t lazy_max_bytes;   /* the cache's bound (tests lower it to empty it often) */
 int nfa_build(struct nfa *m, const struct ast *t); /* 0, or -1 when out of memory / too big */
 void nfa_free(struct nfa *m);
 
@@ -219,6 +225,7 @@ size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap);
 /* ---- code generation ---- */
 struct grep {
 	struct grep_opts o;
+	struct lazy_dfa *lazy;  /* the exact path's line matcher's states (lazy_line_matches) */
 	struct ast ast;
 	struct nfa nfa;
 	struct dfa dfa, bdfa;  /* text-file DFA; binary-file DFA (NUL also ends a line) */

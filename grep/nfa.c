@@ -818,6 +818,274 @@ long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s)
 	return simulate(m, p, n, s, 1);
 }
 
+/* ---- lazy DFA: the exact path's line matcher ----
+ * When the scanning DFA is over its limits (thousands of patterns with ".*", counted
+ * repetitions), the client matches the candidate lines.  Simulating the NFA walks every
+ * alternative at every byte (1,000 patterns "u1234567.*status=[45]" over 200,000 lines:
+ * 105 s); instead the states are made as the lines need them, each transition once, as a
+ * DFA would (the same (kernel, kind of the byte before) states as dfa_build, whole kernels),
+ * and the cache is emptied when it holds lazy_max_bytes (32 MiB), so a pattern set whose states do
+ * not repeat costs about the simulation and no more memory.  In UTF-8 only where bytes
+ * answer as characters (lazy_utf8_ok); else the simulation. */
+size_t lazy_max_bytes = 32u << 20;
+enum { LAZY_UNKNOWN = -1, LAZY_MATCH = -2 };
+
+struct lstate {
+	int *k;                /* sorted kernel */
+	int n, pc;
+	int eol;               /* a match at the end of the line: -1 not known yet, 0, 1 */
+	uint32_t hash;
+	int next[256];         /* LAZY_UNKNOWN, LAZY_MATCH, or a state */
+};
+
+struct lazy_dfa {
+	const struct nfa *m;
+	struct closer c;
+	int *cl, *k;           /* scratch: a closure, a kernel */
+	struct lstate **st;
+	int n_st, cap_st;
+	/* the start state's part, the same in every kernel: closed once per kind of byte before
+	 * and byte (what it moves to on c, sorted), as dfa_build's shared kernels */
+	int *sn[3][256];
+	int snn[3][256];
+	signed char sm[3][3];  /* the start's closure reaches the match: -1 not known */
+	int *tab;              /* open hash of state indices, -1 empty (2 * cap_st slots) */
+	int tab_cap;
+	size_t bytes;
+	int simulate;          /* UTF-8 where contexts or starts depend on characters */
+};
+
+/* In UTF-8 the lazy DFA (bytes) answers as the simulation (characters) when no assertion
+ * looks at word characters (the others look at the line's ends only) and no thread can start
+ * on a continuation byte (the simulation starts none inside a character; an empty match
+ * there needs no assertion, so it is one at the line's start too). */
+static int lazy_utf8_ok(struct lazy_dfa *L)
+{
+	const struct nfa *m = L->m;
+	if (m->utf8 != 1)
+		return 0;
+	for (int i = 0; i < m->len; i++)
+		if (m->s[i].kind == S_ASSERT && m->s[i].akind != A_BOL && m->s[i].akind != A_EOL)
+			return 0;
+	static const int pcs[2] = { P_BOL, P_OTHER }, ncs[2] = { X_OTHER, X_EOL };
+	for (int a = 0; a < 2; a++) {
+		for (int b = 0; b < 2; b++) {
+			int match;
+			int ncl = closure(&L->c, &m->start, 1, pcs[a], ncs[b], L->cl, &match);
+			for (int j = 0; j < ncl; j++)
+				for (unsigned c = 0x80; c < 0xC0; c++)
+					if (set_has(m->sets[m->s[L->cl[j]].set], c))
+						return 0;
+		}
+	}
+	return 1;
+}
+
+void lazy_free(struct lazy_dfa *L)
+{
+	if (!L)
+		return;
+	for (int i = 0; i < L->n_st; i++) {
+		free(L->st[i]->k);
+		free(L->st[i]);
+	}
+	closer_free(&L->c);
+	for (int pc = 0; pc < 3; pc++)
+		for (int c = 0; c < 256; c++)
+			free(L->sn[pc][c]);
+	free(L->st);
+	free(L->tab);
+	free(L->cl);
+	free(L->k);
+	free(L);
+}
+
+static void lazy_flush(struct lazy_dfa *L)
+{
+	for (int i = 0; i < L->n_st; i++) {
+		free(L->st[i]->k);
+		free(L->st[i]);
+	}
+	L->n_st = 0;
+	L->bytes = 0;
+	for (int i = 0; i < L->tab_cap; i++)
+		L->tab[i] = -1;
+}
+
+/* The state of kernel k[0..n) (sorted, no repeats) after a byte of kind pc; -1 when out of
+ * memory.  *flushed is set when the cache was emptied to make room (older indices are gone). */
+static int lazy_state(struct lazy_dfa *L, const int *k, int n, int pc, int *flushed)
+{
+	uint32_t h = khash(k, n, pc, -1);
+	for (int i = (int)(h & (uint32_t)(L->tab_cap - 1)); L->tab_cap > 0; i = (i + 1) & (L->tab_cap - 1)) {
+		int x = L->tab[i];
+		if (x < 0)
+			break;
+		const struct lstate *t = L->st[x];
+		if (t->hash == h && t->n == n && t->pc == pc && !memcmp(t->k, k, (size_t)n * sizeof *k))
+			return x;
+	}
+	size_t need = sizeof(struct lstate) + (size_t)n * sizeof *k;
+	if (L->bytes + need > lazy_max_bytes && L->n_st > 0) {
+		lazy_flush(L);
+		*flushed = 1;
+	}
+	if (L->n_st == L->cap_st || 2 * (L->n_st + 1) > L->tab_cap) {
+		int cap = L->cap_st ? 2 * L->cap_st : 256;
+		struct lstate **v = realloc(L->st, (size_t)cap * sizeof *v);
+		int *tab = malloc(2 * (size_t)cap * sizeof *tab);
+		if (!v || !tab) {
+			free(tab);
+			if (v)
+				L->st = v;
+			return -1;
+		}
+		L->st = v;
+		L->cap_st = cap;
+		free(L->tab);
+		L->tab = tab;
+		L->tab_cap = 2 * cap;
+		for (int i = 0; i < L->tab_cap; i++)
+			L->tab[i] = -1;
+		for (int j = 0; j < L->n_st; j++) {
+			int i = (int)(L->st[j]->hash & (uint32_t)(L->tab_cap - 1));
+			while (L->tab[i] >= 0)
+				i = (i + 1) & (L->tab_cap - 1);
+			L->tab[i] = j;
+		}
+	}
+	struct lstate *t = malloc(sizeof *t);
+	int *kc = malloc(((size_t)n + 1) * sizeof *kc);
+	if (!t || !kc) {
+		free(t);
+		free(kc);
+		return -1;
+	}
+	memcpy(kc, k, (size_t)n * sizeof *k);
+	t->k = kc;
+	t->n = n;
+	t->pc = pc;
+	t->eol = -1;
+	t->hash = h;
+	for (int c = 0; c < 256; c++)
+		t->next[c] = LAZY_UNKNOWN;
+	int x = L->n_st++;
+	L->st[x] = t;
+	L->bytes += need;
+	int i = (int)(h & (uint32_t)(L->tab_cap - 1));
+	while (L->tab[i] >= 0)
+		i = (i + 1) & (L->tab_cap - 1);
+	L->tab[i] = x;
+	return x;
+}
+
+/* The start state's moves on c after a byte of kind pc (sorted, in L->sn), and whether its
+ * closure matches; -1 when out of memory. */
+static int lazy_start(struct lazy_dfa *L, int pc, unsigned c)
+{
+	const struct nfa *m = L->m;
+	int nc = nctx(c), match;
+	if (L->sn[pc][c] && L->sm[pc][nc] >= 0)
+		return 0;
+	int ncl = closure(&L->c, &m->start, 1, pc, nc, L->cl, &match);
+	L->sm[pc][nc] = (signed char)match;
+	int *v = malloc(((size_t)ncl + 1) * sizeof *v), nv = 0;
+	if (!v)
+		return -1;
+	for (int j = 0; j < ncl; j++)
+		if (set_has(m->sets[m->s[L->cl[j]].set], c))
+			v[nv++] = m->s[L->cl[j]].out;
+	qsort(v, (size_t)nv, sizeof *v, cmp_int);
+	free(L->sn[pc][c]);
+	L->sn[pc][c] = v;
+	L->snn[pc][c] = nv;
+	return 0;
+}
+
+/* The transition of state s on byte c: LAZY_MATCH, a state, or -1 (out of memory). */
+static int lazy_step(struct lazy_dfa *L, int s, unsigned c)
+{
+	const struct nfa *m = L->m;
+	struct lstate *t = L->st[s];
+	int match, flushed = 0;
+	if (lazy_start(L, t->pc, c) != 0)
+		return -1;
+	if (L->sm[t->pc][nctx(c)]) {
+		t->next[c] = LAZY_MATCH;
+		return LAZY_MATCH;
+	}
+	/* the kernel's own part: every state but the start (closures distribute over union) */
+	int own = 0;
+	for (int j = 0; j < t->n; j++)
+		if (t->k[j] != m->start)
+			L->k[own++] = t->k[j];
+	int ncl = closure(&L->c, L->k, own, t->pc, nctx(c), L->cl, &match);
+	if (match) {
+		t->next[c] = LAZY_MATCH;
+		return LAZY_MATCH;
+	}
+	int nk = 0;
+	for (int j = 0; j < ncl; j++)
+		if (set_has(m->sets[m->s[L->cl[j]].set], c))
+			L->k[nk++] = m->s[L->cl[j]].out;
+	memcpy(L->k + nk, L->sn[t->pc][c], (size_t)L->snn[t->pc][c] * sizeof *L->k);
+	nk += L->snn[t->pc][c];
+	L->k[nk++] = m->start;
+	qsort(L->k, (size_t)nk, sizeof *L->k, cmp_int);
+	int u = 0;
+	for (int j = 0; j < nk; j++)
+		if (u == 0 || L->k[u - 1] != L->k[j])
+			L->k[u++] = L->k[j];
+	int x = lazy_state(L, L->k, u, pctx(c), &flushed);
+	if (x >= 0 && !flushed)
+		t->next[c] = x;
+	return x;
+}
+
+int lazy_line_matches(struct lazy_dfa **lp, const struct nfa *m, const uint8_t *p, size_t n)
+{
+	struct lazy_dfa *L = *lp;
+	if (L && L->simulate)
+		return nfa_line_matches(m, p, n);
+	if (!L) {
+		L = calloc(1, sizeof *L);
+		if (!L)
+			return nfa_line_matches(m, p, n);
+		L->m = m;
+		memset(L->sm, -1, sizeof L->sm);
+		L->cl = malloc(((size_t)m->len + 1) * sizeof *L->cl);
+		L->k = malloc((2 * (size_t)m->len + 2) * sizeof *L->k);
+		if (closer_init(&L->c, m) != 0 || !L->cl || !L->k) {
+			lazy_free(L);
+			return nfa_line_matches(m, p, n);
+		}
+		L->simulate = m->utf8 && !lazy_utf8_ok(L);
+		*lp = L;
+		if (L->simulate)
+			return nfa_line_matches(m, p, n);
+	}
+	int flushed = 0;
+	int k0 = m->start;
+	int s = lazy_state(L, &k0, 1, P_BOL, &flushed);
+	for (size_t i = 0; i < n && s >= 0; i++) {
+		int x = L->st[s]->next[p[i]];
+		if (x == LAZY_UNKNOWN)
+			x = lazy_step(L, s, p[i]);
+		if (x == LAZY_MATCH)
+			return 1;
+		s = x;
+	}
+	if (s < 0)
+		return nfa_line_matches(m, p, n);   /* out of memory: the simulation needs less */
+	struct lstate *t = L->st[s];
+	if (t->eol < 0) {
+		int match;
+		closure(&L->c, t->k, t->n, t->pc, X_EOL, L->cl, &match);
+		t->eol = match;
+	}
+	return t->eol;
+}
+
 /* Threads are kept in order of their start (smallest first), and a closure visits them in
  * that order, so a state reached by two threads keeps the earlier start: what remains is
  * exactly the set of leftmost candidates. */

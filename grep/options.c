@@ -302,7 +302,7 @@ static int short_opt(struct parser *p, int c, const char *val)
 /* grep's long options: a letter of short_opt's, or one of these. */
 enum {
 	L_INCLUDE = 256, L_EXCLUDE, L_EXCLUDE_DIR, L_LABEL, L_BINARY_FILES, L_COLOR, L_NO_ICASE,
-	L_HELP, L_NOOP,
+	L_HELP, L_LINE_BUFFERED,
 	L_UNSUPPORTED             /* GNU grep's, not here: "unrecognized option" */
 };
 enum { NO_ARG, REQ_ARG, OPT_ARG };
@@ -322,7 +322,7 @@ static const struct long_opt { const char *name; int id, has_arg; } long_opts[] 
 	{ "help", L_HELP, NO_ARG },                 { "include", L_INCLUDE, REQ_ARG },
 	{ "ignore-case", 'i', NO_ARG },             { "no-ignore-case", L_NO_ICASE, NO_ARG },
 	{ "initial-tab", 'T', NO_ARG },             { "label", L_LABEL, REQ_ARG },
-	{ "line-buffered", L_NOOP, NO_ARG },        { "line-number", 'n', NO_ARG },
+	{ "line-buffered", L_LINE_BUFFERED, NO_ARG },        { "line-number", 'n', NO_ARG },
 	{ "line-regexp", 'x', NO_ARG },             { "max-count", 'm', REQ_ARG },
 	{ "no-filename", 'h', NO_ARG },             { "no-group-separator", L_UNSUPPORTED, NO_ARG },
 	{ "no-messages", 's', NO_ARG },             { "null", 'Z', NO_ARG },
@@ -439,7 +439,7 @@ static int long_opt(struct parser *p, int argc, char **argv, int *i,
 	case L_COLOR: return color_arg(p, val);
 	case L_NO_ICASE: ga->o.icase = 0; return 0;
 	case L_HELP: p->help = 1; return 0;
-	case L_NOOP: return 0;
+	case L_LINE_BUFFERED: ga->line_buffered = 1; return 0;
 	case L_UNSUPPORTED:
 		fprintf(p->err_f, "%s: unrecognized option '%s'\n", p->prog, a);
 		return usage_hint(p);
@@ -683,12 +683,104 @@ int grep_args_locale(struct grep_args *ga, const char *prog, FILE *err_f)
 	return -1;
 }
 
+/* Whether grep 3.8 would take a -G/-E pattern as a plain string (it runs two or more such
+ * patterns as -F): no operator of the syntax, a backslash only before a character it leaves
+ * literal; a lone backslash at the end is taken as itself. */
+static int plain_string(const char *p, size_t n, int ere)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (strchr("$*.[^", c) || (ere && strchr("(+?{|", c)))
+			return 0;
+		if (c == '\\' && i + 1 < n) {
+			c = (unsigned char)p[++i];
+			if (strchr("BSW'<bsw`>", c) || (c >= '1' && c <= '9') ||
+			    (!ere && strchr("(+?{|", c)))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static int ends_in_lone_backslash(const char *p, size_t n)
+{
+	size_t k = 0;
+	while (k < n && p[n - 1 - k] == '\\')
+		k++;
+	return k % 2 == 1;
+}
+
+static int same(const struct grep_strv *v, size_t i, size_t j)
+{
+	return v->len[i] == v->len[j] && memcmp(v->v[i], v->v[j], v->len[i]) == 0;
+}
+
+/* grep 3.8 runs two or more distinct -G/-E patterns that are all plain strings as -F: then a
+ * backslash ending the last of them (the patterns joined by newlines: only there is it not
+ * followed by one) is a literal backslash, not "Trailing backslash" (found by
+ * tests/grep/random.sh: -e foo -e 'za\\' searches for "za\\").  Returns the index of that
+ * pattern, or -1 when grep would compile them as regular expressions. */
+static long literal_trailing_backslash(const struct grep_args *ga)
+{
+	const struct grep_strv *v = &ga->pats;
+	if (ga->o.syntax == GREP_FIXED || v->n < 2 || (ga->o.utf8 && ga->o.icase))
+		return -1;
+	long last = -1;          /* the last pattern that is not a copy of an earlier one */
+	for (size_t j = v->n; j-- > 0 && last < 0;) {
+		size_t i = 0;
+		while (i < j && !same(v, i, j))
+			i++;
+		if (i == j)
+			last = (long)j;
+	}
+	if (last < 0 || !ends_in_lone_backslash(v->v[last], v->len[last]))
+		return -1;
+	int other = 0;
+	for (size_t i = 0; i < v->n; i++) {
+		if (!plain_string(v->v[i], v->len[i], ga->o.syntax == GREP_EXTENDED))
+			return -1;
+		other |= !same(v, i, (size_t)last);
+	}
+	return other ? last : -1;
+}
+
 int grep_args_compile(const struct grep_args *ga, const char *prog, FILE *err_f,
                       struct grep **g)
 {
 	char err[256], warn[1024];
-	if (grep_compile((const char *const *)ga->pats.v, ga->pats.len, ga->pats.n, &ga->o, g, err,
-	                 sizeof err, warn, sizeof warn) != 0) {
+	const char **pats = (const char **)ga->pats.v;
+	const size_t *lens = ga->pats.len;
+	const char **pv = NULL;
+	size_t *lv = NULL;
+	char *lit = NULL;
+	long k = literal_trailing_backslash(ga);
+	if (k >= 0) {
+		/* the same patterns, the backslash doubled where grep reads it as itself */
+		pv = malloc(ga->pats.n * sizeof *pv);
+		lv = malloc(ga->pats.n * sizeof *lv);
+		lit = malloc(ga->pats.len[k] + 2);
+		if (!pv || !lv || !lit) {
+			free(pv), free(lv), free(lit);
+			fprintf(err_f, "%s: memory exhausted\n", prog);
+			return -1;
+		}
+		for (size_t i = 0; i < ga->pats.n; i++) {
+			int copy = same(&ga->pats, i, (size_t)k);
+			pv[i] = copy ? lit : ga->pats.v[i];
+			lv[i] = ga->pats.len[i] + (size_t)copy;
+		}
+		memcpy(lit, ga->pats.v[k], ga->pats.len[k]);
+		lit[ga->pats.len[k]] = '\\';
+		lit[ga->pats.len[k] + 1] = '\0';
+		pats = pv;
+		lens = lv;
+	}
+	int rc = grep_compile(pats, lens, ga->pats.n, &ga->o, g, err, sizeof err, warn,
+	                      sizeof warn);
+	free(pv);
+	free(lv);
+	free(lit);
+	if (rc != 0) {
 		/* grep prints no warnings then, and names every pattern in error */
 		if (report_pattern_errors(ga, prog, err_f) == 0)
 			fprintf(err_f, "%s: %s\n", prog, err);

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,151 @@ static size_t read_input(struct state *st, int fd, const char *name, int64_t wan
 	return checked;
 }
 
+/* Streaming standard input: a part is run once this many bytes of complete lines wait */
+#define STREAM_PART (4u << 20)
+/* ... or once the input pauses this long (a terminal, tail -f) */
+#define STREAM_PAUSE_MS 10
+
+static int64_t ms_since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* The start of the n-th line before end (n >= 1) in p[0..end), end just after a terminator;
+ * 0 when there are fewer. */
+static size_t lines_back(const uint8_t *p, size_t end, int eol, int64_t n)
+{
+	size_t at = end;
+	while (n-- > 0 && at > 0) {
+		const uint8_t *z = at > 1 ? memrchr(p, eol, at - 1) : NULL;
+		at = z ? (size_t)(z - p) + 1 : 0;
+	}
+	return at;
+}
+
+/* Standard input that is not a regular file, when no option stops the search early: read and
+ * searched in parts of complete lines, each printed before more is read, so that memory stays
+ * bounded by a part and the longest line (grep streams it too; `tail -f log | pngrep x`
+ * prints as lines come).  A part's records get the file's offsets and line numbers; with
+ * context the next part starts earlier, at the last B lines or at a selected line whose -A
+ * context is not complete, and the formatter skips what it printed already.  Once a part is
+ * binary the rest of the input is too, as in grep: no lines printed, and without -c the
+ * search stops at the first selected line.  The exact path with context needs the whole
+ * input (read_input). */
+static void grep_stream(struct state *st, int fd, const char *name)
+{
+	const struct grep_opts *o = &st->a.o;
+	int eol = o->null_data ? '\0' : '\n';
+	int64_t before = o->count ? 0 : o->before > 0 ? o->before : 0;
+	int64_t after = o->count ? 0 : o->after > 0 ? o->after : 0;
+	size_t hdr = o->line_number ? 24 : 16;
+	size_t cap = 1 << 16, len = 0, done = 0;   /* b[0..done) was run */
+	uint64_t base_off = 0, base_line = 1;      /* b[0]'s offset and line number in the input */
+	int64_t total = 0, last_end = -1;
+	int binary = 0, eof = 0, failed = 0;
+	struct timespec last;
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	uint8_t *b = malloc(cap);
+	if (!b)
+		die("%s", "memory exhausted");
+	while (!eof) {
+		int run = 0;
+		uint8_t *z = len > done ? memrchr(b + done, eol, len - done) : NULL;
+		if (z) {
+			/* complete lines wait: run them when the input pauses */
+			int64_t wait = STREAM_PAUSE_MS - ms_since(&last);
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			if ((size_t)(z - b) + 1 - done >= STREAM_PART ||
+			    poll(&pfd, 1, wait > 0 ? (int)wait : 0) == 0)
+				run = 1;
+		}
+		if (!run) {
+			if (len == cap) {
+				uint8_t *nb = realloc(b, cap *= 2);
+				if (!nb)
+					die("%s", "memory exhausted");
+				b = nb;
+			}
+			ssize_t r = read(fd, b + len, cap - len);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				file_error(st, name, errno);
+			if (r <= 0)
+				eof = 1;
+			else
+				len += (size_t)r;
+			z = len > done ? memrchr(b + done, eol, len - done) : NULL;
+			if (!eof && (!z || (size_t)(z - b) + 1 - done < STREAM_PART))
+				continue;
+		}
+		/* run b[0..end): the lines not run yet, after the overlap kept from the last part */
+		size_t end = eof ? len : (size_t)(z - b) + 1;
+		clock_gettime(CLOCK_MONOTONIC, &last);
+		if (end <= done)
+			break;
+		int64_t v;
+		size_t out_len, keep = end;
+		if (run_segment(st, name, b, end, &v, &out_len) != 0) {
+			failed = 1;
+			break;
+		}
+		size_t last_sel = end;   /* the last selected line's offset in b */
+		for (size_t i = 0; i + hdr <= out_len;) {
+			uint64_t q[3];
+			memcpy(q, st->out + i, hdr);
+			uint64_t flags = q[0] & (1ull << 63);
+			if (!flags)
+				last_sel = (size_t)q[0];
+			q[0] = ((q[0] & ~flags) + base_off) | flags;
+			q[2] += base_line - 1;
+			memcpy(st->out + i, q, hdr);
+			i += hdr + q[1];
+		}
+		if (v & 1 && !o->text && !o->null_data)
+			binary = 1;
+		int64_t sel;
+		int rc = grep_format_part(st->g, name, v | binary, st->out, out_len, stdout, &last_end,
+		                          &sel);
+		if (rc == -2)
+			die("%s", "memory exhausted");
+		if (rc != 0) {
+			fprintf(stderr, "%s: %s: malformed records\n", prog, name);
+			st->errors = 1;
+		}
+		check_output(0);
+		total += sel;
+		done = end;
+		if (binary && total > 0 && !o->count)
+			break;       /* grep: "binary file matches" at the first selected line */
+		/* keep what the next part needs: the last B lines, a selected line within the last
+		 * A lines (its context goes on) */
+		if (before > 0)
+			keep = lines_back(b, end, eol, before);
+		if (after > 0 && last_sel < end && last_sel >= lines_back(b, end, eol, after) &&
+		    last_sel < keep)
+			keep = last_sel;
+		if (o->line_number)
+			for (const uint8_t *p = b; (p = memchr(p, eol, (size_t)(b + keep - p))); p++)
+				base_line++;
+		memmove(b, b + keep, len - keep);
+		base_off += keep;
+		len -= keep;
+		done -= keep;
+	}
+	free(b);
+	if (failed)
+		return;
+	struct grep_file_result fr;
+	if (grep_format_done(st->g, prog, name, total, binary, stdout, stderr, &fr) != 0)
+		st->errors = 1;
+	if (fr.matched)
+		st->any_match = 1;
+	check_output(0);
+}
+
 /* Standard input (or "-"): a regular file is mapped from its offset, and left, as grep
  * leaves it, just after the last selected line when -m stopped the search; anything else is
  * read, and only until the search can stop. */
@@ -274,6 +420,10 @@ static void grep_stdin(struct state *st)
 		/* else it was read to its end (grep: up to a buffer after its last line) */
 		lseek(0, end >= 0 ? start + end : sb.st_size, SEEK_SET);
 		munmap(base, map_len);
+		return;
+	}
+	if (want == 0 && !(grep_is_exact(st->g) && (o->before > 0 || o->after > 0))) {
+		grep_stream(st, 0, name);
 		return;
 	}
 	uint8_t *buf;
@@ -472,7 +622,8 @@ int main(int argc, char **argv)
 	st.no_read = grep_args_select_none(&st.a);   /* -L names every file it can open */
 	st.out_reg = fstat(1, &st.out_sb) == 0 && S_ISREG(st.out_sb.st_mode);
 	static char obuf[1 << 16];
-	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+	/* a terminal or --line-buffered sees each line as it is printed (as grep's stdio) */
+	setvbuf(stdout, obuf, st.a.line_buffered || isatty(1) ? _IOLBF : _IOFBF, sizeof obuf);
 	st.omit_dot = files->n == 0 && st.a.recursive;
 	if (files->n == 0)
 		grep_path(&st, st.a.recursive ? "." : "-", 1);

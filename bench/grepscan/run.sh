@@ -16,7 +16,8 @@
 # times of every repetition are also kept, one line each, in results/NAME.raw.
 #
 # Rows starting with @log run on a second file, 200,000 lines of a web log (16 MB) with one
-# id u<7 digits> per line, with 10 to 10,000 ids as patterns (-f, as fixed strings and not);
+# id u<7 digits> per line, with 10 to 10,000 ids as patterns (-f, as fixed strings and not;
+# idsre1000: 1,000 ids each followed by ".*status [45]", past the scanning DFA's limits);
 # @long on one line of 58,893 digits (seq 1 15000) with a back-reference.  --cases runs only
 # the rows whose text matches REGEX (grep -E).
 # --perf also records `perf record` of arfd during one extra run of each case and keeps
@@ -91,6 +92,9 @@ for n in 10 100 1000 10000; do
 	awk -v n=$n 'BEGIN { srand(n); for (i = 0; i < n; i++) printf "u%07d\n", int(rand() * 10000000) }' \
 		>"$tmp/p/ids$n"
 done
+# past the scanning DFA's limits (each id followed by ".*"): the client's lazy DFA decides
+awk 'BEGIN { srand(1000); for (i = 0; i < 1000; i++) printf "u%07d.*status [45]\n", int(rand() * 10000000) }' \
+	>"$tmp/p/idsre1000"
 { seq 1 15000 | tr -d '\n'; echo; } >"$tmp/d/long"
 size=$(stat -c %s "$tmp/d/big")
 
@@ -138,6 +142,7 @@ cases=(
 	"@log -c -f ids1000"
 	"@log -c -f ids10000"
 	"@log -F -f ids10000"
+	"@log -c -f idsre1000"
 	"@long -c ^\(.*\)\1$"
 )
 # a case's arguments into a[]; the patterns with spaces are rebuilt as one argument

@@ -105,6 +105,21 @@ function pattern(syn,   p, tries) {
 	}
 	return p
 }
+# a case where GNU grep 3.8 is known to answer otherwise on purpose (docs/grep.md, "Deliberate
+# differences"): run as a skip, so that the other cases of a seed stay as they were
+function quirk(line, syn,   ro, br) {
+	ro = line ~ /\047-o\047|\047--color=always\047/
+	br = line ~ /\\[1-9]/
+	# -o or colour with -w: grep 3.8 retries a shorter match cut at the wrong place
+	if (ro && line ~ /\047-w\047/) return 1
+	# an ERE operator after an anchor or with nothing before it, when glibc regex decides
+	if (syn == "E" && (ro || br) && line ~ /([$^|(]|\047)([*+?]|[{])/) return 1
+	# a group under {,2} with a back-reference: a glibc regex bug
+	if (br && line ~ /[)][\\]?[{],2/) return 1
+	# a trailing backslash before the "(" of a group in an ERE: an unmatched ")"
+	if (syn == "E" && line ~ /a[\\][(]/) return 1
+	return 0
+}
 BEGIN {
 	srand(seed)
 	opts = "-i\037-v\037-w\037-x\037-c\037-l\037-L\037-q\037-o\037-n\037-b\037-H\037-h\037-s\037-z\037-a\037-I\037-T\037-r\037-Z\037-y\037--color=always\037--label=LBL\037--binary-files=text\037--binary-files=without-match\037-U\037--line-buffered"
@@ -129,11 +144,11 @@ BEGIN {
 		}
 		nf = int(rand() * 4)
 		for (i = 0; i < nf; i++) line = line " " q(pick(files))
-		print substr(line, 2)
+		print (quirk(line, syn) ? "S " : "R ") substr(line, 2)
 	}
 }' >"$tmp/cases" || exit 1
 if [ -n "$print_cases" ]; then
-	cat "$tmp/cases"
+	sed -n 's/^R //p' "$tmp/cases"
 	exit 0
 fi
 
@@ -144,8 +159,13 @@ fail=0
 skipped=0
 other_error=0
 n=0
+quirks=0
 while IFS= read -r line; do
 	n=$((n + 1))
+	case $line in
+	S*) quirks=$((quirks + 1)); continue ;;
+	esac
+	line=${line#R }
 	eval "set -- $line"
 	for w in g p; do
 		(cd "$d" && PATH="$tmp/${w}bin:$PATH" timeout 10 grep "$@" <words >"$tmp/$w.out" \
@@ -167,13 +187,14 @@ while IFS= read -r line; do
 	else
 		fail=$((fail + 1))
 		if [ "$fail" -le 30 ] || [ -n "$verbose" ]; then
-			echo "FAIL (case $n of seed $seed): grep $line <words  (status $(cat "$tmp/g.rc") vs $(cat "$tmp/p.rc"))"
+			printf '%s\n' "FAIL (case $n of seed $seed): grep $line <words  (status $(cat "$tmp/g.rc") vs $(cat "$tmp/p.rc"))"
 			diff "$tmp/g.out" "$tmp/p.out" | head -n 4 | cut -c1-200
 			diff "$tmp/g.err" "$tmp/p.err" | head -n 4 | cut -c1-200
 		fi
 	fi
 done <"$tmp/cases"
 [ "$skipped" -eq 0 ] || echo "random.sh: $skipped cases skipped: GNU grep took more than 10 s"
+[ "$quirks" -eq 0 ] || echo "random.sh: $quirks cases skipped: deliberate differences (docs/grep.md)"
 [ "$other_error" -eq 0 ] || echo "random.sh: $other_error cases refused by both with another error"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

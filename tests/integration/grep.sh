@@ -170,6 +170,16 @@ done
 for p in '[a-c-e]' '[a-c-' '[a-c--]' '[----]' '[%--]' '[a-c-]' '[^a-c-e]' '[[.a.]-c-e]'; do
 	check -e "$p" n
 done
+# two or more distinct -G/-E patterns that are plain strings run as -F in grep 3.8: a lone
+# backslash ending the last one is then a literal backslash (found by tests/grep/random.sh)
+printf 'za\\\nfoo\nb\\\n' >"$tmp/t/bs"
+for args in '-e za\' '-e foo -e za\' '-e za\ -e foo' '-E -e foo -e za\' '-e a -e b -e za\' \
+            '-e za\ -e foo -e za\' '-e foo -e za\ -e za\' '-e a. -e za\' '-e a\. -e za\' \
+            '-e za\ -e za\' '-E -e a( -e za\' '-e a( -e za\' '-e a\( -e za\' '-e b\\\ -e a' \
+            '-F -e a -e za\' '-c -i -e FOO -e za\' '-x -e foo -e za\' '-w -e za\ -e b -e foo\'; do
+	# shellcheck disable=SC2086
+	check $args bs
+done
 # errors in patterns: "FILE:LINE:" for a line of -f FILE, every distinct pattern in error,
 # no warnings then; deep nesting is grep's "stack overflow", without a place
 printf 'ok\nbad(\n' >"$tmp/t/pbad"
@@ -218,6 +228,66 @@ for o in -m1 "-m1 -A1" "-m1 -A3" "-m1 -c" "-m2 -c" "-m1 -v" -q -l -m5 -L "-m1 -n
 	check_sh "(grep $o foo; echo \$?; cat) <n"
 done
 check_sh '(head -n 3 >/dev/null; grep -m1 line; cat) <n'
+# standard input without -m/-q/-l/-L is searched in parts as it comes (a part after each
+# pause of the input, or 4 MiB): a slow writer makes one part a line, so context, numbers,
+# offsets and the "--" separators cross part boundaries; a 12 MB pipe makes parts by size;
+# a NUL in a later part makes the rest binary
+slow='i=0; while [ $i -lt 24 ]; do i=$((i+1)); case $((i%7)) in 0) echo "x $i";; 3) echo "a$i"; echo "x$i";; *) echo "l $i";; esac; sleep 0.02; done'
+for o in "-n -A2 x" "-n -B2 x" "-n -C3 x" "-c x" "-b x" "-n -A1 -v l" "-n -o x" "-bn -B1 -A4 a" \
+         "-n x\\([0-9]\\)" "-c -v x" "-T -n x" "--color=always -C1 x"; do
+	check_sh "($slow) | grep $o"
+done
+check_sh "(echo x; sleep 0.05; printf 'a\\0x\\n'; seq 3) | grep x"
+check_sh "(echo x; sleep 0.05; printf 'a\\0x\\n'; seq 3) | grep -c x"
+check_sh "(echo x; sleep 0.05; printf 'a\\0x\\n'; seq 3) | grep -a -n x"
+awk 'BEGIN { for (i = 1; i <= 1200000; i++) print i (i % 10 == 7 ? " x" : "") }' >"$tmp/t/big" ||
+	exit 1
+for o in "-n 99.*x" "-c x" "-b -n -A3 9999" "-B4 -n 99999" "-C2 -n 5.99" "-n -o 1.30" "-v -c x"; do
+	check_sh "cat big | grep $o"
+done
+rm -f "$tmp/t/big"
+# an endless pipe: pngrep's memory stays bounded (a part and a line), grep's too
+yes abcdefgh | "$PNGREP" zzz &
+pid=$!
+sleep 2
+hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
+kill "$pid"
+wait "$pid" 2>/dev/null
+if [ -n "$hwm" ] && [ "$hwm" -lt 65536 ]; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "FAIL: yes abcdefgh | pngrep zzz: peak RSS ${hwm:-?} KiB after 2 s (>= 64 MiB)"
+fi
+
+# a line is printed while the writer still runs (--line-buffered: flushed at each line)
+for w in "$GREP" "$PNGREP"; do
+	rm -f "$tmp/lb.out"
+	(echo x; sleep 3) | "$w" --line-buffered x >"$tmp/lb.out" &
+	pid=$!
+	sleep 1.5
+	got=$(cat "$tmp/lb.out")
+	wait "$pid"
+	if [ "$got" = x ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "FAIL: (echo x; sleep 3) | $w --line-buffered x: '$got' after 1.5 s, not 'x'"
+	fi
+done
+
+# a set past the scanning DFA's limits (1,000 ids each followed by ".*"): the client's exact
+# matcher is a lazy DFA (the NFA simulation took 105 s over 200,000 such lines; 20 s limit)
+awk 'BEGIN { srand(5); for (i = 0; i < 60000; i++)
+	printf "GET /u%07d/item?id=%d status=%d t=%d\n", int(rand() * 10000000), i,
+	       200 + int(rand() * 3) * 100, int(rand() * 1000) }' >"$tmp/t/log" &&
+awk 'BEGIN { srand(7); for (i = 0; i < 1000; i++)
+	printf "u%07d.*status=[45]\nu%05d[0-9]*/item.*t=%d$\n", int(rand() * 10000000),
+	       int(rand() * 100000), int(rand() * 1000) }' >"$tmp/t/ids" || exit 1
+check_sh 'grep -c -f ids log'
+check_sh 'grep -n -f ids log'
+check_sh 'grep -c -v -i -f ids log'
+rm -f "$tmp/t/log" "$tmp/t/ids"
 # -R through symlinks to a directory above: grep warns of the loop and goes on
 mkdir -p "$tmp/loop/a/b" && printf 'x\n' >"$tmp/loop/a/f" && ln -s .. "$tmp/loop/a/b/up" &&
 	ln -s ../../a "$tmp/loop/a/b/again" || exit 1

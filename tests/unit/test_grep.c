@@ -152,6 +152,8 @@ static void test_match(void)
 		if (!g->exact)
 			CHECK(dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s", cases[i].pat);
 		CHECK(nfa_line_matches(&g->nfa, p, n) == cases[i].match, "nfa %s", cases[i].pat);
+		CHECK(lazy_line_matches(&g->lazy, &g->nfa, p, n) == cases[i].match, "lazy %s",
+		      cases[i].pat);
 		CHECK(bt_line_matches(&g->ast, p, n, 0) == cases[i].match, "bt %s", cases[i].pat);
 		size_t s = 0, e = 0;
 		int m = nfa_leftmost_longest(&g->nfa, p, n, 0, &s, &e);
@@ -298,6 +300,57 @@ static unsigned rnd(unsigned n)
 	return (rnd_state >> 16) % n;
 }
 
+/* The exact path's lazy DFA against the NFA simulation: sets past the scanning DFA's
+ * limits (ids followed by ".*", which made 1,000 patterns take 105 s over 200,000 lines of a
+ * log), -w/-x/-i, and a cache bound so low that it is emptied every few states. */
+static void test_lazy(void)
+{
+	static const char *const tails[] = { ".*s=[45]", "[0-9]*/i.*t=1$", "\\>", "x*y",
+	                                     "\\(a\\|b\\)*c", "" };
+	size_t saved = lazy_max_bytes;
+	int n_lines = 0, n_exact = 0;
+	for (int round = 0; round < 24; round++) {
+		static char buf[300][40];
+		const char *pv[300];
+		size_t lens[300];
+		int np = round < 12 ? 300 : 1 + (int)rnd(40);
+		for (int i = 0; i < np; i++) {
+			snprintf(buf[i], sizeof buf[i], "u%03u%s", (unsigned)rnd(1000),
+			         tails[rnd(sizeof tails / sizeof tails[0])]);
+			pv[i] = buf[i];
+			lens[i] = strlen(buf[i]);
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = GREP_BASIC, .icase = round % 4 == 1,
+		                       .word = round % 5 == 2, .line = round % 7 == 3 };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		if (grep_compile(pv, lens, (size_t)np, &o, &g, err, sizeof err, warn, sizeof warn)) {
+			CHECK(0, "lazy round %d: %s", round, err);
+			continue;
+		}
+		n_exact += g->exact;
+		lazy_max_bytes = round % 2 ? 16u << 10 : saved;
+		for (int l = 0; l < 300; l++) {
+			char line[64];
+			int n = snprintf(line, sizeof line, "%s u%03u%s s=%u t=%u%s", rnd(2) ? "GET" : "U",
+			                 (unsigned)rnd(1000), rnd(2) ? "7/i" : "y", (unsigned)rnd(6),
+			                 (unsigned)rnd(3), rnd(3) ? "" : " abac");
+			int want = nfa_line_matches(&g->nfa, (const uint8_t *)line, (size_t)n);
+			int got = lazy_line_matches(&g->lazy, &g->nfa, (const uint8_t *)line, (size_t)n);
+			n_lines++;
+			if (got != want) {
+				CHECK(0, "lazy round %d, line \"%s\": lazy %d, nfa %d", round, line, got, want);
+				break;
+			}
+		}
+		lazy_max_bytes = saved;
+		grep_free(g);
+	}
+	CHECK(n_lines == 24 * 300 && n_exact > 0, "%d lines compared, %d exact sets", n_lines,
+	      n_exact);
+}
+
 static void test_many(void)
 {
 	/* the DFA built with shared kernels (own part + base) against the one built from whole
@@ -341,10 +394,11 @@ static void test_many(void)
 					line[i] = (uint8_t)"abcAB_- "[rnd(8)];
 				int want = nfa_line_matches(&g->nfa, line, n);
 				int a = dfa_line_matches(&sh, line, n), b = dfa_line_matches(&plain, line, n);
+				int lz = lazy_line_matches(&g->lazy, &g->nfa, line, n);
 				n_lines++;
-				if (a != want || b != want) {
-					CHECK(0, "round %d, line \"%.*s\": shared %d, plain %d, nfa %d", round,
-					      (int)n, line, a, b, want);
+				if (a != want || b != want || lz != want) {
+					CHECK(0, "round %d, line \"%.*s\": shared %d, plain %d, lazy %d, nfa %d",
+					      round, (int)n, line, a, b, lz, want);
 					break;
 				}
 			}
@@ -506,6 +560,7 @@ int main(void)
 	test_match();
 	test_deep();
 	test_many();
+	test_lazy();
 	test_literal();
 	test_segment();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
