@@ -17,15 +17,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "arc.h"
 #include "arf_cli.h"
 #include "arf_cluster.h"
+#include "arf_data.h"
 #include "arf_ops.h"
 #include "grep.h"
 #include "isa.h"
+#include "vm.h"
 
 static const char *prog = "grep";
 
@@ -37,6 +40,8 @@ struct conn {
 	char *endpoint;
 	struct arc *a;
 	struct arf_client *c;
+	struct arf_data *d;            /* a cluster's metadata server: its description's reader */
+	struct arf_cluster *cl;        /* its data servers (NULL: a one-server image) */
 	struct conn *next;
 };
 
@@ -58,6 +63,8 @@ struct state {
 	const char *out_path;
 	char *out_abs;
 	int64_t out_ino;               /* 0: not looked up yet; < 0: none */
+	uint8_t *cl_out;               /* a cluster file's records (mmap'd, reserved) */
+	size_t cl_out_cap;
 };
 
 static void die(const char *fmt, const char *arg)
@@ -93,6 +100,38 @@ static void run_error(struct state *st, const char *name, const char *what)
 	fprintf(stderr, "%s: %s: %s\n", prog, name, what);
 }
 
+/* k's metadata server holds a cluster description: open its data servers.  0, or -1 with
+ * a message in err. */
+static int cluster_open(struct conn *k, char *err, size_t errlen)
+{
+	char *data = arf_seg_path("ARF_DATA_SEG", "data.pno");
+	char *ops = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	struct arf_cluster_desc *desc = malloc(sizeof *desc);
+	int rc = -1;
+	if (!desc || !data || !ops) {
+		snprintf(err, errlen, "memory exhausted");
+		goto out;
+	}
+	k->d = arf_data_open(k->a, data, err, errlen);
+	if (!k->d || arf_cluster_read(k->c, k->d, desc, err, errlen) < 0)
+		goto out;
+	if (desc->n == 0) {
+		rc = 0;
+		goto out;
+	}
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+	                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	k->cl = arf_cluster_open(k->a, desc, &dao, ops, data, err, errlen);
+	if (k->cl)
+		rc = 0;
+out:
+	free(desc);
+	free(data);
+	free(ops);
+	return rc;
+}
+
 static struct conn *connect_to(struct state *st, const char *endpoint, const char *name)
 {
 	for (struct conn *k = st->conns; k; k = k->next)
@@ -113,11 +152,9 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 	char *ops = arf_seg_path("ARF_OPS_SEG", "ops.pno");
 	k->c = arf_client_open(k->a, ops, err, sizeof err);
 	free(ops);
-	/* a cluster's files have their bytes on the data servers, which grep does not scan
-	 * yet: it would find nothing and say so */
-	if (k->c && arf_lookup(k->c, 1, ARF_CLUSTER_FILE) >= 0) {
-		snprintf(err, sizeof err, "%s: the metadata server of a cluster: arf grep does not "
-		         "search clusters yet (docs/cluster.md)", endpoint);
+	/* a cluster's files have their bytes on the data servers (docs/cluster.md, "arf grep
+	 * on a cluster"); a dead one is an error within about ten seconds, not a wait */
+	if (k->c && arf_lookup(k->c, 1, ARF_CLUSTER_FILE) >= 0 && cluster_open(k, err, sizeof err)) {
 		arf_client_close(k->c);
 		k->c = NULL;
 	}
@@ -220,9 +257,133 @@ static void batch_end(struct conn *k, struct batch *b)
 	b->started = 0;
 }
 
+static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
+
+/* ---- a file of a cluster (docs/cluster.md, "arf grep on a cluster") ----
+ * Its stripes are gathered from all its data servers at once (arf_cl_read: one Cooperation
+ * over the N servers per batch of up to 1 MiB each), into one buffer in file order, and the
+ * whole file is scanned here by the same compiled patterns (grep_segment over region
+ * "data", as pngrep runs it): lines across stripe boundaries, line numbers, offsets and
+ * context need no stitching, so the output is GNU grep's by construction.  The scan in the
+ * data servers (each over its own stripes, the client stitching the edges) is not yet. */
+#define CL_FILE_MAX  (2ull << 30)      /* a cluster file is held in memory: its largest */
+#define CL_READ      (16u << 20)       /* bytes per arf_cl_read (batches of 1 MiB a server) */
+
+/* Run the segment over data[0..len): 0 with *value and the records in st->cl_out, or -1
+ * after the message. */
+static int cluster_scan(struct state *st, const char *name, const uint8_t *data, size_t len,
+                        int64_t *value, size_t *out_len)
+{
+	char err[300];
+	size_t seg_len;
+	const uint8_t *seg = grep_segment(st->g, &seg_len);
+	static const uint8_t empty[1];
+	struct vm *vm = vm_new();
+	struct vm_prog *p = NULL;
+	if (!vm || vm_bind_region(vm, "data", (void *)(len ? data : empty), len, ISA_ACC_RO) != 0 ||
+	    vm_load(vm, seg, seg_len, &p, err, sizeof err) != 0) {
+		run_error(st, name, vm ? err : "memory exhausted");
+		vm_free(vm);
+		return -1;
+	}
+	uint64_t cap = GREP_OUT_CAP(len);
+	if (cap > st->cl_out_cap) {
+		if (st->cl_out)
+			munmap(st->cl_out, st->cl_out_cap);
+		/* reserved, not committed: only what the run writes is touched */
+		st->cl_out = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		                  MAP_NORESERVE, -1, 0);
+		if (st->cl_out == MAP_FAILED) {
+			st->cl_out = NULL;
+			st->cl_out_cap = 0;
+			die("%s", "memory exhausted");
+		}
+		st->cl_out_cap = cap;
+	}
+	struct vm_run_opts ro = { .out = st->cl_out, .out_cap = cap, .fuel = 2 * GREP_FUEL(len) };
+	struct vm_result res;
+	unsigned n_args;
+	int entry = vm_prog_entry(p, "grep", &n_args);
+	int rc = entry < 0 ? entry : vm_run(p, (unsigned)entry, NULL, 0, &ro, &res);
+	if (rc != 0) {
+		char t[300];
+		run_error(st, name, rc == -VM_ETRAP ? vm_trap_str(p, &res.trap, t, sizeof t)
+		                                    : vm_strerror(rc));
+	} else {
+		*value = res.value;
+		*out_len = res.out_len;
+	}
+	vm_prog_free(p);
+	vm_free(vm);
+	return rc != 0 ? -1 : 0;
+}
+
+static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
+{
+	const struct grep_opts *o = &st->a.o;
+	struct arf_attr at;
+	int rc = arf_getattr(k->c, ino, &at);
+	if (rc < 0) {
+		if (rc == -EIO)
+			run_error(st, name, arf_client_errmsg(k->c));
+		else
+			file_error(st, name, -rc);
+		return;
+	}
+	int64_t value = 0;
+	size_t out_len = 0;
+	uint8_t *buf = NULL;
+	if (!st->no_read) {
+		if (is_output(st, k, ino, name))
+			return;
+		if (at.size > CL_FILE_MAX) {
+			run_error(st, name, "larger than 2 GiB: arf grep holds a cluster's file in "
+			          "memory (docs/cluster.md)");
+			return;
+		}
+		size_t size = (size_t)at.size;
+		struct arf_cl_file *f = arf_cl_file_open(k->cl, ino, at.gen);
+		buf = malloc(size ? size : 1);
+		if (!f || !buf)
+			die("%s", "memory exhausted");
+		size_t off = 0;
+		while (off < size) {
+			size_t want = size - off < CL_READ ? size - off : CL_READ;
+			int64_t n = arf_cl_read(f, off, buf + off, want);
+			if (n < 0) {
+				run_error(st, name, n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
+				arf_cl_file_close(f);
+				free(buf);
+				return;
+			}
+			if (n == 0)
+				break;     /* cut meanwhile: what is there is searched */
+			off += (size_t)n;
+		}
+		arf_cl_file_close(f);
+		rc = cluster_scan(st, name, buf, off, &value, &out_len);
+		if (rc != 0) {
+			free(buf);
+			return;
+		}
+	}
+	if (o->initial_tab && (o->line_number || o->byte_offset))
+		grep_set_file_size(st->g, (int64_t)at.size);
+	struct grep_file_result res;
+	rc = grep_format(st->g, prog, name, value, st->no_read ? NULL : st->cl_out, out_len,
+	                 stdout, stderr, &res);
+	free(buf);
+	if (rc == -2)
+		die("%s", "memory exhausted");
+	if (rc != 0)
+		run_error(st, name, "malformed records");
+	if (res.matched)
+		st->any_match = 1;
+	check_output(0);
+}
+
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
  * its first run's result, from a batch (or NULL). */
-static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
 
 static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
                      const struct first_part *first)
@@ -233,6 +394,10 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 	uint8_t *acc = NULL;
 	size_t acc_len = 0, acc_cap = 0;
 	int64_t last_end = -1;
+	if (k->cl) {
+		grep_cluster_ino(st, k, ino, name);
+		return;
+	}
 	if (st->no_read)
 		goto end;
 	if (is_output(st, k, ino, name))
@@ -516,7 +681,7 @@ static void walk_more(struct tree *t)
 /* The next batch of files from the queue, started; 0 when there are not enough files yet. */
 static int batch_form(struct tree *t)
 {
-	if (t->st->local || t->st->no_read || t->formed - t->consumed >= BATCHES_AHEAD || !t->files_unbatched ||
+	if (t->st->local || t->st->no_read || t->k->cl || t->formed - t->consumed >= BATCHES_AHEAD || !t->files_unbatched ||
 	    (t->walk && t->files_unbatched < BATCH_FILES))
 		return 0;
 	int slot = (int)(t->formed++ % BATCHES_AHEAD);
@@ -859,9 +1024,15 @@ out:
 	free(st.out_endpoint);
 	free(st.out_abs);
 	grep_free(st.g);
+	if (st.cl_out)
+		munmap(st.cl_out, st.cl_out_cap);
 	while (st.conns) {
 		struct conn *k = st.conns;
 		st.conns = k->next;
+		if (k->cl)
+			arf_cluster_close(k->cl);
+		if (k->d)
+			arf_data_close(k->d);
 		if (k->c)
 			arf_client_close(k->c);
 		if (k->a)
