@@ -350,8 +350,9 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 		while (off < size) {
 			size_t want = size - off < CL_READ ? size - off : CL_READ;
 			int64_t n = arf_cl_read(f, off, buf + off, want);
-			if (n < 0) {
-				run_error(st, name, n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
+			if (n < 0 || (uint64_t)n > want) {
+				run_error(st, name, n > 0 ? "malformed reply" :
+				          n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
 				arf_cl_file_close(f);
 				free(buf);
 				return;
