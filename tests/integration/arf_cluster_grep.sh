@@ -15,6 +15,8 @@
 
 BUILD=${BUILD:-build}
 here=$(dirname "$0")
+# the C locale: the scan in the data servers serves it (UTF-8 is gathered: a section below)
+export LC_ALL=C
 umask 022
 T=${ARF_SH_TIMEOUT:-60}
 U=65536
@@ -174,6 +176,18 @@ check -b -o -e 'needle'
 check -C 3 -n -b needle
 check -F -x 'ab needle cd'
 check -n needle nosuch
+# the same lines gathered and scanned in the client (what the servers' scan falls back to)
+export ARF_GREP_CLUSTER_GATHER=1
+check -c needle
+check -o -b -i 'AB NEEDLE'
+check -v -c foo
+unset ARF_GREP_CLUSTER_GATHER
+# UTF-8: gathered
+export LC_ALL=C.UTF-8
+check -n -i 'NEEDLE'
+check -c '.'
+check -o -w 'needle'
+export LC_ALL=C
 
 # -r over a tree (lines sorted: the walk's order is the server's)
 rcheck() {
