@@ -271,12 +271,12 @@ static void batch_end(struct conn *k, struct batch *b)
 static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
 
 /* ---- a file of a cluster (docs/cluster.md, "arf grep on a cluster") ----
- * Its stripes are gathered from all its data servers at once (arf_cl_read: one Cooperation
- * over the N servers per batch of up to 1 MiB each), into one buffer in file order, and the
- * whole file is scanned here by the same compiled patterns (grep_segment over region
- * "data", as pngrep runs it): lines across stripe boundaries, line numbers, offsets and
- * context need no stitching, so the output is GNU grep's by construction.  The scan in the
- * data servers (each over its own stripes, the client stitching the edges) is not yet. */
+ * Scanned in its data servers where the options allow (cluster_servers, below), else
+ * gathered: its stripes read from all its data servers at once (arf_cl_read: one
+ * Cooperation over the N servers per batch of up to 1 MiB each) into one buffer in file
+ * order, and the whole file scanned here by the same compiled patterns (grep_segment over
+ * region "data", as pngrep runs it): lines across stripe boundaries, line numbers, offsets
+ * and context need no stitching, so the output is GNU grep's by construction. */
 #define CL_FILE_MAX  (2ull << 30)      /* a cluster file is held in memory: its largest */
 #define CL_READ      (16u << 20)       /* bytes per arf_cl_read (batches of 1 MiB a server) */
 
