@@ -345,52 +345,72 @@ static int cluster_scan(struct state *st, struct grep *g, const char *name, cons
  * order across stripes or line numbers (-n, -A/-B/-C, -m), -z, UTF-8, the exact matcher. */
 #define CL_EDGE 4096u
 
+struct cl_recs {                   /* records, line numbers counted from the part's start */
+	uint8_t *p;
+	size_t len, cap;
+};
+
 struct cl_win {
 	uint64_t ws, we;
 	uint8_t *head, *tail;          /* the bytes before ws, and from we to the stripe's end */
 	size_t head_len, tail_len;
-	uint8_t *rec;                  /* the window's records, then the joined line's after it */
-	size_t rec_len, rec_cap;
-	int64_t count;
+	struct cl_recs win, edge;      /* the window's records; the line across its end */
+	int64_t count;                 /* selected lines in both */
+	int64_t lines, edge_lines;     /* lines in the window; newlines in the edge */
 };
 
-static void rec_put(struct cl_win *w, uint64_t off, const uint8_t *line, uint64_t len)
+static void rec_put(struct cl_recs *r, size_t hdr, uint64_t off, uint64_t lineno,
+                    const uint8_t *line, uint64_t len)
 {
-	size_t need = w->rec_len + 16 + (size_t)len;
-	if (need > w->rec_cap) {
-		w->rec_cap = 2 * need + 256;
-		uint8_t *n = realloc(w->rec, w->rec_cap);
+	size_t need = r->len + hdr + (size_t)len;
+	if (need > r->cap) {
+		r->cap = 2 * need + 256;
+		uint8_t *n = realloc(r->p, r->cap);
 		if (!n)
 			die("%s", "memory exhausted");
-		w->rec = n;
+		r->p = n;
 	}
-	memcpy(w->rec + w->rec_len, &off, 8);
-	memcpy(w->rec + w->rec_len + 8, &len, 8);
-	memcpy(w->rec + w->rec_len + 16, line, (size_t)len);
-	w->rec_len = need;
-	w->count++;
+	uint64_t h[3] = { off, len, lineno };
+	memcpy(r->p + r->len, h, hdr);
+	memcpy(r->p + r->len + hdr, line, (size_t)len);
+	r->len = need;
 }
 
-/* Records r[0..n) (16-byte headers) with offsets in [lo, hi) to w, offset moved by delta;
- * scratch copies dropped.  -1 when malformed or a context record appears. */
-static int recs_take(struct cl_win *w, const uint8_t *r, size_t n, uint64_t lo, uint64_t hi,
-                     int64_t delta)
+/* Records src[0..n) (hdr-byte headers: 24 with line numbers) with offsets in [lo, hi) to
+ * dst, offset moved by delta; scratch copies dropped; *count counts them.  -1 when malformed
+ * or a context record appears. */
+static int recs_take(struct cl_recs *dst, int64_t *count, size_t hdr, const uint8_t *src,
+                     size_t n, uint64_t lo, uint64_t hi, int64_t delta)
 {
 	for (size_t i = 0; i < n;) {
-		uint64_t q[2];
-		if (n - i < 16)
+		uint64_t q[3] = { 0, 0, 0 };
+		if (n - i < hdr)
 			return -1;
-		memcpy(q, r + i, 16);
-		i += 16;
+		memcpy(q, src + i, hdr);
+		i += hdr;
 		if (q[1] > n - i)
 			return -1;
 		if (q[0] & (1ull << 63))
 			return -1;
-		if (!(q[0] & GREP_REC_SCRATCH) && q[0] >= lo && q[0] < hi)
-			rec_put(w, (uint64_t)((int64_t)q[0] + delta), r + i, q[1]);
+		if (!(q[0] & GREP_REC_SCRATCH) && q[0] >= lo && q[0] < hi) {
+			rec_put(dst, hdr, (uint64_t)((int64_t)q[0] + delta), q[2], src + i, q[1]);
+			(*count)++;
+		}
 		i += q[1];
 	}
 	return 0;
+}
+
+/* dst += src with line numbers moved by base. */
+static void recs_append(struct cl_recs *dst, const struct cl_recs *src, size_t hdr,
+                        int64_t base)
+{
+	for (size_t i = 0; i + hdr <= src->len;) {
+		uint64_t q[3] = { 0, 0, 0 };
+		memcpy(q, src->p + i, hdr);
+		rec_put(dst, hdr, q[0], q[2] + (uint64_t)base, src->p + i + hdr, q[1]);
+		i += hdr + q[1];
+	}
 }
 
 /* 0 with the records and value, 1: gather instead, -1: reported. */
@@ -400,6 +420,8 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 {
 	const uint64_t U = k->cl_unit;
 	const unsigned N = k->cl_n;
+	const int numbers = st->a.o.line_number;
+	const size_t hdr = numbers ? 24 : 16;
 	uint64_t nst = (size + U - 1) / U;
 	int res = 1;
 	struct cl_win *w = calloc(nst ? nst : 1, sizeof *w);
@@ -507,11 +529,17 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 					bad = bad ? bad : 1;            /* binary: gather */
 				} else if (ns.pos <= gs[j].pos && t[0]) {
 					bad = bad ? bad : -EPROTO;      /* no progress */
-				} else if (recs_take(&w[s], o, ol - GREP_ARF_TRAILER, ws_obj[j], we_obj[j],
+				} else if (recs_take(&w[s].win, &w[s].count, hdr, o, ol - GREP_ARF_TRAILER,
+				                     ws_obj[j], we_obj[j],
 				                     (int64_t)(s * U) - (int64_t)obase) != 0) {
 					bad = bad ? bad : -EPROTO;
 				} else if (!t[0] || (uint64_t)ns.pos >= we_obj[j]) {
-					cur[j] += N;                    /* this window is done */
+					/* this window is done; its line count is exact only when the
+					 * scan stopped at its end */
+					if (numbers && (uint64_t)ns.pos != we_obj[j])
+						bad = bad ? bad : 1;
+					w[s].lines = ns.lineno;
+					cur[j] += N;
 					gs[j] = (struct grep_arf_state){ .pos = -1, .bin = -1, .row = -1 };
 				} else {
 					gs[j] = ns;
@@ -542,39 +570,38 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		int64_t v;
 		size_t ol;
 		rc = cluster_scan(st, st->g_srv, name, jb, jl, &v, &ol);
+		for (size_t i = 0; i < jl; i++)
+			w[s].edge_lines += jb[i] == '\n';
 		free(jb);
 		if (rc != 0) {
 			res = -1;
 			goto out;
 		}
-		if ((v & 1) || recs_take(&w[s], st->cl_out, ol, 0, jl, (int64_t)w[s].we) != 0)
+		if ((v & 1) || recs_take(&w[s].edge, &w[s].count, hdr, st->cl_out, ol, 0, jl,
+		                         (int64_t)w[s].we) != 0)
 			goto out;
 	}
-	/* in file order */
-	size_t total = 0;
-	int64_t count = 0;
+	/* in file order, line numbers by prefix sums */
+	struct cl_recs all = { 0 };
+	int64_t count = 0, lines = 0;
 	for (uint64_t s = 0; s < nst; s++) {
-		total += w[s].rec_len;
+		recs_append(&all, &w[s].win, hdr, lines);
+		lines += w[s].lines;
+		recs_append(&all, &w[s].edge, hdr, lines);
+		lines += w[s].edge_lines;
 		count += w[s].count;
 	}
-	uint8_t *r = malloc(total + 1);
-	if (!r)
-		die("%s", "memory exhausted");
-	total = 0;
-	for (uint64_t s = 0; s < nst; s++) {
-		memcpy(r + total, w[s].rec, w[s].rec_len);
-		total += w[s].rec_len;
-	}
 	int noeol = nst > 0 && (w[nst - 1].tail_len > 0);
-	*recs = r;
-	*recs_len = total;
+	*recs = all.p;
+	*recs_len = all.len;
 	*value = count << 2 | (noeol ? 2 : 0);
 	res = 0;
 out:
 	for (uint64_t s = 0; s < nst; s++) {
 		free(w[s].head);
 		free(w[s].tail);
-		free(w[s].rec);
+		free(w[s].win.p);
+		free(w[s].edge.p);
 	}
 	free(w);
 	free(e);
@@ -1236,7 +1263,7 @@ static void grep_operand(struct state *st, const char *arg)
 static int cluster_servers_can(const struct state *st)
 {
 	const struct grep_opts *o = &st->a.o;
-	return !grep_is_exact(st->g) && !o->line_number && o->before < 0 && o->after < 0 &&
+	return !grep_is_exact(st->g) && o->before < 0 && o->after < 0 &&
 	       o->max_count < 0 && !o->null_data && !o->utf8 && !st->local && !st->no_read &&
 	       !getenv("ARF_GREP_CLUSTER_GATHER");
 }
