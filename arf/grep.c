@@ -508,13 +508,21 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		if (m == 0)
 			break;
 		rc = arf_cl_exec(f, who, xs, rcs, m, "grep");
-		int bad = rc < 0 ? -1 : 0;
+		int bad = 0, hard = 0;
 		for (unsigned i = 0; i < m; i++) {
 			unsigned j = who[i];
 			const uint8_t *o = xv[i].out;
 			size_t ol = (size_t)xv[i].out_len;
-			if (bad || rcs[i] != 0) {
-				/* reported below */
+			if (rcs[i] != 0) {
+				/* a server that allows less fuel or output than a window needs: the
+				 * gather; anything else is the server's failure, reported below */
+				if (xv[i].trapped && (xv[i].trap.kind == ISA_TRAP_FUEL ||
+				                      xv[i].trap.kind == ISA_TRAP_OUTPUT_FULL))
+					bad = bad ? bad : 1;
+				else
+					hard = 1;
+			} else if (bad) {
+				/* the file goes elsewhere */
 			} else if (xv[i].value < 0) {
 				bad = bad ? bad : (int)xv[i].value;
 			} else if (ol < GREP_ARF_TRAILER) {
@@ -547,11 +555,15 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			}
 			free(xv[i].out);
 		}
+		if (hard || (rc < 0 && !bad)) {
+			run_error(st, name, rc == -EIO ? arf_cl_errmsg(f) : strerror(rc < 0 ? -rc : EIO));
+			res = -1;
+			goto out;
+		}
 		if (bad == 1)
 			goto out;
 		if (bad) {
-			run_error(st, name, rc == -EIO ? arf_cl_errmsg(f) :
-			          bad == -EPROTO ? "malformed reply" : strerror(-bad));
+			run_error(st, name, bad == -EPROTO ? "malformed reply" : strerror(-bad));
 			res = -1;
 			goto out;
 		}
