@@ -7,7 +7,9 @@
 # longer than three stripes, a last line without a terminator across a boundary, a NUL in
 # the third stripe only (the whole file is binary), a file smaller than a stripe, an empty
 # file, a tree for -r.  The option sets and patterns of arf_grep.sh (every
-# ARF_GREP_STRIDE-th pair).  A killed data server: grep's error message naming it within
+# ARF_GREP_STRIDE-th pair), in the C locale (the scan in the data servers), some forced
+# through the gather and some in C.UTF-8 (gathered); that the servers scanned (their
+# output, from arc stats, a fraction of the file).  A killed data server: grep's error message naming it within
 # 10 s, exit status 2.
 #
 #   BUILD=build sh tests/integration/arf_cluster_grep.sh    prints "N passed, N failed" last
@@ -209,6 +211,29 @@ rcheck -r -l needle
 rcheck -r -L foo
 rcheck -r -C 2 -n needle
 rcheck -r --include='*.txt' -n needle
+
+# the scan ran in the data servers: what they sent back (edges and the selected lines) is a
+# fraction of the file, where the gather sends all of it
+outbytes() {
+	n=0
+	for e in "$ep_1" "$ep_2" "$ep_3"; do
+		b=$("$BUILD/arc" stats "$e" | sed -n 's/^exec.output_bytes //p')
+		n=$((n + ${b:-0}))
+	done
+	echo "$n"
+}
+size=$(stat -c %s "$d/edge_0")
+for mode in servers gather; do
+	b0=$(outbytes)
+	if [ $mode = gather ]; then export ARF_GREP_CLUSTER_GATHER=1; fi
+	run "$BUILD/arf" grep -c needle "$M:/g/edge_0"; check_rc "grep -c ($mode)" 0 $?
+	unset ARF_GREP_CLUSTER_GATHER
+	same "grep -c ($mode)" "$(cat "$tmp/out")" 4
+	sent=$(( $(outbytes) - b0 ))
+	if [ $mode = servers ] && [ "$sent" -lt $((size / 2)) ]; then ok
+	elif [ $mode = gather ] && [ "$sent" -ge "$size" ]; then ok
+	else bad "$mode: the data servers sent $sent bytes of a $size-byte file"; fi
+done
 
 # ---- a killed data server: grep's error, naming it, within 10 s
 kill -KILL "$pid_2"
