@@ -329,7 +329,6 @@ static int cluster_scan(struct state *st, struct grep *g, const char *name, cons
 	return rc != 0 ? -1 : 0;
 }
 
-
 /* ---- the scan in the data servers ----
  * Stripe s of the file covers [a, b) = [s*unit, min((s+1)*unit, size)).  Its window is
  * [ws, we): from just after its first terminator (0 for stripe 0) to just after its last.
@@ -339,10 +338,12 @@ static int cluster_scan(struct state *st, struct grep *g, const char *name, cons
  * lines across a boundary, [we of s, ws of s+1), and the file's last partial line are
  * joined here from the stripes' edges (CL_EDGE bytes read at each end) and scanned by the
  * same patterns in the client.  The records come back in file order with file offsets; the
- * count is theirs.  Anything this does not cover goes back to the gather (return 1): an
- * edge without a terminator in CL_EDGE bytes (a line that long at a boundary), a NUL in an
- * edge or a window found binary (the decision is the whole file's), options that need the
- * order across stripes or line numbers (-n, -A/-B/-C, -m), -z, UTF-8, the exact matcher. */
+ * count is theirs; line numbers (-n) by prefix sums of each part's lines.  Anything this
+ * does not cover goes back to the gather (return 1): an edge without a terminator in
+ * CL_EDGE bytes (a line that long at a boundary), a NUL in an edge or a window found binary
+ * (the decision is the whole file's), a window whose scan ran past its end with -n (its
+ * line count is then unknown), options that need the order across stripes (-A/-B/-C, -m),
+ * -z, UTF-8, the exact matcher (cluster_servers_can). */
 #define CL_EDGE 4096u
 
 struct cl_recs {                   /* records, line numbers counted from the part's start */
