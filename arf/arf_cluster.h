@@ -105,6 +105,20 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len);
  * come back as stale data if the file grew again): 0 or -errno. */
 int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);
 
+/* For a caller that runs exports of its own on a file's objects (arf grep runs its scan on
+ * each data server over that server's stripes): obj[k] (k < n) the object's inode on
+ * server k, 0 when it has none (its bytes are zeros), looked up in one Cooperation on the
+ * servers that hold some of the file's first n_stripes stripes (the others: 0, not asked).
+ * 0 or -errno (-EIO with a message naming the server). */
+struct arc_exec;
+int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj);
+/* Run xs[i] on data server who[i] for i < m (m <= n, each server at most once) in one
+ * Cooperation (arc_exec_many).  rcs[i] as arc_exec's; returns 0, or -EIO for the first
+ * failed run with a message naming the server and `what` (arf_cl_errmsg).  A server that did
+ * not answer in time is down for this handle from then on, as for reads. */
+int arf_cl_exec(struct arf_cl_file *f, const unsigned *who, struct arc_exec *const *xs,
+                int *rcs, unsigned m, const char *what);
+
 /* fsck across the cluster, online: every object in every data server's /stripes must name
  * a regular file of the metadata image by inode number and generation, and hold no more
  * than that file keeps on its server (arf_cl_obj_len of its size).  Anything else is a

@@ -947,3 +947,44 @@ int arf_cluster_fsck(struct arf_cluster *cl, struct arf_client *meta,
 	return fk->problems == 0 ? ARF_FSCK_CLEAN
 	     : fk->repaired == fk->problems ? ARF_FSCK_REPAIRED : ARF_FSCK_PROBLEMS;
 }
+
+/* ---- a caller's own exports on a file's objects (arf grep's scan in the data servers) ---- */
+
+int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj)
+{
+	bool need[ARF_CLUSTER_MAX];
+	for (unsigned k = 0; k < f->cl->n; k++) {
+		need[k] = k < n_stripes;
+		obj[k] = 0;
+	}
+	int rc = objs_get(f, need, false);
+	if (rc < 0)
+		return rc;
+	for (unsigned k = 0; k < f->cl->n; k++)
+		if (need[k])
+			obj[k] = f->obj[k];
+	return 0;
+}
+
+int arf_cl_exec(struct arf_cl_file *f, const unsigned *who, struct arc_exec *const *xs,
+                int *rcs, unsigned m, const char *what)
+{
+	struct arf_cluster *cl = f->cl;
+	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+	if (m > cl->n)
+		return -EINVAL;
+	for (unsigned i = 0; i < m; i++) {
+		if (who[i] >= cl->n)
+			return -EINVAL;
+		int rc = srv_ready(cl, who[i], f->msg, sizeof f->msg);
+		if (rc < 0)
+			return rc;
+		as[i] = cl->s[who[i]].a;
+	}
+	arc_exec_many(as, xs, rcs, m);
+	int err = 0;
+	for (unsigned i = 0; i < m; i++)
+		if (rcs[i] != 0 && !err)
+			err = run_fail(f, who[i], what, xs[i], rcs[i]);
+	return err;
+}

@@ -17,15 +17,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "arc.h"
 #include "arf_cli.h"
 #include "arf_cluster.h"
+#include "arf_data.h"
 #include "arf_ops.h"
 #include "grep.h"
 #include "isa.h"
+#include "vm.h"
 
 static const char *prog = "grep";
 
@@ -37,6 +40,10 @@ struct conn {
 	char *endpoint;
 	struct arc *a;
 	struct arf_client *c;
+	struct arf_data *d;            /* a cluster's metadata server: its description's reader */
+	struct arf_cluster *cl;        /* its data servers (NULL: a one-server image) */
+	unsigned cl_n;                 /* their number and the stripe unit */
+	uint32_t cl_unit;
 	struct conn *next;
 };
 
@@ -58,6 +65,15 @@ struct state {
 	const char *out_path;
 	char *out_abs;
 	int64_t out_ino;               /* 0: not looked up yet; < 0: none */
+	uint8_t *cl_out;               /* a cluster file's records (mmap'd, reserved) */
+	size_t cl_out_cap;
+	/* the scan in the data servers: the patterns compiled without -c, -l, -L, -q (each
+	 * server returns its lines; the client counts), their arf segment (NULL: every
+	 * cluster file is gathered and scanned here) */
+	struct grep *g_srv;
+	const uint8_t *seg_srv;
+	size_t seg_srv_len;
+	uint8_t seg_srv_id[AR_ID_LEN];
 };
 
 static void die(const char *fmt, const char *arg)
@@ -93,6 +109,40 @@ static void run_error(struct state *st, const char *name, const char *what)
 	fprintf(stderr, "%s: %s: %s\n", prog, name, what);
 }
 
+/* k's metadata server holds a cluster description: open its data servers.  0, or -1 with
+ * a message in err. */
+static int cluster_open(struct conn *k, char *err, size_t errlen)
+{
+	char *data = arf_seg_path("ARF_DATA_SEG", "data.pno");
+	char *ops = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	struct arf_cluster_desc *desc = malloc(sizeof *desc);
+	int rc = -1;
+	if (!desc || !data || !ops) {
+		snprintf(err, errlen, "memory exhausted");
+		goto out;
+	}
+	k->d = arf_data_open(k->a, data, err, errlen);
+	if (!k->d || arf_cluster_read(k->c, k->d, desc, err, errlen) < 0)
+		goto out;
+	if (desc->n == 0) {
+		rc = 0;
+		goto out;
+	}
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+	                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	k->cl = arf_cluster_open(k->a, desc, &dao, ops, data, err, errlen);
+	k->cl_n = desc->n;
+	k->cl_unit = desc->unit;
+	if (k->cl)
+		rc = 0;
+out:
+	free(desc);
+	free(data);
+	free(ops);
+	return rc;
+}
+
 static struct conn *connect_to(struct state *st, const char *endpoint, const char *name)
 {
 	for (struct conn *k = st->conns; k; k = k->next)
@@ -113,11 +163,9 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 	char *ops = arf_seg_path("ARF_OPS_SEG", "ops.pno");
 	k->c = arf_client_open(k->a, ops, err, sizeof err);
 	free(ops);
-	/* a cluster's files have their bytes on the data servers, which grep does not scan
-	 * yet: it would find nothing and say so */
-	if (k->c && arf_lookup(k->c, 1, ARF_CLUSTER_FILE) >= 0) {
-		snprintf(err, sizeof err, "%s: the metadata server of a cluster: arf grep does not "
-		         "search clusters yet (docs/cluster.md)", endpoint);
+	/* a cluster's files have their bytes on the data servers (docs/cluster.md, "arf grep
+	 * on a cluster"); a dead one is an error within about ten seconds, not a wait */
+	if (k->c && arf_lookup(k->c, 1, ARF_CLUSTER_FILE) >= 0 && cluster_open(k, err, sizeof err)) {
 		arf_client_close(k->c);
 		k->c = NULL;
 	}
@@ -220,9 +268,454 @@ static void batch_end(struct conn *k, struct batch *b)
 	b->started = 0;
 }
 
+static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
+
+/* ---- a file of a cluster (docs/cluster.md, "arf grep on a cluster") ----
+ * Scanned in its data servers where the options allow (cluster_servers, below), else
+ * gathered: its stripes read from all its data servers at once (arf_cl_read: one
+ * Cooperation over the N servers per batch of up to 1 MiB each) into one buffer in file
+ * order, and the whole file scanned here by the same compiled patterns (grep_segment over
+ * region "data", as pngrep runs it): lines across stripe boundaries, line numbers, offsets
+ * and context need no stitching, so the output is GNU grep's by construction. */
+#define CL_FILE_MAX  (2ull << 30)      /* a cluster file is held in memory: its largest */
+#define CL_READ      (16u << 20)       /* bytes per arf_cl_read (batches of 1 MiB a server) */
+
+/* Run the segment over data[0..len): 0 with *value and the records in st->cl_out, or -1
+ * after the message. */
+static int cluster_scan(struct state *st, struct grep *g, const char *name, const uint8_t *data,
+                        size_t len, int64_t *value, size_t *out_len)
+{
+	char err[300];
+	size_t seg_len;
+	const uint8_t *seg = grep_segment(g, &seg_len);
+	static const uint8_t empty[1];
+	struct vm *vm = vm_new();
+	struct vm_prog *p = NULL;
+	if (!vm || vm_bind_region(vm, "data", (void *)(len ? data : empty), len, ISA_ACC_RO) != 0 ||
+	    vm_load(vm, seg, seg_len, &p, err, sizeof err) != 0) {
+		run_error(st, name, vm ? err : "memory exhausted");
+		vm_free(vm);
+		return -1;
+	}
+	uint64_t cap = GREP_OUT_CAP(len);
+	if (cap > st->cl_out_cap) {
+		if (st->cl_out)
+			munmap(st->cl_out, st->cl_out_cap);
+		/* reserved, not committed: only what the run writes is touched */
+		st->cl_out = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		                  MAP_NORESERVE, -1, 0);
+		if (st->cl_out == MAP_FAILED) {
+			st->cl_out = NULL;
+			st->cl_out_cap = 0;
+			die("%s", "memory exhausted");
+		}
+		st->cl_out_cap = cap;
+	}
+	struct vm_run_opts ro = { .out = st->cl_out, .out_cap = cap, .fuel = 2 * GREP_FUEL(len) };
+	struct vm_result res;
+	unsigned n_args;
+	int entry = vm_prog_entry(p, "grep", &n_args);
+	int rc = entry < 0 ? entry : vm_run(p, (unsigned)entry, NULL, 0, &ro, &res);
+	if (rc != 0) {
+		char t[300];
+		run_error(st, name, rc == -VM_ETRAP ? vm_trap_str(p, &res.trap, t, sizeof t)
+		                                    : vm_strerror(rc));
+	} else {
+		*value = res.value;
+		*out_len = res.out_len;
+	}
+	vm_prog_free(p);
+	vm_free(vm);
+	return rc != 0 ? -1 : 0;
+}
+
+/* ---- the scan in the data servers ----
+ * Stripe s of the file covers [a, b) = [s*unit, min((s+1)*unit, size)).  Its window is
+ * [ws, we): from just after its first terminator (0 for stripe 0) to just after its last.
+ * Every line in a window lies wholly in the stripe, so the server that holds the stripe
+ * finds exactly the file's lines there: it runs the one-server segment (g_srv's, over its
+ * object: "grep" from the window's start, records past the window's end dropped).  The
+ * lines across a boundary, [we of s, ws of s+1), and the file's last partial line are
+ * joined here from the stripes' edges (CL_EDGE bytes read at each end) and scanned by the
+ * same patterns in the client.  The records come back in file order with file offsets; the
+ * count is theirs; line numbers (-n) by prefix sums of each part's lines.  Anything this
+ * does not cover goes back to the gather (return 1): an edge without a terminator in
+ * CL_EDGE bytes (a line that long at a boundary), a NUL in an edge or a window found binary
+ * (the decision is the whole file's), a window whose scan ran past its end with -n (its
+ * line count is then unknown), options that need the order across stripes (-A/-B/-C, -m),
+ * -z, UTF-8, the exact matcher (cluster_servers_can). */
+#define CL_EDGE 4096u
+
+struct cl_recs {                   /* records, line numbers counted from the part's start */
+	uint8_t *p;
+	size_t len, cap;
+};
+
+struct cl_win {
+	uint64_t ws, we;
+	uint8_t *head, *tail;          /* the bytes before ws, and from we to the stripe's end */
+	size_t head_len, tail_len;
+	struct cl_recs win, edge;      /* the window's records; the line across its end */
+	int64_t count;                 /* selected lines in both */
+	int64_t lines, edge_lines;     /* lines in the window; newlines in the edge */
+};
+
+static void rec_put(struct cl_recs *r, size_t hdr, uint64_t off, uint64_t lineno,
+                    const uint8_t *line, uint64_t len)
+{
+	size_t need = r->len + hdr + (size_t)len;
+	if (need > r->cap) {
+		r->cap = 2 * need + 256;
+		uint8_t *n = realloc(r->p, r->cap);
+		if (!n)
+			die("%s", "memory exhausted");
+		r->p = n;
+	}
+	uint64_t h[3] = { off, len, lineno };
+	memcpy(r->p + r->len, h, hdr);
+	memcpy(r->p + r->len + hdr, line, (size_t)len);
+	r->len = need;
+}
+
+/* Records src[0..n) (hdr-byte headers: 24 with line numbers) with offsets in [lo, hi) to
+ * dst, offset moved by delta; scratch copies dropped; *count counts them.  -1 when malformed
+ * or a context record appears. */
+static int recs_take(struct cl_recs *dst, int64_t *count, size_t hdr, const uint8_t *src,
+                     size_t n, uint64_t lo, uint64_t hi, int64_t delta)
+{
+	for (size_t i = 0; i < n;) {
+		uint64_t q[3] = { 0, 0, 0 };
+		if (n - i < hdr)
+			return -1;
+		memcpy(q, src + i, hdr);
+		i += hdr;
+		if (q[1] > n - i)
+			return -1;
+		if (q[0] & (1ull << 63))
+			return -1;
+		if (!(q[0] & GREP_REC_SCRATCH) && q[0] >= lo && q[0] < hi) {
+			rec_put(dst, hdr, (uint64_t)((int64_t)q[0] + delta), q[2], src + i, q[1]);
+			(*count)++;
+		}
+		i += q[1];
+	}
+	return 0;
+}
+
+/* dst += src with line numbers moved by base. */
+static void recs_append(struct cl_recs *dst, const struct cl_recs *src, size_t hdr,
+                        int64_t base)
+{
+	for (size_t i = 0; i + hdr <= src->len;) {
+		uint64_t q[3] = { 0, 0, 0 };
+		memcpy(q, src->p + i, hdr);
+		rec_put(dst, hdr, q[0], q[2] + (uint64_t)base, src->p + i + hdr, q[1]);
+		i += hdr + q[1];
+	}
+}
+
+/* 0 with the records and value, 1: gather instead, -1: reported. */
+static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file *f,
+                           const char *name, uint64_t size, uint8_t **recs, size_t *recs_len,
+                           int64_t *value)
+{
+	const uint64_t U = k->cl_unit;
+	const unsigned N = k->cl_n;
+	const int numbers = st->a.o.line_number;
+	const size_t hdr = numbers ? 24 : 16;
+	uint64_t nst = (size + U - 1) / U;
+	int res = 1;
+	struct cl_win *w = calloc(nst ? nst : 1, sizeof *w);
+	uint8_t *e = malloc(2 * CL_EDGE);
+	if (!w || !e)
+		die("%s", "memory exhausted");
+	/* the edges */
+	for (uint64_t s = 0; s < nst; s++) {
+		uint64_t a = s * U, b = a + U < size ? a + U : size, len = b - a;
+		size_t hl = len < CL_EDGE ? (size_t)len : CL_EDGE, tl = hl;
+		uint8_t *h = e, *t = e + CL_EDGE;
+		int64_t n = arf_cl_read(f, a, h, hl);
+		if (n == (int64_t)hl)
+			n = len <= CL_EDGE ? (memcpy(t, h, hl), (int64_t)tl) : arf_cl_read(f, b - tl, t, tl);
+		if (n < 0) {
+			run_error(st, name, n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
+			res = -1;
+			goto out;
+		}
+		if (n != (int64_t)tl || memchr(h, 0, hl) || memchr(t, 0, tl))
+			goto out;
+		uint8_t *p = memchr(h, '\n', hl), *q = memrchr(t, '\n', tl);
+		if (!p || !q)
+			goto out;
+		w[s].ws = s == 0 ? 0 : a + (uint64_t)(p - h) + 1;
+		w[s].we = b - tl + (uint64_t)(q - t) + 1;
+		w[s].head_len = (size_t)(w[s].ws - a);
+		w[s].tail_len = (size_t)(b - w[s].we);
+		w[s].head = malloc(w[s].head_len + 1);
+		w[s].tail = malloc(w[s].tail_len + 1);
+		if (!w[s].head || !w[s].tail)
+			die("%s", "memory exhausted");
+		memcpy(w[s].head, h, w[s].head_len);
+		memcpy(w[s].tail, t + tl - w[s].tail_len, w[s].tail_len);
+	}
+	/* the windows: each server its stripes in order, one Cooperation a round */
+	uint64_t obj[ARF_CLUSTER_MAX];
+	int rc = arf_cl_objects(f, nst, obj);
+	if (rc < 0) {
+		run_error(st, name, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
+		res = -1;
+		goto out;
+	}
+	uint64_t cur[ARF_CLUSTER_MAX];
+	struct grep_arf_state gs[ARF_CLUSTER_MAX];
+	for (unsigned j = 0; j < N; j++) {
+		cur[j] = j;
+		gs[j] = (struct grep_arf_state){ .pos = -1, .bin = -1, .row = -1 };
+	}
+	/* bounded: each round moves every busy server on by a window or by scan_max bytes or
+	 * OUT_SOFT bytes of output (at least one line) */
+	for (uint64_t round = 0; round < (uint64_t)1 << 40; round++) {
+		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		uint64_t ws_obj[ARF_CLUSTER_MAX], we_obj[ARF_CLUSTER_MAX];
+		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX];
+		int64_t args[ARF_CLUSTER_MAX][GREP_ARF_NARGS];
+		int rcs[ARF_CLUSTER_MAX];
+		for (unsigned j = 0; j < N; j++) {
+			while (cur[j] < nst && w[cur[j]].ws >= w[cur[j]].we)
+				cur[j] += N;
+			if (cur[j] >= nst)
+				continue;
+			uint64_t s = cur[j], obase = s / N * U;
+			if (!obj[j])
+				goto out;          /* no object: zeros, and so NULs */
+			ws_obj[j] = obase + (w[s].ws - s * U);
+			we_obj[j] = obase + (w[s].we - s * U);
+			if (gs[j].pos < 0)
+				gs[j].pos = (int64_t)ws_obj[j];
+			uint64_t left = we_obj[j] - (uint64_t)gs[j].pos;
+			uint64_t scan = left < st->scan_max ? left : st->scan_max;
+			int64_t *ag = args[m];
+			ag[0] = (int64_t)obj[j];
+			memcpy(ag + 1, &gs[j], 8 * 8);     /* pos .. skip: the state but noeol */
+			ag[9] = OUT_SOFT;
+			ag[10] = (int64_t)scan;
+			xv[m] = (struct arc_exec){ .seg = st->seg_srv, .seg_len = st->seg_srv_len,
+			                           .seg_id = st->seg_srv_id, .entry = "grep",
+			                           .args = ag, .n_args = GREP_ARF_NARGS,
+			                           .fuel = 16 * scan + (1u << 24), .out_max = OUT_MAX };
+			xs[m] = &xv[m];
+			who[m++] = j;
+		}
+		if (m == 0)
+			break;
+		rc = arf_cl_exec(f, who, xs, rcs, m, "grep");
+		int bad = 0, hard = 0;
+		for (unsigned i = 0; i < m; i++) {
+			unsigned j = who[i];
+			const uint8_t *o = xv[i].out;
+			size_t ol = (size_t)xv[i].out_len;
+			if (rcs[i] != 0) {
+				/* a server that allows less fuel or output than a window needs: the
+				 * gather; anything else is the server's failure, reported below */
+				if (xv[i].trapped && (xv[i].trap.kind == ISA_TRAP_FUEL ||
+				                      xv[i].trap.kind == ISA_TRAP_OUTPUT_FULL))
+					bad = bad ? bad : 1;
+				else
+					hard = 1;
+			} else if (bad) {
+				/* the file goes elsewhere */
+			} else if (xv[i].value < 0) {
+				bad = bad ? bad : (int)xv[i].value;
+			} else if (ol < GREP_ARF_TRAILER) {
+				bad = bad ? bad : -EPROTO;
+			} else {
+				int64_t t[10];
+				memcpy(t, o + ol - GREP_ARF_TRAILER, sizeof t);
+				struct grep_arf_state ns;
+				memcpy(&ns, t + 1, sizeof ns);
+				uint64_t s = cur[j], obase = s / N * U;
+				if (ns.bin > 0) {
+					bad = bad ? bad : 1;            /* binary: gather */
+				} else if (ns.pos <= gs[j].pos && t[0]) {
+					bad = bad ? bad : -EPROTO;      /* no progress */
+				} else if (recs_take(&w[s].win, &w[s].count, hdr, o, ol - GREP_ARF_TRAILER,
+				                     ws_obj[j], we_obj[j],
+				                     (int64_t)(s * U) - (int64_t)obase) != 0) {
+					bad = bad ? bad : -EPROTO;
+				} else if (!t[0] || (uint64_t)ns.pos >= we_obj[j]) {
+					/* this window is done; its line count is exact only when the
+					 * scan stopped at its end */
+					if (numbers && (uint64_t)ns.pos != we_obj[j])
+						bad = bad ? bad : 1;
+					w[s].lines = ns.lineno;
+					cur[j] += N;
+					gs[j] = (struct grep_arf_state){ .pos = -1, .bin = -1, .row = -1 };
+				} else {
+					gs[j] = ns;
+				}
+			}
+			free(xv[i].out);
+		}
+		if (hard || (rc < 0 && !bad)) {
+			run_error(st, name, rc == -EIO ? arf_cl_errmsg(f) : strerror(rc < 0 ? -rc : EIO));
+			res = -1;
+			goto out;
+		}
+		if (bad == 1)
+			goto out;
+		if (bad) {
+			run_error(st, name, bad == -EPROTO ? "malformed reply" : strerror(-bad));
+			res = -1;
+			goto out;
+		}
+	}
+	/* the lines across boundaries, and the last one, here */
+	for (uint64_t s = 0; s < nst; s++) {
+		size_t jl = w[s].tail_len + (s + 1 < nst ? w[s + 1].head_len : 0);
+		if (jl == 0)
+			continue;
+		uint8_t *jb = malloc(jl);
+		if (!jb)
+			die("%s", "memory exhausted");
+		memcpy(jb, w[s].tail, w[s].tail_len);
+		if (s + 1 < nst)
+			memcpy(jb + w[s].tail_len, w[s + 1].head, w[s + 1].head_len);
+		int64_t v;
+		size_t ol;
+		rc = cluster_scan(st, st->g_srv, name, jb, jl, &v, &ol);
+		for (size_t i = 0; i < jl; i++)
+			w[s].edge_lines += jb[i] == '\n';
+		free(jb);
+		if (rc != 0) {
+			res = -1;
+			goto out;
+		}
+		if ((v & 1) || recs_take(&w[s].edge, &w[s].count, hdr, st->cl_out, ol, 0, jl,
+		                         (int64_t)w[s].we) != 0)
+			goto out;
+	}
+	/* in file order, line numbers by prefix sums */
+	struct cl_recs all = { 0 };
+	int64_t count = 0, lines = 0;
+	for (uint64_t s = 0; s < nst; s++) {
+		recs_append(&all, &w[s].win, hdr, lines);
+		lines += w[s].lines;
+		recs_append(&all, &w[s].edge, hdr, lines);
+		lines += w[s].edge_lines;
+		count += w[s].count;
+	}
+	int noeol = nst > 0 && (w[nst - 1].tail_len > 0);
+	*recs = all.p;
+	*recs_len = all.len;
+	*value = count << 2 | (noeol ? 2 : 0);
+	res = 0;
+out:
+	for (uint64_t s = 0; s < nst; s++) {
+		free(w[s].head);
+		free(w[s].tail);
+		free(w[s].win.p);
+		free(w[s].edge.p);
+	}
+	free(w);
+	free(e);
+	return res;
+}
+
+/* Print what grep prints for a cluster file of size bytes whose scan gave value and rec. */
+static void cluster_print(struct state *st, const char *name, uint64_t size, int64_t value,
+                          const uint8_t *rec, size_t rec_len)
+{
+	const struct grep_opts *o = &st->a.o;
+	if (o->initial_tab && (o->line_number || o->byte_offset))
+		grep_set_file_size(st->g, (int64_t)size);
+	struct grep_file_result res;
+	int rc = grep_format(st->g, prog, name, value, rec, rec ? rec_len : 0, stdout, stderr, &res);
+	if (rc == -2)
+		die("%s", "memory exhausted");
+	if (rc != 0)
+		run_error(st, name, "malformed records");
+	if (res.matched)
+		st->any_match = 1;
+	check_output(0);
+}
+
+static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
+{
+	const struct grep_opts *o = &st->a.o;
+	struct arf_attr at;
+	int rc = arf_getattr(k->c, ino, &at);
+	if (rc < 0) {
+		if (rc == -EIO)
+			run_error(st, name, arf_client_errmsg(k->c));
+		else
+			file_error(st, name, -rc);
+		return;
+	}
+	int64_t value = 0;
+	size_t out_len = 0;
+	uint8_t *buf = NULL;
+	if (!st->no_read) {
+		if (is_output(st, k, ino, name))
+			return;
+		if (at.size > CL_FILE_MAX) {
+			run_error(st, name, "larger than 2 GiB: arf grep holds a cluster's file in "
+			          "memory (docs/cluster.md)");
+			return;
+		}
+		size_t size = (size_t)at.size;
+		struct arf_cl_file *f = arf_cl_file_open(k->cl, ino, at.gen);
+		if (!f)
+			die("%s", "memory exhausted");
+		if (st->seg_srv) {
+			uint8_t *recs = NULL;
+			size_t recs_len = 0;
+			rc = cluster_servers(st, k, f, name, at.size, &recs, &recs_len, &value);
+			if (rc < 0) {
+				arf_cl_file_close(f);
+				return;
+			}
+			if (rc == 0) {
+				arf_cl_file_close(f);
+				cluster_print(st, name, at.size, value,
+				              o->count || o->list || o->list_nomatch || o->quiet ? NULL : recs,
+				              recs_len);
+				free(recs);
+				return;
+			}
+			free(recs);
+			value = 0;
+		}
+		buf = malloc(size ? size : 1);
+		if (!buf)
+			die("%s", "memory exhausted");
+		size_t off = 0;
+		while (off < size) {
+			size_t want = size - off < CL_READ ? size - off : CL_READ;
+			int64_t n = arf_cl_read(f, off, buf + off, want);
+			if (n < 0 || (uint64_t)n > want) {
+				run_error(st, name, n > 0 ? "malformed reply" :
+				          n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
+				arf_cl_file_close(f);
+				free(buf);
+				return;
+			}
+			if (n == 0)
+				break;     /* cut meanwhile: what is there is searched */
+			off += (size_t)n;
+		}
+		arf_cl_file_close(f);
+		rc = cluster_scan(st, st->g, name, buf, off, &value, &out_len);
+		if (rc != 0) {
+			free(buf);
+			return;
+		}
+	}
+	cluster_print(st, name, at.size, value, st->no_read ? NULL : st->cl_out, out_len);
+	free(buf);
+}
+
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
  * its first run's result, from a batch (or NULL). */
-static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
 
 static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
                      const struct first_part *first)
@@ -233,6 +726,10 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 	uint8_t *acc = NULL;
 	size_t acc_len = 0, acc_cap = 0;
 	int64_t last_end = -1;
+	if (k->cl) {
+		grep_cluster_ino(st, k, ino, name);
+		return;
+	}
 	if (st->no_read)
 		goto end;
 	if (is_output(st, k, ino, name))
@@ -516,7 +1013,7 @@ static void walk_more(struct tree *t)
 /* The next batch of files from the queue, started; 0 when there are not enough files yet. */
 static int batch_form(struct tree *t)
 {
-	if (t->st->local || t->st->no_read || t->formed - t->consumed >= BATCHES_AHEAD || !t->files_unbatched ||
+	if (t->st->local || t->st->no_read || t->k->cl || t->formed - t->consumed >= BATCHES_AHEAD || !t->files_unbatched ||
 	    (t->walk && t->files_unbatched < BATCH_FILES))
 		return 0;
 	int slot = (int)(t->formed++ % BATCHES_AHEAD);
@@ -774,6 +1271,35 @@ static void grep_operand(struct state *st, const char *arg)
 	free(abs);
 }
 
+/* Whether a cluster's files can be scanned in their data servers (cluster_servers): the
+ * options whose output depends only on each line and the count. */
+static int cluster_servers_can(const struct state *st)
+{
+	const struct grep_opts *o = &st->a.o;
+	return !grep_is_exact(st->g) && o->before < 0 && o->after < 0 &&
+	       o->max_count < 0 && !o->null_data && !o->utf8 && !st->local && !st->no_read &&
+	       !getenv("ARF_GREP_CLUSTER_GATHER");
+}
+
+/* The patterns again without -c, -l, -L, -q (the servers return the lines, the client
+ * counts them), and their arf segment; on any failure the gather serves. */
+static void cluster_servers_compile(struct state *st)
+{
+	struct grep_opts saved = st->a.o;
+	st->a.o.count = st->a.o.list = st->a.o.list_nomatch = st->a.o.quiet = 0;
+	FILE *quiet = fopen("/dev/null", "w");     /* its warnings were printed once */
+	char err[256];
+	if (quiet && grep_args_compile(&st->a, prog, quiet, &st->g_srv) == 0 &&
+	    !grep_is_exact(st->g_srv) &&
+	    grep_arf_segment(st->g_srv, &st->seg_srv, &st->seg_srv_len, err, sizeof err) == 0)
+		isa_seg_id(st->seg_srv, st->seg_srv_len, st->seg_srv_id);
+	else
+		st->seg_srv = NULL;
+	if (quiet)
+		fclose(quiet);
+	st->a.o = saved;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -829,6 +1355,8 @@ int arf_cmd_grep(int argc, char **argv)
 		goto out;
 	}
 	isa_seg_id(st.seg, st.seg_len, st.seg_id);
+	if (!explain && cluster_servers_can(&st))
+		cluster_servers_compile(&st);
 	if (explain) {
 		char note[64];
 		snprintf(note, sizeof note, "arf segment: %zu bytes", st.seg_len);
@@ -860,9 +1388,16 @@ out:
 	free(st.out_endpoint);
 	free(st.out_abs);
 	grep_free(st.g);
+	grep_free(st.g_srv);
+	if (st.cl_out)
+		munmap(st.cl_out, st.cl_out_cap);
 	while (st.conns) {
 		struct conn *k = st.conns;
 		st.conns = k->next;
+		if (k->cl)
+			arf_cluster_close(k->cl);
+		if (k->d)
+			arf_data_close(k->d);
 		if (k->c)
 			arf_client_close(k->c);
 		if (k->a)

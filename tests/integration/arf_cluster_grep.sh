@@ -1,0 +1,252 @@
+#!/bin/sh
+# arf_cluster_grep.sh: `arf grep` on a cluster (docs/cluster.md) against GNU grep on the
+# same files, byte for byte (stdout, stderr, exit status).  1 metadata + 3 data arfd on
+# loopback, stripe unit 64 KiB.  Files: the grep test's (tests/grep/gen_data.sh), files
+# with a line across every stripe boundary at each offset from 8 bytes before the boundary
+# to 8 after (the boundary inside the line, just before or after its terminator), a line
+# longer than three stripes, a last line without a terminator across a boundary, a NUL in
+# the third stripe only (the whole file is binary), a file smaller than a stripe, an empty
+# file, a tree for -r.  The option sets and patterns of arf_grep.sh (every
+# ARF_GREP_STRIDE-th pair), in the C locale (the scan in the data servers), some forced
+# through the gather and some in C.UTF-8 (gathered); that the servers scanned (their
+# output, from arc stats, a fraction of the file).  A killed data server: grep's error message naming it within
+# 10 s, exit status 2.
+#
+#   BUILD=build sh tests/integration/arf_cluster_grep.sh    prints "N passed, N failed" last
+# Every call is bounded by `timeout`; on exit whatever was started is killed.
+
+BUILD=${BUILD:-build}
+here=$(dirname "$0")
+# the C locale: the scan in the data servers serves it (UTF-8 is gathered: a section below)
+export LC_ALL=C
+umask 022
+T=${ARF_SH_TIMEOUT:-60}
+U=65536
+if ! /usr/bin/grep --version 2>/dev/null | head -n 1 | /usr/bin/grep -q 'GNU grep'; then
+	echo "arf_cluster_grep.sh: skipped: no GNU grep at /usr/bin/grep"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_cluster_grep.sh.XXXXXX") || exit 1
+pids=
+cleanup() {
+	for p in $pids; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+. "$here/../lib.sh"
+
+for p in arf arfd; do
+	[ -x "$BUILD/$p" ] || { echo "arf_cluster_grep.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+server() {
+	"$BUILD/arf" mkfs "$tmp/img$1" --size "$2" >/dev/null || bad "mkfs img$1"
+	start_arfd "$tmp/arfd$1.log" --arf "$tmp/img$1"
+	if [ -z "$ep" ]; then
+		bad "arfd $1 did not start:"; cat "$tmp/arfd$1.log"
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+	pids="$pids $pid"
+	eval "pid_$1=$pid ep_$1=$ep"
+}
+server 0 64M
+server 1 64M
+server 2 64M
+server 3 64M
+M=$ep_0
+run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
+
+# ---- the files
+d=$tmp/d
+sh "$here/../grep/gen_data.sh" "$d" >/dev/null || exit 1
+# edge_D: at each of the first four stripe boundaries B, the 13-byte line "ab needle cd"
+# starts at B - 6 + D (filler lines of up to 60 bytes before it, some with foo)
+for D in -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6 7 8; do
+	awk -v u=$U -v dd="$D" 'BEGIN { pos = 0; f = "filler text with foo and words abcdefghijklmnopqrstuvwxyz 0123456789";
+		for (k = 1; k <= 4; k++) {
+			t = k * u - 6 + dd
+			while (pos < t) { n = t - pos; if (n > 60) n = (n > 61 ? 60 : 59);
+				printf "%s\n", substr(f, 1 + (pos % 7), n - 1); pos += n }
+			printf "ab needle cd\n"; pos += 13
+		}
+		printf "the end\n" }' >"$d/edge_$D"
+done
+# the boundary right after a line's terminator, and right before it, at the last line
+awk -v u=$U 'BEGIN { for (i = 0; i < u / 8 - 1; i++) printf "abcdef\n"; printf "needle\n"; printf "foo needle" }' >"$d/nonl_edge"
+# one line of 200 000 bytes (three stripes and more) with needle at a boundary and near its
+# end, between short lines
+# (letters no pattern repeats: GNU grep -w 'x\{2,\}' takes minutes over a line of x)
+awk -v u=$U 'BEGIN { print "first foo"; w = "qwertyuiop";
+	for (i = 0; i < u - 13; i++) printf "%s", substr(w, 1 + i % 10, 1); printf "needle";
+	for (i = 0; i < 200000 - u; i++) printf "%s", substr(w, 1 + i % 7, 1); print "needle end"; print "last foo" }' >"$d/longline"
+# a NUL in the third stripe only: the whole file is binary
+awk -v u=$U 'BEGIN { for (i = 0; i < 3 * u / 16; i++) printf "needle line %4d\n", i % 10000 }' >"$d/binmid"
+printf 'x\0y' | dd of="$d/binmid" bs=1 seek=$((2 * U + 100)) conv=notrunc 2>/dev/null
+printf 'small needle\nfoo\nend' >"$d/small"
+: >"$d/empty2"
+mkdir -p "$d/sub/deeper"
+cp "$d/edge_0" "$d/sub/a"
+printf 'needle in sub\nfoo\n' >"$d/sub/b.txt"
+cp "$d/edge_3" "$d/sub/deeper/c"
+run "$BUILD/arf" import "$d" "$M:/g"; check_rc "import" 0 $?
+
+mkdir -p "$tmp/bin"
+ln -s /usr/bin/grep "$tmp/bin/grep"
+files='empty empty2 small nonl greek crlf binary nuls long words rep zdata nonl_edge longline binmid'
+for D in -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6 7 8; do files="$files edge_$D"; done
+remote=
+for f in $files; do remote="$remote $M:/g/$f"; done
+
+check() {
+	(cd "$d" && PATH="$tmp/bin:$PATH" timeout 20 grep "$@" $files >"$tmp/g.out" 2>"$tmp/g.err"; echo $? >"$tmp/g.rc")
+	timeout "$T" "$BUILD/arf" grep "$@" $remote >"$tmp/a.raw" 2>"$tmp/a.eraw"
+	echo $? >"$tmp/a.rc"
+	sed "s#$M:/g/##g" "$tmp/a.raw" >"$tmp/a.out"
+	sed "s#$M:/g/##g" "$tmp/a.eraw" >"$tmp/a.err"
+	if cmp -s "$tmp/g.out" "$tmp/a.out" && cmp -s "$tmp/g.err" "$tmp/a.err" &&
+	   cmp -s "$tmp/g.rc" "$tmp/a.rc"; then
+		ok
+	else
+		bad "arf grep $*"
+		diff "$tmp/g.out" "$tmp/a.out" | head -n 5
+		diff "$tmp/g.err" "$tmp/a.err" | head -n 3
+		echo "status: grep $(cat "$tmp/g.rc"), arf grep $(cat "$tmp/a.rc")"
+	fi
+}
+
+# arf_grep.sh's patterns and option sets
+pats='needle
+foo
+^$
+^
+ab*c
+\(ab\)\1
+x\{2,\}
+[[:digit:]]
+hello\|world
+end$'
+opts='-n
+-c
+-v -c
+-l
+-L
+-q
+-o -b
+-i -n
+-w
+-x
+-m 2 -n
+-m 1 -A 2
+-A 1 -n
+-B 2 -n
+-C 1
+-a -n
+-z -c
+-z
+-I -c
+-H -h
+--color=always -n
+-v -n -m 5
+-c -m 3
+-b -n
+-T -n
+-o -n'
+old_ifs=$IFS
+nl='
+'
+IFS=$nl
+stride=${ARF_GREP_STRIDE:-1}
+k=0
+for p in $pats; do
+	for o in $opts; do
+		k=$((k + 1))
+		[ $((k % stride)) -eq 0 ] || continue
+		IFS=$old_ifs
+		# shellcheck disable=SC2086
+		check $o -e "$p"
+		IFS=$nl
+	done
+	k=$((k + 1))
+done
+IFS=$old_ifs
+check -E -n 'needle|foo$'
+check -n -e 'ab needle cd' -e 'dle cd$' -e '^ab nee'
+check -b -o -e 'needle'
+check -C 3 -n -b needle
+check -F -x 'ab needle cd'
+check -n needle nosuch
+# the same lines gathered and scanned in the client (what the servers' scan falls back to)
+export ARF_GREP_CLUSTER_GATHER=1
+check -c needle
+check -o -b -i 'AB NEEDLE'
+check -v -c foo
+unset ARF_GREP_CLUSTER_GATHER
+# UTF-8: gathered
+export LC_ALL=C.UTF-8
+check -n -i 'NEEDLE'
+check -c '.'
+check -o -w 'needle'
+export LC_ALL=C
+
+# -r over a tree (lines sorted: the walk's order is the server's)
+rcheck() {
+	(cd "$d" && PATH="$tmp/bin:$PATH" timeout 20 grep "$@" sub 2>"$tmp/g.err" | sort >"$tmp/g.out")
+	timeout "$T" "$BUILD/arf" grep "$@" "$M:/g/sub" 2>"$tmp/a.err" | sed "s#$M:/g/##g" | sort >"$tmp/a.out"
+	sed -i "s#$M:/g/##g" "$tmp/a.err"
+	if cmp -s "$tmp/g.out" "$tmp/a.out" && cmp -s "$tmp/g.err" "$tmp/a.err"; then
+		ok
+	else
+		bad "arf grep $* (recursive)"
+		diff "$tmp/g.out" "$tmp/a.out" | head -n 5
+		diff "$tmp/g.err" "$tmp/a.err" | head -n 5
+	fi
+}
+rcheck -r needle
+rcheck -r -n -b needle
+rcheck -r -c foo
+rcheck -r -l needle
+rcheck -r -L foo
+rcheck -r -C 2 -n needle
+rcheck -r --include='*.txt' -n needle
+
+# the scan ran in the data servers: what they sent back (edges and the selected lines) is a
+# fraction of the file, where the gather sends all of it
+outbytes() {
+	n=0
+	for e in "$ep_1" "$ep_2" "$ep_3"; do
+		b=$("$BUILD/arc" stats "$e" | sed -n 's/^exec.output_bytes //p')
+		n=$((n + ${b:-0}))
+	done
+	echo "$n"
+}
+size=$(stat -c %s "$d/edge_0")
+for mode in servers gather; do
+	b0=$(outbytes)
+	if [ $mode = gather ]; then export ARF_GREP_CLUSTER_GATHER=1; fi
+	run "$BUILD/arf" grep -c needle "$M:/g/edge_0"; check_rc "grep -c ($mode)" 0 $?
+	unset ARF_GREP_CLUSTER_GATHER
+	same "grep -c ($mode)" "$(cat "$tmp/out")" 4
+	sent=$(( $(outbytes) - b0 ))
+	if [ $mode = servers ] && [ "$sent" -lt $((size / 2)) ]; then ok
+	elif [ $mode = gather ] && [ "$sent" -ge "$size" ]; then ok
+	else bad "$mode: the data servers sent $sent bytes of a $size-byte file"; fi
+done
+
+# ---- a killed data server: grep's error, naming it, within 10 s
+kill -KILL "$pid_2"
+wait "$pid_2" 2>/dev/null
+t0=$(date +%s)
+run "$BUILD/arf" grep -c needle "$M:/g/edge_0"; check_rc "grep, a data server killed" 2 $?
+el=$(( $(date +%s) - t0 ))
+if [ "$el" -le 10 ]; then ok; else bad "grep with a killed data server: $el s"; fi
+contains "grep names the file" "$tmp/err" "grep: $M:/g/edge_0: "
+contains "grep names the data server" "$tmp/err" "data server $ep_2"
+# a file whose bytes are all on other servers (smaller than a stripe: server 1's) is read
+run "$BUILD/arf" grep -c needle "$M:/g/small"; check_rc "grep, a file not on the killed server" 0 $?
+same "its count" "$(cat "$tmp/out")" 1
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
