@@ -154,7 +154,10 @@ static struct conn *connect_to(struct state *st, const char *endpoint, const cha
 	k->next = st->conns;
 	st->conns = k;
 	char err[512];
-	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	/* a command, as arc: one started while its server restarts waits for it (the session's
+	 * outage limit, 60 s) rather than failing; a mount, by contrast, refuses at once a server
+	 * it never reached */
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET"), .wait_first = 1 };
 	k->a = arc_connect(endpoint, &ao, err, sizeof err);
 	if (!k->a) {
 		run_error(st, name, err);

@@ -786,9 +786,10 @@ static int run_xfer(bool import, int argc, char **argv)
 	double t0 = now_s();
 	struct stat st;
 	if (import) {
-		if (stat(local, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		int stat_rc = stat(local, &st);
+		if (stat_rc != 0 || !S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "arf import: %s: %s\n", local,
-			        errno && !S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+			        stat_rc != 0 ? strerror(errno) : "not a directory");
 			goto out;
 		}
 		int64_t dest = remote_dir(&x, rpath, true);
