@@ -12,7 +12,7 @@
 # fail first (libarc's default, a mount) fail with "peer is down" and arfd's log says why
 # (checked with 300 clients); waiting ones get in as others leave.
 #
-#   BUILD=build sh tests/integration/many_sessions.sh     prints "N passed, N failed" last
+#   BUILD=build sh tests/stress/many_sessions.sh (make check-stress)     prints "N passed, N failed" last
 # Every call is bounded by `timeout`; whatever was started is killed on exit.
 
 BUILD=${BUILD:-build}
