@@ -616,16 +616,22 @@ bad:
 	return -1;
 }
 
-/* Exact mode: the records are candidate lines; select them here. */
-static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int binary, int noeol)
+/* Exact mode: the records are candidate lines; select them here.  Lines before pt->new_from
+ * were in an earlier part (the overlap that carries context): they start context again but
+ * are not counted or printed twice.  At most pt->limit new lines are selected (-m), then the
+ * lines after the last one are its trailing context. */
+static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int binary, int noeol,
+                            struct grep_part *pt)
 {
 	const struct grep_opts *o = &x->g->o;
-	int64_t count = 0;
+	int64_t count = 0, limit = pt->limit;
 	int stop_first = o->quiet || o->list || o->list_nomatch;
 	int emit = !o->count && !stop_first;
 	if (binary) {
 		/* grep treats NUL as a line end in binary files and prints no lines */
 		for (long i = 0; i < n; i++) {
+			if ((int64_t)v[i].off < pt->new_from)
+				continue;
 			const uint8_t *p = v[i].p, *end = p + v[i].len;
 			for (;;) {
 				const uint8_t *z = memchr(p, 0, (size_t)(end - p));
@@ -633,11 +639,13 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 				/* NUL ends a line here: after a final NUL with no newline, no more */
 				if (!z && len == 0 && noeol && i == n - 1 && p != v[i].p)
 					break;
-				if ((line_matches(x->g, p, len) == 1) != !!o->invert)
+				if ((line_matches(x->g, p, len) == 1) != !!o->invert) {
 					count++;
+					pt->last_selected = (int64_t)v[i].off;
+				}
 				if (x->g->gave_up)
 					return count;
-				if ((!o->count && count > 0) || (o->max_count >= 0 && count >= o->max_count))
+				if ((!o->count && count > 0) || (limit >= 0 && count >= limit))
 					return count;
 				if (!z)
 					break;
@@ -652,8 +660,10 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 		if (x->g->gave_up)
 			return count;
 		if (sel) {
-			count++;
-			if (stop_first)
+			int is_new = (int64_t)v[i].off >= pt->new_from;
+			count += is_new;
+			pt->last_selected = (int64_t)v[i].off;
+			if (stop_first && is_new)
 				return count;
 			if (emit) {
 				long b = o->before > 0 ? i - o->before : i;
@@ -663,7 +673,7 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 				last = i;
 				after_left = o->after > 0 ? o->after : 0;
 			}
-			if (o->max_count >= 0 && count >= o->max_count) {
+			if (is_new && limit >= 0 && count >= limit) {
 				for (long j = i + 1; emit && j < n && j <= i + (o->after > 0 ? o->after : 0); j++)
 					put_line(x, v[j].p, v[j].len, v[j].off, v[j].lineno, 1);
 				return count;
@@ -673,6 +683,30 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 			put_line(x, v[i].p, v[i].len, v[i].off, v[i].lineno, 1);
 			last = i;
 		}
+	}
+	return count;
+}
+
+/* The segment's records (not exact): selected lines and their context, printed as they are.
+ * The same overlap and -m rules as select_exact: selected lines before pt->new_from are not
+ * counted again; after the limit-th new one, only its trailing context (the records that
+ * follow it without a gap, up to -A lines) is printed, each as context. */
+static int64_t print_records(struct fmt *x, const struct rec *v, long n, struct grep_part *pt)
+{
+	const struct grep_opts *o = &x->g->o;
+	int64_t count = 0;
+	for (long i = 0; i < n; i++) {
+		put_line(x, v[i].p, v[i].len, v[i].off, v[i].lineno, v[i].context);
+		if (v[i].context)
+			continue;
+		pt->last_selected = (int64_t)v[i].off;
+		if ((int64_t)v[i].off < pt->new_from || !(++count == pt->limit))
+			continue;
+		uint64_t next = v[i].off + v[i].len + 1;
+		for (long j = i + 1; j < n && j <= i + (o->after > 0 ? o->after : 0) && v[j].off == next;
+		     next = v[j].off + v[j].len + 1, j++)
+			put_line(x, v[j].p, v[j].len, v[j].off, v[j].lineno, 1);
+		break;
 	}
 	return count;
 }
@@ -708,6 +742,15 @@ int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, si
 	return g->gave_up ? -2 : 0;
 }
 
+int grep_format_context_line(struct grep *g, const char *name, const uint8_t *p, size_t n,
+                             uint64_t off, uint64_t lineno, FILE *f, int64_t *last_end)
+{
+	struct fmt x = { g, name, f, *last_end };
+	put_line(&x, p, n, off, lineno, 1);
+	*last_end = x.last_end;
+	return g->gave_up ? -2 : 0;
+}
+
 int grep_format(struct grep *g, const char *prog, const char *name, int64_t value,
                 const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
                 struct grep_file_result *res)
@@ -717,29 +760,32 @@ int grep_format(struct grep *g, const char *prog, const char *name, int64_t valu
 }
 
 int grep_format_part(struct grep *g, const char *name, int64_t value, const uint8_t *rec,
-                     size_t rec_len, FILE *f, int64_t *last_end, int64_t *selected)
+                     size_t rec_len, FILE *f, int64_t *last_end, struct grep_part *pt)
 {
 	const struct grep_opts *o = &g->o;
 	struct fmt x = { g, name, f, *last_end };
 	int binary = (int)(value & 1) && !o->text && !o->null_data;
 	int64_t count = value >> 2;
 	int noeol = (int)(value >> 1) & 1;
+	int lines = !o->count && !o->quiet && !o->list && !o->list_nomatch;
 	struct rec *v;
 	long n = decode(g, rec, rec_len, &v);
 	if (n < 0)
 		return -1;
+	pt->last_selected = -1;
 	if (g->exact) {
 		if (binary && o->binary_nomatch)
 			count = 0;
 		else
-			count = select_exact(&x, v, n, binary, noeol);
-	} else if (!binary) {
-		for (long i = 0; i < n; i++)
-			put_line(&x, v[i].p, v[i].len, v[i].off, v[i].lineno, v[i].context);
+			count = select_exact(&x, v, n, binary, noeol, pt);
+	} else if (!binary && lines) {
+		count = print_records(&x, v, n, pt);
+	} else if (pt->limit >= 0 && count > pt->limit) {
+		count = pt->limit;     /* the segment's own -m counts from the part's start */
 	}
 	free(v);
 	*last_end = x.last_end;
-	*selected = count;
+	pt->selected = count;
 	return g->gave_up ? -2 : 0;
 }
 
@@ -783,11 +829,14 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
                     const uint8_t *rec, size_t rec_len, FILE *f, FILE *err_f,
                     struct grep_file_result *res, int64_t *last_end)
 {
-	int64_t count;
-	int rc = grep_format_part(g, name, value, rec, rec_len, f, last_end, &count);
+	/* one run over the whole file: its segment applied -m and counted the lines, which the
+	 * caller may have printed already (arf grep prints the records as they come) */
+	struct grep_part pt = { .new_from = 0, .limit = g->exact ? g->o.max_count : -1 };
+	int rc = grep_format_part(g, name, value, rec, rec_len, f, last_end, &pt);
 	if (rc != 0)
 		return rc;
-	return grep_format_done(g, prog, name, count, (int)(value & 1), f, err_f, res);
+	return grep_format_done(g, prog, name, g->exact ? pt.selected : value >> 2,
+	                        (int)(value & 1), f, err_f, res);
 }
 
 int64_t grep_selected_end(struct grep *g, const uint8_t *p, size_t len, int64_t n)

@@ -119,12 +119,24 @@ int grep_format_end(struct grep *g, const char *prog, const char *name, int64_t 
 
 /* A file in parts (pngrep's standard input, streamed): grep_format_part prints one part's
  * records (value and rec as for grep_format, offsets and line numbers already counted from the
- * file's start; lines before *last_end were printed and are skipped, so parts may overlap)
- * and sets *selected to the lines it selected; grep_format_done then prints what follows the
- * lines (-c, -l, -L, the binary message) for the file's count and binary flag.  Return
- * values as grep_format. */
+ * file's start).  Parts may overlap, to carry context: lines before *last_end were printed and
+ * are skipped, and selected lines before pt->new_from were counted by an earlier part.  At
+ * most pt->limit new lines are selected (-m across parts, -1: no limit), and after the last
+ * of them only the trailing context that this part holds is printed.  grep_format_done then
+ * prints what follows the lines (-c, -l, -L, the binary message) for the file's count and
+ * binary flag.  Return values as grep_format. */
+struct grep_part {
+	int64_t new_from;        /* in: offset of the first line no earlier part ran */
+	int64_t limit;           /* in: lines that may still be selected; -1: no limit */
+	int64_t selected;        /* out: new lines selected */
+	int64_t last_selected;   /* out: offset of the last selected line (new or not); -1 */
+};
 int grep_format_part(struct grep *g, const char *name, int64_t value, const uint8_t *rec,
-                     size_t rec_len, FILE *f, int64_t *last_end, int64_t *selected);
+                     size_t rec_len, FILE *f, int64_t *last_end, struct grep_part *pt);
+/* Print one line (at offset off, number lineno) as a context line: the trailing context of
+ * the last line -m selected, when it lies past the part that selected it. */
+int grep_format_context_line(struct grep *g, const char *name, const uint8_t *p, size_t n,
+                             uint64_t off, uint64_t lineno, FILE *f, int64_t *last_end);
 int grep_format_done(struct grep *g, const char *prog, const char *name, int64_t count,
                      int binary, FILE *f, FILE *err_f, struct grep_file_result *res);
 

@@ -171,75 +171,6 @@ static int64_t grep_bytes(struct state *st, const char *name, const uint8_t *dat
 	return value >> 2;
 }
 
-/* Read fd to its end (or, with want > 0, until some line of it is selected `want` times and
- * then `after` more lines: grep -m, -q, -l, -L stop there, as on `yes | grep -m1 y`), into
- * *buf (malloc'd).  Returns the length to search: complete lines only when it stopped early. */
-static size_t read_input(struct state *st, int fd, const char *name, int64_t want,
-                         uint8_t **buf)
-{
-	const struct grep_opts *o = &st->a.o;
-	int eol = o->null_data ? '\0' : '\n';
-	size_t cap = 1 << 16, len = 0;
-	size_t checked = 0;        /* lines before this were run: `found` selected ones */
-	int64_t found = 0, after = -1;   /* after >= 0: lines of trailing context still to read */
-	struct timespec last = { 0, 0 };
-	uint8_t *b = malloc(cap);
-	for (;;) {
-		if (!b)
-			die("%s", "memory exhausted");
-		ssize_t r = read(fd, b + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			file_error(st, name, errno);
-		if (r <= 0) {
-			*buf = b;
-			return len;    /* the whole input: a last line without its terminator too */
-		}
-		len += (size_t)r;
-		if (after >= 0) {
-			/* enough: the m-th selected line is before `checked`, its context after */
-			for (uint8_t *z = b + checked; after > 0 && (z = memchr(z, eol, len - (size_t)(z - b)));
-			     checked = (size_t)(++z - b))
-				after--;
-			if (after == 0)
-				break;
-		} else if (want > 0) {
-			/* run the new complete lines once they are as many bytes as those run before
-			 * (so the input is scanned about twice at most), or when the input pauses
-			 * (a short read) and 10 ms passed: a terminal or a slow pipe gets its answer */
-			uint8_t *z = memrchr(b + checked, eol, len - checked);
-			size_t end = z ? (size_t)(z - b) + 1 : checked;
-			struct timespec now;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			int64_t ms = (now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000;
-			if (end > checked && (end - checked >= (checked > cap / 4 ? checked : cap / 4) ||
-			                      (len < cap && ms >= 10))) {
-				int64_t value;
-				size_t out_len;
-				if (run_segment(st, name, b + checked, end - checked, &value, &out_len) == 0)
-					found += value >> 2;
-				checked = end;
-				last = now;
-				if (found >= want) {
-					after = o->after > 0 && o->max_count > 0 ? o->after : 0;
-					if (after == 0)
-						break;
-					continue;
-				}
-			}
-		}
-		if (len == cap) {
-			uint8_t *nb = realloc(b, cap *= 2);
-			if (!nb)
-				free(b);
-			b = nb;
-		}
-	}
-	*buf = b;
-	return checked;
-}
-
 /* Streaming standard input: a part is run once this many bytes of complete lines wait */
 #define STREAM_PART (4u << 20)
 /* ... or once the input pauses this long (a terminal, tail -f) */
@@ -264,21 +195,81 @@ static size_t lines_back(const uint8_t *p, size_t end, int eol, int64_t n)
 	return at;
 }
 
-/* Standard input that is not a regular file, when no option stops the search early: read and
- * searched in parts of complete lines, each printed before more is read, so that memory stays
- * bounded by a part and the longest line (grep streams it too; `tail -f log | pngrep x`
- * prints as lines come).  A part's records get the file's offsets and line numbers; with
- * context the next part starts earlier, at the last B lines or at a selected line whose -A
- * context is not complete, and the formatter skips what it printed already.  Once a part is
- * binary the rest of the input is too, as in grep: no lines printed, and without -c the
- * search stops at the first selected line.  The exact path with context needs the whole
- * input (read_input). */
+/* Count the line terminators in p[0..n). */
+static uint64_t count_lines(const uint8_t *p, size_t n, int eol)
+{
+	uint64_t k = 0;
+	for (const uint8_t *z = p, *end = p + n; (z = memchr(z, eol, (size_t)(end - z))); z++)
+		k++;
+	return k;
+}
+
+/* The trailing context of the line -m selected last, past the part that selected it: up to
+ * `left` more lines from b[at..*len) and then from fd, each printed as it completes, so that
+ * memory stays bounded by the longest line.  `off` and `lineno` are b[at]'s. */
+static void print_tail(struct state *st, int fd, const char *name, uint8_t **bp, size_t *cap,
+                       size_t *len, size_t at, uint64_t off, uint64_t lineno, int64_t left,
+                       int64_t *last_end)
+{
+	int eol = st->a.o.null_data ? '\0' : '\n';
+	uint8_t *b = *bp;
+	int eof = 0;
+	while (left > 0) {
+		uint8_t *z = at < *len ? memchr(b + at, eol, *len - at) : NULL;
+		if (z || (eof && at < *len)) {
+			size_t n = z ? (size_t)(z - (b + at)) : *len - at;
+			if (grep_format_context_line(st->g, name, b + at, n, off, lineno, stdout,
+			                             last_end) == -2)
+				die("%s", "memory exhausted");
+			check_output(0);
+			at += n + 1;
+			off += n + 1;
+			lineno++;
+			left--;
+			continue;
+		}
+		if (eof)
+			break;
+		/* drop the lines printed, then read more of the current one */
+		memmove(b, b + at, *len - at);
+		*len -= at;
+		at = 0;
+		if (*len == *cap) {
+			uint8_t *nb = realloc(b, *cap *= 2);
+			if (!nb)
+				die("%s", "memory exhausted");
+			*bp = b = nb;
+		}
+		ssize_t r = read(fd, b + *len, *cap - *len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			file_error(st, name, errno);
+		if (r <= 0)
+			eof = 1;
+		else
+			*len += (size_t)r;
+	}
+}
+
+/* Standard input that is not a regular file: read and searched in parts of complete lines,
+ * each printed before more is read, so that memory stays bounded by a part and the longest
+ * line (grep streams it too; `tail -f log | pngrep x` prints as lines come).  A part's records
+ * get the file's offsets and line numbers; with context the next part starts earlier, at the
+ * last B lines or at a selected line whose -A context is not complete, and the formatter
+ * neither prints nor counts again what it saw already.  The search stops once it can: -q, -l
+ * and -L at the first selected line, -m NUM at the NUM-th and its trailing context (`yes |
+ * pngrep -m1 y` ends).  Once a part is binary the rest of the input is too, as in grep: no
+ * lines printed, and without -c the search stops at the first selected line. */
 static void grep_stream(struct state *st, int fd, const char *name)
 {
 	const struct grep_opts *o = &st->a.o;
 	int eol = o->null_data ? '\0' : '\n';
-	int64_t before = o->count ? 0 : o->before > 0 ? o->before : 0;
-	int64_t after = o->count ? 0 : o->after > 0 ? o->after : 0;
+	int lines = !o->count && !o->quiet && !o->list && !o->list_nomatch;
+	int64_t before = lines && o->before > 0 ? o->before : 0;
+	int64_t after = lines && o->after > 0 ? o->after : 0;
+	int64_t want = o->quiet || o->list || o->list_nomatch ? 1 : o->max_count > 0 ?
+	               o->max_count : -1;
 	size_t hdr = o->line_number ? 24 : 16;
 	size_t cap = 1 << 16, len = 0, done = 0;   /* b[0..done) was run */
 	uint64_t base_off = 0, base_line = 1;      /* b[0]'s offset and line number in the input */
@@ -331,13 +322,10 @@ static void grep_stream(struct state *st, int fd, const char *name)
 			failed = 1;
 			break;
 		}
-		size_t last_sel = end;   /* the last selected line's offset in b */
 		for (size_t i = 0; i + hdr <= out_len;) {
 			uint64_t q[3];
 			memcpy(q, st->out + i, hdr);
 			uint64_t flags = q[0] & (1ull << 63);
-			if (!flags)
-				last_sel = (size_t)q[0];
 			q[0] = ((q[0] & ~flags) + base_off) | flags;
 			q[2] += base_line - 1;
 			memcpy(st->out + i, q, hdr);
@@ -345,9 +333,10 @@ static void grep_stream(struct state *st, int fd, const char *name)
 		}
 		if (v & 1 && !o->text && !o->null_data)
 			binary = 1;
-		int64_t sel;
+		struct grep_part pt = { .new_from = (int64_t)(base_off + done),
+		                        .limit = want > 0 ? want - total : -1 };
 		int rc = grep_format_part(st->g, name, v | binary, st->out, out_len, stdout, &last_end,
-		                          &sel);
+		                          &pt);
 		if (rc == -2)
 			die("%s", "memory exhausted");
 		if (rc != 0) {
@@ -355,20 +344,33 @@ static void grep_stream(struct state *st, int fd, const char *name)
 			st->errors = 1;
 		}
 		check_output(0);
-		total += sel;
+		total += pt.selected;
 		done = end;
+		/* the last selected line's offset in b, and whether its -A context goes on */
+		size_t last_sel = pt.last_selected >= (int64_t)base_off ?
+		                  (size_t)(pt.last_selected - (int64_t)base_off) : end;
+		int64_t after_missing = 0;
+		if (after > 0 && last_sel < end) {
+			const uint8_t *e = memchr(b + last_sel, eol, end - last_sel);
+			uint64_t k = e ? count_lines(e + 1, (size_t)(b + end - (e + 1)), eol) : 0;
+			after_missing = (int64_t)k < after ? after - (int64_t)k : 0;
+		}
 		if (binary && total > 0 && !o->count)
 			break;       /* grep: "binary file matches" at the first selected line */
-		/* keep what the next part needs: the last B lines, a selected line within the last
-		 * A lines (its context goes on) */
+		if (want > 0 && total >= want) {
+			if (after_missing > 0 && !eof && !binary)
+				print_tail(st, fd, name, &b, &cap, &len, end, base_off + end,
+				           base_line + count_lines(b, end, eol), after_missing, &last_end);
+			break;
+		}
+		/* keep what the next part needs: the last B lines, a selected line whose -A
+		 * context is not complete */
 		if (before > 0)
 			keep = lines_back(b, end, eol, before);
-		if (after > 0 && last_sel < end && last_sel >= lines_back(b, end, eol, after) &&
-		    last_sel < keep)
+		if (after_missing > 0 && last_sel < keep)
 			keep = last_sel;
 		if (o->line_number)
-			for (const uint8_t *p = b; (p = memchr(p, eol, (size_t)(b + keep - p))); p++)
-				base_line++;
+			base_line += count_lines(b, keep, eol);
 		memmove(b, b + keep, len - keep);
 		base_off += keep;
 		len -= keep;
@@ -392,8 +394,6 @@ static void grep_stdin(struct state *st)
 {
 	const struct grep_opts *o = &st->a.o;
 	const char *name = st->a.label ? st->a.label : "(standard input)";
-	int64_t want = o->quiet || o->list || o->list_nomatch ? 1 : o->max_count > 0 ? o->max_count
-	             : 0;
 	struct stat sb;
 	int have_sb = fstat(0, &sb) == 0;
 	grep_set_file_size(st->g, have_sb && S_ISREG(sb.st_mode) ? sb.st_size : -1);
@@ -422,14 +422,7 @@ static void grep_stdin(struct state *st)
 		munmap(base, map_len);
 		return;
 	}
-	if (want == 0 && !(grep_is_exact(st->g) && (o->before > 0 || o->after > 0))) {
-		grep_stream(st, 0, name);
-		return;
-	}
-	uint8_t *buf;
-	size_t len = read_input(st, 0, name, want, &buf);
-	grep_bytes(st, name, buf, len);
-	free(buf);
+	grep_stream(st, 0, name);
 }
 
 static void grep_path(struct state *st, const char *path, int cmdline);
@@ -552,14 +545,8 @@ static void grep_path(struct state *st, const char *path, int cmdline)
 			munmap(base, len);
 		}
 	} else {
-		/* empty files and non-regular files given by name (a fifo: as far as -m needs) */
-		const struct grep_opts *o = &st->a.o;
-		int64_t want = o->quiet || o->list || o->list_nomatch ? 1 : o->max_count > 0 ?
-		               o->max_count : 0;
-		uint8_t *buf;
-		size_t len = read_input(st, fd, path, want, &buf);
-		grep_bytes(st, path, buf, len);
-		free(buf);
+		/* empty files (/proc's) and non-regular files given by name (a fifo) */
+		grep_stream(st, fd, path);
 	}
 	close(fd);
 }
