@@ -204,6 +204,30 @@ static uint64_t count_lines(const uint8_t *p, size_t n, int eol)
 	return k;
 }
 
+/* Read what fd has into (*b)[*len..*cap), growing the buffer when it is full; 0 at the end
+ * of the input or on an error (reported). */
+static int read_more(struct state *st, int fd, const char *name, uint8_t **b, size_t *cap,
+                     size_t *len)
+{
+	if (*len == *cap) {
+		uint8_t *nb = realloc(*b, *cap *= 2);
+		if (!nb)
+			die("%s", "memory exhausted");
+		*b = nb;
+	}
+	for (;;) {
+		ssize_t r = read(fd, *b + *len, *cap - *len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			file_error(st, name, errno);
+		if (r <= 0)
+			return 0;
+		*len += (size_t)r;
+		return 1;
+	}
+}
+
 /* The trailing context of the line -m selected last, past the part that selected it: up to
  * `left` more lines from b[at..*len) and then from fd, each printed as it completes, so that
  * memory stays bounded by the longest line.  `off` and `lineno` are b[at]'s. */
@@ -234,21 +258,8 @@ static void print_tail(struct state *st, int fd, const char *name, uint8_t **bp,
 		memmove(b, b + at, *len - at);
 		*len -= at;
 		at = 0;
-		if (*len == *cap) {
-			uint8_t *nb = realloc(b, *cap *= 2);
-			if (!nb)
-				die("%s", "memory exhausted");
-			*bp = b = nb;
-		}
-		ssize_t r = read(fd, b + *len, *cap - *len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			file_error(st, name, errno);
-		if (r <= 0)
-			eof = 1;
-		else
-			*len += (size_t)r;
+		eof = !read_more(st, fd, name, bp, cap, len);
+		b = *bp;
 	}
 }
 
@@ -292,21 +303,7 @@ static void grep_stream(struct state *st, int fd, const char *name)
 				run = 1;
 		}
 		if (!run) {
-			if (len == cap) {
-				uint8_t *nb = realloc(b, cap *= 2);
-				if (!nb)
-					die("%s", "memory exhausted");
-				b = nb;
-			}
-			ssize_t r = read(fd, b + len, cap - len);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				file_error(st, name, errno);
-			if (r <= 0)
-				eof = 1;
-			else
-				len += (size_t)r;
+			eof = !read_more(st, fd, name, &b, &cap, &len);
 			z = len > done ? memrchr(b + done, eol, len - done) : NULL;
 			if (!eof && (!z || (size_t)(z - b) + 1 - done < STREAM_PART))
 				continue;
