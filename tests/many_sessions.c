@@ -5,7 +5,7 @@
  *   clients N ok N failed N runs N longest_ms N [counted ...] first_error ...
  * and exits 0 when every client finished its runs without an error.
  *
- *   many_sessions ENDPOINT SEG.pno N SECONDS [fail-first] [count=K]
+ *   many_sessions ENDPOINT SEG.pno N SECONDS [fail-first] [count=K] [timeout=MS]
  * Clients wait for a server that is away at their first run (arc_opts.wait_first, as the
  * `arc` command does), unless fail-first: then that is an error at once (libarc's default).
  * count=K: SEG's main takes an offset, adds 1 to the 8-byte counter there (client i's is at
@@ -15,6 +15,9 @@
  * server was killed may have run there and runs again on its successor (no reply cache
  * survives a kill): at most one more per kill, K kills (the counter is in a file region,
  * which survives them).
+ * timeout=MS: each request's (arc_opts.timeout_ms; libarc's default 30000).  What a test of
+ * lost requests gives a restarted arfd: a thousand clients queue there at once, 10-25 s of
+ * runs on 2 cores, more on a machine shared with other work.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +41,7 @@ static atomic_uint n_ok, n_failed, n_runs, n_failed_first;
 static uint64_t start_ns;
 static bool fail_first;
 static int kills = -1;                 /* count=K; -1: no counter */
+static int timeout_ms;                 /* timeout=MS; 0: libarc's */
 static atomic_uint n_exact, n_extra;
 static atomic_ullong longest_ns;
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,7 +88,7 @@ static void *client(void *arg)
 	int64_t off = 8 * (int64_t)(intptr_t)arg;
 	char err[256];
 	/* wait_first: a client whose first run comes while arfd is away waits for it, as `arc` does */
-	struct arc_opts o = { .outage_ms = 30000, .wait_first = !fail_first };
+	struct arc_opts o = { .outage_ms = 30000, .wait_first = !fail_first, .timeout_ms = timeout_ms };
 	struct arc *a = arc_connect(endpoint, &o, err, sizeof err);
 	if (!a) {
 		note_err(err);
@@ -132,11 +136,14 @@ int main(int argc, char **argv)
 			fail_first = true;
 		else if (!strncmp(argv[i], "count=", 6) && argv[i][6])
 			kills = atoi(argv[i] + 6);
+		else if (!strncmp(argv[i], "timeout=", 8) && atoi(argv[i] + 8) > 0)
+			timeout_ms = atoi(argv[i] + 8);
 		else
 			argc = 0;
 	}
 	if (argc < 5 || kills < -1) {
-		fprintf(stderr, "usage: many_sessions ENDPOINT SEG.pno N SECONDS [fail-first] [count=K]\n");
+		fprintf(stderr, "usage: many_sessions ENDPOINT SEG.pno N SECONDS [fail-first] [count=K] "
+		        "[timeout=MS]\n");
 		return 1;
 	}
 	endpoint = argv[1];
