@@ -153,6 +153,8 @@ struct pn {
 	pthread_t *workers;
 	unsigned n_workers;
 	int stopping;
+	atomic_bool held;          /* pn_opts.hold until pn_start */
+	pthread_cond_t start_cond; /* ... which wakes the threads waiting in held_wait */
 	int closing;               /* transports are closing: no more ops->release calls */
 	unsigned releasing;        /* pn_coop_end calls inside ops->release right now */
 
@@ -500,18 +502,44 @@ bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
 	return ok;
 }
 
+/* pn_opts.hold: a transport's thread that has something for the application waits here
+ * until pn_start (its connection waits with it, unread).  false: the endpoint is stopping
+ * instead, and the message is to be dropped. */
+static bool held_wait(struct pn *pn)
+{
+	if (!atomic_load_explicit(&pn->held, memory_order_acquire))
+		return true;
+	pthread_mutex_lock(&pn->lock);
+	while (atomic_load(&pn->held) && !pn->stopping)
+		pthread_cond_wait(&pn->start_cond, &pn->lock);
+	bool go = !pn->stopping;
+	pthread_mutex_unlock(&pn->lock);
+	return go;
+}
+
+int pn_start(struct pn *pn)
+{
+	pthread_mutex_lock(&pn->lock);
+	atomic_store(&pn->held, false);
+	pthread_cond_broadcast(&pn->start_cond);
+	pthread_mutex_unlock(&pn->lock);
+	return 0;
+}
+
 int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const void *head,
                   size_t head_len, uint64_t len)
 {
 	if (!pn->opts.admit)
 		return 1;
+	if (!held_wait(pn))
+		return 0;
 	return pn->opts.admit(pn->opts.admit_arg, from ? from->id : PN_ANY, type, head, head_len, len) > 0;
 }
 
 void pn_core_refuse(struct pn *pn, struct pn_peer_rec *from, pn_type type, pn_coop coop,
                     const void *head, size_t head_len)
 {
-	if (pn->opts.refuse)
+	if (pn->opts.refuse && held_wait(pn))
 		pn->opts.refuse(pn->opts.admit_arg, from->id, type, coop, head, head_len);
 }
 
@@ -1161,7 +1189,7 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		pthread_mutex_unlock(&pn->lock);
 		return;
 	}
-	if (status != 0 || (h->kind != PN_K_MSG && h->kind != PN_K_SREQ)) {
+	if (status != 0 || (h->kind != PN_K_MSG && h->kind != PN_K_SREQ) || !held_wait(pn)) {
 		free(rx->buf);
 		return;
 	}
@@ -1535,6 +1563,8 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 		pn->drop_threshold = o->drop_rate >= 1 ? UINT64_MAX : (uint64_t)(o->drop_rate * 18446744073709551616.0);
 	pthread_mutex_init(&pn->lock, NULL);
 	pthread_cond_init(&pn->q_cond, NULL);
+	pthread_cond_init(&pn->start_cond, NULL);
+	atomic_init(&pn->held, o->hold);
 	/* Cooperation tokens start at a random point so a restarted endpoint cannot mistake a
 	 * late reply meant for its previous incarnation for one of its own. */
 	if (getrandom(pn->named_key, sizeof pn->named_key, 0) != sizeof pn->named_key) {
@@ -1614,6 +1644,7 @@ void pn_finalize(struct pn *pn)
 	pthread_mutex_lock(&pn->lock);
 	pn->stopping = 1;
 	pthread_cond_broadcast(&pn->q_cond);
+	pthread_cond_broadcast(&pn->start_cond);   /* held_wait: drop what it holds */
 	for (unsigned b = 0; b < COOP_BUCKETS; b++)
 		for (struct pn_coop_rec *c = pn->coops[b]; c; c = c->next)
 			for (unsigned i = 0; i < c->n; i++)
@@ -1662,6 +1693,7 @@ void pn_finalize(struct pn *pn)
 	free(pn->udp_trusted);
 	pn_sess_free(pn->sess);
 	pthread_cond_destroy(&pn->q_cond);
+	pthread_cond_destroy(&pn->start_cond);
 	pthread_mutex_destroy(&pn->lock);
 	free(pn);
 }

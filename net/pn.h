@@ -141,6 +141,13 @@ struct pn_opts {
 	uint64_t session_cache_max; /* reply bytes kept over all sessions; 0 = 64 MiB */
 	uint32_t session_reply_max; /* a larger reply is not kept (a repeat of its request
 	                            * gets PN_EUNCACHED); 0 = 2 MiB */
+	/* Hold what arrives for the application (messages for handlers, and the admit and
+	 * refuse calls) until pn_start: the endpoint listens from pn_init on (pn_self names it),
+	 * but nothing reaches a handler before the caller has set them.  A server restarted
+	 * under its clients needs it: their requests arrive the moment it listens, and one that
+	 * found no handler would be dropped unanswered (a session's repeat of it too, as its
+	 * slot says it runs).  Replies to our own Cooperations are not held. */
+	bool hold;
 	/* Diagnostics the error codes cannot carry (rdma: ibv_wc_status_str of a failed
 	 * completion, a rejected connection).  Called from any thread; NULL: stderr. */
 	void (*log)(void *arg, const char *msg);
@@ -152,6 +159,9 @@ struct pn_opts {
  * Returns NULL with a message in err. */
 struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *opts, char *err,
                    size_t errlen);
+/* pn_opts.hold: handlers are set; what arrived meanwhile (and everything after) goes to them
+ * now.  0 (also without hold, or when called again). */
+int pn_start(struct pn *pn);
 /* Stop the I/O and worker threads (running handlers finish first), fail every open
  * Cooperation with PN_ESHUTDOWN, close connections, free everything.  The caller makes sure
  * no other thread is inside a pn_* call on this endpoint when it returns. */

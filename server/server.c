@@ -1537,8 +1537,12 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	}
 
 	/* the reply buffer of an EXEC may be as large as out_max plus its header */
-	/* every handler is inline (admission, READ, WRITE): Paradis-Net's one worker is idle */
-	struct pn_opts po = { .n_workers = 1, .max_msg = c->out_max + EXEC_HDR_ROOM +
+	/* every handler is inline (admission, READ, WRITE): Paradis-Net's one worker is idle.
+	 * hold: nothing reaches us before the handlers below are set (pn_start).  A restarted
+	 * arfd's first requests come the instant it listens (clients waiting to reconnect); one
+	 * that found no handler was dropped unanswered, and its client's session, told that it
+	 * ran, waited for its reply until the request timed out (many_sessions.sh) */
+	struct pn_opts po = { .n_workers = 1, .hold = true, .max_msg = c->out_max + EXEC_HDR_ROOM +
 	                      c->max_segment + 4096,
 	                      .admit = admit_request, .refuse = refuse_request, .admit_arg = s,
 	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
@@ -1598,6 +1602,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	pn_set_handler(s->pn, AR_T_STATS, PN_INLINE, h_inline, s);
 	pn_set_peer_down(s->pn, on_peer_down, s);
 	pn_set_handler(s->pn, PN_OTHER_TYPES, PN_INLINE, h_other, s);
+	pn_start(s->pn);
 	return s;
 fail:
 	stop_workers(s);

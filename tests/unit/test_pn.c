@@ -1513,6 +1513,59 @@ static void test_sessions(void)
 	pn_finalize(b);
 }
 
+/* pn_opts.hold: a request that arrives before the server set its handlers waits for
+ * pn_start instead of being dropped (a restarted server's first requests come the instant
+ * it listens; over tcp with a session, whose slot would have said the dropped one ran, so
+ * even its repeat went unanswered); and a held endpoint still finalizes. */
+struct late_start { struct pn *pn; _Atomic int *count; };
+
+static void *start_later(void *arg)
+{
+	struct late_start *l = arg;
+	usleep(200000);                /* the request is there by now, held */
+	pn_set_handler(l->pn, T_COUNT, 0, h_count, l->count);
+	pn_start(l->pn);
+	return NULL;
+}
+
+static void test_hold(void)
+{
+	_Atomic int count = 0;
+	struct pn_opts oh = { .hold = true };
+	struct pn *b = open_ep(&oh), *a = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_peer pb = peer_of(a, b);
+	struct pn_session_opts so = { .outage_ms = 5000 };
+	if (!strcmp(scheme, "tcp"))
+		CHECK(pn_session_open(a, pb, &so) == 0, "pn_session_open");
+	struct late_start l = { b, &count };
+	pthread_t t;
+	pthread_create(&t, NULL, start_later, &l);
+	int n;
+	int rc = count_request(a, pb, 3000, &n);
+	pthread_join(t, NULL);
+	CHECK(rc == 0 && n == 1 && count == 1, "a request before pn_start: %d (%s), answer %d, ran %d",
+	      rc, pn_strerror(rc), n, (int)count);
+	rc = count_request(a, pb, 3000, &n);
+	CHECK(rc == 0 && n == 2, "after pn_start: %d (%s), answer %d", rc, pn_strerror(rc), n);
+	pn_finalize(b);
+	/* never started, a message waiting: pn_finalize drops it and returns */
+	b = open_ep(&oh);
+	if (!b) { CHECK(0, "open"); pn_finalize(a); return; }
+	pn_peer pb2 = peer_of(a, b);
+	struct pn_rcv_desc d = { .type = T_REPLY };
+	pn_coop c = pn_coop_start(a, &d, 1);
+	pn_send(a, pb2, T_COUNT, c, "c", 1);
+	usleep(100000);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pn_finalize(b);
+	CHECK(ms_since(&t0) < 2000, "finalizing a held endpoint: %.0f ms", ms_since(&t0));
+	pn_coop_end(a, c, 0);
+	free(d.buf);
+	pn_finalize(a);
+}
+
 /* With no RDMA device, an rdma: endpoint fails with a message saying so, and nothing else is
  * disturbed: a tcp endpoint in the same pn_init list is not opened either, one alone is. */
 static void test_no_device(void)
@@ -1556,11 +1609,11 @@ int main(int argc, char **argv)
 			test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
 			test_yield, test_peer_reuse, test_udp_peer_reuse, test_failures, test_malformed,
-			test_sessions };
+			test_sessions, test_hold };
 		static const char *const names[] = { "request_reply", "delegation",
 			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
 			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "udp_peer_reuse", "failures", "malformed",
-			"sessions" };
+			"sessions", "hold" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			const char *only = getenv("TEST_PN_ONLY");   /* one test by name */
