@@ -979,7 +979,7 @@ static void cm_reason(const struct rdma_cm_event *ev, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-static void pump_events(struct pn_tp *tp, int ms);
+static int pump_events(struct pn_tp *tp, int ms);
 
 /* Wait until connection event `step` (< 0: until established) or a failure. */
 static int wait_cm(struct conn *c, int step, uint64_t deadline)
@@ -994,8 +994,12 @@ static int wait_cm(struct conn *c, int step, uint64_t deadline)
 		}
 		if (io_self == c->tp) {
 			pthread_mutex_unlock(&c->lock);
-			pump_events(c->tp, 20);
+			int deep = pump_events(c->tp, 20);
 			pthread_mutex_lock(&c->lock);
+			if (deep) {
+				rc = deep;
+				break;
+			}
 		} else {
 			struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
 			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
@@ -1102,7 +1106,9 @@ static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **o
 			return -PN_ETIMEDOUT;
 		}
 		pthread_mutex_unlock(&rp->lock);
-		pump_events(tp, 20);
+		int deep = pump_events(tp, 20);
+		if (deep)
+			return deep;
 		pthread_mutex_lock(&rp->lock);
 	}
 	struct conn *c = rp->conn;
@@ -1540,15 +1546,27 @@ static void on_cm_events(struct pn_tp *tp)
 		on_cm_event(tp, ev);
 }
 
-static void pump_events(struct pn_tp *tp, int ms)
+/* A wait on the I/O thread (an inline handler that sends, and must connect first) pumps the
+ * thread's events itself: nobody else would.  Those events run handlers, which may send and
+ * wait in turn, so the nesting follows the traffic: it is bounded, and a wait past the bound
+ * fails (its send gets PN_EPEERDOWN) instead of going deeper.  0, or -PN_EPEERDOWN. */
+#define PUMP_DEPTH_MAX 4
+static _Thread_local unsigned pump_depth;
+
+static int pump_events(struct pn_tp *tp, int ms)
 {
+	if (pump_depth >= PUMP_DEPTH_MAX)
+		return -PN_EPEERDOWN;
 	struct pollfd p[2] = { { tp->ec->fd, POLLIN, 0 }, { tp->comp->fd, POLLIN, 0 } };
 	if (poll(p, 2, ms) <= 0)
-		return;
+		return 0;
+	pump_depth++;
 	if (p[0].revents)
 		on_cm_events(tp);
 	if (p[1].revents)
 		on_cq_events(tp);
+	pump_depth--;
+	return 0;
 }
 
 static void *io_main(void *arg)
