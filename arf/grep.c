@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,8 +64,7 @@ struct state {
 	const char *out_path;
 	char *out_abs;
 	int64_t out_ino;               /* 0: not looked up yet; < 0: none */
-	uint8_t *cl_out;               /* a cluster file's records (mmap'd, reserved) */
-	size_t cl_out_cap;
+	struct grep_out cl_out;        /* a cluster file's records */
 	/* the scan in the data servers: the patterns compiled without -c, -l, -L, -q (each
 	 * server returns its lines; the client counts), their arf segment (NULL: every
 	 * cluster file is gathered and scanned here) */
@@ -283,52 +281,18 @@ static int is_output(struct state *st, struct conn *k, uint64_t ino, const char 
 #define CL_FILE_MAX  (2ull << 30)      /* a cluster file is held in memory: its largest */
 #define CL_READ      (16u << 20)       /* bytes per arf_cl_read (batches of 1 MiB a server) */
 
-/* Run the segment over data[0..len): 0 with *value and the records in st->cl_out, or -1
+/* Run the segment over data[0..len): 0 with *value and the records in st->cl_out.buf, or -1
  * after the message. */
 static int cluster_scan(struct state *st, struct grep *g, const char *name, const uint8_t *data,
                         size_t len, int64_t *value, size_t *out_len)
 {
 	char err[300];
-	size_t seg_len;
-	const uint8_t *seg = grep_segment(g, &seg_len);
-	static const uint8_t empty[1];
-	struct vm *vm = vm_new();
-	struct vm_prog *p = NULL;
-	if (!vm || vm_bind_region(vm, "data", (void *)(len ? data : empty), len, ISA_ACC_RO) != 0 ||
-	    vm_load(vm, seg, seg_len, &p, err, sizeof err) != 0) {
-		run_error(st, name, vm ? err : "memory exhausted");
-		vm_free(vm);
-		return -1;
-	}
-	uint64_t cap = GREP_OUT_CAP(len);
-	if (cap > st->cl_out_cap) {
-		if (st->cl_out)
-			munmap(st->cl_out, st->cl_out_cap);
-		/* reserved, not committed: only what the run writes is touched */
-		st->cl_out = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-		                  MAP_NORESERVE, -1, 0);
-		if (st->cl_out == MAP_FAILED) {
-			st->cl_out = NULL;
-			st->cl_out_cap = 0;
-			die("%s", "memory exhausted");
-		}
-		st->cl_out_cap = cap;
-	}
-	struct vm_run_opts ro = { .out = st->cl_out, .out_cap = cap, .fuel = 2 * GREP_FUEL(len) };
-	struct vm_result res;
-	unsigned n_args;
-	int entry = vm_prog_entry(p, "grep", &n_args);
-	int rc = entry < 0 ? entry : vm_run(p, (unsigned)entry, NULL, 0, &ro, &res);
-	if (rc != 0) {
-		char t[300];
-		run_error(st, name, rc == -VM_ETRAP ? vm_trap_str(p, &res.trap, t, sizeof t)
-		                                    : vm_strerror(rc));
-	} else {
-		*value = res.value;
-		*out_len = res.out_len;
-	}
-	vm_prog_free(p);
-	vm_free(vm);
+	int rc = grep_run_local(g, VM_ENGINE_AUTO, data, len, &st->cl_out, value, out_len, err,
+	                        sizeof err);
+	if (rc == -2)
+		die("%s", "memory exhausted");
+	if (rc != 0)
+		run_error(st, name, err);
 	return rc != 0 ? -1 : 0;
 }
 
@@ -593,7 +557,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			res = -1;
 			goto out;
 		}
-		if ((v & 1) || recs_take(&w[s].edge, &w[s].count, hdr, st->cl_out, ol, 0, jl,
+		if ((v & 1) || recs_take(&w[s].edge, &w[s].count, hdr, st->cl_out.buf, ol, 0, jl,
 		                         (int64_t)w[s].we) != 0)
 			goto out;
 	}
@@ -713,7 +677,7 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 			return;
 		}
 	}
-	cluster_print(st, name, at.size, value, st->no_read ? NULL : st->cl_out, out_len);
+	cluster_print(st, name, at.size, value, st->no_read ? NULL : st->cl_out.buf, out_len);
 	free(buf);
 }
 
@@ -1392,8 +1356,7 @@ out:
 	free(st.out_abs);
 	grep_free(st.g);
 	grep_free(st.g_srv);
-	if (st.cl_out)
-		munmap(st.cl_out, st.cl_out_cap);
+	grep_out_free(&st.cl_out);
 	while (st.conns) {
 		struct conn *k = st.conns;
 		st.conns = k->next;

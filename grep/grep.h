@@ -71,6 +71,19 @@ void grep_set_file_size(struct grep *g, int64_t size);
 
 /* The segment (owned by g). */
 const uint8_t *grep_segment(const struct grep *g, size_t *len);
+
+/* Run the segment here over data[0..len) (local.c) on engine (enum vm_engine; 0: auto), its
+ * records into out's buffer (reserved, reused across runs; grep_out_free).  0 with *value and
+ * *out_len; -1 with a message in err (the segment did not load, or trapped); -2 when the
+ * output could not be reserved (memory exhausted). */
+struct grep_out {
+	uint8_t *buf;
+	size_t cap;
+};
+int grep_run_local(struct grep *g, int engine, const uint8_t *data, size_t len,
+                   struct grep_out *out, int64_t *value, size_t *out_len, char *err,
+                   size_t errlen);
+void grep_out_free(struct grep_out *out);
 /* How the pattern is matched, for --explain: "dfa (N states, M classes), literal "x"" ... */
 void grep_describe(const struct grep *g, char *buf, size_t len);
 

@@ -42,8 +42,7 @@ struct state {
 	int out_reg;
 	struct dir_id *dirs;   /* the directories from the operand down to the one searched */
 	size_t n_dirs, dirs_cap;
-	uint8_t *out;
-	size_t out_cap;
+	struct grep_out out;   /* the runs' records */
 };
 
 static void die(const char *fmt, const char *arg)
@@ -87,63 +86,29 @@ static int is_output(struct state *st, const struct stat *sb, const char *name)
 	return 1;
 }
 
-/* Run the segment over data[0..len): 0 with *value and the records in st->out (*out_len),
- * or -1 after the message. */
+/* Run the segment over data[0..len): 0 with *value and the records in st->out.buf
+ * (*out_len), or -1 after the message. */
 static int run_segment(struct state *st, const char *name, const uint8_t *data, size_t len,
                        int64_t *value, size_t *out_len)
 {
-	char err[256];
-	struct vm *vm = vm_new();
-	struct vm_prog *p = NULL;
-	size_t seg_len;
-	const uint8_t *seg = grep_segment(st->g, &seg_len);
-	static const uint8_t empty[1];
-	if (!vm || vm_set_engine(vm, st->engine) != 0 ||
-	    vm_bind_region(vm, "data", (void *)(len ? data : empty), len, ISA_ACC_RO) != 0 ||
-	    vm_load(vm, seg, seg_len, &p, err, sizeof err) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, name, vm ? err : "out of memory");
+	char err[300];
+	int rc = grep_run_local(st->g, st->engine, data, len, &st->out, value, out_len, err,
+	                        sizeof err);
+	if (rc == -2)
+		die("%s", "memory exhausted");
+	if (rc != 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, name, err);
 		st->errors = 1;
-		vm_free(vm);
 		return -1;
 	}
-	uint64_t cap = GREP_OUT_CAP(len);
-	if (cap > st->out_cap) {
-		if (st->out)
-			munmap(st->out, st->out_cap);
-		/* reserved, not committed: only what the run writes is touched */
-		st->out = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-		               MAP_NORESERVE, -1, 0);
-		if (st->out == MAP_FAILED) {
-			st->out = NULL;
-			st->out_cap = 0;
-			die("%s", "memory exhausted");
-		}
-		st->out_cap = cap;
-	}
-	struct vm_run_opts ro = { .out = st->out, .out_cap = cap, .fuel = 2 * GREP_FUEL(len) };
-	struct vm_result res;
-	unsigned n_args;
-	int entry = vm_prog_entry(p, "grep", &n_args);
-	int rc = entry < 0 ? entry : vm_run(p, (unsigned)entry, NULL, 0, &ro, &res);
-	if (rc != 0) {
-		char t[300];
-		fprintf(stderr, "%s: %s: %s\n", prog, name,
-		        rc == -VM_ETRAP ? vm_trap_str(p, &res.trap, t, sizeof t) : vm_strerror(rc));
-		st->errors = 1;
-	} else {
-		*value = res.value;
-		*out_len = res.out_len;
-	}
-	vm_prog_free(p);
-	vm_free(vm);
-	return rc != 0 ? -1 : 0;
+	return 0;
 }
 
 /* Print what grep prints for a file whose run gave value and the records in st->out. */
 static void print_file(struct state *st, const char *name, int64_t value, size_t out_len)
 {
 	struct grep_file_result fr;
-	int rc = grep_format(st->g, prog, name, value, st->out, out_len, stdout, stderr, &fr);
+	int rc = grep_format(st->g, prog, name, value, st->out.buf, out_len, stdout, stderr, &fr);
 	if (rc == -2)
 		die("%s", "memory exhausted");
 	if (rc != 0) {
@@ -321,18 +286,18 @@ static void grep_stream(struct state *st, int fd, const char *name)
 		}
 		for (size_t i = 0; i + hdr <= out_len;) {
 			uint64_t q[3];
-			memcpy(q, st->out + i, hdr);
+			memcpy(q, st->out.buf + i, hdr);
 			uint64_t flags = q[0] & (1ull << 63);
 			q[0] = ((q[0] & ~flags) + base_off) | flags;
 			q[2] += base_line - 1;
-			memcpy(st->out + i, q, hdr);
+			memcpy(st->out.buf + i, q, hdr);
 			i += hdr + q[1];
 		}
 		if (v & 1 && !o->text && !o->null_data)
 			binary = 1;
 		struct grep_part pt = { .new_from = (int64_t)(base_off + done),
 		                        .limit = want > 0 ? want - total : -1 };
-		int rc = grep_format_part(st->g, name, v | binary, st->out, out_len, stdout, &last_end,
+		int rc = grep_format_part(st->g, name, v | binary, st->out.buf, out_len, stdout, &last_end,
 		                          &pt);
 		if (rc == -2)
 			die("%s", "memory exhausted");
@@ -618,8 +583,7 @@ int main(int argc, char **argv)
 out:
 	free(st.dirs);
 	grep_free(st.g);
-	if (st.out)
-		munmap(st.out, st.out_cap);
+	grep_out_free(&st.out);
 	grep_args_free(&st.a);
 	return rc;
 }
