@@ -456,20 +456,20 @@ static void tcp_cork(struct pn_tp *tp, bool on)
 }
 
 /* recv(MSG_DONTWAIT) of c, through TLS on tls:.  block: wait up to the socket's
- * SO_RCVTIMEO first (tls: a poll of RECV_SLICE_MS: the socket is non-blocking). */
+ * SO_RCVTIMEO first (tls: a poll of RECV_SLICE_MS, the socket being non-blocking, unless
+ * TLS holds bytes already: one system call before the read, as the blocking recv). */
 static ssize_t conn_recv(struct conn *c, void *buf, size_t len, bool block)
 {
 	if (!c->tls)
 		return recv(c->fd, buf, len, block ? 0 : MSG_DONTWAIT);
-	ssize_t r = pn_tls_recv(c->tls, buf, len);
-	if (r < 0 && errno == EAGAIN && block) {
+	if (block && !pn_tls_pending(c->tls)) {
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		if (poll(&p, 1, RECV_SLICE_MS) > 0)
-			r = pn_tls_recv(c->tls, buf, len);
-		else
+		if (poll(&p, 1, RECV_SLICE_MS) <= 0) {
 			errno = EAGAIN;
+			return -1;
+		}
 	}
-	return r;
+	return pn_tls_recv(c->tls, buf, len);
 }
 
 /* Read exactly len bytes of c by the deadline (ns, monotonic).  Reads first and polls only
@@ -1176,8 +1176,9 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 		}
 		if (r > 0) {
 			atomic_store_explicit(&c->last_rx_ns, coarse_ns(), memory_order_relaxed);
-			/* (tls: a read ends at a record's end, which says nothing of the socket) */
-			if ((size_t)r < asked && !c->tls)
+			/* (tls: a read ends at a record's end; the socket is empty when TLS holds
+			 * nothing more, for it reads ahead as much as the socket has) */
+			if ((size_t)r < asked && (!c->tls || !pn_tls_pending(c->tls)))
 				return drain_stage(tp, c);
 			continue;
 		}

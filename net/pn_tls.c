@@ -109,7 +109,9 @@ static SSL_CTX *ctx_base(bool server)
 	SSL_CTX_set_min_proto_version(x, TLS1_3_VERSION);
 	SSL_CTX_set_max_proto_version(x, TLS1_3_VERSION);
 	/* partial writes and a retry from another address: writev_all (pn_tcp.c) goes on from
-	 * where the last call stopped, rebuilding the same bytes */
+	 * where the last call stopped, rebuilding the same bytes.  Buffers are let go while a
+	 * connection is idle, so a crowd of idle or stalled ones costs their SSL objects only
+	 * (no difference measured per request: bench/tls) */
 	SSL_CTX_set_mode(x, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 	                    SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_options(x, SSL_OP_NO_TICKET);
