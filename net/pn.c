@@ -911,8 +911,9 @@ static void coop_fail_from_locked(struct pn *pn, struct pn_coop_rec *c, pn_peer 
 
 void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 {
-	/* a session rides through it: its requests are sent again on the next connection */
-	if (pn->sess && pn_sess_peer_down(pn->sess, peer))
+	/* a session rides through it: its requests are sent again on the next connection;
+	 * not through a peer that speaks TLS to a tcp: endpoint, which no wait will change */
+	if (err != -PN_ETLS && pn->sess && pn_sess_peer_down(pn->sess, peer))
 		return;
 	pthread_mutex_lock(&pn->lock);
 	for (unsigned b = 0; b < COOP_BUCKETS; b++)

@@ -187,6 +187,9 @@ t0=$(date +%s)
 run "$BUILD/arc" read "tcp:127.0.0.1:$tport" mem 0 4; check_rc "tcp client at the tls port" 2 $?
 contains "tcp client at the tls port: log" "$tmp/err" "it is a tls: endpoint"
 contains "tcp client at the tls port: error" "$tmp/err" "TLS handshake failed"
+run "$BUILD/arc" read "tcp:127.0.0.1:$tport" mem 0 4 --secret ""
+check_rc "tcp client without a secret at the tls port" 2 $?
+contains "... without a secret: error" "$tmp/err" "TLS handshake failed"
 run "$BUILD/arc" read "$tep" mem 0 4 --tls-ca "$tmp/otherca.pem"; check_rc "another CA" 2 $?
 contains "another CA: why" "$tmp/err" "certificate verify failed: unable to get local issuer certificate"
 run "$BUILD/arc" read "$tep" mem 0 4; check_rc "system CAs only" 2 $?
