@@ -2,7 +2,8 @@
 # tls.sh: the tls: endpoint end to end (docs/net.md, "TLS").  Certificates made here with the
 # openssl command (a CA, a server certificate for 127.0.0.1, one for another address, and a
 # second CA); arfd listens on tcp: and tls: with --secret and an admin secret.
-#   - test_pn over tls: (every test of the transport that does not write raw plain frames);
+#   - test_pn and test_arfd over tls: (every test of the transport, and of arfd through libarc,
+#     that does not write raw plain frames);
 #   - EXEC, INSTALL, WRITE and READ with arc through a loopback proxy that records every byte
 #     both ways: neither secret nor the data written or read may show in the recording,
 #     while the same requests over tcp: show the data there (the recording works);
@@ -30,7 +31,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$(dirname "$0")/../lib.sh"
 
-for p in arfd arc arf pnasm tests/test_pn; do
+for p in arfd arc arf pnasm tests/test_pn tests/test_arfd; do
 	[ -x "$BUILD/$p" ] || { echo "tls.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
 done
 for c in openssl python3; do
@@ -55,14 +56,16 @@ if ! { ca ca && ca otherca && cert server ca IP:127.0.0.1 && cert elsewhere ca I
 	exit 1
 fi
 
-# ---- Paradis-Net's own tests over tls: ----
-PN_TLS_CERT=$tmp/server.pem PN_TLS_KEY=$tmp/server.key PN_TLS_CA=$tmp/ca.pem \
-	timeout 300 "$BUILD/tests/test_pn" tls >"$tmp/pn.out" 2>&1
-last=$(tail -n 1 "$tmp/pn.out")
-case "$last" in
-*" passed, 0 failed") ok ;;
-*) bad "test_pn tls: $last"; grep FAIL "$tmp/pn.out" | head -20 ;;
-esac
+# ---- Paradis-Net's own tests, and arfd's through libarc, over tls: ----
+for t in test_pn test_arfd; do
+	PN_TLS_CERT=$tmp/server.pem PN_TLS_KEY=$tmp/server.key PN_TLS_CA=$tmp/ca.pem \
+		timeout 300 "$BUILD/tests/$t" tls >"$tmp/t.out" 2>&1
+	last=$(tail -n 1 "$tmp/t.out")
+	case "$last" in
+	*" passed, 0 failed") ok ;;
+	*) bad "$t tls: $last"; grep FAIL "$tmp/t.out" | head -20 ;;
+	esac
+done
 
 # ---- arfd on tcp: and tls: ----
 img=$tmp/img
