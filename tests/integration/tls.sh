@@ -7,7 +7,7 @@
 #   - EXEC, INSTALL, WRITE and READ with arc through a loopback proxy that records every byte
 #     both ways: neither secret nor the data written or read may show in the recording,
 #     while the same requests over tcp: show the data there (the recording works);
-#   - arf import and arf grep over tls:;
+#   - arf import, arf grep and arf mount (where FUSE can be used) over tls:;
 #   - what fails, fails at once with a message that says why: a tcp: client at the tls:
 #     port, a client trusting another CA, a certificate for another address, the wrong
 #     secret inside TLS, a tls: client at the tcp: port;
@@ -182,6 +182,31 @@ export ARC_SECRET=hush-client-5ecret ARC_ADMIN_SECRET=hush-admin-5ecret PN_TLS_C
 run "$BUILD/arf" import "$tmp/src" "$tep:/in"; check_rc "arf import over tls" 0 $?
 run "$BUILD/arf" grep -n needle "$tep:/in/a.txt"; check_rc "arf grep over tls" 0 $?
 same "arf grep output" "$(cat "$tmp/out")" "2:needle in tls"
+# arf mount over tls:, where FUSE can be used here (else said and skipped)
+mnt=$tmp/mnt
+mkdir -p "$mnt"
+if [ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ]; then
+	"$BUILD/arf" mount "$tep" "$mnt" -f 2>"$tmp/mount.log" &
+	mpid=$!
+	for _ in $(seq 100); do
+		awk -v m="$mnt" '$2 == m { f = 1 } END { exit !f }' /proc/mounts && break
+		kill -0 "$mpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if awk -v m="$mnt" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; then
+		same "read through a tls: mount" "$(timeout "$T" cat "$mnt/in/a.txt" | sed -n 2p)" "needle in tls"
+		timeout "$T" sh -c 'printf "written over tls\n" >"$1/in/b.txt"' sh "$mnt"
+		check_rc "write through a tls: mount" 0 $?
+		timeout "$T" "$BUILD/arf" umount "$mnt"; check_rc "arf umount" 0 $?
+		run "$BUILD/arf" grep -c "over tls" "$tep:/in/b.txt"; same "written file" "$(cat "$tmp/out")" 1
+	else
+		echo "tls.sh: arf mount did not mount (skipped):"; sed 's/^/  | /' "$tmp/mount.log"
+	fi
+	kill "$mpid" 2>/dev/null
+	wait "$mpid" 2>/dev/null
+else
+	echo "tls.sh: no usable /dev/fuse: arf mount over tls: skipped"
+fi
 unset ARC_SECRET ARC_ADMIN_SECRET PN_TLS_CA
 
 # ---- failures: at once, and saying why ----
@@ -208,6 +233,7 @@ contains "arfd logged the tcp client" "$tmp/arfd.log" "it speaks tcp:"
 unset ARC_SECRET
 
 # a certificate for another address: the client refuses it
+: >"$tmp/arfd2.log"            # (the loop below may look before arfd's redirection made it)
 "$BUILD/arfd" --listen tls:127.0.0.1:0 --tls-cert "$tmp/elsewhere.pem" \
 	--tls-key "$tmp/elsewhere.key" --region mem=4096 2>"$tmp/arfd2.log" &
 pid2=$!
