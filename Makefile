@@ -25,7 +25,7 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf -Icc
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lcrypto
+LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lssl -lcrypto
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 
@@ -288,10 +288,12 @@ bench: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD))
 	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD))
 	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD))
+	$(MAKE) -C bench/tls BUILD=$(abspath $(BUILD))
 bench-quick: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD)) quick
+	$(MAKE) -C bench/tls BUILD=$(abspath $(BUILD)) quick
 bench-fs: all
 	bash bench/fs/run.sh --build $(BUILD) $(BENCH_FS_ARGS)
 .PHONY: bench-grep

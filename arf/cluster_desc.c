@@ -9,7 +9,8 @@
 
 static bool endpoint_ok(const char *s)
 {
-	return !strncmp(s, "tcp:", 4) || !strncmp(s, "udp:", 4) || !strncmp(s, "rdma:", 5);
+	return !strncmp(s, "tcp:", 4) || !strncmp(s, "tls:", 4) || !strncmp(s, "udp:", 4) ||
+	       !strncmp(s, "rdma:", 5);
 }
 
 int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, char *err,

@@ -1106,9 +1106,9 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 /* "tcp:HOST:PORT:/path": the endpoint and the path, or 0 when arg is not of that form. */
 static int split_remote(const char *arg, char **endpoint, const char **path)
 {
-	static const char *const schemes[] = { "tcp:", "udp:", "rdma:" };
+	static const char *const schemes[] = { "tcp:", "tls:", "udp:", "rdma:" };
 	const char *p = NULL;
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
 		if (!strncmp(arg, schemes[i], strlen(schemes[i])))
 			p = arg + strlen(schemes[i]);
 	if (!p)
@@ -1272,7 +1272,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "Usage: arf grep [OPTION]... PATTERNS FILE...\n"
 	        "Search for PATTERNS in files of an ARF image, as GNU grep does; the scan runs in arfd.\n"
-	        "FILE is ENDPOINT:/path (tcp:HOST:PORT:/a/b, udp:..., rdma:...) or a path under arf mount.\n"
+	        "FILE is ENDPOINT:/path (tcp:HOST:PORT:/a/b, tls:..., udp:..., rdma:...) or a path under\n"
+	        "arf mount (tls: trusts the CAs in $PN_TLS_CA).\n"
 	        "  -E, -F, -G     pattern syntax: extended, fixed strings, basic (default)\n"
 	        "  -e PATTERNS    use PATTERNS      -f FILE   take PATTERNS from FILE\n"
 	        "  -i, -y         ignore case       -w, -x    match whole words / lines\n"

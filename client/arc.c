@@ -130,6 +130,13 @@ static void local_address_for(const char *hostport, char *out, size_t len)
 	freeaddrinfo(ai);
 }
 
+/* tcp: or tls: (the same transport inside TLS): the secret is proved when a connection
+ * opens, and the requests ride a session through a broken connection. */
+static bool stream_endpoint(const char *endpoint)
+{
+	return !strncmp(endpoint, "tcp:", 4) || !strncmp(endpoint, "tls:", 4);
+}
+
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen)
 {
@@ -149,7 +156,8 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	char self[96];
 	const char *colon = strchr(endpoint, ':');
 	if (!colon || colon - endpoint > 8) {
-		snprintf(err, errlen, "%s: expected tcp:HOST:PORT or udp:HOST:PORT", endpoint);
+		snprintf(err, errlen, "%s: expected tcp:HOST:PORT, tls:HOST:PORT or udp:HOST:PORT",
+		         endpoint);
 		free(a);
 		return NULL;
 	}
@@ -157,9 +165,10 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	local_address_for(colon + 1, local, sizeof local);
 	snprintf(self, sizeof self, "%.*s:%s:0", (int)(colon - endpoint), endpoint, local);
 	const char *listen = opts && opts->listen ? opts->listen : self;
-	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30 };
-	if (!strncmp(endpoint, "tcp:", 4) && a->secret[0]) {
-		/* over tcp the secret is proved when a connection opens and never sent
+	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30,
+	                      .tls_ca = opts ? opts->tls_ca : NULL };
+	if (stream_endpoint(endpoint) && a->secret[0]) {
+		/* over tcp (and tls) the secret is proved when a connection opens and never sent
 		 * (docs/net.md); the requests carry none */
 		if (admin) {
 			po.admin_secret = a->secret;
@@ -180,7 +189,7 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 		memset(a->secret, 0, sizeof a->secret);   /* pn_init kept its own copy */
 	a->rdma = !strncmp(endpoint, "rdma:", 5);
 	int rc = pn_peer_get(a->pn, endpoint, &a->server);
-	if (rc == 0 && !strncmp(endpoint, "tcp:", 4) && !(opts && opts->outage_ms < 0)) {
+	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
 		/* the policy is ours, the mechanism Paradis-Net's (docs/net.md, "Sessions") */
 		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
 		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
@@ -202,7 +211,8 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
                              char *err, size_t errlen)
 {
 	if (!strchr(endpoint, ':')) {
-		snprintf(err, errlen, "%s: expected tcp:HOST:PORT or udp:HOST:PORT", endpoint);
+		snprintf(err, errlen, "%s: expected tcp:HOST:PORT, tls:HOST:PORT or udp:HOST:PORT",
+		         endpoint);
 		return NULL;
 	}
 	struct arc *a = calloc(1, sizeof *a);
@@ -216,11 +226,11 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
 	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
 	/* over tcp the endpoint proves base's secret at each connection; elsewhere the requests
 	 * carry it */
-	if (opts && opts->secret && strncmp(endpoint, "tcp:", 4) != 0)
+	if (opts && opts->secret && !stream_endpoint(endpoint))
 		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
 	a->rdma = !strncmp(endpoint, "rdma:", 5);
 	int rc = pn_peer_get(a->pn, endpoint, &a->server);
-	if (rc == 0 && !strncmp(endpoint, "tcp:", 4) && !(opts && opts->outage_ms < 0)) {
+	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
 		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
 		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
 		                              .flags = opts && opts->wait_first ? 0 :

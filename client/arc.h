@@ -36,10 +36,13 @@ struct arc_opts {
 	 * it ever answered is an error at once (-AR_ENET), as a mount of a wrong address should
 	 * be */
 	int wait_first;
+	/* tls: the CAs (PEM file) that vouch for the server's certificate; NULL: $PN_TLS_CA,
+	 * else the system's.  Read when connecting (arc_connect). */
+	const char *tls_ca;
 };
 
-/* Connect to "tcp:HOST:PORT" or "udp:HOST:PORT" (the connection itself is made on the first
- * request).  NULL with a message in err. */
+/* Connect to "tcp:HOST:PORT", "tls:HOST:PORT" (the same inside TLS 1.3, docs/net.md) or
+ * "udp:HOST:PORT" (the connection itself is made on the first request).  NULL with a message in err. */
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen);
 void arc_close(struct arc *a);

@@ -10,7 +10,7 @@
  *   arc regions ENDPOINT
  *   arc stats ENDPOINT
  * Common options: --secret S (or ARC_SECRET), --admin-secret S (or ARC_ADMIN_SECRET),
- * --timeout MS, --outage MS.
+ * --timeout MS, --outage MS, --tls-ca FILE (tls: endpoints).
  * Exit status: 0 success; 1 usage or local error; 2 the server refused or failed the request
  * (message on stderr); 3 the run trapped (the trap on stderr, output so far on stdout).
  */
@@ -38,7 +38,8 @@ static void usage(FILE *f)
 	"         $ARC_ADMIN_SECRET; arfd --admin-secret: install, admin-only regions; used\n"
 	"         instead of --secret), --timeout MS (default 30000),\n"
 	"         --outage MS (ride through a lost connection or a server not up yet, tcp;\n"
-	"         default 60000, 0: off)\n"
+	"         default 60000, 0: off), --tls-ca FILE (tls:HOST:PORT: the CAs that vouch\n"
+	"         for the server's certificate; default $PN_TLS_CA, else the system's)\n"
 	"exit status: 0 ok, 1 usage/local error, 2 server error, 3 the run trapped\n");
 }
 
@@ -78,6 +79,7 @@ int main(int argc, char **argv)
 	int n_pos = 0;
 	const char *entry = NULL, *args_str = NULL, *args_file = NULL, *data = NULL, *file = NULL;
 	const char *secret = getenv("ARC_SECRET"), *admin_secret = getenv("ARC_ADMIN_SECRET");
+	const char *tls_ca = NULL;
 	int64_t args[AR_MAX_ARGS];
 	unsigned n_args = 0;
 	uint64_t fuel = 0, out_max = 16u << 20, timeout = 30000, outage = 60000;
@@ -110,6 +112,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--file")) file = v;
 		else if (!strcmp(a, "--secret")) secret = v;
 		else if (!strcmp(a, "--admin-secret")) admin_secret = v;
+		else if (!strcmp(a, "--tls-ca")) tls_ca = v;
 		else if (!strcmp(a, "--arg")) {
 			char *end;
 			errno = 0;
@@ -146,7 +149,8 @@ int main(int argc, char **argv)
 	char err[512];
 	struct arc_opts o = { .secret = secret, .admin_secret = admin_secret,
 	                      .timeout_ms = (int)timeout,
-	                      .outage_ms = outage ? (int)outage : -1, .wait_first = 1 };
+	                      .outage_ms = outage ? (int)outage : -1, .wait_first = 1,
+	                      .tls_ca = tls_ca };
 	struct arc *a = arc_connect(pos[0], &o, err, sizeof err);
 	if (!a) {
 		fprintf(stderr, "arc: %s\n", err);

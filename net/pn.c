@@ -137,7 +137,7 @@ struct pn {
 	uint64_t named_key[2];
 	/* retired records per scheme, oldest first (pn_core_peer_retire): a record is reused
 	 * only by a peer of its own scheme, whose transport state (tp_state) it keeps */
-	struct pn_peer_rec *retired_head[PN_S_RDMA + 1], *retired_tail[PN_S_RDMA + 1];
+	struct pn_peer_rec *retired_head[PN_S_MAX + 1], *retired_tail[PN_S_MAX + 1];
 	uint64_t quarantine_ns;
 	uint32_t n_retired;
 	/* handlers[0]: for the types that have none of their own (pn_set_handler) */
@@ -240,7 +240,7 @@ bool pn_core_drop(struct pn *pn)
  * else a new slot. */
 static struct pn_peer_rec *peer_new_locked(struct pn *pn, uint8_t scheme)
 {
-	uint8_t sc = scheme <= PN_S_RDMA ? scheme : 0;
+	uint8_t sc = scheme <= PN_S_MAX ? scheme : 0;
 	struct pn_peer_rec *r = pn->retired_head[sc];
 	if (r && pn_now_ns() - r->retired_ns >= pn->quarantine_ns) {
 		pn->retired_head[sc] = r->next_retired;
@@ -365,7 +365,7 @@ static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr 
 		r->anon = true;
 		r->retired = true;
 		r->retired_ns = 0;
-		uint8_t sc = a->scheme <= PN_S_RDMA ? a->scheme : 0;
+		uint8_t sc = a->scheme <= PN_S_MAX ? a->scheme : 0;
 		r->next_retired = pn->retired_head[sc];
 		pn->retired_head[sc] = r;
 		if (!pn->retired_tail[sc])
@@ -383,7 +383,7 @@ bool pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *r)
 	if (ok && !r->anon)
 		named_remove_locked(pn, r);    /* the next datagram from there makes a new peer */
 	if (ok) {
-		uint8_t sc = r->addr.scheme <= PN_S_RDMA ? r->addr.scheme : 0;
+		uint8_t sc = r->addr.scheme <= PN_S_MAX ? r->addr.scheme : 0;
 		r->retired = true;
 		r->retired_ns = pn_now_ns();
 		r->next_retired = NULL;
@@ -939,8 +939,9 @@ static void coop_fail_from_locked(struct pn *pn, struct pn_coop_rec *c, pn_peer 
 
 void pn_core_peer_down(struct pn *pn, struct pn_peer_rec *peer, int err)
 {
-	/* a session rides through it: its requests are sent again on the next connection */
-	if (pn->sess && pn_sess_peer_down(pn->sess, peer))
+	/* a session rides through it: its requests are sent again on the next connection;
+	 * not through a peer that speaks TLS to a tcp: endpoint, which no wait will change */
+	if (err != -PN_ETLS && pn->sess && pn_sess_peer_down(pn->sess, peer))
 		return;
 	pthread_mutex_lock(&pn->lock);
 	for (unsigned b = 0; b < COOP_BUCKETS; b++)
@@ -1026,7 +1027,7 @@ int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o
 	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
 	if (!r || r->anon)
 		return -PN_EINVAL;
-	if (r->addr.scheme != PN_S_TCP)
+	if (r->addr.scheme != PN_S_TCP && r->addr.scheme != PN_S_TLS)
 		return -PN_ENOTSUP;
 	return pn_sess_open(pn->sess, peer, o);
 }
@@ -1455,7 +1456,7 @@ void pn_core_log(struct pn *pn, const char *fmt, ...)
 }
 
 static const struct pn_transport *const transports[] = { &pn_tcp_transport, &pn_udp_transport,
-                                                         &pn_rdma_transport };
+                                                         &pn_rdma_transport, &pn_tls_transport };
 
 struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *opts, char *err,
                    size_t errlen)
@@ -1483,6 +1484,11 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	if (!o->udp_idle_ms) o->udp_idle_ms = 60000;
 	if (!o->peer_quarantine_ms) o->peer_quarantine_ms = 60000;
 	if (!o->udp_max_wait_ms) o->udp_max_wait_ms = 5000;
+	/* from the environment, so every program over Paradis-Net (arf's commands, tests)
+	 * can speak tls: without an option of its own */
+	if (!o->tls_cert) o->tls_cert = getenv("PN_TLS_CERT");
+	if (!o->tls_key) o->tls_key = getenv("PN_TLS_KEY");
+	if (!o->tls_ca) o->tls_ca = getenv("PN_TLS_CA");
 	const char *spin = getenv("PN_SPIN_US");
 	if (spin && !o->spin_us)
 		o->spin_us = (unsigned)strtoul(spin, NULL, 10);
@@ -1603,6 +1609,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 		pn_addr_name(&ep->self, ep->name, sizeof ep->name);
 		pn->n_ep++;
 	}
+	o->tls_cert = o->tls_key = o->tls_ca = NULL;   /* read by now; the caller's strings */
 	pn->workers = calloc(o->n_workers, sizeof *pn->workers);
 	if (!pn->workers)
 		goto fail;

@@ -80,6 +80,13 @@ struct pn_opts {
 	const void *admin_secret;
 	size_t admin_secret_len;
 	const char *const *udp_trusted;  /* NULL-terminated names "udp:HOST:PORT"; NULL: none */
+	/* tls: (docs/net.md, "TLS"): the tcp transport inside TLS 1.3, everything above the
+	 * same (the secrets are proved inside it).  An endpoint that listens on tls: presents
+	 * tls_cert (PEM, the chain) with its key tls_key, and needs both to accept connections;
+	 * one that connects verifies the server's certificate against tls_ca (PEM; NULL: the
+	 * system's roots), which must name the address connected to (subjectAltName IP).  The
+	 * files are read in pn_init.  NULL: from env PN_TLS_CERT, PN_TLS_KEY, PN_TLS_CA. */
+	const char *tls_cert, *tls_key, *tls_ca;
 	/* tcp, connections others open to us (udp: senders, the same way; udp_max_peers).  A
 	 * connection is admitted once the application says so: admit (I/O thread, must not block) sees the first head_len bytes (at most
 	 * PN_ADMIT_HEAD) of each message of a connection not yet admitted, whose whole length

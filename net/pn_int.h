@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "pn.h"
 
@@ -65,7 +67,8 @@ enum pn_key { PN_KEY_CLUSTER, PN_KEY_SECRET, PN_KEY_ADMIN };
 #define PN_NONCE_LEN   32
 #define PN_MAC_LEN     32      /* HMAC-SHA-256 */
 
-enum pn_scheme { PN_S_TCP = 1, PN_S_UDP = 2, PN_S_RDMA = 3 };
+enum pn_scheme { PN_S_TCP = 1, PN_S_UDP = 2, PN_S_RDMA = 3, PN_S_TLS = 4 };
+#define PN_S_MAX PN_S_TLS
 
 struct pn_addr {
 	uint8_t scheme;            /* enum pn_scheme */
@@ -167,6 +170,34 @@ struct pn_transport {
 extern const struct pn_transport pn_tcp_transport;
 extern const struct pn_transport pn_udp_transport;
 extern const struct pn_transport pn_rdma_transport;
+extern const struct pn_transport pn_tls_transport;   /* pn_tcp.c, over pn_tls.c */
+
+/* ---- TLS (pn_tls.c): the record layer of tls: connections, for pn_tcp.c ---- */
+struct pn_tls_ctx;             /* an endpoint's certificate, key and trusted CAs */
+struct pn_tls;                 /* one connection's TLS state */
+/* Read o->tls_cert, tls_key (both or neither: without them the endpoint only connects)
+ * and tls_ca (NULL: the system's roots).  0, or -PN_EINVAL with the reason in err. */
+int pn_tls_ctx_new(const struct pn_opts *o, struct pn_tls_ctx **out, char *err, size_t errlen);
+void pn_tls_ctx_free(struct pn_tls_ctx *x);
+bool pn_tls_can_accept(const struct pn_tls_ctx *x);
+/* TLS over the connected non-blocking socket fd: as the client of server (its certificate
+ * must name that address), or, server NULL, as the acceptor.  NULL: out of memory. */
+struct pn_tls *pn_tls_new(struct pn_tls_ctx *x, int fd, const struct pn_addr *server);
+void pn_tls_free(struct pn_tls *t);
+/* One step of the handshake: 0 done, PN_TLS_WANT_READ / _WRITE (call again when the socket
+ * is readable / writable), or with the reason in err -PN_ETLS (a certificate that does not
+ * verify, not TLS, no common ground) or -PN_EPEERDOWN (the connection ended). */
+#define PN_TLS_WANT_READ  1
+#define PN_TLS_WANT_WRITE 2
+int pn_tls_handshake(struct pn_tls *t, char *err, size_t errlen);
+/* As recv(MSG_DONTWAIT) and sendmsg on a non-blocking socket: bytes, 0 at the end (recv),
+ * or -1 with errno (EAGAIN: wait for the socket).  pn_tls_send takes from the front of iov;
+ * after EAGAIN it must be called again with the same bytes in front.  Thread-safe: a
+ * reader and a writer may call at once (one reader and one writer at a time). */
+ssize_t pn_tls_recv(struct pn_tls *t, void *buf, size_t len);
+ssize_t pn_tls_send(struct pn_tls *t, const struct iovec *iov, int n_iov);
+/* Bytes decrypted or read from the socket and not yet returned: poll would not see them. */
+bool pn_tls_pending(struct pn_tls *t);
 
 /* ---- what transports call in the core (pn.c) ---- */
 

@@ -1,4 +1,10 @@
-/* pn_tcp.c: the tcp: transport of Paradis-Net.
+/* pn_tcp.c: the tcp: and tls: transports of Paradis-Net.
+ *
+ * tls: is this same transport with each connection inside TLS 1.3 (pn_tls.c): its socket is
+ * non-blocking, conn_recv and writev_all go through the TLS record layer, the acceptor's
+ * handshake is stepped by the I/O thread like any read (tls_accept_step) and the
+ * connector's is done in connect_peer before HELLO.  Everything from HELLO on is the same
+ * bytes inside TLS.
  *
  * The exchange on one connection, step by step:
  *   1. A connects to B's listening address (non-blocking connect, bounded by
@@ -96,6 +102,9 @@
 #define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
 #define IO_MAX 64                  /* reader threads at most: the reader and those that yielded */
 #define YIELDED 2                  /* on_readable & co: this thread gave the connection away */
+/* What a tls: endpoint answers a tcp: client, before it closes: a TLS alert record (fatal,
+ * protocol_version), which the client recognises in place of a frame header (tls_answer). */
+static const uint8_t tls_alert[] = { 0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46 };
 
 /* The HELLO exchange of a connector that proves a key, the cluster key or the secret
  * (Identity, above). */
@@ -115,6 +124,10 @@ struct outbuf {
 
 struct conn {
 	int fd;
+	struct pn_tls *tls;            /* tls: its TLS state; NULL on tcp: */
+	bool tls_ready;                /* tls: the handshake is done */
+	bool tls_out;                  /* tls: the acceptor's handshake waits to write (EPOLLOUT) */
+	unsigned send_ms;              /* tls: a send that makes no progress this long fails */
 	_Atomic int refs;
 	pthread_mutex_t send_lock;
 	pthread_mutex_t rx_lock;       /* the receive state below: the I/O thread or a waiter */
@@ -168,6 +181,8 @@ struct tcp_peer {                  /* peer->tp_state */
 struct pn_tp {
 	struct pn *pn;
 	struct pn_addr self;
+	struct pn_tls_ctx *tls;        /* tls: certificates; NULL: this is tcp: */
+	_Atomic uint64_t last_tls_log; /* failed handshakes are logged at most every 10 s */
 	int lfd, epfd, wakefd;
 	pthread_mutex_t lock;          /* conns list, tp_state creation, handed */
 	struct conn *conns;
@@ -235,6 +250,7 @@ static void rewatch(struct pn_tp *tp, struct conn *c)
 static void conn_unref(struct conn *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) == 1) {
+		pn_tls_free(c->tls);
 		if (c->fd >= 0)
 			close(c->fd);
 		pthread_mutex_destroy(&c->send_lock);
@@ -298,6 +314,7 @@ static struct conn *conn_new(struct pn_tp *tp, int fd, const struct pn_addr *rem
 	unsigned ms = pn_core_opts(tp->pn)->send_timeout_ms;
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	c->send_ms = ms;               /* tls: the socket is non-blocking, SO_SNDTIMEO unused */
 	if (watched)
 		conn_watch_new(tp, c);
 	return c;
@@ -320,18 +337,27 @@ static void conn_attach(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pe
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Write all of iov, retrying short writes; SO_SNDTIMEO turns a stuck peer into EAGAIN.
- * sendmsg with MSG_NOSIGNAL, not writev: a peer that died (a server killed, a client gone)
- * must be an error here, not a SIGPIPE that kills a program that does not ignore it (a
- * session's client writes to a dead connection before it learns the connection is gone). */
-static int writev_all(int fd, struct iovec *iov, int n)
+/* Write all of iov to c, retrying short writes; SO_SNDTIMEO turns a stuck peer into EAGAIN
+ * (tls: a poll of send_ms without progress).  sendmsg with MSG_NOSIGNAL, not writev: a peer
+ * that died (a server killed, a client gone) must be an error here, not a SIGPIPE that
+ * kills a program that does not ignore it (a session's client writes to a dead connection
+ * before it learns the connection is gone).  (pn_tls.c's socket BIO does the same.) */
+static int writev_all(struct conn *c, struct iovec *iov, int n)
 {
 	while (n > 0) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		ssize_t w = c->tls ? pn_tls_send(c->tls, iov, n) : sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			if (c->tls && errno == EAGAIN) {
+				/* the same bytes go again once the socket takes more (pn_tls_send) */
+				struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+				int k = poll(&p, 1, (int)c->send_ms);
+				if (k > 0 || (k < 0 && errno == EINTR))
+					continue;
+				return k == 0 ? -PN_ETIMEDOUT : -PN_EPEERDOWN;
+			}
 			return errno == EAGAIN || errno == EWOULDBLOCK ? -PN_ETIMEDOUT : -PN_EPEERDOWN;
 		}
 		while (n > 0 && (size_t)w >= iov->iov_len) {
@@ -351,7 +377,7 @@ static int writev_all(int fd, struct iovec *iov, int n)
 static int write_locked(struct conn *c, struct iovec *iov, int n)
 {
 	pthread_mutex_lock(&c->send_lock);
-	int rc = c->dead ? -PN_EPEERDOWN : writev_all(c->fd, iov, n);
+	int rc = c->dead ? -PN_EPEERDOWN : writev_all(c, iov, n);
 	if (rc != 0 && !c->dead) {
 		/* a partial frame may be on the wire: the connection is unusable; the I/O thread
 		 * sees the shutdown, closes it and reports the peer down */
@@ -429,26 +455,66 @@ static void tcp_cork(struct pn_tp *tp, bool on)
 	}
 }
 
-/* Read exactly len bytes from the blocking socket fd by the deadline (ns, monotonic). */
-static int read_by(int fd, void *buf, size_t len, uint64_t deadline)
+/* recv(MSG_DONTWAIT) of c, through TLS on tls:.  block: wait up to the socket's
+ * SO_RCVTIMEO first (tls: a poll of RECV_SLICE_MS, the socket being non-blocking, unless
+ * TLS holds bytes already: one system call before the read, as the blocking recv). */
+static ssize_t conn_recv(struct conn *c, void *buf, size_t len, bool block)
+{
+	if (!c->tls)
+		return recv(c->fd, buf, len, block ? 0 : MSG_DONTWAIT);
+	if (block && !pn_tls_pending(c->tls)) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, RECV_SLICE_MS) <= 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	return pn_tls_recv(c->tls, buf, len);
+}
+
+/* Read exactly len bytes of c by the deadline (ns, monotonic).  Reads first and polls only
+ * when nothing is there: bytes TLS already took off the socket would not wake poll. */
+static int read_by(struct conn *c, void *buf, size_t len, uint64_t deadline)
 {
 	for (size_t got = 0; got < len;) {
+		ssize_t r = conn_recv(c, (uint8_t *)buf + got, len - got, false);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			return -PN_EPEERDOWN;
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
 		uint64_t now = pn_now_ns();
 		if (now >= deadline)
 			return -PN_ETIMEDOUT;
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int n = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
-		if (n < 0 && errno != EINTR)
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) < 0 && errno != EINTR)
 			return -PN_EPEERDOWN;
-		if (n <= 0)
-			continue;
-		ssize_t r = recv(fd, (uint8_t *)buf + got, len - got, MSG_DONTWAIT);
-		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-			return -PN_EPEERDOWN;
-		if (r > 0)
-			got += (size_t)r;
 	}
 	return 0;
+}
+
+/* Whether a failed handshake may be logged now: at most every 10 s, since a session
+ * reconnecting through an outage, or a scanner, would fill the log. */
+static bool tls_log_now(struct pn_tp *tp)
+{
+	uint64_t now = pn_now_ns(), last = atomic_load(&tp->last_tls_log);
+	return (!last || now - last >= 10 * SWEEP_NS) &&
+	       atomic_compare_exchange_strong(&tp->last_tls_log, &last, now);
+}
+
+/* A tcp: connection that ended after these bytes (what came instead of a frame header):
+ * -PN_ETLS when they are a TLS record, i.e. the peer is a tls: endpoint (logged: the
+ * code alone would not say which way round), else rc. */
+static int tls_answer(struct pn_tp *tp, const struct pn_peer_rec *peer, const uint8_t *b,
+                      size_t len, int rc)
+{
+	if (tp->tls || len < 2 || b[0] != tls_alert[0] || b[1] != tls_alert[1])
+		return rc;
+	if (tls_log_now(tp))
+		pn_core_log(tp->pn, "tcp: %s answered in TLS: it is a tls: endpoint",
+		            peer ? peer->name : "?");
+	return -PN_ETLS;
 }
 
 /* The MAC labels of the two sides, per key: a proof made for one use is none for another. */
@@ -469,7 +535,7 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
 {
 	struct pn *pn = tp->pn;
 	uint8_t nc[PN_NONCE_LEN + PN_SESS_BLOCK], in[PN_NONCE_LEN + PN_MAC_LEN], mac[PN_MAC_LEN],
-	        hb[PN_HDR_LEN];
+	        hb[PN_HDR_LEN] = { 0 };
 	if (getrandom(nc, PN_NONCE_LEN, 0) != PN_NONCE_LEN)
 		return -PN_ESYS;
 	bool sess = pn_core_session_block(pn, peer, nc + PN_NONCE_LEN);
@@ -482,13 +548,15 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
 	if (rc != 0)
 		return rc;
 	uint64_t deadline = pn_now_ns() + (uint64_t)pn_core_opts(pn)->connect_timeout_ms * 1000000u;
-	rc = read_by(c->fd, hb, sizeof hb, deadline);
+	rc = read_by(c, hb, sizeof hb, deadline);
+	if (rc == -PN_EPEERDOWN)
+		rc = tls_answer(tp, peer, hb, sizeof hb, rc);
 	if (rc == 0)
 		rc = pn_wire_get(hb, &h, sizeof in);
 	if (rc == 0 && (h.kind != PN_K_CHALLENGE || (h.len != 0 && h.len != sizeof in)))
 		rc = -PN_EPROTO;
 	if (rc == 0 && h.len)
-		rc = read_by(c->fd, in, sizeof in, deadline);
+		rc = read_by(c, in, sizeof in, deadline);
 	if (rc != 0)
 		return rc;
 	*proved = false;
@@ -509,6 +577,39 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
 	rc = send_now(c, &auth, mac, sizeof mac);
 	*proved = ok && rc == 0;
 	return rc;
+}
+
+/* The connector's TLS handshake on the calling thread, bounded by connect_timeout_ms as
+ * the HELLO exchange that follows it.  A failure is logged with its reason (a certificate
+ * that does not verify, a peer that is no tls: endpoint): -PN_ETLS alone would not say. */
+static int tls_connect(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *peer)
+{
+	if (!(c->tls = pn_tls_new(tp->tls, c->fd, &peer->addr)))
+		return -PN_ENOMEM;
+	uint64_t deadline = pn_now_ns() + (uint64_t)pn_core_opts(tp->pn)->connect_timeout_ms * 1000000u;
+	char why[256];
+	for (;;) {
+		int r = pn_tls_handshake(c->tls, why, sizeof why);
+		if (r == 0) {
+			c->tls_ready = true;
+			return 0;
+		}
+		if (r < 0) {
+			if (tls_log_now(tp))
+				pn_core_log(tp->pn, "tls: %s: %s", peer->name, why);
+			return r;
+		}
+		uint64_t now = pn_now_ns();
+		if (now >= deadline) {
+			if (tls_log_now(tp))
+				pn_core_log(tp->pn, "tls: %s: no TLS handshake within %u ms", peer->name,
+				            pn_core_opts(tp->pn)->connect_timeout_ms);
+			return -PN_ETIMEDOUT;
+		}
+		struct pollfd p = { .fd = c->fd, .events = r == PN_TLS_WANT_READ ? POLLIN : POLLOUT };
+		if (poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) < 0 && errno != EINTR)
+			return -PN_EPEERDOWN;
+	}
 }
 
 static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
@@ -540,7 +641,8 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		close(fd);
 		return e == ECONNREFUSED ? -PN_EREFUSED : e == ETIMEDOUT ? -PN_ETIMEDOUT : -PN_EPEERDOWN;
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);   /* sends block, reads use DONTWAIT */
+	if (!tp->tls)                  /* sends block, reads use DONTWAIT; tls: OpenSSL polls */
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	unsigned silent_ms = pn_core_session_silent_ms(tp->pn, peer);
 	if (silent_ms) {
 		/* a session's connection: a link that goes silent (no reset, no FIN) must break
@@ -562,7 +664,9 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 	/* HELLO goes out before anyone else can use the connection: it is not attached yet
 	 * (and never batched, or another thread's frame could overtake it) */
 	bool trusted = false, proved = false;
-	if (pn_core_has_key(tp->pn, PN_KEY_CLUSTER)) {
+	if (tp->tls && (rc = tls_connect(tp, c, peer)) != 0) {
+		/* (the HELLO exchange below would go in clear) */
+	} else if (pn_core_has_key(tp->pn, PN_KEY_CLUSTER)) {
 		rc = prove_hello(tp, c, peer, PN_KEY_CLUSTER, &trusted);
 	} else if (pn_core_has_key(tp->pn, PN_KEY_ADMIN)) {
 		rc = prove_hello(tp, c, peer, PN_KEY_ADMIN, &proved);
@@ -908,7 +1012,7 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 			                on_message_head(tp, c);
 		return payload_start(tp, c);
 	case PN_K_HELLO:
-		if (!c->inbound || c->peer || c->proof || h->origin.scheme != PN_S_TCP)
+		if (!c->inbound || c->peer || c->proof || h->origin.scheme != tp->self.scheme)
 			return -PN_EPROTO;
 	{
 		size_t want = (h->flags & PN_F_PROVE ? PN_NONCE_LEN : 0) +
@@ -984,6 +1088,48 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
 	return 0;
 }
 
+/* The acceptor's TLS handshake, one step each time epoll reports its socket (readable, or
+ * writable while OpenSSL waits to write: tls_out).  Nothing of the connection is read
+ * before it is done.  A peer that stalls in it is closed by sweep like any connection not
+ * admitted (preauth_timeout_ms); meanwhile it holds its SSL object, whose buffers are let
+ * go while it waits, and counts toward max_conns.  0: done or waiting, else an error that
+ * closes the connection (-PN_EPROTO: what it sent was not TLS, or not a good handshake). */
+static int tls_accept_step(struct pn_tp *tp, struct conn *c)
+{
+	char why[256] = "";
+	uint8_t first[2];
+	int r;
+	if (!c->tls_out && recv(c->fd, first, 2, MSG_PEEK | MSG_DONTWAIT) == 2 &&
+	    (first[0] | first[1] << 8) == PN_MAGIC) {
+		/* before OpenSSL calls it a bad record: say what it is, here and to the client */
+		snprintf(why, sizeof why, "it speaks tcp: (a Paradis-Net frame, not TLS)");
+		if (send(c->fd, tls_alert, sizeof tls_alert, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+			/* it hears of it as a closed connection instead */
+		}
+		r = -PN_ETLS;
+	} else {
+		r = pn_tls_handshake(c->tls, why, sizeof why);
+	}
+	if (r == -PN_EPEERDOWN)
+		return r;                  /* it went away: nothing to say */
+	if (r < 0) {
+		if (tls_log_now(tp)) {
+			char name[PN_NAME_LEN];
+			pn_addr_name(&c->remote, name, sizeof name);
+			pn_core_log(tp->pn, "tls: a connection from %s failed the handshake: %s", name, why);
+		}
+		return -PN_EPROTO;         /* counted with the malformed frames (bad_frames) */
+	}
+	c->tls_ready = r == 0;
+	bool out = r == PN_TLS_WANT_WRITE;
+	if (out != c->tls_out) {
+		c->tls_out = out;
+		struct epoll_event ev = { .events = CONN_EVENTS | (out ? EPOLLOUT : 0), .data.ptr = c };
+		epoll_ctl(tp->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	}
+	return 0;
+}
+
 /* Read what is available.  Returns 0, or an error after which the connection is closed.
  * A short read means the socket is empty: return to epoll (level-triggered, so bytes that
  * arrive meanwhile are reported) instead of a recv that could only say EAGAIN.
@@ -992,6 +1138,11 @@ static int drain_stage(struct pn_tp *tp, struct conn *c)
  * the sender waits (back-pressure).  YIELDED: a handler gave c away (tcp_yield). */
 static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 {
+	if (c->tls && !c->tls_ready) {
+		int rc = tls_accept_step(tp, c);
+		if (rc != 0 || !c->tls_ready)
+			return rc;
+	}
 	for (int flags = block ? 0 : MSG_DONTWAIT;; flags = MSG_DONTWAIT) {
 		int rc = drain_stage(tp, c);
 		if (rc != 0)
@@ -1006,7 +1157,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 		if (c->in_payload && c->need - c->got >= RX_STAGE) {
 			/* a large payload is read straight into its destination, not the stage */
 			asked = c->need - c->got;
-			r = recv(c->fd, c->dst + c->got, asked, flags);
+			r = conn_recv(c, c->dst + c->got, asked, !flags);
 			if (r > 0) {
 				c->got += (size_t)r;
 				if (c->got == c->need) {
@@ -1017,7 +1168,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 			}
 		} else {
 			asked = RX_STAGE;
-			r = recv(c->fd, c->stage, asked, flags);
+			r = conn_recv(c, c->stage, asked, !flags);
 			if (r > 0) {
 				c->st_off = 0;
 				c->st_len = (size_t)r;
@@ -1025,12 +1176,14 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 		}
 		if (r > 0) {
 			atomic_store_explicit(&c->last_rx_ns, coarse_ns(), memory_order_relaxed);
-			if ((size_t)r < asked)
+			/* (tls: a read ends at a record's end; the socket is empty when TLS holds
+			 * nothing more, for it reads ahead as much as the socket has) */
+			if ((size_t)r < asked && (!c->tls || !pn_tls_pending(c->tls)))
 				return drain_stage(tp, c);
 			continue;
 		}
 		if (r == 0)
-			return -PN_EPEERDOWN;
+			return tls_answer(tp, c->peer, c->hdr, c->hdr_got, -PN_EPEERDOWN);
 		if (!flags && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return 1;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -1144,7 +1297,8 @@ static void on_accept(struct pn_tp *tp)
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof ss;
-		int fd = accept4(tp->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		int fd = accept4(tp->lfd, (struct sockaddr *)&ss, &sl,
+		                 SOCK_CLOEXEC | (tp->tls ? SOCK_NONBLOCK : 0));
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -1153,7 +1307,7 @@ static void on_accept(struct pn_tp *tp)
 			return;                    /* EAGAIN: no more */
 		}
 		struct pn_addr remote;
-		pn_addr_from_sockaddr(&remote, PN_S_TCP, (struct sockaddr *)&ss);
+		pn_addr_from_sockaddr(&remote, tp->self.scheme, (struct sockaddr *)&ss);
 		pthread_mutex_lock(&tp->lock);
 		bool hit;
 		bool room = conn_room(tp, &remote, &hit);
@@ -1173,7 +1327,23 @@ static void on_accept(struct pn_tp *tp)
 				            "refused it, all are admitted");
 			}
 		}
-		if (!room || !conn_new(tp, fd, &remote, true))
+		if (room && tp->tls && !pn_tls_can_accept(tp->tls)) {
+			if (tls_log_now(tp)) {
+				pn_core_log(tp->pn, "tls: refused a connection: this endpoint has no "
+				            "certificate (tls_cert, tls_key), it only connects");
+			}
+			room = false;
+		}
+		struct conn *c = room ? conn_new(tp, fd, &remote, !tp->tls) : NULL;
+		if (c && tp->tls) {
+			/* in epoll only with its TLS state: the handshake is its first read */
+			if (!(c->tls = pn_tls_new(tp->tls, fd, NULL))) {
+				conn_unref(c);     /* closes fd */
+				continue;
+			}
+			conn_watch_new(tp, c);
+		}
+		if (!c)
 			close(fd);
 	}
 }
@@ -1435,7 +1605,7 @@ static int tcp_yield(struct pn_tp *tp, bool check_only)
 	struct conn *c = tls_reading;
 	if (c) {
 		out_flush(c);
-		if (c->st_off < c->st_len) {
+		if (c->st_off < c->st_len || (c->tls && pn_tls_pending(c->tls))) {
 			atomic_fetch_add(&c->refs, 1);
 			pthread_mutex_lock(&tp->lock);
 			c->hand_next = tp->handed;
@@ -1453,15 +1623,18 @@ static int tcp_yield(struct pn_tp *tp, bool check_only)
 	return 0;
 }
 
-static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, char *err,
-                    size_t errlen)
+/* Listen on *self, tls: with the certificates of tls (owned from here, also on failure). */
+static int stream_open(struct pn *pn, struct pn_addr *self, struct pn_tls_ctx *tls,
+                       struct pn_tp **out, char *err, size_t errlen)
 {
 	struct pn_tp *tp = calloc(1, sizeof *tp);
 	if (!tp) {
+		pn_tls_ctx_free(tls);
 		snprintf(err, errlen, "out of memory");
 		return -PN_ENOMEM;
 	}
 	tp->pn = pn;
+	tp->tls = tls;
 	tp->lfd = tp->epfd = tp->wakefd = -1;
 	tp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	tp->max_conns = pn_core_opts(pn)->max_conns;
@@ -1484,12 +1657,12 @@ static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	tp->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (tp->lfd < 0 || setsockopt(tp->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
 	    bind(tp->lfd, (struct sockaddr *)&ss, sl) != 0 || listen(tp->lfd, 128) != 0) {
-		snprintf(err, errlen, "tcp listen: %s", strerror(errno));
+		snprintf(err, errlen, "%s listen: %s", tls ? "tls" : "tcp", strerror(errno));
 		goto fail;
 	}
 	sl = sizeof ss;
 	getsockname(tp->lfd, (struct sockaddr *)&ss, &sl);
-	pn_addr_from_sockaddr(self, PN_S_TCP, (struct sockaddr *)&ss);
+	pn_addr_from_sockaddr(self, self->scheme, (struct sockaddr *)&ss);
 	tp->self = *self;
 	tp->epfd = epoll_create1(EPOLL_CLOEXEC);
 	tp->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1516,8 +1689,23 @@ fail:
 	pthread_mutex_destroy(&tp->lock);
 	pthread_mutex_destroy(&tp->io_lock);
 	pthread_cond_destroy(&tp->io_cond);
+	pn_tls_ctx_free(tp->tls);
 	free(tp);
 	return -PN_ESYS;
+}
+
+static int tcp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, char *err,
+                    size_t errlen)
+{
+	return stream_open(pn, self, NULL, out, err, errlen);
+}
+
+static int tls_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, char *err,
+                    size_t errlen)
+{
+	struct pn_tls_ctx *tls;
+	int rc = pn_tls_ctx_new(pn_core_opts(pn), &tls, err, errlen);
+	return rc != 0 ? rc : stream_open(pn, self, tls, out, err, errlen);
 }
 
 static void tcp_close(struct pn_tp *tp)
@@ -1540,7 +1728,7 @@ static void tcp_close(struct pn_tp *tp)
 		struct pn_peer_rec *peer = pn_core_peer_slot(tp->pn, slot);
 		if (!peer)
 			break;
-		if (peer->addr.scheme != PN_S_TCP || !peer->tp_state)
+		if (peer->addr.scheme != tp->self.scheme || !peer->tp_state)
 			continue;
 		struct tcp_peer *s = peer->tp_state;
 		if (s->conn)
@@ -1562,6 +1750,7 @@ static void tcp_close(struct pn_tp *tp)
 	close(tp->wakefd);
 	if (tp->reserve_fd >= 0)
 		close(tp->reserve_fd);
+	pn_tls_ctx_free(tp->tls);
 	pthread_mutex_destroy(&tp->lock);
 	pthread_mutex_destroy(&tp->io_lock);
 	pthread_cond_destroy(&tp->io_cond);
@@ -1620,9 +1809,11 @@ static int wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, in
 		} else {
 			struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN },
 			                       { .fd = wake_fd, .events = POLLIN } };
-			int n = poll(p, 2, timeout_ms);
+			/* (what TLS took off the socket already, poll would not report) */
+			bool ready = c->tls && pn_tls_pending(c->tls);
+			int n = ready ? 1 : poll(p, 2, timeout_ms);
 			rc = n > 0;
-			r = n > 0 && p[0].revents ? on_readable(tp, c, false) : 0;
+			r = n > 0 && (ready || p[0].revents) ? on_readable(tp, c, false) : 0;
 		}
 		if (r < 0) {
 			/* leave the closing to the I/O thread: the next read there fails the same way */
@@ -1672,6 +1863,20 @@ const struct pn_transport pn_tcp_transport = {
 	.scheme = "tcp",
 	.scheme_id = PN_S_TCP,
 	.open = tcp_open,
+	.close = tcp_close,
+	.send = tcp_send,
+	.wait_read = tcp_wait_read,
+	.kick = tcp_kick,
+	.yield = tcp_yield,
+	.cork = tcp_cork,
+};
+
+/* The same transport inside TLS (see the top): its own scheme, so an endpoint may listen
+ * on tcp: and tls: at once and a peer's name says how it is reached. */
+const struct pn_transport pn_tls_transport = {
+	.scheme = "tls",
+	.scheme_id = PN_S_TLS,
+	.open = tls_open,
 	.close = tcp_close,
 	.send = tcp_send,
 	.wait_read = tcp_wait_read,

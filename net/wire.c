@@ -78,7 +78,7 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 	                 h->kind == PN_K_NACK || h->kind == PN_K_BYE ? 0 : PN_F_FORWARDED))
 		return -PN_EPROTO;
 	if ((h->origin.family != 4 && h->origin.family != 6) || h->origin.scheme < PN_S_TCP ||
-	    h->origin.scheme > PN_S_RDMA)
+	    h->origin.scheme > PN_S_MAX)
 		return -PN_EPROTO;
 	if (h->len > max_msg)
 		return -PN_ETOOBIG;
@@ -86,7 +86,7 @@ int pn_wire_get(const uint8_t in[PN_HDR_LEN], struct pn_hdr *h, uint64_t max_msg
 }
 
 static const char *const scheme_names[] = { [PN_S_TCP] = "tcp", [PN_S_UDP] = "udp",
-                                            [PN_S_RDMA] = "rdma" };
+                                            [PN_S_RDMA] = "rdma", [PN_S_TLS] = "tls" };
 
 /* "scheme:host:port" with host an IPv4 address, a name, or [IPv6]. */
 int pn_addr_parse(const char *name, struct pn_addr *a, int resolve)
@@ -96,7 +96,7 @@ int pn_addr_parse(const char *name, struct pn_addr *a, int resolve)
 	if (!colon)
 		return -PN_EADDR;
 	size_t slen = (size_t)(colon - name);
-	for (int s = PN_S_TCP; s <= PN_S_RDMA; s++)
+	for (int s = PN_S_TCP; s <= PN_S_MAX; s++)
 		if (strlen(scheme_names[s]) == slen && !strncmp(name, scheme_names[s], slen))
 			a->scheme = (uint8_t)s;
 	if (!a->scheme)
@@ -156,7 +156,7 @@ void pn_addr_name(const struct pn_addr *a, char *buf, size_t len)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	inet_ntop(a->family == 6 ? AF_INET6 : AF_INET, a->addr, host, sizeof host);
-	const char *scheme = a->scheme >= PN_S_TCP && a->scheme <= PN_S_RDMA ? scheme_names[a->scheme] : "?";
+	const char *scheme = a->scheme >= PN_S_TCP && a->scheme <= PN_S_MAX ? scheme_names[a->scheme] : "?";
 	if (a->family == 6)
 		snprintf(buf, len, "%s:[%s]:%u", scheme, host, ntohs(a->port));
 	else

@@ -26,8 +26,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	"usage: arfd --listen ENDPOINT [--listen ENDPOINT ...] [--region SPEC ...] [options]\n"
 	"\n"
-	"  --listen ENDPOINT      tcp:HOST:PORT or udp:HOST:PORT (loopback unless told otherwise:\n"
-	"                         tcp:0.0.0.0:7070 listens on every interface)\n"
+	"  --listen ENDPOINT      tcp:HOST:PORT, tls:HOST:PORT or udp:HOST:PORT (loopback unless\n"
+	"                         told otherwise: tcp:0.0.0.0:7070 listens on every interface)\n"
 	"  --region NAME=SIZE[:ro|:rw]   anonymous zeroed memory (SIZE like 4096, 64M, 2G)\n"
 	"  --region NAME=@FILE[:ro|:rw]  a file mapped MAP_SHARED (rw writes reach the file,\n"
 	"                         msync'd on shutdown); default access rw; :admin is rw for\n"
@@ -42,6 +42,10 @@ static void usage(FILE *f)
 	"                         without it, nothing) allows EXEC, READ, WRITE, REGIONS,\n"
 	"                         STATS.  Without it, --secret allows everything\n"
 	"  --secret-file F, --admin-secret-file F   the same, from the first line of F\n"
+	"  --tls-cert F, --tls-key F   this server's certificate chain and key (PEM) for tls:\n"
+	"                         (TLS 1.3; the certificate names the address: subjectAltName\n"
+	"                         IP); the secrets are proved inside it as over tcp:\n"
+	"  --tls-ca F             CAs trusted when connecting to a tls: peer (system's default)\n"
 	"  --threads N            worker threads running segments (default 4)\n"
 	"  --cache N              installed segments kept, least recently used evicted (256)\n"
 	"  --max-segment SIZE     largest segment accepted (16M)\n"
@@ -213,9 +217,9 @@ int main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < cfg.n_listen; i++)
 		arfd_log(ARFD_LOG_INFO, "listening on %s", cfg.listen[i]);
-	const char *schemes[] = { "tcp", "udp" };
+	const char *schemes[] = { "tcp", "tls", "udp" };
 	char status[256] = "serving";
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		const char *ep = arfd_endpoint(s, schemes[i]);
 		if (!ep)
 			continue;

@@ -128,6 +128,12 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		cfg->listen[cfg->n_listen++] = keep(v);
 		return 0;
 	}
+	if (!strcmp(key, "tls-cert") || !strcmp(key, "tls-key") || !strcmp(key, "tls-ca")) {
+		const char **slot = !strcmp(key, "tls-cert") ? &cfg->tls_cert :
+		                    !strcmp(key, "tls-key") ? &cfg->tls_key : &cfg->tls_ca;
+		*slot = keep(v);
+		return 0;
+	}
 	if (!strcmp(key, "region"))
 		return region_spec(cfg, v, err, errlen);
 	if (!strcmp(key, "arf")) {

@@ -1546,6 +1546,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	                      c->max_segment + 4096,
 	                      .admit = admit_request, .refuse = refuse_request, .admit_arg = s,
 	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
+	                      .tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_ca = c->tls_ca,
 	                      .admin_secret = c->admin_secret,
 	                      /* a udp client quiet through its longest run keeps its peer */
 	                      .udp_idle_ms = c->max_run_ms > 50000 ? c->max_run_ms + 10000 : 60000,

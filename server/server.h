@@ -49,6 +49,10 @@ struct arfd_config {
 	 * allows the rest: EXEC, READ, WRITE, REGIONS, STATS.  Without one, whoever has the
 	 * secret may do everything (as before there were two). */
 	const char *admin_secret;  /* NULL: no admin rights apart */
+	/* tls: endpoints (docs/net.md, "TLS"): this server's certificate chain and key (PEM),
+	 * needed to listen on tls:; the CAs it trusts when it connects to one (NULL: the
+	 * system's, or $PN_TLS_*) */
+	const char *tls_cert, *tls_key, *tls_ca;
 	unsigned threads;          /* worker threads running segments; 0 = 4 */
 	unsigned cache_max;        /* installed segments kept; 0 = 256 */
 	uint64_t max_segment;      /* bytes; 0 = 16 MiB */

@@ -10,8 +10,9 @@
  * Not here: identical results of active and local placement (arc_exec_local), which
  * test_placement.c checks.
  *
- *   test_arfd [tcp|udp]...      (default: both)   env TEST_ARFD_HOSTILE=N (default 1000),
+ *   test_arfd [tcp|udp|tls]...  (default: tcp udp)   env TEST_ARFD_HOSTILE=N (default 1000),
  *                               TEST_ARFD_ONLY=NAME: that test alone
+ * tls needs PN_TLS_CERT, PN_TLS_KEY and PN_TLS_CA (a certificate for 127.0.0.1; tls.sh).
  * Prints "N passed, N failed" last.
  */
 #include <fcntl.h>
@@ -34,6 +35,12 @@
 
 static _Atomic int passed, failed;
 static const char *scheme;
+
+/* tcp:, or tls: (the same transport inside TLS) */
+static bool stream(void)
+{
+	return !strcmp(scheme, "tcp") || !strcmp(scheme, "tls");
+}
 
 #define CHECK(cond, ...) do { \
 	if (cond) passed++; \
@@ -1279,7 +1286,7 @@ static void test_endless(void)
 			usleep(300000);    /* now every endless run has run long */
 	}
 	CHECK(stat_of(b, "workers.long") == N, "the %d endless runs count as long", N);
-	if (!strcmp(scheme, "tcp")) {
+	if (stream()) {
 		/* their clients leave without waiting: every run is cancelled, after a grace of a
 		 * second in which it could have ended on its own */
 		for (int i = 0; i < N; i++) {
@@ -1365,7 +1372,7 @@ static void test_reader_runs(void)
 	uint8_t *store = assemble(seg_store_src, &slen), *spin = assemble(seg_spin_src, &plen);
 	struct arc_pending *hp = NULL;
 	struct arc_exec hx = { .seg = spin, .seg_len = plen };
-	bool tcp = !strcmp(scheme, "tcp");
+	bool tcp = stream();
 	if (!s || !a || !b || !store || !spin) {
 		CHECK(0, "setup");
 		goto out;
@@ -1742,12 +1749,12 @@ static void test_restart(void)
  * reply cache: a counter segment run N times adds exactly N, and STATS shows the replays. */
 static void test_sessions(void)
 {
-	if (strcmp(scheme, "tcp"))
-		return;                    /* sessions are tcp's for now */
+	if (!stream())
+		return;                    /* sessions are tcp's (and tls's) for now */
 	struct arfd_config *c = config_new();
 	struct arfd *s = server_start(c);
 	struct relay r;
-	const char *ep = s ? arfd_endpoint(s, "tcp") : NULL;
+	const char *ep = s ? arfd_endpoint(s, scheme) : NULL;
 	if (!s || relay_start(&r, atoi(strrchr(ep, ':') + 1)) != 0) {
 		CHECK(0, "setup");
 		if (s)
@@ -1756,7 +1763,7 @@ static void test_sessions(void)
 		return;
 	}
 	char via[64], err[256];
-	snprintf(via, sizeof via, "tcp:127.0.0.1:%d", r.port);
+	snprintf(via, sizeof via, "%s:127.0.0.1:%d", scheme, r.port);
 	struct arc_opts o = { .timeout_ms = TIMEOUT_MS, .outage_ms = 5000 };
 	struct arc *a = arc_connect(via, &o, err, sizeof err);
 	struct arc *direct = client(s, NULL);

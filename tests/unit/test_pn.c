@@ -6,7 +6,10 @@
  * that goes down mid-request and comes back on the same port; malformed frames on the wire;
  * the size limit.  Every wait is bounded.  Prints "N passed, N failed".
  *
- *   test_pn [tcp|udp|rdma]...   (default: tcp udp)   env TEST_PN_ONLY=NAME: that test alone
+ *   test_pn [tcp|udp|rdma|tls]...   (default: tcp udp)   env TEST_PN_ONLY=NAME: that test alone
+ *
+ * tls needs a certificate for 127.0.0.1 and its CA in PN_TLS_CERT, PN_TLS_KEY, PN_TLS_CA
+ * (tests/integration/tls.sh makes them and runs it).
  *
  * rdma needs an RDMA device and the address of its netdev (rdma_cm does not work on
  * 127.0.0.1): PN_TEST_HOST, else RDMA_VM_IP (tests/rdma/ runs it in the rdma-vm guest).
@@ -16,6 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +40,13 @@ static const char *host = "127.0.0.1";   /* the address endpoints listen on */
 } while (0)
 
 enum { T_ECHO = 1, T_REPLY, T_FWD, T_SILENT, T_BIG, T_COUNT, T_NOTE, T_NOTED, T_SLOW };
+
+/* tcp:, or tls: (the same transport inside TLS: what does not write plain frames on a raw
+ * socket runs over both) */
+static bool stream(void)
+{
+	return !strcmp(scheme, "tcp") || !strcmp(scheme, "tls");
+}
 
 static struct pn *open_ep(const struct pn_opts *o)
 {
@@ -606,7 +617,7 @@ static void test_yield(void)
 	pn_set_handler(b, T_ECHO, PN_INLINE, h_echo, NULL);
 	pn_set_handler(b, T_COUNT, 0, h_worker_yield, NULL);
 	pn_peer pb = peer_of(a, b), pcb = peer_of(c, b);
-	bool tcp = !strcmp(scheme, "tcp");
+	bool tcp = stream();
 	/* three slow requests and an echo, back to back on one connection */
 	enum { NS = 3 };
 	static struct pn_rcv_desc sd[NS];
@@ -669,8 +680,8 @@ static void h_echo_from(struct pn *pn, pn_peer from, pn_type type, pn_coop coop,
 
 static void test_peer_reuse(void)
 {
-	if (strcmp(scheme, "tcp"))
-		return;                    /* only tcp has anonymous peers */
+	if (!stream())
+		return;                    /* only tcp (and tls) has anonymous peers */
 	struct pn_opts ob = { .peer_quarantine_ms = 1 };
 	struct pn *b = open_ep(&ob);
 	if (!b) { CHECK(0, "open"); return; }
@@ -1008,7 +1019,7 @@ static void h_proven(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, vo
  * opens (pn_peer_proven), one with another secret or none does not and is still served. */
 static void test_secret(void)
 {
-	if (strcmp(scheme, "tcp"))
+	if (!stream())
 		return;
 	struct pn_opts so = { .secret = "hush", .secret_len = 4 };
 	struct pn_opts wrong = { .secret = "hash", .secret_len = 4 };
@@ -1056,10 +1067,13 @@ static void test_malformed(void)
 		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
 			if (write(fd, junk[i], sizeof junk[i]) < 0) { /* counted as not sent below */ }
 			if (!udp) {
-				char c;
+				uint8_t c[16];
 				struct timeval tv = { 2, 0 };
 				setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-				CHECK(read(fd, &c, 1) <= 0, "junk %zu: connection closed by the endpoint", i);
+				ssize_t r = read(fd, c, sizeof c);
+				if (r > 0 && !strcmp(scheme, "tls") && c[0] == 0x15)
+					r = read(fd, c, sizeof c);   /* a TLS alert ("speak TLS") first */
+				CHECK(r <= 0, "junk %zu: connection closed by the endpoint", i);
 			}
 		}
 		close(fd);
@@ -1093,13 +1107,13 @@ static void h_count(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 
 static int sport_of(struct pn *pn)
 {
-	return atoi(strrchr(pn_self(pn, "tcp"), ':') + 1);
+	return atoi(strrchr(pn_self(pn, scheme), ':') + 1);
 }
 
 static pn_peer peer_of_name(struct pn *a, int port)
 {
 	char name[64];
-	snprintf(name, sizeof name, "tcp:127.0.0.1:%d", port);
+	snprintf(name, sizeof name, "%s:127.0.0.1:%d", scheme, port);
 	pn_peer p = PN_ANY;
 	pn_peer_get(a, name, &p);
 	return p;
@@ -1124,7 +1138,7 @@ static void *restart_later(void *arg)
 		return NULL;
 	usleep((useconds_t)r->down_ms * 1000);
 	char name[64], err[200];
-	snprintf(name, sizeof name, "tcp:127.0.0.1:%d", r->port);
+	snprintf(name, sizeof name, "%s:127.0.0.1:%d", scheme, r->port);
 	const char *l[] = { name };
 	r->fresh = pn_init(l, 1, NULL, err, sizeof err);
 	if (r->fresh)
@@ -1217,8 +1231,8 @@ static int admit_never(void *arg, pn_peer from, pn_type type, const void *head, 
 
 static void test_sessions(void)
 {
-	if (strcmp(scheme, "tcp"))
-		return;                /* sessions are tcp's for now */
+	if (!stream())
+		return;                /* sessions are tcp's (and tls's) for now */
 	_Atomic int count = 0;
 	struct pn_stats st;
 	int n, rc;
@@ -1239,7 +1253,7 @@ static void test_sessions(void)
 	_Atomic int downs = 0;
 	pn_set_peer_down(b, on_down, &downs);
 	char rname[64];
-	snprintf(rname, sizeof rname, "tcp:127.0.0.1:%d", r.port);
+	snprintf(rname, sizeof rname, "%s:127.0.0.1:%d", scheme, r.port);
 	pn_peer pr = PN_ANY;
 	pn_peer_get(a, rname, &pr);
 	struct pn_session_opts so = { .outage_ms = 5000, .backoff_min_ms = 10, .backoff_max_ms = 100 };
@@ -1367,6 +1381,8 @@ static void test_sessions(void)
 	      rc, pn_strerror(rc), waited);
 	pn_finalize(a2);
 	pn_finalize(a);
+	if (strcmp(scheme, "tcp"))
+		return;                /* the rest writes plain frames on raw sockets */
 
 	/* 4. hostile frames: each gets a clear answer (table) */
 	struct pn_opts ob = { .session_slots = 8 };
