@@ -137,6 +137,22 @@ static bool stream_endpoint(const char *endpoint)
 	return !strncmp(endpoint, "tcp:", 4) || !strncmp(endpoint, "tls:", 4);
 }
 
+/* Name the server on a->pn and, over tcp and tls, open the session its requests ride
+ * (the policy is ours, the mechanism Paradis-Net's: docs/net.md, "Sessions").  0 or -PN_E*. */
+static int open_server(struct arc *a, const char *endpoint, const struct arc_opts *opts)
+{
+	a->rdma = !strncmp(endpoint, "rdma:", 5);
+	int rc = pn_peer_get(a->pn, endpoint, &a->server);
+	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
+		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
+		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
+		                              .flags = opts && opts->wait_first ? 0 :
+		                                       PN_SESSION_FAIL_FIRST };
+		rc = pn_session_open(a->pn, a->server, &so);
+	}
+	return rc;
+}
+
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen)
 {
@@ -187,16 +203,7 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	}
 	if (po.secret || po.admin_secret)
 		memset(a->secret, 0, sizeof a->secret);   /* pn_init kept its own copy */
-	a->rdma = !strncmp(endpoint, "rdma:", 5);
-	int rc = pn_peer_get(a->pn, endpoint, &a->server);
-	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
-		/* the policy is ours, the mechanism Paradis-Net's (docs/net.md, "Sessions") */
-		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
-		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
-		                              .flags = opts && opts->wait_first ? 0 :
-		                                       PN_SESSION_FAIL_FIRST };
-		rc = pn_session_open(a->pn, a->server, &so);
-	}
+	int rc = open_server(a, endpoint, opts);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", endpoint, pn_strerror(rc));
 		pn_finalize(a->pn);
@@ -228,15 +235,7 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
 	 * carry it */
 	if (opts && opts->secret && !stream_endpoint(endpoint))
 		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
-	a->rdma = !strncmp(endpoint, "rdma:", 5);
-	int rc = pn_peer_get(a->pn, endpoint, &a->server);
-	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
-		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
-		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
-		                              .flags = opts && opts->wait_first ? 0 :
-		                                       PN_SESSION_FAIL_FIRST };
-		rc = pn_session_open(a->pn, a->server, &so);
-	}
+	int rc = open_server(a, endpoint, opts);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", endpoint, pn_strerror(rc));
 		pthread_mutex_destroy(&a->lock);
