@@ -33,6 +33,7 @@
 #include "arf_data.h"
 #include "arf_ops.h"
 #include "arf_seg.h"
+#include "layout.h"
 
 int arf_cmd_mount(int argc, char **argv);
 int arf_cmd_umount(int argc, char **argv);
@@ -1037,6 +1038,86 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_errno(req, rc);
 }
 
+/* ---- extended attributes ----
+ * The kernel checks the namespace rights before a request comes here (trusted.* needs
+ * CAP_SYS_ADMIN, user.* the file's read or write permission under default_permissions,
+ * user.* only on files and directories); FUSE hands over every other prefix too, which
+ * ext4 refuses, so the mount does.  POSIX ACLs (system.posix_acl_*) never arrive: the
+ * mount does not ask for FUSE_CAP_POSIX_ACL, so the kernel answers them EOPNOTSUPP itself
+ * (docs/arf.md, "Extended attributes"). */
+
+static bool xattr_prefix_ok(const char *name)
+{
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	       !strncmp(name, "security.", 9);
+}
+
+static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
+                            const char *value, size_t size, int flags)
+{
+	if (!xattr_prefix_ok(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	int rc = arf_setxattr(fs_of(req)->c, ino, name, value, size, (unsigned)flags);
+	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);     /* 0: fuse_reply_err(req, 0) */
+}
+
+static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	if (!xattr_prefix_ok(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	char buf[ARF_XATTR_VALUE_MAX];
+	/* a larger buffer than any value changes nothing: ask for at most what can exist */
+	int64_t v = arf_getxattr(fs_of(req)->c, ino, name, buf, size < sizeof buf ? size : sizeof buf);
+	if (v < 0)
+		reply_errno(req, v == -EINVAL ? -ENOENT : v);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)v);
+	else
+		fuse_reply_buf(req, buf, (size_t)v);
+}
+
+/* The names, without trusted.* for a caller other than root: ext4 and tmpfs list those only
+ * to CAP_SYS_ADMIN, which a FUSE request does not carry (uid 0 stands for it). */
+static void arf_listxattr_op(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char buf[ARF_XATTR_LIST_MAX];
+	int64_t v = arf_listxattr(fs_of(req)->c, ino, buf, sizeof buf);
+	if (v < 0) {
+		reply_errno(req, v == -EINVAL ? -ENOENT : v);
+		return;
+	}
+	size_t n = 0;
+	bool admin = fuse_req_ctx(req)->uid == 0;
+	for (size_t k = 0; k < (size_t)v;) {
+		size_t l = strnlen(buf + k, (size_t)v - k) + 1;
+		if (admin || strncmp(buf + k, "trusted.", 8)) {
+			memmove(buf + n, buf + k, l);
+			n += l;
+		}
+		k += l;
+	}
+	if (size == 0)
+		fuse_reply_xattr(req, n);
+	else if (n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, n);
+}
+
+static void arf_removexattr_op(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	if (!xattr_prefix_ok(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	int rc = arf_removexattr(fs_of(req)->c, ino, name);
+	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
+}
+
 static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
 {
 	/* 1 MiB requests (libfuse asks the kernel for max_pages to match); readahead as large */
@@ -1097,6 +1178,10 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.readdirplus = arf_readdirplus_op,
 	.releasedir = arf_releasedir_op,
 	.statfs = arf_statfs_op,
+	.setxattr = arf_setxattr_op,
+	.getxattr = arf_getxattr_op,
+	.listxattr = arf_listxattr_op,
+	.removexattr = arf_removexattr_op,
 };
 
 /* Connect, install the operations and check the image with a statfs run: 0, or -1 with a
