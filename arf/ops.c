@@ -1915,11 +1915,13 @@ stop:
  * change logs the inode and the whole block, then rewrites the block in place: a removal
  * moves the entries after it down, a set removes the old entry and appends the new one.
  * The reads lock the inode too (with a journal slot's tag, logging nothing), since a
- * concurrent removal moves the bytes they would be reading. */
+ * concurrent removal moves the bytes they would be reading.  The helpers are never inlined,
+ * as dtouch and the others above: the crash tests stop runs by fuel, which only calls and
+ * backward jumps spend. */
 
 /* Inode c's xattr block: its offset, 0 for none, -EIO when the field or the header is not
  * one the operations could have written. */
-static long xblock(u64 c)
+static __attribute__((noinline)) long xblock(u64 c)
 {
 	u64 x = ar_ld64(arf, c + ARF_I_XATTR);
 	if (x == 0)
@@ -1933,7 +1935,7 @@ static long xblock(u64 c)
 }
 
 /* Bytes of the entry at e, padding included. */
-static u64 xelen(u64 e)
+static __attribute__((noinline)) u64 xelen(u64 e)
 {
 	return (ARF_XE_NAME + ar_ld8u(arf, e + ARF_XE_NAMELEN) + ar_ld16u(arf, e + ARF_XE_VLEN) +
 	        3) & ~(u64)3;
@@ -1957,7 +1959,7 @@ static __attribute__((noinline)) long xfind(u64 x, u64 nlen)
 /* Check the name args[0..nlen) of a request with len argument bytes: 0, -ERANGE for an
  * empty name or one over ARF_XATTR_NAME_MAX (Linux's answer to both), -EINVAL for nlen past
  * the bytes or a NUL in the name. */
-static long xname(u64 nlen, u64 len)
+static __attribute__((noinline)) long xname(u64 nlen, u64 len)
 {
 	if (nlen == 0 || nlen > ARF_XATTR_NAME_MAX)
 		return -E_RANGE;
@@ -1968,7 +1970,7 @@ static long xname(u64 nlen, u64 len)
 
 /* Does the name args[0..nlen) start with "user."?  Linux allows user.* only on regular files
  * and directories (the other types' permission bits do not govern their contents). */
-static u64 xuser(u64 nlen)
+static __attribute__((noinline)) u64 xuser(u64 nlen)
 {
 	return nlen >= 5 && ar_ld32u(AR_ARGS, 0) == 0x72657375 && ar_ld8u(AR_ARGS, 4) == '.';
 }
@@ -1983,9 +1985,24 @@ static __attribute__((noinline)) void xcut(u64 x, u64 e, u64 elen)
 	ar_st32(arf, x + ARF_A_N, ar_ld32u(arf, x + ARF_A_N) - 1);
 }
 
+/* Append the entry of elen bytes named args[0..nlen) with the value args[nlen..len) to
+ * block x (the caller checked that it fits). */
+static __attribute__((noinline)) void xput(u64 x, u64 nlen, u64 len, u64 elen)
+{
+	u64 used = ar_ld64(arf, x + ARF_A_USED);
+	u64 p = x + used;
+	ar_st8(arf, p + ARF_XE_NAMELEN, nlen);
+	ar_st8(arf, p + ARF_XE_PAD, 0);
+	ar_st16(arf, p + ARF_XE_VLEN, len - nlen);
+	ar_copy(arf, AR_ARGS, p + ARF_XE_NAME, 0, len);
+	ar_fill(arf, p + ARF_XE_NAME + len, elen - ARF_XE_NAME - len, 0);
+	ar_st64(arf, x + ARF_A_USED, used + elen);
+	ar_st32(arf, x + ARF_A_N, ar_ld32u(arf, x + ARF_A_N) + 1);
+}
+
 /* Lock inode ino for a read or change: claims a journal slot (the lock's tag) and returns
  * it, with the inode's offset in *pc; 0 with the errno in *pc when there is none. */
-static u64 xlock(u64 ino, u64 *pc)
+static __attribute__((noinline)) u64 xlock(u64 ino, u64 *pc)
 {
 	u64 c = ioff(ino);
 	if (c == 0) {
@@ -2006,7 +2023,7 @@ static u64 xlock(u64 ino, u64 *pc)
 	return j;
 }
 
-static void xunlock(u64 j, u64 c)
+static __attribute__((noinline)) void xunlock(u64 j, u64 c)
 {
 	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
 	jend(j);
@@ -2093,15 +2110,7 @@ long setxattr(u64 ino, u64 nlen, u64 flags)
 	}
 	if (e != 0)
 		xcut((u64)x, (u64)e, xelen((u64)e));
-	used = ar_ld64(arf, (u64)x + ARF_A_USED);
-	u64 p = (u64)x + used;
-	ar_st8(arf, p + ARF_XE_NAMELEN, nlen);
-	ar_st8(arf, p + ARF_XE_PAD, 0);
-	ar_st16(arf, p + ARF_XE_VLEN, vlen);
-	ar_copy(arf, AR_ARGS, p + ARF_XE_NAME, 0, len);
-	ar_fill(arf, p + ARF_XE_NAME + len, elen - ARF_XE_NAME - len, 0);
-	ar_st64(arf, (u64)x + ARF_A_USED, used + elen);
-	ar_st32(arf, (u64)x + ARF_A_N, ar_ld32u(arf, (u64)x + ARF_A_N) + 1);
+	xput((u64)x, nlen, len, elen);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
 	rc = 0;
 fail:
