@@ -912,6 +912,33 @@ static void sc_tmpfile(void)
 	list(".");
 }
 
+static void as_user(uid_t uid, gid_t gid, int ngroups, const gid_t *groups, void (*fn)(void),
+                    const char *what);
+
+/* Another user and root's 0644 file f: reads allowed, writes EACCES, trusted.* hidden from
+ * the list and refused (the kernel's rules: CAP_SYS_ADMIN) */
+static void u_xattrs(void)
+{
+	char buf[1024];
+	ssize_t n = say(getxattr("f", "user.a", buf, sizeof buf), "getxattr(f, user.a)");
+	if (n >= 0)
+		printf("  = \"%.*s\"\n", (int)n, buf);
+	say(setxattr("f", "user.x", "x", 1, 0), "setxattr(f, user.x) not the owner");
+	say(removexattr("f", "user.a"), "removexattr(f, user.a) not the owner");
+	say(getxattr("f", "trusted.t", buf, sizeof buf), "getxattr(f, trusted.t)");
+	say(setxattr("f", "trusted.x", "x", 1, 0), "setxattr(f, trusted.x)");
+	n = say(listxattr("f", buf, sizeof buf), "listxattr(f)");
+	if (n > 0) {
+		char *names[16];
+		int k = 0;
+		for (char *p = buf; p < buf + n && k < 16; p += strlen(p) + 1)
+			names[k++] = p;
+		qsort(names, (size_t)k, sizeof *names, cmp_str);
+		for (int i = 0; i < k; i++)
+			printf("  %.40s\n", names[i]);
+	}
+}
+
 static void sc_xattrs(void)
 {
 	make_file("f", 0644, NULL);
@@ -979,6 +1006,26 @@ static void sc_xattrs(void)
 		say(fgetxattr(fd, "user.fd", buf, sizeof buf), "fgetxattr(f, user.fd)");
 		close(fd);
 	}
+	/* ctime moves on a set and a removal, mtime does not */
+	struct times t = snap("f");
+	say(setxattr("f", "user.t", "1", 1, 0), "setxattr(f, user.t)");
+	changed("f", &t, 0);
+	t = snap("f");
+	say(removexattr("f", "user.t"), "removexattr(f, user.t)");
+	changed("f", &t, 0);
+	/* user.* only on files and directories; the others any type */
+	say(mkfifo("p", 0644), "mkfifo(p)");
+	say(setxattr("p", "user.a", "x", 1, 0), "setxattr(p, user.a)");
+	say(getxattr("p", "user.a", buf, sizeof buf), "getxattr(p, user.a)");
+	say(setxattr("p", "trusted.a", "x", 1, 0), "setxattr(p, trusted.a)");
+	say(mkdir("d", 0755), "mkdir(d)");
+	say(setxattr("d", "user.d", "dir", 3, 0), "setxattr(d, user.d)");
+	say(getxattr("d", "user.d", buf, sizeof buf), "getxattr(d, user.d)");
+	if (geteuid() == 0)
+		as_user(USER_A, GROUP_A, 0, NULL, u_xattrs, "xattrs of root's files");
+	/* removing what holds xattrs */
+	say(unlink("p"), "unlink(p)");
+	say(rmdir("d"), "rmdir(d)");
 }
 
 static void sc_modes(void)
