@@ -117,6 +117,8 @@ struct ino_slot {
 	                                * after the last close): the next open reports it */
 	uint32_t removed_mode;         /* != 0: its last name removed here (-o writeback; see
 	                                * setattr): the file's mode then, until forget */
+	bool no_caps;                  /* security.capability was absent when last asked, since
+	                                * the last open (see arf_getxattr_op) */
 };
 static struct {
 	pthread_mutex_t lock;
@@ -189,8 +191,10 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, true);
 	if (e) {
-		if (e->gen != gen)
+		if (e->gen != gen) {
 			e->lost_err = 0;       /* another file's number now: not its error */
+			e->no_caps = false;
+		}
 		e->gen = gen;
 		e->removed_mode = 0;       /* a live entry again (the number was reused) */
 		if (e->wq)
@@ -236,6 +240,7 @@ static void ino_open(uint64_t ino, struct open_file *of)
 	if (e) {
 		e->opens++;
 		inos.open_files++;
+		e->no_caps = false;        /* each open asks the server again (another client) */
 		of->gen = e->gen;
 		of->err_seen = arf_wq_errseq(e->wq);
 		/* as Linux's errseq_sample: an error no one saw is the new descriptor's */
@@ -1052,6 +1057,35 @@ static bool xattr_prefix_ok(const char *name)
 	       !strncmp(name, "security.", 9);
 }
 
+/* What is known of ino's security.capability: ask (false) or answer ENODATA (true).  The
+ * kernel asks for it before every write(2) to drop a file capability (file_remove_privs;
+ * FUSE never marks an inode S_NOSEC), which would cost a run on arfd per write: so the
+ * answer "absent" is kept from one ask until this client changes the name, the inode is
+ * opened again or its number is reused.  Another client's setcap between an open and a
+ * write here is not seen by that write (it keeps the capability the write should drop). */
+static bool caps_known_absent(uint64_t ino)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	bool absent = e && e->no_caps;
+	pthread_mutex_unlock(&inos.lock);
+	return absent;
+}
+
+static void caps_set_absent(uint64_t ino, bool absent)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, absent);
+	if (e)
+		e->no_caps = absent;
+	pthread_mutex_unlock(&inos.lock);
+}
+
+static bool is_caps(const char *name)
+{
+	return !strcmp(name, "security.capability");
+}
+
 static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
                             const char *value, size_t size, int flags)
 {
@@ -1059,6 +1093,8 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
+	if (is_caps(name))
+		caps_set_absent(ino, false);
 	int rc = arf_setxattr(fs_of(req)->c, ino, name, value, size, (unsigned)flags);
 	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);     /* 0: fuse_reply_err(req, 0) */
 }
@@ -1069,9 +1105,15 @@ static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, si
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
+	if (is_caps(name) && caps_known_absent(ino)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	char buf[ARF_XATTR_VALUE_MAX];
 	/* a larger buffer than any value changes nothing: ask for at most what can exist */
 	int64_t v = arf_getxattr(fs_of(req)->c, ino, name, buf, size < sizeof buf ? size : sizeof buf);
+	if (v == -ENODATA && is_caps(name))
+		caps_set_absent(ino, true);
 	if (v < 0)
 		reply_errno(req, v == -EINVAL ? -ENOENT : v);
 	else if (size == 0)
@@ -1114,6 +1156,8 @@ static void arf_removexattr_op(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
+	if (is_caps(name))
+		caps_set_absent(ino, false);
 	int rc = arf_removexattr(fs_of(req)->c, ino, name);
 	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
 }
