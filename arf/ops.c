@@ -5,7 +5,7 @@
  * same operations on both segments must leave the same results, output and image bytes.
  *
  * STATUS (issue #16, second half): all 18 exports of ops.pna are here (and the four xattr
- * exports, which ops.pna never had: test_arf_xattr checks them), checked side by side
+ * exports, which ops.pna never had: test_arf_ops's test_xattr checks them), checked side by side
  * by test_arf_opsdiff; test_arf_ops, test_arf_crash, arf_mount.sh, arf_race.sh and
  * arf_conform.sh pass with it installed.  A fix to ops.pna's behaviour must now be made
  * here (and in ops.pna while it is kept as the reference).
@@ -779,14 +779,13 @@ long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 
 /* ---------------------------------------------------------------- unlink, rmdir */
 
-/* Is x a block of the data area?  A hostile ARF_I_XATTR (the
- * inode's xattr block, see "extended attributes" below) must not aim stores at metadata. */
+/* Is x a block of the data area?  A hostile ARF_I_XATTR (the inode's xattr block, see
+ * "extended attributes" below) must not aim stores at metadata. */
 static u64 xinside(u64 x)
 {
 	return (x & (ARF_BLOCK_SIZE - 1)) == 0 && x >= SB(DATA_OFF) &&
 	       x < SB(N_BLOCKS) << ARF_BLOCK_SHIFT;
 }
-
 
 /* Give back what inode c (of type, a S_IF* value) owned, then the inode itself: a
  * directory's slot table and block chain, a file's or long symlink's extents and extent
@@ -1972,6 +1971,7 @@ static __attribute__((noinline)) long xname(u64 nlen, u64 len)
  * and directories (the other types' permission bits do not govern their contents). */
 static __attribute__((noinline)) u64 xuser(u64 nlen)
 {
+	/* 0x72657375 is "user" as a little-endian u32 */
 	return nlen >= 5 && ar_ld32u(AR_ARGS, 0) == 0x72657375 && ar_ld8u(AR_ARGS, 4) == '.';
 }
 
