@@ -319,6 +319,35 @@ static void ino_forget(uint64_t ino)
 	pthread_mutex_unlock(&inos.lock);
 }
 
+/* What is known of ino's security.capability: ask (false) or answer ENODATA (true).  The
+ * kernel asks for it before every write(2) to drop a file capability (file_remove_privs;
+ * FUSE never marks an inode S_NOSEC), which would cost a run on arfd per write: so the
+ * answer "absent" is kept from one ask until this client changes the name, the inode is
+ * opened again or its number is reused.  Another client's setcap between an open and a
+ * write here is not seen by that write (it keeps the capability the write should drop). */
+static bool caps_known_absent(uint64_t ino)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	bool absent = e && e->no_caps;
+	pthread_mutex_unlock(&inos.lock);
+	return absent;
+}
+
+static void caps_set_absent(uint64_t ino, bool absent)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, absent);
+	if (e)
+		e->no_caps = absent;
+	pthread_mutex_unlock(&inos.lock);
+}
+
+static bool is_caps(const char *name)
+{
+	return !strcmp(name, "security.capability");
+}
+
 /* The write queue of ino (arf_data.h, write-behind), counted as used until wq_put; make:
  * a new one when there is none (NULL: out of memory, or not open here).  The writes of an
  * open file go through it; everything else that must see them (read, getattr, setattr,
@@ -820,11 +849,37 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * client's appends leave behind); it waits for the writes queued before it and for arfd,
  * and its error is its own.  Not under -o writeback: there the kernel keeps the size and
  * writes cached pages at offsets of its own, long after the write (docs/arf.md). */
+/* A write through a direct_io descriptor (O_APPEND, see Appends) does not pass the
+ * kernel's file_remove_privs, which drops security.capability before other writes (as on
+ * every Linux filesystem: a changed program must not keep its file capabilities): drop it
+ * here.  One run while the capability's absence is not known (see caps_known_absent). */
+static int drop_caps(struct arf_fs *fs, uint64_t ino)
+{
+	if (caps_known_absent(ino))
+		return 0;
+	int64_t v = arf_getxattr(fs->c, ino, "security.capability", NULL, 0);
+	if (v >= 0)
+		v = arf_removexattr(fs->c, ino, "security.capability");
+	if (v >= 0 || v == -ENODATA) {
+		caps_set_absent(ino, true);
+		return 0;
+	}
+	return (int)v;
+}
+
 static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                          off_t off, struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
 	bool append = (fi->flags & O_APPEND) && !fi->writepage && !fs->writeback && size > 0;
+	const struct open_file *of = open_of(fi);
+	if (append && of && of->direct) {
+		int rc = drop_caps(fs, ino);
+		if (rc < 0) {
+			reply_errno(req, rc);
+			return;
+		}
+	}
 	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, !append);
 	uint64_t at = (uint64_t)off;
 	int64_t n;
@@ -849,7 +904,6 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 	 * writes through the cache, holding the pages it copied into (at the offset the
 	 * kernel guessed): those are dropped too, after the answer, or the kernel would wait
 	 * for itself. */
-	const struct open_file *of = open_of(fi);
 	bool before = of && of->direct;
 	if (append && n > 0 && fs->se && before)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, (off_t)at, (off_t)n);
@@ -1055,35 +1109,6 @@ static bool xattr_prefix_ok(const char *name)
 {
 	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
 	       !strncmp(name, "security.", 9);
-}
-
-/* What is known of ino's security.capability: ask (false) or answer ENODATA (true).  The
- * kernel asks for it before every write(2) to drop a file capability (file_remove_privs;
- * FUSE never marks an inode S_NOSEC), which would cost a run on arfd per write: so the
- * answer "absent" is kept from one ask until this client changes the name, the inode is
- * opened again or its number is reused.  Another client's setcap between an open and a
- * write here is not seen by that write (it keeps the capability the write should drop). */
-static bool caps_known_absent(uint64_t ino)
-{
-	pthread_mutex_lock(&inos.lock);
-	struct ino_slot *e = ino_find(ino, false);
-	bool absent = e && e->no_caps;
-	pthread_mutex_unlock(&inos.lock);
-	return absent;
-}
-
-static void caps_set_absent(uint64_t ino, bool absent)
-{
-	pthread_mutex_lock(&inos.lock);
-	struct ino_slot *e = ino_find(ino, absent);
-	if (e)
-		e->no_caps = absent;
-	pthread_mutex_unlock(&inos.lock);
-}
-
-static bool is_caps(const char *name)
-{
-	return !strcmp(name, "security.capability");
 }
 
 static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -1023,6 +1023,21 @@ static void sc_xattrs(void)
 	say(getxattr("d", "user.d", buf, sizeof buf), "getxattr(d, user.d)");
 	if (geteuid() == 0)
 		as_user(USER_A, GROUP_A, 0, NULL, u_xattrs, "xattrs of root's files");
+	/* a write drops a file capability (what setcap cap_net_raw+ep writes), through an
+	 * O_APPEND descriptor too */
+	static const unsigned char cap[20] = { 0, 0, 0, 2, 0, 0x20 };
+	make_file("c", 0755, NULL);
+	for (int k = 0; k < 2; k++) {
+		say(setxattr("c", "security.capability", cap, sizeof cap, 0),
+		    "setxattr(c, security.capability)");
+		int cfd = open("c", O_WRONLY | (k ? O_APPEND : 0));
+		if (cfd >= 0) {
+			say(write(cfd, "x", 1), k ? "write O_APPEND" : "write");
+			close(cfd);
+		}
+		say(getxattr("c", "security.capability", buf, sizeof buf),
+		    "getxattr(c, security.capability) after the write");
+	}
 	/* removing what holds xattrs */
 	say(unlink("p"), "unlink(p)");
 	say(rmdir("d"), "rmdir(d)");
