@@ -118,7 +118,9 @@ struct ino_slot {
 	uint32_t removed_mode;         /* != 0: its last name removed here (-o writeback; see
 	                                * setattr): the file's mode then, until forget */
 	bool no_caps;                  /* security.capability was absent when last asked, since
-	                                * the last open (see arf_getxattr_op) */
+	                                * the last open (see caps_known_absent) */
+	bool no_sid;                   /* no setuid, nor setgid with group execute, when last
+	                                * read, since the last open or chmod here (drop_privs) */
 };
 static struct {
 	pthread_mutex_t lock;
@@ -194,6 +196,7 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 		if (e->gen != gen) {
 			e->lost_err = 0;       /* another file's number now: not its error */
 			e->no_caps = false;
+			e->no_sid = false;
 		}
 		e->gen = gen;
 		e->removed_mode = 0;       /* a live entry again (the number was reused) */
@@ -241,6 +244,7 @@ static void ino_open(uint64_t ino, struct open_file *of)
 		e->opens++;
 		inos.open_files++;
 		e->no_caps = false;        /* each open asks the server again (another client) */
+		e->no_sid = false;
 		of->gen = e->gen;
 		of->err_seen = arf_wq_errseq(e->wq);
 		/* as Linux's errseq_sample: an error no one saw is the new descriptor's */
@@ -340,6 +344,25 @@ static void caps_set_absent(uint64_t ino, bool absent)
 	struct ino_slot *e = ino_find(ino, absent);
 	if (e)
 		e->no_caps = absent;
+	pthread_mutex_unlock(&inos.lock);
+}
+
+/* The same for the setuid and setgid bits a write by another user than root clears. */
+static bool sid_known_clear(uint64_t ino)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	bool clear = e && e->no_sid;
+	pthread_mutex_unlock(&inos.lock);
+	return clear;
+}
+
+static void sid_set_clear(uint64_t ino, bool clear)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, clear);
+	if (e)
+		e->no_sid = clear;
 	pthread_mutex_unlock(&inos.lock);
 }
 
@@ -850,21 +873,38 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * and its error is its own.  Not under -o writeback: there the kernel keeps the size and
  * writes cached pages at offsets of its own, long after the write (docs/arf.md). */
 /* A write through a direct_io descriptor (O_APPEND, see Appends) does not pass the
- * kernel's file_remove_privs, which drops security.capability before other writes (as on
- * every Linux filesystem: a changed program must not keep its file capabilities): drop it
- * here.  One run while the capability's absence is not known (see caps_known_absent). */
-static int drop_caps(struct arf_fs *fs, uint64_t ino)
+ * kernel's file_remove_privs, which before other writes drops security.capability and, for
+ * a writer without CAP_FSETID, setuid and setgid-with-group-execute (should_remove_suid: a
+ * changed program must not keep its privileges).  Done here instead: a request carries the
+ * writer's uid, not its capabilities, so uid 0 stands for CAP_FSETID (as for trusted.*).
+ * One run for each while what it would find is not known (caps_known_absent). */
+static int drop_privs(struct arf_fs *fs, uint64_t ino, uid_t writer)
 {
-	if (caps_known_absent(ino))
-		return 0;
-	int64_t v = arf_getxattr(fs->c, ino, "security.capability", NULL, 0);
-	if (v >= 0)
-		v = arf_removexattr(fs->c, ino, "security.capability");
-	if (v >= 0 || v == -ENODATA) {
+	if (!caps_known_absent(ino)) {
+		int64_t v = arf_getxattr(fs->c, ino, "security.capability", NULL, 0);
+		if (v >= 0)
+			v = arf_removexattr(fs->c, ino, "security.capability");
+		if (v < 0 && v != -ENODATA)
+			return (int)v;
 		caps_set_absent(ino, true);
-		return 0;
 	}
-	return (int)v;
+	if (writer != 0 && !sid_known_clear(ino)) {
+		struct arf_attr at;
+		int rc = arf_getattr(fs->c, ino, &at);
+		if (rc < 0)
+			return rc;
+		uint32_t kill = S_ISUID | (at.mode & S_IXGRP ? S_ISGID : 0);
+		if (at.mode & kill) {
+			struct arf_setattr sa = { .valid = ARF_SET_MODE, .mode = at.mode & 07777 & ~kill };
+			rc = arf_setattr(fs->d, ino, &sa);
+			if (rc < 0)
+				return rc;
+			if (fs->se)            /* the kernel's cached mode is the old one */
+				fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+		}
+		sid_set_clear(ino, true);
+	}
+	return 0;
 }
 
 static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -874,7 +914,7 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 	bool append = (fi->flags & O_APPEND) && !fi->writepage && !fs->writeback && size > 0;
 	const struct open_file *of = open_of(fi);
 	if (append && of && of->direct) {
-		int rc = drop_caps(fs, ino);
+		int rc = drop_privs(fs, ino, fuse_req_ctx(req)->uid);
 		if (rc < 0) {
 			reply_errno(req, rc);
 			return;
@@ -974,6 +1014,7 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		sa.valid |= ARF_SET_MODE;
 		sa.mode = attr->st_mode & 07777;
+		sid_set_clear(ino, false);     /* may set them again: the next append looks */
 	}
 	if (to_set & FUSE_SET_ATTR_UID) {
 		sa.valid |= ARF_SET_UID;

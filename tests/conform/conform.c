@@ -939,6 +939,23 @@ static void u_xattrs(void)
 	}
 }
 
+/* A user's write into its own setuid and setgid (g+x) file clears both bits, through an
+ * O_APPEND descriptor too (should_remove_suid: the writer has no CAP_FSETID) */
+static void u_write_privs(void)
+{
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "sid-append" : "sid-plain";
+		make_file(name, 0755, NULL);
+		say(chmod(name, 06775), k ? "chmod(sid-append, 06775)" : "chmod(sid-plain, 06775)");
+		int fd = open(name, O_WRONLY | (k ? O_APPEND : 0));
+		if (fd >= 0) {
+			say(write(fd, "x", 1), k ? "write O_APPEND" : "write");
+			close(fd);
+		}
+		st(name);
+	}
+}
+
 static void sc_xattrs(void)
 {
 	make_file("f", 0644, NULL);
@@ -1023,6 +1040,10 @@ static void sc_xattrs(void)
 	say(getxattr("d", "user.d", buf, sizeof buf), "getxattr(d, user.d)");
 	if (geteuid() == 0)
 		as_user(USER_A, GROUP_A, 0, NULL, u_xattrs, "xattrs of root's files");
+	if (geteuid() == 0) {
+		say(chmod(".", 0777), "chmod(., 0777)");
+		as_user(USER_A, GROUP_A, 0, NULL, u_write_privs, "a write clears setuid, setgid");
+	}
 	/* a write drops a file capability (what setcap cap_net_raw+ep writes), through an
 	 * O_APPEND descriptor too */
 	static const unsigned char cap[20] = { 0, 0, 0, 2, 0, 0x20 };
