@@ -324,8 +324,9 @@ static void ino_forget(uint64_t ino)
 }
 
 /* What is known of ino's security.capability: ask (false) or answer ENODATA (true).  The
- * kernel asks for it before every write(2) to drop a file capability (file_remove_privs;
- * FUSE never marks an inode S_NOSEC), which would cost a run on arfd per write: so the
+ * kernel asks for it before a write(2) to drop a file capability (file_remove_privs; on
+ * FUSE that was before every write, 200 of 200, as FUSE drops the inode's S_NOSEC whenever
+ * it refreshes the attributes), which would cost a run on arfd per write: so the
  * answer "absent" is kept from one ask until this client changes the name, the inode is
  * opened again or its number is reused.  Another client's setcap between an open and a
  * write here is not seen by that write (it keeps the capability the write should drop). */
@@ -862,16 +863,6 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
-/* Queued (write-behind, arf_data.h): the answer comes before arfd applied the bytes; a
- * failure shows at a later write, fsync or close of the file.  Without a queue (out of
- * memory) the write is applied before the answer, as before.
- *
- * A write through an O_APPEND descriptor (the write's own flags, so fcntl's O_APPEND
- * counts) is data.pna's append: arfd puts the bytes at the size it finds, whatever this
- * kernel believes the size is (it computed off from its cached attributes, which another
- * client's appends leave behind); it waits for the writes queued before it and for arfd,
- * and its error is its own.  Not under -o writeback: there the kernel keeps the size and
- * writes cached pages at offsets of its own, long after the write (docs/arf.md). */
 /* A write through a direct_io descriptor (O_APPEND, see Appends) does not pass the
  * kernel's file_remove_privs, which before other writes drops security.capability and, for
  * a writer without CAP_FSETID, setuid and setgid-with-group-execute (should_remove_suid: a
@@ -907,6 +898,16 @@ static int drop_privs(struct arf_fs *fs, uint64_t ino, uid_t writer)
 	return 0;
 }
 
+/* Queued (write-behind, arf_data.h): the answer comes before arfd applied the bytes; a
+ * failure shows at a later write, fsync or close of the file.  Without a queue (out of
+ * memory) the write is applied before the answer, as before.
+ *
+ * A write through an O_APPEND descriptor (the write's own flags, so fcntl's O_APPEND
+ * counts) is data.pna's append: arfd puts the bytes at the size it finds, whatever this
+ * kernel believes the size is (it computed off from its cached attributes, which another
+ * client's appends leave behind); it waits for the writes queued before it and for arfd,
+ * and its error is its own.  Not under -o writeback: there the kernel keeps the size and
+ * writes cached pages at offsets of its own, long after the write (docs/arf.md). */
 static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                          off_t off, struct fuse_file_info *fi)
 {
