@@ -1107,6 +1107,32 @@ static void test_xattr(const char *img)
 	} else {
 		CHECK(0, "open image: %s", err);
 	}
+	/* a field aiming at metadata (the journal), and reserved bytes not zero */
+	if (arf_image_open(img, ARF_OPEN_RW, &m, err, sizeof err) == 0) {
+		struct arf_inode *gi = (struct arf_inode *)(m.base + m.sb->itable_off +
+		                                            (uint64_t)g * ARF_INO_SIZE);
+		gi->xattr = m.sb->journal_off;
+		gi->spare[100] = 1;
+		arf_image_close(&m, err, sizeof err);
+		int frc = fsck(img);
+		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "outside the data area") &&
+		      strstr(report, "reserved bytes are not zero"), "xattr field and spare bytes: "
+		      "fsck %d:\n%s", frc, report);
+		struct arf_fsck_opts o = { .report = collect, .repair = true };
+		struct arf_fsck_result r;
+		report_len = 0;
+		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "repair:\n%s", report);
+		fsck_clean("xattr field after repair", img);
+		/* the block g had is now owned by no one: the repair gave it back to the map */
+		if (serve(&k, img)) {
+			CHECK(!strcmp(xnames(k.c, g), ""), "g lost its xattrs: %s", xnames(k.c, g));
+			CHECK(arf_setxattr(k.c, (uint64_t)g, "user.again", "2", 1, 0) == 0, "g again");
+			unserve(&k);
+			fsck_clean("after a new block for g", img);
+		}
+	} else {
+		CHECK(0, "open image: %s", err);
+	}
 }
 
 /* What the tree shows: 0 exactly as before the operation, 1 exactly as after, -1 neither. */
