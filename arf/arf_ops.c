@@ -424,6 +424,12 @@ static int xattr_name_ok(const char *name, size_t *nlen)
 int arf_setxattr(struct arf_client *c, uint64_t ino, const char *name, const void *value,
                  size_t len, unsigned flags)
 {
+	return arf_setxattr_mode(c, ino, name, value, len, flags, -1);
+}
+
+int arf_setxattr_mode(struct arf_client *c, uint64_t ino, const char *name, const void *value,
+                      size_t len, unsigned flags, int perm)
+{
 	size_t nlen;
 	if (!xattr_name_ok(name, &nlen))
 		return -ERANGE;
@@ -431,8 +437,9 @@ int arf_setxattr(struct arf_client *c, uint64_t ino, const char *name, const voi
 		return -E2BIG;
 	if (len > ARF_XATTR_VALUE_MAX)     /* the segment says so too; spare the bytes */
 		return -ENOSPC;
-	int64_t a[3] = { (int64_t)ino, (int64_t)nlen, flags };
-	return (int)two(c, "setxattr", a, 3, name, nlen, (const char *)value, len);
+	int64_t a[4] = { (int64_t)ino, (int64_t)nlen, flags,
+	                 perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777) };
+	return (int)two(c, "setxattr", a, 4, name, nlen, (const char *)value, len);
 }
 
 /* Run a read export (getxattr, listxattr) whose output must be exactly its result's bytes
@@ -474,9 +481,14 @@ int64_t arf_listxattr(struct arf_client *c, uint64_t ino, char *buf, size_t size
 
 int arf_removexattr(struct arf_client *c, uint64_t ino, const char *name)
 {
+	return arf_removexattr_mode(c, ino, name, -1);
+}
+
+int arf_removexattr_mode(struct arf_client *c, uint64_t ino, const char *name, int perm)
+{
 	size_t nlen;
 	if (!xattr_name_ok(name, &nlen))
 		return -ERANGE;
-	int64_t a[1] = { (int64_t)ino };
-	return (int)simple(c, "removexattr", a, 1, name);
+	int64_t a[2] = { (int64_t)ino, perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777) };
+	return (int)simple(c, "removexattr", a, 2, name);
 }

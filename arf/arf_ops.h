@@ -159,5 +159,10 @@ int64_t arf_getxattr(struct arf_client *c, uint64_t ino, const char *name, void 
                      size_t size);
 int64_t arf_listxattr(struct arf_client *c, uint64_t ino, char *buf, size_t size);
 int arf_removexattr(struct arf_client *c, uint64_t ino, const char *name);
+/* The same, and with perm >= 0 the inode's 0777 bits become perm in the same change (a
+ * POSIX ACL and the mode it implies, which a crash must not part). */
+int arf_setxattr_mode(struct arf_client *c, uint64_t ino, const char *name, const void *value,
+                      size_t len, unsigned flags, int perm);
+int arf_removexattr_mode(struct arf_client *c, uint64_t ino, const char *name, int perm);
 
 #endif

@@ -27,10 +27,10 @@
  *   link(ino, dir)                  name -> 0
  *   rename(olddir, newdir, olen, flags)  old name then new name -> 0
  *   symlinkattr, linkattr           the same, then getattr of the inode
- *   setxattr(ino, nlen, flags)      name (nlen bytes) then value -> 0
+ *   setxattr(ino, nlen, flags, mode)  name (nlen bytes) then value -> 0
  *   getxattr(ino, size)             name -> the value's length; the value on the output
  *   listxattr(ino, size)            the names, each with a NUL, on the output -> their bytes
- *   removexattr(ino)                name -> 0
+ *   removexattr(ino, mode)          name -> 0
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
@@ -2000,6 +2000,15 @@ static __attribute__((noinline)) void xput(u64 x, u64 nlen, u64 len, u64 elen)
 	ar_st32(arf, x + ARF_A_N, ar_ld32u(arf, x + ARF_A_N) + 1);
 }
 
+/* The mode argument of setxattr and removexattr: 0, or ARF_XATTR_SETMODE with new 0777 bits
+ * for inode c, stored in the same logged change (a POSIX ACL and the mode it implies must
+ * not part in a crash).  The caller logged the inode. */
+static __attribute__((noinline)) void xmode(u64 c, u64 mode)
+{
+	if (mode & ARF_XATTR_SETMODE)
+		ar_st32(arf, c + ARF_I_MODE, (ar_ld32u(arf, c + ARF_I_MODE) & ~(u64)0777) | (mode & 0777));
+}
+
 /* Lock inode ino for a read or change: claims a journal slot (the lock's tag) and returns
  * it, with the inode's offset in *pc; 0 with the errno in *pc when there is none. */
 static __attribute__((noinline)) u64 xlock(u64 ino, u64 *pc)
@@ -2030,15 +2039,17 @@ static __attribute__((noinline)) void xunlock(u64 j, u64 c)
 	iunlock(c, tag);
 }
 
-/* setxattr(ino, nlen, flags): args are the name (nlen bytes) then the value.  flags 0, or
+/* setxattr(ino, nlen, flags, mode): args are the name (nlen bytes) then the value; mode as
+ * xmode says.  flags 0, or
  * ARF_XATTR_CREATE (-EEXIST when the name exists) and/or ARF_XATTR_REPLACE (-ENODATA when
  * it does not).  -ENOSPC when the entries would not fit the block or no block is free, -EPERM
  * for user.* on a type other than a file or directory, -ENOENT for a free inode, the name's
  * errors (xname).  ctime becomes now. */
-long setxattr(u64 ino, u64 nlen, u64 flags)
+long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode)
 {
 	u64 len = (u64)ar_len(AR_ARGS);
-	if (flags & ~(u64)(ARF_XATTR_CREATE | ARF_XATTR_REPLACE))
+	if (flags & ~(u64)(ARF_XATTR_CREATE | ARF_XATTR_REPLACE) ||
+	    mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
 		return -E_INVAL;
 	long rc = xname(nlen, len);
 	if (rc != 0)
@@ -2051,15 +2062,15 @@ long setxattr(u64 ino, u64 nlen, u64 flags)
 	u64 j = xlock(ino, &c);
 	if (j == 0)
 		return -(long)c;
-	u64 mode = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
 	long x = xblock(c);
 	long e = 0;
 	u64 newx = 0;
-	if (mode == 0) {
+	if (type == 0) {
 		rc = -E_NOENT;
 		goto fail;
 	}
-	if (xuser(nlen) && mode != ARF_S_IFREG && mode != ARF_S_IFDIR) {
+	if (xuser(nlen) && type != ARF_S_IFREG && type != ARF_S_IFDIR) {
 		rc = -E_PERM;
 		goto fail;
 	}
@@ -2111,6 +2122,7 @@ long setxattr(u64 ino, u64 nlen, u64 flags)
 	if (e != 0)
 		xcut((u64)x, (u64)e, xelen((u64)e));
 	xput((u64)x, nlen, len, elen);
+	xmode(c, mode);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
 	rc = 0;
 fail:
@@ -2197,12 +2209,14 @@ out:
 	return rc;
 }
 
-/* removexattr(ino): args are the name.  0, -ENODATA for no such name, -EPERM for user.* on a
+/* removexattr(ino, mode): args are the name; mode as xmode says.  0, -ENODATA for no such name, -EPERM for user.* on a
  * type other than a file or directory (as Linux), -ENOENT, -EIO, the name's errors.  The
  * last entry's removal gives the block back after the commit.  ctime becomes now. */
-long removexattr(u64 ino)
+long removexattr(u64 ino, u64 mode)
 {
 	u64 nlen = (u64)ar_len(AR_ARGS);
+	if (mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
+		return -E_INVAL;
 	long rc = xname(nlen, nlen);
 	if (rc != 0)
 		return rc;
@@ -2210,12 +2224,12 @@ long removexattr(u64 ino)
 	u64 j = xlock(ino, &c);
 	if (j == 0)
 		return -(long)c;
-	u64 mode = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
 	long x = xblock(c);
 	long e = 0;
-	if (mode == 0)
+	if (type == 0)
 		rc = -E_NOENT;
-	else if (xuser(nlen) && mode != ARF_S_IFREG && mode != ARF_S_IFDIR)
+	else if (xuser(nlen) && type != ARF_S_IFREG && type != ARF_S_IFDIR)
 		rc = -E_PERM;
 	else if (x < 0)
 		rc = x;
@@ -2238,6 +2252,7 @@ long removexattr(u64 ino)
 		jlog(j, (u64)x, ARF_BLOCK_SIZE);
 		xcut((u64)x, (u64)e, elen);
 	}
+	xmode(c, mode);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
 	xunlock(j, c);
 	if (last)

@@ -1070,20 +1070,36 @@ static void test_xattr(const char *img)
 	/* hostile: numbers, lengths, bytes, flags */
 	CHECK(arf_getxattr(c, 0, "user.a", buf, 9) == -EINVAL, "inode 0");
 	CHECK(arf_listxattr(c, 1ull << 40, buf, 9) == -EINVAL, "no such inode");
-	int64_t r1[3] = { f, 7, 0 };
-	CHECK(xraw(&k, "setxattr", r1, 3, "user.a", 6) == -EINVAL, "nlen past the bytes");
-	int64_t r2[3] = { f, 6, 0 };
-	CHECK(xraw(&k, "setxattr", r2, 3, "user\0a", 6) == -EINVAL, "NUL in the name");
-	int64_t r3[3] = { f, 6, 4 };
-	CHECK(xraw(&k, "setxattr", r3, 3, "user.a", 6) == -EINVAL, "unknown flags");
-	int64_t r4[3] = { f, 0, 0 };
-	CHECK(xraw(&k, "setxattr", r4, 3, "user.a", 6) == -ERANGE, "nlen 0");
+	int64_t r1[4] = { f, 7, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r1, 4, "user.a", 6) == -EINVAL, "nlen past the bytes");
+	int64_t r2[4] = { f, 6, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r2, 4, "user\0a", 6) == -EINVAL, "NUL in the name");
+	int64_t r3[4] = { f, 6, 4, 0 };
+	CHECK(xraw(&k, "setxattr", r3, 4, "user.a", 6) == -EINVAL, "unknown flags");
+	int64_t r4[4] = { f, 0, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r4, 4, "user.a", 6) == -ERANGE, "nlen 0");
 	int64_t r5[2] = { f, 0 };
 	CHECK(xraw(&k, "getxattr", r5, 2, "user\0a", 6) == -EINVAL, "get: NUL in the name");
-	CHECK(xraw(&k, "removexattr", r5, 1, big, 256) == -ERANGE, "remove: 256 bytes");
-	int64_t r6[3] = { f, 255, 0 };
-	CHECK(xraw(&k, "setxattr", r6, 3, big, 255 + ARF_XATTR_VALUE_MAX) == -ENOSPC,
+	CHECK(xraw(&k, "removexattr", r5, 2, big, 256) == -ERANGE, "remove: 256 bytes");
+	int64_t r6[4] = { f, 255, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r6, 4, big, 255 + ARF_XATTR_VALUE_MAX) == -ENOSPC,
 	      "raw: a value over the block");
+	int64_t r7[4] = { f, 6, 0, ARF_XATTR_SETMODE | 01000 };
+	CHECK(xraw(&k, "setxattr", r7, 4, "user.a", 6) == -EINVAL, "mode: bits past 0777");
+	int64_t r8[2] = { f, 0x20000 };
+	CHECK(xraw(&k, "removexattr", r8, 2, "user.a", 6) == -EINVAL, "remove: unknown mode bits");
+	/* the mode argument: the 0777 bits change with the xattr, the others stay */
+	CHECK(arf_getattr(c, (uint64_t)f, &at) == 0, "getattr f");
+	uint32_t type_bits = at.mode & ~0777u;
+	CHECK(arf_setxattr_mode(c, (uint64_t)f, "user.m", "1", 1, 0, 0640) == 0 &&
+	      arf_getattr(c, (uint64_t)f, &at) == 0 && at.mode == (type_bits | 0640),
+	      "set with a mode: 0%o", at.mode);
+	CHECK(arf_removexattr_mode(c, (uint64_t)f, "user.m", 0604) == 0 &&
+	      arf_getattr(c, (uint64_t)f, &at) == 0 && at.mode == (type_bits | 0604),
+	      "remove with a mode: 0%o", at.mode);
+	CHECK(arf_removexattr_mode(c, (uint64_t)f, "user.m", 0777) == -ENODATA &&
+	      arf_getattr(c, (uint64_t)f, &at) == 0 && at.mode == (type_bits | 0604),
+	      "a failed removal changes no mode");
 	unserve(&k);
 	fsck_clean("xattr", img);
 
@@ -1326,17 +1342,17 @@ static void crash_xattr(const char *img)
 	 * (calls) where fuel can stop them: every one is tried */
 	crash_fuel0 = 1;
 	crash_cut_min = 2;
-	int64_t a1[3] = { xf, 6, 0 };
-	crash_op("setxattr new block", img, "setxattr", a1, 3, "user.av1", 8, st_xset_new, 1, false);
+	int64_t a1[4] = { xf, 6, 0, 0 };
+	crash_op("setxattr new block", img, "setxattr", a1, 4, "user.av1", 8, st_xset_new, 1, false);
 	if (serve(&k, img)) {
 		CHECK(arf_setxattr(k.c, (uint64_t)xf, "user.b", "bb", 2, 0) == 0, "user.b");
 		unserve(&k);
 	}
-	crash_op("setxattr replace", img, "setxattr", a1, 3, "user.av2 longer", 15,
+	crash_op("setxattr replace", img, "setxattr", a1, 4, "user.av2 longer", 15,
 	         st_xset_replace, 1, false);
-	int64_t a2[1] = { xf };
-	crash_op("removexattr", img, "removexattr", a2, 1, "user.a", 6, st_xremove, 1, false);
-	crash_op("removexattr last", img, "removexattr", a2, 1, "user.b", 6, st_xremove_last, 1,
+	int64_t a2[2] = { xf, 0 };
+	crash_op("removexattr", img, "removexattr", a2, 2, "user.a", 6, st_xremove, 1, false);
+	crash_op("removexattr last", img, "removexattr", a2, 2, "user.b", 6, st_xremove_last, 1,
 	         false);
 	crash_fuel0 = 10;
 	crash_cut_min = 5;
