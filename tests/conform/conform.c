@@ -1064,6 +1064,115 @@ static void sc_xattrs(void)
 	say(rmdir("d"), "rmdir(d)");
 }
 
+/* ---- POSIX ACLs (xattr form: u32 version 2, then u16 tag, u16 perm, u32 id) ---- */
+
+static size_t acl_bytes(unsigned char *p, const unsigned (*ents)[3], int n)
+{
+	p[0] = 2, p[1] = p[2] = p[3] = 0;
+	for (int i = 0; i < n; i++) {
+		unsigned char *q = p + 4 + 8 * i;
+		q[0] = (unsigned char)ents[i][0], q[1] = (unsigned char)(ents[i][0] >> 8);
+		q[2] = (unsigned char)ents[i][1], q[3] = 0;
+		for (int b = 0; b < 4; b++)
+			q[4 + b] = (unsigned char)(ents[i][2] >> (8 * b));
+	}
+	return 4 + 8 * (size_t)n;
+}
+
+/* an ACL as "tag:id:perm,..." (ids of the owner entries as -1) */
+static void show_acl(const char *path, const char *name)
+{
+	unsigned char v[512];
+	ssize_t n = getxattr(path, name, v, sizeof v);
+	if (n < 0) {
+		printf("  %s %s: %s\n", path, name + 17, err_name(errno));
+		return;
+	}
+	printf("  %s %s:", path, name + 17);
+	for (ssize_t i = 4; i + 8 <= n; i += 8)
+		printf(" %x:%d:%o", (unsigned)(v[i] | v[i + 1] << 8), (int)(v[i + 4] | v[i + 5] << 8 |
+		       v[i + 6] << 16 | (unsigned)v[i + 7] << 24), (unsigned)v[i + 2]);
+	printf("\n");
+}
+
+#define NOID 0xffffffffu
+static void u_acl_read(void)
+{
+	char buf[16];
+	int fd = say_fd(open("secret", O_RDONLY), "open(secret) named in its ACL");
+	if (fd >= 0) {
+		say(read(fd, buf, sizeof buf), "read(secret)");
+		close(fd);
+	}
+	say_fd(open("secret", O_WRONLY), "open(secret, O_WRONLY) (the ACL says r)");
+	say_fd(open("masked", O_RDONLY), "open(masked) after chmod 0604");
+}
+
+static void sc_acls(void)
+{
+	static unsigned char v[256];
+	/* an access ACL: the mode's group bits become the mask; a named user may read */
+	make_file("secret", 0600, "secret");
+	const unsigned named[][3] = { { 1, 6, NOID }, { 2, 4, 1000 }, { 4, 0, NOID },
+	                              { 0x10, 4, NOID }, { 0x20, 0, NOID } };
+	say(setxattr("secret", "system.posix_acl_access", v, acl_bytes(v, named, 5), 0),
+	    "setxattr(secret, u::rw,u:1000:r,g::-,m::r,o::-)");
+	st("secret");
+	show_acl("secret", "system.posix_acl_access");
+	/* chmod changes the owner, mask and other entries */
+	make_file("masked", 0644, "masked");
+	const unsigned rw[][3] = { { 1, 6, NOID }, { 2, 6, 1000 }, { 4, 4, NOID },
+	                           { 0x10, 6, NOID }, { 0x20, 4, NOID } };
+	say(setxattr("masked", "system.posix_acl_access", v, acl_bytes(v, rw, 5), 0),
+	    "setxattr(masked, u:1000:rw,m::rw)");
+	say(chmod("masked", 0604), "chmod(masked, 0604)");
+	st("masked");
+	show_acl("masked", "system.posix_acl_access");
+	if (geteuid() == 0)
+		as_user(USER_A, GROUP_A, 0, NULL, u_acl_read, "reads through ACL entries");
+	/* an ACL the mode says all of is stored as none: the mode changes */
+	make_file("plain", 0644, NULL);
+	const unsigned base[][3] = { { 1, 7, NOID }, { 4, 5, NOID }, { 0x20, 1, NOID } };
+	say(setxattr("plain", "system.posix_acl_access", v, acl_bytes(v, base, 3), 0),
+	    "setxattr(plain, u::rwx,g::r-x,o::--x)");
+	st("plain");
+	show_acl("plain", "system.posix_acl_access");
+	say(removexattr("secret", "system.posix_acl_access"), "removexattr(secret, access ACL)");
+	st("secret");
+	/* a default ACL: what is made inside takes it, the umask does not count */
+	say(mkdir("inherit", 0755), "mkdir(inherit)");
+	const unsigned def[][3] = { { 1, 7, NOID }, { 2, 6, 1000 }, { 4, 5, NOID },
+	                            { 0x10, 7, NOID }, { 0x20, 0, NOID } };
+	say(setxattr("inherit", "system.posix_acl_default", v, acl_bytes(v, def, 5), 0),
+	    "setxattr(inherit, default u::rwx,u:1000:rw,g::r-x,m::rwx,o::-)");
+	say(setxattr("secret", "system.posix_acl_default", v, acl_bytes(v, def, 5), 0),
+	    "setxattr(secret, default ACL) on a file");
+	mode_t old = umask(077);
+	make_file("inherit/f", 0666, NULL);
+	say(mkdir("inherit/d", 0777), "mkdir(inherit/d, 0777) umask 077");
+	say(mkfifo("inherit/p", 0640), "mkfifo(inherit/p, 0640)");
+	say(symlink("f", "inherit/l"), "symlink(inherit/l)");
+	umask(old);
+	st("inherit/f");
+	show_acl("inherit/f", "system.posix_acl_access");
+	show_acl("inherit/f", "system.posix_acl_default");
+	st("inherit/d");
+	show_acl("inherit/d", "system.posix_acl_access");
+	show_acl("inherit/d", "system.posix_acl_default");
+	st("inherit/p");
+	show_acl("inherit/p", "system.posix_acl_access");
+	/* without a default ACL the umask counts */
+	old = umask(027);
+	make_file("nodef", 0666, NULL);
+	umask(old);
+	st("nodef");
+	say(removexattr("inherit", "system.posix_acl_default"), "removexattr(inherit, default ACL)");
+	old = umask(077);
+	make_file("inherit/g", 0666, NULL);
+	umask(old);
+	st("inherit/g");
+}
+
 static void sc_modes(void)
 {
 	make_file("f", 0644, "data");
@@ -1384,6 +1493,7 @@ static const struct scenario {
 	{ "truncate", sc_truncate },
 	{ "tmpfile", sc_tmpfile },
 	{ "xattrs", sc_xattrs },
+	{ "acls", sc_acls },
 	{ "modes", sc_modes },
 	{ "users", sc_users },
 };
