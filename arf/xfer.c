@@ -163,12 +163,14 @@ static int set_attrs(struct xfer *x, uint64_t ino, const struct stat *st)
 	return set_attrs_of(x, ino, st, true);
 }
 
-/* The namespaces ARF stores (docs/arf.md, Extended attributes): POSIX ACLs and any other
- * system.* name are left behind, with a message, rather than copied as plain bytes. */
+/* The names ARF stores (docs/arf.md, Extended attributes): user.*, trusted.*, security.*
+ * and the two POSIX ACLs (the bytes as the kernel gives them; the mode, copied too, already
+ * agrees with the access ACL); any other system.* name is left behind, with a message. */
 static bool xattr_kept(const char *name)
 {
 	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
-	       !strncmp(name, "security.", 9);
+	       !strncmp(name, "security.", 9) || !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
 }
 
 /* Copy the xattrs of local path (not following a symlink) to inode ino: 0, or -1 after a
@@ -188,9 +190,8 @@ static int import_xattrs(struct xfer *x, uint64_t ino, const char *path)
 	for (ssize_t k = 0; k < n; k += (ssize_t)strlen(names + k) + 1) {
 		const char *name = names + k;
 		if (!xattr_kept(name)) {
-			say_error(x, path, name[0] == 's' && !strncmp(name, "system.", 7)
-			          ? "extended attribute not copied (ARF has no POSIX ACLs)"
-			          : "extended attribute not copied (a namespace ARF does not keep)", 0);
+			say_error(x, path, "extended attribute not copied (a namespace ARF does not keep)",
+			          0);
 			rc = -1;
 			continue;
 		}

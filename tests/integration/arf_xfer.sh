@@ -115,8 +115,8 @@ contains "remote file as directory" "$tmp/err" "Not a directory"
 run "$BUILD/arf" import -j 0 "$src" "$ep:/x"; check_rc "-j 0" 2 $?
 run "$BUILD/arf" import "$src" tcp:127.0.0.1:1:/x; check_rc "no server" 2 $?
 # xattrs go in and come back out (user.* on a file and a directory, binary and empty
-# values, a read-only file; trusted.* on a symlink as root); a namespace ARF does not keep
-# is said and counted as an error.  The local filesystem must keep user.* (ext4, tmpfs).
+# values, a read-only file; trusted.* on a symlink and POSIX ACLs as root); a namespace
+# ARF does not keep is said and counted as an error.  The local filesystem must keep user.* (ext4, tmpfs).
 xdump() {
 	python3 - "$1" <<'PY'
 import os, sys
@@ -140,7 +140,17 @@ os.setxattr(sys.argv[1] + "/f", "user.empty", b"")
 os.setxattr(sys.argv[1] + "/d", "user.dir", b"d")
 os.setxattr(sys.argv[1] + "/ro", "user.ro", b"r")
 if os.geteuid() == 0:
-    os.setxattr(sys.argv[1] + "/l", "trusted.t", b"t", follow_symlinks=False)' "$xsrc" 2>/dev/null; then
+    os.setxattr(sys.argv[1] + "/l", "trusted.t", b"t", follow_symlinks=False)
+    # setfacl -m u:1000:r f; setfacl -d -m u:1000:rx d (where the filesystem has ACLs)
+    acl = lambda ents: bytes([2, 0, 0, 0]) + b"".join(
+        t.to_bytes(2, "little") + p.to_bytes(2, "little") + i.to_bytes(4, "little") for t, p, i in ents)
+    try:
+        os.setxattr(sys.argv[1] + "/f", "system.posix_acl_access",
+                    acl([(1, 6, 2**32-1), (2, 4, 1000), (4, 4, 2**32-1), (16, 4, 2**32-1), (32, 4, 2**32-1)]))
+        os.setxattr(sys.argv[1] + "/d", "system.posix_acl_default",
+                    acl([(1, 7, 2**32-1), (2, 5, 1000), (4, 5, 2**32-1), (16, 5, 2**32-1), (32, 5, 2**32-1)]))
+    except OSError:
+        pass' "$xsrc" 2>/dev/null; then
 	chmod 444 "$xsrc/ro"
 	run "$BUILD/arf" import "$xsrc" "$ep:/xa"; check_rc "import with xattrs" 0 $?
 	run "$BUILD/arf" export "$ep:/xa" "$tmp/xout"; check_rc "export with xattrs" 0 $?
