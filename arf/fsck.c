@@ -604,6 +604,25 @@ static void check_dir(struct fsck *f, uint64_t i, struct arf_inode *d)
 	}
 }
 
+/* Is v (len bytes) a POSIX ACL as Linux's xattr form writes it: version 2, entries of known
+ * tags with permissions 0..7, one owner, group and other entry, at most one mask, and a
+ * mask when there are named entries (posix_acl_valid's rules but the order)? */
+static bool acl_ok(const uint8_t *v, unsigned len)
+{
+	if (len < 4 || (len - 4) % 8 || (v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24) != 2)
+		return false;
+	unsigned n[0x21] = { 0 };
+	for (unsigned i = 4; i < len; i += 8) {
+		unsigned tag = v[i] | v[i + 1] << 8, perm = v[i + 2] | v[i + 3] << 8;
+		if (perm > 7 || (tag != 1 && tag != 2 && tag != 4 && tag != 8 && tag != 0x10 &&
+		                 tag != 0x20))
+			return false;
+		n[tag]++;
+	}
+	return n[1] == 1 && n[4] == 1 && n[0x20] == 1 && n[0x10] <= 1 &&
+	       (n[0x10] == 1 || (n[2] == 0 && n[8] == 0));
+}
+
 /* Why the entries of xattr block x are not ones the operations write (NULL: they are),
  * for an inode of type: each inside the used bytes with a name of 1..255 bytes and no NUL,
  * no name twice, user.* only on files and directories, the count as the header says,
@@ -629,6 +648,9 @@ static const char *xattr_why(const uint8_t *x, uint32_t type)
 			return "has a NUL byte in a name";
 		if (nl >= 5 && !memcmp(name, "user.", 5) && type != ARF_S_IFREG && type != ARF_S_IFDIR)
 			return "has a user.* attribute on a type that cannot have one";
+		if (nl >= 17 && !memcmp(name, "system.posix_acl_", 17) &&
+		    !acl_ok(name + nl, vl))
+			return "has a POSIX ACL that is not one";
 		for (uint64_t o = ARF_A_HDR, ol; o < e; o += ol) {
 			unsigned onl = x[o + ARF_XE_NAMELEN];
 			unsigned ovl = (unsigned)x[o + ARF_XE_VLEN] | (unsigned)x[o + ARF_XE_VLEN + 1] << 8;

@@ -1123,6 +1123,24 @@ static void test_xattr(const char *img)
 	} else {
 		CHECK(0, "open image: %s", err);
 	}
+	/* an ACL that is not one (no mask beside a named entry) */
+	if (serve(&k, img)) {
+		static const unsigned char bad_acl[] = { 2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+		                                         2, 0, 4, 0, 0xe8, 3, 0, 0, 4, 0, 4, 0, 0xff,
+		                                         0xff, 0xff, 0xff, 0x20, 0, 4, 0, 0xff, 0xff,
+		                                         0xff, 0xff };
+		CHECK(arf_setxattr(k.c, (uint64_t)g, "system.posix_acl_access", bad_acl,
+		                   sizeof bad_acl, 0) == 0, "store a bad ACL");
+		unserve(&k);
+		int frc = fsck(img);
+		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "a POSIX ACL that is not one"),
+		      "bad ACL: fsck %d:\n%s", frc, report);
+		struct arf_fsck_opts o = { .report = collect, .repair = true };
+		struct arf_fsck_result r;
+		report_len = 0;
+		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "repair:\n%s", report);
+		fsck_clean("bad ACL after repair", img);
+	}
 	/* a field aiming at metadata (the journal), and reserved bytes not zero */
 	if (arf_image_open(img, ARF_OPEN_RW, &m, err, sizeof err) == 0) {
 		struct arf_inode *gi = (struct arf_inode *)(m.base + m.sb->itable_off +
