@@ -10,7 +10,8 @@
  * -o attr_timeout/entry_timeout seconds, and every open drops the file's cached pages, so
  * what another client wrote and closed is seen by the next open (docs/arf.md, "Mounting").
  * Permissions are checked by the kernel against the stored mode, uid and gid
- * (default_permissions is always on).  A mount made by root serves every user
+ * (default_permissions is always on) and the POSIX ACLs, which it reads as xattrs (see
+ * "POSIX ACLs" below for the part left to the mount: the mode, chmod, inheritance).  A mount made by root serves every user
  * (allow_other, as an NFS mount does); a user's own mount serves only that user, as FUSE
  * does by default.
  */
