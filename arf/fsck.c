@@ -609,18 +609,21 @@ static void check_dir(struct fsck *f, uint64_t i, struct arf_inode *d)
  * mask when there are named entries (posix_acl_valid's rules but the order)? */
 static bool acl_ok(const uint8_t *v, unsigned len)
 {
-	if (len < 4 || (len - 4) % 8 || (v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24) != 2)
+	if (len < ARF_ACL_HDR || (len - ARF_ACL_HDR) % ARF_ACL_ENTRY ||
+	    (v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24) != ARF_ACL_VERSION)
 		return false;
-	unsigned n[0x21] = { 0 };
-	for (unsigned i = 4; i < len; i += 8) {
+	unsigned n[ARF_ACL_OTHER + 1] = { 0 };
+	for (unsigned i = ARF_ACL_HDR; i < len; i += ARF_ACL_ENTRY) {
 		unsigned tag = v[i] | v[i + 1] << 8, perm = v[i + 2] | v[i + 3] << 8;
-		if (perm > 7 || (tag != 1 && tag != 2 && tag != 4 && tag != 8 && tag != 0x10 &&
-		                 tag != 0x20))
+		if (perm > 7 || (tag != ARF_ACL_USER_OBJ && tag != ARF_ACL_USER &&
+		                 tag != ARF_ACL_GROUP_OBJ && tag != ARF_ACL_GROUP &&
+		                 tag != ARF_ACL_MASK && tag != ARF_ACL_OTHER))
 			return false;
 		n[tag]++;
 	}
-	return n[1] == 1 && n[4] == 1 && n[0x20] == 1 && n[0x10] <= 1 &&
-	       (n[0x10] == 1 || (n[2] == 0 && n[8] == 0));
+	return n[ARF_ACL_USER_OBJ] == 1 && n[ARF_ACL_GROUP_OBJ] == 1 && n[ARF_ACL_OTHER] == 1 &&
+	       n[ARF_ACL_MASK] <= 1 &&
+	       (n[ARF_ACL_MASK] == 1 || (n[ARF_ACL_USER] == 0 && n[ARF_ACL_GROUP] == 0));
 }
 
 /* Why the entries of xattr block x are not ones the operations write (NULL: they are),

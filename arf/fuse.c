@@ -497,9 +497,9 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
  * u16 tag, u16 perm, u32 id, little-endian. */
 #define ACL_ACCESS "system.posix_acl_access"
 #define ACL_DEFAULT "system.posix_acl_default"
-enum { ACL_VERSION = 2, ACL_HDR = 4, ACL_ENTRY = 8 };
-enum { ACL_USER_OBJ = 1, ACL_USER = 2, ACL_GROUP_OBJ = 4, ACL_GROUP = 8, ACL_MASK = 0x10,
-       ACL_OTHER = 0x20 };
+enum { ACL_VERSION = ARF_ACL_VERSION, ACL_HDR = ARF_ACL_HDR, ACL_ENTRY = ARF_ACL_ENTRY };
+enum { ACL_USER_OBJ = ARF_ACL_USER_OBJ, ACL_GROUP_OBJ = ARF_ACL_GROUP_OBJ,
+       ACL_MASK = ARF_ACL_MASK, ACL_OTHER = ARF_ACL_OTHER };
 #define ACL_MAX ((ARF_XATTR_VALUE_MAX - ACL_HDR) / ACL_ENTRY)
 
 struct acl {
