@@ -200,7 +200,7 @@ static int import_xattrs(struct xfer *x, uint64_t ino, const char *path)
 		              : arf_setxattr(x->c, ino, name, value, (size_t)len, 0);
 		if (err < 0) {
 			char what[300];
-			snprintf(what, sizeof what, "cannot copy the extended attribute %s", name);
+			snprintf(what, sizeof what, "cannot copy the extended attribute %.255s", name);
 			say_error(x, path, what, err);
 			rc = -1;
 		}
@@ -481,7 +481,7 @@ static int export_xattrs(struct xfer *x, const char *path, uint64_t ino)
 			len = -errno;
 		if (len < 0) {
 			char what[300];
-			snprintf(what, sizeof what, "cannot copy the extended attribute %s", name);
+			snprintf(what, sizeof what, "cannot copy the extended attribute %.255s", name);
 			say_error(x, path, what, len);
 			rc = -1;
 		}
