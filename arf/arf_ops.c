@@ -409,3 +409,86 @@ int arf_rename(struct arf_client *c, uint64_t olddir, const char *oldname, uint6
 	int64_t a[4] = { (int64_t)olddir, (int64_t)newdir, (int64_t)olen, flags };
 	return (int)two(c, "rename", a, 4, oldname, olen, newname, strlen(newname));
 }
+
+/* ---- extended attributes ---- */
+
+/* Linux's limits of a name, checked here as the VFS does before a request leaves. */
+static int xattr_name_ok(const char *name, size_t *nlen)
+{
+	*nlen = strlen(name);
+	return *nlen != 0 && *nlen <= ARF_XATTR_NAME_MAX;
+}
+
+#define XATTR_SIZE_LIMIT 65536     /* Linux's XATTR_SIZE_MAX: larger values are E2BIG */
+
+int arf_setxattr(struct arf_client *c, uint64_t ino, const char *name, const void *value,
+                 size_t len, unsigned flags)
+{
+	return arf_setxattr_mode(c, ino, name, value, len, flags, -1);
+}
+
+int arf_setxattr_mode(struct arf_client *c, uint64_t ino, const char *name, const void *value,
+                      size_t len, unsigned flags, int perm)
+{
+	size_t nlen;
+	if (!xattr_name_ok(name, &nlen))
+		return -ERANGE;
+	if (len > XATTR_SIZE_LIMIT)
+		return -E2BIG;
+	if (len > ARF_XATTR_VALUE_MAX)     /* the segment says so too; spare the bytes */
+		return -ENOSPC;
+	int64_t a[4] = { (int64_t)ino, (int64_t)nlen, flags,
+	                 perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777) };
+	return (int)two(c, "setxattr", a, 4, name, nlen, (const char *)value, len);
+}
+
+/* Run a read export (getxattr, listxattr) whose output must be exactly its result's bytes
+ * when size > 0, and copy them into buf. */
+static int64_t xread(struct arf_client *c, const char *entry, const int64_t *a, unsigned n,
+                     const char *bytes, size_t blen, void *buf, size_t size, size_t max)
+{
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, entry, a, n, bytes, blen);
+	if (v >= 0) {
+		size_t want = size ? (size_t)v : 0;
+		if ((uint64_t)v > max || x.out_len != want || (size && (size_t)v > size)) {
+			snprintf(c->s.msg, sizeof c->s.msg, "%s: %llu bytes of output for a result of "
+			         "%lld", entry, (unsigned long long)x.out_len, (long long)v);
+			v = -EIO;
+		} else if (want) {
+			memcpy(buf, x.out, want);
+		}
+	}
+	free(x.out);
+	return v;
+}
+
+int64_t arf_getxattr(struct arf_client *c, uint64_t ino, const char *name, void *buf,
+                     size_t size)
+{
+	size_t nlen;
+	if (!xattr_name_ok(name, &nlen))
+		return -ERANGE;
+	int64_t a[2] = { (int64_t)ino, (int64_t)size };
+	return xread(c, "getxattr", a, 2, name, nlen, buf, size, ARF_XATTR_VALUE_MAX);
+}
+
+int64_t arf_listxattr(struct arf_client *c, uint64_t ino, char *buf, size_t size)
+{
+	int64_t a[2] = { (int64_t)ino, (int64_t)size };
+	return xread(c, "listxattr", a, 2, NULL, 0, buf, size, ARF_XATTR_LIST_MAX);
+}
+
+int arf_removexattr(struct arf_client *c, uint64_t ino, const char *name)
+{
+	return arf_removexattr_mode(c, ino, name, -1);
+}
+
+int arf_removexattr_mode(struct arf_client *c, uint64_t ino, const char *name, int perm)
+{
+	size_t nlen;
+	if (!xattr_name_ok(name, &nlen))
+		return -ERANGE;
+	int64_t a[2] = { (int64_t)ino, perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777) };
+	return (int)simple(c, "removexattr", a, 2, name);
+}

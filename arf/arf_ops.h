@@ -138,4 +138,31 @@ int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
 int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname,
                       struct arf_attr *at);
 
+/* Extended attributes of inode ino (any type), kept in one block per inode (docs/arf.md,
+ * "Extended attributes").  name is the full name, prefix included ("user.x"), 1..255 bytes
+ * (else -ERANGE, as Linux); which prefixes a caller may use is the caller's rule (the mount
+ * leaves it to the kernel), except that user.* on a type other than a regular file or a
+ * directory is -EPERM, as on Linux.  -ENOENT for a free inode, -EIO for a damaged block.
+ *
+ * arf_setxattr: flags 0, ARF_XATTR_CREATE (-EEXIST when name exists) or ARF_XATTR_REPLACE
+ * (-ENODATA when it does not); -E2BIG for a value over 64 KiB (Linux's XATTR_SIZE_MAX),
+ * -ENOSPC when the inode's names and values would not fit its block (a value of at most
+ * ARF_XATTR_VALUE_MAX bytes fits alone) or no block is free.  ctime becomes now.
+ * arf_getxattr: the value's length, and with size > 0 the value in buf; -ERANGE when it is
+ * longer than size, -ENODATA when there is no such name.
+ * arf_listxattr: the bytes of every name with a NUL after each (never more than
+ * ARF_XATTR_LIST_MAX), and with size > 0 the names in buf; -ERANGE when they exceed size.
+ * arf_removexattr: 0, -ENODATA; ctime becomes now. */
+int arf_setxattr(struct arf_client *c, uint64_t ino, const char *name, const void *value,
+                 size_t len, unsigned flags);
+int64_t arf_getxattr(struct arf_client *c, uint64_t ino, const char *name, void *buf,
+                     size_t size);
+int64_t arf_listxattr(struct arf_client *c, uint64_t ino, char *buf, size_t size);
+int arf_removexattr(struct arf_client *c, uint64_t ino, const char *name);
+/* The same, and with perm >= 0 the inode's 0777 bits become perm in the same change (a
+ * POSIX ACL and the mode it implies, which a crash must not part). */
+int arf_setxattr_mode(struct arf_client *c, uint64_t ino, const char *name, const void *value,
+                      size_t len, unsigned flags, int perm);
+int arf_removexattr_mode(struct arf_client *c, uint64_t ino, const char *name, int perm);
+
 #endif

@@ -315,6 +315,8 @@ static void release_inode(struct fsck *f, uint64_t i)
 			unclaim(f, x >> ARF_BLOCK_SHIFT, 1);
 		}
 	}
+	if (d->xattr)                  /* checked and claimed by check_xattr */
+		unclaim(f, d->xattr >> ARF_BLOCK_SHIFT, 1);
 	memset(d, 0, sizeof *d);
 	bit_clr(f->iused, i);
 }
@@ -602,6 +604,102 @@ static void check_dir(struct fsck *f, uint64_t i, struct arf_inode *d)
 	}
 }
 
+/* Is v (len bytes) a POSIX ACL as Linux's xattr form writes it: version 2, entries of known
+ * tags with permissions 0..7, one owner, group and other entry, at most one mask, and a
+ * mask when there are named entries (posix_acl_valid's rules but the order)? */
+static bool acl_ok(const uint8_t *v, unsigned len)
+{
+	if (len < ARF_ACL_HDR || (len - ARF_ACL_HDR) % ARF_ACL_ENTRY ||
+	    (v[0] | v[1] << 8 | v[2] << 16 | (unsigned)v[3] << 24) != ARF_ACL_VERSION)
+		return false;
+	unsigned n[ARF_ACL_OTHER + 1] = { 0 };
+	for (unsigned i = ARF_ACL_HDR; i < len; i += ARF_ACL_ENTRY) {
+		unsigned tag = v[i] | v[i + 1] << 8, perm = v[i + 2] | v[i + 3] << 8;
+		if (perm > 7 || (tag != ARF_ACL_USER_OBJ && tag != ARF_ACL_USER &&
+		                 tag != ARF_ACL_GROUP_OBJ && tag != ARF_ACL_GROUP &&
+		                 tag != ARF_ACL_MASK && tag != ARF_ACL_OTHER))
+			return false;
+		n[tag]++;
+	}
+	return n[ARF_ACL_USER_OBJ] == 1 && n[ARF_ACL_GROUP_OBJ] == 1 && n[ARF_ACL_OTHER] == 1 &&
+	       n[ARF_ACL_MASK] <= 1 &&
+	       (n[ARF_ACL_MASK] == 1 || (n[ARF_ACL_USER] == 0 && n[ARF_ACL_GROUP] == 0));
+}
+
+/* Why the entries of xattr block x are not ones the operations write (NULL: they are),
+ * for an inode of type: each inside the used bytes with a name of 1..255 bytes and no NUL,
+ * no name twice, user.* only on files and directories, the count as the header says,
+ * and none at all (an empty block is given back by the removal that empties it). */
+static const char *xattr_why(const uint8_t *x, uint32_t type)
+{
+	const struct arf_xattr_hdr *h = (const struct arf_xattr_hdr *)x;
+	if (h->magic != ARF_A_MAGIC_VALUE)
+		return "has no xattr block magic";
+	if (h->used < ARF_A_HDR || h->used > ARF_BLOCK_SIZE)
+		return "has a used length outside the block";
+	uint64_t n = 0;
+	for (uint64_t e = ARF_A_HDR, len; e < h->used; e += len, n++) {
+		if (e + ARF_XE_NAME > h->used)
+			return "has an entry across the used length";
+		unsigned nl = x[e + ARF_XE_NAMELEN], vl;
+		vl = (unsigned)x[e + ARF_XE_VLEN] | (unsigned)x[e + ARF_XE_VLEN + 1] << 8;
+		len = (ARF_XE_NAME + nl + vl + 3u) & ~3u;
+		if (nl == 0 || e + len > h->used)
+			return "has an empty name or an entry across the used length";
+		const uint8_t *name = x + e + ARF_XE_NAME;
+		if (memchr(name, '\0', nl))
+			return "has a NUL byte in a name";
+		if (nl >= 5 && !memcmp(name, "user.", 5) && type != ARF_S_IFREG && type != ARF_S_IFDIR)
+			return "has a user.* attribute on a type that cannot have one";
+		if (nl >= 17 && !memcmp(name, "system.posix_acl_", 17) &&
+		    !acl_ok(name + nl, vl))
+			return "has a POSIX ACL that is not one";
+		for (uint64_t o = ARF_A_HDR, ol; o < e; o += ol) {
+			unsigned onl = x[o + ARF_XE_NAMELEN];
+			unsigned ovl = (unsigned)x[o + ARF_XE_VLEN] | (unsigned)x[o + ARF_XE_VLEN + 1] << 8;
+			ol = (ARF_XE_NAME + onl + ovl + 3u) & ~3u;
+			if (onl == nl && !memcmp(x + o + ARF_XE_NAME, name, nl))
+				return "has a name twice";
+		}
+	}
+	if (n != h->n)
+		return "has an entry count that does not match its entries";
+	if (n == 0)
+		return "is empty";
+	return NULL;
+}
+
+/* Check inode i's spare bytes and its xattr block, claiming the block.  The repair of a
+ * damaged block drops it whole (the inode loses its xattrs): there is no copy to trust
+ * more than another, and a partly read block could keep half a value. */
+static void check_xattr(struct fsck *f, uint64_t i, struct arf_inode *d)
+{
+	for (size_t k = 0; k < sizeof d->spare; k++)
+		if (d->spare[k]) {
+			problem(f, "inode %" PRIu64 " (%s): reserved bytes are not zero", i,
+			        type_name(d->mode));
+			if (fix(f, "zeroed them"))
+				memset(d->spare, 0, sizeof d->spare);
+			break;
+		}
+	if (!d->xattr)
+		return;
+	uint64_t bad;
+	const char *why = NULL;
+	if (!data_block_off(f, d->xattr))
+		why = "outside the data area";
+	else if (!claim(f, d->xattr >> ARF_BLOCK_SHIFT, 1, &bad))
+		why = "owned by another inode too";
+	else if ((why = xattr_why(f->base + d->xattr, d->mode & ARF_S_IFMT)) != NULL)
+		unclaim(f, d->xattr >> ARF_BLOCK_SHIFT, 1);
+	if (!why)
+		return;
+	problem(f, "inode %" PRIu64 " (%s): xattr block %" PRIu64 " %s", i, type_name(d->mode),
+	        d->xattr >> ARF_BLOCK_SHIFT, why);
+	if (fix(f, "dropped the xattr block (the inode loses its xattrs)"))
+		d->xattr = 0;
+}
+
 static void check_inode(struct fsck *f, uint64_t i)
 {
 	struct arf_inode *d = ino(f, i);
@@ -615,6 +713,7 @@ static void check_inode(struct fsck *f, uint64_t i)
 		return;
 	}
 	bit_set(f->iused, i);
+	check_xattr(f, i, d);
 	if (d->gen > f->max_gen)
 		f->max_gen = d->gen;
 	if (type != ARF_S_IFDIR && d->parent) {
@@ -688,10 +787,13 @@ static void check_inode(struct fsck *f, uint64_t i)
 		if (why) {
 			problem(f, "inode %" PRIu64 " (symlink): %s", i, why);
 			if (fix(f, "freed the symlink (its entries are removed)")) {
-				if (claimed)
+				if (claimed) {
 					release_inode(f, i);   /* extents were checked (and cut) above */
-				else
+				} else {
+					if (d->xattr)
+						unclaim(f, d->xattr >> ARF_BLOCK_SHIFT, 1);
 					memset(d, 0, sizeof *d);
+				}
 				bit_clr(f->iused, i);
 			}
 			return;

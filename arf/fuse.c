@@ -10,7 +10,8 @@
  * -o attr_timeout/entry_timeout seconds, and every open drops the file's cached pages, so
  * what another client wrote and closed is seen by the next open (docs/arf.md, "Mounting").
  * Permissions are checked by the kernel against the stored mode, uid and gid
- * (default_permissions is always on).  A mount made by root serves every user
+ * (default_permissions is always on) and the POSIX ACLs, which it reads as xattrs (see
+ * "POSIX ACLs" below for the part left to the mount: the mode, chmod, inheritance).  A mount made by root serves every user
  * (allow_other, as an NFS mount does); a user's own mount serves only that user, as FUSE
  * does by default.
  */
@@ -33,6 +34,7 @@
 #include "arf_data.h"
 #include "arf_ops.h"
 #include "arf_seg.h"
+#include "layout.h"
 
 int arf_cmd_mount(int argc, char **argv);
 int arf_cmd_umount(int argc, char **argv);
@@ -47,6 +49,7 @@ struct arf_fs {
 	int foreground;
 	int single_thread;             /* -s: one thread serves every request */
 	int writeback;                 /* -o writeback: the kernel caches writes (see init) */
+	bool acl;                      /* the kernel enforces POSIX ACLs (see init, and ACLs) */
 	int sync_writes;               /* -o sync_writes: each write waits for arfd (no queue) */
 	struct fuse_session *se;
 };
@@ -116,6 +119,10 @@ struct ino_slot {
 	                                * after the last close): the next open reports it */
 	uint32_t removed_mode;         /* != 0: its last name removed here (-o writeback; see
 	                                * setattr): the file's mode then, until forget */
+	bool no_caps;                  /* security.capability was absent when last asked, since
+	                                * the last open (see caps_known_absent) */
+	bool no_sid;                   /* no setuid, nor setgid with group execute, when last
+	                                * read, since the last open or chmod here (drop_privs) */
 };
 static struct {
 	pthread_mutex_t lock;
@@ -188,8 +195,11 @@ static uint64_t gen_put(uint64_t ino, uint64_t gen)
 	pthread_mutex_lock(&inos.lock);
 	struct ino_slot *e = ino_find(ino, true);
 	if (e) {
-		if (e->gen != gen)
+		if (e->gen != gen) {
 			e->lost_err = 0;       /* another file's number now: not its error */
+			e->no_caps = false;
+			e->no_sid = false;
+		}
 		e->gen = gen;
 		e->removed_mode = 0;       /* a live entry again (the number was reused) */
 		if (e->wq)
@@ -235,6 +245,8 @@ static void ino_open(uint64_t ino, struct open_file *of)
 	if (e) {
 		e->opens++;
 		inos.open_files++;
+		e->no_caps = false;        /* each open asks the server again (another client) */
+		e->no_sid = false;
 		of->gen = e->gen;
 		of->err_seen = arf_wq_errseq(e->wq);
 		/* as Linux's errseq_sample: an error no one saw is the new descriptor's */
@@ -311,6 +323,55 @@ static void ino_forget(uint64_t ino)
 	if (e && !e->opens && !e->hidden_dir && !e->wq)
 		ino_remove(e);
 	pthread_mutex_unlock(&inos.lock);
+}
+
+/* What is known of ino's security.capability: ask (false) or answer ENODATA (true).  The
+ * kernel asks for it before a write(2) to drop a file capability (file_remove_privs; on
+ * FUSE that was before every write, 200 of 200, as FUSE drops the inode's S_NOSEC whenever
+ * it refreshes the attributes), which would cost a run on arfd per write: so the
+ * answer "absent" is kept from one ask until this client changes the name, the inode is
+ * opened again or its number is reused.  Another client's setcap between an open and a
+ * write here is not seen by that write (it keeps the capability the write should drop). */
+static bool caps_known_absent(uint64_t ino)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	bool absent = e && e->no_caps;
+	pthread_mutex_unlock(&inos.lock);
+	return absent;
+}
+
+static void caps_set_absent(uint64_t ino, bool absent)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, absent);
+	if (e)
+		e->no_caps = absent;
+	pthread_mutex_unlock(&inos.lock);
+}
+
+/* The same for the setuid and setgid bits a write by another user than root clears. */
+static bool sid_known_clear(uint64_t ino)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, false);
+	bool clear = e && e->no_sid;
+	pthread_mutex_unlock(&inos.lock);
+	return clear;
+}
+
+static void sid_set_clear(uint64_t ino, bool clear)
+{
+	pthread_mutex_lock(&inos.lock);
+	struct ino_slot *e = ino_find(ino, clear);
+	if (e)
+		e->no_sid = clear;
+	pthread_mutex_unlock(&inos.lock);
+}
+
+static bool is_caps(const char *name)
+{
+	return !strcmp(name, "security.capability");
 }
 
 /* The write queue of ino (arf_data.h, write-behind), counted as used until wq_put; make:
@@ -425,12 +486,204 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	fuse_reply_attr(req, &st, fs->attr_timeout);
 }
 
+/* ---- POSIX ACLs ----
+ * With FUSE_CAP_POSIX_ACL the kernel checks access against the ACLs it reads through
+ * getxattr and validates the ones it sets, and leaves the rest to the filesystem (libfuse's
+ * fuse_common.h): the mode follows an access ACL (the group bits are the mask's), an ACL
+ * equal to the mode is stored as none, a chmod changes the ACL's entries for owner, mask
+ * (or group) and others, and a new inode takes its directory's default ACL (posix_acl_create)
+ * or, when there is none, the umask, which the kernel then no longer applies
+ * (FUSE_CAP_DONT_MASK).  The value is Linux's xattr form: u32 version 2, then per entry
+ * u16 tag, u16 perm, u32 id, little-endian. */
+#define ACL_ACCESS "system.posix_acl_access"
+#define ACL_DEFAULT "system.posix_acl_default"
+enum { ACL_VERSION = ARF_ACL_VERSION, ACL_HDR = ARF_ACL_HDR, ACL_ENTRY = ARF_ACL_ENTRY };
+enum { ACL_USER_OBJ = ARF_ACL_USER_OBJ, ACL_GROUP_OBJ = ARF_ACL_GROUP_OBJ,
+       ACL_MASK = ARF_ACL_MASK, ACL_OTHER = ARF_ACL_OTHER };
+#define ACL_MAX ((ARF_XATTR_VALUE_MAX - ACL_HDR) / ACL_ENTRY)
+
+struct acl {
+	unsigned n;
+	struct { uint16_t tag, perm; uint32_t id; } e[ACL_MAX];
+};
+
+static uint32_t le32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Decode len bytes into a: 0, or -EINVAL when they are not an ACL with exactly one owner,
+ * group and other entry (an image's bytes are checked as a caller's are). */
+static int acl_decode(const void *v, size_t len, struct acl *a)
+{
+	const uint8_t *p = v;
+	if (len < ACL_HDR || (len - ACL_HDR) % ACL_ENTRY || le32_at(p) != ACL_VERSION ||
+	    (len - ACL_HDR) / ACL_ENTRY > ACL_MAX)
+		return -EINVAL;
+	a->n = (unsigned)((len - ACL_HDR) / ACL_ENTRY);
+	unsigned base = 0;
+	for (unsigned i = 0; i < a->n; i++) {
+		const uint8_t *q = p + ACL_HDR + i * ACL_ENTRY;
+		a->e[i].tag = (uint16_t)(q[0] | q[1] << 8);
+		a->e[i].perm = (uint16_t)(q[2] | q[3] << 8);
+		a->e[i].id = le32_at(q + 4);
+		if (a->e[i].perm & ~7u)
+			return -EINVAL;
+		if (a->e[i].tag == ACL_USER_OBJ || a->e[i].tag == ACL_GROUP_OBJ ||
+		    a->e[i].tag == ACL_OTHER)
+			base++;
+	}
+	return base == 3 ? 0 : -EINVAL;
+}
+
+static size_t acl_encode(const struct acl *a, uint8_t *p)
+{
+	p[0] = ACL_VERSION, p[1] = p[2] = p[3] = 0;
+	for (unsigned i = 0; i < a->n; i++) {
+		uint8_t *q = p + ACL_HDR + i * ACL_ENTRY;
+		q[0] = (uint8_t)a->e[i].tag, q[1] = (uint8_t)(a->e[i].tag >> 8);
+		q[2] = (uint8_t)a->e[i].perm, q[3] = (uint8_t)(a->e[i].perm >> 8);
+		for (int b = 0; b < 4; b++)
+			q[4 + b] = (uint8_t)(a->e[i].id >> (8 * b));
+	}
+	return ACL_HDR + (size_t)a->n * ACL_ENTRY;
+}
+
+/* The 0777 bits an access ACL gives (posix_acl_equiv_mode); *equiv: the ACL says no more
+ * than those bits (no named entries, no mask), so it is stored as none. */
+static unsigned acl_perm(const struct acl *a, bool *equiv)
+{
+	unsigned u = 0, g = 0, o = 0, m = 8;
+	*equiv = true;
+	for (unsigned i = 0; i < a->n; i++)
+		switch (a->e[i].tag) {
+		case ACL_USER_OBJ: u = a->e[i].perm; break;
+		case ACL_GROUP_OBJ: g = a->e[i].perm; break;
+		case ACL_OTHER: o = a->e[i].perm; break;
+		case ACL_MASK: m = a->e[i].perm; *equiv = false; break;
+		default: *equiv = false; break;
+		}
+	return u << 6 | (m != 8 ? m : g) << 3 | o;
+}
+
+/* chmod of an inode with access ACL a: owner, mask (group without one) and others take
+ * mode's bits (posix_acl_chmod). */
+static void acl_chmod(struct acl *a, unsigned mode)
+{
+	bool mask = false;
+	for (unsigned i = 0; i < a->n; i++)
+		mask |= a->e[i].tag == ACL_MASK;
+	for (unsigned i = 0; i < a->n; i++) {
+		uint16_t t = a->e[i].tag;
+		if (t == ACL_USER_OBJ)
+			a->e[i].perm = (mode >> 6) & 7;
+		else if (t == ACL_MASK || (t == ACL_GROUP_OBJ && !mask))
+			a->e[i].perm = (mode >> 3) & 7;
+		else if (t == ACL_OTHER)
+			a->e[i].perm = mode & 7;
+	}
+}
+
+/* The access ACL a new inode gets from its directory's default ACL a (changed in place),
+ * and its 0777 bits in *mode: each class is cut to what both allow (posix_acl_create_masq).
+ * True when the result says more than the mode (it must be stored). */
+static bool acl_create_masq(struct acl *a, unsigned *mode)
+{
+	bool not_equiv = false;
+	int group = -1, mask = -1;
+	for (unsigned i = 0; i < a->n; i++)
+		switch (a->e[i].tag) {
+		case ACL_USER_OBJ:
+			a->e[i].perm &= (*mode >> 6) & 7;
+			*mode &= (unsigned)a->e[i].perm << 6 | ~0700u;
+			break;
+		case ACL_OTHER:
+			a->e[i].perm &= *mode & 7;
+			*mode &= a->e[i].perm | ~0007u;
+			break;
+		case ACL_GROUP_OBJ: group = (int)i; break;
+		case ACL_MASK: mask = (int)i; not_equiv = true; break;
+		default: not_equiv = true; break;
+		}
+	int k = mask >= 0 ? mask : group;
+	if (k >= 0) {
+		a->e[k].perm &= (*mode >> 3) & 7;
+		*mode &= (unsigned)a->e[k].perm << 3 | ~0070u;
+	}
+	return not_equiv;
+}
+
+/* What a new inode (not a symlink) in dir gets when the kernel enforces ACLs: its 0777
+ * bits in *mode (umask applied when dir has no default ACL, ctx's), and in *acc / *def
+ * the access ACL and default ACL to store (their lengths; 0: none).  0 or -errno. */
+struct new_acl {
+	size_t acc_len, def_len;
+	uint8_t acc[ARF_XATTR_VALUE_MAX], def[ARF_XATTR_VALUE_MAX];
+};
+
+static int acl_for_new(struct arf_fs *fs, uint64_t dir, bool isdir, unsigned *mode,
+                       mode_t umask, struct new_acl *na)
+{
+	na->acc_len = na->def_len = 0;
+	int64_t v = arf_getxattr(fs->c, dir, ACL_DEFAULT, na->def, sizeof na->def);
+	if (v == -ENODATA) {
+		*mode &= ~(unsigned)umask;
+		return 0;
+	}
+	if (v < 0)
+		return (int)v;
+	static __thread struct acl a;
+	if (acl_decode(na->def, (size_t)v, &a) != 0)
+		return -EIO;                   /* the image holds a damaged ACL */
+	if (isdir)
+		na->def_len = (size_t)v;
+	if (acl_create_masq(&a, mode))
+		na->acc_len = acl_encode(&a, na->acc);
+	return 0;
+}
+
+/* Store what acl_for_new decided on the new inode: 0 or -errno (the inode stays, with the
+ * mode that already leaves out what the ACL would have allowed). */
+static int acl_store_new(struct arf_fs *fs, uint64_t ino, const struct new_acl *na)
+{
+	int rc = 0;
+	if (na->acc_len)
+		rc = arf_setxattr(fs->c, ino, ACL_ACCESS, na->acc, na->acc_len, 0);
+	if (rc == 0 && na->def_len)
+		rc = arf_setxattr(fs->c, ino, ACL_DEFAULT, na->def, na->def_len, 0);
+	return rc;
+}
+
+/* mk (mkdir, mknod, create) with the ACLs applied: the inode or -errno, its attributes in at. */
+static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, mode_t mode,
+                             uint64_t rdev, struct arf_attr *at)
+{
+	struct arf_fs *fs = fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	static __thread struct new_acl na;
+	unsigned perm = mode & 0777;
+	if (fs->acl) {
+		int rc = acl_for_new(fs, parent, S_ISDIR(mode), &perm, ctx->umask, &na);
+		if (rc < 0)
+			return rc;
+	}
+	mode = (mode & ~(mode_t)0777) | perm;
+	int64_t ino = S_ISDIR(mode)
+	              ? arf_mkdir_attr(fs->c, parent, name, mode & 07777, ctx->uid, ctx->gid, at)
+	              : arf_mknod_attr(fs->c, parent, name, mode & (S_IFMT | 07777), rdev, ctx->uid,
+	                               ctx->gid, at);
+	if (ino >= 0 && fs->acl) {
+		int rc = acl_store_new(fs, (uint64_t)ino, &na);
+		if (rc < 0)
+			return rc;
+	}
+	return ino;
+}
+
 static void arf_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct arf_attr at;
-	reply_entry(req, arf_mkdir_attr(fs_of(req)->c, parent, name, mode & 07777, ctx->uid,
-	                                ctx->gid, &at), &at);
+	reply_entry(req, make_with_acl(req, parent, name, S_IFDIR | (mode & 07777), 0, &at), &at);
 }
 
 static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -444,11 +697,10 @@ static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct arf_attr at;
-	reply_entry(req, arf_mknod_attr(fs_of(req)->c, parent, name, mode & (S_IFMT | 07777),
-	                                S_ISCHR(mode) || S_ISBLK(mode) ? (uint64_t)rdev : 0,
-	                                ctx->uid, ctx->gid, &at), &at);
+	reply_entry(req, make_with_acl(req, parent, name, mode & (S_IFMT | 07777),
+	                               S_ISCHR(mode) || S_ISBLK(mode) ? (uint64_t)rdev : 0, &at),
+	            &at);
 }
 
 /* An O_APPEND descriptor bypasses this kernel's page cache (direct_io): its writes are
@@ -466,15 +718,13 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
                           struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct open_file *of = malloc(sizeof *of);   /* before the file exists: ENOMEM changes nothing */
 	if (!of) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	struct arf_attr at;
-	int64_t ino = arf_mknod_attr(fs->c, parent, name, S_IFREG | (mode & 07777), 0, ctx->uid,
-	                             ctx->gid, &at);
+	int64_t ino = make_with_acl(req, parent, name, S_IFREG | (mode & 07777), 0, &at);
 	if (ino < 0) {
 		free(of);
 		/* The kernel looked the name up and found nothing, so it asked for a create; when
@@ -804,6 +1054,41 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* A write through a direct_io descriptor (O_APPEND, see Appends) does not pass the
+ * kernel's file_remove_privs, which before other writes drops security.capability and, for
+ * a writer without CAP_FSETID, setuid and setgid-with-group-execute (should_remove_suid: a
+ * changed program must not keep its privileges).  Done here instead: a request carries the
+ * writer's uid, not its capabilities, so uid 0 stands for CAP_FSETID (as for trusted.*).
+ * One run for each while what it would find is not known (caps_known_absent). */
+static int drop_privs(struct arf_fs *fs, uint64_t ino, uid_t writer)
+{
+	if (!caps_known_absent(ino)) {
+		int64_t v = arf_getxattr(fs->c, ino, "security.capability", NULL, 0);
+		if (v >= 0)
+			v = arf_removexattr(fs->c, ino, "security.capability");
+		if (v < 0 && v != -ENODATA)
+			return (int)v;
+		caps_set_absent(ino, true);
+	}
+	if (writer != 0 && !sid_known_clear(ino)) {
+		struct arf_attr at;
+		int rc = arf_getattr(fs->c, ino, &at);
+		if (rc < 0)
+			return rc;
+		uint32_t kill = S_ISUID | (at.mode & S_IXGRP ? S_ISGID : 0);
+		if (at.mode & kill) {
+			struct arf_setattr sa = { .valid = ARF_SET_MODE, .mode = at.mode & 07777 & ~kill };
+			rc = arf_setattr(fs->d, ino, &sa);
+			if (rc < 0)
+				return rc;
+			if (fs->se)            /* the kernel's cached mode is the old one */
+				fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+		}
+		sid_set_clear(ino, true);
+	}
+	return 0;
+}
+
 /* Queued (write-behind, arf_data.h): the answer comes before arfd applied the bytes; a
  * failure shows at a later write, fsync or close of the file.  Without a queue (out of
  * memory) the write is applied before the answer, as before.
@@ -819,6 +1104,14 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 {
 	struct arf_fs *fs = fs_of(req);
 	bool append = (fi->flags & O_APPEND) && !fi->writepage && !fs->writeback && size > 0;
+	const struct open_file *of = open_of(fi);
+	if (append && of && of->direct) {
+		int rc = drop_privs(fs, ino, fuse_req_ctx(req)->uid);
+		if (rc < 0) {
+			reply_errno(req, rc);
+			return;
+		}
+	}
 	struct arf_wq *q = fs->sync_writes ? NULL : wq_get(fs, ino, !append);
 	uint64_t at = (uint64_t)off;
 	int64_t n;
@@ -843,7 +1136,6 @@ static void arf_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 	 * writes through the cache, holding the pages it copied into (at the offset the
 	 * kernel guessed): those are dropped too, after the answer, or the kernel would wait
 	 * for itself. */
-	const struct open_file *of = open_of(fi);
 	bool before = of && of->direct;
 	if (append && n > 0 && fs->se && before)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, (off_t)at, (off_t)n);
@@ -914,6 +1206,7 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		sa.valid |= ARF_SET_MODE;
 		sa.mode = attr->st_mode & 07777;
+		sid_set_clear(ino, false);     /* may set them again: the next append looks */
 	}
 	if (to_set & FUSE_SET_ATTR_UID) {
 		sa.valid |= ARF_SET_UID;
@@ -942,6 +1235,21 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 		rc = arf_setattr(fs->d, ino, &sa);
 		if (rc < 0) {
 			reply_data_errno(req, rc);
+			return;
+		}
+	}
+	if (fs->acl && (to_set & FUSE_SET_ATTR_MODE)) {
+		/* posix_acl_chmod: the access ACL's owner, mask and other entries follow.  A
+		 * second run: a crash between leaves the ACL as before the chmod */
+		static __thread uint8_t v[ARF_XATTR_VALUE_MAX];
+		static __thread struct acl a;
+		int64_t n = arf_getxattr(fs->c, ino, ACL_ACCESS, v, sizeof v);
+		if (n > 0 && acl_decode(v, (size_t)n, &a) == 0) {
+			acl_chmod(&a, sa.mode);
+			n = arf_setxattr(fs->c, ino, ACL_ACCESS, v, acl_encode(&a, v), 0);
+		}
+		if (n < 0 && n != -ENODATA) {
+			reply_errno(req, n);
 			return;
 		}
 	}
@@ -1037,6 +1345,126 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_errno(req, rc);
 }
 
+/* ---- extended attributes ----
+ * The kernel checks the namespace rights before a request comes here (trusted.* needs
+ * CAP_SYS_ADMIN, user.* the file's read or write permission under default_permissions,
+ * user.* only on files and directories); FUSE hands over every other prefix too, which
+ * ext4 refuses, so the mount does.  POSIX ACLs (system.posix_acl_*) are stored as
+ * xattrs when the kernel enforces them (see ACLs above), else refused. */
+
+static bool xattr_prefix_ok(fuse_req_t req, const char *name)
+{
+	if (!strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT))
+		return fs_of(req)->acl;
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	       !strncmp(name, "security.", 9);
+}
+
+static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
+                            const char *value, size_t size, int flags)
+{
+	if (!xattr_prefix_ok(req, name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (is_caps(name))
+		caps_set_absent(ino, false);
+	int rc;
+	if (!strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT)) {
+		/* the kernel validated it; an access ACL sets the mode in the same run, and one
+		 * the mode says all of is stored as none */
+		static __thread struct acl a;
+		bool equiv = false;
+		if (acl_decode(value, size, &a) != 0) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		if (!strcmp(name, ACL_DEFAULT)) {
+			rc = arf_setxattr(fs_of(req)->c, ino, name, value, size, (unsigned)flags);
+		} else {
+			unsigned perm = acl_perm(&a, &equiv);
+			rc = equiv ? arf_removexattr_mode(fs_of(req)->c, ino, name, (int)perm)
+			           : arf_setxattr_mode(fs_of(req)->c, ino, name, value, size,
+			                               (unsigned)flags, (int)perm);
+			if (equiv && rc == -ENODATA) {
+				/* no ACL to drop: only the mode changes (a chmod keeping 07000) */
+				struct arf_attr at;
+				rc = arf_getattr(fs_of(req)->c, ino, &at);
+				struct arf_setattr sa = { .valid = ARF_SET_MODE,
+				                          .mode = (at.mode & 07000) | perm };
+				if (rc == 0)
+					rc = arf_setattr(fs_of(req)->d, ino, &sa);
+			}
+		}
+	} else {
+		rc = arf_setxattr(fs_of(req)->c, ino, name, value, size, (unsigned)flags);
+	}
+	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);     /* 0: fuse_reply_err(req, 0) */
+}
+
+static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	if (!xattr_prefix_ok(req, name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (is_caps(name) && caps_known_absent(ino)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	char buf[ARF_XATTR_VALUE_MAX];
+	/* a larger buffer than any value changes nothing: ask for at most what can exist */
+	int64_t v = arf_getxattr(fs_of(req)->c, ino, name, buf, size < sizeof buf ? size : sizeof buf);
+	if (v == -ENODATA && is_caps(name))
+		caps_set_absent(ino, true);
+	if (v < 0)
+		reply_errno(req, v == -EINVAL ? -ENOENT : v);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)v);
+	else
+		fuse_reply_buf(req, buf, (size_t)v);
+}
+
+/* The names, without trusted.* for a caller other than root: ext4 and tmpfs list those only
+ * to CAP_SYS_ADMIN, which a FUSE request does not carry (uid 0 stands for it). */
+static void arf_listxattr_op(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char buf[ARF_XATTR_LIST_MAX];
+	int64_t v = arf_listxattr(fs_of(req)->c, ino, buf, sizeof buf);
+	if (v < 0) {
+		reply_errno(req, v == -EINVAL ? -ENOENT : v);
+		return;
+	}
+	size_t n = 0;
+	bool admin = fuse_req_ctx(req)->uid == 0;
+	for (size_t k = 0; k < (size_t)v;) {
+		size_t l = strnlen(buf + k, (size_t)v - k) + 1;
+		if (admin || strncmp(buf + k, "trusted.", 8)) {
+			memmove(buf + n, buf + k, l);
+			n += l;
+		}
+		k += l;
+	}
+	if (size == 0)
+		fuse_reply_xattr(req, n);
+	else if (n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, n);
+}
+
+static void arf_removexattr_op(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	if (!xattr_prefix_ok(req, name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (is_caps(name))
+		caps_set_absent(ino, false);
+	int rc = arf_removexattr(fs_of(req)->c, ino, name);
+	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
+}
+
 static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
 {
 	/* 1 MiB requests (libfuse asks the kernel for max_pages to match); readahead as large */
@@ -1048,6 +1476,11 @@ static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
 	 * requests at once (a sequential writer no longer waits one round trip per request);
 	 * close and fsync still send everything first, so close-to-open holds */
 	struct arf_fs *fs = userdata;
+	/* POSIX ACLs, enforced by the kernel (see ACLs); it leaves the umask to us then */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		fs->acl = true;
+	}
 	if (fs->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
@@ -1097,6 +1530,10 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.readdirplus = arf_readdirplus_op,
 	.releasedir = arf_releasedir_op,
 	.statfs = arf_statfs_op,
+	.setxattr = arf_setxattr_op,
+	.getxattr = arf_getxattr_op,
+	.listxattr = arf_listxattr_op,
+	.removexattr = arf_removexattr_op,
 };
 
 /* Connect, install the operations and check the image with a statfs run: 0, or -1 with a

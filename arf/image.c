@@ -84,6 +84,15 @@ int arf_sb_check(const void *base, uint64_t len, char *err, size_t errlen)
 		         (unsigned long long)ARF_MAGIC_VALUE);
 		return -1;
 	}
+	if (sb->version == 1) {
+		/* version 1 had 256-byte inodes with no room for an xattr block: its inode table
+		 * cannot be read as version 2's, so it is refused, not half served */
+		snprintf(err, errlen, "superblock: layout version 1 (256-byte inodes, before "
+		         "xattrs), this program knows version %d: copy the files out with an older "
+		         "arf (arf export) and into a new image (arf mkfs, arf import)",
+		         (int)ARF_VERSION);
+		return -1;
+	}
 	if (sb->version != ARF_VERSION) {
 		snprintf(err, errlen, "superblock: layout version %" PRIu32 ", this program knows "
 		         "version %d", sb->version, (int)ARF_VERSION);

@@ -77,6 +77,14 @@ struct arf_inode {
 			uint64_t table, nslots, shift, nent, ntomb, head, tail;
 		} dir;
 	} u;
+	uint64_t xattr;                            /* the xattr block's offset, 0 = none */
+	uint8_t spare[ARF_INO_SIZE - ARF_I_SPARE];
+};
+
+struct arf_xattr_hdr {                         /* xattr block header; entries follow */
+	uint32_t magic;
+	uint32_t n;
+	uint64_t used;
 };
 
 struct arf_xblk {                              /* extent block header */
@@ -177,7 +185,14 @@ ARF_AT(struct arf_inode, u.dir.head, ARF_D_HEAD);
 ARF_AT(struct arf_inode, u.dir.tail, ARF_D_TAIL);
 _Static_assert(sizeof(struct arf_inode) == ARF_INO_SIZE, "inode size");
 _Static_assert(1 << ARF_INO_SHIFT == ARF_INO_SIZE, "inode shift");
-_Static_assert(ARF_I_BODY + ARF_I_BODY_LEN == ARF_INO_SIZE, "inode body ends the inode");
+ARF_AT(struct arf_inode, xattr, ARF_I_XATTR);
+ARF_AT(struct arf_inode, spare, ARF_I_SPARE);
+_Static_assert(ARF_I_BODY + ARF_I_BODY_LEN == ARF_I_XATTR, "the xattr field follows the body");
+ARF_AT(struct arf_xattr_hdr, magic, ARF_A_MAGIC);
+ARF_AT(struct arf_xattr_hdr, n, ARF_A_N);
+ARF_AT(struct arf_xattr_hdr, used, ARF_A_USED);
+_Static_assert(sizeof(struct arf_xattr_hdr) == ARF_A_HDR, "xattr block header");
+_Static_assert(ARF_XATTR_VALUE_MAX < 65536, "a value length fits the entry's u16");
 _Static_assert(ARF_I_INLINE_EXT * ARF_E_SIZE == ARF_I_BODY_LEN, "inline extents fill the body");
 _Static_assert(ARF_BLOCK_SIZE % ARF_INO_SIZE == 0, "inodes never straddle blocks");
 

@@ -4,7 +4,8 @@
  * tree only as the reference of tests/unit/test_arf_opsdiff.c (built as ops_asm.pno): the
  * same operations on both segments must leave the same results, output and image bytes.
  *
- * STATUS (issue #16, second half): all 18 exports of ops.pna are here, checked side by side
+ * STATUS (issue #16, second half): all 18 exports of ops.pna are here (and the four xattr
+ * exports, which ops.pna never had: test_arf_ops's test_xattr checks them), checked side by side
  * by test_arf_opsdiff; test_arf_ops, test_arf_crash, arf_mount.sh, arf_race.sh and
  * arf_conform.sh pass with it installed.  A fix to ops.pna's behaviour must now be made
  * here (and in ops.pna while it is kept as the reference).
@@ -26,6 +27,10 @@
  *   link(ino, dir)                  name -> 0
  *   rename(olddir, newdir, olen, flags)  old name then new name -> 0
  *   symlinkattr, linkattr           the same, then getattr of the inode
+ *   setxattr(ino, nlen, flags, mode)  name (nlen bytes) then value -> 0
+ *   getxattr(ino, size)             name -> the value's length; the value on the output
+ *   listxattr(ino, size)            the names, each with a NUL, on the output -> their bytes
+ *   removexattr(ino, mode)          name -> 0
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
@@ -61,6 +66,7 @@ typedef unsigned long u64;
 enum {
 	E_PERM = 1, E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_EXIST = 17, E_NOTDIR = 20, E_INVAL = 22,
 	E_BUSY = 16, E_ISDIR = 21, E_NOSPC = 28, E_MLINK = 31, E_NAMETOOLONG = 36, E_NOTEMPTY = 39, E_LOOP = 40,
+	E_RANGE = 34, E_NODATA = 61,
 };
 
 #define PATH_MAX_LEN 4095      /* longest path lookup accepts */
@@ -773,6 +779,14 @@ long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 
 /* ---------------------------------------------------------------- unlink, rmdir */
 
+/* Is x a block of the data area?  A hostile ARF_I_XATTR (the inode's xattr block, see
+ * "extended attributes" below) must not aim stores at metadata. */
+static u64 xinside(u64 x)
+{
+	return (x & (ARF_BLOCK_SIZE - 1)) == 0 && x >= SB(DATA_OFF) &&
+	       x < SB(N_BLOCKS) << ARF_BLOCK_SHIFT;
+}
+
 /* Give back what inode c (of type, a S_IF* value) owned, then the inode itself: a
  * directory's slot table and block chain, a file's or long symlink's extents and extent
  * blocks (an inline symlink owns none).  Called after the commit that freed it (mode 0,
@@ -810,6 +824,10 @@ static __attribute__((noinline)) void irelease(u64 c, u64 type)
 			x = nx;
 		}
 	}
+	/* the xattr block (one outside the data area is left alone: fsck finds it) */
+	u64 xa = ar_ld64(arf, c + ARF_I_XATTR);
+	if (xa != 0 && xinside(xa))
+		bput(xa, 1);
 	ar_fill(arf, c, ARF_INO_SIZE, 0);
 	iput((c - SB(ITABLE_OFF)) >> ARF_INO_SHIFT);
 }
@@ -1887,4 +1905,357 @@ full:
 stop:
 	ar_st64(AR_OUT, 0, top + 1);
 	return (long)n;
+}
+
+/* ---------------------------------------------------------------- extended attributes
+ * All of an inode's xattrs live in one block, its ARF_I_XATTR (docs/arf.md, "Extended
+ * attributes"): a header, then entries packed up to ARF_A_USED, each a u8 name length, a
+ * zero byte, a u16 value length, the full name ("user.x") and the value, padded to 4.  A
+ * change logs the inode and the whole block, then rewrites the block in place: a removal
+ * moves the entries after it down, a set removes the old entry and appends the new one.
+ * The reads lock the inode too (with a journal slot's tag, logging nothing), since a
+ * concurrent removal moves the bytes they would be reading.  The helpers are never inlined,
+ * as dtouch and the others above: the crash tests stop runs by fuel, which only calls and
+ * backward jumps spend. */
+
+/* Inode c's xattr block: its offset, 0 for none, -EIO when the field or the header is not
+ * one the operations could have written. */
+static __attribute__((noinline)) long xblock(u64 c)
+{
+	u64 x = ar_ld64(arf, c + ARF_I_XATTR);
+	if (x == 0)
+		return 0;
+	if (!xinside(x) || ar_ld32u(arf, x + ARF_A_MAGIC) != ARF_A_MAGIC_VALUE)
+		return -E_IO;
+	u64 used = ar_ld64(arf, x + ARF_A_USED);
+	if (used < ARF_A_HDR || used > ARF_BLOCK_SIZE)
+		return -E_IO;
+	return (long)x;
+}
+
+/* Bytes of the entry at e, padding included. */
+static __attribute__((noinline)) u64 xelen(u64 e)
+{
+	return (ARF_XE_NAME + ar_ld8u(arf, e + ARF_XE_NAMELEN) + ar_ld16u(arf, e + ARF_XE_VLEN) +
+	        3) & ~(u64)3;
+}
+
+/* The entry of block x named args[0..nlen): its offset, 0 when there is none, -EIO when an
+ * entry is empty-named or crosses the used bytes (the walk is bounded by them). */
+static __attribute__((noinline)) long xfind(u64 x, u64 nlen)
+{
+	u64 end = x + ar_ld64(arf, x + ARF_A_USED);
+	for (u64 e = x + ARF_A_HDR; e < end; e += xelen(e)) {
+		u64 l = ar_ld8u(arf, e + ARF_XE_NAMELEN);
+		if (e + ARF_XE_NAME > end || l == 0 || e + xelen(e) > end)
+			return -E_IO;
+		if (l == nlen && ar_cmp(arf, AR_ARGS, e + ARF_XE_NAME, 0, nlen) == 0)
+			return (long)e;
+	}
+	return 0;
+}
+
+/* Check the name args[0..nlen) of a request with len argument bytes: 0, -ERANGE for an
+ * empty name or one over ARF_XATTR_NAME_MAX (Linux's answer to both), -EINVAL for nlen past
+ * the bytes or a NUL in the name. */
+static __attribute__((noinline)) long xname(u64 nlen, u64 len)
+{
+	if (nlen == 0 || nlen > ARF_XATTR_NAME_MAX)
+		return -E_RANGE;
+	if (nlen > len || ar_findb(AR_ARGS, 0, nlen, 0) >= 0)
+		return -E_INVAL;
+	return 0;
+}
+
+/* Does the name args[0..nlen) start with "user."?  Linux allows user.* only on regular files
+ * and directories (the other types' permission bits do not govern their contents). */
+static __attribute__((noinline)) u64 xuser(u64 nlen)
+{
+	/* 0x72657375 is "user" as a little-endian u32 */
+	return nlen >= 5 && ar_ld32u(AR_ARGS, 0) == 0x72657375 && ar_ld8u(AR_ARGS, 4) == '.';
+}
+
+/* Move the entries after e (of elen bytes) in block x down over it. */
+static __attribute__((noinline)) void xcut(u64 x, u64 e, u64 elen)
+{
+	u64 used = ar_ld64(arf, x + ARF_A_USED);
+	ar_copy(arf, arf, e, e + elen, x + used - (e + elen));
+	ar_fill(arf, x + used - elen, elen, 0);
+	ar_st64(arf, x + ARF_A_USED, used - elen);
+	ar_st32(arf, x + ARF_A_N, ar_ld32u(arf, x + ARF_A_N) - 1);
+}
+
+/* Append the entry of elen bytes named args[0..nlen) with the value args[nlen..len) to
+ * block x (the caller checked that it fits). */
+static __attribute__((noinline)) void xput(u64 x, u64 nlen, u64 len, u64 elen)
+{
+	u64 used = ar_ld64(arf, x + ARF_A_USED);
+	u64 p = x + used;
+	ar_st8(arf, p + ARF_XE_NAMELEN, nlen);
+	ar_st8(arf, p + ARF_XE_PAD, 0);
+	ar_st16(arf, p + ARF_XE_VLEN, len - nlen);
+	ar_copy(arf, AR_ARGS, p + ARF_XE_NAME, 0, len);
+	ar_fill(arf, p + ARF_XE_NAME + len, elen - ARF_XE_NAME - len, 0);
+	ar_st64(arf, x + ARF_A_USED, used + elen);
+	ar_st32(arf, x + ARF_A_N, ar_ld32u(arf, x + ARF_A_N) + 1);
+}
+
+/* The mode argument of setxattr and removexattr: 0, or ARF_XATTR_SETMODE with new 0777 bits
+ * for inode c, stored in the same logged change (a POSIX ACL and the mode it implies must
+ * not part in a crash).  The caller logged the inode. */
+static __attribute__((noinline)) void xmode(u64 c, u64 mode)
+{
+	if (mode & ARF_XATTR_SETMODE)
+		ar_st32(arf, c + ARF_I_MODE, (ar_ld32u(arf, c + ARF_I_MODE) & ~(u64)0777) | (mode & 0777));
+}
+
+/* Lock inode ino for a read or change: claims a journal slot (the lock's tag) and returns
+ * it, with the inode's offset in *pc; 0 with the errno in *pc when there is none. */
+static __attribute__((noinline)) u64 xlock(u64 ino, u64 *pc)
+{
+	u64 c = ioff(ino);
+	if (c == 0) {
+		*pc = E_INVAL;
+		return 0;
+	}
+	u64 j = jclaim();
+	if (j == 0) {
+		*pc = E_AGAIN;
+		return 0;
+	}
+	if (ilock(c, ar_ld64(arf, j + ARF_J_OWNER)) != 0) {
+		jend(j);
+		*pc = E_AGAIN;
+		return 0;
+	}
+	*pc = c;
+	return j;
+}
+
+static __attribute__((noinline)) void xunlock(u64 j, u64 c)
+{
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	jend(j);
+	iunlock(c, tag);
+}
+
+/* setxattr(ino, nlen, flags, mode): args are the name (nlen bytes) then the value; mode as
+ * xmode says.  flags 0, or
+ * ARF_XATTR_CREATE (-EEXIST when the name exists) and/or ARF_XATTR_REPLACE (-ENODATA when
+ * it does not).  -ENOSPC when the entries would not fit the block or no block is free, -EPERM
+ * for user.* on a type other than a file or directory, -ENOENT for a free inode, the name's
+ * errors (xname).  ctime becomes now. */
+long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode)
+{
+	u64 len = (u64)ar_len(AR_ARGS);
+	if (flags & ~(u64)(ARF_XATTR_CREATE | ARF_XATTR_REPLACE) ||
+	    mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
+		return -E_INVAL;
+	long rc = xname(nlen, len);
+	if (rc != 0)
+		return rc;
+	u64 vlen = len - nlen;
+	if (vlen > ARF_XATTR_VALUE_MAX)
+		return -E_NOSPC;
+	u64 elen = (ARF_XE_NAME + nlen + vlen + 3) & ~(u64)3;
+	u64 c;
+	u64 j = xlock(ino, &c);
+	if (j == 0)
+		return -(long)c;
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	long x = xblock(c);
+	long e = 0;
+	u64 newx = 0;
+	if (type == 0) {
+		rc = -E_NOENT;
+		goto fail;
+	}
+	if (xuser(nlen) && type != ARF_S_IFREG && type != ARF_S_IFDIR) {
+		rc = -E_PERM;
+		goto fail;
+	}
+	if (x < 0) {
+		rc = x;
+		goto fail;
+	}
+	if (x != 0)
+		e = xfind((u64)x, nlen);
+	if (e < 0) {
+		rc = e;
+		goto fail;
+	}
+	/* both flags: always one of the two errors, as Linux's simple_xattr_set */
+	if (e != 0 && (flags & ARF_XATTR_CREATE)) {
+		rc = -E_EXIST;
+		goto fail;
+	}
+	if (e == 0 && (flags & ARF_XATTR_REPLACE)) {
+		rc = -E_NODATA;
+		goto fail;
+	}
+	u64 used = x != 0 ? ar_ld64(arf, (u64)x + ARF_A_USED) : ARF_A_HDR;
+	if (used - (e != 0 ? xelen((u64)e) : 0) + elen > ARF_BLOCK_SIZE) {
+		rc = -E_NOSPC;
+		goto fail;
+	}
+	if (x == 0) {
+		/* filled before the logged change that links it; a crash before that leaves only
+		 * a claimed bit, which attach's recount after a roll-back gives back */
+		newx = balloc(1);
+		if (newx == 0) {
+			rc = -E_NOSPC;
+			goto fail;
+		}
+		ar_fill(arf, newx, ARF_BLOCK_SIZE, 0);
+		ar_st32(arf, newx + ARF_A_MAGIC, ARF_A_MAGIC_VALUE);
+		ar_st64(arf, newx + ARF_A_USED, ARF_A_HDR);
+	}
+	/* ---- logged changes; nothing fails from here ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	jlog(j, c, ARF_INO_SIZE);
+	if (newx != 0) {
+		ar_st64(arf, c + ARF_I_XATTR, newx);
+		x = (long)newx;
+	} else {
+		jlog(j, (u64)x, ARF_BLOCK_SIZE);
+	}
+	if (e != 0)
+		xcut((u64)x, (u64)e, xelen((u64)e));
+	xput((u64)x, nlen, len, elen);
+	xmode(c, mode);
+	ar_st64(arf, c + ARF_I_CTIME, tnow);
+	rc = 0;
+fail:
+	xunlock(j, c);
+	return rc;
+}
+
+/* getxattr(ino, size): args are the name.  The value's length; its bytes on the output when
+ * size is not 0.  -ERANGE when the value is longer than size, -ENODATA for no such name,
+ * -ENOENT for a free inode, -EIO for a damaged block, the name's errors (xname). */
+long getxattr(u64 ino, u64 size)
+{
+	u64 nlen = (u64)ar_len(AR_ARGS);
+	long rc = xname(nlen, nlen);
+	if (rc != 0)
+		return rc;
+	u64 c;
+	u64 j = xlock(ino, &c);
+	if (j == 0)
+		return -(long)c;
+	long x = xblock(c);
+	long e = 0;
+	if ((ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT) == 0)
+		rc = -E_NOENT;
+	else if (x < 0)
+		rc = x;
+	else if (x != 0)
+		e = xfind((u64)x, nlen);
+	if (rc == 0 && e <= 0)
+		rc = e < 0 ? e : -E_NODATA;
+	if (rc == 0) {
+		u64 vlen = ar_ld16u(arf, (u64)e + ARF_XE_VLEN);
+		if (size != 0 && vlen > size)
+			rc = -E_RANGE;
+		else {
+			if (size != 0)
+				ar_output(arf, (u64)e + ARF_XE_NAME + nlen, vlen);
+			rc = (long)vlen;
+		}
+	}
+	xunlock(j, c);
+	return rc;
+}
+
+/* listxattr(ino, size): the bytes of all names, each with a NUL after it; the names on the
+ * output when size is not 0.  -ERANGE when they are longer than size, -ENOENT for a free
+ * inode, -EIO for a damaged block. */
+long listxattr(u64 ino, u64 size)
+{
+	u64 c;
+	u64 j = xlock(ino, &c);
+	if (j == 0)
+		return -(long)c;
+	long rc = 0;
+	long x = xblock(c);
+	if ((ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT) == 0)
+		rc = -E_NOENT;
+	else if (x < 0)
+		rc = x;
+	else if (x != 0) {
+		/* two passes: the total first, so an ERANGE outputs nothing */
+		u64 end = (u64)x + ar_ld64(arf, (u64)x + ARF_A_USED);
+		u64 total = 0;
+		for (u64 e = (u64)x + ARF_A_HDR; e < end; e += xelen(e)) {
+			if (e + ARF_XE_NAME > end || ar_ld8u(arf, e + ARF_XE_NAMELEN) == 0 ||
+			    e + xelen(e) > end) {
+				rc = -E_IO;
+				goto out;
+			}
+			total += ar_ld8u(arf, e + ARF_XE_NAMELEN) + 1;
+		}
+		rc = (long)total;
+		if (size != 0 && total > size)
+			rc = -E_RANGE;
+		else if (size != 0) {
+			for (u64 e = (u64)x + ARF_A_HDR; e < end; e += xelen(e)) {
+				ar_output(arf, e + ARF_XE_NAME, ar_ld8u(arf, e + ARF_XE_NAMELEN));
+				ar_outb(0);
+			}
+		}
+	}
+out:
+	xunlock(j, c);
+	return rc;
+}
+
+/* removexattr(ino, mode): args are the name; mode as xmode says.  0, -ENODATA for no such name, -EPERM for user.* on a
+ * type other than a file or directory (as Linux), -ENOENT, -EIO, the name's errors.  The
+ * last entry's removal gives the block back after the commit.  ctime becomes now. */
+long removexattr(u64 ino, u64 mode)
+{
+	u64 nlen = (u64)ar_len(AR_ARGS);
+	if (mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
+		return -E_INVAL;
+	long rc = xname(nlen, nlen);
+	if (rc != 0)
+		return rc;
+	u64 c;
+	u64 j = xlock(ino, &c);
+	if (j == 0)
+		return -(long)c;
+	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
+	long x = xblock(c);
+	long e = 0;
+	if (type == 0)
+		rc = -E_NOENT;
+	else if (xuser(nlen) && type != ARF_S_IFREG && type != ARF_S_IFDIR)
+		rc = -E_PERM;
+	else if (x < 0)
+		rc = x;
+	else if (x != 0)
+		e = xfind((u64)x, nlen);
+	if (rc == 0 && e <= 0)
+		rc = e < 0 ? e : -E_NODATA;
+	if (rc != 0) {
+		xunlock(j, c);
+		return rc;
+	}
+	/* ---- logged changes ---- */
+	u64 tnow = (u64)ar_hcall0(now);
+	u64 elen = xelen((u64)e);
+	u64 last = ar_ld64(arf, (u64)x + ARF_A_USED) - elen == ARF_A_HDR;
+	jlog(j, c, ARF_INO_SIZE);
+	if (last) {
+		ar_st64(arf, c + ARF_I_XATTR, 0);
+	} else {
+		jlog(j, (u64)x, ARF_BLOCK_SIZE);
+		xcut((u64)x, (u64)e, elen);
+	}
+	xmode(c, mode);
+	ar_st64(arf, c + ARF_I_CTIME, tnow);
+	xunlock(j, c);
+	if (last)
+		bput((u64)x, 1);
+	return 0;
 }

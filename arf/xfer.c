@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "arf_cluster.h"
 #include "arf_data.h"
 #include "arf_ops.h"
+#include "layout.h"
 
 int arf_cmd_import(int argc, char **argv);
 int arf_cmd_export(int argc, char **argv);
@@ -159,6 +161,51 @@ static int set_attrs_of(struct xfer *x, uint64_t ino, const struct stat *st, boo
 static int set_attrs(struct xfer *x, uint64_t ino, const struct stat *st)
 {
 	return set_attrs_of(x, ino, st, true);
+}
+
+/* The names ARF stores (docs/arf.md, Extended attributes): user.*, trusted.*, security.*
+ * and the two POSIX ACLs (the bytes as the kernel gives them; the mode, copied too, already
+ * agrees with the access ACL); any other system.* name is left behind, with a message. */
+static bool xattr_kept(const char *name)
+{
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	       !strncmp(name, "security.", 9) || !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
+}
+
+/* Copy the xattrs of local path (not following a symlink) to inode ino: 0, or -1 after a
+ * message for each that could not be copied.  A source filesystem without xattrs has none. */
+static int import_xattrs(struct xfer *x, uint64_t ino, const char *path)
+{
+	char names[ARF_XATTR_LIST_MAX * 2], value[ARF_XATTR_VALUE_MAX + 1];
+	ssize_t n = llistxattr(path, names, sizeof names);
+	if (n < 0) {
+		if (errno == ENOTSUP || errno == ENOSYS)
+			return 0;
+		/* ERANGE: more names than one ARF block could hold anyway */
+		say_error(x, path, "cannot list the extended attributes", -errno);
+		return -1;
+	}
+	int rc = 0;
+	for (ssize_t k = 0; k < n; k += (ssize_t)strlen(names + k) + 1) {
+		const char *name = names + k;
+		if (!xattr_kept(name)) {
+			say_error(x, path, "extended attribute not copied (a namespace ARF does not keep)",
+			          0);
+			rc = -1;
+			continue;
+		}
+		ssize_t len = lgetxattr(path, name, value, sizeof value);
+		int64_t err = len < 0 ? -errno : len > ARF_XATTR_VALUE_MAX ? -ENOSPC
+		              : arf_setxattr(x->c, ino, name, value, (size_t)len, 0);
+		if (err < 0) {
+			char what[300];
+			snprintf(what, sizeof what, "cannot copy the extended attribute %.255s", name);
+			say_error(x, path, what, err);
+			rc = -1;
+		}
+	}
+	return rc;
 }
 
 /* On a cluster the metadata image's root keeps the description (/.arf-cluster, and
@@ -310,7 +357,7 @@ static void import_walk(struct xfer *x, const char *path, uint64_t dir, int dept
 				int rc = set_attrs_of(x, (uint64_t)ino, &st, !S_ISLNK(st.st_mode));
 				if (rc < 0)
 					say_error(x, p, "cannot set the attributes", rc);
-				else
+				else if (import_xattrs(x, (uint64_t)ino, p) == 0)
 					atomic_fetch_add(&x->done_files, 1);
 			}
 			free(p);
@@ -408,13 +455,46 @@ static int import_file(struct xfer *x, struct job *j, char *buf)
 		say_error(x, j->local, "cannot set the attributes", sr);
 		rc = -1;
 	}
+	if (import_xattrs(x, j->ino, j->local) != 0)
+		rc = -1;
 	return rc;
 }
 
 /* ---- export ---- */
 
-static int export_attrs(struct xfer *x, const char *path, const struct arf_attr *at, bool link)
+/* Copy the xattrs of inode ino to local path (not following a symlink): 0, or -1 after a
+ * message for each that could not be set here (trusted.* needs root, security.* what the
+ * local security module allows, a filesystem without xattrs none). */
+static int export_xattrs(struct xfer *x, const char *path, uint64_t ino)
 {
+	char names[ARF_XATTR_LIST_MAX], value[ARF_XATTR_VALUE_MAX];
+	int64_t n = arf_listxattr(x->c, ino, names, sizeof names);
+	if (n < 0) {
+		say_error(x, path, "cannot list the extended attributes", n);
+		return -1;
+	}
+	int rc = 0;
+	for (int64_t k = 0; k < n; k += (int64_t)strnlen(names + k, (size_t)(n - k)) + 1) {
+		const char *name = names + k;
+		int64_t len = arf_getxattr(x->c, ino, name, value, sizeof value);
+		if (len >= 0 && lsetxattr(path, name, value, (size_t)len, 0) != 0)
+			len = -errno;
+		if (len < 0) {
+			char what[300];
+			snprintf(what, sizeof what, "cannot copy the extended attribute %.255s", name);
+			say_error(x, path, what, len);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+/* Give local path the xattrs of inode ino (first: a read-only mode would refuse them to an
+ * owner who is not root), then its owner, mode and times. */
+static int export_attrs(struct xfer *x, const char *path, uint64_t ino,
+                        const struct arf_attr *at, bool link)
+{
+	int xr = export_xattrs(x, path, ino);
 	struct timespec ts[2] = {
 		{ .tv_sec = at->atime / 1000000000, .tv_nsec = at->atime % 1000000000 },
 		{ .tv_sec = at->mtime / 1000000000, .tv_nsec = at->mtime % 1000000000 },
@@ -428,7 +508,7 @@ static int export_attrs(struct xfer *x, const char *path, const struct arf_attr 
 		rc = -errno;
 	if (rc < 0)
 		say_error(x, path, "cannot set the attributes", rc);
-	return rc;
+	return rc < 0 ? rc : xr;
 }
 
 static void export_walk(struct xfer *x, uint64_t dir, const char *path, int depth)
@@ -492,14 +572,14 @@ static void export_walk(struct xfer *x, uint64_t dir, const char *path, int dept
 					unlink(p);
 					if (symlink(target, p) != 0)
 						say_error(x, p, "cannot make the symbolic link", -errno);
-					else if (export_attrs(x, p, &at, true) == 0)
+					else if (export_attrs(x, p, ents[i].ino, &at, true) == 0)
 						atomic_fetch_add(&x->done_files, 1);
 				}
 				free(p);
 			} else if (S_ISFIFO(at.mode)) {
 				if (mkfifo(p, at.mode & 07777) != 0 && errno != EEXIST)
 					say_error(x, p, "cannot make the fifo", -errno);
-				else if (export_attrs(x, p, &at, false) == 0)
+				else if (export_attrs(x, p, ents[i].ino, &at, false) == 0)
 					atomic_fetch_add(&x->done_files, 1);
 				free(p);
 			} else if (S_ISCHR(at.mode) || S_ISBLK(at.mode) || S_ISSOCK(at.mode)) {
@@ -508,7 +588,7 @@ static void export_walk(struct xfer *x, uint64_t dir, const char *path, int dept
 				if (mknod(p, at.mode & (S_IFMT | 07777), (dev_t)at.rdev) != 0)
 					say_error(x, p, S_ISSOCK(at.mode) ? "cannot make the socket"
 					                                  : "cannot make the device node", -errno);
-				else if (export_attrs(x, p, &at, false) == 0)
+				else if (export_attrs(x, p, ents[i].ino, &at, false) == 0)
 					atomic_fetch_add(&x->done_files, 1);
 				free(p);
 			} else {
@@ -573,7 +653,7 @@ static int export_file(struct xfer *x, struct job *j, char *buf)
 	}
 	struct arf_attr at = { .mode = j->mode, .uid = j->uid, .gid = j->gid, .atime = j->atime,
 	                       .mtime = j->mtime };
-	if (rc == 0 && export_attrs(x, j->local, &at, false) != 0)
+	if (rc == 0 && export_attrs(x, j->local, j->ino, &at, false) != 0)
 		rc = -1;
 	return rc;
 }
@@ -846,10 +926,11 @@ static int run_xfer(bool import, int argc, char **argv)
 			int sr = set_attrs(&x, j->ino, &dst);
 			if (sr < 0)
 				say_error(&x, j->local, "cannot set the attributes", sr);
+			import_xattrs(&x, j->ino, j->local);
 		} else {
 			struct arf_attr at = { .mode = j->mode, .uid = j->uid, .gid = j->gid,
 			                       .atime = j->atime, .mtime = j->mtime };
-			export_attrs(&x, j->local, &at, false);
+			export_attrs(&x, j->local, j->ino, &at, false);
 		}
 	}
 	atomic_store(&x.finished, true);

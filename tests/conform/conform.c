@@ -912,6 +912,50 @@ static void sc_tmpfile(void)
 	list(".");
 }
 
+static void as_user(uid_t uid, gid_t gid, int ngroups, const gid_t *groups, void (*fn)(void),
+                    const char *what);
+
+/* Another user and root's 0644 file f: reads allowed, writes EACCES, trusted.* hidden from
+ * the list and refused (the kernel's rules: CAP_SYS_ADMIN) */
+static void u_xattrs(void)
+{
+	char buf[1024];
+	ssize_t n = say(getxattr("f", "user.a", buf, sizeof buf), "getxattr(f, user.a)");
+	if (n >= 0)
+		printf("  = \"%.*s\"\n", (int)n, buf);
+	say(setxattr("f", "user.x", "x", 1, 0), "setxattr(f, user.x) not the owner");
+	say(removexattr("f", "user.a"), "removexattr(f, user.a) not the owner");
+	say(getxattr("f", "trusted.t", buf, sizeof buf), "getxattr(f, trusted.t)");
+	say(setxattr("f", "trusted.x", "x", 1, 0), "setxattr(f, trusted.x)");
+	n = say(listxattr("f", buf, sizeof buf), "listxattr(f)");
+	if (n > 0) {
+		char *names[16];
+		int k = 0;
+		for (char *p = buf; p < buf + n && k < 16; p += strlen(p) + 1)
+			names[k++] = p;
+		qsort(names, (size_t)k, sizeof *names, cmp_str);
+		for (int i = 0; i < k; i++)
+			printf("  %.40s\n", names[i]);
+	}
+}
+
+/* A user's write into its own setuid and setgid (g+x) file clears both bits, through an
+ * O_APPEND descriptor too (should_remove_suid: the writer has no CAP_FSETID) */
+static void u_write_privs(void)
+{
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "sid-append" : "sid-plain";
+		make_file(name, 0755, NULL);
+		say(chmod(name, 06775), k ? "chmod(sid-append, 06775)" : "chmod(sid-plain, 06775)");
+		int fd = open(name, O_WRONLY | (k ? O_APPEND : 0));
+		if (fd >= 0) {
+			say(write(fd, "x", 1), k ? "write O_APPEND" : "write");
+			close(fd);
+		}
+		st(name);
+	}
+}
+
 static void sc_xattrs(void)
 {
 	make_file("f", 0644, NULL);
@@ -979,6 +1023,154 @@ static void sc_xattrs(void)
 		say(fgetxattr(fd, "user.fd", buf, sizeof buf), "fgetxattr(f, user.fd)");
 		close(fd);
 	}
+	/* ctime moves on a set and a removal, mtime does not */
+	struct times t = snap("f");
+	say(setxattr("f", "user.t", "1", 1, 0), "setxattr(f, user.t)");
+	changed("f", &t, 0);
+	t = snap("f");
+	say(removexattr("f", "user.t"), "removexattr(f, user.t)");
+	changed("f", &t, 0);
+	/* user.* only on files and directories; the others any type */
+	say(mkfifo("p", 0644), "mkfifo(p)");
+	say(setxattr("p", "user.a", "x", 1, 0), "setxattr(p, user.a)");
+	say(getxattr("p", "user.a", buf, sizeof buf), "getxattr(p, user.a)");
+	say(setxattr("p", "trusted.a", "x", 1, 0), "setxattr(p, trusted.a)");
+	say(mkdir("d", 0755), "mkdir(d)");
+	say(setxattr("d", "user.d", "dir", 3, 0), "setxattr(d, user.d)");
+	say(getxattr("d", "user.d", buf, sizeof buf), "getxattr(d, user.d)");
+	if (geteuid() == 0)
+		as_user(USER_A, GROUP_A, 0, NULL, u_xattrs, "xattrs of root's files");
+	if (geteuid() == 0) {
+		say(chmod(".", 0777), "chmod(., 0777)");
+		as_user(USER_A, GROUP_A, 0, NULL, u_write_privs, "a write clears setuid, setgid");
+	}
+	/* a write drops a file capability (what setcap cap_net_raw+ep writes), through an
+	 * O_APPEND descriptor too */
+	static const unsigned char cap[20] = { 0, 0, 0, 2, 0, 0x20 };
+	make_file("c", 0755, NULL);
+	for (int k = 0; k < 2; k++) {
+		say(setxattr("c", "security.capability", cap, sizeof cap, 0),
+		    "setxattr(c, security.capability)");
+		int cfd = open("c", O_WRONLY | (k ? O_APPEND : 0));
+		if (cfd >= 0) {
+			say(write(cfd, "x", 1), k ? "write O_APPEND" : "write");
+			close(cfd);
+		}
+		say(getxattr("c", "security.capability", buf, sizeof buf),
+		    "getxattr(c, security.capability) after the write");
+	}
+	/* removing what holds xattrs */
+	say(unlink("p"), "unlink(p)");
+	say(rmdir("d"), "rmdir(d)");
+}
+
+/* ---- POSIX ACLs (xattr form: u32 version 2, then u16 tag, u16 perm, u32 id) ---- */
+
+static size_t acl_bytes(unsigned char *p, const unsigned (*ents)[3], int n)
+{
+	p[0] = 2, p[1] = p[2] = p[3] = 0;
+	for (int i = 0; i < n; i++) {
+		unsigned char *q = p + 4 + 8 * i;
+		q[0] = (unsigned char)ents[i][0], q[1] = (unsigned char)(ents[i][0] >> 8);
+		q[2] = (unsigned char)ents[i][1], q[3] = 0;
+		for (int b = 0; b < 4; b++)
+			q[4 + b] = (unsigned char)(ents[i][2] >> (8 * b));
+	}
+	return 4 + 8 * (size_t)n;
+}
+
+/* an ACL as "tag:id:perm,..." (ids of the owner entries as -1) */
+static void show_acl(const char *path, const char *name)
+{
+	unsigned char v[512];
+	ssize_t n = getxattr(path, name, v, sizeof v);
+	if (n < 0) {
+		printf("  %s %s: %s\n", path, name + 17, err_name(errno));
+		return;
+	}
+	printf("  %s %s:", path, name + 17);
+	for (ssize_t i = 4; i + 8 <= n; i += 8)
+		printf(" %x:%d:%o", (unsigned)(v[i] | v[i + 1] << 8), (int)(v[i + 4] | v[i + 5] << 8 |
+		       v[i + 6] << 16 | (unsigned)v[i + 7] << 24), (unsigned)v[i + 2]);
+	printf("\n");
+}
+
+#define NOID 0xffffffffu
+static void u_acl_read(void)
+{
+	char buf[16];
+	int fd = say_fd(open("secret", O_RDONLY), "open(secret) named in its ACL");
+	if (fd >= 0) {
+		say(read(fd, buf, sizeof buf), "read(secret)");
+		close(fd);
+	}
+	say_fd(open("secret", O_WRONLY), "open(secret, O_WRONLY) (the ACL says r)");
+	say_fd(open("masked", O_RDONLY), "open(masked) after chmod 0604");
+}
+
+static void sc_acls(void)
+{
+	static unsigned char v[256];
+	/* an access ACL: the mode's group bits become the mask; a named user may read */
+	make_file("secret", 0600, "secret");
+	const unsigned named[][3] = { { 1, 6, NOID }, { 2, 4, 1000 }, { 4, 0, NOID },
+	                              { 0x10, 4, NOID }, { 0x20, 0, NOID } };
+	say(setxattr("secret", "system.posix_acl_access", v, acl_bytes(v, named, 5), 0),
+	    "setxattr(secret, u::rw,u:1000:r,g::-,m::r,o::-)");
+	st("secret");
+	show_acl("secret", "system.posix_acl_access");
+	/* chmod changes the owner, mask and other entries */
+	make_file("masked", 0644, "masked");
+	const unsigned rw[][3] = { { 1, 6, NOID }, { 2, 6, 1000 }, { 4, 4, NOID },
+	                           { 0x10, 6, NOID }, { 0x20, 4, NOID } };
+	say(setxattr("masked", "system.posix_acl_access", v, acl_bytes(v, rw, 5), 0),
+	    "setxattr(masked, u:1000:rw,m::rw)");
+	say(chmod("masked", 0604), "chmod(masked, 0604)");
+	st("masked");
+	show_acl("masked", "system.posix_acl_access");
+	if (geteuid() == 0)
+		as_user(USER_A, GROUP_A, 0, NULL, u_acl_read, "reads through ACL entries");
+	/* an ACL the mode says all of is stored as none: the mode changes */
+	make_file("plain", 0644, NULL);
+	const unsigned base[][3] = { { 1, 7, NOID }, { 4, 5, NOID }, { 0x20, 1, NOID } };
+	say(setxattr("plain", "system.posix_acl_access", v, acl_bytes(v, base, 3), 0),
+	    "setxattr(plain, u::rwx,g::r-x,o::--x)");
+	st("plain");
+	show_acl("plain", "system.posix_acl_access");
+	say(removexattr("secret", "system.posix_acl_access"), "removexattr(secret, access ACL)");
+	st("secret");
+	/* a default ACL: what is made inside takes it, the umask does not count */
+	say(mkdir("inherit", 0755), "mkdir(inherit)");
+	const unsigned def[][3] = { { 1, 7, NOID }, { 2, 6, 1000 }, { 4, 5, NOID },
+	                            { 0x10, 7, NOID }, { 0x20, 0, NOID } };
+	say(setxattr("inherit", "system.posix_acl_default", v, acl_bytes(v, def, 5), 0),
+	    "setxattr(inherit, default u::rwx,u:1000:rw,g::r-x,m::rwx,o::-)");
+	say(setxattr("secret", "system.posix_acl_default", v, acl_bytes(v, def, 5), 0),
+	    "setxattr(secret, default ACL) on a file");
+	mode_t old = umask(077);
+	make_file("inherit/f", 0666, NULL);
+	say(mkdir("inherit/d", 0777), "mkdir(inherit/d, 0777) umask 077");
+	say(mkfifo("inherit/p", 0640), "mkfifo(inherit/p, 0640)");
+	say(symlink("f", "inherit/l"), "symlink(inherit/l)");
+	umask(old);
+	st("inherit/f");
+	show_acl("inherit/f", "system.posix_acl_access");
+	show_acl("inherit/f", "system.posix_acl_default");
+	st("inherit/d");
+	show_acl("inherit/d", "system.posix_acl_access");
+	show_acl("inherit/d", "system.posix_acl_default");
+	st("inherit/p");
+	show_acl("inherit/p", "system.posix_acl_access");
+	/* without a default ACL the umask counts */
+	old = umask(027);
+	make_file("nodef", 0666, NULL);
+	umask(old);
+	st("nodef");
+	say(removexattr("inherit", "system.posix_acl_default"), "removexattr(inherit, default ACL)");
+	old = umask(077);
+	make_file("inherit/g", 0666, NULL);
+	umask(old);
+	st("inherit/g");
 }
 
 static void sc_modes(void)
@@ -1301,6 +1493,7 @@ static const struct scenario {
 	{ "truncate", sc_truncate },
 	{ "tmpfile", sc_tmpfile },
 	{ "xattrs", sc_xattrs },
+	{ "acls", sc_acls },
 	{ "modes", sc_modes },
 	{ "users", sc_users },
 };

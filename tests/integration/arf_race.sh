@@ -13,7 +13,8 @@
 # in it, x into y against y into x, link against unlink of its source, rename into a
 # directory against its rmdir, lookups while the other unlinks, unlink of one name by
 # both, truncate while the other
-# appends, a read of an open file the other client removes.  No operation may fail that
+# appends, a read of an open file the other client removes, XATTR_CREATE of one name from
+# both, a setxattr against a removexattr that moves its entry.  No operation may fail that
 # POSIX lets succeed (except that last read, docs/arf.md), no acknowledged data may be
 # lost, and `arf fsck` must find the image clean at the end.
 #
@@ -487,6 +488,26 @@ def read_removed(i, d):
     finally:
         os.close(fd)
 
+def xattr_create(i, d):
+    put(f"{m1}/{d}/f", b"f")
+    r = both(lambda: os.setxattr(f"{m1}/{d}/f", "user.x", b"one", os.XATTR_CREATE),
+             lambda: os.setxattr(f"{m2}/{d}/f", "user.x", b"two", os.XATTR_CREATE))
+    want(sorted(r) == ["EEXIST", "ok"], f"XATTR_CREATE of one name from both: {r}")
+    got = os.getxattr(f"{m3}/{d}/f", "user.x")
+    want(got == (b"one" if r[0] == "ok" else b"two"), f"the value is the winner's: {got!r}")
+
+def xattr_set_vs_remove(i, d):
+    put(f"{m1}/{d}/f", b"f")
+    for n in ("user.a", "user.b"):
+        os.setxattr(f"{m1}/{d}/f", n, n.encode() * 40)
+    r = both(lambda: os.setxattr(f"{m1}/{d}/f", "user.c", b"c" * 100),
+             lambda: os.removexattr(f"{m2}/{d}/f", "user.a"))
+    want(r == ["ok", "ok"], f"a set against a removal moving it: {r}")
+    names = sorted(os.listxattr(f"{m3}/{d}/f"))
+    want(names == ["user.b", "user.c"], f"names after: {names}")
+    want(os.getxattr(f"{m3}/{d}/f", "user.b") == b"user.b" * 40 and
+         os.getxattr(f"{m3}/{d}/f", "user.c") == b"c" * 100, "values after")
+
 stale_reads = 0
 pairs = [("link-two-names", link_two_names), ("link-one-name", link_one_name),
          ("rename-over", rename_over), ("rename-one-source", rename_one_source),
@@ -495,7 +516,8 @@ pairs = [("link-two-names", link_two_names), ("link-one-name", link_one_name),
          ("rename-cross", rename_cross), ("link-vs-unlink", link_vs_unlink),
          ("rename-into-vs-rmdir", rename_into_vs_rmdir), ("lookup-vs-unlink", lookup_vs_unlink),
          ("both-unlink", both_unlink), ("truncate-vs-append", truncate_vs_append),
-         ("read-removed", read_removed)]
+         ("read-removed", read_removed), ("xattr-create", xattr_create),
+         ("xattr-set-vs-remove", xattr_set_vs_remove)]
 failed = 0
 for name, fn in pairs:
     if only and name not in only:

@@ -603,9 +603,16 @@ static void test_superblock(const char *base)
 	expect_refused("grown", p, "grown behind the filesystem's back");
 
 	copy_file(base, p);
-	uint32_t v = 2;
+	uint32_t v = 3;
 	poke_sb(p, ARF_SB_VERSION, &v, 4, true);
-	expect_refused("version", p, "superblock: layout version 2, this program knows version 1");
+	expect_refused("version", p, "superblock: layout version 3, this program knows version 2");
+
+	/* a version-1 image (256-byte inodes) is refused with what to do about it */
+	copy_file(base, p);
+	v = 1;
+	poke_sb(p, ARF_SB_VERSION, &v, 4, true);
+	expect_refused("version 1", p, "superblock: layout version 1 (256-byte inodes, before "
+	               "xattrs), this program knows version 2: copy the files out");
 
 	copy_file(base, p);
 	uint64_t off = 0;

@@ -8,7 +8,9 @@
  * replacing, moving directories, exchanging, growing the target's table) with table-driven
  * error cases, and the same kind of crash in the middle of each of them.  The walk (a whole
  * subtree depth first, in batches) against readdir done directory by directory, with every
- * batch limit, pruning, a tree deeper than one walk, and hostile frames.
+ * batch limit, pruning, a tree deeper than one walk, and hostile frames.  Extended
+ * attributes: every error rule as Linux's, a full block, hostile runs, fsck of a damaged
+ * block, and crashes in the middle of each kind of set and removal.
  * After each phase arfd is stopped and arf_fsck must find the image clean.
  * Prints "N passed, N failed" last.
  */
@@ -877,10 +879,302 @@ static void test_rename(const char *img)
 
 /* ---- crashes in the middle of symlink, link and rename ---- */
 
+/* ---- extended attributes ---- */
+
+/* A run of entry with raw arguments and bytes, as a hostile client sends them. */
+static int64_t xraw(struct conn *k, const char *entry, const int64_t *args, unsigned n,
+                    const void *bytes, size_t len)
+{
+	static char seg[1 << 20];
+	static size_t seg_len;
+	if (!seg_len) {
+		FILE *f = fopen(segpath, "rb");
+		if (f) {
+			seg_len = fread(seg, 1, sizeof seg, f);
+			fclose(f);
+		}
+	}
+	struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = entry, .args = args,
+	                      .n_args = n, .argbytes = bytes, .argbytes_len = len };
+	int rc = arc_exec(k->a, &x);
+	free(x.out);
+	return rc == 0 ? x.value : -1000;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names listxattr gives for ino, sorted and joined with ',' ("" for none). */
+static const char *xnames(struct arf_client *c, int64_t ino)
+{
+	static char out[8192];
+	char buf[ARF_XATTR_LIST_MAX], *v[ARF_XATTR_LIST_MAX / 2];
+	int64_t n = arf_listxattr(c, (uint64_t)ino, buf, sizeof buf);
+	if (n < 0) {
+		snprintf(out, sizeof out, "error %" PRId64, n);
+		return out;
+	}
+	size_t nv = 0;
+	for (int64_t k = 0; k < n; k += (int64_t)strlen(buf + k) + 1)
+		v[nv++] = buf + k;
+	qsort(v, nv, sizeof *v, cmp_str);
+	out[0] = '\0';
+	for (size_t k = 0; k < nv; k++)
+		snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", k ? "," : "", v[k]);
+	return out;
+}
+
+static int64_t ctime_of(struct arf_client *c, int64_t ino)
+{
+	struct arf_attr at;
+	return arf_getattr(c, (uint64_t)ino, &at) == 0 ? at.ctime : -1;
+}
+
+/* Every rule of setxattr, getxattr, listxattr and removexattr against what Linux's tmpfs
+ * and ext4 answer (flags, ERANGE, ENODATA, E2BIG, ENOSPC of a full block, user.* on other
+ * types EPERM, ctime), hostile raw calls, and the block given back by the last removal and
+ * by unlink and rmdir (fsck's block map must agree after). */
+static void test_xattr(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	int64_t d = mkdir_p(c, "x"), f = arf_create(c, (uint64_t)d, "f", 0644, 0, 0);
+	int64_t s = arf_symlink(c, (uint64_t)d, "s", "f", 0, 0);
+	int64_t p = arf_mknod(c, (uint64_t)d, "p", ARF_S_IFIFO | 0644, 0, 0);
+	struct arf_attr at;
+	int64_t dev = arf_mknod_attr(c, (uint64_t)d, "dev", ARF_S_IFCHR | 0600, makedev(1, 3), 0, 0, &at);
+	CHECK(d > 0 && f > 0 && s > 0 && p > 0 && dev > 0, "xattr fixture");
+	char buf[8192];
+
+	/* nothing yet */
+	CHECK(arf_listxattr(c, (uint64_t)f, buf, sizeof buf) == 0, "empty list");
+	CHECK(arf_listxattr(c, (uint64_t)f, NULL, 0) == 0, "empty list length");
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.a", buf, sizeof buf) == -ENODATA, "get missing");
+	CHECK(arf_removexattr(c, (uint64_t)f, "user.a") == -ENODATA, "remove missing");
+
+	/* set, get by length and by value, ERANGE for a short buffer */
+	int64_t t0 = ctime_of(c, f);
+	struct timespec ms = { 0, 2000000 };
+	nanosleep(&ms, NULL);
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.a", "hello", 5, 0) == 0, "set");
+	CHECK(ctime_of(c, f) > t0, "set moves ctime");
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.a", NULL, 0) == 5, "get length");
+	memset(buf, 0, sizeof buf);
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.a", buf, 5) == 5 && !memcmp(buf, "hello", 5),
+	      "get value: '%s'", buf);
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.a", buf, 4) == -ERANGE, "get: ERANGE");
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.ab", buf, 9) == -ENODATA, "a longer name");
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.", buf, 9) == -ENODATA, "a shorter name");
+
+	/* flags */
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.a", "x", 1, ARF_XATTR_CREATE) == -EEXIST, "CREATE");
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.b", "x", 1, ARF_XATTR_REPLACE) == -ENODATA, "REPLACE");
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.a", "x", 1, 3) == -EEXIST, "both flags, present");
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.b", "x", 1, 3) == -ENODATA, "both flags, absent");
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.b", buf, 9) == -ENODATA, "a failed set adds nothing");
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.a", "a longer value", 14, ARF_XATTR_REPLACE) == 0,
+	      "REPLACE present");
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.a", buf, sizeof buf) == 14 &&
+	      !memcmp(buf, "a longer value", 14), "replaced value");
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.b", "", 0, ARF_XATTR_CREATE) == 0, "empty value");
+	CHECK(arf_getxattr(c, (uint64_t)f, "user.b", buf, sizeof buf) == 0, "empty value back");
+	CHECK(arf_setxattr(c, (uint64_t)f, "trusted.t", "1", 1, 0) == 0 &&
+	      arf_setxattr(c, (uint64_t)f, "security.s", "2", 1, 0) == 0, "other namespaces");
+	CHECK(!strcmp(xnames(c, f), "security.s,trusted.t,user.a,user.b"), "list: %s", xnames(c, f));
+	int64_t n = arf_listxattr(c, (uint64_t)f, NULL, 0);
+	CHECK(n == 35, "list length %" PRId64, n);
+	CHECK(arf_listxattr(c, (uint64_t)f, buf, (size_t)n - 1) == -ERANGE, "list: ERANGE");
+
+	/* names: 255 bytes fit, 256 and empty are ERANGE (Linux) */
+	char name[300];
+	memcpy(name, "user.", 5);
+	memset(name + 5, 'n', 250);
+	name[255] = '\0';
+	CHECK(arf_setxattr(c, (uint64_t)d, name, "v", 1, 0) == 0, "255-byte name");
+	CHECK(arf_getxattr(c, (uint64_t)d, name, buf, sizeof buf) == 1, "255-byte name back");
+	name[255] = 'n', name[256] = '\0';
+	CHECK(arf_setxattr(c, (uint64_t)d, name, "v", 1, 0) == -ERANGE, "256-byte name");
+	CHECK(arf_getxattr(c, (uint64_t)d, name, buf, 1) == -ERANGE, "get 256-byte name");
+	CHECK(arf_removexattr(c, (uint64_t)d, name) == -ERANGE, "remove 256-byte name");
+	CHECK(arf_setxattr(c, (uint64_t)d, "", "v", 1, 0) == -ERANGE, "empty name");
+
+	/* user.* only on files and directories; other namespaces on any type */
+	CHECK(arf_setxattr(c, (uint64_t)s, "user.a", "v", 1, 0) == -EPERM, "user.* on a symlink");
+	CHECK(arf_setxattr(c, (uint64_t)p, "user.a", "v", 1, 0) == -EPERM, "user.* on a fifo");
+	CHECK(arf_setxattr(c, (uint64_t)dev, "user.a", "v", 1, 0) == -EPERM, "user.* on a device");
+	CHECK(arf_removexattr(c, (uint64_t)s, "user.a") == -EPERM, "remove user.* on a symlink");
+	CHECK(arf_setxattr(c, (uint64_t)s, "trusted.a", "v", 1, 0) == 0, "trusted.* on a symlink");
+	CHECK(arf_setxattr(c, (uint64_t)p, "security.a", "v", 1, 0) == 0, "security.* on a fifo");
+
+	/* sizes: over 64 KiB E2BIG; the largest value fits alone, one more byte does not */
+	static char big[70000];
+	memset(big, 'v', sizeof big);
+	CHECK(arf_setxattr(c, (uint64_t)f, "user.big", big, 65537, 0) == -E2BIG, "E2BIG");
+	int64_t g = arf_create(c, (uint64_t)d, "g", 0644, 0, 0);
+	CHECK(arf_setxattr(c, (uint64_t)g, "u", big, ARF_XATTR_VALUE_MAX + 1, 0) == -ENOSPC,
+	      "one byte over the block");
+	CHECK(arf_setxattr(c, (uint64_t)g, "u", big, ARF_XATTR_VALUE_MAX, 0) == 0, "the largest value");
+	CHECK(arf_getxattr(c, (uint64_t)g, "u", buf, sizeof buf) == ARF_XATTR_VALUE_MAX &&
+	      !memcmp(buf, big, ARF_XATTR_VALUE_MAX), "the largest value back");
+	CHECK(arf_setxattr(c, (uint64_t)g, "v", "", 0, 0) == -ENOSPC, "a full block");
+	CHECK(arf_setxattr(c, (uint64_t)g, "u", big, 10, 0) == 0, "a smaller value in its place");
+	CHECK(arf_setxattr(c, (uint64_t)g, "v", "", 0, 0) == 0, "room again");
+
+	/* fill a block with small entries; each stays readable; removals make room */
+	int64_t h = arf_create(c, (uint64_t)d, "h", 0644, 0, 0);
+	int count = 0, rc = 0;
+	while (count < 1000) {
+		char nm[32], val[32];
+		snprintf(nm, sizeof nm, "user.k%d", count);
+		snprintf(val, sizeof val, "value-%d", count);
+		if ((rc = arf_setxattr(c, (uint64_t)h, nm, val, strlen(val), 0)) != 0)
+			break;
+		count++;
+	}
+	CHECK(rc == -ENOSPC && count > 100, "filled after %d: %d", count, rc);
+	int bad = 0;
+	for (int i = 0; i < count; i++) {
+		char nm[32], val[32];
+		snprintf(nm, sizeof nm, "user.k%d", i);
+		snprintf(val, sizeof val, "value-%d", i);
+		int64_t l = arf_getxattr(c, (uint64_t)h, nm, buf, sizeof buf);
+		bad += l != (int64_t)strlen(val) || memcmp(buf, val, strlen(val));
+	}
+	CHECK(bad == 0, "%d of %d entries wrong in a full block", bad, count);
+	t0 = ctime_of(c, h);
+	nanosleep(&ms, NULL);
+	CHECK(arf_removexattr(c, (uint64_t)h, "user.k0") == 0, "remove the first");
+	CHECK(ctime_of(c, h) > t0, "remove moves ctime");
+	CHECK(arf_getxattr(c, (uint64_t)h, "user.k1", buf, sizeof buf) == 7 &&
+	      !memcmp(buf, "value-1", 7), "the next one moved down intact");
+	CHECK(arf_setxattr(c, (uint64_t)h, "user.new", "1", 1, 0) == 0, "room after a removal");
+	n = arf_listxattr(c, (uint64_t)h, buf, sizeof buf);
+	CHECK(n > 0 && n <= ARF_XATTR_LIST_MAX, "the list of a full block: %" PRId64, n);
+
+	/* the last removal gives the block back; unlink and rmdir give theirs */
+	CHECK(arf_removexattr(c, (uint64_t)g, "u") == 0 && arf_removexattr(c, (uint64_t)g, "v") == 0,
+	      "remove both");
+	CHECK(!strcmp(xnames(c, g), ""), "nothing left: %s", xnames(c, g));
+	CHECK(arf_setxattr(c, (uint64_t)g, "user.again", "1", 1, 0) == 0, "a new block");
+	CHECK(arf_unlink(c, (uint64_t)d, "h") == 0, "unlink with xattrs");
+	CHECK(arf_getxattr(c, (uint64_t)h, "user.k1", buf, sizeof buf) == -ENOENT, "freed inode");
+	CHECK(arf_setxattr(c, (uint64_t)h, "user.k1", "", 0, 0) == -ENOENT, "set on a freed inode");
+	int64_t e = mkdir_p(c, "x/e");
+	CHECK(arf_setxattr(c, (uint64_t)e, "user.d", "1", 1, 0) == 0 &&
+	      arf_rmdir(c, (uint64_t)d, "e") == 0, "rmdir with xattrs");
+
+	/* hostile: numbers, lengths, bytes, flags */
+	CHECK(arf_getxattr(c, 0, "user.a", buf, 9) == -EINVAL, "inode 0");
+	CHECK(arf_listxattr(c, 1ull << 40, buf, 9) == -EINVAL, "no such inode");
+	int64_t r1[4] = { f, 7, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r1, 4, "user.a", 6) == -EINVAL, "nlen past the bytes");
+	int64_t r2[4] = { f, 6, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r2, 4, "user\0a", 6) == -EINVAL, "NUL in the name");
+	int64_t r3[4] = { f, 6, 4, 0 };
+	CHECK(xraw(&k, "setxattr", r3, 4, "user.a", 6) == -EINVAL, "unknown flags");
+	int64_t r4[4] = { f, 0, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r4, 4, "user.a", 6) == -ERANGE, "nlen 0");
+	int64_t r5[2] = { f, 0 };
+	CHECK(xraw(&k, "getxattr", r5, 2, "user\0a", 6) == -EINVAL, "get: NUL in the name");
+	CHECK(xraw(&k, "removexattr", r5, 2, big, 256) == -ERANGE, "remove: 256 bytes");
+	int64_t r6[4] = { f, 255, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r6, 4, big, 255 + ARF_XATTR_VALUE_MAX) == -ENOSPC,
+	      "raw: a value over the block");
+	int64_t r7[4] = { f, 6, 0, ARF_XATTR_SETMODE | 01000 };
+	CHECK(xraw(&k, "setxattr", r7, 4, "user.a", 6) == -EINVAL, "mode: bits past 0777");
+	int64_t r8[2] = { f, 0x20000 };
+	CHECK(xraw(&k, "removexattr", r8, 2, "user.a", 6) == -EINVAL, "remove: unknown mode bits");
+	/* the mode argument: the 0777 bits change with the xattr, the others stay */
+	CHECK(arf_getattr(c, (uint64_t)f, &at) == 0, "getattr f");
+	uint32_t type_bits = at.mode & ~0777u;
+	CHECK(arf_setxattr_mode(c, (uint64_t)f, "user.m", "1", 1, 0, 0640) == 0 &&
+	      arf_getattr(c, (uint64_t)f, &at) == 0 && at.mode == (type_bits | 0640),
+	      "set with a mode: 0%o", at.mode);
+	CHECK(arf_removexattr_mode(c, (uint64_t)f, "user.m", 0604) == 0 &&
+	      arf_getattr(c, (uint64_t)f, &at) == 0 && at.mode == (type_bits | 0604),
+	      "remove with a mode: 0%o", at.mode);
+	CHECK(arf_removexattr_mode(c, (uint64_t)f, "user.m", 0777) == -ENODATA &&
+	      arf_getattr(c, (uint64_t)f, &at) == 0 && at.mode == (type_bits | 0604),
+	      "a failed removal changes no mode");
+	unserve(&k);
+	fsck_clean("xattr", img);
+
+	/* fsck finds a damaged block and --repair drops it */
+	struct arf_image m;
+	char err[512];
+	if (arf_image_open(img, ARF_OPEN_RW, &m, err, sizeof err) == 0) {
+		struct arf_inode *fi = (struct arf_inode *)(m.base + m.sb->itable_off +
+		                                            (uint64_t)f * ARF_INO_SIZE);
+		m.base[fi->xattr + ARF_A_HDR + ARF_XE_NAME] = 0;    /* a NUL in the first name */
+		arf_image_close(&m, err, sizeof err);
+		int frc = fsck(img);
+		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "a NUL byte in a name"),
+		      "damaged xattr block: fsck %d:\n%s", frc, report);
+		struct arf_fsck_opts o = { .report = collect, .repair = true };
+		struct arf_fsck_result r;
+		report_len = 0;
+		frc = arf_fsck(img, &o, &r);
+		CHECK(frc == ARF_FSCK_REPAIRED, "repair: %d:\n%s", frc, report);
+		fsck_clean("xattr after repair", img);
+	} else {
+		CHECK(0, "open image: %s", err);
+	}
+	/* an ACL that is not one (no mask beside a named entry) */
+	if (serve(&k, img)) {
+		static const unsigned char bad_acl[] = { 2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+		                                         2, 0, 4, 0, 0xe8, 3, 0, 0, 4, 0, 4, 0, 0xff,
+		                                         0xff, 0xff, 0xff, 0x20, 0, 4, 0, 0xff, 0xff,
+		                                         0xff, 0xff };
+		CHECK(arf_setxattr(k.c, (uint64_t)g, "system.posix_acl_access", bad_acl,
+		                   sizeof bad_acl, 0) == 0, "store a bad ACL");
+		unserve(&k);
+		int frc = fsck(img);
+		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "a POSIX ACL that is not one"),
+		      "bad ACL: fsck %d:\n%s", frc, report);
+		struct arf_fsck_opts o = { .report = collect, .repair = true };
+		struct arf_fsck_result r;
+		report_len = 0;
+		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "repair:\n%s", report);
+		fsck_clean("bad ACL after repair", img);
+	}
+	/* a field aiming at metadata (the journal), and reserved bytes not zero */
+	if (arf_image_open(img, ARF_OPEN_RW, &m, err, sizeof err) == 0) {
+		struct arf_inode *gi = (struct arf_inode *)(m.base + m.sb->itable_off +
+		                                            (uint64_t)g * ARF_INO_SIZE);
+		gi->xattr = m.sb->journal_off;
+		gi->spare[100] = 1;
+		arf_image_close(&m, err, sizeof err);
+		int frc = fsck(img);
+		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "outside the data area") &&
+		      strstr(report, "reserved bytes are not zero"), "xattr field and spare bytes: "
+		      "fsck %d:\n%s", frc, report);
+		struct arf_fsck_opts o = { .report = collect, .repair = true };
+		struct arf_fsck_result r;
+		report_len = 0;
+		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "repair:\n%s", report);
+		fsck_clean("xattr field after repair", img);
+		/* the block g had is now owned by no one: the repair gave it back to the map */
+		if (serve(&k, img)) {
+			CHECK(!strcmp(xnames(k.c, g), ""), "g lost its xattrs: %s", xnames(k.c, g));
+			CHECK(arf_setxattr(k.c, (uint64_t)g, "user.again", "2", 1, 0) == 0, "g again");
+			unserve(&k);
+			fsck_clean("after a new block for g", img);
+		}
+	} else {
+		CHECK(0, "open image: %s", err);
+	}
+}
+
 /* What the tree shows: 0 exactly as before the operation, 1 exactly as after, -1 neither. */
 typedef int state_fn(struct arf_client *c);
 
 static int64_t cx[8];                  /* inode numbers the state functions compare with */
+static uint64_t crash_fuel0 = 10;      /* the first fuel crash_op tries (short runs: lower) */
+static int crash_cut_min = 5;          /* kills mid-operation crash_op must have seen */
 
 /* Run entry (args, bytes) in forked arfds with fuel from 10 in steps of step up to 150, then
  * growing by a quarter, each killed with
@@ -902,7 +1196,8 @@ static void crash_op(const char *what, const char *img, const char *entry, const
 	char err[512];
 	int rounds = 0, cut = 0, done = 0;
 	/* every point of short runs, then growing steps (a table growth rehashes 256 slots) */
-	for (uint64_t fuel = 10; !done && fuel < 200000; fuel = fuel < 150 ? fuel + step : fuel * 5 / 4) {
+	for (uint64_t fuel = crash_fuel0; !done && fuel < 200000;
+	     fuel = fuel < 150 ? fuel + step : fuel * 5 / 4) {
 		char ep[256];
 		pid_t pid = fork_server(img, ep);
 		CHECK(pid > 0, "%s: forked arfd did not start", what);
@@ -946,8 +1241,8 @@ static void crash_op(const char *what, const char *img, const char *entry, const
 		}
 	}
 	printf("crash %s: %d kills, %d of them mid-operation\n", what, rounds, cut);
-	CHECK(done && cut >= 5, "%s: kills %d, mid-operation %d, completed %d", what, rounds, cut,
-	      done);
+	CHECK(done && cut >= crash_cut_min, "%s: kills %d, mid-operation %d, completed %d", what,
+	      rounds, cut, done);
 }
 
 static int st_rename_dir(struct arf_client *c)
@@ -1008,6 +1303,79 @@ static int st_link(struct arf_client *c)
 	return s == cx[4] && n == 2 ? 1 : -1;
 }
 
+static int64_t xf;                     /* the file of the xattr crashes */
+
+/* The value of xattr name of xf is val ("" with -ENODATA expected: absent)? */
+static bool xis(struct arf_client *c, const char *name, const char *val)
+{
+	char buf[64];
+	int64_t n = arf_getxattr(c, (uint64_t)xf, name, buf, sizeof buf);
+	if (!val)
+		return n == -ENODATA;
+	return n == (int64_t)strlen(val) && !memcmp(buf, val, (size_t)n);
+}
+
+static int st_xset_new(struct arf_client *c)
+{
+	if (!strcmp(xnames(c, xf), ""))
+		return 0;
+	return !strcmp(xnames(c, xf), "user.a") && xis(c, "user.a", "v1") ? 1 : -1;
+}
+
+static int st_xset_replace(struct arf_client *c)
+{
+	if (strcmp(xnames(c, xf), "user.a,user.b") || !xis(c, "user.b", "bb"))
+		return -1;
+	return xis(c, "user.a", "v1") ? 0 : xis(c, "user.a", "v2 longer") ? 1 : -1;
+}
+
+static int st_xremove(struct arf_client *c)
+{
+	if (!strcmp(xnames(c, xf), "user.a,user.b"))
+		return xis(c, "user.a", "v2 longer") && xis(c, "user.b", "bb") ? 0 : -1;
+	return !strcmp(xnames(c, xf), "user.b") && xis(c, "user.b", "bb") ? 1 : -1;
+}
+
+static int st_xremove_last(struct arf_client *c)
+{
+	if (!strcmp(xnames(c, xf), "user.b"))
+		return xis(c, "user.b", "bb") ? 0 : -1;
+	return !strcmp(xnames(c, xf), "") ? 1 : -1;
+}
+
+/* The xattr operations stopped at every point: a set that makes the block, a set that
+ * replaces an entry among others, a removal that moves entries down, and the removal of
+ * the last entry, which gives the block back. */
+static void crash_xattr(const char *img)
+{
+	struct conn k;
+	xf = -1;
+	if (serve(&k, img)) {
+		int64_t dd = mkdir_p(k.c, "c");
+		xf = dd > 0 ? arf_create(k.c, (uint64_t)dd, "xf", 0644, 0, 0) : -1;
+		unserve(&k);
+	}
+	CHECK(xf > 0, "xattr crash fixture");
+	/* these runs spend 6 to 20 units in all, and their logged halves have 2 to 6 points
+	 * (calls) where fuel can stop them: every one is tried */
+	crash_fuel0 = 1;
+	crash_cut_min = 2;
+	int64_t a1[4] = { xf, 6, 0, 0 };
+	crash_op("setxattr new block", img, "setxattr", a1, 4, "user.av1", 8, st_xset_new, 1, false);
+	if (serve(&k, img)) {
+		CHECK(arf_setxattr(k.c, (uint64_t)xf, "user.b", "bb", 2, 0) == 0, "user.b");
+		unserve(&k);
+	}
+	crash_op("setxattr replace", img, "setxattr", a1, 4, "user.av2 longer", 15,
+	         st_xset_replace, 1, false);
+	int64_t a2[2] = { xf, 0 };
+	crash_op("removexattr", img, "removexattr", a2, 2, "user.a", 6, st_xremove, 1, false);
+	crash_op("removexattr last", img, "removexattr", a2, 2, "user.b", 6, st_xremove_last, 1,
+	         false);
+	crash_fuel0 = 10;
+	crash_cut_min = 5;
+}
+
 static void test_crash_ops(const char *img)
 {
 	char err[512];
@@ -1063,6 +1431,7 @@ static void test_crash_ops(const char *img)
 	}
 	int64_t a5[2] = { cx[4], cx[5] };
 	crash_op("link", img, "link", a5, 2, "hard", 4, st_link, 1, false);
+	crash_xattr(img);
 }
 
 static bool same_attr(const struct arf_attr *x, const struct arf_attr *y)
@@ -1462,6 +1831,7 @@ int main(void)
 	test_attr_forms(img);
 	test_setgid_dir(img);
 	test_walk(img);
+	test_xattr(img);
 	test_enospc();
 	test_crash(path_of("crash.img"));
 	test_crash_ops(path_of("crash-ops.img"));
