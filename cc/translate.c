@@ -736,7 +736,9 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	    dl == out_loc(t, t->cur, in->dst)) {
 		int64_t delta = op == BPF_ADD ? imm : -imm;
 		if (delta >= -128 && delta <= 127) {
-			/* linc leaves the operand stack alone: a pending value stays pending */
+			/* the pending store goes first: the interpreter makes "add; lset s" one
+			 * three-address add, which a linc between the two would split in two */
+			flush(t);
 			asm_linc(t->b, dl, (int)delta);
 			note(t, "linc %s, %lld", bpf_reg_name[in->dst], (long long)delta);
 			return;
