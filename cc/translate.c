@@ -1055,7 +1055,9 @@ static void push_arg(struct tr *t, uint32_t i, unsigned r)
 		if (m->dst != r)
 			continue;
 		if (BPF_SRC(m->code) == BPF_X) {
-			/* the source's local at the move: nothing between it and the call writes it */
+			/* the source's local at the move: nothing between it and the call writes it.
+			 * A value still pending there is used in place when the move was its last
+			 * reader (em_reg asks about the move, not the call) */
 			uint32_t cur = t->cur;
 			t->cur = k;
 			em_reg(t, OP_LGET, m->src);
@@ -1158,8 +1160,6 @@ static void emit_intrinsic(struct tr *t, uint32_t i)
 		if (!region_ok(t, i, op, a, 1) || !region_ok(t, i, op, b, 0))
 			return;
 	}
-	if (i > 0 && t->fwd_skip[i - 1])
-		flush(t);          /* forwarded sources are read as they are in their locals */
 	for (int r = 1; r <= n_args; r++)
 		push_arg(t, i, (unsigned)r);
 	switch (oi->fmt) {
@@ -1198,8 +1198,6 @@ static void emit_call(struct tr *t, uint32_t i)
 	if (callee->n_args != callee->n_params)
 		return (void)ERR(t, i, "call of %s, which takes %d arguments (AR_EXPORT_ARGS): only a "
 		                 "client can pass more than 5", callee->name, callee->n_args);
-	if (i > 0 && t->fwd_skip[i - 1])
-		flush(t);
 	for (int r = 1; r <= callee->n_args; r++)
 		push_arg(t, i, (unsigned)r);
 	flush(t);
@@ -1262,6 +1260,8 @@ static void emit_ldx(struct tr *t, uint32_t i)
 		em_reg(t, OP_LSET, in->dst);
 		return;
 	}
+	if (in->src == BPF_FP && out_loc(t, i, in->dst) == LOC_NONE)
+		return note(t, "(nothing: %s is not read)", bpf_reg_name[in->dst]);
 	if (in->src == BPF_FP) {
 		/* a slot local holds the 8 bytes little-endian: shift the ones asked for down */
 		unsigned byte = (unsigned)(in->off + STACK_BYTES);
