@@ -1,11 +1,12 @@
 /* translate.c: one BPF object (struct obj) -> one code segment, through the builder API.
  *
- * Each BPF function becomes a function of the segment with the same arguments: r1..rN are its
- * locals 0..N-1, the other registers and each 8-byte stack slot it touches get a local of
- * their own.  Every BPF instruction becomes a short stack sequence that starts and ends with
- * an empty operand stack (lget the operands, the opcode, lset the result), so every BPF
- * branch target is a point of depth 0 and the verifier's rule of one depth per instruction
- * holds by construction.
+ * Each BPF function becomes a function of the segment with the same arguments: the
+ * parameters r1..rN arrive in its locals 0..N-1, each value of a register gets a local
+ * (values that a copy joins share one: alloc_locals) and each 8-byte stack slot it touches
+ * a local of its own.  Every BPF instruction becomes a short stack sequence that starts and
+ * ends with an empty operand stack (lget the operands, the opcode, lset the result), so every
+ * BPF branch target is a point of depth 0 and the verifier's rule of one depth per
+ * instruction holds by construction.
  *
  * Memory: the pointers a C segment can hold are stack addresses (r10 plus an integer),
  * addresses of `static const` data (LD_IMM64 of a .rodata section, which are offsets into

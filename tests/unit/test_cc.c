@@ -1392,6 +1392,11 @@ static void test_coalesce(void)
 			continue;
 		}
 		char *text = realloc(src, len + 1);
+		if (!text) {
+			free(src);
+			check(0, name, "out of memory");
+			continue;
+		}
 		text[len] = 0;
 		void *obj = clang_object(text, NULL, &len, err, sizeof err);
 		free(text);
@@ -1399,7 +1404,8 @@ static void test_coalesce(void)
 		int ne = obj ? cc_compile(obj, len, "case.o", &opts, &seg, &seg_len, &diags, &listing) : -1;
 		free(obj);
 		check(ne == 0 && listing, name, "%s", diags ? diags : err);
-		for (const char *p = listing; ne == 0 && p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		for (const char *p = listing; ne == 0 && p && *p;
+		     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
 			unsigned slot, d, s2;
 			int at = 0;
 			/* "  12  r3 = r0      ...": a register copy, not "r3 = r0 ll" or a load */
