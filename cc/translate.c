@@ -1,11 +1,12 @@
 /* translate.c: one BPF object (struct obj) -> one code segment, through the builder API.
  *
- * Each BPF function becomes a function of the segment with the same arguments: r1..rN are its
- * locals 0..N-1, the other registers and each 8-byte stack slot it touches get a local of
- * their own.  Every BPF instruction becomes a short stack sequence that starts and ends with
- * an empty operand stack (lget the operands, the opcode, lset the result), so every BPF
- * branch target is a point of depth 0 and the verifier's rule of one depth per instruction
- * holds by construction.
+ * Each BPF function becomes a function of the segment with the same arguments: the
+ * parameters r1..rN arrive in its locals 0..N-1, each value of a register gets a local
+ * (values that a copy joins share one: alloc_locals) and each 8-byte stack slot it touches
+ * a local of its own.  Every BPF instruction becomes a short stack sequence that starts and
+ * ends with an empty operand stack (lget the operands, the opcode, lset the result), so every
+ * BPF branch target is a point of depth 0 and the verifier's rule of one depth per
+ * instruction holds by construction.
  *
  * Memory: the pointers a C segment can hold are stack addresses (r10 plus an integer),
  * addresses of `static const` data (LD_IMM64 of a .rodata section, which are offsets into
@@ -66,12 +67,18 @@ struct tr {
 	int slot_local[N_SLOTS];
 	unsigned n_locals;
 	uint16_t *live_out;            /* registers live after each slot (bit r) */
+	uint8_t *loc_in;               /* n * ALLOC_REGS: the local of each register live into
+	                                * slot i (alloc_locals), LOC_NONE for one that is not;
+	                                * NULL: every register has its own, reg_local */
+	uint8_t *loc_out;              /* the same after slot i: LOC_NONE marks a dead value */
 	uint32_t *dup_end;             /* goto at slot i: 1 + last slot of the block it copies, or 0 */
 	uint8_t *fwd_skip;             /* slot is a move into an argument register that its call
 	                                * reads from the source instead (plan_forwarding) */
 	uint32_t cur;                  /* slot being translated */
-	int pending;                   /* register whose new value is still on the operand
-	                                * stack (its lset not emitted yet), or -1 */
+	int pending;                   /* local whose new value is still on the operand stack
+	                                * (its lset not emitted yet), LOC_NONE for a value that
+	                                * nothing reads (dropped), or -1 */
+	unsigned pending_reg;          /* the register it is the value of, for --explain */
 	uint8_t zbits[BPF_NREGS];      /* register values are known to fit this many low bits */
 	unsigned frame_region;         /* region index of VM_FRAME_REGION, 0: the object has no
 	                                * framed function (pointers are then refused) */
@@ -85,6 +92,9 @@ struct tr {
 static const char *const bpf_reg_name[BPF_NREGS] = {
 	"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10"
 };
+
+#define ALLOC_REGS    10           /* r0..r9 get locals by alloc_locals; r10 keeps its own */
+#define LOC_NONE      0xff         /* no local: the register is not live there */
 
 #define ERR(t, i, ...) cc_error((t)->d, (t)->o, (t)->f->sec, (t)->f->start + (i), __VA_ARGS__)
 
@@ -120,13 +130,34 @@ static void flush(struct tr *t)
 {
 	if (t->pending < 0)
 		return;
-	asm_local(t->b, OP_LSET, (unsigned)t->reg_local[t->pending]);
-	note(t, "lset %s", bpf_reg_name[t->pending]);
+	if (t->pending == LOC_NONE) {
+		asm_op(t->b, OP_DROP);
+		note(t, "drop (%s is not read)", bpf_reg_name[t->pending_reg]);
+	} else {
+		asm_local(t->b, OP_LSET, (unsigned)t->pending);
+		note(t, "lset %s", bpf_reg_name[t->pending_reg]);
+	}
 	t->pending = -1;
 }
 
+/* The local register r is read from at slot i, and the one it is in after slot i (LOC_NONE:
+ * dead there).  Without an allocation (alloc_locals gave up) both are r's own local. */
+static unsigned use_loc(const struct tr *t, uint32_t i, unsigned r)
+{
+	if (!t->loc_in || r >= ALLOC_REGS)
+		return (unsigned)t->reg_local[r];
+	return t->loc_in[(size_t)i * ALLOC_REGS + r];
+}
+
+static unsigned out_loc(const struct tr *t, uint32_t i, unsigned r)
+{
+	if (!t->loc_out || r >= ALLOC_REGS)
+		return (unsigned)t->reg_local[r];
+	return t->loc_out[(size_t)i * ALLOC_REGS + r];
+}
+
 static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r);
-static int writes(const struct tr *t, uint32_t i, unsigned r);
+static void use_def(const struct tr *t, uint32_t i, unsigned *use, unsigned *def);
 static int consumable(const struct tr *t, uint32_t i, unsigned r);
 static void translate_insn(struct tr *t, uint32_t i);
 static void update_bits(struct tr *t, uint32_t i);
@@ -145,29 +176,54 @@ static void em_push(struct tr *t, int64_t v)
 	note(t, "push %lld", (long long)v);
 }
 
+/* How many times the translation of slot i reads local l, through any register in it. */
+static unsigned reads_loc(const struct tr *t, uint32_t i, unsigned l)
+{
+	unsigned n = 0;
+	for (unsigned r = 0; r < ALLOC_REGS; r++) {
+		unsigned k = reads_of(t, i, r);
+		if (k && use_loc(t, i, r) == l)
+			n += k;
+	}
+	return n;
+}
+
+/* Whether the value local l holds as slot i starts is read after slot i: some register live
+ * after i, and not written by it, is in l.  (One written by i holds a new value.) */
+static int needed_after(const struct tr *t, uint32_t i, unsigned l)
+{
+	unsigned use, def;
+	use_def(t, i, &use, &def);
+	for (unsigned r = 0; r < ALLOC_REGS; r++)
+		if ((t->live_out[i] >> r & 1) && !(def >> r & 1) && out_loc(t, i, r) == l)
+			return 1;
+	return 0;
+}
+
 /* Registers through locals, with one store in flight: a translation ends with "lset dst",
  * which is held back; when the next instruction starts by reading dst, the value is still on
- * the stack: "ltee dst" keeps both, or, when that instruction is dst's last reader (dst is
- * dead after it or overwritten by it), nothing is emitted at all.  Anything else emits the
- * store first.  Every branch target starts with the store emitted, so the operand stack is
- * empty there as before. */
+ * the stack: "ltee dst" keeps both, or, when that instruction is the last reader of the
+ * value (no register in its local is read after it), nothing is emitted at all.  A value
+ * nothing reads is dropped.  Anything else emits the store first.  Every branch target
+ * starts with the store emitted, so the operand stack is empty there as before. */
 static void em_reg(struct tr *t, enum op op, unsigned r)
 {
 	if (op == OP_LSET) {
 		flush(t);
-		t->pending = (int)r;
+		t->pending = (int)out_loc(t, t->cur, r);
+		t->pending_reg = r;
 		return;
 	}
-	if (op == OP_LGET && t->pending == (int)r) {
+	unsigned l = use_loc(t, t->cur, r);
+	if (op == OP_LGET && t->pending == (int)l && l != LOC_NONE) {
 		t->pending = -1;
-		if (reads_of(t, t->cur, r) == 1 &&
-		    (!(t->live_out[t->cur] >> r & 1) || writes(t, t->cur, r)))
+		if (reads_loc(t, t->cur, l) == 1 && !needed_after(t, t->cur, l))
 			return note(t, "(%s on the stack)", bpf_reg_name[r]);
-		asm_local(t->b, OP_LTEE, (unsigned)t->reg_local[r]);
+		asm_local(t->b, OP_LTEE, l);
 		return note(t, "ltee %s", bpf_reg_name[r]);
 	}
 	flush(t);
-	asm_local(t->b, op, (unsigned)t->reg_local[r]);
+	asm_local(t->b, op, l);
 	note(t, "%s %s", mnem(op), bpf_reg_name[r]);
 }
 
@@ -613,6 +669,13 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	 * low 32 bits */
 	int64_t imm = is64 ? (int64_t)in->imm : (int64_t)(uint32_t)in->imm;
 
+	/* a value nothing reads: moves and arithmetic that cannot trap are left out */
+	if (out_loc(t, t->cur, in->dst) == LOC_NONE && op != BPF_DIV && op != BPF_MOD)
+		return note(t, "(nothing: %s is not read)", bpf_reg_name[in->dst]);
+	/* a copy between registers that share a local (alloc_locals) is no copy at all */
+	if (op == BPF_MOV && x && is64 && use_loc(t, t->cur, in->src) == out_loc(t, t->cur, in->dst))
+		return note(t, "(nothing: %s and %s share a local)", bpf_reg_name[in->dst],
+		            bpf_reg_name[in->src]);
 	if (op == BPF_MOV) {
 		if (x) {
 			em_reg(t, OP_LGET, in->src);
@@ -637,8 +700,13 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 		 * endian: reverse the low imm/8 bytes */
 		unsigned n = (unsigned)in->imm / 8;
 		if (BPF_SRC(in->code) == 0) {
-			if (n == 8)
+			if (n == 8 && use_loc(t, t->cur, in->dst) == out_loc(t, t->cur, in->dst))
 				return note(t, "(nothing: already little-endian)");
+			if (n == 8) {
+				/* the value moves to its new web's local */
+				em_reg(t, OP_LGET, in->dst);
+				return em_reg(t, OP_LSET, in->dst);
+			}
 			em_reg(t, OP_LGET, in->dst);
 			em_push(t, (int64_t)((1ull << in->imm) - 1));
 			em_op(t, OP_AND);
@@ -664,21 +732,26 @@ static void emit_alu(struct tr *t, const struct bpf_insn *in)
 	}
 	int shift = op == BPF_LSH || op == BPF_RSH || op == BPF_ARSH;
 	/* a constant added to a register in a local: linc; to one still on the stack: add */
-	if (is64 && !x && (op == BPF_ADD || op == BPF_SUB) && t->pending != (int)in->dst) {
+	unsigned dl = use_loc(t, t->cur, in->dst);
+	if (is64 && !x && (op == BPF_ADD || op == BPF_SUB) && t->pending != (int)dl &&
+	    dl == out_loc(t, t->cur, in->dst)) {
 		int64_t delta = op == BPF_ADD ? imm : -imm;
 		if (delta >= -128 && delta <= 127) {
-			/* linc leaves the operand stack alone: a pending value stays pending */
-			asm_linc(t->b, (unsigned)t->reg_local[in->dst], (int)delta);
+			/* the pending store goes first: the interpreter makes "add; lset s" one
+			 * three-address add, which a linc between the two would split in two */
+			flush(t);
+			asm_linc(t->b, dl, (int)delta);
 			note(t, "linc %s, %lld", bpf_reg_name[in->dst], (long long)delta);
 			return;
 		}
 	}
 	/* and with a mask that keeps every bit the value can have changes nothing */
 	if (op == BPF_AND && !x && (is64 ? in->imm >= 0 : fits32(t, in->dst)) &&
-	    (known_mask(t, in->dst) & ~(uint64_t)imm) == 0)
+	    (known_mask(t, in->dst) & ~(uint64_t)imm) == 0 && dl == out_loc(t, t->cur, in->dst))
 		return note(t, "(nothing: %s has no bits outside the mask)", bpf_reg_name[in->dst]);
-	/* r *= r and the like with r still on the stack: dup (the old value dies here) */
-	if (is64 && x && in->src == in->dst && t->pending == (int)in->dst) {
+	/* r *= r and the like with r still on the stack: dup, when the old value dies here */
+	if (is64 && x && in->src == in->dst && t->pending == (int)dl &&
+	    !needed_after(t, t->cur, dl)) {
 		t->pending = -1;
 		note(t, "(%s on the stack)", bpf_reg_name[in->dst]);
 		em_op(t, OP_DUP);
@@ -776,8 +849,9 @@ static unsigned mirror(unsigned bpf_op)
  * storing it (i is r's only reader and r is dead or overwritten after it). */
 static int consumable(const struct tr *t, uint32_t i, unsigned r)
 {
-	return t->pending == (int)r && reads_of(t, i, r) == 1 &&
-	       (!(t->live_out[i] >> r & 1) || writes(t, i, r));
+	unsigned l = use_loc(t, i, r);
+	return t->pending == (int)l && l != LOC_NONE && reads_loc(t, i, l) == 1 &&
+	       !needed_after(t, i, l);
 }
 
 /* Push the operands of the conditional jump at slot i (extended for JMP32; for JSET, their
@@ -981,8 +1055,16 @@ static void push_arg(struct tr *t, uint32_t i, unsigned r)
 		const struct bpf_insn *m = &t->in[k];
 		if (m->dst != r)
 			continue;
-		if (BPF_SRC(m->code) == BPF_X)
-			return em_reg(t, OP_LGET, m->src);
+		if (BPF_SRC(m->code) == BPF_X) {
+			/* the source's local at the move: nothing between it and the call writes it.
+			 * A value still pending there is used in place when the move was its last
+			 * reader (em_reg asks about the move, not the call) */
+			uint32_t cur = t->cur;
+			t->cur = k;
+			em_reg(t, OP_LGET, m->src);
+			t->cur = cur;
+			return;
+		}
 		return em_push(t, BPF_CLASS(m->code) == BPF_ALU64 ? (int64_t)m->imm
 		                                              : (int64_t)(uint32_t)m->imm);
 	}
@@ -1079,8 +1161,6 @@ static void emit_intrinsic(struct tr *t, uint32_t i)
 		if (!region_ok(t, i, op, a, 1) || !region_ok(t, i, op, b, 0))
 			return;
 	}
-	if (i > 0 && t->fwd_skip[i - 1])
-		flush(t);          /* forwarded sources are read as they are in their locals */
 	for (int r = 1; r <= n_args; r++)
 		push_arg(t, i, (unsigned)r);
 	switch (oi->fmt) {
@@ -1119,8 +1199,6 @@ static void emit_call(struct tr *t, uint32_t i)
 	if (callee->n_args != callee->n_params)
 		return (void)ERR(t, i, "call of %s, which takes %d arguments (AR_EXPORT_ARGS): only a "
 		                 "client can pass more than 5", callee->name, callee->n_args);
-	if (i > 0 && t->fwd_skip[i - 1])
-		flush(t);
 	for (int r = 1; r <= callee->n_args; r++)
 		push_arg(t, i, (unsigned)r);
 	flush(t);
@@ -1183,6 +1261,8 @@ static void emit_ldx(struct tr *t, uint32_t i)
 		em_reg(t, OP_LSET, in->dst);
 		return;
 	}
+	if (in->src == BPF_FP && out_loc(t, i, in->dst) == LOC_NONE)
+		return note(t, "(nothing: %s is not read)", bpf_reg_name[in->dst]);
 	if (in->src == BPF_FP) {
 		/* a slot local holds the 8 bytes little-endian: shift the ones asked for down */
 		unsigned byte = (unsigned)(in->off + STACK_BYTES);
@@ -1396,13 +1476,6 @@ static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r)
 	return 0;
 }
 
-static int writes(const struct tr *t, uint32_t i, unsigned r)
-{
-	unsigned use, def;
-	use_def(t, i, &use, &def);
-	return def >> r & 1;
-}
-
 /* Backward data flow over the function's control-flow graph, with a work list of
  * predecessors: each live_in only grows (at most 10 bits), so it ends after at most
  * n + 10 * edges steps. */
@@ -1476,6 +1549,273 @@ out:
 	free(work);
 	free(live_in);
 	free(queued);
+	return rc;
+}
+
+/* ---- pass 3b: BPF registers onto locals ----
+ *
+ * A local per register makes each of clang's register copies an lget and an lset, and clang
+ * copies freely: its BPF is two-address ("r0 = r2; r0 *= r0" to compute into r0) and its
+ * allocator moves a loop's result back at the end of each iteration ("r3 = r0").  So each
+ * value gets a local of its own instead, and the two ends of a copy share one where they
+ * can, which makes the copy nothing at all.
+ *
+ * - Webs: the values of one register that reach the same reads are one web, found by a
+ *   union-find over the points "r live into slot i" and "r live after slot i": a value flows
+ *   from after i into each successor, and through i when i does not write r.
+ * - Interference (Chaitin's rule): a write interferes with every other value live after it,
+ *   except a copy's with its source (they are one value); the values live into the function
+ *   (its parameters) interfere with one another.
+ * - Coalescing: the source and destination webs of each copy, then the two webs of each
+ *   two-address operation ("r += K" is one linc when they share a local, "r &= 255" after
+ *   a byte load nothing), become one web when they do not interfere.  The emitter checks
+ *   that the locals are the same before it leaves anything out.
+ * - A greedy coloring gives each web a local: the parameters' webs keep theirs, the others
+ *   take locals past the arguments (and the framed function's two), the stack slots follow.
+ *
+ * Work is bounded for any object: functions of more than ALLOC_MAX_SLOTS slots, more than
+ * ALLOC_MAX_WEBS webs, or more locals than the ISA has keep a local per register (loc_in
+ * stays NULL).
+ */
+#define ALLOC_MAX_SLOTS 32768
+#define ALLOC_MAX_WEBS  1024
+#define A_IN(i, r)   ((size_t)(i) * ALLOC_REGS + (r))
+#define A_OUT(i, r)  (((size_t)n + (i)) * ALLOC_REGS + (r))
+
+static uint32_t uf_find(uint32_t *par, uint32_t x)
+{
+	while (par[x] != x) {
+		par[x] = par[par[x]];      /* path halving: no recursion, near-constant depth */
+		x = par[x];
+	}
+	return x;
+}
+
+static void uf_union(uint32_t *par, uint32_t a, uint32_t b)
+{
+	a = uf_find(par, a);
+	b = uf_find(par, b);
+	if (a != b)
+		par[b] = a;
+}
+
+struct webs {
+	uint32_t n;                /* webs */
+	size_t words;              /* 64-bit words per row of adj */
+	uint64_t *adj;             /* n x n interference bits, kept for the root of each merge */
+	uint32_t *par;             /* merged webs: union-find */
+	int *pin;                  /* the parameter local a web must use, PIN_ENTRY for one
+	                            * live into the function that is no parameter, or -1 */
+};
+
+/* A register read before any write (BPF's verifier refuses that; an object need not) reads
+ * 0, as locals start: such a web keeps away from the parameters' locals. */
+#define PIN_ENTRY (-2)
+
+static int adjacent(const struct webs *w, uint32_t a, uint32_t b)
+{
+	return w->adj[a * w->words + b / 64] >> (b % 64) & 1;
+}
+
+static void interfere(struct webs *w, uint32_t a, uint32_t b)
+{
+	w->adj[a * w->words + b / 64] |= 1ull << (b % 64);
+	w->adj[b * w->words + a / 64] |= 1ull << (a % 64);
+}
+
+/* Make webs a and b one, unless they interfere or are two parameters. */
+static void coalesce(struct webs *w, uint32_t a, uint32_t b)
+{
+	a = uf_find(w->par, a);
+	b = uf_find(w->par, b);
+	if (a == b || adjacent(w, a, b) || (w->pin[a] >= 0 && w->pin[b] >= 0))
+		return;
+	w->par[b] = a;
+	if (w->pin[a] == -1)
+		w->pin[a] = w->pin[b];
+	/* a's row and column take b's: every web that interfered with a part of the merged
+	 * web interferes with its root */
+	for (uint32_t k = 0; k < w->n; k++)
+		if (adjacent(w, b, k))
+			interfere(w, a, k);
+}
+
+static int is_copy(const struct bpf_insn *in)
+{
+	return in->code == (BPF_ALU64 | BPF_MOV | BPF_X) && in->src < ALLOC_REGS &&
+	       in->src != in->dst;
+}
+
+static int alloc_locals(struct tr *t)
+{
+	uint32_t n = t->n;
+	if (n == 0 || n > ALLOC_MAX_SLOTS)
+		return 0;
+	size_t n_nodes = 2 * (size_t)n * ALLOC_REGS;
+	uint32_t *par = malloc(n_nodes * sizeof *par), *wid = malloc(n_nodes * sizeof *wid);
+	uint16_t *live_in = calloc(n, sizeof *live_in);
+	struct webs w = { 0 };
+	int *color = NULL, rc = -1;
+	if (!par || !wid || !live_in)
+		goto out;
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned use, def;
+		if (t->target[i] == 2)
+			continue;
+		use_def(t, i, &use, &def);
+		live_in[i] = (uint16_t)(use | (t->live_out[i] & ~def));
+	}
+	for (size_t x = 0; x < n_nodes; x++)
+		par[x] = (uint32_t)x;
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned use, def;
+		uint32_t succ[2];
+		if (t->target[i] == 2)
+			continue;
+		use_def(t, i, &use, &def);
+		for (unsigned r = 0; r < ALLOC_REGS; r++)
+			if ((t->live_out[i] >> r & 1) && !(def >> r & 1))
+				uf_union(par, (uint32_t)A_OUT(i, r), (uint32_t)A_IN(i, r));
+		int ns = successors(t, i, succ);
+		for (int j = 0; j < ns; j++)
+			for (unsigned r = 0; succ[j] < n && r < ALLOC_REGS; r++)
+				if (live_in[succ[j]] >> r & 1)
+					uf_union(par, (uint32_t)A_OUT(i, r), (uint32_t)A_IN(succ[j], r));
+	}
+	/* number the webs: the roots of the live points */
+	memset(wid, 0xff, n_nodes * sizeof *wid);
+	for (uint32_t i = 0; i < n; i++)
+		for (unsigned r = 0; r < ALLOC_REGS; r++) {
+			size_t pts[2] = { A_IN(i, r), A_OUT(i, r) };
+			int live[2] = { live_in[i] >> r & 1, t->live_out[i] >> r & 1 };
+			for (int k = 0; k < 2; k++) {
+				if (!live[k])
+					continue;
+				uint32_t root = uf_find(par, (uint32_t)pts[k]);
+				if (wid[root] != UINT32_MAX)
+					continue;
+				if (w.n == ALLOC_MAX_WEBS) {
+					rc = 0;        /* too many: a local per register */
+					goto out;
+				}
+				wid[root] = w.n++;
+			}
+		}
+#define WEB(x) wid[uf_find(par, (uint32_t)(x))]
+	w.words = (w.n + 63) / 64;
+	w.adj = calloc(w.n * w.words + 1, sizeof *w.adj);
+	w.par = malloc((w.n + 1) * sizeof *w.par);
+	w.pin = malloc((w.n + 1) * sizeof *w.pin);
+	color = malloc((w.n + 1) * sizeof *color);
+	if (!w.adj || !w.par || !w.pin || !color)
+		goto out;
+	for (uint32_t k = 0; k < w.n; k++) {
+		w.par[k] = k;
+		w.pin[k] = -1;
+		color[k] = -1;
+	}
+	/* the function's entry defines what is live there: the parameters in their locals */
+	for (unsigned r = 0; r < ALLOC_REGS; r++) {
+		if (!(live_in[0] >> r & 1))
+			continue;
+		w.pin[WEB(A_IN(0, r))] = r >= 1 && (int)r <= t->f->n_params ? (int)r - 1 : PIN_ENTRY;
+		for (unsigned q = 0; q < r; q++)
+			if (live_in[0] >> q & 1)
+				interfere(&w, WEB(A_IN(0, r)), WEB(A_IN(0, q)));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned use, def;
+		if (t->target[i] == 2)
+			continue;
+		use_def(t, i, &use, &def);
+		unsigned copy_src = is_copy(&t->in[i]) ? t->in[i].src : BPF_NREGS;
+		for (unsigned d = 0; d < ALLOC_REGS; d++) {
+			if (!(def >> d & 1) || !(t->live_out[i] >> d & 1))
+				continue;
+			for (unsigned r = 0; r < ALLOC_REGS; r++)
+				if (r != d && (t->live_out[i] >> r & 1) && r != copy_src)
+					interfere(&w, WEB(A_OUT(i, d)), WEB(A_OUT(i, r)));
+		}
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < n; i++) {
+			const struct bpf_insn *in = &t->in[i];
+			if (t->target[i] == 2 || !(t->live_out[i] >> in->dst & 1))
+				continue;
+			if (pass == 0 && is_copy(in))
+				coalesce(&w, WEB(A_OUT(i, in->dst)), WEB(A_IN(i, in->src)));
+			unsigned cl = BPF_CLASS(in->code);
+			if (pass == 1 && (cl == BPF_ALU || cl == BPF_ALU64) && BPF_OP(in->code) != BPF_MOV)
+				coalesce(&w, WEB(A_OUT(i, in->dst)), WEB(A_IN(i, in->dst)));
+		}
+	/* colors: 0 .. n_params-1 are the parameters' locals, the others follow the arguments */
+	int n_colors = t->f->n_params;
+	for (uint32_t k = 0; k < w.n; k++)
+		if (w.par[k] == k && w.pin[k] >= 0)
+			color[k] = w.pin[k];
+	for (uint32_t k = 0; k < w.n; k++) {
+		uint64_t used[ISA_MAX_LOCALS / 64 + 1] = { 0 };
+		if (w.par[k] != k || color[k] >= 0)
+			continue;
+		for (uint32_t j = 0; j < w.n; j++) {
+			int c = adjacent(&w, k, j) ? color[uf_find(w.par, j)] : -1;
+			if (c >= 0)
+				used[c / 64] |= 1ull << (c % 64);
+		}
+		int c = w.pin[k] == PIN_ENTRY ? t->f->n_params : 0;
+		while (c < ISA_MAX_LOCALS && (used[c / 64] >> (c % 64) & 1))
+			c++;
+		if (c >= ISA_MAX_LOCALS) {
+			rc = 0;
+			goto out;
+		}
+		color[k] = c;
+		if (c + 1 > n_colors)
+			n_colors = c + 1;
+	}
+	unsigned base = (unsigned)t->f->n_args + (t->framed ? 2 : 0), n_slots = 0;
+	for (unsigned s = 0; s < N_SLOTS; s++)
+		n_slots += t->slot_local[s] != NO_LOCAL;
+	unsigned n_locals = base + (unsigned)(n_colors - t->f->n_params) + n_slots;
+	if (n_locals > ISA_MAX_LOCALS) {
+		rc = 0;
+		goto out;
+	}
+	t->loc_in = malloc((size_t)n * ALLOC_REGS);
+	t->loc_out = malloc((size_t)n * ALLOC_REGS);
+	if (!t->loc_in || !t->loc_out)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		for (unsigned r = 0; r < ALLOC_REGS; r++) {
+			uint8_t *dst[2] = { &t->loc_in[A_IN(i, r)], &t->loc_out[A_IN(i, r)] };
+			size_t pts[2] = { A_IN(i, r), A_OUT(i, r) };
+			int live[2] = { live_in[i] >> r & 1, t->live_out[i] >> r & 1 };
+			for (int k = 0; k < 2; k++) {
+				int c = live[k] ? color[uf_find(w.par, WEB(pts[k]))] : -1;
+				*dst[k] = c < 0 ? LOC_NONE : c < t->f->n_params ? (uint8_t)c :
+				          (uint8_t)(base + (unsigned)(c - t->f->n_params));
+			}
+		}
+#undef WEB
+	/* the stack slots' locals after the webs' */
+	t->n_locals = base + (unsigned)(n_colors - t->f->n_params);
+	for (unsigned s = 0; s < N_SLOTS; s++)
+		if (t->slot_local[s] != NO_LOCAL)
+			t->slot_local[s] = (int)t->n_locals++;
+	rc = 0;
+out:
+	if (rc != 0) {
+		free(t->loc_in);
+		free(t->loc_out);
+		t->loc_in = t->loc_out = NULL;
+	}
+	free(par);
+	free(wid);
+	free(live_in);
+	free(w.adj);
+	free(w.par);
+	free(w.pin);
+	free(color);
 	return rc;
 }
 
@@ -1657,7 +1997,7 @@ static void translate_func(struct tr *t)
 	}
 	plan_copies(t);
 	plan_forwarding(t);
-	if (flow(t) != 0 || liveness(t) != 0)
+	if (flow(t) != 0 || liveness(t) != 0 || alloc_locals(t) != 0)
 		return (void)ERR(t, 0, "out of memory");
 	t->pending = -1;
 	memset(t->zbits, 64, sizeof t->zbits);
@@ -1859,6 +2199,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		t.live_out = calloc(t.n, sizeof *t.live_out);
 		t.dup_end = calloc(t.n, sizeof *t.dup_end);
 		t.fwd_skip = calloc(t.n, 1);
+		t.loc_in = t.loc_out = NULL;
 		t.listing = explain && strcmp(explain, t.f->name) == 0 ? listing : NULL;
 		if (t.listing) {
 			explained = 1;
@@ -1878,6 +2219,8 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		free(t.live_out);
 		free(t.dup_end);
 		free(t.fwd_skip);
+		free(t.loc_in);
+		free(t.loc_out);
 		if (d->n_errors)
 			continue;
 		if (t.f->exported && asm_export(t.b, t.f->name, t.f->index) < 0)

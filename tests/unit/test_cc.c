@@ -1234,6 +1234,207 @@ static void test_no_lines(void)
 	free(obj);
 }
 
+/* ---- registers onto locals: copies that must disappear, and ones that must stay ---- */
+
+/* The listing line of BPF instruction `insn` (its text followed by the padding). */
+static const char *listing_line(const char *listing, const char *insn)
+{
+	for (const char *p = listing; (p = strstr(p, insn)); p++)
+		if (p > listing && p[-1] == ' ' && p[strlen(insn)] == ' ' && p[strlen(insn) + 1] == ' ')
+			return p;
+	return NULL;
+}
+
+/* Whether the listing line of `insn` says the copy emitted nothing (its two ends share a local). */
+static int on_line(const char *line, const char *what);
+
+static int copy_removed(const char *line)
+{
+	return on_line(line, "share a local");
+}
+
+/* Whether the listing line starting at line says `what`. */
+static int on_line(const char *line, const char *what)
+{
+	const char *m = strstr(line, what), *end = strchr(line, '\n');
+	return m && (!end || m < end);
+}
+
+/* Instructions in function `entry` of a segment. */
+static unsigned count_insns(const uint8_t *seg, size_t seg_len, const char *entry)
+{
+	struct isa_seg *sg;
+	char err[200];
+	unsigned n = 0;
+	if (isa_seg_decode(seg, seg_len, &sg, err, sizeof err) != 0)
+		return 0;
+	for (uint32_t f = 0; f < sg->n_funcs; f++) {
+		if (strcmp(sg->funcs[f].name, entry) != 0)
+			continue;
+		struct isa_insn in;
+		for (size_t pc = 0; pc < sg->funcs[f].code_len && isa_decode(sg->funcs[f].code,
+		     sg->funcs[f].code_len, pc, &in) == 0; pc += in.len)
+			n++;
+	}
+	isa_seg_free(sg);
+	return n;
+}
+
+#define ASM2(name, text) "long " name "(long a, long b) { register long x asm(\"r1\") = a;" \
+	" register long y asm(\"r2\") = b; register long r asm(\"r0\");" \
+	" asm volatile(" #text " : \"=r\"(r) : \"r\"(x), \"r\"(y) : \"r3\", \"r4\"); return r; }\n"
+
+static const struct {
+	const char *name, *src, *insn;   /* insn: the copy whose fate is checked */
+	int removed;                     /* 1: it must become nothing; 0: it must stay */
+	int64_t a, b, want;
+} coal_cases[] = {
+	/* the copy's source is written while the copy is live, and that write is a value of the
+	 * same web (both paths meet at the add): two values, two locals */
+	{ "coal_src_redefined", ASM2("f", "r3 = r1\n if r2 == 0 goto +1\n r1 += 5\n r0 = r3\n"
+	                             " r0 += r1"), "r3 = r1", 0, 10, 1, 25 },
+	/* the same written on one path only: the new value gets a local of its own, so the copy
+	 * may share its source's */
+	{ "coal_src_new_value", ASM2("f", "r3 = r1\n r1 += 5\n r0 = r3\n r0 += r1"),
+	  "r3 = r1", 1, 10, 0, 25 },
+	/* the copy is written while its source is live: the copy itself may share the source's
+	 * local (it is read once, before its new value is made), the new value may not */
+	{ "coal_dst_redefined", ASM2("f", "r3 = r1\n r3 *= 3\n r0 = r1\n r0 += r3"),
+	  "r3 = r1", 1, 10, 0, 40 },
+	/* both live after the copy, neither written: one value, one local */
+	{ "coal_both_read", ASM2("f", "r3 = r1\n r0 = r3\n r0 *= r1\n r0 += r3"),
+	  "r3 = r1", 1, 7, 0, 56 },
+	/* in a loop: the copy's source is stepped while the copy is still to be added */
+	{ "coal_loop_interfere", ASM2("f", "r0 = 0\n r3 = r1\n r4 = r1\n r4 += 5\n"
+	                              " r4 = r3\n r3 += 1\n r0 += r4\n if r3 < r2 goto -4"),
+	  "r4 = r3", 0, 3, 6, 3 + 4 + 5 },
+	/* a loop's result moved back each iteration (clang's "r3 = r0"): one local */
+	{ "coal_loop_carried", ASM2("f", "r0 = 0\n r3 = 0\n r0 = r3\n r0 += r1\n r1 += -1\n"
+	                            " r3 = r0\n if r1 != 0 goto -5"),
+	  "r3 = r0", 1, 10, 0, 55 },
+	/* across a call: the call clobbers r1, but nothing reads that, so the parameter's copy
+	 * in r6 may share r1's local (the callee has locals of its own) */
+	{ "coal_call_param", "static NOINLINE long g(long x) { return x * 3; }\n"
+	  "long f(long a, long b) { long c = g(b); return a * 1000 + c; }\n",
+	  "r6 = r1", 1, 4, 5, 4015 },
+	/* a call's result saved in r7 while the next call writes r0: that r0 is a new value
+	 * (its own web), so the copy may share the first result's local */
+	{ "coal_call_result", "static NOINLINE long g(long x) { return x * 3; }\n"
+	  "long f(long a, long b) { long x = g(a); long y = g(b); return x * 1000 + y; }\n",
+	  "r7 = r0", 1, 4, 5, 12015 },
+	/* in a loop, a call's result copied while the next iteration's call writes the same
+	 * web of r0 */
+	{ "coal_call_loop", "static NOINLINE long g(long x) { return x * 3 + 1; }\n"
+	  "long f(long n, long b) { long x = b, prev = 0;\n"
+	  " for (long i = 0; i < n; i++) { prev = x; x = g(x); }\n return prev * 1000 + x; }\n",
+	  NULL, 0, 3, 2, (2 * 9 + 4) * 1000 + (2 * 27 + 13) },
+	/* a swap in a loop (iterative Fibonacci): copies whose ends interfere */
+	{ "coal_swap", "long f(long n, long b) { long x = 0, y = 1;\n"
+	  " for (long i = 0; i < n; i++) { long t = x + y; x = y; y = t; }\n return x + b; }\n",
+	  NULL, 0, 50, 1, 12586269025 + 1 },
+};
+
+static void test_coalesce(void)
+{
+	for (size_t k = 0; k < sizeof coal_cases / sizeof coal_cases[0]; k++) {
+		const typeof(coal_cases[0]) *c = &coal_cases[k];
+		char full[4096], err[600];
+		size_t len, seg_len;
+		uint8_t *seg = NULL;
+		char *diags = NULL, *listing = NULL;
+		snprintf(full, sizeof full, "%s%s", prelude, c->src);
+		void *obj = clang_object(full, NULL, &len, err, sizeof err);
+		struct cc_opts opts = { .explain = "f" };
+		int ne = obj ? cc_compile(obj, len, "case.o", &opts, &seg, &seg_len, &diags, &listing) : -1;
+		free(obj);
+		check(ne == 0, c->name, "%s", diags ? diags : err);
+		if (ne == 0 && c->insn) {
+			const char *l = listing_line(listing, c->insn);
+			check(l && copy_removed(l) == c->removed, c->name, "'%s' should %s:\n%s", c->insn,
+			      c->removed ? "share a local" : "stay a copy", listing);
+		}
+		struct vm *vm = new_vm();
+		struct vm_prog *prog = NULL;
+		if (ne == 0 && vm_load(vm, seg, seg_len, &prog, err, sizeof err) == 0) {
+			int64_t argv[2] = { c->a, c->b };
+			for (int e = VM_ENGINE_INTERP; e <= VM_ENGINE_JIT; e++) {
+				struct outcome o;
+				run(prog, "f", argv, 2, e, NULL, 0, &o);
+				check(o.rc == 0 && o.value == c->want, c->name, "%s: got %" PRId64 ", want %"
+				      PRId64 "\n%s", vm_engine_name(e), o.value, c->want, listing);
+			}
+			vm_prog_free(prog);
+		} else if (ne == 0) {
+			check(0, c->name, "vm_load: %s", err);
+		}
+		vm_free(vm);
+		free(seg);
+		free(diags);
+		free(listing);
+	}
+
+	/* the kernels: every register copy of clang's disappears (but the first move of x % K,
+	 * part of one remu), and the C function is about as long as the hand-written one (before
+	 * copies were coalesced: isum 23 instructions, count_nl 34, fnv1a 26, chase 26) */
+	static const struct { const char *file; unsigned slack; } ks[] = {
+		{ "isum", 2 }, { "count_nl", 14 }, { "fnv1a", 5 }, { "chase", 2 },
+	};
+	for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) {
+		char path[512], err[600], name[64];
+		size_t len, seg_len, pna_len, pna_seg_len;
+		uint8_t *seg = NULL, *pna_seg = NULL;
+		char *diags = NULL, *listing = NULL, *pna = NULL;
+		void *src = NULL;
+		snprintf(name, sizeof name, "coal_%s", ks[k].file);
+		snprintf(path, sizeof path, "%s/bench/vm/%s.c", srcdir, ks[k].file);
+		if (isa_read_file(path, &src, &len) != 0) {
+			check(0, name, "cannot read %s", path);
+			continue;
+		}
+		char *text = realloc(src, len + 1);
+		if (!text) {
+			free(src);
+			check(0, name, "out of memory");
+			continue;
+		}
+		text[len] = 0;
+		void *obj = clang_object(text, NULL, &len, err, sizeof err);
+		free(text);
+		struct cc_opts opts = { .explain = ks[k].file };
+		int ne = obj ? cc_compile(obj, len, "case.o", &opts, &seg, &seg_len, &diags, &listing) : -1;
+		free(obj);
+		check(ne == 0 && listing, name, "%s", diags ? diags : err);
+		for (const char *p = listing; ne == 0 && p && *p;
+		     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+			unsigned slot, d, s2;
+			int at = 0;
+			/* "  12  r3 = r0      ...": a register copy, not "r3 = r0 ll" or a load */
+			if (sscanf(p, " %u r%u = r%u%n", &slot, &d, &s2, &at) == 3 && p[at] == ' ' &&
+			    p[at + 1] == ' ')
+				check(copy_removed(p) || on_line(p, "(read by the call") ||
+				      (strchr(p, '\n') && on_line(strchr(p, '\n') + 1, "(in the remainder above)")),
+				      name, "a copy stays: %.80s", p);
+		}
+		snprintf(path, sizeof path, "%s/bench/vm/%s.pna", srcdir, ks[k].file);
+		char *pna_diags = NULL;
+		if (isa_read_file(path, (void **)&pna, &pna_len) == 0 &&
+		    asm_assemble(pna, pna_len, path, &pna_seg, &pna_seg_len, &pna_diags) == 0 && ne == 0) {
+			unsigned nc = count_insns(seg, seg_len, ks[k].file),
+			         np = count_insns(pna_seg, pna_seg_len, ks[k].file);
+			check(nc && np && nc <= np + ks[k].slack, name, "%u instructions in C, %u in pnasm",
+			      nc, np);
+			if (getenv("TEST_CC_VERBOSE"))
+				printf("%s: %u instructions from C, %u from pnasm\n", ks[k].file, nc, np);
+		}
+		free(pna);
+		free(pna_diags);
+		free(pna_seg);
+		free(seg);
+		free(diags);
+		free(listing);
+	}
+}
+
 /* ---- --explain: the C line, the BPF instruction and our assembly on one listing ---- */
 
 static void test_explain(void)
@@ -1279,6 +1480,7 @@ int main(void)
 	test_frame_runs();
 	test_hostile();
 	test_explain();
+	test_coalesce();
 	test_no_lines();
 	test_random_c();
 	static const char *const files[] = { "case.c", "case.o", "clang.log" };
