@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arc.h"
 #include "arf_data.h"
@@ -182,6 +183,17 @@ int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen)
 	int64_t v = run(d, &x, "fsync", a, 2, NULL, 0);
 	free(x.out);
 	return (int)v;
+}
+
+int64_t arf_seek_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, int whence)
+{
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	int64_t a[4] = { (int64_t)ino, (int64_t)off, whence == SEEK_DATA ? 3 : 4, (int64_t)gen };
+	struct arc_exec x = { 0 };
+	int64_t v = run(d, &x, "seek", a, 4, NULL, 0);
+	free(x.out);
+	return v;
 }
 
 /* ---- write-behind (arf_data.h): a queue per file of runs in flight ---- */

@@ -57,6 +57,10 @@ int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t si
 int64_t arf_append_gen(struct arf_data *d, uint64_t ino, uint64_t gen, const void *buf,
                        size_t len, uint64_t *at);
 int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);
+/* lseek's SEEK_DATA or SEEK_HOLE from off, as Linux answers it: the offset, -ENXIO at or past
+ * the end (and for SEEK_DATA with only holes after off), -EINVAL for another whence, or the
+ * errors of a read.  What a write queue still holds is not seen: drain it first. */
+int64_t arf_seek_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, int whence);
 
 /* ---- write-behind: pipelined writes of one file (the mount's; docs/arf.md, "Writes")
  *

@@ -48,7 +48,7 @@ typedef unsigned long u64;
 
 /* errno values (Linux) */
 enum {
-	E_NOENT = 2, E_IO = 5, E_AGAIN = 11, E_ISDIR = 21, E_INVAL = 22, E_FBIG = 27,
+	E_NOENT = 2, E_IO = 5, E_NXIO = 6, E_AGAIN = 11, E_ISDIR = 21, E_INVAL = 22, E_FBIG = 27,
 	E_NOSPC = 28, E_STALE = 116,
 };
 
@@ -801,6 +801,48 @@ long read(u64 ino, u64 off, u64 len, u64 gen)
 		idx++;
 	}
 	return (long)(end - off);
+}
+
+/* ---------------------------------------------------------------- seek */
+
+/* lseek's SEEK_DATA (whence 3) and SEEK_HOLE (4), answered from the extents: the first
+ * offset at or after off that is data (inside an extent) or in a hole (outside every extent;
+ * the end of the file counts as a hole, as on Linux).  -ENXIO when off is at or past the
+ * size, or for SEEK_DATA when only holes follow.  No lock: the answer may be stale by the time
+ * the caller uses it, which lseek allows. */
+long seek(u64 ino, u64 off, u64 whence, u64 gen)
+{
+	long rc = fileoff(ino);
+	if (rc <= 0)
+		return rc;
+	u64 c = (u64)rc;
+	if (gen && ar_ld64(arf, c + ARF_I_GEN) != gen)
+		return -E_STALE;
+	if (whence != 3 && whence != 4)
+		return -E_INVAL;
+	u64 size = ar_ld64(arf, c + ARF_I_SIZE);
+	if (off >= size)
+		return -E_NXIO;
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	long found = esearch(c, off >> ARF_BLOCK_SHIFT);
+	if (found < 0)
+		return -E_IO;
+	u64 pos = off;
+	for (u64 idx = (u64)found; idx < n; idx++) {
+		u64 e = eat(c, idx);
+		if (!e)
+			return -E_IO;
+		u64 start = e_lblk(e) << ARF_BLOCK_SHIFT;
+		if (start > pos)                  /* pos is in the hole before this extent */
+			return whence == 4 ? (long)pos : start < size ? (long)start : -E_NXIO;
+		if (whence == 3)
+			return (long)pos;
+		pos = (e_lblk(e) + e_len(e)) << ARF_BLOCK_SHIFT;   /* data up to here */
+		if (pos >= size)
+			return (long)size;
+	}
+	/* past the last extent: a hole up to the size */
+	return whence == 4 ? (long)pos : -E_NXIO;
 }
 
 /* ---------------------------------------------------------------- truncate */

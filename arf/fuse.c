@@ -1054,6 +1054,24 @@ static void arf_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* SEEK_DATA and SEEK_HOLE (the kernel answers the other kinds of lseek itself): from the
+ * file's extents in arfd, after our own queued writes have landed there. */
+static void arf_lseek_op(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                         struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	wq_drain(fs, ino);
+	int64_t at = arf_seek_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, whence);
+	if (at < 0)
+		reply_data_errno(req, at);
+	else
+		fuse_reply_lseek(req, (off_t)at);
+}
+
 /* A write through a direct_io descriptor (O_APPEND, see Appends) does not pass the
  * kernel's file_remove_privs, which before other writes drops security.capability and, for
  * a writer without CAP_FSETID, setuid and setgid-with-group-execute (should_remove_suid: a
@@ -1508,6 +1526,7 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.release = arf_release_op,
 	.flush = arf_flush_op,
 	.read = arf_read_op,
+	.lseek = arf_lseek_op,
 	.write = arf_write_op,
 	.fsync = arf_fsync_op,
 	.fsyncdir = arf_fsync_op,

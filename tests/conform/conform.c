@@ -875,6 +875,24 @@ static void sc_truncate(void)
 		    "fallocate(sparse, PUNCH_HOLE)");
 		close(fd);
 	}
+	/* data, a hole, data, a hole to the size, written just now (not synced: what a write
+	 * queue holds must count), then where SEEK_DATA and SEEK_HOLE land from each part */
+	fd = open("sparse2", O_RDWR | O_CREAT, 0644);
+	if (fd >= 0) {
+		say(pwrite(fd, "a", 1, 10), "pwrite(sparse2, 1 byte at 10)");
+		say(pwrite(fd, "b", 1, 3 << 20), "pwrite(sparse2, 1 byte at 3 MiB)");
+		say(ftruncate(fd, 5 << 20), "ftruncate(sparse2, 5 MiB)");
+		const off_t from[] = { 0, 10, 4096, 1 << 20, 3 << 20, (3 << 20) + 4096, (5 << 20) - 1,
+		                       5 << 20 };
+		for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+			char what[80];
+			snprintf(what, sizeof what, "lseek(sparse2, %lld, SEEK_DATA)", (long long)from[i]);
+			say(lseek(fd, from[i], SEEK_DATA), what);
+			snprintf(what, sizeof what, "lseek(sparse2, %lld, SEEK_HOLE)", (long long)from[i]);
+			say(lseek(fd, from[i], SEEK_HOLE), what);
+		}
+		close(fd);
+	}
 	/* the largest file: ARF's is 16 TiB (2^32 blocks) */
 	long long tib16 = 16LL << 40;
 	say(truncate("f", tib16), "truncate(f, 16 TiB)");

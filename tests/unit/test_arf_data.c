@@ -321,6 +321,46 @@ static void test_roundtrip(const char *img)
 	      at.nblocks);
 	free(z);
 
+	/* SEEK_DATA / SEEK_HOLE, as Linux answers them on a block-granular filesystem: sparse is
+	 * a hole (block 0), data (block 1), a hole up to 1 GiB, data to the size (gib + 12); ten
+	 * is data (block 0), holes (blocks 1, 2), data to its end; a file truncated up is all
+	 * hole; an empty file has neither */
+	int64_t allhole = create(&k, "allhole"), empty = create(&k, "empty");
+	CHECK(allhole > 0 && empty > 0 && arf_truncate(d, (uint64_t)allhole, 10000) == 0,
+	      "files for seek");
+	const struct { uint64_t ino; uint64_t off; int whence; int64_t want; } seeks[] = {
+		{ f3.ino, 0, SEEK_DATA, 4096 },          { f3.ino, 0, SEEK_HOLE, 0 },
+		{ f3.ino, 4095, SEEK_DATA, 4096 },       { f3.ino, 4096, SEEK_DATA, 4096 },
+		{ f3.ino, 5000, SEEK_DATA, 5000 },       { f3.ino, 4096, SEEK_HOLE, 8192 },
+		{ f3.ino, 8191, SEEK_HOLE, 8192 },
+		{ f3.ino, 8192, SEEK_HOLE, 8192 },       { f3.ino, 8192, SEEK_DATA, (int64_t)gib },
+		{ f3.ino, gib - 1, SEEK_DATA, (int64_t)gib },
+		{ f3.ino, gib + 11, SEEK_DATA, (int64_t)gib + 11 },
+		{ f3.ino, gib + 11, SEEK_HOLE, (int64_t)gib + 12 },
+		{ f3.ino, gib, SEEK_HOLE, (int64_t)gib + 12 },
+		{ f3.ino, gib + 12, SEEK_DATA, -ENXIO }, { f3.ino, gib + 12, SEEK_HOLE, -ENXIO },
+		{ f3.ino, UINT64_MAX, SEEK_DATA, -ENXIO },
+		{ f3.ino, 0, SEEK_SET, -EINVAL },        { f3.ino, 0, SEEK_END, -EINVAL },
+		{ f2.ino, 0, SEEK_DATA, 0 },             { f2.ino, 0, SEEK_HOLE, 4096 },
+		{ f2.ino, 4096, SEEK_DATA, 12288 },      { f2.ino, 12288, SEEK_HOLE, (int64_t)f2.size },
+		{ f2.ino, f2.size - 1, SEEK_DATA, (int64_t)f2.size - 1 },
+		{ (uint64_t)allhole, 0, SEEK_DATA, -ENXIO }, { (uint64_t)allhole, 0, SEEK_HOLE, 0 },
+		{ (uint64_t)allhole, 9999, SEEK_HOLE, 9999 },
+		{ (uint64_t)empty, 0, SEEK_DATA, -ENXIO }, { (uint64_t)empty, 0, SEEK_HOLE, -ENXIO },
+		{ ARF_INO_ROOT, 0, SEEK_DATA, -EISDIR },  { 200, 0, SEEK_HOLE, -ENOENT },
+		{ 0, 0, SEEK_DATA, -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof seeks / sizeof seeks[0]; i++) {
+		int64_t got = arf_seek_gen(d, seeks[i].ino, 0, seeks[i].off, seeks[i].whence);
+		CHECK(got == seeks[i].want, "seek %zu (inode %" PRIu64 ", %" PRIu64 ", %s): %" PRId64
+		      ", want %" PRId64, i, seeks[i].ino, seeks[i].off,
+		      seeks[i].whence == SEEK_DATA ? "SEEK_DATA" : seeks[i].whence == SEEK_HOLE ?
+		      "SEEK_HOLE" : "other", got, seeks[i].want);
+	}
+	struct arf_attr sat;
+	CHECK(arf_getattr(k.c, f3.ino, &sat) == 0 &&
+	      arf_seek_gen(d, f3.ino, sat.gen + 1, 0, SEEK_DATA) == -ESTALE, "seek: a stale handle");
+
 	/* errors */
 	CHECK(arf_write(d, ARF_INO_ROOT, 0, "x", 1) == -EISDIR, "write a directory");
 	CHECK(arf_read(d, ARF_INO_ROOT, 0, buf, 1) == -EISDIR, "read a directory");
