@@ -196,6 +196,31 @@ int64_t arf_seek_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 	return v;
 }
 
+int arf_allocate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                     uint64_t len, bool keep_size)
+{
+	if (len == 0 || len >> 62 || off >> 62)
+		return -EINVAL;
+	/* one hole per run (as write): again from where the last run stopped */
+	for (uint64_t done = 0; done < len;) {
+		/* the length's top bit asks for KEEP_SIZE (checked by arfd under the lock) */
+		int64_t a[4] = { (int64_t)ino, (int64_t)(off + done),
+		                 (int64_t)((len - done) | (uint64_t)keep_size << 63), (int64_t)gen };
+		struct arc_exec x = { 0 };
+		int64_t v = run(d, &x, "allocate", a, 4, NULL, 0);
+		free(x.out);
+		if (v < 0)
+			return (int)v;
+		if (v == 0 || (uint64_t)v > len - done) {
+			snprintf(d->s.msg, sizeof d->s.msg, "allocate: %lld bytes of %llu",
+			         (long long)v, (unsigned long long)(len - done));
+			return -EIO;
+		}
+		done += (uint64_t)v;
+	}
+	return 0;
+}
+
 /* ---- write-behind (arf_data.h): a queue per file of runs in flight ---- */
 
 struct wrun {

@@ -10,6 +10,7 @@
 #define ARF_DATA_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct arc;
@@ -61,6 +62,13 @@ int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);
  * the end (and for SEEK_DATA with only holes after off), -EINVAL for another whence, or the
  * errors of a read.  What a write queue still holds is not seen: drain it first. */
 int64_t arf_seek_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, int whence);
+/* fallocate's mode 0: blocks (zeroed) for every hole of [off, off+len) and the size raised
+ * to off+len when smaller; data already there is left alone.  keep_size (FALLOC_FL_KEEP_SIZE):
+ * the size stays, and a range past it is -EOPNOTSUPP (a file's blocks lie below its size).
+ * 0, or -errno as arf_write_gen (-ENOSPC: some holes may have their blocks already, as on
+ * Linux); -EINVAL when len is 0 or past 2^62. */
+int arf_allocate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                     uint64_t len, bool keep_size);
 
 /* ---- write-behind: pipelined writes of one file (the mount's; docs/arf.md, "Writes")
  *

@@ -49,13 +49,14 @@ typedef unsigned long u64;
 /* errno values (Linux) */
 enum {
 	E_NOENT = 2, E_IO = 5, E_NXIO = 6, E_AGAIN = 11, E_ISDIR = 21, E_INVAL = 22, E_FBIG = 27,
-	E_NOSPC = 28, E_STALE = 116,
+	E_NOSPC = 28, E_OPNOTSUPP = 95, E_STALE = 116,
 };
 
 /* largest file: 2^32 blocks of 4096 bytes (16 TiB) */
 #define MAX_BYTES ((u64)ARF_MAX_FILE_BLOCKS << ARF_BLOCK_SHIFT)
 #define BLOCK_MASK ((u64)ARF_BLOCK_SIZE - 1)
 #define READ_MAX (64ul << 20)          /* longest read in one run */
+#define ALLOC_RUN_BLOCKS 8192ul        /* most blocks allocate zeroes in one run (32 MiB) */
 
 #define SB(field) ar_ld64(arf, ARF_SB_##field)
 
@@ -493,8 +494,9 @@ static int wbcut(u64 o, u64 n, u64 p)
 	return 1;
 }
 
-/* put(ino, off, gen, app): write's body; app 1: append (off is the size, found under the
- * lock).
+/* put(ino, off, gen, app, zlen): write's body; app 1: append (off is the size, found under
+ * the lock); app 2: allocate (fallocate's mode 0): zlen bytes from off, no bytes to copy:
+ * mapped blocks are left as they are and a hole's new blocks are zeroed.
  * Mapped blocks are overwritten in place; a hole in the range gets blocks: first the ones
  * right after the previous extent (that extent grows), else a new run anywhere (a new extent,
  * plus a spare extent block when the inline slots are full, in case the chain must grow or
@@ -503,9 +505,11 @@ static int wbcut(u64 o, u64 n, u64 p)
  * client calls again for the rest.  A write past the end grows the size; blocks it skips stay
  * holes.  ENOSPC when not even the first byte could be placed (nothing changed); after some
  * bytes, the short count.  EFBIG past 16 TiB. */
-static long put(u64 ino, u64 off, u64 gen, u64 app)
+static long put(u64 ino, u64 off, u64 gen, u64 app, u64 zlen)
 {
-	u64 len = (u64)ar_len(AR_ARGS);
+	u64 alloc = app == 2;
+	u64 keep = alloc && zlen >> 63;         /* allocate with KEEP_SIZE: the size stays */
+	u64 len = alloc ? zlen & ~(1ul << 63) : (u64)ar_len(AR_ARGS);
 	long rc = fileoff(ino);
 	if (rc <= 0)
 		return rc;
@@ -530,7 +534,11 @@ static long put(u64 ino, u64 off, u64 gen, u64 app)
 	rc = still_ours(c, gen);
 	if (rc)
 		goto fail;
-	if (app) {
+	if (keep && end > ar_ld64(arf, c + ARF_I_SIZE)) {
+		rc = -E_OPNOTSUPP;      /* blocks past the size cannot be held (extents lie below it) */
+		goto fail;
+	}
+	if (app == 1) {
 		/* append: from the size as it is now, under the lock */
 		off = ar_ld64(arf, c + ARF_I_SIZE);
 		ar_outq(off);
@@ -566,10 +574,15 @@ static long put(u64 ino, u64 off, u64 gen, u64 app)
 				continue;
 			}
 			if (lb >= el) {
-				/* mapped: overwrite in place up to the extent's end */
+				/* mapped: overwrite in place up to the extent's end (allocate: leave) */
 				u64 wend = (el + elen) << ARF_BLOCK_SHIFT;
 				if (wend > end)
 					wend = end;
+				if (alloc) {
+					pos = wend;
+					idx++;
+					continue;
+				}
 				u64 pd = ((e_pblk(e) + lb - el) << ARF_BLOCK_SHIFT) + (pos & BLOCK_MASK);
 				ar_copy(arf, AR_ARGS, pd, pos - off, wend - pos);
 				if (wbcut(wbo, wbl, pd)) {
@@ -588,7 +601,7 @@ static long put(u64 ino, u64 off, u64 gen, u64 app)
 		if (got) {
 			/* one allocation per run: the client sends the rest again; an append keeps
 			 * its whole range (see append) */
-			if (app)
+			if (app == 1)
 				reserve = end;
 			break;
 		}
@@ -597,6 +610,8 @@ static long put(u64 ino, u64 off, u64 gen, u64 app)
 		if (want > holeend)
 			want = holeend;
 		want -= lb;
+		if (alloc && want > ALLOC_RUN_BLOCKS)
+			want = ALLOC_RUN_BLOCKS;        /* zeroing is work: bounded per run */
 		u64 k = 0, ins = 0, newp = 0, pe = 0;
 		if (idx != 0) {
 			/* grow the previous extent in place when it ends right at lb and the blocks
@@ -635,21 +650,28 @@ static long put(u64 ino, u64 off, u64 gen, u64 app)
 		}
 		u64 blkend = (lb + k) << ARF_BLOCK_SHIFT;
 		u64 wend = blkend;
-		if (end < wend) {
+		if (alloc) {
+			/* allocate: the new blocks hold zeros, as the hole read before */
+			ar_fill(arf, newp << ARF_BLOCK_SHIFT, k << ARF_BLOCK_SHIFT, 0);
+			if (end < wend)
+				wend = end;
+		} else if (end < wend) {
 			wend = end;
 			/* zero the tail of the last new block past the write (reads see zeros up
 			 * to EOF) */
 			ar_fill(arf, ((newp + k) << ARF_BLOCK_SHIFT) - (blkend - wend), blkend - wend, 0);
 		}
-		/* zero the head of the first new block before the write */
-		ar_fill(arf, newp << ARF_BLOCK_SHIFT, pos & BLOCK_MASK, 0);
-		u64 pd = (newp << ARF_BLOCK_SHIFT) + (pos & BLOCK_MASK);
-		ar_copy(arf, AR_ARGS, pd, pos - off, wend - pos);
-		if (wbcut(wbo, wbl, pd)) {
-			wbo = pd;
-			wbl = 0;
+		if (!alloc) {
+			/* zero the head of the first new block before the write */
+			ar_fill(arf, newp << ARF_BLOCK_SHIFT, pos & BLOCK_MASK, 0);
+			u64 pd = (newp << ARF_BLOCK_SHIFT) + (pos & BLOCK_MASK);
+			ar_copy(arf, AR_ARGS, pd, pos - off, wend - pos);
+			if (wbcut(wbo, wbl, pd)) {
+				wbo = pd;
+				wbl = 0;
+			}
+			wbl += wend - pos;
 		}
-		wbl += wend - pos;
 		if (!ins) {
 			jlog(j, pe, ARF_E_SIZE);
 			ar_st32(arf, pe + ARF_E_LEN, e_len(pe) + k);
@@ -685,14 +707,15 @@ done:
 	u64 newsize = reserve > pos ? reserve : pos;
 	if (ar_ld64(arf, c + ARF_I_SIZE) < newsize)
 		ar_st64(arf, c + ARF_I_SIZE, newsize);
-	ar_st64(arf, c + ARF_I_MTIME, t_now);
+	if (!alloc)                     /* fallocate moves ctime only, as tmpfs does */
+		ar_st64(arf, c + ARF_I_MTIME, t_now);
 	ar_st64(arf, c + ARF_I_CTIME, t_now);
 	jend(j);
 	if (y)
 		bput(y, 1);             /* the spare extent block, when the insert did not need it */
 	iunlock(c, tag);
 	wbstart(wbo, wbl);          /* the bytes copied start on their way to disk, outside the lock */
-	if (app)
+	if (app == 1)
 		ar_outq(reserve);
 	return (long)(pos - off);
 fail:
@@ -705,7 +728,7 @@ fail:
  * written (see put). */
 long write(u64 ino, u64 off, u64 gen)
 {
-	return put(ino, off, gen, 0);
+	return put(ino, off, gen, 0, 0);
 }
 
 /* append(ino, gen): the args bytes at the end of regular file ino, where the end is the size
@@ -718,7 +741,7 @@ long write(u64 ino, u64 off, u64 gen)
  * blocks could be had (ENOSPC) nothing is kept past the bytes placed. */
 long append(u64 ino, u64 gen)
 {
-	return put(ino, 0, gen, 1);
+	return put(ino, 0, gen, 1, 0);
 }
 
 /* writeafter(ino, off, gen, after): write, once the file's size has reached after (read
@@ -736,7 +759,17 @@ long writeafter(u64 ino, u64 off, u64 gen, u64 after)
 		for (u64 n = 1; ar_ld64(arf, (u64)c + ARF_I_SIZE) < after && n < 5000; n++)
 			(void)ar_hcall1(pause, 50);
 	}
-	return put(ino, off, gen, 0);
+	return put(ino, off, gen, 0, 0);
+}
+
+/* allocate(ino, off, len, gen): fallocate's mode 0: blocks for every hole of [off, off+len),
+ * zeroed, and the size raised to off+len when it was smaller; mapped blocks are left alone.
+ * len's top bit is FALLOC_FL_KEEP_SIZE: then a range past the size is EOPNOTSUPP.
+ * As write, one hole is filled per run: the count of bytes covered (the client calls again
+ * for the rest); ENOSPC when not even the first hole got a block; EFBIG past 16 TiB. */
+long allocate(u64 ino, u64 off, u64 len, u64 gen)
+{
+	return put(ino, off, gen, 2, len);
 }
 
 /* ---------------------------------------------------------------- read */

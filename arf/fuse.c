@@ -1072,6 +1072,31 @@ static void arf_lseek_op(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)at);
 }
 
+/* fallocate's mode 0, and KEEP_SIZE inside the size: blocks for the range's holes (zeroed
+ * by arfd), the size raised by mode 0.  Blocks past the size cannot be held (the extents of
+ * a file lie below its size: File data), and punching, zeroing, collapsing or inserting
+ * ranges is not done: EOPNOTSUPP, which glibc's posix_fallocate answers by writing. */
+static void arf_fallocate_op(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                             struct fuse_file_info *fi)
+{
+	struct arf_fs *fs = fs_of(req);
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (mode & ~FALLOC_FL_KEEP_SIZE) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	wq_drain(fs, ino);             /* our queued writes land first: the size they make counts */
+	int rc = arf_allocate_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, (uint64_t)len,
+	                          (mode & FALLOC_FL_KEEP_SIZE) != 0);
+	if (rc < 0)
+		reply_data_errno(req, rc);
+	else
+		fuse_reply_err(req, 0);
+}
+
 /* A write through a direct_io descriptor (O_APPEND, see Appends) does not pass the
  * kernel's file_remove_privs, which before other writes drops security.capability and, for
  * a writer without CAP_FSETID, setuid and setgid-with-group-execute (should_remove_suid: a
@@ -1527,6 +1552,7 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.flush = arf_flush_op,
 	.read = arf_read_op,
 	.lseek = arf_lseek_op,
+	.fallocate = arf_fallocate_op,
 	.write = arf_write_op,
 	.fsync = arf_fsync_op,
 	.fsyncdir = arf_fsync_op,

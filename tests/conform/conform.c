@@ -891,7 +891,18 @@ static void sc_truncate(void)
 			snprintf(what, sizeof what, "lseek(sparse2, %lld, SEEK_HOLE)", (long long)from[i]);
 			say(lseek(fd, from[i], SEEK_HOLE), what);
 		}
+		/* fallocate: holes inside (blocks, no data), past the end (the size grows), and
+		 * KEEP_SIZE inside and past the size */
+		say(fallocate(fd, 0, 4096, 8192), "fallocate(sparse2, 4096, 8192)");
+		say(lseek(fd, 4096, SEEK_DATA), "lseek(sparse2, 4096, SEEK_DATA)");
+		say(lseek(fd, 4096, SEEK_HOLE), "lseek(sparse2, 4096, SEEK_HOLE)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE, 1 << 20, 4096), "fallocate(sparse2, KEEP_SIZE, 1 MiB, 4096)");
+		say(lseek(fd, 1 << 20, SEEK_DATA), "lseek(sparse2, 1 MiB, SEEK_DATA)");
+		say(fallocate(fd, 0, (5 << 20) - 1, 4097), "fallocate(sparse2, 5 MiB - 1, 4097)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE, 6 << 20, 4096), "fallocate(sparse2, KEEP_SIZE, 6 MiB, 4096)");
 		close(fd);
+		st("sparse2");
+		say(truncate("sparse2", 0), "truncate(sparse2, 0)");
 	}
 	/* the largest file: ARF's is 16 TiB (2^32 blocks) */
 	long long tib16 = 16LL << 40;
