@@ -774,6 +774,16 @@ long allocate(u64 ino, u64 off, u64 len, u64 gen)
 
 /* ---------------------------------------------------------------- read */
 
+/* The inode of regular file ino for a look without the lock (read, seek): fileoff's answer,
+ * or -ESTALE when gen says the caller opened another file of that number. */
+static long unlocked_file(u64 ino, u64 gen)
+{
+	long rc = fileoff(ino);
+	if (rc > 0 && gen && ar_ld64(arf, (u64)rc + ARF_I_GEN) != gen)
+		return -E_STALE;
+	return rc;
+}
+
 /* Append n zero bytes to the output (a hole). */
 static void zeros(u64 n)
 {
@@ -787,12 +797,10 @@ static void zeros(u64 n)
  * use, so it never outputs bytes from outside the data area (EIO instead). */
 long read(u64 ino, u64 off, u64 len, u64 gen)
 {
-	long rc = fileoff(ino);
+	long rc = unlocked_file(ino, gen);
 	if (rc <= 0)
 		return rc;
 	u64 c = (u64)rc;
-	if (gen && ar_ld64(arf, c + ARF_I_GEN) != gen)
-		return -E_STALE;
 	if (len > READ_MAX)
 		return -E_INVAL;
 	u64 size = ar_ld64(arf, c + ARF_I_SIZE);
@@ -845,12 +853,10 @@ long read(u64 ino, u64 off, u64 len, u64 gen)
  * the caller uses it, which lseek allows. */
 long seek(u64 ino, u64 off, u64 whence, u64 gen)
 {
-	long rc = fileoff(ino);
+	long rc = unlocked_file(ino, gen);
 	if (rc <= 0)
 		return rc;
 	u64 c = (u64)rc;
-	if (gen && ar_ld64(arf, c + ARF_I_GEN) != gen)
-		return -E_STALE;
 	if (whence != 3 && whence != 4)
 		return -E_INVAL;
 	u64 size = ar_ld64(arf, c + ARF_I_SIZE);
