@@ -1,11 +1,15 @@
-/* bench_tls.c: what tls: costs against tcp: (docs/net.md, "TLS"), through libarc against one
- * arfd listening on both, on loopback: a null EXEC one at a time (the round trip), and READs
- * of 64 MiB (bulk throughput: encryption and decryption of every byte, plus the copy out of
- * OpenSSL's buffers that plain tcp does not make).  The two take turns, alternating which
- * goes first, so every ratio printed is tls over tcp from the same run.
+/* bench_tls.c: what authentication and tls: cost, through libarc against arfd on loopback:
+ * a null EXEC one at a time (the round trip), and READs of 64 MiB (bulk throughput).  Three
+ * ways, each a client of its own:
+ *   plain   tcp: to an arfd without a secret (no proof, no rights check per request);
+ *   secret  tcp: to an arfd with --secret: the HMAC challenge-response when the connection
+ *           opens, the rights check (pn_peer_proof) on every request after it;
+ *   tls     tls: to that same arfd, the secret proved inside TLS 1.3.
+ * They take turns, who goes first rotating, so every ratio printed is against plain from
+ * the same run: secret/plain is the cost of the identity checks on the normal path.
  *
- *   bench_tls TCP_EP TLS_EP NULL.pno [--rounds R] [--n N] [--reads K]
- * run.sh makes the certificates, starts arfd and runs this several times.
+ *   bench_tls PLAIN_EP SECRET_EP TLS_EP SECRET NULL.pno [--rounds R] [--n N] [--reads K]
+ * run.sh makes the certificates, starts the two arfds and runs this several times.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,12 +73,15 @@ static double read_turn(struct arc *a, void *buf, unsigned k, double *mibs)
 	return median(mibs, k);
 }
 
+#define WAYS 3
+
 int main(int argc, char **argv)
 {
-	if (argc < 4)
-		die("usage", "bench_tls TCP_EP TLS_EP NULL.pno [--rounds R] [--n N] [--reads K]");
+	if (argc < 6)
+		die("usage", "bench_tls PLAIN_EP SECRET_EP TLS_EP SECRET NULL.pno [--rounds R] [--n N] "
+		    "[--reads K]");
 	unsigned rounds = 10, n = 2000, k = 4;
-	for (int i = 4; i + 1 < argc; i += 2) {
+	for (int i = 6; i + 1 < argc; i += 2) {
 		unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 10);
 		if (!strcmp(argv[i], "--rounds")) rounds = v;
 		else if (!strcmp(argv[i], "--n")) n = v;
@@ -85,57 +92,57 @@ int main(int argc, char **argv)
 		die("options", "--rounds 1..1000, --n 1..1000000, --reads 1..100");
 	void *seg;
 	size_t seg_len;
-	if (isa_read_file(argv[3], &seg, &seg_len) != 0)
-		die(argv[3], "cannot read");
+	if (isa_read_file(argv[5], &seg, &seg_len) != 0)
+		die(argv[5], "cannot read");
 	uint8_t id[ISA_ID_LEN];
 	isa_seg_id(seg, seg_len, id);
-	const char *name[2] = { "tcp", "tls" };
-	struct arc *a[2];
-	for (int t = 0; t < 2; t++) {
+	const char *name[WAYS] = { "plain", "secret", "tls" };
+	struct arc *a[WAYS];
+	for (int t = 0; t < WAYS; t++) {
 		char err[512];
-		struct arc_opts o = { .timeout_ms = 60000 };
+		struct arc_opts o = { .timeout_ms = 60000, .secret = t ? argv[4] : NULL };
 		if (!(a[t] = arc_connect(argv[1 + t], &o, err, sizeof err)))
 			die("arc_connect", err);
 	}
 	double *lat = malloc(n * sizeof *lat), *mibs = malloc(k * sizeof *mibs);
-	double *ex[2], *rd[2];
+	double *ex[WAYS], *rd[WAYS];
 	void *buf = malloc(READ_LEN);
-	for (int t = 0; t < 2; t++) {
-		ex[t] = calloc(rounds, sizeof **ex);
-		rd[t] = calloc(rounds, sizeof **rd);
-	}
-	if (!lat || !mibs || !buf || !ex[0] || !ex[1] || !rd[0] || !rd[1])
+	if (!lat || !mibs || !buf)
 		die("malloc", "out of memory");
+	for (int t = 0; t < WAYS; t++)
+		if (!(ex[t] = calloc(rounds, sizeof **ex)) || !(rd[t] = calloc(rounds, sizeof **rd)))
+			die("malloc", "out of memory");
 	struct arc_exec x = { .seg = seg, .seg_len = seg_len, .seg_id = id };
-	for (int t = 0; t < 2; t++) {  /* warm: connections, sessions, the code cache */
+	for (int t = 0; t < WAYS; t++) {  /* warm: connections, sessions, the code cache */
 		exec_turn(a[t], &x, n / 10 + 1, lat);
 		read_turn(a[t], buf, 1, mibs);
 	}
-	printf("round  exec_us(tcp tls ratio)  read_MiB/s(tcp tls ratio)\n");
+	printf("round  exec_us(plain secret tls; secret/plain tls/plain)  "
+	       "read_MiB/s(plain secret tls; secret/plain tls/plain)\n");
 	for (unsigned r = 0; r < rounds; r++) {
-		for (int j = 0; j < 2; j++) {
-			int t = (int)((r + (unsigned)j) % 2);   /* who goes first alternates */
+		for (int j = 0; j < WAYS; j++) {
+			int t = (int)((r + (unsigned)j) % WAYS);   /* who goes first rotates */
 			ex[t][r] = exec_turn(a[t], &x, n, lat);
 			rd[t][r] = read_turn(a[t], buf, k, mibs);
 		}
-		printf("%5u  %7.1f %7.1f %5.2fx   %7.0f %7.0f %5.2fx\n", r, ex[0][r], ex[1][r],
-		       ex[1][r] / ex[0][r], rd[0][r], rd[1][r], rd[1][r] / rd[0][r]);
+		printf("%5u  %7.1f %7.1f %7.1f %5.3fx %5.2fx   %7.0f %7.0f %7.0f %5.3fx %5.2fx\n", r,
+		       ex[0][r], ex[1][r], ex[2][r], ex[1][r] / ex[0][r], ex[2][r] / ex[0][r],
+		       rd[0][r], rd[1][r], rd[2][r], rd[1][r] / rd[0][r], rd[2][r] / rd[0][r]);
 	}
-	double exr[1000], rdr[1000];
-	for (unsigned r = 0; r < rounds; r++) {
-		exr[r] = ex[1][r] / ex[0][r];
-		rdr[r] = rd[1][r] / rd[0][r];
+	/* per way: the median of its turns, and the median of its turns' ratios to plain */
+	static double exr[1000], rdr[1000];
+	for (int t = 0; t < WAYS; t++) {
+		for (unsigned r = 0; r < rounds; r++) {
+			exr[r] = ex[t][r] / ex[0][r];
+			rdr[r] = rd[t][r] / rd[0][r];
+		}
+		double em = median(exr, rounds), rm = median(rdr, rounds);
+		printf("%-6s null EXEC %.1f us (%.3fx plain, turns %.2fx..%.2fx); READ 64 MiB %.0f "
+		       "MiB/s (%.3fx plain, turns %.2fx..%.2fx)\n", name[t], median(ex[t], rounds),
+		       em, exr[0], exr[rounds - 1], median(rd[t], rounds), rm, rdr[0],
+		       rdr[rounds - 1]);
 	}
-	double e0 = median(ex[0], rounds), e1 = median(ex[1], rounds);
-	double r0 = median(rd[0], rounds), r1 = median(rd[1], rounds);
-	double exm = median(exr, rounds), rdm = median(rdr, rounds);
-	printf("null EXEC round trip, median of %u turns of %u: %s %.1f us, %s %.1f us; "
-	       "tls/tcp %.2fx (turns %.2fx..%.2fx)\n", rounds, n, name[0], e0, name[1], e1, exm,
-	       exr[0], exr[rounds - 1]);
-	printf("READ 64 MiB, median of %u turns of %u: %s %.0f MiB/s, %s %.0f MiB/s; "
-	       "tls/tcp %.2fx (turns %.2fx..%.2fx)\n", rounds, k, name[0], r0, name[1], r1, rdm,
-	       rdr[0], rdr[rounds - 1]);
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < WAYS; t++)
 		arc_close(a[t]);
 	return 0;
 }
