@@ -52,3 +52,18 @@ start_arfd() {
 		sleep 0.1
 	done
 }
+
+# arf_server N SIZE: an ARF image of SIZE ($tmp/imgN) and an arfd serving it (the cluster
+# scripts); its pid in pid_N and added to $pids (the caller's cleanup kills those), its
+# endpoint in ep_N.  A server that does not start ends the script.
+arf_server() {
+	"$BUILD/arf" mkfs "$tmp/img$1" --size "$2" >/dev/null || bad "mkfs img$1"
+	start_arfd "$tmp/arfd$1.log" --arf "$tmp/img$1"
+	if [ -z "$ep" ]; then
+		bad "arfd $1 did not start:"; cat "$tmp/arfd$1.log"
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+	pids="$pids $pid"
+	eval "pid_$1=$pid ep_$1=$ep"
+}

@@ -35,22 +35,10 @@ for p in arf arfd; do
 	[ -x "$BUILD/$p" ] || { echo "arf_cluster.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
 done
 
-# server N SIZE: an image and an arfd serving it; its pid in pid_N, its endpoint in ep_N
-server() {
-	"$BUILD/arf" mkfs "$tmp/img$1" --size "$2" >/dev/null || bad "mkfs img$1"
-	start_arfd "$tmp/arfd$1.log" --arf "$tmp/img$1"
-	if [ -z "$ep" ]; then
-		bad "arfd $1 did not start:"; cat "$tmp/arfd$1.log"
-		echo "$pass passed, $fail failed"
-		exit 1
-	fi
-	pids="$pids $pid"
-	eval "pid_$1=$pid ep_$1=$ep"
-}
-server 0 64M
-server 1 256M
-server 2 256M
-server 3 256M
+arf_server 0 64M
+arf_server 1 256M
+arf_server 2 256M
+arf_server 3 256M
 M=$ep_0
 
 # ---- making the cluster
@@ -227,7 +215,7 @@ for k in 0 1 2 3; do
 done
 
 # ---- a one-server image: as before
-server 9 64M
+arf_server 9 64M
 run "$BUILD/arf" cluster show "$ep_9"; check_rc "one server: show" 0 $?
 contains "one server: show" "$tmp/out" "one server"
 run "$BUILD/arf" import "$src" "$ep_9:/t"; check_rc "one server: import" 0 $?

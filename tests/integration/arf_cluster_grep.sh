@@ -41,21 +41,10 @@ for p in arf arfd; do
 	[ -x "$BUILD/$p" ] || { echo "arf_cluster_grep.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
 done
 
-server() {
-	"$BUILD/arf" mkfs "$tmp/img$1" --size "$2" >/dev/null || bad "mkfs img$1"
-	start_arfd "$tmp/arfd$1.log" --arf "$tmp/img$1"
-	if [ -z "$ep" ]; then
-		bad "arfd $1 did not start:"; cat "$tmp/arfd$1.log"
-		echo "$pass passed, $fail failed"
-		exit 1
-	fi
-	pids="$pids $pid"
-	eval "pid_$1=$pid ep_$1=$ep"
-}
-server 0 64M
-server 1 64M
-server 2 64M
-server 3 64M
+arf_server 0 64M
+arf_server 1 64M
+arf_server 2 64M
+arf_server 3 64M
 M=$ep_0
 run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
 
@@ -117,61 +106,8 @@ check() {
 	fi
 }
 
-# arf_grep.sh's patterns and option sets
-pats='needle
-foo
-^$
-^
-ab*c
-\(ab\)\1
-x\{2,\}
-[[:digit:]]
-hello\|world
-end$'
-opts='-n
--c
--v -c
--l
--L
--q
--o -b
--i -n
--w
--x
--m 2 -n
--m 1 -A 2
--A 1 -n
--B 2 -n
--C 1
--a -n
--z -c
--z
--I -c
--H -h
---color=always -n
--v -n -m 5
--c -m 3
--b -n
--T -n
--o -n'
-old_ifs=$IFS
-nl='
-'
-IFS=$nl
-stride=${ARF_GREP_STRIDE:-1}
-k=0
-for p in $pats; do
-	for o in $opts; do
-		k=$((k + 1))
-		[ $((k % stride)) -eq 0 ] || continue
-		IFS=$old_ifs
-		# shellcheck disable=SC2086
-		check $o -e "$p"
-		IFS=$nl
-	done
-	k=$((k + 1))
-done
-IFS=$old_ifs
+. "$here/../grep/arf_sets.sh"
+check_sets
 check -E -n 'needle|foo$'
 check -n -e 'ab needle cd' -e 'dle cd$' -e '^ab nee'
 check -b -o -e 'needle'

@@ -93,63 +93,10 @@ check() {
 	done
 }
 
-pats='needle
-foo
-^$
-^
-ab*c
-\(ab\)\1
-x\{2,\}
-[[:digit:]]
-hello\|world
-end$'
-opts='-n
--c
--v -c
--l
--L
--q
--o -b
--i -n
--w
--x
--m 2 -n
--m 1 -A 2
--A 1 -n
--B 2 -n
--C 1
--a -n
--z -c
--z
--I -c
--H -h
---color=always -n
--v -n -m 5
--c -m 3'
-old_ifs=$IFS
-nl='
-'
-IFS=$nl
-# ARF_GREP_STRIDE=N runs every N-th (pattern, option set) pair only, shifted per pattern so
-# that every option set still meets some pattern (make check-asan: the sanitized programs
-# are several times slower)
-stride=${ARF_GREP_STRIDE:-1}
-k=0
-for p in $pats; do
-	# --local (the same segment in this process, reading the region remotely) on the first
-	# pattern's option sets only: it is slow by design (one READ per cache miss)
-	[ "$p" = needle ] && modes='server --local' || modes=server
-	for o in $opts; do
-		k=$((k + 1))
-		[ $((k % stride)) -eq 0 ] || continue
-		IFS=$old_ifs
-		# shellcheck disable=SC2086
-		check $o -e "$p"
-		IFS=$nl
-	done
-	k=$((k + 1))
-done
-IFS=$old_ifs
+. "$here/../grep/arf_sets.sh"
+# --local (the same segment in this process, reading the region remotely) on the first
+# pattern's option sets only: it is slow by design (one READ per cache miss)
+first_modes='server --local' check_sets
 check -E -n 'needle|foo$'
 # UTF-8: the same command lines under C.UTF-8 over the UTF-8 files
 files_c=$files remote_c=$remote
@@ -281,14 +228,14 @@ for o in "-c -v" "-c -v -i" "-c -v -a" "-c -v -z" "-c -v -w" "-c -v -x" "-c -v -
 	{ check $o needle; check $o -e 'abc'; check $o -e 'x'; }
 done
 # random cases of tests/grep/random.sh (ARF_GREP_RANDOM of seed ARF_GREP_RANDOM_SEED; 200 of
-# seed 1, divided by the stride) over the files of the image, except those that read
+# seed 1, divided by ARF_GREP_STRIDE) over the files of the image, except those that read
 # standard input (arf grep does not) or have no file operand
 # grep's messages for a bad pattern: random.sh's list
 eval "errors=$(sed -n 's/^errors=//p' "$here/../grep/random.sh")"
 printf 'foo\nbar\n' >"$tmp/pat2"; printf 'abc\n' >"$tmp/pat1"; : >"$tmp/pat0"
 printf '\n' >"$tmp/patblank"; printf 'ok\n(bad\n' >"$tmp/patbad"
 sh "$here/../grep/random.sh" --seed "${ARF_GREP_RANDOM_SEED:-1}" \
-	--count $(( ${ARF_GREP_RANDOM:-200} / stride )) --print-cases |
+	--count $(( ${ARF_GREP_RANDOM:-200} / ${ARF_GREP_STRIDE:-1} )) --print-cases |
 while IFS= read -r line; do
 	eval "set -- $line"
 	ops=0 stdin=0 rec=0
