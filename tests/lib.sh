@@ -67,3 +67,46 @@ arf_server() {
 	pids="$pids $pid"
 	eval "pid_$1=$pid ep_$1=$ep"
 }
+
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+# run_loop SECONDS CMD...: in the background ($loop), CMD again and again for SECONDS (at
+# most 200 times), each run's number, exit status and output a line of $tmp/runs.txt, its
+# milliseconds a line of $tmp/ms.txt, its stderr in $tmp/err.N (all emptied first)
+run_loop() {
+	_secs=$1
+	shift
+	: >"$tmp/runs.txt"
+	: >"$tmp/ms.txt"
+	rm -f "$tmp"/err.*
+	(
+		end=$(($(date +%s) + _secs))
+		i=0
+		while [ "$(date +%s)" -lt "$end" ] && [ "$i" -lt 200 ]; do
+			i=$((i + 1))
+			t0=$(date +%s%N)
+			out=$(timeout "$T" "$@" 2>"$tmp/err.$i")
+			echo "$i $? $out" >>"$tmp/runs.txt"
+			ms_since "$t0" >>"$tmp/ms.txt"
+		done
+	) &
+	loop=$!
+}
+
+# check_run_loop WHAT WANT MIN_MS: after run_loop ended: at least 4 runs, every one exited 0
+# printing WANT, and (MIN_MS > 0) the longest took at least MIN_MS: it rode through WHAT;
+# $n_ok, $n and $longest are left for a summary line
+check_run_loop() {
+	n=$(wc -l <"$tmp/runs.txt")
+	n_ok=$(grep -c "^[0-9]* 0 $2\$" "$tmp/runs.txt")
+	if [ "$n" -ge 4 ] && [ "$n_ok" -eq "$n" ]; then
+		ok
+	else
+		bad "arc run loop through $1: $n_ok of $n runs ok"
+		grep -v "^[0-9]* 0 $2\$" "$tmp/runs.txt" | head -n 10 | sed 's/^/  | /'
+		cat "$tmp"/err.* 2>/dev/null | head -n 10 | sed 's/^/  | /'
+	fi
+	longest=$(sort -n "$tmp/ms.txt" | tail -n 1)
+	[ "$3" -gt 0 ] || return 0
+	if [ "$longest" -ge "$3" ]; then ok; else bad "no run spanned $1 (longest $longest ms)"; fi
+}
