@@ -6,11 +6,17 @@
  *           opens, the rights check (pn_peer_proof) on every request after it;
  *   tls     tls: to that same arfd, the secret proved inside TLS 1.3.
  * They take turns, who goes first rotating, so every ratio printed is against plain from
- * the same run: secret/plain is the cost of the identity checks on the normal path.
+ * the same run: secret/plain is the cost of the identity checks on the normal path.  Round
+ * trips on a shared 2-CPU machine vary by more than that cost, so with --pids (each way's
+ * arfd) the server's CPU time per null EXEC is measured too (the sum of its threads'
+ * run time from /proc/PID/task/N/schedstat, in ns, around each turn of EXECs): what the
+ * checks add to a request's work, whatever the scheduler does.
  *
  *   bench_tls PLAIN_EP SECRET_EP TLS_EP SECRET NULL.pno [--rounds R] [--n N] [--reads K]
- * run.sh makes the certificates, starts the two arfds and runs this several times.
+ *             [--pids P1,P2,P3]
+ * run.sh makes the certificates, starts three arfds and runs this several times.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +50,32 @@ static void die(const char *what, const char *why)
 {
 	fprintf(stderr, "bench_tls: %s: %s\n", what, why);
 	exit(1);
+}
+
+/* The run time of all of process pid's threads so far, in ns (0 when unknown). */
+static double cpu_ns(long pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/task", pid);
+	DIR *d = pid > 0 ? opendir(path) : NULL;
+	if (!d)
+		return 0;
+	double sum = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char f[128];
+		snprintf(f, sizeof f, "/proc/%ld/task/%s/schedstat", pid, e->d_name);
+		FILE *fp = fopen(f, "r");
+		unsigned long long ns = 0;
+		if (fp && fscanf(fp, "%llu", &ns) == 1)
+			sum += (double)ns;
+		if (fp)
+			fclose(fp);
+	}
+	closedir(d);
+	return sum;
 }
 
 /* One turn of n null EXECs: the median round trip in us. */
@@ -81,9 +113,13 @@ int main(int argc, char **argv)
 		die("usage", "bench_tls PLAIN_EP SECRET_EP TLS_EP SECRET NULL.pno [--rounds R] [--n N] "
 		    "[--reads K]");
 	unsigned rounds = 10, n = 2000, k = 4;
+	long pid[WAYS] = { 0 };
 	for (int i = 6; i + 1 < argc; i += 2) {
 		unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 10);
-		if (!strcmp(argv[i], "--rounds")) rounds = v;
+		if (!strcmp(argv[i], "--pids")) {
+			if (sscanf(argv[i + 1], "%ld,%ld,%ld", &pid[0], &pid[1], &pid[2]) != WAYS)
+				die("--pids", "three process ids, P1,P2,P3");
+		} else if (!strcmp(argv[i], "--rounds")) rounds = v;
 		else if (!strcmp(argv[i], "--n")) n = v;
 		else if (!strcmp(argv[i], "--reads")) k = v;
 		else die("unknown option", argv[i]);
@@ -105,12 +141,13 @@ int main(int argc, char **argv)
 			die("arc_connect", err);
 	}
 	double *lat = malloc(n * sizeof *lat), *mibs = malloc(k * sizeof *mibs);
-	double *ex[WAYS], *rd[WAYS];
+	double *ex[WAYS], *rd[WAYS], *cpu[WAYS];
 	void *buf = malloc(READ_LEN);
 	if (!lat || !mibs || !buf)
 		die("malloc", "out of memory");
 	for (int t = 0; t < WAYS; t++)
-		if (!(ex[t] = calloc(rounds, sizeof **ex)) || !(rd[t] = calloc(rounds, sizeof **rd)))
+		if (!(ex[t] = calloc(rounds, sizeof **ex)) || !(rd[t] = calloc(rounds, sizeof **rd)) ||
+		    !(cpu[t] = calloc(rounds, sizeof **cpu)))
 			die("malloc", "out of memory");
 	struct arc_exec x = { .seg = seg, .seg_len = seg_len, .seg_id = id };
 	for (int t = 0; t < WAYS; t++) {  /* warm: connections, sessions, the code cache */
@@ -122,7 +159,9 @@ int main(int argc, char **argv)
 	for (unsigned r = 0; r < rounds; r++) {
 		for (int j = 0; j < WAYS; j++) {
 			int t = (int)((r + (unsigned)j) % WAYS);   /* who goes first rotates */
+			double c0 = cpu_ns(pid[t]);
 			ex[t][r] = exec_turn(a[t], &x, n, lat);
+			cpu[t][r] = (cpu_ns(pid[t]) - c0) / 1000.0 / n;   /* us per EXEC */
 			rd[t][r] = read_turn(a[t], buf, k, mibs);
 		}
 		printf("%5u  %7.1f %7.1f %7.1f %5.3fx %5.2fx   %7.0f %7.0f %7.0f %5.3fx %5.2fx\n", r,
@@ -141,6 +180,13 @@ int main(int argc, char **argv)
 		       "MiB/s (%.3fx plain, turns %.2fx..%.2fx)\n", name[t], median(ex[t], rounds),
 		       em, exr[0], exr[rounds - 1], median(rd[t], rounds), rm, rdr[0],
 		       rdr[rounds - 1]);
+	}
+	for (int t = 0; pid[0] && t < WAYS; t++) {
+		for (unsigned r = 0; r < rounds; r++)
+			exr[r] = cpu[t][r] / cpu[0][r];
+		double em = median(exr, rounds);
+		printf("%-6s arfd CPU per null EXEC %.2f us (%.3fx plain, turns %.2fx..%.2fx)\n",
+		       name[t], median(cpu[t], rounds), em, exr[0], exr[rounds - 1]);
 	}
 	for (int t = 0; t < WAYS; t++)
 		arc_close(a[t]);
