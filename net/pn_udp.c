@@ -98,7 +98,12 @@
  *      lost C's AUTH) answers REPROVE (echoing C's session); C, when it is the connector
  *      and keyed, proves again, then sends what A did not acknowledge again under the new
  *      keys.  A forged REPROVE costs C a proof, one round trip: an attacker on the path can
- *      delay C as much by dropping datagrams; off the path it must guess C's session.
+ *      delay C as much by dropping datagrams; off the path it must guess C's session.  So
+ *      does a stale one (A answered several datagrams sent before C's AUTH reached it, as
+ *      when the AUTH was lost): C proves once more, and what crossed the new proof under the
+ *      older keys is dropped and resent.  That converges (test_pn_udp, proof_drop: 20% loss
+ *      both ways); a grace period for the previous keys, or a REPROVE naming the keys it
+ *      refers to, would save those round trips.
  *
  * An endpoint proves only to peers it speaks to first, so a server answering a client never
  * proves anything back; the cluster key is not proved over udp (udp_trusted names members).

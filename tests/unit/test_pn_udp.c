@@ -1152,11 +1152,13 @@ static void test_proof_tamper(void)
 	int rc = proof_req(a, pb, "one", &proof, 3000);
 	CHECK(rc == 0 && proof == PN_PROOF_SECRET, "proved through the proxy: %d, proof %d", rc, proof);
 
-	/* a byte changed: dropped and counted, its sender proves again and resends it */
+	/* a byte changed: dropped and counted, its sender proves again and resends it (more
+	 * bad MACs when the machine is slow: a retransmission under the old keys crossing the
+	 * new proof) */
 	atomic_store(&px.flip, 1);
 	rc = proof_req(a, pb, "two, changed on the way", &proof, 5000);
 	struct pn_stats sb = stats(b);
-	CHECK(rc == 0 && calls == 2 && sb.udp_bad_macs == 1 && atomic_load(&px.flip) == 0,
+	CHECK(rc == 0 && calls == 2 && sb.udp_bad_macs >= 1 && atomic_load(&px.flip) == 0,
 	      "a changed datagram: request %d, handler ran %d times, %llu bad MACs", rc,
 	      (int)calls, (unsigned long long)sb.udp_bad_macs);
 
@@ -1180,7 +1182,7 @@ static void test_proof_tamper(void)
 	uint64_t bad = b ? stats(b).udp_bad_macs : 0;
 	atomic_store(&px.replay, 1);
 	usleep(150000);
-	CHECK(b && rc == 0 && calls2 == 1 && stats(b).udp_bad_macs == bad + 1,
+	CHECK(b && rc == 0 && calls2 == 1 && stats(b).udp_bad_macs >= bad + 1,
 	      "replayed from an earlier association: %d, handler ran %d times (want 1), bad MACs "
 	      "%llu -> %llu", rc, (int)calls2, (unsigned long long)bad,
 	      b ? (unsigned long long)stats(b).udp_bad_macs : 0ull);
@@ -1191,19 +1193,48 @@ static void test_proof_tamper(void)
 	uint64_t peers = b ? stats(b).peers : 0;
 	bad = b ? stats(b).udp_bad_macs : 0;
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port_of(a)) };
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	sa.sin_port = px.b.sin_port;
+	struct sockaddr_in sa = px.b;   /* b's address */
 	if (fd >= 0)
 		sendto(fd, px.kept, (size_t)px.kept_len, 0, (struct sockaddr *)&sa, sizeof sa);
 	usleep(100000);
-	CHECK(b && stats(b).peers == peers && stats(b).udp_bad_macs == bad + 1 && calls2 == 2,
+	CHECK(b && stats(b).peers == peers && stats(b).udp_bad_macs >= bad + 1 && calls2 == 2,
 	      "the datagram from elsewhere: peers %llu -> %llu, bad MACs %llu",
 	      (unsigned long long)peers, b ? (unsigned long long)stats(b).peers : 0ull,
 	      b ? (unsigned long long)stats(b).udp_bad_macs : 0ull);
 	if (fd >= 0)
 		close(fd);
 	proxy_stop(&px);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* 20% of the datagrams lost on both ends, the proof's among them: new clients still prove
+ * (HELLO resent; a lost AUTH costs a REPROVE and a second proof, the datagrams sent in
+ * between counted as bad MACs) and every request of a keyed pair is handled and answered
+ * exactly once. */
+static void test_proof_drop(void)
+{
+	struct pn_opts o = keyed("s3cret-A1", NULL);
+	o.drop_rate = 0.2;
+	o.udp_max_wait_ms = 20000;
+	struct pn *b = open_ep(&o);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_PROOF, 0, h_proof, NULL);
+	int proven = 0;
+	for (int i = 0; i < 10; i++) {
+		struct pn *c = open_ep(&o);
+		int proof = -1;
+		proven += c && proof_req(c, peer_of(c, b), "lossy", &proof, 20000) == 0 &&
+		          proof == PN_PROOF_SECRET;
+		pn_finalize(c);
+	}
+	struct pn *a = open_ep(&o);
+	int once = a ? run_load(a, b, 4, 1000, 4, 30000) : 0;
+	struct pn_stats sa = a ? stats(a) : (struct pn_stats){ 0 }, sb = stats(b);
+	CHECK(proven == 10 && once == 1000 && sa.dropped + sb.dropped > 0,
+	      "20%% loss: %d of 10 clients proved, %d of 1000 keyed requests exactly once, %llu "
+	      "dropped, %llu bad MACs", proven, once, (unsigned long long)(sa.dropped + sb.dropped),
+	      (unsigned long long)(sa.udp_bad_macs + sb.udp_bad_macs));
 	pn_finalize(a);
 	pn_finalize(b);
 }
@@ -1223,11 +1254,15 @@ static size_t mk_hello(uint8_t *o, uint32_t session, uint8_t which, uint32_t non
 }
 
 /* HELLOs from many source addresses: each is answered, and the server keeps nothing for
- * them; AUTHs with made-up cookies make nothing either.  A real client gets in meanwhile. */
+ * them; AUTHs with made-up cookies make nothing either.  A real client gets in meanwhile,
+ * and also while forged plain requests fill the places of senders not yet admitted: its
+ * proof admits it (as a request carrying the key would, test_flood). */
 static void test_proof_flood(void)
 {
-	enum { FLOOD = 500 };
+	enum { FLOOD = 500, PRE = 8 };
 	struct pn_opts o = keyed("s3cret-A1", NULL);
+	o.admit = admit_key;
+	o.udp_preauth_peers = PRE;
 	struct pn *b = open_ep(&o);
 	if (!b) { CHECK(0, "open"); return; }
 	pn_set_handler(b, T_PROOF, 0, h_proof, NULL);
@@ -1270,6 +1305,19 @@ static void test_proof_flood(void)
 	int rc = a ? proof_req(a, peer_of(a, b), "real", &proof, 3000) : -1;
 	CHECK(rc == 0 && proof == PN_PROOF_SECRET && stats(b).peers == peers + 1,
 	      "a real client after the flood: %d, proof %d", rc, proof);
+	for (int i = 0; i < 4 * PRE; i++)
+		send_from_new_port(&sa, "hello", 5, 5);
+	usleep(100000);
+	st = stats(b);
+	struct pn_opts none = { .udp_max_wait_ms = 300 };
+	struct pn *c = open_ep(&o), *d = open_ep(&none);
+	rc = c ? proof_req(c, peer_of(c, b), "proved", &proof, 3000) : -1;
+	int rc2 = d ? proof_req(d, peer_of(d, b), "plain", &proof, 300) : -1;
+	CHECK(st.udp_refused >= 2 * PRE && rc == 0 && rc2 != 0, "%d forged senders fill the %d "
+	      "places (%llu refused): a client that proves is served (%d), one without is not (%d)",
+	      4 * PRE, PRE, (unsigned long long)st.udp_refused, rc, rc2);
+	pn_finalize(d);
+	pn_finalize(c);
 	pn_finalize(a);
 	pn_finalize(b);
 }
@@ -1285,6 +1333,7 @@ int main(void)
 		{ test_drop_env, "drop_env" }, { test_flood, "flood" },
 		{ test_proofs, "proofs" }, { test_proof_restart, "proof_restart" },
 		{ test_proof_tamper, "proof_tamper" }, { test_proof_flood, "proof_flood" },
+		{ test_proof_drop, "proof_drop" },
 	};
 	for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 		double t0 = now_ms();
