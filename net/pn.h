@@ -63,8 +63,10 @@ struct pn_opts {
 	 * claims (the listening address in its HELLO, the origin of a message it forwards) is
 	 * believed only from a member of the same cluster: over tcp, a peer that proved it holds
 	 * cluster_key (an HMAC-SHA-256 challenge-response when the connection opens; the key
-	 * never travels); over udp, a sender whose source address is in udp_trusted.  Without a
-	 * key nobody's claims are believed; pn_forward then works only over udp_trusted. */
+	 * never travels); over udp, a sender whose source address is in udp_trusted, or that
+	 * proved cluster_key the same way before its first datagram (its datagrams then carry a
+	 * MAC).  Without a key nobody's claims are believed; pn_forward then works only over
+	 * udp_trusted. */
 	const void *cluster_key;
 	size_t cluster_key_len;
 	/* tcp and udp: a secret shared with clients, proved by the same challenge-response under

@@ -45,7 +45,7 @@
  *     ACK: nothing more.
  *     With flag 0x80: then 16 bytes, HMAC-SHA-256 of all the bytes before, truncated.
  *     The proof (Identity, above; frag, seq, una, ack and sack zero; nonces and MACs 32 bytes):
- *       HELLO      u8 key (1 secret, 2 admin secret), nc, 64 zero bytes
+ *       HELLO      u8 key (0 cluster key, 1 secret, 2 admin secret), nc, 64 zero bytes
  *       CHALLENGE  echo: the HELLO's session; nc, then na and the acceptor's MAC, or nothing
  *       AUTH       u8 key, nc, na, the connector's MAC
  *       REPROVE    echo: the session of the datagram that could not be checked; nothing
@@ -106,7 +106,9 @@
  *      refers to, would save those round trips.
  *
  * An endpoint proves only to peers it speaks to first, so a server answering a client never
- * proves anything back; the cluster key is not proved over udp (udp_trusted names members).
+ * proves anything back.  Which key, as over tcp: the cluster key when it has one (the
+ * acceptor then believes the origins in the peer's forwarded messages, besides those of
+ * udp_trusted addresses), else the admin secret, else the secret.
  *
  * Admission (pn.h, udp_max_peers): a peer is made for a source address the first time a DATA
  * datagram comes from it, in a tier: TIER_PRE until pn_opts.admit accepts the first bytes
@@ -330,6 +332,8 @@ struct upeer {                     /* peer->tp_state */
 	uint64_t hs_start, hs_at;      /* connector: when it began; when HELLO goes out again */
 	unsigned hs_backoff;
 	uint64_t auth_ms;              /* acceptor: the cookie time of the association's AUTH */
+	bool member;                   /* acceptor: it proved the cluster key: its datagrams may
+	                                * carry a forwarded origin (under rx_lock) */
 	EVP_MAC_CTX *tx_mac;           /* keyed: our datagrams to it (used under lock) */
 	EVP_MAC_CTX *rx_mac;           /* keyed: its datagrams to us (used under rx_lock) */
 };
@@ -419,6 +423,7 @@ static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
 		p->mode = M_PLAIN;
 		p->connector = false;
 		p->auth_ms = 0;
+		p->member = false;
 		upeer_addr(tp, p, rec);
 		pthread_mutex_unlock(&p->lock);
 	}
@@ -1144,7 +1149,11 @@ static void on_auth(struct pn_tp *tp, const uint8_t *b, const struct uhdr *u,
 		p->mode = M_KEYED;
 		p->which = which;
 		p->auth_ms = t;
-		rec->proven = which == PN_KEY_ADMIN ? PN_PROOF_ADMIN : PN_PROOF_SECRET;
+		/* a member's forwarded origins are believed (on_datagram); a client's secret is
+		 * what the application asks about */
+		p->member = which == PN_KEY_CLUSTER;
+		rec->proven = which == PN_KEY_ADMIN ? PN_PROOF_ADMIN :
+		              which == PN_KEY_SECRET ? PN_PROOF_SECRET : PN_PROOF_NONE;
 		p->last_ns = now;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -1157,9 +1166,8 @@ static void on_proof(struct pn_tp *tp, const uint8_t *b, size_t len, const struc
 	struct pn *pn = tp->pn;
 	uint64_t now = pn_now_ns();
 	if (u->kind == K_HELLO || u->kind == K_AUTH) {
-		/* to the acceptor: which key (the cluster key is not proved over udp) */
-		if (len != (u->kind == K_HELLO ? HELLO_LEN : AUTH_LEN) ||
-		    (b[0] != PN_KEY_SECRET && b[0] != PN_KEY_ADMIN)) {
+		/* to the acceptor: which key */
+		if (len != (u->kind == K_HELLO ? HELLO_LEN : AUTH_LEN) || b[0] > PN_KEY_ADMIN) {
 			bad_frame(tp);
 			return;
 		}
@@ -1222,7 +1230,12 @@ static void on_proof(struct pn_tp *tp, const uint8_t *b, size_t len, const struc
 		}
 		/* Not ok: it has no such key, or not ours (most likely our secret is wrong): go
 		 * on unproven, in plain datagrams, as tcp does, so the application can say what
-		 * is wrong.  Nothing about our key goes to one who showed none. */
+		 * is wrong.  Nothing about our key goes to one who showed none.  (A member with
+		 * another cluster key: tcp refuses the connection; here its forwarded origins
+		 * are not believed, and it is said once per proof.) */
+		if (!ok && len == CHALL_LEN && p->which == PN_KEY_CLUSTER)
+			pn_core_log(pn, "udp: %s failed the cluster key proof (not a member, or "
+			            "another key)", rec->name);
 		p->mode = ok ? M_KEYED : M_PLAIN;
 		armed = proof_done(tp, p, now);
 	}
@@ -1304,10 +1317,6 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 		bad_frame(tp);
 		return;
 	}
-	/* the sender is its source address; an origin it names is believed only from a member
-	 * (pn_opts.udp_trusted), or anyone could aim our replies anywhere */
-	if ((h.flags & PN_F_FORWARDED) && !pn_core_udp_trusted(pn, &a))
-		h.flags &= ~PN_F_FORWARDED;
 	uint64_t now = pn_now_ns();
 	const uint8_t *payload = buf + UDP_HDR_LEN + PN_HDR_LEN;
 	struct pn_peer_rec *rec = pn_core_peer_known(pn, &a);
@@ -1319,6 +1328,11 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 	if (!p)
 		return;
 	rec = p->rec;
+	/* the sender is its source address; an origin it names is believed only from a member
+	 * (pn_opts.udp_trusted, or one that proved the cluster key: its datagram's MAC just
+	 * checked), or anyone could aim our replies anywhere */
+	if ((h.flags & PN_F_FORWARDED) && !(u.mac && p->member) && !pn_core_udp_trusted(pn, &a))
+		h.flags &= ~PN_F_FORWARDED;
 	/* a sender not yet admitted is, by the first bytes of a message pn_opts.admit accepts
 	 * (it carries the secret), as a tcp connection is; until then it may send only messages
 	 * of up to preauth_max bytes */
@@ -1736,8 +1750,10 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	while (tp->session == 0)
 		if (getrandom(&tp->session, sizeof tp->session, 0) != sizeof tp->session)
 			tp->session = (uint32_t)(pn_now_ns() ^ (uintptr_t)tp);
-	/* the key we prove as a connector: the admin secret when we have one (as over tcp) */
-	tp->key = pn_core_has_key(pn, PN_KEY_ADMIN) ? PN_KEY_ADMIN : PN_KEY_SECRET;
+	/* the key we prove as a connector, as over tcp: the cluster key, else the admin secret,
+	 * else the secret */
+	tp->key = pn_core_has_key(pn, PN_KEY_CLUSTER) ? PN_KEY_CLUSTER :
+	          pn_core_has_key(pn, PN_KEY_ADMIN) ? PN_KEY_ADMIN : PN_KEY_SECRET;
 	tp->proves = pn_core_has_key(pn, tp->key);
 	tp->hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
 	if (!tp->hmac || getrandom(tp->cookie_key, sizeof tp->cookie_key, 0) != sizeof tp->cookie_key) {

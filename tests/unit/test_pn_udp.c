@@ -1239,6 +1239,52 @@ static void test_proof_drop(void)
 	pn_finalize(b);
 }
 
+/* Delegation among members that proved the cluster key to each other (no udp_trusted):
+ * 0 -> 1 -> 2 -> 3, and 3 answers 0 directly; with another key at 3, 2's proof fails, 3
+ * does not believe the origin 2 names and answers 2, so 0 gets nothing. */
+static void test_proof_cluster(void)
+{
+	for (int other = 0; other < 2; other++) {
+		struct pn *p[4] = { open_ep(NULL) };
+		for (int i = 1; i < 4; i++) {
+			const char *key = other && i == 3 ? "another-key" : "clu5ter-key";
+			struct pn_opts o = { .cluster_key = key, .cluster_key_len = strlen(key) };
+			p[i] = open_ep(&o);
+		}
+		if (!p[0] || !p[1] || !p[2] || !p[3]) {
+			CHECK(0, "open");
+			for (int i = 0; i < 4; i++) pn_finalize(p[i]);
+			return;
+		}
+		char n2[64], n3[64];
+		snprintf(n2, sizeof n2, "%s", pn_self(p[2], "udp"));
+		snprintf(n3, sizeof n3, "%s", pn_self(p[3], "udp"));
+		pn_set_handler(p[1], T_FWD, 0, h_fwd, n2);
+		pn_set_handler(p[2], T_FWD, 0, h_fwd, n3);
+		pn_set_handler(p[3], T_FWD, 0, h_echo, NULL);
+		char buf[16] = { 0 };
+		struct pn_rcv_desc d = { .buf = buf, .cap = sizeof buf, .type = T_REPLY, .from = PN_ANY };
+		pn_coop c = pn_coop_start(p[0], &d, 1);
+		int rc = pn_send(p[0], peer_of(p[0], p[1]), T_FWD, c, "deleg", 5);
+		int rc2 = pn_coop_end(p[0], c, other ? 500 : 5000);
+		if (!other)
+			CHECK(rc == 0 && rc2 == 0 && d.len == 5 && !memcmp(buf, "deleg", 5) &&
+			      !strcmp(pn_peer_name(p[0], d.got_from), pn_self(p[3], "udp")),
+			      "members of one cluster key: the reply comes from the last: %d %d", rc, rc2);
+		else
+			CHECK(rc == 0 && rc2 == -PN_ETIMEDOUT, "the last with another key does not "
+			      "believe the origin: %d %d (%s)", rc, rc2, pn_strerror(rc2));
+		usleep(50000);
+		uint64_t bad = 0;
+		for (int i = 0; i < 4; i++)
+			bad += stats(p[i]).udp_bad_macs;
+		CHECK(bad == 0, "cluster key (%s): %llu bad MACs", other ? "another at 3" : "one",
+		      (unsigned long long)bad);
+		for (int i = 0; i < 4; i++)
+			pn_finalize(p[i]);
+	}
+}
+
 /* A hand-made HELLO (pn_udp.c: 48-byte sub-header, kind 3, then which key, a nonce, zeros) */
 static size_t mk_hello(uint8_t *o, uint32_t session, uint8_t which, uint32_t nonce_seed)
 {
@@ -1333,7 +1379,7 @@ int main(void)
 		{ test_drop_env, "drop_env" }, { test_flood, "flood" },
 		{ test_proofs, "proofs" }, { test_proof_restart, "proof_restart" },
 		{ test_proof_tamper, "proof_tamper" }, { test_proof_flood, "proof_flood" },
-		{ test_proof_drop, "proof_drop" },
+		{ test_proof_drop, "proof_drop" }, { test_proof_cluster, "proof_cluster" },
 	};
 	for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 		double t0 = now_ms();
