@@ -535,7 +535,7 @@ static bool tag_of(EVP_MAC_CTX *c, const struct iovec *iov, int n, uint8_t out[T
  * cookie key of that time, the key asked for, the connector's session, its nonce and its
  * source address.  So the acceptor keeps nothing for a HELLO (forged source addresses
  * cost it no memory): an AUTH brings the nonce back and is checked against it again
- * (auth_check).  false: the library failed. */
+ * (on_auth).  false: the library failed. */
 static bool cookie(struct pn_tp *tp, uint64_t t_ms, enum pn_key which, uint32_t session,
                    const uint8_t nc[PN_NONCE_LEN], const struct pn_addr *a,
                    uint8_t na[PN_NONCE_LEN])
@@ -1118,6 +1118,17 @@ static void on_auth(struct pn_tp *tp, const uint8_t *b, const struct uhdr *u,
 	}
 	struct pn_peer_rec *rec = pn_core_peer_known(pn, a);
 	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
+	bool stale = false;
+	if (p) {
+		/* this AUTH again, or an older one replayed (its cookie is older than the
+		 * association's): the association stands.  And a peer we prove to ourselves is
+		 * the acceptor, not we. */
+		pthread_mutex_lock(&p->lock);
+		stale = (p->mode == M_KEYED && t <= p->auth_ms) || p->connector;
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (stale)
+		return;
 	if (!p) {
 		int tier = pn_core_udp_trusted(pn, a) ? TIER_NONE : TIER_ADMITTED;
 		if (!tier_room(tp, tier, now)) {
@@ -1142,10 +1153,7 @@ static void on_auth(struct pn_tp *tp, const uint8_t *b, const struct uhdr *u,
 		p->tier = TIER_ADMITTED;
 	}
 	pthread_mutex_lock(&p->lock);
-	/* this AUTH again, or an older one replayed (its cookie is older than the association's):
-	 * the association stands.  And a peer we prove to ourselves is the acceptor. */
-	bool stale = (p->mode == M_KEYED && t <= p->auth_ms) || p->connector;
-	if (!stale && keys_set(tp, p, which, nc, na, u->session, true)) {
+	if (!p->connector && keys_set(tp, p, which, nc, na, u->session, true)) {
 		p->mode = M_KEYED;
 		p->which = which;
 		p->auth_ms = t;

@@ -158,6 +158,10 @@ struct proxy {
 	atomic_int replay;             /* ... and send it to b again (from the proxy, as a's) */
 	uint8_t kept[70000];
 	ssize_t kept_len;
+	atomic_int keep_auth;          /* keep the next AUTH from a to b ... */
+	atomic_int replay_auth;        /* ... and send it to b again */
+	uint8_t auth[256];
+	ssize_t auth_len;
 	uint8_t *cap;                  /* when set: every datagram either way, up to cap_max */
 	size_t cap_n, cap_max;
 	pthread_t thread;
@@ -173,6 +177,9 @@ static void *proxy_main(void *arg)
 	while (!atomic_load(&px->stop)) {
 		if (atomic_exchange(&px->replay, 0) && px->kept_len)
 			sendto(px->fd, px->kept, (size_t)px->kept_len, 0, (struct sockaddr *)&px->b,
+			       sizeof px->b);
+		if (atomic_exchange(&px->replay_auth, 0) && px->auth_len)
+			sendto(px->fd, px->auth, (size_t)px->auth_len, 0, (struct sockaddr *)&px->b,
 			       sizeof px->b);
 		struct pollfd pf = { .fd = px->fd, .events = POLLIN };
 		if (poll(&pf, 1, 20) <= 0) {
@@ -197,6 +204,11 @@ static void *proxy_main(void *arg)
 			px->cap_n += (size_t)r;
 		}
 		struct sockaddr_in *to = from.sin_port == px->a.sin_port ? &px->b : &px->a;
+		if (to == &px->b && buf[3] == 5 && r <= (ssize_t)sizeof px->auth &&
+		    atomic_exchange(&px->keep_auth, 0)) {
+			memcpy(px->auth, buf, (size_t)r);
+			px->auth_len = r;
+		}
 		if (to == &px->b && buf[3] == 0x81 && r > 100 && atomic_exchange(&px->keep, 0)) {
 			memcpy(px->kept, buf, (size_t)r);
 			px->kept_len = r;
@@ -1149,9 +1161,11 @@ static void test_proof_tamper(void)
 	if (pb == PN_ANY) { CHECK(0, "setup"); pn_finalize(a); pn_finalize(b); return; }
 	_Atomic int calls = 0;
 	pn_set_handler(b, T_PROOF, 0, h_proof, &calls);
+	atomic_store(&px.keep_auth, 1);
 	int proof = -1;
 	int rc = proof_req(a, pb, "one", &proof, 3000);
-	CHECK(rc == 0 && proof == PN_PROOF_SECRET, "proved through the proxy: %d, proof %d", rc, proof);
+	CHECK(rc == 0 && proof == PN_PROOF_SECRET && px.auth_len > 0,
+	      "proved through the proxy: %d, proof %d", rc, proof);
 
 	/* a byte changed: dropped and counted, its sender proves again and resends it (more
 	 * bad MACs when the machine is slow: a retransmission under the old keys crossing the
@@ -1163,14 +1177,23 @@ static void test_proof_tamper(void)
 	      "a changed datagram: request %d, handler ran %d times, %llu bad MACs", rc,
 	      (int)calls, (unsigned long long)sb.udp_bad_macs);
 
+	/* the first association's AUTH replayed (its cookie still young): older than the
+	 * association the changed datagram made, so it changes nothing */
+	atomic_store(&px.replay_auth, 1);
+	usleep(50000);
+	rc = proof_req(a, pb, "after the old AUTH", &proof, 5000);
+	CHECK(rc == 0 && calls == 3 && stats(b).udp_bad_macs == sb.udp_bad_macs,
+	      "an older AUTH replayed: request %d, bad MACs %llu -> %llu", rc,
+	      (unsigned long long)sb.udp_bad_macs, (unsigned long long)stats(b).udp_bad_macs);
+
 	/* replayed within its association: a duplicate (its sequence number), not run again */
 	atomic_store(&px.keep, 1);
 	rc = proof_req(a, pb, "three, kept for a replay", &proof, 5000);
 	uint64_t dups = stats(b).duplicates;
 	atomic_store(&px.replay, 1);
 	usleep(150000);
-	CHECK(rc == 0 && px.kept_len > 0 && calls == 3 && stats(b).duplicates > dups,
-	      "replayed in its association: handler ran %d times (want 3), duplicates %llu -> %llu",
+	CHECK(rc == 0 && px.kept_len > 0 && calls == 4 && stats(b).duplicates > dups,
+	      "replayed in its association: handler ran %d times (want 4), duplicates %llu -> %llu",
 	      (int)calls, (unsigned long long)dups, (unsigned long long)stats(b).duplicates);
 
 	/* replayed to a new association (the server restarted; the client proved again) */
