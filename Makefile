@@ -289,11 +289,13 @@ bench: all
 	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD))
 	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD))
 	$(MAKE) -C bench/tls BUILD=$(abspath $(BUILD))
+	$(MAKE) -C bench/udp BUILD=$(abspath $(BUILD))
 bench-quick: all
 	$(MAKE) -C bench/vm BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/net BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/tradeoff BUILD=$(abspath $(BUILD)) quick
 	$(MAKE) -C bench/tls BUILD=$(abspath $(BUILD)) quick
+	$(MAKE) -C bench/udp BUILD=$(abspath $(BUILD)) quick
 bench-fs: all
 	bash bench/fs/run.sh --build $(BUILD) $(BENCH_FS_ARGS)
 .PHONY: bench-grep

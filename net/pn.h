@@ -63,17 +63,21 @@ struct pn_opts {
 	 * claims (the listening address in its HELLO, the origin of a message it forwards) is
 	 * believed only from a member of the same cluster: over tcp, a peer that proved it holds
 	 * cluster_key (an HMAC-SHA-256 challenge-response when the connection opens; the key
-	 * never travels); over udp, a sender whose source address is in udp_trusted.  Without a
-	 * key nobody's claims are believed; pn_forward then works only over udp_trusted. */
+	 * never travels); over udp, a sender whose source address is in udp_trusted, or that
+	 * proved cluster_key the same way before its first datagram (its datagrams then carry a
+	 * MAC).  Without a key nobody's claims are believed; pn_forward then works only over
+	 * udp_trusted. */
 	const void *cluster_key;
 	size_t cluster_key_len;
-	/* tcp: a secret shared with clients, proved by the same challenge-response under other
-	 * labels (never sent): an endpoint with one proves it on every connection it opens; one
-	 * that accepts a connection marks it proven (pn_peer_proven) and admitted when the proof
-	 * is right, and goes on with it unproven when not.  Claims are not believed for it. */
+	/* tcp and udp: a secret shared with clients, proved by the same challenge-response under
+	 * other labels (never sent): an endpoint with one proves it on every connection it opens
+	 * (udp: to every peer it sends to before hearing from it, and every datagram of the pair
+	 * then carries a MAC under keys drawn from the proof); one that accepts a connection
+	 * (udp: a proof) marks it proven (pn_peer_proven) and admitted when the proof is right,
+	 * and goes on with it unproven when not.  Claims are not believed for it. */
 	const void *secret;
 	size_t secret_len;
-	/* tcp: a second secret of greater rights, proved the same way under its own labels
+	/* tcp and udp: a second secret of greater rights, proved the same way under its own labels
 	 * (what it allows is the application's to say; arfd: installing, admin-only regions).
 	 * An endpoint with one proves it, instead of secret, on the connections it opens; one
 	 * that accepts connections tells which of the two a peer proved (pn_peer_proof). */
@@ -182,7 +186,7 @@ const char *pn_self(struct pn *pn, const char *scheme);
 int pn_peer_get(struct pn *pn, const char *name, pn_peer *out);
 const char *pn_peer_name(struct pn *pn, pn_peer peer);
 /* Whether peer's connection proved pn_opts.secret or pn_opts.admin_secret when it opened
- * (tcp; docs/net.md), and which. */
+ * (tcp; udp: the association its datagrams are MACed under; docs/net.md), and which. */
 bool pn_peer_proven(struct pn *pn, pn_peer peer);
 enum pn_proof { PN_PROOF_NONE, PN_PROOF_SECRET, PN_PROOF_ADMIN };
 enum pn_proof pn_peer_proof(struct pn *pn, pn_peer peer);
@@ -314,6 +318,8 @@ struct pn_stats {
 	uint64_t rdma_onesided;    /* rdma: pn_mem_read/pn_mem_write operations completed */
 	uint64_t udp_refused;      /* udp: datagrams dropped before admission (no room for a
 	                            * new sender, or a message over preauth_max) */
+	uint64_t udp_bad_macs;     /* udp: datagrams dropped for their MAC (forged, changed, from
+	                            * an older association, or plain from a proven peer) */
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 	uint64_t peers;            /* peer records: every peer known now */
 	uint64_t peers_retired;    /* ... of which closed anonymous ones waiting for reuse */

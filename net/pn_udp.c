@@ -37,10 +37,18 @@
  *     +------+-----+-----+---------+---------+---------+---------+---------+---------+
  *     | 'PU' | ver | kind| session | echo    | frag    | seq     | una     | ack     | sack    |
  *     +------+-----+-----+---------+---------+---------+---------+---------+---------+
- *     u16 magic 0x5550, u8 version 1, u8 kind (1 DATA, 2 ACK), u32 session, u32 echo (0: none),
- *     u32 fragment index (DATA), u64 seq (DATA; from 1), u64 una, u64 ack (0: none), u64 sack.
+ *     u16 magic 0x5550, u8 version 1, u8 kind (1 DATA, 2 ACK, 3 HELLO, 4 CHALLENGE, 5 AUTH,
+ *     6 REPROVE; flag 0x80 on DATA and ACK: a MAC ends the datagram), u32 session, u32 echo
+ *     (0: none), u32 fragment index (DATA), u64 seq (DATA; from 1), u64 una, u64 ack (0: none),
+ *     u64 sack.
  *     DATA: then the 40-byte frame header (wire.c), then payload bytes [frag * FRAG_LEN, ...).
  *     ACK: nothing more.
+ *     With flag 0x80: then 16 bytes, HMAC-SHA-256 of all the bytes before, truncated.
+ *     The proof (Identity, above; frag, seq, una, ack and sack zero; nonces and MACs 32 bytes):
+ *       HELLO      u8 key (0 cluster key, 1 secret, 2 admin secret), nc, 64 zero bytes
+ *       CHALLENGE  echo: the HELLO's session; nc, then na and the acceptor's MAC, or nothing
+ *       AUTH       u8 key, nc, na, the connector's MAC
+ *       REPROVE    echo: the session of the datagram that could not be checked; nothing
  *
  * Threads: one I/O thread (poll over the socket and an eventfd; the poll timeout is the next
  * retransmission, delayed ack or give-up) receives, acknowledges and retransmits; pn_send runs
@@ -55,6 +63,52 @@
  * leaves the socket out of its poll and keeps only the timers; it takes the socket back once
  * nobody waited for STICKY_NS, or at once when a thread is about to sleep on a Cooperation
  * or on a full window (udp_kick).
+ *
+ * Identity (docs/net.md, "Identity and trust"; as pn_tcp.c's HELLO exchange, where a
+ * connection opening is the moment to prove; here it is the first message to a peer): an
+ * endpoint C with pn_opts.admin_secret or secret (the connector) proves it to a peer A (the
+ * acceptor) before its first DATA to A, when it has heard nothing from A yet:
+ *
+ *   1. C -> A  HELLO: which key, C's fresh nonce nc (padded: a HELLO is never answered with
+ *      more bytes than it has, so forged sources gain no amplification).  C's messages to A
+ *      wait (M_PROVING: nothing else goes to A); HELLO is sent again on the RTO, doubling,
+ *      and after udp_max_wait_ms without an answer the waiting messages are returned
+ *      (PN_ERETURNED) as any lost one, and the next send starts again.
+ *   2. A -> C  CHALLENGE: nc, A's nonce na, and HMAC(key, "pn udp ... acceptor", nc, na,
+ *      C's session).  A keeps nothing: na is a cookie, A's clock (ms) and an HMAC under a
+ *      random key of A's endpoint over that time, the key asked for, C's session, nc and
+ *      C's source address, so forged HELLOs cost A no memory.  Without that key, A answers
+ *      nc alone: C goes on unproven, in plain datagrams (the wire of endpoints without keys).
+ *   3. C checks A's MAC (constant time).  Right: C derives the association's two keys (one
+ *      per direction, HMAC(key, "pn udp key to ...", nc, na, C's session)), sends AUTH: nc,
+ *      na, HMAC(key, "pn udp ... connector", ...), and from then on every DATA and ACK to
+ *      A carries a MAC.  Wrong (most likely C's secret is wrong): C sends no AUTH and goes
+ *      on unproven, in plain datagrams, as over tcp: the application says what is wrong.
+ *   4. A checks AUTH: its cookie is A's and younger than COOKIE_MS, its MAC is right.  Only
+ *      then is a peer made for C (or C's found), admitted (TIER_ADMITTED: as pn_opts.admit
+ *      would), marked proven (pn_peer_proof: PN_PROOF_SECRET or _ADMIN) and given the keys.
+ *      An AUTH older than the association's (a replay) changes nothing.
+ *   5. Every later DATA and ACK of the pair, both ways, ends with a MAC (HMAC-SHA-256 under
+ *      the direction's key, truncated to TAG_LEN bytes) of the whole datagram: sub-header
+ *      (session, seq, acks), frame header and payload, checked before anything is done with
+ *      it; failures are dropped and counted (udp_bad_macs), and so are plain datagrams from
+ *      a peer with an association.  Replays inside the association are duplicates (the
+ *      64-bit sequence numbers never wrap); from another association they fail the MAC.
+ *   6. A that gets a datagram with a MAC it cannot check (it restarted, or retired C, or
+ *      lost C's AUTH) answers REPROVE (echoing C's session); C, when it is the connector
+ *      and keyed, proves again, then sends what A did not acknowledge again under the new
+ *      keys.  A forged REPROVE costs C a proof, one round trip: an attacker on the path can
+ *      delay C as much by dropping datagrams; off the path it must guess C's session.  So
+ *      does a stale one (A answered several datagrams sent before C's AUTH reached it, as
+ *      when the AUTH was lost): C proves once more, and what crossed the new proof under the
+ *      older keys is dropped and resent.  That converges (test_pn_udp, proof_drop: 20% loss
+ *      both ways); a grace period for the previous keys, or a REPROVE naming the keys it
+ *      refers to, would save those round trips.
+ *
+ * An endpoint proves only to peers it speaks to first, so a server answering a client never
+ * proves anything back.  Which key, as over tcp: the cluster key when it has one (the
+ * acceptor then believes the origins in the peer's forwarded messages, besides those of
+ * udp_trusted addresses), else the admin secret, else the secret.
  *
  * Admission (pn.h, udp_max_peers): a peer is made for a source address the first time a DATA
  * datagram comes from it, in a tier: TIER_PRE until pn_opts.admit accepts the first bytes
@@ -80,13 +134,19 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "pn_int.h"
 
 #define UDP_MAGIC      0x5550u          /* "PU" */
 #define UDP_VERSION    1
 #define UDP_HDR_LEN    48
 #define FRAG_LEN       (32u * 1024)     /* payload bytes per datagram (loopback MTU is 64 KiB) */
-#define DGRAM_MAX      (UDP_HDR_LEN + PN_HDR_LEN + FRAG_LEN)
+#define TAG_LEN        16               /* a keyed datagram's MAC: HMAC-SHA-256, truncated */
+#define DGRAM_MAX      (UDP_HDR_LEN + PN_HDR_LEN + FRAG_LEN + TAG_LEN)
 #define WIN_MAX        64               /* unacknowledged datagrams per peer: the sack width */
 #define WIN_MIN        4
 #define SOCK_BUF       (4 << 20)        /* asked for SO_RCVBUF / SO_SNDBUF; the kernel caps it */
@@ -114,10 +174,20 @@
 _Static_assert(WIN_MAX <= 64, "sack is one u64");
 _Static_assert(DGRAM_MAX <= 65507, "a datagram must fit one IPv4 UDP packet");
 
-enum { K_DATA = 1, K_ACK = 2 };
+/* Kinds.  K_MAC is a flag on DATA and ACK: the datagram ends with its TAG_LEN-byte MAC. */
+enum { K_DATA = 1, K_ACK = 2, K_HELLO = 3, K_CHALLENGE = 4, K_AUTH = 5, K_REPROVE = 6 };
+#define K_MAC          0x80
+/* Bodies of the proof's datagrams (Identity, top). */
+#define HELLO_LEN      (1 + PN_NONCE_LEN + 64)   /* which, nc, zero padding */
+#define CHALL_LEN      (3 * PN_NONCE_LEN)         /* nc, na (the cookie), the acceptor's MAC */
+#define AUTH_LEN       (1 + 3 * PN_NONCE_LEN)     /* which, nc, na, the connector's MAC */
+#define COOKIE_MS      5000             /* an acceptor's nonce is good for an AUTH this long */
+_Static_assert(HELLO_LEN >= CHALL_LEN, "a HELLO is never answered with more bytes than it had");
+_Static_assert(PN_MAC_LEN == PN_NONCE_LEN, "the layouts above take a MAC for a nonce's size");
 
 struct uhdr {
 	uint8_t kind;
+	bool mac;                      /* K_MAC: DATA or ACK with a MAC at its end */
 	uint32_t session, echo, frag;
 	uint64_t seq, una, ack, sack;
 };
@@ -133,7 +203,7 @@ static void uhdr_put(uint8_t o[UDP_HDR_LEN], const struct uhdr *u)
 {
 	put16(o, UDP_MAGIC);
 	o[2] = UDP_VERSION;
-	o[3] = u->kind;
+	o[3] = (uint8_t)(u->kind | (u->mac ? K_MAC : 0));
 	put32(o + 4, u->session);
 	put32(o + 8, u->echo);
 	put32(o + 12, u->frag);
@@ -148,7 +218,8 @@ static int uhdr_get(const uint8_t in[UDP_HDR_LEN], struct uhdr *u)
 {
 	if (get16(in) != UDP_MAGIC || in[2] != UDP_VERSION)
 		return -PN_EPROTO;
-	u->kind = in[3];
+	u->kind = in[3] & ~K_MAC;
+	u->mac = in[3] & K_MAC;
 	u->session = get32(in + 4);
 	u->echo = get32(in + 8);
 	u->frag = get32(in + 12);
@@ -156,7 +227,12 @@ static int uhdr_get(const uint8_t in[UDP_HDR_LEN], struct uhdr *u)
 	u->una = get64(in + 24);
 	u->ack = get64(in + 32);
 	u->sack = get64(in + 40);
-	if (u->session == 0 || u->una == 0)
+	if (u->session == 0)
+		return -PN_EPROTO;
+	if (u->kind >= K_HELLO && u->kind <= K_REPROVE)
+		return !u->mac && !u->frag && !u->seq && !u->una && !u->ack && !u->sack ? 0 :
+		       -PN_EPROTO;
+	if (u->una == 0)
 		return -PN_EPROTO;
 	if (u->kind == K_DATA)
 		return u->seq >= u->una && u->frag < u->seq ? 0 : -PN_EPROTO;
@@ -203,6 +279,11 @@ struct imsg {                      /* an incoming message being reassembled */
 	uint64_t progress_ns;
 };
 
+/* The proof with a peer (Identity, top): none (plain datagrams), ours running (we are the
+ * connector: HELLO sent, nothing else goes out until it ends), or an association (every
+ * datagram both ways carries a MAC under its keys). */
+enum { M_PLAIN, M_PROVING, M_KEYED };
+
 /* The peers a udp endpoint keeps for senders it did not name itself (Admission, above). */
 enum { TIER_NONE, TIER_PRE, TIER_ADMITTED, TIER_N };
 
@@ -242,6 +323,19 @@ struct upeer {                     /* peer->tp_state */
 	unsigned n_unacked;
 	/* reassembly, I/O thread only */
 	struct imsg *rx;               /* udp_depth slots */
+	/* proof (Identity, top): mode and the connector's fields under lock; the MAC contexts
+	 * are replaced only by the socket's reader (rx_lock held), with lock held too */
+	int mode;                      /* M_PLAIN, M_PROVING, M_KEYED */
+	bool connector;                /* we proved (or are proving) to it: it never hints us */
+	enum pn_key which;             /* the key proved or being proved */
+	uint8_t nc[PN_NONCE_LEN];      /* connector: our nonce of the proof running */
+	uint64_t hs_start, hs_at;      /* connector: when it began; when HELLO goes out again */
+	unsigned hs_backoff;
+	uint64_t auth_ms;              /* acceptor: the cookie time of the association's AUTH */
+	bool member;                   /* acceptor: it proved the cluster key: its datagrams may
+	                                * carry a forwarded origin (under rx_lock) */
+	EVP_MAC_CTX *tx_mac;           /* keyed: our datagrams to it (used under lock) */
+	EVP_MAC_CTX *rx_mac;           /* keyed: its datagrams to us (used under rx_lock) */
 };
 
 struct pn_tp {
@@ -270,6 +364,11 @@ struct pn_tp {
 	uint64_t rx_bytes;             /* messages being reassembled, bytes (rx_budget) */
 	uint64_t quarantine_ns;        /* pn_opts.peer_quarantine_ms */
 	uint64_t idle_ns[TIER_N];      /* a peer of the tier quiet this long is retired */
+	/* proof (Identity, top) */
+	enum pn_key key;               /* the key we prove as a connector */
+	bool proves;                   /* we have one (secret or admin_secret) */
+	EVP_MAC *hmac;
+	uint8_t cookie_key[32];        /* random per endpoint: the acceptor's stateless nonces */
 };
 
 static _Thread_local struct pn_tp *io_thread_of;
@@ -288,6 +387,13 @@ static void upeer_addr(struct pn_tp *tp, struct upeer *p, const struct pn_peer_r
 	}
 	if ((a.family == 6) == (tp->family == AF_INET6))
 		p->salen = pn_addr_to_sockaddr(&a, &p->sa);
+}
+
+static void keys_drop(struct upeer *p)
+{
+	EVP_MAC_CTX_free(p->tx_mac);
+	EVP_MAC_CTX_free(p->rx_mac);
+	p->tx_mac = p->rx_mac = NULL;
 }
 
 static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
@@ -313,6 +419,11 @@ static struct upeer *upeer_get(struct pn_tp *tp, struct pn_peer_rec *rec)
 		p->rcv_base = p->rcv_map = 0;
 		p->ack_due = 0;
 		p->n_unacked = 0;
+		keys_drop(p);
+		p->mode = M_PLAIN;
+		p->connector = false;
+		p->auth_ms = 0;
+		p->member = false;
 		upeer_addr(tp, p, rec);
 		pthread_mutex_unlock(&p->lock);
 	}
@@ -347,6 +458,154 @@ static void wake_for(struct pn_tp *tp, uint64_t deadline)
 		pn_signal_eventfd(tp->wakefd);
 }
 
+/* ---- proof and MACs (Identity, top) ---- */
+
+/* The MAC labels, per key and side: a proof made for one use is none for another, and a tcp
+ * proof (pn_tcp.c's labels) is none over udp.  The association's keys, one per direction,
+ * come from the same HMAC under labels no proof uses. */
+static const char *const label_acceptor[] = {
+	[PN_KEY_CLUSTER] = "pn udp acceptor", [PN_KEY_SECRET] = "pn udp secret acceptor",
+	[PN_KEY_ADMIN] = "pn udp admin acceptor" };
+static const char *const label_connector[] = {
+	[PN_KEY_CLUSTER] = "pn udp connector", [PN_KEY_SECRET] = "pn udp secret connector",
+	[PN_KEY_ADMIN] = "pn udp admin connector" };
+static const char *const label_key[2] = { "pn udp key to acceptor", "pn udp key to connector" };
+
+/* What the proofs bind besides the two nonces: the connector's session.  (tcp binds the
+ * address the connector claims; over udp it claims none, its source address may be
+ * rewritten on the way (NAT), and the acceptor's cookie binds that address anyway.) */
+static struct pn_addr bound(uint32_t session)
+{
+	struct pn_addr b = { .scheme = PN_S_UDP };
+	put32(b.addr, session);
+	return b;
+}
+
+static EVP_MAC_CTX *mac_new(struct pn_tp *tp, const uint8_t key[PN_MAC_LEN])
+{
+	EVP_MAC_CTX *c = EVP_MAC_CTX_new(tp->hmac);
+	OSSL_PARAM prm[] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+	                     OSSL_PARAM_construct_end() };
+	if (c && !EVP_MAC_init(c, key, PN_MAC_LEN, prm)) {
+		EVP_MAC_CTX_free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+/* Set the association's keys (rx_lock and p's lock held), derived from the key proved and
+ * both nonces: tx for our datagrams to p, rx for p's.  acceptor: we are.  false: out of
+ * memory (no association then). */
+static bool keys_set(struct pn_tp *tp, struct upeer *p, enum pn_key which,
+                     const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
+                     uint32_t session, bool acceptor)
+{
+	struct pn_addr b = bound(session);
+	uint8_t k[2][PN_MAC_LEN];
+	for (int d = 0; d < 2; d++)
+		pn_core_mac(tp->pn, which, label_key[d], nc, na, &b, k[d]);
+	EVP_MAC_CTX *tx = mac_new(tp, k[acceptor]), *rx = mac_new(tp, k[!acceptor]);
+	OPENSSL_cleanse(k, sizeof k);
+	keys_drop(p);
+	if (!tx || !rx) {
+		EVP_MAC_CTX_free(tx);
+		EVP_MAC_CTX_free(rx);
+		return false;
+	}
+	p->tx_mac = tx;
+	p->rx_mac = rx;
+	return true;
+}
+
+/* The MAC of the bytes in iov[0..n) under c (one direction's key): false on a failure of
+ * the library, which no datagram then passes. */
+static bool tag_of(EVP_MAC_CTX *c, const struct iovec *iov, int n, uint8_t out[TAG_LEN])
+{
+	uint8_t full[EVP_MAX_MD_SIZE];
+	size_t len = 0;
+	bool ok = EVP_MAC_init(c, NULL, 0, NULL);     /* the same key again */
+	for (int i = 0; i < n && ok; i++)
+		ok = !iov[i].iov_len || EVP_MAC_update(c, iov[i].iov_base, iov[i].iov_len);
+	ok = ok && EVP_MAC_final(c, full, &len, sizeof full) && len >= TAG_LEN;
+	memcpy(out, full, TAG_LEN);
+	return ok;
+}
+
+/* The acceptor's nonce for a HELLO: its time (ms, 8 bytes) and an HMAC under the endpoint's
+ * cookie key of that time, the key asked for, the connector's session, its nonce and its
+ * source address.  So the acceptor keeps nothing for a HELLO (forged source addresses
+ * cost it no memory): an AUTH brings the nonce back and is checked against it again
+ * (on_auth).  false: the library failed. */
+static bool cookie(struct pn_tp *tp, uint64_t t_ms, enum pn_key which, uint32_t session,
+                   const uint8_t nc[PN_NONCE_LEN], const struct pn_addr *a,
+                   uint8_t na[PN_NONCE_LEN])
+{
+	uint8_t msg[8 + 1 + 4 + PN_NONCE_LEN + 20], mac[32];
+	unsigned len = sizeof mac;
+	put64(msg, t_ms);
+	msg[8] = (uint8_t)which;
+	put32(msg + 9, session);
+	memcpy(msg + 13, nc, PN_NONCE_LEN);
+	uint8_t *o = msg + 13 + PN_NONCE_LEN;
+	o[0] = a->scheme;
+	o[1] = a->family;
+	memcpy(o + 2, &a->port, 2);
+	memcpy(o + 4, a->addr, 16);
+	if (!HMAC(EVP_sha256(), tp->cookie_key, sizeof tp->cookie_key, msg, sizeof msg, mac, &len))
+		return false;
+	put64(na, t_ms);
+	memcpy(na + 8, mac, PN_NONCE_LEN - 8);
+	return true;
+}
+
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* A datagram of the proof (no peer needed): the sub-header with our session and echo, then
+ * the body. */
+static void raw_send(struct pn_tp *tp, const struct sockaddr *sa, socklen_t salen, uint8_t kind,
+                     uint32_t echo, const void *body, size_t len)
+{
+	uint8_t d[UDP_HDR_LEN + HELLO_LEN];
+	struct uhdr u = { .kind = kind, .session = tp->session, .echo = echo };
+	uhdr_put(d, &u);
+	if (len)
+		memcpy(d + UDP_HDR_LEN, body, len);
+	while (sendto(tp->fd, d, UDP_HDR_LEN + len, MSG_DONTWAIT | MSG_NOSIGNAL, sa, salen) < 0 &&
+	       errno == EINTR)
+		;
+}
+
+static void hello_send(struct pn_tp *tp, struct upeer *p)
+{
+	uint8_t b[HELLO_LEN] = { (uint8_t)p->which };
+	memcpy(b + 1, p->nc, PN_NONCE_LEN);
+	raw_send(tp, (struct sockaddr *)&p->sa, p->salen, K_HELLO, 0, b, sizeof b);
+}
+
+/* We are the connector: start proving our key to p (its lock held; rx_lock too when an
+ * association is dropped for it).  Returns when HELLO is due again. */
+static uint64_t prove_start(struct pn_tp *tp, struct upeer *p, uint64_t now)
+{
+	if (getrandom(p->nc, PN_NONCE_LEN, 0) != PN_NONCE_LEN)
+		return UINT64_MAX;     /* (no randomness: go on unproven; the server will say) */
+	p->mode = M_PROVING;
+	p->connector = true;
+	p->which = tp->key;
+	p->hs_start = now;
+	p->hs_backoff = 0;
+	p->hs_at = now + p->rto;
+	hello_send(tp, p);
+	return p->hs_at;
+}
+
+static void bad_mac(struct pn_tp *tp)
+{
+	pn_core_count(tp->pn, PN_ST_UDP_BAD_MACS, 1);
+}
+
 /* ---- sending datagrams (peer lock held) ---- */
 
 /* Send one datagram to p, carrying our acknowledgement of p's datagrams.  A failure (full
@@ -360,13 +619,19 @@ static void dgram_send(struct pn_tp *tp, struct upeer *p, struct uhdr *u, const 
 	u->una = p->snd_una;
 	u->ack = p->peer_session ? p->rcv_base : 0;
 	u->sack = p->peer_session ? p->rcv_map : 0;
-	uhdr_put(hb, u);
 	p->ack_due = 0;                /* this datagram carries the acknowledgement */
 	p->n_unacked = 0;
-	struct iovec iov[3] = { { hb, UDP_HDR_LEN }, { (void *)wire, wire ? PN_HDR_LEN : 0 },
-	                        { (void *)data, len } };
+	if (p->mode == M_PROVING)
+		return;                    /* nothing goes out until our proof ends (proof_done) */
+	u->mac = p->mode == M_KEYED;
+	uhdr_put(hb, u);
+	uint8_t tag[TAG_LEN];
+	struct iovec iov[4] = { { hb, UDP_HDR_LEN }, { (void *)wire, wire ? PN_HDR_LEN : 0 },
+	                        { (void *)data, len }, { tag, u->mac ? TAG_LEN : 0 } };
+	if (u->mac && !tag_of(p->tx_mac, iov, 3, tag))
+		return;                    /* as if lost */
 	struct msghdr mh = { .msg_name = &p->sa, .msg_namelen = p->salen, .msg_iov = iov,
-	                     .msg_iovlen = 3 };
+	                     .msg_iovlen = 4 };
 	while (sendmsg(tp->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EINTR)
 		;
 }
@@ -394,6 +659,8 @@ static void una_update(struct upeer *p)
 static uint64_t pump(struct pn_tp *tp, struct upeer *p, uint64_t now)
 {
 	uint64_t armed = UINT64_MAX;
+	if (p->mode == M_PROVING)
+		return armed;              /* they wait for the proof's end (proof_done) */
 	for (struct omsg *m = p->head; m; m = m->next) {
 		while (m->n_sent < m->n_frags) {
 			if (m->seq0 + m->n_sent >= p->snd_una + tp->win)
@@ -611,9 +878,14 @@ static int send_msg(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_
 		p->head = m;
 	p->tail = m;
 	una_update(p);
-	uint64_t armed = pump(tp, p, pn_now_ns());
+	now = pn_now_ns();
+	/* the first message to a peer we never heard from: prove our key first (Identity) */
+	uint64_t hs = UINT64_MAX;
+	if (tp->proves && p->mode == M_PLAIN && !p->connector && !p->peer_session)
+		hs = prove_start(tp, p, now);
+	uint64_t armed = pump(tp, p, now);
 	pthread_mutex_unlock(&p->lock);
-	wake_for(tp, armed);
+	wake_for(tp, armed < hs ? armed : hs);
 	return 0;
 }
 
@@ -782,7 +1054,10 @@ static void retire_idle(struct pn_tp *tp, uint64_t now)
 			continue;
 		}
 		pthread_mutex_lock(&p->lock);
-		bool idle = !p->head && !p->n_out && !p->ack_due;
+		/* an association outlives its AUTH's cookie: an AUTH replayed after it was
+		 * retired is too old to make another */
+		bool idle = !p->head && !p->n_out && !p->ack_due &&
+		            (p->mode != M_KEYED || now - p->last_ns >= COOKIE_MS * 1000000ull);
 		pthread_mutex_unlock(&p->lock);
 		for (unsigned i = 0; i < tp->depth && idle; i++)
 			idle = !p->rx[i].used;
@@ -794,18 +1069,245 @@ static void retire_idle(struct pn_tp *tp, uint64_t now)
 	}
 }
 
+/* ---- the proof, receiving (Identity, top; rx_lock held) ---- */
+
+/* Our proof to p ended (its lock held): keyed or not, what waited goes out now, what was
+ * sent under an association p no longer has goes out again.  Returns the earliest
+ * retransmission deadline armed. */
+static uint64_t proof_done(struct pn_tp *tp, struct upeer *p, uint64_t now)
+{
+	uint64_t armed = UINT64_MAX;
+	for (struct omsg *m = p->head; m; m = m->next) {
+		bool any = false;
+		for (uint32_t j = m->lo; j < m->n_sent; j++) {
+			if (!bit_get(m->acked, j)) {
+				send_frag(tp, p, m, j);
+				any = true;
+			}
+		}
+		if (any) {
+			m->resent = true;
+			m->backoff = 0;
+			m->progress_ns = now;
+			m->rto_at = now + p->rto;
+			if (m->rto_at < armed)
+				armed = m->rto_at;
+		}
+	}
+	uint64_t t = pump(tp, p, now);
+	return t < armed ? t : armed;
+}
+
+/* The acceptor's side of AUTH: its cookie is ours and fresh, and its proof right; then the
+ * sender's association is made (or renewed), and it is admitted and proven. */
+static void on_auth(struct pn_tp *tp, const uint8_t *b, const struct uhdr *u,
+                    const struct pn_addr *a, uint64_t now)
+{
+	struct pn *pn = tp->pn;
+	enum pn_key which = b[0];
+	const uint8_t *nc = b + 1, *na = nc + PN_NONCE_LEN, *mac = na + PN_NONCE_LEN;
+	uint64_t t = get64(na), now_ms = now / 1000000;
+	uint8_t want[PN_NONCE_LEN];
+	struct pn_addr bd = bound(u->session);
+	if (t > now_ms || now_ms - t >= COOKIE_MS || !cookie(tp, t, which, u->session, nc, a, want) ||
+	    CRYPTO_memcmp(want, na, PN_NONCE_LEN) != 0 || !pn_core_has_key(pn, which) ||
+	    !pn_core_mac_ok(pn, which, label_connector[which], nc, na, &bd, mac)) {
+		bad_mac(tp);           /* forged, or too old (a connector whose secret is wrong
+		                        * sends no AUTH: it found our CHALLENGE wrong) */
+		return;
+	}
+	struct pn_peer_rec *rec = pn_core_peer_known(pn, a);
+	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
+	bool stale = false;
+	if (p) {
+		/* this AUTH again, or an older one replayed (its cookie is older than the
+		 * association's): the association stands.  And a peer we prove to ourselves is
+		 * the acceptor, not we. */
+		pthread_mutex_lock(&p->lock);
+		stale = (p->mode == M_KEYED && t <= p->auth_ms) || p->connector;
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (stale)
+		return;
+	if (!p) {
+		int tier = pn_core_udp_trusted(pn, a) ? TIER_NONE : TIER_ADMITTED;
+		if (!tier_room(tp, tier, now)) {
+			refused(tp);
+			return;
+		}
+		rec = pn_core_peer(pn, a);
+		if (!rec || !(p = upeer_get(tp, rec)))
+			return;
+		if (p->tier == TIER_NONE && !rec->pinned) {
+			p->tier = tier;
+			tp->n_tier[tier]++;
+		}
+	} else if (p->tier == TIER_PRE) {
+		/* proven: admitted, as pn_opts.admit would */
+		if (!tier_room(tp, TIER_ADMITTED, now)) {
+			refused(tp);
+			return;
+		}
+		tp->n_tier[TIER_PRE]--;
+		tp->n_tier[TIER_ADMITTED]++;
+		p->tier = TIER_ADMITTED;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (!p->connector && keys_set(tp, p, which, nc, na, u->session, true)) {
+		p->mode = M_KEYED;
+		p->which = which;
+		p->auth_ms = t;
+		/* a member's forwarded origins are believed (on_datagram); a client's secret is
+		 * what the application asks about */
+		p->member = which == PN_KEY_CLUSTER;
+		rec->proven = which == PN_KEY_ADMIN ? PN_PROOF_ADMIN :
+		              which == PN_KEY_SECRET ? PN_PROOF_SECRET : PN_PROOF_NONE;
+		p->last_ns = now;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* HELLO, CHALLENGE, AUTH and REPROVE (Identity, top): body b of len bytes from a. */
+static void on_proof(struct pn_tp *tp, const uint8_t *b, size_t len, const struct uhdr *u,
+                     const struct pn_addr *a, const struct sockaddr *sa)
+{
+	struct pn *pn = tp->pn;
+	uint64_t now = pn_now_ns();
+	if (u->kind == K_HELLO || u->kind == K_AUTH) {
+		/* to the acceptor: which key */
+		if (len != (u->kind == K_HELLO ? HELLO_LEN : AUTH_LEN) || b[0] > PN_KEY_ADMIN) {
+			bad_frame(tp);
+			return;
+		}
+		if (u->kind == K_AUTH) {
+			on_auth(tp, b, u, a, now);
+			return;
+		}
+		/* answer from what the HELLO holds, keeping nothing; with our nonce and proof,
+		 * or, without that key, with nothing (the connector goes on unproven) */
+		enum pn_key which = b[0];
+		uint8_t out[CHALL_LEN];
+		memcpy(out, b + 1, PN_NONCE_LEN);
+		size_t n = PN_NONCE_LEN;
+		if (pn_core_has_key(pn, which) &&
+		    cookie(tp, now / 1000000, which, u->session, b + 1, a, out + PN_NONCE_LEN)) {
+			struct pn_addr bd = bound(u->session);
+			pn_core_mac(pn, which, label_acceptor[which], b + 1, out + PN_NONCE_LEN, &bd,
+			            out + 2 * PN_NONCE_LEN);
+			n = CHALL_LEN;
+		}
+		raw_send(tp, sa, sa_len(sa), K_CHALLENGE, u->session, out, n);
+		return;
+	}
+	/* to the connector: only from the peer it proves to, and for its session */
+	struct pn_peer_rec *rec = pn_core_peer_known(pn, a);
+	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
+	if (!p || u->echo != tp->session)
+		return;
+	if (u->kind == K_CHALLENGE && len != PN_NONCE_LEN && len != CHALL_LEN) {
+		bad_frame(tp);
+		return;
+	}
+	if (u->kind == K_REPROVE && len != 0) {
+		bad_frame(tp);
+		return;
+	}
+	uint64_t armed = UINT64_MAX;
+	pthread_mutex_lock(&p->lock);
+	if (u->kind == K_REPROVE && p->connector && p->mode == M_KEYED) {
+		/* it has no association with us (it restarted, or retired us, or lost our AUTH):
+		 * prove again; what it did not acknowledge goes out again under the new keys */
+		keys_drop(p);
+		armed = prove_start(tp, p, now);
+	} else if (u->kind == K_CHALLENGE && p->mode == M_PROVING &&
+	           !memcmp(b, p->nc, PN_NONCE_LEN)) {
+		const uint8_t *na = b + PN_NONCE_LEN;
+		struct pn_addr bd = bound(tp->session);
+		bool ok = len == CHALL_LEN &&
+		          pn_core_mac_ok(pn, p->which, label_acceptor[p->which], p->nc, na, &bd,
+		                         na + PN_NONCE_LEN) &&
+		          keys_set(tp, p, p->which, p->nc, na, tp->session, false);
+		if (ok) {
+			uint8_t out[AUTH_LEN] = { (uint8_t)p->which };
+			memcpy(out + 1, p->nc, PN_NONCE_LEN);
+			memcpy(out + 1 + PN_NONCE_LEN, na, PN_NONCE_LEN);
+			pn_core_mac(pn, p->which, label_connector[p->which], p->nc, na, &bd,
+			            out + 1 + 2 * PN_NONCE_LEN);
+			raw_send(tp, (struct sockaddr *)&p->sa, p->salen, K_AUTH, u->session, out,
+			         sizeof out);
+		}
+		/* Not ok: it has no such key, or not ours (most likely our secret is wrong): go
+		 * on unproven, in plain datagrams, as tcp does, so the application can say what
+		 * is wrong.  Nothing about our key goes to one who showed none.  (A member with
+		 * another cluster key: tcp refuses the connection; here its forwarded origins
+		 * are not believed, and it is said once per proof.) */
+		if (!ok && len == CHALL_LEN && p->which == PN_KEY_CLUSTER)
+			pn_core_log(pn, "udp: %s failed the cluster key proof (not a member, or "
+			            "another key)", rec->name);
+		p->mode = ok ? M_KEYED : M_PLAIN;
+		armed = proof_done(tp, p, now);
+	}
+	pthread_mutex_unlock(&p->lock);
+	wake_for(tp, armed);
+}
+
+/* Whether a DATA or ACK datagram from p (NULL: a sender we keep nothing for) may go on: its
+ * MAC checks under the association with p, or it has none and there is no association.
+ * One with a MAC we cannot check gets a REPROVE hint, unless we are the connector: its
+ * sender believes in an association we no longer have (we restarted, or retired it).  A
+ * forged hint costs its receiver a proof, a round trip (an attacker on the path can delay
+ * it as much by dropping datagrams). */
+static bool mac_check(struct pn_tp *tp, struct upeer *p, const struct uhdr *u,
+                      const uint8_t *buf, size_t n, const struct sockaddr *sa)
+{
+	int mode = M_PLAIN;
+	bool connector = false;
+	if (p) {
+		pthread_mutex_lock(&p->lock);
+		mode = p->mode;
+		connector = p->connector;
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (mode == M_PROVING)
+		return false;              /* before our proof ends: it will be sent again */
+	if (!u->mac) {
+		if (mode == M_PLAIN)
+			return true;
+		bad_mac(tp);               /* plain datagrams are not believed once keyed */
+		return false;
+	}
+	uint8_t tag[TAG_LEN];
+	struct iovec iov = { (void *)buf, n };
+	if (mode == M_KEYED && p->rx_mac && tag_of(p->rx_mac, &iov, 1, tag) &&
+	    CRYPTO_memcmp(tag, buf + n, TAG_LEN) == 0)
+		return true;
+	bad_mac(tp);
+	if (!connector)
+		raw_send(tp, sa, sa_len(sa), K_REPROVE, u->session, NULL, 0);
+	return false;
+}
+
 static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const struct sockaddr *sa)
 {
 	struct pn *pn = tp->pn;
 	if (pn_core_drop(pn))
 		return;                    /* fault injection: as if it never arrived */
 	struct uhdr u;
-	struct pn_hdr h;
+	struct pn_hdr h = { 0 };
 	uint32_t n_frags = 0;
-	if (n < UDP_HDR_LEN || n > DGRAM_MAX || uhdr_get(buf, &u) != 0) {
+	if (n < UDP_HDR_LEN || n > DGRAM_MAX || uhdr_get(buf, &u) != 0 ||
+	    (u.mac && n < UDP_HDR_LEN + TAG_LEN)) {
 		bad_frame(tp);
 		return;
 	}
+	struct pn_addr a;
+	addr_of(&a, sa);
+	if (u.kind >= K_HELLO) {
+		on_proof(tp, buf + UDP_HDR_LEN, n - UDP_HDR_LEN, &u, &a, sa);
+		return;
+	}
+	if (u.mac)
+		n -= TAG_LEN;              /* the MAC is checked below, before anything is done */
 	if (u.kind == K_DATA) {
 		/* never trust a length: every field must agree with the datagram's size */
 		if (n < UDP_HDR_LEN + PN_HDR_LEN ||
@@ -823,19 +1325,22 @@ static void on_datagram(struct pn_tp *tp, const uint8_t *buf, size_t n, const st
 		bad_frame(tp);
 		return;
 	}
-	struct pn_addr a;
-	addr_of(&a, sa);
-	/* the sender is its source address; an origin it names is believed only from a member
-	 * (pn_opts.udp_trusted), or anyone could aim our replies anywhere */
-	if ((h.flags & PN_F_FORWARDED) && !pn_core_udp_trusted(pn, &a))
-		h.flags &= ~PN_F_FORWARDED;
 	uint64_t now = pn_now_ns();
 	const uint8_t *payload = buf + UDP_HDR_LEN + PN_HDR_LEN;
 	struct pn_peer_rec *rec = pn_core_peer_known(pn, &a);
-	struct upeer *p = rec ? upeer_get(tp, rec) : peer_new(tp, &a, &u, &h, payload, now);
+	struct upeer *p = rec ? upeer_get(tp, rec) : NULL;
+	if (!mac_check(tp, p, &u, buf, n, sa))
+		return;
+	if (!p)
+		p = peer_new(tp, &a, &u, &h, payload, now);
 	if (!p)
 		return;
 	rec = p->rec;
+	/* the sender is its source address; an origin it names is believed only from a member
+	 * (pn_opts.udp_trusted, or one that proved the cluster key: its datagram's MAC just
+	 * checked), or anyone could aim our replies anywhere */
+	if ((h.flags & PN_F_FORWARDED) && !(u.mac && p->member) && !pn_core_udp_trusted(pn, &a))
+		h.flags &= ~PN_F_FORWARDED;
 	/* a sender not yet admitted is, by the first bytes of a message pn_opts.admit accepts
 	 * (it carries the secret), as a tcp connection is; until then it may send only messages
 	 * of up to preauth_max bytes */
@@ -987,8 +1492,26 @@ static uint64_t timers(struct pn_tp *tp, uint64_t now)
 	for (struct upeer *p = peers; p; p = p->next) {
 		struct omsg *gone = NULL;
 		pthread_mutex_lock(&p->lock);
+		if (p->mode == M_PROVING && now >= p->hs_start + max_wait) {
+			/* no answer to our proof: what waits for it is given up like a lost
+			 * message, and the next send starts another */
+			gone = p->head;
+			p->head = p->tail = NULL;
+			p->mode = M_PLAIN;
+			p->connector = false;
+		} else if (p->mode == M_PROVING) {
+			if (now >= p->hs_at) {
+				hello_send(tp, p);
+				pn_core_count(tp->pn, PN_ST_RETRANSMITS, 1);
+				p->hs_at = now + backoff_rto(p, ++p->hs_backoff);
+			}
+			if (p->hs_at < next)
+				next = p->hs_at;
+			if (p->hs_start + max_wait < next)
+				next = p->hs_start + max_wait;
+		}
 		struct omsg *prev = NULL;
-		for (struct omsg *m = p->head, *nx; m; m = nx) {
+		for (struct omsg *m = p->mode == M_PROVING ? NULL : p->head, *nx; m; m = nx) {
 			nx = m->next;
 			if (m->n_sent && now >= m->progress_ns + max_wait) {
 				/* no acknowledgement for max_wait: return it to its sender */
@@ -1235,6 +1758,23 @@ static int udp_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, cha
 	while (tp->session == 0)
 		if (getrandom(&tp->session, sizeof tp->session, 0) != sizeof tp->session)
 			tp->session = (uint32_t)(pn_now_ns() ^ (uintptr_t)tp);
+	/* the key we prove as a connector, as over tcp: the cluster key, else the admin secret,
+	 * else the secret */
+	tp->key = pn_core_has_key(pn, PN_KEY_CLUSTER) ? PN_KEY_CLUSTER :
+	          pn_core_has_key(pn, PN_KEY_ADMIN) ? PN_KEY_ADMIN : PN_KEY_SECRET;
+	tp->proves = pn_core_has_key(pn, tp->key);
+	tp->hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	if (!tp->hmac || getrandom(tp->cookie_key, sizeof tp->cookie_key, 0) != sizeof tp->cookie_key) {
+		snprintf(err, errlen, "udp: no HMAC or no randomness for the proofs");
+		pthread_mutex_destroy(&tp->lock);
+		pthread_mutex_destroy(&tp->rx_lock);
+		EVP_MAC_free(tp->hmac);
+		free(tp->rxbuf);
+		for (int t = TIER_PRE; t < TIER_N; t++)
+			free(tp->retired[t].t);
+		free(tp);
+		return -PN_ESYS;
+	}
 
 	struct sockaddr_storage ss;
 	socklen_t sl = pn_addr_to_sockaddr(self, &ss);
@@ -1280,6 +1820,8 @@ fail:
 		close(tp->wakefd);
 	if (tp->fd >= 0)
 		close(tp->fd);
+	EVP_MAC_free(tp->hmac);
+	OPENSSL_cleanse(tp->cookie_key, sizeof tp->cookie_key);
 	pthread_mutex_destroy(&tp->lock);
 	pthread_mutex_destroy(&tp->rx_lock);
 	free(tp->rxbuf);
@@ -1325,6 +1867,7 @@ static void udp_close(struct pn_tp *tp)
 		free(p->rx);
 		omsg_free_list(p->head);
 		omsg_free_list(p->free_list);
+		keys_drop(p);
 		pthread_cond_destroy(&p->space);
 		pthread_mutex_destroy(&p->lock);
 		p->rec->tp_state = NULL;
@@ -1332,6 +1875,8 @@ static void udp_close(struct pn_tp *tp)
 	}
 	close(tp->fd);
 	close(tp->wakefd);
+	EVP_MAC_free(tp->hmac);
+	OPENSSL_cleanse(tp->cookie_key, sizeof tp->cookie_key);
 	pthread_mutex_destroy(&tp->lock);
 	pthread_mutex_destroy(&tp->rx_lock);
 	free(tp->rxbuf);

@@ -10,7 +10,9 @@
  *     MEM_BOUND_MB; the same from 20 admitted connections stays under MEM_BOUND_ADMITTED_MB
  *     (--rx-budget 64M: one frame at a time past the budget); a normal client is served
  *     meanwhile;
- *   - the secret: a relay between a client and arfd never sees it (proved, not sent);
+ *   - the secret: a relay between a client and arfd never sees it (proved, not sent), over
+ *     tcp and over udp (where the admin secret is proved the same way, and a client secret
+ *     cannot INSTALL);
  *   - descriptors: under RLIMIT_NOFILE 512, 600 idle connections leave a new client served
  *     within CLIENT_WAIT_S and arfd's CPU time over 2 s under CPU_BOUND_MS (the old code spun
  *     on accept's EMFILE at ~66% of a core); once with the default connection limit, once
@@ -25,6 +27,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +56,7 @@ static const char *build = "build";
 static pid_t arfd_pid = -1;
 static char arfd_log[64];
 static int arfd_port;
+static int arfd_udp_port;          /* when arfd was given --listen udp:127.0.0.1:0 */
 
 static double now_s(void)
 {
@@ -80,8 +85,11 @@ static int arfd_start(const char *const *args, rlim_t nofile)
 	snprintf(path, sizeof path, "%s/arfd", build);
 	const char *argv[32] = { path, "--listen", "tcp:127.0.0.1:0" };
 	int n = 3;
-	while (*args && n < 31)
+	bool want_udp = false;         /* wait for its udp endpoint too */
+	while (*args && n < 31) {
+		want_udp |= !strncmp(*args, "udp:", 4);
 		argv[n++] = *args++;
+	}
 	argv[n] = NULL;
 	arfd_pid = fork();
 	if (arfd_pid == 0) {
@@ -98,16 +106,19 @@ static int arfd_start(const char *const *args, rlim_t nofile)
 	for (double t0 = now_s(); now_s() - t0 < 10;) {
 		FILE *f = fopen(arfd_log, "r");
 		char line[512];
+		arfd_port = arfd_udp_port = 0;
 		while (f && fgets(line, sizeof line, f)) {
+			char *u = strstr(line, "endpoint udp:127.0.0.1:");
+			if (u)
+				arfd_udp_port = atoi(u + strlen("endpoint udp:127.0.0.1:"));
 			char *e = strstr(line, "endpoint tcp:127.0.0.1:");
-			if (e) {
+			if (e)
 				arfd_port = atoi(e + strlen("endpoint tcp:127.0.0.1:"));
-				fclose(f);
-				return 0;
-			}
 		}
 		if (f)
 			fclose(f);
+		if (arfd_port && (arfd_udp_port || !want_udp))
+			return 0;
 		usleep(20000);
 	}
 	printf("arfd did not start (see its log above)\n");
@@ -303,6 +314,130 @@ static void test_secret_wire(void)
 	CHECK(rc == -2 && strstr(arc_errmsg(a), "requires its shared secret"),
 	      "a 64 KiB INSTALL with a wrong secret is refused with the reason: %d %s", rc,
 	      a ? arc_errmsg(a) : "");
+	if (a)
+		arc_close(a);
+	arfd_kill();
+}
+
+/* A udp relay from a port of ours to arfd's udp port, keeping (up to 1 MiB of) every
+ * datagram either way: the first sender is the client. */
+struct urelay {
+	int fd;
+	struct sockaddr_in client, server;
+	bool have_client;
+	atomic_bool stop;
+	uint8_t seen[1 << 20];
+	size_t n;
+};
+
+static void *urelay_main(void *arg)
+{
+	struct urelay *r = arg;
+	for (double t0 = now_s(); !atomic_load(&r->stop) && now_s() - t0 < 30;) {
+		struct pollfd p = { .fd = r->fd, .events = POLLIN };
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		static uint8_t buf[70000];
+		struct sockaddr_in from;
+		socklen_t fl = sizeof from;
+		ssize_t n = recvfrom(r->fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+		if (n <= 0)
+			continue;
+		bool from_server = from.sin_port == r->server.sin_port;
+		if (!from_server && !r->have_client) {
+			r->client = from;
+			r->have_client = true;
+		}
+		if (from_server && !r->have_client)
+			continue;
+		struct sockaddr_in *to = from_server ? &r->client : &r->server;
+		sendto(r->fd, buf, (size_t)n, 0, (struct sockaddr *)to, sizeof *to);
+		size_t keep = (size_t)n < sizeof r->seen - r->n ? (size_t)n : sizeof r->seen - r->n;
+		memcpy(r->seen + r->n, buf, keep);
+		r->n += keep;
+	}
+	return NULL;
+}
+
+/* Over udp too the secrets never travel: the client proves them to arfd before its first
+ * datagram (pn_udp.c), every datagram then carries a MAC, and arfd knows which one a client
+ * proved.  Through a relay that sees every datagram: a client with the secret is served and
+ * may not INSTALL (DENIED), one with the admin secret may; neither secret is on the wire.
+ * A wrong secret gets arfd's refusal. */
+static void test_secret_wire_udp(void)
+{
+	static const char secret[] = "the-secret-6f1d2a", admin[] = "the-admin-93be07";
+	const char *args[] = { "--secret", secret, "--admin-secret", admin,
+	                       "--listen", "udp:127.0.0.1:0", NULL };
+	arfd_udp_port = 0;
+	if (arfd_start(args, 0) != 0 || !arfd_udp_port) { CHECK(0, "arfd over udp"); arfd_kill(); return; }
+	static struct urelay r;
+	memset(&r, 0, sizeof r);
+	r.fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in la = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &la.sin_addr);
+	r.server = la;
+	r.server.sin_port = htons((uint16_t)arfd_udp_port);
+	socklen_t ll = sizeof la;
+	if (r.fd < 0 || bind(r.fd, (struct sockaddr *)&la, sizeof la) != 0 ||
+	    getsockname(r.fd, (struct sockaddr *)&la, &ll) != 0) {
+		CHECK(0, "udp relay");
+		arfd_kill();
+		return;
+	}
+	pthread_t th;
+	pthread_create(&th, NULL, urelay_main, &r);
+	char ep[64], err[256];
+	snprintf(ep, sizeof ep, "udp:127.0.0.1:%d", ntohs(la.sin_port));
+	struct arc_opts o = { .secret = secret, .timeout_ms = 3000 };
+	struct arc *a = arc_connect(ep, &o, err, sizeof err);
+	int ok = 0;
+	for (int i = 0; a && i < 3; i++) {
+		char *text = NULL;
+		ok += arc_stats(a, &text) == 0;
+		free(text);
+	}
+	static const uint8_t junk[64] = "not a segment";
+	uint8_t id[AR_ID_LEN];
+	int rc = a ? arc_install(a, junk, sizeof junk, id) : -1;
+	CHECK(ok == 3 && rc == -AR_EDENIED, "udp, the client secret: %d of 3 answered, INSTALL "
+	      "%d (%s), want %d", ok, rc, a ? arc_errmsg(a) : err, -AR_EDENIED);
+	if (a)
+		arc_close(a);
+	/* the admin secret: a new client, so a new port the relay must learn */
+	atomic_store(&r.stop, true);
+	pthread_join(th, NULL);
+	r.have_client = false;
+	atomic_store(&r.stop, false);
+	pthread_create(&th, NULL, urelay_main, &r);
+	struct arc_opts ao = { .admin_secret = admin, .timeout_ms = 3000 };
+	a = arc_connect(ep, &ao, err, sizeof err);
+	char *text = NULL;
+	int rs = a ? arc_stats(a, &text) : -1;
+	free(text);
+	rc = a ? arc_install(a, junk, sizeof junk, id) : -1;
+	/* (past the rights check: the bytes are no segment) */
+	CHECK(rs == 0 && rc == -AR_ELOAD, "udp, the admin secret: STATS %d, INSTALL %d (%s), "
+	      "want %d", rs, rc, a ? arc_errmsg(a) : err, -AR_ELOAD);
+	if (a)
+		arc_close(a);
+	atomic_store(&r.stop, true);
+	pthread_join(th, NULL);
+	close(r.fd);
+	CHECK(r.n > 0 && !memmem(r.seen, r.n, secret, strlen(secret)) &&
+	      !memmem(r.seen, r.n, admin, strlen(admin)),
+	      "udp: %zu bytes on the wire, the secret %s, the admin secret %s", r.n,
+	      memmem(r.seen, r.n, secret, strlen(secret)) ? "among them" : "not among them",
+	      memmem(r.seen, r.n, admin, strlen(admin)) ? "among them" : "not among them");
+	/* a wrong secret: unproven, so arfd says what is wrong */
+	o.secret = "not-the-secret";
+	snprintf(ep, sizeof ep, "udp:127.0.0.1:%d", arfd_udp_port);
+	a = arc_connect(ep, &o, err, sizeof err);
+	text = NULL;
+	rc = a ? arc_stats(a, &text) : -1;
+	CHECK(rc == -AR_EAUTH && a && strstr(arc_errmsg(a), "requires its shared secret"),
+	      "udp, a wrong secret is refused: %d %s", rc, a ? arc_errmsg(a) : err);
+	free(text);
 	if (a)
 		arc_close(a);
 	arfd_kill();
@@ -522,6 +657,7 @@ int main(void)
 	atexit(arfd_kill);
 	test_hijack();
 	test_secret_wire();
+	test_secret_wire_udp();
 	test_memory();
 	getrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur >= 700)

@@ -1015,11 +1015,12 @@ static void h_proven(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, vo
 	pn_send(pn, from, T_REPLY, coop, pn_peer_proven(pn, from) ? "1" : "0", 1);
 }
 
-/* tcp, pn_opts.secret: a client with the server's secret proves it when its connection
- * opens (pn_peer_proven), one with another secret or none does not and is still served. */
+/* tcp and udp, pn_opts.secret: a client with the server's secret proves it when its
+ * connection opens (udp: before its first datagram) (pn_peer_proven), one with another secret
+ * or none does not and is still served. */
 static void test_secret(void)
 {
-	if (!stream())
+	if (!stream() && strcmp(scheme, "udp"))
 		return;
 	struct pn_opts so = { .secret = "hush", .secret_len = 4 };
 	struct pn_opts wrong = { .secret = "hash", .secret_len = 4 };

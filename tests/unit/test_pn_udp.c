@@ -151,6 +151,19 @@ struct proxy {
 	atomic_int dup_every;          /* send every n-th datagram twice */
 	atomic_bool stop;
 	_Atomic unsigned n_data, n_ack, n_total;
+	_Atomic unsigned n_mac;        /* datagrams that carry a MAC (kind flag 0x80) */
+	_Atomic unsigned n_proof;      /* HELLO, CHALLENGE, AUTH, REPROVE */
+	atomic_int flip;               /* change a byte of the next keyed DATA from a to b */
+	atomic_int keep;               /* keep a copy of the next keyed DATA from a to b ... */
+	atomic_int replay;             /* ... and send it to b again (from the proxy, as a's) */
+	uint8_t kept[70000];
+	ssize_t kept_len;
+	atomic_int keep_auth;          /* keep the next AUTH from a to b ... */
+	atomic_int replay_auth;        /* ... and send it to b again */
+	uint8_t auth[256];
+	ssize_t auth_len;
+	uint8_t *cap;                  /* when set: every datagram either way, up to cap_max */
+	size_t cap_n, cap_max;
 	pthread_t thread;
 };
 
@@ -162,6 +175,12 @@ static void *proxy_main(void *arg)
 	struct sockaddr_in held_to;
 	unsigned n = 0;
 	while (!atomic_load(&px->stop)) {
+		if (atomic_exchange(&px->replay, 0) && px->kept_len)
+			sendto(px->fd, px->kept, (size_t)px->kept_len, 0, (struct sockaddr *)&px->b,
+			       sizeof px->b);
+		if (atomic_exchange(&px->replay_auth, 0) && px->auth_len)
+			sendto(px->fd, px->auth, (size_t)px->auth_len, 0, (struct sockaddr *)&px->b,
+			       sizeof px->b);
 		struct pollfd pf = { .fd = px->fd, .events = POLLIN };
 		if (poll(&pf, 1, 20) <= 0) {
 			if (held_len > 0) {    /* nothing followed: let it go */
@@ -176,8 +195,26 @@ static void *proxy_main(void *arg)
 		if (r < 4)
 			continue;
 		atomic_fetch_add(&px->n_total, 1);
-		atomic_fetch_add(buf[3] == 1 ? &px->n_data : &px->n_ack, 1);
+		atomic_fetch_add((buf[3] & 0x7f) == 1 ? &px->n_data : (buf[3] & 0x7f) == 2 ?
+		                 &px->n_ack : &px->n_proof, 1);
+		if (buf[3] & 0x80)
+			atomic_fetch_add(&px->n_mac, 1);
+		if (px->cap && px->cap_n + (size_t)r <= px->cap_max) {
+			memcpy(px->cap + px->cap_n, buf, (size_t)r);
+			px->cap_n += (size_t)r;
+		}
 		struct sockaddr_in *to = from.sin_port == px->a.sin_port ? &px->b : &px->a;
+		if (to == &px->b && buf[3] == 5 && r <= (ssize_t)sizeof px->auth &&
+		    atomic_exchange(&px->keep_auth, 0)) {
+			memcpy(px->auth, buf, (size_t)r);
+			px->auth_len = r;
+		}
+		if (to == &px->b && buf[3] == 0x81 && r > 100 && atomic_exchange(&px->keep, 0)) {
+			memcpy(px->kept, buf, (size_t)r);
+			px->kept_len = r;
+		}
+		if (to == &px->b && buf[3] == 0x81 && r > 100 && atomic_exchange(&px->flip, 0))
+			buf[90] ^= 1;          /* a payload byte (after the 48 + 40 bytes of headers) */
 		n++;
 		if (px->reorder && held_len == 0 && n % 3 == 0) {
 			memcpy(held, buf, (size_t)r);
@@ -883,6 +920,478 @@ static void test_flood(void)
 	pn_finalize(b);
 }
 
+/* ---- proofs: the secret never crosses the wire (pn_udp.c, Identity) ---- */
+
+enum { T_PROOF = T_COUNT + 1 };
+
+/* reply with what the sender proved (enum pn_proof, one byte), then the request's bytes;
+ * arg, if set, counts invocations */
+static void h_proof(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	if (arg)
+		atomic_fetch_add((_Atomic int *)arg, 1);
+	uint8_t out[64] = { (uint8_t)pn_peer_proof(pn, from) };
+	size_t n = len < sizeof out - 1 ? len : sizeof out - 1;
+	memcpy(out + 1, msg, n);
+	pn_send(pn, from, T_REPLY, coop, out, n + 1);
+}
+
+static struct pn_opts keyed(const char *secret, const char *admin)
+{
+	struct pn_opts o = { .udp_max_wait_ms = 3000 };
+	if (secret) {
+		o.secret = secret;
+		o.secret_len = strlen(secret);
+	}
+	if (admin) {
+		o.admin_secret = admin;
+		o.admin_secret_len = strlen(admin);
+	}
+	return o;
+}
+
+/* a's name for b through the proxy px (started here); PN_ANY on failure */
+static pn_peer via_proxy(struct proxy *px, struct pn *a, struct pn *b)
+{
+	memset(px, 0, sizeof *px);
+	int port = proxy_start(px, a, b);
+	pn_peer p = PN_ANY;
+	char name[64];
+	snprintf(name, sizeof name, "udp:127.0.0.1:%d", port);
+	if (port > 0)
+		pn_peer_get(a, name, &p);
+	return p;
+}
+
+/* One request T_PROOF: 0 and the proof the server saw in *proof, and its echo checked. */
+static int proof_req(struct pn *a, pn_peer to, const char *what, int *proof, int timeout_ms)
+{
+	uint8_t buf[64];
+	size_t got = 0, n = strlen(what);
+	int rc = request(a, to, T_PROOF, what, n, buf, sizeof buf, &got, timeout_ms);
+	if (rc == 0 && (got != n + 1 || memcmp(buf + 1, what, n)))
+		rc = -PN_EPROTO;
+	*proof = rc == 0 ? buf[0] : -1;
+	return rc;
+}
+
+static bool seen(const struct proxy *px, const char *s)
+{
+	return s && px->cap_n && memmem(px->cap, px->cap_n, s, strlen(s));
+}
+
+static void test_proofs(void)
+{
+	static const struct {
+		const char *what;
+		const char *s_secret, *s_admin;     /* the server's */
+		const char *c_secret, *c_admin;     /* the client's */
+		int want;                           /* what the server's pn_peer_proof says */
+		bool keyed;                         /* its datagrams carry MACs */
+	} cases[] = {
+		{ "the secret", "s3cret-A1", NULL, "s3cret-A1", NULL, PN_PROOF_SECRET, true },
+		{ "the admin secret", "s3cret-A1", "adm1n-B2", NULL, "adm1n-B2", PN_PROOF_ADMIN, true },
+		{ "the secret, to a server with both", "s3cret-A1", "adm1n-B2", "s3cret-A1", NULL,
+		  PN_PROOF_SECRET, true },
+		{ "the admin secret, to a server with it alone", NULL, "adm1n-B2", NULL, "adm1n-B2",
+		  PN_PROOF_ADMIN, true },
+		{ "a wrong secret", "s3cret-A1", NULL, "wr0ng-C3", NULL, PN_PROOF_NONE, false },
+		{ "a wrong admin secret", "s3cret-A1", "adm1n-B2", NULL, "wr0ng-C3", PN_PROOF_NONE, false },
+		{ "an admin secret to a server without one", "s3cret-A1", NULL, NULL, "adm1n-B2",
+		  PN_PROOF_NONE, false },
+		{ "a server without keys", NULL, NULL, "s3cret-A1", NULL, PN_PROOF_NONE, false },
+		{ "a client without keys", "s3cret-A1", NULL, NULL, NULL, PN_PROOF_NONE, false },
+		{ "no keys", NULL, NULL, NULL, NULL, PN_PROOF_NONE, false },
+	};
+	static struct proxy px;
+	static uint8_t cap[4 << 20];
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct pn_opts so = keyed(cases[k].s_secret, cases[k].s_admin);
+		struct pn_opts co = keyed(cases[k].c_secret, cases[k].c_admin);
+		struct pn *a = open_ep(&co), *b = open_ep(&so);
+		pn_peer pb = a && b ? via_proxy(&px, a, b) : PN_ANY;
+		if (pb == PN_ANY) {
+			CHECK(0, "%s: setup", cases[k].what);
+			pn_finalize(a);
+			pn_finalize(b);
+			continue;
+		}
+		px.cap = cap;
+		px.cap_max = sizeof cap;
+		_Atomic int calls = 0;
+		pn_set_handler(b, T_PROOF, 0, h_proof, &calls);
+		pn_set_handler(b, T_BIG, 0, h_big, NULL);
+		int ok = 0, right = 0, proof = -1;
+		for (int i = 0; i < 5; i++) {
+			char what[16];
+			snprintf(what, sizeof what, "req %d", i);
+			ok += proof_req(a, pb, what, &proof, 5000) == 0;
+			right += proof == cases[k].want;
+		}
+		/* a reply of 100000 bytes: 4 fragments, each with its MAC when keyed */
+		uint64_t n = 100000;
+		static uint8_t big[100000];
+		size_t got = 0;
+		int rc = request(a, pb, T_BIG, &n, sizeof n, big, n, &got, 5000);
+		usleep(20000);              /* the last acknowledgements */
+		proxy_stop(&px);
+		struct pn_stats sa = stats(a), sb = stats(b);
+		CHECK(ok == 5 && right == 5 && calls == 5 && rc == 0 && got == n && pattern_ok(big, n),
+		      "%s: %d of 5 answered, %d saw proof %d (last %d), handler ran %d times, "
+		      "big reply %d", cases[k].what, ok, right, cases[k].want, proof, (int)calls, rc);
+		/* a proof is HELLO, CHALLENGE and, when the client finds the server's proof right,
+		 * AUTH (more when a slow machine makes HELLO go again); none without a key on the
+		 * client */
+		unsigned want_proof = cases[k].keyed ? 3 : cases[k].c_secret || cases[k].c_admin ? 2 : 0;
+		CHECK((cases[k].keyed ? px.n_mac == px.n_data + px.n_ack : px.n_mac == 0) &&
+		      (want_proof ? px.n_proof >= want_proof : px.n_proof == 0),
+		      "%s: %u of %u DATA and ACK datagrams carry a MAC (want %s), %u of the proof "
+		      "(want %u)", cases[k].what, px.n_mac, px.n_data + px.n_ack,
+		      cases[k].keyed ? "all" : "none", px.n_proof, want_proof);
+		CHECK(!seen(&px, cases[k].s_secret) && !seen(&px, cases[k].s_admin) &&
+		      !seen(&px, cases[k].c_secret) && !seen(&px, cases[k].c_admin) && px.cap_n > 0,
+		      "%s: no secret among the %zu bytes on the wire", cases[k].what, px.cap_n);
+		CHECK(sa.udp_bad_macs == 0 && sb.udp_bad_macs == 0, "%s: bad MACs %llu %llu",
+		      cases[k].what, (unsigned long long)sa.udp_bad_macs,
+		      (unsigned long long)sb.udp_bad_macs);
+		pn_finalize(a);
+		pn_finalize(b);
+	}
+
+	/* the check can fail: a secret sent in a request, as libarc did over udp, is seen */
+	struct pn *a = open_ep(NULL), *b = open_ep(NULL);
+	pn_peer pb = a && b ? via_proxy(&px, a, b) : PN_ANY;
+	int proof = -1, rc = -1;
+	if (pb != PN_ANY) {
+		px.cap = cap;
+		px.cap_max = sizeof cap;
+		pn_set_handler(b, T_PROOF, 0, h_proof, NULL);
+		rc = proof_req(a, pb, "s3cret-A1", &proof, 5000);
+		proxy_stop(&px);
+	}
+	CHECK(rc == 0 && seen(&px, "s3cret-A1"), "a secret in a request is seen on the wire: %d", rc);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* b on name again, with the proof handler, held until it is set; NULL on failure */
+static struct pn *reopen(const char *name, const struct pn_opts *o, _Atomic int *calls)
+{
+	struct pn_opts ho = *o;
+	ho.hold = true;
+	const char *l[] = { name };
+	char err[200];
+	struct pn *b = pn_init(l, 1, &ho, err, sizeof err);
+	if (!b) {
+		printf("pn_init %s: %s\n", name, err);
+		return NULL;
+	}
+	pn_set_handler(b, T_PROOF, 0, h_proof, calls);
+	pn_start(b);
+	return b;
+}
+
+/* The server restarts (a new endpoint on the same port) with a request of ours in flight:
+ * it cannot check our datagrams, says so, we prove again and the request completes.  And a
+ * client whose proof nobody answers gives its messages up after udp_max_wait_ms. */
+static void test_proof_restart(void)
+{
+	struct pn_opts o = keyed("s3cret-A1", NULL);
+	struct pn *a = open_ep(&o), *b = open_ep(&o);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_PROOF, 0, h_proof, NULL);
+	pn_peer pb = peer_of(a, b);
+	int proof = -1;
+	int rc = proof_req(a, pb, "one", &proof, 3000);
+	CHECK(rc == 0 && proof == PN_PROOF_SECRET, "before the restart: %d, proof %d", rc, proof);
+	char name[64];
+	snprintf(name, sizeof name, "%s", pn_self(b, "udp"));
+	pn_finalize(b);
+	uint8_t buf[64];
+	struct pn_rcv_desc d = { .buf = buf, .cap = sizeof buf, .type = T_REPLY, .from = pb };
+	pn_coop c = pn_coop_start(a, &d, 1);
+	rc = pn_send(a, pb, T_PROOF, c, "two", 3);
+	usleep(200000);                 /* it is resent meanwhile, to nobody */
+	_Atomic int calls = 0;
+	b = reopen(name, &o, &calls);
+	int rc2 = pn_coop_end(a, c, 5000);
+	CHECK(b && rc == 0 && rc2 == 0 && d.len == 4 && buf[0] == PN_PROOF_SECRET &&
+	      !memcmp(buf + 1, "two", 3) && calls == 1,
+	      "a request across the restart: %d %d (%s), %zu bytes, proof %d, handler ran %d times",
+	      rc, rc2, pn_strerror(rc2), d.len, buf[0], (int)calls);
+	CHECK(b && stats(b).udp_bad_macs >= 1, "the new server could not check the old "
+	      "association's datagrams: %llu", b ? (unsigned long long)stats(b).udp_bad_macs : 0ull);
+	rc = proof_req(a, pb, "three", &proof, 3000);
+	CHECK(rc == 0 && proof == PN_PROOF_SECRET && calls == 2, "after: %d, proof %d", rc, proof);
+	pn_finalize(b);
+	pn_finalize(a);
+
+	/* nobody answers the proof: the request is returned as any lost one */
+	o.udp_max_wait_ms = 400;
+	a = open_ep(&o);
+	b = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pb = peer_of(a, b);
+	snprintf(name, sizeof name, "%s", pn_self(b, "udp"));
+	pn_finalize(b);
+	double t0 = now_ms();
+	rc = proof_req(a, pb, "lost", &proof, 5000);
+	double dt = now_ms() - t0;
+	CHECK(rc == -PN_ERETURNED && dt >= 350 && dt < 1400,
+	      "a proof nobody answers: %d (%s) after %.0f ms (max wait 400)", rc, pn_strerror(rc), dt);
+	/* and once the server is there, the next send proves anew */
+	calls = 0;
+	b = reopen(name, &o, &calls);
+	rc = proof_req(a, pb, "found", &proof, 3000);
+	CHECK(b && rc == 0 && proof == PN_PROOF_SECRET && calls == 1, "then served: %d, proof %d",
+	      rc, proof);
+	pn_finalize(b);
+	pn_finalize(a);
+}
+
+/* Datagrams changed on the way, replayed within their association and from an earlier one,
+ * and forged from elsewhere: none runs a handler. */
+static void test_proof_tamper(void)
+{
+	struct pn_opts o = keyed("s3cret-A1", NULL);
+	struct pn *a = open_ep(&o), *b = open_ep(&o);
+	static struct proxy px;
+	pn_peer pb = a && b ? via_proxy(&px, a, b) : PN_ANY;
+	if (pb == PN_ANY) { CHECK(0, "setup"); pn_finalize(a); pn_finalize(b); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_PROOF, 0, h_proof, &calls);
+	atomic_store(&px.keep_auth, 1);
+	int proof = -1;
+	int rc = proof_req(a, pb, "one", &proof, 3000);
+	CHECK(rc == 0 && proof == PN_PROOF_SECRET && px.auth_len > 0,
+	      "proved through the proxy: %d, proof %d", rc, proof);
+
+	/* a byte changed: dropped and counted, its sender proves again and resends it (more
+	 * bad MACs when the machine is slow: a retransmission under the old keys crossing the
+	 * new proof) */
+	atomic_store(&px.flip, 1);
+	rc = proof_req(a, pb, "two, changed on the way", &proof, 5000);
+	struct pn_stats sb = stats(b);
+	CHECK(rc == 0 && calls == 2 && sb.udp_bad_macs >= 1 && atomic_load(&px.flip) == 0,
+	      "a changed datagram: request %d, handler ran %d times, %llu bad MACs", rc,
+	      (int)calls, (unsigned long long)sb.udp_bad_macs);
+
+	/* the first association's AUTH replayed (its cookie still young): older than the
+	 * association the changed datagram made, so it changes nothing */
+	atomic_store(&px.replay_auth, 1);
+	usleep(50000);
+	rc = proof_req(a, pb, "after the old AUTH", &proof, 5000);
+	CHECK(rc == 0 && calls == 3 && stats(b).udp_bad_macs == sb.udp_bad_macs,
+	      "an older AUTH replayed: request %d, bad MACs %llu -> %llu", rc,
+	      (unsigned long long)sb.udp_bad_macs, (unsigned long long)stats(b).udp_bad_macs);
+
+	/* replayed within its association: a duplicate (its sequence number), not run again */
+	atomic_store(&px.keep, 1);
+	rc = proof_req(a, pb, "three, kept for a replay", &proof, 5000);
+	uint64_t dups = stats(b).duplicates;
+	atomic_store(&px.replay, 1);
+	usleep(150000);
+	CHECK(rc == 0 && px.kept_len > 0 && calls == 4 && stats(b).duplicates > dups,
+	      "replayed in its association: handler ran %d times (want 4), duplicates %llu -> %llu",
+	      (int)calls, (unsigned long long)dups, (unsigned long long)stats(b).duplicates);
+
+	/* replayed to a new association (the server restarted; the client proved again) */
+	char name[64];
+	snprintf(name, sizeof name, "%s", pn_self(b, "udp"));
+	pn_finalize(b);
+	_Atomic int calls2 = 0;
+	b = reopen(name, &o, &calls2);
+	rc = b ? proof_req(a, pb, "four", &proof, 5000) : -1;
+	uint64_t bad = b ? stats(b).udp_bad_macs : 0;
+	atomic_store(&px.replay, 1);
+	usleep(150000);
+	CHECK(b && rc == 0 && calls2 == 1 && stats(b).udp_bad_macs >= bad + 1,
+	      "replayed from an earlier association: %d, handler ran %d times (want 1), bad MACs "
+	      "%llu -> %llu", rc, (int)calls2, (unsigned long long)bad,
+	      b ? (unsigned long long)stats(b).udp_bad_macs : 0ull);
+	rc = b ? proof_req(a, pb, "five", &proof, 5000) : -1;
+	CHECK(rc == 0 && calls2 == 2 && proof == PN_PROOF_SECRET, "served after: %d", rc);
+
+	/* the same datagram from another address: nobody's association, no peer made */
+	uint64_t peers = b ? stats(b).peers : 0;
+	bad = b ? stats(b).udp_bad_macs : 0;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = px.b;   /* b's address */
+	if (fd >= 0)
+		sendto(fd, px.kept, (size_t)px.kept_len, 0, (struct sockaddr *)&sa, sizeof sa);
+	usleep(100000);
+	CHECK(b && stats(b).peers == peers && stats(b).udp_bad_macs >= bad + 1 && calls2 == 2,
+	      "the datagram from elsewhere: peers %llu -> %llu, bad MACs %llu",
+	      (unsigned long long)peers, b ? (unsigned long long)stats(b).peers : 0ull,
+	      b ? (unsigned long long)stats(b).udp_bad_macs : 0ull);
+	if (fd >= 0)
+		close(fd);
+	proxy_stop(&px);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* 20% of the datagrams lost on both ends, the proof's among them: new clients still prove
+ * (HELLO resent; a lost AUTH costs a REPROVE and a second proof, the datagrams sent in
+ * between counted as bad MACs) and every request of a keyed pair is handled and answered
+ * exactly once. */
+static void test_proof_drop(void)
+{
+	struct pn_opts o = keyed("s3cret-A1", NULL);
+	o.drop_rate = 0.2;
+	o.udp_max_wait_ms = 20000;
+	struct pn *b = open_ep(&o);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_PROOF, 0, h_proof, NULL);
+	int proven = 0;
+	for (int i = 0; i < 10; i++) {
+		struct pn *c = open_ep(&o);
+		int proof = -1;
+		proven += c && proof_req(c, peer_of(c, b), "lossy", &proof, 20000) == 0 &&
+		          proof == PN_PROOF_SECRET;
+		pn_finalize(c);
+	}
+	struct pn *a = open_ep(&o);
+	int once = a ? run_load(a, b, 4, 1000, 4, 30000) : 0;
+	struct pn_stats sa = a ? stats(a) : (struct pn_stats){ 0 }, sb = stats(b);
+	CHECK(proven == 10 && once == 1000 && sa.dropped + sb.dropped > 0,
+	      "20%% loss: %d of 10 clients proved, %d of 1000 keyed requests exactly once, %llu "
+	      "dropped, %llu bad MACs", proven, once, (unsigned long long)(sa.dropped + sb.dropped),
+	      (unsigned long long)(sa.udp_bad_macs + sb.udp_bad_macs));
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+/* Delegation among members that proved the cluster key to each other (no udp_trusted):
+ * 0 -> 1 -> 2 -> 3, and 3 answers 0 directly; with another key at 3, 2's proof fails, 3
+ * does not believe the origin 2 names and answers 2, so 0 gets nothing. */
+static void test_proof_cluster(void)
+{
+	for (int other = 0; other < 2; other++) {
+		struct pn *p[4] = { open_ep(NULL) };
+		for (int i = 1; i < 4; i++) {
+			const char *key = other && i == 3 ? "another-key" : "clu5ter-key";
+			struct pn_opts o = { .cluster_key = key, .cluster_key_len = strlen(key) };
+			p[i] = open_ep(&o);
+		}
+		if (!p[0] || !p[1] || !p[2] || !p[3]) {
+			CHECK(0, "open");
+			for (int i = 0; i < 4; i++) pn_finalize(p[i]);
+			return;
+		}
+		char n2[64], n3[64];
+		snprintf(n2, sizeof n2, "%s", pn_self(p[2], "udp"));
+		snprintf(n3, sizeof n3, "%s", pn_self(p[3], "udp"));
+		pn_set_handler(p[1], T_FWD, 0, h_fwd, n2);
+		pn_set_handler(p[2], T_FWD, 0, h_fwd, n3);
+		pn_set_handler(p[3], T_FWD, 0, h_echo, NULL);
+		char buf[16] = { 0 };
+		struct pn_rcv_desc d = { .buf = buf, .cap = sizeof buf, .type = T_REPLY, .from = PN_ANY };
+		pn_coop c = pn_coop_start(p[0], &d, 1);
+		int rc = pn_send(p[0], peer_of(p[0], p[1]), T_FWD, c, "deleg", 5);
+		int rc2 = pn_coop_end(p[0], c, other ? 500 : 5000);
+		if (!other)
+			CHECK(rc == 0 && rc2 == 0 && d.len == 5 && !memcmp(buf, "deleg", 5) &&
+			      !strcmp(pn_peer_name(p[0], d.got_from), pn_self(p[3], "udp")),
+			      "members of one cluster key: the reply comes from the last: %d %d", rc, rc2);
+		else
+			CHECK(rc == 0 && rc2 == -PN_ETIMEDOUT, "the last with another key does not "
+			      "believe the origin: %d %d (%s)", rc, rc2, pn_strerror(rc2));
+		usleep(50000);
+		uint64_t bad = 0;
+		for (int i = 0; i < 4; i++)
+			bad += stats(p[i]).udp_bad_macs;
+		CHECK(bad == 0, "cluster key (%s): %llu bad MACs", other ? "another at 3" : "one",
+		      (unsigned long long)bad);
+		for (int i = 0; i < 4; i++)
+			pn_finalize(p[i]);
+	}
+}
+
+/* A hand-made HELLO (pn_udp.c: 48-byte sub-header, kind 3, then which key, a nonce, zeros) */
+static size_t mk_hello(uint8_t *o, uint32_t session, uint8_t which, uint32_t nonce_seed)
+{
+	memset(o, 0, 48 + 97);
+	le16(o, 0x5550);
+	o[2] = 1;
+	o[3] = 3;
+	le32(o + 4, session);
+	o[48] = which;
+	for (int i = 0; i < 32; i++)
+		o[49 + i] = (uint8_t)(nonce_seed * 31 + (uint32_t)i);
+	return 48 + 97;
+}
+
+/* HELLOs from many source addresses: each is answered, and the server keeps nothing for
+ * them; AUTHs with made-up cookies make nothing either.  A real client gets in meanwhile,
+ * and also while forged plain requests fill the places of senders not yet admitted: its
+ * proof admits it (as a request carrying the key would, test_flood). */
+static void test_proof_flood(void)
+{
+	enum { FLOOD = 500, PRE = 8 };
+	struct pn_opts o = keyed("s3cret-A1", NULL);
+	o.admit = admit_key;
+	o.udp_preauth_peers = PRE;
+	struct pn *b = open_ep(&o);
+	if (!b) { CHECK(0, "open"); return; }
+	pn_set_handler(b, T_PROOF, 0, h_proof, NULL);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port_of(b)) };
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	uint64_t peers = stats(b).peers;
+	int answered = 0;
+	for (int i = 0; i < FLOOD; i++) {
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+		if (fd < 0)
+			continue;
+		uint8_t d[200];
+		size_t n = mk_hello(d, 1000u + (uint32_t)i, 1, (uint32_t)i);
+		sendto(fd, d, n, 0, (struct sockaddr *)&sa, sizeof sa);
+		if (i < 5) {               /* the first few wait for their CHALLENGE */
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			if (poll(&pf, 1, 1000) == 1 && recv(fd, d, sizeof d, 0) == 48 + 96 && d[3] == 4)
+				answered++;
+			/* an AUTH with its nonce and a made-up proof */
+			uint8_t auth[48 + 97];
+			memcpy(auth, d, 48);
+			auth[3] = 5;
+			le32(auth + 4, 1000u + (uint32_t)i);
+			le32(auth + 8, 0);
+			auth[48] = 1;
+			memcpy(auth + 49, d + 48, 64);   /* nc and na, as the CHALLENGE gave them */
+			memset(auth + 49 + 64, 0x5a, 32);
+			sendto(fd, auth, sizeof auth, 0, (struct sockaddr *)&sa, sizeof sa);
+		}
+		close(fd);
+	}
+	usleep(200000);
+	struct pn_stats st = stats(b);
+	CHECK(answered == 5 && st.peers == peers && st.udp_bad_macs == 5,
+	      "%d HELLOs from as many addresses: %d of 5 answered, peers %llu -> %llu, "
+	      "%llu bad AUTHs", FLOOD, answered, (unsigned long long)peers,
+	      (unsigned long long)st.peers, (unsigned long long)st.udp_bad_macs);
+	struct pn *a = open_ep(&o);
+	int proof = -1;
+	int rc = a ? proof_req(a, peer_of(a, b), "real", &proof, 3000) : -1;
+	CHECK(rc == 0 && proof == PN_PROOF_SECRET && stats(b).peers == peers + 1,
+	      "a real client after the flood: %d, proof %d", rc, proof);
+	for (int i = 0; i < 4 * PRE; i++)
+		send_from_new_port(&sa, "hello", 5, 5);
+	usleep(100000);
+	st = stats(b);
+	struct pn_opts none = { .udp_max_wait_ms = 300 };
+	struct pn *c = open_ep(&o), *d = open_ep(&none);
+	rc = c ? proof_req(c, peer_of(c, b), "proved", &proof, 3000) : -1;
+	int rc2 = d ? proof_req(d, peer_of(d, b), "plain", &proof, 300) : -1;
+	CHECK(st.udp_refused >= 2 * PRE && rc == 0 && rc2 != 0, "%d forged senders fill the %d "
+	      "places (%llu refused): a client that proves is served (%d), one without is not (%d)",
+	      4 * PRE, PRE, (unsigned long long)st.udp_refused, rc, rc2);
+	pn_finalize(d);
+	pn_finalize(c);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
 int main(void)
 {
 	static const struct { void (*fn)(void); const char *name; } tests[] = {
@@ -892,6 +1401,9 @@ int main(void)
 		{ test_concurrent, "concurrent" }, { test_proxy, "proxy" },
 		{ test_failures, "failures" }, { test_malformed, "malformed" },
 		{ test_drop_env, "drop_env" }, { test_flood, "flood" },
+		{ test_proofs, "proofs" }, { test_proof_restart, "proof_restart" },
+		{ test_proof_tamper, "proof_tamper" }, { test_proof_flood, "proof_flood" },
+		{ test_proof_drop, "proof_drop" }, { test_proof_cluster, "proof_cluster" },
 	};
 	for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 		double t0 = now_ms();
