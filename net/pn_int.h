@@ -215,6 +215,10 @@ bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a);
 /* Whether the endpoint has that key, and the HMAC-SHA-256 under it of label, the two nonces
  * and the claimed origin (the proofs of the tcp HELLO exchange, docs/net.md). */
 bool pn_core_has_key(struct pn *pn, enum pn_key which);
+/* The labels of the acceptor's and the connector's proofs, per key, one set for every
+ * transport: a proof made for one use is none for another. */
+extern const char *const pn_label_acceptor[PN_KEY_ADMIN + 1];
+extern const char *const pn_label_connector[PN_KEY_ADMIN + 1];
 void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
                  const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
                  const struct pn_addr *origin, uint8_t out[PN_MAC_LEN]);
