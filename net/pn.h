@@ -59,21 +59,21 @@ struct pn_opts {
 	unsigned spin_us;          /* pn_coop_end polls this long before sleeping; 0 = 50,
 	                            * above 100000 = never (for machines short of cores) */
 	/* Identity and admission (docs/net.md, "Identity and trust").  A peer that connects to
-	 * us is known by its connection (tcp) or its datagrams' source address (udp); what it
+	 * us is known by its connection (tcp, rdma) or its datagrams' source address (udp); what it
 	 * claims (the listening address in its HELLO, the origin of a message it forwards) is
-	 * believed only from a member of the same cluster: over tcp, a peer that proved it holds
+	 * believed only from a member of the same cluster: over tcp and rdma, a peer that proved it holds
 	 * cluster_key (an HMAC-SHA-256 challenge-response when the connection opens; the key
 	 * never travels); over udp, a sender whose source address is in udp_trusted.  Without a
 	 * key nobody's claims are believed; pn_forward then works only over udp_trusted. */
 	const void *cluster_key;
 	size_t cluster_key_len;
-	/* tcp: a secret shared with clients, proved by the same challenge-response under other
+	/* tcp, rdma: a secret shared with clients, proved by the same challenge-response under other
 	 * labels (never sent): an endpoint with one proves it on every connection it opens; one
 	 * that accepts a connection marks it proven (pn_peer_proven) and admitted when the proof
 	 * is right, and goes on with it unproven when not.  Claims are not believed for it. */
 	const void *secret;
 	size_t secret_len;
-	/* tcp: a second secret of greater rights, proved the same way under its own labels
+	/* tcp, rdma: a second secret of greater rights, proved the same way under its own labels
 	 * (what it allows is the application's to say; arfd: installing, admin-only regions).
 	 * An endpoint with one proves it, instead of secret, on the connections it opens; one
 	 * that accepts connections tells which of the two a peer proved (pn_peer_proof). */
