@@ -137,6 +137,13 @@ static bool stream_endpoint(const char *endpoint)
 	return !strncmp(endpoint, "tcp:", 4) || !strncmp(endpoint, "tls:", 4);
 }
 
+/* tcp:, tls: and rdma: prove the secret when a connection opens (docs/net.md): requests carry
+ * none. */
+static bool proving_endpoint(const char *endpoint)
+{
+	return stream_endpoint(endpoint) || !strncmp(endpoint, "rdma:", 5);
+}
+
 /* Name the server on a->pn and, over tcp and tls, open the session its requests ride
  * (the policy is ours, the mechanism Paradis-Net's: docs/net.md, "Sessions").  0 or -PN_E*. */
 static int open_server(struct arc *a, const char *endpoint, const struct arc_opts *opts)
@@ -183,9 +190,9 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	const char *listen = opts && opts->listen ? opts->listen : self;
 	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30,
 	                      .tls_ca = opts ? opts->tls_ca : NULL };
-	if (stream_endpoint(endpoint) && a->secret[0]) {
-		/* over tcp (and tls) the secret is proved when a connection opens and never sent
-		 * (docs/net.md); the requests carry none */
+	if (proving_endpoint(endpoint) && a->secret[0]) {
+		/* over tcp (and tls, rdma) the secret is proved when a connection opens and never
+		 * sent (docs/net.md); the requests carry none */
 		if (admin) {
 			po.admin_secret = a->secret;
 			po.admin_secret_len = strlen(a->secret);
@@ -231,9 +238,9 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
 	a->pn = base->pn;
 	a->shares_pn = 1;
 	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
-	/* over tcp the endpoint proves base's secret at each connection; elsewhere the requests
-	 * carry it */
-	if (opts && opts->secret && !stream_endpoint(endpoint))
+	/* over tcp (tls, rdma) the endpoint proves base's secret at each connection; elsewhere
+	 * the requests carry it */
+	if (opts && opts->secret && !proving_endpoint(endpoint))
 		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
 	int rc = open_server(a, endpoint, opts);
 	if (rc != 0) {

@@ -104,8 +104,9 @@ void arc_batch_end(struct arc *a);
 
 /* Several servers from one endpoint, so that one Cooperation can gather their replies
  * (arc_exec_many): a connection to endpoint that shares base's Paradis-Net endpoint (and,
- * over tcp, the secret base proves; opts->secret is used elsewhere) with its own timeout and
- * outage policy (opts as arc_connect's).  Close it before base.  NULL with a message. */
+ * over tcp, tls and rdma, the secret base proves; opts->secret is used elsewhere) with its
+ * own timeout and outage policy (opts as arc_connect's).  Close it before base.  NULL with a
+ * message. */
 struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struct arc_opts *opts,
                              char *err, size_t errlen);
 
