@@ -137,11 +137,13 @@ static bool stream_endpoint(const char *endpoint)
 	return !strncmp(endpoint, "tcp:", 4) || !strncmp(endpoint, "tls:", 4);
 }
 
-/* tcp:, tls: and udp: prove the secret in the transport (docs/net.md, "Identity and trust"):
- * it is given to pn_init and never put in a request. */
+/* Every transport proves the secret in Paradis-Net (docs/net.md, "Identity and trust"):
+ * tcp:, tls: and rdma: when a connection opens, udp: before the first datagram to the
+ * server.  It is given to pn_init and never put in a request. */
 static bool proving_endpoint(const char *endpoint)
 {
-	return stream_endpoint(endpoint) || !strncmp(endpoint, "udp:", 4);
+	return stream_endpoint(endpoint) || !strncmp(endpoint, "udp:", 4) ||
+	       !strncmp(endpoint, "rdma:", 5);
 }
 
 /* Name the server on a->pn and, over tcp and tls, open the session its requests ride
@@ -191,9 +193,9 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30,
 	                      .tls_ca = opts ? opts->tls_ca : NULL };
 	if (proving_endpoint(endpoint) && a->secret[0]) {
-		/* over tcp (and tls) the secret is proved when a connection opens, over udp before
-		 * the first datagram to the server, and never sent (docs/net.md); the requests
-		 * carry none */
+		/* over tcp, tls and rdma the secret is proved when a connection opens, over udp
+		 * before the first datagram to the server, and never sent (docs/net.md); the
+		 * requests carry none */
 		if (admin) {
 			po.admin_secret = a->secret;
 			po.admin_secret_len = strlen(a->secret);
@@ -239,8 +241,8 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
 	a->pn = base->pn;
 	a->shares_pn = 1;
 	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
-	/* over tcp and udp the endpoint proves base's secret to each server; elsewhere the
-	 * requests carry it */
+	/* the endpoint proves base's secret to each server (every transport); the requests
+	 * carry it only where it does not */
 	if (opts && opts->secret && !proving_endpoint(endpoint))
 		snprintf(a->secret, sizeof a->secret, "%s", opts->secret);
 	int rc = open_server(a, endpoint, opts);

@@ -104,8 +104,8 @@ void arc_batch_end(struct arc *a);
 
 /* Several servers from one endpoint, so that one Cooperation can gather their replies
  * (arc_exec_many): a connection to endpoint that shares base's Paradis-Net endpoint (and,
- * over tcp and udp, the secret base proves; opts->secret is used elsewhere) with its own
- * timeout and outage policy (opts as arc_connect's).  Close it before base.  NULL with a
+ * whatever the transport, the secret base proves; opts->secret is used elsewhere) with its
+ * own timeout and outage policy (opts as arc_connect's).  Close it before base.  NULL with a
  * message. */
 struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struct arc_opts *opts,
                              char *err, size_t errlen);

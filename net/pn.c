@@ -467,6 +467,13 @@ enum pn_proof pn_peer_proof(struct pn *pn, pn_peer peer)
 	return r ? (enum pn_proof)r->proven : PN_PROOF_NONE;
 }
 
+const char *const pn_label_acceptor[PN_KEY_ADMIN + 1] = {
+	[PN_KEY_CLUSTER] = "pn acceptor", [PN_KEY_SECRET] = "pn secret acceptor",
+	[PN_KEY_ADMIN] = "pn admin acceptor" };
+const char *const pn_label_connector[PN_KEY_ADMIN + 1] = {
+	[PN_KEY_CLUSTER] = "pn connector", [PN_KEY_SECRET] = "pn secret connector",
+	[PN_KEY_ADMIN] = "pn admin connector" };
+
 void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
                  const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
                  const struct pn_addr *origin, uint8_t out[PN_MAC_LEN])

@@ -59,25 +59,25 @@ struct pn_opts {
 	unsigned spin_us;          /* pn_coop_end polls this long before sleeping; 0 = 50,
 	                            * above 100000 = never (for machines short of cores) */
 	/* Identity and admission (docs/net.md, "Identity and trust").  A peer that connects to
-	 * us is known by its connection (tcp) or its datagrams' source address (udp); what it
-	 * claims (the listening address in its HELLO, the origin of a message it forwards) is
-	 * believed only from a member of the same cluster: over tcp, a peer that proved it holds
-	 * cluster_key (an HMAC-SHA-256 challenge-response when the connection opens; the key
-	 * never travels); over udp, a sender whose source address is in udp_trusted, or that
+	 * us is known by its connection (tcp, rdma) or its datagrams' source address (udp); what
+	 * it claims (the listening address in its HELLO, the origin of a message it forwards) is
+	 * believed only from a member of the same cluster: over tcp and rdma, a peer that proved
+	 * it holds cluster_key (an HMAC-SHA-256 challenge-response when the connection opens; the
+	 * key never travels); over udp, a sender whose source address is in udp_trusted, or that
 	 * proved cluster_key the same way before its first datagram (its datagrams then carry a
 	 * MAC).  Without a key nobody's claims are believed; pn_forward then works only over
 	 * udp_trusted. */
 	const void *cluster_key;
 	size_t cluster_key_len;
-	/* tcp and udp: a secret shared with clients, proved by the same challenge-response under
-	 * other labels (never sent): an endpoint with one proves it on every connection it opens
-	 * (udp: to every peer it sends to before hearing from it, and every datagram of the pair
-	 * then carries a MAC under keys drawn from the proof); one that accepts a connection
-	 * (udp: a proof) marks it proven (pn_peer_proven) and admitted when the proof is right,
-	 * and goes on with it unproven when not.  Claims are not believed for it. */
+	/* a secret shared with clients, proved by the same challenge-response under other labels
+	 * (never sent): an endpoint with one proves it on every connection it opens (udp: to
+	 * every peer it sends to before hearing from it, and every datagram of the pair then
+	 * carries a MAC under keys drawn from the proof); one that accepts a connection (udp: a
+	 * proof) marks it proven (pn_peer_proven) and admitted when the proof is right, and goes
+	 * on with it unproven when not.  Claims are not believed for it. */
 	const void *secret;
 	size_t secret_len;
-	/* tcp and udp: a second secret of greater rights, proved the same way under its own labels
+	/* a second secret of greater rights, proved the same way under its own labels
 	 * (what it allows is the application's to say; arfd: installing, admin-only regions).
 	 * An endpoint with one proves it, instead of secret, on the connections it opens; one
 	 * that accepts connections tells which of the two a peer proved (pn_peer_proof). */

@@ -42,10 +42,10 @@ enum pn_kind {
 	PN_K_MSG = 1,              /* an application message */
 	PN_K_HELLO = 2,            /* first frame of a connection: origin = the sender's address
 	                            * (a claim: believed only once proven, see PN_F_PROVE) */
-	PN_K_CHALLENGE = 3,        /* tcp, answer to a HELLO with PN_F_PROVE: the acceptor's nonce
+	PN_K_CHALLENGE = 3,        /* tcp, rdma, answer to a HELLO with PN_F_PROVE: the acceptor's nonce
 	                            * and its own proof (PN_NONCE_LEN + PN_MAC_LEN bytes), or
 	                            * nothing when it has no cluster key */
-	PN_K_AUTH = 4,             /* tcp, the connector's proof (PN_MAC_LEN bytes) */
+	PN_K_AUTH = 4,             /* tcp, rdma, the connector's proof (PN_MAC_LEN bytes) */
 	PN_K_SREQ = 5,             /* a request of a session: as MSG, with slot and seq */
 	PN_K_NACK = 6,             /* a session request refused: the payload is a u32 PN_E code;
 	                            * coop is the request's token */
@@ -213,8 +213,12 @@ struct pn_peer_rec *pn_core_peer_anon(struct pn *pn, const struct pn_addr *a);
 /* Whether udp datagrams from source address a may carry a forwarded origin (udp_trusted). */
 bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a);
 /* Whether the endpoint has that key, and the HMAC-SHA-256 under it of label, the two nonces
- * and the claimed origin (the proofs of the tcp HELLO exchange, docs/net.md). */
+ * and the claimed origin (the proofs of the tcp and rdma HELLO exchanges, docs/net.md). */
 bool pn_core_has_key(struct pn *pn, enum pn_key which);
+/* The labels of the acceptor's and the connector's proofs, per key, one set for every
+ * transport: a proof made for one use is none for another. */
+extern const char *const pn_label_acceptor[PN_KEY_ADMIN + 1];
+extern const char *const pn_label_connector[PN_KEY_ADMIN + 1];
 void pn_core_mac(struct pn *pn, enum pn_key which, const char *label,
                  const uint8_t nc[PN_NONCE_LEN], const uint8_t na[PN_NONCE_LEN],
                  const struct pn_addr *origin, uint8_t out[PN_MAC_LEN]);

@@ -5,9 +5,10 @@
  *   1. A resolves B's address and route (rdma_resolve_addr/route), creates the queue pair with
  *      a send and a receive completion queue on the endpoint's one completion channel, posts
  *      DEPTH receive buffers of SLOT_LEN bytes, and calls rdma_connect with HELLO as private
- *      data: A's listening address (so B knows the peer, as in pn_tcp.c), DEPTH, and the
- *      address and rkey of A's credit word.  B does the same on CONNECT_REQUEST and answers
- *      with its own HELLO in rdma_accept.
+ *      data: the listening address A claims, the proof A gives next (flags PROVE, SECRET,
+ *      ADMIN), DEPTH, and the address and rkey of A's credit word.  B does the same on
+ *      CONNECT_REQUEST and answers with its own HELLO in rdma_accept.  An A with a key then
+ *      proves it (Identity, below) before anything else goes on the connection.
  *   2. A message goes as one or more SENDs from a registered send slot into a receive buffer
  *      the peer posted: an 8-byte sub-header (below), in the first fragment the 40-byte frame
  *      header of wire.c and perhaps a reply handle, then payload bytes.  One message's
@@ -47,6 +48,20 @@
  * Threads: one I/O thread handles connection events, completions and receives; senders post
  * from their own thread.  Connections are freed only by the I/O thread (or by close once it
  * has stopped), so a completion never finds its connection gone.
+ *
+ * Identity (docs/net.md, "Identity and trust"; docs/rdma.md, "Identity"), as in pn_tcp.c:
+ * B believes the address in A's HELLO only once A has proved the cluster key; until then,
+ * and for good when A proves nothing or a secret, the connection is an anonymous peer named
+ * after its real remote address (rdma_get_peer_addr): replies to it go back on it, it is
+ * never connected to, and its FORWARDED flags are cleared (c->trusted).  The proof does not
+ * fit the private data (a REQ's 56 bytes hold the HELLO, not a nonce besides), so it goes in
+ * SENDs, each a whole frame (sub-header, header, payload) once the connection is up: A's
+ * HELLO frame with its nonce (prove, on the connecting thread, before the connection is
+ * anyone else's); B's CHALLENGE, its nonce and its HMAC over both nonces and A's claimed
+ * address, or nothing when B has no such key (on_hello); A's AUTH, its own HMAC (on_auth).
+ * The labels and MACs are pn_tcp.c's.  Until the proof ends B's side of the connection has
+ * no peer (c->proving): a message on it closes it.  One that takes longer than
+ * preauth_timeout_ms is closed (sweep_proving), and at most PROVING_MAX prove at once.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,6 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,7 +89,10 @@
 #define HANDLE_LEN    24
 #define PRIV_LEN      40                /* HELLO in the connect/accept private data (<= 56) */
 #define PRIV_MAGIC    0x5250u           /* "PR" */
-#define PRIV_VERSION  1
+#define PRIV_VERSION  2                 /* 2: flags, the proof to come (Identity, above) */
+#define PROVE_FLAGS   (PN_F_PROVE | PN_F_SECRET | PN_F_ADMIN)
+#define PROVING_MAX   64                /* inbound connections proving at once; more: rejected */
+#define SWEEP_MS      100               /* ... looked at this often (preauth_timeout_ms) */
 #define SLOT_BITS     12                /* reply slots: 4096 advertised descriptors at once */
 #define N_SLOTS       (1u << SLOT_BITS)
 #define TARGETS_MAX   1024              /* handles kept per requesting peer */
@@ -90,6 +109,9 @@ _Static_assert(PRIV_LEN <= 56, "rdma_cm private data of a REQ on IB/RoCE");
 _Static_assert(SUB_LEN + PN_HDR_LEN + HANDLE_LEN < SLOT_LEN, "a first fragment carries payload");
 _Static_assert(HANDLE_LEN == PN_MEM_HANDLE_LEN, "one handle size");
 _Static_assert(DEPTH <= 0xffff && CREDIT_BATCH >= 1, "depth fits the HELLO");
+_Static_assert(PROVE_FLAGS <= 0xff, "the proof flags fit the HELLO's flags byte");
+_Static_assert(SUB_LEN + PN_HDR_LEN + PN_NONCE_LEN + PN_MAC_LEN <= SLOT_LEN,
+               "a CHALLENGE is one SEND");
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
@@ -132,6 +154,12 @@ struct ctrl {
 	uint64_t credit_out;
 };
 
+/* An inbound connection's proof, between our CHALLENGE and its AUTH (as pn_tcp.c's). */
+struct proof {
+	enum pn_key which;
+	uint8_t nc[PN_NONCE_LEN], na[PN_NONCE_LEN];
+};
+
 /* A work request a thread waits for (large writes, one-sided reads and writes). */
 struct waiter {
 	bool done;
@@ -141,9 +169,11 @@ struct waiter {
 struct conn {
 	struct pn_tp *tp;
 	struct rdma_cm_id *id;
-	struct pn_peer_rec *peer;      /* known from HELLO (both directions) */
+	struct pn_peer_rec *peer;      /* connector: the address we connected to; acceptor: set
+	                                * once its proof ends (Identity, above), NULL before */
 	_Atomic int refs;
 	bool active;                   /* we connected */
+	atomic_bool trusted;           /* both proved the cluster key: FORWARDED origins believed */
 	struct ibv_cq *scq, *rcq;
 	struct ibv_mr *rmr, *smr, *cmr;
 	uint8_t *rbuf, *sbuf;
@@ -164,9 +194,20 @@ struct conn {
 	uint16_t free_slot[DEPTH];
 	unsigned n_free;
 	bool credit_busy;              /* a credit write is posted */
+	atomic_bool chal_wait;         /* connector: waiting for the acceptor's CHALLENGE, ... */
+	bool chal_got;
+	uint32_t chal_len;             /* ... which came, this long (0: it has no key) */
+	uint8_t chal[PN_NONCE_LEN + PN_MAC_LEN];
 
 	/* I/O thread only */
 	bool failed;                   /* conn_fail ran */
+	bool proving;                  /* acceptor: its HELLO promised a proof that has not ended */
+	uint8_t hello_flags;           /* acceptor: its HELLO's PN_F_PROVE | _SECRET | _ADMIN */
+	struct pn_addr claim;          /* acceptor: the address its HELLO claims */
+	struct pn_addr remote;         /* acceptor: its real remote address (anonymous name) */
+	char rname[PN_NAME_LEN];       /* ... as a name, for the log before it has a peer */
+	uint64_t opened_ns;            /* acceptor: when its request came (preauth_timeout_ms) */
+	struct proof *proof;           /* acceptor: between our CHALLENGE and its AUTH */
 	uint64_t rx_posted, credit_written;
 	bool in_payload;
 	int rx_status;
@@ -242,13 +283,15 @@ struct pn_tp {
 	struct mrc *cache;
 	unsigned n_cache;
 	uint64_t tick;
+
+	unsigned n_proving;            /* I/O thread: inbound connections proving (PROVING_MAX) */
 };
 
 static _Thread_local struct pn_tp *io_self;   /* set on the I/O thread */
 
 static const char *peer_name(const struct conn *c)
 {
-	return c->peer ? c->peer->name : "rdma peer";
+	return c->peer ? c->peer->name : c->rname[0] ? c->rname : "rdma peer";
 }
 
 /* ---- connections: references and teardown ---- */
@@ -283,6 +326,7 @@ static void conn_destroy(struct conn *c)
 		ibv_dereg_mr(c->smr);
 	if (c->rmr)
 		ibv_dereg_mr(c->rmr);
+	free(c->proof);
 	free(c->ctrl);
 	free(c->sbuf);
 	free(c->rbuf);
@@ -363,8 +407,19 @@ static void conn_kill(struct conn *c, int err)
 		rdma_disconnect(c->id);
 }
 
+/* An inbound connection's proof is over (proved, failed or closed).  I/O thread. */
+static void proving_end(struct conn *c)
+{
+	if (c->proving) {
+		c->proving = false;
+		c->tp->n_proving--;
+	}
+}
+
 /* The connection is over: wake its senders, end a half-received message, stop sending through
- * it, fail the peer's Cooperations.  I/O thread only; runs once. */
+ * it, fail the peer's Cooperations; an anonymous peer, known by this connection alone, is
+ * retired (its handles forgotten: its record serves another connection later).  I/O thread
+ * only; runs once. */
 static void conn_fail(struct conn *c, int err)
 {
 	if (c->failed)
@@ -372,6 +427,7 @@ static void conn_fail(struct conn *c, int err)
 	c->failed = true;
 	conn_kill(c, err);
 	struct pn_tp *tp = c->tp;
+	proving_end(c);
 	if (c->in_payload) {
 		c->in_payload = false;
 		pn_core_rx_end(tp->pn, &c->rx, err);
@@ -383,11 +439,15 @@ static void conn_fail(struct conn *c, int err)
 			bool mine = rp->conn == c;
 			if (mine)
 				rp->conn = NULL;
+			if (c->peer->anon)
+				rp->n_t = 0;
 			pthread_mutex_unlock(&rp->lock);
 			if (mine)
 				conn_put(c);
 		}
 		pn_core_peer_down(tp->pn, c->peer, err);
+		if (c->peer->anon)
+			pn_core_peer_retire(tp->pn, c->peer);
 	}
 	conn_unlist(c);
 }
@@ -885,11 +945,13 @@ static int write_reply(struct conn *c, const struct handle *t, const void *paylo
 
 /* ---- connecting ---- */
 
-static void hello_put(uint8_t *p, const struct pn_tp *tp, const struct conn *c)
+/* HELLO in private data: flags, the proof that follows (PROVE_FLAGS, the connector's). */
+static void hello_put(uint8_t *p, const struct pn_tp *tp, const struct conn *c, uint8_t flags)
 {
 	memset(p, 0, PRIV_LEN);
 	put16(p, PRIV_MAGIC);
 	p[2] = PRIV_VERSION;
+	p[3] = flags;
 	put16(p + 4, DEPTH);
 	put32(p + 8, c->cmr->rkey);
 	put64(p + 12, (uintptr_t)&c->ctrl->credit_in);
@@ -899,11 +961,16 @@ static void hello_put(uint8_t *p, const struct pn_tp *tp, const struct conn *c)
 	memcpy(p + 24, tp->self.addr, 16);
 }
 
-/* Parse a HELLO: the peer's depth and credit word into c, its address into *origin. */
-static int hello_get(const uint8_t *p, size_t len, struct conn *c, struct pn_addr *origin)
+/* Parse a HELLO: the peer's depth and credit word into c, the address it claims into
+ * *origin, its proof flags into *flags. */
+static int hello_get(const uint8_t *p, size_t len, struct conn *c, struct pn_addr *origin,
+                     uint8_t *flags)
 {
-	if (len < PRIV_LEN || get16(p) != PRIV_MAGIC || p[2] != PRIV_VERSION)
+	if (len < PRIV_LEN || get16(p) != PRIV_MAGIC || p[2] != PRIV_VERSION ||
+	    (p[3] & ~PROVE_FLAGS) || (p[3] && !(p[3] & PN_F_PROVE)) ||
+	    (p[3] & PN_F_ADMIN && !(p[3] & PN_F_SECRET)))
 		return -PN_EPROTO;
+	*flags = p[3];
 	c->credit_seen = get16(p + 4);
 	c->peer_rkey = get32(p + 8);
 	c->peer_ctrl = get64(p + 12);
@@ -981,12 +1048,16 @@ static void cm_reason(const struct rdma_cm_event *ev, char *buf, size_t len)
 
 static int pump_events(struct pn_tp *tp, int ms);
 
-/* Wait until connection event `step` (< 0: until established) or a failure. */
+enum { WAIT_UP = -1, WAIT_CHALLENGE = -2 };
+
+/* Wait until connection event `step` (WAIT_UP: until established; WAIT_CHALLENGE: until the
+ * acceptor's CHALLENGE came) or a failure. */
 static int wait_cm(struct conn *c, int step, uint64_t deadline)
 {
 	int rc = 0;
 	pthread_mutex_lock(&c->lock);
-	while (!c->cm_err && !c->dead && (step >= 0 ? c->cm_step != step + 1 : !c->up)) {
+	while (!c->cm_err && !c->dead && (step >= 0 ? c->cm_step != step + 1 :
+	                                  step == WAIT_UP ? !c->up : !c->chal_got)) {
 		uint64_t now = pn_now_ns();
 		if (now >= deadline) {
 			rc = -PN_ETIMEDOUT;
@@ -1009,6 +1080,50 @@ static int wait_cm(struct conn *c, int step, uint64_t deadline)
 		rc = c->cm_err ? c->cm_err : c->err ? c->err : -PN_EPEERDOWN;
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+/* The connector's side of the proof (Identity, above), on a connection nobody else uses yet:
+ * HELLO with our nonce, the acceptor's CHALLENGE (its nonce and its proof, or nothing when it
+ * has no such key), our AUTH.  A wrong proof of the cluster key refuses the connection; of a
+ * secret (we are a client: most likely ours is wrong), it goes on unproven, with an AUTH of
+ * zeros, so the server can say what is wrong.  c->trusted: both proved the cluster key. */
+static int prove(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *peer, enum pn_key which,
+                 uint8_t flags, uint64_t deadline)
+{
+	struct pn *pn = tp->pn;
+	uint8_t nc[PN_NONCE_LEN], mac[PN_MAC_LEN];
+	if (getrandom(nc, sizeof nc, 0) != (ssize_t)sizeof nc)
+		return -PN_ESYS;
+	atomic_store(&c->chal_wait, true);
+	struct pn_hdr h = { .kind = PN_K_HELLO, .flags = flags, .len = sizeof nc,
+	                    .origin = tp->self };
+	int rc = send_msg(c, &h, 0, NULL, nc, sizeof nc);
+	if (rc == 0)
+		rc = wait_cm(c, WAIT_CHALLENGE, deadline);
+	if (rc == -PN_ETIMEDOUT)
+		pn_core_log(pn, "rdma: %s: no CHALLENGE within %u ms", peer->name,
+		            pn_core_opts(pn)->connect_timeout_ms);
+	if (rc != 0)
+		return rc;
+	atomic_store(&c->chal_wait, false);
+	if (c->chal_len == 0)
+		return 0;              /* it has no key (a client we answer): an ordinary connection */
+	bool ok = pn_core_mac_ok(pn, which, pn_label_acceptor[which], nc, c->chal, &tp->self,
+	                         c->chal + PN_NONCE_LEN);
+	if (!ok && which == PN_KEY_CLUSTER) {
+		pn_core_log(pn, "rdma: %s failed the cluster key proof (not a member, or another key)",
+		            peer->name);
+		return -PN_EREFUSED;
+	}
+	if (ok)
+		pn_core_mac(pn, which, pn_label_connector[which], nc, c->chal, &tp->self, mac);
+	else
+		memset(mac, 0, sizeof mac);    /* nothing about our key to one who showed none */
+	/* a member's FORWARDED origins are believed from its first message after our AUTH */
+	if (ok && which == PN_KEY_CLUSTER)
+		atomic_store(&c->trusted, true);
+	struct pn_hdr auth = { .kind = PN_K_AUTH, .len = PN_MAC_LEN, .origin = tp->self };
+	return send_msg(c, &auth, 0, NULL, mac, sizeof mac);
 }
 
 static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
@@ -1051,8 +1166,17 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 	}
 	if ((rc = conn_setup(c)))
 		goto fail;
+	/* the key we prove, as over tcp: the cluster key, else the admin secret, else the
+	 * secret; none: an ordinary connection, anonymous to the acceptor */
+	struct pn *pn = tp->pn;
+	int which = pn_core_has_key(pn, PN_KEY_CLUSTER) ? PN_KEY_CLUSTER :
+	            pn_core_has_key(pn, PN_KEY_ADMIN) ? PN_KEY_ADMIN :
+	            pn_core_has_key(pn, PN_KEY_SECRET) ? PN_KEY_SECRET : -1;
+	uint8_t flags = which < 0 ? 0 : (uint8_t)(PN_F_PROVE |
+	                (which != PN_KEY_CLUSTER ? PN_F_SECRET : 0) |
+	                (which == PN_KEY_ADMIN ? PN_F_ADMIN : 0));
 	uint8_t priv[PRIV_LEN];
-	hello_put(priv, tp, c);
+	hello_put(priv, tp, c, flags);
 	struct rdma_conn_param cp = { .private_data = priv, .private_data_len = PRIV_LEN,
 	                              .responder_resources = tp->rd_atom,
 	                              .initiator_depth = tp->rd_atom,
@@ -1062,7 +1186,9 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 		rc = -PN_EPEERDOWN;
 		goto fail;
 	}
-	if ((rc = wait_cm(c, -1, deadline)))
+	if ((rc = wait_cm(c, WAIT_UP, deadline)))
+		goto fail;
+	if (which >= 0 && (rc = prove(tp, c, peer, (enum pn_key)which, flags, deadline)))
 		goto fail;
 	*out = c;
 	return 0;
@@ -1117,6 +1243,12 @@ static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **o
 		conn_put(c);
 		c = NULL;
 	}
+	if (!c && peer->anon) {
+		/* known only by its connection, which is gone: never connect to where it said it
+		 * listens (anyone may say anything) */
+		pthread_mutex_unlock(&rp->lock);
+		return -PN_EPEERDOWN;
+	}
 	if (!c) {
 		rp->connecting = true;
 		rp->io_connecting = io_self == tp;
@@ -1151,7 +1283,7 @@ static int rdma_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn
 	bool reply = false, have = false;
 	if (h->kind == PN_K_MSG && h->coop) {
 		if (h->flags & PN_F_FORWARDED) {
-			struct pn_peer_rec *origin = pn_core_peer(tp->pn, &h->origin);
+			struct pn_peer_rec *origin = pn_core_peer_known(tp->pn, &h->origin);
 			have = origin && target_take(tp, origin, h->coop, &t);
 		} else if (target_take(tp, peer, h->coop, &t)) {
 			reply = true;
@@ -1185,6 +1317,133 @@ static int rdma_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn
 
 /* ---- the I/O thread: receiving ---- */
 
+/* An inbound connection becomes peer's: the first one up carries our sends to it. */
+static void conn_attach(struct conn *c, struct pn_peer_rec *peer)
+{
+	c->peer = peer;
+	struct rdma_peer *rp = peer_state(c->tp, peer);
+	if (!rp)
+		return;
+	pthread_mutex_lock(&rp->lock);
+	if (!rp->conn || rp->conn->dead) {
+		if (rp->conn)
+			conn_put(rp->conn);
+		conn_get(c);
+		rp->conn = c;
+	}
+	pthread_mutex_unlock(&rp->lock);
+}
+
+/* An inbound connection's proof ended without the cluster key: it is known by this connection
+ * alone (an anonymous peer), as one that proved nothing, or a client that proved a secret. */
+static int admit_anon(struct conn *c, enum pn_proof proven)
+{
+	struct pn_peer_rec *peer = pn_core_peer_anon(c->tp->pn, &c->remote);
+	if (!peer)
+		return -PN_ENOMEM;
+	peer->proven = (uint8_t)proven;
+	proving_end(c);
+	conn_attach(c, peer);
+	return 0;
+}
+
+/* HELLO from the connector of an inbound connection that promised a proof: its nonce. */
+static int on_hello(struct conn *c, const uint8_t nonce[PN_NONCE_LEN])
+{
+	struct pn_tp *tp = c->tp;
+	struct pn *pn = tp->pn;
+	enum pn_key which = !(c->hello_flags & PN_F_SECRET) ? PN_KEY_CLUSTER :
+	                    c->hello_flags & PN_F_ADMIN ? PN_KEY_ADMIN : PN_KEY_SECRET;
+	struct pn_hdr ch = { .kind = PN_K_CHALLENGE, .origin = tp->self };
+	if (!pn_core_has_key(pn, which)) {
+		/* no such key here: say so; the connector goes on as an ordinary one */
+		int rc = send_msg(c, &ch, 0, NULL, NULL, 0);
+		return rc ? rc : admit_anon(c, PN_PROOF_NONE);
+	}
+	/* challenge it, and prove ourselves: its claim waits for its AUTH */
+	struct proof *p = malloc(sizeof *p);
+	if (!p)
+		return -PN_ENOMEM;
+	p->which = which;
+	memcpy(p->nc, nonce, PN_NONCE_LEN);
+	if (getrandom(p->na, PN_NONCE_LEN, 0) != PN_NONCE_LEN) {
+		free(p);
+		return -PN_ESYS;
+	}
+	uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
+	memcpy(out, p->na, PN_NONCE_LEN);
+	pn_core_mac(pn, which, pn_label_acceptor[which], p->nc, p->na, &c->claim,
+	            out + PN_NONCE_LEN);
+	c->proof = p;
+	ch.len = sizeof out;
+	return send_msg(c, &ch, 0, NULL, out, sizeof out);
+}
+
+/* AUTH: the connector's proof for the nonces and the address it claimed. */
+static int on_auth(struct conn *c, const uint8_t mac[PN_MAC_LEN])
+{
+	struct pn_tp *tp = c->tp;
+	struct proof *p = c->proof;
+	c->proof = NULL;
+	enum pn_key which = p->which;
+	bool ok = pn_core_mac_ok(tp->pn, which, pn_label_connector[which], p->nc, p->na,
+	                         &c->claim, mac);
+	free(p);
+	if (which != PN_KEY_CLUSTER)
+		/* a client: proven or not, it is known by this connection alone; unproven, it
+		 * goes on as one that brought no proof (the application says what is wrong) */
+		return admit_anon(c, !ok ? PN_PROOF_NONE :
+		                     which == PN_KEY_ADMIN ? PN_PROOF_ADMIN : PN_PROOF_SECRET);
+	if (!ok) {
+		char name[PN_NAME_LEN];
+		pn_addr_name(&c->claim, name, sizeof name);
+		pn_core_log(tp->pn, "rdma: a connection claiming to be %s failed the cluster key proof",
+		            name);
+		return -PN_EPROTO;
+	}
+	struct pn_peer_rec *peer = pn_core_peer(tp->pn, &c->claim);
+	if (!peer)
+		return -PN_ENOMEM;
+	atomic_store(&c->trusted, true);
+	proving_end(c);
+	conn_attach(c, peer);
+	return 0;
+}
+
+/* A frame of the proof (HELLO, CHALLENGE, AUTH), whole in one SEND: payload b of n bytes.
+ * Each comes once, in its place; anything else closes the connection. */
+static int on_proof_frame(struct conn *c, const struct pn_hdr *h, const uint8_t *b, size_t n)
+{
+	if (n != h->len)
+		return -PN_EPROTO;
+	switch (h->kind) {
+	case PN_K_HELLO:
+		if (c->active || !c->proving || c->proof || h->len != PN_NONCE_LEN ||
+		    h->flags != c->hello_flags || !pn_addr_eq(&h->origin, &c->claim))
+			return -PN_EPROTO;
+		return on_hello(c, b);
+	case PN_K_AUTH:
+		if (c->active || !c->proof || h->len != PN_MAC_LEN)
+			return -PN_EPROTO;
+		return on_auth(c, b);
+	case PN_K_CHALLENGE: {
+		pthread_mutex_lock(&c->lock);
+		bool ok = c->active && atomic_load(&c->chal_wait) && !c->chal_got &&
+		          (h->len == 0 || h->len == sizeof c->chal);
+		if (ok) {
+			memcpy(c->chal, b, h->len);
+			c->chal_len = h->len;
+			c->chal_got = true;
+			pthread_cond_broadcast(&c->cond);
+		}
+		pthread_mutex_unlock(&c->lock);
+		return ok ? 0 : -PN_EPROTO;
+	}
+	default:
+		return -PN_EPROTO;
+	}
+}
+
 /* A SEND arrived in receive buffer i.  0, or an error that closes the connection. */
 static int on_message(struct conn *c, unsigned i, size_t n)
 {
@@ -1203,9 +1462,15 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 		int rc = pn_wire_get(q, &h, pn_core_opts(pn)->max_msg);
 		if (rc)
 			return rc;
-		if (h.kind != PN_K_MSG)
-			return -PN_EPROTO;
 		q += PN_HDR_LEN;
+		if (h.kind != PN_K_MSG)
+			return flags ? -PN_EPROTO : on_proof_frame(c, &h, q, n - (size_t)(q - p));
+		/* nothing is delivered from a connection before its proof ends, nor taken as a
+		 * reply while ours waits for the CHALLENGE */
+		if (c->proving || !c->peer || atomic_load(&c->chal_wait))
+			return -PN_EPROTO;
+		if (!atomic_load(&c->trusted))
+			h.flags &= ~PN_F_FORWARDED;   /* an origin nobody proved: reply to the sender */
 		if (flags & F_HANDLE) {
 			if (n < (size_t)(q - p) + HANDLE_LEN || !h.coop)
 				return -PN_EPROTO;
@@ -1397,35 +1662,55 @@ static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const ui
 	}
 	c->id = id;
 	id->context = c;
-	struct pn_addr origin;
-	if (hello_get(priv, priv_len, c, &origin) != 0) {
+	c->opened_ns = pn_now_ns();
+	pn_addr_from_sockaddr(&c->remote, PN_S_RDMA, rdma_get_peer_addr(id));
+	pn_addr_name(&c->remote, c->rname, sizeof c->rname);
+	const char *name = c->rname;
+	if (hello_get(priv, priv_len, c, &c->claim, &c->hello_flags) != 0) {
 		pn_core_count(tp->pn, PN_ST_BAD_FRAMES, 1);
-		pn_core_log(tp->pn, "rdma: a connection request without a valid HELLO (rejected)");
+		pn_core_log(tp->pn, "rdma: a connection request from %s without a valid HELLO "
+		            "(rejected)", name);
 		goto reject;
 	}
-	c->peer = pn_core_peer(tp->pn, &origin);
-	if (!c->peer)
-		goto reject;
 	if (id->verbs != tp->ctx) {
 		pn_core_log(tp->pn, "rdma: %s: request on device %s, not ours (rejected)",
-		            c->peer->name, ibv_get_device_name(id->verbs->device));
+		            name, ibv_get_device_name(id->verbs->device));
 		goto reject;
+	}
+	if (c->hello_flags & PN_F_PROVE) {
+		/* its claim waits for its proof: no peer until then (on_hello, on_auth) */
+		if (tp->n_proving >= PROVING_MAX) {
+			pn_core_log(tp->pn, "rdma: %s: %u connections are proving already (rejected)",
+			            name, tp->n_proving);
+			goto reject;
+		}
+		c->proving = true;
+		tp->n_proving++;
+	} else {
+		/* It proves nothing: its claimed address is not believed.  It is known by this
+		 * connection alone, replies to it go back on it, and nothing ever connects to
+		 * where it says it listens. */
+		if (!(c->peer = pn_core_peer_anon(tp->pn, &c->remote)))
+			goto reject;
 	}
 	if (conn_setup(c))
 		goto reject;
 	uint8_t mine[PRIV_LEN];
-	hello_put(mine, tp, c);
+	hello_put(mine, tp, c, 0);
 	struct rdma_conn_param cp = { .private_data = mine, .private_data_len = PRIV_LEN,
 	                              .responder_resources = tp->rd_atom,
 	                              .initiator_depth = tp->rd_atom,
 	                              .retry_count = 7, .rnr_retry_count = 3 };
 	if (rdma_accept(id, &cp)) {
-		pn_core_log(tp->pn, "rdma: %s: rdma_accept: %s", c->peer->name, strerror(errno));
+		pn_core_log(tp->pn, "rdma: %s: rdma_accept: %s", name, strerror(errno));
 		conn_fail(c, -PN_EPEERDOWN);
 	}
 	return;
 reject:
 	rdma_reject(id, NULL, 0);
+	if (c->peer)
+		pn_core_peer_retire(tp->pn, c->peer);
+	proving_end(c);
 	c->failed = true;
 	c->dead = true;
 	conn_unlist(c);                    /* destroys the id too, when reaped */
@@ -1436,7 +1721,8 @@ static void on_established(struct conn *c, const uint8_t *priv, size_t priv_len)
 {
 	if (c->active) {
 		struct pn_addr origin;
-		if (hello_get(priv, priv_len, c, &origin) != 0) {
+		uint8_t flags;
+		if (hello_get(priv, priv_len, c, &origin, &flags) != 0) {
 			pn_core_log(c->tp->pn, "rdma: %s: accepted without a valid HELLO", peer_name(c));
 			pthread_mutex_lock(&c->lock);
 			c->cm_err = -PN_EPROTO;
@@ -1449,19 +1735,8 @@ static void on_established(struct conn *c, const uint8_t *priv, size_t priv_len)
 	c->up = true;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	if (!c->active && c->peer) {
-		struct rdma_peer *rp = peer_state(c->tp, c->peer);
-		if (rp) {
-			pthread_mutex_lock(&rp->lock);
-			if (!rp->conn || rp->conn->dead) {
-				if (rp->conn)
-					conn_put(rp->conn);
-				conn_get(c);
-				rp->conn = c;
-			}
-			pthread_mutex_unlock(&rp->lock);
-		}
-	}
+	if (!c->active && c->peer)
+		conn_attach(c, c->peer);   /* anonymous; one proving is attached when it ends */
 }
 
 static void on_cm_event(struct pn_tp *tp, struct rdma_cm_event *ev)
@@ -1569,6 +1844,30 @@ static int pump_events(struct pn_tp *tp, int ms)
 	return 0;
 }
 
+/* Close the inbound connections that did not end their proof within preauth_timeout_ms: what
+ * a connection may hold before it proves is bounded in time as in number (PROVING_MAX).
+ * I/O thread. */
+static void sweep_proving(struct pn_tp *tp)
+{
+	enum { BATCH = 16 };
+	uint64_t now = pn_now_ns(), limit = (uint64_t)pn_core_opts(tp->pn)->preauth_timeout_ms * 1000000u;
+	struct conn *late[BATCH];
+	unsigned n = 0;
+	pthread_mutex_lock(&tp->lock);
+	for (struct conn *c = tp->conns; c && n < BATCH; c = c->next)
+		if (c->proving && !c->failed && now - c->opened_ns >= limit) {
+			conn_get(c);
+			late[n++] = c;
+		}
+	pthread_mutex_unlock(&tp->lock);
+	for (unsigned i = 0; i < n; i++) {
+		pn_core_log(tp->pn, "rdma: %s: no proof within %u ms: closing the connection",
+		            peer_name(late[i]), pn_core_opts(tp->pn)->preauth_timeout_ms);
+		conn_fail(late[i], -PN_ETIMEDOUT);
+		conn_put(late[i]);
+	}
+}
+
 static void *io_main(void *arg)
 {
 	struct pn_tp *tp = arg;
@@ -1576,7 +1875,8 @@ static void *io_main(void *arg)
 	while (!atomic_load(&tp->stop)) {
 		struct pollfd p[3] = { { tp->ec->fd, POLLIN, 0 }, { tp->comp->fd, POLLIN, 0 },
 		                       { tp->wakefd, POLLIN, 0 } };
-		int n = poll(p, 3, 1000);
+		/* connections proving are looked at every SWEEP_MS */
+		int n = poll(p, 3, tp->n_proving ? SWEEP_MS : 1000);
 		if (n > 0 && p[0].revents)
 			on_cm_events(tp);
 		if (n > 0 && p[1].revents)
@@ -1585,6 +1885,8 @@ static void *io_main(void *arg)
 			uint64_t v;
 			if (read(tp->wakefd, &v, sizeof v) < 0) { /* drained */ }
 		}
+		if (tp->n_proving)
+			sweep_proving(tp);
 		reap_zombies(tp);
 	}
 	/* Closing: end every connection, then keep taking completions until what was posted has

@@ -517,14 +517,6 @@ static int tls_answer(struct pn_tp *tp, const struct pn_peer_rec *peer, const ui
 	return -PN_ETLS;
 }
 
-/* The MAC labels of the two sides, per key: a proof made for one use is none for another. */
-static const char *const label_acceptor[] = {
-	[PN_KEY_CLUSTER] = "pn acceptor", [PN_KEY_SECRET] = "pn secret acceptor",
-	[PN_KEY_ADMIN] = "pn admin acceptor" };
-static const char *const label_connector[] = {
-	[PN_KEY_CLUSTER] = "pn connector", [PN_KEY_SECRET] = "pn secret connector",
-	[PN_KEY_ADMIN] = "pn admin connector" };
-
 /* The connector's side of the HELLO exchange (Identity, above), on a fresh connection
  * nobody else uses yet: HELLO with our nonce, the acceptor's CHALLENGE (its nonce and its
  * proof, or nothing when it has no key), our AUTH.  *proved: both proved the key.  A wrong
@@ -562,7 +554,7 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
 	*proved = false;
 	if (h.len == 0)
 		return 0;              /* it has no key (a client we answer): an ordinary connection */
-	bool ok = pn_core_mac_ok(pn, which, label_acceptor[which], nc, in, &tp->self,
+	bool ok = pn_core_mac_ok(pn, which, pn_label_acceptor[which], nc, in, &tp->self,
 	                         in + PN_NONCE_LEN);
 	if (!ok && which == PN_KEY_CLUSTER) {
 		pn_core_log(pn, "tcp: %s failed the cluster key proof (not a member, or another key)",
@@ -570,7 +562,7 @@ static int prove_hello(struct pn_tp *tp, struct conn *c, struct pn_peer_rec *pee
 		return -PN_EREFUSED;
 	}
 	if (ok)
-		pn_core_mac(pn, which, label_connector[which], nc, in, &tp->self, mac);
+		pn_core_mac(pn, which, pn_label_connector[which], nc, in, &tp->self, mac);
 	else
 		memset(mac, 0, sizeof mac);    /* nothing about our key to one who showed none */
 	struct pn_hdr auth = { .kind = PN_K_AUTH, .len = PN_MAC_LEN, .origin = tp->self };
@@ -890,7 +882,7 @@ static int on_hello(struct pn_tp *tp, struct conn *c, const uint8_t *nonce)
 		}
 		uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
 		memcpy(out, p->na, PN_NONCE_LEN);
-		pn_core_mac(pn, which, label_acceptor[which], p->nc, p->na, &p->origin,
+		pn_core_mac(pn, which, pn_label_acceptor[which], p->nc, p->na, &p->origin,
 		            out + PN_NONCE_LEN);
 		c->proof = p;
 		struct pn_hdr ch = { .kind = PN_K_CHALLENGE, .len = sizeof out, .origin = tp->self };
@@ -920,7 +912,7 @@ static int on_auth(struct pn_tp *tp, struct conn *c)
 	struct proof *p = c->proof;
 	c->proof = NULL;
 	enum pn_key which = p->which;
-	bool ok = pn_core_mac_ok(tp->pn, which, label_connector[which], p->nc, p->na, &p->origin,
+	bool ok = pn_core_mac_ok(tp->pn, which, pn_label_connector[which], p->nc, p->na, &p->origin,
 	                         c->head);
 	struct pn_addr origin = p->origin;
 	free(p);

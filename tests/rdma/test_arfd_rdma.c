@@ -3,15 +3,21 @@
  * An in-process arfd listens on rdma:HOST:0 with a rw and a ro region.  libarc's reads and
  * writes must go one-sided (the server counts no READ or WRITE request), give the same bytes
  * and the same errors as over tcp, and an EXEC and a local-placement run over rdma must see
- * what was written.  Prints "N passed, N failed".
+ * what was written.  With --secret and --admin-secret, libarc proves the secret it has when
+ * its connection opens (a table: rights of the secret, the admin secret, a wrong one, none),
+ * and its requests carry no secret (a Paradis-Net endpoint in arfd's place looks).  Prints
+ * "N passed, N failed".
  *   test_arfd_rdma HOST     the address of the RDMA netdev (not 127.0.0.1)
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ar_proto.h"
 #include "arc.h"
 #include "asm.h"
+#include "pn.h"
 #include "server.h"
 
 static int passed, failed;
@@ -32,6 +38,103 @@ static uint64_t stat_of(struct arc *a, const char *name)
 			v = strtoull(line + n + 1, NULL, 10);
 	free(text);
 	return v;
+}
+
+/* arfd --secret hush --admin-secret boss over rdma: what each client may do. */
+static void test_rights(const char *host)
+{
+	static struct arfd_config cfg;
+	char ep[128], err[512];
+	snprintf(ep, sizeof ep, "rdma:%s:0", host);
+	arfd_config_line(&cfg, "listen", ep, err, sizeof err);
+	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	arfd_config_line(&cfg, "secret", "hush", err, sizeof err);
+	arfd_config_line(&cfg, "admin-secret", "boss", err, sizeof err);
+	struct arfd *s = arfd_start(&cfg, err, sizeof err);
+	if (!s) {
+		CHECK(0, "arfd_start with secrets: %s", err);
+		return;
+	}
+	uint8_t *seg = NULL;
+	size_t seg_len = 0;
+	char *diags = NULL;
+	const char *src = ".func main\n\tpush 7\n\tret\n.end\n.export main\n";
+	if (asm_assemble(src, strlen(src), "t.pna", &seg, &seg_len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	static const struct {
+		const char *what, *secret, *admin;
+		int regions, install;      /* what arc_regions and arc_install return */
+	} cases[] = {
+		{ "the secret", "hush", NULL, 0, -AR_EDENIED },
+		{ "the admin secret", NULL, "boss", 0, 0 },
+		{ "a wrong secret", "hash", NULL, -AR_EAUTH, -AR_EAUTH },
+		{ "no secret", NULL, NULL, -AR_EAUTH, -AR_EAUTH },
+	};
+	for (size_t i = 0; seg && i < sizeof cases / sizeof cases[0]; i++) {
+		struct arc_opts o = { .secret = cases[i].secret, .admin_secret = cases[i].admin,
+		                      .timeout_ms = 5000 };
+		struct arc *a = arc_connect(arfd_endpoint(s, "rdma"), &o, err, sizeof err);
+		if (!a) {
+			CHECK(0, "%s: arc_connect: %s", cases[i].what, err);
+			continue;
+		}
+		struct arc_region *list = NULL;
+		unsigned n = 0;
+		int rc = arc_regions(a, &list, &n);
+		if (rc == 0)
+			free(list);
+		uint8_t id[AR_ID_LEN];
+		int rc2 = arc_install(a, seg, seg_len, id);
+		CHECK(rc == cases[i].regions && rc2 == cases[i].install,
+		      "%s: REGIONS %d (want %d), INSTALL %d (want %d): %s", cases[i].what, rc,
+		      cases[i].regions, rc2, cases[i].install, arc_errmsg(a));
+		arc_close(a);
+	}
+	free(seg);
+	arfd_stop(s, 1000);
+}
+
+/* In arfd's place, an endpoint with the secret looks at what libarc's request carries. */
+static _Atomic int seen_proof = -1, seen_secret_len = -1;
+
+static void h_look(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                   size_t len, void *arg)
+{
+	char secret[AR_MAX_SECRET + 1] = "";
+	struct ar_rd r = { msg, (const uint8_t *)msg + len, 0 };
+	if (ar_req_parse(&r, secret, sizeof secret) == 0)
+		seen_secret_len = (int)strlen(secret);
+	seen_proof = (int)pn_peer_proof(pn, from);
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, -AR_EAUTH, "looked");
+	pn_send(pn, from, AR_T_REPLY, coop, b.p, b.len);
+	ar_buf_free(&b);
+}
+
+static void test_no_secret_sent(const char *host)
+{
+	char ep[128], err[256];
+	snprintf(ep, sizeof ep, "rdma:%s:0", host);
+	const char *l[] = { ep };
+	struct pn_opts po = { .secret = "hush", .secret_len = 4 };
+	struct pn *pn = pn_init(l, 1, &po, err, sizeof err);
+	if (!pn) {
+		CHECK(0, "pn_init %s: %s", ep, err);
+		return;
+	}
+	pn_set_handler(pn, AR_T_REGIONS, 0, h_look, NULL);
+	struct arc_opts o = { .secret = "hush", .timeout_ms = 5000 };
+	struct arc *a = arc_connect(pn_self(pn, "rdma"), &o, err, sizeof err);
+	struct arc_region *list = NULL;
+	unsigned n = 0;
+	int rc = a ? arc_regions(a, &list, &n) : -1;
+	CHECK(a && rc == -AR_EAUTH && seen_secret_len == 0 && seen_proof == PN_PROOF_SECRET,
+	      "libarc over rdma: the connection proved the secret (proof %d) and the request "
+	      "carried %d bytes of it (rc %d %s)", (int)seen_proof, (int)seen_secret_len, rc,
+	      a ? "" : err);
+	arc_close(a);
+	pn_finalize(pn);
 }
 
 int main(int argc, char **argv)
@@ -121,6 +224,8 @@ int main(int argc, char **argv)
 	free(diags);
 	arc_close(a);
 	arfd_stop(s, 1000);
+	test_rights(host);
+	test_no_secret_sent(host);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

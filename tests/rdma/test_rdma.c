@@ -7,10 +7,17 @@
  * a timeout (the handle is revoked: the buffer stays untouched, the replier logs the remote
  * access error), a peer process killed mid-request, one-sided READ/WRITE of exported regions
  * (bounds, rights, a revoked handle, tcp peers), a connection request without HELLO, and
- * 127.0.0.1.  Every wait is bounded.  Prints "N passed, N failed".
+ * 127.0.0.1.  Identity (docs/net.md): raw rdma_cm connections whose HELLO claims another
+ * peer's address get none of its replies and make the endpoint connect nowhere; one that
+ * promises a proof and does not give it is closed; the proofs of the cluster key, the secret
+ * and the admin secret, right and wrong, in a table.  Every wait is bounded.  Prints
+ * "N passed, N failed".
  *
  *   test_rdma [HOST]      (default: $RDMA_VM_IP)
  */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -65,16 +72,23 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static struct pn *open_ep(const char *scheme)
+/* An endpoint with options o (the log sink and a 2 s connect timeout added). */
+static struct pn *open_with(const char *scheme, struct pn_opts o)
 {
 	char name[64], err[256];
 	snprintf(name, sizeof name, "%s:%s:0", scheme, host);
 	const char *l[] = { name };
-	struct pn_opts o = { .log = log_keep, .connect_timeout_ms = 2000 };
+	o.log = log_keep;
+	o.connect_timeout_ms = 2000;
 	struct pn *pn = pn_init(l, 1, &o, err, sizeof err);
 	if (!pn)
 		printf("pn_init %s: %s\n", name, err);
 	return pn;
+}
+
+static struct pn *open_ep(const char *scheme)
+{
+	return open_with(scheme, (struct pn_opts){ 0 });
 }
 
 static pn_peer peer_of(struct pn *from, struct pn *to)
@@ -135,11 +149,15 @@ static int request(struct pn *pn, pn_peer to, pn_type type, const void *msg, siz
 	return rc ? rc : rc2;
 }
 
+/* Members of one cluster (their forwarded origins are believed: docs/net.md). */
+static const char cluster_key[] = "test cluster key";
+
 static void test_delegation_zero_copy(void)
 {
 	struct pn *p[4];
 	for (int i = 0; i < 4; i++)
-		p[i] = open_ep("rdma");
+		p[i] = open_with("rdma", (struct pn_opts){ .cluster_key = cluster_key,
+		                                           .cluster_key_len = sizeof cluster_key - 1 });
 	if (!p[0] || !p[1] || !p[2] || !p[3]) {
 		CHECK(0, "open");
 		goto out;
@@ -486,6 +504,329 @@ static void test_bad_hello(void)
 	pn_finalize(b);
 }
 
+/* ---- identity: raw rdma_cm connections that speak the transport's wire format by hand ---- */
+
+enum { RAW_DEPTH = 4, RAW_SLOT = 16 * 1024 };
+
+/* A raw connection: RAW_DEPTH receive buffers, one send buffer and a credit word, in one
+ * registration. */
+struct raw {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *mem;                  /* RAW_DEPTH receives, the send buffer, the credit word */
+	bool up;
+};
+
+static int port_of(const char *name) { return atoi(strrchr(name, ':') + 1); }
+
+/* The next connection event within ms (acknowledged), or -1. */
+static int raw_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ch, &ev) != 0)
+		return -1;
+	int t = ev->event;
+	rdma_ack_cm_event(ev);
+	return t;
+}
+
+static void raw_close(struct raw *r)
+{
+	if (r->id && r->up)
+		rdma_disconnect(r->id);
+	if (r->id && r->id->qp)
+		rdma_destroy_qp(r->id);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->id)
+		rdma_destroy_id(r->id);
+	if (r->ch)
+		rdma_destroy_event_channel(r->ch);
+	free(r->mem);
+	memset(r, 0, sizeof *r);
+}
+
+/* Connect to host:port with a HELLO that claims host:claim_port and carries proof flags
+ * `flags` (net/pn_rdma.c: 40 bytes, version 2).  true once established. */
+static bool raw_connect(struct raw *r, int port, int claim_port, uint8_t flags)
+{
+	memset(r, 0, sizeof *r);
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res = NULL;
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	if (!(r->ch = rdma_create_event_channel()))
+		return false;
+	fcntl(r->ch->fd, F_SETFL, fcntl(r->ch->fd, F_GETFL) | O_NONBLOCK);
+	if (rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) || rdma_getaddrinfo(host, ps, &hints, &res))
+		return false;
+	int ok = rdma_resolve_addr(r->id, NULL, res->ai_dst_addr, 2000) == 0 &&
+	         raw_event(r->ch, 3000) == RDMA_CM_EVENT_ADDR_RESOLVED &&
+	         rdma_resolve_route(r->id, 2000) == 0 &&
+	         raw_event(r->ch, 3000) == RDMA_CM_EVENT_ROUTE_RESOLVED;
+	rdma_freeaddrinfo(res);
+	if (!ok)
+		return false;
+	size_t len = (RAW_DEPTH + 1) * RAW_SLOT + 64;
+	if (!(r->pd = ibv_alloc_pd(r->id->verbs)) || !(r->cq = ibv_create_cq(r->id->verbs, 16, NULL, NULL, 0)) ||
+	    !(r->mem = aligned_alloc(4096, len)))
+		return false;
+	memset(r->mem, 0, len);
+	if (!(r->mr = ibv_reg_mr(r->pd, r->mem, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)))
+		return false;
+	struct ibv_qp_init_attr qa = { .send_cq = r->cq, .recv_cq = r->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = RAW_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 } };
+	if (rdma_create_qp(r->id, r->pd, &qa))
+		return false;
+	for (unsigned i = 0; i < RAW_DEPTH; i++) {
+		struct ibv_sge sge = { (uintptr_t)(r->mem + i * RAW_SLOT), RAW_SLOT, r->mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		if (ibv_post_recv(r->id->qp, &wr, &bad))
+			return false;
+	}
+	uint8_t hello[40] = { 0x50, 0x52, 2, flags, RAW_DEPTH, 0 };
+	uint32_t rkey = r->mr->rkey;
+	uint64_t credit = (uintptr_t)(r->mem + (RAW_DEPTH + 1) * RAW_SLOT);
+	memcpy(hello + 8, &rkey, 4);               /* little-endian host */
+	memcpy(hello + 12, &credit, 8);
+	hello[20] = 3;                             /* rdma, IPv4 */
+	hello[21] = 4;
+	hello[22] = (uint8_t)(claim_port >> 8);
+	hello[23] = (uint8_t)claim_port;
+	inet_pton(AF_INET, host, hello + 24);
+	struct rdma_conn_param cp = { .private_data = hello, .private_data_len = sizeof hello,
+	                              .retry_count = 7, .rnr_retry_count = 3 };
+	if (rdma_connect(r->id, &cp) || raw_event(r->ch, 3000) != RDMA_CM_EVENT_ESTABLISHED)
+		return false;
+	r->up = true;
+	return true;
+}
+
+/* Send one frame as a single SEND: kind, type, coop, origin host:origin_port, payload. */
+static bool raw_send(struct raw *r, int kind, int type, uint64_t coop, int origin_port,
+                     const void *payload, uint32_t len)
+{
+	uint8_t *p = r->mem + RAW_DEPTH * RAW_SLOT;
+	memset(p, 0, 8 + 40);
+	p[0] = 1;                                  /* sub-header: FIRST */
+	uint8_t *h = p + 8;
+	h[0] = 0x50; h[1] = 0x4e; h[2] = 1; h[3] = (uint8_t)kind;
+	h[4] = (uint8_t)type;
+	memcpy(h + 8, &len, 4);
+	memcpy(h + 12, &coop, 8);
+	h[20] = 3; h[21] = 4;
+	h[22] = (uint8_t)(origin_port >> 8); h[23] = (uint8_t)origin_port;
+	inet_pton(AF_INET, host, h + 24);
+	memcpy(p + 48, payload, len);
+	struct ibv_sge sge = { (uintptr_t)p, 48 + len, r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+	                          .send_flags = IBV_SEND_SIGNALED }, *bad;
+	return ibv_post_send(r->id->qp, &wr, &bad) == 0;   /* raw_recv skips its completion */
+}
+
+/* The first receive within ms: its bytes in *msg (in r->mem), its length; -1: none; -2: the
+ * connection failed (a flush: the peer closed it). */
+static long raw_recv(struct raw *r, int ms, const uint8_t **msg)
+{
+	double end = now_s() + ms / 1e3;
+	do {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+		if (n == 1 && wc.wr_id == 100 && wc.status == IBV_WC_SUCCESS)
+			continue;                          /* our send */
+		if (n == 1 && wc.status != IBV_WC_SUCCESS)
+			return -2;
+		if (n == 1) {
+			*msg = r->mem + wc.wr_id * RAW_SLOT;
+			return wc.byte_len;
+		}
+		usleep(1000);
+	} while (now_s() < end);
+	return -1;
+}
+
+/* A connection whose HELLO claims a's address gets none of a's replies, and a gets them all;
+ * one claiming a port where a plain listener waits is answered on its own connection, and
+ * when it has gone before its (slow) reply, nothing connects to that port. */
+static void test_claims(void)
+{
+	struct pn *a = open_ep("rdma"), *b = open_ep("rdma");
+	struct rdma_event_channel *lch = rdma_create_event_channel();
+	struct rdma_cm_id *lid = NULL;
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res = NULL;
+	int lport = 0;
+	if (lch && rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP) == 0 &&
+	    rdma_getaddrinfo(host, "0", &hints, &res) == 0 && rdma_bind_addr(lid, res->ai_src_addr) == 0 &&
+	    rdma_listen(lid, 4) == 0) {
+		fcntl(lch->fd, F_SETFL, fcntl(lch->fd, F_GETFL) | O_NONBLOCK);
+		lport = ntohs(rdma_get_src_port(lid));
+	}
+	if (res)
+		rdma_freeaddrinfo(res);
+	if (!a || !b || !lport) {
+		CHECK(0, "open (listener port %d)", lport);
+		goto out;
+	}
+	pn_set_handler(b, T_BIG, 0, h_big, NULL);
+	int bport = port_of(pn_self(b, "rdma")), aport = port_of(pn_self(a, "rdma"));
+
+	/* the hijacker claims a's address first */
+	struct raw hj;
+	CHECK(raw_connect(&hj, bport, aport, 0), "hijacker connects");
+	int ok = 0;
+	for (int i = 0; i < 5; i++) {
+		uint64_t q[3] = { 8, (uint64_t)i, 0 };
+		uint8_t buf[8];
+		size_t got = 0;
+		ok += request(a, peer_of(a, b), T_BIG, q, sizeof q, buf, sizeof buf, &got, 2000) == 0 &&
+		      got == 8 && pattern_ok(buf, 8, (unsigned)i);
+	}
+	const uint8_t *m;
+	long stolen = raw_recv(&hj, 300, &m);
+	CHECK(ok == 5 && stolen == -1, "hijack: the victim got %d of 5 replies, the hijacker %ld bytes",
+	      ok, stolen);
+	raw_close(&hj);
+
+	/* the redirect: a HELLO claiming the listener's port, then a request */
+	struct raw rd;
+	uint64_t q[3] = { 5, 3, 0 };
+	bool sent = raw_connect(&rd, bport, lport, 0) && raw_send(&rd, 1, T_BIG, 0x1234, lport, q, sizeof q);
+	long n = sent ? raw_recv(&rd, 3000, &m) : -1;
+	uint64_t coop = 0;
+	if (n == 8 + 40 + 5)
+		memcpy(&coop, m + 8 + 12, 8);
+	CHECK(n == 8 + 40 + 5 && m[8 + 3] == 1 && m[8 + 4] == T_REPLY && coop == 0x1234 &&
+	      pattern_ok(m + 48, 5, 3), "redirect: the requester got its reply on its own connection "
+	      "(%ld bytes)", n);
+	raw_close(&rd);
+	/* the same, gone before the reply: nothing to answer on, and no connection to the port */
+	uint64_t slow[3] = { 5, 3, 300 };
+	sent = raw_connect(&rd, bport, lport, 0) && raw_send(&rd, 1, T_BIG, 0x1235, lport, slow, sizeof slow);
+	usleep(20000);
+	raw_close(&rd);
+	int ev = raw_event(lch, 1500);
+	CHECK(sent && ev == -1, "redirect: nobody connected to the claimed address (event %d)", ev);
+out:
+	if (lid)
+		rdma_destroy_id(lid);
+	if (lch)
+		rdma_destroy_event_channel(lch);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
+static void h_count(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+/* A connection whose HELLO promises a proof it does not give (nothing, or a request instead
+ * of its HELLO frame) is closed, by preauth_timeout_ms at the latest, and nothing it sent is
+ * delivered. */
+static void test_unproven(void)
+{
+	static const struct { const char *what; bool request; } cases[] = {
+		{ "a proof promised, nothing sent", false },
+		{ "a proof promised, a request sent instead", true },
+	};
+	struct pn *b = open_with("rdma", (struct pn_opts){ .preauth_timeout_ms = 300 });
+	if (!b) { CHECK(0, "open"); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_SLOW, 0, h_count, &calls);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct raw r;
+		bool up = raw_connect(&r, port_of(pn_self(b, "rdma")), 1, 0x02);   /* PROVE */
+		uint64_t q = 1;
+		if (up && cases[i].request)
+			raw_send(&r, 1, T_SLOW, 0x99, 1, &q, sizeof q);
+		double t0 = now_s();
+		int ev = -1;
+		for (int k = 0; k < 30 && ev != RDMA_CM_EVENT_DISCONNECTED; k++)
+			ev = raw_event(r.ch, 100);
+		CHECK(up && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 2.5 && calls == 0,
+		      "%s: closed (event %d after %.1f s), handler ran %d", cases[i].what, ev,
+		      now_s() - t0, (int)calls);
+		r.up = false;
+		raw_close(&r);
+	}
+	pn_finalize(b);
+}
+
+/* proof: reply the proof the sender's connection gave (a digit) and its name */
+static void h_proof(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                    size_t len, void *arg)
+{
+	char out[80];
+	int n = snprintf(out, sizeof out, "%d%s", (int)pn_peer_proof(pn, from), pn_peer_name(pn, from));
+	pn_send(pn, from, T_REPLY, coop, out, (size_t)n);
+}
+
+/* What a server believes of a client, by the keys each holds: the proof (pn_peer_proof) and
+ * whether the client is known by its own claimed address (only after the cluster key). */
+static void test_proofs(void)
+{
+	static const char k1[] = "cluster key one", k2[] = "cluster key two";
+	static const struct {
+		const char *what;
+		const char *s_key, *s_secret, *s_admin;     /* the server's */
+		const char *c_key, *c_secret, *c_admin;     /* the client's */
+		int rc;                                     /* of the request */
+		enum pn_proof proof;
+		bool named;                                 /* known by its claimed address */
+	} cases[] = {
+		{ "no keys", NULL, NULL, NULL, NULL, NULL, NULL, 0, PN_PROOF_NONE, false },
+		{ "the secret", NULL, "hush", NULL, NULL, "hush", NULL, 0, PN_PROOF_SECRET, false },
+		{ "the admin secret", NULL, "hush", "boss", NULL, NULL, "boss", 0, PN_PROOF_ADMIN, false },
+		{ "the secret where there is an admin one", NULL, "hush", "boss", NULL, "hush", NULL, 0,
+		  PN_PROOF_SECRET, false },
+		{ "a wrong secret", NULL, "hush", NULL, NULL, "hash", NULL, 0, PN_PROOF_NONE, false },
+		{ "no secret", NULL, "hush", NULL, NULL, NULL, NULL, 0, PN_PROOF_NONE, false },
+		{ "the secret as admin secret", NULL, "hush", "boss", NULL, NULL, "hush", 0,
+		  PN_PROOF_NONE, false },
+		{ "an admin secret the server lacks", NULL, "hush", NULL, NULL, NULL, "boss", 0,
+		  PN_PROOF_NONE, false },
+		{ "the cluster key", k1, NULL, NULL, k1, NULL, NULL, 0, PN_PROOF_NONE, true },
+		{ "another cluster key", k2, NULL, NULL, k1, NULL, NULL, -PN_EREFUSED, PN_PROOF_NONE, false },
+		{ "a cluster key the server lacks", NULL, NULL, NULL, k1, NULL, NULL, 0, PN_PROOF_NONE, false },
+		{ "no key for a member", k1, NULL, NULL, NULL, NULL, NULL, 0, PN_PROOF_NONE, false },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+#define KEY(field, s) .field = (s), .field##_len = (s) ? strlen(s) : 0
+		struct pn *srv = open_with("rdma", (struct pn_opts){ KEY(cluster_key, cases[i].s_key),
+			KEY(secret, cases[i].s_secret), KEY(admin_secret, cases[i].s_admin) });
+		struct pn *cl = open_with("rdma", (struct pn_opts){ KEY(cluster_key, cases[i].c_key),
+			KEY(secret, cases[i].c_secret), KEY(admin_secret, cases[i].c_admin) });
+#undef KEY
+		if (!srv || !cl) {
+			CHECK(0, "%s: open", cases[i].what);
+			pn_finalize(srv);
+			pn_finalize(cl);
+			continue;
+		}
+		pn_set_handler(srv, T_BIG, 0, h_proof, NULL);
+		char buf[80] = "";
+		size_t got = 0;
+		int rc = request(cl, peer_of(cl, srv), T_BIG, "?", 1, buf, sizeof buf - 1, &got, 3000);
+		buf[got] = '\0';
+		bool named = got > 0 && !strcmp(buf + 1, pn_self(cl, "rdma"));
+		CHECK(rc == cases[i].rc && (rc != 0 || (buf[0] == '0' + (int)cases[i].proof &&
+		                                        named == cases[i].named)),
+		      "%s: rc %d (want %d), the server saw \"%s\" (want proof %d, %s)", cases[i].what,
+		      rc, cases[i].rc, buf, (int)cases[i].proof, cases[i].named ? "its address" :
+		      "an anonymous peer");
+		pn_finalize(cl);
+		pn_finalize(srv);
+	}
+}
+
 /* 127.0.0.1 is not an RDMA address for rdma_cm: a clear failure, at once or on the request. */
 static void test_loopback(void)
 {
@@ -525,6 +866,9 @@ int main(int argc, char **argv)
 		{ "late_reply", test_late_reply },
 		{ "onesided", test_onesided },
 		{ "bad_hello", test_bad_hello },
+		{ "claims", test_claims },
+		{ "unproven", test_unproven },
+		{ "proofs", test_proofs },
 		{ "loopback", test_loopback },
 	};
 	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
