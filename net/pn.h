@@ -113,9 +113,9 @@ struct pn_opts {
 	unsigned idle_timeout_ms;  /* an admitted connection silent this long is closed; 0 = never */
 	uint64_t rx_budget;        /* payload bytes being received on all connections at once:
 	                            * past it, sockets wait (back-pressure); 0 = no limit */
-	unsigned max_conns;        /* connections others opened to us; 0 = RLIMIT_NOFILE - 64.
-	                            * Past it, the oldest one not admitted is closed, else the
-	                            * new one */
+	unsigned max_conns;        /* connections others opened to us; 0 = RLIMIT_NOFILE - 64
+	                            * (rdma: 256).  Past it, the oldest one not admitted is
+	                            * closed, else the new one (rdma: the new one is rejected) */
 	unsigned max_conns_per_addr; /* the same from one IP address; 0 = no limit */
 	unsigned peer_quarantine_ms; /* a closed connection's anonymous peer record, or a udp
 	                            * peer's retired after udp_idle_ms, is reused after this

@@ -98,6 +98,8 @@ void pn_addr_name(const struct pn_addr *a, char *buf, size_t len);
 socklen_t pn_addr_to_sockaddr(const struct pn_addr *a, struct sockaddr_storage *ss);
 void pn_addr_from_sockaddr(struct pn_addr *a, uint8_t scheme, const struct sockaddr *sa);
 int pn_addr_eq(const struct pn_addr *a, const struct pn_addr *b);
+/* the same IP address (family and bytes), whatever the port and scheme */
+bool pn_addr_same_host(const struct pn_addr *a, const struct pn_addr *b);
 
 /* ---- peers ---- */
 #define PN_NAME_LEN 64

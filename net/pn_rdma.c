@@ -92,6 +92,7 @@
 #define PRIV_VERSION  2                 /* 2: flags, the proof to come (Identity, above) */
 #define PROVE_FLAGS   (PN_F_PROVE | PN_F_SECRET | PN_F_ADMIN)
 #define PROVING_MAX   64                /* inbound connections proving at once; more: rejected */
+#define CONNS_DEFAULT 256               /* inbound connections when pn_opts.max_conns is 0 */
 #define SWEEP_MS      100               /* ... looked at this often (preauth_timeout_ms) */
 #define SLOT_BITS     12                /* reply slots: 4096 advertised descriptors at once */
 #define N_SLOTS       (1u << SLOT_BITS)
@@ -1651,9 +1652,38 @@ static void on_cq_events(struct pn_tp *tp)
 
 /* ---- the I/O thread: connection events ---- */
 
+/* Room for one more inbound connection from remote?  Each holds its queue pair and about
+ * 1 MiB of registered buffers (DEPTH slots each way), whether it proves anything or not, so
+ * their number is what bounds that memory: past pn_opts.max_conns (0: CONNS_DEFAULT) in all,
+ * or max_conns_per_addr from one IP address, a new connection request is rejected.  (tcp
+ * sheds the oldest connection not yet admitted instead; rdma has no admission to tell.) */
+static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote)
+{
+	const struct pn_opts *o = pn_core_opts(tp->pn);
+	unsigned max = o->max_conns ? o->max_conns : CONNS_DEFAULT, total = 0, same = 0;
+	pthread_mutex_lock(&tp->lock);
+	for (struct conn *c = tp->conns; c; c = c->next)
+		if (!c->active && !c->failed) {
+			total++;
+			same += pn_addr_same_host(&c->remote, remote);
+		}
+	pthread_mutex_unlock(&tp->lock);
+	return total < max && (!o->max_conns_per_addr || same < o->max_conns_per_addr);
+}
+
 static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const uint8_t *priv,
                                size_t priv_len)
 {
+	struct pn_addr remote;
+	pn_addr_from_sockaddr(&remote, PN_S_RDMA, rdma_get_peer_addr(id));
+	if (!conn_room(tp, &remote)) {
+		char name[PN_NAME_LEN];
+		pn_addr_name(&remote, name, sizeof name);
+		pn_core_log(tp->pn, "rdma: %s: at max_conns or max_conns_per_addr (rejected)", name);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
+	}
 	struct conn *c = conn_alloc(tp, NULL);
 	if (!c) {
 		rdma_reject(id, NULL, 0);
@@ -1663,7 +1693,7 @@ static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const ui
 	c->id = id;
 	id->context = c;
 	c->opened_ns = pn_now_ns();
-	pn_addr_from_sockaddr(&c->remote, PN_S_RDMA, rdma_get_peer_addr(id));
+	c->remote = remote;
 	pn_addr_name(&c->remote, c->rname, sizeof c->rname);
 	const char *name = c->rname;
 	if (hello_get(priv, priv_len, c, &c->claim, &c->hello_flags) != 0) {

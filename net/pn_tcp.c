@@ -1205,11 +1205,6 @@ static int on_readable(struct pn_tp *tp, struct conn *c, bool block)
 	return rc;
 }
 
-static bool same_host(const struct pn_addr *a, const struct pn_addr *b)
-{
-	return a->family == b->family && !memcmp(a->addr, b->addr, sizeof a->addr);
-}
-
 /* Room for one more inbound connection from remote (tp->lock held)?  At a limit, the oldest
  * connection not yet admitted (from that address, for the per-address limit) makes room;
  * when there is none, the new one is refused. */
@@ -1222,7 +1217,7 @@ static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote, bool *hit)
 	for (struct conn *c = tp->conns; c; c = c->next) {   /* newest first */
 		if (!c->inbound || c->doomed)
 			continue;
-		bool s = same_host(&c->remote, remote);
+		bool s = pn_addr_same_host(&c->remote, remote);
 		total++;
 		same += s;
 		if (!atomic_load(&c->admitted)) {

@@ -197,6 +197,11 @@ void pn_addr_from_sockaddr(struct pn_addr *a, uint8_t scheme, const struct socka
 	}
 }
 
+bool pn_addr_same_host(const struct pn_addr *a, const struct pn_addr *b)
+{
+	return a->family == b->family && !memcmp(a->addr, b->addr, sizeof a->addr);
+}
+
 int pn_addr_eq(const struct pn_addr *a, const struct pn_addr *b)
 {
 	return a->scheme == b->scheme && a->family == b->family && a->port == b->port &&

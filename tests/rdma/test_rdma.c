@@ -760,6 +760,44 @@ static void test_unproven(void)
 	pn_finalize(b);
 }
 
+/* Inbound connections past max_conns, or max_conns_per_addr from one address, are rejected,
+ * whatever they prove (each holds about 1 MiB of registered buffers), and a place given up
+ * is taken again once the server has seen its connection go. */
+static void test_conn_limits(void)
+{
+	static const struct { const char *what; unsigned total, per_addr, allowed; } cases[] = {
+		{ "max_conns 3", 3, 0, 3 },
+		{ "max_conns_per_addr 2", 0, 2, 2 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		unsigned n = cases[i].allowed;
+		struct pn *b = open_with("rdma", (struct pn_opts){ .max_conns = cases[i].total,
+		                                                   .max_conns_per_addr = cases[i].per_addr });
+		if (!b) { CHECK(0, "open"); return; }
+		int port = port_of(pn_self(b, "rdma"));
+		struct raw r[4];
+		unsigned up = 0;
+		for (unsigned k = 0; k <= n; k++)
+			up += raw_connect(&r[k], port, 1, 0);
+		CHECK(up == n && !r[n].up, "%s: %u of %u connections up (want %u)", cases[i].what, up,
+		      n + 1, n);
+		raw_close(&r[n]);
+		raw_close(&r[0]);
+		bool again = false;
+		for (int t = 0; t < 30 && !again; t++) {
+			struct raw x;
+			again = raw_connect(&x, port, 1, 0);
+			raw_close(&x);
+			if (!again)
+				usleep(100000);
+		}
+		CHECK(again, "%s: a place given up is taken again", cases[i].what);
+		for (unsigned k = 1; k < n; k++)
+			raw_close(&r[k]);
+		pn_finalize(b);
+	}
+}
+
 /* proof: reply the proof the sender's connection gave (a digit) and its name */
 static void h_proof(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
                     size_t len, void *arg)
@@ -868,6 +906,7 @@ int main(int argc, char **argv)
 		{ "bad_hello", test_bad_hello },
 		{ "claims", test_claims },
 		{ "unproven", test_unproven },
+		{ "conn_limits", test_conn_limits },
 		{ "proofs", test_proofs },
 		{ "loopback", test_loopback },
 	};
