@@ -152,7 +152,10 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		rc = relaxed_dfa(&g->dfa, t, eol);
 		relaxed = rc == 0;
 	} else {
-		rc = nfa_ok ? dfa_build(&g->dfa, &g->nfa, eol, -1, 0) : -1;
+		/* a set of strings (-F -f): its automaton straight from the trie */
+		rc = nfa_ok ? dfa_build_literals(&g->dfa, t, eol, -1) : -1;
+		if (rc == 1)
+			rc = dfa_build(&g->dfa, &g->nfa, eol, -1, 0);
 	}
 	if (rc == -2)
 		goto oom;

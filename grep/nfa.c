@@ -477,7 +477,7 @@ static int intern(struct builder *b, int *k, int n, int pc, int base, int max_st
 }
 
 /* Byte classes: bytes that no set, word test or terminator test tells apart share a column. */
-static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
+static int make_classes(struct dfa *d, const uint64_t (*sets)[4], int n_sets, int eol1, int eol2)
 {
 	int cls[256], n = 0;
 	for (int c = 0; c < 256; c++)
@@ -485,19 +485,19 @@ static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
 	/* a set refines the classes once: thousands of patterns have thousands of sets but
 	 * few different ones (a hash of the sets seen skips the rest) */
 	size_t seen_cap = 64;
-	while (seen_cap < 2 * (size_t)m->n_sets)
+	while (seen_cap < 2 * (size_t)n_sets)
 		seen_cap *= 2;
 	int *seen = malloc(seen_cap * sizeof *seen);
 	if (!seen)
 		return -1;
 	memset(seen, -1, seen_cap * sizeof *seen);
-	for (int si = -1; si < m->n_sets; si++) {
+	for (int si = -1; si < n_sets; si++) {
 		if (si >= 0) {
 			uint64_t h = 0;
 			for (int i = 0; i < 4; i++)
-				h = (h ^ m->sets[si][i]) * 0x9e3779b97f4a7c15ull;
+				h = (h ^ sets[si][i]) * 0x9e3779b97f4a7c15ull;
 			size_t j = (size_t)(h >> 20) & (seen_cap - 1);
-			while (seen[j] >= 0 && memcmp(m->sets[seen[j]], m->sets[si], 32))
+			while (seen[j] >= 0 && memcmp(sets[seen[j]], sets[si], 32))
 				j = (j + 1) & (seen_cap - 1);
 			if (seen[j] >= 0)
 				continue;
@@ -510,7 +510,7 @@ static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
 		for (int c = 0; c < 256; c++) {
 			if (cls[c] < 0)
 				continue;
-			int bit = si < 0 ? 0 : set_has(m->sets[si], (unsigned)c);
+			int bit = si < 0 ? 0 : set_has(sets[si], (unsigned)c);
 			int key = cls[c] * 2 + bit;
 			if (key >= 1024) {
 				free(seen);
@@ -532,7 +532,7 @@ static int make_classes(struct dfa *d, const struct nfa *m, int eol1, int eol2)
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
 {
 	memset(d, 0, sizeof *d);
-	if (make_classes(d, m, eol1, eol2) != 0)
+	if (make_classes(d, m->sets, m->n_sets, eol1, eol2) != 0)
 		return -1;
 	int w = d->n_cls + 1;
 	int rep[256];                     /* a representative byte per class */
@@ -727,6 +727,215 @@ out:
 		free(cl_of[x]), free(bk_of[x]), free(multi_of[x]);
 	free(set_cls);
 	closer_free(&c);
+	if (rc != 0)
+		dfa_free(d);
+	return rc;
+}
+
+/* ---- the DFA of a set of strings ----
+ * Thousands of -F (or plain BRE/ERE) strings make an alternation of concatenations of one-byte
+ * sets.  Their DFA is Aho-Corasick's automaton, which is built straight from the trie in the
+ * table itself, with no NFA closures and no kernels to hash: dfa_build's shared kernels
+ * reach the same automaton, at several times the cost (10,000 ids of 8 bytes: ~40 ms there,
+ * ~10 ms here, most of it reading the AST).  Each set must be exactly one byte class (a byte, or
+ * a letter and its capital under -i); anything else is left to dfa_build. */
+
+/* The strings under root: the set-node indices of each in order, each string closed by -1,
+ * into *out (malloc'd, *n_out entries).  0; 1 when root is not an alternation of strings
+ * (another kind of node, or an empty string); -2 when out of memory.  Both walks keep their
+ * stacks on the heap (the depth of the AST follows the input). */
+static int literal_strings(const struct ast *t, int **out, size_t *n_out)
+{
+	int *alt = malloc(((size_t)t->len + 1) * sizeof *alt);
+	int *cat = malloc(((size_t)t->len + 1) * sizeof *cat);
+	int *seq = malloc(((size_t)t->len + 1) * sizeof *seq);
+	size_t n_alt = 0, n = 0;
+	int rc = -2;
+	if (!alt || !cat || !seq)
+		goto out;
+	rc = 1;
+	alt[n_alt++] = t->root;
+	while (n_alt > 0) {
+		int x = alt[--n_alt];
+		if (x < 0)
+			goto out;
+		if (t->n[x].kind == N_ALT) {
+			alt[n_alt++] = t->n[x].b;
+			alt[n_alt++] = t->n[x].a;
+			continue;
+		}
+		size_t n_cat = 0, start = n;
+		cat[n_cat++] = x;
+		while (n_cat > 0) {
+			int y = cat[--n_cat];
+			if (y < 0)
+				goto out;
+			if (t->n[y].kind == N_CAT) {
+				cat[n_cat++] = t->n[y].b;
+				cat[n_cat++] = t->n[y].a;
+			} else if (t->n[y].kind == N_SET) {
+				seq[n++] = y;
+			} else {
+				goto out;
+			}
+		}
+		if (n == start)
+			goto out;
+		seq[n++] = -1;
+	}
+	*out = seq;
+	*n_out = n;
+	seq = NULL;
+	rc = 0;
+out:
+	free(alt);
+	free(cat);
+	free(seq);
+	return rc;
+}
+
+#define LIT_MAX_SETS 256   /* different sets of one class each: at most one per byte */
+
+int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
+{
+	memset(d, 0, sizeof *d);
+	int *seq = NULL, *fail = NULL, *queue = NULL;
+	size_t n_seq = 0;
+	int rc = literal_strings(t, &seq, &n_seq);
+	if (rc != 0)
+		return rc;
+	/* the different sets (few: bytes, or letter pairs under -i), seq's entries mapped to
+	 * their index; then the classes they make, and seq's entries to those */
+	uint64_t (*sets)[4] = malloc(LIT_MAX_SETS * sizeof *sets);
+	int hash[4 * LIT_MAX_SETS], n_sets = 0, set_cls[LIT_MAX_SETS];
+	rc = -2;
+	if (!sets)
+		goto out;
+	rc = 1;
+	memset(hash, -1, sizeof hash);
+	for (size_t i = 0; i < n_seq; i++) {
+		if (seq[i] < 0)
+			continue;
+		const uint64_t *s = t->n[seq[i]].set;
+		uint64_t h = 0;
+		for (int k = 0; k < 4; k++)
+			h = (h ^ s[k]) * 0x9e3779b97f4a7c15ull;
+		size_t j = (size_t)(h >> 20) & (4 * LIT_MAX_SETS - 1);
+		while (hash[j] >= 0 && memcmp(sets[hash[j]], s, 32))
+			j = (j + 1) & (4 * LIT_MAX_SETS - 1);
+		if (hash[j] < 0) {
+			if (n_sets == LIT_MAX_SETS)
+				goto out;
+			memcpy(sets[n_sets], s, 32);
+			hash[j] = n_sets++;
+		}
+		seq[i] = hash[j];
+	}
+	rc = -2;
+	if (make_classes(d, (const uint64_t (*)[4])sets, n_sets, eol1, eol2) != 0)
+		goto out;
+	rc = 1;
+	for (int si = 0; si < n_sets; si++) {
+		/* one class, not the terminators' (a set of several bytes in one class is that
+		 * class: the classes refine every set) */
+		int one = -1;
+		for (int c = 0; c < 256; c++)
+			if (set_has(sets[si], (unsigned)c)) {
+				if (one >= 0 && one != d->cls[c])
+					goto out;
+				one = d->cls[c];
+			}
+		if (one < 0 || one >= d->n_cls)
+			goto out;
+		set_cls[si] = one;
+	}
+	/* The trie, in the rows themselves: 0 is "no child yet" (no row is below
+	 * DFA_N_SPECIAL).  Row `root` is the start; row `full` stands for every node whose
+	 * string ends with one of the strings: it only matches (DFA_MATCH in every column,
+	 * one byte late like dfa_build's: on the byte after, or at the end of the line), so
+	 * the trie stops there and what lies below it is never reached. */
+	size_t w = (size_t)d->n_cls + 1;
+	size_t max_rows = DFA_MAX_TABLE / (w * sizeof *d->t);
+	if (max_rows > DFA_MAX_STATES)
+		max_rows = DFA_MAX_STATES;
+	if (max_rows > n_seq + DFA_N_SPECIAL + 2)
+		max_rows = n_seq + DFA_N_SPECIAL + 2;
+	uint32_t root = DFA_N_SPECIAL, full = DFA_N_SPECIAL + 1, n_rows = DFA_N_SPECIAL + 2;
+	rc = -2;
+	/* calloc: pages of a big table are zeroed when first touched */
+	d->t = calloc(max_rows * w, sizeof *d->t);
+	fail = malloc(max_rows * sizeof *fail);
+	queue = malloc(max_rows * sizeof *queue);
+	if (!d->t || !fail || !queue)
+		goto out;
+	rc = 1;
+	for (size_t i = 0; i < n_seq; i++) {
+		uint32_t v = root;
+		for (; seq[i] >= 0; i++) {
+			uint32_t *to = &d->t[v * w + (size_t)set_cls[seq[i]]];
+			if (seq[i + 1] < 0) {
+				*to = full;
+			} else if (*to == full) {
+				/* a prefix is one of the strings: this one adds nothing */
+				while (seq[i + 1] >= 0)
+					i++;
+			} else {
+				if (*to == 0) {
+					if (n_rows == max_rows)
+						goto out;    /* too big: dfa_build may merge more */
+					*to = n_rows++;
+				}
+				v = *to;
+			}
+		}
+	}
+	/* Breadth first, each row completed from its failure row's, which is shallower and so
+	 * complete already: a missing child is the failure row's move; a child whose failure
+	 * row is `full` (a suffix of its string is one of the strings) is `full` itself. */
+	size_t head = 0, tail = 0;
+	for (size_t c = 0; c < w - 1; c++) {
+		uint32_t *to = &d->t[root * w + c];
+		if (*to == 0) {
+			*to = root;
+		} else if (*to != full) {
+			fail[*to] = (int)root;
+			queue[tail++] = (int)*to;
+		}
+	}
+	d->t[root * w + w - 1] = DFA_EOL;
+	while (head < tail) {
+		uint32_t v = (uint32_t)queue[head++];
+		const uint32_t *f = &d->t[(size_t)fail[v] * w];
+		uint32_t *row = &d->t[v * w];
+		for (size_t c = 0; c < w - 1; c++) {
+			if (row[c] == 0) {
+				row[c] = f[c];
+			} else if (row[c] != full) {
+				if (f[c] == full) {
+					row[c] = full;
+				} else {
+					fail[row[c]] = (int)f[c];
+					queue[tail++] = (int)row[c];
+				}
+			}
+		}
+		row[w - 1] = DFA_EOL;
+	}
+	for (size_t c = 0; c < w; c++)
+		d->t[full * w + c] = DFA_MATCH;
+	/* rows cut off below `full` stay unreached; zeroed (DFA_MATCH) they are harmless */
+	memset(d->t, 0, DFA_N_SPECIAL * w * sizeof *d->t);
+	uint32_t *tt = realloc(d->t, (size_t)n_rows * w * sizeof *tt);
+	if (tt)
+		d->t = tt;
+	d->n_rows = (int)n_rows;
+	d->start = DFA_N_SPECIAL;
+	rc = 0;
+out:
+	free(seq);
+	free(sets);
+	free(fail);
+	free(queue);
 	if (rc != 0)
 		dfa_free(d);
 	return rc;

@@ -441,6 +441,81 @@ static void test_many(void)
 	free(words), free(pv), free(lens);
 }
 
+/* The automaton of a set of strings made from its trie (dfa_build_literals) against the NFA,
+ * on random lines: short strings over a small alphabet, so that one is often a prefix, a
+ * suffix or inside another (where the trie stops and failure rows take over). */
+static void test_strings(void)
+{
+	int n_built = 0, n_refused = 0, n_lines = 0;
+	for (int round = 0; round < 200; round++) {
+		char buf[48][8];
+		const char *pv[48];
+		size_t lens[48];
+		int np = 1 + (int)rnd(48), basic = round % 4 == 3;
+		for (int i = 0; i < np; i++) {
+			int k = 1 + (int)rnd(5);
+			for (int j = 0; j < k; j++)
+				buf[i][j] = "abAB_-"[rnd(basic ? 6 : 5)];
+			buf[i][k] = '\0';
+			if (basic && rnd(8) == 0)
+				strcpy(buf[i], "a[bc]");     /* a set of two classes: dfa_build's */
+			pv[i] = buf[i];
+			lens[i] = strlen(buf[i]);
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = basic ? GREP_BASIC : GREP_FIXED,
+		                       .icase = round % 3 == 1 };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		if (grep_compile(pv, lens, (size_t)np, &o, &g, err, sizeof err, warn, sizeof warn)) {
+			CHECK(0, "round %d: %s", round, err);
+			continue;
+		}
+		struct dfa d;
+		int rc = dfa_build_literals(&d, &g->ast, '\n', -1);
+		if (rc == 1) {
+			n_refused++;
+		} else if (rc != 0) {
+			CHECK(0, "round %d: dfa_build_literals %d", round, rc);
+		} else {
+			n_built++;
+			for (int l = 0; l < 60; l++) {
+				uint8_t line[24];
+				size_t n = rnd(24);
+				for (size_t i = 0; i < n; i++)
+					line[i] = (uint8_t)"abcAB_- "[rnd(8)];
+				int want = nfa_line_matches(&g->nfa, line, n);
+				int got = dfa_line_matches(&d, line, n);
+				n_lines++;
+				if (got != want) {
+					CHECK(0, "round %d, line \"%.*s\": trie %d, nfa %d", round, (int)n,
+					      line, got, want);
+					break;
+				}
+			}
+			dfa_free(&d);
+		}
+		grep_free(g);
+	}
+	CHECK(n_built >= 150 && n_refused >= 5 && n_lines >= 9000, "%d built, %d refused, %d lines",
+	      n_built, n_refused, n_lines);
+	/* what is not a set of strings: anchors, -w, repetitions, an empty string */
+	static const char *const not_strings[] = { "^ab", "a*", "a\\|", "a.b" };
+	for (size_t i = 0; i < sizeof not_strings / sizeof not_strings[0]; i++) {
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_BASIC };
+		const char *pv[1] = { not_strings[i] };
+		size_t lens[1] = { strlen(not_strings[i]) };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		CHECK(grep_compile(pv, lens, 1, &o, &g, err, sizeof err, warn, sizeof warn) == 0, "%s",
+		      err);
+		struct dfa d;
+		CHECK(g && dfa_build_literals(&d, &g->ast, '\n', -1) == 1, "%s: not strings",
+		      not_strings[i]);
+		grep_free(g);
+	}
+}
+
 /* ---- the required literal ---- */
 static void test_literal(void)
 {
@@ -560,6 +635,7 @@ int main(void)
 	test_match();
 	test_deep();
 	test_many();
+	test_strings();
 	test_lazy();
 	test_literal();
 	test_segment();
