@@ -1875,6 +1875,55 @@ static void must_clear(struct must *m)
 	m->x.len = m->left.len = m->right.len = m->in.len = 0;
 }
 
+/* The byte an N_SET stands for in the literal, or -1 when it is no single byte.  With icase
+ * the literal is searched with letters folded (findsi): a letter and its capital count as
+ * the lower-case letter. */
+static int leaf_byte(const struct node *n, int icase)
+{
+	if (n->kind != N_SET)
+		return -1;
+	int cnt = 0, byte = 0;
+	for (int i = 0; i < 4; i++)
+		if (n->set[i]) {
+			cnt += __builtin_popcountll(n->set[i]);
+			byte = 64 * i + 63 - __builtin_clzll(n->set[i]);   /* the last one */
+		}
+	int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
+	if (icase && cnt == 2 && letter && (byte | 32) == byte && set_has(n->set, (unsigned)byte ^ 32))
+		cnt = 1;
+	else if (icase && cnt == 1 && letter)
+		byte |= 32;
+	return cnt == 1 ? byte : -1;
+}
+
+/* The strings of a string: a concatenation of single bytes, left-deep as the parser makes
+ * it (CAT(CAT(a, b), c)).  must_cat on single bytes gives exactly this (the node is exact,
+ * and all four strings are the string while it fits MUST_CAP), but each step copies four
+ * strings, and 10,000 patterns make 80,000 steps.  1, or 0 when node is no such string. */
+static int must_string(const struct ast *t, int node, int icase, struct must *m)
+{
+	uint8_t rev[MUST_CAP];
+	int n = 0;
+	for (int x = node;;) {
+		const struct node *nd = &t->n[x];
+		int c = leaf_byte(nd->kind == N_CAT ? &t->n[nd->b] : nd, icase);
+		if (c < 0 || n == MUST_CAP)
+			return 0;
+		rev[n++] = (uint8_t)c;
+		if (nd->kind != N_CAT)
+			break;
+		x = nd->a;
+	}
+	m->exact = 1;
+	m->x.len = n;
+	for (int i = 0; i < n; i++)
+		m->x.b[i] = rev[n - 1 - i];
+	str_set(&m->left, &m->x);
+	str_set(&m->right, &m->x);
+	str_set(&m->in, &m->x);
+	return 1;
+}
+
 /* The strings of a leaf (a node without children). */
 static void must_leaf(const struct node *n, int icase, struct must *m)
 {
@@ -1885,20 +1934,8 @@ static void must_leaf(const struct node *n, int icase, struct must *m)
 		m->exact = 1;
 		return;
 	case N_SET: {
-		int cnt = 0, byte = 0;
-		for (int i = 0; i < 4; i++)
-			if (n->set[i]) {
-				cnt += __builtin_popcountll(n->set[i]);
-				byte = 64 * i + 63 - __builtin_clzll(n->set[i]);   /* the last one */
-			}
-		/* with icase the literal is searched with letters folded (findsi): a letter and its
-		 * capital count as the lower-case letter */
-		int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
-		if (icase && cnt == 2 && letter && (byte | 32) == byte && set_has(n->set, (unsigned)byte ^ 32))
-			cnt = 1;
-		else if (icase && cnt == 1 && letter)
-			byte |= 32;
-		if (cnt == 1) {
+		int byte = leaf_byte(n, icase);
+		if (byte >= 0) {
 			m->exact = 1;
 			m->x.len = 1;
 			m->x.b[0] = (uint8_t)byte;
@@ -1991,7 +2028,10 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 					goto out;
 				res = nr, cap_res = c;
 			}
-			fr[n_fr++] = (struct mframe){ node, 0 };
+			if (t->n[node].kind == N_CAT && must_string(t, node, icase, &res[n_res]))
+				n_res++;      /* done at once: no frame */
+			else
+				fr[n_fr++] = (struct mframe){ node, 0 };
 			node = -1;
 		}
 		if (n_fr == 0)
