@@ -233,7 +233,8 @@ struct grep {
 	struct grep_opts o;
 	struct lazy_dfa *lazy;  /* the exact path's line matcher's states (lazy_line_matches) */
 	struct ast ast;
-	struct nfa nfa;
+	struct nfa nfa;        /* empty when nfa_later, or when too big (the backtracker) */
+	int nfa_later;         /* the DFA came without it (dfa_build_literals): grep_nfa makes it */
 	struct dfa dfa, bdfa;  /* text-file DFA; binary-file DFA (NUL also ends a line) */
 	int exact;             /* 1: the segment sends candidate lines, the client decides */
 	int have_bdfa;
@@ -258,6 +259,10 @@ struct grep {
 	size_t span_len;
 };
 
+/* g's NFA, made now when grep_compile left it for later; NULL when it could not be made
+ * (too big, or out of memory: the client's matchers take the backtracker).  Not
+ * thread-safe, as the rest of the formatting. */
+const struct nfa *grep_nfa(struct grep *g);
 int grep_gen(struct grep *g, char *err, size_t errlen);
 /* The segment that scans one file of an ARF image in place (arfscan.c). */
 int grep_arf_gen(struct grep *g, char *err, size_t errlen);
