@@ -317,12 +317,12 @@ static long fixed_string(const struct ast *t, int x, int icase, uint8_t *buf, si
 			return -1;
 		int bits = 0, c = -1;
 		for (int i = 0; i < 256; i++)
-			if (set_has(nd->set, (unsigned)i)) {
+			if (set_has(t->sets[nd->set], (unsigned)i)) {
 				bits++;
 				if (c < 0)
 					c = i;
 			}
-		if (bits == 2 && icase && c >= 'A' && c <= 'Z' && set_has(nd->set, (unsigned)c + 32))
+		if (bits == 2 && icase && c >= 'A' && c <= 'Z' && set_has(t->sets[nd->set], (unsigned)c + 32))
 			c += 32;
 		else if (bits != 1)
 			return -1;

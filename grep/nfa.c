@@ -112,7 +112,7 @@ static int compile(struct nfa *m, const struct ast *t, int root, int out)
 			sp--;
 			break;
 		case N_SET:
-			ret = nset(m, n->set, o);
+			ret = nset(m, t->sets[n->set], o);
 			sp--;
 			break;
 		case N_CAT:
@@ -816,7 +816,7 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	for (size_t i = 0; i < n_seq; i++) {
 		if (seq[i] < 0)
 			continue;
-		const uint64_t *s = t->n[seq[i]].set;
+		const uint64_t *s = ast_set(t, seq[i]);
 		uint64_t h = 0;
 		for (int k = 0; k < 4; k++)
 			h = (h ^ s[k]) * 0x9e3779b97f4a7c15ull;
@@ -1619,7 +1619,7 @@ static void bt_search(struct bt *b, size_t s)
 				node = -1;
 				continue;
 			case N_SET:
-				if (pos >= b->n || !set_has(n->set, b->p[pos]))
+				if (pos >= b->n || !set_has(b->t->sets[n->set], b->p[pos]))
 					goto fail;
 				pos++;
 				node = -1;
@@ -1878,18 +1878,19 @@ static void must_clear(struct must *m)
 /* The byte an N_SET stands for in the literal, or -1 when it is no single byte.  With icase
  * the literal is searched with letters folded (findsi): a letter and its capital count as
  * the lower-case letter. */
-static int leaf_byte(const struct node *n, int icase)
+static int leaf_byte(const struct ast *t, int x, int icase)
 {
-	if (n->kind != N_SET)
+	if (t->n[x].kind != N_SET)
 		return -1;
+	const uint64_t *set = ast_set(t, x);
 	int cnt = 0, byte = 0;
 	for (int i = 0; i < 4; i++)
-		if (n->set[i]) {
-			cnt += __builtin_popcountll(n->set[i]);
-			byte = 64 * i + 63 - __builtin_clzll(n->set[i]);   /* the last one */
+		if (set[i]) {
+			cnt += __builtin_popcountll(set[i]);
+			byte = 64 * i + 63 - __builtin_clzll(set[i]);   /* the last one */
 		}
 	int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
-	if (icase && cnt == 2 && letter && (byte | 32) == byte && set_has(n->set, (unsigned)byte ^ 32))
+	if (icase && cnt == 2 && letter && (byte | 32) == byte && set_has(set, (unsigned)byte ^ 32))
 		cnt = 1;
 	else if (icase && cnt == 1 && letter)
 		byte |= 32;
@@ -1906,7 +1907,7 @@ static int must_string(const struct ast *t, int node, int icase, struct must *m)
 	int n = 0;
 	for (int x = node;;) {
 		const struct node *nd = &t->n[x];
-		int c = leaf_byte(nd->kind == N_CAT ? &t->n[nd->b] : nd, icase);
+		int c = leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase);
 		if (c < 0 || n == MUST_CAP)
 			return 0;
 		rev[n++] = (uint8_t)c;
@@ -1925,8 +1926,9 @@ static int must_string(const struct ast *t, int node, int icase, struct must *m)
 }
 
 /* The strings of a leaf (a node without children). */
-static void must_leaf(const struct node *n, int icase, struct must *m)
+static void must_leaf(const struct ast *t, int x, int icase, struct must *m)
 {
+	const struct node *n = &t->n[x];
 	must_clear(m);
 	switch (n->kind) {
 	case N_EMPTY:
@@ -1934,7 +1936,7 @@ static void must_leaf(const struct node *n, int icase, struct must *m)
 		m->exact = 1;
 		return;
 	case N_SET: {
-		int byte = leaf_byte(n, icase);
+		int byte = leaf_byte(t, x, icase);
 		if (byte >= 0) {
 			m->exact = 1;
 			m->x.len = 1;
@@ -2065,7 +2067,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 			}
 			break;
 		default:
-			must_leaf(n, icase, &res[n_res++]);
+			must_leaf(t, f->node, icase, &res[n_res++]);
 			break;
 		}
 	}
