@@ -501,6 +501,27 @@ static void test_strings(void)
 	}
 	CHECK(n_built >= 150 && n_refused >= 5 && n_lines >= 9000, "%d built, %d refused, %d lines",
 	      n_built, n_refused, n_lines);
+	/* strings that end where longer ones made before them went on cut those rows off: only
+	 * the root and the all-match row are left */
+	{
+		const char *pv[4] = { "abcd", "xyz", "a", "x" };
+		size_t lens[4] = { 4, 3, 1, 1 };
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = GREP_FIXED };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		CHECK(grep_compile(pv, lens, 4, &o, &g, err, sizeof err, warn, sizeof warn) == 0, "%s",
+		      err);
+		struct dfa d;
+		CHECK(g && dfa_build_literals(&d, &g->ast, '\n', -1) == 0 &&
+		      d.n_rows == DFA_N_SPECIAL + 2, "rows cut off: %d rows", g ? d.n_rows : -1);
+		if (g) {
+			CHECK(dfa_line_matches(&d, (const uint8_t *)"bbxb", 4) == 1 &&
+			      dfa_line_matches(&d, (const uint8_t *)"bcdyz", 5) == 0, "a or x");
+			dfa_free(&d);
+		}
+		grep_free(g);
+	}
 	/* what is not a set of strings: anchors, -w, repetitions, an empty string */
 	static const char *const not_strings[] = { "^ab", "a*", "a\\|", "a.b" };
 	for (size_t i = 0; i < sizeof not_strings / sizeof not_strings[0]; i++) {
