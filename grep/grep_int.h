@@ -45,12 +45,17 @@ struct node {
 	int a, b;              /* children (node indices) */
 	int min, max;          /* N_REPEAT */
 	int group;             /* N_GROUP, N_BACKREF: global group number (1-based) */
-	uint64_t set[4];       /* N_SET */
+	int set;               /* N_SET: its bytes are ast.sets[set] (ast_set).  Apart, so that a
+	                        * node is 28 bytes, not 64: 10,000 patterns make 90,000 nodes,
+	                        * every walk of them was bound by their cache misses and their
+	                        * first touch page faults */
 };
 
 struct ast {
 	struct node *n;
 	int len, cap;
+	uint64_t (*sets)[4];   /* one per N_SET node, made zero by ast_new */
+	int n_sets, cap_sets;
 	int root;
 	int n_groups;          /* over all patterns */
 	int has_backref;
@@ -60,6 +65,8 @@ struct ast {
 };
 
 int ast_new(struct ast *t, int kind);
+/* The byte set of N_SET node i (valid until the next ast_new). */
+static inline uint64_t *ast_set(const struct ast *t, int i) { return t->sets[t->n[i].set]; }
 void ast_free(struct ast *t);
 
 /* Parse one pattern (len bytes) and return its root node index, or -1 with grep's message
@@ -185,6 +192,12 @@ struct dfa {
  * caller takes the exact path),
  * -2 when out of memory. */
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
+/* The same DFA (lines holding a match) when t is an alternation of strings, each byte of
+ * them one byte class (a byte; a letter and its capital): Aho-Corasick's automaton, made from
+ * the trie without the NFA.  0; 1 when t is not such a set, or its trie would pass the
+ * limits above (use dfa_build); -2 when out of memory.  No dead state: the binary table
+ * can share its rows (dfa_share_binary). */
+int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2);
 void dfa_free(struct dfa *d);
 /* The DFA into a segment's constants (gen.c; arfscan.c too): the class map (class * 4 when
  * that fits a byte: *mul 1, else 4) and the rows, whose entries are constant offsets of
@@ -227,7 +240,8 @@ struct grep {
 	struct grep_opts o;
 	struct lazy_dfa *lazy;  /* the exact path's line matcher's states (lazy_line_matches) */
 	struct ast ast;
-	struct nfa nfa;
+	struct nfa nfa;        /* empty when nfa_later, or when too big (the backtracker) */
+	int nfa_later;         /* the DFA came without it (dfa_build_literals): grep_nfa makes it */
 	struct dfa dfa, bdfa;  /* text-file DFA; binary-file DFA (NUL also ends a line) */
 	int exact;             /* 1: the segment sends candidate lines, the client decides */
 	int have_bdfa;
@@ -252,6 +266,10 @@ struct grep {
 	size_t span_len;
 };
 
+/* g's NFA, made now when grep_compile left it for later; NULL when it could not be made
+ * (too big, or out of memory: the client's matchers take the backtracker).  Not
+ * thread-safe, as the rest of the formatting. */
+const struct nfa *grep_nfa(struct grep *g);
 int grep_gen(struct grep *g, char *err, size_t errlen);
 /* The segment that scans one file of an ARF image in place (arfscan.c). */
 int grep_arf_gen(struct grep *g, char *err, size_t errlen);

@@ -29,16 +29,33 @@ int ast_new(struct ast *t, int kind)
 		t->n = n;
 		t->cap = cap;
 	}
+	int set = -1;
+	if (kind == N_SET) {
+		if (t->n_sets == t->cap_sets) {
+			int cap = t->cap_sets ? 2 * t->cap_sets : 64;
+			uint64_t (*s)[4] = realloc(t->sets, (size_t)cap * sizeof *s);
+			if (!s) {
+				t->err = 1;
+				return -1;
+			}
+			t->sets = s;
+			t->cap_sets = cap;
+		}
+		set = t->n_sets++;
+		memset(t->sets[set], 0, sizeof t->sets[set]);
+	}
 	struct node *n = &t->n[t->len];
 	memset(n, 0, sizeof *n);
 	n->kind = (uint8_t)kind;
 	n->a = n->b = -1;
+	n->set = set;
 	return t->len++;
 }
 
 void ast_free(struct ast *t)
 {
 	free(t->n);
+	free(t->sets);
 	memset(t, 0, sizeof *t);
 }
 
@@ -109,9 +126,9 @@ static int mk_set(struct parser *ps, const uint64_t *set)
 {
 	int i = mk(ps, N_SET);
 	if (i >= 0) {
-		memcpy(ps->t->n[i].set, set, sizeof ps->t->n[i].set);
+		memcpy(ast_set(ps->t, i), set, 32);
 		if (ps->icase)
-			fold_set(ps->t->n[i].set);
+			fold_set(ast_set(ps->t, i));
 	}
 	return i;
 }
@@ -157,7 +174,7 @@ static int mk_char(struct parser *ps)
 		set_add(s, *ps->p++);
 		int i = mk(ps, N_SET);
 		if (i >= 0)
-			memcpy(ps->t->n[i].set, s, sizeof s);
+			memcpy(ast_set(ps->t, i), s, sizeof s);
 		return i;
 	}
 	ps->p += len;
@@ -171,7 +188,7 @@ static int mk_char(struct parser *ps)
 		int i = mk(ps, N_SET);
 		if (i < 0)
 			return -1;
-		set_add(ps->t->n[i].set, ps->p[k - len]);
+		set_add(ast_set(ps->t, i), ps->p[k - len]);
 		seq = seq < 0 ? i : mk2(ps, N_CAT, seq, i);
 		if (seq < 0)
 			return -1;
@@ -332,7 +349,7 @@ static int parse_bracket(struct parser *ps)
 			s[i] = ~s[i];
 	int n = mk(ps, N_SET);
 	if (n >= 0)
-		memcpy(ps->t->n[n].set, s, sizeof s);
+		memcpy(ast_set(ps->t, n), s, sizeof s);
 	return n;
 }
 

@@ -630,7 +630,7 @@ static int trie_ast(struct ast *a, const struct trie *t, int node)
 		for (int j = k; j < x->n; j++)
 			if (x->e[j].child == child)
 				for (unsigned c = x->e[j].lo; c <= x->e[j].hi; c++)
-					set_add(a->n[set].set, c);
+					set_add(ast_set(a, set), c);
 		int piece = set;
 		if (child >= 0) {
 			int sub = trie_ast(a, t, child);

@@ -216,6 +216,8 @@ int isa_verify(const struct isa_seg *seg, char *err, size_t errlen);
 /* ---- segment id ---- */
 #define ISA_ID_LEN 32
 void isa_sha256(const void *buf, size_t len, uint8_t out[ISA_ID_LEN]);
+/* Nonzero: the portable C rounds even where the CPU has SHA instructions (tests compare). */
+extern int isa_sha256_portable;
 static inline void isa_seg_id(const void *seg, size_t len, uint8_t out[ISA_ID_LEN])
 {
 	isa_sha256(seg, len, out);

@@ -42,14 +42,92 @@ static void block(uint32_t h[8], const uint8_t *p)
 	h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
 }
 
+int isa_sha256_portable;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+/* The same blocks with the x86 SHA extensions (sha256rnds2 does two rounds, sha256msg1/2 the
+ * message schedule): a 1.5 MB segment (grep with 10,000 patterns) is hashed when it is
+ * loaded, sent and received, ~10 ms each in C, ~1 ms here.  The state lives as ABEF and CDGH
+ * halves, the order the instructions take. */
+__attribute__((target("sha,ssse3,sse4.1")))
+static void blocks_sha_ni(uint32_t h[8], const uint8_t *p, size_t n_blocks)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+	__m128i dcba = _mm_loadu_si128((const __m128i *)&h[0]);
+	__m128i hgfe = _mm_loadu_si128((const __m128i *)&h[4]);
+	__m128i cdab = _mm_shuffle_epi32(dcba, 0xb1);
+	__m128i efgh = _mm_shuffle_epi32(hgfe, 0x1b);
+	__m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+	__m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xf0);
+	for (; n_blocks > 0; n_blocks--, p += 64) {
+		__m128i abef0 = abef, cdgh0 = cdgh, w[4];
+		for (int g = 0; g < 16; g++) {
+			/* words 4g..4g+3 of the schedule, in w[g & 3] */
+			if (g < 4) {
+				w[g] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * g)), bswap);
+			} else {
+				/* W[t-16] + s0(W[t-15]) + W[t-7], then + s1(W[t-2]) */
+				__m128i x = _mm_sha256msg1_epu32(w[g & 3], w[(g + 1) & 3]);
+				x = _mm_add_epi32(x, _mm_alignr_epi8(w[(g + 3) & 3], w[(g + 2) & 3], 4));
+				w[g & 3] = _mm_sha256msg2_epu32(x, w[(g + 3) & 3]);
+			}
+			__m128i m = _mm_add_epi32(w[g & 3], _mm_loadu_si128((const __m128i *)&k256[4 * g]));
+			cdgh = _mm_sha256rnds2_epu32(cdgh, abef, m);
+			abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(m, 0x0e));
+		}
+		abef = _mm_add_epi32(abef, abef0);
+		cdgh = _mm_add_epi32(cdgh, cdgh0);
+	}
+	__m128i feba = _mm_shuffle_epi32(abef, 0x1b);
+	__m128i dchg = _mm_shuffle_epi32(cdgh, 0xb1);
+	_mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(feba, dchg, 0xf0));
+	_mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+/* 1 when the CPU has SHA, SSSE3 and SSE4.1 (asked once; 0 not asked yet, -1 without) */
+static int sha_ni_ok(void)
+{
+	static int ok;
+	int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+	if (v == 0) {
+		unsigned a, b, c, d;
+		int sse = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1);
+		int sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+		v = sse && sha ? 1 : -1;
+		__atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+	}
+	return v > 0;
+}
+
+static void blocks(uint32_t h[8], const uint8_t *p, size_t n_blocks)
+{
+	if (!isa_sha256_portable && sha_ni_ok()) {
+		blocks_sha_ni(h, p, n_blocks);
+		return;
+	}
+	for (; n_blocks > 0; n_blocks--, p += 64)
+		block(h, p);
+}
+#else
+static void blocks(uint32_t h[8], const uint8_t *p, size_t n_blocks)
+{
+	for (; n_blocks > 0; n_blocks--, p += 64)
+		block(h, p);
+}
+#endif
+
 void isa_sha256(const void *buf, size_t len, uint8_t out[ISA_ID_LEN])
 {
 	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
 	                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
 	const uint8_t *p = buf;
 	size_t n = len;
-	for (; n >= 64; n -= 64, p += 64)
-		block(h, p);
+	blocks(h, p, n / 64);
+	p += n / 64 * 64;
+	n %= 64;
 	/* Last block(s): the rest, 0x80, zeros, and the length in bits as a big-endian u64. */
 	uint8_t tail[128] = { 0 };
 	memcpy(tail, p, n);
@@ -58,9 +136,7 @@ void isa_sha256(const void *buf, size_t len, uint8_t out[ISA_ID_LEN])
 	uint64_t bits = (uint64_t)len * 8;
 	for (int i = 0; i < 8; i++)
 		tail[tail_len - 1 - i] = (uint8_t)(bits >> (8 * i));
-	block(h, tail);
-	if (tail_len == 128)
-		block(h, tail + 64);
+	blocks(h, tail, tail_len / 64);
 	for (int i = 0; i < 8; i++) {
 		out[4 * i] = (uint8_t)(h[i] >> 24);
 		out[4 * i + 1] = (uint8_t)(h[i] >> 16);

@@ -151,12 +151,12 @@ static void test_match(void)
 		size_t n = strlen(cases[i].line);
 		if (!g->exact)
 			CHECK(dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s", cases[i].pat);
-		CHECK(nfa_line_matches(&g->nfa, p, n) == cases[i].match, "nfa %s", cases[i].pat);
-		CHECK(lazy_line_matches(&g->lazy, &g->nfa, p, n) == cases[i].match, "lazy %s",
+		CHECK(nfa_line_matches(grep_nfa(g), p, n) == cases[i].match, "nfa %s", cases[i].pat);
+		CHECK(lazy_line_matches(&g->lazy, grep_nfa(g), p, n) == cases[i].match, "lazy %s",
 		      cases[i].pat);
 		CHECK(bt_line_matches(&g->ast, p, n, 0) == cases[i].match, "bt %s", cases[i].pat);
 		size_t s = 0, e = 0;
-		int m = nfa_leftmost_longest(&g->nfa, p, n, 0, &s, &e);
+		int m = nfa_leftmost_longest(grep_nfa(g), p, n, 0, &s, &e);
 		CHECK(m == cases[i].match && (!m || ((long)s == cases[i].s && (long)e == cases[i].e)),
 		      "%s on \"%s\": %d [%zu,%zu)", cases[i].pat, cases[i].line, m, s, e);
 		grep_free(g);
@@ -271,10 +271,10 @@ static void test_deep(void)
 		CHECK(grep_compile(pv, lens, np, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
 		      "100 000 patterns: %s", err);
 		CHECK(g && g->lit_len == 1 && g->lit[0] == 'w', "their literal: w");
-		CHECK(g && g->nfa.s, "an NFA");
-		if (g && g->nfa.s)
-			CHECK(nfa_line_matches(&g->nfa, (const uint8_t *)"x w99999 y", 10) == 1 &&
-			      nfa_line_matches(&g->nfa, (const uint8_t *)"x w y", 5) == 0, "nfa");
+		CHECK(g && grep_nfa(g), "an NFA");
+		if (g && grep_nfa(g))
+			CHECK(nfa_line_matches(grep_nfa(g), (const uint8_t *)"x w99999 y", 10) == 1 &&
+			      nfa_line_matches(grep_nfa(g), (const uint8_t *)"x w y", 5) == 0, "nfa");
 		grep_free(g);
 	}
 	free(words), free(pv), free(lens);
@@ -336,8 +336,8 @@ static void test_lazy(void)
 			int n = snprintf(line, sizeof line, "%s u%03u%s s=%u t=%u%s", rnd(2) ? "GET" : "U",
 			                 (unsigned)rnd(1000), rnd(2) ? "7/i" : "y", (unsigned)rnd(6),
 			                 (unsigned)rnd(3), rnd(3) ? "" : " abac");
-			int want = nfa_line_matches(&g->nfa, (const uint8_t *)line, (size_t)n);
-			int got = lazy_line_matches(&g->lazy, &g->nfa, (const uint8_t *)line, (size_t)n);
+			int want = nfa_line_matches(grep_nfa(g), (const uint8_t *)line, (size_t)n);
+			int got = lazy_line_matches(&g->lazy, grep_nfa(g), (const uint8_t *)line, (size_t)n);
 			n_lines++;
 			if (got != want) {
 				CHECK(0, "lazy round %d, line \"%s\": lazy %d, nfa %d", round, line, got, want);
@@ -383,8 +383,8 @@ static void test_many(void)
 			continue;
 		}
 		struct dfa sh, plain;
-		int rs = dfa_build(&sh, &g->nfa, '\n', -1, DFA_SHARED);
-		int rp = dfa_build(&plain, &g->nfa, '\n', -1, 0);
+		int rs = dfa_build(&sh, grep_nfa(g), '\n', -1, DFA_SHARED);
+		int rp = dfa_build(&plain, grep_nfa(g), '\n', -1, 0);
 		if (rs == 0 && rp == 0) {
 			n_sets++;
 			for (int l = 0; l < 40; l++) {
@@ -392,9 +392,9 @@ static void test_many(void)
 				size_t n = rnd(16);
 				for (size_t i = 0; i < n; i++)
 					line[i] = (uint8_t)"abcAB_- "[rnd(8)];
-				int want = nfa_line_matches(&g->nfa, line, n);
+				int want = nfa_line_matches(grep_nfa(g), line, n);
 				int a = dfa_line_matches(&sh, line, n), b = dfa_line_matches(&plain, line, n);
-				int lz = lazy_line_matches(&g->lazy, &g->nfa, line, n);
+				int lz = lazy_line_matches(&g->lazy, grep_nfa(g), line, n);
 				n_lines++;
 				if (a != want || b != want || lz != want) {
 					CHECK(0, "round %d, line \"%.*s\": shared %d, plain %d, lazy %d, nfa %d",
@@ -428,17 +428,115 @@ static void test_many(void)
 		CHECK(grep_compile(pv, lens, np, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
 		      "10 000 ids: %s", err);
 		CHECK(g && !g->exact && g->have_bdfa && g->bdfa.rows_shared, "dfa, shared rows");
+		/* the DFA came from the trie: no NFA until the client's matchers ask for it */
+		CHECK(g && g->nfa_later && !g->nfa.s, "no NFA yet");
 		if (g && !g->exact) {
 			char line[64];
 			int n = snprintf(line, sizeof line, "GET /items?id=%s HTTP", words[4321]);
 			CHECK(dfa_line_matches(&g->dfa, (const uint8_t *)line, (size_t)n) == 1, "id 4321");
 			n = snprintf(line, sizeof line, "GET /items?id=%.7s HTTP", words[4321]);
 			CHECK(dfa_line_matches(&g->dfa, (const uint8_t *)line, (size_t)n) ==
-			      nfa_line_matches(&g->nfa, (const uint8_t *)line, (size_t)n), "a prefix");
+			      nfa_line_matches(grep_nfa(g), (const uint8_t *)line, (size_t)n), "a prefix");
 		}
 		grep_free(g);
 	}
 	free(words), free(pv), free(lens);
+}
+
+/* The automaton of a set of strings made from its trie (dfa_build_literals) against the NFA,
+ * on random lines: short strings over a small alphabet, so that one is often a prefix, a
+ * suffix or inside another (where the trie stops and failure rows take over). */
+static void test_strings(void)
+{
+	int n_built = 0, n_refused = 0, n_lines = 0;
+	for (int round = 0; round < 200; round++) {
+		char buf[48][8];
+		const char *pv[48];
+		size_t lens[48];
+		int np = 1 + (int)rnd(48), basic = round % 4 == 3;
+		for (int i = 0; i < np; i++) {
+			int k = 1 + (int)rnd(5);
+			for (int j = 0; j < k; j++)
+				buf[i][j] = "abAB_-"[rnd(basic ? 6 : 5)];
+			buf[i][k] = '\0';
+			if (basic && rnd(8) == 0)
+				strcpy(buf[i], "a[bc]");     /* a set of two classes: dfa_build's */
+			pv[i] = buf[i];
+			lens[i] = strlen(buf[i]);
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = basic ? GREP_BASIC : GREP_FIXED,
+		                       .icase = round % 3 == 1 };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		if (grep_compile(pv, lens, (size_t)np, &o, &g, err, sizeof err, warn, sizeof warn)) {
+			CHECK(0, "round %d: %s", round, err);
+			continue;
+		}
+		struct dfa d;
+		int rc = dfa_build_literals(&d, &g->ast, '\n', -1);
+		if (rc == 1) {
+			n_refused++;
+		} else if (rc != 0) {
+			CHECK(0, "round %d: dfa_build_literals %d", round, rc);
+		} else {
+			n_built++;
+			for (int l = 0; l < 60; l++) {
+				uint8_t line[24];
+				size_t n = rnd(24);
+				for (size_t i = 0; i < n; i++)
+					line[i] = (uint8_t)"abcAB_- "[rnd(8)];
+				int want = nfa_line_matches(grep_nfa(g), line, n);
+				int got = dfa_line_matches(&d, line, n);
+				n_lines++;
+				if (got != want) {
+					CHECK(0, "round %d, line \"%.*s\": trie %d, nfa %d", round, (int)n,
+					      line, got, want);
+					break;
+				}
+			}
+			dfa_free(&d);
+		}
+		grep_free(g);
+	}
+	CHECK(n_built >= 150 && n_refused >= 5 && n_lines >= 9000, "%d built, %d refused, %d lines",
+	      n_built, n_refused, n_lines);
+	/* strings that end where longer ones made before them went on cut those rows off: only
+	 * the root and the all-match row are left */
+	{
+		const char *pv[4] = { "abcd", "xyz", "a", "x" };
+		size_t lens[4] = { 4, 3, 1, 1 };
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = GREP_FIXED };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		CHECK(grep_compile(pv, lens, 4, &o, &g, err, sizeof err, warn, sizeof warn) == 0, "%s",
+		      err);
+		struct dfa d;
+		CHECK(g && dfa_build_literals(&d, &g->ast, '\n', -1) == 0 &&
+		      d.n_rows == DFA_N_SPECIAL + 2, "rows cut off: %d rows", g ? d.n_rows : -1);
+		if (g) {
+			CHECK(dfa_line_matches(&d, (const uint8_t *)"bbxb", 4) == 1 &&
+			      dfa_line_matches(&d, (const uint8_t *)"bcdyz", 5) == 0, "a or x");
+			dfa_free(&d);
+		}
+		grep_free(g);
+	}
+	/* what is not a set of strings: anchors, -w, repetitions, an empty string */
+	static const char *const not_strings[] = { "^ab", "a*", "a\\|", "a.b" };
+	for (size_t i = 0; i < sizeof not_strings / sizeof not_strings[0]; i++) {
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_BASIC };
+		const char *pv[1] = { not_strings[i] };
+		size_t lens[1] = { strlen(not_strings[i]) };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		CHECK(grep_compile(pv, lens, 1, &o, &g, err, sizeof err, warn, sizeof warn) == 0, "%s",
+		      err);
+		struct dfa d;
+		CHECK(g && dfa_build_literals(&d, &g->ast, '\n', -1) == 1, "%s: not strings",
+		      not_strings[i]);
+		grep_free(g);
+	}
 }
 
 /* ---- the required literal ---- */
@@ -560,6 +658,7 @@ int main(void)
 	test_match();
 	test_deep();
 	test_many();
+	test_strings();
 	test_lazy();
 	test_literal();
 	test_segment();

@@ -225,10 +225,10 @@ static void test_match(void)
 			grep_free(g);
 			continue;
 		}
-		CHECK(nfa_line_matches(&g->nfa, p, n) == cases[i].match, "nfa %s on %s", cases[i].pat,
+		CHECK(nfa_line_matches(grep_nfa(g), p, n) == cases[i].match, "nfa %s on %s", cases[i].pat,
 		      cases[i].line);
 		size_t s = 0, e = 0;
-		int m = nfa_leftmost_longest(&g->nfa, p, n, 0, &s, &e);
+		int m = nfa_leftmost_longest(grep_nfa(g), p, n, 0, &s, &e);
 		CHECK(m == cases[i].match && (!m || ((long)s == cases[i].s && (long)e == cases[i].e)),
 		      "%s on \"%s\": %d [%zu,%zu)", cases[i].pat, cases[i].line, m, s, e);
 		grep_free(g);
