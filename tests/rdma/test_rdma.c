@@ -749,11 +749,12 @@ static void test_unproven(void)
 			raw_send(&r, 1, T_SLOW, 0x99, 1, &q, sizeof q);
 		double t0 = now_s();
 		int ev = -1;
-		for (int k = 0; k < 30 && ev != RDMA_CM_EVENT_DISCONNECTED; k++)
+		/* (bounded generously: the emulated guest of check-rdma is slow) */
+		for (int k = 0; k < 100 && ev != RDMA_CM_EVENT_DISCONNECTED; k++)
 			ev = raw_event(r.ch, 100);
-		CHECK(up && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 2.5 && calls == 0,
-		      "%s: closed (event %d after %.1f s), handler ran %d", cases[i].what, ev,
-		      now_s() - t0, (int)calls);
+		CHECK(up && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 9 && calls == 0,
+		      "%s: closed (up %d, event %d after %.1f s), handler ran %d", cases[i].what, up,
+		      ev, now_s() - t0, (int)calls);
 		r.up = false;
 		raw_close(&r);
 	}
@@ -782,10 +783,10 @@ static void test_admission(void)
 	bool sent = up2 && raw_send(&in, 1, T_SLOW, 0x99, 1, "ok", 2);
 	double t0 = now_s();
 	int ev = -1;
-	for (int k = 0; k < 30 && ev != RDMA_CM_EVENT_DISCONNECTED; k++)
+	for (int k = 0; k < 100 && ev != RDMA_CM_EVENT_DISCONNECTED; k++)
 		ev = raw_event(idle.ch, 100);
-	CHECK(up1 && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 2.5,
-	      "not admitted: closed (event %d after %.1f s)", ev, now_s() - t0);
+	CHECK(up1 && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 9,
+	      "not admitted: closed (up %d, event %d after %.1f s)", up1, ev, now_s() - t0);
 	idle.up = false;
 	ev = raw_event(in.ch, 1000);
 	CHECK(sent && ev == -1 && calls == 1, "admitted: still up after 1 s (event %d), handler ran %d",
