@@ -1567,8 +1567,13 @@ static void on_recv_wc(struct conn *c, const struct ibv_wc *wc)
 	 * (the peer's queue pair is ready once it has our accept; ours since rdma_accept).  It
 	 * is established: the handler's reply must take this connection, not open another one
 	 * towards the peer (which, from an inline handler, stalled the I/O thread meanwhile). */
-	if (!c->active && !c->up && wc->status == IBV_WC_SUCCESS)
+	if (!c->active && !c->up && wc->status == IBV_WC_SUCCESS) {
+		/* and the connection manager must know it too (its RTU may still be on its way):
+		 * else a disconnect now (a message that closes the connection) would send no DREQ
+		 * and the peer would never learn that the connection is gone */
+		rdma_notify(c->id, IBV_EVENT_COMM_EST);
 		on_established(c, NULL, 0);
+	}
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
 		on_write_imm(c, ntohl(wc->imm_data), wc->byte_len);
 	else
