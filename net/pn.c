@@ -509,6 +509,17 @@ bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
 	return ok;
 }
 
+int pn_core_challenge(struct pn *pn, enum pn_key which, const uint8_t nc[PN_NONCE_LEN],
+                      const struct pn_addr *origin, uint8_t na[PN_NONCE_LEN],
+                      uint8_t out[PN_NONCE_LEN + PN_MAC_LEN])
+{
+	if (getrandom(na, PN_NONCE_LEN, 0) != PN_NONCE_LEN)
+		return -PN_ESYS;
+	memcpy(out, na, PN_NONCE_LEN);
+	pn_core_mac(pn, which, pn_label_acceptor[which], nc, na, origin, out + PN_NONCE_LEN);
+	return 0;
+}
+
 /* pn_opts.hold: a transport's thread that has something for the application waits here
  * until pn_start (its connection waits with it, unread).  false: the endpoint is stopping
  * instead, and the message is to be dropped. */

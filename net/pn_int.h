@@ -228,6 +228,12 @@ bool pn_core_mac_ok(struct pn *pn, enum pn_key which, const char *label,
                     const uint8_t nc[PN_NONCE_LEN],
                     const uint8_t na[PN_NONCE_LEN], const struct pn_addr *origin,
                     const uint8_t got[PN_MAC_LEN]);
+/* The acceptor's answer to a connector's nonce nc (tcp, rdma): a fresh nonce na, and out =
+ * na and the acceptor's MAC over both nonces and the claimed origin (what CHALLENGE
+ * carries).  0, or -PN_ESYS when there is no randomness. */
+int pn_core_challenge(struct pn *pn, enum pn_key which, const uint8_t nc[PN_NONCE_LEN],
+                      const struct pn_addr *origin, uint8_t na[PN_NONCE_LEN],
+                      uint8_t out[PN_NONCE_LEN + PN_MAC_LEN]);
 /* opts.admit for the first bytes of a message from a connection not yet admitted (1: admit);
  * from NULL: a sender that has no record yet (udp; admit sees PN_ANY). */
 int pn_core_admit(struct pn *pn, struct pn_peer_rec *from, pn_type type, const void *head,

@@ -1384,14 +1384,11 @@ static int on_hello(struct conn *c, const uint8_t nonce[PN_NONCE_LEN])
 		return -PN_ENOMEM;
 	p->which = which;
 	memcpy(p->nc, nonce, PN_NONCE_LEN);
-	if (getrandom(p->na, PN_NONCE_LEN, 0) != PN_NONCE_LEN) {
+	uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
+	if (pn_core_challenge(pn, which, p->nc, &c->claim, p->na, out) != 0) {
 		free(p);
 		return -PN_ESYS;
 	}
-	uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
-	memcpy(out, p->na, PN_NONCE_LEN);
-	pn_core_mac(pn, which, pn_label_acceptor[which], p->nc, p->na, &c->claim,
-	            out + PN_NONCE_LEN);
 	c->proof = p;
 	ch.len = sizeof out;
 	return send_msg(c, &ch, 0, NULL, out, sizeof out);

@@ -876,14 +876,11 @@ static int on_hello(struct pn_tp *tp, struct conn *c, const uint8_t *nonce)
 		p->which = which;
 		p->origin = c->h.origin;
 		memcpy(p->nc, nonce, PN_NONCE_LEN);
-		if (getrandom(p->na, PN_NONCE_LEN, 0) != PN_NONCE_LEN) {
+		uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
+		if (pn_core_challenge(pn, which, p->nc, &p->origin, p->na, out) != 0) {
 			free(p);
 			return -PN_ESYS;
 		}
-		uint8_t out[PN_NONCE_LEN + PN_MAC_LEN];
-		memcpy(out, p->na, PN_NONCE_LEN);
-		pn_core_mac(pn, which, pn_label_acceptor[which], p->nc, p->na, &p->origin,
-		            out + PN_NONCE_LEN);
 		c->proof = p;
 		struct pn_hdr ch = { .kind = PN_K_CHALLENGE, .len = sizeof out, .origin = tp->self };
 		return send_now(c, &ch, out, sizeof out);
