@@ -1418,6 +1418,11 @@ struct strset {
 	uint8_t *fin;          /* fin[row]: a string ends there */
 	uint32_t n_rows, cap_rows, max_rows;
 	int word, line, utf8;
+	/* Aho-Corasick's links, to find the leftmost start in one pass (without -w and -x):
+	 * fail[row] the row of the longest proper suffix in the trie, depth[row] its string's
+	 * length, out[row] the length of the longest string that ends there (0: none).  NULL
+	 * when not used. */
+	uint32_t *fail, *depth, *out;
 };
 
 void strset_free(struct strset *s)
@@ -1426,6 +1431,9 @@ void strset_free(struct strset *s)
 		return;
 	free(s->t);
 	free(s->fin);
+	free(s->fail);
+	free(s->depth);
+	free(s->out);
 	free(s);
 }
 
@@ -1601,6 +1609,53 @@ out:
 	*out = ret;
 }
 
+/* Aho-Corasick's links of the trie (fail, depth, out), breadth first.  Not when a string can
+ * start with a UTF-8 continuation byte (utf8 1: no match starts inside a character, and the
+ * one-pass search cannot skip those starts).  0, or -2 when out of memory. */
+static int strset_links(struct strset *s)
+{
+	size_t w = (size_t)s->w;
+	for (int c = 0x80; c < 0xc0; c++)
+		if (s->utf8 == 1 && s->t[w + s->cls[c]] != 0)
+			return 0;
+	uint32_t n = s->n_rows;
+	s->fail = malloc(n * sizeof *s->fail);
+	s->depth = malloc(n * sizeof *s->depth);
+	s->out = malloc(n * sizeof *s->out);
+	uint32_t *queue = malloc(n * sizeof *queue);
+	if (!s->fail || !s->depth || !s->out || !queue) {
+		free(queue);
+		return -2;
+	}
+	size_t head = 0, tail = 0;
+	s->fail[1] = 1;
+	s->depth[1] = 0;
+	s->out[1] = 0;
+	queue[tail++] = 1;
+	while (head < tail) {
+		uint32_t u = queue[head++];
+		for (size_t k = 1; k < w; k++) {
+			uint32_t c = s->t[u * w + k];
+			if (c == 0)
+				continue;
+			uint32_t f = 1;
+			if (u != 1) {
+				f = s->fail[u];
+				while (f != 1 && s->t[f * w + k] == 0)
+					f = s->fail[f];
+				if (s->t[f * w + k] != 0)
+					f = s->t[f * w + k];
+			}
+			s->fail[c] = f;
+			s->depth[c] = s->depth[u] + 1;
+			s->out[c] = s->fin[c] ? s->depth[c] : s->out[f];
+			queue[tail++] = c;
+		}
+	}
+	free(queue);
+	return 0;
+}
+
 int strset_build(struct strset **out, const struct ast *t, int root, int word, int line)
 {
 	*out = NULL;
@@ -1711,6 +1766,8 @@ int strset_build(struct strset **out, const struct ast *t, int root, int word, i
 		}
 		free(f.v);
 	}
+	if (!b.rc && !word && !line)
+		b.rc = strset_links(s);
 	if (!b.rc) {
 		*out = b.s;
 		b.s = NULL;
@@ -1728,6 +1785,27 @@ int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, 
                             size_t *ms, size_t *me)
 {
 	size_t w = (size_t)s->w;
+	if (s->fail) {
+		/* the leftmost start in one pass: at each end the longest string ending there
+		 * (out) gives the smallest start; no later end can give a start before j + 1 -
+		 * depth (the longest suffix still in the trie).  Its longest end comes from the
+		 * anchored walk below, from that start only */
+		long best = -1;
+		uint32_t v = 1;
+		for (size_t j = from; j < n; j++) {
+			size_t k = s->cls[p[j]];
+			while (v != 1 && s->t[v * w + k] == 0)
+				v = s->fail[v];
+			v = s->t[v * w + k] ? s->t[v * w + k] : 1;
+			if (s->out[v] && (best < 0 || (long)(j + 1 - s->out[v]) < best))
+				best = (long)(j + 1 - s->out[v]);
+			if (best >= 0 && (long)(j + 1 - s->depth[v]) >= best)
+				break;
+		}
+		if (best < 0)
+			return 0;
+		from = (size_t)best;
+	}
 	for (size_t i = from; i <= n; i++) {
 		if (s->line && i > 0)
 			return 0;
