@@ -1407,7 +1407,7 @@ out:
  * NFA's.  The trie's edges are classes: the distinct sets must be pairwise disjoint (bytes,
  * or letter pairs under -i), each then its own class. */
 
-#define STRSET_MAX_TABLE ((size_t)32 << 20)   /* bytes of rows; past them the NFA */
+#define STRSET_MAX_TABLE ((size_t)128 << 20)  /* bytes of rows; past them the NFA */
 #define STRSET_MAX_SETS  4096                  /* distinct byte sets */
 #define STRSET_MAX_FRONT 4096                  /* trie nodes one piece of a string ends at */
 
