@@ -228,6 +228,7 @@ void grep_free(struct grep *g)
 		return;
 	ast_free(&g->ast);
 	lazy_free(g->lazy);
+	strset_free(g->span_set);
 	nfa_free(&g->nfa);
 	dfa_free(&g->dfa);
 	dfa_free(&g->bdfa);
@@ -294,7 +295,7 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 	return lazy_line_matches(&g->lazy, &g->nfa, p, n);
 }
 
-enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED };
+enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED, SPAN_SET };
 
 /* Is node x of t one string (a chain of one-byte sets; with icase a letter may stand for
  * both its cases)?  Its bytes (letters lower case when folded) into buf; the length, or -1.
@@ -342,7 +343,7 @@ static void span_setup(struct grep *g)
 	const struct ast *t = &g->ast;
 	int x = t->root;
 	g->span_kind = SPAN_NFA;
-	if (g->ast.has_backref || !grep_nfa(g))
+	if (g->ast.has_backref)
 		return;
 	/* -w and -x wrap the pattern: CAT(assert, CAT(pattern, assert)) */
 	const struct node *r = &t->n[x];
@@ -362,7 +363,15 @@ static void span_setup(struct grep *g)
 		g->span_kind = SPAN_FIXED;
 		return;
 	}
+	/* several strings (-F -f): their trie, not an NFA whose start closure holds them all;
+	 * out of memory or too big, the NFA as before */
+	if (strset_build(&g->span_set, t, x, g->span_word, g->span_line) == 0) {
+		g->span_kind = SPAN_SET;
+		return;
+	}
 	g->span_word = g->span_line = 0;
+	if (!grep_nfa(g))
+		return;
 	g->span_len = must_literal(t, g->o.icase, g->span_lit, sizeof g->span_lit);
 	if (g->span_len > 0)
 		g->span_kind = SPAN_LITERAL;
@@ -436,6 +445,8 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 		}
 		return 0;
 	}
+	if (g->span_kind == SPAN_SET)
+		return strset_leftmost_longest(g->span_set, p, n, from, s, e);
 	/* every match contains the literal: none after from, no match there */
 	if (g->span_kind == SPAN_LITERAL && find_lit(g, p, n, from) < 0)
 		return 0;

@@ -221,6 +221,15 @@ int nfa_line_matches(const struct nfa *m, const uint8_t *p, size_t n);
  * threads carry their start): 1 and [*s, *e), or 0. */
 int nfa_leftmost_longest(const struct nfa *m, const uint8_t *p, size_t n, size_t from,
                          size_t *s, size_t *e);
+/* The same spans when the pattern (node root, under -w's assertions when word, -x's when
+ * line) is a set of strings whose distinct byte sets are disjoint: an anchored walk of their
+ * trie from each start.  strset_build: 0 and *out (strset_free), 1 when root is no such set
+ * or its trie is too big (take the NFA), -2 when out of memory.  Iterative. */
+struct strset;
+int strset_build(struct strset **out, const struct ast *t, int root, int word, int line);
+int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, size_t from,
+                            size_t *ms, size_t *me);
+void strset_free(struct strset *s);
 /* The longest match starting at s: its end, or -1 when none starts at s. */
 long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s);
 /* The same on the AST by backtracking (exact with back-references); bt_line_matches says
@@ -259,9 +268,10 @@ struct grep {
 	size_t arf_seg_len;
 	/* -o and colour spans (grep.c, set on first use): SPAN_FIXED when the pattern is one
 	 * string (letters folded with -i), maybe under -w or -x: its occurrences are the spans;
-	 * SPAN_LITERAL: every match contains span_lit (a line without it has no more spans) */
+	 * SPAN_SET: a set of strings (strset); SPAN_LITERAL: every match contains span_lit (a line without it has no more spans) */
 	int span_kind;
 	int span_word, span_line;
+	struct strset *span_set;   /* SPAN_SET: a set of strings, found with its trie */
 	uint8_t span_lit[256];
 	size_t span_len;
 };

@@ -17,7 +17,8 @@
 #
 # Rows starting with @log run on a second file, 200,000 lines of a web log (16 MB) with one
 # id u<7 digits> per line, with 10 to 10,000 ids as patterns (-f, as fixed strings and not;
-# idsre1000: 1,000 ids each followed by ".*status [45]", past the scanning DFA's limits);
+# idsre1000: 1,000 ids each followed by ".*status [45]", past the scanning DFA's limits; -o:
+# the spans of a set of strings);
 # @long on one line of 58,893 digits (seq 1 15000) with a back-reference.  --cases runs only
 # the rows whose text matches REGEX (grep -E).
 # --perf also records `perf record` of arfd during one extra run of each case and keeps
@@ -142,6 +143,8 @@ cases=(
 	"@log -c -f ids1000"
 	"@log -c -f ids10000"
 	"@log -F -f ids10000"
+	"@log -o -F -f ids10000"
+	"@log -o -i -f ids1000"
 	"@log -c -f idsre1000"
 	"@long -c ^\(.*\)\1$"
 )

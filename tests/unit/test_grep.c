@@ -539,6 +539,178 @@ static void test_strings(void)
 	}
 }
 
+/* ---- spans of a set of strings (strset) ---- */
+
+/* g's pattern under -w's or -x's wrapper (as span_setup finds it). */
+static int span_root(const struct grep *g)
+{
+	const struct ast *t = &g->ast;
+	int x = t->root;
+	if (g->o.word || g->o.line)
+		x = t->n[t->n[x].b].a;
+	return x;
+}
+
+/* The spans from the trie against the NFA's, from every start, on random lines: random sets
+ * of short strings (prefixes of each other often), -i, -w, -x, and in BRE sets of several
+ * classes (a[bc]: the trie branches). */
+static void test_spans(void)
+{
+	int n_built = 0, n_spans = 0;
+	for (int round = 0; round < 300; round++) {
+		char buf[40][12];
+		const char *pv[40];
+		size_t lens[40];
+		int np = 1 + (int)rnd(40), basic = round % 4 == 3;
+		for (int i = 0; i < np; i++) {
+			int k = 1 + (int)rnd(5);
+			for (int j = 0; j < k; j++)
+				buf[i][j] = "abAB_-"[rnd(basic ? 6 : 5)];
+			buf[i][k] = '\0';
+			if (basic && rnd(6) == 0)
+				strcpy(buf[i], rnd(2) ? "a[bc]" : "[ab]b");
+			pv[i] = buf[i];
+			lens[i] = strlen(buf[i]);
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = basic ? GREP_BASIC : GREP_FIXED,
+		                       .icase = round % 3 == 1, .word = round % 5 == 2,
+		                       .line = round % 7 == 4 };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		if (grep_compile(pv, lens, (size_t)np, &o, &g, err, sizeof err, warn, sizeof warn)) {
+			CHECK(0, "round %d: %s", round, err);
+			continue;
+		}
+		struct strset *ss = NULL;
+		int rc = strset_build(&ss, &g->ast, span_root(g), o.word && !o.line, o.line);
+		if (rc != 0) {
+			CHECK(0, "round %d: strset_build %d", round, rc);
+			grep_free(g);
+			continue;
+		}
+		n_built++;
+		for (int l = 0; l < 40; l++) {
+			uint8_t line[24];
+			size_t n = rnd(24);
+			for (size_t i = 0; i < n; i++)
+				line[i] = (uint8_t)"abcAB_- "[rnd(8)];
+			for (size_t from = 0; from <= n; from++) {
+				size_t s1 = 0, e1 = 0, s2 = 0, e2 = 0;
+				int want = nfa_leftmost_longest(grep_nfa(g), line, n, from, &s1, &e1);
+				int got = strset_leftmost_longest(ss, line, n, from, &s2, &e2);
+				n_spans++;
+				if (got != want || (got && (s1 != s2 || e1 != e2))) {
+					CHECK(0, "round %d, line \"%.*s\" from %zu: trie %d [%zu,%zu), nfa %d "
+					      "[%zu,%zu)", round, (int)n, line, from, got, s2, e2, want, s1, e1);
+					l = 40;
+					break;
+				}
+			}
+		}
+		strset_free(ss);
+		grep_free(g);
+	}
+	CHECK(n_built == 300 && n_spans >= 100000, "%d built, %d spans", n_built, n_spans);
+
+	/* table: patterns (one a line), -i/-w/-x, line, from, the span (-1: none) */
+	static const struct { const char *pat; int icase, word, line; const char *text;
+	                      int from, s, e; } cases[] = {
+		{ "ab\nabcd\nbc", 0, 0, 0, "xabcdy", 0, 1, 5 },
+		{ "ab\nabcd\nbc", 0, 0, 0, "xabcdy", 2, 2, 4 },
+		{ "ab\nabc", 0, 1, 0, "abcd ab", 0, 5, 7 },
+		{ "ab\nabc", 0, 1, 0, "abc", 0, 0, 3 },
+		{ "ab\nabc", 0, 0, 1, "abc", 0, 0, 3 },
+		{ "ab\nabc", 0, 0, 1, "abcd", 0, -1, -1 },
+		{ "ab\nXY", 1, 0, 0, "zzxyAB", 0, 2, 4 },
+		{ "ab\nXY", 1, 0, 0, "zzxyAB", 3, 4, 6 },
+		{ "b\nab", 0, 0, 0, "aab", 0, 1, 3 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *pv[8];
+		size_t lens[8], np = 0;
+		for (const char *q = cases[i].pat; *q; np++) {
+			size_t k = strcspn(q, "\n");
+			pv[np] = q;
+			lens[np] = k;
+			q += k + (q[k] != '\0');
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = GREP_FIXED, .icase = cases[i].icase,
+		                       .word = cases[i].word, .line = cases[i].line };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		CHECK(grep_compile(pv, lens, np, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
+		      "%s", err);
+		struct strset *ss = NULL;
+		size_t s = 0, e = 0;
+		const uint8_t *text = (const uint8_t *)cases[i].text;
+		CHECK(g && strset_build(&ss, &g->ast, span_root(g), cases[i].word, cases[i].line) == 0,
+		      "case %zu: built", i);
+		int got = ss && strset_leftmost_longest(ss, text, strlen(cases[i].text),
+		                                        (size_t)cases[i].from, &s, &e);
+		CHECK(cases[i].s < 0 ? !got : got && (int)s == cases[i].s && (int)e == cases[i].e,
+		      "case %zu: %d [%zu,%zu)", i, got, s, e);
+		strset_free(ss);
+		grep_free(g);
+	}
+
+	/* not a set of strings (the NFA keeps them): repetitions, anchors, an empty string,
+	 * back-references, any byte */
+	static const char *const not_strings[] = { "a*", "^ab", "a\\|", "\\(a\\)\\1", "a.b" };
+	for (size_t i = 0; i < sizeof not_strings / sizeof not_strings[0]; i++) {
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_BASIC };
+		const char *pv[1] = { not_strings[i] };
+		size_t lens[1] = { strlen(not_strings[i]) };
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		CHECK(grep_compile(pv, lens, 1, &o, &g, err, sizeof err, warn, sizeof warn) == 0, "%s",
+		      err);
+		struct strset *ss = NULL;
+		int rc = g ? strset_build(&ss, &g->ast, g->ast.root, 0, 0) : -3;
+		/* a.b: its 256-byte set is fine for the trie; the others are not strings */
+		CHECK(i == 4 ? rc == 0 : rc == 1, "%s: rc %d", not_strings[i], rc);
+		strset_free(ss);
+		grep_free(g);
+	}
+
+	/* a 60,000-byte string and 20,000 others: built without recursion */
+	{
+		size_t big = 60000, np = 20001;
+		char *a = malloc(big + np * 6);
+		const char **pv = malloc(np * sizeof *pv);
+		size_t *lens = malloc(np * sizeof *lens);
+		CHECK(a && pv && lens, "malloc");
+		if (a && pv && lens) {
+			memset(a, 'a', big);
+			pv[0] = a;
+			lens[0] = big;
+			char *q = a + big;
+			for (size_t i = 1; i < np; i++) {
+				lens[i] = (size_t)sprintf(q, "%05zu", i);
+				pv[i] = q;
+				q += lens[i] + 1;
+			}
+			struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+			                       .syntax = GREP_FIXED };
+			struct grep *g = NULL;
+			char err[256], warn[256];
+			CHECK(grep_compile(pv, lens, np, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
+			      "%s", err);
+			struct strset *ss = NULL;
+			CHECK(g && strset_build(&ss, &g->ast, g->ast.root, 0, 0) == 0, "deep: built");
+			size_t s = 0, e = 0;
+			CHECK(ss && strset_leftmost_longest(ss, (const uint8_t *)"x123456", 7, 0, &s, &e) &&
+			      s == 1 && e == 6, "deep: [%zu,%zu)", s, e);
+			CHECK(ss && strset_leftmost_longest(ss, (const uint8_t *)a, big, 0, &s, &e) &&
+			      s == 0 && e == big, "deep: the long one [%zu,%zu)", s, e);
+			strset_free(ss);
+			grep_free(g);
+		}
+		free(a), free(pv), free(lens);
+	}
+}
+
 /* ---- the required literal ---- */
 static void test_literal(void)
 {
@@ -659,6 +831,7 @@ int main(void)
 	test_deep();
 	test_many();
 	test_strings();
+	test_spans();
 	test_lazy();
 	test_literal();
 	test_segment();
