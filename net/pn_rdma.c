@@ -203,9 +203,6 @@ struct conn {
 	/* I/O thread only */
 	bool failed;                   /* conn_fail ran */
 	bool proving;                  /* acceptor: its HELLO promised a proof that has not ended */
-	bool pending;                  /* acceptor: not admitted yet (a proof, or pn_opts.admit
-	                                * taking one of its messages); closed after
-	                                * preauth_timeout_ms, its messages at most preauth_max */
 	uint8_t hello_flags;           /* acceptor: its HELLO's PN_F_PROVE | _SECRET | _ADMIN */
 	struct pn_addr claim;          /* acceptor: the address its HELLO claims */
 	struct pn_addr remote;         /* acceptor: its real remote address (anonymous name) */
@@ -289,7 +286,6 @@ struct pn_tp {
 	uint64_t tick;
 
 	unsigned n_proving;            /* I/O thread: inbound connections proving (PROVING_MAX) */
-	unsigned n_pending;            /* I/O thread: inbound connections not admitted yet */
 };
 
 static _Thread_local struct pn_tp *io_self;   /* set on the I/O thread */
@@ -421,16 +417,6 @@ static void proving_end(struct conn *c)
 	}
 }
 
-/* An inbound connection is admitted, or closed: its pre-admission bounds no longer apply.
- * I/O thread. */
-static void pending_end(struct conn *c)
-{
-	if (c->pending) {
-		c->pending = false;
-		c->tp->n_pending--;
-	}
-}
-
 /* The connection is over: wake its senders, end a half-received message, stop sending through
  * it, fail the peer's Cooperations; an anonymous peer, known by this connection alone, is
  * retired (its handles forgotten: its record serves another connection later).  I/O thread
@@ -443,7 +429,6 @@ static void conn_fail(struct conn *c, int err)
 	conn_kill(c, err);
 	struct pn_tp *tp = c->tp;
 	proving_end(c);
-	pending_end(c);
 	if (c->in_payload) {
 		c->in_payload = false;
 		pn_core_rx_end(tp->pn, &c->rx, err);
@@ -1359,8 +1344,6 @@ static int admit_anon(struct conn *c, enum pn_proof proven)
 		return -PN_ENOMEM;
 	peer->proven = (uint8_t)proven;
 	proving_end(c);
-	if (proven != PN_PROOF_NONE)
-		pending_end(c);            /* a proof admits, as over tcp */
 	conn_attach(c, peer);
 	return 0;
 }
@@ -1421,7 +1404,6 @@ static int on_auth(struct conn *c, const uint8_t mac[PN_MAC_LEN])
 		return -PN_ENOMEM;
 	atomic_store(&c->trusted, true);
 	proving_end(c);
-	pending_end(c);
 	conn_attach(c, peer);
 	return 0;
 }
@@ -1487,15 +1469,6 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 			return -PN_EPROTO;
 		if (!atomic_load(&c->trusted))
 			h.flags &= ~PN_F_FORWARDED;   /* an origin nobody proved: reply to the sender */
-		if (c->pending) {
-			/* as over tcp: admit looks at the message's first bytes (those of this
-			 * fragment); one it does not admit may be at most preauth_max bytes */
-			size_t head = n - (size_t)(q - p);
-			if (pn_core_admit(pn, c->peer, h.type, q, head < h.len ? head : h.len, h.len))
-				pending_end(c);
-			else if (h.len > pn_core_opts(pn)->preauth_max)
-				return -PN_ETOOBIG;
-		}
 		if (flags & F_HANDLE) {
 			if (n < (size_t)(q - p) + HANDLE_LEN || !h.coop)
 				return -PN_EPROTO;
@@ -1736,10 +1709,6 @@ static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const ui
 		            name, ibv_get_device_name(id->verbs->device));
 		goto reject;
 	}
-	if (pn_core_opts(tp->pn)->admit) {
-		c->pending = true;         /* until a proof or admit lets it in (on_message) */
-		tp->n_pending++;
-	}
 	if (c->hello_flags & PN_F_PROVE) {
 		/* its claim waits for its proof: no peer until then (on_hello, on_auth) */
 		if (tp->n_proving >= PROVING_MAX) {
@@ -1774,7 +1743,6 @@ reject:
 	if (c->peer)
 		pn_core_peer_retire(tp->pn, c->peer);
 	proving_end(c);
-	pending_end(c);
 	c->failed = true;
 	c->dead = true;
 	conn_unlist(c);                    /* destroys the id too, when reaped */
@@ -1908,9 +1876,9 @@ static int pump_events(struct pn_tp *tp, int ms)
 	return 0;
 }
 
-/* Close the inbound connections that did not end their proof, or were not admitted, within
- * preauth_timeout_ms: what a connection may hold before it is let in is bounded in time as
- * in number (PROVING_MAX, max_conns).  I/O thread. */
+/* Close the inbound connections that did not end their proof within preauth_timeout_ms: what
+ * a connection may hold before it proves is bounded in time as in number (PROVING_MAX).
+ * I/O thread. */
 static void sweep_proving(struct pn_tp *tp)
 {
 	enum { BATCH = 16 };
@@ -1919,15 +1887,14 @@ static void sweep_proving(struct pn_tp *tp)
 	unsigned n = 0;
 	pthread_mutex_lock(&tp->lock);
 	for (struct conn *c = tp->conns; c && n < BATCH; c = c->next)
-		if ((c->proving || c->pending) && !c->failed && now - c->opened_ns >= limit) {
+		if (c->proving && !c->failed && now - c->opened_ns >= limit) {
 			conn_get(c);
 			late[n++] = c;
 		}
 	pthread_mutex_unlock(&tp->lock);
 	for (unsigned i = 0; i < n; i++) {
-		pn_core_log(tp->pn, "rdma: %s: %s within %u ms: closing the connection",
-		            peer_name(late[i]), late[i]->proving ? "no proof" : "not admitted",
-		            pn_core_opts(tp->pn)->preauth_timeout_ms);
+		pn_core_log(tp->pn, "rdma: %s: no proof within %u ms: closing the connection",
+		            peer_name(late[i]), pn_core_opts(tp->pn)->preauth_timeout_ms);
 		conn_fail(late[i], -PN_ETIMEDOUT);
 		conn_put(late[i]);
 	}
@@ -1940,8 +1907,8 @@ static void *io_main(void *arg)
 	while (!atomic_load(&tp->stop)) {
 		struct pollfd p[3] = { { tp->ec->fd, POLLIN, 0 }, { tp->comp->fd, POLLIN, 0 },
 		                       { tp->wakefd, POLLIN, 0 } };
-		/* connections proving or not admitted are looked at every SWEEP_MS */
-		int n = poll(p, 3, tp->n_proving || tp->n_pending ? SWEEP_MS : 1000);
+		/* connections proving are looked at every SWEEP_MS */
+		int n = poll(p, 3, tp->n_proving ? SWEEP_MS : 1000);
 		if (n > 0 && p[0].revents)
 			on_cm_events(tp);
 		if (n > 0 && p[1].revents)
@@ -1950,7 +1917,7 @@ static void *io_main(void *arg)
 			uint64_t v;
 			if (read(tp->wakefd, &v, sizeof v) < 0) { /* drained */ }
 		}
-		if (tp->n_proving || tp->n_pending)
+		if (tp->n_proving)
 			sweep_proving(tp);
 		reap_zombies(tp);
 	}

@@ -761,41 +761,6 @@ static void test_unproven(void)
 	pn_finalize(b);
 }
 
-/* admission: a message starting "ok" admits its connection */
-static int admit_ok(void *arg, pn_peer from, pn_type type, const void *head, size_t n,
-                    uint64_t len)
-{
-	return n >= 2 && !memcmp(head, "ok", 2);
-}
-
-/* An inbound connection that proves nothing and is not admitted (pn_opts.admit) within
- * preauth_timeout_ms is closed; one admitted by its first message stays. */
-static void test_admission(void)
-{
-	struct pn *b = open_with("rdma", (struct pn_opts){ .admit = admit_ok,
-	                                                   .preauth_timeout_ms = 300 });
-	if (!b) { CHECK(0, "open"); return; }
-	_Atomic int calls = 0;
-	pn_set_handler(b, T_SLOW, 0, h_count, &calls);
-	int port = port_of(pn_self(b, "rdma"));
-	struct raw idle, in;
-	bool up1 = raw_connect(&idle, port, 1, 0), up2 = raw_connect(&in, port, 1, 0);
-	bool sent = up2 && raw_send(&in, 1, T_SLOW, 0x99, 1, "ok", 2);
-	double t0 = now_s();
-	int ev = -1;
-	for (int k = 0; k < 100 && ev != RDMA_CM_EVENT_DISCONNECTED; k++)
-		ev = raw_event(idle.ch, 100);
-	CHECK(up1 && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 9,
-	      "not admitted: closed (up %d, event %d after %.1f s)", up1, ev, now_s() - t0);
-	idle.up = false;
-	ev = raw_event(in.ch, 1000);
-	CHECK(sent && ev == -1 && calls == 1, "admitted: still up after 1 s (event %d), handler ran %d",
-	      ev, (int)calls);
-	raw_close(&idle);
-	raw_close(&in);
-	pn_finalize(b);
-}
-
 /* Inbound connections past max_conns, or max_conns_per_addr from one address, are rejected,
  * whatever they prove (each holds about 1 MiB of registered buffers), and a place given up
  * is taken again once the server has seen its connection go. */
@@ -943,7 +908,6 @@ int main(int argc, char **argv)
 		{ "claims", test_claims },
 		{ "unproven", test_unproven },
 		{ "conn_limits", test_conn_limits },
-		{ "admission", test_admission },
 		{ "proofs", test_proofs },
 		{ "loopback", test_loopback },
 	};
