@@ -94,6 +94,7 @@
 #define PROVING_MAX   64                /* inbound connections proving at once; more: rejected */
 #define CONNS_DEFAULT 256               /* inbound connections when pn_opts.max_conns is 0 */
 #define SWEEP_MS      100               /* ... looked at this often (preauth_timeout_ms) */
+#define IDLE_SWEEP_MS 1000              /* inbound connections' silence looked at this often */
 #define SLOT_BITS     12                /* reply slots: 4096 advertised descriptors at once */
 #define N_SLOTS       (1u << SLOT_BITS)
 #define TARGETS_MAX   1024              /* handles kept per requesting peer */
@@ -203,6 +204,9 @@ struct conn {
 	/* I/O thread only */
 	bool failed;                   /* conn_fail ran */
 	bool proving;                  /* acceptor: its HELLO promised a proof that has not ended */
+	bool pending;                  /* acceptor: not admitted yet (a proof, or pn_opts.admit
+	                                * taking one of its messages); closed after
+	                                * preauth_timeout_ms, its messages at most preauth_max */
 	uint8_t hello_flags;           /* acceptor: its HELLO's PN_F_PROVE | _SECRET | _ADMIN */
 	struct pn_addr claim;          /* acceptor: the address its HELLO claims */
 	struct pn_addr remote;         /* acceptor: its real remote address (anonymous name) */
@@ -210,6 +214,8 @@ struct conn {
 	uint64_t opened_ns;            /* acceptor: when its request came (preauth_timeout_ms) */
 	struct proof *proof;           /* acceptor: between our CHALLENGE and its AUTH */
 	uint64_t rx_posted, credit_written;
+	uint64_t idle_mark;            /* acceptor: rx_posted when the idle sweep last looked ... */
+	uint64_t idle_since_ns;        /* ... and when it last saw it move (idle_timeout_ms) */
 	bool in_payload;
 	int rx_status;
 	struct pn_rx rx;
@@ -286,6 +292,8 @@ struct pn_tp {
 	uint64_t tick;
 
 	unsigned n_proving;            /* I/O thread: inbound connections proving (PROVING_MAX) */
+	unsigned n_pending;            /* I/O thread: inbound connections not admitted yet */
+	uint64_t idle_swept_ns;        /* I/O thread: when sweep_idle last ran */
 };
 
 static _Thread_local struct pn_tp *io_self;   /* set on the I/O thread */
@@ -417,6 +425,16 @@ static void proving_end(struct conn *c)
 	}
 }
 
+/* An inbound connection is admitted, or closed: its pre-admission bounds no longer apply.
+ * I/O thread. */
+static void pending_end(struct conn *c)
+{
+	if (c->pending) {
+		c->pending = false;
+		c->tp->n_pending--;
+	}
+}
+
 /* The connection is over: wake its senders, end a half-received message, stop sending through
  * it, fail the peer's Cooperations; an anonymous peer, known by this connection alone, is
  * retired (its handles forgotten: its record serves another connection later).  I/O thread
@@ -429,6 +447,7 @@ static void conn_fail(struct conn *c, int err)
 	conn_kill(c, err);
 	struct pn_tp *tp = c->tp;
 	proving_end(c);
+	pending_end(c);
 	if (c->in_payload) {
 		c->in_payload = false;
 		pn_core_rx_end(tp->pn, &c->rx, err);
@@ -1344,6 +1363,8 @@ static int admit_anon(struct conn *c, enum pn_proof proven)
 		return -PN_ENOMEM;
 	peer->proven = (uint8_t)proven;
 	proving_end(c);
+	if (proven != PN_PROOF_NONE)
+		pending_end(c);            /* a proof admits, as over tcp */
 	conn_attach(c, peer);
 	return 0;
 }
@@ -1404,6 +1425,7 @@ static int on_auth(struct conn *c, const uint8_t mac[PN_MAC_LEN])
 		return -PN_ENOMEM;
 	atomic_store(&c->trusted, true);
 	proving_end(c);
+	pending_end(c);
 	conn_attach(c, peer);
 	return 0;
 }
@@ -1469,20 +1491,32 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 			return -PN_EPROTO;
 		if (!atomic_load(&c->trusted))
 			h.flags &= ~PN_F_FORWARDED;   /* an origin nobody proved: reply to the sender */
-		if (flags & F_HANDLE) {
+		struct handle hd = { 0 };
+		bool has_handle = flags & F_HANDLE;
+		if (has_handle) {
 			if (n < (size_t)(q - p) + HANDLE_LEN || !h.coop)
 				return -PN_EPROTO;
-			struct handle hd;
 			handle_get(q, &hd);
 			q += HANDLE_LEN;
+		}
+		chunk = n - (size_t)(q - p);
+		if (chunk > h.len)
+			return -PN_EPROTO;
+		if (c->pending) {
+			/* as over tcp: admit looks at the payload's first bytes (those of this
+			 * fragment, past the reply handle); a message it does not admit may be at
+			 * most preauth_max bytes, and is refused before anything is kept for it */
+			if (pn_core_admit(pn, c->peer, h.type, q, chunk, h.len))
+				pending_end(c);
+			else if (h.len > pn_core_opts(pn)->preauth_max)
+				return -PN_ETOOBIG;
+		}
+		if (has_handle) {
 			struct pn_peer_rec *origin = (h.flags & PN_F_FORWARDED) ?
 				pn_core_peer(pn, &h.origin) : c->peer;
 			if (origin)
 				target_keep(tp, origin, h.coop, &hd);
 		}
-		chunk = n - (size_t)(q - p);
-		if (chunk > h.len)
-			return -PN_EPROTO;
 		struct rslot s;
 		if ((flags & F_SLOT) && slot_claim(tp, slot, h.coop, &s))
 			c->dst = pn_core_rx_begin_at(pn, c->peer, &h, s.idx, &c->rx);
@@ -1695,6 +1729,7 @@ static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const ui
 	c->id = id;
 	id->context = c;
 	c->opened_ns = pn_now_ns();
+	c->idle_since_ns = c->opened_ns;
 	c->remote = remote;
 	pn_addr_name(&c->remote, c->rname, sizeof c->rname);
 	const char *name = c->rname;
@@ -1708,6 +1743,10 @@ static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const ui
 		pn_core_log(tp->pn, "rdma: %s: request on device %s, not ours (rejected)",
 		            name, ibv_get_device_name(id->verbs->device));
 		goto reject;
+	}
+	if (pn_core_opts(tp->pn)->admit) {
+		c->pending = true;         /* until a proof or admit lets it in (on_message) */
+		tp->n_pending++;
 	}
 	if (c->hello_flags & PN_F_PROVE) {
 		/* its claim waits for its proof: no peer until then (on_hello, on_auth) */
@@ -1743,6 +1782,7 @@ reject:
 	if (c->peer)
 		pn_core_peer_retire(tp->pn, c->peer);
 	proving_end(c);
+	pending_end(c);
 	c->failed = true;
 	c->dead = true;
 	conn_unlist(c);                    /* destroys the id too, when reaped */
@@ -1876,9 +1916,9 @@ static int pump_events(struct pn_tp *tp, int ms)
 	return 0;
 }
 
-/* Close the inbound connections that did not end their proof within preauth_timeout_ms: what
- * a connection may hold before it proves is bounded in time as in number (PROVING_MAX).
- * I/O thread. */
+/* Close the inbound connections that did not end their proof, or were not admitted, within
+ * preauth_timeout_ms: what a connection may hold before it is let in is bounded in time as
+ * in number (PROVING_MAX, max_conns).  I/O thread. */
 static void sweep_proving(struct pn_tp *tp)
 {
 	enum { BATCH = 16 };
@@ -1887,16 +1927,51 @@ static void sweep_proving(struct pn_tp *tp)
 	unsigned n = 0;
 	pthread_mutex_lock(&tp->lock);
 	for (struct conn *c = tp->conns; c && n < BATCH; c = c->next)
-		if (c->proving && !c->failed && now - c->opened_ns >= limit) {
+		if ((c->proving || c->pending) && !c->failed && now - c->opened_ns >= limit) {
 			conn_get(c);
 			late[n++] = c;
 		}
 	pthread_mutex_unlock(&tp->lock);
 	for (unsigned i = 0; i < n; i++) {
-		pn_core_log(tp->pn, "rdma: %s: no proof within %u ms: closing the connection",
-		            peer_name(late[i]), pn_core_opts(tp->pn)->preauth_timeout_ms);
+		pn_core_log(tp->pn, "rdma: %s: %s within %u ms: closing the connection",
+		            peer_name(late[i]), late[i]->proving ? "no proof" : "not admitted",
+		            pn_core_opts(tp->pn)->preauth_timeout_ms);
 		conn_fail(late[i], -PN_ETIMEDOUT);
 		conn_put(late[i]);
+	}
+}
+
+/* Close the inbound connections that received nothing for idle_timeout_ms, as over tcp.
+ * Looked at every IDLE_SWEEP_MS, by the count of messages received (no clock read per
+ * message): a connection is idle since the last sweep that saw its count move.  I/O
+ * thread. */
+static void sweep_idle(struct pn_tp *tp)
+{
+	enum { BATCH = 16 };
+	uint64_t now = pn_now_ns(), limit = (uint64_t)pn_core_opts(tp->pn)->idle_timeout_ms * 1000000u;
+	if (!limit || now - tp->idle_swept_ns < IDLE_SWEEP_MS * 1000000ull)
+		return;
+	tp->idle_swept_ns = now;
+	struct conn *quiet[BATCH];
+	unsigned n = 0;
+	pthread_mutex_lock(&tp->lock);
+	for (struct conn *c = tp->conns; c; c = c->next) {
+		if (c->active || c->failed)
+			continue;
+		if (c->rx_posted != c->idle_mark) {
+			c->idle_mark = c->rx_posted;
+			c->idle_since_ns = now;
+		} else if (now - c->idle_since_ns >= limit && n < BATCH) {
+			conn_get(c);
+			quiet[n++] = c;
+		}
+	}
+	pthread_mutex_unlock(&tp->lock);
+	for (unsigned i = 0; i < n; i++) {
+		pn_core_log(tp->pn, "rdma: %s: silent for %u ms: closing the connection",
+		            peer_name(quiet[i]), pn_core_opts(tp->pn)->idle_timeout_ms);
+		conn_fail(quiet[i], -PN_ETIMEDOUT);
+		conn_put(quiet[i]);
 	}
 }
 
@@ -1907,8 +1982,8 @@ static void *io_main(void *arg)
 	while (!atomic_load(&tp->stop)) {
 		struct pollfd p[3] = { { tp->ec->fd, POLLIN, 0 }, { tp->comp->fd, POLLIN, 0 },
 		                       { tp->wakefd, POLLIN, 0 } };
-		/* connections proving are looked at every SWEEP_MS */
-		int n = poll(p, 3, tp->n_proving ? SWEEP_MS : 1000);
+		/* connections proving or not admitted are looked at every SWEEP_MS */
+		int n = poll(p, 3, tp->n_proving || tp->n_pending ? SWEEP_MS : 1000);
 		if (n > 0 && p[0].revents)
 			on_cm_events(tp);
 		if (n > 0 && p[1].revents)
@@ -1917,8 +1992,9 @@ static void *io_main(void *arg)
 			uint64_t v;
 			if (read(tp->wakefd, &v, sizeof v) < 0) { /* drained */ }
 		}
-		if (tp->n_proving)
+		if (tp->n_proving || tp->n_pending)
 			sweep_proving(tp);
+		sweep_idle(tp);
 		reap_zombies(tp);
 	}
 	/* Closing: end every connection, then keep taking completions until what was posted has

@@ -761,6 +761,96 @@ static void test_unproven(void)
 	pn_finalize(b);
 }
 
+/* admission: a message starting "ok" admits its connection */
+static int admit_ok(void *arg, pn_peer from, pn_type type, const void *head, size_t n,
+                    uint64_t len)
+{
+	return n >= 2 && !memcmp(head, "ok", 2);
+}
+
+/* The first event on r within ms: DISCONNECTED ends it early.  (Bounded generously: the
+ * emulated guest of check-rdma is slow.) */
+static int wait_disconnect(struct raw *r, int ms)
+{
+	int ev = -1;
+	for (int k = 0; k < ms / 100 && ev != RDMA_CM_EVENT_DISCONNECTED; k++)
+		ev = raw_event(r->ch, 100);
+	if (ev == RDMA_CM_EVENT_DISCONNECTED)
+		r->up = false;
+	return ev;
+}
+
+/* An inbound connection that proves nothing and is not admitted (pn_opts.admit) within
+ * preauth_timeout_ms is closed, and so is one that sends a message over preauth_max before
+ * it is admitted (nothing delivered); one admitted by its first message stays, and may then
+ * send more. */
+static void test_admission(void)
+{
+	struct pn *b = open_with("rdma", (struct pn_opts){ .admit = admit_ok, .preauth_max = 1000,
+	                                                   .preauth_timeout_ms = 300 });
+	if (!b) { CHECK(0, "open"); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_SLOW, 0, h_count, &calls);
+	int port = port_of(pn_self(b, "rdma"));
+	static uint8_t big[2000];
+	memcpy(big, "no", 2);
+	struct raw idle, in, greedy;
+	bool up1 = raw_connect(&idle, port, 1, 0), up2 = raw_connect(&in, port, 1, 0);
+	bool up3 = raw_connect(&greedy, port, 1, 0);
+	bool sent = up2 && raw_send(&in, 1, T_SLOW, 0x99, 1, "ok", 2);
+	bool sent3 = up3 && raw_send(&greedy, 1, T_SLOW, 0x98, 1, big, sizeof big);
+	double t0 = now_s();
+	int ev = wait_disconnect(&idle, 3000);
+	CHECK(up1 && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 2.5,
+	      "not admitted: closed (event %d after %.1f s)", ev, now_s() - t0);
+	ev = wait_disconnect(&greedy, 3000);
+	CHECK(sent3 && ev == RDMA_CM_EVENT_DISCONNECTED,
+	      "2000 bytes before admission (preauth_max 1000): closed (event %d)", ev);
+	memcpy(big, "ok", 2);
+	bool more = sent && raw_send(&in, 1, T_SLOW, 0x9a, 1, big, sizeof big);
+	ev = raw_event(in.ch, 1000);
+	CHECK(sent && more && ev == -1 && calls == 2,
+	      "admitted: 2000 bytes taken, still up after 1 s (event %d), handler ran %d of 2", ev,
+	      (int)calls);
+	raw_close(&idle);
+	raw_close(&in);
+	raw_close(&greedy);
+	pn_finalize(b);
+}
+
+/* idle_timeout_ms: an inbound connection silent that long is closed (the I/O thread looks
+ * every second); one that keeps sending stays. */
+static void test_idle(void)
+{
+	struct pn *b = open_with("rdma", (struct pn_opts){ .idle_timeout_ms = 1000 });
+	if (!b) { CHECK(0, "open"); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_SLOW, 0, h_count, &calls);
+	int port = port_of(pn_self(b, "rdma"));
+	struct raw quiet, busy;
+	bool up1 = raw_connect(&quiet, port, 1, 0), up2 = raw_connect(&busy, port, 1, 0);
+	double t0 = now_s();
+	int sends = 0, ev = -1;
+	/* busy sends every 300 ms while quiet waits for its close (at most 6 s) */
+	while (up2 && ev != RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 6) {
+		sends += raw_send(&busy, 1, T_SLOW, 0x99, 1, "x", 1);
+		ev = raw_event(quiet.ch, 300);
+		struct ibv_wc wc[4];       /* its send completions: the send queue holds 4 */
+		while (ibv_poll_cq(busy.cq, 4, wc) > 0)
+			;
+	}
+	double quiet_s = now_s() - t0;
+	CHECK(up1 && ev == RDMA_CM_EVENT_DISCONNECTED && quiet_s >= 0.9 && quiet_s < 4,
+	      "silent: closed after %.1f s (event %d; idle_timeout_ms 1000)", quiet_s, ev);
+	quiet.up = ev != RDMA_CM_EVENT_DISCONNECTED;
+	ev = raw_event(busy.ch, 10);
+	CHECK(up2 && sends >= 3 && ev == -1, "sending every 300 ms: still up after %.1f s (event %d)",
+	      quiet_s, ev);
+	raw_close(&quiet);
+	raw_close(&busy);
+	pn_finalize(b);
+}
+
 /* Inbound connections past max_conns, or max_conns_per_addr from one address, are rejected,
  * whatever they prove (each holds about 1 MiB of registered buffers), and a place given up
  * is taken again once the server has seen its connection go. */
@@ -908,6 +998,8 @@ int main(int argc, char **argv)
 		{ "claims", test_claims },
 		{ "unproven", test_unproven },
 		{ "conn_limits", test_conn_limits },
+		{ "admission", test_admission },
+		{ "idle", test_idle },
 		{ "proofs", test_proofs },
 		{ "loopback", test_loopback },
 	};
