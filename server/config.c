@@ -165,6 +165,12 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		if (strstr(key, "-file") && read_secret_file(v, buf, sizeof buf, err, errlen) != 0)
 			return -1;
 		const char *sv = strstr(key, "-file") ? buf : v;
+		if (!*sv) {
+			/* (an empty secret would be one any client carries without knowing it) */
+			snprintf(err, errlen, "%s: empty", key);
+			explicit_bzero(buf, sizeof buf);
+			return -1;
+		}
 		if (strlen(sv) > AR_MAX_SECRET) {
 			snprintf(err, errlen, "%s: longer than 1024 bytes", key);
 			explicit_bzero(buf, sizeof buf);

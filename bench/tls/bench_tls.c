@@ -14,7 +14,10 @@
  *
  *   bench_tls PLAIN_EP SECRET_EP TLS_EP SECRET NULL.pno [--rounds R] [--n N] [--reads K]
  *             [--pids P1,P2,P3]
- * run.sh makes the certificates, starts three arfds and runs this several times.
+ *   bench_tls --execs N EP SECRET|- NULL.pno
+ * run.sh makes the certificates, starts three arfds and runs this several times.  The
+ * second form only sends N null EXECs to one endpoint (with the secret, or none for -), for
+ * instr.sh, which counts the instructions arfd spends on them.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -65,7 +68,7 @@ static double cpu_ns(long pid)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		char f[128];
+		char f[300];
 		snprintf(f, sizeof f, "/proc/%ld/task/%s/schedstat", pid, e->d_name);
 		FILE *fp = fopen(f, "r");
 		unsigned long long ns = 0;
@@ -105,10 +108,42 @@ static double read_turn(struct arc *a, void *buf, unsigned k, double *mibs)
 	return median(mibs, k);
 }
 
+/* bench_tls --execs N EP SECRET|- NULL.pno: N null EXECs, one at a time, and nothing else. */
+static int execs_only(int argc, char **argv)
+{
+	unsigned long n = argc == 6 ? strtoul(argv[2], NULL, 10) : 0;
+	if (!n || n > 10000000)
+		die("usage", "bench_tls --execs N(1..10000000) EP SECRET|- NULL.pno");
+	void *seg;
+	size_t seg_len;
+	if (isa_read_file(argv[5], &seg, &seg_len) != 0)
+		die(argv[5], "cannot read");
+	uint8_t id[ISA_ID_LEN];
+	isa_seg_id(seg, seg_len, id);
+	char err[512];
+	struct arc_opts o = { .timeout_ms = 600000, .secret = strcmp(argv[4], "-") ? argv[4] : NULL };
+	struct arc *a = arc_connect(argv[3], &o, err, sizeof err);
+	if (!a)
+		die("arc_connect", err);
+	struct arc_exec x = { .seg = seg, .seg_len = seg_len, .seg_id = id };
+	for (unsigned long i = 0; i < n; i++) {
+		int rc = arc_exec(a, &x);
+		free(x.out);
+		x.out = NULL;
+		if (rc != 0)
+			die("null EXEC", arc_errmsg(a));
+	}
+	arc_close(a);
+	free(seg);
+	return 0;
+}
+
 #define WAYS 3
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--execs"))
+		return execs_only(argc, argv);
 	if (argc < 6)
 		die("usage", "bench_tls PLAIN_EP SECRET_EP TLS_EP SECRET NULL.pno [--rounds R] [--n N] "
 		    "[--reads K]");

@@ -9,7 +9,8 @@
 # wall-clock limit, and SIGTERM ending it within 10 s, the runs' clients told why.  Then a
 # third with --secret-file and a config naming an admin-secret-file and an :admin region: a
 # table of arc requests with no secret, the client secret and the admin secret (installs and
-# the :admin region refused with DENIED to clients); equal secrets refused at start.
+# the :admin region refused with DENIED to clients); equal secrets and an empty one refused
+# at start.
 #
 #   BUILD=build sh tests/integration/arfd.sh        prints "N passed, N failed" last
 # Every client call is bounded by `timeout`; whatever was started is killed on exit.
@@ -334,6 +335,9 @@ printf 'secret same\nadmin-secret same\n' >"$tmp/same.conf"
 timeout "$T" "$BUILD/arfd" --listen tcp:127.0.0.1:0 --config "$tmp/same.conf" 2>"$tmp/err"
 check_rc "equal secrets refused" 1 $?
 contains "equal secrets message" "$tmp/err" "the admin secret must differ from the secret"
+timeout "$T" "$BUILD/arfd" --listen tcp:127.0.0.1:0 --secret "" 2>"$tmp/err"
+check_rc "an empty secret refused" 2 $?
+contains "empty secret message" "$tmp/err" "secret: empty"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
