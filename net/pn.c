@@ -1442,6 +1442,7 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->rdma_replies_out = pn->st[PN_ST_RDMA_REPLIES_OUT];
 	s->rdma_onesided = pn->st[PN_ST_RDMA_ONESIDED];
 	s->udp_refused = pn->st[PN_ST_UDP_REFUSED];
+	s->rx_waits = pn->st[PN_ST_RX_WAITS];
 	s->udp_bad_macs = pn->st[PN_ST_UDP_BAD_MACS];
 	for (int i = 0; i < PN_LAT_BUCKETS; i++)
 		s->coop_lat[i] = pn->lat[i];

@@ -320,6 +320,7 @@ struct pn_stats {
 	                            * new sender, or a message over preauth_max) */
 	uint64_t udp_bad_macs;     /* udp: datagrams dropped for their MAC (forged, changed, from
 	                            * an older association, or plain from a proven peer) */
+	uint64_t rx_waits;         /* tcp, rdma: messages that waited for rx_budget */
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 	uint64_t peers;            /* peer records: every peer known now */
 	uint64_t peers_retired;    /* ... of which closed anonymous ones waiting for reuse */

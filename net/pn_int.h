@@ -368,7 +368,7 @@ void pn_core_returned(struct pn *pn, struct pn_peer_rec *to, const struct pn_hdr
 /* Statistics the transports update (atomically). */
 enum pn_stat { PN_ST_RETRANSMITS, PN_ST_DUPLICATES, PN_ST_RETURNED, PN_ST_DROPPED,
                PN_ST_BAD_FRAMES, PN_ST_RDMA_REPLIES_IN, PN_ST_RDMA_REPLIES_OUT,
-               PN_ST_RDMA_ONESIDED, PN_ST_UDP_REFUSED, PN_ST_UDP_BAD_MACS, PN_ST_COUNT };
+               PN_ST_RDMA_ONESIDED, PN_ST_UDP_REFUSED, PN_ST_UDP_BAD_MACS, PN_ST_RX_WAITS, PN_ST_COUNT };
 void pn_core_count(struct pn *pn, enum pn_stat which, uint64_t n);
 
 /* Fault injection: true when this received packet should be dropped (drop_rate). */

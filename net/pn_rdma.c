@@ -95,6 +95,8 @@
 #define CONNS_DEFAULT 256               /* inbound connections when pn_opts.max_conns is 0 */
 #define SWEEP_MS      100               /* ... looked at this often (preauth_timeout_ms) */
 #define IDLE_SWEEP_MS 1000              /* inbound connections' silence looked at this often */
+#define BUDGET_FREE   (64u << 10)       /* messages this small take no rx_budget */
+#define RX_WAIT       1                 /* on_message: the message waits for rx_budget */
 #define SLOT_BITS     12                /* reply slots: 4096 advertised descriptors at once */
 #define N_SLOTS       (1u << SLOT_BITS)
 #define TARGETS_MAX   1024              /* handles kept per requesting peer */
@@ -168,6 +170,12 @@ struct waiter {
 	int status;                    /* 0 or -PN_E* */
 };
 
+struct held_wc {                   /* a receive completion put off (rx_budget) */
+	uint16_t slot;
+	bool write_imm;                /* IBV_WC_RECV_RDMA_WITH_IMM, else a SEND */
+	uint32_t len, imm;
+};
+
 struct conn {
 	struct pn_tp *tp;
 	struct rdma_cm_id *id;
@@ -214,6 +222,11 @@ struct conn {
 	uint64_t opened_ns;            /* acceptor: when its request came (preauth_timeout_ms) */
 	struct proof *proof;           /* acceptor: between our CHALLENGE and its AUTH */
 	uint64_t rx_posted, credit_written;
+	uint64_t held;                 /* rx_budget bytes the message being received holds */
+	unsigned n_held_wc;            /* receives held while a message waits for rx_budget: */
+	struct held_wc held_wc[DEPTH]; /* ... the first is its first fragment; their buffers are
+	                                * not posted again, so the peer runs out of credit */
+	struct conn *budget_next;      /* tp->budget_head's list (holds a reference) */
 	uint64_t idle_mark;            /* acceptor: rx_posted when the idle sweep last looked ... */
 	uint64_t idle_since_ns;        /* ... and when it last saw it move (idle_timeout_ms) */
 	bool in_payload;
@@ -294,6 +307,10 @@ struct pn_tp {
 	unsigned n_proving;            /* I/O thread: inbound connections proving (PROVING_MAX) */
 	unsigned n_pending;            /* I/O thread: inbound connections not admitted yet */
 	uint64_t idle_swept_ns;        /* I/O thread: when sweep_idle last ran */
+	uint64_t rx_held;              /* I/O thread: rx_budget bytes held by messages being
+	                                * received, and the connections whose next message waits
+	                                * for it, oldest first: */
+	struct conn *budget_head, *budget_tail;
 };
 
 static _Thread_local struct pn_tp *io_self;   /* set on the I/O thread */
@@ -425,6 +442,31 @@ static void proving_end(struct conn *c)
 	}
 }
 
+/* rx_budget over rdma, as over tcp: the bytes of messages being received on all connections
+ * at once.  A message that does not fit waits with its first fragment unprocessed and its
+ * receive buffer not posted again, and so do the connection's later receives: its peer runs
+ * out of credit and stops sending (back-pressure, never a dropped message).  Messages of at
+ * most BUDGET_FREE bytes are not counted (each connection receives one message at a time);
+ * one larger than the whole budget goes when no other message holds any.  I/O thread. */
+static bool budget_take(struct conn *c, uint64_t len)
+{
+	struct pn_tp *tp = c->tp;
+	uint64_t budget = pn_core_opts(tp->pn)->rx_budget;
+	if (c->held || !budget || len <= BUDGET_FREE)
+		return true;
+	if (tp->rx_held && tp->rx_held + len > budget)
+		return false;
+	tp->rx_held += len;
+	c->held = len;
+	return true;
+}
+
+static void budget_release(struct conn *c)
+{
+	c->tp->rx_held -= c->held;
+	c->held = 0;
+}
+
 /* An inbound connection is admitted, or closed: its pre-admission bounds no longer apply.
  * I/O thread. */
 static void pending_end(struct conn *c)
@@ -452,6 +494,8 @@ static void conn_fail(struct conn *c, int err)
 		c->in_payload = false;
 		pn_core_rx_end(tp->pn, &c->rx, err);
 	}
+	budget_release(c);
+	c->n_held_wc = 0;                  /* (left on the budget list: budget_resume drops it) */
 	if (c->peer) {
 		struct rdma_peer *rp = c->peer->tp_state;
 		if (rp) {
@@ -1511,6 +1555,8 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 			else if (h.len > pn_core_opts(pn)->preauth_max)
 				return -PN_ETOOBIG;
 		}
+		if (!budget_take(c, h.len))
+			return RX_WAIT;            /* nothing kept yet: it is parsed again later */
 		if (has_handle) {
 			struct pn_peer_rec *origin = (h.flags & PN_F_FORWARDED) ?
 				pn_core_peer(pn, &h.origin) : c->peer;
@@ -1563,10 +1609,64 @@ static void on_write_imm(struct conn *c, uint32_t imm, size_t len)
 
 static void on_established(struct conn *c, const uint8_t *priv, size_t priv_len);
 
+/* Take one receive: a message's fragment, or a reply written into our memory.  A message
+ * waiting for rx_budget puts this receive and the connection's later ones off (in order),
+ * until budget_resume takes them again. */
+static void rx_complete(struct conn *c, const struct held_wc *w)
+{
+	struct pn_tp *tp = c->tp;
+	int rc = 0;
+	if (c->n_held_wc) {
+		if (c->n_held_wc == DEPTH)     /* more receives than buffers: cannot be */
+			rc = -PN_EPROTO;
+		else
+			c->held_wc[c->n_held_wc++] = *w;
+	} else if (w->write_imm) {
+		on_write_imm(c, w->imm, w->len);
+	} else {
+		rc = on_message(c, w->slot, w->len);
+		if (rc == RX_WAIT) {
+			pn_core_count(tp->pn, PN_ST_RX_WAITS, 1);
+			c->held_wc[0] = *w;
+			c->n_held_wc = 1;
+			conn_get(c);
+			c->budget_next = NULL;
+			if (tp->budget_tail)
+				tp->budget_tail->budget_next = c;
+			else
+				tp->budget_head = c;
+			tp->budget_tail = c;
+			return;
+		}
+	}
+	if (rc) {
+		pn_core_count(tp->pn, PN_ST_BAD_FRAMES, 1);
+		pn_core_log(tp->pn, "rdma: %s: malformed message (%s): closing the connection",
+		            peer_name(c), pn_strerror(rc));
+		conn_fail(c, -PN_EPEERDOWN);
+		return;
+	}
+	if (c->n_held_wc)
+		return;                        /* its buffer stays taken (back-pressure) */
+	/* The buffer is free again before the message is delivered, since an inline handler
+	 * may send, and our peer may be waiting for the credit. */
+	int e = post_recv(c, w->slot);
+	if (e) {
+		pn_core_log(tp->pn, "rdma: %s: ibv_post_recv: %s", peer_name(c), strerror(e));
+		conn_fail(c, -PN_EPEERDOWN);
+		return;
+	}
+	c->rx_posted++;
+	maybe_credit(c);
+	if (c->in_payload && c->got == c->need) {
+		c->in_payload = false;
+		budget_release(c);
+		pn_core_rx_end(tp->pn, &c->rx, c->rx_status);
+	}
+}
+
 static void on_recv_wc(struct conn *c, const struct ibv_wc *wc)
 {
-	unsigned i = (unsigned)(wc->wr_id >> 3);
-	int rc = 0;
 	/* The first message on an accepted connection may come before its ESTABLISHED event
 	 * (the peer's queue pair is ready once it has our accept; ours since rdma_accept).  It
 	 * is established: the handler's reply must take this connection, not open another one
@@ -1578,30 +1678,36 @@ static void on_recv_wc(struct conn *c, const struct ibv_wc *wc)
 		rdma_notify(c->id, IBV_EVENT_COMM_EST);
 		on_established(c, NULL, 0);
 	}
-	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
-		on_write_imm(c, ntohl(wc->imm_data), wc->byte_len);
-	else
-		rc = on_message(c, i, wc->byte_len);
-	if (rc) {
-		pn_core_count(c->tp->pn, PN_ST_BAD_FRAMES, 1);
-		pn_core_log(c->tp->pn, "rdma: %s: malformed message (%s): closing the connection",
-		            peer_name(c), pn_strerror(rc));
-		conn_fail(c, -PN_EPEERDOWN);
-		return;
-	}
-	/* The buffer is free again before the message is delivered, since an inline handler
-	 * may send, and our peer may be waiting for the credit. */
-	int e = post_recv(c, i);
-	if (e) {
-		pn_core_log(c->tp->pn, "rdma: %s: ibv_post_recv: %s", peer_name(c), strerror(e));
-		conn_fail(c, -PN_EPEERDOWN);
-		return;
-	}
-	c->rx_posted++;
-	maybe_credit(c);
-	if (c->in_payload && c->got == c->need) {
-		c->in_payload = false;
-		pn_core_rx_end(c->tp->pn, &c->rx, c->rx_status);
+	struct held_wc w = { .slot = (uint16_t)(wc->wr_id >> 3),
+	                     .write_imm = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM,
+	                     .len = wc->byte_len, .imm = ntohl(wc->imm_data) };
+	rx_complete(c, &w);
+}
+
+/* Connections whose message waits for rx_budget, oldest first: each whose message now fits
+ * takes its put-off receives again, in order (its next message may wait again); closed ones
+ * leave the list.  From the I/O thread's loop only, not from inside a handler. */
+static void budget_resume(struct pn_tp *tp)
+{
+	while (tp->budget_head) {
+		struct conn *c = tp->budget_head;
+		if (!c->failed && c->n_held_wc) {
+			struct pn_hdr h;
+			const uint8_t *p = c->rbuf + (size_t)c->held_wc[0].slot * SLOT_LEN;
+			if (pn_wire_get(p + SUB_LEN, &h, pn_core_opts(tp->pn)->max_msg) == 0 &&
+			    !budget_take(c, h.len))
+				return;                /* the oldest waits: so do the younger (fairness) */
+		}
+		tp->budget_head = c->budget_next;
+		if (!tp->budget_head)
+			tp->budget_tail = NULL;
+		struct held_wc w[DEPTH];
+		unsigned n = c->failed ? 0 : c->n_held_wc;
+		memcpy(w, c->held_wc, n * sizeof *w);
+		c->n_held_wc = 0;
+		for (unsigned i = 0; i < n && !c->failed; i++)
+			rx_complete(c, &w[i]);     /* (the first takes the budget held above) */
+		conn_put(c);
 	}
 }
 
@@ -1956,8 +2062,8 @@ static void sweep_idle(struct pn_tp *tp)
 	unsigned n = 0;
 	pthread_mutex_lock(&tp->lock);
 	for (struct conn *c = tp->conns; c; c = c->next) {
-		if (c->active || c->failed)
-			continue;
+		if (c->active || c->failed || c->n_held_wc)
+			continue;                  /* (one waiting for rx_budget is not silent) */
 		if (c->rx_posted != c->idle_mark) {
 			c->idle_mark = c->rx_posted;
 			c->idle_since_ns = now;
@@ -1994,6 +2100,8 @@ static void *io_main(void *arg)
 		}
 		if (tp->n_proving || tp->n_pending)
 			sweep_proving(tp);
+		if (tp->budget_head)
+			budget_resume(tp);
 		sweep_idle(tp);
 		reap_zombies(tp);
 	}
@@ -2012,6 +2120,7 @@ static void *io_main(void *arg)
 		conn_fail(c, -PN_ESHUTDOWN);
 		conn_put(c);
 	}
+	budget_resume(tp);                 /* every connection failed: only drops the list */
 	uint64_t deadline = pn_now_ns() + 2000000000u;
 	while (atomic_load(&tp->n_waiting) > 0 && pn_now_ns() < deadline) {
 		pump_events(tp, 20);

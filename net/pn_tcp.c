@@ -831,6 +831,8 @@ static int payload_start(struct pn_tp *tp, struct conn *c)
 {
 	const struct pn_hdr *h = &c->h;
 	if (!budget_take(tp, c, h->len)) {
+		if (!c->blocked)
+			pn_core_count(tp->pn, PN_ST_RX_WAITS, 1);
 		c->blocked = true;
 		return 0;
 	}

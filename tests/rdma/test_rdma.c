@@ -610,8 +610,19 @@ static bool raw_connect(struct raw *r, int port, int claim_port, uint8_t flags)
 }
 
 /* Send one frame as a single SEND: kind, type, coop, origin host:origin_port, payload. */
+/* The first fragment of a message of claimed bytes, whose first len bytes are payload (the
+ * rest: raw_send_more). */
+static bool raw_send_part(struct raw *r, int kind, int type, uint64_t coop, int origin_port,
+                          uint32_t claimed, const void *payload, uint32_t len);
+
 static bool raw_send(struct raw *r, int kind, int type, uint64_t coop, int origin_port,
                      const void *payload, uint32_t len)
+{
+	return raw_send_part(r, kind, type, coop, origin_port, len, payload, len);
+}
+
+static bool raw_send_part(struct raw *r, int kind, int type, uint64_t coop, int origin_port,
+                          uint32_t claimed, const void *payload, uint32_t len)
 {
 	uint8_t *p = r->mem + RAW_DEPTH * RAW_SLOT;
 	memset(p, 0, 8 + 40);
@@ -619,7 +630,7 @@ static bool raw_send(struct raw *r, int kind, int type, uint64_t coop, int origi
 	uint8_t *h = p + 8;
 	h[0] = 0x50; h[1] = 0x4e; h[2] = 1; h[3] = (uint8_t)kind;
 	h[4] = (uint8_t)type;
-	memcpy(h + 8, &len, 4);
+	memcpy(h + 8, &claimed, 4);
 	memcpy(h + 12, &coop, 8);
 	h[20] = 3; h[21] = 4;
 	h[22] = (uint8_t)(origin_port >> 8); h[23] = (uint8_t)origin_port;
@@ -629,6 +640,31 @@ static bool raw_send(struct raw *r, int kind, int type, uint64_t coop, int origi
 	struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 	                          .send_flags = IBV_SEND_SIGNALED }, *bad;
 	return ibv_post_send(r->id->qp, &wr, &bad) == 0;   /* raw_recv skips its completion */
+}
+
+/* The next fragment of a message raw_send began: len bytes of payload.  Waits (bounded) for
+ * the send buffer's completion first, since every send goes out of the same buffer; receive
+ * completions met meanwhile are dropped. */
+static bool raw_send_more(struct raw *r, const void *payload, uint32_t len)
+{
+	for (int k = 0; k < 2000; k++) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+		if (n < 0)
+			return false;
+		if (n == 1 && wc.wr_id == 100)
+			break;
+		if (n == 0)
+			usleep(1000);
+	}
+	uint8_t *p = r->mem + RAW_DEPTH * RAW_SLOT;
+	memset(p, 0, 8);
+	p[0] = 2;                                  /* sub-header: MORE */
+	memcpy(p + 8, payload, len);
+	struct ibv_sge sge = { (uintptr_t)p, 8 + len, r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+	                          .send_flags = IBV_SEND_SIGNALED }, *bad;
+	return ibv_post_send(r->id->qp, &wr, &bad) == 0;
 }
 
 /* The first receive within ms: its bytes in *msg (in r->mem), its length; -1: none; -2: the
@@ -818,6 +854,46 @@ static void test_admission(void)
 	pn_finalize(b);
 }
 
+/* rx_budget: a message that does not fit waits, its fragments kept unprocessed (and their
+ * buffers taken: the sender runs out of credit), until the message holding the budget is
+ * done; then it is delivered whole.  Raw senders, so that the first message stays half-sent
+ * for as long as the test wants. */
+static void test_budget(void)
+{
+	/* two messages of 81,840 bytes (a first fragment and four more) over a 100,000-byte
+	 * budget: one fits, not both */
+	enum { FIRST = 16384 - 8 - 40, MORE = 16384 - 8, LEN = FIRST + 4 * MORE };
+	struct pn *b = open_with("rdma", (struct pn_opts){ .rx_budget = 100000 });
+	if (!b) { CHECK(0, "open"); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_SLOW, 0, h_count, &calls);
+	int port = port_of(pn_self(b, "rdma"));
+	static uint8_t chunk[MORE];
+	memset(chunk, 'b', sizeof chunk);
+	struct raw holder, waiter;
+	bool up1 = raw_connect(&holder, port, 1, 0), up2 = raw_connect(&waiter, port, 1, 0);
+	/* holder: the first fragment only (it holds LEN bytes of the budget from now on) */
+	bool sent = up1 && up2 && raw_send_part(&holder, 1, T_SLOW, 0x99, 1, LEN, chunk, FIRST);
+	usleep(200000);
+	sent = sent && raw_send_part(&waiter, 1, T_SLOW, 0x9a, 1, LEN, chunk, FIRST);
+	for (int k = 0; k < 4 && sent; k++)
+		sent = raw_send_more(&waiter, chunk, MORE);
+	usleep(500000);
+	struct pn_stats st;
+	pn_stats_get(b, &st);
+	int before = calls;
+	CHECK(sent && before == 0 && st.rx_waits == 1,
+	      "the second message waits for the budget (sent %d, delivered %d, waited %d)", sent,
+	      before, (int)st.rx_waits);
+	raw_close(&holder);                /* its half message is dropped, the budget freed */
+	for (int k = 0; k < 50 && calls == 0; k++)
+		usleep(100000);
+	CHECK(calls == 1, "once the holder is gone the waiting message is delivered whole: %d",
+	      (int)calls);
+	raw_close(&waiter);
+	pn_finalize(b);
+}
+
 /* idle_timeout_ms: an inbound connection silent that long is closed (the I/O thread looks
  * every second); one that keeps sending stays. */
 static void test_idle(void)
@@ -1000,6 +1076,7 @@ int main(int argc, char **argv)
 		{ "conn_limits", test_conn_limits },
 		{ "admission", test_admission },
 		{ "idle", test_idle },
+		{ "budget", test_budget },
 		{ "proofs", test_proofs },
 		{ "loopback", test_loopback },
 	};
