@@ -1797,20 +1797,44 @@ static void on_cq_events(struct pn_tp *tp)
 /* Room for one more inbound connection from remote?  Each holds its queue pair and about
  * 1 MiB of registered buffers (DEPTH slots each way), whether it proves anything or not, so
  * their number is what bounds that memory: past pn_opts.max_conns (0: CONNS_DEFAULT) in all,
- * or max_conns_per_addr from one IP address, a new connection request is rejected.  (tcp
- * sheds the oldest connection not yet admitted instead; rdma has no admission to tell.) */
+ * or max_conns_per_addr from one IP address, the oldest connection not let in yet (proving,
+ * or pending admission) is closed to make room, as over tcp; when every one counted is let
+ * in, the new connection request is rejected.  I/O thread. */
 static bool conn_room(struct pn_tp *tp, const struct pn_addr *remote)
 {
 	const struct pn_opts *o = pn_core_opts(tp->pn);
 	unsigned max = o->max_conns ? o->max_conns : CONNS_DEFAULT, total = 0, same = 0;
+	struct conn *oldest = NULL, *oldest_same = NULL;
 	pthread_mutex_lock(&tp->lock);
-	for (struct conn *c = tp->conns; c; c = c->next)
-		if (!c->active && !c->failed) {
-			total++;
-			same += pn_addr_same_host(&c->remote, remote);
+	for (struct conn *c = tp->conns; c; c = c->next) {
+		if (c->active || c->failed)
+			continue;
+		bool here = pn_addr_same_host(&c->remote, remote);
+		total++;
+		same += here;
+		if (c->proving || c->pending) {
+			if (!oldest || c->opened_ns < oldest->opened_ns)
+				oldest = c;
+			if (here && (!oldest_same || c->opened_ns < oldest_same->opened_ns))
+				oldest_same = c;
 		}
+	}
+	bool over_addr = o->max_conns_per_addr && same >= o->max_conns_per_addr;
+	struct conn *shed = over_addr ? oldest_same : total >= max ? oldest : NULL;
+	if (shed)
+		conn_get(shed);
 	pthread_mutex_unlock(&tp->lock);
-	return total < max && (!o->max_conns_per_addr || same < o->max_conns_per_addr);
+	if (!over_addr && total < max)
+		return true;
+	if (!shed)
+		return false;
+	pn_core_log(tp->pn, "rdma: %s: closed to make room (max_conns or max_conns_per_addr): "
+	            "it had not proved or been admitted", peer_name(shed));
+	unsigned shed_here = pn_addr_same_host(&shed->remote, remote);
+	conn_fail(shed, -PN_EPEERDOWN);
+	conn_put(shed);
+	/* the other limit may still be full: then the request is rejected all the same */
+	return total - 1 < max && (!o->max_conns_per_addr || same - shed_here < o->max_conns_per_addr);
 }
 
 static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const uint8_t *priv,

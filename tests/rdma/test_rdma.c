@@ -963,6 +963,30 @@ static void test_conn_limits(void)
 			raw_close(&r[k]);
 		pn_finalize(b);
 	}
+
+	/* with admission (pn_opts.admit), a connection not let in yet gives up its place: at
+	 * max_conns 2, the oldest pending one is closed for a new one; an admitted one stays */
+	struct pn *b = open_with("rdma", (struct pn_opts){ .max_conns = 2, .admit = admit_ok,
+	                                                   .preauth_timeout_ms = 10000 });
+	if (!b) { CHECK(0, "open"); return; }
+	_Atomic int calls = 0;
+	pn_set_handler(b, T_SLOW, 0, h_count, &calls);
+	int port = port_of(pn_self(b, "rdma"));
+	struct raw old, in, late;
+	bool up = raw_connect(&old, port, 1, 0) && raw_connect(&in, port, 1, 0) &&
+	          raw_send(&in, 1, T_SLOW, 0x99, 1, "ok", 2);
+	for (int k = 0; k < 30 && calls == 0; k++)
+		usleep(100000);                /* in is admitted once its message is taken */
+	bool late_up = up && raw_connect(&late, port, 1, 0);
+	int ev = wait_disconnect(&old, 3000), ev_in = raw_event(in.ch, 300);
+	CHECK(up && late_up && ev == RDMA_CM_EVENT_DISCONNECTED && ev_in == -1,
+	      "at max_conns the oldest pending connection makes room (new one up %d, oldest's "
+	      "event %d, admitted one's %d)", late_up, ev, ev_in);
+	raw_close(&old);
+	raw_close(&in);
+	if (late_up)
+		raw_close(&late);
+	pn_finalize(b);
 }
 
 /* proof: reply the proof the sender's connection gave (a digit) and its name */
