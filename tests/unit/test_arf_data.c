@@ -1380,6 +1380,42 @@ static void test_crash(void)
 	int64_t aa[4] = { (int64_t)c.ino, 103 * 4096, 5 * 4096, 0 };
 	crash_loop(img, "allocate", aa, 4, NULL, 0, &c3, &c3);
 	fsck_clean("after the crashes", img);
+	/* punches on a file of 100 three-block extents at every 4th block (9 inline, 91 in the
+	 * chain), on an image of its own (the one above has its free space in pieces, which
+	 * would cut the extents), each one run: a hole inside extent 50 (in the chain) with
+	 * partial ends (the head and tail bytes zeroed under the journal, the extent split: an
+	 * insert into the chain's block), then all of extent 3 and the last bytes of extent 2
+	 * (an inline extent removed: the chain's first one moves into the inode, the chain's
+	 * block is logged whole) */
+	const char *pimg = path_of("crashp.img");
+	CHECK(arf_mkfs(pimg, 64 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct model p = { 0 }, p2 = { 0 }, p3 = { 0 };
+	if (serve(&k, pimg)) {
+		p.ino = (uint64_t)create(&k, "p");
+		for (int i = 0; i < 100; i++) {
+			unsigned char b3[3 * 4096];
+			fill_rand(b3, sizeof b3);
+			wr(k.d, &p, (uint64_t)i * 4 * 4096, b3, sizeof b3);
+		}
+		unserve(&k);
+	}
+	p2.ino = p3.ino = p.ino;
+	m_write(&p2, 0, p.b, p.size);
+	m_punch(&p2, 200 * 4096 + 1000, 2 * 4096 - 500);
+	int64_t pa[4] = { (int64_t)p.ino, 200 * 4096 + 1000, 2 * 4096 - 500, 0 };
+	crash_loop(pimg, "punch", pa, 4, NULL, 0, &p, &p2);
+	m_write(&p3, 0, p2.b, p2.size);
+	m_punch(&p3, 11 * 4096 - 7, 4 * 4096 + 14);
+	int64_t pb[4] = { (int64_t)p.ino, 11 * 4096 - 7, 4 * 4096 + 14, 0 };
+	crash_loop(pimg, "punch", pb, 4, NULL, 0, &p2, &p3);
+	if (serve(&k, pimg)) {
+		same(&k, &p3, 1u << 20, "p after the punches");
+		unserve(&k);
+	}
+	fsck_clean("after the punch crashes", pimg);
+	free(p.b);
+	free(p2.b);
+	free(p3.b);
 	free(c.b);
 	free(c2.b);
 	free(c3.b);
