@@ -667,6 +667,24 @@ static void test_fsync(const char *img)
 	fsck_clean("after fsync", img);
 }
 
+/* the model of a punch: [off, off+len) reads as zeros, the size stays */
+static void m_punch(struct model *m, uint64_t off, uint64_t len)
+{
+	if (off < m->size)
+		memset(m->b + off, 0, len < m->size - off ? len : m->size - off);
+}
+
+/* punch through the API and the model */
+static bool pu(struct arf_data *d, struct model *m, uint64_t off, uint64_t len)
+{
+	int rc = arf_punch_gen(d, m->ino, 0, off, len);
+	CHECK(rc == 0, "punch ino %" PRIu64 " off %" PRIu64 " len %" PRIu64 ": %d (%s)", m->ino,
+	      off, len, rc, rc < 0 ? arf_data_errmsg(d) : "");
+	if (rc == 0)
+		m_punch(m, off, len);
+	return rc == 0;
+}
+
 static void test_enospc(void)
 {
 	char err[512];
@@ -675,6 +693,13 @@ static void test_enospc(void)
 	struct conn k;
 	if (!serve(&k, img))
 		return;
+	/* ten extents of 3 blocks, so that a split needs a spare extent block (below) */
+	struct model sp = { .ino = (uint64_t)create(&k, "split") };
+	unsigned char b3[3 * 4096];
+	for (int i = 0; i < 10; i++) {
+		fill_rand(b3, sizeof b3);
+		wr(k.d, &sp, (uint64_t)i * 4 * 4096, b3, sizeof b3);
+	}
 	struct model m = { 0 };
 	m.ino = (uint64_t)create(&k, "fill");
 	size_t n = 8u << 20;
@@ -692,10 +717,18 @@ static void test_enospc(void)
 	if (r == 50)
 		m_write(&m, 0, p + 1, 50);
 	same(&k, &m, 1u << 20, "full file");
+	/* a punch that splits an extent needs an extent block: ENOSPC, nothing changed; one
+	 * that removes a whole extent needs none, and then the split has room */
+	CHECK(arf_punch_gen(k.d, sp.ino, 0, 9 * 4096, 4096) == -ENOSPC, "punch a split when full");
+	same(&k, &sp, 1u << 20, "split file after ENOSPC");
+	pu(k.d, &sp, 4 * 4096, 3 * 4096);
+	pu(k.d, &sp, 9 * 4096, 4096);
+	same(&k, &sp, 1u << 20, "split file after the punches");
 	unserve(&k);
 	fsck_clean("after ENOSPC", img);
 	free(p);
 	free(m.b);
+	free(sp.b);
 }
 
 /* ---- append: the offset is the size arfd finds, for any number of clients ---- */
@@ -1163,24 +1196,6 @@ static void crash_loop(const char *img, const char *entry, const int64_t *args, 
 	/* the logged window is a few calls long: write logs the inode, the extent block and
 	 * inserts (4 stops inside), truncate logs three records and commits (2 stops) */
 	CHECK(cr.cut >= 2, "%s: kills %d, mid-operation %d", entry, cr.rounds, cr.cut);
-}
-
-/* the model of a punch: [off, off+len) reads as zeros, the size stays */
-static void m_punch(struct model *m, uint64_t off, uint64_t len)
-{
-	if (off < m->size)
-		memset(m->b + off, 0, len < m->size - off ? len : m->size - off);
-}
-
-/* punch through the API and the model */
-static bool pu(struct arf_data *d, struct model *m, uint64_t off, uint64_t len)
-{
-	int rc = arf_punch_gen(d, m->ino, 0, off, len);
-	CHECK(rc == 0, "punch ino %" PRIu64 " off %" PRIu64 " len %" PRIu64 ": %d (%s)", m->ino,
-	      off, len, rc, rc < 0 ? arf_data_errmsg(d) : "");
-	if (rc == 0)
-		m_punch(m, off, len);
-	return rc == 0;
 }
 
 /* fallocate's PUNCH_HOLE: a table of punches, each on a fresh file of 10 blocks and 100
