@@ -5,8 +5,10 @@
  * 9 inline ones, extent blocks filled and split), truncate down and up, setattr, every
  * errno, ENOSPC on a 4 MiB image, appends (two clients at once; free space in single blocks,
  * where an append keeps its whole range; ENOSPC), write-behind (arf_wq: gathered and pipelined writes,
- * overlaps, ESTALE and ENOSPC reported at the flush), and crashes: a write that splits an extent block and a
- * truncate that cuts the chain, stopped by fuel at every point in forked servers that are
+ * overlaps, ESTALE and ENOSPC reported at the flush), punches (fallocate's PUNCH_HOLE: a
+ * table of ranges, 16 TiB edges, errors, splits and removals over 300 extents, ENOSPC), and
+ * crashes: a write that splits an extent block, a truncate that cuts the chain and punches
+ * that split and remove extents, stopped by fuel at every point in forked servers that are
  * then SIGKILLed (fsck clean, the file as before or as after).  Every file is compared with a
  * model kept here.  After each phase arfd is stopped and arf_fsck must find the image clean.
  * Prints "N passed, N failed" last.
