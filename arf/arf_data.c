@@ -221,6 +221,29 @@ int arf_allocate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 	return 0;
 }
 
+int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, uint64_t len)
+{
+	if (len == 0 || len >> 63 || off >> 63)
+		return -EINVAL;
+	/* one extent changed per run: again from where the last run stopped */
+	for (uint64_t done = 0; done < len;) {
+		int64_t a[4] = { (int64_t)ino, (int64_t)(off + done), (int64_t)(len - done),
+		                 (int64_t)gen };
+		struct arc_exec x = { 0 };
+		int64_t v = run(d, &x, "punch", a, 4, NULL, 0);
+		free(x.out);
+		if (v < 0)
+			return (int)v;
+		if (v == 0 || (uint64_t)v > len - done) {
+			snprintf(d->s.msg, sizeof d->s.msg, "punch: %lld bytes of %llu",
+			         (long long)v, (unsigned long long)(len - done));
+			return -EIO;
+		}
+		done += (uint64_t)v;
+	}
+	return 0;
+}
+
 /* ---- write-behind (arf_data.h): a queue per file of runs in flight ---- */
 
 struct wrun {

@@ -69,6 +69,12 @@ int64_t arf_seek_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
  * Linux); -EINVAL when len is 0 or past 2^62. */
 int arf_allocate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
                      uint64_t len, bool keep_size);
+/* fallocate's PUNCH_HOLE (with KEEP_SIZE): [off, off+len) reads as zeros, the whole blocks
+ * inside it are given back (partial ones at the ends zeroed in place), the size stays; past
+ * the size or past 16 TiB is fine.  Several runs for a range over many extents (one each).
+ * 0, or -errno as arf_write_gen (-ENOSPC: splitting an extent needed an extent block; the
+ * range may be punched in part); -EINVAL when len is 0, or off or len past 2^63. */
+int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, uint64_t len);
 
 /* ---- write-behind: pipelined writes of one file (the mount's; docs/arf.md, "Writes")
  *

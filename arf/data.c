@@ -11,6 +11,8 @@
  *   writeafter(ino, off, gen, after)         write, once the size has reached after
  *   read(ino, off, len, gen)                 the bytes on the output -> how many (0 at EOF)
  *   truncate(ino, size, gen)                 -> 0
+ *   punch(ino, off, len, gen)                fallocate's PUNCH_HOLE -> bytes covered (may be
+ *                                            short: call again for the rest)
  *   setattr(ino, valid, mode, uid, gid, atime, mtime)   -> 0
  *   fsync(ino, gen)                          -> 0 once its blocks and inode are durable
  * gen: the inode's generation when the caller opened it, or 0 for any: a file deleted and its
@@ -1062,6 +1064,255 @@ long truncate(u64 ino, u64 size, u64 gen)
 	}
 	iunlock(c, tag);
 	return 0;
+damaged:
+	rc = -E_IO;
+fail:
+	jend(j);
+	iunlock(c, tag);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- punch */
+
+/* most blocks punch gives back in one run (1 GiB: 4096 bitmap words); the client calls
+ * again for the rest */
+#define PUNCH_RUN_BLOCKS (1ul << 18)
+
+/* Byte offset of the block holding logical block lb of file c, 0 when lb is in a hole, -1
+ * when the extents are damaged. */
+static long blkat(u64 c, u64 lb)
+{
+	long k = esearch(c, lb);
+	if (k < 0)
+		return -1;
+	if ((u64)k >= ar_ld32u(arf, c + ARF_I_NEXTENTS))
+		return 0;
+	u64 e = eat(c, (u64)k);
+	if (!e || !eok(e))
+		return -1;
+	if (e_lblk(e) > lb)
+		return 0;
+	return (long)((e_pblk(e) + lb - e_lblk(e)) << ARF_BLOCK_SHIFT);
+}
+
+/* Remove extent k of file c (the inode already logged by the caller, its lock held): the
+ * extents after it move down by one.  Inline ones shift in the body, and when the chain holds
+ * extents its first one moves into the last inline slot.  In the chain only one block
+ * changes: it is logged whole and loses the extent, or, when that was its only one, it is
+ * unlinked (the header of the block before it logged, or the inode's link) and returned for
+ * the caller to give back after the commit; else 0.  So a chain never holds an empty block,
+ * and the chain goes when 9 or fewer extents remain. */
+static u64 edelete(u64 c, u64 j, u64 k)
+{
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	ar_st32(arf, c + ARF_I_NEXTENTS, n - 1);
+	u64 b = c + ARF_I_BODY, x = ar_ld64(arf, c + ARF_I_XBLK), q;
+	if (k < ARF_I_INLINE_EXT) {
+		u64 in = n < ARF_I_INLINE_EXT ? n : ARF_I_INLINE_EXT;
+		u64 s = b + k * ARF_E_SIZE;
+		ar_copy(arf, arf, s, s + ARF_E_SIZE, (in - 1 - k) * ARF_E_SIZE);
+		if (n <= ARF_I_INLINE_EXT) {
+			eput(b + (in - 1) * ARF_E_SIZE, 0, 0);
+			return 0;
+		}
+		/* the chain's first extent comes into the last inline slot */
+		if (!xok(x))
+			goto bad;
+		ar_copy(arf, arf, b + (ARF_I_INLINE_EXT - 1) * ARF_E_SIZE, x + ARF_X_EXT, ARF_E_SIZE);
+		q = 0;
+	} else {
+		q = k - ARF_I_INLINE_EXT;
+	}
+	/* the block holding chain position q, and the one before it (0: the inode links it) */
+	u64 prev = 0, nx;
+	for (;;) {
+		if (!xok(x))
+			goto bad;
+		nx = ar_ld32u(arf, x + ARF_X_N);
+		if (nx == 0 || nx > ARF_X_MAX)
+			goto bad;
+		if (q < nx)
+			break;
+		q -= nx;
+		prev = x;
+		x = ar_ld64(arf, x + ARF_X_NEXT);
+	}
+	u64 next = ar_ld64(arf, x + ARF_X_NEXT);
+	if (nx == 1) {
+		if (prev) {
+			jlog(j, prev, ARF_X_EXT);           /* the header: next and n */
+			ar_st64(arf, prev + ARF_X_NEXT, next);
+		} else {
+			ar_st64(arf, c + ARF_I_XBLK, next);
+		}
+		return x;
+	}
+	jlog(j, x, ARF_BLOCK_SIZE);
+	u64 s = x + ARF_X_EXT + q * ARF_E_SIZE;
+	ar_copy(arf, arf, s, s + ARF_E_SIZE, (nx - 1 - q) * ARF_E_SIZE);
+	eput(x + ARF_X_EXT + (nx - 1) * ARF_E_SIZE, 0, 0);
+	ar_st32(arf, x + ARF_X_N, nx - 1);
+	return 0;
+bad:
+	/* the chain was walked by esearch just before, under the lock: cannot happen */
+	ar_trap(5);
+	return 0;
+}
+
+/* punch(ino, off, len, gen): fallocate's PUNCH_HOLE (with KEEP_SIZE, as Linux requires):
+ * bytes [off, off+len) of regular file ino read as zeros afterwards and the whole blocks
+ * inside the range are given back; the size stays.  The partial blocks at the ends are zeroed
+ * in place (logged: a crash leaves the old bytes or the new), as tmpfs does (the range decides,
+ * not the size: a block is freed only when the range covers all of it).  A range past the
+ * size or past 16 TiB is fine (nothing to free there).  Per run at most ONE extent changes
+ * (removed, shortened at one end, or split in two around the hole, which may need a spare
+ * extent block: ENOSPC before any change) and at most PUNCH_RUN_BLOCKS blocks are given back,
+ * so the undo records stay bounded (the inode, the two partial blocks, one extent block and
+ * one header); then it returns a short count and the client calls again from there.  mtime
+ * and ctime become now (also past the size, as tmpfs).  The bytes covered (len when done);
+ * EINVAL for len 0 or off or len past 2^63 (negative to the kernel), and as write. */
+long punch(u64 ino, u64 off, u64 len, u64 gen)
+{
+	if (len == 0 || len >> 63 || off >> 63)
+		return -E_INVAL;
+	long rc = fileoff(ino);
+	if (rc <= 0)
+		return rc;
+	u64 c = (u64)rc;
+	u64 end = off + len;                    /* below 2^64: both are below 2^63 */
+	if (end > MAX_BYTES)
+		end = MAX_BYTES;                /* no block lies past 16 TiB */
+	u64 o = off < end ? off : end;
+	u64 fb = (o + BLOCK_MASK) >> ARF_BLOCK_SHIFT, lbe = end >> ARF_BLOCK_SHIFT;
+	u64 j = jclaim();
+	if (!j)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilock(c, tag);
+	if (rc) {
+		jend(j);
+		return rc;
+	}
+	rc = still_ours(c, gen);
+	if (rc)
+		goto fail;
+
+	/* the partial blocks to zero: bytes past the size are zero already */
+	u64 size = ar_ld64(arf, c + ARF_I_SIZE);
+	u64 zend = end < size ? end : size;
+	u64 hz = 0, hn = 0, tz = 0, tn = 0;     /* head and tail: address, bytes */
+	long p;
+	if ((o & BLOCK_MASK) && o < zend) {
+		p = blkat(c, o >> ARF_BLOCK_SHIFT);
+		if (p < 0)
+			goto damaged;
+		u64 stop = (o | BLOCK_MASK) + 1;
+		if (stop > zend)
+			stop = zend;
+		if (p) {
+			hz = (u64)p + (o & BLOCK_MASK);
+			hn = stop - o;
+		}
+	}
+	/* the whole blocks [fb, lbe): the first extent reaching into them, cut to the run's
+	 * limit lim */
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	u64 e = 0, k = 0, el = lbe, eend = lbe, a = 0, b = 0, next = lbe;
+	if (fb < lbe) {
+		long found = esearch(c, fb);
+		if (found < 0)
+			goto damaged;
+		k = (u64)found;
+		if (k < n) {
+			e = eat(c, k);
+			if (!e || !eok(e))
+				goto damaged;
+			el = e_lblk(e);
+			eend = el + e_len(e);
+		}
+		u64 lim = lbe - fb > PUNCH_RUN_BLOCKS ? fb + PUNCH_RUN_BLOCKS : lbe;
+		if (e && el < lim) {
+			a = el > fb ? el : fb;
+			b = eend < lim ? eend : lim;
+			next = b;
+		} else {
+			e = 0;                  /* a hole up to the next extent: nothing to free */
+			next = el < lbe ? el : lbe;
+		}
+	}
+	u64 finished = next >= lbe;
+	if (finished && (end & BLOCK_MASK) && lbe >= fb && lbe << ARF_BLOCK_SHIFT < zend) {
+		p = blkat(c, lbe);
+		if (p < 0)
+			goto damaged;
+		if (p) {
+			tz = (u64)p;
+			tn = zend - (lbe << ARF_BLOCK_SHIFT);
+		}
+	}
+	/* a hole inside an extent splits it: the second part may need a new or split extent
+	 * block, taken now while failing still changes nothing */
+	u64 y = 0;
+	u64 split = e && a > el && b < eend;
+	if (split && n >= ARF_I_INLINE_EXT) {
+		y = balloc(1);
+		if (!y) {
+			rc = -E_NOSPC;
+			goto fail;
+		}
+	}
+
+	/* ---- logged changes; nothing fails from here ---- */
+	jlog(j, c, ARF_INO_SIZE);
+	if (hn) {
+		jlog(j, hz, hn);
+		ar_fill(arf, hz, hn, 0);
+	}
+	if (tn) {
+		jlog(j, tz, tn);
+		ar_fill(arf, tz, tn, 0);
+	}
+	u64 fp = 0, fn = 0, xfree1 = 0;         /* data blocks to give back; an emptied extent block */
+	if (e) {
+		u64 pb = e_pblk(e);
+		fp = pb + a - el;
+		fn = b - a;
+		u64 nblocks = ar_ld64(arf, c + ARF_I_NBLOCKS) - fn;
+		if (a == el && b == eend) {
+			xfree1 = edelete(c, j, k);
+			if (xfree1)
+				nblocks--;
+		} else if (a == el) {
+			/* the head goes: the extent starts at b */
+			jlog(j, e, ARF_E_SIZE);
+			eput(e, b | (eend - b) << 32, pb + b - el);
+		} else {
+			if (split) {
+				/* the part after the hole becomes an extent of its own, right after e
+				 * (e stays where it is: einsert moves only what follows it) */
+				if (einsert(c, j, PY(k + 1, y), b | (eend - b) << 32, pb + b - el)) {
+					y = 0;
+					nblocks++;
+				}
+			}
+			jlog(j, e, ARF_E_SIZE);
+			ar_st32(arf, e + ARF_E_LEN, a - el);
+		}
+		ar_st64(arf, c + ARF_I_NBLOCKS, nblocks);
+	}
+	u64 t_now = (u64)ar_hcall0(now);
+	ar_st64(arf, c + ARF_I_MTIME, t_now);
+	ar_st64(arf, c + ARF_I_CTIME, t_now);
+	jend(j);
+
+	/* ---- committed: give the blocks back, still under the lock ---- */
+	bput(fp << ARF_BLOCK_SHIFT, fn);
+	if (xfree1)
+		bput(xfree1, 1);
+	if (y)
+		bput(y, 1);             /* the spare extent block, when the insert did not need it */
+	iunlock(c, tag);
+	return finished ? (long)len : (long)((next << ARF_BLOCK_SHIFT) - off);
 damaged:
 	rc = -E_IO;
 fail:

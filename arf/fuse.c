@@ -1072,10 +1072,15 @@ static void arf_lseek_op(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)at);
 }
 
-/* fallocate's mode 0, and KEEP_SIZE inside the size: blocks for the range's holes (zeroed
- * by arfd), the size raised by mode 0.  Blocks past the size cannot be held (the extents of
- * a file lie below its size: File data), and punching, zeroing, collapsing or inserting
- * ranges is not done: EOPNOTSUPP, which glibc's posix_fallocate answers by writing. */
+/* fallocate.  Mode 0, and KEEP_SIZE inside the size: blocks for the range's holes (zeroed
+ * by arfd), the size raised by mode 0; blocks past the size cannot be held (the extents of a
+ * file lie below its size: File data).  PUNCH_HOLE (always with KEEP_SIZE, the kernel checks):
+ * data.c's punch.  ZERO_RANGE: a punch, then blocks for the range as mode 0 gives them (with
+ * KEEP_SIZE only below the size); between the two the range is a hole, which reads as the
+ * zeros it will hold.  COLLAPSE_RANGE and INSERT_RANGE (tmpfs has neither) are EOPNOTSUPP.
+ * Our queued writes of the file land first (as for SEEK_DATA): the size they make counts, and
+ * a punch must not be undone by a write queued before it.  The kernel drops its cached pages
+ * of a punched or zeroed range itself (fuse_file_fallocate); the mount caches no data. */
 static void arf_fallocate_op(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
                              struct fuse_file_info *fi)
 {
@@ -1084,13 +1089,29 @@ static void arf_fallocate_op(fuse_req_t req, fuse_ino_t ino, int mode, off_t off
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (mode & ~FALLOC_FL_KEEP_SIZE) {
+	bool keep = (mode & FALLOC_FL_KEEP_SIZE) != 0;
+	int kind = mode & ~FALLOC_FL_KEEP_SIZE;
+	if (kind != 0 && kind != FALLOC_FL_PUNCH_HOLE && kind != FALLOC_FL_ZERO_RANGE) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	wq_drain(fs, ino);             /* our queued writes land first: the size they make counts */
-	int rc = arf_allocate_gen(fs->d, ino, fh_gen(fi), (uint64_t)off, (uint64_t)len,
-	                          (mode & FALLOC_FL_KEEP_SIZE) != 0);
+	if (kind == FALLOC_FL_PUNCH_HOLE && !keep) {
+		fuse_reply_err(req, EOPNOTSUPP);         /* as vfs_fallocate */
+		return;
+	}
+	wq_drain(fs, ino);
+	uint64_t gen = fh_gen(fi), o = (uint64_t)off, n = (uint64_t)len;
+	int rc = 0;
+	if (kind != 0)
+		rc = arf_punch_gen(fs->d, ino, gen, o, n);
+	if (rc == 0 && kind == FALLOC_FL_ZERO_RANGE && keep) {
+		/* blocks only below the size: past it the range stays a hole (reads as zeros) */
+		struct arf_attr at;
+		rc = arf_getattr(fs->c, ino, &at);
+		n = rc < 0 || o >= at.size ? 0 : at.size - o < n ? at.size - o : n;
+	}
+	if (rc == 0 && kind != FALLOC_FL_PUNCH_HOLE && n > 0)
+		rc = arf_allocate_gen(fs->d, ino, gen, o, n, keep);
 	if (rc < 0)
 		reply_data_errno(req, rc);
 	else

@@ -166,6 +166,35 @@ static void changed(const char *path, const struct times *before, int with_atime
 	printf(" mtime %s ctime %s\n", moved(before->m, s.st_mtim), moved(before->c, s.st_ctim));
 }
 
+/* A file punched: its size, the blocks it holds, and the runs of zero bytes in it. */
+static void punch_show(int fd, const char *what)
+{
+	struct stat s;
+	if (fstat(fd, &s) != 0) {
+		printf("  %s: fstat = -1 %s\n", what, err_name(errno));
+		return;
+	}
+	printf("  %s: size %lld blocks %lld zeros", what, (long long)s.st_size,
+	       (long long)s.st_blocks);
+	static char b[64 << 10];
+	ssize_t n = s.st_size < (off_t)sizeof b ? s.st_size : (ssize_t)sizeof b;
+	if (pread(fd, b, (size_t)n, 0) != n) {
+		printf(" (pread: %s)\n", err_name(errno));
+		return;
+	}
+	for (ssize_t i = 0; i < n;) {
+		ssize_t j = i;
+		while (j < n && b[j] == 0)
+			j++;
+		if (j > i)
+			printf(" [%zd, %zd)", i, j);
+		while (j < n && b[j] != 0)
+			j++;
+		i = j;
+	}
+	printf("\n");
+}
+
 static void make_file(const char *path, mode_t mode, const char *data)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
@@ -903,6 +932,67 @@ static void sc_truncate(void)
 		close(fd);
 		st("sparse2");
 		say(truncate("sparse2", 0), "truncate(sparse2, 0)");
+	}
+	/* PUNCH_HOLE: what reads as zeros afterwards, where SEEK_DATA/SEEK_HOLE land, the blocks
+	 * held (st_blocks goes down only for whole blocks inside the range), the times; then the
+	 * other modes */
+	fd = open("punched", O_RDWR | O_CREAT, 0644);
+	if (fd >= 0) {
+		static char pb[10 * 4096 + 100];
+		memset(pb, 'p', sizeof pb);
+		say(pwrite(fd, pb, sizeof pb, 0), "pwrite(punched, 10 blocks and 100 bytes)");
+		say(fsync(fd), "fsync(punched)");
+		punch_show(fd, "punched");
+		struct times t = snap("punched");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 8192 + 100, 3 * 4096),
+		    "fallocate(punched, PUNCH_HOLE, 8292, 12288)");
+		changed("punched", &t, 0);
+		punch_show(fd, "punched");
+		const off_t from[] = { 0, 8192, 12288, 16384, 20480 };
+		for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+			say(lseek(fd, from[i], SEEK_DATA), "lseek(punched, %lld, SEEK_DATA)",
+			    (long long)from[i]);
+			say(lseek(fd, from[i], SEEK_HOLE), "lseek(punched, %lld, SEEK_HOLE)",
+			    (long long)from[i]);
+		}
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 12288, 4096),
+		    "fallocate(punched, PUNCH_HOLE, in the hole)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 1 << 20, 4096),
+		    "fallocate(punched, PUNCH_HOLE, past the end)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 4095, 2),
+		    "fallocate(punched, PUNCH_HOLE, 4095, 2)");
+		punch_show(fd, "punched");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, sizeof pb),
+		    "fallocate(punched, PUNCH_HOLE, 0, the size)");
+		punch_show(fd, "punched");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, 1 << 20),
+		    "fallocate(punched, PUNCH_HOLE, 0, 1 MiB)");
+		punch_show(fd, "punched");
+		say(lseek(fd, 0, SEEK_DATA), "lseek(punched, 0, SEEK_DATA)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, 0),
+		    "fallocate(punched, PUNCH_HOLE, 0, 0)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 0, -1),
+		    "fallocate(punched, PUNCH_HOLE, 0, -1)");
+		say(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 4096),
+		    "fallocate(punched, PUNCH_HOLE without KEEP_SIZE)");
+		say(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 4096), "fallocate(punched, COLLAPSE_RANGE)");
+		say(fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, 4096), "fallocate(punched, INSERT_RANGE)");
+		/* written just now, not synced: what a write queue holds is punched too */
+		memset(pb, 'q', 3 * 4096);
+		say(pwrite(fd, pb, 3 * 4096, 0), "pwrite(punched, 3 blocks)");
+		say(fallocate(fd, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, 100, 4096),
+		    "fallocate(punched, PUNCH_HOLE, 100, 4096)");
+		punch_show(fd, "punched");
+		/* ZERO_RANGE (ext4 has it, tmpfs not): zeros with blocks, the size raised without
+		 * KEEP_SIZE */
+		memset(pb, 'z', 8192);
+		say(pwrite(fd, pb, 8192, 16384), "pwrite(punched, 2 blocks at 16384)");
+		say(fallocate(fd, FALLOC_FL_ZERO_RANGE, 16484, 40000), "fallocate(punched, ZERO_RANGE, 16484, 40000)");
+		punch_show(fd, "punched");
+		say(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 50000, 20000),
+		    "fallocate(punched, ZERO_RANGE|KEEP_SIZE, 50000, 20000)");
+		punch_show(fd, "punched");
+		close(fd);
 	}
 	/* the largest file: ARF's is 16 TiB (2^32 blocks) */
 	long long tib16 = 16LL << 40;

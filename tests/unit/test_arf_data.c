@@ -5,8 +5,10 @@
  * 9 inline ones, extent blocks filled and split), truncate down and up, setattr, every
  * errno, ENOSPC on a 4 MiB image, appends (two clients at once; free space in single blocks,
  * where an append keeps its whole range; ENOSPC), write-behind (arf_wq: gathered and pipelined writes,
- * overlaps, ESTALE and ENOSPC reported at the flush), and crashes: a write that splits an extent block and a
- * truncate that cuts the chain, stopped by fuel at every point in forked servers that are
+ * overlaps, ESTALE and ENOSPC reported at the flush), punches (fallocate's PUNCH_HOLE: a
+ * table of ranges, 16 TiB edges, errors, splits and removals over 300 extents, ENOSPC), and
+ * crashes: a write that splits an extent block, a truncate that cuts the chain and punches
+ * that split and remove extents, stopped by fuel at every point in forked servers that are
  * then SIGKILLed (fsck clean, the file as before or as after).  Every file is compared with a
  * model kept here.  After each phase arfd is stopped and arf_fsck must find the image clean.
  * Prints "N passed, N failed" last.
@@ -667,6 +669,24 @@ static void test_fsync(const char *img)
 	fsck_clean("after fsync", img);
 }
 
+/* the model of a punch: [off, off+len) reads as zeros, the size stays */
+static void m_punch(struct model *m, uint64_t off, uint64_t len)
+{
+	if (off < m->size)
+		memset(m->b + off, 0, len < m->size - off ? len : m->size - off);
+}
+
+/* punch through the API and the model */
+static bool pu(struct arf_data *d, struct model *m, uint64_t off, uint64_t len)
+{
+	int rc = arf_punch_gen(d, m->ino, 0, off, len);
+	CHECK(rc == 0, "punch ino %" PRIu64 " off %" PRIu64 " len %" PRIu64 ": %d (%s)", m->ino,
+	      off, len, rc, rc < 0 ? arf_data_errmsg(d) : "");
+	if (rc == 0)
+		m_punch(m, off, len);
+	return rc == 0;
+}
+
 static void test_enospc(void)
 {
 	char err[512];
@@ -675,6 +695,13 @@ static void test_enospc(void)
 	struct conn k;
 	if (!serve(&k, img))
 		return;
+	/* ten extents of 3 blocks, so that a split needs a spare extent block (below) */
+	struct model sp = { .ino = (uint64_t)create(&k, "split") };
+	unsigned char b3[3 * 4096];
+	for (int i = 0; i < 10; i++) {
+		fill_rand(b3, sizeof b3);
+		wr(k.d, &sp, (uint64_t)i * 4 * 4096, b3, sizeof b3);
+	}
 	struct model m = { 0 };
 	m.ino = (uint64_t)create(&k, "fill");
 	size_t n = 8u << 20;
@@ -692,10 +719,18 @@ static void test_enospc(void)
 	if (r == 50)
 		m_write(&m, 0, p + 1, 50);
 	same(&k, &m, 1u << 20, "full file");
+	/* a punch that splits an extent needs an extent block: ENOSPC, nothing changed; one
+	 * that removes a whole extent needs none, and then the split has room */
+	CHECK(arf_punch_gen(k.d, sp.ino, 0, 9 * 4096, 4096) == -ENOSPC, "punch a split when full");
+	same(&k, &sp, 1u << 20, "split file after ENOSPC");
+	pu(k.d, &sp, 4 * 4096, 3 * 4096);
+	pu(k.d, &sp, 9 * 4096, 4096);
+	same(&k, &sp, 1u << 20, "split file after the punches");
 	unserve(&k);
 	fsck_clean("after ENOSPC", img);
 	free(p);
 	free(m.b);
+	free(sp.b);
 }
 
 /* ---- append: the offset is the size arfd finds, for any number of clients ---- */
@@ -1165,6 +1200,155 @@ static void crash_loop(const char *img, const char *entry, const int64_t *args, 
 	CHECK(cr.cut >= 2, "%s: kills %d, mid-operation %d", entry, cr.rounds, cr.cut);
 }
 
+/* fallocate's PUNCH_HOLE: a table of punches, each on a fresh file of 10 blocks and 100
+ * bytes written in one piece (or with the holes the case asks for), checked against the
+ * model (bytes, size) and by the blocks the file keeps; then SEEK_DATA/SEEK_HOLE after a
+ * punch, the 16 TiB edges, the errors, a file of 300 three-block extents (9 inline, a full
+ * extent block: splits that insert into the inline slots, the chain's front, a full block
+ * and at its end) and whole extents removed from a file of 300 (the chain shrinking to
+ * nothing); fsck must find the image clean after it all. */
+static void test_punch(void)
+{
+	char err[512];
+	const char *img = path_of("punch.img");
+	CHECK(arf_mkfs(img, 64 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	enum { SZ = 10 * 4096 + 100 };
+	const struct { const char *what; uint64_t off, len, hole; uint64_t blocks; } t[] = {
+		{ "inside one block", 100, 200, 0, 11 },
+		{ "a whole block", 4096, 4096, 0, 10 },
+		{ "across blocks, ends partial", 4000, 4096 + 200, 0, 10 },
+		{ "across blocks, ends aligned", 8192, 3 * 4096, 0, 8 },
+		{ "from the start", 0, 5000, 0, 10 },
+		{ "the whole file", 0, SZ, 0, 1 },      /* the last block is partial: kept, zeroed */
+		{ "the whole file and past it", 0, 11 * 4096, 0, 0 },
+		{ "past EOF", SZ, 1 << 20, 0, 11 },
+		{ "from the middle far past EOF", 20000, 1ull << 40, 0, 5 },
+		{ "inside the last block", 10 * 4096 + 10, 50, 0, 11 },
+		{ "in a hole", 3 * 4096, 2 * 4096, 1, 9 },
+		{ "a hole and data around it", 2 * 4096 + 1, 4 * 4096, 1, 8 },
+		{ "one byte", 7777, 1, 0, 11 },
+		{ "one byte past 16 TiB", 1ull << 44, 1, 0, 11 },
+	};
+	unsigned char blk[SZ];
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "p%zu", i);
+		struct model m = { .ino = (uint64_t)create(&k, name) };
+		fill_rand(blk, sizeof blk);
+		if (t[i].hole) {
+			/* blocks 3 and 4 are a hole */
+			wr(k.d, &m, 0, blk, 3 * 4096);
+			wr(k.d, &m, 5 * 4096, blk + 5 * 4096, SZ - 5 * 4096);
+		} else {
+			wr(k.d, &m, 0, blk, SZ);
+		}
+		struct arf_attr a0, a1;
+		CHECK(arf_getattr(k.c, m.ino, &a0) == 0, "punch %s: getattr", t[i].what);
+		pu(k.d, &m, t[i].off, t[i].len);
+		char what[80];
+		snprintf(what, sizeof what, "punch %s", t[i].what);
+		same(&k, &m, 3000, what);
+		CHECK(arf_getattr(k.c, m.ino, &a1) == 0 && a1.nblocks == t[i].blocks &&
+		      a1.mtime > a0.mtime && a1.ctime > a0.ctime,
+		      "punch %s: nblocks %" PRIu64 " want %" PRIu64 ", times moved %d %d", t[i].what,
+		      a1.nblocks, t[i].blocks, a1.mtime > a0.mtime, a1.ctime > a0.ctime);
+		free(m.b);
+	}
+
+	/* SEEK_DATA/SEEK_HOLE see the new hole: blocks 2..4 of 10 */
+	struct model s = { .ino = (uint64_t)create(&k, "seek") };
+	fill_rand(blk, sizeof blk);
+	wr(k.d, &s, 0, blk, 10 * 4096);
+	pu(k.d, &s, 2 * 4096, 3 * 4096);
+	CHECK(arf_seek_gen(k.d, s.ino, 0, 0, SEEK_HOLE) == 2 * 4096 &&
+	      arf_seek_gen(k.d, s.ino, 0, 2 * 4096, SEEK_DATA) == 5 * 4096 &&
+	      arf_seek_gen(k.d, s.ino, 0, 5 * 4096, SEEK_HOLE) == 10 * 4096 &&
+	      nblocks_of(&k, s.ino) == 7, "punch: seek after it");
+	/* punch it all: no extent left, SEEK_DATA finds nothing */
+	pu(k.d, &s, 0, 10 * 4096);
+	CHECK(arf_seek_gen(k.d, s.ino, 0, 0, SEEK_DATA) == -ENXIO && nblocks_of(&k, s.ino) == 0,
+	      "punch all: no data left");
+	same(&k, &s, 1 << 20, "punch all");
+	free(s.b);
+
+	/* 16 TiB: a file ending there (last byte at 16 TiB - 1), punched up to and past it */
+	uint64_t eino = (uint64_t)create(&k, "edge");
+	const uint64_t tib16 = 1ull << 44;
+	CHECK(arf_write(k.d, eino, tib16 - 8192, blk, 8192) == 8192 &&
+	      arf_punch_gen(k.d, eino, 0, tib16 - 4096, 4096) == 0 && nblocks_of(&k, eino) == 1,
+	      "punch the last block below 16 TiB");
+	unsigned char eb[8192];
+	CHECK(arf_punch_gen(k.d, eino, 0, tib16 - 8191, 1ull << 62) == 0 &&
+	      nblocks_of(&k, eino) == 1 && arf_read(k.d, eino, tib16 - 8192, eb, 8192) == 8192 &&
+	      eb[0] == blk[0] && eb[1] == 0 && eb[4095] == 0, "punch from 16 TiB - 8191 to 2^62");
+	CHECK(arf_punch_gen(k.d, eino, 0, tib16 - 8192, 8192) == 0 &&
+	      nblocks_of(&k, eino) == 0, "punch the rest below 16 TiB");
+	CHECK(arf_punch_gen(k.d, eino, 0, tib16, 4096) == 0 &&
+	      arf_punch_gen(k.d, eino, 0, (1ull << 63) - 2, 1) == 0 &&
+	      arf_punch_gen(k.d, eino, 0, 1ull << 62, (1ull << 63) - (1ull << 62)) == 0,
+	      "punch at and past 16 TiB");
+	struct arf_attr ea;
+	CHECK(arf_getattr(k.c, eino, &ea) == 0 && ea.size == tib16, "16 TiB: the size stays");
+
+	/* a hole of 2 GiB between two blocks: more than one run gives back (PUNCH_RUN_BLOCKS),
+	 * so one run only steps over it */
+	uint64_t gino = (uint64_t)create(&k, "gap");
+	CHECK(arf_write(k.d, gino, 0, blk, 4096) == 4096 &&
+	      arf_write(k.d, gino, 2ull << 30, blk, 4096) == 4096 &&
+	      arf_punch_gen(k.d, gino, 0, 0, 3ull << 30) == 0 && nblocks_of(&k, gino) == 0 &&
+	      arf_seek_gen(k.d, gino, 0, 0, SEEK_DATA) == -ENXIO, "punch over a 2 GiB hole");
+
+	/* errors: len 0 and negative (past 2^63) lengths or offsets, as the kernel's EINVAL */
+	CHECK(arf_punch_gen(k.d, eino, 0, 0, 0) == -EINVAL &&
+	      arf_punch_gen(k.d, eino, 0, 0, 1ull << 63) == -EINVAL &&
+	      arf_punch_gen(k.d, eino, 0, 1ull << 63, 1) == -EINVAL &&
+	      arf_punch_gen(k.d, eino, 0, UINT64_MAX, 1) == -EINVAL &&
+	      arf_punch_gen(k.d, ARF_INO_ROOT, 0, 0, 1) == -EISDIR &&
+	      arf_punch_gen(k.d, 0, 0, 0, 1) == -EINVAL &&
+	      arf_punch_gen(k.d, 200, 0, 0, 1) == -ENOENT &&
+	      arf_punch_gen(k.d, eino, ea.gen + 1, 0, 1) == -ESTALE, "punch: errors");
+
+	/* 300 extents of 3 blocks at every 4th block (9 inline, a full extent block of 255, 36
+	 * in a second): the middle block of extents 5 (inline), 8 (the last inline: its second
+	 * half goes to the front of the chain), 100 (in the full block: it splits) and 299 (the
+	 * last) punched out, each a split */
+	struct model x3 = { .ino = (uint64_t)create(&k, "x3") };
+	for (int i = 0; i < 300; i++) {
+		fill_rand(blk, 3 * 4096);
+		wr(k.d, &x3, (uint64_t)i * 4 * 4096, blk, 3 * 4096);
+	}
+	int64_t nb0 = nblocks_of(&k, x3.ino);
+	const int mid[] = { 5, 8, 100, 299, 150 };
+	for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++)
+		pu(k.d, &x3, ((uint64_t)mid[i] * 4 + 1) * 4096 - 10, 4096 + 20);
+	same(&k, &x3, 1 << 20, "x3 after 5 splits");
+	int64_t nb1 = nblocks_of(&k, x3.ino);
+	CHECK(nb1 >= nb0 - 5 && nb1 <= nb0 - 5 + 3, "x3: nblocks %" PRId64 " from %" PRId64,
+	      nb1, nb0);
+	/* a range over extents 20 .. 279: 260 runs that remove whole extents (and the halves
+	 * the splits made), then the whole file */
+	pu(k.d, &x3, 20 * 4 * 4096 + 4095, 260 * 4 * 4096);
+	same(&k, &x3, 1 << 20, "x3 after a punch over 260 extents");
+	pu(k.d, &x3, 0, x3.size);
+	same(&k, &x3, 1 << 20, "x3 punched whole");
+	CHECK(nblocks_of(&k, x3.ino) == 0, "x3: no block left: %" PRId64, nblocks_of(&k, x3.ino));
+	/* and it grows again from nothing */
+	fill_rand(blk, 3 * 4096);
+	wr(k.d, &x3, 4096 * 7 + 3, blk, 3 * 4096);
+	same(&k, &x3, 1 << 20, "x3 written again");
+	unserve(&k);
+	unsigned cb;
+	uint64_t cin;
+	uint32_t cne = 99;
+	CHECK(chain_of(img, x3.ino, &cb, &cin, &cne) == 0 && cb == 0 && cne >= 1 && cne <= 2,
+	      "x3: no chain left (%u blocks, %" PRIu32 " extents)", cb, cne);
+	fsck_clean("after the punches", img);
+	free(x3.b);
+}
+
 /* c: 300 one-block extents at even blocks (9 inline, a full extent block, 36 in a second),
  * then a write filling the hole at block 101 (an insert that splits the full block) and a
  * truncate that cuts the chain, each crashed at every point */
@@ -1213,6 +1397,42 @@ static void test_crash(void)
 	int64_t aa[4] = { (int64_t)c.ino, 103 * 4096, 5 * 4096, 0 };
 	crash_loop(img, "allocate", aa, 4, NULL, 0, &c3, &c3);
 	fsck_clean("after the crashes", img);
+	/* punches on a file of 100 three-block extents at every 4th block (9 inline, 91 in the
+	 * chain), on an image of its own (the one above has its free space in pieces, which
+	 * would cut the extents), each one run: a hole inside extent 50 (in the chain) with
+	 * partial ends (the head and tail bytes zeroed under the journal, the extent split: an
+	 * insert into the chain's block), then all of extent 3 and the last bytes of extent 2
+	 * (an inline extent removed: the chain's first one moves into the inode, the chain's
+	 * block is logged whole) */
+	const char *pimg = path_of("crashp.img");
+	CHECK(arf_mkfs(pimg, 64 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct model p = { 0 }, p2 = { 0 }, p3 = { 0 };
+	if (serve(&k, pimg)) {
+		p.ino = (uint64_t)create(&k, "p");
+		for (int i = 0; i < 100; i++) {
+			unsigned char b3[3 * 4096];
+			fill_rand(b3, sizeof b3);
+			wr(k.d, &p, (uint64_t)i * 4 * 4096, b3, sizeof b3);
+		}
+		unserve(&k);
+	}
+	p2.ino = p3.ino = p.ino;
+	m_write(&p2, 0, p.b, p.size);
+	m_punch(&p2, 200 * 4096 + 1000, 2 * 4096 - 500);
+	int64_t pa[4] = { (int64_t)p.ino, 200 * 4096 + 1000, 2 * 4096 - 500, 0 };
+	crash_loop(pimg, "punch", pa, 4, NULL, 0, &p, &p2);
+	m_write(&p3, 0, p2.b, p2.size);
+	m_punch(&p3, 11 * 4096 - 7, 4 * 4096 + 14);
+	int64_t pb[4] = { (int64_t)p.ino, 11 * 4096 - 7, 4 * 4096 + 14, 0 };
+	crash_loop(pimg, "punch", pb, 4, NULL, 0, &p2, &p3);
+	if (serve(&k, pimg)) {
+		same(&k, &p3, 1u << 20, "p after the punches");
+		unserve(&k);
+	}
+	fsck_clean("after the punch crashes", pimg);
+	free(p.b);
+	free(p2.b);
+	free(p3.b);
 	free(c.b);
 	free(c2.b);
 	free(c3.b);
@@ -1243,6 +1463,7 @@ int main(void)
 	test_enospc();
 	test_append();
 	test_wq(img);
+	test_punch();
 	test_crash();
 	free(f1.b); free(f2.b); free(f3.b); free(g.b); free(h.b);
 	if (!failed) {
