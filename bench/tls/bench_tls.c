@@ -108,18 +108,25 @@ static double read_turn(struct arc *a, void *buf, unsigned k, double *mibs)
 	return median(mibs, k);
 }
 
+/* The null segment at path, its length and id. */
+static void *load_segment(const char *path, size_t *len, uint8_t id[ISA_ID_LEN])
+{
+	void *seg;
+	if (isa_read_file(path, &seg, len) != 0)
+		die(path, "cannot read");
+	isa_seg_id(seg, *len, id);
+	return seg;
+}
+
 /* bench_tls --execs N EP SECRET|- NULL.pno: N null EXECs, one at a time, and nothing else. */
 static int execs_only(int argc, char **argv)
 {
 	unsigned long n = argc == 6 ? strtoul(argv[2], NULL, 10) : 0;
 	if (!n || n > 10000000)
 		die("usage", "bench_tls --execs N(1..10000000) EP SECRET|- NULL.pno");
-	void *seg;
 	size_t seg_len;
-	if (isa_read_file(argv[5], &seg, &seg_len) != 0)
-		die(argv[5], "cannot read");
 	uint8_t id[ISA_ID_LEN];
-	isa_seg_id(seg, seg_len, id);
+	void *seg = load_segment(argv[5], &seg_len, id);
 	char err[512];
 	struct arc_opts o = { .timeout_ms = 600000, .secret = strcmp(argv[4], "-") ? argv[4] : NULL };
 	struct arc *a = arc_connect(argv[3], &o, err, sizeof err);
@@ -161,12 +168,9 @@ int main(int argc, char **argv)
 	}
 	if (!rounds || !n || !k || rounds > 1000 || n > 1000000 || k > 100)
 		die("options", "--rounds 1..1000, --n 1..1000000, --reads 1..100");
-	void *seg;
 	size_t seg_len;
-	if (isa_read_file(argv[5], &seg, &seg_len) != 0)
-		die(argv[5], "cannot read");
 	uint8_t id[ISA_ID_LEN];
-	isa_seg_id(seg, seg_len, id);
+	void *seg = load_segment(argv[5], &seg_len, id);
 	const char *name[WAYS] = { "plain", "secret", "tls" };
 	struct arc *a[WAYS];
 	for (int t = 0; t < WAYS; t++) {
