@@ -97,6 +97,8 @@
 #define IDLE_SWEEP_MS 1000              /* inbound connections' silence looked at this often */
 #define BUDGET_FREE   (64u << 10)       /* messages this small take no rx_budget */
 #define RX_WAIT       1                 /* on_message: the message waits for rx_budget */
+#define RX_REFUSED    2                 /* on_message: refused before admission, answered */
+#define REFUSE_LINGER_MS 1000           /* a refused connection's answer has this long */
 #define SLOT_BITS     12                /* reply slots: 4096 advertised descriptors at once */
 #define N_SLOTS       (1u << SLOT_BITS)
 #define TARGETS_MAX   1024              /* handles kept per requesting peer */
@@ -212,6 +214,10 @@ struct conn {
 	/* I/O thread only */
 	bool failed;                   /* conn_fail ran */
 	bool proving;                  /* acceptor: its HELLO promised a proof that has not ended */
+	bool refused;                  /* acceptor: a message over preauth_max was answered by
+	                                * pn_opts.refuse: what it sends is dropped, and it is closed
+	                                * once the answer is out (or after REFUSE_LINGER_MS) */
+	uint64_t refused_ns;
 	bool pending;                  /* acceptor: not admitted yet (a proof, or pn_opts.admit
 	                                * taking one of its messages); closed after
 	                                * preauth_timeout_ms, its messages at most preauth_max */
@@ -1552,8 +1558,12 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 			 * most preauth_max bytes, and is refused before anything is kept for it */
 			if (pn_core_admit(pn, c->peer, h.type, q, chunk, h.len))
 				pending_end(c);
-			else if (h.len > pn_core_opts(pn)->preauth_max)
-				return -PN_ETOOBIG;
+			else if (h.len > pn_core_opts(pn)->preauth_max) {
+				/* as over tcp, the application may answer why (arfd: the secret) before
+				 * the connection closes; nothing of the message is kept */
+				pn_core_refuse(pn, c->peer, h.type, h.coop, q, chunk);
+				return RX_REFUSED;
+			}
 		}
 		if (!budget_take(c, h.len))
 			return RX_WAIT;            /* nothing kept yet: it is parsed again later */
@@ -1616,7 +1626,9 @@ static void rx_complete(struct conn *c, const struct held_wc *w)
 {
 	struct pn_tp *tp = c->tp;
 	int rc = 0;
-	if (c->n_held_wc) {
+	if (c->refused) {
+		/* dropped: it closes once its answer is out */
+	} else if (c->n_held_wc) {
 		if (c->n_held_wc == DEPTH)     /* more receives than buffers: cannot be */
 			rc = -PN_EPROTO;
 		else
@@ -1625,6 +1637,18 @@ static void rx_complete(struct conn *c, const struct held_wc *w)
 		on_write_imm(c, w->imm, w->len);
 	} else {
 		rc = on_message(c, w->slot, w->len);
+		if (rc == RX_REFUSED) {
+			rc = 0;
+			c->refused = true;
+			c->refused_ns = pn_now_ns();
+			pthread_mutex_lock(&c->lock);
+			bool sending = c->sq_used > 0;
+			pthread_mutex_unlock(&c->lock);
+			if (!sending) {        /* no answer, or already out */
+				conn_fail(c, -PN_ETOOBIG);
+				return;
+			}
+		}
 		if (rc == RX_WAIT) {
 			pn_core_count(tp->pn, PN_ST_RX_WAITS, 1);
 			c->held_wc[0] = *w;
@@ -1737,8 +1761,13 @@ static void on_send_wc(struct conn *c, const struct ibv_wc *wc)
 	} else if (tag == TAG_CREDIT) {
 		c->credit_busy = false;
 	}
+	bool refused_done = c->refused && c->sq_used == 0;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
+	if (refused_done && !st) {
+		conn_fail(c, -PN_ETOOBIG);     /* its answer is acknowledged: now close */
+		return;
+	}
 	if (st) {
 		/* a flush is the echo of what moved the queue pair to the error state (a completion
 		 * error, logged, or a disconnect), not news */
@@ -2057,15 +2086,18 @@ static void sweep_proving(struct pn_tp *tp)
 	unsigned n = 0;
 	pthread_mutex_lock(&tp->lock);
 	for (struct conn *c = tp->conns; c && n < BATCH; c = c->next)
-		if ((c->proving || c->pending) && !c->failed && now - c->opened_ns >= limit) {
+		if (!c->failed && (((c->proving || c->pending) && now - c->opened_ns >= limit) ||
+		                   (c->refused && now - c->refused_ns >= REFUSE_LINGER_MS * 1000000ull))) {
 			conn_get(c);
 			late[n++] = c;
 		}
 	pthread_mutex_unlock(&tp->lock);
 	for (unsigned i = 0; i < n; i++) {
+		bool refused = late[i]->refused;
 		pn_core_log(tp->pn, "rdma: %s: %s within %u ms: closing the connection",
-		            peer_name(late[i]), late[i]->proving ? "no proof" : "not admitted",
-		            pn_core_opts(tp->pn)->preauth_timeout_ms);
+		            peer_name(late[i]), refused ? "refused, its answer not out" :
+		            late[i]->proving ? "no proof" : "not admitted",
+		            refused ? REFUSE_LINGER_MS : pn_core_opts(tp->pn)->preauth_timeout_ms);
 		conn_fail(late[i], -PN_ETIMEDOUT);
 		conn_put(late[i]);
 	}

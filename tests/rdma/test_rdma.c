@@ -804,6 +804,13 @@ static int admit_ok(void *arg, pn_peer from, pn_type type, const void *head, siz
 	return n >= 2 && !memcmp(head, "ok", 2);
 }
 
+/* refuse: answer "why" to the coop of a message refused before admission */
+static void refuse_why(void *arg, pn_peer from, pn_type type, pn_coop coop, const void *head,
+                       size_t n)
+{
+	pn_send(*(struct pn **)arg, from, T_REPLY, coop, "why", 3);
+}
+
 /* The first event on r within ms: DISCONNECTED ends it early.  (Bounded generously: the
  * emulated guest of check-rdma is slow.) */
 static int wait_disconnect(struct raw *r, int ms)
@@ -822,8 +829,11 @@ static int wait_disconnect(struct raw *r, int ms)
  * send more. */
 static void test_admission(void)
 {
+	static struct pn *self;
 	struct pn *b = open_with("rdma", (struct pn_opts){ .admit = admit_ok, .preauth_max = 1000,
-	                                                   .preauth_timeout_ms = 300 });
+	                                                   .preauth_timeout_ms = 300,
+	                                                   .refuse = refuse_why, .admit_arg = &self });
+	self = b;
 	if (!b) { CHECK(0, "open"); return; }
 	_Atomic int calls = 0;
 	pn_set_handler(b, T_SLOW, 0, h_count, &calls);
@@ -839,9 +849,14 @@ static void test_admission(void)
 	int ev = wait_disconnect(&idle, 3000);
 	CHECK(up1 && ev == RDMA_CM_EVENT_DISCONNECTED && now_s() - t0 < 2.5,
 	      "not admitted: closed (event %d after %.1f s)", ev, now_s() - t0);
+	/* its answer (pn_opts.refuse) comes before the close */
+	const uint8_t *why = NULL;
+	long got = sent3 ? raw_recv(&greedy, 3000, &why) : -1;
+	bool answered = got == 8 + 40 + 3 && !memcmp(why + 48, "why", 3) && why[8 + 12] == 0x98;
 	ev = wait_disconnect(&greedy, 3000);
-	CHECK(sent3 && ev == RDMA_CM_EVENT_DISCONNECTED,
-	      "2000 bytes before admission (preauth_max 1000): closed (event %d)", ev);
+	CHECK(sent3 && answered && ev == RDMA_CM_EVENT_DISCONNECTED,
+	      "2000 bytes before admission (preauth_max 1000): answered (%ld bytes) and closed "
+	      "(event %d)", got, ev);
 	memcpy(big, "ok", 2);
 	bool more = sent && raw_send(&in, 1, T_SLOW, 0x9a, 1, big, sizeof big);
 	ev = raw_event(in.ch, 1000);
