@@ -7,7 +7,8 @@
 #
 #   bash bench/fs/run.sh [--quick] [--build DIR] [--nets "1gbit unlimited"] [--tree kernel|gen]
 #                        [--kernel-dirs "DIR ..."|all] [--files N] [--big MIB] [--out NAME]
-#                        [--row-timeout S]
+#                        [--row-timeout S] [--compare-asm [--asm-first]]
+#                        [--mount-opts OPTS]
 #   (make bench-fs BENCH_FS_ARGS=--quick)
 #
 # --quick: a generated tree of 2000 files and a 64 MiB file, results/fs-quick.*.  The default
@@ -17,6 +18,18 @@
 # cannot be) and writes a --big 4096 MiB file (the issue's 4 GiB), results/fs.*.  Needs root
 # (namespaces, mounts).  Everything it makes lives in a mktemp directory, two namespaces
 # and one veth pair, all removed on exit; every step is bounded by `timeout`.
+#
+# --compare-asm (issue #16): ARF against ARF instead of sshfs, its operations in C
+# (arfseg/ops.pno, data.pno) on one side and in assembly (ops_asm.pno, data_asm.pno, given to
+# `arf mount` as ARF_OPS_SEG and ARF_DATA_SEG) on the other; each side its own image and
+# arfd (ports 7070 and 7071), so nothing is shared but the machine.  Each row on a fresh
+# mount of each; which side goes first alternates from row to row (--asm-first: the asm side
+# on the first row).  The ratio is asm s / C s (> 1: C faster); no plot.  Default --out:
+# asm-vs-c-quick with --quick, else asm-vs-c.  The mount calls the xattr exports, which the
+# assembly never had (a default ACL run per create, security.capability before writes):
+# --mount-opts noxattr gives both sides `arf mount -o noxattr` (docs/arf.md), so both run the
+# same operations; without it the asm side's rows fail, and the table says so.  --mount-opts
+# OPTS: `-o OPTS` for every ARF mount (either mode).
 set -uo pipefail
 umask 022
 
@@ -33,6 +46,8 @@ FILES=20000
 BIG_MIB=4096
 OUT=
 ROW_T=
+CMP=0 ASM_FIRST=0
+MOPTS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
@@ -44,20 +59,33 @@ while [ $# -gt 0 ]; do
 	--big) BIG_MIB=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--row-timeout) ROW_T=$2; shift ;;
+	--compare-asm) CMP=1 ;;
+	--asm-first) ASM_FIRST=1 ;;
+	--mount-opts) MOPTS=$2; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
 	esac
 	shift
 done
+# the two sides: ARF (operations in C) and sshfs, or with --compare-asm ARF with the assembly
+SIDES="arf sshfs"; B=sshfs
+[ "$CMP" = 1 ] && { SIDES="arf asm"; B=asm; }
 if [ "$QUICK" = 1 ]; then
-	TREE=gen; FILES=2000; BIG_MIB=64; OUT=${OUT:-fs-quick}; ROW_T=${ROW_T:-300}
+	TREE=gen; FILES=2000; BIG_MIB=64; ROW_T=${ROW_T:-300}
+	[ "$CMP" = 1 ] && OUT=${OUT:-asm-vs-c-quick} || OUT=${OUT:-fs-quick}
 else
-	OUT=${OUT:-fs}; ROW_T=${ROW_T:-3600}
+	ROW_T=${ROW_T:-3600}
+	[ "$CMP" = 1 ] && OUT=${OUT:-asm-vs-c} || OUT=${OUT:-fs}
 fi
 [ "$(id -u)" -eq 0 ] || { echo "run.sh: needs root (network namespaces, mounts)" >&2; exit 2; }
 for p in arf arfd; do
 	[ -x "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
 done
+if [ "$CMP" = 1 ]; then
+	for p in arfseg/ops.pno arfseg/ops_asm.pno arfseg/data.pno arfseg/data_asm.pno arfseg/statfs.pno pndis; do
+		[ -r "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
+	done
+fi
 
 # ---- install what is missing (as scripts/deps.sh)
 pkgs=(iproute2 fuse3 sshfs openssh-server openssh-client gnuplot python3 xz-utils tar)
@@ -79,17 +107,18 @@ ID=$$
 NS_S=arfbench-srv-$ID NS_C=arfbench-cli-$ID
 V_S=afs-s$ID V_C=afs-c$ID              # interface names: 15 characters at most
 IP_S=10.231.0.1 IP_C=10.231.0.2
-PORT=7070
-M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs
-arfd_pid= sshd_pid= arfm_pid=
+PORT=7070 PORT_ASM=7071
+M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs M_ASM=$tmp/mnt/asm
+arfd_pid= sshd_pid= arfm_pid= arfd_asm_pid= asmm_pid=
 
 cleanup() {
 	trap - EXIT
-	unmount "$M_ARF"; unmount "$M_SSH"
+	unmount "$M_ARF"; unmount "$M_SSH"; unmount "$M_ASM"
 	[ -n "$arfm_pid" ] && kill -KILL "$arfm_pid" 2>/dev/null
-	stop "$sshd_pid"; stop "$arfd_pid"
+	[ -n "$asmm_pid" ] && kill -KILL "$asmm_pid" 2>/dev/null
+	stop "$sshd_pid"; stop "$arfd_pid"; stop "$arfd_asm_pid"
 	net_down
-	if mounted "$M_ARF" || mounted "$M_SSH"; then
+	if mounted "$M_ARF" || mounted "$M_SSH" || mounted "$M_ASM"; then
 		echo "run.sh: a mount is still there, $tmp left"
 	else
 		rm -rf "$tmp"
@@ -100,15 +129,32 @@ trap 'exit 130' INT TERM
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
-mkdir -p "$tmp/bin/arfseg" "$tmp/srv/export" "$tmp/ssh" "$M_ARF" "$M_SSH" "$tmp/log"
+mkdir -p "$tmp/bin/arfseg" "$tmp/srv/export" "$tmp/ssh" "$M_ARF" "$M_SSH" "$M_ASM" "$tmp/log"
 # a copy of the programs: others may rebuild build/ while this runs
 cp "$BUILD/arf" "$BUILD/arfd" "$tmp/bin/" && cp "$BUILD"/arfseg/*.pno "$tmp/bin/arfseg/" ||
 	die "cannot copy the programs from $BUILD"
 BIN=$tmp/bin
+if [ "$CMP" = 1 ]; then
+	cp "$BUILD/pndis" "$BIN/" || die "cannot copy $BUILD/pndis"
+fi
+exports_of() { "$BIN/pndis" "$1" | awk '$1 == ".export" { print $2 }' | sort; }
 BUILD_AT=$(date -u -r "$BUILD/arf" '+%Y-%m-%d %H:%M')
 # the checkout BUILD was made from (not this script's, when --build names another one)
 SRC=$(cd "$BUILD/.." && pwd)
 BUILD_REV="$(git -C "$SRC" log -1 --format=%h 2>/dev/null)$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
+# --compare-asm: what each side's `arf mount` runs (statfs.pno has no C version: the same
+# file for both), and the exports the assembly lacks (the C ones added since): a row that
+# needs one fails on the asm side, and the table says so
+SEGENV_C="ARF_OPS_SEG=$BIN/arfseg/ops.pno ARF_DATA_SEG=$BIN/arfseg/data.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+SEGENV_ASM="ARF_OPS_SEG=$BIN/arfseg/ops_asm.pno ARF_DATA_SEG=$BIN/arfseg/data_asm.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+ONLY_C=
+if [ "$CMP" = 1 ]; then
+	for s in ops data; do
+		x=$(comm -23 <(exports_of "$BIN/arfseg/$s.pno") <(exports_of "$BIN/arfseg/${s}_asm.pno") | paste -sd ' ' -)
+		[ -n "$x" ] && ONLY_C+="${ONLY_C:+; }$s.pno: $x"
+	done
+	echo "run.sh: exports in C only (absent from the assembly): ${ONLY_C:-none}"
+fi
 
 net_up
 
@@ -154,14 +200,23 @@ IMG_MIB=$(( 2 * SRC_MIB + BIG_MIB + 1024 ))
 timeout 120 "$BIN/arf" mkfs "$tmp/srv/arf.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs" 2>&1 ||
 	{ cat "$tmp/log/mkfs"; die "arf mkfs failed"; }
 arfd_up "$BIN/arfd" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
-
-sshd_up "$tmp/log/sshd"
+if [ "$CMP" = 1 ]; then
+	# the asm side: its own image and arfd (segments are installed by the mount, by hash)
+	c_pid=$arfd_pid
+	timeout 120 "$BIN/arf" mkfs "$tmp/srv/asm.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs.asm" 2>&1 ||
+		{ cat "$tmp/log/mkfs.asm"; die "arf mkfs (asm side) failed"; }
+	arfd_up "$BIN/arfd" "$tmp/srv/asm.img" "tcp:$IP_S:$PORT_ASM" "$tmp/log/arfd.asm"
+	arfd_asm_pid=$arfd_pid arfd_pid=$c_pid
+else
+	sshd_up "$tmp/log/sshd"
+fi
 
 # ---- client mounts (a fresh one before each row: cold client caches)
 n_mount=0
 mount_arf() {
 	n_mount=$((n_mount + 1))
-	ns_c "$BIN/arf" mount "tcp:$IP_S:$PORT" "$M_ARF" -f 2>"$tmp/log/arf-mount.$n_mount" &
+	# explicit segments with --compare-asm (the same files the mount would find beside arf)
+	ns_c env $([ "$CMP" = 1 ] && echo "$SEGENV_C") "$BIN/arf" mount "tcp:$IP_S:$PORT" "$M_ARF" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/arf-mount.$n_mount" &
 	arfm_pid=$!
 	for _ in $(seq 200); do
 		mounted "$M_ARF" && return 0
@@ -191,13 +246,44 @@ mount_sshfs() {
 	return 1
 }
 umount_sshfs() { unmount "$M_SSH"; }
+# the asm side (--compare-asm): the same mount, its own arfd, the assembly segments
+mount_asm() {
+	n_mount=$((n_mount + 1))
+	ns_c env $SEGENV_ASM "$BIN/arf" mount "tcp:$IP_S:$PORT_ASM" "$M_ASM" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/asm-mount.$n_mount" &
+	asmm_pid=$!
+	for _ in $(seq 200); do
+		mounted "$M_ASM" && return 0
+		kill -0 "$asmm_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "run.sh: arf mount (asm) failed: $(tr '\n' ' ' <"$tmp/log/asm-mount.$n_mount")" >&2
+	return 1
+}
+umount_asm() {
+	mounted "$M_ASM" && timeout 60 "$BIN/arf" umount "$M_ASM" 2>/dev/null
+	unmount "$M_ASM"
+	if [ -n "$asmm_pid" ]; then
+		for _ in $(seq 100); do kill -0 "$asmm_pid" 2>/dev/null || break; sleep 0.05; done
+		kill -KILL "$asmm_pid" 2>/dev/null
+		wait "$asmm_pid" 2>/dev/null
+		asmm_pid=
+	fi
+}
 remount() {
 	case $1 in
 	arf) umount_arf; mount_arf ;;
 	sshfs) umount_sshfs; mount_sshfs ;;
+	asm) umount_asm; mount_asm ;;
 	esac
 }
-mnt_of() { if [ "$1" = arf ]; then echo "$M_ARF"; else echo "$M_SSH"; fi; }
+umount_side() {
+	case $1 in
+	arf) umount_arf ;;
+	sshfs) umount_sshfs ;;
+	asm) umount_asm ;;
+	esac
+}
+mnt_of() { case $1 in arf) echo "$M_ARF" ;; asm) echo "$M_ASM" ;; *) echo "$M_SSH" ;; esac; }
 
 # ---- rows: name and command; $M is the mount, the tree goes to $M/tree
 BIG_NAME="$((BIG_MIB >= 1024 ? BIG_MIB / 1024 : BIG_MIB)) $([ "$BIG_MIB" -ge 1024 ] && echo GiB || echo MiB)"
@@ -219,7 +305,7 @@ row_cmd() {
 }
 # what a row's checks compare between the two mounts (and the tar): find's count, the big
 # file's size
-declare -A SEC STATUS ERR DETAIL
+declare -A SEC STATUS ERR DETAIL FIRST
 run_row() {   # net row fs
 	local net=$1 row=$2 fs=$3 k="$1|$2|$3" M OUTF rc t0 t1
 	M=$(mnt_of "$fs")
@@ -250,8 +336,14 @@ run_row() {   # net row fs
 	if [ "$fs" = arf ] && ! kill -0 "$arfd_pid" 2>/dev/null; then
 		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd died: $(tail -n 3 "$tmp/log/arfd" | tr '\n' ' ')"
 	fi
+	if [ "$fs" = asm ] && ! kill -0 "$arfd_asm_pid" 2>/dev/null; then
+		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd (asm) died: $(tail -n 3 "$tmp/log/arfd.asm" | tr '\n' ' ')"
+	fi
 	if [ "$fs" = arf ] && grep -q . "$tmp/log/arf-mount.$n_mount" 2>/dev/null; then
 		cp "$tmp/log/arf-mount.$n_mount" "$tmp/log/arf-row.$net.${row// /_}"
+	fi
+	if [ "$fs" = asm ] && grep -q . "$tmp/log/asm-mount.$n_mount" 2>/dev/null; then
+		cp "$tmp/log/asm-mount.$n_mount" "$tmp/log/asm-row.$net.${row// /_}"
 	fi
 }
 
@@ -259,12 +351,20 @@ machine="$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 machine+=" $(free -g | awk '/^Mem:/ { print $2 }') GiB, kernel $(uname -r)"
 echo "run.sh: $machine; rows bounded by ${ROW_T}s"
 
+[ "$CMP" = 1 ] && echo "run.sh: load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+n_row=0
 for NET in $NETS; do
 	set_net
-	mount_arf || die "arf mount failed"
-	mount_sshfs || die "sshfs mount failed"
+	remount arf || die "arf mount failed"
+	remount "$B" || die "$B mount failed"
 	for row in "${ROWS[@]}"; do
-		for fs in arf sshfs; do
+		# --compare-asm: which side goes first alternates from row to row (and over the
+		# network settings), so neither always finds the machine in the state the other left
+		order=$SIDES
+		[ "$CMP" = 1 ] && [ $(( (n_row + ASM_FIRST) % 2 )) = 1 ] && order="asm arf"
+		FIRST[$NET|$row]=${order%% *}
+		n_row=$((n_row + 1))
+		for fs in $order; do
 			run_row "$NET" "$row" "$fs"
 			k="$NET|$row|$fs"
 			printf '  %-9s %-12s %-6s %9ss %s%s\n' "$NET" "$row" "$fs" "${SEC[$k]}" "${STATUS[$k]}" \
@@ -272,48 +372,68 @@ for NET in $NETS; do
 		done
 	done
 	# leave both empty for the next network setting
-	umount_arf; umount_sshfs
+	umount_arf; umount_side "$B"
 	rm -rf "$tmp/srv/export/"* 2>/dev/null
 	mount_arf && { rm -rf "$M_ARF/tree" "$M_ARF/big" 2>/dev/null; umount_arf; }
+	[ "$CMP" = 1 ] && mount_asm && { rm -rf "$M_ASM/tree" "$M_ASM/big" 2>/dev/null; umount_asm; }
 done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- report: table, CSV, plot
 mkdir -p "$HERE/results"
 csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
+# the second side's names: sshfs, or the assembly (--compare-asm, against ARF in C)
+if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=sshfs; fi
 {
-	echo "net,row_n,row,arf_s,sshfs_s,ratio_sshfs_over_arf,arf_status,sshfs_status,arf_error,sshfs_error,arf_detail,sshfs_detail"
+	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first)"
 	for NET in $NETS; do
 		i=0
 		for row in "${ROWS[@]}"; do
 			i=$((i + 1))
-			a="$NET|$row|arf" s="$NET|$row|sshfs"
+			a="$NET|$row|arf" s="$NET|$row|$B"
 			ratio=
 			if [ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ]; then
 				ratio=$(awk -v a="${SEC[$a]}" -v s="${SEC[$s]}" 'BEGIN { if (a > 0) printf "%.2f", s / a }')
 			fi
-			echo "$NET,$i,$row,${SEC[$a]},${SEC[$s]},$ratio,${STATUS[$a]},${STATUS[$s]},${ERR[$a]:-},${ERR[$s]:-},${DETAIL[$a]:-},${DETAIL[$s]:-}"
+			first=
+			[ "$CMP" = 1 ] && { first=${FIRST[$NET|$row]}; [ "$first" = arf ] && first=C; first=",$first"; }
+			echo "$NET,$i,$row,${SEC[$a]},${SEC[$s]},$ratio,${STATUS[$a]},${STATUS[$s]},${ERR[$a]:-},${ERR[$s]:-},${DETAIL[$a]:-},${DETAIL[$s]:-}$first"
 		done
 	done
 } >"$csv"
 {
-	echo "ARF (arf mount) vs sshfs, $(date -u +%Y-%m-%d), bench/fs/run.sh${QUICK:+$([ "$QUICK" = 1 ] && echo ' --quick')}"
+	if [ "$CMP" = 1 ]; then
+		echo "ARF's operations in C vs in assembly (arf mount of each, own arfd and image), $(date -u '+%Y-%m-%d %H:%M') UTC, bench/fs/run.sh --compare-asm$([ "$QUICK" = 1 ] && echo ' --quick')${MOPTS:+ --mount-opts $MOPTS}$([ "$ASM_FIRST" = 1 ] && echo ' --asm-first')"
+	else
+		echo "ARF (arf mount) vs sshfs, $(date -u +%Y-%m-%d), bench/fs/run.sh${QUICK:+$([ "$QUICK" = 1 ] && echo ' --quick')}"
+	fi
 	echo "tree: $TREE_DESC; $N_ENTRIES tar entries ($N_SYML symlinks, $N_HARD hard links), $SRC_MIB MiB"
 	echo "machine: $machine"
 	echo "programs: $BUILD built at $BUILD_AT UTC, tree at $BUILD_REV"
-	echo "each row on a fresh mount of each; ratio = sshfs s / ARF s (> 1: ARF faster)"
+	if [ "$CMP" = 1 ]; then
+		echo "C: ops.pno data.pno; asm: ops_asm.pno data_asm.pno; both statfs.pno; exports in C only: ${ONLY_C:-none}"
+		echo "arf mount options: ${MOPTS:-none}"
+		echo "load average (1, 5, 15 min) at the end: $LOAD_END"
+		echo "each row on a fresh mount of each, the first side alternating (column first); ratio = asm s / C s (> 1: C faster)"
+	else
+		echo "each row on a fresh mount of each; ratio = sshfs s / ARF s (> 1: ARF faster)"
+	fi
 	echo
-	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "ARF s" "sshfs s" ratio notes
-	awk -F, 'NR > 1 {
-		r = $6 != "" ? $6 : ($7 != "ok" ? "ARF " toupper($7) : "sshfs " toupper($8))
-		n = ""
-		if ($9 != "") n = n "ARF: " $9 " "
-		if ($10 != "") n = n "sshfs: " $10 " "
+	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "$LA s" "$LB s" "$([ "$CMP" = 1 ] && echo asm/C || echo ratio)" \
+		"$([ "$CMP" = 1 ] && echo 'first  ')notes"
+	awk -F, -v la="$LA" -v lb="$LB" -v cmp="$CMP" 'NR > 1 {
+		r = $6 != "" ? $6 : ($7 != "ok" ? la " " toupper($7) : lb " " toupper($8))
+		n = cmp == 1 ? sprintf("%-6s ", $13) : ""
+		if ($9 != "") n = n la ": " $9 " "
+		if ($10 != "") n = n lb ": " $10 " "
 		if ($11 != "" && $11 != $12) n = n "[" $11 " vs " $12 "]"
 		printf "%-10s %-12s %10s %10s %8s  %s\n", $1, $3, $4, $5, r, n
 	}' "$csv"
 } >"$txt"
 cat "$txt"
-if command -v gnuplot >/dev/null 2>&1; then
+if [ "$CMP" = 1 ]; then
+	echo "plot: none for --compare-asm (plot.gp draws ARF against sshfs)"
+elif command -v gnuplot >/dev/null 2>&1; then
 	if timeout 60 gnuplot -e "csv='$csv'; out='$png'; ttl='ARF vs sshfs: $TREE_DESC'" "$HERE/plot.gp" 2>"$tmp/log/gnuplot"; then
 		echo "plot: $png"
 	else
