@@ -24,7 +24,9 @@
 # `arf mount` as ARF_OPS_SEG and ARF_DATA_SEG) on the other; each side its own image and
 # arfd (ports 7070 and 7071), so nothing is shared but the machine.  Each row on a fresh
 # mount of each; which side goes first alternates from row to row (--asm-first: the asm side
-# on the first row).  The ratio is asm s / C s (> 1: C faster); no plot.  Default --out:
+# on the first row).  The ratio is asm s / C s (> 1: C faster); also the CPU time each side's
+# arfd spent during the row (utime + stime of the process, in clock ticks: 10 ms) and its
+# ratio, which leaves out most of what both share (FUSE, the link, the client); no plot.  Default --out:
 # asm-vs-c-quick with --quick, else asm-vs-c.  The mount calls the xattr exports, which the
 # assembly never had (a default ACL run per create, security.capability before writes):
 # --mount-opts noxattr gives both sides `arf mount -o noxattr` (docs/arf.md), so both run the
@@ -305,7 +307,22 @@ row_cmd() {
 }
 # what a row's checks compare between the two mounts (and the tar): find's count, the big
 # file's size
-declare -A SEC STATUS ERR DETAIL FIRST
+declare -A SEC STATUS ERR DETAIL FIRST CPU
+# CPU seconds a process has used, its threads' included (gone ones too): utime + stime of
+# /proc/PID/stat, in clock ticks (the fields after the command, which may hold spaces)
+TICK=$(getconf CLK_TCK)
+cpu_s() { awk -v hz="$TICK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null; }
+# the arfd process under arfd_up's pid (a subshell around nsenter, which execs arfd)
+arfd_of() {
+	local p=$1 c
+	for _ in 1 2 3; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = arfd ] && break
+		c=$(pgrep -P "$p" | head -n 1)
+		[ -n "$c" ] || break
+		p=$c
+	done
+	echo "$p"
+}
 run_row() {   # net row fs
 	local net=$1 row=$2 fs=$3 k="$1|$2|$3" M OUTF rc t0 t1
 	M=$(mnt_of "$fs")
@@ -314,10 +331,15 @@ run_row() {   # net row fs
 		SEC[$k]=; STATUS[$k]=failed; ERR[$k]="mount failed"; return
 	fi
 	export M OUTF SRC_TAR BIG_MIB
+	local dpid= c0=
+	[ "$CMP" = 1 ] && case $fs in arf) dpid=$(arfd_of "$arfd_pid") ;; asm) dpid=$(arfd_of "$arfd_asm_pid") ;; esac
+	[ -n "$dpid" ] && c0=$(cpu_s "$dpid")
 	t0=$EPOCHREALTIME
 	timeout "$ROW_T" bash -c "$(row_cmd "$row")" >/dev/null 2>"$tmp/log/err.$fs"
 	rc=$?
 	t1=$EPOCHREALTIME
+	CPU[$k]=
+	[ -n "$c0" ] && CPU[$k]=$(awk -v a="$c0" -v b="$(cpu_s "$dpid")" 'BEGIN { if (b != "") printf "%.2f", b - a }')
 	SEC[$k]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	if [ $rc -eq 0 ]; then STATUS[$k]=ok
 	elif [ $rc -eq 124 ]; then STATUS[$k]="timeout"
@@ -367,8 +389,8 @@ for NET in $NETS; do
 		for fs in $order; do
 			run_row "$NET" "$row" "$fs"
 			k="$NET|$row|$fs"
-			printf '  %-9s %-12s %-6s %9ss %s%s\n' "$NET" "$row" "$fs" "${SEC[$k]}" "${STATUS[$k]}" \
-				"${ERR[$k]:+ (${ERR[$k]})}"
+			printf '  %-9s %-12s %-6s %9ss %s%s%s\n' "$NET" "$row" "$fs" "${SEC[$k]}" "${STATUS[$k]}" \
+				"${CPU[$k]:+ (arfd CPU ${CPU[$k]} s)}" "${ERR[$k]:+ (${ERR[$k]})}"
 		done
 	done
 	# leave both empty for the next network setting
@@ -385,7 +407,7 @@ csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
 # the second side's names: sshfs, or the assembly (--compare-asm, against ARF in C)
 if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=sshfs; fi
 {
-	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first)"
+	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first,c_arfd_cpu_s,asm_arfd_cpu_s,cpu_asm_over_c)"
 	for NET in $NETS; do
 		i=0
 		for row in "${ROWS[@]}"; do
@@ -396,7 +418,13 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 				ratio=$(awk -v a="${SEC[$a]}" -v s="${SEC[$s]}" 'BEGIN { if (a > 0) printf "%.2f", s / a }')
 			fi
 			first=
-			[ "$CMP" = 1 ] && { first=${FIRST[$NET|$row]}; [ "$first" = arf ] && first=C; first=",$first"; }
+			if [ "$CMP" = 1 ]; then
+				first=${FIRST[$NET|$row]}; [ "$first" = arf ] && first=C
+				# the CPU ratio only when both used at least 5 ticks (below, it is mostly rounding)
+				cr=$(awk -v a="${CPU[$a]}" -v s="${CPU[$s]}" -v t="$TICK" 'BEGIN { if (a != "" && s != "" && a * t >= 5 && s * t >= 5) printf "%.2f", s / a }')
+				[ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ] || cr=
+				first=",$first,${CPU[$a]},${CPU[$s]},$cr"
+			fi
 			echo "$NET,$i,$row,${SEC[$a]},${SEC[$s]},$ratio,${STATUS[$a]},${STATUS[$s]},${ERR[$a]:-},${ERR[$s]:-},${DETAIL[$a]:-},${DETAIL[$s]:-}$first"
 		done
 	done
@@ -415,15 +443,17 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 		echo "arf mount options: ${MOPTS:-none}"
 		echo "load average (1, 5, 15 min) at the end: $LOAD_END"
 		echo "each row on a fresh mount of each, the first side alternating (column first); ratio = asm s / C s (> 1: C faster)"
+		echo "arfd CPU: seconds of CPU each side's arfd used during the row (ticks of $((1000 / TICK)) ms), cpu asm/C from 5 ticks each"
 	else
 		echo "each row on a fresh mount of each; ratio = sshfs s / ARF s (> 1: ARF faster)"
 	fi
 	echo
 	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "$LA s" "$LB s" "$([ "$CMP" = 1 ] && echo asm/C || echo ratio)" \
-		"$([ "$CMP" = 1 ] && echo 'first  ')notes"
-	awk -F, -v la="$LA" -v lb="$LB" -v cmp="$CMP" 'NR > 1 {
+		"$([ "$CMP" = 1 ] && echo 'first  C cpu  asm cpu  cpu a/C  ')notes"
+	awk -F, -v la="$LA" -v lb="$LB" -v cmp="$CMP" 'function f(x) { return x == "" ? "-" : x }
+	NR > 1 {
 		r = $6 != "" ? $6 : ($7 != "ok" ? la " " toupper($7) : lb " " toupper($8))
-		n = cmp == 1 ? sprintf("%-6s ", $13) : ""
+		n = cmp == 1 ? sprintf("%-6s %5s %8s %8s  ", $13, f($14), f($15), f($16)) : ""
 		if ($9 != "") n = n la ": " $9 " "
 		if ($10 != "") n = n lb ": " $10 " "
 		if ($11 != "" && $11 != $12) n = n "[" $11 " vs " $12 "]"
