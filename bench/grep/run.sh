@@ -26,7 +26,8 @@
 # `arf mount` (arfmnt and asmmnt), each side its own image (the corpus imported into each
 # with the C segments) and arfd (ports 7171 and 7172); local GNU grep stays as the check's
 # reference.  Which side goes first alternates from row to row (--asm-first: asm on the
-# first).  Ratios asm s / C s (> 1: C faster).  Default --out: asm-vs-c-quick with --quick,
+# first).  Ratios asm s / C s (> 1: C faster); also the CPU time each side's arfd used in the
+# row (utime + stime, clock ticks of 10 ms; the least over --reps) and its ratio.  Default --out: asm-vs-c-quick with --quick,
 # else asm-vs-c; no plot.  --mount-opts OPTS: `-o OPTS` for every `arf mount` (noxattr: both
 # sides without the xattr exports, which the assembly never had; see bench/fs/run.sh).
 set -uo pipefail
@@ -379,12 +380,30 @@ sys_cmd() {   # system target
 	     fi ;;
 	esac
 }
-declare -A SEC STATUS LINES MATCH
+declare -A SEC STATUS LINES MATCH CPU
+# CPU seconds a process has used, its threads' included (gone ones too): utime + stime of
+# /proc/PID/stat, in clock ticks (the fields after the command, which may hold spaces)
+TICK=$(getconf CLK_TCK)
+cpu_s() { awk -v hz="$TICK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null; }
+# the arfd process under arfd_up's pid (a subshell around nsenter, which execs arfd)
+arfd_of() {
+	local p=$1 c
+	for _ in 1 2 3; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = arfd ] && break
+		c=$(pgrep -P "$p" | head -n 1)
+		[ -n "$c" ] || break
+		p=$c
+	done
+	echo "$p"
+}
 REF_MD5=
 run_one() {   # net row_n system
 	local net=$1 i=$2 sys=$3 name tgt args k="$1|$2|$3" t out rc best= r
 	IFS='|' read -r name tgt args <<<"${ROWS[$((i - 1))]}"
-	STATUS[$k]=; SEC[$k]=; LINES[$k]=; MATCH[$k]=
+	STATUS[$k]=; SEC[$k]=; LINES[$k]=; MATCH[$k]=; CPU[$k]=
+	local dpid= c0 c
+	case $sys in arf|arfmnt) dpid=$(arfd_of "$arfd_pid") ;; asm|asmmnt) dpid=$(arfd_of "$arfd_asm_pid") ;; esac
+	[ "$CMP" = 1 ] || dpid=
 	case $sys in
 	nfs) [ -n "$NFS_WHY" ] && { STATUS[$k]=n/a; return; } ;;
 	arf_local) [ "$tgt" = big ] && [ "$net" = "${NETS%% *}" ] || { STATUS[$k]=n/a; return; } ;;
@@ -399,6 +418,7 @@ run_one() {   # net row_n system
 		asmmnt) umount_asm; mount_asm || { STATUS[$k]="mount failed"; return; } ;;
 		sshfs) unmount "$M_SSH"; mount_sshfs || { STATUS[$k]="mount failed"; return; } ;;
 		esac
+		[ -n "$dpid" ] && c0=$(cpu_s "$dpid")
 		local t0=$EPOCHREALTIME
 		if [ "$sys" = local ]; then
 			ns_s timeout "$t" bash -c "eval set -- \"\$A\"; $(sys_cmd "$sys" "$tgt")" >"$out" 2>"$out.err"
@@ -407,6 +427,10 @@ run_one() {   # net row_n system
 		fi
 		rc=$?
 		local s; s=$(since "$t0")
+		if [ -n "$dpid" ]; then
+			c=$(awk -v a="$c0" -v b="$(cpu_s "$dpid")" 'BEGIN { printf "%.2f", b - a }')
+			CPU[$k]=$(awk -v a="${CPU[$k]:-1e99}" -v b="$c" 'BEGIN { print (b < a ? b : a) }')
+		fi
 		if [ $rc -eq 124 ]; then STATUS[$k]="timeout ${t}s"; SEC[$k]=; break
 		elif [ $rc -gt 1 ]; then STATUS[$k]="exit $rc: $(grep -v 'binary file matches' "$out.err" | head -n 1 | tr ',' ';')"; break
 		fi
@@ -447,8 +471,8 @@ for NET in $NETS; do
 			run_one "$NET" "$i" "$sys"
 			k="$NET|$i|$sys"
 			[ "${STATUS[$k]}" = n/a ] && continue
-			printf '  %-9s %-11s %-9s %9ss %6s lines %s %s\n' "$NET" "${ROWS[$((i - 1))]%%|*}" "$sys" \
-				"${SEC[$k]:--}" "${LINES[$k]:--}" "${STATUS[$k]}" "${MATCH[$k]}"
+			printf '  %-9s %-11s %-9s %9ss %6s lines %s %s%s\n' "$NET" "${ROWS[$((i - 1))]%%|*}" "$sys" \
+				"${SEC[$k]:--}" "${LINES[$k]:--}" "${STATUS[$k]}" "${MATCH[$k]}" "${CPU[$k]:+ (arfd CPU ${CPU[$k]} s)}"
 		done
 	done
 	umount_arf; unmount "$M_SSH"; umount_asm
@@ -459,10 +483,12 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 mkdir -p "$HERE/results"
 csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "" && b > 0) printf "%.2f", a / b }'; }
+# the CPU ratio only when both used at least 5 ticks (below, it is mostly rounding)
+cpuratio() { awk -v a="$1" -v b="$2" -v t="$TICK" 'BEGIN { if (a != "" && b != "" && a * t >= 5 && b * t >= 5) printf "%.2f", a / b }'; }
 if [ "$CMP" = 1 ]; then
 	# --compare-asm's own table: C against assembly, arf grep and GNU grep over the mount
 	{
-		echo "net,row_n,row,target,grep_args,lines,local_s,arf_s,asm_s,arfmnt_s,asmmnt_s,grep_asm_over_c,mnt_asm_over_c,first,check,notes"
+		echo "net,row_n,row,target,grep_args,lines,local_s,arf_s,asm_s,arfmnt_s,asmmnt_s,grep_asm_over_c,mnt_asm_over_c,first,check,notes,arf_cpu_s,asm_cpu_s,arfmnt_cpu_s,asmmnt_cpu_s,grep_cpu_asm_over_c,mnt_cpu_asm_over_c"
 		for NET in $NETS; do
 			for i in $(seq ${#ROWS[@]}); do
 				IFS='|' read -r name tgt args <<<"${ROWS[$((i - 1))]}"
@@ -477,7 +503,10 @@ if [ "$CMP" = 1 ]; then
 					esac
 					[ "${MATCH[$k]}" = MISMATCH ] && { check=MISMATCH; notes+="$sys: output differs (${LINES[$k]} lines); "; }
 				done
-				echo "$NET,$i,$name,$tgt,$args,${LINES[$NET|$i|local]},${S[local]},${S[arf]},${S[asm]},${S[arfmnt]},${S[asmmnt]},$(ratio "${S[asm]}" "${S[arf]}"),$(ratio "${S[asmmnt]}" "${S[arfmnt]}"),${FIRST[$NET|$i]},$check,${notes//,/;}"
+				declare -A C=()
+				for sys in arf asm arfmnt asmmnt; do C[$sys]=${CPU[$NET|$i|$sys]}; done
+				echo "$NET,$i,$name,$tgt,$args,${LINES[$NET|$i|local]},${S[local]},${S[arf]},${S[asm]},${S[arfmnt]},${S[asmmnt]},$(ratio "${S[asm]}" "${S[arf]}"),$(ratio "${S[asmmnt]}" "${S[arfmnt]}"),${FIRST[$NET|$i]},$check,${notes//,/;},${C[arf]},${C[asm]},${C[arfmnt]},${C[asmmnt]},$(cpuratio "${C[asm]}" "${C[arf]}"),$(cpuratio "${C[asmmnt]}" "${C[arfmnt]}")"
+				unset C
 				unset S
 			done
 		done
@@ -492,12 +521,13 @@ if [ "$CMP" = 1 ]; then
 		echo "each side its own arfd and image; load average (1, 5, 15 min) at the end: $LOAD_END"
 		echo "seconds (best of $REPS); each mount fresh before its row; first: the side that ran first in the row"
 		echo "asm/C > 1: C faster (grep: arf grep, the scan in arfd; mnt: GNU grep over arf mount)"
+		echo "after the second |: seconds of CPU each side's arfd used in the row (g: arf grep, m: over the mount) (ticks of $((1000 / TICK)) ms; least of the reps); cpu ratios from 5 ticks each"
 		echo
-		printf '%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s  %s\n' net row on lines local arf-C arf-asm mnt-C mnt-asm \
-			"grep a/C" "mnt a/C" first check
+		printf '%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s | %5s %5s %5s %5s %6s %6s  %s\n' net row on lines local arf-C arf-asm mnt-C mnt-asm \
+			"grep a/C" "mnt a/C" first "g-C" "g-asm" "m-C" "m-asm" "g a/C" "m a/C" check
 		awk -F, 'function f(x) { return x == "" ? "-" : x }
-		NR > 1 { printf "%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s  %s%s\n", $1, $3, $4, f($6),
-			f($7), f($8), f($9), f($10), f($11), f($12), f($13), $14, $15,
+		NR > 1 { printf "%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s | %5s %5s %5s %5s %6s %6s  %s%s\n", $1, $3, $4, f($6),
+			f($7), f($8), f($9), f($10), f($11), f($12), f($13), $14, f($17), f($18), f($19), f($20), f($21), f($22), $15,
 			($16 != "" ? "  (" $16 ")" : "") }' "$csv"
 	} >"$txt"
 	cat "$txt"
