@@ -25,7 +25,7 @@ END {
   printf "%-10s %-14s %16s %8s %6s %9s\n", "net", "row", "range", "median", "runs", "slow>" lim
   for (j = 1; j <= n; j++) {
     k = order[j]; split(k, f, SUBSEP); q = m[k] + 0
-    # insertion sort of this row's ratios
+    # insertion sort of the ratios of the row
     for (a = 1; a <= q; a++) s[a] = v[k, a]
     for (a = 2; a <= q; a++) { x = s[a]; for (b = a - 1; b >= 1 && s[b] > x; b--) s[b + 1] = s[b]; s[b + 1] = x }
     slow = 0; for (a = 1; a <= q; a++) if (s[a] < 1 / lim) slow++
