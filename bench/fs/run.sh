@@ -8,7 +8,7 @@
 #   bash bench/fs/run.sh [--quick] [--build DIR] [--nets "1gbit unlimited"] [--tree kernel|gen]
 #                        [--kernel-dirs "DIR ..."|all] [--files N] [--big MIB] [--out NAME]
 #                        [--row-timeout S] [--compare-asm [--asm-first]]
-#                        [--mount-opts OPTS]
+#                        [--mount-opts OPTS] [--instr]
 #   (make bench-fs BENCH_FS_ARGS=--quick)
 #
 # --quick: a generated tree of 2000 files and a 64 MiB file, results/fs-quick.*.  The default
@@ -31,7 +31,10 @@
 # assembly never had (a default ACL run per create, security.capability before writes):
 # --mount-opts noxattr gives both sides `arf mount -o noxattr` (docs/arf.md), so both run the
 # same operations; without it the asm side's rows fail, and the table says so.  --mount-opts
-# OPTS: `-o OPTS` for every ARF mount (either mode).
+# OPTS: `-o OPTS` for every ARF mount (either mode).  --instr (with --compare-asm): both arfds
+# run under valgrind's callgrind, and each row also gets the instructions each arfd executed
+# during it (callgrind_control zeroes before the row and dumps after): a count that the
+# machine's load does not blur, unlike the seconds (which under valgrind mean little).
 set -uo pipefail
 umask 022
 
@@ -50,6 +53,7 @@ OUT=
 ROW_T=
 CMP=0 ASM_FIRST=0
 MOPTS=
+INSTR=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
@@ -64,6 +68,7 @@ while [ $# -gt 0 ]; do
 	--compare-asm) CMP=1 ;;
 	--asm-first) ASM_FIRST=1 ;;
 	--mount-opts) MOPTS=$2; shift ;;
+	--instr) INSTR=1 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
 	esac
@@ -201,13 +206,27 @@ echo "run.sh: tree: $TREE_DESC; $N_ENTRIES tar entries ($N_SYML symlinks, $N_HAR
 IMG_MIB=$(( 2 * SRC_MIB + BIG_MIB + 1024 ))
 timeout 120 "$BIN/arf" mkfs "$tmp/srv/arf.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs" 2>&1 ||
 	{ cat "$tmp/log/mkfs"; die "arf mkfs failed"; }
-arfd_up "$BIN/arfd" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
+ARFD_C=$BIN/arfd ARFD_ASM=$BIN/arfd
+if [ "$INSTR" = 1 ]; then
+	[ "$CMP" = 1 ] || die "--instr goes with --compare-asm"
+	command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
+		die "--instr: valgrind (callgrind_control) is not installed"
+	# a wrapper per side (its dumps: log/cg.SIDE.N); JIT code is written at run time, so
+	# valgrind checks all code but files' for changes
+	for side in c asm; do
+		printf '#!/bin/sh\nexec valgrind --tool=callgrind --dump-line=no --smc-check=all-non-file --callgrind-out-file=%s "%s" "$@"\n' \
+			"$tmp/log/cg.$side" "$BIN/arfd" >"$BIN/arfd-cg-$side"
+		chmod +x "$BIN/arfd-cg-$side"
+	done
+	ARFD_C=$BIN/arfd-cg-c ARFD_ASM=$BIN/arfd-cg-asm
+fi
+arfd_up "$ARFD_C" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
 if [ "$CMP" = 1 ]; then
 	# the asm side: its own image and arfd (segments are installed by the mount, by hash)
 	c_pid=$arfd_pid
 	timeout 120 "$BIN/arf" mkfs "$tmp/srv/asm.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs.asm" 2>&1 ||
 		{ cat "$tmp/log/mkfs.asm"; die "arf mkfs (asm side) failed"; }
-	arfd_up "$BIN/arfd" "$tmp/srv/asm.img" "tcp:$IP_S:$PORT_ASM" "$tmp/log/arfd.asm"
+	arfd_up "$ARFD_ASM" "$tmp/srv/asm.img" "tcp:$IP_S:$PORT_ASM" "$tmp/log/arfd.asm"
 	arfd_asm_pid=$arfd_pid arfd_pid=$c_pid
 else
 	sshd_up "$tmp/log/sshd"
@@ -307,7 +326,15 @@ row_cmd() {
 }
 # what a row's checks compare between the two mounts (and the tar): find's count, the big
 # file's size
-declare -A SEC STATUS ERR DETAIL FIRST CPU
+declare -A SEC STATUS ERR DETAIL FIRST CPU INS
+# --instr: the instructions the side's arfd (under callgrind) executed since the last zero:
+# dumped now, the newest dump's total
+instr_dump() {   # pid side
+	timeout 120 callgrind_control -d "$1" >/dev/null 2>&1 || return 1
+	local f
+	f=$(ls -v "$tmp/log/cg.$2".* 2>/dev/null | tail -n 1)
+	[ -n "$f" ] && sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$f"
+}
 # CPU seconds a process has used, its threads' included (gone ones too): utime + stime of
 # /proc/PID/stat, in clock ticks (the fields after the command, which may hold spaces)
 TICK=$(getconf CLK_TCK)
@@ -334,11 +361,13 @@ run_row() {   # net row fs
 	local dpid= c0=
 	[ "$CMP" = 1 ] && case $fs in arf) dpid=$(arfd_of "$arfd_pid") ;; asm) dpid=$(arfd_of "$arfd_asm_pid") ;; esac
 	[ -n "$dpid" ] && c0=$(cpu_s "$dpid")
+	[ "$INSTR" = 1 ] && [ -n "$dpid" ] && timeout 120 callgrind_control -z "$dpid" >/dev/null 2>&1
 	t0=$EPOCHREALTIME
 	timeout "$ROW_T" bash -c "$(row_cmd "$row")" >/dev/null 2>"$tmp/log/err.$fs"
 	rc=$?
 	t1=$EPOCHREALTIME
-	CPU[$k]=
+	CPU[$k]= INS[$k]=
+	[ "$INSTR" = 1 ] && [ -n "$dpid" ] && INS[$k]=$(instr_dump "$dpid" "$([ "$fs" = arf ] && echo c || echo asm)")
 	[ -n "$c0" ] && CPU[$k]=$(awk -v a="$c0" -v b="$(cpu_s "$dpid")" 'BEGIN { if (b != "") printf "%.2f", b - a }')
 	SEC[$k]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	if [ $rc -eq 0 ]; then STATUS[$k]=ok
@@ -390,7 +419,7 @@ for NET in $NETS; do
 			run_row "$NET" "$row" "$fs"
 			k="$NET|$row|$fs"
 			printf '  %-9s %-12s %-6s %9ss %s%s%s\n' "$NET" "$row" "$fs" "${SEC[$k]}" "${STATUS[$k]}" \
-				"${CPU[$k]:+ (arfd CPU ${CPU[$k]} s)}" "${ERR[$k]:+ (${ERR[$k]})}"
+				"${CPU[$k]:+ (arfd CPU ${CPU[$k]} s${INS[$k]:+, ${INS[$k]} instructions})}" "${ERR[$k]:+ (${ERR[$k]})}"
 		done
 	done
 	# leave both empty for the next network setting
@@ -407,7 +436,7 @@ csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
 # the second side's names: sshfs, or the assembly (--compare-asm, against ARF in C)
 if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=sshfs; fi
 {
-	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first,c_arfd_cpu_s,asm_arfd_cpu_s,cpu_asm_over_c)"
+	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first,c_arfd_cpu_s,asm_arfd_cpu_s,cpu_asm_over_c,c_instr,asm_instr,instr_asm_over_c)"
 	for NET in $NETS; do
 		i=0
 		for row in "${ROWS[@]}"; do
@@ -423,7 +452,9 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 				# the CPU ratio only when both used at least 5 ticks (below, it is mostly rounding)
 				cr=$(awk -v a="${CPU[$a]}" -v s="${CPU[$s]}" -v t="$TICK" 'BEGIN { if (a != "" && s != "" && a * t >= 5 && s * t >= 5) printf "%.2f", s / a }')
 				[ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ] || cr=
-				first=",$first,${CPU[$a]},${CPU[$s]},$cr"
+				ir=$(awk -v a="${INS[$a]}" -v s="${INS[$s]}" 'BEGIN { if (a != "" && s != "" && a > 0) printf "%.3f", s / a }')
+				[ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ] || ir=
+				first=",$first,${CPU[$a]},${CPU[$s]},$cr,${INS[$a]},${INS[$s]},$ir"
 			fi
 			echo "$NET,$i,$row,${SEC[$a]},${SEC[$s]},$ratio,${STATUS[$a]},${STATUS[$s]},${ERR[$a]:-},${ERR[$s]:-},${DETAIL[$a]:-},${DETAIL[$s]:-}$first"
 		done
@@ -441,6 +472,7 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 	if [ "$CMP" = 1 ]; then
 		echo "C: ops.pno data.pno; asm: ops_asm.pno data_asm.pno; both statfs.pno; exports in C only: ${ONLY_C:-none}"
 		echo "arf mount options: ${MOPTS:-none}"
+		[ "$INSTR" = 1 ] && echo "--instr: both arfds under callgrind ($(valgrind --version)); instr = arfd's instructions in the row, asm/C; seconds under valgrind"
 		echo "load average (1, 5, 15 min) at the end: $LOAD_END"
 		echo "each row on a fresh mount of each, the first side alternating (column first); ratio = asm s / C s (> 1: C faster)"
 		echo "arfd CPU: seconds of CPU each side's arfd used during the row (ticks of $((1000 / TICK)) ms), cpu asm/C from 5 ticks each"
@@ -454,6 +486,7 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 	NR > 1 {
 		r = $6 != "" ? $6 : ($7 != "ok" ? la " " toupper($7) : lb " " toupper($8))
 		n = cmp == 1 ? sprintf("%-6s %5s %8s %8s  ", $13, f($14), f($15), f($16)) : ""
+		if ($19 != "") n = n sprintf("instr %s vs %s: %s  ", $17, $18, $19)
 		if ($9 != "") n = n la ": " $9 " "
 		if ($10 != "") n = n lb ": " $10 " "
 		if ($11 != "" && $11 != $12) n = n "[" $11 " vs " $12 "]"
