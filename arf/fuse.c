@@ -50,6 +50,7 @@ struct arf_fs {
 	int single_thread;             /* -s: one thread serves every request */
 	int writeback;                 /* -o writeback: the kernel caches writes (see init) */
 	bool acl;                      /* the kernel enforces POSIX ACLs (see init, and ACLs) */
+	int noxattr;                   /* -o noxattr: no xattrs, no ACLs (see Extended attributes) */
 	int sync_writes;               /* -o sync_writes: each write waits for arfd (no queue) */
 	struct fuse_session *se;
 };
@@ -1126,7 +1127,7 @@ static void arf_fallocate_op(fuse_req_t req, fuse_ino_t ino, int mode, off_t off
  * One run for each while what it would find is not known (caps_known_absent). */
 static int drop_privs(struct arf_fs *fs, uint64_t ino, uid_t writer)
 {
-	if (!caps_known_absent(ino)) {
+	if (!fs->noxattr && !caps_known_absent(ino)) {
 		int64_t v = arf_getxattr(fs->c, ino, "security.capability", NULL, 0);
 		if (v >= 0)
 			v = arf_removexattr(fs->c, ino, "security.capability");
@@ -1427,6 +1428,10 @@ static bool xattr_prefix_ok(fuse_req_t req, const char *name)
 static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
                             const char *value, size_t size, int flags)
 {
+	if (fs_of(req)->noxattr) {
+		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+		return;
+	}
 	if (!xattr_prefix_ok(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -1468,6 +1473,10 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	if (fs_of(req)->noxattr) {
+		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+		return;
+	}
 	if (!xattr_prefix_ok(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -1493,6 +1502,10 @@ static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, si
  * to CAP_SYS_ADMIN, which a FUSE request does not carry (uid 0 stands for it). */
 static void arf_listxattr_op(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	if (fs_of(req)->noxattr) {
+		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+		return;
+	}
 	char buf[ARF_XATTR_LIST_MAX];
 	int64_t v = arf_listxattr(fs_of(req)->c, ino, buf, sizeof buf);
 	if (v < 0) {
@@ -1519,6 +1532,10 @@ static void arf_listxattr_op(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void arf_removexattr_op(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	if (fs_of(req)->noxattr) {
+		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+		return;
+	}
 	if (!xattr_prefix_ok(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -1541,7 +1558,7 @@ static void arf_init_op(void *userdata, struct fuse_conn_info *conn)
 	 * close and fsync still send everything first, so close-to-open holds */
 	struct arf_fs *fs = userdata;
 	/* POSIX ACLs, enforced by the kernel (see ACLs); it leaves the umask to us then */
-	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
+	if (!fs->noxattr && (conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
 		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 		fs->acl = true;
 	}
@@ -1701,6 +1718,8 @@ int arf_cmd_mount(int argc, char **argv)
 					fs.writeback = 1;
 				} else if (!strcmp(o, "sync_writes")) {
 					fs.sync_writes = 1;
+				} else if (!strcmp(o, "noxattr")) {
+					fs.noxattr = 1;
 				} else {
 					if (!strcmp(o, "allow_other") || !strcmp(o, "allow_root"))
 						others_given = true;

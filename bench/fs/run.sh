@@ -7,7 +7,8 @@
 #
 #   bash bench/fs/run.sh [--quick] [--build DIR] [--nets "1gbit unlimited"] [--tree kernel|gen]
 #                        [--kernel-dirs "DIR ..."|all] [--files N] [--big MIB] [--out NAME]
-#                        [--row-timeout S]
+#                        [--row-timeout S] [--compare-asm [--asm-first]]
+#                        [--mount-opts OPTS] [--instr]
 #   (make bench-fs BENCH_FS_ARGS=--quick)
 #
 # --quick: a generated tree of 2000 files and a 64 MiB file, results/fs-quick.*.  The default
@@ -17,6 +18,23 @@
 # cannot be) and writes a --big 4096 MiB file (the issue's 4 GiB), results/fs.*.  Needs root
 # (namespaces, mounts).  Everything it makes lives in a mktemp directory, two namespaces
 # and one veth pair, all removed on exit; every step is bounded by `timeout`.
+#
+# --compare-asm (issue #16): ARF against ARF instead of sshfs, its operations in C
+# (arfseg/ops.pno, data.pno) on one side and in assembly (ops_asm.pno, data_asm.pno, given to
+# `arf mount` as ARF_OPS_SEG and ARF_DATA_SEG) on the other; each side its own image and
+# arfd (ports 7070 and 7071), so nothing is shared but the machine.  Each row on a fresh
+# mount of each; which side goes first alternates from row to row (--asm-first: the asm side
+# on the first row).  The ratio is asm s / C s (> 1: C faster); also the CPU time each side's
+# arfd spent during the row (utime + stime of the process, in clock ticks: 10 ms) and its
+# ratio, which leaves out most of what both share (FUSE, the link, the client); no plot.  Default --out:
+# asm-vs-c-quick with --quick, else asm-vs-c.  The mount calls the xattr exports, which the
+# assembly never had (a default ACL run per create, security.capability before writes):
+# --mount-opts noxattr gives both sides `arf mount -o noxattr` (docs/arf.md), so both run the
+# same operations; without it the asm side's rows fail, and the table says so.  --mount-opts
+# OPTS: `-o OPTS` for every ARF mount (either mode).  --instr (with --compare-asm): both arfds
+# run under valgrind's callgrind, and each row also gets the instructions each arfd executed
+# during it (callgrind_control zeroes before the row and dumps after): a count that the
+# machine's load does not blur, unlike the seconds (which under valgrind mean little).
 set -uo pipefail
 umask 022
 
@@ -33,6 +51,9 @@ FILES=20000
 BIG_MIB=4096
 OUT=
 ROW_T=
+CMP=0 ASM_FIRST=0
+MOPTS=
+INSTR=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
@@ -44,20 +65,34 @@ while [ $# -gt 0 ]; do
 	--big) BIG_MIB=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--row-timeout) ROW_T=$2; shift ;;
+	--compare-asm) CMP=1 ;;
+	--asm-first) ASM_FIRST=1 ;;
+	--mount-opts) MOPTS=$2; shift ;;
+	--instr) INSTR=1 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
 	esac
 	shift
 done
+# the two sides: ARF (operations in C) and sshfs, or with --compare-asm ARF with the assembly
+SIDES="arf sshfs"; B=sshfs
+[ "$CMP" = 1 ] && { SIDES="arf asm"; B=asm; }
 if [ "$QUICK" = 1 ]; then
-	TREE=gen; FILES=2000; BIG_MIB=64; OUT=${OUT:-fs-quick}; ROW_T=${ROW_T:-300}
+	TREE=gen; FILES=2000; BIG_MIB=64; ROW_T=${ROW_T:-300}
+	[ "$CMP" = 1 ] && OUT=${OUT:-asm-vs-c-quick} || OUT=${OUT:-fs-quick}
 else
-	OUT=${OUT:-fs}; ROW_T=${ROW_T:-3600}
+	ROW_T=${ROW_T:-3600}
+	[ "$CMP" = 1 ] && OUT=${OUT:-asm-vs-c} || OUT=${OUT:-fs}
 fi
 [ "$(id -u)" -eq 0 ] || { echo "run.sh: needs root (network namespaces, mounts)" >&2; exit 2; }
 for p in arf arfd; do
 	[ -x "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
 done
+if [ "$CMP" = 1 ]; then
+	for p in arfseg/ops.pno arfseg/ops_asm.pno arfseg/data.pno arfseg/data_asm.pno arfseg/statfs.pno pndis; do
+		[ -r "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
+	done
+fi
 
 # ---- install what is missing (as scripts/deps.sh)
 pkgs=(iproute2 fuse3 sshfs openssh-server openssh-client gnuplot python3 xz-utils tar)
@@ -79,17 +114,18 @@ ID=$$
 NS_S=arfbench-srv-$ID NS_C=arfbench-cli-$ID
 V_S=afs-s$ID V_C=afs-c$ID              # interface names: 15 characters at most
 IP_S=10.231.0.1 IP_C=10.231.0.2
-PORT=7070
-M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs
-arfd_pid= sshd_pid= arfm_pid=
+PORT=7070 PORT_ASM=7071
+M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs M_ASM=$tmp/mnt/asm
+arfd_pid= sshd_pid= arfm_pid= arfd_asm_pid= asmm_pid=
 
 cleanup() {
 	trap - EXIT
-	unmount "$M_ARF"; unmount "$M_SSH"
+	unmount "$M_ARF"; unmount "$M_SSH"; unmount "$M_ASM"
 	[ -n "$arfm_pid" ] && kill -KILL "$arfm_pid" 2>/dev/null
-	stop "$sshd_pid"; stop "$arfd_pid"
+	[ -n "$asmm_pid" ] && kill -KILL "$asmm_pid" 2>/dev/null
+	stop "$sshd_pid"; stop "$arfd_pid"; stop "$arfd_asm_pid"
 	net_down
-	if mounted "$M_ARF" || mounted "$M_SSH"; then
+	if mounted "$M_ARF" || mounted "$M_SSH" || mounted "$M_ASM"; then
 		echo "run.sh: a mount is still there, $tmp left"
 	else
 		rm -rf "$tmp"
@@ -100,15 +136,32 @@ trap 'exit 130' INT TERM
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
-mkdir -p "$tmp/bin/arfseg" "$tmp/srv/export" "$tmp/ssh" "$M_ARF" "$M_SSH" "$tmp/log"
+mkdir -p "$tmp/bin/arfseg" "$tmp/srv/export" "$tmp/ssh" "$M_ARF" "$M_SSH" "$M_ASM" "$tmp/log"
 # a copy of the programs: others may rebuild build/ while this runs
 cp "$BUILD/arf" "$BUILD/arfd" "$tmp/bin/" && cp "$BUILD"/arfseg/*.pno "$tmp/bin/arfseg/" ||
 	die "cannot copy the programs from $BUILD"
 BIN=$tmp/bin
+if [ "$CMP" = 1 ]; then
+	cp "$BUILD/pndis" "$BIN/" || die "cannot copy $BUILD/pndis"
+fi
+exports_of() { "$BIN/pndis" "$1" | awk '$1 == ".export" { print $2 }' | sort; }
 BUILD_AT=$(date -u -r "$BUILD/arf" '+%Y-%m-%d %H:%M')
 # the checkout BUILD was made from (not this script's, when --build names another one)
 SRC=$(cd "$BUILD/.." && pwd)
 BUILD_REV="$(git -C "$SRC" log -1 --format=%h 2>/dev/null)$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
+# --compare-asm: what each side's `arf mount` runs (statfs.pno has no C version: the same
+# file for both), and the exports the assembly lacks (the C ones added since): a row that
+# needs one fails on the asm side, and the table says so
+SEGENV_C="ARF_OPS_SEG=$BIN/arfseg/ops.pno ARF_DATA_SEG=$BIN/arfseg/data.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+SEGENV_ASM="ARF_OPS_SEG=$BIN/arfseg/ops_asm.pno ARF_DATA_SEG=$BIN/arfseg/data_asm.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+ONLY_C=
+if [ "$CMP" = 1 ]; then
+	for s in ops data; do
+		x=$(comm -23 <(exports_of "$BIN/arfseg/$s.pno") <(exports_of "$BIN/arfseg/${s}_asm.pno") | paste -sd ' ' -)
+		[ -n "$x" ] && ONLY_C+="${ONLY_C:+; }$s.pno: $x"
+	done
+	echo "run.sh: exports in C only (absent from the assembly): ${ONLY_C:-none}"
+fi
 
 net_up
 
@@ -153,15 +206,38 @@ echo "run.sh: tree: $TREE_DESC; $N_ENTRIES tar entries ($N_SYML symlinks, $N_HAR
 IMG_MIB=$(( 2 * SRC_MIB + BIG_MIB + 1024 ))
 timeout 120 "$BIN/arf" mkfs "$tmp/srv/arf.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs" 2>&1 ||
 	{ cat "$tmp/log/mkfs"; die "arf mkfs failed"; }
-arfd_up "$BIN/arfd" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
-
-sshd_up "$tmp/log/sshd"
+ARFD_C=$BIN/arfd ARFD_ASM=$BIN/arfd
+if [ "$INSTR" = 1 ]; then
+	[ "$CMP" = 1 ] || die "--instr goes with --compare-asm"
+	command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
+		die "--instr: valgrind (callgrind_control) is not installed"
+	# a wrapper per side (its dumps: log/cg.SIDE.N); JIT code is written at run time, so
+	# valgrind checks all code but files' for changes
+	for side in c asm; do
+		printf '#!/bin/sh\nexec valgrind --tool=callgrind --dump-line=no --smc-check=all-non-file --callgrind-out-file=%s "%s" "$@"\n' \
+			"$tmp/log/cg.$side" "$BIN/arfd" >"$BIN/arfd-cg-$side"
+		chmod +x "$BIN/arfd-cg-$side"
+	done
+	ARFD_C=$BIN/arfd-cg-c ARFD_ASM=$BIN/arfd-cg-asm
+fi
+arfd_up "$ARFD_C" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
+if [ "$CMP" = 1 ]; then
+	# the asm side: its own image and arfd (segments are installed by the mount, by hash)
+	c_pid=$arfd_pid
+	timeout 120 "$BIN/arf" mkfs "$tmp/srv/asm.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs.asm" 2>&1 ||
+		{ cat "$tmp/log/mkfs.asm"; die "arf mkfs (asm side) failed"; }
+	arfd_up "$ARFD_ASM" "$tmp/srv/asm.img" "tcp:$IP_S:$PORT_ASM" "$tmp/log/arfd.asm"
+	arfd_asm_pid=$arfd_pid arfd_pid=$c_pid
+else
+	sshd_up "$tmp/log/sshd"
+fi
 
 # ---- client mounts (a fresh one before each row: cold client caches)
 n_mount=0
 mount_arf() {
 	n_mount=$((n_mount + 1))
-	ns_c "$BIN/arf" mount "tcp:$IP_S:$PORT" "$M_ARF" -f 2>"$tmp/log/arf-mount.$n_mount" &
+	# explicit segments with --compare-asm (the same files the mount would find beside arf)
+	ns_c env $([ "$CMP" = 1 ] && echo "$SEGENV_C") "$BIN/arf" mount "tcp:$IP_S:$PORT" "$M_ARF" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/arf-mount.$n_mount" &
 	arfm_pid=$!
 	for _ in $(seq 200); do
 		mounted "$M_ARF" && return 0
@@ -191,13 +267,44 @@ mount_sshfs() {
 	return 1
 }
 umount_sshfs() { unmount "$M_SSH"; }
+# the asm side (--compare-asm): the same mount, its own arfd, the assembly segments
+mount_asm() {
+	n_mount=$((n_mount + 1))
+	ns_c env $SEGENV_ASM "$BIN/arf" mount "tcp:$IP_S:$PORT_ASM" "$M_ASM" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/asm-mount.$n_mount" &
+	asmm_pid=$!
+	for _ in $(seq 200); do
+		mounted "$M_ASM" && return 0
+		kill -0 "$asmm_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "run.sh: arf mount (asm) failed: $(tr '\n' ' ' <"$tmp/log/asm-mount.$n_mount")" >&2
+	return 1
+}
+umount_asm() {
+	mounted "$M_ASM" && timeout 60 "$BIN/arf" umount "$M_ASM" 2>/dev/null
+	unmount "$M_ASM"
+	if [ -n "$asmm_pid" ]; then
+		for _ in $(seq 100); do kill -0 "$asmm_pid" 2>/dev/null || break; sleep 0.05; done
+		kill -KILL "$asmm_pid" 2>/dev/null
+		wait "$asmm_pid" 2>/dev/null
+		asmm_pid=
+	fi
+}
 remount() {
 	case $1 in
 	arf) umount_arf; mount_arf ;;
 	sshfs) umount_sshfs; mount_sshfs ;;
+	asm) umount_asm; mount_asm ;;
 	esac
 }
-mnt_of() { if [ "$1" = arf ]; then echo "$M_ARF"; else echo "$M_SSH"; fi; }
+umount_side() {
+	case $1 in
+	arf) umount_arf ;;
+	sshfs) umount_sshfs ;;
+	asm) umount_asm ;;
+	esac
+}
+mnt_of() { case $1 in arf) echo "$M_ARF" ;; asm) echo "$M_ASM" ;; *) echo "$M_SSH" ;; esac; }
 
 # ---- rows: name and command; $M is the mount, the tree goes to $M/tree
 BIG_NAME="$((BIG_MIB >= 1024 ? BIG_MIB / 1024 : BIG_MIB)) $([ "$BIG_MIB" -ge 1024 ] && echo GiB || echo MiB)"
@@ -219,7 +326,30 @@ row_cmd() {
 }
 # what a row's checks compare between the two mounts (and the tar): find's count, the big
 # file's size
-declare -A SEC STATUS ERR DETAIL
+declare -A SEC STATUS ERR DETAIL FIRST CPU INS
+# --instr: the instructions the side's arfd (under callgrind) executed since the last zero:
+# dumped now, the newest dump's total
+instr_dump() {   # pid side
+	timeout 120 callgrind_control -d "$1" >/dev/null 2>&1 || return 1
+	local f
+	f=$(ls -v "$tmp/log/cg.$2".* 2>/dev/null | tail -n 1)
+	[ -n "$f" ] && sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$f"
+}
+# CPU seconds a process has used, its threads' included (gone ones too): utime + stime of
+# /proc/PID/stat, in clock ticks (the fields after the command, which may hold spaces)
+TICK=$(getconf CLK_TCK)
+cpu_s() { awk -v hz="$TICK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null; }
+# the arfd process under arfd_up's pid (a subshell around nsenter, which execs arfd)
+arfd_of() {
+	local p=$1 c
+	for _ in 1 2 3; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = arfd ] && break
+		c=$(pgrep -P "$p" | head -n 1)
+		[ -n "$c" ] || break
+		p=$c
+	done
+	echo "$p"
+}
 run_row() {   # net row fs
 	local net=$1 row=$2 fs=$3 k="$1|$2|$3" M OUTF rc t0 t1
 	M=$(mnt_of "$fs")
@@ -228,10 +358,17 @@ run_row() {   # net row fs
 		SEC[$k]=; STATUS[$k]=failed; ERR[$k]="mount failed"; return
 	fi
 	export M OUTF SRC_TAR BIG_MIB
+	local dpid= c0=
+	[ "$CMP" = 1 ] && case $fs in arf) dpid=$(arfd_of "$arfd_pid") ;; asm) dpid=$(arfd_of "$arfd_asm_pid") ;; esac
+	[ -n "$dpid" ] && c0=$(cpu_s "$dpid")
+	[ "$INSTR" = 1 ] && [ -n "$dpid" ] && timeout 120 callgrind_control -z "$dpid" >/dev/null 2>&1
 	t0=$EPOCHREALTIME
 	timeout "$ROW_T" bash -c "$(row_cmd "$row")" >/dev/null 2>"$tmp/log/err.$fs"
 	rc=$?
 	t1=$EPOCHREALTIME
+	CPU[$k]= INS[$k]=
+	[ "$INSTR" = 1 ] && [ -n "$dpid" ] && INS[$k]=$(instr_dump "$dpid" "$([ "$fs" = arf ] && echo c || echo asm)")
+	[ -n "$c0" ] && CPU[$k]=$(awk -v a="$c0" -v b="$(cpu_s "$dpid")" 'BEGIN { if (b != "") printf "%.2f", b - a }')
 	SEC[$k]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	if [ $rc -eq 0 ]; then STATUS[$k]=ok
 	elif [ $rc -eq 124 ]; then STATUS[$k]="timeout"
@@ -250,8 +387,14 @@ run_row() {   # net row fs
 	if [ "$fs" = arf ] && ! kill -0 "$arfd_pid" 2>/dev/null; then
 		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd died: $(tail -n 3 "$tmp/log/arfd" | tr '\n' ' ')"
 	fi
+	if [ "$fs" = asm ] && ! kill -0 "$arfd_asm_pid" 2>/dev/null; then
+		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd (asm) died: $(tail -n 3 "$tmp/log/arfd.asm" | tr '\n' ' ')"
+	fi
 	if [ "$fs" = arf ] && grep -q . "$tmp/log/arf-mount.$n_mount" 2>/dev/null; then
 		cp "$tmp/log/arf-mount.$n_mount" "$tmp/log/arf-row.$net.${row// /_}"
+	fi
+	if [ "$fs" = asm ] && grep -q . "$tmp/log/asm-mount.$n_mount" 2>/dev/null; then
+		cp "$tmp/log/asm-mount.$n_mount" "$tmp/log/asm-row.$net.${row// /_}"
 	fi
 }
 
@@ -259,61 +402,101 @@ machine="$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 machine+=" $(free -g | awk '/^Mem:/ { print $2 }') GiB, kernel $(uname -r)"
 echo "run.sh: $machine; rows bounded by ${ROW_T}s"
 
+[ "$CMP" = 1 ] && echo "run.sh: load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+n_row=0
 for NET in $NETS; do
 	set_net
-	mount_arf || die "arf mount failed"
-	mount_sshfs || die "sshfs mount failed"
+	remount arf || die "arf mount failed"
+	remount "$B" || die "$B mount failed"
 	for row in "${ROWS[@]}"; do
-		for fs in arf sshfs; do
+		# --compare-asm: which side goes first alternates from row to row (and over the
+		# network settings), so neither always finds the machine in the state the other left
+		order=$SIDES
+		[ "$CMP" = 1 ] && [ $(( (n_row + ASM_FIRST) % 2 )) = 1 ] && order="asm arf"
+		FIRST[$NET|$row]=${order%% *}
+		n_row=$((n_row + 1))
+		for fs in $order; do
 			run_row "$NET" "$row" "$fs"
 			k="$NET|$row|$fs"
-			printf '  %-9s %-12s %-6s %9ss %s%s\n' "$NET" "$row" "$fs" "${SEC[$k]}" "${STATUS[$k]}" \
-				"${ERR[$k]:+ (${ERR[$k]})}"
+			printf '  %-9s %-12s %-6s %9ss %s%s%s\n' "$NET" "$row" "$fs" "${SEC[$k]}" "${STATUS[$k]}" \
+				"${CPU[$k]:+ (arfd CPU ${CPU[$k]} s${INS[$k]:+, ${INS[$k]} instructions})}" "${ERR[$k]:+ (${ERR[$k]})}"
 		done
 	done
 	# leave both empty for the next network setting
-	umount_arf; umount_sshfs
+	umount_arf; umount_side "$B"
 	rm -rf "$tmp/srv/export/"* 2>/dev/null
 	mount_arf && { rm -rf "$M_ARF/tree" "$M_ARF/big" 2>/dev/null; umount_arf; }
+	[ "$CMP" = 1 ] && mount_asm && { rm -rf "$M_ASM/tree" "$M_ASM/big" 2>/dev/null; umount_asm; }
 done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- report: table, CSV, plot
 mkdir -p "$HERE/results"
 csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
+# the second side's names: sshfs, or the assembly (--compare-asm, against ARF in C)
+if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=sshfs; fi
 {
-	echo "net,row_n,row,arf_s,sshfs_s,ratio_sshfs_over_arf,arf_status,sshfs_status,arf_error,sshfs_error,arf_detail,sshfs_detail"
+	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first,c_arfd_cpu_s,asm_arfd_cpu_s,cpu_asm_over_c,c_instr,asm_instr,instr_asm_over_c)"
 	for NET in $NETS; do
 		i=0
 		for row in "${ROWS[@]}"; do
 			i=$((i + 1))
-			a="$NET|$row|arf" s="$NET|$row|sshfs"
+			a="$NET|$row|arf" s="$NET|$row|$B"
 			ratio=
 			if [ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ]; then
 				ratio=$(awk -v a="${SEC[$a]}" -v s="${SEC[$s]}" 'BEGIN { if (a > 0) printf "%.2f", s / a }')
 			fi
-			echo "$NET,$i,$row,${SEC[$a]},${SEC[$s]},$ratio,${STATUS[$a]},${STATUS[$s]},${ERR[$a]:-},${ERR[$s]:-},${DETAIL[$a]:-},${DETAIL[$s]:-}"
+			first=
+			if [ "$CMP" = 1 ]; then
+				first=${FIRST[$NET|$row]}; [ "$first" = arf ] && first=C
+				# the CPU ratio only when both used at least 5 ticks (below, it is mostly rounding)
+				cr=$(awk -v a="${CPU[$a]}" -v s="${CPU[$s]}" -v t="$TICK" 'BEGIN { if (a != "" && s != "" && a * t >= 5 && s * t >= 5) printf "%.2f", s / a }')
+				[ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ] || cr=
+				ir=$(awk -v a="${INS[$a]}" -v s="${INS[$s]}" 'BEGIN { if (a != "" && s != "" && a > 0) printf "%.3f", s / a }')
+				[ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ] || ir=
+				first=",$first,${CPU[$a]},${CPU[$s]},$cr,${INS[$a]},${INS[$s]},$ir"
+			fi
+			echo "$NET,$i,$row,${SEC[$a]},${SEC[$s]},$ratio,${STATUS[$a]},${STATUS[$s]},${ERR[$a]:-},${ERR[$s]:-},${DETAIL[$a]:-},${DETAIL[$s]:-}$first"
 		done
 	done
 } >"$csv"
 {
-	echo "ARF (arf mount) vs sshfs, $(date -u +%Y-%m-%d), bench/fs/run.sh${QUICK:+$([ "$QUICK" = 1 ] && echo ' --quick')}"
+	if [ "$CMP" = 1 ]; then
+		echo "ARF's operations in C vs in assembly (arf mount of each, own arfd and image), $(date -u '+%Y-%m-%d %H:%M') UTC, bench/fs/run.sh --compare-asm$([ "$QUICK" = 1 ] && echo ' --quick')${MOPTS:+ --mount-opts $MOPTS}$([ "$ASM_FIRST" = 1 ] && echo ' --asm-first')"
+	else
+		echo "ARF (arf mount) vs sshfs, $(date -u +%Y-%m-%d), bench/fs/run.sh${QUICK:+$([ "$QUICK" = 1 ] && echo ' --quick')}"
+	fi
 	echo "tree: $TREE_DESC; $N_ENTRIES tar entries ($N_SYML symlinks, $N_HARD hard links), $SRC_MIB MiB"
 	echo "machine: $machine"
 	echo "programs: $BUILD built at $BUILD_AT UTC, tree at $BUILD_REV"
-	echo "each row on a fresh mount of each; ratio = sshfs s / ARF s (> 1: ARF faster)"
+	if [ "$CMP" = 1 ]; then
+		echo "C: ops.pno data.pno; asm: ops_asm.pno data_asm.pno; both statfs.pno; exports in C only: ${ONLY_C:-none}"
+		echo "arf mount options: ${MOPTS:-none}"
+		[ "$INSTR" = 1 ] && echo "--instr: both arfds under callgrind ($(valgrind --version)); instr = arfd's instructions in the row, asm/C; seconds under valgrind"
+		echo "load average (1, 5, 15 min) at the end: $LOAD_END"
+		echo "each row on a fresh mount of each, the first side alternating (column first); ratio = asm s / C s (> 1: C faster)"
+		echo "arfd CPU: seconds of CPU each side's arfd used during the row (ticks of $((1000 / TICK)) ms), cpu asm/C from 5 ticks each"
+	else
+		echo "each row on a fresh mount of each; ratio = sshfs s / ARF s (> 1: ARF faster)"
+	fi
 	echo
-	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "ARF s" "sshfs s" ratio notes
-	awk -F, 'NR > 1 {
-		r = $6 != "" ? $6 : ($7 != "ok" ? "ARF " toupper($7) : "sshfs " toupper($8))
-		n = ""
-		if ($9 != "") n = n "ARF: " $9 " "
-		if ($10 != "") n = n "sshfs: " $10 " "
+	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "$LA s" "$LB s" "$([ "$CMP" = 1 ] && echo asm/C || echo ratio)" \
+		"$([ "$CMP" = 1 ] && echo 'first  C cpu  asm cpu  cpu a/C  ')notes"
+	awk -F, -v la="$LA" -v lb="$LB" -v cmp="$CMP" 'function f(x) { return x == "" ? "-" : x }
+	NR > 1 {
+		r = $6 != "" ? $6 : ($7 != "ok" ? la " " toupper($7) : lb " " toupper($8))
+		n = cmp == 1 ? sprintf("%-6s %5s %8s %8s  ", $13, f($14), f($15), f($16)) : ""
+		if ($19 != "") n = n sprintf("instr %s vs %s: %s  ", $17, $18, $19)
+		if ($9 != "") n = n la ": " $9 " "
+		if ($10 != "") n = n lb ": " $10 " "
 		if ($11 != "" && $11 != $12) n = n "[" $11 " vs " $12 "]"
 		printf "%-10s %-12s %10s %10s %8s  %s\n", $1, $3, $4, $5, r, n
 	}' "$csv"
 } >"$txt"
 cat "$txt"
-if command -v gnuplot >/dev/null 2>&1; then
+if [ "$CMP" = 1 ]; then
+	echo "plot: none for --compare-asm (plot.gp draws ARF against sshfs)"
+elif command -v gnuplot >/dev/null 2>&1; then
 	if timeout 60 gnuplot -e "csv='$csv'; out='$png'; ttl='ARF vs sshfs: $TREE_DESC'" "$HERE/plot.gp" 2>"$tmp/log/gnuplot"; then
 		echo "plot: $png"
 	else

@@ -9,7 +9,8 @@
 #   bash bench/grep/run.sh [--quick] [--build DIR] [--nets "1gbit unlimited"]
 #                          [--kernel-dirs "DIR ..."|all] [--big MIB] [--reps N]
 #                          [--out NAME] [--row-timeout S] [--local-timeout S] [--no-nfs]
-#                          [--build-desc TEXT] [--rows "NAME,NAME"]
+#                          [--build-desc TEXT] [--rows "NAME,NAME"] [--compare-asm [--asm-first]]
+#                          [--mount-opts OPTS]
 #   (make bench-grep BENCH_GREP_ARGS=--quick)
 #
 # --quick: a ~20 MB tree of text files from /usr/include and /usr/share/doc and a 64 MiB
@@ -18,6 +19,17 @@
 # --big 1024 MiB file by concatenating the tree's files, results/grep.*.  Needs root
 # (namespaces, mounts).  Everything lives in a mktemp directory, two namespaces, one veth
 # pair and one /dev/shm directory, all removed on exit; every step is bounded by `timeout`.
+#
+# --compare-asm (issue #16): instead of sshfs, NFS and --local, ARF with its operations in C
+# (arfseg/ops.pno, data.pno) against ARF with them in assembly (ops_asm.pno, data_asm.pno,
+# given as ARF_OPS_SEG and ARF_DATA_SEG): `arf grep` (systems arf and asm) and GNU grep over
+# `arf mount` (arfmnt and asmmnt), each side its own image (the corpus imported into each
+# with the C segments) and arfd (ports 7171 and 7172); local GNU grep stays as the check's
+# reference.  Which side goes first alternates from row to row (--asm-first: asm on the
+# first).  Ratios asm s / C s (> 1: C faster); also the CPU time each side's arfd used in the
+# row (utime + stime, clock ticks of 10 ms; the least over --reps) and its ratio.  Default --out: asm-vs-c-quick with --quick,
+# else asm-vs-c; no plot.  --mount-opts OPTS: `-o OPTS` for every `arf mount` (noxattr: both
+# sides without the xattr exports, which the assembly never had; see bench/fs/run.sh).
 set -uo pipefail
 umask 022
 export LC_ALL=C
@@ -36,6 +48,8 @@ OUT= ROW_T= LOCAL_T=
 NFS=1
 ROWS_ONLY=
 BUILD_DESC=
+CMP=0 ASM_FIRST=0
+MOPTS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
@@ -50,11 +64,15 @@ while [ $# -gt 0 ]; do
 	--no-nfs) NFS=0 ;;
 	--rows) ROWS_ONLY=$2; shift ;;
 	--build-desc) BUILD_DESC=$2; shift ;;
+	--compare-asm) CMP=1 ;;
+	--asm-first) ASM_FIRST=1 ;;
+	--mount-opts) MOPTS=$2; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
 	esac
 	shift
 done
+[ "$CMP" = 1 ] && { NFS=0; OUT=${OUT:-asm-vs-c$([ "$QUICK" = 1 ] && echo -quick)}; }
 if [ "$QUICK" = 1 ]; then
 	BIG_MIB=64; OUT=${OUT:-grep-quick}; ROW_T=${ROW_T:-300}; LOCAL_T=${LOCAL_T:-30}
 else
@@ -67,6 +85,11 @@ fi
 for p in arf arfd; do
 	[ -x "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
 done
+if [ "$CMP" = 1 ]; then
+	for p in arfseg/ops.pno arfseg/ops_asm.pno arfseg/data.pno arfseg/data_asm.pno arfseg/statfs.pno pndis; do
+		[ -r "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
+	done
+fi
 
 # ---- install what is missing; NFS and the kernel source are optional
 need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
@@ -87,7 +110,7 @@ if [ "$NFS" = 1 ]; then
 	install nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev ||
 		NFS_WHY="nfs-ganesha, nfs-ganesha-vfs, libnfs-utils or libnfs-dev not installable"
 else
-	NFS_WHY="--no-nfs"
+	NFS_WHY=$([ "$CMP" = 1 ] && echo "--compare-asm" || echo "--no-nfs")
 fi
 
 # ---- the workspace, the namespaces and the veth pair; cleanup undoes all of it
@@ -97,20 +120,21 @@ ID=$$
 NS_S=arfgrep-srv-$ID NS_C=arfgrep-cli-$ID
 V_S=agr-s$ID V_C=agr-c$ID              # interface names: 15 characters at most
 IP_S=10.232.0.1 IP_C=10.232.0.2
-PORT=7171
-EP=tcp:$IP_S:$PORT
-M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs
-EXP=$tmp/srv/export IMG=$tmp/srv/arf.img
-arfd_pid= sshd_pid= arfm_pid= gan_pid=
+PORT=7171 PORT_ASM=7172
+EP=tcp:$IP_S:$PORT EP_ASM=tcp:$IP_S:$PORT_ASM
+M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs M_ASM=$tmp/mnt/asm
+EXP=$tmp/srv/export IMG=$tmp/srv/arf.img IMG_ASM=$tmp/srv/asm.img
+arfd_pid= sshd_pid= arfm_pid= gan_pid= arfd_asm_pid= asmm_pid=
 
 cleanup() {
 	trap - EXIT
-	unmount "$M_ARF"; unmount "$M_SSH"
+	unmount "$M_ARF"; unmount "$M_SSH"; unmount "$M_ASM"
 	[ -n "$arfm_pid" ] && kill -KILL "$arfm_pid" 2>/dev/null
-	stop "$sshd_pid"; stop "$gan_pid"; stop "$arfd_pid"
+	[ -n "$asmm_pid" ] && kill -KILL "$asmm_pid" 2>/dev/null
+	stop "$sshd_pid"; stop "$gan_pid"; stop "$arfd_pid"; stop "$arfd_asm_pid"
 	net_down
 	rm -rf "$shm"
-	if mounted "$M_ARF" || mounted "$M_SSH"; then
+	if mounted "$M_ARF" || mounted "$M_SSH" || mounted "$M_ASM"; then
 		echo "run.sh: a mount is still there, $tmp left"
 	else
 		rm -rf "$tmp"
@@ -123,11 +147,25 @@ die() { echo "run.sh: $*" >&2; exit 1; }
 now() { echo "$EPOCHREALTIME"; }
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 
-mkdir -p "$tmp/bin/arfseg" "$EXP" "$tmp/ssh" "$tmp/nfs" "$M_ARF" "$M_SSH" "$tmp/log" "$tmp/out"
+mkdir -p "$tmp/bin/arfseg" "$EXP" "$tmp/ssh" "$tmp/nfs" "$M_ARF" "$M_SSH" "$M_ASM" "$tmp/log" "$tmp/out"
 # a copy of the programs: others may rebuild build/ while this runs
 cp "$BUILD/arf" "$BUILD/arfd" "$tmp/bin/" && cp "$BUILD"/arfseg/*.pno "$tmp/bin/arfseg/" ||
 	die "cannot copy the programs from $BUILD"
 BIN=$tmp/bin
+# --compare-asm: each side's segments (statfs.pno has no C version: the same for both), and
+# the exports the assembly lacks (a row that needs one fails on the asm side and says so)
+SEGENV_C="ARF_OPS_SEG=$BIN/arfseg/ops.pno ARF_DATA_SEG=$BIN/arfseg/data.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+SEGENV_ASM="ARF_OPS_SEG=$BIN/arfseg/ops_asm.pno ARF_DATA_SEG=$BIN/arfseg/data_asm.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+ONLY_C=
+if [ "$CMP" = 1 ]; then
+	cp "$BUILD/pndis" "$BIN/" || die "cannot copy $BUILD/pndis"
+	exports_of() { "$BIN/pndis" "$1" | awk '$1 == ".export" { print $2 }' | sort; }
+	for s in ops data; do
+		x=$(comm -23 <(exports_of "$BIN/arfseg/$s.pno") <(exports_of "$BIN/arfseg/${s}_asm.pno") | paste -sd ' ' -)
+		[ -n "$x" ] && ONLY_C+="${ONLY_C:+; }$s.pno: $x"
+	done
+	echo "run.sh: exports in C only (absent from the assembly): ${ONLY_C:-none}"
+fi
 if [ -z "$NFS_WHY" ]; then
 	cc -O2 -o "$BIN/nfs_tree" "$HERE/nfs_tree.c" -lnfs 2>"$tmp/log/cc" ||
 		NFS_WHY="nfs_tree.c does not build: $(head -n 2 "$tmp/log/cc" | tr '\n' ' ')"
@@ -194,8 +232,19 @@ ns_s timeout 3600 "$BIN/arf" import --no-progress "$EXP" "$EP:/" >"$tmp/log/impo
 	{ tail -n 5 "$tmp/log/import"; die "arf import failed"; }
 IMPORT_S=$(since "$t0")
 echo "run.sh: arf import of the corpus: $IMPORT_S s"
-
-sshd_up "$tmp/log/sshd"
+if [ "$CMP" = 1 ]; then
+	# the asm side: its own image and arfd, the corpus imported the same way (C segments:
+	# the import is not measured, and so both images are laid out alike)
+	c_pid=$arfd_pid
+	timeout 120 "$BIN/arf" mkfs "$IMG_ASM" --size "${IMG_MIB}M" >"$tmp/log/mkfs.asm" 2>&1 ||
+		{ cat "$tmp/log/mkfs.asm"; die "arf mkfs (asm side) failed"; }
+	arfd_up "$BIN/arfd" "$IMG_ASM" "$EP_ASM" "$tmp/log/arfd.asm"
+	arfd_asm_pid=$arfd_pid arfd_pid=$c_pid
+	ns_s timeout 3600 "$BIN/arf" import --no-progress "$EXP" "$EP_ASM:/" >"$tmp/log/import.asm" 2>&1 ||
+		{ tail -n 5 "$tmp/log/import.asm"; die "arf import (asm side) failed"; }
+else
+	sshd_up "$tmp/log/sshd"
+fi
 
 # nfs-ganesha: NFSv4 only (v3 wants rpcbind to register with), FSAL VFS on the export
 # directory, no dbus (its complaints in the log are harmless); libnfs talks v4 to port 2049
@@ -243,7 +292,7 @@ fi
 n_mount=0
 mount_arf() {
 	n_mount=$((n_mount + 1))
-	ns_c "$BIN/arf" mount "$EP" "$M_ARF" -f 2>"$tmp/log/arf-mount.$n_mount" &
+	ns_c env $([ "$CMP" = 1 ] && echo "$SEGENV_C") "$BIN/arf" mount "$EP" "$M_ARF" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/arf-mount.$n_mount" &
 	arfm_pid=$!
 	for _ in $(seq 200); do
 		mounted "$M_ARF" && return 0
@@ -261,6 +310,29 @@ umount_arf() {
 		kill -KILL "$arfm_pid" 2>/dev/null
 		wait "$arfm_pid" 2>/dev/null
 		arfm_pid=
+	fi
+}
+# the asm side (--compare-asm): the same mount, its own arfd, the assembly segments
+mount_asm() {
+	n_mount=$((n_mount + 1))
+	ns_c env $SEGENV_ASM "$BIN/arf" mount "$EP_ASM" "$M_ASM" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/asm-mount.$n_mount" &
+	asmm_pid=$!
+	for _ in $(seq 200); do
+		mounted "$M_ASM" && return 0
+		kill -0 "$asmm_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "run.sh: arf mount (asm) failed: $(tr '\n' ' ' <"$tmp/log/asm-mount.$n_mount")" >&2
+	return 1
+}
+umount_asm() {
+	mounted "$M_ASM" && timeout 60 "$BIN/arf" umount "$M_ASM" 2>/dev/null
+	unmount "$M_ASM"
+	if [ -n "$asmm_pid" ]; then
+		for _ in $(seq 100); do kill -0 "$asmm_pid" 2>/dev/null || break; sleep 0.05; done
+		kill -KILL "$asmm_pid" 2>/dev/null
+		wait "$asmm_pid" 2>/dev/null
+		asmm_pid=
 	fi
 }
 mount_sshfs() {
@@ -289,6 +361,7 @@ if [ -n "$ROWS_ONLY" ]; then
 	ROWS=("${keep[@]}")
 fi
 SYSTEMS="local arf arf_local arfmnt sshfs nfs"
+[ "$CMP" = 1 ] && SYSTEMS="local arf asm arfmnt asmmnt"
 # the command of one system for one row, run by bash -c after `eval set -- $A` (the options
 # and pattern as "$@"), with $T (big or tree) exported; output to stdout
 sys_cmd() {   # system target
@@ -296,6 +369,8 @@ sys_cmd() {   # system target
 	local) echo 'cd "$EXP" && grep "$@" $T' ;;
 	arf) echo '"$BIN/arf" grep "$@" "$EP:/$T"' ;;
 	arf_local) echo '"$BIN/arf" grep --local "$@" "$EP:/$T"' ;;
+	asm) echo 'env $SEGENV_ASM "$BIN/arf" grep "$@" "$EP_ASM:/$T"' ;;
+	asmmnt) echo 'cd "$M_ASM" && grep "$@" $T' ;;
 	arfmnt) echo 'cd "$M_ARF" && grep "$@" $T' ;;
 	sshfs) echo 'cd "$M_SSH" && grep "$@" $T' ;;
 	nfs) if [ "$2" = big ]; then
@@ -305,25 +380,45 @@ sys_cmd() {   # system target
 	     fi ;;
 	esac
 }
-declare -A SEC STATUS LINES MATCH
+declare -A SEC STATUS LINES MATCH CPU
+# CPU seconds a process has used, its threads' included (gone ones too): utime + stime of
+# /proc/PID/stat, in clock ticks (the fields after the command, which may hold spaces)
+TICK=$(getconf CLK_TCK)
+cpu_s() { awk -v hz="$TICK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null; }
+# the arfd process under arfd_up's pid (a subshell around nsenter, which execs arfd)
+arfd_of() {
+	local p=$1 c
+	for _ in 1 2 3; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = arfd ] && break
+		c=$(pgrep -P "$p" | head -n 1)
+		[ -n "$c" ] || break
+		p=$c
+	done
+	echo "$p"
+}
 REF_MD5=
 run_one() {   # net row_n system
 	local net=$1 i=$2 sys=$3 name tgt args k="$1|$2|$3" t out rc best= r
 	IFS='|' read -r name tgt args <<<"${ROWS[$((i - 1))]}"
-	STATUS[$k]=; SEC[$k]=; LINES[$k]=; MATCH[$k]=
+	STATUS[$k]=; SEC[$k]=; LINES[$k]=; MATCH[$k]=; CPU[$k]=
+	local dpid= c0 c
+	case $sys in arf|arfmnt) dpid=$(arfd_of "$arfd_pid") ;; asm|asmmnt) dpid=$(arfd_of "$arfd_asm_pid") ;; esac
+	[ "$CMP" = 1 ] || dpid=
 	case $sys in
 	nfs) [ -n "$NFS_WHY" ] && { STATUS[$k]=n/a; return; } ;;
 	arf_local) [ "$tgt" = big ] && [ "$net" = "${NETS%% *}" ] || { STATUS[$k]=n/a; return; } ;;
 	esac
 	t=$ROW_T; [ "$sys" = arf_local ] && t=$LOCAL_T
 	out=$tmp/out/$net.$i.$sys
-	export A="$args" T=$tgt EXP BIN EP M_ARF M_SSH NFS_URL SHM=$shm
+	export A="$args" T=$tgt EXP BIN EP M_ARF M_SSH NFS_URL SHM=$shm EP_ASM M_ASM SEGENV_ASM
 	for r in $(seq "$REPS"); do
 		# cold client caches: fresh mounts; the servers' page cache is warm for all
 		case $sys in
 		arfmnt) umount_arf; mount_arf || { STATUS[$k]="mount failed"; return; } ;;
+		asmmnt) umount_asm; mount_asm || { STATUS[$k]="mount failed"; return; } ;;
 		sshfs) unmount "$M_SSH"; mount_sshfs || { STATUS[$k]="mount failed"; return; } ;;
 		esac
+		[ -n "$dpid" ] && c0=$(cpu_s "$dpid")
 		local t0=$EPOCHREALTIME
 		if [ "$sys" = local ]; then
 			ns_s timeout "$t" bash -c "eval set -- \"\$A\"; $(sys_cmd "$sys" "$tgt")" >"$out" 2>"$out.err"
@@ -332,6 +427,10 @@ run_one() {   # net row_n system
 		fi
 		rc=$?
 		local s; s=$(since "$t0")
+		if [ -n "$dpid" ]; then
+			c=$(awk -v a="$c0" -v b="$(cpu_s "$dpid")" 'BEGIN { printf "%.2f", b - a }')
+			CPU[$k]=$(awk -v a="${CPU[$k]:-1e99}" -v b="$c" 'BEGIN { print (b < a ? b : a) }')
+		fi
 		if [ $rc -eq 124 ]; then STATUS[$k]="timeout ${t}s"; SEC[$k]=; break
 		elif [ $rc -gt 1 ]; then STATUS[$k]="exit $rc: $(grep -v 'binary file matches' "$out.err" | head -n 1 | tr ',' ';')"; break
 		fi
@@ -341,10 +440,10 @@ run_one() {   # net row_n system
 	done
 	[ "$sys" = nfs ] && rm -rf "$shm/tree"
 	[ "${STATUS[$k]}" = ok ] || return
-	# the check: the output, names made relative (arf prints ENDPOINT:/tree/...), sorted for
+	# the check: the output, names made relative (arf prints ENDPOINT:/tree/..., either side's), sorted for
 	# -r (each walks the directories in its own order), against local GNU grep's
 	local md5
-	md5=$(sed "s|^$EP:/||" "$out" | { [ "$tgt" = tree ] && sort || cat; } | md5sum | cut -c1-32)
+	md5=$(sed "s|^$EP:/||; s|^$EP_ASM:/||" "$out" | { [ "$tgt" = tree ] && sort || cat; } | md5sum | cut -c1-32)
 	LINES[$k]=$(wc -l <"$out")
 	if [ "$sys" = local ]; then REF_MD5=$md5; MATCH[$k]=ref
 	elif [ "$md5" = "$REF_MD5" ]; then MATCH[$k]=same
@@ -357,24 +456,85 @@ machine+=" $(free -g | awk '/^Mem:/ { print $2 }') GiB, kernel $(uname -r)"
 echo "run.sh: $machine; load $(cut -d' ' -f1-3 /proc/loadavg); rows bounded by ${ROW_T}s (--local ${LOCAL_T}s)"
 # warm the servers' page cache: the export directory and the image
 (cd "$EXP" && tar -c . | cat >/dev/null); cat "$IMG" >/dev/null
+[ "$CMP" = 1 ] && cat "$IMG_ASM" >/dev/null
+declare -A FIRST
+n_row=0
 for NET in $NETS; do
 	set_net
 	for i in $(seq ${#ROWS[@]}); do
-		for sys in $SYSTEMS; do
+		# --compare-asm: which side goes first alternates from row to row
+		order=$SYSTEMS
+		[ "$CMP" = 1 ] && [ $(( (n_row + ASM_FIRST) % 2 )) = 1 ] && order="local asm arf asmmnt arfmnt"
+		FIRST[$NET|$i]=$([ "$order" = "$SYSTEMS" ] && echo C || echo asm)
+		n_row=$((n_row + 1))
+		for sys in $order; do
 			run_one "$NET" "$i" "$sys"
 			k="$NET|$i|$sys"
 			[ "${STATUS[$k]}" = n/a ] && continue
-			printf '  %-9s %-11s %-9s %9ss %6s lines %s %s\n' "$NET" "${ROWS[$((i - 1))]%%|*}" "$sys" \
-				"${SEC[$k]:--}" "${LINES[$k]:--}" "${STATUS[$k]}" "${MATCH[$k]}"
+			printf '  %-9s %-11s %-9s %9ss %6s lines %s %s%s\n' "$NET" "${ROWS[$((i - 1))]%%|*}" "$sys" \
+				"${SEC[$k]:--}" "${LINES[$k]:--}" "${STATUS[$k]}" "${MATCH[$k]}" "${CPU[$k]:+ (arfd CPU ${CPU[$k]} s)}"
 		done
 	done
-	umount_arf; unmount "$M_SSH"
+	umount_arf; unmount "$M_SSH"; umount_asm
 done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- report: table, CSV, plot
 mkdir -p "$HERE/results"
 csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "" && b > 0) printf "%.2f", a / b }'; }
+# the CPU ratio only when both used at least 5 ticks (below, it is mostly rounding)
+cpuratio() { awk -v a="$1" -v b="$2" -v t="$TICK" 'BEGIN { if (a != "" && b != "" && a * t >= 5 && b * t >= 5) printf "%.2f", a / b }'; }
+if [ "$CMP" = 1 ]; then
+	# --compare-asm's own table: C against assembly, arf grep and GNU grep over the mount
+	{
+		echo "net,row_n,row,target,grep_args,lines,local_s,arf_s,asm_s,arfmnt_s,asmmnt_s,grep_asm_over_c,mnt_asm_over_c,first,check,notes,arf_cpu_s,asm_cpu_s,arfmnt_cpu_s,asmmnt_cpu_s,grep_cpu_asm_over_c,mnt_cpu_asm_over_c"
+		for NET in $NETS; do
+			for i in $(seq ${#ROWS[@]}); do
+				IFS='|' read -r name tgt args <<<"${ROWS[$((i - 1))]}"
+				declare -A S=()
+				check=ok notes=
+				for sys in $SYSTEMS; do
+					k="$NET|$i|$sys"
+					S[$sys]=${SEC[$k]}
+					case ${STATUS[$k]} in
+					ok|n/a) ;;
+					*) notes+="$sys: ${STATUS[$k]}; "; [ "$check" = ok ] && check=failed ;;
+					esac
+					[ "${MATCH[$k]}" = MISMATCH ] && { check=MISMATCH; notes+="$sys: output differs (${LINES[$k]} lines); "; }
+				done
+				declare -A C=()
+				for sys in arf asm arfmnt asmmnt; do C[$sys]=${CPU[$NET|$i|$sys]}; done
+				echo "$NET,$i,$name,$tgt,$args,${LINES[$NET|$i|local]},${S[local]},${S[arf]},${S[asm]},${S[arfmnt]},${S[asmmnt]},$(ratio "${S[asm]}" "${S[arf]}"),$(ratio "${S[asmmnt]}" "${S[arfmnt]}"),${FIRST[$NET|$i]},$check,${notes//,/;},${C[arf]},${C[asm]},${C[arfmnt]},${C[asmmnt]},$(cpuratio "${C[asm]}" "${C[arf]}"),$(cpuratio "${C[asmmnt]}" "${C[arfmnt]}")"
+				unset C
+				unset S
+			done
+		done
+	} >"$csv"
+	{
+		echo "ARF's operations in C vs in assembly: arf grep and GNU grep over arf mount; $(date -u '+%Y-%m-%d %H:%M') UTC, bench/grep/run.sh --compare-asm$([ "$QUICK" = 1 ] && echo ' --quick')${MOPTS:+ --mount-opts $MOPTS}$([ "$ASM_FIRST" = 1 ] && echo ' --asm-first')"
+		echo "tree: $CORPUS, $N_FILES files, $TREE_MB MB; big: $BIG_NAME of the tree's files concatenated; arf import took $IMPORT_S s (C side)"
+		echo "machine: $machine"
+		echo "programs: $BUILD_DESC"
+		echo "C: ops.pno data.pno; asm: ops_asm.pno data_asm.pno (ARF_OPS_SEG, ARF_DATA_SEG); both statfs.pno; exports in C only: ${ONLY_C:-none}"
+		echo "arf mount options: ${MOPTS:-none}"
+		echo "each side its own arfd and image; load average (1, 5, 15 min) at the end: $LOAD_END"
+		echo "seconds (best of $REPS); each mount fresh before its row; first: the side that ran first in the row"
+		echo "asm/C > 1: C faster (grep: arf grep, the scan in arfd; mnt: GNU grep over arf mount)"
+		echo "after the second |: seconds of CPU each side's arfd used in the row (g: arf grep, m: over the mount) (ticks of $((1000 / TICK)) ms; least of the reps); cpu ratios from 5 ticks each"
+		echo
+		printf '%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s | %5s %5s %5s %5s %6s %6s  %s\n' net row on lines local arf-C arf-asm mnt-C mnt-asm \
+			"grep a/C" "mnt a/C" first "g-C" "g-asm" "m-C" "m-asm" "g a/C" "m a/C" check
+		awk -F, 'function f(x) { return x == "" ? "-" : x }
+		NR > 1 { printf "%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s | %5s %5s %5s %5s %6s %6s  %s%s\n", $1, $3, $4, f($6),
+			f($7), f($8), f($9), f($10), f($11), f($12), f($13), $14, f($17), f($18), f($19), f($20), f($21), f($22), $15,
+			($16 != "" ? "  (" $16 ")" : "") }' "$csv"
+	} >"$txt"
+	cat "$txt"
+	echo "plot: none for --compare-asm"
+	echo "csv: $csv"
+	exit 0
+fi
 {
 	echo "net,row_n,row,target,grep_args,lines,local_s,arf_s,arf_local_s,arfmnt_s,sshfs_s,nfs_s,sshfs_over_arf,nfs_over_arf,arfmnt_over_arf,arf_over_local,arf_local_over_arf,check,notes"
 	for NET in $NETS; do

@@ -358,6 +358,28 @@ else
 	bad "mount -o writeback:"; sed 's/^/  | /' "$tmp/err"
 fi
 
+# -o noxattr: no xattrs through the mount (the kernel gets ENOSYS once and tells callers
+# EOPNOTSUPP); files are made and appended to as usual, with no xattr run (bench/fs
+# --compare-asm runs the mount so on ops.pna, which has no xattr exports)
+mx=$tmp/mntnx
+mkdir "$mx"
+if timeout "$T" "$BUILD/arf" mount "$ep" "$mx" -o noxattr 2>"$tmp/err"; then
+	same "setxattr under -o noxattr" "$(python3 -c '
+import errno, os, sys
+try:
+    os.setxattr(sys.argv[1], "user.x", b"1")
+    print("set")
+except OSError as e:
+    print("EOPNOTSUPP" if e.errno == errno.EOPNOTSUPP else errno.errorcode.get(e.errno, e.errno))' \
+		"$mx/a" 2>&1)" EOPNOTSUPP
+	printf 'one' >"$mx/a/nx" && printf 'two' >>"$mx/a/nx"
+	same "a file made and appended to under -o noxattr" "$(cat "$m/a/nx" 2>&1)" "onetwo"
+	rm -f "$mx/a/nx"
+	timeout "$T" "$BUILD/arf" umount "$mx"
+else
+	bad "mount -o noxattr:"; sed 's/^/  | /' "$tmp/err"
+fi
+
 # two clients on one server, close-to-open: the second mount caches attributes and entries
 # for a minute; a file written and closed by one is read whole by the other, also after it
 # grew and shrank while the other had it cached
