@@ -277,12 +277,25 @@ void grep_describe(const struct grep *g, char *buf, size_t len)
 
 /* ---- matching on the client ---- */
 
+enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED, SPAN_SET };
+static void span_setup(struct grep *g);
+
 /* Does line p[0..n) contain a match (exact)?  -1 (and g->gave_up) when the backtracker
  * gave up. */
 static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 {
 	if (g->match_none || g->gave_up)
 		return 0;
+	/* a set of strings (maybe under -w or -x): its trie decides, as for -o.  The lazy DFA
+	 * of its NFA adds the closure of every string at each start: with 10,000 strings most
+	 * of the time went there (perf: closure, simulate), and 100,000 strings past the
+	 * segment's DFA limits sent every line to it */
+	if (g->span_kind == SPAN_UNKNOWN && !g->ast.has_backref)
+		span_setup(g);
+	if (g->span_kind == SPAN_SET) {
+		size_t s, e;
+		return strset_leftmost_longest(g->span_set, p, n, 0, &s, &e);
+	}
 	if (g->ast.has_backref || !grep_nfa(g)) {
 		/* the NFA stands for a back-reference with any text: no match there, none here */
 		if (g->nfa.s && !lazy_line_matches(&g->lazy, &g->nfa, p, n))
@@ -294,8 +307,6 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 	}
 	return lazy_line_matches(&g->lazy, &g->nfa, p, n);
 }
-
-enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED, SPAN_SET };
 
 /* Is node x of t one string (a chain of one-byte sets; with icase a letter may stand for
  * both its cases)?  Its bytes (letters lower case when folded) into buf; the length, or -1.
