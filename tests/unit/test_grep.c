@@ -824,6 +824,107 @@ static void test_segment(void)
 	}
 }
 
+/* One run of g's segment over data[0..len) and the output grep_format prints ("" when the
+ * run failed: the caller's comparison then fails). */
+static char *run_format(struct grep *g, const char *data, size_t len)
+{
+	static uint8_t out[1 << 16];
+	size_t out_len = 0;
+	int64_t v = run(g, data, len, out, sizeof out, &out_len);
+	char *text = NULL, *etext = NULL;
+	size_t text_len = 0, elen = 0;
+	FILE *f = open_memstream(&text, &text_len), *ef = open_memstream(&etext, &elen);
+	struct grep_file_result fr;
+	if (v >= 0)
+		grep_format(g, "grep", "f", v, out, out_len, f, ef, &fr);
+	fclose(f);
+	fclose(ef);
+	free(etext);
+	return text;
+}
+
+/* -w and -x over a set of strings (the set's own DFA finds candidate lines, its trie decides
+ * on them) against the NFA with the assertions, line by line, and -c against the DFA of
+ * that NFA (context turns the set's path off); random sets of words with non-word bytes,
+ * overlapping, prefixes of each other, the empty string now and then, -i, and a few of
+ * 3,000 strings; binary data (NULs: each piece between them is a line) for -c. */
+static void test_bounded_sets(void)
+{
+	int n_set_path = 0, n_lines = 0;
+	char (*buf)[8] = malloc(3000 * sizeof *buf);
+	const char **pv = malloc(3000 * sizeof *pv);
+	size_t *lens = malloc(3000 * sizeof *lens);
+	CHECK(buf && pv && lens, "malloc");
+	for (int round = 0; buf && pv && lens && round < 200; round++) {
+		int np = round % 20 == 19 ? 3000 : 1 + (int)rnd(40), basic = round % 4 == 3;
+		int binary = round % 5 == 4;
+		for (int i = 0; i < np; i++) {
+			int k = rnd(30) == 0 ? 0 : 1 + (int)rnd(np > 100 ? 6 : 4);
+			for (int j = 0; j < k; j++)
+				buf[i][j] = "abAB_- ."[rnd(basic ? 7 : 8)];
+			pv[i] = buf[i];
+			lens[i] = (size_t)k;
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = basic ? GREP_BASIC : GREP_FIXED,
+		                       .icase = round % 3 == 1, .word = round % 2 == 0,
+		                       .line = round % 2 == 1 };
+		char data[40 * 24];
+		size_t len = 0;
+		for (int l = 0; l < 40; l++) {
+			size_t n = rnd(22);
+			for (size_t i = 0; i < n; i++)
+				data[len++] = binary && rnd(15) == 0 ? '\0' : "abcAB_-. x"[rnd(10)];
+			data[len++] = '\n';
+		}
+		struct grep *g = NULL, *gc = NULL, *gold = NULL;
+		char err[256], warn[256];
+		int rc = grep_compile(pv, lens, (size_t)np, &o, &g, err, sizeof err, warn, sizeof warn);
+		o.count = 1;
+		rc |= grep_compile(pv, lens, (size_t)np, &o, &gc, err, sizeof err, warn, sizeof warn);
+		o.after = 1;
+		rc |= grep_compile(pv, lens, (size_t)np, &o, &gold, err, sizeof err, warn, sizeof warn);
+		CHECK(rc == 0, "round %d: %s", round, err);
+		if (rc == 0) {
+			n_set_path += g->exact && g->span_set != NULL;
+			char *want_c = run_format(gold, data, len), *got_c = run_format(gc, data, len);
+			CHECK(want_c && got_c && strcmp(want_c, got_c) == 0,
+			      "round %d (%s%s%s, %d strings): -c %s, with context (the DFA) %s", round,
+			      o.word ? "-w" : "-x", o.icase ? " -i" : "", binary ? " binary" : "", np,
+			      got_c, want_c);
+			free(want_c), free(got_c);
+		}
+		if (rc == 0 && !binary) {
+			/* the lines the NFA selects, in order */
+			char want[sizeof data + 1];
+			size_t wl = 0;
+			for (size_t a = 0; a < len;) {
+				size_t e = a;
+				while (data[e] != '\n')
+					e++;
+				if (nfa_line_matches(grep_nfa(g), (const uint8_t *)data + a, e - a)) {
+					memcpy(want + wl, data + a, e - a + 1);
+					wl += e - a + 1;
+				}
+				n_lines++;
+				a = e + 1;
+			}
+			want[wl] = '\0';
+			char *got = run_format(g, data, len);
+			CHECK(got && strcmp(got, want) == 0, "round %d (%s%s, %d strings):\n--- nfa\n%s"
+			      "--- got\n%s", round, o.word ? "-w" : "-x", o.icase ? " -i" : "", np, want,
+			      got ? got : "");
+			free(got);
+		}
+		grep_free(g), grep_free(gc), grep_free(gold);
+	}
+	/* the set's path is taken unless the empty string is in the set or one string
+	 * (SPAN_FIXED) */
+	CHECK(n_set_path >= 80 && n_lines >= 4000, "%d rounds on the set's path, %d lines",
+	      n_set_path, n_lines);
+	free(buf), free(pv), free(lens);
+}
+
 int main(void)
 {
 	test_errors();
@@ -835,6 +936,7 @@ int main(void)
 	test_lazy();
 	test_literal();
 	test_segment();
+	test_bounded_sets();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
