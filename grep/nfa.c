@@ -2340,7 +2340,10 @@ static int leaf_byte(const struct ast *t, int x, int icase)
 	int cnt = 0, byte = 0;
 	for (int i = 0; i < 4; i++)
 		if (set[i]) {
-			cnt += __builtin_popcountll(set[i]);
+			/* 1, 2 or "3": all that matters here, without popcount (a libgcc call
+			 * without -mpopcnt: an eighth of the start-up with 100,000 strings) */
+			uint64_t rest = set[i] & (set[i] - 1);
+			cnt += !rest ? 1 : !(rest & (rest - 1)) ? 2 : 3;
 			byte = 64 * i + 63 - __builtin_clzll(set[i]);   /* the last one */
 		}
 	int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
@@ -2353,29 +2356,45 @@ static int leaf_byte(const struct ast *t, int x, int icase)
 
 /* The strings of a string: a concatenation of single bytes, left-deep as the parser makes
  * it (CAT(CAT(a, b), c)).  must_cat on single bytes gives exactly this (the node is exact,
- * and all four strings are the string while it fits MUST_CAP), but each step copies four
- * strings, and 10,000 patterns make 80,000 steps.  1, or 0 when node is no such string. */
-static int must_string(const struct ast *t, int node, int icase, struct must *m)
+ * and all four strings are the string while it fits MUST_CAP; past it, not exact, left and
+ * in its first MUST_CAP bytes, right its last), but each step copies four strings, and
+ * 10,000 patterns make 80,000 steps.  1; or 0 when node is no such string, with *n_fail the
+ * concatenations below node whose strings hold the same byte that is none (they fail too:
+ * the caller skips them, else a string of 65,536 bytes after a '.' took 2^31 steps). */
+static int must_string(const struct ast *t, int node, int icase, struct must *m, long *n_fail)
 {
-	uint8_t rev[MUST_CAP];
-	int n = 0;
+	long n = 0;
 	for (int x = node;;) {
 		const struct node *nd = &t->n[x];
-		int c = leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase);
-		if (c < 0 || n == MUST_CAP)
+		if (leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase) < 0) {
+			*n_fail = n;
 			return 0;
-		rev[n++] = (uint8_t)c;
+		}
+		n++;
 		if (nd->kind != N_CAT)
 			break;
 		x = nd->a;
 	}
-	m->exact = 1;
-	m->x.len = n;
-	for (int i = 0; i < n; i++)
-		m->x.b[i] = rev[n - 1 - i];
-	str_set(&m->left, &m->x);
-	str_set(&m->right, &m->x);
-	str_set(&m->in, &m->x);
+	/* the bytes from the last: byte n-1-j at step j */
+	must_clear(m);
+	long j = 0;
+	for (int x = node;; j++) {
+		const struct node *nd = &t->n[x];
+		uint8_t c = (uint8_t)leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase);
+		if (n - 1 - j < MUST_CAP)
+			m->left.b[n - 1 - j] = c;
+		if (j < MUST_CAP)
+			m->right.b[(n < MUST_CAP ? n : MUST_CAP) - 1 - j] = c;
+		if (nd->kind != N_CAT)
+			break;
+		x = nd->a;
+	}
+	m->left.len = m->right.len = (int)(n < MUST_CAP ? n : MUST_CAP);
+	str_set(&m->in, &m->left);
+	if (n <= MUST_CAP) {
+		m->exact = 1;
+		str_set(&m->x, &m->left);
+	}
 	return 1;
 }
 
@@ -2466,6 +2485,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 	struct mframe { int node, done; } *fr = NULL;
 	struct must *res = NULL, tmp;
 	size_t n_fr = 0, cap_fr = 0, n_res = 0, cap_res = 0;
+	long no_string = 0;   /* the next concatenations entered (a left chain) are no strings */
 	int rc = -1;
 	for (int node = t->root;;) {
 		if (node >= 0) {
@@ -2484,10 +2504,18 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 					goto out;
 				res = nr, cap_res = c;
 			}
-			if (t->n[node].kind == N_CAT && must_string(t, node, icase, &res[n_res]))
+			/* the node entered next is this one's left child (a), so the chain's
+			 * concatenations come one after another until a leaf */
+			if (t->n[node].kind != N_CAT)
+				no_string = 0;
+			else if (no_string > 0)
+				no_string--;
+			else if (must_string(t, node, icase, &res[n_res], &no_string)) {
 				n_res++;      /* done at once: no frame */
-			else
-				fr[n_fr++] = (struct mframe){ node, 0 };
+				node = -1;
+				continue;
+			}
+			fr[n_fr++] = (struct mframe){ node, 0 };
 			node = -1;
 		}
 		if (n_fr == 0)
