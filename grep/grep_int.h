@@ -194,9 +194,10 @@ struct dfa {
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
 /* The same DFA (lines holding a match) when t is an alternation of strings, each byte of
  * them one byte class (a byte; a letter and its capital): Aho-Corasick's automaton, made from
- * the trie without the NFA.  0; 1 when t is not such a set, or its trie would pass the
- * limits above (use dfa_build); -2 when out of memory.  No dead state: the binary table
- * can share its rows (dfa_share_binary). */
+ * the trie without the NFA.  0; 1 when t is not such a set, or its trie passes 4 times the
+ * limits above (use dfa_build); 2 when it is one whose automaton would pass them (dfa_build's
+ * states would be the same trie nodes: take the exact path); -2 when out of memory.  No dead
+ * state: the binary table can share its rows (dfa_share_binary). */
 int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2);
 void dfa_free(struct dfa *d);
 /* The DFA into a segment's constants (gen.c; arfscan.c too): the class map (class * 4 when

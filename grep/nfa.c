@@ -796,6 +796,7 @@ out:
 }
 
 #define LIT_MAX_SETS 256   /* different sets of one class each: at most one per byte */
+#define LIT_TRIE_SLACK 4   /* trie rows made, per row the table may keep */
 
 int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 {
@@ -859,6 +860,10 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	size_t max_rows = DFA_MAX_TABLE / (w * sizeof *d->t);
 	if (max_rows > DFA_MAX_STATES)
 		max_rows = DFA_MAX_STATES;
+	/* the trie may pass the limits by rows that are cut off below (see the end): it is
+	 * checked after that, up to LIT_TRIE_SLACK times the rows */
+	size_t max_kept = max_rows;
+	max_rows *= LIT_TRIE_SLACK;
 	if (max_rows > n_seq + DFA_N_SPECIAL + 2)
 		max_rows = n_seq + DFA_N_SPECIAL + 2;
 	uint32_t root = DFA_N_SPECIAL, full = DFA_N_SPECIAL + 1, n_rows = DFA_N_SPECIAL + 2;
@@ -883,7 +888,7 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 			} else {
 				if (*to == 0) {
 					if (n_rows == max_rows)
-						goto out;    /* too big: dfa_build may merge more */
+						goto out;    /* rc 1: dfa_build may cut off more */
 					*to = n_rows++;
 				}
 				v = *to;
@@ -930,6 +935,9 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	 * that became `full`.  A kept row's entries are kept rows or specials.  fail[] is done
 	 * with: it maps old rows to new. */
 	uint32_t n_kept = DFA_N_SPECIAL + 2 + (uint32_t)tail;
+	rc = 2;
+	if (n_kept > max_kept)
+		goto out;
 	rc = -2;
 	uint32_t *kept = malloc((size_t)n_kept * w * sizeof *kept);
 	if (!kept)

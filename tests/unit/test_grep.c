@@ -918,6 +918,51 @@ static void test_bounded_sets(void)
 		}
 		grep_free(g), grep_free(gc), grep_free(gold);
 	}
+	/* 100,000 ids and one string of 65,536 a's (bench/grepscan's ids100000big): past the
+	 * segment's DFA (dfa_build_literals 2), every line to the client, whose trie decides;
+	 * plain, -w, -x */
+	{
+		size_t np = 100001, big = 65536;
+		char *a = malloc(big + np * 9);
+		const char **ids = malloc(np * sizeof *ids);
+		size_t *idl = malloc(np * sizeof *idl);
+		CHECK(a && ids && idl, "malloc");
+		for (int mode = 0; a && ids && idl && mode < 3; mode++) {
+			char *q = a;
+			for (size_t i = 0; i < np - 1; i++) {
+				idl[i] = (size_t)sprintf(q, "u%07u", (unsigned)((i * 7919 + 13) % 10000000));
+				ids[i] = q;
+				q += idl[i] + 1;
+			}
+			memset(q, 'a', big);
+			ids[np - 1] = q;
+			idl[np - 1] = big;
+			struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+			                       .syntax = GREP_FIXED, .count = 1, .word = mode == 1,
+			                       .line = mode == 2 };
+			struct grep *g = NULL;
+			char err[256], warn[256];
+			int rc = grep_compile(ids, idl, np, &o, &g, err, sizeof err, warn, sizeof warn);
+			CHECK(rc == 0, "ids100000big: %s", err);
+			if (rc != 0)
+				continue;
+			if (mode == 0)
+				CHECK(dfa_build_literals(&(struct dfa){ 0 }, &g->ast, '\n', -1) == 2,
+				      "ids100000big: not past the limits");
+			CHECK(g->exact && g->dfa.n_rows <= DFA_N_SPECIAL + 1,
+			      "ids100000big mode %d: every line to the client", mode);
+			/* ids[5] is u0039608: alone (all modes), inside a word (none but plain), after
+			 * '=' (-w), and a line of other ids' digits */
+			static const char data[] = "u0039608\nxu0039608y\nid=u0039608 x\nu003960\n";
+			static const char *const want[] = { "3\n", "2\n", "1\n" };
+			char *got = run_format(g, data, sizeof data - 1);
+			CHECK(got && strcmp(got, want[mode]) == 0, "ids100000big mode %d: %s", mode,
+			      got ? got : "");
+			free(got);
+			grep_free(g);
+		}
+		free(a), free(ids), free(idl);
+	}
 	/* the set's path is taken unless the empty string is in the set or one string
 	 * (SPAN_FIXED) */
 	CHECK(n_set_path >= 80 && n_lines >= 4000, "%d rounds on the set's path, %d lines",
