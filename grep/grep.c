@@ -322,10 +322,8 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 	 * segment's DFA limits sent every line to it */
 	if (g->span_kind == SPAN_UNKNOWN && !g->ast.has_backref)
 		span_setup(g);
-	if (g->span_kind == SPAN_SET) {
-		size_t s, e;
-		return strset_leftmost_longest(g->span_set, p, n, 0, &s, &e);
-	}
+	if (g->span_kind == SPAN_SET)
+		return strset_line_matches(g->span_set, p, n);
 	if (g->ast.has_backref || !grep_nfa(g)) {
 		/* the NFA stands for a back-reference with any text: no match there, none here */
 		if (g->nfa.s && !lazy_line_matches(&g->lazy, &g->nfa, p, n))

@@ -230,6 +230,9 @@ struct strset;
 int strset_build(struct strset **out, const struct ast *t, int root, int word, int line);
 int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, size_t from,
                             size_t *ms, size_t *me);
+/* Does p[0..n) hold a match (under the set's -w or -x)?  Linear in n for -x and plain sets,
+ * times the strings that are suffixes of each other for -w. */
+int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n);
 void strset_free(struct strset *s);
 /* The longest match starting at s: its end, or -1 when none starts at s. */
 long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s);

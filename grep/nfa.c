@@ -1426,11 +1426,13 @@ struct strset {
 	uint8_t *fin;          /* fin[row]: a string ends there */
 	uint32_t n_rows, cap_rows, max_rows;
 	int word, line, utf8;
-	/* Aho-Corasick's links, to find the leftmost start in one pass (without -w and -x):
-	 * fail[row] the row of the longest proper suffix in the trie, depth[row] its string's
-	 * length, out[row] the length of the longest string that ends there (0: none).  NULL
-	 * when not used. */
-	uint32_t *fail, *depth, *out;
+	/* Aho-Corasick's links, to find the leftmost start in one pass (ac_spans: without -w
+	 * and -x) and whether a line holds a match (strset_line_matches): fail[row] the row of
+	 * the longest proper suffix in the trie, depth[row] its string's length, out[row] the
+	 * length of the longest string that ends there (0: none), next_fin[row] the row of the
+	 * longest proper suffix where a string ends (0: none).  NULL when out of memory. */
+	uint32_t *fail, *depth, *out, *next_fin;
+	int ac_spans;
 };
 
 void strset_free(struct strset *s)
@@ -1442,6 +1444,7 @@ void strset_free(struct strset *s)
 	free(s->fail);
 	free(s->depth);
 	free(s->out);
+	free(s->next_fin);
 	free(s);
 }
 
@@ -1617,21 +1620,24 @@ out:
 	*out = ret;
 }
 
-/* Aho-Corasick's links of the trie (fail, depth, out), breadth first.  Not when a string can
- * start with a UTF-8 continuation byte (utf8 1: no match starts inside a character, and the
- * one-pass search cannot skip those starts).  0, or -2 when out of memory. */
+/* Aho-Corasick's links of the trie (fail, depth, out, next_fin), breadth first.  The spans
+ * take them (ac_spans) without -w and -x, and not when a string can start with a UTF-8
+ * continuation byte (utf8 1: no match starts inside a character, and the one-pass search
+ * cannot skip those starts).  0, or -2 when out of memory. */
 static int strset_links(struct strset *s)
 {
 	size_t w = (size_t)s->w;
+	s->ac_spans = !s->word && !s->line;
 	for (int c = 0x80; c < 0xc0; c++)
 		if (s->utf8 == 1 && s->t[w + s->cls[c]] != 0)
-			return 0;
+			s->ac_spans = 0;
 	uint32_t n = s->n_rows;
 	s->fail = malloc(n * sizeof *s->fail);
 	s->depth = malloc(n * sizeof *s->depth);
 	s->out = malloc(n * sizeof *s->out);
+	s->next_fin = malloc(n * sizeof *s->next_fin);
 	uint32_t *queue = malloc(n * sizeof *queue);
-	if (!s->fail || !s->depth || !s->out || !queue) {
+	if (!s->fail || !s->depth || !s->out || !s->next_fin || !queue) {
 		free(queue);
 		return -2;
 	}
@@ -1639,6 +1645,7 @@ static int strset_links(struct strset *s)
 	s->fail[1] = 1;
 	s->depth[1] = 0;
 	s->out[1] = 0;
+	s->next_fin[1] = 0;
 	queue[tail++] = 1;
 	while (head < tail) {
 		uint32_t u = queue[head++];
@@ -1657,6 +1664,8 @@ static int strset_links(struct strset *s)
 			s->fail[c] = f;
 			s->depth[c] = s->depth[u] + 1;
 			s->out[c] = s->fin[c] ? s->depth[c] : s->out[f];
+			/* f is shallower: its own next_fin is set (breadth first) */
+			s->next_fin[c] = s->fin[f] ? f : s->next_fin[f];
 			queue[tail++] = c;
 		}
 	}
@@ -1774,7 +1783,7 @@ int strset_build(struct strset **out, const struct ast *t, int root, int word, i
 		}
 		free(f.v);
 	}
-	if (!b.rc && !word && !line)
+	if (!b.rc)
 		b.rc = strset_links(s);
 	if (!b.rc) {
 		*out = b.s;
@@ -1793,7 +1802,7 @@ int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, 
                             size_t *ms, size_t *me)
 {
 	size_t w = (size_t)s->w;
-	if (s->fail) {
+	if (s->ac_spans) {
 		/* the leftmost start in one pass: at each end the longest string ending there
 		 * (out) gives the smallest start; no later end can give a start before j + 1 -
 		 * depth (the longest suffix still in the trie).  Its longest end comes from the
@@ -1835,6 +1844,43 @@ int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, 
 			*ms = i;
 			*me = (size_t)best;
 			return 1;
+		}
+	}
+	return 0;
+}
+
+int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n)
+{
+	size_t w = (size_t)s->w;
+	if (s->line) {
+		uint32_t v = 1;
+		for (size_t j = 0; j < n && v != 0; j++)
+			v = s->t[v * w + s->cls[p[j]]];
+		return v != 0 && s->fin[v];
+	}
+	/* one Aho-Corasick pass: v is the longest suffix of p[0..j] in the trie, and the strings
+	 * ending at j are v's (fin) and those down its next_fin chain.  Under -w one of them must
+	 * have no word character before it (and, utf8 1, start on a character); the one after
+	 * is the same for all.  The chain is the set's strings that are suffixes of each other,
+	 * not the bytes of the line: no walk from every start (a line of 100,000 '-' against a
+	 * string of 999 '-' and an 'a' took 0.8 s a line) */
+	uint32_t v = 1;
+	for (size_t j = 0; j < n; j++) {
+		size_t k = s->cls[p[j]];
+		while (v != 1 && s->t[v * w + k] == 0)
+			v = s->fail[v];
+		v = s->t[v * w + k] ? s->t[v * w + k] : 1;
+		if (!s->out[v])
+			continue;
+		if (!s->word)
+			return 1;
+		if (nctx_at(s->utf8, p, n, j + 1) == X_WORD)
+			continue;
+		for (uint32_t u = s->fin[v] ? v : s->next_fin[v]; u != 0; u = s->next_fin[u]) {
+			size_t start = j + 1 - s->depth[u];
+			if (pctx_at(s->utf8, p, n, start) != P_WORD &&
+			    !(s->utf8 == 1 && utf8_inside(p, n, start)))
+				return 1;
 		}
 	}
 	return 0;

@@ -595,6 +595,10 @@ static void test_spans(void)
 			size_t n = rnd(24);
 			for (size_t i = 0; i < n; i++)
 				line[i] = (uint8_t)"abcAB_- "[rnd(8)];
+			/* whether the line holds a match: one Aho-Corasick pass (strset_line_matches) */
+			int lm = strset_line_matches(ss, line, n), lw = nfa_line_matches(grep_nfa(g), line, n);
+			CHECK(lm == lw, "round %d, line \"%.*s\": trie %d, nfa %d", round, (int)n, line,
+			      lm, lw);
 			for (size_t from = 0; from <= n; from++) {
 				size_t s1 = 0, e1 = 0, s2 = 0, e2 = 0;
 				int want = nfa_leftmost_longest(grep_nfa(g), line, n, from, &s1, &e1);
