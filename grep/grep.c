@@ -157,10 +157,19 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * client (its trie decides), without building the NFA's DFA to find that out again
 	 * (100,000 strings: a fifth of the start-up) */
 	int too_big = lit == 2;
-	if (lit == 1 && (o->word || o->line)) {
-		struct ast b = *t;
-		b.root = bare;
-		int r = dfa_build_literals(&g->dfa, &b, eol, -1);
+	/* -x over a set of strings: the trie from the line's start is the whole answer (a line
+	 * that leaves it is dead until its end), no client check; the binary table likewise */
+	struct ast bare_t = *t;
+	bare_t.root = bare;
+	int line_set = 0;
+	if (lit == 1 && o->line) {
+		int r = dfa_build_line_literals(&g->dfa, &bare_t, eol, -1, 0);
+		if (r == -2)
+			goto oom;
+		line_set = r == 0;
+	}
+	if (lit == 1 && (o->word || o->line) && !line_set) {
+		int r = dfa_build_literals(&g->dfa, &bare_t, eol, -1);
 		if (r == -2)
 			goto oom;
 		too_big = r == 2;
@@ -172,7 +181,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 			dfa_free(&g->dfa);
 	}
 	int nfa_ok = 1;
-	if (lit == 0 || bounded_set || too_big) {
+	if (lit == 0 || bounded_set || too_big || line_set) {
 		g->nfa_later = 1;
 	} else {
 		nfa_ok = nfa_build(&g->nfa, t) == 0;
@@ -190,7 +199,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	for (int i = 0; relaxed && i < t->len; i++)
 		relaxed = t->n[i].kind != N_ASSERT || (t->n[i].akind != A_BOL && t->n[i].akind != A_EOL);
 	int rc;
-	if (lit == 0 || bounded_set) {
+	if (lit == 0 || bounded_set || line_set) {
 		rc = 0;            /* lit == 0: no assertions, neither u8words nor relaxed */
 	} else if (too_big) {
 		rc = -1;
@@ -219,7 +228,10 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		/* a big table (thousands of patterns) is built once: the binary table takes its
 		 * rows when it can */
 		rc = eol == '\n' && dfa_share_binary(&g->bdfa, &g->dfa) == 0 ? 0 :
+		     line_set ? dfa_build_line_literals(&g->bdfa, &bare_t, '\n', 0, DFA_NO_DEAD) :
 		     grep_nfa(g) ? dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD) : -1;
+		if (rc == 1)
+			rc = -1;    /* the binary trie alone too big: as below */
 		if (rc == -2)
 			goto oom;
 		if (rc != 0) {

@@ -199,6 +199,10 @@ int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
  * states would be the same trie nodes: take the exact path); -2 when out of memory.  No dead
  * state: the binary table can share its rows (dfa_share_binary). */
 int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2);
+/* The same for -x (t the strings without -x's anchors): the lines that are one of the
+ * strings, the trie with a dead state (a row of its own with DFA_NO_DEAD, for the binary
+ * table).  0; 1 when t is no such set or its trie passes the limits; -2. */
+int dfa_build_line_literals(struct dfa *d, const struct ast *t, int eol1, int eol2, int flags);
 void dfa_free(struct dfa *d);
 /* The DFA into a segment's constants (gen.c; arfscan.c too): the class map (class * 4 when
  * that fits a byte: *mul 1, else 4) and the rows, whose entries are constant offsets of

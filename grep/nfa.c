@@ -798,7 +798,71 @@ out:
 #define LIT_MAX_SETS 256   /* different sets of one class each: at most one per byte */
 #define LIT_TRIE_SLACK 4   /* trie rows made, per row the table may keep */
 
+/* The rows of a set of strings under -x (see dfa_build_line_literals): the trie itself, a
+ * missing child is dead.  seq holds each string's classes, -1 after each.  0, 1 (too big)
+ * or -2. */
+static int line_trie(struct dfa *d, const int *seq, size_t n_seq, const int *set_cls,
+                     int no_dead)
+{
+	size_t w = (size_t)d->n_cls + 1;
+	size_t max_rows = DFA_MAX_TABLE / (w * sizeof *d->t);
+	if (max_rows > DFA_MAX_STATES)
+		max_rows = DFA_MAX_STATES;
+	if (max_rows > n_seq + DFA_N_SPECIAL + 2)
+		max_rows = n_seq + DFA_N_SPECIAL + 2;
+	/* no_dead: the dead state is row `dead`, which stays there until the line ends */
+	uint32_t root = DFA_N_SPECIAL, dead = no_dead ? root + 1 : DFA_DEAD;
+	uint32_t n_rows = no_dead ? root + 2 : root + 1;
+	d->t = calloc(max_rows * w, sizeof *d->t);
+	uint8_t *fin = calloc(max_rows, 1);
+	int rc = -2;
+	if (!d->t || !fin)
+		goto out;
+	rc = 1;
+	for (size_t i = 0; i < n_seq; i++) {
+		uint32_t v = root;
+		for (; seq[i] >= 0; i++) {
+			uint32_t *to = &d->t[v * w + (size_t)set_cls[seq[i]]];
+			if (*to == 0) {
+				if (n_rows == max_rows)
+					goto out;
+				*to = n_rows++;
+			}
+			v = *to;
+		}
+		fin[v] = 1;
+	}
+	for (uint32_t r = root; r < n_rows; r++) {
+		uint32_t *row = &d->t[(size_t)r * w];
+		for (size_t c = 0; c < w - 1; c++)
+			if (row[c] == 0 || r == dead)
+				row[c] = dead;
+		/* the line ends: it is one of the strings when a string ends here */
+		row[w - 1] = fin[r] ? DFA_MATCH : DFA_EOL;
+	}
+	d->n_rows = (int)n_rows;
+	d->start = (int)root;
+	rc = 0;
+out:
+	free(fin);
+	return rc;
+}
+
+static int lit_build(struct dfa *d, const struct ast *t, int eol1, int eol2, int line);
+
 int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
+{
+	return lit_build(d, t, eol1, eol2, 0);
+}
+
+int dfa_build_line_literals(struct dfa *d, const struct ast *t, int eol1, int eol2, int flags)
+{
+	return lit_build(d, t, eol1, eol2, flags & DFA_NO_DEAD ? 2 : 1);
+}
+
+/* line 0: lines holding one of the strings; 1: lines that are one (-x); 2: the same with
+ * the dead state a row (DFA_NO_DEAD) */
+static int lit_build(struct dfa *d, const struct ast *t, int eol1, int eol2, int line)
 {
 	memset(d, 0, sizeof *d);
 	int *seq = NULL, *fail = NULL, *queue = NULL;
@@ -850,6 +914,10 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		if (one < 0 || one >= d->n_cls)
 			goto out;
 		set_cls[si] = one;
+	}
+	if (line) {
+		rc = line_trie(d, seq, n_seq, set_cls, line == 2);
+		goto out;
 	}
 	/* The trie, in the rows themselves: 0 is "no child yet" (no row is below
 	 * DFA_N_SPECIAL).  Row `root` is the start; row `full` stands for every node whose
