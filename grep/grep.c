@@ -24,6 +24,10 @@ static int fmt_any_output;
  * the size is unknown: a pipe), as grep 3.8 does; set per file by grep_set_file_size. */
 static int fmt_num_width;
 
+/* How -o, colour and the exact path's set of strings find matches (struct grep's span_kind) */
+enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED, SPAN_SET };
+static void span_setup(struct grep *g);
+
 static int wrap(struct ast *t, int root, int a1, int a2)
 {
 	int x = ast_new(t, N_ASSERT), y = ast_new(t, N_ASSERT);
@@ -116,6 +120,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		if (root < 0)
 			goto oom;
 	}
+	int bare = root;   /* the patterns without -w's or -x's assertions */
 	if (o->line)
 		root = wrap(t, root, A_BOL, A_EOL);
 	else if (o->word)
@@ -140,8 +145,43 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	int lit = dfa_build_literals(&g->dfa, t, eol, -1);
 	if (lit == -2)
 		goto oom;
+	int context = o->before > 0 || o->after > 0;
+	/* -w or -x over a set of strings: the set's own automaton finds the lines that hold one
+	 * of the strings (a superset, also of the pieces between a binary file's NULs), and the
+	 * client keeps those where one is word- or line-bounded, with the set's trie (strset,
+	 * line_matches).  The DFA of the NFA with the assertions was most of the start-up with
+	 * 10,000 strings (-x: two tables, 3 MB of segment), and in UTF-8 each candidate went
+	 * through the lazy DFA.  Not with -v or context: the client needs every line then */
+	int bounded_set = 0;
+	/* a set of strings whose automaton passes the segment's limits: every line goes to the
+	 * client (its trie decides), without building the NFA's DFA to find that out again
+	 * (100,000 strings: a fifth of the start-up) */
+	int too_big = lit == 2;
+	/* -x over a set of strings: the trie from the line's start is the whole answer (a line
+	 * that leaves it is dead until its end), no client check; the binary table likewise */
+	struct ast bare_t = *t;
+	bare_t.root = bare;
+	int line_set = 0;
+	if (lit == 1 && o->line) {
+		int r = dfa_build_line_literals(&g->dfa, &bare_t, eol, -1, 0);
+		if (r == -2)
+			goto oom;
+		line_set = r == 0;
+	}
+	if (lit == 1 && (o->word || o->line) && !line_set) {
+		int r = dfa_build_literals(&g->dfa, &bare_t, eol, -1);
+		if (r == -2)
+			goto oom;
+		too_big = r == 2;
+		if (r == 0 && !o->invert && !context) {
+			span_setup(g);
+			bounded_set = g->span_kind == SPAN_SET;
+		}
+		if (!bounded_set)
+			dfa_free(&g->dfa);
+	}
 	int nfa_ok = 1;
-	if (lit == 0) {
+	if (lit == 0 || bounded_set || too_big || line_set) {
 		g->nfa_later = 1;
 	} else {
 		nfa_ok = nfa_build(&g->nfa, t) == 0;
@@ -151,16 +191,18 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	int u8words = 0;
 	for (int i = 0; o->utf8 && i < t->len; i++)
 		u8words |= t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
-	int context = o->before > 0 || o->after > 0;
 	/* ... but a DFA without them (every word assertion holds) is a superset of the lines:
 	 * the segment sends its lines, with the literal skip.  Not with line anchors (a piece of
 	 * a binary file's line between NULs may match where the line does not), -v or context */
-	int relaxed = u8words && nfa_ok && !t->has_backref && !o->invert && !context;
+	int relaxed = u8words && nfa_ok && !t->has_backref && !o->invert && !context &&
+	              !bounded_set && !too_big;
 	for (int i = 0; relaxed && i < t->len; i++)
 		relaxed = t->n[i].kind != N_ASSERT || (t->n[i].akind != A_BOL && t->n[i].akind != A_EOL);
 	int rc;
-	if (lit == 0) {
-		rc = 0;            /* no assertions: neither u8words nor relaxed */
+	if (lit == 0 || bounded_set || line_set) {
+		rc = 0;            /* lit == 0: no assertions, neither u8words nor relaxed */
+	} else if (too_big) {
+		rc = -1;
 	} else if (relaxed) {
 		rc = relaxed_dfa(&g->dfa, t, eol);
 		relaxed = rc == 0;
@@ -169,11 +211,11 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	}
 	if (rc == -2)
 		goto oom;
-	g->exact = rc != 0 || t->has_backref || !nfa_ok || (o->no_walk_back && o->before > 0) ||
-	           u8words;
+	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
+	           (o->no_walk_back && o->before > 0) || u8words;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
-	if (g->exact && !relaxed &&
+	if (g->exact && !relaxed && !bounded_set &&
 	    (rc != 0 || u8words || o->invert || context || (!o->text && !o->null_data))) {
 		/* send every line (or every line with the literal) and decide here */
 		dfa_free(&g->dfa);
@@ -186,7 +228,10 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		/* a big table (thousands of patterns) is built once: the binary table takes its
 		 * rows when it can */
 		rc = eol == '\n' && dfa_share_binary(&g->bdfa, &g->dfa) == 0 ? 0 :
+		     line_set ? dfa_build_line_literals(&g->bdfa, &bare_t, '\n', 0, DFA_NO_DEAD) :
 		     grep_nfa(g) ? dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD) : -1;
+		if (rc == 1)
+			rc = -1;    /* the binary trie alone too big: as below */
 		if (rc == -2)
 			goto oom;
 		if (rc != 0) {
@@ -283,6 +328,14 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 {
 	if (g->match_none || g->gave_up)
 		return 0;
+	/* a set of strings (maybe under -w or -x): its trie decides, as for -o.  The lazy DFA
+	 * of its NFA adds the closure of every string at each start: with 10,000 strings most
+	 * of the time went there (perf: closure, simulate), and 100,000 strings past the
+	 * segment's DFA limits sent every line to it */
+	if (g->span_kind == SPAN_UNKNOWN && !g->ast.has_backref)
+		span_setup(g);
+	if (g->span_kind == SPAN_SET)
+		return strset_line_matches(g->span_set, p, n);
 	if (g->ast.has_backref || !grep_nfa(g)) {
 		/* the NFA stands for a back-reference with any text: no match there, none here */
 		if (g->nfa.s && !lazy_line_matches(&g->lazy, &g->nfa, p, n))
@@ -294,8 +347,6 @@ static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 	}
 	return lazy_line_matches(&g->lazy, &g->nfa, p, n);
 }
-
-enum { SPAN_UNKNOWN, SPAN_NFA, SPAN_LITERAL, SPAN_FIXED, SPAN_SET };
 
 /* Is node x of t one string (a chain of one-byte sets; with icase a letter may stand for
  * both its cases)?  Its bytes (letters lower case when folded) into buf; the length, or -1.

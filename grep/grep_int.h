@@ -194,10 +194,15 @@ struct dfa {
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
 /* The same DFA (lines holding a match) when t is an alternation of strings, each byte of
  * them one byte class (a byte; a letter and its capital): Aho-Corasick's automaton, made from
- * the trie without the NFA.  0; 1 when t is not such a set, or its trie would pass the
- * limits above (use dfa_build); -2 when out of memory.  No dead state: the binary table
- * can share its rows (dfa_share_binary). */
+ * the trie without the NFA.  0; 1 when t is not such a set, or its trie passes 4 times the
+ * limits above (use dfa_build); 2 when it is one whose automaton would pass them (dfa_build's
+ * states would be the same trie nodes: take the exact path); -2 when out of memory.  No dead
+ * state: the binary table can share its rows (dfa_share_binary). */
 int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2);
+/* The same for -x (t the strings without -x's anchors): the lines that are one of the
+ * strings, the trie with a dead state (a row of its own with DFA_NO_DEAD, for the binary
+ * table).  0; 1 when t is no such set or its trie passes the limits; -2. */
+int dfa_build_line_literals(struct dfa *d, const struct ast *t, int eol1, int eol2, int flags);
 void dfa_free(struct dfa *d);
 /* The DFA into a segment's constants (gen.c; arfscan.c too): the class map (class * 4 when
  * that fits a byte: *mul 1, else 4) and the rows, whose entries are constant offsets of
@@ -229,6 +234,9 @@ struct strset;
 int strset_build(struct strset **out, const struct ast *t, int root, int word, int line);
 int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, size_t from,
                             size_t *ms, size_t *me);
+/* Does p[0..n) hold a match (under the set's -w or -x)?  Linear in n for -x and plain sets,
+ * times the strings that are suffixes of each other for -w. */
+int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n);
 void strset_free(struct strset *s);
 /* The longest match starting at s: its end, or -1 when none starts at s. */
 long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s);

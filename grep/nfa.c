@@ -796,8 +796,73 @@ out:
 }
 
 #define LIT_MAX_SETS 256   /* different sets of one class each: at most one per byte */
+#define LIT_TRIE_SLACK 4   /* trie rows made, per row the table may keep */
+
+/* The rows of a set of strings under -x (see dfa_build_line_literals): the trie itself, a
+ * missing child is dead.  seq holds each string's classes, -1 after each.  0, 1 (too big)
+ * or -2. */
+static int line_trie(struct dfa *d, const int *seq, size_t n_seq, const int *set_cls,
+                     int no_dead)
+{
+	size_t w = (size_t)d->n_cls + 1;
+	size_t max_rows = DFA_MAX_TABLE / (w * sizeof *d->t);
+	if (max_rows > DFA_MAX_STATES)
+		max_rows = DFA_MAX_STATES;
+	if (max_rows > n_seq + DFA_N_SPECIAL + 2)
+		max_rows = n_seq + DFA_N_SPECIAL + 2;
+	/* no_dead: the dead state is row `dead`, which stays there until the line ends */
+	uint32_t root = DFA_N_SPECIAL, dead = no_dead ? root + 1 : DFA_DEAD;
+	uint32_t n_rows = no_dead ? root + 2 : root + 1;
+	d->t = calloc(max_rows * w, sizeof *d->t);
+	uint8_t *fin = calloc(max_rows, 1);
+	int rc = -2;
+	if (!d->t || !fin)
+		goto out;
+	rc = 1;
+	for (size_t i = 0; i < n_seq; i++) {
+		uint32_t v = root;
+		for (; seq[i] >= 0; i++) {
+			uint32_t *to = &d->t[v * w + (size_t)set_cls[seq[i]]];
+			if (*to == 0) {
+				if (n_rows == max_rows)
+					goto out;
+				*to = n_rows++;
+			}
+			v = *to;
+		}
+		fin[v] = 1;
+	}
+	for (uint32_t r = root; r < n_rows; r++) {
+		uint32_t *row = &d->t[(size_t)r * w];
+		for (size_t c = 0; c < w - 1; c++)
+			if (row[c] == 0 || r == dead)
+				row[c] = dead;
+		/* the line ends: it is one of the strings when a string ends here */
+		row[w - 1] = fin[r] ? DFA_MATCH : DFA_EOL;
+	}
+	d->n_rows = (int)n_rows;
+	d->start = (int)root;
+	rc = 0;
+out:
+	free(fin);
+	return rc;
+}
+
+static int lit_build(struct dfa *d, const struct ast *t, int eol1, int eol2, int line);
 
 int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
+{
+	return lit_build(d, t, eol1, eol2, 0);
+}
+
+int dfa_build_line_literals(struct dfa *d, const struct ast *t, int eol1, int eol2, int flags)
+{
+	return lit_build(d, t, eol1, eol2, flags & DFA_NO_DEAD ? 2 : 1);
+}
+
+/* line 0: lines holding one of the strings; 1: lines that are one (-x); 2: the same with
+ * the dead state a row (DFA_NO_DEAD) */
+static int lit_build(struct dfa *d, const struct ast *t, int eol1, int eol2, int line)
 {
 	memset(d, 0, sizeof *d);
 	int *seq = NULL, *fail = NULL, *queue = NULL;
@@ -850,6 +915,10 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 			goto out;
 		set_cls[si] = one;
 	}
+	if (line) {
+		rc = line_trie(d, seq, n_seq, set_cls, line == 2);
+		goto out;
+	}
 	/* The trie, in the rows themselves: 0 is "no child yet" (no row is below
 	 * DFA_N_SPECIAL).  Row `root` is the start; row `full` stands for every node whose
 	 * string ends with one of the strings: it only matches (DFA_MATCH in every column,
@@ -859,6 +928,10 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	size_t max_rows = DFA_MAX_TABLE / (w * sizeof *d->t);
 	if (max_rows > DFA_MAX_STATES)
 		max_rows = DFA_MAX_STATES;
+	/* the trie may pass the limits by rows that are cut off below (see the end): it is
+	 * checked after that, up to LIT_TRIE_SLACK times the rows */
+	size_t max_kept = max_rows;
+	max_rows *= LIT_TRIE_SLACK;
 	if (max_rows > n_seq + DFA_N_SPECIAL + 2)
 		max_rows = n_seq + DFA_N_SPECIAL + 2;
 	uint32_t root = DFA_N_SPECIAL, full = DFA_N_SPECIAL + 1, n_rows = DFA_N_SPECIAL + 2;
@@ -883,7 +956,7 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 			} else {
 				if (*to == 0) {
 					if (n_rows == max_rows)
-						goto out;    /* too big: dfa_build may merge more */
+						goto out;    /* rc 1: dfa_build may cut off more */
 					*to = n_rows++;
 				}
 				v = *to;
@@ -930,6 +1003,9 @@ int dfa_build_literals(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	 * that became `full`.  A kept row's entries are kept rows or specials.  fail[] is done
 	 * with: it maps old rows to new. */
 	uint32_t n_kept = DFA_N_SPECIAL + 2 + (uint32_t)tail;
+	rc = 2;
+	if (n_kept > max_kept)
+		goto out;
 	rc = -2;
 	uint32_t *kept = malloc((size_t)n_kept * w * sizeof *kept);
 	if (!kept)
@@ -1418,11 +1494,13 @@ struct strset {
 	uint8_t *fin;          /* fin[row]: a string ends there */
 	uint32_t n_rows, cap_rows, max_rows;
 	int word, line, utf8;
-	/* Aho-Corasick's links, to find the leftmost start in one pass (without -w and -x):
-	 * fail[row] the row of the longest proper suffix in the trie, depth[row] its string's
-	 * length, out[row] the length of the longest string that ends there (0: none).  NULL
-	 * when not used. */
-	uint32_t *fail, *depth, *out;
+	/* Aho-Corasick's links, to find the leftmost start in one pass (ac_spans: without -w
+	 * and -x) and whether a line holds a match (strset_line_matches): fail[row] the row of
+	 * the longest proper suffix in the trie, depth[row] its string's length, out[row] the
+	 * length of the longest string that ends there (0: none), next_fin[row] the row of the
+	 * longest proper suffix where a string ends (0: none).  NULL when out of memory. */
+	uint32_t *fail, *depth, *out, *next_fin;
+	int ac_spans;
 };
 
 void strset_free(struct strset *s)
@@ -1434,6 +1512,7 @@ void strset_free(struct strset *s)
 	free(s->fail);
 	free(s->depth);
 	free(s->out);
+	free(s->next_fin);
 	free(s);
 }
 
@@ -1609,21 +1688,24 @@ out:
 	*out = ret;
 }
 
-/* Aho-Corasick's links of the trie (fail, depth, out), breadth first.  Not when a string can
- * start with a UTF-8 continuation byte (utf8 1: no match starts inside a character, and the
- * one-pass search cannot skip those starts).  0, or -2 when out of memory. */
+/* Aho-Corasick's links of the trie (fail, depth, out, next_fin), breadth first.  The spans
+ * take them (ac_spans) without -w and -x, and not when a string can start with a UTF-8
+ * continuation byte (utf8 1: no match starts inside a character, and the one-pass search
+ * cannot skip those starts).  0, or -2 when out of memory. */
 static int strset_links(struct strset *s)
 {
 	size_t w = (size_t)s->w;
+	s->ac_spans = !s->word && !s->line;
 	for (int c = 0x80; c < 0xc0; c++)
 		if (s->utf8 == 1 && s->t[w + s->cls[c]] != 0)
-			return 0;
+			s->ac_spans = 0;
 	uint32_t n = s->n_rows;
 	s->fail = malloc(n * sizeof *s->fail);
 	s->depth = malloc(n * sizeof *s->depth);
 	s->out = malloc(n * sizeof *s->out);
+	s->next_fin = malloc(n * sizeof *s->next_fin);
 	uint32_t *queue = malloc(n * sizeof *queue);
-	if (!s->fail || !s->depth || !s->out || !queue) {
+	if (!s->fail || !s->depth || !s->out || !s->next_fin || !queue) {
 		free(queue);
 		return -2;
 	}
@@ -1631,6 +1713,7 @@ static int strset_links(struct strset *s)
 	s->fail[1] = 1;
 	s->depth[1] = 0;
 	s->out[1] = 0;
+	s->next_fin[1] = 0;
 	queue[tail++] = 1;
 	while (head < tail) {
 		uint32_t u = queue[head++];
@@ -1649,6 +1732,8 @@ static int strset_links(struct strset *s)
 			s->fail[c] = f;
 			s->depth[c] = s->depth[u] + 1;
 			s->out[c] = s->fin[c] ? s->depth[c] : s->out[f];
+			/* f is shallower: its own next_fin is set (breadth first) */
+			s->next_fin[c] = s->fin[f] ? f : s->next_fin[f];
 			queue[tail++] = c;
 		}
 	}
@@ -1766,7 +1851,7 @@ int strset_build(struct strset **out, const struct ast *t, int root, int word, i
 		}
 		free(f.v);
 	}
-	if (!b.rc && !word && !line)
+	if (!b.rc)
 		b.rc = strset_links(s);
 	if (!b.rc) {
 		*out = b.s;
@@ -1785,7 +1870,7 @@ int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, 
                             size_t *ms, size_t *me)
 {
 	size_t w = (size_t)s->w;
-	if (s->fail) {
+	if (s->ac_spans) {
 		/* the leftmost start in one pass: at each end the longest string ending there
 		 * (out) gives the smallest start; no later end can give a start before j + 1 -
 		 * depth (the longest suffix still in the trie).  Its longest end comes from the
@@ -1827,6 +1912,43 @@ int strset_leftmost_longest(const struct strset *s, const uint8_t *p, size_t n, 
 			*ms = i;
 			*me = (size_t)best;
 			return 1;
+		}
+	}
+	return 0;
+}
+
+int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n)
+{
+	size_t w = (size_t)s->w;
+	if (s->line) {
+		uint32_t v = 1;
+		for (size_t j = 0; j < n && v != 0; j++)
+			v = s->t[v * w + s->cls[p[j]]];
+		return v != 0 && s->fin[v];
+	}
+	/* one Aho-Corasick pass: v is the longest suffix of p[0..j] in the trie, and the strings
+	 * ending at j are v's (fin) and those down its next_fin chain.  Under -w one of them must
+	 * have no word character before it (and, utf8 1, start on a character); the one after
+	 * is the same for all.  The chain is the set's strings that are suffixes of each other,
+	 * not the bytes of the line: no walk from every start (a line of 100,000 '-' against a
+	 * string of 999 '-' and an 'a' took 0.8 s a line) */
+	uint32_t v = 1;
+	for (size_t j = 0; j < n; j++) {
+		size_t k = s->cls[p[j]];
+		while (v != 1 && s->t[v * w + k] == 0)
+			v = s->fail[v];
+		v = s->t[v * w + k] ? s->t[v * w + k] : 1;
+		if (!s->out[v])
+			continue;
+		if (!s->word)
+			return 1;
+		if (nctx_at(s->utf8, p, n, j + 1) == X_WORD)
+			continue;
+		for (uint32_t u = s->fin[v] ? v : s->next_fin[v]; u != 0; u = s->next_fin[u]) {
+			size_t start = j + 1 - s->depth[u];
+			if (pctx_at(s->utf8, p, n, start) != P_WORD &&
+			    !(s->utf8 == 1 && utf8_inside(p, n, start)))
+				return 1;
 		}
 	}
 	return 0;
@@ -2340,7 +2462,10 @@ static int leaf_byte(const struct ast *t, int x, int icase)
 	int cnt = 0, byte = 0;
 	for (int i = 0; i < 4; i++)
 		if (set[i]) {
-			cnt += __builtin_popcountll(set[i]);
+			/* 1, 2 or "3": all that matters here, without popcount (a libgcc call
+			 * without -mpopcnt: an eighth of the start-up with 100,000 strings) */
+			uint64_t rest = set[i] & (set[i] - 1);
+			cnt += !rest ? 1 : !(rest & (rest - 1)) ? 2 : 3;
 			byte = 64 * i + 63 - __builtin_clzll(set[i]);   /* the last one */
 		}
 	int letter = (byte | 32) >= 'a' && (byte | 32) <= 'z';
@@ -2353,29 +2478,45 @@ static int leaf_byte(const struct ast *t, int x, int icase)
 
 /* The strings of a string: a concatenation of single bytes, left-deep as the parser makes
  * it (CAT(CAT(a, b), c)).  must_cat on single bytes gives exactly this (the node is exact,
- * and all four strings are the string while it fits MUST_CAP), but each step copies four
- * strings, and 10,000 patterns make 80,000 steps.  1, or 0 when node is no such string. */
-static int must_string(const struct ast *t, int node, int icase, struct must *m)
+ * and all four strings are the string while it fits MUST_CAP; past it, not exact, left and
+ * in its first MUST_CAP bytes, right its last), but each step copies four strings, and
+ * 10,000 patterns make 80,000 steps.  1; or 0 when node is no such string, with *n_fail the
+ * concatenations below node whose strings hold the same byte that is none (they fail too:
+ * the caller skips them, else a string of 65,536 bytes after a '.' took 2^31 steps). */
+static int must_string(const struct ast *t, int node, int icase, struct must *m, long *n_fail)
 {
-	uint8_t rev[MUST_CAP];
-	int n = 0;
+	long n = 0;
 	for (int x = node;;) {
 		const struct node *nd = &t->n[x];
-		int c = leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase);
-		if (c < 0 || n == MUST_CAP)
+		if (leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase) < 0) {
+			*n_fail = n;
 			return 0;
-		rev[n++] = (uint8_t)c;
+		}
+		n++;
 		if (nd->kind != N_CAT)
 			break;
 		x = nd->a;
 	}
-	m->exact = 1;
-	m->x.len = n;
-	for (int i = 0; i < n; i++)
-		m->x.b[i] = rev[n - 1 - i];
-	str_set(&m->left, &m->x);
-	str_set(&m->right, &m->x);
-	str_set(&m->in, &m->x);
+	/* the bytes from the last: byte n-1-j at step j */
+	must_clear(m);
+	long j = 0;
+	for (int x = node;; j++) {
+		const struct node *nd = &t->n[x];
+		uint8_t c = (uint8_t)leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase);
+		if (n - 1 - j < MUST_CAP)
+			m->left.b[n - 1 - j] = c;
+		if (j < MUST_CAP)
+			m->right.b[(n < MUST_CAP ? n : MUST_CAP) - 1 - j] = c;
+		if (nd->kind != N_CAT)
+			break;
+		x = nd->a;
+	}
+	m->left.len = m->right.len = (int)(n < MUST_CAP ? n : MUST_CAP);
+	str_set(&m->in, &m->left);
+	if (n <= MUST_CAP) {
+		m->exact = 1;
+		str_set(&m->x, &m->left);
+	}
 	return 1;
 }
 
@@ -2466,6 +2607,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 	struct mframe { int node, done; } *fr = NULL;
 	struct must *res = NULL, tmp;
 	size_t n_fr = 0, cap_fr = 0, n_res = 0, cap_res = 0;
+	long no_string = 0;   /* the next concatenations entered (a left chain) are no strings */
 	int rc = -1;
 	for (int node = t->root;;) {
 		if (node >= 0) {
@@ -2484,10 +2626,18 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 					goto out;
 				res = nr, cap_res = c;
 			}
-			if (t->n[node].kind == N_CAT && must_string(t, node, icase, &res[n_res]))
+			/* the node entered next is this one's left child (a), so the chain's
+			 * concatenations come one after another until a leaf */
+			if (t->n[node].kind != N_CAT)
+				no_string = 0;
+			else if (no_string > 0)
+				no_string--;
+			else if (must_string(t, node, icase, &res[n_res], &no_string)) {
 				n_res++;      /* done at once: no frame */
-			else
-				fr[n_fr++] = (struct mframe){ node, 0 };
+				node = -1;
+				continue;
+			}
+			fr[n_fr++] = (struct mframe){ node, 0 };
 			node = -1;
 		}
 		if (n_fr == 0)

@@ -16,7 +16,8 @@
 # times of every repetition are also kept, one line each, in results/NAME.raw.
 #
 # Rows starting with @log run on a second file, 200,000 lines of a web log (16 MB) with one
-# id u<7 digits> per line, with 10 to 10,000 ids as patterns (-f, as fixed strings and not;
+# id u<7 digits> per line, with 10 to 10,000 ids as patterns (-f, as fixed strings and not,
+# with -w and -x; ids100000big: 100,000 ids and one string of 65,536 a's;
 # idsre1000: 1,000 ids each followed by ".*status [45]", past the scanning DFA's limits; -o:
 # the spans of a set of strings);
 # @long on one line of 58,893 digits (seq 1 15000) with a back-reference.  --cases runs only
@@ -93,6 +94,9 @@ for n in 10 100 1000 10000; do
 	awk -v n=$n 'BEGIN { srand(n); for (i = 0; i < n; i++) printf "u%07d\n", int(rand() * 10000000) }' \
 		>"$tmp/p/ids$n"
 done
+# 100,000 ids and one string of 65,536 bytes: the set's trie is past the segment's DFA limits
+awk 'BEGIN { srand(100000); for (i = 0; i < 100000; i++) printf "u%07d\n", int(rand() * 10000000)
+	s = "a"; while (length(s) < 65536) s = s s; print s }' >"$tmp/p/ids100000big"
 # past the scanning DFA's limits (each id followed by ".*"): the client's lazy DFA decides
 awk 'BEGIN { srand(1000); for (i = 0; i < 1000; i++) printf "u%07d.*status [45]\n", int(rand() * 10000000) }' \
 	>"$tmp/p/idsre1000"
@@ -143,6 +147,11 @@ cases=(
 	"@log -c -f ids1000"
 	"@log -c -f ids10000"
 	"@log -F -f ids10000"
+	"@log -c -w -F -f ids10000"
+	"@log -c -w -f ids10000"
+	"@log -c -x -F -f ids10000"
+	"@log -c -F -f ids100000big"
+	"@log -c -w -F -f ids100000big"
 	"@log -o -F -f ids10000"
 	"@log -o -i -f ids1000"
 	"@log -c -f idsre1000"

@@ -126,8 +126,11 @@ tr -cs 'A-Za-z0-9_' '\n' <"$d/words" | awk 'NF && NR % 7 == 0' | head -n 300 >"$
 awk 'BEGIN { srand(4); for (i = 0; i < 3000; i++) printf "%c%c%c%d\n", 97 + int(rand() * 26),
 	97 + int(rand() * 26), 97 + int(rand() * 26), int(rand() * 100) }' >"$tmp/mp3300"
 cat "$tmp/mp300" >>"$tmp/mp3300"
-# (GNU grep takes more than 20 s for -o or -i -w with the 3300 over the long lines)
-for o in "-c" "-n" "-c -v" "-o" "-c -i -w" "-n -x" "-l" "-c -a" "3300 -c" "3300 -n -x"; do
+# (GNU grep takes more than 20 s for -o or -i -w with the 3300 over the long lines).  -w and
+# -x over a set of strings: the set's DFA in the server finds candidate lines, the client's
+# trie decides
+for o in "-c" "-n" "-c -v" "-o" "-c -i -w" "-n -x" "-l" "-c -a" "3300 -c" "3300 -n -x" \
+         "-n -w" "3300 -c -w" "3300 -n -w" "3300 -c -x -i" "3300 -c -w -v"; do
 	set=mp300
 	case $o in 3300*) set=mp3300 o=${o#3300 } ;; esac
 	# shellcheck disable=SC2086

@@ -595,6 +595,10 @@ static void test_spans(void)
 			size_t n = rnd(24);
 			for (size_t i = 0; i < n; i++)
 				line[i] = (uint8_t)"abcAB_- "[rnd(8)];
+			/* whether the line holds a match: one Aho-Corasick pass (strset_line_matches) */
+			int lm = strset_line_matches(ss, line, n), lw = nfa_line_matches(grep_nfa(g), line, n);
+			CHECK(lm == lw, "round %d, line \"%.*s\": trie %d, nfa %d", round, (int)n, line,
+			      lm, lw);
 			for (size_t from = 0; from <= n; from++) {
 				size_t s1 = 0, e1 = 0, s2 = 0, e2 = 0;
 				int want = nfa_leftmost_longest(grep_nfa(g), line, n, from, &s1, &e1);
@@ -824,6 +828,153 @@ static void test_segment(void)
 	}
 }
 
+/* One run of g's segment over data[0..len) and the output grep_format prints ("" when the
+ * run failed: the caller's comparison then fails). */
+static char *run_format(struct grep *g, const char *data, size_t len)
+{
+	static uint8_t out[1 << 16];
+	size_t out_len = 0;
+	int64_t v = run(g, data, len, out, sizeof out, &out_len);
+	char *text = NULL, *etext = NULL;
+	size_t text_len = 0, elen = 0;
+	FILE *f = open_memstream(&text, &text_len), *ef = open_memstream(&etext, &elen);
+	struct grep_file_result fr;
+	if (v >= 0)
+		grep_format(g, "grep", "f", v, out, out_len, f, ef, &fr);
+	fclose(f);
+	fclose(ef);
+	free(etext);
+	return text;
+}
+
+/* -w and -x over a set of strings (the set's own DFA finds candidate lines, its trie decides
+ * on them) against the NFA with the assertions, line by line, and -c against the DFA of
+ * that NFA (context turns the set's path off); random sets of words with non-word bytes,
+ * overlapping, prefixes of each other, the empty string now and then, -i, and a few of
+ * 3,000 strings; binary data (NULs: each piece between them is a line) for -c. */
+static void test_bounded_sets(void)
+{
+	int n_set_path = 0, n_lines = 0;
+	char (*buf)[8] = malloc(3000 * sizeof *buf);
+	const char **pv = malloc(3000 * sizeof *pv);
+	size_t *lens = malloc(3000 * sizeof *lens);
+	CHECK(buf && pv && lens, "malloc");
+	for (int round = 0; buf && pv && lens && round < 200; round++) {
+		int np = round % 20 == 19 ? 3000 : 1 + (int)rnd(40), basic = round % 4 == 3;
+		int binary = round % 5 == 4;
+		for (int i = 0; i < np; i++) {
+			int k = rnd(30) == 0 ? 0 : 1 + (int)rnd(np > 100 ? 6 : 4);
+			for (int j = 0; j < k; j++)
+				buf[i][j] = "abAB_- ."[rnd(basic ? 7 : 8)];
+			pv[i] = buf[i];
+			lens[i] = (size_t)k;
+		}
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+		                       .syntax = basic ? GREP_BASIC : GREP_FIXED,
+		                       .icase = round % 3 == 1, .word = round % 2 == 0,
+		                       .line = round % 2 == 1 };
+		char data[40 * 24];
+		size_t len = 0;
+		for (int l = 0; l < 40; l++) {
+			size_t n = rnd(22);
+			for (size_t i = 0; i < n; i++)
+				data[len++] = binary && rnd(15) == 0 ? '\0' : "abcAB_-. x"[rnd(10)];
+			data[len++] = '\n';
+		}
+		struct grep *g = NULL, *gc = NULL, *gold = NULL;
+		char err[256], warn[256];
+		int rc = grep_compile(pv, lens, (size_t)np, &o, &g, err, sizeof err, warn, sizeof warn);
+		o.count = 1;
+		rc |= grep_compile(pv, lens, (size_t)np, &o, &gc, err, sizeof err, warn, sizeof warn);
+		o.after = 1;
+		rc |= grep_compile(pv, lens, (size_t)np, &o, &gold, err, sizeof err, warn, sizeof warn);
+		CHECK(rc == 0, "round %d: %s", round, err);
+		if (rc == 0) {
+			/* -w: candidates, the trie decides; -x: the trie's DFA is the answer */
+			n_set_path += (g->exact && g->span_set != NULL) || (o.line && g->nfa_later);
+			char *want_c = run_format(gold, data, len), *got_c = run_format(gc, data, len);
+			CHECK(want_c && got_c && strcmp(want_c, got_c) == 0,
+			      "round %d (%s%s%s, %d strings): -c %s, with context (the DFA) %s", round,
+			      o.word ? "-w" : "-x", o.icase ? " -i" : "", binary ? " binary" : "", np,
+			      got_c, want_c);
+			free(want_c), free(got_c);
+		}
+		if (rc == 0 && !binary) {
+			/* the lines the NFA selects, in order */
+			char want[sizeof data + 1];
+			size_t wl = 0;
+			for (size_t a = 0; a < len;) {
+				size_t e = a;
+				while (data[e] != '\n')
+					e++;
+				if (nfa_line_matches(grep_nfa(g), (const uint8_t *)data + a, e - a)) {
+					memcpy(want + wl, data + a, e - a + 1);
+					wl += e - a + 1;
+				}
+				n_lines++;
+				a = e + 1;
+			}
+			want[wl] = '\0';
+			char *got = run_format(g, data, len);
+			CHECK(got && strcmp(got, want) == 0, "round %d (%s%s, %d strings):\n--- nfa\n%s"
+			      "--- got\n%s", round, o.word ? "-w" : "-x", o.icase ? " -i" : "", np, want,
+			      got ? got : "");
+			free(got);
+		}
+		grep_free(g), grep_free(gc), grep_free(gold);
+	}
+	/* 100,000 ids and one string of 65,536 a's (bench/grepscan's ids100000big): past the
+	 * segment's DFA (dfa_build_literals 2), every line to the client, whose trie decides;
+	 * plain, -w, -x */
+	{
+		size_t np = 100001, big = 65536;
+		char *a = malloc(big + np * 9);
+		const char **ids = malloc(np * sizeof *ids);
+		size_t *idl = malloc(np * sizeof *idl);
+		CHECK(a && ids && idl, "malloc");
+		for (int mode = 0; a && ids && idl && mode < 3; mode++) {
+			char *q = a;
+			for (size_t i = 0; i < np - 1; i++) {
+				idl[i] = (size_t)sprintf(q, "u%07u", (unsigned)((i * 7919 + 13) % 10000000));
+				ids[i] = q;
+				q += idl[i] + 1;
+			}
+			memset(q, 'a', big);
+			ids[np - 1] = q;
+			idl[np - 1] = big;
+			struct grep_opts o = { .max_count = -1, .before = -1, .after = -1,
+			                       .syntax = GREP_FIXED, .count = 1, .word = mode == 1,
+			                       .line = mode == 2 };
+			struct grep *g = NULL;
+			char err[256], warn[256];
+			int rc = grep_compile(ids, idl, np, &o, &g, err, sizeof err, warn, sizeof warn);
+			CHECK(rc == 0, "ids100000big: %s", err);
+			if (rc != 0)
+				continue;
+			if (mode == 0)
+				CHECK(dfa_build_literals(&(struct dfa){ 0 }, &g->ast, '\n', -1) == 2,
+				      "ids100000big: not past the limits");
+			CHECK(g->exact && g->dfa.n_rows <= DFA_N_SPECIAL + 1,
+			      "ids100000big mode %d: every line to the client", mode);
+			/* ids[5] is u0039608: alone (all modes), inside a word (none but plain), after
+			 * '=' (-w), and a line of other ids' digits */
+			static const char data[] = "u0039608\nxu0039608y\nid=u0039608 x\nu003960\n";
+			static const char *const want[] = { "3\n", "2\n", "1\n" };
+			char *got = run_format(g, data, sizeof data - 1);
+			CHECK(got && strcmp(got, want[mode]) == 0, "ids100000big mode %d: %s", mode,
+			      got ? got : "");
+			free(got);
+			grep_free(g);
+		}
+		free(a), free(ids), free(idl);
+	}
+	/* the set's path is taken unless the empty string is in the set or (-w) one string
+	 * (SPAN_FIXED) */
+	CHECK(n_set_path >= 80 && n_lines >= 4000, "%d rounds on the set's path, %d lines",
+	      n_set_path, n_lines);
+	free(buf), free(pv), free(lens);
+}
+
 int main(void)
 {
 	test_errors();
@@ -835,6 +986,7 @@ int main(void)
 	test_lazy();
 	test_literal();
 	test_segment();
+	test_bounded_sets();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
