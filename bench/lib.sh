@@ -17,6 +17,38 @@ unmount() {
 	mounted "$1" || return 0
 	timeout 60 fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
 }
+# An `arf mount` in the client namespace, in the foreground (-f) in the background: the
+# mount's pid goes into the variable named PIDVAR.  Needs BIN (arf's directory), tmp/log, and
+# MOPTS (mount options, or empty).
+#   arf_mount_at PIDVAR ENDPOINT MOUNTPOINT LOGNAME [VAR=VALUE ...]  (the mount's environment)
+arf_mount_at() {
+	local pidvar=$1 ep=$2 mp=$3 logname=$4 pid
+	shift 4
+	n_mount=$((${n_mount:-0} + 1))
+	ns_c env "$@" "$BIN/arf" mount "$ep" "$mp" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/$logname.$n_mount" &
+	pid=$!
+	printf -v "$pidvar" '%s' "$pid"
+	for _ in $(seq 200); do
+		mounted "$mp" && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "run.sh: arf mount ($logname) failed: $(tr '\n' ' ' <"$tmp/log/$logname.$n_mount")" >&2
+	return 1
+}
+# Undo arf_mount_at PIDVAR ... MOUNTPOINT: unmount, then wait for the mount (5 s) or kill it.
+arf_umount_at() {
+	local pidvar=$1 mp=$2 pid=${!1}
+	mounted "$mp" && timeout 60 "$BIN/arf" umount "$mp" 2>/dev/null
+	unmount "$mp"
+	if [ -n "$pid" ]; then
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		printf -v "$pidvar" '%s' ""
+	fi
+}
+
 stop() {   # pid: TERM, 10 s, KILL
 	[ -n "$1" ] || return 0
 	kill -TERM "$1" 2>/dev/null

@@ -235,28 +235,11 @@ fi
 # ---- client mounts (a fresh one before each row: cold client caches)
 n_mount=0
 mount_arf() {
-	n_mount=$((n_mount + 1))
 	# explicit segments with --compare-asm (the same files the mount would find beside arf)
-	ns_c env $([ "$CMP" = 1 ] && echo "$SEGENV_C") "$BIN/arf" mount "tcp:$IP_S:$PORT" "$M_ARF" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/arf-mount.$n_mount" &
-	arfm_pid=$!
-	for _ in $(seq 200); do
-		mounted "$M_ARF" && return 0
-		kill -0 "$arfm_pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "run.sh: arf mount failed: $(tr '\n' ' ' <"$tmp/log/arf-mount.$n_mount")" >&2
-	return 1
+	# shellcheck disable=SC2046  # SEGENV_C is VAR=VALUE words
+	arf_mount_at arfm_pid "tcp:$IP_S:$PORT" "$M_ARF" arf-mount $([ "$CMP" = 1 ] && echo "$SEGENV_C")
 }
-umount_arf() {
-	mounted "$M_ARF" && timeout 60 "$BIN/arf" umount "$M_ARF" 2>/dev/null
-	unmount "$M_ARF"
-	if [ -n "$arfm_pid" ]; then
-		for _ in $(seq 100); do kill -0 "$arfm_pid" 2>/dev/null || break; sleep 0.05; done
-		kill -KILL "$arfm_pid" 2>/dev/null
-		wait "$arfm_pid" 2>/dev/null
-		arfm_pid=
-	fi
-}
+umount_arf() { arf_umount_at arfm_pid "$M_ARF"; }
 mount_sshfs() {
 	# no_contain_symlinks: Debian's sshfs refuses (EPERM) to read symlinks whose target is
 	# absolute or has a .. unless told the server is trusted; noforget: node numbers stay
@@ -269,27 +252,10 @@ mount_sshfs() {
 umount_sshfs() { unmount "$M_SSH"; }
 # the asm side (--compare-asm): the same mount, its own arfd, the assembly segments
 mount_asm() {
-	n_mount=$((n_mount + 1))
-	ns_c env $SEGENV_ASM "$BIN/arf" mount "tcp:$IP_S:$PORT_ASM" "$M_ASM" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/asm-mount.$n_mount" &
-	asmm_pid=$!
-	for _ in $(seq 200); do
-		mounted "$M_ASM" && return 0
-		kill -0 "$asmm_pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "run.sh: arf mount (asm) failed: $(tr '\n' ' ' <"$tmp/log/asm-mount.$n_mount")" >&2
-	return 1
+	# shellcheck disable=SC2086  # SEGENV_ASM is VAR=VALUE words
+	arf_mount_at asmm_pid "tcp:$IP_S:$PORT_ASM" "$M_ASM" asm-mount $SEGENV_ASM
 }
-umount_asm() {
-	mounted "$M_ASM" && timeout 60 "$BIN/arf" umount "$M_ASM" 2>/dev/null
-	unmount "$M_ASM"
-	if [ -n "$asmm_pid" ]; then
-		for _ in $(seq 100); do kill -0 "$asmm_pid" 2>/dev/null || break; sleep 0.05; done
-		kill -KILL "$asmm_pid" 2>/dev/null
-		wait "$asmm_pid" 2>/dev/null
-		asmm_pid=
-	fi
-}
+umount_asm() { arf_umount_at asmm_pid "$M_ASM"; }
 remount() {
 	case $1 in
 	arf) umount_arf; mount_arf ;;
