@@ -411,7 +411,7 @@ struct pn_slot {
 	pn_coop c;
 };
 
-static int pn_start(struct pn *pn, pn_peer to, pn_type type, struct pn_slot *s, uint64_t seq)
+static int send_slot(struct pn *pn, pn_peer to, pn_type type, struct pn_slot *s, uint64_t seq)
 {
 	s->d = (struct pn_rcv_desc){ .buf = &s->reply, .cap = sizeof s->reply, .type = T_REPLY,
 	                             .from = to };
@@ -432,7 +432,7 @@ static size_t run_pn(struct pn *pn, pn_peer to, pn_type type, struct run *r, int
 	uint64_t cap_ns = (uint64_t)(r->cap_s * 1e9);
 	r->failed = 0;
 	for (; started < r->depth && started < total; started++)
-		pn_start(pn, to, type, &slot[started % r->depth], started);
+		send_slot(pn, to, type, &slot[started % r->depth], started);
 	while (done < started) {
 		struct pn_slot *s = &slot[done % r->depth];
 		int rc = s->c ? pn_coop_end(pn, s->c, call_ms) : -1;
@@ -447,7 +447,7 @@ static size_t run_pn(struct pn *pn, pn_peer to, pn_type type, struct run *r, int
 		if (done > r->warm && t - t_begin > cap_ns)
 			total = started;   /* out of time: drain what is in flight */
 		if (started < total)
-			pn_start(pn, to, type, s, started++);
+			send_slot(pn, to, type, s, started++);
 	}
 	double secs = (double)(now_ns() - t_begin) / 1e9;
 	r->thr = secs > 0 ? (double)rec / secs : 0;
