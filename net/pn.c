@@ -1233,8 +1233,14 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 	pthread_mutex_lock(&pn->lock);
 	pn_type t = pn->handlers[h->type].fn ? h->type : 0;
 	if (!pn->handlers[t].fn || pn->stopping) {
-		/* no handler: a late reply of an ended Cooperation, or a type nobody serves */
+		/* no handler: a late reply of an ended Cooperation, or a type nobody serves.  A
+		 * session's request is refused instead of dropped: its slot says it runs, so its
+		 * client would wait for a reply that never comes, and every repeat with it
+		 * (not while stopping: the client sends it again to the server's successor) */
+		bool refuse = w->sr.on && !pn->stopping;
 		pthread_mutex_unlock(&pn->lock);
+		if (refuse)
+			pn_sess_unrun(pn->sess, w->sr.sid, w->sr.slot, w->from, w->coop, PN_ENOHANDLER);
 		free(w->buf);
 		free(w);
 		return;

@@ -156,8 +156,8 @@ struct pn_opts {
 	 * refuse calls) until pn_start: the endpoint listens from pn_init on (pn_self names it),
 	 * but nothing reaches a handler before the caller has set them.  A server restarted
 	 * under its clients needs it: their requests arrive the moment it listens, and one that
-	 * found no handler would be dropped unanswered (a session's repeat of it too, as its
-	 * slot says it runs).  Replies to our own Cooperations are not held. */
+	 * found no handler would fail (a session's request: PN_ENOHANDLER; any other: dropped
+	 * unanswered).  Replies to our own Cooperations are not held. */
 	bool hold;
 	/* Diagnostics the error codes cannot carry (rdma: ibv_wc_status_str of a failed
 	 * completion, a rejected connection).  Called from any thread; NULL: stderr. */

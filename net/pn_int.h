@@ -347,6 +347,10 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 int pn_sess_reply(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], pn_peer to, pn_type type,
                   pn_coop coop, const void *msg, size_t len, pn_peer *route);
 /* The same when the slot is known (the request's own handler answers). */
+/* A request pn_sess_request let run found no handler: its slot is free again (a repeat is
+ * looked at anew) and its client gets a NACK with err. */
+void pn_sess_unrun(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t slot, pn_peer to,
+                   pn_coop coop, int err);
 int pn_sess_reply_at(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t slot, pn_peer to,
                      pn_type type, pn_coop coop, const void *msg, size_t len, pn_peer *route);
 /* What pn_sess.c calls in pn.c: send a frame (h: kind, type, coop, and slot/seq for SREQ);

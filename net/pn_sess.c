@@ -495,6 +495,18 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 static int reply_keep(struct pn_sess *S, struct ssess *s, struct sslot *sl, pn_peer to,
                       pn_type type, const void *msg, size_t len, pn_peer *route);
 
+void pn_sess_unrun(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], uint32_t slot, pn_peer to,
+                   pn_coop coop, int err)
+{
+	pthread_mutex_lock(&S->lk);
+	struct ssess *s = ssess_find(S, sid);
+	struct sslot *sl = s && slot < s->cap ? &s->slots[slot] : NULL;
+	if (sl && sl->state == SL_RUNNING && sl->coop == coop)
+		sl->state = SL_FREE;
+	pthread_mutex_unlock(&S->lk);
+	nack(S, to, coop, err);
+}
+
 int pn_sess_reply(struct pn_sess *S, const uint8_t sid[PN_SID_LEN], pn_peer to, pn_type type,
                   pn_coop coop, const void *msg, size_t len, pn_peer *route)
 {

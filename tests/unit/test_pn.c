@@ -1594,6 +1594,38 @@ static void test_hold(void)
 	pn_finalize(a);
 }
 
+/* A session's request of a type the server has no handler for is refused at once
+ * (PN_ENOHANDLER), not left waiting for a reply that never comes, and frees its slot: the
+ * next request on the session runs.  Without a session it is dropped, as before. */
+static void test_no_handler(void)
+{
+	if (strcmp(scheme, "tcp"))
+		return;                    /* sessions are tcp's */
+	_Atomic int count = 0;
+	struct pn *b = open_ep(NULL), *a = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	pn_peer pb = peer_of(a, b);
+	struct pn_session_opts so = { .outage_ms = 5000 };
+	CHECK(pn_session_open(a, pb, &so) == 0, "pn_session_open");
+	for (int i = 0; i < 3; i++) {
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		char buf[8];
+		size_t got = 0;
+		int rc = request(a, pb, T_NOTE, "x", 1, buf, sizeof buf, &got, 5000);
+		CHECK(rc == -PN_ENOHANDLER && ms_since(&t0) < 2000,
+		      "request %d of a type without a handler: %d (%s) after %.0f ms", i, rc,
+		      pn_strerror(rc), ms_since(&t0));
+		int n;
+		rc = count_request(a, pb, 5000, &n);
+		CHECK(rc == 0 && n == i + 1, "the request after it: %d (%s), answer %d", rc,
+		      pn_strerror(rc), n);
+	}
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
 /* With no RDMA device, an rdma: endpoint fails with a message saying so, and nothing else is
  * disturbed: a tcp endpoint in the same pn_init list is not opened either, one alone is. */
 static void test_no_device(void)
@@ -1637,11 +1669,13 @@ int main(int argc, char **argv)
 			test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
 			test_yield, test_peer_reuse, test_udp_peer_reuse, test_failures, test_malformed,
-			test_sessions, test_hold };
+			test_sessions, test_hold, test_no_handler };
 		static const char *const names[] = { "request_reply", "delegation",
 			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
 			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "udp_peer_reuse", "failures", "malformed",
-			"sessions", "hold" };
+			"sessions", "hold", "no_handler" };
+		_Static_assert(sizeof tests / sizeof tests[0] == sizeof names / sizeof names[0],
+		               "a name for every test");
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			const char *only = getenv("TEST_PN_ONLY");   /* one test by name */
