@@ -55,14 +55,19 @@ uint8_t *ar_put_space(struct ar_buf *b, size_t n)
 	return at;
 }
 
-void ar_put8(struct ar_buf *b, uint8_t v) { uint8_t *p = ar_put_space(b, 1); if (p) p[0] = v; }
-void ar_put16(struct ar_buf *b, uint16_t v)
+/* n bytes of v, least significant first: one reservation per number (a request is built
+ * from a dozen of them, on every round trip) */
+static void put_le(struct ar_buf *b, uint64_t v, unsigned n)
 {
-	uint8_t *p = ar_put_space(b, 2);
-	if (p) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+	uint8_t *p = ar_put_space(b, n);
+	if (p)
+		for (unsigned i = 0; i < n; i++, v >>= 8)
+			p[i] = (uint8_t)v;
 }
-void ar_put32(struct ar_buf *b, uint32_t v) { ar_put16(b, (uint16_t)v); ar_put16(b, (uint16_t)(v >> 16)); }
-void ar_put64(struct ar_buf *b, uint64_t v) { ar_put32(b, (uint32_t)v); ar_put32(b, (uint32_t)(v >> 32)); }
+void ar_put8(struct ar_buf *b, uint8_t v) { put_le(b, v, 1); }
+void ar_put16(struct ar_buf *b, uint16_t v) { put_le(b, v, 2); }
+void ar_put32(struct ar_buf *b, uint32_t v) { put_le(b, v, 4); }
+void ar_put64(struct ar_buf *b, uint64_t v) { put_le(b, v, 8); }
 void ar_put_bytes(struct ar_buf *b, const void *src, size_t n)
 {
 	uint8_t *p = ar_put_space(b, n);
@@ -94,14 +99,20 @@ const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n)
 	r->p += n;
 	return p;
 }
-uint8_t ar_get8(struct ar_rd *r) { const uint8_t *p = ar_get_bytes(r, 1); return p ? p[0] : 0; }
-uint16_t ar_get16(struct ar_rd *r)
+/* n bytes, least significant first; 0 past the end (the reader then says failed) */
+static uint64_t get_le(struct ar_rd *r, unsigned n)
 {
-	const uint8_t *p = ar_get_bytes(r, 2);
-	return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
+	const uint8_t *p = ar_get_bytes(r, n);
+	uint64_t v = 0;
+	if (p)
+		for (unsigned i = n; i-- > 0;)
+			v = v << 8 | p[i];
+	return v;
 }
-uint32_t ar_get32(struct ar_rd *r) { uint32_t lo = ar_get16(r); return lo | (uint32_t)ar_get16(r) << 16; }
-uint64_t ar_get64(struct ar_rd *r) { uint64_t lo = ar_get32(r); return lo | (uint64_t)ar_get32(r) << 32; }
+uint8_t ar_get8(struct ar_rd *r) { return (uint8_t)get_le(r, 1); }
+uint16_t ar_get16(struct ar_rd *r) { return (uint16_t)get_le(r, 2); }
+uint32_t ar_get32(struct ar_rd *r) { return (uint32_t)get_le(r, 4); }
+uint64_t ar_get64(struct ar_rd *r) { return get_le(r, 8); }
 
 void ar_get_str16(struct ar_rd *r, char *out, size_t cap)
 {
