@@ -111,6 +111,8 @@ int utf8_inside(const uint8_t *p, size_t n, size_t i);
 long utf8_fold_prefix(const uint8_t *a, size_t na, const uint8_t *p, size_t n);
 /* Whether a bracket range with an end outside ASCII is refused (C.UTF-8, as grep 3.8). */
 int utf8_ranges_refused(void);
+/* Collation in UTF-8 locales other than C.UTF-8 (utf8.c): 1 when LC_COLLATE has rules. */
+int utf8_collating(void);
 
 struct cset {                  /* ranges of code points; sorted and merged by cset_norm */
 	uint32_t (*r)[2];
@@ -124,6 +126,14 @@ void cset_negate(struct cset *s);                    /* within 0..UTF8_MAX */
 void cset_fold(struct cset *s);                      /* GNU grep's -i in a multibyte locale */
 int cset_class(struct cset *s, const char *name);   /* "alpha"...; "word": \w.  0 or -1 */
 void cset_free(struct cset *s);
+/* lo-hi in the locale's collation order (under icase: every c whose towupper lies between the
+ * upper-cased ends), into s; sym bit 0 / bit 1: lo / hi was written [.x.] (an ASCII x).  0, -1
+ * an end without a place ("Invalid collation character"), -2 ends out of order ("Invalid
+ * range end"), -3 out of memory. */
+int cset_coll_range(struct cset *s, uint32_t lo, uint32_t hi, unsigned sym, int icase);
+/* [[=c=]]: the characters whose first-level weights are c's (under icase: whose towupper's
+ * are), into s.  0, or -1 out of memory. */
+int cset_equiv(struct cset *s, uint32_t c, int icase);
 /* The set as an AST of one-byte sets (a byte trie with equal subtrees merged): its root, or
  * -1 when out of memory (t->err set). */
 int cset_ast(struct ast *t, struct cset *s);

@@ -356,11 +356,17 @@ static int parse_bracket(struct parser *ps)
 /* A bracket expression in a UTF-8 locale; ps->p is just past '['.  The same grammar and
  * messages as parse_bracket, on characters: ranges by code point, classes from isw*, an
  * encoding error inside the brackets matches nothing (as in grep), collating elements of one
- * byte only (C.UTF-8 refuses "[[.é.]]" too). */
+ * byte only (C.UTF-8 refuses "[[.é.]]" too).  In a locale that collates (en_US.UTF-8, not
+ * C.UTF-8) ranges and equivalence classes follow the collation as grep's regex takes them
+ * (utf8.c), except a bracket grep's own DFA decides: not negated, no class, equivalence
+ * class or collating symbol, and every range one of two ASCII digits ([0-9] is ten digits
+ * there, not the forty-odd scripts' digits the collation puts between 0 and 9). */
 static int parse_bracket_u8(struct parser *ps)
 {
-	struct cset s = { 0 };
+	struct cset s = { 0 }, coll = { 0 }, digits = { 0 };
 	int neg = 0, had_range = 0, rc = -1;
+	const int collating = utf8_collating();
+	int dfa_known = 1;                 /* grep's DFA would decide this bracket itself */
 	if (ps->p < ps->end && *ps->p == '^') {
 		neg = 1;
 		ps->p++;
@@ -379,7 +385,7 @@ static int parse_bracket_u8(struct parser *ps)
 			break;
 		first = 0;
 		int64_t lo;
-		int is_class = 0;
+		int is_class = 0, lo_sym = 0, hi_sym = 0;   /* an end written [.x.] */
 		if (c == '[' && ps->p + 1 < ps->end &&
 		    (ps->p[1] == ':' || ps->p[1] == '=' || ps->p[1] == '.')) {
 			unsigned kind = ps->p[1];
@@ -407,12 +413,32 @@ static int parse_bracket_u8(struct parser *ps)
 					goto out;
 				}
 				is_class = 1;
+				dfa_known = 0;
 				lo = -1;
+			} else if (kind == '=' && collating) {
+				/* one character, its equivalence class; no range end */
+				uint32_t cp;
+				if (utf8_decode(name, nlen, &cp) != (int)nlen || nlen == 0) {
+					fail(ps, "Invalid collation character");
+					goto out;
+				}
+				if (ps->p + 1 < ps->end && ps->p[0] == '-' && ps->p[1] != ']') {
+					fail(ps, "Invalid range end");
+					goto out;
+				}
+				if (cset_equiv(&coll, cp, ps->icase) != 0) {
+					fail(ps, "memory exhausted");
+					goto out;
+				}
+				dfa_known = 0;
+				continue;
 			} else {
 				if (nlen != 1) {
 					fail(ps, "Invalid collation character");
 					goto out;
 				}
+				dfa_known = 0;
+				lo_sym = 1;
 				lo = name[0] < 0x80 ? name[0] : -2;
 			}
 		} else {
@@ -435,10 +461,12 @@ static int parse_bracket_u8(struct parser *ps)
 					fail(ps, UNMATCHED_BRACKET);
 					goto out;
 				}
-				if (q - name != 1) {
-					fail(ps, "Invalid collation character");
+				if (q - name != 1 || (kind == '=' && collating)) {
+					fail(ps, kind == '=' && collating && q - name >= 1 ?
+					     "Invalid range end" : "Invalid collation character");
 					goto out;
 				}
+				hi_sym = 1;
 				hi = name[0] < 0x80 ? name[0] : -2;
 				ps->p = q + 2;
 			} else if (d == '[' && ps->p + 1 < ps->end && ps->p[1] == ':') {
@@ -454,12 +482,35 @@ static int parse_bracket_u8(struct parser *ps)
 				fail(ps, "Invalid collation character");
 				goto out;
 			}
-			if (is_class || hi < lo) {
+			if (is_class || (!collating && hi < lo)) {
 				fail(ps, "Invalid range end");
 				goto out;
 			}
-			if (lo >= 0)
-				cset_add(&s, (uint32_t)lo, (uint32_t)hi);
+			if (!collating) {
+				if (lo >= 0)
+					cset_add(&s, (uint32_t)lo, (uint32_t)hi);
+			} else if (lo == hi && !lo_sym && !hi_sym) {
+				if (lo >= 0)          /* [x-x] is x, as grep's DFA takes it */
+					cset_add(&s, (uint32_t)lo, (uint32_t)lo);
+			} else if (lo >= '0' && lo <= '9' && hi >= '0' && hi <= '9' && !lo_sym && !hi_sym) {
+				if (hi < lo) {
+					fail(ps, "Invalid range end");
+					goto out;
+				}
+				cset_add(&digits, (uint32_t)lo, (uint32_t)hi);   /* decided at the end */
+			} else if (lo < 0 || hi < 0) {
+				fail(ps, "Invalid collation character");   /* an encoding error as an end */
+				goto out;
+			} else {
+				int k = cset_coll_range(&coll, (uint32_t)lo, (uint32_t)hi,
+				                        lo_sym | hi_sym << 1, ps->icase);
+				if (k != 0) {
+					fail(ps, k == -1 ? "Invalid collation character" :
+					     k == -2 ? "Invalid range end" : "memory exhausted");
+					goto out;
+				}
+				dfa_known = 0;
+			}
 			had_range = 1;
 			if (ps->p < ps->end && ps->p[0] == '-' && (ps->p + 1 >= ps->end || ps->p[1] != ']')) {
 				fail(ps, "Invalid range end");
@@ -480,8 +531,21 @@ static int parse_bracket_u8(struct parser *ps)
 		}
 	}
 	ps->p++;
+	if (neg)
+		dfa_known = 0;
+	for (int i = 0; i < digits.n; i++) {
+		if (dfa_known) {
+			cset_add(&s, digits.r[i][0], digits.r[i][1]);
+		} else if (cset_coll_range(&coll, digits.r[i][0], digits.r[i][1], 0, ps->icase) != 0) {
+			fail(ps, "memory exhausted");
+			goto out;
+		}
+	}
 	if (ps->icase)
 		cset_fold(&s);
+	for (int i = 0; i < coll.n; i++)     /* folded already, as grep's regex folds */
+		cset_add(&s, coll.r[i][0], coll.r[i][1]);
+	s.err |= coll.err | digits.err;
 	if (neg)
 		cset_negate(&s);
 	rc = cset_ast(ps->t, &s);
@@ -489,6 +553,8 @@ static int parse_bracket_u8(struct parser *ps)
 		fail(ps, "memory exhausted");
 out:
 	cset_free(&s);
+	cset_free(&coll);
+	cset_free(&digits);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
  * NFA, the DFA and the segment see bytes only.  Invalid bytes are in no sequence: they match
  * no set.  docs/grep.md ("UTF-8 locales") explains it.
  */
+#include <langinfo.h>
 #include <locale.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -331,6 +332,8 @@ struct fold_pair {             /* towupper(c) == up != c */
 	uint32_t up, c;
 };
 
+struct coll_entry { uint64_t key; uint32_t c; };
+
 static struct {
 	pthread_mutex_t lock;
 	char locale[128];
@@ -338,6 +341,11 @@ static struct {
 	int have_cls[N_CLASSES];
 	struct fold_pair *fold;
 	size_t n_fold;
+	char coll_locale[128];         /* LC_COLLATE of the two below */
+	struct coll_entry *by_seq;     /* code points by collation sequence (ranges) */
+	size_t n_by_seq;
+	struct coll_entry *by_key;     /* code points by a hash of their primary weights */
+	size_t n_by_key;
 } cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Forget what was made in another locale; called with the lock held. */
@@ -655,6 +663,237 @@ static int trie_ast(struct ast *a, const struct trie *t, int node)
 		alt = ast_new(a, N_SET);
 	}
 	return alt;
+}
+
+/* ---- collation: ranges and equivalence classes in UTF-8 locales other than C.UTF-8 ----
+ *
+ * grep 3.8 hands a bracket expression with a range (other than one of two ASCII digits) to
+ * glibc's regex, which takes the range in the order of the locale's collation sequence (the
+ * table LC_COLLATE keeps for it, _NL_COLLATE_COLLSEQWC) and an equivalence class as the
+ * characters whose first-level weights equal the named one's; under -i it upper-cases the
+ * pattern and the text alike.  C.UTF-8 has no collation rules: there ranges stay code point
+ * ranges (and grep refuses non-ASCII ends, utf8_ranges_refused). */
+
+int utf8_collating(void)
+{
+	return (int)(intptr_t)nl_langinfo(_NL_COLLATE_NRULES) > 0;
+}
+
+/* c's place in the collation sequence, or UINT32_MAX when the locale gives it none.  The
+ * table is glibc's three-level lookup table: a header of five words (shift of level 1,
+ * number of level-1 entries, shift and mask of level 2, mask of level 3), then the level-1
+ * offsets; an offset of 0 means no entry. */
+static uint32_t coll_seq(const uint32_t *t, uint32_t c)
+{
+	uint32_t i1 = c >> t[0];
+	if (i1 >= t[1] || t[5 + i1] == 0)
+		return UINT32_MAX;
+	const uint32_t *l2 = (const uint32_t *)((const char *)t + t[5 + i1]);
+	uint32_t o2 = l2[(c >> t[2]) & t[3]];
+	if (o2 == 0)
+		return UINT32_MAX;
+	return ((const uint32_t *)((const char *)t + o2))[c & t[4]];
+}
+
+static int cmp_coll(const void *x, const void *y)
+{
+	const struct coll_entry *a = x, *b = y;
+	return a->key != b->key ? (a->key < b->key ? -1 : 1) : (a->c < b->c ? -1 : a->c > b->c);
+}
+
+/* Forget the tables of another LC_COLLATE; with the lock held. */
+static void coll_check_locale(void)
+{
+	const char *name = setlocale(LC_COLLATE, NULL);
+	if (!name)
+		name = "";
+	if (!strncmp(cache.coll_locale, name, sizeof cache.coll_locale - 1))
+		return;
+	free(cache.by_seq);
+	free(cache.by_key);
+	cache.by_seq = cache.by_key = NULL;
+	cache.n_by_seq = cache.n_by_key = 0;
+	snprintf(cache.coll_locale, sizeof cache.coll_locale, "%s", name);
+}
+
+/* Every character with its key (f gives it; UINT64_MAX: leave it out), sorted by key. */
+static struct coll_entry *coll_table(uint64_t (*f)(uint32_t c, const void *arg), const void *arg,
+                                     size_t *n_out)
+{
+	size_t n = 0, cap = 1u << 16;
+	struct coll_entry *v = malloc(cap * sizeof *v);
+	for (uint32_t c = 0; v && c <= UTF8_MAX; c++) {
+		if (c == 0xD800)
+			c = 0xE000;
+		uint64_t k = f(c, arg);
+		if (k == UINT64_MAX)
+			continue;
+		if (n == cap) {
+			struct coll_entry *nv = realloc(v, 2 * cap * sizeof *nv);
+			if (!nv) {
+				free(v);
+				return NULL;
+			}
+			v = nv, cap *= 2;
+		}
+		v[n].key = k;
+		v[n++].c = c;
+	}
+	if (!v || n == 0) {
+		free(v);
+		return NULL;
+	}
+	qsort(v, n, sizeof *v, cmp_coll);
+	*n_out = n;
+	return v;
+}
+
+static uint64_t seq_key(uint32_t c, const void *t)
+{
+	uint32_t q = coll_seq(t, c);
+	return q == UINT32_MAX ? UINT64_MAX : q;
+}
+
+/* The first-level weights of c as wcsxfrm gives them (up to its level separator, 1), in
+ * k[0..n) (none: an ignorable character); SIZE_MAX when they do not fit. */
+static size_t primary(uint32_t c, wchar_t *k, size_t cap)
+{
+	wchar_t str[2] = { (wchar_t)c, 0 };
+	size_t n = wcsxfrm(k, str, cap);
+	if (n >= cap)
+		return SIZE_MAX;
+	size_t i = 0;
+	while (i < n && k[i] != 1)
+		i++;
+	return i;
+}
+
+static uint64_t primary_key(uint32_t c, const void *arg)
+{
+	(void)arg;
+	wchar_t k[64];
+	size_t n = primary(c, k, 64);
+	if (n == SIZE_MAX)
+		return UINT64_MAX;
+	uint64_t h = 1469598103934665603ull;            /* FNV-1a over the weights */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint32_t)k[i]) * 1099511628211ull;
+	return h == UINT64_MAX ? h - 1 : h;
+}
+
+/* The first entry whose key is >= key. */
+static size_t coll_lower(const struct coll_entry *v, size_t n, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Under -i: from the set q (normalised), every c whose towupper is in q, into s. */
+static void add_upper_preimage(struct cset *s, const struct cset *q)
+{
+	const struct fold_pair *v = cache.fold;
+	for (size_t i = 0; i < cache.n_fold; i++)
+		if (cset_has(q, v[i].up))
+			cset_add(s, v[i].c, v[i].c);
+	for (int i = 0; i < q->n; i++)
+		for (uint32_t c = q->r[i][0]; c <= q->r[i][1]; c++)
+			if ((uint32_t)towupper((wint_t)c) == c)
+				cset_add(s, c, c);
+}
+
+/* The place of a range's end c; sym: it was written [.c.], which glibc's regex looks up in
+ * the per-byte table instead (_NL_COLLATE_COLLSEQMB, values 0..255: so "[[.a.]-z]" holds far
+ * more than "[a-z]"). */
+static uint32_t end_seq(const uint32_t *t, uint32_t c, int sym)
+{
+	if (!sym)
+		return coll_seq(t, c);
+	const unsigned char *mb = (const unsigned char *)nl_langinfo(_NL_COLLATE_COLLSEQMB);
+	return c < 0x80 ? mb[c] : UINT32_MAX;
+}
+
+int cset_coll_range(struct cset *s, uint32_t lo, uint32_t hi, unsigned sym, int icase)
+{
+	const uint32_t *t = (const uint32_t *)nl_langinfo(_NL_COLLATE_COLLSEQWC);
+	if (icase)
+		lo = (uint32_t)towupper((wint_t)lo), hi = (uint32_t)towupper((wint_t)hi);
+	uint32_t a = end_seq(t, lo, sym & 1), b = end_seq(t, hi, sym & 2);
+	if (a == UINT32_MAX || b == UINT32_MAX)
+		return -1;
+	if (a > b)
+		return -2;
+	pthread_mutex_lock(&cache.lock);
+	cache_check_locale();
+	coll_check_locale();
+	if (!cache.by_seq)
+		cache.by_seq = coll_table(seq_key, t, &cache.n_by_seq);
+	if (!cache.by_seq || (icase && fold_pairs() != 0)) {
+		pthread_mutex_unlock(&cache.lock);
+		return -3;
+	}
+	struct cset q = { 0 };
+	const struct coll_entry *v = cache.by_seq;
+	for (size_t i = coll_lower(v, cache.n_by_seq, a); i < cache.n_by_seq && v[i].key <= b; i++)
+		cset_add(&q, v[i].c, v[i].c);
+	cset_norm(&q);
+	if (icase) {
+		add_upper_preimage(s, &q);
+	} else {
+		for (int i = 0; i < q.n; i++)
+			cset_add(s, q.r[i][0], q.r[i][1]);
+	}
+	pthread_mutex_unlock(&cache.lock);
+	int err = q.err;
+	cset_free(&q);
+	return err ? -3 : 0;
+}
+
+int cset_equiv(struct cset *s, uint32_t c, int icase)
+{
+	if (icase)
+		c = (uint32_t)towupper((wint_t)c);
+	wchar_t kc[64], kd[64];
+	size_t nc = primary(c, kc, 64);
+	pthread_mutex_lock(&cache.lock);
+	cache_check_locale();
+	coll_check_locale();
+	if (nc != SIZE_MAX && !cache.by_key)
+		cache.by_key = coll_table(primary_key, NULL, &cache.n_by_key);
+	if ((nc != SIZE_MAX && !cache.by_key) || (icase && fold_pairs() != 0)) {
+		pthread_mutex_unlock(&cache.lock);
+		return -1;
+	}
+	struct cset q = { 0 };
+	if (nc == SIZE_MAX) {
+		cset_add(&q, c, c);                /* weights past our buffer: only itself */
+	} else {
+		uint64_t key = primary_key(c, NULL);
+		const struct coll_entry *v = cache.by_key;
+		for (size_t i = coll_lower(v, cache.n_by_key, key); i < cache.n_by_key && v[i].key == key;
+		     i++) {
+			size_t nd = primary(v[i].c, kd, 64);  /* the hash chose it; the weights decide */
+			if (nd == nc && !wmemcmp(kc, kd, nc))
+				cset_add(&q, v[i].c, v[i].c);
+		}
+	}
+	cset_norm(&q);
+	if (icase) {
+		add_upper_preimage(s, &q);
+	} else {
+		for (int i = 0; i < q.n; i++)
+			cset_add(s, q.r[i][0], q.r[i][1]);
+	}
+	pthread_mutex_unlock(&cache.lock);
+	int err = q.err;
+	cset_free(&q);
+	return err ? -1 : 0;
 }
 
 int cset_ast(struct ast *a, struct cset *s)
