@@ -229,6 +229,16 @@ run_all() {
 
 export LC_ALL=C.UTF-8
 run_all
+# -w and -x on one string, next to multibyte word and non-word characters (the client checks
+# each occurrence, grep.c line_matches)
+printf '%s\n' 'éfox' 'foxé' 'fox·' '·fox' 'a fox b' 'fox' 'ſfox' 'fox_' 'x fox fox' 'ｆox' \
+	'日fox' 'fox日' 'fox 😀' 'éfox fox' > wordedge
+for o in -w -x '-w -c' '-w -n -o' '-w -i' '-w -v' '-x -i'; do
+	# shellcheck disable=SC2086
+	check $o fox wordedge
+	# shellcheck disable=SC2086
+	check $o -F fox wordedge
+done
 
 # en_US.UTF-8 and a Latin-1 locale: the system's, or made here with localedef into LOCPATH
 # (glibc's locale sources, /usr/share/i18n, come with libc-bin's data or the locales package)
