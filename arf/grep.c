@@ -1106,10 +1106,11 @@ static void grep_path(struct state *st, struct conn *k, const char *path, const 
 	grep_ino(st, k, (uint64_t)ino, name, NULL);
 }
 
-/* "tcp:HOST:PORT:/path": the endpoint and the path, or 0 when arg is not of that form. */
+/* "tcp:HOST:PORT:/path": the endpoint and the path, or 0 when arg is not of that form
+ * ("auto:": the best transport the server answers on, arc_connect). */
 static int split_remote(const char *arg, char **endpoint, const char **path)
 {
-	static const char *const schemes[] = { "tcp:", "tls:", "udp:", "rdma:" };
+	static const char *const schemes[] = { "tcp:", "tls:", "udp:", "rdma:", "auto:" };
 	const char *p = NULL;
 	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
 		if (!strncmp(arg, schemes[i], strlen(schemes[i])))

@@ -4,6 +4,7 @@
  * exception: runs on several servers that share one endpoint (arc_connect_also) in one
  * Cooperation over as many descriptors (scatter/gather, ARF's striped files).
  */
+#include <dirent.h>
 #include <malloc.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -46,6 +47,8 @@ struct arc {
 	unsigned n_onesided;
 	int onesided_tried;
 	char errmsg[AR_MAX_MSG + 64];
+	char endpoint[300];            /* the server, with the scheme chosen (arc_endpoint) */
+	char transport_note[400];      /* auto: why that scheme (arc_transport_note) */
 };
 
 struct arc_pending {
@@ -162,8 +165,123 @@ static int open_server(struct arc *a, const char *endpoint, const struct arc_opt
 	return rc;
 }
 
+static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *opts, char *err,
+                                  size_t errlen);
+
+/* ---- the transport for an endpoint without a scheme (auto:HOST:PORT, HOST:PORT) ----
+ * Tried in order of what serves best: rdma: where this machine has an RDMA device, tcp:,
+ * udp:.  The first whose server answers a REGIONS request within AUTO_PROBE_MS is taken; any
+ * answer counts (a refusal for the secret too: the transport works, and the real connection
+ * then reports it).  The probe is a connection of its own, closed again; what was tried and
+ * how long the answer took is kept for arc_transport_note (arc stats prints it). */
+#define AUTO_PROBE_MS 1000
+
+static bool rdma_device_here(void)
+{
+	DIR *d = opendir("/sys/class/infiniband");
+	if (!d)
+		return false;
+	bool any = false;
+	for (struct dirent *e; !any && (e = readdir(d));)
+		any = e->d_name[0] != '.';
+	closedir(d);
+	return any;
+}
+
+/* HOST:PORT of endpoint when it names no transport ("auto:" or none), else NULL. */
+static const char *auto_hostport(const char *endpoint)
+{
+	if (!strncmp(endpoint, "auto:", 5))
+		return endpoint + 5;
+	static const char *const schemes[] = { "tcp:", "tls:", "udp:", "rdma:" };
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+		if (!strncmp(endpoint, schemes[i], strlen(schemes[i])))
+			return NULL;
+	const char *colon = strrchr(endpoint, ':');
+	if (!colon || colon == endpoint || !colon[1])
+		return NULL;
+	for (const char *q = colon + 1; *q; q++)
+		if (*q < '0' || *q > '9')
+			return NULL;           /* not HOST:PORT: the usual message follows */
+	return endpoint;
+}
+
+static int pick_transport(const char *hostport, const struct arc_opts *opts, char *chosen,
+                          size_t cap, char *note, size_t notecap)
+{
+	static const char *const order[] = { "rdma", "tcp", "udp" };
+	size_t k = 0;
+	note[0] = '\0';
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		char ep[300], why[200];
+		snprintf(ep, sizeof ep, "%s:%s", order[i], hostport);
+		if (i == 0 && !rdma_device_here()) {
+			snprintf(why, sizeof why, "no RDMA device here");
+		} else {
+			struct arc_opts po = opts ? *opts : (struct arc_opts){ 0 };
+			po.timeout_ms = AUTO_PROBE_MS;
+			po.outage_ms = -1;
+			po.wait_first = 0;
+			char err[300];
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			struct arc *p = connect_scheme(ep, &po, err, sizeof err);
+			int rc = -AR_ENET;
+			if (p) {
+				struct arc_region *r = NULL;
+				unsigned n = 0;
+				rc = arc_regions(p, &r, &n);
+				free(r);
+				snprintf(err, sizeof err, "%.250s", rc ? arc_errmsg(p) : "");
+				arc_close(p);
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+			            (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+			if (rc != -AR_ENET && rc != -AR_ETIMEDOUT) {
+				snprintf(chosen, cap, "%s", ep);
+				k += (size_t)snprintf(note + k, k < notecap ? notecap - k : 0,
+				                      "%s%s: answered in %.2f ms", k ? "; " : "", order[i], ms);
+				return 0;
+			}
+			snprintf(why, sizeof why, "%.190s", err[0] ? err : "no answer");
+		}
+		k += (size_t)snprintf(note + k, k < notecap ? notecap - k : 0, "%s%s: %s",
+		                      k ? "; " : "", order[i], why);
+		if (k >= notecap)
+			k = notecap - 1;
+	}
+	return -1;
+}
+
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen)
+{
+	const char *hostport = auto_hostport(endpoint);
+	if (!hostport) {
+		struct arc *a = connect_scheme(endpoint, opts, err, errlen);
+		if (a)
+			snprintf(a->endpoint, sizeof a->endpoint, "%s", endpoint);
+		return a;
+	}
+	char chosen[300], note[400];
+	if (pick_transport(hostport, opts, chosen, sizeof chosen, note, sizeof note) != 0) {
+		snprintf(err, errlen, "%s: no transport reached the server (%s)", endpoint, note);
+		return NULL;
+	}
+	struct arc *a = connect_scheme(chosen, opts, err, errlen);
+	if (a) {
+		snprintf(a->endpoint, sizeof a->endpoint, "%s", chosen);
+		snprintf(a->transport_note, sizeof a->transport_note, "auto: %s", note);
+	}
+	return a;
+}
+
+const char *arc_endpoint(struct arc *a) { return a->endpoint; }
+const char *arc_transport_note(struct arc *a) { return a->transport_note; }
+
+static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *opts, char *err,
+                                  size_t errlen)
 {
 	struct arc *a = calloc(1, sizeof *a);
 	if (!a) {
@@ -227,6 +345,14 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struct arc_opts *opts,
                              char *err, size_t errlen)
 {
+	/* one endpoint, one transport: a server without a scheme is reached over base's */
+	char same[300];
+	if (auto_hostport(endpoint)) {
+		const char *bc = strchr(base->endpoint, ':');
+		snprintf(same, sizeof same, "%.*s:%s", bc ? (int)(bc - base->endpoint) : 3,
+		         bc ? base->endpoint : "tcp", auto_hostport(endpoint));
+		endpoint = same;
+	}
 	if (!strchr(endpoint, ':')) {
 		snprintf(err, errlen, "%s: expected tcp:HOST:PORT, tls:HOST:PORT or udp:HOST:PORT",
 		         endpoint);
@@ -252,6 +378,7 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
 		free(a);
 		return NULL;
 	}
+	snprintf(a->endpoint, sizeof a->endpoint, "%s", endpoint);
 	return a;
 }
 

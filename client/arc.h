@@ -41,10 +41,18 @@ struct arc_opts {
 	const char *tls_ca;
 };
 
-/* Connect to "tcp:HOST:PORT", "tls:HOST:PORT" (the same inside TLS 1.3, docs/net.md) or
- * "udp:HOST:PORT" (the connection itself is made on the first request).  NULL with a message in err. */
+/* Connect to "tcp:HOST:PORT", "tls:HOST:PORT" (the same inside TLS 1.3, docs/net.md),
+ * "udp:HOST:PORT" (the connection itself is made on the first request) or "rdma:HOST:PORT";
+ * "auto:HOST:PORT" or plain "HOST:PORT" takes the best transport the server answers on: rdma
+ * where this machine has an RDMA device, else tcp, else udp (a probe each, at most 1 s; what
+ * was tried: arc_transport_note).  NULL with a message in err. */
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen);
+/* The server's endpoint with the transport in use ("tcp:10.0.0.1:7000"). */
+const char *arc_endpoint(struct arc *a);
+/* For an endpoint without a scheme: "auto: rdma: no RDMA device here; tcp: answered in
+ * 0.21 ms"; else "". */
+const char *arc_transport_note(struct arc *a);
 void arc_close(struct arc *a);
 const char *arc_errmsg(struct arc *a);
 

@@ -237,6 +237,10 @@ int main(int argc, char **argv)
 		if (rc == 0) {
 			fputs(text, stdout);
 			free(text);
+			/* this client's side: which transport it took, and why (auto:) */
+			printf("client.endpoint %s\n", arc_endpoint(a));
+			if (arc_transport_note(a)[0])
+				printf("client.transport %s\n", arc_transport_note(a));
 		}
 	}
 	if (rc != 0 && status == 0) {

@@ -223,6 +223,18 @@ int main(int argc, char **argv)
 	}
 	free(diags);
 	arc_close(a);
+	/* auto:HOST:PORT, and HOST:PORT without a scheme: rdma, where there is a device */
+	const char *rep = arfd_endpoint(s, "rdma");
+	char autos[2][160];
+	snprintf(autos[0], sizeof autos[0], "auto:%s", rep + strlen("rdma:"));
+	snprintf(autos[1], sizeof autos[1], "%s", rep + strlen("rdma:"));
+	for (int i = 0; i < 2; i++) {
+		struct arc *b = arc_connect(autos[i], NULL, err, sizeof err);
+		CHECK(b && !strncmp(arc_endpoint(b), "rdma:", 5) && strstr(arc_transport_note(b), "rdma: answered"),
+		      "%s takes rdma: %s (%s)", autos[i], b ? arc_endpoint(b) : err,
+		      b ? arc_transport_note(b) : "");
+		arc_close(b);
+	}
 	arfd_stop(s, 1000);
 	test_rights(host);
 	test_no_secret_sent(host);

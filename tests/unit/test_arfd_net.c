@@ -641,6 +641,59 @@ static void test_descriptors(void)
 	fd_case(emfile);
 }
 
+/* auto:HOST:PORT and plain HOST:PORT (issue 17, substrate selection): tcp where arfd listens
+ * on tcp (no RDMA device here), udp where it listens only on udp at that port, and a clear
+ * error, within the probes' bound, where nothing answers. */
+static void test_auto(void)
+{
+	const char *args[] = { "--listen", "udp:127.0.0.1:0", NULL };
+	arfd_udp_port = 0;
+	if (arfd_start(args, 0) != 0 || !arfd_udp_port) { CHECK(0, "arfd"); arfd_kill(); return; }
+	bool device = false;
+	FILE *f = popen("ls /sys/class/infiniband 2>/dev/null", "r");
+	if (f) {
+		device = fgetc(f) != EOF;
+		pclose(f);
+	}
+	struct { const char *fmt; int port; const char *want; } cases[] = {
+		{ "auto:127.0.0.1:%d", arfd_port, "tcp:" },
+		{ "127.0.0.1:%d", arfd_port, "tcp:" },
+		{ "auto:127.0.0.1:%d", arfd_udp_port, "udp:" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !device; i++) {
+		char ep[64], err[600];
+		snprintf(ep, sizeof ep, cases[i].fmt, cases[i].port);
+		struct arc *a = arc_connect(ep, NULL, err, sizeof err);
+		struct arc_region *r = NULL;
+		unsigned n = 0;
+		int rc = a ? arc_regions(a, &r, &n) : -1;
+		free(r);
+		CHECK(a && !strncmp(arc_endpoint(a), cases[i].want, strlen(cases[i].want)) && rc == 0 &&
+		      strstr(arc_transport_note(a), "rdma: no RDMA device here"),
+		      "%s: %s, regions %d (%s)", ep, a ? arc_endpoint(a) : err, rc,
+		      a ? arc_transport_note(a) : "");
+		arc_close(a);
+	}
+	arfd_kill();
+	/* nothing there: each transport tried, said so, within the probes' bound */
+	int port = arfd_port;          /* free now */
+	char ep[64], err[600];
+	snprintf(ep, sizeof ep, "127.0.0.1:%d", port);
+	double t0 = now_s();
+	struct arc *a = arc_connect(ep, NULL, err, sizeof err);
+	CHECK(!a && strstr(err, "no transport reached the server") && strstr(err, "tcp:") &&
+	      strstr(err, "udp:") && now_s() - t0 < 5, "%s with nothing there: %s after %.1f s", ep,
+	      a ? "connected" : err, now_s() - t0);
+	arc_close(a);
+	/* with a scheme, nothing changes: no probe, the endpoint as given */
+	snprintf(ep, sizeof ep, "tcp:127.0.0.1:%d", port);
+	struct arc_opts o = { .outage_ms = -1 };
+	a = arc_connect(ep, &o, err, sizeof err);
+	CHECK(a && !strcmp(arc_endpoint(a), ep) && !arc_transport_note(a)[0], "%s as given: %s", ep,
+	      a ? arc_endpoint(a) : err);
+	arc_close(a);
+}
+
 int main(void)
 {
 	if (getenv("BUILD"))
@@ -658,6 +711,7 @@ int main(void)
 	test_hijack();
 	test_secret_wire();
 	test_secret_wire_udp();
+	test_auto();
 	test_memory();
 	getrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur >= 700)
