@@ -25,7 +25,7 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror=switch -Wno-unused-parameter
 CPPFLAGS += -D_GNU_SOURCE -Iisa -Ivm -Iasm -Inet -Iproto -Iserver -Iclient -Iarf -Icc
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS)
-LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lssl -lcrypto
+LDLIBS  += -lffi -lrdmacm -libverbs -lpthread -lssl -lcrypto -lzstd
 PREFIX  ?= /usr/local
 FUZZ_SECONDS ?= 60
 

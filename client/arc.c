@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,8 @@ struct arc {
 	unsigned n_onesided;
 	int onesided_tried;
 	char errmsg[AR_MAX_MSG + 64];
+	_Atomic int takes_zstd;        /* the server said it unpacks argument bytes */
+	int compress;                  /* ARC_COMPRESS: 0 auto (slow links), 1 always, -1 never */
 	char endpoint[300];            /* the server, with the scheme chosen (arc_endpoint) */
 	char transport_note[400];      /* auto: why that scheme (arc_transport_note) */
 };
@@ -167,6 +170,14 @@ static int open_server(struct arc *a, const char *endpoint, const struct arc_opt
 
 static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *opts, char *err,
                                   size_t errlen);
+
+/* ARC_COMPRESS: "always" packs every EXEC payload of AR_ZSTD_MIN bytes or more (tests,
+ * measurements), "never" none, anything else (the default) only over slow links. */
+static int compress_policy(void)
+{
+	const char *v = getenv("ARC_COMPRESS");
+	return !v ? 0 : !strcmp(v, "always") ? 1 : !strcmp(v, "never") ? -1 : 0;
+}
 
 /* ---- the transport for an endpoint without a scheme (auto:HOST:PORT, HOST:PORT) ----
  * Tried in order of what serves best: rdma: where this machine has an RDMA device, tcp:,
@@ -290,6 +301,7 @@ static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *o
 	}
 	pthread_mutex_init(&a->lock, NULL);
 	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
+	a->compress = compress_policy();
 	/* the admin secret, when given, is the one this client proves (or sends) */
 	const char *secret = opts && opts->admin_secret ? opts->admin_secret :
 	                     opts ? opts->secret : NULL;
@@ -366,6 +378,7 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
 	pthread_mutex_init(&a->lock, NULL);
 	a->pn = base->pn;
 	a->shares_pn = 1;
+	a->compress = base->compress;
 	a->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 30000;
 	/* the endpoint proves base's secret to each server (every transport); the requests
 	 * carry it only where it does not */
@@ -518,9 +531,28 @@ int arc_install(struct arc *a, const void *seg, size_t len, uint8_t id[AR_ID_LEN
 	return p ? 0 : fail(a, -AR_EPROTO, "malformed INSTALL reply");
 }
 
+/* Is the link to the server slow enough to pack what we send (as arfd's link_slow)? */
+static bool link_slow(struct arc *a)
+{
+	uint64_t rate;
+	bool limited;
+	return pn_link_rate(a->pn, a->server, &rate, &limited) == 0 && !limited && rate > 0 &&
+	       rate < AR_ZSTD_BELOW;
+}
+
 static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec *x, int inline_seg,
                          const uint8_t id[AR_ID_LEN])
 {
+	/* argument bytes packed when the server unpacks them and the link is slow (or always:
+	 * ARC_COMPRESS=always); docs/protocol.md, "Compression" */
+	void *packed = NULL;
+	size_t plen = 0;
+	uint32_t xflags = a->compress < 0 ? 0 : AR_EXF_ACCEPT_ZSTD |
+	                  (a->compress > 0 ? AR_EXF_WANT_ZSTD : 0);
+	if (a->compress >= 0 && x->argbytes_len >= AR_ZSTD_MIN && x->argbytes_len <= UINT32_MAX &&
+	    atomic_load(&a->takes_zstd) && (a->compress > 0 || link_slow(a)) &&
+	    ar_zstd_pack(x->argbytes, x->argbytes_len, &packed, &plen) == 0)
+		xflags |= AR_EXF_ARGS_ZSTD;
 	ar_req_begin(b, a->secret);
 	ar_put8(b, (uint8_t)inline_seg);
 	if (inline_seg) {
@@ -535,9 +567,20 @@ static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec 
 		ar_put64(b, (uint64_t)x->args[i]);
 	ar_put64(b, x->fuel);
 	ar_put64(b, x->out_max ? x->out_max : 1u << 20);
-	ar_put32(b, (uint32_t)x->argbytes_len);
-	ar_put_bytes(b, x->argbytes, x->argbytes_len);
+	if (packed) {
+		ar_put32(b, (uint32_t)plen);
+		ar_put_bytes(b, packed, plen);
+	} else {
+		ar_put32(b, (uint32_t)x->argbytes_len);
+		ar_put_bytes(b, x->argbytes, x->argbytes_len);
+	}
 	ar_put32(b, x->time_limit_ms);   /* servers before the limit ignore it */
+	if (xflags) {
+		ar_put32(b, xflags);          /* (servers before compression ignore them too) */
+		if (packed)
+			ar_put32(b, (uint32_t)x->argbytes_len);
+	}
+	free(packed);
 }
 
 static int exec_parse(struct arc *a, struct arc_exec *x, struct ar_rd *r, int status)
@@ -555,13 +598,26 @@ static int exec_parse(struct arc *a, struct arc_exec *x, struct ar_rd *r, int st
 	}
 	uint32_t n = ar_get32(r);
 	const uint8_t *out = ar_get_bytes(r, n);
-	if (r->failed || (status == -AR_ETRAP) != (x->trapped != 0))
+	/* the server's flags after the output (to a request that sent flags) */
+	uint32_t rflags = ar_left(r) >= 4 ? ar_get32(r) : 0;
+	uint32_t full = rflags & AR_EXR_OUT_ZSTD ? ar_get32(r) : n;
+	uint64_t limit = x->out_max ? x->out_max : 1u << 20;
+	if (r->failed || (status == -AR_ETRAP) != (x->trapped != 0) ||
+	    ((rflags & AR_EXR_OUT_ZSTD) && full > limit))
 		return fail(a, -AR_EPROTO, "malformed EXEC reply");
-	x->out = malloc(n ? n : 1);
+	if (rflags & AR_EXR_TAKES_ZSTD)
+		atomic_store(&a->takes_zstd, 1);
+	x->out = malloc(full ? full : 1);
 	if (!x->out)
-		return fail(a, -AR_ENOMEM, "out of memory for %u bytes of output", n);
-	memcpy(x->out, out, n);
-	x->out_len = n;
+		return fail(a, -AR_ENOMEM, "out of memory for %u bytes of output", full);
+	if (!(rflags & AR_EXR_OUT_ZSTD)) {
+		memcpy(x->out, out, n);
+	} else if (ar_zstd_unpack(out, n, x->out, full) != 0) {
+		free(x->out);
+		x->out = NULL;
+		return fail(a, -AR_EPROTO, "malformed packed output in an EXEC reply");
+	}
+	x->out_len = full;
 	if (x->trapped)
 		return fail(a, -AR_ETRAP, "%s", x->trap.text);
 	return 0;

@@ -1428,6 +1428,20 @@ static int yield_do(struct pn *pn, bool check_only)
 	return rc > 0 ? 0 : rc;
 }
 
+int pn_link_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s, bool *limited)
+{
+	*bytes_per_s = 0;
+	*limited = true;
+	struct pn_peer_rec *p = pn_core_peer_at(pn, peer);
+	if (!p)
+		return peer_gone(pn, peer) ? -PN_EPEERDOWN : -PN_EINVAL;
+	struct endpoint *ep = endpoint_for(pn, p->addr.scheme);
+	if (!ep)
+		return -PN_ENOTRANSPORT;
+	return ep->ops->link_rate ? ep->ops->link_rate(ep->tp, p, bytes_per_s, limited) :
+	                            -PN_ENOTSUP;
+}
+
 int pn_may_yield(struct pn *pn) { return yield_do(pn, true); }
 int pn_yield(struct pn *pn) { return yield_do(pn, false); }
 

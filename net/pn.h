@@ -165,6 +165,13 @@ struct pn_opts {
 	void *log_arg;
 };
 
+/* How fast this endpoint's data to peer has been delivered lately (tcp, tls: the kernel's
+ * estimate, TCP_INFO's delivery rate), in bytes per second: the lowest sample of the last
+ * 2 s that was not taken while the sender had too little to send (such a sample measures
+ * the sender, not the link).  Without one, *limited is true (the rate then only what the
+ * kernel says now).  0, -PN_ENOTSUP (udp, rdma), -PN_EPEERDOWN (no connection), -PN_EINVAL. */
+int pn_link_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s, bool *limited);
+
 /* Open an endpoint listening on each name in listen[] ("tcp:127.0.0.1:0": port 0 picks a free
  * port; pn_self gives the real name).  Binding 0.0.0.0 is allowed but never the default.
  * Returns NULL with a message in err. */

@@ -167,7 +167,13 @@ struct pn_transport {
 	int (*yield)(struct pn_tp *tp, bool check_only);
 	/* Optional (tcp): pn_cork (on) and pn_uncork (off) of the calling thread. */
 	void (*cork)(struct pn_tp *tp, bool on);
+	/* Optional (tcp): pn_link_rate for peer's connection. */
+	int (*link_rate)(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *bytes_per_s,
+	                 bool *limited);
 };
+
+/* TCP_INFO's delivery rate of socket fd (linkrate.c).  0 or -PN_ENOTSUP. */
+int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited);
 
 extern const struct pn_transport pn_tcp_transport;
 extern const struct pn_transport pn_udp_transport;

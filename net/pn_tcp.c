@@ -124,6 +124,8 @@ struct outbuf {
 
 struct conn {
 	int fd;
+	uint64_t rate_bps, rate_at_ns;     /* the lowest delivery rate not app-limited in the last
+	                                    * 2 s, and when (pn_link_rate; the peer's lock) */
 	struct pn_tls *tls;            /* tls: its TLS state; NULL on tcp: */
 	bool tls_ready;                /* tls: the handshake is done */
 	bool tls_out;                  /* tls: the acceptor's handshake waits to write (EPOLLOUT) */
@@ -1845,6 +1847,39 @@ static void tcp_kick(struct pn_tp *tp)
 	pn_signal_eventfd(tp->wakefd);
 }
 
+/* See pn_link_rate (pn.h). */
+static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *bytes_per_s,
+                         bool *limited)
+{
+	(void)tp;
+	struct tcp_peer *s = peer->tp_state;
+	if (!s)
+		return -PN_EPEERDOWN;
+	pthread_mutex_lock(&s->lock);
+	struct conn *c = s->conn;
+	int rc = -PN_EPEERDOWN;
+	if (c && !c->dead) {
+		bool app;
+		uint64_t rate = 0;
+		rc = pn_sock_delivery_rate(c->fd, &rate, &app);
+		uint64_t now = coarse_ns();
+		bool fresh = c->rate_at_ns && now - c->rate_at_ns < 2000000000ull;
+		/* the lowest recent sample, not the last: a burst a shaper's bucket lets through at
+		 * the speed of the wire would otherwise hide the link's rate every other transfer */
+		if (rc == 0 && !app && rate > 0 && (!fresh || rate < c->rate_bps)) {
+			c->rate_bps = rate;
+			c->rate_at_ns = now;
+			fresh = true;
+		}
+		*bytes_per_s = fresh ? c->rate_bps : rate;
+		*limited = !fresh;
+		if (rc != 0)
+			*limited = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 const struct pn_transport pn_tcp_transport = {
 	.scheme = "tcp",
 	.scheme_id = PN_S_TCP,
@@ -1855,6 +1890,7 @@ const struct pn_transport pn_tcp_transport = {
 	.kick = tcp_kick,
 	.yield = tcp_yield,
 	.cork = tcp_cork,
+	.link_rate = tcp_link_rate,
 };
 
 /* The same transport inside TLS (see the top): its own scheme, so an endpoint may listen
@@ -1869,4 +1905,5 @@ const struct pn_transport pn_tls_transport = {
 	.kick = tcp_kick,
 	.yield = tcp_yield,
 	.cork = tcp_cork,
+	.link_rate = tcp_link_rate,
 };

@@ -88,6 +88,26 @@ int ar_req_parse(struct ar_rd *r, char *secret, size_t cap);
 void ar_rep_begin(struct ar_buf *b, int status, const char *msg);
 int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap);
 
+/* ---- compression of EXEC payloads (docs/protocol.md, "Compression") ----
+ * Request flags (an optional u32 after the wall-clock limit): */
+#define AR_EXF_ACCEPT_ZSTD 1u       /* the client unpacks zstd output */
+#define AR_EXF_ARGS_ZSTD   2u       /* the argument bytes are a zstd frame; u32 their length
+                                     * unpacked follows the flags */
+#define AR_EXF_WANT_ZSTD   4u       /* pack the output whatever the link (the client says so) */
+/* Reply flags (an optional u32 after the output, only to a request with flags): */
+#define AR_EXR_OUT_ZSTD    1u       /* the output is a zstd frame; u32 its length unpacked
+                                     * follows the flags */
+#define AR_EXR_TAKES_ZSTD  2u       /* the server unpacks zstd argument bytes */
+/* Payloads at least this large are packed when the sender's link delivers less than
+ * AR_ZSTD_BELOW bytes a second (pn_link_rate). */
+#define AR_ZSTD_MIN   4096u
+#define AR_ZSTD_BELOW (150u * 1000 * 1000)
+/* Pack n bytes (zstd level 1): 0 with *out (malloc'd) and *out_len when at least a tenth
+ * smaller, 1 when not worth it, -1 out of memory. */
+int ar_zstd_pack(const void *src, size_t n, void **out, size_t *out_len);
+/* Unpack a frame of exactly dst_len bytes into dst: 0, or -1 (malformed, another size). */
+int ar_zstd_unpack(const void *src, size_t n, void *dst, size_t dst_len);
+
 /* Trap information as it travels in an EXEC reply. */
 struct ar_trap {
 	uint32_t kind, code, func, pc, line;

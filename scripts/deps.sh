@@ -3,7 +3,7 @@
 # Used by demo.sh, test.sh and CI; safe to run again.
 set -euo pipefail
 pkgs=(make gcc libc6-dev libffi-dev libibverbs-dev librdmacm-dev pkg-config clang libclang-rt-14-dev
-	libfuse3-dev fuse3 libsystemd-dev scdoc systemd bash-completion python3 libssl-dev openssl
+	libfuse3-dev fuse3 libsystemd-dev scdoc systemd bash-completion python3 libssl-dev openssl libzstd-dev
 	libelf-dev)
 missing=()
 for p in "${pkgs[@]}"; do

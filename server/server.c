@@ -142,6 +142,8 @@ struct arfd {
 	_Atomic uint64_t n_req[OP_STATS_N], n_err[OP_STATS_N], lat_ns[OP_STATS_N], lat_max[OP_STATS_N];
 	_Atomic uint64_t n_traps, cache_hits, cache_misses, cache_evictions, bytes_out;
 	_Atomic uint64_t n_cancelled, n_time_limit;
+	_Atomic uint64_t n_packed, n_unpacked, bytes_packed_saved;   /* zstd (link_slow) */
+	uint64_t max_args;             /* argument bytes unpacked, at most (the message limit) */
 	_Atomic uint64_t n_on_reader, n_handed_over, n_no_handover;
 
 	/* writeback ranges (hook_writeback), started by the flusher thread off the request path */
@@ -521,6 +523,17 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 /* Room in front of the output for the reply header, so the output the VM wrote is sent
  * where it lies: reply header, trap record with its text, value, counts. */
 #define EXEC_HDR_ROOM (64 + 2 * AR_MAX_MSG)
+#define EXEC_TRAILER  8            /* the reply's flags and the unpacked output length */
+
+/* Is the link to peer slow enough to pack what goes out (pn_link_rate: the kernel's
+ * measured delivery rate; unknown counts as fast, so loopback never packs)? */
+static bool link_slow(struct arfd *s, pn_peer peer)
+{
+	uint64_t rate;
+	bool limited;
+	return pn_link_rate(s->pn, peer, &rate, &limited) == 0 && !limited && rate > 0 &&
+	       rate < AR_ZSTD_BELOW;
+}
 
 /* Fuel of the attempt on the I/O thread (QUICK_FUEL backward branches and calls: tens of
  * microseconds at most); a run that needs more is run again, whole, on a worker. */
@@ -576,6 +589,24 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	const uint8_t *argbytes = ar_get_bytes(&r, argbytes_len);
 	/* optional (older clients end here): the request's own wall-clock limit, 0 = the server's */
 	uint32_t limit_ms = ar_left(&r) >= 4 ? ar_get32(&r) : 0;
+	/* optional: what the client does with zstd (docs/protocol.md, "Compression") */
+	bool has_xflags = ar_left(&r) >= 4;
+	uint32_t xflags = has_xflags ? ar_get32(&r) : 0;
+	uint8_t *unpacked = NULL;          /* the argument bytes unpacked, when they came packed */
+	if ((xflags & AR_EXF_ARGS_ZSTD) && !r.failed && status == 0) {
+		uint32_t n = ar_get32(&r);
+		if (r.failed || !argbytes || n > s->max_args ||
+		    !(unpacked = malloc(n ? n : 1)) ||
+		    ar_zstd_unpack(argbytes, argbytes_len, unpacked, n) != 0) {
+			status = unpacked || r.failed || n > s->max_args ? -AR_EPROTO : -AR_ENOMEM;
+			snprintf(err, sizeof err, "%s", status == -AR_ENOMEM ? "out of memory unpacking "
+			         "the argument bytes" : "malformed packed argument bytes");
+		} else {
+			argbytes = unpacked;
+			argbytes_len = n;
+			atomic_fetch_add(&s->n_unpacked, 1);
+		}
+	}
 	if (r.failed && status == 0) {
 		status = -AR_EPROTO;
 		snprintf(err, sizeof err, "malformed EXEC request");
@@ -600,6 +631,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	if (status != 0) {
 		if (c)
 			cache_put(s, c);
+		free(unpacked);
 		/* not installed is the normal first answer to a client that sends ids: no error */
 		request_end(s, from, AR_T_EXEC, t0, status != -AR_ENOSEG);
 		reply_err(s, from, coop, status, "%s", err);
@@ -611,8 +643,9 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		fuel = s->cfg.fuel_max;
 	if (out_max > s->cfg.out_max)
 		out_max = s->cfg.out_max;
-	uint8_t *buf = malloc(EXEC_HDR_ROOM + out_max);
+	uint8_t *buf = malloc(EXEC_HDR_ROOM + out_max + EXEC_TRAILER);
 	if (!buf) {
+		free(unpacked);
 		cache_put(s, c);
 		request_end(s, from, AR_T_EXEC, t0, 1);
 		reply_err(s, from, coop, -AR_ENOMEM, "cannot allocate %" PRIu64 " bytes of output", out_max);
@@ -637,6 +670,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	}
 	struct vm_result res;
 	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
+	free(unpacked);                    /* (o.args pointed into it: not used after the run) */
 	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
 		/* not short after all: nothing happened but output, so a worker starts it over */
 		cache_put(s, c);
@@ -701,9 +735,46 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	}
 	uint8_t *start = buf + EXEC_HDR_ROOM - h.len;
 	memcpy(start, h.p, h.len);
+	size_t reply_len = h.len + res.out_len;
+	void *packed = NULL;
+	if (has_xflags) {
+		/* a client that sent flags reads ours after the output: packed output or not */
+		uint32_t rflags = AR_EXR_TAKES_ZSTD;
+		size_t plen = 0;
+		if (res.out_len >= AR_ZSTD_MIN && (xflags & (AR_EXF_ACCEPT_ZSTD | AR_EXF_WANT_ZSTD)) &&
+		    ((xflags & AR_EXF_WANT_ZSTD) || link_slow(s, from)) &&
+		    ar_zstd_pack(buf + EXEC_HDR_ROOM, res.out_len, &packed, &plen) == 0) {
+			uint8_t *nb = malloc(h.len + plen + EXEC_TRAILER);
+			if (nb) {
+				/* the header again, its output length the packed one */
+				struct ar_buf h2 = { 0 };
+				ar_put_bytes(&h2, h.p, h.len - 4);
+				ar_put32(&h2, (uint32_t)plen);
+				memcpy(nb, h2.p, h2.len);
+				memcpy(nb + h.len, packed, plen);
+				ar_buf_free(&h2);
+				free(buf);
+				buf = start = nb;
+				reply_len = h.len + plen;
+				rflags |= AR_EXR_OUT_ZSTD;
+				atomic_fetch_add(&s->n_packed, 1);
+				atomic_fetch_add(&s->bytes_packed_saved, res.out_len - plen);
+			}
+			free(packed);
+		}
+		uint8_t *t = start + reply_len;
+		for (int i = 0; i < 4; i++)
+			t[i] = (uint8_t)(rflags >> (8 * i));
+		reply_len += 4;
+		if (rflags & AR_EXR_OUT_ZSTD) {
+			for (int i = 0; i < 4; i++)
+				t[4 + i] = (uint8_t)(res.out_len >> (8 * i));
+			reply_len += 4;
+		}
+	}
 	/* counted out before the reply leaves: the client may send its next request at once */
 	request_end(s, from, AR_T_EXEC, t0, rc != 0);
-	int src = pn_send(pn, from, AR_T_REPLY, coop, start, h.len + res.out_len);
+	int src = pn_send(pn, from, AR_T_REPLY, coop, start, reply_len);
 	if (src != 0)
 		arfd_log(ARFD_LOG_WARN, "exec reply to %s: %s", pn_peer_name(pn, from), pn_strerror(src));
 	atomic_fetch_add(&s->bytes_out, res.out_len);
@@ -883,6 +954,8 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	    "workers.busy %u\nworkers.long %u\n", (uint64_t)s->n_time_limit,
 	    (uint64_t)s->n_cancelled, (uint64_t)s->n_on_reader, (uint64_t)s->n_handed_over,
 	    (uint64_t)s->n_no_handover, s->n_workers, n_busy, n_busy - n_short);
+	OUT("exec.packed %" PRIu64 "\nexec.packed_bytes_saved %" PRIu64 "\nexec.unpacked %" PRIu64
+	    "\n", (uint64_t)s->n_packed, (uint64_t)s->bytes_packed_saved, (uint64_t)s->n_unpacked);
 	struct pn_stats ps;
 	pn_stats_get(pn, &ps);
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
@@ -1544,8 +1617,8 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	 * arfd's first requests come the instant it listens (clients waiting to reconnect); one
 	 * that found no handler was dropped unanswered, and its client's session, told that it
 	 * ran, waited for its reply until the request timed out (many_sessions.sh) */
-	struct pn_opts po = { .n_workers = 1, .hold = true, .max_msg = c->out_max + EXEC_HDR_ROOM +
-	                      c->max_segment + 4096,
+	s->max_args = c->out_max + EXEC_HDR_ROOM + c->max_segment + 4096;
+	struct pn_opts po = { .n_workers = 1, .hold = true, .max_msg = s->max_args,
 	                      .admit = admit_request, .refuse = refuse_request, .admit_arg = s,
 	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
 	                      .tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_ca = c->tls_ca,

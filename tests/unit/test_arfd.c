@@ -1943,6 +1943,119 @@ static void test_rights(void)
 	free(c);
 }
 
+/* Compression (docs/protocol.md, "Compression"): with ARC_COMPRESS=always the argument bytes
+ * go packed and the output comes back packed, both unchanged at the far end; incompressible
+ * bytes go as they are; without it (auto) loopback never packs; and packed argument bytes
+ * that do not unpack to what the request says are refused. */
+static void test_compression(void)
+{
+	if (!stream())
+		return;                    /* pn_link_rate and the TCP_INFO estimate are tcp's */
+	struct arfd_config *c = config_new();
+	struct arfd *s = server_start(c);
+	size_t len;
+	uint8_t *seg = assemble(seg_main_src, &len);
+	struct arc *plain = s ? client(s, NULL) : NULL;
+	setenv("ARC_COMPRESS", "always", 1);
+	struct arc *packs = s ? client(s, NULL) : NULL;
+	unsetenv("ARC_COMPRESS");
+	if (!s || !seg || !plain || !packs) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	static uint8_t text[200000], noise[200000];
+	for (size_t i = 0; i < sizeof text; i++)
+		text[i] = (uint8_t)"the quick brown fox jumps over the lazy dog\n"[i % 44];
+	uint64_t r = 0x243f6a8885a308d3u;
+	for (size_t i = 0; i < sizeof noise; i++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		noise[i] = (uint8_t)r;
+	}
+	struct { struct arc *a; const uint8_t *b; size_t n; int packed; const char *what; } cases[] = {
+		{ packs, text, sizeof text, 1, "text, ARC_COMPRESS=always" },
+		{ packs, noise, sizeof noise, 0, "noise, ARC_COMPRESS=always" },
+		{ packs, text, 100, 0, "100 bytes, ARC_COMPRESS=always" },
+		{ plain, text, sizeof text, 0, "text over loopback, auto" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		long long p0 = stat_of(plain, "exec.packed"), u0 = stat_of(plain, "exec.unpacked");
+		for (int k = 0; k < 2; k++) {   /* the first reply tells the client the server unpacks */
+			struct arc_exec x = { .seg = seg, .seg_len = len, .entry = "echo",
+			                      .argbytes = cases[i].b, .argbytes_len = cases[i].n };
+			int rc = arc_exec(cases[i].a, &x);
+			CHECK(rc == 0 && x.out_len == cases[i].n && !memcmp(x.out, cases[i].b, cases[i].n),
+			      "%s: echo %d: rc %d, %llu bytes back", cases[i].what, k, rc,
+			      (unsigned long long)x.out_len);
+			if (rc == 0)
+				free(x.out);
+		}
+		long long p = stat_of(plain, "exec.packed") - p0, u = stat_of(plain, "exec.unpacked") - u0;
+		CHECK(cases[i].packed ? p == 2 && u >= 1 : p == 0 && u == 0,
+		      "%s: %lld outputs packed, %lld argument bytes unpacked", cases[i].what, p, u);
+	}
+	/* packed argument bytes that lie: raw EXEC requests over a Paradis-Net endpoint of ours */
+	{
+		char err[256];
+		const char *l[] = { "tcp:127.0.0.1:0" };
+		struct pn_opts po = { .n_workers = 1 };
+		struct pn *pn = pn_init(l, 1, &po, err, sizeof err);
+		pn_peer to = PN_ANY;
+		if (!pn || pn_peer_get(pn, arfd_endpoint(s, "tcp"), &to) != 0) {
+			CHECK(0, "pn: %s", err);
+			pn_finalize(pn);
+			goto out;
+		}
+		void *z;
+		size_t zn;
+		CHECK(ar_zstd_pack(text, sizeof text, &z, &zn) == 0, "pack");
+		static const uint8_t junk[64] = { 0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3 };
+		struct { const void *b; size_t n; uint32_t claimed; const char *what; } bad[] = {
+			{ z, zn, sizeof text - 1, "a length one short" },
+			{ z, zn, sizeof text + 1, "a length one long" },
+			{ z, zn, 0xfffffff0u, "a length past the message limit" },
+			{ junk, sizeof junk, 1000, "not a zstd frame" },
+			{ z, zn / 2, sizeof text, "a frame cut in half" },
+		};
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			struct ar_buf b = { 0 };
+			ar_req_begin(&b, NULL);
+			ar_put8(&b, 1);
+			ar_put32(&b, (uint32_t)len);
+			ar_put_bytes(&b, seg, len);
+			ar_put_str16(&b, "echo");
+			ar_put8(&b, 0);
+			ar_put64(&b, 0);
+			ar_put64(&b, 1u << 20);
+			ar_put32(&b, (uint32_t)bad[i].n);
+			ar_put_bytes(&b, bad[i].b, bad[i].n);
+			ar_put32(&b, 0);
+			ar_put32(&b, AR_EXF_ACCEPT_ZSTD | AR_EXF_ARGS_ZSTD);
+			ar_put32(&b, bad[i].claimed);
+			struct pn_rcv_desc d = { .type = AR_T_REPLY, .from = to };
+			pn_coop co = pn_coop_start(pn, &d, 1);
+			int rc = pn_send(pn, to, AR_T_EXEC, co, b.p, b.len);
+			int rc2 = pn_coop_end(pn, co, TIMEOUT_MS);
+			struct ar_rd rd = { d.buf, (uint8_t *)d.buf + d.len, 0 };
+			int status = 0;
+			char msg[AR_MAX_MSG + 1] = "";
+			int prc = rc || rc2 ? -1 : ar_rep_parse(&rd, &status, msg, sizeof msg);
+			CHECK(prc == 0 && status == -AR_EPROTO && strstr(msg, "packed argument bytes"),
+			      "%s: answered %d/%d/%d status %d '%s'", bad[i].what, rc, rc2, prc, status, msg);
+			free(d.buf);
+			ar_buf_free(&b);
+		}
+		free(z);
+		pn_finalize(pn);
+	}
+out:
+	free(seg);
+	arc_close(plain);
+	arc_close(packs);
+	if (s)
+		arfd_stop(s, 5000);
+	free(c);
+}
+
 int main(int argc, char **argv)
 {
 	const char *all[] = { "tcp", "udp" };
@@ -1955,10 +2068,10 @@ int main(int argc, char **argv)
 		static void (*const tests[])(void) = { test_install_exec, test_read_write,
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
 			test_disconnect, test_run_limits, test_endless, test_one_hog, test_reader_runs,
-			test_badop, test_restart, test_sessions, test_rights };
+			test_badop, test_restart, test_sessions, test_rights, test_compression };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
 			"secret", "limits", "inflight", "hostile", "disconnect", "run_limits", "endless",
-			"one_hog", "reader_runs", "badop", "restart", "sessions", "rights" };
+			"one_hog", "reader_runs", "badop", "restart", "sessions", "rights", "compression" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			const char *only = getenv("TEST_ARFD_ONLY");   /* one test by name */

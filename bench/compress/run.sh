@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# bench/compress/run.sh: EXEC payloads packed with zstd on slow links (issue 17): `arf export`
+# of a source tree (default /usr/include, 133 MB of headers) and `arf import` of it, from an
+# arfd in one network namespace to a client in another over a veth pair shaped with tbf
+# (100mbit, 1gbit) and unshaped, each row with ARC_COMPRESS=never (nothing packed) and with
+# the default (auto: packed when the sender's measured delivery rate is below 150 MB/s), the
+# two alternating, REPS runs each.  Prints min-max seconds and the never/auto ratio per row,
+# and checks every export against the source (diff -r).  Root (namespaces, tc).
+#   bash bench/compress/run.sh [--build DIR] [--src DIR] [--reps N] [--nets "100mbit 1gbit unlimited"]
+set -uo pipefail          # (not -e: lib.sh tries things that may fail, e.g. deleting no qdisc)
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+BUILD=$top/build SRC=/usr/include REPS=3 NETS="100mbit 1gbit unlimited"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) BUILD=$(cd "$2" && pwd); shift 2 ;;
+	--src) SRC=$2; shift 2 ;;
+	--reps) REPS=$2; shift 2 ;;
+	--nets) NETS=$2; shift 2 ;;
+	*) echo "usage: $0 [--build DIR] [--src DIR] [--reps N] [--nets LIST]" >&2; exit 2 ;;
+	esac
+done
+BIN=$BUILD
+die() { echo "compress/run.sh: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, tc)"
+NS_S=pnz_s.$$ NS_C=pnz_c.$$ V_S=pnzs$$ V_C=pnzc$$ IP_S=10.213.0.1 IP_C=10.213.0.2
+tmp=$(mktemp -d /tmp/bench_compress.XXXXXX)
+# shellcheck source=../lib.sh
+. "$top/bench/lib.sh"
+arfd_pid=
+cleanup() { stop "$arfd_pid"; net_down; rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+net_up
+mkdir -p "$tmp/log"
+"$BIN/arf" mkfs "$tmp/img" --size 1G >/dev/null
+ep=tcp:$IP_S:7000
+arfd_up "$BIN/arfd" "$tmp/img" "$ep" "$tmp/log/arfd"
+bytes=$(du -sb "$SRC" | cut -f1)
+# one import first, unshaped, so that export has the tree to read
+NET=unlimited set_net
+ns_c env ARC_COMPRESS=never "$BIN/arf" import "$SRC" "$ep:/tree" >/dev/null 2>"$tmp/log/import0" ||
+	die "arf import failed: $(cat "$tmp/log/import0")"
+# timed CMD...: run it (output dropped, errors in $tmp/log/x); its seconds in $s, 1 if it failed
+timed() {
+	local t0 t1 rc
+	t0=$(date +%s.%N)
+	"$@" >/dev/null 2>"$tmp/log/x"
+	rc=$?
+	t1=$(date +%s.%N)
+	s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+	return $rc
+}
+printf '# bench/compress, %s, %s, %d cpus; %s (%s bytes), %d runs per cell, alternating\n' \
+	"$(date -u '+%F %T UTC')" "$(uname -sm)" "$(nproc)" "$SRC" "$bytes" "$REPS"
+printf '%-10s %-8s %-20s %-20s %s\n' link what never_s auto_s never/auto
+for NET in $NETS; do
+	set_net
+	for what in export import; do
+		declare -A t=([never]="" [auto]="")
+		for rep in $(seq "$REPS"); do
+			for mode in never auto; do
+				[ $((rep % 2)) -eq 0 ] && mode=$([ $mode = never ] && echo auto || echo never)
+				rm -rf "$tmp/out"
+				if [ $what = export ]; then
+					timed ns_c env ARC_COMPRESS=$mode "$BIN/arf" export "$ep:/tree" "$tmp/out" ||
+						die "export: $(cat "$tmp/log/x")"
+					diff -r "$SRC" "$tmp/out" >/dev/null || die "export ($NET, $mode) differs from $SRC"
+				else
+					timed ns_c env ARC_COMPRESS=$mode "$BIN/arf" import "$SRC" "$ep:/in.$rep.$mode" ||
+						die "import: $(cat "$tmp/log/x")"
+				fi
+				t[$mode]="${t[$mode]} $s"
+			done
+		done
+		range() { tr ' ' '\n' | grep . | sort -g | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%.2f-%.2f", a, b }'; }
+		med() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+		rn=$(echo "${t[never]}" | range) ra=$(echo "${t[auto]}" | range)
+		mn=$(echo "${t[never]}" | med) ma=$(echo "${t[auto]}" | med)
+		printf '%-10s %-8s %-20s %-20s %sx\n' "$NET" "$what" "$rn" "$ra" \
+			"$(awk -v a="$mn" -v b="$ma" 'BEGIN { printf "%.2f", a / b }')"
+		unset t
+	done
+done
+ns_c "$BIN/arc" stats "$ep" | grep -E '^exec\.(packed|unpacked)'

@@ -1,0 +1,22 @@
+/* linkrate.c: the kernel's estimate of a tcp connection's delivery rate (TCP_INFO), apart
+ * from pn_tcp.c because glibc's <netinet/tcp.h> lacks the fields and <linux/tcp.h> cannot be
+ * included beside it. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <linux/tcp.h>
+
+#include "pn_int.h"
+
+int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited)
+{
+	struct tcp_info ti = { 0 };
+	socklen_t len = sizeof ti;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+	    len < offsetof(struct tcp_info, tcpi_delivery_rate) + sizeof ti.tcpi_delivery_rate)
+		return -PN_ENOTSUP;
+	*bytes_per_s = ti.tcpi_delivery_rate;
+	*app_limited = ti.tcpi_delivery_rate_app_limited;
+	return 0;
+}
