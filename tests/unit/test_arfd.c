@@ -1995,12 +1995,14 @@ static void test_compression(void)
 	}
 	/* packed argument bytes that lie: raw EXEC requests over a Paradis-Net endpoint of ours */
 	{
-		char err[256];
-		const char *l[] = { "tcp:127.0.0.1:0" };
+		char err[256] = "", self[64];
+		snprintf(self, sizeof self, "%s:127.0.0.1:0", scheme);
+		const char *l[] = { self };
 		struct pn_opts po = { .n_workers = 1 };
 		struct pn *pn = pn_init(l, 1, &po, err, sizeof err);
 		pn_peer to = PN_ANY;
-		if (!pn || pn_peer_get(pn, arfd_endpoint(s, "tcp"), &to) != 0) {
+		const char *ep = arfd_endpoint(s, scheme);
+		if (!pn || !ep || pn_peer_get(pn, ep, &to) != 0) {
 			CHECK(0, "pn: %s", err);
 			pn_finalize(pn);
 			goto out;
