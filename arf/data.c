@@ -786,6 +786,18 @@ static long unlocked_file(u64 ino, u64 gen)
 	return rc;
 }
 
+/* After a look without the lock: rc, when the inode is still the regular file gen names;
+ * else -ESTALE.  Another client may have removed the file and made another of the same
+ * number between unlocked_file's check and the loads after it (arf_race.sh read-removed once
+ * read the new file's size, 0, as the old file's end): what was read may be the new file's. */
+static long recheck(u64 c, u64 gen, long rc)
+{
+	if (gen && (ar_ld64(arf, c + ARF_I_GEN) != gen ||
+	            (ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT) != ARF_S_IFREG))
+		return -E_STALE;
+	return rc;
+}
+
 /* Append n zero bytes to the output (a hole). */
 static void zeros(u64 n)
 {
@@ -807,7 +819,7 @@ long read(u64 ino, u64 off, u64 len, u64 gen)
 		return -E_INVAL;
 	u64 size = ar_ld64(arf, c + ARF_I_SIZE);
 	if (size <= off)
-		return 0;
+		return recheck(c, gen, 0);
 	u64 end = len > size - off ? size : off + len;
 	u64 pos = off;
 	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
@@ -843,7 +855,7 @@ long read(u64 ino, u64 off, u64 len, u64 gen)
 		}
 		idx++;
 	}
-	return (long)(end - off);
+	return recheck(c, gen, (long)(end - off));
 }
 
 /* ---------------------------------------------------------------- seek */

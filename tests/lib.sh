@@ -99,7 +99,9 @@ run_loop() {
 check_run_loop() {
 	n=$(wc -l <"$tmp/runs.txt")
 	n_ok=$(grep -c "^[0-9]* 0 $2\$" "$tmp/runs.txt")
-	if [ "$n" -ge 4 ] && [ "$n_ok" -eq "$n" ]; then
+	# every run ok; how many fit in the time is the machine's speed, not a property (one
+	# run under ASan on a loaded machine): the spanning check below is the timing one
+	if [ "$n" -ge 1 ] && [ "$n_ok" -eq "$n" ]; then
 		ok
 	else
 		bad "arc run loop through $1: $n_ok of $n runs ok"

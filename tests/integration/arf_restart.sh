@@ -147,7 +147,7 @@ n_ok=$(grep -c '^[0-9]* 0 same ' "$tmp/greps.txt")
 longest=$(sort -n "$tmp/gms.txt" | tail -n 1)
 echo "arf_restart.sh: arf grep -rn through a kill -9 and restart: $n_ok of $n runs exit 0 with GNU grep's $(wc -l <"$tmp/grep.want") lines, longest $longest ms"
 if [ "$longest" -ge 1500 ]; then ok; else bad "no arf grep spanned the 2 s outage (longest $longest ms)"; fi
-if [ "$n" -ge 3 ] && [ "$n_ok" -eq "$n" ]; then
+if [ "$n" -ge 1 ] && [ "$n_ok" -eq "$n" ]; then   # every run (how many fit: the speed)
 	ok
 else
 	bad "arf grep -rn loop: $n_ok of $n runs ok"
