@@ -1955,11 +1955,13 @@ static void test_compression(void)
 	struct arfd *s = server_start(c);
 	size_t len;
 	uint8_t *seg = assemble(seg_main_src, &len);
-	struct arc *plain = s ? client(s, NULL) : NULL;
+	struct arc *plain = s ? client(s, NULL) : NULL;   /* auto: packs when the link is slow */
 	setenv("ARC_COMPRESS", "always", 1);
 	struct arc *packs = s ? client(s, NULL) : NULL;
+	setenv("ARC_COMPRESS", "never", 1);
+	struct arc *never = s ? client(s, NULL) : NULL;
 	unsetenv("ARC_COMPRESS");
-	if (!s || !seg || !plain || !packs) {
+	if (!s || !seg || !plain || !packs || !never) {
 		CHECK(0, "setup");
 		goto out;
 	}
@@ -1971,11 +1973,14 @@ static void test_compression(void)
 		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
 		noise[i] = (uint8_t)r;
 	}
+	/* packed: 1 both ways, 0 neither, -1 either (auto: loopback is fast, but a loaded
+	 * machine's slow reader can make its measured delivery rate low) */
 	struct { struct arc *a; const uint8_t *b; size_t n; int packed; const char *what; } cases[] = {
 		{ packs, text, sizeof text, 1, "text, ARC_COMPRESS=always" },
 		{ packs, noise, sizeof noise, 0, "noise, ARC_COMPRESS=always" },
 		{ packs, text, 100, 0, "100 bytes, ARC_COMPRESS=always" },
-		{ plain, text, sizeof text, 0, "text over loopback, auto" },
+		{ never, text, sizeof text, 0, "text, ARC_COMPRESS=never" },
+		{ plain, text, sizeof text, -1, "text over loopback, auto" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		long long p0 = stat_of(plain, "exec.packed"), u0 = stat_of(plain, "exec.unpacked");
@@ -1990,7 +1995,7 @@ static void test_compression(void)
 				free(x.out);
 		}
 		long long p = stat_of(plain, "exec.packed") - p0, u = stat_of(plain, "exec.unpacked") - u0;
-		CHECK(cases[i].packed ? p == 2 && u >= 1 : p == 0 && u == 0,
+		CHECK(cases[i].packed < 0 || (cases[i].packed ? p == 2 && u >= 1 : p == 0 && u == 0),
 		      "%s: %lld outputs packed, %lld argument bytes unpacked", cases[i].what, p, u);
 	}
 	/* packed argument bytes that lie: raw EXEC requests over a Paradis-Net endpoint of ours */
@@ -2053,6 +2058,7 @@ out:
 	free(seg);
 	arc_close(plain);
 	arc_close(packs);
+	arc_close(never);
 	if (s)
 		arfd_stop(s, 5000);
 	free(c);
