@@ -819,6 +819,22 @@ static uint32_t end_seq(const uint32_t *t, uint32_t c, int sym)
 	return c < 0x80 ? mb[c] : UINT32_MAX;
 }
 
+/* q (the set as the locale collates it; freed here) into s, under icase as its upper-case
+ * preimage; with the lock held.  Nonzero when out of memory. */
+static int add_collated(struct cset *s, struct cset *q, int icase)
+{
+	cset_norm(q);
+	if (icase) {
+		add_upper_preimage(s, q);
+	} else {
+		for (int i = 0; i < q->n; i++)
+			cset_add(s, q->r[i][0], q->r[i][1]);
+	}
+	int err = q->err;
+	cset_free(q);
+	return err;
+}
+
 int cset_coll_range(struct cset *s, uint32_t lo, uint32_t hi, unsigned sym, int icase)
 {
 	const uint32_t *t = (const uint32_t *)nl_langinfo(_NL_COLLATE_COLLSEQWC);
@@ -842,16 +858,8 @@ int cset_coll_range(struct cset *s, uint32_t lo, uint32_t hi, unsigned sym, int 
 	const struct coll_entry *v = cache.by_seq;
 	for (size_t i = coll_lower(v, cache.n_by_seq, a); i < cache.n_by_seq && v[i].key <= b; i++)
 		cset_add(&q, v[i].c, v[i].c);
-	cset_norm(&q);
-	if (icase) {
-		add_upper_preimage(s, &q);
-	} else {
-		for (int i = 0; i < q.n; i++)
-			cset_add(s, q.r[i][0], q.r[i][1]);
-	}
+	int err = add_collated(s, &q, icase);
 	pthread_mutex_unlock(&cache.lock);
-	int err = q.err;
-	cset_free(&q);
 	return err ? -3 : 0;
 }
 
@@ -883,16 +891,8 @@ int cset_equiv(struct cset *s, uint32_t c, int icase)
 				cset_add(&q, v[i].c, v[i].c);
 		}
 	}
-	cset_norm(&q);
-	if (icase) {
-		add_upper_preimage(s, &q);
-	} else {
-		for (int i = 0; i < q.n; i++)
-			cset_add(s, q.r[i][0], q.r[i][1]);
-	}
+	int err = add_collated(s, &q, icase);
 	pthread_mutex_unlock(&cache.lock);
-	int err = q.err;
-	cset_free(&q);
 	return err ? -1 : 0;
 }
 
