@@ -67,8 +67,7 @@ static void usage(FILE *f)
 	"         server of a cluster whose files are striped over the DATA_ENDPOINTs (each\n"
 	"         an arfd serving its own image) in units of SIZE (default 1M, a multiple\n"
 	"         of 4K up to 4M); show prints the description the metadata image holds\n"
-	"         (docs/cluster.md).  import, export and grep serve clusters; mount\n"
-	"         not yet\n"
+	"         (docs/cluster.md).  import, export, grep and mount serve clusters\n"
 	"\n"
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }

@@ -86,6 +86,11 @@ struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_
                                      const char *data_seg, char *err, size_t errlen);
 /* Before meta is closed. */
 void arf_cluster_close(struct arf_cluster *cl);
+/* A data server that failed to answer is down for the rest of the handle's life (a command
+ * over many files waits for it once); with retry_ms > 0 (a mount, which lives long), it is
+ * asked again by the first call retry_ms after it went down, so a restarted server is found
+ * again.  Set before the handle is used. */
+void arf_cluster_retry(struct arf_cluster *cl, int retry_ms);
 
 /* One file's stripes: the objects found or made so far.  One thread at a time. */
 struct arf_cl_file;
@@ -104,6 +109,15 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len);
 /* Cut every object to what a file of size bytes keeps on its server (bytes past it would
  * come back as stale data if the file grew again): 0 or -errno. */
 int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);
+/* Make every object durable (data.pno's fsync on each server holding one, one
+ * Cooperation): 0 or -errno.  The metadata inode is the caller's to fsync afterwards, so
+ * that a size never becomes durable before the bytes it covers. */
+int arf_cl_fsync(struct arf_cl_file *f);
+/* Remove the file's objects (unlink of /stripes/INO.GEN on every server that may hold one,
+ * one Cooperation), once the metadata inode is gone (docs/cluster.md: the inode first).
+ * 0, or the first -errno (the other servers' objects are removed all the same); what is
+ * left is a leaked object that arf fsck --cluster --repair removes. */
+int arf_cl_remove(struct arf_cl_file *f);
 
 /* For a caller that runs exports of its own on a file's objects (arf grep runs its scan on
  * each data server over that server's stripes): obj[k] (k < n) the object's inode on

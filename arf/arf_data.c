@@ -1,18 +1,26 @@
-/* arf_data.c: client calls of the ARF data operations (arf/data.c) through libarc. */
+/* arf_data.c: client calls of the ARF data operations (arf/data.c) through libarc.  On a
+ * cluster's metadata image (arf_data_striped) a regular file's bytes go to its stripes on
+ * the data servers instead (arf/cluster.c), and only its size and times to the image. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "arc.h"
+#include "arf_cluster.h"
 #include "arf_data.h"
+#include "arf_ops.h"
 #include "arf_seg.h"
+
+struct striped;
 
 struct arf_data {
 	struct arf_seg s;              /* data.pno */
+	struct striped *st;            /* a cluster's metadata image: see arf_data_striped */
 };
 
 struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, size_t errlen)
@@ -30,10 +38,13 @@ struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, s
 	return d;
 }
 
+static void st_free(struct striped *st);
+
 void arf_data_close(struct arf_data *d)
 {
 	if (!d)
 		return;
+	st_free(d->st);
 	arf_seg_close(&d->s);
 	free(d);
 }
@@ -49,6 +60,309 @@ static int64_t run(struct arf_data *d, struct arc_exec *x, const char *entry,
 	return arf_seg_run(&d->s, x, entry, args, n, bytes, len);
 }
 
+/* ---- a cluster's metadata image (arf_data_striped): regular files' bytes on the data
+ * servers, through arf_cl_*; the sizes, times and generations stay in the metadata inode,
+ * changed in docs/cluster.md's order (data before a size grows, the size shrunk before the
+ * objects are cut, objects cut to the size before a size grows over bytes no one wrote). ---- */
+
+#define ST_FILES 64                /* files whose objects are remembered (looked up once) */
+#define ST_PASS INT64_MIN          /* not a striped file: the call goes to the metadata image */
+#define ST_MAX_SIZE (1ull << 44)   /* 16 TiB, the largest size of an ARF file */
+
+struct st_file {
+	uint64_t ino;                  /* 0: free */
+	uint64_t gen;                  /* f's */
+	struct arf_cl_file *f;         /* NULL until first used; remade when gen changed */
+	pthread_mutex_t lock;          /* one call of the file at a time (arf_cl_file's rule),
+	                                * which also orders a size read with the size set after */
+	unsigned users;                /* between st_get and st_put */
+	uint64_t used;                 /* st.clock at the last st_get: the oldest free one goes */
+	bool temp;                     /* not in the table (every slot busy): freed by st_put */
+};
+
+struct striped {
+	struct arf_cluster *cl;
+	struct arf_client *meta;
+	uint64_t desc_ino;             /* /.arf-cluster: its bytes are in the metadata image */
+	pthread_mutex_t lock;          /* over the table */
+	uint64_t clock;
+	struct st_file file[ST_FILES];
+};
+
+int arf_data_striped(struct arf_data *d, struct arf_cluster *cl, struct arf_client *meta)
+{
+	struct striped *st = calloc(1, sizeof *st);
+	if (!st)
+		return -ENOMEM;
+	int64_t di = arf_lookup(meta, 1, ARF_CLUSTER_FILE);
+	st->cl = cl;
+	st->meta = meta;
+	st->desc_ino = di > 0 ? (uint64_t)di : 0;
+	pthread_mutex_init(&st->lock, NULL);
+	for (unsigned i = 0; i < ST_FILES; i++)
+		pthread_mutex_init(&st->file[i].lock, NULL);
+	d->st = st;
+	return 0;
+}
+
+static void st_free(struct striped *st)
+{
+	if (!st)
+		return;
+	for (unsigned i = 0; i < ST_FILES; i++) {
+		arf_cl_file_close(st->file[i].f);
+		pthread_mutex_destroy(&st->file[i].lock);
+	}
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+/* The slot of ino, locked (NULL: out of memory). */
+static struct st_file *st_get(struct striped *st, uint64_t ino)
+{
+	pthread_mutex_lock(&st->lock);
+	struct st_file *sf = NULL, *victim = NULL;
+	for (unsigned i = 0; i < ST_FILES && !sf; i++) {
+		struct st_file *e = &st->file[i];
+		if (e->ino == ino)
+			sf = e;
+		else if (!e->users && (!victim || !e->ino || (victim->ino && e->used < victim->used)))
+			victim = e;
+	}
+	if (!sf && victim) {
+		arf_cl_file_close(victim->f);  /* no user: no one holds it */
+		victim->f = NULL;
+		victim->ino = ino;
+		victim->gen = 0;
+		sf = victim;
+	}
+	if (sf) {
+		sf->users++;
+		sf->used = ++st->clock;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (!sf) {
+		/* every slot in use by a call: one of its own for this call */
+		sf = calloc(1, sizeof *sf);
+		if (!sf)
+			return NULL;
+		sf->ino = ino;
+		sf->temp = true;
+		pthread_mutex_init(&sf->lock, NULL);
+	}
+	pthread_mutex_lock(&sf->lock);
+	return sf;
+}
+
+static void st_put(struct striped *st, struct st_file *sf)
+{
+	pthread_mutex_unlock(&sf->lock);
+	if (sf->temp) {
+		arf_cl_file_close(sf->f);
+		pthread_mutex_destroy(&sf->lock);
+		free(sf);
+		return;
+	}
+	pthread_mutex_lock(&st->lock);
+	sf->users--;
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* A -EIO's reason into d's message. */
+static int64_t st_err(struct arf_data *d, struct st_file *sf, int64_t rc)
+{
+	if (rc == -EIO && sf && sf->f)
+		snprintf(d->s.msg, sizeof d->s.msg, "%s", arf_cl_errmsg(sf->f));
+	return rc;
+}
+
+/* Start a call on ino (gen as arf_write_gen's): the slot, locked, in *sfp and the metadata
+ * inode's attributes in at; 0, ST_PASS (not a striped file: a directory, the description;
+ * nothing held), or -errno (nothing held). */
+static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct st_file **sfp,
+                        struct arf_attr *at)
+{
+	struct striped *st = d->st;
+	if (ino == st->desc_ino)
+		return ST_PASS;
+	struct st_file *sf = st_get(st, ino);
+	if (!sf)
+		return -ENOMEM;
+	int rc = arf_getattr(st->meta, ino, at);
+	if (rc == -EIO)
+		snprintf(d->s.msg, sizeof d->s.msg, "%s", arf_client_errmsg(st->meta));
+	else if (rc < 0 && gen)
+		rc = -ESTALE;                  /* the file is gone */
+	else if (rc == 0 && gen && at->gen != gen)
+		rc = -ESTALE;                  /* its number is another file's now */
+	if (rc == 0 && !S_ISREG(at->mode)) {
+		st_put(st, sf);
+		return ST_PASS;
+	}
+	if (rc == 0 && (!sf->f || sf->gen != at->gen)) {
+		arf_cl_file_close(sf->f);
+		sf->gen = at->gen;
+		if (!(sf->f = arf_cl_file_open(st->cl, ino, at->gen)))
+			rc = -ENOMEM;
+	}
+	if (rc < 0) {
+		st_put(st, sf);
+		return rc;
+	}
+	*sfp = sf;
+	return 0;
+}
+
+/* The metadata inode's size (and mtime, ctime) set, checked against gen. */
+static int m_truncate(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size)
+{
+	int64_t a[3] = { (int64_t)ino, (int64_t)size, (int64_t)gen };
+	struct arc_exec x = { 0 };
+	int64_t v = run(d, &x, "truncate", a, 3, NULL, 0);
+	free(x.out);
+	return (int)v;
+}
+
+/* A write (at the size found, for an append): data first, then the size when it grew (or
+ * the times when it did not). */
+static int64_t st_write(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                        const void *buf, size_t len, bool append, uint64_t *where)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	if (rc != 0)
+		return rc;
+	if (append)
+		off = at.size;
+	if (off > ST_MAX_SIZE || len > ST_MAX_SIZE - off) {
+		rc = -EFBIG;
+		goto out;
+	}
+	if (len == 0)
+		goto out;
+	/* bytes between the size and off are a hole now: whatever an earlier crash or failed
+	 * write left past the size must not show there */
+	if (off > at.size && (rc = arf_cl_truncate(sf->f, at.size)) < 0)
+		goto out;
+	rc = arf_cl_write(sf->f, off, buf, len);
+	if (rc < 0)
+		goto out;
+	if (off + len > at.size) {
+		rc = m_truncate(d, ino, at.gen, off + len);
+	} else {
+		/* the times a write on one server sets (setattr's valid bits, arf_data.h) */
+		int64_t a[7] = { (int64_t)ino, ARF_SET_MTIME_NOW, 0, 0, 0, 0, 0 };
+		struct arc_exec x = { 0 };
+		rc = run(d, &x, "setattr", a, 7, NULL, 0);
+		free(x.out);
+	}
+	if (rc == 0) {
+		rc = (int64_t)len;
+		if (where)
+			*where = off;
+	}
+out:
+	rc = st_err(d, sf, rc);
+	st_put(d->st, sf);
+	return rc;
+}
+
+static int64_t st_read(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, void *buf,
+                       size_t len)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	if (rc != 0)
+		return rc;
+	size_t n = off >= at.size ? 0 : at.size - off < len ? (size_t)(at.size - off) : len;
+	rc = n ? arf_cl_read(sf->f, off, buf, n) : 0;
+	rc = st_err(d, sf, rc);
+	st_put(d->st, sf);
+	return rc;
+}
+
+/* Shrink: the size first, the objects after.  Grow: the objects cut to the old size (no
+ * stale tail may show in the new hole), then the size. */
+static int64_t st_truncate(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	if (rc != 0)
+		return rc;
+	if (size > ST_MAX_SIZE)
+		rc = -EFBIG;
+	else if (size < at.size && (rc = m_truncate(d, ino, at.gen, size)) == 0)
+		rc = arf_cl_truncate(sf->f, size);
+	else if (size >= at.size && (rc = arf_cl_truncate(sf->f, at.size)) == 0)
+		rc = m_truncate(d, ino, at.gen, size);
+	rc = st_err(d, sf, rc);
+	st_put(d->st, sf);
+	return rc;
+}
+
+/* The objects, then the metadata inode (its size never durable before the bytes). */
+static int64_t st_fsync(struct arf_data *d, uint64_t ino, uint64_t gen)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	if (rc != 0)
+		return rc;
+	rc = arf_cl_fsync(sf->f);
+	rc = st_err(d, sf, rc);
+	st_put(d->st, sf);
+	return rc;
+}
+
+/* SEEK_DATA and SEEK_HOLE: a striped file is data up to its size (holes in the objects are
+ * not looked for), which lseek allows. */
+static int64_t st_seek(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, int whence)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	if (rc != 0)
+		return rc;
+	rc = off >= at.size ? -ENXIO : whence == SEEK_DATA ? (int64_t)off : (int64_t)at.size;
+	st_put(d->st, sf);
+	return rc;
+}
+
+/* fallocate on a striped file: not served (blocks would have to be taken on every data
+ * server; glibc's posix_fallocate writes zeros instead). */
+static int64_t st_unsupported(struct arf_data *d, uint64_t ino, uint64_t gen)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	if (rc != 0)
+		return rc;
+	st_put(d->st, sf);
+	return -EOPNOTSUPP;
+}
+
+int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen)
+{
+	struct striped *st = d->st;
+	if (!st || ino == st->desc_ino)
+		return 0;
+	struct st_file *sf = st_get(st, ino);
+	if (!sf)
+		return -ENOMEM;
+	struct arf_cl_file *f = sf->f && sf->gen == gen ? sf->f : arf_cl_file_open(st->cl, ino, gen);
+	int rc = f ? arf_cl_remove(f) : -ENOMEM;
+	if (rc == -EIO)
+		snprintf(d->s.msg, sizeof d->s.msg, "%s", arf_cl_errmsg(f));
+	if (f == sf->f)
+		sf->f = NULL;                  /* its objects are gone: nothing to remember */
+	arf_cl_file_close(f);
+	st_put(st, sf);
+	return rc;
+}
+
 int64_t arf_write(struct arf_data *d, uint64_t ino, uint64_t off, const void *buf, size_t len)
 {
 	return arf_write_gen(d, ino, 0, off, buf, len);
@@ -57,6 +371,11 @@ int64_t arf_write(struct arf_data *d, uint64_t ino, uint64_t off, const void *bu
 int64_t arf_write_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
                       const void *buf, size_t len)
 {
+	if (d->st) {
+		int64_t v = st_write(d, ino, gen, off, buf, len, false, NULL);
+		if (v != ST_PASS)
+			return v;
+	}
 	const char *p = buf;
 	size_t done = 0;
 	while (done < len) {
@@ -84,6 +403,11 @@ int64_t arf_append_gen(struct arf_data *d, uint64_t ino, uint64_t gen, const voi
 		snprintf(d->s.msg, sizeof d->s.msg, "append: %zu bytes (1..%u in one run)", len,
 		         ARF_DATA_CHUNK);
 		return -EINVAL;
+	}
+	if (d->st) {
+		int64_t v = st_write(d, ino, gen, 0, buf, len, true, at);
+		if (v != ST_PASS)
+			return v;
 	}
 	int64_t a[2] = { (int64_t)ino, (int64_t)gen };
 	struct arc_exec x = { 0 };
@@ -124,6 +448,11 @@ int64_t arf_read(struct arf_data *d, uint64_t ino, uint64_t off, void *buf, size
 int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, void *buf,
                      size_t len)
 {
+	if (d->st) {
+		int64_t v = st_read(d, ino, gen, off, buf, len);
+		if (v != ST_PASS)
+			return v;
+	}
 	char *p = buf;
 	size_t done = 0;
 	while (done < len) {
@@ -155,6 +484,11 @@ int arf_truncate(struct arf_data *d, uint64_t ino, uint64_t size)
 
 int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size)
 {
+	if (d->st) {
+		int64_t v = st_truncate(d, ino, gen, size);
+		if (v != ST_PASS)
+			return (int)v;
+	}
 	int64_t a[3] = { (int64_t)ino, (int64_t)size, (int64_t)gen };
 	struct arc_exec x = { 0 };
 	int64_t v = run(d, &x, "truncate", a, 3, NULL, 0);
@@ -178,6 +512,11 @@ int arf_fsync(struct arf_data *d, uint64_t ino)
 
 int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen)
 {
+	if (d->st) {
+		int64_t v = st_fsync(d, ino, gen);
+		if (v < 0 && v != ST_PASS)
+			return (int)v;
+	}
 	int64_t a[2] = { (int64_t)ino, (int64_t)gen };
 	struct arc_exec x = { 0 };
 	int64_t v = run(d, &x, "fsync", a, 2, NULL, 0);
@@ -189,6 +528,11 @@ int64_t arf_seek_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 {
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
+	if (d->st) {
+		int64_t v = st_seek(d, ino, gen, off, whence);
+		if (v != ST_PASS)
+			return v;
+	}
 	int64_t a[4] = { (int64_t)ino, (int64_t)off, whence == SEEK_DATA ? 3 : 4, (int64_t)gen };
 	struct arc_exec x = { 0 };
 	int64_t v = run(d, &x, "seek", a, 4, NULL, 0);
@@ -201,6 +545,11 @@ int arf_allocate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 {
 	if (len == 0 || len >> 62 || off >> 62)
 		return -EINVAL;
+	if (d->st) {
+		int64_t v = st_unsupported(d, ino, gen);
+		if (v != ST_PASS)
+			return (int)v;
+	}
 	/* one hole per run (as write): again from where the last run stopped */
 	for (uint64_t done = 0; done < len;) {
 		/* the length's top bit asks for KEEP_SIZE (checked by arfd under the lock) */
@@ -225,6 +574,11 @@ int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, 
 {
 	if (len == 0 || len >> 63 || off >> 63)
 		return -EINVAL;
+	if (d->st) {
+		int64_t v = st_unsupported(d, ino, gen);
+		if (v != ST_PASS)
+			return (int)v;
+	}
 	/* one extent changed per run: again from where the last run stopped */
 	for (uint64_t done = 0; done < len;) {
 		int64_t a[4] = { (int64_t)ino, (int64_t)(off + done), (int64_t)(len - done),
@@ -424,7 +778,9 @@ static void submit(struct arf_wq *q)
 	/* continuing a run still in flight: land after it (data.pna's writeafter) */
 	r->after = q->head && r->off == q->sent_end && r->off ? r->off : 0;
 	q->sent_end = r->off + r->len;
-	if (start(q, r) != 0) {
+	/* a cluster's file: its stripes are written by arf_write_gen, one Cooperation over
+	 * the data servers a batch, and the queue's runs are applied one after another */
+	if (q->d->st || start(q, r) != 0) {
 		/* not sent: write it the plain way */
 		int64_t v = arf_write_gen(q->d, q->ino, r->gen, r->off, r->buf, r->len);
 		keep_err(q, v < 0 ? v : (uint64_t)v < r->len ? -ENOSPC : 0);

@@ -76,6 +76,29 @@ int arf_allocate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
  * range may be punched in part); -EINVAL when len is 0, or off or len past 2^63. */
 int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, uint64_t len);
 
+/* ---- a cluster's metadata image (docs/cluster.md)
+ *
+ * From this call on, the calls above on a regular file of d's image (but /.arf-cluster) go
+ * to its stripes on cl's data servers (arf_cl_*, one Cooperation a batch), and the metadata
+ * inode keeps its size, times and generation, changed in the cluster's crash order: the
+ * stripes written before the size grows, the size shrunk before the objects are cut, the
+ * objects cut to the size before it grows over bytes that were not written (truncate up, a
+ * write past the end), so no stale tail shows.  Each call first reads the inode with meta (a
+ * client of the same image): its generation names the objects, its size bounds a read.
+ * Calls on one file are serialized in this process; appends are at the size this process
+ * finds (not atomic across clients, as they are on one server).  fallocate's allocate and
+ * punch are -EOPNOTSUPP on a striped file; SEEK_DATA finds data everywhere below the size.
+ * Write-behind queues apply their runs one after another.  cl and meta must outlive d.
+ * 0 or -ENOMEM. */
+struct arf_cluster;
+struct arf_client;
+int arf_data_striped(struct arf_data *d, struct arf_cluster *cl, struct arf_client *meta);
+/* After the last name of regular file ino (generation gen) was removed, its inode freed:
+ * its objects removed from the data servers (arf_cl_remove).  0 (also on one server, where
+ * there is nothing to do), or -errno (-EIO with arf_data_errmsg): the objects left are
+ * leaks that arf fsck --cluster --repair removes. */
+int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen);
+
 /* ---- write-behind: pipelined writes of one file (the mount's; docs/arf.md, "Writes")
  *
  * arf_wq_write copies the bytes and returns without waiting for arfd: writes that continue

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arc.h"
@@ -34,7 +35,9 @@ struct dsrv {
 	const char *name;
 	pthread_mutex_t lock;          /* over the setup below */
 	bool ready;                    /* connected, segments installed, dir found */
-	bool down;                     /* unreachable once: every later use fails at once */
+	bool down;                     /* unreachable once: every later use fails at once (until
+	                                * retry_ms passed, when the handle has one) */
+	int64_t down_at_ms;            /* when it went down (CLOCK_MONOTONIC) */
 	char down_msg[1400];
 	struct arc *a;
 	struct arf_client *ops;
@@ -49,6 +52,7 @@ struct arf_cluster {
 	unsigned n;
 	uint32_t unit;
 	uint32_t cap;                  /* bytes per server per batch */
+	int retry_ms;                  /* a down server is asked again after this; 0: never */
 	struct arf_cluster_desc desc;
 	struct dsrv s[ARF_CLUSTER_MAX];
 };
@@ -180,6 +184,28 @@ struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_
 	return cl;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void arf_cluster_retry(struct arf_cluster *cl, int retry_ms)
+{
+	cl->retry_ms = retry_ms > 0 ? retry_ms : 0;
+}
+
+/* (s->lock held) Server s is down from now on, for the reason msg. */
+static void set_down(struct dsrv *s, const char *msg)
+{
+	if (s->down)
+		return;
+	s->down = true;
+	s->down_at_ms = now_ms();
+	snprintf(s->down_msg, sizeof s->down_msg, "%s", msg);
+}
+
 /* Data server k ready for use (connected on first use, so that what needs only the others
  * works while one is down): 0, or -EIO with a message in msg. */
 static int srv_ready(struct arf_cluster *cl, unsigned k, char *msg, size_t msglen)
@@ -187,6 +213,10 @@ static int srv_ready(struct arf_cluster *cl, unsigned k, char *msg, size_t msgle
 	struct dsrv *s = &cl->s[k];
 	pthread_mutex_lock(&s->lock);
 	int rc = 0;
+	/* a long-lived handle (a mount) asks a server that was down again now and then: it
+	 * may have been restarted (its connection rides through that, or is made again) */
+	if (s->down && cl->retry_ms && now_ms() - s->down_at_ms >= cl->retry_ms)
+		s->down = false;
 	if (s->down) {
 		snprintf(msg, msglen, "%s", s->down_msg);
 		rc = -EIO;
@@ -213,10 +243,8 @@ static int srv_ready(struct arf_cluster *cl, unsigned k, char *msg, size_t msgle
 		s->ready = rc == 0;
 		/* not reachable (or not a data server): this handle does not ask again, so a
 		 * command over many files waits for a dead server once, not once a file */
-		if (rc) {
-			s->down = true;
-			snprintf(s->down_msg, sizeof s->down_msg, "%s", msg);
-		}
+		if (rc)
+			set_down(s, msg);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -402,6 +430,9 @@ const char *arf_cl_errmsg(struct arf_cl_file *f)
 	return f->msg;
 }
 
+static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x,
+                    int rc);
+
 /* Find (or with create, make) the object on server k: 0 (f->obj[k] 0 when there is none and
  * create is false), or -errno with a message. */
 static int obj_get(struct arf_cl_file *f, unsigned k, bool create)
@@ -430,6 +461,13 @@ static int obj_get(struct arf_cl_file *f, unsigned k, bool create)
 		snprintf(f->msg, sizeof f->msg, "data server %s: /%s/%s: %s", s->name,
 		         ARF_CLUSTER_DIR, name,
 		         ino == -EIO ? arf_client_errmsg(s->ops) : strerror((int)-ino));
+		if (ino == -EIO) {
+			/* the server did not answer (or its run failed): down, as run_fail does, so
+			 * that the next call does not wait for it again */
+			pthread_mutex_lock(&s->lock);
+			set_down(s, f->msg);
+			pthread_mutex_unlock(&s->lock);
+		}
 		return ino == -EIO ? -EIO : (int)ino;
 	}
 	f->obj[k] = (uint64_t)ino;
@@ -475,11 +513,16 @@ static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
 	}
 	if (m > 1)                     /* one alone: obj_get does the same */
 		arc_exec_many(as, xs, rcs, m);
+	int err = 0;
 	for (unsigned i = 0; i < m && m > 1; i++) {
 		unsigned k = who[i];
 		int64_t v = xv[i].value;
 		struct arf_attr at;
-		if (rcs[i] == 0 && v > 0 && xv[i].out_len == ARF_ATTR_BYTES) {
+		if (rcs[i] != 0) {
+			/* not answered: asking again one by one would wait for it once more */
+			int e = run_fail(f, k, create ? "mknodattr" : "lookupattr", &xv[i], rcs[i]);
+			err = err ? err : e;
+		} else if (rcs[i] == 0 && v > 0 && xv[i].out_len == ARF_ATTR_BYTES) {
 			arf_attr_decode(xv[i].out, &at);
 			if (S_ISREG(at.mode)) {
 				f->obj[k] = (uint64_t)v;
@@ -491,6 +534,8 @@ static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
 		}
 		free(xv[i].out);
 	}
+	if (err)
+		return err;
 	for (unsigned i = 0; i < m; i++) {
 		int rc = obj_get(f, who[i], create);
 		if (rc < 0)
@@ -549,10 +594,7 @@ static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct 
 	         x->trapped ? x->trap.text : arc_errmsg(s->a));
 	if (rc == -AR_ETIMEDOUT || rc == -AR_ENET) {
 		pthread_mutex_lock(&s->lock);
-		if (!s->down) {
-			s->down = true;
-			snprintf(s->down_msg, sizeof s->down_msg, "%s", f->msg);
-		}
+		set_down(s, f->msg);
 		pthread_mutex_unlock(&s->lock);
 	}
 	return -EIO;
@@ -782,6 +824,96 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 		free(xv[i].out);
 		if (e && !err)
 			err = e;
+	}
+	return err;
+}
+
+int arf_cl_fsync(struct arf_cl_file *f)
+{
+	struct arf_cluster *cl = f->cl;
+	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+	int64_t args[ARF_CLUSTER_MAX][2];
+	int rcs[ARF_CLUSTER_MAX];
+	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	bool need[ARF_CLUSTER_MAX];
+	for (unsigned k = 0; k < cl->n; k++)
+		need[k] = true;
+	int rc = objs_get(f, need, false);
+	if (rc < 0)
+		return rc;
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (!f->obj[k])
+			continue;              /* no object: nothing of the file there */
+		struct dsrv *s = &cl->s[k];
+		args[m][0] = (int64_t)f->obj[k];
+		args[m][1] = (int64_t)f->obj_gen[k];
+		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+		                           .seg_id = s->data.id, .entry = "fsync",
+		                           .args = args[m], .n_args = 2 };
+		xs[m] = &xv[m];
+		as[m] = s->a;
+		who[m++] = k;
+	}
+	arc_exec_many(as, xs, rcs, m);
+	int err = 0;
+	for (unsigned i = 0; i < m; i++) {
+		int e = rcs[i] ? run_fail(f, who[i], "fsync", &xv[i], rcs[i]) : (int)xv[i].value;
+		free(xv[i].out);
+		if (e < 0 && !err)
+			err = e;
+	}
+	return err;
+}
+
+int arf_cl_remove(struct arf_cl_file *f)
+{
+	struct arf_cluster *cl = f->cl;
+	char name[48];
+	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
+	         (unsigned long long)f->gen);
+	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
+	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
+	int64_t args[ARF_CLUSTER_MAX][1];
+	int rcs[ARF_CLUSTER_MAX];
+	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	int err = 0;
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (f->looked[k] && !f->obj[k])
+			continue;              /* known to have none */
+		int rc = srv_ready(cl, k, f->msg, sizeof f->msg);
+		if (rc < 0) {
+			err = err ? err : rc;  /* the others are still removed */
+			continue;
+		}
+		struct dsrv *s = &cl->s[k];
+		const struct arf_seg *os = arf_client_seg(s->ops);
+		args[m][0] = (int64_t)s->dir;
+		xv[m] = (struct arc_exec){ .seg = os->bytes, .seg_len = os->len, .seg_id = os->id,
+		                           .entry = "unlink", .args = args[m], .n_args = 1,
+		                           .argbytes = name, .argbytes_len = strlen(name) };
+		xs[m] = &xv[m];
+		as[m] = s->a;
+		who[m++] = k;
+	}
+	arc_exec_many(as, xs, rcs, m);
+	for (unsigned i = 0; i < m; i++) {
+		unsigned k = who[i];
+		int e = rcs[i] ? run_fail(f, k, "unlink", &xv[i], rcs[i]) : (int)xv[i].value;
+		if (e == -EAGAIN)          /* its directory locked a moment: once more, retried */
+			e = arf_unlink(cl->s[k].ops, cl->s[k].dir, name);
+		if (e == -ENOENT)
+			e = 0;                 /* no object there */
+		if (e == -EIO && rcs[i] == 0)
+			snprintf(f->msg, sizeof f->msg, "data server %s: unlink /%s/%s: %s",
+			         cl->s[k].name, ARF_CLUSTER_DIR, name, arf_client_errmsg(cl->s[k].ops));
+		free(xv[i].out);
+		if (e == 0) {
+			f->obj[k] = 0;
+			f->looked[k] = true;
+		} else if (!err) {
+			err = e < 0 ? e : -EIO;
+		}
 	}
 	return err;
 }

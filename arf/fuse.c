@@ -14,6 +14,11 @@
  * "POSIX ACLs" below for the part left to the mount: the mode, chmod, inheritance).  A mount made by root serves every user
  * (allow_other, as an NFS mount does); a user's own mount serves only that user, as FUSE
  * does by default.
+ *
+ * A cluster's metadata server (docs/cluster.md) is mounted the same way: the namespace and
+ * the attributes are its image's, and fs->d sends a regular file's bytes to its stripes on
+ * the data servers (arf_data_striped), under the same write queue and generation checks;
+ * removing a file's last name removes its stripes (remove_stripes).
  */
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
@@ -52,6 +57,8 @@ struct arf_fs {
 	bool acl;                      /* the kernel enforces POSIX ACLs (see init, and ACLs) */
 	int noxattr;                   /* -o noxattr: no xattrs, no ACLs (see Extended attributes) */
 	int sync_writes;               /* -o sync_writes: each write waits for arfd (no queue) */
+	struct arf_cluster *cl;        /* a cluster's metadata server: its data servers (else
+	                                * NULL); fs->d sends regular files' bytes there */
 	struct fuse_session *se;
 };
 
@@ -750,21 +757,38 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 	fuse_reply_create(req, &e, fi);
 }
 
-/* Under -o writeback: what name in dir is before it is removed or replaced (a lookup, one
- * run more), so that a regular file whose last name goes can be marked removed; 0 when
- * there is nothing to mark (the caller passes the result to mark_removed). */
+/* Under -o writeback, and on a cluster: what name in dir is before it is removed or
+ * replaced (a lookup, one run more), so that a regular file whose last name goes can be
+ * marked removed and its stripes removed; 0 when there is nothing to do (the caller passes
+ * the result to mark_removed). */
 static int64_t removable(struct arf_fs *fs, uint64_t dir, const char *name, struct arf_attr *at)
 {
-	if (!fs->writeback)
+	if (!fs->writeback && !fs->cl)
 		return 0;
 	int64_t ino = arf_lookup_attr(fs->c, dir, name, at);
 	return ino > 0 && S_ISREG(at->mode) && at->nlink == 1 ? ino : 0;
 }
 
-static void mark_removed(int64_t ino, const struct arf_attr *at)
+/* The last name of regular file ino went (its inode is freed): on a cluster its stripes
+ * go now (docs/cluster.md: the inode first, its objects after); one that could not be
+ * removed is a leak arf fsck --cluster --repair finds. */
+static void remove_stripes(struct arf_fs *fs, uint64_t ino, uint64_t gen)
 {
-	if (ino > 0)
+	if (!fs->cl)
+		return;
+	int rc = arf_data_remove(fs->d, ino, gen);
+	if (rc < 0 && fs->foreground)
+		fprintf(stderr, "arf mount: removing the stripes of inode %" PRIu64 ": %s\n", ino,
+		        rc == -EIO ? arf_data_errmsg(fs->d) : strerror(-rc));
+}
+
+static void mark_removed(struct arf_fs *fs, int64_t ino, const struct arf_attr *at)
+{
+	if (ino <= 0)
+		return;
+	if (fs->writeback)
 		ino_set_removed((uint64_t)ino, at->mode);
+	remove_stripes(fs, (uint64_t)ino, at->gen);
 }
 
 /* An open file's last name is hidden rather than removed (see the inode table above). */
@@ -790,14 +814,14 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 			reply_errno(req, rc);
 			return;
 		}
-		if (fs->writeback && ino > 0 && S_ISREG(at.mode) && at.nlink == 1)
+		if ((fs->writeback || fs->cl) && ino > 0 && S_ISREG(at.mode) && at.nlink == 1)
 			gone = ino;
 	} else {
 		gone = removable(fs, parent, name, &at);
 	}
 	int rc = arf_unlink(fs->c, parent, name);
 	if (rc == 0)
-		mark_removed(gone, &at);
+		mark_removed(fs, gone, &at);
 	reply_errno(req, rc);
 }
 
@@ -1000,9 +1024,13 @@ static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 		/* the last close of a file unlinked while open: now it goes */
 		char name[40];
 		hidden_name(ino, name);
+		struct arf_attr at;
+		int64_t gone = fs->cl ? removable(fs, dir, name, &at) : 0;
 		int rc = arf_unlink(fs_of(req)->c, dir, name);
 		if (rc < 0 && fs_of(req)->foreground)
 			fprintf(stderr, "arf mount: removing %s: %s\n", name, strerror(-rc));
+		if (rc == 0 && gone == (int64_t)ino)
+			remove_stripes(fs, ino, at.gen);
 	}
 	fuse_reply_err(req, 0);
 }
@@ -1397,7 +1425,7 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	               : removable(fs, newparent, newname, &at);
 	int rc = arf_rename(fs->c, parent, name, newparent, newname, flags);
 	if (rc == 0) {
-		mark_removed(gone, &at);
+		mark_removed(fs, gone, &at);
 	} else if (hid) {
 		/* the rename failed (no source, a directory over the file, ...): the hidden file
 		 * gets its name back, unless another client took the name meanwhile (then it goes
@@ -1619,6 +1647,10 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.removexattr = arf_removexattr_op,
 };
 
+/* A data server that failed to answer is asked again after this (it may have been restarted);
+ * meanwhile the files with bytes on it fail at once (EIO) instead of each waiting. */
+#define CLUSTER_RETRY_MS 10000
+
 /* Connect, install the operations and check the image with a statfs run: 0, or -1 with a
  * message. */
 static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_seg,
@@ -1646,19 +1678,37 @@ static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_s
 		         x.trapped ? "statfs: region arf is not an ARF image" : fs->statfs.msg);
 		goto fail;
 	}
-	/* a cluster's files have their bytes on the data servers, which the mount does not
-	 * reach yet: it would show them as zeros and write into the metadata image */
-	if (arf_lookup(fs->c, 1, ARF_CLUSTER_FILE) >= 0) {
-		snprintf(err, errlen, "%s: the metadata server of a cluster (/%s): arf mount does "
-		         "not serve clusters yet; arf import and arf export do (docs/cluster.md)",
-		         endpoint, ARF_CLUSTER_FILE);
+	/* a cluster's metadata server: its regular files' bytes are on the data servers, which
+	 * fs->d reaches from now on (arf_data_striped); a dead one is an error within about ten
+	 * seconds (their timeout and outage limit), never a hang */
+	struct arf_cluster_desc *desc = malloc(sizeof *desc);
+	char cerr[1000];
+	if (!desc || arf_cluster_read(fs->c, fs->d, desc, cerr, sizeof cerr) < 0) {
+		snprintf(err, errlen, "%s: %s", endpoint, desc ? cerr : "out of memory");
+		free(desc);
 		goto fail;
 	}
+	if (desc->n) {
+		struct arc_opts dao = { .secret = getenv("ARC_SECRET"),
+		                        .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+		                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+		fs->cl = arf_cluster_open(fs->a, desc, &dao, ops_seg, data_seg, cerr, sizeof cerr);
+		if (fs->cl)
+			arf_cluster_retry(fs->cl, CLUSTER_RETRY_MS);
+		if (!fs->cl || arf_data_striped(fs->d, fs->cl, fs->c) != 0) {
+			snprintf(err, errlen, "%s: %s", endpoint, fs->cl ? "out of memory" : cerr);
+			free(desc);
+			goto fail;
+		}
+	}
+	free(desc);
 	return 0;
 fail:
 	arf_seg_close(&fs->statfs);
 	arf_data_close(fs->d);
 	fs->d = NULL;
+	arf_cluster_close(fs->cl);
+	fs->cl = NULL;
 	arf_client_close(fs->c);
 	fs->c = NULL;
 	arc_close(fs->a);
@@ -1671,6 +1721,8 @@ static void fs_disconnect(struct arf_fs *fs)
 	arf_seg_close(&fs->statfs);
 	arf_data_close(fs->d);
 	fs->d = NULL;
+	arf_cluster_close(fs->cl);     /* before the connection whose endpoint it shares */
+	fs->cl = NULL;
 	arf_client_close(fs->c);
 	fs->c = NULL;
 	if (fs->a)

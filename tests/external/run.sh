@@ -15,6 +15,9 @@
 # fsx run, 10000), FSSTRESS_N (operations per process, 1000), FSSTRESS_P (processes, 4),
 # FSSTRESS_SEEDS ("1 2"), MOUNT_OPTS (attr_timeout=1,entry_timeout=1), IMAGE_SIZE (256M),
 # TOOL_TIMEOUT (seconds per tool run, 600), KEEP=1 keeps the work directory (logs, images).
+# CLUSTER=N mounts a cluster instead (docs/cluster.md): the image is the metadata server's
+# and N more arfd serve data images of IMAGE_SIZE, stripe unit CLUSTER_UNIT (64K); at the
+# end `arf fsck --cluster` must find it clean, and every image is fsck'd.
 # Every call is bounded by `timeout`; on exit the mount is undone and whatever was started
 # is killed.
 
@@ -31,6 +34,7 @@ pass=0
 fail=0
 xfail=0
 pid=
+dpids=
 mpid=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_external.XXXXXX") || exit 1
 mnt=$tmp/mnt
@@ -42,8 +46,10 @@ stop_all() {
 	fi
 	[ -n "$mpid" ] && kill -KILL "$mpid" 2>/dev/null
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	for p in $dpids; do kill -KILL "$p" 2>/dev/null; done
 	mpid=
 	pid=
+	dpids=
 }
 cleanup() {
 	stop_all
@@ -90,24 +96,45 @@ done
 BUILD=$(abspath "$BUILD")
 mkdir "$mnt" || exit 1
 
-# start NAME [OPTS]: a fresh image, arfd serving it, mounted at $mnt with MOUNT_OPTS (and
-# OPTS) (0), or a failure counted (1)
-start() {
-	rm -f "$img"
-	if ! timeout "$T" "$BUILD/arf" mkfs "$img" --size "$IMAGE_SIZE" >"$tmp/$1.mkfs" 2>&1; then
-		bad "$1: arf mkfs"; sed 's/^/  | /' "$tmp/$1.mkfs"; return 1
+# serve IMAGE LOG: a fresh image at IMAGE and arfd serving it, its pid in $pid and endpoint
+# in $ep (0), or a failure counted (1)
+serve() {
+	rm -f "$1"
+	if ! timeout "$T" "$BUILD/arf" mkfs "$1" --size "$IMAGE_SIZE" >"$2.mkfs" 2>&1; then
+		bad "$2: arf mkfs"; sed 's/^/  | /' "$2.mkfs"; return 1
 	fi
-	"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$img" 2>"$tmp/$1.arfd.log" &
+	: >"$2"       # before arfd's own redirection: the loop below may read it first
+	"$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$1" 2>"$2" &
 	pid=$!
 	ep=
 	for _ in $(seq 100); do
-		ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$tmp/$1.arfd.log" | head -n 1)
+		ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$2" | head -n 1)
 		[ -n "$ep" ] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	if [ -z "$ep" ]; then
-		bad "$1: arfd did not start"; sed 's/^/  | /' "$tmp/$1.arfd.log"; stop_all; return 1
+	[ -n "$ep" ] && return 0
+	bad "$2: arfd did not start"; sed 's/^/  | /' "$2"
+	return 1
+}
+
+# start NAME [OPTS]: a fresh image (with CLUSTER, a fresh cluster), arfd serving it, mounted
+# at $mnt with MOUNT_OPTS (and OPTS) (0), or a failure counted (1)
+start() {
+	dpids=
+	deps=
+	k=0
+	while [ "$k" -lt "${CLUSTER:-0}" ]; do
+		k=$((k + 1))
+		serve "$tmp/data$k.img" "$tmp/$1.arfd$k.log" || { stop_all; return 1; }
+		dpids="$dpids $pid"
+		deps="$deps $ep"
+	done
+	serve "$img" "$tmp/$1.arfd.log" || { stop_all; return 1; }
+	# shellcheck disable=SC2086  # deps are several endpoints
+	if [ -n "$deps" ] && ! timeout "$T" "$BUILD/arf" cluster init --stripe-unit \
+	        "${CLUSTER_UNIT:-64K}" "$ep" $deps >"$tmp/$1.init" 2>&1; then
+		bad "$1: arf cluster init"; sed 's/^/  | /' "$tmp/$1.init"; stop_all; return 1
 	fi
 	"$BUILD/arf" mount "$ep" "$mnt" -f -o "$MOUNT_OPTS${2:+,$2}" 2>"$tmp/$1.mount.log" &
 	mpid=$!
@@ -135,11 +162,28 @@ stop() {
 	else
 		bad "$2: arf umount"; sed 's/^/  | /' "$tmp/out"
 	fi
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null
-		timeout "$T" sh -c "while kill -0 $pid 2>/dev/null; do sleep 0.1; done"
+	if [ -n "$dpids" ]; then
+		# no client writes now: every object must belong to a file and fit its size
+		if timeout 300 "$BUILD/arf" fsck --cluster "$ep" >"$tmp/$1.cfsck" 2>&1; then
+			ok "$2: fsck --cluster clean ($(tail -n 1 "$tmp/$1.cfsck"))"
+		else
+			bad "$2: fsck --cluster afterwards:"; head -n 20 "$tmp/$1.cfsck" | sed 's/^/  | /'
+		fi
 	fi
+	for p in $pid $dpids; do
+		kill -TERM "$p" 2>/dev/null
+		timeout "$T" sh -c "while kill -0 $p 2>/dev/null; do sleep 0.1; done"
+	done
 	stop_all
+	k=0
+	while [ "$k" -lt "${CLUSTER:-0}" ]; do
+		k=$((k + 1))
+		if timeout 300 "$BUILD/arf" fsck "$tmp/data$k.img" >"$tmp/$1.fsck$k" 2>&1; then
+			ok "$2: fsck of data image $k clean"
+		else
+			bad "$2: fsck of data image $k afterwards:"; sed 's/^/  | /' "$tmp/$1.fsck$k"
+		fi
+	done
 	if grep -q "arf mount:" "$tmp/$1.mount.log"; then
 		echo "  $2: the mount said (first lines):"; sort "$tmp/$1.mount.log" | uniq -c | sort -rn | head -5 | sed 's/^/  | /'
 	fi

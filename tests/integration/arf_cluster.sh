@@ -11,8 +11,8 @@
 # object and the stale tails a cut-short import leaves; every image is fsck-clean after
 # arfd stops; a one-server image works as before.  Faults: a hung (SIGSTOP) and a killed (SIGKILL, also in the middle of an
 # import) data server make the commands fail with a message naming it within 10 s, while
-# a file none of whose bytes are on it is still read.  arf mount refuses a cluster (not
-# served yet) with a message; arf grep -r searches it (at length: arf_cluster_grep.sh).
+# a file none of whose bytes are on it is still read.  arf grep -r searches it (at length:
+# arf_cluster_grep.sh); arf mount serves it (arf_cluster_mount.sh).
 #
 #   BUILD=build sh tests/integration/arf_cluster.sh     prints "N passed, N failed" last
 # Every call is bounded by `timeout`; on exit whatever was started is killed.
@@ -133,11 +133,6 @@ contains "fsck --cluster --repair" "$tmp/out" "repaired: removed"
 run "$BUILD/arf" fsck --cluster "$M"; check_rc "fsck --cluster after the repair" 0 $?
 run "$BUILD/arf" fsck --cluster tcp:127.0.0.1:1; check_rc "fsck --cluster, no server" 8 $?
 
-# mount does not serve clusters yet: it says so instead of showing zeros
-mkdir "$tmp/mnt"
-run "$BUILD/arf" mount "$M" "$tmp/mnt"
-if [ $? -ne 0 ]; then ok; else bad "arf mount of a cluster succeeded"; fusermount3 -u "$tmp/mnt"; fi
-contains "mount refuses a cluster" "$tmp/err" "does not serve clusters yet"
 # grep searches it (arf_cluster_grep.sh compares it with GNU grep at length)
 run "$BUILD/arf" grep -r -c -a x "$M:/t"; check_rc "grep -r on a cluster" 0 $?
 same "grep -r -c on a cluster" "$(sed "s#^$M:/t#.#" "$tmp/out" | sort | md5sum)" \

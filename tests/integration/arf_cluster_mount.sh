@@ -1,0 +1,211 @@
+#!/bin/sh
+# arf_cluster_mount.sh: `arf mount` of a cluster (docs/cluster.md) on loopback: 1 metadata +
+# 3 data arfd servers, stripe unit 64 KiB, driven with plain shell tools.  Files of sizes
+# around the stripe edges written with cp and dd read back identical (cmp) through the
+# mount and through `arf export`; the objects are on the data servers (arf export of their
+# /stripes); append with >>, truncate down and up (no stale byte shows in the new hole), a
+# file rewritten in the middle, fsync, fallocate refused (EOPNOTSUPP); a tree copied from
+# /usr/include and compared with diff -r; rm of a file (also one open while removed, and one
+# replaced by mv) removes its objects, and fsck --cluster is clean after; a killed data
+# server makes a read fail (EIO) within 10 s instead of hanging, while files with no bytes
+# on it are still read.  Where FUSE cannot be used it says why and counts nothing.
+#
+#   BUILD=build sh tests/integration/arf_cluster_mount.sh     prints "N passed, N failed" last
+# Every call is bounded by `timeout`; on exit the mount is undone and whatever was started is
+# killed.
+
+BUILD=${BUILD:-build}
+umask 022
+T=${ARF_SH_TIMEOUT:-60}
+U=65536
+mpid=
+pids=
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_cluster_mount.sh.XXXXXX") || exit 1
+mnt=$tmp/mnt
+mounted() { awk -v m="$mnt" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
+cleanup() {
+	if mounted; then
+		fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
+	fi
+	[ -n "$mpid" ] && kill -KILL "$mpid" 2>/dev/null
+	for p in $pids; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+	# never recurse into a mount that is still there
+	if mounted; then echo "arf_cluster_mount.sh: still mounted, $tmp left"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+. "$(dirname "$0")/../lib.sh"
+
+skip() {
+	echo "arf_cluster_mount.sh: skipped: $*"
+	echo "0 passed, 0 failed"
+	exit 0
+}
+
+for p in arf arfd; do
+	[ -x "$BUILD/$p" ] || { echo "arf_cluster_mount.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
+done
+[ -c /dev/fuse ] || skip "no /dev/fuse here (modprobe fuse, or a container without the device)"
+{ [ -r /dev/fuse ] && [ -w /dev/fuse ]; } || skip "/dev/fuse is not readable and writable by $(id -un)"
+command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed (scripts/deps.sh installs fuse3)"
+
+arf_server 0 64M
+arf_server 1 128M
+arf_server 2 128M
+arf_server 3 128M
+M=$ep_0
+run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
+
+wait_mounted() {
+	for _ in $(seq 100); do
+		mounted && return 0
+		[ -n "$1" ] && ! kill -0 "$1" 2>/dev/null && return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+mkdir "$mnt"
+"$BUILD/arf" mount "$M" "$mnt" -f 2>"$tmp/mount.log" &
+mpid=$!
+if ! wait_mounted "$mpid"; then
+	if grep -qiE "fuse: device not found|permission denied|operation not permitted|fusermount3: mount failed" "$tmp/mount.log"; then
+		cat "$tmp/mount.log"
+		skip "FUSE is present but this environment may not mount it (see the message above)"
+	fi
+	bad "arf mount -f of a cluster did not mount:"; sed 's/^/  | /' "$tmp/mount.log"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+ok
+m=$mnt
+
+# the number of objects on data server k (1..3)
+objects() {
+	eval "_e=\$ep_$1"
+	rm -rf "$tmp/obj"
+	timeout "$T" "$BUILD/arf" export "$_e:/stripes" "$tmp/obj" >/dev/null 2>&1 || { echo error; return; }
+	ls "$tmp/obj" | wc -l
+}
+all_objects() { echo "$(objects 1) $(objects 2) $(objects 3)"; }
+
+# ---- files of every size around the stripe edges, written with cp and dd
+src=$tmp/src
+mkdir "$src"
+sizes="0 1 4095 4096 65535 65536 65537 131071 131072 196607 196608 196609 $((3 * U * 2 + 5)) $((5 * 1024 * 1024 + 12345))"
+for s in $sizes; do
+	head -c "$s" /dev/urandom >"$src/f$s"
+done
+run mkdir "$m/sizes"; check_rc "mkdir sizes" 0 $?
+for s in $sizes; do
+	run cp "$src/f$s" "$m/sizes/f$s"; check_rc "cp f$s" 0 $?
+done
+run dd if="$src/f5255225" of="$m/sizes/dd" bs=10000 conv=fsync; check_rc "dd bs=10000 conv=fsync" 0 $?
+for s in $sizes; do
+	run cmp "$src/f$s" "$m/sizes/f$s"; check_rc "cmp f$s" 0 $?
+	same "size f$s" "$(stat -c %s "$m/sizes/f$s")" "$s"
+done
+run cmp "$src/f5255225" "$m/sizes/dd"; check_rc "cmp dd" 0 $?
+# read with odd block sizes across the edges
+run sh -c "dd if='$m/sizes/f5255225' bs=65537 2>/dev/null | cmp - '$src/f5255225'"; check_rc "dd read bs=65537" 0 $?
+# the same bytes through arf export (the stripes, not the mount's view of them)
+run "$BUILD/arf" export "$M:/sizes" "$tmp/back"; check_rc "export sizes" 0 $?
+run diff -r "$src" "$tmp/back"; check_rc "export equals the sources" 1 $?   # dd is extra
+contains "only dd is extra" "$tmp/out" "Only in $tmp/back: dd"
+same "only one difference" "$(wc -l <"$tmp/out")" 1
+# the objects are on the data servers, named INO.GEN: a file of 1 byte has one, on the first
+# (sizes 1 to 65536 on server 1 only, to 131072 on 1 and 2, the rest on all three)
+same "objects on the data servers" "$(all_objects)" "14 9 6"
+one=$(stat -c %i "$m/sizes/f1")
+objects 1 >/dev/null
+if ls "$tmp/obj" | grep -q "^$one\.[0-9]*\$"; then ok; else bad "no object of inode $one on server 1"; fi
+objects 2 >/dev/null
+if ls "$tmp/obj" | grep -q "^$one\.[0-9]*\$"; then bad "an object of a 1-byte file on server 2"; else ok; fi
+
+# ---- append, truncate, rewrite in the middle
+f=$m/sizes/f196609
+cp "$src/f196609" "$tmp/ref"
+head -c 70000 /dev/urandom >"$tmp/more"
+run sh -c "cat '$tmp/more' >> '$f'"; check_rc "append >>" 0 $?
+cat "$tmp/more" >>"$tmp/ref"
+run cmp "$tmp/ref" "$f"; check_rc "cmp after append" 0 $?
+run sh -c "echo tail >> '$f'"; check_rc "append a line" 0 $?
+echo tail >>"$tmp/ref"
+run cmp "$tmp/ref" "$f"; check_rc "cmp after a second append" 0 $?
+# truncate down into the second stripe, then up over what was there: zeros, not old bytes
+run truncate -s 70000 "$f"; check_rc "truncate down" 0 $?
+truncate -s 70000 "$tmp/ref"
+run cmp "$tmp/ref" "$f"; check_rc "cmp after truncate down" 0 $?
+run truncate -s 300000 "$f"; check_rc "truncate up" 0 $?
+truncate -s 300000 "$tmp/ref"
+run cmp "$tmp/ref" "$f"; check_rc "cmp after truncate up (no stale byte)" 0 $?
+# a write past the end leaves a hole of zeros
+run dd if="$tmp/more" of="$f" bs=1000 count=3 seek=500 conv=notrunc; check_rc "write past the end" 0 $?
+dd if="$tmp/more" of="$tmp/ref" bs=1000 count=3 seek=500 conv=notrunc 2>/dev/null
+run cmp "$tmp/ref" "$f"; check_rc "cmp after a write past the end" 0 $?
+# rewrite in the middle, across two stripe edges
+run dd if="$tmp/more" of="$f" bs=1 seek=$((U - 100)) count=$((U + 200)) conv=notrunc; check_rc "rewrite in the middle" 0 $?
+dd if="$tmp/more" of="$tmp/ref" bs=1 seek=$((U - 100)) count=$((U + 200)) conv=notrunc 2>/dev/null
+run cmp "$tmp/ref" "$f"; check_rc "cmp after the rewrite" 0 $?
+same "size after the rewrite" "$(stat -c %s "$f")" "$(stat -c %s "$tmp/ref")"
+# O_TRUNC, then a smaller file
+run sh -c "head -c 1000 '$tmp/more' > '$f'"; check_rc "O_TRUNC" 0 $?
+head -c 1000 "$tmp/more" >"$tmp/ref"
+run cmp "$tmp/ref" "$f"; check_rc "cmp after O_TRUNC" 0 $?
+# fallocate: not served on a striped file, said so
+run fallocate -l 1M "$f"; check_rc "fallocate" 1 $?
+contains "fallocate refused" "$tmp/err" "not supported"
+run sync "$f"; check_rc "fsync" 0 $?
+
+# ---- a tree copied in and compared
+inc=$tmp/inc
+mkdir "$inc"
+find /usr/include -maxdepth 2 -type f -name '*.h' 2>/dev/null | head -n 300 | while read -r h; do
+	d=$inc/$(dirname "${h#/usr/include/}")
+	mkdir -p "$d" && cp "$h" "$d/"
+done
+n_inc=$(find "$inc" -type f | wc -l)
+if [ "$n_inc" -ge 50 ]; then ok; else bad "only $n_inc headers found in /usr/include"; fi
+before=$(all_objects)
+run cp -r "$inc" "$m/inc"; check_rc "cp -r a tree" 0 $?
+run diff -r "$inc" "$m/inc"; check_rc "diff -r of the tree" 0 $?
+# through a second mount-independent path too: arf export
+run "$BUILD/arf" export "$M:/inc" "$tmp/inc2"; check_rc "export the tree" 0 $?
+run diff -r "$inc" "$tmp/inc2"; check_rc "diff -r of the exported tree" 0 $?
+
+# ---- removing: the objects go with the last name
+run rm -r "$m/inc"; check_rc "rm -r the tree" 0 $?
+same "objects after rm -r of the tree" "$(all_objects)" "$before"
+run rm "$m/sizes/f5255225"; check_rc "rm a 5 MiB file" 0 $?
+same "objects after rm of a 5 MiB file" "$(all_objects)" "13 8 5"
+# an open file removed keeps its bytes until the last close
+exec 7<"$m/sizes/f131072"
+run rm "$m/sizes/f131072"; check_rc "rm of an open file" 0 $?
+run sh -c "cmp - '$src/f131072' <&7"; check_rc "an open file read after its rm" 0 $?
+exec 7<&-
+sleep 0.5
+same "objects after the last close" "$(all_objects)" "12 7 5"
+# mv over a file removes the one replaced
+run mv "$m/sizes/f65537" "$m/sizes/f1"; check_rc "mv over a file" 0 $?
+same "objects after mv over a file" "$(all_objects)" "11 7 5"
+run cmp "$src/f65537" "$m/sizes/f1"; check_rc "cmp after mv" 0 $?
+run "$BUILD/arf" fsck --cluster "$M"; check_rc "fsck --cluster after the removals" 0 $?
+contains "fsck --cluster clean" "$tmp/out" "cluster clean"
+
+# ---- a dead data server: EIO within 10 s, not a hang; files with no bytes there still read
+kill -KILL "$pid_2"
+wait "$pid_2" 2>/dev/null
+t0=$(date +%s)
+run cat "$m/sizes/dd"; rc=$?
+el=$(($(date +%s) - t0))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ]; then ok; else bad "read with a data server killed: exit status $rc"; fi
+if [ "$el" -le 10 ]; then ok; else bad "read with a data server killed took $el s"; sed 's/^/  | /' "$tmp/mount.log"; fi
+contains "EIO" "$tmp/err" "Input/output error"
+run cmp "$src/f4096" "$m/sizes/f4096"; check_rc "a file with no bytes on the dead server" 0 $?
+
+run fusermount3 -u "$mnt"; check_rc "umount" 0 $?
+wait "$mpid"; check_rc "arf mount exits 0" 0 $?
+mpid=
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
