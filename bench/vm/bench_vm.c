@@ -875,7 +875,8 @@ int main(int argc, char **argv)
 		}
 		dump_regions(datadir ? datadir : tmpdir, regions, n_regions);
 	} else {
-		snprintf(luajit_note, sizeof luajit_note, "# luajit: none (not found, or --luajit ''), its columns are '-'\n");
+		snprintf(luajit_note, sizeof luajit_note,
+		         "# luajit: none (not found, or --luajit ''), its columns are '-'\n");
 		if (datadir)
 			dump_regions(datadir, regions, n_regions);
 	}
