@@ -13,7 +13,7 @@
  * --quick to results/vm-quick.*.tmp instead, so smoke runs never overwrite measured numbers).
  *
  *   bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR] [--luajit CMD]
- *            [--data DIR]
+ *            [--data DIR] [--kernel NAME]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -766,7 +766,7 @@ static int write_text(const char *path, const struct row *rows, const char *env)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR]\n"
-	        "                [--luajit CMD] [--data DIR]\n"
+	        "                [--luajit CMD] [--data DIR] [--kernel NAME]\n"
 	        "  --quick        small sizes, for a smoke test (writes results/*.tmp)\n"
 	        "  --reps N       runs per measurement, the best is kept (default 5)\n"
 	        "  --src DIR      where the kernels' .pna files are (default %s)\n"
@@ -776,7 +776,8 @@ static void usage(void)
 	        "  --luajit CMD   LuaJIT for the <name>.lua columns (default luajit; '' for none;\n"
 	        "                 when it does not run, those columns say '-')\n"
 	        "  --data DIR     write the regions there as <region>.bin and keep them (default:\n"
-	        "                 a temporary directory, removed at the end)\n",
+	        "                 a temporary directory, removed at the end)\n"
+	        "  --kernel NAME  measure that kernel only (the others' rows say '-')\n",
 	        BENCH_SRCDIR, BENCH_CCDIR);
 	exit(2);
 }
@@ -784,7 +785,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *src = BENCH_SRCDIR, *results = NULL, *ccdir = BENCH_CCDIR, *luajit = "luajit";
-	const char *datadir = NULL;
+	const char *datadir = NULL, *only = NULL;
 	char tmpdir[] = "/tmp/bench_vm.XXXXXX";
 	int quick = 0, reps = 5;
 	struct data d = { 0 };
@@ -805,11 +806,18 @@ int main(int argc, char **argv)
 			luajit = argv[++i];
 		else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
 			datadir = argv[++i];
+		else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc)
+			only = argv[++i];
 		else
 			usage();
 	}
 	if (reps < 1)
 		usage();
+	for (size_t k = 0; only && k < N_KERNELS && strcmp(only, kernels[k].name) != 0; k++)
+		if (k + 1 == N_KERNELS) {
+			fprintf(stderr, "bench_vm: no kernel '%s'\n", only);
+			usage();
+		}
 
 	/* Full sizes make each native kernel run for tens to hundreds of milliseconds, well above
 	 * timer resolution; --quick divides them by 64 and only shows the harness works. */
@@ -889,9 +897,10 @@ int main(int argc, char **argv)
 	cpu_model(cpu, sizeof cpu);
 	strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&t, &tm));
 	snprintf(env, sizeof env,
-	         "# bench_vm%s, best of %d, %s\n# cpu: %s\n# native: gcc %s, %s\n"
+	         "# bench_vm%s%s%s, best of %d, %s\n# cpu: %s\n# native: gcc %s, %s\n"
 	         "# jit: vm/jit_x86_64.c, bounds checks and fuel in place (fuel never runs out)\n%s",
-	         quick ? " --quick (smoke test sizes)" : "", reps, date, cpu, native_compiler,
+	         quick ? " --quick (smoke test sizes)" : "", only ? " --kernel " : "", only ? only : "",
+	         reps, date, cpu, native_compiler,
 	         NATIVE_CFLAGS, luajit_note);
 
 	for (size_t k = 0; k < N_KERNELS; k++) {
@@ -901,6 +910,13 @@ int main(int argc, char **argv)
 		unsigned n_args = kn->args(&d, args), entry_args;
 
 		kn->size(&d, r->size, sizeof r->size);
+		r->native_ms = r->alt_ms = -1;
+		for (int e = 0; e < ENG_COUNT; e++)
+			r->eng_ms[e] = r->cc_ms[e] = -1;
+		for (int m = 0; m < LUA_COUNT; m++)
+			r->lua_ms[m] = -1;
+		if (only && strcmp(only, kn->name) != 0)
+			continue;
 		/* The native result is the reference every other run is checked against. */
 		r->result = kn->native(&d);
 		struct vm_prog *prog = load_kernel(vm, src, kn->name);
@@ -917,9 +933,6 @@ int main(int argc, char **argv)
 		/* Rounds of one run each, rather than all native runs then all VM runs: the memory
 		 * bound kernels (chase) drift by 2x over seconds on a shared machine, and
 		 * interleaving exposes every contender to the same drift. */
-		r->native_ms = r->alt_ms = -1;
-		for (int e = 0; e < ENG_COUNT; e++)
-			r->eng_ms[e] = r->cc_ms[e] = -1;
 		for (int rep = 0; rep < reps; rep++) {
 			keep_best(&r->native_ms, time_native(kn->name, "native", kn->native, &d,
 			                                     r->result));
