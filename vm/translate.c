@@ -195,6 +195,18 @@ static void binop(struct tr *t, enum op op)
 		imm = e1.v;
 	}
 	xbin_of(op, &rr);
+	/* shl 32; shru 32, how pncc zero-extends a 32-bit value: one AND_RI instead of two
+	 * dispatches.  last_val is -1 at a branch target, so no path enters between the two. */
+	int32_t last = t->last_val;
+	if (op == OP_SHRU && kv == k && imm == 32 && e1.kind == V_SLOT && last >= 0 &&
+	    last == (int32_t)t->n - 1 && t->code[last].op == X_SHL_RI &&
+	    t->code[last].imm == 32 && t->code[last].a == home(t, k)) {
+		t->code[last].op = X_AND_RI;
+		t->code[last].imm = 0xffffffff;
+		t->depth -= 2;
+		push(t, V_SLOT, 0);
+		return;
+	}
 	if (kv >= 0) {
 		int32_t b = slot_of(t, kv);
 		t->depth -= 2;

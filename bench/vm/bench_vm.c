@@ -1,15 +1,19 @@
-/* bench_vm.c: the VM's speed against gcc -O2 on seven small kernels.
+/* bench_vm.c: the VM's speed against gcc -O2 and LuaJIT on eleven small kernels.
  *
- * Each kernel exists three times: bench/vm/<name>.pna, assembled at run time and run by the
- * VM; bench/vm/<name>.c, the same in C compiled by clang -target bpf and pncc (the Makefile
- * puts <name>.pno in the --cc directory), run by the VM beside it; and a C function in
- * native.c.  Both run on the same deterministic data; a kernel whose VM result
+ * Each kernel exists up to four times: bench/vm/<name>.pna, assembled at run time and run by
+ * the VM (the newer kernels have none: their pnasm columns say '-'); bench/vm/<name>.c, the
+ * same in C compiled by clang -target bpf and pncc (the Makefile puts <name>.pno in the --cc
+ * directory), run by the VM beside it; a C function in native.c; and bench/vm/<name>.lua, run
+ * by LuaJIT with its interpreter (-joff) and with its JIT through lua_run.lua, on the same
+ * bytes written to files.  All run on the same deterministic data; a kernel whose result
  * differs from the native one aborts the run, so no number is ever printed for a wrong answer.
- * Times are the best of several runs (CLOCK_MONOTONIC), native and VM runs taking turns.  Results go to stdout and to
- * results/vm.csv and results/vm.txt (with --quick to results/vm-quick.*.tmp instead, so smoke
- * runs never overwrite measured numbers).
+ * Times are the best of several runs (CLOCK_MONOTONIC), native and VM runs taking turns; the
+ * LuaJIT runs come after them, all of one engine in one process.  Without a luajit that runs,
+ * its columns say '-'.  Results go to stdout and to results/vm.csv and results/vm.txt (with
+ * --quick to results/vm-quick.*.tmp instead, so smoke runs never overwrite measured numbers).
  *
- *   bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR]
+ *   bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR] [--luajit CMD]
+ *            [--data DIR] [--kernel NAME]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "asm.h"
 #include "native.h"
@@ -41,6 +46,10 @@ enum engine { ENG_INTERP, ENG_JIT, ENG_COUNT };
 static const char *const engine_name[ENG_COUNT] = { "interp", "jit" };
 static const int engine_sel[ENG_COUNT] = { VM_ENGINE_INTERP, VM_ENGINE_JIT };
 
+/* LuaJIT's two engines: its interpreter (-joff) and its trace compiler (the default). */
+enum lua_mode { LUA_INTERP, LUA_JIT, LUA_COUNT };
+static const char *const lua_flag[LUA_COUNT] = { "-joff", "-jon" };
+
 struct data {
 	uint64_t isum_n;            /* iterations of isum */
 	uint8_t *text;              /* region `data`: text-like bytes, about 1 in 64 is '\n' */
@@ -52,6 +61,14 @@ struct data {
 	size_t varints_len;
 	uint8_t *htab, *hkeys, *hq; /* regions of hprobe: table, key bytes, queries */
 	size_t htab_len, hkeys_len, hq_len, n_queries;
+	uint8_t *bits;              /* region `bits` of bitmap: u64 words, about 1 bit in 8 set */
+	size_t bits_len;
+	uint8_t *bnodes, *bq;       /* regions of btree: nodes of sorted u32 keys, u32 queries */
+	size_t bnodes_len, bq_len;
+	uint8_t *recs;              /* region `recs` of rsort: 8-byte records (u32 key, u32 value) */
+	size_t recs_len;
+	uint8_t sbuf[8 * SORT_RUN]; /* region `sbuf`: rsort's scratch run, written by the VM */
+	uint64_t fib_n;             /* argument of fib */
 };
 
 struct kernel {
@@ -68,6 +85,7 @@ struct row {
 	char size[32];
 	double native_ms, alt_ms, eng_ms[ENG_COUNT];
 	double cc_ms[ENG_COUNT];    /* the kernel written in C, through pncc */
+	double lua_ms[LUA_COUNT];   /* bench/vm/<name>.lua on LuaJIT */
 	uint64_t result;
 };
 
@@ -225,6 +243,56 @@ static void make_hprobe(struct data *d, size_t n_keys)
 	free(klens);
 }
 
+/* Words with each bit set with probability 1/8 (the AND of three random words). */
+static void make_bits(struct data *d, size_t n_words)
+{
+	d->bits_len = n_words * 8;
+	d->bits = xmalloc(d->bits_len);
+	for (size_t i = 0; i < n_words; i++)
+		isa_put64(d->bits + 8 * i, rng() & rng() & rng());
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* n_nodes (a power of two) nodes of BT_KEYS sorted random u32 keys, and n_q random queries. */
+static void make_btree(struct data *d, size_t n_nodes, size_t n_q)
+{
+	uint32_t keys[BT_KEYS];
+
+	d->bnodes_len = n_nodes * 4 * BT_KEYS;
+	d->bnodes = xmalloc(d->bnodes_len);
+	for (size_t n = 0; n < n_nodes; n++) {
+		for (size_t k = 0; k < BT_KEYS; k++)
+			keys[k] = (uint32_t)rng();
+		qsort(keys, BT_KEYS, sizeof keys[0], cmp_u32);
+		for (size_t k = 0; k < BT_KEYS; k++)
+			isa_put32(d->bnodes + (n * BT_KEYS + k) * 4, keys[k]);
+	}
+	d->bq_len = n_q * 4;
+	d->bq = xmalloc(d->bq_len);
+	for (size_t i = 0; i < n_q; i++)
+		isa_put32(d->bq + 4 * i, (uint32_t)rng());
+}
+
+/* n_runs runs of SORT_RUN records: keys 0..999 (so equal keys occur and stability counts),
+ * values the record's index. */
+static void make_recs(struct data *d, size_t n_runs)
+{
+	size_t n = n_runs * SORT_RUN;
+
+	d->recs_len = n * 8;
+	d->recs = xmalloc(d->recs_len);
+	for (size_t i = 0; i < n; i++) {
+		isa_put32(d->recs + 8 * i, (uint32_t)(rng() % 1000));
+		isa_put32(d->recs + 8 * i + 4, (uint32_t)i);
+	}
+}
+
 /* ---- the kernels: native wrappers, entry arguments, size labels */
 
 static uint64_t nat_isum(const struct data *d) { return native_isum(d->isum_n); }
@@ -244,6 +312,14 @@ static uint64_t nat_varint(const struct data *d)
 	return native_varint(d->varints, d->varints_len);
 }
 
+static uint64_t nat_bitmap(const struct data *d) { return native_bitmap(d->bits, d->bits_len); }
+static uint64_t nat_btree(const struct data *d)
+{
+	return native_btree(d->bnodes, d->bnodes_len, d->bq, d->bq_len);
+}
+static uint64_t nat_rsort(const struct data *d) { return native_rsort(d->recs, d->recs_len); }
+static uint64_t nat_fib(const struct data *d) { return native_fib(d->fib_n); }
+
 static unsigned args_none(const struct data *d, int64_t *argv) { return 0; }
 static unsigned args_isum(const struct data *d, int64_t *argv)
 {
@@ -253,6 +329,12 @@ static unsigned args_isum(const struct data *d, int64_t *argv)
 static unsigned args_chase(const struct data *d, int64_t *argv)
 {
 	argv[0] = (int64_t)d->head;
+	return 1;
+}
+
+static unsigned args_fib(const struct data *d, int64_t *argv)
+{
+	argv[0] = (int64_t)d->fib_n;
 	return 1;
 }
 
@@ -277,6 +359,23 @@ static void size_nodes(const struct data *d, char *buf, size_t len)
 	snprintf(buf, len, "%zu nodes", d->n_nodes);
 }
 
+static void size_bits(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu KiB", d->bits_len >> 10);
+}
+static void size_btree(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu searches", d->bq_len / 4);
+}
+static void size_recs(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%zu records", d->recs_len / 8);
+}
+static void size_fib(const struct data *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "fib(%" PRIu64 ")", d->fib_n);
+}
+
 static const struct kernel kernels[] = {
 	{ "isum",           nat_isum,     NULL,       NULL,     args_isum,  size_isum },
 	{ "count_nl",       nat_count_nl, NULL,       NULL,     args_none,  size_text },
@@ -285,6 +384,10 @@ static const struct kernel kernels[] = {
 	{ "count_nl_findb", nat_count_nl, nat_memchr, "memchr", args_none,  size_text },
 	{ "varint",         nat_varint,   NULL,       NULL,     args_none,  size_varints },
 	{ "hprobe",         nat_hprobe,   NULL,       NULL,     args_none,  size_hprobe },
+	{ "bitmap",         nat_bitmap,   NULL,       NULL,     args_none,  size_bits },
+	{ "btree",          nat_btree,    NULL,       NULL,     args_none,  size_btree },
+	{ "rsort",          nat_rsort,    NULL,       NULL,     args_none,  size_recs },
+	{ "fib",            nat_fib,      NULL,       NULL,     args_fib,   size_fib },
 };
 #define N_KERNELS (sizeof kernels / sizeof kernels[0])
 
@@ -354,6 +457,86 @@ static double time_vm(const char *kernel, enum engine e, const struct vm_prog *p
 	return t;
 }
 
+/* Run bench/vm/<name>.lua up to reps times in one LuaJIT process (lua_run.lua: it loads the
+ * regions from datadir, times each call with CLOCK_MONOTONIC, prints "result ms" per run and
+ * stops early once 2 s are spent); every result must be want.  The best time, or -1 when there
+ * is no <name>.lua. */
+static double time_lua(const char *kernel, enum lua_mode m, const char *luajit, const char *src,
+                       const char *datadir, int reps, const int64_t *argv, unsigned n_args,
+                       uint64_t want)
+{
+	char cmd[8192], path[4096], line[256];
+	double best = -1;
+	int n = 0, len;
+
+	snprintf(path, sizeof path, "%s/%s.lua", src, kernel);
+	if (access(path, F_OK) != 0)
+		return -1;
+	len = snprintf(cmd, sizeof cmd, "'%s' %s '%s/lua_run.lua' '%s' '%s' %s %d", luajit,
+	               lua_flag[m], src, datadir, src, kernel, reps);
+	for (unsigned i = 0; i < n_args && len < (int)sizeof cmd; i++)
+		len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %" PRId64, argv[i]);
+	if (len >= (int)sizeof cmd) {
+		fprintf(stderr, "bench_vm: %s: luajit command too long\n", kernel);
+		exit(1);
+	}
+	FILE *f = popen(cmd, "r");
+	if (!f) {
+		fprintf(stderr, "bench_vm: %s: %s\n", cmd, strerror(errno));
+		exit(1);
+	}
+	while (fgets(line, sizeof line, f)) {
+		uint64_t v;
+		double ms;
+		if (sscanf(line, "%" SCNu64 " %lf", &v, &ms) != 2)
+			continue;
+		if (v != want)
+			mismatch(kernel, m == LUA_INTERP ? "luajit -joff" : "luajit", v, want);
+		keep_best(&best, ms);
+		n++;
+	}
+	int st = pclose(f);
+	if (st != 0 || n < 1 || n > reps) {
+		fprintf(stderr, "bench_vm: %s: exit status %d after %d of %d runs\n", cmd, st, n, reps);
+		exit(1);
+	}
+	return best;
+}
+
+/* The regions the kernels import: bound in the VM, and written to files for LuaJIT. */
+struct region {
+	const char *name;
+	uint8_t *p;
+	size_t len;
+	int acc;
+};
+
+/* Write each region to dir/<name>.bin. */
+static void dump_regions(const char *dir, const struct region *rg, size_t n)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof path, "%s/%s.bin", dir, rg[i].name);
+		FILE *f = fopen(path, "wb");
+		if (!f || fwrite(rg[i].p, 1, rg[i].len, f) != rg[i].len || fclose(f) != 0) {
+			fprintf(stderr, "bench_vm: %s: %s\n", path, strerror(errno));
+			exit(1);
+		}
+	}
+}
+
+static void remove_regions(const char *dir, const struct region *rg, size_t n)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof path, "%s/%s.bin", dir, rg[i].name);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 /* ---- loading kernels */
 
 static char *slurp(const char *path, size_t *len)
@@ -389,6 +572,8 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* The kernel's bench/vm/<name>.pna assembled and loaded, or NULL when there is none (a kernel
+ * written only in C, whose pnasm columns stay empty). */
 static struct vm_prog *load_kernel(struct vm *vm, const char *dir, const char *name)
 {
 	char path[4096], err[512], *diags = NULL;
@@ -397,6 +582,8 @@ static struct vm_prog *load_kernel(struct vm *vm, const char *dir, const char *n
 	struct vm_prog *prog;
 
 	snprintf(path, sizeof path, "%s/%s.pna", dir, name);
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return NULL;
 	char *src = slurp(path, &src_len);
 	int n_err = asm_assemble(src, src_len, path, &seg, &seg_len, &diags);
 	if (diags)
@@ -481,13 +668,18 @@ static void fmt_ratio(char *buf, size_t len, double num, double den)
 static void print_table(FILE *f, const struct row *rows, const char *env)
 {
 	fputs(env, f);
-	fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s  %s\n", "kernel",
-	        "size", "native ms", "interp ms", "interp/n", "jit ms", "jit/n", "interp/jit",
-	        "C interp", "C/pna", "C jit", "C/pna", "other baseline");
+	fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s %10s %9s %10s %9s"
+	        "  %s\n", "kernel", "size", "native ms", "interp ms", "interp/n", "jit ms", "jit/n",
+	        "interp/jit", "C interp", "C/pna", "C jit", "C/pna", "lj-joff ms", "lj-joff/n",
+	        "luajit ms", "luajit/n", "other baseline");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
 		char nat[32], in[32], in_r[32], jit[32], jit_r[32], in_jit[32], alt[128] = "";
-		char cin[32], cin_r[32], cjit[32], cjit_r[32];
+		char cin[32], cin_r[32], cjit[32], cjit_r[32], lin[32], lin_r[32], ljit[32], ljit_r[32];
+		fmt_ms(lin, sizeof lin, r->lua_ms[LUA_INTERP]);
+		fmt_ratio(lin_r, sizeof lin_r, r->lua_ms[LUA_INTERP], r->native_ms);
+		fmt_ms(ljit, sizeof ljit, r->lua_ms[LUA_JIT]);
+		fmt_ratio(ljit_r, sizeof ljit_r, r->lua_ms[LUA_JIT], r->native_ms);
 		fmt_ms(cin, sizeof cin, r->cc_ms[ENG_INTERP]);
 		fmt_ratio(cin_r, sizeof cin_r, r->cc_ms[ENG_INTERP], r->eng_ms[ENG_INTERP]);
 		fmt_ms(cjit, sizeof cjit, r->cc_ms[ENG_JIT]);
@@ -506,9 +698,9 @@ static void print_table(FILE *f, const struct row *rows, const char *env)
 			snprintf(alt, sizeof alt, "%s %s ms, interp/%s %s, jit/%s %s", kernels[k].alt_name,
 			         ms, kernels[k].alt_name, ratio, kernels[k].alt_name, jratio);
 		}
-		fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s  %s\n",
-		        kernels[k].name, r->size, nat, in, in_r, jit, jit_r, in_jit, cin, cin_r, cjit,
-		        cjit_r, alt);
+		fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s %10s %9s %10s %9s"
+		        "  %s\n", kernels[k].name, r->size, nat, in, in_r, jit, jit_r, in_jit, cin,
+		        cin_r, cjit, cjit_r, lin, lin_r, ljit, ljit_r, alt);
 	}
 }
 
@@ -534,7 +726,8 @@ static int write_csv(const char *path, const struct row *rows)
 		return -1;
 	fprintf(f, "kernel,size,native_ms,interp_ms,jit_ms,interp_over_native,jit_over_native,"
 	        "alt_baseline,alt_ms,interp_over_alt,interp_over_jit,jit_over_alt,"
-	        "cc_interp_ms,cc_jit_ms,cc_interp_over_interp,cc_jit_over_jit\n");
+	        "cc_interp_ms,cc_jit_ms,cc_interp_over_interp,cc_jit_over_jit,"
+	        "luajit_joff_ms,luajit_ms,luajit_joff_over_native,luajit_over_native\n");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
 		fprintf(f, "%s,%s,", kernels[k].name, r->size);
@@ -551,7 +744,11 @@ static int write_csv(const char *path, const struct row *rows)
 		csv_ms(f, r->cc_ms[ENG_INTERP]);
 		csv_ms(f, r->cc_ms[ENG_JIT]);
 		csv_ratio(f, r->cc_ms[ENG_INTERP], r->eng_ms[ENG_INTERP], 0);
-		csv_ratio(f, r->cc_ms[ENG_JIT], r->eng_ms[ENG_JIT], 1);
+		csv_ratio(f, r->cc_ms[ENG_JIT], r->eng_ms[ENG_JIT], 0);
+		csv_ms(f, r->lua_ms[LUA_INTERP]);
+		csv_ms(f, r->lua_ms[LUA_JIT]);
+		csv_ratio(f, r->lua_ms[LUA_INTERP], r->native_ms, 0);
+		csv_ratio(f, r->lua_ms[LUA_JIT], r->native_ms, 1);
 	}
 	return fclose(f);
 }
@@ -569,19 +766,27 @@ static int write_text(const char *path, const struct row *rows, const char *env)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR]\n"
+	        "                [--luajit CMD] [--data DIR] [--kernel NAME]\n"
 	        "  --quick        small sizes, for a smoke test (writes results/*.tmp)\n"
 	        "  --reps N       runs per measurement, the best is kept (default 5)\n"
 	        "  --src DIR      where the kernels' .pna files are (default %s)\n"
 	        "  --cc DIR       where pncc's segments of the kernels' .c files are (default %s;\n"
 	        "                 '' for no C columns)\n"
-	        "  --results DIR  where vm.csv and vm.txt go (default SRC/results; '' for none)\n",
+	        "  --results DIR  where vm.csv and vm.txt go (default SRC/results; '' for none)\n"
+	        "  --luajit CMD   LuaJIT for the <name>.lua columns (default luajit; '' for none;\n"
+	        "                 when it does not run, those columns say '-')\n"
+	        "  --data DIR     write the regions there as <region>.bin and keep them (default:\n"
+	        "                 a temporary directory, removed at the end)\n"
+	        "  --kernel NAME  measure that kernel only (the others' rows say '-')\n",
 	        BENCH_SRCDIR, BENCH_CCDIR);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *src = BENCH_SRCDIR, *results = NULL, *ccdir = BENCH_CCDIR;
+	const char *src = BENCH_SRCDIR, *results = NULL, *ccdir = BENCH_CCDIR, *luajit = "luajit";
+	const char *datadir = NULL, *only = NULL;
+	char tmpdir[] = "/tmp/bench_vm.XXXXXX";
 	int quick = 0, reps = 5;
 	struct data d = { 0 };
 	struct row rows[N_KERNELS];
@@ -597,11 +802,22 @@ int main(int argc, char **argv)
 			ccdir = argv[++i];
 		else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc)
 			results = argv[++i];
+		else if (strcmp(argv[i], "--luajit") == 0 && i + 1 < argc)
+			luajit = argv[++i];
+		else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
+			datadir = argv[++i];
+		else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc)
+			only = argv[++i];
 		else
 			usage();
 	}
 	if (reps < 1)
 		usage();
+	for (size_t k = 0; only && k < N_KERNELS && strcmp(only, kernels[k].name) != 0; k++)
+		if (k + 1 == N_KERNELS) {
+			fprintf(stderr, "bench_vm: no kernel '%s'\n", only);
+			usage();
+		}
 
 	/* Full sizes make each native kernel run for tens to hundreds of milliseconds, well above
 	 * timer resolution; --quick divides them by 64 and only shows the harness works. */
@@ -610,29 +826,82 @@ int main(int argc, char **argv)
 	make_nodes(&d, quick ? 1u << 14 : 1u << 20);
 	make_varints(&d, quick ? 1u << 18 : 16u << 20);
 	make_hprobe(&d, quick ? 1u << 10 : 1u << 16);
+	make_bits(&d, quick ? 1u << 14 : 1u << 20);
+	make_btree(&d, quick ? 64 : 1024, quick ? 1u << 15 : 1u << 21);
+	make_recs(&d, quick ? 1u << 8 : 1u << 14);
+	d.fib_n = quick ? 22 : 32;
 
+	const struct region regions[] = {
+		{ "data", d.text, d.text_len, ISA_ACC_RO },
+		{ "nodes", d.nodes, d.n_nodes * NODE_LEN, ISA_ACC_RO },
+		{ "varints", d.varints, d.varints_len, ISA_ACC_RO },
+		{ "htab", d.htab, d.htab_len, ISA_ACC_RO },
+		{ "hkeys", d.hkeys, d.hkeys_len, ISA_ACC_RO },
+		{ "hq", d.hq, d.hq_len, ISA_ACC_RO },
+		{ "bits", d.bits, d.bits_len, ISA_ACC_RO },
+		{ "bnodes", d.bnodes, d.bnodes_len, ISA_ACC_RO },
+		{ "bq", d.bq, d.bq_len, ISA_ACC_RO },
+		{ "recs", d.recs, d.recs_len, ISA_ACC_RO },
+		{ "sbuf", d.sbuf, sizeof d.sbuf, ISA_ACC_RW },
+	};
+	const size_t n_regions = sizeof regions / sizeof regions[0];
 	struct vm *vm = vm_new();
-	if (!vm || vm_bind_region(vm, "data", d.text, d.text_len, ISA_ACC_RO) ||
-	    vm_bind_region(vm, "nodes", d.nodes, d.n_nodes * NODE_LEN, ISA_ACC_RO) ||
-	    vm_bind_region(vm, "varints", d.varints, d.varints_len, ISA_ACC_RO) ||
-	    vm_bind_region(vm, "htab", d.htab, d.htab_len, ISA_ACC_RO) ||
-	    vm_bind_region(vm, "hkeys", d.hkeys, d.hkeys_len, ISA_ACC_RO) ||
-	    vm_bind_region(vm, "hq", d.hq, d.hq_len, ISA_ACC_RO)) {
+	for (size_t i = 0; vm && i < n_regions; i++)
+		if (vm_bind_region(vm, regions[i].name, regions[i].p, regions[i].len, regions[i].acc)) {
+			vm_free(vm);
+			vm = NULL;
+		}
+	if (!vm) {
 		fprintf(stderr, "bench_vm: cannot set up the vm\n");
 		return 1;
 	}
 
-	char cpu[256], env[1024];
+	/* LuaJIT reads the same bytes from files; without a LuaJIT that runs, its columns are '-'. */
+	char luajit_note[512];
+	if (*luajit) {
+		char cmd[4096];
+		snprintf(cmd, sizeof cmd, "'%s' -v >/dev/null 2>&1", luajit);
+		if (system(cmd) != 0)
+			luajit = "";
+	}
+	if (*luajit) {
+		FILE *v = NULL;
+		char cmd[4096], ver[128] = "?";
+		snprintf(cmd, sizeof cmd, "'%s' -v 2>&1", luajit);
+		if ((v = popen(cmd, "r")) && fgets(ver, sizeof ver, v)) {
+			char *cut = strstr(ver, " --");        /* "LuaJIT 2.1.0 -- Copyright ..." */
+			ver[cut ? (size_t)(cut - ver) : strcspn(ver, "\n")] = 0;
+		}
+		if (v)
+			pclose(v);
+		snprintf(luajit_note, sizeof luajit_note, "# luajit: %.100s, -joff and default, best of "
+		         "%d runs (fewer past 2 s) in one process after the VM's rounds\n", ver, reps);
+		if (!datadir) {
+			if (!mkdtemp(tmpdir)) {
+				fprintf(stderr, "bench_vm: mkdtemp %s: %s\n", tmpdir, strerror(errno));
+				return 1;
+			}
+		}
+		dump_regions(datadir ? datadir : tmpdir, regions, n_regions);
+	} else {
+		snprintf(luajit_note, sizeof luajit_note,
+		         "# luajit: none (not found, or --luajit ''), its columns are '-'\n");
+		if (datadir)
+			dump_regions(datadir, regions, n_regions);
+	}
+
+	char cpu[256], env[2048];
 	time_t t = time(NULL);
 	struct tm tm;
 	char date[64];
 	cpu_model(cpu, sizeof cpu);
 	strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&t, &tm));
 	snprintf(env, sizeof env,
-	         "# bench_vm%s, best of %d, %s\n# cpu: %s\n# native: gcc %s, %s\n"
-	         "# jit: vm/jit_x86_64.c, bounds checks and fuel in place (fuel never runs out)\n",
-	         quick ? " --quick (smoke test sizes)" : "", reps, date, cpu, native_compiler,
-	         NATIVE_CFLAGS);
+	         "# bench_vm%s%s%s, best of %d, %s\n# cpu: %s\n# native: gcc %s, %s\n"
+	         "# jit: vm/jit_x86_64.c, bounds checks and fuel in place (fuel never runs out)\n%s",
+	         quick ? " --quick (smoke test sizes)" : "", only ? " --kernel " : "", only ? only : "",
+	         reps, date, cpu, native_compiler,
+	         NATIVE_CFLAGS, luajit_note);
 
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct kernel *kn = &kernels[k];
@@ -641,13 +910,22 @@ int main(int argc, char **argv)
 		unsigned n_args = kn->args(&d, args), entry_args;
 
 		kn->size(&d, r->size, sizeof r->size);
+		r->native_ms = r->alt_ms = -1;
+		for (int e = 0; e < ENG_COUNT; e++)
+			r->eng_ms[e] = r->cc_ms[e] = -1;
+		for (int m = 0; m < LUA_COUNT; m++)
+			r->lua_ms[m] = -1;
+		if (only && strcmp(only, kn->name) != 0)
+			continue;
 		/* The native result is the reference every other run is checked against. */
 		r->result = kn->native(&d);
 		struct vm_prog *prog = load_kernel(vm, src, kn->name);
 		struct vm_prog *cc = load_cc_kernel(vm, ccdir, kn->name);
-		int entry = vm_prog_entry(prog, kn->name, &entry_args);
-		int cc_entry = cc ? vm_prog_entry(cc, kn->name, &entry_args) : 0;
-		if (entry < 0 || cc_entry < 0 || entry_args != n_args) {
+		unsigned cc_args = n_args;
+		entry_args = n_args;
+		int entry = prog ? vm_prog_entry(prog, kn->name, &entry_args) : 0;
+		int cc_entry = cc ? vm_prog_entry(cc, kn->name, &cc_args) : 0;
+		if (entry < 0 || cc_entry < 0 || entry_args != n_args || cc_args != n_args) {
 			fprintf(stderr, "bench_vm: %s: needs an export '%s' taking %u argument(s)\n",
 			        kn->name, kn->name, n_args);
 			return 1;
@@ -655,9 +933,6 @@ int main(int argc, char **argv)
 		/* Rounds of one run each, rather than all native runs then all VM runs: the memory
 		 * bound kernels (chase) drift by 2x over seconds on a shared machine, and
 		 * interleaving exposes every contender to the same drift. */
-		r->native_ms = r->alt_ms = -1;
-		for (int e = 0; e < ENG_COUNT; e++)
-			r->eng_ms[e] = r->cc_ms[e] = -1;
 		for (int rep = 0; rep < reps; rep++) {
 			keep_best(&r->native_ms, time_native(kn->name, "native", kn->native, &d,
 			                                     r->result));
@@ -665,8 +940,8 @@ int main(int argc, char **argv)
 				keep_best(&r->alt_ms, time_native(kn->name, kn->alt_name, kn->alt, &d,
 				                                  r->result));
 			for (int e = 0; e < ENG_COUNT; e++) {
-				double ms = time_vm(kn->name, e, prog, (unsigned)entry, args, n_args,
-				                    r->result);
+				double ms = prog ? time_vm(kn->name, e, prog, (unsigned)entry, args, n_args,
+				                           r->result) : -1;
 				if (ms >= 0)
 					keep_best(&r->eng_ms[e], ms);
 				ms = cc ? time_vm(kn->name, e, cc, (unsigned)cc_entry, args, n_args, r->result)
@@ -675,13 +950,18 @@ int main(int argc, char **argv)
 					keep_best(&r->cc_ms[e], ms);
 			}
 		}
+		for (int m = 0; m < LUA_COUNT; m++)
+			r->lua_ms[m] = *luajit ? time_lua(kn->name, (enum lua_mode)m, luajit, src,
+			                                  datadir ? datadir : tmpdir, reps, args, n_args,
+			                                  r->result) : -1;
+		if (prog && vm_prog_jit_error(prog))
+			fprintf(stderr, "%s: no JIT column: %s\n", kn->name, vm_prog_jit_error(prog));
 		vm_prog_free(cc);
 		vm_prog_free(prog);
-		if (vm_prog_jit_error(prog))
-			fprintf(stderr, "%s: no JIT column: %s\n", kn->name, vm_prog_jit_error(prog));
 		fprintf(stderr, "%s: result %" PRIu64 ", native %.2f ms, interp %.2f ms, jit %.2f ms, "
-		        "C (pncc) interp %.2f ms, jit %.2f ms\n", kn->name, r->result, r->native_ms,
-		        r->eng_ms[ENG_INTERP], r->eng_ms[ENG_JIT], r->cc_ms[ENG_INTERP], r->cc_ms[ENG_JIT]);
+		        "C (pncc) interp %.2f ms, jit %.2f ms, luajit -joff %.2f ms, luajit %.2f ms\n",
+		        kn->name, r->result, r->native_ms, r->eng_ms[ENG_INTERP], r->eng_ms[ENG_JIT],
+		        r->cc_ms[ENG_INTERP], r->cc_ms[ENG_JIT], r->lua_ms[LUA_INTERP], r->lua_ms[LUA_JIT]);
 	}
 
 	print_table(stdout, rows, env);
@@ -708,7 +988,13 @@ int main(int argc, char **argv)
 		printf("results: %s, %s\n", csv, txt);
 	}
 
+	if (*luajit && !datadir)
+		remove_regions(tmpdir, regions, n_regions);
 	vm_free(vm);
+	free(d.bits);
+	free(d.bnodes);
+	free(d.bq);
+	free(d.recs);
 	free(d.text);
 	free(d.nodes);
 	free(d.varints);

@@ -137,3 +137,76 @@ NATIVE_FN uint64_t native_chase(const uint8_t *nodes, uint64_t head)
 		s += load64(nodes + p + 8);
 	return s;
 }
+
+/* The sum of the indexes of the set bits of the u64 words bits[0, len). */
+NATIVE_FN uint64_t native_bitmap(const uint8_t *bits, size_t len)
+{
+	uint64_t s = 0;
+
+	for (size_t off = 0; off < len; off += 8) {
+		uint64_t w = load64(bits + off);
+		while (w) {
+			s += off * 8 + (uint64_t)__builtin_ctzll(w);
+			w &= w - 1;
+		}
+	}
+	return s;
+}
+
+static uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/* B-tree node search: query i (u32) of q searches node i % n_nodes (n_nodes a power of two)
+ * of BT_KEYS sorted u32 keys by binary search; the sum of the lower-bound positions. */
+NATIVE_FN uint64_t native_btree(const uint8_t *nodes, size_t nodes_len, const uint8_t *q,
+                                size_t q_len)
+{
+	uint64_t mask = nodes_len / (4 * BT_KEYS) - 1, s = 0;
+
+	for (size_t i = 0; i < q_len / 4; i++) {
+		uint32_t key = load32(q + 4 * i);
+		const uint8_t *node = nodes + (i & mask) * (4 * BT_KEYS);
+		size_t lo = 0, hi = BT_KEYS;
+		while (lo < hi) {
+			size_t mid = (lo + hi) >> 1;
+			if (load32(node + 4 * mid) < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		s += lo;
+	}
+	return s;
+}
+
+/* Each run of SORT_RUN 8-byte records (u32 key, u32 value) of recs, copied out and
+ * insertion-sorted by key (stable); s = (s * 31 + value) mod 2^32 over the sorted runs. */
+NATIVE_FN uint64_t native_rsort(const uint8_t *recs, size_t len)
+{
+	uint64_t buf[SORT_RUN], s = 0;
+
+	for (size_t base = 0; base < len; base += sizeof buf) {
+		memcpy(buf, recs + base, sizeof buf);
+		for (size_t i = 1; i < SORT_RUN; i++) {
+			uint64_t rec = buf[i];
+			uint32_t key = (uint32_t)rec;
+			size_t j = i;
+			for (; j > 0 && (uint32_t)buf[j - 1] > key; j--)
+				buf[j] = buf[j - 1];
+			buf[j] = rec;
+		}
+		for (size_t i = 0; i < SORT_RUN; i++)
+			s = (s * 31 + (buf[i] >> 32)) & 0xffffffff;
+	}
+	return s;
+}
+
+NATIVE_FN uint64_t native_fib(uint64_t n)
+{
+	return n < 2 ? n : native_fib(n - 1) + native_fib(n - 2);
+}
