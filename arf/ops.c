@@ -2009,27 +2009,20 @@ static __attribute__((noinline)) void xmode(u64 c, u64 mode)
 		ar_st32(arf, c + ARF_I_MODE, (ar_ld32u(arf, c + ARF_I_MODE) & ~(u64)0777) | (mode & 0777));
 }
 
-/* Lock inode ino for a read or change: claims a journal slot (the lock's tag) and returns
- * it, with the inode's offset in *pc; 0 with the errno in *pc when there is none. */
-static __attribute__((noinline)) u64 xlock(u64 ino, u64 *pc)
+/* Lock the inode at offset c (not 0) for a read or change: claims a journal slot (the lock's
+ * tag) and returns it, or -EAGAIN.  The slot comes back as the result rather than through a
+ * pointer: a pointer to a local would give the segment a stack frame in memory (docs/cc.md),
+ * which every run of every export pays for. */
+static __attribute__((noinline)) long xlock(u64 c)
 {
-	u64 c = ioff(ino);
-	if (c == 0) {
-		*pc = E_INVAL;
-		return 0;
-	}
 	u64 j = jclaim();
-	if (j == 0) {
-		*pc = E_AGAIN;
-		return 0;
-	}
+	if (j == 0)
+		return -E_AGAIN;
 	if (ilock(c, ar_ld64(arf, j + ARF_J_OWNER)) != 0) {
 		jend(j);
-		*pc = E_AGAIN;
-		return 0;
+		return -E_AGAIN;
 	}
-	*pc = c;
-	return j;
+	return (long)j;
 }
 
 static __attribute__((noinline)) void xunlock(u64 j, u64 c)
@@ -2058,10 +2051,13 @@ long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode)
 	if (vlen > ARF_XATTR_VALUE_MAX)
 		return -E_NOSPC;
 	u64 elen = (ARF_XE_NAME + nlen + vlen + 3) & ~(u64)3;
-	u64 c;
-	u64 j = xlock(ino, &c);
-	if (j == 0)
-		return -(long)c;
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	long lj = xlock(c);
+	if (lj < 0)
+		return lj;
+	u64 j = (u64)lj;
 	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
 	long x = xblock(c);
 	long e = 0;
@@ -2139,10 +2135,13 @@ long getxattr(u64 ino, u64 size)
 	long rc = xname(nlen, nlen);
 	if (rc != 0)
 		return rc;
-	u64 c;
-	u64 j = xlock(ino, &c);
-	if (j == 0)
-		return -(long)c;
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	long lj = xlock(c);
+	if (lj < 0)
+		return lj;
+	u64 j = (u64)lj;
 	long x = xblock(c);
 	long e = 0;
 	if ((ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT) == 0)
@@ -2172,10 +2171,13 @@ long getxattr(u64 ino, u64 size)
  * inode, -EIO for a damaged block. */
 long listxattr(u64 ino, u64 size)
 {
-	u64 c;
-	u64 j = xlock(ino, &c);
-	if (j == 0)
-		return -(long)c;
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	long lj = xlock(c);
+	if (lj < 0)
+		return lj;
+	u64 j = (u64)lj;
 	long rc = 0;
 	long x = xblock(c);
 	if ((ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT) == 0)
@@ -2220,10 +2222,13 @@ long removexattr(u64 ino, u64 mode)
 	long rc = xname(nlen, nlen);
 	if (rc != 0)
 		return rc;
-	u64 c;
-	u64 j = xlock(ino, &c);
-	if (j == 0)
-		return -(long)c;
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	long lj = xlock(c);
+	if (lj < 0)
+		return lj;
+	u64 j = (u64)lj;
 	u64 type = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
 	long x = xblock(c);
 	long e = 0;
