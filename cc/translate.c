@@ -980,6 +980,40 @@ static int is_rem(const struct tr *t, uint32_t i)
 	       !(t->live_out[i + 3] >> a & 1);
 }
 
+/* clang extends a 32-bit value to 64 bits (a u32 cast, the result of ar_ld32u) as
+ *     i    rX <<= 32
+ *     i+1  rX >>= 32       (or s>>= 32)
+ * which is a mask (sext32) of ours, or nothing when rX's known bits say it already fits.
+ * Returns 1 when slot i starts that shape. */
+static int is_ext32(const struct tr *t, uint32_t i)
+{
+	if (i + 2 > t->n || t->target[i + 1] || t->fwd_skip[i] || t->fwd_skip[i + 1])
+		return 0;
+	const struct bpf_insn *a = &t->in[i], *b = &t->in[i + 1];
+	return a->code == (BPF_ALU64 | BPF_LSH | BPF_K) && a->imm == 32 &&
+	       (b->code == (BPF_ALU64 | BPF_RSH | BPF_K) ||
+	        b->code == (BPF_ALU64 | BPF_ARSH | BPF_K)) && b->imm == 32 && b->dst == a->dst;
+}
+
+static void emit_ext32(struct tr *t, uint32_t i)
+{
+	unsigned r = t->in[i].dst;
+	int sig = BPF_OP(t->in[i + 1].code) == BPF_ARSH;
+	int same = t->zbits[r] <= (sig ? 31 : 32);        /* the extension changes nothing */
+	if (same && use_loc(t, i, r) == out_loc(t, i + 1, r))
+		return note(t, "(nothing: %s already fits 32 bits)", bpf_reg_name[r]);
+	em_reg(t, OP_LGET, r);
+	if (!same) {
+		if (sig)
+			em_op(t, OP_SEXT32);
+		else
+			em_zext32(t);
+	}
+	t->cur = i + 1;
+	em_reg(t, OP_LSET, r);
+	t->cur = i;
+}
+
 static enum op cmp_op(unsigned bpf_op)
 {
 	switch (bpf_op) {
@@ -2034,8 +2068,15 @@ static void translate_func(struct tr *t)
 		if (t->listing && l && (!last || last->line != l->line || last->file != l->file))
 			list_line(t, l);
 		last = l;
-		int sel = is_select(t, i) ? 2 : is_rem(t, i) ? 3 : 0;
-		if (sel == 2) {
+		int sel = is_select(t, i) ? 2 : is_rem(t, i) ? 3 : is_ext32(t, i) ? 1 : 0;
+		if (sel == 1) {
+			unsigned r = t->in[i].dst;
+			emit_ext32(t, i);
+			if (BPF_OP(t->in[i + 1].code) == BPF_ARSH)
+				t->zbits[r] = t->zbits[r] <= 31 ? t->zbits[r] : 64;
+			else
+				t->zbits[r] = t->zbits[r] < 32 ? t->zbits[r] : 32;
+		} else if (sel == 2) {
 			emit_select(t, i);
 			t->zbits[t->in[i].dst] = 1;
 		} else if (sel == 3) {
@@ -2065,7 +2106,8 @@ static void translate_func(struct tr *t)
 				bpf_format(&bt, &t->in[k], NULL);
 				buf_putc(&bt, 0);
 				buf_printf(t->listing, "  %4u  %-34s (in the %s above)\n", k,
-				           bt.oom ? "?" : (char *)bt.p, sel == 2 ? "comparison" : "remainder");
+				           bt.oom ? "?" : (char *)bt.p,
+				           sel == 1 ? "extension" : sel == 2 ? "comparison" : "remainder");
 				buf_free(&bt);
 			}
 			i += (uint32_t)sel;

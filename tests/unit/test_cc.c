@@ -275,6 +275,17 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(goto_copy, "r0 = r1\n goto +2\n r0 += 7\n exit\n r0 += r2\n if r0 > 100 goto -4\n"  \
 	  " r0 *= 3", a + b > 100 ? a + b + 7 : (a + b) * 3) \
 	X(linc_keep, "r0 = r1\n r0 *= 3\n r2 += 1\n r0 += r2", a * 3 + b + 1) \
+	/* clang's 32-to-64-bit extensions (<<= 32, then >>= 32 or s>>= 32): a mask, sext32, or \
+	 * nothing when the known bits say the value fits */ \
+	X(zext_pair, "r0 = r1\n r0 <<= 32\n r0 >>= 32", U32(a)) \
+	X(sext_pair, "r0 = r1\n r0 <<= 32\n r0 s>>= 32", (uint64_t)S32(a)) \
+	X(zext_known, "w0 = w1\n r0 <<= 32\n r0 >>= 32", U32(a)) \
+	X(sext_known32, "w0 = w1\n r0 <<= 32\n r0 s>>= 32", (uint64_t)S32(a)) \
+	X(sext_known31, "r0 = r1\n r0 &= 0x7fffffff\n r0 <<= 32\n r0 s>>= 32", a & 0x7fffffff) \
+	X(zext_keep_src, "r3 = r1\n r3 <<= 32\n r3 >>= 32\n r0 = r3\n r0 += r1", U32(a) + a) \
+	X(zext_known_src, "w3 = w1\n r3 <<= 32\n r3 >>= 32\n r0 = r3\n r0 += r1\n r0 += r3", \
+	  2 * U32(a) + a) \
+	X(ext_other_shift, "r0 = r1\n r0 <<= 32\n r0 >>= 31", U32(a) << 1) \
 	/* moves into argument registers read by the call from their sources (call 0x4000000d is \
 	 * the intrinsic of add, 0x4000000e of sub) */ \
 	X(fwd_swap, "r3 = r1\n r1 = r2\n r2 = r3\n call 0x4000000d", b + a) \
