@@ -1690,6 +1690,7 @@ static int alloc_locals(struct tr *t)
 	uint16_t *live_in = calloc(n, sizeof *live_in);
 	struct webs w = { 0 };
 	int *color = NULL, rc = -1;
+	uint8_t *need = NULL;
 	if (!par || !wid || !live_in)
 		goto out;
 	for (uint32_t i = 0; i < n; i++) {
@@ -1782,6 +1783,26 @@ static int alloc_locals(struct tr *t)
 			if (pass == 1 && (cl == BPF_ALU || cl == BPF_ALU64) && BPF_OP(in->code) != BPF_MOV)
 				coalesce(&w, WEB(A_OUT(i, in->dst)), WEB(A_IN(i, in->dst)));
 		}
+	/* a web whose every write is a move the call below reads from its source
+	 * (plan_forwarding) is never stored or read: it gets no local (color stays -1), so the
+	 * function has no local that nothing uses (each costs a store in every call's prologue,
+	 * and the JIT a register or a spill at every call).  The others are marked in need. */
+	need = calloc(w.n + 1, 1);
+	if (!need)
+		goto out;
+	for (unsigned r = 0; r < ALLOC_REGS; r++)
+		if (live_in[0] >> r & 1)
+			need[uf_find(w.par, WEB(A_IN(0, r)))] = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned use, def;
+		if (t->target[i] == 2)
+			continue;
+		use_def(t, i, &use, &def);
+		for (unsigned d = 0; d < ALLOC_REGS; d++)
+			if ((def >> d & 1) && (t->live_out[i] >> d & 1) &&
+			    !(t->fwd_skip[i] && d == t->in[i].dst))
+				need[uf_find(w.par, WEB(A_OUT(i, d)))] = 1;
+	}
 	/* colors: 0 .. n_params-1 are the parameters' locals, the others follow the arguments */
 	int n_colors = t->f->n_params;
 	for (uint32_t k = 0; k < w.n; k++)
@@ -1789,7 +1810,7 @@ static int alloc_locals(struct tr *t)
 			color[k] = w.pin[k];
 	for (uint32_t k = 0; k < w.n; k++) {
 		uint64_t used[ISA_MAX_LOCALS / 64 + 1] = { 0 };
-		if (w.par[k] != k || color[k] >= 0)
+		if (w.par[k] != k || color[k] >= 0 || !need[k])
 			continue;
 		for (uint32_t j = 0; j < w.n; j++) {
 			int c = adjacent(&w, k, j) ? color[uf_find(w.par, j)] : -1;
@@ -1846,6 +1867,7 @@ out:
 	free(par);
 	free(wid);
 	free(live_in);
+	free(need);
 	free(w.adj);
 	free(w.par);
 	free(w.pin);
