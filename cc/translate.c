@@ -1802,6 +1802,11 @@ static int alloc_locals(struct tr *t)
 			if ((def >> d & 1) && (t->live_out[i] >> d & 1) &&
 			    !(t->fwd_skip[i] && d == t->in[i].dst))
 				need[uf_find(w.par, WEB(A_OUT(i, d)))] = 1;
+		/* code no path reaches may read a register nothing wrote (a web with no
+		 * definition, live nowhere reachable): it is still translated, so it needs a local */
+		for (unsigned u = 0; !t->reach[i] && u < ALLOC_REGS; u++)
+			if (use >> u & 1)
+				need[uf_find(w.par, WEB(A_IN(i, u)))] = 1;
 	}
 	/* colors: 0 .. n_params-1 are the parameters' locals, the others follow the arguments */
 	int n_colors = t->f->n_params;

@@ -300,7 +300,9 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(stack_st8k, "*(u64 *)(r10 - 8) = r1\n .quad 0xfffffffffff90a72 /* *(u8 *)(r10 - 7) = -1 */\n r0 = *(u64 *)(r10 - 8)", \
 	  a | 0xff00) \
 	X(stack_st16, "*(u64 *)(r10 - 512) = r1\n *(u16 *)(r10 - 506) = r2\n r0 = *(u64 *)(r10 - 512)", \
-	  (a & 0x0000ffffffffffffull) | (b & 0xffff) << 48)
+	  (a & 0x0000ffffffffffffull) | (b & 0xffff) << 48) \
+	X(unreached_read, "r0 = r1\n goto +1\n r0 = r5", a) \
+	X(unreached_read2, "r0 = r1\n exit\n r0 = r3\n exit", a)
 
 #define INSN_REF(name, text, expr) \
 	static uint64_t ref_##name(uint64_t a, uint64_t b, int *trap) { return (expr); }
