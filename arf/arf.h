@@ -1,6 +1,6 @@
 /* arf.h: libarf, the ARF filesystem's image layer: open and validate an image, create one
  * (mkfs), check and repair one (fsck), attach one to a server (journal roll-back, allocation
- * maps), and the layout constants for bytecode sources (genlayout).  layout.h is the layout.
+ * maps).  layout.h is the layout.
  *
  * Library code never prints: messages go to the caller's buffer or report callback.
  * Nothing here is thread-safe on one image; arfd attaches before it serves.
@@ -109,24 +109,5 @@ int arf_fsck(const char *path, const struct arf_fsck_opts *o, struct arf_fsck_re
  * the allocation maps and counters, report tree problems). */
 int arf_fsck_mem(void *base, uint64_t len, const struct arf_fsck_opts *o, bool maps_only,
                  struct arf_fsck_result *res);
-
-/* ---- layout constants for bytecode (pnalayout.c) ---- */
-
-/* The named layout numbers, in layout.def order; NULL name ends the table. */
-struct arf_const {
-	const char *name;
-	uint64_t value;
-	const char *doc;
-};
-extern const struct arf_const arf_consts[];
-/* Look a name up (len bytes); NULL if unknown. */
-const struct arf_const *arf_const_find(const char *name, size_t len);
-
-/* Copy .pna source src, replacing every identifier ARF_* outside comments and strings with
- * its value from layout.def.  Lines are kept (diagnostics of pnasm keep their line numbers);
- * a value shorter than its name is padded with spaces so later columns stay too.  0 with a
- * malloc'd NUL-terminated *out, or -1 with compiler-style messages ("file:line:col: error:
- * unknown layout constant 'ARF_X'") in a malloc'd *diags.  Either may be freed by free(). */
-int arf_layout_subst(const char *src, size_t len, const char *file, char **out, char **diags);
 
 #endif

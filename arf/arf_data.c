@@ -775,7 +775,7 @@ static void submit(struct arf_wq *q)
 	while (q->n_flight >= ARF_WQ_DEPTH)
 		reap(q);
 	r->tries = 0;
-	/* continuing a run still in flight: land after it (data.pna's writeafter) */
+	/* continuing a run still in flight: land after it (data.c's writeafter) */
 	r->after = q->head && r->off == q->sent_end && r->off ? r->off : 0;
 	q->sent_end = r->off + r->len;
 	/* a cluster's file: its stripes are written by arf_write_gen, one Cooperation over

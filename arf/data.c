@@ -1,8 +1,8 @@
 /* data.c: ARF file data operations (docs/arf.md, "File data"), run inside arfd against region
  * "arf" (the mapped image).  A segment written in C: clang's BPF back end, then pncc
- * (docs/cc.md); the Makefile installs it as build/arfseg/data.pno.  It replaces arf/data.pna,
- * which stays in the tree only as the reference of tests/unit/test_arf_datadiff.c: the same
- * operations on both segments must leave the same results and the same image bytes.
+ * (docs/cc.md); the Makefile installs it as build/arfseg/data.pno.  It replaced the hand-written
+ * assembly arf/data.pna (issue 16: checked against it operation by operation, image bytes
+ * included, until it was removed; docs/arf.md, "The data segment in C").
  *
  * Exports (integer arguments; written bytes are the whole "args" region):
  *   write(ino, off, gen)                     args -> bytes written (may be short: call again)
@@ -21,7 +21,7 @@
  * inode numbers, extents and extent blocks are range-checked before data moves through them
  * (a bad one is EIO, never a store into metadata).
  *
- * Crash discipline as in ops.pna: journal slot, lock the inode, allocate everything the change
+ * Crash discipline as in ops.c: journal slot, lock the inode, allocate everything the change
  * needs BEFORE the first logged change (ENOSPC leaves the tree untouched), log the old bytes
  * of the inode and of any extent block right before changing them, commit (free the slot),
  * free released blocks, unlock.  File DATA is not journalled (as ext4's ordered mode): a crash
@@ -62,9 +62,9 @@ enum {
 
 #define SB(field) ar_ld64(arf, ARF_SB_##field)
 
-/* ---------------------------------------------------------------- shared with ops.pna
+/* ---------------------------------------------------------------- shared with ops.c
  * Segments are self-contained: ioff, the journal, inode locks and the bitmap claims are
- * copies of ops.pna's functions of the same name; a fix there must be made here too. */
+ * copies of ops.c's functions of the same name; a fix there must be made here too. */
 
 /* Byte offset of inode ino, or 0 when ino is not an inode number of this image (0 is "no
  * inode"; the table has n_inodes entries). */
@@ -92,7 +92,7 @@ static u64 jclaim(void)
  * n_undo + 1: only after that store does the roll-back see (and apply) the record, and only
  * after this returns may the caller change those bytes.  Never inlined (nor jend): each
  * record is a call, which spends fuel, so the crash tests that stop runs by fuel
- * (test_arf_data, "crash") reach the points between records as with data.pna. */
+ * (test_arf_data, "crash") reach the points between records. */
 static __attribute__((noinline)) void jlog(u64 j, u64 off, u64 len)
 {
 	u64 used = ar_ld64(arf, j + ARF_J_USED);

@@ -1,6 +1,6 @@
 /* fuse.c: `arf mount`, the FUSE client of ARF (libfuse3's low-level API).  Every request is
  * one or two runs of the operations' segment (arf/arf_ops.h), the data segment
- * (arf/arf_data.h) or arf/statfs.pna in the arfd serving the image.  FUSE inode numbers
+ * (arf/arf_data.h) or the statfs segment (arf/statfs.c) in the arfd serving the image.  FUSE inode numbers
  * are ARF inode numbers (FUSE's root, 1, is ARF's root, 1); what the client keeps per inode
  * is its generation, its opens, and the queue of its writes in flight (write-behind:
  * a write is answered once queued, close and fsync wait for the queue and report its
@@ -1187,7 +1187,7 @@ static int drop_privs(struct arf_fs *fs, uint64_t ino, uid_t writer)
  * memory) the write is applied before the answer, as before.
  *
  * A write through an O_APPEND descriptor (the write's own flags, so fcntl's O_APPEND
- * counts) is data.pna's append: arfd puts the bytes at the size it finds, whatever this
+ * counts) is data.c's append: arfd puts the bytes at the size it finds, whatever this
  * kernel believes the size is (it computed off from its cached attributes, which another
  * client's appends leave behind); it waits for the writes queued before it and for arfd,
  * and its error is its own.  Not under -o writeback: there the kernel keeps the size and

@@ -1,7 +1,7 @@
 /* layout.h: the ARF on-image layout for C (mkfs, fsck, arfd, the FUSE client to come).
  *
- * The numbers come from layout.def, the one list the bytecode sources of arf/ use as well
- * (genlayout substitutes them into .pna files).  The structs below overlay the mapped image
+ * The numbers come from layout.def, the one list the segments of arf/ (ops.c, data.c,
+ * statfs.c, compiled for the VM) use as well.  The structs below overlay the mapped image
  * on this little-endian host; each field's offset is asserted equal to its layout.def name,
  * so the structs cannot drift from what the bytecode reads.  docs/arf.md is the prose.
  */

@@ -1,16 +1,11 @@
 /* ops.c: ARF's namespace operations (docs/arf.md) in C, run inside arfd against region "arf"
  * (the mapped image).  clang's BPF back end, then pncc (docs/cc.md), as arf/data.c; the
- * Makefile installs it as build/arfseg/ops.pno.  It replaces arf/ops.pna, which stays in the
- * tree only as the reference of tests/unit/test_arf_opsdiff.c (built as ops_asm.pno): the
- * same operations on both segments must leave the same results, output and image bytes.
+ * Makefile installs it as build/arfseg/ops.pno.  It replaced the hand-written assembly
+ * arf/ops.pna (issue 16): its 18 exports were checked against the assembly's operation by
+ * operation (results, output and image bytes) until that was removed; "ops.pna" below names
+ * choices carried over from it.
  *
- * STATUS (issue #16, second half): all 18 exports of ops.pna are here (and the four xattr
- * exports, which ops.pna never had: test_arf_ops's test_xattr checks them), checked side by side
- * by test_arf_opsdiff; test_arf_ops, test_arf_crash, arf_mount.sh, arf_race.sh and
- * arf_conform.sh pass with it installed.  A fix to ops.pna's behaviour must now be made
- * here (and in ops.pna while it is kept as the reference).
- *
- * Exports (integer arguments; a name or path is the whole "args" byte region), as ops.pna:
+ * Exports (integer arguments; a name or path is the whole "args" byte region):
  *   lookup(start)                   path -> inode number
  *   getattr(ino)                    13 u64 attribute records on the output -> ino
  *   readlink(ino)                   the target on the output -> its length
@@ -34,9 +29,9 @@
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
- * bounds-checked loads (a hostile one traps, as in ops.pna).
+ * bounds-checked loads (a hostile one traps).
  *
- * Crash discipline (docs/arf.md, "Crash consistency"), as ops.pna: an operation that changes
+ * Crash discipline (docs/arf.md, "Crash consistency"): an operation that changes
  * the tree claims a journal slot, locks the inodes it changes (lock word = the slot's owner
  * tag), allocates everything it may need BEFORE its first logged change (ENOSPC never leaves
  * half an operation), logs the old bytes of each structure right before changing it, commits
@@ -44,8 +39,8 @@
  *
  * The small helpers of the logged half (dtype, dtouch, add32, newgid, newmode, besides jlog
  * and jend) are never inlined, as in data.c: each is a call, which spends fuel, so the crash
- * tests that stop runs by fuel (test_arf_ops "crash ...") reach as many points between the
- * logged changes as with ops.pna.
+ * tests that stop runs by fuel (test_arf_ops "crash ...") reach every point between the
+ * logged changes.
  *
  * pncc's rules shape the code as in data.c: every value in a local, memory only through
  * ar_ld* / ar_st*, at most 5 arguments per function, u64 arithmetic.  Shifts by a count read
@@ -100,8 +95,7 @@ static long diroff(u64 ino)
 
 /* ---------------------------------------------------------------- shared with data.c
  * Segments are self-contained: the journal, inode locks and bitmap claims below are copies
- * of data.c's functions of the same name (which are ops.pna's, verified by
- * test_arf_datadiff); a fix in one must be made in the others. */
+ * of data.c's functions of the same name; a fix in one must be made in the others. */
 
 /* Claim a free journal slot with cas (owner = epoch << 32 | slot + 1): its offset, or 0 when
  * all are busy (the caller answers EAGAIN). */
@@ -120,7 +114,7 @@ static u64 jclaim(void)
  * n_undo + 1: only after that store does the roll-back see (and apply) the record, and only
  * after this returns may the caller change those bytes.  Never inlined (nor jend): each
  * record is a call, which spends fuel, so the crash tests that stop runs by fuel
- * (test_arf_data, "crash") reach the points between records as with data.pna. */
+ * (test_arf_data, "crash") reach the points between records. */
 static __attribute__((noinline)) void jlog(u64 j, u64 off, u64 len)
 {
 	u64 used = ar_ld64(arf, j + ARF_J_USED);
@@ -309,7 +303,7 @@ static u64 isdots(u64 off, u64 len)
 
 /* Check the name args[off .. off+len): 0, 1 for "." or "..", or -errno: empty ENOENT (as
  * Linux for ""), longer than 255 ENAMETOOLONG, a '/' or NUL byte EINVAL.  The mutating
- * exports (still in ops.pna) use it through namecheck. */
+ * exports use it through namecheck. */
 static long ncheck(u64 off, u64 len)
 {
 	if (len == 0)

@@ -1337,7 +1337,7 @@ static int hook_range(struct vm_hook_ctx *ctx, const char *what, int64_t region,
 
 /* sync(region, off, len): make bytes off..off+len of a file-backed region durable (msync
  * MS_SYNC of the pages holding them): 0, or -errno.  On anonymous memory it has nothing to
- * do and succeeds.  This is how a segment implements fsync (arf/data.pna); bytecode cannot
+ * do and succeeds.  This is how a segment implements fsync (arf/data.c); bytecode cannot
  * reach the page cache any other way. */
 static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
 {
@@ -1435,7 +1435,7 @@ static int64_t hook_writeback(struct vm_hook_ctx *ctx, int64_t region, int64_t o
 }
 
 /* pause(us): sleep the calling worker for us microseconds (0 to 10000): 0.  For a segment
- * that waits for another run to let go of something (arf/data.pna's write waiting for the
+ * that waits for another run to let go of something (arf/data.c's write waiting for the
  * inode lock while the write before it, of the same file, copies its bytes): bytecode can
  * only spin, which on a small machine takes the CPU from the very run it waits for. */
 static int64_t hook_pause(struct vm_hook_ctx *ctx, int64_t us)

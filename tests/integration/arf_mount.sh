@@ -359,8 +359,8 @@ else
 fi
 
 # -o noxattr: no xattrs through the mount (the kernel gets ENOSYS once and tells callers
-# EOPNOTSUPP); files are made and appended to as usual, with no xattr run (bench/fs
-# --compare-asm runs the mount so on ops.pna, which has no xattr exports)
+# EOPNOTSUPP); files are made and appended to as usual, with no xattr run (for an ops
+# segment without the xattr exports, e.g. an older build's in bench/fs --compare-segs)
 mx=$tmp/mntnx
 mkdir "$mx"
 if timeout "$T" "$BUILD/arf" mount "$ep" "$mx" -o noxattr 2>"$tmp/err"; then

@@ -755,7 +755,7 @@ static void *append_records(void *arg)
 	return NULL;
 }
 
-/* The raw append run (data.pna's export) with its output: the result; at and kept from the
+/* The raw append run (data.c's export) with its output: the result; at and kept from the
  * output (~0 when there was none). */
 static int64_t append_run(struct conn *k, uint64_t ino, const void *p, size_t n, uint64_t *at,
                           uint64_t *kept)
