@@ -74,6 +74,8 @@ struct tr {
 	uint32_t *dup_end;             /* goto at slot i: 1 + last slot of the block it copies, or 0 */
 	uint8_t *fwd_skip;             /* slot is a move into an argument register that its call
 	                                * reads from the source instead (plan_forwarding) */
+	uint8_t *nop;                  /* slot is a mask of a shift count that changes no result
+	                                * (plan_count_masks): nothing, read and written by no one */
 	uint32_t cur;                  /* slot being translated */
 	int pending;                   /* local whose new value is still on the operand stack
 	                                * (its lset not emitted yet), LOC_NONE for a value that
@@ -1402,6 +1404,8 @@ static void translate_insn(struct tr *t, uint32_t i)
 	const struct bpf_insn *in = &t->in[i];
 	if (t->fwd_skip[i])
 		return note(t, "(read by the call below from the source)");
+	if (t->nop[i])
+		return note(t, "(nothing: only shift counts read it, and they take it mod 64)");
 	switch (BPF_CLASS(in->code)) {
 	case BPF_ALU:
 	case BPF_ALU64:
@@ -1434,12 +1438,37 @@ static void translate_insn(struct tr *t, uint32_t i)
 
 #define REGS_CALL_CLOBBERS 0x3fu    /* r0..r5 */
 
+/* The argument registers a call reads: an intrinsic's operands (emit_intrinsic pushes as
+ * many), else r1..r5 (a function of this file; or a call that emit_call refuses).  Knowing
+ * that "r1 = r7; call ld8u" leaves r2..r5 unread keeps values that die before the call from
+ * living on around a loop through it. */
+static unsigned call_reads(const struct tr *t, const struct bpf_insn *in)
+{
+	uint32_t imm = (uint32_t)in->imm;
+	unsigned all = REGS_CALL_CLOBBERS & ~1u;
+	if (in->src != 0 || (imm & CC_CALL_MASK) != CC_CALL_TAG)
+		return all;
+	unsigned opn = imm & 0xff, h = imm >> 8 & 0xffff;
+	int n;
+	if (opn == OP_LGET)
+		return 0;                                  /* ar_arg */
+	if (opn >= OP_COUNT || !intrinsic_ok((enum op)opn))
+		return all;
+	if (opn == OP_HCALL)
+		n = h < t->n_hooks ? isa_sig_check(t->hook_sig[h]) : -1;
+	else
+		n = isa_op_info[opn].pop;
+	return n >= 0 && n <= 5 ? (1u << (n + 1)) - 2 : all;
+}
+
 /* Registers instruction i reads and writes (bit r; r10 left out). */
 static void use_def(const struct tr *t, uint32_t i, unsigned *use, unsigned *def)
 {
 	const struct bpf_insn *in = &t->in[i];
 	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code), x = BPF_SRC(in->code) == BPF_X;
 	*use = *def = 0;
+	if (t->nop[i])
+		return;
 	switch (cl) {
 	case BPF_ALU:
 	case BPF_ALU64:
@@ -1454,7 +1483,7 @@ static void use_def(const struct tr *t, uint32_t i, unsigned *use, unsigned *def
 		if (op == BPF_EXIT) {
 			*use = 1;
 		} else if (op == BPF_CALL) {
-			*use = REGS_CALL_CLOBBERS & ~1u;     /* at most r1..r5 are arguments */
+			*use = call_reads(t, in);
 			*def = REGS_CALL_CLOBBERS;
 		} else if (op != BPF_JA) {
 			*use = 1u << in->dst | (x ? 1u << in->src : 0);
@@ -1483,6 +1512,8 @@ static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r)
 {
 	const struct bpf_insn *in = &t->in[i];
 	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code), x = BPF_SRC(in->code) == BPF_X;
+	if (t->nop[i])
+		return 0;
 	switch (cl) {
 	case BPF_ALU:
 	case BPF_ALU64:
@@ -1496,7 +1527,7 @@ static unsigned reads_of(const struct tr *t, uint32_t i, unsigned r)
 		if (op == BPF_EXIT)
 			return r == 0;
 		if (op == BPF_CALL)
-			return r >= 1 && r <= 5;
+			return call_reads(t, in) >> r & 1;
 		if (op == BPF_JA)
 			return 0;
 		return (in->dst == r) + (x && in->src == r);
@@ -1584,6 +1615,87 @@ out:
 	free(live_in);
 	free(queued);
 	return rc;
+}
+
+/* ---- pass 3a': masks of shift counts ----
+ *
+ * C masks a variable shift count to keep the shift defined ("v |= b << (sh & 63)"); our
+ * shifts take the count mod 64 themselves (isa/ops.def) and a 32-bit shift gets its own
+ * "& 31" (emit_alu).  So an and with a constant that keeps the 6 low bits, whose result is
+ * read only as shift counts, changes no result: it becomes nothing (t->nop), and the copy
+ * clang put before it ("r2 = r9; r2 &= 63") can then share the source's local, which leaves
+ * the shift reading the count's own local, as hand-written code does.
+ *
+ * Which results only shift counts read: a backward flow like liveness with two sets per
+ * slot, the registers whose value a later instruction reads in full and the ones read as a
+ * shift count; a register in the second and not the first is a count only.  Passes over the
+ * slots in reverse until nothing changes (each set only grows: at most 20 bits a slot); a
+ * function that has not settled after COUNT_MASK_PASSES keeps its masks. */
+#define COUNT_MASK_PASSES 64
+
+static int plan_count_masks(struct tr *t)
+{
+	uint32_t n = t->n;
+	uint16_t *full_in = calloc(n + 1, sizeof *full_in), *cnt_in = calloc(n + 1, sizeof *cnt_in);
+	uint16_t *full_out = calloc(n + 1, sizeof *full_out);
+	if (!full_in || !cnt_in || !full_out) {
+		free(full_in);
+		free(cnt_in);
+		free(full_out);
+		return -1;
+	}
+	int settled = 0;
+	for (int pass = 0; pass < COUNT_MASK_PASSES && !settled; pass++) {
+		settled = 1;
+		for (uint32_t i = n; i-- > 0;) {
+			const struct bpf_insn *in = &t->in[i];
+			uint32_t succ[2];
+			unsigned use, def, fo = 0, co = 0;
+			if (t->target[i] == 2)
+				continue;
+			int ns = successors(t, i, succ);
+			for (int j = 0; j < ns; j++)
+				if (succ[j] < n) {
+					fo |= full_in[succ[j]];
+					co |= cnt_in[succ[j]];
+				}
+			use_def(t, i, &use, &def);
+			unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code), cnt_use = 0;
+			if ((cl == BPF_ALU || cl == BPF_ALU64) && BPF_SRC(in->code) == BPF_X &&
+			    (op == BPF_LSH || op == BPF_RSH || op == BPF_ARSH) && in->src != in->dst)
+				cnt_use = 1u << in->src & use;
+			uint16_t fi = (uint16_t)((use & ~cnt_use) | (fo & ~def));
+			uint16_t ci = (uint16_t)(cnt_use | (co & ~def));
+			full_out[i] = (uint16_t)fo;
+			if (fi != full_in[i] || ci != cnt_in[i]) {
+				full_in[i] = fi;
+				cnt_in[i] = ci;
+				settled = 0;
+			}
+		}
+	}
+	for (uint32_t i = 0; settled && i < n; i++) {
+		const struct bpf_insn *in = &t->in[i];
+		unsigned cl = BPF_CLASS(in->code);
+		if (t->target[i] == 2 || (cl != BPF_ALU && cl != BPF_ALU64) ||
+		    BPF_OP(in->code) != BPF_AND || BPF_SRC(in->code) != BPF_K ||
+		    in->dst >= ALLOC_REGS || (in->imm & 63) != 63)
+			continue;
+		/* read after i only as a shift count (and read at all: a dead and stays as it is) */
+		if (!(full_out[i] >> in->dst & 1)) {
+			uint32_t succ[2];
+			unsigned counted = 0;
+			int ns = successors(t, i, succ);
+			for (int j = 0; j < ns; j++)
+				if (succ[j] < n)
+					counted |= cnt_in[succ[j]];
+			t->nop[i] = counted >> in->dst & 1;
+		}
+	}
+	free(full_in);
+	free(cnt_in);
+	free(full_out);
+	return 0;
 }
 
 /* ---- pass 3b: BPF registers onto locals ----
@@ -1893,6 +2005,8 @@ static void update_bits(struct tr *t, uint32_t i)
 	const struct bpf_insn *in = &t->in[i];
 	unsigned cl = BPF_CLASS(in->code), op = BPF_OP(in->code), x = BPF_SRC(in->code) == BPF_X;
 	uint8_t *z = t->zbits;
+	if (t->nop[i])
+		return;                 /* the value is as before: unmasked */
 	switch (cl) {
 	case BPF_ALU: {
 		unsigned d = z[in->dst] < 32 ? z[in->dst] : 32;
@@ -2058,7 +2172,7 @@ static void translate_func(struct tr *t)
 	}
 	plan_copies(t);
 	plan_forwarding(t);
-	if (flow(t) != 0 || liveness(t) != 0 || alloc_locals(t) != 0)
+	if (flow(t) != 0 || plan_count_masks(t) != 0 || liveness(t) != 0 || alloc_locals(t) != 0)
 		return (void)ERR(t, 0, "out of memory");
 	t->pending = -1;
 	memset(t->zbits, 64, sizeof t->zbits);
@@ -2268,6 +2382,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		t.live_out = calloc(t.n, sizeof *t.live_out);
 		t.dup_end = calloc(t.n, sizeof *t.dup_end);
 		t.fwd_skip = calloc(t.n, 1);
+		t.nop = calloc(t.n, 1);
 		t.loc_in = t.loc_out = NULL;
 		t.listing = explain && strcmp(explain, t.f->name) == 0 ? listing : NULL;
 		if (t.listing) {
@@ -2276,7 +2391,8 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 			           t.f->name, t.f->n_args, t.f->n_args == 1 ? "" : "s", t.f->start,
 			           t.f->end - 1, t.sec->name);
 		}
-		if (t.in && t.target && t.reach && t.kinds && t.labels && t.live_out && t.dup_end && t.fwd_skip)
+		if (t.in && t.target && t.reach && t.kinds && t.labels && t.live_out && t.dup_end && t.fwd_skip &&
+		    t.nop)
 			translate_func(&t);
 		else
 			cc_error(d, o, UINT32_MAX, 0, "out of memory");
@@ -2288,6 +2404,7 @@ int cc_translate(const struct obj *o, const char *explain, uint8_t **seg, size_t
 		free(t.live_out);
 		free(t.dup_end);
 		free(t.fwd_skip);
+		free(t.nop);
 		free(t.loc_in);
 		free(t.loc_out);
 		if (d->n_errors)

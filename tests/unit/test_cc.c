@@ -302,7 +302,15 @@ static void run(const struct vm_prog *prog, const char *entry, const int64_t *ar
 	X(stack_st16, "*(u64 *)(r10 - 512) = r1\n *(u16 *)(r10 - 506) = r2\n r0 = *(u64 *)(r10 - 512)", \
 	  (a & 0x0000ffffffffffffull) | (b & 0xffff) << 48) \
 	X(unreached_read, "r0 = r1\n goto +1\n r0 = r5", a) \
-	X(unreached_read2, "r0 = r1\n exit\n r0 = r3\n exit", a)
+	X(unreached_read2, "r0 = r1\n exit\n r0 = r3\n exit", a) \
+	/* a mask of a shift count that only shifts read (plan_count_masks): nothing, or kept */ \
+	X(cnt_mask64, "r3 = r2\n r3 &= 63\n r0 = r1\n r0 <<= r3", a << (b & 63)) \
+	X(cnt_mask_read, "r3 = r2\n r3 &= 63\n r0 = r1\n r0 >>= r3\n r0 += r3", \
+	  (a >> (b & 63)) + (b & 63)) \
+	X(cnt_mask32, "w3 = w2\n w3 &= 63\n w0 = w1\n w0 <<= w3", (uint32_t)((uint32_t)a << (b & 31))) \
+	X(cnt_mask31, "r3 = r2\n r3 &= 31\n r0 = r1\n r0 <<= r3", a << (b & 31)) \
+	X(cnt_mask255, "r3 = r2\n r3 &= 255\n r0 = r1\n r0 s>>= r3", (uint64_t)((int64_t)a >> (b & 63))) \
+	X(cnt_mask_self, "r3 = r2\n r3 &= 63\n r3 <<= r3\n r0 = r3", (b & 63) << (b & 63))
 
 #define INSN_REF(name, text, expr) \
 	static uint64_t ref_##name(uint64_t a, uint64_t b, int *trap) { return (expr); }
@@ -1263,7 +1271,7 @@ static int on_line(const char *line, const char *what);
 
 static int copy_removed(const char *line)
 {
-	return on_line(line, "share a local");
+	return on_line(line, "share a local") || on_line(line, "(nothing: only shift counts");
 }
 
 /* Whether the listing line starting at line says `what`. */
@@ -1341,6 +1349,14 @@ static const struct {
 	  "long f(long n, long b) { long x = b, prev = 0;\n"
 	  " for (long i = 0; i < n; i++) { prev = x; x = g(x); }\n return prev * 1000 + x; }\n",
 	  NULL, 0, 3, 2, (2 * 9 + 4) * 1000 + (2 * 27 + 13) },
+	/* a shift count's mask that only the shift reads is nothing, and so becomes the copy
+	 * before it (varint's "v |= b << (sh & 63)"); one that something else reads stays */
+	{ "cnt_mask_gone", ASM2("f", "r3 = r2\n r3 &= 63\n r0 = r1\n r0 <<= r3\n r2 += 1\n"
+	                        " r0 += r2"), "r3 &= 63", 1, 5, 67, (5 << 3) + 68 },
+	{ "cnt_mask_copy", ASM2("f", "r3 = r2\n r3 &= 63\n r0 = r1\n r0 <<= r3\n r2 += 1\n"
+	                        " r0 += r2"), "r3 = r2", 1, 5, 67, (5 << 3) + 68 },
+	{ "cnt_mask_kept", ASM2("f", "r3 = r2\n r3 &= 63\n r0 = r1\n r0 <<= r3\n r0 += r3"),
+	  "r3 &= 63", 0, 5, 67, (5 << 3) + 3 },
 	/* a swap in a loop (iterative Fibonacci): copies whose ends interfere */
 	{ "coal_swap", "long f(long n, long b) { long x = 0, y = 1;\n"
 	  " for (long i = 0; i < n; i++) { long t = x + y; x = y; y = t; }\n return x + b; }\n",
