@@ -2,8 +2,13 @@
 # bench/ratio_ranges.sh: one ratio column (old s / new s) of several runs' results/NAME.csv
 # (bench/fs, bench/grep) gathered per row: the range over the runs, the median, how many runs
 # had a ratio, and in how many the new side was more than LIMIT times slower (a ratio under
-# 1/LIMIT).  For issue 16's C-against-assembly runs (asm s / C s: under 1/1.05 = 0.952, C
+# 1/LIMIT).  For --compare-segs runs (ref s / new s: under 1/1.05 = 0.952, the new segments
 # more than 1.05x slower):
+#
+#   bash bench/ratio_ranges.sh ratio_ref_over_new bench/fs/results/segs-vs-ref-quick-[0-9]*.csv
+#   bash bench/ratio_ranges.sh grep_ref_over_new bench/grep/results/segs-vs-ref-quick-[0-9]*.csv
+#
+# and for issue 16's C-against-assembly runs (the --compare-asm mode before it, asm s / C s):
 #
 #   bash bench/ratio_ranges.sh ratio_asm_over_c bench/fs/results/asm-vs-c-quick-[0-9]*.csv
 #   bash bench/ratio_ranges.sh grep_asm_over_c bench/grep/results/asm-vs-c-quick-[0-9]*.csv

@@ -7,7 +7,7 @@
 #
 #   bash bench/fs/run.sh [--quick] [--build DIR] [--nets "1gbit unlimited"] [--tree kernel|gen]
 #                        [--kernel-dirs "DIR ..."|all] [--files N] [--big MIB] [--out NAME]
-#                        [--row-timeout S] [--compare-asm [--asm-first]]
+#                        [--row-timeout S] [--compare-segs DIR [--ref-first]]
 #                        [--mount-opts OPTS] [--instr]
 #   (make bench-fs BENCH_FS_ARGS=--quick)
 #
@@ -19,19 +19,24 @@
 # (namespaces, mounts).  Everything it makes lives in a mktemp directory, two namespaces
 # and one veth pair, all removed on exit; every step is bounded by `timeout`.
 #
-# --compare-asm (issue #16): ARF against ARF instead of sshfs, its operations in C
-# (arfseg/ops.pno, data.pno) on one side and in assembly (ops_asm.pno, data_asm.pno, given to
-# `arf mount` as ARF_OPS_SEG and ARF_DATA_SEG) on the other; each side its own image and
-# arfd (ports 7070 and 7071), so nothing is shared but the machine.  Each row on a fresh
-# mount of each; which side goes first alternates from row to row (--asm-first: the asm side
-# on the first row).  The ratio is asm s / C s (> 1: C faster); also the CPU time each side's
-# arfd spent during the row (utime + stime of the process, in clock ticks: 10 ms) and its
-# ratio, which leaves out most of what both share (FUSE, the link, the client); no plot.  Default --out:
-# asm-vs-c-quick with --quick, else asm-vs-c.  The mount calls the xattr exports, which the
-# assembly never had (a default ACL run per create, security.capability before writes):
+# --compare-segs DIR: ARF against ARF instead of sshfs, this build's segments (arfseg/ops.pno,
+# data.pno, statfs.pno: side "new") on one side and the ops.pno, data.pno and statfs.pno found
+# in DIR (side "ref": another build's build/arfseg, e.g. `git worktree add /tmp/old COMMIT &&
+# make -C /tmp/old`, DIR=/tmp/old/build/arfseg) on the other, given to `arf mount` as
+# ARF_OPS_SEG, ARF_DATA_SEG and ARF_STATFS_SEG: what a change to pncc or to arf/*.c costs
+# against the build before it.  Both sides run this build's arf and arfd, each its own image
+# and arfd (ports 7070 and 7071), so nothing is shared but the machine.  Each row on a fresh
+# mount of each; which side goes first alternates from row to row (--ref-first: the ref side
+# on the first row).  The ratio is ref s / new s (> 1: new faster); also the CPU time each
+# side's arfd spent during the row (utime + stime of the process, in clock ticks: 10 ms) and
+# its ratio, which leaves out most of what both share (FUSE, the link, the client); no plot.
+# Default --out: segs-vs-ref-quick with --quick, else segs-vs-ref.  A row that needs an export
+# the ref segments lack fails on the ref side, and the table says so (the exports only in the
+# new segments are listed at the start).  The mount calls the xattr exports (a default ACL run
+# per create, security.capability before writes), which the assembly of issue #16 never had:
 # --mount-opts noxattr gives both sides `arf mount -o noxattr` (docs/arf.md), so both run the
-# same operations; without it the asm side's rows fail, and the table says so.  --mount-opts
-# OPTS: `-o OPTS` for every ARF mount (either mode).  --instr (with --compare-asm): both arfds
+# same operations against a reference from before them.  --mount-opts OPTS: `-o OPTS` for
+# every ARF mount (either mode).  --instr (with --compare-segs): both arfds
 # run under valgrind's callgrind, and each row also gets the instructions each arfd executed
 # during it (callgrind_control zeroes before the row and dumps after): a count that the
 # machine's load does not blur, unlike the seconds (which under valgrind mean little).
@@ -51,7 +56,7 @@ FILES=20000
 BIG_MIB=4096
 OUT=
 ROW_T=
-CMP=0 ASM_FIRST=0
+CMP=0 REF_FIRST=0 REF_DIR=
 MOPTS=
 INSTR=0
 while [ $# -gt 0 ]; do
@@ -65,8 +70,8 @@ while [ $# -gt 0 ]; do
 	--big) BIG_MIB=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--row-timeout) ROW_T=$2; shift ;;
-	--compare-asm) CMP=1 ;;
-	--asm-first) ASM_FIRST=1 ;;
+	--compare-segs) CMP=1; REF_DIR=${2:-}; [ $# -gt 1 ] && shift ;;
+	--ref-first) REF_FIRST=1 ;;
 	--mount-opts) MOPTS=$2; shift ;;
 	--instr) INSTR=1 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
@@ -74,23 +79,31 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-# the two sides: ARF (operations in C) and sshfs, or with --compare-asm ARF with the assembly
+# the two sides: ARF and sshfs, or with --compare-segs ARF with this build's segments (arf)
+# and ARF with DIR's (ref)
 SIDES="arf sshfs"; B=sshfs
-[ "$CMP" = 1 ] && { SIDES="arf asm"; B=asm; }
+[ "$CMP" = 1 ] && { SIDES="arf ref"; B=ref; }
 if [ "$QUICK" = 1 ]; then
 	TREE=gen; FILES=2000; BIG_MIB=64; ROW_T=${ROW_T:-300}
-	[ "$CMP" = 1 ] && OUT=${OUT:-asm-vs-c-quick} || OUT=${OUT:-fs-quick}
+	[ "$CMP" = 1 ] && OUT=${OUT:-segs-vs-ref-quick} || OUT=${OUT:-fs-quick}
 else
 	ROW_T=${ROW_T:-3600}
-	[ "$CMP" = 1 ] && OUT=${OUT:-asm-vs-c} || OUT=${OUT:-fs}
+	[ "$CMP" = 1 ] && OUT=${OUT:-segs-vs-ref} || OUT=${OUT:-fs}
 fi
 [ "$(id -u)" -eq 0 ] || { echo "run.sh: needs root (network namespaces, mounts)" >&2; exit 2; }
 for p in arf arfd; do
 	[ -x "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
 done
+SEGS="ops data statfs"
 if [ "$CMP" = 1 ]; then
-	for p in arfseg/ops.pno arfseg/ops_asm.pno arfseg/data.pno arfseg/data_asm.pno arfseg/statfs.pno pndis; do
+	for p in arfseg/ops.pno arfseg/data.pno arfseg/statfs.pno pndis; do
 		[ -r "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
+	done
+	[ -n "$REF_DIR" ] || { echo "run.sh: --compare-segs needs a directory (another build's build/arfseg)" >&2; exit 2; }
+	[ -d "$REF_DIR" ] || { echo "run.sh: --compare-segs $REF_DIR: no such directory" >&2; exit 2; }
+	REF_DIR=$(cd "$REF_DIR" && pwd)
+	for s in $SEGS; do
+		[ -r "$REF_DIR/$s.pno" ] || { echo "run.sh: --compare-segs $REF_DIR: no $s.pno (it wants ops.pno, data.pno and statfs.pno: another build's build/arfseg)" >&2; exit 2; }
 	done
 fi
 
@@ -114,18 +127,18 @@ ID=$$
 NS_S=arfbench-srv-$ID NS_C=arfbench-cli-$ID
 V_S=afs-s$ID V_C=afs-c$ID              # interface names: 15 characters at most
 IP_S=10.231.0.1 IP_C=10.231.0.2
-PORT=7070 PORT_ASM=7071
-M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs M_ASM=$tmp/mnt/asm
-arfd_pid= sshd_pid= arfm_pid= arfd_asm_pid= asmm_pid=
+PORT=7070 PORT_REF=7071
+M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs M_REF=$tmp/mnt/ref
+arfd_pid= sshd_pid= arfm_pid= arfd_ref_pid= refm_pid=
 
 cleanup() {
 	trap - EXIT
-	unmount "$M_ARF"; unmount "$M_SSH"; unmount "$M_ASM"
+	unmount "$M_ARF"; unmount "$M_SSH"; unmount "$M_REF"
 	[ -n "$arfm_pid" ] && kill -KILL "$arfm_pid" 2>/dev/null
-	[ -n "$asmm_pid" ] && kill -KILL "$asmm_pid" 2>/dev/null
-	stop "$sshd_pid"; stop "$arfd_pid"; stop "$arfd_asm_pid"
+	[ -n "$refm_pid" ] && kill -KILL "$refm_pid" 2>/dev/null
+	stop "$sshd_pid"; stop "$arfd_pid"; stop "$arfd_ref_pid"
 	net_down
-	if mounted "$M_ARF" || mounted "$M_SSH" || mounted "$M_ASM"; then
+	if mounted "$M_ARF" || mounted "$M_SSH" || mounted "$M_REF"; then
 		echo "run.sh: a mount is still there, $tmp left"
 	else
 		rm -rf "$tmp"
@@ -136,31 +149,35 @@ trap 'exit 130' INT TERM
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
-mkdir -p "$tmp/bin/arfseg" "$tmp/srv/export" "$tmp/ssh" "$M_ARF" "$M_SSH" "$M_ASM" "$tmp/log"
+mkdir -p "$tmp/bin/arfseg" "$tmp/srv/export" "$tmp/ssh" "$M_ARF" "$M_SSH" "$M_REF" "$tmp/log"
 # a copy of the programs: others may rebuild build/ while this runs
 cp "$BUILD/arf" "$BUILD/arfd" "$tmp/bin/" && cp "$BUILD"/arfseg/*.pno "$tmp/bin/arfseg/" ||
 	die "cannot copy the programs from $BUILD"
 BIN=$tmp/bin
 if [ "$CMP" = 1 ]; then
 	cp "$BUILD/pndis" "$BIN/" || die "cannot copy $BUILD/pndis"
+	# the reference segments too: their build may be remade while this runs
+	mkdir -p "$BIN/ref" && for s in $SEGS; do cp "$REF_DIR/$s.pno" "$BIN/ref/" || die "cannot copy $REF_DIR/$s.pno"; done
 fi
 exports_of() { "$BIN/pndis" "$1" | awk '$1 == ".export" { print $2 }' | sort; }
 BUILD_AT=$(date -u -r "$BUILD/arf" '+%Y-%m-%d %H:%M')
 # the checkout BUILD was made from (not this script's, when --build names another one)
 SRC=$(cd "$BUILD/.." && pwd)
 BUILD_REV="$(git -C "$SRC" log -1 --format=%h 2>/dev/null)$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
-# --compare-asm: what each side's `arf mount` runs (statfs.pno has no C version: the same
-# file for both), and the exports the assembly lacks (the C ones added since): a row that
-# needs one fails on the asm side, and the table says so
-SEGENV_C="ARF_OPS_SEG=$BIN/arfseg/ops.pno ARF_DATA_SEG=$BIN/arfseg/data.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
-SEGENV_ASM="ARF_OPS_SEG=$BIN/arfseg/ops_asm.pno ARF_DATA_SEG=$BIN/arfseg/data_asm.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
-ONLY_C=
+# --compare-segs: what each side's `arf mount` runs, and the exports the ref segments lack
+# (added since): a row that needs one fails on the ref side, and the table says so
+SEGENV_NEW="ARF_OPS_SEG=$BIN/arfseg/ops.pno ARF_DATA_SEG=$BIN/arfseg/data.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+SEGENV_REF="ARF_OPS_SEG=$BIN/ref/ops.pno ARF_DATA_SEG=$BIN/ref/data.pno ARF_STATFS_SEG=$BIN/ref/statfs.pno"
+ONLY_NEW= REF_REV=
 if [ "$CMP" = 1 ]; then
-	for s in ops data; do
-		x=$(comm -23 <(exports_of "$BIN/arfseg/$s.pno") <(exports_of "$BIN/arfseg/${s}_asm.pno") | paste -sd ' ' -)
-		[ -n "$x" ] && ONLY_C+="${ONLY_C:+; }$s.pno: $x"
+	for s in $SEGS; do
+		x=$(comm -23 <(exports_of "$BIN/arfseg/$s.pno") <(exports_of "$BIN/ref/$s.pno") | paste -sd ' ' -)
+		[ -n "$x" ] && ONLY_NEW+="${ONLY_NEW:+; }$s.pno: $x"
 	done
-	echo "run.sh: exports in C only (absent from the assembly): ${ONLY_C:-none}"
+	echo "run.sh: exports only in the new segments: ${ONLY_NEW:-none}"
+	# the checkout DIR belongs to, when it is one
+	REF_REV=$(git -C "$REF_DIR" log -1 --format=%h 2>/dev/null)
+	[ -n "$REF_REV" ] && git -C "$REF_DIR" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && REF_REV+=" + uncommitted changes"
 fi
 
 net_up
@@ -206,28 +223,28 @@ echo "run.sh: tree: $TREE_DESC; $N_ENTRIES tar entries ($N_SYML symlinks, $N_HAR
 IMG_MIB=$(( 2 * SRC_MIB + BIG_MIB + 1024 ))
 timeout 120 "$BIN/arf" mkfs "$tmp/srv/arf.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs" 2>&1 ||
 	{ cat "$tmp/log/mkfs"; die "arf mkfs failed"; }
-ARFD_C=$BIN/arfd ARFD_ASM=$BIN/arfd
+ARFD_NEW=$BIN/arfd ARFD_REF=$BIN/arfd
 if [ "$INSTR" = 1 ]; then
-	[ "$CMP" = 1 ] || die "--instr goes with --compare-asm"
+	[ "$CMP" = 1 ] || die "--instr goes with --compare-segs"
 	command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
 		die "--instr: valgrind (callgrind_control) is not installed"
 	# a wrapper per side (its dumps: log/cg.SIDE.N); JIT code is written at run time, so
 	# valgrind checks all code but files' for changes
-	for side in c asm; do
+	for side in new ref; do
 		printf '#!/bin/sh\nexec valgrind --tool=callgrind --dump-line=no --smc-check=all-non-file --callgrind-out-file=%s "%s" "$@"\n' \
 			"$tmp/log/cg.$side" "$BIN/arfd" >"$BIN/arfd-cg-$side"
 		chmod +x "$BIN/arfd-cg-$side"
 	done
-	ARFD_C=$BIN/arfd-cg-c ARFD_ASM=$BIN/arfd-cg-asm
+	ARFD_NEW=$BIN/arfd-cg-new ARFD_REF=$BIN/arfd-cg-ref
 fi
-arfd_up "$ARFD_C" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
+arfd_up "$ARFD_NEW" "$tmp/srv/arf.img" "tcp:$IP_S:$PORT" "$tmp/log/arfd"
 if [ "$CMP" = 1 ]; then
-	# the asm side: its own image and arfd (segments are installed by the mount, by hash)
+	# the ref side: its own image and arfd (segments are installed by the mount, by hash)
 	c_pid=$arfd_pid
-	timeout 120 "$BIN/arf" mkfs "$tmp/srv/asm.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs.asm" 2>&1 ||
-		{ cat "$tmp/log/mkfs.asm"; die "arf mkfs (asm side) failed"; }
-	arfd_up "$ARFD_ASM" "$tmp/srv/asm.img" "tcp:$IP_S:$PORT_ASM" "$tmp/log/arfd.asm"
-	arfd_asm_pid=$arfd_pid arfd_pid=$c_pid
+	timeout 120 "$BIN/arf" mkfs "$tmp/srv/ref.img" --size "${IMG_MIB}M" >"$tmp/log/mkfs.ref" 2>&1 ||
+		{ cat "$tmp/log/mkfs.ref"; die "arf mkfs (ref side) failed"; }
+	arfd_up "$ARFD_REF" "$tmp/srv/ref.img" "tcp:$IP_S:$PORT_REF" "$tmp/log/arfd.ref"
+	arfd_ref_pid=$arfd_pid arfd_pid=$c_pid
 else
 	sshd_up "$tmp/log/sshd"
 fi
@@ -235,9 +252,9 @@ fi
 # ---- client mounts (a fresh one before each row: cold client caches)
 n_mount=0
 mount_arf() {
-	# explicit segments with --compare-asm (the same files the mount would find beside arf)
-	# shellcheck disable=SC2046  # SEGENV_C is VAR=VALUE words
-	arf_mount_at arfm_pid "tcp:$IP_S:$PORT" "$M_ARF" arf-mount $([ "$CMP" = 1 ] && echo "$SEGENV_C")
+	# explicit segments with --compare-segs (the same files the mount would find beside arf)
+	# shellcheck disable=SC2046  # SEGENV_NEW is VAR=VALUE words
+	arf_mount_at arfm_pid "tcp:$IP_S:$PORT" "$M_ARF" arf-mount $([ "$CMP" = 1 ] && echo "$SEGENV_NEW")
 }
 umount_arf() { arf_umount_at arfm_pid "$M_ARF"; }
 mount_sshfs() {
@@ -250,27 +267,27 @@ mount_sshfs() {
 	return 1
 }
 umount_sshfs() { unmount "$M_SSH"; }
-# the asm side (--compare-asm): the same mount, its own arfd, the assembly segments
-mount_asm() {
-	# shellcheck disable=SC2086  # SEGENV_ASM is VAR=VALUE words
-	arf_mount_at asmm_pid "tcp:$IP_S:$PORT_ASM" "$M_ASM" asm-mount $SEGENV_ASM
+# the ref side (--compare-segs): the same mount, its own arfd, DIR's segments
+mount_ref() {
+	# shellcheck disable=SC2086  # SEGENV_REF is VAR=VALUE words
+	arf_mount_at refm_pid "tcp:$IP_S:$PORT_REF" "$M_REF" ref-mount $SEGENV_REF
 }
-umount_asm() { arf_umount_at asmm_pid "$M_ASM"; }
+umount_ref() { arf_umount_at refm_pid "$M_REF"; }
 remount() {
 	case $1 in
 	arf) umount_arf; mount_arf ;;
 	sshfs) umount_sshfs; mount_sshfs ;;
-	asm) umount_asm; mount_asm ;;
+	ref) umount_ref; mount_ref ;;
 	esac
 }
 umount_side() {
 	case $1 in
 	arf) umount_arf ;;
 	sshfs) umount_sshfs ;;
-	asm) umount_asm ;;
+	ref) umount_ref ;;
 	esac
 }
-mnt_of() { case $1 in arf) echo "$M_ARF" ;; asm) echo "$M_ASM" ;; *) echo "$M_SSH" ;; esac; }
+mnt_of() { case $1 in arf) echo "$M_ARF" ;; ref) echo "$M_REF" ;; *) echo "$M_SSH" ;; esac; }
 
 # ---- rows: name and command; $M is the mount, the tree goes to $M/tree
 BIG_NAME="$((BIG_MIB >= 1024 ? BIG_MIB / 1024 : BIG_MIB)) $([ "$BIG_MIB" -ge 1024 ] && echo GiB || echo MiB)"
@@ -325,7 +342,7 @@ run_row() {   # net row fs
 	fi
 	export M OUTF SRC_TAR BIG_MIB
 	local dpid= c0=
-	[ "$CMP" = 1 ] && case $fs in arf) dpid=$(arfd_of "$arfd_pid") ;; asm) dpid=$(arfd_of "$arfd_asm_pid") ;; esac
+	[ "$CMP" = 1 ] && case $fs in arf) dpid=$(arfd_of "$arfd_pid") ;; ref) dpid=$(arfd_of "$arfd_ref_pid") ;; esac
 	[ -n "$dpid" ] && c0=$(cpu_s "$dpid")
 	[ "$INSTR" = 1 ] && [ -n "$dpid" ] && timeout 120 callgrind_control -z "$dpid" >/dev/null 2>&1
 	t0=$EPOCHREALTIME
@@ -333,7 +350,7 @@ run_row() {   # net row fs
 	rc=$?
 	t1=$EPOCHREALTIME
 	CPU[$k]= INS[$k]=
-	[ "$INSTR" = 1 ] && [ -n "$dpid" ] && INS[$k]=$(instr_dump "$dpid" "$([ "$fs" = arf ] && echo c || echo asm)")
+	[ "$INSTR" = 1 ] && [ -n "$dpid" ] && INS[$k]=$(instr_dump "$dpid" "$([ "$fs" = arf ] && echo new || echo ref)")
 	[ -n "$c0" ] && CPU[$k]=$(awk -v a="$c0" -v b="$(cpu_s "$dpid")" 'BEGIN { if (b != "") printf "%.2f", b - a }')
 	SEC[$k]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	if [ $rc -eq 0 ]; then STATUS[$k]=ok
@@ -353,14 +370,14 @@ run_row() {   # net row fs
 	if [ "$fs" = arf ] && ! kill -0 "$arfd_pid" 2>/dev/null; then
 		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd died: $(tail -n 3 "$tmp/log/arfd" | tr '\n' ' ')"
 	fi
-	if [ "$fs" = asm ] && ! kill -0 "$arfd_asm_pid" 2>/dev/null; then
-		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd (asm) died: $(tail -n 3 "$tmp/log/arfd.asm" | tr '\n' ' ')"
+	if [ "$fs" = ref ] && ! kill -0 "$arfd_ref_pid" 2>/dev/null; then
+		ERR[$k]="${ERR[$k]:+${ERR[$k]}; }arfd (ref) died: $(tail -n 3 "$tmp/log/arfd.ref" | tr '\n' ' ')"
 	fi
 	if [ "$fs" = arf ] && grep -q . "$tmp/log/arf-mount.$n_mount" 2>/dev/null; then
 		cp "$tmp/log/arf-mount.$n_mount" "$tmp/log/arf-row.$net.${row// /_}"
 	fi
-	if [ "$fs" = asm ] && grep -q . "$tmp/log/asm-mount.$n_mount" 2>/dev/null; then
-		cp "$tmp/log/asm-mount.$n_mount" "$tmp/log/asm-row.$net.${row// /_}"
+	if [ "$fs" = ref ] && grep -q . "$tmp/log/ref-mount.$n_mount" 2>/dev/null; then
+		cp "$tmp/log/ref-mount.$n_mount" "$tmp/log/ref-row.$net.${row// /_}"
 	fi
 }
 
@@ -375,16 +392,17 @@ for NET in $NETS; do
 	remount arf || die "arf mount failed"
 	remount "$B" || die "$B mount failed"
 	for row in "${ROWS[@]}"; do
-		# --compare-asm: which side goes first alternates from row to row (and over the
+		# --compare-segs: which side goes first alternates from row to row (and over the
 		# network settings), so neither always finds the machine in the state the other left
 		order=$SIDES
-		[ "$CMP" = 1 ] && [ $(( (n_row + ASM_FIRST) % 2 )) = 1 ] && order="asm arf"
+		[ "$CMP" = 1 ] && [ $(( (n_row + REF_FIRST) % 2 )) = 1 ] && order="ref arf"
 		FIRST[$NET|$row]=${order%% *}
 		n_row=$((n_row + 1))
 		for fs in $order; do
 			run_row "$NET" "$row" "$fs"
 			k="$NET|$row|$fs"
-			printf '  %-9s %-12s %-6s %9ss %s%s%s\n' "$NET" "$row" "$fs" "${SEC[$k]}" "${STATUS[$k]}" \
+			lbl=$fs; [ "$CMP" = 1 ] && [ "$fs" = arf ] && lbl=new
+			printf '  %-9s %-12s %-6s %9ss %s%s%s\n' "$NET" "$row" "$lbl" "${SEC[$k]}" "${STATUS[$k]}" \
 				"${CPU[$k]:+ (arfd CPU ${CPU[$k]} s${INS[$k]:+, ${INS[$k]} instructions})}" "${ERR[$k]:+ (${ERR[$k]})}"
 		done
 	done
@@ -392,17 +410,17 @@ for NET in $NETS; do
 	umount_arf; umount_side "$B"
 	rm -rf "$tmp/srv/export/"* 2>/dev/null
 	mount_arf && { rm -rf "$M_ARF/tree" "$M_ARF/big" 2>/dev/null; umount_arf; }
-	[ "$CMP" = 1 ] && mount_asm && { rm -rf "$M_ASM/tree" "$M_ASM/big" 2>/dev/null; umount_asm; }
+	[ "$CMP" = 1 ] && mount_ref && { rm -rf "$M_REF/tree" "$M_REF/big" 2>/dev/null; umount_ref; }
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- report: table, CSV, plot
 mkdir -p "$HERE/results"
 csv=$HERE/results/$OUT.csv txt=$HERE/results/$OUT.txt png=$HERE/results/$OUT.png
-# the second side's names: sshfs, or the assembly (--compare-asm, against ARF in C)
-if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=sshfs; fi
+# the sides' names: ARF and sshfs, or new and ref (--compare-segs: this build's segments, DIR's)
+if [ "$CMP" = 1 ]; then LA=new LB=ref CA=new CB=ref; else LA=ARF LB=sshfs CA=arf CB=sshfs; fi
 {
-	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first,c_arfd_cpu_s,asm_arfd_cpu_s,cpu_asm_over_c,c_instr,asm_instr,instr_asm_over_c)"
+	echo "net,row_n,row,${CA}_s,${CB}_s,ratio_${CB}_over_${CA},${CA}_status,${CB}_status,${CA}_error,${CB}_error,${CA}_detail,${CB}_detail$([ "$CMP" = 1 ] && echo ,first,new_arfd_cpu_s,ref_arfd_cpu_s,cpu_ref_over_new,new_instr,ref_instr,instr_ref_over_new)"
 	for NET in $NETS; do
 		i=0
 		for row in "${ROWS[@]}"; do
@@ -414,7 +432,7 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 			fi
 			first=
 			if [ "$CMP" = 1 ]; then
-				first=${FIRST[$NET|$row]}; [ "$first" = arf ] && first=C
+				first=${FIRST[$NET|$row]}; [ "$first" = arf ] && first=new
 				# the CPU ratio only when both used at least 5 ticks (below, it is mostly rounding)
 				cr=$(awk -v a="${CPU[$a]}" -v s="${CPU[$s]}" -v t="$TICK" 'BEGIN { if (a != "" && s != "" && a * t >= 5 && s * t >= 5) printf "%.2f", s / a }')
 				[ "${STATUS[$a]}" = ok ] && [ "${STATUS[$s]}" = ok ] || cr=
@@ -428,7 +446,7 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 } >"$csv"
 {
 	if [ "$CMP" = 1 ]; then
-		echo "ARF's operations in C vs in assembly (arf mount of each, own arfd and image), $(date -u '+%Y-%m-%d %H:%M') UTC, bench/fs/run.sh --compare-asm$([ "$QUICK" = 1 ] && echo ' --quick')${MOPTS:+ --mount-opts $MOPTS}$([ "$ASM_FIRST" = 1 ] && echo ' --asm-first')"
+		echo "ARF's segments, this build's (new) vs a reference (ref): arf mount of each, own arfd and image, $(date -u '+%Y-%m-%d %H:%M') UTC, bench/fs/run.sh --compare-segs $REF_DIR$([ "$QUICK" = 1 ] && echo ' --quick')${MOPTS:+ --mount-opts $MOPTS}$([ "$REF_FIRST" = 1 ] && echo ' --ref-first')$([ "$INSTR" = 1 ] && echo ' --instr')"
 	else
 		echo "ARF (arf mount) vs sshfs, $(date -u +%Y-%m-%d), bench/fs/run.sh${QUICK:+$([ "$QUICK" = 1 ] && echo ' --quick')}"
 	fi
@@ -436,18 +454,19 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 	echo "machine: $machine"
 	echo "programs: $BUILD built at $BUILD_AT UTC, tree at $BUILD_REV"
 	if [ "$CMP" = 1 ]; then
-		echo "C: ops.pno data.pno; asm: ops_asm.pno data_asm.pno; both statfs.pno; exports in C only: ${ONLY_C:-none}"
+		echo "new: $BUILD/arfseg/{ops,data,statfs}.pno; ref: $REF_DIR/{ops,data,statfs}.pno${REF_REV:+ (tree at $REF_REV)}"
+		echo "exports only in the new segments: ${ONLY_NEW:-none}"
 		echo "arf mount options: ${MOPTS:-none}"
-		[ "$INSTR" = 1 ] && echo "--instr: both arfds under callgrind ($(valgrind --version)); instr = arfd's instructions in the row, asm/C; seconds under valgrind"
+		[ "$INSTR" = 1 ] && echo "--instr: both arfds under callgrind ($(valgrind --version)); instr = arfd's instructions in the row, ref/new; seconds under valgrind"
 		echo "load average (1, 5, 15 min) at the end: $LOAD_END"
-		echo "each row on a fresh mount of each, the first side alternating (column first); ratio = asm s / C s (> 1: C faster)"
-		echo "arfd CPU: seconds of CPU each side's arfd used during the row (ticks of $((1000 / TICK)) ms), cpu asm/C from 5 ticks each"
+		echo "each row on a fresh mount of each, the first side alternating (column first); ratio = ref s / new s (> 1: new faster)"
+		echo "arfd CPU: seconds of CPU each side's arfd used during the row (ticks of $((1000 / TICK)) ms), cpu ref/new from 5 ticks each"
 	else
 		echo "each row on a fresh mount of each; ratio = sshfs s / ARF s (> 1: ARF faster)"
 	fi
 	echo
-	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "$LA s" "$LB s" "$([ "$CMP" = 1 ] && echo asm/C || echo ratio)" \
-		"$([ "$CMP" = 1 ] && echo 'first  C cpu  asm cpu  cpu a/C  ')notes"
+	printf '%-10s %-12s %10s %10s %8s  %s\n' net row "$LA s" "$LB s" "$([ "$CMP" = 1 ] && echo ref/new || echo ratio)" \
+		"$([ "$CMP" = 1 ] && echo 'first  new cpu  ref cpu  cpu r/n  ')notes"
 	awk -F, -v la="$LA" -v lb="$LB" -v cmp="$CMP" 'function f(x) { return x == "" ? "-" : x }
 	NR > 1 {
 		r = $6 != "" ? $6 : ($7 != "ok" ? la " " toupper($7) : lb " " toupper($8))
@@ -461,7 +480,7 @@ if [ "$CMP" = 1 ]; then LA=C LB=asm CA=c CB=asm; else LA=ARF LB=sshfs CA=arf CB=
 } >"$txt"
 cat "$txt"
 if [ "$CMP" = 1 ]; then
-	echo "plot: none for --compare-asm (plot.gp draws ARF against sshfs)"
+	echo "plot: none for --compare-segs (plot.gp draws ARF against sshfs)"
 elif command -v gnuplot >/dev/null 2>&1; then
 	if timeout 60 gnuplot -e "csv='$csv'; out='$png'; ttl='ARF vs sshfs: $TREE_DESC'" "$HERE/plot.gp" 2>"$tmp/log/gnuplot"; then
 		echo "plot: $png"

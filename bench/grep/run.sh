@@ -9,7 +9,8 @@
 #   bash bench/grep/run.sh [--quick] [--build DIR] [--nets "1gbit unlimited"]
 #                          [--kernel-dirs "DIR ..."|all] [--big MIB] [--reps N]
 #                          [--out NAME] [--row-timeout S] [--local-timeout S] [--no-nfs]
-#                          [--build-desc TEXT] [--rows "NAME,NAME"] [--compare-asm [--asm-first]]
+#                          [--build-desc TEXT] [--rows "NAME,NAME"]
+#                          [--compare-segs DIR [--ref-first]]
 #                          [--mount-opts OPTS]
 #   (make bench-grep BENCH_GREP_ARGS=--quick)
 #
@@ -20,16 +21,20 @@
 # (namespaces, mounts).  Everything lives in a mktemp directory, two namespaces, one veth
 # pair and one /dev/shm directory, all removed on exit; every step is bounded by `timeout`.
 #
-# --compare-asm (issue #16): instead of sshfs, NFS and --local, ARF with its operations in C
-# (arfseg/ops.pno, data.pno) against ARF with them in assembly (ops_asm.pno, data_asm.pno,
-# given as ARF_OPS_SEG and ARF_DATA_SEG): `arf grep` (systems arf and asm) and GNU grep over
-# `arf mount` (arfmnt and asmmnt), each side its own image (the corpus imported into each
-# with the C segments) and arfd (ports 7171 and 7172); local GNU grep stays as the check's
-# reference.  Which side goes first alternates from row to row (--asm-first: asm on the
-# first).  Ratios asm s / C s (> 1: C faster); also the CPU time each side's arfd used in the
-# row (utime + stime, clock ticks of 10 ms; the least over --reps) and its ratio.  Default --out: asm-vs-c-quick with --quick,
-# else asm-vs-c; no plot.  --mount-opts OPTS: `-o OPTS` for every `arf mount` (noxattr: both
-# sides without the xattr exports, which the assembly never had; see bench/fs/run.sh).
+# --compare-segs DIR: instead of sshfs, NFS and --local, ARF with this build's segments
+# (arfseg/ops.pno, data.pno, statfs.pno: side "new") against ARF with the ops.pno, data.pno
+# and statfs.pno found in DIR (side "ref": another build's build/arfseg, e.g. `git worktree
+# add /tmp/old COMMIT && make -C /tmp/old`, DIR=/tmp/old/build/arfseg), given as ARF_OPS_SEG,
+# ARF_DATA_SEG and ARF_STATFS_SEG: what a change to pncc or to arf/*.c costs against the
+# build before it.  `arf grep` (systems arf and ref) and GNU grep over `arf mount` (arfmnt and
+# refmnt), each side its own image (the corpus imported into each with this build's
+# segments) and arfd (ports 7171 and 7172); local GNU grep stays as the check's reference.
+# Which side goes first alternates from row to row (--ref-first: ref on the first).  Ratios
+# ref s / new s (> 1: new faster); also the CPU time each side's arfd used in the row
+# (utime + stime, clock ticks of 10 ms; the least over --reps) and its ratio.  Default --out:
+# segs-vs-ref-quick with --quick, else segs-vs-ref; no plot.  --mount-opts OPTS: `-o OPTS`
+# for every `arf mount` (noxattr: both sides without the xattr exports, for a reference from
+# before them, like the assembly of issue #16; see bench/fs/run.sh).
 set -uo pipefail
 umask 022
 export LC_ALL=C
@@ -48,7 +53,7 @@ OUT= ROW_T= LOCAL_T=
 NFS=1
 ROWS_ONLY=
 BUILD_DESC=
-CMP=0 ASM_FIRST=0
+CMP=0 REF_FIRST=0 REF_DIR=
 MOPTS=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -64,15 +69,15 @@ while [ $# -gt 0 ]; do
 	--no-nfs) NFS=0 ;;
 	--rows) ROWS_ONLY=$2; shift ;;
 	--build-desc) BUILD_DESC=$2; shift ;;
-	--compare-asm) CMP=1 ;;
-	--asm-first) ASM_FIRST=1 ;;
+	--compare-segs) CMP=1; REF_DIR=${2:-}; [ $# -gt 1 ] && shift ;;
+	--ref-first) REF_FIRST=1 ;;
 	--mount-opts) MOPTS=$2; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "run.sh: $1: unknown option (--help)" >&2; exit 2 ;;
 	esac
 	shift
 done
-[ "$CMP" = 1 ] && { NFS=0; OUT=${OUT:-asm-vs-c$([ "$QUICK" = 1 ] && echo -quick)}; }
+[ "$CMP" = 1 ] && { NFS=0; OUT=${OUT:-segs-vs-ref$([ "$QUICK" = 1 ] && echo -quick)}; }
 if [ "$QUICK" = 1 ]; then
 	BIG_MIB=64; OUT=${OUT:-grep-quick}; ROW_T=${ROW_T:-300}; LOCAL_T=${LOCAL_T:-30}
 else
@@ -85,9 +90,16 @@ fi
 for p in arf arfd; do
 	[ -x "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
 done
+SEGS="ops data statfs"
 if [ "$CMP" = 1 ]; then
-	for p in arfseg/ops.pno arfseg/ops_asm.pno arfseg/data.pno arfseg/data_asm.pno arfseg/statfs.pno pndis; do
+	for p in arfseg/ops.pno arfseg/data.pno arfseg/statfs.pno pndis; do
 		[ -r "$BUILD/$p" ] || { echo "run.sh: $BUILD/$p not built (make)" >&2; exit 2; }
+	done
+	[ -n "$REF_DIR" ] || { echo "run.sh: --compare-segs needs a directory (another build's build/arfseg)" >&2; exit 2; }
+	[ -d "$REF_DIR" ] || { echo "run.sh: --compare-segs $REF_DIR: no such directory" >&2; exit 2; }
+	REF_DIR=$(cd "$REF_DIR" && pwd)
+	for s in $SEGS; do
+		[ -r "$REF_DIR/$s.pno" ] || { echo "run.sh: --compare-segs $REF_DIR: no $s.pno (it wants ops.pno, data.pno and statfs.pno: another build's build/arfseg)" >&2; exit 2; }
 	done
 fi
 
@@ -110,7 +122,7 @@ if [ "$NFS" = 1 ]; then
 	install nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev ||
 		NFS_WHY="nfs-ganesha, nfs-ganesha-vfs, libnfs-utils or libnfs-dev not installable"
 else
-	NFS_WHY=$([ "$CMP" = 1 ] && echo "--compare-asm" || echo "--no-nfs")
+	NFS_WHY=$([ "$CMP" = 1 ] && echo "--compare-segs" || echo "--no-nfs")
 fi
 
 # ---- the workspace, the namespaces and the veth pair; cleanup undoes all of it
@@ -120,21 +132,21 @@ ID=$$
 NS_S=arfgrep-srv-$ID NS_C=arfgrep-cli-$ID
 V_S=agr-s$ID V_C=agr-c$ID              # interface names: 15 characters at most
 IP_S=10.232.0.1 IP_C=10.232.0.2
-PORT=7171 PORT_ASM=7172
-EP=tcp:$IP_S:$PORT EP_ASM=tcp:$IP_S:$PORT_ASM
-M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs M_ASM=$tmp/mnt/asm
-EXP=$tmp/srv/export IMG=$tmp/srv/arf.img IMG_ASM=$tmp/srv/asm.img
-arfd_pid= sshd_pid= arfm_pid= gan_pid= arfd_asm_pid= asmm_pid=
+PORT=7171 PORT_REF=7172
+EP=tcp:$IP_S:$PORT EP_REF=tcp:$IP_S:$PORT_REF
+M_ARF=$tmp/mnt/arf M_SSH=$tmp/mnt/sshfs M_REF=$tmp/mnt/ref
+EXP=$tmp/srv/export IMG=$tmp/srv/arf.img IMG_REF=$tmp/srv/ref.img
+arfd_pid= sshd_pid= arfm_pid= gan_pid= arfd_ref_pid= refm_pid=
 
 cleanup() {
 	trap - EXIT
-	unmount "$M_ARF"; unmount "$M_SSH"; unmount "$M_ASM"
+	unmount "$M_ARF"; unmount "$M_SSH"; unmount "$M_REF"
 	[ -n "$arfm_pid" ] && kill -KILL "$arfm_pid" 2>/dev/null
-	[ -n "$asmm_pid" ] && kill -KILL "$asmm_pid" 2>/dev/null
-	stop "$sshd_pid"; stop "$gan_pid"; stop "$arfd_pid"; stop "$arfd_asm_pid"
+	[ -n "$refm_pid" ] && kill -KILL "$refm_pid" 2>/dev/null
+	stop "$sshd_pid"; stop "$gan_pid"; stop "$arfd_pid"; stop "$arfd_ref_pid"
 	net_down
 	rm -rf "$shm"
-	if mounted "$M_ARF" || mounted "$M_SSH" || mounted "$M_ASM"; then
+	if mounted "$M_ARF" || mounted "$M_SSH" || mounted "$M_REF"; then
 		echo "run.sh: a mount is still there, $tmp left"
 	else
 		rm -rf "$tmp"
@@ -147,24 +159,28 @@ die() { echo "run.sh: $*" >&2; exit 1; }
 now() { echo "$EPOCHREALTIME"; }
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 
-mkdir -p "$tmp/bin/arfseg" "$EXP" "$tmp/ssh" "$tmp/nfs" "$M_ARF" "$M_SSH" "$M_ASM" "$tmp/log" "$tmp/out"
+mkdir -p "$tmp/bin/arfseg" "$EXP" "$tmp/ssh" "$tmp/nfs" "$M_ARF" "$M_SSH" "$M_REF" "$tmp/log" "$tmp/out"
 # a copy of the programs: others may rebuild build/ while this runs
 cp "$BUILD/arf" "$BUILD/arfd" "$tmp/bin/" && cp "$BUILD"/arfseg/*.pno "$tmp/bin/arfseg/" ||
 	die "cannot copy the programs from $BUILD"
 BIN=$tmp/bin
-# --compare-asm: each side's segments (statfs.pno has no C version: the same for both), and
-# the exports the assembly lacks (a row that needs one fails on the asm side and says so)
-SEGENV_C="ARF_OPS_SEG=$BIN/arfseg/ops.pno ARF_DATA_SEG=$BIN/arfseg/data.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
-SEGENV_ASM="ARF_OPS_SEG=$BIN/arfseg/ops_asm.pno ARF_DATA_SEG=$BIN/arfseg/data_asm.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
-ONLY_C=
+# --compare-segs: each side's segments (DIR's copied too: its build may be remade while this
+# runs), and the exports the ref segments lack (a row that needs one fails on the ref side
+# and says so)
+SEGENV_NEW="ARF_OPS_SEG=$BIN/arfseg/ops.pno ARF_DATA_SEG=$BIN/arfseg/data.pno ARF_STATFS_SEG=$BIN/arfseg/statfs.pno"
+SEGENV_REF="ARF_OPS_SEG=$BIN/ref/ops.pno ARF_DATA_SEG=$BIN/ref/data.pno ARF_STATFS_SEG=$BIN/ref/statfs.pno"
+ONLY_NEW= REF_REV=
 if [ "$CMP" = 1 ]; then
 	cp "$BUILD/pndis" "$BIN/" || die "cannot copy $BUILD/pndis"
+	mkdir -p "$BIN/ref" && for s in $SEGS; do cp "$REF_DIR/$s.pno" "$BIN/ref/" || die "cannot copy $REF_DIR/$s.pno"; done
 	exports_of() { "$BIN/pndis" "$1" | awk '$1 == ".export" { print $2 }' | sort; }
-	for s in ops data; do
-		x=$(comm -23 <(exports_of "$BIN/arfseg/$s.pno") <(exports_of "$BIN/arfseg/${s}_asm.pno") | paste -sd ' ' -)
-		[ -n "$x" ] && ONLY_C+="${ONLY_C:+; }$s.pno: $x"
+	for s in $SEGS; do
+		x=$(comm -23 <(exports_of "$BIN/arfseg/$s.pno") <(exports_of "$BIN/ref/$s.pno") | paste -sd ' ' -)
+		[ -n "$x" ] && ONLY_NEW+="${ONLY_NEW:+; }$s.pno: $x"
 	done
-	echo "run.sh: exports in C only (absent from the assembly): ${ONLY_C:-none}"
+	echo "run.sh: exports only in the new segments: ${ONLY_NEW:-none}"
+	# the checkout DIR belongs to, when it is one
+	REF_REV=$(git -C "$REF_DIR" describe --always --dirty 2>/dev/null)
 fi
 if [ -z "$NFS_WHY" ]; then
 	cc -O2 -o "$BIN/nfs_tree" "$HERE/nfs_tree.c" -lnfs 2>"$tmp/log/cc" ||
@@ -233,15 +249,15 @@ ns_s timeout 3600 "$BIN/arf" import --no-progress "$EXP" "$EP:/" >"$tmp/log/impo
 IMPORT_S=$(since "$t0")
 echo "run.sh: arf import of the corpus: $IMPORT_S s"
 if [ "$CMP" = 1 ]; then
-	# the asm side: its own image and arfd, the corpus imported the same way (C segments:
-	# the import is not measured, and so both images are laid out alike)
+	# the ref side: its own image and arfd, the corpus imported the same way (this build's
+	# segments: the import is not measured, and so both images are laid out alike)
 	c_pid=$arfd_pid
-	timeout 120 "$BIN/arf" mkfs "$IMG_ASM" --size "${IMG_MIB}M" >"$tmp/log/mkfs.asm" 2>&1 ||
-		{ cat "$tmp/log/mkfs.asm"; die "arf mkfs (asm side) failed"; }
-	arfd_up "$BIN/arfd" "$IMG_ASM" "$EP_ASM" "$tmp/log/arfd.asm"
-	arfd_asm_pid=$arfd_pid arfd_pid=$c_pid
-	ns_s timeout 3600 "$BIN/arf" import --no-progress "$EXP" "$EP_ASM:/" >"$tmp/log/import.asm" 2>&1 ||
-		{ tail -n 5 "$tmp/log/import.asm"; die "arf import (asm side) failed"; }
+	timeout 120 "$BIN/arf" mkfs "$IMG_REF" --size "${IMG_MIB}M" >"$tmp/log/mkfs.ref" 2>&1 ||
+		{ cat "$tmp/log/mkfs.ref"; die "arf mkfs (ref side) failed"; }
+	arfd_up "$BIN/arfd" "$IMG_REF" "$EP_REF" "$tmp/log/arfd.ref"
+	arfd_ref_pid=$arfd_pid arfd_pid=$c_pid
+	ns_s timeout 3600 "$BIN/arf" import --no-progress "$EXP" "$EP_REF:/" >"$tmp/log/import.ref" 2>&1 ||
+		{ tail -n 5 "$tmp/log/import.ref"; die "arf import (ref side) failed"; }
 else
 	sshd_up "$tmp/log/sshd"
 fi
@@ -291,17 +307,17 @@ fi
 # ---- client mounts (a fresh one before each row: cold client caches)
 n_mount=0
 mount_arf() {
-	# explicit segments with --compare-asm (the same files the mount would find beside arf)
-	# shellcheck disable=SC2046  # SEGENV_C is VAR=VALUE words
-	arf_mount_at arfm_pid "$EP" "$M_ARF" arf-mount $([ "$CMP" = 1 ] && echo "$SEGENV_C")
+	# explicit segments with --compare-segs (the same files the mount would find beside arf)
+	# shellcheck disable=SC2046  # SEGENV_NEW is VAR=VALUE words
+	arf_mount_at arfm_pid "$EP" "$M_ARF" arf-mount $([ "$CMP" = 1 ] && echo "$SEGENV_NEW")
 }
 umount_arf() { arf_umount_at arfm_pid "$M_ARF"; }
-# the asm side (--compare-asm): the same mount, its own arfd, the assembly segments
-mount_asm() {
-	# shellcheck disable=SC2086  # SEGENV_ASM is VAR=VALUE words
-	arf_mount_at asmm_pid "$EP_ASM" "$M_ASM" asm-mount $SEGENV_ASM
+# the ref side (--compare-segs): the same mount, its own arfd, DIR's segments
+mount_ref() {
+	# shellcheck disable=SC2086  # SEGENV_REF is VAR=VALUE words
+	arf_mount_at refm_pid "$EP_REF" "$M_REF" ref-mount $SEGENV_REF
 }
-umount_asm() { arf_umount_at asmm_pid "$M_ASM"; }
+umount_ref() { arf_umount_at refm_pid "$M_REF"; }
 mount_sshfs() {
 	ns_c timeout 30 sshfs -F "$tmp/ssh/ssh_config" -o no_contain_symlinks "bench:$EXP" "$M_SSH" 2>"$tmp/log/sshfs-mount" ||
 		{ echo "run.sh: sshfs failed: $(tr '\n' ' ' <"$tmp/log/sshfs-mount")" >&2; return 1; }
@@ -328,7 +344,7 @@ if [ -n "$ROWS_ONLY" ]; then
 	ROWS=("${keep[@]}")
 fi
 SYSTEMS="local arf arf_local arfmnt sshfs nfs"
-[ "$CMP" = 1 ] && SYSTEMS="local arf asm arfmnt asmmnt"
+[ "$CMP" = 1 ] && SYSTEMS="local arf ref arfmnt refmnt"
 # the command of one system for one row, run by bash -c after `eval set -- $A` (the options
 # and pattern as "$@"), with $T (big or tree) exported; output to stdout
 sys_cmd() {   # system target
@@ -336,8 +352,8 @@ sys_cmd() {   # system target
 	local) echo 'cd "$EXP" && grep "$@" $T' ;;
 	arf) echo '"$BIN/arf" grep "$@" "$EP:/$T"' ;;
 	arf_local) echo '"$BIN/arf" grep --local "$@" "$EP:/$T"' ;;
-	asm) echo 'env $SEGENV_ASM "$BIN/arf" grep "$@" "$EP_ASM:/$T"' ;;
-	asmmnt) echo 'cd "$M_ASM" && grep "$@" $T' ;;
+	ref) echo 'env $SEGENV_REF "$BIN/arf" grep "$@" "$EP_REF:/$T"' ;;
+	refmnt) echo 'cd "$M_REF" && grep "$@" $T' ;;
 	arfmnt) echo 'cd "$M_ARF" && grep "$@" $T' ;;
 	sshfs) echo 'cd "$M_SSH" && grep "$@" $T' ;;
 	nfs) if [ "$2" = big ]; then
@@ -369,7 +385,7 @@ run_one() {   # net row_n system
 	IFS='|' read -r name tgt args <<<"${ROWS[$((i - 1))]}"
 	STATUS[$k]=; SEC[$k]=; LINES[$k]=; MATCH[$k]=; CPU[$k]=
 	local dpid= c0 c
-	case $sys in arf|arfmnt) dpid=$(arfd_of "$arfd_pid") ;; asm|asmmnt) dpid=$(arfd_of "$arfd_asm_pid") ;; esac
+	case $sys in arf|arfmnt) dpid=$(arfd_of "$arfd_pid") ;; ref|refmnt) dpid=$(arfd_of "$arfd_ref_pid") ;; esac
 	[ "$CMP" = 1 ] || dpid=
 	case $sys in
 	nfs) [ -n "$NFS_WHY" ] && { STATUS[$k]=n/a; return; } ;;
@@ -377,12 +393,12 @@ run_one() {   # net row_n system
 	esac
 	t=$ROW_T; [ "$sys" = arf_local ] && t=$LOCAL_T
 	out=$tmp/out/$net.$i.$sys
-	export A="$args" T=$tgt EXP BIN EP M_ARF M_SSH NFS_URL SHM=$shm EP_ASM M_ASM SEGENV_ASM
+	export A="$args" T=$tgt EXP BIN EP M_ARF M_SSH NFS_URL SHM=$shm EP_REF M_REF SEGENV_REF
 	for r in $(seq "$REPS"); do
 		# cold client caches: fresh mounts; the servers' page cache is warm for all
 		case $sys in
 		arfmnt) umount_arf; mount_arf || { STATUS[$k]="mount failed"; return; } ;;
-		asmmnt) umount_asm; mount_asm || { STATUS[$k]="mount failed"; return; } ;;
+		refmnt) umount_ref; mount_ref || { STATUS[$k]="mount failed"; return; } ;;
 		sshfs) unmount "$M_SSH"; mount_sshfs || { STATUS[$k]="mount failed"; return; } ;;
 		esac
 		[ -n "$dpid" ] && c0=$(cpu_s "$dpid")
@@ -410,7 +426,7 @@ run_one() {   # net row_n system
 	# the check: the output, names made relative (arf prints ENDPOINT:/tree/..., either side's), sorted for
 	# -r (each walks the directories in its own order), against local GNU grep's
 	local md5
-	md5=$(sed "s|^$EP:/||; s|^$EP_ASM:/||" "$out" | { [ "$tgt" = tree ] && sort || cat; } | md5sum | cut -c1-32)
+	md5=$(sed "s|^$EP:/||; s|^$EP_REF:/||" "$out" | { [ "$tgt" = tree ] && sort || cat; } | md5sum | cut -c1-32)
 	LINES[$k]=$(wc -l <"$out")
 	if [ "$sys" = local ]; then REF_MD5=$md5; MATCH[$k]=ref
 	elif [ "$md5" = "$REF_MD5" ]; then MATCH[$k]=same
@@ -423,16 +439,16 @@ machine+=" $(free -g | awk '/^Mem:/ { print $2 }') GiB, kernel $(uname -r)"
 echo "run.sh: $machine; load $(cut -d' ' -f1-3 /proc/loadavg); rows bounded by ${ROW_T}s (--local ${LOCAL_T}s)"
 # warm the servers' page cache: the export directory and the image
 (cd "$EXP" && tar -c . | cat >/dev/null); cat "$IMG" >/dev/null
-[ "$CMP" = 1 ] && cat "$IMG_ASM" >/dev/null
+[ "$CMP" = 1 ] && cat "$IMG_REF" >/dev/null
 declare -A FIRST
 n_row=0
 for NET in $NETS; do
 	set_net
 	for i in $(seq ${#ROWS[@]}); do
-		# --compare-asm: which side goes first alternates from row to row
+		# --compare-segs: which side goes first alternates from row to row
 		order=$SYSTEMS
-		[ "$CMP" = 1 ] && [ $(( (n_row + ASM_FIRST) % 2 )) = 1 ] && order="local asm arf asmmnt arfmnt"
-		FIRST[$NET|$i]=$([ "$order" = "$SYSTEMS" ] && echo C || echo asm)
+		[ "$CMP" = 1 ] && [ $(( (n_row + REF_FIRST) % 2 )) = 1 ] && order="local ref arf refmnt arfmnt"
+		FIRST[$NET|$i]=$([ "$order" = "$SYSTEMS" ] && echo new || echo ref)
 		n_row=$((n_row + 1))
 		for sys in $order; do
 			run_one "$NET" "$i" "$sys"
@@ -442,7 +458,7 @@ for NET in $NETS; do
 				"${SEC[$k]:--}" "${LINES[$k]:--}" "${STATUS[$k]}" "${MATCH[$k]}" "${CPU[$k]:+ (arfd CPU ${CPU[$k]} s)}"
 		done
 	done
-	umount_arf; unmount "$M_SSH"; umount_asm
+	umount_arf; unmount "$M_SSH"; umount_ref
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -453,9 +469,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "" && b > 0) prin
 # the CPU ratio only when both used at least 5 ticks (below, it is mostly rounding)
 cpuratio() { awk -v a="$1" -v b="$2" -v t="$TICK" 'BEGIN { if (a != "" && b != "" && a * t >= 5 && b * t >= 5) printf "%.2f", a / b }'; }
 if [ "$CMP" = 1 ]; then
-	# --compare-asm's own table: C against assembly, arf grep and GNU grep over the mount
+	# --compare-segs's own table: new segments against ref, arf grep and GNU grep over the mount
 	{
-		echo "net,row_n,row,target,grep_args,lines,local_s,arf_s,asm_s,arfmnt_s,asmmnt_s,grep_asm_over_c,mnt_asm_over_c,first,check,notes,arf_cpu_s,asm_cpu_s,arfmnt_cpu_s,asmmnt_cpu_s,grep_cpu_asm_over_c,mnt_cpu_asm_over_c"
+		echo "net,row_n,row,target,grep_args,lines,local_s,arf_s,ref_s,arfmnt_s,refmnt_s,grep_ref_over_new,mnt_ref_over_new,first,check,notes,arf_cpu_s,ref_cpu_s,arfmnt_cpu_s,refmnt_cpu_s,grep_cpu_ref_over_new,mnt_cpu_ref_over_new"
 		for NET in $NETS; do
 			for i in $(seq ${#ROWS[@]}); do
 				IFS='|' read -r name tgt args <<<"${ROWS[$((i - 1))]}"
@@ -471,34 +487,35 @@ if [ "$CMP" = 1 ]; then
 					[ "${MATCH[$k]}" = MISMATCH ] && { check=MISMATCH; notes+="$sys: output differs (${LINES[$k]} lines); "; }
 				done
 				declare -A C=()
-				for sys in arf asm arfmnt asmmnt; do C[$sys]=${CPU[$NET|$i|$sys]}; done
-				echo "$NET,$i,$name,$tgt,$args,${LINES[$NET|$i|local]},${S[local]},${S[arf]},${S[asm]},${S[arfmnt]},${S[asmmnt]},$(ratio "${S[asm]}" "${S[arf]}"),$(ratio "${S[asmmnt]}" "${S[arfmnt]}"),${FIRST[$NET|$i]},$check,${notes//,/;},${C[arf]},${C[asm]},${C[arfmnt]},${C[asmmnt]},$(cpuratio "${C[asm]}" "${C[arf]}"),$(cpuratio "${C[asmmnt]}" "${C[arfmnt]}")"
+				for sys in arf ref arfmnt refmnt; do C[$sys]=${CPU[$NET|$i|$sys]}; done
+				echo "$NET,$i,$name,$tgt,$args,${LINES[$NET|$i|local]},${S[local]},${S[arf]},${S[ref]},${S[arfmnt]},${S[refmnt]},$(ratio "${S[ref]}" "${S[arf]}"),$(ratio "${S[refmnt]}" "${S[arfmnt]}"),${FIRST[$NET|$i]},$check,${notes//,/;},${C[arf]},${C[ref]},${C[arfmnt]},${C[refmnt]},$(cpuratio "${C[ref]}" "${C[arf]}"),$(cpuratio "${C[refmnt]}" "${C[arfmnt]}")"
 				unset C
 				unset S
 			done
 		done
 	} >"$csv"
 	{
-		echo "ARF's operations in C vs in assembly: arf grep and GNU grep over arf mount; $(date -u '+%Y-%m-%d %H:%M') UTC, bench/grep/run.sh --compare-asm$([ "$QUICK" = 1 ] && echo ' --quick')${MOPTS:+ --mount-opts $MOPTS}$([ "$ASM_FIRST" = 1 ] && echo ' --asm-first')"
-		echo "tree: $CORPUS, $N_FILES files, $TREE_MB MB; big: $BIG_NAME of the tree's files concatenated; arf import took $IMPORT_S s (C side)"
+		echo "ARF's segments, this build's (new) vs a reference (ref): arf grep and GNU grep over arf mount; $(date -u '+%Y-%m-%d %H:%M') UTC, bench/grep/run.sh --compare-segs $REF_DIR$([ "$QUICK" = 1 ] && echo ' --quick')${MOPTS:+ --mount-opts $MOPTS}$([ "$REF_FIRST" = 1 ] && echo ' --ref-first')"
+		echo "tree: $CORPUS, $N_FILES files, $TREE_MB MB; big: $BIG_NAME of the tree's files concatenated; arf import took $IMPORT_S s (new side)"
 		echo "machine: $machine"
 		echo "programs: $BUILD_DESC"
-		echo "C: ops.pno data.pno; asm: ops_asm.pno data_asm.pno (ARF_OPS_SEG, ARF_DATA_SEG); both statfs.pno; exports in C only: ${ONLY_C:-none}"
+		echo "new: $BUILD/arfseg/{ops,data,statfs}.pno; ref (ARF_OPS_SEG, ARF_DATA_SEG, ARF_STATFS_SEG): $REF_DIR/{ops,data,statfs}.pno${REF_REV:+ (tree at $REF_REV)}"
+		echo "exports only in the new segments: ${ONLY_NEW:-none}"
 		echo "arf mount options: ${MOPTS:-none}"
 		echo "each side its own arfd and image; load average (1, 5, 15 min) at the end: $LOAD_END"
 		echo "seconds (best of $REPS); each mount fresh before its row; first: the side that ran first in the row"
-		echo "asm/C > 1: C faster (grep: arf grep, the scan in arfd; mnt: GNU grep over arf mount)"
+		echo "ref/new > 1: new faster (grep: arf grep, the scan in arfd; mnt: GNU grep over arf mount)"
 		echo "after the second |: seconds of CPU each side's arfd used in the row (g: arf grep, m: over the mount) (ticks of $((1000 / TICK)) ms; least of the reps); cpu ratios from 5 ticks each"
 		echo
-		printf '%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s | %5s %5s %5s %5s %6s %6s  %s\n' net row on lines local arf-C arf-asm mnt-C mnt-asm \
-			"grep a/C" "mnt a/C" first "g-C" "g-asm" "m-C" "m-asm" "g a/C" "m a/C" check
+		printf '%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s | %5s %5s %5s %5s %6s %6s  %s\n' net row on lines local arf-new arf-ref mnt-new mnt-ref \
+			"grep r/n" "mnt r/n" first "g-new" "g-ref" "m-new" "m-ref" "g r/n" "m r/n" check
 		awk -F, 'function f(x) { return x == "" ? "-" : x }
 		NR > 1 { printf "%-9s %-10s %-5s %7s %7s %7s %7s %7s %7s | %8s %8s %5s | %5s %5s %5s %5s %6s %6s  %s%s\n", $1, $3, $4, f($6),
 			f($7), f($8), f($9), f($10), f($11), f($12), f($13), $14, f($17), f($18), f($19), f($20), f($21), f($22), $15,
 			($16 != "" ? "  (" $16 ")" : "") }' "$csv"
 	} >"$txt"
 	cat "$txt"
-	echo "plot: none for --compare-asm"
+	echo "plot: none for --compare-segs"
 	echo "csv: $csv"
 	exit 0
 fi
