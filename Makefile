@@ -43,7 +43,7 @@ CPPFLAGS += -Igrep
 # BPF back end, then pncc).  arf/data.pna and arf/ops.pna are no longer installed: they are
 # the references the C segments arf/data.c and arf/ops.c are compared with
 # (tests/unit/test_arf_datadiff.c, test_arf_opsdiff.c), built as data_asm.pno, ops_asm.pno.
-ARF_SEG_C := arf/data.c arf/ops.c
+ARF_SEG_C := arf/data.c arf/ops.c arf/deleg.c arf/stripe.c
 ARF_SEG_REF := arf/data.pna arf/ops.pna
 arf_SRC   := $(filter-out arf/arf.c arf/genlayout.c arf/fuse.c arf/grep.c $(ARF_SEG_C), $(wildcard arf/*.c))
 ARF_C_SEGS := $(patsubst arf/%.c,$(BUILD)/arfseg/%.pno,$(ARF_SEG_C))
@@ -160,6 +160,7 @@ $(ARF_REF_SEGS:.pno=.pna): $(BUILD)/arfseg/%_asm.pna: arf/%.pna $(BUILD)/genlayo
 $(ARF_C_SEGS:.pno=.o): $(BUILD)/arfseg/%.o: arf/%.c arf/layout.h arf/layout.def cc/activerdma/ar.h isa/ops.def
 	@mkdir -p $(dir $@)
 	$(BPF_CC) $(BPF_CFLAGS) -Wextra -ffreestanding -Icc -Iisa -Iarf -c $< -o $@
+$(BUILD)/arfseg/stripe.o: arf/data.c      # includes it whole
 $(ARF_C_SEGS): $(BUILD)/arfseg/%.pno: $(BUILD)/arfseg/%.o $(BUILD)/pncc
 	$(BUILD)/pncc -o $@ $<
 

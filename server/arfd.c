@@ -162,6 +162,9 @@ static void reload(int argc, char **argv, bool use_syslog)
 			free((char *)cfg->listen[i]);
 		free((char *)cfg->secret);
 		free((char *)cfg->admin_secret);
+		free((char *)cfg->cluster_key);
+		for (unsigned i = 0; i < cfg->n_members; i++)
+			free((char *)cfg->members[i]);
 		free((char *)cfg->arf_image);
 		free(cfg);
 	}
