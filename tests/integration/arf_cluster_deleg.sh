@@ -9,7 +9,9 @@
 # client's own counters (1 sent, 1 received) and the servers' STATS (the metadata server
 # forwards 1 and answers none, the data server receives 1 and sends 1: 3 messages, n+1);
 # hostile input: a member index arfd does not have, a forwarded request the data server
-# rejects (a segment id it does not hold), a data server killed (an error within 10 s).
+# rejects (a segment id it does not hold), a data server killed (an error within 10 s);
+# servers with a secret (the data server takes the forwarded read on its member's word; a
+# client without the secret is refused before anything is forwarded).
 #
 #   BUILD=build sh tests/integration/arf_cluster_deleg.sh     prints "N passed, N failed" last
 # Every call is bounded by `timeout`; on exit whatever was started is killed.
@@ -138,6 +140,21 @@ contains "data server down: the message names the member" "$tmp/err" "$ep_1"
 run "$BUILD/arf" cluster cat --offset $U --length 100 "$M:/d/big"; check_rc "a stripe on a live server" 0 $?
 tail -c +$((U + 1)) "$tmp/src/big" | head -c 100 >"$tmp/want"
 if cmp -s "$tmp/out" "$tmp/want"; then ok; else bad "a stripe on a live server: bytes differ"; fi
+
+# ---- servers with a secret: the client proves it to the metadata server only; the data
+# server takes the forwarded read on its member's word (a client's rights)
+printf 'a long random secret %s\n' "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$tmp/secret"
+server 5 64M --secret-file "$tmp/secret"
+server 4 64M --secret-file "$tmp/secret" --member "$ep_5"
+export ARC_SECRET="$(head -n 1 "$tmp/secret")"
+run "$BUILD/arf" cluster init --stripe-unit 64K "$ep_4" "$ep_5"; check_rc "secret: init" 0 $?
+run "$BUILD/arf" import "$tmp/src" "$ep_4:/d"; check_rc "secret: import" 0 $?
+run "$BUILD/arf" cluster cat "$ep_4:/d/big"; check_rc "secret: cat" 0 $?
+if cmp -s "$tmp/out" "$tmp/src/big"; then ok; else bad "secret: cat: bytes differ"; fi
+unset ARC_SECRET
+run "$BUILD/arf" cluster cat "$ep_4:/d/small"
+same "no secret: exit status" "$?" 1
+contains "no secret: refused" "$tmp/err" "secret"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
