@@ -1250,9 +1250,9 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		free(rx->buf);
 		return;
 	}
-	pthread_mutex_lock(&pn->lock);
+	/* (no lock: an anonymous peer's claim is set before its connection is attached, so
+	 * before any of its messages is delivered, and stays until the record is reused) */
 	struct pn_addr origin = reply_addr(rx->from);
-	pthread_mutex_unlock(&pn->lock);
 	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
 	                    .origin = origin, .fwd_by = rx->fwd_by, .buf = rx->buf, .len = h->len,
 	                    .sr = sr };
