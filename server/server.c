@@ -1338,7 +1338,6 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 
 /* ---- host hooks every arfd offers ---- */
 
-
 /* forward(k): when this run returns (>= 0, no trap), do not answer its client: send the
  * run's output, an EXEC request body (docs/protocol.md), to cluster member k (arfd
  * --member, in order), which runs it and answers the client directly (Paradis-Net's
@@ -1348,9 +1347,9 @@ static int64_t hook_forward(struct vm_hook_ctx *ctx, int64_t k)
 {
 	struct arfd *s = vm_hook_user(ctx);
 	if (!tls_forward_ok || k < 0 || (uint64_t)k >= s->cfg.n_members)
-		return -22;
+		return -EINVAL;            /* (segments see Linux errno values, as ARF's do) */
 	if (tls_forward_to >= 0)
-		return -114;
+		return -EALREADY;
 	tls_forward_to = (int)k;
 	return 0;
 }
