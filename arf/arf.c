@@ -39,7 +39,7 @@ static void usage(FILE *f)
 	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
 	"       arf cluster init [--stripe-unit SIZE] META_ENDPOINT DATA_ENDPOINT...\n"
 	"       arf cluster show META_ENDPOINT\n"
-	"       arf cluster cat [--offset N] [--length N] [--stats] META_ENDPOINT:/PATH\n"
+	"       arf cluster cat [--offset N] [--length N] [--stats] [--direct] META_ENDPOINT:/PATH\n"
 	"       arf --help\n"
 	"\n"
 	"  mkfs   create IMAGE (a sparse file; an existing file is overwritten) holding an empty\n"
@@ -234,13 +234,15 @@ static int cmd_fsck(int argc, char **argv)
 	return rc;
 }
 
-/* arf cluster cat [--offset N] [--length N] [--stats] META_ENDPOINT:/PATH: a file's bytes
- * through the metadata server alone, each stripe piece delegated to its data server
- * (arf_cl_read_delegated); --stats: this client's messages for the reads, to stderr. */
+/* arf cluster cat [--offset N] [--length N] [--stats] [--direct] META_ENDPOINT:/PATH: a
+ * file's bytes through the metadata server alone, each stripe piece delegated to its data
+ * server (arf_cl_read_delegated); --stats: this client's messages for the reads, to stderr;
+ * --direct: the ordinary path instead (the data servers reached, the objects looked up,
+ * then read: arf_cl_read), to compare. */
 static int cluster_cat(int argc, char **argv)
 {
 	uint64_t off = 0, len = UINT64_MAX;
-	bool stats = false;
+	bool stats = false, direct = false;
 	const char *remote = NULL;
 	for (int i = 1; i < argc; i++) {
 		if ((!strcmp(argv[i], "--offset") || !strcmp(argv[i], "--length")) && i + 1 < argc) {
@@ -253,6 +255,8 @@ static int cluster_cat(int argc, char **argv)
 			i++;
 		} else if (!strcmp(argv[i], "--stats")) {
 			stats = true;
+		} else if (!strcmp(argv[i], "--direct")) {
+			direct = true;
 		} else if (argv[i][0] != '-' && !remote) {
 			remote = argv[i];
 		} else {
@@ -316,14 +320,27 @@ static int cluster_cat(int argc, char **argv)
 	len = off >= at.size ? 0 : len < at.size - off ? len : at.size - off;
 	uint64_t s0, r0, s1, r1;
 	arc_net_counts(a, &s0, &r0);
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"), .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	struct arf_cluster *cl = direct ? arf_cluster_open(a, desc, &dao, ops_seg, data_seg, err,
+	                                                   sizeof err) : NULL;
+	struct arf_cl_file *cf = cl ? arf_cl_file_open(cl, (uint64_t)ino, at.gen) : NULL;
+	if (direct && !cf) {
+		fprintf(stderr, "arf cluster cat: %s: %s\n", meta, cl ? "out of memory" : err);
+		arf_cluster_close(cl);
+		goto out_route;
+	}
 	enum { CHUNK = 1 << 20 };
 	buf = malloc(CHUNK);
 	while (buf && len > 0) {
 		size_t want = len < CHUNK ? (size_t)len : CHUNK;
-		int64_t got = arf_cl_read_delegated(a, &route, stripe, stripe_len, desc, (uint64_t)ino,
+		int64_t got = direct ? arf_cl_read(cf, off, buf, want) :
+		              arf_cl_read_delegated(a, &route, stripe, stripe_len, desc, (uint64_t)ino,
 		                                    off, buf, want, err, sizeof err);
 		if (got < 0) {
-			fprintf(stderr, "arf cluster cat: %s: %s\n", path, err);
+			fprintf(stderr, "arf cluster cat: %s: %s\n", path, direct ? arf_cl_errmsg(cf) : err);
+			arf_cl_file_close(cf);
+			arf_cluster_close(cl);
 			goto out_route;
 		}
 		if (got > 0 && fwrite(buf, 1, (size_t)got, stdout) != (size_t)got) {
@@ -337,6 +354,8 @@ static int cluster_cat(int argc, char **argv)
 	}
 	rc = buf ? 0 : 1;
 	arc_net_counts(a, &s1, &r1);
+	arf_cl_file_close(cf);
+	arf_cluster_close(cl);
 	if (stats)
 		fprintf(stderr, "client.msgs_sent %llu\nclient.msgs_recv %llu\n",
 		        (unsigned long long)(s1 - s0), (unsigned long long)(r1 - r0));

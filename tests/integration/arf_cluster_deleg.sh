@@ -7,7 +7,8 @@
 # it, which answers the client directly.  Checked: the bytes (whole files across stripe
 # edges, a range, an empty file, a hole); the message counts of one small read from the
 # client's own counters (1 sent, 1 received) and the servers' STATS (the metadata server
-# forwards 1 and answers none, the data server receives 1 and sends 1: 3 messages, n+1);
+# forwards 1 and answers none, the data server receives 1 and sends 1: 3 messages, n+1;
+# the same read the ordinary way, --direct, for comparison: 5 sent and 5 received);
 # hostile input: a member index arfd does not have, a forwarded request the data server
 # rejects (a segment id it does not hold), a data server killed (an error within 10 s);
 # servers with a secret (the data server takes the forwarded read on its member's word; a
@@ -104,7 +105,14 @@ mr=$(( $(d net.msgs_recv "$tmp/m1" "$tmp/m2") - $(d net.msgs_recv "$tmp/m0" "$tm
 ms=$(( $(d net.msgs_sent "$tmp/m1" "$tmp/m2") - $(d net.msgs_sent "$tmp/m0" "$tmp/m1") ))
 same "metadata server: forwards" "$mf $mx" "1 1"
 same "metadata server: one message sent for each received" "$ms" "$mr"
-echo "arf_cluster_deleg.sh: one small read: client sent $csent, received $crecv; metadata server forwarded $mf (received $mr, sent $ms for cat, setup included); data server received $dr, sent $dr: $((csent + mf + ds)) messages (n+1 = 3; asking each in turn: 4)"
+# the same read the ordinary way (the data server reached, the object looked up, read):
+# the client's own messages only, at least 2 round trips beside the metadata server's
+run "$BUILD/arf" cluster cat --stats --direct "$M:/d/small"; check_rc "cat --direct" 0 $?
+if cmp -s "$tmp/out" "$tmp/src/small"; then ok; else bad "cat --direct: bytes differ"; fi
+dsent=$(sed -n 's/^client.msgs_sent //p' "$tmp/err")
+drecv=$(sed -n 's/^client.msgs_recv //p' "$tmp/err")
+[ "$dsent" -ge 2 ] && [ "$drecv" -ge 2 ] && ok || bad "direct: client sent '$dsent', received '$drecv'"
+echo "arf_cluster_deleg.sh: one small read, delegated: client sent $csent, received $crecv; metadata server forwarded $mf (received $mr, sent $ms for cat, setup included); data server received $dr, sent $ds: $((csent + mf + ds)) messages (n+1 = 3; asking each in turn: 4).  Direct, data server not reached yet: client sent $dsent, received $drecv"
 
 # ---- hostile input
 ino=$(timeout "$T" "$BUILD/arc" run "$M" "$BUILD/arfseg/ops.pno" --entry lookup --arg 1 --args-str /d/small 2>&1 | sed -n 's/^result: //p')
