@@ -27,7 +27,11 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 		                      .entry = "route", .args = args, .n_args = 5,
 		                      .argbytes = whole ? stripe : (const void *)id,
 		                      .argbytes_len = whole ? stripe_len : AR_ID_LEN,
-		                      .out_max = desc->unit, .delegated = 1 };
+		                      /* route's output is the request it forwards (stripe.pno
+		                       * whole, maybe); the data server's reply is at most a unit */
+		                      .out_max = desc->unit > stripe_len + 4096 ? desc->unit :
+		                                 stripe_len + 4096,
+		                      .delegated = 1 };
 		int rc = arc_exec(meta, &x);
 		if (rc == -AR_ENOSEG && !whole) {
 			free(x.out);

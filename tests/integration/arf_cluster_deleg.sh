@@ -155,7 +155,7 @@ printf 'a long random secret %s\n' "$(head -c 16 /dev/urandom | od -An -tx1 | tr
 server 5 64M --secret-file "$tmp/secret"
 server 4 64M --secret-file "$tmp/secret" --member "$ep_5"
 export ARC_SECRET="$(head -n 1 "$tmp/secret")"
-run "$BUILD/arf" cluster init --stripe-unit 64K "$ep_4" "$ep_5"; check_rc "secret: init" 0 $?
+run "$BUILD/arf" cluster init --stripe-unit 4K "$ep_4" "$ep_5"; check_rc "secret: init (4 KiB stripes: stripe.pno sent whole in a request longer than a stripe)" 0 $?
 run "$BUILD/arf" import "$tmp/src" "$ep_4:/d"; check_rc "secret: import" 0 $?
 run "$BUILD/arf" cluster cat "$ep_4:/d/big"; check_rc "secret: cat" 0 $?
 if cmp -s "$tmp/out" "$tmp/src/big"; then ok; else bad "secret: cat: bytes differ"; fi
