@@ -42,7 +42,7 @@ CPPFLAGS += -Igrep
 # ARF's segments: arf/*.c named in ARF_SEG_C (clang's BPF back end, then pncc), installed
 # as arfseg/*.pno.  The hand-written assembly they replaced (ops.pna, data.pna, statfs.pna)
 # left the tree once the C matched it (issue 16; docs/cc.md).
-ARF_SEG_C := arf/data.c arf/ops.c arf/statfs.c
+ARF_SEG_C := arf/data.c arf/ops.c arf/statfs.c arf/deleg.c arf/stripe.c
 arf_SRC   := $(filter-out arf/arf.c arf/fuse.c arf/grep.c $(ARF_SEG_C), $(wildcard arf/*.c))
 ARF_SEGS  := $(patsubst arf/%.c,$(BUILD)/arfseg/%.pno,$(ARF_SEG_C))
 
@@ -143,6 +143,7 @@ $(PROGS) $(TEST_PROGS) $(BUILD)/tests/live_arfd:
 $(ARF_SEGS:.pno=.o): $(BUILD)/arfseg/%.o: arf/%.c arf/layout.h arf/layout.def cc/activerdma/ar.h isa/ops.def
 	@mkdir -p $(dir $@)
 	$(BPF_CC) $(BPF_CFLAGS) -Wextra -ffreestanding -Icc -Iisa -Iarf -c $< -o $@
+$(BUILD)/arfseg/stripe.o: arf/data.c      # includes it whole
 $(ARF_SEGS): $(BUILD)/arfseg/%.pno: $(BUILD)/arfseg/%.o $(BUILD)/pncc
 	$(BUILD)/pncc -o $@ $<
 

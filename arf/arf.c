@@ -15,6 +15,7 @@
 #include "arf_cluster.h"
 #include "arf_data.h"
 #include "arf_ops.h"
+#include "arf_seg.h"
 
 /* fuse.c */
 int arf_cmd_mount(int argc, char **argv);
@@ -38,6 +39,7 @@ static void usage(FILE *f)
 	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
 	"       arf cluster init [--stripe-unit SIZE] META_ENDPOINT DATA_ENDPOINT...\n"
 	"       arf cluster show META_ENDPOINT\n"
+	"       arf cluster cat [--offset N] [--length N] [--stats] [--direct] META_ENDPOINT:/PATH\n"
 	"       arf --help\n"
 	"\n"
 	"  mkfs   create IMAGE (a sparse file; an existing file is overwritten) holding an empty\n"
@@ -232,9 +234,155 @@ static int cmd_fsck(int argc, char **argv)
 	return rc;
 }
 
+/* arf cluster cat [--offset N] [--length N] [--stats] [--direct] META_ENDPOINT:/PATH: a
+ * file's bytes through the metadata server alone, each stripe piece delegated to its data
+ * server (arf_cl_read_delegated); --stats: this client's messages for the reads, to stderr;
+ * --direct: the ordinary path instead (the data servers reached, the objects looked up,
+ * then read: arf_cl_read), to compare. */
+static int cluster_cat(int argc, char **argv)
+{
+	uint64_t off = 0, len = UINT64_MAX;
+	bool stats = false, direct = false;
+	const char *remote = NULL;
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--offset") || !strcmp(argv[i], "--length")) && i + 1 < argc) {
+			uint64_t v;
+			if (parse_size(argv[i + 1], &v) != 0) {
+				fprintf(stderr, "arf cluster cat: %s %s: expected a size\n", argv[i], argv[i + 1]);
+				return 2;
+			}
+			*(argv[i][2] == 'o' ? &off : &len) = v;
+			i++;
+		} else if (!strcmp(argv[i], "--stats")) {
+			stats = true;
+		} else if (!strcmp(argv[i], "--direct")) {
+			direct = true;
+		} else if (argv[i][0] != '-' && !remote) {
+			remote = argv[i];
+		} else {
+			fprintf(stderr, "arf cluster cat: %s: unexpected argument (see arf --help)\n", argv[i]);
+			return 2;
+		}
+	}
+	char *meta = NULL;
+	const char *path = NULL;
+	if (!remote || arf_split_remote(remote, &meta, &path) != 0) {
+		fprintf(stderr, "arf cluster cat: needs META_ENDPOINT:/PATH (see arf --help)\n");
+		return 2;
+	}
+	int rc = 1;
+	char err[1400];
+	char *ops_seg = arf_seg_path("ARF_OPS_SEG", "ops.pno");
+	char *data_seg = arf_seg_path("ARF_DATA_SEG", "data.pno");
+	char *deleg_seg = arf_seg_path("ARF_DELEG_SEG", "deleg.pno");
+	char *stripe_seg = arf_seg_path("ARF_STRIPE_SEG", "stripe.pno");
+	struct arc_opts ao = { .secret = getenv("ARC_SECRET") };
+	struct arf_cluster_desc *desc = calloc(1, sizeof *desc);
+	struct arc *a = desc ? arc_connect(meta, &ao, err, sizeof err) : NULL;
+	struct arf_client *c = a ? arf_client_open(a, ops_seg, err, sizeof err) : NULL;
+	struct arf_data *d = c ? arf_data_open(a, data_seg, err, sizeof err) : NULL;
+	struct arf_seg route;
+	bool route_ok = d && arf_seg_open(&route, a, deleg_seg, NULL, NULL, err, sizeof err) == 0;
+	void *stripe = NULL;
+	size_t stripe_len = 0;
+	char *buf = NULL;
+	if (!route_ok) {
+		fprintf(stderr, "arf cluster cat: %s: %s\n", meta, desc ? err : "out of memory");
+		goto out;
+	}
+	FILE *f = fopen(stripe_seg, "rb");
+	if (f) {
+		stripe = malloc(1 << 20);
+		stripe_len = stripe ? fread(stripe, 1, 1 << 20, f) : 0;
+		fclose(f);
+	}
+	if (!stripe_len) {
+		fprintf(stderr, "arf cluster cat: %s: cannot read it\n", stripe_seg);
+		goto out_route;
+	}
+	if (arf_cluster_read(c, d, desc, err, sizeof err) < 0 || desc->n == 0) {
+		fprintf(stderr, "arf cluster cat: %s: %s\n", meta, desc->n ? err : "not a cluster");
+		goto out_route;
+	}
+	int64_t ino = arf_lookup(c, 1, path);
+	if (ino < 0) {
+		fprintf(stderr, "arf cluster cat: %s: %s\n", path, strerror((int)-ino));
+		goto out_route;
+	}
+	/* the size from the metadata server first, so that the reads stop at the end without
+	 * asking past it (route answers 0 there, itself: one round trip more) */
+	struct arf_attr at;
+	int grc = arf_getattr(c, (uint64_t)ino, &at);
+	if (grc < 0) {
+		fprintf(stderr, "arf cluster cat: %s: %s\n", path, strerror(-grc));
+		goto out_route;
+	}
+	len = off >= at.size ? 0 : len < at.size - off ? len : at.size - off;
+	uint64_t s0, r0, s1, r1;
+	arc_net_counts(a, &s0, &r0);
+	struct arc_opts dao = { .secret = getenv("ARC_SECRET"), .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
+	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
+	struct arf_cluster *cl = direct ? arf_cluster_open(a, desc, &dao, ops_seg, data_seg, err,
+	                                                   sizeof err) : NULL;
+	struct arf_cl_file *cf = cl ? arf_cl_file_open(cl, (uint64_t)ino, at.gen) : NULL;
+	if (direct && !cf) {
+		fprintf(stderr, "arf cluster cat: %s: %s\n", meta, cl ? "out of memory" : err);
+		arf_cluster_close(cl);
+		goto out_route;
+	}
+	enum { CHUNK = 1 << 20 };
+	buf = malloc(CHUNK);
+	while (buf && len > 0) {
+		size_t want = len < CHUNK ? (size_t)len : CHUNK;
+		int64_t got = direct ? arf_cl_read(cf, off, buf, want) :
+		              arf_cl_read_delegated(a, &route, stripe, stripe_len, desc, (uint64_t)ino,
+		                                    off, buf, want, err, sizeof err);
+		if (got < 0) {
+			fprintf(stderr, "arf cluster cat: %s: %s\n", path, direct ? arf_cl_errmsg(cf) : err);
+			arf_cl_file_close(cf);
+			arf_cluster_close(cl);
+			goto out_route;
+		}
+		if (got > 0 && fwrite(buf, 1, (size_t)got, stdout) != (size_t)got) {
+			fprintf(stderr, "arf cluster cat: stdout: %s\n", strerror(errno));
+			goto out_route;
+		}
+		off += (uint64_t)got;
+		len -= (uint64_t)got;
+		if ((size_t)got < want)
+			break;
+	}
+	rc = buf ? 0 : 1;
+	arc_net_counts(a, &s1, &r1);
+	arf_cl_file_close(cf);
+	arf_cluster_close(cl);
+	if (stats)
+		fprintf(stderr, "client.msgs_sent %llu\nclient.msgs_recv %llu\n",
+		        (unsigned long long)(s1 - s0), (unsigned long long)(r1 - r0));
+out_route:
+	arf_seg_close(&route);
+out:
+	fflush(stdout);
+	free(buf);
+	free(stripe);
+	arf_data_close(d);
+	arf_client_close(c);
+	if (a)
+		arc_close(a);
+	free(desc);
+	free(ops_seg);
+	free(data_seg);
+	free(deleg_seg);
+	free(stripe_seg);
+	free(meta);
+	return rc;
+}
+
 /* arf cluster init|show: the cluster description in a metadata image (arf_cluster.h). */
 static int cmd_cluster(int argc, char **argv)
 {
+	if (argc >= 1 && !strcmp(argv[0], "cat"))
+		return cluster_cat(argc, argv);
 	if (argc < 1 || (strcmp(argv[0], "init") != 0 && strcmp(argv[0], "show") != 0)) {
 		fprintf(stderr, "arf cluster: expected init or show (see arf --help)\n");
 		return 2;

@@ -106,6 +106,19 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 /* Read len bytes at off (the caller keeps off + len within the file's size): len, bytes no
  * stripe holds (holes, a missing object) as zeros; or -errno. */
 int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len);
+
+/* Delegation (docs/cluster.md, "Delegation"): read [off, off+len) of regular file ino
+ * through the metadata server alone, without connecting to the data servers: each stripe
+ * piece is one EXEC of deleg.pno's route on meta (route: deleg.pno there, installed or by
+ * id), which forwards it to the data server holding it, and that server answers here
+ * directly (three messages a piece).  stripe, stripe_len: stripe.pno's bytes, sent by id
+ * first and whole when a data server lacks it.  The bytes read (short at the end of the
+ * file), or -errno with a message in msg. */
+struct arf_seg;
+int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const void *stripe,
+                              size_t stripe_len, const struct arf_cluster_desc *desc,
+                              uint64_t ino, uint64_t off, void *buf, size_t len, char *msg,
+                              size_t msglen);
 /* Cut every object to what a file of size bytes keeps on its server (bytes past it would
  * come back as stale data if the file grew again): 0 or -errno. */
 int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);

@@ -645,7 +645,8 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	exec_request(a, &p->req, x, p->sent_inline, id);
 	if (p->sent_inline)
 		id_remember(a, id);
-	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
+	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY,
+	                             .from = x->delegated ? PN_ANY : a->server };
 	p->coop = pn_coop_start(a->pn, &p->d, 1);
 	/* p->req is freed after the Cooperation ended: no copy on a session */
 	int rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len,
@@ -688,7 +689,7 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 			rc = net_err(a, rc);
 		} else if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0) {
 			rc = fail(a, -AR_EPROTO, "malformed reply");
-		} else if (status == -AR_ENOSEG && !p->sent_inline) {
+		} else if (status == -AR_ENOSEG && !p->sent_inline && p->d.got_from == a->server) {
 			/* the server does not have it (yet, or any more): send it along, once */
 			again = inline_now = true;
 		} else if (status == -AR_EDRAINING && drain_again(a, &dw)) {
@@ -706,7 +707,8 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 			exec_request(a, &p->req, x, 1, NULL);   /* inline: no id needed */
 			p->sent_inline = 1;
 		}
-		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
+		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY,
+		                             .from = x->delegated ? PN_ANY : a->server };
 		p->coop = pn_coop_start(a->pn, &p->d, 1);
 		p->rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p,
 		                             p->req.len, PN_SEND_KEEP) : -PN_ENOMEM;
@@ -717,6 +719,14 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 	pthread_mutex_unlock(&a->lock);
 	pending_free(p);
 	return rc;
+}
+
+void arc_net_counts(struct arc *a, uint64_t *msgs_sent, uint64_t *msgs_recv)
+{
+	struct pn_stats st;
+	pn_stats_get(a->pn, &st);
+	*msgs_sent = st.msgs_sent;
+	*msgs_recv = st.msgs_recv;
 }
 
 int arc_exec(struct arc *a, struct arc_exec *x)

@@ -78,6 +78,11 @@ struct arc_exec {
 	uint32_t time_limit_ms;    /* wall-clock limit of the run, below the server's own
 	                            * (arfd --max-run-ms); 0: the server's.  Past it the run traps
 	                            * 'time' */
+	/* 1: the server may hand the run on to a member of its cluster (arfd's forward hook,
+	 * docs/cluster.md "Delegation"), which then answers: the reply is taken from whoever
+	 * sends it, not only from this server (the wait cannot read this server's connection
+	 * itself then).  An ENOSEG in such a reply is the member's, not sent again here. */
+	int delegated;
 	/* results */
 	int64_t value;
 	uint64_t fuel_used;
@@ -142,6 +147,9 @@ struct arc_region {
 };
 /* The server's regions: a malloc'd array in *out (free() it), n in *n. */
 int arc_regions(struct arc *a, struct arc_region **out, unsigned *n);
+/* This client's own Paradis-Net counters (shared by the connections of one endpoint,
+ * arc_connect_also): messages sent and received, so far. */
+void arc_net_counts(struct arc *a, uint64_t *msgs_sent, uint64_t *msgs_recv);
 /* The server's statistics as "name value" lines: malloc'd, NUL-terminated. */
 int arc_stats(struct arc *a, char **text);
 

@@ -28,7 +28,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	"usage: arc COMMAND ENDPOINT ...\n"
 	"  arc run ENDPOINT SEG.pno [--entry NAME] [--arg N ...] [--args-str S | --args-file F]\n"
-	"                           [--fuel N] [--out-max SIZE] [--time-limit MS] [--local]\n"
+	"                           [--fuel N] [--out-max SIZE] [--time-limit MS] [--local] [--delegated]\n"
 	"  arc install ENDPOINT SEG.pno\n"
 	"  arc read ENDPOINT REGION OFFSET LENGTH\n"
 	"  arc write ENDPOINT REGION OFFSET (--data STRING | --file FILE)\n"
@@ -84,11 +84,15 @@ int main(int argc, char **argv)
 	unsigned n_args = 0;
 	uint64_t fuel = 0, out_max = 16u << 20, timeout = 30000, outage = 60000;
 	uint32_t time_limit = 0;
-	int local = 0;
+	int local = 0, delegated = 0;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--local")) {
 			local = 1;
+			continue;
+		}
+		if (!strcmp(a, "--delegated")) {
+			delegated = 1;     /* the server may forward it: the reply from whoever sends it */
 			continue;
 		}
 		if (strncmp(a, "--", 2) != 0) {
@@ -184,7 +188,7 @@ int main(int argc, char **argv)
 			struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = entry, .args = args,
 			                      .n_args = n_args, .argbytes = ab ? ab : args_str,
 			                      .argbytes_len = ab_len, .fuel = fuel, .out_max = out_max,
-			                      .time_limit_ms = time_limit };
+			                      .time_limit_ms = time_limit, .delegated = delegated };
 			rc = local ? arc_exec_local(a, &x) : arc_exec(a, &x);
 			if (rc == 0 || rc == -AR_ETRAP) {
 				fwrite(x.out, 1, x.out_len, stdout);

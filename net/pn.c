@@ -108,6 +108,7 @@ struct work {
 	pn_type type;
 	pn_coop coop;
 	struct pn_addr origin;
+	pn_peer fwd_by;
 	void *buf;
 	size_t len;
 	struct sess_req sr;
@@ -203,6 +204,7 @@ struct current {
 	                             * NULL on a worker, or once pn_yield freed the thread */
 	pn_peer from;
 	const struct sess_req *sr;  /* the message is a session's request (or NULL) */
+	pn_peer fwd_by;             /* the member that forwarded it, or PN_ANY */
 };
 static _Thread_local struct current *current;
 
@@ -359,6 +361,7 @@ static struct pn_peer_rec *peer_find_locked(struct pn *pn, const struct pn_addr 
 		return NULL;
 	r->addr = *a;
 	r->anon = anon;
+	r->has_claim = false;
 	pn_addr_name(a, r->name, sizeof r->name);
 	if (!anon && !named_add_locked(pn, r)) {
 		/* no table at all (out of memory): the record waits for reuse */
@@ -428,6 +431,23 @@ struct pn_peer_rec *pn_core_peer_anon(struct pn *pn, const struct pn_addr *a)
 	struct pn_peer_rec *r = peer_find_locked(pn, a, true);
 	pthread_mutex_unlock(&pn->lock);
 	return r;
+}
+
+void pn_core_peer_claims(struct pn *pn, struct pn_peer_rec *peer, const struct pn_addr *claim)
+{
+	if (claim->scheme != peer->addr.scheme || claim->port == 0)
+		return;
+	pthread_mutex_lock(&pn->lock);
+	peer->claim = *claim;
+	peer->has_claim = true;
+	pthread_mutex_unlock(&pn->lock);
+}
+
+/* Where the answer to a request of peer r is to go when another peer gives it: its own
+ * address, or for an anonymous peer the listening address it claimed (pn_forward). */
+static struct pn_addr reply_addr(const struct pn_peer_rec *r)
+{
+	return r->anon && r->has_claim ? r->claim : r->addr;
 }
 
 bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a)
@@ -659,7 +679,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&pn->lock);
 		if (fn) {
 			struct current cur = { pn, w->coop, w->origin, NULL, w->from,
-			                       w->sr.on ? &w->sr : NULL };
+			                       w->sr.on ? &w->sr : NULL, w->fwd_by };
 			current = &cur;
 			fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
 			current = NULL;
@@ -1101,10 +1121,12 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 	rx->buf = NULL;
 	rx->claim = -1;
 	rx->coop = NULL;
+	rx->fwd_by = PN_ANY;
 	if (h->flags & PN_F_FORWARDED) {    /* the transport vouches for it (pn_int.h) */
 		rx->from = pn_core_peer(pn, &h->origin);
 		if (!rx->from)
 			return NULL;
+		rx->fwd_by = sender->id;
 	}
 	atomic_fetch_add(&pn->st_msgs_recv, 1);
 	atomic_fetch_add(&pn->st_bytes_recv, h->len);
@@ -1228,8 +1250,12 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		free(rx->buf);
 		return;
 	}
+	/* (no lock: an anonymous peer's claim is set before its connection is attached, so
+	 * before any of its messages is delivered, and stays until the record is reused) */
+	struct pn_addr origin = reply_addr(rx->from);
 	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
-	                    .origin = rx->from->addr, .buf = rx->buf, .len = h->len, .sr = sr };
+	                    .origin = origin, .fwd_by = rx->fwd_by, .buf = rx->buf, .len = h->len,
+	                    .sr = sr };
 	pthread_mutex_lock(&pn->lock);
 	pn_type t = pn->handlers[h->type].fn ? h->type : 0;
 	if (!pn->handlers[t].fn || pn->stopping) {
@@ -1250,7 +1276,7 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
 		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via), w->from,
-		                       w->sr.on ? &w->sr : NULL };
+		                       w->sr.on ? &w->sr : NULL, w->fwd_by };
 		struct current *saved = current;
 		current = &cur;
 		fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
@@ -1391,6 +1417,35 @@ int pn_forward(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t 
 	if (rc != 0)
 		atomic_fetch_sub(&pn->st_forwarded, 1);
 	return rc;
+}
+
+int pn_forward_for(struct pn *pn, pn_peer origin, pn_coop coop, pn_peer to, pn_type type,
+                   const void *msg, size_t len)
+{
+	if (type == 0 || type > PN_MAX_TYPE || !coop)
+		return -PN_EINVAL;
+	struct pn_peer_rec *o = pn_core_peer_at(pn, origin);
+	if (!o)
+		return peer_gone(pn, origin) ? -PN_EPEERDOWN : -PN_EINVAL;
+	pthread_mutex_lock(&pn->lock);
+	bool known = !o->anon || o->has_claim;
+	struct pn_addr a = reply_addr(o);
+	pthread_mutex_unlock(&pn->lock);
+	if (!known)
+		return -PN_EINVAL;         /* no address the next peer could answer at */
+	struct pn_hdr h = { .kind = PN_K_MSG, .type = type, .flags = PN_F_FORWARDED,
+	                    .coop = coop, .origin = a };
+	atomic_fetch_add(&pn->st_forwarded, 1);
+	int rc = send_frame(pn, to, &h, msg, len);
+	if (rc != 0)
+		atomic_fetch_sub(&pn->st_forwarded, 1);
+	return rc;
+}
+
+pn_peer pn_forwarded_by(struct pn *pn)
+{
+	struct current *cur = current;
+	return cur && cur->pn == pn ? cur->fwd_by : PN_ANY;
 }
 
 /* The transport of the inline handler running on this thread, if it can hand its reading

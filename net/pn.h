@@ -284,6 +284,20 @@ int pn_send_ex(struct pn *pn, pn_peer to, pn_type type, pn_coop coop, const void
  * keeping its origin and Cooperation token, so that peer's handler sees the origin as `from`
  * and its reply goes straight to the origin.  PN_ENOTHANDLER outside a handler. */
 int pn_forward(struct pn *pn, pn_peer to, pn_type type, const void *msg, size_t len);
+/* The same outside a handler, for a request a server took from its handler to answer later
+ * (a run on its own thread): origin and coop are the request's `from` and token as its
+ * handler got them.  An anonymous origin (a client that connected to us) is named by the
+ * listening address its HELLO claimed, which this endpoint never connects to but the next
+ * peer, a member, will: so the member answers the client directly (docs/net.md,
+ * "Delegation for clients").  -PN_EINVAL: no token, or an origin with no such address
+ * (udp, rdma clients); else as pn_send. */
+int pn_forward_for(struct pn *pn, pn_peer origin, pn_coop coop, pn_peer to, pn_type type,
+                   const void *msg, size_t len);
+/* Inside a handler: the cluster member that forwarded the message being handled (whose
+ * origin `from` is only on that member's word), or PN_ANY when it came from `from` itself
+ * (or outside a handler).  A server uses it to grant a forwarded request the rights its
+ * forwarder vouches for. */
+pn_peer pn_forwarded_by(struct pn *pn);
 
 /* Batching: the small frames this thread sends between pn_cork and pn_uncork go out
  * together at pn_uncork (tcp: one write per connection instead of one per frame), as a

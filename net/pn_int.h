@@ -125,6 +125,12 @@ struct pn_peer_rec {
 	bool has_sid;
 	uint8_t sid[PN_SID_LEN];
 	uint32_t sess_slots;       /* slots it asked for */
+	/* an anonymous peer: the listening address its HELLO claimed (tcp).  Not believed and
+	 * never connected to by this endpoint; a forward of its request names it as the origin,
+	 * so that the member the request is forwarded to can answer it (docs/net.md,
+	 * "Delegation for clients") */
+	bool has_claim;
+	struct pn_addr claim;
 };
 
 /* ---- transports ---- */
@@ -218,6 +224,9 @@ struct pn_peer_rec *pn_core_peer_known(struct pn *pn, const struct pn_addr *a);
 /* A new anonymous peer for a connection from remote address a (tcp: its ephemeral port):
  * pn_core_peer never returns it, so nobody can claim it; NULL when out of memory. */
 struct pn_peer_rec *pn_core_peer_anon(struct pn *pn, const struct pn_addr *a);
+/* Note the listening address an anonymous peer's HELLO claimed (kept, not believed:
+ * pn_peer_rec.claim); one of another scheme or port 0 is ignored. */
+void pn_core_peer_claims(struct pn *pn, struct pn_peer_rec *peer, const struct pn_addr *claim);
 /* Whether udp datagrams from source address a may carry a forwarded origin (udp_trusted). */
 bool pn_core_udp_trusted(struct pn *pn, const struct pn_addr *a);
 /* Whether the endpoint has that key, and the HMAC-SHA-256 under it of label, the two nonces
@@ -269,6 +278,7 @@ bool pn_core_peer_retire(struct pn *pn, struct pn_peer_rec *peer);
 struct pn_rx {
 	struct pn_hdr h;
 	struct pn_peer_rec *from;  /* the origin (forwarded) or the sender */
+	pn_peer fwd_by;            /* forwarded: the member that forwarded it; else PN_ANY */
 	uint8_t via;               /* the scheme of the transport it came through */
 	void *buf;
 	int claim;                 /* internal: which descriptor, or -1 */

@@ -901,6 +901,7 @@ static int on_hello(struct pn_tp *tp, struct conn *c, const uint8_t *nonce)
 	struct pn_peer_rec *peer = pn_core_peer_anon(pn, &c->remote);
 	if (!peer)
 		return -PN_ENOMEM;
+	pn_core_peer_claims(pn, peer, &c->h.origin);
 	conn_attach(tp, c, peer);
 	if (!pn_core_opts(pn)->admit)
 		atomic_store(&c->admitted, true);
@@ -923,6 +924,7 @@ static int on_auth(struct pn_tp *tp, struct conn *c)
 		struct pn_peer_rec *peer = pn_core_peer_anon(tp->pn, &c->remote);
 		if (!peer)
 			return -PN_ENOMEM;
+		pn_core_peer_claims(tp->pn, peer, &origin);
 		peer->proven = !ok ? PN_PROOF_NONE :
 		               which == PN_KEY_ADMIN ? PN_PROOF_ADMIN : PN_PROOF_SECRET;
 		conn_attach(tp, c, peer);

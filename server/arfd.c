@@ -42,6 +42,11 @@ static void usage(FILE *f)
 	"                         without it, nothing) allows EXEC, READ, WRITE, REGIONS,\n"
 	"                         STATS.  Without it, --secret allows everything\n"
 	"  --secret-file F, --admin-secret-file F   the same, from the first line of F\n"
+	"  --cluster-key S, --cluster-key-file F   the key a cluster's servers share: a request\n"
+	"                         another server forwards is believed only from one that\n"
+	"                         proved it (docs/cluster.md, \"Delegation\")\n"
+	"  --member ENDPOINT      repeated: members 0, 1, ... a segment's forward(k) hook sends\n"
+	"                         its request to (an ARF metadata server: its data servers)\n"
 	"  --tls-cert F, --tls-key F   this server's certificate chain and key (PEM) for tls:\n"
 	"                         (TLS 1.3; the certificate names the address: subjectAltName\n"
 	"                         IP); the secrets are proved inside it as over tcp:\n"
@@ -162,6 +167,9 @@ static void reload(int argc, char **argv, bool use_syslog)
 			free((char *)cfg->listen[i]);
 		free((char *)cfg->secret);
 		free((char *)cfg->admin_secret);
+		free((char *)cfg->cluster_key);
+		for (unsigned i = 0; i < cfg->n_members; i++)
+			free((char *)cfg->members[i]);
 		free((char *)cfg->arf_image);
 		free(cfg);
 	}

@@ -158,9 +158,22 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		cfg->log_syslog = true;
 		return 0;
 	}
+	if (!strcmp(key, "member")) {
+		if (cfg->n_members >= ARFD_MAX_MEMBERS) {
+			snprintf(err, errlen, "member %s: at most %d members", v, ARFD_MAX_MEMBERS);
+			return -1;
+		}
+		if (!strchr(v, ':')) {
+			snprintf(err, errlen, "member '%s': expected tcp:HOST:PORT", v);
+			return -1;
+		}
+		cfg->members[cfg->n_members++] = keep(v);
+		return 0;
+	}
 	if (!strcmp(key, "secret") || !strcmp(key, "admin-secret") ||
-	    !strcmp(key, "secret-file") || !strcmp(key, "admin-secret-file")) {
-		bool admin = !strncmp(key, "admin-", 6);
+	    !strcmp(key, "secret-file") || !strcmp(key, "admin-secret-file") ||
+	    !strcmp(key, "cluster-key") || !strcmp(key, "cluster-key-file")) {
+		bool admin = !strncmp(key, "admin-", 6), cluster = !strncmp(key, "cluster-", 8);
 		char buf[AR_MAX_SECRET + 2];
 		if (strstr(key, "-file") && read_secret_file(v, buf, sizeof buf, err, errlen) != 0)
 			return -1;
@@ -176,7 +189,8 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 			explicit_bzero(buf, sizeof buf);
 			return -1;
 		}
-		const char **slot = admin ? &cfg->admin_secret : &cfg->secret;
+		const char **slot = cluster ? &cfg->cluster_key : admin ? &cfg->admin_secret :
+		                    &cfg->secret;
 		free((char *)*slot);
 		*slot = keep(sv);
 		explicit_bzero(buf, sizeof buf);

@@ -145,6 +145,9 @@ struct arfd {
 	_Atomic uint64_t n_packed, n_unpacked, bytes_packed_saved;   /* zstd (link_slow) */
 	uint64_t max_args;             /* argument bytes unpacked, at most (the message limit) */
 	_Atomic uint64_t n_on_reader, n_handed_over, n_no_handover;
+	/* delegation: cfg.members as peers; runs forwarded, and forwards that failed */
+	pn_peer members[ARFD_MAX_MEMBERS];
+	_Atomic uint64_t n_forwarded, n_forward_failed;
 
 	/* writeback ranges (hook_writeback), started by the flusher thread off the request path */
 	pthread_mutex_t wb_lock;
@@ -158,6 +161,9 @@ struct arfd {
 /* The reader slot of the run on this thread, while it has not handed the reader's place over
  * (about_to_block). */
 static __thread struct worker *tls_reader_run;
+/* The EXEC run on this thread may hand its request on (hook forward): -1, or the member. */
+static __thread int tls_forward_to = -1;
+static __thread bool tls_forward_ok;   /* inside an EXEC run, where forward may be called */
 static void reader_run_turned_long(void *slot);
 static void about_to_block(void);
 
@@ -212,6 +218,11 @@ static enum rights rights_of(struct arfd *s, pn_peer from, const char *given)
 	enum pn_proof proof = from == PN_ANY ? PN_PROOF_NONE : pn_peer_proof(s->pn, from);
 	if (proof == PN_PROOF_ADMIN && admin)
 		return RIGHTS_ADMIN;
+	/* forwarded by a member of the cluster (it proved the cluster key): the member checked
+	 * its client's rights before it forwarded, and vouches for a client's, never an
+	 * admin's (docs/cluster.md, "Delegation") */
+	if (!carried && from != PN_ANY && pn_forwarded_by(s->pn) != PN_ANY)
+		return admin ? RIGHTS_CLIENT : RIGHTS_ADMIN;
 	if (!carried && client && proof == PN_PROOF_NONE)
 		return RIGHTS_NONE;
 	return admin ? RIGHTS_CLIENT : RIGHTS_ADMIN;
@@ -539,6 +550,34 @@ static bool link_slow(struct arfd *s, pn_peer peer)
  * microseconds at most); a run that needs more is run again, whole, on a worker. */
 #define QUICK_FUEL 2000
 
+/* A run called forward(k) and returned: its output, an EXEC body, goes to member k as the
+ * client's request (pn_forward_for: the member answers the client, whose reply is therefore
+ * not kept in this server's session reply cache: docs/net.md).  A forward that cannot be
+ * sent is answered here, so the client gets an error now, not its timeout. */
+static void forward_run(struct arfd *s, pn_peer from, pn_coop coop, uint64_t t0, unsigned k,
+                        const uint8_t *body, uint64_t len)
+{
+	struct ar_buf b = { 0 };
+	ar_req_begin(&b, "");
+	ar_put_bytes(&b, body, len);
+	int rc = b.failed ? -PN_ENOMEM : len == 0 ? -PN_EINVAL :
+	         pn_forward_for(s->pn, from, coop, s->members[k], AR_T_EXEC, b.p, b.len);
+	ar_buf_free(&b);
+	request_end(s, from, AR_T_EXEC, t0, rc != 0);
+	if (rc == 0) {
+		atomic_fetch_add(&s->n_forwarded, 1);
+		return;
+	}
+	atomic_fetch_add(&s->n_forward_failed, 1);
+	arfd_log(ARFD_LOG_WARN, "exec from %s: forward to member %u (%s): %s",
+	         pn_peer_name(s->pn, from), k, s->cfg.members[k], pn_strerror(rc));
+	reply_err(s, from, coop, rc == -PN_EINVAL ? -AR_EPROTO : -AR_ENET,
+	          "delegation to member %u (%s): %s", k, s->cfg.members[k],
+	          len == 0 ? "the run built no request" :
+	          rc == -PN_EINVAL ? "this client has no address a member could answer at "
+	                             "(tcp only)" : pn_strerror(rc));
+}
+
 /* Run an EXEC.  With quick set (on the I/O thread), only a segment already installed and
  * marked quick is run, with at most QUICK_FUEL; returns 1 without answering when it declines
  * (the caller queues the request for a worker), 0 when it answered.  w: the worker running
@@ -669,8 +708,19 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		o.slow_at_ns = run_start + READER_BUDGET_US * 1000ull;
 	}
 	struct vm_result res;
+	tls_forward_to = -1;
+	tls_forward_ok = true;
 	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
+	tls_forward_ok = false;
+	int fwd = tls_forward_to;
+	tls_forward_to = -1;
 	free(unpacked);                    /* (o.args pointed into it: not used after the run) */
+	if (fwd >= 0 && rc == 0 && res.value >= 0 && !(quick && res.fuel_used >= QUICK_FUEL)) {
+		cache_put(s, c);
+		forward_run(s, from, coop, t0, (unsigned)fwd, buf + EXEC_HDR_ROOM, res.out_len);
+		free(buf);
+		return 0;
+	}
 	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
 		/* not short after all: nothing happened but output, so a worker starts it over */
 		cache_put(s, c);
@@ -956,13 +1006,15 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	    (uint64_t)s->n_no_handover, s->n_workers, n_busy, n_busy - n_short);
 	OUT("exec.packed %" PRIu64 "\nexec.packed_bytes_saved %" PRIu64 "\nexec.unpacked %" PRIu64
 	    "\n", (uint64_t)s->n_packed, (uint64_t)s->bytes_packed_saved, (uint64_t)s->n_unpacked);
+	OUT("exec.forwarded %" PRIu64 "\nexec.forward_failed %" PRIu64 "\n",
+	    (uint64_t)s->n_forwarded, (uint64_t)s->n_forward_failed);
 	struct pn_stats ps;
 	pn_stats_get(pn, &ps);
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
 	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\nnet.peers %" PRIu64
-	    "\nnet.peers_retired %" PRIu64 "\nnet.udp_refused %" PRIu64 "\n", ps.msgs_recv,
-	    ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames, ps.peers,
-	    ps.peers_retired, ps.udp_refused);
+	    "\nnet.peers_retired %" PRIu64 "\nnet.udp_refused %" PRIu64 "\nnet.forwarded %" PRIu64
+	    "\n", ps.msgs_recv, ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames, ps.peers,
+	    ps.peers_retired, ps.udp_refused, ps.forwarded);
 	OUT("net.sessions %" PRIu64 "\nnet.session_bytes %" PRIu64 "\nnet.session_replays %" PRIu64
 	    "\nnet.session_dropped %" PRIu64 "\nnet.session_refused %" PRIu64
 	    "\nnet.session_expired %" PRIu64 "\n", ps.sessions, ps.session_bytes,
@@ -1286,6 +1338,22 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
 
 /* ---- host hooks every arfd offers ---- */
 
+/* forward(k): when this run returns (>= 0, no trap), do not answer its client: send the
+ * run's output, an EXEC request body (docs/protocol.md), to cluster member k (arfd
+ * --member, in order), which runs it and answers the client directly (Paradis-Net's
+ * forward: one message more, not a round trip).  0, or -EINVAL (22) for a member that is
+ * not configured (nothing is forwarded then), -EALREADY (114) when called twice. */
+static int64_t hook_forward(struct vm_hook_ctx *ctx, int64_t k)
+{
+	struct arfd *s = vm_hook_user(ctx);
+	if (!tls_forward_ok || k < 0 || (uint64_t)k >= s->cfg.n_members)
+		return -EINVAL;            /* (segments see Linux errno values, as ARF's do) */
+	if (tls_forward_to >= 0)
+		return -EALREADY;
+	tls_forward_to = (int)k;
+	return 0;
+}
+
 /* now(): wall-clock time in nanoseconds since the epoch. */
 static int64_t hook_now(struct vm_hook_ctx *ctx)
 {
@@ -1599,6 +1667,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	vm_bind_hook(s->vm, "sync", (void *)hook_sync, "lll:l", s);
 	vm_bind_hook(s->vm, "pause", (void *)hook_pause, "l:l", s);
 	vm_bind_hook(s->vm, "writeback", (void *)hook_writeback, "lll:l", s);
+	vm_bind_hook(s->vm, "forward", (void *)hook_forward, "l:l", s);
 	for (unsigned i = 0; i < c->n_hooks; i++) {
 		const struct arfd_hook *h = &c->hooks[i];
 		int rc = vm_bind_hook(s->vm, h->name, h->fn, h->sig, h->user);
@@ -1623,6 +1692,8 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	                      .secret = c->secret, .secret_len = c->secret ? strlen(c->secret) : 0,
 	                      .tls_cert = c->tls_cert, .tls_key = c->tls_key, .tls_ca = c->tls_ca,
 	                      .admin_secret = c->admin_secret,
+	                      .cluster_key = c->cluster_key,
+	                      .cluster_key_len = c->cluster_key ? strlen(c->cluster_key) : 0,
 	                      /* a udp client quiet through its longest run keeps its peer */
 	                      .udp_idle_ms = c->max_run_ms > 50000 ? c->max_run_ms + 10000 : 60000,
 	                      .admin_secret_len = c->admin_secret ? strlen(c->admin_secret) : 0,
@@ -1670,6 +1741,16 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 			}
 		}
 	}
+	for (unsigned k = 0; k < c->n_members; k++) {
+		int rc = pn_peer_get(s->pn, c->members[k], &s->members[k]);
+		if (rc != 0) {
+			snprintf(err, errlen, "member %s: %s", c->members[k], pn_strerror(rc));
+			goto fail;
+		}
+	}
+	if (c->n_members && !c->cluster_key)
+		arfd_log(ARFD_LOG_WARN, "members without a cluster key: they will not believe the "
+		         "origin of what this server forwards (give every server --cluster-key)");
 	pn_set_handler(s->pn, AR_T_INSTALL, PN_INLINE, h_admit, s);
 	pn_set_handler(s->pn, AR_T_EXEC, PN_INLINE, h_admit, s);
 	pn_set_handler(s->pn, AR_T_READ, PN_INLINE, h_read, s);

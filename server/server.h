@@ -38,6 +38,8 @@ enum arfd_log_level { ARFD_LOG_ERROR, ARFD_LOG_WARN, ARFD_LOG_INFO, ARFD_LOG_DEB
 /* "error", "warning", "info", "debug": the words of --log and of each log line */
 extern const char *const arfd_log_names[ARFD_LOG_DEBUG + 1];
 
+#define ARFD_MAX_MEMBERS 64
+
 struct arfd_config {
 	const char *listen[ARFD_MAX_LISTEN];
 	unsigned n_listen;
@@ -78,6 +80,14 @@ struct arfd_config {
 	unsigned auth_timeout;     /* s to be admitted; 0 = 10 */
 	unsigned idle_timeout;     /* s an admitted connection may stay silent; 0 = 600 */
 	uint64_t rx_budget;        /* payload bytes being received at once; 0 = 256 MiB */
+	/* Delegation (docs/cluster.md, "Delegation"): the servers of a cluster share a key
+	 * (Paradis-Net's cluster key: a forwarded request's origin is believed only from a
+	 * member that proved it), and a server that forwards names its members in order: a
+	 * segment's forward(k) hook sends the request its run built to members[k], which
+	 * answers the client directly. */
+	const char *cluster_key;   /* NULL: none (forwarded origins are not believed) */
+	const char *members[ARFD_MAX_MEMBERS];
+	unsigned n_members;
 };
 
 /* 10 s: six times the longest legitimate run measured here (an ARF fsync of 4 GiB written
@@ -106,7 +116,8 @@ void arfd_stop(struct arfd *s, int timeout_ms);
  * "secret S", "secret-file FILE", "admin-secret S", "admin-secret-file FILE", "threads N", "cache N", "max-segment SIZE",
  * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "max-run-ms N",
  * "hook-fuel-ns N", "max-conns N", "max-conns-per-addr N", "auth-timeout S", "idle-timeout S",
- * "rx-budget SIZE", "log LEVEL" (error, warning, info, debug), "syslog" (no value).
+ * "rx-budget SIZE", "log LEVEL" (error, warning, info, debug), "syslog" (no value),
+ * "cluster-key S", "cluster-key-file FILE", "member ENDPOINT" (repeated: members 0, 1, ...).
  * Strings are copied.
  * Returns 0 or -1 with a message. */
 int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,

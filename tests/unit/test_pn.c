@@ -234,6 +234,100 @@ static void test_delegation(void)
 		pn_finalize(p[i]);
 }
 
+/* Delegation for clients (docs/net.md): a client that is no member (an arfd's libarc client)
+ * asks a member, which forwards to another member, which answers the client directly: 3
+ * messages.  Done both from inside the handler (pn_forward) and from another thread later
+ * (pn_forward_for, as arfd does after a run); the last member sees who forwarded it. */
+struct held { _Atomic int n; pn_peer from; pn_coop coop; char to[64]; };
+static void h_hold(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                   size_t len, void *arg)
+{
+	struct held *h = arg;
+	h->from = from;
+	h->coop = coop;
+	atomic_fetch_add(&h->n, 1);
+}
+struct byfwd { _Atomic int n; _Atomic int forwarded; };
+static void h_echo_by(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                      size_t len, void *arg)
+{
+	struct byfwd *b = arg;
+	atomic_fetch_add(&b->n, 1);
+	if (pn_forwarded_by(pn) != PN_ANY)
+		atomic_fetch_add(&b->forwarded, 1);
+	pn_send(pn, from, T_REPLY, coop, msg, len);
+}
+
+static void test_client_delegation(void)
+{
+	if (strcmp(scheme, "tcp"))
+		return;                       /* a client's claimed address: tcp's HELLO */
+	const char *trusted[2];
+	struct pn_opts mo = member_opts(NULL, trusted);
+	struct pn *cl = open_ep(NULL), *m1 = open_ep(&mo), *m2 = open_ep(&mo);
+	if (!cl || !m1 || !m2) { CHECK(0, "open"); pn_finalize(cl); pn_finalize(m1); pn_finalize(m2); return; }
+	char n2[64];
+	snprintf(n2, sizeof n2, "%s", pn_self(m2, scheme));
+	struct byfwd by = { 0 };
+	pn_set_handler(m1, T_FWD, 0, h_fwd, n2);
+	pn_set_handler(m2, T_FWD, 0, h_echo_by, &by);
+	struct pn_stats s0[3], s1[3];
+	struct pn *all[3] = { cl, m1, m2 };
+	for (int i = 0; i < 3; i++)
+		pn_stats_get(all[i], &s0[i]);
+	char buf[16] = { 0 };
+	size_t got = 0;
+	int rc = request(cl, peer_of(cl, m1), T_FWD, "client", 6, buf, sizeof buf, &got, 5000);
+	CHECK(rc == 0 && got == 6 && !memcmp(buf, "client", 6) && by.forwarded == 1,
+	      "a client's request forwarded in the handler: rc %d (%s), %zu bytes, forwarded %d",
+	      rc, pn_strerror(rc), got, (int)by.forwarded);
+	for (int i = 0; i < 3; i++)
+		pn_stats_get(all[i], &s1[i]);
+	uint64_t sent = 0, recv = 0;
+	for (int i = 0; i < 3; i++) {
+		sent += s1[i].msgs_sent - s0[i].msgs_sent;
+		recv += s1[i].msgs_recv - s0[i].msgs_recv;
+	}
+	CHECK(sent == 3 && recv == 3 && s1[1].forwarded - s0[1].forwarded == 1 &&
+	      s1[0].msgs_sent - s0[0].msgs_sent == 1 && s1[0].msgs_recv - s0[0].msgs_recv == 1,
+	      "client -> member -> member -> client: %llu sent, %llu received (want n+1 = 3)",
+	      (unsigned long long)sent, (unsigned long long)recv);
+	/* later, from another thread: pn_forward_for with the request's from and token */
+	struct held hd = { 0 };
+	pn_set_handler(m1, T_FWD, 0, h_hold, &hd);
+	struct pn_rcv_desc d = { .buf = buf, .cap = sizeof buf, .type = T_REPLY, .from = PN_ANY };
+	pn_coop c = pn_coop_start(cl, &d, 1);
+	rc = pn_send(cl, peer_of(cl, m1), T_FWD, c, "later", 5);
+	for (int i = 0; i < 500 && !hd.n; i++)
+		usleep(10000);
+	pn_peer to2;
+	int frc = hd.n ? pn_peer_get(m1, n2, &to2) : -1;
+	if (frc == 0)
+		frc = pn_forward_for(m1, hd.from, hd.coop, to2, T_FWD, "later", 5);
+	int rc2 = pn_coop_end(cl, c, 5000);
+	/* (the client holds no key: the last member is an anonymous peer to it, not m1) */
+	CHECK(rc == 0 && frc == 0 && rc2 == 0 && d.len == 5 && !memcmp(buf, "later", 5) &&
+	      d.got_from != peer_of(cl, m1),
+	      "pn_forward_for outside the handler: %d %d %d, reply from %s", rc, frc, rc2,
+	      rc2 == 0 ? pn_peer_name(cl, d.got_from) : "-");
+	/* hostile: no token; a peer id that names nobody; a member that is not there */
+	CHECK(pn_forward_for(m1, hd.from, 0, to2, T_FWD, "x", 1) == -PN_EINVAL, "forward_for without a token");
+	CHECK(pn_forward_for(m1, 0xfffff, 1, to2, T_FWD, "x", 1) == -PN_EINVAL, "forward_for of an unknown origin");
+	pn_peer gone;
+	char dead[64];
+	snprintf(dead, sizeof dead, "tcp:%s:1", host);
+	CHECK(pn_peer_get(m1, dead, &gone) == 0, "peer_get");
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int drc = pn_forward_for(m1, hd.from, hd.coop, gone, T_FWD, "x", 1);
+	CHECK(drc < 0 && ms_since(&t0) < 5000, "forward_for to a member that is down: %d (%s) in %.0f ms",
+	      drc, pn_strerror(drc), ms_since(&t0));
+	CHECK(pn_forwarded_by(m1) == PN_ANY, "pn_forwarded_by outside a handler");
+	pn_finalize(cl);
+	pn_finalize(m1);
+	pn_finalize(m2);
+}
+
 /* A forwarder that is not a member: the next peer does not believe the origin it names, so
  * it answers the forwarder (which drops the stray reply) and never contacts the origin. */
 static void test_untrusted_forward(void)
@@ -1666,12 +1760,12 @@ int main(int argc, char **argv)
 			host = getenv("PN_TEST_HOST") ? getenv("PN_TEST_HOST") : "127.0.0.1";
 		}
 		static void (*const tests[])(void) = { test_request_reply, test_delegation,
-			test_untrusted_forward, test_claims, test_admission, test_secret,
+			test_client_delegation, test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
 			test_yield, test_peer_reuse, test_udp_peer_reuse, test_failures, test_malformed,
 			test_sessions, test_hold, test_no_handler };
 		static const char *const names[] = { "request_reply", "delegation",
-			"untrusted_forward", "claims", "admission", "secret", "scatter_gather",
+			"client_delegation", "untrusted_forward", "claims", "admission", "secret", "scatter_gather",
 			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "udp_peer_reuse", "failures", "malformed",
 			"sessions", "hold", "no_handler" };
 		_Static_assert(sizeof tests / sizeof tests[0] == sizeof names / sizeof names[0],

@@ -1,0 +1,99 @@
+/* stripe.c: a data server's side of delegation (docs/cluster.md, "Delegation"): data.c's
+ * operations and objread, which finds an object by its name and reads it in one run, so a
+ * request the metadata server forwarded (deleg.c's route) is answered without a lookup
+ * round trip first.  data.c is included whole (pncc sees one translation unit); dfind and
+ * nhash are copies of ops.c's functions of the same name (segments are self-contained, as
+ * data.c's copies of ops.c's are): a fix there must be made here too.
+ */
+#include "data.c"
+
+enum { E_NOTDIR = 20, E_NAMETOOLONG = 36 };
+
+#define ROOT_INO 1
+
+/* FNV-1a 64 of args[off .. off+len): the directory hash (layout.h arf_name_hash). */
+static u64 nhash(u64 off, u64 len)
+{
+	u64 h = ARF_FNV_OFFSET;
+	for (u64 i = 0; i < len; i++)
+		h = (h ^ ar_ld8u(AR_ARGS, off + i)) * ARF_FNV_PRIME;
+	return h;
+}
+
+/* Slot of the live entry named args[noff .. +nlen) (hash h) in directory d, or 0 (ops.c). */
+static __attribute__((noinline)) u64 dfind(u64 d, u64 h, u64 noff, u64 nlen)
+{
+	u64 t = ar_ld64(arf, d + ARF_D_TABLE);
+	if (t == 0)
+		return 0;
+	u64 mask = ar_ld64(arf, d + ARF_D_NSLOTS) - 1;
+	u64 shift = ar_ld64(arf, d + ARF_D_SHIFT) & 63;
+	u64 i = ((h * ARF_HASH_MUL) >> shift) & mask;
+	for (u64 n = 0; n <= mask; n++) {
+		u64 s = t + i * ARF_T_SIZE;
+		u64 rec = ar_ld64(arf, s + ARF_T_REC);
+		if (rec == ARF_T_EMPTY)
+			return 0;
+		if (rec != ARF_T_TOMB && ar_ld64(arf, s + ARF_T_HASH) == h &&
+		    ar_ld8u(arf, rec + ARF_R_NAMELEN) == nlen &&
+		    ar_cmp(arf, AR_ARGS, rec + ARF_R_NAME, noff, nlen) == 0)
+			return s;
+		i = (i + 1) & mask;
+	}
+	return 0;
+}
+
+/* The inode the relative path in args names from the root ("stripes/INO.GEN"), or -errno:
+ * no "." or "..", no symlinks (an object's path has none). */
+static long objfind(void)
+{
+	u64 plen = (u64)ar_len(AR_ARGS);
+	if (plen == 0 || plen > 255)
+		return -E_NAMETOOLONG;
+	u64 cur = ROOT_INO, p = 0;
+	while (p < plen) {
+		u64 d = ioff(cur);
+		if (d == 0)
+			return -E_IO;
+		if ((ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_IFMT) != ARF_S_IFDIR)
+			return -E_NOTDIR;
+		long f = ar_findb(AR_ARGS, p, plen - p, '/');
+		u64 e = f == -1 ? plen : (u64)f;
+		u64 n = e - p;
+		if (n == 0 || n > ARF_NAME_MAX)
+			return -E_NOENT;
+		u64 s = dfind(d, nhash(p, n), p, n);
+		if (s == 0)
+			return -E_NOENT;
+		u64 rec = ar_ld64(arf, s + ARF_T_REC);
+		if (rec <= ARF_T_TOMB)
+			return -E_NOENT;
+		cur = ar_ld64(arf, rec + ARF_R_INO);
+		if (cur == 0)
+			return -E_NOENT;
+		p = e + 1;
+	}
+	return (long)cur;
+}
+
+/* objread(off, len): len bytes of the object named in args from off: what it holds, then
+ * zeros (a hole, a short object, no object at all: the file's bytes there were never
+ * written) -> len.  -errno when the name is not an object's (not a regular file). */
+long objread(u64 off, u64 len)
+{
+	if (len > READ_MAX)
+		return -E_INVAL;
+	long ino = objfind();
+	if (ino == -E_NOENT) {
+		zeros(len);
+		return (long)len;
+	}
+	if (ino < 0)
+		return ino;
+	long got = read((u64)ino, off, len, 0);
+	if (got < 0)
+		return got;
+	if ((u64)got < len)
+		zeros(len - (u64)got);
+	return (long)len;
+}

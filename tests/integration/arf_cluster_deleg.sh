@@ -1,0 +1,168 @@
+#!/bin/sh
+# arf_cluster_deleg.sh: delegation on a cluster (docs/cluster.md, "Delegation") on loopback:
+# 1 metadata + 3 data arfd servers sharing a cluster key, 64 KiB stripes, the metadata
+# server told its members (--member, in the description's order).  `arf cluster cat` reads
+# files through the metadata server alone: each stripe piece is one EXEC of deleg.pno's
+# route there, forwarded (arfd's forward hook, pn_forward_for) to the data server holding
+# it, which answers the client directly.  Checked: the bytes (whole files across stripe
+# edges, a range, an empty file, a hole); the message counts of one small read from the
+# client's own counters (1 sent, 1 received) and the servers' STATS (the metadata server
+# forwards 1 and answers none, the data server receives 1 and sends 1: 3 messages, n+1;
+# the same read the ordinary way, --direct, for comparison: 5 sent and 5 received);
+# hostile input: a member index arfd does not have, a forwarded request the data server
+# rejects (a segment id it does not hold), a data server killed (an error within 10 s);
+# servers with a secret (the data server takes the forwarded read on its member's word; a
+# client without the secret is refused before anything is forwarded).
+#
+#   BUILD=build sh tests/integration/arf_cluster_deleg.sh     prints "N passed, N failed" last
+# Every call is bounded by `timeout`; on exit whatever was started is killed.
+
+BUILD=${BUILD:-build}
+umask 022
+T=${ARF_SH_TIMEOUT:-60}
+U=65536
+pids=
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_cluster_deleg.sh.XXXXXX") || exit 1
+cleanup() {
+	for p in $pids; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+. "$(dirname "$0")/../lib.sh"
+
+for p in arf arfd arc; do
+	[ -x "$BUILD/$p" ] || { echo "arf_cluster_deleg.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/key"
+# data servers first (the metadata server names them), then the metadata server
+server() {  # N SIZE ARG...
+	_n=$1 _size=$2
+	shift 2
+	"$BUILD/arf" mkfs "$tmp/img$_n" --size "$_size" >/dev/null || bad "mkfs img$_n"
+	start_arfd "$tmp/arfd$_n.log" --arf "$tmp/img$_n" --cluster-key-file "$tmp/key" "$@"
+	if [ -z "$ep" ]; then
+		bad "arfd $_n did not start:"; cat "$tmp/arfd$_n.log"
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+	pids="$pids $pid"
+	eval "pid_$_n=$pid ep_$_n=$ep"
+}
+server 1 64M
+server 2 64M
+server 3 64M
+server 0 64M --member "$ep_1" --member "$ep_2" --member "$ep_3"
+M=$ep_0
+run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
+
+mkdir "$tmp/src"
+head -c $((4 * U + 1234)) /dev/urandom >"$tmp/src/big"         # 5 stripes, all 3 servers
+printf 'a small file, one stripe on data server 0\n' >"$tmp/src/small"
+: >"$tmp/src/empty"
+run "$BUILD/arf" import "$tmp/src" "$M:/d"; check_rc "import" 0 $?
+
+# the whole file, across four stripe edges
+run "$BUILD/arf" cluster cat "$M:/d/big"; check_rc "cat big" 0 $?
+if cmp -s "$tmp/out" "$tmp/src/big"; then ok; else bad "cat big: bytes differ ($(wc -c <"$tmp/out") bytes)"; fi
+# a range across an edge
+run "$BUILD/arf" cluster cat --offset $((U - 100)) --length 300 "$M:/d/big"; check_rc "cat range" 0 $?
+tail -c +$((U - 100 + 1)) "$tmp/src/big" | head -c 300 >"$tmp/want"
+if cmp -s "$tmp/out" "$tmp/want"; then ok; else bad "cat range: bytes differ"; fi
+# past the end, and an empty file: nothing
+run "$BUILD/arf" cluster cat --offset $((5 * U)) "$M:/d/big"; check_rc "cat past the end" 0 $?
+same "past the end: bytes" "$(wc -c <"$tmp/out")" 0
+run "$BUILD/arf" cluster cat "$M:/d/empty"; check_rc "cat empty" 0 $?
+same "empty: bytes" "$(wc -c <"$tmp/out")" 0
+run "$BUILD/arf" cluster cat "$M:/d/small"; check_rc "cat small" 0 $?
+if cmp -s "$tmp/out" "$tmp/src/small"; then ok; else bad "cat small: bytes differ"; fi
+
+# ---- the message counts of one small read (stripe.pno is installed on data server 0 now)
+stat_of() { sed -n "s/^$2 //p" "$1"; }
+snap() { timeout "$T" "$BUILD/arc" stats "$1" >"$2" 2>/dev/null || bad "arc stats $1"; }
+# what a STATS pair costs by itself (each STATS shows its own request, not its reply)
+snap "$M" "$tmp/m0"; snap "$ep_1" "$tmp/d0"
+snap "$M" "$tmp/m1"; snap "$ep_1" "$tmp/d1"
+run "$BUILD/arf" cluster cat --stats "$M:/d/small"; check_rc "cat --stats" 0 $?
+snap "$M" "$tmp/m2"; snap "$ep_1" "$tmp/d2"
+if cmp -s "$tmp/out" "$tmp/src/small"; then ok; else bad "cat --stats: bytes differ"; fi
+csent=$(sed -n 's/^client.msgs_sent //p' "$tmp/err")
+crecv=$(sed -n 's/^client.msgs_recv //p' "$tmp/err")
+same "client: messages sent for the read" "$csent" 1
+same "client: messages received for the read" "$crecv" 1
+d() { echo $(( $(stat_of "$3" "$1") - $(stat_of "$2" "$1") )); }
+# the data server: only the forwarded request and its answer, beyond the STATS pair
+dr=$(( $(d net.msgs_recv "$tmp/d1" "$tmp/d2") - $(d net.msgs_recv "$tmp/d0" "$tmp/d1") ))
+ds=$(( $(d net.msgs_sent "$tmp/d1" "$tmp/d2") - $(d net.msgs_sent "$tmp/d0" "$tmp/d1") ))
+same "data server: messages received for the read" "$dr" 1
+same "data server: messages sent for the read (its answer, to the client)" "$ds" 1
+# the metadata server: the read is forwarded, not answered (cat's other requests, the
+# lookup and the description, are answered as ever: one sent for each received)
+mf=$(d net.forwarded "$tmp/m1" "$tmp/m2")
+mx=$(d exec.forwarded "$tmp/m1" "$tmp/m2")
+mr=$(( $(d net.msgs_recv "$tmp/m1" "$tmp/m2") - $(d net.msgs_recv "$tmp/m0" "$tmp/m1") ))
+ms=$(( $(d net.msgs_sent "$tmp/m1" "$tmp/m2") - $(d net.msgs_sent "$tmp/m0" "$tmp/m1") ))
+same "metadata server: forwards" "$mf $mx" "1 1"
+same "metadata server: one message sent for each received" "$ms" "$mr"
+# the same read the ordinary way (the data server reached, the object looked up, read):
+# the client's own messages only, at least 2 round trips beside the metadata server's
+run "$BUILD/arf" cluster cat --stats --direct "$M:/d/small"; check_rc "cat --direct" 0 $?
+if cmp -s "$tmp/out" "$tmp/src/small"; then ok; else bad "cat --direct: bytes differ"; fi
+dsent=$(sed -n 's/^client.msgs_sent //p' "$tmp/err")
+drecv=$(sed -n 's/^client.msgs_recv //p' "$tmp/err")
+[ "$dsent" -ge 2 ] && [ "$drecv" -ge 2 ] && ok || bad "direct: client sent '$dsent', received '$drecv'"
+echo "arf_cluster_deleg.sh: one small read, delegated: client sent $csent, received $crecv; metadata server forwarded $mf (received $mr, sent $ms for cat, setup included); data server received $dr, sent $ds: $((csent + mf + ds)) messages (n+1 = 3; asking each in turn: 4).  Direct, data server not reached yet: client sent $dsent, received $drecv"
+
+# ---- hostile input
+ino=$(timeout "$T" "$BUILD/arc" run "$M" "$BUILD/arfseg/ops.pno" --entry lookup --arg 1 --args-str /d/small 2>&1 | sed -n 's/^result: //p')
+[ -n "$ino" ] && [ "$ino" -gt 1 ] && ok || bad "lookup of /d/small: '$ino'"
+# a member arfd does not have: 5 servers claimed, stripe 3 -> member 3 of 0..2
+run "$BUILD/arc" run "$M" "$BUILD/arfseg/deleg.pno" --entry route --arg "$ino" --arg $((3 * U)) \
+	--arg 10 --arg $U --arg 5 --args-file "$BUILD/arfseg/stripe.pno" --delegated
+contains "member 3 of 3: EINVAL from the metadata server" "$tmp/err" "result: 0"
+# (the file ends before stripe 3: route answers 0 itself; a big file's stripe 3 forwards)
+run "$BUILD/arc" run "$M" "$BUILD/arfseg/deleg.pno" --entry route --arg "$(timeout "$T" "$BUILD/arc" run "$M" "$BUILD/arfseg/ops.pno" --entry lookup --arg 1 --args-str /d/big 2>&1 | sed -n 's/^result: //p')" \
+	--arg $((3 * U)) --arg 10 --arg $U --arg 5 --args-file "$BUILD/arfseg/stripe.pno" --delegated
+contains "member 3 of 3: EINVAL, nothing forwarded" "$tmp/err" "result: -22"
+# a forwarded request the data server rejects: an id it does not hold
+head -c 32 /dev/zero >"$tmp/badid"
+t0=$(date +%s%N)
+run "$BUILD/arc" run --timeout 10000 "$M" "$BUILD/arfseg/deleg.pno" --entry route --arg "$ino" --arg 0 \
+	--arg 10 --arg $U --arg 3 --args-file "$tmp/badid" --delegated
+rc=$?
+el=$(ms_since "$t0")
+same "rejected by the data server: arc's status" "$rc" 2
+contains "rejected by the data server: its message" "$tmp/err" "segment not installed"
+[ "$el" -lt 10000 ] && ok || bad "rejected by the data server: $el ms"
+# a data server killed: the metadata server cannot forward, and says so at once
+kill -KILL "$pid_1"
+t0=$(date +%s%N)
+run "$BUILD/arf" cluster cat "$M:/d/small"
+rc=$?
+el=$(ms_since "$t0")
+same "data server down: exit status" "$rc" 1
+contains "data server down: the message names the member" "$tmp/err" "$ep_1"
+[ "$el" -lt 10000 ] && ok || bad "data server down: $el ms"
+# a file with no bytes on it still reads (stripe 1 is on data server 1, the second member)
+run "$BUILD/arf" cluster cat --offset $U --length 100 "$M:/d/big"; check_rc "a stripe on a live server" 0 $?
+tail -c +$((U + 1)) "$tmp/src/big" | head -c 100 >"$tmp/want"
+if cmp -s "$tmp/out" "$tmp/want"; then ok; else bad "a stripe on a live server: bytes differ"; fi
+
+# ---- servers with a secret: the client proves it to the metadata server only; the data
+# server takes the forwarded read on its member's word (a client's rights)
+printf 'a long random secret %s\n' "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$tmp/secret"
+server 5 64M --secret-file "$tmp/secret"
+server 4 64M --secret-file "$tmp/secret" --member "$ep_5"
+export ARC_SECRET="$(head -n 1 "$tmp/secret")"
+run "$BUILD/arf" cluster init --stripe-unit 4K "$ep_4" "$ep_5"; check_rc "secret: init (4 KiB stripes: stripe.pno sent whole in a request longer than a stripe)" 0 $?
+run "$BUILD/arf" import "$tmp/src" "$ep_4:/d"; check_rc "secret: import" 0 $?
+run "$BUILD/arf" cluster cat "$ep_4:/d/big"; check_rc "secret: cat" 0 $?
+if cmp -s "$tmp/out" "$tmp/src/big"; then ok; else bad "secret: cat: bytes differ"; fi
+unset ARC_SECRET
+run "$BUILD/arf" cluster cat "$ep_4:/d/small"
+same "no secret: exit status" "$?" 1
+contains "no secret: refused" "$tmp/err" "secret"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
