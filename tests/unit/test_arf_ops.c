@@ -467,9 +467,9 @@ static void test_crash(const char *img)
 			break;
 		struct arc_opts o = { .timeout_ms = 3000 };
 		struct arc *a = arc_connect(ep, &o, err, sizeof err);
-		int64_t args[4] = { d, 0755, 0, 0 };
+		int64_t args[5] = { d, 0755, 0, 0, 0 };   /* key 0: unkeyed */
 		struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = "mkdir", .args = args,
-		                      .n_args = 4, .argbytes = "victim", .argbytes_len = 6,
+		                      .n_args = 5, .argbytes = "victim", .argbytes_len = 6,
 		                      .fuel = fuel };
 		int rc = a ? arc_exec(a, &x) : -1;
 		free(x.out);
@@ -1070,24 +1070,24 @@ static void test_xattr(const char *img)
 	/* hostile: numbers, lengths, bytes, flags */
 	CHECK(arf_getxattr(c, 0, "user.a", buf, 9) == -EINVAL, "inode 0");
 	CHECK(arf_listxattr(c, 1ull << 40, buf, 9) == -EINVAL, "no such inode");
-	int64_t r1[4] = { f, 7, 0, 0 };
-	CHECK(xraw(&k, "setxattr", r1, 4, "user.a", 6) == -EINVAL, "nlen past the bytes");
-	int64_t r2[4] = { f, 6, 0, 0 };
-	CHECK(xraw(&k, "setxattr", r2, 4, "user\0a", 6) == -EINVAL, "NUL in the name");
-	int64_t r3[4] = { f, 6, 4, 0 };
-	CHECK(xraw(&k, "setxattr", r3, 4, "user.a", 6) == -EINVAL, "unknown flags");
-	int64_t r4[4] = { f, 0, 0, 0 };
-	CHECK(xraw(&k, "setxattr", r4, 4, "user.a", 6) == -ERANGE, "nlen 0");
-	int64_t r5[2] = { f, 0 };
+	int64_t r1[5] = { f, 7, 0, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r1, 5, "user.a", 6) == -EINVAL, "nlen past the bytes");
+	int64_t r2[5] = { f, 6, 0, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r2, 5, "user\0a", 6) == -EINVAL, "NUL in the name");
+	int64_t r3[5] = { f, 6, 4, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r3, 5, "user.a", 6) == -EINVAL, "unknown flags");
+	int64_t r4[5] = { f, 0, 0, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r4, 5, "user.a", 6) == -ERANGE, "nlen 0");
+	int64_t r5[3] = { f, 0, 0 };
 	CHECK(xraw(&k, "getxattr", r5, 2, "user\0a", 6) == -EINVAL, "get: NUL in the name");
-	CHECK(xraw(&k, "removexattr", r5, 2, big, 256) == -ERANGE, "remove: 256 bytes");
-	int64_t r6[4] = { f, 255, 0, 0 };
-	CHECK(xraw(&k, "setxattr", r6, 4, big, 255 + ARF_XATTR_VALUE_MAX) == -ENOSPC,
+	CHECK(xraw(&k, "removexattr", r5, 3, big, 256) == -ERANGE, "remove: 256 bytes");
+	int64_t r6[5] = { f, 255, 0, 0, 0 };
+	CHECK(xraw(&k, "setxattr", r6, 5, big, 255 + ARF_XATTR_VALUE_MAX) == -ENOSPC,
 	      "raw: a value over the block");
-	int64_t r7[4] = { f, 6, 0, ARF_XATTR_SETMODE | 01000 };
-	CHECK(xraw(&k, "setxattr", r7, 4, "user.a", 6) == -EINVAL, "mode: bits past 0777");
-	int64_t r8[2] = { f, 0x20000 };
-	CHECK(xraw(&k, "removexattr", r8, 2, "user.a", 6) == -EINVAL, "remove: unknown mode bits");
+	int64_t r7[5] = { f, 6, 0, ARF_XATTR_SETMODE | 01000, 0 };
+	CHECK(xraw(&k, "setxattr", r7, 5, "user.a", 6) == -EINVAL, "mode: bits past 0777");
+	int64_t r8[3] = { f, 0x20000, 0 };
+	CHECK(xraw(&k, "removexattr", r8, 3, "user.a", 6) == -EINVAL, "remove: unknown mode bits");
 	/* the mode argument: the 0777 bits change with the xattr, the others stay */
 	CHECK(arf_getattr(c, (uint64_t)f, &at) == 0, "getattr f");
 	uint32_t type_bits = at.mode & ~0777u;
@@ -1360,17 +1360,19 @@ static void crash_xattr(const char *img)
 	 * (calls) where fuel can stop them: every one is tried */
 	crash_fuel0 = 1;
 	crash_cut_min = 2;
-	int64_t a1[4] = { xf, 6, 0, 0 };
-	crash_op("setxattr new block", img, "setxattr", a1, 4, "user.av1", 8, st_xset_new, 1, false);
+	int64_t a1[5] = { xf, 6, 0, 0, 0x7001ll << 32 | 1 };
+	crash_op("setxattr new block", img, "setxattr", a1, 5, "user.av1", 8, st_xset_new, 1, false);
 	if (serve(&k, img)) {
 		CHECK(arf_setxattr(k.c, (uint64_t)xf, "user.b", "bb", 2, 0) == 0, "user.b");
 		unserve(&k);
 	}
-	crash_op("setxattr replace", img, "setxattr", a1, 4, "user.av2 longer", 15,
+	a1[4]++;
+	crash_op("setxattr replace", img, "setxattr", a1, 5, "user.av2 longer", 15,
 	         st_xset_replace, 1, false);
-	int64_t a2[2] = { xf, 0 };
-	crash_op("removexattr", img, "removexattr", a2, 2, "user.a", 6, st_xremove, 1, false);
-	crash_op("removexattr last", img, "removexattr", a2, 2, "user.b", 6, st_xremove_last, 1,
+	int64_t a2[3] = { xf, 0, 0x7001ll << 32 | 3 };
+	crash_op("removexattr", img, "removexattr", a2, 3, "user.a", 6, st_xremove, 1, false);
+	a2[2]++;
+	crash_op("removexattr last", img, "removexattr", a2, 3, "user.b", 6, st_xremove_last, 1,
 	         false);
 	crash_fuel0 = 10;
 	crash_cut_min = 5;
@@ -1402,11 +1404,11 @@ static void test_crash_ops(const char *img)
 	CHECK(ok && cx[0] > 0 && cx[1] > 0 && cx[4] > 0 && cx[5] > 0, "crash fixture");
 
 	/* a directory over an empty directory elsewhere: replace, free, parent, link counts */
-	int64_t a1[4] = { cx[2], cx[3], 3, 0 };
-	crash_op("rename dir over dir", img, "rename", a1, 4, "subempty", 8, st_rename_dir, 2, false);
+	int64_t a1[5] = { cx[2], cx[3], 3, 0, 0x7002ll << 32 | 1 };
+	crash_op("rename dir over dir", img, "rename", a1, 5, "subempty", 8, st_rename_dir, 2, false);
 	/* a file into a directory whose table must grow (128 entries in 256 slots) */
-	int64_t a2[4] = { srcdir, cx[5], 1, 0 };
-	crash_op("rename growing", img, "rename", a2, 4, "ff-new", 6, st_rename_grow, 10, false);
+	int64_t a2[5] = { srcdir, cx[5], 1, 0, 0x7002ll << 32 | 2 };
+	crash_op("rename growing", img, "rename", a2, 5, "ff-new", 6, st_rename_grow, 10, false);
 	/* exchange of a directory and a file between two directories; run twice it undoes
 	 * itself, so a run stopped after its commit must be noticed at once: a restart after
 	 * every kill */
@@ -1415,22 +1417,22 @@ static void test_crash_ops(const char *img)
 		cx[7] = arf_create(k.c, (uint64_t)cx[3], "y", 0644, 0, 0);
 		unserve(&k);
 	}
-	int64_t a3[4] = { cx[2], cx[3], 1, ARF_RENAME_EXCHANGE };
-	crash_op("rename exchange", img, "rename", a3, 4, "xy", 2, st_exchange, 2, true);
+	int64_t a3[5] = { cx[2], cx[3], 1, ARF_RENAME_EXCHANGE, 0 };
+	crash_op("rename exchange", img, "rename", a3, 5, "xy", 2, st_exchange, 2, true);
 	/* a symlink with its target in a block, and a hard link into the grown directory */
 	memset(long_target, 't', sizeof long_target - 1);
 	static char sbytes[4000];
 	memcpy(sbytes, "sym", 3);
 	memcpy(sbytes + 3, long_target, strlen(long_target));
-	int64_t a4[4] = { cx[2], 3, 0, 0 };
-	crash_op("symlink", img, "symlink", a4, 4, sbytes, 3 + strlen(long_target), st_symlink, 1, false);
+	int64_t a4[5] = { cx[2], 3, 0, 0, 0x7002ll << 32 | 4 };
+	crash_op("symlink", img, "symlink", a4, 5, sbytes, 3 + strlen(long_target), st_symlink, 1, false);
 	cx[4] = -1;
 	if (serve(&k, img)) {
 		cx[4] = look(k.c, "c/full/f-new");
 		unserve(&k);
 	}
-	int64_t a5[2] = { cx[4], cx[5] };
-	crash_op("link", img, "link", a5, 2, "hard", 4, st_link, 1, false);
+	int64_t a5[3] = { cx[4], cx[5], 0x7002ll << 32 | 5 };
+	crash_op("link", img, "link", a5, 3, "hard", 4, st_link, 1, false);
 	crash_xattr(img);
 }
 
