@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,6 +48,25 @@
 #include "ar_proto.h"
 #include "arf.h"
 #include "server.h"
+
+/* A fault for tests (tests/integration/arf_restart.sh): ARFD_TEST_KILL=ENTRY:N in the
+ * environment kills the process (SIGKILL) right after the N-th run of export ENTRY that
+ * completed, before its reply is sent: the state is changed and the client never hears of
+ * it, the case that exactly-once across a restart is about (docs/arf.md). */
+static char test_kill_entry[64];
+static unsigned long test_kill_at;
+static atomic_ulong test_kill_n;
+
+static void test_kill_setup(void)
+{
+	const char *e = getenv("ARFD_TEST_KILL");
+	const char *colon = e ? strchr(e, ':') : NULL;
+	if (!colon || (size_t)(colon - e) >= sizeof test_kill_entry)
+		return;
+	memcpy(test_kill_entry, e, (size_t)(colon - e));
+	test_kill_entry[colon - e] = '\0';
+	test_kill_at = strtoul(colon + 1, NULL, 10);
+}
 
 struct region {
 	char name[256];
@@ -671,6 +691,9 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	struct vm_result res;
 	int rc = vm_run(c->prog, (unsigned)fi, args, n_args, &o, &res);
 	free(unpacked);                    /* (o.args pointed into it: not used after the run) */
+	if (rc == 0 && test_kill_at && !strcmp(entry, test_kill_entry) &&
+	    atomic_fetch_add(&test_kill_n, 1) + 1 == test_kill_at)
+		raise(SIGKILL);            /* the test fault: done, and its reply never sent */
 	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
 		/* not short after all: nothing happened but output, so a worker starts it over */
 		cache_put(s, c);
@@ -1510,6 +1533,7 @@ static void unmap_regions(struct arfd *s)
 
 struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 {
+	test_kill_setup();
 	struct arfd *s = calloc(1, sizeof *s);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
