@@ -1928,6 +1928,7 @@ static void test_once(const char *img)
 	/* across a restart: the records are in the image */
 	if (!serve(&k, img))
 		return;
+	c = k.c;
 	for (unsigned i = 0; i < 3; i++)
 		CHECK(once_run(&k, &once_cases[i], d, f, base + i) == first[i],
 		      "keyed %s after a restart: the first result", once_cases[i].entry);
