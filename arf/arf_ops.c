@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "arc.h"
 #include "arf_ops.h"
@@ -11,7 +14,23 @@
 
 struct arf_client {
 	struct arf_seg s;              /* ops.pno */
+	uint32_t id;                   /* random, not 0: the high half of every key */
+	uint32_t seq;                  /* the last sequence number handed out (atomic) */
 };
+
+/* A fresh key for one state-changing request: client << 32 | sequence number (docs/arf.md,
+ * "Exactly once across a restart").  The request's bytes carry it, so libarc's resend
+ * after a reconnect, and arf_seg_run's EAGAIN retries, repeat it unchanged. */
+static int64_t key(struct arf_client *c)
+{
+	uint32_t n = __atomic_add_fetch(&c->seq, 1, __ATOMIC_RELAXED);
+	return (int64_t)((uint64_t)c->id << 32 | n);
+}
+
+uint64_t arf_client_key(struct arf_client *c)
+{
+	return (uint64_t)key(c);
+}
 
 struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *err,
                                    size_t errlen)
@@ -25,6 +44,14 @@ struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *er
 	                 errlen) != 0) {
 		free(c);
 		return NULL;
+	}
+	while (c->id == 0) {
+		/* an id unlike any other client's: a key must never match another's record */
+		if (getrandom(&c->id, sizeof c->id, 0) != (ssize_t)sizeof c->id) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			c->id = (uint32_t)(ts.tv_nsec ^ ts.tv_sec * 2654435761u ^ (uint32_t)getpid() << 16);
+		}
 	}
 	return c;
 }
@@ -127,29 +154,33 @@ int64_t arf_lookup_attr(struct arf_client *c, uint64_t start, const char *path,
 int64_t arf_mkdir_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
                        uint32_t uid, uint32_t gid, struct arf_attr *at)
 {
-	int64_t a[4] = { (int64_t)dir, mode, uid, gid };
-	return run_attr(c, "mkdirattr", a, 4, name, strlen(name), at);
+	int64_t a[5] = { (int64_t)dir, mode, uid, gid, key(c) };
+	return run_attr(c, "mkdirattr", a, 5, name, strlen(name), at);
 }
 
 int64_t arf_mknod_attr(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
                        uint64_t rdev, uint32_t uid, uint32_t gid, struct arf_attr *at)
 {
-	int64_t a[5] = { (int64_t)dir, mode, uid, gid, (int64_t)rdev };
-	return run_attr(c, "mknodattr", a, 5, name, strlen(name), at);
+	int64_t a[6] = { (int64_t)dir, mode, uid, gid, (int64_t)rdev, key(c) };
+	return run_attr(c, "mknodattr", a, 6, name, strlen(name), at);
 }
 
 int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname,
                       struct arf_attr *at)
 {
-	int64_t a[2] = { (int64_t)ino, (int64_t)newdir };
-	return run_attr(c, "linkattr", a, 2, newname, strlen(newname), at);
+	int64_t a[3] = { (int64_t)ino, (int64_t)newdir, key(c) };
+	return run_attr(c, "linkattr", a, 3, newname, strlen(newname), at);
 }
 
 static int64_t make(struct arf_client *c, const char *entry, uint64_t dir, const char *name,
                     uint32_t mode, uint32_t uid, uint32_t gid)
 {
-	int64_t a[5] = { (int64_t)dir, mode, uid, gid, 0 };   /* mknod's rdev: none */
-	return simple(c, entry, a, strcmp(entry, "mknod") ? 4 : 5, name);
+	if (strcmp(entry, "mknod") == 0) {
+		int64_t a[6] = { (int64_t)dir, mode, uid, gid, 0, key(c) };   /* rdev: none */
+		return simple(c, entry, a, 6, name);
+	}
+	int64_t a[5] = { (int64_t)dir, mode, uid, gid, key(c) };
+	return simple(c, entry, a, 5, name);
 }
 
 int64_t arf_mkdir(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
@@ -319,14 +350,14 @@ void arf_walk_prune(struct arf_walk *w, unsigned depth)
 
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name)
 {
-	int64_t a[1] = { (int64_t)dir };
-	return (int)simple(c, "unlink", a, 1, name);
+	int64_t a[2] = { (int64_t)dir, key(c) };
+	return (int)simple(c, "unlink", a, 2, name);
 }
 
 int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name)
 {
-	int64_t a[1] = { (int64_t)dir };
-	return (int)simple(c, "rmdir", a, 1, name);
+	int64_t a[2] = { (int64_t)dir, key(c) };
+	return (int)simple(c, "rmdir", a, 2, name);
 }
 
 /* Run entry with args and the bytes a then b (the two names, or a name and a target). */
@@ -353,8 +384,8 @@ int64_t arf_symlink(struct arf_client *c, uint64_t dir, const char *name, const 
 	size_t nlen = strlen(name), tlen = strlen(target);
 	if (tlen > ARF_SYMLINK_MAX)        /* the segment says so too; spare the bytes */
 		return -ENAMETOOLONG;
-	int64_t a[4] = { (int64_t)dir, (int64_t)nlen, uid, gid };
-	return two(c, "symlink", a, 4, name, nlen, target, tlen);
+	int64_t a[5] = { (int64_t)dir, (int64_t)nlen, uid, gid, key(c) };
+	return two(c, "symlink", a, 5, name, nlen, target, tlen);
 }
 
 int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
@@ -370,8 +401,8 @@ int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
 	}
 	memcpy(buf, name, nlen);
 	memcpy(buf + nlen, target, tlen);
-	int64_t a[4] = { (int64_t)dir, (int64_t)nlen, uid, gid };
-	int64_t v = run_attr(c, "symlinkattr", a, 4, buf, nlen + tlen, at);
+	int64_t a[5] = { (int64_t)dir, (int64_t)nlen, uid, gid, key(c) };
+	int64_t v = run_attr(c, "symlinkattr", a, 5, buf, nlen + tlen, at);
 	free(buf);
 	return v;
 }
@@ -398,16 +429,16 @@ int arf_readlink(struct arf_client *c, uint64_t ino, char *buf, size_t len)
 
 int arf_link(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname)
 {
-	int64_t a[2] = { (int64_t)ino, (int64_t)newdir };
-	return (int)simple(c, "link", a, 2, newname);
+	int64_t a[3] = { (int64_t)ino, (int64_t)newdir, key(c) };
+	return (int)simple(c, "link", a, 3, newname);
 }
 
 int arf_rename(struct arf_client *c, uint64_t olddir, const char *oldname, uint64_t newdir,
                const char *newname, unsigned flags)
 {
 	size_t olen = strlen(oldname);
-	int64_t a[4] = { (int64_t)olddir, (int64_t)newdir, (int64_t)olen, flags };
-	return (int)two(c, "rename", a, 4, oldname, olen, newname, strlen(newname));
+	int64_t a[5] = { (int64_t)olddir, (int64_t)newdir, (int64_t)olen, flags, key(c) };
+	return (int)two(c, "rename", a, 5, oldname, olen, newname, strlen(newname));
 }
 
 /* ---- extended attributes ---- */
@@ -437,9 +468,9 @@ int arf_setxattr_mode(struct arf_client *c, uint64_t ino, const char *name, cons
 		return -E2BIG;
 	if (len > ARF_XATTR_VALUE_MAX)     /* the segment says so too; spare the bytes */
 		return -ENOSPC;
-	int64_t a[4] = { (int64_t)ino, (int64_t)nlen, flags,
-	                 perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777) };
-	return (int)two(c, "setxattr", a, 4, name, nlen, (const char *)value, len);
+	int64_t a[5] = { (int64_t)ino, (int64_t)nlen, flags,
+	                 perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777), key(c) };
+	return (int)two(c, "setxattr", a, 5, name, nlen, (const char *)value, len);
 }
 
 /* Run a read export (getxattr, listxattr) whose output must be exactly its result's bytes
@@ -489,6 +520,6 @@ int arf_removexattr_mode(struct arf_client *c, uint64_t ino, const char *name, i
 	size_t nlen;
 	if (!xattr_name_ok(name, &nlen))
 		return -ERANGE;
-	int64_t a[2] = { (int64_t)ino, perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777) };
-	return (int)simple(c, "removexattr", a, 2, name);
+	int64_t a[3] = { (int64_t)ino, perm < 0 ? 0 : ARF_XATTR_SETMODE | (perm & 0777), key(c) };
+	return (int)simple(c, "removexattr", a, 3, name);
 }

@@ -19,6 +19,15 @@ struct arf_client;
 struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *err,
                                    size_t errlen);
 void arf_client_close(struct arf_client *c);
+
+/* Every state-changing call below (mkdir, mknod, create, symlink, link, unlink, rmdir,
+ * rename, setxattr, removexattr and their *attr forms) sends a fresh idempotency key,
+ * client << 32 | sequence number, as its export's last argument: a repeat of the request
+ * (libarc's resend after reconnecting to a restarted arfd) is answered with the first run's
+ * result instead of being run again (docs/arf.md, "Exactly once across a restart").  A
+ * caller that runs those exports itself (arc_exec_many) takes a key here, or passes 0
+ * (no record).  Thread-safe. */
+uint64_t arf_client_key(struct arf_client *c);
 const char *arf_client_errmsg(struct arf_client *c);
 
 /* Resolve path ("a/b/c"; '/' runs separate components) from directory start (1 = root):

@@ -488,7 +488,7 @@ static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
 	         (unsigned long long)f->gen);
 	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
 	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-	int64_t args[ARF_CLUSTER_MAX][5];
+	int64_t args[ARF_CLUSTER_MAX][6];
 	int rcs[ARF_CLUSTER_MAX];
 	unsigned who[ARF_CLUSTER_MAX], m = 0;
 	for (unsigned k = 0; k < cl->n; k++) {
@@ -503,9 +503,10 @@ static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
 		a[0] = (int64_t)s->dir;
 		a[1] = S_IFREG | 0600;
 		a[2] = a[3] = a[4] = 0;    /* uid, gid, rdev */
+		a[5] = create ? (int64_t)arf_client_key(s->ops) : 0;   /* exactly once */
 		xv[m] = (struct arc_exec){ .seg = os->bytes, .seg_len = os->len, .seg_id = os->id,
 		                           .entry = create ? "mknodattr" : "lookupattr", .args = a,
-		                           .n_args = create ? 5 : 1, .argbytes = name,
+		                           .n_args = create ? 6 : 1, .argbytes = name,
 		                           .argbytes_len = strlen(name) };
 		xs[m] = &xv[m];
 		as[m] = s->a;
@@ -874,7 +875,7 @@ int arf_cl_remove(struct arf_cl_file *f)
 	         (unsigned long long)f->gen);
 	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
 	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-	int64_t args[ARF_CLUSTER_MAX][1];
+	int64_t args[ARF_CLUSTER_MAX][2];
 	int rcs[ARF_CLUSTER_MAX];
 	unsigned who[ARF_CLUSTER_MAX], m = 0;
 	int err = 0;
@@ -889,8 +890,9 @@ int arf_cl_remove(struct arf_cl_file *f)
 		struct dsrv *s = &cl->s[k];
 		const struct arf_seg *os = arf_client_seg(s->ops);
 		args[m][0] = (int64_t)s->dir;
+		args[m][1] = (int64_t)arf_client_key(s->ops);
 		xv[m] = (struct arc_exec){ .seg = os->bytes, .seg_len = os->len, .seg_id = os->id,
-		                           .entry = "unlink", .args = args[m], .n_args = 1,
+		                           .entry = "unlink", .args = args[m], .n_args = 2,
 		                           .argbytes = name, .argbytes_len = strlen(name) };
 		xs[m] = &xv[m];
 		as[m] = s->a;

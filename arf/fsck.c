@@ -7,6 +7,7 @@
  * its type; a directory has one entry); then slot tables are rebuilt where needed; 3
  * reachability from the root (orphans to lost+found, or freed when unlinked); 4 link counts
  * and parent fields; 5 the allocation bitmaps and free counters against the computed maps.
+ * Before pass 1, the keyed results' table in block 0 (pass_once).
  * A repairing run is followed by a checking run, whose verdict decides between "repaired"
  * and "problems left".
  */
@@ -1196,6 +1197,38 @@ static void *zalloc_bits(uint64_t n_bits)
 	return calloc((n_bits + 63) / 64 + 1, 8);
 }
 
+/* The keyed results in block 0 (docs/arf.md, "Exactly once across a restart"): each entry
+ * empty (all zero but perhaps its lock word) or holding a key whose entry it is, a result
+ * that is 0 or an inode number, a generation already handed out; a lock word 0 or an
+ * operation's tag.  A bad entry is emptied: the request it recorded, if repeated, runs
+ * again (as before keys). */
+static void pass_once(struct fsck *f)
+{
+	struct arf_sb *sb = f->sb;
+	for (uint64_t k = 0; k < ARF_O_N; k++) {
+		uint64_t off = ARF_O_OFF + k * ARF_O_SIZE;
+		struct arf_once *e = (struct arf_once *)(f->base + off);
+		const char *bad = NULL;
+		uint64_t slot = e->lock & 0xffffffffu;
+		if (e->lock != 0 && (slot == 0 || slot > ARF_J_SLOTS || e->lock >> 32 > sb->epoch))
+			bad = "a lock word that is no operation's tag";
+		else if (e->key == 0 && (e->result != 0 || e->gen != 0))
+			bad = "a result without a key";
+		else if (e->key != 0 && arf_once_entry(e->key) != off)
+			bad = "a key that belongs to another entry";
+		else if (e->result < 0 || (uint64_t)e->result >= sb->n_inodes)
+			bad = "a result that is neither 0 nor an inode number";
+		else if (e->gen >= sb->next_gen && e->gen != 0)
+			bad = "a generation not handed out yet";
+		if (!bad)
+			continue;
+		problem(f, "keyed result %" PRIu64 " (key %#" PRIx64 ", result %" PRId64 "): %s", k,
+		        e->key, e->result, bad);
+		if (fix(f, "emptied it"))
+			memset(e, 0, sizeof *e);
+	}
+}
+
 static int run(struct fsck *f)
 {
 	struct arf_sb *sb = f->sb;
@@ -1222,6 +1255,7 @@ static int run(struct fsck *f)
 	for (uint64_t i = sb->n_inodes; i < sb->ibmap_len * 8; i++)
 		bit_set(f->iused, i);
 
+	pass_once(f);
 	pass_inodes(f);
 	if (!f->failed)
 		pass_entries(f);

@@ -122,6 +122,13 @@ struct arf_jslot {
 	uint64_t reserved;
 };
 
+struct arf_once {
+	uint64_t lock;
+	uint64_t key;
+	int64_t result;
+	uint64_t gen;
+};
+
 struct arf_undo {
 	uint64_t off;
 	uint64_t len;
@@ -232,6 +239,13 @@ _Static_assert(sizeof(struct arf_jslot) == ARF_J_HDR, "journal slot header");
 ARF_AT(struct arf_undo, off, ARF_U_OFF);
 ARF_AT(struct arf_undo, len, ARF_U_LEN);
 ARF_AT(struct arf_undo, data, ARF_U_DATA);
+ARF_AT(struct arf_once, lock, ARF_O_LOCK);
+ARF_AT(struct arf_once, key, ARF_O_KEY);
+ARF_AT(struct arf_once, result, ARF_O_RESULT);
+ARF_AT(struct arf_once, gen, ARF_O_GEN);
+_Static_assert(sizeof(struct arf_once) == ARF_O_SIZE, "keyed result entry");
+_Static_assert(ARF_O_OFF >= ARF_SB_SIZE && ARF_O_OFF + ARF_O_N * ARF_O_SIZE <= ARF_BLOCK_SIZE &&
+               ARF_O_OFF % 8 == 0, "the keyed results lie in block 0 after the superblock");
 _Static_assert(ARF_J_SLOT_SIZE % ARF_BLOCK_SIZE == 0, "journal slots are whole blocks");
 #undef ARF_AT
 
@@ -243,6 +257,13 @@ _Static_assert(ARF_WALK_HDR == 8 + 16 * ARF_WALK_FRAMES && ARF_WALK_FRAMES < 256
                "walk header: a count and the frames; depths fit a byte");
 
 /* FNV-1a 64 of a name: the hash of directory entries (bytecode computes the same). */
+/* Byte offset of the keyed-result entry of key (client << 32 | sequence number): a client's
+ * consecutive sequence numbers take consecutive entries (arf/ops.c computes the same). */
+static inline uint64_t arf_once_entry(uint64_t key)
+{
+	return ARF_O_OFF + ((key >> 32) * ARF_O_MIX + (key & 0xffffffffu)) % ARF_O_N * ARF_O_SIZE;
+}
+
 static inline uint64_t arf_name_hash(const void *name, size_t len)
 {
 	const uint8_t *p = name;

@@ -26,6 +26,10 @@
  *   getxattr(ino, size)             name -> the value's length; the value on the output
  *   listxattr(ino, size)            the names, each with a NUL, on the output -> their bytes
  *   removexattr(ino, mode)          name -> 0
+ * Every export that changes the tree (mkdir, mknod, their attr forms, unlink, rmdir,
+ * symlink, symlinkattr, link, linkattr, rename, setxattr, removexattr) takes one more
+ * argument, last: its idempotency key, 0 or client << 32 | sequence number ("keyed
+ * results" below; mknod and mknodattr: the sixth, AR_EXPORT_ARGS).
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
@@ -163,6 +167,80 @@ static long ilock(u64 i, u64 tag)
 static void iunlock(u64 i, u64 tag)
 {
 	(void)ar_cas(arf, i + ARF_I_LOCK, tag, 0);
+}
+
+/* ---------------------------------------------------------------- keyed results
+ * Exactly once across a restart (docs/arf.md, "Exactly once across a restart").  Every
+ * export that changes the tree takes a last argument key: 0, or client << 32 | sequence
+ * number, which the client makes unique per request and sends again unchanged when it
+ * repeats the request (after a reconnect to a restarted arfd).  A keyed operation that
+ * changes the tree records (key, result, generation) in the key's entry of the table in
+ * block 0 inside its own journal transaction (oput before the commit, oend for it), so a
+ * crash leaves both the change and its record, or neither.  The export first looks the key
+ * up (oget): when the entry holds it, the operation was done and its result is answered
+ * without doing it again.  An entry is overwritten by the next key that picks it: a
+ * client's consecutive sequence numbers take consecutive entries, so its own record lasts
+ * its next ARF_O_N - 1 keyed operations (fewer when other clients' keys land there). */
+
+#define O_MISS (1l << 62)      /* oget: no record (never a result: those are < 2^32 or < 0) */
+
+static u64 oentry(u64 key)
+{
+	return ARF_O_OFF + ((key >> 32) * ARF_O_MIX + (key & 0xfffffffful)) % ARF_O_N * ARF_O_SIZE;
+}
+
+/* The recorded result of key, or O_MISS (always for key 0).  No lock: oput clears the key
+ * word before it changes the rest and stores it last, so a second look at the key word
+ * tells whether the result read between was its. */
+static __attribute__((noinline)) long oget(u64 key)
+{
+	if (key == 0)
+		return O_MISS;
+	u64 e = oentry(key);
+	if (ar_ld64(arf, e + ARF_O_KEY) != key)
+		return O_MISS;
+	long r = (long)ar_ld64(arf, e + ARF_O_RESULT);
+	if (ar_ld64(arf, e + ARF_O_KEY) != key)
+		return O_MISS;
+	return r;
+}
+
+/* Record key's result in transaction j, after the operation's last logged change and before
+ * its commit (oend): the entry's offset, locked with j's tag, or 0 (key 0, or the entry's
+ * lock held by a run that trapped: the operation goes unrecorded rather than waiting).  c:
+ * the inode offset whose generation the record keeps (0: none).  Taken after every inode
+ * lock and held only to the commit, never while waiting for anything: no cycle of waits. */
+static __attribute__((noinline)) u64 oput(u64 j, u64 key, u64 result, u64 c)
+{
+	if (key == 0)
+		return 0;
+	u64 e = oentry(key);
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	u64 n = 0;
+	for (;;) {
+		u64 old = ar_cas(arf, e + ARF_O_LOCK, 0, tag);
+		if (old == 0)
+			break;
+		if (old >> 32 != SB(EPOCH) && ar_cas(arf, e + ARF_O_LOCK, old, tag) == old)
+			break;
+		if (++n >= 20000)
+			return 0;
+	}
+	jlog(j, e + ARF_O_KEY, ARF_O_SIZE - ARF_O_KEY);
+	ar_st64(arf, e + ARF_O_KEY, 0);
+	ar_st64(arf, e + ARF_O_RESULT, result);
+	ar_st64(arf, e + ARF_O_GEN, c != 0 ? ar_ld64(arf, c + ARF_I_GEN) : 0);
+	ar_st64(arf, e + ARF_O_KEY, key);
+	return e;
+}
+
+/* Commit j (jend) and release the entry oput locked (e 0: none). */
+static __attribute__((noinline)) void oend(u64 j, u64 e)
+{
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	jend(j);
+	if (e != 0)
+		(void)ar_cas(arf, e + ARF_O_LOCK, tag, 0);
 }
 
 /* A mask of n (1..64) bits from bit 0. */
@@ -561,8 +639,9 @@ static __attribute__((noinline)) u64 newmode(u64 d, u64 mode)
  * lock the directory, EEXIST check under the lock, then every allocation (inode, grown slot
  * table, new directory block) so that ENOSPC is answered before anything is changed; then
  * the logged changes; commit; unlock; free the old table's blocks. */
-static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 uid, u64 gid, u64 rdev)
+static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 ugid, u64 rdev, u64 key)
 {
+	u64 uid = ugid >> 32, gid = ugid & 0xfffffffful;
 	long rc = namecheck();
 	if (rc != 0)
 		return rc;
@@ -713,8 +792,8 @@ static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 uid, u64 gid, u
 		ar_st32(arf, d + ARF_I_NLINK, ar_ld32u(arf, d + ARF_I_NLINK) + 1);
 	ar_st64(arf, d + ARF_I_MTIME, tnow);
 	ar_st64(arf, d + ARF_I_CTIME, tnow);
-	/* commit, unlock, and only then give the old table's blocks back */
-	jend(j);
+	/* record (a keyed request), commit, unlock, and only then give the old table's blocks back */
+	oend(j, oput(j, key, ino, c));
 	iunlock(d, tag);
 	if (newt != 0 && oldt != 0)
 		bput(oldt, nslots >> 8);
@@ -725,20 +804,36 @@ fail:                                  /* nothing was changed */
 	return rc;
 }
 
-static __attribute__((noinline)) long do_mkdir(u64 dir, u64 mode, u64 uid, u64 gid)
+static __attribute__((noinline)) long do_mkdir(u64 dir, u64 mode, u64 uid, u64 gid, u64 key)
 {
-	return mk(dir, (mode & 07777) | ARF_S_IFDIR, uid, gid, 0);
+	return mk(dir, (mode & 07777) | ARF_S_IFDIR, (uid & 0xfffffffful) << 32 | (gid & 0xfffffffful),
+	          0, key);
 }
 
-long mkdir(u64 dir, u64 mode, u64 uid, u64 gid)
+/* The plain forms answer a recorded result as it was; the *attr forms getattr of the inode
+ * it names when that still has the recorded generation, else -ENOENT (it was removed since,
+ * by a later operation). */
+static __attribute__((noinline)) long oattr(u64 key, long ino)
 {
-	return do_mkdir(dir, mode, uid, gid);
+	u64 c = ioff((u64)ino);
+	if (c == 0 || ar_ld32u(arf, c + ARF_I_MODE) == 0 ||
+	    ar_ld64(arf, c + ARF_I_GEN) != ar_ld64(arf, oentry(key) + ARF_O_GEN))
+		return -E_NOENT;
+	return do_getattr((u64)ino);
+}
+
+long mkdir(u64 dir, u64 mode, u64 uid, u64 gid, u64 key)
+{
+	long r = oget(key);
+	if (r != O_MISS)
+		return r;
+	return do_mkdir(dir, mode, uid, gid, key);
 }
 
 /* mknod(dir, mode, uid, gid, rdev): regular files (create), fifos, character and block
  * devices (rdev: the device number, as Linux's dev_t; kept for devices only) and sockets;
  * other types: -EINVAL. */
-static __attribute__((noinline)) long do_mknod(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+static __attribute__((noinline)) long do_mknod(u64 dir, u64 mode, u64 ugid, u64 rdev, u64 key)
 {
 	u64 t = mode & ARF_S_IFMT;
 	if (t != ARF_S_IFCHR && t != ARF_S_IFBLK) {
@@ -746,26 +841,45 @@ static __attribute__((noinline)) long do_mknod(u64 dir, u64 mode, u64 uid, u64 g
 		if (t != ARF_S_IFREG && t != ARF_S_IFIFO && t != ARF_S_IFSOCK)
 			return -E_INVAL;
 	}
-	return mk(dir, mode & (ARF_S_IFMT | 07777), uid, gid, rdev);
+	return mk(dir, mode & (ARF_S_IFMT | 07777), ugid, rdev, key);
 }
 
+static u64 ugid(u64 uid, u64 gid)
+{
+	return (uid & 0xfffffffful) << 32 | (gid & 0xfffffffful);
+}
+
+/* mknod(dir, mode, uid, gid, rdev, key): six arguments, the last past BPF's five */
+AR_EXPORT_ARGS(mknod, 6);
 long mknod(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 {
-	return do_mknod(dir, mode, uid, gid, rdev);
+	u64 key = ar_arg(5);
+	long r = oget(key);
+	if (r != O_MISS)
+		return r;
+	return do_mknod(dir, mode, ugid(uid, gid), rdev, key);
 }
 
 /* mkdirattr, mknodattr: the operation, then getattr of the new inode (one round trip). */
-long mkdirattr(u64 dir, u64 mode, u64 uid, u64 gid)
+long mkdirattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 key)
 {
-	long ino = do_mkdir(dir, mode, uid, gid);
+	long ino = oget(key);
+	if (ino != O_MISS)
+		return ino < 0 ? ino : oattr(key, ino);
+	ino = do_mkdir(dir, mode, uid, gid, key);
 	if (ino < 0)
 		return ino;
 	return do_getattr((u64)ino);
 }
 
+AR_EXPORT_ARGS(mknodattr, 6);
 long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 {
-	long ino = do_mknod(dir, mode, uid, gid, rdev);
+	u64 key = ar_arg(5);
+	long ino = oget(key);
+	if (ino != O_MISS)
+		return ino < 0 ? ino : oattr(key, ino);
+	ino = do_mknod(dir, mode, ugid(uid, gid), rdev, key);
 	if (ino < 0)
 		return ino;
 	return do_getattr((u64)ino);
@@ -831,7 +945,7 @@ static __attribute__((noinline)) void irelease(u64 c, u64 type)
  * link, and an inode left with none is freed with its blocks after the commit (ARF keeps no
  * open-file state yet: an unlinked file is gone at once).  Locks the directory, then the
  * child. */
-static long rm(u64 pino, u64 isdir)
+static long rm(u64 pino, u64 isdir, u64 key)
 {
 	u64 len = (u64)ar_len(AR_ARGS);
 	if (len == 0)
@@ -921,7 +1035,7 @@ static long rm(u64 pino, u64 isdir)
 		ar_st32(arf, c + ARF_I_NLINK, 0);
 		ar_st32(arf, c + ARF_I_MODE, 0);
 	}
-	jend(j);
+	oend(j, oput(j, key, 0, 0));
 	iunlock(d, tag);
 	if (nl != 0) {
 		iunlock(c, tag);
@@ -935,14 +1049,20 @@ fail1:                                 /* nothing was changed */
 	return rc;
 }
 
-long unlink(u64 dir)
+long unlink(u64 dir, u64 key)
 {
-	return rm(dir, 0);
+	long r = oget(key);
+	if (r != O_MISS)
+		return r;
+	return rm(dir, 0, key);
 }
 
-long rmdir(u64 dir)
+long rmdir(u64 dir, u64 key)
 {
-	return rm(dir, 1);
+	long r = oget(key);
+	if (r != O_MISS)
+		return r;
+	return rm(dir, 1, key);
 }
 
 /* ---------------------------------------------------------------- entry helpers
@@ -1115,7 +1235,7 @@ static __attribute__((noinline)) void dtouch(u64 d, u64 t)
  * the name's as mknod; nlen past the args EINVAL.  Order as mk: checks, slot, directory
  * lock, EEXIST, every allocation (inode, table, directory block, target block), then the
  * logged changes, commit, unlock, free the old table. */
-static __attribute__((noinline)) long do_symlink(u64 pino, u64 nlen, u64 uid, u64 gid)
+static __attribute__((noinline)) long do_symlink(u64 pino, u64 nlen, u64 uid, u64 gid, u64 key)
 {
 	u64 alen = (u64)ar_len(AR_ARGS);
 	if (nlen > alen)
@@ -1209,7 +1329,7 @@ static __attribute__((noinline)) long do_symlink(u64 pino, u64 nlen, u64 uid, u6
 	dlink(j, d, newb);
 	dput(j, d, h, ino, NAMEREF(0, nlen, ARF_DT_LNK));
 	dtouch(d, tnow);
-	jend(j);
+	oend(j, oput(j, key, ino, c));
 	iunlock(d, tag);
 	if (newt != 0 && oldt != 0)
 		bput(oldt, nslots >> 8);
@@ -1225,14 +1345,20 @@ fail:
 	return rc;
 }
 
-long symlink(u64 pino, u64 nlen, u64 uid, u64 gid)
+long symlink(u64 pino, u64 nlen, u64 uid, u64 gid, u64 key)
 {
-	return do_symlink(pino, nlen, uid, gid);
+	long r = oget(key);
+	if (r != O_MISS)
+		return r;
+	return do_symlink(pino, nlen, uid, gid, key);
 }
 
-long symlinkattr(u64 pino, u64 nlen, u64 uid, u64 gid)
+long symlinkattr(u64 pino, u64 nlen, u64 uid, u64 gid, u64 key)
 {
-	long ino = do_symlink(pino, nlen, uid, gid);
+	long ino = oget(key);
+	if (ino != O_MISS)
+		return ino < 0 ? ino : oattr(key, ino);
+	ino = do_symlink(pino, nlen, uid, gid, key);
 	if (ino < 0)
 		return ino;
 	return do_getattr((u64)ino);
@@ -1245,7 +1371,7 @@ long symlinkattr(u64 pino, u64 nlen, u64 uid, u64 gid)
  * (directories before what they name, as rm).  Errors: the name's as mknod (EEXIST first,
  * as Linux), EPERM for a directory, ENOENT when ino is free (or unlinked while we waited),
  * EINVAL for no such number, EMLINK when nlink would pass 2^32 - 1, ENOSPC, EAGAIN. */
-static __attribute__((noinline)) long do_link(u64 ino, u64 pino)
+static __attribute__((noinline)) long do_link(u64 ino, u64 pino, u64 key)
 {
 	long rc = namecheck();
 	if (rc != 0)
@@ -1327,7 +1453,7 @@ static __attribute__((noinline)) long do_link(u64 ino, u64 pino)
 	ar_st32(arf, c + ARF_I_NLINK, ar_ld32u(arf, c + ARF_I_NLINK) + 1);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
 	dtouch(d, tnow);
-	jend(j);
+	oend(j, oput(j, key, 0, c));
 	iunlock(c, tag);
 	iunlock(d, tag);
 	if (newt != 0 && oldt != 0)
@@ -1341,16 +1467,22 @@ fail1:                                 /* nothing was changed */
 	return rc;
 }
 
-long link(u64 ino, u64 pino)
+long link(u64 ino, u64 pino, u64 key)
 {
-	return do_link(ino, pino);
+	long r = oget(key);
+	if (r != O_MISS)
+		return r;
+	return do_link(ino, pino, key);
 }
 
 /* link returns 0 on success: the attributes are ino's (its nlink already counts the new
  * name); the result is ino. */
-long linkattr(u64 ino, u64 pino)
+long linkattr(u64 ino, u64 pino, u64 key)
 {
-	long rc = do_link(ino, pino);
+	long rc = oget(key);
+	if (rc != O_MISS)
+		return rc < 0 ? rc : oattr(key, (long)ino);
+	rc = do_link(ino, pino, key);
 	if (rc < 0)
 		return rc;
 	return do_getattr(ino);
@@ -1415,8 +1547,11 @@ static __attribute__((noinline)) void iunlock4(u64 tag, u64 a, u64 b, u64 c, u64
  * others, else by number.  rm and link lock a directory before what it names, so no cycle
  * of waits can form.  Then: every allocation (only a new name needs one), the logged
  * changes, commit, unlock, free what the replaced inode and an old table owned. */
-long rename(u64 olddir, u64 newdir, u64 olen, u64 flags)
+long rename(u64 olddir, u64 newdir, u64 olen, u64 flags, u64 key)
 {
+	long r0 = oget(key);
+	if (r0 != O_MISS)
+		return r0;
 	if ((flags & ~3ul) != 0 || flags == 3 || olen > (u64)ar_len(AR_ARGS))
 		return -E_INVAL;
 	u64 nlen = (u64)ar_len(AR_ARGS) - olen;
@@ -1632,8 +1767,8 @@ long rename(u64 olddir, u64 newdir, u64 olen, u64 flags)
 	ar_st64(arf, cs + ARF_I_CTIME, tnow);
 	dtouch(d1, tnow);
 	dtouch(d2, tnow);
-	/* commit, unlock (a freed inode's lock word is cleared with it), give back */
-	jend(j);
+	/* record, commit, unlock (a freed inode's lock word is cleared with it), give back */
+	oend(j, oput(j, key, 0, 0));
 	if (freet) {
 		if (ls == ct)
 			ls = 0;
@@ -2032,8 +2167,11 @@ static __attribute__((noinline)) void xunlock(u64 j, u64 c)
  * it does not).  -ENOSPC when the entries would not fit the block or no block is free, -EPERM
  * for user.* on a type other than a file or directory, -ENOENT for a free inode, the name's
  * errors (xname).  ctime becomes now. */
-long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode)
+long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode, u64 key)
 {
+	long r0 = oget(key);
+	if (r0 != O_MISS)
+		return r0;
 	u64 len = (u64)ar_len(AR_ARGS);
 	if (flags & ~(u64)(ARF_XATTR_CREATE | ARF_XATTR_REPLACE) ||
 	    mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
@@ -2114,7 +2252,10 @@ long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode)
 	xput((u64)x, nlen, len, elen);
 	xmode(c, mode);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
-	rc = 0;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	oend(j, oput(j, key, 0, 0));
+	iunlock(c, tag);
+	return 0;
 fail:
 	xunlock(j, c);
 	return rc;
@@ -2208,8 +2349,11 @@ out:
 /* removexattr(ino, mode): args are the name; mode as xmode says.  0, -ENODATA for no such name, -EPERM for user.* on a
  * type other than a file or directory (as Linux), -ENOENT, -EIO, the name's errors.  The
  * last entry's removal gives the block back after the commit.  ctime becomes now. */
-long removexattr(u64 ino, u64 mode)
+long removexattr(u64 ino, u64 mode, u64 key)
 {
+	long r0 = oget(key);
+	if (r0 != O_MISS)
+		return r0;
 	u64 nlen = (u64)ar_len(AR_ARGS);
 	if (mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
 		return -E_INVAL;
@@ -2253,7 +2397,9 @@ long removexattr(u64 ino, u64 mode)
 	}
 	xmode(c, mode);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
-	xunlock(j, c);
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	oend(j, oput(j, key, 0, 0));
+	iunlock(c, tag);
 	if (last)
 		bput((u64)x, 1);
 	return 0;

@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,6 +48,25 @@
 #include "ar_proto.h"
 #include "arf.h"
 #include "server.h"
+
+/* A fault for tests (tests/integration/arf_restart.sh): ARFD_TEST_KILL=ENTRY:N in the
+ * environment kills the process (SIGKILL) right after the N-th run of export ENTRY that
+ * completed, before its reply is sent: the state is changed and the client never hears of
+ * it, the case that exactly-once across a restart is about (docs/arf.md). */
+static char test_kill_entry[64];
+static unsigned long test_kill_at;
+static atomic_ulong test_kill_n;
+
+static void test_kill_setup(void)
+{
+	const char *e = getenv("ARFD_TEST_KILL");
+	const char *colon = e ? strchr(e, ':') : NULL;
+	if (!colon || (size_t)(colon - e) >= sizeof test_kill_entry)
+		return;
+	memcpy(test_kill_entry, e, (size_t)(colon - e));
+	test_kill_entry[colon - e] = '\0';
+	test_kill_at = strtoul(colon + 1, NULL, 10);
+}
 
 struct region {
 	char name[256];
@@ -715,6 +735,9 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	int fwd = tls_forward_to;
 	tls_forward_to = -1;
 	free(unpacked);                    /* (o.args pointed into it: not used after the run) */
+	if (rc == 0 && test_kill_at && !strcmp(entry, test_kill_entry) &&
+	    atomic_fetch_add(&test_kill_n, 1) + 1 == test_kill_at)
+		raise(SIGKILL);            /* the test fault: done, and its reply never sent */
 	if (fwd >= 0 && rc == 0 && res.value >= 0 && !(quick && res.fuel_used >= QUICK_FUEL)) {
 		cache_put(s, c);
 		forward_run(s, from, coop, t0, (unsigned)fwd, buf + EXEC_HDR_ROOM, res.out_len);
@@ -1578,6 +1601,7 @@ static void unmap_regions(struct arfd *s)
 
 struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 {
+	test_kill_setup();
 	struct arfd *s = calloc(1, sizeof *s);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");

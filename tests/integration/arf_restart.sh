@@ -4,6 +4,13 @@
 #   1. `tar x` of a tree (up to 2000 files of /usr/include) into the mount while arfd is
 #      killed with SIGKILL and started again on the same port 2 s later: tar exits 0, the tree
 #      is identical (diff -r);
+#      three rounds, the kill 0.5, 0.8 and 1.1 s in (in the middle of the creates);
+#   1b. exactly once across a crash (docs/arf.md, "Exactly once across a restart"): an arfd
+#      that kills itself (ARFD_TEST_KILL, server.c) right after its N-th mkdir, create,
+#      link, rename, unlink or rmdir is done but before the reply leaves, restarted 2 s
+#      later, under a shell loop of those commands that must each succeed (a re-run would
+#      answer EEXIST or ENOENT: mkdir, `set -C` create, ln, mv, rm, rmdir say so), and under
+#      `tar x` with the kill after its N-th create: tar exits 0, the tree identical;
 #   2. the same through a graceful restart (SIGTERM: arfd drains, answers DRAINING, clients
 #      send again to the new one);
 #   3. a loop of `arf grep -rn` over the server's copy and over the mount's, through a kill -9
@@ -108,8 +115,102 @@ tar_through() {
 	if diff -r "$tmp/src" "$mnt/$1" >"$tmp/diff" 2>&1; then ok; else bad "tree after SIG$2 differs:"; head -n 5 "$tmp/diff" | sed 's/^/  | /'; fi
 }
 
+# fault_arfd ENTRY N: replace arfd (SIGTERM) by one that kills itself right after its N-th
+# completed run of ENTRY, before the reply is sent
+fault_arfd() {
+	kill -TERM "$pid"
+	wait "$pid" 2>/dev/null
+	n_restart=$((n_restart + 1))
+	ARFD_TEST_KILL="$1:$2" "$BUILD/arfd" --listen "tcp:127.0.0.1:$port" --arf "$img" \
+		2>"$tmp/arfd.$n_restart.log" &
+	pid=$!
+}
+
+# fault_wait WHAT: wait (at most 60 s) for the faulting arfd to die, then start a plain one
+# 2 s later; fails when it did not die of SIGKILL (the fault never fired: nothing tested)
+fault_wait() {
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 "$pid" 2>/dev/null; then
+		bad "$1: the fault did not fire within 60 s"
+		restart KILL 2
+		return
+	fi
+	wait "$pid"
+	frc=$?
+	[ "$frc" -eq 137 ] && ok || bad "$1: arfd ended with status $frc, not by SIGKILL (137)"
+	sleep 2
+	n_restart=$((n_restart + 1))
+	"$BUILD/arfd" --listen "tcp:127.0.0.1:$port" --arf "$img" 2>"$tmp/arfd.$n_restart.log" &
+	pid=$!
+}
+
+# ops_through ENTRY N: 12 rounds of mkdir, create (O_EXCL), ln, mv, rm, rmdir in the mount,
+# each of which must succeed, while arfd dies after its N-th ENTRY (done, reply lost)
+ops_through() {
+	d=$mnt/ops-$1
+	mkdir "$d" || bad "mkdir $d"
+	fault_arfd "$1" "$2"
+	(
+		set -C                     # `: >f` opens with O_EXCL: an existing f is EEXIST
+		i=0
+		while [ "$i" -lt 12 ]; do
+			i=$((i + 1))
+			mkdir "$d/m$i" || echo "mkdir m$i" >>"$tmp/ops.fail"
+			: >"$d/m$i/f" || echo "create m$i/f" >>"$tmp/ops.fail"
+			ln "$d/m$i/f" "$d/m$i/l" || echo "ln m$i/l" >>"$tmp/ops.fail"
+			mv "$d/m$i/l" "$d/m$i/r" || echo "mv m$i/r" >>"$tmp/ops.fail"
+			rm "$d/m$i/r" || echo "rm m$i/r" >>"$tmp/ops.fail"
+			rm "$d/m$i/f" || echo "rm m$i/f" >>"$tmp/ops.fail"
+			rmdir "$d/m$i" || echo "rmdir m$i" >>"$tmp/ops.fail"
+		done
+		mkdir "$d/end"
+	) 2>"$tmp/ops.err" &
+	opid=$!
+	fault_wait "ops through a kill after $1 $2"
+	i=0
+	while kill -0 "$opid" 2>/dev/null && [ "$i" -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+	kill "$opid" 2>/dev/null
+	wait "$opid"
+	if [ ! -s "$tmp/ops.fail" ] && [ -d "$d/end" ] && [ -z "$(ls "$d" | grep -v '^end$')" ]; then
+		ok
+	else
+		bad "a kill after $1 $2 (done, reply lost): $(cat "$tmp/ops.fail" 2>/dev/null | tr '\n' ' ')left: $(ls "$d" | tr '\n' ' ')"
+		sed 's/^/  | /' "$tmp/ops.err" | head -n 5
+	fi
+	echo "arf_restart.sh: 84 namespace operations through arfd killed after its $1 number $2, reply lost: $( [ -s "$tmp/ops.fail" ] && echo "$(wc -l <"$tmp/ops.fail") failed" || echo "each exactly once")"
+	rm -f "$tmp/ops.fail"
+}
+
 if [ "$fuse" = yes ]; then
 	tar_through a KILL 2
+	for delay in 0.5 1.1; do
+		# more kills at other moments, each into a tree of its own
+		mkdir "$mnt/a$delay"
+		(cd "$mnt/a$delay" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
+		tpid=$!
+		sleep "$delay"
+		kill -0 "$tpid" 2>/dev/null || bad "tar x into a$delay ended before the kill: nothing tested"
+		restart KILL 2
+		wait "$tpid"
+		check_rc "tar x through a kill -9 $delay s in" 0 $?
+		if diff -r "$tmp/src" "$mnt/a$delay" >"$tmp/diff" 2>&1; then ok; else bad "tree after a kill $delay s in differs:"; head -n 5 "$tmp/diff" | sed 's/^/  | /'; fi
+	done
+	ops_through mkdirattr 3
+	ops_through mknodattr 4
+	ops_through linkattr 5
+	ops_through rename 6
+	ops_through unlink 7
+	ops_through rmdir 8
+	# tar x with the kill right after its 150th create (reply lost)
+	mkdir "$mnt/fault"
+	fault_arfd mknodattr 150
+	(cd "$mnt/fault" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
+	tpid=$!
+	fault_wait "tar x through a kill after create 150"
+	wait "$tpid"
+	check_rc "tar x through a kill after its 150th create" 0 $?
+	if diff -r "$tmp/src" "$mnt/fault" >"$tmp/diff" 2>&1; then ok; else bad "tree after a kill after a create differs:"; head -n 5 "$tmp/diff" | sed 's/^/  | /'; fi
 	tar_through b TERM 1
 else
 	echo "arf_restart.sh: mount parts skipped: $fuse"
