@@ -82,7 +82,8 @@ $(BUILD)/obj/%.o: %.c
 # Under AddressSanitizer the interpreter is built without use-after-scope checks: with
 # computed goto every handler is a label inside the scope of the run's 64 KiB frame array,
 # so the compiler unpoisons it (an 8 KiB shadow memset) on every dispatch, which made
-# test_arf_opsdiff run past its time limit.  Loads and stores are still checked.
+# the long VM tests (then test_arf_opsdiff) run past their time limit.  Loads and stores are
+# still checked.
 $(call obj,vm/interp.c): ALL_CFLAGS += $(if $(findstring address,$(CFLAGS)),-fno-sanitize-address-use-after-scope)
 
 $(LIBISA): $(call obj,$(isa_SRC))
