@@ -490,7 +490,7 @@ again:;
 		return net_err(a, rc ? rc : rc2);
 	}
 	*reply = d.buf;
-	*rd = (struct ar_rd){ d.buf, (uint8_t *)d.buf + d.len, 0 };
+	*rd = ar_rd_over(d.buf, d.len);
 	int status;
 	char msg[AR_MAX_MSG + 1];
 	if (ar_rep_parse(rd, &status, msg, sizeof msg) != 0) {
@@ -681,7 +681,7 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 		rc = pn_coop_end(a->pn, p->coop, a->timeout_ms);
 		if (p->rc)
 			rc = p->rc;
-		struct ar_rd r = { p->d.buf, (uint8_t *)p->d.buf + p->d.len, 0 };
+		struct ar_rd r = ar_rd_over(p->d.buf, p->d.len);
 		int status = 0;
 		char msg[AR_MAX_MSG + 1] = "";
 		bool again = false, inline_now = false;
@@ -801,7 +801,7 @@ int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, u
 		} else if (d[i].status != 0) {
 			rc = net_err(a, d[i].status > 0 ? -PN_ETIMEDOUT : d[i].status);
 		} else {
-			struct ar_rd r = { d[i].buf, (uint8_t *)d[i].buf + d[i].len, 0 };
+			struct ar_rd r = ar_rd_over(d[i].buf, d[i].len);
 			int status = 0;
 			char msg[AR_MAX_MSG + 1] = "";
 			if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0)

@@ -72,6 +72,12 @@ struct ar_rd {
 	const uint8_t *p, *end;
 	int failed;
 };
+/* A reader over the N bytes at P; P may be NULL when N is 0 (an empty body). */
+static inline struct ar_rd ar_rd_over(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	return (struct ar_rd){ b, n ? b + n : b, 0 };
+}
 uint8_t ar_get8(struct ar_rd *r);
 uint16_t ar_get16(struct ar_rd *r);
 uint32_t ar_get32(struct ar_rd *r);

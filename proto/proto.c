@@ -38,7 +38,7 @@ uint8_t *ar_put_space(struct ar_buf *b, size_t n)
 		b->failed = 1;
 		return NULL;
 	}
-	if (b->len + n > b->cap) {
+	if (b->len + n > b->cap || !b->p) {   /* never NULL + 0, even for n == 0 */
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < b->len + n)
 			cap *= 2;

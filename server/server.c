@@ -258,7 +258,7 @@ static int admit_request(void *arg, pn_peer from, pn_type type, const void *head
 	if (type < AR_T_INSTALL || type > AR_T_STATS)
 		return 0;
 	char secret[AR_MAX_SECRET + 1];
-	struct ar_rd r = { head, (const uint8_t *)head + n, 0 };
+	struct ar_rd r = ar_rd_over(head, n);
 	return ar_req_parse(&r, secret, sizeof secret) == 0 &&
 	       rights_of(s, PN_ANY, secret) != RIGHTS_NONE;
 }
@@ -307,7 +307,7 @@ static void refuse_request(void *arg, pn_peer from, pn_type type, pn_coop coop,
 	if (type < AR_T_INSTALL || type > AR_T_STATS)
 		return;
 	char secret[AR_MAX_SECRET + 1];
-	struct ar_rd r = { head, (const uint8_t *)head + n, 0 };
+	struct ar_rd r = ar_rd_over(head, n);
 	if (ar_req_parse(&r, secret, sizeof secret) != 0) {
 		reply_err(s, from, coop, -AR_EPROTO, "malformed request header");
 		return;
@@ -894,7 +894,7 @@ static void h_read(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void
                    size_t len, void *arg)
 {
 	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	struct ar_rd r = ar_rd_over(msg, len);
 	uint64_t t0 = now_ns();
 	if (request_begin(s, from, coop, AR_T_READ, &r, NULL) != 0)
 		return;
@@ -915,7 +915,7 @@ static void h_write(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
                     size_t len, void *arg)
 {
 	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	struct ar_rd r = ar_rd_over(msg, len);
 	uint64_t t0 = now_ns();
 	bool admin;
 	if (request_begin(s, from, coop, AR_T_WRITE, &r, &admin) != 0)
@@ -1083,7 +1083,7 @@ static void stop_workers(struct arfd *s)
 
 static void run_job(struct arfd *s, struct job *j, struct worker *w)
 {
-	struct ar_rd r = { j->body, j->body + j->len, 0 };
+	struct ar_rd r = ar_rd_over(j->body, j->len);
 	if (j->op == AR_T_INSTALL)
 		do_install(s, j->from, j->coop, &r, j->t0);
 	else
@@ -1221,7 +1221,7 @@ static void h_inline(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, vo
                      size_t len, void *arg)
 {
 	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	struct ar_rd r = ar_rd_over(msg, len);
 	uint64_t t0 = now_ns();
 	bool admin;
 	if (request_begin(s, from, coop, type, &r, &admin) != 0)
@@ -1319,7 +1319,7 @@ static void h_admit(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, voi
                     size_t len, void *arg)
 {
 	struct arfd *s = arg;
-	struct ar_rd r = { msg, (uint8_t *)msg + len, 0 };
+	struct ar_rd r = ar_rd_over(msg, len);
 	uint64_t t0 = now_ns();
 	bool admin;
 	if (request_begin(s, from, coop, type, &r, &admin) != 0)

@@ -106,6 +106,10 @@ int main(int argc, char **argv)
 	if (!a || !(c = arf_client_open(a, NULL, err, sizeof err)) ||
 	    !(d = arf_data_open(a, NULL, err, sizeof err))) {
 		fprintf(stderr, "arf_put: %s\n", err);
+		if (c)
+			arf_client_close(c);
+		if (a)
+			arc_close(a);
 		return 1;
 	}
 	int rc = put_dir(1, argv[2]);
