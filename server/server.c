@@ -107,6 +107,13 @@ enum { OP_STATS_N = AR_T_STATS + 1 };
 /* Writeback ranges waiting for the flusher; when it is this far behind, a run starts its
  * own (and so waits for the device queue itself). */
 #define WB_QUEUE 256
+/* A writeback range is started once it has gathered this many bytes (the writes that continue
+ * it extend it) or once it is WB_AGE_NS old.  Starting each small write's pages at once costs
+ * that write's page a TLB shoot-down and its next write a page fault (the kernel write-protects
+ * a page it cleans), which doubled a 4 KiB write's round trip; what an fsync may find left is
+ * at most this much per stream of writes, plus the last second's small ones. */
+#define WB_GATHER (1u << 20)
+#define WB_AGE_NS 1000000000ull
 
 /* Why a run was cancelled (struct worker.cancel_why). */
 enum { CANCEL_NONE, CANCEL_CLIENT_GONE, CANCEL_SHUTDOWN };
@@ -172,7 +179,7 @@ struct arfd {
 	/* writeback ranges (hook_writeback), started by the flusher thread off the request path */
 	pthread_mutex_t wb_lock;
 	pthread_cond_t wb_cond;
-	struct wb_range { int fd; uint64_t off, len; } wb[WB_QUEUE];
+	struct wb_range { int fd; uint64_t off, len, t_ns; } wb[WB_QUEUE];
 	unsigned wb_head, wb_n;
 	bool wb_stop, wb_running;
 	pthread_t wb_thread;
@@ -1445,7 +1452,8 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
 }
 
 /* The flusher: sync_file_range(SYNC_FILE_RANGE_WRITE) of the queued ranges, which may block
- * while the device's queue is full: on this thread, not on a run's. */
+ * while the device's queue is full: on this thread, not on a run's.  The oldest range waits
+ * until it has gathered WB_GATHER bytes or is WB_AGE_NS old (stopping: at once). */
 static void *writeback_main(void *arg)
 {
 	struct arfd *s = arg;
@@ -1456,6 +1464,12 @@ static void *writeback_main(void *arg)
 		if (!s->wb_n)
 			break;                 /* stopping, and nothing left to start */
 		struct wb_range r = s->wb[s->wb_head];
+		uint64_t due = r.t_ns + WB_AGE_NS;
+		if (r.len < WB_GATHER && !s->wb_stop && now_ns() < due) {
+			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
+			pthread_cond_timedwait(&s->wb_cond, &s->wb_lock, &ts);
+			continue;              /* it may have grown, aged, or others came */
+		}
 		s->wb_head = (s->wb_head + 1) % WB_QUEUE;
 		s->wb_n--;
 		pthread_mutex_unlock(&s->wb_lock);
@@ -1467,7 +1481,8 @@ static void *writeback_main(void *arg)
 }
 
 /* Queue a writeback range for the flusher (a range continuing the last one queued extends
- * it); false when the queue is full or there is no flusher. */
+ * it, and wakes the flusher when that makes it large enough to start); false when the queue
+ * is full or there is no flusher. */
 static bool writeback_queue(struct arfd *s, int fd, uint64_t off, uint64_t len)
 {
 	pthread_mutex_lock(&s->wb_lock);
@@ -1475,13 +1490,16 @@ static bool writeback_queue(struct arfd *s, int fd, uint64_t off, uint64_t len)
 	if (ok && s->wb_n) {
 		struct wb_range *last = &s->wb[(s->wb_head + s->wb_n - 1) % WB_QUEUE];
 		if (last->fd == fd && last->off + last->len == off) {
+			bool was_small = last->len < WB_GATHER;
 			last->len += len;
+			if (was_small && last->len >= WB_GATHER)
+				pthread_cond_signal(&s->wb_cond);
 			pthread_mutex_unlock(&s->wb_lock);
 			return true;
 		}
 	}
 	if (ok && s->wb_n < WB_QUEUE) {
-		s->wb[(s->wb_head + s->wb_n) % WB_QUEUE] = (struct wb_range){ fd, off, len };
+		s->wb[(s->wb_head + s->wb_n) % WB_QUEUE] = (struct wb_range){ fd, off, len, now_ns() };
 		s->wb_n++;
 		pthread_cond_signal(&s->wb_cond);
 	} else {
@@ -1498,8 +1516,9 @@ static bool writeback_queue(struct arfd *s, int fd, uint64_t off, uint64_t len)
  * a long sequence of writes waits for what the last of them left, not for all of it (arf's
  * write calls it for the bytes a run copied).  On anonymous memory or a read-only region
  * there is nothing to do (0).  The range is queued for the flusher thread (writeback_main),
- * which is what may block while the device's queue is full; the run does that itself only
- * when the flusher is WB_QUEUE ranges behind. */
+ * which starts it once the writes after it have made it WB_GATHER bytes or it is WB_AGE_NS
+ * old, and is what may block while the device's queue is full; the run does that itself
+ * only when the flusher is WB_QUEUE ranges behind. */
 static int64_t hook_writeback(struct vm_hook_ctx *ctx, int64_t region, int64_t off, int64_t len)
 {
 	struct arfd *s = vm_hook_user(ctx);
@@ -1629,10 +1648,11 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->q_lock, NULL);
 	pthread_mutex_init(&s->wb_lock, NULL);
-	pthread_cond_init(&s->wb_cond, NULL);
-	pthread_condattr_t ca;             /* timed waits (worker_main) by the clock runs use */
+	pthread_condattr_t ca;             /* timed waits (worker_main, writeback_main) by the
+	                                    * clock runs use */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wb_cond, &ca);
 	pthread_cond_init(&s->q_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	if (c->n_listen == 0) {

@@ -666,7 +666,7 @@ static uint8_t *assemble_str(const char *src, size_t *seg_len)
 
 int main(int argc, char **argv)
 {
-	const char *dir = "results";
+	const char *dir = "results", *only = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--baseline"))
 			baseline_only = true, plan = plan == &quick ? plan : &baseline;
@@ -674,8 +674,13 @@ int main(int argc, char **argv)
 			plan = &quick;
 		else if (!strcmp(argv[i], "--results") && i + 1 < argc)
 			dir = argv[++i];
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
 		else {
-			fprintf(stderr, "usage: bench_tradeoff [--quick] [--baseline] [--results DIR]\n");
+			fprintf(stderr, "usage: bench_tradeoff [--quick] [--baseline] [--results DIR] "
+			        "[--only METHOD]\n  --only: run that method's series alone (and raw-tcp, "
+			        "the baseline), for profiling one path; METHOD as in the results' method "
+			        "column\n");
 			return 2;
 		}
 	}
@@ -778,6 +783,17 @@ int main(int argc, char **argv)
 	for (int m = M_NULL; m <= M_RAW; m++)
 		if (!baseline_only || m == M_NULL || m == M_NULL_PLAIN || m == M_RAW)
 			s[ns++] = (struct series){ .structure = "baseline", .m = (enum method)m };
+	if (only) {
+		size_t kept = 0;
+		for (size_t i = 0; i < ns; i++)
+			if (!strcmp(s[i].structure, "baseline") &&
+			    (!strcmp(method_name[s[i].m], only) || s[i].m == M_RAW))
+				s[kept++] = s[i];
+		if (kept < 2)
+			die("--only", "no baseline series of that method (see the method column of a "
+			    "result: null-exec ... arf-rename)");
+		ns = kept;
+	}
 
 	/* warm up every path (JIT'd code, connections, caches), then take turns */
 	for (size_t i = 0; i < ns; i++)
@@ -796,6 +812,8 @@ int main(int argc, char **argv)
 	for (unsigned r = 0; r < plan->rounds && !baseline_only; r++)
 		for (size_t i = 0; i < N_PIPED; i++) {
 			size_t k = (i + r) % N_PIPED;
+			if (only && piped[k] != M_RAW && strcmp(method_name[piped[k]], only))
+				continue;
 			run_piped(&c, piped[k], plan->batch_s, &p_ops[k], &p_ns[k]);
 		}
 	double meas_s = (double)(now_ns() - t_meas) / 1e9;
@@ -807,7 +825,7 @@ int main(int argc, char **argv)
 		sum[i] = summarize(&s[i]);
 	char path_csv[4096], path_txt[4096];
 	const char *sfx = baseline_only ? (plan == &quick ? "-baseline-quick" : "-baseline") :
-	                  plan == &quick ? "-quick" : "", *tmp = plan == &quick ? ".tmp" : "";
+	                  plan == &quick ? "-quick" : "", *tmp = plan == &quick || only ? ".tmp" : "";
 	snprintf(path_csv, sizeof path_csv, "%s/tradeoff%s.csv%s", dir, sfx, tmp);
 	snprintf(path_txt, sizeof path_txt, "%s/tradeoff%s.txt%s", dir, sfx, tmp);
 	FILE *csv = fopen(path_csv, "w"), *txt = fopen(path_txt, "w");
@@ -869,6 +887,8 @@ int main(int argc, char **argv)
 		double raw_piped = p_ns[N_PIPED - 1] ? (double)p_ops[N_PIPED - 1] * 1e9 /
 		                   (double)p_ns[N_PIPED - 1] : 0;
 		for (size_t i = 0; i < N_PIPED && !baseline_only; i++) {
+			if (!p_ns[i])
+				continue;           /* not run (--only) */
 			double ops_s = p_ns[i] ? (double)p_ops[i] * 1e9 / (double)p_ns[i] : 0;
 			fprintf(o2, "pipelined %d deep: %-10s %10.0f ops/s", DEPTH, method_name[piped[i]],
 			        ops_s);
