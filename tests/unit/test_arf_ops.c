@@ -1970,21 +1970,22 @@ static void test_once(const char *img)
 	if (fd < 0)
 		return;
 	uint64_t e0 = arf_once_entry(wk);     /* holds key wk + ARF_O_N */
-	struct arf_once bad[3] = {
+	struct arf_once bad[] = {
 		{ .key = wk + 1, .result = 5 },
-		{ .key = wk + ARF_O_N, .result = 1ll << 40 },
+		{ .key = wk + ARF_O_N, .result = 0xfffffff0u },
 		{ .lock = 77ull << 32 | 9999 },
+		{ .op = 0x1234 },
 	};
-	for (int b = 0; b < 3; b++) {
+	for (unsigned b = 0; b < sizeof bad / sizeof bad[0]; b++) {
 		struct arf_once keep;
 		CHECK(pread(fd, &keep, sizeof keep, (off_t)e0) == sizeof keep &&
 		      pwrite(fd, &bad[b], sizeof bad[b], (off_t)e0) == sizeof bad[b], "poke");
 		int frc = fsck(img);
 		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "keyed result"),
-		      "fsck of a bad keyed entry %d: %d\n%s", b, frc, report);
+		      "fsck of a bad keyed entry %u: %d\n%s", b, frc, report);
 		struct arf_fsck_opts o = { .repair = true };
 		struct arf_fsck_result r;
-		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "fsck --repair of keyed entry %d", b);
+		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "fsck --repair of keyed entry %u", b);
 		fsck_clean("after repairing a keyed entry", img);
 		CHECK(pwrite(fd, &keep, sizeof keep, (off_t)e0) == sizeof keep, "unpoke");
 	}
