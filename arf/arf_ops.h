@@ -24,7 +24,8 @@ void arf_client_close(struct arf_client *c);
  * rename, setxattr, removexattr and their *attr forms) sends a fresh idempotency key,
  * client << 32 | sequence number, as its export's last argument: a repeat of the request
  * (libarc's resend after reconnecting to a restarted arfd) is answered with the first run's
- * result instead of being run again (docs/arf.md, "Exactly once across a restart").  A
+ * result instead of being run again (docs/arf.md, "Exactly once across a restart"); the
+ * record holds a hash of the request, so a key sent with another request runs it.  A
  * caller that runs those exports itself (arc_exec_many) takes a key here, or passes 0
  * (no record).  Thread-safe. */
 uint64_t arf_client_key(struct arf_client *c);

@@ -1200,8 +1200,9 @@ static void *zalloc_bits(uint64_t n_bits)
 /* The keyed results in block 0 (docs/arf.md, "Exactly once across a restart"): each entry
  * empty (all zero but perhaps its lock word) or holding a key whose entry it is, a result
  * that is 0 or an inode number, a generation already handed out; a lock word 0 or an
- * operation's tag.  A bad entry is emptied: the request it recorded, if repeated, runs
- * again (as before keys). */
+ * operation's tag.  Any op hash goes with a key (0: recorded before op hashes, matched by
+ * no request, harmless).  A bad entry is emptied: the request it recorded, if repeated,
+ * runs again (as before keys). */
 static void pass_once(struct fsck *f)
 {
 	struct arf_sb *sb = f->sb;
@@ -1212,18 +1213,18 @@ static void pass_once(struct fsck *f)
 		uint64_t slot = e->lock & 0xffffffffu;
 		if (e->lock != 0 && (slot == 0 || slot > ARF_J_SLOTS || e->lock >> 32 > sb->epoch))
 			bad = "a lock word that is no operation's tag";
-		else if (e->key == 0 && (e->result != 0 || e->gen != 0))
+		else if (e->key == 0 && (e->result != 0 || e->op != 0 || e->gen != 0))
 			bad = "a result without a key";
 		else if (e->key != 0 && arf_once_entry(e->key) != off)
 			bad = "a key that belongs to another entry";
-		else if (e->result < 0 || (uint64_t)e->result >= sb->n_inodes)
+		else if (e->result >= sb->n_inodes)
 			bad = "a result that is neither 0 nor an inode number";
 		else if (e->gen >= sb->next_gen && e->gen != 0)
 			bad = "a generation not handed out yet";
 		if (!bad)
 			continue;
-		problem(f, "keyed result %" PRIu64 " (key %#" PRIx64 ", result %" PRId64 "): %s", k,
-		        e->key, e->result, bad);
+		problem(f, "keyed result %" PRIu64 " (key %#" PRIx64 ", op %#" PRIx32 ", result %" PRIu32
+		        "): %s", k, e->key, e->op, e->result, bad);
 		if (fix(f, "emptied it"))
 			memset(e, 0, sizeof *e);
 	}

@@ -125,7 +125,8 @@ struct arf_jslot {
 struct arf_once {
 	uint64_t lock;
 	uint64_t key;
-	int64_t result;
+	uint32_t result;
+	uint32_t op;
 	uint64_t gen;
 };
 
@@ -242,8 +243,11 @@ ARF_AT(struct arf_undo, data, ARF_U_DATA);
 ARF_AT(struct arf_once, lock, ARF_O_LOCK);
 ARF_AT(struct arf_once, key, ARF_O_KEY);
 ARF_AT(struct arf_once, result, ARF_O_RESULT);
+ARF_AT(struct arf_once, op, ARF_O_OP);
 ARF_AT(struct arf_once, gen, ARF_O_GEN);
 _Static_assert(sizeof(struct arf_once) == ARF_O_SIZE, "keyed result entry");
+_Static_assert(ARF_O_RESULT % 8 == 0 && ARF_O_OP == ARF_O_RESULT + 4,
+               "a keyed result and its op hash are one word (loaded and stored at once)");
 _Static_assert(ARF_O_OFF >= ARF_SB_SIZE && ARF_O_OFF + ARF_O_N * ARF_O_SIZE <= ARF_BLOCK_SIZE &&
                ARF_O_OFF % 8 == 0, "the keyed results lie in block 0 after the superblock");
 _Static_assert(ARF_J_SLOT_SIZE % ARF_BLOCK_SIZE == 0, "journal slots are whole blocks");

@@ -174,43 +174,81 @@ static void iunlock(u64 i, u64 tag)
  * export that changes the tree takes a last argument key: 0, or client << 32 | sequence
  * number, which the client makes unique per request and sends again unchanged when it
  * repeats the request (after a reconnect to a restarted arfd).  A keyed operation that
- * changes the tree records (key, result, generation) in the key's entry of the table in
- * block 0 inside its own journal transaction (oput before the commit, oend for it), so a
- * crash leaves both the change and its record, or neither.  The export first looks the key
- * up (oget): when the entry holds it, the operation was done and its result is answered
- * without doing it again.  An entry is overwritten by the next key that picks it: a
- * client's consecutive sequence numbers take consecutive entries, so its own record lasts
- * its next ARF_O_N - 1 keyed operations (fewer when other clients' keys land there). */
+ * changes the tree records (key, op hash, result, generation) in the key's entry of the
+ * table in block 0 inside its own journal transaction (oput before the commit, oend for
+ * it), so a crash leaves both the change and its record, or neither.  The operation first
+ * looks the key up (oget, after the checks of the request's own bytes, before anything that
+ * reads the tree): when the entry holds the key AND the same op hash, the operation was
+ * done and its result is answered without doing it again.
+ *
+ * The op hash (ohash) binds the record to the request: what it is (OP_*) and every
+ * argument that defines it (directory, inode, names, target, mode, flags).  A genuine
+ * repeat carries the very bytes of the first request (the key is part of them), so the
+ * same key with another op hash is a key used twice: a client that restarted its numbering
+ * under the same id, two clients that drew one id, or a buggy one.  Such a request runs as
+ * a new one (and its record, once done, replaces the entry): answering the old result
+ * would report an operation done that was not, and an error would fail a well-formed
+ * request for its sender's numbering.  The owner of the old record has no claim left on
+ * it: its sequence numbers only grow, so it repeats a key only while that request is in
+ * flight, with the same bytes; if it does repeat it after the entry was replaced, its
+ * request runs again and answers what the tree says (EEXIST, ENOENT), never a wrong
+ * success.
+ *
+ * An entry is overwritten by the next key that picks it: a client's consecutive sequence
+ * numbers take consecutive entries, so its own record lasts its next ARF_O_N - 1 keyed
+ * operations (fewer when other clients' keys land there). */
 
 #define O_MISS (1l << 62)      /* oget: no record (never a result: those are < 2^32 or < 0) */
+#define O_HIT (1l << 61)       /* mk, rm, do_symlink, do_link: O_HIT + a result oget answered */
+
+/* What ohash's first word names: the operation (plain and *attr forms are one: the same
+ * change), shifted left 32 above a small argument of it. */
+enum { OP_MK = 1, OP_RM, OP_SYMLINK, OP_LINK, OP_RENAME, OP_SETXATTR, OP_REMOVEXATTR };
 
 static u64 oentry(u64 key)
 {
 	return ARF_O_OFF + ((key >> 32) * ARF_O_MIX + (key & 0xfffffffful)) % ARF_O_N * ARF_O_SIZE;
 }
 
-/* The recorded result of key, or O_MISS (always for key 0).  No lock: oput clears the key
- * word before it changes the rest and stores it last, so a second look at the key word
- * tells whether the result read between was its. */
-static __attribute__((noinline)) long oget(u64 key)
+/* The op hash of a keyed request: s, a hash of its bytes (nhash, bhash), mixed with a, b,
+ * c, d, the operation and its integer arguments (multiply by the Fibonacci constant, fold
+ * the high bits down), folded to 32 bits, never 0: an entry's op word 0 was recorded
+ * before op hashes (older images) and matches no request. */
+static u64 ohash(u64 s, u64 a, u64 b, u64 c, u64 d)
+{
+	u64 h = (s ^ a) * ARF_HASH_MUL;
+	h = (h ^ (h >> 29) ^ b) * ARF_HASH_MUL;
+	h = (h ^ (h >> 29) ^ c) * ARF_HASH_MUL;
+	h = (h ^ (h >> 29) ^ d) * ARF_HASH_MUL;
+	h = (h ^ (h >> 32)) & 0xfffffffful;
+	return h != 0 ? h : 1;
+}
+
+/* The recorded result of key sent with op hash oh, or O_MISS (always for key 0; also for
+ * an entry holding key under another op hash: the key was used twice, see above).  No
+ * lock: oput clears the key word before it changes the rest and stores it last, so a
+ * second look at the key word tells whether the word read between (result | op << 32, one
+ * load) was its. */
+static __attribute__((noinline)) long oget(u64 key, u64 oh)
 {
 	if (key == 0)
 		return O_MISS;
 	u64 e = oentry(key);
 	if (ar_ld64(arf, e + ARF_O_KEY) != key)
 		return O_MISS;
-	long r = (long)ar_ld64(arf, e + ARF_O_RESULT);
-	if (ar_ld64(arf, e + ARF_O_KEY) != key)
+	u64 w = ar_ld64(arf, e + ARF_O_RESULT);
+	if (ar_ld64(arf, e + ARF_O_KEY) != key || w >> 32 != oh)
 		return O_MISS;
-	return r;
+	return (long)(w & 0xfffffffful);
 }
 
-/* Record key's result in transaction j, after the operation's last logged change and before
- * its commit (oend): the entry's offset, locked with j's tag, or 0 (key 0, or the entry's
- * lock held by a run that trapped: the operation goes unrecorded rather than waiting).  c:
- * the inode offset whose generation the record keeps (0: none).  Taken after every inode
- * lock and held only to the commit, never while waiting for anything: no cycle of waits. */
-static __attribute__((noinline)) u64 oput(u64 j, u64 key, u64 result, u64 c)
+/* Record key's result (an inode number or 0: below 2^32) under op hash oh in transaction
+ * j, after the operation's last logged change and before its commit (oend): the entry's
+ * offset, locked with j's tag, or 0 (key 0, or the entry's lock held by a run that
+ * trapped: the operation goes unrecorded rather than waiting).  c: the inode offset whose
+ * generation the record keeps (0: none).  Taken after every inode lock and held only to
+ * the commit, never while waiting for anything: no cycle of waits. */
+static __attribute__((noinline)) u64 oput(u64 j, u64 key, u64 result, u64 c, u64 oh)
 {
 	if (key == 0)
 		return 0;
@@ -228,7 +266,7 @@ static __attribute__((noinline)) u64 oput(u64 j, u64 key, u64 result, u64 c)
 	}
 	jlog(j, e + ARF_O_KEY, ARF_O_SIZE - ARF_O_KEY);
 	ar_st64(arf, e + ARF_O_KEY, 0);
-	ar_st64(arf, e + ARF_O_RESULT, result);
+	ar_st64(arf, e + ARF_O_RESULT, (result & 0xfffffffful) | oh << 32);
 	ar_st64(arf, e + ARF_O_GEN, c != 0 ? ar_ld64(arf, c + ARF_I_GEN) : 0);
 	ar_st64(arf, e + ARF_O_KEY, key);
 	return e;
@@ -367,6 +405,39 @@ static u64 nhash(u64 off, u64 len)
 	for (u64 i = 0; i < len; i++)
 		h = (h ^ ar_ld8u(AR_ARGS, off + i)) * ARF_FNV_PRIME;
 	return h;
+}
+
+/* A hash of args[off .. off+len) read a word at a time, 8 words a loop step (the last
+ * word: the last 8 bytes, overlapping the one before; under 8 bytes: byte by byte), the
+ * length mixed in: the op hash of bytes that may be long (a symlink's target, an xattr's
+ * value: up to 4 KiB).  Fuel is spent per step, not per byte: about len / 64 + 8, which
+ * keeps a keyed operation's logged half where the crash tests' fuel steps reach it (4 KiB
+ * byte by byte, as nhash, would be 4096). */
+#define BSTEP(h, o) ((ar_rotl(h, 27) ^ ar_ld64(AR_ARGS, o)) * ARF_HASH_MUL)
+
+static u64 bhash(u64 off, u64 len)
+{
+	u64 h = ARF_FNV_OFFSET ^ len;
+	if (len < 8) {
+		for (u64 i = 0; i < len; i++)
+			h = (h ^ ar_ld8u(AR_ARGS, off + i)) * ARF_FNV_PRIME;
+		return h;
+	}
+	u64 i = 0;
+	for (; i + 64 < len; i += 64) {
+		u64 p = off + i;
+		h = BSTEP(h, p);
+		h = BSTEP(h, p + 8);
+		h = BSTEP(h, p + 16);
+		h = BSTEP(h, p + 24);
+		h = BSTEP(h, p + 32);
+		h = BSTEP(h, p + 40);
+		h = BSTEP(h, p + 48);
+		h = BSTEP(h, p + 56);
+	}
+	for (; i + 8 < len; i += 8)
+		h = BSTEP(h, off + i);
+	return BSTEP(h, off + len - 8);
 }
 
 /* 1 when args[off .. off+len) is "." or "..", else 0. */
@@ -635,10 +706,11 @@ static __attribute__((noinline)) u64 newmode(u64 d, u64 mode)
 	return (ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_ISGID) | mode;
 }
 
-/* Create entry args -> a new inode of mode in directory pino.  Order: checks, journal slot,
- * lock the directory, EEXIST check under the lock, then every allocation (inode, grown slot
- * table, new directory block) so that ENOSPC is answered before anything is changed; then
- * the logged changes; commit; unlock; free the old table's blocks. */
+/* Create entry args -> a new inode of mode in directory pino.  Order: checks of the name,
+ * the key's record (a repeat: O_HIT + the recorded inode), journal slot, lock the
+ * directory, EEXIST check under the lock, then every allocation (inode, grown slot table,
+ * new directory block) so that ENOSPC is answered before anything is changed; then the
+ * logged changes; commit; unlock; free the old table's blocks. */
 static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 ugid, u64 rdev, u64 key)
 {
 	u64 uid = ugid >> 32, gid = ugid & 0xfffffffful;
@@ -647,6 +719,11 @@ static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 ugid, u64 rdev,
 		return rc;
 	u64 len = (u64)ar_len(AR_ARGS);
 	u64 h = nhash(0, len);
+	/* a repeat of a recorded request (mkdir and mknod: mode's type bits differ) */
+	u64 oh = ohash(h, (u64)OP_MK << 32 | mode, pino, ugid, rdev);
+	long r0 = oget(key, oh);
+	if (r0 != O_MISS)
+		return r0 + O_HIT;
 	long dr = diroff(pino);
 	if (dr <= 0)
 		return dr;
@@ -793,7 +870,7 @@ static __attribute__((noinline)) long mk(u64 pino, u64 mode, u64 ugid, u64 rdev,
 	ar_st64(arf, d + ARF_I_MTIME, tnow);
 	ar_st64(arf, d + ARF_I_CTIME, tnow);
 	/* record (a keyed request), commit, unlock, and only then give the old table's blocks back */
-	oend(j, oput(j, key, ino, c));
+	oend(j, oput(j, key, ino, c, oh));
 	iunlock(d, tag);
 	if (newt != 0 && oldt != 0)
 		bput(oldt, nslots >> 8);
@@ -810,9 +887,14 @@ static __attribute__((noinline)) long do_mkdir(u64 dir, u64 mode, u64 uid, u64 g
 	          0, key);
 }
 
-/* The plain forms answer a recorded result as it was; the *attr forms getattr of the inode
- * it names when that still has the recorded generation, else -ENOENT (it was removed since,
- * by a later operation). */
+/* The plain forms answer a recorded result as it was (oplain: r without O_HIT); the *attr
+ * forms (attrof) getattr of the inode it names when that still has the recorded generation,
+ * else -ENOENT (it was removed since, by a later operation). */
+static long oplain(long r)
+{
+	return r >= O_HIT ? r - O_HIT : r;
+}
+
 static __attribute__((noinline)) long oattr(u64 key, long ino)
 {
 	u64 c = ioff((u64)ino);
@@ -822,12 +904,20 @@ static __attribute__((noinline)) long oattr(u64 key, long ino)
 	return do_getattr((u64)ino);
 }
 
+/* The *attr forms' answer to r, the result of mk, do_symlink or do_link about inode ino:
+ * its error, the recorded inode's attributes (a repeat: oattr), or ino's. */
+static __attribute__((noinline)) long attrof(u64 key, long r, u64 ino)
+{
+	if (r < 0)
+		return r;
+	if (r >= O_HIT)
+		return oattr(key, (long)ino);
+	return do_getattr(ino);
+}
+
 long mkdir(u64 dir, u64 mode, u64 uid, u64 gid, u64 key)
 {
-	long r = oget(key);
-	if (r != O_MISS)
-		return r;
-	return do_mkdir(dir, mode, uid, gid, key);
+	return oplain(do_mkdir(dir, mode, uid, gid, key));
 }
 
 /* mknod(dir, mode, uid, gid, rdev): regular files (create), fifos, character and block
@@ -854,35 +944,22 @@ AR_EXPORT_ARGS(mknod, 6);
 long mknod(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 {
 	u64 key = ar_arg(5);
-	long r = oget(key);
-	if (r != O_MISS)
-		return r;
-	return do_mknod(dir, mode, ugid(uid, gid), rdev, key);
+	return oplain(do_mknod(dir, mode, ugid(uid, gid), rdev, key));
 }
 
 /* mkdirattr, mknodattr: the operation, then getattr of the new inode (one round trip). */
 long mkdirattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 key)
 {
-	long ino = oget(key);
-	if (ino != O_MISS)
-		return ino < 0 ? ino : oattr(key, ino);
-	ino = do_mkdir(dir, mode, uid, gid, key);
-	if (ino < 0)
-		return ino;
-	return do_getattr((u64)ino);
+	long r = do_mkdir(dir, mode, uid, gid, key);
+	return attrof(key, r, (u64)oplain(r));
 }
 
 AR_EXPORT_ARGS(mknodattr, 6);
 long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 {
 	u64 key = ar_arg(5);
-	long ino = oget(key);
-	if (ino != O_MISS)
-		return ino < 0 ? ino : oattr(key, ino);
-	ino = do_mknod(dir, mode, ugid(uid, gid), rdev, key);
-	if (ino < 0)
-		return ino;
-	return do_getattr((u64)ino);
+	long r = do_mknod(dir, mode, ugid(uid, gid), rdev, key);
+	return attrof(key, r, (u64)oplain(r));
 }
 
 /* ---------------------------------------------------------------- unlink, rmdir */
@@ -961,6 +1038,10 @@ static long rm(u64 pino, u64 isdir, u64 key)
 	if (ar_findb(AR_ARGS, 0, len, '/') != -1)
 		return -E_INVAL;
 	u64 h = nhash(0, len);
+	u64 oh = ohash(h, (u64)OP_RM << 32 | isdir, pino, 0, 0);
+	long r0 = oget(key, oh);
+	if (r0 != O_MISS)
+		return r0 + O_HIT;
 	long dr = diroff(pino);
 	if (dr <= 0)
 		return dr;
@@ -1035,7 +1116,7 @@ static long rm(u64 pino, u64 isdir, u64 key)
 		ar_st32(arf, c + ARF_I_NLINK, 0);
 		ar_st32(arf, c + ARF_I_MODE, 0);
 	}
-	oend(j, oput(j, key, 0, 0));
+	oend(j, oput(j, key, 0, 0, oh));
 	iunlock(d, tag);
 	if (nl != 0) {
 		iunlock(c, tag);
@@ -1051,18 +1132,12 @@ fail1:                                 /* nothing was changed */
 
 long unlink(u64 dir, u64 key)
 {
-	long r = oget(key);
-	if (r != O_MISS)
-		return r;
-	return rm(dir, 0, key);
+	return oplain(rm(dir, 0, key));
 }
 
 long rmdir(u64 dir, u64 key)
 {
-	long r = oget(key);
-	if (r != O_MISS)
-		return r;
-	return rm(dir, 1, key);
+	return oplain(rm(dir, 1, key));
 }
 
 /* ---------------------------------------------------------------- entry helpers
@@ -1251,6 +1326,12 @@ static __attribute__((noinline)) long do_symlink(u64 pino, u64 nlen, u64 uid, u6
 	if (rc != 0)
 		return rc == 1 ? -E_EXIST : rc;
 	u64 h = nhash(0, nlen);
+	u64 oh = 0;                    /* the target's hash only for a keyed request */
+	if (key != 0)
+		oh = ohash(h, (u64)OP_SYMLINK << 32, pino, ugid(uid, gid), bhash(nlen, tl));
+	long r0 = oget(key, oh);
+	if (r0 != O_MISS)
+		return r0 + O_HIT;
 	long dr = diroff(pino);
 	if (dr <= 0)
 		return dr;
@@ -1329,7 +1410,7 @@ static __attribute__((noinline)) long do_symlink(u64 pino, u64 nlen, u64 uid, u6
 	dlink(j, d, newb);
 	dput(j, d, h, ino, NAMEREF(0, nlen, ARF_DT_LNK));
 	dtouch(d, tnow);
-	oend(j, oput(j, key, ino, c));
+	oend(j, oput(j, key, ino, c, oh));
 	iunlock(d, tag);
 	if (newt != 0 && oldt != 0)
 		bput(oldt, nslots >> 8);
@@ -1347,21 +1428,13 @@ fail:
 
 long symlink(u64 pino, u64 nlen, u64 uid, u64 gid, u64 key)
 {
-	long r = oget(key);
-	if (r != O_MISS)
-		return r;
-	return do_symlink(pino, nlen, uid, gid, key);
+	return oplain(do_symlink(pino, nlen, uid, gid, key));
 }
 
 long symlinkattr(u64 pino, u64 nlen, u64 uid, u64 gid, u64 key)
 {
-	long ino = oget(key);
-	if (ino != O_MISS)
-		return ino < 0 ? ino : oattr(key, ino);
-	ino = do_symlink(pino, nlen, uid, gid, key);
-	if (ino < 0)
-		return ino;
-	return do_getattr((u64)ino);
+	long r = do_symlink(pino, nlen, uid, gid, key);
+	return attrof(key, r, (u64)oplain(r));
 }
 
 /* ---------------------------------------------------------------- link */
@@ -1381,6 +1454,10 @@ static __attribute__((noinline)) long do_link(u64 ino, u64 pino, u64 key)
 	u64 c = ioff(ino);
 	if (c == 0)
 		return -E_INVAL;
+	u64 oh = ohash(h, (u64)OP_LINK << 32, ino, pino, 0);
+	long r0 = oget(key, oh);
+	if (r0 != O_MISS)
+		return r0 + O_HIT;
 	long dr = diroff(pino);
 	if (dr <= 0)
 		return dr;
@@ -1453,7 +1530,7 @@ static __attribute__((noinline)) long do_link(u64 ino, u64 pino, u64 key)
 	ar_st32(arf, c + ARF_I_NLINK, ar_ld32u(arf, c + ARF_I_NLINK) + 1);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
 	dtouch(d, tnow);
-	oend(j, oput(j, key, 0, c));
+	oend(j, oput(j, key, 0, c, oh));
 	iunlock(c, tag);
 	iunlock(d, tag);
 	if (newt != 0 && oldt != 0)
@@ -1469,23 +1546,14 @@ fail1:                                 /* nothing was changed */
 
 long link(u64 ino, u64 pino, u64 key)
 {
-	long r = oget(key);
-	if (r != O_MISS)
-		return r;
-	return do_link(ino, pino, key);
+	return oplain(do_link(ino, pino, key));
 }
 
 /* link returns 0 on success: the attributes are ino's (its nlink already counts the new
  * name); the result is ino. */
 long linkattr(u64 ino, u64 pino, u64 key)
 {
-	long rc = oget(key);
-	if (rc != O_MISS)
-		return rc < 0 ? rc : oattr(key, (long)ino);
-	rc = do_link(ino, pino, key);
-	if (rc < 0)
-		return rc;
-	return do_getattr(ino);
+	return attrof(key, do_link(ino, pino, key), ino);
 }
 
 /* ---------------------------------------------------------------- rename */
@@ -1549,9 +1617,6 @@ static __attribute__((noinline)) void iunlock4(u64 tag, u64 a, u64 b, u64 c, u64
  * changes, commit, unlock, free what the replaced inode and an old table owned. */
 long rename(u64 olddir, u64 newdir, u64 olen, u64 flags, u64 key)
 {
-	long r0 = oget(key);
-	if (r0 != O_MISS)
-		return r0;
 	if ((flags & ~3ul) != 0 || flags == 3 || olen > (u64)ar_len(AR_ARGS))
 		return -E_INVAL;
 	u64 nlen = (u64)ar_len(AR_ARGS) - olen;
@@ -1565,6 +1630,10 @@ long rename(u64 olddir, u64 newdir, u64 olen, u64 flags, u64 key)
 		return flags == 1 ? -E_EXIST : -E_BUSY;
 	}
 	u64 h1 = nhash(0, olen), h2 = nhash(olen, nlen);
+	u64 oh = ohash(h1, (u64)OP_RENAME << 32 | flags, olddir, newdir, h2);
+	long r0 = oget(key, oh);
+	if (r0 != O_MISS)
+		return r0;
 	long dr = diroff(olddir);
 	if (dr <= 0)
 		return dr;
@@ -1768,7 +1837,7 @@ long rename(u64 olddir, u64 newdir, u64 olen, u64 flags, u64 key)
 	dtouch(d1, tnow);
 	dtouch(d2, tnow);
 	/* record, commit, unlock (a freed inode's lock word is cleared with it), give back */
-	oend(j, oput(j, key, 0, 0));
+	oend(j, oput(j, key, 0, 0, oh));
 	if (freet) {
 		if (ls == ct)
 			ls = 0;
@@ -2169,9 +2238,6 @@ static __attribute__((noinline)) void xunlock(u64 j, u64 c)
  * errors (xname).  ctime becomes now. */
 long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode, u64 key)
 {
-	long r0 = oget(key);
-	if (r0 != O_MISS)
-		return r0;
 	u64 len = (u64)ar_len(AR_ARGS);
 	if (flags & ~(u64)(ARF_XATTR_CREATE | ARF_XATTR_REPLACE) ||
 	    mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
@@ -2186,6 +2252,13 @@ long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode, u64 key)
 	u64 c = ioff(ino);
 	if (c == 0)
 		return -E_INVAL;
+	/* the name and the value: one hash of the bytes, nlen says where they part */
+	u64 oh = 0;
+	if (key != 0)
+		oh = ohash(bhash(0, len), (u64)OP_SETXATTR << 32 | flags, ino, nlen, mode);
+	long r0 = oget(key, oh);
+	if (r0 != O_MISS)
+		return r0;
 	long lj = xlock(c);
 	if (lj < 0)
 		return lj;
@@ -2253,7 +2326,7 @@ long setxattr(u64 ino, u64 nlen, u64 flags, u64 mode, u64 key)
 	xmode(c, mode);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
 	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
-	oend(j, oput(j, key, 0, 0));
+	oend(j, oput(j, key, 0, 0, oh));
 	iunlock(c, tag);
 	return 0;
 fail:
@@ -2351,9 +2424,6 @@ out:
  * last entry's removal gives the block back after the commit.  ctime becomes now. */
 long removexattr(u64 ino, u64 mode, u64 key)
 {
-	long r0 = oget(key);
-	if (r0 != O_MISS)
-		return r0;
 	u64 nlen = (u64)ar_len(AR_ARGS);
 	if (mode & ~(u64)(ARF_XATTR_SETMODE | 0777))
 		return -E_INVAL;
@@ -2363,6 +2433,10 @@ long removexattr(u64 ino, u64 mode, u64 key)
 	u64 c = ioff(ino);
 	if (c == 0)
 		return -E_INVAL;
+	u64 oh = ohash(bhash(0, nlen), (u64)OP_REMOVEXATTR << 32, ino, mode, 0);
+	long r0 = oget(key, oh);
+	if (r0 != O_MISS)
+		return r0;
 	long lj = xlock(c);
 	if (lj < 0)
 		return lj;
@@ -2398,7 +2472,7 @@ long removexattr(u64 ino, u64 mode, u64 key)
 	xmode(c, mode);
 	ar_st64(arf, c + ARF_I_CTIME, tnow);
 	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
-	oend(j, oput(j, key, 0, 0));
+	oend(j, oput(j, key, 0, 0, oh));
 	iunlock(c, tag);
 	if (last)
 		bput((u64)x, 1);

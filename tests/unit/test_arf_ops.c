@@ -1857,6 +1857,173 @@ static int64_t once_run(struct conn *k, const struct once_case *oc, int64_t d, i
 	return xraw(k, oc->entry, a, oc->n, oc->bytes, oc->nbytes);
 }
 
+/* A key used twice for different requests (docs/arf.md, "A key used twice"): a client that
+ * restarted its numbering under the same id, two clients with one id, a buggy one.  The
+ * record binds the key to its request (op hash), so the second request is never answered
+ * with the first's result: it runs as a new one.  Each case runs first under key K, then
+ * second under K: what second gives (want2) and the path it must have made or removed. */
+#define ODIR2 (-4)                     /* another directory */
+
+struct oreq {
+	const char *entry;
+	unsigned n;
+	int64_t args[6];
+	const char *bytes;
+	size_t nbytes;
+};
+
+enum { R_NEW = 1, R_ZERO = 2, R_SAME = 3 };   /* want2 besides a -errno */
+
+static const struct reuse_case {
+	const char *what;
+	struct oreq first, second;
+	int want2;                     /* R_NEW: an inode other than first's; R_ZERO: 0; R_SAME:
+	                                  first's result (the same change); else -errno */
+	const char *path;              /* a path under "reuse" (NULL: none) that must exist */
+	int exists;                    /* (1) or be gone (0) after second */
+	int again1;                    /* first again under K after a second that succeeded:
+	                                  its entry was taken, it runs again: -errno */
+} reuse_cases[] = {
+	{ "mkdir, another name",
+	  { "mkdir", 5, { ODIR, 0755, 0, 0, OKEY }, "ra", 2 },
+	  { "mkdir", 5, { ODIR, 0755, 0, 0, OKEY }, "rb", 2 }, R_NEW, "rb", 1, -EEXIST },
+	{ "mknod, another directory",
+	  { "mknod", 6, { ODIR, ARF_S_IFREG | 0644, 0, 0, 0, OKEY }, "rc", 2 },
+	  { "mknod", 6, { ODIR2, ARF_S_IFREG | 0644, 0, 0, 0, OKEY }, "rc", 2 }, R_NEW, "sub2/rc", 1,
+	  -EEXIST },
+	{ "mkdir, then mknod of the name",
+	  { "mkdir", 5, { ODIR, 0755, 0, 0, OKEY }, "rd", 2 },
+	  { "mknod", 6, { ODIR, ARF_S_IFREG | 0644, 0, 0, 0, OKEY }, "rd", 2 }, -EEXIST, "rd", 1, 0 },
+	{ "mkdir, another mode",
+	  { "mkdir", 5, { ODIR, 0755, 0, 0, OKEY }, "re", 2 },
+	  { "mkdir", 5, { ODIR, 0700, 0, 0, OKEY }, "re", 2 }, -EEXIST, "re", 1, 0 },
+	{ "mknod, another type",
+	  { "mknod", 6, { ODIR, ARF_S_IFREG | 0644, 0, 0, 0, OKEY }, "rf", 2 },
+	  { "mknod", 6, { ODIR, ARF_S_IFIFO | 0644, 0, 0, 0, OKEY }, "rf", 2 }, -EEXIST, "rf", 1, 0 },
+	{ "mkdir, then mkdirattr of the same: one change",
+	  { "mkdir", 5, { ODIR, 0755, 0, 0, OKEY }, "rg", 2 },
+	  { "mkdirattr", 5, { ODIR, 0755, 0, 0, OKEY }, "rg", 2 }, R_SAME, "rg", 1, 0 },
+	{ "unlink, another name",
+	  { "unlink", 2, { ODIR, OKEY }, "u1", 2 },
+	  { "unlink", 2, { ODIR, OKEY }, "u2", 2 }, R_ZERO, "u2", 0, -ENOENT },
+	{ "unlink, then rmdir of the name",
+	  { "unlink", 2, { ODIR, OKEY }, "u3", 2 },
+	  { "rmdir", 2, { ODIR, OKEY }, "u3", 2 }, -ENOENT, "u3", 0, 0 },
+	{ "rmdir, another directory",
+	  { "rmdir", 2, { ODIR, OKEY }, "d1", 2 },
+	  { "rmdir", 2, { ODIR2, OKEY }, "d1", 2 }, R_ZERO, "sub2/d1", 0, -ENOENT },
+	{ "rename, other names",
+	  { "rename", 5, { ODIR, ODIR, 2, 0, OKEY }, "m1n1", 4 },
+	  { "rename", 5, { ODIR, ODIR, 2, 0, OKEY }, "m2n2", 4 }, R_ZERO, "n2", 1, -ENOENT },
+	{ "rename, another target directory",
+	  { "rename", 5, { ODIR, ODIR, 2, 0, OKEY }, "m3n3", 4 },
+	  { "rename", 5, { ODIR, ODIR2, 2, 0, OKEY }, "m4n4", 4 }, R_ZERO, "sub2/n4", 1, -ENOENT },
+	{ "rename, other flags",
+	  { "rename", 5, { ODIR, ODIR, 2, 0, OKEY }, "m5n5", 4 },
+	  { "rename", 5, { ODIR, ODIR, 2, ARF_RENAME_NOREPLACE, OKEY }, "m5n5", 4 }, -ENOENT, "n5",
+	  1, 0 },
+	{ "link, another name",
+	  { "link", 3, { OFILE, ODIR, OKEY }, "l1", 2 },
+	  { "link", 3, { OFILE, ODIR, OKEY }, "l2", 2 }, R_ZERO, "l2", 1, -EEXIST },
+	{ "link, another directory",
+	  { "link", 3, { OFILE, ODIR, OKEY }, "l3", 2 },
+	  { "link", 3, { OFILE, ODIR2, OKEY }, "l3", 2 }, R_ZERO, "sub2/l3", 1, -EEXIST },
+	{ "symlink, another target",
+	  { "symlink", 5, { ODIR, 2, 0, 0, OKEY }, "s1t1", 4 },
+	  { "symlink", 5, { ODIR, 2, 0, 0, OKEY }, "s1t2", 4 }, -EEXIST, "s1", 1, 0 },
+	{ "symlink, another name",
+	  { "symlink", 5, { ODIR, 2, 0, 0, OKEY }, "s2t1", 4 },
+	  { "symlink", 5, { ODIR, 2, 0, 0, OKEY }, "s3t1", 4 }, R_NEW, "s3", 1, -EEXIST },
+	{ "setxattr, another name",
+	  { "setxattr", 5, { OFILE, 6, ARF_XATTR_CREATE, 0, OKEY }, "user.a1", 7 },
+	  { "setxattr", 5, { OFILE, 6, ARF_XATTR_CREATE, 0, OKEY }, "user.b1", 7 }, R_ZERO, NULL, 0,
+	  -EEXIST },
+	{ "setxattr, another value",
+	  { "setxattr", 5, { OFILE, 6, ARF_XATTR_CREATE, 0, OKEY }, "user.c1", 7 },
+	  { "setxattr", 5, { OFILE, 6, ARF_XATTR_CREATE, 0, OKEY }, "user.c2", 7 }, -EEXIST, NULL,
+	  0, 0 },
+	{ "removexattr, another name",
+	  { "removexattr", 3, { OFILE, 0, OKEY }, "user.x", 6 },
+	  { "removexattr", 3, { OFILE, 0, OKEY }, "user.y", 6 }, R_ZERO, NULL, 0, -ENODATA },
+};
+
+static int64_t oreq_run(struct conn *k, const struct oreq *q, int64_t d, int64_t d2, int64_t f,
+                        uint64_t key)
+{
+	int64_t a[6];
+	for (unsigned i = 0; i < q->n; i++)
+		a[i] = q->args[i] == ODIR ? d : q->args[i] == ODIR2 ? d2 : q->args[i] == OFILE ? f :
+		       q->args[i] == OKEY ? (int64_t)key : q->args[i];
+	return xraw(k, q->entry, a, q->n, q->bytes, q->nbytes);
+}
+
+/* The reuse cases, each under its own key; the tree is checked after each. */
+static void once_reuse(struct conn *k, uint64_t base)
+{
+	struct arf_client *c = k->c;
+	int64_t d = mkdir_p(c, "reuse"), d2 = mkdir_p(c, "reuse/sub2");
+	int64_t f = d > 0 ? arf_create(c, (uint64_t)d, "f", 0644, 0, 0) : -1;
+	bool ok = d > 0 && d2 > 0 && f > 0;
+	static const char *const files[] = { "u1", "u2", "u3", "m1", "m2", "m3", "m4", "m5" };
+	for (unsigned i = 0; ok && i < sizeof files / sizeof files[0]; i++)
+		ok = arf_create(c, (uint64_t)d, files[i], 0644, 0, 0) > 0;
+	ok = ok && arf_mkdir(c, (uint64_t)d, "d1", 0755, 0, 0) > 0 &&
+	     arf_mkdir(c, (uint64_t)d2, "d1", 0755, 0, 0) > 0;
+	int64_t xa[5] = { f, 6, 0, 0, 0 };
+	ok = ok && xraw(k, "setxattr", xa, 5, "user.x1", 7) == 0 &&
+	     xraw(k, "setxattr", xa, 5, "user.y2", 7) == 0;
+	CHECK(ok, "reuse: fixture");
+	if (!ok)
+		return;
+	for (unsigned i = 0; i < sizeof reuse_cases / sizeof reuse_cases[0]; i++) {
+		const struct reuse_case *rc = &reuse_cases[i];
+		uint64_t key = base + i;
+		uint32_t fl = nlink_of(c, f);
+		int64_t r1 = oreq_run(k, &rc->first, d, d2, f, key);
+		CHECK(r1 >= 0, "reuse %s: the first request gave %" PRId64, rc->what, r1);
+		/* a true repeat of the first: answered from the record */
+		CHECK(oreq_run(k, &rc->first, d, d2, f, key) == r1, "reuse %s: the first repeated",
+		      rc->what);
+		int64_t r2 = oreq_run(k, &rc->second, d, d2, f, key);
+		bool good = rc->want2 == R_NEW ? r2 > 2 && r2 != r1 :
+		            rc->want2 == R_ZERO ? r2 == 0 :
+		            rc->want2 == R_SAME ? r2 == (r1 == 0 ? f : r1) : r2 == rc->want2;
+		CHECK(good, "reuse %s: the second request under the first's key gave %" PRId64
+		      " (the first gave %" PRId64 ")", rc->what, r2, r1);
+		if (rc->path) {
+			char p[64];
+			snprintf(p, sizeof p, "reuse/%s", rc->path);
+			int64_t l = look(c, p);
+			CHECK(rc->exists ? l > 0 : l == -ENOENT, "reuse %s: %s %s (%" PRId64 ")", rc->what,
+			      p, rc->exists ? "missing" : "still there", l);
+		}
+		if (strcmp(rc->second.entry, "link") == 0)
+			CHECK(nlink_of(c, f) == fl + 2, "reuse %s: nlink %u, not %u (two links made)",
+			      rc->what, nlink_of(c, f), fl + 2);
+		bool set = strcmp(rc->second.entry, "setxattr") == 0;
+		if (rc->want2 == R_ZERO && (set || strcmp(rc->second.entry, "removexattr") == 0)) {
+			/* the second's name (6 bytes): there after a set, gone after a remove */
+			int64_t ga[2] = { f, 0 };
+			int64_t g = xraw(k, "getxattr", ga, 2, rc->second.bytes, 6);
+			CHECK(set ? g >= 0 : g == -ENODATA, "reuse %s: getxattr %.6s: %" PRId64, rc->what,
+			      rc->second.bytes, g);
+		}
+		if (rc->want2 == R_NEW || rc->want2 == R_ZERO) {
+			/* the second is recorded now: its repeat answers it; the first's record is
+			 * gone, so the first runs again (as before keys) */
+			CHECK(oreq_run(k, &rc->second, d, d2, f, key) == r2,
+			      "reuse %s: the second repeated", rc->what);
+			int64_t r3 = oreq_run(k, &rc->first, d, d2, f, key);
+			CHECK(r3 == rc->again1, "reuse %s: the first again gave %" PRId64 ", not %d",
+			      rc->what, r3, rc->again1);
+		} else {
+			/* the second failed (or was the same change): the first's record stands */
+			CHECK(oreq_run(k, &rc->first, d, d2, f, key) == r1,
+			      "reuse %s: the first repeated after the second", rc->what);
+		}
+	}
+}
+
 static unsigned dir_count(struct arf_client *c, int64_t d)
 {
 	struct arf_dirent ents[256];
@@ -1918,7 +2085,9 @@ static void test_once(const char *img)
 	/* an *attr form whose inode was removed since: ENOENT, not another inode's attributes */
 	int64_t ga[5] = { d, 0755, 0, 0, (int64_t)(base + 600) };
 	int64_t g1 = xraw(&k, "mkdirattr", ga, 5, "g", 1);
-	CHECK(g1 > 0 && arf_rmdir(c, (uint64_t)d, "g") == 0 &&
+	/* (unkeyed: a keyed call of the client, under its random id, could take one of the
+	 * entries checked after the restart below) */
+	CHECK(g1 > 0 && xraw(&k, "rmdir", (int64_t[]){ d, 0 }, 2, "g", 1) == 0 &&
 	      xraw(&k, "mkdirattr", ga, 5, "g", 1) == -ENOENT && look(c, "once/g") == -ENOENT,
 	      "keyed mkdirattr repeated after its directory was removed: %" PRId64, g1);
 
@@ -1929,10 +2098,17 @@ static void test_once(const char *img)
 	if (!serve(&k, img))
 		return;
 	c = k.c;
-	for (unsigned i = 0; i < 3; i++)
-		CHECK(once_run(&k, &once_cases[i], d, f, base + i) == first[i],
-		      "keyed %s after a restart: the first result", once_cases[i].entry);
-	CHECK(once_run(&k, &once_cases[8], d, f, base + 8) == 0, "keyed unlink after a restart");
+	for (unsigned i = 0; i < 3; i++) {
+		int64_t r = once_run(&k, &once_cases[i], d, f, base + i);
+		CHECK(r == first[i], "keyed %s after a restart: %" PRId64 ", the first gave %" PRId64,
+		      once_cases[i].entry, r, first[i]);
+	}
+	int64_t ru = once_run(&k, &once_cases[8], d, f, base + 8);
+	CHECK(ru == 0, "keyed unlink after a restart: %" PRId64, ru);
+
+	/* one key, two requests: the second runs (after the checks above: the fixture's keyed
+	 * calls under the client's random id may take any entry) */
+	once_reuse(&k, base + 20);
 
 	/* (after the records above are checked: one client's ARF_O_N keys take every entry) */
 	/* wrap-around: a client's ARF_O_N + 1 consecutive keys; the first's entry is taken by
@@ -1970,26 +2146,41 @@ static void test_once(const char *img)
 	if (fd < 0)
 		return;
 	uint64_t e0 = arf_once_entry(wk);     /* holds key wk + ARF_O_N */
-	struct arf_once bad[3] = {
+	struct arf_once bad[] = {
 		{ .key = wk + 1, .result = 5 },
-		{ .key = wk + ARF_O_N, .result = 1ll << 40 },
+		{ .key = wk + ARF_O_N, .result = 0xfffffff0u },
 		{ .lock = 77ull << 32 | 9999 },
+		{ .op = 0x1234 },
 	};
-	for (int b = 0; b < 3; b++) {
+	for (unsigned b = 0; b < sizeof bad / sizeof bad[0]; b++) {
 		struct arf_once keep;
 		CHECK(pread(fd, &keep, sizeof keep, (off_t)e0) == sizeof keep &&
 		      pwrite(fd, &bad[b], sizeof bad[b], (off_t)e0) == sizeof bad[b], "poke");
 		int frc = fsck(img);
 		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "keyed result"),
-		      "fsck of a bad keyed entry %d: %d\n%s", b, frc, report);
+		      "fsck of a bad keyed entry %u: %d\n%s", b, frc, report);
 		struct arf_fsck_opts o = { .repair = true };
 		struct arf_fsck_result r;
-		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "fsck --repair of keyed entry %d", b);
+		CHECK(arf_fsck(img, &o, &r) == ARF_FSCK_REPAIRED, "fsck --repair of keyed entry %u", b);
 		fsck_clean("after repairing a keyed entry", img);
 		CHECK(pwrite(fd, &keep, sizeof keep, (off_t)e0) == sizeof keep, "unpoke");
 	}
-	close(fd);
 	fsck_clean("keyed entries restored", img);
+	/* an entry of an image from before op hashes (op 0): fsck takes it; it answers no
+	 * request, so its key's repeat runs again (EEXIST, as before keys) */
+	struct arf_once old;
+	CHECK(pread(fd, &old, sizeof old, (off_t)e0) == sizeof old && old.key == wk + ARF_O_N &&
+	      old.op != 0 && old.result == (uint32_t)wino[ARF_O_N], "the last key's entry");
+	old.op = 0;
+	CHECK(pwrite(fd, &old, sizeof old, (off_t)e0) == sizeof old, "poke op 0");
+	close(fd);
+	fsck_clean("an entry without an op hash", img);
+	if (!serve(&k, img))
+		return;
+	CHECK(xraw(&k, "mknod", al, 6, ln, strlen(ln)) == -EEXIST,
+	      "an entry without an op hash: its key runs again");
+	unserve(&k);
+	fsck_clean("after the entry without an op hash", img);
 }
 
 int main(void)
