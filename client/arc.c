@@ -275,7 +275,7 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 			snprintf(a->endpoint, sizeof a->endpoint, "%s", endpoint);
 		return a;
 	}
-	char chosen[300], note[400];
+	char chosen[300], note[sizeof ((struct arc *)0)->transport_note - sizeof "auto: " + 1];   /* "auto: " + note fits the arc's */
 	if (pick_transport(hostport, opts, chosen, sizeof chosen, note, sizeof note) != 0) {
 		snprintf(err, errlen, "%s: no transport reached the server (%s)", endpoint, note);
 		return NULL;
