@@ -31,31 +31,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$(dirname "$0")/../lib.sh"
 
-for p in arf arfd arc; do
-	[ -x "$BUILD/$p" ] || { echo "arf_cluster_deleg.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
-done
+need arf_cluster_deleg.sh arf arfd arc
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/key"
 # data servers first (the metadata server names them), then the metadata server
-server() {  # N SIZE ARG...
-	_n=$1 _size=$2
-	shift 2
-	"$BUILD/arf" mkfs "$tmp/img$_n" --size "$_size" >/dev/null || bad "mkfs img$_n"
-	start_arfd "$tmp/arfd$_n.log" --arf "$tmp/img$_n" --cluster-key-file "$tmp/key" "$@"
-	if [ -z "$ep" ]; then
-		bad "arfd $_n did not start:"; cat "$tmp/arfd$_n.log"
-		echo "$pass passed, $fail failed"
-		exit 1
-	fi
-	pids="$pids $pid"
-	eval "pid_$_n=$pid ep_$_n=$ep"
-}
-server 1 64M
-server 2 64M
-server 3 64M
-server 0 64M --member "$ep_1" --member "$ep_2" --member "$ep_3"
-M=$ep_0
-run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
+arf_cluster --members 3 64M --cluster-key-file "$tmp/key"
+arf_cluster_init
 
 mkdir "$tmp/src"
 head -c $((4 * U + 1234)) /dev/urandom >"$tmp/src/big"         # 5 stripes, all 3 servers
@@ -152,8 +133,8 @@ if cmp -s "$tmp/out" "$tmp/want"; then ok; else bad "a stripe on a live server: 
 # ---- servers with a secret: the client proves it to the metadata server only; the data
 # server takes the forwarded read on its member's word (a client's rights)
 printf 'a long random secret %s\n' "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$tmp/secret"
-server 5 64M --secret-file "$tmp/secret"
-server 4 64M --secret-file "$tmp/secret" --member "$ep_5"
+arf_server 5 64M --cluster-key-file "$tmp/key" --secret-file "$tmp/secret"
+arf_server 4 64M --cluster-key-file "$tmp/key" --secret-file "$tmp/secret" --member "$ep_5"
 export ARC_SECRET="$(head -n 1 "$tmp/secret")"
 run "$BUILD/arf" cluster init --stripe-unit 4K "$ep_4" "$ep_5"; check_rc "secret: init (4 KiB stripes: stripe.pno sent whole in a request longer than a stripe)" 0 $?
 run "$BUILD/arf" import "$tmp/src" "$ep_4:/d"; check_rc "secret: import" 0 $?
@@ -163,6 +144,7 @@ unset ARC_SECRET
 run "$BUILD/arf" cluster cat "$ep_4:/d/small"
 same "no secret: exit status" "$?" 1
 contains "no secret: refused" "$tmp/err" "secret"
+
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
