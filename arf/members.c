@@ -37,8 +37,8 @@ static int64_t dir_find(const uint8_t *base, uint64_t len, const struct arf_inod
 	uint64_t t = d->u.dir.table, nslots = d->u.dir.nslots, shift = d->u.dir.shift & 63;
 	if (t == 0)
 		return 0;
-	if (nslots == 0 || (nslots & (nslots - 1)) || nslots > len / ARF_T_SIZE ||
-	    !at(base, len, t, nslots * ARF_T_SIZE))
+	if (t % ARF_BLOCK_SIZE || nslots == 0 || (nslots & (nslots - 1)) ||
+	    nslots > len / ARF_T_SIZE || !at(base, len, t, nslots * ARF_T_SIZE))
 		return -1;
 	uint64_t h = arf_name_hash(name, nlen), mask = nslots - 1;
 	uint64_t i = ((h * (uint64_t)ARF_HASH_MUL) >> shift) & mask;
@@ -48,7 +48,9 @@ static int64_t dir_find(const uint8_t *base, uint64_t len, const struct arf_inod
 			return 0;
 		if (s->rec == ARF_T_TOMB || s->hash != h)
 			continue;
-		const struct arf_rec *r = (const void *)at(base, len, s->rec, ARF_R_MAX);
+		/* records are 8-byte aligned (their lengths are multiples of 8) */
+		const struct arf_rec *r = s->rec % 8 ? NULL :
+		                          (const void *)at(base, len, s->rec, ARF_R_MAX);
 		if (!r)
 			return -1;
 		if (r->name_len == nlen && !memcmp(r->name, name, nlen))
