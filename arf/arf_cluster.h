@@ -63,6 +63,20 @@ int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, 
 /* Its text into buf (NUL-terminated): the length, or -1 when cap is too small. */
 int arf_cluster_format(const struct arf_cluster_desc *d, char *buf, size_t cap);
 
+/* The metadata server's side (members.c, for arfd as arf_attach is): read the description
+ * straight from a mapped image of len bytes: 0 (desc->n 0 when it has none), or -1 with a
+ * message.  Every offset is bounds-checked; the root may be changing under it (arfd serves
+ * while it looks), which can make it fail, never fault. */
+int arf_image_cluster_desc(const void *base, uint64_t len, struct arf_cluster_desc *desc,
+                           char *err, size_t errlen);
+/* arfd's --member list (n endpoints, members 0, 1, ...) against desc: 0 when member k is
+ * the description's data server k for every k and the counts agree; else -1 with a message
+ * naming the first mismatch ("--member 2 is X but the image's cluster description names Y
+ * as data server 2"), a data server without a member or a member beyond the last one.
+ * Endpoints compare as strings: --member must name each server as the description does. */
+int arf_cluster_check_members(const struct arf_cluster_desc *desc, const char *const *members,
+                              unsigned n, char *err, size_t errlen);
+
 /* Read the description from the metadata image behind c and d: 0 (d->n 0 when the image
  * has none), or -errno with a message in err. */
 int arf_cluster_read(struct arf_client *c, struct arf_data *d, struct arf_cluster_desc *desc,

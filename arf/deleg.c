@@ -13,7 +13,9 @@
  * metadata server and then the data server takes four, and a client without the object's
  * number there six (getattr, lookupattr, read).  unit and n come from the cluster's
  * description, which the client read; the servers' order is arfd's --member list, which
- * must be the description's.
+ * must be the description's: arfd checks it against the description in its image (at
+ * start-up, or at the first forward: arf/members.c), since a wrong order would read
+ * another server's object without an error.
  */
 #include <activerdma/ar.h>
 

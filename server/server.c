@@ -47,6 +47,7 @@
 
 #include "ar_proto.h"
 #include "arf.h"
+#include "arf_cluster.h"
 #include "server.h"
 
 /* A fault for tests (tests/integration/arf_restart.sh): ARFD_TEST_KILL=ENTRY:N in the
@@ -175,6 +176,10 @@ struct arfd {
 	/* delegation: cfg.members as peers; runs forwarded, and forwards that failed */
 	pn_peer members[ARFD_MAX_MEMBERS];
 	_Atomic uint64_t n_forwarded, n_forward_failed;
+	/* serving an --arf image: its region (-1: none); members_ok once cfg.members matched the
+	 * image's cluster description (members_check) */
+	int arf_region;
+	atomic_bool members_ok;
 
 	/* writeback ranges (hook_writeback), started by the flusher thread off the request path */
 	pthread_mutex_t wb_lock;
@@ -577,6 +582,42 @@ static bool link_slow(struct arfd *s, pn_peer peer)
  * microseconds at most); a run that needs more is run again, whole, on a worker. */
 #define QUICK_FUEL 2000
 
+/* --member against the cluster description of the --arf image (arf_cluster_check_members):
+ * 0 when they match (remembered: the description never changes once written, docs/
+ * cluster.md), 1 when the image has no description yet, -1 on a mismatch; a message in err
+ * unless 0.  Why here and not in the route segment: forward(k) names member k, route picks
+ * k as the description numbers the data servers, and only this server holds both lists;
+ * a mismatch would otherwise read another server's object, which objread finds missing and
+ * answers as a hole: zeros, not an error.  Without --arf (a server that forwards for some
+ * other application) there is no description and nothing to check. */
+static int members_check(struct arfd *s, char *err, size_t errlen)
+{
+	if (atomic_load(&s->members_ok) || s->arf_region < 0 || s->cfg.n_members == 0)
+		return 0;
+	struct arf_cluster_desc *d = malloc(sizeof *d);
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	char why[512];
+	int rc = arf_image_cluster_desc(s->regions[s->arf_region].base,
+	                                s->regions[s->arf_region].len, d, why, sizeof why);
+	if (rc != 0)
+		snprintf(err, errlen, "the cluster description of %s: %s", s->cfg.arf_image, why);
+	else if (d->n == 0) {
+		snprintf(err, errlen, "%s holds no cluster description (/%s, which arf cluster init "
+		         "makes) to check the %u --member against", s->cfg.arf_image,
+		         ARF_CLUSTER_FILE, s->cfg.n_members);
+		rc = 1;
+	} else if (arf_cluster_check_members(d, s->cfg.members, s->cfg.n_members, err,
+	                                     errlen) != 0) {
+		rc = -1;
+	} else
+		atomic_store(&s->members_ok, true);
+	free(d);
+	return rc;
+}
+
 /* A run called forward(k) and returned: its output, an EXEC body, goes to member k as the
  * client's request (pn_forward_for: the member answers the client, whose reply is therefore
  * not kept in this server's session reply cache: docs/net.md).  A forward that cannot be
@@ -584,6 +625,16 @@ static bool link_slow(struct arfd *s, pn_peer peer)
 static void forward_run(struct arfd *s, pn_peer from, pn_coop coop, uint64_t t0, unsigned k,
                         const uint8_t *body, uint64_t len)
 {
+	char why[1024];
+	if (members_check(s, why, sizeof why) != 0) {
+		/* the member order is wrong (or unknown): refuse rather than read the wrong stripe */
+		request_end(s, from, AR_T_EXEC, t0, true);
+		atomic_fetch_add(&s->n_forward_failed, 1);
+		arfd_log(ARFD_LOG_WARN, "exec from %s: delegation refused: %s",
+		         pn_peer_name(s->pn, from), why);
+		reply_err(s, from, coop, -AR_EMEMBERS, "delegation refused: %s", why);
+		return;
+	}
 	struct ar_buf b = { 0 };
 	ar_req_begin(&b, "");
 	ar_put_bytes(&b, body, len);
@@ -1627,6 +1678,7 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 		return NULL;
 	}
 	s->cfg = *cfg;
+	s->arf_region = -1;
 	struct arfd_config *c = &s->cfg;
 	if (!c->threads) c->threads = 4;
 	if (!c->cache_max) c->cache_max = 256;
@@ -1699,6 +1751,26 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 			         "rolled back, %" PRIu64 " allocation-map fixes", c->arf_image, ai.epoch,
 			         ai.was_clean ? "" : " (after an unclean stop)", ai.rolled_back,
 			         ai.map_fixes);
+		if ((int)i == arf_region)
+			s->arf_region = arf_region;
+		if ((int)i == arf_region && c->n_members) {
+			/* a metadata server: its members must be the description's data servers,
+			 * in its order; an image with no description yet (arf cluster init comes
+			 * after the servers start) is checked at the first forward instead */
+			char why[1024];
+			int mrc = members_check(s, why, sizeof why);
+			if (mrc < 0) {
+				/* nothing ran since the attach, which checked it: clean */
+				arf_detach(s->regions[i].base, s->regions[i].len);
+				snprintf(err, errlen, "--arf %s: %s", c->arf_image, why);
+				goto fail;
+			}
+			if (mrc > 0)
+				arfd_log(ARFD_LOG_INFO, "%s yet: checked at the first forward", why);
+			else
+				arfd_log(ARFD_LOG_INFO, "%u --member match the cluster description of %s",
+				         c->n_members, c->arf_image);
+		}
 		int rc = vm_bind_region(s->vm, c->regions[i].name, s->regions[i].base, s->regions[i].len,
 		                        c->regions[i].access);
 		if (rc != 0) {

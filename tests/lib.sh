@@ -1,7 +1,10 @@
 # lib.sh: what the integration scripts share; they source it (. "$(dirname "$0")/../lib.sh").
-# Counting checks, running a command with a time limit, and starting arfd on a port of its
-# own choosing.  The sourcing script sets tmp (its temporary directory), BUILD and T (the
-# seconds one command may take) and prints "$pass passed, $fail failed" at its end.
+# Counting checks, running a command with a time limit, starting arfd on a port of its own
+# choosing, and an ARF cluster's servers (arf_cluster).  The sourcing script sets tmp (its
+# temporary directory), BUILD and T (the seconds one command may take), kills $pids on exit
+# and prints "$pass passed, $fail failed" at its end.  The scripts run as `sh SCRIPT`
+# (tests/run.sh; /bin/sh is dash) and without set -e: a check that fails is counted, not
+# fatal, and these functions may return non-zero (a test such as [ -n "$ep" ] last).
 
 pass=0
 fail=0
@@ -53,19 +56,70 @@ start_arfd() {
 	done
 }
 
-# arf_server N SIZE: an ARF image of SIZE ($tmp/imgN) and an arfd serving it (the cluster
-# scripts); its pid in pid_N and added to $pids (the caller's cleanup kills those), its
-# endpoint in ep_N.  A server that does not start ends the script.
+# need SCRIPT PROG...: every PROG built in $BUILD, or the script ends counting one failure.
+need() {
+	_script=$1
+	shift
+	for _p in "$@"; do
+		[ -x "$BUILD/$_p" ] && continue
+		echo "$_script: $BUILD/$_p not built"
+		echo "0 passed, 1 failed"
+		exit 1
+	done
+}
+
+# arf_server N SIZE [ARG...]: an ARF image of SIZE ($tmp/imgN) and an arfd serving it with
+# ARG... (the cluster scripts); its pid in pid_N and added to $pids (the caller's cleanup
+# kills those), its endpoint in ep_N.  A server that does not start ends the script.
 arf_server() {
-	"$BUILD/arf" mkfs "$tmp/img$1" --size "$2" >/dev/null || bad "mkfs img$1"
-	start_arfd "$tmp/arfd$1.log" --arf "$tmp/img$1"
+	_n=$1
+	"$BUILD/arf" mkfs "$tmp/img$_n" --size "$2" >/dev/null || bad "mkfs img$_n"
+	shift 2
+	start_arfd "$tmp/arfd$_n.log" --arf "$tmp/img$_n" "$@"
 	if [ -z "$ep" ]; then
-		bad "arfd $1 did not start:"; cat "$tmp/arfd$1.log"
+		bad "arfd $_n did not start:"; cat "$tmp/arfd$_n.log"
 		echo "$pass passed, $fail failed"
 		exit 1
 	fi
 	pids="$pids $pid"
-	eval "pid_$1=$pid ep_$1=$ep"
+	eval "pid_$_n=$pid ep_$_n=$ep"
+}
+
+# arf_cluster [--members] N SIZE [ARG...]: the servers of a test cluster on loopback (the
+# arf_cluster*.sh scripts): data servers 1..N, each an image of SIZE, then the metadata
+# server 0 (64M), every arfd with ARG... (a cluster key, a secret).  --members: the
+# metadata server is also given the data servers as --member, in order (delegation;
+# arfd checks them against the description).  $M is the metadata server's endpoint, $data
+# the data servers' in order; the description is arf_cluster_init's to make.
+arf_cluster() {
+	_members=
+	if [ "$1" = --members ]; then
+		_members=1
+		shift
+	fi
+	_nd=$1 _size=$2
+	shift 2
+	data=
+	_k=1
+	while [ "$_k" -le "$_nd" ]; do
+		arf_server "$_k" "$_size" "$@"
+		data="$data $ep"
+		_k=$((_k + 1))
+	done
+	if [ -n "$_members" ]; then
+		for _e in $data; do
+			set -- "$@" --member "$_e"
+		done
+	fi
+	arf_server 0 64M "$@"
+	M=$ep_0
+}
+
+# arf_cluster_init: `arf cluster init --stripe-unit $U` of the servers arf_cluster started,
+# counted as the check "init"
+arf_cluster_init() {
+	run "$BUILD/arf" cluster init --stripe-unit "$U" "$M" $data
+	check_rc "init" 0 $?
 }
 
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }

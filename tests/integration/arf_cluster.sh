@@ -31,15 +31,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$(dirname "$0")/../lib.sh"
 
-for p in arf arfd; do
-	[ -x "$BUILD/$p" ] || { echo "arf_cluster.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
-done
-
-arf_server 0 64M
-arf_server 1 256M
-arf_server 2 256M
-arf_server 3 256M
-M=$ep_0
+need arf_cluster.sh arf arfd
+arf_cluster 3 256M             # the description is made below, after the inits refused
 
 # ---- making the cluster
 run "$BUILD/arf" cluster show "$M"; check_rc "show before init" 0 $?

@@ -37,16 +37,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$here/../lib.sh"
 
-for p in arf arfd; do
-	[ -x "$BUILD/$p" ] || { echo "arf_cluster_grep.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
-done
-
-arf_server 0 64M
-arf_server 1 64M
-arf_server 2 64M
-arf_server 3 64M
-M=$ep_0
-run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
+need arf_cluster_grep.sh arf arfd
+arf_cluster 3 64M
+arf_cluster_init
 
 # ---- the files
 d=$tmp/d

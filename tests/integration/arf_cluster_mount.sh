@@ -42,19 +42,13 @@ skip() {
 	exit 0
 }
 
-for p in arf arfd; do
-	[ -x "$BUILD/$p" ] || { echo "arf_cluster_mount.sh: $BUILD/$p not built"; echo "0 passed, 1 failed"; exit 1; }
-done
+need arf_cluster_mount.sh arf arfd
 [ -c /dev/fuse ] || skip "no /dev/fuse here (modprobe fuse, or a container without the device)"
 { [ -r /dev/fuse ] && [ -w /dev/fuse ]; } || skip "/dev/fuse is not readable and writable by $(id -un)"
 command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed (scripts/deps.sh installs fuse3)"
 
-arf_server 0 64M
-arf_server 1 128M
-arf_server 2 128M
-arf_server 3 128M
-M=$ep_0
-run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
+arf_cluster 3 128M
+arf_cluster_init
 
 wait_mounted() {
 	for _ in $(seq 100); do

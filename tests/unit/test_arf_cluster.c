@@ -1,13 +1,20 @@
 /* test_arf_cluster.c: the parts of arf/cluster.c that need no server: the cluster
  * description's parser (good texts, and hostile ones: every error message pinned) and
  * format (round trip), and the object lengths of the stripe layout against a count made
- * stripe by stripe.  The data path against real servers is tests/integration/arf_cluster.sh.
+ * stripe by stripe; arfd's side of --member (arf/members.c): the list against a
+ * description (every message pinned), and the description read from a mapped image, one
+ * made by mkfs with a description put in by hand, then damaged (never a fault).  The data
+ * path against real servers is tests/integration/arf_cluster.sh.
  * Prints "N passed, N failed" last.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "arf.h"
 #include "arf_cluster.h"
 
 static int passed, failed;
@@ -165,11 +172,169 @@ static void test_obj_len(void)
 	      "5 MiB + 12345 on server 2");
 }
 
+/* arf_cluster_check_members: in order, and each way of being wrong, messages pinned */
+static void test_members(void)
+{
+	struct arf_cluster_desc c = { .n = 3, .unit = 65536 };
+	const char *eps[3] = { "tcp:h:1", "tcp:h:2", "tcp:h:3" };
+	for (int k = 0; k < 3; k++)
+		snprintf(c.server[k], sizeof c.server[k], "%s", eps[k]);
+	char err[512];
+	CHECK(arf_cluster_check_members(&c, eps, 3, err, sizeof err) == 0, "in order: %s", err);
+	const char *swapped[3] = { "tcp:h:1", "tcp:h:3", "tcp:h:2" };
+	int rc = arf_cluster_check_members(&c, swapped, 3, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "--member 1 is tcp:h:3 but the image's cluster "
+	      "description names tcp:h:2 as data server 1 (list the data servers in the order "
+	      "`arf cluster show` gives)"), "swapped: %d '%s'", rc, err);
+	rc = arf_cluster_check_members(&c, eps, 2, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "2 --member given but the image's cluster description "
+	      "names 3 data servers: data server 2 (tcp:h:3) has no --member"), "missing: %d '%s'",
+	      rc, err);
+	const char *more[4] = { "tcp:h:1", "tcp:h:2", "tcp:h:3", "tcp:h:4" };
+	rc = arf_cluster_check_members(&c, more, 4, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "--member 3 is tcp:h:4 but the image's cluster "
+	      "description names only 3 data servers"), "extra: %d '%s'", rc, err);
+	/* the first mismatch wins over the count */
+	const char *both[2] = { "tcp:h:2", "tcp:h:1" };
+	rc = arf_cluster_check_members(&c, both, 2, err, sizeof err);
+	CHECK(rc == -1 && !strncmp(err, "--member 0 is tcp:h:2 but", 25), "both: %d '%s'", rc, err);
+	/* names compare as strings: another spelling of the same address is a mismatch */
+	const char *alias[3] = { "tcp:localhost:1", "tcp:h:2", "tcp:h:3" };
+	CHECK(arf_cluster_check_members(&c, alias, 3, err, sizeof err) == -1, "alias accepted");
+}
+
+#define IMG_SIZE (4u << 20)
+#define DESC_INO 7                          /* a free inode of a new image */
+
+/* Put /.arf-cluster holding text into a new image by hand: a slot in the root's table, a
+ * record and the text in the last two blocks, and inode DESC_INO. */
+static void put_desc(uint8_t *base, const char *text)
+{
+	const struct arf_sb *sb = (const void *)base;
+	struct arf_inode *root = (void *)(base + sb->itable_off + (ARF_INO_ROOT << ARF_INO_SHIFT));
+	uint64_t rec_off = IMG_SIZE - 2 * ARF_BLOCK_SIZE, text_blk = IMG_SIZE / ARF_BLOCK_SIZE - 1;
+	const char *name = ARF_CLUSTER_FILE;
+	uint64_t h = arf_name_hash(name, strlen(name)), mask = root->u.dir.nslots - 1;
+	uint64_t i = ((h * (uint64_t)ARF_HASH_MUL) >> (root->u.dir.shift & 63)) & mask;
+	struct arf_slot *t = (void *)(base + root->u.dir.table);
+	while (t[i].rec != ARF_T_EMPTY)
+		i = (i + 1) & mask;
+	t[i] = (struct arf_slot){ .hash = h, .rec = rec_off };
+	struct arf_rec *r = (void *)(base + rec_off);
+	r->ino = DESC_INO;
+	r->hash = h;
+	r->name_len = (uint8_t)strlen(name);
+	r->len = ARF_R_MAX;
+	r->type = ARF_DT_REG;
+	memcpy(r->name, name, strlen(name));
+	struct arf_inode *f = (void *)(base + sb->itable_off + (DESC_INO << ARF_INO_SHIFT));
+	f->mode = ARF_S_IFREG | 0444;
+	f->size = strlen(text);
+	f->n_extents = 1;
+	f->u.ext[0] = (struct arf_extent){ .lblk = 0, .len = 1, .pblk = text_blk };
+	memcpy(base + text_blk * ARF_BLOCK_SIZE, text, strlen(text));
+}
+
+/* arf_image_cluster_desc on a mapped image */
+static void test_image_desc(void)
+{
+	char path[] = "/tmp/test_arf_cluster.XXXXXX", err[512];
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp");
+	if (fd < 0)
+		return;
+	close(fd);
+	int rc = arf_mkfs(path, IMG_SIZE, 0, err, sizeof err);
+	CHECK(rc == 0, "mkfs: %s", err);
+	fd = open(path, O_RDWR);
+	uint8_t *base = rc == 0 && fd >= 0 ? mmap(NULL, IMG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+	                                          fd, 0) : MAP_FAILED;
+	unlink(path);
+	if (fd >= 0)
+		close(fd);
+	CHECK(base != MAP_FAILED, "mmap");
+	if (base == MAP_FAILED)
+		return;
+	static struct arf_cluster_desc c;
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == 0 && c.n == 0, "a new image: %d n %u %s", rc, c.n, err);
+
+	put_desc(base, "arf-cluster 1\nunit 65536\nserver tcp:h:1\nserver tcp:h:2\n");
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == 0 && c.n == 2 && c.unit == 65536 && !strcmp(c.server[1], "tcp:h:2"),
+	      "the description: %d n %u %s", rc, c.n, err);
+	const char *eps[2] = { "tcp:h:1", "tcp:h:2" };
+	CHECK(rc == 0 && arf_cluster_check_members(&c, eps, 2, err, sizeof err) == 0,
+	      "its members: %s", err);
+
+	const struct arf_sb *sb = (const void *)base;
+	struct arf_inode *f = (void *)(base + sb->itable_off + (DESC_INO << ARF_INO_SHIFT));
+	struct arf_inode *root = (void *)(base + sb->itable_off + (ARF_INO_ROOT << ARF_INO_SHIFT));
+	struct arf_inode fsave = *f, rsave = *root;
+	f->u.ext[0].pblk = IMG_SIZE / ARF_BLOCK_SIZE;          /* just past the end */
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "/.arf-cluster: an extent outside the image"),
+	      "extent past the end: %d '%s'", rc, err);
+	f->u.ext[0].pblk = UINT64_MAX;
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1, "extent at 2^64 blocks: %d '%s'", rc, err);
+	*f = fsave;
+	f->size = ARF_CLUSTER_FILE_MAX + 1;
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "/.arf-cluster: not a cluster description (too large)"),
+	      "too large: %d '%s'", rc, err);
+	*f = fsave;
+	f->mode = ARF_S_IFDIR | 0755;
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "/.arf-cluster: not a cluster description (not a regular "
+	      "file)"), "a directory: %d '%s'", rc, err);
+	*f = fsave;
+	f->n_extents = ARF_I_INLINE_EXT + 1;
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1, "extents beyond the inline ones: %d '%s'", rc, err);
+	*f = fsave;
+	f->u.ext[0].lblk = 1;                                 /* a hole where the text was */
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1 && c.n == 0, "a hole: %d n %u '%s'", rc, c.n, err);
+	*f = fsave;
+	root->u.dir.table = IMG_SIZE;                         /* the root's table past the end */
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1, "root table past the end: %d '%s'", rc, err);
+	root->u.dir.nslots = 3;                               /* not a power of two */
+	root->u.dir.table = rsave.u.dir.table;
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1, "3 slots: %d '%s'", rc, err);
+	*root = rsave;
+	/* every slot's record pointing anywhere, the name's hash in each: an answer or -1,
+	 * within bounds (ASan: make check-asan) */
+	struct arf_slot *t = (void *)(base + root->u.dir.table);
+	uint64_t h = arf_name_hash(ARF_CLUSTER_FILE, strlen(ARF_CLUSTER_FILE));
+	int faults = 0;
+	for (uint64_t off = IMG_SIZE - ARF_R_MAX - 8; off < IMG_SIZE + 8; off++) {
+		for (uint64_t i = 0; i < root->u.dir.nslots; i++)
+			t[i] = (struct arf_slot){ .hash = h, .rec = off };
+		rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+		faults += rc != -1 && rc != 0;
+	}
+	CHECK(faults == 0, "records near the end: %d odd results", faults);
+	root->u.dir.table = 0;                                /* an empty root: no description */
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == 0 && c.n == 0, "empty root: %d '%s'", rc, err);
+	root->mode = 0;
+	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "no root directory"), "no root: %d '%s'", rc, err);
+	rc = arf_image_cluster_desc(base, 100, &c, err, sizeof err);
+	CHECK(rc == -1 && !strcmp(err, "not an ARF image"), "100 bytes: %d '%s'", rc, err);
+	munmap(base, IMG_SIZE);
+}
+
 int main(void)
 {
 	test_parse();
 	test_format();
 	test_obj_len();
+	test_members();
+	test_image_desc();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
