@@ -31,12 +31,21 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 		                       * whole, maybe); the data server's reply is at most a unit */
 		                      .out_max = desc->unit > stripe_len + 4096 ? desc->unit :
 		                                 stripe_len + 4096,
-		                      .delegated = 1 };
+		                      .delegated = 1, .wait_ms = ARF_CLUSTER_TIMEOUT_MS };
 		int rc = arc_exec(meta, &x);
 		if (rc == -AR_ENOSEG && !whole) {
 			free(x.out);
 			whole = true;
 			continue;
+		}
+		if (rc == -AR_ETIMEDOUT && desc->unit && desc->n) {
+			/* the forward was lost (the data server died with it in its connection) */
+			uint64_t k = (off + done) / desc->unit % desc->n;
+			snprintf(msg, msglen, "read at %llu: no reply from data server %llu (%s) "
+			         "within %d ms", (unsigned long long)(off + done), (unsigned long long)k,
+			         desc->server[k], ARF_CLUSTER_TIMEOUT_MS);
+			free(x.out);
+			return -EIO;
 		}
 		if (rc != 0) {
 			snprintf(msg, msglen, "read at %llu: %s", (unsigned long long)(off + done),

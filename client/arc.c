@@ -678,7 +678,10 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 	struct drain_wait dw = { 0 };
 	int rc;
 	for (;;) {
-		rc = pn_coop_end(a->pn, p->coop, a->timeout_ms);
+		int wait_ms = a->timeout_ms;
+		if (x->wait_ms && (wait_ms < 0 || x->wait_ms < (uint32_t)wait_ms))
+			wait_ms = (int)(x->wait_ms > INT32_MAX ? INT32_MAX : x->wait_ms);
+		rc = pn_coop_end(a->pn, p->coop, wait_ms);
 		if (p->rc)
 			rc = p->rc;
 		struct ar_rd r = ar_rd_over(p->d.buf, p->d.len);

@@ -83,6 +83,10 @@ struct arc_exec {
 	 * sends it, not only from this server (the wait cannot read this server's connection
 	 * itself then).  An ENOSEG in such a reply is the member's, not sent again here. */
 	int delegated;
+	/* The longest wait for this request's reply, in ms; 0: the arc's timeout.  A delegated
+	 * request needs its own: its reply comes from a member, and a forward lost with a
+	 * member's dying connection is noticed by nobody else. */
+	uint32_t wait_ms;
 	/* results */
 	int64_t value;
 	uint64_t fuel_used;

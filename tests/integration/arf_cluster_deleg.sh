@@ -122,6 +122,18 @@ el=$(ms_since "$t0")
 same "rejected by the data server: arc's status" "$rc" 2
 contains "rejected by the data server: its message" "$tmp/err" "segment not installed"
 [ "$el" -lt 10000 ] && ok || bad "rejected by the data server: $el ms"
+# a data server that stopped answering (SIGSTOP: its connection takes the forward and
+# nothing comes back): the client's own bound on a delegated wait (ARF_CLUSTER_TIMEOUT_MS)
+# ends it with an error naming the server
+kill -STOP "$pid_1"
+t0=$(date +%s%N)
+run "$BUILD/arf" cluster cat "$M:/d/small"
+rc=$?
+el=$(ms_since "$t0")
+kill -CONT "$pid_1"
+same "data server stopped: exit status" "$rc" 1
+contains "data server stopped: the message names the member" "$tmp/err" "$ep_1"
+[ "$el" -lt 10000 ] && ok || bad "data server stopped: $el ms"
 # a data server killed: the metadata server cannot forward, and says so at once.  The
 # wait: until the process is gone its connection is open, and a forward written into it
 # just before it closes is lost (the client then waits its 30 s): seen on a loaded machine
