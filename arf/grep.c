@@ -627,12 +627,6 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 	if (!st->no_read) {
 		if (is_output(st, k, ino, name))
 			return;
-		if (at.size > CL_FILE_MAX) {
-			run_error(st, name, "larger than 2 GiB: arf grep holds a cluster's file in "
-			          "memory (docs/cluster.md)");
-			return;
-		}
-		size_t size = (size_t)at.size;
 		struct arf_cl_file *f = arf_cl_file_open(k->cl, ino, at.gen);
 		if (!f)
 			die("%s", "memory exhausted");
@@ -655,6 +649,14 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 			free(recs);
 			value = 0;
 		}
+		/* the gather holds the file; the servers' scan above has no such limit */
+		if (at.size > CL_FILE_MAX) {
+			arf_cl_file_close(f);
+			run_error(st, name, "larger than 2 GiB: arf grep gathers this file into memory "
+			          "for these options (docs/cluster.md)");
+			return;
+		}
+		size_t size = (size_t)at.size;
 		buf = malloc(size ? size : 1);
 		if (!buf)
 			die("%s", "memory exhausted");
