@@ -21,6 +21,8 @@ struct striped;
 struct arf_data {
 	struct arf_seg s;              /* data.pno */
 	struct striped *st;            /* a cluster's metadata image: see arf_data_striped */
+	uint32_t id;                   /* random, not 0: the high half of every append's key */
+	uint32_t seq;                  /* the last sequence number handed out (atomic) */
 };
 
 struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, size_t errlen)
@@ -35,6 +37,7 @@ struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, s
 		free(d);
 		return NULL;
 	}
+	d->id = arf_key_id();
 	return d;
 }
 
@@ -409,9 +412,13 @@ int64_t arf_append_gen(struct arf_data *d, uint64_t ino, uint64_t gen, const voi
 		if (v != ST_PASS)
 			return v;
 	}
-	int64_t a[2] = { (int64_t)ino, (int64_t)gen };
+	/* a fresh key for this append (docs/arf.md, "Exactly once across a restart"): libarc's
+	 * resend after a reconnect and arf_seg_run's EAGAIN retries repeat it unchanged, so an
+	 * append a killed arfd committed is answered from its record, not appended twice */
+	uint32_t n = __atomic_add_fetch(&d->seq, 1, __ATOMIC_RELAXED);
+	int64_t a[3] = { (int64_t)ino, (int64_t)gen, (int64_t)((uint64_t)d->id << 32 | n) };
 	struct arc_exec x = { 0 };
-	int64_t v = run(d, &x, "append", a, 2, buf, len);
+	int64_t v = run(d, &x, "append", a, 3, buf, len);
 	uint64_t out[2] = { 0, 0 };    /* where the bytes went; the end of a kept range */
 	if (v >= 0 && x.out_len != sizeof out) {
 		snprintf(d->s.msg, sizeof d->s.msg, "append: %llu bytes of output",

@@ -54,7 +54,10 @@ int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t si
  * clients): the bytes written (len, or fewer when the image filled up) and, in *at when not
  * NULL, the offset they went to; or -errno as arf_write_gen.  When free space came in
  * pieces, the first run keeps the whole range for this append and the rest is written into
- * it, so no other append lands inside. */
+ * it, so no other append lands inside.  Each call sends a fresh key (this arf_data's random
+ * id << 32 | a sequence number): a repeat of the request after a reconnect to a restarted
+ * arfd is answered from the record the first run left in the image, never appended twice
+ * (docs/arf.md, "Exactly once across a restart").  Striped files (a cluster) are not keyed. */
 int64_t arf_append_gen(struct arf_data *d, uint64_t ino, uint64_t gen, const void *buf,
                        size_t len, uint64_t *at);
 int arf_fsync_gen(struct arf_data *d, uint64_t ino, uint64_t gen);

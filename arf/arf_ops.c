@@ -45,15 +45,22 @@ struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *er
 		free(c);
 		return NULL;
 	}
-	while (c->id == 0) {
+	c->id = arf_key_id();
+	return c;
+}
+
+uint32_t arf_key_id(void)
+{
+	uint32_t id = 0;
+	while (id == 0) {
 		/* an id unlike any other client's: a key must never match another's record */
-		if (getrandom(&c->id, sizeof c->id, 0) != (ssize_t)sizeof c->id) {
+		if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			c->id = (uint32_t)(ts.tv_nsec ^ ts.tv_sec * 2654435761u ^ (uint32_t)getpid() << 16);
+			id = (uint32_t)(ts.tv_nsec ^ ts.tv_sec * 2654435761u ^ (uint32_t)getpid() << 16);
 		}
 	}
-	return c;
+	return id;
 }
 
 void arf_client_close(struct arf_client *c)

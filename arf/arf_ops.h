@@ -29,6 +29,10 @@ void arf_client_close(struct arf_client *c);
  * caller that runs those exports itself (arc_exec_many) takes a key here, or passes 0
  * (no record).  Thread-safe. */
 uint64_t arf_client_key(struct arf_client *c);
+/* A random 32-bit client id (getrandom; the time and pid when that fails), never 0: the high
+ * half of a client's keys (arf_client_open draws one; so does arf_data_open, whose keyed
+ * appends number their own sequence). */
+uint32_t arf_key_id(void);
 const char *arf_client_errmsg(struct arf_client *c);
 
 /* Resolve path ("a/b/c"; '/' runs separate components) from directory start (1 = root):

@@ -6,8 +6,9 @@
  *
  * Exports (integer arguments; written bytes are the whole "args" region):
  *   write(ino, off, gen)                     args -> bytes written (may be short: call again)
- *   append(ino, gen)                         args at the end of file -> bytes written; output
- *                                            where they went and the end the file keeps
+ *   append(ino, gen, key)                    args at the end of file -> bytes written; output
+ *                                            where they went and the end the file keeps;
+ *                                            key: exactly once across a restart (0: none)
  *   writeafter(ino, off, gen, after)         write, once the size has reached after
  *   read(ino, off, len, gen)                 the bytes on the output -> how many (0 at EOF)
  *   truncate(ino, size, gen)                 -> 0
@@ -496,9 +497,55 @@ static int wbcut(u64 o, u64 n, u64 p)
 	return 1;
 }
 
+/* ---------------------------------------------------------------- keyed appends
+ * An append is not idempotent: one whose commit happened but whose reply was lost (arfd
+ * killed) would, sent again to the restarted arfd, put its bytes at the end a second time.
+ * So append takes a key as ops.c's tree-changing exports do (docs/arf.md, "Exactly once
+ * across a restart"; the table and its functions are arf/once.h's) and records its answer in
+ * the same table inside its own transaction: result = the bytes written, gen = ARF_O_APPEND
+ * | the offset they went to | ARF_O_RESERVE when the run kept the request's whole range
+ * (then its end, the second output, is that offset + the request's length). */
+#include "once.h"
+
+#define APPEND_HASHED 64ul     /* bytes at each end of an append its op hash covers */
+
+/* The op hash of append(ino, gen) of the args bytes: the operation, ino, gen, the length and
+ * a hash (FNV-1a 64) of the first and last APPEND_HASHED bytes.  Not of every byte: an
+ * append carries up to 4 MiB, and a loop over all of it in bytecode would cost more than the
+ * append's own copy; a key used twice with the same length and the same ends, only the
+ * middle differing, is the one such reuse answered from the record. */
+static __attribute__((noinline)) u64 ahash(u64 ino, u64 gen, u64 len)
+{
+	u64 n = len < APPEND_HASHED ? len : APPEND_HASHED;
+	u64 h = ARF_FNV_OFFSET;
+	for (u64 i = 0; i < n; i++)
+		h = (h ^ ar_ld8u(AR_ARGS, i)) * ARF_FNV_PRIME;
+	for (u64 i = len - n; i < len; i++)
+		h = (h ^ ar_ld8u(AR_ARGS, i)) * ARF_FNV_PRIME;
+	return ohash(h, (u64)OP_APPEND << 32, ino, gen, len);
+}
+
+/* A repeat of a keyed append of len bytes (op hash oh) that was done: its two outputs queued
+ * as the first run queued them and the bytes it wrote answered; or O_MISS (no record, or one
+ * that is not an append's: a key used twice whose op hashes collide). */
+static __attribute__((noinline)) long arepeat(u64 key, u64 oh, u64 len)
+{
+	long r = oget(key, oh);
+	if (r == O_MISS)
+		return O_MISS;
+	u64 g = ogen(key, r, oh);
+	if (!(g & ARF_O_APPEND))
+		return O_MISS;
+	u64 off = g & (MAX_BYTES - 1);
+	ar_outq(off);
+	ar_outq(g & ARF_O_RESERVE ? off + len : 0);
+	return r;
+}
+
 /* put(ino, off, gen, app, zlen): write's body; app 1: append (off is the size, found under
- * the lock); app 2: allocate (fallocate's mode 0): zlen bytes from off, no bytes to copy:
- * mapped blocks are left as they are and a hole's new blocks are zeroed.
+ * the lock; zlen its key, recorded with its answer: see "keyed appends"); app 2: allocate
+ * (fallocate's mode 0): zlen bytes from off, no bytes to copy: mapped blocks are left as they
+ * are and a hole's new blocks are zeroed.
  * Mapped blocks are overwritten in place; a hole in the range gets blocks: first the ones
  * right after the previous extent (that extent grows), else a new run anywhere (a new extent,
  * plus a spare extent block when the inline slots are full, in case the chain must grow or
@@ -512,6 +559,16 @@ static long put(u64 ino, u64 off, u64 gen, u64 app, u64 zlen)
 	u64 alloc = app == 2;
 	u64 keep = alloc && zlen >> 63;         /* allocate with KEEP_SIZE: the size stays */
 	u64 len = alloc ? zlen & ~(1ul << 63) : (u64)ar_len(AR_ARGS);
+	/* a keyed append: answered from its record when it was done (before anything reads the
+	 * tree); a count of 2^32 or more (no client sends one) would not fit one: unkeyed */
+	u64 key = app == 1 && len != 0 && len >> 32 == 0 ? zlen : 0;
+	u64 oh = 0;
+	if (key != 0) {
+		oh = ahash(ino, gen, len);
+		long r = arepeat(key, oh, len);
+		if (r != O_MISS)
+			return r;
+	}
 	long rc = fileoff(ino);
 	if (rc <= 0)
 		return rc;
@@ -712,7 +769,13 @@ done:
 	if (!alloc)                     /* fallocate moves ctime only, as tmpfs does */
 		ar_st64(arf, c + ARF_I_MTIME, t_now);
 	ar_st64(arf, c + ARF_I_CTIME, t_now);
-	jend(j);
+	if (key != 0) {
+		/* a keyed append: its answer, in the same transaction */
+		u64 g = ARF_O_APPEND | off | (reserve != 0 ? ARF_O_RESERVE : 0);
+		oend(j, oput(j, key, pos - off, g, oh));
+	} else {
+		jend(j);
+	}
 	if (y)
 		bput(y, 1);             /* the spare extent block, when the insert did not need it */
 	iunlock(c, tag);
@@ -733,17 +796,19 @@ long write(u64 ino, u64 off, u64 gen)
 	return put(ino, off, gen, 0, 0);
 }
 
-/* append(ino, gen): the args bytes at the end of regular file ino, where the end is the size
+/* append(ino, gen, key): the args bytes at the end of regular file ino, where the end is the size
  * when this run holds the inode's lock, whatever any client believes it to be: appends of
  * several clients (O_APPEND) never land on one another.  The result is write's; the output
  * two u64: the offset the bytes went to, and 0, or the end of the whole range when the run
  * placed only part of it (free space in pieces: one allocation per run, as write).  Then the
  * size already covers the whole range, so a later append goes after it, and the client writes
  * the rest into that range (a hole until then) with plain writes.  When not even part of the
- * blocks could be had (ENOSPC) nothing is kept past the bytes placed. */
-long append(u64 ino, u64 gen)
+ * blocks could be had (ENOSPC) nothing is kept past the bytes placed.  key: 0, or client << 32
+ * | sequence number: a repeat of a done append with the same key and request is answered
+ * (result and outputs) from its record without appending again ("keyed appends"). */
+long append(u64 ino, u64 gen, u64 key)
 {
-	return put(ino, 0, gen, 1, 0);
+	return put(ino, 0, gen, 1, key);
 }
 
 /* writeafter(ino, off, gen, after): write, once the file's size has reached after (read

@@ -1198,14 +1198,17 @@ static void *zalloc_bits(uint64_t n_bits)
 }
 
 /* The keyed results in block 0 (docs/arf.md, "Exactly once across a restart"): each entry
- * empty (all zero but perhaps its lock word) or holding a key whose entry it is, a result
- * that is 0 or an inode number, a generation already handed out; a lock word 0 or an
+ * empty (all zero but perhaps its lock word) or holding a key whose entry it is, and either
+ * a result that is 0 or an inode number with a generation already handed out, or an
+ * append's record (ARF_O_APPEND in gen): 1 or more bytes written at an offset (gen's low
+ * bits, ARF_O_RESERVE beside them) that they do not take past 16 TiB; a lock word 0 or an
  * operation's tag.  Any op hash goes with a key (0: recorded before op hashes, matched by
  * no request, harmless).  A bad entry is emptied: the request it recorded, if repeated,
  * runs again (as before keys). */
 static void pass_once(struct fsck *f)
 {
 	struct arf_sb *sb = f->sb;
+	const uint64_t max_bytes = (uint64_t)ARF_MAX_FILE_BLOCKS << ARF_BLOCK_SHIFT;
 	for (uint64_t k = 0; k < ARF_O_N; k++) {
 		uint64_t off = ARF_O_OFF + k * ARF_O_SIZE;
 		struct arf_once *e = (struct arf_once *)(f->base + off);
@@ -1217,7 +1220,11 @@ static void pass_once(struct fsck *f)
 			bad = "a result without a key";
 		else if (e->key != 0 && arf_once_entry(e->key) != off)
 			bad = "a key that belongs to another entry";
-		else if (e->result >= sb->n_inodes)
+		else if (e->gen & ARF_O_APPEND) {
+			uint64_t at = e->gen & ~(uint64_t)(ARF_O_APPEND | ARF_O_RESERVE);
+			if (e->result == 0 || at > max_bytes - e->result)
+				bad = "an append's record whose bytes lie past 16 TiB (or are none)";
+		} else if (e->result >= sb->n_inodes)
 			bad = "a result that is neither 0 nor an inode number";
 		else if (e->gen >= sb->next_gen && e->gen != 0)
 			bad = "a generation not handed out yet";

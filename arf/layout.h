@@ -262,7 +262,7 @@ _Static_assert(ARF_WALK_HDR == 8 + 16 * ARF_WALK_FRAMES && ARF_WALK_FRAMES < 256
 
 /* FNV-1a 64 of a name: the hash of directory entries (bytecode computes the same). */
 /* Byte offset of the keyed-result entry of key (client << 32 | sequence number): a client's
- * consecutive sequence numbers take consecutive entries (arf/ops.c computes the same). */
+ * consecutive sequence numbers take consecutive entries (arf/once.h computes the same). */
 static inline uint64_t arf_once_entry(uint64_t key)
 {
 	return ARF_O_OFF + ((key >> 32) * ARF_O_MIX + (key & 0xffffffffu)) % ARF_O_N * ARF_O_SIZE;

@@ -756,18 +756,27 @@ static void *append_records(void *arg)
 }
 
 /* The raw append run (data.c's export) with its output: the result; at and kept from the
- * output (~0 when there was none). */
+ * output (~0 when there was none).  Unkeyed (keyed_run: with a key). */
+static int64_t keyed_run(struct conn *k, uint64_t ino, const void *p, size_t n, uint64_t key,
+                         uint64_t *at, uint64_t *kept);
+
 static int64_t append_run(struct conn *k, uint64_t ino, const void *p, size_t n, uint64_t *at,
                           uint64_t *kept)
+{
+	return keyed_run(k, ino, p, n, 0, at, kept);
+}
+
+static int64_t keyed_run(struct conn *k, uint64_t ino, const void *p, size_t n, uint64_t key,
+                         uint64_t *at, uint64_t *kept)
 {
 	struct arf_seg s;
 	char err[512];
 	*at = *kept = ~0ull;
 	if (arf_seg_open(&s, k->a, dataseg, NULL, dataseg, err, sizeof err) != 0)
 		return -1000;
-	int64_t a[2] = { (int64_t)ino, 0 };
+	int64_t a[3] = { (int64_t)ino, 0, (int64_t)key };
 	struct arc_exec x = { 0 };
-	int64_t v = arf_seg_run(&s, &x, "append", a, 2, p, n);
+	int64_t v = arf_seg_run(&s, &x, "append", a, 3, p, n);
 	if (v >= 0 && x.out_len == 16) {
 		memcpy(at, x.out, 8);
 		memcpy(kept, (char *)x.out + 8, 8);
@@ -862,12 +871,19 @@ static void test_append(void)
 	struct model x = { 0 };
 	x.ino = (uint64_t)create(&k, "pieces");
 	uint64_t at, kept;
-	int64_t r = append_run(&k, x.ino, p, 5 * 4096, &at, &kept);
+	const uint64_t kkey = 0x5eed0001ull << 32 | 1;
+	int64_t r = keyed_run(&k, x.ino, p, 5 * 4096, kkey, &at, &kept);
 	CHECK(r == 4096 && at == 0 && kept == 5 * 4096, "append into single blocks: %" PRId64
 	      " at %" PRIu64 " kept %" PRIu64, r, at, kept);
 	m_write(&x, 0, p, 4096);
 	m_truncate(&x, 5 * 4096);
 	same(&k, &x, 4096, "the kept range (a hole after the first block)");
+	/* its repeat (same key and bytes) answers the same count, offset and kept end from the
+	 * record: nothing more is appended or kept */
+	r = keyed_run(&k, x.ino, p, 5 * 4096, kkey, &at, &kept);
+	CHECK(r == 4096 && at == 0 && kept == 5 * 4096, "repeat of a keyed append that kept a "
+	      "range: %" PRId64 " at %" PRIu64 " kept %" PRIu64, r, at, kept);
+	same(&k, &x, 4096, "the kept range after the repeat");
 	r = arf_append_gen(k2.d, x.ino, 0, "next\n", 5, &at);
 	CHECK(r == 5 && at == 5 * 4096, "append after a kept range: %" PRId64 " at %" PRIu64, r,
 	      at);
@@ -924,6 +940,109 @@ static void test_append(void)
 	free(x.b);
 	free(ym.b);
 	free(t.b);
+}
+
+/* ---- keyed appends (docs/arf.md, "Exactly once across a restart"): a table of appends run
+ * one after another on two files, each either run (its bytes at the size) or answered from
+ * the record of an earlier row (nothing appended; its count and offset again) */
+
+struct once_case {
+	const char *what;
+	int file;                 /* 0 or 1 */
+	uint64_t key;
+	const char *bytes;
+	int answers;              /* -1: runs; else the row whose record answers it */
+};
+
+#define KA (0xa11ce001ull << 32)
+#define KB (0x0b0b0002ull << 32)
+
+static const struct once_case once_cases[] = {
+	{ "first run", 0, KA | 1, "hello\n", -1 },
+	{ "repeat: answered", 0, KA | 1, "hello\n", 0 },
+	{ "repeat again: answered", 0, KA | 1, "hello\n", 0 },
+	{ "next key", 0, KA | 2, "hello\n", -1 },
+	{ "same key, other bytes of the same length: runs", 0, KA | 2, "world\n", -1 },
+	{ "its repeat: answered by the new record", 0, KA | 2, "world\n", 4 },
+	{ "the first request under that key again: replaced, runs", 0, KA | 2, "hello\n", -1 },
+	{ "same key, another length: runs", 0, KA | 3, "abc", -1 },
+	{ "same key, longer: runs", 0, KA | 3, "abcd", -1 },
+	{ "another client's id, same sequence number: runs", 0, KB | 3, "abcd", -1 },
+	{ "its repeat", 0, KB | 3, "abcd", 9 },
+	{ "same key and bytes, another file: runs", 1, KB | 3, "abcd", -1 },
+	{ "key 0: runs", 0, 0, "zero", -1 },
+	{ "key 0 again: runs again", 0, 0, "zero", -1 },
+	{ "an old key still in the table: answered", 0, KA | 1, "hello\n", 0 },
+};
+
+enum { N_ONCE = sizeof once_cases / sizeof once_cases[0] };
+
+static void test_append_once(void)
+{
+	char err[512];
+	const char *img = path_of("once.img");
+	CHECK(arf_mkfs(img, 8 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct model f[2] = { { 0 }, { 0 } };
+	f[0].ino = (uint64_t)create(&k, "once0");
+	f[1].ino = (uint64_t)create(&k, "once1");
+	int64_t res[N_ONCE];
+	uint64_t where[N_ONCE];
+	for (int i = 0; i < N_ONCE; i++) {
+		const struct once_case *c = &once_cases[i];
+		struct model *m = &f[c->file];
+		size_t n = strlen(c->bytes);
+		uint64_t at, kept;
+		int64_t r = keyed_run(&k, m->ino, c->bytes, n, c->key, &at, &kept);
+		res[i] = r;
+		where[i] = at;
+		if (c->answers < 0) {
+			CHECK(r == (int64_t)n && at == m->size && kept == 0, "once %d (%s): %" PRId64
+			      " at %" PRIu64 " kept %" PRIu64 ", want %zu at %zu", i, c->what, r, at,
+			      kept, n, m->size);
+			m_write(m, m->size, c->bytes, n);
+		} else {
+			int a = c->answers;
+			CHECK(r == res[a] && at == where[a] && kept == 0, "once %d (%s): %" PRId64
+			      " at %" PRIu64 " kept %" PRIu64 ", want row %d's %" PRId64 " at %" PRIu64,
+			      i, c->what, r, at, kept, a, res[a], where[a]);
+		}
+		same(&k, m, 4096, c->what);
+	}
+	/* through the client call: each call its own key, so the same bytes twice land twice */
+	for (int i = 0; i < 2; i++) {
+		uint64_t at = ~0ull;
+		int64_t r = arf_append_gen(k.d, f[1].ino, 0, "twice\n", 6, &at);
+		CHECK(r == 6 && at == f[1].size, "arf_append_gen %d: %" PRId64 " at %" PRIu64, i, r,
+		      at);
+		m_write(&f[1], f[1].size, "twice\n", 6);
+	}
+	same(&k, &f[1], 4096, "two client appends of the same bytes");
+	unserve(&k);
+	/* the records (append records in the table) are what fsck expects */
+	fsck_clean("after keyed appends", img);
+	/* an append record whose bytes would lie past 16 TiB is one fsck reports */
+	struct arf_image im;
+	if (arf_image_open(img, ARF_OPEN_RW, &im, err, sizeof err) == 0) {
+		struct arf_once *e = (struct arf_once *)(im.base + arf_once_entry(KA | 1));
+		CHECK(e->key == (KA | 1) && (e->gen & ARF_O_APPEND) && e->result == 6 &&
+		      (e->gen & ~(uint64_t)ARF_O_APPEND) == 0, "the record of key KA|1: key %#" PRIx64
+		      " result %" PRIu32 " gen %#" PRIx64, e->key, e->result, e->gen);
+		e->gen = ARF_O_APPEND | ((uint64_t)ARF_MAX_FILE_BLOCKS << ARF_BLOCK_SHIFT);
+		arf_image_close(&im, err, sizeof err);
+		struct arf_fsck_opts o = { .report = collect };
+		struct arf_fsck_result fr;
+		report_len = 0;
+		int rc = arf_fsck(img, &o, &fr);
+		CHECK(rc != ARF_FSCK_CLEAN && strstr(report, "16 TiB"), "fsck of a bad append record: "
+		      "exit %d:\n%s", rc, report);
+	} else {
+		CHECK(0, "open %s: %s", img, err);
+	}
+	free(f[0].b);
+	free(f[1].b);
 }
 
 /* ---- write-behind (arf_wq): queued writes come out as the plain ones would, and what
@@ -1052,6 +1171,7 @@ struct crash {
 	size_t seg_len;
 	uint32_t ne0;             /* extents of the file before the operation */
 	int rounds, cut;
+	bool repeat;              /* a keyed append: sent again after every restart */
 };
 
 /* One try from the pristine image with this much fuel, then SIGKILL of the server: 0 the
@@ -1098,10 +1218,30 @@ static int crash_round(struct crash *cr, uint64_t fuel)
 	snprintf(what, sizeof what, "%s: SIGKILL after %" PRIu64 " fuel (journal: %d cut short)",
 	         cr->entry, fuel, n);
 	fsck_clean(what, cr->img);
-	if (cr->rounds % 3 == 0 || res == 1) {
+	if (cr->repeat || cr->rounds % 3 == 0 || res == 1) {
 		struct conn k;
 		if (serve(&k, cr->img)) {
 			struct model *b = cr->before, *f = cr->after;
+			if (cr->repeat) {
+				/* the client's resend after the restart: the same request, key and all;
+				 * done before the kill, it is answered from its record, else it runs */
+				struct arc_exec y = { .seg = cr->seg, .seg_len = cr->seg_len,
+				                      .entry = cr->entry, .args = cr->args,
+				                      .n_args = cr->nargs, .argbytes = cr->bytes,
+				                      .argbytes_len = cr->blen };
+				int yr = arc_exec(k.a, &y);
+				uint64_t at = ~0ull;
+				if (yr == 0 && y.out_len == 16)
+					memcpy(&at, y.out, 8);
+				free(y.out);
+				CHECK(yr == 0 && y.value == (int64_t)cr->blen && at == b->size,
+				      "%s: fuel %" PRIu64 " (%s), the repeat after a restart: rc %d, %"
+				      PRId64 " at %" PRIu64, cr->entry, fuel,
+				      res == 3 ? "done" : res == 2 ? "committed" : res == 1 ? "cut short" :
+				      "not begun", yr,
+				      y.value, at);
+				b = f;  /* now the bytes are there exactly once */
+			}
 			size_t cap = (b->size > f->size ? b->size : f->size) + 1;
 			unsigned char *buf = malloc(cap);
 			int64_t r = arf_read(k.d, b->ino, 0, buf, cap);
@@ -1113,6 +1253,8 @@ static int crash_round(struct crash *cr, uint64_t fuel)
 			      cr->entry, fuel);
 			free(buf);
 			unserve(&k);
+			if (cr->repeat)
+				fsck_clean(what, cr->img);
 		}
 	}
 	return res;
@@ -1129,7 +1271,7 @@ static void crash_loop(const char *img, const char *entry, const int64_t *args, 
 	static char seg[1 << 20];
 	struct crash cr = { .img = img, .entry = entry, .args = args, .nargs = nargs,
 	                    .bytes = bytes, .blen = blen, .before = before, .after = after,
-	                    .seg = seg };
+	                    .seg = seg, .repeat = !strcmp(entry, "append") && args[2] != 0 };
 	FILE *f = fopen(dataseg, "rb");
 	if (f) {
 		cr.seg_len = fread(seg, 1, sizeof seg, f);
@@ -1396,6 +1538,21 @@ static void test_crash(void)
 	 * checks; one hole per run, so a SIGKILL may come between holes too */
 	int64_t aa[4] = { (int64_t)c.ino, 103 * 4096, 5 * 4096, 0 };
 	crash_loop(img, "allocate", aa, 4, NULL, 0, &c3, &c3);
+	/* a keyed append that takes a new block (c's size is 150 blocks; 4000 bytes: one block,
+	 * so one run, as the free space here is in pieces), killed at every point
+	 * and sent again after the restart: its bytes are in the file exactly once (the
+	 * exactly-once case: killed after its commit, before its reply) */
+	struct model c4 = { .ino = c.ino };
+	m_write(&c4, 0, c3.b, c3.size);
+	unsigned char tail[4000];
+	fill_rand(tail, sizeof tail);
+	m_write(&c4, c4.size, tail, sizeof tail);
+	int64_t pa4[3] = { (int64_t)c.ino, 0, (int64_t)(0xc4a5e001ull << 32 | 7) };
+	crash_loop(img, "append", pa4, 3, tail, sizeof tail, &c3, &c4);
+	if (serve(&k, img)) {
+		same(&k, &c4, 1u << 20, "c after the keyed append");
+		unserve(&k);
+	}
 	fsck_clean("after the crashes", img);
 	/* punches on a file of 100 three-block extents at every 4th block (9 inline, 91 in the
 	 * chain), on an image of its own (the one above has its free space in pieces, which
@@ -1436,6 +1593,7 @@ static void test_crash(void)
 	free(c.b);
 	free(c2.b);
 	free(c3.b);
+	free(c4.b);
 	free(o.b);
 }
 
@@ -1462,6 +1620,7 @@ int main(void)
 	test_truncate(img);
 	test_enospc();
 	test_append();
+	test_append_once();
 	test_wq(img);
 	test_punch();
 	test_crash();
