@@ -70,6 +70,10 @@ static int relaxed_dfa(struct dfa *d, const struct ast *t, int eol)
 	return rc;
 }
 
+/* Patterns past this many AST nodes (thousands of strings) do not try dfa_build_u8, which
+ * gives up on many alternatives anyway, after building their NFA */
+#define U8_DFA_MAX_AST (1 << 16)
+
 /* A DFA that selects every line: the exact path's "send everything" filter. */
 static int all_lines_dfa(struct dfa *d, int eol)
 {
@@ -170,7 +174,21 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 			goto oom;
 		line_set = r == 0;
 	}
-	if (lit == 1 && (o->word || o->line) && !line_set) {
+	/* UTF-8 word assertions (\b \B \< \> -w): a DFA whose states follow the characters
+	 * (dfa_build_u8) decides in the segment, as in C, also for -v and context.  Where it
+	 * cannot (too big, an encoding error in the pattern, many alternatives), the exact path
+	 * below: a set of strings' trie, or the relaxed DFA */
+	int u8dfa = 0;
+	for (int i = 0; o->utf8 && lit == 1 && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
+	                i < t->len && !u8dfa; i++)
+		u8dfa = t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
+	if (u8dfa) {
+		int r = dfa_build_u8(&g->dfa, t, eol, -1);
+		if (r == -2)
+			goto oom;
+		u8dfa = r == 0;
+	}
+	if (lit == 1 && (o->word || o->line) && !line_set && !u8dfa) {
 		int r = dfa_build_literals(&g->dfa, &bare_t, eol, -1);
 		if (r == -2)
 			goto oom;
@@ -183,7 +201,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 			dfa_free(&g->dfa);
 	}
 	int nfa_ok = 1;
-	if (lit == 0 || bounded_set || too_big || line_set) {
+	if (lit == 0 || bounded_set || too_big || line_set || u8dfa) {
 		g->nfa_later = 1;
 	} else {
 		nfa_ok = nfa_build(&g->nfa, t) == 0;
@@ -200,8 +218,10 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	              !bounded_set && !too_big;
 	for (int i = 0; relaxed && i < t->len; i++)
 		relaxed = t->n[i].kind != N_ASSERT || (t->n[i].akind != A_BOL && t->n[i].akind != A_EOL);
+	if (u8dfa)
+		u8words = relaxed = 0;
 	int rc;
-	if (lit == 0 || bounded_set || line_set) {
+	if (lit == 0 || bounded_set || line_set || u8dfa) {
 		rc = 0;            /* lit == 0: no assertions, neither u8words nor relaxed */
 	} else if (too_big) {
 		rc = -1;
@@ -230,6 +250,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		/* a big table (thousands of patterns) is built once: the binary table takes its
 		 * rows when it can */
 		rc = eol == '\n' && dfa_share_binary(&g->bdfa, &g->dfa) == 0 ? 0 :
+		     u8dfa ? dfa_build_u8(&g->bdfa, t, '\n', 0) :
 		     line_set ? dfa_build_line_literals(&g->bdfa, &bare_t, '\n', 0, DFA_NO_DEAD) :
 		     grep_nfa(g) ? dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD) : -1;
 		if (rc == 1)

@@ -202,6 +202,12 @@ struct dfa {
  * caller takes the exact path),
  * -2 when out of memory. */
 int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags);
+/* The same DFA for the pattern of AST t in a UTF-8 locale (t->utf8) when it has word
+ * assertions: its states follow characters, so that \b \B \< \> and -w see the characters
+ * around a position as the client's matchers do.  No dead state.  0; -1 when too big, when
+ * the pattern does not keep in step with the characters (an encoding error in it) or has
+ * too many alternatives (the caller keeps the exact path); -2 when out of memory. */
+int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2);
 /* The same DFA (lines holding a match) when t is an alternation of strings, each byte of
  * them one byte class (a byte; a letter and its capital): Aho-Corasick's automaton, made from
  * the trie without the NFA.  0; 1 when t is not such a set, or its trie passes 4 times the

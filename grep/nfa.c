@@ -733,6 +733,399 @@ out:
 	return rc;
 }
 
+/* ---- the DFA of word assertions on characters (UTF-8) ----
+ * In a UTF-8 locale \b \B \< \> and -w look at the characters around a position, and the
+ * kind of the next character is known only at its last byte (0xC3 starts é and ×).  A state
+ * here is either at a character boundary, (kernel K, kind of the last character: pc), as
+ * dfa_build's, or inside a character: (Sw, So, T, flags).  On a character's first byte the
+ * boundary closes K and the start twice, once as if the character were a word character
+ * and once as if not, and both go on over its bytes (Sw, So); T, a state of the decoder
+ * (tracker_dfa below: utf8.c's \w and \W as byte automata, kept in the state's base
+ * field), says at the last byte which of the two the character was, and the next boundary
+ * takes that branch.  A match found by one closure waits for that answer (flags mw, mo), so
+ * a match is recognised up to a character late.  An encoding error (T dies: every byte of
+ * the broken sequence is a character of its own, no word character) takes the "not a word
+ * character" branch (and flag me: an empty match between two of its bytes), and the byte
+ * that broke it starts again from the boundary after an error (state 1).  Under -w (nfa.utf8
+ * 2) matches also start inside a character, where only an empty one can end (m0 below).
+ * The client's matchers (pctx_at, nctx_at, simulate) are the reference; where the pattern
+ * does not keep in step with the decoder (an encoding error in it matches a lone byte) the
+ * build gives up (-1) and the caller keeps the exact path. */
+enum { U8_MW = 1, U8_MO = 2, U8_ME = 4, U8_MID = 3 };   /* pc >= U8_MID: inside, flags pc-3 */
+
+/* Close k[0..n) inside a character: no assertion and no match may be reached (they lie
+ * between the pattern's characters).  S_SET states to out, the decoder's ends reached to
+ * *ended (1 word, 2 not); -1 when an assertion or the match was reached. */
+static int close_mid(struct closer *c, const int *k, int n, int wend, int nend, int *out,
+                     int *ended)
+{
+	const struct nfa *m = c->m;
+	int sp = 0, cnt = 0;
+	if (++c->gen == 0) {
+		memset(c->mark, 0, (size_t)m->len * sizeof *c->mark);
+		c->gen = 1;
+	}
+	*ended = 0;
+	for (int i = n - 1; i >= 0; i--)
+		c->stack[sp++] = k[i];
+	while (sp > 0) {
+		int s = c->stack[--sp];
+		if (s < 0 || c->mark[s] == c->gen)
+			continue;
+		c->mark[s] = c->gen;
+		const struct nstate *st = &m->s[s];
+		if (s == wend || s == nend) {
+			*ended |= s == wend ? 1 : 2;
+			continue;
+		}
+		switch (st->kind) {
+		case S_SET:
+			out[cnt++] = s;
+			break;
+		case S_SPLIT:
+			c->stack[sp++] = st->out1;
+			c->stack[sp++] = st->out;
+			break;
+		case S_EPS:
+			c->stack[sp++] = st->out;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return cnt;
+}
+
+/* The states cl[0..n) move to on byte ch, into out; returns how many. */
+static int move_on(const struct nfa *m, const int *cl, int n, unsigned ch, int *out)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (set_has(m->sets[m->s[cl[i]].set], ch))
+			out[k++] = m->s[cl[i]].out;
+	return k;
+}
+
+/* Every set of cl[0..n) within the bytes of allow (a subset test). */
+static int sets_within(const struct nfa *m, const int *cl, int n, const uint64_t *allow)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < 4; j++)
+			if (m->sets[m->s[cl[i]].set][j] & ~allow[j])
+				return 0;
+	return 1;
+}
+
+/* The decoder as a minimal DFA over d's byte classes: tab[tid * n_cls + ci] is the next
+ * decoder state, or U8_T_WORD / U8_T_OTHER (a character ends here, of that kind) or
+ * U8_T_ERR (an encoding error); state 0 is at a boundary.  allow[tid]: the bytes it takes.
+ * Built by subsets of the NFA fragments, then merged by Moore's refinement (C.UTF-8's \w:
+ * 378 subsets, 299 states).  The count, or -1 (out of memory). */
+enum { U8_T_ERR = -1, U8_T_WORD = -2, U8_T_OTHER = -3 };
+static int tracker_dfa(struct closer *c, const struct nfa *m, int wst, int nst, int wend,
+                       int nend, const int *rep, int n_cls, int **tab_out,
+                       uint64_t (**allow_out)[4])
+{
+	struct builder tb = { 0 };
+	int *tab = NULL, *part = NULL, *sig = NULL, *ht = NULL, rc = -1, ended;
+	uint64_t (*allow)[4] = NULL;
+	int *a = malloc((size_t)(m->len + 1) * sizeof *a), *bq = malloc((size_t)(m->len + 1) * sizeof *bq);
+	int roots[2] = { wst, nst };
+	int n0 = a && bq ? close_mid(c, roots, 2, wend, nend, a, &ended) : -1;
+	if (n0 <= 0 || intern(&tb, a, n0, 0, -1, INT32_MAX) != 0)
+		goto out;
+	size_t cap = 0;
+	for (int ti = 0; ti < tb.n_st; ti++) {
+		if ((size_t)(ti + 1) * (size_t)n_cls > cap) {
+			cap = cap ? 2 * cap : (size_t)256 * (size_t)n_cls;
+			int *nt = realloc(tab, cap * sizeof *nt);
+			uint64_t (*na)[4] = realloc(allow, cap / (size_t)n_cls * sizeof *na);
+			if (nt)
+				tab = nt;
+			if (na)
+				allow = na;
+			if (!nt || !na)
+				goto out;
+		}
+		memset(allow[ti], 0, sizeof allow[ti]);
+		for (int i = 0; i < tb.st[ti].n; i++)
+			for (int j = 0; j < 4; j++)
+				allow[ti][j] |= m->sets[m->s[tb.st[ti].k[i]].set][j];
+		for (int ci = 0; ci < n_cls; ci++) {
+			int n = move_on(m, tb.st[ti].k, tb.st[ti].n, (unsigned)rep[ci], a);
+			n = close_mid(c, a, n, wend, nend, bq, &ended);
+			int to;
+			if (n < 0 || ended == 3 || (ended && n > 0))
+				goto out;       /* not prefix-free: cannot happen for UTF-8 */
+			else if (ended)
+				to = ended == 1 ? U8_T_WORD : U8_T_OTHER;
+			else if (n == 0)
+				to = U8_T_ERR;
+			else if ((to = intern(&tb, bq, n, 0, -1, INT32_MAX)) < 0)
+				goto out;
+			tab[(size_t)ti * (size_t)n_cls + (size_t)ci] = to;
+		}
+	}
+	/* Moore: start from the bytes taken, refine by the rows until no class splits */
+	int n = tb.n_st, w = n_cls + 1, n_part = 0;
+	part = malloc((size_t)n * sizeof *part);
+	sig = malloc((size_t)n * (size_t)w * sizeof *sig);
+	int hcap = 1;
+	while (hcap < 2 * n)
+		hcap *= 2;
+	ht = malloc((size_t)hcap * sizeof *ht);
+	if (!part || !sig || !ht)
+		goto out;
+	for (int round = 0;; round++) {
+		for (int ti = 0; ti < n; ti++) {
+			int *sg = sig + (size_t)ti * (size_t)w;
+			if (round == 0) {
+				memset(sg, 0, (size_t)w * sizeof *sg);
+				memcpy(sg, allow[ti], sizeof allow[ti]);    /* 8 ints <= w */
+			} else {
+				sg[0] = part[ti];
+				for (int ci = 0; ci < n_cls; ci++) {
+					int to = tab[(size_t)ti * (size_t)n_cls + (size_t)ci];
+					sg[ci + 1] = to >= 0 ? part[to] : to;
+				}
+			}
+		}
+		memset(ht, -1, (size_t)hcap * sizeof *ht);
+		int np = 0;
+		int *newp = malloc((size_t)n * sizeof *newp);
+		if (!newp)
+			goto out;
+		for (int ti = 0; ti < n; ti++) {
+			const int *sg = sig + (size_t)ti * (size_t)w;
+			uint32_t h = 2166136261u;
+			for (int i = 0; i < w; i++)
+				h = (h ^ (uint32_t)sg[i]) * 16777619u;
+			uint32_t j = h & (uint32_t)(hcap - 1);
+			while (ht[j] >= 0 && memcmp(sig + (size_t)ht[j] * (size_t)w, sg, (size_t)w * sizeof *sg))
+				j = (j + 1) & (uint32_t)(hcap - 1);
+			if (ht[j] < 0) {
+				ht[j] = ti;
+				newp[ti] = np++;
+			} else {
+				newp[ti] = newp[ht[j]];
+			}
+		}
+		memcpy(part, newp, (size_t)n * sizeof *part);
+		free(newp);
+		if (np == n_part)
+			break;
+		n_part = np;
+	}
+	/* the merged table; state 0 (the boundary) keeps number 0: numbers are first seen */
+	int *mt = malloc((size_t)n_part * (size_t)n_cls * sizeof *mt);
+	uint64_t (*ma)[4] = malloc((size_t)n_part * sizeof *ma);
+	if (!mt || !ma) {
+		free(mt);
+		free(ma);
+		goto out;
+	}
+	for (int ti = 0; ti < n; ti++) {
+		memcpy(ma[part[ti]], allow[ti], sizeof allow[ti]);
+		for (int ci = 0; ci < n_cls; ci++) {
+			int to = tab[(size_t)ti * (size_t)n_cls + (size_t)ci];
+			mt[(size_t)part[ti] * (size_t)n_cls + (size_t)ci] = to >= 0 ? part[to] : to;
+		}
+	}
+	*tab_out = mt;
+	*allow_out = ma;
+	rc = n_part;
+out:
+	for (int i = 0; i < tb.n_st; i++)
+		free(tb.st[i].k);
+	free(tb.st);
+	free(tb.tab);
+	free(tab), free(allow), free(part), free(sig), free(ht), free(a), free(bq);
+	return rc;
+}
+
+int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
+{
+	memset(d, 0, sizeof *d);
+	struct nfa m;
+	struct ast tr = { 0 };
+	struct cset ws = { 0 }, ns = { 0 };
+	struct builder b = { 0 };
+	struct closer c = { 0 };
+	int rc = -2, *cl = NULL, *nk = NULL, *aw = NULL, *ao = NULL, *sw = NULL, *so = NULL;
+	int *ttab = NULL;
+	uint64_t (*tallow)[4] = NULL;
+	if (nfa_build(&m, t) != 0) {
+		nfa_free(&m);
+		return -1;
+	}
+	int u2 = t->utf8 == 2;
+	/* the decoder: valid word characters to wend, the other valid characters to nend */
+	cset_class(&ws, "word");
+	cset_class(&ns, "word");
+	cset_negate(&ns);
+	int wroot = ws.err || ns.err ? -1 : cset_ast(&tr, &ws);
+	int nroot = wroot < 0 ? -1 : cset_ast(&tr, &ns);
+	int wend = nstate(&m, S_EPS, -1), nend = nstate(&m, S_EPS, -1);
+	int wst = nroot < 0 || wend < 0 || nend < 0 ? -1 : compile(&m, &tr, wroot, wend);
+	int nst = wst < 0 ? -1 : compile(&m, &tr, nroot, nend);
+	if (nst < 0 || m.err)
+		goto out;
+	size_t sz = (size_t)(2 * m.len + 4) * sizeof(int);
+	if (closer_init(&c, &m) != 0 || !(cl = malloc(sz)) || !(nk = malloc(sz)) ||
+	    !(aw = malloc(sz)) || !(ao = malloc(sz)) || !(sw = malloc(sz)) || !(so = malloc(sz)))
+		goto out;
+	rc = -1;
+	/* bytes a pattern may move on at a boundary: ASCII and the lead bytes C2-F4 */
+	uint64_t at_bound[4] = { ~0ull, ~0ull, 0, 0 };
+	for (unsigned ch = 0xC2; ch <= 0xF4; ch++)
+		set_add(at_bound, ch);
+	/* starts inside a character (u2, -w: grep moves on byte by byte) may only match empty
+	 * there, with the kinds (the character's, not a word character) */
+	int m0[3] = { 0, 0, 0 }, m0_err = 0;
+	for (int pc = P_WORD; pc <= P_OTHER; pc++) {
+		int n2 = closure(&c, &m.start, 1, pc, X_OTHER, cl, &m0[pc]);
+		if (!sets_within(&m, cl, n2, at_bound))
+			goto out;
+		/* between two bytes of an encoding error (every position: neither is a word
+		 * character) */
+		if (pc == P_OTHER)
+			m0_err = m0[pc];
+		if (!u2)
+			m0[pc] = 0;
+		/* many alternatives: dfa_build's shared kernels are not here, keep the exact path */
+		if (n2 >= DFA_SHARE_WIDTH)
+			goto out;
+	}
+	if (make_classes(d, (const uint64_t (*)[4])m.sets, m.n_sets, eol1, eol2) != 0 ||
+	    d->n_cls + 1 < 8)
+		goto out;
+	int w = d->n_cls + 1;
+	int rep[256];
+	for (int ch = 255; ch >= 0; ch--)
+		rep[d->cls[ch]] = ch;
+	if (tracker_dfa(&c, &m, wst, nst, wend, nend, rep, d->n_cls, &ttab, &tallow) < 0) {
+		rc = -2;
+		goto out;
+	}
+	size_t by_size = DFA_MAX_TABLE / ((size_t)w * 4);
+	int max_states = (int)(by_size < DFA_MAX_STATES ? by_size : DFA_MAX_STATES) - DFA_N_SPECIAL;
+	int k0 = 0;
+	if (intern(&b, &k0, 0, P_BOL, -1, max_states) != 0 ||
+	    intern(&b, &k0, 0, P_OTHER, -1, max_states) != 1)   /* 1: after an encoding error */
+		goto out;
+	size_t cap_rows = 0;
+	for (int si = 0; si < b.n_st; si++) {
+		if ((size_t)(si + DFA_N_SPECIAL + 1) * (size_t)w > cap_rows) {
+			size_t cap = cap_rows ? 2 * cap_rows : (size_t)64 * (size_t)w;
+			uint32_t *nt = realloc(d->t, cap * sizeof *nt);
+			if (!nt) {
+				rc = -2;
+				goto out;
+			}
+			d->t = nt;
+			cap_rows = cap;
+		}
+		uint32_t *row = d->t + (size_t)(si + DFA_N_SPECIAL) * (size_t)w;
+		const uint32_t *erow = d->t + (size_t)(1 + DFA_N_SPECIAL) * (size_t)w;
+		int pc = b.st[si].pc, mw, mo, me = 0, n_aw, n_ao, tid = 0, ended;
+		if (pc < U8_MID) {
+			int n = b.st[si].n, match;
+			memcpy(nk, b.st[si].k, (size_t)n * sizeof *nk);
+			nk[n++] = m.start;
+			closure(&c, nk, n, pc, X_EOL, cl, &match);
+			row[d->n_cls] = match ? DFA_MATCH : DFA_EOL;
+			n_aw = closure(&c, nk, n, pc, X_WORD, aw, &mw);
+			n_ao = closure(&c, nk, n, pc, X_OTHER, ao, &mo);
+			if (!sets_within(&m, aw, n_aw, at_bound) || !sets_within(&m, ao, n_ao, at_bound))
+				goto out;
+		} else {
+			int f = pc - U8_MID, nw = 0, no = 0;
+			mw = f & U8_MW, mo = f & U8_MO, me = f & U8_ME;
+			tid = b.st[si].base;
+			for (int i = 0; i < b.st[si].n; i++) {
+				int v = b.st[si].k[i];
+				if (v % 2 == 0)
+					sw[nw++] = v / 2;
+				else
+					so[no++] = v / 2;
+			}
+			n_aw = close_mid(&c, sw, nw, wend, nend, aw, &ended);
+			n_ao = n_aw < 0 || ended ? -1 : close_mid(&c, so, no, wend, nend, ao, &ended);
+			if (n_ao < 0 || ended)
+				goto out;
+			/* the pattern's bytes inside a character are ones the decoder takes there */
+			if (!sets_within(&m, aw, n_aw, tallow[tid]) || !sets_within(&m, ao, n_ao, tallow[tid]))
+				goto out;
+			row[d->n_cls] = mo || me ? DFA_MATCH : erow[d->n_cls];
+		}
+		for (int ci = 0; ci < d->n_cls; ci++) {
+			unsigned ch = (unsigned)rep[ci];
+			int tto = ttab[(size_t)tid * (size_t)d->n_cls + (size_t)ci];
+			int nw = move_on(&m, aw, n_aw, ch, sw), no = move_on(&m, ao, n_ao, ch, so);
+			int to;
+			if (tto == U8_T_WORD || tto == U8_T_OTHER) {
+				/* the character ends here: its kind picks the closure */
+				int word = tto == U8_T_WORD, multi = pc >= U8_MID;
+				if (word ? mw || (multi && m0[P_WORD]) : mo || (multi && m0[P_OTHER])) {
+					row[ci] = DFA_MATCH;
+					continue;
+				}
+				to = intern(&b, word ? sw : so, word ? nw : no, word ? P_WORD : P_OTHER, -1,
+				            max_states);
+			} else if (tto == U8_T_ERR) {
+				/* an encoding error: each of its bytes a character, none a word
+				 * character; this byte again from the boundary after it */
+				if (mo || me) {
+					row[ci] = DFA_MATCH;
+					continue;
+				}
+				if (pc >= U8_MID) {
+					row[ci] = erow[ci];
+					continue;
+				}
+				to = intern(&b, so, no, P_OTHER, -1, max_states);
+			} else {
+				if (mw && mo) {
+					row[ci] = DFA_MATCH;
+					continue;
+				}
+				int n = 0;
+				for (int i = 0; i < nw; i++)
+					nk[n++] = 2 * sw[i];
+				for (int i = 0; i < no; i++)
+					nk[n++] = 2 * so[i] + 1;
+				int f = (mw ? U8_MW : 0) | (mo ? U8_MO : 0) |
+				        (me || (pc >= U8_MID && m0_err) ? U8_ME : 0);
+				to = intern(&b, nk, n, U8_MID + f, tto, max_states);
+			}
+			if (to < 0) {
+				rc = to == -2 ? -1 : -2;
+				goto out;
+			}
+			row[ci] = (uint32_t)(to + DFA_N_SPECIAL);
+		}
+	}
+	d->n_rows = b.n_st + DFA_N_SPECIAL;
+	memset(d->t, 0, (size_t)DFA_N_SPECIAL * (size_t)w * sizeof *d->t);
+	d->start = DFA_N_SPECIAL;
+	rc = 0;
+out:
+	for (int i = 0; i < b.n_st; i++)
+		free(b.st[i].k);
+	free(b.st);
+	free(b.tab);
+	free(cl), free(nk), free(aw), free(ao), free(sw), free(so), free(ttab), free(tallow);
+	if (c.m)
+		closer_free(&c);
+	cset_free(&ws);
+	cset_free(&ns);
+	ast_free(&tr);
+	nfa_free(&m);
+	if (rc != 0)
+		dfa_free(d);
+	return rc;
+}
+
 /* ---- the DFA of a set of strings ----
  * Thousands of -F (or plain BRE/ERE) strings make an alternation of concatenations of one-byte
  * sets.  Their DFA is Aho-Corasick's automaton, which is built straight from the trie in the

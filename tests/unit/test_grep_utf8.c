@@ -254,6 +254,155 @@ static void test_errors(void)
 	}
 }
 
+/* Word assertions and -w in the segment's DFA (dfa_build_u8): its states follow characters.
+ * Each case must compile to a DFA (not the exact path) that answers as expected and as the
+ * NFA on characters (the client's reference); then random lines of multibyte letters,
+ * non-letters, combining marks and encoding errors, every pattern, DFA against NFA. */
+static void test_word_dfa(void)
+{
+	static const struct { int syntax, icase, word; const char *pat, *line; int match; } cases[] = {
+		{ GREP_BASIC, 0, 1, "fox", "a fox.", 1 },
+		{ GREP_BASIC, 0, 1, "fox", "éfox", 0 },                       /* letter before */
+		{ GREP_BASIC, 0, 1, "fox", "foxé", 0 },                       /* letter after */
+		{ GREP_BASIC, 0, 1, "fox", "×fox×", 1 },                      /* U+00D7: lead C3 too */
+		{ GREP_BASIC, 0, 1, "fox", "—fox—", 1 },                      /* em dash */
+		{ GREP_BASIC, 0, 1, "fox", "ßfox", 0 },
+		{ GREP_BASIC, 0, 1, "fox", "Σfox", 0 },
+		{ GREP_BASIC, 0, 1, "fox", "日本fox", 0 },                     /* CJK: word characters */
+		{ GREP_BASIC, 0, 1, "fox", "😀fox😀", 1 },                     /* emoji: not */
+		{ GREP_BASIC, 0, 1, "fox", "fox\xcc\x81", 1 },                /* combining acute: not */
+		{ GREP_BASIC, 0, 1, "fox", "\xff" "fox\xc3", 1 },                /* encoding errors: not */
+		{ GREP_BASIC, 0, 1, "fox", "\xe6\x97" "fox", 1 },                /* cut sequence */
+		{ GREP_BASIC, 0, 1, "fox", "\xc3\xa9\xa9" "fox", 1 },            /* é, then a lone A9 */
+		{ GREP_BASIC, 0, 1, "fox", "foxéfox fox", 1 },
+		{ GREP_BASIC, 0, 1, "fox", "foxéfox", 0 },
+		{ GREP_BASIC, 0, 1, "é", "café", 0 },
+		{ GREP_BASIC, 0, 1, "é", "× é ×", 1 },
+		{ GREP_BASIC, 0, 1, "日本", "日本語", 0 },
+		{ GREP_BASIC, 0, 1, "日本", "「日本」", 1 },
+		{ GREP_BASIC, 0, 0, "\\bé", "×é", 1 },
+		{ GREP_BASIC, 0, 0, "\\bé", "ßé", 0 },
+		{ GREP_BASIC, 0, 0, "é\\b", "é×", 1 },
+		{ GREP_BASIC, 0, 0, "é\\b", "éß", 0 },
+		{ GREP_BASIC, 0, 0, "é\\B", "éß", 1 },
+		{ GREP_BASIC, 0, 0, "\\Bé", "×é", 0 },
+		{ GREP_BASIC, 0, 0, "\\<Σ", "ΑΣ ÷Σ", 1 },
+		{ GREP_BASIC, 0, 0, "\\<Σ", "ΑΣ", 0 },
+		{ GREP_BASIC, 0, 0, "Σ\\>", "Σ😀", 1 },
+		{ GREP_BASIC, 0, 0, "Σ\\>", "Σα", 0 },
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xff", 1 },
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xc3", 1 },                     /* cut at the line's end */
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xc3\xa9", 0 },
+		{ GREP_BASIC, 0, 0, "\\<", "×—", 0 },
+		{ GREP_BASIC, 0, 0, "\\<", "×é", 1 },
+		{ GREP_BASIC, 0, 0, "\\b", "\xff\xfe", 0 },
+		{ GREP_BASIC, 0, 0, "\\B", "é", 0 },
+		{ GREP_BASIC, 0, 0, "\\B", "éé", 1 },
+		{ GREP_EXTENDED, 0, 0, "\\<[[:alpha:]]+\\>", "— ß —", 1 },
+		{ GREP_EXTENDED, 0, 0, "\\b.\\b", "日", 1 },
+		{ GREP_EXTENDED, 0, 0, "\\b.\\b", "😀", 0 },
+		{ GREP_BASIC, 0, 1, "x*", "word·middle", 1 },                  /* inside "·" */
+		{ GREP_BASIC, 0, 1, "x*", "café", 0 },
+		{ GREP_BASIC, 1, 1, "x*", "word·middle", 0 },
+		{ GREP_BASIC, 1, 1, "ÉCOLE", "l'école.", 1 },
+		{ GREP_BASIC, 1, 1, "ÉCOLE", "écoles", 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char err[256];
+		struct grep *g = compile(cases[i].pat, cases[i].syntax, cases[i].icase, cases[i].word, err);
+		CHECK(g != NULL, "%s: %s", cases[i].pat, err);
+		if (!g)
+			continue;
+		const uint8_t *p = (const uint8_t *)cases[i].line;
+		size_t n = strlen(cases[i].line);
+		CHECK(!g->exact, "%s: exact path", cases[i].pat);
+		if (!g->exact)
+			CHECK(dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s%s on %s",
+			      cases[i].word ? "-w " : "", cases[i].pat, cases[i].line);
+		CHECK(nfa_line_matches(grep_nfa(g), p, n) == cases[i].match, "nfa %s on %s", cases[i].pat,
+		      cases[i].line);
+		grep_free(g);
+	}
+	/* random lines */
+	static const char *const bits[] = {
+		"a", "x", "_", "9", " ", ".", "fox", "é", "×", "÷", "ß", "Σ", "日", "本", "😀", "—",
+		"\xcc\x81", "·", "\xff", "\x80", "\xc3", "\xe6\x97", "\xf0\x9f\x98", "\xed\xa0\x80",
+		"\xc0\xaf", "\xe0\x80\x80",
+	};
+	static const struct { int syntax, icase, word; const char *pat; } pats[] = {
+		{ GREP_BASIC, 0, 1, "fox" }, { GREP_BASIC, 0, 1, "é" }, { GREP_BASIC, 0, 1, "x*" },
+		{ GREP_BASIC, 1, 1, "x*" }, { GREP_BASIC, 0, 1, "a.x" }, { GREP_BASIC, 1, 1, "σ" },
+		{ GREP_BASIC, 0, 0, "\\bx" }, { GREP_BASIC, 0, 0, "x\\b" }, { GREP_BASIC, 0, 0, "\\B" },
+		{ GREP_BASIC, 0, 0, "\\b" }, { GREP_BASIC, 0, 0, "\\<" }, { GREP_BASIC, 0, 0, "\\>" },
+		{ GREP_BASIC, 0, 0, "\\<.\\>" }, { GREP_BASIC, 0, 0, "\\B.\\B" },
+		{ GREP_BASIC, 0, 0, "\\b\\W\\b" }, { GREP_EXTENDED, 0, 0, "^\\<|\\>$" },
+		{ GREP_EXTENDED, 0, 0, "\\<[[:alpha:]]+\\>" }, { GREP_EXTENDED, 0, 1, "\\w+" },
+		{ GREP_EXTENDED, 0, 1, "[^a]*" }, { GREP_EXTENDED, 0, 0, "é\\B|\\B日" },
+	};
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	int bad = 0, dfa_ok = 0;
+	for (size_t pi = 0; pi < sizeof pats / sizeof pats[0]; pi++) {
+		char err[256];
+		struct grep *g = compile(pats[pi].pat, pats[pi].syntax, pats[pi].icase, pats[pi].word, err);
+		CHECK(g != NULL && !g->exact, "%s: %s", pats[pi].pat, g ? "exact path" : err);
+		if (!g || g->exact) {
+			grep_free(g);
+			continue;
+		}
+		dfa_ok++;
+		for (int r = 0; r < 3000; r++) {
+			char line[128];
+			size_t n = 0;
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			int len = (int)(seed >> 60) % 8;
+			for (int k = 0; k < len; k++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				const char *b = bits[(seed >> 33) % (sizeof bits / sizeof bits[0])];
+				memcpy(line + n, b, strlen(b));
+				n += strlen(b);
+			}
+			const uint8_t *p = (const uint8_t *)line;
+			int want = nfa_line_matches(grep_nfa(g), p, n);
+			if (dfa_line_matches(&g->dfa, p, n) != want && bad++ < 5)
+				CHECK(0, "dfa %s%s on \"%.*s\": %d, nfa %d", pats[pi].word ? "-w " : "",
+				      pats[pi].pat, (int)n, line, !want, want);
+		}
+		grep_free(g);
+	}
+	CHECK(bad == 0, "%d random lines where the DFA and the NFA differ", bad);
+	/* every character before and after a word character: the decoder's kinds are the
+	 * locale's (4.4 M lines, about 0.7 s) */
+	static const struct { int word; const char *pat; } every[] = {
+		{ 1, "x" }, { 0, "\\bx" }, { 0, "x\\b" },
+	};
+	bad = 0;
+	for (size_t pi = 0; pi < sizeof every / sizeof every[0]; pi++) {
+		char err[256];
+		struct grep *g = compile(every[pi].pat, GREP_BASIC, 0, every[pi].word, err);
+		CHECK(g != NULL && !g->exact, "%s: %s", every[pi].pat, g ? "exact path" : err);
+		if (!g || g->exact) {
+			grep_free(g);
+			continue;
+		}
+		for (uint32_t c = 0x80; c <= UTF8_MAX; c++) {
+			if (c >= 0xD800 && c <= 0xDFFF)
+				continue;
+			uint8_t line[8], b[4];
+			int l = utf8_encode(c, b);
+			for (int after = 0; after < 2; after++) {
+				memcpy(line + after, b, (size_t)l);
+				line[after ? 0 : l] = 'x';
+				int want = nfa_line_matches(grep_nfa(g), line, (size_t)l + 1);
+				if (dfa_line_matches(&g->dfa, line, (size_t)l + 1) != want && bad++ < 5)
+					CHECK(0, "dfa %s%s with U+%04X %s: %d, nfa %d", every[pi].word ? "-w " : "",
+					      every[pi].pat, (unsigned)c, after ? "after" : "before", !want, want);
+			}
+		}
+		grep_free(g);
+	}
+	CHECK(bad == 0, "%d characters next to a word where the DFA and the NFA differ", bad);
+}
+
 int main(void)
 {
 	test_sequences();
@@ -265,6 +414,7 @@ int main(void)
 	test_sequences_exhaustive();
 	test_sizes();
 	test_match();
+	test_word_dfa();
 	test_errors();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
