@@ -43,7 +43,7 @@ TOP=$(cd "$HERE/../.." && pwd)
 BUILD=$TOP/build
 QUICK=0 SIZE= GREP_SIZE= RUNS= SERVERS="1 2 3" CPU_MAX="40000 100000" RATE=1gbit UNIT=1M
 TREE_DIRS=all PATTERN='Free Software Foundation' IMG_DIR= TO= OUT= VERIFY=1
-ARGS="$*"
+ARGS=$( [ $# -gt 0 ] && printf ' %q' "$@")   # the command line, quoted as typed back
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
@@ -270,7 +270,8 @@ imgdir=$(mktemp -d "$IMG_DIR/arf-bench-cluster-img.XXXXXX") || die "mktemp in $I
 
 # ---- servers and mounts
 srv_up() {   # k image
-	local k=$1 img=$2 log=$tmp/log/arfd.$k.$N
+	local k=$1 img=$2
+	local log=$tmp/log/arfd.$k.$N
 	: >"$log"
 	# into the cgroup first, then into the namespace: arfd and all its threads are held
 	( echo "$BASHPID" >"$CG/s$k/cgroup.procs" && exec nsenter --net="/run/netns/arfcl-s$k-$ID" "$BIN/arfd" \
@@ -283,6 +284,7 @@ srv_up() {   # k image
 	done
 	cat "$log"; die "arfd $k did not start"
 }
+# shellcheck disable=SC2034  # read by arf_mount_at (lib.sh): no -o
 MOPTS=
 mount_c() { arf_mount_at mpid "$EP_M" "$MNT" mount; }
 umount_c() { arf_umount_at mpid "$MNT"; }
@@ -424,7 +426,7 @@ summary() {
 }
 {
 	echo "ARF on N data servers (issue #18), $(date -u '+%Y-%m-%d %H:%M') UTC"
-	echo "command: bash bench/cluster/run.sh${ARGS:+ $ARGS}"
+	echo "command: bash bench/cluster/run.sh$ARGS"
 	echo "programs: $BUILD_DESC"
 	echo "machine: $machine; load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end"
 	echo "each server (1 metadata + N data arfd) in its own network namespace behind its own veth link to the client's namespace,"
