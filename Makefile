@@ -12,6 +12,8 @@
 #                   BENCH_FS_ARGS=--quick for the small one)
 #   make bench-grep arf grep against grep over arf mount, sshfs, NFS and locally (root;
 #                   bench/grep, BENCH_GREP_ARGS=--quick for the small one)
+#   make bench-cluster ARF on 1, 2 and 3 data servers, each in its own namespace, link and
+#                   cgroup (root; bench/cluster, BENCH_CLUSTER_ARGS=--quick for the small one)
 #   make bench-rdma Paradis-Net over rdma: beside perftest (bench/rdma), in the rdma-vm guest
 #                   when there is no RDMA device here; BENCH_RDMA_ARGS=--quick for the small one
 #   make docs       regenerate docs/isa.md from isa/ops.def
@@ -286,6 +288,9 @@ bench-fs: all
 .PHONY: bench-grep
 bench-grep: all
 	bash bench/grep/run.sh --build $(BUILD) $(BENCH_GREP_ARGS)
+.PHONY: bench-cluster
+bench-cluster: all
+	bash bench/cluster/run.sh --build $(BUILD) $(BENCH_CLUSTER_ARGS)
 # bench-rdma: like check-rdma, in the guest when there is no device here; the plot is drawn
 # afterwards on this side (the guest has no gnuplot)
 bench-rdma:
