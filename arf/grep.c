@@ -519,7 +519,12 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 						bad = bad ? bad : 1;
 					w[s].lines = ns.lineno;
 					cur[j] += N;
-					gs[j] = (struct grep_arf_state){ .pos = -1, .bin = -1, .row = -1 };
+					/* its next window is in the same object: the binary decision (a NUL
+					 * anywhere in it, found by a pass over the whole object) carries
+					 * over, or every window would pay that pass again, a cost
+					 * quadratic in the object's size (bench/cluster: 310 s for 2 GiB
+					 * on one data server) */
+					gs[j] = (struct grep_arf_state){ .pos = -1, .bin = ns.bin, .row = -1 };
 				} else {
 					gs[j] = ns;
 				}
