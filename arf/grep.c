@@ -469,6 +469,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			memcpy(ag + 1, &gs[j], 8 * 8);     /* pos .. skip: the state but noeol */
 			ag[9] = OUT_SOFT;
 			ag[10] = (int64_t)scan;
+			ag[11] = (int64_t)we_obj[j];       /* the window's end: a line's start */
 			xv[m] = (struct arc_exec){ .seg = st->seg_srv, .seg_len = st->seg_srv_len,
 			                           .seg_id = st->seg_srv_id, .entry = "grep",
 			                           .args = ag, .n_args = GREP_ARF_NARGS,

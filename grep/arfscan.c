@@ -26,7 +26,7 @@
 
 /* arguments, then locals */
 enum { A_INO, A_POS, A_LINENO, A_COUNT, A_AFTER, A_STOP, A_BIN, A_ROW, A_SKIP, A_OUTMAX,
-       A_SCANMAX, N_ARGS,
+       A_SCANMAX, A_END, N_ARGS,
        L_START = N_ARGS, L_SIZE, L_IADDR, L_DATAOFF, L_RLEN,
        L_XP, L_XI, L_XB, L_NX, L_CUR, L_PEND, L_EL, L_EE, L_EPH, L_PS, L_PE, L_PPH, L_KIND,
        L_A, L_T, L_U, L_SC_OPEN, L_SC_H, L_SC_B, L_NOEOL, L_LASTC, L_SEL,
@@ -1205,6 +1205,18 @@ static void gen_main(struct gen *g)
 		}
 	}
 	bind(g, text);
+	{
+		/* end: the text scan takes the file as ending there (a cluster's window ends at a
+		 * line's start, grep.h); after the binary decision, which is the whole file's */
+		asm_label whole = label(g);
+		get(g, A_END);
+		jump(g, OP_JZ, whole);
+		get(g, A_END);
+		get(g, L_SIZE);
+		jump(g, OP_JGEU, whole);
+		mov(g, L_SIZE, A_END);
+		bind(g, whole);
+	}
 	gen_text(g, g->finish);
 	bind(g, g->finish);
 	trailer(g, 0);
@@ -1246,6 +1258,7 @@ static void gen_batch(struct gen *g, int grep_fn)
 		push(g, st[i]);
 	get(g, BA_OUTMAX);
 	get(g, BA_SCANMAX);
+	push(g, 0);                                 /* end: the file's */
 	asm_call(B, grep_fn);
 	tee(g, BL_V);
 	op(g, OP_OUTQ);

@@ -243,14 +243,16 @@ int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const
 /* ---- arf grep: one file of an ARF image, scanned in arfd (arfscan.c, docs/grep.md) ----
  * The segment imports region "arf" and exports "grep" with GREP_ARF_NARGS arguments: the
  * file's inode, then the state (struct grep_arf_state, in order: zeros except bin = row =
- * -1 to start), then out_max (stop at a line once the output passed it) and scan_max (stop
- * once that many bytes of the file were scanned).  The value is 0, or a negative errno
+ * -1 to start), then out_max (stop at a line once the output passed it), scan_max (stop
+ * once that many bytes of the file were scanned) and end (0, or a file offset at a line's
+ * start: the text scan takes the file as ending there, so a literal skip or a line count
+ * never runs past it; arf grep on a cluster scans a window of an object so).  The value is 0, or a negative errno
  * (ENOENT, EISDIR, EINVAL: not a regular file, EIO: damaged extents).  The output is
  * records, then a trailer of GREP_ARF_TRAILER bytes: u64 more (1: run again with the state),
  * then the state.  Records flagged GREP_REC_SCRATCH are copies of lines that straddle
  * extents, scanned there; the formatter skips them.  Needs no_walk_back in the options. */
 #define GREP_REC_SCRATCH (1ull << 62)
-#define GREP_ARF_NARGS   11
+#define GREP_ARF_NARGS   12
 struct grep_arf_state {
 	int64_t pos, lineno, count, after, stop, bin, row, skip, noeol;
 };
