@@ -25,8 +25,7 @@
 #   (make bench-cluster BENCH_CLUSTER_ARGS=--quick)
 #
 # --size: the file written and read (4G; 256M with --quick).  --grep-size: the striped text
-# file grep scans (the --size, at most 2G: `arf grep` refuses a cluster's file over 2 GiB
-# today, docs/cluster.md).  --quick: --size 256M, --runs 2, the tree of text files from
+# file grep scans (the --size; the servers' scan takes any size, docs/cluster.md).  --quick: --size 256M, --runs 2, the tree of text files from
 # /usr/include and /usr/share/doc (~20 MB).  Otherwise the tree is Debian's linux-source
 # (installed when missing; --tree-dirs picks top-level directories of it), or the quick
 # tree when it cannot be had (the output says so).  --img-dir: where the server images live
@@ -82,9 +81,6 @@ SIZE_B=$(bytes "$SIZE") && [ "$SIZE_B" -gt 0 ] || die "--size $SIZE: want a size
 GREP_NOTE=
 if [ -z "$GREP_SIZE" ]; then
 	GREP_B=$SIZE_B
-	if [ "$GREP_B" -gt $((2 << 30)) ]; then
-		GREP_B=$((2 << 30)); GREP_NOTE="grep file 2 GiB, not $SIZE: arf grep refuses a cluster's file over 2 GiB today (arf/grep.c CL_FILE_MAX)"
-	fi
 else
 	GREP_B=$(bytes "$GREP_SIZE") && [ "$GREP_B" -gt 0 ] || die "--grep-size $GREP_SIZE: want a size like 256M"
 fi
