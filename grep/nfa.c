@@ -321,20 +321,29 @@ static void closer_free(struct closer *c)
 	free(c->stack);
 }
 
+/* Start a walk from kernel[0..n): a fresh mark generation (the marks cleared when it wraps)
+ * and the kernel on the stack, first state on top; returns the stack's depth. */
+static int closer_start(struct closer *c, const int *kernel, int n)
+{
+	if (++c->gen == 0) {
+		memset(c->mark, 0, (size_t)c->m->len * sizeof *c->mark);
+		c->gen = 1;
+	}
+	int sp = 0;
+	for (int i = n - 1; i >= 0; i--)
+		c->stack[sp++] = kernel[i];
+	return sp;
+}
+
 /* Close kernel[0..n) for contexts (pc, nc): the S_SET states reached go to out (returns how
  * many); *match says whether S_MATCH was reached. */
 static int closure(struct closer *c, const int *kernel, int n, int pc, int nc, int *out,
                    int *match)
 {
 	const struct nfa *m = c->m;
-	int sp = 0, k = 0;
-	if (++c->gen == 0) {
-		memset(c->mark, 0, (size_t)m->len * sizeof *c->mark);
-		c->gen = 1;
-	}
+	int k = 0;
+	int sp = closer_start(c, kernel, n);
 	*match = 0;
-	for (int i = n - 1; i >= 0; i--)
-		c->stack[sp++] = kernel[i];
 	while (sp > 0) {
 		int s = c->stack[--sp];
 		if (s < 0 || c->mark[s] == c->gen)
@@ -760,14 +769,9 @@ static int close_mid(struct closer *c, const int *k, int n, int wend, int nend, 
                      int *ended)
 {
 	const struct nfa *m = c->m;
-	int sp = 0, cnt = 0;
-	if (++c->gen == 0) {
-		memset(c->mark, 0, (size_t)m->len * sizeof *c->mark);
-		c->gen = 1;
-	}
+	int cnt = 0;
+	int sp = closer_start(c, k, n);
 	*ended = 0;
-	for (int i = n - 1; i >= 0; i--)
-		c->stack[sp++] = k[i];
 	while (sp > 0) {
 		int s = c->stack[--sp];
 		if (s < 0 || c->mark[s] == c->gen)
