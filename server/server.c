@@ -1504,7 +1504,8 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
 
 /* The flusher: sync_file_range(SYNC_FILE_RANGE_WRITE) of the queued ranges, which may block
  * while the device's queue is full: on this thread, not on a run's.  The oldest range waits
- * until it has gathered WB_GATHER bytes or is WB_AGE_NS old (stopping: at once). */
+ * until it has gathered WB_GATHER bytes or is WB_AGE_NS old (stopping, or half the queue
+ * waiting: at once). */
 static void *writeback_main(void *arg)
 {
 	struct arfd *s = arg;
@@ -1516,7 +1517,9 @@ static void *writeback_main(void *arg)
 			break;                 /* stopping, and nothing left to start */
 		struct wb_range r = s->wb[s->wb_head];
 		uint64_t due = r.t_ns + WB_AGE_NS;
-		if (r.len < WB_GATHER && !s->wb_stop && now_ns() < due) {
+		/* young and small: wait, unless the queue is half full (many scattered small
+		 * writes: the oldest then goes at once, so no run is left to start its own) */
+		if (r.len < WB_GATHER && !s->wb_stop && s->wb_n < WB_QUEUE / 2 && now_ns() < due) {
 			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
 			pthread_cond_timedwait(&s->wb_cond, &s->wb_lock, &ts);
 			continue;              /* it may have grown, aged, or others came */
