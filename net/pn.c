@@ -125,6 +125,7 @@ struct endpoint {
 
 struct pn {
 	struct pn_opts opts;
+	struct pn_spin spin;       /* whether waits may poll first (pn_spin.c) */
 	struct endpoint ep[PN_MAX_ENDPOINTS];
 	unsigned n_ep;
 
@@ -209,6 +210,7 @@ struct current {
 static _Thread_local struct current *current;
 
 const struct pn_opts *pn_core_opts(struct pn *pn) { return &pn->opts; }
+struct pn_spin *pn_core_spin(struct pn *pn) { return &pn->spin; }
 
 void pn_core_count(struct pn *pn, enum pn_stat which, uint64_t n)
 {
@@ -832,13 +834,17 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 				pn->ep[i].ops->kick(pn->ep[i].tp);
 	/* Spin a little before sleeping: a reply on loopback or a fast network often arrives
 	 * within microseconds, and waking a sleeping thread costs more than that. */
-	if (c->remaining > 0 && pn->opts.spin_us) {
+	uint64_t spin_start = c->remaining > 0 ? pn_now_ns() : 0;
+	uint64_t spin_ns = spin_start ? pn_spin_budget(&pn->spin, PN_SPIN_REPLY, spin_start) : 0;
+	if (spin_ns) {
 		pthread_mutex_unlock(&pn->lock);
-		uint64_t until = pn_now_ns() + (uint64_t)pn->opts.spin_us * 1000;
+		uint64_t until = spin_start + spin_ns, now = spin_start;
 		unsigned i = 0;
 		while (__atomic_load_n(&c->remaining, __ATOMIC_ACQUIRE) > 0 &&
-		       ((++i & 63) || pn_now_ns() < until))
+		       ((++i & 63) || (now = pn_now_ns()) < until))
 			__builtin_ia32_pause();
+		pn_spin_done(&pn->spin, PN_SPIN_REPLY,
+		             __atomic_load_n(&c->remaining, __ATOMIC_ACQUIRE) == 0, now);
 		pthread_mutex_lock(&pn->lock);
 	}
 	int rc = 0;
@@ -1518,6 +1524,10 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->rdma_onesided = pn->st[PN_ST_RDMA_ONESIDED];
 	s->udp_refused = pn->st[PN_ST_UDP_REFUSED];
 	s->rx_waits = pn->st[PN_ST_RX_WAITS];
+	for (int r = 0; r < PN_SPIN_ROLES; r++) {
+		s->polls_found += atomic_load(&pn->spin.role[r].hits);
+		s->polls_wasted += atomic_load(&pn->spin.role[r].wasted);
+	}
 	s->udp_bad_macs = pn->st[PN_ST_UDP_BAD_MACS];
 	for (int i = 0; i < PN_LAT_BUCKETS; i++)
 		s->coop_lat[i] = pn->lat[i];
@@ -1591,6 +1601,7 @@ struct pn *pn_init(const char *const *listen, unsigned n, const struct pn_opts *
 	pn->quarantine_ns = o->peer_quarantine_ms ? o->peer_quarantine_ms * 1000000ull :
 	                    PEER_QUARANTINE_NS;
 	if (o->spin_us > 100000) o->spin_us = 0;          /* "a lot" means never spin */
+	pn_spin_init(&pn->spin, o->spin_us);
 	const char *env = getenv("PN_DROP");
 	if (env && !o->drop_rate)
 		o->drop_rate = strtod(env, NULL);

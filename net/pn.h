@@ -342,6 +342,8 @@ struct pn_stats {
 	uint64_t udp_bad_macs;     /* udp: datagrams dropped for their MAC (forged, changed, from
 	                            * an older association, or plain from a proven peer) */
 	uint64_t rx_waits;         /* tcp, rdma: messages that waited for rx_budget */
+	uint64_t polls_found;      /* waits that polled before sleeping (spin_us) and found */
+	uint64_t polls_wasted;     /* ... and found nothing: slept after all */
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 	uint64_t peers;            /* peer records: every peer known now */
 	uint64_t peers_retired;    /* ... of which closed anonymous ones waiting for reuse */

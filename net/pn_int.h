@@ -394,6 +394,38 @@ void pn_core_count(struct pn *pn, enum pn_stat which, uint64_t n);
 /* Fault injection: true when this received packet should be dropped (drop_rate). */
 bool pn_core_drop(struct pn *pn);
 
+/* Polling instead of sleeping (pn_spin.c): a thread about to sleep until the network
+ * brings something asks pn_spin_budget how long it may poll first (0: sleep now), and tells
+ * pn_spin_done whether the poll found it.  It may poll only while this process has two
+ * CPUs of its own (affinity, cgroup quota) and the machine no more runnable threads than
+ * CPUs; a role whose polls keep finding nothing stops for a while. */
+enum pn_spin_role { PN_SPIN_REPLY, PN_SPIN_REQUEST, PN_SPIN_ROLES };
+struct pn_spin_role_state {
+	_Atomic unsigned misses;         /* fruitless polls in a row */
+	_Atomic unsigned shift;          /* the next quiet period is 1 ms << shift */
+	_Atomic uint64_t quiet_until_ns; /* no polling before */
+	_Atomic uint64_t hits, wasted;   /* polls that found something / nothing (stats) */
+};
+struct pn_spin {
+	uint64_t budget_ns;              /* pn_opts.spin_us; 0: never poll */
+	_Atomic uint64_t next_look_ns;   /* when the machine is looked at again */
+	atomic_bool machine_ok;          /* the last look allowed polling */
+	atomic_flag looking;             /* a thread is looking */
+	uint64_t next_quota_ns;          /* the looker's own: affinity and quota again */
+	double own;                      /* CPUs this process may use */
+	unsigned online;                 /* CPUs of the machine */
+	struct pn_spin_role_state role[PN_SPIN_ROLES];
+};
+void pn_spin_init(struct pn_spin *s, unsigned spin_us);
+uint64_t pn_spin_budget(struct pn_spin *s, enum pn_spin_role role, uint64_t now);
+void pn_spin_done(struct pn_spin *s, enum pn_spin_role role, bool found, uint64_t now);
+struct pn_spin *pn_core_spin(struct pn *pn);
+/* The parsers behind it, for the tests: cgroup v2 cpu.max and v1 cfs quota/period in CPUs
+ * (INFINITY: no limit, -1: not understood); /proc/loadavg's runnable count (-1). */
+double pn_spin_parse_cpu_max(const char *text);
+double pn_spin_parse_cfs(const char *quota_text, const char *period_text);
+int pn_spin_parse_loadavg(const char *text);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t pn_now_ns(void);
 /* Add 1 to eventfd fd, waking whoever polls it.  A failed write means the counter is full:

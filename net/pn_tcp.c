@@ -1494,13 +1494,30 @@ static bool serve_handed(struct pn_tp *tp)
 static void read_loop(struct pn_tp *tp)
 {
 	struct epoll_event evs[64];
+	/* After serving, the reader polls (epoll_wait without a timeout) for as long as the
+	 * spin gate allows before it sleeps: a client's next request often comes within a round
+	 * trip, and waking a reader asleep on a halted vCPU costs more than that (pn_spin.c). */
+	struct pn_spin *gate = pn_core_spin(tp->pn);
+	uint64_t spin_until = 0;
 	while (!atomic_load(&tp->stop)) {
 		int sticky = atomic_load(&tp->n_unwatched) > 0;
 		int blocked = atomic_load(&tp->n_blocked) > 0;
 		int handed = __atomic_load_n(&tp->handed, __ATOMIC_ACQUIRE) != NULL;
-		int n = epoll_wait(tp->epfd, evs, 64, handed ? 0 : sticky ? 1 :
+		int n = epoll_wait(tp->epfd, evs, 64, handed || spin_until ? 0 : sticky ? 1 :
 		                   blocked || tp->accept_paused_until ? 10 : 1000);
 		uint64_t now = pn_now_ns();
+		if (spin_until) {
+			if (n == 0 && now < spin_until && !handed) {
+				__builtin_ia32_pause();
+				continue;          /* nothing yet: poll again (the chores below can wait) */
+			}
+			pn_spin_done(gate, PN_SPIN_REQUEST, n > 0, now);
+			spin_until = 0;
+		}
+		if (n > 0) {
+			uint64_t budget = pn_spin_budget(gate, PN_SPIN_REQUEST, now);
+			spin_until = budget ? now + budget : 0;
+		}
 		if (sticky || atomic_load(&tp->kicked)) {
 			if (atomic_load(&tp->kicked) || now - tp->last_scan >= STICKY_NS / 2) {
 				rewatch_idle(tp);
@@ -1747,6 +1764,24 @@ static void tcp_close(struct pn_tp *tp)
 	free(tp);
 }
 
+/* Poll c (and wake_fd) for as long as the spin gate allows before the caller sleeps on it
+ * (pn_spin.c: a reply taken without sleeping spares the wake-up of a halted vCPU).  It only
+ * waits: the caller reads as it would have, and finds the bytes there. */
+static void poll_first(struct pn_tp *tp, struct conn *c, int wake_fd)
+{
+	struct pn_spin *gate = pn_core_spin(tp->pn);
+	uint64_t now = pn_now_ns();
+	uint64_t budget = pn_spin_budget(gate, PN_SPIN_REPLY, now);
+	if (!budget || (c->tls && pn_tls_pending(c->tls)))
+		return;
+	struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
+	uint64_t until = now + budget;
+	bool found;
+	while (!(found = poll(p, wake_fd >= 0 ? 2 : 1, 0) != 0) && (now = pn_now_ns()) < until)
+		__builtin_ia32_pause();
+	pn_spin_done(gate, PN_SPIN_REPLY, found, now);
+}
+
 /* The calling thread waits for a reply from peer by reading its connection itself (see the
  * top of the file).  1: it read (a reply may have arrived, or the connection failed and the
  * I/O thread will report it), 0: nothing within timeout_ms, -1: not possible now (no
@@ -1785,6 +1820,7 @@ static int wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, in
 				pn_signal_eventfd(tp->wakefd);       /* its epoll timeout becomes the sticky period */
 		}
 		int r;
+		poll_first(tp, c, wake_fd);
 		if (wake_fd < 0) {
 			/* nothing but this connection can bring the reply: block in recv itself, as
 			 * a plain client does (one call where poll + recv were two), in slices so

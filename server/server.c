@@ -1094,8 +1094,9 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	OUT("net.msgs_recv %" PRIu64 "\nnet.msgs_sent %" PRIu64 "\nnet.bytes_recv %" PRIu64
 	    "\nnet.bytes_sent %" PRIu64 "\nnet.bad_frames %" PRIu64 "\nnet.peers %" PRIu64
 	    "\nnet.peers_retired %" PRIu64 "\nnet.udp_refused %" PRIu64 "\nnet.forwarded %" PRIu64
+	    "\nnet.polls_found %" PRIu64 "\nnet.polls_wasted %" PRIu64
 	    "\n", ps.msgs_recv, ps.msgs_sent, ps.bytes_recv, ps.bytes_sent, ps.bad_frames, ps.peers,
-	    ps.peers_retired, ps.udp_refused, ps.forwarded);
+	    ps.peers_retired, ps.udp_refused, ps.forwarded, ps.polls_found, ps.polls_wasted);
 	OUT("net.sessions %" PRIu64 "\nnet.session_bytes %" PRIu64 "\nnet.session_replays %" PRIu64
 	    "\nnet.session_dropped %" PRIu64 "\nnet.session_refused %" PRIu64
 	    "\nnet.session_expired %" PRIu64 "\n", ps.sessions, ps.session_bytes,

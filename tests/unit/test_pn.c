@@ -16,6 +16,8 @@
  * Without a device, an rdma: endpoint must fail cleanly; that is checked on every run.
  */
 #include <arpa/inet.h>
+#include <math.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "pn.h"
+#include "pn_int.h"
 #include "relay.h"
 
 static int passed, failed;
@@ -1735,6 +1738,102 @@ static void test_no_device(void)
 	pn_finalize(pn);
 }
 
+
+/* The spin gate (pn_spin.c): its parsers over what cgroups and /proc say, its back-off after
+ * fruitless polls, and no polling with one CPU. */
+static void test_spin_gate(void)
+{
+	scheme = "spin";
+	char *mode = getenv("PN_SPIN") ? strdup(getenv("PN_SPIN")) : NULL;
+	unsetenv("PN_SPIN");           /* the gate's own decisions are under test */
+	static const struct { const char *text; double cpus; } cpu_max[] = {
+		{ "max 100000\n", INFINITY }, { "50000 100000\n", 0.5 }, { "200000 100000", 2 },
+		{ "100000 100000", 1 }, { "", -1 }, { "max", -1 }, { "abc 100000", -1 },
+		{ "100 0", -1 }, { "-5 100000", -1 }, { "12x 100000", -1 },
+		{ "99999999999999999999999999999999999999 1", -1 },
+	};
+	for (size_t i = 0; i < sizeof cpu_max / sizeof cpu_max[0]; i++) {
+		double got = pn_spin_parse_cpu_max(cpu_max[i].text);
+		CHECK(got == cpu_max[i].cpus || (isinf(got) && isinf(cpu_max[i].cpus)),
+		      "cpu.max '%s': %g, want %g", cpu_max[i].text, got, cpu_max[i].cpus);
+	}
+	static const struct { const char *quota, *period; double cpus; } cfs[] = {
+		{ "-1\n", "100000\n", INFINITY }, { "40000\n", "100000\n", 0.4 },
+		{ "300000", "100000", 3 }, { "x", "100000", -1 }, { "5", "0", -1 }, { "5", "", -1 },
+		{ "", "100000", -1 }, { "5 6", "100000", -1 }, { "5", NULL, -1 },
+	};
+	for (size_t i = 0; i < sizeof cfs / sizeof cfs[0]; i++) {
+		double got = pn_spin_parse_cfs(cfs[i].quota, cfs[i].period);
+		CHECK(got == cfs[i].cpus || (isinf(got) && isinf(cfs[i].cpus)),
+		      "cfs '%s' '%s': %g, want %g", cfs[i].quota, cfs[i].period ? cfs[i].period : "(none)",
+		      got, cfs[i].cpus);
+	}
+	static const struct { const char *text; int running; } loadavg[] = {
+		{ "0.66 0.97 1.20 2/345 12345\n", 2 }, { "0.00 0.00 0.00 1/1 1", 1 },
+		{ "12.5 3 4 130/4000 77", 130 }, { "garbage", -1 }, { "1 2 3 -4/5 6", -1 },
+		{ "1 2 3 4", -1 }, { "", -1 },
+	};
+	for (size_t i = 0; i < sizeof loadavg / sizeof loadavg[0]; i++) {
+		int got = pn_spin_parse_loadavg(loadavg[i].text);
+		CHECK(got == loadavg[i].running, "loadavg '%s': %d, want %d", loadavg[i].text, got,
+		      loadavg[i].running);
+	}
+
+	/* back-off: the machine taken as fine (no look), then polls that find nothing */
+	struct pn_spin s;
+	pn_spin_init(&s, 0);
+	CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, 1) == 0, "spin_us 0 polls");
+	pn_spin_init(&s, 50);
+	atomic_store(&s.next_look_ns, UINT64_MAX);
+	atomic_store(&s.machine_ok, true);
+	uint64_t t = 1000000000;
+	static const struct { uint64_t quiet_ns; bool hit_first; } rounds[] = {
+		{ 1000000, false }, { 2000000, false }, { 4000000, false }, { 1000000, true },
+	};
+	for (size_t r = 0; r < sizeof rounds / sizeof rounds[0]; r++) {
+		if (rounds[r].hit_first)
+			pn_spin_done(&s, PN_SPIN_REPLY, true, t);
+		for (int m = 0; m < 7; m++) {
+			CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu miss %d: no budget", r, m);
+			pn_spin_done(&s, PN_SPIN_REPLY, false, t);
+		}
+		CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu: 7 misses stop it", r);
+		pn_spin_done(&s, PN_SPIN_REPLY, false, t);
+		CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t + rounds[r].quiet_ns - 1) == 0,
+		      "round %zu: polls while quiet", r);
+		CHECK(pn_spin_budget(&s, PN_SPIN_REQUEST, t + 1) == 50000,
+		      "round %zu: the other role was stopped too", r);
+		t += rounds[r].quiet_ns;
+		CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu: quiet too long", r);
+	}
+	for (int k = 0; k < 40; k++) {          /* the quiet period stops doubling at about 1 s */
+		for (int m = 0; m < 8; m++)
+			pn_spin_done(&s, PN_SPIN_REPLY, false, t);
+		t += 1100000000;
+	}
+	CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "quiet for more than 1.1 s");
+
+	/* one CPU of our own: never poll (a poller would hold the CPU its peer needs) */
+	cpu_set_t was, one;
+	if (sched_getaffinity(0, sizeof was, &was) == 0) {
+		CPU_ZERO(&one);
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &was)) {
+				CPU_SET(c, &one);
+				break;
+			}
+		if (sched_setaffinity(0, sizeof one, &one) == 0) {
+			pn_spin_init(&s, 50);
+			CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, pn_now_ns()) == 0, "polls on one CPU");
+			sched_setaffinity(0, sizeof was, &was);
+		}
+	}
+	if (mode) {
+		setenv("PN_SPIN", mode, 1);
+		free(mode);
+	}
+}
+
 static int have_rdma_device(void)
 {
 	FILE *f = popen("ls /sys/class/infiniband 2>/dev/null", "r");
@@ -1751,6 +1850,8 @@ int main(int argc, char **argv)
 	int n = argc > 1 ? argc - 1 : 2;
 	if (!have_rdma_device())
 		test_no_device();
+	if (!getenv("TEST_PN_ONLY") || !strcmp(getenv("TEST_PN_ONLY"), "spin_gate"))
+		test_spin_gate();
 	for (int i = 0; i < n; i++) {
 		scheme = schemes[i];
 		if (!strcmp(scheme, "rdma")) {
