@@ -1479,7 +1479,9 @@ static long syncchain(u64 x, u64 next_off)
 
 /* fsync(ino, gen): make what the file's contents depend on durable: a regular file's data
  * extents and extent blocks, a directory's slot table and directory blocks, a symlink's
- * target block, and last the inode itself (docs/arf.md, "Durability").  It takes no lock and
+ * target block, the keyed results in block 0 (an append's record, a name's creation: after a
+ * power loss a repeat must find the record of what fsync made durable, or it would append
+ * or create again), and last the inode itself (docs/arf.md, "Durability").  It takes no lock and
  * logs nothing: it only reads the tree, and a concurrent change is covered by that change's
  * own fsync.  Every range is checked before it is synced; a damaged one is EIO. */
 long fsync(u64 ino, u64 gen)
@@ -1528,5 +1530,8 @@ long fsync(u64 ino, u64 gen)
 		if (rc)
 			return rc;
 	}
+	rc = ar_hcall3(sync, arf, ARF_O_OFF, ARF_O_N * ARF_O_SIZE);
+	if (rc)
+		return rc;
 	return ar_hcall3(sync, arf, c, ARF_INO_SIZE);
 }
