@@ -22,8 +22,11 @@
 int arf_sb_check(const void *base, uint64_t len, char *err, size_t errlen);
 
 /* Fill the geometry part of *sb for an image of size bytes (rounded down to whole blocks) and
- * n_inodes inodes (0: one per ARF_BYTES_PER_INODE).  0, or -1 with a message. */
-int arf_geometry(uint64_t size, uint64_t n_inodes, struct arf_sb *sb, char *err, size_t errlen);
+ * n_inodes inodes (0: one per ARF_BYTES_PER_INODE), with features (ARF_FEAT_ONCE: the keyed
+ * results' own table after the journal; 0: the layout of images made before it).  0, or -1
+ * with a message. */
+int arf_geometry(uint64_t size, uint64_t n_inodes, uint64_t features, struct arf_sb *sb,
+                 char *err, size_t errlen);
 uint64_t arf_geom_check(const struct arf_sb *sb);
 
 /* An image mapped in memory. */
@@ -76,6 +79,10 @@ void arf_detach(void *base, uint64_t len);
  * default): superblock, empty journal, bitmaps, a root directory holding lost+found.
  * 0, or -1 with a message. */
 int arf_mkfs(const char *path, uint64_t size, uint64_t n_inodes, char *err, size_t errlen);
+/* The same with the given features (arf_geometry); arf_mkfs makes ARF_FEAT_ONCE images.
+ * (Features 0 makes the layout of older images, for the tests that they still work.) */
+int arf_mkfs_features(const char *path, uint64_t size, uint64_t n_inodes, uint64_t features,
+                      char *err, size_t errlen);
 
 /* ---- fsck (fsck.c) ---- */
 

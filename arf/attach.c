@@ -41,8 +41,8 @@ static int parse_slot(const uint8_t *base, uint64_t len, const struct arf_sb *sb
 		const struct arf_undo *u = (const struct arf_undo *)(slot + ARF_J_HDR + p);
 		/* operations journal tree structures only: inodes and the data area, and the
 		 * keyed results' key, result and generation (never an entry's lock word) */
-		uint64_t o = u->off - ARF_O_OFF;
-		bool once = u->off >= ARF_O_OFF && o < ARF_O_N * ARF_O_SIZE &&
+		uint64_t o = u->off - arf_once_off(sb);
+		bool once = u->off >= arf_once_off(sb) && o < arf_once_n(sb) * ARF_O_SIZE &&
 		            o % ARF_O_SIZE == ARF_O_KEY && u->len == ARF_O_SIZE - ARF_O_KEY;
 		if (u->len > room - p - ARF_U_DATA || (u->off < sb->itable_off && !once) ||
 		    u->off > len || u->len > len - u->off) {

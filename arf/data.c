@@ -1530,7 +1530,9 @@ long fsync(u64 ino, u64 gen)
 		if (rc)
 			return rc;
 	}
-	rc = ar_hcall3(sync, arf, ARF_O_OFF, ARF_O_N * ARF_O_SIZE);
+	u64 on = SB(ONCE_N);
+	rc = on ? ar_hcall3(sync, arf, SB(ONCE_OFF), on * ARF_O_SIZE) :
+	          ar_hcall3(sync, arf, ARF_O_OFF, ARF_O_N * ARF_O_SIZE);
 	if (rc)
 		return rc;
 	return ar_hcall3(sync, arf, c, ARF_INO_SIZE);

@@ -1209,8 +1209,8 @@ static void pass_once(struct fsck *f)
 {
 	struct arf_sb *sb = f->sb;
 	const uint64_t max_bytes = (uint64_t)ARF_MAX_FILE_BLOCKS << ARF_BLOCK_SHIFT;
-	for (uint64_t k = 0; k < ARF_O_N; k++) {
-		uint64_t off = ARF_O_OFF + k * ARF_O_SIZE;
+	for (uint64_t k = 0; k < arf_once_n(sb); k++) {
+		uint64_t off = arf_once_off(sb) + k * ARF_O_SIZE;
 		struct arf_once *e = (struct arf_once *)(f->base + off);
 		const char *bad = NULL;
 		uint64_t slot = e->lock & 0xffffffffu;
@@ -1218,7 +1218,7 @@ static void pass_once(struct fsck *f)
 			bad = "a lock word that is no operation's tag";
 		else if (e->key == 0 && (e->result != 0 || e->op != 0 || e->gen != 0))
 			bad = "a result without a key";
-		else if (e->key != 0 && arf_once_entry(e->key) != off)
+		else if (e->key != 0 && arf_once_entry(sb, e->key) != off)
 			bad = "a key that belongs to another entry";
 		else if (e->gen & ARF_O_APPEND) {
 			uint64_t at = e->gen & ~(uint64_t)(ARF_O_APPEND | ARF_O_RESERVE);

@@ -25,8 +25,14 @@ uint64_t arf_geom_check(const struct arf_sb *sb)
 	return arf_name_hash(sb, ARF_SB_GEOM_LEN);   /* FNV-1a 64, as names */
 }
 
-int arf_geometry(uint64_t size, uint64_t n_inodes, struct arf_sb *sb, char *err, size_t errlen)
+int arf_geometry(uint64_t size, uint64_t n_inodes, uint64_t features, struct arf_sb *sb,
+                 char *err, size_t errlen)
 {
+	if (features & ~(uint64_t)ARF_FEAT_ONCE) {
+		snprintf(err, errlen, "unknown feature bits 0x%" PRIx64,
+		         features & ~(uint64_t)ARF_FEAT_ONCE);
+		return -1;
+	}
 	uint64_t n_blocks = size >> ARF_BLOCK_SHIFT;
 	if (n_blocks < ARF_MIN_BLOCKS || n_blocks > ARF_MAX_BLOCKS) {
 		snprintf(err, errlen, "image size %" PRIu64 " bytes: must be %llu bytes (4 MiB) to "
@@ -52,9 +58,19 @@ int arf_geometry(uint64_t size, uint64_t n_inodes, struct arf_sb *sb, char *err,
 	sb->block_size = ARF_BLOCK_SIZE;
 	sb->n_blocks = n_blocks;
 	sb->n_inodes = n_inodes;
+	sb->features = features;
 	sb->journal_off = ARF_BLOCK_SIZE;
 	sb->journal_len = (uint64_t)ARF_J_SLOTS * ARF_J_SLOT_SIZE;
 	sb->ibmap_off = sb->journal_off + sb->journal_len;
+	if (features & ARF_FEAT_ONCE) {
+		/* the keyed results: a repeat is recognised until its entry is reused, so the table
+		 * grows with what the image can hold (block 0's 112 entries were shared by every
+		 * client: a busy image reused them within a second) */
+		uint64_t n = n_blocks / ARF_O_BLOCKS_PER;
+		sb->once_n = n < ARF_O_MIN ? ARF_O_MIN : n > ARF_O_MAX ? ARF_O_MAX : n;
+		sb->once_off = sb->ibmap_off;
+		sb->ibmap_off += round_up(sb->once_n * ARF_O_SIZE, ARF_BLOCK_SIZE);
+	}
 	sb->ibmap_len = round_up((n_inodes + 7) / 8, ARF_BLOCK_SIZE);
 	sb->bbmap_off = sb->ibmap_off + sb->ibmap_len;
 	sb->bbmap_len = round_up((n_blocks + 7) / 8, ARF_BLOCK_SIZE);
@@ -125,7 +141,7 @@ int arf_sb_check(const void *base, uint64_t len, char *err, size_t errlen)
 	}
 	struct arf_sb g;
 	char gerr[256];
-	if (arf_geometry(size, sb->n_inodes, &g, gerr, sizeof gerr) != 0) {
+	if (arf_geometry(size, sb->n_inodes, sb->features, &g, gerr, sizeof gerr) != 0) {
 		snprintf(err, errlen, "superblock: %s", gerr);
 		return -1;
 	}
@@ -134,7 +150,8 @@ int arf_sb_check(const void *base, uint64_t len, char *err, size_t errlen)
 		{ "inode bitmap offset", ARF_SB_IBMAP_OFF }, { "inode bitmap length", ARF_SB_IBMAP_LEN },
 		{ "block bitmap offset", ARF_SB_BBMAP_OFF }, { "block bitmap length", ARF_SB_BBMAP_LEN },
 		{ "inode table offset", ARF_SB_ITABLE_OFF }, { "inode table length", ARF_SB_ITABLE_LEN },
-		{ "data offset", ARF_SB_DATA_OFF },
+		{ "data offset", ARF_SB_DATA_OFF }, { "keyed results offset", ARF_SB_ONCE_OFF },
+		{ "keyed results entries", ARF_SB_ONCE_N },
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
 		uint64_t have, expect;
@@ -146,10 +163,6 @@ int arf_sb_check(const void *base, uint64_t len, char *err, size_t errlen)
 			         sb->n_blocks, sb->n_inodes, expect);
 			return -1;
 		}
-	}
-	if (sb->features != 0) {
-		snprintf(err, errlen, "superblock: unknown feature bits 0x%" PRIx64, sb->features);
-		return -1;
 	}
 	return 0;
 }

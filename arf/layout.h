@@ -37,7 +37,8 @@ struct arf_sb {
 	int64_t mkfs_time;
 	uint8_t uuid[16];
 	uint64_t features;
-	uint8_t reserved[ARF_SB_GEOM_CHECK - ARF_SB_FEATURES - 8];
+	uint64_t once_off, once_n;
+	uint8_t reserved[ARF_SB_GEOM_CHECK - ARF_SB_ONCE_N - 8];
 	uint64_t geom_check;
 	/* live part */
 	uint64_t free_blocks;
@@ -154,6 +155,8 @@ ARF_AT(struct arf_sb, data_off, ARF_SB_DATA_OFF);
 ARF_AT(struct arf_sb, mkfs_time, ARF_SB_MKFS_TIME);
 ARF_AT(struct arf_sb, uuid, ARF_SB_UUID);
 ARF_AT(struct arf_sb, features, ARF_SB_FEATURES);
+ARF_AT(struct arf_sb, once_off, ARF_SB_ONCE_OFF);
+ARF_AT(struct arf_sb, once_n, ARF_SB_ONCE_N);
 ARF_AT(struct arf_sb, geom_check, ARF_SB_GEOM_CHECK);
 ARF_AT(struct arf_sb, free_blocks, ARF_SB_FREE_BLOCKS);
 ARF_AT(struct arf_sb, free_inodes, ARF_SB_FREE_INODES);
@@ -261,11 +264,23 @@ _Static_assert(ARF_WALK_HDR == 8 + 16 * ARF_WALK_FRAMES && ARF_WALK_FRAMES < 256
                "walk header: a count and the frames; depths fit a byte");
 
 /* FNV-1a 64 of a name: the hash of directory entries (bytecode computes the same). */
+/* The keyed results' table of an image: its byte offset and entries (an image made before
+ * ARF_FEAT_ONCE: the ARF_O_N entries in block 0). */
+static inline uint64_t arf_once_off(const struct arf_sb *sb)
+{
+	return sb->once_n ? sb->once_off : ARF_O_OFF;
+}
+static inline uint64_t arf_once_n(const struct arf_sb *sb)
+{
+	return sb->once_n ? sb->once_n : ARF_O_N;
+}
+
 /* Byte offset of the keyed-result entry of key (client << 32 | sequence number): a client's
  * consecutive sequence numbers take consecutive entries (arf/once.h computes the same). */
-static inline uint64_t arf_once_entry(uint64_t key)
+static inline uint64_t arf_once_entry(const struct arf_sb *sb, uint64_t key)
 {
-	return ARF_O_OFF + ((key >> 32) * ARF_O_MIX + (key & 0xffffffffu)) % ARF_O_N * ARF_O_SIZE;
+	return arf_once_off(sb) + ((key >> 32) * ARF_O_MIX + (key & 0xffffffffu)) % arf_once_n(sb) *
+	       ARF_O_SIZE;
 }
 
 static inline uint64_t arf_name_hash(const void *name, size_t len)

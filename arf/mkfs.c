@@ -68,8 +68,14 @@ static void init_dir(struct arf_inode *d, uint32_t perm, uint64_t parent, uint64
 
 int arf_mkfs(const char *path, uint64_t size, uint64_t n_inodes, char *err, size_t errlen)
 {
+	return arf_mkfs_features(path, size, n_inodes, ARF_FEAT_ONCE, err, errlen);
+}
+
+int arf_mkfs_features(const char *path, uint64_t size, uint64_t n_inodes, uint64_t features,
+                      char *err, size_t errlen)
+{
 	struct arf_sb g;
-	if (arf_geometry(size, n_inodes, &g, err, errlen) != 0)
+	if (arf_geometry(size, n_inodes, features, &g, err, errlen) != 0)
 		return -1;
 	size = g.n_blocks << ARF_BLOCK_SHIFT;
 	int fd = open(path, O_RDWR | O_CREAT, 0644);

@@ -1,6 +1,7 @@
 /* once.h: the keyed results of ARF's segments (docs/arf.md, "Exactly once across a
- * restart"): the table in block 0 that ops.c's namespace operations and data.c's append
- * record their results in.  Included by arf/ops.c and arf/data.c (and stripe.c through it),
+ * restart"): the table (an area of its own after the journal, sized by mkfs; block 0's 112
+ * entries in older images) that ops.c's namespace operations and data.c's append record
+ * their results in.  Included by arf/ops.c and arf/data.c (and stripe.c through it),
  * AFTER what it uses: the region arf, u64, SB, jlog and jend.  Its functions are static:
  * each segment gets its own copy, as segments are self-contained, but the source is one.
  * pncc's line table names the including file's lines only, so a trap in these functions
@@ -30,7 +31,7 @@
  * (EEXIST, ENOENT; an append: appended again), never a wrong success.
  *
  * An entry is overwritten by the next key that picks it: a client's consecutive sequence
- * numbers take consecutive entries, so its own record lasts its next ARF_O_N - 1 keyed
+ * numbers take consecutive entries, so its own record lasts its next (entries - 1) keyed
  * operations (fewer when other clients' keys land there). */
 
 #define O_MISS (1l << 62)      /* oget: no record (never a result: those are < 2^32 or < 0) */
@@ -40,9 +41,17 @@
  * no two operations share a number. */
 enum { OP_MK = 1, OP_RM, OP_SYMLINK, OP_LINK, OP_RENAME, OP_SETXATTR, OP_REMOVEXATTR, OP_APPEND };
 
+/* The entry of key in the image's table (its own after the journal, ARF_FEAT_ONCE; block
+ * 0's in images made before it: once_n 0).  arf_sb_check proved the table inside the image
+ * at attach. */
 static u64 oentry(u64 key)
 {
-	return ARF_O_OFF + ((key >> 32) * ARF_O_MIX + (key & 0xfffffffful)) % ARF_O_N * ARF_O_SIZE;
+	u64 n = SB(ONCE_N), off = SB(ONCE_OFF);
+	if (n == 0) {
+		n = ARF_O_N;
+		off = ARF_O_OFF;
+	}
+	return off + ((key >> 32) * ARF_O_MIX + (key & 0xfffffffful)) % n * ARF_O_SIZE;
 }
 
 /* The op hash of a keyed request: s, a hash of its bytes (nhash, bhash; append's ahash),

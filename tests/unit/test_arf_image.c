@@ -626,6 +626,20 @@ static void test_superblock(const char *base)
 	poke_sb(p, ARF_SB_ITABLE_OFF, &off, 8, true);
 	expect_refused("inconsistent geometry", p, "superblock: inode table offset is");
 
+	/* the keyed results' table: a feature bit this program does not know, the feature
+	 * cleared under a table (or set without one), and a table that moved */
+	static const struct { const char *what; size_t field; uint64_t v; const char *msg; } feats[] = {
+		{ "unknown feature", ARF_SB_FEATURES, ARF_FEAT_ONCE | 4, "unknown feature bits 0x4" },
+		{ "feature cleared", ARF_SB_FEATURES, 0, "superblock: inode bitmap offset is" },
+		{ "table moved", ARF_SB_ONCE_OFF, 2 * ARF_BLOCK_SIZE, "keyed results offset is" },
+		{ "table resized", ARF_SB_ONCE_N, 5, "keyed results entries is 5" },
+	};
+	for (size_t i = 0; i < sizeof feats / sizeof feats[0]; i++) {
+		copy_file(base, p);
+		poke_sb(p, feats[i].field, &feats[i].v, 8, true);
+		expect_refused(feats[i].what, p, feats[i].msg);
+	}
+
 	copy_file(base, p);
 	uint64_t inodes = 1ull << 40;
 	poke_sb(p, ARF_SB_N_INODES, &inodes, 8, true);

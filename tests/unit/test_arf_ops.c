@@ -2040,10 +2040,30 @@ static unsigned dir_count(struct arf_client *c, int64_t d)
 	return n;
 }
 
-static void test_once(const char *img)
+/* The superblock of image img as the file holds it (zeros when it cannot be read). */
+static struct arf_sb sb_of(const char *img)
+{
+	struct arf_sb sb = { 0 };
+	int fd = open(img, O_RDONLY);
+	if (fd < 0 || pread(fd, &sb, sizeof sb, 0) != (ssize_t)sizeof sb)
+		memset(&sb, 0, sizeof sb);
+	if (fd >= 0)
+		close(fd);
+	return sb;
+}
+
+/* Keyed operations, on an image of features (ARF_FEAT_ONCE: the table of its own; 0: block
+ * 0's, as images made before it have). */
+static void test_once(const char *img, uint64_t features)
 {
 	char err[512];
-	CHECK(arf_mkfs(img, 16 << 20, 4096, err, sizeof err) == 0, "mkfs: %s", err);
+	CHECK(arf_mkfs_features(img, 16 << 20, 4096, features, err, sizeof err) == 0, "mkfs: %s", err);
+	struct arf_sb sb = sb_of(img);
+	const uint64_t on = arf_once_n(&sb);
+	CHECK(features ? on == ARF_O_MIN && sb.once_off >= sb.journal_off + sb.journal_len &&
+	                 sb.once_off + on * ARF_O_SIZE <= sb.ibmap_off :
+	                 on == ARF_O_N && sb.once_off == 0,
+	      "features %#" PRIx64 ": %" PRIu64 " entries at %" PRIu64, features, on, arf_once_off(&sb));
 	struct conn k;
 	if (!serve(&k, img))
 		return;
@@ -2110,32 +2130,37 @@ static void test_once(const char *img)
 	 * calls under the client's random id may take any entry) */
 	once_reuse(&k, base + 20);
 
-	/* (after the records above are checked: one client's ARF_O_N keys take every entry) */
-	/* wrap-around: a client's ARF_O_N + 1 consecutive keys; the first's entry is taken by
+	/* (after the records above are checked: one client's keys, one per entry, take every entry) */
+	/* wrap-around: a client's (entries + 1) consecutive keys; the first's entry is taken by
 	 * the last, so its repeat runs again (EEXIST), the second's is still recorded */
 	int64_t w = mkdir_p(c, "wrap");
 	const uint64_t wk = 0x0b0b0002ull << 32 | 1;
-	int64_t wino[ARF_O_N + 1];
-	bool wok = w > 0;
-	for (unsigned i = 0; i <= ARF_O_N; i++) {
+	int64_t *wino = calloc(on + 1, sizeof *wino);
+	bool wok = w > 0 && wino;
+	for (unsigned i = 0; wok && i <= on; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "w%u", i);
 		int64_t a[6] = { w, ARF_S_IFREG | 0644, 0, 0, 0, (int64_t)(wk + i) };
 		wino[i] = xraw(&k, "mknod", a, 6, name, strlen(name));
 		wok &= wino[i] > 0;
 	}
-	CHECK(wok, "wrap: %u creates", ARF_O_N + 1);
-	CHECK(arf_once_entry(wk) == arf_once_entry(wk + ARF_O_N) &&
-	      arf_once_entry(wk) != arf_once_entry(wk + 1), "wrap: entries of consecutive keys");
+	CHECK(wok, "wrap: %" PRIu64 " creates", on + 1);
+	if (!wok) {
+		free(wino);
+		unserve(&k);
+		return;
+	}
+	CHECK(arf_once_entry(&sb, wk) == arf_once_entry(&sb, wk + on) &&
+	      arf_once_entry(&sb, wk) != arf_once_entry(&sb, wk + 1), "wrap: entries of consecutive keys");
 	int64_t a0[6] = { w, ARF_S_IFREG | 0644, 0, 0, 0, (int64_t)wk };
 	CHECK(xraw(&k, "mknod", a0, 6, "w0", 2) == -EEXIST, "wrap: the evicted key runs again");
 	int64_t a1[6] = { w, ARF_S_IFREG | 0644, 0, 0, 0, (int64_t)(wk + 1) };
-	CHECK(xraw(&k, "mknod", a1, 6, "w1", 2) == wino[1], "wrap: key 2 of %u still recorded",
-	      ARF_O_N + 1);
-	int64_t al[6] = { w, ARF_S_IFREG | 0644, 0, 0, 0, (int64_t)(wk + ARF_O_N) };
+	CHECK(xraw(&k, "mknod", a1, 6, "w1", 2) == wino[1], "wrap: key 2 of %" PRIu64 " still recorded",
+	      on + 1);
+	int64_t al[6] = { w, ARF_S_IFREG | 0644, 0, 0, 0, (int64_t)(wk + on) };
 	char ln[16];
-	snprintf(ln, sizeof ln, "w%u", ARF_O_N);
-	CHECK(xraw(&k, "mknod", al, 6, ln, strlen(ln)) == wino[ARF_O_N], "wrap: the last key");
+	snprintf(ln, sizeof ln, "w%" PRIu64, on);
+	CHECK(xraw(&k, "mknod", al, 6, ln, strlen(ln)) == wino[on], "wrap: the last key");
 	unserve(&k);
 	fsck_clean("keyed operations after a restart", img);
 
@@ -2143,12 +2168,14 @@ static void test_once(const char *img)
 	 * lock word, each found and emptied by --repair */
 	int fd = open(img, O_RDWR);
 	CHECK(fd >= 0, "open %s", img);
-	if (fd < 0)
+	if (fd < 0) {
+		free(wino);
 		return;
-	uint64_t e0 = arf_once_entry(wk);     /* holds key wk + ARF_O_N */
+	}
+	uint64_t e0 = arf_once_entry(&sb, wk);     /* holds key wk + on */
 	struct arf_once bad[] = {
 		{ .key = wk + 1, .result = 5 },
-		{ .key = wk + ARF_O_N, .result = 0xfffffff0u },
+		{ .key = wk + on, .result = 0xfffffff0u },
 		{ .lock = 77ull << 32 | 9999 },
 		{ .op = 0x1234 },
 	};
@@ -2169,17 +2196,20 @@ static void test_once(const char *img)
 	/* an entry of an image from before op hashes (op 0): fsck takes it; it answers no
 	 * request, so its key's repeat runs again (EEXIST, as before keys) */
 	struct arf_once old;
-	CHECK(pread(fd, &old, sizeof old, (off_t)e0) == sizeof old && old.key == wk + ARF_O_N &&
-	      old.op != 0 && old.result == (uint32_t)wino[ARF_O_N], "the last key's entry");
+	CHECK(pread(fd, &old, sizeof old, (off_t)e0) == sizeof old && old.key == wk + on &&
+	      old.op != 0 && old.result == (uint32_t)wino[on], "the last key's entry");
 	old.op = 0;
 	CHECK(pwrite(fd, &old, sizeof old, (off_t)e0) == sizeof old, "poke op 0");
 	close(fd);
 	fsck_clean("an entry without an op hash", img);
-	if (!serve(&k, img))
+	if (!serve(&k, img)) {
+		free(wino);
 		return;
+	}
 	CHECK(xraw(&k, "mknod", al, 6, ln, strlen(ln)) == -EEXIST,
 	      "an entry without an op hash: its key runs again");
 	unserve(&k);
+	free(wino);
 	fsck_clean("after the entry without an op hash", img);
 }
 
@@ -2206,7 +2236,8 @@ int main(void)
 	test_setgid_dir(img);
 	test_walk(img);
 	test_xattr(img);
-	test_once(path_of("once.img"));
+	test_once(path_of("once.img"), ARF_FEAT_ONCE);
+	test_once(path_of("once-old.img"), 0);
 	test_enospc();
 	test_crash(path_of("crash.img"));
 	test_crash_ops(path_of("crash-ops.img"));
