@@ -488,13 +488,14 @@ static bool drain_again(struct arc *a, struct drain_wait *w)
 static int follow_move(struct arc *a, pn_peer was, const char *msg, unsigned *hops)
 {
 	char why[64];
-	if (++*hops > ARC_MAX_MOVES)
-		return fail(a, -AR_EMOVED, "%s: moved %d times in a row, last to %.300s: servers "
-		            "that send their clients to each other?", pn_peer_name(a->pn, was),
-		            ARC_MAX_MOVES, msg);
+	/* checked first: the message goes into ours only once it is a plain endpoint */
 	if (ar_moved_target(msg, why, sizeof why) != 0)
 		return fail(a, -AR_EPROTO, "%s: the server moved, to an endpoint that is not one "
 		            "(%s)", pn_peer_name(a->pn, was), why);
+	if (++*hops > ARC_MAX_MOVES)
+		return fail(a, -AR_EMOVED, "%s: moved %d times in a row, last to %s: servers "
+		            "that send their clients to each other?", pn_peer_name(a->pn, was),
+		            ARC_MAX_MOVES, msg);
 	pthread_mutex_lock(&a->lock);
 	pn_peer now = a->server;
 	pthread_mutex_unlock(&a->lock);

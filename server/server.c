@@ -334,9 +334,8 @@ static void refuse_request(void *arg, pn_peer from, pn_type type, pn_coop coop,
 }
 
 /* Common entry of every handler (through request_begin): moved and drain checks, per-client
- * limit, secret.  On success the
- * request counts as running until request_end, and *admin (if not NULL) says whether its
- * sender has admin rights. */
+ * limit, secret.  On success the request counts as running until request_end, and *admin
+ * (if not NULL) says whether its sender has admin rights. */
 static int request_admit(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r,
                          bool *admin)
 {
@@ -1661,7 +1660,7 @@ static int image_lock(int fd, const char *path, unsigned wait_s, char *err, size
 			snprintf(err, errlen, "--arf %s: flock: %s", path, strerror(saverr));
 			return -1;
 		}
-		if (saverr == EWOULDBLOCK && now_ns() >= deadline) {
+		if (now_ns() >= deadline) {
 			snprintf(err, errlen, "--arf %s: another arfd serves this image (it holds its "
 			         "lock): stop or move that one first (--lock-wait S waits for it)", path);
 			return -1;
