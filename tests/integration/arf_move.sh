@@ -3,14 +3,15 @@
 # "Moving an image").  The image file is shared (shared storage): arfd A serves it, arfd B
 # is started on the same image with --lock-wait and waits for A's lock; then A is told to
 # move (move-to B in its --config file, SIGHUP):
-#   1. a second arfd on the image without --lock-wait is refused with a message;
+#   1. a second arfd on the image without --lock-wait is refused with a message; arfd
+#      --check takes a good move-to and refuses a bad one, arfd does not start with one;
 #   2. a loop of `arf import` (a small tree each) and a loop of `arc run` (a 300 ms run),
 #      every command given A's endpoint, through the move: every command exits 0 (the ones
 #      in flight finish on A or are sent again to B, the later ones are redirected); `arc
 #      stats` of A shows B's endpoint and one move; `arf export` through A's endpoint gives
 #      back the trees, identical;
-#   3. where FUSE works: `tar x` of a tree into a mount of B while B moves to C the same way:
-#      tar exits 0, the tree identical (diff -r);
+#   3. where FUSE works: `tar x` of 1500 files of /usr/include into a mount of B while B
+#      moves to C the same way (0.3 s in): tar exits 0, the tree identical (diff -r);
 #   4. arf fsck of the image clean.
 #
 #   BUILD=build sh tests/integration/arf_move.sh     prints "N passed, N failed" last
@@ -83,6 +84,18 @@ run "$BUILD/arfd" --listen tcp:127.0.0.1:0 --arf "$img"
 check_rc "a second arfd on a served image" 1 $?
 contains "its message" "$tmp/err" "another arfd serves this image (it holds its lock)"
 
+# the setting: checked as a client checks a MOVED reply; refused at a start
+printf 'listen tcp:127.0.0.1:1\nmove-to tcp:127.0.0.1:0\n' >"$tmp/bad.conf"
+run "$BUILD/arfd" --config "$tmp/bad.conf" --check
+check_rc "arfd --check, a bad move-to" 2 $?
+contains "its message" "$tmp/err" "move-to 'tcp:127.0.0.1:0': a port outside 1..65535"
+printf 'listen tcp:127.0.0.1:1\nmove-to tcp:127.0.0.1:7\n' >"$tmp/move.conf"
+run "$BUILD/arfd" --config "$tmp/move.conf" --check
+check_rc "arfd --check, move-to" 0 $?
+run "$BUILD/arfd" --config "$tmp/move.conf"
+check_rc "arfd started with move-to" 2 $?
+contains "its message" "$tmp/err" "applied by a reload (SIGHUP) of a running arfd"
+
 port_b=$(free_port)
 ep_b=tcp:127.0.0.1:$port_b
 successor "$port_b" b
@@ -130,6 +143,7 @@ else
 	sed 's/^/  | /' "$tmp/fails" "$tmp/imp.err" "$tmp/run.err" | head -n 20
 fi
 echo "arf_move.sh: moved A to B $((($(date +%s%N) - t0) / 1000000)) ms before the loops ended"
+for _ in $(seq 100); do grep -q "info: endpoint $ep_b" "$tmp/b.log" && break; sleep 0.1; done
 contains "B took the image" "$tmp/b.log" "info: endpoint $ep_b"
 # the work went on at B (the imports after the move), and a late client of A is sent there
 run "$BUILD/arc" stats "$ep_a"
@@ -157,7 +171,7 @@ fi
 if [ "$fuse" = yes ]; then
 	mkdir -p "$tmp/src"
 	if [ -d /usr/include ]; then
-		(cd /usr/include && find . -type f -size -100k | sort | head -n 800 >"$tmp/list" &&
+		(cd /usr/include && find . -type f -size -100k | sort | head -n 1500 >"$tmp/list" &&
 			tar cf "$tmp/src.tar" -T "$tmp/list" 2>/dev/null)
 	else
 		tar cf "$tmp/src.tar" -C "$tmp/trees" .
@@ -167,14 +181,18 @@ if [ "$fuse" = yes ]; then
 	ep_c=tcp:127.0.0.1:$port_c
 	successor "$port_c" c
 	mkdir -p "$mnt/x"
+	t_tar=$(date +%s%N)
 	timeout "$T" tar xf "$tmp/src.tar" -C "$mnt/x" 2>"$tmp/tar.err" &
 	tarp=$!
 	loops="$tarp"
-	sleep 0.8
+	sleep 0.3
+	t0=$(date +%s%N)
 	move "$tmp/b.conf" "$tmp/b.log" "$pid_b" "$ep_c"
 	wait "$tarp"
 	check_rc "tar x into the mount through a move" 0 $?
 	loops=
+	echo "arf_move.sh: tar took $((($(date +%s%N) - t_tar) / 1000000)) ms, the move began 300 ms in"
+	for _ in $(seq 100); do grep -q "info: endpoint $ep_c" "$tmp/c.log" && break; sleep 0.1; done
 	[ -s "$tmp/tar.err" ] && sed 's/^/  | /' "$tmp/tar.err" | head -n 10
 	contains "C took the image" "$tmp/c.log" "info: endpoint $ep_c"
 	if diff -r "$tmp/src" "$mnt/x" >"$tmp/diff" 2>&1; then ok; else bad "the tree differs:"; head -n 20 "$tmp/diff"; fi
