@@ -779,11 +779,18 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 			again = inline_now = true;
 		} else if (status == -AR_EDRAINING && drain_again(a, &dw)) {
 			again = true;          /* it did not start it: again (to its successor) */
-		} else if (status == -AR_EMOVED) {
+		} else if (status == -AR_EMOVED && p->d.got_from == p->to) {
 			/* not started: again, to the server named (ids known here are not known
-			 * there: send the segment inline, saving the round trip of ENOSEG) */
+			 * there: send the segment inline, saving the round trip of ENOSEG).  A MOVED
+			 * of a member a delegated run was handed to is the member's, and says
+			 * nothing of where our server is: it is reported, below */
 			rc = follow_move(a, p->to, msg, &hops);
 			again = inline_now = rc == 0;
+		} else if (status == -AR_EMOVED) {
+			bool plain = ar_moved_target(msg, NULL, 0) == 0;
+			rc = fail(a, status, "%s, the member the run was handed to, moved to %s: "
+			          "not followed (a cluster's members are its description's)",
+			          pn_peer_name(a->pn, p->d.got_from), plain ? msg : "(not an endpoint)");
 		} else if (status != 0 && status != -AR_ETRAP) {
 			rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
 		} else {
