@@ -33,7 +33,10 @@ struct arc {
 	 * inline at once, saving the round trip of a "not installed" answer */
 	uint8_t known[ARC_KNOWN_IDS][AR_ID_LEN];
 	unsigned n_known, next_known;
-	pn_peer server;
+	/* the server; changed by a move (follow_move), so read once per request, which keeps the
+	 * peer it was sent to */
+	_Atomic pn_peer server;
+	unsigned n_moves;              /* moves followed (under lock) */
 	char secret[AR_MAX_SECRET + 1];
 	int timeout_ms;
 	int outage_ms;                 /* the session's outage limit, or 0: no session */
@@ -59,6 +62,7 @@ struct arc_pending {
 	struct arc_exec *x;
 	struct pn_rcv_desc d;
 	pn_coop coop;
+	pn_peer to;                    /* the server it was sent to */
 	struct ar_buf req;
 	int sent_inline;
 	int rc;
@@ -157,13 +161,16 @@ static bool proving_endpoint(const char *endpoint)
 static int open_server(struct arc *a, const char *endpoint, const struct arc_opts *opts)
 {
 	a->rdma = !strncmp(endpoint, "rdma:", 5);
-	int rc = pn_peer_get(a->pn, endpoint, &a->server);
+	pn_peer peer;
+	int rc = pn_peer_get(a->pn, endpoint, &peer);
+	if (rc == 0)
+		a->server = peer;
 	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
 		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
 		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
 		                              .flags = opts && opts->wait_first ? 0 :
 		                                       PN_SESSION_FAIL_FIRST };
-		rc = pn_session_open(a->pn, a->server, &so);
+		rc = pn_session_open(a->pn, peer, &so);
 	}
 	return rc;
 }
@@ -466,6 +473,69 @@ static bool drain_again(struct arc *a, struct drain_wait *w)
 	return true;
 }
 
+/* A server that gave its image to another (arfd_move) answers every request MOVED, not
+ * started, naming the endpoint that serves it now.  The connection moves there: the server's
+ * peer becomes that endpoint's (with a session of the same outage limit that rides from the
+ * start: the new server may not listen yet, its connection is tried with the session's
+ * back-off until it answers or the limit passes), and the caller sends the request again.
+ * The message is the network's: only an endpoint of the transport in use is followed (the
+ * endpoint this client made speaks only that one), and at most ARC_MAX_MOVES moves in a row
+ * per request, so servers that send clients to each other (A to B to A) end in an error.
+ * `was` is the peer the request went to: when another thread followed the move already,
+ * this one only sends again.  0: send again to a->server; else the error (reported). */
+#define ARC_MAX_MOVES 8
+
+static int follow_move(struct arc *a, pn_peer was, const char *msg, unsigned *hops)
+{
+	char why[64];
+	/* checked first: the message goes into ours only once it is a plain endpoint */
+	if (ar_moved_target(msg, why, sizeof why) != 0)
+		return fail(a, -AR_EPROTO, "%s: the server moved, to an endpoint that is not one "
+		            "(%s)", pn_peer_name(a->pn, was), why);
+	if (++*hops > ARC_MAX_MOVES)
+		return fail(a, -AR_EMOVED, "%s: moved %d times in a row, last to %s: servers "
+		            "that send their clients to each other?", pn_peer_name(a->pn, was),
+		            ARC_MAX_MOVES, msg);
+	pthread_mutex_lock(&a->lock);
+	pn_peer now = a->server;
+	pthread_mutex_unlock(&a->lock);
+	if (now != was)
+		return 0;                  /* another request followed it already */
+	const char *cur = pn_peer_name(a->pn, was);
+	const char *cs = strchr(cur, ':'), *ms = strchr(msg, ':');
+	if (a->rdma || !cs || (size_t)(cs - cur) != (size_t)(ms - msg) ||
+	    strncmp(cur, msg, (size_t)(cs - cur)) != 0)
+		return fail(a, -AR_EMOVED, "%s moved to %s: another transport, or rdma: connect "
+		            "there", cur, msg);
+	if (!strcmp(cur, msg))
+		return fail(a, -AR_EMOVED, "%s: moved to itself", cur);
+	pn_peer np;
+	int rc = pn_peer_get(a->pn, msg, &np);
+	if (rc == 0 && a->outage_ms > 0 && stream_endpoint(msg)) {
+		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms };
+		rc = pn_session_open(a->pn, np, &so);
+	}
+	if (rc != 0)
+		return fail(a, -AR_ENET, "%s moved to %s: %s", cur, msg, pn_strerror(rc));
+	pthread_mutex_lock(&a->lock);
+	if (a->server == was) {
+		a->server = np;
+		a->n_moves++;
+		snprintf(a->endpoint, sizeof a->endpoint, "%s", msg);
+		a->transport_note[0] = '\0';
+	}
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+unsigned arc_moves(struct arc *a)
+{
+	pthread_mutex_lock(&a->lock);
+	unsigned n = a->n_moves;
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}
+
 /* Send a request and wait for its reply; on success *rd reads the reply body and *reply is
  * the buffer behind it (free() it). */
 static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct ar_rd *rd,
@@ -475,14 +545,16 @@ static int roundtrip(struct arc *a, enum ar_type op, struct ar_buf *req, struct 
 	if (req->failed)
 		return fail(a, -AR_ENOMEM, "out of memory building the request");
 	struct drain_wait dw = { 0 };
+	unsigned hops = 0;
 again:;
-	struct pn_rcv_desc d = { .type = AR_T_REPLY, .from = a->server };
+	pn_peer to = a->server;
+	struct pn_rcv_desc d = { .type = AR_T_REPLY, .from = to };
 	pn_coop c = pn_coop_start(a->pn, &d, 1);
 	if (!c)
 		return fail(a, -AR_ENOMEM, "cannot start a Cooperation");
 	/* req outlives the Cooperation (no copy on a session); these ops may run twice */
 	bool idem = op == AR_T_READ || op == AR_T_REGIONS || op == AR_T_STATS || op == AR_T_INSTALL;
-	int rc = pn_send_ex(a->pn, a->server, op, c, req->p, req->len,
+	int rc = pn_send_ex(a->pn, to, op, c, req->p, req->len,
 	                    PN_SEND_KEEP | (idem ? PN_SEND_IDEMPOTENT : 0));
 	int rc2 = pn_coop_end(a->pn, c, a->timeout_ms);
 	if (rc != 0 || rc2 != 0) {
@@ -502,6 +574,14 @@ again:;
 		free(d.buf);
 		*reply = NULL;
 		goto again;
+	}
+	if (status == -AR_EMOVED) {
+		free(d.buf);
+		*reply = NULL;
+		int mrc = follow_move(a, to, msg, &hops);
+		if (mrc == 0)
+			goto again;
+		return mrc;
 	}
 	if (status != 0 && status != -AR_ETRAP) {
 		free(d.buf);
@@ -645,11 +725,12 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	exec_request(a, &p->req, x, p->sent_inline, id);
 	if (p->sent_inline)
 		id_remember(a, id);
+	p->to = a->server;
 	p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY,
-	                             .from = x->delegated ? PN_ANY : a->server };
+	                             .from = x->delegated ? PN_ANY : p->to };
 	p->coop = pn_coop_start(a->pn, &p->d, 1);
 	/* p->req is freed after the Cooperation ended: no copy on a session */
-	int rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p, p->req.len,
+	int rc = p->coop ? pn_send_ex(a->pn, p->to, AR_T_EXEC, p->coop, p->req.p, p->req.len,
 	                              PN_SEND_KEEP) : -PN_ENOMEM;
 	p->rc = rc;
 	pthread_mutex_lock(&a->lock);
@@ -676,6 +757,7 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 {
 	struct arc_exec *x = p->x;
 	struct drain_wait dw = { 0 };
+	unsigned hops = 0;
 	int rc;
 	for (;;) {
 		int wait_ms = a->timeout_ms;
@@ -692,11 +774,23 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 			rc = net_err(a, rc);
 		} else if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0) {
 			rc = fail(a, -AR_EPROTO, "malformed reply");
-		} else if (status == -AR_ENOSEG && !p->sent_inline && p->d.got_from == a->server) {
+		} else if (status == -AR_ENOSEG && !p->sent_inline && p->d.got_from == p->to) {
 			/* the server does not have it (yet, or any more): send it along, once */
 			again = inline_now = true;
 		} else if (status == -AR_EDRAINING && drain_again(a, &dw)) {
 			again = true;          /* it did not start it: again (to its successor) */
+		} else if (status == -AR_EMOVED && p->d.got_from == p->to) {
+			/* not started: again, to the server named (ids known here are not known
+			 * there: send the segment inline, saving the round trip of ENOSEG).  A MOVED
+			 * of a member a delegated run was handed to is the member's, and says
+			 * nothing of where our server is: it is reported, below */
+			rc = follow_move(a, p->to, msg, &hops);
+			again = inline_now = rc == 0;
+		} else if (status == -AR_EMOVED) {
+			bool plain = ar_moved_target(msg, NULL, 0) == 0;
+			rc = fail(a, status, "%s, the member the run was handed to, moved to %s: "
+			          "not followed (a cluster's members are its description's)",
+			          pn_peer_name(a->pn, p->d.got_from), plain ? msg : "(not an endpoint)");
 		} else if (status != 0 && status != -AR_ETRAP) {
 			rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
 		} else {
@@ -710,10 +804,11 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 			exec_request(a, &p->req, x, 1, NULL);   /* inline: no id needed */
 			p->sent_inline = 1;
 		}
+		p->to = a->server;
 		p->d = (struct pn_rcv_desc){ .type = AR_T_REPLY,
-		                             .from = x->delegated ? PN_ANY : a->server };
+		                             .from = x->delegated ? PN_ANY : p->to };
 		p->coop = pn_coop_start(a->pn, &p->d, 1);
-		p->rc = p->coop ? pn_send_ex(a->pn, a->server, AR_T_EXEC, p->coop, p->req.p,
+		p->rc = p->coop ? pn_send_ex(a->pn, p->to, AR_T_EXEC, p->coop, p->req.p,
 		                             p->req.len, PN_SEND_KEEP) : -PN_ENOMEM;
 	}
 	pthread_mutex_lock(&a->lock);
@@ -777,6 +872,7 @@ int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, u
 		exec_request(a, &req[i], x, inline_seg, id);
 		if (inline_seg)
 			id_remember(a, id);
+		/* the server read once: a move (follow_move) may change it meanwhile */
 		d[i] = (struct pn_rcv_desc){ .type = AR_T_REPLY, .from = a->server };
 		if (a->timeout_ms > timeout_ms)
 			timeout_ms = a->timeout_ms;
@@ -788,7 +884,7 @@ int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, u
 		pn_cork(pn);
 		for (unsigned i = 0; i < n; i++)
 			sent[i] = req[i].failed ? -PN_ENOMEM
-			        : pn_send_ex(pn, as[i]->server, AR_T_EXEC, c, req[i].p, req[i].len,
+			        : pn_send_ex(pn, d[i].from, AR_T_EXEC, c, req[i].p, req[i].len,
 			                     PN_SEND_KEEP);
 		pn_uncork(pn);
 		pn_coop_end(pn, c, timeout_ms);
@@ -809,7 +905,8 @@ int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, u
 			char msg[AR_MAX_MSG + 1] = "";
 			if (ar_rep_parse(&r, &status, msg, sizeof msg) != 0)
 				rc = fail(a, -AR_EPROTO, "malformed reply");
-			else if (status == -AR_ENOSEG || status == -AR_EDRAINING)
+			else if (status == -AR_ENOSEG || status == -AR_EDRAINING ||
+			         status == -AR_EMOVED)
 				rc = 1;        /* not run: this one again on its own (below) */
 			else if (status != 0 && status != -AR_ETRAP)
 				rc = fail(a, status, "%s", msg[0] ? msg : ar_strerror(status));
@@ -818,8 +915,8 @@ int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, u
 		}
 		free(d[i].buf);
 		ar_buf_free(&req[i]);
-		/* the server lacked the segment, or was draining: arc_exec sends it inline, or
-		 * again after a back-off */
+		/* the server lacked the segment, was draining or moved: arc_exec sends it inline,
+		 * again after a back-off, or to the server named */
 		if (rc == 1)
 			rc = arc_exec(a, xs[i]);
 		rcs[i] = rc;

@@ -48,8 +48,16 @@ struct arc_opts {
  * was tried: arc_transport_note).  NULL with a message in err. */
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen);
-/* The server's endpoint with the transport in use ("tcp:10.0.0.1:7000"). */
+/* The server's endpoint with the transport in use ("tcp:10.0.0.1:7000"); after a move, the
+ * endpoint the server named (arc_moves). */
 const char *arc_endpoint(struct arc *a);
+/* A server that gave its image to another (arfd's move-to) answers MOVED naming it: every
+ * call follows it, to an endpoint of the same transport (tcp, tls, udp; not rdma), sends the
+ * request there (it was not started) and keeps that server from then on; with a session the
+ * new server is waited for, within the outage limit.  At most 8 moves in a row per request,
+ * then -AR_EMOVED with a message (servers that redirect to each other).  The number of
+ * moves followed so far: */
+unsigned arc_moves(struct arc *a);
 /* For an endpoint without a scheme: "auto: rdma: no RDMA device here; tcp: answered in
  * 0.21 ms"; else "". */
 const char *arc_transport_note(struct arc *a);

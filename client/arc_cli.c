@@ -243,6 +243,8 @@ int main(int argc, char **argv)
 			free(text);
 			/* this client's side: which transport it took, and why (auto:) */
 			printf("client.endpoint %s\n", arc_endpoint(a));
+			if (arc_moves(a))
+				printf("client.moves %u\n", arc_moves(a));
 			if (arc_transport_note(a)[0])
 				printf("client.transport %s\n", arc_transport_note(a));
 		}

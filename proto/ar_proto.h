@@ -22,6 +22,8 @@
  *   WRITE    req: u16 len | region | u64 off | u32 len | bytes     rep: (empty)
  *   REGIONS  req: (empty)   rep: u32 n | n * (u16 len | name | u64 size | u8 access)
  *   STATS    req: (empty)   rep: text, one "name value" per line
+ * Any request may be answered MOVED (docs/protocol.md, "Moves"): not started, the message is
+ * the endpoint now serving the image ("tcp:10.0.0.2:7000"), checked by ar_moved_target.
  */
 #ifndef AR_PROTO_H
 #define AR_PROTO_H
@@ -113,6 +115,14 @@ int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap);
 int ar_zstd_pack(const void *src, size_t n, void **out, size_t *out_len);
 /* Unpack a frame of exactly dst_len bytes into dst: 0, or -1 (malformed, another size). */
 int ar_zstd_unpack(const void *src, size_t n, void *dst, size_t dst_len);
+
+/* ---- MOVED: the endpoint a reply names ----
+ * The message of a MOVED reply, read from the network: 0 when it is an endpoint a client may
+ * follow, "SCHEME:HOST:PORT" (SCHEME tcp, tls, udp or rdma; HOST letters, digits, '.', '-',
+ * '_', at most AR_MAX_ENDPOINT bytes in all; PORT 1..65535 in decimal, no sign or leading
+ * zero); -1 otherwise, with the reason in why (a caller-provided buffer, may be NULL). */
+#define AR_MAX_ENDPOINT 255
+int ar_moved_target(const char *msg, char *why, size_t whylen);
 
 /* Trap information as it travels in an EXEC reply. */
 struct ar_trap {

@@ -2,6 +2,7 @@
  * Every byte from the network is read through struct ar_rd, which never reads past its end
  * and makes every later read fail once one did; callers check r.failed once at the end.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,4 +176,50 @@ int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap)
 		msg[k] = '\0';
 	}
 	return 0;
+}
+
+/* A MOVED reply comes from the network: whatever it names, the client connects there next, so
+ * only a plain endpoint of ours passes (no spaces or control bytes to smuggle into a log line,
+ * no unbounded length, a port that is one). */
+int ar_moved_target(const char *msg, char *why, size_t whylen)
+{
+	static const char *const schemes[] = { "tcp:", "tls:", "udp:", "rdma:" };
+	const char *reason = NULL;
+	size_t n = strnlen(msg, AR_MAX_ENDPOINT + 1);
+	const char *host = NULL;
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0] && !host; i++)
+		if (!strncmp(msg, schemes[i], strlen(schemes[i])))
+			host = msg + strlen(schemes[i]);
+	const char *colon = host ? strrchr(host, ':') : NULL;
+	if (n == 0)
+		reason = "empty";
+	else if (n > AR_MAX_ENDPOINT)
+		reason = "longer than 255 bytes";
+	else if (!host)
+		reason = "not tcp:, tls:, udp: or rdma:";
+	else if (!colon || colon == host)
+		reason = "no HOST:PORT";
+	if (!reason)
+		for (const char *q = host; q < colon && !reason; q++)
+			if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+			      (*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '_'))
+				reason = "a character that is not in a host name";
+	if (!reason) {
+		const char *port = colon + 1;
+		size_t len = strlen(port);
+		unsigned long v = 0;
+		if (len == 0 || len > 5)
+			reason = "a port outside 1..65535";
+		for (size_t i = 0; i < len && !reason; i++) {
+			if (port[i] < '0' || port[i] > '9')
+				reason = "a port that is not a number";
+			else
+				v = v * 10 + (unsigned long)(port[i] - '0');
+		}
+		if (!reason && (port[0] == '0' || v > 65535))
+			reason = "a port outside 1..65535";
+	}
+	if (reason && why && whylen)
+		snprintf(why, whylen, "%s", reason);
+	return reason ? -1 : 0;
 }

@@ -77,6 +77,12 @@ static void usage(FILE *f)
 	"  --syslog               log to syslog instead of stderr\n"
 	"  --check                read the settings and exit: 0 when they are valid, else 2\n"
 	"                         with the reason (systemctl reload runs it first)\n"
+	"  --lock-wait S          another arfd serves the --arf image (holds its lock): wait\n"
+	"                         up to S seconds for it to stop or move (0: refuse at once)\n"
+	"  --move-to ENDPOINT     in the --config file, applied by SIGHUP: finish the requests\n"
+	"                         in flight, write the image back and let it go, then answer\n"
+	"                         every request with MOVED naming ENDPOINT (the arfd that now\n"
+	"                         serves the image: libarc clients continue there)\n"
 	"\n"
 	"Runs go to 2 x --threads workers, at most --threads of them running requests that have\n"
 	"run less than 100 ms, and at most --threads for one client, so long runs leave room\n"
@@ -87,8 +93,8 @@ static void usage(FILE *f)
 	"offset, length: a line into this log), sync, writeback, pause (docs/protocol.md).\n"
 	"SIGTERM or SIGINT: finish the requests in flight for up to %d s, then cancel what\n"
 	"still runs (its client gets SHUTDOWN), msync file-backed regions, exit 0: within 10 s.\n"
-	"SIGHUP: read the options and the --config file again and apply the log level (the\n"
-	"rest needs a restart).  Under systemd (Type=notify) it tells when it is ready,\n"
+	"SIGHUP: read the options and the --config file again and apply the log level and a\n"
+	"move-to (the rest needs a restart).  Under systemd (Type=notify) it tells when it is ready,\n"
 	"reloading and stopping.\n",
 	(unsigned long long)VM_DEFAULT_FUEL, ARFD_DEFAULT_RUN_MS, ARFD_DEFAULT_HOOK_FUEL_NS,
 	ARFD_STOP_WAIT_MS / 1000);
@@ -142,11 +148,13 @@ static void notify(const char *fmt, ...)
 #endif
 }
 
-/* SIGHUP: the same arguments read again, so an edited --config file is seen.  Only the log
- * level is applied (to syslog, or not, as at the start: use_syslog); the other settings are
- * built into the running server (threads, endpoints, mapped regions, the sizes its buffers
- * were made for) and wait for a restart.  A file with an error changes nothing. */
-static void reload(int argc, char **argv, bool use_syslog)
+/* SIGHUP: the same arguments read again, so an edited --config file is seen.  The log level
+ * is applied (to syslog, or not, as at the start: use_syslog), and a "move-to" the file now
+ * has (arfd_move: the image goes to that server, this one redirects its clients there); the
+ * other settings are built into the running server (threads, endpoints, mapped regions, the
+ * sizes its buffers were made for) and wait for a restart.  A file with an error changes
+ * nothing. */
+static void reload(struct arfd *s, int argc, char **argv, bool use_syslog)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -162,6 +170,15 @@ static void reload(int argc, char **argv, bool use_syslog)
 		arfd_log_setup(level_of(cfg), use_syslog);
 		arfd_log(ARFD_LOG_INFO, "reload: log level %s; other settings change on restart",
 		         arfd_log_names[level_of(cfg)]);
+		if (cfg->move_to) {
+			notify("STATUS=moving to %s: draining requests in flight", cfg->move_to);
+			arfd_log(ARFD_LOG_INFO, "reload: moving to %s: draining requests in flight",
+			         cfg->move_to);
+			if (arfd_move(s, cfg->move_to, err, sizeof err) != 0)
+				arfd_log(ARFD_LOG_ERROR, "reload: %s", err);
+			else
+				notify("STATUS=moved to %s: redirecting clients there", cfg->move_to);
+		}
 	}
 	if (cfg) {
 		/* the strings arfd_config_line copied: nothing else holds them */
@@ -173,6 +190,7 @@ static void reload(int argc, char **argv, bool use_syslog)
 		for (unsigned i = 0; i < cfg->n_members; i++)
 			free((char *)cfg->members[i]);
 		free((char *)cfg->arf_image);
+		free((char *)cfg->move_to);
 		free(cfg);
 	}
 	notify("READY=1");
@@ -207,6 +225,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return 0;
+	}
+	if (cfg.move_to) {
+		/* a move gives away the image a running server holds: one starting with the setting
+		 * has nothing to give (--check accepts it, since systemctl reload checks first) */
+		fprintf(stderr, "arfd: move-to %s: applied by a reload (SIGHUP) of a running arfd; "
+		        "remove it before starting arfd\n", cfg.move_to);
+		return 2;
 	}
 	arfd_log_setup(level_of(&cfg), cfg.log_syslog);
 
@@ -245,7 +270,7 @@ int main(int argc, char **argv)
 	notify("READY=1\nSTATUS=%s", status);
 	int sig = 0;
 	while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-		reload(argc, argv, cfg.log_syslog);
+		reload(s, argc, argv, cfg.log_syslog);
 	notify("STOPPING=1\nSTATUS=draining requests in flight");
 	arfd_log(ARFD_LOG_INFO, "%s: draining requests in flight", strsignal(sig));
 	arfd_stop(s, ARFD_STOP_WAIT_MS);

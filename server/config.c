@@ -136,6 +136,17 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 	}
 	if (!strcmp(key, "region"))
 		return region_spec(cfg, v, err, errlen);
+	if (!strcmp(key, "move-to")) {
+		/* checked as a client checks the MOVED reply that will carry it */
+		char why[64];
+		if (ar_moved_target(v, why, sizeof why) != 0) {
+			snprintf(err, errlen, "move-to '%.300s': %s (expected SCHEME:HOST:PORT)", v, why);
+			return -1;
+		}
+		free((char *)cfg->move_to);
+		cfg->move_to = keep(v);
+		return 0;
+	}
 	if (!strcmp(key, "arf")) {
 		cfg->arf_image = keep(v);
 		return 0;
@@ -213,6 +224,7 @@ int arfd_config_line(struct arfd_config *cfg, const char *key, const char *v, ch
 		N("auth-timeout", 0, auth_timeout, 1, 86400),
 		N("idle-timeout", 0, idle_timeout, 1, 100u * 86400),
 		N("rx-budget", 1, rx_budget, 1u << 20, 1ull << 40),
+		N("lock-wait", 0, lock_wait_s, 0, 86400),
 #undef N
 	};
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -158,6 +159,10 @@ struct arfd {
 
 	atomic_bool draining;
 	_Atomic unsigned running;      /* requests admitted and not yet answered */
+	/* arfd_move: from the moment moved is set, every request is answered MOVED naming
+	 * moved_to (written before, never after) */
+	atomic_bool moved;
+	char moved_to[AR_MAX_ENDPOINT + 1];
 
 	/* arfd's own workers: requests are admitted (and counted per client) on the I/O thread
 	 * as they arrive, so --max-inflight bounds what a client may queue, not only what runs */
@@ -328,14 +333,19 @@ static void refuse_request(void *arg, pn_peer from, pn_type type, pn_coop coop,
 	reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
 }
 
-/* Common entry of every handler: drain check, per-client limit, secret.  On success the
- * request counts as running until request_end, and *admin (if not NULL) says whether its
- * sender has admin rights. */
-static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r,
+/* Common entry of every handler (through request_begin): moved and drain checks, per-client
+ * limit, secret.  On success the request counts as running until request_end, and *admin
+ * (if not NULL) says whether its sender has admin rights. */
+static int request_admit(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r,
                          bool *admin)
 {
 	atomic_fetch_add(&s->n_req[op], 1);
 	char secret[AR_MAX_SECRET + 1];
+	if (atomic_load(&s->moved)) {
+		/* not started: the client sends it to the server that has the image now */
+		reply_err(s, from, coop, -AR_EMOVED, "%s", s->moved_to);
+		return -1;
+	}
 	if (atomic_load(&s->draining)) {
 		/* not started: a client may send it again to whoever serves after us */
 		reply_err(s, from, coop, -AR_EDRAINING, "server is shutting down: the request was "
@@ -383,8 +393,20 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 		          s->cfg.max_inflight);
 		return -1;
 	}
-	atomic_fetch_add(&s->running, 1);
 	return 0;
+}
+
+/* request_admit, counted as running from before its look at moved: arfd_move sets moved and
+ * then waits for running to reach 0 (both sequentially consistent), so either it waits for
+ * this request, or this request sees moved and leaves the regions alone (released by then). */
+static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, struct ar_rd *r,
+                         bool *admin)
+{
+	atomic_fetch_add(&s->running, 1);
+	int rc = request_admit(s, from, coop, op, r, admin);
+	if (rc != 0)
+		atomic_fetch_sub(&s->running, 1);
+	return rc;
 }
 
 static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed)
@@ -1618,7 +1640,43 @@ static int64_t hook_pause(struct vm_hook_ctx *ctx, int64_t us)
 
 /* ---- life cycle ---- */
 
-static int map_region(struct region *g, const struct arfd_region_spec *spec, char *err, size_t errlen)
+/* An --arf image is served by one arfd at a time: two that both wrote it (journal, allocation
+ * maps, their own caches of it in memory) would corrupt it.  The server that serves it holds
+ * an exclusive flock(2) on it from before it maps the image (so a successor on shared
+ * storage reads what its predecessor wrote back) until it released it (arfd_move) or exited;
+ * the kernel drops the lock of a killed one.  Another arfd waits up to wait_s seconds
+ * (--lock-wait: a successor started before the move), else refuses with a message.
+ * 0, or -1 with a message. */
+#define LOCK_POLL_MS 50
+
+static int image_lock(int fd, const char *path, unsigned wait_s, char *err, size_t errlen)
+{
+	uint64_t deadline = now_ns() + (uint64_t)wait_s * 1000000000u;
+	bool said = false;
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		int saverr = errno;
+		if (saverr != EWOULDBLOCK && saverr != EINTR) {
+			snprintf(err, errlen, "--arf %s: flock: %s", path, strerror(saverr));
+			return -1;
+		}
+		if (now_ns() >= deadline) {
+			snprintf(err, errlen, "--arf %s: another arfd serves this image (it holds its "
+			         "lock): stop or move that one first (--lock-wait S waits for it)", path);
+			return -1;
+		}
+		if (!said && wait_s)
+			arfd_log(ARFD_LOG_INFO, "--arf %s: another arfd serves this image: waiting up "
+			         "to %u s for it to let go (a move or a stop)", path, wait_s);
+		said = true;
+		usleep(LOCK_POLL_MS * 1000);
+	}
+}
+
+/* Map one region; lock_wait_s >= 0: an --arf image, locked first (image_lock). */
+static int map_region(struct region *g, const struct arfd_region_spec *spec, int lock_wait_s,
+                      char *err, size_t errlen)
 {
 	size_t n = strnlen(spec->name, sizeof g->name - 1);   /* both live in struct arfd */
 	memcpy(g->name, spec->name, n);
@@ -1628,8 +1686,13 @@ static int map_region(struct region *g, const struct arfd_region_spec *spec, cha
 	g->fd = -1;
 	if (spec->file[0]) {
 		int rw = spec->access & ISA_ACC_WRITE;
-		int fd = open(spec->file, rw ? O_RDWR : O_RDONLY);
+		int fd = open(spec->file, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 		struct stat st;
+		if (fd >= 0 && lock_wait_s >= 0 &&
+		    image_lock(fd, spec->file, (unsigned)lock_wait_s, err, errlen) != 0) {
+			close(fd);
+			return -1;
+		}
 		if (fd < 0 || fstat(fd, &st) != 0) {
 			snprintf(err, errlen, "region %s: %s: %s", spec->name, spec->file, strerror(errno));
 			if (fd >= 0)
@@ -1667,10 +1730,13 @@ static void unmap_regions(struct arfd *s)
 		if (g->file && (g->access & ISA_ACC_WRITE) && msync(g->base, g->len, MS_SYNC) != 0)
 			arfd_log(ARFD_LOG_ERROR, "msync of region %s: %s", g->name, strerror(errno));
 		munmap(g->base, g->len);
+		g->base = NULL;            /* once: arfd_move, then arfd_stop */
 	}
 	for (unsigned i = 0; i < s->n_regions; i++)
-		if (s->regions[i].fd >= 0)
+		if (s->regions[i].fd >= 0) {
 			close(s->regions[i].fd);
+			s->regions[i].fd = -1;
+		}
 }
 
 struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
@@ -1740,7 +1806,9 @@ struct arfd *arfd_start(const struct arfd_config *cfg, char *err, size_t errlen)
 		arf_region = (int)c->n_regions++;
 	}
 	for (unsigned i = 0; i < c->n_regions; i++) {
-		if (map_region(&s->regions[i], &c->regions[i], err, errlen) != 0)
+		int lock_wait_s = (int)i == arf_region ? (int)(c->lock_wait_s > INT32_MAX ? INT32_MAX :
+		                                                c->lock_wait_s) : -1;
+		if (map_region(&s->regions[i], &c->regions[i], lock_wait_s, err, errlen) != 0)
 			goto fail;
 		s->n_regions++;
 		struct arf_attach_info ai;
@@ -1903,9 +1971,12 @@ const char *arfd_endpoint(struct arfd *s, const char *scheme)
 	return pn_self(s->pn, scheme);
 }
 
-void arfd_stop(struct arfd *s, int timeout_ms)
+/* Wait up to timeout_ms for the requests admitted to end; then cancel the runs still going
+ * (their clients get SHUTDOWN) and answer the queued ones, never started, with `status`
+ * (DRAINING: send it again, to our successor; MOVED: to the server named).  New requests are
+ * refused by then (draining or moved is set). */
+static void drain(struct arfd *s, int timeout_ms, int status, const char *doing)
 {
-	atomic_store(&s->draining, true);
 	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
 	while (atomic_load(&s->running) > 0 && now_ns() < deadline)
 		usleep(1000);
@@ -1920,13 +1991,79 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 		for (struct job *j = taken, *next; j; j = next, queued++) {
 			next = j->next;
 			request_end(s, j->from, j->op, j->t0, 1);
-			reply_err(s, j->from, j->coop, -AR_EDRAINING, "server is shutting down: the "
-			          "request was not started within %d ms", timeout_ms);
+			if (status == -AR_EMOVED)
+				reply_err(s, j->from, j->coop, status, "%s", s->moved_to);
+			else
+				reply_err(s, j->from, j->coop, status, "server is shutting down: the "
+				          "request was not started within %d ms", timeout_ms);
 			free(j);
 		}
-		arfd_log(ARFD_LOG_WARN, "stopping: %u runs cancelled, %u queued requests refused "
-		         "after %d ms", running, queued, timeout_ms);
+		arfd_log(ARFD_LOG_WARN, "%s: %u runs cancelled, %u queued requests refused "
+		         "after %d ms", doing, running, queued, timeout_ms);
 	}
+}
+
+/* A move (docs/arf.md, "Moving an image"): new requests are answered MOVED from now on; the
+ * ones admitted before finish and their replies go out (a run is bounded by its wall-clock
+ * limit, so waiting that long cancels nothing that would ever end); then the regions are
+ * written back and let go as at a stop, the image's lock with them, so the server named can
+ * take it.  The endpoints stay open: late clients are told where to go until arfd stops. */
+#define MOVE_CANCEL_WAIT_MS 10000
+
+int arfd_move(struct arfd *s, const char *endpoint, char *err, size_t errlen)
+{
+	char why[64];
+	if (ar_moved_target(endpoint, why, sizeof why) != 0) {
+		snprintf(err, errlen, "move to '%.300s': %s", endpoint, why);
+		return -1;
+	}
+	if (atomic_load(&s->moved)) {
+		if (!strcmp(s->moved_to, endpoint))
+			return 0;
+		snprintf(err, errlen, "already moved to %s (a stopped and restarted arfd serves "
+		         "again)", s->moved_to);
+		return -1;
+	}
+	static const char *const schemes[] = { "tcp", "tls", "udp", "rdma" };
+	for (unsigned i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+		const char *self = pn_self(s->pn, schemes[i]);
+		if (self && !strcmp(self, endpoint)) {
+			snprintf(err, errlen, "move to %s: that is this server", endpoint);
+			return -1;
+		}
+	}
+	snprintf(s->moved_to, sizeof s->moved_to, "%s", endpoint);
+	atomic_store(&s->moved, true);
+	drain(s, (int)s->cfg.max_run_ms + 2000, -AR_EMOVED, "moving");
+	/* runs cancelled there stop at their next look at cancel_at (within one chunk of fuel or
+	 * one hook call); the regions must outlive every one of them, so a run that does not stop
+	 * keeps the image here (its successor waits for the lock, the clients with it) */
+	for (int i = 0; i < MOVE_CANCEL_WAIT_MS && atomic_load(&s->running) > 0; i++)
+		usleep(1000);
+	if (atomic_load(&s->running) > 0) {
+		snprintf(err, errlen, "moving: %u requests did not stop after they were cancelled: "
+		         "the image stays mapped here until arfd stops", atomic_load(&s->running));
+		return -1;
+	}
+	stop_writeback(s);             /* no run is left to queue more; before the fds close */
+	for (unsigned i = 0; i < s->n_regions; i++)
+		if (s->regions[i].mem) {
+			pn_mem_unexport(s->pn, s->regions[i].mem);   /* no one-sided access either */
+			s->regions[i].mem = NULL;
+		}
+	struct region *arf = s->cfg.arf_image ? region_find(s, "arf") : NULL;
+	if (arf && arf->base)
+		arf_detach(arf->base, arf->len);   /* no run is left: the image is consistent */
+	unmap_regions(s);              /* msync, munmap, close: the image's lock goes */
+	arfd_log(ARFD_LOG_INFO, "moved: the regions are written back and let go; every request "
+	         "is answered MOVED to %s from now on", endpoint);
+	return 0;
+}
+
+void arfd_stop(struct arfd *s, int timeout_ms)
+{
+	atomic_store(&s->draining, true);
+	drain(s, timeout_ms, -AR_EDRAINING, "stopping");
 	stop_workers(s);                   /* they may still reply: before the endpoints close */
 	/* so may runs started on the reader, which stop at their next look at cancel_at */
 	for (int i = 0; i < 10000 && reader_runs(s) > 0; i++)

@@ -85,6 +85,11 @@ struct arfd_config {
 	 * member that proved it), and a server that forwards names its members in order: a
 	 * segment's forward(k) hook sends the request its run built to members[k], which
 	 * answers the client directly. */
+	/* Moves (docs/arf.md, "Moving an image"): the --arf image is locked (flock) by the
+	 * server that serves it; another waits this long for the lock, else refuses to start */
+	unsigned lock_wait_s;      /* 0: refuse at once */
+	/* "move-to ENDPOINT": arfd_move to it, applied by a reload (SIGHUP) of a running arfd */
+	const char *move_to;
 	const char *cluster_key;   /* NULL: none (forwarded origins are not believed) */
 	const char *members[ARFD_MAX_MEMBERS];
 	unsigned n_members;
@@ -110,6 +115,14 @@ const char *arfd_endpoint(struct arfd *s, const char *scheme);
  * at its next look at the cancel flag: within one chunk of fuel or one hook call), close the
  * endpoints, msync file-backed regions, free everything. */
 void arfd_stop(struct arfd *s, int timeout_ms);
+/* Give the image (every region) to the server at endpoint, which serves it from the same
+ * file (shared storage, or a copy made after this returns): requests are answered MOVED
+ * naming endpoint from now on (libarc follows it); the ones admitted before finish; then the
+ * regions are written back (msync) and unmapped, the image's lock let go.  The endpoints
+ * stay open, so late clients are redirected, until arfd_stop.  Called from one thread, as
+ * arfd_stop.  0 (also when already moved there), or -1 with a message (a bad endpoint, this
+ * server's own, another move done before; or runs that did not stop: the image stays). */
+int arfd_move(struct arfd *s, const char *endpoint, char *err, size_t errlen);
 
 /* Parse one configuration line or option value: "listen tcp:...",
  * "region NAME=SIZE[:ro|:rw|:admin]", "region NAME=@FILE[:ro|:rw|:admin]", "arf IMAGE",
@@ -117,7 +130,8 @@ void arfd_stop(struct arfd *s, int timeout_ms);
  * "fuel N", "max-fuel N", "max-output SIZE", "max-inflight N", "max-run-ms N",
  * "hook-fuel-ns N", "max-conns N", "max-conns-per-addr N", "auth-timeout S", "idle-timeout S",
  * "rx-budget SIZE", "log LEVEL" (error, warning, info, debug), "syslog" (no value),
- * "cluster-key S", "cluster-key-file FILE", "member ENDPOINT" (repeated: members 0, 1, ...).
+ * "cluster-key S", "cluster-key-file FILE", "member ENDPOINT" (repeated: members 0, 1, ...),
+ * "lock-wait S", "move-to ENDPOINT".
  * Strings are copied.
  * Returns 0 or -1 with a message. */
 int arfd_config_line(struct arfd_config *cfg, const char *key, const char *value, char *err,

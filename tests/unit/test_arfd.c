@@ -5,8 +5,9 @@
  * inline fallback), exec results, outputs and traps (texts pinned), read/write and their
  * errors, regions, the secret, the limits, 32 runs in flight, 1000 hostile segments while a
  * second client checks every answer it gets, a client leaving mid-request, requests libarc
- * never sends (unknown types, WRITEs whose length disagrees with their bytes), and a restart
- * on a file-backed region.  Every wait is bounded (arc timeouts, joins after a stop flag).
+ * never sends (unknown types, WRITEs whose length disagrees with their bytes), a restart
+ * on a file-backed region, and a move to a second server (a run in flight, later requests
+ * and a late client there; forged MOVED replies; two servers that redirect to each other).  Every wait is bounded (arc timeouts, joins after a stop flag).
  * Not here: identical results of active and local placement (arc_exec_local), which
  * test_placement.c checks.
  *
@@ -2241,6 +2242,176 @@ out:
 	free(c);
 }
 
+/* ---- moves (docs/arf.md, "Moving an image") ---- */
+
+/* A server of our own that answers every READ with MOVED and the message forged_msg: what a
+ * hostile or broken server may send a client. */
+static const char *_Atomic forged_msg;
+
+static void h_forged(struct pn *pn, pn_peer from, pn_type type, pn_coop coop, void *msg,
+                     size_t len, void *arg)
+{
+	struct ar_buf b = { 0 };
+	ar_rep_begin(&b, -AR_EMOVED, atomic_load(&forged_msg));
+	pn_send(pn, from, AR_T_REPLY, coop, b.p, b.len);
+	ar_buf_free(&b);
+}
+
+static void test_move(void)
+{
+	/* the check of the endpoint a MOVED reply names (ar_moved_target), table-driven */
+	static char longhost[300];
+	memset(longhost, 0, sizeof longhost);
+	memcpy(longhost, "tcp:", 4);
+	memset(longhost + 4, 'a', 260);
+	memcpy(longhost + 264, ":7000", 5);
+	static const struct { const char *ep; const char *why; } eps[] = {
+		{ "tcp:127.0.0.1:7000", NULL }, { "tls:server-2.example:1", NULL },
+		{ "udp:h_1:65535", NULL }, { "rdma:10.0.0.2:7471", NULL },
+		{ "", "empty" }, { "tcp:", "no HOST:PORT" }, { "tcp:127.0.0.1", "no HOST:PORT" },
+		{ "tcp::7000", "no HOST:PORT" }, { "ftp:127.0.0.1:21", "not tcp:, tls:, udp: or rdma:" },
+		{ "127.0.0.1:7000", "not tcp:, tls:, udp: or rdma:" },
+		{ "tcp:127.0.0.1:0", "a port outside 1..65535" },
+		{ "tcp:127.0.0.1:65536", "a port outside 1..65535" },
+		{ "tcp:127.0.0.1:07000", "a port outside 1..65535" },
+		{ "tcp:127.0.0.1:123456", "a port outside 1..65535" },
+		{ "tcp:127.0.0.1:", "a port outside 1..65535" },
+		{ "tcp:127.0.0.1:-1", "a port that is not a number" },
+		{ "tcp:127.0.0.1:7e3", "a port that is not a number" },
+		{ "tcp:a b:1", "a character that is not in a host name" },
+		{ "tcp:a\nb:1", "a character that is not in a host name" },
+		{ "tcp:[::1]:1", "a character that is not in a host name" },
+		{ "tcp:x;rm -rf:1", "a character that is not in a host name" },
+		{ longhost, "longer than 255 bytes" },
+	};
+	for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+		char why[64] = "";
+		int rc = ar_moved_target(eps[i].ep, why, sizeof why);
+		CHECK(eps[i].why ? rc == -1 && !strcmp(why, eps[i].why) : rc == 0,
+		      "ar_moved_target '%.40s': %d '%s'", eps[i].ep, rc, why);
+	}
+
+	/* A serves a file region; a run is in flight when A moves to B, which serves the same
+	 * file (shared storage): the run finishes on A, later requests go to B */
+	char path[] = "/tmp/test_arfd_move.XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0 || ftruncate(fd, 4096) != 0) {
+		CHECK(0, "temporary file");
+		if (fd >= 0)
+			close(fd), unlink(path);
+		return;
+	}
+	struct arfd_config *c = config_new();
+	struct arfd_region_spec *g = &c->regions[c->n_regions++];
+	snprintf(g->name, sizeof g->name, "disk");
+	snprintf(g->file, sizeof g->file, "%s", path);
+	g->access = ISA_ACC_RW;
+	struct arfd *sa = server_start(c), *sb = server_start(c);
+	struct arc *a = sa ? client(sa, NULL) : NULL;
+	size_t nlen = 0;
+	uint8_t *nap = assemble(seg_nap_src, &nlen);
+	if (!sa || !sb || !a || !nap) {
+		CHECK(0, "setup");
+		goto out;
+	}
+	char ep_b[128];
+	snprintf(ep_b, sizeof ep_b, "%s", arfd_endpoint(sb, scheme));
+	uint64_t v = 0x5eed5eedull;
+	CHECK(arc_write(a, "disk", 8, &v, 8) == 0, "write before the move: %s", arc_errmsg(a));
+	int64_t ms = 300;
+	struct arc_exec x = { .seg = nap, .seg_len = nlen, .args = &ms, .n_args = 1 };
+	struct arc_pending *pend;
+	int rc = arc_exec_start(a, &x, &pend);
+	usleep(100 * 1000);            /* taken by A before the move begins */
+	char err[512] = "";
+	CHECK(arfd_move(sa, "tcp:127.0.0.1:0", err, sizeof err) == -1 &&
+	      !strcmp(err, "move to 'tcp:127.0.0.1:0': a port outside 1..65535"), "bad move: %s", err);
+	CHECK(arfd_move(sa, arfd_endpoint(sa, scheme), err, sizeof err) == -1 &&
+	      strstr(err, "that is this server"), "move to itself: %s", err);
+	rc = rc ? rc : arfd_move(sa, ep_b, err, sizeof err);
+	CHECK(rc == 0, "move: %d %s", rc, err);
+	CHECK(arfd_move(sa, ep_b, err, sizeof err) == 0, "the same move again: nothing to do");
+	CHECK(arfd_move(sa, "tcp:127.0.0.1:9", err, sizeof err) == -1 && strstr(err, "already moved"),
+	      "another move: %s", err);
+	rc = arc_exec_wait(a, pend);
+	CHECK(rc == 0 && arc_moves(a) == 0, "the run in flight finished on A: %d %s (moves %u)",
+	      rc, arc_errmsg(a), arc_moves(a));
+	free(x.out);
+	uint64_t got = 0;
+	rc = arc_read(a, "disk", 8, &got, 8);
+	CHECK(rc == 0 && got == v && arc_moves(a) == 1 && !strcmp(arc_endpoint(a), ep_b),
+	      "read after the move, from B: %d %s %llx moves %u at %s", rc, arc_errmsg(a),
+	      (unsigned long long)got, arc_moves(a), arc_endpoint(a));
+	v = ~v;
+	rc = arc_write(a, "disk", 16, &v, 8);
+	rc = rc ? rc : exec1(a, nap, nlen, NULL, &ms, 1, &x);
+	CHECK(rc == 0 && arc_moves(a) == 1, "a write and a run at B: %d %s", rc, arc_errmsg(a));
+	if (rc == 0)
+		free(x.out);
+	struct arc *late = client(sa, NULL);      /* a client that comes to A after the move */
+	got = 0;
+	rc = late ? arc_read(late, "disk", 16, &got, 8) : -1;
+	CHECK(rc == 0 && got == v && arc_moves(late) == 1, "a late client of A reads at B: %d %llx",
+	      rc, (unsigned long long)got);
+	arc_close(late);
+
+	/* hostile redirects from a server of our own: each ends in an error, none is followed */
+	char listen[32], self[128], other[64];
+	snprintf(listen, sizeof listen, "%s:127.0.0.1:0", scheme);
+	const char *l[1] = { listen };
+	struct pn *fk = pn_init(l, 1, NULL, err, sizeof err);
+	if (!fk) {
+		CHECK(0, "forger: %s", err);
+		goto out;
+	}
+	pn_set_handler(fk, AR_T_READ, 0, h_forged, NULL);
+	snprintf(self, sizeof self, "%s", pn_self(fk, scheme));
+	snprintf(other, sizeof other, "%s:127.0.0.1:9", stream() ? "udp" : "tcp");
+	static char huge[AR_MAX_MSG + 1];
+	memset(huge, 'x', AR_MAX_MSG);
+	const struct { const char *msg; int rc; const char *err; } forged[] = {
+		{ "", -AR_EPROTO, "to an endpoint that is not one (empty)" },
+		{ "tcp:127.0.0.1:0", -AR_EPROTO, "(a port outside 1..65535)" },
+		{ "tcp:a\nb:1", -AR_EPROTO, "(a character that is not in a host name)" },
+		{ huge, -AR_EPROTO, "(longer than 255 bytes)" },
+		{ other, -AR_EMOVED, "another transport, or rdma: connect there" },
+		{ self, -AR_EMOVED, "moved to itself" },
+	};
+	char fep[160];
+	snprintf(fep, sizeof fep, "%s", self);
+	struct arc_opts fo = { .timeout_ms = TIMEOUT_MS };
+	struct arc *f = arc_connect(fep, &fo, err, sizeof err);
+	for (size_t i = 0; f && i < sizeof forged / sizeof forged[0]; i++) {
+		atomic_store(&forged_msg, forged[i].msg);
+		rc = arc_read(f, "disk", 0, &got, 8);
+		CHECK(rc == forged[i].rc && strstr(arc_errmsg(f), forged[i].err) && arc_moves(f) == 0,
+		      "forged MOVED '%.30s': %d '%s'", forged[i].msg, rc, arc_errmsg(f));
+	}
+	arc_close(f);
+	pn_finalize(fk);
+
+	/* A sends its clients to B, and B to A: a client gives up after 8 moves in a row */
+	rc = arfd_move(sb, arfd_endpoint(sa, scheme), err, sizeof err);
+	CHECK(rc == 0, "move B back to A: %s", err);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = arc_read(a, "disk", 8, &got, 8);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK(rc == -AR_EMOVED && strstr(arc_errmsg(a), "moved 8 times in a row") && took < 5,
+	      "a loop of moves: %d '%s' after %.1f s", rc, arc_errmsg(a), took);
+out:
+	free(nap);
+	arc_close(a);
+	if (sa)
+		arfd_stop(sa, 5000);
+	if (sb)
+		arfd_stop(sb, 5000);
+	free(c);
+	close(fd);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	const char *all[] = { "tcp", "udp" };
@@ -2254,11 +2425,11 @@ int main(int argc, char **argv)
 			test_eviction, test_secret, test_limits, test_inflight, test_hostile,
 			test_disconnect, test_run_limits, test_endless, test_one_hog, test_reader_runs,
 			test_badop, test_restart, test_sessions, test_rights, test_compression,
-			test_delegation };
+			test_delegation, test_move };
 		static const char *const names[] = { "install_exec", "read_write", "eviction",
 			"secret", "limits", "inflight", "hostile", "disconnect", "run_limits", "endless",
 			"one_hog", "reader_runs", "badop", "restart", "sessions", "rights", "compression",
-			"delegation" };
+			"delegation", "move" };
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
 			struct timespec t0, t1;
 			const char *only = getenv("TEST_ARFD_ONLY");   /* one test by name */
