@@ -413,6 +413,8 @@ struct pn_spin {
 	atomic_flag looking;             /* a thread is looking */
 	uint64_t next_quota_ns;          /* the looker's own: affinity and quota again */
 	double own;                      /* CPUs this process may use */
+	unsigned max_pollers;            /* threads that may poll at once: own - 1 */
+	atomic_uint pollers;             /* ... polling now */
 	unsigned online;                 /* CPUs of the machine */
 	struct pn_spin_role_state role[PN_SPIN_ROLES];
 };

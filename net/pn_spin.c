@@ -195,6 +195,8 @@ void pn_spin_init(struct pn_spin *s, unsigned spin_us)
 	else if (mode && !strcmp(mode, "always")) {
 		atomic_store(&s->machine_ok, true);
 		atomic_store(&s->next_look_ns, UINT64_MAX);
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		s->max_pollers = online > 2 ? (unsigned)online - 1 : 1;
 	}
 }
 
@@ -209,6 +211,7 @@ static void look(struct pn_spin *s, uint64_t now)
 		s->own = own_cpus();
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 		s->online = online > 0 ? (unsigned)online : 1;
+		s->max_pollers = s->own >= 2 ? (s->own > 65 ? 64 : (unsigned)s->own - 1) : 1;
 		s->next_quota_ns = now + QUOTA_LOOK_NS;
 	}
 	char buf[128];
@@ -228,12 +231,20 @@ uint64_t pn_spin_budget(struct pn_spin *s, enum pn_spin_role role, uint64_t now)
 		return 0;
 	if (now < atomic_load_explicit(&s->role[role].quiet_until_ns, memory_order_relaxed))
 		return 0;
+	/* at most own CPUs - 1 threads of this process poll at once (a mount's FUSE threads
+	 * all waiting for replies would otherwise hold every CPU, the server's included) */
+	unsigned max = s->max_pollers, n = atomic_load(&s->pollers);
+	do {
+		if (n >= max)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&s->pollers, &n, n + 1));
 	return s->budget_ns;
 }
 
 void pn_spin_done(struct pn_spin *s, enum pn_spin_role role, bool found, uint64_t now)
 {
 	struct pn_spin_role_state *r = &s->role[role];
+	atomic_fetch_sub(&s->pollers, 1);
 	if (found) {
 		if (atomic_load_explicit(&r->misses, memory_order_relaxed))
 			atomic_store_explicit(&r->misses, 0, memory_order_relaxed);

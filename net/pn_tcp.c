@@ -1514,10 +1514,6 @@ static void read_loop(struct pn_tp *tp)
 			pn_spin_done(gate, PN_SPIN_REQUEST, n > 0, now);
 			spin_until = 0;
 		}
-		if (n > 0) {
-			uint64_t budget = pn_spin_budget(gate, PN_SPIN_REQUEST, now);
-			spin_until = budget ? now + budget : 0;
-		}
 		if (sticky || atomic_load(&tp->kicked)) {
 			if (atomic_load(&tp->kicked) || now - tp->last_scan >= STICKY_NS / 2) {
 				rewatch_idle(tp);
@@ -1550,7 +1546,14 @@ static void read_loop(struct pn_tp *tp)
 		}
 		if (atomic_load(&tp->n_blocked) > 0 && resume_blocked(tp))
 			return;
+		/* (taken here, after the returns above: a poll begun is always ended) */
+		if (n > 0 && !atomic_load(&tp->stop)) {
+			uint64_t budget = pn_spin_budget(gate, PN_SPIN_REQUEST, now);
+			spin_until = budget ? now + budget : 0;
+		}
 	}
+	if (spin_until)
+		pn_spin_done(gate, PN_SPIN_REQUEST, false, pn_now_ns());
 }
 
 /* A thread of the pool: the reader while it holds the place, else a follower waiting for

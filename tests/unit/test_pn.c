@@ -1739,6 +1739,15 @@ static void test_no_device(void)
 }
 
 
+/* Whether the gate would let a thread poll now (the poll is not begun). */
+static bool spin_would(struct pn_spin *s, enum pn_spin_role role, uint64_t t)
+{
+	if (!pn_spin_budget(s, role, t))
+		return false;
+	atomic_fetch_sub(&s->pollers, 1);
+	return true;
+}
+
 /* The spin gate (pn_spin.c): its parsers over what cgroups and /proc say, its back-off after
  * fruitless polls, and no polling with one CPU. */
 static void test_spin_gate(void)
@@ -1786,32 +1795,44 @@ static void test_spin_gate(void)
 	pn_spin_init(&s, 50);
 	atomic_store(&s.next_look_ns, UINT64_MAX);
 	atomic_store(&s.machine_ok, true);
+	s.max_pollers = 1;
 	uint64_t t = 1000000000;
 	static const struct { uint64_t quiet_ns; bool hit_first; } rounds[] = {
 		{ 1000000, false }, { 2000000, false }, { 4000000, false }, { 1000000, true },
 	};
 	for (size_t r = 0; r < sizeof rounds / sizeof rounds[0]; r++) {
-		if (rounds[r].hit_first)
+		if (rounds[r].hit_first) {
+			CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu: a hit's poll", r);
 			pn_spin_done(&s, PN_SPIN_REPLY, true, t);
+		}
 		for (int m = 0; m < 7; m++) {
 			CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu miss %d: no budget", r, m);
 			pn_spin_done(&s, PN_SPIN_REPLY, false, t);
 		}
-		CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu: 7 misses stop it", r);
+		CHECK(spin_would(&s, PN_SPIN_REPLY, t), "round %zu: 7 misses stop it", r);
+		CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu: the 8th poll", r);
 		pn_spin_done(&s, PN_SPIN_REPLY, false, t);
-		CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t + rounds[r].quiet_ns - 1) == 0,
+		CHECK(!spin_would(&s, PN_SPIN_REPLY, t + rounds[r].quiet_ns - 1),
 		      "round %zu: polls while quiet", r);
-		CHECK(pn_spin_budget(&s, PN_SPIN_REQUEST, t + 1) == 50000,
-		      "round %zu: the other role was stopped too", r);
+		CHECK(spin_would(&s, PN_SPIN_REQUEST, t + 1), "round %zu: the other role was stopped too", r);
 		t += rounds[r].quiet_ns;
-		CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "round %zu: quiet too long", r);
+		CHECK(spin_would(&s, PN_SPIN_REPLY, t), "round %zu: quiet too long", r);
 	}
 	for (int k = 0; k < 40; k++) {          /* the quiet period stops doubling at about 1 s */
-		for (int m = 0; m < 8; m++)
-			pn_spin_done(&s, PN_SPIN_REPLY, false, t);
+		for (int m = 0; m < 8; m++) {
+			uint64_t b = pn_spin_budget(&s, PN_SPIN_REPLY, t);
+			if (b)
+				pn_spin_done(&s, PN_SPIN_REPLY, false, t);
+		}
 		t += 1100000000;
 	}
-	CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "quiet for more than 1.1 s");
+	CHECK(spin_would(&s, PN_SPIN_REPLY, t), "quiet for more than 1.1 s");
+	/* at most max_pollers threads poll at once, whatever their role */
+	CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "the first poller");
+	CHECK(pn_spin_budget(&s, PN_SPIN_REQUEST, t) == 0, "a second poller past max_pollers 1");
+	pn_spin_done(&s, PN_SPIN_REPLY, true, t);
+	CHECK(spin_would(&s, PN_SPIN_REQUEST, t), "a poller once the first is done");
+	CHECK(atomic_load(&s.pollers) == 0, "pollers counted back to %u", atomic_load(&s.pollers));
 
 	/* one CPU of our own: never poll (a poller would hold the CPU its peer needs) */
 	cpu_set_t was, one;
