@@ -4,7 +4,7 @@
 #   1. `tar x` of a tree (up to 2000 files of /usr/include) into the mount while arfd is
 #      killed with SIGKILL and started again on the same port 2 s later: tar exits 0, the tree
 #      is identical (diff -r);
-#      three rounds, the kill 0.5, 0.8 and 1.1 s in (in the middle of the creates);
+#      three rounds, the kill once a tenth, a quarter and a half of the files are made;
 #   1b. exactly once across a crash (docs/arf.md, "Exactly once across a restart"): an arfd
 #      that kills itself (ARFD_TEST_KILL, server.c) right after its N-th mkdir, create,
 #      link, rename, unlink or rmdir is done but before the reply leaves, restarted 2 s
@@ -98,13 +98,25 @@ else
 	mounted || fuse="FUSE could not be mounted here: $(head -n 1 "$tmp/mount.log")"
 fi
 
-# tar_through DIR SIG PAUSE: tar x into the mount's DIR; SIG to arfd 0.8 s in, back PAUSE s later
+# until_made DIR PART PID: wait (30 s at most) until the mount's DIR holds 1/PART of the
+# tree's files or PID is gone: a kill lands in the middle of a tar however fast it runs
+until_made() {
+	i=0
+	while kill -0 "$3" 2>/dev/null && [ "$i" -lt 600 ] &&
+	      [ "$(find "$mnt/$1" -type f 2>/dev/null | wc -l)" -lt $((n_src / $2)) ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
+# tar_through DIR SIG PAUSE: tar x into the mount's DIR; SIG to arfd once a tenth of the
+# files are made, back PAUSE s later
 tar_through() {
 	mkdir "$mnt/$1"
 	t0=$(date +%s%N)
 	(cd "$mnt/$1" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
 	tpid=$!
-	sleep 0.8
+	until_made "$1" 10 "$tpid"
 	kill -0 "$tpid" 2>/dev/null || bad "tar x into $1 ended before arfd was stopped: nothing tested"
 	restart "$2" "$3"
 	wait "$tpid"
@@ -217,17 +229,19 @@ appends_through() {
 
 if [ "$fuse" = yes ]; then
 	tar_through a KILL 2
-	for delay in 0.5 1.1; do
-		# more kills at other moments, each into a tree of its own
-		mkdir "$mnt/a$delay"
-		(cd "$mnt/a$delay" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
+	for part in 4 2; do
+		# more kills at other moments, each into a tree of its own: once tar has made a
+		# quarter, then a half of the files (counted, not timed: a fixed delay was past the
+		# end of a fast tar)
+		mkdir "$mnt/a$part"
+		(cd "$mnt/a$part" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
 		tpid=$!
-		sleep "$delay"
-		kill -0 "$tpid" 2>/dev/null || bad "tar x into a$delay ended before the kill: nothing tested"
+		until_made "a$part" "$part" "$tpid"
+		kill -0 "$tpid" 2>/dev/null || bad "tar x into a$part ended before the kill: nothing tested"
 		restart KILL 2
 		wait "$tpid"
-		check_rc "tar x through a kill -9 $delay s in" 0 $?
-		if diff -r "$tmp/src" "$mnt/a$delay" >"$tmp/diff" 2>&1; then ok; else bad "tree after a kill $delay s in differs:"; head -n 5 "$tmp/diff" | sed 's/^/  | /'; fi
+		check_rc "tar x through a kill -9 after 1/$part of the files" 0 $?
+		if diff -r "$tmp/src" "$mnt/a$part" >"$tmp/diff" 2>&1; then ok; else bad "tree after a kill after 1/$part of the files differs:"; head -n 5 "$tmp/diff" | sed 's/^/  | /'; fi
 	done
 	ops_through mkdirattr 3
 	ops_through mknodattr 4
