@@ -172,27 +172,6 @@ static int64_t hook_hash_lookup(struct vm_hook_ctx *c, int64_t key)
 	return -1;
 }
 
-/* The raw baseline's server: echo what arrives, as it arrives, until the peer closes: one
- * read and one write per burst, the best a socket server can do (a pipelined burst of
- * RAW_LEN-byte messages is answered with one write). */
-static void *raw_echo(void *arg)
-{
-	int lfd = (int)(intptr_t)arg;
-	int fd = accept(lfd, NULL, NULL);
-	if (fd < 0)
-		return NULL;
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	uint8_t buf[64 * RAW_LEN];
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof buf);
-		if (n <= 0 || write(fd, buf, (size_t)n) != n) {
-			close(fd);
-			return NULL;
-		}
-	}
-}
-
 /* A read that polls (recv without waiting) for up to RAW_POLL_NS before it blocks: the
  * raw-tcp-poll baseline, a socket program that spins as libarc and arfd may (net/pn_spin.c),
  * so their polling is also compared with a raw program doing the same. */
@@ -209,17 +188,21 @@ static ssize_t read_polling(int fd, void *buf, size_t len)
 	}
 }
 
-static void *raw_echo_polling(void *arg)
+/* The raw baselines' server: echo what arrives, as it arrives, until the peer closes: one
+ * read and one write per burst, the best a socket server can do (a pipelined burst of
+ * RAW_LEN-byte messages is answered with one write); polling (raw-tcp-poll) or not. */
+struct raw_server { int lfd; bool polling; };
+static void *raw_echo(void *arg)
 {
-	int lfd = (int)(intptr_t)arg;
-	int fd = accept(lfd, NULL, NULL);
+	const struct raw_server *rs = arg;
+	int fd = accept(rs->lfd, NULL, NULL);
 	if (fd < 0)
 		return NULL;
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	uint8_t buf[64 * RAW_LEN];
 	for (;;) {
-		ssize_t n = read_polling(fd, buf, sizeof buf);
+		ssize_t n = rs->polling ? read_polling(fd, buf, sizeof buf) : read(fd, buf, sizeof buf);
 		if (n <= 0 || write(fd, buf, (size_t)n) != n) {
 			close(fd);
 			return NULL;
@@ -227,8 +210,8 @@ static void *raw_echo_polling(void *arg)
 	}
 }
 
-/* A listener on loopback served by fn on a thread of its own; its port. */
-static unsigned raw_listener(void *(*fn)(void *))
+/* A loopback listener served by raw_echo on a thread of its own; its port. */
+static unsigned raw_listener(struct raw_server *rs, bool polling)
 {
 	int lfd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -236,8 +219,9 @@ static unsigned raw_listener(void *(*fn)(void *))
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 1) != 0 ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0)
 		die("raw listener", strerror(errno));
+	*rs = (struct raw_server){ lfd, polling };
 	pthread_t th;
-	pthread_create(&th, NULL, fn, (void *)(intptr_t)lfd);
+	pthread_create(&th, NULL, raw_echo, rs);
 	pthread_detach(th);
 	return ntohs(sa.sin_port);
 }
@@ -279,7 +263,8 @@ static void server_main(int to_parent, int from_parent)
 	if (!s)
 		die("arfd_start", err);
 
-	unsigned raw_port = raw_listener(raw_echo), poll_port = raw_listener(raw_echo_polling);
+	static struct raw_server plain, polling;
+	unsigned raw_port = raw_listener(&plain, false), poll_port = raw_listener(&polling, true);
 	dprintf(to_parent, "%s %u %u\n", arfd_endpoint(s, "tcp"), raw_port, poll_port);
 	char c;
 	while (read(from_parent, &c, 1) > 0)
