@@ -68,8 +68,9 @@ struct jit_ctx {
 	const uint64_t *slots_end;     /* one past the run's frame slots */
 	uint64_t out_cap;
 	uint64_t saved_rsp;            /* rsp inside the trampoline, restored by a trap */
+	uint64_t rsp_limit;            /* rsp at a call site VM_MAX_CALL_DEPTH calls below the
+	                                * entry (gen_call: the depth check) */
 	int64_t result;
-	uint32_t depth;                /* calls nested below the entry */
 	uint32_t trap_kind, trap_xi, trap_func, trap_code;
 };
 
@@ -395,12 +396,16 @@ static void load_hot_region(struct cg *g)
 		emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
 	}
 }
-static void reload_all(struct cg *g)
+/* ... except slot `skip` (-1: none), when the caller overwrites it right away (a call's
+ * result) */
+static void reload_all_but(struct cg *g, int32_t skip)
 {
 	for (unsigned i = 0; i < g->n_cached; i++)
-		emit_mov_r_rm(&g->e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+		if (g->cached[i] != skip)
+			emit_mov_r_rm(&g->e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
 	load_hot_region(g);
 }
+static void reload_all(struct cg *g) { reload_all_but(g, -1); }
 
 /* ---- templates ---- */
 
@@ -995,7 +1000,12 @@ static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint3
 }
 
 /* call: fuel, then depth and frame room (trap stack), exactly in the interpreter's order; the
- * callee's frame starts at fp + a, where the arguments are; its result comes back in rax. */
+ * callee's frame starts at fp + a, where the arguments are; its result comes back in rax.
+ * The depth is not counted: every activation takes exactly 16 bytes of C stack (return
+ * address, the prologue's sub rsp, 8), so rsp itself says how deep the call is, and the check
+ * is one compare with rsp_limit (set by the trampoline).  A counter in the context cost a
+ * read-modify-write before and after every call, one chain through memory across all calls
+ * of the run (fib). */
 static void gen_call(struct cg *g, const struct xinsn *x)
 {
 	struct emit *e = &g->e;
@@ -1003,14 +1013,12 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 	const struct xfunc *cf = &g->prog->funcs[callee];
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);    /* sub r13, 1 */
 	emit_jcc_refill(g, CC_B, 0, true);
-	emit_alu_rm_imm(e, 0, ALU_CMP, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)),
-	                VM_MAX_CALL_DEPTH);                     /* cmp dword [depth], max */
-	emit_jcc_trap(g, CC_AE, ISA_TRAP_STACK);
+	emit_alu_r_rm(e, ALU_CMP, RSP, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)));
+	emit_jcc_trap(g, CC_BE, ISA_TRAP_STACK);                /* rsp <= limit: depth max */
 	emit_op(e, OP_W, 0x8d, RAX, rm_mem(R_FP, (int32_t)(8 * ((int64_t)x->a + cf->n_slots))));
 	emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
 	emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);                 /* fp + a + n_slots > end */
 	spill_all(g);
-	emit_op(e, 0, 0xff, 0, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)));   /* inc dword */
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FP), 8 * x->a);
 	emit1(e, 0xe8);                                          /* call rel32 */
 	g->calls = grow(g, g->calls, &g->cap_calls, g->n_calls, sizeof *g->calls);
@@ -1018,8 +1026,7 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 		g->calls[g->n_calls++] = (struct callsite){ (uint32_t)e->len, callee };
 	emit4(e, 0);
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FP), 8 * x->a);
-	emit_op(e, 0, 0xff, 1, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)));   /* dec dword */
-	reload_all(g);
+	reload_all_but(g, x->a);                                 /* slot a: the result, below */
 	store_slot(g, x->a, RAX);
 }
 
@@ -1314,6 +1321,25 @@ static int choose_cached(struct cg *g)
 	return 0;
 }
 
+/* named[s] = whether any xinsn of xf names local s.  A local no xinsn names is never read,
+ * so its zero need not be stored (pncc declares locals it never uses: fib's prologue zeroed
+ * five on each call).  Helpers, calls and hooks take their operands at operand-stack homes,
+ * never at a local; for the xinsns slot_uses does not describe, every field that could be a
+ * local counts, which errs toward zeroing. */
+static void mark_named_locals(const struct xfunc *xf, bool *named)
+{
+	for (uint32_t i = 0; i < xf->n_code; i++) {
+		const struct xinsn *x = &xf->code[i];
+		int32_t u[4] = { x->a, x->b, x->c, -1 };
+		unsigned n = slot_uses(x, u);
+		if (n == 0)
+			n = 3;
+		for (unsigned k = 0; k < n; k++)
+			if (u[k] >= 0 && (uint32_t)u[k] < xf->n_locals)
+				named[u[k]] = true;
+	}
+}
+
 /* Function entry: rsp becomes 16-byte aligned for calls out; locals beyond the arguments
  * start at zero; cached arguments and locals are loaded. */
 static void gen_prologue(struct cg *g)
@@ -1321,11 +1347,15 @@ static void gen_prologue(struct cg *g)
 	struct emit *e = &g->e;
 	const struct xfunc *xf = g->xf;
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
+	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
+	if (named)
+		mark_named_locals(xf, named);
 	for (int32_t s = xf->n_args; s < xf->n_locals; s++)
-		if (g->reg_of[s] < 0) {
+		if (g->reg_of[s] < 0 && (!named || named[s])) {
 			emit_op(e, OP_W, 0xc7, 0, rm_mem(R_FP, 8 * s)); /* mov qword [rbx+8s], 0 */
 			emit4(e, 0);
 		}
+	free(named);
 	for (unsigned i = 0; i < g->n_cached; i++) {
 		int32_t s = g->cached[i];
 		if (s < xf->n_args)
@@ -1469,6 +1499,10 @@ static void gen_trampoline(struct emit *e, uint32_t *common_trap)
 	emit_mov_r_rm(e, R_TAB, rm_mem(R_CTX, offsetof(struct jit_ctx, R)));
 	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)));
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, saved_rsp)), RSP);
+	/* the entry function's calls see rsp = saved_rsp - 16 (return address, its sub rsp, 8),
+	 * each level deeper 16 less: at depth VM_MAX_CALL_DEPTH, saved_rsp - 16 (max + 1) */
+	emit_op(e, OP_W, 0x8d, RAX, rm_mem(RSP, -16 * (VM_MAX_CALL_DEPTH + 1)));  /* lea rax */
+	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)), RAX);
 	emit_op(e, 0, 0xff, 2, rm_reg(RDX));                  /* call rdx */
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)), R_FUEL);
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, result)), RAX);
