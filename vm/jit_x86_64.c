@@ -475,6 +475,21 @@ static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 		store_slot(g, x->a, t);
 		return;
 	}
+	/* a = b + imm, a = b + c into another register, b and c in registers: one lea instead
+	 * of a mov and an add (nothing reads the flags an ALU template leaves) */
+	struct rm mb = src_slot(g, x->b);
+	if (mb.reg >= 0 && mb.reg != t && ri && (op == ALU_ADD || op == ALU_SUB) &&
+	    x->imm != INT64_MIN && fits32(op == ALU_ADD ? x->imm : -x->imm)) {
+		emit_op(e, OP_W, 0x8d, t, rm_mem(mb.reg, (int32_t)(op == ALU_ADD ? x->imm : -x->imm)));
+		store_slot(g, x->a, t);
+		return;
+	}
+	if (mb.reg >= 0 && mb.reg != t && !ri && op == ALU_ADD && g->reg_of[x->c] >= 0 &&
+	    g->reg_of[x->c] != t && g->reg_of[x->c] != RSP) {
+		emit_op(e, OP_W, 0x8d, t, rm_idx(mb.reg, g->reg_of[x->c]));   /* lea t, [b + c] */
+		store_slot(g, x->a, t);
+		return;
+	}
 	if (!ri && x->b != x->c && g->reg_of[x->c] == t)
 		t = RAX;                                   /* a = b - a: keep a until it is read */
 	load_slot(g, t, x->b);
