@@ -39,6 +39,7 @@ static const char *const xop_names[X_COUNT] = {
 
 #define JIT_MAX_CODE (1u << 30)   /* rel32 reaches everything in one mapping below 2 GiB */
 #define JIT_ALIGN    16          /* functions and loop heads start at such a boundary */
+#define JIT_LIM_REGIONS 16       /* regions whose access limits the context holds (emit_bounds) */
 
 /* ---- registers ----
  * Fixed for the whole run (callee-saved, so C helpers keep them):
@@ -73,6 +74,10 @@ struct jit_ctx {
 	                                * entry (gen_call: the depth check) */
 	int64_t result;
 	uint32_t trap_kind, trap_xi, trap_func, trap_code;
+	/* lim[r][k]: how many offsets a 2 << k byte access of region r may start at (its length
+	 * less the width plus one, 0 when shorter than the width), for the regions below
+	 * JIT_LIM_REGIONS but out, whose lengths stay put during a run (vm_jit_run) */
+	uint64_t lim[JIT_LIM_REGIONS][3];
 };
 
 /* The trampoline: int enter(struct jit_ctx *ctx, uint64_t *fp, const void *func), 0 when the
@@ -899,12 +904,22 @@ static int region_base(struct cg *g, unsigned r)
 /* Trap `kind` unless [off, off + w) lies inside a region of length `len` (memory operand):
  *   w == 1:  cmp off, len; jae trap
  *   else:    mov rcx, len; sub rcx, w; jb trap; cmp off, rcx; ja trap
- * which is the interpreter's off <= len && w <= len - off, without overflow. */
-static void emit_bounds(struct cg *g, int off, struct rm len, unsigned w, int kind)
+ * which is the interpreter's off <= len && w <= len - off, without overflow.  Region r's
+ * (r >= 0) wider accesses compare with its limit in the context instead, computed once per
+ * run: cmp off, [r14 + lim]; jae trap, one fused compare and branch where there were two
+ * (off >= lim is exactly off > len - w or len < w). */
+static void emit_bounds(struct cg *g, int off, struct rm len, unsigned w, int kind, int r)
 {
 	struct emit *e = &g->e;
 	if (w == 1) {
 		emit_alu_r_rm(e, ALU_CMP, off, len);
+		emit_jcc_trap(g, CC_AE, kind);
+		return;
+	}
+	if (r >= 0 && r != ISA_R_OUT && r < JIT_LIM_REGIONS) {
+		unsigned k = w == 2 ? 0 : w == 4 ? 1 : 2;
+		emit_alu_r_rm(e, ALU_CMP, off, rm_mem(R_CTX, (int32_t)(offsetof(struct jit_ctx, lim) +
+		              sizeof(uint64_t) * (3 * (unsigned)r + k))));
 		emit_jcc_trap(g, CC_AE, kind);
 		return;
 	}
@@ -939,7 +954,7 @@ static void gen_load(struct cg *g, const struct xinsn *x, unsigned w, int is_sig
 	static const unsigned sx[] = { [1] = 0x0fbe, [2] = 0x0fbf, [4] = 0x63, [8] = 0x8b };
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->b, x->imm);
-	emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS);
+	emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
 	int base = region_base(g, (unsigned)x->c);
 	int t = work_reg(g, x->a);
 	/* movzx r32 / mov r32 zero-extend to 64 bits; movsx/movsxd/mov r64 need REX.W */
@@ -969,10 +984,10 @@ static void gen_store(struct cg *g, const struct xinsn *x, unsigned w, int out)
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->a, 0);
 	if (!out) {
-		emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS);
+		emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
 	} else {
 		emit_bounds(g, off, rm_mem(R_CTX, offsetof(struct jit_ctx, out_cap)), w,
-		            ISA_TRAP_OUTPUT_FULL);
+		            ISA_TRAP_OUTPUT_FULL, -1);
 		/* lea rcx, [off + w]; cmp rcx, out.len; jbe done; call out_extend */
 		emit_op(e, OP_W, 0x8d, RCX, rm_mem(off, (int32_t)w));
 		emit_alu_r_rm(e, ALU_CMP, RCX, region_len(g, ISA_R_OUT));
@@ -998,7 +1013,7 @@ static void gen_ld8u_jcc(struct cg *g, const struct xinsn *x, enum cc cc)
 {
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->b, 0);
-	emit_bounds(g, off, region_len(g, (unsigned)x->c), 1, ISA_TRAP_BOUNDS);
+	emit_bounds(g, off, region_len(g, (unsigned)x->c), 1, ISA_TRAP_BOUNDS, x->c);
 	int base = region_base(g, (unsigned)x->c);
 	emit_op(e, 0, 0x0fb6, RAX, rm_idx(base, off));      /* movzx eax, byte [base + off] */
 	if (fits32(x->imm)) {
@@ -1116,7 +1131,7 @@ static int gen_ld8u_cmp(struct cg *g, const struct xinsn *ld, const struct xinsn
 	    x->a != ld->a || x->imm < 0 || x->imm > 255)
 		return 0;
 	int off = offset_reg(g, ld->b, ld->imm);
-	emit_bounds(g, off, region_len(g, (unsigned)ld->c), 1, ISA_TRAP_BOUNDS);
+	emit_bounds(g, off, region_len(g, (unsigned)ld->c), 1, ISA_TRAP_BOUNDS, ld->c);
 	int base = region_base(g, (unsigned)ld->c);
 	int t = work_reg(g, x->a);
 	/* d is zeroed before the compare, so it must be neither the base nor the offset
@@ -1722,6 +1737,11 @@ int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *re
 		.run = run, .R = run->R, .fuel = run->fuel, .slots_end = slots + VM_STACK_SLOTS,
 		.out_cap = run->out_cap,
 	};
+	for (uint32_t r = 0; r < prog->n_mrefs && r < JIT_LIM_REGIONS; r++)
+		for (unsigned k = 0; k < 3; k++) {
+			uint64_t len = run->R[r].len, w = 2u << k;
+			ctx.lim[r][k] = len >= w ? len - w + 1 : 0;
+		}
 	jit_enter_fn *enter = (jit_enter_fn *)(void *)j->mem;
 	int trapped = enter(&ctx, slots, j->mem + j->func_off[entry]);
 	if (!trapped) {
