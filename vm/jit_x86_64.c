@@ -445,7 +445,8 @@ static void load_hot_region(struct cg *g)
 {
 	if (g->hot_region >= 0) {
 		emit_mov_r_rm(&g->e, g->hot_base, rm_mem(R_TAB, 16 * g->hot_region));
-		emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
+		if (g->hot_len >= 0)
+			emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
 	}
 }
 /* ... except slot `skip` (-1: none), when the caller overwrites it right away (a call's
@@ -890,7 +891,8 @@ static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int
  * for the function's hot region, registers. */
 static struct rm region_len(const struct cg *g, unsigned r)
 {
-	return (int)r == g->hot_region ? rm_reg(g->hot_len) : rm_mem(R_TAB, (int32_t)(16 * r + 8));
+	return (int)r == g->hot_region && g->hot_len >= 0 ? rm_reg(g->hot_len)
+	                                                  : rm_mem(R_TAB, (int32_t)(16 * r + 8));
 }
 /* A register holding region r's base: its own, or rdx loaded from the table. */
 static int region_base(struct cg *g, unsigned r)
@@ -1369,10 +1371,36 @@ static int region_use(const struct xinsn *x)
 	}
 }
 
+/* Whether a memory xinsn's check reads its region's length: byte accesses and rlen do,
+ * wider accesses compare with the per-run limit instead (emit_bounds) where there is one. */
+static bool reads_len(const struct xinsn *x)
+{
+	if (x->c >= JIT_LIM_REGIONS)
+		return true;
+	switch ((enum xop)x->op) {
+#define XLD(n, w, t) case X_##n: return w == 1;
+#define XST(n, w, t) case X_##n: return w == 1;
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XCC(n, e)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	default:                       /* LD8U_J*, RLEN */
+		return true;
+	}
+}
+
 static int choose_cached(struct cg *g)
 {
 	const struct xfunc *xf = g->xf;
 	uint64_t rscore[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS] = { 0 };
+	bool len_read[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS] = { 0 };
 	int32_t *loop = calloc((size_t)xf->n_code + 1, sizeof *loop);
 	uint64_t *score = calloc(xf->n_slots ? xf->n_slots : 1, sizeof *score);
 	if (!loop || !score) {
@@ -1401,8 +1429,10 @@ static int choose_cached(struct cg *g)
 		for (unsigned k = 0; k < n; k++)
 			score[s[k]] += k == 0 && w0 ? w : 2 * w;
 		int r = region_use(&xf->code[i]);
-		if (r >= 0)
+		if (r >= 0) {
 			rscore[r] += 2 * w;           /* base and length are read */
+			len_read[r] |= reads_len(&xf->code[i]);
+		}
 	}
 	int hot = -1;
 	for (int r = 0; r < ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS; r++)
@@ -1419,11 +1449,14 @@ static int choose_cached(struct cg *g)
 			if (score[s] > score[best])
 				best = s;
 		uint64_t bs = xf->n_slots ? score[best] : 0;
-		/* the hot region's base and length take two registers when they beat a slot */
-		if (hot >= 0 && g->hot_region < 0 && n_regs + 2 <= N_CACHE_REGS && rscore[hot] >= bs) {
+		/* the hot region's base and length take two registers when they beat a slot; its
+		 * base alone when no check reads its length (rsort: 8- and 4-byte accesses) */
+		unsigned need = hot >= 0 && len_read[hot] ? 2 : 1;
+		if (hot >= 0 && g->hot_region < 0 && n_regs + need <= N_CACHE_REGS &&
+		    rscore[hot] >= bs) {
 			g->hot_region = hot;
 			g->hot_base = (int8_t)cache_regs[n_regs++];
-			g->hot_len = (int8_t)cache_regs[n_regs++];
+			g->hot_len = need == 2 ? (int8_t)cache_regs[n_regs++] : -1;
 			continue;
 		}
 		if (bs == 0)
