@@ -460,6 +460,33 @@ static void reload_all_but(struct cg *g, int32_t skip)
 }
 static void reload_all(struct cg *g) { reload_all_but(g, -1); }
 
+/* Around a C helper that reads and writes the frame only at slots a and above (its operands
+ * and result, on top of the operand stack): the System V ABI keeps rbp and r15, so a slot
+ * cached there below a needs neither the store nor the load, and a hot region base or length
+ * there stays.  hprobe's key compare (cmp, once per probe) wrote back and read again all
+ * eight registers. */
+static bool callee_saved(int r) { return r == RBP || r == R15; }
+static void spill_for_helper(struct cg *g, int32_t a)
+{
+	for (unsigned i = 0; i < g->n_cached; i++) {
+		int32_t s = g->cached[i];
+		if (s >= a || !callee_saved(g->reg_of[s]))
+			emit_mov_rm_r(&g->e, rm_mem(R_FP, 8 * s), g->reg_of[s]);
+	}
+}
+static void reload_for_helper(struct cg *g, int32_t a)
+{
+	for (unsigned i = 0; i < g->n_cached; i++) {
+		int32_t s = g->cached[i];
+		if (s >= a || !callee_saved(g->reg_of[s]))
+			emit_mov_r_rm(&g->e, g->reg_of[s], rm_mem(R_FP, 8 * s));
+	}
+	if (g->hot_region >= 0 && !callee_saved(g->hot_base))
+		emit_mov_r_rm(&g->e, g->hot_base, rm_mem(R_TAB, 16 * g->hot_region));
+	if (g->hot_region >= 0 && g->hot_len >= 0 && !callee_saved(g->hot_len))
+		emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
+}
+
 /* ---- templates ---- */
 
 /* a = b op c / a = b op imm, for add, sub, and, or, xor */
@@ -1063,7 +1090,7 @@ static void gen_helper_fuel(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, 
                             bool fuel)
 {
 	struct emit *e = &g->e;
-	spill_all(g);
+	spill_for_helper(g, a);
 	emit_mov_r_rm(e, RDI, rm_mem(R_CTX, offsetof(struct jit_ctx, run)));
 	if (fuel)
 		emit_mov_rm_r(e, rm_mem(RDI, offsetof(struct run, fuel)), R_FUEL);
@@ -1077,7 +1104,7 @@ static void gen_helper_fuel(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, 
 	}
 	emit_op(e, 0, 0x85, RAX, rm_reg(RAX));               /* test eax, eax */
 	emit_jcc_trap(g, CC_NE, -1);                          /* the kind is in eax */
-	reload_all(g);
+	reload_for_helper(g, a);
 }
 
 static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint32_t b)
