@@ -1254,7 +1254,8 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 #define XBIN(n, e) case X_LD8U_##n##_RR: case X_LD8U_##n##_RI:
 #define XUN(n, e)
 #define XCC(n, e) case X_ADDI_J##n##_RR: case X_ADDI_J##n##_RI: \
-	case X_ADDI_J##n##_RRB: case X_ADDI_J##n##_RIB:
+	case X_ADDI_J##n##_RRB: case X_ADDI_J##n##_RIB: \
+	case X_MOV_J##n##_RR: case X_MOV_J##n##_RI: case X_MOV_J##n##_RRB: case X_MOV_J##n##_RIB:
 #define XLD(n, w, t) case X_LDB_##n: case X_ADDR_##n:
 #define XST(n, w, t)
 #define X(n)
@@ -1265,7 +1266,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 #undef XLD
 #undef XST
 #undef X
-	case X_ADDI_JMPB: {
+	case X_ADDI_JMPB: case X_MOV_JZ: case X_MOV_JZB: case X_MOV_JNZ: case X_MOV_JNZB: {
 		struct xinsn first = *x;
 		first.op = vm_xop_unfused((enum xop)x->op);
 		gen_insn(g, &first);
