@@ -54,7 +54,9 @@ static const char *const prof_names[X_COUNT + 1] = {
 #define XCC(n, e) [X_J##n##_RR] = "J" #n "_RR", [X_J##n##_RI] = "J" #n "_RI", \
                   [X_J##n##_RRB] = "J" #n "_RRB", [X_J##n##_RIB] = "J" #n "_RIB", \
                   [X_ADDI_J##n##_RR] = "ADDI_J" #n "_RR", [X_ADDI_J##n##_RI] = "ADDI_J" #n "_RI", \
-                  [X_ADDI_J##n##_RRB] = "ADDI_J" #n "_RRB", [X_ADDI_J##n##_RIB] = "ADDI_J" #n "_RIB",
+                  [X_ADDI_J##n##_RRB] = "ADDI_J" #n "_RRB", [X_ADDI_J##n##_RIB] = "ADDI_J" #n "_RIB", \
+                  [X_MOV_J##n##_RR] = "MOV_J" #n "_RR", [X_MOV_J##n##_RI] = "MOV_J" #n "_RI", \
+                  [X_MOV_J##n##_RRB] = "MOV_J" #n "_RRB", [X_MOV_J##n##_RIB] = "MOV_J" #n "_RIB",
 #define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n,
 #define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_OUT",
 #define X(n) [X_##n] = #n,
@@ -66,6 +68,8 @@ static const char *const prof_names[X_COUNT + 1] = {
 #undef XST
 #undef X
 	[X_ADDI_JMPB] = "ADDI_JMPB",
+	[X_MOV_JZ] = "MOV_JZ", [X_MOV_JZB] = "MOV_JZB", [X_MOV_JNZ] = "MOV_JNZ",
+	[X_MOV_JNZB] = "MOV_JNZB",
 };
 struct prof_row { uint64_t n; unsigned a, b; };
 static int prof_cmp(const void *x, const void *y)
@@ -125,7 +129,9 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #define XBIN(n, e) [X_LD8U_##n##_RR] = &&do_LD8U_##n##_RR, [X_LD8U_##n##_RI] = &&do_LD8U_##n##_RI,
 #define XUN(n, e)
 #define XCC(n, e) [X_ADDI_J##n##_RR] = &&do_ADDI_J##n##_RR, [X_ADDI_J##n##_RI] = &&do_ADDI_J##n##_RI, \
-                  [X_ADDI_J##n##_RRB] = &&do_ADDI_J##n##_RRB, [X_ADDI_J##n##_RIB] = &&do_ADDI_J##n##_RIB,
+                  [X_ADDI_J##n##_RRB] = &&do_ADDI_J##n##_RRB, [X_ADDI_J##n##_RIB] = &&do_ADDI_J##n##_RIB, \
+                  [X_MOV_J##n##_RR] = &&do_MOV_J##n##_RR, [X_MOV_J##n##_RI] = &&do_MOV_J##n##_RI, \
+                  [X_MOV_J##n##_RRB] = &&do_MOV_J##n##_RRB, [X_MOV_J##n##_RIB] = &&do_MOV_J##n##_RIB,
 #define XLD(n, w, t) [X_LDB_##n] = &&do_LDB_##n, [X_ADDR_##n] = &&do_ADDR_##n,
 #define XST(n, w, t)
 #define X(n)
@@ -137,6 +143,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XST
 #undef X
 		[X_ADDI_JMPB] = &&do_ADDI_JMPB,
+		[X_MOV_JZ] = &&do_MOV_JZ, [X_MOV_JZB] = &&do_MOV_JZB, [X_MOV_JNZ] = &&do_MOV_JNZ,
+		[X_MOV_JNZB] = &&do_MOV_JNZB,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -241,6 +249,8 @@ dispatch:
 		uint64_t y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); }
 #define XUN(n, e)
 #define ADDI() do { fp[ip->a] = fp[ip->b] + (uint64_t)ip->imm; ip++; } while (0)
+/* MOV's copy, then the branch (at its own pc, fuel and all) */
+#define MOVX() do { fp[ip->a] = fp[ip->b]; ip++; } while (0)
 #define XCC(n, e) \
 	CASE(ADDI_J##n##_RR) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
@@ -249,6 +259,14 @@ dispatch:
 	CASE(ADDI_J##n##_RRB) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
 	CASE(ADDI_J##n##_RIB) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+	CASE(MOV_J##n##_RR) { MOVX(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(MOV_J##n##_RI) { MOVX(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
+		if (e) { JUMP(ip + ip->d); } NEXT(); } \
+	CASE(MOV_J##n##_RRB) { MOVX(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+	CASE(MOV_J##n##_RIB) { MOVX(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
 #define XLD(n, w, t) \
 	CASE(LDB_##n) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
@@ -266,6 +284,11 @@ dispatch:
 #undef X
 	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP(ip + ip->d); }
 #undef ADDI
+	CASE(MOV_JZ)   { MOVX(); if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(MOV_JNZ)  { MOVX(); if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(MOV_JZB)  { MOVX(); if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+	CASE(MOV_JNZB) { MOVX(); if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+#undef MOVX
 
 	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
 	CASE(MOVI) { fp[ip->a] = (uint64_t)ip->imm; NEXT(); }

@@ -38,6 +38,8 @@ static const char *const xop_names[X_COUNT] = {
 #include <unistd.h>
 
 #define JIT_MAX_CODE (1u << 30)   /* rel32 reaches everything in one mapping below 2 GiB */
+#define JIT_ALIGN    16          /* functions and loop heads start at such a boundary */
+#define JIT_LIM_REGIONS 16       /* regions whose access limits the context holds (emit_bounds) */
 
 /* ---- registers ----
  * Fixed for the whole run (callee-saved, so C helpers keep them):
@@ -68,9 +70,14 @@ struct jit_ctx {
 	const uint64_t *slots_end;     /* one past the run's frame slots */
 	uint64_t out_cap;
 	uint64_t saved_rsp;            /* rsp inside the trampoline, restored by a trap */
+	uint64_t rsp_limit;            /* rsp at a call site VM_MAX_CALL_DEPTH calls below the
+	                                * entry (gen_call: the depth check) */
 	int64_t result;
-	uint32_t depth;                /* calls nested below the entry */
 	uint32_t trap_kind, trap_xi, trap_func, trap_code;
+	/* lim[r][k]: how many offsets a 2 << k byte access of region r may start at (its length
+	 * less the width plus one, 0 when shorter than the width), for the regions below
+	 * JIT_LIM_REGIONS but out, whose lengths stay put during a run (vm_jit_run) */
+	uint64_t lim[JIT_LIM_REGIONS][3];
 };
 
 /* The trampoline: int enter(struct jit_ctx *ctx, uint64_t *fp, const void *func), 0 when the
@@ -133,6 +140,26 @@ static void patch_rel32(struct emit *e, uint32_t at, size_t to)
 }
 
 static int fits32(int64_t v) { return v == (int32_t)v; }
+
+/* Pad with the recommended multi-byte nops up to a multiple of `to` (a power of two).  Loop
+ * heads and functions start aligned, as gcc -O2 aligns them: a tight loop otherwise crosses
+ * fetch boundaries wherever the code before it happens to end (count_nl's loop ran 1.46x or
+ * 1.70x of gcc's, its machine code identical, as the trampoline grew by 12 bytes). */
+static void emit_align(struct emit *e, unsigned to)
+{
+	static const uint8_t nop[8][8] = {
+		{ 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 }, { 0x0f, 0x1f, 0x40, 0x00 },
+		{ 0x0f, 0x1f, 0x44, 0x00, 0x00 }, { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 },
+		{ 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 },
+		{ 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
+	};
+	size_t pad = (to - (e->len & (to - 1))) & (to - 1);
+	while (pad > 0 && !e->err) {
+		size_t n = pad > 8 ? 8 : pad;
+		emit_bytes(e, nop[n - 1], n);
+		pad -= n;
+	}
+}
 
 /* An r/m operand: a register, or memory at [base + index + disp]. */
 struct rm {
@@ -317,6 +344,12 @@ struct cg {
 	uint32_t n_refills, cap_refills;
 	uint32_t common_trap;          /* offset of the shared trap exit */
 	const char *unsupported;       /* name of an xop the JIT cannot compile, or NULL */
+	/* The last store of an uncached slot: where its code ends, the slot and the register
+	 * stored.  A load of that slot emitted right there (nothing between, no label) takes
+	 * the register instead of a store-to-load round trip (load_slot). */
+	uint32_t fwd_end;              /* UINT32_MAX: none */
+	int32_t fwd_slot;
+	int8_t fwd_reg;
 };
 
 /* Append to one of the growing arrays of cg; a failed allocation is the emitter's error. */
@@ -369,15 +402,35 @@ static void emit_jcc_refill(struct cg *g, int cc, uint32_t target, bool at_code)
 
 /* A forward branch inside a template: emit_skip, then emit_land where it lands. */
 static uint32_t emit_skip(struct cg *g, int cc) { return emit_jcc(&g->e, cc); }
-static void emit_land(struct cg *g, uint32_t at) { patch_rel32(&g->e, at, g->e.len); }
+static void emit_land(struct cg *g, uint32_t at)
+{
+	patch_rel32(&g->e, at, g->e.len);
+	g->fwd_end = UINT32_MAX;       /* another path arrives here: no forwarding across it */
+}
 
 /* ---- frame slots: a register when cached, else [rbx + 8 * slot] ---- */
 static struct rm slot(const struct cg *g, int32_t s)
 {
 	return g->reg_of[s] >= 0 ? rm_reg(g->reg_of[s]) : rm_mem(R_FP, 8 * s);
 }
-static void load_slot(struct cg *g, int r, int32_t s) { emit_mov_r_rm(&g->e, r, slot(g, s)); }
-static void store_slot(struct cg *g, int32_t s, int r) { emit_mov_rm_r(&g->e, slot(g, s), r); }
+/* Slot s as a source operand: its register, the register it was stored from just before
+ * (fwd_end), or its frame slot. */
+static struct rm src_slot(const struct cg *g, int32_t s)
+{
+	if (g->reg_of[s] < 0 && g->fwd_end == g->e.len && g->fwd_slot == s)
+		return rm_reg(g->fwd_reg);
+	return slot(g, s);
+}
+static void load_slot(struct cg *g, int r, int32_t s) { emit_mov_r_rm(&g->e, r, src_slot(g, s)); }
+static void store_slot(struct cg *g, int32_t s, int r)
+{
+	emit_mov_rm_r(&g->e, slot(g, s), r);
+	if (g->reg_of[s] < 0) {
+		g->fwd_end = (uint32_t)g->e.len;
+		g->fwd_slot = s;
+		g->fwd_reg = (int8_t)r;
+	}
+}
 /* Where to compute a new value of slot s: its register, else rax (then stored). */
 static int work_reg(const struct cg *g, int32_t s) { return g->reg_of[s] >= 0 ? g->reg_of[s] : RAX; }
 
@@ -392,14 +445,46 @@ static void load_hot_region(struct cg *g)
 {
 	if (g->hot_region >= 0) {
 		emit_mov_r_rm(&g->e, g->hot_base, rm_mem(R_TAB, 16 * g->hot_region));
-		emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
+		if (g->hot_len >= 0)
+			emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
 	}
 }
-static void reload_all(struct cg *g)
+/* ... except slot `skip` (-1: none), when the caller overwrites it right away (a call's
+ * result) */
+static void reload_all_but(struct cg *g, int32_t skip)
 {
 	for (unsigned i = 0; i < g->n_cached; i++)
-		emit_mov_r_rm(&g->e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+		if (g->cached[i] != skip)
+			emit_mov_r_rm(&g->e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
 	load_hot_region(g);
+}
+static void reload_all(struct cg *g) { reload_all_but(g, -1); }
+
+/* Around a C helper that reads and writes the frame only at slots a and above (its operands
+ * and result, on top of the operand stack): the System V ABI keeps rbp and r15, so a slot
+ * cached there below a needs neither the store nor the load, and a hot region base or length
+ * there stays.  hprobe's key compare (cmp, once per probe) wrote back and read again all
+ * eight registers. */
+static bool callee_saved(int r) { return r == RBP || r == R15; }
+static void spill_for_helper(struct cg *g, int32_t a)
+{
+	for (unsigned i = 0; i < g->n_cached; i++) {
+		int32_t s = g->cached[i];
+		if (s >= a || !callee_saved(g->reg_of[s]))
+			emit_mov_rm_r(&g->e, rm_mem(R_FP, 8 * s), g->reg_of[s]);
+	}
+}
+static void reload_for_helper(struct cg *g, int32_t a)
+{
+	for (unsigned i = 0; i < g->n_cached; i++) {
+		int32_t s = g->cached[i];
+		if (s >= a || !callee_saved(g->reg_of[s]))
+			emit_mov_r_rm(&g->e, g->reg_of[s], rm_mem(R_FP, 8 * s));
+	}
+	if (g->hot_region >= 0 && !callee_saved(g->hot_base))
+		emit_mov_r_rm(&g->e, g->hot_base, rm_mem(R_TAB, 16 * g->hot_region));
+	if (g->hot_region >= 0 && g->hot_len >= 0 && !callee_saved(g->hot_len))
+		emit_mov_r_rm(&g->e, g->hot_len, rm_mem(R_TAB, 16 * g->hot_region + 8));
 }
 
 /* ---- templates ---- */
@@ -416,6 +501,28 @@ static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 		x = &sw;
 	}
 	int t = work_reg(g, x->a);
+	if (ri && op == ALU_AND && x->imm == 0xffffffff) {
+		/* how pncc zero-extends a 32-bit value: mov r32, r/m32 clears the upper half
+		 * in one instruction (and with a mask needs the mask in a register first) */
+		emit_op(e, 0, 0x8b, t, src_slot(g, x->b));   /* mov t32, b32 */
+		store_slot(g, x->a, t);
+		return;
+	}
+	/* a = b + imm, a = b + c into another register, b and c in registers: one lea instead
+	 * of a mov and an add (nothing reads the flags an ALU template leaves) */
+	struct rm mb = src_slot(g, x->b);
+	if (mb.reg >= 0 && mb.reg != t && ri && (op == ALU_ADD || op == ALU_SUB) &&
+	    x->imm != INT64_MIN && fits32(op == ALU_ADD ? x->imm : -x->imm)) {
+		emit_op(e, OP_W, 0x8d, t, rm_mem(mb.reg, (int32_t)(op == ALU_ADD ? x->imm : -x->imm)));
+		store_slot(g, x->a, t);
+		return;
+	}
+	if (mb.reg >= 0 && mb.reg != t && !ri && op == ALU_ADD && g->reg_of[x->c] >= 0 &&
+	    g->reg_of[x->c] != t && g->reg_of[x->c] != RSP) {
+		emit_op(e, OP_W, 0x8d, t, rm_idx(mb.reg, g->reg_of[x->c]));   /* lea t, [b + c] */
+		store_slot(g, x->a, t);
+		return;
+	}
 	if (!ri && x->b != x->c && g->reg_of[x->c] == t)
 		t = RAX;                                   /* a = b - a: keep a until it is read */
 	load_slot(g, t, x->b);
@@ -811,7 +918,8 @@ static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int
  * for the function's hot region, registers. */
 static struct rm region_len(const struct cg *g, unsigned r)
 {
-	return (int)r == g->hot_region ? rm_reg(g->hot_len) : rm_mem(R_TAB, (int32_t)(16 * r + 8));
+	return (int)r == g->hot_region && g->hot_len >= 0 ? rm_reg(g->hot_len)
+	                                                  : rm_mem(R_TAB, (int32_t)(16 * r + 8));
 }
 /* A register holding region r's base: its own, or rdx loaded from the table. */
 static int region_base(struct cg *g, unsigned r)
@@ -825,12 +933,22 @@ static int region_base(struct cg *g, unsigned r)
 /* Trap `kind` unless [off, off + w) lies inside a region of length `len` (memory operand):
  *   w == 1:  cmp off, len; jae trap
  *   else:    mov rcx, len; sub rcx, w; jb trap; cmp off, rcx; ja trap
- * which is the interpreter's off <= len && w <= len - off, without overflow. */
-static void emit_bounds(struct cg *g, int off, struct rm len, unsigned w, int kind)
+ * which is the interpreter's off <= len && w <= len - off, without overflow.  Region r's
+ * (r >= 0) wider accesses compare with its limit in the context instead, computed once per
+ * run: cmp off, [r14 + lim]; jae trap, one fused compare and branch where there were two
+ * (off >= lim is exactly off > len - w or len < w). */
+static void emit_bounds(struct cg *g, int off, struct rm len, unsigned w, int kind, int r)
 {
 	struct emit *e = &g->e;
 	if (w == 1) {
 		emit_alu_r_rm(e, ALU_CMP, off, len);
+		emit_jcc_trap(g, CC_AE, kind);
+		return;
+	}
+	if (r >= 0 && r != ISA_R_OUT && r < JIT_LIM_REGIONS) {
+		unsigned k = w == 2 ? 0 : w == 4 ? 1 : 2;
+		emit_alu_r_rm(e, ALU_CMP, off, rm_mem(R_CTX, (int32_t)(offsetof(struct jit_ctx, lim) +
+		              sizeof(uint64_t) * (3 * (unsigned)r + k))));
 		emit_jcc_trap(g, CC_AE, kind);
 		return;
 	}
@@ -865,7 +983,7 @@ static void gen_load(struct cg *g, const struct xinsn *x, unsigned w, int is_sig
 	static const unsigned sx[] = { [1] = 0x0fbe, [2] = 0x0fbf, [4] = 0x63, [8] = 0x8b };
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->b, x->imm);
-	emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS);
+	emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
 	int base = region_base(g, (unsigned)x->c);
 	int t = work_reg(g, x->a);
 	/* movzx r32 / mov r32 zero-extend to 64 bits; movsx/movsxd/mov r64 need REX.W */
@@ -895,10 +1013,10 @@ static void gen_store(struct cg *g, const struct xinsn *x, unsigned w, int out)
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->a, 0);
 	if (!out) {
-		emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS);
+		emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
 	} else {
 		emit_bounds(g, off, rm_mem(R_CTX, offsetof(struct jit_ctx, out_cap)), w,
-		            ISA_TRAP_OUTPUT_FULL);
+		            ISA_TRAP_OUTPUT_FULL, -1);
 		/* lea rcx, [off + w]; cmp rcx, out.len; jbe done; call out_extend */
 		emit_op(e, OP_W, 0x8d, RCX, rm_mem(off, (int32_t)w));
 		emit_alu_r_rm(e, ALU_CMP, RCX, region_len(g, ISA_R_OUT));
@@ -924,7 +1042,7 @@ static void gen_ld8u_jcc(struct cg *g, const struct xinsn *x, enum cc cc)
 {
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->b, 0);
-	emit_bounds(g, off, region_len(g, (unsigned)x->c), 1, ISA_TRAP_BOUNDS);
+	emit_bounds(g, off, region_len(g, (unsigned)x->c), 1, ISA_TRAP_BOUNDS, x->c);
 	int base = region_base(g, (unsigned)x->c);
 	emit_op(e, 0, 0x0fb6, RAX, rm_idx(base, off));      /* movzx eax, byte [base + off] */
 	if (fits32(x->imm)) {
@@ -972,7 +1090,7 @@ static void gen_helper_fuel(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, 
                             bool fuel)
 {
 	struct emit *e = &g->e;
-	spill_all(g);
+	spill_for_helper(g, a);
 	emit_mov_r_rm(e, RDI, rm_mem(R_CTX, offsetof(struct jit_ctx, run)));
 	if (fuel)
 		emit_mov_rm_r(e, rm_mem(RDI, offsetof(struct run, fuel)), R_FUEL);
@@ -986,7 +1104,7 @@ static void gen_helper_fuel(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, 
 	}
 	emit_op(e, 0, 0x85, RAX, rm_reg(RAX));               /* test eax, eax */
 	emit_jcc_trap(g, CC_NE, -1);                          /* the kind is in eax */
-	reload_all(g);
+	reload_for_helper(g, a);
 }
 
 static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint32_t b)
@@ -995,7 +1113,12 @@ static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint3
 }
 
 /* call: fuel, then depth and frame room (trap stack), exactly in the interpreter's order; the
- * callee's frame starts at fp + a, where the arguments are; its result comes back in rax. */
+ * callee's frame starts at fp + a, where the arguments are; its result comes back in rax.
+ * The depth is not counted: every activation takes exactly 16 bytes of C stack (return
+ * address, the prologue's sub rsp, 8), so rsp itself says how deep the call is, and the check
+ * is one compare with rsp_limit (set by the trampoline).  A counter in the context cost a
+ * read-modify-write before and after every call, one chain through memory across all calls
+ * of the run (fib). */
 static void gen_call(struct cg *g, const struct xinsn *x)
 {
 	struct emit *e = &g->e;
@@ -1003,14 +1126,12 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 	const struct xfunc *cf = &g->prog->funcs[callee];
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);    /* sub r13, 1 */
 	emit_jcc_refill(g, CC_B, 0, true);
-	emit_alu_rm_imm(e, 0, ALU_CMP, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)),
-	                VM_MAX_CALL_DEPTH);                     /* cmp dword [depth], max */
-	emit_jcc_trap(g, CC_AE, ISA_TRAP_STACK);
+	emit_alu_r_rm(e, ALU_CMP, RSP, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)));
+	emit_jcc_trap(g, CC_BE, ISA_TRAP_STACK);                /* rsp <= limit: depth max */
 	emit_op(e, OP_W, 0x8d, RAX, rm_mem(R_FP, (int32_t)(8 * ((int64_t)x->a + cf->n_slots))));
 	emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
 	emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);                 /* fp + a + n_slots > end */
 	spill_all(g);
-	emit_op(e, 0, 0xff, 0, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)));   /* inc dword */
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FP), 8 * x->a);
 	emit1(e, 0xe8);                                          /* call rel32 */
 	g->calls = grow(g, g->calls, &g->cap_calls, g->n_calls, sizeof *g->calls);
@@ -1018,8 +1139,7 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 		g->calls[g->n_calls++] = (struct callsite){ (uint32_t)e->len, callee };
 	emit4(e, 0);
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FP), 8 * x->a);
-	emit_op(e, 0, 0xff, 1, rm_mem(R_CTX, offsetof(struct jit_ctx, depth)));   /* dec dword */
-	reload_all(g);
+	reload_all_but(g, x->a);                                 /* slot a: the result, below */
 	store_slot(g, x->a, RAX);
 }
 
@@ -1040,7 +1160,7 @@ static int gen_ld8u_cmp(struct cg *g, const struct xinsn *ld, const struct xinsn
 	    x->a != ld->a || x->imm < 0 || x->imm > 255)
 		return 0;
 	int off = offset_reg(g, ld->b, ld->imm);
-	emit_bounds(g, off, region_len(g, (unsigned)ld->c), 1, ISA_TRAP_BOUNDS);
+	emit_bounds(g, off, region_len(g, (unsigned)ld->c), 1, ISA_TRAP_BOUNDS, ld->c);
 	int base = region_base(g, (unsigned)ld->c);
 	int t = work_reg(g, x->a);
 	/* d is zeroed before the compare, so it must be neither the base nor the offset
@@ -1134,7 +1254,8 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 #define XBIN(n, e) case X_LD8U_##n##_RR: case X_LD8U_##n##_RI:
 #define XUN(n, e)
 #define XCC(n, e) case X_ADDI_J##n##_RR: case X_ADDI_J##n##_RI: \
-	case X_ADDI_J##n##_RRB: case X_ADDI_J##n##_RIB:
+	case X_ADDI_J##n##_RRB: case X_ADDI_J##n##_RIB: \
+	case X_MOV_J##n##_RR: case X_MOV_J##n##_RI: case X_MOV_J##n##_RRB: case X_MOV_J##n##_RIB:
 #define XLD(n, w, t) case X_LDB_##n: case X_ADDR_##n:
 #define XST(n, w, t)
 #define X(n)
@@ -1145,7 +1266,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 #undef XLD
 #undef XST
 #undef X
-	case X_ADDI_JMPB: {
+	case X_ADDI_JMPB: case X_MOV_JZ: case X_MOV_JZB: case X_MOV_JNZ: case X_MOV_JNZB: {
 		struct xinsn first = *x;
 		first.op = vm_xop_unfused((enum xop)x->op);
 		gen_insn(g, &first);
@@ -1227,6 +1348,33 @@ static unsigned slot_uses(const struct xinsn *x, int32_t *s)
 	}
 }
 
+/* Whether the first slot slot_uses lists is only written (the destination of an operation
+ * that does not read it first). */
+static bool first_only_written(const struct xinsn *x)
+{
+	switch ((enum xop)x->op) {
+#define XBIN(n, e) case X_##n##_RR: case X_##n##_RI:
+#define XUN(n, e) case X_##n:
+#define XLD(n, w, t) case X_##n:
+#define XCC(n, e)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_MOV: case X_MOVI: case X_RLEN: case X_RLEN_OUT:
+	case X_DIVS_RR: case X_DIVU_RR: case X_REMS_RR: case X_REMU_RR:
+	case X_DIVS_RI: case X_DIVU_RI: case X_REMS_RI: case X_REMU_RI:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* The region a memory xinsn addresses, or -1 (out never counts: its length moves). */
 static int region_use(const struct xinsn *x)
 {
@@ -1251,10 +1399,36 @@ static int region_use(const struct xinsn *x)
 	}
 }
 
+/* Whether a memory xinsn's check reads its region's length: byte accesses and rlen do,
+ * wider accesses compare with the per-run limit instead (emit_bounds) where there is one. */
+static bool reads_len(const struct xinsn *x)
+{
+	if (x->c >= JIT_LIM_REGIONS)
+		return true;
+	switch ((enum xop)x->op) {
+#define XLD(n, w, t) case X_##n: return w == 1;
+#define XST(n, w, t) case X_##n: return w == 1;
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XCC(n, e)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	default:                       /* LD8U_J*, RLEN */
+		return true;
+	}
+}
+
 static int choose_cached(struct cg *g)
 {
 	const struct xfunc *xf = g->xf;
 	uint64_t rscore[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS] = { 0 };
+	bool len_read[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS] = { 0 };
 	int32_t *loop = calloc((size_t)xf->n_code + 1, sizeof *loop);
 	uint64_t *score = calloc(xf->n_slots ? xf->n_slots : 1, sizeof *score);
 	if (!loop || !score) {
@@ -1275,11 +1449,18 @@ static int choose_cached(struct cg *g)
 		depth += loop[i];
 		uint64_t w = 1ull << (4 * (depth < 4 ? depth : 4));
 		unsigned n = slot_uses(&xf->code[i], s);
+		/* a read counts twice a write: a slot left in memory costs a store where it is
+		 * written, but where it is read after a write a store-to-load round trip, which is
+		 * what chains a loop's iterations (rsort: the key in its inner loop, only written
+		 * there, gave way to a counter its outer loops read and write back each time) */
+		bool w0 = first_only_written(&xf->code[i]);
 		for (unsigned k = 0; k < n; k++)
-			score[s[k]] += w;
+			score[s[k]] += k == 0 && w0 ? w : 2 * w;
 		int r = region_use(&xf->code[i]);
-		if (r >= 0)
-			rscore[r] += w;
+		if (r >= 0) {
+			rscore[r] += 2 * w;           /* base and length are read */
+			len_read[r] |= reads_len(&xf->code[i]);
+		}
 	}
 	int hot = -1;
 	for (int r = 0; r < ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS; r++)
@@ -1296,11 +1477,14 @@ static int choose_cached(struct cg *g)
 			if (score[s] > score[best])
 				best = s;
 		uint64_t bs = xf->n_slots ? score[best] : 0;
-		/* the hot region's base and length take two registers when they beat a slot */
-		if (hot >= 0 && g->hot_region < 0 && n_regs + 2 <= N_CACHE_REGS && rscore[hot] >= bs) {
+		/* the hot region's base and length take two registers when they beat a slot; its
+		 * base alone when no check reads its length (rsort: 8- and 4-byte accesses) */
+		unsigned need = hot >= 0 && len_read[hot] ? 2 : 1;
+		if (hot >= 0 && g->hot_region < 0 && n_regs + need <= N_CACHE_REGS &&
+		    rscore[hot] >= bs) {
 			g->hot_region = hot;
 			g->hot_base = (int8_t)cache_regs[n_regs++];
-			g->hot_len = (int8_t)cache_regs[n_regs++];
+			g->hot_len = need == 2 ? (int8_t)cache_regs[n_regs++] : -1;
 			continue;
 		}
 		if (bs == 0)
@@ -1314,6 +1498,25 @@ static int choose_cached(struct cg *g)
 	return 0;
 }
 
+/* named[s] = whether any xinsn of xf names local s.  A local no xinsn names is never read,
+ * so its zero need not be stored (pncc declares locals it never uses: fib's prologue zeroed
+ * five on each call).  Helpers, calls and hooks take their operands at operand-stack homes,
+ * never at a local; for the xinsns slot_uses does not describe, every field that could be a
+ * local counts, which errs toward zeroing. */
+static void mark_named_locals(const struct xfunc *xf, bool *named)
+{
+	for (uint32_t i = 0; i < xf->n_code; i++) {
+		const struct xinsn *x = &xf->code[i];
+		int32_t u[4] = { x->a, x->b, x->c, -1 };
+		unsigned n = slot_uses(x, u);
+		if (n == 0)
+			n = 3;
+		for (unsigned k = 0; k < n; k++)
+			if (u[k] >= 0 && (uint32_t)u[k] < xf->n_locals)
+				named[u[k]] = true;
+	}
+}
+
 /* Function entry: rsp becomes 16-byte aligned for calls out; locals beyond the arguments
  * start at zero; cached arguments and locals are loaded. */
 static void gen_prologue(struct cg *g)
@@ -1321,11 +1524,15 @@ static void gen_prologue(struct cg *g)
 	struct emit *e = &g->e;
 	const struct xfunc *xf = g->xf;
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
+	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
+	if (named)
+		mark_named_locals(xf, named);
 	for (int32_t s = xf->n_args; s < xf->n_locals; s++)
-		if (g->reg_of[s] < 0) {
+		if (g->reg_of[s] < 0 && (!named || named[s])) {
 			emit_op(e, OP_W, 0xc7, 0, rm_mem(R_FP, 8 * s)); /* mov qword [rbx+8s], 0 */
 			emit4(e, 0);
 		}
+	free(named);
 	for (unsigned i = 0; i < g->n_cached; i++) {
 		int32_t s = g->cached[i];
 		if (s < xf->n_args)
@@ -1426,14 +1633,20 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	for (uint32_t i = 0; i < g->xf->n_code; i++) {
 		int32_t d;
 		if (branch_d(&g->xf->code[i], &d))
-			target[i + d] = 1;
+			target[i + d] |= d <= 0 ? 2 : 1;     /* 2: a loop head */
 	}
+	emit_align(&g->e, JIT_ALIGN);
 	j->func_off[fi] = (uint32_t)g->e.len;
+	g->fwd_end = UINT32_MAX;
 	gen_prologue(g);
 	for (uint32_t i = 0; i < g->xf->n_code && !g->unsupported; i++) {
 		const struct xinsn *x = &g->xf->code[i];
 		g->xi = i;
+		if (target[i] & 2)
+			emit_align(&g->e, JIT_ALIGN);
 		g->xoff[i] = (uint32_t)g->e.len;
+		if (target[i])
+			g->fwd_end = UINT32_MAX;   /* a branch lands here: rax may hold anything */
 		if (i + 1 < g->xf->n_code && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
 			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
@@ -1469,6 +1682,10 @@ static void gen_trampoline(struct emit *e, uint32_t *common_trap)
 	emit_mov_r_rm(e, R_TAB, rm_mem(R_CTX, offsetof(struct jit_ctx, R)));
 	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)));
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, saved_rsp)), RSP);
+	/* the entry function's calls see rsp = saved_rsp - 16 (return address, its sub rsp, 8),
+	 * each level deeper 16 less: at depth VM_MAX_CALL_DEPTH, saved_rsp - 16 (max + 1) */
+	emit_op(e, OP_W, 0x8d, RAX, rm_mem(RSP, -16 * (VM_MAX_CALL_DEPTH + 1)));  /* lea rax */
+	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)), RAX);
 	emit_op(e, 0, 0xff, 2, rm_reg(RDX));                  /* call rdx */
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)), R_FUEL);
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, result)), RAX);
@@ -1581,6 +1798,11 @@ int vm_jit_run(struct run *run, unsigned entry, const int64_t *argv, int64_t *re
 		.run = run, .R = run->R, .fuel = run->fuel, .slots_end = slots + VM_STACK_SLOTS,
 		.out_cap = run->out_cap,
 	};
+	for (uint32_t r = 0; r < prog->n_mrefs && r < JIT_LIM_REGIONS; r++)
+		for (unsigned k = 0; k < 3; k++) {
+			uint64_t len = run->R[r].len, w = 2u << k;
+			ctx.lim[r][k] = len >= w ? len - w + 1 : 0;
+		}
 	jit_enter_fn *enter = (jit_enter_fn *)(void *)j->mem;
 	int trapped = enter(&ctx, slots, j->mem + j->func_off[entry]);
 	if (!trapped) {

@@ -621,6 +621,9 @@ _Static_assert(X_ADDI_JGEU_RIB == X_ADDI_JEQ_RR + 39 && X_ADDI_JMPB == X_ADDI_JE
                "ADDI_J order follows XCC");
 _Static_assert(X_LD8U_GEU_RI - X_LD8U_ADD_RR == X_GEU_RI - X_ADD_RR, "LD8U_ order follows XBIN");
 _Static_assert(X_LD64 - X_LD8U == 6 && X_ADDR_LD64 - X_LDB_LD8U == 13, "LDB_, ADDR_ follow XLD");
+_Static_assert(X_MOV_JGEU_RIB == X_MOV_JEQ_RR + 39 && X_MOV_JZ == X_MOV_JEQ_RR + 40 &&
+               X_JNZB - X_JZ == 3 && X_MOV_JNZB - X_MOV_JZ == 3 && X_JZB == X_JZ + 1 &&
+               X_MOV_JZB == X_MOV_JZ + 1, "MOV_J order follows XCC, then JZ JZB JNZ JNZB");
 
 enum xop vm_xop_unfused(enum xop op)
 {
@@ -630,6 +633,8 @@ enum xop vm_xop_unfused(enum xop op)
 		return X_LD8U;
 	if (op >= X_LDB_LD8U && op <= X_ADDR_LD64)
 		return (op - X_LDB_LD8U) % 2 ? X_ADD_RR : X_LD8U;
+	if (op >= X_MOV_JEQ_RR && op <= X_MOV_JNZB)
+		return X_MOV;
 	return op;
 }
 
@@ -656,6 +661,12 @@ static enum xop fuse_pair(const struct xinsn *x, struct xinsn *y)
 			return X_ADDI_JEQ_RR + (yo - X_JEQ_RR);
 		if (yo == X_JMPB)
 			return X_ADDI_JMPB;
+	}
+	if (xo == X_MOV) {
+		if (yo >= X_JEQ_RR && yo <= X_JGEU_RIB)
+			return X_MOV_JEQ_RR + (yo - X_JEQ_RR);
+		if (yo >= X_JZ && yo <= X_JNZB)
+			return X_MOV_JZ + (yo - X_JZ);
 	}
 	if ((xo == X_LD8U || xo == X_ADD_RR) && yo >= X_LD8U && yo <= X_LD64 && y->b == x->a)
 		return X_LDB_LD8U + 2 * (yo - X_LD8U) + (xo == X_ADD_RR);

@@ -61,6 +61,21 @@ enum xop {
 #undef XLD
 #undef XST
 #undef X
+	/* MOV, then a conditional branch: pncc copies a register just before a loop's test */
+#define XCC(n, e) X_MOV_J##n##_RR, X_MOV_J##n##_RI, X_MOV_J##n##_RRB, X_MOV_J##n##_RIB,
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	X_MOV_JZ, X_MOV_JZB, X_MOV_JNZ, X_MOV_JNZB,
 	X_COUNT
 };
 enum { X_FUSED_FIRST = X_ADDI_JEQ_RR };

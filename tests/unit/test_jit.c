@@ -203,6 +203,36 @@ static void test_calls(void)
 	int64_t d255[1] = { 255 }, d256[1] = { 256 };
 	expect_value("recursion 256 deep", rec, d255, 1, 255);
 	expect_trap("recursion 257 deep", rec, d256, 1, 0, ISA_TRAP_STACK, 12);
+	/* the JIT reads the depth off rsp: with fuel for exactly the 257 calls, the last one
+	 * traps 'stack'; one unit less and it traps 'fuel' first (the interpreter's order) */
+	struct outcome o;
+	both("257 deep, fuel for every call", rec, d256, 1, 257, &o);
+	check(o.rc == -VM_ETRAP && o.res.trap.kind == ISA_TRAP_STACK && o.res.trap.pc == 12,
+	      "257 deep with fuel 257: traps stack at pc 12");
+	both("257 deep, fuel one short", rec, d256, 1, 256, &o);
+	check(o.rc == -VM_ETRAP && o.res.trap.kind == ISA_TRAP_FUEL && o.res.trap.pc == 12,
+	      "257 deep with fuel 256: traps fuel at pc 12");
+	/* locals no instruction names are not zeroed by the JIT's prologue: the locals that are
+	 * named still start at 0 where an earlier call (g) left garbage in the same frame slots */
+	expect_value("named locals start at 0 over an earlier frame",
+	             ".func main\n call g\n call h\n add\n ret\n.end\n"
+	             ".func g\n.locals 8\n push 11\n lset 1\n push 12\n lset 2\n push 13\n lset 3\n"
+	             " push 14\n lset 4\n push 15\n lset 5\n push 16\n lset 6\n push 17\n lset 7\n"
+	             " lget 7\n ret\n.end\n"
+	             ".func h\n.locals 8\n lget 5\n lget 2\n add\n push 100\n add\n ret\n.end\n",
+	             NULL, 0, 17 + 100);
+	/* ... and with more named locals than the JIT has cache registers, so some are zeroed
+	 * in memory while the unnamed local 12 is not */
+	expect_value("named locals in memory start at 0 over an earlier frame",
+	             ".func main\n call g\n call h\n add\n ret\n.end\n"
+	             ".func g\n.locals 14\n push 11\n lset 1\n push 12\n lset 2\n push 13\n lset 3\n"
+	             " push 14\n lset 4\n push 15\n lset 5\n push 16\n lset 6\n push 17\n lset 7\n"
+	             " push 18\n lset 8\n push 19\n lset 9\n push 20\n lset 10\n push 21\n lset 11\n"
+	             " push 22\n lset 12\n push 23\n lset 13\n lget 13\n ret\n.end\n"
+	             ".func h\n.locals 14\n lget 1\n lget 2\n lget 3\n lget 4\n lget 5\n lget 6\n"
+	             " lget 7\n lget 8\n lget 9\n lget 10\n lget 11\n lget 13\n add\n add\n add\n"
+	             " add\n add\n add\n add\n add\n add\n add\n add\n ret\n.end\n",
+	             NULL, 0, 23);
 	/* frames that do not fit VM_STACK_SLOTS trap 'stack' at the call, whatever the depth */
 	char big[4096];
 	snprintf(big, sizeof big, ".func main n\n lget n\n call f\n ret\n.end\n"
