@@ -60,7 +60,12 @@ struct ast {
 	int n_groups;          /* over all patterns */
 	int has_backref;
 	int utf8;              /* UTF-8 locale: word assertions look at characters; 1: matches
-	                        * start on characters, 2: anywhere (-w, as grep) */
+	                        * start on characters, 2: anywhere (-w, and a pattern with an
+	                        * encoding error that grep takes byte by byte: grep.c) */
+	int enc_err;           /* UTF-8: a pattern has an encoding error outside brackets */
+	int mb_set;            /* UTF-8: a pattern has \w \W \s \S or a bracket that glibc's
+	                        * regex keeps as characters (a range, class, negation, or a
+	                        * member outside ASCII) */
 	int err;               /* sticky out-of-memory */
 };
 

@@ -46,6 +46,7 @@ printf 'αβγ\nδεζ\n' > greek
 printf 'first é\nsecond \0 nul é\n' > nul
 printf 'no newline é' > nonl
 printf '%s\n' 'ab' 'ñandú' 'ÑANDÚ' 'σς Σ' 'ǆ ǅ Ǆ' 'ﬀ' > fold
+printf 'caf\303\251 foo\nx\251y\n\251\nab\n\342\202\254\342\202\254\n\303\227\303\227\ncaf\303\n' > lone
 files="mixed invalid greek nul nonl fold"
 # context around a line with an encoding error differs (docs/grep.md): not with those
 files_ctx="mixed greek nul nonl fold"
@@ -225,6 +226,17 @@ run_all() {
 	check -n -e 'a' invalid
 	check -o -e 'a' invalid
 	check -H -e 'e' invalid mixed
+	# a lone byte in the pattern: grep's regex goes byte by byte (a match may start inside
+	# a character) unless -i, \w \s, word assertions or a bracket of characters keep it on
+	# characters
+	b9=$(printf '\251') bc=$(printf '\254') e2=$(printf '\342') c3=$(printf '\303')
+	for o in -o -c '-o -i' '-c -i' '-o -w' '-o -F' '-c -v'; do
+		for p in "$b9" "$bc$e2" "x*$b9" "$b9\\|[ab]" "$b9\\|[a-c]" "$b9\\|[^a]" "$b9 \\w" \
+			"\\>$b9" "$b9\\|\\bfoo" "$c3"; do
+			# shellcheck disable=SC2086
+			check -a $o -e "$p" lone
+		done
+	done
 }
 
 export LC_ALL=C.UTF-8

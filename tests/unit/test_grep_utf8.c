@@ -195,6 +195,21 @@ static void test_match(void)
 		{ GREP_BASIC, 0, 0, "\\bé", "xé", 0, -1, -1 },                  /* é is a word char */
 		{ GREP_BASIC, 0, 0, "x\\>", "xé", 0, -1, -1 },
 		{ GREP_BASIC, 0, 0, "x\\>", "x\xff", 1, 0, 1 },                 /* invalid: no word */
+		/* a lone byte in the pattern (an encoding error): grep's regex goes byte by byte
+		 * and it matches inside a character, except under -i or beside \w, \b or a
+		 * bracket that regex keeps as characters (found by fuzz_grep) */
+		{ GREP_BASIC, 0, 0, "\xa9", "caf\xc3\xa9", 1, 4, 5 },
+		{ GREP_FIXED, 0, 0, "\xa9", "caf\xc3\xa9", 1, 4, 5 },
+		{ GREP_BASIC, 0, 0, "\xac\xe2", "\xe2\x82\xac\xe2\x82\xac", 1, 2, 4 },
+		{ GREP_BASIC, 0, 1, "\xac\xe2", "\xe2\x82\xac\xe2\x82\xac", 1, 2, 4 },
+		{ GREP_BASIC, 0, 0, "\xa9\\|[ab]", "\xc3\xa9", 1, 1, 2 },
+		{ GREP_BASIC, 1, 0, "\xa9", "caf\xc3\xa9", 0, -1, -1 },
+		{ GREP_FIXED, 1, 0, "\xa9", "caf\xc3\xa9", 0, -1, -1 },
+		{ GREP_BASIC, 1, 0, "\xa9", "x\xa9", 1, 1, 2 },
+		{ GREP_BASIC, 0, 0, "\xa9 \\w", "caf\xc3\xa9 foo", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "\xa9\\|[a-c]", "\xc3\xa9", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "\xa9\\|[^a]", "\xc3\xa9", 1, 0, 2 },
+		{ GREP_BASIC, 0, 0, "\\>\xa9", "caf\xc3\xa9", 0, -1, -1 },
 		{ GREP_BASIC, 0, 0, "\\<日", "本日", 0, -1, -1 },
 		{ GREP_BASIC, 0, 1, "caf", "café", 0, -1, -1 },
 		{ GREP_BASIC, 0, 1, "café", "un café.", 1, 3, 8 },
