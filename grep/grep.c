@@ -508,14 +508,14 @@ static int word_before(const struct grep *g, const uint8_t *p, size_t n, size_t 
 {
 	if (i == 0)
 		return 0;
-	return g->o.utf8 ? utf8_word_before(p, n, i) : word_byte(p[i - 1]);
+	return g->o.utf8 ? utf8_word_before(p, n, i) == 1 : word_byte(p[i - 1]);   /* -w: errors none */
 }
 
 static int word_at(const struct grep *g, const uint8_t *p, size_t n, size_t i)
 {
 	if (i >= n)
 		return 0;
-	return g->o.utf8 ? utf8_word_at(p, n, i) : word_byte(p[i]);
+	return g->o.utf8 ? utf8_word_at(p, n, i) == 1 : word_byte(p[i]);
 }
 
 /* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */

@@ -47,6 +47,8 @@ printf 'first é\nsecond \0 nul é\n' > nul
 printf 'no newline é' > nonl
 printf '%s\n' 'ab' 'ñandú' 'ÑANDÚ' 'σς Σ' 'ǆ ǅ Ǆ' 'ﬀ' > fold
 printf 'caf\303\251 foo\nx\251y\n\251\nab\n\342\202\254\342\202\254\n\303\227\303\227\ncaf\303\n' > lone
+printf 'a fox\n\377fox\nbad \200 fox\nxfox\n\303fox\nfoo\n\342\202fox\n\303\251\200fox\n' > wordenc
+printf 'a\252fox\na\327fox\na\367fox\na\271fox\nfox\252\nfox\327\nfox\342\202\nfox\342\n' >> wordenc
 files="mixed invalid greek nul nonl fold"
 # context around a line with an encoding error differs (docs/grep.md): not with those
 files_ctx="mixed greek nul nonl fold"
@@ -235,6 +237,14 @@ run_all() {
 			"\\>$b9" "$b9\\|\\bfoo" "$c3"; do
 			# shellcheck disable=SC2086
 			check -a $o -e "$p" lone
+		done
+	done
+	# \b \B \< \> beside encoding errors: glibc's regex takes a lone byte as the Latin-1
+	# character of its value (0xC3 a letter, 0x80 not); -w takes none as a word character
+	for o in -c '-c -v' '-a -n' '-a -o -b' '-a -n -w' '-a -c -v -w'; do
+		for p in '\bfox' '\<fox' '\Bfox' 'fox\>' 'fox\B' 'x\b' '\>'; do
+			# shellcheck disable=SC2086
+			check $o -e "$p" wordenc
 		done
 	done
 }
