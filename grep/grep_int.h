@@ -92,6 +92,7 @@ static inline int is_word(unsigned c)
  * The caller has set a UTF-8 LC_CTYPE (setlocale): classes and case come from its isw*,
  * towupper. */
 #define UTF8_MAX 0x10FFFF
+#define UTF8_FOLD_MAX 0x1FFFF  /* no character past it has another case (utf8.c fold_pairs) */
 #define UTF8_MAX_SEQS 32       /* byte sequences one range of code points can need */
 struct utf8_seq {              /* one sequence of n byte ranges lo[i]..hi[i] */
 	uint8_t n;

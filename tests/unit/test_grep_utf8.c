@@ -6,6 +6,7 @@
  * Prints "N passed, N failed" last; exits 1 on any failure.
  */
 #include <locale.h>
+#include <wctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,6 +254,20 @@ static void test_match(void)
 	}
 }
 
+/* -i's groups are made from the characters up to UTF8_FOLD_MAX (utf8.c fold_pairs): no
+ * character of the locale past it has another case, nor is the upper case of one */
+static void test_fold_bound(void)
+{
+	unsigned bad = 0;
+	for (uint32_t c = 0; c <= UTF8_MAX; c++) {
+		if (c == 0xD800)
+			c = 0xE000;
+		wint_t u = towupper((wint_t)c);
+		bad += u != (wint_t)c && (c > UTF8_FOLD_MAX || u > UTF8_FOLD_MAX);
+	}
+	CHECK(bad == 0, "%u characters past UTF8_FOLD_MAX with another upper case", bad);
+}
+
 /* grep 3.8's messages for UTF-8 brackets in C.UTF-8 */
 static void test_errors(void)
 {
@@ -449,6 +464,7 @@ int main(void)
 	test_match();
 	test_word_dfa();
 	test_errors();
+	test_fold_bound();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
