@@ -2380,8 +2380,9 @@ int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n)
 	}
 	/* one Aho-Corasick pass: v is the longest suffix of p[0..j] in the trie, and the strings
 	 * ending at j are v's (fin) and those down its next_fin chain.  Under -w one of them must
-	 * have no word character before it (and, utf8 1, start on a character); the one after
-	 * is the same for all.  The chain is the set's strings that are suffixes of each other,
+	 * have no word character before it; with utf8 1 (also without -w) it must start on a
+	 * character (a string that begins with a lone continuation byte, -i '\xA9\|zz', may
+	 * not start inside 'é'); the one after is the same for all.  The chain is the set's strings that are suffixes of each other,
 	 * not the bytes of the line: no walk from every start (a line of 100,000 '-' against a
 	 * string of 999 '-' and an 'a' took 0.8 s a line) */
 	uint32_t v = 1;
@@ -2392,13 +2393,13 @@ int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n)
 		v = s->t[v * w + k] ? s->t[v * w + k] : 1;
 		if (!s->out[v])
 			continue;
-		if (!s->word)
+		if (!s->word && s->utf8 != 1)
 			return 1;
-		if (nctx_at(s->utf8, p, n, j + 1) == X_WORD)
+		if (s->word && nctx_at(s->utf8, p, n, j + 1) == X_WORD)
 			continue;
 		for (uint32_t u = s->fin[v] ? v : s->next_fin[v]; u != 0; u = s->next_fin[u]) {
 			size_t start = j + 1 - s->depth[u];
-			if (pctx_at(s->utf8, p, n, start) != P_WORD &&
+			if ((!s->word || pctx_at(s->utf8, p, n, start) != P_WORD) &&
 			    !(s->utf8 == 1 && utf8_inside(p, n, start)))
 				return 1;
 		}

@@ -234,10 +234,12 @@ run_all() {
 	b9=$(printf '\251') bc=$(printf '\254') e2=$(printf '\342') c3=$(printf '\303')
 	for o in -o -c '-o -i' '-c -i' '-o -w' '-o -F' '-c -v'; do
 		for p in "$b9" "$bc$e2" "x*$b9" "$b9\\|[ab]" "$b9\\|[a-c]" "$b9\\|[^a]" "$b9 \\w" \
-			"\\>$b9" "$b9\\|\\bfoo" "$c3"; do
+			"\\>$b9" "$b9\\|\\bfoo" "$c3" "$b9\\|zz"; do
 			# shellcheck disable=SC2086
 			check -a $o -e "$p" lone
 		done
+		# shellcheck disable=SC2086
+		check -a $o -F -e "$b9" -e zz lone
 	done
 	# \b \B \< \> beside encoding errors: glibc's regex takes a lone byte as the Latin-1
 	# character of its value (0xC3 a letter, 0x80 not); -w takes none as a word character
