@@ -145,6 +145,16 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * -i (found by tests/grep/utf8.sh: grep -i -w 'x*' does not match there) */
 	if (o->utf8 && o->word && !o->line && !o->icase)
 		t->utf8 = 2;
+	/* ... and wherever a pattern holds an encoding error, also without -w: grep 3.8 hands
+	 * such patterns to glibc's regex, which goes byte by byte, every byte a start (a lone
+	 * 0xA9 matches inside 'é', C3 A9; found by fuzz_grep), when it can (optimize_utf8):
+	 * not under -i, nor with word assertions, \w \s or brackets it must keep as
+	 * characters; then matches start on characters */
+	int bytewise = o->utf8 && t->enc_err && !o->icase && !t->mb_set;
+	for (int i = 0; bytewise && i < t->len; i++)
+		bytewise = t->n[i].kind != N_ASSERT || t->n[i].akind < A_WORDB || t->n[i].akind > A_EOW;
+	if (bytewise)
+		t->utf8 = 2;
 	/* a set of strings (-F -f): its automaton straight from the trie; the NFA is then only
 	 * for -o, colour and the exact path's -B under arf grep, made when first asked for
 	 * (grep_nfa): building it is a fifth of the start-up with 10,000 patterns */
@@ -233,8 +243,12 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	}
 	if (rc == -2)
 		goto oom;
+	/* an encoding error in a pattern that glibc's regex matches on characters (above): a
+	 * lone byte of the pattern must not start a match inside a character of the text,
+	 * which the byte DFA cannot tell: it picks the lines, the client decides */
+	int chars_err = o->utf8 && t->enc_err && !bytewise;
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
-	           (o->no_walk_back && o->before > 0) || u8words;
+	           (o->no_walk_back && o->before > 0) || u8words || chars_err;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
 	if (g->exact && !relaxed && !bounded_set &&
@@ -494,14 +508,14 @@ static int word_before(const struct grep *g, const uint8_t *p, size_t n, size_t 
 {
 	if (i == 0)
 		return 0;
-	return g->o.utf8 ? utf8_word_before(p, n, i) : word_byte(p[i - 1]);
+	return g->o.utf8 ? utf8_word_before(p, n, i) == 1 : word_byte(p[i - 1]);   /* -w: errors none */
 }
 
 static int word_at(const struct grep *g, const uint8_t *p, size_t n, size_t i)
 {
 	if (i >= n)
 		return 0;
-	return g->o.utf8 ? utf8_word_at(p, n, i) : word_byte(p[i]);
+	return g->o.utf8 ? utf8_word_at(p, n, i) == 1 : word_byte(p[i]);
 }
 
 /* The leftmost-longest match starting at or after from: 1 with [*s, *e), else 0. */
@@ -518,7 +532,7 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 			size_t end = (size_t)q + g->span_len;
 			if (g->span_word && (word_before(g, p, n, (size_t)q) || word_at(g, p, n, end)))
 				continue;
-			if (g->o.utf8 && utf8_inside(p, n, (size_t)q))
+			if (g->ast.utf8 == 1 && utf8_inside(p, n, (size_t)q))
 				continue;          /* starts inside a character: not a match there */
 			if (g->span_line && (q != 0 || end != n))
 				return 0;

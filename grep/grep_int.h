@@ -60,7 +60,12 @@ struct ast {
 	int n_groups;          /* over all patterns */
 	int has_backref;
 	int utf8;              /* UTF-8 locale: word assertions look at characters; 1: matches
-	                        * start on characters, 2: anywhere (-w, as grep) */
+	                        * start on characters, 2: anywhere (-w, and a pattern with an
+	                        * encoding error that grep takes byte by byte: grep.c) */
+	int enc_err;           /* UTF-8: a pattern has an encoding error outside brackets */
+	int mb_set;            /* UTF-8: a pattern has \w \W \s \S or a bracket that glibc's
+	                        * regex keeps as characters (a range, class, negation, or a
+	                        * member outside ASCII) */
 	int err;               /* sticky out-of-memory */
 };
 
@@ -87,6 +92,7 @@ static inline int is_word(unsigned c)
  * The caller has set a UTF-8 LC_CTYPE (setlocale): classes and case come from its isw*,
  * towupper. */
 #define UTF8_MAX 0x10FFFF
+#define UTF8_FOLD_MAX 0x1FFFF  /* no character past it has another case (utf8.c fold_pairs) */
 #define UTF8_MAX_SEQS 32       /* byte sequences one range of code points can need */
 struct utf8_seq {              /* one sequence of n byte ranges lo[i]..hi[i] */
 	uint8_t n;
@@ -101,9 +107,13 @@ int utf8_decode(const uint8_t *p, size_t n, uint32_t *cp);
 int utf8_encode(uint32_t c, uint8_t *b);
 int utf8_has_errors(const uint8_t *p, size_t n);
 /* Is the character that starts at p[i] (ends at p[i]) a word character ('_' or iswalnum)?
- * An encoding error is not. */
+ * 1 or 0; 2 for an encoding error whose byte is a letter or digit of Latin-1 (0xC3 alone,
+ * 'Ã'): grep's -w takes no encoding error as a word character, but \b \B \< \> are glibc's
+ * regex's, which takes a byte that starts no character as the character of its value. */
 int utf8_word_at(const uint8_t *p, size_t n, size_t i);
 int utf8_word_before(const uint8_t *p, size_t n, size_t i);
+/* Is byte b, as an encoding error, a word character for glibc's regex (above)? */
+int utf8_err_word(unsigned b);
 /* Is position i inside a valid character (after its first byte)?  No match starts there. */
 int utf8_inside(const uint8_t *p, size_t n, size_t i);
 /* Does p[0..n) start with the text a[0..na) under -i's folding?  The length it takes there,
@@ -159,8 +169,8 @@ struct nfa {
 };
 
 /* Contexts of the byte before (P_*) and after (X_*) a position. */
-enum { P_BOL, P_WORD, P_OTHER };
-enum { X_EOL, X_WORD, X_OTHER };
+enum { P_BOL, P_WORD, P_OTHER, P_ERRW };
+enum { X_EOL, X_WORD, X_OTHER, X_ERRW };   /* ERRW: utf8_word_* 2, the client's matchers only */
 
 /* The exact path's line matcher: a DFA made lazily from the NFA, its states cached in *lp
  * (NULL at first; lazy_free) up to a bound, then made again.  1 when p[0..n) holds a match. */

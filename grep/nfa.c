@@ -284,7 +284,8 @@ void nfa_free(struct nfa *m)
 
 static int assert_ok(int kind, int pc, int nc)
 {
-	int wp = pc == P_WORD, wn = nc == X_WORD;
+	/* an encoding error of kind ERRW is a word character for \b \B \< \>, not for -w */
+	int wp = pc == P_WORD || pc == P_ERRW, wn = nc == X_WORD || nc == X_ERRW;
 	switch (kind) {
 	case A_BOL: return pc == P_BOL;
 	case A_EOL: return nc == X_EOL;
@@ -292,8 +293,8 @@ static int assert_ok(int kind, int pc, int nc)
 	case A_NWORDB: return wp == wn;
 	case A_BOW: return !wp && wn;
 	case A_EOW: return wp && !wn;
-	case A_NPREVW: return !wp;
-	case A_NNEXTW: return !wn;
+	case A_NPREVW: return pc != P_WORD;
+	case A_NNEXTW: return nc != X_WORD;
 	}
 	return 0;
 }
@@ -376,21 +377,26 @@ static int closure(struct closer *c, const int *kernel, int n, int pc, int nc, i
 static int pctx(unsigned c) { return is_word(c) ? P_WORD : P_OTHER; }
 static int nctx(unsigned c) { return is_word(c) ? X_WORD : X_OTHER; }
 /* The contexts of position i of p[0..n) for the client's matchers: of the bytes around it, or
- * in a UTF-8 locale of the characters (an encoding error is no word character). */
+ * in a UTF-8 locale of the characters (an encoding error is P_ERRW/X_ERRW or no word
+ * character: utf8_word_at). */
 static int pctx_at(int utf8, const uint8_t *p, size_t n, size_t i)
 {
 	if (i == 0)
 		return P_BOL;
-	if (utf8 && p[i - 1] >= 0x80)
-		return utf8_word_before(p, n, i) ? P_WORD : P_OTHER;
+	if (utf8 && p[i - 1] >= 0x80) {
+		int w = utf8_word_before(p, n, i);
+		return w == 1 ? P_WORD : w == 2 ? P_ERRW : P_OTHER;
+	}
 	return pctx(p[i - 1]);
 }
 static int nctx_at(int utf8, const uint8_t *p, size_t n, size_t i)
 {
 	if (i == n)
 		return X_EOL;
-	if (utf8 && p[i] >= 0x80)
-		return utf8_word_at(p, n, i) ? X_WORD : X_OTHER;
+	if (utf8 && p[i] >= 0x80) {
+		int w = utf8_word_at(p, n, i);
+		return w == 1 ? X_WORD : w == 2 ? X_ERRW : X_OTHER;
+	}
 	return nctx(p[i]);
 }
 
@@ -760,7 +766,8 @@ out:
  * The client's matchers (pctx_at, nctx_at, simulate) are the reference; where the pattern
  * does not keep in step with the decoder (an encoding error in it matches a lone byte) the
  * build gives up (-1) and the caller keeps the exact path. */
-enum { U8_MW = 1, U8_MO = 2, U8_ME = 4, U8_MID = 3 };   /* pc >= U8_MID: inside, flags pc-3 */
+/* pc >= U8_MID: inside, flags pc-3; U8_MK: the last byte is a word character as an error */
+enum { U8_MW = 1, U8_MO = 2, U8_ME = 4, U8_MK = 8, U8_MID = 3 };
 
 /* Close k[0..n) inside a character: no assertion and no match may be reached (they lie
  * between the pattern's characters).  S_SET states to out, the decoder's ends reached to
@@ -963,6 +970,22 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		return -1;
 	}
 	int u2 = t->utf8 == 2;
+	/* An encoding error is a character per byte; \b \B \< \> (glibc's regex in grep)
+	 * take it as the Latin-1 character of its byte (0xC3 alone is 'A' with a tilde, a word
+	 * character; 0x80 is none), -w as no word character.  errw: the pattern's assertions
+	 * are of the first kind; with both kinds the exact path decides. */
+	int has_re = 0, has_w = 0;
+	for (int i = 0; i < t->len; i++)
+		if (t->n[i].kind == N_ASSERT) {
+			has_re |= t->n[i].akind >= A_WORDB && t->n[i].akind <= A_EOW;
+			has_w |= t->n[i].akind == A_NPREVW || t->n[i].akind == A_NNEXTW;
+		}
+	int errw = has_re;
+	uint64_t (*csets)[4] = NULL;
+	if (has_re && has_w) {
+		rc = -1;
+		goto out;
+	}
 	/* the decoder: valid word characters to wend, the other valid characters to nend */
 	cset_class(&ws, "word");
 	cset_class(&ns, "word");
@@ -985,7 +1008,7 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		set_add(at_bound, ch);
 	/* starts inside a character (u2, -w: grep moves on byte by byte) may only match empty
 	 * there, with the kinds (the character's, not a word character) */
-	int m0[3] = { 0, 0, 0 }, m0_err = 0;
+	int m0[3] = { 0, 0, 0 }, m0_err = 0, m0e[2][2] = { { 0, 0 }, { 0, 0 } };
 	for (int pc = P_WORD; pc <= P_OTHER; pc++) {
 		int n2 = closure(&c, &m.start, 1, pc, X_OTHER, cl, &m0[pc]);
 		if (!sets_within(&m, cl, n2, at_bound))
@@ -1000,8 +1023,24 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		if (n2 >= DFA_SHARE_WIDTH)
 			goto out;
 	}
-	if (make_classes(d, (const uint64_t (*)[4])m.sets, m.n_sets, eol1, eol2) != 0 ||
-	    d->n_cls + 1 < 8)
+	/* errw: an empty match between two bytes of a broken sequence, by their kinds (1 word);
+	 * and the bytes that are word characters as errors get classes of their own */
+	for (int a = 0; errw && a < 2; a++)
+		for (int z = 0; z < 2; z++)
+			closure(&c, &m.start, 1, a ? P_WORD : P_OTHER, z ? X_WORD : X_OTHER, cl, &m0e[a][z]);
+	if (errw) {
+		if (!(csets = malloc((size_t)(m.n_sets + 1) * sizeof *csets))) {
+			rc = -2;
+			goto out;
+		}
+		memcpy(csets, m.sets, (size_t)m.n_sets * sizeof *csets);
+		memset(csets[m.n_sets], 0, sizeof csets[m.n_sets]);
+		for (unsigned ch = 0x80; ch <= 0xFF; ch++)
+			if (utf8_err_word(ch))
+				set_add(csets[m.n_sets], ch);
+	}
+	if (make_classes(d, (const uint64_t (*)[4])(errw ? csets : m.sets), m.n_sets + errw, eol1,
+	                 eol2) != 0 || d->n_cls + 1 < 8)
 		goto out;
 	int w = d->n_cls + 1;
 	int rep[256];
@@ -1015,7 +1054,8 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	int max_states = (int)(by_size < DFA_MAX_STATES ? by_size : DFA_MAX_STATES) - DFA_N_SPECIAL;
 	int k0 = 0;
 	if (intern(&b, &k0, 0, P_BOL, -1, max_states) != 0 ||
-	    intern(&b, &k0, 0, P_OTHER, -1, max_states) != 1)   /* 1: after an encoding error */
+	    intern(&b, &k0, 0, P_OTHER, -1, max_states) != 1 ||  /* 1: after an encoding error */
+	    (errw && intern(&b, &k0, 0, P_WORD, -1, max_states) != 2))   /* 2: a word one */
 		goto out;
 	size_t cap_rows = 0;
 	for (int si = 0; si < b.n_st; si++) {
@@ -1031,7 +1071,7 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		}
 		uint32_t *row = d->t + (size_t)(si + DFA_N_SPECIAL) * (size_t)w;
 		const uint32_t *erow = d->t + (size_t)(1 + DFA_N_SPECIAL) * (size_t)w;
-		int pc = b.st[si].pc, mw, mo, me = 0, n_aw, n_ao, tid = 0, ended;
+		int pc = b.st[si].pc, mw, mo, me = 0, mk = 0, n_aw, n_ao, tid = 0, ended;
 		if (pc < U8_MID) {
 			int n = b.st[si].n, match;
 			memcpy(nk, b.st[si].k, (size_t)n * sizeof *nk);
@@ -1044,7 +1084,10 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 				goto out;
 		} else {
 			int f = pc - U8_MID, nw = 0, no = 0;
-			mw = f & U8_MW, mo = f & U8_MO, me = f & U8_ME;
+			mw = f & U8_MW, mo = f & U8_MO, me = f & U8_ME, mk = (f & U8_MK) != 0;
+			/* errw: if the sequence breaks, the row after its last byte as an error */
+			if (mk)
+				erow = d->t + (size_t)(2 + DFA_N_SPECIAL) * (size_t)w;
 			tid = b.st[si].base;
 			for (int i = 0; i < b.st[si].n; i++) {
 				int v = b.st[si].k[i];
@@ -1060,7 +1103,7 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 			/* the pattern's bytes inside a character are ones the decoder takes there */
 			if (!sets_within(&m, aw, n_aw, tallow[tid]) || !sets_within(&m, ao, n_ao, tallow[tid]))
 				goto out;
-			row[d->n_cls] = mo || me ? DFA_MATCH : erow[d->n_cls];
+			row[d->n_cls] = (errw ? me : mo || me) ? DFA_MATCH : erow[d->n_cls];
 		}
 		for (int ci = 0; ci < d->n_cls; ci++) {
 			unsigned ch = (unsigned)rep[ci];
@@ -1077,9 +1120,11 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 				to = intern(&b, word ? sw : so, word ? nw : no, word ? P_WORD : P_OTHER, -1,
 				            max_states);
 			} else if (tto == U8_T_ERR) {
-				/* an encoding error: each of its bytes a character, none a word
-				 * character; this byte again from the boundary after it */
-				if (mo || me) {
+				/* an encoding error: each of its bytes a character (without errw none
+				 * a word character); this byte again from the boundary after it.
+				 * errw: me holds the matches the broken bytes allow */
+				int kc = errw && utf8_err_word(ch);
+				if (errw ? (pc >= U8_MID ? me : kc ? mw : mo) : mo || me) {
 					row[ci] = DFA_MATCH;
 					continue;
 				}
@@ -1087,7 +1132,8 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 					row[ci] = erow[ci];
 					continue;
 				}
-				to = intern(&b, so, no, P_OTHER, -1, max_states);
+				to = intern(&b, kc ? sw : so, kc ? nw : no, kc ? P_WORD : P_OTHER, -1,
+				            max_states);
 			} else {
 				if (mw && mo) {
 					row[ci] = DFA_MATCH;
@@ -1100,6 +1146,14 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 					nk[n++] = 2 * so[i] + 1;
 				int f = (mw ? U8_MW : 0) | (mo ? U8_MO : 0) |
 				        (me || (pc >= U8_MID && m0_err) ? U8_ME : 0);
+				if (errw) {
+					/* should the sequence break: a match before its first byte (by
+					 * that byte's kind as an error), or between two of its bytes */
+					int kc = utf8_err_word(ch);
+					int brk = pc < U8_MID ? (kc ? mw : mo) : me || m0e[mk][kc];
+					f = (mw ? U8_MW : 0) | (mo ? U8_MO : 0) | (brk ? U8_ME : 0) |
+					    (kc ? U8_MK : 0);
+				}
 				to = intern(&b, nk, n, U8_MID + f, tto, max_states);
 			}
 			if (to < 0) {
@@ -1119,6 +1173,7 @@ out:
 	free(b.st);
 	free(b.tab);
 	free(cl), free(nk), free(aw), free(ao), free(sw), free(so), free(ttab), free(tallow);
+	free(csets);
 	if (c.m)
 		closer_free(&c);
 	cset_free(&ws);
@@ -2325,8 +2380,9 @@ int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n)
 	}
 	/* one Aho-Corasick pass: v is the longest suffix of p[0..j] in the trie, and the strings
 	 * ending at j are v's (fin) and those down its next_fin chain.  Under -w one of them must
-	 * have no word character before it (and, utf8 1, start on a character); the one after
-	 * is the same for all.  The chain is the set's strings that are suffixes of each other,
+	 * have no word character before it; with utf8 1 (also without -w) it must start on a
+	 * character (a string that begins with a lone continuation byte, -i '\xA9\|zz', may
+	 * not start inside 'é'); the one after is the same for all.  The chain is the set's strings that are suffixes of each other,
 	 * not the bytes of the line: no walk from every start (a line of 100,000 '-' against a
 	 * string of 999 '-' and an 'a' took 0.8 s a line) */
 	uint32_t v = 1;
@@ -2337,13 +2393,13 @@ int strset_line_matches(const struct strset *s, const uint8_t *p, size_t n)
 		v = s->t[v * w + k] ? s->t[v * w + k] : 1;
 		if (!s->out[v])
 			continue;
-		if (!s->word)
+		if (!s->word && s->utf8 != 1)
 			return 1;
-		if (nctx_at(s->utf8, p, n, j + 1) == X_WORD)
+		if (s->word && nctx_at(s->utf8, p, n, j + 1) == X_WORD)
 			continue;
 		for (uint32_t u = s->fin[v] ? v : s->next_fin[v]; u != 0; u = s->next_fin[u]) {
 			size_t start = j + 1 - s->depth[u];
-			if (pctx_at(s->utf8, p, n, start) != P_WORD &&
+			if ((!s->word || pctx_at(s->utf8, p, n, start) != P_WORD) &&
 			    !(s->utf8 == 1 && utf8_inside(p, n, start)))
 				return 1;
 		}

@@ -170,6 +170,7 @@ static int mk_char(struct parser *ps)
 	int len = utf8_decode(ps->p, (size_t)(ps->end - ps->p), &c);
 	if (len == 0) {
 		/* an encoding error in the pattern matches the same byte */
+		ps->t->enc_err = 1;
 		uint64_t s[4] = { 0 };
 		set_add(s, *ps->p++);
 		int i = mk(ps, N_SET);
@@ -200,6 +201,7 @@ static int mk_char(struct parser *ps)
 static int mk_class(struct parser *ps, const char *name, int neg)
 {
 	struct cset s = { 0 };
+	ps->t->mb_set = 1;
 	cset_class(&s, name);
 	if (neg)
 		cset_negate(&s);
@@ -364,7 +366,7 @@ static int parse_bracket(struct parser *ps)
 static int parse_bracket_u8(struct parser *ps)
 {
 	struct cset s = { 0 }, coll = { 0 }, digits = { 0 };
-	int neg = 0, had_range = 0, rc = -1;
+	int neg = 0, had_range = 0, rc = -1, non_ascii = 0;
 	const int collating = utf8_collating();
 	int dfa_known = 1;                 /* grep's DFA would decide this bracket itself */
 	if (ps->p < ps->end && *ps->p == '^') {
@@ -446,6 +448,7 @@ static int parse_bracket_u8(struct parser *ps)
 			int len = utf8_decode(ps->p, (size_t)(ps->end - ps->p), &cp);
 			lo = len ? (int64_t)cp : -2;     /* -2: an encoding error */
 			ps->p += len ? len : 1;
+			non_ascii |= lo < 0 || lo >= 0x80;
 		}
 		/* a range lo-hi, unless the '-' is last */
 		if (ps->p + 1 < ps->end && ps->p[0] == '-' && ps->p[1] != ']') {
@@ -533,6 +536,8 @@ static int parse_bracket_u8(struct parser *ps)
 	ps->p++;
 	if (neg)
 		dfa_known = 0;
+	if (!dfa_known || had_range || non_ascii)
+		ps->t->mb_set = 1;
 	for (int i = 0; i < digits.n; i++) {
 		if (dfa_known) {
 			cset_add(&s, digits.r[i][0], digits.r[i][1]);
@@ -969,6 +974,8 @@ int grep_parse(struct ast *t, const char *pat, size_t len, int syntax, int icase
 		return seq < 0 ? mk(&ps, N_EMPTY) : seq;
 	}
 	if (syntax == GREP_FIXED) {
+		if (ps.utf8 && utf8_has_errors((const uint8_t *)pat, len))
+			t->enc_err = 1;
 		int seq = -1;
 		for (size_t i = 0; i < len; i++) {
 			int b = mk_byte(&ps, (unsigned char)pat[i]);

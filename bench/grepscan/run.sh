@@ -20,8 +20,10 @@
 # with -w and -x; ids100000big: 100,000 ids and one string of 65,536 a's;
 # idsre1000: 1,000 ids each followed by ".*status [45]", past the scanning DFA's limits; -o:
 # the spans of a set of strings);
-# @long on one line of 58,893 digits (seq 1 15000) with a back-reference.  --cases runs only
-# the rows whose text matches REGEX (grep -E).
+# @long on one line of 58,893 digits (seq 1 15000) with a back-reference; @mixed on 200,000
+# lines of Latin, Greek, Cyrillic and CJK words (-i with multibyte letters, issue 19: run
+# with --locale C.UTF-8), `Ärger ΣΊΣΥΦΟΣ straße привет` in about 1 line in 1200.
+# --cases runs only the rows whose text matches REGEX (grep -E).
 # --perf also records `perf record` of arfd during one extra run of each case and keeps
 # the top of `perf report` in results/NAME.perf.txt.  Needs no root; everything lives in a
 # mktemp directory and the arfd it starts is stopped on exit.
@@ -101,6 +103,15 @@ awk 'BEGIN { srand(100000); for (i = 0; i < 100000; i++) printf "u%07d\n", int(r
 awk 'BEGIN { srand(1000); for (i = 0; i < 1000; i++) printf "u%07d.*status [45]\n", int(rand() * 10000000) }' \
 	>"$tmp/p/idsre1000"
 { seq 1 15000 | tr -d '\n'; echo; } >"$tmp/d/long"
+awk 'BEGIN { srand(19)
+	n = split("lorem ipsum dolor café naïve École σοφός μήλο θάλασσα мир река город 日本語 テスト über Öl strasse Bahn", w, " ")
+	for (i = 0; i < 200000; i++) {
+		k = 5 + int(rand() * 10); s = ""
+		for (j = 0; j < k; j++) s = s (j ? " " : "") w[1 + int(rand() * n)]
+		if (rand() < 1 / 1200) s = s " Ärger ΣΊΣΥΦΟΣ straße привет " i
+		print s
+	}
+}' >"$tmp/d/mixed"
 size=$(stat -c %s "$tmp/d/big")
 
 "$BUILD/arf" mkfs "$tmp/img" --size $(( (size / 1048576 + 64) * 2 ))M >/dev/null || exit 1
@@ -156,6 +167,12 @@ cases=(
 	"@log -o -i -f ids1000"
 	"@log -c -f idsre1000"
 	"@long -c ^\(.*\)\1$"
+	"-c -i ΣΊΣΥΦΟΣ"
+	"@mixed -c σοφός"
+	"@mixed -c -i Ärger"
+	"@mixed -c -i straße"
+	"@mixed -c -i ΣΊΣΥΦΟΣ"
+	"@mixed -c -i привет"
 )
 # a case's arguments into a[]; the patterns with spaces are rebuilt as one argument
 case_args() {

@@ -46,6 +46,9 @@ printf 'αβγ\nδεζ\n' > greek
 printf 'first é\nsecond \0 nul é\n' > nul
 printf 'no newline é' > nonl
 printf '%s\n' 'ab' 'ñandú' 'ÑANDÚ' 'σς Σ' 'ǆ ǅ Ǆ' 'ﬀ' > fold
+printf 'caf\303\251 foo\nx\251y\n\251\nab\n\342\202\254\342\202\254\n\303\227\303\227\ncaf\303\n' > lone
+printf 'a fox\n\377fox\nbad \200 fox\nxfox\n\303fox\nfoo\n\342\202fox\n\303\251\200fox\n' > wordenc
+printf 'a\252fox\na\327fox\na\367fox\na\271fox\nfox\252\nfox\327\nfox\342\202\nfox\342\n' >> wordenc
 files="mixed invalid greek nul nonl fold"
 # context around a line with an encoding error differs (docs/grep.md): not with those
 files_ctx="mixed greek nul nonl fold"
@@ -225,6 +228,27 @@ run_all() {
 	check -n -e 'a' invalid
 	check -o -e 'a' invalid
 	check -H -e 'e' invalid mixed
+	# a lone byte in the pattern: grep's regex goes byte by byte (a match may start inside
+	# a character) unless -i, \w \s, word assertions or a bracket of characters keep it on
+	# characters
+	b9=$(printf '\251') bc=$(printf '\254') e2=$(printf '\342') c3=$(printf '\303')
+	for o in -o -c '-o -i' '-c -i' '-o -w' '-o -F' '-c -v'; do
+		for p in "$b9" "$bc$e2" "x*$b9" "$b9\\|[ab]" "$b9\\|[a-c]" "$b9\\|[^a]" "$b9 \\w" \
+			"\\>$b9" "$b9\\|\\bfoo" "$c3" "$b9\\|zz"; do
+			# shellcheck disable=SC2086
+			check -a $o -e "$p" lone
+		done
+		# shellcheck disable=SC2086
+		check -a $o -F -e "$b9" -e zz lone
+	done
+	# \b \B \< \> beside encoding errors: glibc's regex takes a lone byte as the Latin-1
+	# character of its value (0xC3 a letter, 0x80 not); -w takes none as a word character
+	for o in -c '-c -v' '-a -n' '-a -o -b' '-a -n -w' '-a -c -v -w'; do
+		for p in '\bfox' '\<fox' '\Bfox' 'fox\>' 'fox\B' 'x\b' '\>'; do
+			# shellcheck disable=SC2086
+			check $o -e "$p" wordenc
+		done
+	done
 }
 
 export LC_ALL=C.UTF-8

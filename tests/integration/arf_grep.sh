@@ -57,6 +57,8 @@ printf 'inner needle\n' > "$d/many/inner/x"
 	printf '%s\n' 'Кириллица мир' '日本語のテキスト' 'emoji 😀 🎉 end' 'combining e\314\201 here' 'needle'
 } > "$d/utf8_mixed"
 printf 'good café\nbad \377 byte needle\nafter naïve\n' > "$d/utf8_invalid"
+# encoding errors next to words and inside characters
+printf 'caf\303\251 fox\nx\251y\n\303fox\n\377fox\nbad \200 fox\n\342\202fox\n' > "$d/utf8_enc"
 img=$tmp/img
 "$BUILD/arf" mkfs "$img" --size 64M >/dev/null || exit 1
 start_arfd "$tmp/arfd.log" --arf "$img"
@@ -100,7 +102,7 @@ first_modes='server --local' check_sets
 check -E -n 'needle|foo$'
 # UTF-8: the same command lines under C.UTF-8 over the UTF-8 files
 files_c=$files remote_c=$remote
-files='utf8_mixed utf8_invalid frag_words'
+files='utf8_mixed utf8_invalid utf8_enc frag_words'
 remote=
 for f in $files; do remote="$remote $ep:/$f"; done
 export LC_ALL=C.UTF-8
@@ -115,6 +117,13 @@ check -n 'needle'
 check -c -v '[^[:alpha:] ]'
 check -a -n '.'
 modes='server --local' check -n -E '(é|ï)'
+# a lone byte of the pattern matches inside a character (grep's regex goes byte by byte),
+# not under -i; \b beside an encoding error takes it as the Latin-1 character of its byte
+check -a -o "$(printf '\251')"
+check -c -i "$(printf '\251')"
+check -c '\bfox'
+check -c -v '\<fox'
+check -a -n 'fox\B'
 unset LC_ALL
 files=$files_c remote=$remote_c
 check -F -c 'needle

@@ -6,6 +6,7 @@
  * Prints "N passed, N failed" last; exits 1 on any failure.
  */
 #include <locale.h>
+#include <wctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,7 +195,25 @@ static void test_match(void)
 		{ GREP_BASIC, 0, 0, "\\bé", "x é", 1, 2, 4 },
 		{ GREP_BASIC, 0, 0, "\\bé", "xé", 0, -1, -1 },                  /* é is a word char */
 		{ GREP_BASIC, 0, 0, "x\\>", "xé", 0, -1, -1 },
-		{ GREP_BASIC, 0, 0, "x\\>", "x\xff", 1, 0, 1 },                 /* invalid: no word */
+		/* \b \< \> (glibc's regex in grep) take an encoding error as the Latin-1
+		 * character of its byte: 0xFF is 'y' with diaeresis, a word character; 0x80 is not */
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xff", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "x\\>", "x\x80", 1, 0, 1 },
+		/* a lone byte in the pattern (an encoding error): grep's regex goes byte by byte
+		 * and it matches inside a character, except under -i or beside \w, \b or a
+		 * bracket that regex keeps as characters (found by fuzz_grep) */
+		{ GREP_BASIC, 0, 0, "\xa9", "caf\xc3\xa9", 1, 4, 5 },
+		{ GREP_FIXED, 0, 0, "\xa9", "caf\xc3\xa9", 1, 4, 5 },
+		{ GREP_BASIC, 0, 0, "\xac\xe2", "\xe2\x82\xac\xe2\x82\xac", 1, 2, 4 },
+		{ GREP_BASIC, 0, 1, "\xac\xe2", "\xe2\x82\xac\xe2\x82\xac", 1, 2, 4 },
+		{ GREP_BASIC, 0, 0, "\xa9\\|[ab]", "\xc3\xa9", 1, 1, 2 },
+		{ GREP_BASIC, 1, 0, "\xa9", "caf\xc3\xa9", 0, -1, -1 },
+		{ GREP_FIXED, 1, 0, "\xa9", "caf\xc3\xa9", 0, -1, -1 },
+		{ GREP_BASIC, 1, 0, "\xa9", "x\xa9", 1, 1, 2 },
+		{ GREP_BASIC, 0, 0, "\xa9 \\w", "caf\xc3\xa9 foo", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "\xa9\\|[a-c]", "\xc3\xa9", 0, -1, -1 },
+		{ GREP_BASIC, 0, 0, "\xa9\\|[^a]", "\xc3\xa9", 1, 0, 2 },
+		{ GREP_BASIC, 0, 0, "\\>\xa9", "caf\xc3\xa9", 0, -1, -1 },
 		{ GREP_BASIC, 0, 0, "\\<日", "本日", 0, -1, -1 },
 		{ GREP_BASIC, 0, 1, "caf", "café", 0, -1, -1 },
 		{ GREP_BASIC, 0, 1, "café", "un café.", 1, 3, 8 },
@@ -233,6 +252,20 @@ static void test_match(void)
 		      "%s on \"%s\": %d [%zu,%zu)", cases[i].pat, cases[i].line, m, s, e);
 		grep_free(g);
 	}
+}
+
+/* -i's groups are made from the characters up to UTF8_FOLD_MAX (utf8.c fold_pairs): no
+ * character of the locale past it has another case, nor is the upper case of one */
+static void test_fold_bound(void)
+{
+	unsigned bad = 0;
+	for (uint32_t c = 0; c <= UTF8_MAX; c++) {
+		if (c == 0xD800)
+			c = 0xE000;
+		wint_t u = towupper((wint_t)c);
+		bad += u != (wint_t)c && (c > UTF8_FOLD_MAX || u > UTF8_FOLD_MAX);
+	}
+	CHECK(bad == 0, "%u characters past UTF8_FOLD_MAX with another upper case", bad);
 }
 
 /* grep 3.8's messages for UTF-8 brackets in C.UTF-8 */
@@ -290,12 +323,27 @@ static void test_word_dfa(void)
 		{ GREP_BASIC, 0, 0, "\\<Σ", "ΑΣ", 0 },
 		{ GREP_BASIC, 0, 0, "Σ\\>", "Σ😀", 1 },
 		{ GREP_BASIC, 0, 0, "Σ\\>", "Σα", 0 },
-		{ GREP_BASIC, 0, 0, "x\\>", "x\xff", 1 },
-		{ GREP_BASIC, 0, 0, "x\\>", "x\xc3", 1 },                     /* cut at the line's end */
+		/* encoding errors: Latin-1 characters for \b \B \< \> (ÿ, Ã: word; 0x80, ×: not) */
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xff", 0 },
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xc3", 0 },                     /* cut at the line's end */
+		{ GREP_BASIC, 0, 0, "x\\>", "x\xd7", 1 },
+		{ GREP_BASIC, 0, 0, "x\\>", "x\x80", 1 },
+		{ GREP_BASIC, 0, 0, "\\bfox", "\xff" "fox", 0 },
+		{ GREP_BASIC, 0, 0, "\\bfox", "\x80" "fox", 1 },
+		{ GREP_BASIC, 0, 0, "\\bfox", "\xc3" "fox", 0 },
+		{ GREP_BASIC, 0, 0, "\\Bfox", "\xc3" "fox", 1 },
+		{ GREP_BASIC, 0, 0, "\\bfox", "\xe2\x82" "fox", 1 },           /* 0x82 last */
+		{ GREP_BASIC, 0, 0, "fox\\b", "fox\xaa", 0 },                   /* feminine ordinal */
+		{ GREP_BASIC, 0, 0, "fox\\b", "fox\xb9", 1 },                   /* superscript one */
+		{ GREP_BASIC, 0, 0, "x\\b", "x\xe2\x82", 0 },
+		{ GREP_BASIC, 0, 0, "\\>", "\xe2\x82", 1 },                    /* between the two */
+		{ GREP_BASIC, 0, 0, "\\<", "\x80\xe2", 1 },
+		{ GREP_BASIC, 0, 0, "\\B", "\xe2", 0 },
 		{ GREP_BASIC, 0, 0, "x\\>", "x\xc3\xa9", 0 },
 		{ GREP_BASIC, 0, 0, "\\<", "×—", 0 },
 		{ GREP_BASIC, 0, 0, "\\<", "×é", 1 },
-		{ GREP_BASIC, 0, 0, "\\b", "\xff\xfe", 0 },
+		{ GREP_BASIC, 0, 0, "\\b", "\xff\xfe", 1 },
+		{ GREP_BASIC, 0, 0, "\\b", "\x80\x81", 0 },
 		{ GREP_BASIC, 0, 0, "\\B", "é", 0 },
 		{ GREP_BASIC, 0, 0, "\\B", "éé", 1 },
 		{ GREP_EXTENDED, 0, 0, "\\<[[:alpha:]]+\\>", "— ß —", 1 },
@@ -416,6 +464,7 @@ int main(void)
 	test_match();
 	test_word_dfa();
 	test_errors();
+	test_fold_bound();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
