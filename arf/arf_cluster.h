@@ -121,6 +121,37 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
  * stripe holds (holes, a missing object) as zeros; or -errno. */
 int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len);
 
+/* A write in flight on the data servers (the mount's write-behind keeps several, so every
+ * server has work at once): arf_cl_write_start gathers len bytes (1 .. ARF_DATA_CHUNK) at off
+ * into one run per server they reach, makes the objects that are missing (waited for, once
+ * per object) and sends the runs without waiting (arc_exec_start on each server's
+ * connection); 0 with *op, or -errno (nothing in flight then).  The caller's buf may be
+ * reused at once (the runs hold their own copy); f is not used by op afterwards, so the
+ * file's other calls may go on while it is in flight.  arf_cl_op_wait takes every run's
+ * reply (finishing a run that placed part of its bytes or met its object locked, as
+ * arf_cl_write does) and frees op: len, or the first -errno (its message, for -EIO, into
+ * msg).  Every op started must be waited for, once.  The size is the caller's to set after
+ * the wait (data first). */
+struct arf_cl_op;
+int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, size_t len,
+                       struct arf_cl_op **op);
+int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen);
+
+/* A read in flight: arf_cl_read_start sends the requests of [off, off+len) (len 1 ..
+ * ARF_DATA_CHUNK, within the file's size) to the servers holding it without waiting (the
+ * objects are looked up first, once per file).  Waited for by arf_cl_read_ra's read-ahead. */
+int arf_cl_read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct arf_cl_op **op);
+/* arf_cl_read with read-ahead, for a reader that goes through a file in order (the mount):
+ * after a read that continues the last one, the stripes of the next 2 * N units (at least
+ * 4 MiB, at most 32 stripes, up to size, the file's size) are asked for at once, each from
+ * its server, and later reads are served from them, so every data server has work while
+ * the reader copies.  token: the file's version as the caller found it (the metadata
+ * inode's mtime, ctime and size); what was read ahead under another token is dropped, so a
+ * write, a truncate or another client's close is never hidden by old bytes.  len, or -errno
+ * (-EIO with arf_cl_errmsg).  A read elsewhere drops the read-ahead and starts no more. */
+int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t len,
+                       uint64_t size, const uint64_t token[3]);
+
 /* Delegation (docs/cluster.md, "Delegation"): read [off, off+len) of regular file ino
  * through the metadata server alone, without connecting to the data servers: each stripe
  * piece is one EXEC of deleg.pno's route on meta (route: deleg.pno there, installed or by

@@ -280,7 +280,10 @@ static int64_t st_read(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t 
 	if (rc != 0)
 		return rc;
 	size_t n = off >= at.size ? 0 : at.size - off < len ? (size_t)(at.size - off) : len;
-	rc = n ? arf_cl_read(sf->f, off, buf, n) : 0;
+	/* with read-ahead: the mount's reader goes through a file in order, one request at a
+	 * time, which alone would keep one data server busy after another */
+	uint64_t token[3] = { (uint64_t)at.mtime, (uint64_t)at.ctime, at.size };
+	rc = n ? arf_cl_read_ra(sf->f, off, buf, n, at.size, token) : 0;
 	rc = st_err(d, sf, rc);
 	st_put(d->st, sf);
 	return rc;
@@ -617,6 +620,7 @@ struct wrun {
 	struct arc_pending *p;         /* NULL: not started (the filling run) */
 	unsigned tries;                /* sent again after EAGAIN */
 	uint64_t after;                /* != 0: continues a run in flight (writeafter) */
+	struct arf_cl_op *op;          /* a striped file's: its runs on the data servers */
 };
 
 struct arf_wq {
@@ -631,6 +635,15 @@ struct arf_wq {
 	uint32_t eseq;                 /* errors so far << 1 | 1 once err was reported (errseq) */
 	uint64_t sent_end;             /* where the last run sent ends */
 	uint64_t end;                  /* furthest end queued (arf_wq_end); 0 when empty */
+	/* a striped file (a cluster): runs in flight on the data servers, the metadata size
+	 * raised once they are answered (st_settle).  A cycle runs from the first run sent
+	 * after a drain to the next drain. */
+	struct arf_cl_file *cf;        /* its objects, this queue's own (no st table lock) */
+	bool cyc;                      /* in a cycle: m_size, m_gen read from the metadata */
+	uint64_t m_size, m_gen;        /* the inode's size and generation at the cycle's start */
+	uint64_t cyc_hi;               /* furthest end sent in the cycle */
+	uint64_t ok_end;               /* furthest end applied before any run of it failed */
+	bool cyc_wrote, cyc_failed;
 };
 
 /* bytes in all queues' runs (filling or in flight) of the process: ARF_WQ_BUDGET */
@@ -652,6 +665,7 @@ static void run_free(struct arf_wq *q, struct wrun *r)
 	free(r->x.out);
 	r->x.out = NULL;
 	r->p = NULL;
+	r->op = NULL;
 	__atomic_fetch_sub(&wq_bytes, ARF_WQ_RUN, __ATOMIC_RELAXED);
 	if (!q->spare) {
 		q->spare = r;
@@ -740,6 +754,25 @@ static void reap(struct arf_wq *q)
 	if (!q->head)
 		q->tail = NULL;
 	q->n_flight--;
+	if (r->op) {
+		/* a striped run: arf_cl_op_wait finishes short or locked runs itself */
+		char msg[sizeof q->d->s.msg];
+		int64_t v = arf_cl_op_wait(r->op, msg, sizeof msg);
+		if (v < 0) {
+			if (v == -EIO)
+				snprintf(q->d->s.msg, sizeof q->d->s.msg, "%s", msg);
+			q->cyc_failed = true;
+			keep_err(q, v);
+		} else if (!q->cyc_failed) {
+			/* runs are reaped in the order they were sent: every run before this one
+			 * was applied too, so the size may cover it */
+			q->cyc_wrote = true;
+			if (r->off + r->len > q->ok_end)
+				q->ok_end = r->off + r->len;
+		}
+		run_free(q, r);
+		return;
+	}
 	int rc = arc_exec_wait(q->d->s.a, r->p);
 	int64_t v = rc == 0 ? r->x.value : -EIO, e = 0;
 	if (rc == 0 && v == -EAGAIN && r->tries < 2) {
@@ -772,23 +805,102 @@ static void reap(struct arf_wq *q)
 	run_free(q, r);
 }
 
-/* Send the filling run (waiting for the oldest when ARF_WQ_DEPTH are in flight). */
+/* ---- a striped file's runs (arf_data_striped): the runs of several queue entries in
+ * flight on all the data servers at once (arf_cl_write_start), where arf_write_gen would
+ * apply one batch and wait.  The metadata inode is read once a cycle (its generation, its
+ * size) and its size raised once the runs are answered, at the drain: data first, as the
+ * plain path; the cycle's runs never go past bytes nobody wrote, so no stale tail has to
+ * be cut on this path (a run that would start past them goes the plain way, which cuts). */
+
+/* Everything in flight answered, then the metadata inode's size raised over what the cycle
+ * applied (or its mtime set, as a write within the size does); the cycle ends. */
+static void st_settle(struct arf_wq *q)
+{
+	while (q->head)
+		reap(q);
+	if (q->cyc && q->cyc_wrote) {
+		struct arf_attr at;
+		int rc = arf_getattr(q->d->st->meta, q->ino, &at);
+		if (rc == -EIO)
+			snprintf(q->d->s.msg, sizeof q->d->s.msg, "%s",
+			         arf_client_errmsg(q->d->st->meta));
+		else if (rc < 0 || at.gen != q->m_gen)
+			rc = -ESTALE;          /* the file went while its bytes were in flight */
+		/* the size as it is now: another client may have grown it meanwhile (raise only) */
+		if (rc == 0 && q->ok_end > at.size) {
+			rc = m_truncate(q->d, q->ino, q->m_gen, q->ok_end);
+		} else if (rc == 0) {
+			int64_t a[7] = { (int64_t)q->ino, ARF_SET_MTIME_NOW, 0, 0, 0, 0, 0 };
+			struct arc_exec x = { 0 };
+			rc = (int)run(q->d, &x, "setattr", a, 7, NULL, 0);
+			free(x.out);
+		}
+		keep_err(q, rc < 0 ? rc : 0);
+	}
+	q->cyc = q->cyc_wrote = q->cyc_failed = false;
+	q->cyc_hi = q->ok_end = 0;
+}
+
+/* Send striped run r: 0, or -1 when it must go the plain way (not a striped file, the
+ * inode not as expected, a run past the file's bytes, a failure: the plain way words it). */
+static int st_start(struct arf_wq *q, struct wrun *r)
+{
+	struct striped *st = q->d->st;
+	if (q->ino == st->desc_ino)
+		return -1;
+	if (!q->cyc) {
+		struct arf_attr at;
+		if (arf_getattr(st->meta, q->ino, &at) != 0 || !S_ISREG(at.mode) ||
+		    (r->gen && at.gen != r->gen))
+			return -1;
+		if (!q->cf || q->m_gen != at.gen) {
+			arf_cl_file_close(q->cf);
+			if (!(q->cf = arf_cl_file_open(st->cl, q->ino, at.gen)))
+				return -1;
+		}
+		q->m_gen = at.gen;
+		q->m_size = at.size;
+		q->cyc = true;
+	}
+	/* past every byte the file has or the cycle sent: a hole before it, whose stale tail
+	 * (a crash's) the plain way cuts first */
+	if ((r->gen && r->gen != q->m_gen) ||
+	    r->off > (q->m_size > q->cyc_hi ? q->m_size : q->cyc_hi) ||
+	    r->off + r->len > ST_MAX_SIZE)
+		return -1;
+	if (arf_cl_write_start(q->cf, r->off, r->buf, r->len, &r->op) != 0)
+		return -1;
+	if (r->off + r->len > q->cyc_hi)
+		q->cyc_hi = r->off + r->len;
+	r->p = NULL;
+	r->next = NULL;
+	if (q->tail)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+	q->n_flight++;
+	return 0;
+}
+
+/* Send the filling run (waiting for the oldest when the queue's depth is in flight). */
 static void submit(struct arf_wq *q)
 {
 	struct wrun *r = q->fill;
 	if (!r)
 		return;
 	q->fill = NULL;
-	while (q->n_flight >= ARF_WQ_DEPTH)
+	while (q->n_flight >= (q->d->st ? ARF_WQ_DEPTH_STRIPED : ARF_WQ_DEPTH))
 		reap(q);
 	r->tries = 0;
 	/* continuing a run still in flight: land after it (data.c's writeafter) */
 	r->after = q->head && r->off == q->sent_end && r->off ? r->off : 0;
 	q->sent_end = r->off + r->len;
-	/* a cluster's file: its stripes are written by arf_write_gen, one Cooperation over
-	 * the data servers a batch, and the queue's runs are applied one after another */
-	if (q->d->st || start(q, r) != 0) {
-		/* not sent: write it the plain way */
+	if (q->d->st ? st_start(q, r) != 0 : start(q, r) != 0) {
+		/* not sent: write it the plain way (a striped file's earlier runs applied and its
+		 * size set first: the plain way reads the size from the metadata inode) */
+		if (q->d->st)
+			st_settle(q);
 		int64_t v = arf_write_gen(q->d, q->ino, r->gen, r->off, r->buf, r->len);
 		keep_err(q, v < 0 ? v : (uint64_t)v < r->len ? -ENOSPC : 0);
 		run_free(q, r);
@@ -801,6 +913,8 @@ static void drain(struct arf_wq *q)
 	submit(q);
 	while (q->head)
 		reap(q);
+	if (q->d->st)
+		st_settle(q);
 	__atomic_store_n(&q->end, 0, __ATOMIC_RELAXED);
 }
 
@@ -942,6 +1056,7 @@ void arf_wq_free(struct arf_wq *q)
 		free(q->spare->buf);
 		free(q->spare);
 	}
+	arf_cl_file_close(q->cf);
 	pthread_mutex_destroy(&q->lock);
 	free(q);
 }

@@ -91,7 +91,10 @@ int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, 
  * Calls on one file are serialized in this process; appends are at the size this process
  * finds (not atomic across clients, as they are on one server).  fallocate's allocate and
  * punch are -EOPNOTSUPP on a striped file; SEEK_DATA finds data everywhere below the size.
- * Write-behind queues apply their runs one after another.  cl and meta must outlive d.
+ * A write-behind queue (arf_wq_*) keeps up to ARF_WQ_DEPTH_STRIPED runs in flight on the data
+ * servers (arf_cl_write_start), reads the inode once a cycle (from its first run to the next
+ * drain) and raises its size at the drain over the runs applied before any failed; a run
+ * that would start past the file's bytes goes the synchronous way.  cl and meta must outlive d.
  * 0 or -ENOMEM. */
 struct arf_cluster;
 struct arf_client;
@@ -132,6 +135,9 @@ int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen);
  * for the replies).  Not durable: fsync is arf_wq_flush then arf_fsync_gen. */
 #define ARF_WQ_RUN (2u << 20)
 #define ARF_WQ_DEPTH 3
+/* A striped file's queue (a cluster): a run of ARF_WQ_RUN bytes reaches one to three data
+ * servers (1 MiB units), so more runs in flight keep every server of a cluster busy at once */
+#define ARF_WQ_DEPTH_STRIPED 8
 #define ARF_WQ_BUDGET (64u << 20)
 
 struct arf_wq;
