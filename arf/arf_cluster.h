@@ -9,7 +9,8 @@
  * Data path: a regular file's stripes are one object per data server, the regular file
  * /stripes/INO.GEN of that server's image (INO and GEN the metadata inode's number and
  * generation, decimal), made when the first byte goes there.  File byte o is in stripe
- * s = o / unit, on server s % N, at o % unit + (s / N) * unit of its object.  Each batch
+ * s = o / unit, on server (s + first) % N (first: 0, or INO % N in the rotated layout,
+ * below), at o % unit + (s / N) * unit of its object.  Each batch
  * writes or reads its pieces on all servers at once: one Cooperation (arc_exec_many).
  *
  * Results are >= 0 or a negative Linux errno; -EIO carries a message (arf_cl_errmsg) that
@@ -44,15 +45,25 @@ struct arf_data;
 
 /* The description, as /.arf-cluster holds it:
  *
- *     arf-cluster 1
+ *     arf-cluster 2
  *     unit 65536
  *     server tcp:10.0.0.2:7000
  *     server tcp:10.0.0.3:7000
  *
- * one "server" line per data server, in stripe order (server k holds stripes k, k+N, ...);
- * the order never changes once files are stored. */
+ * one "server" line per data server, in stripe order (in the flat layout server k holds
+ * stripes k, k+N, ... of every file); the order never changes once files are stored.  The
+ * version is the layout (ARF_LAYOUT_*): 1 flat, 2 rotated. */
+/* The layout, the description's version: where a file's first stripe lives.  Flat (1, the
+ * first clusters): stripe s on server s % N, so every file starts on server 0 and files
+ * under a unit are all there.  Rotate (2, what arf cluster init makes): stripe s of inode
+ * INO on server (s + INO % N) % N, so small files spread over the servers.  A file's
+ * object offsets are the same in both ((s / N) * unit); the description never changes
+ * once files are stored, so every file of a cluster has its layout. */
+enum { ARF_LAYOUT_FLAT = 1, ARF_LAYOUT_ROTATE = 2 };
+
 struct arf_cluster_desc {
 	unsigned n;                             /* data servers; 0: a one-server image */
+	int layout;                             /* ARF_LAYOUT_* (parse: from the version) */
 	uint32_t unit;                          /* stripe unit in bytes */
 	char server[ARF_CLUSTER_MAX][ARF_CLUSTER_EP_MAX];
 };
@@ -112,6 +123,8 @@ struct arf_cl_file;
 struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen);
 void arf_cl_file_close(struct arf_cl_file *f);
 const char *arf_cl_errmsg(struct arf_cl_file *f);
+/* The data server (its index in the description) holding the file's stripe s. */
+unsigned arf_cl_file_server(const struct arf_cl_file *f, uint64_t s);
 
 /* Write len bytes at file offset off into the stripes (the objects are made as needed):
  * len, or -errno (-ENOSPC a data server's image is full, -EIO with a message).  The
@@ -211,7 +224,14 @@ struct arf_cluster_fsck {
 int arf_cluster_fsck(struct arf_cluster *cl, struct arf_client *meta,
                      struct arf_cluster_fsck *fk);
 
-/* The bytes of a file of size bytes that data server k of n holds (its object's length). */
-uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned k);
+/* The bytes of a file of size bytes that the server at slot j of n holds (its object's
+ * length): slot j holds stripes j, j + n, ... (arf_cl_slot gives a server's slot). */
+uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned j);
+/* The server of inode ino's stripe 0: 0 in the flat layout, ino % n when rotated. */
+unsigned arf_cl_first(int layout, unsigned n, uint64_t ino);
+/* The server holding stripe s of a file whose first is first: (s + first) % n. */
+unsigned arf_cl_server(unsigned first, unsigned n, uint64_t s);
+/* Server k's slot in that file: the j whose stripes j, j + n, ... it holds. */
+unsigned arf_cl_slot(unsigned first, unsigned n, unsigned k);
 
 #endif

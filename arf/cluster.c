@@ -75,6 +75,7 @@ struct ra_ent {
 struct arf_cl_file {
 	struct arf_cluster *cl;
 	uint64_t ino, gen;
+	unsigned first;                     /* the server of stripe 0 (arf_cl_first) */
 	uint64_t obj[ARF_CLUSTER_MAX];      /* the object's inode there, 0: none (yet) */
 	uint64_t obj_gen[ARF_CLUSTER_MAX];
 	bool looked[ARF_CLUSTER_MAX];       /* obj is known (also when 0: no object) */
@@ -435,6 +436,7 @@ struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint6
 	f->cl = cl;
 	f->ino = ino;
 	f->gen = gen;
+	f->first = arf_cl_first(cl->desc.layout, cl->n, ino);
 	return f;
 }
 
@@ -451,6 +453,11 @@ void arf_cl_file_close(struct arf_cl_file *f)
 const char *arf_cl_errmsg(struct arf_cl_file *f)
 {
 	return f->msg;
+}
+
+unsigned arf_cl_file_server(const struct arf_cl_file *f, uint64_t s)
+{
+	return arf_cl_server(f->first, f->cl->n, s);
 }
 
 static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x,
@@ -587,7 +594,7 @@ static int plan(struct arf_cl_file *f, struct batch *b, uint64_t off, size_t len
 	 * n * cap / unit + 1 pieces */
 	while (b->len < len) {
 		uint64_t o = off + b->len, s = o / cl->unit;
-		unsigned k = (unsigned)(s % cl->n);
+		unsigned k = arf_cl_server(f->first, cl->n, s);
 		size_t in = (size_t)(o % cl->unit), p = cl->unit - in;
 		if (p > len - b->len)
 			p = len - b->len;
@@ -721,6 +728,7 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 struct arf_cl_op {
 	struct arf_cluster *cl;
 	uint64_t ino, gen;
+	unsigned first;                    /* the file's (arf_cl_first) */
 	size_t len;
 	unsigned m;                        /* runs started (or failed to start) */
 	unsigned who[ARF_CLUSTER_MAX];
@@ -794,7 +802,7 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
 	bool need[ARF_CLUSTER_MAX] = { false };
 	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
 		uint64_t o = off + at, s = o / cl->unit;
-		unsigned k = (unsigned)(s % cl->n);
+		unsigned k = arf_cl_server(f->first, cl->n, s);
 		size_t p = cl->unit - (size_t)(o % cl->unit);
 		if (p > len - at)
 			p = len - at;
@@ -813,7 +821,7 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
 	size_t pos[ARF_CLUSTER_MAX] = { 0 };
 	for (size_t at = 0; at < len;) {
 		uint64_t o = off + at;
-		unsigned k = (unsigned)(o / cl->unit % cl->n);
+		unsigned k = arf_cl_server(f->first, cl->n, o / cl->unit);
 		size_t p = cl->unit - (size_t)(o % cl->unit);
 		if (p > len - at)
 			p = len - at;
@@ -909,7 +917,7 @@ int arf_cl_read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct ar
 	bool need[ARF_CLUSTER_MAX] = { false };
 	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
 		uint64_t o = off + at, s = o / cl->unit;
-		unsigned k = (unsigned)(s % cl->n);
+		unsigned k = arf_cl_server(f->first, cl->n, s);
 		size_t p = cl->unit - (size_t)(o % cl->unit);
 		if (p > len - at)
 			p = len - at;
@@ -930,6 +938,7 @@ int arf_cl_read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct ar
 	op->cl = cl;
 	op->ino = f->ino;
 	op->gen = f->gen;
+	op->first = f->first;
 	op->len = len;
 	op->read = true;
 	op->off = off;
@@ -1002,7 +1011,7 @@ static int op_read_wait(struct arf_cl_op *op, char *dst)
 	size_t pos[ARF_CLUSTER_MAX] = { 0 };
 	for (size_t at = 0; !err && at < op->len;) {
 		uint64_t o = op->off + at;
-		unsigned k = (unsigned)(o / cl->unit % cl->n);
+		unsigned k = arf_cl_server(op->first, cl->n, o / cl->unit);
 		size_t p = cl->unit - (size_t)(o % cl->unit);
 		if (p > op->len - at)
 			p = op->len - at;
@@ -1210,7 +1219,7 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 		size_t pos[ARF_CLUSTER_MAX] = { 0 }, at = 0;
 		while (at < b.len) {
 			uint64_t o = off + done + at, s = o / cl->unit;
-			unsigned k = (unsigned)(s % cl->n);
+			unsigned k = arf_cl_server(f->first, cl->n, s);
 			size_t p = cl->unit - (size_t)(o % cl->unit);
 			if (p > b.len - at)
 				p = b.len - at;
@@ -1246,7 +1255,8 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 			continue;
 		struct dsrv *s = &cl->s[k];
 		args[m][0] = (int64_t)f->obj[k];
-		args[m][1] = (int64_t)arf_cl_obj_len(size, cl->unit, cl->n, k);
+		args[m][1] = (int64_t)arf_cl_obj_len(size, cl->unit, cl->n,
+		                                     arf_cl_slot(f->first, cl->n, k));
 		args[m][2] = (int64_t)f->obj_gen[k];
 		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
 		                           .seg_id = s->data.id, .entry = "truncate",
@@ -1454,7 +1464,9 @@ static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigne
 		}
 		return true;
 	}
-	uint64_t share = arf_cl_obj_len(ma.size, cl->unit, cl->n, k);
+	uint64_t share = arf_cl_obj_len(ma.size, cl->unit, cl->n,
+	                                arf_cl_slot(arf_cl_first(cl->desc.layout, cl->n, ino),
+	                                            cl->n, k));
 	if (oa->size > share) {
 		fk->problems++;
 		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: %llu bytes, its file (%llu "
@@ -1537,7 +1549,7 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj)
 {
 	bool need[ARF_CLUSTER_MAX];
 	for (unsigned k = 0; k < f->cl->n; k++) {
-		need[k] = k < n_stripes;
+		need[k] = arf_cl_slot(f->first, f->cl->n, k) < n_stripes;
 		obj[k] = 0;
 	}
 	int rc = objs_get(f, need, false);
