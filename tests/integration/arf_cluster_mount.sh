@@ -50,7 +50,8 @@ need arf_cluster_mount.sh arf arfd
 command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed (scripts/deps.sh installs fuse3)"
 
 arf_cluster 3 128M
-arf_cluster_init
+# the flat layout (version 1): the object counts below name the servers stripes are on
+arf_cluster_init --layout flat
 
 wait_mounted() {
 	for _ in $(seq 100); do
