@@ -137,7 +137,7 @@ for layout in flat rotate; do
 			for i in $(seq 30); do echo "small $i" >"$mnt/small/s$i"; done
 			stat -c '%i %s %n' "$mnt"/cp/* "$mnt"/imp/* "$mnt"/small/* >"$tmp/inos"
 			run fusermount3 -u "$mnt"; check_rc "$tag: umount" 0 $?
-			wait "$mpid"
+			wait "$mpid"; check_rc "$tag: arf mount exits 0" 0 $?
 			mpid=
 			k=0
 			for e in $data; do
