@@ -150,10 +150,6 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
                        struct arf_cl_op **op);
 int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen);
 
-/* A read in flight: arf_cl_read_start sends the requests of [off, off+len) (len 1 ..
- * ARF_DATA_CHUNK, within the file's size) to the servers holding it without waiting (the
- * objects are looked up first, once per file).  Waited for by arf_cl_read_ra's read-ahead. */
-int arf_cl_read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct arf_cl_op **op);
 /* arf_cl_read with read-ahead, for a reader that goes through a file in order (the mount):
  * after a read that continues the last one, the stripes of the next 2 * N units (at least
  * 4 MiB, at most 32 stripes, up to size, the file's size) are asked for at once, each from

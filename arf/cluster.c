@@ -741,8 +741,7 @@ struct arf_cl_op {
 	struct arc_pending *p[ARF_CLUSTER_MAX];
 	int start_rc[ARF_CLUSTER_MAX];     /* arc_exec_start's, when it failed (p NULL) */
 	char *buf;                         /* the runs, server by server (a write's) */
-	bool read;                         /* a read: the replies scattered at the wait */
-	uint64_t off;                      /* file offset of the op's first byte */
+	uint64_t off;                      /* a read's file offset (its scatter) */
 	char msg[1400];
 };
 
@@ -906,7 +905,10 @@ int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen)
 	return err ? err : len;
 }
 
-int arf_cl_read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct arf_cl_op **out)
+/* A read in flight (the read-ahead's): the requests of [off, off+len) (len 1 ..
+ * ARF_DATA_CHUNK, within the file's size) sent to the servers holding it without waiting,
+ * the objects looked up first (once per file).  0 with *out, or -errno. */
+static int read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct arf_cl_op **out)
 {
 	struct arf_cluster *cl = f->cl;
 	*out = NULL;
@@ -940,7 +942,6 @@ int arf_cl_read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct ar
 	op->gen = f->gen;
 	op->first = f->first;
 	op->len = len;
-	op->read = true;
 	op->off = off;
 	for (unsigned k = 0; k < cl->n; k++) {
 		if (!cnt[k])
@@ -970,7 +971,8 @@ int arf_cl_read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct ar
 	return 0;
 }
 
-/* A read op's replies, scattered into dst (op->len bytes; what no object holds: zeros). */
+/* A read op's replies, scattered into dst (op->len bytes; what no object holds: zeros):
+ * 0 or the first -errno (its message in op->msg).  Every reply is taken. */
 static int op_read_wait(struct arf_cl_op *op, char *dst)
 {
 	struct arf_cluster *cl = op->cl;
@@ -1139,7 +1141,7 @@ int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t le
 		e->got = 0;
 		e->op = NULL;
 		e->data = malloc(n);
-		if (!e->data || arf_cl_read_start(f, ahead, n, &e->op) != 0) {
+		if (!e->data || read_start(f, ahead, n, &e->op) != 0) {
 			/* not now (a server down is the reader's error when it gets there) */
 			free(e->data);
 			__atomic_fetch_sub(&ra_bytes, n, __ATOMIC_RELAXED);
