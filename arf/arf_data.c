@@ -620,7 +620,6 @@ struct wrun {
 	struct arc_pending *p;         /* NULL: not started (the filling run) */
 	unsigned tries;                /* sent again after EAGAIN */
 	uint64_t after;                /* != 0: continues a run in flight (writeafter) */
-	struct arf_cl_op *op;          /* a striped file's: its runs on the data servers */
 };
 
 struct arf_wq {
@@ -635,15 +634,9 @@ struct arf_wq {
 	uint32_t eseq;                 /* errors so far << 1 | 1 once err was reported (errseq) */
 	uint64_t sent_end;             /* where the last run sent ends */
 	uint64_t end;                  /* furthest end queued (arf_wq_end); 0 when empty */
-	/* a striped file (a cluster): runs in flight on the data servers, the metadata size
-	 * raised once they are answered (st_settle).  A cycle runs from the first run sent
-	 * after a drain to the next drain. */
-	struct arf_cl_file *cf;        /* its objects, this queue's own (no st table lock) */
-	bool cyc;                      /* in a cycle: m_size, m_gen read from the metadata */
-	uint64_t m_size, m_gen;        /* the inode's size and generation at the cycle's start */
-	uint64_t cyc_hi;               /* furthest end sent in the cycle */
-	uint64_t ok_end;               /* furthest end applied before any run of it failed */
-	bool cyc_wrote, cyc_failed;
+	/* a striped file (a cluster): full runs held, then applied together (st_flush) */
+	struct wrun *held[ARF_WQ_DEPTH_STRIPED];
+	unsigned n_held;
 };
 
 /* bytes in all queues' runs (filling or in flight) of the process: ARF_WQ_BUDGET */
@@ -665,7 +658,6 @@ static void run_free(struct arf_wq *q, struct wrun *r)
 	free(r->x.out);
 	r->x.out = NULL;
 	r->p = NULL;
-	r->op = NULL;
 	__atomic_fetch_sub(&wq_bytes, ARF_WQ_RUN, __ATOMIC_RELAXED);
 	if (!q->spare) {
 		q->spare = r;
@@ -754,25 +746,6 @@ static void reap(struct arf_wq *q)
 	if (!q->head)
 		q->tail = NULL;
 	q->n_flight--;
-	if (r->op) {
-		/* a striped run: arf_cl_op_wait finishes short or locked runs itself */
-		char msg[sizeof q->d->s.msg];
-		int64_t v = arf_cl_op_wait(r->op, msg, sizeof msg);
-		if (v < 0) {
-			if (v == -EIO)
-				snprintf(q->d->s.msg, sizeof q->d->s.msg, "%s", msg);
-			q->cyc_failed = true;
-			keep_err(q, v);
-		} else if (!q->cyc_failed) {
-			/* runs are reaped in the order they were sent: every run before this one
-			 * was applied too, so the size may cover it */
-			q->cyc_wrote = true;
-			if (r->off + r->len > q->ok_end)
-				q->ok_end = r->off + r->len;
-		}
-		run_free(q, r);
-		return;
-	}
 	int rc = arc_exec_wait(q->d->s.a, r->p);
 	int64_t v = rc == 0 ? r->x.value : -EIO, e = 0;
 	if (rc == 0 && v == -EAGAIN && r->tries < 2) {
@@ -805,82 +778,154 @@ static void reap(struct arf_wq *q)
 	run_free(q, r);
 }
 
-/* ---- a striped file's runs (arf_data_striped): the runs of several queue entries in
- * flight on all the data servers at once (arf_cl_write_start), where arf_write_gen would
- * apply one batch and wait.  The metadata inode is read once a cycle (its generation, its
- * size) and its size raised once the runs are answered, at the drain: data first, as the
- * plain path; the cycle's runs never go past bytes nobody wrote, so no stale tail has to
- * be cut on this path (a run that would start past them goes the plain way, which cuts). */
+/* ---- a striped file's runs (arf_data_striped): a queue holds up to ARF_WQ_DEPTH_STRIPED
+ * full runs and applies them together, all in flight on the data servers at once
+ * (arf_cl_write_start), where one run at a time would keep one or two servers busy.  The
+ * batch is one striped write as st_write does it, under the file's lock (so a truncate or
+ * another write of the file comes wholly before or after it): the inode read, the objects
+ * cut before a run that starts past the file's bytes, the data, then the size raised over
+ * the runs applied before any that failed. */
 
-/* Everything in flight answered, then the metadata inode's size raised over what the cycle
- * applied (or its mtime set, as a write within the size does); the cycle ends. */
-static void st_settle(struct arf_wq *q)
+/* A batch of runs in flight (st_write_runs): ops[waited..started) not answered yet. */
+struct st_batch {
+	struct wrun *const *runs;
+	struct arf_cl_op *ops[ARF_WQ_DEPTH_STRIPED];
+	unsigned started, waited;
+	uint64_t ok_end;               /* the end of what was applied before any failure */
+	bool wrote, failed;
+	int64_t rc;                    /* the first error */
+	char msg[1200];                /* its message, for -EIO (arf_seg's msg) */
+};
+
+/* Every run in flight answered, in the order sent: those before the first failure are
+ * the prefix the size may cover. */
+static void st_batch_wait(struct st_batch *b)
 {
-	while (q->head)
-		reap(q);
-	if (q->cyc && q->cyc_wrote) {
-		struct arf_attr at;
-		int rc = arf_getattr(q->d->st->meta, q->ino, &at);
-		if (rc == -EIO)
-			snprintf(q->d->s.msg, sizeof q->d->s.msg, "%s",
-			         arf_client_errmsg(q->d->st->meta));
-		else if (rc < 0 || at.gen != q->m_gen)
-			rc = -ESTALE;          /* the file went while its bytes were in flight */
-		/* the size as it is now: another client may have grown it meanwhile (raise only) */
-		if (rc == 0 && q->ok_end > at.size) {
-			rc = m_truncate(q->d, q->ino, q->m_gen, q->ok_end);
-		} else if (rc == 0) {
-			int64_t a[7] = { (int64_t)q->ino, ARF_SET_MTIME_NOW, 0, 0, 0, 0, 0 };
-			struct arc_exec x = { 0 };
-			rc = (int)run(q->d, &x, "setattr", a, 7, NULL, 0);
-			free(x.out);
+	for (; b->waited < b->started; b->waited++) {
+		char msg[sizeof b->msg];
+		int64_t v = arf_cl_op_wait(b->ops[b->waited], msg, sizeof msg);
+		if (v < 0 && !b->failed) {
+			b->failed = true;
+			if (b->rc == 0) {
+				b->rc = v;
+				snprintf(b->msg, sizeof b->msg, "%s", msg);
+			}
+		} else if (v >= 0 && !b->failed) {
+			const struct wrun *r = b->runs[b->waited];
+			b->wrote = true;
+			if (r->off + r->len > b->ok_end)
+				b->ok_end = r->off + r->len;
 		}
-		keep_err(q, rc < 0 ? rc : 0);
 	}
-	q->cyc = q->cyc_wrote = q->cyc_failed = false;
-	q->cyc_hi = q->ok_end = 0;
 }
 
-/* Send striped run r: 0, or -1 when it must go the plain way (not a striped file, the
- * inode not as expected, a run past the file's bytes, a failure: the plain way words it). */
-static int st_start(struct arf_wq *q, struct wrun *r)
+/* Apply runs[0..n) (one generation, none overlapping another): 0 or the first -errno. */
+static int64_t st_write_runs(struct arf_data *d, uint64_t ino, struct wrun *const *runs,
+                             unsigned n)
 {
-	struct striped *st = q->d->st;
-	if (q->ino == st->desc_ino)
-		return -1;
-	if (!q->cyc) {
-		struct arf_attr at;
-		if (arf_getattr(st->meta, q->ino, &at) != 0 || !S_ISREG(at.mode) ||
-		    (r->gen && at.gen != r->gen))
-			return -1;
-		if (!q->cf || q->m_gen != at.gen) {
-			arf_cl_file_close(q->cf);
-			if (!(q->cf = arf_cl_file_open(st->cl, q->ino, at.gen)))
-				return -1;
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, runs[0]->gen, &sf, &at);
+	if (rc == ST_PASS) {
+		/* not a striped file after all: the plain way, one run after another */
+		for (unsigned i = 0; i < n; i++) {
+			int64_t v = arf_write_gen(d, ino, runs[i]->gen, runs[i]->off, runs[i]->buf,
+			                          runs[i]->len);
+			if (v < 0 || (uint64_t)v < runs[i]->len)
+				return v < 0 ? v : -ENOSPC;
 		}
-		q->m_gen = at.gen;
-		q->m_size = at.size;
-		q->cyc = true;
+		return 0;
 	}
-	/* past every byte the file has or the cycle sent: a hole before it, whose stale tail
-	 * (a crash's) the plain way cuts first */
-	if ((r->gen && r->gen != q->m_gen) ||
-	    r->off > (q->m_size > q->cyc_hi ? q->m_size : q->cyc_hi) ||
-	    r->off + r->len > ST_MAX_SIZE)
-		return -1;
-	if (arf_cl_write_start(q->cf, r->off, r->buf, r->len, &r->op) != 0)
-		return -1;
-	if (r->off + r->len > q->cyc_hi)
-		q->cyc_hi = r->off + r->len;
-	r->p = NULL;
-	r->next = NULL;
-	if (q->tail)
-		q->tail->next = r;
-	else
-		q->head = r;
-	q->tail = r;
-	q->n_flight++;
-	return 0;
+	if (rc != 0)
+		return rc;
+	struct st_batch *b = calloc(1, sizeof *b);
+	if (!b) {
+		st_put(d->st, sf);
+		return -ENOMEM;
+	}
+	b->runs = runs;
+	uint64_t size = at.size;       /* the metadata size, as raised so far */
+	uint64_t sent_hi = at.size;    /* a run past it has a hole before it */
+	for (unsigned i = 0; i < n && b->rc == 0; i++) {
+		const struct wrun *r = runs[i];
+		if (r->off > ST_MAX_SIZE || r->len > ST_MAX_SIZE - r->off) {
+			b->rc = -EFBIG;
+			break;
+		}
+		if (r->off > sent_hi) {
+			/* a hole before r: what is in flight landed, the size raised over it, then
+			 * whatever an earlier crash or failed write left past the size cut, so that
+			 * no stale byte shows in the hole */
+			st_batch_wait(b);
+			if (b->rc != 0)
+				break;
+			if (b->ok_end > size) {
+				if ((b->rc = m_truncate(d, ino, at.gen, b->ok_end)) != 0)
+					break;
+				size = b->ok_end;
+			}
+			if ((b->rc = arf_cl_truncate(sf->f, size)) < 0) {
+				snprintf(b->msg, sizeof b->msg, "%s", arf_cl_errmsg(sf->f));
+				break;
+			}
+			sent_hi = size;
+		}
+		int e = arf_cl_write_start(sf->f, r->off, r->buf, r->len, &b->ops[b->started]);
+		if (e < 0) {
+			b->rc = e;
+			snprintf(b->msg, sizeof b->msg, "%s", arf_cl_errmsg(sf->f));
+			break;
+		}
+		b->started++;
+		if (r->off + r->len > sent_hi)
+			sent_hi = r->off + r->len;
+	}
+	st_batch_wait(b);              /* every op is waited for, whatever happened above */
+	/* data first, then the size (or the times a write within the size sets) */
+	int64_t mrc = 0;
+	if (b->wrote && b->ok_end > size) {
+		mrc = m_truncate(d, ino, at.gen, b->ok_end);
+	} else if (b->wrote) {
+		int64_t a[7] = { (int64_t)ino, ARF_SET_MTIME_NOW, 0, 0, 0, 0, 0 };
+		struct arc_exec x = { 0 };
+		mrc = run(d, &x, "setattr", a, 7, NULL, 0);
+		free(x.out);
+	}
+	rc = b->rc < 0 ? b->rc : mrc < 0 ? mrc : 0;
+	if (b->rc == -EIO)
+		snprintf(d->s.msg, sizeof d->s.msg, "%.1199s", b->msg);
+	free(b);
+	st_put(d->st, sf);
+	return rc;
+}
+
+/* The held runs applied (the queue's error kept), their buffers freed. */
+static void st_flush(struct arf_wq *q)
+{
+	if (!q->n_held)
+		return;
+	int64_t rc = st_write_runs(q->d, q->ino, q->held, q->n_held);
+	keep_err(q, rc < 0 ? rc : 0);
+	for (unsigned i = 0; i < q->n_held; i++)
+		run_free(q, q->held[i]);
+	q->n_held = 0;
+}
+
+/* Hold full run r; the held ones go first when r overlaps one of them (their order is the
+ * writes' order, and runs in flight together land in any order) or is of another
+ * generation, and all of them once ARF_WQ_DEPTH_STRIPED are held. */
+static void st_hold(struct arf_wq *q, struct wrun *r)
+{
+	for (unsigned i = 0; i < q->n_held; i++) {
+		const struct wrun *h = q->held[i];
+		if (h->gen != r->gen || (r->off < h->off + h->len && h->off < r->off + r->len)) {
+			st_flush(q);
+			break;
+		}
+	}
+	q->held[q->n_held++] = r;
+	if (q->n_held == ARF_WQ_DEPTH_STRIPED)
+		st_flush(q);
 }
 
 /* Send the filling run (waiting for the oldest when the queue's depth is in flight). */
@@ -890,17 +935,18 @@ static void submit(struct arf_wq *q)
 	if (!r)
 		return;
 	q->fill = NULL;
-	while (q->n_flight >= (q->d->st ? ARF_WQ_DEPTH_STRIPED : ARF_WQ_DEPTH))
+	if (q->d->st) {
+		st_hold(q, r);
+		return;
+	}
+	while (q->n_flight >= ARF_WQ_DEPTH)
 		reap(q);
 	r->tries = 0;
 	/* continuing a run still in flight: land after it (data.c's writeafter) */
 	r->after = q->head && r->off == q->sent_end && r->off ? r->off : 0;
 	q->sent_end = r->off + r->len;
-	if (q->d->st ? st_start(q, r) != 0 : start(q, r) != 0) {
-		/* not sent: write it the plain way (a striped file's earlier runs applied and its
-		 * size set first: the plain way reads the size from the metadata inode) */
-		if (q->d->st)
-			st_settle(q);
+	if (start(q, r) != 0) {
+		/* not sent: write it the plain way */
 		int64_t v = arf_write_gen(q->d, q->ino, r->gen, r->off, r->buf, r->len);
 		keep_err(q, v < 0 ? v : (uint64_t)v < r->len ? -ENOSPC : 0);
 		run_free(q, r);
@@ -911,10 +957,9 @@ static void submit(struct arf_wq *q)
 static void drain(struct arf_wq *q)
 {
 	submit(q);
+	st_flush(q);
 	while (q->head)
 		reap(q);
-	if (q->d->st)
-		st_settle(q);
 	__atomic_store_n(&q->end, 0, __ATOMIC_RELAXED);
 }
 
@@ -1056,7 +1101,6 @@ void arf_wq_free(struct arf_wq *q)
 		free(q->spare->buf);
 		free(q->spare);
 	}
-	arf_cl_file_close(q->cf);
 	pthread_mutex_destroy(&q->lock);
 	free(q);
 }

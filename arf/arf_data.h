@@ -91,10 +91,10 @@ int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, 
  * Calls on one file are serialized in this process; appends are at the size this process
  * finds (not atomic across clients, as they are on one server).  fallocate's allocate and
  * punch are -EOPNOTSUPP on a striped file; SEEK_DATA finds data everywhere below the size.
- * A write-behind queue (arf_wq_*) keeps up to ARF_WQ_DEPTH_STRIPED runs in flight on the data
- * servers (arf_cl_write_start), reads the inode once a cycle (from its first run to the next
- * drain) and raises its size at the drain over the runs applied before any failed; a run
- * that would start past the file's bytes goes the synchronous way.  cl and meta must outlive d.
+ * A write-behind queue (arf_wq_*) holds up to ARF_WQ_DEPTH_STRIPED full runs and applies them
+ * together, all in flight on the data servers at once (arf_cl_write_start), as one striped
+ * write under the file's lock (data first, then the size over the runs applied before any
+ * that failed).  cl and meta must outlive d.
  * 0 or -ENOMEM. */
 struct arf_cluster;
 struct arf_client;
@@ -136,7 +136,8 @@ int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen);
 #define ARF_WQ_RUN (2u << 20)
 #define ARF_WQ_DEPTH 3
 /* A striped file's queue (a cluster): a run of ARF_WQ_RUN bytes reaches one to three data
- * servers (1 MiB units), so more runs in flight keep every server of a cluster busy at once */
+ * servers (1 MiB units), so this many full runs are held and applied together, all in
+ * flight at once, to keep every server of a cluster busy */
 #define ARF_WQ_DEPTH_STRIPED 8
 #define ARF_WQ_BUDGET (64u << 20)
 
