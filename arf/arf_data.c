@@ -634,9 +634,15 @@ struct arf_wq {
 	uint32_t eseq;                 /* errors so far << 1 | 1 once err was reported (errseq) */
 	uint64_t sent_end;             /* where the last run sent ends */
 	uint64_t end;                  /* furthest end queued (arf_wq_end); 0 when empty */
-	/* a striped file (a cluster): full runs held, then applied together (st_flush) */
+	/* a striped file (a cluster): full runs held, then applied together (st_flush) by a
+	 * thread of their own while the writer fills the next batch */
 	struct wrun *held[ARF_WQ_DEPTH_STRIPED];
 	unsigned n_held;
+	struct wrun *job[ARF_WQ_DEPTH_STRIPED];   /* the batch being applied */
+	unsigned n_job;
+	bool job_on;                   /* job_thread runs it (joined by st_join) */
+	pthread_t job_thread;
+	int64_t job_rc;
 };
 
 /* bytes in all queues' runs (filling or in flight) of the process: ARF_WQ_BUDGET */
@@ -899,16 +905,50 @@ static int64_t st_write_runs(struct arf_data *d, uint64_t ino, struct wrun *cons
 	return rc;
 }
 
-/* The held runs applied (the queue's error kept), their buffers freed. */
-static void st_flush(struct arf_wq *q)
+/* The batch in q->job applied: its error kept, its buffers freed. */
+static void st_job_done(struct arf_wq *q)
 {
+	keep_err(q, q->job_rc < 0 ? q->job_rc : 0);
+	for (unsigned i = 0; i < q->n_job; i++)
+		run_free(q, q->job[i]);
+	q->n_job = 0;
+}
+
+static void *st_job(void *arg)
+{
+	struct arf_wq *q = arg;
+	q->job_rc = st_write_runs(q->d, q->ino, q->job, q->n_job);
+	return NULL;
+}
+
+/* (lock held) The batch being applied, if any, finished. */
+static void st_join(struct arf_wq *q)
+{
+	if (!q->job_on)
+		return;
+	pthread_join(q->job_thread, NULL);
+	q->job_on = false;
+	st_job_done(q);
+}
+
+/* (lock held) The held runs applied, after the batch before them: with wait, here and now;
+ * else by a thread of their own, so that the writer fills the next batch (copying its
+ * bytes) while this one is on the wire.  One batch at a time, so batches land in order;
+ * the file's lock (st_write_runs) orders each with the file's other calls. */
+static void st_flush(struct arf_wq *q, bool wait)
+{
+	st_join(q);
 	if (!q->n_held)
 		return;
-	int64_t rc = st_write_runs(q->d, q->ino, q->held, q->n_held);
-	keep_err(q, rc < 0 ? rc : 0);
-	for (unsigned i = 0; i < q->n_held; i++)
-		run_free(q, q->held[i]);
+	memcpy(q->job, q->held, q->n_held * sizeof q->held[0]);
+	q->n_job = q->n_held;
 	q->n_held = 0;
+	if (!wait && pthread_create(&q->job_thread, NULL, st_job, q) == 0) {
+		q->job_on = true;
+		return;
+	}
+	q->job_rc = st_write_runs(q->d, q->ino, q->job, q->n_job);
+	st_job_done(q);
 }
 
 /* Hold full run r; the held ones go first when r overlaps one of them (their order is the
@@ -919,13 +959,13 @@ static void st_hold(struct arf_wq *q, struct wrun *r)
 	for (unsigned i = 0; i < q->n_held; i++) {
 		const struct wrun *h = q->held[i];
 		if (h->gen != r->gen || (r->off < h->off + h->len && h->off < r->off + r->len)) {
-			st_flush(q);
+			st_flush(q, false);
 			break;
 		}
 	}
 	q->held[q->n_held++] = r;
 	if (q->n_held == ARF_WQ_DEPTH_STRIPED)
-		st_flush(q);
+		st_flush(q, false);
 }
 
 /* Send the filling run (waiting for the oldest when the queue's depth is in flight). */
@@ -957,7 +997,7 @@ static void submit(struct arf_wq *q)
 static void drain(struct arf_wq *q)
 {
 	submit(q);
-	st_flush(q);
+	st_flush(q, true);
 	while (q->head)
 		reap(q);
 	__atomic_store_n(&q->end, 0, __ATOMIC_RELAXED);

@@ -94,7 +94,8 @@ int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, 
  * A write-behind queue (arf_wq_*) holds up to ARF_WQ_DEPTH_STRIPED full runs and applies them
  * together, all in flight on the data servers at once (arf_cl_write_start), as one striped
  * write under the file's lock (data first, then the size over the runs applied before any
- * that failed).  cl and meta must outlive d.
+ * that failed), on a thread of its own while the writer fills the next batch (one batch
+ * at a time; a drain waits for it).  cl and meta must outlive d.
  * 0 or -ENOMEM. */
 struct arf_cluster;
 struct arf_client;
