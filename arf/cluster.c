@@ -1122,11 +1122,19 @@ int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t le
 	f->ra_next = off + len;
 	if (!sequential && done == 0)
 		return (int64_t)len;          /* a random reader: no read-ahead */
-	/* keep the window full: stripe by stripe past the last entry (or this read) */
+	/* refill the window once less than half of it is left: its stripes asked for all at
+	 * once, each from its server, and waited for here.  No request outlives the call:
+	 * requests left pending in files nobody reads on (the file table keeps 64) held the
+	 * data servers' connections and stalled them (fsstress on a cluster: "no reply within
+	 * 8000 ms"), so the parallelism is within one refill, and the reads between refills
+	 * are served from memory. */
 	uint64_t window = 2ull * cl->n * cl->unit;
 	if (window < RA_MIN_BYTES)
 		window = RA_MIN_BYTES;
 	uint64_t ahead = f->ra_n ? f->ra[f->ra_n - 1].off + f->ra[f->ra_n - 1].len : off + len;
+	if (ahead >= off + len + window / 2)
+		return (int64_t)len;
+	unsigned first_new = f->ra_n;
 	while (f->ra_n < RA_MAX && ahead < size && ahead < off + len + window) {
 		size_t n = cl->unit - (size_t)(ahead % cl->unit);
 		if (n > size - ahead)
@@ -1150,6 +1158,9 @@ int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t le
 		f->ra_n++;
 		ahead += n;
 	}
+	/* an error stays in its entry: the reader's when it gets there */
+	for (unsigned i = first_new; i < f->ra_n; i++)
+		ra_settle(&f->ra[i], f->msg, sizeof f->msg);
 	return (int64_t)len;
 }
 
