@@ -151,8 +151,8 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
 int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen);
 
 /* arf_cl_read with read-ahead, for a reader that goes through a file in order (the mount):
- * after a read that continues the last one, once less than half of the window is left, the
- * stripes of the next 2 * N units (at least 4 MiB, at most 32 stripes, up to size, the
+ * after a read that continues the last one, once less than a stripe of the window is left,
+ * the stripes of the next 4 * N units (at least 4 MiB, at most 32 stripes, up to size, the
  * file's size) are asked for at once, each from its server, and waited for; later reads
  * are served from them, so each refill keeps every data server busy.  No request is left
  * pending when the call returns.  token: the file's version as the caller found it (the metadata

@@ -61,7 +61,7 @@ struct arf_cluster {
  * flight on its server, so that a sequential reader keeps every data server busy where one
  * read at a time would wait for one server after another. */
 #define RA_MAX 32                     /* stripes ahead of a reader */
-#define RA_MIN_BYTES (4u << 20)       /* the window: 2 stripes a server, at least this */
+#define RA_MIN_BYTES (4u << 20)       /* the window: 4 stripes a server, at least this */
 #define RA_BUDGET (128u << 20)        /* bytes read ahead in all files of the process */
 
 struct ra_ent {
@@ -1122,17 +1122,19 @@ int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t le
 	f->ra_next = off + len;
 	if (!sequential && done == 0)
 		return (int64_t)len;          /* a random reader: no read-ahead */
-	/* refill the window once less than half of it is left: its stripes asked for all at
-	 * once, each from its server, and waited for here.  No request outlives the call:
+	/* refill the window once less than a stripe of it is left: its stripes asked for all
+	 * at once, each from its server, and waited for here (the reads between refills are
+	 * served from memory, so a refill as large as the window keeps the wait per byte
+	 * small).  No request outlives the call:
 	 * requests left pending in files nobody reads on (the file table keeps 64) held the
 	 * data servers' connections and stalled them (fsstress on a cluster: "no reply within
 	 * 8000 ms"), so the parallelism is within one refill, and the reads between refills
 	 * are served from memory. */
-	uint64_t window = 2ull * cl->n * cl->unit;
+	uint64_t window = 4ull * cl->n * cl->unit;
 	if (window < RA_MIN_BYTES)
 		window = RA_MIN_BYTES;
 	uint64_t ahead = f->ra_n ? f->ra[f->ra_n - 1].off + f->ra[f->ra_n - 1].len : off + len;
-	if (ahead >= off + len + window / 2)
+	if (ahead >= off + len + cl->unit)
 		return (int64_t)len;
 	unsigned first_new = f->ra_n;
 	while (f->ra_n < RA_MAX && ahead < size && ahead < off + len + window) {
