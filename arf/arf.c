@@ -37,7 +37,7 @@ static void usage(FILE *f)
 	"       arf import [-j N] SRC_DIR ENDPOINT:/DEST\n"
 	"       arf export [-j N] ENDPOINT:/SRC DEST_DIR\n"
 	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
-	"       arf cluster init [--stripe-unit SIZE] META_ENDPOINT DATA_ENDPOINT...\n"
+	"       arf cluster init [--stripe-unit SIZE] [--layout rotate|flat] META_ENDPOINT DATA_ENDPOINT...\n"
 	"       arf cluster show META_ENDPOINT\n"
 	"       arf cluster cat [--offset N] [--length N] [--stats] [--direct] META_ENDPOINT:/PATH\n"
 	"       arf --help\n"
@@ -392,6 +392,9 @@ static int cmd_cluster(int argc, char **argv)
 	if (!desc)
 		return 2;
 	desc->unit = ARF_STRIPE_DEFAULT;
+	/* a new cluster rotates its files' first servers (small files spread); flat is the
+	 * layout of the first clusters, kept for them (arf_cluster.h) */
+	desc->layout = ARF_LAYOUT_ROTATE;
 	const char *meta = NULL;
 	int rc = 2;
 	for (int i = 1; i < argc; i++) {
@@ -404,6 +407,17 @@ static int cmd_cluster(int argc, char **argv)
 				goto out;
 			}
 			desc->unit = (uint32_t)u;
+		} else if (init && !strcmp(argv[i], "--layout") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "rotate")) {
+				desc->layout = ARF_LAYOUT_ROTATE;
+			} else if (!strcmp(argv[i], "flat")) {
+				desc->layout = ARF_LAYOUT_FLAT;
+			} else {
+				fprintf(stderr, "arf cluster: --layout %s: expected rotate or flat\n",
+				        argv[i]);
+				goto out;
+			}
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "arf cluster: %s: unexpected option (see arf --help)\n", argv[i]);
 			goto out;
@@ -439,8 +453,9 @@ static int cmd_cluster(int argc, char **argv)
 		if (r < 0)
 			fprintf(stderr, "arf cluster: %s\n", err);
 		else
-			printf("%s: a cluster of %u data servers, stripe unit %u bytes\n", meta, desc->n,
-			       desc->unit);
+			printf("%s: a cluster of %u data servers, stripe unit %u bytes, layout %s\n",
+			       meta, desc->n, desc->unit,
+			       desc->layout == ARF_LAYOUT_ROTATE ? "rotate" : "flat");
 		rc = r < 0 ? 1 : 0;
 	} else {
 		int r = arf_cluster_read(c, d, desc, err, sizeof err);

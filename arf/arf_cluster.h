@@ -9,7 +9,8 @@
  * Data path: a regular file's stripes are one object per data server, the regular file
  * /stripes/INO.GEN of that server's image (INO and GEN the metadata inode's number and
  * generation, decimal), made when the first byte goes there.  File byte o is in stripe
- * s = o / unit, on server s % N, at o % unit + (s / N) * unit of its object.  Each batch
+ * s = o / unit, on server (s + first) % N (first: 0, or INO % N in the rotated layout,
+ * below), at o % unit + (s / N) * unit of its object.  Each batch
  * writes or reads its pieces on all servers at once: one Cooperation (arc_exec_many).
  *
  * Results are >= 0 or a negative Linux errno; -EIO carries a message (arf_cl_errmsg) that
@@ -44,15 +45,25 @@ struct arf_data;
 
 /* The description, as /.arf-cluster holds it:
  *
- *     arf-cluster 1
+ *     arf-cluster 2
  *     unit 65536
  *     server tcp:10.0.0.2:7000
  *     server tcp:10.0.0.3:7000
  *
- * one "server" line per data server, in stripe order (server k holds stripes k, k+N, ...);
- * the order never changes once files are stored. */
+ * one "server" line per data server, in stripe order (in the flat layout server k holds
+ * stripes k, k+N, ... of every file); the order never changes once files are stored.  The
+ * version is the layout (ARF_LAYOUT_*): 1 flat, 2 rotated. */
+/* The layout, the description's version: where a file's first stripe lives.  Flat (1, the
+ * first clusters): stripe s on server s % N, so every file starts on server 0 and files
+ * under a unit are all there.  Rotate (2, what arf cluster init makes): stripe s of inode
+ * INO on server (s + INO % N) % N, so small files spread over the servers.  A file's
+ * object offsets are the same in both ((s / N) * unit); the description never changes
+ * once files are stored, so every file of a cluster has its layout. */
+enum { ARF_LAYOUT_FLAT = 1, ARF_LAYOUT_ROTATE = 2 };
+
 struct arf_cluster_desc {
 	unsigned n;                             /* data servers; 0: a one-server image */
+	int layout;                             /* ARF_LAYOUT_* (parse: from the version) */
 	uint32_t unit;                          /* stripe unit in bytes */
 	char server[ARF_CLUSTER_MAX][ARF_CLUSTER_EP_MAX];
 };
@@ -112,6 +123,8 @@ struct arf_cl_file;
 struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen);
 void arf_cl_file_close(struct arf_cl_file *f);
 const char *arf_cl_errmsg(struct arf_cl_file *f);
+/* The data server (its index in the description) holding the file's stripe s. */
+unsigned arf_cl_file_server(const struct arf_cl_file *f, uint64_t s);
 
 /* Write len bytes at file offset off into the stripes (the objects are made as needed):
  * len, or -errno (-ENOSPC a data server's image is full, -EIO with a message).  The
@@ -120,6 +133,34 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 /* Read len bytes at off (the caller keeps off + len within the file's size): len, bytes no
  * stripe holds (holes, a missing object) as zeros; or -errno. */
 int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len);
+
+/* A write in flight on the data servers (the mount's write-behind keeps several, so every
+ * server has work at once): arf_cl_write_start gathers len bytes (1 .. ARF_DATA_CHUNK) at off
+ * into one run per server they reach, makes the objects that are missing (waited for, once
+ * per object) and sends the runs without waiting (arc_exec_start on each server's
+ * connection); 0 with *op, or -errno (nothing in flight then).  The caller's buf may be
+ * reused at once (the runs hold their own copy); f is not used by op afterwards, so the
+ * file's other calls may go on while it is in flight.  arf_cl_op_wait takes every run's
+ * reply (finishing a run that placed part of its bytes or met its object locked, as
+ * arf_cl_write does) and frees op: len, or the first -errno (its message, for -EIO, into
+ * msg).  Every op started must be waited for, once.  The size is the caller's to set after
+ * the wait (data first). */
+struct arf_cl_op;
+int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, size_t len,
+                       struct arf_cl_op **op);
+int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen);
+
+/* arf_cl_read with read-ahead, for a reader that goes through a file in order (the mount):
+ * after a read that continues the last one, once less than a stripe of the window is left,
+ * the stripes of the next 4 * N units (at least 4 MiB, at most 32 stripes, up to size, the
+ * file's size) are asked for at once, each from its server, and waited for; later reads
+ * are served from them, so each refill keeps every data server busy.  No request is left
+ * pending when the call returns.  token: the file's version as the caller found it (the metadata
+ * inode's mtime, ctime and size); what was read ahead under another token is dropped, so a
+ * write, a truncate or another client's close is never hidden by old bytes.  len, or -errno
+ * (-EIO with arf_cl_errmsg).  A read elsewhere drops the read-ahead and starts no more. */
+int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t len,
+                       uint64_t size, const uint64_t token[3]);
 
 /* Delegation (docs/cluster.md, "Delegation"): read [off, off+len) of regular file ino
  * through the metadata server alone, without connecting to the data servers: each stripe
@@ -180,7 +221,14 @@ struct arf_cluster_fsck {
 int arf_cluster_fsck(struct arf_cluster *cl, struct arf_client *meta,
                      struct arf_cluster_fsck *fk);
 
-/* The bytes of a file of size bytes that data server k of n holds (its object's length). */
-uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned k);
+/* The bytes of a file of size bytes that the server at slot j of n holds (its object's
+ * length): slot j holds stripes j, j + n, ... (arf_cl_slot gives a server's slot). */
+uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned j);
+/* The server of inode ino's stripe 0: 0 in the flat layout, ino % n when rotated. */
+unsigned arf_cl_first(int layout, unsigned n, uint64_t ino);
+/* The server holding stripe s of a file whose first is first: (s + first) % n. */
+unsigned arf_cl_server(unsigned first, unsigned n, uint64_t s);
+/* Server k's slot in that file: the j whose stripes j, j + n, ... it holds. */
+unsigned arf_cl_slot(unsigned first, unsigned n, unsigned k);
 
 #endif

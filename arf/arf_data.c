@@ -280,7 +280,10 @@ static int64_t st_read(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t 
 	if (rc != 0)
 		return rc;
 	size_t n = off >= at.size ? 0 : at.size - off < len ? (size_t)(at.size - off) : len;
-	rc = n ? arf_cl_read(sf->f, off, buf, n) : 0;
+	/* with read-ahead: the mount's reader goes through a file in order, one request at a
+	 * time, which alone would keep one data server busy after another */
+	uint64_t token[3] = { (uint64_t)at.mtime, (uint64_t)at.ctime, at.size };
+	rc = n ? arf_cl_read_ra(sf->f, off, buf, n, at.size, token) : 0;
 	rc = st_err(d, sf, rc);
 	st_put(d->st, sf);
 	return rc;
@@ -631,6 +634,15 @@ struct arf_wq {
 	uint32_t eseq;                 /* errors so far << 1 | 1 once err was reported (errseq) */
 	uint64_t sent_end;             /* where the last run sent ends */
 	uint64_t end;                  /* furthest end queued (arf_wq_end); 0 when empty */
+	/* a striped file (a cluster): full runs held, then applied together (st_flush) by a
+	 * thread of their own while the writer fills the next batch */
+	struct wrun *held[ARF_WQ_DEPTH_STRIPED];
+	unsigned n_held;
+	struct wrun *job[ARF_WQ_DEPTH_STRIPED];   /* the batch being applied */
+	unsigned n_job;
+	bool job_on;                   /* job_thread runs it (joined by st_join) */
+	pthread_t job_thread;
+	int64_t job_rc;
 };
 
 /* bytes in all queues' runs (filling or in flight) of the process: ARF_WQ_BUDGET */
@@ -772,22 +784,208 @@ static void reap(struct arf_wq *q)
 	run_free(q, r);
 }
 
-/* Send the filling run (waiting for the oldest when ARF_WQ_DEPTH are in flight). */
+/* ---- a striped file's runs (arf_data_striped): a queue holds up to ARF_WQ_DEPTH_STRIPED
+ * full runs and applies them together, all in flight on the data servers at once
+ * (arf_cl_write_start), where one run at a time would keep one or two servers busy.  The
+ * batch is one striped write as st_write does it, under the file's lock (so a truncate or
+ * another write of the file comes wholly before or after it): the inode read, the objects
+ * cut before a run that starts past the file's bytes, the data, then the size raised over
+ * the runs applied before any that failed. */
+
+/* A batch of runs in flight (st_write_runs): ops[waited..started) not answered yet. */
+struct st_batch {
+	struct wrun *const *runs;
+	struct arf_cl_op *ops[ARF_WQ_DEPTH_STRIPED];
+	unsigned started, waited;
+	uint64_t ok_end;               /* the end of what was applied before any failure */
+	bool wrote, failed;
+	int64_t rc;                    /* the first error */
+	char msg[1200];                /* its message, for -EIO (arf_seg's msg) */
+};
+
+/* Every run in flight answered, in the order sent: those before the first failure are
+ * the prefix the size may cover. */
+static void st_batch_wait(struct st_batch *b)
+{
+	for (; b->waited < b->started; b->waited++) {
+		char msg[sizeof b->msg];
+		int64_t v = arf_cl_op_wait(b->ops[b->waited], msg, sizeof msg);
+		if (v < 0 && !b->failed) {
+			b->failed = true;
+			if (b->rc == 0) {
+				b->rc = v;
+				snprintf(b->msg, sizeof b->msg, "%s", msg);
+			}
+		} else if (v >= 0 && !b->failed) {
+			const struct wrun *r = b->runs[b->waited];
+			b->wrote = true;
+			if (r->off + r->len > b->ok_end)
+				b->ok_end = r->off + r->len;
+		}
+	}
+}
+
+/* Apply runs[0..n) (one generation, none overlapping another): 0 or the first -errno. */
+static int64_t st_write_runs(struct arf_data *d, uint64_t ino, struct wrun *const *runs,
+                             unsigned n)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, runs[0]->gen, &sf, &at);
+	if (rc == ST_PASS) {
+		/* not a striped file after all: the plain way, one run after another */
+		for (unsigned i = 0; i < n; i++) {
+			int64_t v = arf_write_gen(d, ino, runs[i]->gen, runs[i]->off, runs[i]->buf,
+			                          runs[i]->len);
+			if (v < 0 || (uint64_t)v < runs[i]->len)
+				return v < 0 ? v : -ENOSPC;
+		}
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	struct st_batch *b = calloc(1, sizeof *b);
+	if (!b) {
+		st_put(d->st, sf);
+		return -ENOMEM;
+	}
+	b->runs = runs;
+	uint64_t size = at.size;       /* the metadata size, as raised so far */
+	uint64_t sent_hi = at.size;    /* a run past it has a hole before it */
+	for (unsigned i = 0; i < n && b->rc == 0; i++) {
+		const struct wrun *r = runs[i];
+		if (r->off > ST_MAX_SIZE || r->len > ST_MAX_SIZE - r->off) {
+			b->rc = -EFBIG;
+			break;
+		}
+		if (r->off > sent_hi) {
+			/* a hole before r: what is in flight landed, the size raised over it, then
+			 * whatever an earlier crash or failed write left past the size cut, so that
+			 * no stale byte shows in the hole */
+			st_batch_wait(b);
+			if (b->rc != 0)
+				break;
+			if (b->ok_end > size) {
+				if ((b->rc = m_truncate(d, ino, at.gen, b->ok_end)) != 0)
+					break;
+				size = b->ok_end;
+			}
+			if ((b->rc = arf_cl_truncate(sf->f, size)) < 0) {
+				snprintf(b->msg, sizeof b->msg, "%s", arf_cl_errmsg(sf->f));
+				break;
+			}
+			sent_hi = size;
+		}
+		int e = arf_cl_write_start(sf->f, r->off, r->buf, r->len, &b->ops[b->started]);
+		if (e < 0) {
+			b->rc = e;
+			snprintf(b->msg, sizeof b->msg, "%s", arf_cl_errmsg(sf->f));
+			break;
+		}
+		b->started++;
+		if (r->off + r->len > sent_hi)
+			sent_hi = r->off + r->len;
+	}
+	st_batch_wait(b);              /* every op is waited for, whatever happened above */
+	/* data first, then the size (or the times a write within the size sets) */
+	int64_t mrc = 0;
+	if (b->wrote && b->ok_end > size) {
+		mrc = m_truncate(d, ino, at.gen, b->ok_end);
+	} else if (b->wrote) {
+		int64_t a[7] = { (int64_t)ino, ARF_SET_MTIME_NOW, 0, 0, 0, 0, 0 };
+		struct arc_exec x = { 0 };
+		mrc = run(d, &x, "setattr", a, 7, NULL, 0);
+		free(x.out);
+	}
+	rc = b->rc < 0 ? b->rc : mrc < 0 ? mrc : 0;
+	if (b->rc == -EIO)
+		snprintf(d->s.msg, sizeof d->s.msg, "%.1199s", b->msg);
+	free(b);
+	st_put(d->st, sf);
+	return rc;
+}
+
+/* The batch in q->job applied: its error kept, its buffers freed. */
+static void st_job_done(struct arf_wq *q)
+{
+	keep_err(q, q->job_rc < 0 ? q->job_rc : 0);
+	for (unsigned i = 0; i < q->n_job; i++)
+		run_free(q, q->job[i]);
+	q->n_job = 0;
+}
+
+static void *st_job(void *arg)
+{
+	struct arf_wq *q = arg;
+	q->job_rc = st_write_runs(q->d, q->ino, q->job, q->n_job);
+	return NULL;
+}
+
+/* (lock held) The batch being applied, if any, finished. */
+static void st_join(struct arf_wq *q)
+{
+	if (!q->job_on)
+		return;
+	pthread_join(q->job_thread, NULL);
+	q->job_on = false;
+	st_job_done(q);
+}
+
+/* (lock held) The held runs applied, after the batch before them: with wait, here and now;
+ * else by a thread of their own, so that the writer fills the next batch (copying its
+ * bytes) while this one is on the wire.  One batch at a time, so batches land in order;
+ * the file's lock (st_write_runs) orders each with the file's other calls. */
+static void st_flush(struct arf_wq *q, bool wait)
+{
+	st_join(q);
+	if (!q->n_held)
+		return;
+	memcpy(q->job, q->held, q->n_held * sizeof q->held[0]);
+	q->n_job = q->n_held;
+	q->n_held = 0;
+	if (!wait && pthread_create(&q->job_thread, NULL, st_job, q) == 0) {
+		q->job_on = true;
+		return;
+	}
+	q->job_rc = st_write_runs(q->d, q->ino, q->job, q->n_job);
+	st_job_done(q);
+}
+
+/* Hold full run r; the held ones go first when r overlaps one of them (their order is the
+ * writes' order, and runs in flight together land in any order) or is of another
+ * generation, and all of them once ARF_WQ_DEPTH_STRIPED are held. */
+static void st_hold(struct arf_wq *q, struct wrun *r)
+{
+	for (unsigned i = 0; i < q->n_held; i++) {
+		const struct wrun *h = q->held[i];
+		if (h->gen != r->gen || (r->off < h->off + h->len && h->off < r->off + r->len)) {
+			st_flush(q, false);
+			break;
+		}
+	}
+	q->held[q->n_held++] = r;
+	if (q->n_held == ARF_WQ_DEPTH_STRIPED)
+		st_flush(q, false);
+}
+
+/* Send the filling run (waiting for the oldest when the queue's depth is in flight). */
 static void submit(struct arf_wq *q)
 {
 	struct wrun *r = q->fill;
 	if (!r)
 		return;
 	q->fill = NULL;
+	if (q->d->st) {
+		st_hold(q, r);
+		return;
+	}
 	while (q->n_flight >= ARF_WQ_DEPTH)
 		reap(q);
 	r->tries = 0;
 	/* continuing a run still in flight: land after it (data.c's writeafter) */
 	r->after = q->head && r->off == q->sent_end && r->off ? r->off : 0;
 	q->sent_end = r->off + r->len;
-	/* a cluster's file: its stripes are written by arf_write_gen, one Cooperation over
-	 * the data servers a batch, and the queue's runs are applied one after another */
-	if (q->d->st || start(q, r) != 0) {
+	if (start(q, r) != 0) {
 		/* not sent: write it the plain way */
 		int64_t v = arf_write_gen(q->d, q->ino, r->gen, r->off, r->buf, r->len);
 		keep_err(q, v < 0 ? v : (uint64_t)v < r->len ? -ENOSPC : 0);
@@ -799,6 +997,7 @@ static void submit(struct arf_wq *q)
 static void drain(struct arf_wq *q)
 {
 	submit(q);
+	st_flush(q, true);
 	while (q->head)
 		reap(q);
 	__atomic_store_n(&q->end, 0, __ATOMIC_RELAXED);

@@ -91,7 +91,11 @@ int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, 
  * Calls on one file are serialized in this process; appends are at the size this process
  * finds (not atomic across clients, as they are on one server).  fallocate's allocate and
  * punch are -EOPNOTSUPP on a striped file; SEEK_DATA finds data everywhere below the size.
- * Write-behind queues apply their runs one after another.  cl and meta must outlive d.
+ * A write-behind queue (arf_wq_*) holds up to ARF_WQ_DEPTH_STRIPED full runs and applies them
+ * together, all in flight on the data servers at once (arf_cl_write_start), as one striped
+ * write under the file's lock (data first, then the size over the runs applied before any
+ * that failed), on a thread of its own while the writer fills the next batch (one batch
+ * at a time; a drain waits for it).  cl and meta must outlive d.
  * 0 or -ENOMEM. */
 struct arf_cluster;
 struct arf_client;
@@ -132,6 +136,10 @@ int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen);
  * for the replies).  Not durable: fsync is arf_wq_flush then arf_fsync_gen. */
 #define ARF_WQ_RUN (2u << 20)
 #define ARF_WQ_DEPTH 3
+/* A striped file's queue (a cluster): a run of ARF_WQ_RUN bytes reaches one to three data
+ * servers (1 MiB units), so this many full runs are held and applied together, all in
+ * flight at once, to keep every server of a cluster busy */
+#define ARF_WQ_DEPTH_STRIPED 8
 #define ARF_WQ_BUDGET (64u << 20)
 
 struct arf_wq;

@@ -57,15 +57,38 @@ struct arf_cluster {
 	struct dsrv s[ARF_CLUSTER_MAX];
 };
 
+/* Read-ahead (arf_cl_read_ra): stripes read before they are asked for, each one request in
+ * flight on its server, so that a sequential reader keeps every data server busy where one
+ * read at a time would wait for one server after another. */
+#define RA_MAX 32                     /* stripes ahead of a reader */
+#define RA_MIN_BYTES (4u << 20)       /* the window: 4 stripes a server, at least this */
+#define RA_BUDGET (128u << 20)        /* bytes read ahead in all files of the process */
+
+struct ra_ent {
+	uint64_t off;                  /* file offset */
+	size_t len;
+	struct arf_cl_op *op;          /* in flight; NULL once answered (data, got) */
+	char *data;                    /* len bytes */
+	int64_t got;                   /* len, or -errno */
+};
+
 struct arf_cl_file {
 	struct arf_cluster *cl;
 	uint64_t ino, gen;
+	unsigned first;                     /* the server of stripe 0 (arf_cl_first) */
 	uint64_t obj[ARF_CLUSTER_MAX];      /* the object's inode there, 0: none (yet) */
 	uint64_t obj_gen[ARF_CLUSTER_MAX];
 	bool looked[ARF_CLUSTER_MAX];       /* obj is known (also when 0: no object) */
 	char *buf[ARF_CLUSTER_MAX];         /* cap bytes each, made on first use */
 	char msg[1400];
+	struct ra_ent ra[RA_MAX];           /* consecutive stripes, file order */
+	unsigned ra_n;
+	uint64_t ra_next;                   /* where a sequential reader goes on */
+	uint64_t ra_token[3];               /* the file's version the entries were read at */
 };
+
+static size_t ra_bytes;                /* all files' read-ahead (RA_BUDGET) */
+static void ra_drop(struct arf_cl_file *f, unsigned n);
 
 /* ---- the description (parsed in cluster_desc.c) ---- */
 
@@ -413,6 +436,7 @@ struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint6
 	f->cl = cl;
 	f->ino = ino;
 	f->gen = gen;
+	f->first = arf_cl_first(cl->desc.layout, cl->n, ino);
 	return f;
 }
 
@@ -420,6 +444,7 @@ void arf_cl_file_close(struct arf_cl_file *f)
 {
 	if (!f)
 		return;
+	ra_drop(f, f->ra_n);
 	for (unsigned k = 0; k < ARF_CLUSTER_MAX; k++)
 		free(f->buf[k]);
 	free(f);
@@ -428,6 +453,11 @@ void arf_cl_file_close(struct arf_cl_file *f)
 const char *arf_cl_errmsg(struct arf_cl_file *f)
 {
 	return f->msg;
+}
+
+unsigned arf_cl_file_server(const struct arf_cl_file *f, uint64_t s)
+{
+	return arf_cl_server(f->first, f->cl->n, s);
 }
 
 static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x,
@@ -564,7 +594,7 @@ static int plan(struct arf_cl_file *f, struct batch *b, uint64_t off, size_t len
 	 * n * cap / unit + 1 pieces */
 	while (b->len < len) {
 		uint64_t o = off + b->len, s = o / cl->unit;
-		unsigned k = (unsigned)(s % cl->n);
+		unsigned k = arf_cl_server(f->first, cl->n, s);
 		size_t in = (size_t)(o % cl->unit), p = cl->unit - in;
 		if (p > len - b->len)
 			p = len - b->len;
@@ -693,6 +723,449 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 	return (int64_t)done;
 }
 
+/* ---- a write in flight (the mount's write-behind) ---- */
+
+struct arf_cl_op {
+	struct arf_cluster *cl;
+	uint64_t ino, gen;
+	unsigned first;                    /* the file's (arf_cl_first) */
+	size_t len;
+	unsigned m;                        /* runs started (or failed to start) */
+	unsigned who[ARF_CLUSTER_MAX];
+	uint64_t start[ARF_CLUSTER_MAX];   /* object offset of run i */
+	size_t cnt[ARF_CLUSTER_MAX];       /* its bytes, at buf + base[i] */
+	size_t base[ARF_CLUSTER_MAX];
+	uint64_t obj[ARF_CLUSTER_MAX], obj_gen[ARF_CLUSTER_MAX];
+	int64_t args[ARF_CLUSTER_MAX][4];  /* live until the reply: a resend reads them */
+	struct arc_exec x[ARF_CLUSTER_MAX];
+	struct arc_pending *p[ARF_CLUSTER_MAX];
+	int start_rc[ARF_CLUSTER_MAX];     /* arc_exec_start's, when it failed (p NULL) */
+	char *buf;                         /* the runs, server by server (a write's) */
+	uint64_t off;                      /* a read's file offset (its scatter) */
+	char msg[1400];
+};
+
+/* The rest of run i of op on its own (after a short count or EAGAIN): 0 or -errno; the
+ * object ids are op's copies, so f may be in use by another thread meanwhile. */
+static int op_rest(struct arf_cl_op *op, unsigned i, size_t done)
+{
+	struct dsrv *s = &op->cl->s[op->who[i]];
+	const char *p = op->buf + op->base[i];
+	size_t n = op->cnt[i];
+	/* every pass places at least one block or fails: bounded by n / 4096 + 1 passes */
+	while (done < n) {
+		int64_t a[3] = { (int64_t)op->obj[i], (int64_t)(op->start[i] + done),
+		                 (int64_t)op->obj_gen[i] };
+		struct arc_exec x = { 0 };
+		int64_t v = arf_seg_run(&s->data, &x, "write", a, 3, p + done, n - done);
+		free(x.out);
+		if (v == -EIO) {
+			snprintf(op->msg, sizeof op->msg, "data server %s: %s", s->name, s->data.msg);
+			return -EIO;
+		}
+		if (v < 0)
+			return (int)v;
+		if (v == 0 || (uint64_t)v > n - done) {
+			snprintf(op->msg, sizeof op->msg, "data server %s: write: %lld of %zu bytes",
+			         s->name, (long long)v, n - done);
+			return -EIO;
+		}
+		done += (size_t)v;
+	}
+	return 0;
+}
+
+int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, size_t len,
+                       struct arf_cl_op **out)
+{
+	struct arf_cluster *cl = f->cl;
+	*out = NULL;
+	if (len == 0 || len > ARF_DATA_CHUNK)
+		return -EINVAL;
+	struct arf_cl_op *op = calloc(1, sizeof *op);
+	char *gathered = malloc(len);
+	if (!op || !gathered) {
+		free(op);
+		free(gathered);
+		snprintf(f->msg, sizeof f->msg, "out of memory");
+		return -ENOMEM;
+	}
+	op->cl = cl;
+	op->ino = f->ino;
+	op->gen = f->gen;
+	op->len = len;
+	op->buf = gathered;
+	/* 1. each server's share: its pieces are consecutive units of its object */
+	size_t cnt[ARF_CLUSTER_MAX] = { 0 };
+	uint64_t start[ARF_CLUSTER_MAX] = { 0 };
+	bool need[ARF_CLUSTER_MAX] = { false };
+	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
+		uint64_t o = off + at, s = o / cl->unit;
+		unsigned k = arf_cl_server(f->first, cl->n, s);
+		size_t p = cl->unit - (size_t)(o % cl->unit);
+		if (p > len - at)
+			p = len - at;
+		if (!cnt[k])
+			start[k] = s / cl->n * cl->unit + o % cl->unit;
+		cnt[k] += p;
+		need[k] = true;
+		at += p;
+	}
+	size_t base[ARF_CLUSTER_MAX], sum = 0;
+	for (unsigned k = 0; k < cl->n; k++) {
+		base[k] = sum;
+		sum += cnt[k];
+	}
+	/* 2. gather: the same walk, each piece after the ones before it on its server */
+	size_t pos[ARF_CLUSTER_MAX] = { 0 };
+	for (size_t at = 0; at < len;) {
+		uint64_t o = off + at;
+		unsigned k = arf_cl_server(f->first, cl->n, o / cl->unit);
+		size_t p = cl->unit - (size_t)(o % cl->unit);
+		if (p > len - at)
+			p = len - at;
+		memcpy(gathered + base[k] + pos[k], (const char *)buf + at, p);
+		pos[k] += p;
+		at += p;
+	}
+	/* 3. the objects (made where missing), then every run sent without waiting */
+	int rc = objs_get(f, need, true);
+	if (rc < 0) {
+		free(op->buf);
+		free(op);
+		return rc;
+	}
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (!cnt[k])
+			continue;
+		unsigned i = op->m++;
+		struct dsrv *s = &cl->s[k];
+		op->who[i] = k;
+		op->start[i] = start[k];
+		op->cnt[i] = cnt[k];
+		op->base[i] = base[k];
+		op->obj[i] = f->obj[k];
+		op->obj_gen[i] = f->obj_gen[k];
+		op->args[i][0] = (int64_t)f->obj[k];
+		op->args[i][1] = (int64_t)start[k];
+		op->args[i][2] = (int64_t)f->obj_gen[k];
+		op->x[i] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+		                              .seg_id = s->data.id, .entry = "write",
+		                              .args = op->args[i], .n_args = 3,
+		                              .argbytes = gathered + base[k],
+		                              .argbytes_len = cnt[k] };
+		/* a failure to send is the wait's to report, with the others' replies */
+		op->start_rc[i] = arc_exec_start(s->a, &op->x[i], &op->p[i]);
+		if (op->start_rc[i] != 0)
+			op->p[i] = NULL;
+	}
+	*out = op;
+	return 0;
+}
+
+int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen)
+{
+	struct arf_cluster *cl = op->cl;
+	int err = 0;
+	/* every run's reply is taken, also after a failure: none may be left pending */
+	for (unsigned i = 0; i < op->m; i++) {
+		unsigned k = op->who[i];
+		struct dsrv *s = &cl->s[k];
+		int rc = op->p[i] ? arc_exec_wait(s->a, op->p[i]) : op->start_rc[i];
+		int64_t v = op->x[i].value;
+		int e = 0;
+		if (rc != 0) {
+			snprintf(op->msg, sizeof op->msg, "data server %s: write: %s", s->name,
+			         op->x[i].trapped ? op->x[i].trap.text : arc_errmsg(s->a));
+			if (rc == -AR_ETIMEDOUT || rc == -AR_ENET || !op->p[i]) {
+				pthread_mutex_lock(&s->lock);
+				set_down(s, op->msg);
+				pthread_mutex_unlock(&s->lock);
+			}
+			e = -EIO;
+		} else if (v == -EAGAIN || (v > 0 && (uint64_t)v < op->cnt[i])) {
+			e = op_rest(op, i, v > 0 ? (size_t)v : 0);
+		} else if (v < 0) {
+			e = (int)v;
+		} else if ((uint64_t)v != op->cnt[i]) {
+			snprintf(op->msg, sizeof op->msg, "data server %s: write: %lld of %zu bytes",
+			         s->name, (long long)v, op->cnt[i]);
+			e = -EIO;
+		}
+		free(op->x[i].out);
+		if (e && !err) {
+			err = e;
+			if (msg && e == -EIO)
+				snprintf(msg, msglen, "%s", op->msg);
+		}
+	}
+	int64_t len = (int64_t)op->len;
+	free(op->buf);
+	free(op);
+	return err ? err : len;
+}
+
+/* A read in flight (the read-ahead's): the requests of [off, off+len) (len 1 ..
+ * ARF_DATA_CHUNK, within the file's size) sent to the servers holding it without waiting,
+ * the objects looked up first (once per file).  0 with *out, or -errno. */
+static int read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct arf_cl_op **out)
+{
+	struct arf_cluster *cl = f->cl;
+	*out = NULL;
+	if (len == 0 || len > ARF_DATA_CHUNK)
+		return -EINVAL;
+	size_t cnt[ARF_CLUSTER_MAX] = { 0 };
+	uint64_t start[ARF_CLUSTER_MAX] = { 0 };
+	bool need[ARF_CLUSTER_MAX] = { false };
+	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
+		uint64_t o = off + at, s = o / cl->unit;
+		unsigned k = arf_cl_server(f->first, cl->n, s);
+		size_t p = cl->unit - (size_t)(o % cl->unit);
+		if (p > len - at)
+			p = len - at;
+		if (!cnt[k])
+			start[k] = s / cl->n * cl->unit + o % cl->unit;
+		cnt[k] += p;
+		need[k] = true;
+		at += p;
+	}
+	int rc = objs_get(f, need, false);
+	if (rc < 0)
+		return rc;
+	struct arf_cl_op *op = calloc(1, sizeof *op);
+	if (!op) {
+		snprintf(f->msg, sizeof f->msg, "out of memory");
+		return -ENOMEM;
+	}
+	op->cl = cl;
+	op->ino = f->ino;
+	op->gen = f->gen;
+	op->first = f->first;
+	op->len = len;
+	op->off = off;
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (!cnt[k])
+			continue;
+		unsigned i = op->m++;
+		op->who[i] = k;
+		op->start[i] = start[k];
+		op->cnt[i] = cnt[k];
+		op->obj[i] = f->obj[k];
+		if (!f->obj[k]) {
+			op->p[i] = NULL;       /* no object: zeros, nothing to ask */
+			continue;
+		}
+		struct dsrv *s = &cl->s[k];
+		op->args[i][0] = (int64_t)f->obj[k];
+		op->args[i][1] = (int64_t)start[k];
+		op->args[i][2] = (int64_t)cnt[k];
+		op->args[i][3] = (int64_t)f->obj_gen[k];
+		op->x[i] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
+		                              .seg_id = s->data.id, .entry = "read",
+		                              .args = op->args[i], .n_args = 4, .out_max = cnt[k] };
+		op->start_rc[i] = arc_exec_start(s->a, &op->x[i], &op->p[i]);
+		if (op->start_rc[i] != 0)
+			op->p[i] = NULL;
+	}
+	*out = op;
+	return 0;
+}
+
+/* A read op's replies, scattered into dst (op->len bytes; what no object holds: zeros):
+ * 0 or the first -errno (its message in op->msg).  Every reply is taken. */
+static int op_read_wait(struct arf_cl_op *op, char *dst)
+{
+	struct arf_cluster *cl = op->cl;
+	int err = 0;
+	size_t got[ARF_CLUSTER_MAX] = { 0 };
+	const char *from[ARF_CLUSTER_MAX] = { NULL };
+	for (unsigned i = 0; i < op->m; i++) {
+		unsigned k = op->who[i];
+		struct dsrv *s = &cl->s[k];
+		if (!op->obj[i])
+			continue;
+		int rc = op->p[i] ? arc_exec_wait(s->a, op->p[i]) : op->start_rc[i];
+		int64_t v = op->x[i].value;
+		int e = 0;
+		if (rc != 0) {
+			snprintf(op->msg, sizeof op->msg, "data server %s: read: %s", s->name,
+			         op->x[i].trapped ? op->x[i].trap.text : arc_errmsg(s->a));
+			if (rc == -AR_ETIMEDOUT || rc == -AR_ENET || !op->p[i]) {
+				pthread_mutex_lock(&s->lock);
+				set_down(s, op->msg);
+				pthread_mutex_unlock(&s->lock);
+			}
+			e = -EIO;
+		} else if (v < 0) {
+			e = (int)v;
+		} else if ((uint64_t)v > op->cnt[i] || op->x[i].out_len != (uint64_t)v) {
+			snprintf(op->msg, sizeof op->msg, "data server %s: read: %lld bytes, %llu of "
+			         "output", s->name, (long long)v, (unsigned long long)op->x[i].out_len);
+			e = -EIO;
+		} else {
+			got[k] = (size_t)v;    /* short: the object ends there (a hole after) */
+			from[k] = op->x[i].out;
+		}
+		if (e && !err)
+			err = e;
+	}
+	/* scatter: the pieces in file order, as read_start cut them */
+	size_t pos[ARF_CLUSTER_MAX] = { 0 };
+	for (size_t at = 0; !err && at < op->len;) {
+		uint64_t o = op->off + at;
+		unsigned k = arf_cl_server(op->first, cl->n, o / cl->unit);
+		size_t p = cl->unit - (size_t)(o % cl->unit);
+		if (p > op->len - at)
+			p = op->len - at;
+		size_t have = got[k] > pos[k] ? got[k] - pos[k] : 0;
+		if (have > p)
+			have = p;
+		if (have)
+			memcpy(dst + at, from[k] + pos[k], have);
+		memset(dst + at + have, 0, p - have);
+		pos[k] += p;
+		at += p;
+	}
+	for (unsigned i = 0; i < op->m; i++)
+		free(op->x[i].out);
+	return err;
+}
+
+/* ---- read-ahead ---- */
+
+/* Wait for (and forget) entries keep_from.. and drop them; the ones before stay. */
+static void ra_drop_tail(struct arf_cl_file *f, unsigned keep_from)
+{
+	for (unsigned i = keep_from; i < f->ra_n; i++) {
+		struct ra_ent *e = &f->ra[i];
+		if (e->op) {
+			op_read_wait(e->op, e->data);   /* every op is waited for */
+			free(e->op);
+		}
+		free(e->data);
+		__atomic_fetch_sub(&ra_bytes, e->len, __ATOMIC_RELAXED);
+	}
+	if (keep_from < f->ra_n)
+		f->ra_n = keep_from;
+}
+
+/* Drop the first n entries (waited for), moving the others to the front. */
+static void ra_drop(struct arf_cl_file *f, unsigned n)
+{
+	unsigned left = f->ra_n - n;
+	struct ra_ent keep[RA_MAX];
+	memcpy(keep, f->ra + n, left * sizeof keep[0]);
+	f->ra_n = n;
+	ra_drop_tail(f, 0);
+	memcpy(f->ra, keep, left * sizeof keep[0]);
+	f->ra_n = left;
+}
+
+/* Entry e answered: its bytes (or error) in place. */
+static void ra_settle(struct ra_ent *e, char *msg, size_t msglen)
+{
+	if (!e->op)
+		return;
+	int rc = op_read_wait(e->op, e->data);
+	if (rc == -EIO && msg)
+		snprintf(msg, msglen, "%s", e->op->msg);
+	e->got = rc < 0 ? rc : (int64_t)e->len;
+	free(e->op);
+	e->op = NULL;
+}
+
+int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t len,
+                       uint64_t size, const uint64_t token[3])
+{
+	struct arf_cluster *cl = f->cl;
+	char *dst = buf;
+	/* another version of the file (written, cut, by anyone): what was read ahead is old */
+	if (memcmp(token, f->ra_token, sizeof f->ra_token) != 0) {
+		ra_drop(f, f->ra_n);
+		memcpy(f->ra_token, token, sizeof f->ra_token);
+	}
+	bool sequential = off == f->ra_next;
+	/* the entries wholly before off are read and passed: dropped; a reader that went
+	 * elsewhere drops them all */
+	unsigned first = 0;
+	while (first < f->ra_n && f->ra[first].off + f->ra[first].len <= off)
+		first++;
+	if (first == f->ra_n || f->ra[first].off > off)
+		first = f->ra_n;
+	ra_drop(f, first);
+	size_t done = 0;
+	for (unsigned i = 0; i < f->ra_n && done < len; i++) {
+		struct ra_ent *e = &f->ra[i];
+		uint64_t o = off + done;
+		if (o < e->off || o >= e->off + e->len)
+			break;
+		ra_settle(e, f->msg, sizeof f->msg);
+		if (e->got < 0) {
+			int rc = (int)e->got;
+			ra_drop(f, f->ra_n);          /* asked again, from the reader's next call */
+			return rc;
+		}
+		size_t n = (size_t)(e->off + e->len - o);
+		if (n > len - done)
+			n = len - done;
+		memcpy(dst + done, e->data + (o - e->off), n);
+		done += n;
+	}
+	if (done < len) {
+		/* not read ahead (the first read, a reader that went elsewhere): read now, and
+		 * begin the read-ahead after it */
+		ra_drop(f, f->ra_n);
+		int64_t v = arf_cl_read(f, off + done, dst + done, len - done);
+		if (v < 0)
+			return v;
+	}
+	f->ra_next = off + len;
+	if (!sequential && done == 0)
+		return (int64_t)len;          /* a random reader: no read-ahead */
+	/* refill the window once less than a stripe of it is left: its stripes asked for all
+	 * at once, each from its server, and waited for here (the reads between refills are
+	 * served from memory, so a refill as large as the window keeps the wait per byte
+	 * small).  No request outlives the call:
+	 * requests left pending in files nobody reads on (the file table keeps 64) held the
+	 * data servers' connections and stalled them (fsstress on a cluster: "no reply within
+	 * 8000 ms"), so the parallelism is within one refill, and the reads between refills
+	 * are served from memory. */
+	uint64_t window = 4ull * cl->n * cl->unit;
+	if (window < RA_MIN_BYTES)
+		window = RA_MIN_BYTES;
+	uint64_t ahead = f->ra_n ? f->ra[f->ra_n - 1].off + f->ra[f->ra_n - 1].len : off + len;
+	if (ahead >= off + len + cl->unit)
+		return (int64_t)len;
+	unsigned first_new = f->ra_n;
+	while (f->ra_n < RA_MAX && ahead < size && ahead < off + len + window) {
+		size_t n = cl->unit - (size_t)(ahead % cl->unit);
+		if (n > size - ahead)
+			n = (size_t)(size - ahead);
+		if (__atomic_add_fetch(&ra_bytes, n, __ATOMIC_RELAXED) > RA_BUDGET) {
+			__atomic_fetch_sub(&ra_bytes, n, __ATOMIC_RELAXED);
+			break;
+		}
+		struct ra_ent *e = &f->ra[f->ra_n];
+		e->off = ahead;
+		e->len = n;
+		e->got = 0;
+		e->op = NULL;
+		e->data = malloc(n);
+		if (!e->data || read_start(f, ahead, n, &e->op) != 0) {
+			/* not now (a server down is the reader's error when it gets there) */
+			free(e->data);
+			__atomic_fetch_sub(&ra_bytes, n, __ATOMIC_RELAXED);
+			break;
+		}
+		f->ra_n++;
+		ahead += n;
+	}
+	/* an error stays in its entry: the reader's when it gets there */
+	for (unsigned i = first_new; i < f->ra_n; i++)
+		ra_settle(&f->ra[i], f->msg, sizeof f->msg);
+	return (int64_t)len;
+}
+
 int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 {
 	struct arf_cluster *cl = f->cl;
@@ -761,7 +1234,7 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 		size_t pos[ARF_CLUSTER_MAX] = { 0 }, at = 0;
 		while (at < b.len) {
 			uint64_t o = off + done + at, s = o / cl->unit;
-			unsigned k = (unsigned)(s % cl->n);
+			unsigned k = arf_cl_server(f->first, cl->n, s);
 			size_t p = cl->unit - (size_t)(o % cl->unit);
 			if (p > b.len - at)
 				p = b.len - at;
@@ -797,7 +1270,8 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 			continue;
 		struct dsrv *s = &cl->s[k];
 		args[m][0] = (int64_t)f->obj[k];
-		args[m][1] = (int64_t)arf_cl_obj_len(size, cl->unit, cl->n, k);
+		args[m][1] = (int64_t)arf_cl_obj_len(size, cl->unit, cl->n,
+		                                     arf_cl_slot(f->first, cl->n, k));
 		args[m][2] = (int64_t)f->obj_gen[k];
 		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
 		                           .seg_id = s->data.id, .entry = "truncate",
@@ -1005,7 +1479,9 @@ static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigne
 		}
 		return true;
 	}
-	uint64_t share = arf_cl_obj_len(ma.size, cl->unit, cl->n, k);
+	uint64_t share = arf_cl_obj_len(ma.size, cl->unit, cl->n,
+	                                arf_cl_slot(arf_cl_first(cl->desc.layout, cl->n, ino),
+	                                            cl->n, k));
 	if (oa->size > share) {
 		fk->problems++;
 		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: %llu bytes, its file (%llu "
@@ -1088,7 +1564,7 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj)
 {
 	bool need[ARF_CLUSTER_MAX];
 	for (unsigned k = 0; k < f->cl->n; k++) {
-		need[k] = k < n_stripes;
+		need[k] = arf_cl_slot(f->first, f->cl->n, k) < n_stripes;
 		obj[k] = 0;
 	}
 	int rc = objs_get(f, need, false);

@@ -48,10 +48,15 @@ int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, 
 			return -1;
 		}
 		if (!header) {
-			if (strcmp(key, "arf-cluster") != 0 || strcmp(val, "1") != 0) {
-				snprintf(err, errlen, "line %u: expected \"arf-cluster 1\" first", line);
+			/* the version is the layout (arf_cluster.h): a reader that does not know
+			 * one refuses it, rather than read stripes from the wrong servers */
+			if (strcmp(key, "arf-cluster") != 0 ||
+			    (strcmp(val, "1") != 0 && strcmp(val, "2") != 0)) {
+				snprintf(err, errlen, "line %u: expected \"arf-cluster 1\" or \"arf-cluster "
+				         "2\" first", line);
 				return -1;
 			}
+			d->layout = val[0] == '2' ? ARF_LAYOUT_ROTATE : ARF_LAYOUT_FLAT;
 			header = true;
 		} else if (!strcmp(key, "unit")) {
 			char *end;
@@ -97,7 +102,8 @@ int arf_cluster_parse(const char *text, size_t len, struct arf_cluster_desc *d, 
 int arf_cluster_format(const struct arf_cluster_desc *d, char *buf, size_t cap)
 {
 	size_t n = 0;
-	int w = snprintf(buf, cap, "arf-cluster 1\nunit %u\n", d->unit);
+	int w = snprintf(buf, cap, "arf-cluster %d\nunit %u\n",
+	                 d->layout == ARF_LAYOUT_ROTATE ? 2 : 1, d->unit);
 	if (w < 0 || (size_t)w >= cap)
 		return -1;
 	n = (size_t)w;
@@ -115,4 +121,19 @@ uint64_t arf_cl_obj_len(uint64_t size, uint32_t unit, unsigned n, unsigned k)
 	uint64_t row = (uint64_t)unit * n;
 	uint64_t rem = size % row, part = rem > (uint64_t)k * unit ? rem - (uint64_t)k * unit : 0;
 	return size / row * unit + (part < unit ? part : unit);
+}
+
+unsigned arf_cl_first(int layout, unsigned n, uint64_t ino)
+{
+	return layout == ARF_LAYOUT_ROTATE && n ? (unsigned)(ino % n) : 0;
+}
+
+unsigned arf_cl_server(unsigned first, unsigned n, uint64_t s)
+{
+	return (unsigned)((s % n + first) % n);
+}
+
+unsigned arf_cl_slot(unsigned first, unsigned n, unsigned k)
+{
+	return (k + n - first) % n;
 }

@@ -2,10 +2,11 @@
  * in C through pncc as data.c and ops.c.  A client that has not reached the data servers
  * (no connection to them, no object looked up) sends a small read of a striped file to the
  * metadata server, which holds the inode but not the bytes:
- *   1. client -> metadata arfd: EXEC route(ino, off, len, unit, n), the argument bytes the
+ *   1. client -> metadata arfd: EXEC route(ino, off, len, unit, rot << 32 | n), the argument bytes the
  *      id of stripe.pno (32 bytes) or the whole segment (when a data server lacks it);
  *   2. route reads the inode (its generation names the object, its size ends the read),
- *      finds the stripe and its server k = stripe % n, writes an EXEC request for
+ *      finds the stripe and its server k = (stripe + first) % n (first = ino % n when the
+ *      layout rotates, rot 1; else 0: arf_cluster.h), writes an EXEC request for
  *      stripe.pno's objread(object offset, length) of "stripes/INO.GEN" on its output and
  *      calls the hook forward(k): arfd sends that request to its member k;
  *   3. member k runs it and answers the client directly.
@@ -73,16 +74,18 @@ static u64 decimal(u64 v, u64 out)
 	return n;
 }
 
-/* route(ino, off, len, unit, n): bytes [off, off+len) of regular file ino, cut at the end of
+/* route(ino, off, len, unit, rot << 32 | n): bytes [off, off+len) of regular file ino, cut at the end of
  * the stripe off is in and at the size, forwarded to the data server holding that stripe;
  * the data server's reply is the answer (the length, the bytes).  0 (answered here) at or
  * past the end; -EINVAL for a bad inode, unit or n, or a member arfd does not have;
  * -ENOENT for a free inode, -EISDIR for a directory. */
-long route(u64 ino, u64 off, u64 len, u64 unit, u64 n)
+long route(u64 ino, u64 off, u64 len, u64 unit, u64 nr)
 {
+	/* rot rides in n's high half: pncc's exports take five arguments at most */
+	u64 n = nr & 0xffffffff, rot = nr >> 32;
 	u64 c = ioff(ino);
 	if (c == 0 || unit < UNIT_MIN || unit > UNIT_MAX || unit % UNIT_MIN || n == 0 ||
-	    n > SERVERS_MAX)
+	    n > SERVERS_MAX || rot > 1)
 		return -E_INVAL;
 	u64 mode = ar_ld32u(arf, c + ARF_I_MODE) & ARF_S_IFMT;
 	if (mode == 0)
@@ -98,7 +101,7 @@ long route(u64 ino, u64 off, u64 len, u64 unit, u64 n)
 		want = (s + 1) * unit - off;
 	if (want > size - off)
 		want = size - off;
-	long rc = ar_hcall1(forward, s % n);
+	long rc = ar_hcall1(forward, (s % n + (rot ? ino % n : 0)) % n);
 	if (rc < 0)
 		return rc;
 	/* the EXEC request (docs/protocol.md): the segment, by id or inline */

@@ -21,8 +21,11 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 	bool whole = false;                /* a data server lacked stripe.pno: send it along */
 	size_t done = 0;
 	while (done < len) {
+		/* route's last argument: the layout's rotation in the high half (deleg.c) */
 		int64_t args[5] = { (int64_t)ino, (int64_t)(off + done), (int64_t)(len - done),
-		                    (int64_t)desc->unit, (int64_t)desc->n };
+		                    (int64_t)desc->unit,
+		                    (int64_t)((uint64_t)(desc->layout == ARF_LAYOUT_ROTATE) << 32 |
+		                              desc->n) };
 		struct arc_exec x = { .seg = route->bytes, .seg_len = route->len, .seg_id = route->id,
 		                      .entry = "route", .args = args, .n_args = 5,
 		                      .argbytes = whole ? stripe : (const void *)id,
@@ -40,7 +43,8 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 		}
 		if (rc == -AR_ETIMEDOUT && desc->unit && desc->n) {
 			/* the forward was lost (the data server died with it in its connection) */
-			uint64_t k = (off + done) / desc->unit % desc->n;
+			uint64_t k = arf_cl_server(arf_cl_first(desc->layout, desc->n, ino), desc->n,
+			                           (off + done) / desc->unit);
 			snprintf(msg, msglen, "read at %llu: no reply from data server %llu (%s) "
 			         "within %d ms", (unsigned long long)(off + done), (unsigned long long)k,
 			         desc->server[k], ARF_CLUSTER_TIMEOUT_MS);

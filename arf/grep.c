@@ -436,16 +436,20 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		res = -1;
 		goto out;
 	}
+	/* j: a slot, stripes j, j + N, ...; srv[j] the data server holding them (the layout
+	 * may rotate a file's first stripe away from server 0: arf_cl_server) */
 	uint64_t cur[ARF_CLUSTER_MAX];
+	unsigned srv[ARF_CLUSTER_MAX];
 	struct grep_arf_state gs[ARF_CLUSTER_MAX];
 	for (unsigned j = 0; j < N; j++) {
 		cur[j] = j;
+		srv[j] = arf_cl_file_server(f, j);
 		gs[j] = (struct grep_arf_state){ .pos = -1, .bin = -1, .row = -1 };
 	}
 	/* bounded: each round moves every busy server on by a window or by scan_max bytes or
 	 * OUT_SOFT bytes of output (at least one line) */
 	for (uint64_t round = 0; round < (uint64_t)1 << 40; round++) {
-		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		unsigned who[ARF_CLUSTER_MAX], whok[ARF_CLUSTER_MAX], m = 0;
 		uint64_t ws_obj[ARF_CLUSTER_MAX], we_obj[ARF_CLUSTER_MAX];
 		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX];
 		int64_t args[ARF_CLUSTER_MAX][GREP_ARF_NARGS];
@@ -456,7 +460,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			if (cur[j] >= nst)
 				continue;
 			uint64_t s = cur[j], obase = s / N * U;
-			if (!obj[j])
+			if (!obj[srv[j]])
 				goto out;          /* no object: zeros, and so NULs */
 			ws_obj[j] = obase + (w[s].ws - s * U);
 			we_obj[j] = obase + (w[s].we - s * U);
@@ -465,7 +469,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			uint64_t left = we_obj[j] - (uint64_t)gs[j].pos;
 			uint64_t scan = left < st->scan_max ? left : st->scan_max;
 			int64_t *ag = args[m];
-			ag[0] = (int64_t)obj[j];
+			ag[0] = (int64_t)obj[srv[j]];
 			memcpy(ag + 1, &gs[j], 8 * 8);     /* pos .. skip: the state but noeol */
 			ag[9] = OUT_SOFT;
 			ag[10] = (int64_t)scan;
@@ -475,11 +479,12 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			                           .args = ag, .n_args = GREP_ARF_NARGS,
 			                           .fuel = 16 * scan + (1u << 24), .out_max = OUT_MAX };
 			xs[m] = &xv[m];
+			whok[m] = srv[j];
 			who[m++] = j;
 		}
 		if (m == 0)
 			break;
-		rc = arf_cl_exec(f, who, xs, rcs, m, "grep");
+		rc = arf_cl_exec(f, whok, xs, rcs, m, "grep");
 		int bad = 0, hard = 0;
 		for (unsigned i = 0; i < m; i++) {
 			unsigned j = who[i];

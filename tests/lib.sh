@@ -115,10 +115,11 @@ arf_cluster() {
 	M=$ep_0
 }
 
-# arf_cluster_init: `arf cluster init --stripe-unit $U` of the servers arf_cluster started,
-# counted as the check "init"
+# arf_cluster_init [OPTION...]: `arf cluster init --stripe-unit $U OPTION...` of the servers
+# arf_cluster started (--layout flat: the scripts whose checks name the server a stripe is
+# on), counted as the check "init"
 arf_cluster_init() {
-	run "$BUILD/arf" cluster init --stripe-unit "$U" "$M" $data
+	run "$BUILD/arf" cluster init --stripe-unit "$U" "$@" "$M" $data
 	check_rc "init" 0 $?
 }
 

@@ -20,12 +20,15 @@
 #
 #   bash bench/cluster/run.sh [--quick] [--size SIZE] [--grep-size SIZE] [--runs K]
 #        [--servers "1 2 3"] [--cpu-max "40000 100000"] [--rate 1gbit] [--stripe-unit 1M]
+#        [--layout rotate|flat]
 #        [--tree-dirs "DIR ..."|all] [--pattern P] [--img-dir DIR] [--timeout S]
 #        [--out NAME] [--build DIR] [--no-verify]
 #   (make bench-cluster BENCH_CLUSTER_ARGS=--quick)
 #
 # --size: the file written and read (4G; 256M with --quick).  --grep-size: the striped text
-# file grep scans (the --size; the servers' scan takes any size, docs/cluster.md).  --quick: --size 256M, --runs 2, the tree of text files from
+# file grep scans (the --size; the servers' scan takes any size, docs/cluster.md).  --layout:
+# `arf cluster init`'s (rotate, its default, or flat: every file's first stripe on data
+# server 0, the layout of the first clusters).  --quick: --size 256M, --runs 2, the tree of text files from
 # /usr/include and /usr/share/doc (~20 MB).  Otherwise the tree is Debian's linux-source
 # (installed when missing; --tree-dirs picks top-level directories of it), or the quick
 # tree when it cannot be had (the output says so).  --img-dir: where the server images live
@@ -40,7 +43,7 @@ export LC_ALL=C
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 BUILD=$TOP/build
-QUICK=0 SIZE= GREP_SIZE= RUNS= SERVERS="1 2 3" CPU_MAX="40000 100000" RATE=1gbit UNIT=1M
+QUICK=0 SIZE= GREP_SIZE= RUNS= SERVERS="1 2 3" CPU_MAX="40000 100000" RATE=1gbit UNIT=1M LAYOUT=rotate
 TREE_DIRS=all PATTERN='Free Software Foundation' IMG_DIR= TO= OUT= VERIFY=1
 ARGS=$( [ $# -gt 0 ] && printf ' %q' "$@")   # the command line, quoted as typed back
 while [ $# -gt 0 ]; do
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--cpu-max) CPU_MAX=$2; shift ;;
 	--rate) RATE=$2; shift ;;
 	--stripe-unit) UNIT=$2; shift ;;
+	--layout) LAYOUT=$2; shift ;;
 	--tree-dirs) TREE_DIRS=$2; shift ;;
 	--pattern) PATTERN=$2; shift ;;
 	--img-dir) IMG_DIR=$2; shift ;;
@@ -341,7 +345,7 @@ for N in $SERVERS; do
 		eps+=" $(ep_of "$k")"
 	done
 	# shellcheck disable=SC2086
-	ns_c timeout 60 "$BIN/arf" cluster init --stripe-unit "$UNIT" "$EP_M" $eps >"$tmp/log/init.$N" 2>&1 ||
+	ns_c timeout 60 "$BIN/arf" cluster init --stripe-unit "$UNIT" --layout "$LAYOUT" "$EP_M" $eps >"$tmp/log/init.$N" 2>&1 ||
 		{ cat "$tmp/log/init.$N"; die "arf cluster init failed"; }
 	t0=$(now)
 	ns_c timeout "$((TO * 2))" "$BIN/arf" import --no-progress "$tmp/exp" "$EP_M:/" >"$tmp/log/import.$N" 2>&1 ||
@@ -428,7 +432,7 @@ summary() {
 	echo "each server (1 metadata + N data arfd) in its own network namespace behind its own veth link to the client's namespace,"
 	echo "  tbf $RATE on both ends of each link; each server in its own cgroup: $CG_DESC"
 	echo "  the client (arf mount, arf grep, dd) is not held: it shares the host's $(nproc) cores with all the servers"
-	echo "stripe unit $UNIT; images in $IMG_DIR (servers' page cache warm); each write and read through a fresh arf mount"
+	echo "stripe unit $UNIT, layout $LAYOUT; images in $IMG_DIR (servers' page cache warm); each write and read through a fresh arf mount"
 	echo "write: dd bs=1M conv=fsync of $((SIZE_B >> 20)) MiB of random bytes; read: dd bs=1M to /dev/null$([ "$VERIFY" = 1 ] && echo ', run 1 compared with the source (cmp, not timed)')"
 	echo "grep: arf grep -e '$PATTERN' over a $((GREP_B >> 20)) MiB striped text file ($L_BIG lines); grep-r: arf grep -r over the tree ($L_TREE lines)"
 	[ -n "$GREP_NOTE" ] && echo "  $GREP_NOTE"

@@ -45,7 +45,7 @@ contains "init, the metadata image as data" "$tmp/err" "serves the metadata serv
 run "$BUILD/arf" cluster init "$M" "$ep_1" "$(echo "$ep_1" | sed 's/127.0.0.1/localhost/')"
 check_rc "init, one server twice" 1 $?
 contains "init, one server twice" "$tmp/err" "serves the same image as $ep_1"
-run "$BUILD/arf" cluster init --stripe-unit 64K "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
+run "$BUILD/arf" cluster init --stripe-unit 64K --layout flat "$M" "$ep_1" "$ep_2" "$ep_3"; check_rc "init" 0 $?
 run "$BUILD/arf" cluster show "$M"; check_rc "show" 0 $?
 same "description" "$(tr '\n' ' ' <"$tmp/out")" \
 	"arf-cluster 1 unit $U server $ep_1 server $ep_2 server $ep_3 "

@@ -42,7 +42,8 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/key"
 # data servers first (the metadata server names them), then the metadata server; its image
 # has no description yet: arfd checks --member against it at the first forward
 arf_cluster --members 3 64M --cluster-key-file "$tmp/key"
-arf_cluster_init
+# the flat layout (version 1): the checks below name the servers stripes are on
+arf_cluster_init --layout flat
 
 mkdir "$tmp/src"
 head -c $((4 * U + 1234)) /dev/urandom >"$tmp/src/big"         # 5 stripes, all 3 servers

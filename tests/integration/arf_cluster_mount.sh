@@ -7,8 +7,10 @@
 # file rewritten in the middle, fsync, fallocate refused (EOPNOTSUPP); a tree copied from
 # /usr/include and compared with diff -r; rm of a file (also one open while removed, and one
 # replaced by mv) removes its objects, and fsck --cluster is clean after; a killed data
-# server makes a read fail (EIO) within 10 s instead of hanging, while files with no bytes
-# on it are still read.  Where FUSE cannot be used it says why and counts nothing.
+# server makes a read and a write fail (EIO) within 10 s instead of hanging, while files with
+# no bytes on it are still read.  The requests in flight on all data servers: a file written
+# with dd bs=1M, rewritten ahead of a reader that read ahead, replaced by another client;
+# a data server stopped (SIGSTOP) mid-write: the error at fsync and at close within 20 s.  Where FUSE cannot be used it says why and counts nothing.
 #
 #   BUILD=build sh tests/integration/arf_cluster_mount.sh     prints "N passed, N failed" last
 # Every call is bounded by `timeout`; on exit the mount is undone and whatever was started is
@@ -48,7 +50,8 @@ need arf_cluster_mount.sh arf arfd
 command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed (scripts/deps.sh installs fuse3)"
 
 arf_cluster 3 128M
-arf_cluster_init
+# the flat layout (version 1): the object counts below name the servers stripes are on
+arf_cluster_init --layout flat
 
 wait_mounted() {
 	for _ in $(seq 100); do
@@ -186,6 +189,64 @@ run cmp "$src/f65537" "$m/sizes/f1"; check_rc "cmp after mv" 0 $?
 run "$BUILD/arf" fsck --cluster "$M"; check_rc "fsck --cluster after the removals" 0 $?
 contains "fsck --cluster clean" "$tmp/out" "cluster clean"
 
+# ---- the write-behind's runs in flight on every data server at once, and the read-ahead
+# (docs/cluster.md, "arf mount on a cluster"): rewrites inside a file read before, sizes
+# raised only once the runs are answered, and what was read ahead never hides a write,
+# ours or another client's
+head -c $((40 * U + 777)) /dev/urandom >"$tmp/big"
+run dd if="$tmp/big" of="$m/big" bs=1M; check_rc "dd bs=1M (runs in flight)" 0 $?
+run cmp "$tmp/big" "$m/big"; check_rc "cmp after dd bs=1M" 0 $?
+same "size after dd bs=1M" "$(stat -c %s "$m/big")" $((40 * U + 777))
+# read part of it (read-ahead started), rewrite bytes ahead of the reader through the mount,
+# read on through one descriptor: the new bytes
+head -c $((3 * U)) /dev/urandom >"$tmp/patch"
+cp "$tmp/big" "$tmp/bigref"
+dd if="$tmp/patch" of="$tmp/bigref" bs=$U seek=20 conv=notrunc 2>/dev/null
+run sh -c "exec 3<'$m/big'; dd bs=$U count=10 <&3 >/dev/null 2>&1 &&
+	dd if='$tmp/patch' of='$m/big' bs=$U seek=20 conv=notrunc 2>/dev/null &&
+	{ head -c $((10 * U)) '$tmp/bigref'; cat <&3; } >'$tmp/bigread'"
+check_rc "read, rewrite ahead of the reader, read on" 0 $?
+run cmp "$tmp/bigref" "$tmp/bigread"; check_rc "the reader sees the rewrite" 0 $?
+# another client (arf import over the file) while this mount has read ahead of a reader
+mkdir "$tmp/imp"
+head -c $((40 * U + 777)) /dev/urandom >"$tmp/imp/big"
+run sh -c "head -c $((5 * U)) '$m/big' >/dev/null"; check_rc "read the head" 0 $?
+run "$BUILD/arf" import "$tmp/imp" "$M:/"; check_rc "import over the file" 0 $?
+run cmp "$tmp/imp/big" "$m/big"; check_rc "the mount sees another client's bytes" 0 $?
+# a write past the end inside a queue (a hole, zeros) and one that extends it
+cp "$tmp/imp/big" "$tmp/bigref"
+run sh -c "dd if='$tmp/patch' of='$m/big' bs=1000 seek=3000 conv=notrunc 2>/dev/null &&
+	dd if='$tmp/patch' of='$m/big' bs=1000 seek=1 count=5 conv=notrunc 2>/dev/null"
+check_rc "writes past the end and inside" 0 $?
+dd if="$tmp/patch" of="$tmp/bigref" bs=1000 seek=3000 conv=notrunc 2>/dev/null
+dd if="$tmp/patch" of="$tmp/bigref" bs=1000 seek=1 count=5 conv=notrunc 2>/dev/null
+run cmp "$tmp/bigref" "$m/big"; check_rc "cmp after writes past the end" 0 $?
+
+# ---- a data server stopped in the middle of a write: the error reaches the writer (at a
+# later write, at fsync or at close) within the cluster's timeout, never a hang.  Server 3
+# is stopped (later checks need 1); the writer's bytes span all three.
+stop_write() {   # $1: dd's conv= (fsync, or notrunc: the close reports)
+	rm -f "$m/stopped"
+	{ head -c $((20 * U)) "$tmp/big"; sleep 2; head -c $((40 * U)) "$tmp/big"; } |
+		timeout 40 dd of="$m/stopped" bs=$U iflag=fullblock conv="$1" 2>"$tmp/dd.err" &
+	_dd=$!
+	sleep 1
+	kill -STOP "$pid_3"
+	_t0=$(date +%s)
+	wait "$_dd"; _rc=$?
+	_el=$(($(date +%s) - _t0))
+	kill -CONT "$pid_3"
+	if [ $_rc -ne 0 ] && [ $_rc -ne 124 ]; then ok; else bad "dd conv=$1 with a data server stopped: exit status $_rc"; fi
+	if [ "$_el" -le 20 ]; then ok; else bad "dd conv=$1 with a data server stopped took $_el s"; fi
+	contains "dd conv=$1: EIO" "$tmp/dd.err" "Input/output error"
+}
+stop_write fsync
+stop_write notrunc
+# the server is back: after the mount's retry time (10 s) it is asked again
+sleep 11
+run dd if="$tmp/big" of="$m/after" bs=1M conv=fsync; check_rc "write once the server is back" 0 $?
+run cmp "$tmp/big" "$m/after"; check_rc "cmp once the server is back" 0 $?
+
 # ---- a dead data server: EIO within 10 s, not a hang; files with no bytes there still read
 kill -KILL "$pid_2"
 wait "$pid_2" 2>/dev/null
@@ -196,6 +257,12 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ]; then ok; else bad "read with a data server 
 if [ "$el" -le 10 ]; then ok; else bad "read with a data server killed took $el s"; sed 's/^/  | /' "$tmp/mount.log"; fi
 contains "EIO" "$tmp/err" "Input/output error"
 run cmp "$src/f4096" "$m/sizes/f4096"; check_rc "a file with no bytes on the dead server" 0 $?
+t0=$(date +%s)
+run dd if="$tmp/big" of="$m/dead" bs=1M conv=fsync; rc=$?
+el=$(($(date +%s) - t0))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ]; then ok; else bad "write with a data server killed: exit status $rc"; fi
+if [ "$el" -le 10 ]; then ok; else bad "write with a data server killed took $el s"; fi
+contains "write: EIO" "$tmp/err" "Input/output error"
 
 run fusermount3 -u "$mnt"; check_rc "umount" 0 $?
 wait "$mpid"; check_rc "arf mount exits 0" 0 $?

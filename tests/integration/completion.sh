@@ -61,7 +61,7 @@ done
 
 want "arf subcommands" "arf " "--help cluster export fsck grep import mkfs mount umount"
 want "arf cluster" "arf cluster " "cat init show"
-want "arf cluster init --" "arf cluster init --" "--stripe-unit"
+want "arf cluster init --" "arf cluster init --" "--layout --stripe-unit"
 want "arf m" "arf m" "mkfs mount"
 want "arf mkfs options" "arf mkfs img --" "--inodes --size"
 want "arf fsck --r" "arf fsck --r" "--repair"

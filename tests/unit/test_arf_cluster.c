@@ -1,7 +1,8 @@
 /* test_arf_cluster.c: the parts of arf/cluster.c that need no server: the cluster
  * description's parser (good texts, and hostile ones: every error message pinned) and
- * format (round trip), and the object lengths of the stripe layout against a count made
- * stripe by stripe; arfd's side of --member (arf/members.c): the list against a
+ * format (round trip; the version as the layout, flat or rotated), and the object lengths
+ * of the stripe layout against a count made stripe by stripe; both layouts' placement
+ * (table-driven: servers, object offsets and lengths for N = 1..3 and edge sizes); arfd's side of --member (arf/members.c): the list against a
  * description (every message pinned), and the description read from a mapped image, one
  * made by mkfs with a description put in by hand, then damaged (never a fault).  The data
  * path against real servers is tests/integration/arf_cluster.sh.
@@ -53,8 +54,16 @@ static void test_parse(void)
 
 	bad_text("", "empty");
 	bad_text("arf-cluster 1\n", "no server");
-	bad_text("server tcp:h:1\n", "line 1: expected \"arf-cluster 1\" first");
-	bad_text("arf-cluster 2\nserver tcp:h:1\n", "line 1: expected \"arf-cluster 1\" first");
+	bad_text("server tcp:h:1\n", "line 1: expected \"arf-cluster 1\" or \"arf-cluster 2\" first");
+	/* the version is the layout: 1 flat, 2 rotated; no other */
+	rc = parse("arf-cluster 2\nserver tcp:h:1\n", err, sizeof err);
+	CHECK(rc == 0 && d.layout == ARF_LAYOUT_ROTATE, "version 2 rotates: %d %s", rc, err);
+	rc = parse("arf-cluster 1\nserver tcp:h:1\n", err, sizeof err);
+	CHECK(rc == 0 && d.layout == ARF_LAYOUT_FLAT, "version 1 is flat: %d %s", rc, err);
+	bad_text("arf-cluster 3\nserver tcp:h:1\n",
+	         "line 1: expected \"arf-cluster 1\" or \"arf-cluster 2\" first");
+	bad_text("arf-cluster 20\nserver tcp:h:1\n",
+	         "line 1: expected \"arf-cluster 1\" or \"arf-cluster 2\" first");
 	bad_text("arf-cluster 1\nunit 3000\nserver tcp:h:1\n",
 	         "line 2: unit 3000: expected a multiple of 4096 from 4096 to 4194304");
 	bad_text("arf-cluster 1\nunit 8388608\n",
@@ -117,6 +126,12 @@ static void test_format(void)
 	CHECK(rc == 0 && d.n == a.n && d.unit == a.unit && !strcmp(d.server[2], a.server[2]),
 	      "round trip: %d %s", rc, err);
 	CHECK(arf_cluster_format(&a, text, 20) == -1, "format into too small a buffer");
+	a.layout = ARF_LAYOUT_ROTATE;
+	len = arf_cluster_format(&a, text, sizeof text);
+	rc = len > 0 ? arf_cluster_parse(text, (size_t)len, &d, err, sizeof err) : -1;
+	CHECK(len > 0 && !strncmp(text, "arf-cluster 2\n", 14) && rc == 0 &&
+	      d.layout == ARF_LAYOUT_ROTATE, "rotated round trip: %d %s", rc, text);
+	a.layout = 0;
 
 	/* the largest description fits the file */
 	struct arf_cluster_desc *b = calloc(1, sizeof *b);
@@ -170,6 +185,68 @@ static void test_obj_len(void)
 	/* the case arf_cluster.sh checks on real servers */
 	CHECK(arf_cl_obj_len(5 * 1024 * 1024 + 12345, 65536, 3, 2) == 26 * 65536 + 12345,
 	      "5 MiB + 12345 on server 2");
+}
+
+/* The layouts (arf_cluster.h), table-driven: for files of 0, 1, unit-1, unit, unit+1 and
+ * many units of bytes on 1, 2 and 3 servers, in both layouts and for inode numbers of every
+ * residue, each stripe's server and object offset counted by hand must be what
+ * arf_cl_server, arf_cl_slot and arf_cl_obj_len give: every server's object exactly its
+ * stripes' bytes, the first stripe where the layout says. */
+static void test_layouts(void)
+{
+	static const struct {
+		int layout;
+		unsigned n;
+		uint64_t ino;
+		unsigned first;                /* the server of stripe 0 */
+	} cases[] = {
+		{ ARF_LAYOUT_FLAT, 1, 7, 0 },   { ARF_LAYOUT_ROTATE, 1, 7, 0 },
+		{ ARF_LAYOUT_FLAT, 2, 5, 0 },   { ARF_LAYOUT_ROTATE, 2, 5, 1 },
+		{ ARF_LAYOUT_ROTATE, 2, 6, 0 }, { ARF_LAYOUT_FLAT, 3, 11, 0 },
+		{ ARF_LAYOUT_ROTATE, 3, 11, 2 }, { ARF_LAYOUT_ROTATE, 3, 12, 0 },
+		{ ARF_LAYOUT_ROTATE, 3, 13, 1 }, { 0, 3, 13, 0 },   /* not parsed: flat */
+	};
+	const uint32_t unit = 65536;
+	int bad = 0;
+	for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		unsigned n = cases[c].n, first = arf_cl_first(cases[c].layout, n, cases[c].ino);
+		CHECK(first == cases[c].first, "case %u: first %u, want %u", c, first,
+		      cases[c].first);
+		uint64_t sizes[] = { 0, 1, unit - 1, unit, unit + 1, 7ull * unit + 3, 40ull * unit };
+		for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+			uint64_t size = sizes[i], want[3] = { 0 }, next[3] = { 0 };
+			for (uint64_t off = 0; off < size; off += unit) {
+				uint64_t s = off / unit, piece = size - off < unit ? size - off : unit;
+				unsigned k = (unsigned)((s + first) % n);   /* by hand */
+				if (arf_cl_server(first, n, s) != k && bad++ < 5)
+					printf("FAIL case %u: stripe %llu on %u, want %u\n", c,
+					       (unsigned long long)s, arf_cl_server(first, n, s), k);
+				/* the object offset is (s / n) * unit: consecutive on its server */
+				if (next[k] != s / n * unit && bad++ < 5)
+					printf("FAIL case %u: stripe %llu at %llu of its object\n", c,
+					       (unsigned long long)s, (unsigned long long)next[k]);
+				next[k] += unit;
+				want[k] += piece;
+			}
+			for (unsigned k = 0; k < n; k++) {
+				unsigned j = arf_cl_slot(first, n, k);
+				if (arf_cl_server(first, n, j) != k && bad++ < 5)
+					printf("FAIL case %u: slot %u of server %u\n", c, j, k);
+				uint64_t got = arf_cl_obj_len(size, unit, n, j);
+				if (got != want[k] && bad++ < 5)
+					printf("FAIL case %u: size %llu: server %u holds %llu, want %llu\n",
+					       c, (unsigned long long)size, k, (unsigned long long)got,
+					       (unsigned long long)want[k]);
+			}
+		}
+	}
+	CHECK(bad == 0, "layouts: %d wrong", bad);
+	/* small files spread: 300 one-stripe files of consecutive inodes, 100 a server */
+	unsigned per[3] = { 0 };
+	for (uint64_t ino = 20; ino < 320; ino++)
+		per[arf_cl_server(arf_cl_first(ARF_LAYOUT_ROTATE, 3, ino), 3, 0)]++;
+	CHECK(per[0] == 100 && per[1] == 100 && per[2] == 100, "spread %u %u %u", per[0],
+	      per[1], per[2]);
 }
 
 /* arf_cluster_check_members: in order, and each way of being wrong, messages pinned */
@@ -333,6 +410,7 @@ int main(void)
 	test_parse();
 	test_format();
 	test_obj_len();
+	test_layouts();
 	test_members();
 	test_image_desc();
 	printf("%d passed, %d failed\n", passed, failed);
