@@ -122,6 +122,7 @@ struct endpoint {
 };
 
 #define COOP_BUCKETS 256
+#define COOP_SPARE_MAX 64
 
 struct pn {
 	struct pn_opts opts;
@@ -147,6 +148,10 @@ struct pn {
 	pn_peer_down_fn *peer_down_fn; /* pn_set_peer_down */
 	void *peer_down_arg;
 	struct pn_coop_rec *coops[COOP_BUCKETS];
+	/* ended Cooperations' records, their conds still initialised, for the next ones: a
+	 * pipelining client starts and ends one per request (at most COOP_SPARE_MAX kept) */
+	struct pn_coop_rec *coop_spare;
+	unsigned n_coop_spare;
 	uint64_t next_token;
 	uint64_t token_base;       /* next_token's start; set once in pn_init */
 
@@ -708,34 +713,54 @@ pn_coop pn_coop_start(struct pn *pn, struct pn_rcv_desc *rcv, unsigned n)
 {
 	if ((!rcv && n) || n > 1u << 20)
 		return 0;
-	struct pn_coop_rec *c = calloc(1, sizeof *c);
-	if (!c)
+	pthread_mutex_lock(&pn->lock);
+	if (pn->stopping) {
+		pthread_mutex_unlock(&pn->lock);
 		return 0;
+	}
+	struct pn_coop_rec *c = pn->coop_spare;
+	if (c) {
+		pn->coop_spare = c->next;
+		pn->n_coop_spare--;
+	} else {
+		/* none spare: a new record, made outside the lock */
+		pthread_mutex_unlock(&pn->lock);
+		c = calloc(1, sizeof *c);
+		if (!c)
+			return 0;
+		/* pn_coop_end computes its deadline on the monotonic clock; the cond must agree */
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->done, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_lock(&pn->lock);
+		if (pn->stopping) {
+			pthread_mutex_unlock(&pn->lock);
+			pthread_cond_destroy(&c->done);
+			free(c);
+			return 0;
+		}
+	}
+	/* every field but the cond is set here, as on a fresh record (coop_spare_locked left
+	 * no heap arrays behind) */
+	c->wake_fd = -1;
+	c->woken = false;
+	c->filling = 0;
+	c->next = NULL;
+	c->sent_to = c->sent_to_inl;
+	c->sent_count = c->sent_count_inl;
+	c->n_sent = 0;
+	c->cap_sent = 4;
+	c->adv = NULL;
 	for (unsigned i = 0; i < n; i++) {
 		rcv[i].status = DESC_PENDING;
 		rcv[i].len = 0;
 		rcv[i].got_from = PN_ANY;
 	}
 	c->rcv = rcv;
-	c->sent_to = c->sent_to_inl;
-	c->sent_count = c->sent_count_inl;
-	c->cap_sent = 4;
-	c->wake_fd = -1;
 	c->n = c->remaining = n;
 	c->start_ns = pn_now_ns();
-	/* pn_coop_end computes its deadline on the monotonic clock; the cond must agree */
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->done, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_lock(&pn->lock);
-	if (pn->stopping) {
-		pthread_mutex_unlock(&pn->lock);
-		pthread_cond_destroy(&c->done);
-		free(c);
-		return 0;
-	}
 	do    /* the low half counts, the high half stays token_base's (see coop_note_sent) */
 		c->token = pn->token_base | (uint32_t)++pn->next_token;
 	while (c->token == 0 || *coop_slot(pn, c->token));
@@ -768,6 +793,28 @@ static void desc_done_locked(struct pn *pn, struct pn_coop_rec *c, unsigned i, i
 		lat_record(pn, pn_now_ns() - c->start_ns);
 		pthread_cond_broadcast(&c->done);
 	}
+}
+
+/* A record out of the table (nobody else reaches it any more) waits in coop_spare for the
+ * next pn_coop_start unless enough wait there already (lock held; its arrays taken off
+ * first: once spare, another thread may take it).  false: the caller destroys it. */
+static bool coop_keep_locked(struct pn *pn, struct pn_coop_rec *c)
+{
+	if (pn->n_coop_spare >= COOP_SPARE_MAX || pn->stopping)
+		return false;
+	c->next = pn->coop_spare;
+	pn->coop_spare = c;
+	pn->n_coop_spare++;
+	return true;
+}
+
+static void coop_free_arrays(struct pn_coop_rec *c)
+{
+	if (c->sent_to != c->sent_to_inl) {
+		free(c->sent_to);
+		free(c->sent_count);
+	}
+	free(c->adv);
 }
 
 int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
@@ -885,6 +932,18 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 	bool release = c->adv && !pn->closing;
 	if (release)
 		pn->releasing++;
+	/* Nothing to release (the usual case): the record goes spare now, under the lock held
+	 * anyway; its arrays, taken off it first, are freed after the unlock. */
+	bool heap = c->sent_to != c->sent_to_inl;
+	uint32_t *sent_to = heap ? c->sent_to : NULL, *sent_count = heap ? c->sent_count : NULL;
+	struct adv *adv = c->adv;
+	bool kept = false;
+	if (!release) {
+		c->sent_to = c->sent_to_inl;
+		c->sent_count = c->sent_count_inl;
+		c->adv = NULL;
+		kept = coop_keep_locked(pn, c);
+	}
 	pthread_mutex_unlock(&pn->lock);
 	if (release) {
 		for (unsigned i = 0; i < c->n; i++) {
@@ -900,13 +959,20 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 			pthread_cond_broadcast(&pn->q_cond);
 		pthread_mutex_unlock(&pn->lock);
 	}
-	pthread_cond_destroy(&c->done);
-	if (c->sent_to != c->sent_to_inl) {
-		free(c->sent_to);
-		free(c->sent_count);
+	if (release) {
+		coop_free_arrays(c);
+		pthread_mutex_lock(&pn->lock);
+		kept = coop_keep_locked(pn, c);
+		pthread_mutex_unlock(&pn->lock);
+	} else {
+		free(sent_to);
+		free(sent_count);
+		free(adv);
 	}
-	free(c->adv);
-	free(c);
+	if (!kept) {
+		pthread_cond_destroy(&c->done);
+		free(c);
+	}
 	if (pn_sess_client_on(pn->sess))
 		pn_sess_coop_end(pn->sess, token);
 	return rc;
@@ -1789,6 +1855,11 @@ void pn_finalize(struct pn *pn)
 			free(c->adv);
 			free(c);
 		}
+	}
+	for (struct pn_coop_rec *c = pn->coop_spare, *next; c; c = next) {
+		next = c->next;
+		pthread_cond_destroy(&c->done);
+		free(c);
 	}
 	for (uint32_t i = 0; i < pn->n_peers; i++)
 		free(pn->peers[i]);
