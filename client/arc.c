@@ -797,7 +797,8 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 			rc = p->rc;
 		struct ar_rd r = ar_rd_over(p->d.buf, p->d.len);
 		int status = 0;
-		char msg[AR_MAX_MSG + 1] = "";
+		char msg[AR_MAX_MSG + 1];
+		msg[0] = '\0';                /* (a string: no need to clear all of it per reply) */
 		bool again = false, inline_now = false;
 		if (rc != 0) {
 			rc = net_err(a, rc);

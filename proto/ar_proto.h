@@ -58,7 +58,14 @@ struct ar_buf {
 	uint8_t *p;
 	size_t len, cap;
 	int failed;
+	int fixed;                 /* p is the caller's storage (ar_buf_over): never grown or freed */
 };
+/* A buffer over the caller's CAP bytes at P (a stack array, for a reply header built on
+ * every request): writing past them fails it instead of growing it. */
+static inline struct ar_buf ar_buf_over(void *p, size_t cap)
+{
+	return (struct ar_buf){ .p = p, .cap = cap, .fixed = 1 };
+}
 void ar_buf_free(struct ar_buf *b);
 void ar_put8(struct ar_buf *b, uint8_t v);
 void ar_put16(struct ar_buf *b, uint16_t v);

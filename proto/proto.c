@@ -27,7 +27,8 @@ const char *ar_strerror(int err)
 
 void ar_buf_free(struct ar_buf *b)
 {
-	free(b->p);
+	if (!b->fixed)
+		free(b->p);
 	*b = (struct ar_buf){ 0 };
 }
 
@@ -49,7 +50,7 @@ static uint8_t *put_grow(struct ar_buf *b, size_t n)
 {
 	if (b->failed)
 		return NULL;
-	if (n > SIZE_MAX / 2 - b->len) {
+	if (n > SIZE_MAX / 2 - b->len || b->fixed) {
 		b->failed = 1;
 		return NULL;
 	}

@@ -688,7 +688,8 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	struct pn *pn = s->pn;
 	struct ar_rd r = *rp;
 	int status = 0;
-	char err[AR_MAX_MSG + 1] = "";
+	char err[AR_MAX_MSG + 1];
+	err[0] = '\0';                    /* (a string: no need to clear all of it per request) */
 	struct cached *c = NULL;
 	uint8_t mode = ar_get8(&r);
 	if (quick && mode != 0)
@@ -855,7 +856,9 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		snprintf(res.trap.msg, sizeof res.trap.msg, "%u ms, %s", limit_ms,
 		         own_limit ? "the request's limit" : "the server's limit (--max-run-ms)");
 	}
-	struct ar_buf h = { 0 };
+	/* the header on the stack: it must fit EXEC_HDR_ROOM anyway (else failed, below) */
+	uint8_t hdr[EXEC_HDR_ROOM];
+	struct ar_buf h = ar_buf_over(hdr, sizeof hdr);
 	if (rc == 0 || rc == -VM_ETRAP) {
 		ar_rep_begin(&h, rc == 0 ? 0 : -AR_ETRAP, NULL);
 		ar_put64(&h, (uint64_t)res.value);
