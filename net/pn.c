@@ -1317,17 +1317,14 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		sr.slot = h->slot;
 		memcpy(sr.sid, rx->from->sid, PN_SID_LEN);
 	}
-	struct work *w = malloc(sizeof *w);
-	if (!w) {
-		free(rx->buf);
-		return;
-	}
+	/* The work record is built on the stack: an inline handler (arfd's) runs it from
+	 * there, and only a queued one is copied to the heap. */
 	/* (no lock: an anonymous peer's claim is set before its connection is attached, so
 	 * before any of its messages is delivered, and stays until the record is reused) */
 	struct pn_addr origin = reply_addr(rx->from);
-	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
-	                    .origin = origin, .fwd_by = rx->fwd_by, .buf = rx->buf, .len = h->len,
-	                    .sr = sr };
+	struct work wk = { .from = rx->from->id, .type = h->type, .coop = h->coop,
+	                   .origin = origin, .fwd_by = rx->fwd_by, .buf = rx->buf, .len = h->len,
+	                   .sr = sr };
 	pthread_mutex_lock(&pn->lock);
 	pn_type t = pn->handlers[h->type].fn ? h->type : 0;
 	if (!pn->handlers[t].fn || pn->stopping) {
@@ -1335,28 +1332,35 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		 * session's request is refused instead of dropped: its slot says it runs, so its
 		 * client would wait for a reply that never comes, and every repeat with it
 		 * (not while stopping: the client sends it again to the server's successor) */
-		bool refuse = w->sr.on && !pn->stopping;
+		bool refuse = wk.sr.on && !pn->stopping;
 		pthread_mutex_unlock(&pn->lock);
 		if (refuse)
-			pn_sess_unrun(pn->sess, w->sr.sid, w->sr.slot, w->from, w->coop, PN_ENOHANDLER);
-		free(w->buf);
-		free(w);
+			pn_sess_unrun(pn->sess, wk.sr.sid, wk.sr.slot, wk.from, wk.coop, PN_ENOHANDLER);
+		free(wk.buf);
 		return;
 	}
 	if (pn->handlers[t].inline_) {
 		pn_handler *fn = pn->handlers[t].fn;
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
-		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via), w->from,
-		                       w->sr.on ? &w->sr : NULL, w->fwd_by };
+		struct current cur = { pn, wk.coop, wk.origin, endpoint_for(pn, rx->via), wk.from,
+		                       wk.sr.on ? &wk.sr : NULL, wk.fwd_by };
 		struct current *saved = current;
 		current = &cur;
-		fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
+		fn(pn, wk.from, wk.type, wk.coop, wk.buf, wk.len, harg);
 		current = saved;
-		free(w->buf);
-		free(w);
+		free(wk.buf);
 		return;
 	}
+	/* queued for a worker: copied to the heap still under the lock, so that the checks
+	 * above (handler, stopping) hold when it is queued */
+	struct work *w = malloc(sizeof *w);
+	if (!w) {
+		pthread_mutex_unlock(&pn->lock);
+		free(wk.buf);
+		return;
+	}
+	*w = wk;
 	if (pn->q_tail)
 		pn->q_tail->next = w;
 	else
