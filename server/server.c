@@ -141,6 +141,10 @@ struct worker {
 	uint64_t started_ns;
 	_Atomic uint64_t cancel_at;    /* the run's vm_run_opts.cancel_at: 0, or when it stops */
 	_Atomic int cancel_why;        /* CANCEL_*, set before cancel_at */
+	/* an EXEC's output and reply buffer, kept for the worker's next run (it runs one at a
+	 * time) instead of one allocation per request; up to EXEC_BUF_KEEP bytes */
+	uint8_t *exec_buf;
+	size_t exec_buf_cap;
 };
 
 struct arfd {
@@ -589,6 +593,35 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
  * where it lies: reply header, trap record with its text, value, counts. */
 #define EXEC_HDR_ROOM (64 + 2 * AR_MAX_MSG)
 #define EXEC_TRAILER  8            /* the reply's flags and the unpacked output length */
+/* a worker keeps its EXEC buffer for outputs up to a client's default limit (1 MiB): only the
+ * pages a run writes are ever touched */
+#define EXEC_BUF_KEEP (EXEC_HDR_ROOM + (1u << 20) + EXEC_TRAILER)
+
+/* An EXEC's buffer of n bytes: the worker's own when it may keep one that size, else new. */
+static uint8_t *exec_buf_get(struct worker *w, size_t n)
+{
+	if (!w || n > EXEC_BUF_KEEP)
+		return malloc(n);
+	if (w->exec_buf_cap < n) {
+		free(w->exec_buf);
+		w->exec_buf = malloc(n);
+		w->exec_buf_cap = w->exec_buf ? n : 0;
+	}
+	return w->exec_buf;
+}
+
+static void exec_buf_put(struct worker *w, uint8_t *buf)
+{
+	if (!w || buf != w->exec_buf)
+		free(buf);
+}
+
+static void workers_free(struct arfd *s)
+{
+	for (unsigned i = 0; s->workers && i < s->n_slots; i++)
+		free(s->workers[i].exec_buf);
+	free(s->workers);
+}
 
 /* Is the link to peer slow enough to pack what goes out (pn_link_rate: the kernel's
  * measured delivery rate; unknown counts as fast, so loopback never packs)? */
@@ -783,7 +816,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		fuel = s->cfg.fuel_max;
 	if (out_max > s->cfg.out_max)
 		out_max = s->cfg.out_max;
-	uint8_t *buf = malloc(EXEC_HDR_ROOM + out_max + EXEC_TRAILER);
+	uint8_t *buf = exec_buf_get(w, EXEC_HDR_ROOM + out_max + EXEC_TRAILER);
 	if (!buf) {
 		free(unpacked);
 		cache_put(s, c);
@@ -822,13 +855,13 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	if (fwd >= 0 && rc == 0 && res.value >= 0 && !(quick && res.fuel_used >= QUICK_FUEL)) {
 		cache_put(s, c);
 		forward_run(s, from, coop, t0, (unsigned)fwd, buf + EXEC_HDR_ROOM, res.out_len);
-		free(buf);
+		exec_buf_put(w, buf);
 		return 0;
 	}
 	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
 		/* not short after all: nothing happened but output, so a worker starts it over */
 		cache_put(s, c);
-		free(buf);
+		exec_buf_put(w, buf);
 		return 1;
 	}
 	if (rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_CANCELLED) {
@@ -838,7 +871,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		int why = w ? atomic_load(&w->cancel_why) : CANCEL_NONE;
 		atomic_fetch_add(&s->n_cancelled, 1);
 		cache_put(s, c);
-		free(buf);
+		exec_buf_put(w, buf);
 		request_end(s, from, AR_T_EXEC, t0, 1);
 		if (why == CANCEL_CLIENT_GONE) {
 			arfd_log(ARFD_LOG_INFO, "exec from %s: cancelled after %.3f s: the client is gone",
@@ -884,7 +917,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	cache_put(s, c);
 	if (h.failed || h.len > EXEC_HDR_ROOM) {
 		ar_buf_free(&h);
-		free(buf);
+		exec_buf_put(w, buf);
 		request_end(s, from, AR_T_EXEC, t0, 1);
 		reply_err(s, from, coop, -AR_ENOMEM, "reply header too large");
 		return 0;
@@ -909,7 +942,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 				memcpy(nb, h2.p, h2.len);
 				memcpy(nb + h.len, packed, plen);
 				ar_buf_free(&h2);
-				free(buf);
+				exec_buf_put(w, buf);
 				buf = start = nb;
 				reply_len = h.len + plen;
 				rflags |= AR_EXR_OUT_ZSTD;
@@ -935,7 +968,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		arfd_log(ARFD_LOG_WARN, "exec reply to %s: %s", pn_peer_name(pn, from), pn_strerror(src));
 	atomic_fetch_add(&s->bytes_out, res.out_len);
 	ar_buf_free(&h);
-	free(buf);
+	exec_buf_put(w, buf);
 	return 0;
 }
 
@@ -1957,7 +1990,7 @@ fail:
 	if (s->pn)
 		pn_finalize(s->pn);
 	stop_writeback(s);
-	free(s->workers);
+	workers_free(s);
 	unmap_regions(s);
 	vm_free(s->vm);
 	pthread_mutex_destroy(&s->lock);
@@ -2076,7 +2109,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 			pn_mem_unexport(s->pn, s->regions[i].mem);
 	pn_finalize(s->pn);
 	stop_writeback(s);             /* no run is left to queue more; before the fds close */
-	free(s->workers);
+	workers_free(s);
 	for (struct cached *c = s->lru_head, *next; c; c = next) {
 		next = c->next;
 		vm_prog_free(c->prog);
