@@ -32,18 +32,6 @@ void ar_buf_free(struct ar_buf *b)
 	*b = (struct ar_buf){ 0 };
 }
 
-static inline void ar_put32_at(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-static inline uint32_t ar_get32_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* The growth path, out of line: most reservations fit the capacity already (a request is a
  * dozen small numbers into a buffer sized once) and take only ar_put_space's first test. */
 static uint8_t *put_grow(struct ar_buf *b, size_t n)
@@ -71,9 +59,8 @@ static uint8_t *put_grow(struct ar_buf *b, size_t n)
 
 uint8_t *ar_put_space(struct ar_buf *b, size_t n)
 {
-	/* len <= cap always, so cap - len does not wrap; p is tested because a buffer with no
-	 * storage yet must not hand out NULL + 0, even for n == 0 */
-	if (__builtin_expect(!b->failed && b->p && n <= b->cap - b->len, 1)) {
+	/* (ar_put_fast's test again: ar_put_bytes and others call here directly) */
+	if (!b->failed && b->p && n <= b->cap - b->len) {
 		uint8_t *at = b->p + b->len;
 		b->len += n;
 		return at;
@@ -81,40 +68,9 @@ uint8_t *ar_put_space(struct ar_buf *b, size_t n)
 	return put_grow(b, n);
 }
 
-/* Little-endian numbers, one reservation each, written byte by byte so that the layout does
- * not depend on the host's byte order; the compiler merges the constant-width stores into one
- * (a request is built from a dozen of them, on every round trip). */
-void ar_put8(struct ar_buf *b, uint8_t v)
-{
-	uint8_t *p = ar_put_space(b, 1);
-	if (p)
-		p[0] = v;
-}
-void ar_put16(struct ar_buf *b, uint16_t v)
-{
-	uint8_t *p = ar_put_space(b, 2);
-	if (p) {
-		p[0] = (uint8_t)v;
-		p[1] = (uint8_t)(v >> 8);
-	}
-}
-void ar_put32(struct ar_buf *b, uint32_t v)
-{
-	uint8_t *p = ar_put_space(b, 4);
-	if (p)
-		ar_put32_at(p, v);
-}
-void ar_put64(struct ar_buf *b, uint64_t v)
-{
-	uint8_t *p = ar_put_space(b, 8);
-	if (p) {
-		ar_put32_at(p, (uint32_t)v);
-		ar_put32_at(p + 4, (uint32_t)(v >> 32));
-	}
-}
 void ar_put_bytes(struct ar_buf *b, const void *src, size_t n)
 {
-	uint8_t *p = ar_put_space(b, n);
+	uint8_t *p = ar_put_fast(b, n);
 	if (p && n)
 		memcpy(p, src, n);
 }
@@ -143,29 +99,6 @@ const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n)
 	r->p += n;
 	return p;
 }
-/* Little-endian numbers; 0 past the end (the reader then says failed).  Byte by byte, which
- * the compiler turns into one load each. */
-uint8_t ar_get8(struct ar_rd *r)
-{
-	const uint8_t *p = ar_get_bytes(r, 1);
-	return p ? p[0] : 0;
-}
-uint16_t ar_get16(struct ar_rd *r)
-{
-	const uint8_t *p = ar_get_bytes(r, 2);
-	return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
-}
-uint32_t ar_get32(struct ar_rd *r)
-{
-	const uint8_t *p = ar_get_bytes(r, 4);
-	return p ? ar_get32_at(p) : 0;
-}
-uint64_t ar_get64(struct ar_rd *r)
-{
-	const uint8_t *p = ar_get_bytes(r, 8);
-	return p ? ar_get32_at(p) | (uint64_t)ar_get32_at(p + 4) << 32 : 0;
-}
-
 void ar_get_str16(struct ar_rd *r, char *out, size_t cap)
 {
 	uint16_t n = ar_get16(r);
