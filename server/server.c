@@ -363,7 +363,7 @@ static int request_admit(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	/* over tcp a client proves the secret when its connection opens (docs/net.md), and its
 	 * requests carry none; over udp and rdma they carry it */
 	enum rights rights = rights_of(s, from, secret);
-	explicit_bzero(secret, sizeof secret);
+	explicit_bzero(secret, strlen(secret) + 1);   /* what ar_req_parse wrote, no more */
 	if (rights == RIGHTS_NONE) {
 		arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
 		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
@@ -413,7 +413,10 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	return rc;
 }
 
-static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed)
+/* The request is done; with c, its reference to the cached segment goes too, under the same
+ * lock as the request's count (one lock a request fewer). */
+static void request_end_put(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed,
+                            struct cached *c)
 {
 	uint64_t dt = now_ns() - t0;
 	atomic_fetch_add(&s->lat_ns[op], dt);
@@ -424,8 +427,18 @@ static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int f
 		atomic_fetch_add(&s->n_err[op], 1);
 	pthread_mutex_lock(&s->lock);
 	s->inflight[pn_peer_slot(from)]--;
+	bool free_it = c && --c->refs == 0;
 	pthread_mutex_unlock(&s->lock);
 	atomic_fetch_sub(&s->running, 1);
+	if (free_it) {
+		vm_prog_free(c->prog);
+		free(c);
+	}
+}
+
+static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed)
+{
+	request_end_put(s, from, op, t0, failed, NULL);
 }
 
 /* ---- the code cache ---- */
@@ -914,11 +927,10 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		ar_rep_begin(&h, -AR_EPROTO, vm_strerror(rc));
 		res.out_len = 0;
 	}
-	cache_put(s, c);
 	if (h.failed || h.len > EXEC_HDR_ROOM) {
 		ar_buf_free(&h);
 		exec_buf_put(w, buf);
-		request_end(s, from, AR_T_EXEC, t0, 1);
+		request_end_put(s, from, AR_T_EXEC, t0, 1, c);
 		reply_err(s, from, coop, -AR_ENOMEM, "reply header too large");
 		return 0;
 	}
@@ -962,7 +974,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		}
 	}
 	/* counted out before the reply leaves: the client may send its next request at once */
-	request_end(s, from, AR_T_EXEC, t0, rc != 0);
+	request_end_put(s, from, AR_T_EXEC, t0, rc != 0, c);
 	int src = pn_send(pn, from, AR_T_REPLY, coop, start, reply_len);
 	if (src != 0)
 		arfd_log(ARFD_LOG_WARN, "exec reply to %s: %s", pn_peer_name(pn, from), pn_strerror(src));
