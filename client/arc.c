@@ -88,12 +88,18 @@ static int fail(struct arc *a, int rc, const char *fmt, ...)
 
 const char *arc_errmsg(struct arc *a) { return a->errmsg; }
 
-static bool id_known(struct arc *a, const uint8_t id[AR_ID_LEN])
+static bool id_known_locked(struct arc *a, const uint8_t id[AR_ID_LEN])
 {
 	bool known = false;
-	pthread_mutex_lock(&a->lock);
 	for (unsigned i = 0; i < a->n_known && !known; i++)
 		known = !memcmp(a->known[i], id, AR_ID_LEN);
+	return known;
+}
+
+static bool id_known(struct arc *a, const uint8_t id[AR_ID_LEN])
+{
+	pthread_mutex_lock(&a->lock);
+	bool known = id_known_locked(a, id);
 	pthread_mutex_unlock(&a->lock);
 	return known;
 }
@@ -727,9 +733,16 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	*out = NULL;
 	if (x->n_args > AR_MAX_ARGS || (x->n_args && !x->args) || !x->seg)
 		return fail(a, -AR_EARGS, "bad arguments");
-	/* A spare record is taken and put in flight under one lock; a new one (none spare) is
-	 * linked in a second time.  Either way it is in the list before its request is sent,
-	 * with nothing to end yet (coop 0) and nothing to free but its buffers. */
+	uint8_t idbuf[AR_ID_LEN];
+	const uint8_t *id = x->seg_id;
+	if (!id) {
+		isa_seg_id(x->seg, x->seg_len, idbuf);
+		id = idbuf;
+	}
+	/* A spare record is taken and put in flight, and the id looked up, under one lock; a
+	 * new one (none spare) is linked in a second time.  Either way it is in the list before
+	 * its request is sent, with nothing to end yet (coop 0) and nothing to free but its
+	 * buffers. */
 	pthread_mutex_lock(&a->lock);
 	struct arc_pending *p = a->spare;
 	if (p) {
@@ -737,6 +750,7 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 		a->n_spare--;
 		pending_link_locked(a, p);
 	}
+	bool known = id_known_locked(a, id);
 	pthread_mutex_unlock(&a->lock);
 	if (!p) {
 		p = calloc(1, sizeof *p);
@@ -750,13 +764,7 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	x->out = NULL;
 	x->out_len = 0;
 	x->trapped = 0;
-	uint8_t idbuf[AR_ID_LEN];
-	const uint8_t *id = x->seg_id;
-	if (!id) {
-		isa_seg_id(x->seg, x->seg_len, idbuf);
-		id = idbuf;
-	}
-	p->sent_inline = !id_known(a, id);
+	p->sent_inline = !known;
 	exec_request(a, &p->req, x, p->sent_inline, id);
 	if (p->sent_inline)
 		id_remember(a, id);
