@@ -134,7 +134,6 @@ static inline struct ar_rd ar_rd_over(const void *p, size_t n)
 	const uint8_t *b = p;
 	return (struct ar_rd){ b, n ? b + n : b, 0 };
 }
-const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n);
 /* Little-endian numbers; 0 past the end (the reader then says failed).  Inline, as the puts,
  * and spelt out byte by byte, which gcc turns into one load (but not a loop). */
 static inline const uint8_t *ar_get_fast(struct ar_rd *r, size_t n)
@@ -146,6 +145,12 @@ static inline const uint8_t *ar_get_fast(struct ar_rd *r, size_t n)
 	}
 	r->p = p + n;
 	return p;
+}
+/* n bytes in place (NULL past the end: the reader then says failed) */
+static inline const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n) { return ar_get_fast(r, n); }
+static inline size_t ar_left(const struct ar_rd *r)
+{
+	return r->failed ? 0 : (size_t)(r->end - r->p);
 }
 static inline uint32_t ar_get_le32(const uint8_t *p)
 {
@@ -173,7 +178,6 @@ static inline uint64_t ar_get64(struct ar_rd *r)
 }
 /* u16-length string copied into out (NUL-terminated, at most cap-1 bytes, else failed). */
 void ar_get_str16(struct ar_rd *r, char *out, size_t cap);
-size_t ar_left(const struct ar_rd *r);
 
 /* Request and reply headers. */
 void ar_req_begin(struct ar_buf *b, const char *secret);

@@ -87,18 +87,6 @@ void ar_put_str16(struct ar_buf *b, const char *s)
 
 /* ---- reading ---- */
 
-size_t ar_left(const struct ar_rd *r) { return r->failed ? 0 : (size_t)(r->end - r->p); }
-
-const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n)
-{
-	if (r->failed || n > (size_t)(r->end - r->p)) {
-		r->failed = 1;
-		return NULL;
-	}
-	const uint8_t *p = r->p;
-	r->p += n;
-	return p;
-}
 void ar_get_str16(struct ar_rd *r, char *out, size_t cap)
 {
 	uint16_t n = ar_get16(r);
