@@ -1184,6 +1184,68 @@ static int desc_pick(struct pn_coop_rec *c, const struct pn_hdr *h, pn_peer from
 	return -1;
 }
 
+/* A thread's spare buffer for the payload of a message to a handler: an inline handler's
+ * message is read, handled and done on the reading thread, so the buffer it was read into
+ * serves the next one instead of a malloc and a free per request.  Taken (the slot emptied)
+ * while in use, so nested reads take their own; a queued message's buffer goes with it
+ * (freed by free(), as any).  Freed when the thread exits (rx_spare_key's destructor). */
+#define RX_SPARE_MAX (64u << 10)
+struct rx_spare {
+	void *p;
+	size_t cap;
+};
+static _Thread_local struct rx_spare rx_spare;
+static pthread_key_t rx_spare_key;
+static pthread_once_t rx_spare_once = PTHREAD_ONCE_INIT;
+
+static void rx_spare_free(void *arg)
+{
+	struct rx_spare *sp = arg;
+	free(sp->p);
+	sp->p = NULL;
+	sp->cap = 0;
+}
+
+static void rx_spare_init(void)
+{
+	if (pthread_key_create(&rx_spare_key, rx_spare_free) != 0)
+		rx_spare_key = (pthread_key_t)-1;   /* no destructor: buffers are not kept */
+}
+
+/* A buffer for len bytes (len > 0): the thread's spare when it is large enough. */
+static void *rx_buf_get(size_t len, size_t *cap)
+{
+	if (rx_spare.p && rx_spare.cap >= len) {
+		void *p = rx_spare.p;
+		*cap = rx_spare.cap;
+		rx_spare.p = NULL;
+		rx_spare.cap = 0;
+		return p;
+	}
+	void *p = malloc(len);
+	*cap = p ? len : 0;
+	return p;
+}
+
+/* Done with buf (of cap bytes): it becomes the thread's spare, or is freed. */
+static void rx_buf_put(void *buf, size_t cap)
+{
+	if (!buf || cap > RX_SPARE_MAX || cap <= rx_spare.cap) {
+		free(buf);
+		return;
+	}
+	pthread_once(&rx_spare_once, rx_spare_init);
+	if (rx_spare_key == (pthread_key_t)-1) {
+		free(buf);
+		return;
+	}
+	if (!rx_spare.p && pthread_getspecific(rx_spare_key) != &rx_spare)
+		pthread_setspecific(rx_spare_key, &rx_spare);   /* once per thread: freed at exit */
+	free(rx_spare.p);
+	rx_spare.p = buf;
+	rx_spare.cap = cap;
+}
+
 static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
                       int want, struct pn_rx *rx)
 {
@@ -1191,6 +1253,7 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 	rx->from = sender;
 	rx->via = sender->addr.scheme;
 	rx->buf = NULL;
+	rx->buf_cap = 0;
 	rx->claim = -1;
 	rx->coop = NULL;
 	rx->fwd_by = PN_ANY;
@@ -1230,7 +1293,7 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 		}
 		pthread_mutex_unlock(&pn->lock);
 	}
-	rx->buf = h->len ? malloc(h->len) : NULL;
+	rx->buf = h->len ? rx_buf_get(h->len, &rx->buf_cap) : NULL;
 	return rx->buf;
 }
 
@@ -1349,7 +1412,7 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		current = &cur;
 		fn(pn, wk.from, wk.type, wk.coop, wk.buf, wk.len, harg);
 		current = saved;
-		free(wk.buf);
+		rx_buf_put(wk.buf, rx->buf_cap);
 		return;
 	}
 	/* queued for a worker: copied to the heap still under the lock, so that the checks
