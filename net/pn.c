@@ -1409,10 +1409,13 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		struct current cur = { pn, wk.coop, wk.origin, endpoint_for(pn, rx->via), wk.from,
 		                       wk.sr.on ? &wk.sr : NULL, wk.fwd_by };
 		struct current *saved = current;
+		/* read before the handler: one that yields (pn_yield) may let its connection,
+		 * and rx with it, go to another thread */
+		size_t buf_cap = rx->buf_cap;
 		current = &cur;
 		fn(pn, wk.from, wk.type, wk.coop, wk.buf, wk.len, harg);
 		current = saved;
-		rx_buf_put(wk.buf, rx->buf_cap);
+		rx_buf_put(wk.buf, buf_cap);
 		return;
 	}
 	/* queued for a worker: copied to the heap still under the lock, so that the checks
