@@ -103,10 +103,22 @@ void ar_get_str16(struct ar_rd *r, char *out, size_t cap)
 
 /* ---- headers ---- */
 
+/* The headers are reserved whole, once (each request and reply has one). */
 void ar_req_begin(struct ar_buf *b, const char *secret)
 {
-	ar_put32(b, AR_REQ_MAGIC);
-	ar_put_str16(b, secret ? secret : "");
+	size_t n = secret ? strlen(secret) : 0;
+	if (n > 0xffff) {
+		b->failed = 1;
+		return;
+	}
+	uint8_t *p = ar_put_space(b, 6 + n);
+	if (!p)
+		return;
+	ar_put_le32(p, AR_REQ_MAGIC);
+	p[4] = (uint8_t)n;
+	p[5] = (uint8_t)(n >> 8);
+	if (n)
+		memcpy(p + 6, secret, n);
 }
 
 int ar_req_parse(struct ar_rd *r, char *secret, size_t cap)
@@ -124,13 +136,18 @@ int ar_req_parse(struct ar_rd *r, char *secret, size_t cap)
 
 void ar_rep_begin(struct ar_buf *b, int status, const char *msg)
 {
-	ar_put32(b, AR_REP_MAGIC);
-	ar_put32(b, (uint32_t)status);
 	size_t n = msg ? strlen(msg) : 0;
 	if (n > AR_MAX_MSG)
 		n = AR_MAX_MSG;
-	ar_put16(b, (uint16_t)n);
-	ar_put_bytes(b, msg, n);
+	uint8_t *p = ar_put_space(b, 10 + n);
+	if (!p)
+		return;
+	ar_put_le32(p, AR_REP_MAGIC);
+	ar_put_le32(p + 4, (uint32_t)status);
+	p[8] = (uint8_t)n;
+	p[9] = (uint8_t)(n >> 8);
+	if (n)
+		memcpy(p + 10, msg, n);
 }
 
 int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap)
