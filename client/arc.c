@@ -26,6 +26,8 @@
 #include "vm.h"
 
 #define ARC_KNOWN_IDS 64
+#define ARC_SPARE_MAX 32
+#define ARC_SPARE_BUF (64u << 10)   /* larger request buffers are not kept */
 
 struct arc {
 	struct pn *pn;
@@ -42,6 +44,10 @@ struct arc {
 	int outage_ms;                 /* the session's outage limit, or 0: no session */
 	pthread_mutex_t lock;
 	struct arc_pending *pending;   /* started, not yet waited for */
+	/* waited-for runs' records, with their request buffers, for the next runs (under lock;
+	 * at most ARC_SPARE_MAX): a pipelining caller starts one per request */
+	struct arc_pending *spare;
+	unsigned n_spare;
 	struct vm *local;              /* for arc_exec_local: the server's regions, remote */
 	struct atomic_seg { char region[AR_MAX_NAME + 1]; uint8_t *seg; size_t len; } *atomics;
 	unsigned n_atomics;
@@ -82,12 +88,18 @@ static int fail(struct arc *a, int rc, const char *fmt, ...)
 
 const char *arc_errmsg(struct arc *a) { return a->errmsg; }
 
-static bool id_known(struct arc *a, const uint8_t id[AR_ID_LEN])
+static bool id_known_locked(struct arc *a, const uint8_t id[AR_ID_LEN])
 {
 	bool known = false;
-	pthread_mutex_lock(&a->lock);
 	for (unsigned i = 0; i < a->n_known && !known; i++)
 		known = !memcmp(a->known[i], id, AR_ID_LEN);
+	return known;
+}
+
+static bool id_known(struct arc *a, const uint8_t id[AR_ID_LEN])
+{
+	pthread_mutex_lock(&a->lock);
+	bool known = id_known_locked(a, id);
 	pthread_mutex_unlock(&a->lock);
 	return known;
 }
@@ -402,6 +414,15 @@ struct arc *arc_connect_also(struct arc *base, const char *endpoint, const struc
 	return a;
 }
 
+static void pending_link_locked(struct arc *a, struct arc_pending *p)
+{
+	p->prev = NULL;
+	p->next = a->pending;
+	if (p->next)
+		p->next->prev = p;
+	a->pending = p;
+}
+
 static void pending_free(struct arc_pending *p)
 {
 	free(p->d.buf);
@@ -419,6 +440,10 @@ void arc_close(struct arc *a)
 		next = p->next;
 		if (p->coop)
 			pn_coop_end(a->pn, p->coop, 0);
+		pending_free(p);
+	}
+	for (struct arc_pending *p = a->spare, *next; p; p = next) {
+		next = p->next;
 		pending_free(p);
 	}
 	if (!a->shares_pn)
@@ -708,20 +733,38 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	*out = NULL;
 	if (x->n_args > AR_MAX_ARGS || (x->n_args && !x->args) || !x->seg)
 		return fail(a, -AR_EARGS, "bad arguments");
-	struct arc_pending *p = calloc(1, sizeof *p);
-	if (!p)
-		return fail(a, -AR_ENOMEM, "out of memory");
-	p->x = x;
-	x->out = NULL;
-	x->out_len = 0;
-	x->trapped = 0;
 	uint8_t idbuf[AR_ID_LEN];
 	const uint8_t *id = x->seg_id;
 	if (!id) {
 		isa_seg_id(x->seg, x->seg_len, idbuf);
 		id = idbuf;
 	}
-	p->sent_inline = !id_known(a, id);
+	/* A spare record is taken and put in flight, and the id looked up, under one lock; a
+	 * new one (none spare) is linked in a second time.  Either way it is in the list before
+	 * its request is sent, with nothing to end yet (coop 0) and nothing to free but its
+	 * buffers. */
+	pthread_mutex_lock(&a->lock);
+	struct arc_pending *p = a->spare;
+	if (p) {
+		a->spare = p->next;
+		a->n_spare--;
+		pending_link_locked(a, p);
+	}
+	bool known = id_known_locked(a, id);
+	pthread_mutex_unlock(&a->lock);
+	if (!p) {
+		p = calloc(1, sizeof *p);
+		if (!p)
+			return fail(a, -AR_ENOMEM, "out of memory");
+		pthread_mutex_lock(&a->lock);
+		pending_link_locked(a, p);
+		pthread_mutex_unlock(&a->lock);
+	}
+	p->x = x;
+	x->out = NULL;
+	x->out_len = 0;
+	x->trapped = 0;
+	p->sent_inline = !known;
 	exec_request(a, &p->req, x, p->sent_inline, id);
 	if (p->sent_inline)
 		id_remember(a, id);
@@ -733,12 +776,6 @@ int arc_exec_start(struct arc *a, struct arc_exec *x, struct arc_pending **out)
 	int rc = p->coop ? pn_send_ex(a->pn, p->to, AR_T_EXEC, p->coop, p->req.p, p->req.len,
 	                              PN_SEND_KEEP) : -PN_ENOMEM;
 	p->rc = rc;
-	pthread_mutex_lock(&a->lock);
-	p->next = a->pending;
-	if (p->next)
-		p->next->prev = p;
-	a->pending = p;
-	pthread_mutex_unlock(&a->lock);
 	*out = p;
 	return 0;
 }
@@ -768,7 +805,8 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 			rc = p->rc;
 		struct ar_rd r = ar_rd_over(p->d.buf, p->d.len);
 		int status = 0;
-		char msg[AR_MAX_MSG + 1] = "";
+		char msg[AR_MAX_MSG + 1];
+		msg[0] = '\0';                /* (a string: no need to clear all of it per reply) */
 		bool again = false, inline_now = false;
 		if (rc != 0) {
 			rc = net_err(a, rc);
@@ -811,11 +849,29 @@ int arc_exec_wait(struct arc *a, struct arc_pending *p)
 		p->rc = p->coop ? pn_send_ex(a->pn, p->to, AR_T_EXEC, p->coop, p->req.p,
 		                             p->req.len, PN_SEND_KEEP) : -PN_ENOMEM;
 	}
+	/* the reply's buffer goes (x->out holds a copy); the request's stays with the record
+	 * when it goes spare, unless large */
+	free(p->d.buf);
+	p->d.buf = NULL;
+	if (p->req.cap > ARC_SPARE_BUF)
+		ar_buf_free(&p->req);
+	p->req.len = 0;
+	p->req.failed = 0;
+	p->coop = 0;
+	p->x = NULL;
 	pthread_mutex_lock(&a->lock);
 	if (p->prev) p->prev->next = p->next; else a->pending = p->next;
 	if (p->next) p->next->prev = p->prev;
+	bool keep = a->n_spare < ARC_SPARE_MAX;
+	if (keep) {
+		p->prev = NULL;
+		p->next = a->spare;
+		a->spare = p;
+		a->n_spare++;
+	}
 	pthread_mutex_unlock(&a->lock);
-	pending_free(p);
+	if (!keep)
+		pending_free(p);
 	return rc;
 }
 

@@ -122,6 +122,7 @@ struct endpoint {
 };
 
 #define COOP_BUCKETS 256
+#define COOP_SPARE_MAX 64
 
 struct pn {
 	struct pn_opts opts;
@@ -147,6 +148,10 @@ struct pn {
 	pn_peer_down_fn *peer_down_fn; /* pn_set_peer_down */
 	void *peer_down_arg;
 	struct pn_coop_rec *coops[COOP_BUCKETS];
+	/* ended Cooperations' records, their conds still initialised, for the next ones: a
+	 * pipelining client starts and ends one per request (at most COOP_SPARE_MAX kept) */
+	struct pn_coop_rec *coop_spare;
+	unsigned n_coop_spare;
 	uint64_t next_token;
 	uint64_t token_base;       /* next_token's start; set once in pn_init */
 
@@ -708,34 +713,54 @@ pn_coop pn_coop_start(struct pn *pn, struct pn_rcv_desc *rcv, unsigned n)
 {
 	if ((!rcv && n) || n > 1u << 20)
 		return 0;
-	struct pn_coop_rec *c = calloc(1, sizeof *c);
-	if (!c)
+	pthread_mutex_lock(&pn->lock);
+	if (pn->stopping) {
+		pthread_mutex_unlock(&pn->lock);
 		return 0;
+	}
+	struct pn_coop_rec *c = pn->coop_spare;
+	if (c) {
+		pn->coop_spare = c->next;
+		pn->n_coop_spare--;
+	} else {
+		/* none spare: a new record, made outside the lock */
+		pthread_mutex_unlock(&pn->lock);
+		c = calloc(1, sizeof *c);
+		if (!c)
+			return 0;
+		/* pn_coop_end computes its deadline on the monotonic clock; the cond must agree */
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->done, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_lock(&pn->lock);
+		if (pn->stopping) {
+			pthread_mutex_unlock(&pn->lock);
+			pthread_cond_destroy(&c->done);
+			free(c);
+			return 0;
+		}
+	}
+	/* every field but the cond is set here, as on a fresh record (coop_spare_locked left
+	 * no heap arrays behind) */
+	c->wake_fd = -1;
+	c->woken = false;
+	c->filling = 0;
+	c->next = NULL;
+	c->sent_to = c->sent_to_inl;
+	c->sent_count = c->sent_count_inl;
+	c->n_sent = 0;
+	c->cap_sent = 4;
+	c->adv = NULL;
 	for (unsigned i = 0; i < n; i++) {
 		rcv[i].status = DESC_PENDING;
 		rcv[i].len = 0;
 		rcv[i].got_from = PN_ANY;
 	}
 	c->rcv = rcv;
-	c->sent_to = c->sent_to_inl;
-	c->sent_count = c->sent_count_inl;
-	c->cap_sent = 4;
-	c->wake_fd = -1;
 	c->n = c->remaining = n;
 	c->start_ns = pn_now_ns();
-	/* pn_coop_end computes its deadline on the monotonic clock; the cond must agree */
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->done, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_lock(&pn->lock);
-	if (pn->stopping) {
-		pthread_mutex_unlock(&pn->lock);
-		pthread_cond_destroy(&c->done);
-		free(c);
-		return 0;
-	}
 	do    /* the low half counts, the high half stays token_base's (see coop_note_sent) */
 		c->token = pn->token_base | (uint32_t)++pn->next_token;
 	while (c->token == 0 || *coop_slot(pn, c->token));
@@ -768,6 +793,28 @@ static void desc_done_locked(struct pn *pn, struct pn_coop_rec *c, unsigned i, i
 		lat_record(pn, pn_now_ns() - c->start_ns);
 		pthread_cond_broadcast(&c->done);
 	}
+}
+
+/* A record out of the table (nobody else reaches it any more) waits in coop_spare for the
+ * next pn_coop_start unless enough wait there already (lock held; its arrays taken off
+ * first: once spare, another thread may take it).  false: the caller destroys it. */
+static bool coop_keep_locked(struct pn *pn, struct pn_coop_rec *c)
+{
+	if (pn->n_coop_spare >= COOP_SPARE_MAX || pn->stopping)
+		return false;
+	c->next = pn->coop_spare;
+	pn->coop_spare = c;
+	pn->n_coop_spare++;
+	return true;
+}
+
+static void coop_free_arrays(struct pn_coop_rec *c)
+{
+	if (c->sent_to != c->sent_to_inl) {
+		free(c->sent_to);
+		free(c->sent_count);
+	}
+	free(c->adv);
 }
 
 int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
@@ -885,6 +932,18 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 	bool release = c->adv && !pn->closing;
 	if (release)
 		pn->releasing++;
+	/* Nothing to release (the usual case): the record goes spare now, under the lock held
+	 * anyway; its arrays, taken off it first, are freed after the unlock. */
+	bool heap = c->sent_to != c->sent_to_inl;
+	uint32_t *sent_to = heap ? c->sent_to : NULL, *sent_count = heap ? c->sent_count : NULL;
+	struct adv *adv = c->adv;
+	bool kept = false;
+	if (!release) {
+		c->sent_to = c->sent_to_inl;
+		c->sent_count = c->sent_count_inl;
+		c->adv = NULL;
+		kept = coop_keep_locked(pn, c);
+	}
 	pthread_mutex_unlock(&pn->lock);
 	if (release) {
 		for (unsigned i = 0; i < c->n; i++) {
@@ -900,13 +959,20 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 			pthread_cond_broadcast(&pn->q_cond);
 		pthread_mutex_unlock(&pn->lock);
 	}
-	pthread_cond_destroy(&c->done);
-	if (c->sent_to != c->sent_to_inl) {
-		free(c->sent_to);
-		free(c->sent_count);
+	if (release) {
+		coop_free_arrays(c);
+		pthread_mutex_lock(&pn->lock);
+		kept = coop_keep_locked(pn, c);
+		pthread_mutex_unlock(&pn->lock);
+	} else {
+		free(sent_to);
+		free(sent_count);
+		free(adv);
 	}
-	free(c->adv);
-	free(c);
+	if (!kept) {
+		pthread_cond_destroy(&c->done);
+		free(c);
+	}
 	if (pn_sess_client_on(pn->sess))
 		pn_sess_coop_end(pn->sess, token);
 	return rc;
@@ -1118,6 +1184,68 @@ static int desc_pick(struct pn_coop_rec *c, const struct pn_hdr *h, pn_peer from
 	return -1;
 }
 
+/* A thread's spare buffer for the payload of a message to a handler: an inline handler's
+ * message is read, handled and done on the reading thread, so the buffer it was read into
+ * serves the next one instead of a malloc and a free per request.  Taken (the slot emptied)
+ * while in use, so nested reads take their own; a queued message's buffer goes with it
+ * (freed by free(), as any).  Freed when the thread exits (rx_spare_key's destructor). */
+#define RX_SPARE_MAX (64u << 10)
+struct rx_spare {
+	void *p;
+	size_t cap;
+};
+static _Thread_local struct rx_spare rx_spare;
+static pthread_key_t rx_spare_key;
+static pthread_once_t rx_spare_once = PTHREAD_ONCE_INIT;
+
+static void rx_spare_free(void *arg)
+{
+	struct rx_spare *sp = arg;
+	free(sp->p);
+	sp->p = NULL;
+	sp->cap = 0;
+}
+
+static void rx_spare_init(void)
+{
+	if (pthread_key_create(&rx_spare_key, rx_spare_free) != 0)
+		rx_spare_key = (pthread_key_t)-1;   /* no destructor: buffers are not kept */
+}
+
+/* A buffer for len bytes (len > 0): the thread's spare when it is large enough. */
+static void *rx_buf_get(size_t len, size_t *cap)
+{
+	if (rx_spare.p && rx_spare.cap >= len) {
+		void *p = rx_spare.p;
+		*cap = rx_spare.cap;
+		rx_spare.p = NULL;
+		rx_spare.cap = 0;
+		return p;
+	}
+	void *p = malloc(len);
+	*cap = p ? len : 0;
+	return p;
+}
+
+/* Done with buf (of cap bytes): it becomes the thread's spare, or is freed. */
+static void rx_buf_put(void *buf, size_t cap)
+{
+	if (!buf || cap > RX_SPARE_MAX || cap <= rx_spare.cap) {
+		free(buf);
+		return;
+	}
+	pthread_once(&rx_spare_once, rx_spare_init);
+	if (rx_spare_key == (pthread_key_t)-1) {
+		free(buf);
+		return;
+	}
+	if (!rx_spare.p && pthread_getspecific(rx_spare_key) != &rx_spare)
+		pthread_setspecific(rx_spare_key, &rx_spare);   /* once per thread: freed at exit */
+	free(rx_spare.p);
+	rx_spare.p = buf;
+	rx_spare.cap = cap;
+}
+
 static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn_hdr *h,
                       int want, struct pn_rx *rx)
 {
@@ -1125,6 +1253,7 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 	rx->from = sender;
 	rx->via = sender->addr.scheme;
 	rx->buf = NULL;
+	rx->buf_cap = 0;
 	rx->claim = -1;
 	rx->coop = NULL;
 	rx->fwd_by = PN_ANY;
@@ -1164,7 +1293,7 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 		}
 		pthread_mutex_unlock(&pn->lock);
 	}
-	rx->buf = h->len ? malloc(h->len) : NULL;
+	rx->buf = h->len ? rx_buf_get(h->len, &rx->buf_cap) : NULL;
 	return rx->buf;
 }
 
@@ -1251,17 +1380,14 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		sr.slot = h->slot;
 		memcpy(sr.sid, rx->from->sid, PN_SID_LEN);
 	}
-	struct work *w = malloc(sizeof *w);
-	if (!w) {
-		free(rx->buf);
-		return;
-	}
+	/* The work record is built on the stack: an inline handler (arfd's) runs it from
+	 * there, and only a queued one is copied to the heap. */
 	/* (no lock: an anonymous peer's claim is set before its connection is attached, so
 	 * before any of its messages is delivered, and stays until the record is reused) */
 	struct pn_addr origin = reply_addr(rx->from);
-	*w = (struct work){ .from = rx->from->id, .type = h->type, .coop = h->coop,
-	                    .origin = origin, .fwd_by = rx->fwd_by, .buf = rx->buf, .len = h->len,
-	                    .sr = sr };
+	struct work wk = { .from = rx->from->id, .type = h->type, .coop = h->coop,
+	                   .origin = origin, .fwd_by = rx->fwd_by, .buf = rx->buf, .len = h->len,
+	                   .sr = sr };
 	pthread_mutex_lock(&pn->lock);
 	pn_type t = pn->handlers[h->type].fn ? h->type : 0;
 	if (!pn->handlers[t].fn || pn->stopping) {
@@ -1269,28 +1395,38 @@ void pn_core_rx_end(struct pn *pn, struct pn_rx *rx, int status)
 		 * session's request is refused instead of dropped: its slot says it runs, so its
 		 * client would wait for a reply that never comes, and every repeat with it
 		 * (not while stopping: the client sends it again to the server's successor) */
-		bool refuse = w->sr.on && !pn->stopping;
+		bool refuse = wk.sr.on && !pn->stopping;
 		pthread_mutex_unlock(&pn->lock);
 		if (refuse)
-			pn_sess_unrun(pn->sess, w->sr.sid, w->sr.slot, w->from, w->coop, PN_ENOHANDLER);
-		free(w->buf);
-		free(w);
+			pn_sess_unrun(pn->sess, wk.sr.sid, wk.sr.slot, wk.from, wk.coop, PN_ENOHANDLER);
+		free(wk.buf);
 		return;
 	}
 	if (pn->handlers[t].inline_) {
 		pn_handler *fn = pn->handlers[t].fn;
 		void *harg = pn->handlers[t].arg;
 		pthread_mutex_unlock(&pn->lock);
-		struct current cur = { pn, w->coop, w->origin, endpoint_for(pn, rx->via), w->from,
-		                       w->sr.on ? &w->sr : NULL, w->fwd_by };
+		struct current cur = { pn, wk.coop, wk.origin, endpoint_for(pn, rx->via), wk.from,
+		                       wk.sr.on ? &wk.sr : NULL, wk.fwd_by };
 		struct current *saved = current;
+		/* read before the handler: one that yields (pn_yield) may let its connection,
+		 * and rx with it, go to another thread */
+		size_t buf_cap = rx->buf_cap;
 		current = &cur;
-		fn(pn, w->from, w->type, w->coop, w->buf, w->len, harg);
+		fn(pn, wk.from, wk.type, wk.coop, wk.buf, wk.len, harg);
 		current = saved;
-		free(w->buf);
-		free(w);
+		rx_buf_put(wk.buf, buf_cap);
 		return;
 	}
+	/* queued for a worker: copied to the heap still under the lock, so that the checks
+	 * above (handler, stopping) hold when it is queued */
+	struct work *w = malloc(sizeof *w);
+	if (!w) {
+		pthread_mutex_unlock(&pn->lock);
+		free(wk.buf);
+		return;
+	}
+	*w = wk;
 	if (pn->q_tail)
 		pn->q_tail->next = w;
 	else
@@ -1789,6 +1925,11 @@ void pn_finalize(struct pn *pn)
 			free(c->adv);
 			free(c);
 		}
+	}
+	for (struct pn_coop_rec *c = pn->coop_spare, *next; c; c = next) {
+		next = c->next;
+		pthread_cond_destroy(&c->done);
+		free(c);
 	}
 	for (uint32_t i = 0; i < pn->n_peers; i++)
 		free(pn->peers[i]);

@@ -281,6 +281,7 @@ struct pn_rx {
 	pn_peer fwd_by;            /* forwarded: the member that forwarded it; else PN_ANY */
 	uint8_t via;               /* the scheme of the transport it came through */
 	void *buf;
+	size_t buf_cap;            /* internal: buf's size when it is not a descriptor's */
 	int claim;                 /* internal: which descriptor, or -1 */
 	struct pn_coop_rec *coop;
 };

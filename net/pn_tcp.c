@@ -194,7 +194,7 @@ struct pn_tp {
 	pthread_mutex_t io_lock;
 	pthread_cond_t io_cond;        /* followers wait here for the reader's place */
 	bool reader_taken;
-	unsigned n_threads, n_idle;
+	unsigned n_threads, n_idle;     /* n_threads: only grows; stored atomically (tcp_yield) */
 	pthread_t threads[IO_MAX];
 	uint64_t last_scan, last_sweep; /* the reader's (io_main) */
 	atomic_int n_unwatched;        /* connections left out of epoll by waiters */
@@ -1594,6 +1594,13 @@ static int tcp_yield(struct pn_tp *tp, bool check_only)
 {
 	if (tls_reader != tp || tls_gave_away)
 		return 1;
+	/* The check arfd makes before each request it runs on the reader, without the lock:
+	 * n_threads only grows (stored atomically, under io_lock), so below IO_MAX a yield has
+	 * a thread to hand over to.  (The answer is advice either way: the yield itself checks
+	 * again under the lock.) */
+	if (check_only && !atomic_load(&tp->stop) &&
+	    __atomic_load_n(&tp->n_threads, __ATOMIC_RELAXED) < IO_MAX)
+		return 0;
 	pthread_mutex_lock(&tp->io_lock);
 	int rc = 0;
 	if (atomic_load(&tp->stop))
@@ -1609,7 +1616,7 @@ static int tcp_yield(struct pn_tp *tp, bool check_only)
 			pthread_mutex_unlock(&tp->io_lock);
 			return -PN_ESYS;
 		}
-		tp->n_threads++;
+		__atomic_store_n(&tp->n_threads, tp->n_threads + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tp->io_lock);
 	struct conn *c = tls_reading;

@@ -58,16 +58,70 @@ struct ar_buf {
 	uint8_t *p;
 	size_t len, cap;
 	int failed;
+	int fixed;                 /* p is the caller's storage (ar_buf_over): never grown or freed */
 };
+/* A buffer over the caller's CAP bytes at P (a stack array, for a reply header built on
+ * every request): writing past them fails it instead of growing it. */
+static inline struct ar_buf ar_buf_over(void *p, size_t cap)
+{
+	return (struct ar_buf){ .p = p, .cap = cap, .fixed = 1 };
+}
 void ar_buf_free(struct ar_buf *b);
-void ar_put8(struct ar_buf *b, uint8_t v);
-void ar_put16(struct ar_buf *b, uint16_t v);
-void ar_put32(struct ar_buf *b, uint32_t v);
-void ar_put64(struct ar_buf *b, uint64_t v);
-void ar_put_bytes(struct ar_buf *b, const void *p, size_t n);
-void ar_put_str16(struct ar_buf *b, const char *s);    /* u16 len | bytes */
 /* Reserve n bytes and return where they start (NULL after an error). */
 uint8_t *ar_put_space(struct ar_buf *b, size_t n);
+
+/* The numbers, little-endian, are inline: a request or reply is a dozen of them, on every
+ * round trip, and most fit the buffer's capacity (then no call at all).  Byte by byte, so
+ * the layout does not depend on the host's byte order; the compiler merges the stores. */
+static inline uint8_t *ar_put_fast(struct ar_buf *b, size_t n)
+{
+	/* len <= cap always, so cap - len does not wrap; a buffer without storage yet goes to
+	 * ar_put_space, which never hands out NULL + 0 */
+	if (__builtin_expect(!b->failed && b->p && n <= b->cap - b->len, 1)) {
+		uint8_t *at = b->p + b->len;
+		b->len += n;
+		return at;
+	}
+	return ar_put_space(b, n);
+}
+/* (spelt out, not a loop: gcc merges these into one store, but not a loop's) */
+static inline void ar_put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+static inline void ar_put8(struct ar_buf *b, uint8_t v)
+{
+	uint8_t *p = ar_put_fast(b, 1);
+	if (p)
+		p[0] = v;
+}
+static inline void ar_put16(struct ar_buf *b, uint16_t v)
+{
+	uint8_t *p = ar_put_fast(b, 2);
+	if (p) {
+		p[0] = (uint8_t)v;
+		p[1] = (uint8_t)(v >> 8);
+	}
+}
+static inline void ar_put32(struct ar_buf *b, uint32_t v)
+{
+	uint8_t *p = ar_put_fast(b, 4);
+	if (p)
+		ar_put_le32(p, v);
+}
+static inline void ar_put64(struct ar_buf *b, uint64_t v)
+{
+	uint8_t *p = ar_put_fast(b, 8);
+	if (p) {
+		ar_put_le32(p, (uint32_t)v);
+		ar_put_le32(p + 4, (uint32_t)(v >> 32));
+	}
+}
+void ar_put_bytes(struct ar_buf *b, const void *p, size_t n);
+void ar_put_str16(struct ar_buf *b, const char *s);    /* u16 len | bytes */
 
 /* ---- a bounds-checked reader with a sticky error ---- */
 struct ar_rd {
@@ -80,14 +134,50 @@ static inline struct ar_rd ar_rd_over(const void *p, size_t n)
 	const uint8_t *b = p;
 	return (struct ar_rd){ b, n ? b + n : b, 0 };
 }
-uint8_t ar_get8(struct ar_rd *r);
-uint16_t ar_get16(struct ar_rd *r);
-uint32_t ar_get32(struct ar_rd *r);
-uint64_t ar_get64(struct ar_rd *r);
-const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n);
+/* Little-endian numbers; 0 past the end (the reader then says failed).  Inline, as the puts,
+ * and spelt out byte by byte, which gcc turns into one load (but not a loop). */
+static inline const uint8_t *ar_get_fast(struct ar_rd *r, size_t n)
+{
+	const uint8_t *p = r->p;
+	if (__builtin_expect(r->failed || n > (size_t)(r->end - p), 0)) {
+		r->failed = 1;
+		return NULL;
+	}
+	r->p = p + n;
+	return p;
+}
+/* n bytes in place (NULL past the end: the reader then says failed) */
+static inline const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n) { return ar_get_fast(r, n); }
+static inline size_t ar_left(const struct ar_rd *r)
+{
+	return r->failed ? 0 : (size_t)(r->end - r->p);
+}
+static inline uint32_t ar_get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint8_t ar_get8(struct ar_rd *r)
+{
+	const uint8_t *p = ar_get_fast(r, 1);
+	return p ? p[0] : 0;
+}
+static inline uint16_t ar_get16(struct ar_rd *r)
+{
+	const uint8_t *p = ar_get_fast(r, 2);
+	return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
+}
+static inline uint32_t ar_get32(struct ar_rd *r)
+{
+	const uint8_t *p = ar_get_fast(r, 4);
+	return p ? ar_get_le32(p) : 0;
+}
+static inline uint64_t ar_get64(struct ar_rd *r)
+{
+	const uint8_t *p = ar_get_fast(r, 8);
+	return p ? ar_get_le32(p) | (uint64_t)ar_get_le32(p + 4) << 32 : 0;
+}
 /* u16-length string copied into out (NUL-terminated, at most cap-1 bytes, else failed). */
 void ar_get_str16(struct ar_rd *r, char *out, size_t cap);
-size_t ar_left(const struct ar_rd *r);
 
 /* Request and reply headers. */
 void ar_req_begin(struct ar_buf *b, const char *secret);

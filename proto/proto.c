@@ -27,51 +27,50 @@ const char *ar_strerror(int err)
 
 void ar_buf_free(struct ar_buf *b)
 {
-	free(b->p);
+	if (!b->fixed)
+		free(b->p);
 	*b = (struct ar_buf){ 0 };
 }
 
-uint8_t *ar_put_space(struct ar_buf *b, size_t n)
+/* The growth path, out of line: most reservations fit the capacity already (a request is a
+ * dozen small numbers into a buffer sized once) and take only ar_put_space's first test. */
+static uint8_t *put_grow(struct ar_buf *b, size_t n)
 {
 	if (b->failed)
 		return NULL;
-	if (n > SIZE_MAX / 2 - b->len) {
+	if (n > SIZE_MAX / 2 - b->len || b->fixed) {
 		b->failed = 1;
 		return NULL;
 	}
-	if (b->len + n > b->cap || !b->p) {   /* never NULL + 0, even for n == 0 */
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n)
-			cap *= 2;
-		uint8_t *p = realloc(b->p, cap);
-		if (!p) {
-			b->failed = 1;
-			return NULL;
-		}
-		b->p = p;
-		b->cap = cap;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->len + n)
+		cap *= 2;
+	uint8_t *p = realloc(b->p, cap);
+	if (!p) {
+		b->failed = 1;
+		return NULL;
 	}
+	b->p = p;
+	b->cap = cap;
 	uint8_t *at = b->p + b->len;
 	b->len += n;
 	return at;
 }
 
-/* n bytes of v, least significant first: one reservation per number (a request is built
- * from a dozen of them, on every round trip) */
-static void put_le(struct ar_buf *b, uint64_t v, unsigned n)
+uint8_t *ar_put_space(struct ar_buf *b, size_t n)
 {
-	uint8_t *p = ar_put_space(b, n);
-	if (p)
-		for (unsigned i = 0; i < n; i++, v >>= 8)
-			p[i] = (uint8_t)v;
+	/* (ar_put_fast's test again: ar_put_bytes and others call here directly) */
+	if (!b->failed && b->p && n <= b->cap - b->len) {
+		uint8_t *at = b->p + b->len;
+		b->len += n;
+		return at;
+	}
+	return put_grow(b, n);
 }
-void ar_put8(struct ar_buf *b, uint8_t v) { put_le(b, v, 1); }
-void ar_put16(struct ar_buf *b, uint16_t v) { put_le(b, v, 2); }
-void ar_put32(struct ar_buf *b, uint32_t v) { put_le(b, v, 4); }
-void ar_put64(struct ar_buf *b, uint64_t v) { put_le(b, v, 8); }
+
 void ar_put_bytes(struct ar_buf *b, const void *src, size_t n)
 {
-	uint8_t *p = ar_put_space(b, n);
+	uint8_t *p = ar_put_fast(b, n);
 	if (p && n)
 		memcpy(p, src, n);
 }
@@ -87,33 +86,6 @@ void ar_put_str16(struct ar_buf *b, const char *s)
 }
 
 /* ---- reading ---- */
-
-size_t ar_left(const struct ar_rd *r) { return r->failed ? 0 : (size_t)(r->end - r->p); }
-
-const uint8_t *ar_get_bytes(struct ar_rd *r, size_t n)
-{
-	if (r->failed || n > (size_t)(r->end - r->p)) {
-		r->failed = 1;
-		return NULL;
-	}
-	const uint8_t *p = r->p;
-	r->p += n;
-	return p;
-}
-/* n bytes, least significant first; 0 past the end (the reader then says failed) */
-static uint64_t get_le(struct ar_rd *r, unsigned n)
-{
-	const uint8_t *p = ar_get_bytes(r, n);
-	uint64_t v = 0;
-	if (p)
-		for (unsigned i = n; i-- > 0;)
-			v = v << 8 | p[i];
-	return v;
-}
-uint8_t ar_get8(struct ar_rd *r) { return (uint8_t)get_le(r, 1); }
-uint16_t ar_get16(struct ar_rd *r) { return (uint16_t)get_le(r, 2); }
-uint32_t ar_get32(struct ar_rd *r) { return (uint32_t)get_le(r, 4); }
-uint64_t ar_get64(struct ar_rd *r) { return get_le(r, 8); }
 
 void ar_get_str16(struct ar_rd *r, char *out, size_t cap)
 {
@@ -131,10 +103,22 @@ void ar_get_str16(struct ar_rd *r, char *out, size_t cap)
 
 /* ---- headers ---- */
 
+/* The headers are reserved whole, once (each request and reply has one). */
 void ar_req_begin(struct ar_buf *b, const char *secret)
 {
-	ar_put32(b, AR_REQ_MAGIC);
-	ar_put_str16(b, secret ? secret : "");
+	size_t n = secret ? strlen(secret) : 0;
+	if (n > 0xffff) {
+		b->failed = 1;
+		return;
+	}
+	uint8_t *p = ar_put_space(b, 6 + n);
+	if (!p)
+		return;
+	ar_put_le32(p, AR_REQ_MAGIC);
+	p[4] = (uint8_t)n;
+	p[5] = (uint8_t)(n >> 8);
+	if (n)
+		memcpy(p + 6, secret, n);
 }
 
 int ar_req_parse(struct ar_rd *r, char *secret, size_t cap)
@@ -152,13 +136,18 @@ int ar_req_parse(struct ar_rd *r, char *secret, size_t cap)
 
 void ar_rep_begin(struct ar_buf *b, int status, const char *msg)
 {
-	ar_put32(b, AR_REP_MAGIC);
-	ar_put32(b, (uint32_t)status);
 	size_t n = msg ? strlen(msg) : 0;
 	if (n > AR_MAX_MSG)
 		n = AR_MAX_MSG;
-	ar_put16(b, (uint16_t)n);
-	ar_put_bytes(b, msg, n);
+	uint8_t *p = ar_put_space(b, 10 + n);
+	if (!p)
+		return;
+	ar_put_le32(p, AR_REP_MAGIC);
+	ar_put_le32(p + 4, (uint32_t)status);
+	p[8] = (uint8_t)n;
+	p[9] = (uint8_t)(n >> 8);
+	if (n)
+		memcpy(p + 10, msg, n);
 }
 
 int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap)

@@ -141,6 +141,10 @@ struct worker {
 	uint64_t started_ns;
 	_Atomic uint64_t cancel_at;    /* the run's vm_run_opts.cancel_at: 0, or when it stops */
 	_Atomic int cancel_why;        /* CANCEL_*, set before cancel_at */
+	/* an EXEC's output and reply buffer, kept for the worker's next run (it runs one at a
+	 * time) instead of one allocation per request; up to EXEC_BUF_KEEP bytes */
+	uint8_t *exec_buf;
+	size_t exec_buf_cap;
 };
 
 struct arfd {
@@ -359,7 +363,7 @@ static int request_admit(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	/* over tcp a client proves the secret when its connection opens (docs/net.md), and its
 	 * requests carry none; over udp and rdma they carry it */
 	enum rights rights = rights_of(s, from, secret);
-	explicit_bzero(secret, sizeof secret);
+	explicit_bzero(secret, strlen(secret) + 1);   /* what ar_req_parse wrote, no more */
 	if (rights == RIGHTS_NONE) {
 		arfd_log(ARFD_LOG_WARN, "%s: refused: wrong secret", pn_peer_name(s->pn, from));
 		reply_err(s, from, coop, -AR_EAUTH, "refused: this server requires its shared secret");
@@ -409,7 +413,10 @@ static int request_begin(struct arfd *s, pn_peer from, pn_coop coop, int op, str
 	return rc;
 }
 
-static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed)
+/* The request is done; with c, its reference to the cached segment goes too, under the same
+ * lock as the request's count (one lock a request fewer). */
+static void request_end_put(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed,
+                            struct cached *c)
 {
 	uint64_t dt = now_ns() - t0;
 	atomic_fetch_add(&s->lat_ns[op], dt);
@@ -420,8 +427,18 @@ static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int f
 		atomic_fetch_add(&s->n_err[op], 1);
 	pthread_mutex_lock(&s->lock);
 	s->inflight[pn_peer_slot(from)]--;
+	bool free_it = c && --c->refs == 0;
 	pthread_mutex_unlock(&s->lock);
 	atomic_fetch_sub(&s->running, 1);
+	if (free_it) {
+		vm_prog_free(c->prog);
+		free(c);
+	}
+}
+
+static void request_end(struct arfd *s, pn_peer from, int op, uint64_t t0, int failed)
+{
+	request_end_put(s, from, op, t0, failed, NULL);
 }
 
 /* ---- the code cache ---- */
@@ -589,6 +606,35 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
  * where it lies: reply header, trap record with its text, value, counts. */
 #define EXEC_HDR_ROOM (64 + 2 * AR_MAX_MSG)
 #define EXEC_TRAILER  8            /* the reply's flags and the unpacked output length */
+/* a worker keeps its EXEC buffer for outputs up to a client's default limit (1 MiB): only the
+ * pages a run writes are ever touched */
+#define EXEC_BUF_KEEP (EXEC_HDR_ROOM + (1u << 20) + EXEC_TRAILER)
+
+/* An EXEC's buffer of n bytes: the worker's own when it may keep one that size, else new. */
+static uint8_t *exec_buf_get(struct worker *w, size_t n)
+{
+	if (!w || n > EXEC_BUF_KEEP)
+		return malloc(n);
+	if (w->exec_buf_cap < n) {
+		free(w->exec_buf);
+		w->exec_buf = malloc(n);
+		w->exec_buf_cap = w->exec_buf ? n : 0;
+	}
+	return w->exec_buf;
+}
+
+static void exec_buf_put(struct worker *w, uint8_t *buf)
+{
+	if (!w || buf != w->exec_buf)
+		free(buf);
+}
+
+static void workers_free(struct arfd *s)
+{
+	for (unsigned i = 0; s->workers && i < s->n_slots; i++)
+		free(s->workers[i].exec_buf);
+	free(s->workers);
+}
 
 /* Is the link to peer slow enough to pack what goes out (pn_link_rate: the kernel's
  * measured delivery rate; unknown counts as fast, so loopback never packs)? */
@@ -688,7 +734,8 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	struct pn *pn = s->pn;
 	struct ar_rd r = *rp;
 	int status = 0;
-	char err[AR_MAX_MSG + 1] = "";
+	char err[AR_MAX_MSG + 1];
+	err[0] = '\0';                    /* (a string: no need to clear all of it per request) */
 	struct cached *c = NULL;
 	uint8_t mode = ar_get8(&r);
 	if (quick && mode != 0)
@@ -782,7 +829,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		fuel = s->cfg.fuel_max;
 	if (out_max > s->cfg.out_max)
 		out_max = s->cfg.out_max;
-	uint8_t *buf = malloc(EXEC_HDR_ROOM + out_max + EXEC_TRAILER);
+	uint8_t *buf = exec_buf_get(w, EXEC_HDR_ROOM + out_max + EXEC_TRAILER);
 	if (!buf) {
 		free(unpacked);
 		cache_put(s, c);
@@ -821,13 +868,13 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	if (fwd >= 0 && rc == 0 && res.value >= 0 && !(quick && res.fuel_used >= QUICK_FUEL)) {
 		cache_put(s, c);
 		forward_run(s, from, coop, t0, (unsigned)fwd, buf + EXEC_HDR_ROOM, res.out_len);
-		free(buf);
+		exec_buf_put(w, buf);
 		return 0;
 	}
 	if (quick && rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_FUEL && fuel > QUICK_FUEL) {
 		/* not short after all: nothing happened but output, so a worker starts it over */
 		cache_put(s, c);
-		free(buf);
+		exec_buf_put(w, buf);
 		return 1;
 	}
 	if (rc == -VM_ETRAP && res.trap.kind == ISA_TRAP_CANCELLED) {
@@ -837,7 +884,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		int why = w ? atomic_load(&w->cancel_why) : CANCEL_NONE;
 		atomic_fetch_add(&s->n_cancelled, 1);
 		cache_put(s, c);
-		free(buf);
+		exec_buf_put(w, buf);
 		request_end(s, from, AR_T_EXEC, t0, 1);
 		if (why == CANCEL_CLIENT_GONE) {
 			arfd_log(ARFD_LOG_INFO, "exec from %s: cancelled after %.3f s: the client is gone",
@@ -855,7 +902,9 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		snprintf(res.trap.msg, sizeof res.trap.msg, "%u ms, %s", limit_ms,
 		         own_limit ? "the request's limit" : "the server's limit (--max-run-ms)");
 	}
-	struct ar_buf h = { 0 };
+	/* the header on the stack: it must fit EXEC_HDR_ROOM anyway (else failed, below) */
+	uint8_t hdr[EXEC_HDR_ROOM];
+	struct ar_buf h = ar_buf_over(hdr, sizeof hdr);
 	if (rc == 0 || rc == -VM_ETRAP) {
 		ar_rep_begin(&h, rc == 0 ? 0 : -AR_ETRAP, NULL);
 		ar_put64(&h, (uint64_t)res.value);
@@ -878,11 +927,10 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		ar_rep_begin(&h, -AR_EPROTO, vm_strerror(rc));
 		res.out_len = 0;
 	}
-	cache_put(s, c);
 	if (h.failed || h.len > EXEC_HDR_ROOM) {
 		ar_buf_free(&h);
-		free(buf);
-		request_end(s, from, AR_T_EXEC, t0, 1);
+		exec_buf_put(w, buf);
+		request_end_put(s, from, AR_T_EXEC, t0, 1, c);
 		reply_err(s, from, coop, -AR_ENOMEM, "reply header too large");
 		return 0;
 	}
@@ -906,7 +954,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 				memcpy(nb, h2.p, h2.len);
 				memcpy(nb + h.len, packed, plen);
 				ar_buf_free(&h2);
-				free(buf);
+				exec_buf_put(w, buf);
 				buf = start = nb;
 				reply_len = h.len + plen;
 				rflags |= AR_EXR_OUT_ZSTD;
@@ -926,13 +974,13 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		}
 	}
 	/* counted out before the reply leaves: the client may send its next request at once */
-	request_end(s, from, AR_T_EXEC, t0, rc != 0);
+	request_end_put(s, from, AR_T_EXEC, t0, rc != 0, c);
 	int src = pn_send(pn, from, AR_T_REPLY, coop, start, reply_len);
 	if (src != 0)
 		arfd_log(ARFD_LOG_WARN, "exec reply to %s: %s", pn_peer_name(pn, from), pn_strerror(src));
 	atomic_fetch_add(&s->bytes_out, res.out_len);
 	ar_buf_free(&h);
-	free(buf);
+	exec_buf_put(w, buf);
 	return 0;
 }
 
@@ -1954,7 +2002,7 @@ fail:
 	if (s->pn)
 		pn_finalize(s->pn);
 	stop_writeback(s);
-	free(s->workers);
+	workers_free(s);
 	unmap_regions(s);
 	vm_free(s->vm);
 	pthread_mutex_destroy(&s->lock);
@@ -2073,7 +2121,7 @@ void arfd_stop(struct arfd *s, int timeout_ms)
 			pn_mem_unexport(s->pn, s->regions[i].mem);
 	pn_finalize(s->pn);
 	stop_writeback(s);             /* no run is left to queue more; before the fds close */
-	free(s->workers);
+	workers_free(s);
 	for (struct cached *c = s->lru_head, *next; c; c = next) {
 		next = c->next;
 		vm_prog_free(c->prog);
