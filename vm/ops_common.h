@@ -402,15 +402,25 @@ static inline uint32_t set_weight(const uint8_t *set, uint8_t *members, unsigned
 {
 	uint32_t w = 0;
 	*k = 0;
-	for (unsigned b = 0; b < FINDSET_SET; b++)
-		for (unsigned bits = set[b]; bits; bits &= bits - 1) {
-			unsigned c = 8 * b + (unsigned)__builtin_ctz(bits);
+	/* 64 bits at a time: grep calls findset once per candidate line, so this setup is paid
+	 * per line where matches are dense */
+	for (unsigned q = 0; q < 4; q++) {
+		uint64_t bits = 0;                      /* bit c % 64: byte c */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(&bits, set + 8 * q, 8);
+#else
+		for (unsigned b = 0; b < 8; b++)
+			bits |= (uint64_t)set[8 * q + b] << (8 * b);
+#endif
+		for (; bits; bits &= bits - 1) {
+			unsigned c = 64 * q + (unsigned)__builtin_ctzll(bits);
 			if (*k == 4)
 				return UINT32_MAX;
 			members[(*k)++] = (uint8_t)c;
 			unsigned r = c >= 0xC2 && c <= 0xF4 ? 160 : (unsigned)byte_rank(c);
 			w += 1u << (r >> 4);
 		}
+	}
 	return w;
 }
 
@@ -450,9 +460,11 @@ static inline const uint8_t *find_sets(const uint8_t *h, size_t n, const uint8_t
 		uint64_t work = 0;
 		for (; pos + imax + 16 <= n; pos += 16) {
 			__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1));
-			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
 			__m128i ea = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, v1[0]), _mm_cmpeq_epi8(a, v1[1])),
 			                          _mm_or_si128(_mm_cmpeq_epi8(a, v1[2]), _mm_cmpeq_epi8(a, v1[3])));
+			if (!_mm_movemask_epi8(ea))
+				continue;                       /* the rarest set alone: text of another script */
+			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
 			__m128i eb = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, v2[0]), _mm_cmpeq_epi8(b, v2[1])),
 			                          _mm_or_si128(_mm_cmpeq_epi8(b, v2[2]), _mm_cmpeq_epi8(b, v2[3])));
 			unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(ea, eb));
