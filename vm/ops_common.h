@@ -462,8 +462,6 @@ static inline const uint8_t *find_sets(const uint8_t *h, size_t n, const uint8_t
 			__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1));
 			__m128i ea = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, v1[0]), _mm_cmpeq_epi8(a, v1[1])),
 			                          _mm_or_si128(_mm_cmpeq_epi8(a, v1[2]), _mm_cmpeq_epi8(a, v1[3])));
-			if (!_mm_movemask_epi8(ea))
-				continue;                       /* the rarest set alone: text of another script */
 			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
 			__m128i eb = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, v2[0]), _mm_cmpeq_epi8(b, v2[1])),
 			                          _mm_or_si128(_mm_cmpeq_epi8(b, v2[2]), _mm_cmpeq_epi8(b, v2[3])));
