@@ -3278,6 +3278,19 @@ size_t must_literal(const struct ast *t, int icase, int utf8, uint8_t *buf, size
 	int any_set = 0;
 	for (int i = 0; i < m->in.len; i++)
 		any_set |= m->in.b[i] >= 256;
+	if (sy.on) {
+		/* Sets can also lose a literal: an alternation keeps its branches' inner strings
+		 * only when they are equal, and 'σοφός|μήλο' as sets differ where as bytes both
+		 * held "\xce".  Take the bytes' literal unless the sets' one is longer. */
+		struct msyms plain = { .icase = icase };
+		struct must *b = malloc(sizeof *b);
+		if (b && must_of(t, &plain, b) == 0 && (b->in.len >= m->in.len || !any_set)) {
+			any_set = 0;
+			must_set(m, b);
+		}
+		free(b);
+		free(plain.set);
+	}
 	if (any_set) {
 		/* any max_sets symbols in a row of it are required too: the first ones */
 		n = (size_t)m->in.len < max_sets ? (size_t)m->in.len : max_sets;

@@ -466,6 +466,8 @@ static void test_set_literal(void)
 		{ 0, "Ärger", 0, { "\xc3\x84rger" } },       /* without -i: bytes, as before */
 		{ 1, "xİy", 0, { "x\xc4\xb0y" } },         /* grep 3.8 -i: İ matches only itself */
 		{ 1, "ab", 0, { "ab" } },                     /* ASCII: findsi, as before */
+		/* as sets the branches share no inner string, as bytes both hold CE: the bytes */
+		{ 1, "σοφός\\|μήλο", 0, { "\xce" } },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_BASIC,
