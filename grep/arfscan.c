@@ -228,7 +228,8 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 		} else {
 			push(g, g->lit);
 			push(g, pl->lit_sets ? 32 * pl->lit : pl->lit);
-			asm_mem2(B, pl->lit_sets ? OP_FINDSET : pl->lit_icase ? OP_FINDSI : OP_FINDS, r, ISA_R_CONST);
+			asm_mem2(B, pl->lit_sets ? OP_FINDSET : pl->lit_icase ? OP_FINDSI : OP_FINDS, r,
+			         ISA_R_CONST);
 		}
 		tee(g, L_M);
 		push(g, -1);

@@ -369,7 +369,8 @@ static void gen_main(struct gen *g, const struct plan *pl)
 		} else {
 			push(g, g->lit);
 			push(g, pl->lit_sets ? 32 * pl->lit : pl->lit);
-			asm_mem2(B, pl->lit_sets ? OP_FINDSET : pl->lit_icase ? OP_FINDSI : OP_FINDS, (unsigned)g->data, 2);
+			asm_mem2(B, pl->lit_sets ? OP_FINDSET : pl->lit_icase ? OP_FINDSI : OP_FINDS,
+			         (unsigned)g->data, 2);
 		}
 		tee(g, L_M);
 		push(g, -1);

@@ -3022,7 +3022,8 @@ static int leaf_byte(const struct ast *t, int x, int icase)
  * 10,000 patterns make 80,000 steps.  1; or 0 when node is no such string, with *n_fail the
  * concatenations below node whose strings hold the same byte that is none (they fail too:
  * the caller skips them, else a string of 65,536 bytes after a '.' took 2^31 steps). */
-static int must_string(const struct ast *t, int node, struct msyms *sy, struct must *m, long *n_fail)
+static int must_string(const struct ast *t, int node, struct msyms *sy, struct must *m,
+                       long *n_fail)
 {
 	long n = 0;
 	for (int x = node;;) {

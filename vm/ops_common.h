@@ -377,7 +377,8 @@ static inline int eq_sets(const uint8_t *h, const uint8_t *sets, size_t m)
 /* Shift-and over the sets (bit i of d: the last i + 1 bytes match the first i + 1 sets), one
  * table look-up per byte: linear whatever the input, the fallback when candidates keep
  * failing and the search of what the vector loop leaves.  m is 1..FINDSET_MAX. */
-static inline const uint8_t *find_sets_bitap(const uint8_t *h, size_t n, const uint8_t *sets, size_t m)
+static inline const uint8_t *find_sets_bitap(const uint8_t *h, size_t n, const uint8_t *sets,
+                                             size_t m)
 {
 	uint64_t mask[256] = { 0 };
 	for (size_t i = 0; i < m; i++)

@@ -253,7 +253,8 @@ static void test_deep(void)
 		      "1 MB fixed string: %s", err);
 		uint8_t lit[256];
 		int no_sets;
-		CHECK(g && must_literal(&g->ast, 0, 0, lit, sizeof lit, NULL, 0, &no_sets) == 255 && memmem(pat, plen, lit, 255),
+		CHECK(g && must_literal(&g->ast, 0, 0, lit, sizeof lit, NULL, 0, &no_sets) == 255 &&
+		      memmem(pat, plen, lit, 255),
 		      "its literal: 255 of its bytes");
 		grep_free(g);
 	}
