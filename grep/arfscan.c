@@ -53,6 +53,7 @@ struct plan {
 	int binary_check, binary_flag, binary_nomatch;
 	int lit;
 	int lit_icase;             /* find the literal with findsi (letters folded) */
+	int lit_sets;              /* the literal is lit sets of 32 bytes: findset */
 	int empty_sel;             /* binary mode: an empty line is selected */
 };
 
@@ -221,13 +222,14 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 		get(g, L_WE);
 		get(g, L_P0);
 		op(g, OP_SUB);
-		if (pl->lit == 1 && !pl->lit_icase) {
+		if (pl->lit == 1 && !pl->lit_icase && !pl->lit_sets) {
 			push(g, g->lit);
 			asm_mem(B, OP_FINDB, r);
 		} else {
 			push(g, g->lit);
-			push(g, pl->lit);
-			asm_mem2(B, pl->lit_icase ? OP_FINDSI : OP_FINDS, r, ISA_R_CONST);
+			push(g, pl->lit_sets ? 32 * pl->lit : pl->lit);
+			asm_mem2(B, pl->lit_sets ? OP_FINDSET : pl->lit_icase ? OP_FINDSI : OP_FINDS, r,
+			         ISA_R_CONST);
 		}
 		tee(g, L_M);
 		push(g, -1);
@@ -1301,6 +1303,7 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 	pl.line_number = o->line_number;
 	pl.lit = (int)gr->lit_len;
 	pl.lit_icase = gr->lit_icase;
+	pl.lit_sets = gr->lit_is_sets;
 	if (gr->exact) {
 		pl.emit = 1;
 		pl.max = -1;
@@ -1345,8 +1348,10 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 		goto fail;
 	if (pl.bd && grep_put_bdfa(B, pl.bd, g->tab, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
-	if (pl.lit == 1 && !pl.lit_icase)
+	if (pl.lit == 1 && !pl.lit_icase && !pl.lit_sets)
 		g->lit = gr->lit[0];
+	else if (pl.lit > 0 && pl.lit_sets)
+		g->lit = asm_const(B, gr->lit_set, 32 * (size_t)pl.lit, 1);
 	else if (pl.lit > 0)
 		g->lit = asm_const(B, gr->lit, (size_t)pl.lit, 1);
 	if (pl.eol == 0) {

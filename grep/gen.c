@@ -30,6 +30,7 @@ struct plan {
 	int binary_flag;             /* exact mode: only report a NUL in the result's bit 0 */
 	int lit;
 	int lit_icase;               /* find the literal with findsi (letters folded) */
+	int lit_sets;                /* the literal is lit sets of 32 bytes: findset */
 };
 
 struct gen {
@@ -362,13 +363,14 @@ static void gen_main(struct gen *g, const struct plan *pl)
 		get(g, L_END);
 		get(g, L_POS);
 		op(g, OP_SUB);
-		if (pl->lit == 1 && !pl->lit_icase) {
+		if (pl->lit == 1 && !pl->lit_icase && !pl->lit_sets) {
 			push(g, g->lit);        /* the byte itself, see grep_gen */
 			asm_mem(B, OP_FINDB, (unsigned)g->data);
 		} else {
 			push(g, g->lit);
-			push(g, pl->lit);
-			asm_mem2(B, pl->lit_icase ? OP_FINDSI : OP_FINDS, (unsigned)g->data, 2);
+			push(g, pl->lit_sets ? 32 * pl->lit : pl->lit);
+			asm_mem2(B, pl->lit_sets ? OP_FINDSET : pl->lit_icase ? OP_FINDSI : OP_FINDS,
+			         (unsigned)g->data, 2);
 		}
 		tee(g, L_M);
 		push(g, -1);
@@ -592,6 +594,7 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 	pl.line_number = o->line_number;
 	pl.lit = (int)gr->lit_len;
 	pl.lit_icase = gr->lit_icase;
+	pl.lit_sets = gr->lit_is_sets;
 	if (gr->exact) {
 		/* candidates only: the client decides selection, counts and context */
 		pl.emit = 1;
@@ -630,8 +633,10 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 		goto fail;
 	if (pl.bd && grep_put_bdfa(B, pl.bd, g->tab, &g->bmap, &g->btab, &g->bmul) != 0)
 		goto fail;
-	if (pl.lit == 1 && !pl.lit_icase)
+	if (pl.lit == 1 && !pl.lit_icase && !pl.lit_sets)
 		g->lit = gr->lit[0];
+	else if (pl.lit > 0 && pl.lit_sets)
+		g->lit = asm_const(B, gr->lit_set, 32 * (size_t)pl.lit, 1);
 	else if (pl.lit > 0)
 		g->lit = asm_const(B, gr->lit, (size_t)pl.lit, 1);
 	int f = asm_func_begin(B, "grep", 0, N_LOCALS);

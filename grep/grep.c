@@ -136,8 +136,9 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	t->root = root;
 
 	int eol = o->null_data ? 0 : '\n';
-	g->lit_len = must_literal(t, o->icase, g->lit, sizeof g->lit);
-	for (size_t i = 0; o->icase && i < g->lit_len; i++)
+	g->lit_len = must_literal(t, o->icase, o->utf8, g->lit, sizeof g->lit, g->lit_set,
+	                          GREP_LIT_SETS, &g->lit_is_sets);
+	for (size_t i = 0; o->icase && !g->lit_is_sets && i < g->lit_len; i++)
 		g->lit_icase |= g->lit[i] >= 'a' && g->lit[i] <= 'z';
 	/* UTF-8: matches start on characters (utf8 1), except under -w: grep 3.8's -w retry loop
 	 * moves on byte by byte, and an empty match inside a character that is no word
@@ -341,12 +342,27 @@ const uint8_t *grep_segment(const struct grep *g, size_t *len)
 
 void grep_describe(const struct grep *g, char *buf, size_t len)
 {
-	char lit[80];
+	char lit[400];
 	size_t k = 0;
-	for (size_t i = 0; i < g->lit_len && k + 5 < sizeof lit; i++) {
+	for (size_t i = 0; !g->lit_is_sets && i < g->lit_len && k + 5 < sizeof lit; i++) {
 		unsigned c = g->lit[i];
 		k += (size_t)snprintf(lit + k, sizeof lit - k, c >= 0x20 && c < 0x7f && c != '"' &&
 		                      c != '\\' ? "%c" : "\\x%02x", c);
+	}
+	/* byte sets: a set of one byte as a byte, others in brackets ("[\xa3\x83\x82]") */
+	for (size_t i = 0; g->lit_is_sets && i < g->lit_len && k + 40 < sizeof lit; i++) {
+		int cnt = 0;
+		for (unsigned c = 0; c < 256; c++)
+			cnt += g->lit_set[i][c / 8] >> (c % 8) & 1;
+		if (cnt > 1)
+			lit[k++] = '[';
+		for (unsigned c = 0; c < 256 && k + 10 < sizeof lit; c++)
+			if (g->lit_set[i][c / 8] >> (c % 8) & 1)
+				k += (size_t)snprintf(lit + k, sizeof lit - k, c >= 0x20 && c < 0x7f &&
+				                      c != '"' && c != '\\' && c != '[' && c != ']' ?
+				                      "%c" : "\\x%02x", c);
+		if (cnt > 1)
+			lit[k++] = ']';
 	}
 	lit[k] = '\0';
 	snprintf(buf, len, "%s: dfa %d states x %d byte classes (%zu bytes of table)%s%s%s, "
@@ -354,7 +370,8 @@ void grep_describe(const struct grep *g, char *buf, size_t len)
 	         : "dfa", g->dfa.n_rows - DFA_N_SPECIAL, g->dfa.n_cls,
 	         (size_t)g->dfa.n_rows * (size_t)(g->dfa.n_cls + 1) * 4,
 	         g->lit_len ? ", required literal \"" : ", no required literal", lit,
-	         !g->lit_len ? "" : g->lit_icase ? "\" (letters folded)" : "\"", g->seg_len);
+	         !g->lit_len ? "" : g->lit_is_sets ? "\" (byte sets)" :
+	         g->lit_icase ? "\" (letters folded)" : "\"", g->seg_len);
 }
 
 /* ---- matching on the client ---- */
@@ -467,7 +484,9 @@ static void span_setup(struct grep *g)
 	g->span_word = g->span_line = 0;
 	if (!grep_nfa(g))
 		return;
-	g->span_len = must_literal(t, g->o.icase, g->span_lit, sizeof g->span_lit);
+	int no_sets;   /* (none asked for: the span search takes bytes) */
+	g->span_len = must_literal(t, g->o.icase, g->o.utf8, g->span_lit, sizeof g->span_lit, NULL, 0,
+	                           &no_sets);
 	if (g->span_len > 0)
 		g->span_kind = SPAN_LITERAL;
 }

@@ -275,8 +275,13 @@ int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase);
 /* The longest byte string every match must contain (empty when none is known).  With icase
  * it is a string every match contains with ASCII letters folded (findsi finds it): its letters
  * are lower case, and a letter stands for the set of it and its capital.  Writes at most cap
- * bytes to buf and returns the length. */
-size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap);
+ * bytes to buf and returns the length.  With icase in UTF-8 and sets given, the string may
+ * also hold byte sets (the bytes of letters whose case variants all have the same length):
+ * then *is_sets is 1 and the literal is written as at most max_sets sets of 32 bytes (bit
+ * c % 8 of byte c / 8: byte c, as findset takes them) instead; the length is their number. */
+#define GREP_LIT_SETS 64       /* findset's most sets (FINDSET_MAX in vm/ops_common.h) */
+size_t must_literal(const struct ast *t, int icase, int utf8, uint8_t *buf, size_t cap,
+                    uint8_t (*sets)[32], size_t max_sets, int *is_sets);
 
 /* ---- code generation ---- */
 struct grep {
@@ -296,6 +301,8 @@ struct grep {
 	uint8_t lit[256];
 	size_t lit_len;
 	int lit_icase;         /* lit has letters and is found with them folded (-i: findsi) */
+	int lit_is_sets;       /* the literal is lit_set[0..lit_len), found with findset */
+	uint8_t lit_set[GREP_LIT_SETS][32];
 	uint8_t *seg;
 	size_t seg_len;
 	uint8_t *arf_seg;      /* the ARF segment (arfscan.c), made on first use */

@@ -2845,7 +2845,20 @@ int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase)
 /* ---- the required literal ---- */
 
 #define MUST_CAP 255
-struct str { int len; uint8_t b[MUST_CAP]; };
+/* A string of symbols: 0-255 a byte (with icase an ASCII letter in lower case stands for it
+ * and its capital, as findsi takes it), 256 and up a byte set of struct msyms.  Sets come only
+ * with -i in UTF-8 (msyms.on): the bytes of a letter whose case variants all have the same
+ * length, e.g. the continuation bytes {84, A4} of 'Ä' (C3 84, C3 A4), found with findset. */
+typedef uint16_t msym;
+struct str { int len; msym b[MUST_CAP]; };
+struct msyms {
+	int icase, on;
+	uint64_t (*set)[4];    /* symbol 256 + i is set[i], each set once (equal sets: equal symbols) */
+	int n, cap;
+	uint16_t hash[1024];   /* 1 + the index of a set with that hash (thousands of -f patterns
+	                        * look sets up once per letter), or 0 */
+	int err;               /* out of memory */
+};
 struct must {
 	int exact;             /* the node matches exactly the string x */
 	struct str x, left, right, in;
@@ -2855,28 +2868,29 @@ struct must {
 static void str_set(struct str *d, const struct str *s)
 {
 	d->len = s->len;
-	memcpy(d->b, s->b, (size_t)s->len);
+	memcpy(d->b, s->b, (size_t)s->len * sizeof *s->b);
 }
 
 static void str_cat(struct str *d, const struct str *a, const struct str *b, int keep_right)
 {
 	struct str r;
 	int n = a->len + b->len;
+	const size_t z = sizeof *r.b;
 	if (n <= MUST_CAP) {
-		memcpy(r.b, a->b, (size_t)a->len);
-		memcpy(r.b + a->len, b->b, (size_t)b->len);
+		memcpy(r.b, a->b, (size_t)a->len * z);
+		memcpy(r.b + a->len, b->b, (size_t)b->len * z);
 		r.len = n;
 	} else if (!keep_right) {
 		str_set(&r, a);
-		memcpy(r.b + a->len, b->b, (size_t)(MUST_CAP - a->len));
+		memcpy(r.b + a->len, b->b, (size_t)(MUST_CAP - a->len) * z);
 		r.len = MUST_CAP;
 	} else {
 		int from_a = MUST_CAP - b->len;
 		if (from_a < 0) {
-			memcpy(r.b, b->b + (b->len - MUST_CAP), MUST_CAP);
+			memcpy(r.b, b->b + (b->len - MUST_CAP), MUST_CAP * z);
 		} else {
-			memcpy(r.b, a->b + (a->len - from_a), (size_t)from_a);
-			memcpy(r.b + from_a, b->b, (size_t)b->len);
+			memcpy(r.b, a->b + (a->len - from_a), (size_t)from_a * z);
+			memcpy(r.b + from_a, b->b, (size_t)b->len * z);
 		}
 		r.len = MUST_CAP;
 	}
@@ -2902,6 +2916,78 @@ static void must_clear(struct must *m)
 {
 	m->exact = 0;
 	m->x.len = m->left.len = m->right.len = m->in.len = 0;
+}
+
+static int leaf_byte(const struct ast *t, int x, int icase);
+
+/* The symbol of a byte set (256 and up), the same for equal sets; -1 out of memory. */
+static int sym_of_set(struct msyms *sy, const uint64_t *set)
+{
+	uint64_t hv = (set[0] ^ set[1] * 3 ^ set[2] * 5 ^ set[3] * 7) * 0x9e3779b97f4a7c15ull;
+	unsigned h = (unsigned)(hv >> 54);
+	if (sy->hash[h] && !memcmp(sy->set[sy->hash[h] - 1], set, sizeof sy->set[0]))
+		return 256 + sy->hash[h] - 1;
+	for (int i = 0; i < sy->n; i++)
+		if (!memcmp(sy->set[i], set, sizeof sy->set[i])) {
+			sy->hash[h] = (uint16_t)(i + 1);
+			return 256 + i;
+		}
+	if (sy->n == 65535 - 256)
+		return -1;
+	if (sy->n == sy->cap) {
+		int c = sy->cap ? 2 * sy->cap : 16;
+		uint64_t (*ns)[4] = realloc(sy->set, (size_t)c * sizeof *ns);
+		if (!ns) {
+			sy->err = 1;
+			return -1;
+		}
+		sy->set = ns, sy->cap = c;
+	}
+	memcpy(sy->set[sy->n], set, sizeof sy->set[sy->n]);
+	sy->hash[h] = (uint16_t)(sy->n + 1);
+	return 256 + sy->n++;
+}
+
+/* The bytes symbol y stands for, as a set. */
+static void sym_bytes(const struct msyms *sy, msym y, uint64_t *set)
+{
+	if (y >= 256) {
+		memcpy(set, sy->set[y - 256], 4 * sizeof *set);
+		return;
+	}
+	memset(set, 0, 4 * sizeof *set);
+	set[y / 64] |= 1ull << (y % 64);
+	if (sy->icase && y >= 'a' && y <= 'z')
+		set[(y ^ 32) / 64] |= 1ull << ((y ^ 32) % 64);
+}
+
+static int set_count(const uint64_t *set)
+{
+	int n = 0;
+	for (int i = 0; i < 4; i++)
+		for (uint64_t w = set[i]; w; w &= w - 1)
+			n++;
+	return n;
+}
+
+/* Sets of at most this many bytes become symbols (sy->on): a letter's case variants differ
+ * in a byte or two; a wider set (a class, '.') would make the literal a poor filter. */
+#define MUST_SET_MAX 8
+
+/* The symbol an N_SET stands for in the literal, or -1 when it has none.  With icase the
+ * literal is searched with letters folded (findsi): a letter and its capital count as the
+ * lower-case letter.  With sy->on also a set of 2..MUST_SET_MAX bytes >= 0x80 (the bytes
+ * within a letter's case variants). */
+static int leaf_sym(const struct ast *t, int x, struct msyms *sy)
+{
+	int byte = leaf_byte(t, x, sy->icase);
+	if (byte >= 0 || !sy->on || t->n[x].kind != N_SET)
+		return byte;
+	const uint64_t *set = ast_set(t, x);
+	int cnt = set_count(set);
+	if (cnt < 2 || cnt > MUST_SET_MAX || set[0] || set[1])
+		return -1;
+	return sym_of_set(sy, set);
 }
 
 /* The byte an N_SET stands for in the literal, or -1 when it is no single byte.  With icase
@@ -2936,12 +3022,13 @@ static int leaf_byte(const struct ast *t, int x, int icase)
  * 10,000 patterns make 80,000 steps.  1; or 0 when node is no such string, with *n_fail the
  * concatenations below node whose strings hold the same byte that is none (they fail too:
  * the caller skips them, else a string of 65,536 bytes after a '.' took 2^31 steps). */
-static int must_string(const struct ast *t, int node, int icase, struct must *m, long *n_fail)
+static int must_string(const struct ast *t, int node, struct msyms *sy, struct must *m,
+                       long *n_fail)
 {
 	long n = 0;
 	for (int x = node;;) {
 		const struct node *nd = &t->n[x];
-		if (leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase) < 0) {
+		if (leaf_sym(t, nd->kind == N_CAT ? nd->b : x, sy) < 0) {
 			*n_fail = n;
 			return 0;
 		}
@@ -2955,7 +3042,7 @@ static int must_string(const struct ast *t, int node, int icase, struct must *m,
 	long j = 0;
 	for (int x = node;; j++) {
 		const struct node *nd = &t->n[x];
-		uint8_t c = (uint8_t)leaf_byte(t, nd->kind == N_CAT ? nd->b : x, icase);
+		msym c = (msym)leaf_sym(t, nd->kind == N_CAT ? nd->b : x, sy);
 		if (n - 1 - j < MUST_CAP)
 			m->left.b[n - 1 - j] = c;
 		if (j < MUST_CAP)
@@ -2974,7 +3061,7 @@ static int must_string(const struct ast *t, int node, int icase, struct must *m,
 }
 
 /* The strings of a leaf (a node without children). */
-static void must_leaf(const struct ast *t, int x, int icase, struct must *m)
+static void must_leaf(const struct ast *t, int x, struct msyms *sy, struct must *m)
 {
 	const struct node *n = &t->n[x];
 	must_clear(m);
@@ -2984,11 +3071,11 @@ static void must_leaf(const struct ast *t, int x, int icase, struct must *m)
 		m->exact = 1;
 		return;
 	case N_SET: {
-		int byte = leaf_byte(t, x, icase);
+		int byte = leaf_sym(t, x, sy);
 		if (byte >= 0) {
 			m->exact = 1;
 			m->x.len = 1;
-			m->x.b[0] = (uint8_t)byte;
+			m->x.b[0] = (msym)byte;
 			str_set(&m->left, &m->x);
 			str_set(&m->right, &m->x);
 			str_set(&m->in, &m->x);
@@ -3027,35 +3114,76 @@ static void must_cat(const struct must *a, const struct must *b, struct must *m)
 		longer(&m->in, &m->x);
 }
 
+/* With sy->on, a and b exact strings of the same 2..4 symbols, none an ASCII byte (the
+ * encodings of one character, as the case variants of a letter whose variants all have the
+ * same length): m gets, exactly, the string of their unions position by position.  It
+ * matches more than a or b ('Σ' 'ς' as CE A3, CF 82 give also CE 82), but every match of a
+ * or b holds it, all the required literal needs.  0 when it does not apply. */
+static int must_alt_sets(const struct must *a, const struct must *b, struct must *m,
+                         struct msyms *sy)
+{
+	int n = a->x.len;
+	if (!sy->on || !a->exact || !b->exact || n != b->x.len || n < 2 || n > 4)
+		return 0;
+	msym u[4];
+	for (int i = 0; i < n; i++) {
+		if (a->x.b[i] < 0x80 || b->x.b[i] < 0x80)
+			return 0;
+		uint64_t sa[4], sb[4];
+		sym_bytes(sy, a->x.b[i], sa);
+		sym_bytes(sy, b->x.b[i], sb);
+		for (int k = 0; k < 4; k++)
+			sa[k] |= sb[k];
+		int c = set_count(sa);
+		if (c > MUST_SET_MAX)
+			return 0;
+		int y = c == 1 ? a->x.b[i] : sym_of_set(sy, sa);
+		if (y < 0)
+			return 0;
+		u[i] = (msym)y;
+	}
+	must_clear(m);
+	m->exact = 1;
+	m->x.len = n;
+	memcpy(m->x.b, u, (size_t)n * sizeof *u);
+	str_set(&m->left, &m->x);
+	str_set(&m->right, &m->x);
+	str_set(&m->in, &m->x);
+	return 1;
+}
+
 /* The strings of a or b. */
-static void must_alt(const struct must *a, const struct must *b, struct must *m)
+static void must_alt(const struct must *a, const struct must *b, struct must *m, struct msyms *sy)
 {
 	must_clear(m);
-	if (a->exact && b->exact && a->x.len == b->x.len && !memcmp(a->x.b, b->x.b, (size_t)a->x.len)) {
+	if (a->exact && b->exact && a->x.len == b->x.len &&
+	    !memcmp(a->x.b, b->x.b, (size_t)a->x.len * sizeof *a->x.b)) {
 		must_set(m, a);
 		return;
 	}
+	if (must_alt_sets(a, b, m, sy))
+		return;
 	int i = 0;
 	while (i < a->left.len && i < b->left.len && a->left.b[i] == b->left.b[i])
 		i++;
-	memcpy(m->left.b, a->left.b, (size_t)i);
+	memcpy(m->left.b, a->left.b, (size_t)i * sizeof *m->left.b);
 	m->left.len = i;
 	int j = 0;
 	while (j < a->right.len && j < b->right.len &&
 	       a->right.b[a->right.len - 1 - j] == b->right.b[b->right.len - 1 - j])
 		j++;
-	memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j);
+	memcpy(m->right.b, a->right.b + (a->right.len - j), (size_t)j * sizeof *m->right.b);
 	m->right.len = j;
 	str_set(&m->in, &m->left);
 	longer(&m->in, &m->right);
-	if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len))
+	if (a->in.len == b->in.len && !memcmp(a->in.b, b->in.b, (size_t)a->in.len * sizeof *a->in.b))
 		longer(&m->in, &a->in);
 }
 
 /* The strings of the AST, walked in post-order with heap stacks (its depth follows the
  * input): frames say how many children of a node are done, results hold the strings of the
  * children finished and not yet combined.  0, or -1 when out of memory. */
-static int must_of(const struct ast *t, int icase, struct must *out)
+static int must_of(const struct ast *t, struct msyms *sy, struct must *out)
 {
 	struct mframe { int node, done; } *fr = NULL;
 	struct must *res = NULL, tmp;
@@ -3085,7 +3213,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 				no_string = 0;
 			else if (no_string > 0)
 				no_string--;
-			else if (must_string(t, node, icase, &res[n_res], &no_string)) {
+			else if (must_string(t, node, sy, &res[n_res], &no_string)) {
 				n_res++;      /* done at once: no frame */
 				node = -1;
 				continue;
@@ -3110,7 +3238,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 			must_set(&res[--n_res - 1], &tmp);
 			break;
 		case N_ALT:
-			must_alt(&res[n_res - 2], &res[n_res - 1], &tmp);
+			must_alt(&res[n_res - 2], &res[n_res - 1], &tmp, sy);
 			must_set(&res[--n_res - 1], &tmp);
 			break;
 		case N_GROUP:
@@ -3124,7 +3252,7 @@ static int must_of(const struct ast *t, int icase, struct must *out)
 			}
 			break;
 		default:
-			must_leaf(t, f->node, icase, &res[n_res++]);
+			must_leaf(t, f->node, sy, &res[n_res++]);
 			break;
 		}
 	}
@@ -3136,15 +3264,52 @@ out:
 	return rc;
 }
 
-size_t must_literal(const struct ast *t, int icase, uint8_t *buf, size_t cap)
+size_t must_literal(const struct ast *t, int icase, int utf8, uint8_t *buf, size_t cap,
+                    uint8_t (*sets)[32], size_t max_sets, int *is_sets)
 {
+	struct msyms sy = { .icase = icase, .on = icase && utf8 && sets != NULL };
 	struct must *m = malloc(sizeof *m);
-	if (!m || must_of(t, icase, m) != 0) {
+	*is_sets = 0;
+	if (!m || must_of(t, &sy, m) != 0 || sy.err) {
 		free(m);
+		free(sy.set);
 		return 0;
 	}
-	size_t n = (size_t)m->in.len < cap ? (size_t)m->in.len : cap;
-	memcpy(buf, m->in.b, n);
+	size_t n = 0;
+	int any_set = 0;
+	for (int i = 0; i < m->in.len; i++)
+		any_set |= m->in.b[i] >= 256;
+	if (sy.on) {
+		/* Sets can also lose a literal: an alternation keeps its branches' inner strings
+		 * only when they are equal, and 'σοφός|μήλο' as sets differ where as bytes both
+		 * held "\xce".  Take the bytes' literal unless the sets' one is longer. */
+		struct msyms plain = { .icase = icase };
+		struct must *b = malloc(sizeof *b);
+		if (b && must_of(t, &plain, b) == 0 && (b->in.len >= m->in.len || !any_set)) {
+			any_set = 0;
+			must_set(m, b);
+		}
+		free(b);
+		free(plain.set);
+	}
+	if (any_set) {
+		/* any max_sets symbols in a row of it are required too: the first ones */
+		n = (size_t)m->in.len < max_sets ? (size_t)m->in.len : max_sets;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t set[4];
+			sym_bytes(&sy, m->in.b[i], set);
+			memset(sets[i], 0, sizeof sets[i]);
+			for (unsigned c = 0; c < 256; c++)
+				if (set[c / 64] >> (c % 64) & 1)
+					sets[i][c / 8] |= (uint8_t)(1u << (c % 8));
+		}
+		*is_sets = 1;
+	} else {
+		n = (size_t)m->in.len < cap ? (size_t)m->in.len : cap;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (uint8_t)m->in.b[i];
+	}
 	free(m);
+	free(sy.set);
 	return n;
 }

@@ -486,7 +486,7 @@ static void cache_put(struct arfd *s, struct cached *c)
 /* May a run of seg be tried on the I/O thread with a small fuel budget, and simply be run
  * again from the start on a worker if that budget is not enough?  Only if running it has no
  * effect but its output and result: no stores or atomics outside 'out', no hooks.  Bulk reads
- * (findb, finds, findsi, cmp, output) are left out too, as their time is not bounded by fuel. */
+ * (findb, finds, findsi, findset, cmp, output) are left out too, as their time is not bounded by fuel. */
 static bool inline_candidate(const struct isa_seg *seg)
 {
 	for (uint32_t f = 0; f < seg->n_funcs; f++) {
@@ -496,7 +496,7 @@ static bool inline_candidate(const struct isa_seg *seg)
 			if (isa_decode(fn->code, fn->code_len, pc, &in) != 0)
 				return false;
 			switch (in.op) {
-			case OP_HCALL: case OP_CMP: case OP_FINDB: case OP_FINDS: case OP_FINDSI:
+			case OP_HCALL: case OP_CMP: case OP_FINDB: case OP_FINDS: case OP_FINDSI: case OP_FINDSET:
 			case OP_OUTPUT:
 				return false;
 			default:

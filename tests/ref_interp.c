@@ -256,6 +256,27 @@ int ref_run(const struct isa_seg *seg, const struct ref_region *regions, uint32_
 			PUSH(pos);
 			break;
 		}
+		case OP_FINDSET: {
+			/* nlen / 32 sets of 32 bytes; byte c is in a set when bit c % 8 of its byte c / 8 is */
+			uint64_t nn = POP(), noff = POP(), n = POP(), off = POP(), pos = UINT64_MAX;
+			if (!in_bounds(off, n, R[in.a].len) || !in_bounds(noff, nn, R[in.b].len) ||
+			    nn % 32 != 0 || nn > 64 * 32)
+				TRAPK(ISA_TRAP_BOUNDS);
+			uint64_t m = nn / 32;
+			for (uint64_t i = 0; m <= n && i <= n - m && pos == UINT64_MAX; i++) {
+				uint64_t j = 0;
+				while (j < m) {
+					uint8_t c = R[in.a].base[off + i + j];
+					if (!(R[in.b].base[noff + 32 * j + c / 8] >> (c % 8) & 1))
+						break;
+					j++;
+				}
+				if (j == m)
+					pos = off + i;
+			}
+			PUSH(pos);
+			break;
+		}
 		case OP_OUTPUT: {
 			uint64_t n = POP(), off = POP();
 			if (!in_bounds(off, n, R[in.a].len)) TRAPK(ISA_TRAP_BOUNDS);

@@ -396,6 +396,7 @@ dispatch:
 	CASE(FINDB)  OP_CALL_R(X_FINDB, vm_op_findb(run, &fp[ip->a], (unsigned)ip->c));
 	CASE(FINDS)  OP_CALL_R(X_FINDS, vm_op_finds(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
 	CASE(FINDSI) OP_CALL_R(X_FINDSI, vm_op_findsi(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
+	CASE(FINDSET) OP_CALL_R(X_FINDSET, vm_op_findset(run, &fp[ip->a], (unsigned)ip->c, (unsigned)ip->b));
 	CASE(OUTPUT) OP_CALL_R(X_OUTPUT, vm_op_output(run, &fp[ip->a], (unsigned)ip->c));
 	CASE(OUTB)   OP_CALL(vm_op_outb(run, &fp[ip->a]));
 	CASE(OUTQ)   OP_CALL(vm_op_outq(run, &fp[ip->a]));

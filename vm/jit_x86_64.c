@@ -1074,6 +1074,7 @@ static int h_cmp(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return 
 static int h_findb(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_findb(run, v, c); }
 static int h_finds(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_finds(run, v, c, b); }
 static int h_findsi(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_findsi(run, v, c, b); }
+static int h_findset(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_findset(run, v, c, b); }
 static int h_output(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_output(run, v, c); }
 static int h_outb(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_outb(run, v); }
 static int h_outq(struct run *run, uint64_t *v, uint32_t c, uint32_t b) { return vm_op_outq(run, v); }
@@ -1240,6 +1241,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_FINDB: gen_helper(g, h_findb, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
 	case X_FINDS: gen_helper(g, h_finds, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
 	case X_FINDSI: gen_helper(g, h_findsi, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
+	case X_FINDSET: gen_helper(g, h_findset, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
 	case X_OUTPUT: gen_helper(g, h_output, x->a, (uint32_t)x->c, (uint32_t)x->b); break;
 	case X_OUTB: gen_helper(g, h_outb, x->a, 0, 0); break;
 	case X_OUTQ: gen_helper(g, h_outq, x->a, 0, 0); break;

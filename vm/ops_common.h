@@ -347,6 +347,164 @@ static inline int vm_op_findsi(struct run *run, uint64_t *v, unsigned r1, unsign
 	return find_in_regions(run, v, r1, r2, true);
 }
 
+/* ---- findset: a needle of byte sets (each needle position allows a set of bytes) ---- */
+
+/* The needle is nlen / FINDSET_SET sets of 32 bytes, a bitmap each (bit c % 8 of byte c / 8:
+ * byte c allowed).  At most FINDSET_MAX of them, so that the fallback (find_sets_bitap) keeps
+ * its state in one 64-bit word and stays linear; a whole number of them, else it traps. */
+#define FINDSET_SET 32u
+#define FINDSET_MAX 64u
+
+static inline int findset_shape_ok(uint64_t nlen)
+{
+	return nlen % FINDSET_SET == 0 && nlen / FINDSET_SET <= FINDSET_MAX;
+}
+
+static inline int set_has_byte(const uint8_t *set, uint8_t c)
+{
+	return set[c >> 3] >> (c & 7) & 1;
+}
+
+/* Does h[0..m) match the m sets? */
+static inline int eq_sets(const uint8_t *h, const uint8_t *sets, size_t m)
+{
+	for (size_t i = 0; i < m; i++)
+		if (!set_has_byte(sets + FINDSET_SET * i, h[i]))
+			return 0;
+	return 1;
+}
+
+/* Shift-and over the sets (bit i of d: the last i + 1 bytes match the first i + 1 sets), one
+ * table look-up per byte: linear whatever the input, the fallback when candidates keep
+ * failing and the search of what the vector loop leaves.  m is 1..FINDSET_MAX. */
+static inline const uint8_t *find_sets_bitap(const uint8_t *h, size_t n, const uint8_t *sets,
+                                             size_t m)
+{
+	uint64_t mask[256] = { 0 };
+	for (size_t i = 0; i < m; i++)
+		for (unsigned w = 0; w < FINDSET_SET; w++)
+			for (unsigned bits = sets[FINDSET_SET * i + w]; bits; bits &= bits - 1)
+				mask[8 * w + (unsigned)__builtin_ctz(bits)] |= 1ull << i;
+	const uint64_t last = 1ull << (m - 1);
+	uint64_t d = 0;
+	for (size_t c = 0; c < n; c++) {
+		d = ((d << 1) | 1) & mask[h[c]];
+		if (d & last)
+			return h + c + 1 - m;
+	}
+	return NULL;
+}
+
+/* How often a set's bytes come up in text (lower: rarer), from byte_rank; UTF-8 lead bytes
+ * (0xC2-0xF4) count as common, as every character of a script shares one or two of them,
+ * while continuation bytes tell the letters apart.  Sets of more than 4 bytes are not
+ * scanned for (the vector loop compares with each member): UINT32_MAX. */
+static inline uint32_t set_weight(const uint8_t *set, uint8_t *members, unsigned *k)
+{
+	uint32_t w = 0;
+	*k = 0;
+	/* 64 bits at a time: grep calls findset once per candidate line, so this setup is paid
+	 * per line where matches are dense */
+	for (unsigned q = 0; q < 4; q++) {
+		uint64_t bits = 0;                      /* bit c % 64: byte c */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		memcpy(&bits, set + 8 * q, 8);
+#else
+		for (unsigned b = 0; b < 8; b++)
+			bits |= (uint64_t)set[8 * q + b] << (8 * b);
+#endif
+		for (; bits; bits &= bits - 1) {
+			unsigned c = 64 * q + (unsigned)__builtin_ctzll(bits);
+			if (*k == 4)
+				return UINT32_MAX;
+			members[(*k)++] = (uint8_t)c;
+			unsigned r = c >= 0xC2 && c <= 0xF4 ? 160 : (unsigned)byte_rank(c);
+			w += 1u << (r >> 4);
+		}
+	}
+	return w;
+}
+
+/* The first match of the m sets (1..FINDSET_MAX) in h[0..n): find_stri's scheme with sets,
+ * 16 positions at a time, keep those where the two rarest sets of at most 4 bytes (i1, i2)
+ * both match, then check the others; once checking has cost more than twice the bytes
+ * passed, or when no set is small enough, the rest goes to find_sets_bitap. */
+static inline const uint8_t *find_sets(const uint8_t *h, size_t n, const uint8_t *sets, size_t m)
+{
+	if (m > n)
+		return NULL;
+	size_t pos = 0;
+#if defined(__SSE2__)
+	uint8_t mem[FINDSET_MAX][4];
+	unsigned k[FINDSET_MAX];
+	uint32_t wt[FINDSET_MAX];
+	size_t i1 = m, i2 = m;
+	for (size_t i = 0; i < m; i++) {
+		wt[i] = set_weight(sets + FINDSET_SET * i, mem[i], &k[i]);
+		if (k[i] == 0)
+			return NULL;                        /* an empty set matches nothing */
+		if (wt[i] != UINT32_MAX && (i1 == m || wt[i] < wt[i1]))
+			i1 = i;
+	}
+	for (size_t i = 0; i1 < m && i < m; i++)
+		if (i != i1 && wt[i] != UINT32_MAX && (i2 == m || wt[i] < wt[i2]))
+			i2 = i;
+	if (i2 == m)
+		i2 = i1;                                /* one set, or one small one */
+	if (i1 < m) {
+		__m128i v1[4], v2[4];
+		for (unsigned j = 0; j < 4; j++) {  /* the members, the last repeated to fill 4 */
+			v1[j] = _mm_set1_epi8((char)mem[i1][j < k[i1] ? j : k[i1] - 1]);
+			v2[j] = _mm_set1_epi8((char)mem[i2][j < k[i2] ? j : k[i2] - 1]);
+		}
+		size_t imax = i1 > i2 ? i1 : i2;
+		uint64_t work = 0;
+		for (; pos + imax + 16 <= n; pos += 16) {
+			__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1));
+			__m128i ea = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, v1[0]), _mm_cmpeq_epi8(a, v1[1])),
+			                          _mm_or_si128(_mm_cmpeq_epi8(a, v1[2]), _mm_cmpeq_epi8(a, v1[3])));
+			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
+			__m128i eb = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, v2[0]), _mm_cmpeq_epi8(b, v2[1])),
+			                          _mm_or_si128(_mm_cmpeq_epi8(b, v2[2]), _mm_cmpeq_epi8(b, v2[3])));
+			unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(ea, eb));
+			while (mask) {
+				size_t c = pos + (size_t)__builtin_ctz(mask);
+				if (c + m <= n && eq_sets(h + c, sets, m))
+					return h + c;
+				mask &= mask - 1;
+				work += m;
+			}
+			if (work > 4096 + 2 * (uint64_t)pos) {
+				pos += 16;                      /* every candidate below was checked */
+				break;
+			}
+		}
+	}
+#endif
+	if (pos >= n || m > n - pos)
+		return NULL;
+	/* what is left: a short tail (under 16 + imax positions), or the fallback */
+	if ((n - pos - m + 1) * (uint64_t)m <= 4096) {
+		for (size_t c = pos; c + m <= n; c++)
+			if (eq_sets(h + c, sets, m))
+				return h + c;
+		return NULL;
+	}
+	return find_sets_bitap(h + pos, n - pos, sets, m);
+}
+
+static inline int vm_op_findset(struct run *run, uint64_t *v, unsigned r1, unsigned r2)
+{
+	uint64_t off = v[0], n = v[1], noff = v[2], nn = v[3];
+	const struct mref *h = &run->R[r1], *nd = &run->R[r2];
+	if (!in_bounds(off, n, h->len) || !in_bounds(noff, nn, nd->len) || !findset_shape_ok(nn))
+		return ISA_TRAP_BOUNDS;
+	const uint8_t *p = nn == 0 ? h->base + off
+	                 : find_sets(h->base + off, n, nd->base + noff, nn / FINDSET_SET);
+	v[0] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
+	return 0;
+}
+
 static inline int vm_op_output(struct run *run, uint64_t *v, unsigned r)
 {
 	struct mref *R = run->R;

@@ -121,7 +121,7 @@ int vm_remote_store(struct run *run, unsigned r, uint64_t off, const void *src, 
 	return write_through(run, r, off, src, width);
 }
 
-/* findb/finds/findsi over a remote range fetch a window at a time: the first one small (and
+/* findb/finds/findsi/findset over a remote range fetch a window at a time: the first one small (and
  * through the block cache), each next one twice as large up to REMOTE_SCAN_WINDOW.  A match
  * near the start, as in grep's skip to the next line with the literal (one search per line),
  * then costs a few blocks, not a 1 MiB read. */
@@ -223,7 +223,8 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 	/* Programs with remote regions send every bulk operation here; the ones not touching a
 	 * remote region take the ordinary path. */
 	int one = remote_of(run, r1) != NULL;
-	int two = (xop == X_COPY || xop == X_CMP || xop == X_FINDS || xop == X_FINDSI) &&
+	int two = (xop == X_COPY || xop == X_CMP || xop == X_FINDS || xop == X_FINDSI ||
+	           xop == X_FINDSET) &&
 	          remote_of(run, r2) != NULL;
 	if (!one && !two) {
 		switch (xop) {
@@ -235,6 +236,7 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		case X_FINDB:  return vm_op_findb(run, v, r1);
 		case X_FINDS:  return vm_op_finds(run, v, r1, r2);
 		case X_FINDSI: return vm_op_findsi(run, v, r1, r2);
+		case X_FINDSET: return vm_op_findset(run, v, r1, r2);
 		case X_OUTPUT: return vm_op_output(run, v, r1);
 		default:       return ISA_TRAP_BOUNDS;
 		}
@@ -297,15 +299,19 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		break;
 	}
 	case X_FINDS:
-	case X_FINDSI: {
+	case X_FINDSI:
+	case X_FINDSET: {
 		uint64_t off = v[0], n = v[1], noff = v[2], nn = v[3];
-		if (!in_bounds(off, n, len_of(run, r1)) || !in_bounds(noff, nn, len_of(run, r2)))
+		if (!in_bounds(off, n, len_of(run, r1)) || !in_bounds(noff, nn, len_of(run, r2)) ||
+		    (xop == X_FINDSET && !findset_shape_ok(nn)))
 			return ISA_TRAP_BOUNDS;
 		if (nn == 0) {
 			v[0] = off;
 			break;
 		}
-		/* window by window as findb, each window overlapping the next by nn - 1 bytes so
+		/* hl: the bytes of the haystack a match spans (findset: one per set) */
+		uint64_t hl = xop == X_FINDSET ? nn / FINDSET_SET : nn;
+		/* window by window as findb, each window overlapping the next by hl - 1 bytes so
 		 * that a match across the seam is found */
 		if ((k = view(run, r2, noff, nn, &p2, &t2)) != 0)
 			break;
@@ -313,14 +319,16 @@ int vm_remote_op(struct run *run, int xop, uint64_t *v, unsigned r1, unsigned r2
 		for (uint64_t pos = off, w = REMOTE_SCAN_FIRST; pos < off + n && k == 0;
 		     pos += w, w = w < REMOTE_SCAN_WINDOW ? 2 * w : w) {
 			uint64_t m = off + n - pos;
-			if (m > w + nn - 1)
-				m = w + nn - 1;
-			if (m < nn)
+			if (m > w + hl - 1)
+				m = w + hl - 1;
+			if (m < hl)
 				break;
 			free(t1);
 			if ((k = view(run, r1, pos, m, &p1, &t1)) != 0)
 				break;
-			const uint8_t *q = xop == X_FINDS ? memmem(p1, m, p2, nn) : find_stri(p1, m, p2, nn);
+			const uint8_t *q = xop == X_FINDS ? memmem(p1, m, p2, nn) :
+			                   xop == X_FINDSI ? find_stri(p1, m, p2, nn) :
+			                   find_sets(p1, m, p2, hl);
 			if (q) {
 				v[0] = pos + (uint64_t)(q - p1);
 				break;

@@ -501,11 +501,12 @@ static void translate_insn(struct tr *t, const struct isa_insn *in)
 		push(t, V_SLOT, 0);
 		break;
 	case OP_CAS: case OP_FADD: case OP_COPY: case OP_FILL: case OP_CMP: case OP_FINDB:
-	case OP_FINDS: case OP_FINDSI: case OP_OUTPUT: case OP_OUTB: case OP_OUTQ: {
+	case OP_FINDS: case OP_FINDSI: case OP_FINDSET: case OP_OUTPUT: case OP_OUTB: case OP_OUTQ: {
 		static const enum xop bulk[OP_COUNT] = {
 			[OP_CAS] = X_CAS, [OP_FADD] = X_FADD, [OP_COPY] = X_COPY, [OP_FILL] = X_FILL,
 			[OP_CMP] = X_CMP, [OP_FINDB] = X_FINDB, [OP_FINDS] = X_FINDS,
-			[OP_FINDSI] = X_FINDSI, [OP_OUTPUT] = X_OUTPUT, [OP_OUTB] = X_OUTB, [OP_OUTQ] = X_OUTQ,
+			[OP_FINDSI] = X_FINDSI, [OP_FINDSET] = X_FINDSET, [OP_OUTPUT] = X_OUTPUT,
+			[OP_OUTB] = X_OUTB, [OP_OUTQ] = X_OUTQ,
 		};
 		const struct isa_op_info *oi = &isa_op_info[in->op];
 		/* emit, not emit_val: fp[a] is an operand too, so the result cannot be retargeted */

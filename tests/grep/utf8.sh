@@ -46,6 +46,12 @@ printf 'αβγ\nδεζ\n' > greek
 printf 'first é\nsecond \0 nul é\n' > nul
 printf 'no newline é' > nonl
 printf '%s\n' 'ab' 'ñandú' 'ÑANDÚ' 'σς Σ' 'ǆ ǅ Ǆ' 'ﬀ' > fold
+# -i's literal of byte sets (findset): case variants, and lines that only its relaxation
+# matches (ϣ is CF A3: the bytes of σ and Σ crossed; U+0383 is CE 83), so that the DFA has the
+# last word on each candidate line
+printf '%s\n' 'σίσυφος' 'x ΣΊΣΥΦΟΣ y' 'ΣίΣυφοΣ' 'ςίςυφος' 'ϣίϣυφοϣ' 'σίσυϕος' 'σίσυφοσ' \
+	"$(printf '\316\203\316\257\316\203\317\205\317\206\316\277\316\203')" 'ärger ÄRGER' \
+	'Ãrger' 'äRGER' 'ПРИВЕТ' 'пРиВеТ' 'прuвет' 'плохо' 'σίσυ' 'φος' > setlit
 printf 'caf\303\251 foo\nx\251y\n\251\nab\n\342\202\254\342\202\254\n\303\227\303\227\ncaf\303\n' > lone
 printf 'a fox\n\377fox\nbad \200 fox\nxfox\n\303fox\nfoo\n\342\202fox\n\303\251\200fox\n' > wordenc
 printf 'a\252fox\na\327fox\na\367fox\na\271fox\nfox\252\nfox\327\nfox\342\202\nfox\342\n' >> wordenc
@@ -219,6 +225,10 @@ run_all() {
 	check -i -e 'STRASSE' mixed
 	check -i -e 'ǅ' fold
 	check -i -e 'Σ' fold
+	for o in '' -c -o -n '-c -v' -w -x; do
+		# shellcheck disable=SC2086
+		for p in 'σίσυφος' 'ärger' 'привет' 'ΣΊΣ' 'straße'; do check -i $o -e "$p" setlit; done
+	done
 	check -i -F -e 'ÑANDÚ' fold
 	check -w -e 'é' mixed
 	check -x -e 'end' mixed

@@ -190,8 +190,13 @@ static void gen_expr(struct gen *g, int budget)
 		case 1:
 		{
 			unsigned a = pick(MEM_LEN), b = pick(MEM_LEN / 2), c = pick(RO_LEN), d = pick(4);
+			unsigned kind = pick(3);
+			/* findset: one 32-byte set (c <= 5 fits in ro), none, or a length that is no
+			 * whole number of sets or runs past ro: traps */
+			if (kind == 2)
+				d = pick(4) ? 32 * pick(2) : pick(70);
 			put(g->t, "\tpush %u\n\tpush %u\n\tpush %u\n\tpush %u\n\t%s mem, ro\n",
-			    a, b, c, d, pick(2) ? "finds" : "findsi");
+			    a, b, c, d, kind == 0 ? "finds" : kind == 1 ? "findsi" : "findset");
 		}
 			break;
 		case 2:
@@ -374,24 +379,36 @@ static int fake_atomic(void *user, const char *region, int op, uint64_t off, uin
 
 static const struct vm_remote_ops fake_ops = { fake_read, fake_write, fake_atomic };
 
-/* findsi over longer haystacks than the random programs reach: the SSE2 blocks, the tail,
- * the Rabin-Karp fallback (haystacks of "aA" only make every position a candidate), on every
- * engine and through remote regions, against a naive search with tolower.  Returns failures. */
+/* findsi (sets 0) or findset (sets 1) over longer haystacks than the random programs reach:
+ * the SSE2 blocks, the tail, the fallbacks (Rabin-Karp, shift-and: haystacks of "aA" only make
+ * every position a candidate), on every engine and through remote regions, against a naive
+ * search (with tolower; with the sets' bits).  Returns failures. */
 #define HAY_MAX 6000
-static unsigned findsi_stress(unsigned n, unsigned *passed)
+static int in_set(const uint8_t *set, uint8_t c) { return set[c / 8] >> (c % 8) & 1; }
+static unsigned find_stress(unsigned n, unsigned *passed, int sets)
 {
-	static const char prog_src[] =
+	static const char prog_si[] =
 		".region mem ro\n.region ro ro\n"
 		".func main off n noff nn\n\tlget off\n\tlget n\n\tlget noff\n\tlget nn\n"
 		"\tfindsi mem, ro\n\tret\n.end\n.export main\n";
-	static const char *const alpha[] = { "aA", "aAbB", "abAB xX@`[{\n", NULL };
-	static uint8_t hay[HAY_MAX], nd[64];
+	static const char prog_set[] =
+		".region mem ro\n.region ro ro\n"
+		".func main off n noff nn\n\tlget off\n\tlget n\n\tlget noff\n\tlget nn\n"
+		"\tfindset mem, ro\n\tret\n.end\n.export main\n";
+	const char *prog_src = sets ? prog_set : prog_si;
+	/* findset: also UTF-8 Greek and Cyrillic bytes, as grep's case-folded letters give */
+	static const char *const alpha_si[] = { "aA", "aAbB", "abAB xX@`[{\n", NULL };
+	static const char *const alpha_set[] = { "aA", "\xce\xcf\xa3\x83\x82 ", "abAB xX@`[{\n",
+		"\xd0\xd1\xbf\x9f\x80\xa0\xb8\x98 \n", NULL };
+	const char *const *alpha = sets ? alpha_set : alpha_si;
+	unsigned n_alpha = sets ? 5 : 4;
+	static uint8_t hay[HAY_MAX], nd[64 * 32];
 	uint8_t *seg;
 	size_t seg_len;
 	char *diags = NULL, err[300];
 	unsigned failed = 0;
-	if (asm_assemble(prog_src, sizeof prog_src - 1, "findsi.pna", &seg, &seg_len, &diags) != 0) {
-		printf("FAIL findsi_stress: %s\n", diags);
+	if (asm_assemble(prog_src, strlen(prog_src), "find.pna", &seg, &seg_len, &diags) != 0) {
+		printf("FAIL find_stress: %s\n", diags);
 		free(diags);
 		return 1;
 	}
@@ -410,13 +427,13 @@ static unsigned findsi_stress(unsigned n, unsigned *passed)
 			vm_bind_remote_region(vms[e], "ro", sizeof nd, ISA_ACC_RO, &fake_ops, &fake);
 		}
 		if (vm_load(vms[e], seg, seg_len, &progs[e], err, sizeof err) != 0) {
-			printf("FAIL findsi_stress: vm_load: %s\n", err);
+			printf("FAIL find_stress: vm_load: %s\n", err);
 			return 1;
 		}
 	}
 	for (unsigned i = 0; i < n; i++) {
 		rng_state = 0x5eed0000u + i;
-		const char *a = alpha[pick(4)];
+		const char *a = alpha[pick(n_alpha)];
 		size_t na = a ? strlen(a) : 0;
 		uint64_t len = 1 + pick(HAY_MAX);
 		for (uint64_t j = 0; j < HAY_MAX; j++)
@@ -424,7 +441,26 @@ static unsigned findsi_stress(unsigned n, unsigned *passed)
 		uint64_t nn = 1 + pick(pick(2) ? 60 : 6);
 		if (nn > len)
 			nn = len;
-		if (pick(2)) {                      /* a piece of the haystack, letters flipped */
+		if (sets) {
+			/* each set: a haystack byte (of a piece, half the time) with 0-4 more from
+			 * the alphabet or anywhere, now and then a big or an empty set */
+			uint64_t at = pick(2) ? pick((unsigned)(len - nn + 1)) : UINT64_MAX;
+			memset(nd, 0, sizeof nd);
+			for (uint64_t j = 0; j < nn; j++) {
+				uint8_t *set = nd + 32 * j;
+				unsigned extra = pick(5), kind = pick(50);
+				if (at != UINT64_MAX)
+					set[hay[at + j] / 8] |= (uint8_t)(1u << (hay[at + j] % 8));
+				for (unsigned e = 0; e < extra; e++) {
+					uint8_t c = a && pick(4) ? (uint8_t)a[pick((unsigned)na)] : (uint8_t)rnd();
+					set[c / 8] |= (uint8_t)(1u << (c % 8));
+				}
+				if (kind == 0)
+					memset(set, 0xff, 32);
+				else if (kind == 1 && at == UINT64_MAX)
+					memset(set, 0, 32);
+			}
+		} else if (pick(2)) {               /* a piece of the haystack, letters flipped */
 			uint64_t at = pick((unsigned)(len - nn + 1));
 			for (uint64_t j = 0; j < nn; j++) {
 				uint8_t c = hay[at + j];
@@ -438,19 +474,21 @@ static unsigned findsi_stress(unsigned n, unsigned *passed)
 		uint64_t want = UINT64_MAX;
 		for (uint64_t c = off; nn <= cnt && c <= off + cnt - nn && want == UINT64_MAX; c++) {
 			uint64_t j = 0;
-			while (j < nn && tolower(hay[c + j]) == tolower(nd[j]))
+			while (j < nn && (sets ? in_set(nd + 32 * j, hay[c + j])
+			                       : tolower(hay[c + j]) == tolower(nd[j])))
 				j++;
 			if (j == nn)
 				want = c;
 		}
-		int64_t args[4] = { (int64_t)off, (int64_t)cnt, 0, (int64_t)nn };
+		int64_t args[4] = { (int64_t)off, (int64_t)cnt, 0, (int64_t)(sets ? 32 * nn : nn) };
 		for (int e = 0; e <= N_ENGINES; e++) {
 			struct vm_run_opts o = { .fuel = 100 };
 			struct vm_result r;
 			int rc = vm_run(progs[e], 0, args, 4, &o, &r);
 			if (rc != 0 || (uint64_t)r.value != want) {
-				printf("FAIL findsi_stress case %u on %s: off %" PRIu64 " len %" PRIu64
-				       " nlen %" PRIu64 ": rc %d, %" PRId64 " instead of %" PRId64 "\n", i,
+				printf("FAIL %s_stress case %u on %s: off %" PRIu64 " len %" PRIu64
+				       " nlen %" PRIu64 ": rc %d, %" PRId64 " instead of %" PRId64 "\n",
+				       sets ? "findset" : "findsi", i,
 				       e < N_ENGINES ? vm_engine_name(engines[e]) : "remote", off, cnt, nn, rc,
 				       r.value, (int64_t)want);
 				failed++;
@@ -582,7 +620,8 @@ next:
 		free(seg);
 		free(t.s);
 	}
-	failed += findsi_stress(2000, &passed);
+	failed += find_stress(2000, &passed, 0);
+	failed += find_stress(3000, &passed, 1);
 	printf("test_diff: %u programs from seed %" PRIu64 ", %u ended in a trap\n", n, seed, traps);
 	printf("%u passed, %u failed\n", passed, failed);
 	return failed != 0;

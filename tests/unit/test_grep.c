@@ -252,7 +252,9 @@ static void test_deep(void)
 		CHECK(grep_compile(pats, &plen, 1, &o, &g, err, sizeof err, warn, sizeof warn) == 0,
 		      "1 MB fixed string: %s", err);
 		uint8_t lit[256];
-		CHECK(g && must_literal(&g->ast, 0, lit, sizeof lit) == 255 && memmem(pat, plen, lit, 255),
+		int no_sets;
+		CHECK(g && must_literal(&g->ast, 0, 0, lit, sizeof lit, NULL, 0, &no_sets) == 255 &&
+		      memmem(pat, plen, lit, 255),
 		      "its literal: 255 of its bytes");
 		grep_free(g);
 	}
@@ -743,7 +745,9 @@ static void test_literal(void)
 		t.root = grep_parse(&t, cases[i].pat, strlen(cases[i].pat), cases[i].syntax,
 		                    cases[i].icase, err, sizeof err, NULL, 0);
 		uint8_t buf[256];
-		size_t n = t.root >= 0 ? must_literal(&t, cases[i].icase, buf, sizeof buf) : 0;
+		int no_sets;
+		size_t n = t.root >= 0 ? must_literal(&t, cases[i].icase, 0, buf, sizeof buf, NULL, 0,
+		                                         &no_sets) : 0;
 		CHECK(n == strlen(cases[i].lit) && !memcmp(buf, cases[i].lit, n), "%s: \"%.*s\"",
 		      cases[i].pat, (int)n, (const char *)buf);
 		ast_free(&t);

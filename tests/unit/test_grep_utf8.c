@@ -451,6 +451,61 @@ static void test_word_dfa(void)
 	CHECK(bad == 0, "%d characters next to a word where the DFA and the NFA differ", bad);
 }
 
+/* -i's required literal with byte sets (findset): letters whose case variants all have the
+ * same length keep their bytes as sets; where a variant differs in length ('s' with 'ſ')
+ * the literal stops there as before; 'İ' has no other case for grep 3.8 in C.UTF-8.  want: the sets as positions, "xy" a set of x and y (in order), one char one byte. */
+static void test_set_literal(void)
+{
+	static const struct { int icase; const char *pat; int sets; const char *want[16]; } cases[] = {
+		{ 1, "Ärger", 1, { "\xc3", "\x84\xa4", "Rr", "Gg", "Ee", "Rr" } },
+		{ 1, "σίσυφος", 1, { "\xce\xcf", "\x82\x83\xa3", "\xce", "\x8a\xaf", "\xce\xcf",
+		                     "\x82\x83\xa3", "\xce\xcf", "\x85\xa5", "\xce\xcf", "\x86\x95\xa6",
+		                     "\xce", "\x9f\xbf", "\xce\xcf", "\x82\x83\xa3" } },
+		{ 1, "straße", 0, { "tra\xc3\x9f" "e" } },   /* 's' has 'ſ' (2 bytes) */
+		{ 1, "Ärger", 1, { "\xc3", "\x84\xa4", "Rr", "Gg", "Ee", "Rr" } },
+		{ 0, "Ärger", 0, { "\xc3\x84rger" } },       /* without -i: bytes, as before */
+		{ 1, "xİy", 0, { "x\xc4\xb0y" } },         /* grep 3.8 -i: İ matches only itself */
+		{ 1, "ab", 0, { "ab" } },                     /* ASCII: findsi, as before */
+		/* as sets the branches share no inner string, as bytes both hold CE: the bytes */
+		{ 1, "σοφός\\|μήλο", 0, { "\xce" } },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = GREP_BASIC,
+		                       .icase = cases[i].icase, .utf8 = 1 };
+		const char *pats[1] = { cases[i].pat };
+		size_t len = strlen(cases[i].pat);
+		struct grep *g = NULL;
+		char err[256], warn[256];
+		if (grep_compile(pats, &len, 1, &o, &g, err, sizeof err, warn, sizeof warn) != 0) {
+			CHECK(0, "%s: %s", cases[i].pat, err);
+			continue;
+		}
+		int ok = g->lit_is_sets == cases[i].sets;
+		if (ok && !cases[i].sets) {
+			ok = g->lit_len == strlen(cases[i].want[0]) &&
+			     !memcmp(g->lit, cases[i].want[0], g->lit_len);
+		} else if (ok) {
+			size_t n = 0;
+			while (n < 16 && cases[i].want[n])
+				n++;
+			ok = g->lit_len == n;
+			for (size_t k = 0; ok && k < n; k++) {
+				char got[257];
+				size_t m = 0;
+				for (unsigned c = 0; c < 256; c++)
+					if (g->lit_set[k][c / 8] >> (c % 8) & 1)
+						got[m++] = (char)c;
+				got[m] = '\0';
+				ok = !strcmp(got, cases[i].want[k]);
+			}
+		}
+		char desc[600];
+		grep_describe(g, desc, sizeof desc);
+		CHECK(ok, "-i %d %s: %s", cases[i].icase, cases[i].pat, desc);
+		grep_free(g);
+	}
+}
+
 int main(void)
 {
 	test_sequences();
@@ -465,6 +520,7 @@ int main(void)
 	test_word_dfa();
 	test_errors();
 	test_fold_bound();
+	test_set_literal();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
