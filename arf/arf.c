@@ -39,6 +39,7 @@ static void usage(FILE *f)
 	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
 	"       arf cluster init [--stripe-unit SIZE] [--layout rotate|flat] META_ENDPOINT DATA_ENDPOINT...\n"
 	"       arf cluster show META_ENDPOINT\n"
+	"       arf cluster move META_ENDPOINT OLD_DATA_ENDPOINT NEW_DATA_ENDPOINT\n"
 	"       arf cluster cat [--offset N] [--length N] [--stats] [--direct] META_ENDPOINT:/PATH\n"
 	"       arf --help\n"
 	"\n"
@@ -70,6 +71,10 @@ static void usage(FILE *f)
 	"         an arfd serving its own image) in units of SIZE (default 1M, a multiple\n"
 	"         of 4K up to 4M); show prints the description the metadata image holds\n"
 	"         (docs/cluster.md).  import, export, grep and mount serve clusters\n"
+	"  cluster move: a data server's image now served at NEW_DATA_ENDPOINT (moved\n"
+	"         there by the old arfd's move-to, or a copy served once the old one\n"
+	"         stopped): the description names the new endpoint.  Restart the metadata\n"
+	"         arfd with the new --member list if it delegates\n"
 	"\n"
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }
@@ -378,16 +383,22 @@ out:
 	return rc;
 }
 
-/* arf cluster init|show: the cluster description in a metadata image (arf_cluster.h). */
+/* arf cluster init|show|move: the cluster description in a metadata image (arf_cluster.h). */
 static int cmd_cluster(int argc, char **argv)
 {
 	if (argc >= 1 && !strcmp(argv[0], "cat"))
 		return cluster_cat(argc, argv);
-	if (argc < 1 || (strcmp(argv[0], "init") != 0 && strcmp(argv[0], "show") != 0)) {
-		fprintf(stderr, "arf cluster: expected init or show (see arf --help)\n");
+	if (argc < 1 || (strcmp(argv[0], "init") != 0 && strcmp(argv[0], "show") != 0 &&
+	                 strcmp(argv[0], "move") != 0)) {
+		fprintf(stderr, "arf cluster: expected init, show, move or cat (see arf --help)\n");
 		return 2;
 	}
-	bool init = !strcmp(argv[0], "init");
+	bool init = !strcmp(argv[0], "init"), move = !strcmp(argv[0], "move");
+	if (move && (argc != 4 || argv[1][0] == '-')) {
+		fprintf(stderr, "arf cluster move: needs META_ENDPOINT OLD_DATA_ENDPOINT "
+		        "NEW_DATA_ENDPOINT (see arf --help)\n");
+		return 2;
+	}
 	struct arf_cluster_desc *desc = calloc(1, sizeof *desc);
 	if (!desc)
 		return 2;
@@ -423,6 +434,8 @@ static int cmd_cluster(int argc, char **argv)
 			goto out;
 		} else if (!meta) {
 			meta = argv[i];
+		} else if (move) {
+			break;                       /* the two endpoints, taken below */
 		} else if (init && desc->n < ARF_CLUSTER_MAX && strlen(argv[i]) < ARF_CLUSTER_EP_MAX) {
 			snprintf(desc->server[desc->n++], ARF_CLUSTER_EP_MAX, "%s", argv[i]);
 		} else {
@@ -456,6 +469,14 @@ static int cmd_cluster(int argc, char **argv)
 			printf("%s: a cluster of %u data servers, stripe unit %u bytes, layout %s\n",
 			       meta, desc->n, desc->unit,
 			       desc->layout == ARF_LAYOUT_ROTATE ? "rotate" : "flat");
+		rc = r < 0 ? 1 : 0;
+	} else if (move) {
+		int r = arf_cluster_move(a, c, d, argv[2], argv[3], &dao, ops_seg, data_seg, err,
+		                         sizeof err);
+		if (r < 0)
+			fprintf(stderr, "arf cluster move: %s\n", err);
+		else
+			printf("%s: data server %s is now %s\n", meta, argv[2], argv[3]);
 		rc = r < 0 ? 1 : 0;
 	} else {
 		int r = arf_cluster_read(c, d, desc, err, sizeof err);

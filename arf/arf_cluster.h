@@ -80,6 +80,13 @@ int arf_cluster_format(const struct arf_cluster_desc *d, char *buf, size_t cap);
  * while it looks), which can make it fail, never fault. */
 int arf_image_cluster_desc(const void *base, uint64_t len, struct arf_cluster_desc *desc,
                            char *err, size_t errlen);
+/* Which description the mapped image holds now: its file's inode number and generation,
+ * which every new description changes (arf cluster move renames a new file over the old
+ * one); { 0, 0 } when there is none or the root cannot be read at this moment.  Cheap (a
+ * name lookup), so a metadata arfd can ask at every forward whether its check of --member
+ * still stands. */
+struct arf_cluster_stamp { uint64_t ino, gen; };
+struct arf_cluster_stamp arf_image_cluster_stamp(const void *base, uint64_t len);
 /* arfd's --member list (n endpoints, members 0, 1, ...) against desc: 0 when member k is
  * the description's data server k for every k and the counts agree; else -1 with a message
  * naming the first mismatch ("--member 2 is X but the image's cluster description names Y
@@ -100,6 +107,17 @@ int arf_cluster_read(struct arf_client *c, struct arf_data *d, struct arf_cluste
  * image, which a cluster would not read.  o: the data servers' connection options. */
 int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
                      const struct arf_cluster_desc *desc, const struct arc_opts *o,
+                     const char *ops_seg, const char *data_seg, char *err, size_t errlen);
+
+/* Data server `from` of the cluster (as the description spells it) is now served at `to`
+ * (its image moved there: docs/cluster.md, "Moving a data server"): the description's line
+ * is replaced, committed as arf_cluster_make commits (a temporary file renamed over it).
+ * Refused: `from` not a data server (-ENOENT), `to` one already (-EEXIST), `to` without
+ * /stripes, or serving the metadata image or another data server's (-EINVAL), `from` still
+ * serving its image as itself (-EBUSY) or moved elsewhere (-EINVAL).  0, or -errno with a
+ * message. */
+int arf_cluster_move(struct arc *meta, struct arf_client *c, struct arf_data *d,
+                     const char *from, const char *to, const struct arc_opts *o,
                      const char *ops_seg, const char *data_seg, char *err, size_t errlen);
 
 /* The data servers of desc (n >= 1), connected through meta's endpoint (arc_connect_also)

@@ -314,6 +314,35 @@ static int meta_empty(struct arf_client *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The description's text written under a temporary name, made durable, then renamed into
+ * place with flags (ARF_RENAME_NOREPLACE for a new cluster, 0 to replace one): the rename is
+ * the commit, so a reader sees the old description or the new one whole, and a crash
+ * before it leaves the old one and a stray temporary file, which the next attempt
+ * replaces.  0, or -errno with a message. */
+static int desc_commit(struct arf_client *c, struct arf_data *d, const char *text, int len,
+                       unsigned flags, char *err, size_t errlen)
+{
+	static const char tmp[] = ARF_CLUSTER_FILE ".new";
+	arf_unlink(c, 1, tmp);
+	int64_t ino = arf_create(c, 1, tmp, 0444, getuid(), getgid());
+	int64_t w = ino < 0 ? ino : arf_write(d, (uint64_t)ino, 0, text, (size_t)len);
+	if (w >= 0 && w != len)
+		w = -ENOSPC;
+	if (w >= 0)
+		w = arf_fsync(d, (uint64_t)ino);
+	if (w >= 0)
+		w = arf_rename(c, 1, tmp, 1, ARF_CLUSTER_FILE, flags);
+	if (w >= 0)
+		w = arf_fsync(d, 1);
+	if (w < 0) {
+		snprintf(err, errlen, "metadata server: /%s: %s", ARF_CLUSTER_FILE,
+		         w != -EIO ? strerror((int)-w) : ino < 0 ? arf_client_errmsg(c)
+		                                                 : arf_data_errmsg(d));
+		return (int)w;
+	}
+	return 0;
+}
+
 int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
                      const struct arf_cluster_desc *desc, const struct arc_opts *o,
                      const char *ops_seg, const char *data_seg, char *err, size_t errlen)
@@ -402,28 +431,128 @@ int arf_cluster_make(struct arc *meta, struct arf_client *c, struct arf_data *d,
 		srv_close(&s);
 	}
 	free(uuid);
-	/* 2. the description under a temporary name, durable, then renamed into place: the
-	 * rename is the commit (a crash before it leaves a one-server image and a stray
-	 * temporary file, which a new attempt replaces) */
-	static const char tmp[] = ARF_CLUSTER_FILE ".new";
-	arf_unlink(c, 1, tmp);
-	int64_t ino = arf_create(c, 1, tmp, 0444, getuid(), getgid());
-	int64_t w = ino < 0 ? ino : arf_write(d, (uint64_t)ino, 0, text, (size_t)len);
-	if (w >= 0 && w != len)
-		w = -ENOSPC;
-	if (w >= 0)
-		w = arf_fsync(d, (uint64_t)ino);
-	if (w >= 0)
-		w = arf_rename(c, 1, tmp, 1, ARF_CLUSTER_FILE, ARF_RENAME_NOREPLACE);
-	if (w >= 0)
-		w = arf_fsync(d, 1);
-	if (w < 0) {
-		snprintf(err, errlen, "metadata server: /%s: %s", ARF_CLUSTER_FILE,
-		         w != -EIO ? strerror((int)-w) : ino < 0 ? arf_client_errmsg(c)
-		                                                 : arf_data_errmsg(d));
-		return (int)w;
+	/* 2. the description, committed: where a cluster begins */
+	return desc_commit(c, d, text, len, ARF_RENAME_NOREPLACE, err, errlen);
+}
+
+/* ---- moving a data server ---- */
+
+/* The uuid of the image behind a: 0, or -1 with a message. */
+static int image_uuid(struct arc *a, const char *name, uint8_t uuid[16], char *err, size_t errlen)
+{
+	if (arc_read(a, "arf", ARF_SB_UUID, uuid, 16) == 0)
+		return 0;
+	snprintf(err, errlen, "%s: superblock: %s", name, arc_errmsg(a));
+	return -1;
+}
+
+int arf_cluster_move(struct arc *meta, struct arf_client *c, struct arf_data *d,
+                     const char *from, const char *to, const struct arc_opts *o,
+                     const char *ops_seg, const char *data_seg, char *err, size_t errlen)
+{
+	struct arf_cluster_desc *desc = calloc(1, sizeof *desc);
+	if (!desc) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	return 0;
+	int rc = arf_cluster_read(c, d, desc, err, errlen);
+	unsigned k = 0;
+	if (rc == 0 && desc->n == 0) {
+		snprintf(err, errlen, "metadata server: not a cluster (no /%s)", ARF_CLUSTER_FILE);
+		rc = -EINVAL;
+	}
+	while (rc == 0 && k < desc->n && strcmp(desc->server[k], from) != 0)
+		k++;
+	if (rc == 0 && k == desc->n) {
+		snprintf(err, errlen, "%s is not a data server of this cluster (arf cluster show "
+		         "lists them, spelt as it must be given)", from);
+		rc = -ENOENT;
+	}
+	for (unsigned j = 0; rc == 0 && j < desc->n; j++)
+		if (!strcmp(desc->server[j], to)) {
+			snprintf(err, errlen, "%s is data server %u of this cluster already", to, j);
+			rc = -EEXIST;
+		}
+	char text[ARF_CLUSTER_FILE_MAX];
+	int len = -1;
+	if (rc == 0) {
+		snprintf(desc->server[k], ARF_CLUSTER_EP_MAX, "%s", to);
+		struct arf_cluster_desc check;
+		char perr[256];
+		len = strlen(to) < ARF_CLUSTER_EP_MAX ? arf_cluster_format(desc, text, sizeof text) : -1;
+		if (len < 0 || arf_cluster_parse(text, (size_t)len, &check, perr, sizeof perr) != 0) {
+			snprintf(err, errlen, "%s: %s", to, len < 0 ? "too long" : perr);
+			rc = -EINVAL;
+		}
+	}
+	/* The new server must serve the image the old one did.  Images are told apart by their
+	 * mkfs uuid, but the description does not keep the data servers' uuids, so what is
+	 * checked is what can be: the old server, if it still answers, has let its image go to
+	 * exactly this endpoint (its MOVED, which libarc follows, lands there); if it answers as
+	 * itself it still serves the image, and stripes written to it after a copy was taken
+	 * would be lost.  An old server that answers nothing (stopped once the copy was made) is
+	 * taken at the caller's word.  Either way the new one must hold /stripes and be none of
+	 * the cluster's other images. */
+	uint8_t uuid_to[16], uuid[16];
+	struct dsrv s = { 0 };
+	if (rc == 0 && (srv_open(&s, meta, to, o, ops_seg, data_seg, false, err, errlen) != 0 ||
+	                image_uuid(s.a, to, uuid_to, err, errlen) != 0))
+		rc = -EIO;
+	if (rc == 0) {
+		struct arf_attr at;
+		int64_t dir = arf_lookup_attr(s.ops, 1, ARF_CLUSTER_DIR, &at);
+		if (dir < 0 || !S_ISDIR(at.mode)) {
+			snprintf(err, errlen, "%s: /%s: %s (not a data server's image)", to,
+			         ARF_CLUSTER_DIR, dir == -EIO ? arf_client_errmsg(s.ops) :
+			         dir < 0 ? strerror((int)-dir) : "not a directory");
+			rc = dir < 0 ? (int)dir : -ENOTDIR;
+		}
+	}
+	srv_close(&s);
+	if (rc == 0 && image_uuid(meta, "metadata server", uuid, err, errlen) != 0)
+		rc = -EIO;
+	if (rc == 0 && !memcmp(uuid, uuid_to, 16)) {
+		snprintf(err, errlen, "%s serves the metadata server's own image", to);
+		rc = -EINVAL;
+	}
+	for (unsigned j = 0; rc == 0 && j < desc->n; j++) {
+		if (j == k)
+			continue;
+		/* a server that does not answer cannot be compared; it is not this one either */
+		char e[512];
+		if (srv_open(&s, meta, desc->server[j], o, ops_seg, data_seg, false, e, sizeof e) != 0)
+			continue;
+		if (image_uuid(s.a, desc->server[j], uuid, e, sizeof e) == 0 && !memcmp(uuid, uuid_to, 16)) {
+			snprintf(err, errlen, "%s serves the same image as data server %u (%s)", to, j,
+			         desc->server[j]);
+			rc = -EINVAL;
+		}
+		srv_close(&s);
+	}
+	if (rc == 0) {
+		char e[512];
+		if (srv_open(&s, meta, from, o, ops_seg, data_seg, false, e, sizeof e) == 0) {
+			int got = image_uuid(s.a, from, uuid, e, sizeof e);
+			const char *now = arc_endpoint(s.a);
+			if (got == 0 && !strcmp(now, from)) {
+				snprintf(err, errlen, "%s still serves its image: move it to %s first "
+				         "(move-to %s in its --config, then SIGHUP), or stop it and serve a copy "
+				         "of its image at %s", from, to, to, to);
+				rc = -EBUSY;
+			} else if (got == 0 && strcmp(now, to) != 0) {
+				snprintf(err, errlen, "%s moved its image to %s, not to %s", from, now, to);
+				rc = -EINVAL;
+			} else if (got == 0 && memcmp(uuid, uuid_to, 16) != 0) {
+				snprintf(err, errlen, "%s moved to %s, which now serves another image", from, to);
+				rc = -EINVAL;
+			}
+			srv_close(&s);
+		}
+	}
+	if (rc == 0)
+		rc = desc_commit(c, d, text, len, 0, err, errlen);
+	free(desc);
+	return rc;
 }
 
 /* ---- one file's stripes ---- */

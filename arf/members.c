@@ -126,6 +126,19 @@ int arf_image_cluster_desc(const void *basev, uint64_t len, struct arf_cluster_d
 	return 0;
 }
 
+struct arf_cluster_stamp arf_image_cluster_stamp(const void *basev, uint64_t len)
+{
+	const uint8_t *base = basev;
+	if (len < sizeof(struct arf_sb))
+		return (struct arf_cluster_stamp){ 0, 0 };
+	const struct arf_inode *root = inode(base, len, ARF_INO_ROOT);
+	int64_t ino = root && (root->mode & ARF_S_IFMT) == ARF_S_IFDIR ?
+	              dir_find(base, len, root, ARF_CLUSTER_FILE) : -1;
+	const struct arf_inode *f = ino > 0 ? inode(base, len, (uint64_t)ino) : NULL;
+	return f ? (struct arf_cluster_stamp){ (uint64_t)ino, f->gen } :
+	           (struct arf_cluster_stamp){ 0, 0 };
+}
+
 int arf_cluster_check_members(const struct arf_cluster_desc *desc, const char *const *members,
                               unsigned n, char *err, size_t errlen)
 {

@@ -186,9 +186,11 @@ struct arfd {
 	pn_peer members[ARFD_MAX_MEMBERS];
 	_Atomic uint64_t n_forwarded, n_forward_failed;
 	/* serving an --arf image: its region (-1: none); members_ok once cfg.members matched the
-	 * image's cluster description (members_check) */
+	 * image's cluster description (members_check), the one whose file members_ino and
+	 * members_gen name (a new description, arf cluster move, is checked again) */
 	int arf_region;
 	atomic_bool members_ok;
+	_Atomic uint64_t members_ino, members_gen;
 
 	/* writeback ranges (hook_writeback), started by the flusher thread off the request path */
 	pthread_mutex_t wb_lock;
@@ -651,16 +653,24 @@ static bool link_slow(struct arfd *s, pn_peer peer)
 #define QUICK_FUEL 2000
 
 /* --member against the cluster description of the --arf image (arf_cluster_check_members):
- * 0 when they match (remembered: the description never changes once written, docs/
- * cluster.md), 1 when the image has no description yet, -1 on a mismatch; a message in err
- * unless 0.  Why here and not in the route segment: forward(k) names member k, route picks
- * k as the description numbers the data servers, and only this server holds both lists;
- * a mismatch would otherwise read another server's object, which objread finds missing and
- * answers as a hole: zeros, not an error.  Without --arf (a server that forwards for some
- * other application) there is no description and nothing to check. */
+ * 0 when they match, 1 when the image has no description yet, -1 on a mismatch; a message in
+ * err unless 0.  A match is remembered with the stamp of the description file it was made
+ * against, and stands while the image holds that file: a data server moved (arf cluster
+ * move, docs/cluster.md) renames a new description into place, and from then this server
+ * refuses to forward until it runs with the new --member list, rather than send a stripe's
+ * read to the server the image left.  Why here and not in the route segment: forward(k)
+ * names member k, route picks k as the description numbers the data servers, and only this
+ * server holds both lists; a mismatch would otherwise read another server's object, which
+ * objread finds missing and answers as a hole: zeros, not an error.  Without --arf (a server
+ * that forwards for some other application) there is no description and nothing to check. */
 static int members_check(struct arfd *s, char *err, size_t errlen)
 {
-	if (atomic_load(&s->members_ok) || s->arf_region < 0 || s->cfg.n_members == 0)
+	if (s->arf_region < 0 || s->cfg.n_members == 0)
+		return 0;
+	const struct region *r = &s->regions[s->arf_region];
+	struct arf_cluster_stamp now = arf_image_cluster_stamp(r->base, r->len);
+	if (atomic_load(&s->members_ok) && now.ino == atomic_load(&s->members_ino) &&
+	    now.gen == atomic_load(&s->members_gen))
 		return 0;
 	struct arf_cluster_desc *d = malloc(sizeof *d);
 	if (!d) {
@@ -668,8 +678,7 @@ static int members_check(struct arfd *s, char *err, size_t errlen)
 		return -1;
 	}
 	char why[512];
-	int rc = arf_image_cluster_desc(s->regions[s->arf_region].base,
-	                                s->regions[s->arf_region].len, d, why, sizeof why);
+	int rc = arf_image_cluster_desc(r->base, r->len, d, why, sizeof why);
 	if (rc != 0)
 		snprintf(err, errlen, "the cluster description of %s: %s", s->cfg.arf_image, why);
 	else if (d->n == 0) {
@@ -680,8 +689,15 @@ static int members_check(struct arfd *s, char *err, size_t errlen)
 	} else if (arf_cluster_check_members(d, s->cfg.members, s->cfg.n_members, err,
 	                                     errlen) != 0) {
 		rc = -1;
-	} else
+	} else {
+		/* stamped with what was looked at before reading it: a description renamed in
+		 * between makes the next forward check again, never keeps a stale match */
+		atomic_store(&s->members_ino, now.ino);
+		atomic_store(&s->members_gen, now.gen);
 		atomic_store(&s->members_ok, true);
+	}
+	if (rc != 0)
+		atomic_store(&s->members_ok, false);
 	free(d);
 	return rc;
 }

@@ -335,8 +335,26 @@ static void test_image_desc(void)
 	static struct arf_cluster_desc c;
 	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
 	CHECK(rc == 0 && c.n == 0, "a new image: %d n %u %s", rc, c.n, err);
+	struct arf_cluster_stamp st = arf_image_cluster_stamp(base, IMG_SIZE);
+	CHECK(st.ino == 0 && st.gen == 0, "stamp of a new image: %llu %llu",
+	      (unsigned long long)st.ino, (unsigned long long)st.gen);
+	st = arf_image_cluster_stamp(base, sizeof(struct arf_sb) - 1);
+	CHECK(st.ino == 0 && st.gen == 0, "stamp of a short mapping");
 
 	put_desc(base, "arf-cluster 1\nunit 65536\nserver tcp:h:1\nserver tcp:h:2\n");
+	/* the stamp names the description's file: its number, and its generation, which a new
+	 * file of that number (a description renamed over the old one) changes */
+	{
+		const struct arf_sb *sb0 = (const void *)base;
+		struct arf_inode *f0 = (void *)(base + sb0->itable_off + (DESC_INO << ARF_INO_SHIFT));
+		f0->gen = 41;
+		st = arf_image_cluster_stamp(base, IMG_SIZE);
+		CHECK(st.ino == DESC_INO && st.gen == 41, "stamp: %llu %llu",
+		      (unsigned long long)st.ino, (unsigned long long)st.gen);
+		f0->gen = 42;
+		struct arf_cluster_stamp st2 = arf_image_cluster_stamp(base, IMG_SIZE);
+		CHECK(st2.ino == DESC_INO && st2.gen == 42, "stamp after a new generation");
+	}
 	rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
 	CHECK(rc == 0 && c.n == 2 && c.unit == 65536 && !strcmp(c.server[1], "tcp:h:2"),
 	      "the description: %d n %u %s", rc, c.n, err);
@@ -392,6 +410,8 @@ static void test_image_desc(void)
 			t[i] = (struct arf_slot){ .hash = h, .rec = off };
 		rc = arf_image_cluster_desc(base, IMG_SIZE, &c, err, sizeof err);
 		faults += rc != -1 && rc != 0;
+		st = arf_image_cluster_stamp(base, IMG_SIZE);   /* in bounds too (ASan) */
+		faults += st.ino >= sb->n_inodes;
 	}
 	CHECK(faults == 0, "records near the end: %d odd results", faults);
 	root->u.dir.table = 0;                                /* an empty root: no description */
