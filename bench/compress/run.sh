@@ -8,17 +8,19 @@
 # two alternating, REPS runs each.  Prints min-max seconds and the never/auto ratio per row,
 # and checks every export against the source (diff -r).  Root (namespaces, tc).
 #   bash bench/compress/run.sh [--build DIR] [--src DIR] [--reps N] [--nets "100mbit 1gbit unlimited"]
+#                              [--what "export import mount-tar"]
 set -uo pipefail          # (not -e: lib.sh tries things that may fail, e.g. deleting no qdisc)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-BUILD=$top/build SRC=/usr/include REPS=3 NETS="100mbit 1gbit unlimited"
+BUILD=$top/build SRC=/usr/include REPS=3 NETS="100mbit 1gbit unlimited" WHAT="export import mount-tar"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$(cd "$2" && pwd); shift 2 ;;
 	--src) SRC=$2; shift 2 ;;
 	--reps) REPS=$2; shift 2 ;;
 	--nets) NETS=$2; shift 2 ;;
-	*) echo "usage: $0 [--build DIR] [--src DIR] [--reps N] [--nets LIST]" >&2; exit 2 ;;
+	--what) WHAT=$2; shift 2 ;;
+	*) echo "usage: $0 [--build DIR] [--src DIR] [--reps N] [--nets LIST] [--what LIST]" >&2; exit 2 ;;
 	esac
 done
 BIN=$BUILD
@@ -62,7 +64,7 @@ printf '# bench/compress, %s, %s, %d cpus; %s (%s bytes), %d runs per cell, alte
 printf '%-10s %-8s %-20s %-20s %s\n' link what never_s auto_s never/auto
 for NET in $NETS; do
 	set_net
-	for what in export import mount-tar; do
+	for what in $WHAT; do
 		declare -A t=([never]="" [auto]="")
 		for rep in $(seq "$REPS"); do
 			for mode in never auto; do
