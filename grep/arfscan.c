@@ -54,6 +54,7 @@ struct plan {
 	int lit;
 	int lit_icase;             /* find the literal with findsi (letters folded) */
 	int lit_sets;              /* the literal is lit sets of 32 bytes: findset */
+	int lit_exact;             /* the pattern is the literal: found is matched */
 	int empty_sel;             /* binary mode: an empty line is selected */
 };
 
@@ -272,6 +273,18 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 		mov(g, L_P0, L_WE);
 		jump(g, OP_JMP, wexit);
 		bind(g, found);
+		/* p0 starts a line: no terminator before the candidate, and the line is p0's
+		 * (gen.c, the same shortcut: no walk back a byte at a time) */
+		get(g, L_P0);
+		get(g, L_M);
+		get(g, L_P0);
+		op(g, OP_SUB);
+		push(g, pl->eol);
+		asm_mem(B, OP_FINDB, r);
+		push(g, -1);
+		jump(g, OP_JNE, back);
+		mov(g, L_M, L_P0);
+		jump(g, OP_JMP, back_done);
 		bind(g, back);
 		get(g, L_M);
 		get(g, L_P0);
@@ -309,6 +322,12 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 			bind(g, cnt_done);
 		}
 		mov(g, L_P0, L_M);
+		if (pl->lit_exact) {
+			/* the pattern is the literal: the line matches, no DFA over it (gen.c) */
+			find_eol(g, r, L_P0);
+			setc(g, L_ROW, DFA_MATCH);
+			jump(g, OP_JMP, classify);
+		}
 	}
 	bind(g, noskip);
 	mov(g, L_P, L_P0);
@@ -1304,6 +1323,7 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 	pl.lit = (int)gr->lit_len;
 	pl.lit_icase = gr->lit_icase;
 	pl.lit_sets = gr->lit_is_sets;
+	pl.lit_exact = gr->lit_exact && !gr->exact;
 	if (gr->exact) {
 		pl.emit = 1;
 		pl.max = -1;

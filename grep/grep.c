@@ -30,6 +30,43 @@ static void span_setup(struct grep *g);
 static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, size_t *s,
                       size_t *e);
 
+/* Is the pattern rooted at root exactly the bytes lit[0..n): a concatenation of one-byte
+ * sets, in that order, and nothing else?  Then finding the literal is matching: the scan
+ * need not run the DFA over a line it found it in.  In UTF-8 the literal must not start
+ * with a continuation byte (a match starts on a character; a lead byte or ASCII always
+ * does).  The concatenation is walked with a stack of its own, bounded by the node count
+ * (no recursion as deep as the pattern is long). */
+static int literal_is_pattern(const struct ast *t, int root, const uint8_t *lit, size_t n,
+                              int utf8)
+{
+	if (n == 0 || (utf8 && lit[0] >= 0x80 && lit[0] < 0xC0))
+		return 0;
+	int *stack = malloc((size_t)t->len * sizeof *stack);
+	if (!stack)
+		return 0;
+	int sp = 0, ok = 1;
+	size_t k = 0;
+	stack[sp++] = root;
+	while (ok && sp > 0) {
+		const struct node *x = &t->n[stack[--sp]];
+		if (x->kind == N_CAT && sp + 2 <= t->len) {
+			stack[sp++] = x->b;                 /* b after a: pushed first */
+			stack[sp++] = x->a;
+		} else if (x->kind == N_SET) {
+			const uint64_t *set = ast_set(t, (int)(x - t->n));
+			unsigned members = 0;
+			for (int w = 0; w < 4; w++)
+				members += (unsigned)__builtin_popcountll(set[w]);
+			ok = members == 1 && k < n && (set[lit[k] >> 6] >> (lit[k] & 63) & 1);
+			k++;
+		} else {
+			ok = 0;
+		}
+	}
+	free(stack);
+	return ok && k == n;
+}
+
 static int wrap(struct ast *t, int root, int a1, int a2)
 {
 	int x = ast_new(t, N_ASSERT), y = ast_new(t, N_ASSERT);
@@ -140,6 +177,8 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	                          GREP_LIT_SETS, &g->lit_is_sets);
 	for (size_t i = 0; o->icase && !g->lit_is_sets && i < g->lit_len; i++)
 		g->lit_icase |= g->lit[i] >= 'a' && g->lit[i] <= 'z';
+	g->lit_exact = !o->icase && !o->word && !o->line && !g->lit_is_sets && !g->match_none &&
+	               literal_is_pattern(t, bare, g->lit, g->lit_len, o->utf8);
 	/* UTF-8: matches start on characters (utf8 1), except under -w: grep 3.8's -w retry loop
 	 * moves on byte by byte, and an empty match inside a character that is no word
 	 * character (the middle of "·" in "word·middle") passes its checks (utf8 2); not with

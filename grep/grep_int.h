@@ -302,6 +302,8 @@ struct grep {
 	size_t lit_len;
 	int lit_icase;         /* lit has letters and is found with them folded (-i: findsi) */
 	int lit_is_sets;       /* the literal is lit_set[0..lit_len), found with findset */
+	int lit_exact;         /* the pattern is that literal and nothing else: where it is
+	                        * found the line matches (literal_is_pattern) */
 	uint8_t lit_set[GREP_LIT_SETS][32];
 	uint8_t *seg;
 	size_t seg_len;

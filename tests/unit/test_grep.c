@@ -752,6 +752,29 @@ static void test_literal(void)
 		      cases[i].pat, (int)n, (const char *)buf);
 		ast_free(&t);
 	}
+	/* lit_exact: the pattern is its literal and nothing else */
+	static const struct { int syntax, icase, word; const char *pat; int exact; } ex[] = {
+		{ GREP_BASIC, 0, 0, "hello", 1 },
+		{ GREP_BASIC, 0, 0, "a.b", 0 },
+		{ GREP_BASIC, 0, 0, "hel*lo", 0 },
+		{ GREP_BASIC, 0, 0, "^hello", 0 },
+		{ GREP_BASIC, 0, 0, "hello$", 0 },
+		{ GREP_BASIC, 0, 0, "\\(hello\\)", 0 },
+		{ GREP_EXTENDED, 0, 0, "foo|bar", 0 },
+		{ GREP_BASIC, 1, 0, "hello", 0 },
+		{ GREP_BASIC, 0, 1, "hello", 0 },
+		{ GREP_BASIC, 0, 0, "[h]ello", 1 },       /* a one-byte bracket is that byte */
+		{ GREP_FIXED, 0, 0, "a.b*", 1 },
+	};
+	for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1, .syntax = ex[i].syntax,
+		                       .icase = ex[i].icase, .word = ex[i].word };
+		char err[256], warn[256];
+		struct grep *g = compile(ex[i].pat, ex[i].syntax, &o, err, sizeof err, warn);
+		CHECK(g && g->lit_exact == ex[i].exact, "lit_exact of %s: %d, want %d", ex[i].pat,
+		      g ? g->lit_exact : -1, ex[i].exact);
+		grep_free(g);
+	}
 }
 
 /* ---- whole segments in a VM ---- */
@@ -796,6 +819,15 @@ static void test_segment(void)
 		{ "a", GREP_BASIC, "", "a\0b\n", 4, "" },     /* binary: the message goes to stderr */
 		{ "b", GREP_BASIC, "c", "a\0b\nb\n", 6, "2\n" },
 		{ "\\(a\\)\\1", GREP_BASIC, "n", "xaa\nab\naa", 0, "1:xaa\n3:aa\n" },
+		/* a pattern that is its literal (the scan takes a found literal as a match, no
+		 * DFA): dense and sparse lines, the last line without a terminator, a literal
+		 * twice in a line, at a line's first and last byte, -c -v counting the rest */
+		{ "ab", GREP_BASIC, "c", "ab\nxab\nabab\nq\nxxab", 0, "4\n" },
+		{ "ab", GREP_BASIC, "n", "q\nq\nxab\nq\nab", 0, "3:xab\n5:ab\n" },
+		{ "ab", GREP_BASIC, "cv", "ab\nq\nxab\nq\nr", 0, "3\n" },
+		{ "ab", GREP_BASIC, "", "a\nb\nab\n", 0, "ab\n" },
+		{ "ab", GREP_BASIC, "A", "ab\nq\nr\nab", 0, "ab\nq\n--\nab\n" },
+		{ "a.b", GREP_BASIC, "c", "a.b\naxb\na.c", 0, "2\n" },        /* not a literal */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct grep_opts o = { .max_count = -1, .before = -1, .after = -1 };
