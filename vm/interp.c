@@ -165,6 +165,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	struct frame frames[VM_MAX_CALL_DEPTH];
 	unsigned depth = 0;
 	int trap_kind = ISA_TRAP_NONE;
+	const struct xinsn *back_from0 = NULL, *back_to0 = NULL;   /* JUMP_BACK's cache */
+	const struct xinsn *back_from1 = NULL, *back_to1 = NULL;
 
 	const struct xfunc *fn = &prog->funcs[entry];
 	uint64_t *fp = slots;
@@ -192,15 +194,25 @@ dispatch:
 #define SPEND_FUEL() do { if (unlikely(fuel == 0)) { \
 		run->fuel = 0; int k_ = vm_fuel_refill(run); if (k_) TRAP_AT(k_); fuel = run->fuel; } \
 		fuel--; } while (0)
+/* A taken backward branch finds its target through a small cache in registers, keyed by the
+ * branch's own address.  ip + ip->d makes the next ip wait for a load from ip: in a loop, that
+ * load's latency once per iteration bounded how fast any loop ran.  The compares with
+ * back_from are branches the CPU predicts, so the next iteration's handlers start at once.
+ * Two entries, so that a loop and the loop around it both stay (the newest first). */
+#define JUMP_BACK() do { \
+		if (likely(ip == back_from0)) JUMP(back_to0); \
+		if (ip == back_from1) JUMP(back_to1); \
+		back_from1 = back_from0; back_to1 = back_to0; \
+		back_from0 = ip; back_to0 = ip + ip->d; JUMP(back_to0); } while (0)
 #define XCC(n, e) \
 	CASE(J##n##_RR) { uint64_t x = fp[ip->b], y = fp[ip->c]; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(J##n##_RI) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(J##n##_RRB) { uint64_t x = fp[ip->b], y = fp[ip->c]; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(J##n##_RIB) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 /* A load or store that misses the bounds check may be to a remote region (length 0 in R):
  * remote.c then does the access, or reports the trap the local access would have given. */
 #define LOAD(w, t, dst) LOAD_AT(fp[ip->b], w, t, dst)
@@ -257,17 +269,17 @@ dispatch:
 	CASE(ADDI_J##n##_RI) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(ADDI_J##n##_RRB) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(ADDI_J##n##_RIB) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(MOV_J##n##_RR) { MOVX(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(MOV_J##n##_RI) { MOVX(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(MOV_J##n##_RRB) { MOVX(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(MOV_J##n##_RIB) { MOVX(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 #define XLD(n, w, t) \
 	CASE(LDB_##n) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
 		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); } \
@@ -282,12 +294,12 @@ dispatch:
 #undef XLD
 #undef XST
 #undef X
-	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP(ip + ip->d); }
+	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP_BACK(); }
 #undef ADDI
 	CASE(MOV_JZ)   { MOVX(); if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(MOV_JNZ)  { MOVX(); if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
-	CASE(MOV_JZB)  { MOVX(); if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
-	CASE(MOV_JNZB) { MOVX(); if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+	CASE(MOV_JZB)  { MOVX(); if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+	CASE(MOV_JNZB) { MOVX(); if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 #undef MOVX
 
 	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
@@ -337,11 +349,11 @@ dispatch:
 	}
 
 	CASE(JMP)  { JUMP(ip + ip->d); }
-	CASE(JMPB) { SPEND_FUEL(); JUMP(ip + ip->d); }
+	CASE(JMPB) { SPEND_FUEL(); JUMP_BACK(); }
 	CASE(JZ)   { if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(JNZ)  { if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
-	CASE(JZB)  { if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
-	CASE(JNZB) { if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+	CASE(JZB)  { if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+	CASE(JNZB) { if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 	CASE(LD8U_JEQ_I) {
 		uint64_t off = fp[ip->b]; const struct mref *m = &R[ip->c];
 		uint8_t byte;
