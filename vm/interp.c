@@ -44,10 +44,10 @@ struct frame {
 #ifdef VM_XOP_PROFILE
 #include <stdio.h>
 #include <stdlib.h>
-static uint64_t prof_pairs[X_COUNT + 1][X_COUNT];      /* [X_COUNT]: a run's first */
-static unsigned prof_prev = X_COUNT;
-static const char *const prof_names[X_COUNT + 1] = {
-	[X_COUNT] = "(start)",
+static uint64_t prof_pairs[X_ALL_COUNT + 1][X_ALL_COUNT];  /* [X_ALL_COUNT]: a run's first */
+static unsigned prof_prev = X_ALL_COUNT;
+static const char *const prof_names[X_ALL_COUNT + 1] = {
+	[X_ALL_COUNT] = "(start)",
 #define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
                    [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI",
 #define XUN(n, e) [X_##n] = #n,
@@ -56,7 +56,12 @@ static const char *const prof_names[X_COUNT + 1] = {
                   [X_ADDI_J##n##_RR] = "ADDI_J" #n "_RR", [X_ADDI_J##n##_RI] = "ADDI_J" #n "_RI", \
                   [X_ADDI_J##n##_RRB] = "ADDI_J" #n "_RRB", [X_ADDI_J##n##_RIB] = "ADDI_J" #n "_RIB", \
                   [X_MOV_J##n##_RR] = "MOV_J" #n "_RR", [X_MOV_J##n##_RI] = "MOV_J" #n "_RI", \
-                  [X_MOV_J##n##_RRB] = "MOV_J" #n "_RRB", [X_MOV_J##n##_RIB] = "MOV_J" #n "_RIB",
+                  [X_MOV_J##n##_RRB] = "MOV_J" #n "_RRB", [X_MOV_J##n##_RIB] = "MOV_J" #n "_RIB", \
+                  [X_INC_J##n##_RRB] = "INC_J" #n "_RRB", [X_INC_J##n##_RIB] = "INC_J" #n "_RIB", \
+                  [X_ADD_INC_J##n##_RRB] = "ADD_INC_J" #n "_RRB", \
+                  [X_ADD_INC_J##n##_RIB] = "ADD_INC_J" #n "_RIB", \
+                  [X_MULI_INC_J##n##_RRB] = "MULI_INC_J" #n "_RRB", \
+                  [X_MULI_INC_J##n##_RIB] = "MULI_INC_J" #n "_RIB",
 #define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n,
 #define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_OUT",
 #define X(n) [X_##n] = #n,
@@ -79,11 +84,11 @@ static int prof_cmp(const void *x, const void *y)
 }
 __attribute__((destructor)) static void prof_dump(void)
 {
-	static struct prof_row rows[(X_COUNT + 1) * X_COUNT];
+	static struct prof_row rows[(X_ALL_COUNT + 1) * X_ALL_COUNT];
 	size_t n = 0;
 	uint64_t total = 0;
-	for (unsigned a = 0; a <= X_COUNT; a++)
-		for (unsigned b = 0; b < X_COUNT; b++)
+	for (unsigned a = 0; a <= X_ALL_COUNT; a++)
+		for (unsigned b = 0; b < X_ALL_COUNT; b++)
 			if (prof_pairs[a][b]) {
 				rows[n++] = (struct prof_row){ prof_pairs[a][b], a, b };
 				total += prof_pairs[a][b];
@@ -110,7 +115,7 @@ static const void *const *labels_out;
 static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
 {
 #ifndef VM_SWITCH_DISPATCH
-	static const void *const labels[X_COUNT] = {
+	static const void *const labels[X_ALL_COUNT] = {
 #define XBIN(n, e) [X_##n##_RR] = &&do_##n##_RR, [X_##n##_RI] = &&do_##n##_RI,
 #define XUN(n, e) [X_##n] = &&do_##n,
 #define XCC(n, e) [X_J##n##_RR] = &&do_J##n##_RR, [X_J##n##_RI] = &&do_J##n##_RI, \
@@ -145,6 +150,21 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		[X_ADDI_JMPB] = &&do_ADDI_JMPB,
 		[X_MOV_JZ] = &&do_MOV_JZ, [X_MOV_JZB] = &&do_MOV_JZB, [X_MOV_JNZ] = &&do_MOV_JNZ,
 		[X_MOV_JNZB] = &&do_MOV_JNZB,
+#define XCC(n, e) [X_INC_J##n##_RRB] = &&do_INC_J##n##_RRB, [X_INC_J##n##_RIB] = &&do_INC_J##n##_RIB, \
+	[X_ADD_INC_J##n##_RRB] = &&do_ADD_INC_J##n##_RRB, [X_ADD_INC_J##n##_RIB] = &&do_ADD_INC_J##n##_RIB, \
+	[X_MULI_INC_J##n##_RRB] = &&do_MULI_INC_J##n##_RRB, [X_MULI_INC_J##n##_RIB] = &&do_MULI_INC_J##n##_RIB,
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
 	};
 	if (!run) {
 		labels_out = labels;
@@ -156,7 +176,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #endif
 	const struct vm_prog *prog = run->prog;
 #ifdef VM_XOP_PROFILE
-	prof_prev = X_COUNT;
+	prof_prev = X_ALL_COUNT;
 #endif
 	struct mref *R = run->R;
 	uint64_t fuel = run->fuel;
@@ -178,7 +198,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 
 #ifdef VM_SWITCH_DISPATCH
 dispatch:
-	switch ((enum xop)ip->op) {
+	switch ((unsigned)ip->op) {        /* enum xop, or enum xop_more */
 #else
 	DISPATCH();
 	{
@@ -295,6 +315,40 @@ dispatch:
 #undef XST
 #undef X
 	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP_BACK(); }
+	/* x = fp[a] + imm is already in a register when the branch tests it (fp[b] of the
+	 * branch is fp[a]); its other operand is read after the store, which it may alias. */
+#define INC() uint64_t x = fp[ip->a] + (uint64_t)ip->imm; fp[ip->a] = x; ip++
+/* The triples: ADD_RR or MUL_RI (which cannot trap), then the INC_J pair as above. */
+#define ADDX()  do { fp[ip->a] = fp[ip->b] + fp[ip->c]; ip++; } while (0)
+#define MULIX() do { fp[ip->a] = fp[ip->b] * (uint64_t)ip->imm; ip++; } while (0)
+#define XCC(n, e) \
+	CASE(INC_J##n##_RRB) { INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(INC_J##n##_RIB) { INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(ADD_INC_J##n##_RRB) { ADDX(); INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(ADD_INC_J##n##_RIB) { ADDX(); INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MULI_INC_J##n##_RRB) { MULIX(); INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MULI_INC_J##n##_RIB) { MULIX(); INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+#undef INC
+#undef ADDX
+#undef MULIX
 #undef ADDI
 	CASE(MOV_JZ)   { MOVX(); if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(MOV_JNZ)  { MOVX(); if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
@@ -465,9 +519,9 @@ dispatch:
 		TRAP_AT(ISA_TRAP_USER);
 	}
 #ifdef VM_SWITCH_DISPATCH
-	case X_COUNT: break;
+	default: break;                /* (never: every xop has its case) */
 	}
-	goto dispatch;                 /* (X_COUNT is never an instruction) */
+	goto dispatch;
 #else
 	}
 #endif
