@@ -44,10 +44,10 @@ struct frame {
 #ifdef VM_XOP_PROFILE
 #include <stdio.h>
 #include <stdlib.h>
-static uint64_t prof_pairs[X_COUNT + 1][X_COUNT];      /* [X_COUNT]: a run's first */
-static unsigned prof_prev = X_COUNT;
-static const char *const prof_names[X_COUNT + 1] = {
-	[X_COUNT] = "(start)",
+static uint64_t prof_pairs[X_ALL_COUNT + 1][X_ALL_COUNT];  /* [X_ALL_COUNT]: a run's first */
+static unsigned prof_prev = X_ALL_COUNT;
+static const char *const prof_names[X_ALL_COUNT + 1] = {
+	[X_ALL_COUNT] = "(start)",
 #define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
                    [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI",
 #define XUN(n, e) [X_##n] = #n,
@@ -56,7 +56,12 @@ static const char *const prof_names[X_COUNT + 1] = {
                   [X_ADDI_J##n##_RR] = "ADDI_J" #n "_RR", [X_ADDI_J##n##_RI] = "ADDI_J" #n "_RI", \
                   [X_ADDI_J##n##_RRB] = "ADDI_J" #n "_RRB", [X_ADDI_J##n##_RIB] = "ADDI_J" #n "_RIB", \
                   [X_MOV_J##n##_RR] = "MOV_J" #n "_RR", [X_MOV_J##n##_RI] = "MOV_J" #n "_RI", \
-                  [X_MOV_J##n##_RRB] = "MOV_J" #n "_RRB", [X_MOV_J##n##_RIB] = "MOV_J" #n "_RIB",
+                  [X_MOV_J##n##_RRB] = "MOV_J" #n "_RRB", [X_MOV_J##n##_RIB] = "MOV_J" #n "_RIB", \
+                  [X_INC_J##n##_RRB] = "INC_J" #n "_RRB", [X_INC_J##n##_RIB] = "INC_J" #n "_RIB", \
+                  [X_ADD_INC_J##n##_RRB] = "ADD_INC_J" #n "_RRB", \
+                  [X_ADD_INC_J##n##_RIB] = "ADD_INC_J" #n "_RIB", \
+                  [X_MULI_INC_J##n##_RRB] = "MULI_INC_J" #n "_RRB", \
+                  [X_MULI_INC_J##n##_RIB] = "MULI_INC_J" #n "_RIB",
 #define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n,
 #define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_OUT",
 #define X(n) [X_##n] = #n,
@@ -79,11 +84,11 @@ static int prof_cmp(const void *x, const void *y)
 }
 __attribute__((destructor)) static void prof_dump(void)
 {
-	static struct prof_row rows[(X_COUNT + 1) * X_COUNT];
+	static struct prof_row rows[(X_ALL_COUNT + 1) * X_ALL_COUNT];
 	size_t n = 0;
 	uint64_t total = 0;
-	for (unsigned a = 0; a <= X_COUNT; a++)
-		for (unsigned b = 0; b < X_COUNT; b++)
+	for (unsigned a = 0; a <= X_ALL_COUNT; a++)
+		for (unsigned b = 0; b < X_ALL_COUNT; b++)
 			if (prof_pairs[a][b]) {
 				rows[n++] = (struct prof_row){ prof_pairs[a][b], a, b };
 				total += prof_pairs[a][b];
@@ -110,7 +115,7 @@ static const void *const *labels_out;
 static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
 {
 #ifndef VM_SWITCH_DISPATCH
-	static const void *const labels[X_COUNT] = {
+	static const void *const labels[X_ALL_COUNT] = {
 #define XBIN(n, e) [X_##n##_RR] = &&do_##n##_RR, [X_##n##_RI] = &&do_##n##_RI,
 #define XUN(n, e) [X_##n] = &&do_##n,
 #define XCC(n, e) [X_J##n##_RR] = &&do_J##n##_RR, [X_J##n##_RI] = &&do_J##n##_RI, \
@@ -145,6 +150,21 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		[X_ADDI_JMPB] = &&do_ADDI_JMPB,
 		[X_MOV_JZ] = &&do_MOV_JZ, [X_MOV_JZB] = &&do_MOV_JZB, [X_MOV_JNZ] = &&do_MOV_JNZ,
 		[X_MOV_JNZB] = &&do_MOV_JNZB,
+#define XCC(n, e) [X_INC_J##n##_RRB] = &&do_INC_J##n##_RRB, [X_INC_J##n##_RIB] = &&do_INC_J##n##_RIB, \
+	[X_ADD_INC_J##n##_RRB] = &&do_ADD_INC_J##n##_RRB, [X_ADD_INC_J##n##_RIB] = &&do_ADD_INC_J##n##_RIB, \
+	[X_MULI_INC_J##n##_RRB] = &&do_MULI_INC_J##n##_RRB, [X_MULI_INC_J##n##_RIB] = &&do_MULI_INC_J##n##_RIB,
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
 	};
 	if (!run) {
 		labels_out = labels;
@@ -156,7 +176,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #endif
 	const struct vm_prog *prog = run->prog;
 #ifdef VM_XOP_PROFILE
-	prof_prev = X_COUNT;
+	prof_prev = X_ALL_COUNT;
 #endif
 	struct mref *R = run->R;
 	uint64_t fuel = run->fuel;
@@ -165,6 +185,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	struct frame frames[VM_MAX_CALL_DEPTH];
 	unsigned depth = 0;
 	int trap_kind = ISA_TRAP_NONE;
+	const struct xinsn *back_from0 = NULL, *back_to0 = NULL;   /* JUMP_BACK's cache */
+	const struct xinsn *back_from1 = NULL, *back_to1 = NULL;
 
 	const struct xfunc *fn = &prog->funcs[entry];
 	uint64_t *fp = slots;
@@ -176,7 +198,7 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 
 #ifdef VM_SWITCH_DISPATCH
 dispatch:
-	switch ((enum xop)ip->op) {
+	switch ((unsigned)ip->op) {        /* enum xop, or enum xop_more */
 #else
 	DISPATCH();
 	{
@@ -192,15 +214,25 @@ dispatch:
 #define SPEND_FUEL() do { if (unlikely(fuel == 0)) { \
 		run->fuel = 0; int k_ = vm_fuel_refill(run); if (k_) TRAP_AT(k_); fuel = run->fuel; } \
 		fuel--; } while (0)
+/* A taken backward branch finds its target through a small cache in registers, keyed by the
+ * branch's own address.  ip + ip->d makes the next ip wait for a load from ip: in a loop, that
+ * load's latency once per iteration bounded how fast any loop ran.  The compares with
+ * back_from are branches the CPU predicts, so the next iteration's handlers start at once.
+ * Two entries, so that a loop and the loop around it both stay (the newest first). */
+#define JUMP_BACK() do { \
+		if (likely(ip == back_from0)) JUMP(back_to0); \
+		if (ip == back_from1) JUMP(back_to1); \
+		back_from1 = back_from0; back_to1 = back_to0; \
+		back_from0 = ip; back_to0 = ip + ip->d; JUMP(back_to0); } while (0)
 #define XCC(n, e) \
 	CASE(J##n##_RR) { uint64_t x = fp[ip->b], y = fp[ip->c]; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(J##n##_RI) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(J##n##_RRB) { uint64_t x = fp[ip->b], y = fp[ip->c]; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(J##n##_RIB) { uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 /* A load or store that misses the bounds check may be to a remote region (length 0 in R):
  * remote.c then does the access, or reports the trap the local access would have given. */
 #define LOAD(w, t, dst) LOAD_AT(fp[ip->b], w, t, dst)
@@ -257,17 +289,17 @@ dispatch:
 	CASE(ADDI_J##n##_RI) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(ADDI_J##n##_RRB) { ADDI(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(ADDI_J##n##_RIB) { ADDI(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(MOV_J##n##_RR) { MOVX(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(MOV_J##n##_RI) { MOVX(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
 		if (e) { JUMP(ip + ip->d); } NEXT(); } \
 	CASE(MOV_J##n##_RRB) { MOVX(); uint64_t x = fp[ip->b], y = fp[ip->c]; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); } \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(MOV_J##n##_RIB) { MOVX(); uint64_t x = fp[ip->b], y = (uint64_t)ip->imm; \
-		if (e) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 #define XLD(n, w, t) \
 	CASE(LDB_##n) { uint64_t x; LOAD(1, uint8_t, x); fp[ip->a] = x; ip++; \
 		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); } \
@@ -282,12 +314,46 @@ dispatch:
 #undef XLD
 #undef XST
 #undef X
-	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP(ip + ip->d); }
+	CASE(ADDI_JMPB) { ADDI(); SPEND_FUEL(); JUMP_BACK(); }
+	/* x = fp[a] + imm is already in a register when the branch tests it (fp[b] of the
+	 * branch is fp[a]); its other operand is read after the store, which it may alias. */
+#define INC() uint64_t x = fp[ip->a] + (uint64_t)ip->imm; fp[ip->a] = x; ip++
+/* The triples: ADD_RR or MUL_RI (which cannot trap), then the INC_J pair as above. */
+#define ADDX()  do { fp[ip->a] = fp[ip->b] + fp[ip->c]; ip++; } while (0)
+#define MULIX() do { fp[ip->a] = fp[ip->b] * (uint64_t)ip->imm; ip++; } while (0)
+#define XCC(n, e) \
+	CASE(INC_J##n##_RRB) { INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(INC_J##n##_RIB) { INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(ADD_INC_J##n##_RRB) { ADDX(); INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(ADD_INC_J##n##_RIB) { ADDX(); INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MULI_INC_J##n##_RRB) { MULIX(); INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MULI_INC_J##n##_RIB) { MULIX(); INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+#undef INC
+#undef ADDX
+#undef MULIX
 #undef ADDI
 	CASE(MOV_JZ)   { MOVX(); if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(MOV_JNZ)  { MOVX(); if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
-	CASE(MOV_JZB)  { MOVX(); if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
-	CASE(MOV_JNZB) { MOVX(); if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+	CASE(MOV_JZB)  { MOVX(); if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+	CASE(MOV_JNZB) { MOVX(); if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 #undef MOVX
 
 	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
@@ -337,11 +403,11 @@ dispatch:
 	}
 
 	CASE(JMP)  { JUMP(ip + ip->d); }
-	CASE(JMPB) { SPEND_FUEL(); JUMP(ip + ip->d); }
+	CASE(JMPB) { SPEND_FUEL(); JUMP_BACK(); }
 	CASE(JZ)   { if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(JNZ)  { if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
-	CASE(JZB)  { if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
-	CASE(JNZB) { if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP(ip + ip->d); } NEXT(); }
+	CASE(JZB)  { if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+	CASE(JNZB) { if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 	CASE(LD8U_JEQ_I) {
 		uint64_t off = fp[ip->b]; const struct mref *m = &R[ip->c];
 		uint8_t byte;
@@ -453,9 +519,9 @@ dispatch:
 		TRAP_AT(ISA_TRAP_USER);
 	}
 #ifdef VM_SWITCH_DISPATCH
-	case X_COUNT: break;
+	default: break;                /* (never: every xop has its case) */
 	}
-	goto dispatch;                 /* (X_COUNT is never an instruction) */
+	goto dispatch;
 #else
 	}
 #endif

@@ -614,7 +614,8 @@ int vm_translate(struct vm_prog *prog, char *err, size_t errlen)
  * A pair of adjacent xinsns x, y becomes one dispatch: x's op is replaced by the fused op,
  * whose handler does x's work, then y's (reading y's fields), and continues after y.  y stays
  * where it is, so displacements and the pcs table are unchanged, and a trap in the second
- * half is reported at y's pc.  Only when nothing jumps or returns to y.  The pairs are the
+ * half is reported at y's pc.  Only when nothing jumps or returns to y.  A triple x, y, z
+ * (ADD_INC_J, MULI_INC_J) works the same way, with z in place too.  The pairs are the
  * ones that measured frequent (docs/interpreter.md): the step and test of a counted loop, and
  * a loaded byte going straight into arithmetic. */
 
@@ -626,8 +627,16 @@ _Static_assert(X_MOV_JGEU_RIB == X_MOV_JEQ_RR + 39 && X_MOV_JZ == X_MOV_JEQ_RR +
                X_JNZB - X_JZ == 3 && X_MOV_JNZB - X_MOV_JZ == 3 && X_JZB == X_JZ + 1 &&
                X_MOV_JZB == X_MOV_JZ + 1, "MOV_J order follows XCC, then JZ JZB JNZ JNZB");
 
+_Static_assert(X_INC_JGEU_RIB == X_INC_JEQ_RRB + 19 && X_ADD_INC_JEQ_RRB == X_INC_JGEU_RIB + 1 &&
+               X_MULI_INC_JGEU_RIB == X_ADD_INC_JEQ_RRB + 39 && X_ALL_COUNT == X_MULI_INC_JGEU_RIB + 1,
+               "INC_J order follows XCC; then ADD_, MULI_ _RRB and _RIB per XCC");
+
 enum xop vm_xop_unfused(enum xop op)
 {
+	if ((int)op >= X_INC_JEQ_RRB && (int)op <= X_INC_JGEU_RIB)
+		return X_ADD_RI;
+	if ((int)op >= X_ADD_INC_JEQ_RRB && (int)op <= X_MULI_INC_JGEU_RIB)
+		return ((int)op - X_ADD_INC_JEQ_RRB) % 4 < 2 ? X_ADD_RR : X_MUL_RI;
 	if (op >= X_ADDI_JEQ_RR && op <= X_ADDI_JMPB)
 		return X_ADD_RI;
 	if (op >= X_LD8U_ADD_RR && op <= X_LD8U_GEU_RI)
@@ -653,10 +662,39 @@ static int commutative_bin(enum xop rr)
 	       rr == X_XOR_RR || rr == X_EQ_RR || rr == X_NE_RR;
 }
 
-/* The fused op for x followed by y, or X_COUNT.  May swap y's operands when that is exact. */
-static enum xop fuse_pair(const struct xinsn *x, struct xinsn *y)
+/* For x = x + imm followed by a backward branch testing x: 2 * cc index + (0 for _RRB, 1 for
+ * _RIB), the offset of the INC_J form from X_INC_JEQ_RRB.  Otherwise -1. */
+static int inc_j(const struct xinsn *x, const struct xinsn *y)
 {
 	enum xop xo = (enum xop)x->op, yo = (enum xop)y->op;
+	if (xo == X_ADD_RI && x->a == x->b && yo >= X_JEQ_RR && yo <= X_JGEU_RIB &&
+	    (yo - X_JEQ_RR) % 4 >= 2 && y->b == x->a)
+		return 2 * ((yo - X_JEQ_RR) / 4) + (yo - X_JEQ_RR) % 4 - 2;
+	return -1;
+}
+
+/* The fused op for ADD_RR or MUL_RI x, then an INC_J pair y, z; or -1. */
+static int fuse_triple(const struct xinsn *x, const struct xinsn *y, const struct xinsn *z)
+{
+	int k = inc_j(y, z);
+	if (k < 0)
+		return -1;
+	int at = 2 * k - k % 2;            /* k = 2 * cc + v: the forms go 4 per cc */
+	if (x->op == X_ADD_RR)
+		return X_ADD_INC_JEQ_RRB + at;
+	if (x->op == X_MUL_RI)
+		return X_MULI_INC_JEQ_RRB + at;
+	return -1;
+}
+
+/* The fused op (enum xop or enum xop_more) for x followed by y, or -1.  May swap y's
+ * operands when that is exact. */
+static int fuse_pair(const struct xinsn *x, struct xinsn *y)
+{
+	enum xop xo = (enum xop)x->op, yo = (enum xop)y->op;
+	int k = inc_j(x, y);
+	if (k >= 0)
+		return X_INC_JEQ_RRB + k;
 	if (xo == X_ADD_RI) {
 		if (yo >= X_JEQ_RR && yo <= X_JGEU_RIB)
 			return X_ADDI_JEQ_RR + (yo - X_JEQ_RR);
@@ -682,11 +720,11 @@ static enum xop fuse_pair(const struct xinsn *x, struct xinsn *y)
 			return X_LD8U_ADD_RR + (yo - X_ADD_RR);
 		}
 	}
-	return X_COUNT;
+	return -1;
 }
 
-/* Fuse the frequent pairs of one function.  Without memory for the target map the code
- * simply stays unfused. */
+/* Fuse the frequent triples and pairs of one function (a triple first where one starts).
+ * Without memory for the target map the code simply stays unfused. */
 static void fuse_func(struct xfunc *f)
 {
 	uint8_t *target = calloc((size_t)f->n_code + 1, 1);
@@ -702,9 +740,17 @@ static void fuse_func(struct xfunc *f)
 	for (uint32_t i = 0; i + 1 < f->n_code; i++) {
 		if (target[i + 1])
 			continue;
-		enum xop op = fuse_pair(&f->code[i], &f->code[i + 1]);
-		if (op != X_COUNT) {
-			f->code[i].op = op;
+		if (i + 2 < f->n_code && !target[i + 2]) {
+			int op = fuse_triple(&f->code[i], &f->code[i + 1], &f->code[i + 2]);
+			if (op >= 0) {
+				f->code[i].op = (uintptr_t)op;
+				i += 2;
+				continue;
+			}
+		}
+		int op = fuse_pair(&f->code[i], &f->code[i + 1]);
+		if (op >= 0) {
+			f->code[i].op = (uintptr_t)op;
 			i++;                       /* y is taken: pairs do not overlap */
 		}
 	}

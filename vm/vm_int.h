@@ -80,6 +80,35 @@ enum xop {
 };
 enum { X_FUSED_FIRST = X_ADDI_JEQ_RR };
 
+/* More superinstructions, numbered on from X_COUNT.  The JIT never meets a fused op (they are
+ * formed after it has read the code), so these stay out of enum xop, whose switches in the
+ * JIT list every member. */
+enum xop_more {
+	X_MORE_BEFORE = X_COUNT - 1,       /* so that the first is X_COUNT */
+	/* ADD_RI in place (x += imm), then a backward branch testing x: the step and test of a
+	 * counted loop, x handed from the one to the other in a register */
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#define XCC(n, e) X_INC_J##n##_RRB, X_INC_J##n##_RIB,
+#include "xops.def"
+#undef XCC
+	/* ADD_RR or MUL_RI, then an INC_J pair: the accumulation closing a loop body (a sum, a
+	 * count, a multiplicative hash), its step and its test in one dispatch */
+#define XCC(n, e) X_ADD_INC_J##n##_RRB, X_ADD_INC_J##n##_RIB, \
+                  X_MULI_INC_J##n##_RRB, X_MULI_INC_J##n##_RIB,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	X_ALL_COUNT
+};
+
 /* One translated instruction: 32 bytes, handler address first. */
 struct xinsn {
 	union {

@@ -240,7 +240,27 @@ static void gen_stmt(struct gen *g, int budget)
 	case 5: {
 		unsigned x = pick(g->n_locals);
 		int d = (int)pick(9) - 4;
+		/* half the time the end of a counted loop, what the interpreter fuses: an
+		 * accumulation (a sum, or a product by a constant), the step, and a test of the
+		 * stepped local (INC_J, ADD_INC_J, MULI_INC_J) */
+		int loop_end = pick(2);
+		if (loop_end && pick(2)) {
+			unsigned s = pick(g->n_locals);
+			if (pick(2)) {
+				put(g->t, "\tlget %u\n", s);
+				gen_expr(g, budget - 1);
+				put(g->t, "\tadd\n\tlset %u\n", s);
+			} else {
+				gen_expr(g, budget - 1);
+				put(g->t, "\tpush %d\n\tmul\n\tlset %u\n", (int)pick(1000) - 500, s);
+			}
+		}
 		put(g->t, "\tlinc %u, %d\n", x, d);
+		if (loop_end) {
+			put(g->t, "\tlget %u\n", x);
+			gen_expr(g, budget - 1);
+			put(g->t, "\t%s L%u_%u\n", jccs[pick(10)], g->fn, l);
+		}
 		break;
 	}
 	case 6: case 7:
