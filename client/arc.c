@@ -162,13 +162,20 @@ static bool stream_endpoint(const char *endpoint)
 /* Every transport proves the secret in Paradis-Net (docs/net.md, "Identity and trust"):
  * tcp:, tls: and rdma: when a connection opens, udp: before the first datagram to the
  * server.  It is given to pn_init and never put in a request. */
+/* The transports whose requests ride a session (udp: has exactly-once delivery of its own
+ * within a connection's life, docs/udp.md). */
+static bool session_endpoint(const char *endpoint)
+{
+	return stream_endpoint(endpoint) || !strncmp(endpoint, "rdma:", 5);
+}
+
 static bool proving_endpoint(const char *endpoint)
 {
 	return stream_endpoint(endpoint) || !strncmp(endpoint, "udp:", 4) ||
 	       !strncmp(endpoint, "rdma:", 5);
 }
 
-/* Name the server on a->pn and, over tcp and tls, open the session its requests ride
+/* Name the server on a->pn and, over tcp, tls and rdma, open the session its requests ride
  * (the policy is ours, the mechanism Paradis-Net's: docs/net.md, "Sessions").  0 or -PN_E*. */
 static int open_server(struct arc *a, const char *endpoint, const struct arc_opts *opts)
 {
@@ -177,7 +184,7 @@ static int open_server(struct arc *a, const char *endpoint, const struct arc_opt
 	int rc = pn_peer_get(a->pn, endpoint, &peer);
 	if (rc == 0)
 		a->server = peer;
-	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
+	if (rc == 0 && session_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
 		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
 		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
 		                              .flags = opts && opts->wait_first ? 0 :
@@ -536,7 +543,7 @@ static int follow_move(struct arc *a, pn_peer was, const char *msg, unsigned *ho
 		return fail(a, -AR_EMOVED, "%s: moved to itself", cur);
 	pn_peer np;
 	int rc = pn_peer_get(a->pn, msg, &np);
-	if (rc == 0 && a->outage_ms > 0 && stream_endpoint(msg)) {
+	if (rc == 0 && a->outage_ms > 0 && session_endpoint(msg)) {
 		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms };
 		rc = pn_session_open(a->pn, np, &so);
 	}

@@ -23,8 +23,8 @@ struct arc_opts {
 	int timeout_ms;            /* per request; 0 = 30000 */
 	const char *listen;        /* this client's own endpoint; NULL = SCHEME:ADDR:0, ADDR the local
 	                            * address the server is reached from (127.0.0.1 for a local one) */
-	/* tcp: ride through a broken connection (the server restarted, a reset) for this long:
-	 * requests in flight are sent again on a new connection after back-off, and a server
+	/* tcp, tls, rdma: ride through a broken connection (the server restarted, a reset) for
+	 * this long: requests in flight are sent again on a new connection after back-off, and a server
 	 * that still has this client's session answers a repeat from its reply cache (docs/net.md,
 	 * "Sessions").  Past it, requests fail with -AR_ETIMEDOUT and a message.  The time of an
 	 * outage does not count toward timeout_ms.  A request a stopping server did not start

@@ -1137,8 +1137,8 @@ int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o
 	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
 	if (!r || r->anon)
 		return -PN_EINVAL;
-	if (r->addr.scheme != PN_S_TCP && r->addr.scheme != PN_S_TLS)
-		return -PN_ENOTSUP;
+	if (r->addr.scheme == PN_S_UDP)
+		return -PN_ENOTSUP;    /* (it has exactly-once delivery of its own, docs/udp.md) */
 	return pn_sess_open(pn->sess, peer, o);
 }
 

@@ -237,7 +237,7 @@ int pn_may_yield(struct pn *pn);
 typedef void pn_peer_down_fn(struct pn *pn, pn_peer peer, void *arg);
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
 
-/* Sessions, the client's side (docs/net.md, "Sessions"; tcp: only).  From this call on,
+/* Sessions, the client's side (docs/net.md, "Sessions"; tcp:, tls:, rdma:).  From this call on,
  * every request (a pn_send with a Cooperation token) to peer goes on a session whose id
  * (128 random bits) this endpoint chose: it takes a slot (at most `slots` in flight; a
  * further send waits up to send_timeout_ms for one) and the slot's next sequence number,
@@ -251,7 +251,7 @@ void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
  * has never heard from its peer does not ride: a first connection that cannot be made
  * fails its requests at once, as without a session (a mount of a server that is not
  * there should say so, not wait).  Requests sent to peer before the call,
- * and messages without a token, are not covered.  0, -PN_ENOTSUP (not tcp:),
+ * and messages without a token, are not covered.  0, -PN_ENOTSUP (udp:),
  * -PN_EINVAL, -PN_ENOMEM; a second call for the same peer changes nothing (0). */
 struct pn_session_opts {
 	unsigned slots;            /* 0 = 64; the peer's session_slots must allow as many */

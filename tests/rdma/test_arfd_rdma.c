@@ -5,7 +5,9 @@
  * and the same errors as over tcp, and an EXEC and a local-placement run over rdma must see
  * what was written.  With --secret and --admin-secret, libarc proves the secret it has when
  * its connection opens (a table: rights of the secret, the admin secret, a wrong one, none),
- * and its requests carry no secret (a Paradis-Net endpoint in arfd's place looks).  Prints
+ * and its requests carry no secret (a Paradis-Net endpoint in arfd's place looks).  Sessions
+ * over rdma: an arfd whose transport closes the connection instead of every 3rd reply
+ * (PN_RDMA_CUT_REPLIES) runs a counter segment exactly once per run.  Prints
  * "N passed, N failed".
  *   test_arfd_rdma HOST     the address of the RDMA netdev (not 127.0.0.1)
  */
@@ -30,8 +32,10 @@ static uint64_t stat_of(struct arc *a, const char *name)
 {
 	char *text;
 	uint64_t v = UINT64_MAX;
-	if (arc_stats(a, &text) != 0)
+	if (arc_stats(a, &text) != 0) {
+		printf("arc_stats: %s\n", arc_errmsg(a));
 		return v;
+	}
 	size_t n = strlen(name);
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
 		if (!strncmp(line, name, n) && line[n] == ' ')
@@ -137,6 +141,62 @@ static void test_no_secret_sent(const char *host)
 	pn_finalize(pn);
 }
 
+/* Sessions over rdma (docs/net.md, "Sessions"): arfd's transport closes the connection
+ * instead of sending every 3rd reply, as a device error would; libarc's session connects
+ * again and repeats the request, and arfd answers a repeated EXEC from its reply cache.  A
+ * counter segment run N times adds exactly N, every run gets its own value, and STATS shows
+ * the replays. */
+static void test_sessions(const char *host)
+{
+	static struct arfd_config cfg;
+	char ep[128], err[512];
+	snprintf(ep, sizeof ep, "rdma:%s:0", host);
+	arfd_config_line(&cfg, "listen", ep, err, sizeof err);
+	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	setenv("PN_RDMA_CUT_REPLIES", "3", 1);
+	struct arfd *s = arfd_start(&cfg, err, sizeof err);
+	unsetenv("PN_RDMA_CUT_REPLIES");
+	if (!s) {
+		CHECK(0, "arfd_start: %s", err);
+		return;
+	}
+	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
+	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
+	uint8_t *seg = NULL;
+	size_t len = 0;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	struct arc_opts o = { .timeout_ms = 10000, .outage_ms = 10000 };
+	struct arc *a = seg ? arc_connect(arfd_endpoint(s, "rdma"), &o, err, sizeof err) : NULL;
+	CHECK(a != NULL, "arc_connect: %s", a ? "" : err);
+	enum { N = 12 };
+	int right = 0, rc = 0;
+	for (int i = 0; a && i < N; i++) {
+		struct arc_exec x = { .seg = seg, .seg_len = len };
+		rc = arc_exec(a, &x);
+		if (rc == 0 && x.value == i + 1)
+			right++;
+		else
+			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	uint64_t count = 0;
+	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
+	uint64_t replays = a ? stat_of(a, "net.session_replays") : 0;
+	CHECK(right == N && rc == 0 && count == N && replays >= 1 && replays != UINT64_MAX,
+	      "%d of %d runs through cut connections answered right, the counter is %llu, "
+	      "net.session_replays %llu", right, N, (unsigned long long)count,
+	      (unsigned long long)replays);
+	printf("sessions over rdma: %d runs, counter %llu, net.session_replays %llu\n", N,
+	       (unsigned long long)count, (unsigned long long)replays);
+	arc_close(a);
+	free(seg);
+	arfd_stop(s, 1000);
+}
+
 int main(int argc, char **argv)
 {
 	const char *host = argc > 1 ? argv[1] : getenv("PN_TEST_HOST");
@@ -238,6 +298,7 @@ int main(int argc, char **argv)
 	arfd_stop(s, 1000);
 	test_rights(host);
 	test_no_secret_sent(host);
+	test_sessions(host);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
