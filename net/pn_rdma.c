@@ -304,6 +304,12 @@ struct pn_tp {
 	 * a device or link error would, so a session's reconnect and repeat can be tested */
 	unsigned cut_every;
 	atomic_uint cut_n;
+	/* ... and (env PN_RDMA_FAIL_AFTER=N): after N requests (messages with a token) it acts
+	 * as if its device failed: every connection closes and no send or connection succeeds
+	 * again (-PN_ENODEV), so a session's move to its fallback can be tested */
+	unsigned fail_after;
+	atomic_uint fail_n;
+	atomic_bool dev_failed;
 
 	pthread_mutex_t lock;          /* conns, zombies, peer state creation, exports */
 	struct conn *conns, *zombies;
@@ -1302,6 +1308,8 @@ fail:
 /* The connection sends to peer go through (a new reference), connecting if there is none. */
 static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
 {
+	if (atomic_load(&tp->dev_failed))
+		return -PN_ENODEV;         /* (PN_RDMA_FAIL_AFTER) */
 	struct rdma_peer *rp = peer_state(tp, peer);
 	if (!rp)
 		return -PN_ENOMEM;
@@ -1398,11 +1406,39 @@ static bool cut(struct pn_tp *tp, struct pn_peer_rec *peer)
 	return lose;
 }
 
+/* PN_RDMA_FAIL_AFTER: the device "fails": every connection closes, as a device error would
+ * close them, and nothing goes out from now on. */
+static int dev_fail(struct pn_tp *tp)
+{
+	if (atomic_exchange(&tp->dev_failed, true))
+		return -PN_ENODEV;
+	pn_core_log(tp->pn, "rdma: the device failed after %u requests (PN_RDMA_FAIL_AFTER)",
+	            tp->fail_after);
+	for (;;) {
+		struct conn *c = NULL;
+		pthread_mutex_lock(&tp->lock);
+		for (struct conn *x = tp->conns; x && !c; x = x->next)
+			if (!x->dead) {
+				c = x;
+				conn_get(c);
+			}
+		pthread_mutex_unlock(&tp->lock);
+		if (!c)
+			return -PN_ENODEV;
+		conn_kill(c, -PN_ENODEV);      /* (marks it dead: not found again) */
+		conn_put(c);
+	}
+}
+
 static int rdma_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
                      const void *payload, size_t len)
 {
 	if (atomic_load(&tp->stop))
 		return -PN_ESHUTDOWN;
+	if (tp->fail_after && (atomic_load(&tp->dev_failed) ||
+	                       ((h->kind == PN_K_SREQ || h->kind == PN_K_MSG) && h->coop &&
+	                        atomic_fetch_add(&tp->fail_n, 1) >= tp->fail_after)))
+		return dev_fail(tp);
 	if (tp->cut_every && h->kind == PN_K_MSG && h->coop && cut(tp, peer))
 		return 0;                  /* (lost with the connection, as far as we know sent) */
 	/* Which kind of frame: a reply to a request that brought a handle; a forwarded request
@@ -1650,7 +1686,7 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 			}
 		}
 		if (h.kind == PN_K_SREQ && c->pending)
-			h.kind = PN_K_MSG;     /* no session before admission: nothing kept for it */
+			h.kind = PN_K_MSG; /* no session before admission: nothing kept for it */
 		if (!budget_take(c, h.len))
 			return RX_WAIT;            /* nothing kept yet: it is parsed again later */
 		if (has_handle) {
@@ -2297,6 +2333,8 @@ static int rdma_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, ch
 	tp->inline_max = env ? strtoull(env, NULL, 10) : INLINE_MAX;
 	env = getenv("PN_RDMA_CUT_REPLIES");
 	tp->cut_every = env ? (unsigned)strtoul(env, NULL, 10) : 0;
+	env = getenv("PN_RDMA_FAIL_AFTER");
+	tp->fail_after = env ? (unsigned)strtoul(env, NULL, 10) : 0;
 	int rc = -PN_ESYS;
 
 	tp->ec = rdma_create_event_channel();

@@ -7,14 +7,19 @@
  * its connection opens (a table: rights of the secret, the admin secret, a wrong one, none),
  * and its requests carry no secret (a Paradis-Net endpoint in arfd's place looks).  Sessions
  * over rdma: an arfd whose transport closes the connection instead of every 3rd reply
- * (PN_RDMA_CUT_REPLIES) runs a counter segment exactly once per run.  Prints
+ * (PN_RDMA_CUT_REPLIES) runs a counter segment exactly once per run; and a client of
+ * HOST:PORT (libarc chose rdma) whose rdma fails mid-session (PN_RDMA_FAIL_AFTER) goes on
+ * over tcp to the same arfd, its repeat answered from the same session.  Prints
  * "N passed, N failed".
  *   test_arfd_rdma HOST     the address of the RDMA netdev (not 127.0.0.1)
  */
+#include <arpa/inet.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ar_proto.h"
 #include "arc.h"
@@ -197,6 +202,92 @@ static void test_sessions(const char *host)
 	arfd_stop(s, 1000);
 }
 
+/* A tcp port free on host now (arfd then listens on it over rdma and tcp alike). */
+static int free_port(const char *host)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+	if (fd >= 0 && inet_pton(AF_INET, host, &sa.sin_addr) == 1 &&
+	    bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Issue 17: a session whose transport fails moves to the next one.  arfd listens on rdma and
+ * tcp at one port; a client of HOST:PORT (libarc chose rdma) runs a counter segment in a
+ * loop.  arfd's rdma closes the connection instead of the 6th reply it sends (the probe's
+ * REGIONS was the 1st: so the client's 5th run ran and its answer is lost), and the
+ * client's rdma fails after 5 requests as a device would (PN_RDMA_FAIL_AFTER): its repeat
+ * cannot go over rdma, so the session moves to tcp and sends it there, where arfd finds the
+ * same session and answers it from the reply it kept.  Every run gets its own value, the
+ * counter equals the runs (the 5th ran once), and the endpoint and note say tcp and why. */
+static void test_fallback(const char *host)
+{
+	static struct arfd_config cfg;
+	char ep[2][128], err[512];
+	int port = free_port(host);
+	snprintf(ep[0], sizeof ep[0], "rdma:%s:%d", host, port);
+	snprintf(ep[1], sizeof ep[1], "tcp:%s:%d", host, port);
+	arfd_config_line(&cfg, "listen", ep[0], err, sizeof err);
+	arfd_config_line(&cfg, "listen", ep[1], err, sizeof err);
+	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	setenv("PN_RDMA_CUT_REPLIES", "6", 1);
+	struct arfd *s = port ? arfd_start(&cfg, err, sizeof err) : NULL;
+	unsetenv("PN_RDMA_CUT_REPLIES");
+	if (!s) {
+		CHECK(0, "arfd_start on %s and %s: %s", ep[0], ep[1], port ? err : "no free port");
+		return;
+	}
+	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
+	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
+	uint8_t *seg = NULL;
+	size_t len = 0;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	char hostport[140];
+	snprintf(hostport, sizeof hostport, "%s:%d", host, port);
+	struct arc_opts o = { .timeout_ms = 10000, .outage_ms = 10000 };
+	setenv("PN_RDMA_FAIL_AFTER", "5", 1);
+	struct arc *a = seg ? arc_connect(hostport, &o, err, sizeof err) : NULL;
+	unsetenv("PN_RDMA_FAIL_AFTER");
+	CHECK(a && !strncmp(arc_endpoint(a), "rdma:", 5), "%s: %s", hostport,
+	      a ? arc_endpoint(a) : err);
+	enum { N = 12 };
+	int right = 0, rc = 0;
+	for (int i = 0; a && i < N; i++) {
+		struct arc_exec x = { .seg = seg, .seg_len = len };
+		rc = arc_exec(a, &x);
+		if (rc == 0 && x.value == i + 1)
+			right++;
+		else
+			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	uint64_t count = 0;
+	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
+	uint64_t replays = a ? stat_of(a, "net.session_replays") : 0;
+	CHECK(right == N && rc == 0 && count == N && replays == 1,
+	      "%d of %d runs answered right through rdma's failure, the counter is %llu (read: %d), "
+	      "net.session_replays %llu (want 1)", right, N, (unsigned long long)count, rc,
+	      (unsigned long long)replays);
+	const char *note = a ? arc_transport_note(a) : "";
+	CHECK(a && !strncmp(arc_endpoint(a), "tcp:", 4) && strstr(note, "mid-session: moved from rdma:"),
+	      "after rdma failed: endpoint %s, note: %s", a ? arc_endpoint(a) : "-", note);
+	printf("moved to tcp mid-session: %d runs, counter %llu, net.session_replays %llu; "
+	       "endpoint %s; note: %s\n", N, (unsigned long long)count,
+	       (unsigned long long)replays, a ? arc_endpoint(a) : "-", note);
+	arc_close(a);
+	free(seg);
+	arfd_stop(s, 1000);
+}
+
 int main(int argc, char **argv)
 {
 	const char *host = argc > 1 ? argv[1] : getenv("PN_TEST_HOST");
@@ -299,6 +390,7 @@ int main(int argc, char **argv)
 	test_rights(host);
 	test_no_secret_sent(host);
 	test_sessions(host);
+	test_fallback(host);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
