@@ -12,6 +12,10 @@
  * over tcp to the same arfd, its repeat answered from the same session.  Prints
  * "N passed, N failed".
  *   test_arfd_rdma HOST     the address of the RDMA netdev (not 127.0.0.1)
+ *   test_arfd_rdma HOST --link-delete DEV
+ *                           only this: the device DEV deleted (rdma link delete) while a
+ *                           client of HOST:PORT loops; it stays deleted (the rdma-vm guest,
+ *                           last)
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -288,8 +292,84 @@ static void test_fallback(const char *host)
 	arfd_stop(s, 1000);
 }
 
+/* Issue 17 with a real device error: the rxe device deleted (`rdma link delete DEV`, in
+ * the background: it returns once every process let go of the device) while a client of
+ * HOST:PORT (libarc chose rdma) runs a counter segment in a loop.  Its connections break and
+ * new ones cannot be made (no such device), so after 3 tries the session moves to tcp at
+ * the same port, where arfd listens too: every run is answered right, without an error,
+ * and the counter equals the runs. */
+static void test_link_delete(const char *host, const char *dev)
+{
+	static struct arfd_config cfg;
+	char ep[2][128], err[512];
+	int port = free_port(host);
+	snprintf(ep[0], sizeof ep[0], "rdma:%s:%d", host, port);
+	snprintf(ep[1], sizeof ep[1], "tcp:%s:%d", host, port);
+	arfd_config_line(&cfg, "listen", ep[0], err, sizeof err);
+	arfd_config_line(&cfg, "listen", ep[1], err, sizeof err);
+	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	struct arfd *s = port ? arfd_start(&cfg, err, sizeof err) : NULL;
+	if (!s) {
+		CHECK(0, "arfd_start on %s and %s: %s", ep[0], ep[1], port ? err : "no free port");
+		return;
+	}
+	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
+	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
+	uint8_t *seg = NULL;
+	size_t len = 0;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	char hostport[140];
+	snprintf(hostport, sizeof hostport, "%s:%d", host, port);
+	struct arc_opts o = { .timeout_ms = 20000, .outage_ms = 20000 };
+	struct arc *a = seg ? arc_connect(hostport, &o, err, sizeof err) : NULL;
+	CHECK(a && !strncmp(arc_endpoint(a), "rdma:", 5), "%s: %s", hostport,
+	      a ? arc_endpoint(a) : err);
+	enum { N = 30, DELETE_AT = 5, PAUSE_US = 50000 };
+	int right = 0, rc = 0;
+	for (int i = 0; a && i < N; i++) {
+		if (i == DELETE_AT) {
+			char cmd[200];
+			snprintf(cmd, sizeof cmd, "rdma link delete %s &", dev);
+			if (system(cmd) != 0)
+				CHECK(0, "%s", cmd);
+		}
+		struct arc_exec x = { .seg = seg, .seg_len = len };
+		rc = arc_exec(a, &x);
+		if (rc == 0 && x.value == i + 1)
+			right++;
+		else
+			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		usleep(PAUSE_US);          /* (the deletion lands mid-loop, between runs or in one) */
+	}
+	uint64_t count = 0;
+	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
+	const char *note = a ? arc_transport_note(a) : "";
+	CHECK(right == N && rc == 0 && count == N && a && !strncmp(arc_endpoint(a), "tcp:", 4) &&
+	      strstr(note, "mid-session: moved from rdma:"),
+	      "%s deleted mid-loop: %d of %d runs right, the counter %llu (read: %d), endpoint %s, "
+	      "note: %s", dev, right, N, (unsigned long long)count, rc, a ? arc_endpoint(a) : "-",
+	      note);
+	printf("%s deleted after %d runs: %d of %d runs right, counter %llu, net.session_replays "
+	       "%llu; endpoint %s; note: %s\n", dev, DELETE_AT, right, N, (unsigned long long)count,
+	       (unsigned long long)(a ? stat_of(a, "net.session_replays") : 0),
+	       a ? arc_endpoint(a) : "-", note);
+	arc_close(a);
+	free(seg);
+	arfd_stop(s, 1000);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[2], "--link-delete")) {
+		test_link_delete(argv[1], argv[3]);
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
 	const char *host = argc > 1 ? argv[1] : getenv("PN_TEST_HOST");
 	if (!host) {
 		printf("usage: test_arfd_rdma HOST\n0 passed, 1 failed\n");
