@@ -52,6 +52,9 @@ struct arc {
 	struct atomic_seg { char region[AR_MAX_NAME + 1]; uint8_t *seg; size_t len; } *atomics;
 	unsigned n_atomics;
 	int rdma;                      /* the server is rdma: (one-sided access possible) */
+	int fallback;                  /* auto chose rdma: its session moves to tcp when rdma
+	                                * fails (pn_session_fallback) */
+	_Atomic int moved;             /* ... and it has: no more one-sided access */
 	int shares_pn;                 /* made by arc_connect_also: pn is another arc's */
 	struct arc_region *onesided;   /* regions with their handles, fetched on first use */
 	unsigned n_onesided;
@@ -159,6 +162,13 @@ static bool stream_endpoint(const char *endpoint)
 	return !strncmp(endpoint, "tcp:", 4) || !strncmp(endpoint, "tls:", 4);
 }
 
+/* The transports whose requests ride a session (udp: has exactly-once delivery of its own
+ * within a connection's life, docs/udp.md). */
+static bool session_endpoint(const char *endpoint)
+{
+	return stream_endpoint(endpoint) || !strncmp(endpoint, "rdma:", 5);
+}
+
 /* Every transport proves the secret in Paradis-Net (docs/net.md, "Identity and trust"):
  * tcp:, tls: and rdma: when a connection opens, udp: before the first datagram to the
  * server.  It is given to pn_init and never put in a request. */
@@ -168,7 +178,7 @@ static bool proving_endpoint(const char *endpoint)
 	       !strncmp(endpoint, "rdma:", 5);
 }
 
-/* Name the server on a->pn and, over tcp and tls, open the session its requests ride
+/* Name the server on a->pn and, over tcp, tls and rdma, open the session its requests ride
  * (the policy is ours, the mechanism Paradis-Net's: docs/net.md, "Sessions").  0 or -PN_E*. */
 static int open_server(struct arc *a, const char *endpoint, const struct arc_opts *opts)
 {
@@ -177,7 +187,7 @@ static int open_server(struct arc *a, const char *endpoint, const struct arc_opt
 	int rc = pn_peer_get(a->pn, endpoint, &peer);
 	if (rc == 0)
 		a->server = peer;
-	if (rc == 0 && stream_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
+	if (rc == 0 && session_endpoint(endpoint) && !(opts && opts->outage_ms < 0)) {
 		a->outage_ms = opts && opts->outage_ms ? opts->outage_ms : 60000;
 		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms,
 		                              .flags = opts && opts->wait_first ? 0 :
@@ -188,7 +198,7 @@ static int open_server(struct arc *a, const char *endpoint, const struct arc_opt
 }
 
 static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *opts, char *err,
-                                  size_t errlen);
+                                  size_t errlen, const char *fallback);
 
 /* ARC_COMPRESS: "always" packs every EXEC payload of AR_ZSTD_MIN bytes or more (tests,
  * measurements), "never" none, anything else (the default) only over slow links. */
@@ -255,7 +265,7 @@ static int pick_transport(const char *hostport, const struct arc_opts *opts, cha
 			char err[300];
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
-			struct arc *p = connect_scheme(ep, &po, err, sizeof err);
+			struct arc *p = connect_scheme(ep, &po, err, sizeof err, NULL);
 			int rc = -AR_ENET;
 			if (p) {
 				struct arc_region *r = NULL;
@@ -289,7 +299,7 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 {
 	const char *hostport = auto_hostport(endpoint);
 	if (!hostport) {
-		struct arc *a = connect_scheme(endpoint, opts, err, errlen);
+		struct arc *a = connect_scheme(endpoint, opts, err, errlen, NULL);
 		if (a)
 			snprintf(a->endpoint, sizeof a->endpoint, "%s", endpoint);
 		return a;
@@ -299,19 +309,60 @@ struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char 
 		snprintf(err, errlen, "%s: no transport reached the server (%s)", endpoint, note);
 		return NULL;
 	}
-	struct arc *a = connect_scheme(chosen, opts, err, errlen);
+	/* rdma chosen: should it fail mid-session (a device error), the session goes on over
+	 * tcp to the same server (docs/net.md, "Choosing the transport") */
+	char fallback[300];
+	snprintf(fallback, sizeof fallback, "tcp:%s", hostport);
+	struct arc *a = connect_scheme(chosen, opts, err, errlen,
+	                               !strncmp(chosen, "rdma:", 5) ? fallback : NULL);
 	if (a) {
 		snprintf(a->endpoint, sizeof a->endpoint, "%s", chosen);
 		snprintf(a->transport_note, sizeof a->transport_note, "auto: %s", note);
+		if (a->fallback)
+			snprintf(a->transport_note + strlen(a->transport_note),
+			         sizeof a->transport_note - strlen(a->transport_note),
+			         "; tcp if rdma fails");
 	}
 	return a;
 }
 
-const char *arc_endpoint(struct arc *a) { return a->endpoint; }
-const char *arc_transport_note(struct arc *a) { return a->transport_note; }
+/* The session moved from rdma to its fallback: the endpoint names where it is now, the
+ * note says why, and regions are no longer accessed one-sided. */
+static void note_move(struct arc *a)
+{
+	pn_peer via;
+	char why[300];
+	if (!a->fallback || atomic_load(&a->moved) ||
+	    pn_session_moved(a->pn, a->server, &via, why, sizeof why) != 1)
+		return;
+	const char *name = pn_peer_name(a->pn, via);
+	pthread_mutex_lock(&a->lock);
+	if (!atomic_load(&a->moved)) {
+		snprintf(a->endpoint, sizeof a->endpoint, "%s", name);
+		size_t k = strlen(a->transport_note);
+		snprintf(a->transport_note + k, sizeof a->transport_note - k, "; mid-session: %s",
+		         why);
+		atomic_store(&a->moved, 1);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
 
+const char *arc_endpoint(struct arc *a)
+{
+	note_move(a);
+	return a->endpoint;
+}
+
+const char *arc_transport_note(struct arc *a)
+{
+	note_move(a);
+	return a->transport_note;
+}
+
+/* fallback: NULL, or where the session goes should endpoint's transport fail (this client
+ * then listens on its scheme too: a Paradis-Net endpoint reaches only the schemes it has) */
 static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *opts, char *err,
-                                  size_t errlen)
+                                  size_t errlen, const char *fallback)
 {
 	struct arc *a = calloc(1, sizeof *a);
 	if (!a) {
@@ -338,7 +389,15 @@ static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *o
 	char local[INET_ADDRSTRLEN];
 	local_address_for(colon + 1, local, sizeof local);
 	snprintf(self, sizeof self, "%.*s:%s:0", (int)(colon - endpoint), endpoint, local);
-	const char *listen = opts && opts->listen ? opts->listen : self;
+	char self2[96];
+	const char *listen[2] = { opts && opts->listen ? opts->listen : self, self2 };
+	unsigned n_listen = 1;
+	const char *fcolon = fallback ? strchr(fallback, ':') : NULL;
+	if (fcolon && !(opts && opts->listen) && !(opts && opts->outage_ms < 0)) {
+		snprintf(self2, sizeof self2, "%.*s:%s:0", (int)(fcolon - fallback), fallback,
+		         local);
+		n_listen = 2;
+	}
 	struct pn_opts po = { .n_workers = 1, .max_msg = 1u << 30,
 	                      .tls_ca = opts ? opts->tls_ca : NULL };
 	if (proving_endpoint(endpoint) && a->secret[0]) {
@@ -354,7 +413,7 @@ static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *o
 		}
 	}
 	char perr[256];
-	a->pn = pn_init(&listen, 1, &po, perr, sizeof perr);
+	a->pn = pn_init(listen, n_listen, &po, perr, sizeof perr);
 	if (!a->pn) {
 		snprintf(err, errlen, "%s", perr);
 		free(a);
@@ -369,6 +428,10 @@ static struct arc *connect_scheme(const char *endpoint, const struct arc_opts *o
 		free(a);
 		return NULL;
 	}
+	/* (without it the session rides rdma alone, as one named rdma: does) */
+	if (n_listen == 2 && a->outage_ms > 0 &&
+	    pn_session_fallback(a->pn, a->server, fallback) == 0)
+		a->fallback = 1;
 	return a;
 }
 
@@ -536,7 +599,7 @@ static int follow_move(struct arc *a, pn_peer was, const char *msg, unsigned *ho
 		return fail(a, -AR_EMOVED, "%s: moved to itself", cur);
 	pn_peer np;
 	int rc = pn_peer_get(a->pn, msg, &np);
-	if (rc == 0 && a->outage_ms > 0 && stream_endpoint(msg)) {
+	if (rc == 0 && a->outage_ms > 0 && session_endpoint(msg)) {
 		struct pn_session_opts so = { .outage_ms = (unsigned)a->outage_ms };
 		rc = pn_session_open(a->pn, np, &so);
 	}
@@ -985,7 +1048,7 @@ int arc_exec_many(struct arc *const *as, struct arc_exec *const *xs, int *rcs, u
 /* The one-sided handle of a region (rdma: only), or NULL: the caller then sends a request. */
 static const struct arc_region *onesided(struct arc *a, const char *region)
 {
-	if (!a->rdma)
+	if (!a->rdma || atomic_load(&a->moved))
 		return NULL;
 	pthread_mutex_lock(&a->lock);
 	int tried = a->onesided_tried;
@@ -1018,6 +1081,11 @@ static int onesided_rc(struct arc *a, int rc, const struct arc_region *r, uint64
 		return 0;
 	if (rc == -PN_ENOTRANSPORT)
 		return 1;
+	if (a->fallback && rc != -PN_EINVAL && rc != -PN_EACCESS) {
+		/* rdma failed: the request rides the session, which moves to tcp */
+		note_move(a);
+		return 1;
+	}
 	if (rc == -PN_EINVAL)
 		return fail(a, -AR_EBOUNDS, "%s of %u bytes at %llu is outside region '%s' (%llu bytes)",
 		            write ? "write" : "read", len, (unsigned long long)off, r->name,

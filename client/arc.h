@@ -23,13 +23,15 @@ struct arc_opts {
 	int timeout_ms;            /* per request; 0 = 30000 */
 	const char *listen;        /* this client's own endpoint; NULL = SCHEME:ADDR:0, ADDR the local
 	                            * address the server is reached from (127.0.0.1 for a local one) */
-	/* tcp: ride through a broken connection (the server restarted, a reset) for this long:
-	 * requests in flight are sent again on a new connection after back-off, and a server
-	 * that still has this client's session answers a repeat from its reply cache (docs/net.md,
-	 * "Sessions").  Past it, requests fail with -AR_ETIMEDOUT and a message.  The time of an
-	 * outage does not count toward timeout_ms.  A request a stopping server did not start
-	 * (-AR_EDRAINING) is sent again within the same limit.  0 = 60000; < 0: no session (a broken
-	 * connection fails the requests in flight at once, -AR_ENET) */
+	/* tcp, tls, rdma: ride through a broken connection (the server restarted, a reset) for
+	 * this long: requests in flight are sent again on a new connection after back-off, and a
+	 * server that still has this client's session answers a repeat from its reply cache
+	 * (docs/net.md, "Sessions"; when libarc chose rdma, the session moves to tcp should rdma
+	 * fail: "Choosing the transport").  Past it, requests fail with -AR_ETIMEDOUT and a
+	 * message.  The time of an outage does not count toward timeout_ms.  A request a
+	 * stopping server did not start (-AR_EDRAINING) is sent again within the same limit.
+	 * 0 = 60000; < 0: no session (a broken connection fails the requests in flight at once,
+	 * -AR_ENET) */
 	int outage_ms;
 	/* 1: ride through from the start, also when the server cannot be reached at first (a
 	 * command started while its server restarts); 0: a server that cannot be reached before
@@ -49,7 +51,8 @@ struct arc_opts {
 struct arc *arc_connect(const char *endpoint, const struct arc_opts *opts, char *err,
                         size_t errlen);
 /* The server's endpoint with the transport in use ("tcp:10.0.0.1:7000"); after a move, the
- * endpoint the server named (arc_moves). */
+ * endpoint the server named (arc_moves); after rdma failed mid-session (auto chose rdma),
+ * the tcp endpoint the session moved to. */
 const char *arc_endpoint(struct arc *a);
 /* A server that gave its image to another (arfd's move-to) answers MOVED naming it: every
  * call follows it, to an endpoint of the same transport (tcp, tls, udp; not rdma), sends the
@@ -59,7 +62,8 @@ const char *arc_endpoint(struct arc *a);
  * moves followed so far: */
 unsigned arc_moves(struct arc *a);
 /* For an endpoint without a scheme: "auto: rdma: no RDMA device here; tcp: answered in
- * 0.21 ms"; else "". */
+ * 0.21 ms"; when rdma was taken, "...; tcp if rdma fails", and once it did, "...;
+ * mid-session: moved from rdma:H:P to tcp:H:P: its device failed"; else "". */
 const char *arc_transport_note(struct arc *a);
 void arc_close(struct arc *a);
 const char *arc_errmsg(struct arc *a);

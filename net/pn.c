@@ -1098,7 +1098,8 @@ void pn_core_nack(struct pn *pn, struct pn_peer_rec *peer, pn_coop coop, const u
 	uint32_t code = p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
 	if (code == 0 || code >= PN_ECOUNT)
 		code = PN_EPROTO;
-	pn_core_coop_fail(pn, coop, peer->id, -(int)code);
+	pn_peer from = pn_sess_client_on(pn->sess) ? pn_sess_alias(pn->sess, peer->id) : peer->id;
+	pn_core_coop_fail(pn, coop, from, -(int)code);
 }
 
 void pn_core_session_bye(struct pn *pn, struct pn_peer_rec *peer)
@@ -1137,9 +1138,26 @@ int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o
 	struct pn_peer_rec *r = pn_core_peer_at(pn, peer);
 	if (!r || r->anon)
 		return -PN_EINVAL;
-	if (r->addr.scheme != PN_S_TCP && r->addr.scheme != PN_S_TLS)
-		return -PN_ENOTSUP;
+	if (r->addr.scheme == PN_S_UDP)
+		return -PN_ENOTSUP;    /* (it has exactly-once delivery of its own, docs/udp.md) */
 	return pn_sess_open(pn->sess, peer, o);
+}
+
+int pn_session_fallback(struct pn *pn, pn_peer peer, const char *fallback)
+{
+	pn_peer to;
+	int rc = pn_peer_get(pn, fallback, &to);
+	if (rc != 0)
+		return rc;
+	struct pn_peer_rec *r = pn_core_peer_at(pn, to);
+	if (!r || !endpoint_for(pn, r->addr.scheme))
+		return -PN_ENOTRANSPORT;
+	return pn_sess_fallback(pn->sess, peer, to);
+}
+
+int pn_session_moved(struct pn *pn, pn_peer peer, pn_peer *via, char *why, size_t len)
+{
+	return pn_sess_moved(pn->sess, peer, via, why, len);
 }
 
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg)
@@ -1265,12 +1283,17 @@ static void *rx_begin(struct pn *pn, struct pn_peer_rec *sender, const struct pn
 	}
 	atomic_fetch_add(&pn->st_msgs_recv, 1);
 	atomic_fetch_add(&pn->st_bytes_recv, h->len);
-	if (pn_sess_client_on(pn->sess))
+	pn_peer from = rx->from->id;
+	if (pn_sess_client_on(pn->sess)) {
 		pn_sess_alive(pn->sess, sender->id);
+		/* a session that moved to its fallback: the reply fills a descriptor that names
+		 * the session's own peer */
+		from = pn_sess_alias(pn->sess, from);
+	}
 	if (h->coop && h->kind == PN_K_MSG) {
 		pthread_mutex_lock(&pn->lock);
 		struct pn_coop_rec *c = *coop_slot(pn, h->coop);
-		int i = c ? desc_pick(c, h, rx->from->id, want) : -1;
+		int i = c ? desc_pick(c, h, from, want) : -1;
 		if (i >= 0) {
 			c->rcv[i].status = DESC_FILLING;
 			c->filling++;

@@ -237,7 +237,7 @@ int pn_may_yield(struct pn *pn);
 typedef void pn_peer_down_fn(struct pn *pn, pn_peer peer, void *arg);
 void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
 
-/* Sessions, the client's side (docs/net.md, "Sessions"; tcp: only).  From this call on,
+/* Sessions, the client's side (docs/net.md, "Sessions"; tcp:, tls:, rdma:).  From this call on,
  * every request (a pn_send with a Cooperation token) to peer goes on a session whose id
  * (128 random bits) this endpoint chose: it takes a slot (at most `slots` in flight; a
  * further send waits up to send_timeout_ms for one) and the slot's next sequence number,
@@ -251,7 +251,7 @@ void pn_set_peer_down(struct pn *pn, pn_peer_down_fn *fn, void *arg);
  * has never heard from its peer does not ride: a first connection that cannot be made
  * fails its requests at once, as without a session (a mount of a server that is not
  * there should say so, not wait).  Requests sent to peer before the call,
- * and messages without a token, are not covered.  0, -PN_ENOTSUP (not tcp:),
+ * and messages without a token, are not covered.  0, -PN_ENOTSUP (udp:),
  * -PN_EINVAL, -PN_ENOMEM; a second call for the same peer changes nothing (0). */
 struct pn_session_opts {
 	unsigned slots;            /* 0 = 64; the peer's session_slots must allow as many */
@@ -262,6 +262,19 @@ struct pn_session_opts {
 };
 #define PN_SESSION_FAIL_FIRST 1u
 int pn_session_open(struct pn *pn, pn_peer peer, const struct pn_session_opts *o);
+/* The session to peer moves to fallback (a name, "tcp:HOST:PORT": the same server over
+ * another transport of this endpoint) when peer's transport fails: a device error, or 3
+ * connections of one outage in a row that could not be made or broke at once.  Its
+ * requests in flight are sent there again with the same session id, slots and sequence
+ * numbers, so a server that listens on both finds the same session: nothing runs twice and
+ * the application sees no error; replies from fallback fill descriptors that name peer.
+ * The outage limit counts from the first break.  It never moves back.  0, -PN_EINVAL (no
+ * session to peer, fallback is peer or has a session of its own), -PN_EADDR,
+ * -PN_ENOTRANSPORT (this endpoint has no transport for fallback). */
+int pn_session_fallback(struct pn *pn, pn_peer peer, const char *fallback);
+/* 1 when the session to peer moved to its fallback: *via is where its requests go, why
+ * says from where and why (also logged when it happened); 0 when not, -PN_EINVAL. */
+int pn_session_moved(struct pn *pn, pn_peer peer, pn_peer *via, char *why, size_t len);
 
 /* Send a message.  coop: 0, a token from pn_coop_start (a request whose replies come back to
  * it), or the token a handler received (a reply).  Returns once the bytes are handed to the
@@ -356,6 +369,7 @@ struct pn_stats {
 	uint64_t session_expired;  /* sessions dropped: idle, or for room */
 	uint64_t session_resent;   /* our requests sent again after a reconnect */
 	uint64_t session_outages;  /* our sessions' outages (connection lost with requests) */
+	uint64_t session_moves;    /* our sessions moved to their fallback (pn_session_fallback) */
 };
 void pn_stats_get(struct pn *pn, struct pn_stats *out);
 

@@ -340,6 +340,11 @@ void pn_sess_stop(struct pn_sess *S);      /* the session thread ends */
 void pn_sess_free(struct pn_sess *S);
 void pn_sess_stats(struct pn_sess *S, struct pn_stats *st);
 int pn_sess_open(struct pn_sess *S, pn_peer peer, const struct pn_session_opts *o);
+int pn_sess_fallback(struct pn_sess *S, pn_peer peer, pn_peer fallback);
+int pn_sess_moved(struct pn_sess *S, pn_peer peer, pn_peer *via, char *why, size_t len);
+/* The session whose requests now go to `from` (moved to its fallback): its own peer, which
+ * the descriptors of its Cooperations name; else from. */
+pn_peer pn_sess_alias(struct pn_sess *S, pn_peer from);
 bool pn_sess_block(struct pn_sess *S, pn_peer peer, uint8_t out[PN_SESS_BLOCK]);
 unsigned pn_sess_silent_ms(struct pn_sess *S, pn_peer peer);   /* 0: no session */
 bool pn_sess_client_on(struct pn_sess *S);  /* we opened a session (a cheap check) */

@@ -88,6 +88,7 @@
 #define SUB_LEN       8
 #define HANDLE_LEN    24
 #define PRIV_LEN      40                /* HELLO in the connect/accept private data (<= 56) */
+#define PRIV_SESS_LEN (PRIV_LEN + PN_SID_LEN) /* ... with a session's id (flag SESSION) */
 #define PRIV_MAGIC    0x5250u           /* "PR" */
 #define PRIV_VERSION  2                 /* 2: flags, the proof to come (Identity, above) */
 #define PROVE_FLAGS   (PN_F_PROVE | PN_F_SECRET | PN_F_ADMIN)
@@ -111,7 +112,7 @@ enum { F_HANDLE = 1, F_SLOT = 2 };
 /* wr_id: the low 3 bits say what completed */
 enum { TAG_SLOT = 0, TAG_RECV = 1, TAG_WAIT = 2, TAG_CREDIT = 3 };
 
-_Static_assert(PRIV_LEN <= 56, "rdma_cm private data of a REQ on IB/RoCE");
+_Static_assert(PRIV_SESS_LEN <= 56, "rdma_cm private data of a REQ on IB/RoCE");
 _Static_assert(SUB_LEN + PN_HDR_LEN + HANDLE_LEN < SLOT_LEN, "a first fragment carries payload");
 _Static_assert(HANDLE_LEN == PN_MEM_HANDLE_LEN, "one handle size");
 _Static_assert(DEPTH <= 0xffff && CREDIT_BATCH >= 1, "depth fits the HELLO");
@@ -222,6 +223,8 @@ struct conn {
 	                                * taking one of its messages); closed after
 	                                * preauth_timeout_ms, its messages at most preauth_max */
 	uint8_t hello_flags;           /* acceptor: its HELLO's PN_F_PROVE | _SECRET | _ADMIN */
+	bool has_sess;                 /* acceptor: its HELLO named a session (sess_block), */
+	uint8_t sess_block[PN_SESS_BLOCK]; /* ... bound to its peer once it has one */
 	struct pn_addr claim;          /* acceptor: the address its HELLO claims */
 	struct pn_addr remote;         /* acceptor: its real remote address (anonymous name) */
 	char rname[PN_NAME_LEN];       /* ... as a name, for the log before it has a peer */
@@ -296,6 +299,17 @@ struct pn_tp {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_uint n_waiting;         /* threads in post_wait: closing waits for their flush */
+	/* fault injection for tests (env PN_RDMA_CUT_REPLIES=N): every Nth message with a
+	 * token we send (a server's replies) is not sent; its connection is closed instead, as
+	 * a device or link error would, so a session's reconnect and repeat can be tested */
+	unsigned cut_every;
+	atomic_uint cut_n;
+	/* ... and (env PN_RDMA_FAIL_AFTER=N): after N requests (messages with a token) it acts
+	 * as if its device failed: every connection closes and no send or connection succeeds
+	 * again (-PN_ENODEV), so a session's move to its fallback can be tested */
+	unsigned fail_after;
+	atomic_uint fail_n;
+	atomic_bool dev_failed;
 
 	pthread_mutex_t lock;          /* conns, zombies, peer state creation, exports */
 	struct conn *conns, *zombies;
@@ -1015,32 +1029,50 @@ static int write_reply(struct conn *c, const struct handle *t, const void *paylo
 
 /* ---- connecting ---- */
 
-/* HELLO in private data: flags, the proof that follows (PROVE_FLAGS, the connector's). */
-static void hello_put(uint8_t *p, const struct pn_tp *tp, const struct conn *c, uint8_t flags)
+/* HELLO in private data: flags, the proof that follows (PROVE_FLAGS, the connector's), and
+ * the session its connections carry (sess: a session block, or NULL), as over tcp: flag
+ * SESSION, the number of slots less one at 6 (u16: at most 2^16 slots) and the id at
+ * PRIV_LEN.  Returns its length. */
+static size_t hello_put(uint8_t *p, const struct pn_tp *tp, const struct conn *c, uint8_t flags,
+                        const uint8_t *sess)
 {
-	memset(p, 0, PRIV_LEN);
+	memset(p, 0, PRIV_SESS_LEN);
 	put16(p, PRIV_MAGIC);
 	p[2] = PRIV_VERSION;
-	p[3] = flags;
+	p[3] = flags | (sess ? PN_F_SESSION : 0);
 	put16(p + 4, DEPTH);
+	if (sess) {
+		uint32_t slots = get32(sess + PN_SID_LEN);
+		put16(p + 6, (uint16_t)(slots - 1));
+		memcpy(p + PRIV_LEN, sess, PN_SID_LEN);
+	}
 	put32(p + 8, c->cmr->rkey);
 	put64(p + 12, (uintptr_t)&c->ctrl->credit_in);
 	p[20] = tp->self.scheme;
 	p[21] = tp->self.family;
 	memcpy(p + 22, &tp->self.port, 2);
 	memcpy(p + 24, tp->self.addr, 16);
+	return sess ? PRIV_SESS_LEN : PRIV_LEN;
 }
 
 /* Parse a HELLO: the peer's depth and credit word into c, the address it claims into
- * *origin, its proof flags into *flags. */
+ * *origin, its proof flags into *flags, the session it names into c->sess_block. */
 static int hello_get(const uint8_t *p, size_t len, struct conn *c, struct pn_addr *origin,
                      uint8_t *flags)
 {
 	if (len < PRIV_LEN || get16(p) != PRIV_MAGIC || p[2] != PRIV_VERSION ||
-	    (p[3] & ~PROVE_FLAGS) || (p[3] && !(p[3] & PN_F_PROVE)) ||
-	    (p[3] & PN_F_ADMIN && !(p[3] & PN_F_SECRET)))
+	    (p[3] & ~(PROVE_FLAGS | PN_F_SESSION)) ||
+	    (p[3] & PROVE_FLAGS && !(p[3] & PN_F_PROVE)) ||
+	    (p[3] & PN_F_ADMIN && !(p[3] & PN_F_SECRET)) ||
+	    (p[3] & PN_F_SESSION && len < PRIV_SESS_LEN))
 		return -PN_EPROTO;
-	*flags = p[3];
+	*flags = p[3] & PROVE_FLAGS;
+	c->has_sess = p[3] & PN_F_SESSION;
+	if (c->has_sess) {
+		uint32_t slots = (uint32_t)get16(p + 6) + 1;
+		memcpy(c->sess_block, p + PRIV_LEN, PN_SID_LEN);
+		put32(c->sess_block + PN_SID_LEN, slots);
+	}
 	c->credit_seen = get16(p + 4);
 	c->peer_rkey = get32(p + 8);
 	c->peer_ctrl = get64(p + 12);
@@ -1245,9 +1277,11 @@ static int connect_peer(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn 
 	uint8_t flags = which < 0 ? 0 : (uint8_t)(PN_F_PROVE |
 	                (which != PN_KEY_CLUSTER ? PN_F_SECRET : 0) |
 	                (which == PN_KEY_ADMIN ? PN_F_ADMIN : 0));
-	uint8_t priv[PRIV_LEN];
-	hello_put(priv, tp, c, flags);
-	struct rdma_conn_param cp = { .private_data = priv, .private_data_len = PRIV_LEN,
+	/* a session's connection names it, as over tcp (docs/net.md, "Sessions") */
+	uint8_t priv[PRIV_SESS_LEN], block[PN_SESS_BLOCK];
+	bool sess = pn_core_session_block(pn, peer, block);
+	size_t priv_len = hello_put(priv, tp, c, flags, sess ? block : NULL);
+	struct rdma_conn_param cp = { .private_data = priv, .private_data_len = (uint8_t)priv_len,
 	                              .responder_resources = tp->rd_atom,
 	                              .initiator_depth = tp->rd_atom,
 	                              .retry_count = 7, .rnr_retry_count = 3 };
@@ -1274,6 +1308,8 @@ fail:
 /* The connection sends to peer go through (a new reference), connecting if there is none. */
 static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **out)
 {
+	if (atomic_load(&tp->dev_failed))
+		return -PN_ENODEV;         /* (PN_RDMA_FAIL_AFTER) */
 	struct rdma_peer *rp = peer_state(tp, peer);
 	if (!rp)
 		return -PN_ENOMEM;
@@ -1342,20 +1378,79 @@ static int peer_conn(struct pn_tp *tp, struct pn_peer_rec *peer, struct conn **o
 	return 0;
 }
 
+/* PN_RDMA_CUT_REPLIES: whether this message to peer is one to lose, with the connection it
+ * would have gone on (closed here).  Only a message that has a live connection to go on
+ * counts: one lost without a connection closing would leave its requester waiting, which
+ * no device error does. */
+static bool cut(struct pn_tp *tp, struct pn_peer_rec *peer)
+{
+	struct rdma_peer *rp = peer_state(tp, peer);
+	struct conn *c = NULL;
+	if (rp) {
+		pthread_mutex_lock(&rp->lock);
+		if ((c = rp->conn) && !c->dead)
+			conn_get(c);
+		else
+			c = NULL;
+		pthread_mutex_unlock(&rp->lock);
+	}
+	if (!c)
+		return false;
+	bool lose = atomic_fetch_add(&tp->cut_n, 1) % tp->cut_every == tp->cut_every - 1;
+	if (lose) {
+		pn_core_log(tp->pn, "rdma: %s: the connection closed instead of a reply "
+		            "(PN_RDMA_CUT_REPLIES=%u)", peer->name, tp->cut_every);
+		conn_kill(c, -PN_EPEERDOWN);
+	}
+	conn_put(c);
+	return lose;
+}
+
+/* PN_RDMA_FAIL_AFTER: the device "fails": every connection closes, as a device error would
+ * close them, and nothing goes out from now on. */
+static int dev_fail(struct pn_tp *tp)
+{
+	if (atomic_exchange(&tp->dev_failed, true))
+		return -PN_ENODEV;
+	pn_core_log(tp->pn, "rdma: the device failed after %u requests (PN_RDMA_FAIL_AFTER)",
+	            tp->fail_after);
+	for (;;) {
+		struct conn *c = NULL;
+		pthread_mutex_lock(&tp->lock);
+		for (struct conn *x = tp->conns; x && !c; x = x->next)
+			if (!x->dead) {
+				c = x;
+				conn_get(c);
+			}
+		pthread_mutex_unlock(&tp->lock);
+		if (!c)
+			return -PN_ENODEV;
+		conn_kill(c, -PN_ENODEV);      /* (marks it dead: not found again) */
+		conn_put(c);
+	}
+}
+
 static int rdma_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn_hdr *h,
                      const void *payload, size_t len)
 {
 	if (atomic_load(&tp->stop))
 		return -PN_ESHUTDOWN;
+	if (tp->fail_after && (atomic_load(&tp->dev_failed) ||
+	                       ((h->kind == PN_K_SREQ || h->kind == PN_K_MSG) && h->coop &&
+	                        atomic_fetch_add(&tp->fail_n, 1) >= tp->fail_after)))
+		return dev_fail(tp);
+	if (tp->cut_every && h->kind == PN_K_MSG && h->coop && cut(tp, peer))
+		return 0;                  /* (lost with the connection, as far as we know sent) */
 	/* Which kind of frame: a reply to a request that brought a handle; a forwarded request
 	 * whose handle travels on; or a request of ours that may advertise a descriptor. */
 	struct handle t;
 	bool reply = false, have = false;
-	if (h->kind == PN_K_MSG && h->coop) {
-		if (h->flags & PN_F_FORWARDED) {
+	if ((h->kind == PN_K_MSG || h->kind == PN_K_SREQ) && h->coop) {
+		/* (a session's request is never forwarded nor a reply: it may advertise) */
+		if (h->kind == PN_K_MSG && h->flags & PN_F_FORWARDED) {
 			struct pn_peer_rec *origin = pn_core_peer_known(tp->pn, &h->origin);
 			have = origin && target_take(tp, origin, h->coop, &t);
-		} else if (target_take(tp, peer, h->coop, &t)) {
+		} else if (h->kind == PN_K_MSG && target_take(tp, peer, h->coop, &t)) {
 			reply = true;
 		} else {
 			have = slot_advertise(tp, peer, h->coop, &t);
@@ -1391,6 +1486,8 @@ static int rdma_send(struct pn_tp *tp, struct pn_peer_rec *peer, const struct pn
 static void conn_attach(struct conn *c, struct pn_peer_rec *peer)
 {
 	c->peer = peer;
+	if (c->has_sess)
+		pn_core_session_bind(c->tp->pn, peer, c->sess_block);
 	struct rdma_peer *rp = peer_state(c->tp, peer);
 	if (!rp)
 		return;
@@ -1514,6 +1611,26 @@ static int on_proof_frame(struct conn *c, const struct pn_hdr *h, const uint8_t 
 	}
 }
 
+/* A session's control frame, whole in one SEND (docs/net.md, "Sessions"): NACK, a request
+ * of ours refused (payload: a u32 PN_E code), or BYE, the client ends the session of this
+ * connection (no payload). */
+static int on_session_frame(struct conn *c, const struct pn_hdr *h, uint8_t flags,
+                            const uint8_t *b, size_t n)
+{
+	if (flags || n != h->len)
+		return -PN_EPROTO;
+	if (h->kind == PN_K_NACK) {
+		if (h->len != 4)
+			return -PN_EPROTO;
+		pn_core_nack(c->tp->pn, c->peer, h->coop, b, h->len);
+		return 0;
+	}
+	if (h->len || c->active)
+		return -PN_EPROTO;
+	pn_core_session_bye(c->tp->pn, c->peer);
+	return 0;
+}
+
 /* A SEND arrived in receive buffer i.  0, or an error that closes the connection. */
 static int on_message(struct conn *c, unsigned i, size_t n)
 {
@@ -1533,12 +1650,15 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 		if (rc)
 			return rc;
 		q += PN_HDR_LEN;
-		if (h.kind != PN_K_MSG)
+		if (h.kind != PN_K_MSG && h.kind != PN_K_SREQ && h.kind != PN_K_NACK &&
+		    h.kind != PN_K_BYE)
 			return flags ? -PN_EPROTO : on_proof_frame(c, &h, q, n - (size_t)(q - p));
 		/* nothing is delivered from a connection before its proof ends, nor taken as a
 		 * reply while ours waits for the CHALLENGE */
 		if (c->proving || !c->peer || atomic_load(&c->chal_wait))
 			return -PN_EPROTO;
+		if (h.kind == PN_K_NACK || h.kind == PN_K_BYE)
+			return on_session_frame(c, &h, flags, q, n - (size_t)(q - p));
 		if (!atomic_load(&c->trusted))
 			h.flags &= ~PN_F_FORWARDED;   /* an origin nobody proved: reply to the sender */
 		struct handle hd = { 0 };
@@ -1565,6 +1685,8 @@ static int on_message(struct conn *c, unsigned i, size_t n)
 				return RX_REFUSED;
 			}
 		}
+		if (h.kind == PN_K_SREQ && c->pending)
+			h.kind = PN_K_MSG; /* no session before admission: nothing kept for it */
 		if (!budget_take(c, h.len))
 			return RX_WAIT;            /* nothing kept yet: it is parsed again later */
 		if (has_handle) {
@@ -1925,9 +2047,9 @@ static void on_connect_request(struct pn_tp *tp, struct rdma_cm_id *id, const ui
 	}
 	if (conn_setup(c))
 		goto reject;
-	uint8_t mine[PRIV_LEN];
-	hello_put(mine, tp, c, 0);
-	struct rdma_conn_param cp = { .private_data = mine, .private_data_len = PRIV_LEN,
+	uint8_t mine[PRIV_SESS_LEN];
+	size_t mine_len = hello_put(mine, tp, c, 0, NULL);
+	struct rdma_conn_param cp = { .private_data = mine, .private_data_len = (uint8_t)mine_len,
 	                              .responder_resources = tp->rd_atom,
 	                              .initiator_depth = tp->rd_atom,
 	                              .retry_count = 7, .rnr_retry_count = 3 };
@@ -2209,6 +2331,10 @@ static int rdma_open(struct pn *pn, struct pn_addr *self, struct pn_tp **out, ch
 	tp->wakefd = -1;
 	const char *env = getenv("PN_RDMA_INLINE");
 	tp->inline_max = env ? strtoull(env, NULL, 10) : INLINE_MAX;
+	env = getenv("PN_RDMA_CUT_REPLIES");
+	tp->cut_every = env ? (unsigned)strtoul(env, NULL, 10) : 0;
+	env = getenv("PN_RDMA_FAIL_AFTER");
+	tp->fail_after = env ? (unsigned)strtoul(env, NULL, 10) : 0;
 	int rc = -PN_ESYS;
 
 	tp->ec = rdma_create_event_channel();

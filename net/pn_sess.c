@@ -25,12 +25,19 @@
  *      session thread connects again after jittered exponential back-off and sends them
  *      again, same slot and sequence, until the outage has lasted outage_ms: then their
  *      Cooperations fail with PN_EOUTAGE.
+ *   6. A session with a fallback (pn_session_fallback: rdma's, to tcp at the same server)
+ *      whose transport fails (a device error, or FALLBACK_TRIES connections in a row that
+ *      could not be made or broke at once) moves there: its requests go to the fallback peer
+ *      from then on, carrying the same id, so the server finds the same session and slots
+ *      whatever transport brings them; replies from the fallback peer fill the descriptors
+ *      that named the session's own peer (pn_sess_alias).  It never moves back.
  *
  * Locking: one mutex (S->lk) for both sides; it is never held together with pn's lock, and
  * never across a send.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -46,6 +53,8 @@
 #define DOWNS_MAX 16               /* closed connections of a session not yet reported */
 #define KEEP_BUF 4096              /* a slot's buffer this small is kept for its next use:
                                     * no malloc and free per request on the common path */
+#define FALLBACK_TRIES 3           /* connections of one outage over a transport that fail
+                                    * before its session moves to its fallback */
 
 /* ---- the server's side ---- */
 
@@ -98,7 +107,13 @@ struct cslot {
 };
 
 struct csess {
-	pn_peer peer;
+	pn_peer peer;                  /* the application's name of the server */
+	_Atomic pn_peer via;           /* where the requests go: peer, or fallback once moved */
+	pn_peer fallback;              /* PN_ANY: none (pn_session_fallback) */
+	unsigned tries;                /* connections tried in this outage */
+	int last_err;                  /* ... the last one's error (0: it broke after a while) */
+	char moved_why[288];           /* why it moved to fallback ("" while it has not) */
+	char names[2][PN_NAME_LEN];    /* peer's and fallback's, for the log */
 	uint8_t sid[PN_SID_LEN];
 	struct pn_session_opts o;
 	uint32_t n_busy, hi;           /* slots in flight; 1 + the highest slot ever used */
@@ -133,6 +148,7 @@ struct pn_sess {
 	uint64_t rng;
 	uint64_t hkey[2];              /* sid_hash's key */
 	_Atomic uint64_t st_replays, st_dropped, st_refused, st_expired, st_resent, st_outages;
+	_Atomic uint64_t st_moves;
 };
 
 static uint64_t rnd(struct pn_sess *S);
@@ -225,6 +241,7 @@ void pn_sess_stats(struct pn_sess *S, struct pn_stats *st)
 	st->session_expired = atomic_load(&S->st_expired);
 	st->session_resent = atomic_load(&S->st_resent);
 	st->session_outages = atomic_load(&S->st_outages);
+	st->session_moves = atomic_load(&S->st_moves);
 }
 
 static uint64_t rnd(struct pn_sess *S)     /* xorshift64, under lk */
@@ -615,13 +632,21 @@ void pn_sess_drop(struct pn_sess *S, const uint8_t sid[PN_SID_LEN])
 
 /* ---- client ---- */
 
+/* The session to peer, by the application's name or the one its requests now go to. */
 static struct csess *cs_find(struct pn_sess *S, pn_peer peer)
 {
 	unsigned n = atomic_load_explicit(&S->n_out, memory_order_acquire);
 	for (unsigned i = 0; i < n; i++)
-		if (S->out[i]->peer == peer)
+		if (S->out[i]->peer == peer ||
+		    atomic_load_explicit(&S->out[i]->via, memory_order_relaxed) == peer)
 			return S->out[i];
 	return NULL;
+}
+
+pn_peer pn_sess_alias(struct pn_sess *S, pn_peer from)
+{
+	struct csess *cs = cs_find(S, from);
+	return cs ? cs->peer : from;
 }
 
 bool pn_sess_client_on(struct pn_sess *S)
@@ -657,6 +682,8 @@ int pn_sess_open(struct pn_sess *S, pn_peer peer, const struct pn_session_opts *
 		return n < OUT_MAX ? -PN_ENOMEM : -PN_EINVAL;
 	}
 	cs->peer = peer;
+	atomic_store(&cs->via, peer);
+	cs->fallback = PN_ANY;
 	cs->o = d;
 	cs->backoff_ms = d.backoff_min_ms;
 	S->out[n] = cs;
@@ -664,6 +691,36 @@ int pn_sess_open(struct pn_sess *S, pn_peer peer, const struct pn_session_opts *
 	thread_need(S);
 	pthread_mutex_unlock(&S->lk);
 	return 0;
+}
+
+int pn_sess_fallback(struct pn_sess *S, pn_peer peer, pn_peer fallback)
+{
+	char names[2][PN_NAME_LEN];    /* (taken before lk: never held with pn's lock) */
+	snprintf(names[0], sizeof names[0], "%s", pn_peer_name(S->pn, peer));
+	snprintf(names[1], sizeof names[1], "%s", pn_peer_name(S->pn, fallback));
+	pthread_mutex_lock(&S->lk);
+	struct csess *cs = cs_find(S, peer);
+	int rc = !cs || cs->peer != peer || fallback == peer || cs_find(S, fallback) ?
+	         -PN_EINVAL : 0;
+	if (rc == 0) {
+		cs->fallback = fallback;
+		memcpy(cs->names, names, sizeof names);
+	}
+	pthread_mutex_unlock(&S->lk);
+	return rc;
+}
+
+int pn_sess_moved(struct pn_sess *S, pn_peer peer, pn_peer *via, char *why, size_t len)
+{
+	pthread_mutex_lock(&S->lk);
+	struct csess *cs = cs_find(S, peer);
+	int rc = !cs || cs->peer != peer ? -PN_EINVAL : cs->moved_why[0] != '\0';
+	if (rc == 1) {
+		*via = atomic_load(&cs->via);
+		snprintf(why, len, "%s", cs->moved_why);
+	}
+	pthread_mutex_unlock(&S->lk);
+	return rc;
 }
 
 bool pn_sess_block(struct pn_sess *S, pn_peer peer, uint8_t out[PN_SESS_BLOCK])
@@ -721,6 +778,14 @@ static void outage_begin(struct pn_sess *S, struct csess *cs)
 static bool broken(int rc)
 {
 	return rc == -PN_EPEERDOWN || rc == -PN_EREFUSED || rc == -PN_ETIMEDOUT;
+}
+
+/* ... or, for a send to `via` of a session that has somewhere else to go, that transport
+ * failed (a device gone: rdma cannot even make a connection id) */
+static bool broken_for(const struct csess *cs, pn_peer via, int rc)
+{
+	return broken(rc) || (cs->fallback != PN_ANY && via != cs->fallback &&
+	                      (rc == -PN_ENODEV || rc == -PN_ESYS || rc == -PN_ENOTRANSPORT));
 }
 
 static int send_sreq(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, uint32_t slot,
@@ -792,7 +857,8 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 	pn_core_note_sent(S->pn, coop, to);
 	if (hold)
 		return 0;                      /* the session thread sends it once connected */
-	int rc = send_sreq(S, to, type, coop, i, seq, sl->sflags, msg, len);
+	pn_peer via = atomic_load(&cs->via);
+	int rc = send_sreq(S, via, type, coop, i, seq, sl->sflags, msg, len);
 	if (rc == 0) {
 		if (!atomic_load_explicit(&cs->first_sent_ns, memory_order_relaxed)) {
 			uint64_t z = 0;
@@ -801,7 +867,7 @@ int pn_sess_send(struct pn_sess *S, pn_peer to, pn_type type, pn_coop coop, cons
 		return 0;
 	}
 	pthread_mutex_lock(&S->lk);
-	if (broken(rc) && S->th_started && !S->th_stop && (atomic_load(&cs->reached) ||
+	if (broken_for(cs, via, rc) && S->th_started && !S->th_stop && (atomic_load(&cs->reached) ||
 	                                  !(cs->o.flags & PN_SESSION_FAIL_FIRST))) {
 		sl->unsent = true;
 		outage_begin(S, cs);
@@ -866,8 +932,10 @@ void pn_sess_alive(struct pn_sess *S, pn_peer peer)
 	if (atomic_load_explicit(&cs->state, memory_order_relaxed) != CS_PROBATION)
 		return;
 	pthread_mutex_lock(&S->lk);
-	if (atomic_load(&cs->state) == CS_PROBATION)
+	if (atomic_load(&cs->state) == CS_PROBATION) {
 		atomic_store(&cs->state, CS_UP);
+		cs->tries = 0;
+	}
 	pthread_mutex_unlock(&S->lk);
 }
 
@@ -889,6 +957,8 @@ bool pn_sess_peer_down(struct pn_sess *S, struct pn_peer_rec *peer)
 	if (peer->has_sid)
 		return ssess_conn_gone(S, peer);
 	struct csess *cs = cs_find(S, peer->id);
+	if (cs && peer->id != atomic_load(&cs->via))
+		return true;               /* the transport it moved from: nothing rides there */
 	if (!cs || (!established(cs) && (cs->o.flags & PN_SESSION_FAIL_FIRST)))
 		return false;
 	pthread_mutex_lock(&S->lk);
@@ -910,7 +980,7 @@ void pn_sess_bye_out(struct pn_sess *S)
 	unsigned n = atomic_load(&S->n_out);
 	for (unsigned i = 0; i < n; i++) {
 		struct pn_hdr h = { .kind = PN_K_BYE };
-		pn_core_send_hdr(S->pn, S->out[i]->peer, &h, NULL, 0);
+		pn_core_send_hdr(S->pn, atomic_load(&S->out[i]->via), &h, NULL, 0);
 	}
 }
 
@@ -941,7 +1011,7 @@ static int resend_all(struct pn_sess *S, struct csess *cs, bool only_unsent)
 			sl->unsent = false;
 			r[n++] = (struct resend){ i, sl->seq, sl->type, sl->sflags, sl->coop, copy, sl->len };
 		}
-		pn_peer to = cs->peer;
+		pn_peer to = atomic_load(&cs->via);
 		pthread_mutex_unlock(&S->lk);
 		int rc = 0;
 		unsigned sent = 0;
@@ -978,6 +1048,30 @@ static int resend_all(struct pn_sess *S, struct csess *cs, bool only_unsent)
 }
 
 struct failed { pn_coop coop; pn_peer peer; };
+
+/* cs's transport failed: its requests go to its fallback from now on (lk held).  The
+ * outage goes on (its limit counts from its start), the back-off starts over. */
+static void move(struct pn_sess *S, struct csess *cs)
+{
+	char cause[120];
+	if (cs->last_err == -PN_ENODEV)
+		snprintf(cause, sizeof cause, "its device failed");
+	else
+		snprintf(cause, sizeof cause, "%u connections failed (the last: %s)", cs->tries,
+		         cs->last_err ? pn_strerror(cs->last_err) : "broke within a second");
+	snprintf(cs->moved_why, sizeof cs->moved_why, "moved from %s to %s: %s", cs->names[0],
+	         cs->names[1], cause);
+	atomic_store(&cs->via, cs->fallback);
+	cs->tries = 0;
+	cs->last_err = 0;
+	cs->backoff_ms = cs->o.backoff_min_ms;
+	atomic_fetch_add(&S->st_moves, 1);
+	char line[sizeof cs->moved_why + PN_NAME_LEN + 32];
+	snprintf(line, sizeof line, "session to %s: %s", cs->names[0], cs->moved_why);
+	pthread_mutex_unlock(&S->lk);  /* (the log is the application's: not under our lock) */
+	pn_core_log(S->pn, "%s", line);
+	pthread_mutex_lock(&S->lk);
+}
 
 static void *sess_main(void *arg)
 {
@@ -1021,8 +1115,10 @@ static void *sess_main(void *arg)
 		for (unsigned k = 0; k < n_out && !S->th_stop; k++) {
 			struct csess *cs = S->out[k];
 			int st = atomic_load(&cs->state);
-			if (st == CS_PROBATION && now - cs->reconnected_ns >= PROBATION_NS)
+			if (st == CS_PROBATION && now - cs->reconnected_ns >= PROBATION_NS) {
 				atomic_store(&cs->state, st = CS_UP);
+				cs->tries = 0;
+			}
 			if (st == CS_PROBATION && cs->reconnected_ns + PROBATION_NS < wake)
 				wake = cs->reconnected_ns + PROBATION_NS;
 			if (st != CS_OUTAGE)
@@ -1047,10 +1143,18 @@ static void *sess_main(void *arg)
 					fl[n_fl++] = (struct failed){ sl->coop, cs->peer };
 				}
 				atomic_store(&cs->state, CS_UP);
+				cs->tries = 0;
 				continue;
 			}
 			if (now >= cs->next_try_ns) {
+				bool can_move = cs->fallback != PN_ANY &&
+				                atomic_load(&cs->via) != cs->fallback;
+				if (can_move && (cs->tries >= FALLBACK_TRIES ||
+				                 cs->last_err == -PN_ENODEV))
+					move(S, cs);
 				int rc = resend_all(S, cs, false);
+				cs->tries++;
+				cs->last_err = rc;
 				if (S->th_stop)
 					break;
 				now = pn_now_ns();

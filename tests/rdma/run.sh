@@ -3,7 +3,8 @@
 # `make check-rdma` gets there).  Builds its own objects in $BUILD (default build-rdma: the
 # guest's compiler and libraries may differ from the host's), then runs the common
 # Paradis-Net suite over rdma (replies as SENDs below the inline limit, then with every reply
-# written in place: PN_RDMA_INLINE=0) and test_rdma.  Ends with "N passed, N failed".
+# written in place: PN_RDMA_INLINE=0) and test_rdma; in the rdma-vm guest last, the device
+# deleted under a client (it stays deleted).  Ends with "N passed, N failed".
 #   PN_TEST_HOST  the address of the RDMA netdev (default $RDMA_VM_IP)
 set -u
 cd "$(dirname "$0")/../.."
@@ -49,6 +50,11 @@ run "test_pn rdma (PN_RDMA_INLINE=0: every reply written in place)" 300 \
 	env PN_RDMA_INLINE=0 "$BUILD/tests/rdma/test_pn" rdma
 run "test_rdma" 300 "$BUILD/tests/rdma/test_rdma" "$host"
 run "test_arfd_rdma" 300 "$BUILD/tests/rdma/test_arfd_rdma" "$host"
+# (only in the guest, whose device is made for it: never a machine's own)
+if [ -n "${RDMA_VM:-}" ] && [ -n "${RDMA_VM_DEV:-}" ]; then
+	run "test_arfd_rdma --link-delete $RDMA_VM_DEV" 300 \
+		"$BUILD/tests/rdma/test_arfd_rdma" "$host" --link-delete "$RDMA_VM_DEV"
+fi
 rm -f "$out"
 echo "== rdma total: $(($(date +%s) - t0)) s"
 echo "$passed passed, $failed failed"

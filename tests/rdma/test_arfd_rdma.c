@@ -5,14 +5,25 @@
  * and the same errors as over tcp, and an EXEC and a local-placement run over rdma must see
  * what was written.  With --secret and --admin-secret, libarc proves the secret it has when
  * its connection opens (a table: rights of the secret, the admin secret, a wrong one, none),
- * and its requests carry no secret (a Paradis-Net endpoint in arfd's place looks).  Prints
+ * and its requests carry no secret (a Paradis-Net endpoint in arfd's place looks).  Sessions
+ * over rdma: an arfd whose transport closes the connection instead of every 3rd reply
+ * (PN_RDMA_CUT_REPLIES) runs a counter segment exactly once per run; and a client of
+ * HOST:PORT (libarc chose rdma) whose rdma fails mid-session (PN_RDMA_FAIL_AFTER) goes on
+ * over tcp to the same arfd, its repeat answered from the same session.  Prints
  * "N passed, N failed".
  *   test_arfd_rdma HOST     the address of the RDMA netdev (not 127.0.0.1)
+ *   test_arfd_rdma HOST --link-delete DEV
+ *                           only this: the device DEV deleted (rdma link delete) while a
+ *                           client of HOST:PORT loops; it stays deleted (the rdma-vm guest,
+ *                           last)
  */
+#include <arpa/inet.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ar_proto.h"
 #include "arc.h"
@@ -30,8 +41,10 @@ static uint64_t stat_of(struct arc *a, const char *name)
 {
 	char *text;
 	uint64_t v = UINT64_MAX;
-	if (arc_stats(a, &text) != 0)
+	if (arc_stats(a, &text) != 0) {
+		printf("arc_stats: %s\n", arc_errmsg(a));
 		return v;
+	}
 	size_t n = strlen(name);
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
 		if (!strncmp(line, name, n) && line[n] == ' ')
@@ -137,8 +150,226 @@ static void test_no_secret_sent(const char *host)
 	pn_finalize(pn);
 }
 
+/* Sessions over rdma (docs/net.md, "Sessions"): arfd's transport closes the connection
+ * instead of sending every 3rd reply, as a device error would; libarc's session connects
+ * again and repeats the request, and arfd answers a repeated EXEC from its reply cache.  A
+ * counter segment run N times adds exactly N, every run gets its own value, and STATS shows
+ * the replays. */
+static void test_sessions(const char *host)
+{
+	static struct arfd_config cfg;
+	char ep[128], err[512];
+	snprintf(ep, sizeof ep, "rdma:%s:0", host);
+	arfd_config_line(&cfg, "listen", ep, err, sizeof err);
+	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	setenv("PN_RDMA_CUT_REPLIES", "3", 1);
+	struct arfd *s = arfd_start(&cfg, err, sizeof err);
+	unsetenv("PN_RDMA_CUT_REPLIES");
+	if (!s) {
+		CHECK(0, "arfd_start: %s", err);
+		return;
+	}
+	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
+	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
+	uint8_t *seg = NULL;
+	size_t len = 0;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	struct arc_opts o = { .timeout_ms = 10000, .outage_ms = 10000 };
+	struct arc *a = seg ? arc_connect(arfd_endpoint(s, "rdma"), &o, err, sizeof err) : NULL;
+	CHECK(a != NULL, "arc_connect: %s", a ? "" : err);
+	enum { N = 12 };
+	int right = 0, rc = 0;
+	for (int i = 0; a && i < N; i++) {
+		struct arc_exec x = { .seg = seg, .seg_len = len };
+		rc = arc_exec(a, &x);
+		if (rc == 0 && x.value == i + 1)
+			right++;
+		else
+			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	uint64_t count = 0;
+	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
+	uint64_t replays = a ? stat_of(a, "net.session_replays") : 0;
+	CHECK(right == N && rc == 0 && count == N && replays >= 1 && replays != UINT64_MAX,
+	      "%d of %d runs through cut connections answered right, the counter is %llu, "
+	      "net.session_replays %llu", right, N, (unsigned long long)count,
+	      (unsigned long long)replays);
+	printf("sessions over rdma: %d runs, counter %llu, net.session_replays %llu\n", N,
+	       (unsigned long long)count, (unsigned long long)replays);
+	arc_close(a);
+	free(seg);
+	arfd_stop(s, 1000);
+}
+
+/* A tcp port free on host now (arfd then listens on it over rdma and tcp alike). */
+static int free_port(const char *host)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+	if (fd >= 0 && inet_pton(AF_INET, host, &sa.sin_addr) == 1 &&
+	    bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Issue 17: a session whose transport fails moves to the next one.  arfd listens on rdma and
+ * tcp at one port; a client of HOST:PORT (libarc chose rdma) runs a counter segment in a
+ * loop.  arfd's rdma closes the connection instead of the 6th reply it sends (the probe's
+ * REGIONS was the 1st: so the client's 5th run ran and its answer is lost), and the
+ * client's rdma fails after 5 requests as a device would (PN_RDMA_FAIL_AFTER): its repeat
+ * cannot go over rdma, so the session moves to tcp and sends it there, where arfd finds the
+ * same session and answers it from the reply it kept.  Every run gets its own value, the
+ * counter equals the runs (the 5th ran once), and the endpoint and note say tcp and why. */
+static void test_fallback(const char *host)
+{
+	static struct arfd_config cfg;
+	char ep[2][128], err[512];
+	int port = free_port(host);
+	snprintf(ep[0], sizeof ep[0], "rdma:%s:%d", host, port);
+	snprintf(ep[1], sizeof ep[1], "tcp:%s:%d", host, port);
+	arfd_config_line(&cfg, "listen", ep[0], err, sizeof err);
+	arfd_config_line(&cfg, "listen", ep[1], err, sizeof err);
+	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	setenv("PN_RDMA_CUT_REPLIES", "6", 1);
+	struct arfd *s = port ? arfd_start(&cfg, err, sizeof err) : NULL;
+	unsetenv("PN_RDMA_CUT_REPLIES");
+	if (!s) {
+		CHECK(0, "arfd_start on %s and %s: %s", ep[0], ep[1], port ? err : "no free port");
+		return;
+	}
+	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
+	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
+	uint8_t *seg = NULL;
+	size_t len = 0;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	char hostport[140];
+	snprintf(hostport, sizeof hostport, "%s:%d", host, port);
+	struct arc_opts o = { .timeout_ms = 10000, .outage_ms = 10000 };
+	setenv("PN_RDMA_FAIL_AFTER", "5", 1);
+	struct arc *a = seg ? arc_connect(hostport, &o, err, sizeof err) : NULL;
+	unsetenv("PN_RDMA_FAIL_AFTER");
+	CHECK(a && !strncmp(arc_endpoint(a), "rdma:", 5), "%s: %s", hostport,
+	      a ? arc_endpoint(a) : err);
+	enum { N = 12 };
+	int right = 0, rc = 0;
+	for (int i = 0; a && i < N; i++) {
+		struct arc_exec x = { .seg = seg, .seg_len = len };
+		rc = arc_exec(a, &x);
+		if (rc == 0 && x.value == i + 1)
+			right++;
+		else
+			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+	}
+	uint64_t count = 0;
+	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
+	uint64_t replays = a ? stat_of(a, "net.session_replays") : 0;
+	CHECK(right == N && rc == 0 && count == N && replays == 1,
+	      "%d of %d runs answered right through rdma's failure, the counter is %llu (read: %d), "
+	      "net.session_replays %llu (want 1)", right, N, (unsigned long long)count, rc,
+	      (unsigned long long)replays);
+	const char *note = a ? arc_transport_note(a) : "";
+	CHECK(a && !strncmp(arc_endpoint(a), "tcp:", 4) && strstr(note, "mid-session: moved from rdma:"),
+	      "after rdma failed: endpoint %s, note: %s", a ? arc_endpoint(a) : "-", note);
+	printf("moved to tcp mid-session: %d runs, counter %llu, net.session_replays %llu; "
+	       "endpoint %s; note: %s\n", N, (unsigned long long)count,
+	       (unsigned long long)replays, a ? arc_endpoint(a) : "-", note);
+	arc_close(a);
+	free(seg);
+	arfd_stop(s, 1000);
+}
+
+/* Issue 17 with a real device error: the rxe device deleted (`rdma link delete DEV`, in
+ * the background: it returns once every process let go of the device) while a client of
+ * HOST:PORT (libarc chose rdma) runs a counter segment in a loop.  Its connections break and
+ * new ones cannot be made (no such device), so after 3 tries the session moves to tcp at
+ * the same port, where arfd listens too: every run is answered right, without an error,
+ * and the counter equals the runs. */
+static void test_link_delete(const char *host, const char *dev)
+{
+	static struct arfd_config cfg;
+	char ep[2][128], err[512];
+	int port = free_port(host);
+	snprintf(ep[0], sizeof ep[0], "rdma:%s:%d", host, port);
+	snprintf(ep[1], sizeof ep[1], "tcp:%s:%d", host, port);
+	arfd_config_line(&cfg, "listen", ep[0], err, sizeof err);
+	arfd_config_line(&cfg, "listen", ep[1], err, sizeof err);
+	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	struct arfd *s = port ? arfd_start(&cfg, err, sizeof err) : NULL;
+	if (!s) {
+		CHECK(0, "arfd_start on %s and %s: %s", ep[0], ep[1], port ? err : "no free port");
+		return;
+	}
+	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
+	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
+	uint8_t *seg = NULL;
+	size_t len = 0;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	char hostport[140];
+	snprintf(hostport, sizeof hostport, "%s:%d", host, port);
+	struct arc_opts o = { .timeout_ms = 20000, .outage_ms = 20000 };
+	struct arc *a = seg ? arc_connect(hostport, &o, err, sizeof err) : NULL;
+	CHECK(a && !strncmp(arc_endpoint(a), "rdma:", 5), "%s: %s", hostport,
+	      a ? arc_endpoint(a) : err);
+	enum { N = 30, DELETE_AT = 5, PAUSE_US = 50000 };
+	int right = 0, rc = 0;
+	for (int i = 0; a && i < N; i++) {
+		if (i == DELETE_AT) {
+			char cmd[200];
+			snprintf(cmd, sizeof cmd, "rdma link delete %s &", dev);
+			if (system(cmd) != 0)
+				CHECK(0, "%s", cmd);
+		}
+		struct arc_exec x = { .seg = seg, .seg_len = len };
+		rc = arc_exec(a, &x);
+		if (rc == 0 && x.value == i + 1)
+			right++;
+		else
+			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
+		if (rc == 0 || rc == -AR_ETRAP)
+			free(x.out);
+		usleep(PAUSE_US);          /* (the deletion lands mid-loop, between runs or in one) */
+	}
+	uint64_t count = 0;
+	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
+	const char *note = a ? arc_transport_note(a) : "";
+	CHECK(right == N && rc == 0 && count == N && a && !strncmp(arc_endpoint(a), "tcp:", 4) &&
+	      strstr(note, "mid-session: moved from rdma:"),
+	      "%s deleted mid-loop: %d of %d runs right, the counter %llu (read: %d), endpoint %s, "
+	      "note: %s", dev, right, N, (unsigned long long)count, rc, a ? arc_endpoint(a) : "-",
+	      note);
+	printf("%s deleted after %d runs: %d of %d runs right, counter %llu, net.session_replays "
+	       "%llu; endpoint %s; note: %s\n", dev, DELETE_AT, right, N, (unsigned long long)count,
+	       (unsigned long long)(a ? stat_of(a, "net.session_replays") : 0),
+	       a ? arc_endpoint(a) : "-", note);
+	arc_close(a);
+	free(seg);
+	arfd_stop(s, 1000);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[2], "--link-delete")) {
+		test_link_delete(argv[1], argv[3]);
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
 	const char *host = argc > 1 ? argv[1] : getenv("PN_TEST_HOST");
 	if (!host) {
 		printf("usage: test_arfd_rdma HOST\n0 passed, 1 failed\n");
@@ -238,6 +469,8 @@ int main(int argc, char **argv)
 	arfd_stop(s, 1000);
 	test_rights(host);
 	test_no_secret_sent(host);
+	test_sessions(host);
+	test_fallback(host);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

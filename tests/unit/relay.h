@@ -20,6 +20,7 @@ struct relay {
 	atomic_bool stop;
 	_Atomic int cut;
 	atomic_bool down;              /* the link is down: connections are closed at once */
+	atomic_bool down_at_cut;       /* the link goes down with the cut (nothing comes back) */
 	_Atomic int cuts;
 	pthread_t t;
 };
@@ -65,6 +66,8 @@ static void *relay_main(void *arg)
 				if (n > 0 && atomic_load(&r->cut)) {
 					atomic_store(&r->cut, 0);
 					atomic_fetch_add(&r->cuts, 1);
+					if (atomic_load(&r->down_at_cut))
+						atomic_store(&r->down, true);
 					break;             /* the reply is lost with the connection */
 				}
 				if (n <= 0 || send(c, buf, (size_t)n, MSG_NOSIGNAL) != n)

@@ -1661,7 +1661,7 @@ static void test_hold(void)
 	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
 	pn_peer pb = peer_of(a, b);
 	struct pn_session_opts so = { .outage_ms = 5000 };
-	if (!strcmp(scheme, "tcp"))
+	if (!strcmp(scheme, "tcp") || !strcmp(scheme, "rdma"))
 		CHECK(pn_session_open(a, pb, &so) == 0, "pn_session_open");
 	struct late_start l = { b, &count };
 	pthread_t t;
@@ -1691,13 +1691,150 @@ static void test_hold(void)
 	pn_finalize(a);
 }
 
+/* pn_session_fallback: a session whose peer cannot be reached again moves to its fallback
+ * (here the same server reached directly instead of through a relay that went down; libarc's
+ * is tcp for rdma, tests/rdma/test_arfd_rdma.c).  The request whose reply was lost is
+ * answered there from the same session's kept reply (it ran once), the later ones go there,
+ * and pn_session_moved says where and why. */
+static void log_keep(void *arg, const char *msg)
+{
+	if (strstr(msg, "session to "))
+		snprintf(arg, 300, "%s", msg);
+}
+
+static void test_session_fallback(void)
+{
+	if (!stream())
+		return;                    /* (the relay is a tcp one) */
+	_Atomic int count = 0;
+	static char logged[300];
+	struct pn_opts oa = { .log = log_keep, .log_arg = logged };
+	struct pn *b = open_ep(NULL), *a = open_ep(&oa);
+	struct relay r;
+	if (!a || !b || relay_start(&r, sport_of(b)) != 0) {
+		CHECK(0, "open");
+		pn_finalize(a);
+		pn_finalize(b);
+		return;
+	}
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	pn_peer pr = peer_of_name(a, r.port), pb = peer_of(a, b);
+	struct pn_session_opts so = { .outage_ms = 10000, .backoff_min_ms = 10,
+	                              .backoff_max_ms = 100 };
+	CHECK(pn_session_open(a, pr, &so) == 0, "pn_session_open");
+	CHECK(pn_session_fallback(a, pb, pn_self(b, scheme)) == -PN_EINVAL &&
+	      pn_session_fallback(a, pr, "udp:127.0.0.1:9") == -PN_ENOTRANSPORT &&
+	      pn_session_fallback(a, pr, pn_self(b, scheme)) == 0,
+	      "pn_session_fallback: no session, no such transport, the server directly");
+	int n, rc = count_request(a, pr, 10000, &n);
+	CHECK(rc == 0 && n == 1, "through the relay: %d (%s), answer %d", rc, pn_strerror(rc), n);
+	pn_peer via = PN_ANY;
+	char why[300] = "";
+	CHECK(pn_session_moved(a, pr, &via, why, sizeof why) == 0, "not moved yet");
+	/* the reply of the next request is lost, and the relay goes down with it: new
+	 * connections through it close at once */
+	atomic_store(&r.down_at_cut, true);
+	atomic_store(&r.cut, 1);
+	rc = count_request(a, pr, 10000, &n);
+	CHECK(rc == 0 && n == 2 && count == 2, "the relay gone mid-request: %d (%s), answer %d, "
+	      "handler ran %d times (want 2)", rc, pn_strerror(rc), n, (int)count);
+	CHECK(pn_session_moved(a, pr, &via, why, sizeof why) == 1 && via == pb &&
+	      strstr(why, "connections failed") && strstr(logged, why), "moved to %s: %s "
+	      "(logged: %s)", via == PN_ANY ? "-" : pn_peer_name(a, via), why, logged);
+	rc = count_request(a, pr, 10000, &n);
+	CHECK(rc == 0 && n == 3 && count == 3, "after the move: %d (%s), answer %d", rc,
+	      pn_strerror(rc), n);
+	struct pn_stats sa, sb;
+	pn_stats_get(a, &sa);
+	pn_stats_get(b, &sb);
+	CHECK(sa.session_moves == 1 && sb.session_replays == 1 && sb.sessions == 1,
+	      "client moves %llu, server replays %llu (want 1), sessions %llu (dropped %llu, "
+	      "refused %llu; client resent %llu)",
+	      (unsigned long long)sa.session_moves, (unsigned long long)sb.session_replays,
+	      (unsigned long long)sb.sessions, (unsigned long long)sb.session_dropped,
+	      (unsigned long long)sb.session_refused, (unsigned long long)sa.session_resent);
+	pn_finalize(a);
+	relay_stop(&r);
+	pn_finalize(b);
+}
+
+/* A session over rdma whose connection breaks where a reply should have gone: the server's
+ * transport closes it instead of every 2nd reply it sends (PN_RDMA_CUT_REPLIES, read when
+ * the endpoint opens), as a device or link error would.  The client's session connects
+ * again and repeats the request, which the server answers from its reply cache: every
+ * request gets its one answer, and the handler ran once for each.  Then 8 in flight to a
+ * server that closes the connection instead of every 8th reply (every 2nd there would
+ * have the 8 take one reconnect each, too slow for the emulated device of the guest). */
+static void test_session_cut(void)
+{
+	if (strcmp(scheme, "rdma"))
+		return;                    /* (the fault hook is the rdma transport's) */
+	enum { N = 6, PIPE = 8 };
+	_Atomic int count = 0;
+	struct pn_opts ob = { .session_grace_ms = 1000 };
+	setenv("PN_RDMA_CUT_REPLIES", "2", 1);
+	struct pn *b = open_ep(&ob);
+	unsetenv("PN_RDMA_CUT_REPLIES");
+	struct pn *a = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	pn_peer pb = peer_of(a, b);
+	struct pn_session_opts so = { .outage_ms = 10000, .backoff_min_ms = 10,
+	                              .backoff_max_ms = 100 };
+	CHECK(pn_session_open(a, pb, &so) == 0, "pn_session_open over rdma");
+	for (int i = 0; i < N; i++) {
+		int n, rc = count_request(a, pb, 10000, &n);
+		CHECK(rc == 0 && n == i + 1 && count == i + 1,
+		      "request %d through cut connections: %d (%s), answer %d, handler ran %d times",
+		      i, rc, pn_strerror(rc), n, (int)count);
+	}
+	struct pn_stats sb, sa;
+	pn_stats_get(b, &sb);
+	pn_stats_get(a, &sa);
+	/* the 1st reply goes out; each later request's first reply is cut, its repeat's
+	 * reply (the 2nd sent after it) goes out */
+	CHECK(sb.session_replays == N - 1 && sb.sessions == 1 && sa.session_resent >= N - 1,
+	      "server replays %llu (want %d), sessions %llu; client resent %llu",
+	      (unsigned long long)sb.session_replays, N - 1, (unsigned long long)sb.sessions,
+	      (unsigned long long)sa.session_resent);
+	pn_finalize(a);
+	pn_finalize(b);
+	/* several in flight when the connection goes: all answered, each ran once */
+	atomic_store(&count, 0);
+	setenv("PN_RDMA_CUT_REPLIES", "8", 1);
+	b = open_ep(&ob);
+	unsetenv("PN_RDMA_CUT_REPLIES");
+	a = open_ep(NULL);
+	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
+	pn_set_handler(b, T_COUNT, 0, h_count, &count);
+	pb = peer_of(a, b);
+	CHECK(pn_session_open(a, pb, &so) == 0, "pn_session_open over rdma");
+	struct pn_rcv_desc d[PIPE];
+	pn_coop c[PIPE];
+	int v[PIPE];
+	for (int i = 0; i < PIPE; i++) {
+		d[i] = (struct pn_rcv_desc){ .buf = &v[i], .cap = sizeof v[i], .type = T_REPLY };
+		c[i] = pn_coop_start(a, &d[i], 1);
+		pn_send(a, pb, T_COUNT, c[i], "c", 1);
+	}
+	int ok = 0;
+	for (int i = 0; i < PIPE; i++)
+		ok += pn_coop_end(a, c[i], 30000) == 0;
+	pn_stats_get(b, &sb);
+	CHECK(ok == PIPE && count == PIPE && sb.session_replays >= 1, "%d in flight through a cut: "
+	      "%d answered, handler ran %d times, server replays %llu", PIPE, ok, (int)count,
+	      (unsigned long long)sb.session_replays);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
 /* A session's request of a type the server has no handler for is refused at once
  * (PN_ENOHANDLER), not left waiting for a reply that never comes, and frees its slot: the
  * next request on the session runs.  Without a session it is dropped, as before. */
 static void test_no_handler(void)
 {
-	if (strcmp(scheme, "tcp"))
-		return;                    /* sessions are tcp's */
+	if (strcmp(scheme, "tcp") && strcmp(scheme, "rdma"))
+		return;                    /* (tls: as tcp's) */
 	_Atomic int count = 0;
 	struct pn *b = open_ep(NULL), *a = open_ep(NULL);
 	if (!a || !b) { CHECK(0, "open"); pn_finalize(a); pn_finalize(b); return; }
@@ -1885,11 +2022,12 @@ int main(int argc, char **argv)
 			test_client_delegation, test_untrusted_forward, test_claims, test_admission, test_secret,
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
 			test_yield, test_peer_reuse, test_udp_peer_reuse, test_failures, test_malformed,
-			test_sessions, test_hold, test_no_handler };
+			test_sessions, test_hold, test_no_handler, test_session_cut,
+			test_session_fallback };
 		static const char *const names[] = { "request_reply", "delegation",
 			"client_delegation", "untrusted_forward", "claims", "admission", "secret", "scatter_gather",
 			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "udp_peer_reuse", "failures", "malformed",
-			"sessions", "hold", "no_handler" };
+			"sessions", "hold", "no_handler", "session_cut", "session_fallback" };
 		_Static_assert(sizeof tests / sizeof tests[0] == sizeof names / sizeof names[0],
 		               "a name for every test");
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
