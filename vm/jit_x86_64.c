@@ -363,6 +363,8 @@ struct cg {
 	uint32_t n_refills, cap_refills;
 	uint32_t common_trap;          /* offset of the shared trap exit */
 	const char *unsupported;       /* name of an xop the JIT cannot compile, or NULL */
+	bool frames_fit;               /* the deepest chain of calls fits VM_STACK_SLOTS whatever
+	                                * the functions: calls check the depth alone (gen_call) */
 	/* The last store of an uncached slot: where its code ends, the slot and the register
 	 * stored.  A load of that slot emitted right there (nothing between, no label) takes
 	 * the register instead of a store-to-load round trip (load_slot). */
@@ -1159,9 +1161,11 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 	emit_jcc_refill(g, CC_B, 0, true);
 	emit_alu_r_rm(e, ALU_CMP, RSP, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)));
 	emit_jcc_trap(g, CC_BE, ISA_TRAP_STACK);                /* rsp <= limit: depth max */
-	emit_op(e, OP_W, 0x8d, RAX, rm_mem(R_FP, (int32_t)(8 * ((int64_t)x->a + cf->n_slots))));
-	emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
-	emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);                 /* fp + a + n_slots > end */
+	if (!g->frames_fit) {
+		emit_op(e, OP_W, 0x8d, RAX, rm_mem(R_FP, (int32_t)(8 * ((int64_t)x->a + cf->n_slots))));
+		emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
+		emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);             /* fp + a + n_slots > end */
+	}
 	spill_all(g);
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FP), 8 * x->a);
 	emit1(e, 0xe8);                                          /* call rel32 */
@@ -1549,29 +1553,63 @@ static void mark_named_locals(const struct xfunc *xf, bool *named)
 	}
 }
 
+/* Clear named[s] for each local the function's first xinsns write before any reads it: every
+ * path from the entry runs them first, so the prologue's zero would never be read (fib's
+ * accumulator, zeroed and then set to 0 by its first xinsn, on every call).  They run from
+ * xinsn 0 up to the first branch, return or trap, or an xinsn whose slots slot_uses does not
+ * list; a branch landing among them comes after they ran. */
+static void unname_written_first(const struct xfunc *xf, bool *named)
+{
+	uint8_t *state = calloc(xf->n_locals ? xf->n_locals : 1, 1);   /* 1 read, 2 written */
+	if (!state)
+		return;
+	for (uint32_t i = 0; i < xf->n_code; i++) {
+		const struct xinsn *x = &xf->code[i];
+		int32_t s[4], d;
+		unsigned n = slot_uses(x, s);
+		if (n == 0)
+			break;
+		bool w0 = first_only_written(x);
+		for (unsigned k = w0 ? 1 : 0; k < n; k++)    /* the reads come before the write */
+			if (s[k] < xf->n_locals && !state[s[k]])
+				state[s[k]] = 1;
+		if (w0 && s[0] < xf->n_locals && !state[s[0]])
+			state[s[0]] = 2;
+		if (branch_d(x, &d) || x->op == X_RET)
+			break;
+	}
+	for (int32_t s = 0; s < xf->n_locals; s++)
+		if (state[s] == 2)
+			named[s] = false;
+	free(state);
+}
+
 /* Function entry: rsp becomes 16-byte aligned for calls out; locals beyond the arguments
- * start at zero; cached arguments and locals are loaded. */
+ * start at zero (those some xinsn reads before writing); cached arguments and locals are
+ * loaded. */
 static void gen_prologue(struct cg *g)
 {
 	struct emit *e = &g->e;
 	const struct xfunc *xf = g->xf;
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
 	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
-	if (named)
+	if (named) {
 		mark_named_locals(xf, named);
+		unname_written_first(xf, named);
+	}
 	for (int32_t s = xf->n_args; s < xf->n_locals; s++)
 		if (g->reg_of[s] < 0 && (!named || named[s])) {
 			emit_op(e, OP_W, 0xc7, 0, rm_mem(R_FP, 8 * s)); /* mov qword [rbx+8s], 0 */
 			emit4(e, 0);
 		}
-	free(named);
 	for (unsigned i = 0; i < g->n_cached; i++) {
 		int32_t s = g->cached[i];
 		if (s < xf->n_args)
 			emit_mov_r_rm(e, g->reg_of[s], rm_mem(R_FP, 8 * s));
-		else if (s < xf->n_locals)
+		else if (s < xf->n_locals && (!named || named[s]))
 			emit_mov_imm(e, g->reg_of[s], 0);
 	}
+	free(named);
 	load_hot_region(g);
 }
 
@@ -2033,6 +2071,17 @@ int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
 	    !(j->xoff = calloc(n + 1, sizeof *j->xoff)) || !(j->xop = calloc(n + 1, sizeof *j->xop)))
 		goto fail;
 	j->n_funcs = n;
+	/* A call from depth d (at most VM_MAX_CALL_DEPTH - 1 once the depth check passed) needs
+	 * its callee's frame to end at most a + n_slots past the caller's, whose frame is at
+	 * most d frames' a past the entry's, each a <= its function's n_slots: so all of it lies
+	 * within (VM_MAX_CALL_DEPTH + 1) * (the largest n_slots).  When that fits, the room
+	 * check never fails, and both are the same trap at the same pc; fib saves 3
+	 * instructions a call. */
+	uint64_t max_slots = 0;
+	for (uint32_t fi = 0; fi < n; fi++)
+		if (prog->funcs[fi].n_slots > max_slots)
+			max_slots = prog->funcs[fi].n_slots;
+	g.frames_fit = (VM_MAX_CALL_DEPTH + 1) * max_slots <= VM_STACK_SLOTS;
 	gen_trampoline(&g.e, &g.common_trap);
 	for (uint32_t fi = 0; fi < n && !g.e.err && !g.unsupported; fi++) {
 		rc = compile_func(&g, j, fi);
