@@ -1476,7 +1476,7 @@ static void mark_carried(const struct xfunc *xf, uint8_t *carried, uint32_t *sta
 	uint32_t id = 0;
 	for (uint32_t j = 0; j < xf->n_code; j++) {
 		int32_t d, s[4];
-		if (!branch_d(&xf->code[j], &d) || d > 0 || (uint32_t)-d >= CARRIED_MAX_LOOP)
+		if (!branch_d(&xf->code[j], &d) || d > 0 || d <= -CARRIED_MAX_LOOP)
 			continue;
 		id++;
 		uint32_t t = j + (uint32_t)d;
