@@ -7,6 +7,7 @@
  * jump to stubs that record (kind, function, xinsn) and unwind to the C caller, which reports
  * them exactly as the interpreter does.  docs/jit.md explains the design and its reasons.
  */
+#include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,7 @@ static const uint8_t cache_regs[] = { RSI, RDI, R8, R9, R10, R11, RBP, R15 };
 /* Condition codes (the low nibble of jcc/setcc/cmovcc); cc ^ 1 is the negation. */
 enum cc {
 	CC_O = 0x0, CC_B = 0x2, CC_AE = 0x3, CC_E = 0x4, CC_NE = 0x5, CC_BE = 0x6, CC_A = 0x7,
-	CC_L = 0xc, CC_GE = 0xd, CC_LE = 0xe, CC_G = 0xf, CC_ALWAYS = -1
+	CC_S = 0x8, CC_L = 0xc, CC_GE = 0xd, CC_LE = 0xe, CC_G = 0xf, CC_ALWAYS = -1
 };
 
 /* The run state generated code reaches through r14.  Offsets are taken with offsetof. */
@@ -73,6 +74,8 @@ struct jit_ctx {
 	uint64_t rsp_limit;            /* rsp at a call site VM_MAX_CALL_DEPTH calls below the
 	                                * entry (gen_call: the depth check) */
 	int64_t result;
+	uint64_t fuel_base;            /* in a versioned loop's fast copy: fuel + induction
+	                                * variable (gen_vloop) */
 	uint32_t trap_kind, trap_xi, trap_func, trap_code;
 	/* lim[r][k]: how many offsets a 2 << k byte access of region r may start at (its length
 	 * less the width plus one, 0 when shorter than the width), for the regions below
@@ -322,6 +325,22 @@ struct trapsite { uint32_t at, xi; int kind; };  /* kind -1: the kind is in eax 
 struct refillsite { uint32_t at, xi, resume; bool at_code; };
 struct callsite { uint32_t at, callee; };
 
+/* A counted loop the JIT compiles twice (gen_vloop): xinsns head..back, whose only way in is
+ * head and only way out the fall-through of the branch at back, which loops while i < n (or
+ * i != n) where i steps by 1 once per iteration and n stays put.  Its fast copy has no bounds
+ * checks (each load's offset is i + disp, all proven at once at the head for every value i
+ * will take) and no fuel counter (fuel is fuel_base - i). */
+#define VLOOP_MAX_REGIONS 4
+struct vloop {
+	uint32_t head, back, inc;      /* inc: the xinsn i = i + 1 */
+	int32_t i, n;                  /* slots; n -1: the bound is n_imm */
+	int64_t n_imm;
+	bool is_signed;                /* i < n signed: n must be >= 0 as well */
+	unsigned n_regions;
+	int region[VLOOP_MAX_REGIONS];
+	int64_t need[VLOOP_MAX_REGIONS];   /* region[k] must hold n + need[k] bytes */
+};
+
 struct cg {
 	struct emit e;
 	const struct vm_prog *prog;
@@ -344,12 +363,18 @@ struct cg {
 	uint32_t n_refills, cap_refills;
 	uint32_t common_trap;          /* offset of the shared trap exit */
 	const char *unsupported;       /* name of an xop the JIT cannot compile, or NULL */
+	bool frames_fit;               /* the deepest chain of calls fits VM_STACK_SLOTS whatever
+	                                * the functions: calls check the depth alone (gen_call) */
 	/* The last store of an uncached slot: where its code ends, the slot and the register
 	 * stored.  A load of that slot emitted right there (nothing between, no label) takes
 	 * the register instead of a store-to-load round trip (load_slot). */
 	uint32_t fwd_end;              /* UINT32_MAX: none */
 	int32_t fwd_slot;
 	int8_t fwd_reg;
+	const struct vloop *fast;      /* compiling the fast copy of this loop: no bounds checks */
+	uint32_t slow_head;            /* compiling a slow copy: its head's code offset, where
+	                                * its back edge goes (UINT32_MAX: none) */
+	uint32_t slow_head_xi;         /* ... and that head's xinsn */
 };
 
 /* Append to one of the growing arrays of cg; a failed allocation is the emitter's error. */
@@ -879,7 +904,10 @@ static void gen_xrot(struct cg *g, const struct xinsn *x)
 static void emit_fuel_jmp(struct cg *g, uint32_t target)
 {
 	emit_alu_rm_imm(&g->e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);
-	emit_jcc_x(g, CC_AE, target);
+	if (g->slow_head != UINT32_MAX && target == g->slow_head_xi)
+		patch_rel32(&g->e, emit_jcc(&g->e, CC_AE), g->slow_head);   /* not its guard */
+	else
+		emit_jcc_x(g, CC_AE, target);
 	emit_jcc_refill(g, CC_ALWAYS, target, false);
 }
 
@@ -940,6 +968,10 @@ static int region_base(struct cg *g, unsigned r)
 static void emit_bounds(struct cg *g, int off, struct rm len, unsigned w, int kind, int r)
 {
 	struct emit *e = &g->e;
+	if (g->fast) {                 /* a versioned loop's guard proved every access */
+		assert(kind == ISA_TRAP_BOUNDS);
+		return;
+	}
 	if (w == 1) {
 		emit_alu_r_rm(e, ALU_CMP, off, len);
 		emit_jcc_trap(g, CC_AE, kind);
@@ -1129,9 +1161,11 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 	emit_jcc_refill(g, CC_B, 0, true);
 	emit_alu_r_rm(e, ALU_CMP, RSP, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)));
 	emit_jcc_trap(g, CC_BE, ISA_TRAP_STACK);                /* rsp <= limit: depth max */
-	emit_op(e, OP_W, 0x8d, RAX, rm_mem(R_FP, (int32_t)(8 * ((int64_t)x->a + cf->n_slots))));
-	emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
-	emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);                 /* fp + a + n_slots > end */
+	if (!g->frames_fit) {
+		emit_op(e, OP_W, 0x8d, RAX, rm_mem(R_FP, (int32_t)(8 * ((int64_t)x->a + cf->n_slots))));
+		emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
+		emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);             /* fp + a + n_slots > end */
+	}
 	spill_all(g);
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FP), 8 * x->a);
 	emit1(e, 0xe8);                                          /* call rel32 */
@@ -1426,18 +1460,60 @@ static bool reads_len(const struct xinsn *x)
 	}
 }
 
+/* Loops longer than this (in xinsns) are not scanned for carried values (mark_carried), so
+ * that the scans stay linear in the code's length whatever its branches. */
+#define CARRIED_MAX_LOOP 512
+
+/* carried[i]: bit k set when use k of xinsn i (as slot_uses lists them) reads a value that
+ * an earlier iteration of a loop around it wrote: a slot the loop writes, read before the
+ * loop body's first write of it (in code order).  Left in memory such a slot chains the
+ * iterations through a store and a load: hprobe's hash lost its register to the operand
+ * stack's temporaries, which many loops share but whose values live one xinsn, and each key
+ * byte waited 4-5 cycles more than xor and imul.  stamp_w, stamp_r: n_slots zeros. */
+static void mark_carried(const struct xfunc *xf, uint8_t *carried, uint32_t *stamp_w,
+                         uint32_t *stamp_r)
+{
+	uint32_t id = 0;
+	for (uint32_t j = 0; j < xf->n_code; j++) {
+		int32_t d, s[4];
+		if (!branch_d(&xf->code[j], &d) || d > 0 || d <= -CARRIED_MAX_LOOP)
+			continue;
+		id++;
+		uint32_t t = j + (uint32_t)d;
+		for (uint32_t k = t; k <= j; k++)
+			if (slot_uses(&xf->code[k], s) > 0 && first_only_written(&xf->code[k]))
+				stamp_w[s[0]] = id;
+		for (uint32_t k = t; k <= j; k++) {
+			unsigned n = slot_uses(&xf->code[k], s);
+			bool w0 = first_only_written(&xf->code[k]);
+			for (unsigned u = w0 ? 1 : 0; u < n; u++)
+				if (stamp_w[s[u]] == id && stamp_r[s[u]] != id)
+					carried[k] |= (uint8_t)(1u << u);
+			if (n > 0 && w0)
+				stamp_r[s[0]] = id;
+		}
+	}
+}
+
 static int choose_cached(struct cg *g)
 {
 	const struct xfunc *xf = g->xf;
 	uint64_t rscore[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS] = { 0 };
 	bool len_read[ISA_R_FIRST_IMPORT + ISA_MAX_REGIONS] = { 0 };
+	size_t n_slots = xf->n_slots ? xf->n_slots : 1;
 	int32_t *loop = calloc((size_t)xf->n_code + 1, sizeof *loop);
-	uint64_t *score = calloc(xf->n_slots ? xf->n_slots : 1, sizeof *score);
-	if (!loop || !score) {
+	uint64_t *score = calloc(n_slots, sizeof *score);
+	uint8_t *carried = calloc((size_t)xf->n_code + 1, 1);
+	uint32_t *stamp = calloc(2 * n_slots, sizeof *stamp);
+	if (!loop || !score || !carried || !stamp) {
 		free(loop);
 		free(score);
+		free(carried);
+		free(stamp);
 		return -VM_ENOMEM;
 	}
+	mark_carried(xf, carried, stamp, stamp + n_slots);
+	free(stamp);
 	for (uint32_t i = 0; i < xf->n_code; i++) {
 		int32_t d;
 		if (branch_d(&xf->code[i], &d) && d <= 0) {
@@ -1454,14 +1530,17 @@ static int choose_cached(struct cg *g)
 		/* a read counts twice a write: a slot left in memory costs a store where it is
 		 * written, but where it is read after a write a store-to-load round trip, which is
 		 * what chains a loop's iterations (rsort: the key in its inner loop, only written
-		 * there, gave way to a counter its outer loops read and write back each time) */
+		 * there, gave way to a counter its outer loops read and write back each time);
+		 * a read of a value carried around a loop counts twice more (mark_carried) */
 		bool w0 = first_only_written(&xf->code[i]);
 		for (unsigned k = 0; k < n; k++)
-			score[s[k]] += k == 0 && w0 ? w : 2 * w;
+			score[s[k]] += (k == 0 && w0 ? w : 2 * w) + (carried[i] >> k & 1 ? 2 * w : 0);
 		int r = region_use(&xf->code[i]);
 		if (r >= 0) {
 			rscore[r] += 2 * w;           /* base and length are read */
-			len_read[r] |= reads_len(&xf->code[i]);
+			/* the length takes a register for checks in loops; one outside them (hprobe's
+			 * rlen at the entry) reads the table, leaving the register to the hash */
+			len_read[r] |= depth > 0 && reads_len(&xf->code[i]);
 		}
 	}
 	int hot = -1;
@@ -1497,6 +1576,7 @@ static int choose_cached(struct cg *g)
 	}
 	free(loop);
 	free(score);
+	free(carried);
 	return 0;
 }
 
@@ -1519,29 +1599,63 @@ static void mark_named_locals(const struct xfunc *xf, bool *named)
 	}
 }
 
+/* Clear named[s] for each local the function's first xinsns write before any reads it: every
+ * path from the entry runs them first, so the prologue's zero would never be read (fib's
+ * accumulator, zeroed and then set to 0 by its first xinsn, on every call).  They run from
+ * xinsn 0 up to the first branch, return or trap, or an xinsn whose slots slot_uses does not
+ * list; a branch landing among them comes after they ran. */
+static void unname_written_first(const struct xfunc *xf, bool *named)
+{
+	uint8_t *state = calloc(xf->n_locals ? xf->n_locals : 1, 1);   /* 1 read, 2 written */
+	if (!state)
+		return;
+	for (uint32_t i = 0; i < xf->n_code; i++) {
+		const struct xinsn *x = &xf->code[i];
+		int32_t s[4], d;
+		unsigned n = slot_uses(x, s);
+		if (n == 0)
+			break;
+		bool w0 = first_only_written(x);
+		for (unsigned k = w0 ? 1 : 0; k < n; k++)    /* the reads come before the write */
+			if (s[k] < xf->n_locals && !state[s[k]])
+				state[s[k]] = 1;
+		if (w0 && s[0] < xf->n_locals && !state[s[0]])
+			state[s[0]] = 2;
+		if (branch_d(x, &d) || x->op == X_RET)
+			break;
+	}
+	for (int32_t s = 0; s < xf->n_locals; s++)
+		if (state[s] == 2)
+			named[s] = false;
+	free(state);
+}
+
 /* Function entry: rsp becomes 16-byte aligned for calls out; locals beyond the arguments
- * start at zero; cached arguments and locals are loaded. */
+ * start at zero (those some xinsn reads before writing); cached arguments and locals are
+ * loaded. */
 static void gen_prologue(struct cg *g)
 {
 	struct emit *e = &g->e;
 	const struct xfunc *xf = g->xf;
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
 	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
-	if (named)
+	if (named) {
 		mark_named_locals(xf, named);
+		unname_written_first(xf, named);
+	}
 	for (int32_t s = xf->n_args; s < xf->n_locals; s++)
 		if (g->reg_of[s] < 0 && (!named || named[s])) {
 			emit_op(e, OP_W, 0xc7, 0, rm_mem(R_FP, 8 * s)); /* mov qword [rbx+8s], 0 */
 			emit4(e, 0);
 		}
-	free(named);
 	for (unsigned i = 0; i < g->n_cached; i++) {
 		int32_t s = g->cached[i];
 		if (s < xf->n_args)
 			emit_mov_r_rm(e, g->reg_of[s], rm_mem(R_FP, 8 * s));
-		else if (s < xf->n_locals)
+		else if (s < xf->n_locals && (!named || named[s]))
 			emit_mov_imm(e, g->reg_of[s], 0);
 	}
+	free(named);
 	load_hot_region(g);
 }
 
@@ -1610,6 +1724,254 @@ static void gen_trap_stubs(struct cg *g)
 	}
 }
 
+/* ---- versioned loops (struct vloop) ---- */
+
+/* Whether a versioned loop may hold xinsn x, and the slot x writes (-1: none).  It may hold
+ * what cannot trap but through a load's bounds, spends no fuel, calls nothing, writes at most
+ * one slot: a trap there would find r13 not holding the fuel. */
+static bool vloop_op(const struct xinsn *x, int32_t *written)
+{
+	*written = -1;
+	switch ((enum xop)x->op) {
+#define XBIN(n, e) case X_##n##_RR: case X_##n##_RI:
+#define XUN(n, e) case X_##n:
+#define XLD(n, w, t) case X_##n:
+#define XCC(n, e)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_MOV: case X_MOVI: case X_RLEN: case X_RLEN_OUT: case X_SELECT:
+	case X_DIVS_RI: case X_DIVU_RI: case X_REMS_RI: case X_REMU_RI:
+		*written = x->a;
+		return true;
+#define XCC(n, e) case X_J##n##_RR: case X_J##n##_RI:
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_JMP: case X_JZ: case X_JNZ: case X_LD8U_JEQ_I: case X_LD8U_JNE_I:
+		return true;                   /* forward: find_vloop checks where they go */
+	default:
+		return false;
+	}
+}
+
+/* The width of a load and its displacement from the offset slot b; 0 for other xinsns. */
+static unsigned load_width(const struct xinsn *x, int64_t *disp)
+{
+	*disp = x->imm;
+	switch ((enum xop)x->op) {
+#define XLD(n, w, t) case X_##n: return w;
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XCC(n, e)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_LD8U_JEQ_I: case X_LD8U_JNE_I:     /* imm is the byte compared with */
+		*disp = 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A back branch's condition as "loop while i < n": the slots i and n (or n_imm), signed or
+ * not.  i != n loops as i < n once the guard has seen i < n at the head, i stepping by 1. */
+static bool vloop_cond(const struct xinsn *x, struct vloop *v)
+{
+	v->n = -1;
+	v->n_imm = x->imm;
+	v->is_signed = x->op == X_JLTS_RRB || x->op == X_JLTS_RIB || x->op == X_JGTS_RRB;
+	switch ((enum xop)x->op) {
+	case X_JLTU_RRB: case X_JLTS_RRB: case X_JNE_RRB:
+		v->i = x->b;
+		v->n = x->c;
+		return true;
+	case X_JLTU_RIB: case X_JLTS_RIB: case X_JNE_RIB:
+		v->i = x->b;
+		return true;
+	case X_JGTU_RRB: case X_JGTS_RRB:             /* n > i */
+		v->i = x->c;
+		v->n = x->b;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether xinsns head..back, back a backward branch to head, form a loop gen_vloop compiles
+ * twice (struct vloop); fills v.  into_sum[u]: the branches of the function that land on
+ * xinsns 0..u, so that the ones landing inside from outside (which would skip the guard)
+ * can be counted. */
+static bool find_vloop(const struct cg *g, uint32_t head, uint32_t back, const uint32_t *into_sum,
+                       struct vloop *v)
+{
+	const struct xinsn *code = g->xf->code;
+	*v = (struct vloop){ .head = head, .back = back, .inc = UINT32_MAX };
+	if (!vloop_cond(&code[back], v))
+		return false;
+	uint32_t inside = 0;           /* branches of the body, all landing in (head, back] */
+	for (uint32_t k = head; k < back; k++) {
+		int32_t w, d;
+		if (!vloop_op(&code[k], &w))
+			return false;
+		if (branch_d(&code[k], &d)) {
+			if (d <= 0 || k + (uint32_t)d > back)
+				return false;      /* an inner loop, or a way out */
+			inside++;
+		}
+		if (w >= 0 && w == v->i && v->inc == UINT32_MAX && code[k].op == X_ADD_RI &&
+		    code[k].b == v->i && code[k].imm == 1)
+			v->inc = k;
+		else if (w >= 0 && (w == v->i || w == v->n))
+			return false;
+	}
+	if (v->inc == UINT32_MAX || into_sum[back] - into_sum[head] != inside)
+		return false;
+	for (uint32_t k = head; k < back; k++) {
+		int32_t d;
+		int64_t disp;
+		unsigned w = load_width(&code[k], &disp);
+		if (branch_d(&code[k], &d) && k < v->inc && k + (uint32_t)d > v->inc)
+			return false;          /* the step must be taken once per iteration */
+		if (w == 0)
+			continue;
+		if (code[k].b != v->i || code[k].c == ISA_R_OUT || disp < 0 || disp > INT32_MAX / 2)
+			return false;          /* not provable at the head */
+		/* i runs up to n - 1 before the step, up to n after it */
+		int64_t need = disp + (k > v->inc) + w - 1;
+		unsigned r = 0;
+		while (r < v->n_regions && v->region[r] != code[k].c)
+			r++;
+		if (r == VLOOP_MAX_REGIONS)
+			return false;
+		if (r == v->n_regions) {
+			v->region[v->n_regions++] = code[k].c;
+			v->need[r] = need;
+		} else if (need > v->need[r]) {
+			v->need[r] = need;
+		}
+	}
+	return true;
+}
+
+static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *target);
+
+/* A loop find_vloop accepted, compiled twice behind a guard at its head:
+ *   guard: i < n, n >= 0 when signed, n + need <= len of each region read: else to slow;
+ *          fuel_base = r13 + i; r13 = min(n, fuel_base + 1)
+ *   fast:  the body without bounds checks; cmp i, r13; jb fast
+ *          r13 = fuel_base - i + 1; the back branch as usual, to the guard (a refill stub
+ *          resumes there too); jmp past the slow copy
+ *   slow:  the body as usual, looping to its own head
+ * In the fast copy the fuel left is fuel_base - i before the step, since every taken back
+ * branch spends one unit and i has grown by one; r13 ends the fast loop where i reaches n or
+ * where the next back branch would find the chunk empty, so fuel use, refills and the fuel
+ * trap are exactly the slow copy's.  The guard's checks but i < n hold or fail for the whole
+ * loop, so the slow copy never goes back to it. */
+static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target)
+{
+	struct emit *e = &g->e;
+	uint32_t fails[2 + 2 * VLOOP_MAX_REGIONS];
+	unsigned n_fails = 0;
+	g->xi = v->head;
+	g->fwd_end = UINT32_MAX;
+	uint32_t guard = (uint32_t)e->len;
+	if (v->n >= 0)
+		load_slot(g, RCX, v->n);
+	else
+		emit_mov_imm(e, RCX, (uint64_t)v->n_imm);
+	emit_alu_rm_r(e, ALU_CMP, slot(g, v->i), RCX);             /* cmp i, rcx */
+	fails[n_fails++] = emit_jcc(e, CC_AE);
+	if (v->is_signed) {
+		emit_op(e, OP_W, 0x85, RCX, rm_reg(RCX));              /* test rcx, rcx */
+		fails[n_fails++] = emit_jcc(e, CC_S);
+	}
+	for (unsigned k = 0; k < v->n_regions; k++) {
+		emit_mov_r_rm(e, RAX, region_len(g, (unsigned)v->region[k]));
+		if (v->need[k]) {
+			emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), (int32_t)v->need[k]);
+			fails[n_fails++] = emit_jcc(e, CC_B);
+		}
+		emit_alu_r_rm(e, ALU_CMP, RCX, rm_reg(RAX));           /* cmp rcx, rax */
+		fails[n_fails++] = emit_jcc(e, CC_A);
+	}
+	load_slot(g, RAX, v->i);
+	emit_alu_r_rm(e, ALU_ADD, RAX, rm_reg(R_FUEL));
+	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel_base)), RAX);
+	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(RAX), 1);
+	emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(RCX));
+	emit_op(e, OP_W, 0x0f40 + CC_A, RAX, rm_reg(RCX));         /* cmova rax, rcx */
+	emit_mov_rr(e, R_FUEL, RAX);
+
+	uint32_t n_jumps = g->n_jumps;
+	g->fast = v;
+	gen_range(g, v->head, v->back, target);
+	g->xi = v->back;
+	g->xoff[v->back] = (uint32_t)e->len;
+	emit_alu_rm_r(e, ALU_CMP, slot(g, v->i), R_FUEL);          /* cmp i, r13 */
+	patch_rel32(e, emit_jcc(e, CC_B), g->xoff[v->head]);
+	g->fast = NULL;
+	for (uint32_t k = n_jumps; k < g->n_jumps; k++)            /* the fast copy's own */
+		patch_rel32(e, g->jumps[k].at, g->xoff[g->jumps[k].target]);
+	g->n_jumps = n_jumps;
+	g->fwd_end = UINT32_MAX;
+	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel_base)));
+	emit_alu_r_rm(e, ALU_SUB, R_FUEL, slot(g, v->i));
+	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FUEL), 1);
+	gen_insn(g, &g->xf->code[v->back]);
+	emit_jcc_x(g, CC_ALWAYS, v->back + 1);
+
+	emit_align(e, JIT_ALIGN);
+	for (unsigned k = 0; k < n_fails; k++)
+		patch_rel32(e, fails[k], e->len);
+	g->slow_head = (uint32_t)e->len;
+	g->slow_head_xi = v->head;
+	gen_range(g, v->head, v->back + 1, target);
+	g->slow_head = UINT32_MAX;
+	g->xoff[v->head] = guard;      /* where every way into the loop goes */
+}
+
+/* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
+static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *target)
+{
+	for (uint32_t i = lo; i < hi && !g->unsupported; i++) {
+		const struct xinsn *x = &g->xf->code[i];
+		g->xi = i;
+		if (target[i] & 2)
+			emit_align(&g->e, JIT_ALIGN);
+		g->xoff[i] = (uint32_t)g->e.len;
+		if (target[i])
+			g->fwd_end = UINT32_MAX;   /* a branch lands here: rax may hold anything */
+		if (i + 1 < hi && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
+			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
+			continue;
+		}
+		gen_insn(g, x);
+	}
+}
+
 static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 {
 	g->fi = fi;
@@ -1627,35 +1989,55 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	for (uint32_t i = 0; i < g->xf->n_code; i++)
 		xop[i] = (uint8_t)vm_xop_unfused((enum xop)g->xf->code[i].op);
 	/* branch targets: a pair of xinsns is fused only when nothing jumps between them */
-	uint8_t *target = calloc((size_t)g->xf->n_code + 1, 1);
-	if (!target) {
+	uint32_t n_code = g->xf->n_code;
+	uint8_t *target = calloc((size_t)n_code + 1, 1);
+	/* into_sum[u]: branches landing on xinsns 0..u; next_back[i]: the first backward
+	 * branch at or after xinsn i (n_code: none), for find_vloop */
+	uint32_t *into_sum = calloc((size_t)n_code + 1, sizeof *into_sum);
+	uint32_t *next_back = malloc(((size_t)n_code + 1) * sizeof *next_back);
+	if (!target || !into_sum || !next_back) {
+		free(target);
+		free(into_sum);
+		free(next_back);
 		free(g->reg_of);
 		return -VM_ENOMEM;
 	}
-	for (uint32_t i = 0; i < g->xf->n_code; i++) {
+	next_back[n_code] = n_code;
+	for (uint32_t i = n_code; i-- > 0;) {
 		int32_t d;
-		if (branch_d(&g->xf->code[i], &d))
+		next_back[i] = next_back[i + 1];
+		if (branch_d(&g->xf->code[i], &d)) {
 			target[i + d] |= d <= 0 ? 2 : 1;     /* 2: a loop head */
+			into_sum[i + d]++;
+			if (d <= 0)
+				next_back[i] = i;
+		}
 	}
+	for (uint32_t i = 1; i <= n_code; i++)
+		into_sum[i] += into_sum[i - 1];
 	emit_align(&g->e, JIT_ALIGN);
 	j->func_off[fi] = (uint32_t)g->e.len;
 	g->fwd_end = UINT32_MAX;
+	g->slow_head = UINT32_MAX;
 	gen_prologue(g);
-	for (uint32_t i = 0; i < g->xf->n_code && !g->unsupported; i++) {
-		const struct xinsn *x = &g->xf->code[i];
-		g->xi = i;
-		if (target[i] & 2)
-			emit_align(&g->e, JIT_ALIGN);
-		g->xoff[i] = (uint32_t)g->e.len;
-		if (target[i])
-			g->fwd_end = UINT32_MAX;   /* a branch lands here: rax may hold anything */
-		if (i + 1 < g->xf->n_code && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
-			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
+	uint32_t done = 0;             /* xinsns compiled so far */
+	for (uint32_t h = 0; h < n_code && !g->unsupported; h++) {
+		struct vloop v;
+		uint32_t b = next_back[h];
+		int32_t d;
+		if (!(target[h] & 2) || b == n_code || !branch_d(&g->xf->code[b], &d) ||
+		    b + (uint32_t)d != h || !find_vloop(g, h, b, into_sum, &v))
 			continue;
-		}
-		gen_insn(g, x);
+		gen_range(g, done, h, target);
+		if (!g->unsupported)
+			gen_vloop(g, &v, target);
+		done = b + 1;
+		h = b;                     /* the next head can be b + 1 */
 	}
+	gen_range(g, done, n_code, target);
 	free(target);
+	free(into_sum);
+	free(next_back);
 	free(g->reg_of);
 	if (g->unsupported)
 		return 0;
@@ -1735,6 +2117,17 @@ int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
 	    !(j->xoff = calloc(n + 1, sizeof *j->xoff)) || !(j->xop = calloc(n + 1, sizeof *j->xop)))
 		goto fail;
 	j->n_funcs = n;
+	/* A call from depth d (at most VM_MAX_CALL_DEPTH - 1 once the depth check passed) needs
+	 * its callee's frame to end at most a + n_slots past the caller's, whose frame is at
+	 * most d frames' a past the entry's, each a <= its function's n_slots: so all of it lies
+	 * within (VM_MAX_CALL_DEPTH + 1) * (the largest n_slots).  When that fits, the room
+	 * check never fails, and both are the same trap at the same pc; fib saves 3
+	 * instructions a call. */
+	uint64_t max_slots = 0;
+	for (uint32_t fi = 0; fi < n; fi++)
+		if (prog->funcs[fi].n_slots > max_slots)
+			max_slots = prog->funcs[fi].n_slots;
+	g.frames_fit = (VM_MAX_CALL_DEPTH + 1) * max_slots <= VM_STACK_SLOTS;
 	gen_trampoline(&g.e, &g.common_trap);
 	for (uint32_t fi = 0; fi < n && !g.e.err && !g.unsupported; fi++) {
 		rc = compile_func(&g, j, fi);

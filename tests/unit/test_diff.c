@@ -57,7 +57,7 @@ static void put(struct text *t, const char *fmt, ...)
 
 struct gen {
 	struct text *t;
-	unsigned fn, n_funcs, n_locals, n_labels;
+	unsigned fn, n_funcs, n_locals, n_labels, n_loops;
 	unsigned fn_args[4];
 };
 
@@ -220,10 +220,54 @@ static void gen_expr(struct gen *g, int budget)
 	}
 }
 
+/* A counted loop, the shape the JIT compiles twice (a guarded copy without bounds checks
+ * or fuel counter, and the usual one): i from near a region's end or anywhere, loads at
+ * i + d, the step before, between or after them, looping while i < n, n > i or i != n, with
+ * n often where the last load is just in bounds or just past, and fuel running out inside. */
+static void gen_counted_loop(struct gen *g)
+{
+	static const char *const conds[] = { "jltu", "jlts", "jne", "jgtu", "jgts" };
+	const unsigned n_interesting = sizeof interesting / sizeof interesting[0];
+	unsigned i = pick(g->n_locals), n = pick(g->n_locals), lab = g->n_loops++;
+	unsigned cond = pick(5), n_loads = 1 + pick(3), step_at = pick(n_loads + 1);
+	int n_is_local = pick(2);
+	int64_t start = pick(4) == 0 ? interesting[pick(n_interesting)]
+	                             : (int64_t)pick(MEM_LEN + 2) - (int64_t)pick(2);
+	int64_t bound = pick(4) == 0 ? interesting[pick(n_interesting)]
+	                : (int64_t)(pick(2) ? MEM_LEN : RO_LEN) - (int64_t)pick(10);
+	put(g->t, "\tpush %" PRId64 "\n\tlset %u\n", start, i);
+	if (n_is_local)
+		put(g->t, "\tpush %" PRId64 "\n\tlset %u\n", bound, n);
+	put(g->t, "C%u_%u:\n", g->fn, lab);
+	for (unsigned k = 0; k <= n_loads; k++) {
+		if (k == step_at)
+			put(g->t, "\tlinc %u, 1\n", i);
+		if (k == n_loads)
+			break;
+		unsigned ld = pick(sizeof loads / sizeof loads[0]), x = pick(g->n_locals);
+		put(g->t, "\tlget %u\n", i);
+		if (pick(2))
+			put(g->t, "\tpush %u\n\tadd\n", pick(9));
+		put(g->t, "\t%s %s\n\tlget %u\n\t%s\n\tlset %u\n", loads[ld], pick(2) ? "mem" : "ro",
+		    x, pick(2) ? "add" : "xor", x);
+	}
+	char n_push[48];
+	if (n_is_local)
+		snprintf(n_push, sizeof n_push, "\tlget %u\n", n);
+	else
+		snprintf(n_push, sizeof n_push, "\tpush %" PRId64 "\n", bound);
+	if (cond >= 3)                 /* n > i */
+		put(g->t, "%s\tlget %u\n", n_push, i);
+	else
+		put(g->t, "\tlget %u\n%s", i, n_push);
+	put(g->t, "\t%s C%u_%u\n", conds[cond], g->fn, lab);
+}
+
 static void gen_stmt(struct gen *g, int budget)
 {
 	unsigned l = pick(g->n_labels);
-	switch (pick(14)) {
+	switch (pick(15)) {
+	case 13: gen_counted_loop(g); break;
 	case 0: case 1: gen_expr(g, budget); put(g->t, "\tlset %u\n", pick(g->n_locals)); break;
 	case 2: gen_expr(g, budget); put(g->t, "\tdrop\n"); break;
 	case 3: gen_expr(g, budget); put(g->t, pick(2) ? "\toutb\n" : "\toutq\n"); break;
