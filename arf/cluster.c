@@ -631,26 +631,31 @@ static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct 
 	return -EIO;
 }
 
-/* The rest of a write run on its own (after a short count or EAGAIN): 0 or -errno. */
-static int write_rest(struct arf_cl_file *f, unsigned k, uint64_t off, const char *p, size_t n)
+/* Write n bytes at p to the object obj (generation obj_gen) on server s at object offset
+ * off, one run after another until all are placed: what finishes a run that placed part
+ * of its bytes (one hole filled) or met its object locked (EAGAIN), for the synchronous
+ * write and for one in flight alike.  It reads nothing of the file's handle, so a run in
+ * flight can finish while another thread uses the handle.  0 or -errno, the message in
+ * msg (msglen bytes). */
+static int write_piece(struct dsrv *s, uint64_t obj, uint64_t obj_gen, uint64_t off,
+                       const char *p, size_t n, char *msg, size_t msglen)
 {
-	struct dsrv *s = &f->cl->s[k];
 	size_t done = 0;
 	/* every pass places at least one block or fails: bounded by n / 4096 + 1 passes */
 	while (done < n) {
-		int64_t a[3] = { (int64_t)f->obj[k], (int64_t)(off + done), (int64_t)f->obj_gen[k] };
+		int64_t a[3] = { (int64_t)obj, (int64_t)(off + done), (int64_t)obj_gen };
 		struct arc_exec x = { 0 };
 		int64_t v = arf_seg_run(&s->data, &x, "write", a, 3, p + done, n - done);
 		free(x.out);
 		if (v == -EIO) {
-			snprintf(f->msg, sizeof f->msg, "data server %s: %s", s->name, s->data.msg);
+			snprintf(msg, msglen, "data server %s: %s", s->name, s->data.msg);
 			return -EIO;
 		}
 		if (v < 0)
 			return (int)v;
 		if (v == 0 || (uint64_t)v > n - done) {
 			/* a run places at least one byte or fails; anything else is not ours */
-			snprintf(f->msg, sizeof f->msg, "data server %s: write: %lld of %zu bytes",
+			snprintf(msg, msglen, "data server %s: write: %lld of %zu bytes",
 			         s->name, (long long)v, n - done);
 			return -EIO;
 		}
@@ -703,8 +708,10 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 			if (rcs[i] != 0)
 				e = run_fail(f, k, "write", &xv[i], rcs[i]);
 			else if (v == -EAGAIN || (v > 0 && (uint64_t)v < b.cnt[k]))
-				e = write_rest(f, k, b.start[k] + (v > 0 ? (uint64_t)v : 0),
-				               f->buf[k] + (v > 0 ? v : 0), b.cnt[k] - (v > 0 ? (size_t)v : 0));
+				e = write_piece(&cl->s[k], f->obj[k], f->obj_gen[k],
+				                b.start[k] + (v > 0 ? (uint64_t)v : 0),
+				                f->buf[k] + (v > 0 ? v : 0), b.cnt[k] - (v > 0 ? (size_t)v : 0),
+				                f->msg, sizeof f->msg);
 			else if (v < 0)
 				e = (int)v;
 			else if ((uint64_t)v != b.cnt[k]) {
@@ -744,36 +751,6 @@ struct arf_cl_op {
 	uint64_t off;                      /* a read's file offset (its scatter) */
 	char msg[1400];
 };
-
-/* The rest of run i of op on its own (after a short count or EAGAIN): 0 or -errno; the
- * object ids are op's copies, so f may be in use by another thread meanwhile. */
-static int op_rest(struct arf_cl_op *op, unsigned i, size_t done)
-{
-	struct dsrv *s = &op->cl->s[op->who[i]];
-	const char *p = op->buf + op->base[i];
-	size_t n = op->cnt[i];
-	/* every pass places at least one block or fails: bounded by n / 4096 + 1 passes */
-	while (done < n) {
-		int64_t a[3] = { (int64_t)op->obj[i], (int64_t)(op->start[i] + done),
-		                 (int64_t)op->obj_gen[i] };
-		struct arc_exec x = { 0 };
-		int64_t v = arf_seg_run(&s->data, &x, "write", a, 3, p + done, n - done);
-		free(x.out);
-		if (v == -EIO) {
-			snprintf(op->msg, sizeof op->msg, "data server %s: %s", s->name, s->data.msg);
-			return -EIO;
-		}
-		if (v < 0)
-			return (int)v;
-		if (v == 0 || (uint64_t)v > n - done) {
-			snprintf(op->msg, sizeof op->msg, "data server %s: write: %lld of %zu bytes",
-			         s->name, (long long)v, n - done);
-			return -EIO;
-		}
-		done += (size_t)v;
-	}
-	return 0;
-}
 
 int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, size_t len,
                        struct arf_cl_op **out)
@@ -884,7 +861,11 @@ int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen)
 			}
 			e = -EIO;
 		} else if (v == -EAGAIN || (v > 0 && (uint64_t)v < op->cnt[i])) {
-			e = op_rest(op, i, v > 0 ? (size_t)v : 0);
+			size_t done = v > 0 ? (size_t)v : 0;
+			/* the object ids are op's copies: f may be another thread's meanwhile */
+			e = write_piece(s, op->obj[i], op->obj_gen[i], op->start[i] + done,
+			                op->buf + op->base[i] + done, op->cnt[i] - done, op->msg,
+			                sizeof op->msg);
 		} else if (v < 0) {
 			e = (int)v;
 		} else if ((uint64_t)v != op->cnt[i]) {
