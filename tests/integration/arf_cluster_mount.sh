@@ -233,10 +233,12 @@ dd if="$tmp/patch" of="$tmp/bigref" bs=1000 seek=1 count=5 conv=notrunc 2>/dev/n
 run cmp "$tmp/bigref" "$m/big"; check_rc "cmp after writes past the end" 0 $?
 
 # ---- the read-ahead keeps requests in flight between reads, and another client writes
-# into them.  A second mount of the cluster writes 3 stripes at stripe 52 while a reader of
-# this one has read 10 (the kernel reads ahead at most 1 MiB, 16 stripes, on its own; this
-# mount's window is 32 stripes past the kernel's last read, refilled at half): the reader
-# reads on through the same descriptor, across the refill, and gets the new bytes.
+# into them.  A second mount of the cluster writes 3 stripes at stripe 28 while a reader of
+# this one has read 10: past what the kernel read on its own (it asked for 14 here, and
+# reads ahead at most 1 MiB, 16 stripes, past the reader), within what this mount has read
+# ahead (32 stripes past the kernel's last read, refilled at half).  The reader reads on
+# through the same descriptor, across the refill, and gets the new bytes (with the check of
+# the file's version taken out, it gets the old ones: checked once by hand).
 head -c $((100 * U)) /dev/urandom >"$tmp/ra"
 run cp "$tmp/ra" "$m/ra"; check_rc "cp a 100-stripe file" 0 $?
 mkdir "$mnt2"
@@ -244,9 +246,9 @@ mkdir "$mnt2"
 mpid2=$!
 if wait_mounted "$mpid2" "$mnt2"; then ok; else bad "a second mount"; sed 's/^/  | /' "$tmp/mount2.log"; fi
 cp "$tmp/ra" "$tmp/raref"
-dd if="$tmp/patch" of="$tmp/raref" bs=$U seek=52 conv=notrunc 2>/dev/null
+dd if="$tmp/patch" of="$tmp/raref" bs=$U seek=28 conv=notrunc 2>/dev/null
 run sh -c "exec 3<'$m/ra'; dd bs=$U count=10 <&3 >/dev/null 2>&1 &&
-	dd if='$tmp/patch' of='$mnt2/ra' bs=$U seek=52 conv=notrunc 2>/dev/null &&
+	dd if='$tmp/patch' of='$mnt2/ra' bs=$U seek=28 conv=notrunc 2>/dev/null &&
 	{ head -c $((10 * U)) '$tmp/raref'; cat <&3; } >'$tmp/raread'"
 check_rc "read, another client writes ahead of the reader, read on" 0 $?
 run cmp "$tmp/raref" "$tmp/raread"; check_rc "the reader sees the other client's write" 0 $?
