@@ -530,11 +530,17 @@ static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
 	int rcs[ARF_CLUSTER_MAX];
 	unsigned who[ARF_CLUSTER_MAX], m = 0;
 	for (unsigned k = 0; k < cl->n; k++) {
-		if (!need[k] || f->obj[k] || (f->looked[k] && !create))
+		if (!need[k])
 			continue;
+		/* also where the object is known: a server found down fails the call at once
+		 * (until the retry time), where a request to it would ride its session's outage
+		 * limit again, once for every call (a reader whose read-ahead failed there waited
+		 * 5 s more in its next read) */
 		int rc = srv_ready(cl, k, f->msg, sizeof f->msg);
 		if (rc < 0)
 			return rc;
+		if (f->obj[k] || (f->looked[k] && !create))
+			continue;
 		struct dsrv *s = &cl->s[k];
 		const struct arf_seg *os = arf_client_seg(s->ops);
 		int64_t *a = args[m];
