@@ -169,14 +169,18 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
 int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen);
 
 /* arf_cl_read with read-ahead, for a reader that goes through a file in order (the mount):
- * after a read that continues the last one, once less than a stripe of the window is left,
- * the stripes of the next 4 * N units (at least 4 MiB, at most 32 stripes, up to size, the
- * file's size) are asked for at once, each from its server, and waited for; later reads
- * are served from them, so each refill keeps every data server busy.  No request is left
- * pending when the call returns.  token: the file's version as the caller found it (the metadata
- * inode's mtime, ctime and size); what was read ahead under another token is dropped, so a
- * write, a truncate or another client's close is never hidden by old bytes.  len, or -errno
- * (-EIO with arf_cl_errmsg).  A read elsewhere drops the read-ahead and starts no more. */
+ * after a read that continues the last one, once no more than half of the window is left
+ * ahead of the reader, the stripes up to a window ahead (4 * N units, at least 4 MiB, at
+ * most 32 stripes, up to size, the file's size) are asked for, each from its server, and
+ * not waited for: later reads take them, waiting only for the ones not answered yet, so
+ * every data server always has requests queued.  At most 16 read-ahead requests a data
+ * server are in flight in all files; what is in flight is waited for when the reader gets
+ * there, reads elsewhere or finds another version, and at arf_cl_file_close.  token: the
+ * file's version as the caller found it (the metadata inode's mtime, ctime and size); what
+ * was read ahead under another token is dropped, so a write, a truncate or another
+ * client's close is never hidden by old bytes.  len, or -errno (-EIO with arf_cl_errmsg;
+ * a read-ahead request's error is the reader's when it gets there).  A read elsewhere drops
+ * the read-ahead and starts no more. */
 int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t len,
                        uint64_t size, const uint64_t token[3]);
 
