@@ -60,7 +60,7 @@ for p in arf arc; do
 done
 
 want "arf subcommands" "arf " "--help cluster export fsck grep import mkfs mount umount"
-want "arf cluster" "arf cluster " "cat init show"
+want "arf cluster" "arf cluster " "cat init move show"
 want "arf cluster init --" "arf cluster init --" "--layout --stripe-unit"
 want "arf m" "arf m" "mkfs mount"
 want "arf mkfs options" "arf mkfs img --" "--inodes --size"
