@@ -907,7 +907,8 @@ static int run_xfer(bool import, int argc, char **argv)
 		export_walk(&x, (uint64_t)src, local, 0);
 	}
 
-	qsort(x.jobs, x.n_jobs, sizeof *x.jobs, by_size_desc);
+	if (x.n_jobs)                  /* an empty tree has no job array (qsort's is nonnull) */
+		qsort(x.jobs, x.n_jobs, sizeof *x.jobs, by_size_desc);
 	pthread_t tid[XFER_MAX_THREADS], ticker_tid;
 	struct ticker tk = { &x, t0 };
 	bool ticking = x.progress && pthread_create(&ticker_tid, NULL, tick, &tk) == 0;
