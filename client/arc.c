@@ -61,6 +61,7 @@ struct arc {
 	int onesided_tried;
 	char errmsg[AR_MAX_MSG + 64];
 	_Atomic int takes_zstd;        /* the server said it unpacks argument bytes */
+	_Atomic uint64_t args_slow_ns; /* when the server last said our bytes reach it slowly */
 	int compress;                  /* ARC_COMPRESS: 0 auto (slow links), 1 always, -1 never */
 	char endpoint[300];            /* the server, with the scheme chosen (arc_endpoint) */
 	char transport_note[400];      /* auto: why that scheme (arc_transport_note) */
@@ -699,13 +700,38 @@ int arc_install(struct arc *a, const void *seg, size_t len, uint8_t id[AR_ID_LEN
 	return p ? 0 : fail(a, -AR_EPROTO, "malformed INSTALL reply");
 }
 
-/* Is the link to the server slow enough to pack what we send (as arfd's link_slow)? */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* How long a server's "your bytes reach me slowly" (AR_EXR_ARGS_SLOW) stands */
+#define ARGS_SLOW_KEEP_NS 2000000000ull
+
+/* Is the link to the server slow enough to pack what we send (as arfd's link_slow)?  The
+ * kernel's delivery rate knows when we keep the link busy (an import's stream of writes);
+ * the server's word, from how fast our last large requests arrived, when we do not (one
+ * write at a time through a mount). */
 static bool link_slow(struct arc *a)
 {
 	uint64_t rate;
 	bool limited;
-	return pn_link_rate(a->pn, a->server, &rate, &limited) == 0 && !limited && rate > 0 &&
-	       rate < AR_ZSTD_BELOW;
+	if (pn_link_rate(a->pn, a->server, &rate, &limited) == 0 && !limited && rate > 0 &&
+	    rate < AR_ZSTD_BELOW)
+		return true;
+	uint64_t said = atomic_load(&a->args_slow_ns);
+	return said && mono_ns() - said < ARGS_SLOW_KEEP_NS;
+}
+
+/* Does the server's output reach us slowly (pn_link_rx_rate: measured on its large
+ * replies)?  Then we ask it to pack what it sends (AR_EXF_WANT_ZSTD): its own view of the
+ * link, the kernel's delivery rate, sees nothing while it answers one request at a time. */
+static bool output_slow(struct arc *a)
+{
+	uint64_t rate;
+	return pn_link_rx_rate(a->pn, a->server, &rate) == 0 && rate > 0 && rate < AR_ZSTD_BELOW;
 }
 
 static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec *x, int inline_seg,
@@ -716,7 +742,7 @@ static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec 
 	void *packed = NULL;
 	size_t plen = 0;
 	uint32_t xflags = a->compress < 0 ? 0 : AR_EXF_ACCEPT_ZSTD |
-	                  (a->compress > 0 ? AR_EXF_WANT_ZSTD : 0);
+	                  (a->compress > 0 || output_slow(a) ? AR_EXF_WANT_ZSTD : 0);
 	if (a->compress >= 0 && x->argbytes_len >= AR_ZSTD_MIN && x->argbytes_len <= UINT32_MAX &&
 	    atomic_load(&a->takes_zstd) && (a->compress > 0 || link_slow(a)) &&
 	    ar_zstd_pack(x->argbytes, x->argbytes_len, &packed, &plen) == 0)
@@ -775,6 +801,8 @@ static int exec_parse(struct arc *a, struct arc_exec *x, struct ar_rd *r, int st
 		return fail(a, -AR_EPROTO, "malformed EXEC reply");
 	if (rflags & AR_EXR_TAKES_ZSTD)
 		atomic_store(&a->takes_zstd, 1);
+	if (rflags & AR_EXR_ARGS_SLOW)
+		atomic_store(&a->args_slow_ns, mono_ns());
 	x->out = malloc(full ? full : 1);
 	if (!x->out)
 		return fail(a, -AR_ENOMEM, "out of memory for %u bytes of output", full);

@@ -1662,6 +1662,18 @@ int pn_link_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s, bool *limit
 	                            -PN_ENOTSUP;
 }
 
+int pn_link_rx_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s)
+{
+	*bytes_per_s = 0;
+	struct pn_peer_rec *p = pn_core_peer_at(pn, peer);
+	if (!p)
+		return peer_gone(pn, peer) ? -PN_EPEERDOWN : -PN_EINVAL;
+	struct endpoint *ep = endpoint_for(pn, p->addr.scheme);
+	if (!ep)
+		return -PN_ENOTRANSPORT;
+	return ep->ops->link_rx_rate ? ep->ops->link_rx_rate(ep->tp, p, bytes_per_s) : -PN_ENOTSUP;
+}
+
 int pn_may_yield(struct pn *pn) { return yield_do(pn, true); }
 int pn_yield(struct pn *pn) { return yield_do(pn, false); }
 

@@ -172,6 +172,16 @@ struct pn_opts {
  * kernel says now).  0, -PN_ENOTSUP (udp, rdma), -PN_EPEERDOWN (no connection), -PN_EINVAL. */
 int pn_link_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s, bool *limited);
 
+/* How fast peer's data reaches this endpoint (tcp, tls), in bytes per second, as timed on
+ * the messages of 8 KiB or more that arrived (each one's bytes after its first read, over
+ * the time until the last, when the link kept the reader waiting): the lowest recent
+ * sample, kept while samples near it come, so a single request-response exchange measures
+ * it where pn_link_rate needs a sender that keeps the link busy, and a shaper's bursts do
+ * not hide it (rules: net/pn_tcp.c, rx_rate_sample).  0 in *bytes_per_s: nothing measured
+ * (small messages only, or each was all there at once, as on loopback).  0, -PN_ENOTSUP
+ * (udp, rdma), -PN_EPEERDOWN (no connection), -PN_EINVAL. */
+int pn_link_rx_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s);
+
 /* Open an endpoint listening on each name in listen[] ("tcp:127.0.0.1:0": port 0 picks a free
  * port; pn_self gives the real name).  Binding 0.0.0.0 is allowed but never the default.
  * Returns NULL with a message in err. */

@@ -176,6 +176,8 @@ struct pn_transport {
 	/* Optional (tcp): pn_link_rate for peer's connection. */
 	int (*link_rate)(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *bytes_per_s,
 	                 bool *limited);
+	/* Optional (tcp): pn_link_rx_rate for peer's connection. */
+	int (*link_rx_rate)(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *bytes_per_s);
 };
 
 /* TCP_INFO's delivery rate of socket fd (linkrate.c).  0 or -PN_ENOTSUP. */

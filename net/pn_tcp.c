@@ -102,6 +102,13 @@
 #define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
 #define IO_MAX 64                  /* reader threads at most: the reader and those that yielded */
 #define YIELDED 2                  /* on_readable & co: this thread gave the connection away */
+#define RATE_KEEP_NS 2000000000ull /* a link rate sample stands this long */
+/* pn_link_rx_rate (rx_rate_sample): */
+#define RX_RATE_BYTES (8 * 1024)   /* a payload's arrival rate is sampled over at least this */
+#define RX_SAMPLES 8               /* the recent samples kept ... */
+#define RX_RECENT_NS 10000000000ull  /* ... those of the last 10 s */
+#define RX_KEEP_NS 10000000000ull  /* a rate stands this long without a sample near it */
+#define RX_FORGET_BYTES (16u << 20) /* ... or until this much came much faster */
 /* What a tls: endpoint answers a tcp: client, before it closes: a TLS alert record (fatal,
  * protocol_version), which the client recognises in place of a frame header (tls_answer). */
 static const uint8_t tls_alert[] = { 0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46 };
@@ -126,6 +133,9 @@ struct conn {
 	int fd;
 	uint64_t rate_bps, rate_at_ns;     /* the lowest delivery rate not app-limited in the last
 	                                    * 2 s, and when (pn_link_rate; the peer's lock) */
+	/* pn_link_rx_rate's rate (0: none) and when a sample last confirmed it (written by the
+	 * reader in rx_rate_sample, read by anyone) */
+	_Atomic uint64_t rx_rate_bps, rx_rate_at_ns;
 	struct pn_tls *tls;            /* tls: its TLS state; NULL on tcp: */
 	bool tls_ready;                /* tls: the handshake is done */
 	bool tls_out;                  /* tls: the acceptor's handshake waits to write (EPOLLOUT) */
@@ -164,6 +174,16 @@ struct conn {
 	struct pn_rx rx;
 	uint8_t *dst;
 	size_t need, got;
+	uint64_t recv_ns;              /* when the last recv that returned bytes returned */
+	uint64_t drained_ns;           /* when a recv last found the socket empty (0: since then
+	                                * one returned bytes) */
+	uint64_t rx_wait_ns;           /* this payload's time with the socket empty */
+	uint64_t rx_t0;                /* this payload's first recv (0: no rate sample from it) */
+	size_t rx_b0;                  /* ... and how much of it that recv and earlier ones held */
+	struct { uint64_t rate, at; } rx_samples[RX_SAMPLES];   /* the last ones, a ring */
+	unsigned rx_next;
+	uint64_t rx_fast_bytes;        /* payload bytes that came much faster than rx_rate_bps
+	                                * since a sample last came near it */
 	/* waiters (see the top): under rx_lock, except want_watch */
 	bool unwatched;                /* out of epoll's interest, left so by a waiter */
 	uint64_t released_ns;          /* when the last waiter let go of it */
@@ -215,6 +235,13 @@ static uint64_t coarse_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* The connection the calling thread is reading (inside on_readable), whose out buffer
@@ -832,6 +859,7 @@ static void conn_doom(struct conn *c)
 static int payload_start(struct pn_tp *tp, struct conn *c)
 {
 	const struct pn_hdr *h = &c->h;
+	bool waited = c->blocked;
 	if (!budget_take(tp, c, h->len)) {
 		if (!c->blocked)
 			pn_core_count(tp->pn, PN_ST_RX_WAITS, 1);
@@ -844,6 +872,11 @@ static int payload_start(struct pn_tp *tp, struct conn *c)
 	c->dst = pn_core_rx_begin(tp->pn, c->peer, h, &c->rx);
 	c->need = h->len;
 	c->got = 0;
+	/* a rate sample starts at the recv that brought the header (not after a wait for
+	 * rx_budget: that wait is not the link's); the stage still holds what it brought */
+	c->rx_t0 = !waited && h->len >= RX_RATE_BYTES ? c->recv_ns : 0;
+	c->rx_b0 = c->head_got + (c->st_len - c->st_off);
+	c->rx_wait_ns = 0;
 	c->in_payload = true;
 	if (h->len && !c->dst)
 		return -PN_ENOMEM;
@@ -1030,8 +1063,75 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 	}
 }
 
+/* A recv of c returned bytes: when, and how long the socket had been empty before */
+static void recv_done(struct conn *c)
+{
+	c->recv_ns = mono_ns();
+	if (c->drained_ns) {
+		c->rx_wait_ns += c->recv_ns - c->drained_ns;
+		c->drained_ns = 0;
+	}
+}
+
+/* A payload of c is complete: the bytes that came after its first recv, over the time until
+ * the last, are a sample of how fast the peer's data reaches us (pn_link_rx_rate).  The sender
+ * wrote the whole payload at once, so unlike the kernel's delivery rate this needs no stream
+ * that keeps the link busy: one reply of a request-response exchange (a read through a
+ * mount, of a file of a few kilobytes) measures the link too.
+ *
+ * What it keeps must survive three kinds of noise.  A reader slower than the link (busy, or
+ * held up by a loaded machine) measures itself, and packing would not help it: a sample
+ * counts only when the socket stood empty for at least half its time (the link kept the
+ * reader waiting).  A payload that was all there at its first recv says nothing either way:
+ * loopback, a slow reader, but also a slow link whose shaper or NIC hands over 64 KiB
+ * segments whole (GSO, GRO).  And a shaper's token bucket (a policer, a tbf) lets payloads
+ * through at the speed of the wire whenever the link rested, as it does once packing makes
+ * the transfers smaller.  So the rate is the lowest recent sample; it stands while samples
+ * near it (within twice it) come, and is forgotten after RX_KEEP_NS without one, or once
+ * RX_FORGET_BYTES of payloads came faster than twice it: more than any bucket holds, and a
+ * link that is slow shows it again as soon as what it carries is no longer packed. */
+static void rx_rate_sample(struct conn *c)
+{
+	uint64_t t0 = c->rx_t0;
+	c->rx_t0 = 0;
+	if (!t0)
+		return;                    /* too small to say, or it waited for rx_budget */
+	uint64_t now = coarse_ns();
+	uint64_t est = atomic_load_explicit(&c->rx_rate_bps, memory_order_relaxed);
+	if (now - atomic_load_explicit(&c->rx_rate_at_ns, memory_order_relaxed) >= RX_KEEP_NS)
+		est = 0;                   /* it lapsed */
+	size_t bytes = c->rx_b0 < c->need ? c->need - c->rx_b0 : 0;
+	if (bytes < RX_RATE_BYTES || c->recv_ns <= t0)
+		return;                    /* (nearly) all there at its first recv */
+	if (c->rx_wait_ns * 2 < c->recv_ns - t0)
+		return;                    /* the reader, not the link, took most of the time */
+	uint64_t rate = (uint64_t)((double)bytes * 1e9 / (double)(c->recv_ns - t0));
+	c->rx_samples[c->rx_next] = (typeof(c->rx_samples[0])){ rate, now };
+	c->rx_next = (c->rx_next + 1) % RX_SAMPLES;
+	uint64_t lo = UINT64_MAX;      /* the lowest recent sample */
+	for (unsigned i = 0; i < RX_SAMPLES; i++)
+		if (c->rx_samples[i].at && now - c->rx_samples[i].at < RX_RECENT_NS &&
+		    c->rx_samples[i].rate < lo)
+			lo = c->rx_samples[i].rate;
+	if (!est || lo < est) {
+		atomic_store_explicit(&c->rx_rate_bps, lo, memory_order_relaxed);
+	} else if (rate > 2 * est) {
+		if ((c->rx_fast_bytes += c->need) >= RX_FORGET_BYTES)
+			goto forget;
+		return;
+	}
+	c->rx_fast_bytes = 0;          /* set, or confirmed by a sample near it */
+	atomic_store_explicit(&c->rx_rate_at_ns, now, memory_order_relaxed);
+	return;
+forget:
+	atomic_store_explicit(&c->rx_rate_bps, 0, memory_order_relaxed);
+	memset(c->rx_samples, 0, sizeof c->rx_samples);
+	c->rx_fast_bytes = 0;
+}
+
 static void finish_payload(struct pn_tp *tp, struct conn *c)
 {
+	rx_rate_sample(c);
 	c->in_payload = false;
 	budget_release(tp, c);
 	pn_core_rx_end(tp->pn, &c->rx, 0);
@@ -1154,6 +1254,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 			asked = c->need - c->got;
 			r = conn_recv(c, c->dst + c->got, asked, !flags);
 			if (r > 0) {
+				recv_done(c);
 				c->got += (size_t)r;
 				if (c->got == c->need) {
 					finish_payload(tp, c);
@@ -1165,6 +1266,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 			asked = RX_STAGE;
 			r = conn_recv(c, c->stage, asked, !flags);
 			if (r > 0) {
+				recv_done(c);
 				c->st_off = 0;
 				c->st_len = (size_t)r;
 			}
@@ -1173,12 +1275,16 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 			atomic_store_explicit(&c->last_rx_ns, coarse_ns(), memory_order_relaxed);
 			/* (tls: a read ends at a record's end; the socket is empty when TLS holds
 			 * nothing more, for it reads ahead as much as the socket has) */
-			if ((size_t)r < asked && (!c->tls || !pn_tls_pending(c->tls)))
+			if ((size_t)r < asked && (!c->tls || !pn_tls_pending(c->tls))) {
+				c->drained_ns = c->recv_ns;   /* the reader waits for the link now */
 				return drain_stage(tp, c);
+			}
 			continue;
 		}
 		if (r == 0)
 			return tls_answer(tp, c->peer, c->hdr, c->hdr_got, -PN_EPEERDOWN);
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && !c->drained_ns)
+			c->drained_ns = mono_ns();  /* (tls: a record's rest is still to come) */
 		if (!flags && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return 1;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -1911,7 +2017,7 @@ static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *b
 		uint64_t rate = 0;
 		rc = pn_sock_delivery_rate(c->fd, &rate, &app);
 		uint64_t now = coarse_ns();
-		bool fresh = c->rate_at_ns && now - c->rate_at_ns < 2000000000ull;
+		bool fresh = c->rate_at_ns && now - c->rate_at_ns < RATE_KEEP_NS;
 		/* the lowest recent sample, not the last: a burst a shaper's bucket lets through at
 		 * the speed of the wire would otherwise hide the link's rate every other transfer */
 		if (rc == 0 && !app && rate > 0 && (!fresh || rate < c->rate_bps)) {
@@ -1928,6 +2034,26 @@ static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *b
 	return rc;
 }
 
+/* See pn_link_rx_rate (pn.h). */
+static int tcp_link_rx_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *bytes_per_s)
+{
+	(void)tp;
+	struct tcp_peer *s = peer->tp_state;
+	if (!s)
+		return -PN_EPEERDOWN;
+	pthread_mutex_lock(&s->lock);
+	struct conn *c = s->conn;
+	int rc = -PN_EPEERDOWN;
+	if (c && !c->dead) {
+		uint64_t at = atomic_load_explicit(&c->rx_rate_at_ns, memory_order_relaxed);
+		*bytes_per_s = at && coarse_ns() - at < RX_KEEP_NS ?
+		               atomic_load_explicit(&c->rx_rate_bps, memory_order_relaxed) : 0;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 const struct pn_transport pn_tcp_transport = {
 	.scheme = "tcp",
 	.scheme_id = PN_S_TCP,
@@ -1939,6 +2065,7 @@ const struct pn_transport pn_tcp_transport = {
 	.yield = tcp_yield,
 	.cork = tcp_cork,
 	.link_rate = tcp_link_rate,
+	.link_rx_rate = tcp_link_rx_rate,
 };
 
 /* The same transport inside TLS (see the top): its own scheme, so an endpoint may listen
@@ -1954,4 +2081,5 @@ const struct pn_transport pn_tls_transport = {
 	.yield = tcp_yield,
 	.cork = tcp_cork,
 	.link_rate = tcp_link_rate,
+	.link_rx_rate = tcp_link_rx_rate,
 };

@@ -196,8 +196,10 @@ int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap);
 #define AR_EXR_OUT_ZSTD    1u       /* the output is a zstd frame; u32 its length unpacked
                                      * follows the flags */
 #define AR_EXR_TAKES_ZSTD  2u       /* the server unpacks zstd argument bytes */
+#define AR_EXR_ARGS_SLOW   4u       /* the client's large requests reach the server slowly
+                                     * (pn_link_rx_rate): pack argument bytes for a while */
 /* Payloads at least this large are packed when the sender's link delivers less than
- * AR_ZSTD_BELOW bytes a second (pn_link_rate). */
+ * AR_ZSTD_BELOW bytes a second (pn_link_rate, or the receiver's pn_link_rx_rate). */
 #define AR_ZSTD_MIN   4096u
 #define AR_ZSTD_BELOW (150u * 1000 * 1000)
 /* Pack n bytes (zstd level 1): 0 with *out (malloc'd) and *out_len when at least a tenth

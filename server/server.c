@@ -957,6 +957,9 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	if (has_xflags) {
 		/* a client that sent flags reads ours after the output: packed output or not */
 		uint32_t rflags = AR_EXR_TAKES_ZSTD;
+		uint64_t rx_rate;
+		if (pn_link_rx_rate(pn, from, &rx_rate) == 0 && rx_rate > 0 && rx_rate < AR_ZSTD_BELOW)
+			rflags |= AR_EXR_ARGS_SLOW;
 		size_t plen = 0;
 		if (res.out_len >= AR_ZSTD_MIN && (xflags & (AR_EXF_ACCEPT_ZSTD | AR_EXF_WANT_ZSTD)) &&
 		    ((xflags & AR_EXF_WANT_ZSTD) || link_slow(s, from)) &&

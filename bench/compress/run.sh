@@ -59,6 +59,8 @@ timed() {
 	s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 	return $rc
 }
+# arfd's count of packed outputs and unpacked argument bytes so far
+packed_now() { ns_c "$BIN/arc" stats "$ep" | awk '$1 == "exec.packed" { o = $2 } $1 == "exec.unpacked" { a = $2 } END { print o + 0, a + 0 }'; }
 printf '# bench/compress, %s, %s, %d cpus; %s (%s bytes), %d runs per cell, alternating\n' \
 	"$(date -u '+%F %T UTC')" "$(uname -sm)" "$(nproc)" "$SRC" "$bytes" "$REPS"
 printf '%-10s %-8s %-20s %-20s %s\n' link what never_s auto_s never/auto
@@ -66,6 +68,7 @@ for NET in $NETS; do
 	set_net
 	for what in $WHAT; do
 		declare -A t=([never]="" [auto]="")
+		packed0=$(packed_now)
 		for rep in $(seq "$REPS"); do
 			for mode in never auto; do
 				[ $((rep % 2)) -eq 0 ] && mode=$([ $mode = never ] && echo auto || echo never)
@@ -97,6 +100,8 @@ for NET in $NETS; do
 		mn=$(echo "${t[never]}" | med) ma=$(echo "${t[auto]}" | med)
 		printf '%-10s %-8s %-20s %-20s %sx\n' "$NET" "$what" "$rn" "$ra" \
 			"$(awk -v a="$mn" -v b="$ma" 'BEGIN { printf "%.2f", a / b }')"
+		set -- $packed0 $(packed_now)
+		echo "#   runs in order: never${t[never]}; auto${t[auto]}; packed (auto): $(($3 - $1)) outputs, $(($4 - $2)) argument bytes"
 		unset t
 	done
 done

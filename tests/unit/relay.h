@@ -1,8 +1,10 @@
 /* relay.h: a tcp relay on loopback that can lose a reply, for the session tests (test_pn,
  * test_arfd): it forwards one connection at a time between a client and a server, and with
  * `cut` set it drops the next bytes coming back from the server and closes both connections,
- * after the server ran a request and before the client read its reply.  Included by each
- * test (static: one copy per test program). */
+ * after the server ran a request and before the client read its reply.  With `pace_bps`
+ * set it passes the bytes on, both ways, in pieces of PACE_PIECE bytes at that rate (a slow
+ * link, for pn_link_rx_rate and compression).  Included by each test (static: one copy per test
+ * program). */
 #ifndef RELAY_H
 #define RELAY_H
 
@@ -13,7 +15,10 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+#define PACE_PIECE 4096
 
 struct relay {
 	int lfd, port, to_port;
@@ -22,8 +27,27 @@ struct relay {
 	atomic_bool down;              /* the link is down: connections are closed at once */
 	atomic_bool down_at_cut;       /* the link goes down with the cut (nothing comes back) */
 	_Atomic int cuts;
+	_Atomic long pace_bps;         /* 0: as fast as it comes */
 	pthread_t t;
 };
+
+/* Send n bytes of buf to fd at r->pace_bps (in PACE_PIECE pieces), or at once.  0 or -1. */
+static int relay_send(struct relay *r, int fd, const char *buf, size_t n)
+{
+	long bps = atomic_load(&r->pace_bps);
+	for (size_t off = 0; off < n;) {
+		size_t k = bps > 0 && n - off > PACE_PIECE ? PACE_PIECE : n - off;
+		if (send(fd, buf + off, k, MSG_NOSIGNAL) != (ssize_t)k)
+			return -1;
+		off += k;
+		if (bps > 0) {
+			long ns = (long)((double)k * 1e9 / (double)bps);
+			struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
+	return 0;
+}
 
 static void *relay_main(void *arg)
 {
@@ -58,7 +82,7 @@ static void *relay_main(void *arg)
 			char buf[65536];
 			if (p[0].revents) {
 				ssize_t n = read(c, buf, sizeof buf);
-				if (n <= 0 || send(s, buf, (size_t)n, MSG_NOSIGNAL) != n)
+				if (n <= 0 || relay_send(r, s, buf, (size_t)n) != 0)
 					break;
 			}
 			if (p[1].revents) {
@@ -70,7 +94,7 @@ static void *relay_main(void *arg)
 						atomic_store(&r->down, true);
 					break;             /* the reply is lost with the connection */
 				}
-				if (n <= 0 || send(c, buf, (size_t)n, MSG_NOSIGNAL) != n)
+				if (n <= 0 || relay_send(r, c, buf, (size_t)n) != 0)
 					break;
 			}
 		}

@@ -2123,8 +2123,9 @@ out:
 
 /* Compression (docs/protocol.md, "Compression"): with ARC_COMPRESS=always the argument bytes
  * go packed and the output comes back packed, both unchanged at the far end; incompressible
- * bytes go as they are; without it (auto) loopback never packs; and packed argument bytes
- * that do not unpack to what the request says are refused. */
+ * bytes go as they are; without it (auto) loopback never packs, and a slow link (a pacing
+ * relay) does both ways from the second request on; and packed argument bytes that do not
+ * unpack to what the request says are refused. */
 static void test_compression(void)
 {
 	if (!stream())
@@ -2175,6 +2176,39 @@ static void test_compression(void)
 		long long p = stat_of(plain, "exec.packed") - p0, u = stat_of(plain, "exec.unpacked") - u0;
 		CHECK(cases[i].packed < 0 || (cases[i].packed ? p == 2 && u >= 1 : p == 0 && u == 0),
 		      "%s: %lld outputs packed, %lld argument bytes unpacked", cases[i].what, p, u);
+	}
+	/* auto over a slow link (a relay passing 4 MB/s each way), one request at a time, which
+	 * the kernel's delivery rate cannot measure: the first echo goes as it is, and each end
+	 * times the large message it received (pn_link_rx_rate); then the server says the
+	 * argument bytes come slowly (they go packed) and the client asks for packed output */
+	{
+		struct relay rl;
+		const char *ep = arfd_endpoint(s, scheme);
+		if (relay_start(&rl, atoi(strrchr(ep, ':') + 1)) != 0) {
+			CHECK(0, "relay");
+			goto out;
+		}
+		atomic_store(&rl.pace_bps, 4l << 20);
+		char via[64], err[256];
+		snprintf(via, sizeof via, "%s:127.0.0.1:%d", scheme, rl.port);
+		struct arc_opts o = { .timeout_ms = TIMEOUT_MS };
+		struct arc *slow = arc_connect(via, &o, err, sizeof err);
+		long long p0 = stat_of(plain, "exec.packed"), u0 = stat_of(plain, "exec.unpacked");
+		int ok = 0;
+		for (int k = 0; slow && k < 3; k++) {
+			struct arc_exec x = { .seg = seg, .seg_len = len, .entry = "echo",
+			                      .argbytes = text, .argbytes_len = sizeof text };
+			int rc = arc_exec(slow, &x);
+			ok += rc == 0 && x.out_len == sizeof text && !memcmp(x.out, text, sizeof text);
+			if (rc == 0)
+				free(x.out);
+		}
+		long long p = stat_of(plain, "exec.packed") - p0, u = stat_of(plain, "exec.unpacked") - u0;
+		CHECK(slow && ok == 3 && p >= 2 && u >= 2, "auto over a slow link: %d of 3 echoes, "
+		      "%lld outputs packed, %lld argument bytes unpacked (want 2 or more each)%s%s", ok, p,
+		      u, slow ? "" : ": ", slow ? "" : err);
+		arc_close(slow);
+		relay_stop(&rl);
 	}
 	/* packed argument bytes that lie: raw EXEC requests over a Paradis-Net endpoint of ours */
 	{

@@ -1831,6 +1831,73 @@ static void test_session_cut(void)
 /* A session's request of a type the server has no handler for is refused at once
  * (PN_ENOHANDLER), not left waiting for a reply that never comes, and frees its slot: the
  * next request on the session runs.  Without a session it is dropped, as before. */
+/* pn_link_rx_rate: replies through a relay that paces them like a slow link are measured
+ * (single request-response exchanges, which the kernel's delivery rate cannot see); small
+ * ones are not (too short to time); replies straight over loopback never look slow. */
+static void test_link_rx_rate(void)
+{
+	if (!stream())
+		return;                    /* (the relay is a tcp one; udp has no rate) */
+	struct pn *b = open_ep(NULL), *a = open_ep(NULL);
+	struct relay r;
+	if (!a || !b || relay_start(&r, sport_of(b)) != 0) {
+		CHECK(0, "open");
+		pn_finalize(a);
+		pn_finalize(b);
+		return;
+	}
+	pn_set_handler(b, T_BIG, 0, h_big, NULL);
+	char rname[64];
+	snprintf(rname, sizeof rname, "%s:127.0.0.1:%d", scheme, r.port);
+	pn_peer pr = PN_ANY;
+	pn_peer_get(a, rname, &pr);
+	enum { BIG = 256 * 1024, SMALL = 4096, PACE = 4 << 20 };
+	uint8_t *buf = malloc(BIG);
+	uint64_t rate = 1;
+	size_t got = 0;
+	atomic_store(&r.pace_bps, PACE);
+	/* small replies, paced: nothing to say yet */
+	int ok = 0;
+	for (int i = 0; i < 3; i++) {
+		uint64_t n = SMALL;
+		ok += request(a, pr, T_BIG, &n, sizeof n, buf, BIG, &got, 20000) == 0 && got == n;
+	}
+	int rc = pn_link_rx_rate(a, pr, &rate);
+	CHECK(ok == 3 && rc == 0 && rate == 0, "paced 4 KiB replies: %d of 3, rc %d, rate %llu (want 0)",
+	      ok, rc, (unsigned long long)rate);
+	/* one large reply, paced at 4 MB/s: about that (the machine may only make it slower) */
+	uint64_t n = BIG;
+	rc = request(a, pr, T_BIG, &n, sizeof n, buf, BIG, &got, 20000);
+	CHECK(rc == 0 && got == BIG && pattern_ok(buf, BIG), "paced 256 KiB reply: %d (%s), %zu bytes",
+	      rc, pn_strerror(rc), got);
+	rc = pn_link_rx_rate(a, pr, &rate);
+	CHECK(rc == 0 && rate > 0 && rate < 2 * (uint64_t)PACE,
+	      "paced at %d B/s: rx rate %llu", PACE, (unsigned long long)rate);
+	/* it stands when the link's next replies are small */
+	n = SMALL;
+	request(a, pr, T_BIG, &n, sizeof n, buf, BIG, &got, 20000);
+	uint64_t again = 0;
+	pn_link_rx_rate(a, pr, &again);
+	CHECK(again == rate, "after a small reply: %llu (was %llu)", (unsigned long long)again,
+	      (unsigned long long)rate);
+	pn_finalize(a);
+	relay_stop(&r);
+	/* straight over loopback: never slow (no sample, or a fast one) */
+	a = open_ep(NULL);
+	pn_peer pb = peer_of(a, b);
+	ok = 0;
+	for (int i = 0; i < 4; i++) {
+		n = BIG;
+		ok += request(a, pb, T_BIG, &n, sizeof n, buf, BIG, &got, 20000) == 0 && got == n;
+	}
+	rc = pn_link_rx_rate(a, pb, &rate);
+	CHECK(ok == 4 && rc == 0 && (rate == 0 || rate > 2 * (uint64_t)PACE),
+	      "loopback: %d of 4, rx rate %llu", ok, (unsigned long long)rate);
+	free(buf);
+	pn_finalize(a);
+	pn_finalize(b);
+}
+
 static void test_no_handler(void)
 {
 	if (strcmp(scheme, "tcp") && strcmp(scheme, "rdma"))
@@ -2023,11 +2090,11 @@ int main(int argc, char **argv)
 			test_scatter_gather, test_concurrent, test_big, test_pipelined, test_after_wait,
 			test_yield, test_peer_reuse, test_udp_peer_reuse, test_failures, test_malformed,
 			test_sessions, test_hold, test_no_handler, test_session_cut,
-			test_session_fallback };
+			test_session_fallback, test_link_rx_rate };
 		static const char *const names[] = { "request_reply", "delegation",
 			"client_delegation", "untrusted_forward", "claims", "admission", "secret", "scatter_gather",
 			"concurrent", "big", "pipelined", "after_wait", "yield", "peer_reuse", "udp_peer_reuse", "failures", "malformed",
-			"sessions", "hold", "no_handler", "session_cut", "session_fallback" };
+			"sessions", "hold", "no_handler", "session_cut", "session_fallback", "link_rx_rate" };
 		_Static_assert(sizeof tests / sizeof tests[0] == sizeof names / sizeof names[0],
 		               "a name for every test");
 		for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
