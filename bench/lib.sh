@@ -17,15 +17,15 @@ unmount() {
 	mounted "$1" || return 0
 	timeout 60 fusermount3 -u "$1" 2>/dev/null || fusermount3 -u -z "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
 }
-# An `arf mount` in the client namespace, in the foreground (-f) in the background: the
-# mount's pid goes into the variable named PIDVAR.  Needs BIN (arf's directory), tmp/log, and
-# MOPTS (mount options, or empty).
+# An `arf mount` in the client namespace (or MOUNT_NS: ns_s), in the foreground (-f) in the
+# background: the mount's pid goes into the variable named PIDVAR.  Needs BIN (arf's
+# directory), tmp/log, and MOPTS (mount options, or empty).
 #   arf_mount_at PIDVAR ENDPOINT MOUNTPOINT LOGNAME [VAR=VALUE ...]  (the mount's environment)
 arf_mount_at() {
 	local pidvar=$1 ep=$2 mp=$3 logname=$4 pid
 	shift 4
 	n_mount=$((${n_mount:-0} + 1))
-	ns_c env "$@" "$BIN/arf" mount "$ep" "$mp" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/$logname.$n_mount" &
+	${MOUNT_NS:-ns_c} env "$@" "$BIN/arf" mount "$ep" "$mp" -f ${MOPTS:+-o "$MOPTS"} 2>"$tmp/log/$logname.$n_mount" &
 	pid=$!
 	printf -v "$pidvar" '%s' "$pid"
 	for _ in $(seq 200); do

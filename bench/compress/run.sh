@@ -3,16 +3,19 @@
 # of a source tree (default /usr/include, 133 MB of headers), `arf import` of it, and `tar c`
 # of it through an `arf mount` (a new mount each run: no page cache) piped to cat, from an
 # arfd in one network namespace to a client in another over a veth pair shaped with tbf
-# (100mbit, 1gbit) and unshaped, each row with ARC_COMPRESS=never (nothing packed) and with
-# the default (auto: packed when the sender's measured delivery rate is below 150 MB/s), the
-# two alternating, REPS runs each.  Prints min-max seconds and the never/auto ratio per row,
-# and checks every export against the source (diff -r).  Root (namespaces, tc).
-#   bash bench/compress/run.sh [--build DIR] [--src DIR] [--reps N] [--nets "100mbit 1gbit unlimited"]
+# (100mbit, 1gbit) and unshaped (unlimited), or both on the server's loopback (loopback), each
+# row with ARC_COMPRESS=never (nothing packed) and with the default (auto: packed when the
+# link is measured slower than 150 MB/s, docs/protocol.md "Compression"), the two
+# alternating, REPS runs each.  Prints min-max seconds and the never/auto ratio per row, each
+# run's seconds and how much auto packed, and checks every export against the source (diff
+# -r) and every tar's listing.  Root (namespaces, tc).
+#   bash bench/compress/run.sh [--build DIR] [--src DIR] [--reps N]
+#                              [--nets "100mbit 1gbit unlimited loopback"]
 #                              [--what "export import mount-tar"]
 set -uo pipefail          # (not -e: lib.sh tries things that may fail, e.g. deleting no qdisc)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-BUILD=$top/build SRC=/usr/include REPS=3 NETS="100mbit 1gbit unlimited" WHAT="export import mount-tar"
+BUILD=$top/build SRC=/usr/include REPS=3 NETS="100mbit 1gbit unlimited loopback" WHAT="export import mount-tar"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$(cd "$2" && pwd); shift 2 ;;
@@ -41,10 +44,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 net_up
 mkdir -p "$tmp/log"
-"$BIN/arf" mkfs "$tmp/img" --size 1G >/dev/null
-ep=tcp:$IP_S:7000
-arfd_up "$BIN/arfd" "$tmp/img" "$ep" "$tmp/log/arfd"
 bytes=$(du -sb "$SRC" | cut -f1)
+# the image: the tree, and the import rows' copies of it (in.REP.MODE: 2 x REPS), and a margin
+copies=1
+case " $WHAT " in *" import "*) copies=$((1 + 2 * REPS)) ;; esac
+"$BIN/arf" mkfs "$tmp/img" --size $(( (bytes * copies * 5 / 4 >> 30) + 1 ))G >/dev/null
+ep=tcp:$IP_S:7000
+# (every address of the server's namespace: its veth's and its loopback)
+arfd_up "$BIN/arfd" "$tmp/img" tcp:0.0.0.0:7000 "$tmp/log/arfd"
+ep_veth=$ep
 # one import first, unshaped, so that export has the tree to read
 NET=unlimited set_net
 ns_c env ARC_COMPRESS=never "$BIN/arf" import "$SRC" "$ep:/tree" >/dev/null 2>"$tmp/log/import0" ||
@@ -60,12 +68,19 @@ timed() {
 	return $rc
 }
 # arfd's count of packed outputs and unpacked argument bytes so far
-packed_now() { ns_c "$BIN/arc" stats "$ep" | awk '$1 == "exec.packed" { o = $2 } $1 == "exec.unpacked" { a = $2 } END { print o + 0, a + 0 }'; }
+packed_now() { ns_c "$BIN/arc" stats "$ep_veth" | awk '$1 == "exec.packed" { o = $2 } $1 == "exec.unpacked" { a = $2 } END { print o + 0, a + 0 }'; }
 printf '# bench/compress, %s, %s, %d cpus; %s (%s bytes), %d runs per cell, alternating\n' \
 	"$(date -u '+%F %T UTC')" "$(uname -sm)" "$(nproc)" "$SRC" "$bytes" "$REPS"
 printf '%-10s %-8s %-20s %-20s %s\n' link what never_s auto_s never/auto
 for NET in $NETS; do
-	set_net
+	# loopback: the client beside arfd, in its namespace (lib.sh's ns_c and mounts there)
+	if [ "$NET" = loopback ]; then
+		NET=unlimited set_net
+		ep=tcp:127.0.0.1:7000 cl=ns_s MOUNT_NS=ns_s
+	else
+		set_net
+		ep=$ep_veth cl=ns_c MOUNT_NS=ns_c
+	fi
 	for what in $WHAT; do
 		declare -A t=([never]="" [auto]="")
 		packed0=$(packed_now)
@@ -74,11 +89,11 @@ for NET in $NETS; do
 				[ $((rep % 2)) -eq 0 ] && mode=$([ $mode = never ] && echo auto || echo never)
 				rm -rf "$out/tree"
 				if [ $what = export ]; then
-					timed ns_c env ARC_COMPRESS=$mode "$BIN/arf" export "$ep:/tree" "$out/tree" ||
+					timed $cl env ARC_COMPRESS=$mode "$BIN/arf" export "$ep:/tree" "$out/tree" ||
 						die "export: $(cat "$tmp/log/x")"
 					diff -r --no-dereference "$SRC" "$out/tree" >/dev/null || die "export ($NET, $mode) differs from $SRC"
 				elif [ $what = import ]; then
-					timed ns_c env ARC_COMPRESS=$mode "$BIN/arf" import "$SRC" "$ep:/in.$rep.$mode" ||
+					timed $cl env ARC_COMPRESS=$mode "$BIN/arf" import "$SRC" "$ep:/in.$rep.$mode" ||
 						die "import: $(cat "$tmp/log/x")"
 				else
 					mkdir -p "$tmp/mnt"
@@ -105,4 +120,4 @@ for NET in $NETS; do
 		unset t
 	done
 done
-ns_c "$BIN/arc" stats "$ep" | grep -E '^exec\.(packed|unpacked)'
+ns_c "$BIN/arc" stats "$ep_veth" | grep -E '^exec\.(packed|unpacked)'
