@@ -360,6 +360,7 @@ struct cl_win {
 	struct cl_recs win, edge;      /* the window's records; the line across its end */
 	int64_t count;                 /* selected lines in both */
 	int64_t lines, edge_lines;     /* lines in the window; newlines in the edge */
+	int noeol;                     /* the scan of a whole file (below): no final newline */
 };
 
 static void rec_put(struct cl_recs *r, size_t hdr, uint64_t off, uint64_t lineno,
@@ -433,8 +434,15 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	uint8_t *e = malloc(2 * CL_EDGE);
 	if (!w || !e)
 		die("%s", "memory exhausted");
+	/* a file of one stripe (most files of a source tree): its window is the whole file,
+	 * scanned in its server as one server scans a file (its last line without a terminator
+	 * too, noeol), so no edges are read: a round trip less a file.  The scan must reach the
+	 * file's end (below: an object shorter than the file has zeros there, the gather's) */
+	const int whole = nst == 1;
+	if (whole)
+		w[0].we = size;
 	/* the edges */
-	for (uint64_t s = 0; s < nst; s++) {
+	for (uint64_t s = 0; s < nst && !whole; s++) {
 		uint64_t a = s * U, b = a + U < size ? a + U : size, len = b - a;
 		size_t hl = len < CL_EDGE ? (size_t)len : CL_EDGE, tl = hl;
 		uint8_t *h = e, *t = e + CL_EDGE;
@@ -559,8 +567,9 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 				} else if (!t[0] || (uint64_t)ns.pos >= we_obj[j]) {
 					/* this window is done; its line count is exact only when the
 					 * scan stopped at its end */
-					if (numbers && (uint64_t)ns.pos != we_obj[j])
+					if ((numbers || whole) && (uint64_t)ns.pos != we_obj[j])
 						bad = bad ? bad : 1;
+					w[s].noeol = ns.noeol != 0;
 					w[s].lines = ns.lineno;
 					cur[j] += N;
 					/* its next window is in the same object: the binary decision (a NUL
@@ -623,7 +632,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		lines += w[s].edge_lines;
 		count += w[s].count;
 	}
-	int noeol = nst > 0 && (w[nst - 1].tail_len > 0);
+	int noeol = nst > 0 && (whole ? w[0].noeol : w[nst - 1].tail_len > 0);
 	*recs = all.p;
 	*recs_len = all.len;
 	*value = count << 2 | (noeol ? 2 : 0);
@@ -1141,14 +1150,16 @@ static void *cl_worker(void *arg)
 			pthread_cond_wait(&p->work, &p->lock);
 		if (p->stop)
 			break;
-		struct cl_job *j = &p->job[p->taken++ % p->n_job];
+		uint64_t seq = p->taken++;
+		struct cl_job *j = &p->job[seq % p->n_job];
 		pthread_mutex_unlock(&p->lock);
 		j->r = (struct cl_res){ .out = &out, .stop = &p->stop };
 		cluster_file(p->st, p->k, j->ino, &j->r);
 		pthread_mutex_lock(&p->lock);
 		j->done = 1;
 		p->held += j->r.rec_len;
-		pthread_cond_broadcast(&p->done);
+		if (seq == p->head)        /* only the head is waited for (by the main thread) */
+			pthread_cond_signal(&p->done);
 	}
 	pthread_mutex_unlock(&p->lock);
 	grep_out_free(&out);
@@ -1214,9 +1225,10 @@ static void cl_pool_print(struct cl_pool *p, const char *name)
 	size_t len = j->r.rec_len;
 	cluster_emit(p->st, name, &j->r);
 	pthread_mutex_lock(&p->lock);
+	if (p->held > CL_HOLD_MAX)
+		pthread_cond_broadcast(&p->work);     /* workers may wait for held to go down */
 	p->held -= len;
 	p->head++;
-	pthread_cond_broadcast(&p->work);     /* held went down */
 	pthread_mutex_unlock(&p->lock);
 }
 
