@@ -667,12 +667,21 @@ static void cluster_print(struct state *st, const char *name, uint64_t size, int
 	check_output(0);
 }
 
-/* Scan cluster file ino (on any thread: what it finds goes to r, nothing is printed). */
-static void cluster_file(struct state *st, struct conn *k, uint64_t ino, struct cl_res *r)
+/* Scan cluster file ino (on any thread: what it finds goes to r, nothing is printed).
+ * given: its attributes when the caller has them (-r asks for a window's at once), or
+ * NULL; given_err: then their errno (0: found). */
+static void cluster_file(struct state *st, struct conn *k, uint64_t ino, struct cl_res *r,
+                         const struct arf_attr *given, int given_err)
 {
 	const struct grep_opts *o = &st->a.o;
 	struct arf_attr at;
-	int rc = arf_getattr(k->c, ino, &at);
+	int rc = 0;
+	if (given && given_err)
+		rc = -given_err;
+	else if (given)
+		at = *given;
+	else
+		rc = arf_getattr(k->c, ino, &at);
 	if (rc < 0) {
 		if (rc == -EIO)
 			res_error(r, arf_client_errmsg(k->c));
@@ -782,7 +791,7 @@ static void cluster_emit(struct state *st, const char *name, struct cl_res *r)
 static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
 {
 	struct cl_res r = { .out = &st->cl_out };
-	cluster_file(st, k, ino, &r);
+	cluster_file(st, k, ino, &r, NULL, 0);
 	cluster_emit(st, name, &r);
 }
 
@@ -1122,6 +1131,8 @@ enum { CL_WORKERS_PER_SERVER = 4, CL_WINDOW_PER_SERVER = 16, CL_WORKERS_MAX = 48
 
 struct cl_job {
 	uint64_t ino;
+	int have_at, at_err;           /* its attributes came with it (cl_pool_feed) */
+	struct arf_attr at;
 	int done;
 	struct cl_res r;
 };
@@ -1154,7 +1165,7 @@ static void *cl_worker(void *arg)
 		struct cl_job *j = &p->job[seq % p->n_job];
 		pthread_mutex_unlock(&p->lock);
 		j->r = (struct cl_res){ .out = &out, .stop = &p->stop };
-		cluster_file(p->st, p->k, j->ino, &j->r);
+		cluster_file(p->st, p->k, j->ino, &j->r, j->have_at ? &j->at : NULL, j->at_err);
 		pthread_mutex_lock(&p->lock);
 		j->done = 1;
 		p->held += j->r.rec_len;
@@ -1197,19 +1208,40 @@ static void cl_pool_start(struct cl_pool *p, struct state *st, struct conn *k)
 		}
 }
 
-/* Whether the window has room for one more file. */
-static int cl_pool_room(const struct cl_pool *p)
+/* Whether the window has room for one more file besides n about to be fed. */
+static int cl_pool_room(const struct cl_pool *p, unsigned n)
 {
-	return p->fed - p->head < p->n_job;
+	return p->fed + n - p->head < p->n_job;
 }
 
-static void cl_pool_feed(struct cl_pool *p, uint64_t ino)
+/* Whether to fill the window now: the metadata server is asked for the attributes of
+ * the files fed together in one round trip (arf_getattrs), so the window is filled a
+ * quarter at a time, or whatever is left at the end; not ever while it is empty. */
+static int cl_pool_fill(const struct cl_pool *p, size_t waiting, int walk_done)
 {
+	uint64_t room = p->n_job - (p->fed - p->head);
+	return room > 0 && waiting > 0 &&
+	       (room >= (p->n_job + 3) / 4 || p->fed == p->head || (walk_done && room >= waiting));
+}
+
+/* Give the workers n files (n <= the window's room), their attributes asked for first in
+ * one request (when that fails, each worker asks for its file's). */
+static void cl_pool_feed(struct cl_pool *p, const uint64_t *ino, unsigned n)
+{
+	struct arf_attr at[ARF_GETATTRS_MAX];
+	int err[ARF_GETATTRS_MAX];
+	int have = n <= ARF_GETATTRS_MAX && arf_getattrs(p->k->c, ino, n, at, err) == 0;
 	pthread_mutex_lock(&p->lock);
-	struct cl_job *j = &p->job[p->fed++ % p->n_job];
-	j->ino = ino;
-	j->done = 0;
-	pthread_cond_signal(&p->work);
+	for (unsigned i = 0; i < n; i++) {
+		struct cl_job *j = &p->job[p->fed++ % p->n_job];
+		j->ino = ino[i];
+		j->have_at = have;
+		j->at_err = have ? err[i] : 0;
+		if (have)
+			j->at = at[i];
+		j->done = 0;
+	}
+	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -1269,11 +1301,18 @@ static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char
 		while (batch_form(&t))
 			;
 		/* a cluster: the window's room to the next files, in order */
-		for (; k->cl && t.unbatched < t.n && cl_pool_room(&pool); t.unbatched++) {
-			if (!t.q[t.unbatched].err) {
-				cl_pool_feed(&pool, t.q[t.unbatched].ino);
-				t.files_unbatched--;
+		if (k->cl && cl_pool_fill(&pool, t.files_unbatched, !t.walk)) {
+			uint64_t ino[ARF_GETATTRS_MAX];
+			unsigned n = 0;
+			for (; t.unbatched < t.n && cl_pool_room(&pool, n) && n < ARF_GETATTRS_MAX;
+			     t.unbatched++) {
+				if (!t.q[t.unbatched].err) {
+					ino[n++] = t.q[t.unbatched].ino;
+					t.files_unbatched--;
+				}
 			}
+			if (n)
+				cl_pool_feed(&pool, ino, n);
 		}
 		if (t.head == t.n)
 			break;                 /* the walks are done (else the queue has files) */
