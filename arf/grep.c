@@ -1114,10 +1114,11 @@ static int batch_form(struct tree *t)
 	return 1;
 }
 
-/* ---- -r on a cluster: several files in flight (docs/cluster.md, "arf grep -r") ----
+/* ---- -r on a cluster: several files in flight (docs/cluster.md, "-r: several files in
+ * flight") ----
  * A small file has one stripe, on server ino mod N (the rotated layout), and costs a
- * chain of round trips (its inode, its edges, its object, the scan): one file at a time
- * keeps one server busy.  Workers (CL_WORKERS_PER_SERVER a data server) each take the next
+ * chain of round trips (its inode, its object, the scan): one file at a time keeps one
+ * server busy.  Workers (CL_WORKERS_PER_SERVER a data server) each take the next
  * file of a window of CL_WINDOW_PER_SERVER a server, in the walk's order, and scan it with
  * cluster_file on their own arf_cl_file and scratch (libarc, the arf_client and the
  * arf_cluster are thread-safe; an arf_cl_file is one thread's); the main thread walks,
