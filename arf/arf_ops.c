@@ -151,6 +151,43 @@ int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at)
 	return v < 0 ? (int)v : 0;
 }
 
+int arf_getattrs(struct arf_client *c, const uint64_t *ino, unsigned n, struct arf_attr *at,
+                 int *err)
+{
+	if (n == 0 || n > ARF_GETATTRS_MAX)
+		return -EINVAL;
+	int64_t a[1] = { n };
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, "getattrs", a, 1, ino, n * sizeof *ino);
+	if (v >= 0) {
+		const uint8_t *p = x.out, *end = p + x.out_len;
+		for (unsigned i = 0; i < n && v >= 0; i++) {
+			int64_t r;
+			if (end - p < 8) {
+				v = -EIO;
+				break;
+			}
+			memcpy(&r, p, 8);
+			p += 8;
+			err[i] = r < 0 ? (int)-r : 0;
+			if (r >= 0) {
+				if (end - p < ATTR_BYTES || (uint64_t)r != ino[i]) {
+					v = -EIO;
+					break;
+				}
+				attr_from(p, &at[i]);
+				p += ATTR_BYTES;
+			}
+		}
+		if (v >= 0 && p != end)
+			v = -EIO;
+		if (v == -EIO)
+			snprintf(c->s.msg, sizeof c->s.msg, "getattrs: malformed output");
+	}
+	free(x.out);
+	return v < 0 ? (int)v : 0;
+}
+
 int64_t arf_lookup_attr(struct arf_client *c, uint64_t start, const char *path,
                         struct arf_attr *at)
 {

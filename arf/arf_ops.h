@@ -47,6 +47,12 @@ struct arf_attr {
 	uint64_t rdev;                      /* character and block devices: the device number */
 };
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
+/* getattr of n (1 .. ARF_GETATTRS_MAX) inodes in one round trip: 0 with err[i] 0 and at[i]
+ * filled, or err[i] the errno of ino[i] (EINVAL, ENOENT); or -errno for the whole (-EIO
+ * with arf_client_errmsg; an ops segment without the export fails so too). */
+#define ARF_GETATTRS_MAX 256
+int arf_getattrs(struct arf_client *c, const uint64_t *ino, unsigned n, struct arf_attr *at,
+                 int *err);
 /* The output of getattr and of the *attr forms: ARF_ATTR_BYTES at p into at. */
 #define ARF_ATTR_BYTES (13 * 8)
 void arf_attr_decode(const void *p, struct arf_attr *at);

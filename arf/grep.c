@@ -11,9 +11,11 @@
  * it is done, and prints the records
  * with grep_format_*: the bytes, messages and exit status of GNU grep 3.8 in the C locale.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +273,7 @@ static void batch_end(struct conn *k, struct batch *b)
 }
 
 static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
+static int is_output_ino(struct state *st, struct conn *k, uint64_t ino);
 
 /* ---- a file of a cluster (docs/cluster.md, "arf grep on a cluster") ----
  * Scanned in its data servers where the options allow (cluster_servers, below), else
@@ -282,18 +285,49 @@ static int is_output(struct state *st, struct conn *k, uint64_t ino, const char 
 #define CL_FILE_MAX  (2ull << 30)      /* a cluster file is held in memory: its largest */
 #define CL_READ      (16u << 20)       /* bytes per arf_cl_read (batches of 1 MiB a server) */
 
-/* Run the segment over data[0..len): 0 with *value and the records in st->cl_out.buf, or -1
- * after the message. */
-static int cluster_scan(struct state *st, struct grep *g, const char *name, const uint8_t *data,
-                        size_t len, int64_t *value, size_t *out_len)
+/* What one cluster file gives, made by cluster_file on any thread (-r keeps several files
+ * in flight, each on a worker: cl_pool below) and printed by cluster_emit on the main
+ * thread in the walk's order: so nothing here touches stdout, stderr or st's counters. */
+struct cl_res {
+	struct grep_out *out;          /* the local scans' scratch: the thread's own */
+	const int *stop;               /* not NULL: set when the rest is not wanted (-q) */
+	char *msg;                     /* a run error (run_error), malloc'd */
+	int err;                       /* or a file error (errno) */
+	int is_output;                 /* or "input file is also the output" */
+	int print;                     /* else cluster_print(size, value, rec, rec_len) */
+	uint64_t size;
+	int64_t value;
+	uint8_t *rec;                  /* malloc'd, or NULL */
+	size_t rec_len;
+};
+
+/* The file's run error (the first one counts). */
+static void res_error(struct cl_res *r, const char *what)
+{
+	if (r->msg || r->err)
+		return;
+	r->msg = strdup(what);
+	if (!r->msg)
+		die("%s", "memory exhausted");
+}
+
+static int res_stopped(const struct cl_res *r)
+{
+	return r->stop && __atomic_load_n(r->stop, __ATOMIC_RELAXED);
+}
+
+/* Run the segment over data[0..len): 0 with *value and the records in r->out->buf, or -1
+ * with the error in r. */
+static int cluster_scan(struct grep *g, struct cl_res *r, const uint8_t *data, size_t len,
+                        int64_t *value, size_t *out_len)
 {
 	char err[300];
-	int rc = grep_run_local(g, VM_ENGINE_AUTO, data, len, &st->cl_out, value, out_len, err,
+	int rc = grep_run_local(g, VM_ENGINE_AUTO, data, len, r->out, value, out_len, err,
 	                        sizeof err);
 	if (rc == -2)
 		die("%s", "memory exhausted");
 	if (rc != 0)
-		run_error(st, name, err);
+		res_error(r, err);
 	return rc != 0 ? -1 : 0;
 }
 
@@ -326,6 +360,7 @@ struct cl_win {
 	struct cl_recs win, edge;      /* the window's records; the line across its end */
 	int64_t count;                 /* selected lines in both */
 	int64_t lines, edge_lines;     /* lines in the window; newlines in the edge */
+	int noeol;                     /* the scan of a whole file (below): no final newline */
 };
 
 static void rec_put(struct cl_recs *r, size_t hdr, uint64_t off, uint64_t lineno,
@@ -386,7 +421,7 @@ static int cluster_servers_ready(struct state *st);
 
 /* 0 with the records and value, 1: gather instead, -1: reported. */
 static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file *f,
-                           const char *name, uint64_t size, uint8_t **recs, size_t *recs_len,
+                           struct cl_res *r, uint64_t size, uint8_t **recs, size_t *recs_len,
                            int64_t *value)
 {
 	const uint64_t U = k->cl_unit;
@@ -399,8 +434,15 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	uint8_t *e = malloc(2 * CL_EDGE);
 	if (!w || !e)
 		die("%s", "memory exhausted");
+	/* a file of one stripe (most files of a source tree): its window is the whole file,
+	 * scanned in its server as one server scans a file (its last line without a terminator
+	 * too, noeol), so no edges are read: a round trip less a file.  The scan must reach the
+	 * file's end (below: an object shorter than the file has zeros there, the gather's) */
+	const int whole = nst == 1;
+	if (whole)
+		w[0].we = size;
 	/* the edges */
-	for (uint64_t s = 0; s < nst; s++) {
+	for (uint64_t s = 0; s < nst && !whole; s++) {
 		uint64_t a = s * U, b = a + U < size ? a + U : size, len = b - a;
 		size_t hl = len < CL_EDGE ? (size_t)len : CL_EDGE, tl = hl;
 		uint8_t *h = e, *t = e + CL_EDGE;
@@ -408,7 +450,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		if (n == (int64_t)hl)
 			n = len <= CL_EDGE ? (memcpy(t, h, hl), (int64_t)tl) : arf_cl_read(f, b - tl, t, tl);
 		if (n < 0) {
-			run_error(st, name, n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
+			res_error(r, n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
 			res = -1;
 			goto out;
 		}
@@ -432,7 +474,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	uint64_t obj[ARF_CLUSTER_MAX];
 	int rc = arf_cl_objects(f, nst, obj);
 	if (rc < 0) {
-		run_error(st, name, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
+		res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
 		res = -1;
 		goto out;
 	}
@@ -484,6 +526,10 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		}
 		if (m == 0)
 			break;
+		if (res_stopped(r)) {
+			res = -1;
+			goto out;
+		}
 		rc = arf_cl_exec(f, whok, xs, rcs, m, "grep");
 		int bad = 0, hard = 0;
 		for (unsigned i = 0; i < m; i++) {
@@ -521,8 +567,9 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 				} else if (!t[0] || (uint64_t)ns.pos >= we_obj[j]) {
 					/* this window is done; its line count is exact only when the
 					 * scan stopped at its end */
-					if (numbers && (uint64_t)ns.pos != we_obj[j])
+					if ((numbers || whole) && (uint64_t)ns.pos != we_obj[j])
 						bad = bad ? bad : 1;
+					w[s].noeol = ns.noeol != 0;
 					w[s].lines = ns.lineno;
 					cur[j] += N;
 					/* its next window is in the same object: the binary decision (a NUL
@@ -538,14 +585,14 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			free(xv[i].out);
 		}
 		if (hard || (rc < 0 && !bad)) {
-			run_error(st, name, rc == -EIO ? arf_cl_errmsg(f) : strerror(rc < 0 ? -rc : EIO));
+			res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(rc < 0 ? -rc : EIO));
 			res = -1;
 			goto out;
 		}
 		if (bad == 1)
 			goto out;
 		if (bad) {
-			run_error(st, name, bad == -EPROTO ? "malformed reply" : strerror(-bad));
+			res_error(r, bad == -EPROTO ? "malformed reply" : strerror(-bad));
 			res = -1;
 			goto out;
 		}
@@ -563,7 +610,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			memcpy(jb + w[s].tail_len, w[s + 1].head, w[s + 1].head_len);
 		int64_t v;
 		size_t ol;
-		rc = cluster_scan(st, st->g_srv, name, jb, jl, &v, &ol);
+		rc = cluster_scan(st->g_srv, r, jb, jl, &v, &ol);
 		for (size_t i = 0; i < jl; i++)
 			w[s].edge_lines += jb[i] == '\n';
 		free(jb);
@@ -571,7 +618,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			res = -1;
 			goto out;
 		}
-		if ((v & 1) || recs_take(&w[s].edge, &w[s].count, hdr, st->cl_out.buf, ol, 0, jl,
+		if ((v & 1) || recs_take(&w[s].edge, &w[s].count, hdr, r->out->buf, ol, 0, jl,
 		                         (int64_t)w[s].we) != 0)
 			goto out;
 	}
@@ -585,7 +632,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		lines += w[s].edge_lines;
 		count += w[s].count;
 	}
-	int noeol = nst > 0 && (w[nst - 1].tail_len > 0);
+	int noeol = nst > 0 && (whole ? w[0].noeol : w[nst - 1].tail_len > 0);
 	*recs = all.p;
 	*recs_len = all.len;
 	*value = count << 2 | (noeol ? 2 : 0);
@@ -620,41 +667,58 @@ static void cluster_print(struct state *st, const char *name, uint64_t size, int
 	check_output(0);
 }
 
-static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
+/* Scan cluster file ino (on any thread: what it finds goes to r, nothing is printed).
+ * given: its attributes when the caller has them (-r asks for a window's at once), or
+ * NULL; given_err: then their errno (0: found). */
+static void cluster_file(struct state *st, struct conn *k, uint64_t ino, struct cl_res *r,
+                         const struct arf_attr *given, int given_err)
 {
 	const struct grep_opts *o = &st->a.o;
 	struct arf_attr at;
-	int rc = arf_getattr(k->c, ino, &at);
+	int rc = 0;
+	if (given && given_err)
+		rc = -given_err;
+	else if (given)
+		at = *given;
+	else
+		rc = arf_getattr(k->c, ino, &at);
 	if (rc < 0) {
 		if (rc == -EIO)
-			run_error(st, name, arf_client_errmsg(k->c));
+			res_error(r, arf_client_errmsg(k->c));
 		else
-			file_error(st, name, -rc);
+			r->err = -rc;
 		return;
 	}
+	r->size = at.size;
 	int64_t value = 0;
 	size_t out_len = 0;
 	uint8_t *buf = NULL;
 	if (!st->no_read) {
-		if (is_output(st, k, ino, name))
+		if (is_output_ino(st, k, ino)) {
+			r->is_output = 1;
 			return;
+		}
 		struct arf_cl_file *f = arf_cl_file_open(k->cl, ino, at.gen);
 		if (!f)
 			die("%s", "memory exhausted");
 		if (cluster_servers_ready(st)) {
 			uint8_t *recs = NULL;
 			size_t recs_len = 0;
-			rc = cluster_servers(st, k, f, name, at.size, &recs, &recs_len, &value);
+			rc = cluster_servers(st, k, f, r, at.size, &recs, &recs_len, &value);
 			if (rc < 0) {
 				arf_cl_file_close(f);
 				return;
 			}
 			if (rc == 0) {
 				arf_cl_file_close(f);
-				cluster_print(st, name, at.size, value,
-				              o->count || o->list || o->list_nomatch || o->quiet ? NULL : recs,
-				              recs_len);
-				free(recs);
+				r->print = 1;
+				r->value = value;
+				if (o->count || o->list || o->list_nomatch || o->quiet) {
+					free(recs);
+				} else {
+					r->rec = recs;
+					r->rec_len = recs_len;
+				}
 				return;
 			}
 			free(recs);
@@ -663,7 +727,7 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 		/* the gather holds the file; the servers' scan above has no such limit */
 		if (at.size > CL_FILE_MAX) {
 			arf_cl_file_close(f);
-			run_error(st, name, "larger than 2 GiB: arf grep gathers this file into memory "
+			res_error(r, "larger than 2 GiB: arf grep gathers this file into memory "
 			          "for these options (docs/cluster.md)");
 			return;
 		}
@@ -674,9 +738,9 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 		size_t off = 0;
 		while (off < size) {
 			size_t want = size - off < CL_READ ? size - off : CL_READ;
-			int64_t n = arf_cl_read(f, off, buf + off, want);
+			int64_t n = res_stopped(r) ? -EINTR : arf_cl_read(f, off, buf + off, want);
 			if (n < 0 || (uint64_t)n > want) {
-				run_error(st, name, n > 0 ? "malformed reply" :
+				res_error(r, n > 0 ? "malformed reply" :
 				          n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
 				arf_cl_file_close(f);
 				free(buf);
@@ -687,14 +751,48 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 			off += (size_t)n;
 		}
 		arf_cl_file_close(f);
-		rc = cluster_scan(st, st->g, name, buf, off, &value, &out_len);
-		if (rc != 0) {
-			free(buf);
+		rc = cluster_scan(st->g, r, buf, off, &value, &out_len);
+		free(buf);
+		if (rc != 0)
 			return;
+		if (out_len) {
+			r->rec = malloc(out_len);
+			if (!r->rec)
+				die("%s", "memory exhausted");
+			memcpy(r->rec, r->out->buf, out_len);
+			r->rec_len = out_len;
 		}
 	}
-	cluster_print(st, name, at.size, value, st->no_read ? NULL : st->cl_out.buf, out_len);
-	free(buf);
+	r->print = 1;
+	r->value = value;
+}
+
+/* Print what grep prints for a cluster file whose scan gave r, on the main thread in the
+ * file's turn; r's memory is freed. */
+static void cluster_emit(struct state *st, const char *name, struct cl_res *r)
+{
+	if (r->msg) {
+		run_error(st, name, r->msg);
+	} else if (r->err) {
+		file_error(st, name, r->err);
+	} else if (r->is_output) {
+		st->errors = 1;
+		if (!st->a.no_messages)
+			fprintf(stderr, "%s: %s: input file is also the output\n", prog, name);
+	} else if (r->print) {
+		cluster_print(st, name, r->size, r->value, r->rec, r->rec_len);
+	}
+	free(r->msg);
+	free(r->rec);
+	r->msg = NULL;
+	r->rec = NULL;
+}
+
+static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
+{
+	struct cl_res r = { .out = &st->cl_out };
+	cluster_file(st, k, ino, &r, NULL, 0);
+	cluster_emit(st, name, &r);
 }
 
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
@@ -1016,18 +1114,207 @@ static int batch_form(struct tree *t)
 	return 1;
 }
 
+/* ---- -r on a cluster: several files in flight (docs/cluster.md, "-r: several files in
+ * flight") ----
+ * A small file has one stripe, on server ino mod N (the rotated layout), and costs a
+ * chain of round trips (its inode, its object, the scan): one file at a time keeps one
+ * server busy.  Workers (CL_WORKERS_PER_SERVER a data server) each take the next
+ * file of a window of CL_WINDOW_PER_SERVER a server, in the walk's order, and scan it with
+ * cluster_file on their own arf_cl_file and scratch (libarc, the arf_client and the
+ * arf_cluster are thread-safe; an arf_cl_file is one thread's); the main thread walks,
+ * fills the window and prints each file's result in its turn (cluster_emit), so the
+ * output is the one-at-a-time order byte for byte.  Finished results wait for their turn
+ * (a reorder buffer); past CL_HOLD_MAX bytes of them, the workers take no new file until
+ * the head is printed (the head itself is always taken: files are taken in order). */
+enum { CL_WORKERS_PER_SERVER = 4, CL_WINDOW_PER_SERVER = 16, CL_WORKERS_MAX = 48,
+       CL_WINDOW_MAX = 256 };
+#define CL_HOLD_MAX (64u << 20)        /* bytes of finished, unprinted records */
+
+struct cl_job {
+	uint64_t ino;
+	int have_at, at_err;           /* its attributes came with it (cl_pool_feed) */
+	struct arf_attr at;
+	int done;
+	struct cl_res r;
+};
+
+struct cl_pool {
+	struct state *st;
+	struct conn *k;
+	pthread_mutex_t lock;
+	pthread_cond_t work, done;
+	struct cl_job *job;            /* the window: file i in job[i % n_job] */
+	unsigned n_job;
+	uint64_t head, fed, taken;     /* files printed, given, taken by a worker */
+	size_t held;                   /* rec_len of the finished files not printed */
+	int stop;                      /* read atomically by cluster_file (cl_res.stop) */
+	unsigned n_thr;
+	pthread_t thr[CL_WORKERS_MAX];
+};
+
+static void *cl_worker(void *arg)
+{
+	struct cl_pool *p = arg;
+	struct grep_out out = { 0 };
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && (p->taken == p->fed || (p->held > CL_HOLD_MAX && p->taken > p->head)))
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->stop)
+			break;
+		uint64_t seq = p->taken++;
+		struct cl_job *j = &p->job[seq % p->n_job];
+		pthread_mutex_unlock(&p->lock);
+		j->r = (struct cl_res){ .out = &out, .stop = &p->stop };
+		cluster_file(p->st, p->k, j->ino, &j->r, j->have_at ? &j->at : NULL, j->at_err);
+		pthread_mutex_lock(&p->lock);
+		j->done = 1;
+		p->held += j->r.rec_len;
+		if (seq == p->head)        /* only the head is waited for (by the main thread) */
+			pthread_cond_signal(&p->done);
+	}
+	pthread_mutex_unlock(&p->lock);
+	grep_out_free(&out);
+	return NULL;
+}
+
+/* The number of workers and the window: $ARF_GREP_CLUSTER_FILES (1 .. CL_WINDOW_MAX) sets
+ * the window and as many workers (1: one file at a time, as before), for measuring. */
+static void cl_pool_start(struct cl_pool *p, struct state *st, struct conn *k)
+{
+	*p = (struct cl_pool){ .st = st, .k = k };
+	unsigned thr = CL_WORKERS_PER_SERVER * k->cl_n, win = CL_WINDOW_PER_SERVER * k->cl_n;
+	const char *e = getenv("ARF_GREP_CLUSTER_FILES");
+	if (e && atoi(e) > 0)
+		thr = win = (unsigned)atoi(e);
+	p->n_thr = thr < CL_WORKERS_MAX ? thr : CL_WORKERS_MAX;
+	p->n_job = win < CL_WINDOW_MAX ? win : CL_WINDOW_MAX;
+	if (p->n_job < p->n_thr)
+		p->n_job = p->n_thr;
+	p->job = calloc(p->n_job, sizeof *p->job);
+	if (!p->job)
+		die("%s", "memory exhausted");
+	/* what the workers read of st, settled here first */
+	cluster_servers_ready(st);
+	is_output_ino(st, k, 0);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	for (unsigned i = 0; i < p->n_thr; i++)
+		if (pthread_create(&p->thr[i], NULL, cl_worker, p) != 0) {
+			if (i == 0)
+				die("%s", "cannot start a thread");
+			p->n_thr = i;
+			break;
+		}
+}
+
+/* Whether the window has room for one more file besides n about to be fed. */
+static int cl_pool_room(const struct cl_pool *p, unsigned n)
+{
+	return p->fed + n - p->head < p->n_job;
+}
+
+/* Whether to fill the window now: the metadata server is asked for the attributes of
+ * the files fed together in one round trip (arf_getattrs), so the window is filled a
+ * quarter at a time, or whatever is left at the end; not ever while it is empty. */
+static int cl_pool_fill(const struct cl_pool *p, size_t waiting, int walk_done)
+{
+	uint64_t room = p->n_job - (p->fed - p->head);
+	return room > 0 && waiting > 0 &&
+	       (room >= (p->n_job + 3) / 4 || p->fed == p->head || (walk_done && room >= waiting));
+}
+
+/* Give the workers n files (n <= the window's room), their attributes asked for first in
+ * one request (when that fails, each worker asks for its file's). */
+static void cl_pool_feed(struct cl_pool *p, const uint64_t *ino, unsigned n)
+{
+	struct arf_attr at[ARF_GETATTRS_MAX];
+	int err[ARF_GETATTRS_MAX];
+	int have = n <= ARF_GETATTRS_MAX && arf_getattrs(p->k->c, ino, n, at, err) == 0;
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct cl_job *j = &p->job[p->fed++ % p->n_job];
+		j->ino = ino[i];
+		j->have_at = have;
+		j->at_err = have ? err[i] : 0;
+		if (have)
+			j->at = at[i];
+		j->done = 0;
+	}
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Print the head file (the next one fed) when its worker is done. */
+static void cl_pool_print(struct cl_pool *p, const char *name)
+{
+	assert(p->head < p->fed);
+	struct cl_job *j = &p->job[p->head % p->n_job];
+	pthread_mutex_lock(&p->lock);
+	while (!j->done)
+		pthread_cond_wait(&p->done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	size_t len = j->r.rec_len;
+	cluster_emit(p->st, name, &j->r);
+	pthread_mutex_lock(&p->lock);
+	if (p->held > CL_HOLD_MAX)
+		pthread_cond_broadcast(&p->work);     /* workers may wait for held to go down */
+	p->held -= len;
+	p->head++;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Stop: files not taken are dropped; the workers finish (or give up, cl_res.stop) the
+ * files they hold, whose results are dropped. */
+static void cl_pool_end(struct cl_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->n_thr; i++)
+		pthread_join(p->thr[i], NULL);
+	for (uint64_t i = p->head; i < p->taken; i++) {
+		struct cl_job *j = &p->job[i % p->n_job];
+		free(j->r.msg);
+		free(j->r.rec);
+	}
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->lock);
+	free(p->job);
+}
+
 static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char *name)
 {
 	struct tree t = { .st = st, .k = k };
 	t.ents = malloc(WALK_ENTRIES * sizeof *t.ents);
 	if (!t.ents)
 		die("%s", "memory exhausted");
+	struct cl_pool pool;
+	if (k->cl)
+		cl_pool_start(&pool, st, k);
 	walker_push(&t, dir, name);
 	while (!(st->a.o.quiet && st->any_match)) {
 		while (t.walk && t.files_unbatched < BATCH_FILES * (BATCHES_AHEAD + 1))
 			walk_more(&t);
 		while (batch_form(&t))
 			;
+		/* a cluster: the window's room to the next files, in order */
+		if (k->cl && cl_pool_fill(&pool, t.files_unbatched, !t.walk)) {
+			uint64_t ino[ARF_GETATTRS_MAX];
+			unsigned n = 0;
+			for (; t.unbatched < t.n && cl_pool_room(&pool, n) && n < ARF_GETATTRS_MAX;
+			     t.unbatched++) {
+				if (!t.q[t.unbatched].err) {
+					ino[n++] = t.q[t.unbatched].ino;
+					t.files_unbatched--;
+				}
+			}
+			if (n)
+				cl_pool_feed(&pool, ino, n);
+		}
 		if (t.head == t.n)
 			break;                 /* the walks are done (else the queue has files) */
 		struct item *it = &t.q[t.head++];
@@ -1042,6 +1329,8 @@ static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char
 				batch_end(k, b);
 				t.consumed++;
 			}
+		} else if (k->cl) {
+			cl_pool_print(&pool, it->name);
 		} else {
 			grep_ino(st, k, it->ino, it->name, NULL);      /* --local */
 			if (t.unbatched < t.head) {
@@ -1055,6 +1344,8 @@ static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char
 	/* -q stopped early: the batches still in flight are waited for and dropped */
 	for (; t.consumed < t.formed; t.consumed++)
 		batch_end(k, &t.ring[t.consumed % BATCHES_AHEAD]);
+	if (k->cl)
+		cl_pool_end(&pool);
 	for (; t.head < t.n; t.head++) {
 		free(t.q[t.head].name);
 		free(t.q[t.head].msg);
@@ -1209,17 +1500,24 @@ static char *find_mount(const char *abs, const char **inside)
 /* grep will not print a file's lines into that file (it would read what it wrote): the
  * output is a regular file on an arf mount of the same server and the same inode, and the
  * output can grow with the input (not -q, -l, -L, -c, -m 1): an error for that file. */
-static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name)
+static int is_output_ino(struct state *st, struct conn *k, uint64_t ino)
 {
 	const struct grep_opts *o = &st->a.o;
 	if (!st->out_endpoint || strcmp(st->out_endpoint, k->endpoint) || o->quiet || o->list ||
 	    o->list_nomatch || o->count || o->max_count == 1)
 		return 0;
+	/* looked up by the first file (the main thread's: cl_pool_start asks with ino 0
+	 * before its workers do) */
 	if (st->out_ino == 0) {
 		int64_t oi = arf_lookup(k->c, 1, st->out_path);
 		st->out_ino = oi > 0 ? oi : -1;
 	}
-	if (st->out_ino != (int64_t)ino)
+	return st->out_ino == (int64_t)ino;
+}
+
+static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name)
+{
+	if (!is_output_ino(st, k, ino))
 		return 0;
 	st->errors = 1;
 	if (!st->a.no_messages)

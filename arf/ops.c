@@ -497,6 +497,31 @@ long getattr(u64 ino)
 	return do_getattr(ino);
 }
 
+/* getattrs(n): getattr of each of the n inode numbers in args (u64s), in order: u64 its
+ * result (ino, or -EINVAL / -ENOENT as getattr's) and, when that is ino, getattr's 13
+ * fields -> n; -EINVAL when args holds fewer than n numbers or n is over 4096.  (arf grep -r
+ * on a cluster asks for a window's files in one round trip, not one each.) */
+long getattrs(u64 n)
+{
+	if (n > 4096 || (u64)ar_len(AR_ARGS) < n * 8)
+		return -E_INVAL;
+	for (u64 i = 0; i < n; i++) {
+		u64 ino = ar_ld64(AR_ARGS, i * 8);
+		u64 c = ioff(ino);
+		if (c == 0) {
+			ar_outq((u64)-E_INVAL);
+		} else if (ar_ld32u(arf, c + ARF_I_MODE) == 0) {
+			ar_outq((u64)-E_NOENT);
+		} else {
+			ar_outq(ino);
+			/* the mode read again: freed in between, its fields are still its own */
+			if (do_getattr(ino) < 0)
+				return -E_AGAIN;
+		}
+	}
+	return (long)n;
+}
+
 /* ---------------------------------------------------------------- readlink */
 
 /* readlink(ino): the target on the output -> its length.  -EINVAL for no such number or not
