@@ -371,6 +371,13 @@ struct cg {
 	uint32_t fwd_end;              /* UINT32_MAX: none */
 	int32_t fwd_slot;
 	int8_t fwd_reg;
+	/* The last mov a = b between slots: where its code ends and its slots.  A mov b = a
+	 * right there (nothing between, no label) has nothing to do (gen_mov). */
+	uint32_t mov_end;              /* UINT32_MAX: none */
+	int32_t mov_a, mov_b;
+	/* gen_range's first xinsn while it runs (else UINT32_MAX): a backward branch to an xinsn
+	 * from there on knows its target's final address and takes the short form if it fits */
+	uint32_t range_lo;
 	const struct vloop *fast;      /* compiling the fast copy of this loop: no bounds checks */
 	uint32_t slow_head;            /* compiling a slow copy: its head's code offset, where
 	                                * its back edge goes (UINT32_MAX: none) */
@@ -425,12 +432,33 @@ static void emit_jcc_refill(struct cg *g, int cc, uint32_t target, bool at_code)
 			at_code ? (uint32_t)g->e.len : target, at_code };
 }
 
+/* Another path arrives here (a label): what the code just before left in registers is no
+ * longer known (load_slot's forwarding, gen_mov's pair). */
+static void forget(struct cg *g)
+{
+	g->fwd_end = UINT32_MAX;
+	g->mov_end = UINT32_MAX;
+}
+
 /* A forward branch inside a template: emit_skip, then emit_land where it lands. */
 static uint32_t emit_skip(struct cg *g, int cc) { return emit_jcc(&g->e, cc); }
 static void emit_land(struct cg *g, uint32_t at)
 {
 	patch_rel32(&g->e, at, g->e.len);
-	g->fwd_end = UINT32_MAX;       /* another path arrives here: no forwarding across it */
+	forget(g);
+}
+
+/* jcc/jmp to code offset `to`, already emitted: jcc rel8 (eb / 70+cc) when it reaches, else
+ * rel32.  Loops get shorter: isum's fits one 64-byte fetch window. */
+static void emit_jcc_back(struct emit *e, int cc, size_t to)
+{
+	int64_t rel = (int64_t)to - (int64_t)(e->len + 2);
+	if (rel >= -128 && !e->err) {
+		emit1(e, cc == CC_ALWAYS ? 0xeb : 0x70 + (unsigned)cc);
+		emit1(e, (unsigned)(uint8_t)(int8_t)rel);
+		return;
+	}
+	patch_rel32(e, emit_jcc(e, cc), to);
 }
 
 /* ---- frame slots: a register when cached, else [rbx + 8 * slot] ---- */
@@ -593,6 +621,18 @@ static void gen_shift(struct cg *g, const struct xinsn *x, enum shift sh, int ri
 {
 	struct emit *e = &g->e;
 	int t = work_reg(g, x->a);
+	struct rm mb = src_slot(g, x->b);
+	if (ri && sh == SH_SHL && (x->imm & 63) >= 1 && (x->imm & 63) <= 3 && mb.reg >= 0 &&
+	    mb.reg != t && mb.reg != RSP) {
+		/* lea t, [b * 2^k]: one instruction for mov and shl (btree's index * 4) */
+		emit_rex(e, 1, t, mb.reg, 0, 0);
+		emit1(e, 0x8d);
+		emit_modrm(e, 0, t, 4);                    /* SIB, no base: disp32 */
+		emit1(e, (unsigned)((x->imm & 63) << 6 | (mb.reg & 7) << 3 | RBP));
+		emit4(e, 0);
+		store_slot(g, x->a, t);
+		return;
+	}
 	if (!ri)
 		load_slot(g, RCX, x->c);                   /* the count goes to cl first */
 	load_slot(g, t, x->b);
@@ -742,6 +782,10 @@ static void gen_mov(struct cg *g, const struct xinsn *x)
 	struct rm ma = slot(g, x->a), mb = slot(g, x->b);
 	if (x->a == x->b)
 		return;
+	/* b = a right after a = b: they are equal already (btree: clang's copies before its
+	 * loop test) */
+	if (g->mov_end == g->e.len && g->mov_a == x->b && g->mov_b == x->a)
+		return;
 	if (ma.reg >= 0)
 		emit_mov_r_rm(&g->e, ma.reg, mb);
 	else if (mb.reg >= 0)
@@ -750,6 +794,9 @@ static void gen_mov(struct cg *g, const struct xinsn *x)
 		emit_mov_r_rm(&g->e, RAX, mb);
 		emit_mov_rm_r(&g->e, ma, RAX);
 	}
+	g->mov_end = (uint32_t)g->e.len;
+	g->mov_a = x->a;
+	g->mov_b = x->b;
 }
 
 static void gen_movi(struct cg *g, const struct xinsn *x)
@@ -817,10 +864,15 @@ static void gen_div_ri(struct cg *g, const struct xinsn *x, int is_signed, int r
 		store_slot(g, x->a, rem ? RDX : RAX);
 		return;
 	}
-	load_slot(g, RCX, x->b);                           /* n */
+	/* n: b's register where it has one (not rax or rdx, which the multiply takes), else
+	 * rcx; a remainder into n's own register is one sub, as gcc does it (isum's s += i * i
+	 * % 7 had two more movs) */
+	struct rm mb = src_slot(g, x->b);
+	int n = mb.reg >= 0 && mb.reg != RAX && mb.reg != RDX ? mb.reg : RCX;
+	load_slot(g, n, x->b);
 	if ((d & (d - 1)) == 0) {                          /* 1, 2, 4, ...: a shift or a mask */
 		int k = __builtin_ctzll(d);
-		emit_mov_rr(e, RAX, RCX);
+		emit_mov_rr(e, RAX, n);
 		if (rem) {
 			emit_mov_imm(e, RDX, d - 1);
 			emit_alu_r_rm(e, ALU_AND, RAX, rm_reg(RDX));
@@ -835,8 +887,8 @@ static void gen_div_ri(struct cg *g, const struct xinsn *x, int is_signed, int r
 	uint64_t two_l_minus_d = l == 64 ? 0 - d : (1ull << l) - d;
 	uint64_t m = (uint64_t)(((unsigned __int128)two_l_minus_d << 64) / d) + 1;
 	emit_mov_imm(e, RAX, m);
-	emit_op(e, OP_W, 0xf7, F7_MUL, rm_reg(RCX));        /* mul rcx: rdx = mulhi(m, n) */
-	emit_mov_rr(e, RAX, RCX);
+	emit_op(e, OP_W, 0xf7, F7_MUL, rm_reg(n));          /* mul n: rdx = mulhi(m, n) */
+	emit_mov_rr(e, RAX, n);
 	emit_alu_r_rm(e, ALU_SUB, RAX, rm_reg(RDX));        /* n - t */
 	emit_op(e, OP_W, 0xd1, SH_SHR, rm_reg(RAX));        /* shr rax, 1 */
 	emit_alu_r_rm(e, ALU_ADD, RAX, rm_reg(RDX));
@@ -852,8 +904,13 @@ static void gen_div_ri(struct cg *g, const struct xinsn *x, int is_signed, int r
 			emit_mov_imm(e, RDX, d);
 			emit_op(e, OP_W, 0x0faf, RAX, rm_reg(RDX));
 		}
-		emit_alu_r_rm(e, ALU_SUB, RCX, rm_reg(RAX));
-		store_slot(g, x->a, RCX);
+		int t = work_reg(g, x->a);
+		if (t != n) {
+			t = t == RAX ? RCX : t;
+			emit_mov_rr(e, t, n);
+		}
+		emit_alu_r_rm(e, ALU_SUB, t, rm_reg(RAX));        /* n - q * d */
+		store_slot(g, x->a, t);
 	} else {
 		store_slot(g, x->a, RAX);
 	}
@@ -905,7 +962,9 @@ static void emit_fuel_jmp(struct cg *g, uint32_t target)
 {
 	emit_alu_rm_imm(&g->e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);
 	if (g->slow_head != UINT32_MAX && target == g->slow_head_xi)
-		patch_rel32(&g->e, emit_jcc(&g->e, CC_AE), g->slow_head);   /* not its guard */
+		emit_jcc_back(&g->e, CC_AE, g->slow_head);        /* not its guard */
+	else if (g->range_lo != UINT32_MAX && target >= g->range_lo && target <= g->xi)
+		emit_jcc_back(&g->e, CC_AE, g->xoff[target]);
 	else
 		emit_jcc_x(g, CC_AE, target);
 	emit_jcc_refill(g, CC_ALWAYS, target, false);
@@ -1896,7 +1955,7 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 	uint32_t fails[2 + 2 * VLOOP_MAX_REGIONS];
 	unsigned n_fails = 0;
 	g->xi = v->head;
-	g->fwd_end = UINT32_MAX;
+	forget(g);
 	uint32_t guard = (uint32_t)e->len;
 	if (v->n >= 0)
 		load_slot(g, RCX, v->n);
@@ -1931,12 +1990,12 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 	g->xi = v->back;
 	g->xoff[v->back] = (uint32_t)e->len;
 	emit_alu_rm_r(e, ALU_CMP, slot(g, v->i), R_FUEL);          /* cmp i, r13 */
-	patch_rel32(e, emit_jcc(e, CC_B), g->xoff[v->head]);
+	emit_jcc_back(e, CC_B, g->xoff[v->head]);
 	g->fast = NULL;
 	for (uint32_t k = n_jumps; k < g->n_jumps; k++)            /* the fast copy's own */
 		patch_rel32(e, g->jumps[k].at, g->xoff[g->jumps[k].target]);
 	g->n_jumps = n_jumps;
-	g->fwd_end = UINT32_MAX;
+	forget(g);
 	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel_base)));
 	emit_alu_r_rm(e, ALU_SUB, R_FUEL, slot(g, v->i));
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FUEL), 1);
@@ -1956,6 +2015,7 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
 static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *target)
 {
+	g->range_lo = lo;
 	for (uint32_t i = lo; i < hi && !g->unsupported; i++) {
 		const struct xinsn *x = &g->xf->code[i];
 		g->xi = i;
@@ -1963,13 +2023,14 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 			emit_align(&g->e, JIT_ALIGN);
 		g->xoff[i] = (uint32_t)g->e.len;
 		if (target[i])
-			g->fwd_end = UINT32_MAX;   /* a branch lands here: rax may hold anything */
+			forget(g);                 /* a branch lands here: rax may hold anything */
 		if (i + 1 < hi && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
 			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
 		}
 		gen_insn(g, x);
 	}
+	g->range_lo = UINT32_MAX;
 }
 
 static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
@@ -2017,7 +2078,8 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		into_sum[i] += into_sum[i - 1];
 	emit_align(&g->e, JIT_ALIGN);
 	j->func_off[fi] = (uint32_t)g->e.len;
-	g->fwd_end = UINT32_MAX;
+	forget(g);
+	g->range_lo = UINT32_MAX;
 	g->slow_head = UINT32_MAX;
 	gen_prologue(g);
 	uint32_t done = 0;             /* xinsns compiled so far */
