@@ -375,6 +375,11 @@ struct cg {
 	 * right there (nothing between, no label) has nothing to do (gen_mov). */
 	uint32_t mov_end;              /* UINT32_MAX: none */
 	int32_t mov_a, mov_b;
+	/* Where the flags last said whether slot zf_slot is zero: the end of the add, sub, and,
+	 * or, xor that computed it, or of movs after it (which leave the flags alone).  A test
+	 * of that slot against zero for == or != right there is left out (emit_test_zero). */
+	uint32_t zf_end;               /* UINT32_MAX: none */
+	int32_t zf_slot;
 	/* gen_range's first xinsn while it runs (else UINT32_MAX): a backward branch to an xinsn
 	 * from there on knows its target's final address and takes the short form if it fits */
 	uint32_t range_lo;
@@ -438,6 +443,7 @@ static void forget(struct cg *g)
 {
 	g->fwd_end = UINT32_MAX;
 	g->mov_end = UINT32_MAX;
+	g->zf_end = UINT32_MAX;
 }
 
 /* A forward branch inside a template: emit_skip, then emit_land where it lands. */
@@ -587,7 +593,9 @@ static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 		emit_mov_imm(e, RCX, (uint64_t)x->imm);
 		emit_alu_r_rm(e, op, t, rm_reg(RCX));
 	}
-	store_slot(g, x->a, t);
+	store_slot(g, x->a, t);                        /* a mov: the flags stay */
+	g->zf_end = (uint32_t)e->len;
+	g->zf_slot = x->a;
 }
 
 static void gen_mul(struct cg *g, const struct xinsn *x, int ri)
@@ -633,6 +641,23 @@ static void gen_shift(struct cg *g, const struct xinsn *x, enum shift sh, int ri
 		store_slot(g, x->a, t);
 		return;
 	}
+	if (!ri && (sh == SH_SHL || sh == SH_SHR || sh == SH_SAR) && __builtin_cpu_supports("bmi2")) {
+		/* shlx/shrx/sarx t, b, c: any count register, the count masked to 6 bits like
+		 * the ISA's & 63, no copy into cl (varint's v |= (b & 0x7f) << sh) */
+		struct rm mc = src_slot(g, x->c);
+		int c = mc.reg >= 0 ? mc.reg : mb.reg == RCX ? RDX : RCX;   /* b may be in rcx */
+		load_slot(g, c, x->c);
+		unsigned pp = sh == SH_SHL ? 1 : sh == SH_SAR ? 2 : 3;   /* 66, f3, f2 */
+		int bx = mb.reg < 0 && mb.index >= 0 ? mb.index : 0;
+		int bb = mb.reg >= 0 ? mb.reg : mb.base;
+		emit1(e, 0xc4);                            /* VEX3 . 0f38 . W1 */
+		emit1(e, (unsigned)((~t >> 3 & 1) << 7 | (~bx >> 3 & 1) << 6 | (~bb >> 3 & 1) << 5 | 2));
+		emit1(e, (unsigned)(0x80 | (~c & 15) << 3 | pp));
+		emit1(e, 0xf7);
+		emit_modrm_rm(e, t, mb);
+		store_slot(g, x->a, t);
+		return;
+	}
 	if (!ri)
 		load_slot(g, RCX, x->c);                   /* the count goes to cl first */
 	load_slot(g, t, x->b);
@@ -670,6 +695,15 @@ static void emit_cmp_slots(struct cg *g, int32_t b, int32_t c, int64_t imm, int 
 		emit_mov_r_rm(e, RAX, mb);
 		emit_alu_r_rm(e, ALU_CMP, RAX, mc);
 	}
+}
+
+/* Flags for slot b == 0 or != 0 (ZF only): nothing when the add, sub, and, or, xor that
+ * computed b left them (zf_end: varint's b & 0x80 before its loop test, rsort's j - 1). */
+static void emit_test_zero(struct cg *g, int32_t b)
+{
+	if (g->zf_end == g->e.len && g->zf_slot == b)
+		return;
+	emit_cmp_slots(g, b, 0, 0, 1);
 }
 
 /* a = (b cc c) ? 1 : 0, as  xor d, d; cmp b, c; setcc d8.  Zeroing d first (before the
@@ -777,9 +811,18 @@ static void gen_eqz(struct cg *g, const struct xinsn *x)
 #define UN_SEXT32(g, x) gen_sext(g, x, 0x63)         /* movsxd r64, r/m32 */
 #define UN_EQZ(g, x)    gen_eqz(g, x)
 
+/* After a mov (or several) emitted from `start` on that leaves slot a, the flags still say
+ * what they said of slot zf_slot unless that is a. */
+static void keep_zf(struct cg *g, uint32_t start, int32_t a)
+{
+	if (g->zf_end == start && g->zf_slot != a)
+		g->zf_end = (uint32_t)g->e.len;
+}
+
 static void gen_mov(struct cg *g, const struct xinsn *x)
 {
 	struct rm ma = slot(g, x->a), mb = slot(g, x->b);
+	uint32_t start = (uint32_t)g->e.len;
 	if (x->a == x->b)
 		return;
 	/* b = a right after a = b: they are equal already (btree: clang's copies before its
@@ -797,11 +840,13 @@ static void gen_mov(struct cg *g, const struct xinsn *x)
 	g->mov_end = (uint32_t)g->e.len;
 	g->mov_a = x->a;
 	g->mov_b = x->b;
+	keep_zf(g, start, x->a);
 }
 
 static void gen_movi(struct cg *g, const struct xinsn *x)
 {
 	struct rm ma = slot(g, x->a);
+	uint32_t start = (uint32_t)g->e.len;
 	if (ma.reg >= 0) {
 		emit_mov_imm(&g->e, ma.reg, (uint64_t)x->imm);
 	} else if (fits32(x->imm)) {
@@ -811,6 +856,7 @@ static void gen_movi(struct cg *g, const struct xinsn *x)
 		emit_mov_imm(&g->e, RAX, (uint64_t)x->imm);
 		emit_mov_rm_r(&g->e, ma, RAX);
 	}
+	keep_zf(g, start, x->a);                       /* mov r, imm: the flags stay */
 }
 
 /* Division by a slot: div_zero when it is 0; signed by -1 is negation (div_overflow for
@@ -986,7 +1032,10 @@ static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 
 static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int back)
 {
-	emit_cmp_slots(g, x->b, x->c, x->imm, ri);
+	if (ri && x->imm == 0 && (cc == CC_E || cc == CC_NE))
+		emit_test_zero(g, x->b);
+	else
+		emit_cmp_slots(g, x->b, x->c, x->imm, ri);
 	emit_branch(g, x, cc, back);
 }
 
@@ -1318,10 +1367,10 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_XROT: gen_xrot(g, x); break;
 	case X_JMP: emit_branch(g, x, CC_ALWAYS, 0); break;
 	case X_JMPB: emit_branch(g, x, CC_ALWAYS, 1); break;
-	case X_JZ: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_E, 0); break;
-	case X_JZB: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_E, 1); break;
-	case X_JNZ: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_NE, 0); break;
-	case X_JNZB: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_NE, 1); break;
+	case X_JZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 0); break;
+	case X_JZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 1); break;
+	case X_JNZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 0); break;
+	case X_JNZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 1); break;
 	case X_LD8U_JEQ_I: gen_ld8u_jcc(g, x, CC_E); break;
 	case X_LD8U_JNE_I: gen_ld8u_jcc(g, x, CC_NE); break;
 	case X_RLEN: gen_rlen(g, x, (unsigned)x->c); break;
