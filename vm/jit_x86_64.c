@@ -363,6 +363,12 @@ struct cg {
 	uint32_t n_refills, cap_refills;
 	uint32_t common_trap;          /* offset of the shared trap exit */
 	const char *unsupported;       /* name of an xop the JIT cannot compile, or NULL */
+	/* Arguments in registers: function f's argument k arrives in register arg_reg[arg_base[f]
+	 * + k] (-1: in its frame slot only), the one f caches it in, at f's inner entry
+	 * (entry_in[f], after the loads of the outer entry that the trampoline calls). */
+	int8_t *arg_reg;
+	uint32_t *arg_base;
+	uint32_t *entry_in;
 	bool frames_fit;               /* the deepest chain of calls fits VM_STACK_SLOTS whatever
 	                                * the functions: calls check the depth alone (gen_call) */
 	/* The last store of an uncached slot: where its code ends, the slot and the register
@@ -1282,7 +1288,33 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 		emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
 		emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);             /* fp + a + n_slots > end */
 	}
-	spill_all(g);
+	/* The arguments the callee caches go straight into its registers: from the caller's
+	 * register while no earlier move has overwritten it, else from the frame.  The callee
+	 * never reads such an argument's frame slot before writing it (only the trampoline's
+	 * outer entry loads them), and the caller's slots from a on are dead after the call but
+	 * for the result, so an argument moved from a register is not written back (fib: one
+	 * store a call). */
+	const int8_t *ar = &g->arg_reg[g->arg_base[callee]];
+	bool from_reg[UINT8_MAX + 1];
+	unsigned clobbered = 0;
+	for (unsigned k = 0; k < cf->n_args; k++) {
+		int rs = g->reg_of[x->a + (int32_t)k];
+		from_reg[k] = ar[k] >= 0 && rs >= 0 && !(clobbered >> rs & 1);
+		if (ar[k] >= 0)
+			clobbered |= 1u << ar[k];
+	}
+	for (unsigned i = 0; i < g->n_cached; i++) {
+		int32_t s = g->cached[i];
+		if (s < x->a || s >= x->a + (int32_t)cf->n_args || !from_reg[s - x->a])
+			emit_mov_rm_r(e, rm_mem(R_FP, 8 * s), g->reg_of[s]);
+	}
+	for (unsigned k = 0; k < cf->n_args; k++) {
+		int32_t s = x->a + (int32_t)k;
+		if (from_reg[k])
+			emit_mov_rr(e, ar[k], g->reg_of[s]);
+		else if (ar[k] >= 0)
+			emit_mov_r_rm(e, ar[k], rm_mem(R_FP, 8 * s));
+	}
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FP), 8 * x->a);
 	emit1(e, 0xe8);                                          /* call rel32 */
 	g->calls = grow(g, g->calls, &g->cap_calls, g->n_calls, sizeof *g->calls);
@@ -1753,6 +1785,10 @@ static void gen_prologue(struct cg *g)
 {
 	struct emit *e = &g->e;
 	const struct xfunc *xf = g->xf;
+	for (unsigned i = 0; i < g->n_cached; i++)                  /* the outer entry */
+		if (g->cached[i] < xf->n_args)
+			emit_mov_r_rm(e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+	g->entry_in[g->fi] = (uint32_t)e->len;                     /* calls come in here */
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
 	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
 	if (named) {
@@ -1766,9 +1802,7 @@ static void gen_prologue(struct cg *g)
 		}
 	for (unsigned i = 0; i < g->n_cached; i++) {
 		int32_t s = g->cached[i];
-		if (s < xf->n_args)
-			emit_mov_r_rm(e, g->reg_of[s], rm_mem(R_FP, 8 * s));
-		else if (s < xf->n_locals && (!named || named[s]))
+		if (s >= xf->n_args && s < xf->n_locals && (!named || named[s]))
 			emit_mov_imm(e, g->reg_of[s], 0);
 	}
 	free(named);
@@ -2171,6 +2205,37 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	return 0;
 }
 
+/* Which register each function caches each of its arguments in (choose_cached, which
+ * compile_func runs again with the same result), so that a call can pass them there. */
+static int arg_registers(struct cg *g, uint32_t n)
+{
+	uint32_t total = 0;
+	g->arg_base = malloc((n + 1) * sizeof *g->arg_base);
+	g->entry_in = calloc(n + 1, sizeof *g->entry_in);
+	if (!g->arg_base || !g->entry_in)
+		return -VM_ENOMEM;
+	for (uint32_t fi = 0; fi < n; fi++) {
+		g->arg_base[fi] = total;
+		total += g->prog->funcs[fi].n_args;
+	}
+	g->arg_reg = malloc(total ? total : 1);
+	if (!g->arg_reg)
+		return -VM_ENOMEM;
+	for (uint32_t fi = 0; fi < n; fi++) {
+		g->xf = &g->prog->funcs[fi];
+		g->reg_of = malloc(g->xf->n_slots ? g->xf->n_slots : 1);
+		if (!g->reg_of || choose_cached(g) != 0) {
+			free(g->reg_of);
+			return -VM_ENOMEM;
+		}
+		for (unsigned k = 0; k < g->xf->n_args; k++)
+			g->arg_reg[g->arg_base[fi] + k] = g->reg_of[k];
+		free(g->reg_of);
+	}
+	g->reg_of = NULL;
+	return 0;
+}
+
 /* The trampoline and the shared trap exit, at the start of the mapping:
  *   enter(ctx, fp, func): save callee-saved registers, load the run state, call func;
  *   trap exit (edi kind, esi xinsn, edx function): record them, unwind to enter's frame. */
@@ -2247,6 +2312,10 @@ int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
 		if (prog->funcs[fi].n_slots > max_slots)
 			max_slots = prog->funcs[fi].n_slots;
 	g.frames_fit = (VM_MAX_CALL_DEPTH + 1) * max_slots <= VM_STACK_SLOTS;
+	rc = arg_registers(&g, n);
+	if (rc != 0)
+		goto fail;
+	rc = -VM_ENOMEM;
 	gen_trampoline(&g.e, &g.common_trap);
 	for (uint32_t fi = 0; fi < n && !g.e.err && !g.unsupported; fi++) {
 		rc = compile_func(&g, j, fi);
@@ -2260,7 +2329,7 @@ int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
 		}
 	}
 	for (uint32_t i = 0; i < g.n_calls; i++)
-		patch_rel32(&g.e, g.calls[i].at, j->func_off[g.calls[i].callee]);
+		patch_rel32(&g.e, g.calls[i].at, g.entry_in[g.calls[i].callee]);
 	rc = g.e.err;
 	if (rc != 0)
 		goto fail;
@@ -2297,6 +2366,9 @@ out:
 	free(g.traps);
 	free(g.calls);
 	free(g.refills);
+	free(g.arg_reg);
+	free(g.arg_base);
+	free(g.entry_in);
 	return rc;
 }
 
