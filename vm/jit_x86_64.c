@@ -363,6 +363,12 @@ struct cg {
 	uint32_t n_refills, cap_refills;
 	uint32_t common_trap;          /* offset of the shared trap exit */
 	const char *unsupported;       /* name of an xop the JIT cannot compile, or NULL */
+	/* Arguments in registers: function f's argument k arrives in register arg_reg[arg_base[f]
+	 * + k] (-1: in its frame slot only), the one f caches it in, at f's inner entry
+	 * (entry_in[f], after the loads of the outer entry that the trampoline calls). */
+	int8_t *arg_reg;
+	uint32_t *arg_base;
+	uint32_t *entry_in;
 	bool frames_fit;               /* the deepest chain of calls fits VM_STACK_SLOTS whatever
 	                                * the functions: calls check the depth alone (gen_call) */
 	/* The last store of an uncached slot: where its code ends, the slot and the register
@@ -371,6 +377,18 @@ struct cg {
 	uint32_t fwd_end;              /* UINT32_MAX: none */
 	int32_t fwd_slot;
 	int8_t fwd_reg;
+	/* The last mov a = b between slots: where its code ends and its slots.  A mov b = a
+	 * right there (nothing between, no label) has nothing to do (gen_mov). */
+	uint32_t mov_end;              /* UINT32_MAX: none */
+	int32_t mov_a, mov_b;
+	/* Where the flags last said whether slot zf_slot is zero: the end of the add, sub, and,
+	 * or, xor that computed it, or of movs after it (which leave the flags alone).  A test
+	 * of that slot against zero for == or != right there is left out (emit_test_zero). */
+	uint32_t zf_end;               /* UINT32_MAX: none */
+	int32_t zf_slot;
+	/* gen_range's first xinsn while it runs (else UINT32_MAX): a backward branch to an xinsn
+	 * from there on knows its target's final address and takes the short form if it fits */
+	uint32_t range_lo;
 	const struct vloop *fast;      /* compiling the fast copy of this loop: no bounds checks */
 	uint32_t slow_head;            /* compiling a slow copy: its head's code offset, where
 	                                * its back edge goes (UINT32_MAX: none) */
@@ -425,12 +443,34 @@ static void emit_jcc_refill(struct cg *g, int cc, uint32_t target, bool at_code)
 			at_code ? (uint32_t)g->e.len : target, at_code };
 }
 
+/* Another path arrives here (a label): what the code just before left in registers is no
+ * longer known (load_slot's forwarding, gen_mov's pair). */
+static void forget(struct cg *g)
+{
+	g->fwd_end = UINT32_MAX;
+	g->mov_end = UINT32_MAX;
+	g->zf_end = UINT32_MAX;
+}
+
 /* A forward branch inside a template: emit_skip, then emit_land where it lands. */
 static uint32_t emit_skip(struct cg *g, int cc) { return emit_jcc(&g->e, cc); }
 static void emit_land(struct cg *g, uint32_t at)
 {
 	patch_rel32(&g->e, at, g->e.len);
-	g->fwd_end = UINT32_MAX;       /* another path arrives here: no forwarding across it */
+	forget(g);
+}
+
+/* jcc/jmp to code offset `to`, already emitted: jcc rel8 (eb / 70+cc) when it reaches, else
+ * rel32.  Loops get shorter: isum's is 58 bytes, 4 fewer. */
+static void emit_jcc_back(struct emit *e, int cc, size_t to)
+{
+	int64_t rel = (int64_t)to - (int64_t)(e->len + 2);
+	if (rel >= -128 && !e->err) {
+		emit1(e, cc == CC_ALWAYS ? 0xeb : 0x70 + (unsigned)cc);
+		emit1(e, (unsigned)(uint8_t)(int8_t)rel);
+		return;
+	}
+	patch_rel32(e, emit_jcc(e, cc), to);
 }
 
 /* ---- frame slots: a register when cached, else [rbx + 8 * slot] ---- */
@@ -559,7 +599,9 @@ static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 		emit_mov_imm(e, RCX, (uint64_t)x->imm);
 		emit_alu_r_rm(e, op, t, rm_reg(RCX));
 	}
-	store_slot(g, x->a, t);
+	store_slot(g, x->a, t);                        /* a mov: the flags stay */
+	g->zf_end = (uint32_t)e->len;
+	g->zf_slot = x->a;
 }
 
 static void gen_mul(struct cg *g, const struct xinsn *x, int ri)
@@ -593,6 +635,35 @@ static void gen_shift(struct cg *g, const struct xinsn *x, enum shift sh, int ri
 {
 	struct emit *e = &g->e;
 	int t = work_reg(g, x->a);
+	struct rm mb = src_slot(g, x->b);
+	if (ri && sh == SH_SHL && (x->imm & 63) >= 1 && (x->imm & 63) <= 3 && mb.reg >= 0 &&
+	    mb.reg != t && mb.reg != RSP) {
+		/* lea t, [b * 2^k]: one instruction for mov and shl (btree's index * 4) */
+		emit_rex(e, 1, t, mb.reg, 0, 0);
+		emit1(e, 0x8d);
+		emit_modrm(e, 0, t, 4);                    /* SIB, no base: disp32 */
+		emit1(e, (unsigned)((x->imm & 63) << 6 | (mb.reg & 7) << 3 | RBP));
+		emit4(e, 0);
+		store_slot(g, x->a, t);
+		return;
+	}
+	if (!ri && (sh == SH_SHL || sh == SH_SHR || sh == SH_SAR) && __builtin_cpu_supports("bmi2")) {
+		/* shlx/shrx/sarx t, b, c: any count register, the count masked to 6 bits like
+		 * the ISA's & 63, no copy into cl (varint's v |= (b & 0x7f) << sh) */
+		struct rm mc = src_slot(g, x->c);
+		int c = mc.reg >= 0 ? mc.reg : mb.reg == RCX ? RDX : RCX;   /* b may be in rcx */
+		load_slot(g, c, x->c);
+		unsigned pp = sh == SH_SHL ? 1 : sh == SH_SAR ? 2 : 3;   /* 66, f3, f2 */
+		int bx = mb.reg < 0 && mb.index >= 0 ? mb.index : 0;
+		int bb = mb.reg >= 0 ? mb.reg : mb.base;
+		emit1(e, 0xc4);                            /* VEX3 . 0f38 . W1 */
+		emit1(e, (unsigned)((~t >> 3 & 1) << 7 | (~bx >> 3 & 1) << 6 | (~bb >> 3 & 1) << 5 | 2));
+		emit1(e, (unsigned)(0x80 | (~c & 15) << 3 | pp));
+		emit1(e, 0xf7);
+		emit_modrm_rm(e, t, mb);
+		store_slot(g, x->a, t);
+		return;
+	}
 	if (!ri)
 		load_slot(g, RCX, x->c);                   /* the count goes to cl first */
 	load_slot(g, t, x->b);
@@ -630,6 +701,15 @@ static void emit_cmp_slots(struct cg *g, int32_t b, int32_t c, int64_t imm, int 
 		emit_mov_r_rm(e, RAX, mb);
 		emit_alu_r_rm(e, ALU_CMP, RAX, mc);
 	}
+}
+
+/* Flags for slot b == 0 or != 0 (ZF only): nothing when the add, sub, and, or, xor that
+ * computed b left them (zf_end: varint's b & 0x80 before its loop test, rsort's j - 1). */
+static void emit_test_zero(struct cg *g, int32_t b)
+{
+	if (g->zf_end == g->e.len && g->zf_slot == b)
+		return;
+	emit_cmp_slots(g, b, 0, 0, 1);
 }
 
 /* a = (b cc c) ? 1 : 0, as  xor d, d; cmp b, c; setcc d8.  Zeroing d first (before the
@@ -690,6 +770,14 @@ static void gen_f7(struct cg *g, const struct xinsn *x, enum f7 op)    /* neg, n
 static void gen_bitscan(struct cg *g, const struct xinsn *x, int clz)
 {
 	struct emit *e = &g->e;
+	if (!clz && __builtin_cpu_supports("bmi")) {
+		/* tzcnt t, b: 64 for 0, the ISA's ctz (bitmap: one instruction for five and a
+		 * branch); without BMI1 the same bytes would run as bsf */
+		int t = work_reg(g, x->a);
+		emit_op(e, OP_F3 | OP_W, 0x0fbc, t, src_slot(g, x->b));
+		store_slot(g, x->a, t);
+		return;
+	}
 	load_slot(g, RCX, x->b);
 	emit_mov_imm(e, RAX, 64);                          /* mov eax, 64 */
 	emit_op(e, OP_W, 0x85, RCX, rm_reg(RCX));           /* test rcx, rcx */
@@ -737,10 +825,23 @@ static void gen_eqz(struct cg *g, const struct xinsn *x)
 #define UN_SEXT32(g, x) gen_sext(g, x, 0x63)         /* movsxd r64, r/m32 */
 #define UN_EQZ(g, x)    gen_eqz(g, x)
 
+/* After a mov (or several) emitted from `start` on that leaves slot a, the flags still say
+ * what they said of slot zf_slot unless that is a. */
+static void keep_zf(struct cg *g, uint32_t start, int32_t a)
+{
+	if (g->zf_end == start && g->zf_slot != a)
+		g->zf_end = (uint32_t)g->e.len;
+}
+
 static void gen_mov(struct cg *g, const struct xinsn *x)
 {
 	struct rm ma = slot(g, x->a), mb = slot(g, x->b);
+	uint32_t start = (uint32_t)g->e.len;
 	if (x->a == x->b)
+		return;
+	/* b = a right after a = b: they are equal already (btree: clang's copies before its
+	 * loop test) */
+	if (g->mov_end == g->e.len && g->mov_a == x->b && g->mov_b == x->a)
 		return;
 	if (ma.reg >= 0)
 		emit_mov_r_rm(&g->e, ma.reg, mb);
@@ -750,11 +851,16 @@ static void gen_mov(struct cg *g, const struct xinsn *x)
 		emit_mov_r_rm(&g->e, RAX, mb);
 		emit_mov_rm_r(&g->e, ma, RAX);
 	}
+	g->mov_end = (uint32_t)g->e.len;
+	g->mov_a = x->a;
+	g->mov_b = x->b;
+	keep_zf(g, start, x->a);
 }
 
 static void gen_movi(struct cg *g, const struct xinsn *x)
 {
 	struct rm ma = slot(g, x->a);
+	uint32_t start = (uint32_t)g->e.len;
 	if (ma.reg >= 0) {
 		emit_mov_imm(&g->e, ma.reg, (uint64_t)x->imm);
 	} else if (fits32(x->imm)) {
@@ -764,6 +870,7 @@ static void gen_movi(struct cg *g, const struct xinsn *x)
 		emit_mov_imm(&g->e, RAX, (uint64_t)x->imm);
 		emit_mov_rm_r(&g->e, ma, RAX);
 	}
+	keep_zf(g, start, x->a);                       /* mov r, imm: the flags stay */
 }
 
 /* Division by a slot: div_zero when it is 0; signed by -1 is negation (div_overflow for
@@ -817,10 +924,15 @@ static void gen_div_ri(struct cg *g, const struct xinsn *x, int is_signed, int r
 		store_slot(g, x->a, rem ? RDX : RAX);
 		return;
 	}
-	load_slot(g, RCX, x->b);                           /* n */
+	/* n: b's register where it has one (not rax or rdx, which the multiply takes), else
+	 * rcx; a remainder into n's own register is one sub, as gcc does it (isum's s += i * i
+	 * % 7 had two more movs) */
+	struct rm mb = src_slot(g, x->b);
+	int n = mb.reg >= 0 && mb.reg != RAX && mb.reg != RDX ? mb.reg : RCX;
+	load_slot(g, n, x->b);
 	if ((d & (d - 1)) == 0) {                          /* 1, 2, 4, ...: a shift or a mask */
 		int k = __builtin_ctzll(d);
-		emit_mov_rr(e, RAX, RCX);
+		emit_mov_rr(e, RAX, n);
 		if (rem) {
 			emit_mov_imm(e, RDX, d - 1);
 			emit_alu_r_rm(e, ALU_AND, RAX, rm_reg(RDX));
@@ -835,8 +947,8 @@ static void gen_div_ri(struct cg *g, const struct xinsn *x, int is_signed, int r
 	uint64_t two_l_minus_d = l == 64 ? 0 - d : (1ull << l) - d;
 	uint64_t m = (uint64_t)(((unsigned __int128)two_l_minus_d << 64) / d) + 1;
 	emit_mov_imm(e, RAX, m);
-	emit_op(e, OP_W, 0xf7, F7_MUL, rm_reg(RCX));        /* mul rcx: rdx = mulhi(m, n) */
-	emit_mov_rr(e, RAX, RCX);
+	emit_op(e, OP_W, 0xf7, F7_MUL, rm_reg(n));          /* mul n: rdx = mulhi(m, n) */
+	emit_mov_rr(e, RAX, n);
 	emit_alu_r_rm(e, ALU_SUB, RAX, rm_reg(RDX));        /* n - t */
 	emit_op(e, OP_W, 0xd1, SH_SHR, rm_reg(RAX));        /* shr rax, 1 */
 	emit_alu_r_rm(e, ALU_ADD, RAX, rm_reg(RDX));
@@ -852,8 +964,13 @@ static void gen_div_ri(struct cg *g, const struct xinsn *x, int is_signed, int r
 			emit_mov_imm(e, RDX, d);
 			emit_op(e, OP_W, 0x0faf, RAX, rm_reg(RDX));
 		}
-		emit_alu_r_rm(e, ALU_SUB, RCX, rm_reg(RAX));
-		store_slot(g, x->a, RCX);
+		int t = work_reg(g, x->a);
+		if (t != n) {
+			t = t == RAX ? RCX : t;
+			emit_mov_rr(e, t, n);
+		}
+		emit_alu_r_rm(e, ALU_SUB, t, rm_reg(RAX));        /* n - q * d */
+		store_slot(g, x->a, t);
 	} else {
 		store_slot(g, x->a, RAX);
 	}
@@ -905,7 +1022,9 @@ static void emit_fuel_jmp(struct cg *g, uint32_t target)
 {
 	emit_alu_rm_imm(&g->e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);
 	if (g->slow_head != UINT32_MAX && target == g->slow_head_xi)
-		patch_rel32(&g->e, emit_jcc(&g->e, CC_AE), g->slow_head);   /* not its guard */
+		emit_jcc_back(&g->e, CC_AE, g->slow_head);        /* not its guard */
+	else if (g->range_lo != UINT32_MAX && target >= g->range_lo && target <= g->xi)
+		emit_jcc_back(&g->e, CC_AE, g->xoff[target]);
 	else
 		emit_jcc_x(g, CC_AE, target);
 	emit_jcc_refill(g, CC_ALWAYS, target, false);
@@ -927,7 +1046,10 @@ static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 
 static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int back)
 {
-	emit_cmp_slots(g, x->b, x->c, x->imm, ri);
+	if (ri && x->imm == 0 && (cc == CC_E || cc == CC_NE))
+		emit_test_zero(g, x->b);
+	else
+		emit_cmp_slots(g, x->b, x->c, x->imm, ri);
 	emit_branch(g, x, cc, back);
 }
 
@@ -1166,7 +1288,33 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 		emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, offsetof(struct jit_ctx, slots_end)));
 		emit_jcc_trap(g, CC_A, ISA_TRAP_STACK);             /* fp + a + n_slots > end */
 	}
-	spill_all(g);
+	/* The arguments the callee caches go straight into its registers: from the caller's
+	 * register while no earlier move has overwritten it, else from the frame.  The callee
+	 * never reads such an argument's frame slot before writing it (only the trampoline's
+	 * outer entry loads them), and the caller's slots from a on are dead after the call but
+	 * for the result, so an argument moved from a register is not written back (fib: one
+	 * store a call). */
+	const int8_t *ar = &g->arg_reg[g->arg_base[callee]];
+	bool from_reg[UINT8_MAX + 1];
+	unsigned clobbered = 0;
+	for (unsigned k = 0; k < cf->n_args; k++) {
+		int rs = g->reg_of[x->a + (int32_t)k];
+		from_reg[k] = ar[k] >= 0 && rs >= 0 && !(clobbered >> rs & 1);
+		if (ar[k] >= 0)
+			clobbered |= 1u << ar[k];
+	}
+	for (unsigned i = 0; i < g->n_cached; i++) {
+		int32_t s = g->cached[i];
+		if (s < x->a || s >= x->a + (int32_t)cf->n_args || !from_reg[s - x->a])
+			emit_mov_rm_r(e, rm_mem(R_FP, 8 * s), g->reg_of[s]);
+	}
+	for (unsigned k = 0; k < cf->n_args; k++) {
+		int32_t s = x->a + (int32_t)k;
+		if (from_reg[k])
+			emit_mov_rr(e, ar[k], g->reg_of[s]);
+		else if (ar[k] >= 0)
+			emit_mov_r_rm(e, ar[k], rm_mem(R_FP, 8 * s));
+	}
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FP), 8 * x->a);
 	emit1(e, 0xe8);                                          /* call rel32 */
 	g->calls = grow(g, g->calls, &g->cap_calls, g->n_calls, sizeof *g->calls);
@@ -1259,10 +1407,10 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_XROT: gen_xrot(g, x); break;
 	case X_JMP: emit_branch(g, x, CC_ALWAYS, 0); break;
 	case X_JMPB: emit_branch(g, x, CC_ALWAYS, 1); break;
-	case X_JZ: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_E, 0); break;
-	case X_JZB: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_E, 1); break;
-	case X_JNZ: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_NE, 0); break;
-	case X_JNZB: emit_cmp_slots(g, x->b, 0, 0, 1); emit_branch(g, x, CC_NE, 1); break;
+	case X_JZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 0); break;
+	case X_JZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 1); break;
+	case X_JNZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 0); break;
+	case X_JNZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 1); break;
 	case X_LD8U_JEQ_I: gen_ld8u_jcc(g, x, CC_E); break;
 	case X_LD8U_JNE_I: gen_ld8u_jcc(g, x, CC_NE); break;
 	case X_RLEN: gen_rlen(g, x, (unsigned)x->c); break;
@@ -1637,6 +1785,10 @@ static void gen_prologue(struct cg *g)
 {
 	struct emit *e = &g->e;
 	const struct xfunc *xf = g->xf;
+	for (unsigned i = 0; i < g->n_cached; i++)                  /* the outer entry */
+		if (g->cached[i] < xf->n_args)
+			emit_mov_r_rm(e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+	g->entry_in[g->fi] = (uint32_t)e->len;                     /* calls come in here */
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
 	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
 	if (named) {
@@ -1650,9 +1802,7 @@ static void gen_prologue(struct cg *g)
 		}
 	for (unsigned i = 0; i < g->n_cached; i++) {
 		int32_t s = g->cached[i];
-		if (s < xf->n_args)
-			emit_mov_r_rm(e, g->reg_of[s], rm_mem(R_FP, 8 * s));
-		else if (s < xf->n_locals && (!named || named[s]))
+		if (s >= xf->n_args && s < xf->n_locals && (!named || named[s]))
 			emit_mov_imm(e, g->reg_of[s], 0);
 	}
 	free(named);
@@ -1896,7 +2046,7 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 	uint32_t fails[2 + 2 * VLOOP_MAX_REGIONS];
 	unsigned n_fails = 0;
 	g->xi = v->head;
-	g->fwd_end = UINT32_MAX;
+	forget(g);
 	uint32_t guard = (uint32_t)e->len;
 	if (v->n >= 0)
 		load_slot(g, RCX, v->n);
@@ -1931,12 +2081,12 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 	g->xi = v->back;
 	g->xoff[v->back] = (uint32_t)e->len;
 	emit_alu_rm_r(e, ALU_CMP, slot(g, v->i), R_FUEL);          /* cmp i, r13 */
-	patch_rel32(e, emit_jcc(e, CC_B), g->xoff[v->head]);
+	emit_jcc_back(e, CC_B, g->xoff[v->head]);
 	g->fast = NULL;
 	for (uint32_t k = n_jumps; k < g->n_jumps; k++)            /* the fast copy's own */
 		patch_rel32(e, g->jumps[k].at, g->xoff[g->jumps[k].target]);
 	g->n_jumps = n_jumps;
-	g->fwd_end = UINT32_MAX;
+	forget(g);
 	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel_base)));
 	emit_alu_r_rm(e, ALU_SUB, R_FUEL, slot(g, v->i));
 	emit_alu_rm_imm(e, OP_W, ALU_ADD, rm_reg(R_FUEL), 1);
@@ -1956,6 +2106,7 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
 static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *target)
 {
+	g->range_lo = lo;
 	for (uint32_t i = lo; i < hi && !g->unsupported; i++) {
 		const struct xinsn *x = &g->xf->code[i];
 		g->xi = i;
@@ -1963,13 +2114,14 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 			emit_align(&g->e, JIT_ALIGN);
 		g->xoff[i] = (uint32_t)g->e.len;
 		if (target[i])
-			g->fwd_end = UINT32_MAX;   /* a branch lands here: rax may hold anything */
+			forget(g);                 /* a branch lands here: rax may hold anything */
 		if (i + 1 < hi && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
 			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
 		}
 		gen_insn(g, x);
 	}
+	g->range_lo = UINT32_MAX;
 }
 
 static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
@@ -2017,7 +2169,8 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		into_sum[i] += into_sum[i - 1];
 	emit_align(&g->e, JIT_ALIGN);
 	j->func_off[fi] = (uint32_t)g->e.len;
-	g->fwd_end = UINT32_MAX;
+	forget(g);
+	g->range_lo = UINT32_MAX;
 	g->slow_head = UINT32_MAX;
 	gen_prologue(g);
 	uint32_t done = 0;             /* xinsns compiled so far */
@@ -2049,6 +2202,37 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	j->func_end[fi] = (uint32_t)g->e.len;
 	for (uint32_t i = 0; i <= g->xf->n_code; i++)
 		g->xoff[i] -= j->func_off[fi];
+	return 0;
+}
+
+/* Which register each function caches each of its arguments in (choose_cached, which
+ * compile_func runs again with the same result), so that a call can pass them there. */
+static int arg_registers(struct cg *g, uint32_t n)
+{
+	uint32_t total = 0;
+	g->arg_base = malloc((n + 1) * sizeof *g->arg_base);
+	g->entry_in = calloc(n + 1, sizeof *g->entry_in);
+	if (!g->arg_base || !g->entry_in)
+		return -VM_ENOMEM;
+	for (uint32_t fi = 0; fi < n; fi++) {
+		g->arg_base[fi] = total;
+		total += g->prog->funcs[fi].n_args;
+	}
+	g->arg_reg = malloc(total ? total : 1);
+	if (!g->arg_reg)
+		return -VM_ENOMEM;
+	for (uint32_t fi = 0; fi < n; fi++) {
+		g->xf = &g->prog->funcs[fi];
+		g->reg_of = malloc(g->xf->n_slots ? g->xf->n_slots : 1);
+		if (!g->reg_of || choose_cached(g) != 0) {
+			free(g->reg_of);
+			return -VM_ENOMEM;
+		}
+		for (unsigned k = 0; k < g->xf->n_args; k++)
+			g->arg_reg[g->arg_base[fi] + k] = g->reg_of[k];
+		free(g->reg_of);
+	}
+	g->reg_of = NULL;
 	return 0;
 }
 
@@ -2128,6 +2312,10 @@ int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
 		if (prog->funcs[fi].n_slots > max_slots)
 			max_slots = prog->funcs[fi].n_slots;
 	g.frames_fit = (VM_MAX_CALL_DEPTH + 1) * max_slots <= VM_STACK_SLOTS;
+	rc = arg_registers(&g, n);
+	if (rc != 0)
+		goto fail;
+	rc = -VM_ENOMEM;
 	gen_trampoline(&g.e, &g.common_trap);
 	for (uint32_t fi = 0; fi < n && !g.e.err && !g.unsupported; fi++) {
 		rc = compile_func(&g, j, fi);
@@ -2141,7 +2329,7 @@ int vm_jit_compile(struct vm_prog *prog, char *err, size_t errlen)
 		}
 	}
 	for (uint32_t i = 0; i < g.n_calls; i++)
-		patch_rel32(&g.e, g.calls[i].at, j->func_off[g.calls[i].callee]);
+		patch_rel32(&g.e, g.calls[i].at, g.entry_in[g.calls[i].callee]);
 	rc = g.e.err;
 	if (rc != 0)
 		goto fail;
@@ -2178,6 +2366,9 @@ out:
 	free(g.traps);
 	free(g.calls);
 	free(g.refills);
+	free(g.arg_reg);
+	free(g.arg_base);
+	free(g.entry_in);
 	return rc;
 }
 
