@@ -61,8 +61,11 @@ static const char *const prof_names[X_ALL_COUNT + 1] = {
                   [X_ADD_INC_J##n##_RRB] = "ADD_INC_J" #n "_RRB", \
                   [X_ADD_INC_J##n##_RIB] = "ADD_INC_J" #n "_RIB", \
                   [X_MULI_INC_J##n##_RRB] = "MULI_INC_J" #n "_RRB", \
-                  [X_MULI_INC_J##n##_RIB] = "MULI_INC_J" #n "_RIB",
-#define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n,
+                  [X_MULI_INC_J##n##_RIB] = "MULI_INC_J" #n "_RIB", \
+                  [X_MUL_INC_J##n##_RRB] = "MUL_INC_J" #n "_RRB", \
+                  [X_MUL_INC_J##n##_RIB] = "MUL_INC_J" #n "_RIB",
+#define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n, \
+                     [X_ADDI_##n] = "ADDI_" #n, [X_SHLI_ADDR_##n] = "SHLI_ADDR_" #n,
 #define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_OUT",
 #define X(n) [X_##n] = #n,
 #include "xops.def"
@@ -75,6 +78,8 @@ static const char *const prof_names[X_ALL_COUNT + 1] = {
 	[X_ADDI_JMPB] = "ADDI_JMPB",
 	[X_MOV_JZ] = "MOV_JZ", [X_MOV_JZB] = "MOV_JZB", [X_MOV_JNZ] = "MOV_JNZ",
 	[X_MOV_JNZB] = "MOV_JNZB",
+	[X_ANDI_JZ] = "ANDI_JZ", [X_ANDI_JZB] = "ANDI_JZB", [X_ANDI_JNZ] = "ANDI_JNZ",
+	[X_ANDI_JNZB] = "ANDI_JNZB",
 };
 struct prof_row { uint64_t n; unsigned a, b; };
 static int prof_cmp(const void *x, const void *y)
@@ -152,10 +157,11 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		[X_MOV_JNZB] = &&do_MOV_JNZB,
 #define XCC(n, e) [X_INC_J##n##_RRB] = &&do_INC_J##n##_RRB, [X_INC_J##n##_RIB] = &&do_INC_J##n##_RIB, \
 	[X_ADD_INC_J##n##_RRB] = &&do_ADD_INC_J##n##_RRB, [X_ADD_INC_J##n##_RIB] = &&do_ADD_INC_J##n##_RIB, \
-	[X_MULI_INC_J##n##_RRB] = &&do_MULI_INC_J##n##_RRB, [X_MULI_INC_J##n##_RIB] = &&do_MULI_INC_J##n##_RIB,
+	[X_MULI_INC_J##n##_RRB] = &&do_MULI_INC_J##n##_RRB, [X_MULI_INC_J##n##_RIB] = &&do_MULI_INC_J##n##_RIB, \
+	[X_MUL_INC_J##n##_RRB] = &&do_MUL_INC_J##n##_RRB, [X_MUL_INC_J##n##_RIB] = &&do_MUL_INC_J##n##_RIB,
 #define XBIN(n, e)
 #define XUN(n, e)
-#define XLD(n, w, t)
+#define XLD(n, w, t) [X_ADDI_##n] = &&do_ADDI_##n, [X_SHLI_ADDR_##n] = &&do_SHLI_ADDR_##n,
 #define XST(n, w, t)
 #define X(n)
 #include "xops.def"
@@ -165,6 +171,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XLD
 #undef XST
 #undef X
+		[X_ANDI_JZ] = &&do_ANDI_JZ, [X_ANDI_JZB] = &&do_ANDI_JZB,
+		[X_ANDI_JNZ] = &&do_ANDI_JNZ, [X_ANDI_JNZB] = &&do_ANDI_JNZB,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -321,6 +329,7 @@ dispatch:
 /* The triples: ADD_RR or MUL_RI (which cannot trap), then the INC_J pair as above. */
 #define ADDX()  do { fp[ip->a] = fp[ip->b] + fp[ip->c]; ip++; } while (0)
 #define MULIX() do { fp[ip->a] = fp[ip->b] * (uint64_t)ip->imm; ip++; } while (0)
+#define MULX()  do { fp[ip->a] = fp[ip->b] * fp[ip->c]; ip++; } while (0)
 #define XCC(n, e) \
 	CASE(INC_J##n##_RRB) { INC(); uint64_t y = fp[ip->c]; \
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
@@ -333,10 +342,21 @@ dispatch:
 	CASE(MULI_INC_J##n##_RRB) { MULIX(); INC(); uint64_t y = fp[ip->c]; \
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(MULI_INC_J##n##_RIB) { MULIX(); INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MUL_INC_J##n##_RRB) { MULX(); INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MUL_INC_J##n##_RIB) { MULX(); INC(); uint64_t y = (uint64_t)ip->imm; \
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 #define XBIN(n, e)
 #define XUN(n, e)
-#define XLD(n, w, t)
+/* ADDI_: the load's address operand is the sum (the translator checks); SHLI_ADDR_: the shift
+ * is stored first, then the ADDR_ pair reads its operands, which may be the shifted slot. */
+#define XLD(n, w, t) \
+	CASE(ADDI_##n) { uint64_t x = fp[ip->b] + (uint64_t)ip->imm; fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); } \
+	CASE(SHLI_ADDR_##n) { fp[ip->a] = fp[ip->b] << (ip->imm & 63); ip++; \
+		uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); }
 #define XST(n, w, t)
 #define X(n)
 #include "xops.def"
@@ -349,12 +369,20 @@ dispatch:
 #undef INC
 #undef ADDX
 #undef MULIX
+#undef MULX
 #undef ADDI
 	CASE(MOV_JZ)   { MOVX(); if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(MOV_JNZ)  { MOVX(); if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(MOV_JZB)  { MOVX(); if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 	CASE(MOV_JNZB) { MOVX(); if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 #undef MOVX
+	/* AND_RI, then a test of its result (the branch's operand is the AND's destination) */
+#define ANDIX() uint64_t x = fp[ip->b] & (uint64_t)ip->imm; fp[ip->a] = x; ip++
+	CASE(ANDI_JZ)   { ANDIX(); if (x == 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(ANDI_JNZ)  { ANDIX(); if (x != 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(ANDI_JZB)  { ANDIX(); if (x == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+	CASE(ANDI_JNZB) { ANDIX(); if (x != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+#undef ANDIX
 
 	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
 	CASE(MOVI) { fp[ip->a] = (uint64_t)ip->imm; NEXT(); }

@@ -628,11 +628,25 @@ _Static_assert(X_MOV_JGEU_RIB == X_MOV_JEQ_RR + 39 && X_MOV_JZ == X_MOV_JEQ_RR +
                X_MOV_JZB == X_MOV_JZ + 1, "MOV_J order follows XCC, then JZ JZB JNZ JNZB");
 
 _Static_assert(X_INC_JGEU_RIB == X_INC_JEQ_RRB + 19 && X_ADD_INC_JEQ_RRB == X_INC_JGEU_RIB + 1 &&
-               X_MULI_INC_JGEU_RIB == X_ADD_INC_JEQ_RRB + 39 && X_ALL_COUNT == X_MULI_INC_JGEU_RIB + 1,
+               X_MULI_INC_JGEU_RIB == X_ADD_INC_JEQ_RRB + 39,
                "INC_J order follows XCC; then ADD_, MULI_ _RRB and _RIB per XCC");
+
+_Static_assert(X_MUL_INC_JEQ_RRB == X_MULI_INC_JGEU_RIB + 1 &&
+               X_ADDI_LD8U == X_MUL_INC_JGEU_RIB + 1 && X_ADDI_LD64 == X_ADDI_LD8U + 6 &&
+               X_SHLI_ADDR_LD8U == X_ADDI_LD64 + 1 && X_SHLI_ADDR_LD64 == X_SHLI_ADDR_LD8U + 6 &&
+               X_ANDI_JZ == X_SHLI_ADDR_LD64 + 1 && X_ALL_COUNT == X_ANDI_JNZB + 1,
+               "MUL_INC_J as INC_J; ADDI_ and SHLI_ADDR_ follow XLD; ANDI_ as JZ JZB JNZ JNZB");
 
 enum xop vm_xop_unfused(enum xop op)
 {
+	if ((int)op >= X_MUL_INC_JEQ_RRB && (int)op <= X_MUL_INC_JGEU_RIB)
+		return X_MUL_RR;
+	if ((int)op >= X_ADDI_LD8U && (int)op <= X_ADDI_LD64)
+		return X_ADD_RI;
+	if ((int)op >= X_SHLI_ADDR_LD8U && (int)op <= X_SHLI_ADDR_LD64)
+		return X_SHL_RI;
+	if ((int)op >= X_ANDI_JZ && (int)op <= X_ANDI_JNZB)
+		return X_AND_RI;
 	if ((int)op >= X_INC_JEQ_RRB && (int)op <= X_INC_JGEU_RIB)
 		return X_ADD_RI;
 	if ((int)op >= X_ADD_INC_JEQ_RRB && (int)op <= X_MULI_INC_JGEU_RIB)
@@ -673,9 +687,13 @@ static int inc_j(const struct xinsn *x, const struct xinsn *y)
 	return -1;
 }
 
-/* The fused op for ADD_RR or MUL_RI x, then an INC_J pair y, z; or -1. */
+/* The fused op for ADD_RR, MUL_RI or MUL_RR x, then an INC_J pair y, z; for SHL_RI x, then an
+ * ADD_RR y and a load z at y's sum (an ADDR_ pair); or -1. */
 static int fuse_triple(const struct xinsn *x, const struct xinsn *y, const struct xinsn *z)
 {
+	enum xop yo = (enum xop)y->op, zo = (enum xop)z->op;
+	if (x->op == X_SHL_RI && yo == X_ADD_RR && zo >= X_LD8U && zo <= X_LD64 && z->b == y->a)
+		return X_SHLI_ADDR_LD8U + (zo - X_LD8U);
 	int k = inc_j(y, z);
 	if (k < 0)
 		return -1;
@@ -684,6 +702,8 @@ static int fuse_triple(const struct xinsn *x, const struct xinsn *y, const struc
 		return X_ADD_INC_JEQ_RRB + at;
 	if (x->op == X_MUL_RI)
 		return X_MULI_INC_JEQ_RRB + at;
+	if (x->op == X_MUL_RR)
+		return X_MUL_INC_JEQ_RRB + k;  /* these go 2 per cc, as INC_J */
 	return -1;
 }
 
@@ -700,7 +720,11 @@ static int fuse_pair(const struct xinsn *x, struct xinsn *y)
 			return X_ADDI_JEQ_RR + (yo - X_JEQ_RR);
 		if (yo == X_JMPB)
 			return X_ADDI_JMPB;
+		if (yo >= X_LD8U && yo <= X_LD64 && y->b == x->a)
+			return X_ADDI_LD8U + (yo - X_LD8U);
 	}
+	if (xo == X_AND_RI && yo >= X_JZ && yo <= X_JNZB && y->b == x->a)
+		return X_ANDI_JZ + (yo - X_JZ);
 	if (xo == X_MOV) {
 		if (yo >= X_JEQ_RR && yo <= X_JGEU_RIB)
 			return X_MOV_JEQ_RR + (yo - X_JEQ_RR);

@@ -100,12 +100,30 @@ enum xop_more {
 #define XCC(n, e) X_ADD_INC_J##n##_RRB, X_ADD_INC_J##n##_RIB, \
                   X_MULI_INC_J##n##_RRB, X_MULI_INC_J##n##_RIB,
 #include "xops.def"
+#undef XCC
+	/* MUL_RR, then an INC_J pair: the same with the factor in a slot (C through pncc keeps
+	 * fnv1a's prime in a register) */
+#define XCC(n, e) X_MUL_INC_J##n##_RRB, X_MUL_INC_J##n##_RIB,
+#include "xops.def"
+#undef XCC
+#define XCC(n, e)
+	/* ADD_RI, then a load at the sum + imm (a field at an offset from a computed one, rsort's
+	 * previous record); SHL_RI, then an ADDR_ pair (a scaled index: base + (i << k), then the
+	 * load there, btree's binary search) */
+#undef XLD
+#define XLD(n, w, t) X_ADDI_##n,
+#include "xops.def"
+#undef XLD
+#define XLD(n, w, t) X_SHLI_ADDR_##n,
+#include "xops.def"
 #undef XBIN
 #undef XUN
 #undef XCC
 #undef XLD
 #undef XST
 #undef X
+	/* AND_RI, then JZ/JZB/JNZ/JNZB on the result: a bit test (varint's continuation bit) */
+	X_ANDI_JZ, X_ANDI_JZB, X_ANDI_JNZ, X_ANDI_JNZB,
 	X_ALL_COUNT
 };
 
