@@ -49,7 +49,9 @@ static unsigned prof_prev = X_ALL_COUNT;
 static const char *const prof_names[X_ALL_COUNT + 1] = {
 	[X_ALL_COUNT] = "(start)",
 #define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
-                   [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI",
+                   [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI", \
+                   [X_ADD_##n##_RR] = "ADD_" #n "_RR", [X_ADD_##n##_RI] = "ADD_" #n "_RI", \
+                   [X_ADDI_##n##_RR] = "ADDI_" #n "_RR", [X_ADDI_##n##_RI] = "ADDI_" #n "_RI",
 #define XUN(n, e) [X_##n] = #n,
 #define XCC(n, e) [X_J##n##_RR] = "J" #n "_RR", [X_J##n##_RI] = "J" #n "_RI", \
                   [X_J##n##_RRB] = "J" #n "_RRB", [X_J##n##_RIB] = "J" #n "_RIB", \
@@ -159,7 +161,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 	[X_ADD_INC_J##n##_RRB] = &&do_ADD_INC_J##n##_RRB, [X_ADD_INC_J##n##_RIB] = &&do_ADD_INC_J##n##_RIB, \
 	[X_MULI_INC_J##n##_RRB] = &&do_MULI_INC_J##n##_RRB, [X_MULI_INC_J##n##_RIB] = &&do_MULI_INC_J##n##_RIB, \
 	[X_MUL_INC_J##n##_RRB] = &&do_MUL_INC_J##n##_RRB, [X_MUL_INC_J##n##_RIB] = &&do_MUL_INC_J##n##_RIB,
-#define XBIN(n, e)
+#define XBIN(n, e) [X_ADD_##n##_RR] = &&do_ADD_##n##_RR, [X_ADD_##n##_RI] = &&do_ADD_##n##_RI, \
+	[X_ADDI_##n##_RR] = &&do_ADDI_##n##_RR, [X_ADDI_##n##_RI] = &&do_ADDI_##n##_RI,
 #define XUN(n, e)
 #define XLD(n, w, t) [X_ADDI_##n] = &&do_ADDI_##n, [X_SHLI_ADDR_##n] = &&do_SHLI_ADDR_##n,
 #define XST(n, w, t)
@@ -347,7 +350,17 @@ dispatch:
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(MUL_INC_J##n##_RIB) { MULX(); INC(); uint64_t y = (uint64_t)ip->imm; \
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
-#define XBIN(n, e)
+/* ADD_<op>, ADDI_<op>: the sum is stored, then the operation reads its right operand (which
+ * may be the sum's slot) and takes the sum as its left one (the translator checks). */
+#define XBIN(n, e) \
+	CASE(ADD_##n##_RR) { uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t y = fp[ip->c]; fp[ip->a] = (e); NEXT(); } \
+	CASE(ADD_##n##_RI) { uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); } \
+	CASE(ADDI_##n##_RR) { uint64_t x = fp[ip->b] + (uint64_t)ip->imm; fp[ip->a] = x; ip++; \
+		uint64_t y = fp[ip->c]; fp[ip->a] = (e); NEXT(); } \
+	CASE(ADDI_##n##_RI) { uint64_t x = fp[ip->b] + (uint64_t)ip->imm; fp[ip->a] = x; ip++; \
+		uint64_t y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); }
 #define XUN(n, e)
 /* ADDI_: the load's address operand is the sum (the translator checks); SHLI_ADDR_: the shift
  * is stored first, then the ADDR_ pair reads its operands, which may be the shifted slot. */

@@ -634,8 +634,11 @@ _Static_assert(X_INC_JGEU_RIB == X_INC_JEQ_RRB + 19 && X_ADD_INC_JEQ_RRB == X_IN
 _Static_assert(X_MUL_INC_JEQ_RRB == X_MULI_INC_JGEU_RIB + 1 &&
                X_ADDI_LD8U == X_MUL_INC_JGEU_RIB + 1 && X_ADDI_LD64 == X_ADDI_LD8U + 6 &&
                X_SHLI_ADDR_LD8U == X_ADDI_LD64 + 1 && X_SHLI_ADDR_LD64 == X_SHLI_ADDR_LD8U + 6 &&
-               X_ANDI_JZ == X_SHLI_ADDR_LD64 + 1 && X_ALL_COUNT == X_ANDI_JNZB + 1,
+               X_ANDI_JZ == X_SHLI_ADDR_LD64 + 1,
                "MUL_INC_J as INC_J; ADDI_ and SHLI_ADDR_ follow XLD; ANDI_ as JZ JZB JNZ JNZB");
+_Static_assert(X_ADD_ADD_RR == X_ANDI_JNZB + 1 && X_ADD_GEU_RI - X_ADD_ADD_RR == X_GEU_RI - X_ADD_RR &&
+               X_ADDI_ADD_RR == X_ADD_GEU_RI + 1 && X_ALL_COUNT == X_ADDI_GEU_RI + 1,
+               "ADD_<op> and ADDI_<op> follow XBIN");
 
 enum xop vm_xop_unfused(enum xop op)
 {
@@ -647,6 +650,10 @@ enum xop vm_xop_unfused(enum xop op)
 		return X_SHL_RI;
 	if ((int)op >= X_ANDI_JZ && (int)op <= X_ANDI_JNZB)
 		return X_AND_RI;
+	if ((int)op >= X_ADD_ADD_RR && (int)op <= X_ADD_GEU_RI)
+		return X_ADD_RR;
+	if ((int)op >= X_ADDI_ADD_RR && (int)op <= X_ADDI_GEU_RI)
+		return X_ADD_RI;
 	if ((int)op >= X_INC_JEQ_RRB && (int)op <= X_INC_JGEU_RIB)
 		return X_ADD_RI;
 	if ((int)op >= X_ADD_INC_JEQ_RRB && (int)op <= X_MULI_INC_JGEU_RIB)
@@ -733,15 +740,18 @@ static int fuse_pair(const struct xinsn *x, struct xinsn *y)
 	}
 	if ((xo == X_LD8U || xo == X_ADD_RR) && yo >= X_LD8U && yo <= X_LD64 && y->b == x->a)
 		return X_LDB_LD8U + 2 * (yo - X_LD8U) + (xo == X_ADD_RR);
-	if (xo == X_LD8U && yo >= X_ADD_RR && yo <= X_GEU_RI) {
+	/* LD8U, ADD_RR or ADD_RI, then an XBIN with the result as its left operand */
+	int first = xo == X_LD8U ? X_LD8U_ADD_RR : xo == X_ADD_RR ? (int)X_ADD_ADD_RR :
+	            xo == X_ADD_RI ? (int)X_ADDI_ADD_RR : -1;
+	if (first >= 0 && yo >= X_ADD_RR && yo <= X_GEU_RI) {
 		int rr = (yo - X_ADD_RR) % 2 == 0;
 		if (y->b == x->a)
-			return X_LD8U_ADD_RR + (yo - X_ADD_RR);
+			return first + (yo - X_ADD_RR);
 		if (rr && y->c == x->a && commutative_bin(yo)) {
-			int32_t t = y->b;        /* a + v == v + a: the loaded byte on the left */
+			int32_t t = y->b;        /* a + v == v + a: the first's result on the left */
 			y->b = y->c;
 			y->c = t;
-			return X_LD8U_ADD_RR + (yo - X_ADD_RR);
+			return first + (yo - X_ADD_RR);
 		}
 	}
 	return -1;

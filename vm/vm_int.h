@@ -124,6 +124,24 @@ enum xop_more {
 #undef X
 	/* AND_RI, then JZ/JZB/JNZ/JNZB on the result: a bit test (varint's continuation bit) */
 	X_ANDI_JZ, X_ANDI_JZB, X_ANDI_JNZ, X_ANDI_JNZB,
+	/* ADD_RR, then ADD_RI, then a binary operation whose left operand is the sum (btree's
+	 * midpoint (lo + hi) >> 1, bitmap's w & (w - 1)) */
+#define XBIN(n, e) X_ADD_##n##_RR, X_ADD_##n##_RI,
+#define XUN(n, e)
+#define XCC(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#define XBIN(n, e) X_ADDI_##n##_RR, X_ADDI_##n##_RI,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
 	X_ALL_COUNT
 };
 
