@@ -82,6 +82,8 @@ static const char *const prof_names[X_ALL_COUNT + 1] = {
 	[X_MOV_JNZB] = "MOV_JNZB",
 	[X_ANDI_JZ] = "ANDI_JZ", [X_ANDI_JZB] = "ANDI_JZB", [X_ANDI_JNZ] = "ANDI_JNZ",
 	[X_ANDI_JNZB] = "ANDI_JNZB",
+	[X_MUL_DIVS_RI] = "MUL_DIVS_RI", [X_MUL_DIVU_RI] = "MUL_DIVU_RI",
+	[X_MUL_REMS_RI] = "MUL_REMS_RI", [X_MUL_REMU_RI] = "MUL_REMU_RI",
 };
 struct prof_row { uint64_t n; unsigned a, b; };
 static int prof_cmp(const void *x, const void *y)
@@ -176,6 +178,8 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef X
 		[X_ANDI_JZ] = &&do_ANDI_JZ, [X_ANDI_JZB] = &&do_ANDI_JZB,
 		[X_ANDI_JNZ] = &&do_ANDI_JNZ, [X_ANDI_JNZB] = &&do_ANDI_JNZB,
+		[X_MUL_DIVS_RI] = &&do_MUL_DIVS_RI, [X_MUL_DIVU_RI] = &&do_MUL_DIVU_RI,
+		[X_MUL_REMS_RI] = &&do_MUL_REMS_RI, [X_MUL_REMU_RI] = &&do_MUL_REMU_RI,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -434,6 +438,13 @@ dispatch:
 	CASE(REMS_RI) { fp[ip->a] = (uint64_t)((int64_t)fp[ip->b] % ip->imm); NEXT(); }
 	CASE(DIVU_RI) { fp[ip->a] = fp[ip->b] / (uint64_t)ip->imm; NEXT(); }
 	CASE(REMU_RI) { fp[ip->a] = fp[ip->b] % (uint64_t)ip->imm; NEXT(); }
+	/* MUL_RR, then one of those four on the product (the division's b is the MUL's a) */
+#define MULP() uint64_t x = fp[ip->b] * fp[ip->c]; fp[ip->a] = x; ip++
+	CASE(MUL_DIVS_RI) { MULP(); fp[ip->a] = (uint64_t)((int64_t)x / ip->imm); NEXT(); }
+	CASE(MUL_REMS_RI) { MULP(); fp[ip->a] = (uint64_t)((int64_t)x % ip->imm); NEXT(); }
+	CASE(MUL_DIVU_RI) { MULP(); fp[ip->a] = x / (uint64_t)ip->imm; NEXT(); }
+	CASE(MUL_REMU_RI) { MULP(); fp[ip->a] = x % (uint64_t)ip->imm; NEXT(); }
+#undef MULP
 
 	CASE(SELECT) { fp[ip->a] = fp[ip->c] ? fp[ip->imm] : fp[ip->b]; NEXT(); }
 	CASE(XSWAP) { uint64_t v = fp[ip->a]; fp[ip->a] = fp[ip->b]; fp[ip->b] = v; NEXT(); }

@@ -637,8 +637,11 @@ _Static_assert(X_MUL_INC_JEQ_RRB == X_MULI_INC_JGEU_RIB + 1 &&
                X_ANDI_JZ == X_SHLI_ADDR_LD64 + 1,
                "MUL_INC_J as INC_J; ADDI_ and SHLI_ADDR_ follow XLD; ANDI_ as JZ JZB JNZ JNZB");
 _Static_assert(X_ADD_ADD_RR == X_ANDI_JNZB + 1 && X_ADD_GEU_RI - X_ADD_ADD_RR == X_GEU_RI - X_ADD_RR &&
-               X_ADDI_ADD_RR == X_ADD_GEU_RI + 1 && X_ALL_COUNT == X_ADDI_GEU_RI + 1,
+               X_ADDI_ADD_RR == X_ADD_GEU_RI + 1 && X_MUL_DIVS_RI == X_ADDI_GEU_RI + 1,
                "ADD_<op> and ADDI_<op> follow XBIN");
+_Static_assert(X_REMU_RI - X_DIVS_RI == 3 && X_MUL_REMU_RI - X_MUL_DIVS_RI == 3 &&
+               X_DIVU_RI == X_DIVS_RI + 1 && X_MUL_DIVU_RI == X_MUL_DIVS_RI + 1 &&
+               X_ALL_COUNT == X_MUL_REMU_RI + 1, "MUL_<div> follow DIVS_RI DIVU_RI REMS_RI REMU_RI");
 
 enum xop vm_xop_unfused(enum xop op)
 {
@@ -652,6 +655,8 @@ enum xop vm_xop_unfused(enum xop op)
 		return X_AND_RI;
 	if ((int)op >= X_ADD_ADD_RR && (int)op <= X_ADD_GEU_RI)
 		return X_ADD_RR;
+	if ((int)op >= X_MUL_DIVS_RI && (int)op <= X_MUL_REMU_RI)
+		return X_MUL_RR;
 	if ((int)op >= X_ADDI_ADD_RR && (int)op <= X_ADDI_GEU_RI)
 		return X_ADD_RI;
 	if ((int)op >= X_INC_JEQ_RRB && (int)op <= X_INC_JGEU_RIB)
@@ -732,6 +737,8 @@ static int fuse_pair(const struct xinsn *x, struct xinsn *y)
 	}
 	if (xo == X_AND_RI && yo >= X_JZ && yo <= X_JNZB && y->b == x->a)
 		return X_ANDI_JZ + (yo - X_JZ);
+	if (xo == X_MUL_RR && yo >= X_DIVS_RI && yo <= X_REMU_RI && y->b == x->a)
+		return X_MUL_DIVS_RI + (yo - X_DIVS_RI);
 	if (xo == X_MOV) {
 		if (yo >= X_JEQ_RR && yo <= X_JGEU_RIB)
 			return X_MOV_JEQ_RR + (yo - X_JEQ_RR);

@@ -142,6 +142,8 @@ enum xop_more {
 #undef XLD
 #undef XST
 #undef X
+	/* MUL_RR, then a division by a constant of the product (isum's (i * i) % 7) */
+	X_MUL_DIVS_RI, X_MUL_DIVU_RI, X_MUL_REMS_RI, X_MUL_REMU_RI,
 	X_ALL_COUNT
 };
 
