@@ -49,7 +49,9 @@ static unsigned prof_prev = X_ALL_COUNT;
 static const char *const prof_names[X_ALL_COUNT + 1] = {
 	[X_ALL_COUNT] = "(start)",
 #define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
-                   [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI",
+                   [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI", \
+                   [X_ADD_##n##_RR] = "ADD_" #n "_RR", [X_ADD_##n##_RI] = "ADD_" #n "_RI", \
+                   [X_ADDI_##n##_RR] = "ADDI_" #n "_RR", [X_ADDI_##n##_RI] = "ADDI_" #n "_RI",
 #define XUN(n, e) [X_##n] = #n,
 #define XCC(n, e) [X_J##n##_RR] = "J" #n "_RR", [X_J##n##_RI] = "J" #n "_RI", \
                   [X_J##n##_RRB] = "J" #n "_RRB", [X_J##n##_RIB] = "J" #n "_RIB", \
@@ -61,8 +63,11 @@ static const char *const prof_names[X_ALL_COUNT + 1] = {
                   [X_ADD_INC_J##n##_RRB] = "ADD_INC_J" #n "_RRB", \
                   [X_ADD_INC_J##n##_RIB] = "ADD_INC_J" #n "_RIB", \
                   [X_MULI_INC_J##n##_RRB] = "MULI_INC_J" #n "_RRB", \
-                  [X_MULI_INC_J##n##_RIB] = "MULI_INC_J" #n "_RIB",
-#define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n,
+                  [X_MULI_INC_J##n##_RIB] = "MULI_INC_J" #n "_RIB", \
+                  [X_MUL_INC_J##n##_RRB] = "MUL_INC_J" #n "_RRB", \
+                  [X_MUL_INC_J##n##_RIB] = "MUL_INC_J" #n "_RIB",
+#define XLD(n, w, t) [X_##n] = #n, [X_LDB_##n] = "LDB_" #n, [X_ADDR_##n] = "ADDR_" #n, \
+                     [X_ADDI_##n] = "ADDI_" #n, [X_SHLI_ADDR_##n] = "SHLI_ADDR_" #n,
 #define XST(n, w, t) [X_##n] = #n, [X_##n##_OUT] = #n "_OUT",
 #define X(n) [X_##n] = #n,
 #include "xops.def"
@@ -75,6 +80,10 @@ static const char *const prof_names[X_ALL_COUNT + 1] = {
 	[X_ADDI_JMPB] = "ADDI_JMPB",
 	[X_MOV_JZ] = "MOV_JZ", [X_MOV_JZB] = "MOV_JZB", [X_MOV_JNZ] = "MOV_JNZ",
 	[X_MOV_JNZB] = "MOV_JNZB",
+	[X_ANDI_JZ] = "ANDI_JZ", [X_ANDI_JZB] = "ANDI_JZB", [X_ANDI_JNZ] = "ANDI_JNZ",
+	[X_ANDI_JNZB] = "ANDI_JNZB",
+	[X_MUL_DIVS_RI] = "MUL_DIVS_RI", [X_MUL_DIVU_RI] = "MUL_DIVU_RI",
+	[X_MUL_REMS_RI] = "MUL_REMS_RI", [X_MUL_REMU_RI] = "MUL_REMU_RI",
 };
 struct prof_row { uint64_t n; unsigned a, b; };
 static int prof_cmp(const void *x, const void *y)
@@ -152,10 +161,12 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 		[X_MOV_JNZB] = &&do_MOV_JNZB,
 #define XCC(n, e) [X_INC_J##n##_RRB] = &&do_INC_J##n##_RRB, [X_INC_J##n##_RIB] = &&do_INC_J##n##_RIB, \
 	[X_ADD_INC_J##n##_RRB] = &&do_ADD_INC_J##n##_RRB, [X_ADD_INC_J##n##_RIB] = &&do_ADD_INC_J##n##_RIB, \
-	[X_MULI_INC_J##n##_RRB] = &&do_MULI_INC_J##n##_RRB, [X_MULI_INC_J##n##_RIB] = &&do_MULI_INC_J##n##_RIB,
-#define XBIN(n, e)
+	[X_MULI_INC_J##n##_RRB] = &&do_MULI_INC_J##n##_RRB, [X_MULI_INC_J##n##_RIB] = &&do_MULI_INC_J##n##_RIB, \
+	[X_MUL_INC_J##n##_RRB] = &&do_MUL_INC_J##n##_RRB, [X_MUL_INC_J##n##_RIB] = &&do_MUL_INC_J##n##_RIB,
+#define XBIN(n, e) [X_ADD_##n##_RR] = &&do_ADD_##n##_RR, [X_ADD_##n##_RI] = &&do_ADD_##n##_RI, \
+	[X_ADDI_##n##_RR] = &&do_ADDI_##n##_RR, [X_ADDI_##n##_RI] = &&do_ADDI_##n##_RI,
 #define XUN(n, e)
-#define XLD(n, w, t)
+#define XLD(n, w, t) [X_ADDI_##n] = &&do_ADDI_##n, [X_SHLI_ADDR_##n] = &&do_SHLI_ADDR_##n,
 #define XST(n, w, t)
 #define X(n)
 #include "xops.def"
@@ -165,6 +176,10 @@ static int interp(struct run *run, unsigned entry, const int64_t *argv, int64_t 
 #undef XLD
 #undef XST
 #undef X
+		[X_ANDI_JZ] = &&do_ANDI_JZ, [X_ANDI_JZB] = &&do_ANDI_JZB,
+		[X_ANDI_JNZ] = &&do_ANDI_JNZ, [X_ANDI_JNZB] = &&do_ANDI_JNZB,
+		[X_MUL_DIVS_RI] = &&do_MUL_DIVS_RI, [X_MUL_DIVU_RI] = &&do_MUL_DIVU_RI,
+		[X_MUL_REMS_RI] = &&do_MUL_REMS_RI, [X_MUL_REMU_RI] = &&do_MUL_REMU_RI,
 	};
 	if (!run) {
 		labels_out = labels;
@@ -321,6 +336,7 @@ dispatch:
 /* The triples: ADD_RR or MUL_RI (which cannot trap), then the INC_J pair as above. */
 #define ADDX()  do { fp[ip->a] = fp[ip->b] + fp[ip->c]; ip++; } while (0)
 #define MULIX() do { fp[ip->a] = fp[ip->b] * (uint64_t)ip->imm; ip++; } while (0)
+#define MULX()  do { fp[ip->a] = fp[ip->b] * fp[ip->c]; ip++; } while (0)
 #define XCC(n, e) \
 	CASE(INC_J##n##_RRB) { INC(); uint64_t y = fp[ip->c]; \
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
@@ -333,10 +349,31 @@ dispatch:
 	CASE(MULI_INC_J##n##_RRB) { MULIX(); INC(); uint64_t y = fp[ip->c]; \
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
 	CASE(MULI_INC_J##n##_RIB) { MULIX(); INC(); uint64_t y = (uint64_t)ip->imm; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MUL_INC_J##n##_RRB) { MULX(); INC(); uint64_t y = fp[ip->c]; \
+		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); } \
+	CASE(MUL_INC_J##n##_RIB) { MULX(); INC(); uint64_t y = (uint64_t)ip->imm; \
 		if (e) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
-#define XBIN(n, e)
+/* ADD_<op>, ADDI_<op>: the sum is stored, then the operation reads its right operand (which
+ * may be the sum's slot) and takes the sum as its left one (the translator checks). */
+#define XBIN(n, e) \
+	CASE(ADD_##n##_RR) { uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t y = fp[ip->c]; fp[ip->a] = (e); NEXT(); } \
+	CASE(ADD_##n##_RI) { uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); } \
+	CASE(ADDI_##n##_RR) { uint64_t x = fp[ip->b] + (uint64_t)ip->imm; fp[ip->a] = x; ip++; \
+		uint64_t y = fp[ip->c]; fp[ip->a] = (e); NEXT(); } \
+	CASE(ADDI_##n##_RI) { uint64_t x = fp[ip->b] + (uint64_t)ip->imm; fp[ip->a] = x; ip++; \
+		uint64_t y = (uint64_t)ip->imm; fp[ip->a] = (e); NEXT(); }
 #define XUN(n, e)
-#define XLD(n, w, t)
+/* ADDI_: the load's address operand is the sum (the translator checks); SHLI_ADDR_: the shift
+ * is stored first, then the ADDR_ pair reads its operands, which may be the shifted slot. */
+#define XLD(n, w, t) \
+	CASE(ADDI_##n) { uint64_t x = fp[ip->b] + (uint64_t)ip->imm; fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); } \
+	CASE(SHLI_ADDR_##n) { fp[ip->a] = fp[ip->b] << (ip->imm & 63); ip++; \
+		uint64_t x = fp[ip->b] + fp[ip->c]; fp[ip->a] = x; ip++; \
+		uint64_t r; LOAD_AT(x, w, t, r); fp[ip->a] = r; NEXT(); }
 #define XST(n, w, t)
 #define X(n)
 #include "xops.def"
@@ -349,12 +386,20 @@ dispatch:
 #undef INC
 #undef ADDX
 #undef MULIX
+#undef MULX
 #undef ADDI
 	CASE(MOV_JZ)   { MOVX(); if (fp[ip->b] == 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(MOV_JNZ)  { MOVX(); if (fp[ip->b] != 0) { JUMP(ip + ip->d); } NEXT(); }
 	CASE(MOV_JZB)  { MOVX(); if (fp[ip->b] == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 	CASE(MOV_JNZB) { MOVX(); if (fp[ip->b] != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
 #undef MOVX
+	/* AND_RI, then a test of its result (the branch's operand is the AND's destination) */
+#define ANDIX() uint64_t x = fp[ip->b] & (uint64_t)ip->imm; fp[ip->a] = x; ip++
+	CASE(ANDI_JZ)   { ANDIX(); if (x == 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(ANDI_JNZ)  { ANDIX(); if (x != 0) { JUMP(ip + ip->d); } NEXT(); }
+	CASE(ANDI_JZB)  { ANDIX(); if (x == 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+	CASE(ANDI_JNZB) { ANDIX(); if (x != 0) { SPEND_FUEL(); JUMP_BACK(); } NEXT(); }
+#undef ANDIX
 
 	CASE(MOV)  { fp[ip->a] = fp[ip->b]; NEXT(); }
 	CASE(MOVI) { fp[ip->a] = (uint64_t)ip->imm; NEXT(); }
@@ -393,6 +438,13 @@ dispatch:
 	CASE(REMS_RI) { fp[ip->a] = (uint64_t)((int64_t)fp[ip->b] % ip->imm); NEXT(); }
 	CASE(DIVU_RI) { fp[ip->a] = fp[ip->b] / (uint64_t)ip->imm; NEXT(); }
 	CASE(REMU_RI) { fp[ip->a] = fp[ip->b] % (uint64_t)ip->imm; NEXT(); }
+	/* MUL_RR, then one of those four on the product (the division's b is the MUL's a) */
+#define MULP() uint64_t x = fp[ip->b] * fp[ip->c]; fp[ip->a] = x; ip++
+	CASE(MUL_DIVS_RI) { MULP(); fp[ip->a] = (uint64_t)((int64_t)x / ip->imm); NEXT(); }
+	CASE(MUL_REMS_RI) { MULP(); fp[ip->a] = (uint64_t)((int64_t)x % ip->imm); NEXT(); }
+	CASE(MUL_DIVU_RI) { MULP(); fp[ip->a] = x / (uint64_t)ip->imm; NEXT(); }
+	CASE(MUL_REMU_RI) { MULP(); fp[ip->a] = x % (uint64_t)ip->imm; NEXT(); }
+#undef MULP
 
 	CASE(SELECT) { fp[ip->a] = fp[ip->c] ? fp[ip->imm] : fp[ip->b]; NEXT(); }
 	CASE(XSWAP) { uint64_t v = fp[ip->a]; fp[ip->a] = fp[ip->b]; fp[ip->b] = v; NEXT(); }

@@ -628,11 +628,37 @@ _Static_assert(X_MOV_JGEU_RIB == X_MOV_JEQ_RR + 39 && X_MOV_JZ == X_MOV_JEQ_RR +
                X_MOV_JZB == X_MOV_JZ + 1, "MOV_J order follows XCC, then JZ JZB JNZ JNZB");
 
 _Static_assert(X_INC_JGEU_RIB == X_INC_JEQ_RRB + 19 && X_ADD_INC_JEQ_RRB == X_INC_JGEU_RIB + 1 &&
-               X_MULI_INC_JGEU_RIB == X_ADD_INC_JEQ_RRB + 39 && X_ALL_COUNT == X_MULI_INC_JGEU_RIB + 1,
+               X_MULI_INC_JGEU_RIB == X_ADD_INC_JEQ_RRB + 39,
                "INC_J order follows XCC; then ADD_, MULI_ _RRB and _RIB per XCC");
+
+_Static_assert(X_MUL_INC_JEQ_RRB == X_MULI_INC_JGEU_RIB + 1 &&
+               X_ADDI_LD8U == X_MUL_INC_JGEU_RIB + 1 && X_ADDI_LD64 == X_ADDI_LD8U + 6 &&
+               X_SHLI_ADDR_LD8U == X_ADDI_LD64 + 1 && X_SHLI_ADDR_LD64 == X_SHLI_ADDR_LD8U + 6 &&
+               X_ANDI_JZ == X_SHLI_ADDR_LD64 + 1,
+               "MUL_INC_J as INC_J; ADDI_ and SHLI_ADDR_ follow XLD; ANDI_ as JZ JZB JNZ JNZB");
+_Static_assert(X_ADD_ADD_RR == X_ANDI_JNZB + 1 && X_ADD_GEU_RI - X_ADD_ADD_RR == X_GEU_RI - X_ADD_RR &&
+               X_ADDI_ADD_RR == X_ADD_GEU_RI + 1 && X_MUL_DIVS_RI == X_ADDI_GEU_RI + 1,
+               "ADD_<op> and ADDI_<op> follow XBIN");
+_Static_assert(X_REMU_RI - X_DIVS_RI == 3 && X_MUL_REMU_RI - X_MUL_DIVS_RI == 3 &&
+               X_DIVU_RI == X_DIVS_RI + 1 && X_MUL_DIVU_RI == X_MUL_DIVS_RI + 1 &&
+               X_ALL_COUNT == X_MUL_REMU_RI + 1, "MUL_<div> follow DIVS_RI DIVU_RI REMS_RI REMU_RI");
 
 enum xop vm_xop_unfused(enum xop op)
 {
+	if ((int)op >= X_MUL_INC_JEQ_RRB && (int)op <= X_MUL_INC_JGEU_RIB)
+		return X_MUL_RR;
+	if ((int)op >= X_ADDI_LD8U && (int)op <= X_ADDI_LD64)
+		return X_ADD_RI;
+	if ((int)op >= X_SHLI_ADDR_LD8U && (int)op <= X_SHLI_ADDR_LD64)
+		return X_SHL_RI;
+	if ((int)op >= X_ANDI_JZ && (int)op <= X_ANDI_JNZB)
+		return X_AND_RI;
+	if ((int)op >= X_ADD_ADD_RR && (int)op <= X_ADD_GEU_RI)
+		return X_ADD_RR;
+	if ((int)op >= X_MUL_DIVS_RI && (int)op <= X_MUL_REMU_RI)
+		return X_MUL_RR;
+	if ((int)op >= X_ADDI_ADD_RR && (int)op <= X_ADDI_GEU_RI)
+		return X_ADD_RI;
 	if ((int)op >= X_INC_JEQ_RRB && (int)op <= X_INC_JGEU_RIB)
 		return X_ADD_RI;
 	if ((int)op >= X_ADD_INC_JEQ_RRB && (int)op <= X_MULI_INC_JGEU_RIB)
@@ -673,9 +699,13 @@ static int inc_j(const struct xinsn *x, const struct xinsn *y)
 	return -1;
 }
 
-/* The fused op for ADD_RR or MUL_RI x, then an INC_J pair y, z; or -1. */
+/* The fused op for ADD_RR, MUL_RI or MUL_RR x, then an INC_J pair y, z; for SHL_RI x, then an
+ * ADD_RR y and a load z at y's sum (an ADDR_ pair); or -1. */
 static int fuse_triple(const struct xinsn *x, const struct xinsn *y, const struct xinsn *z)
 {
+	enum xop yo = (enum xop)y->op, zo = (enum xop)z->op;
+	if (x->op == X_SHL_RI && yo == X_ADD_RR && zo >= X_LD8U && zo <= X_LD64 && z->b == y->a)
+		return X_SHLI_ADDR_LD8U + (zo - X_LD8U);
 	int k = inc_j(y, z);
 	if (k < 0)
 		return -1;
@@ -684,6 +714,8 @@ static int fuse_triple(const struct xinsn *x, const struct xinsn *y, const struc
 		return X_ADD_INC_JEQ_RRB + at;
 	if (x->op == X_MUL_RI)
 		return X_MULI_INC_JEQ_RRB + at;
+	if (x->op == X_MUL_RR)
+		return X_MUL_INC_JEQ_RRB + k;  /* these go 2 per cc, as INC_J */
 	return -1;
 }
 
@@ -700,7 +732,13 @@ static int fuse_pair(const struct xinsn *x, struct xinsn *y)
 			return X_ADDI_JEQ_RR + (yo - X_JEQ_RR);
 		if (yo == X_JMPB)
 			return X_ADDI_JMPB;
+		if (yo >= X_LD8U && yo <= X_LD64 && y->b == x->a)
+			return X_ADDI_LD8U + (yo - X_LD8U);
 	}
+	if (xo == X_AND_RI && yo >= X_JZ && yo <= X_JNZB && y->b == x->a)
+		return X_ANDI_JZ + (yo - X_JZ);
+	if (xo == X_MUL_RR && yo >= X_DIVS_RI && yo <= X_REMU_RI && y->b == x->a)
+		return X_MUL_DIVS_RI + (yo - X_DIVS_RI);
 	if (xo == X_MOV) {
 		if (yo >= X_JEQ_RR && yo <= X_JGEU_RIB)
 			return X_MOV_JEQ_RR + (yo - X_JEQ_RR);
@@ -709,15 +747,18 @@ static int fuse_pair(const struct xinsn *x, struct xinsn *y)
 	}
 	if ((xo == X_LD8U || xo == X_ADD_RR) && yo >= X_LD8U && yo <= X_LD64 && y->b == x->a)
 		return X_LDB_LD8U + 2 * (yo - X_LD8U) + (xo == X_ADD_RR);
-	if (xo == X_LD8U && yo >= X_ADD_RR && yo <= X_GEU_RI) {
+	/* LD8U, ADD_RR or ADD_RI, then an XBIN with the result as its left operand */
+	int first = xo == X_LD8U ? X_LD8U_ADD_RR : xo == X_ADD_RR ? (int)X_ADD_ADD_RR :
+	            xo == X_ADD_RI ? (int)X_ADDI_ADD_RR : -1;
+	if (first >= 0 && yo >= X_ADD_RR && yo <= X_GEU_RI) {
 		int rr = (yo - X_ADD_RR) % 2 == 0;
 		if (y->b == x->a)
-			return X_LD8U_ADD_RR + (yo - X_ADD_RR);
+			return first + (yo - X_ADD_RR);
 		if (rr && y->c == x->a && commutative_bin(yo)) {
-			int32_t t = y->b;        /* a + v == v + a: the loaded byte on the left */
+			int32_t t = y->b;        /* a + v == v + a: the first's result on the left */
 			y->b = y->c;
 			y->c = t;
-			return X_LD8U_ADD_RR + (yo - X_ADD_RR);
+			return first + (yo - X_ADD_RR);
 		}
 	}
 	return -1;

@@ -100,12 +100,50 @@ enum xop_more {
 #define XCC(n, e) X_ADD_INC_J##n##_RRB, X_ADD_INC_J##n##_RIB, \
                   X_MULI_INC_J##n##_RRB, X_MULI_INC_J##n##_RIB,
 #include "xops.def"
+#undef XCC
+	/* MUL_RR, then an INC_J pair: the same with the factor in a slot (C through pncc keeps
+	 * fnv1a's prime in a register) */
+#define XCC(n, e) X_MUL_INC_J##n##_RRB, X_MUL_INC_J##n##_RIB,
+#include "xops.def"
+#undef XCC
+#define XCC(n, e)
+	/* ADD_RI, then a load at the sum + imm (a field at an offset from a computed one, rsort's
+	 * previous record); SHL_RI, then an ADDR_ pair (a scaled index: base + (i << k), then the
+	 * load there, btree's binary search) */
+#undef XLD
+#define XLD(n, w, t) X_ADDI_##n,
+#include "xops.def"
+#undef XLD
+#define XLD(n, w, t) X_SHLI_ADDR_##n,
+#include "xops.def"
 #undef XBIN
 #undef XUN
 #undef XCC
 #undef XLD
 #undef XST
 #undef X
+	/* AND_RI, then JZ/JZB/JNZ/JNZB on the result: a bit test (varint's continuation bit) */
+	X_ANDI_JZ, X_ANDI_JZB, X_ANDI_JNZ, X_ANDI_JNZB,
+	/* ADD_RR, then ADD_RI, then a binary operation whose left operand is the sum (btree's
+	 * midpoint (lo + hi) >> 1, bitmap's w & (w - 1)) */
+#define XBIN(n, e) X_ADD_##n##_RR, X_ADD_##n##_RI,
+#define XUN(n, e)
+#define XCC(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#define XBIN(n, e) X_ADDI_##n##_RR, X_ADDI_##n##_RI,
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	/* MUL_RR, then a division by a constant of the product (isum's (i * i) % 7) */
+	X_MUL_DIVS_RI, X_MUL_DIVU_RI, X_MUL_REMS_RI, X_MUL_REMU_RI,
 	X_ALL_COUNT
 };
 

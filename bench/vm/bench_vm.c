@@ -12,8 +12,12 @@
  * its columns say '-'.  Results go to stdout and to results/vm.csv and results/vm.txt (with
  * --quick to results/vm-quick.*.tmp instead, so smoke runs never overwrite measured numbers).
  *
+ * Built with `make WASM3=dir` (wasm3's sources, built outside the repository), it has one more
+ * engine: <name>.c compiled to wasm32 and run by wasm3 (wasm3_run.c), its times taken in the
+ * same rounds as the VM's, and two more columns; without it, the output is as before.
+ *
  *   bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR] [--luajit CMD]
- *            [--data DIR] [--kernel NAME]
+ *            [--data DIR] [--kernel NAME] [--wasm DIR]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +30,9 @@
 #include "asm.h"
 #include "native.h"
 #include "vm.h"
+#ifdef BENCH_WASM3
+#include "wasm3_run.h"
+#endif
 
 #ifndef BENCH_SRCDIR
 #define BENCH_SRCDIR "."
@@ -35,6 +42,12 @@
 #endif
 #ifndef NATIVE_CFLAGS
 #define NATIVE_CFLAGS "?"
+#endif
+#ifndef BENCH_WASMDIR
+#define BENCH_WASMDIR ""
+#endif
+#ifndef WASM_CFLAGS
+#define WASM_CFLAGS "?"
 #endif
 
 #define NODE_LEN  16            /* chase.pna: u64 next, u64 value */
@@ -86,10 +99,18 @@ struct row {
 	double native_ms, alt_ms, eng_ms[ENG_COUNT];
 	double cc_ms[ENG_COUNT];    /* the kernel written in C, through pncc */
 	double lua_ms[LUA_COUNT];   /* bench/vm/<name>.lua on LuaJIT */
+	double wasm3_ms;            /* bench/vm/<name>.c as wasm32 on wasm3 (BENCH_WASM3) */
 	uint64_t result;
 };
 
 static volatile uint64_t sink; /* results pass through here so no run is dead code */
+
+/* Whether this build has the wasm3 columns: the table and the CSV have them only then. */
+#ifdef BENCH_WASM3
+static const int have_wasm3 = 1;
+#else
+static const int have_wasm3 = 0;
+#endif
 
 /* ---- data, generated from a fixed seed so every run and every machine sees the same bytes */
 
@@ -457,6 +478,60 @@ static double time_vm(const char *kernel, enum engine e, const struct vm_prog *p
 	return t;
 }
 
+/* The regions the kernels import: bound in the VM, written to files for LuaJIT,
+ * copied into wasm3's memory. */
+struct region {
+	const char *name;
+	uint8_t *p;
+	size_t len;
+	int acc;
+};
+
+#ifdef BENCH_WASM3
+/* Time one call of the kernel under wasm3, which must return want. */
+static double time_wasm3(const char *kernel, struct w3 *w, const int64_t *argv, unsigned n_args,
+                         uint64_t want)
+{
+	char err[512];
+	uint64_t v = 0;
+	double t0 = now_ms();
+	int rc = w3_call(w, argv, n_args, &v, err, sizeof err);
+	double t = now_ms() - t0;
+
+	if (rc) {
+		fprintf(stderr, "bench_vm: %s on wasm3: %s\n", kernel, err);
+		exit(1);
+	}
+	sink = v;
+	if (v != want)
+		mismatch(kernel, "wasm3", v, want);
+	return t;
+}
+
+/* The kernel's DIR/<name>.wasm loaded in wasm3 with the regions it names, or NULL when there
+ * is none (its column says '-'). */
+static struct w3 *load_wasm3(const char *dir, const char *name, const struct region *rg,
+                             size_t n)
+{
+	char path[4096], err[512];
+	struct w3_region w3rg[16];
+	struct w3 *w;
+
+	if (!*dir)
+		return NULL;
+	snprintf(path, sizeof path, "%s/%s.wasm", dir, name);
+	if (access(path, F_OK) != 0)
+		return NULL;
+	for (size_t i = 0; i < n && i < 16; i++)
+		w3rg[i] = (struct w3_region){ rg[i].name, rg[i].p, rg[i].len };
+	if (!(w = w3_load(path, name, w3rg, n < 16 ? n : 16, err, sizeof err))) {
+		fprintf(stderr, "bench_vm: %s\n", err);
+		exit(1);
+	}
+	return w;
+}
+#endif
+
 /* Run bench/vm/<name>.lua up to reps times in one LuaJIT process (lua_run.lua: it loads the
  * regions from datadir, times each call with CLOCK_MONOTONIC, prints "result ms" per run and
  * stops early once 2 s are spent); every result must be want.  The best time, or -1 when there
@@ -502,14 +577,6 @@ static double time_lua(const char *kernel, enum lua_mode m, const char *luajit, 
 	}
 	return best;
 }
-
-/* The regions the kernels import: bound in the VM, and written to files for LuaJIT. */
-struct region {
-	const char *name;
-	uint8_t *p;
-	size_t len;
-	int acc;
-};
 
 /* Write each region to dir/<name>.bin. */
 static void dump_regions(const char *dir, const struct region *rg, size_t n)
@@ -668,10 +735,13 @@ static void fmt_ratio(char *buf, size_t len, double num, double den)
 static void print_table(FILE *f, const struct row *rows, const char *env)
 {
 	fputs(env, f);
-	fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s %10s %9s %10s %9s"
-	        "  %s\n", "kernel", "size", "native ms", "interp ms", "interp/n", "jit ms", "jit/n",
+	fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s %10s %9s %10s %9s",
+	        "kernel", "size", "native ms", "interp ms", "interp/n", "jit ms", "jit/n",
 	        "interp/jit", "C interp", "C/pna", "C jit", "C/pna", "lj-joff ms", "lj-joff/n",
-	        "luajit ms", "luajit/n", "other baseline");
+	        "luajit ms", "luajit/n");
+	if (have_wasm3)
+		fprintf(f, " %10s %9s %9s", "wasm3 ms", "wasm3/n", "Cint/n");
+	fprintf(f, "  %s\n", "other baseline");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
 		char nat[32], in[32], in_r[32], jit[32], jit_r[32], in_jit[32], alt[128] = "";
@@ -698,9 +768,17 @@ static void print_table(FILE *f, const struct row *rows, const char *env)
 			snprintf(alt, sizeof alt, "%s %s ms, interp/%s %s, jit/%s %s", kernels[k].alt_name,
 			         ms, kernels[k].alt_name, ratio, kernels[k].alt_name, jratio);
 		}
-		fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s %10s %9s %10s %9s"
-		        "  %s\n", kernels[k].name, r->size, nat, in, in_r, jit, jit_r, in_jit, cin,
-		        cin_r, cjit, cjit_r, lin, lin_r, ljit, ljit_r, alt);
+		fprintf(f, "%-15s %-16s %10s %10s %9s %10s %9s %11s %10s %9s %10s %9s %10s %9s %10s %9s",
+		        kernels[k].name, r->size, nat, in, in_r, jit, jit_r, in_jit, cin, cin_r, cjit,
+		        cjit_r, lin, lin_r, ljit, ljit_r);
+		if (have_wasm3) {
+			char w3[32], w3_r[32], cin_n[32];
+			fmt_ms(w3, sizeof w3, r->wasm3_ms);
+			fmt_ratio(w3_r, sizeof w3_r, r->wasm3_ms, r->native_ms);
+			fmt_ratio(cin_n, sizeof cin_n, r->cc_ms[ENG_INTERP], r->native_ms);
+			fprintf(f, " %10s %9s %9s", w3, w3_r, cin_n);
+		}
+		fprintf(f, "  %s\n", alt);
 	}
 }
 
@@ -727,7 +805,8 @@ static int write_csv(const char *path, const struct row *rows)
 	fprintf(f, "kernel,size,native_ms,interp_ms,jit_ms,interp_over_native,jit_over_native,"
 	        "alt_baseline,alt_ms,interp_over_alt,interp_over_jit,jit_over_alt,"
 	        "cc_interp_ms,cc_jit_ms,cc_interp_over_interp,cc_jit_over_jit,"
-	        "luajit_joff_ms,luajit_ms,luajit_joff_over_native,luajit_over_native\n");
+	        "luajit_joff_ms,luajit_ms,luajit_joff_over_native,luajit_over_native%s\n",
+	        have_wasm3 ? ",wasm3_ms,wasm3_over_native,cc_interp_over_native" : "");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
 		fprintf(f, "%s,%s,", kernels[k].name, r->size);
@@ -748,7 +827,12 @@ static int write_csv(const char *path, const struct row *rows)
 		csv_ms(f, r->lua_ms[LUA_INTERP]);
 		csv_ms(f, r->lua_ms[LUA_JIT]);
 		csv_ratio(f, r->lua_ms[LUA_INTERP], r->native_ms, 0);
-		csv_ratio(f, r->lua_ms[LUA_JIT], r->native_ms, 1);
+		csv_ratio(f, r->lua_ms[LUA_JIT], r->native_ms, !have_wasm3);
+		if (have_wasm3) {
+			csv_ms(f, r->wasm3_ms);
+			csv_ratio(f, r->wasm3_ms, r->native_ms, 0);
+			csv_ratio(f, r->cc_ms[ENG_INTERP], r->native_ms, 1);
+		}
 	}
 	return fclose(f);
 }
@@ -766,7 +850,7 @@ static int write_text(const char *path, const struct row *rows, const char *env)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR]\n"
-	        "                [--luajit CMD] [--data DIR] [--kernel NAME]\n"
+	        "                [--luajit CMD] [--data DIR] [--kernel NAME] [--wasm DIR]\n"
 	        "  --quick        small sizes, for a smoke test (writes results/*.tmp)\n"
 	        "  --reps N       runs per measurement, the best is kept (default 5)\n"
 	        "  --src DIR      where the kernels' .pna files are (default %s)\n"
@@ -777,15 +861,17 @@ static void usage(void)
 	        "                 when it does not run, those columns say '-')\n"
 	        "  --data DIR     write the regions there as <region>.bin and keep them (default:\n"
 	        "                 a temporary directory, removed at the end)\n"
-	        "  --kernel NAME  measure that kernel only (the others' rows say '-')\n",
-	        BENCH_SRCDIR, BENCH_CCDIR);
+	        "  --kernel NAME  measure that kernel only (the others' rows say '-')\n"
+	        "  --wasm DIR     where the kernels' <name>.wasm are, for the wasm3 column (default\n"
+	        "                 %s; only in a build with WASM3=dir)\n",
+	        BENCH_SRCDIR, BENCH_CCDIR, *BENCH_WASMDIR ? BENCH_WASMDIR : "none");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	const char *src = BENCH_SRCDIR, *results = NULL, *ccdir = BENCH_CCDIR, *luajit = "luajit";
-	const char *datadir = NULL, *only = NULL;
+	const char *datadir = NULL, *only = NULL, *wasmdir = BENCH_WASMDIR;
 	char tmpdir[] = "/tmp/bench_vm.XXXXXX";
 	int quick = 0, reps = 5;
 	struct data d = { 0 };
@@ -808,6 +894,8 @@ int main(int argc, char **argv)
 			datadir = argv[++i];
 		else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc)
 			only = argv[++i];
+		else if (strcmp(argv[i], "--wasm") == 0 && i + 1 < argc)
+			wasmdir = argv[++i];
 		else
 			usage();
 	}
@@ -890,6 +978,11 @@ int main(int argc, char **argv)
 			dump_regions(datadir, regions, n_regions);
 	}
 
+	char wasm3_note[512] = "";
+#ifdef BENCH_WASM3
+	snprintf(wasm3_note, sizeof wasm3_note, "# wasm3: %s (built outside the repository), "
+	         "<name>.c by clang %s\n", w3_version, WASM_CFLAGS);
+#endif
 	char cpu[256], env[2048];
 	time_t t = time(NULL);
 	struct tm tm;
@@ -898,10 +991,10 @@ int main(int argc, char **argv)
 	strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&t, &tm));
 	snprintf(env, sizeof env,
 	         "# bench_vm%s%s%s, best of %d, %s\n# cpu: %s\n# native: gcc %s, %s\n"
-	         "# jit: vm/jit_x86_64.c, bounds checks and fuel in place (fuel never runs out)\n%s",
+	         "# jit: vm/jit_x86_64.c, bounds checks and fuel in place (fuel never runs out)\n%s%s",
 	         quick ? " --quick (smoke test sizes)" : "", only ? " --kernel " : "", only ? only : "",
 	         reps, date, cpu, native_compiler,
-	         NATIVE_CFLAGS, luajit_note);
+	         NATIVE_CFLAGS, luajit_note, wasm3_note);
 
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct kernel *kn = &kernels[k];
@@ -910,7 +1003,7 @@ int main(int argc, char **argv)
 		unsigned n_args = kn->args(&d, args), entry_args;
 
 		kn->size(&d, r->size, sizeof r->size);
-		r->native_ms = r->alt_ms = -1;
+		r->native_ms = r->alt_ms = r->wasm3_ms = -1;
 		for (int e = 0; e < ENG_COUNT; e++)
 			r->eng_ms[e] = r->cc_ms[e] = -1;
 		for (int m = 0; m < LUA_COUNT; m++)
@@ -925,6 +1018,11 @@ int main(int argc, char **argv)
 		entry_args = n_args;
 		int entry = prog ? vm_prog_entry(prog, kn->name, &entry_args) : 0;
 		int cc_entry = cc ? vm_prog_entry(cc, kn->name, &cc_args) : 0;
+#ifdef BENCH_WASM3
+		struct w3 *w3 = load_wasm3(wasmdir, kn->name, regions, n_regions);
+#else
+		(void)wasmdir;
+#endif
 		if (entry < 0 || cc_entry < 0 || entry_args != n_args || cc_args != n_args) {
 			fprintf(stderr, "bench_vm: %s: needs an export '%s' taking %u argument(s)\n",
 			        kn->name, kn->name, n_args);
@@ -949,6 +1047,10 @@ int main(int argc, char **argv)
 				if (ms >= 0)
 					keep_best(&r->cc_ms[e], ms);
 			}
+#ifdef BENCH_WASM3
+			if (w3)
+				keep_best(&r->wasm3_ms, time_wasm3(kn->name, w3, args, n_args, r->result));
+#endif
 		}
 		for (int m = 0; m < LUA_COUNT; m++)
 			r->lua_ms[m] = *luajit ? time_lua(kn->name, (enum lua_mode)m, luajit, src,
@@ -958,10 +1060,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: no JIT column: %s\n", kn->name, vm_prog_jit_error(prog));
 		vm_prog_free(cc);
 		vm_prog_free(prog);
+#ifdef BENCH_WASM3
+		w3_free(w3);
+#endif
 		fprintf(stderr, "%s: result %" PRIu64 ", native %.2f ms, interp %.2f ms, jit %.2f ms, "
-		        "C (pncc) interp %.2f ms, jit %.2f ms, luajit -joff %.2f ms, luajit %.2f ms\n",
+		        "C (pncc) interp %.2f ms, jit %.2f ms, luajit -joff %.2f ms, luajit %.2f ms%s",
 		        kn->name, r->result, r->native_ms, r->eng_ms[ENG_INTERP], r->eng_ms[ENG_JIT],
-		        r->cc_ms[ENG_INTERP], r->cc_ms[ENG_JIT], r->lua_ms[LUA_INTERP], r->lua_ms[LUA_JIT]);
+		        r->cc_ms[ENG_INTERP], r->cc_ms[ENG_JIT], r->lua_ms[LUA_INTERP], r->lua_ms[LUA_JIT],
+		        have_wasm3 ? "" : "\n");
+		if (have_wasm3)
+			fprintf(stderr, ", wasm3 %.2f ms\n", r->wasm3_ms);
 	}
 
 	print_table(stdout, rows, env);
