@@ -62,6 +62,7 @@ struct arc {
 	char errmsg[AR_MAX_MSG + 64];
 	_Atomic int takes_zstd;        /* the server said it unpacks argument bytes */
 	_Atomic uint64_t args_slow_ns; /* when the server last said our bytes reach it slowly */
+	_Atomic uint64_t args_rate;    /* ... and at what rate (bytes a second) */
 	int compress;                  /* ARC_COMPRESS: 0 auto (slow links), 1 always, -1 never */
 	char endpoint[300];            /* the server, with the scheme chosen (arc_endpoint) */
 	char transport_note[400];      /* auto: why that scheme (arc_transport_note) */
@@ -710,28 +711,38 @@ static uint64_t mono_ns(void)
 /* How long a server's "your bytes reach me slowly" (AR_EXR_ARGS_SLOW) stands */
 #define ARGS_SLOW_KEEP_NS 2000000000ull
 
-/* Is the link to the server slow enough to pack what we send (as arfd's link_slow)?  The
- * kernel's delivery rate knows when we keep the link busy (an import's stream of writes);
- * the server's word, from how fast our last large requests arrived, when we do not (one
- * write at a time through a mount). */
-static bool link_slow(struct arc *a)
+/* How fast what we send reaches the server, when that is known to be slow (0: not known, or
+ * fast): the kernel's delivery rate knows when we keep the link busy (an import's stream of
+ * writes); the server's word, from how fast our last large requests arrived, when we do not
+ * (one write at a time through a mount).  The slower of the two. */
+static uint64_t send_rate(struct arc *a)
 {
-	uint64_t rate;
+	uint64_t rate = 0, said = atomic_load(&a->args_slow_ns);
 	bool limited;
-	if (pn_link_rate(a->pn, a->server, &rate, &limited) == 0 && !limited && rate > 0 &&
-	    rate < AR_ZSTD_BELOW)
-		return true;
-	uint64_t said = atomic_load(&a->args_slow_ns);
-	return said && mono_ns() - said < ARGS_SLOW_KEEP_NS;
+	if (pn_link_rate(a->pn, a->server, &rate, &limited) != 0 || limited || rate >= AR_ZSTD_BELOW)
+		rate = 0;
+	if (said && mono_ns() - said < ARGS_SLOW_KEEP_NS) {
+		uint64_t r = atomic_load(&a->args_rate);
+		if (r && (!rate || r < rate))
+			rate = r;
+	}
+	return rate;
 }
 
-/* Does the server's output reach us slowly (pn_link_rx_rate: measured on its large
- * replies)?  Then we ask it to pack what it sends (AR_EXF_WANT_ZSTD): its own view of the
- * link, the kernel's delivery rate, sees nothing while it answers one request at a time. */
-static bool output_slow(struct arc *a)
+/* How fast the server's output reaches us, when slow (pn_link_rx_rate: measured on its
+ * large replies; 0: not known, or fast).  Then we ask it to pack what it sends where that
+ * pays (AR_EXF_WANT_ZSTD with the rate): its own view of the link, the kernel's delivery
+ * rate, sees nothing while it answers one request at a time. */
+static uint64_t output_rate(struct arc *a)
 {
 	uint64_t rate;
-	return pn_link_rx_rate(a->pn, a->server, &rate) == 0 && rate > 0 && rate < AR_ZSTD_BELOW;
+	return pn_link_rx_rate(a->pn, a->server, &rate) == 0 && rate < AR_ZSTD_BELOW ? rate : 0;
+}
+
+/* A rate in bytes a second as the protocol's u32 of KiB a second (at least 1) */
+static uint32_t rate_kib(uint64_t rate)
+{
+	return rate / 1024 >= UINT32_MAX ? UINT32_MAX : rate < 1024 ? 1 : (uint32_t)(rate / 1024);
 }
 
 static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec *x, int inline_seg,
@@ -741,10 +752,12 @@ static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec 
 	 * ARC_COMPRESS=always); docs/protocol.md, "Compression" */
 	void *packed = NULL;
 	size_t plen = 0;
+	uint64_t out_rate = a->compress == 0 ? output_rate(a) : 0;
 	uint32_t xflags = a->compress < 0 ? 0 : AR_EXF_ACCEPT_ZSTD |
-	                  (a->compress > 0 || output_slow(a) ? AR_EXF_WANT_ZSTD : 0);
+	                  (a->compress > 0 ? AR_EXF_WANT_ZSTD : 0) |
+	                  (out_rate ? AR_EXF_WANT_ZSTD | AR_EXF_RATE : 0);
 	if (a->compress >= 0 && x->argbytes_len >= AR_ZSTD_MIN && x->argbytes_len <= UINT32_MAX &&
-	    atomic_load(&a->takes_zstd) && (a->compress > 0 || link_slow(a)) &&
+	    atomic_load(&a->takes_zstd) && (a->compress > 0 || ar_zstd_pays(send_rate(a))) &&
 	    ar_zstd_pack(x->argbytes, x->argbytes_len, &packed, &plen) == 0)
 		xflags |= AR_EXF_ARGS_ZSTD;
 	ar_req_begin(b, a->secret);
@@ -773,6 +786,8 @@ static void exec_request(struct arc *a, struct ar_buf *b, const struct arc_exec 
 		ar_put32(b, xflags);          /* (servers before compression ignore them too) */
 		if (packed)
 			ar_put32(b, (uint32_t)x->argbytes_len);
+		if (xflags & AR_EXF_RATE)
+			ar_put32(b, rate_kib(out_rate));
 	}
 	free(packed);
 }
@@ -795,14 +810,17 @@ static int exec_parse(struct arc *a, struct arc_exec *x, struct ar_rd *r, int st
 	/* the server's flags after the output (to a request that sent flags) */
 	uint32_t rflags = ar_left(r) >= 4 ? ar_get32(r) : 0;
 	uint32_t full = rflags & AR_EXR_OUT_ZSTD ? ar_get32(r) : n;
+	uint32_t args_kib = rflags & AR_EXR_ARGS_SLOW ? ar_get32(r) : 0;
 	uint64_t limit = x->out_max ? x->out_max : 1u << 20;
 	if (r->failed || (status == -AR_ETRAP) != (x->trapped != 0) ||
 	    ((rflags & AR_EXR_OUT_ZSTD) && full > limit))
 		return fail(a, -AR_EPROTO, "malformed EXEC reply");
 	if (rflags & AR_EXR_TAKES_ZSTD)
 		atomic_store(&a->takes_zstd, 1);
-	if (rflags & AR_EXR_ARGS_SLOW)
+	if (rflags & AR_EXR_ARGS_SLOW) {
+		atomic_store(&a->args_rate, (uint64_t)args_kib * 1024);
 		atomic_store(&a->args_slow_ns, mono_ns());
+	}
 	x->out = malloc(full ? full : 1);
 	if (!x->out)
 		return fail(a, -AR_ENOMEM, "out of memory for %u bytes of output", full);

@@ -28,6 +28,7 @@
 #ifndef AR_PROTO_H
 #define AR_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -191,20 +192,32 @@ int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap);
 #define AR_EXF_ACCEPT_ZSTD 1u       /* the client unpacks zstd output */
 #define AR_EXF_ARGS_ZSTD   2u       /* the argument bytes are a zstd frame; u32 their length
                                      * unpacked follows the flags */
-#define AR_EXF_WANT_ZSTD   4u       /* pack the output whatever the link (the client says so) */
+#define AR_EXF_WANT_ZSTD   4u       /* pack the output whatever the link (the client says so);
+                                     * with RATE: when packing pays at that rate */
+#define AR_EXF_RATE        8u       /* u32: the rate the client receives at, KiB a second
+                                     * (after the u32 of ARGS_ZSTD) */
 /* Reply flags (an optional u32 after the output, only to a request with flags): */
 #define AR_EXR_OUT_ZSTD    1u       /* the output is a zstd frame; u32 its length unpacked
                                      * follows the flags */
 #define AR_EXR_TAKES_ZSTD  2u       /* the server unpacks zstd argument bytes */
 #define AR_EXR_ARGS_SLOW   4u       /* the client's large requests reach the server slowly
-                                     * (pn_link_rx_rate): pack argument bytes for a while */
+                                     * (pn_link_rx_rate): pack argument bytes for a while;
+                                     * a u32 follows (after OUT_ZSTD's): that rate, KiB a
+                                     * second */
 /* Payloads at least this large are packed when the sender's link delivers less than
  * AR_ZSTD_BELOW bytes a second (pn_link_rate, or the receiver's pn_link_rx_rate). */
 #define AR_ZSTD_MIN   4096u
 #define AR_ZSTD_BELOW (150u * 1000 * 1000)
 /* Pack n bytes (zstd level 1): 0 with *out (malloc'd) and *out_len when at least a tenth
- * smaller, 1 when not worth it, -1 out of memory. */
+ * smaller, 1 when not worth it, -1 out of memory.  Each call of AR_ZSTD_MIN bytes or more is
+ * timed, and its ratio kept, for ar_zstd_pays. */
 int ar_zstd_pack(const void *src, size_t n, void **out, size_t *out_len);
+/* Does packing pay on a link of rate bytes a second (0: unknown, fast)?  Below AR_ZSTD_BELOW,
+ * when packing (at ps_per_byte picoseconds a byte, to ratio_pm per mille) and unpacking
+ * cost less than the link time it saves; ar_zstd_pays with this process's measures, and
+ * yes once a second anyway to measure again. */
+bool ar_zstd_pays_at(uint64_t ps_per_byte, uint64_t ratio_pm, uint64_t rate);
+bool ar_zstd_pays(uint64_t rate);
 /* Unpack a frame of exactly dst_len bytes into dst: 0, or -1 (malformed, another size). */
 int ar_zstd_unpack(const void *src, size_t n, void *dst, size_t dst_len);
 

@@ -607,7 +607,7 @@ static void do_install(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 /* Room in front of the output for the reply header, so the output the VM wrote is sent
  * where it lies: reply header, trap record with its text, value, counts. */
 #define EXEC_HDR_ROOM (64 + 2 * AR_MAX_MSG)
-#define EXEC_TRAILER  8            /* the reply's flags and the unpacked output length */
+#define EXEC_TRAILER  12           /* the reply's flags, the unpacked output length, a rate */
 /* a worker keeps its EXEC buffer for outputs up to a client's default limit (1 MiB): only the
  * pages a run writes are ever touched */
 #define EXEC_BUF_KEEP (EXEC_HDR_ROOM + (1u << 20) + EXEC_TRAILER)
@@ -638,14 +638,21 @@ static void workers_free(struct arfd *s)
 	free(s->workers);
 }
 
-/* Is the link to peer slow enough to pack what goes out (pn_link_rate: the kernel's
- * measured delivery rate; unknown counts as fast, so loopback never packs)? */
-static bool link_slow(struct arfd *s, pn_peer peer)
+/* The rate of the link to peer when slow enough to think of packing what goes out
+ * (pn_link_rate: the kernel's measured delivery rate); 0 when unknown (counts as fast, so
+ * loopback never packs) or fast. */
+static uint64_t link_slow_rate(struct arfd *s, pn_peer peer)
 {
 	uint64_t rate;
 	bool limited;
-	return pn_link_rate(s->pn, peer, &rate, &limited) == 0 && !limited && rate > 0 &&
-	       rate < AR_ZSTD_BELOW;
+	return pn_link_rate(s->pn, peer, &rate, &limited) == 0 && !limited && rate < AR_ZSTD_BELOW ?
+	       rate : 0;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* Fuel of the attempt on the I/O thread (QUICK_FUEL backward branches and calls: tens of
@@ -794,9 +801,13 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 	/* optional: what the client does with zstd (docs/protocol.md, "Compression") */
 	bool has_xflags = ar_left(&r) >= 4;
 	uint32_t xflags = has_xflags ? ar_get32(&r) : 0;
+	uint32_t args_full = xflags & AR_EXF_ARGS_ZSTD ? ar_get32(&r) : 0;
+	/* the rate the client receives our output at (bytes a second), when it asks for packing
+	 * because it is slow; 0 with WANT_ZSTD alone: pack whatever the link */
+	uint64_t out_rate = xflags & AR_EXF_RATE ? (uint64_t)ar_get32(&r) * 1024 : 0;
 	uint8_t *unpacked = NULL;          /* the argument bytes unpacked, when they came packed */
 	if ((xflags & AR_EXF_ARGS_ZSTD) && !r.failed && status == 0) {
-		uint32_t n = ar_get32(&r);
+		uint32_t n = args_full;
 		if (r.failed || !argbytes || n > s->max_args ||
 		    !(unpacked = malloc(n ? n : 1)) ||
 		    ar_zstd_unpack(argbytes, argbytes_len, unpacked, n) != 0) {
@@ -961,8 +972,12 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		if (pn_link_rx_rate(pn, from, &rx_rate) == 0 && rx_rate > 0 && rx_rate < AR_ZSTD_BELOW)
 			rflags |= AR_EXR_ARGS_SLOW;
 		size_t plen = 0;
+		/* packed when the client asks whatever the link (ARC_COMPRESS=always), or when it
+		 * pays at the rate the client measured or ours */
+		bool always = (xflags & AR_EXF_WANT_ZSTD) && !(xflags & AR_EXF_RATE);
+		uint64_t rate = out_rate ? out_rate : link_slow_rate(s, from);
 		if (res.out_len >= AR_ZSTD_MIN && (xflags & (AR_EXF_ACCEPT_ZSTD | AR_EXF_WANT_ZSTD)) &&
-		    ((xflags & AR_EXF_WANT_ZSTD) || link_slow(s, from)) &&
+		    (always || ar_zstd_pays(rate)) &&
 		    ar_zstd_pack(buf + EXEC_HDR_ROOM, res.out_len, &packed, &plen) == 0) {
 			uint8_t *nb = malloc(h.len + plen + EXEC_TRAILER);
 			if (nb) {
@@ -983,12 +998,15 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 			free(packed);
 		}
 		uint8_t *t = start + reply_len;
-		for (int i = 0; i < 4; i++)
-			t[i] = (uint8_t)(rflags >> (8 * i));
+		put_le32(t, rflags);
 		reply_len += 4;
 		if (rflags & AR_EXR_OUT_ZSTD) {
-			for (int i = 0; i < 4; i++)
-				t[4 + i] = (uint8_t)(res.out_len >> (8 * i));
+			put_le32(start + reply_len, (uint32_t)res.out_len);
+			reply_len += 4;
+		}
+		if (rflags & AR_EXR_ARGS_SLOW) {
+			uint64_t kib = rx_rate / 1024;
+			put_le32(start + reply_len, kib >= UINT32_MAX ? UINT32_MAX : kib ? (uint32_t)kib : 1);
 			reply_len += 4;
 		}
 	}

@@ -2128,6 +2128,24 @@ out:
  * unpack to what the request says are refused. */
 static void test_compression(void)
 {
+	/* whether packing pays: packing at c ps a byte to r per mille, and unpacking (a third of
+	 * that), against the link time saved */
+	static const struct { uint64_t c, r, rate; bool pays; const char *what; } pays[] = {
+		{ 2500, 300, 0, false, "unknown rate (fast)" },
+		{ 2500, 300, AR_ZSTD_BELOW, false, "at the threshold" },
+		{ 0, 0, 12500000, true, "nothing measured yet, 100 Mbit/s" },
+		{ 2500, 300, 12500000, true, "400 MB/s packing to 30 %, 100 Mbit/s" },
+		{ 2500, 300, 125000000, true, "400 MB/s packing to 30 %, 1 Gbit/s" },
+		{ 8000, 300, 125000000, false, "125 MB/s packing (a loaded machine), 1 Gbit/s" },
+		{ 8000, 300, 12500000, true, "125 MB/s packing, 100 Mbit/s" },
+		{ 60000, 300, 12500000, false, "17 MB/s packing, 100 Mbit/s" },
+		{ 2500, 1000, 12500000, false, "incompressible, 100 Mbit/s" },
+		{ 2500, 980, 12500000, false, "2 % smaller, 100 Mbit/s" },
+		{ 2500, 900, 1250000, true, "10 % smaller, 10 Mbit/s" },
+	};
+	for (size_t i = 0; i < sizeof pays / sizeof pays[0]; i++)
+		CHECK(ar_zstd_pays_at(pays[i].c, pays[i].r, pays[i].rate) == pays[i].pays,
+		      "packing pays, %s: want %d", pays[i].what, pays[i].pays);
 	if (!stream())
 		return;                    /* pn_link_rate and the TCP_INFO estimate are tcp's */
 	struct arfd_config *c = config_new();
