@@ -123,6 +123,79 @@ static int all_lines_dfa(struct dfa *d, int eol)
 	return rc;
 }
 
+/* The patterns into t as one alternation: its root, -2 when there is none, or -1 with grep's
+ * message in err (a pattern's error, or "memory exhausted"). */
+static int parse_patterns(struct ast *t, const char *const *pats, const size_t *lens, size_t n,
+                          const struct grep_opts *o, char *err, size_t errlen, char *warn,
+                          size_t warnlen)
+{
+	int root = -2;
+	for (size_t i = 0; i < n; i++) {
+		int r = grep_parse(t, pats[i], lens[i], o->syntax, o->icase, err, errlen, warn, warnlen);
+		if (r < 0)
+			return -1;
+		if (root < 0) {
+			root = r;
+		} else {
+			int a = ast_new(t, N_ALT);
+			if (a < 0) {
+				snprintf(err, errlen, "memory exhausted");
+				return -1;
+			}
+			t->n[a].a = root;
+			t->n[a].b = r;
+			root = a;
+		}
+	}
+	return root;
+}
+
+/* grep 3.8's superset DFA (dfa.c dfassbuild) of the patterns as its DFA reads them, into
+ * g->sup: what it cannot take as any text (t->sup_read), word assertions taken as true;
+ * -x's anchors kept, -w's not (its "[^[:alnum:]_]" is any text there).  grep runs regex
+ * only on the lines the superset finds, so a line must match it as well as the patterns
+ * read as regex reads them.  None when the patterns have no character that the DFA keeps
+ * (grep then builds none).  0 or -1 (out of memory). */
+static int superset_nfa(struct grep *g, const char *const *pats, const size_t *lens, size_t n)
+{
+	struct ast r = { .utf8 = 2, .sup_read = 1 };    /* a byte DFA: matches start anywhere */
+	char err[128];
+	int root = parse_patterns(&r, pats, lens, n, &g->o, err, sizeof err, NULL, 0);
+	int chars = 0;
+	for (int i = 0; i < r.len && !chars; i++)
+		chars = r.n[i].kind == N_SET;
+	if (root < 0 || !chars || r.err) {
+		ast_free(&r);
+		return root == -1 && !strcmp(err, "memory exhausted") ? -1 : 0;
+	}
+	for (int i = 0; i < r.len; i++)
+		if (r.n[i].kind == N_ASSERT && r.n[i].akind != A_BOL && r.n[i].akind != A_EOL)
+			r.n[i].kind = N_EMPTY;
+	r.root = g->o.line ? wrap(&r, root, A_BOL, A_EOL) : root;
+	int rc = r.root < 0 || r.err || nfa_build(&g->sup, &r) != 0 ? -1 : 0;
+	if (rc == 0)
+		g->sup.utf8 = 2;
+	g->have_sup = rc == 0;
+	ast_free(&r);
+	return rc;
+}
+
+/* Does glibc's regex decide which lines match, rather than grep 3.8's DFA?  In a UTF-8
+ * locale, where the DFA cannot take the patterns (dfasupported): word assertions, -w (its
+ * DFA pattern has "[^[:alnum:]_]"), back-references, an encoding error, \w \s and most
+ * brackets (t->rx).  The DFA then only picks candidate lines: a superset (dfassbuild). */
+static int regex_decides(const struct ast *t, const struct grep_opts *o)
+{
+	if (!o->utf8 || o->syntax == GREP_FIXED)
+		return 0;
+	if (t->rx || t->enc_err || t->has_backref || (o->word && !o->line))
+		return 1;
+	for (int i = 0; i < t->len; i++)
+		if (t->n[i].kind == N_ASSERT && t->n[i].akind >= A_WORDB && t->n[i].akind <= A_EOW)
+			return 1;
+	return 0;
+}
+
 int grep_compile(const char *const *pats, const size_t *lens, size_t n,
                  const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
                  char *warn, size_t warnlen)
@@ -140,20 +213,25 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	fmt_any_output = 0;
 	struct ast *t = &g->ast;
 	t->utf8 = o->utf8;
-	int root = -1;
-	for (size_t i = 0; i < n; i++) {
-		int r = grep_parse(t, pats[i], lens[i], o->syntax, o->icase, err, errlen, warn, warnlen);
-		if (r < 0)
-			goto fail;
-		if (root < 0) {
-			root = r;
+	int root = parse_patterns(t, pats, lens, n, o, err, errlen, warn, warnlen);
+	if (root == -1)
+		goto fail;
+	if (t->rx_ops && regex_decides(t, o)) {
+		/* read the operators as glibc's regex does (parse.c); the warnings are the DFA's,
+		 * from the first reading */
+		struct ast r = { .utf8 = o->utf8, .rx_read = 1 };
+		int rroot = parse_patterns(&r, pats, lens, n, o, err, errlen, NULL, 0);
+		if (rroot == -1) {
+			ast_free(&r);
+			if (!strcmp(err, "memory exhausted"))
+				goto fail;
+			err[0] = '\0';          /* keep the DFA's reading */
 		} else {
-			int a = ast_new(t, N_ALT);
-			if (a < 0)
+			ast_free(t);
+			*t = r;
+			root = rroot;
+			if (superset_nfa(g, pats, lens, n) != 0)
 				goto oom;
-			t->n[a].a = root;
-			t->n[a].b = r;
-			root = a;
 		}
 	}
 	if (root < 0) {
@@ -229,7 +307,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * cannot (too big, an encoding error in the pattern, many alternatives), the exact path
 	 * below: a set of strings' trie, or the relaxed DFA */
 	int u8dfa = 0;
-	for (int i = 0; o->utf8 && lit == 1 && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
+	for (int i = 0; o->utf8 && lit == 1 && !g->have_sup && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
 	                i < t->len && !u8dfa; i++)
 		u8dfa = t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
 	if (u8dfa) {
@@ -288,7 +366,8 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * which the byte DFA cannot tell: it picks the lines, the client decides */
 	int chars_err = o->utf8 && t->enc_err && !bytewise;
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
-	           (o->no_walk_back && o->before > 0) || u8words || chars_err;
+	           (o->no_walk_back && o->before > 0) || u8words || chars_err ||
+	           g->have_sup;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
 	if (g->exact && !relaxed && !bounded_set &&
@@ -350,6 +429,8 @@ void grep_free(struct grep *g)
 		return;
 	ast_free(&g->ast);
 	lazy_free(g->lazy);
+	lazy_free(g->sup_lazy);
+	nfa_free(&g->sup);
 	strset_free(g->span_set);
 	nfa_free(&g->nfa);
 	dfa_free(&g->dfa);
@@ -420,6 +501,9 @@ void grep_describe(const struct grep *g, char *buf, size_t len)
 static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 {
 	if (g->match_none || g->gave_up)
+		return 0;
+	/* glibc's regex decides, on the lines grep's superset DFA finds (superset_nfa) */
+	if (g->have_sup && !lazy_line_matches(&g->sup_lazy, &g->sup, p, n))
 		return 0;
 	/* a set of strings (maybe under -w or -x): its trie decides, as for -o.  The lazy DFA
 	 * of its NFA adds the closure of every string at each start: with 10,000 strings most
@@ -698,7 +782,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	int64_t last_end = x->last_end;
 	if ((int64_t)off < last_end)
 		return;    /* printed already: a streamed part's overlap with the one before */
-	if (o->before >= 0 || o->after >= 0) {
+	if ((o->before >= 0 || o->after >= 0)) {
 		if (fmt_any_output && x->last_end != (int64_t)off)
 			sgr(f, x->g, "36", "--", 2), fputc('\n', f);
 	}

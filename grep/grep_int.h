@@ -66,6 +66,16 @@ struct ast {
 	int mb_set;            /* UTF-8: a pattern has \w \W \s \S or a bracket that glibc's
 	                        * regex keeps as characters (a range, class, negation, or a
 	                        * member outside ASCII) */
+	int rx;                /* UTF-8: a pattern has \w \W \s \S or a bracket that grep 3.8's
+	                        * DFA cannot take in a multibyte locale (dfa.c's BACKREF and
+	                        * MBCSET: negated, a class but [:digit:], a member outside ASCII,
+	                        * a range but of digits...), so that glibc's regex decides */
+	int rx_ops;            /* an ERE operator with nothing to repeat or after an assertion,
+	                        * or a BRE one after an assertion: glibc's regex reads it
+	                        * otherwise than grep's DFA (parse.c parse_branch) */
+	int rx_read;           /* set by the caller: parse such operators as glibc's regex */
+	int sup_read;          /* set by the caller: what sets t->rx (and an encoding error) as
+	                        * any text, an N_BACKREF without a group (grep.c superset_nfa) */
 	int err;               /* sticky out-of-memory */
 };
 
@@ -292,6 +302,11 @@ struct grep {
 	int nfa_later;         /* the DFA came without it (dfa_build_literals): grep_nfa makes it */
 	struct dfa dfa, bdfa;  /* text-file DFA; binary-file DFA (NUL also ends a line) */
 	int exact;             /* 1: the segment sends candidate lines, the client decides */
+	struct nfa sup;        /* UTF-8, patterns read as glibc's regex reads them: the first
+	                        * reading's superset, which a line must match too (grep.c
+	                        * superset_nfa) */
+	int have_sup;
+	struct lazy_dfa *sup_lazy;
 	int have_bdfa;
 	int match_none;        /* no pattern at all (grep -f /dev/null) */
 	int enc_err;           /* UTF-8: a line to print had an encoding error (grep_format_end
