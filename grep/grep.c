@@ -365,18 +365,23 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * lone byte of the pattern must not start a match inside a character of the text,
 	 * which the byte DFA cannot tell: it picks the lines, the client decides */
 	int chars_err = o->utf8 && t->enc_err && !bytewise;
+	/* UTF-8 context (-A -B -C, 0 too: "--"), not -a: a line grep 3.8 does not print (an
+	 * encoding error) changes which lines it prints around it (select_grep38), lines the
+	 * segment would not send: every line goes to the client */
+	int ctx_enc = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0);
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
 	           (o->no_walk_back && o->before > 0) || u8words || chars_err ||
-	           g->have_sup;
+	           g->have_sup || ctx_enc;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
 	if (g->exact && !relaxed && !bounded_set &&
-	    (rc != 0 || u8words || o->invert || context || (!o->text && !o->null_data))) {
+	    (rc != 0 || u8words || o->invert || context || ctx_enc ||
+	     (!o->text && !o->null_data))) {
 		/* send every line (or every line with the literal) and decide here */
 		dfa_free(&g->dfa);
 		if (all_lines_dfa(&g->dfa, eol) != 0)
 			goto oom;
-		if (o->invert || context || (!o->text && !o->null_data))
+		if (o->invert || context || ctx_enc || (!o->text && !o->null_data))
 			g->lit_len = 0;
 	}
 	if (!g->exact && !o->text && !o->null_data && !o->binary_nomatch) {
@@ -745,6 +750,7 @@ struct fmt {
 	const char *name;
 	FILE *f;
 	int64_t last_end;          /* offset after the last line printed from this file, -1 */
+	int own_seps;              /* the caller prints the "--" (select_grep38), not put_line */
 };
 
 static void put_prefix(struct fmt *x, uint64_t lineno, uint64_t off, char sep)
@@ -771,9 +777,11 @@ static void put_tab(struct fmt *x, size_t n)
 		fputc('\t', x->f);
 }
 
-/* Print one line as grep does; context says it is a context line ('-'). */
-static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uint64_t lineno,
-                     int context)
+/* Print one line as grep does; context says it is a context line ('-').  0 when grep 3.8
+ * prints nothing for it and leaves its last printed line where it was (an encoding error in
+ * the line, or in an -o match), else 1. */
+static int put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uint64_t lineno,
+                    int context)
 {
 	const struct grep_opts *o = &x->g->o;
 	FILE *f = x->f;
@@ -781,8 +789,8 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	char sep = context ? '-' : ':';
 	int64_t last_end = x->last_end;
 	if ((int64_t)off < last_end)
-		return;    /* printed already: a streamed part's overlap with the one before */
-	if ((o->before >= 0 || o->after >= 0)) {
+		return 1;  /* printed already: a streamed part's overlap with the one before */
+	if ((o->before >= 0 || o->after >= 0) && !x->own_seps) {
 		if (fmt_any_output && x->last_end != (int64_t)off)
 			sgr(f, x->g, "36", "--", 2), fputc('\n', f);
 	}
@@ -793,13 +801,13 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	int check_enc = o->utf8 && !o->text;
 	if (check_enc && !o->only && utf8_has_errors(p, n)) {
 		x->g->enc_err = 1;
-		return;
+		return 0;
 	}
 	x->last_end = (int64_t)(off + n + 1);
 	int matching = !context != !!o->invert;      /* the line's matches are what selected it */
 	if (o->only) {
 		if (!matching)
-			return;
+			return 1;
 		size_t from = 0, s, e;
 		while (from <= n && next_match(x->g, p, n, from, &s, &e)) {
 			if (s == n)
@@ -811,7 +819,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 			if (check_enc && utf8_has_errors(p + s, e - s)) {
 				x->g->enc_err = 1;
 				x->last_end = last_end;
-				return;
+				return 0;
 			}
 			put_prefix(x, lineno, off + s, sep);
 			put_tab(x, e - s);
@@ -819,7 +827,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 			fputc(eol, f);
 			from = e;
 		}
-		return;
+		return 1;
 	}
 	put_prefix(x, lineno, off, sep);
 	put_tab(x, n);
@@ -841,6 +849,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 		fwrite(p, 1, n, f);
 	}
 	fputc(eol, f);
+	return 1;
 }
 
 struct rec {
@@ -890,6 +899,69 @@ bad:
 	return -1;
 }
 
+/* UTF-8 with context, not -a (grep_compile sends every line): GNU grep 3.8's prtext and
+ * prpending, line for line.  A line it does not print (an encoding error: put_line 0) leaves
+ * `lastout`, the end of the last line printed, where it was: trailing context then starts
+ * there again (before the line that selected it, or at the file's first line when nothing
+ * was printed), a context line it cannot print is tried again until the pending count is
+ * spent, leading context stops at lastout, and "--" comes when a group does not start at
+ * lastout.  Without such a line this prints what select_exact's plain loop prints. */
+static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct grep_part *pt)
+{
+	const struct grep_opts *o = &x->g->o;
+	int64_t count = 0, outleft = pt->limit;   /* negative: no limit */
+	long lastout = -1, pending = 0;           /* lastout: the index just after it; -1: none */
+	for (long i = 0; i < n && x->last_end >= 0 && lastout < 0; i++)
+		if ((int64_t)v[i].off >= x->last_end)
+			lastout = i;                      /* a part after the one that printed last */
+	x->own_seps = 1;
+#define SELECTED(k) ((line_matches(x->g, v[k].p, v[k].len) == 1) != !!o->invert)
+#define PRLINE(k, ctx) (put_line(x, v[k].p, v[k].len, v[k].off, v[k].lineno, ctx) ? \
+                        (void)(lastout = (k) + 1) : (void)0)
+	for (long i = 0; i < n && outleft != 0;) {
+		/* the next selected line, or run of lines under -v: [beg, lim) */
+		long beg = i;
+		while (beg < n && !SELECTED(beg) && !x->g->gave_up)
+			beg++;
+		if (beg == n || x->g->gave_up)
+			break;
+		long lim = beg + 1;
+		while (o->invert && lim < n && SELECTED(lim))
+			lim++;
+		/* prtext(beg, lim): first the pending trailing context, from lastout */
+		if (pending > 0 && lastout < 0)
+			lastout = 0;
+		for (; pending > 0 && lastout < beg; pending--)
+			PRLINE(lastout, 1);
+		long p = beg;
+		for (int k = 0; k < o->before && p > (lastout < 0 ? 0 : lastout); k++)
+			p--;
+		if (fmt_any_output && p != lastout)
+			sgr(x->f, x->g, "36", "--", 2), fputc('\n', x->f);
+		for (; p < beg; p++)
+			PRLINE(p, 1);
+		for (; p < lim && outleft != 0; p++) {
+			PRLINE(p, 0);
+			pt->last_selected = (int64_t)v[p].off;
+			if ((int64_t)v[p].off >= pt->new_from) {
+				count++;
+				outleft -= outleft > 0;
+			}
+		}
+		fmt_any_output = 1;
+		pending = o->after > 0 ? o->after : 0;
+		i = lim;
+	}
+	if (pending > 0 && lastout < 0)
+		lastout = 0;
+	for (; pending > 0 && lastout < n; pending--)
+		PRLINE(lastout, 1);
+#undef PRLINE
+#undef SELECTED
+	x->own_seps = 0;
+	return count;
+}
+
 /* Exact mode: the records are candidate lines; select them here.  Lines before pt->new_from
  * were in an earlier part (the overlap that carries context): they start context again but
  * are not counted or printed twice.  At most pt->limit new lines are selected (-m), then the
@@ -928,6 +1000,8 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 		}
 		return count;
 	}
+	if (emit && o->utf8 && !o->text && (o->before >= 0 || o->after >= 0))
+		return select_grep38(x, v, n, pt);
 	long last = -1, after_left = 0;
 	for (long i = 0; i < n; i++) {
 		int sel = (line_matches(x->g, v[i].p, v[i].len) == 1) != !!o->invert;
@@ -1004,7 +1078,7 @@ int grep_arf_segment(struct grep *g, const uint8_t **seg, size_t *len, char *err
 int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, size_t rec_len,
                         FILE *f, int64_t *last_end)
 {
-	struct fmt x = { g, name, f, *last_end };
+	struct fmt x = { g, name, f, *last_end, 0 };
 	struct rec *v;
 	long n = decode(g, rec, rec_len, &v);
 	if (n < 0)
@@ -1019,7 +1093,7 @@ int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, si
 int grep_format_context_line(struct grep *g, const char *name, const uint8_t *p, size_t n,
                              uint64_t off, uint64_t lineno, FILE *f, int64_t *last_end)
 {
-	struct fmt x = { g, name, f, *last_end };
+	struct fmt x = { g, name, f, *last_end, 0 };
 	put_line(&x, p, n, off, lineno, 1);
 	*last_end = x.last_end;
 	return g->gave_up ? -2 : 0;
@@ -1037,7 +1111,7 @@ int grep_format_part(struct grep *g, const char *name, int64_t value, const uint
                      size_t rec_len, FILE *f, int64_t *last_end, struct grep_part *pt)
 {
 	const struct grep_opts *o = &g->o;
-	struct fmt x = { g, name, f, *last_end };
+	struct fmt x = { g, name, f, *last_end, 0 };
 	int binary = (int)(value & 1) && !o->text && !o->null_data;
 	int64_t count = value >> 2;
 	int noeol = (int)(value >> 1) & 1;
