@@ -180,6 +180,36 @@ static int superset_nfa(struct grep *g, const char *const *pats, const size_t *l
 	return rc;
 }
 
+/* UTF-8 -o and colour: grep 3.8 takes the spans from glibc's regex, whose "." is a character
+ * for glibc (also past U+10FFFF) and, where regex optimizes the pattern for UTF-8 (not -i, no
+ * word assertion, \w \s or bracket it keeps as characters: optimize_utf8), any 2- to 6-byte
+ * form with its lead byte, a surrogate (ED A0 80) too.  The patterns read so into
+ * g->span_nfa, wrapped as root (-w, -x); the lines stay the DFA's.  0 or -1. */
+static int span_dot_nfa(struct grep *g, const char *const *pats, const size_t *lens, size_t n)
+{
+	const struct ast *t = &g->ast;
+	int optimized = !g->o.icase && !t->mb_set;
+	for (int i = 0; i < t->len; i++)
+		if (t->n[i].kind == N_ASSERT && t->n[i].akind >= A_WORDB && t->n[i].akind <= A_EOW)
+			optimized = 0;
+	struct ast r = { .utf8 = t->utf8, .rx_read = t->rx_read, .dot_read = 1 + optimized };
+	char err[128];
+	int root = parse_patterns(&r, pats, lens, n, &g->o, err, sizeof err, NULL, 0);
+	if (root < 0) {
+		ast_free(&r);
+		return root == -1 && !strcmp(err, "memory exhausted") ? -1 : 0;
+	}
+	r.root = g->o.line ? wrap(&r, root, A_BOL, A_EOL) :
+	         g->o.word ? wrap(&r, root, A_NPREVW, A_NNEXTW) : root;
+	r.utf8 = t->utf8;
+	int rc = r.root < 0 || r.err || nfa_build(&g->span_nfa, &r) != 0 ? -1 : 0;
+	if (rc == 0)
+		g->span_nfa.utf8 = t->utf8;
+	g->have_span_nfa = rc == 0;
+	ast_free(&r);
+	return rc;
+}
+
 /* Does glibc's regex decide which lines match, rather than grep 3.8's DFA?  In a UTF-8
  * locale, where the DFA cannot take the patterns (dfasupported): word assertions, -w (its
  * DFA pattern has "[^[:alnum:]_]"), back-references, an encoding error, \w \s and most
@@ -241,6 +271,9 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		if (root < 0)
 			goto oom;
 	}
+	if (o->utf8 && (o->only || o->color) && t->has_dot && !t->has_backref &&
+	    span_dot_nfa(g, pats, lens, n) != 0)
+		goto oom;
 	int bare = root;   /* the patterns without -w's or -x's assertions */
 	if (o->line)
 		root = wrap(t, root, A_BOL, A_EOL);
@@ -436,6 +469,7 @@ void grep_free(struct grep *g)
 	lazy_free(g->lazy);
 	lazy_free(g->sup_lazy);
 	nfa_free(&g->sup);
+	nfa_free(&g->span_nfa);
 	strset_free(g->span_set);
 	nfa_free(&g->nfa);
 	dfa_free(&g->dfa);
@@ -671,6 +705,8 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 {
 	if (g->match_none || g->gave_up)
 		return 0;
+	if (g->have_span_nfa)     /* "." as glibc's regex takes it (span_dot_nfa) */
+		return nfa_leftmost_longest(&g->span_nfa, p, n, from, s, e);
 	if (g->span_kind == SPAN_UNKNOWN)
 		span_setup(g);
 	if (g->span_kind == SPAN_FIXED) {
@@ -799,7 +835,7 @@ static int put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uin
 	 * "binary file matches" at the end instead (print_line_head).  Its "last line printed"
 	 * stays where it was. */
 	int check_enc = o->utf8 && !o->text;
-	if (check_enc && !o->only && utf8_has_errors(p, n)) {
+	if (check_enc && !o->only && utf8_print_errors(p, n)) {
 		x->g->enc_err = 1;
 		return 0;
 	}
@@ -816,7 +852,7 @@ static int put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uin
 				from = s + 1;
 				continue;
 			}
-			if (check_enc && utf8_has_errors(p + s, e - s)) {
+			if (check_enc && utf8_print_errors(p + s, e - s)) {
 				x->g->enc_err = 1;
 				x->last_end = last_end;
 				return 0;

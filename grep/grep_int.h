@@ -74,6 +74,9 @@ struct ast {
 	                        * or a BRE one after an assertion: glibc's regex reads it
 	                        * otherwise than grep's DFA (parse.c parse_branch) */
 	int rx_read;           /* set by the caller: parse such operators as glibc's regex */
+	int has_dot;           /* UTF-8: a pattern has "." */
+	int dot_read;          /* set by the caller: "." as glibc's regex takes it, 1, or 2 for
+	                        * its OP_UTF8_PERIOD (parse.c mk_glibc_dot; -o spans) */
 	int sup_read;          /* set by the caller: what sets t->rx (and an encoding error) as
 	                        * any text, an N_BACKREF without a group (grep.c superset_nfa) */
 	int err;               /* sticky out-of-memory */
@@ -116,6 +119,9 @@ int utf8_sequences(uint32_t lo, uint32_t hi, struct utf8_seq *out, int cap);
 int utf8_decode(const uint8_t *p, size_t n, uint32_t *cp);
 int utf8_encode(uint32_t c, uint8_t *b);
 int utf8_has_errors(const uint8_t *p, size_t n);
+/* Does p[0..n) hold a sequence glibc's mbrlen refuses (grep 3.8 prints no such line)?  It
+ * takes the old forms past U+10FFFF (up to 6 bytes) that utf8_has_errors refuses. */
+int utf8_print_errors(const uint8_t *p, size_t n);
 /* Is the character that starts at p[i] (ends at p[i]) a word character ('_' or iswalnum)?
  * 1 or 0; 2 for an encoding error whose byte is a letter or digit of Latin-1 (0xC3 alone,
  * 'Ã'): grep's -w takes no encoding error as a word character, but \b \B \< \> are glibc's
@@ -307,6 +313,9 @@ struct grep {
 	                        * superset_nfa) */
 	int have_sup;
 	struct lazy_dfa *sup_lazy;
+	struct nfa span_nfa;   /* UTF-8 -o, colour: the spans of "." as glibc's regex finds them
+	                        * (grep.c span_dot_nfa) */
+	int have_span_nfa;
 	int have_bdfa;
 	int match_none;        /* no pattern at all (grep -f /dev/null) */
 	int enc_err;           /* UTF-8: a line to print had an encoding error (grep_format_end

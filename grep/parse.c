@@ -208,6 +208,50 @@ static int mk_char(struct parser *ps)
 	return seq;
 }
 
+/* t->dot_read: "." as glibc's regex takes it (grep 3.8's -o and colour): a character for
+ * its mbrtowc, also past U+10FFFF in the old 4-, 5- and 6-byte forms, and with dot_read 2
+ * (regex optimized the pattern for UTF-8: OP_UTF8_PERIOD) a surrogate too. */
+static int mk_glibc_dot(struct parser *ps)
+{
+	static const uint8_t seqs[][7] = {     /* n, then n pairs lo-hi ... as bytes */
+		{ 1, 0x00, 0x7F },
+		{ 2, 0xC2, 0xDF, 0x80, 0xBF },
+		{ 3, 0xE0, 0xE0, 0xA0, 0xBF, 0x80, 0xBF },
+		{ 3, 0xE1, 0xEC, 0x80, 0xBF, 0x80, 0xBF },
+		{ 3, 0xED, 0xED, 0x80, 0x9F, 0x80, 0xBF },    /* 0xBF with dot_read 2 */
+		{ 3, 0xEE, 0xEF, 0x80, 0xBF, 0x80, 0xBF },
+		{ 4, 0xF0, 0xF0, 0x90, 0xBF, 0x80, 0xBF },
+		{ 4, 0xF1, 0xF7, 0x80, 0xBF, 0x80, 0xBF },
+		{ 5, 0xF8, 0xF8, 0x88, 0xBF, 0x80, 0xBF },
+		{ 5, 0xF9, 0xFB, 0x80, 0xBF, 0x80, 0xBF },
+		{ 6, 0xFC, 0xFC, 0x84, 0xBF, 0x80, 0xBF },
+		{ 6, 0xFD, 0xFD, 0x80, 0xBF, 0x80, 0xBF },
+	};
+	int alt = -1;
+	for (size_t k = 0; k < sizeof seqs / sizeof seqs[0]; k++) {
+		int n = seqs[k][0], seq = -1;
+		for (int i = 0; i < n; i++) {
+			/* the pairs are the first byte's, the second's, then the rest are 80-BF */
+			unsigned lo = i < 3 ? seqs[k][1 + 2 * i] : 0x80;
+			unsigned hi = i < 3 ? seqs[k][2 + 2 * i] : 0xBF;
+			if (k == 4 && i == 1 && ps->t->dot_read == 2)
+				hi = 0xBF;
+			int b = mk(ps, N_SET);
+			if (b < 0)
+				return -1;
+			for (unsigned c = lo; c <= hi; c++)
+				set_add(ast_set(ps->t, b), c);
+			seq = seq < 0 ? b : mk2(ps, N_CAT, seq, b);
+			if (seq < 0)
+				return -1;
+		}
+		alt = alt < 0 ? seq : mk2(ps, N_ALT, alt, seq);
+		if (alt < 0)
+			return -1;
+	}
+	return alt;
+}
+
 /* A named class ("word" for \w) or its complement. */
 static int mk_class(struct parser *ps, const char *name, int neg)
 {
@@ -755,8 +799,11 @@ static int parse_atom(struct parser *ps, int at_start)
 	if (c == '.') {
 		ps->p++;
 		uint64_t s[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+		if (ps->utf8 && ps->t->dot_read)
+			return mk_glibc_dot(ps);
 		if (ps->utf8) {
 			/* any character: no encoding error */
+			ps->t->has_dot = 1;
 			struct cset cs = { 0 };
 			cset_add(&cs, 0, UTF8_MAX);
 			int i = cset_ast(ps->t, &cs);

@@ -31,8 +31,7 @@ mkdir -p "$tmp/d" && cd "$tmp/d" || exit 1
 	printf '%s\n' 'word·middle dot' 'a—b dash' '' 'tab	tab' '123 ٣٤٥ digits' 'end'
 } > mixed
 # invalid bytes: a stray continuation, a lone lead byte, an overlong, 0xFF, a cut sequence.
-# (Not a surrogate, ED A0 80: grep 3.8's line matcher takes it as invalid but its -o/colour
-# matcher (glibc regex) as a character for "."; docs/grep.md)
+# (Surrogates and glibc's old forms past U+10FFFF: the file glibcforms below)
 {
 	printf 'good line café\n'
 	printf 'bad \200 continuation\n'
@@ -58,6 +57,12 @@ printf 'a\252fox\na\327fox\na\367fox\na\271fox\nfox\252\nfox\327\nfox\342\202\nf
 # ERE operators with nothing to repeat or after an assertion, where glibc's regex decides
 printf '%s\n' '1}x' 'ax' '1}x y' '{1}x' '2}x' 'x' ',2}a-b' 'a-b' 'ab' 'a*b' 'a b' 'é1}x' \
 	'x$1,}' '' 'z 1,2}' > ops
+# what glibc's mbrtowc takes and grep's DFA does not: the old forms past U+10FFFF (F4 90 80
+# 80, F7.., 5 and 6 bytes), a character for grep's printing and its -o/colour "."; surrogates
+# (ED A0 80), an encoding error, but one character for the "." of regex optimized for UTF-8
+printf 'a\364\220\200\200b\nc\370\210\200\200\200d\ne\340\200\200f\ng\300\257h\n' > glibcforms
+printf 'i\355\277\277j\nk\367\277\277\277l\nm\374\204\200\200\200\200n\no\355\240\200\n' >> glibcforms
+printf 'x\355\240\200 y\nplain\n' >> glibcforms
 # context next to lines with encoding errors (grep 3.8 prints no such line, and its last
 # printed line stays before it: select_grep38 in grep.c)
 printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8\n' > ctxenc
@@ -274,6 +279,15 @@ run_all() {
 			check $o -e "$p" -e '\s' ops
 		done
 	done
+	# "." under -o and colour as glibc's regex takes it (optimized for UTF-8 or not)
+	for o in -o '-a -o' '-a --color=always' '-o -w' '-a -o -x' '-o -b' -c -n '-a -o -i'; do
+		for p in . '.|zz' '.|[^z]' '.|\W' 'x.|a.' '.{2}' '(.)' '^..' 'y|.$'; do
+			# shellcheck disable=SC2086
+			check -E $o -e "$p" glibcforms
+		done
+	done
+	check -n '' glibcforms
+	check -c -v 'zz' glibcforms
 	# context next to a line grep does not print: it prints from where its last printed
 	# line ended (an earlier line as trailing context, the file's first line when nothing
 	# was printed yet), spends its pending trailing context on trying the line again, and
