@@ -210,6 +210,64 @@ static int span_dot_nfa(struct grep *g, const char *const *pats, const size_t *l
 	return rc;
 }
 
+/* Can the pattern rooted at root match the empty string (assertions taken as true) where
+ * a longer match may start with a byte that is not an ASCII word character?  Then grep's
+ * -w regex loop and our -w assertions may differ (w_regex_loop); not for "x*", whose longer
+ * matches start with a word character, which fails the empty match there too.  The children
+ * of a node come before it, so one pass in order. */
+static int w_empty_differs(const struct ast *t, int root)
+{
+	uint8_t *z = malloc((size_t)t->len + 1);
+	uint64_t (*f)[4] = malloc(((size_t)t->len + 1) * sizeof *f);   /* first bytes */
+	if (!z || !f) {
+		free(z);
+		free(f);
+		return 1;               /* the safe answer: the client's loop decides */
+	}
+	for (int i = 0; i <= root && i < t->len; i++) {
+		const struct node *x = &t->n[i];
+		memset(f[i], 0, sizeof f[i]);
+		switch (x->kind) {
+		case N_SET:
+			z[i] = 0;
+			memcpy(f[i], ast_set(t, i), sizeof f[i]);
+			break;
+		case N_CAT:
+			z[i] = z[x->a] && z[x->b];
+			for (int w = 0; w < 4; w++)
+				f[i][w] = f[x->a][w] | (z[x->a] ? f[x->b][w] : 0);
+			break;
+		case N_ALT:
+			z[i] = z[x->a] || z[x->b];
+			for (int w = 0; w < 4; w++)
+				f[i][w] = f[x->a][w] | f[x->b][w];
+			break;
+		case N_REPEAT:
+			z[i] = x->min == 0 || z[x->a];
+			if (x->max != 0)
+				memcpy(f[i], f[x->a], sizeof f[i]);
+			break;
+		case N_GROUP:
+			z[i] = z[x->a];
+			memcpy(f[i], f[x->a], sizeof f[i]);
+			break;
+		case N_BACKREF:             /* may be empty, may be anything */
+			z[i] = 1;
+			memset(f[i], 0xff, sizeof f[i]);
+			break;
+		default:                    /* N_EMPTY, N_ASSERT */
+			z[i] = 1;
+			break;
+		}
+	}
+	int r = 0;
+	for (unsigned c = 0; z[root] && c < 256 && !r; c++)
+		r = set_has(f[root], c) && !(c < 0x80 && is_word(c));
+	free(z);
+	free(f);
+	return r;
+}
+
 /* Does glibc's regex decide which lines match, rather than grep 3.8's DFA?  In a UTF-8
  * locale, where the DFA cannot take the patterns (dfasupported): word assertions, -w (its
  * DFA pattern has "[^[:alnum:]_]"), back-references, an encoding error, \w \s and most
@@ -306,6 +364,17 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		bytewise = t->n[i].kind != N_ASSERT || t->n[i].akind < A_WORDB || t->n[i].akind > A_EOW;
 	if (bytewise)
 		t->utf8 = 2;
+	/* -w over patterns that can match the empty string: grep's regex loop decides (not when
+	 * grep runs them as -F: two or more plain strings) */
+	if (o->utf8 && o->word && !o->line && o->syntax != GREP_FIXED && !grep_runs_fixed(pats, lens, n, o) &&
+	    w_empty_differs(t, bare)) {
+		struct ast b = *t;      /* the same nodes, rooted before the -w wrap */
+		b.root = bare;
+		if (nfa_build(&g->w_nfa, &b) != 0)
+			goto oom;
+		g->w_nfa.utf8 = t->utf8;
+		g->have_w_nfa = 1;
+	}
 	/* a set of strings (-F -f): its automaton straight from the trie; the NFA is then only
 	 * for -o, colour and the exact path's -B under arf grep, made when first asked for
 	 * (grep_nfa): building it is a fifth of the start-up with 10,000 patterns */
@@ -340,7 +409,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * cannot (too big, an encoding error in the pattern, many alternatives), the exact path
 	 * below: a set of strings' trie, or the relaxed DFA */
 	int u8dfa = 0;
-	for (int i = 0; o->utf8 && lit == 1 && !g->have_sup && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
+	for (int i = 0; o->utf8 && lit == 1 && !g->have_sup && !g->have_w_nfa && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
 	                i < t->len && !u8dfa; i++)
 		u8dfa = t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
 	if (u8dfa) {
@@ -404,7 +473,8 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	int ctx_enc = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0);
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
 	           (o->no_walk_back && o->before > 0) || u8words || chars_err ||
-	           g->have_sup || ctx_enc;
+	           g->have_sup || ctx_enc ||
+	           g->have_w_nfa;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
 	if (g->exact && !relaxed && !bounded_set &&
@@ -470,6 +540,7 @@ void grep_free(struct grep *g)
 	lazy_free(g->sup_lazy);
 	nfa_free(&g->sup);
 	nfa_free(&g->span_nfa);
+	nfa_free(&g->w_nfa);
 	strset_free(g->span_set);
 	nfa_free(&g->nfa);
 	dfa_free(&g->dfa);
@@ -535,9 +606,50 @@ void grep_describe(const struct grep *g, char *buf, size_t len)
 
 /* ---- matching on the client ---- */
 
+static int line_matches_1(struct grep *g, const uint8_t *p, size_t n);
+static int word_before(const struct grep *g, const uint8_t *p, size_t n, size_t i);
+static int word_at(const struct grep *g, const uint8_t *p, size_t n, size_t i);
+
+/* UTF-8 -w over patterns that can match the empty string (g->w_nfa: them without -w's
+ * assertions): grep 3.8's regex loop (EGexecute).  At each place, from the line's start on,
+ * regex's longest match; when it is not a word, shorter ones at the same place (re_match
+ * up to one byte less), where one of length 0 counts as none: it moves on a byte.  So an
+ * empty match is a word match only where nothing longer matches at its place. */
+static int w_regex_loop(struct grep *g, const uint8_t *p, size_t n)
+{
+	size_t from = 0, s, e;
+	while (from <= n && nfa_leftmost_longest(&g->w_nfa, p, n, from, &s, &e)) {
+		size_t len = e - s;
+		for (;;) {
+			if (!word_before(g, p, n, s) && !word_at(g, p, n, s + len))
+				return 1;
+			size_t s2, e2;
+			if (len == 0 || !nfa_leftmost_longest(&g->w_nfa, p, s + len - 1, s, &s2, &e2) ||
+			    s2 != s || e2 == s)
+				break;
+			len = e2 - s;
+		}
+		from = s + 1;
+	}
+	return 0;
+}
+
 /* Does line p[0..n) contain a match (exact)?  -1 (and g->gave_up) when the backtracker
  * gave up. */
 static int line_matches(struct grep *g, const uint8_t *p, size_t n)
+{
+	int r = line_matches_1(g, p, n);
+	if (r == 1 && g->have_w_nfa)
+		r = w_regex_loop(g, p, n);
+	return r;
+}
+
+int grep_line_matches(struct grep *g, const uint8_t *p, size_t n)
+{
+	return line_matches(g, p, n);
+}
+
+static int line_matches_1(struct grep *g, const uint8_t *p, size_t n)
 {
 	if (g->match_none || g->gave_up)
 		return 0;

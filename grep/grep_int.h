@@ -91,6 +91,11 @@ void ast_free(struct ast *t);
  * ("Unmatched ( or \\(", without the "grep: " prefix) in err.  Warnings (grep 3.8's "* at
  * start of expression", ...) are appended to warn, one per line, when warn is not NULL.
  * Group numbers continue from t->n_groups so that several patterns can share one AST. */
+/* Would grep 3.8 run these -G/-E patterns as -F (options.c: two or more distinct plain
+ * strings, not -i in UTF-8)? */
+int grep_runs_fixed(const char *const *pats, const size_t *lens, size_t n,
+                    const struct grep_opts *o);
+
 int grep_parse(struct ast *t, const char *pat, size_t len, int syntax, int icase, char *err,
                size_t errlen, char *warn, size_t warnlen);
 
@@ -316,6 +321,9 @@ struct grep {
 	struct nfa span_nfa;   /* UTF-8 -o, colour: the spans of "." as glibc's regex finds them
 	                        * (grep.c span_dot_nfa) */
 	int have_span_nfa;
+	struct nfa w_nfa;      /* UTF-8 -w, patterns that can match empty: them without -w's
+	                        * assertions, for grep's regex loop (grep.c w_regex_loop) */
+	int have_w_nfa;
 	int have_bdfa;
 	int match_none;        /* no pattern at all (grep -f /dev/null) */
 	int enc_err;           /* UTF-8: a line to print had an encoding error (grep_format_end
@@ -343,6 +351,9 @@ struct grep {
 	size_t span_len;
 };
 
+/* The client's answer for one line (the exact path's): 1 when it holds a match, 0, or -1
+ * when the backtracker gave up. */
+int grep_line_matches(struct grep *g, const uint8_t *p, size_t n);
 /* g's NFA, made now when grep_compile left it for later; NULL when it could not be made
  * (too big, or out of memory: the client's matchers take the backtracker).  Not
  * thread-safe, as the rest of the formatting. */

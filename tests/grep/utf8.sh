@@ -63,6 +63,8 @@ printf '%s\n' '1}x' 'ax' '1}x y' '{1}x' '2}x' 'x' ',2}a-b' 'a-b' 'ab' 'a*b' 'a b
 printf 'a\364\220\200\200b\nc\370\210\200\200\200d\ne\340\200\200f\ng\300\257h\n' > glibcforms
 printf 'i\355\277\277j\nk\367\277\277\277l\nm\374\204\200\200\200\200n\no\355\240\200\n' >> glibcforms
 printf 'x\355\240\200 y\nplain\n' >> glibcforms
+# -w over patterns that can match the empty string (grep 3.8's regex loop: w_regex_loop)
+printf -- '-_ccbbbbcB\nfoo\nabc\n\n x\n-\nfoo bar\n_a\n a\na \n-a-\nb-\n-ba\nword·middle\n' > wempty
 # context next to lines with encoding errors (grep 3.8 prints no such line, and its last
 # printed line stays before it: select_grep38 in grep.c)
 printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8\n' > ctxenc
@@ -277,6 +279,21 @@ run_all() {
 			check $o -e "$p" ops
 			# shellcheck disable=SC2086
 			check $o -e "$p" -e '\s' ops
+		done
+	done
+	# -w and the empty match: grep's regex loop takes no empty match where a longer one
+	# starts ("-_cc..." with "" and "-."); two or more plain strings run as -F and are not
+	# concerned (-e '' -e -)
+	for o in -c -n '-c -v' '-n -x' -A1; do
+		# shellcheck disable=SC2086
+		check -w $o -e '' -e '-.' wempty
+		# shellcheck disable=SC2086
+		check -w $o -e '' -e - wempty
+		# shellcheck disable=SC2086
+		check -w $o -e '' -e 'b.' -e foo wempty
+		for p in '[^a]*' '(-|b)*' 'x*' 'c*|_a' '-*' '[^b]*|x'; do
+			# shellcheck disable=SC2086
+			check -w -E $o -e "$p" wempty
 		done
 	done
 	# "." under -o and colour as glibc's regex takes it (optimized for UTF-8 or not)

@@ -389,7 +389,8 @@ static void test_word_dfa(void)
 		{ GREP_BASIC, 0, 0, "\\<.\\>" }, { GREP_BASIC, 0, 0, "\\B.\\B" },
 		{ GREP_BASIC, 0, 0, "\\b\\W\\b" }, { GREP_EXTENDED, 0, 0, "^\\<|\\>$" },
 		{ GREP_EXTENDED, 0, 0, "\\<[[:alpha:]]+\\>" }, { GREP_EXTENDED, 0, 1, "\\w+" },
-		{ GREP_EXTENDED, 0, 1, "[^a]*" }, { GREP_EXTENDED, 0, 0, "é\\B|\\B日" },
+		/* (not "[^a]*": its empty match takes grep's -w regex loop, on the client) */
+		{ GREP_EXTENDED, 0, 1, "[b-z]*" }, { GREP_EXTENDED, 0, 0, "é\\B|\\B日" },
 	};
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	int bad = 0, dfa_ok = 0;
