@@ -67,12 +67,13 @@ struct ast {
 	                        * regex keeps as characters (a range, class, negation, or a
 	                        * member outside ASCII) */
 	int rx;                /* UTF-8: a pattern has \w \W \s \S or a bracket that grep 3.8's
-	                        * DFA cannot take in a multibyte locale (dfa.c's BACKREF and
-	                        * MBCSET: negated, a class but [:digit:], a member outside ASCII,
-	                        * a range but of digits...), so that glibc's regex decides */
+	                        * DFA cannot take in a multibyte locale (dfa.c's BACKREF: negated,
+	                        * a class but [:digit:], a range but of digits...), so that
+	                        * glibc's regex decides */
 	int rx_ops;            /* an ERE operator with nothing to repeat or after an assertion,
-	                        * or a BRE one after an assertion: glibc's regex reads it
-	                        * otherwise than grep's DFA (parse.c parse_branch) */
+	                        * or a BRE one after an assertion, or a range of ASCII digits
+	                        * where the locale collates: glibc's regex reads it otherwise
+	                        * than grep's DFA (parse.c parse_branch, parse_bracket_u8) */
 	int rx_read;           /* set by the caller: parse such operators as glibc's regex */
 	int has_dot;           /* UTF-8: a pattern has "." */
 	int dot_read;          /* set by the caller: "." as glibc's regex takes it, 1, or 2 for

@@ -428,6 +428,7 @@ static int parse_bracket_u8(struct parser *ps)
 	const int collating = utf8_collating();
 	int dfa_known = 1;                 /* grep's DFA would decide this bracket itself */
 	int rx = 0;                        /* ... not even as one of its own sets (t->rx) */
+	int enc_member = 0;
 	if (ps->p < ps->end && *ps->p == '^') {
 		neg = 1;
 		ps->p++;
@@ -511,6 +512,7 @@ static int parse_bracket_u8(struct parser *ps)
 			lo = len ? (int64_t)cp : -2;     /* -2: an encoding error */
 			ps->p += len ? len : 1;
 			non_ascii |= lo < 0 || lo >= 0x80;
+			enc_member |= lo < 0;
 		}
 		/* a range lo-hi, unless the '-' is last */
 		if (ps->p + 1 < ps->end && ps->p[0] == '-' && ps->p[1] != ']') {
@@ -601,8 +603,11 @@ static int parse_bracket_u8(struct parser *ps)
 		dfa_known = 0;
 	if (!dfa_known || had_range || non_ascii)
 		ps->t->mb_set = 1;
+	/* where glibc's regex decides (grep.c rx_read), it takes [0-9] by collation too */
+	if (digits.n > 0 && dfa_known)
+		ps->t->rx_ops = 1;
 	for (int i = 0; i < digits.n; i++) {
-		if (dfa_known) {
+		if (dfa_known && !ps->t->rx_read) {
 			cset_add(&s, digits.r[i][0], digits.r[i][1]);
 		} else if (cset_coll_range(&coll, digits.r[i][0], digits.r[i][1], 0, ps->icase) != 0) {
 			fail(ps, "memory exhausted");
@@ -611,12 +616,10 @@ static int parse_bracket_u8(struct parser *ps)
 	}
 	if (ps->icase)
 		cset_fold(&s);
-	/* grep's DFA keeps a bracket as its own set only when it is not negated and all its
-	 * members are ASCII, also under -i (not "[k]": K, U+212A); ranges only of digits or
-	 * x-x, classes only [:digit:] (dfa.c's parse_bracket_exp) */
-	rx |= neg || non_ascii;
-	for (int i = 0; i < s.n; i++)
-		rx |= s.r[i][1] >= 0x80;
+	/* grep's DFA takes a bracket (members outside ASCII as alternatives: dfa.c addtok's
+	 * MBCSET) unless negated, with an encoding error, a range but of digits or x-x, a class
+	 * but [:digit:], an equivalence class or a collating symbol (parse_bracket_exp) */
+	rx |= neg || enc_member;
 	if (rx)
 		ps->t->rx = 1;
 	for (int i = 0; i < coll.n; i++)     /* folded already, as grep's regex folds */
