@@ -123,6 +123,167 @@ static int all_lines_dfa(struct dfa *d, int eol)
 	return rc;
 }
 
+/* The patterns into t as one alternation: its root, -2 when there is none, or -1 with grep's
+ * message in err (a pattern's error, or "memory exhausted"). */
+static int parse_patterns(struct ast *t, const char *const *pats, const size_t *lens, size_t n,
+                          const struct grep_opts *o, char *err, size_t errlen, char *warn,
+                          size_t warnlen)
+{
+	int root = -2;
+	for (size_t i = 0; i < n; i++) {
+		int r = grep_parse(t, pats[i], lens[i], o->syntax, o->icase, err, errlen, warn, warnlen);
+		if (r < 0)
+			return -1;
+		if (root < 0) {
+			root = r;
+		} else {
+			int a = ast_new(t, N_ALT);
+			if (a < 0) {
+				snprintf(err, errlen, "memory exhausted");
+				return -1;
+			}
+			t->n[a].a = root;
+			t->n[a].b = r;
+			root = a;
+		}
+	}
+	return root;
+}
+
+/* grep 3.8's superset DFA (dfa.c dfassbuild) of the patterns as its DFA reads them, into
+ * g->sup: what it cannot take as any text (t->sup_read), word assertions taken as true;
+ * -x's anchors kept, -w's not (its "[^[:alnum:]_]" is any text there).  grep runs regex
+ * only on the lines the superset finds, so a line must match it as well as the patterns
+ * read as regex reads them.  None when the patterns have no character that the DFA keeps
+ * (grep then builds none).  0 or -1 (out of memory). */
+static int superset_nfa(struct grep *g, const char *const *pats, const size_t *lens, size_t n)
+{
+	struct ast r = { .utf8 = 2, .sup_read = 1 };    /* a byte DFA: matches start anywhere */
+	char err[128];
+	int root = parse_patterns(&r, pats, lens, n, &g->o, err, sizeof err, NULL, 0);
+	int chars = 0;
+	for (int i = 0; i < r.len && !chars; i++)
+		chars = r.n[i].kind == N_SET;
+	if (root < 0 || !chars || r.err) {
+		ast_free(&r);
+		return root == -1 && !strcmp(err, "memory exhausted") ? -1 : 0;
+	}
+	for (int i = 0; i < r.len; i++)
+		if (r.n[i].kind == N_ASSERT && r.n[i].akind != A_BOL && r.n[i].akind != A_EOL)
+			r.n[i].kind = N_EMPTY;
+	r.root = g->o.line ? wrap(&r, root, A_BOL, A_EOL) : root;
+	int rc = r.root < 0 || r.err || nfa_build(&g->sup, &r) != 0 ? -1 : 0;
+	if (rc == 0)
+		g->sup.utf8 = 2;
+	g->have_sup = rc == 0;
+	ast_free(&r);
+	return rc;
+}
+
+/* UTF-8 -o and colour: grep 3.8 takes the spans from glibc's regex, whose "." is a character
+ * for glibc (also past U+10FFFF) and, where regex optimizes the pattern for UTF-8 (not -i, no
+ * word assertion, \w \s or bracket it keeps as characters: optimize_utf8), any 2- to 6-byte
+ * form with its lead byte, a surrogate (ED A0 80) too.  The patterns read so into
+ * g->span_nfa, wrapped as root (-w, -x); the lines stay the DFA's.  0 or -1. */
+static int span_dot_nfa(struct grep *g, const char *const *pats, const size_t *lens, size_t n)
+{
+	const struct ast *t = &g->ast;
+	int optimized = !g->o.icase && !t->mb_set;
+	for (int i = 0; i < t->len; i++)
+		if (t->n[i].kind == N_ASSERT && t->n[i].akind >= A_WORDB && t->n[i].akind <= A_EOW)
+			optimized = 0;
+	struct ast r = { .utf8 = t->utf8, .rx_read = t->rx_read, .dot_read = 1 + optimized };
+	char err[128];
+	int root = parse_patterns(&r, pats, lens, n, &g->o, err, sizeof err, NULL, 0);
+	if (root < 0) {
+		ast_free(&r);
+		return root == -1 && !strcmp(err, "memory exhausted") ? -1 : 0;
+	}
+	r.root = g->o.line ? wrap(&r, root, A_BOL, A_EOL) :
+	         g->o.word ? wrap(&r, root, A_NPREVW, A_NNEXTW) : root;
+	r.utf8 = t->utf8;
+	int rc = r.root < 0 || r.err || nfa_build(&g->span_nfa, &r) != 0 ? -1 : 0;
+	if (rc == 0)
+		g->span_nfa.utf8 = t->utf8;
+	g->have_span_nfa = rc == 0;
+	ast_free(&r);
+	return rc;
+}
+
+/* Can the pattern rooted at root match the empty string (assertions taken as true) where
+ * a longer match may start with a byte that is not an ASCII word character?  Then grep's
+ * -w regex loop and our -w assertions may differ (w_regex_loop); not for "x*", whose longer
+ * matches start with a word character, which fails the empty match there too.  The children
+ * of a node come before it, so one pass in order. */
+static int w_empty_differs(const struct ast *t, int root)
+{
+	uint8_t *z = malloc((size_t)t->len + 1);
+	uint64_t (*f)[4] = malloc(((size_t)t->len + 1) * sizeof *f);   /* first bytes */
+	if (!z || !f) {
+		free(z);
+		free(f);
+		return 1;               /* the safe answer: the client's loop decides */
+	}
+	for (int i = 0; i <= root && i < t->len; i++) {
+		const struct node *x = &t->n[i];
+		memset(f[i], 0, sizeof f[i]);
+		switch (x->kind) {
+		case N_SET:
+			z[i] = 0;
+			memcpy(f[i], ast_set(t, i), sizeof f[i]);
+			break;
+		case N_CAT:
+			z[i] = z[x->a] && z[x->b];
+			for (int w = 0; w < 4; w++)
+				f[i][w] = f[x->a][w] | (z[x->a] ? f[x->b][w] : 0);
+			break;
+		case N_ALT:
+			z[i] = z[x->a] || z[x->b];
+			for (int w = 0; w < 4; w++)
+				f[i][w] = f[x->a][w] | f[x->b][w];
+			break;
+		case N_REPEAT:
+			z[i] = x->min == 0 || z[x->a];
+			if (x->max != 0)
+				memcpy(f[i], f[x->a], sizeof f[i]);
+			break;
+		case N_GROUP:
+			z[i] = z[x->a];
+			memcpy(f[i], f[x->a], sizeof f[i]);
+			break;
+		case N_BACKREF:             /* may be empty, may be anything */
+			z[i] = 1;
+			memset(f[i], 0xff, sizeof f[i]);
+			break;
+		default:                    /* N_EMPTY, N_ASSERT */
+			z[i] = 1;
+			break;
+		}
+	}
+	int r = 0;
+	for (unsigned c = 0; z[root] && c < 256 && !r; c++)
+		r = set_has(f[root], c) && !(c < 0x80 && is_word(c));
+	free(z);
+	free(f);
+	return r;
+}
+
+/* Does glibc's regex decide which lines match, rather than grep 3.8's DFA?  In a UTF-8
+ * locale, where the DFA cannot take the patterns (dfasupported): word assertions, -w (its
+ * DFA pattern has "[^[:alnum:]_]"), back-references, an encoding error, \w \s and most
+ * brackets (t->rx).  The DFA then only picks candidate lines: a superset (dfassbuild). */
+static int regex_decides(const struct ast *t, const struct grep_opts *o)
+{
+	if (!o->utf8 || o->syntax == GREP_FIXED)
+		return 0;
+	if (t->rx || t->enc_err || t->has_backref || (o->word && !o->line))
+		return 1;
+	for (int i = 0; i < t->len; i++)
+		if (t->n[i].kind == N_ASSERT && t->n[i].akind >= A_WORDB && t->n[i].akind <= A_EOW)
+			return 1;
+	return 0;
+}
+
 int grep_compile(const char *const *pats, const size_t *lens, size_t n,
                  const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
                  char *warn, size_t warnlen)
@@ -140,20 +301,25 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	fmt_any_output = 0;
 	struct ast *t = &g->ast;
 	t->utf8 = o->utf8;
-	int root = -1;
-	for (size_t i = 0; i < n; i++) {
-		int r = grep_parse(t, pats[i], lens[i], o->syntax, o->icase, err, errlen, warn, warnlen);
-		if (r < 0)
-			goto fail;
-		if (root < 0) {
-			root = r;
+	int root = parse_patterns(t, pats, lens, n, o, err, errlen, warn, warnlen);
+	if (root == -1)
+		goto fail;
+	if (t->rx_ops && regex_decides(t, o)) {
+		/* read the operators as glibc's regex does (parse.c); the warnings are the DFA's,
+		 * from the first reading */
+		struct ast r = { .utf8 = o->utf8, .rx_read = 1 };
+		int rroot = parse_patterns(&r, pats, lens, n, o, err, errlen, NULL, 0);
+		if (rroot == -1) {
+			ast_free(&r);
+			if (!strcmp(err, "memory exhausted"))
+				goto fail;
+			err[0] = '\0';          /* keep the DFA's reading */
 		} else {
-			int a = ast_new(t, N_ALT);
-			if (a < 0)
+			ast_free(t);
+			*t = r;
+			root = rroot;
+			if (superset_nfa(g, pats, lens, n) != 0)
 				goto oom;
-			t->n[a].a = root;
-			t->n[a].b = r;
-			root = a;
 		}
 	}
 	if (root < 0) {
@@ -163,6 +329,9 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		if (root < 0)
 			goto oom;
 	}
+	if (o->utf8 && (o->only || o->color) && t->has_dot && !t->has_backref &&
+	    span_dot_nfa(g, pats, lens, n) != 0)
+		goto oom;
 	int bare = root;   /* the patterns without -w's or -x's assertions */
 	if (o->line)
 		root = wrap(t, root, A_BOL, A_EOL);
@@ -195,6 +364,17 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 		bytewise = t->n[i].kind != N_ASSERT || t->n[i].akind < A_WORDB || t->n[i].akind > A_EOW;
 	if (bytewise)
 		t->utf8 = 2;
+	/* -w over patterns that can match the empty string: grep's regex loop decides (not when
+	 * grep runs them as -F: two or more plain strings) */
+	if (o->utf8 && o->word && !o->line && o->syntax != GREP_FIXED && !grep_runs_fixed(pats, lens, n, o) &&
+	    w_empty_differs(t, bare)) {
+		struct ast b = *t;      /* the same nodes, rooted before the -w wrap */
+		b.root = bare;
+		if (nfa_build(&g->w_nfa, &b) != 0)
+			goto oom;
+		g->w_nfa.utf8 = t->utf8;
+		g->have_w_nfa = 1;
+	}
 	/* a set of strings (-F -f): its automaton straight from the trie; the NFA is then only
 	 * for -o, colour and the exact path's -B under arf grep, made when first asked for
 	 * (grep_nfa): building it is a fifth of the start-up with 10,000 patterns */
@@ -229,7 +409,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * cannot (too big, an encoding error in the pattern, many alternatives), the exact path
 	 * below: a set of strings' trie, or the relaxed DFA */
 	int u8dfa = 0;
-	for (int i = 0; o->utf8 && lit == 1 && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
+	for (int i = 0; o->utf8 && lit == 1 && !g->have_sup && !g->have_w_nfa && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
 	                i < t->len && !u8dfa; i++)
 		u8dfa = t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
 	if (u8dfa) {
@@ -287,17 +467,24 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * lone byte of the pattern must not start a match inside a character of the text,
 	 * which the byte DFA cannot tell: it picks the lines, the client decides */
 	int chars_err = o->utf8 && t->enc_err && !bytewise;
+	/* UTF-8 context (-A -B -C, 0 too: "--"), not -a: a line grep 3.8 does not print (an
+	 * encoding error) changes which lines it prints around it (select_grep38), lines the
+	 * segment would not send: every line goes to the client */
+	int ctx_enc = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0);
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
-	           (o->no_walk_back && o->before > 0) || u8words || chars_err;
+	           (o->no_walk_back && o->before > 0) || u8words || chars_err ||
+	           g->have_sup || ctx_enc ||
+	           g->have_w_nfa;
 	if (!nfa_ok)
 		nfa_free(&g->nfa);
 	if (g->exact && !relaxed && !bounded_set &&
-	    (rc != 0 || u8words || o->invert || context || (!o->text && !o->null_data))) {
+	    (rc != 0 || u8words || o->invert || context || ctx_enc ||
+	     (!o->text && !o->null_data))) {
 		/* send every line (or every line with the literal) and decide here */
 		dfa_free(&g->dfa);
 		if (all_lines_dfa(&g->dfa, eol) != 0)
 			goto oom;
-		if (o->invert || context || (!o->text && !o->null_data))
+		if (o->invert || context || ctx_enc || (!o->text && !o->null_data))
 			g->lit_len = 0;
 	}
 	if (!g->exact && !o->text && !o->null_data && !o->binary_nomatch) {
@@ -350,6 +537,10 @@ void grep_free(struct grep *g)
 		return;
 	ast_free(&g->ast);
 	lazy_free(g->lazy);
+	lazy_free(g->sup_lazy);
+	nfa_free(&g->sup);
+	nfa_free(&g->span_nfa);
+	nfa_free(&g->w_nfa);
 	strset_free(g->span_set);
 	nfa_free(&g->nfa);
 	dfa_free(&g->dfa);
@@ -415,11 +606,55 @@ void grep_describe(const struct grep *g, char *buf, size_t len)
 
 /* ---- matching on the client ---- */
 
+static int line_matches_1(struct grep *g, const uint8_t *p, size_t n);
+static int word_before(const struct grep *g, const uint8_t *p, size_t n, size_t i);
+static int word_at(const struct grep *g, const uint8_t *p, size_t n, size_t i);
+
+/* UTF-8 -w over patterns that can match the empty string (g->w_nfa: them without -w's
+ * assertions): grep 3.8's regex loop (EGexecute).  At each place, from the line's start on,
+ * regex's longest match; when it is not a word, shorter ones at the same place (re_match
+ * up to one byte less), where one of length 0 counts as none: it moves on a byte.  So an
+ * empty match is a word match only where nothing longer matches at its place. */
+static int w_regex_loop(struct grep *g, const uint8_t *p, size_t n)
+{
+	size_t from = 0, s, e;
+	while (from <= n && nfa_leftmost_longest(&g->w_nfa, p, n, from, &s, &e)) {
+		size_t len = e - s;
+		for (;;) {
+			if (!word_before(g, p, n, s) && !word_at(g, p, n, s + len))
+				return 1;
+			size_t s2, e2;
+			if (len == 0 || !nfa_leftmost_longest(&g->w_nfa, p, s + len - 1, s, &s2, &e2) ||
+			    s2 != s || e2 == s)
+				break;
+			len = e2 - s;
+		}
+		from = s + 1;
+	}
+	return 0;
+}
+
 /* Does line p[0..n) contain a match (exact)?  -1 (and g->gave_up) when the backtracker
  * gave up. */
 static int line_matches(struct grep *g, const uint8_t *p, size_t n)
 {
+	int r = line_matches_1(g, p, n);
+	if (r == 1 && g->have_w_nfa)
+		r = w_regex_loop(g, p, n);
+	return r;
+}
+
+int grep_line_matches(struct grep *g, const uint8_t *p, size_t n)
+{
+	return line_matches(g, p, n);
+}
+
+static int line_matches_1(struct grep *g, const uint8_t *p, size_t n)
+{
 	if (g->match_none || g->gave_up)
+		return 0;
+	/* glibc's regex decides, on the lines grep's superset DFA finds (superset_nfa) */
+	if (g->have_sup && !lazy_line_matches(&g->sup_lazy, &g->sup, p, n))
 		return 0;
 	/* a set of strings (maybe under -w or -x): its trie decides, as for -o.  The lazy DFA
 	 * of its NFA adds the closure of every string at each start: with 10,000 strings most
@@ -582,6 +817,8 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 {
 	if (g->match_none || g->gave_up)
 		return 0;
+	if (g->have_span_nfa)     /* "." as glibc's regex takes it (span_dot_nfa) */
+		return nfa_leftmost_longest(&g->span_nfa, p, n, from, s, e);
 	if (g->span_kind == SPAN_UNKNOWN)
 		span_setup(g);
 	if (g->span_kind == SPAN_FIXED) {
@@ -661,6 +898,7 @@ struct fmt {
 	const char *name;
 	FILE *f;
 	int64_t last_end;          /* offset after the last line printed from this file, -1 */
+	int own_seps;              /* the caller prints the "--" (select_grep38), not put_line */
 };
 
 static void put_prefix(struct fmt *x, uint64_t lineno, uint64_t off, char sep)
@@ -687,9 +925,11 @@ static void put_tab(struct fmt *x, size_t n)
 		fputc('\t', x->f);
 }
 
-/* Print one line as grep does; context says it is a context line ('-'). */
-static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uint64_t lineno,
-                     int context)
+/* Print one line as grep does; context says it is a context line ('-').  0 when grep 3.8
+ * prints nothing for it and leaves its last printed line where it was (an encoding error in
+ * the line, or in an -o match), else 1. */
+static int put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, uint64_t lineno,
+                    int context)
 {
 	const struct grep_opts *o = &x->g->o;
 	FILE *f = x->f;
@@ -697,8 +937,8 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	char sep = context ? '-' : ':';
 	int64_t last_end = x->last_end;
 	if ((int64_t)off < last_end)
-		return;    /* printed already: a streamed part's overlap with the one before */
-	if (o->before >= 0 || o->after >= 0) {
+		return 1;  /* printed already: a streamed part's overlap with the one before */
+	if ((o->before >= 0 || o->after >= 0) && !x->own_seps) {
 		if (fmt_any_output && x->last_end != (int64_t)off)
 			sgr(f, x->g, "36", "--", 2), fputc('\n', f);
 	}
@@ -707,15 +947,15 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 	 * "binary file matches" at the end instead (print_line_head).  Its "last line printed"
 	 * stays where it was. */
 	int check_enc = o->utf8 && !o->text;
-	if (check_enc && !o->only && utf8_has_errors(p, n)) {
+	if (check_enc && !o->only && utf8_print_errors(p, n)) {
 		x->g->enc_err = 1;
-		return;
+		return 0;
 	}
 	x->last_end = (int64_t)(off + n + 1);
 	int matching = !context != !!o->invert;      /* the line's matches are what selected it */
 	if (o->only) {
 		if (!matching)
-			return;
+			return 1;
 		size_t from = 0, s, e;
 		while (from <= n && next_match(x->g, p, n, from, &s, &e)) {
 			if (s == n)
@@ -724,10 +964,10 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 				from = s + 1;
 				continue;
 			}
-			if (check_enc && utf8_has_errors(p + s, e - s)) {
+			if (check_enc && utf8_print_errors(p + s, e - s)) {
 				x->g->enc_err = 1;
 				x->last_end = last_end;
-				return;
+				return 0;
 			}
 			put_prefix(x, lineno, off + s, sep);
 			put_tab(x, e - s);
@@ -735,7 +975,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 			fputc(eol, f);
 			from = e;
 		}
-		return;
+		return 1;
 	}
 	put_prefix(x, lineno, off, sep);
 	put_tab(x, n);
@@ -757,6 +997,7 @@ static void put_line(struct fmt *x, const uint8_t *p, size_t n, uint64_t off, ui
 		fwrite(p, 1, n, f);
 	}
 	fputc(eol, f);
+	return 1;
 }
 
 struct rec {
@@ -806,6 +1047,69 @@ bad:
 	return -1;
 }
 
+/* UTF-8 with context, not -a (grep_compile sends every line): GNU grep 3.8's prtext and
+ * prpending, line for line.  A line it does not print (an encoding error: put_line 0) leaves
+ * `lastout`, the end of the last line printed, where it was: trailing context then starts
+ * there again (before the line that selected it, or at the file's first line when nothing
+ * was printed), a context line it cannot print is tried again until the pending count is
+ * spent, leading context stops at lastout, and "--" comes when a group does not start at
+ * lastout.  Without such a line this prints what select_exact's plain loop prints. */
+static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct grep_part *pt)
+{
+	const struct grep_opts *o = &x->g->o;
+	int64_t count = 0, outleft = pt->limit;   /* negative: no limit */
+	long lastout = -1, pending = 0;           /* lastout: the index just after it; -1: none */
+	for (long i = 0; i < n && x->last_end >= 0 && lastout < 0; i++)
+		if ((int64_t)v[i].off >= x->last_end)
+			lastout = i;                      /* a part after the one that printed last */
+	x->own_seps = 1;
+#define SELECTED(k) ((line_matches(x->g, v[k].p, v[k].len) == 1) != !!o->invert)
+#define PRLINE(k, ctx) (put_line(x, v[k].p, v[k].len, v[k].off, v[k].lineno, ctx) ? \
+                        (void)(lastout = (k) + 1) : (void)0)
+	for (long i = 0; i < n && outleft != 0;) {
+		/* the next selected line, or run of lines under -v: [beg, lim) */
+		long beg = i;
+		while (beg < n && !SELECTED(beg) && !x->g->gave_up)
+			beg++;
+		if (beg == n || x->g->gave_up)
+			break;
+		long lim = beg + 1;
+		while (o->invert && lim < n && SELECTED(lim))
+			lim++;
+		/* prtext(beg, lim): first the pending trailing context, from lastout */
+		if (pending > 0 && lastout < 0)
+			lastout = 0;
+		for (; pending > 0 && lastout < beg; pending--)
+			PRLINE(lastout, 1);
+		long p = beg;
+		for (int k = 0; k < o->before && p > (lastout < 0 ? 0 : lastout); k++)
+			p--;
+		if (fmt_any_output && p != lastout)
+			sgr(x->f, x->g, "36", "--", 2), fputc('\n', x->f);
+		for (; p < beg; p++)
+			PRLINE(p, 1);
+		for (; p < lim && outleft != 0; p++) {
+			PRLINE(p, 0);
+			pt->last_selected = (int64_t)v[p].off;
+			if ((int64_t)v[p].off >= pt->new_from) {
+				count++;
+				outleft -= outleft > 0;
+			}
+		}
+		fmt_any_output = 1;
+		pending = o->after > 0 ? o->after : 0;
+		i = lim;
+	}
+	if (pending > 0 && lastout < 0)
+		lastout = 0;
+	for (; pending > 0 && lastout < n; pending--)
+		PRLINE(lastout, 1);
+#undef PRLINE
+#undef SELECTED
+	x->own_seps = 0;
+	return count;
+}
+
 /* Exact mode: the records are candidate lines; select them here.  Lines before pt->new_from
  * were in an earlier part (the overlap that carries context): they start context again but
  * are not counted or printed twice.  At most pt->limit new lines are selected (-m), then the
@@ -844,6 +1148,8 @@ static int64_t select_exact(struct fmt *x, const struct rec *v, long n, int bina
 		}
 		return count;
 	}
+	if (emit && o->utf8 && !o->text && (o->before >= 0 || o->after >= 0))
+		return select_grep38(x, v, n, pt);
 	long last = -1, after_left = 0;
 	for (long i = 0; i < n; i++) {
 		int sel = (line_matches(x->g, v[i].p, v[i].len) == 1) != !!o->invert;
@@ -920,7 +1226,7 @@ int grep_arf_segment(struct grep *g, const uint8_t **seg, size_t *len, char *err
 int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, size_t rec_len,
                         FILE *f, int64_t *last_end)
 {
-	struct fmt x = { g, name, f, *last_end };
+	struct fmt x = { g, name, f, *last_end, 0 };
 	struct rec *v;
 	long n = decode(g, rec, rec_len, &v);
 	if (n < 0)
@@ -935,7 +1241,7 @@ int grep_format_records(struct grep *g, const char *name, const uint8_t *rec, si
 int grep_format_context_line(struct grep *g, const char *name, const uint8_t *p, size_t n,
                              uint64_t off, uint64_t lineno, FILE *f, int64_t *last_end)
 {
-	struct fmt x = { g, name, f, *last_end };
+	struct fmt x = { g, name, f, *last_end, 0 };
 	put_line(&x, p, n, off, lineno, 1);
 	*last_end = x.last_end;
 	return g->gave_up ? -2 : 0;
@@ -953,7 +1259,7 @@ int grep_format_part(struct grep *g, const char *name, int64_t value, const uint
                      size_t rec_len, FILE *f, int64_t *last_end, struct grep_part *pt)
 {
 	const struct grep_opts *o = &g->o;
-	struct fmt x = { g, name, f, *last_end };
+	struct fmt x = { g, name, f, *last_end, 0 };
 	int binary = (int)(value & 1) && !o->text && !o->null_data;
 	int64_t count = value >> 2;
 	int noeol = (int)(value >> 1) & 1;

@@ -66,6 +66,20 @@ struct ast {
 	int mb_set;            /* UTF-8: a pattern has \w \W \s \S or a bracket that glibc's
 	                        * regex keeps as characters (a range, class, negation, or a
 	                        * member outside ASCII) */
+	int rx;                /* UTF-8: a pattern has \w \W \s \S or a bracket that grep 3.8's
+	                        * DFA cannot take in a multibyte locale (dfa.c's BACKREF: negated,
+	                        * a class but [:digit:], a range but of digits...), so that
+	                        * glibc's regex decides */
+	int rx_ops;            /* an ERE operator with nothing to repeat or after an assertion,
+	                        * or a BRE one after an assertion, or a range of ASCII digits
+	                        * where the locale collates: glibc's regex reads it otherwise
+	                        * than grep's DFA (parse.c parse_branch, parse_bracket_u8) */
+	int rx_read;           /* set by the caller: parse such operators as glibc's regex */
+	int has_dot;           /* UTF-8: a pattern has "." */
+	int dot_read;          /* set by the caller: "." as glibc's regex takes it, 1, or 2 for
+	                        * its OP_UTF8_PERIOD (parse.c mk_glibc_dot; -o spans) */
+	int sup_read;          /* set by the caller: what sets t->rx (and an encoding error) as
+	                        * any text, an N_BACKREF without a group (grep.c superset_nfa) */
 	int err;               /* sticky out-of-memory */
 };
 
@@ -78,6 +92,11 @@ void ast_free(struct ast *t);
  * ("Unmatched ( or \\(", without the "grep: " prefix) in err.  Warnings (grep 3.8's "* at
  * start of expression", ...) are appended to warn, one per line, when warn is not NULL.
  * Group numbers continue from t->n_groups so that several patterns can share one AST. */
+/* Would grep 3.8 run these -G/-E patterns as -F (options.c: two or more distinct plain
+ * strings, not -i in UTF-8)? */
+int grep_runs_fixed(const char *const *pats, const size_t *lens, size_t n,
+                    const struct grep_opts *o);
+
 int grep_parse(struct ast *t, const char *pat, size_t len, int syntax, int icase, char *err,
                size_t errlen, char *warn, size_t warnlen);
 
@@ -106,6 +125,9 @@ int utf8_sequences(uint32_t lo, uint32_t hi, struct utf8_seq *out, int cap);
 int utf8_decode(const uint8_t *p, size_t n, uint32_t *cp);
 int utf8_encode(uint32_t c, uint8_t *b);
 int utf8_has_errors(const uint8_t *p, size_t n);
+/* Does p[0..n) hold a sequence glibc's mbrlen refuses (grep 3.8 prints no such line)?  It
+ * takes the old forms past U+10FFFF (up to 6 bytes) that utf8_has_errors refuses. */
+int utf8_print_errors(const uint8_t *p, size_t n);
 /* Is the character that starts at p[i] (ends at p[i]) a word character ('_' or iswalnum)?
  * 1 or 0; 2 for an encoding error whose byte is a letter or digit of Latin-1 (0xC3 alone,
  * 'Ã'): grep's -w takes no encoding error as a word character, but \b \B \< \> are glibc's
@@ -292,6 +314,17 @@ struct grep {
 	int nfa_later;         /* the DFA came without it (dfa_build_literals): grep_nfa makes it */
 	struct dfa dfa, bdfa;  /* text-file DFA; binary-file DFA (NUL also ends a line) */
 	int exact;             /* 1: the segment sends candidate lines, the client decides */
+	struct nfa sup;        /* UTF-8, patterns read as glibc's regex reads them: the first
+	                        * reading's superset, which a line must match too (grep.c
+	                        * superset_nfa) */
+	int have_sup;
+	struct lazy_dfa *sup_lazy;
+	struct nfa span_nfa;   /* UTF-8 -o, colour: the spans of "." as glibc's regex finds them
+	                        * (grep.c span_dot_nfa) */
+	int have_span_nfa;
+	struct nfa w_nfa;      /* UTF-8 -w, patterns that can match empty: them without -w's
+	                        * assertions, for grep's regex loop (grep.c w_regex_loop) */
+	int have_w_nfa;
 	int have_bdfa;
 	int match_none;        /* no pattern at all (grep -f /dev/null) */
 	int enc_err;           /* UTF-8: a line to print had an encoding error (grep_format_end
@@ -319,6 +352,9 @@ struct grep {
 	size_t span_len;
 };
 
+/* The client's answer for one line (the exact path's): 1 when it holds a match, 0, or -1
+ * when the backtracker gave up. */
+int grep_line_matches(struct grep *g, const uint8_t *p, size_t n);
 /* g's NFA, made now when grep_compile left it for later; NULL when it could not be made
  * (too big, or out of memory: the client's matchers take the backtracker).  Not
  * thread-safe, as the rest of the formatting. */

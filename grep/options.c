@@ -702,6 +702,47 @@ static int plain_string(const char *p, size_t n, int ere)
 	return 1;
 }
 
+/* grep 3.8's fgrep_icase_available: -F -i in UTF-8 only when no character of the pattern
+ * has a case variant of another length ("k": U+212A, "i": U+0131, "s": U+017F). */
+static int icase_fixed_ok(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint32_t c;
+		int l = utf8_decode((const uint8_t *)p + i, n - i, &c);
+		if (l == 0)
+			return 0;
+		struct cset s = { 0 };
+		cset_add(&s, c, c);
+		cset_fold(&s);
+		int ok = !s.err;
+		for (int k = 0; k < s.n; k++)
+			ok &= c < 0x80 ? s.r[k][1] < 0x80 : s.r[k][0] == c && s.r[k][1] == c;
+		cset_free(&s);
+		if (!ok)
+			return 0;
+		i += (size_t)l;
+	}
+	return 1;
+}
+
+int grep_runs_fixed(const char *const *pats, const size_t *lens, size_t n,
+                    const struct grep_opts *o)
+{
+	if (o->syntax == GREP_FIXED)
+		return 0;
+	size_t distinct = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!plain_string(pats[i], lens[i], o->syntax == GREP_EXTENDED) ||
+		    (o->utf8 && o->icase && !icase_fixed_ok(pats[i], lens[i])))
+			return 0;
+		size_t j = 0;
+		while (j < i && !(lens[j] == lens[i] && !memcmp(pats[j], pats[i], lens[i])))
+			j++;
+		distinct += j == i;
+	}
+	return distinct >= 2;
+}
+
 static int ends_in_lone_backslash(const char *p, size_t n)
 {
 	size_t k = 0;

@@ -162,6 +162,13 @@ static int mk_cset(struct parser *ps, struct cset *s)
 	return i;
 }
 
+/* t->sup_read: what grep 3.8's DFA cannot take in a multibyte locale (t->rx), as its
+ * superset DFA takes it: any text (a back-reference node without a group: nfa_build) */
+static int mk_any_text(struct parser *ps)
+{
+	return mk(ps, N_BACKREF);
+}
+
 /* One character of the pattern at ps->p (a valid UTF-8 sequence, or one byte that is not:
  * it matches itself), ps->p moved past it.  Without -i its bytes in sequence. */
 static int mk_char(struct parser *ps)
@@ -171,6 +178,10 @@ static int mk_char(struct parser *ps)
 	if (len == 0) {
 		/* an encoding error in the pattern matches the same byte */
 		ps->t->enc_err = 1;
+		if (ps->t->sup_read) {
+			ps->p++;
+			return mk_any_text(ps);
+		}
 		uint64_t s[4] = { 0 };
 		set_add(s, *ps->p++);
 		int i = mk(ps, N_SET);
@@ -197,11 +208,58 @@ static int mk_char(struct parser *ps)
 	return seq;
 }
 
+/* t->dot_read: "." as glibc's regex takes it (grep 3.8's -o and colour): a character for
+ * its mbrtowc, also past U+10FFFF in the old 4-, 5- and 6-byte forms, and with dot_read 2
+ * (regex optimized the pattern for UTF-8: OP_UTF8_PERIOD) a surrogate too. */
+static int mk_glibc_dot(struct parser *ps)
+{
+	static const uint8_t seqs[][7] = {     /* n, then n pairs lo-hi ... as bytes */
+		{ 1, 0x00, 0x7F },
+		{ 2, 0xC2, 0xDF, 0x80, 0xBF },
+		{ 3, 0xE0, 0xE0, 0xA0, 0xBF, 0x80, 0xBF },
+		{ 3, 0xE1, 0xEC, 0x80, 0xBF, 0x80, 0xBF },
+		{ 3, 0xED, 0xED, 0x80, 0x9F, 0x80, 0xBF },    /* 0xBF with dot_read 2 */
+		{ 3, 0xEE, 0xEF, 0x80, 0xBF, 0x80, 0xBF },
+		{ 4, 0xF0, 0xF0, 0x90, 0xBF, 0x80, 0xBF },
+		{ 4, 0xF1, 0xF7, 0x80, 0xBF, 0x80, 0xBF },
+		{ 5, 0xF8, 0xF8, 0x88, 0xBF, 0x80, 0xBF },
+		{ 5, 0xF9, 0xFB, 0x80, 0xBF, 0x80, 0xBF },
+		{ 6, 0xFC, 0xFC, 0x84, 0xBF, 0x80, 0xBF },
+		{ 6, 0xFD, 0xFD, 0x80, 0xBF, 0x80, 0xBF },
+	};
+	int alt = -1;
+	for (size_t k = 0; k < sizeof seqs / sizeof seqs[0]; k++) {
+		int n = seqs[k][0], seq = -1;
+		for (int i = 0; i < n; i++) {
+			/* the pairs are the first byte's, the second's, then the rest are 80-BF */
+			unsigned lo = i < 3 ? seqs[k][1 + 2 * i] : 0x80;
+			unsigned hi = i < 3 ? seqs[k][2 + 2 * i] : 0xBF;
+			if (k == 4 && i == 1 && ps->t->dot_read == 2)
+				hi = 0xBF;
+			int b = mk(ps, N_SET);
+			if (b < 0)
+				return -1;
+			for (unsigned c = lo; c <= hi; c++)
+				set_add(ast_set(ps->t, b), c);
+			seq = seq < 0 ? b : mk2(ps, N_CAT, seq, b);
+			if (seq < 0)
+				return -1;
+		}
+		alt = alt < 0 ? seq : mk2(ps, N_ALT, alt, seq);
+		if (alt < 0)
+			return -1;
+	}
+	return alt;
+}
+
 /* A named class ("word" for \w) or its complement. */
 static int mk_class(struct parser *ps, const char *name, int neg)
 {
 	struct cset s = { 0 };
 	ps->t->mb_set = 1;
+	ps->t->rx = 1;
+	if (ps->t->sup_read)
+		return mk_any_text(ps);
 	cset_class(&s, name);
 	if (neg)
 		cset_negate(&s);
@@ -369,6 +427,8 @@ static int parse_bracket_u8(struct parser *ps)
 	int neg = 0, had_range = 0, rc = -1, non_ascii = 0;
 	const int collating = utf8_collating();
 	int dfa_known = 1;                 /* grep's DFA would decide this bracket itself */
+	int rx = 0;                        /* ... not even as one of its own sets (t->rx) */
+	int enc_member = 0;
 	if (ps->p < ps->end && *ps->p == '^') {
 		neg = 1;
 		ps->p++;
@@ -416,6 +476,7 @@ static int parse_bracket_u8(struct parser *ps)
 				}
 				is_class = 1;
 				dfa_known = 0;
+				rx |= strcmp(nm, "digit") != 0;
 				lo = -1;
 			} else if (kind == '=' && collating) {
 				/* one character, its equivalence class; no range end */
@@ -433,6 +494,7 @@ static int parse_bracket_u8(struct parser *ps)
 					goto out;
 				}
 				dfa_known = 0;
+				rx = 1;
 				continue;
 			} else {
 				if (nlen != 1) {
@@ -440,6 +502,7 @@ static int parse_bracket_u8(struct parser *ps)
 					goto out;
 				}
 				dfa_known = 0;
+				rx = 1;
 				lo_sym = 1;
 				lo = name[0] < 0x80 ? name[0] : -2;
 			}
@@ -449,6 +512,7 @@ static int parse_bracket_u8(struct parser *ps)
 			lo = len ? (int64_t)cp : -2;     /* -2: an encoding error */
 			ps->p += len ? len : 1;
 			non_ascii |= lo < 0 || lo >= 0x80;
+			enc_member |= lo < 0;
 		}
 		/* a range lo-hi, unless the '-' is last */
 		if (ps->p + 1 < ps->end && ps->p[0] == '-' && ps->p[1] != ']') {
@@ -481,6 +545,7 @@ static int parse_bracket_u8(struct parser *ps)
 				hi = len ? (int64_t)cp : -2;
 				ps->p += len ? len : 1;
 			}
+			rx |= hi_sym || (lo != hi && !(lo >= '0' && lo <= '9' && hi >= '0' && hi <= '9'));
 			if ((lo >= 0x80 || hi >= 0x80) && !is_class && utf8_ranges_refused()) {
 				fail(ps, "Invalid collation character");
 				goto out;
@@ -538,8 +603,11 @@ static int parse_bracket_u8(struct parser *ps)
 		dfa_known = 0;
 	if (!dfa_known || had_range || non_ascii)
 		ps->t->mb_set = 1;
+	/* where glibc's regex decides (grep.c rx_read), it takes [0-9] by collation too */
+	if (digits.n > 0 && dfa_known)
+		ps->t->rx_ops = 1;
 	for (int i = 0; i < digits.n; i++) {
-		if (dfa_known) {
+		if (dfa_known && !ps->t->rx_read) {
 			cset_add(&s, digits.r[i][0], digits.r[i][1]);
 		} else if (cset_coll_range(&coll, digits.r[i][0], digits.r[i][1], 0, ps->icase) != 0) {
 			fail(ps, "memory exhausted");
@@ -548,12 +616,18 @@ static int parse_bracket_u8(struct parser *ps)
 	}
 	if (ps->icase)
 		cset_fold(&s);
+	/* grep's DFA takes a bracket (members outside ASCII as alternatives: dfa.c addtok's
+	 * MBCSET) unless negated, with an encoding error, a range but of digits or x-x, a class
+	 * but [:digit:], an equivalence class or a collating symbol (parse_bracket_exp) */
+	rx |= neg || enc_member;
+	if (rx)
+		ps->t->rx = 1;
 	for (int i = 0; i < coll.n; i++)     /* folded already, as grep's regex folds */
 		cset_add(&s, coll.r[i][0], coll.r[i][1]);
 	s.err |= coll.err | digits.err;
 	if (neg)
 		cset_negate(&s);
-	rc = cset_ast(ps->t, &s);
+	rc = rx && ps->t->sup_read ? mk_any_text(ps) : cset_ast(ps->t, &s);
 	if (rc < 0)
 		fail(ps, "memory exhausted");
 out:
@@ -728,8 +802,11 @@ static int parse_atom(struct parser *ps, int at_start)
 	if (c == '.') {
 		ps->p++;
 		uint64_t s[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+		if (ps->utf8 && ps->t->dot_read)
+			return mk_glibc_dot(ps);
 		if (ps->utf8) {
 			/* any character: no encoding error */
+			ps->t->has_dot = 1;
 			struct cset cs = { 0 };
 			cset_add(&cs, 0, UTF8_MAX);
 			int i = cset_ast(ps->t, &cs);
@@ -837,15 +914,35 @@ static int parse_rep_op(struct parser *ps, int *min, int *max, const char **what
 	return 0;
 }
 
+static int ere_op(unsigned c)
+{
+	return c == '*' || c == '+' || c == '?' || c == '{';
+}
+
 static int parse_branch(struct parser *ps)
 {
 	int seq = -1;
 	int at_start = 1;         /* nothing yet that a repetition could apply to */
 	int bre_after_anchor = 0;
 	int empty_rep = 0;        /* ERE: the last operator repeated nothing or an assertion */
+	int rx_start = 1;         /* glibc's regex would start an expression here (below) */
 	while (ps->p < ps->end) {
 		int min, max;
 		const char *what;
+		/* An ERE operator where glibc's regex starts an expression (a branch's start, or
+		 * right after an assertion, which regex never repeats): regex skips it, and of an
+		 * interval only its '{', so the rest is text ("{1}x" is "1}x", "a$?" is "a$").
+		 * Grep's DFA drops or applies it instead (below); t->rx_ops notes the place, and
+		 * where regex decides (grep.c) the patterns are read again with t->rx_read */
+		if (ps->ere && rx_start && ps->p < ps->end && ere_op(*ps->p)) {
+			ps->t->rx_ops = 1;
+			if (ps->t->rx_read) {
+				while (ps->p < ps->end && ere_op(*ps->p))
+					ps->p++;
+				continue;
+			}
+		}
+		rx_start = 0;
 		/* grep 3.8 refuses such an operator (* + ?, not an interval) right before a
 		 * group's ')': "(a|*)", "(a$*)" are "Unmatched ( or \\(" ("(^*a)" is fine) */
 		if (empty_rep && ps->depth > 0 && *ps->p == ')')
@@ -891,8 +988,18 @@ static int parse_branch(struct parser *ps)
 		int is_assert = an->kind == N_ASSERT;
 		int line_anchor = is_assert && (an->akind == A_BOL || an->akind == A_EOL);
 		int repeated = 0;
-		if (is_assert && (at_start || bre_after_anchor) && !(ps->ere && line_anchor)) {
+		/* glibc's regex: after an assertion a BRE operator is text ("a\<*" needs a '*'),
+		 * an ERE one is skipped (above); grep's DFA repeats the assertion */
+		if (is_assert && ps->p < ps->end && (ps->ere ? ere_op(*ps->p) :
+		    *ps->p == '*' || (ps->p + 1 < ps->end && ps->p[0] == '\\' &&
+		                      ere_op(ps->p[1]))))
+			ps->t->rx_ops = 1;
+		if (is_assert && ps->t->rx_read) {
 			bre_after_anchor = !ps->ere;
+			rx_start = 1;
+		} else if (is_assert && (at_start || bre_after_anchor) && !(ps->ere && line_anchor)) {
+			bre_after_anchor = !ps->ere;
+			rx_start = 1;
 		} else {
 			bre_after_anchor = 0;
 			for (;;) {

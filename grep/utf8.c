@@ -91,6 +91,53 @@ int utf8_has_errors(const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* glibc's mbrtowc in a UTF-8 locale, which grep 3.8's print_line_head asks (mbrlen): the
+ * length of the character at p[0..n) or 0.  Unlike utf8_decode it takes the old forms past
+ * U+10FFFF, up to 0x7FFFFFFF in 4, 5 or 6 bytes (F4 90 80 80, F8 88 80 80 80); overlong
+ * forms and surrogates it refuses.  (With `glibc_dot`, glibc's regex `.` once it optimized
+ * the pattern for UTF-8, OP_UTF8_PERIOD: the same, surrogates taken too.) */
+static int glibc_char(const uint8_t *p, size_t n, int glibc_dot)
+{
+	unsigned c = p[0];
+	int len;
+	uint32_t v, min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, v = c & 0x1F, min = 0x80;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, v = c & 0x0F, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF7)
+		len = 4, v = c & 0x07, min = 0x10000;
+	else if (c >= 0xF8 && c <= 0xFB)
+		len = 5, v = c & 0x03, min = 0x200000;
+	else if (c >= 0xFC && c <= 0xFD)
+		len = 6, v = c & 0x01, min = 0x4000000;
+	else
+		return 0;
+	if (n < (size_t)len)
+		return 0;
+	for (int i = 1; i < len; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		v = v << 6 | (p[i] & 0x3F);
+	}
+	if (v < min || (!glibc_dot && v >= 0xD800 && v <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+int utf8_print_errors(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		int l = glibc_char(p + i, n - i, 0);
+		if (l == 0)
+			return 1;
+		i += (size_t)l;
+	}
+	return 0;
+}
+
 static int wordc(uint32_t c)
 {
 	return c == '_' || iswalnum((wint_t)c);

@@ -31,8 +31,7 @@ mkdir -p "$tmp/d" && cd "$tmp/d" || exit 1
 	printf '%s\n' 'word·middle dot' 'a—b dash' '' 'tab	tab' '123 ٣٤٥ digits' 'end'
 } > mixed
 # invalid bytes: a stray continuation, a lone lead byte, an overlong, 0xFF, a cut sequence.
-# (Not a surrogate, ED A0 80: grep 3.8's line matcher takes it as invalid but its -o/colour
-# matcher (glibc regex) as a character for "."; docs/grep.md)
+# (Surrogates and glibc's old forms past U+10FFFF: the file glibcforms below)
 {
 	printf 'good line café\n'
 	printf 'bad \200 continuation\n'
@@ -55,9 +54,21 @@ printf '%s\n' 'σίσυφος' 'x ΣΊΣΥΦΟΣ y' 'ΣίΣυφοΣ' 'ςίςυφ
 printf 'caf\303\251 foo\nx\251y\n\251\nab\n\342\202\254\342\202\254\n\303\227\303\227\ncaf\303\n' > lone
 printf 'a fox\n\377fox\nbad \200 fox\nxfox\n\303fox\nfoo\n\342\202fox\n\303\251\200fox\n' > wordenc
 printf 'a\252fox\na\327fox\na\367fox\na\271fox\nfox\252\nfox\327\nfox\342\202\nfox\342\n' >> wordenc
+# ERE operators with nothing to repeat or after an assertion, where glibc's regex decides
+printf '%s\n' '1}x' 'ax' '1}x y' '{1}x' '2}x' 'x' ',2}a-b' 'a-b' 'ab' 'a*b' 'a b' 'é1}x' \
+	'x$1,}' '' 'z 1,2}' > ops
+# what glibc's mbrtowc takes and grep's DFA does not: the old forms past U+10FFFF (F4 90 80
+# 80, F7.., 5 and 6 bytes), a character for grep's printing and its -o/colour "."; surrogates
+# (ED A0 80), an encoding error, but one character for the "." of regex optimized for UTF-8
+printf 'a\364\220\200\200b\nc\370\210\200\200\200d\ne\340\200\200f\ng\300\257h\n' > glibcforms
+printf 'i\355\277\277j\nk\367\277\277\277l\nm\374\204\200\200\200\200n\no\355\240\200\n' >> glibcforms
+printf 'x\355\240\200 y\nplain\n' >> glibcforms
+# -w over patterns that can match the empty string (grep 3.8's regex loop: w_regex_loop)
+printf -- '-_ccbbbbcB\nfoo\nabc\n\n x\n-\nfoo bar\n_a\n a\na \n-a-\nb-\n-ba\nword·middle\n' > wempty
+# context next to lines with encoding errors (grep 3.8 prints no such line, and its last
+# printed line stays before it: select_grep38 in grep.c)
+printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8\n' > ctxenc
 files="mixed invalid greek nul nonl fold"
-# context around a line with an encoding error differs (docs/grep.md): not with those
-files_ctx="mixed greek nul nonl fold"
 
 # check ARGS...: run both programs with ARGS and compare.
 check() {
@@ -185,10 +196,8 @@ run_all() {
 			j=$((j + 1))
 			[ $(((i + j) % STRIDE)) -eq 0 ] || continue
 			IFS=' '
-			f=$files
-			case "$o" in -A*|-B*|-C*) f=$files_ctx ;; esac
 			# shellcheck disable=SC2086
-			check $o -e "$p" $f
+			check $o -e "$p" $files
 			IFS=$nl
 		done
 		IFS=' '
@@ -203,10 +212,8 @@ run_all() {
 			j=$((j + 1))
 			[ $(((i + j) % STRIDE)) -eq 0 ] || continue
 			IFS=' '
-			f=$files
-			case "$o" in -A*|-B*|-C*) f=$files_ctx ;; esac
 			# shellcheck disable=SC2086
-			check -E $o -e "$p" $f
+			check -E $o -e "$p" $files
 			IFS=$nl
 		done
 	done
@@ -250,6 +257,71 @@ run_all() {
 		done
 		# shellcheck disable=SC2086
 		check -a $o -F -e "$b9" -e zz lone
+	done
+	# An ERE repetition operator with nothing before it or after an assertion, where grep
+	# 3.8 hands the patterns to glibc's regex (word assertions, -w, \s \w, most brackets,
+	# back-references): regex skips it, and of an interval only its '{' ("{1}x" is "1}x",
+	# "a$?" is "a$"), on the lines that grep's DFA reading (superset) finds.  A BRE operator
+	# after an assertion is text there.  (random.sh --seed 2 found the first four)
+	for o in '' -c -o -n -w '-o -w' -x --color=always -i -v; do
+		for p in '{1}.\>' '{1}x\b' '(a|{1}x)\>' '^{2}x\>' '${1,}' '?{,2}([a-b]|[^ ]-)' \
+			'{1}*x\>' '*{1}x\>' 'x\>{1}' 'a.\<{1}x' '{x\>' 'a\b*b' '^*a\>' 'a$?\s*' \
+			'a\<{1}' '\b+a' '{1}x|\w' '{1}x|[^é]'; do
+			# shellcheck disable=SC2086
+			check -E $o -e "$p" ops
+		done
+		# grep's DFA decides these (a member outside ASCII, [:digit:]): not -o, colour
+		case $o in -o*|--color*) ;; *)
+			# shellcheck disable=SC2086
+			check -E $o -e '{1}x|[é]' -e '{1}x|[[:digit:]]' ops ;;
+		esac
+		# shellcheck disable=SC2086
+		check -E $o -e '${1,2}' -e '\s|-+' ops
+		# shellcheck disable=SC2086
+		check -E $o -e '{1}x' -e '(a)\1' ops
+		for p in 'a\b*b' 'a\<\{1\}' 'a\b\+b' 'x\>*' '\(a\|\b*b\)'; do
+			# shellcheck disable=SC2086
+			check $o -e "$p" ops
+			# shellcheck disable=SC2086
+			check $o -e "$p" -e '\s' ops
+		done
+	done
+	# -w and the empty match: grep's regex loop takes no empty match where a longer one
+	# starts ("-_cc..." with "" and "-."); two or more plain strings run as -F and are not
+	# concerned (-e '' -e -)
+	for o in -c -n '-c -v' '-n -x' -A1; do
+		# shellcheck disable=SC2086
+		check -w $o -e '' -e '-.' wempty
+		# shellcheck disable=SC2086
+		check -w $o -e '' -e - wempty
+		# shellcheck disable=SC2086
+		check -w $o -e '' -e 'b.' -e foo wempty
+		for p in '[^a]*' '(-|b)*' 'x*' 'c*|_a' '-*' '[^b]*|x'; do
+			# shellcheck disable=SC2086
+			check -w -E $o -e "$p" wempty
+		done
+	done
+	# "." under -o and colour as glibc's regex takes it (optimized for UTF-8 or not)
+	for o in -o '-a -o' '-a --color=always' '-o -w' '-a -o -x' '-o -b' -c -n '-a -o -i'; do
+		for p in . '.|zz' '.|[^z]' '.|\W' 'x.|a.' '.{2}' '(.)' '^..' 'y|.$'; do
+			# shellcheck disable=SC2086
+			check -E $o -e "$p" glibcforms
+		done
+	done
+	check -n '' glibcforms
+	check -c -v 'zz' glibcforms
+	# context next to a line grep does not print: it prints from where its last printed
+	# line ended (an earlier line as trailing context, the file's first line when nothing
+	# was printed yet), spends its pending trailing context on trying the line again, and
+	# "--" only where a group does not start there
+	for o in -A1 -A2 -B1 -B2 -C1 '-A1 -v' '-B1 -v' '-C1 -o' '-A1 -m1' '-A2 -m2' -A0 -B0 \
+		'-C0 -v' '-A1 --color=always' '-B1 -c'; do
+		for p in c d '[cd]' '[ce]' x . '[ag]' '[bc]'; do
+			# shellcheck disable=SC2086
+			check -n $o -e "$p" ctxenc
+		done
+		# shellcheck disable=SC2086
+		check $o -e a -e x ctxenc invalid ctxenc
 	done
 	# \b \B \< \> beside encoding errors: glibc's regex takes a lone byte as the Latin-1
 	# character of its value (0xC3 a letter, 0x80 not); -w takes none as a word character
@@ -302,6 +374,14 @@ collation() {
 		check -c -i -e "$p" codepoints
 	done
 	check -n -e '[[=o=]]' -e '[ǅ-ǆ]' codepoints
+	# [0-9] where glibc's regex decides because of another part: by collation, on the lines
+	# with an ASCII digit or another alternative (grep's superset)
+	check -c -e '[0-9]' -e '[a-z]' codepoints
+	check -c -e '[0-9]' -e '\s' codepoints
+	check -c -w '[0-9]' codepoints
+	check -c '[0-9]\|\bq' codepoints
+	check -c -E '[0-9]+|[^a]' codepoints
+	check -n -e '[0-9]' -e 'x\>' mixed
 	check -o -i -E '[a-e]+[[=u=]]' mixed fold
 }
 
