@@ -226,9 +226,9 @@ int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t le
  * piece is one EXEC of deleg.pno's route on meta (route: deleg.pno there, installed or by
  * id), which forwards it to the data server holding it, and that server answers here
  * directly (three messages a piece).  stripe, stripe_len: stripe.pno's bytes, sent by id
- * first and whole when a data server lacks it.  lay: the file's (arf_cl_layout; its unit
- * goes to route, whose first server is the cluster's rule: -ENOTSUP for another).  The
- * bytes read (short at the end of the file), or -errno with a message in msg. */
+ * first and whole when a data server lacks it.  lay: the file's (arf_cl_layout; route
+ * itself takes a record's unit and first server from the inode).  The bytes read (short
+ * at the end of the file), or -errno with a message in msg. */
 struct arf_seg;
 int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const void *stripe,
                               size_t stripe_len, const struct arf_cluster_desc *desc,

@@ -16,15 +16,9 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
                               const struct arf_cl_layout *lay, uint64_t ino, uint64_t off,
                               void *buf, size_t len, char *msg, size_t msglen)
 {
-	/* route places stripes by the cluster's rule for the first server and the unit it is
-	 * given: a file's own unit goes along, a first server of another rule cannot */
+	/* route takes a file's own layout from its inode; the unit sent is for the others
+	 * (and sizes the reply) */
 	uint32_t unit = lay->unit;
-	if (lay->first != arf_cl_first(desc->layout, desc->n, ino) || lay->count != desc->n) {
-		snprintf(msg, msglen, "inode %llu: its layout (first server %u of %u) is not the "
-		         "cluster's rule, which delegation follows", (unsigned long long)ino,
-		         lay->first, lay->count);
-		return -ENOTSUP;
-	}
 	uint8_t id[AR_ID_LEN];
 	isa_seg_id(stripe, stripe_len, id);
 	bool whole = false;                /* a data server lacked stripe.pno: send it along */
