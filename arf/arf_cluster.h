@@ -10,7 +10,8 @@
  * /stripes/INO.GEN of that server's image (INO and GEN the metadata inode's number and
  * generation, decimal), made when the first byte goes there.  File byte o is in stripe
  * s = o / unit, on server (s + first) % N (first: 0, or INO % N in the rotated layout,
- * below), at o % unit + (s / N) * unit of its object.  Each batch
+ * below), at o % unit + (s / N) * unit of its object; unit is the file's (the cluster's,
+ * or its own: arf_cl_layout).  Each batch
  * writes or reads its pieces on all servers at once: one Cooperation (arc_exec_many).
  *
  * Results are >= 0 or a negative Linux errno; -EIO carries a message (arf_cl_errmsg) that

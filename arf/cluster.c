@@ -1676,14 +1676,27 @@ static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigne
 		}
 		return true;
 	}
+	/* its share is counted with the file's own layout (arf_cl_layout's parts, so that a
+	 * server that cannot answer and a record out of range are told apart) */
 	struct arf_cl_layout lay;
+	uint32_t rec[4];
 	char lerr[256];
-	rc = arf_cl_layout(meta, &cl->desc, ino, &lay, lerr, sizeof lerr);
+	arf_cl_layout_default(&cl->desc, ino, &lay);
+	rc = arf_getlayout(meta, ino, rec);
 	if (rc < 0) {
+		fk_say(fk, ARF_FSCK_NOTE, "metadata server: inode %llu: getlayout: %s",
+		       (unsigned long long)ino, rc == -EIO ? arf_client_errmsg(meta) : strerror(-rc));
+		return false;
+	}
+	if (rc == 1 && arf_cl_layout_check(&cl->desc, rec, lerr, sizeof lerr) < 0) {
 		fk->problems++;
-		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: its file's layout: %s",
-		       s->name, ARF_CLUSTER_DIR, e->name, lerr);
-		return rc != -EIO || strstr(lerr, "layout record");
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: its file (inode %llu): %s",
+		       s->name, ARF_CLUSTER_DIR, e->name, (unsigned long long)ino, lerr);
+		return true;                 /* where its bytes belong is not known: left alone */
+	}
+	if (rc == 1) {
+		lay.unit = rec[0];
+		lay.first = rec[2];
 	}
 	uint64_t share = arf_cl_obj_len(ma.size, lay.unit, cl->n,
 	                                arf_cl_slot(lay.first, cl->n, k));
