@@ -34,7 +34,7 @@ static void usage(FILE *f)
 	"       arf fsck --cluster META_ENDPOINT [--repair]\n"
 	"       arf mount ENDPOINT MOUNTPOINT [-o OPTIONS] [-f] [-s]\n"
 	"       arf umount MOUNTPOINT\n"
-	"       arf import [-j N] SRC_DIR ENDPOINT:/DEST\n"
+	"       arf import [-j N] [--stripe-unit SIZE] SRC_DIR ENDPOINT:/DEST\n"
 	"       arf export [-j N] ENDPOINT:/SRC DEST_DIR\n"
 	"       arf grep [GREP OPTIONS] PATTERNS FILE...   (arf grep --help)\n"
 	"       arf cluster init [--stripe-unit SIZE] [--layout rotate|flat] META_ENDPOINT DATA_ENDPOINT...\n"
@@ -65,7 +65,9 @@ static void usage(FILE *f)
 	"  umount unmount it (fusermount3 -u)\n"
 	"  import copy a local tree into the image (no mount needed), N files at once\n"
 	"         (default 8), with a progress line on a terminal; export copies one out.\n"
-	"         On a cluster, files' bytes go to and come from the data servers\n"
+	"         On a cluster, files' bytes go to and come from the data servers;\n"
+	"         --stripe-unit gives the files it writes their own stripe unit (as\n"
+	"         cluster init's SIZE; getfattr -n user.arf.stripe_unit on a mount shows it)\n"
 	"  cluster init: make the arfd at META_ENDPOINT (its image empty) the metadata\n"
 	"         server of a cluster whose files are striped over the DATA_ENDPOINTs (each\n"
 	"         an arfd serving its own image) in units of SIZE (default 1M, a multiple\n"
@@ -79,7 +81,7 @@ static void usage(FILE *f)
 	"Serve an image with: arfd --listen ENDPOINT --arf IMAGE (region \"arf\").\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
+int arf_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	errno = 0;
@@ -106,12 +108,12 @@ static int cmd_mkfs(int argc, char **argv)
 	uint64_t size = 0, inodes = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-			if (parse_size(argv[++i], &size) != 0) {
+			if (arf_parse_size(argv[++i], &size) != 0) {
 				fprintf(stderr, "arf mkfs: --size %s: expected a size like 64M or 200G\n", argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--inodes") && i + 1 < argc) {
-			if (parse_size(argv[++i], &inodes) != 0 || inodes == 0) {
+			if (arf_parse_size(argv[++i], &inodes) != 0 || inodes == 0) {
 				fprintf(stderr, "arf mkfs: --inodes %s: expected a positive number\n", argv[i]);
 				return 2;
 			}
@@ -252,7 +254,7 @@ static int cluster_cat(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if ((!strcmp(argv[i], "--offset") || !strcmp(argv[i], "--length")) && i + 1 < argc) {
 			uint64_t v;
-			if (parse_size(argv[i + 1], &v) != 0) {
+			if (arf_parse_size(argv[i + 1], &v) != 0) {
 				fprintf(stderr, "arf cluster cat: %s %s: expected a size\n", argv[i], argv[i + 1]);
 				return 2;
 			}
@@ -323,13 +325,18 @@ static int cluster_cat(int argc, char **argv)
 		goto out_route;
 	}
 	len = off >= at.size ? 0 : len < at.size - off ? len : at.size - off;
+	struct arf_cl_layout lay;
+	if (arf_cl_layout(c, desc, (uint64_t)ino, &lay, err, sizeof err) < 0) {
+		fprintf(stderr, "arf cluster cat: %s: %s\n", path, err);
+		goto out_route;
+	}
 	uint64_t s0, r0, s1, r1;
 	arc_net_counts(a, &s0, &r0);
 	struct arc_opts dao = { .secret = getenv("ARC_SECRET"), .timeout_ms = ARF_CLUSTER_TIMEOUT_MS,
 	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
 	struct arf_cluster *cl = direct ? arf_cluster_open(a, desc, &dao, ops_seg, data_seg, err,
 	                                                   sizeof err) : NULL;
-	struct arf_cl_file *cf = cl ? arf_cl_file_open(cl, (uint64_t)ino, at.gen) : NULL;
+	struct arf_cl_file *cf = cl ? arf_cl_file_open(cl, (uint64_t)ino, at.gen, &lay) : NULL;
 	if (direct && !cf) {
 		fprintf(stderr, "arf cluster cat: %s: %s\n", meta, cl ? "out of memory" : err);
 		arf_cluster_close(cl);
@@ -340,7 +347,7 @@ static int cluster_cat(int argc, char **argv)
 	while (buf && len > 0) {
 		size_t want = len < CHUNK ? (size_t)len : CHUNK;
 		int64_t got = direct ? arf_cl_read(cf, off, buf, want) :
-		              arf_cl_read_delegated(a, &route, stripe, stripe_len, desc, (uint64_t)ino,
+		              arf_cl_read_delegated(a, &route, stripe, stripe_len, desc, &lay, (uint64_t)ino,
 		                                    off, buf, want, err, sizeof err);
 		if (got < 0) {
 			fprintf(stderr, "arf cluster cat: %s: %s\n", path, direct ? arf_cl_errmsg(cf) : err);
@@ -411,7 +418,7 @@ static int cmd_cluster(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		uint64_t u;
 		if (init && !strcmp(argv[i], "--stripe-unit") && i + 1 < argc) {
-			if (parse_size(argv[++i], &u) != 0 || u < ARF_STRIPE_MIN || u > ARF_STRIPE_MAX ||
+			if (arf_parse_size(argv[++i], &u) != 0 || u < ARF_STRIPE_MIN || u > ARF_STRIPE_MAX ||
 			    u % ARF_STRIPE_MIN) {
 				fprintf(stderr, "arf cluster: --stripe-unit %s: expected a multiple of 4K "
 				        "from 4K to 4M\n", argv[i]);

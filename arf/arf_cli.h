@@ -12,4 +12,8 @@ char *arf_seg_path(const char *env, const char *name);
  * starting at the '/'): 0, or -1 when s has no ":/" after a non-empty endpoint. */
 int arf_split_remote(const char *s, char **endpoint, const char **path);
 
+/* A size: decimal, 0x hex or 0 octal, optionally K, M, G or T (binary): 0, or -1. */
+#include <stdint.h>
+int arf_parse_size(const char *s, uint64_t *out);
+
 #endif

@@ -10,7 +10,8 @@
  * /stripes/INO.GEN of that server's image (INO and GEN the metadata inode's number and
  * generation, decimal), made when the first byte goes there.  File byte o is in stripe
  * s = o / unit, on server (s + first) % N (first: 0, or INO % N in the rotated layout,
- * below), at o % unit + (s / N) * unit of its object.  Each batch
+ * below), at o % unit + (s / N) * unit of its object; unit is the file's (the cluster's,
+ * or its own: arf_cl_layout).  Each batch
  * writes or reads its pieces on all servers at once: one Cooperation (arc_exec_many).
  *
  * Results are >= 0 or a negative Linux errno; -EIO carries a message (arf_cl_errmsg) that
@@ -129,16 +130,53 @@ struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_
                                      const char *data_seg, char *err, size_t errlen);
 /* Before meta is closed. */
 void arf_cluster_close(struct arf_cluster *cl);
+/* The description cl was opened with. */
+const struct arf_cluster_desc *arf_cluster_desc_of(const struct arf_cluster *cl);
 /* A data server that failed to answer is down for the rest of the handle's life (a command
  * over many files waits for it once); with retry_ms > 0 (a mount, which lives long), it is
  * asked again by the first call retry_ms after it went down, so a restarted server is found
  * again.  Set before the handle is used. */
 void arf_cluster_retry(struct arf_cluster *cl, int retry_ms);
 
+/* A file's layout (docs/cluster.md, "A file's own stripe unit").  A regular file of a
+ * cluster whose metadata inode has ARF_IF_STRIPED keeps a layout record in its body
+ * (layout.def's ARF_L_*: u32 unit, u32 stripe count, u32 first server, u32 reserved 0), set
+ * while the file is empty (arf_cl_setstripe); every other file has the cluster's layout
+ * (arf_cl_layout_default: the description's unit, all its servers, its rule for the first).
+ * Every client that places a file's bytes takes them from arf_cl_layout, once per file. */
+struct arf_cl_layout {
+	uint32_t unit;                      /* stripe unit in bytes */
+	uint32_t count;                     /* data servers the file spans (today: all, n) */
+	uint32_t first;                     /* the server of stripe 0 */
+};
+void arf_cl_layout_default(const struct arf_cluster_desc *desc, uint64_t ino,
+                           struct arf_cl_layout *lay);
+/* Inode ino's layout, read from the metadata server (ops.pno's getlayout): 0, or -errno
+ * with a message in err (-EIO also for a record this version cannot use: a unit out of
+ * range, a stripe count other than desc->n, a first server out of range, a reserved field
+ * set). */
+int arf_cl_layout(struct arf_client *meta, const struct arf_cluster_desc *desc, uint64_t ino,
+                  struct arf_cl_layout *lay, char *err, size_t errlen);
+/* A layout record's 4 u32 against desc: 0, or -1 with a message. */
+int arf_cl_layout_check(const struct arf_cluster_desc *desc, const uint32_t rec[4],
+                        char *err, size_t errlen);
+/* unit a multiple of ARF_STRIPE_MIN from ARF_STRIPE_MIN to ARF_STRIPE_MAX. */
+bool arf_cl_unit_ok(uint64_t unit);
+/* Give empty regular file ino of the cluster the stripe unit unit (its record: unit, all
+ * desc->n servers, the cluster's first server for ino): 0; -EINVAL for a bad unit or not a
+ * regular file, -EBUSY once the file has bytes (a size other than 0), -ENOTSUP on a
+ * one-server image (desc->n 0), -EIO (arf_client_errmsg) and the like. */
+int arf_cl_setstripe(struct arf_client *meta, const struct arf_cluster_desc *desc,
+                     uint64_t ino, uint64_t unit);
+
 /* One file's stripes: the objects found or made so far.  One thread at a time. */
 struct arf_cl_file;
-/* For metadata inode ino of generation gen: NULL when out of memory. */
-struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen);
+/* For metadata inode ino of generation gen with layout lay (arf_cl_layout's; NULL: the
+ * cluster's, arf_cl_layout_default): NULL when out of memory. */
+struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen,
+                                     const struct arf_cl_layout *lay);
+/* Its stripe unit. */
+uint32_t arf_cl_file_unit(const struct arf_cl_file *f);
 void arf_cl_file_close(struct arf_cl_file *f);
 const char *arf_cl_errmsg(struct arf_cl_file *f);
 /* The data server (its index in the description) holding the file's stripe s. */
@@ -189,13 +227,14 @@ int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t le
  * piece is one EXEC of deleg.pno's route on meta (route: deleg.pno there, installed or by
  * id), which forwards it to the data server holding it, and that server answers here
  * directly (three messages a piece).  stripe, stripe_len: stripe.pno's bytes, sent by id
- * first and whole when a data server lacks it.  The bytes read (short at the end of the
- * file), or -errno with a message in msg. */
+ * first and whole when a data server lacks it.  lay: the file's (arf_cl_layout; route
+ * itself takes a record's unit and first server from the inode).  The bytes read (short
+ * at the end of the file), or -errno with a message in msg. */
 struct arf_seg;
 int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const void *stripe,
                               size_t stripe_len, const struct arf_cluster_desc *desc,
-                              uint64_t ino, uint64_t off, void *buf, size_t len, char *msg,
-                              size_t msglen);
+                              const struct arf_cl_layout *lay, uint64_t ino, uint64_t off,
+                              void *buf, size_t len, char *msg, size_t msglen);
 /* Cut every object to what a file of size bytes keeps on its server (bytes past it would
  * come back as stale data if the file grew again): 0 or -errno. */
 int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);

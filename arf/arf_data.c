@@ -202,11 +202,21 @@ static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct s
 		st_put(st, sf);
 		return ST_PASS;
 	}
-	if (rc == 0 && (!sf->f || sf->gen != at->gen)) {
-		arf_cl_file_close(sf->f);
-		sf->gen = at->gen;
-		if (!(sf->f = arf_cl_file_open(st->cl, ino, at->gen)))
-			rc = -ENOMEM;
+	/* the file's layout: read when it is first opened, and again while it is empty (its
+	 * stripe unit may be set then, by this client or another: arf_cl_setstripe) */
+	if (rc == 0 && (!sf->f || sf->gen != at->gen || at->size == 0)) {
+		struct arf_cl_layout lay;
+		char lerr[256];
+		rc = arf_cl_layout(st->meta, arf_cluster_desc_of(st->cl), ino, &lay, lerr,
+		                   sizeof lerr);
+		if (rc == -EIO)
+			snprintf(d->s.msg, sizeof d->s.msg, "%s", lerr);
+		if (rc == 0 && (!sf->f || sf->gen != at->gen || arf_cl_file_unit(sf->f) != lay.unit)) {
+			arf_cl_file_close(sf->f);
+			sf->gen = at->gen;
+			if (!(sf->f = arf_cl_file_open(st->cl, ino, at->gen, &lay)))
+				rc = -ENOMEM;
+		}
 	}
 	if (rc < 0) {
 		st_put(st, sf);
@@ -358,7 +368,8 @@ int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen)
 	struct st_file *sf = st_get(st, ino);
 	if (!sf)
 		return -ENOMEM;
-	struct arf_cl_file *f = sf->f && sf->gen == gen ? sf->f : arf_cl_file_open(st->cl, ino, gen);
+	struct arf_cl_file *f = sf->f && sf->gen == gen ? sf->f
+	                        : arf_cl_file_open(st->cl, ino, gen, NULL);  /* removal: any layout */
 	int rc = f ? arf_cl_remove(f) : -ENOMEM;
 	if (rc == -EIO)
 		snprintf(d->s.msg, sizeof d->s.msg, "%s", arf_cl_errmsg(f));

@@ -151,6 +151,35 @@ int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at)
 	return v < 0 ? (int)v : 0;
 }
 
+int arf_getlayout(struct arf_client *c, uint64_t ino, uint32_t rec[4])
+{
+	int64_t a[1] = { (int64_t)ino };
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, "getlayout", a, 1, NULL, 0);
+	if (v > 0) {
+		if (v != ARF_L_SIZE || x.out_len != ARF_L_SIZE) {
+			snprintf(c->s.msg, sizeof c->s.msg, "getlayout: %llu bytes of output for a "
+			         "result of %lld", (unsigned long long)x.out_len, (long long)v);
+			v = -EIO;
+		} else {
+			memcpy(rec, x.out, ARF_L_SIZE);    /* little-endian u32s, as the host's */
+			v = 1;
+		}
+	}
+	free(x.out);
+	return (int)v;
+}
+
+int arf_setlayout(struct arf_client *c, uint64_t ino, uint32_t unit, uint32_t count,
+                  uint32_t first)
+{
+	int64_t a[3] = { (int64_t)ino, unit, (int64_t)count << 32 | first };
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, "setlayout", a, 3, NULL, 0);
+	free(x.out);
+	return (int)v;
+}
+
 int arf_getattrs(struct arf_client *c, const uint64_t *ino, unsigned n, struct arf_attr *at,
                  int *err)
 {

@@ -47,6 +47,14 @@ struct arf_attr {
 	uint64_t rdev;                      /* character and block devices: the device number */
 };
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
+/* A cluster file's layout record (docs/cluster.md, "A file's own stripe unit"):
+ * arf_getlayout: 1 with rec (unit, stripe count, first server, reserved) when inode ino has
+ * one (ARF_IF_STRIPED), 0 when not, or -errno (-ENOENT free, -EINVAL no such number).
+ * arf_setlayout: give regular file ino the record (unit, count, first, 0): 0; -EBUSY when
+ * the file has a size or blocks, -EINVAL for another type or a value out of range. */
+int arf_getlayout(struct arf_client *c, uint64_t ino, uint32_t rec[4]);
+int arf_setlayout(struct arf_client *c, uint64_t ino, uint32_t unit, uint32_t count,
+                  uint32_t first);
 /* getattr of n (1 .. ARF_GETATTRS_MAX) inodes in one round trip: 0 with err[i] 0 and at[i]
  * filled, or err[i] the errno of ino[i] (EINVAL, ENOENT); or -errno for the whole (-EIO
  * with arf_client_errmsg; an ops segment without the export fails so too). */

@@ -50,8 +50,6 @@ struct arf_cluster {
 	struct arc_opts o;
 	char *ops_seg, *data_seg;
 	unsigned n;
-	uint32_t unit;
-	uint32_t cap;                  /* bytes per server per batch */
 	int retry_ms;                  /* a down server is asked again after this; 0: never */
 	struct arf_cluster_desc desc;
 	struct dsrv s[ARF_CLUSTER_MAX];
@@ -83,7 +81,9 @@ struct ra_ent {
 struct arf_cl_file {
 	struct arf_cluster *cl;
 	uint64_t ino, gen;
-	unsigned first;                     /* the server of stripe 0 (arf_cl_first) */
+	unsigned first;                     /* the server of stripe 0 (its layout's) */
+	uint32_t unit;                      /* its stripe unit (its layout's) */
+	uint32_t cap;                       /* bytes per server per batch: CL_BATCH, or unit */
 	uint64_t obj[ARF_CLUSTER_MAX];      /* the object's inode there, 0: none (yet) */
 	uint64_t obj_gen[ARF_CLUSTER_MAX];
 	bool looked[ARF_CLUSTER_MAX];       /* obj is known (also when 0: no object) */
@@ -201,8 +201,6 @@ struct arf_cluster *arf_cluster_open(struct arc *meta, const struct arf_cluster_
 	cl->data_seg = data_seg ? strdup(data_seg) : NULL;
 	cl->desc = *desc;
 	cl->n = desc->n;
-	cl->unit = desc->unit;
-	cl->cap = desc->unit > CL_BATCH ? desc->unit : CL_BATCH;
 	for (unsigned k = 0; k < cl->n; k++) {
 		cl->s[k].name = cl->desc.server[k];
 		pthread_mutex_init(&cl->s[k].lock, NULL);
@@ -563,18 +561,69 @@ int arf_cluster_move(struct arc *meta, struct arf_client *c, struct arf_data *d,
 	return rc;
 }
 
+/* ---- one file's layout (docs/cluster.md, "A file's own stripe unit") ---- */
+
+int arf_cl_layout(struct arf_client *meta, const struct arf_cluster_desc *desc, uint64_t ino,
+                  struct arf_cl_layout *lay, char *err, size_t errlen)
+{
+	uint32_t rec[4];
+	arf_cl_layout_default(desc, ino, lay);
+	int rc = arf_getlayout(meta, ino, rec);
+	if (rc < 0) {
+		snprintf(err, errlen, "getlayout of inode %llu: %s", (unsigned long long)ino,
+		         rc == -EIO ? arf_client_errmsg(meta) : strerror(-rc));
+		return rc;
+	}
+	if (rc == 0)
+		return 0;                    /* no record: the cluster's layout */
+	if (arf_cl_layout_check(desc, rec, err, errlen) < 0)
+		return -EIO;
+	lay->unit = rec[0];
+	lay->first = rec[2];
+	return 0;
+}
+
+int arf_cl_setstripe(struct arf_client *meta, const struct arf_cluster_desc *desc,
+                     uint64_t ino, uint64_t unit)
+{
+	if (desc->n == 0)
+		return -ENOTSUP;
+	if (!arf_cl_unit_ok(unit))
+		return -EINVAL;
+	return arf_setlayout(meta, ino, (uint32_t)unit, desc->n,
+	                     arf_cl_first(desc->layout, desc->n, ino));
+}
+
 /* ---- one file's stripes ---- */
 
-struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen)
+struct arf_cl_file *arf_cl_file_open(struct arf_cluster *cl, uint64_t ino, uint64_t gen,
+                                     const struct arf_cl_layout *lay)
 {
 	struct arf_cl_file *f = calloc(1, sizeof *f);
 	if (!f)
 		return NULL;
+	struct arf_cl_layout def;
+	if (!lay) {
+		arf_cl_layout_default(&cl->desc, ino, &def);
+		lay = &def;
+	}
 	f->cl = cl;
 	f->ino = ino;
 	f->gen = gen;
-	f->first = arf_cl_first(cl->desc.layout, cl->n, ino);
+	f->first = lay->first;
+	f->unit = lay->unit;
+	f->cap = f->unit > CL_BATCH ? f->unit : CL_BATCH;
 	return f;
+}
+
+const struct arf_cluster_desc *arf_cluster_desc_of(const struct arf_cluster *cl)
+{
+	return &cl->desc;
+}
+
+uint32_t arf_cl_file_unit(const struct arf_cl_file *f)
+{
+	return f->unit;
 }
 
 void arf_cl_file_close(struct arf_cl_file *f)
@@ -736,19 +785,19 @@ static int plan(struct arf_cl_file *f, struct batch *b, uint64_t off, size_t len
 	/* each piece is at most a unit and a server's run at least a unit: bounded by
 	 * n * cap / unit + 1 pieces */
 	while (b->len < len) {
-		uint64_t o = off + b->len, s = o / cl->unit;
+		uint64_t o = off + b->len, s = o / f->unit;
 		unsigned k = arf_cl_server(f->first, cl->n, s);
-		size_t in = (size_t)(o % cl->unit), p = cl->unit - in;
+		size_t in = (size_t)(o % f->unit), p = f->unit - in;
 		if (p > len - b->len)
 			p = len - b->len;
-		if (b->cnt[k] + p > cl->cap)
+		if (b->cnt[k] + p > f->cap)
 			break;
-		if (!f->buf[k] && !(f->buf[k] = malloc(cl->cap))) {
+		if (!f->buf[k] && !(f->buf[k] = malloc(f->cap))) {
 			snprintf(f->msg, sizeof f->msg, "out of memory");
 			return -ENOMEM;
 		}
 		if (b->cnt[k] == 0)
-			b->start[k] = s / cl->n * cl->unit + in;
+			b->start[k] = s / cl->n * f->unit + in;
 		if (src)
 			memcpy(f->buf[k] + b->cnt[k], src + b->len, p);
 		b->cnt[k] += p;
@@ -879,6 +928,7 @@ struct arf_cl_op {
 	struct arf_cluster *cl;
 	uint64_t ino, gen;
 	unsigned first;                    /* the file's (arf_cl_first) */
+	uint32_t unit;                     /* the file's stripe unit */
 	size_t len;
 	unsigned m;                        /* runs started (or failed to start) */
 	unsigned who[ARF_CLUSTER_MAX];
@@ -920,13 +970,13 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
 	uint64_t start[ARF_CLUSTER_MAX] = { 0 };
 	bool need[ARF_CLUSTER_MAX] = { false };
 	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
-		uint64_t o = off + at, s = o / cl->unit;
+		uint64_t o = off + at, s = o / f->unit;
 		unsigned k = arf_cl_server(f->first, cl->n, s);
-		size_t p = cl->unit - (size_t)(o % cl->unit);
+		size_t p = f->unit - (size_t)(o % f->unit);
 		if (p > len - at)
 			p = len - at;
 		if (!cnt[k])
-			start[k] = s / cl->n * cl->unit + o % cl->unit;
+			start[k] = s / cl->n * f->unit + o % f->unit;
 		cnt[k] += p;
 		need[k] = true;
 		at += p;
@@ -940,8 +990,8 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
 	size_t pos[ARF_CLUSTER_MAX] = { 0 };
 	for (size_t at = 0; at < len;) {
 		uint64_t o = off + at;
-		unsigned k = arf_cl_server(f->first, cl->n, o / cl->unit);
-		size_t p = cl->unit - (size_t)(o % cl->unit);
+		unsigned k = arf_cl_server(f->first, cl->n, o / f->unit);
+		size_t p = f->unit - (size_t)(o % f->unit);
 		if (p > len - at)
 			p = len - at;
 		memcpy(gathered + base[k] + pos[k], (const char *)buf + at, p);
@@ -1042,13 +1092,13 @@ static int read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct ar
 	uint64_t start[ARF_CLUSTER_MAX] = { 0 };
 	bool need[ARF_CLUSTER_MAX] = { false };
 	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
-		uint64_t o = off + at, s = o / cl->unit;
+		uint64_t o = off + at, s = o / f->unit;
 		unsigned k = arf_cl_server(f->first, cl->n, s);
-		size_t p = cl->unit - (size_t)(o % cl->unit);
+		size_t p = f->unit - (size_t)(o % f->unit);
 		if (p > len - at)
 			p = len - at;
 		if (!cnt[k])
-			start[k] = s / cl->n * cl->unit + o % cl->unit;
+			start[k] = s / cl->n * f->unit + o % f->unit;
 		cnt[k] += p;
 		need[k] = true;
 		at += p;
@@ -1065,6 +1115,7 @@ static int read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct ar
 	op->ino = f->ino;
 	op->gen = f->gen;
 	op->first = f->first;
+	op->unit = f->unit;
 	op->len = len;
 	op->off = off;
 	for (unsigned k = 0; k < cl->n; k++) {
@@ -1149,8 +1200,8 @@ static int op_read_wait(struct arf_cl_op *op, char **dst)
 	size_t pos[ARF_CLUSTER_MAX] = { 0 };
 	for (size_t at = 0; !err && !taken && at < op->len;) {
 		uint64_t o = op->off + at;
-		unsigned k = arf_cl_server(op->first, cl->n, o / cl->unit);
-		size_t p = cl->unit - (size_t)(o % cl->unit);
+		unsigned k = arf_cl_server(op->first, cl->n, o / op->unit);
+		size_t p = op->unit - (size_t)(o % op->unit);
 		if (p > op->len - at)
 			p = op->len - at;
 		size_t have = got[k] > pos[k] ? got[k] - pos[k] : 0;
@@ -1276,19 +1327,19 @@ int64_t arf_cl_read_ra(struct arf_cl_file *f, uint64_t off, void *buf, size_t le
 	 * waited for when the reader gets to them, goes elsewhere, or sees another version of
 	 * the file, and when the file leaves the mount's table (arf_cl_file_close); their
 	 * number is bounded per server (RA_INFLIGHT_MAX). */
-	uint64_t window = 4ull * cl->n * cl->unit;
+	uint64_t window = 4ull * cl->n * f->unit;
 	if (window < RA_MIN_BYTES)
 		window = RA_MIN_BYTES;
-	if (window > (uint64_t)RA_MAX * cl->unit)
-		window = (uint64_t)RA_MAX * cl->unit;   /* what the entries can hold */
+	if (window > (uint64_t)RA_MAX * f->unit)
+		window = (uint64_t)RA_MAX * f->unit;   /* what the entries can hold */
 	uint64_t ahead = f->ra_n ? f->ra[f->ra_n - 1].off + f->ra[f->ra_n - 1].len : off + len;
 	if (ahead >= off + len + window / 2)
 		return (int64_t)len;
 	while (f->ra_n < RA_MAX && ahead < size && ahead < off + len + window) {
-		size_t n = cl->unit - (size_t)(ahead % cl->unit);
+		size_t n = f->unit - (size_t)(ahead % f->unit);
 		if (n > size - ahead)
 			n = (size_t)(size - ahead);
-		unsigned k = arf_cl_server(f->first, cl->n, ahead / cl->unit);
+		unsigned k = arf_cl_server(f->first, cl->n, ahead / f->unit);
 		if (__atomic_add_fetch(&ra_bytes, n, __ATOMIC_RELAXED) > RA_BUDGET) {
 			__atomic_fetch_sub(&ra_bytes, n, __ATOMIC_RELAXED);
 			break;
@@ -1379,9 +1430,9 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 		/* scatter: the same pieces as plan's, in the same order */
 		size_t pos[ARF_CLUSTER_MAX] = { 0 }, at = 0;
 		while (at < b.len) {
-			uint64_t o = off + done + at, s = o / cl->unit;
+			uint64_t o = off + done + at, s = o / f->unit;
 			unsigned k = arf_cl_server(f->first, cl->n, s);
-			size_t p = cl->unit - (size_t)(o % cl->unit);
+			size_t p = f->unit - (size_t)(o % f->unit);
 			if (p > b.len - at)
 				p = b.len - at;
 			size_t have = got[k] > pos[k] ? got[k] - pos[k] : 0;
@@ -1416,7 +1467,7 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 			continue;
 		struct dsrv *s = &cl->s[k];
 		args[m][0] = (int64_t)f->obj[k];
-		args[m][1] = (int64_t)arf_cl_obj_len(size, cl->unit, cl->n,
+		args[m][1] = (int64_t)arf_cl_obj_len(size, f->unit, cl->n,
 		                                     arf_cl_slot(f->first, cl->n, k));
 		args[m][2] = (int64_t)f->obj_gen[k];
 		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
@@ -1625,9 +1676,30 @@ static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigne
 		}
 		return true;
 	}
-	uint64_t share = arf_cl_obj_len(ma.size, cl->unit, cl->n,
-	                                arf_cl_slot(arf_cl_first(cl->desc.layout, cl->n, ino),
-	                                            cl->n, k));
+	/* its share is counted with the file's own layout (arf_cl_layout's parts, so that a
+	 * server that cannot answer and a record out of range are told apart) */
+	struct arf_cl_layout lay;
+	uint32_t rec[4];
+	char lerr[256];
+	arf_cl_layout_default(&cl->desc, ino, &lay);
+	rc = arf_getlayout(meta, ino, rec);
+	if (rc < 0) {
+		fk_say(fk, ARF_FSCK_NOTE, "metadata server: inode %llu: getlayout: %s",
+		       (unsigned long long)ino, rc == -EIO ? arf_client_errmsg(meta) : strerror(-rc));
+		return false;
+	}
+	if (rc == 1 && arf_cl_layout_check(&cl->desc, rec, lerr, sizeof lerr) < 0) {
+		fk->problems++;
+		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: its file (inode %llu): %s",
+		       s->name, ARF_CLUSTER_DIR, e->name, (unsigned long long)ino, lerr);
+		return true;                 /* where its bytes belong is not known: left alone */
+	}
+	if (rc == 1) {
+		lay.unit = rec[0];
+		lay.first = rec[2];
+	}
+	uint64_t share = arf_cl_obj_len(ma.size, lay.unit, cl->n,
+	                                arf_cl_slot(lay.first, cl->n, k));
 	if (oa->size > share) {
 		fk->problems++;
 		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: %llu bytes, its file (%llu "

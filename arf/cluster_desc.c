@@ -137,3 +137,36 @@ unsigned arf_cl_slot(unsigned first, unsigned n, unsigned k)
 {
 	return (k + n - first) % n;
 }
+
+/* ---- a file's layout (the parts that need no server; arf_cl_layout is cluster.c's) ---- */
+
+void arf_cl_layout_default(const struct arf_cluster_desc *desc, uint64_t ino,
+                           struct arf_cl_layout *lay)
+{
+	*lay = (struct arf_cl_layout){ .unit = desc->unit, .count = desc->n,
+	                               .first = arf_cl_first(desc->layout, desc->n, ino) };
+}
+
+int arf_cl_layout_check(const struct arf_cluster_desc *desc, const uint32_t rec[4],
+                        char *err, size_t errlen)
+{
+	if (!arf_cl_unit_ok(rec[0]))
+		snprintf(err, errlen, "layout record: unit %u: not a multiple of %u from %u to %u",
+		         rec[0], ARF_STRIPE_MIN, ARF_STRIPE_MIN, ARF_STRIPE_MAX);
+	else if (rec[1] != desc->n)
+		snprintf(err, errlen, "layout record: stripe count %u: this version stripes a file "
+		         "over all %u data servers", rec[1], desc->n);
+	else if (rec[2] >= desc->n)
+		snprintf(err, errlen, "layout record: first server %u of %u", rec[2], desc->n);
+	else if (rec[3] != 0)
+		snprintf(err, errlen, "layout record: reserved field %u (a later version's?)",
+		         rec[3]);
+	else
+		return 0;
+	return -1;
+}
+
+bool arf_cl_unit_ok(uint64_t unit)
+{
+	return unit >= ARF_STRIPE_MIN && unit <= ARF_STRIPE_MAX && unit % ARF_STRIPE_MIN == 0;
+}

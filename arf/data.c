@@ -593,6 +593,10 @@ static long put(u64 ino, u64 off, u64 gen, u64 app, u64 zlen)
 	rc = still_ours(c, gen);
 	if (rc)
 		goto fail;
+	if (ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_STRIPED) {
+		rc = -E_INVAL;          /* a cluster file: its body is a layout record, not extents */
+		goto fail;
+	}
 	if (keep && end > ar_ld64(arf, c + ARF_I_SIZE)) {
 		rc = -E_OPNOTSUPP;      /* blocks past the size cannot be held (extents lie below it) */
 		goto fail;

@@ -13,7 +13,9 @@
  * Three messages (client -> metadata, metadata -> data, data -> client), where asking the
  * metadata server and then the data server takes four, and a client without the object's
  * number there six (getattr, lookupattr, read).  unit and n come from the cluster's
- * description, which the client read; the servers' order is arfd's --member list, which
+ * description, which the client read, except for a file with its own layout
+ * (ARF_IF_STRIPED): its record's unit and first server are taken from the inode; the
+ * servers' order is arfd's --member list, which
  * must be the description's: arfd checks it against the description in its image (at
  * start-up, or at the first forward: arf/members.c), since a wrong order would read
  * another server's object without an error.
@@ -77,7 +79,8 @@ static u64 decimal(u64 v, u64 out)
 /* route(ino, off, len, unit, rot << 32 | n): bytes [off, off+len) of regular file ino, cut at the end of
  * the stripe off is in and at the size, forwarded to the data server holding that stripe;
  * the data server's reply is the answer (the length, the bytes).  0 (answered here) at or
- * past the end; -EINVAL for a bad inode, unit or n, or a member arfd does not have;
+ * past the end; -EINVAL for a bad inode, unit or n (or a layout record out of range, or
+ * of another stripe count), or a member arfd does not have;
  * -ENOENT for a free inode, -EISDIR for a directory. */
 long route(u64 ino, u64 off, u64 len, u64 unit, u64 nr)
 {
@@ -92,6 +95,15 @@ long route(u64 ino, u64 off, u64 len, u64 unit, u64 nr)
 		return -E_NOENT;
 	if (mode != ARF_S_IFREG)
 		return mode == ARF_S_IFDIR ? -E_ISDIR : -E_INVAL;
+	/* a file with its own layout: the record in its inode, not the client's word */
+	u64 first = rot ? ino % n : 0;
+	if (ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_STRIPED) {
+		unit = ar_ld32u(arf, c + ARF_I_BODY + ARF_L_UNIT);
+		first = ar_ld32u(arf, c + ARF_I_BODY + ARF_L_FIRST);
+		if (unit < UNIT_MIN || unit > UNIT_MAX || unit % UNIT_MIN || first >= n ||
+		    ar_ld32u(arf, c + ARF_I_BODY + ARF_L_COUNT) != n)
+			return -E_INVAL;
+	}
 	u64 size = ar_ld64(arf, c + ARF_I_SIZE), gen = ar_ld64(arf, c + ARF_I_GEN);
 	if (off >= size || len == 0)
 		return 0;
@@ -101,7 +113,7 @@ long route(u64 ino, u64 off, u64 len, u64 unit, u64 nr)
 		want = (s + 1) * unit - off;
 	if (want > size - off)
 		want = size - off;
-	long rc = ar_hcall1(forward, (s % n + (rot ? ino % n : 0)) % n);
+	long rc = ar_hcall1(forward, (s % n + first) % n);
 	if (rc < 0)
 		return rc;
 	/* the EXEC request (docs/protocol.md): the segment, by id or inline */

@@ -13,9 +13,12 @@
 
 int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const void *stripe,
                               size_t stripe_len, const struct arf_cluster_desc *desc,
-                              uint64_t ino, uint64_t off, void *buf, size_t len, char *msg,
-                              size_t msglen)
+                              const struct arf_cl_layout *lay, uint64_t ino, uint64_t off,
+                              void *buf, size_t len, char *msg, size_t msglen)
 {
+	/* route takes a file's own layout from its inode; the unit sent is for the others
+	 * (and sizes the reply) */
+	uint32_t unit = lay->unit;
 	uint8_t id[AR_ID_LEN];
 	isa_seg_id(stripe, stripe_len, id);
 	bool whole = false;                /* a data server lacked stripe.pno: send it along */
@@ -23,7 +26,7 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 	while (done < len) {
 		/* route's last argument: the layout's rotation in the high half (deleg.c) */
 		int64_t args[5] = { (int64_t)ino, (int64_t)(off + done), (int64_t)(len - done),
-		                    (int64_t)desc->unit,
+		                    (int64_t)unit,
 		                    (int64_t)((uint64_t)(desc->layout == ARF_LAYOUT_ROTATE) << 32 |
 		                              desc->n) };
 		struct arc_exec x = { .seg = route->bytes, .seg_len = route->len, .seg_id = route->id,
@@ -32,7 +35,7 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 		                      .argbytes_len = whole ? stripe_len : AR_ID_LEN,
 		                      /* route's output is the request it forwards (stripe.pno
 		                       * whole, maybe); the data server's reply is at most a unit */
-		                      .out_max = desc->unit > stripe_len + 4096 ? desc->unit :
+		                      .out_max = unit > stripe_len + 4096 ? unit :
 		                                 stripe_len + 4096,
 		                      .delegated = 1, .wait_ms = ARF_CLUSTER_TIMEOUT_MS };
 		int rc = arc_exec(meta, &x);
@@ -41,10 +44,9 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 			whole = true;
 			continue;
 		}
-		if (rc == -AR_ETIMEDOUT && desc->unit && desc->n) {
+		if (rc == -AR_ETIMEDOUT && unit && desc->n) {
 			/* the forward was lost (the data server died with it in its connection) */
-			uint64_t k = arf_cl_server(arf_cl_first(desc->layout, desc->n, ino), desc->n,
-			                           (off + done) / desc->unit);
+			uint64_t k = arf_cl_server(lay->first, desc->n, (off + done) / unit);
 			snprintf(msg, msglen, "read at %llu: no reply from data server %llu (%s) "
 			         "within %d ms", (unsigned long long)(off + done), (unsigned long long)k,
 			         desc->server[k], ARF_CLUSTER_TIMEOUT_MS);

@@ -305,7 +305,7 @@ static void release_inode(struct fsck *f, uint64_t i)
 			        d->u.dir.nslots * ARF_T_SIZE / ARF_BLOCK_SIZE);
 		for (uint64_t b = d->u.dir.head; b; b = ((struct arf_dblk *)(f->base + b))->next)
 			unclaim(f, b >> ARF_BLOCK_SHIFT, 1);
-	} else if (!(d->flags & ARF_IF_INLINE)) {
+	} else if (!(d->flags & (ARF_IF_INLINE | ARF_IF_STRIPED))) {
 		uint32_t n = d->n_extents;
 		for (uint32_t k = 0; k < n && k < ARF_I_INLINE_EXT; k++)
 			unclaim(f, d->u.ext[k].pblk, d->u.ext[k].len);
@@ -746,6 +746,22 @@ static void check_inode(struct fsck *f, uint64_t i)
 		}
 		break;
 	case ARF_S_IFREG:
+		if (d->flags == ARF_IF_STRIPED && !d->rdev) {
+			/* a cluster file: the body is its layout record, it owns no blocks here
+			 * (docs/cluster.md, "A file's own stripe unit") */
+			uint32_t rec[4];
+			memcpy(rec, (const uint8_t *)&d->u, sizeof rec);
+			if (rec[0] < ARF_L_UNIT_MIN || rec[0] > ARF_L_UNIT_MAX || rec[0] % ARF_L_UNIT_MIN ||
+			    rec[1] == 0 || rec[1] > ARF_L_COUNT_MAX || rec[2] >= rec[1] || rec[3])
+				problem(f, "inode %" PRIu64 " (regular file): a layout record out of range "
+				        "(unit %" PRIu32 ", stripe count %" PRIu32 ", first server %" PRIu32
+				        ", reserved %" PRIu32 "); not repaired", i, rec[0], rec[1], rec[2],
+				        rec[3]);
+			if (d->n_extents || d->xblk)
+				problem(f, "inode %" PRIu64 " (regular file): a layout record and extents; "
+				        "not repaired", i);
+			break;
+		}
 		if (d->flags || d->rdev) {
 			problem(f, "inode %" PRIu64 " (regular file): has flags 0x%" PRIx32 " or a device "
 			        "number", i, d->flags);

@@ -1484,6 +1484,67 @@ static bool xattr_prefix_ok(fuse_req_t req, const char *name)
 	       !strncmp(name, "security.", 9);
 }
 
+/* ---- a cluster file's stripe unit (docs/cluster.md, "A file's own stripe unit") ----
+ * user.arf.stripe_unit is not stored as an xattr: setting it gives an empty regular file its
+ * own unit (the layout record in its metadata inode, arf_cl_setstripe), getting it reads the
+ * unit the file's bytes are striped in (its record's, or the cluster's).  Its value is the
+ * unit in bytes, decimal (a K or M suffix is taken too).  Refused: ENOTSUP on a one-server
+ * image, EINVAL for a value that is not a multiple of 4 KiB from 4 KiB to 4 MiB or for
+ * another type, EBUSY once the file has bytes (this client's queued writes are applied
+ * first; with -o writeback, bytes the kernel still caches are not seen). */
+#define STRIPE_XATTR "user.arf.stripe_unit"
+
+static int stripe_xattr_set(struct arf_fs *fs, fuse_ino_t ino, const char *value, size_t size)
+{
+	if (!fs->cl)
+		return -ENOTSUP;
+	char v[32];
+	uint64_t unit;
+	if (size == 0 || size >= sizeof v)
+		return -EINVAL;
+	memcpy(v, value, size);
+	v[size] = '\0';
+	if (v[size - 1] == '\n')
+		v[size - 1] = '\0';
+	if (arf_parse_size(v, &unit) != 0 || !arf_cl_unit_ok(unit))
+		return -EINVAL;
+	wq_drain(fs, ino);             /* our queued writes count as bytes */
+	struct arf_attr at;
+	int rc = arf_getattr(fs->c, ino, &at);
+	if (rc < 0)
+		return rc;
+	if (!S_ISREG(at.mode))
+		return -EINVAL;
+	if (at.size)
+		return -EBUSY;
+	return arf_cl_setstripe(fs->c, arf_cluster_desc_of(fs->cl), ino, unit);
+}
+
+/* Its value into buf (size 0: only its length): the length, or -errno. */
+static int64_t stripe_xattr_get(struct arf_fs *fs, fuse_ino_t ino, char *buf, size_t size)
+{
+	if (!fs->cl)
+		return -ENODATA;
+	struct arf_attr at;
+	int rc = arf_getattr(fs->c, ino, &at);
+	if (rc < 0)
+		return rc;
+	if (!S_ISREG(at.mode))
+		return -ENODATA;
+	struct arf_cl_layout lay;
+	char lerr[256];
+	rc = arf_cl_layout(fs->c, arf_cluster_desc_of(fs->cl), ino, &lay, lerr, sizeof lerr);
+	if (rc < 0)
+		return rc;
+	char v[16];
+	int n = snprintf(v, sizeof v, "%" PRIu32, lay.unit);
+	if (size && (size_t)n > size)
+		return -ERANGE;
+	if (size)
+		memcpy(buf, v, (size_t)n);
+	return n;
+}
+
 static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
                             const char *value, size_t size, int flags)
 {
@@ -1493,6 +1554,10 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	if (!xattr_prefix_ok(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (!strcmp(name, STRIPE_XATTR)) {
+		reply_errno(req, stripe_xattr_set(fs_of(req), ino, value, size));
 		return;
 	}
 	if (is_caps(name))
@@ -1545,6 +1610,16 @@ static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, si
 		return;
 	}
 	char buf[ARF_XATTR_VALUE_MAX];
+	if (!strcmp(name, STRIPE_XATTR)) {
+		int64_t v = stripe_xattr_get(fs_of(req), ino, buf, size < sizeof buf ? size : sizeof buf);
+		if (v < 0)
+			reply_errno(req, v == -EINVAL ? -ENOENT : v);
+		else if (size == 0)
+			fuse_reply_xattr(req, (size_t)v);
+		else
+			fuse_reply_buf(req, buf, (size_t)v);
+		return;
+	}
 	/* a larger buffer than any value changes nothing: ask for at most what can exist */
 	int64_t v = arf_getxattr(fs_of(req)->c, ino, name, buf, size < sizeof buf ? size : sizeof buf);
 	if (v == -ENODATA && is_caps(name))

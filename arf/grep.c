@@ -43,8 +43,7 @@ struct conn {
 	struct arf_client *c;
 	struct arf_data *d;            /* a cluster's metadata server: its description's reader */
 	struct arf_cluster *cl;        /* its data servers (NULL: a one-server image) */
-	unsigned cl_n;                 /* their number and the stripe unit */
-	uint32_t cl_unit;
+	unsigned cl_n;                 /* their number (each file's unit is its layout's) */
 	struct conn *next;
 };
 
@@ -134,7 +133,6 @@ static int cluster_open(struct conn *k, char *err, size_t errlen)
 	                        .outage_ms = ARF_CLUSTER_OUTAGE_MS };
 	k->cl = arf_cluster_open(k->a, desc, &dao, ops, data, err, errlen);
 	k->cl_n = desc->n;
-	k->cl_unit = desc->unit;
 	if (k->cl)
 		rc = 0;
 out:
@@ -424,7 +422,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
                            struct cl_res *r, uint64_t size, uint8_t **recs, size_t *recs_len,
                            int64_t *value)
 {
-	const uint64_t U = k->cl_unit;
+	const uint64_t U = arf_cl_file_unit(f);      /* the file's own (arf_cl_layout) */
 	const unsigned N = k->cl_n;
 	const int numbers = st->a.o.line_number;
 	const size_t hdr = numbers ? 24 : 16;
@@ -698,7 +696,14 @@ static void cluster_file(struct state *st, struct conn *k, uint64_t ino, struct 
 			r->is_output = 1;
 			return;
 		}
-		struct arf_cl_file *f = arf_cl_file_open(k->cl, ino, at.gen);
+		struct arf_cl_layout lay;
+		char lerr[256];
+		rc = arf_cl_layout(k->c, arf_cluster_desc_of(k->cl), ino, &lay, lerr, sizeof lerr);
+		if (rc < 0) {
+			res_error(r, lerr);
+			return;
+		}
+		struct arf_cl_file *f = arf_cl_file_open(k->cl, ino, at.gen, &lay);
 		if (!f)
 			die("%s", "memory exhausted");
 		if (cluster_servers_ready(st)) {

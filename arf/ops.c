@@ -26,6 +26,8 @@
  *   getxattr(ino, size)             name -> the value's length; the value on the output
  *   listxattr(ino, size)            the names, each with a NUL, on the output -> their bytes
  *   removexattr(ino, mode)          name -> 0
+ *   getlayout(ino)                  a cluster file's layout record on the output -> 16, or 0
+ *   setlayout(ino, unit, count << 32 | first)  -> 0 (an empty regular file's record)
  * Every export that changes the tree (mkdir, mknod, their attr forms, unlink, rmdir,
  * symlink, symlinkattr, link, linkattr, rename, setxattr, removexattr) takes one more
  * argument, last: its idempotency key, 0 or client << 32 | sequence number ("keyed
@@ -520,6 +522,75 @@ long getattrs(u64 n)
 		}
 	}
 	return (long)n;
+}
+
+/* ---------------------------------------------------------------- layout
+ * A regular file of a cluster's metadata image owns no blocks there (its bytes are on the
+ * data servers), so its body is free for a layout record (docs/cluster.md, "A file's own
+ * stripe unit"): ARF_IF_STRIPED says it is one.  Such an inode never has extents
+ * (ARF_I_NEXTENTS 0), so data.c's and irelease's extent walks, which go by that count,
+ * never read the record; data.c's write refuses the inode. */
+
+/* getlayout(ino): the record's 16 bytes (u32 unit, count, first, reserved) on the output ->
+ * 16, or 0 when the inode has none (the cluster's layout); -EINVAL no such number, -ENOENT
+ * a free inode. */
+long getlayout(u64 ino)
+{
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	if (ar_ld32u(arf, c + ARF_I_MODE) == 0)
+		return -E_NOENT;
+	if (!(ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_STRIPED))
+		return 0;
+	ar_output(arf, c + ARF_I_BODY, ARF_L_SIZE);
+	return ARF_L_SIZE;
+}
+
+/* setlayout(ino, unit, count << 32 | first): give regular file ino the layout record (unit,
+ * count, first, 0) -> 0.  Only while it is empty: -EBUSY when it has a size, extents or
+ * blocks (its bytes would be read with another unit); -EINVAL for another type, a unit not a
+ * multiple of ARF_L_UNIT_MIN within [ARF_L_UNIT_MIN, ARF_L_UNIT_MAX], a count of 0 or over
+ * ARF_L_COUNT_MAX, first >= count; -ENOENT a free inode.  Setting it again (empty still)
+ * replaces it.  ctime becomes now.  Not keyed: repeating it gives the same inode. */
+long setlayout(u64 ino, u64 unit, u64 cf)
+{
+	u64 count = cf >> 32, first = cf & 0xffffffff;
+	if (unit < ARF_L_UNIT_MIN || unit > ARF_L_UNIT_MAX || unit % ARF_L_UNIT_MIN ||
+	    count == 0 || count > ARF_L_COUNT_MAX || first >= count)
+		return -E_INVAL;
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	u64 j = jclaim();
+	if (j == 0)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	if (ilock(c, tag) != 0) {
+		jend(j);
+		return -E_AGAIN;
+	}
+	long rc = 0;
+	u64 mode = ar_ld32u(arf, c + ARF_I_MODE);
+	if (mode == 0)
+		rc = -E_NOENT;
+	else if ((mode & ARF_S_IFMT) != ARF_S_IFREG)
+		rc = -E_INVAL;
+	else if (ar_ld64(arf, c + ARF_I_SIZE) != 0 || ar_ld32u(arf, c + ARF_I_NEXTENTS) != 0 ||
+	         ar_ld64(arf, c + ARF_I_NBLOCKS) != 0 || ar_ld64(arf, c + ARF_I_XBLK) != 0)
+		rc = -E_BUSY;
+	if (rc == 0) {
+		jlog(j, c, ARF_INO_SIZE);
+		ar_st32(arf, c + ARF_I_FLAGS, ar_ld32u(arf, c + ARF_I_FLAGS) | ARF_IF_STRIPED);
+		ar_st32(arf, c + ARF_I_BODY + ARF_L_UNIT, unit);
+		ar_st32(arf, c + ARF_I_BODY + ARF_L_COUNT, count);
+		ar_st32(arf, c + ARF_I_BODY + ARF_L_FIRST, first);
+		ar_st32(arf, c + ARF_I_BODY + ARF_L_RESERVED, 0);
+		ar_st64(arf, c + ARF_I_CTIME, (u64)ar_hcall0(now));
+	}
+	jend(j);
+	iunlock(c, tag);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- readlink */

@@ -57,6 +57,7 @@ struct xfer {
 	struct arf_client *c;
 	struct arf_data *d;
 	struct arf_cluster *cl;        /* a cluster's data servers (docs/cluster.md); NULL: one server */
+	uint32_t stripe_unit;          /* import --stripe-unit: each file's own; 0: the cluster's */
 	const char *remote_root;       /* for messages: ENDPOINT:/PATH as given */
 	bool keep_owner;
 	unsigned threads;
@@ -381,11 +382,29 @@ static int import_file(struct xfer *x, struct job *j, char *buf)
 		/* a cluster: the bytes go to the stripes of (ino, gen); an existing file's are cut
 		 * to 0 first (its size already is), so no stale byte shows through a hole */
 		struct arf_attr at;
+		struct arf_cl_layout lay;
+		char lerr[256];
+		const struct arf_cluster_desc *desc = arf_cluster_desc_of(x->cl);
 		int r = arf_getattr(x->c, j->ino, &at);
-		if (r == 0 && !(f = arf_cl_file_open(x->cl, j->ino, at.gen)))
+		if (r == 0 && arf_cl_layout(x->c, desc, j->ino, &lay, lerr, sizeof lerr) < 0) {
+			say_error(x, j->local, lerr, 0);
+			return -1;
+		}
+		if (r == 0 && !(f = arf_cl_file_open(x->cl, j->ino, at.gen, &lay)))
 			r = -ENOMEM;
 		if (r == 0 && existed)
-			r = arf_cl_truncate(f, 0);
+			r = arf_cl_truncate(f, 0);       /* with the unit its bytes were written in */
+		if (r == 0 && x->stripe_unit && x->stripe_unit != lay.unit) {
+			/* the size is 0 now (made, or cut): the file takes its own unit */
+			r = arf_cl_setstripe(x->c, desc, j->ino, x->stripe_unit);
+			if (r == 0 && arf_cl_layout(x->c, desc, j->ino, &lay, lerr, sizeof lerr) == 0) {
+				arf_cl_file_close(f);
+				if (!(f = arf_cl_file_open(x->cl, j->ino, at.gen, &lay)))
+					r = -ENOMEM;
+			} else if (r == 0) {
+				r = -EIO;
+			}
+		}
 		if (r < 0) {
 			say_cl_error(x, j->local, "cannot prepare the stripes", r, f);
 			arf_cl_file_close(f);
@@ -609,9 +628,18 @@ static int export_file(struct xfer *x, struct job *j, char *buf)
 	uint64_t off = 0;
 	int rc = 0;
 	struct arf_cl_file *f = NULL;
-	if (x->cl && !(f = arf_cl_file_open(x->cl, j->ino, j->gen))) {
-		say_error(x, j->local, "out of memory", -ENOMEM);
-		rc = -1;
+	if (x->cl) {
+		struct arf_cl_layout lay;
+		char lerr[256];
+		int r = arf_cl_layout(x->c, arf_cluster_desc_of(x->cl), j->ino, &lay, lerr,
+		                      sizeof lerr);
+		if (r < 0) {
+			say_error(x, j->local, lerr, 0);
+			rc = -1;
+		} else if (!(f = arf_cl_file_open(x->cl, j->ino, j->gen, &lay))) {
+			say_error(x, j->local, "out of memory", -ENOMEM);
+			rc = -1;
+		}
 	}
 	while (rc == 0 && off < j->size) {
 		uint64_t want = j->size - off < XFER_CHUNK ? j->size - off : XFER_CHUNK;
@@ -743,10 +771,13 @@ static int by_size_desc(const void *a, const void *b)
 static void usage_xfer(FILE *f, bool import)
 {
 	if (import)
-		fprintf(f, "usage: arf import [-j THREADS] [-v] [--no-progress] SRC_DIR ENDPOINT:/DEST\n"
+		fprintf(f, "usage: arf import [-j THREADS] [-v] [--no-progress] [--stripe-unit SIZE] "
+		        "SRC_DIR ENDPOINT:/DEST\n"
 		        "  copy the contents of SRC_DIR into directory DEST of the ARF image served at\n"
 		        "  ENDPOINT (made, with its parents, if missing; existing files are replaced,\n"
-		        "  directories merged).  Modes and times are kept, owners when run as root.\n");
+		        "  directories merged).  Modes and times are kept, owners when run as root.\n"
+		        "  --stripe-unit SIZE  on a cluster, each file's own stripe unit (a multiple\n"
+		        "              of 4K up to 4M); refused on a one-server image\n");
 	else
 		fprintf(f, "usage: arf export [-j THREADS] [-v] [--no-progress] ENDPOINT:/SRC DEST_DIR\n"
 		        "  copy the contents of directory SRC of the ARF image served at ENDPOINT into\n"
@@ -796,6 +827,14 @@ static int run_xfer(bool import, int argc, char **argv)
 				return 2;
 			}
 			x.threads = (unsigned)t;
+		} else if (import && !strcmp(argv[i], "--stripe-unit") && i + 1 < argc) {
+			uint64_t u;
+			if (arf_parse_size(argv[++i], &u) != 0 || !arf_cl_unit_ok(u)) {
+				fprintf(stderr, "arf import: --stripe-unit %s: expected a multiple of 4K "
+				        "from 4K to 4M\n", argv[i]);
+				return 2;
+			}
+			x.stripe_unit = (uint32_t)u;
 		} else if (!strcmp(argv[i], "-v")) {
 			x.verbose = true;
 		} else if (!strcmp(argv[i], "--no-progress")) {
@@ -847,6 +886,12 @@ static int run_xfer(bool import, int argc, char **argv)
 	if (!desc || arf_cluster_read(x.c, x.d, desc, err, sizeof err) < 0) {
 		fprintf(stderr, "arf %s: %s: %s\n", import ? "import" : "export", endpoint,
 		        desc ? err : "out of memory");
+		free(desc);
+		goto out;
+	}
+	if (x.stripe_unit && !desc->n) {
+		fprintf(stderr, "arf import: %s: --stripe-unit: not a cluster (a one-server image "
+		        "keeps its files' bytes itself)\n", endpoint);
 		free(desc);
 		goto out;
 	}

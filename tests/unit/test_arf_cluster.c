@@ -249,6 +249,74 @@ static void test_layouts(void)
 	      per[1], per[2]);
 }
 
+/* A file's own layout (arf_cl_layout's parts that need no server): the units accepted, the
+ * default (the cluster's), every record this version refuses with its message pinned, and
+ * object lengths of files of several units against a count made stripe by stripe. */
+static void test_file_layout(void)
+{
+	static const struct { uint64_t unit; bool ok; } units[] = {
+		{ 0, false }, { 1, false }, { 4095, false }, { 4096, true }, { 6000, false },
+		{ 8192, true }, { 65536, true }, { 1u << 20, true }, { (4u << 20) - 4096, true },
+		{ 4u << 20, true }, { (4u << 20) + 4096, false }, { 8u << 20, false },
+		{ 1ull << 32, false },
+	};
+	for (unsigned i = 0; i < sizeof units / sizeof units[0]; i++)
+		CHECK(arf_cl_unit_ok(units[i].unit) == units[i].ok, "unit %llu: %d",
+		      (unsigned long long)units[i].unit, arf_cl_unit_ok(units[i].unit));
+
+	struct arf_cluster_desc c = { .n = 3, .layout = ARF_LAYOUT_ROTATE, .unit = 65536 };
+	struct arf_cl_layout l;
+	arf_cl_layout_default(&c, 13, &l);
+	CHECK(l.unit == 65536 && l.count == 3 && l.first == 1, "default rotated: %u %u %u",
+	      l.unit, l.count, l.first);
+	c.layout = ARF_LAYOUT_FLAT;
+	arf_cl_layout_default(&c, 13, &l);
+	CHECK(l.unit == 65536 && l.count == 3 && l.first == 0, "default flat: %u %u %u",
+	      l.unit, l.count, l.first);
+
+	static const struct { uint32_t rec[4]; const char *err; } recs[] = {
+		{ { 4096, 3, 0, 0 }, NULL },
+		{ { 4u << 20, 3, 2, 0 }, NULL },
+		{ { 0, 3, 0, 0 }, "layout record: unit 0: not a multiple of 4096 from 4096 to 4194304" },
+		{ { 6000, 3, 0, 0 }, "layout record: unit 6000: not a multiple of 4096 from 4096 to 4194304" },
+		{ { 8u << 20, 3, 0, 0 }, "layout record: unit 8388608: not a multiple of 4096 from 4096 to 4194304" },
+		{ { 4096, 2, 0, 0 }, "layout record: stripe count 2: this version stripes a file over all 3 data servers" },
+		{ { 4096, 4, 0, 0 }, "layout record: stripe count 4: this version stripes a file over all 3 data servers" },
+		{ { 4096, 3, 3, 0 }, "layout record: first server 3 of 3" },
+		{ { 4096, 3, 0, 7 }, "layout record: reserved field 7 (a later version's?)" },
+	};
+	for (unsigned i = 0; i < sizeof recs / sizeof recs[0]; i++) {
+		char err[256] = "";
+		int rc = arf_cl_layout_check(&c, recs[i].rec, err, sizeof err);
+		if (!recs[i].err)
+			CHECK(rc == 0, "record %u: %d '%s'", i, rc, err);
+		else
+			CHECK(rc == -1 && !strcmp(err, recs[i].err), "record %u: %d '%s', want '%s'", i,
+			      rc, err, recs[i].err);
+	}
+
+	/* every unit's object lengths, counted by hand, n 1..3 and sizes around the unit */
+	static const uint32_t us[] = { 4096, 65536, 1u << 20, 4u << 20 };
+	int bad = 0;
+	for (unsigned u = 0; u < sizeof us / sizeof us[0]; u++) {
+		uint64_t unit = us[u];
+		uint64_t sizes[] = { 0, 1, unit - 1, unit, unit + 1, 2 * unit + 5, 7 * unit + 3 };
+		for (unsigned n = 1; n <= 3; n++) {
+			for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+				uint64_t want[3] = { 0 };
+				for (uint64_t off = 0; off < sizes[i]; off += unit)
+					want[off / unit % n] += sizes[i] - off < unit ? sizes[i] - off : unit;
+				for (unsigned j = 0; j < n; j++)
+					if (arf_cl_obj_len(sizes[i], (uint32_t)unit, n, j) != want[j] && bad++ < 5)
+						printf("FAIL unit %llu n %u size %llu slot %u\n",
+						       (unsigned long long)unit, n,
+						       (unsigned long long)sizes[i], j);
+			}
+		}
+	}
+	CHECK(bad == 0, "object lengths of several units: %d wrong", bad);
+}
+
 /* arf_cluster_check_members: in order, and each way of being wrong, messages pinned */
 static void test_members(void)
 {
@@ -431,6 +499,7 @@ int main(void)
 	test_format();
 	test_obj_len();
 	test_layouts();
+	test_file_layout();
 	test_members();
 	test_image_desc();
 	printf("%d passed, %d failed\n", passed, failed);

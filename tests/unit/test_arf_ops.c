@@ -937,6 +937,83 @@ static int64_t ctime_of(struct arf_client *c, int64_t ino)
  * and ext4 answer (flags, ERANGE, ENODATA, E2BIG, ENOSPC of a full block, user.* on other
  * types EPERM, ctime), hostile raw calls, and the block given back by the last removal and
  * by unlink and rmdir (fsck's block map must agree after). */
+/* A cluster file's layout record (docs/cluster.md, "A file's own stripe unit"): setlayout's
+ * every rule (table-driven), getlayout, the record left alone by the data path (a write to
+ * the metadata inode refused, truncate and unlink free nothing), fsck clean. */
+static void test_layout(const char *img)
+{
+	struct conn k;
+	char err[512];
+	if (!serve(&k, img))
+		return;
+	struct arf_client *c = k.c;
+	struct arf_data *dd = arf_data_open(k.a, NULL, err, sizeof err);
+	CHECK(dd != NULL, "arf_data_open: %s", err);
+	int64_t d = mkdir_p(c, "lay"), f = arf_create(c, (uint64_t)d, "f", 0644, 0, 0);
+	int64_t full = arf_create(c, (uint64_t)d, "full", 0644, 0, 0);
+	int64_t sized = arf_create(c, (uint64_t)d, "sized", 0644, 0, 0);
+	int64_t p = arf_mknod(c, (uint64_t)d, "p", ARF_S_IFIFO | 0644, 0, 0);
+	CHECK(d > 0 && f > 0 && full > 0 && sized > 0 && p > 0 && dd &&
+	      arf_write(dd, (uint64_t)full, 0, "x", 1) == 1 &&
+	      arf_truncate(dd, (uint64_t)sized, 5000) == 0, "layout fixture");
+	uint32_t rec[4];
+	CHECK(arf_getlayout(c, (uint64_t)f, rec) == 0, "no record yet");
+	static const struct {
+		const char *what;
+		int which;                     /* 0 f, 1 full, 2 sized, 3 fifo, 4 dir, 5 no inode */
+		uint32_t unit, count, first;
+		int want;
+	} cases[] = {
+		{ "unit 0", 0, 0, 3, 0, -EINVAL },
+		{ "unit 1000", 0, 1000, 3, 0, -EINVAL },
+		{ "unit 4095", 0, 4095, 3, 0, -EINVAL },
+		{ "unit 6000", 0, 6000, 3, 0, -EINVAL },
+		{ "unit 8M", 0, 8u << 20, 3, 0, -EINVAL },
+		{ "unit 4M + 4K", 0, (4u << 20) + 4096, 3, 0, -EINVAL },
+		{ "count 0", 0, 4096, 0, 0, -EINVAL },
+		{ "count 65", 0, 4096, 65, 0, -EINVAL },
+		{ "first = count", 0, 4096, 3, 3, -EINVAL },
+		{ "a file with bytes", 1, 4096, 3, 0, -EBUSY },
+		{ "a file with a size", 2, 4096, 3, 0, -EBUSY },
+		{ "a fifo", 3, 4096, 3, 0, -EINVAL },
+		{ "a directory", 4, 4096, 3, 0, -EINVAL },
+		{ "no such inode", 5, 4096, 3, 0, -EINVAL },
+		{ "4K", 0, 4096, 3, 2, 0 },
+		{ "4M, again while empty", 0, 4u << 20, 64, 63, 0 },
+		{ "64K", 0, 65536, 3, 1, 0 },
+	};
+	for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int64_t ino[] = { f, full, sized, p, d, 1ll << 40 };
+		int rc = arf_setlayout(c, (uint64_t)ino[cases[i].which], cases[i].unit,
+		                       cases[i].count, cases[i].first);
+		CHECK(rc == cases[i].want, "setlayout, %s: %d, want %d", cases[i].what, rc,
+		      cases[i].want);
+	}
+	CHECK(arf_getlayout(c, (uint64_t)f, rec) == 1 && rec[0] == 65536 && rec[1] == 3 &&
+	      rec[2] == 1 && rec[3] == 0, "the record: %u %u %u %u", rec[0], rec[1], rec[2], rec[3]);
+	CHECK(arf_getlayout(c, (uint64_t)full, rec) == 0, "a refused file has none");
+	CHECK(arf_getlayout(c, 1ull << 40, rec) == -EINVAL, "getlayout of no inode");
+	/* the metadata inode of a striped file takes no bytes; its size is set as ever */
+	CHECK(arf_write(dd, (uint64_t)f, 0, "abc", 3) == -EINVAL, "a write to it refused");
+	CHECK(arf_truncate(dd, (uint64_t)f, 300000) == 0 && arf_getlayout(c, (uint64_t)f, rec) == 1 &&
+	      rec[0] == 65536, "its size set, the record kept");
+	CHECK(arf_setlayout(c, (uint64_t)f, 4096, 3, 0) == -EBUSY, "set once it has a size");
+	arf_data_close(dd);
+	unserve(&k);
+	fsck_clean("files with layout records", img);
+	if (!serve(&k, img))
+		return;
+	c = k.c;
+	int64_t g = arf_create(c, (uint64_t)d, "g", 0644, 0, 0);
+	CHECK(g > 0 && arf_setlayout(c, (uint64_t)g, 8192, 2, 1) == 0 &&
+	      arf_unlink(c, (uint64_t)d, "f") == 0 && arf_unlink(c, (uint64_t)d, "g") == 0,
+	      "unlink of files with records");
+	int64_t h = arf_create(c, (uint64_t)d, "h", 0644, 0, 0);
+	CHECK(h > 0 && arf_getlayout(c, (uint64_t)h, rec) == 0, "a new inode has no record");
+	unserve(&k);
+	fsck_clean("after the unlinks", img);
+}
+
 static void test_xattr(const char *img)
 {
 	struct conn k;
@@ -2236,6 +2313,7 @@ int main(void)
 	test_setgid_dir(img);
 	test_walk(img);
 	test_xattr(img);
+	test_layout(img);
 	test_once(path_of("once.img"), ARF_FEAT_ONCE);
 	test_once(path_of("once-old.img"), 0);
 	test_enospc();
