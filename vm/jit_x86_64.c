@@ -341,6 +341,11 @@ struct vloop {
 	int64_t need[VLOOP_MAX_REGIONS];   /* region[k] must hold n + need[k] bytes */
 };
 
+struct flagcmp {
+	int32_t b, c;                  /* c: -1 for an immediate */
+	int64_t imm;
+};
+
 struct cg {
 	struct emit e;
 	const struct vm_prog *prog;
@@ -383,9 +388,20 @@ struct cg {
 	int32_t mov_a, mov_b;
 	/* Where the flags last said whether slot zf_slot is zero: the end of the add, sub, and,
 	 * or, xor that computed it, or of movs after it (which leave the flags alone).  A test
-	 * of that slot against zero for == or != right there is left out (emit_test_zero). */
+	 * of that slot against zero for == or != right there is left out (emit_jcc_cmp). */
 	uint32_t zf_end;               /* UINT32_MAX: none */
 	int32_t zf_slot;
+	/* Where the flags last held a compare of two slots or of a slot and an immediate (a
+	 * conditional branch's, or after movs of other slots and lea forms of add and sub that
+	 * leave them), and what it compared: a branch on the same compare right there needs no
+	 * cmp (gen_jcc).  Across a forward branch's target too when every branch to it and the
+	 * code falling into it agree (in_n, n_in): btree's search step tests its compare twice,
+	 * in clang's code, on both sides of a join. */
+	uint32_t cmp_end;              /* UINT32_MAX: none */
+	struct flagcmp cmp;
+	struct flagcmp *in_cmp;        /* per xinsn: the compare its incoming branches left */
+	uint32_t *in_n;                /* per xinsn: how many did, UINT32_MAX: one left another */
+	const uint32_t *n_in;          /* per xinsn: branches (branch_d) to it */
 	/* gen_range's first xinsn while it runs (else UINT32_MAX): a backward branch to an xinsn
 	 * from there on knows its target's final address and takes the short form if it fits */
 	uint32_t range_lo;
@@ -417,9 +433,30 @@ static void add_jump(struct cg *g, uint32_t at, uint32_t target)
 		g->jumps[g->n_jumps++] = (struct jump){ at, target };
 }
 
+static bool same_cmp(const struct flagcmp *p, const struct flagcmp *q)
+{
+	return p->b == q->b && p->c == q->c && p->imm == q->imm;
+}
+
+/* A jump to xinsn target is being emitted here: note what the flags hold (cmp_end), or that
+ * they hold something else, for its target's join (gen_range). */
+static void note_in(struct cg *g, uint32_t target)
+{
+	if (!g->in_n || g->in_n[target] == UINT32_MAX)
+		return;
+	if (g->cmp_end != g->e.len ||
+	    (g->in_n[target] && !same_cmp(&g->in_cmp[target], &g->cmp))) {
+		g->in_n[target] = UINT32_MAX;
+		return;
+	}
+	g->in_cmp[target] = g->cmp;
+	g->in_n[target]++;
+}
+
 /* jcc to xinsn `target` of this function (patched once every xinsn has its address). */
 static void emit_jcc_x(struct cg *g, int cc, uint32_t target)
 {
+	note_in(g, target);
 	add_jump(g, emit_jcc(&g->e, cc), target);
 }
 
@@ -450,6 +487,7 @@ static void forget(struct cg *g)
 	g->fwd_end = UINT32_MAX;
 	g->mov_end = UINT32_MAX;
 	g->zf_end = UINT32_MAX;
+	g->cmp_end = UINT32_MAX;
 }
 
 /* A forward branch inside a template: emit_skip, then emit_land where it lands. */
@@ -554,6 +592,16 @@ static void reload_for_helper(struct cg *g, int32_t a)
 
 /* ---- templates ---- */
 
+/* After a mov (or several, or a lea) emitted from `start` on that leaves slot a, the flags
+ * still say what they said of slot zf_slot, or of the compare cmp, unless that reads a. */
+static void keep_zf(struct cg *g, uint32_t start, int32_t a)
+{
+	if (g->zf_end == start && g->zf_slot != a)
+		g->zf_end = (uint32_t)g->e.len;
+	if (g->cmp_end == start && g->cmp.b != a && g->cmp.c != a)
+		g->cmp_end = (uint32_t)g->e.len;
+}
+
 /* a = b op c / a = b op imm, for add, sub, and, or, xor */
 static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 {
@@ -575,17 +623,23 @@ static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 	}
 	/* a = b + imm, a = b + c into another register, b and c in registers: one lea instead
 	 * of a mov and an add (nothing reads the flags an ALU template leaves) */
+	/* ... and in place too while the flags hold a compare of other slots, which the lea
+	 * leaves for a branch on the same compare (btree's lo = mid + 1 between two) */
 	struct rm mb = src_slot(g, x->b);
-	if (mb.reg >= 0 && mb.reg != t && ri && (op == ALU_ADD || op == ALU_SUB) &&
+	uint32_t start = (uint32_t)e->len;
+	bool keep = g->cmp_end == start && g->cmp.b != x->a && g->cmp.c != x->a;
+	if (mb.reg >= 0 && (mb.reg != t || keep) && ri && (op == ALU_ADD || op == ALU_SUB) &&
 	    x->imm != INT64_MIN && fits32(op == ALU_ADD ? x->imm : -x->imm)) {
 		emit_op(e, OP_W, 0x8d, t, rm_mem(mb.reg, (int32_t)(op == ALU_ADD ? x->imm : -x->imm)));
 		store_slot(g, x->a, t);
+		keep_zf(g, start, x->a);
 		return;
 	}
 	if (mb.reg >= 0 && mb.reg != t && !ri && op == ALU_ADD && g->reg_of[x->c] >= 0 &&
 	    g->reg_of[x->c] != t && g->reg_of[x->c] != RSP) {
 		emit_op(e, OP_W, 0x8d, t, rm_idx(mb.reg, g->reg_of[x->c]));   /* lea t, [b + c] */
 		store_slot(g, x->a, t);
+		keep_zf(g, start, x->a);
 		return;
 	}
 	if (!ri && x->b != x->c && g->reg_of[x->c] == t)
@@ -703,15 +757,6 @@ static void emit_cmp_slots(struct cg *g, int32_t b, int32_t c, int64_t imm, int 
 	}
 }
 
-/* Flags for slot b == 0 or != 0 (ZF only): nothing when the add, sub, and, or, xor that
- * computed b left them (zf_end: varint's b & 0x80 before its loop test, rsort's j - 1). */
-static void emit_test_zero(struct cg *g, int32_t b)
-{
-	if (g->zf_end == g->e.len && g->zf_slot == b)
-		return;
-	emit_cmp_slots(g, b, 0, 0, 1);
-}
-
 /* a = (b cc c) ? 1 : 0, as  xor d, d; cmp b, c; setcc d8.  Zeroing d first (before the
  * compare, since xor sets flags) keeps setcc from merging into d's old value, which would
  * chain every comparison to whatever last wrote d.  d is a's register unless the compare
@@ -824,14 +869,6 @@ static void gen_eqz(struct cg *g, const struct xinsn *x)
 #define UN_SEXT16(g, x) gen_sext(g, x, 0x0fbf)       /* movsx r64, r/m16 */
 #define UN_SEXT32(g, x) gen_sext(g, x, 0x63)         /* movsxd r64, r/m32 */
 #define UN_EQZ(g, x)    gen_eqz(g, x)
-
-/* After a mov (or several) emitted from `start` on that leaves slot a, the flags still say
- * what they said of slot zf_slot unless that is a. */
-static void keep_zf(struct cg *g, uint32_t start, int32_t a)
-{
-	if (g->zf_end == start && g->zf_slot != a)
-		g->zf_end = (uint32_t)g->e.len;
-}
 
 static void gen_mov(struct cg *g, const struct xinsn *x)
 {
@@ -1044,13 +1081,30 @@ static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 		emit_land(g, skip);
 }
 
+/* A conditional branch on b cc c (or imm): the compare, unless the flags hold it already
+ * (cmp_end); they still do after the branch, where it falls through. */
+static void emit_jcc_cmp(struct cg *g, const struct xinsn *x, enum cc cc, int32_t c,
+                         int64_t imm, int back)
+{
+	struct flagcmp want = { x->b, c, c < 0 ? imm : 0 };
+	bool have = g->cmp_end == g->e.len && same_cmp(&g->cmp, &want);
+	if (!have && c < 0 && imm == 0 && (cc == CC_E || cc == CC_NE) &&
+	    g->zf_end == g->e.len && g->zf_slot == x->b) {
+		emit_branch(g, x, cc, back);               /* ZF of the ALU op that computed b */
+		return;
+	}
+	if (!have)
+		emit_cmp_slots(g, x->b, c, imm, c < 0);    /* test b, b for 0: cmp's flags */
+	g->cmp = want;
+	g->cmp_end = (uint32_t)g->e.len;
+	emit_branch(g, x, cc, back);
+	g->cmp = want;                                 /* what falls through still has them */
+	g->cmp_end = (uint32_t)g->e.len;
+}
+
 static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int back)
 {
-	if (ri && x->imm == 0 && (cc == CC_E || cc == CC_NE))
-		emit_test_zero(g, x->b);
-	else
-		emit_cmp_slots(g, x->b, x->c, x->imm, ri);
-	emit_branch(g, x, cc, back);
+	emit_jcc_cmp(g, x, cc, ri ? -1 : x->c, ri ? x->imm : 0, back);
 }
 
 #define CC_EQ  CC_E
@@ -1407,10 +1461,10 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_XROT: gen_xrot(g, x); break;
 	case X_JMP: emit_branch(g, x, CC_ALWAYS, 0); break;
 	case X_JMPB: emit_branch(g, x, CC_ALWAYS, 1); break;
-	case X_JZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 0); break;
-	case X_JZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 1); break;
-	case X_JNZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 0); break;
-	case X_JNZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 1); break;
+	case X_JZ: emit_jcc_cmp(g, x, CC_E, -1, 0, 0); break;
+	case X_JZB: emit_jcc_cmp(g, x, CC_E, -1, 0, 1); break;
+	case X_JNZ: emit_jcc_cmp(g, x, CC_NE, -1, 0, 0); break;
+	case X_JNZB: emit_jcc_cmp(g, x, CC_NE, -1, 0, 1); break;
 	case X_LD8U_JEQ_I: gen_ld8u_jcc(g, x, CC_E); break;
 	case X_LD8U_JNE_I: gen_ld8u_jcc(g, x, CC_NE); break;
 	case X_RLEN: gen_rlen(g, x, (unsigned)x->c); break;
@@ -2112,9 +2166,16 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		g->xi = i;
 		if (target[i] & 2)
 			emit_align(&g->e, JIT_ALIGN);
+		bool fall = g->cmp_end == g->e.len;
 		g->xoff[i] = (uint32_t)g->e.len;
 		if (target[i])
 			forget(g);                 /* a branch lands here: rax may hold anything */
+		/* every branch here (forward, each counted once) and the code falling in left the
+		 * same compare in the flags: they hold it still */
+		if (target[i] == 1 && !g->fast && fall && g->in_n[i] == g->n_in[i] &&
+		    same_cmp(&g->in_cmp[i], &g->cmp))
+			g->cmp_end = (uint32_t)g->e.len;
+		g->in_n[i] = 0;                /* a second copy of the code counts again */
 		if (i + 1 < hi && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
 			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
@@ -2147,13 +2208,22 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	 * branch at or after xinsn i (n_code: none), for find_vloop */
 	uint32_t *into_sum = calloc((size_t)n_code + 1, sizeof *into_sum);
 	uint32_t *next_back = malloc(((size_t)n_code + 1) * sizeof *next_back);
-	if (!target || !into_sum || !next_back) {
+	uint32_t *n_in = calloc((size_t)n_code + 1, sizeof *n_in);
+	g->in_n = calloc((size_t)n_code + 1, sizeof *g->in_n);
+	g->in_cmp = calloc((size_t)n_code + 1, sizeof *g->in_cmp);
+	if (!target || !into_sum || !next_back || !n_in || !g->in_n || !g->in_cmp) {
 		free(target);
 		free(into_sum);
 		free(next_back);
+		free(n_in);
+		free(g->in_n);
+		free(g->in_cmp);
+		g->in_n = NULL;
+		g->in_cmp = NULL;
 		free(g->reg_of);
 		return -VM_ENOMEM;
 	}
+	g->n_in = n_in;
 	next_back[n_code] = n_code;
 	for (uint32_t i = n_code; i-- > 0;) {
 		int32_t d;
@@ -2161,6 +2231,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		if (branch_d(&g->xf->code[i], &d)) {
 			target[i + d] |= d <= 0 ? 2 : 1;     /* 2: a loop head */
 			into_sum[i + d]++;
+			n_in[i + d]++;
 			if (d <= 0)
 				next_back[i] = i;
 		}
@@ -2191,6 +2262,12 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	free(target);
 	free(into_sum);
 	free(next_back);
+	free(n_in);
+	free(g->in_n);
+	free(g->in_cmp);
+	g->in_n = NULL;
+	g->in_cmp = NULL;
+	g->n_in = NULL;
 	free(g->reg_of);
 	if (g->unsupported)
 		return 0;
