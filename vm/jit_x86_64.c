@@ -164,10 +164,11 @@ static void emit_align(struct emit *e, unsigned to)
 	}
 }
 
-/* An r/m operand: a register, or memory at [base + index + disp]. */
+/* An r/m operand: a register, or memory at [base + index * 2^scale + disp]. */
 struct rm {
 	int8_t reg;                    /* register operand, or -1 for memory */
 	int8_t base, index;            /* memory: base register, index register or -1 */
+	uint8_t scale;                 /* 0..3, with an index */
 	int32_t disp;
 };
 static struct rm rm_reg(int r) { return (struct rm){ .reg = (int8_t)r, .base = -1, .index = -1 }; }
@@ -206,7 +207,7 @@ static void emit_modrm_rm(struct emit *e, int reg, struct rm m)
 	if (m.index >= 0 || (m.base & 7) == RSP) {
 		emit_modrm(e, mod, reg, 4);
 		int idx = m.index >= 0 ? m.index : RSP;          /* index 100: none */
-		emit1(e, (unsigned)((idx & 7) << 3 | (m.base & 7)));
+		emit1(e, (unsigned)(m.scale << 6 | (idx & 7) << 3 | (m.base & 7)));
 	} else {
 		emit_modrm(e, mod, reg, m.base);
 	}
@@ -402,6 +403,10 @@ struct cg {
 	struct flagcmp *in_cmp;        /* per xinsn: the compare its incoming branches left */
 	uint32_t *in_n;                /* per xinsn: how many did, UINT32_MAX: one left another */
 	const uint32_t *n_in;          /* per xinsn: branches (branch_d) to it */
+	/* Per xinsn, the slots live after it (a bitset of live_words words each; NULL: take
+	 * every slot as live), for the folds of gen_fold */
+	uint64_t *live;
+	uint32_t live_words;
 	/* gen_range's first xinsn while it runs (else UINT32_MAX): a backward branch to an xinsn
 	 * from there on knows its target's final address and takes the short form if it fits */
 	uint32_t range_lo;
@@ -1513,6 +1518,65 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	}
 }
 
+static bool dead_after(const struct cg *g, uint32_t i, int32_t s);
+
+/* Is x a binary ALU xop of the XBIN list (not a comparison), and its immediate form? */
+static bool is_alu(const struct xinsn *x, bool *ri)
+{
+	switch ((enum xop)x->op) {
+	case X_ADD_RR: case X_SUB_RR: case X_AND_RR: case X_OR_RR: case X_XOR_RR:
+	case X_MUL_RR: case X_SHL_RR: case X_SHRU_RR: case X_SHRS_RR:
+		*ri = false;
+		return true;
+	case X_ADD_RI: case X_SUB_RI: case X_AND_RI: case X_OR_RI: case X_XOR_RI:
+	case X_MUL_RI: case X_SHL_RI: case X_SHRU_RI: case X_SHRS_RI:
+		*ri = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Two xinsns x (number g->xi) and y, nothing branching between, where x's result t is read
+ * by y alone and dead after it (compute_live): clang's BPF code goes through such
+ * temporaries, which cost a mov or an instruction of their own.
+ *   t = b op c; a = t op' k    ->  a = b op c; a = a op' k   (btree's mid = (lo + hi) >> 1)
+ *   t = b << k; a = c + t      ->  lea a, [c + b * 2^k]      (btree's node + 4 * mid)
+ * Neither can trap; 0 when the pair does not fit. */
+static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
+{
+	bool xri, yri;
+	if (!is_alu(x, &xri) || !is_alu(y, &yri) || !dead_after(g, g->xi + 1, x->a))
+		return 0;
+	int32_t t = x->a;
+	if (yri && y->b == t && y->a != t) {
+		struct xinsn x2 = *x, y2 = *y;
+		x2.a = y->a;
+		y2.b = y->a;
+		gen_insn(g, &x2);
+		g->xi++;
+		gen_insn(g, &y2);
+		return 1;
+	}
+	if (x->op == X_SHL_RI && (x->imm & 63) >= 1 && (x->imm & 63) <= 3 && y->op == X_ADD_RR &&
+	    (y->b == t) != (y->c == t) && x->b != t) {
+		int32_t c = y->b == t ? y->c : y->b;
+		struct rm mb = src_slot(g, x->b), mc = src_slot(g, c);
+		int d = work_reg(g, y->a);
+		if (mb.reg < 0 || mc.reg < 0 || mb.reg == RSP)
+			return 0;
+		uint32_t start = (uint32_t)g->e.len;
+		struct rm m = rm_idx(mc.reg, mb.reg);
+		m.scale = (uint8_t)(x->imm & 63);
+		emit_op(&g->e, OP_W, 0x8d, d, m);              /* lea d, [c + b * 2^k] */
+		g->xi++;
+		store_slot(g, y->a, d);
+		keep_zf(g, start, y->a);
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- which slots live in registers ----
  * Each slot scores the instructions that use it, weighted by how deeply they sit in loops
  * (a backward branch from j to t puts t..j one loop deeper); the best N_CACHE_REGS win. */
@@ -1611,6 +1675,69 @@ static bool first_only_written(const struct xinsn *x)
 	default:
 		return false;
 	}
+}
+
+/* ---- which slots are dead ----
+ * Backward liveness over the function's xinsns: live[i] holds the slots some path from
+ * xinsn i on reads before writing them.  An xinsn slot_uses knows nothing of (calls,
+ * helpers, hooks, trap, reti: their operands go through memory) reads every slot; a ret
+ * or a trap ends the frame, which nothing reads afterwards (a trap reports no slot, a
+ * caller takes the result in rax).  Only the destination of an operation that does not
+ * read it first (first_only_written) is killed. */
+#define LIVE_MAX_WORDS (1u << 20)      /* bitset words for one function, at most */
+
+static void compute_live(struct cg *g)
+{
+	const struct xfunc *xf = g->xf;
+	uint32_t n = xf->n_code, w = (xf->n_slots + 63) / 64;
+	g->live = NULL;
+	g->live_words = w;
+	if (n == 0 || w == 0 || (uint64_t)(n + 1) * w > LIVE_MAX_WORDS)
+		return;
+	uint64_t *live = calloc((size_t)(n + 1) * w, sizeof *live);   /* live[n]: none */
+	if (!live)
+		return;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (uint32_t i = n; i-- > 0;) {
+			const struct xinsn *x = &xf->code[i];
+			uint64_t *in = live + (size_t)i * w;
+			int32_t d = 0, s[4];
+			bool br = branch_d(x, &d);
+			bool fall = x->op != X_JMP && x->op != X_JMPB && x->op != X_RET &&
+			            x->op != X_RETI && x->op != X_TRAP;
+			unsigned ns = x->op == X_JMP || x->op == X_JMPB ? 0 : slot_uses(x, s);
+			bool all = ns == 0 && x->op != X_JMP && x->op != X_JMPB;
+			for (unsigned r = 0; r < ns; r++)
+				all |= s[r] < 0 || (uint32_t)s[r] >= xf->n_slots;
+			bool w0 = ns > 0 && first_only_written(x);
+			for (uint32_t k = 0; k < w; k++) {
+				uint64_t v = 0;
+				if (fall)
+					v |= live[(size_t)(i + 1) * w + k];
+				if (br)
+					v |= live[(size_t)(i + (uint32_t)d) * w + k];
+				if (w0 && (uint32_t)s[0] / 64 == k)
+					v &= ~(1ull << (s[0] % 64));
+				for (unsigned r = w0 ? 1 : 0; r < ns; r++)
+					if ((uint32_t)s[r] / 64 == k)
+						v |= 1ull << (s[r] % 64);
+				if (all)
+					v = ~0ull;
+				changed |= v != in[k];
+				in[k] = v;
+			}
+		}
+	}
+	g->live = live;
+}
+
+/* Whether slot s is dead after xinsn i, which neither branches nor ends the function. */
+static bool dead_after(const struct cg *g, uint32_t i, int32_t s)
+{
+	if (!g->live || i + 1 >= g->xf->n_code)
+		return false;
+	return !(g->live[(size_t)(i + 1) * g->live_words + (uint32_t)s / 64] >> (s % 64) & 1);
 }
 
 /* The region a memory xinsn addresses, or -1 (out never counts: its length moves). */
@@ -2176,7 +2303,7 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		    same_cmp(&g->in_cmp[i], &g->cmp))
 			g->cmp_end = (uint32_t)g->e.len;
 		g->in_n[i] = 0;                /* a second copy of the code counts again */
-		if (i + 1 < hi && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
+		if (i + 1 < hi && !target[i + 1] && (gen_ld8u_cmp(g, x, x + 1) || gen_fold(g, x, x + 1))) {
 			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
 		}
@@ -2238,6 +2365,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	}
 	for (uint32_t i = 1; i <= n_code; i++)
 		into_sum[i] += into_sum[i - 1];
+	compute_live(g);               /* NULL when it cannot: every slot live */
 	emit_align(&g->e, JIT_ALIGN);
 	j->func_off[fi] = (uint32_t)g->e.len;
 	forget(g);
@@ -2263,6 +2391,8 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	free(into_sum);
 	free(next_back);
 	free(n_in);
+	free(g->live);
+	g->live = NULL;
 	free(g->in_n);
 	free(g->in_cmp);
 	g->in_n = NULL;
