@@ -1543,13 +1543,27 @@ static bool is_alu(const struct xinsn *x, bool *ri)
  *   t = b op c; a = t op' k    ->  a = b op c; a = a op' k   (btree's mid = (lo + hi) >> 1)
  *   t = b << k; a = c + t      ->  lea a, [c + b * 2^k]      (btree's node + 4 * mid)
  * Neither can trap; 0 when the pair does not fit. */
-static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
+static int fold_kind(const struct cg *g, uint32_t i)
 {
+	const struct xinsn *x = &g->xf->code[i], *y = x + 1;
 	bool xri, yri;
-	if (!is_alu(x, &xri) || !is_alu(y, &yri) || !dead_after(g, g->xi + 1, x->a))
+	if (i + 1 >= g->xf->n_code || !is_alu(x, &xri) || !is_alu(y, &yri) ||
+	    !dead_after(g, i + 1, x->a))
 		return 0;
 	int32_t t = x->a;
-	if (yri && y->b == t && y->a != t) {
+	if (yri && y->b == t && y->a != t)
+		return 1;
+	if (x->op == X_SHL_RI && (x->imm & 63) >= 1 && (x->imm & 63) <= 3 && y->op == X_ADD_RR &&
+	    (y->b == t) != (y->c == t) && x->b != t)
+		return 2;
+	return 0;
+}
+
+static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
+{
+	int kind = fold_kind(g, g->xi);
+	int32_t t = x->a;
+	if (kind == 1) {
 		struct xinsn x2 = *x, y2 = *y;
 		x2.a = y->a;
 		y2.b = y->a;
@@ -1558,15 +1572,23 @@ static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
 		gen_insn(g, &y2);
 		return 1;
 	}
-	if (x->op == X_SHL_RI && (x->imm & 63) >= 1 && (x->imm & 63) <= 3 && y->op == X_ADD_RR &&
-	    (y->b == t) != (y->c == t) && x->b != t) {
+	if (kind == 2) {
 		int32_t c = y->b == t ? y->c : y->b;
-		struct rm mb = src_slot(g, x->b), mc = src_slot(g, c);
 		int d = work_reg(g, y->a);
-		if (mb.reg < 0 || mc.reg < 0 || mb.reg == RSP)
-			return 0;
 		uint32_t start = (uint32_t)g->e.len;
-		struct rm m = rm_idx(mc.reg, mb.reg);
+		struct rm mb = src_slot(g, x->b);
+		int rb = mb.reg;
+		if (rb < 0) {
+			emit_mov_r_rm(&g->e, RAX, mb);
+			rb = RAX;
+		}
+		struct rm mc = src_slot(g, c);             /* after b's load: forwarding */
+		int rc = mc.reg;
+		if (rc < 0) {
+			emit_mov_r_rm(&g->e, RCX, mc);
+			rc = RCX;
+		}
+		struct rm m = rm_idx(rc, rb);
 		m.scale = (uint8_t)(x->imm & 63);
 		emit_op(&g->e, OP_W, 0x8d, d, m);              /* lea d, [c + b * 2^k] */
 		g->xi++;
@@ -1845,11 +1867,18 @@ static int choose_cached(struct cg *g)
 	free(stamp);
 	for (uint32_t i = 0; i < xf->n_code; i++) {
 		int32_t d;
-		if (branch_d(&xf->code[i], &d) && d <= 0) {
-			loop[i + d]++;
-			loop[i + 1]--;
+		if (branch_d(&xf->code[i], &d)) {
+			carried[i + d] |= 0x80;       /* a branch lands there: no fold across */
+			if (d <= 0) {
+				loop[i + d]++;
+				loop[i + 1]--;
+			}
 		}
 	}
+	/* a temporary gen_fold leaves out scores nothing for its write and its one read
+	 * (btree: 4 * mid gives way to the node region's base) */
+	compute_live(g);
+	int32_t gone = -1;             /* the slot folded away between xinsns i - 1 and i */
 	int32_t depth = 0;
 	for (uint32_t i = 0; i < xf->n_code; i++) {
 		int32_t s[4];
@@ -1862,8 +1891,11 @@ static int choose_cached(struct cg *g)
 		 * there, gave way to a counter its outer loops read and write back each time);
 		 * a read of a value carried around a loop counts twice more (mark_carried) */
 		bool w0 = first_only_written(&xf->code[i]);
+		int32_t fold_t = !(carried[i + 1] & 0x80) && fold_kind(g, i) ? xf->code[i].a : -1;
 		for (unsigned k = 0; k < n; k++)
-			score[s[k]] += (k == 0 && w0 ? w : 2 * w) + (carried[i] >> k & 1 ? 2 * w : 0);
+			if (s[k] != gone && (k != 0 || s[k] != fold_t))
+				score[s[k]] += (k == 0 && w0 ? w : 2 * w) + (carried[i] >> k & 1 ? 2 * w : 0);
+		gone = fold_t;
 		int r = region_use(&xf->code[i]);
 		if (r >= 0) {
 			rscore[r] += 2 * w;           /* base and length are read */
@@ -1903,6 +1935,8 @@ static int choose_cached(struct cg *g)
 		g->reg_of[best] = (int8_t)cache_regs[n_regs++];
 		g->cached[g->n_cached++] = (int32_t)best;
 	}
+	free(g->live);
+	g->live = NULL;
 	free(loop);
 	free(score);
 	free(carried);
