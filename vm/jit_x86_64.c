@@ -1333,7 +1333,8 @@ static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint3
  * is one compare with rsp_limit (set by the trampoline).  A counter in the context cost a
  * read-modify-write before and after every call, one chain through memory across all calls
  * of the run (fib). */
-static void gen_call(struct cg *g, const struct xinsn *x)
+/* A call; with in_rax its result stays in rax, slot a untouched (gen_fold). */
+static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
 {
 	struct emit *e = &g->e;
 	uint32_t callee = (uint32_t)x->imm;
@@ -1382,7 +1383,8 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 	emit4(e, 0);
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FP), 8 * x->a);
 	reload_all_but(g, x->a);                                 /* slot a: the result, below */
-	store_slot(g, x->a, RAX);
+	if (!in_rax)
+		store_slot(g, x->a, RAX);
 }
 
 static void gen_trap(struct cg *g, const struct xinsn *x)
@@ -1487,7 +1489,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_OUTB: gen_helper(g, h_outb, x->a, 0, 0); break;
 	case X_OUTQ: gen_helper(g, h_outq, x->a, 0, 0); break;
 	case X_HCALL: gen_helper_fuel(g, h_hcall, x->a, (uint32_t)x->imm, 0, true); break;
-	case X_CALL: gen_call(g, x); break;
+	case X_CALL: gen_call(g, x, false); break;
 	case X_TRAP: gen_trap(g, x); break;
 	case X_RET: gen_ret(g, x, 0); break;
 	case X_RETI: gen_ret(g, x, 1); break;
@@ -1542,15 +1544,31 @@ static bool is_alu(const struct xinsn *x, bool *ri)
  * temporaries, which cost a mov or an instruction of their own.
  *   t = b op c; a = t op' k    ->  a = b op c; a = a op' k   (btree's mid = (lo + hi) >> 1)
  *   t = b << k; a = c + t      ->  lea a, [c + b * 2^k]      (btree's node + 4 * mid)
+ *   t = call f; a = b op t     ->  call f; op a, rax         (fib's s += fib(n - 1))
+ *   t = call f; a = t          ->  call f; mov a, rax
+ *   t = b op c; ret t          ->  rax = b op c; ret         (fib's return n + s)
  * Neither can trap; 0 when the pair does not fit. */
 static int fold_kind(const struct cg *g, uint32_t i)
 {
 	const struct xinsn *x = &g->xf->code[i], *y = x + 1;
 	bool xri, yri;
-	if (i + 1 >= g->xf->n_code || !is_alu(x, &xri) || !is_alu(y, &yri) ||
-	    !dead_after(g, i + 1, x->a))
+	if (i + 1 < g->xf->n_code && y->op == X_RET && y->b == x->a && x->b != x->a &&
+	    (x->op == X_ADD_RI || x->op == X_SUB_RI || x->op == X_AND_RI || x->op == X_OR_RI ||
+	     x->op == X_XOR_RI || ((x->op == X_ADD_RR || x->op == X_SUB_RR || x->op == X_AND_RR ||
+	                            x->op == X_OR_RR || x->op == X_XOR_RR) && x->c != x->a)))
+		return 4;
+	if (i + 1 < g->xf->n_code && x->op == X_CALL && y->op == X_MOV && y->b == x->a &&
+	    y->a != x->a && dead_after(g, i + 1, x->a))
+		return 3;
+	if (i + 1 >= g->xf->n_code || !is_alu(y, &yri) || !dead_after(g, i + 1, x->a))
 		return 0;
 	int32_t t = x->a;
+	if (x->op == X_CALL)           /* a is where the callee's frame starts: not renamed */
+		return !yri && y->a != t && y->b != y->c && (y->b == t || y->c == t) &&
+		       (y->op == X_ADD_RR || y->op == X_SUB_RR || y->op == X_AND_RR ||
+		        y->op == X_OR_RR || y->op == X_XOR_RR) ? 3 : 0;
+	if (!is_alu(x, &xri))
+		return 0;
 	if (yri && y->b == t && y->a != t)
 		return 1;
 	if (x->op == X_SHL_RI && (x->imm & 63) >= 1 && (x->imm & 63) <= 3 && y->op == X_ADD_RR &&
@@ -1563,6 +1581,29 @@ static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
 {
 	int kind = fold_kind(g, g->xi);
 	int32_t t = x->a;
+	if (kind == 3 && g->reg_of[y->a] >= 0) {
+		/* the result in rax for y, which computes in a's register (rax is its scratch
+		 * register only for a slot in memory) */
+		gen_call(g, x, true);
+		g->xi++;
+		int8_t r = g->reg_of[t];
+		g->reg_of[t] = RAX;
+		gen_insn(g, y);
+		g->reg_of[t] = r;
+		g->mov_end = UINT32_MAX;       /* a mov t = a next is no longer nothing to do */
+		return 1;
+	}
+	if (kind == 4) {
+		/* computed in rax, where ret wants it (t is neither operand: its old value is
+		 * not in rax) */
+		int8_t r = g->reg_of[t];
+		g->reg_of[t] = RAX;
+		gen_insn(g, x);
+		g->xi++;
+		gen_insn(g, y);
+		g->reg_of[t] = r;
+		return 1;
+	}
 	if (kind == 1) {
 		struct xinsn x2 = *x, y2 = *y;
 		x2.a = y->a;
