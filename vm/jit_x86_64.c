@@ -1749,17 +1749,17 @@ static bool first_only_written(const struct xinsn *x)
  * read it first (first_only_written) is killed. */
 #define LIVE_MAX_WORDS (1u << 20)      /* bitset words for one function, at most */
 
-static void compute_live(struct cg *g)
+static int compute_live(struct cg *g)
 {
 	const struct xfunc *xf = g->xf;
 	uint32_t n = xf->n_code, w = (xf->n_slots + 63) / 64;
 	g->live = NULL;
 	g->live_words = w;
 	if (n == 0 || w == 0 || (uint64_t)(n + 1) * w > LIVE_MAX_WORDS)
-		return;
+		return 0;
 	uint64_t *live = calloc((size_t)(n + 1) * w, sizeof *live);   /* live[n]: none */
 	if (!live)
-		return;
+		return -VM_ENOMEM;
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (uint32_t i = n; i-- > 0;) {
@@ -1793,6 +1793,7 @@ static void compute_live(struct cg *g)
 		}
 	}
 	g->live = live;
+	return 0;
 }
 
 /* Whether slot s is dead after xinsn i, which neither branches nor ends the function. */
@@ -1917,8 +1918,14 @@ static int choose_cached(struct cg *g)
 		}
 	}
 	/* a temporary gen_fold leaves out scores nothing for its write and its one read
-	 * (btree: 4 * mid gives way to the node region's base) */
-	compute_live(g);
+	 * (btree: 4 * mid gives way to the node region's base); the same every time, since
+	 * calls rely on it (arg_registers) */
+	if (compute_live(g) != 0) {
+		free(loop);
+		free(score);
+		free(carried);
+		return -VM_ENOMEM;
+	}
 	int32_t gone = -1;             /* the slot folded away between xinsns i - 1 and i */
 	int32_t depth = 0;
 	for (uint32_t i = 0; i < xf->n_code; i++) {
@@ -2357,6 +2364,7 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 	gen_range(g, v->head, v->back + 1, target);
 	g->slow_head = UINT32_MAX;
 	g->xoff[v->head] = guard;      /* where every way into the loop goes */
+	forget(g);                     /* the fast copy's exit arrives after the loop too */
 }
 
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
@@ -2440,7 +2448,8 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	}
 	for (uint32_t i = 1; i <= n_code; i++)
 		into_sum[i] += into_sum[i - 1];
-	compute_live(g);               /* NULL when it cannot: every slot live */
+	if (compute_live(g) != 0)      /* no folds then (choose_cached made its choice) */
+		g->live = NULL;
 	emit_align(&g->e, JIT_ALIGN);
 	j->func_off[fi] = (uint32_t)g->e.len;
 	forget(g);
