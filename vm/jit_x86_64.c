@@ -1177,6 +1177,11 @@ static int offset_reg(struct cg *g, int32_t s, int64_t disp)
 {
 	if (disp == 0 && g->reg_of[s] >= 0)
 		return g->reg_of[s];
+	struct rm ms = src_slot(g, s);
+	if (disp != 0 && fits32(disp) && ms.reg >= 0) {
+		emit_op(&g->e, OP_W, 0x8d, RAX, rm_mem(ms.reg, (int32_t)disp));   /* lea rax, [s + disp] */
+		return RAX;
+	}
 	load_slot(g, RAX, s);
 	if (disp == 0)
 		return RAX;
