@@ -1630,9 +1630,9 @@ static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
 		}
 		struct rm mc = src_slot(g, c);             /* after b's load: forwarding */
 		int rc = mc.reg;
-		if (rc < 0) {
-			emit_mov_r_rm(&g->e, RCX, mc);
-			rc = RCX;
+		if (rc < 0) {                              /* b may be forwarded in rcx */
+			rc = rb == RCX ? RDX : RCX;
+			emit_mov_r_rm(&g->e, rc, mc);
 		}
 		struct rm m = rm_idx(rc, rb);
 		m.scale = (uint8_t)(x->imm & 63);
