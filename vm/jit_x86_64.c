@@ -164,10 +164,11 @@ static void emit_align(struct emit *e, unsigned to)
 	}
 }
 
-/* An r/m operand: a register, or memory at [base + index + disp]. */
+/* An r/m operand: a register, or memory at [base + index * 2^scale + disp]. */
 struct rm {
 	int8_t reg;                    /* register operand, or -1 for memory */
 	int8_t base, index;            /* memory: base register, index register or -1 */
+	uint8_t scale;                 /* 0..3, with an index */
 	int32_t disp;
 };
 static struct rm rm_reg(int r) { return (struct rm){ .reg = (int8_t)r, .base = -1, .index = -1 }; }
@@ -206,7 +207,7 @@ static void emit_modrm_rm(struct emit *e, int reg, struct rm m)
 	if (m.index >= 0 || (m.base & 7) == RSP) {
 		emit_modrm(e, mod, reg, 4);
 		int idx = m.index >= 0 ? m.index : RSP;          /* index 100: none */
-		emit1(e, (unsigned)((idx & 7) << 3 | (m.base & 7)));
+		emit1(e, (unsigned)(m.scale << 6 | (idx & 7) << 3 | (m.base & 7)));
 	} else {
 		emit_modrm(e, mod, reg, m.base);
 	}
@@ -341,6 +342,11 @@ struct vloop {
 	int64_t need[VLOOP_MAX_REGIONS];   /* region[k] must hold n + need[k] bytes */
 };
 
+struct flagcmp {
+	int32_t b, c;                  /* c: -1 for an immediate */
+	int64_t imm;
+};
+
 struct cg {
 	struct emit e;
 	const struct vm_prog *prog;
@@ -383,9 +389,24 @@ struct cg {
 	int32_t mov_a, mov_b;
 	/* Where the flags last said whether slot zf_slot is zero: the end of the add, sub, and,
 	 * or, xor that computed it, or of movs after it (which leave the flags alone).  A test
-	 * of that slot against zero for == or != right there is left out (emit_test_zero). */
+	 * of that slot against zero for == or != right there is left out (emit_jcc_cmp). */
 	uint32_t zf_end;               /* UINT32_MAX: none */
 	int32_t zf_slot;
+	/* Where the flags last held a compare of two slots or of a slot and an immediate (a
+	 * conditional branch's, or after movs of other slots and lea forms of add and sub that
+	 * leave them), and what it compared: a branch on the same compare right there needs no
+	 * cmp (gen_jcc).  Across a forward branch's target too when every branch to it and the
+	 * code falling into it agree (in_n, n_in): btree's search step tests its compare twice,
+	 * in clang's code, on both sides of a join. */
+	uint32_t cmp_end;              /* UINT32_MAX: none */
+	struct flagcmp cmp;
+	struct flagcmp *in_cmp;        /* per xinsn: the compare its incoming branches left */
+	uint32_t *in_n;                /* per xinsn: how many did, UINT32_MAX: one left another */
+	const uint32_t *n_in;          /* per xinsn: branches (branch_d) to it */
+	/* Per xinsn, the slots live after it (a bitset of live_words words each; NULL: take
+	 * every slot as live), for the folds of gen_fold */
+	uint64_t *live;
+	uint32_t live_words;
 	/* gen_range's first xinsn while it runs (else UINT32_MAX): a backward branch to an xinsn
 	 * from there on knows its target's final address and takes the short form if it fits */
 	uint32_t range_lo;
@@ -417,9 +438,30 @@ static void add_jump(struct cg *g, uint32_t at, uint32_t target)
 		g->jumps[g->n_jumps++] = (struct jump){ at, target };
 }
 
+static bool same_cmp(const struct flagcmp *p, const struct flagcmp *q)
+{
+	return p->b == q->b && p->c == q->c && p->imm == q->imm;
+}
+
+/* A jump to xinsn target is being emitted here: note what the flags hold (cmp_end), or that
+ * they hold something else, for its target's join (gen_range). */
+static void note_in(struct cg *g, uint32_t target)
+{
+	if (!g->in_n || g->in_n[target] == UINT32_MAX)
+		return;
+	if (g->cmp_end != g->e.len ||
+	    (g->in_n[target] && !same_cmp(&g->in_cmp[target], &g->cmp))) {
+		g->in_n[target] = UINT32_MAX;
+		return;
+	}
+	g->in_cmp[target] = g->cmp;
+	g->in_n[target]++;
+}
+
 /* jcc to xinsn `target` of this function (patched once every xinsn has its address). */
 static void emit_jcc_x(struct cg *g, int cc, uint32_t target)
 {
+	note_in(g, target);
 	add_jump(g, emit_jcc(&g->e, cc), target);
 }
 
@@ -450,6 +492,7 @@ static void forget(struct cg *g)
 	g->fwd_end = UINT32_MAX;
 	g->mov_end = UINT32_MAX;
 	g->zf_end = UINT32_MAX;
+	g->cmp_end = UINT32_MAX;
 }
 
 /* A forward branch inside a template: emit_skip, then emit_land where it lands. */
@@ -554,6 +597,16 @@ static void reload_for_helper(struct cg *g, int32_t a)
 
 /* ---- templates ---- */
 
+/* After a mov (or several, or a lea) emitted from `start` on that leaves slot a, the flags
+ * still say what they said of slot zf_slot, or of the compare cmp, unless that reads a. */
+static void keep_zf(struct cg *g, uint32_t start, int32_t a)
+{
+	if (g->zf_end == start && g->zf_slot != a)
+		g->zf_end = (uint32_t)g->e.len;
+	if (g->cmp_end == start && g->cmp.b != a && g->cmp.c != a)
+		g->cmp_end = (uint32_t)g->e.len;
+}
+
 /* a = b op c / a = b op imm, for add, sub, and, or, xor */
 static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 {
@@ -575,17 +628,23 @@ static void gen_alu(struct cg *g, const struct xinsn *x, enum alu op, int ri)
 	}
 	/* a = b + imm, a = b + c into another register, b and c in registers: one lea instead
 	 * of a mov and an add (nothing reads the flags an ALU template leaves) */
+	/* ... and in place too while the flags hold a compare of other slots, which the lea
+	 * leaves for a branch on the same compare (btree's lo = mid + 1 between two) */
 	struct rm mb = src_slot(g, x->b);
-	if (mb.reg >= 0 && mb.reg != t && ri && (op == ALU_ADD || op == ALU_SUB) &&
+	uint32_t start = (uint32_t)e->len;
+	bool keep = g->cmp_end == start && g->cmp.b != x->a && g->cmp.c != x->a;
+	if (mb.reg >= 0 && (mb.reg != t || keep) && ri && (op == ALU_ADD || op == ALU_SUB) &&
 	    x->imm != INT64_MIN && fits32(op == ALU_ADD ? x->imm : -x->imm)) {
 		emit_op(e, OP_W, 0x8d, t, rm_mem(mb.reg, (int32_t)(op == ALU_ADD ? x->imm : -x->imm)));
 		store_slot(g, x->a, t);
+		keep_zf(g, start, x->a);
 		return;
 	}
 	if (mb.reg >= 0 && mb.reg != t && !ri && op == ALU_ADD && g->reg_of[x->c] >= 0 &&
 	    g->reg_of[x->c] != t && g->reg_of[x->c] != RSP) {
 		emit_op(e, OP_W, 0x8d, t, rm_idx(mb.reg, g->reg_of[x->c]));   /* lea t, [b + c] */
 		store_slot(g, x->a, t);
+		keep_zf(g, start, x->a);
 		return;
 	}
 	if (!ri && x->b != x->c && g->reg_of[x->c] == t)
@@ -703,15 +762,6 @@ static void emit_cmp_slots(struct cg *g, int32_t b, int32_t c, int64_t imm, int 
 	}
 }
 
-/* Flags for slot b == 0 or != 0 (ZF only): nothing when the add, sub, and, or, xor that
- * computed b left them (zf_end: varint's b & 0x80 before its loop test, rsort's j - 1). */
-static void emit_test_zero(struct cg *g, int32_t b)
-{
-	if (g->zf_end == g->e.len && g->zf_slot == b)
-		return;
-	emit_cmp_slots(g, b, 0, 0, 1);
-}
-
 /* a = (b cc c) ? 1 : 0, as  xor d, d; cmp b, c; setcc d8.  Zeroing d first (before the
  * compare, since xor sets flags) keeps setcc from merging into d's old value, which would
  * chain every comparison to whatever last wrote d.  d is a's register unless the compare
@@ -824,14 +874,6 @@ static void gen_eqz(struct cg *g, const struct xinsn *x)
 #define UN_SEXT16(g, x) gen_sext(g, x, 0x0fbf)       /* movsx r64, r/m16 */
 #define UN_SEXT32(g, x) gen_sext(g, x, 0x63)         /* movsxd r64, r/m32 */
 #define UN_EQZ(g, x)    gen_eqz(g, x)
-
-/* After a mov (or several) emitted from `start` on that leaves slot a, the flags still say
- * what they said of slot zf_slot unless that is a. */
-static void keep_zf(struct cg *g, uint32_t start, int32_t a)
-{
-	if (g->zf_end == start && g->zf_slot != a)
-		g->zf_end = (uint32_t)g->e.len;
-}
 
 static void gen_mov(struct cg *g, const struct xinsn *x)
 {
@@ -1044,13 +1086,30 @@ static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 		emit_land(g, skip);
 }
 
+/* A conditional branch on b cc c (or imm): the compare, unless the flags hold it already
+ * (cmp_end); they still do after the branch, where it falls through. */
+static void emit_jcc_cmp(struct cg *g, const struct xinsn *x, enum cc cc, int32_t c,
+                         int64_t imm, int back)
+{
+	struct flagcmp want = { x->b, c, c < 0 ? imm : 0 };
+	bool have = g->cmp_end == g->e.len && same_cmp(&g->cmp, &want);
+	if (!have && c < 0 && imm == 0 && (cc == CC_E || cc == CC_NE) &&
+	    g->zf_end == g->e.len && g->zf_slot == x->b) {
+		emit_branch(g, x, cc, back);               /* ZF of the ALU op that computed b */
+		return;
+	}
+	if (!have)
+		emit_cmp_slots(g, x->b, c, imm, c < 0);    /* test b, b for 0: cmp's flags */
+	g->cmp = want;
+	g->cmp_end = (uint32_t)g->e.len;
+	emit_branch(g, x, cc, back);
+	g->cmp = want;                                 /* what falls through still has them */
+	g->cmp_end = (uint32_t)g->e.len;
+}
+
 static void gen_jcc(struct cg *g, const struct xinsn *x, enum cc cc, int ri, int back)
 {
-	if (ri && x->imm == 0 && (cc == CC_E || cc == CC_NE))
-		emit_test_zero(g, x->b);
-	else
-		emit_cmp_slots(g, x->b, x->c, x->imm, ri);
-	emit_branch(g, x, cc, back);
+	emit_jcc_cmp(g, x, cc, ri ? -1 : x->c, ri ? x->imm : 0, back);
 }
 
 #define CC_EQ  CC_E
@@ -1118,6 +1177,11 @@ static int offset_reg(struct cg *g, int32_t s, int64_t disp)
 {
 	if (disp == 0 && g->reg_of[s] >= 0)
 		return g->reg_of[s];
+	struct rm ms = src_slot(g, s);
+	if (disp != 0 && fits32(disp) && ms.reg >= 0) {
+		emit_op(&g->e, OP_W, 0x8d, RAX, rm_mem(ms.reg, (int32_t)disp));   /* lea rax, [s + disp] */
+		return RAX;
+	}
 	load_slot(g, RAX, s);
 	if (disp == 0)
 		return RAX;
@@ -1274,7 +1338,8 @@ static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint3
  * is one compare with rsp_limit (set by the trampoline).  A counter in the context cost a
  * read-modify-write before and after every call, one chain through memory across all calls
  * of the run (fib). */
-static void gen_call(struct cg *g, const struct xinsn *x)
+/* A call; with in_rax its result stays in rax, slot a untouched (gen_fold). */
+static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
 {
 	struct emit *e = &g->e;
 	uint32_t callee = (uint32_t)x->imm;
@@ -1323,7 +1388,8 @@ static void gen_call(struct cg *g, const struct xinsn *x)
 	emit4(e, 0);
 	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(R_FP), 8 * x->a);
 	reload_all_but(g, x->a);                                 /* slot a: the result, below */
-	store_slot(g, x->a, RAX);
+	if (!in_rax)
+		store_slot(g, x->a, RAX);
 }
 
 static void gen_trap(struct cg *g, const struct xinsn *x)
@@ -1407,10 +1473,10 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_XROT: gen_xrot(g, x); break;
 	case X_JMP: emit_branch(g, x, CC_ALWAYS, 0); break;
 	case X_JMPB: emit_branch(g, x, CC_ALWAYS, 1); break;
-	case X_JZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 0); break;
-	case X_JZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_E, 1); break;
-	case X_JNZ: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 0); break;
-	case X_JNZB: emit_test_zero(g, x->b); emit_branch(g, x, CC_NE, 1); break;
+	case X_JZ: emit_jcc_cmp(g, x, CC_E, -1, 0, 0); break;
+	case X_JZB: emit_jcc_cmp(g, x, CC_E, -1, 0, 1); break;
+	case X_JNZ: emit_jcc_cmp(g, x, CC_NE, -1, 0, 0); break;
+	case X_JNZB: emit_jcc_cmp(g, x, CC_NE, -1, 0, 1); break;
 	case X_LD8U_JEQ_I: gen_ld8u_jcc(g, x, CC_E); break;
 	case X_LD8U_JNE_I: gen_ld8u_jcc(g, x, CC_NE); break;
 	case X_RLEN: gen_rlen(g, x, (unsigned)x->c); break;
@@ -1428,7 +1494,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_OUTB: gen_helper(g, h_outb, x->a, 0, 0); break;
 	case X_OUTQ: gen_helper(g, h_outq, x->a, 0, 0); break;
 	case X_HCALL: gen_helper_fuel(g, h_hcall, x->a, (uint32_t)x->imm, 0, true); break;
-	case X_CALL: gen_call(g, x); break;
+	case X_CALL: gen_call(g, x, false); break;
 	case X_TRAP: gen_trap(g, x); break;
 	case X_RET: gen_ret(g, x, 0); break;
 	case X_RETI: gen_ret(g, x, 1); break;
@@ -1457,6 +1523,126 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 		break;
 	}
 	}
+}
+
+static bool dead_after(const struct cg *g, uint32_t i, int32_t s);
+
+/* Is x a binary ALU xop of the XBIN list (not a comparison), and its immediate form? */
+static bool is_alu(const struct xinsn *x, bool *ri)
+{
+	switch ((enum xop)x->op) {
+	case X_ADD_RR: case X_SUB_RR: case X_AND_RR: case X_OR_RR: case X_XOR_RR:
+	case X_MUL_RR: case X_SHL_RR: case X_SHRU_RR: case X_SHRS_RR:
+		*ri = false;
+		return true;
+	case X_ADD_RI: case X_SUB_RI: case X_AND_RI: case X_OR_RI: case X_XOR_RI:
+	case X_MUL_RI: case X_SHL_RI: case X_SHRU_RI: case X_SHRS_RI:
+		*ri = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Two xinsns x (number g->xi) and y, nothing branching between, where x's result t is read
+ * by y alone and dead after it (compute_live): clang's BPF code goes through such
+ * temporaries, which cost a mov or an instruction of their own.
+ *   t = b op c; a = t op' k    ->  a = b op c; a = a op' k   (btree's mid = (lo + hi) >> 1)
+ *   t = b << k; a = c + t      ->  lea a, [c + b * 2^k]      (btree's node + 4 * mid)
+ *   t = call f; a = b op t     ->  call f; op a, rax         (fib's s += fib(n - 1))
+ *   t = call f; a = t          ->  call f; mov a, rax
+ *   t = b op c; ret t          ->  rax = b op c; ret         (fib's return n + s)
+ * Neither can trap; 0 when the pair does not fit. */
+static int fold_kind(const struct cg *g, uint32_t i)
+{
+	const struct xinsn *x = &g->xf->code[i], *y = x + 1;
+	bool xri, yri;
+	if (i + 1 < g->xf->n_code && y->op == X_RET && y->b == x->a && x->b != x->a &&
+	    (x->op == X_ADD_RI || x->op == X_SUB_RI || x->op == X_AND_RI || x->op == X_OR_RI ||
+	     x->op == X_XOR_RI || ((x->op == X_ADD_RR || x->op == X_SUB_RR || x->op == X_AND_RR ||
+	                            x->op == X_OR_RR || x->op == X_XOR_RR) && x->c != x->a)))
+		return 4;
+	if (i + 1 < g->xf->n_code && x->op == X_CALL && y->op == X_MOV && y->b == x->a &&
+	    y->a != x->a && dead_after(g, i + 1, x->a))
+		return 3;
+	if (i + 1 >= g->xf->n_code || !is_alu(y, &yri) || !dead_after(g, i + 1, x->a))
+		return 0;
+	int32_t t = x->a;
+	if (x->op == X_CALL)           /* a is where the callee's frame starts: not renamed */
+		return !yri && y->a != t && y->b != y->c && (y->b == t || y->c == t) &&
+		       (y->op == X_ADD_RR || y->op == X_SUB_RR || y->op == X_AND_RR ||
+		        y->op == X_OR_RR || y->op == X_XOR_RR) ? 3 : 0;
+	if (!is_alu(x, &xri))
+		return 0;
+	if (yri && y->b == t && y->a != t)
+		return 1;
+	if (x->op == X_SHL_RI && (x->imm & 63) >= 1 && (x->imm & 63) <= 3 && y->op == X_ADD_RR &&
+	    (y->b == t) != (y->c == t) && x->b != t)
+		return 2;
+	return 0;
+}
+
+static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
+{
+	int kind = fold_kind(g, g->xi);
+	int32_t t = x->a;
+	if (kind == 3 && g->reg_of[y->a] >= 0) {
+		/* the result in rax for y, which computes in a's register (rax is its scratch
+		 * register only for a slot in memory) */
+		gen_call(g, x, true);
+		g->xi++;
+		int8_t r = g->reg_of[t];
+		g->reg_of[t] = RAX;
+		gen_insn(g, y);
+		g->reg_of[t] = r;
+		g->mov_end = UINT32_MAX;       /* a mov t = a next is no longer nothing to do */
+		return 1;
+	}
+	if (kind == 4) {
+		/* computed in rax, where ret wants it (t is neither operand: its old value is
+		 * not in rax) */
+		int8_t r = g->reg_of[t];
+		g->reg_of[t] = RAX;
+		gen_insn(g, x);
+		g->xi++;
+		gen_insn(g, y);
+		g->reg_of[t] = r;
+		return 1;
+	}
+	if (kind == 1) {
+		struct xinsn x2 = *x, y2 = *y;
+		x2.a = y->a;
+		y2.b = y->a;
+		gen_insn(g, &x2);
+		g->xi++;
+		gen_insn(g, &y2);
+		return 1;
+	}
+	if (kind == 2) {
+		int32_t c = y->b == t ? y->c : y->b;
+		int d = work_reg(g, y->a);
+		uint32_t start = (uint32_t)g->e.len;
+		struct rm mb = src_slot(g, x->b);
+		int rb = mb.reg;
+		if (rb < 0) {
+			emit_mov_r_rm(&g->e, RAX, mb);
+			rb = RAX;
+		}
+		struct rm mc = src_slot(g, c);             /* after b's load: forwarding */
+		int rc = mc.reg;
+		if (rc < 0) {                              /* b may be forwarded in rcx */
+			rc = rb == RCX ? RDX : RCX;
+			emit_mov_r_rm(&g->e, rc, mc);
+		}
+		struct rm m = rm_idx(rc, rb);
+		m.scale = (uint8_t)(x->imm & 63);
+		emit_op(&g->e, OP_W, 0x8d, d, m);              /* lea d, [c + b * 2^k] */
+		g->xi++;
+		store_slot(g, y->a, d);
+		keep_zf(g, start, y->a);
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- which slots live in registers ----
@@ -1557,6 +1743,70 @@ static bool first_only_written(const struct xinsn *x)
 	default:
 		return false;
 	}
+}
+
+/* ---- which slots are dead ----
+ * Backward liveness over the function's xinsns: live[i] holds the slots some path from
+ * xinsn i on reads before writing them.  An xinsn slot_uses knows nothing of (calls,
+ * helpers, hooks, trap, reti: their operands go through memory) reads every slot; a ret
+ * or a trap ends the frame, which nothing reads afterwards (a trap reports no slot, a
+ * caller takes the result in rax).  Only the destination of an operation that does not
+ * read it first (first_only_written) is killed. */
+#define LIVE_MAX_WORDS (1u << 20)      /* bitset words for one function, at most */
+
+static int compute_live(struct cg *g)
+{
+	const struct xfunc *xf = g->xf;
+	uint32_t n = xf->n_code, w = (xf->n_slots + 63) / 64;
+	g->live = NULL;
+	g->live_words = w;
+	if (n == 0 || w == 0 || (uint64_t)(n + 1) * w > LIVE_MAX_WORDS)
+		return 0;
+	uint64_t *live = calloc((size_t)(n + 1) * w, sizeof *live);   /* live[n]: none */
+	if (!live)
+		return -VM_ENOMEM;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (uint32_t i = n; i-- > 0;) {
+			const struct xinsn *x = &xf->code[i];
+			uint64_t *in = live + (size_t)i * w;
+			int32_t d = 0, s[4];
+			bool br = branch_d(x, &d);
+			bool fall = x->op != X_JMP && x->op != X_JMPB && x->op != X_RET &&
+			            x->op != X_RETI && x->op != X_TRAP;
+			unsigned ns = x->op == X_JMP || x->op == X_JMPB ? 0 : slot_uses(x, s);
+			bool all = ns == 0 && x->op != X_JMP && x->op != X_JMPB;
+			for (unsigned r = 0; r < ns; r++)
+				all |= s[r] < 0 || (uint32_t)s[r] >= xf->n_slots;
+			bool w0 = ns > 0 && first_only_written(x);
+			for (uint32_t k = 0; k < w; k++) {
+				uint64_t v = 0;
+				if (fall)
+					v |= live[(size_t)(i + 1) * w + k];
+				if (br)
+					v |= live[(size_t)(i + (uint32_t)d) * w + k];
+				if (w0 && (uint32_t)s[0] / 64 == k)
+					v &= ~(1ull << (s[0] % 64));
+				for (unsigned r = w0 ? 1 : 0; r < ns; r++)
+					if ((uint32_t)s[r] / 64 == k)
+						v |= 1ull << (s[r] % 64);
+				if (all)
+					v = ~0ull;
+				changed |= v != in[k];
+				in[k] = v;
+			}
+		}
+	}
+	g->live = live;
+	return 0;
+}
+
+/* Whether slot s is dead after xinsn i, which neither branches nor ends the function. */
+static bool dead_after(const struct cg *g, uint32_t i, int32_t s)
+{
+	if (!g->live || i + 1 >= g->xf->n_code)
+		return false;
+	return !(g->live[(size_t)(i + 1) * g->live_words + (uint32_t)s / 64] >> (s % 64) & 1);
 }
 
 /* The region a memory xinsn addresses, or -1 (out never counts: its length moves). */
@@ -1664,11 +1914,24 @@ static int choose_cached(struct cg *g)
 	free(stamp);
 	for (uint32_t i = 0; i < xf->n_code; i++) {
 		int32_t d;
-		if (branch_d(&xf->code[i], &d) && d <= 0) {
-			loop[i + d]++;
-			loop[i + 1]--;
+		if (branch_d(&xf->code[i], &d)) {
+			carried[i + d] |= 0x80;       /* a branch lands there: no fold across */
+			if (d <= 0) {
+				loop[i + d]++;
+				loop[i + 1]--;
+			}
 		}
 	}
+	/* a temporary gen_fold leaves out scores nothing for its write and its one read
+	 * (btree: 4 * mid gives way to the node region's base); the same every time, since
+	 * calls rely on it (arg_registers) */
+	if (compute_live(g) != 0) {
+		free(loop);
+		free(score);
+		free(carried);
+		return -VM_ENOMEM;
+	}
+	int32_t gone = -1;             /* the slot folded away between xinsns i - 1 and i */
 	int32_t depth = 0;
 	for (uint32_t i = 0; i < xf->n_code; i++) {
 		int32_t s[4];
@@ -1681,8 +1944,11 @@ static int choose_cached(struct cg *g)
 		 * there, gave way to a counter its outer loops read and write back each time);
 		 * a read of a value carried around a loop counts twice more (mark_carried) */
 		bool w0 = first_only_written(&xf->code[i]);
+		int32_t fold_t = !(carried[i + 1] & 0x80) && fold_kind(g, i) ? xf->code[i].a : -1;
 		for (unsigned k = 0; k < n; k++)
-			score[s[k]] += (k == 0 && w0 ? w : 2 * w) + (carried[i] >> k & 1 ? 2 * w : 0);
+			if (s[k] != gone && (k != 0 || s[k] != fold_t))
+				score[s[k]] += (k == 0 && w0 ? w : 2 * w) + (carried[i] >> k & 1 ? 2 * w : 0);
+		gone = fold_t;
 		int r = region_use(&xf->code[i]);
 		if (r >= 0) {
 			rscore[r] += 2 * w;           /* base and length are read */
@@ -1722,6 +1988,8 @@ static int choose_cached(struct cg *g)
 		g->reg_of[best] = (int8_t)cache_regs[n_regs++];
 		g->cached[g->n_cached++] = (int32_t)best;
 	}
+	free(g->live);
+	g->live = NULL;
 	free(loop);
 	free(score);
 	free(carried);
@@ -2101,6 +2369,7 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 	gen_range(g, v->head, v->back + 1, target);
 	g->slow_head = UINT32_MAX;
 	g->xoff[v->head] = guard;      /* where every way into the loop goes */
+	forget(g);                     /* the fast copy's exit arrives after the loop too */
 }
 
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
@@ -2112,10 +2381,17 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		g->xi = i;
 		if (target[i] & 2)
 			emit_align(&g->e, JIT_ALIGN);
+		bool fall = g->cmp_end == g->e.len;
 		g->xoff[i] = (uint32_t)g->e.len;
 		if (target[i])
 			forget(g);                 /* a branch lands here: rax may hold anything */
-		if (i + 1 < hi && !target[i + 1] && gen_ld8u_cmp(g, x, x + 1)) {
+		/* every branch here (forward, each counted once) and the code falling in left the
+		 * same compare in the flags: they hold it still */
+		if (target[i] == 1 && !g->fast && fall && g->in_n[i] == g->n_in[i] &&
+		    same_cmp(&g->in_cmp[i], &g->cmp))
+			g->cmp_end = (uint32_t)g->e.len;
+		g->in_n[i] = 0;                /* a second copy of the code counts again */
+		if (i + 1 < hi && !target[i + 1] && (gen_ld8u_cmp(g, x, x + 1) || gen_fold(g, x, x + 1))) {
 			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
 		}
@@ -2147,13 +2423,22 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	 * branch at or after xinsn i (n_code: none), for find_vloop */
 	uint32_t *into_sum = calloc((size_t)n_code + 1, sizeof *into_sum);
 	uint32_t *next_back = malloc(((size_t)n_code + 1) * sizeof *next_back);
-	if (!target || !into_sum || !next_back) {
+	uint32_t *n_in = calloc((size_t)n_code + 1, sizeof *n_in);
+	g->in_n = calloc((size_t)n_code + 1, sizeof *g->in_n);
+	g->in_cmp = calloc((size_t)n_code + 1, sizeof *g->in_cmp);
+	if (!target || !into_sum || !next_back || !n_in || !g->in_n || !g->in_cmp) {
 		free(target);
 		free(into_sum);
 		free(next_back);
+		free(n_in);
+		free(g->in_n);
+		free(g->in_cmp);
+		g->in_n = NULL;
+		g->in_cmp = NULL;
 		free(g->reg_of);
 		return -VM_ENOMEM;
 	}
+	g->n_in = n_in;
 	next_back[n_code] = n_code;
 	for (uint32_t i = n_code; i-- > 0;) {
 		int32_t d;
@@ -2161,12 +2446,15 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		if (branch_d(&g->xf->code[i], &d)) {
 			target[i + d] |= d <= 0 ? 2 : 1;     /* 2: a loop head */
 			into_sum[i + d]++;
+			n_in[i + d]++;
 			if (d <= 0)
 				next_back[i] = i;
 		}
 	}
 	for (uint32_t i = 1; i <= n_code; i++)
 		into_sum[i] += into_sum[i - 1];
+	if (compute_live(g) != 0)      /* no folds then (choose_cached made its choice) */
+		g->live = NULL;
 	emit_align(&g->e, JIT_ALIGN);
 	j->func_off[fi] = (uint32_t)g->e.len;
 	forget(g);
@@ -2191,6 +2479,14 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	free(target);
 	free(into_sum);
 	free(next_back);
+	free(n_in);
+	free(g->live);
+	g->live = NULL;
+	free(g->in_n);
+	free(g->in_cmp);
+	g->in_n = NULL;
+	g->in_cmp = NULL;
+	g->n_in = NULL;
 	free(g->reg_of);
 	if (g->unsupported)
 		return 0;
