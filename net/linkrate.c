@@ -9,7 +9,8 @@
 
 #include "pn_int.h"
 
-int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited)
+int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited,
+                          struct pn_sock_busy *busy)
 {
 	struct tcp_info ti = { 0 };
 	socklen_t len = sizeof ti;
@@ -18,5 +19,9 @@ int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited)
 		return -PN_ENOTSUP;
 	*bytes_per_s = ti.tcpi_delivery_rate;
 	*app_limited = ti.tcpi_delivery_rate_app_limited;
+	/* (kernels before 4.10 lack these: zeros, never "limited by the receiver") */
+	bool has_busy = len >= offsetof(struct tcp_info, tcpi_rwnd_limited) + sizeof ti.tcpi_rwnd_limited;
+	busy->busy_us = has_busy ? ti.tcpi_busy_time : 0;
+	busy->rwnd_us = has_busy ? ti.tcpi_rwnd_limited : 0;
 	return 0;
 }

@@ -167,8 +167,8 @@ struct pn_opts {
 
 /* How fast this endpoint's data to peer has been delivered lately (tcp, tls: the kernel's
  * estimate, TCP_INFO's delivery rate), in bytes per second: the lowest sample of the last
- * 2 s that was not taken while the sender had too little to send (such a sample measures
- * the sender, not the link).  Without one, *limited is true (the rate then only what the
+ * 2 s that was not taken while the sender had too little to send, nor while the receiver's
+ * window held it back half the time (such a sample measures an end, not the link).  Without one, *limited is true (the rate then only what the
  * kernel says now).  0, -PN_ENOTSUP (udp, rdma), -PN_EPEERDOWN (no connection), -PN_EINVAL. */
 int pn_link_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s, bool *limited);
 

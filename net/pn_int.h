@@ -180,8 +180,12 @@ struct pn_transport {
 	int (*link_rx_rate)(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *bytes_per_s);
 };
 
-/* TCP_INFO's delivery rate of socket fd (linkrate.c).  0 or -PN_ENOTSUP. */
-int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited);
+/* TCP_INFO's delivery rate of socket fd (linkrate.c), and its counters of the time spent
+ * sending and of that, the time the receiver's window held it back (cumulative, us).  0 or
+ * -PN_ENOTSUP. */
+struct pn_sock_busy { uint64_t busy_us, rwnd_us; };
+int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited,
+                          struct pn_sock_busy *busy);
 
 extern const struct pn_transport pn_tcp_transport;
 extern const struct pn_transport pn_udp_transport;

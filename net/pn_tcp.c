@@ -133,6 +133,7 @@ struct conn {
 	int fd;
 	uint64_t rate_bps, rate_at_ns;     /* the lowest delivery rate not app-limited in the last
 	                                    * 2 s, and when (pn_link_rate; the peer's lock) */
+	struct pn_sock_busy rate_busy;     /* TCP_INFO's busy counters at the last look (ditto) */
 	/* pn_link_rx_rate's rate (0: none) and when a sample last confirmed it (written by the
 	 * reader in rx_rate_sample, read by anyone) */
 	_Atomic uint64_t rx_rate_bps, rx_rate_at_ns;
@@ -2015,7 +2016,16 @@ static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *b
 	if (c && !c->dead) {
 		bool app;
 		uint64_t rate = 0;
-		rc = pn_sock_delivery_rate(c->fd, &rate, &app);
+		struct pn_sock_busy busy;
+		rc = pn_sock_delivery_rate(c->fd, &rate, &app, &busy);
+		/* held back by the receiver's window for at least half the time it sent since the
+		 * last look: the rate is the reader's (a receiver busy writing files), which
+		 * packing would only slow down further; as good as app-limited */
+		if (rc == 0 && busy.busy_us > c->rate_busy.busy_us) {
+			if ((busy.rwnd_us - c->rate_busy.rwnd_us) * 2 >= busy.busy_us - c->rate_busy.busy_us)
+				app = true;
+			c->rate_busy = busy;
+		}
 		uint64_t now = coarse_ns();
 		bool fresh = c->rate_at_ns && now - c->rate_at_ns < RATE_KEEP_NS;
 		/* the lowest recent sample, not the last: a burst a shaper's bucket lets through at
