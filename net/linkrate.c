@@ -23,5 +23,7 @@ int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited,
 	bool has_busy = len >= offsetof(struct tcp_info, tcpi_rwnd_limited) + sizeof ti.tcpi_rwnd_limited;
 	busy->busy_us = has_busy ? ti.tcpi_busy_time : 0;
 	busy->rwnd_us = has_busy ? ti.tcpi_rwnd_limited : 0;
+	busy->acked = len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked ?
+	              ti.tcpi_bytes_acked : 0;
 	return 0;
 }

@@ -183,7 +183,9 @@ struct pn_transport {
 /* TCP_INFO's delivery rate of socket fd (linkrate.c), and its counters of the time spent
  * sending and of that, the time the receiver's window held it back (cumulative, us).  0 or
  * -PN_ENOTSUP. */
-struct pn_sock_busy { uint64_t busy_us, rwnd_us; };
+/* TCP_INFO's counters since the connection began: the time the sender had data in flight, the
+ * part of it the receiver's window held it back, and the bytes the peer acknowledged */
+struct pn_sock_busy { uint64_t busy_us, rwnd_us, acked; };
 int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited,
                           struct pn_sock_busy *busy);
 

@@ -109,6 +109,8 @@
 #define RX_RECENT_NS 10000000000ull  /* ... those of the last 10 s */
 #define RX_KEEP_NS 10000000000ull  /* a rate stands this long without a sample near it */
 #define RX_FORGET_BYTES (16u << 20) /* ... or until this much came much faster */
+#define CARRIED_NS 250000000ull    /* what a connection carried in this long ... */
+#define CARRIED_BYTES (1u << 20)   /* ... at least this much, shows what the link can carry */
 /* What a tls: endpoint answers a tcp: client, before it closes: a TLS alert record (fatal,
  * protocol_version), which the client recognises in place of a frame header (tls_answer). */
 static const uint8_t tls_alert[] = { 0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46 };
@@ -129,6 +131,13 @@ struct outbuf {
 	struct conn *out_to;           /* where they go (holds a reference) */
 };
 
+/* The most a connection carried in one direction in a window of CARRIED_NS lately, and when:
+ * its link's rate is at least that, whatever a sample of it said (carried_add) */
+struct carried {
+	uint64_t t0, from;             /* the window's start (0: none yet) and the count then */
+	_Atomic uint64_t bps, at_ns;
+};
+
 struct conn {
 	int fd;
 	uint64_t rate_bps, rate_at_ns;     /* the lowest delivery rate not app-limited in the last
@@ -137,6 +146,8 @@ struct conn {
 	/* pn_link_rx_rate's rate (0: none) and when a sample last confirmed it (written by the
 	 * reader in rx_rate_sample, read by anyone) */
 	_Atomic uint64_t rx_rate_bps, rx_rate_at_ns;
+	struct carried rx_carried;     /* what came in (the reader's; read by anyone) */
+	struct carried tx_carried;     /* what the peer acknowledged (the peer's lock) */
 	struct pn_tls *tls;            /* tls: its TLS state; NULL on tcp: */
 	bool tls_ready;                /* tls: the handshake is done */
 	bool tls_out;                  /* tls: the acceptor's handshake waits to write (EPOLLOUT) */
@@ -179,12 +190,15 @@ struct conn {
 	uint64_t drained_ns;           /* when a recv last found the socket empty (0: since then
 	                                * one returned bytes) */
 	uint64_t rx_wait_ns;           /* this payload's time with the socket empty */
+	uint64_t rx_all[RX_SAMPLES];   /* the rates of the last payloads in pieces (0: none) */
+	unsigned rx_all_next;
 	uint64_t rx_t0;                /* this payload's first recv (0: no rate sample from it) */
 	size_t rx_b0;                  /* ... and how much of it that recv and earlier ones held */
 	struct { uint64_t rate, at; } rx_samples[RX_SAMPLES];   /* the last ones, a ring */
 	unsigned rx_next;
 	uint64_t rx_fast_bytes;        /* payload bytes that came much faster than rx_rate_bps
 	                                * since a sample last came near it */
+	uint64_t rx_total;             /* payload bytes received */
 	/* waiters (see the top): under rx_lock, except want_watch */
 	bool unwatched;                /* out of epoll's interest, left so by a waiter */
 	uint64_t released_ns;          /* when the last waiter let go of it */
@@ -1074,6 +1088,59 @@ static void recv_done(struct conn *c)
 	}
 }
 
+/* total bytes have crossed in w's direction by now: close w's window when it is long enough.
+ * A rate sample is short, one payload's arrival or one ACK's, and on a machine whose CPUs
+ * the two ends share with others (a veth pair between namespaces, a loaded virtual machine)
+ * a sender loses its CPU in the middle of a payload, or a receiver's ACK comes late, now and
+ * then: that one waits a time slice, and 30-100 KiB over 2-5 ms look like a 20 MB/s link
+ * that carried 150 MB/s in the same second (one such sample packed the rest of an export
+ * through an unshaped veth pair: 0.69x).  What crossed in a quarter second cannot be
+ * faster than the link; an idle link makes a window slow, never fast, so windows only ever
+ * raise the rates pn_link_rate and pn_link_rx_rate report (carried_floor). */
+static void carried_add(struct carried *w, uint64_t now, uint64_t total)
+{
+	if (!w->t0 || total < w->from) {
+		w->t0 = now;
+		w->from = total;
+		return;
+	}
+	if (now - w->t0 < CARRIED_NS)
+		return;
+	if (total - w->from >= CARRIED_BYTES) {
+		uint64_t rate = (uint64_t)((double)(total - w->from) * 1e9 / (double)(now - w->t0));
+		if (rate > atomic_load_explicit(&w->bps, memory_order_relaxed) ||
+		    now - atomic_load_explicit(&w->at_ns, memory_order_relaxed) >= RX_KEEP_NS) {
+			atomic_store_explicit(&w->bps, rate, memory_order_relaxed);
+			atomic_store_explicit(&w->at_ns, now, memory_order_relaxed);
+		}
+	}
+	w->t0 = now;
+	w->from = total;
+}
+
+/* rate, or what w's link carried lately when that is more */
+static uint64_t carried_floor(struct carried *w, uint64_t now, uint64_t rate)
+{
+	uint64_t bps = atomic_load_explicit(&w->bps, memory_order_relaxed);
+	return rate < bps && now - atomic_load_explicit(&w->at_ns, memory_order_relaxed) < RX_KEEP_NS ?
+	       bps : rate;
+}
+
+/* The median of the nonzero rates of v[RX_SAMPLES] */
+static uint64_t rx_median(const uint64_t *v)
+{
+	uint64_t s[RX_SAMPLES];
+	unsigned n = 0;
+	for (unsigned i = 0; i < RX_SAMPLES; i++)
+		if (v[i]) {
+			unsigned j = n++;      /* insertion: eight values */
+			for (; j > 0 && s[j - 1] > v[i]; j--)
+				s[j] = s[j - 1];
+			s[j] = v[i];
+		}
+	return n ? s[n / 2] : 0;
+}
+
 /* A payload of c is complete: the bytes that came after its first recv, over the time until
  * the last, are a sample of how fast the peer's data reaches us (pn_link_rx_rate).  The sender
  * wrote the whole payload at once, so unlike the kernel's delivery rate this needs no stream
@@ -1091,22 +1158,35 @@ static void recv_done(struct conn *c)
  * near it (within twice it) come, and is forgotten after RX_KEEP_NS without one, or once
  * RX_FORGET_BYTES of payloads came faster than twice it: more than any bucket holds, and a
  * link that is slow shows it again as soon as what it carries is no longer packed. */
-static void rx_rate_sample(struct conn *c)
+static void rx_rate_sample(struct conn *c, uint64_t now)
 {
 	uint64_t t0 = c->rx_t0;
 	c->rx_t0 = 0;
 	if (!t0)
 		return;                    /* too small to say, or it waited for rx_budget */
-	uint64_t now = coarse_ns();
 	uint64_t est = atomic_load_explicit(&c->rx_rate_bps, memory_order_relaxed);
 	if (now - atomic_load_explicit(&c->rx_rate_at_ns, memory_order_relaxed) >= RX_KEEP_NS)
 		est = 0;                   /* it lapsed */
 	size_t bytes = c->rx_b0 < c->need ? c->need - c->rx_b0 : 0;
-	if (bytes < RX_RATE_BYTES || c->recv_ns <= t0)
+	if (bytes < RX_RATE_BYTES)
 		return;                    /* (nearly) all there at its first recv */
-	if (c->rx_wait_ns * 2 < c->recv_ns - t0)
+	uint64_t dur = c->recv_ns > t0 ? c->recv_ns - t0 : 0;
+	uint64_t rate = dur ? (uint64_t)((double)bytes * 1e9 / (double)dur) : UINT64_MAX / 4;
+	/* A sample is one payload's wait, and on a machine whose CPUs the sender shares (a veth
+	 * pair between namespaces, a loaded virtual machine) it loses its CPU in the middle of
+	 * one now and then: 64 KiB, a pause of a time slice, the rest: 20-140 MB/s, among
+	 * payloads that came at gigabytes a second or at once.  On a slow link most payloads
+	 * come as slowly as each.  So a sample counts as no slower than half the median of the
+	 * last RX_SAMPLES payloads that came in pieces, waited for or not. */
+	c->rx_all[c->rx_all_next] = rate;
+	c->rx_all_next = (c->rx_all_next + 1) % RX_SAMPLES;
+	if (!dur)
+		return;                    /* all there by its second recv */
+	if (c->rx_wait_ns * 2 < dur)
 		return;                    /* the reader, not the link, took most of the time */
-	uint64_t rate = (uint64_t)((double)bytes * 1e9 / (double)(c->recv_ns - t0));
+	uint64_t median = rx_median(c->rx_all);
+	if (rate < median / 2)
+		rate = median / 2;
 	c->rx_samples[c->rx_next] = (typeof(c->rx_samples[0])){ rate, now };
 	c->rx_next = (c->rx_next + 1) % RX_SAMPLES;
 	uint64_t lo = UINT64_MAX;      /* the lowest recent sample */
@@ -1132,7 +1212,10 @@ forget:
 
 static void finish_payload(struct pn_tp *tp, struct conn *c)
 {
-	rx_rate_sample(c);
+	uint64_t now = coarse_ns();
+	c->rx_total += c->need;
+	carried_add(&c->rx_carried, now, c->rx_total);
+	rx_rate_sample(c, now);
 	c->in_payload = false;
 	budget_release(tp, c);
 	pn_core_rx_end(tp->pn, &c->rx, 0);
@@ -2028,6 +2111,8 @@ static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *b
 		}
 		uint64_t now = coarse_ns();
 		bool fresh = c->rate_at_ns && now - c->rate_at_ns < RATE_KEEP_NS;
+		if (rc == 0 && busy.acked)
+			carried_add(&c->tx_carried, now, busy.acked);
 		/* the lowest recent sample, not the last: a burst a shaper's bucket lets through at
 		 * the speed of the wire would otherwise hide the link's rate every other transfer */
 		if (rc == 0 && !app && rate > 0 && (!fresh || rate < c->rate_bps)) {
@@ -2035,7 +2120,7 @@ static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *b
 			c->rate_at_ns = now;
 			fresh = true;
 		}
-		*bytes_per_s = fresh ? c->rate_bps : rate;
+		*bytes_per_s = carried_floor(&c->tx_carried, now, fresh ? c->rate_bps : rate);
 		*limited = !fresh;
 		if (rc != 0)
 			*limited = true;
@@ -2055,9 +2140,11 @@ static int tcp_link_rx_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t
 	struct conn *c = s->conn;
 	int rc = -PN_EPEERDOWN;
 	if (c && !c->dead) {
+		uint64_t now = coarse_ns();
 		uint64_t at = atomic_load_explicit(&c->rx_rate_at_ns, memory_order_relaxed);
-		*bytes_per_s = at && coarse_ns() - at < RX_KEEP_NS ?
-		               atomic_load_explicit(&c->rx_rate_bps, memory_order_relaxed) : 0;
+		uint64_t rate = at && now - at < RX_KEEP_NS ?
+		                atomic_load_explicit(&c->rx_rate_bps, memory_order_relaxed) : 0;
+		*bytes_per_s = rate ? carried_floor(&c->rx_carried, now, rate) : 0;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -212,6 +212,9 @@ int ar_rep_parse(struct ar_rd *r, int *status, char *msg, size_t cap);
  * smaller, 1 when not worth it, -1 out of memory.  Each call of AR_ZSTD_MIN bytes or more is
  * timed, and its ratio kept, for ar_zstd_pays. */
 int ar_zstd_pack(const void *src, size_t n, void **out, size_t *out_len);
+/* One packing's speed, picoseconds a byte by the wall clock, into this process's measure
+ * (ar_zstd_pack does it; tests): the median of the last 8, which it returns. */
+uint64_t ar_zstd_time_in(uint64_t ps_per_byte);
 /* Does packing pay on a link of rate bytes a second (0: unknown, fast)?  Below AR_ZSTD_BELOW,
  * when packing (at ps_per_byte picoseconds a byte, to ratio_pm per mille) and unpacking
  * cost less than the link time it saves; ar_zstd_pays with this process's measures, and

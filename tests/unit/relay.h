@@ -3,7 +3,9 @@
  * `cut` set it drops the next bytes coming back from the server and closes both connections,
  * after the server ran a request and before the client read its reply.  With `pace_bps`
  * set it passes the bytes on, both ways, in pieces of PACE_PIECE bytes at that rate (a slow
- * link, for pn_link_rx_rate and compression).  Included by each test (static: one copy per test
+ * link, for pn_link_rx_rate and compression).  With `pause_us` set it stops that long once, in
+ * the middle of the next piece coming back from the server (a sender that lost its CPU for
+ * a time slice in the middle of a reply).  Included by each test (static: one copy per test
  * program). */
 #ifndef RELAY_H
 #define RELAY_H
@@ -28,6 +30,7 @@ struct relay {
 	atomic_bool down_at_cut;       /* the link goes down with the cut (nothing comes back) */
 	_Atomic int cuts;
 	_Atomic long pace_bps;         /* 0: as fast as it comes */
+	_Atomic long pause_us;         /* 0: no pause */
 	pthread_t t;
 };
 
@@ -94,8 +97,17 @@ static void *relay_main(void *arg)
 						atomic_store(&r->down, true);
 					break;             /* the reply is lost with the connection */
 				}
-				if (n <= 0 || relay_send(r, c, buf, (size_t)n) != 0)
+				long pause = n > 1 ? atomic_exchange(&r->pause_us, 0) : 0;
+				if (pause > 0) {
+					struct timespec ts = { pause / 1000000, pause % 1000000 * 1000 };
+					if (relay_send(r, c, buf, (size_t)n / 2) != 0)
+						break;
+					nanosleep(&ts, NULL);
+					if (relay_send(r, c, buf + n / 2, (size_t)(n - n / 2)) != 0)
+						break;
+				} else if (n <= 0 || relay_send(r, c, buf, (size_t)n) != 0) {
 					break;
+				}
 			}
 		}
 		close(c);

@@ -2146,6 +2146,16 @@ static void test_compression(void)
 	for (size_t i = 0; i < sizeof pays / sizeof pays[0]; i++)
 		CHECK(ar_zstd_pays_at(pays[i].c, pays[i].r, pays[i].rate) == pays[i].pays,
 		      "packing pays, %s: want %d", pays[i].what, pays[i].pays);
+	/* the speed is the median of the last 8 packings: one that lost its CPU for a time slice
+	 * does not stop packing, most of them slow do */
+	for (int i = 0; i < 8; i++)
+		ar_zstd_time_in(2500);
+	CHECK(ar_zstd_time_in(2500000) == 2500, "one slow packing among 8: the median stands");
+	for (int i = 0; i < 3; i++)
+		ar_zstd_time_in(2500000);
+	CHECK(ar_zstd_time_in(2500000) == 2500000, "5 slow packings of 8: the machine is slow");
+	for (int i = 0; i < 8; i++)
+		ar_zstd_time_in(2500);     /* (what the rest of the test packs with) */
 	if (!stream())
 		return;                    /* pn_link_rate and the TCP_INFO estimate are tcp's */
 	struct arfd_config *c = config_new();

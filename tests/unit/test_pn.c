@@ -1881,6 +1881,26 @@ static void test_link_rx_rate(void)
 	CHECK(again == rate, "after a small reply: %llu (was %llu)", (unsigned long long)again,
 	      (unsigned long long)rate);
 	pn_finalize(a);
+	/* unpaced, a new connection: large replies that come at once, then one that stops for
+	 * 30 ms in its middle (a sender that lost its CPU): not a slow link */
+	atomic_store(&r.pace_bps, 0);
+	a = open_ep(NULL);
+	pr = PN_ANY;
+	pn_peer_get(a, rname, &pr);
+	ok = 0;
+	for (int i = 0; i < 8; i++) {
+		n = BIG;
+		ok += request(a, pr, T_BIG, &n, sizeof n, buf, BIG, &got, 20000) == 0 && got == n;
+	}
+	atomic_store(&r.pause_us, 30000);
+	n = BIG;
+	ok += request(a, pr, T_BIG, &n, sizeof n, buf, BIG, &got, 20000) == 0 && got == n;
+	rc = pn_link_rx_rate(a, pr, &rate);
+	CHECK(ok == 9 && atomic_load(&r.pause_us) == 0 && rc == 0 &&
+	      (rate == 0 || rate > 25 * (uint64_t)PACE),
+	      "one pause among fast replies: %d of 9, rx rate %llu (want 0 or > %d)", ok,
+	      (unsigned long long)rate, 25 * PACE);
+	pn_finalize(a);
 	relay_stop(&r);
 	/* straight over loopback: never slow (no sample, or a fast one) */
 	a = open_ep(NULL);
