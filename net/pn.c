@@ -1648,16 +1648,26 @@ static int yield_do(struct pn *pn, bool check_only)
 	return rc > 0 ? 0 : rc;
 }
 
+/* peer's record and the endpoint of its transport, for pn_link_rate and pn_link_rx_rate: 0,
+ * or why not */
+static int link_of(struct pn *pn, pn_peer peer, struct pn_peer_rec **p, struct endpoint **ep)
+{
+	*p = pn_core_peer_at(pn, peer);
+	if (!*p)
+		return peer_gone(pn, peer) ? -PN_EPEERDOWN : -PN_EINVAL;
+	*ep = endpoint_for(pn, (*p)->addr.scheme);
+	return *ep ? 0 : -PN_ENOTRANSPORT;
+}
+
 int pn_link_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s, bool *limited)
 {
 	*bytes_per_s = 0;
 	*limited = true;
-	struct pn_peer_rec *p = pn_core_peer_at(pn, peer);
-	if (!p)
-		return peer_gone(pn, peer) ? -PN_EPEERDOWN : -PN_EINVAL;
-	struct endpoint *ep = endpoint_for(pn, p->addr.scheme);
-	if (!ep)
-		return -PN_ENOTRANSPORT;
+	struct pn_peer_rec *p;
+	struct endpoint *ep;
+	int rc = link_of(pn, peer, &p, &ep);
+	if (rc != 0)
+		return rc;
 	return ep->ops->link_rate ? ep->ops->link_rate(ep->tp, p, bytes_per_s, limited) :
 	                            -PN_ENOTSUP;
 }
@@ -1665,12 +1675,11 @@ int pn_link_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s, bool *limit
 int pn_link_rx_rate(struct pn *pn, pn_peer peer, uint64_t *bytes_per_s)
 {
 	*bytes_per_s = 0;
-	struct pn_peer_rec *p = pn_core_peer_at(pn, peer);
-	if (!p)
-		return peer_gone(pn, peer) ? -PN_EPEERDOWN : -PN_EINVAL;
-	struct endpoint *ep = endpoint_for(pn, p->addr.scheme);
-	if (!ep)
-		return -PN_ENOTRANSPORT;
+	struct pn_peer_rec *p;
+	struct endpoint *ep;
+	int rc = link_of(pn, peer, &p, &ep);
+	if (rc != 0)
+		return rc;
 	return ep->ops->link_rx_rate ? ep->ops->link_rx_rate(ep->tp, p, bytes_per_s) : -PN_ENOTSUP;
 }
 
