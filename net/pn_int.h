@@ -189,6 +189,35 @@ struct pn_sock_busy { uint64_t busy_us, rwnd_us, acked; };
 int pn_sock_delivery_rate(int fd, uint64_t *bytes_per_s, bool *app_limited,
                           struct pn_sock_busy *busy);
 
+/* The most a connection carried in one direction in a window of PN_CARRIED_NS lately, and
+ * when: its link's rate is at least that, whatever a sample of it said (linkrate.c).  One
+ * thread adds (pn_carried_add), any reads (pn_carried_floor). */
+struct pn_carried {
+	uint64_t t0, from;             /* the window's start (0: none yet) and the count then */
+	_Atomic uint64_t bps, at_ns;
+};
+#define PN_CARRIED_NS 250000000ull     /* a window: at least this long ... */
+#define PN_CARRIED_BYTES (1u << 20)    /* ... and this much, or it says nothing */
+#define PN_CARRIED_KEEP_NS 10000000000ull  /* what a window showed stands this long */
+void pn_carried_add(struct pn_carried *w, uint64_t now_ns, uint64_t total);
+uint64_t pn_carried_floor(struct pn_carried *w, uint64_t now_ns, uint64_t rate);
+
+/* The sender's view of a link (pn_link_rate), from the kernel's looks at the connection
+ * (TCP_INFO: its last delivery-rate sample, whether that was app-limited, the busy counters):
+ * pn_tx_rate_look takes one look at now_ns and says the rate to report and whether it is
+ * unknown (*limited).  Zeroed to begin; the caller serializes the looks. */
+struct pn_tx_rate {
+	uint64_t rate_bps, rate_at_ns;     /* the lowest sample kept, and when it was taken */
+	struct pn_sock_busy last;          /* the counters at the last look */
+	uint64_t fast_from;                /* bytes acknowledged when samples began to beat
+	                                    * rate_bps by 2x, plus one (0: they do not) */
+	struct pn_carried carried;         /* what the peer acknowledged */
+};
+#define PN_TX_RATE_KEEP_NS 2000000000ull  /* a sample stands this long ... */
+#define PN_TX_RATE_FORGET_BYTES (4u << 20) /* ... or until this much went much faster */
+void pn_tx_rate_look(struct pn_tx_rate *k, uint64_t now_ns, uint64_t rate, bool app,
+                     const struct pn_sock_busy *busy, uint64_t *bytes_per_s, bool *limited);
+
 extern const struct pn_transport pn_tcp_transport;
 extern const struct pn_transport pn_udp_transport;
 extern const struct pn_transport pn_rdma_transport;

@@ -102,15 +102,12 @@
 #define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
 #define IO_MAX 64                  /* reader threads at most: the reader and those that yielded */
 #define YIELDED 2                  /* on_readable & co: this thread gave the connection away */
-#define RATE_KEEP_NS 2000000000ull /* a link rate sample stands this long */
 /* pn_link_rx_rate (rx_rate_sample): */
 #define RX_RATE_BYTES (8 * 1024)   /* a payload's arrival rate is sampled over at least this */
 #define RX_SAMPLES 8               /* the recent samples kept ... */
 #define RX_RECENT_NS 10000000000ull  /* ... those of the last 10 s */
 #define RX_KEEP_NS 10000000000ull  /* a rate stands this long without a sample near it */
 #define RX_FORGET_BYTES (16u << 20) /* ... or until this much came much faster */
-#define CARRIED_NS 250000000ull    /* what a connection carried in this long ... */
-#define CARRIED_BYTES (1u << 20)   /* ... at least this much, shows what the link can carry */
 /* What a tls: endpoint answers a tcp: client, before it closes: a TLS alert record (fatal,
  * protocol_version), which the client recognises in place of a frame header (tls_answer). */
 static const uint8_t tls_alert[] = { 0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46 };
@@ -131,23 +128,13 @@ struct outbuf {
 	struct conn *out_to;           /* where they go (holds a reference) */
 };
 
-/* The most a connection carried in one direction in a window of CARRIED_NS lately, and when:
- * its link's rate is at least that, whatever a sample of it said (carried_add) */
-struct carried {
-	uint64_t t0, from;             /* the window's start (0: none yet) and the count then */
-	_Atomic uint64_t bps, at_ns;
-};
-
 struct conn {
 	int fd;
-	uint64_t rate_bps, rate_at_ns;     /* the lowest delivery rate not app-limited in the last
-	                                    * 2 s, and when (pn_link_rate; the peer's lock) */
-	struct pn_sock_busy rate_busy;     /* TCP_INFO's busy counters at the last look (ditto) */
+	struct pn_tx_rate tx_rate;         /* pn_link_rate's (the peer's lock) */
 	/* pn_link_rx_rate's rate (0: none) and when a sample last confirmed it (written by the
 	 * reader in rx_rate_sample, read by anyone) */
 	_Atomic uint64_t rx_rate_bps, rx_rate_at_ns;
-	struct carried rx_carried;     /* what came in (the reader's; read by anyone) */
-	struct carried tx_carried;     /* what the peer acknowledged (the peer's lock) */
+	struct pn_carried rx_carried;  /* what came in (the reader's; read by anyone) */
 	struct pn_tls *tls;            /* tls: its TLS state; NULL on tcp: */
 	bool tls_ready;                /* tls: the handshake is done */
 	bool tls_out;                  /* tls: the acceptor's handshake waits to write (EPOLLOUT) */
@@ -1088,45 +1075,7 @@ static void recv_done(struct conn *c)
 	}
 }
 
-/* total bytes have crossed in w's direction by now: close w's window when it is long enough.
- * A rate sample is short, one payload's arrival or one ACK's, and on a machine whose CPUs
- * the two ends share with others (a veth pair between namespaces, a loaded virtual machine)
- * a sender loses its CPU in the middle of a payload, or a receiver's ACK comes late, now and
- * then: that one waits a time slice, and 30-100 KiB over 2-5 ms look like a 20 MB/s link
- * that carried 150 MB/s in the same second (one such sample packed the rest of an export
- * through an unshaped veth pair: 0.69x).  What crossed in a quarter second cannot be
- * faster than the link; an idle link makes a window slow, never fast, so windows only ever
- * raise the rates pn_link_rate and pn_link_rx_rate report (carried_floor). */
-static void carried_add(struct carried *w, uint64_t now, uint64_t total)
-{
-	if (!w->t0 || total < w->from) {
-		w->t0 = now;
-		w->from = total;
-		return;
-	}
-	if (now - w->t0 < CARRIED_NS)
-		return;
-	if (total - w->from >= CARRIED_BYTES) {
-		uint64_t rate = (uint64_t)((double)(total - w->from) * 1e9 / (double)(now - w->t0));
-		if (rate > atomic_load_explicit(&w->bps, memory_order_relaxed) ||
-		    now - atomic_load_explicit(&w->at_ns, memory_order_relaxed) >= RX_KEEP_NS) {
-			atomic_store_explicit(&w->bps, rate, memory_order_relaxed);
-			atomic_store_explicit(&w->at_ns, now, memory_order_relaxed);
-		}
-	}
-	w->t0 = now;
-	w->from = total;
-}
-
-/* rate, or what w's link carried lately when that is more */
-static uint64_t carried_floor(struct carried *w, uint64_t now, uint64_t rate)
-{
-	uint64_t bps = atomic_load_explicit(&w->bps, memory_order_relaxed);
-	return rate < bps && now - atomic_load_explicit(&w->at_ns, memory_order_relaxed) < RX_KEEP_NS ?
-	       bps : rate;
-}
-
-/* The median of the nonzero rates of v[RX_SAMPLES] */
+/* The median of the nonzero rates of v[RX_SAMPLES] (0: none) */
 static uint64_t rx_median(const uint64_t *v)
 {
 	uint64_t s[RX_SAMPLES];
@@ -1214,7 +1163,7 @@ static void finish_payload(struct pn_tp *tp, struct conn *c)
 {
 	uint64_t now = coarse_ns();
 	c->rx_total += c->need;
-	carried_add(&c->rx_carried, now, c->rx_total);
+	pn_carried_add(&c->rx_carried, now, c->rx_total);
 	rx_rate_sample(c, now);
 	c->in_payload = false;
 	budget_release(tp, c);
@@ -2101,29 +2050,8 @@ static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *b
 		uint64_t rate = 0;
 		struct pn_sock_busy busy;
 		rc = pn_sock_delivery_rate(c->fd, &rate, &app, &busy);
-		/* held back by the receiver's window for at least half the time it sent since the
-		 * last look: the rate is the reader's (a receiver busy writing files), which
-		 * packing would only slow down further; as good as app-limited */
-		if (rc == 0 && busy.busy_us > c->rate_busy.busy_us) {
-			if ((busy.rwnd_us - c->rate_busy.rwnd_us) * 2 >= busy.busy_us - c->rate_busy.busy_us)
-				app = true;
-			c->rate_busy = busy;
-		}
-		uint64_t now = coarse_ns();
-		bool fresh = c->rate_at_ns && now - c->rate_at_ns < RATE_KEEP_NS;
-		if (rc == 0 && busy.acked)
-			carried_add(&c->tx_carried, now, busy.acked);
-		/* the lowest recent sample, not the last: a burst a shaper's bucket lets through at
-		 * the speed of the wire would otherwise hide the link's rate every other transfer */
-		if (rc == 0 && !app && rate > 0 && (!fresh || rate < c->rate_bps)) {
-			c->rate_bps = rate;
-			c->rate_at_ns = now;
-			fresh = true;
-		}
-		*bytes_per_s = carried_floor(&c->tx_carried, now, fresh ? c->rate_bps : rate);
-		*limited = !fresh;
-		if (rc != 0)
-			*limited = true;
+		if (rc == 0)
+			pn_tx_rate_look(&c->tx_rate, coarse_ns(), rate, app, &busy, bytes_per_s, limited);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -2144,7 +2072,7 @@ static int tcp_link_rx_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t
 		uint64_t at = atomic_load_explicit(&c->rx_rate_at_ns, memory_order_relaxed);
 		uint64_t rate = at && now - at < RX_KEEP_NS ?
 		                atomic_load_explicit(&c->rx_rate_bps, memory_order_relaxed) : 0;
-		*bytes_per_s = rate ? carried_floor(&c->rx_carried, now, rate) : 0;
+		*bytes_per_s = rate ? pn_carried_floor(&c->rx_carried, now, rate) : 0;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -2088,6 +2088,69 @@ static int have_rdma_device(void)
 	return c != EOF;
 }
 
+/* The sender's view of a link (linkrate.c pn_tx_rate_look) driven with made-up looks at
+ * TCP_INFO: each script is a series of looks (ms since its start, the kernel's last sample
+ * in MB/s, app-limited, busy and rwnd-limited microseconds, MiB acknowledged), and what the
+ * last look must say (MB/s, within 1 %, and unknown or not). */
+static void test_tx_rate(void)
+{
+	struct look { uint64_t ms, mbps; bool app; uint64_t busy, rwnd, mib; };
+	static const struct {
+		const char *what;
+		struct look l[12];
+		unsigned n;
+		uint64_t want_mbps;
+		bool want_limited;
+	} scripts[] = {
+		{ "one sample, not app-limited: stands", { { 0, 12, 0, 1000, 0, 1 } }, 1, 12, false },
+		{ "app-limited samples alone: unknown", { { 0, 12, 1, 1000, 0, 1 }, { 10, 9, 1, 2000, 0, 2 } },
+		  2, 9, true },
+		{ "the lowest of the recent samples, not the last",
+		  { { 0, 12, 0, 1000, 0, 1 }, { 10, 800, 0, 2000, 0, 2 }, { 20, 11, 0, 3000, 0, 3 },
+		    { 30, 900, 0, 4000, 0, 4 } }, 4, 11, false },
+		{ "after 2 s it lapses: the next sample stands",
+		  { { 0, 12, 0, 1000, 0, 1 }, { 2100, 50, 0, 2000, 0, 1 } }, 2, 50, false },
+		{ "the receiver's window held it back half the time: as app-limited",
+		  { { 0, 12, 0, 1000, 600, 1 } }, 1, 12, true },
+		/* one late ACK among fast samples (a veth pair on a loaded machine): forgotten once
+		 * 4 MiB went at more than twice it */
+		{ "a hiccup among fast samples: forgotten after 4 MiB",
+		  { { 0, 25, 0, 1000, 0, 10 }, { 5, 3000, 1, 1100, 0, 11 }, { 10, 3000, 1, 1200, 0, 13 },
+		    { 15, 3000, 1, 1300, 0, 15 } }, 4, 3000, true },
+		{ "... not before",
+		  { { 0, 25, 0, 1000, 0, 10 }, { 5, 3000, 1, 1100, 0, 11 }, { 10, 3000, 1, 1200, 0, 13 } },
+		  3, 25, false },
+		/* a shaper's bucket: bursts at wire speed between samples at the link's rate, which
+		 * start the count again each time */
+		{ "a slow link with bursts: stands",
+		  { { 0, 12, 0, 1000, 0, 10 }, { 5, 3000, 1, 1100, 0, 13 }, { 10, 12, 0, 1200, 0, 13 },
+		    { 15, 3000, 1, 1300, 0, 16 }, { 20, 12, 0, 1400, 0, 16 }, { 25, 3000, 1, 1500, 0, 19 } },
+		  6, 12, false },
+		/* what crossed in a quarter second: 64 MiB, 256 MB/s, whatever a sample said */
+		{ "carried more than the sample says",
+		  { { 0, 20, 0, 1000, 0, 0 }, { 10, 20, 0, 1100, 0, 1 }, { 260, 20, 0, 1200, 0, 65 },
+		    { 270, 20, 0, 1300, 0, 66 } }, 4, 268, false },
+		{ "a window of less than 1 MiB says nothing",
+		  { { 0, 20, 0, 1000, 0, 0 }, { 10, 20, 0, 1100, 0, 1 }, { 300, 20, 0, 1200, 0, 1 } },
+		  3, 20, false },
+	};
+	for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+		struct pn_tx_rate k = { 0 };
+		uint64_t bps = 0, t0 = 1000000000ull;
+		bool limited = false;
+		for (unsigned j = 0; j < scripts[i].n; j++) {
+			const struct look *l = &scripts[i].l[j];
+			struct pn_sock_busy b = { l->busy, l->rwnd, l->mib << 20 };
+			pn_tx_rate_look(&k, t0 + l->ms * 1000000, l->mbps * 1000000, l->app, &b, &bps, &limited);
+		}
+		uint64_t want = scripts[i].want_mbps * 1000000;
+		CHECK(bps >= want - want / 100 && bps <= want + want / 100 &&
+		      limited == scripts[i].want_limited, "sender's view, %s: %llu B/s, %s (want %llu, %s)",
+		      scripts[i].what, (unsigned long long)bps, limited ? "unknown" : "known",
+		      (unsigned long long)want, scripts[i].want_limited ? "unknown" : "known");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *all[] = { "tcp", "udp" };
@@ -2097,6 +2160,8 @@ int main(int argc, char **argv)
 		test_no_device();
 	if (!getenv("TEST_PN_ONLY") || !strcmp(getenv("TEST_PN_ONLY"), "spin_gate"))
 		test_spin_gate();
+	if (!getenv("TEST_PN_ONLY") || !strcmp(getenv("TEST_PN_ONLY"), "tx_rate"))
+		test_tx_rate();
 	for (int i = 0; i < n; i++) {
 		scheme = schemes[i];
 		if (!strcmp(scheme, "rdma")) {
