@@ -143,7 +143,7 @@ $(PROGS) $(TEST_PROGS) $(BUILD)/tests/live_arfd:
 # ---- arf: the operations' segments, from C
 # the C ones include arf/layout.h itself (-ffreestanding: clang's own stdint.h, so its
 # _Static_asserts hold for the BPF target too)
-$(ARF_SEGS:.pno=.o): $(BUILD)/arfseg/%.o: arf/%.c arf/layout.h arf/layout.def arf/once.h cc/activerdma/ar.h isa/ops.def
+$(ARF_SEGS:.pno=.o): $(BUILD)/arfseg/%.o: arf/%.c arf/layout.h arf/layout.def arf/once.h arf/seg_common.h cc/activerdma/ar.h isa/ops.def
 	@mkdir -p $(dir $@)
 	$(BPF_CC) $(BPF_CFLAGS) -Wextra -ffreestanding -Icc -Iisa -Iarf -c $< -o $@
 $(BUILD)/arfseg/stripe.o: arf/data.c      # includes it whole
