@@ -2,8 +2,8 @@
  * operations and objread, which finds an object by its name and reads it in one run, so a
  * request the metadata server forwarded (deleg.c's route) is answered without a lookup
  * round trip first.  data.c is included whole (pncc sees one translation unit); dfind and
- * nhash are copies of ops.c's functions of the same name (segments are self-contained, as
- * data.c's copies of ops.c's are): a fix there must be made here too.
+ * nhash are copies of ops.c's functions of the same name (segments are self-contained; the
+ * functions data.c and ops.c share are arf/seg_common.h's): a fix there must be made here too.
  */
 #include "data.c"
 
