@@ -35,45 +35,9 @@
 #include "server.h"
 #include "arf_fork.h"
 
-static int passed, failed;
+#include "arf_check.h"
 
-#define CHECK(cond, ...) do { \
-	if (cond) passed++; \
-	else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } \
-} while (0)
-
-static char dir[256];
 static char opsseg[512], dataseg[512];
-
-static const char *path_of(const char *name)
-{
-	static char buf[4][512];
-	static int k;
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-	return buf[k];
-}
-
-static char report[1 << 16];
-static size_t report_len;
-
-static void collect(void *user, enum arf_fsck_line kind, const char *line)
-{
-	int n = snprintf(report + report_len, sizeof report - report_len, "%s%s\n",
-	                 kind == ARF_FSCK_NOTE ? "note: " : "", line);
-	if (n > 0 && (size_t)n < sizeof report - report_len)
-		report_len += (size_t)n;
-}
-
-static void fsck_clean(const char *what, const char *img)
-{
-	report_len = 0;
-	report[0] = '\0';
-	struct arf_fsck_opts o = { .report = collect };
-	struct arf_fsck_result r;
-	int rc = arf_fsck(img, &o, &r);
-	CHECK(rc == ARF_FSCK_CLEAN, "%s: fsck exit %d:\n%s", what, rc, report);
-}
 
 struct conn {
 	struct arfd *s;

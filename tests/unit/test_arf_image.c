@@ -22,46 +22,7 @@
 #include "arf_int.h"
 #include "server.h"
 
-static int passed, failed;
-
-#define CHECK(cond, ...) do { \
-	if (cond) passed++; \
-	else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } \
-} while (0)
-
-static char dir[256];
-
-/* dir/name, in one of four rotating buffers: copy it to keep it longer */
-static const char *path_of(const char *name)
-{
-	static char buf[4][512];
-	static int k;
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-	return buf[k];
-}
-
-/* ---- fsck with its report collected ---- */
-
-static char report[1 << 16];
-static size_t report_len;
-
-static void collect(void *user, enum arf_fsck_line kind, const char *line)
-{
-	int n = snprintf(report + report_len, sizeof report - report_len, "%s%s\n",
-	                 kind == ARF_FSCK_NOTE ? "note: " : "", line);
-	if (n > 0 && (size_t)n < sizeof report - report_len)
-		report_len += (size_t)n;
-}
-
-static int fsck(const char *path, bool repair)
-{
-	report_len = 0;
-	report[0] = '\0';
-	struct arf_fsck_opts o = { .repair = repair, .report = collect };
-	struct arf_fsck_result r;
-	return arf_fsck(path, &o, &r);
-}
+#include "arf_check.h"
 
 /* ---- building a populated image with the library's helpers ---- */
 

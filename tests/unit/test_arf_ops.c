@@ -33,50 +33,9 @@
 #include "server.h"
 #include "arf_fork.h"
 
-static int passed, failed;
+#include "arf_check.h"
 
-#define CHECK(cond, ...) do { \
-	if (cond) passed++; \
-	else { failed++; printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); } \
-} while (0)
-
-static char dir[256];
 static char segpath[512];
-
-static const char *path_of(const char *name)
-{
-	static char buf[4][512];
-	static int k;
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-	return buf[k];
-}
-
-static char report[1 << 16];
-static size_t report_len;
-
-static void collect(void *user, enum arf_fsck_line kind, const char *line)
-{
-	int n = snprintf(report + report_len, sizeof report - report_len, "%s%s\n",
-	                 kind == ARF_FSCK_NOTE ? "note: " : "", line);
-	if (n > 0 && (size_t)n < sizeof report - report_len)
-		report_len += (size_t)n;
-}
-
-static int fsck(const char *path)
-{
-	report_len = 0;
-	report[0] = '\0';
-	struct arf_fsck_opts o = { .report = collect };
-	struct arf_fsck_result r;
-	return arf_fsck(path, &o, &r);
-}
-
-static void fsck_clean(const char *what, const char *img)
-{
-	int rc = fsck(img);
-	CHECK(rc == ARF_FSCK_CLEAN, "%s: fsck exit %d:\n%s", what, rc, report);
-}
 
 /* ---- a served image and a client ---- */
 
@@ -488,7 +447,7 @@ static void test_crash(const char *img)
 		int n = interrupted_ops(img);
 		cut += n > 0;
 		rounds++;
-		int frc = fsck(img);
+		int frc = fsck(img, false);
 		CHECK(frc == ARF_FSCK_CLEAN, "SIGKILL after %" PRIu64 " fuel (journal: %d cut short): "
 		      "fsck %d:\n%s", fuel, n, frc, report);
 		/* every fourth round, a real restart: attach rolls back, the tree is as before */
@@ -1189,7 +1148,7 @@ static void test_xattr(const char *img)
 		                                            (uint64_t)f * ARF_INO_SIZE);
 		m.base[fi->xattr + ARF_A_HDR + ARF_XE_NAME] = 0;    /* a NUL in the first name */
 		arf_image_close(&m, err, sizeof err);
-		int frc = fsck(img);
+		int frc = fsck(img, false);
 		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "a NUL byte in a name"),
 		      "damaged xattr block: fsck %d:\n%s", frc, report);
 		struct arf_fsck_opts o = { .report = collect, .repair = true };
@@ -1210,7 +1169,7 @@ static void test_xattr(const char *img)
 		CHECK(arf_setxattr(k.c, (uint64_t)g, "system.posix_acl_access", bad_acl,
 		                   sizeof bad_acl, 0) == 0, "store a bad ACL");
 		unserve(&k);
-		int frc = fsck(img);
+		int frc = fsck(img, false);
 		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "a POSIX ACL that is not one"),
 		      "bad ACL: fsck %d:\n%s", frc, report);
 		struct arf_fsck_opts o = { .report = collect, .repair = true };
@@ -1226,7 +1185,7 @@ static void test_xattr(const char *img)
 		gi->xattr = m.sb->journal_off;
 		gi->spare[100] = 1;
 		arf_image_close(&m, err, sizeof err);
-		int frc = fsck(img);
+		int frc = fsck(img, false);
 		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "outside the data area") &&
 		      strstr(report, "reserved bytes are not zero"), "xattr field and spare bytes: "
 		      "fsck %d:\n%s", frc, report);
@@ -1301,7 +1260,7 @@ static void crash_op(const char *what, const char *img, const char *entry, const
 		int n = interrupted_ops(img);
 		cut += n > 0;
 		rounds++;
-		int frc = fsck(img);
+		int frc = fsck(img, false);
 		CHECK(frc == ARF_FSCK_CLEAN, "%s: SIGKILL after %" PRIu64 " fuel (journal: %d cut "
 		      "short): fsck %d:\n%s", what, fuel, n, frc, report);
 		/* a restart where the kill cut the operation, where it completed, and now and then
@@ -2260,7 +2219,7 @@ static void test_once(const char *img, uint64_t features)
 		struct arf_once keep;
 		CHECK(pread(fd, &keep, sizeof keep, (off_t)e0) == sizeof keep &&
 		      pwrite(fd, &bad[b], sizeof bad[b], (off_t)e0) == sizeof bad[b], "poke");
-		int frc = fsck(img);
+		int frc = fsck(img, false);
 		CHECK(frc == ARF_FSCK_PROBLEMS && strstr(report, "keyed result"),
 		      "fsck of a bad keyed entry %u: %d\n%s", b, frc, report);
 		struct arf_fsck_opts o = { .repair = true };
