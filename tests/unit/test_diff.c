@@ -370,11 +370,54 @@ static void gen_counted_loop(struct gen *g)
 	put(g->t, "\t%s C%u_%u\n", conds[cond], g->fn, lab);
 }
 
+/* A loop that walks a pointer p and stores at q, where p was in the previous iteration (q =
+ * p copied at the end), as rsort's insertion does: the JIT's second copy of such a loop
+ * leaves out the store's check where the previous iteration's load at p made it (gen_peel).
+ * The load and the store of any widths (a narrower load proves nothing for a wider store),
+ * the load now and then from another region, at p + 1, or skipped on one path; the store
+ * now and then a load from a region shorter than mem; q stepped after the copy now and
+ * then; p from near mem's end, running past it or below 0. */
+static void gen_walk_loop(struct gen *g)
+{
+	static const char *const ld[] = { "ld8u", "ld16u", "ld32u", "ld64" };
+	static const char *const st[] = { "st8", "st16", "st32", "st64" };
+	static const int steps[] = { -8, -4, -1, 1, 2, 8 };
+	unsigned p = pick(g->n_locals), q = pick(g->n_locals), v = pick(g->n_locals);
+	unsigned n = pick(g->n_locals), f = pick(g->n_locals), lab = g->n_loops++;
+	unsigned wl = pick(4), ws = pick(4);
+	int step = steps[pick(sizeof steps / sizeof steps[0])];
+	int skip_load = pick(4) == 0;
+	put(g->t, "\tpush %u\n\tlset %u\n", MEM_LEN - pick(24), p);
+	put(g->t, "\tlget %u\n\tlset %u\n", p, q);
+	put(g->t, "\tpush %u\n\tlset %u\n", pick(4) ? 1 + pick(40) : 1000000, n);
+	put(g->t, "W%u_%u:\n\tlinc %u, %d\n", g->fn, lab, p, step);
+	if (skip_load)
+		put(g->t, "\tlget %u\n\tjz W%u_%u_a\n", f, g->fn, lab);
+	put(g->t, "\tlget %u\n", p);
+	if (pick(8) == 0)
+		put(g->t, "\tpush 1\n\tadd\n");
+	put(g->t, "\t%s %s\n\tlset %u\n", ld[wl], pick(6) ? "mem" : "ro", v);
+	if (skip_load)
+		put(g->t, "W%u_%u_a:\n", g->fn, lab);
+	if (pick(3) == 0)              /* a way out in the middle, as rsort's key compare */
+		put(g->t, "\tlget %u\n\tpush %u\n\tjltu W%u_%u_x\n", v, pick(64), g->fn, lab);
+	if (pick(4))
+		put(g->t, "\tlget %u\n\tlget %u\n\t%s mem\n", q, v, st[ws]);
+	else                           /* a load at q from a smaller region: not proven */
+		put(g->t, "\tlget %u\n\t%s %s\n\tlget %u\n\tadd\n\tlset %u\n", q, ld[ws],
+		    pick(2) ? "ro" : "const", v, v);
+	put(g->t, "\tlget %u\n\tlset %u\n", p, q);
+	if (pick(8) == 0)
+		put(g->t, "\tlinc %u, 1\n", q);
+	put(g->t, "\tlinc %u, -1\n\tlget %u\n\tjnz W%u_%u\nW%u_%u_x:\n", n, n, g->fn, lab, g->fn, lab);
+}
+
 static void gen_stmt(struct gen *g, int budget)
 {
 	unsigned l = pick(g->n_labels);
-	switch (pick(15)) {
+	switch (pick(16)) {
 	case 13: gen_counted_loop(g); break;
+	case 15: gen_walk_loop(g); break;
 	case 0: case 1: gen_expr(g, budget); put(g->t, "\tlset %u\n", pick(g->n_locals)); break;
 	case 2: gen_expr(g, budget); put(g->t, "\tdrop\n"); break;
 	case 3: gen_expr(g, budget); put(g->t, pick(2) ? "\toutb\n" : "\toutq\n"); break;
