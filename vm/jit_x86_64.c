@@ -416,7 +416,7 @@ struct cg {
 	uint32_t slow_head_xi;         /* ... and that head's xinsn */
 	/* Compiling a peeled loop (gen_peel): in its first copy a back edge to xinsn peel_xi
 	 * goes on to the second copy (the rel32 at peel_at, patched once that is emitted); in
-	 * the second, peel_skip[xi - peel_xi] marks the accesses whose bounds an earlier
+	 * the second, peel_skip[xi - peel_lo] marks the accesses whose bounds an earlier
 	 * iteration proved (UINT32_MAX, NULL: none). */
 	uint32_t peel_xi, peel_at, peel_lo;
 	const uint8_t *peel_skip;
