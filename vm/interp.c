@@ -7,6 +7,7 @@
  * call depth.  A trap records (kind, function, bytecode pc) and returns; it never unwinds
  * across the API.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops_common.h"
@@ -37,16 +38,8 @@ struct frame {
 
 #define TRAP_AT(k)  do { trap_kind = (k); goto trap; } while (0)
 
-/* A debug build (-DVM_XOP_PROFILE, never a release build) counts how often each handler runs
- * right after each other one, and prints the most frequent pairs to stderr at exit (the first
- * VM_XOP_TOP, default 30): the measurement that chose the superinstructions
- * (docs/interpreter.md). */
-#ifdef VM_XOP_PROFILE
-#include <stdio.h>
-#include <stdlib.h>
-static uint64_t prof_pairs[X_ALL_COUNT + 1][X_ALL_COUNT];  /* [X_ALL_COUNT]: a run's first */
-static unsigned prof_prev = X_ALL_COUNT;
-static const char *const prof_names[X_ALL_COUNT + 1] = {
+/* Every handler's name, for vm_interp_names (listings, tests) and the profile below. */
+static const char *const xop_names[X_ALL_COUNT + 1] = {
 	[X_ALL_COUNT] = "(start)",
 #define XBIN(n, e) [X_##n##_RR] = #n "_RR", [X_##n##_RI] = #n "_RI", \
                    [X_LD8U_##n##_RR] = "LD8U_" #n "_RR", [X_LD8U_##n##_RI] = "LD8U_" #n "_RI", \
@@ -85,6 +78,15 @@ static const char *const prof_names[X_ALL_COUNT + 1] = {
 	[X_MUL_DIVS_RI] = "MUL_DIVS_RI", [X_MUL_DIVU_RI] = "MUL_DIVU_RI",
 	[X_MUL_REMS_RI] = "MUL_REMS_RI", [X_MUL_REMU_RI] = "MUL_REMU_RI",
 };
+
+/* A debug build (-DVM_XOP_PROFILE, never a release build) counts how often each handler runs
+ * right after each other one, and prints the most frequent pairs to stderr at exit (the first
+ * VM_XOP_TOP, default 30): the measurement that chose the superinstructions
+ * (docs/interpreter.md). */
+#ifdef VM_XOP_PROFILE
+#include <stdio.h>
+static uint64_t prof_pairs[X_ALL_COUNT + 1][X_ALL_COUNT];  /* [X_ALL_COUNT]: a run's first */
+static unsigned prof_prev = X_ALL_COUNT;
 struct prof_row { uint64_t n; unsigned a, b; };
 static int prof_cmp(const void *x, const void *y)
 {
@@ -108,8 +110,8 @@ __attribute__((destructor)) static void prof_dump(void)
 	for (size_t i = 0; i < n && i < (top ? (size_t)atoi(top) : 30); i++)
 		fprintf(stderr, "%12llu %5.1f%%  %s %s\n", (unsigned long long)rows[i].n,
 		        100.0 * (double)rows[i].n / (double)total,
-		        prof_names[rows[i].a] ? prof_names[rows[i].a] : "?",
-		        prof_names[rows[i].b] ? prof_names[rows[i].b] : "?");
+		        xop_names[rows[i].a] ? xop_names[rows[i].a] : "?",
+		        xop_names[rows[i].b] ? xop_names[rows[i].b] : "?");
 }
 #undef CASE
 #ifdef VM_SWITCH_DISPATCH
@@ -598,4 +600,32 @@ const void *const *vm_interp_labels(void)
 int vm_interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result)
 {
 	return interp(run, entry, argv, result);
+}
+
+struct label_op { uintptr_t h; unsigned op; };
+static int label_cmp(const void *x, const void *y)
+{
+	const struct label_op *p = x, *q = y;
+	return p->h < q->h ? -1 : p->h > q->h;
+}
+
+uint32_t vm_interp_names(const struct xfunc *f, const char **names, uint32_t cap)
+{
+	const void *const *labels = vm_interp_labels();
+	struct label_op by_h[X_ALL_COUNT];
+	if (labels) {                      /* threaded: the handler's address tells the xop */
+		for (unsigned op = 0; op < X_ALL_COUNT; op++)
+			by_h[op] = (struct label_op){ (uintptr_t)labels[op], op };
+		qsort(by_h, X_ALL_COUNT, sizeof *by_h, label_cmp);
+	}
+	for (uint32_t i = 0; i < f->n_code && i < cap; i++) {
+		uintptr_t op = f->code[i].op;
+		if (labels) {
+			struct label_op key = { (uintptr_t)f->code[i].h, 0 };
+			const struct label_op *m = bsearch(&key, by_h, X_ALL_COUNT, sizeof *by_h, label_cmp);
+			op = m ? m->op : X_ALL_COUNT;
+		}
+		names[i] = op < X_ALL_COUNT && xop_names[op] ? xop_names[op] : "?";
+	}
+	return f->n_code;
 }

@@ -414,6 +414,12 @@ struct cg {
 	uint32_t slow_head;            /* compiling a slow copy: its head's code offset, where
 	                                * its back edge goes (UINT32_MAX: none) */
 	uint32_t slow_head_xi;         /* ... and that head's xinsn */
+	/* Compiling a peeled loop (gen_peel): in its first copy a back edge to xinsn peel_xi
+	 * goes on to the second copy (the rel32 at peel_at, patched once that is emitted); in
+	 * the second, peel_skip[xi - peel_lo] marks the accesses whose bounds an earlier
+	 * iteration proved (UINT32_MAX, NULL: none). */
+	uint32_t peel_xi, peel_at, peel_lo;
+	const uint8_t *peel_skip;
 };
 
 /* Append to one of the growing arrays of cg; a failed allocation is the emitter's error. */
@@ -1063,7 +1069,10 @@ static void gen_xrot(struct cg *g, const struct xinsn *x)
 static void emit_fuel_jmp(struct cg *g, uint32_t target)
 {
 	emit_alu_rm_imm(&g->e, OP_W, ALU_SUB, rm_reg(R_FUEL), 1);
-	if (g->slow_head != UINT32_MAX && target == g->slow_head_xi)
+	if (target == g->peel_xi) {
+		assert(g->peel_at == UINT32_MAX);   /* one back edge: find_peel's loop */
+		g->peel_at = emit_jcc(&g->e, CC_AE);
+	} else if (g->slow_head != UINT32_MAX && target == g->slow_head_xi)
 		emit_jcc_back(&g->e, CC_AE, g->slow_head);        /* not its guard */
 	else if (g->range_lo != UINT32_MAX && target >= g->range_lo && target <= g->xi)
 		emit_jcc_back(&g->e, CC_AE, g->xoff[target]);
@@ -1194,6 +1203,14 @@ static int offset_reg(struct cg *g, int32_t s, int64_t disp)
 	return RAX;
 }
 
+/* Whether x, the xinsn being compiled, is an access whose bounds check a peeled loop's
+ * earlier iteration made already (gen_peel). */
+static bool proven(const struct cg *g, const struct xinsn *x)
+{
+	return g->peel_skip && x == &g->xf->code[g->xi] && g->xi >= g->peel_lo &&
+	       g->peel_skip[g->xi - g->peel_lo];
+}
+
 /* fp[a] = region c [fp[b] + imm], w bytes, zero- or sign-extended */
 static void gen_load(struct cg *g, const struct xinsn *x, unsigned w, int is_signed)
 {
@@ -1201,7 +1218,8 @@ static void gen_load(struct cg *g, const struct xinsn *x, unsigned w, int is_sig
 	static const unsigned sx[] = { [1] = 0x0fbe, [2] = 0x0fbf, [4] = 0x63, [8] = 0x8b };
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->b, x->imm);
-	emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
+	if (!proven(g, x))
+		emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
 	int base = region_base(g, (unsigned)x->c);
 	int t = work_reg(g, x->a);
 	/* movzx r32 / mov r32 zero-extend to 64 bits; movsx/movsxd/mov r64 need REX.W */
@@ -1231,7 +1249,8 @@ static void gen_store(struct cg *g, const struct xinsn *x, unsigned w, int out)
 	struct emit *e = &g->e;
 	int off = offset_reg(g, x->a, 0);
 	if (!out) {
-		emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
+		if (!proven(g, x))
+			emit_bounds(g, off, region_len(g, (unsigned)x->c), w, ISA_TRAP_BOUNDS, x->c);
 	} else {
 		emit_bounds(g, off, rm_mem(R_CTX, offsetof(struct jit_ctx, out_cap)), w,
 		            ISA_TRAP_OUTPUT_FULL, -1);
@@ -2372,6 +2391,221 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
 	forget(g);                     /* the fast copy's exit arrives after the loop too */
 }
 
+/* ---- peeled loops: bounds an earlier iteration checked ----
+ * A check is redundant where the offset is a value that already passed the same check, or
+ * that of a wider access to the same region (no region but out changes its length during a
+ * run).  In a loop that is often so from the second iteration on: rsort's inner loop stores
+ * at the offset its previous iteration loaded from (the slot copied in between), but on
+ * the way in the offset comes from the outer loop, unchecked, and the join of the two
+ * knows nothing.  So such a loop is compiled twice: its first iteration with every check,
+ * whose back edge goes on to a second copy that leaves out the checks the facts at its
+ * head prove; its back edge loops to itself.  Both spend fuel alike and trap at the same
+ * xinsns; only checks that cannot fail are gone. */
+#define PEEL_MAX_LOOP  128         /* xinsns of a loop body that find_peel looks at */
+#define PEEL_MAX_SLOTS 1024
+
+/* What is known of a slot's value: it passed the bounds check of a w-byte access at offset
+ * 0 to region r, so it passes that of any narrower access there (w 0: nothing). */
+struct chk { int16_t r; uint8_t w; };
+
+/* The access x makes at slot + 0 that a fact may prove or give: its offset slot, region
+ * and width (0: none; out's and displaced accesses are left alone). */
+static unsigned chk_access(const struct xinsn *x, int32_t *s)
+{
+	unsigned w = 0;
+	switch ((enum xop)x->op) {
+#define XLD(n, wd, t) case X_##n: w = wd; *s = x->b; break;
+#define XST(n, wd, t) case X_##n: w = wd; *s = x->a; break;
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XCC(n, e)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	default:
+		return 0;
+	}
+	return x->imm == 0 && x->c != ISA_R_OUT ? w : 0;
+}
+
+/* Whether a peeled loop may hold x (not as its back edge), and the slot x writes (-1:
+ * none): operations that write at most their a, accesses, forward branches.  Nothing that
+ * calls, writes several slots or ends the function. */
+static bool peel_op(const struct xinsn *x, int32_t *written)
+{
+	if (vloop_op(x, written))
+		return true;
+	switch ((enum xop)x->op) {
+	case X_DIVS_RR: case X_DIVU_RR: case X_REMS_RR: case X_REMU_RR:
+		*written = x->a;
+		return true;
+#define XST(n, w, t) case X_##n: case X_##n##_OUT:
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XCC(n, e)
+#define XLD(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+		*written = -1;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void chk_meet(struct chk *f, const struct chk *g, uint32_t n)
+{
+	for (uint32_t s = 0; s < n; s++)
+		if (f[s].r != g[s].r || g[s].w < f[s].w)
+			f[s] = f[s].r == g[s].r ? g[s] : (struct chk){ 0, 0 };
+}
+
+/* One pass over the loop head..back from the facts f at head, which it leaves as they are
+ * at the back edge.  pend: (back - head + 1) * n scratch facts, seen: back - head + 1
+ * flags.  With skip, marks the accesses the facts prove (skip[k - head] for xinsn k). */
+static void peel_pass(const struct xinsn *code, uint32_t head, uint32_t back, uint32_t n,
+                      struct chk *f, struct chk *pend, uint8_t *seen, uint8_t *skip)
+{
+	bool falls = true;
+	memset(seen, 0, back - head + 1);
+	for (uint32_t k = head; k <= back; k++) {
+		const struct xinsn *x = &code[k];
+		struct chk *p = pend + (size_t)(k - head) * n;
+		if (k > head && seen[k - head]) {
+			if (falls)
+				chk_meet(f, p, n);
+			else
+				memcpy(f, p, n * sizeof *f);
+		} else if (!falls) {
+			memset(f, 0, n * sizeof *f);  /* reached by nothing: know nothing */
+		}
+		int32_t s, written, d;
+		unsigned w = chk_access(x, &s);
+		if (w) {
+			if (skip && f[s].r == x->c && f[s].w >= w)
+				skip[k - head] = 1;
+			if (f[s].r != x->c || f[s].w < w)
+				f[s] = (struct chk){ (int16_t)x->c, (uint8_t)w };
+		}
+		if (k < back && peel_op(x, &written) && written >= 0)
+			f[written] = x->op == X_MOV ? f[x->b] : (struct chk){ 0, 0 };
+		if (k < back && branch_d(x, &d) && k + (uint32_t)d <= back) {
+			uint32_t t = k + (uint32_t)d - head;
+			if (seen[t])
+				chk_meet(pend + (size_t)t * n, f, n);
+			else
+				memcpy(pend + (size_t)t * n, f, n * sizeof *f);
+			seen[t] = 1;
+		}
+		falls = x->op != X_JMP;
+	}
+}
+
+/* Whether the loop head..back (back a backward branch to head, the only one in it; no way
+ * in but head) is worth peeling: its second copy leaves out a check.  Fills skip (back -
+ * head + 1 flags, for xinsns head..back). */
+static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const uint32_t *into_sum,
+                      uint8_t *skip)
+{
+	const struct xinsn *code = g->xf->code;
+	uint32_t n = g->xf->n_slots, len = back - head + 1, inside = 0;
+	if (len > PEEL_MAX_LOOP || n == 0 || n > PEEL_MAX_SLOTS)
+		return false;
+	for (uint32_t k = head; k < back; k++) {
+		int32_t w, d;
+		if (!peel_op(&code[k], &w))
+			return false;
+		if (branch_d(&code[k], &d)) {
+			if (d <= 0)
+				return false;
+			inside += k + (uint32_t)d <= back;
+		}
+	}
+	if (into_sum[back] - into_sum[head] != inside)
+		return false;              /* a branch from outside lands inside */
+	struct chk *f = calloc(3 * (size_t)n + (size_t)len * n, sizeof *f);
+	uint8_t *seen = malloc(len);
+	bool any = false;
+	if (f && seen) {
+		struct chk *h = f + n, *h2 = f + 2 * n, *pend = f + 3 * n;
+		peel_pass(code, head, back, n, f, pend, seen, NULL);   /* from the first copy */
+		memcpy(h, f, n * sizeof *f);
+		for (;;) {                 /* the second copy's head: both back edges meet */
+			memcpy(h2, h, n * sizeof *f);
+			peel_pass(code, head, back, n, h2, pend, seen, NULL);
+			chk_meet(h2, h, n);
+			if (!memcmp(h2, h, n * sizeof *f))
+				break;
+			memcpy(h, h2, n * sizeof *f);
+		}
+		memset(skip, 0, len);
+		peel_pass(code, head, back, n, h, pend, seen, skip);
+		for (uint32_t k = 0; k < len; k++)
+			any |= skip[k];
+	}
+	free(f);
+	free(seen);
+	return any;
+}
+
+/* A loop find_peel accepted:
+ *   first:  head..back with every check; the back edge (its fuel check as ever) to second;
+ *           falling out: jmp back + 1
+ *   second: head..back without the checks skip marks; the back edge to its own head
+ * Every way in, and a refill stub's resume, goes to the first copy. */
+static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *skip,
+                     const uint8_t *target)
+{
+	struct emit *e = &g->e;
+	/* both copies branch to the loop's exits: no compare is known to be in the flags there */
+	for (uint32_t k = head; k <= back && g->in_n; k++) {
+		int32_t d;
+		if (branch_d(&g->xf->code[k], &d) && k + (uint32_t)d > back)
+			g->in_n[k + (uint32_t)d] = UINT32_MAX;
+	}
+	if (g->in_n)
+		g->in_n[back + 1] = UINT32_MAX;
+	uint32_t n_jumps = g->n_jumps;
+	g->peel_xi = head;
+	g->peel_at = UINT32_MAX;
+	gen_range(g, head, back + 1, target);
+	g->peel_xi = UINT32_MAX;
+	uint32_t first = g->xoff[head], at = g->peel_at;
+	emit_jcc_x(g, CC_ALWAYS, back + 1);
+	for (int copy = 0; copy < 2; copy++) {
+		/* the copy's own jumps inside the loop go to its own code; the exits wait */
+		uint32_t kept = n_jumps;
+		for (uint32_t k = n_jumps; k < g->n_jumps; k++) {
+			const struct jump *j = &g->jumps[k];
+			if (j->target >= head && j->target <= back)
+				patch_rel32(e, j->at, g->xoff[j->target]);
+			else
+				g->jumps[kept++] = *j;
+		}
+		g->n_jumps = kept;
+		if (copy)
+			break;
+		g->peel_lo = head;
+		g->peel_skip = skip;
+		gen_range(g, head, back + 1, target);
+		g->peel_skip = NULL;
+	}
+	if (at != UINT32_MAX)
+		patch_rel32(e, at, g->xoff[head]);
+	g->xoff[head] = first;
+}
+
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
 static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *target)
 {
@@ -2460,18 +2694,28 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	forget(g);
 	g->range_lo = UINT32_MAX;
 	g->slow_head = UINT32_MAX;
+	g->peel_xi = UINT32_MAX;
+	g->peel_skip = NULL;
 	gen_prologue(g);
 	uint32_t done = 0;             /* xinsns compiled so far */
+	uint8_t skip[PEEL_MAX_LOOP];
 	for (uint32_t h = 0; h < n_code && !g->unsupported; h++) {
 		struct vloop v;
 		uint32_t b = next_back[h];
 		int32_t d;
 		if (!(target[h] & 2) || b == n_code || !branch_d(&g->xf->code[b], &d) ||
-		    b + (uint32_t)d != h || !find_vloop(g, h, b, into_sum, &v))
+		    b + (uint32_t)d != h)
+			continue;
+		bool vl = find_vloop(g, h, b, into_sum, &v);
+		if (!vl && !find_peel(g, h, b, into_sum, skip))
 			continue;
 		gen_range(g, done, h, target);
-		if (!g->unsupported)
-			gen_vloop(g, &v, target);
+		if (!g->unsupported) {
+			if (vl)
+				gen_vloop(g, &v, target);
+			else
+				gen_peel(g, h, b, skip, target);
+		}
 		done = b + 1;
 		h = b;                     /* the next head can be b + 1 */
 	}

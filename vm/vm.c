@@ -379,6 +379,17 @@ int vm_prog_jit_listing(const struct vm_prog *p, unsigned fi, struct vm_jit_list
 	return vm_jit_listing(p, fi, out);
 }
 
+int vm_prog_xops(const struct vm_prog *p, unsigned fi, const char **names, uint32_t *pcs,
+                 uint32_t cap)
+{
+	if (fi >= p->seg->n_funcs)
+		return -VM_EINVAL;
+	const struct xfunc *f = &p->funcs[fi];
+	for (uint32_t i = 0; pcs && i < f->n_code && i < cap; i++)
+		pcs[i] = f->pcs[i];
+	return (int)vm_interp_names(f, names, names ? cap : 0);
+}
+
 int vm_prog_entry(const struct vm_prog *p, const char *name, unsigned *n_args)
 {
 	for (uint32_t i = 0; i < p->seg->n_exports; i++) {

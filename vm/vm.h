@@ -122,6 +122,16 @@ struct vm_jit_listing {
 };
 int vm_prog_jit_listing(const struct vm_prog *prog, unsigned fi, struct vm_jit_listing *out);
 
+/* The interpreter's code of function fi, for listings and tests (test_diff counts the
+ * superinstructions its programs make): for each translated instruction i < cap, names[i] is
+ * the name of its handler ("ADD_RI"; at the first instruction of a superinstruction its name,
+ * "SHLI_ADDR_LD32U", while the instructions it takes in keep their own though they are not
+ * dispatched) and pcs[i] the bytecode pc it came from (a trap there reports that pc).  Either
+ * array may be NULL; the names are static strings.  Returns the number of translated
+ * instructions, or -VM_EINVAL for a bad fi. */
+int vm_prog_xops(const struct vm_prog *prog, unsigned fi, const char **names, uint32_t *pcs,
+                 uint32_t cap);
+
 /* Find an exported entry by name: returns its function index (>= 0) and its argument count
  * in *n_args, or -VM_ENOENTRY. */
 int vm_prog_entry(const struct vm_prog *prog, const char *name, unsigned *n_args);

@@ -255,6 +255,8 @@ void vm_xfunc_free(struct xfunc *f);
 /* interp.c: with run == NULL returns the handler table (for threading), else runs. */
 const void *const *vm_interp_labels(void);
 int vm_interp(struct run *run, unsigned entry, const int64_t *argv, int64_t *result);
+/* interp.c: the names of f's handlers as vm_prog_xops gives them; returns f->n_code. */
+uint32_t vm_interp_names(const struct xfunc *f, const char **names, uint32_t cap);
 
 /* translate.c: after the JIT (which reads the xop numbers), opcodes become handler addresses */
 void vm_thread_code(struct vm_prog *prog);

@@ -6,10 +6,16 @@
  * bulk operations and output), assembles it, and runs it on each engine of the VM (the
  * interpreter and, where it exists, the JIT) and in tests/ref_interp.c, from identical memory.
  * Result, trap (kind, function, pc, code), fuel used, output bytes and final region contents
- * must all agree, so the engines also agree with each other.
+ * must all agree, so the engines also agree with each other.  The generator also writes the
+ * shapes the interpreter fuses into superinstructions (a scaled index and its load, a stepped
+ * pointer read at once, a product divided by a constant, a bit test, a sum going straight
+ * into another operation, a product closing a counted loop), with their edge values; the
+ * test counts the forms the translator made (vm_prog_xops) and the runs that trapped inside
+ * one, and fails when any is never made.
  *
  *   test_diff [N [SEED]]      N programs (default 3000) from SEED (default 1); DIFF_VERBOSE=1
- *                             prints every program.  A failure prints the program and its seed.
+ *                             prints every program (and the count of each form, as
+ *                             DIFF_FORMS=1 does).  A failure prints the program and its seed.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -87,7 +93,7 @@ static void gen_const(struct gen *g)
 /* An offset for a region of len bytes: mostly in bounds, often at the very end. */
 static void gen_offset(struct gen *g, unsigned len, unsigned width, int budget)
 {
-	switch (pick(8)) {
+	switch (pick(10)) {
 	case 0: put(g->t, "\tpush %u\n", len - width); break;         /* last in-bounds word */
 	case 1: put(g->t, "\tpush %u\n", len - width + 1 + pick(2)); break;  /* just past */
 	case 2:
@@ -113,6 +119,45 @@ static void gen_offset(struct gen *g, unsigned len, unsigned width, int budget)
 		put(g->t, "\tlget %u\n\tpush 31\n\tand\n\tlget %u\n\tpush 15\n\tand\n\tadd\n", a, b);
 		break;
 	}
+	case 6: {
+		/* a scaled index, base + (i << k), then the load: SHLI_ADDR_.  The base a local
+		 * (raw now and then: out of bounds), the index masked or raw, the shift count
+		 * often 64 or more (only its low 6 bits count) */
+		static const unsigned shifts[] = { 0, 1, 2, 3, 64, 65, 66, 67, 127, 191 };
+		unsigned a = pick(g->n_locals), b = pick(g->n_locals);
+		unsigned k = shifts[pick(sizeof shifts / sizeof shifts[0])];
+		char base[64], idx[64];
+		snprintf(base, sizeof base, pick(3) ? "\tlget %u\n\tpush 15\n\tand\n" : "\tlget %u\n", a);
+		snprintf(idx, sizeof idx, pick(3) ? "\tlget %u\n\tpush 3\n\tand\n" : "\tlget %u\n", b);
+		if (pick(2))
+			put(g->t, "%s%s\tpush %u\n\tshl\n\tadd\n", base, idx, k);
+		else
+			put(g->t, "%s\tpush %u\n\tshl\n%s\tadd\n", idx, k, base);
+		break;
+	}
+	case 7: {
+		/* a pointer stepped by a constant and stored, then read at once (ltee): ADDI_.
+		 * The pointer in bounds, or far below 0 so that the step wraps it back, or
+		 * anything; a displacement now and then (folded into the load's) */
+		unsigned p = pick(g->n_locals), c = pick(len + 2);
+		switch (pick(3)) {
+		case 0:
+			put(g->t, "\tlget %u\n\tpush 15\n\tand\n\tpush %u\n\tadd\n", pick(g->n_locals), c / 2);
+			break;
+		case 1:
+			put(g->t, "\tpush -%u\n\tpush %u\n\tadd\n", 1 + pick(16), 16 + c / 2);
+			break;
+		default:
+			gen_expr(g, budget - 1);
+			put(g->t, "\tpush %" PRId64 "\n\tadd\n",
+			    interesting[pick(sizeof interesting / sizeof interesting[0])]);
+			break;
+		}
+		put(g->t, "\tltee %u\n", p);
+		if (pick(3) == 0)
+			put(g->t, "\tpush %d\n\tadd\n", (int)pick(9) - 4);
+		break;
+	}
 	default: put(g->t, "\tpush %u\n", pick(len)); break;
 	}
 }
@@ -136,11 +181,68 @@ static void gen_binop(struct gen *g)
 	put(g->t, "\t%s\n", binops[i]);
 }
 
+/* A value in a slot, not a constant (an instruction that reads it has no _RI form): a local,
+ * a local just set to an edge value (push c; ltee l), or any expression. */
+static void gen_operand(struct gen *g, int budget)
+{
+	switch (pick(4)) {
+	case 0: case 1: put(g->t, "\tlget %u\n", pick(g->n_locals)); break;
+	case 2:
+		put(g->t, "\tpush %" PRId64 "\n\tltee %u\n",
+		    interesting[pick(sizeof interesting / sizeof interesting[0])], pick(g->n_locals));
+		break;
+	default: gen_expr(g, budget - 1); break;
+	}
+}
+
+/* A product divided by a constant: MUL_<div>_RI.  Divisors that cannot trap, and now and
+ * then 0 or -1 (the division stays a DIVx_RR, with its traps, next to the multiply). */
+static void gen_mul_div(struct gen *g, int budget)
+{
+	static const int64_t divisors[] = {
+		3, 7, 10, -2, -3, -7, 2, 16, 0x100000001ll, INT64_MAX, INT64_MIN, INT64_MIN + 1,
+		0, -1,
+	};
+	static const char *const divops[] = { "divs", "divu", "rems", "remu" };
+	gen_operand(g, budget);
+	gen_operand(g, budget);
+	put(g->t, "\tmul\n\tpush %" PRId64 "\n\t%s\n",
+	    divisors[pick(sizeof divisors / sizeof divisors[0])], divops[pick(4)]);
+}
+
+/* A sum (of two slots, or a slot and a constant) that is at once the left operand of an
+ * XBIN whose right one is a local or a constant (often a shift count of 64 or more), or
+ * the right operand of a commutative one: ADD_<op>, ADDI_<op>. */
+static void gen_add_op(struct gen *g, int budget)
+{
+	unsigned op = pick(21);        /* binops[] up to geu: the XBIN ones */
+	int left = pick(4) != 0;
+	char right[64];
+	if (pick(2))
+		snprintf(right, sizeof right, "\tlget %u\n", pick(g->n_locals));
+	else
+		snprintf(right, sizeof right, "\tpush %" PRId64 "\n",
+		         interesting[pick(sizeof interesting / sizeof interesting[0])]);
+	if (!left)
+		put(g->t, "%s", right);
+	gen_operand(g, budget);
+	if (pick(2))
+		gen_operand(g, budget);
+	else
+		gen_const(g);
+	put(g->t, "\tadd\n");
+	if (left)
+		put(g->t, "%s", right);
+	put(g->t, "\t%s\n", binops[op]);
+}
+
 /* Emit code that pushes exactly one value. */
 static void gen_expr(struct gen *g, int budget)
 {
-	unsigned choice = budget <= 0 ? pick(3) : pick(16);
+	unsigned choice = budget <= 0 ? pick(3) : pick(18);
 	switch (choice) {
+	case 16: gen_mul_div(g, budget); break;
+	case 17: gen_add_op(g, budget); break;
 	case 0: gen_const(g); break;
 	case 1: put(g->t, "\tlget %u\n", pick(g->n_locals)); break;
 	case 2: put(g->t, "\trlen %s\n", (const char *[]){ "mem", "ro", "args", "out", "const" }[pick(5)]); break;
@@ -222,14 +324,17 @@ static void gen_expr(struct gen *g, int budget)
 
 /* A counted loop, the shape the JIT compiles twice (a guarded copy without bounds checks
  * or fuel counter, and the usual one): i from near a region's end or anywhere, loads at
- * i + d, the step before, between or after them, looping while i < n, n > i or i != n, with
+ * i + d, the step before, between or after them, looping while i < n, n > i or i != n (now
+ * and then i <= n, i == n or n >= i), with
  * n often where the last load is just in bounds or just past, and fuel running out inside. */
 static void gen_counted_loop(struct gen *g)
 {
-	static const char *const conds[] = { "jltu", "jlts", "jne", "jgtu", "jgts" };
+	static const char *const conds[] = {
+		"jltu", "jlts", "jne", "jleu", "jles", "jeq", "jgtu", "jgts", "jgeu", "jges",
+	};
 	const unsigned n_interesting = sizeof interesting / sizeof interesting[0];
 	unsigned i = pick(g->n_locals), n = pick(g->n_locals), lab = g->n_loops++;
-	unsigned cond = pick(5), n_loads = 1 + pick(3), step_at = pick(n_loads + 1);
+	unsigned cond = pick(pick(2) ? 3 : 10), n_loads = 1 + pick(3), step_at = pick(n_loads + 1);
 	int n_is_local = pick(2);
 	int64_t start = pick(4) == 0 ? interesting[pick(n_interesting)]
 	                             : (int64_t)pick(MEM_LEN + 2) - (int64_t)pick(2);
@@ -248,26 +353,71 @@ static void gen_counted_loop(struct gen *g)
 		put(g->t, "\tlget %u\n", i);
 		if (pick(2))
 			put(g->t, "\tpush %u\n\tadd\n", pick(9));
+		/* the loaded value summed, mixed in or multiplied (MUL_INC_J when the step and
+		 * the test follow) */
 		put(g->t, "\t%s %s\n\tlget %u\n\t%s\n\tlset %u\n", loads[ld], pick(2) ? "mem" : "ro",
-		    x, pick(2) ? "add" : "xor", x);
+		    x, (const char *[]){ "add", "xor", "mul" }[pick(3)], x);
 	}
 	char n_push[48];
 	if (n_is_local)
 		snprintf(n_push, sizeof n_push, "\tlget %u\n", n);
 	else
 		snprintf(n_push, sizeof n_push, "\tpush %" PRId64 "\n", bound);
-	if (cond >= 3)                 /* n > i */
+	if (cond >= 6)                 /* n > i, n >= i */
 		put(g->t, "%s\tlget %u\n", n_push, i);
 	else
 		put(g->t, "\tlget %u\n%s", i, n_push);
 	put(g->t, "\t%s C%u_%u\n", conds[cond], g->fn, lab);
 }
 
+/* A loop that walks a pointer p and stores at q, where p was in the previous iteration (q =
+ * p copied at the end), as rsort's insertion does: the JIT's second copy of such a loop
+ * leaves out the store's check where the previous iteration's load at p made it (gen_peel).
+ * The load and the store of any widths (a narrower load proves nothing for a wider store),
+ * the load now and then from another region, at p + 1, or skipped on one path; the store
+ * now and then a load from a region shorter than mem; q stepped after the copy now and
+ * then; p from near mem's end, running past it or below 0. */
+static void gen_walk_loop(struct gen *g)
+{
+	static const char *const ld[] = { "ld8u", "ld16u", "ld32u", "ld64" };
+	static const char *const st[] = { "st8", "st16", "st32", "st64" };
+	static const int steps[] = { -8, -4, -1, 1, 2, 8 };
+	unsigned p = pick(g->n_locals), q = pick(g->n_locals), v = pick(g->n_locals);
+	unsigned n = pick(g->n_locals), f = pick(g->n_locals), lab = g->n_loops++;
+	unsigned wl = pick(4), ws = pick(4);
+	int step = steps[pick(sizeof steps / sizeof steps[0])];
+	int skip_load = pick(4) == 0;
+	put(g->t, "\tpush %u\n\tlset %u\n", MEM_LEN - pick(24), p);
+	put(g->t, "\tlget %u\n\tlset %u\n", p, q);
+	put(g->t, "\tpush %u\n\tlset %u\n", pick(4) ? 1 + pick(40) : 1000000, n);
+	put(g->t, "W%u_%u:\n\tlinc %u, %d\n", g->fn, lab, p, step);
+	if (skip_load)
+		put(g->t, "\tlget %u\n\tjz W%u_%u_a\n", f, g->fn, lab);
+	put(g->t, "\tlget %u\n", p);
+	if (pick(8) == 0)
+		put(g->t, "\tpush 1\n\tadd\n");
+	put(g->t, "\t%s %s\n\tlset %u\n", ld[wl], pick(6) ? "mem" : "ro", v);
+	if (skip_load)
+		put(g->t, "W%u_%u_a:\n", g->fn, lab);
+	if (pick(3) == 0)              /* a way out in the middle, as rsort's key compare */
+		put(g->t, "\tlget %u\n\tpush %u\n\tjltu W%u_%u_x\n", v, pick(64), g->fn, lab);
+	if (pick(4))
+		put(g->t, "\tlget %u\n\tlget %u\n\t%s mem\n", q, v, st[ws]);
+	else                           /* a load at q from a smaller region: not proven */
+		put(g->t, "\tlget %u\n\t%s %s\n\tlget %u\n\tadd\n\tlset %u\n", q, ld[ws],
+		    pick(2) ? "ro" : "const", v, v);
+	put(g->t, "\tlget %u\n\tlset %u\n", p, q);
+	if (pick(8) == 0)
+		put(g->t, "\tlinc %u, 1\n", q);
+	put(g->t, "\tlinc %u, -1\n\tlget %u\n\tjnz W%u_%u\nW%u_%u_x:\n", n, n, g->fn, lab, g->fn, lab);
+}
+
 static void gen_stmt(struct gen *g, int budget)
 {
 	unsigned l = pick(g->n_labels);
-	switch (pick(15)) {
+	switch (pick(16)) {
 	case 13: gen_counted_loop(g); break;
+	case 15: gen_walk_loop(g); break;
 	case 0: case 1: gen_expr(g, budget); put(g->t, "\tlset %u\n", pick(g->n_locals)); break;
 	case 2: gen_expr(g, budget); put(g->t, "\tdrop\n"); break;
 	case 3: gen_expr(g, budget); put(g->t, pick(2) ? "\toutb\n" : "\toutq\n"); break;
@@ -288,21 +438,35 @@ static void gen_stmt(struct gen *g, int budget)
 		 * accumulation (a sum, or a product by a constant), the step, and a test of the
 		 * stepped local (INC_J, ADD_INC_J, MULI_INC_J) */
 		int loop_end = pick(2);
-		if (loop_end && pick(2)) {
+		if (loop_end && pick(4)) {
 			unsigned s = pick(g->n_locals);
-			if (pick(2)) {
+			switch (pick(5)) {
+			case 0:
 				put(g->t, "\tlget %u\n", s);
 				gen_expr(g, budget - 1);
 				put(g->t, "\tadd\n\tlset %u\n", s);
-			} else {
+				break;
+			case 1:
 				gen_expr(g, budget - 1);
 				put(g->t, "\tpush %d\n\tmul\n\tlset %u\n", (int)pick(1000) - 500, s);
+				break;
+			default:    /* a product of two slots: MUL_INC_J (fnv1a's hash through pncc) */
+				put(g->t, "\tlget %u\n", s);
+				gen_operand(g, budget - 1);
+				put(g->t, "\tmul\n\tlset %u\n", s);
+				break;
 			}
 		}
 		put(g->t, "\tlinc %u, %d\n", x, d);
 		if (loop_end) {
 			put(g->t, "\tlget %u\n", x);
-			gen_expr(g, budget - 1);
+			/* the bound a local or a constant half the time, so nothing comes between
+			 * the step and the branch */
+			switch (pick(4)) {
+			case 0: put(g->t, "\tlget %u\n", pick(g->n_locals)); break;
+			case 1: gen_const(g); break;
+			default: gen_expr(g, budget - 1); break;
+			}
 			put(g->t, "\t%s L%u_%u\n", jccs[pick(10)], g->fn, l);
 		}
 		break;
@@ -311,7 +475,17 @@ static void gen_stmt(struct gen *g, int budget)
 		gen_expr(g, budget - 1); gen_expr(g, budget - 1);
 		put(g->t, "\t%s L%u_%u\n", jccs[pick(10)], g->fn, l);
 		break;
-	case 8: gen_expr(g, budget - 1); put(g->t, "\t%s L%u_%u\n", pick(2) ? "jz" : "jnz", g->fn, l); break;
+	case 8:
+		gen_expr(g, budget - 1);
+		if (pick(2)) {
+			/* a bit test: ANDI_J (the result kept in a local half the time) */
+			static const int64_t masks[] = { 1, 2, 0x80, 0xff, 7, 0, -1, INT64_MIN, 0x100000000ll };
+			put(g->t, "\tpush %" PRId64 "\n\tand\n", masks[pick(sizeof masks / sizeof masks[0])]);
+			if (pick(2))
+				put(g->t, "\tltee %u\n", pick(g->n_locals));
+		}
+		put(g->t, "\t%s L%u_%u\n", pick(2) ? "jz" : "jnz", g->fn, l);
+		break;
 	case 9:
 		switch (pick(3)) {
 		case 0: {
@@ -569,6 +743,136 @@ static unsigned find_stress(unsigned n, unsigned *passed, int sets)
 	return failed;
 }
 
+/* The superinstructions the generator is meant to reach (docs/interpreter.md), and how many
+ * times the translator made each over a run, counted from vm_prog_xops on the interpreter's
+ * code.  With enough programs (and fusion on) a form never made fails the run: the generator
+ * no longer covers it. */
+#define MAX_FORMS 160
+static char form_name[MAX_FORMS][24];
+static unsigned form_count[MAX_FORMS], n_forms;
+
+static void add_form(const char *prefix, const char *middle, const char *suffix)
+{
+	char up[16];
+	size_t i;
+	for (i = 0; middle[i] && i + 1 < sizeof up; i++)
+		up[i] = (char)toupper((unsigned char)middle[i]);
+	up[i] = '\0';
+	if (n_forms < MAX_FORMS)
+		snprintf(form_name[n_forms++], sizeof form_name[0], "%s%s%s", prefix, up, suffix);
+}
+
+static void init_forms(void)
+{
+	static const char *const bins[] = {
+		"add", "sub", "mul", "and", "or", "xor", "shl", "shru", "shrs", "rotl", "rotr", "eq",
+		"ne", "lts", "ltu", "les", "leu", "gts", "gtu", "ges", "geu",
+	};
+	static const char *const ldx[] = { "ld8u", "ld8s", "ld16u", "ld16s", "ld32u", "ld32s", "ld64" };
+	static const char *const ccs[] = { "eq", "ne", "lts", "ltu", "les", "leu", "gts", "gtu", "ges", "geu" };
+	static const char *const divs[] = { "divs", "divu", "rems", "remu" };
+	for (unsigned i = 0; i < 7; i++)
+		add_form("SHLI_ADDR_", ldx[i], "");
+	for (unsigned i = 0; i < 7; i++)
+		add_form("ADDI_", ldx[i], "");
+	for (unsigned i = 0; i < 4; i++)
+		add_form("MUL_", divs[i], "_RI");
+	add_form("ANDI_", "jz", "");
+	add_form("ANDI_", "jzb", "");
+	add_form("ANDI_", "jnz", "");
+	add_form("ANDI_", "jnzb", "");
+	for (unsigned i = 0; i < 10; i++) {
+		add_form("MUL_INC_J", ccs[i], "_RRB");
+		add_form("MUL_INC_J", ccs[i], "_RIB");
+	}
+	for (unsigned i = 0; i < 21; i++) {
+		add_form("ADD_", bins[i], "_RR");
+		add_form("ADD_", bins[i], "_RI");
+	}
+	for (unsigned i = 0; i < 21; i++) {
+		add_form("ADDI_", bins[i], "_RR");
+		add_form("ADDI_", bins[i], "_RI");
+	}
+}
+
+/* Where the forms of the current program end: a trap there (fuel at a fused branch, bounds
+ * at a fused load) is a trap in a superinstruction's second or third part. */
+struct form_end { unsigned func, pc, form; };
+static struct form_end ends[512];
+static unsigned n_ends;
+
+/* The edge cases the runs must reach inside a superinstruction: fuel running out at the
+ * fused backward branch, a bounds error at the fused load. */
+enum { EDGE_FUEL_MUL_INC, EDGE_FUEL_ANDI, EDGE_BOUNDS_SHLI, EDGE_BOUNDS_ADDI, N_EDGES };
+static const char *const edge_name[N_EDGES] = {
+	"fuel at MUL_INC_J", "fuel at ANDI_J", "bounds at SHLI_ADDR_", "bounds at ADDI_<ld>",
+};
+static unsigned edge_count[N_EDGES];
+
+/* Count the forms in prog's interpreter code and note where each ends. */
+static void count_forms(const struct vm_prog *prog)
+{
+	static const char *names[4096];
+	static uint32_t pcs[4096];
+	n_ends = 0;
+	for (unsigned fi = 0; fi < vm_prog_seg(prog)->n_funcs; fi++) {
+		int n = vm_prog_xops(prog, fi, names, pcs, 4096);
+		for (int i = 0; i < n && i < 4096; i++) {
+			const char *x = names[i];
+			if (strncmp(x, "SHLI_", 5) && strncmp(x, "ADD", 3) && strncmp(x, "MUL_", 4) &&
+			    strncmp(x, "ANDI_", 5))
+				continue;
+			for (unsigned f = 0; f < n_forms; f++)
+				if (!strcmp(x, form_name[f])) {
+					int last = i + (strstr(x, "_INC_J") || !strncmp(x, "SHLI_", 5) ? 2 : 1);
+					form_count[f]++;
+					if (last < n && n_ends < sizeof ends / sizeof ends[0])
+						ends[n_ends++] = (struct form_end){ fi, pcs[last], f };
+					break;
+				}
+		}
+	}
+}
+
+/* The run ended in trap t (the same on every engine): count it if it is one of the edges. */
+static void count_edge(const struct vm_trap *t)
+{
+	for (unsigned e = 0; e < n_ends; e++) {
+		if (ends[e].func != t->func || ends[e].pc != t->pc)
+			continue;
+		const char *x = form_name[ends[e].form];
+		if (t->kind == ISA_TRAP_FUEL && !strncmp(x, "MUL_INC_J", 9))
+			edge_count[EDGE_FUEL_MUL_INC]++;
+		else if (t->kind == ISA_TRAP_FUEL && !strncmp(x, "ANDI_J", 6))
+			edge_count[EDGE_FUEL_ANDI]++;
+		else if (t->kind == ISA_TRAP_BOUNDS && !strncmp(x, "SHLI_ADDR_", 10))
+			edge_count[EDGE_BOUNDS_SHLI]++;
+		else if (t->kind == ISA_TRAP_BOUNDS && !strncmp(x, "ADDI_LD", 7))
+			edge_count[EDGE_BOUNDS_ADDI]++;
+		return;
+	}
+}
+
+/* Print the counts (all of them with verbose, else those at 0); returns the forms at 0. */
+static unsigned report_forms(int verbose)
+{
+	unsigned missing = 0, total = 0;
+	for (unsigned f = 0; f < n_forms; f++) {
+		total += form_count[f];
+		missing += form_count[f] == 0;
+		if (verbose || form_count[f] == 0)
+			printf("  %-18s %u\n", form_name[f], form_count[f]);
+	}
+	printf("test_diff: %u of %u superinstruction forms made (%u in all); runs ending", n_forms - missing,
+	       n_forms, total);
+	for (unsigned e = 0; e < N_EDGES; e++) {
+		printf("%s %s %u", e ? "," : "", edge_name[e], edge_count[e]);
+		missing += edge_count[e] == 0;
+	}
+	printf("\n");
+	return missing;
+}
+
 static int same_trap(const struct vm_trap *a, const struct vm_trap *b)
 {
 	return a->kind == b->kind && a->func == b->func && a->pc == b->pc &&
@@ -586,6 +890,7 @@ int main(int argc, char **argv)
 	static uint8_t ro_vm[RO_LEN], ro_ref[RO_LEN], out_vm[64], out_ref[64];
 	static const char argbytes[12] = "args\0bytes\n";
 
+	init_forms();
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t s = seed * 1000003u + i;
 		rng_state = s ? s : 1;
@@ -633,8 +938,12 @@ int main(int argc, char **argv)
 			failed++;
 			goto next;
 		}
+		count_forms(prog);
+		/* fuel for 500 backward branches and calls, or now and then for a few: it runs out
+		 * at more places (in a loop's first iterations, at a fused branch) */
+		uint64_t fuel = pick(4) ? 500 : 1 + pick(40);
 		struct vm_run_opts o_ref = { .args = argbytes, .args_len = sizeof argbytes,
-		                             .out = out_ref, .out_cap = 40, .fuel = 500 };
+		                             .out = out_ref, .out_cap = 40, .fuel = fuel };
 		memset(out_ref, 0xee, sizeof out_ref);
 		struct vm_result r_ref;
 		struct ref_region regs[2] = { { mem_ref, MEM_LEN }, { ro_ref, RO_LEN } };
@@ -673,6 +982,8 @@ int main(int argc, char **argv)
 		if (ok) {
 			passed++;
 			traps += rc_ref != 0;
+			if (rc_ref != 0)
+				count_edge(&r_ref.trap);
 		} else {
 			failed++;
 		}
@@ -687,6 +998,12 @@ next:
 	failed += find_stress(2000, &passed, 0);
 	failed += find_stress(3000, &passed, 1);
 	printf("test_diff: %u programs from seed %" PRIu64 ", %u ended in a trap\n", n, seed, traps);
+	unsigned missing = report_forms(verbose || getenv("DIFF_FORMS") != NULL);
+	if (missing && n >= 1000 && !getenv("VM_NO_FUSE")) {
+		printf("FAIL: %u superinstruction form%s or edge%s never made\n", missing,
+		       missing > 1 ? "s" : "", missing > 1 ? "s" : "");
+		failed++;
+	}
 	printf("%u passed, %u failed\n", passed, failed);
 	return failed != 0;
 }
