@@ -119,6 +119,20 @@ int64_t grep_selected_end(struct grep *g, const uint8_t *p, size_t len, int64_t 
  * file's records at once. */
 int grep_is_exact(const struct grep *g);
 
+/* UTF-8 context (-A, -B, -C without -a): a file is run on the fast path first, whose
+ * records print what grep 3.8 prints unless one of their lines has an encoding error (grep
+ * then prints other lines around it).  grep_needs_exact says so for a run's records (all of
+ * them, or any part: 1 as soon as a part holds such a line; always 0 when g needs no such
+ * check); the caller then drops what it has of the file and runs the file again from its
+ * start with grep_exact_twin(g), formatting with it: the same patterns and options on the
+ * exact path, compiled on first use and owned by g (g itself when it needs no twin; NULL
+ * when out of memory).  Set -H/-h on g: the twin follows it. */
+int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len);
+struct grep *grep_exact_twin(struct grep *g);
+/* Whether grep_needs_exact can say 1 for g (the caller then holds a file's records until it
+ * ends, rather than printing them as they come). */
+int grep_ctx_redo(const struct grep *g);
+
 /* Streaming (not exact): print the records of one part of a run; *last_end (-1 before the
  * first part) carries the separator state to the next part.  grep_format_end then prints
  * what comes after the lines (-c, -l, -L, the binary message) from the run's value; rec holds
