@@ -34,6 +34,8 @@
 static const char *prog = "grep";
 
 #define OUT_MAX   (32u << 20)      /* output of one run */
+#define HOLD_MAX  (16u << 20)      /* UTF-8 context: records held until a file ends (over
+                                    * this, the file takes the exact path) */
 #define OUT_SOFT  (4u << 20)       /* a run stops at the next line after this much */
 #define SCAN_MAX  (64ull << 20)    /* bytes of file per run (fuel: a few per byte) */
 
@@ -74,6 +76,13 @@ struct state {
 	size_t seg_srv_len;
 	uint8_t seg_srv_id[AR_ID_LEN];
 	int srv_tried;                 /* cluster_servers_ready compiled g_srv (or could not) */
+	/* UTF-8 context on the fast path (grep_needs_exact): the patterns on the exact path,
+	 * for a file whose records hold a line with an encoding error (owned by g), and their
+	 * arf segment; made on first use, on the main thread (twin_ready) */
+	struct grep *gx;
+	const uint8_t *seg_x;
+	size_t seg_x_len;
+	uint8_t seg_x_id[AR_ID_LEN];
 };
 
 static void die(const char *fmt, const char *arg)
@@ -273,6 +282,25 @@ static void batch_end(struct conn *k, struct batch *b)
 static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
 static int is_output_ino(struct state *st, struct conn *k, uint64_t ino);
 
+/* The exact twin of st->g and its arf segment, made on first use (main thread only: a
+ * compile touches the formatter's state).  NULL when st->g needs none. */
+static struct grep *twin_ready(struct state *st)
+{
+	if (!grep_ctx_redo(st->g))
+		return NULL;
+	struct grep *x = grep_exact_twin(st->g);   /* also takes st->g's -H/-h again */
+	if (!x)
+		die("%s", "memory exhausted");
+	if (!st->gx) {
+		char err[256];
+		if (grep_arf_segment(x, &st->seg_x, &st->seg_x_len, err, sizeof err) != 0)
+			die("%s", err);
+		isa_seg_id(st->seg_x, st->seg_x_len, st->seg_x_id);
+		st->gx = x;
+	}
+	return x;
+}
+
 /* ---- a file of a cluster (docs/cluster.md, "arf grep on a cluster") ----
  * Scanned in its data servers where the options allow (cluster_servers, below), else
  * gathered: its stripes read from all its data servers at once (arf_cl_read: one
@@ -293,6 +321,7 @@ struct cl_res {
 	int err;                       /* or a file error (errno) */
 	int is_output;                 /* or "input file is also the output" */
 	int print;                     /* else cluster_print(size, value, rec, rec_len) */
+	int exact;                     /* the records are st->gx's (grep_needs_exact) */
 	uint64_t size;
 	int64_t value;
 	uint8_t *rec;                  /* malloc'd, or NULL */
@@ -649,13 +678,14 @@ out:
 
 /* Print what grep prints for a cluster file of size bytes whose scan gave value and rec. */
 static void cluster_print(struct state *st, const char *name, uint64_t size, int64_t value,
-                          const uint8_t *rec, size_t rec_len)
+                          const uint8_t *rec, size_t rec_len, int exact)
 {
 	const struct grep_opts *o = &st->a.o;
+	struct grep *g = exact ? twin_ready(st) : st->g;
 	if (o->initial_tab && (o->line_number || o->byte_offset))
-		grep_set_file_size(st->g, (int64_t)size);
+		grep_set_file_size(g, (int64_t)size);
 	struct grep_file_result res;
-	int rc = grep_format(st->g, prog, name, value, rec, rec ? rec_len : 0, stdout, stderr, &res);
+	int rc = grep_format(g, prog, name, value, rec, rec ? rec_len : 0, stdout, stderr, &res);
 	if (rc == -2)
 		die("%s", "memory exhausted");
 	if (rc != 0)
@@ -757,6 +787,12 @@ static void cluster_file(struct state *st, struct conn *k, uint64_t ino, struct 
 		}
 		arf_cl_file_close(f);
 		rc = cluster_scan(st->g, r, buf, off, &value, &out_len);
+		if (rc == 0 && grep_needs_exact(st->g, r->out->buf, out_len)) {
+			/* UTF-8 context beside an encoding error: the exact path (twin_ready made
+			 * st->gx on the main thread before any file of a cluster) */
+			r->exact = 1;
+			rc = cluster_scan(st->gx, r, buf, off, &value, &out_len);
+		}
 		free(buf);
 		if (rc != 0)
 			return;
@@ -785,7 +821,7 @@ static void cluster_emit(struct state *st, const char *name, struct cl_res *r)
 		if (!st->a.no_messages)
 			fprintf(stderr, "%s: %s: input file is also the output\n", prog, name);
 	} else if (r->print) {
-		cluster_print(st, name, r->size, r->value, r->rec, r->rec_len);
+		cluster_print(st, name, r->size, r->value, r->rec, r->rec_len, r->exact);
 	}
 	free(r->msg);
 	free(r->rec);
@@ -796,30 +832,35 @@ static void cluster_emit(struct state *st, const char *name, struct cl_res *r)
 static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
 {
 	struct cl_res r = { .out = &st->cl_out };
+	twin_ready(st);
 	cluster_file(st, k, ino, &r, NULL, 0);
 	cluster_emit(st, name, &r);
 }
 
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
- * its first run's result, from a batch (or NULL). */
-
-static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
-                     const struct first_part *first)
+ * its first run's result, from a batch (or NULL).  1 when nothing was printed and the file
+ * must go again on the exact path (UTF-8 context: grep_needs_exact), else 0. */
+static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const char *name,
+                        const struct first_part *first)
 {
 	struct grep_arf_state s = { .bin = -1, .row = -1 };
 	const struct grep_opts *o = &st->a.o;
 	int exact = grep_is_exact(st->g);
+	/* UTF-8 context on the fast path: the records are held, not printed, until the file
+	 * ends (up to HOLD_MAX), since a line with an encoding error among them sends the whole
+	 * file to the exact path; then they are printed as they would have been part by part */
+	int hold = grep_ctx_redo(st->g);
 	uint8_t *acc = NULL;
 	size_t acc_len = 0, acc_cap = 0;
 	int64_t last_end = -1;
 	if (k->cl) {
 		grep_cluster_ino(st, k, ino, name);
-		return;
+		return 0;
 	}
 	if (st->no_read)
 		goto end;
 	if (is_output(st, k, ino, name))
-		return;
+		return 0;
 	if (o->initial_tab && (o->line_number || o->byte_offset)) {
 		/* -T aligns numbers to the width of the file's size */
 		struct arf_attr at;
@@ -863,26 +904,31 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 			free(x.out);
 			free(acc);
 			run_error(st, name, what);
-			return;
+			return 0;
 		}
 		if (x.value < 0) {
 			free(x.out);
 			free(acc);
 			file_error(st, name, (int)-x.value);
-			return;
+			return 0;
 		}
 		if (x.out_len < GREP_ARF_TRAILER) {
 			free(x.out);
 			free(acc);
 			run_error(st, name, "malformed reply");
-			return;
+			return 0;
 		}
 		size_t rl = (size_t)x.out_len - GREP_ARF_TRAILER;
 		int64_t t[10];
 		memcpy(t, out + rl, sizeof t);
 		memcpy(&s, t + 1, sizeof s);
 		int bad = 0;
-		if (exact && rl) {
+		if (hold && rl && (acc_len + rl > HOLD_MAX || grep_needs_exact(st->g, out, rl))) {
+			free(x.out);
+			free(acc);
+			return 1;
+		}
+		if ((exact || hold) && rl) {
 			if (acc_len + rl > acc_cap) {
 				acc_cap = 2 * (acc_len + rl) + 4096;
 				uint8_t *n = realloc(acc, acc_cap);
@@ -892,7 +938,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 			}
 			memcpy(acc + acc_len, out, rl);
 			acc_len += rl;
-		} else if (!exact) {
+		} else if (!exact && !hold) {
 			bad = grep_format_records(st->g, name, out, rl, stdout, &last_end);
 			if (bad == -2)
 				die("%s", "memory exhausted");
@@ -901,10 +947,21 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		if (bad) {
 			free(acc);
 			run_error(st, name, "malformed records");
-			return;
+			return 0;
 		}
 		if (!t[0])
 			break;
+	}
+	if (hold && acc_len) {
+		int bad = grep_format_records(st->g, name, acc, acc_len, stdout, &last_end);
+		if (bad == -2)
+			die("%s", "memory exhausted");
+		if (bad) {
+			free(acc);
+			run_error(st, name, "malformed records");
+			return 0;
+		}
+		acc_len = 0;
 	}
 end:;
 	struct grep_file_result res;
@@ -919,6 +976,29 @@ end:;
 	if (res.matched)
 		st->any_match = 1;
 	check_output(0);
+	return 0;
+}
+
+static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
+                     const struct first_part *first)
+{
+	if (grep_ino_run(st, k, ino, name, first) == 0)
+		return;
+	/* the file again from its start, on the exact path (st->g's twin) */
+	struct grep *g = st->g;
+	const uint8_t *seg = st->seg;
+	size_t seg_len = st->seg_len;
+	uint8_t seg_id[AR_ID_LEN];
+	memcpy(seg_id, st->seg_id, sizeof seg_id);
+	st->g = twin_ready(st);
+	st->seg = st->seg_x;
+	st->seg_len = st->seg_x_len;
+	memcpy(st->seg_id, st->seg_x_id, sizeof seg_id);
+	grep_ino_run(st, k, ino, name, NULL);      /* exact: never 1 */
+	st->g = g;
+	st->seg = seg;
+	st->seg_len = seg_len;
+	memcpy(st->seg_id, seg_id, sizeof seg_id);
 }
 
 /* A file's turn in grep_tree: its part of batch b (at position pos of the files the batch
@@ -1201,6 +1281,7 @@ static void cl_pool_start(struct cl_pool *p, struct state *st, struct conn *k)
 		die("%s", "memory exhausted");
 	/* what the workers read of st, settled here first */
 	cluster_servers_ready(st);
+	twin_ready(st);
 	is_output_ino(st, k, 0);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);

@@ -124,6 +124,26 @@ check -c -i "$(printf '\251')"
 check -c '\bfox'
 check -c -v '\<fox'
 check -a -n 'fox\B'
+# context (issue 19): the fast path, its records held until the file ends; a file where one
+# of them has an encoding error (utf8_invalid, utf8_enc) goes again on the exact path
+for o in -A1 '-A2 -n' -C1 '-B1 -v' -A0 '-C1 -o' '-A1 -m1' '-C0 -c'; do
+	# shellcheck disable=SC2086
+	modes='server --local' check $o 'needle\|bad\|good\|fox'
+done
+# ... and only the lines printed cross the link: -A1 of one line of frag_many (130 KB) in
+# C.UTF-8 (every line went to the client before)
+ob() { "$BUILD/arc" stats "$ep" | sed -n 's/^exec.output_bytes //p'; }
+b0=$(ob)
+timeout 60 "$BUILD/arf" grep -A1 'line 123 ' "$ep:/frag_many" >"$tmp/a.out" 2>&1
+b1=$(ob)
+size=$(stat -c %s "$d/frag_many")
+if [ -n "$b0" ] && [ -n "$b1" ] && [ $((b1 - b0)) -lt $((size / 10)) ] &&
+   [ "$(cat "$tmp/a.out")" = "$(printf 'line 123 of the needle file x\nline 124 of the needle file x')" ]; then
+	pass=$((pass + 1))
+else
+	fail_msg "arf grep -A1 in C.UTF-8: $((b1 - b0)) bytes sent for a file of $size"
+	head -n 3 "$tmp/a.out"
+fi
 unset LC_ALL
 files=$files_c remote=$remote_c
 check -F -c 'needle
