@@ -45,6 +45,7 @@ struct conn {
 	struct arf_client *c;
 	struct arf_data *d;            /* a cluster's metadata server: its description's reader */
 	struct arf_cluster *cl;        /* its data servers (NULL: a one-server image) */
+	int d_failed;                  /* arf_data_open failed: -B takes the exact path */
 	unsigned cl_n;                 /* their number (each file's unit is its layout's) */
 	struct conn *next;
 };
@@ -83,6 +84,7 @@ struct state {
 	const uint8_t *seg_x;
 	size_t seg_x_len;
 	uint8_t seg_x_id[AR_ID_LEN];
+	struct lead *lead;             /* -B: the records with the leading lines (lead_add) */
 };
 
 static void die(const char *fmt, const char *arg)
@@ -286,7 +288,7 @@ static int is_output_ino(struct state *st, struct conn *k, uint64_t ino);
  * compile touches the formatter's state).  NULL when st->g needs none. */
 static struct grep *twin_ready(struct state *st)
 {
-	if (!grep_ctx_redo(st->g))
+	if (!grep_ctx_redo(st->g) && !grep_lead_client(st->g))
 		return NULL;
 	struct grep *x = grep_exact_twin(st->g);   /* also takes st->g's -H/-h again */
 	if (!x)
@@ -837,6 +839,128 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 	cluster_emit(st, name, &r);
 }
 
+/* ---- -B: the leading context, read by the client ----
+ * The segment cannot walk back over lines in another extent, so it sends no leading context
+ * (grep_lead_client).  Before each selected line that does not follow the record before it,
+ * up to B lines are read back with arf_read and put into the records as context lines: a
+ * window of LEAD_LINE bytes a line before it, doubled until it holds them or reaches the
+ * end of the record before (grep's leading context stops at the last line it printed) or
+ * the file's start.  Only the lines grep prints cross the link, one READ per group. */
+#define LEAD_LINE   128             /* bytes read back per line of -B at first */
+#define LEAD_WINDOW (64u << 10)     /* ... at most */
+
+struct lead {
+	uint8_t *rec;                  /* the records with the leading lines */
+	size_t len, cap;
+	uint8_t *win;                  /* the bytes read back */
+	size_t win_cap;
+	uint64_t prev_end;             /* just after the last record's line; 0: the file's start */
+};
+
+static void lead_put(struct lead *L, const void *p, size_t n)
+{
+	if (L->len + n > L->cap) {
+		size_t cap = 2 * (L->len + n) + 4096;
+		uint8_t *r = realloc(L->rec, cap);
+		if (!r)
+			die("%s", "memory exhausted");
+		L->rec = r;
+		L->cap = cap;
+	}
+	memcpy(L->rec + L->len, p, n);
+	L->len += n;
+}
+
+/* The leading lines of the selected line at off (line number lineno): up to B lines of
+ * [L->prev_end, off), as context records.  0, or -1 when they cannot be read. */
+static int lead_read(struct state *st, struct conn *k, uint64_t ino, uint64_t off,
+                     uint64_t lineno, struct lead *L)
+{
+	const struct grep_opts *o = &st->a.o;
+	uint8_t eol = o->null_data ? 0 : '\n';
+	uint64_t floor = L->prev_end;
+	size_t w = (size_t)o->before < LEAD_WINDOW / LEAD_LINE ? LEAD_LINE * (size_t)(o->before + 1) :
+	           LEAD_WINDOW;
+	size_t first;                      /* where the earliest line starts in win */
+	int64_t cnt;
+	uint64_t start;
+	for (;;) {
+		start = off - floor > w ? off - w : floor;
+		size_t n = (size_t)(off - start);
+		if (n > L->win_cap) {
+			free(L->win);
+			L->win_cap = n;
+			L->win = malloc(n);
+			if (!L->win)
+				die("%s", "memory exhausted");
+		}
+		if (arf_read(k->d, ino, start, L->win, n) != (int64_t)n)
+			return -1;         /* an error, or the file changed meanwhile */
+		/* win[n - 1] ends the line before off: walk back over B terminators */
+		size_t e = n - 1;
+		cnt = 0;
+		first = n;
+		while (cnt < o->before) {
+			const uint8_t *z = e ? memrchr(L->win, eol, e) : NULL;
+			if (!z && start > floor)
+				break;         /* the line goes on before the window */
+			first = z ? (size_t)(z - L->win) + 1 : 0;
+			cnt++;
+			if (!z)
+				break;         /* the line starts at the floor: none before */
+			e = (size_t)(z - L->win);
+		}
+		if (cnt == o->before || start == floor)
+			break;
+		w = w > SIZE_MAX / 2 ? SIZE_MAX : 2 * w;
+	}
+	size_t hdr = o->line_number ? 24 : 16;
+	for (size_t at = first, n = (size_t)(off - start); at < n; cnt--) {
+		const uint8_t *z = memchr(L->win + at, eol, n - at);
+		size_t len = (size_t)(z - (L->win + at));
+		uint64_t q[3] = { (start + at) | GREP_REC_CONTEXT, len, lineno - (uint64_t)cnt };
+		lead_put(L, q, hdr);
+		lead_put(L, L->win + at, len);
+		at += len + 1;
+	}
+	return 0;
+}
+
+/* The records rec[0..rec_len) of a run with the leading lines added, into L->rec (L->len);
+ * L->prev_end carries from run to run.  0, or -1 when the file cannot be read. */
+static int lead_add(struct state *st, struct conn *k, uint64_t ino, const uint8_t *rec,
+                    size_t rec_len, struct lead *L)
+{
+	size_t hdr = st->a.o.line_number ? 24 : 16, i = 0;
+	L->len = 0;
+	if (!k->d && !k->d_failed) {
+		char *path = arf_seg_path("ARF_DATA_SEG", "data.pno");
+		char err[512];
+		k->d = path ? arf_data_open(k->a, path, err, sizeof err) : NULL;
+		k->d_failed = !k->d;
+		free(path);
+	}
+	if (!k->d)
+		return -1;
+	for (; i + hdr <= rec_len;) {
+		uint64_t q[3] = { 0, 0, 0 };
+		memcpy(q, rec + i, hdr);
+		if (q[1] > rec_len - i - hdr)
+			break;             /* malformed: the formatter says so */
+		uint64_t off = q[0] & ~(GREP_REC_CONTEXT | GREP_REC_SCRATCH);
+		int plain = !(q[0] & (GREP_REC_CONTEXT | GREP_REC_SCRATCH));
+		if (plain && off > L->prev_end && lead_read(st, k, ino, off, q[2], L) != 0)
+			return -1;
+		lead_put(L, rec + i, hdr + q[1]);
+		if (!(q[0] & GREP_REC_SCRATCH))
+			L->prev_end = off + q[1] + 1;
+		i += hdr + q[1];
+	}
+	if (i < rec_len)
+		lead_put(L, rec + i, rec_len - i);
+	return 0;
+}
+
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
  * its first run's result, from a batch (or NULL).  1 when nothing was printed and the file
  * must go again on the exact path (UTF-8 context: grep_needs_exact), else 0. */
@@ -850,9 +974,17 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 	 * ends (up to HOLD_MAX), since a line with an encoding error among them sends the whole
 	 * file to the exact path; then they are printed as they would have been part by part */
 	int hold = grep_ctx_redo(st->g);
+	struct lead *lead = NULL;
+	if (grep_lead_client(st->g)) {
+		if (!st->lead && !(st->lead = calloc(1, sizeof *st->lead)))
+			die("%s", "memory exhausted");
+		lead = st->lead;
+		lead->prev_end = 0;
+	}
 	uint8_t *acc = NULL;
 	size_t acc_len = 0, acc_cap = 0;
 	int64_t last_end = -1;
+	int printed = 0;               /* records of this file went to stdout */
 	if (k->cl) {
 		grep_cluster_ino(st, k, ino, name);
 		return 0;
@@ -923,6 +1055,19 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 		memcpy(t, out + rl, sizeof t);
 		memcpy(&s, t + 1, sizeof s);
 		int bad = 0;
+		if (lead && rl) {
+			/* -B: the leading lines added (or, unreadable, the exact path) */
+			if (lead_add(st, k, ino, out, rl, lead) != 0) {
+				free(x.out);
+				free(acc);
+				if (!printed)
+					return 1;
+				run_error(st, name, k->d ? arf_data_errmsg(k->d) : "cannot read the file");
+				return 0;
+			}
+			out = lead->rec;
+			rl = lead->len;
+		}
 		if (hold && rl && (acc_len + rl > HOLD_MAX || grep_needs_exact(st->g, out, rl))) {
 			free(x.out);
 			free(acc);
@@ -940,6 +1085,7 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 			acc_len += rl;
 		} else if (!exact && !hold) {
 			bad = grep_format_records(st->g, name, out, rl, stdout, &last_end);
+			printed = 1;
 			if (bad == -2)
 				die("%s", "memory exhausted");
 		}
@@ -982,7 +1128,8 @@ end:;
 static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
                      const struct first_part *first)
 {
-	if (grep_ino_run(st, k, ino, name, first) == 0)
+	/* -B without arf_data (lead_add could not open it once): the exact path at once */
+	if ((!grep_lead_client(st->g) || !k->d_failed) && grep_ino_run(st, k, ino, name, first) == 0)
 		return;
 	/* the file again from its start, on the exact path (st->g's twin) */
 	struct grep *g = st->g;
@@ -1769,6 +1916,11 @@ out:
 	free(st.out_abs);
 	grep_free(st.g);
 	grep_free(st.g_srv);
+	if (st.lead) {
+		free(st.lead->rec);
+		free(st.lead->win);
+		free(st.lead);
+	}
 	grep_out_free(&st.cl_out);
 	while (st.conns) {
 		struct conn *k = st.conns;

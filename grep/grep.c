@@ -14,7 +14,7 @@
 #include "asm.h"
 #include "grep_int.h"
 
-#define REC_CONTEXT (1ull << 63)
+#define REC_CONTEXT GREP_REC_CONTEXT
 
 /* Shared across files of one process: grep prints "--" between context groups of different
  * files as well. */
@@ -284,7 +284,8 @@ static int regex_decides(const struct ast *t, const struct grep_opts *o)
 	return 0;
 }
 
-/* grep_compile; ctx_exact: UTF-8 context takes the exact path (the twin, grep_exact_twin) */
+/* grep_compile; ctx_exact: compile the twin (grep_exact_twin), where UTF-8 context and -B
+ * under no_walk_back take the exact path */
 static int compile(const char *const *pats, const size_t *lens, size_t n,
                    const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
                    char *warn, size_t warnlen, int ctx_exact)
@@ -477,8 +478,12 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 	int ctx_lines = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0) &&
 	                !o->count && !o->quiet && !o->list && !o->list_nomatch;
 	int ctx_enc = ctx_lines && ctx_exact;
+	/* -B where the segment cannot walk back (arf grep, no_walk_back): the caller reads the
+	 * leading lines and adds them to the records (lead_client), the exact path in the twin */
+	int lines = !o->count && !o->quiet && !o->list && !o->list_nomatch;
+	int walk_back = o->no_walk_back && o->before > 0 && lines;
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
-	           (o->no_walk_back && o->before > 0) || u8words || chars_err ||
+	           (walk_back && ctx_exact) || u8words || chars_err ||
 	           g->have_sup || ctx_enc ||
 	           g->have_w_nfa;
 	if (!nfa_ok)
@@ -515,8 +520,9 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 			g->have_bdfa = 1;
 		}
 	}
-	if (ctx_lines && !g->exact) {
-		g->ctx_redo = 1;
+	g->ctx_redo = ctx_lines && !g->exact;
+	g->lead_client = walk_back && !g->exact;
+	if (g->ctx_redo || g->lead_client) {
 		g->pats = calloc(n ? n : 1, sizeof *g->pats);
 		g->lens = malloc((n ? n : 1) * sizeof *g->lens);
 		if (!g->pats || !g->lens)
@@ -550,7 +556,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 
 struct grep *grep_exact_twin(struct grep *g)
 {
-	if (!g->ctx_redo)
+	if (!g->ctx_redo && !g->lead_client)
 		return g;
 	if (!g->twin) {
 		/* compiling resets the "--" state shared across files: keep it */
@@ -570,6 +576,11 @@ struct grep *grep_exact_twin(struct grep *g)
 int grep_ctx_redo(const struct grep *g)
 {
 	return g->ctx_redo;
+}
+
+int grep_lead_client(const struct grep *g)
+{
+	return g->lead_client;
 }
 
 int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len)

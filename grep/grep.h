@@ -132,6 +132,12 @@ struct grep *grep_exact_twin(struct grep *g);
 /* Whether grep_needs_exact can say 1 for g (the caller then holds a file's records until it
  * ends, rather than printing them as they come). */
 int grep_ctx_redo(const struct grep *g);
+/* -B with no_walk_back (arf grep), lines printed: the arf segment sends no leading context;
+ * the caller reads up to B lines before each selected line (back to the end of the record
+ * before it, or to the file's start) and adds them to the records as context lines
+ * (GREP_REC_CONTEXT) before formatting.  Where it cannot, grep_exact_twin(g) is the exact
+ * path, which needs none. */
+int grep_lead_client(const struct grep *g);
 
 /* Streaming (not exact): print the records of one part of a run; *last_end (-1 before the
  * first part) carries the separator state to the next part.  grep_format_end then prints
@@ -266,6 +272,7 @@ int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const
  * then the state.  Records flagged GREP_REC_SCRATCH are copies of lines that straddle
  * extents, scanned there; the formatter skips them.  Needs no_walk_back in the options. */
 #define GREP_REC_SCRATCH (1ull << 62)
+#define GREP_REC_CONTEXT (1ull << 63)   /* a record's offset word: a context line */
 #define GREP_ARF_NARGS   12
 struct grep_arf_state {
 	int64_t pos, lineno, count, after, stop, bin, row, skip, noeol;

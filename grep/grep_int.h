@@ -336,6 +336,8 @@ struct grep {
 	 * follow (select_grep38).  A file whose records hold such a line is run again with the
 	 * twin: the same patterns compiled for the exact path (grep_needs_exact) */
 	int ctx_redo;
+	int lead_client;       /* -B with no_walk_back (arf grep): the arf segment sends no
+	                        * leading context, the caller adds it to the records */
 	struct grep *twin;     /* made on first use (grep_exact_twin), freed with this one */
 	char **pats;           /* ctx_redo: copies of the patterns, to compile the twin */
 	size_t *lens, n_pats;

@@ -523,8 +523,9 @@ static void test_context_fast(void)
 		{ 3, -1, 0, 0, 0 },    /* -B3 */
 		{ 0, 0, 0, 0, 0 },     /* -C0: "--" only */
 		{ -1, 1, 1, 0, 0 },    /* arf grep -A1 */
-		{ 1, 1, 1, 0, 1 },     /* arf grep -C1: -B in arf grep is exact (no_walk_back) */
+		{ 1, 1, 1, 0, 0 },     /* arf grep -C1: the client reads -B's lines (lead_client) */
 		{ 1, 1, 0, 1, 0 },     /* -c -C1: no lines printed, no twin */
+		{ 2, -1, 1, 1, 0 },    /* arf grep -c -B2 */
 	};
 	const char *text = "a1\nb2 needle\nc3\nd4\n";
 	const char *bad = "a1\nb2 needle \377\nc3\nd4\n";
@@ -545,6 +546,12 @@ static void test_context_fast(void)
 		int redo = !cases[i].exact && !cases[i].count;
 		CHECK(grep_ctx_redo(g) == redo, "case %zu: ctx_redo %d", i, grep_ctx_redo(g));
 		CHECK(cases[i].exact || g->lit_len == 6, "case %zu: literal skip lost", i);
+		int lead = cases[i].no_walk_back && cases[i].before > 0 && !cases[i].count;
+		CHECK(grep_lead_client(g) == lead, "case %zu: lead_client %d", i, !lead);
+		const uint8_t *aseg;
+		size_t aseg_len;
+		CHECK(!cases[i].no_walk_back || grep_arf_segment(g, &aseg, &aseg_len, err, sizeof err) == 0,
+		      "case %zu: arf segment: %s", i, err);
 		struct grep_out out = { 0 };
 		int64_t value;
 		size_t out_len;
@@ -560,7 +567,8 @@ static void test_context_fast(void)
 			      "case %zu text %d: needs_exact %d", i, k, !want);
 		}
 		struct grep *x = grep_exact_twin(g);
-		CHECK(x != NULL && (x == g) == !redo && (x->exact || !redo), "case %zu: twin %p exact %d", i,
+		CHECK(x != NULL && (x == g) == !(redo || lead) && (x->exact || x == g),
+		      "case %zu: twin %p exact %d", i,
 		      (void *)x, x ? x->exact : -1);
 		grep_out_free(&out);
 		grep_free(g);
