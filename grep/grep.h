@@ -46,7 +46,8 @@ struct grep_opts {
 	int utf8;                 /* the locale is UTF-8 (grep_locale): characters, not bytes;
 	                           * LC_CTYPE must be that locale while compiling and formatting */
 	int no_walk_back;         /* the segment cannot walk back over earlier lines (arf grep:
-	                           * they may lie in another extent): -B takes the exact path */
+	                           * they may lie in another extent): the caller adds -B's
+	                           * lines (grep_lead_client) */
 };
 
 struct grep;
