@@ -43,7 +43,8 @@ struct conn {
 	char *endpoint;
 	struct arc *a;
 	struct arf_client *c;
-	struct arf_data *d;            /* a cluster's metadata server: its description's reader */
+	struct arf_data *d;            /* a cluster's metadata server: its description's reader;
+	                                * -B: the reader of leading lines (lead_add) */
 	struct arf_cluster *cl;        /* its data servers (NULL: a one-server image) */
 	int d_failed;                  /* arf_data_open failed: -B takes the exact path */
 	unsigned cl_n;                 /* their number (each file's unit is its layout's) */
@@ -963,7 +964,8 @@ static int lead_add(struct state *st, struct conn *k, uint64_t ino, const uint8_
 
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
  * its first run's result, from a batch (or NULL).  1 when nothing was printed and the file
- * must go again on the exact path (UTF-8 context: grep_needs_exact), else 0. */
+ * must go again on the exact path (UTF-8 context: grep_needs_exact; -B: lead_add could not
+ * read the leading lines), else 0. */
 static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const char *name,
                         const struct first_part *first)
 {
@@ -1062,7 +1064,7 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 				free(acc);
 				if (!printed)
 					return 1;
-				run_error(st, name, k->d ? arf_data_errmsg(k->d) : "cannot read the file");
+				run_error(st, name, "reading the lines before a selected line (-B) failed");
 				return 0;
 			}
 			out = lead->rec;
