@@ -34,6 +34,8 @@
 static const char *prog = "grep";
 
 #define OUT_MAX   (32u << 20)      /* output of one run */
+#define HOLD_MAX  (16u << 20)      /* UTF-8 context: records held until a file ends (over
+                                    * this, the file takes the exact path) */
 #define OUT_SOFT  (4u << 20)       /* a run stops at the next line after this much */
 #define SCAN_MAX  (64ull << 20)    /* bytes of file per run (fuel: a few per byte) */
 
@@ -41,8 +43,10 @@ struct conn {
 	char *endpoint;
 	struct arc *a;
 	struct arf_client *c;
-	struct arf_data *d;            /* a cluster's metadata server: its description's reader */
+	struct arf_data *d;            /* a cluster's metadata server: its description's reader;
+	                                * -B: the reader of leading lines (lead_add) */
 	struct arf_cluster *cl;        /* its data servers (NULL: a one-server image) */
+	int d_failed;                  /* arf_data_open failed: -B takes the exact path */
 	unsigned cl_n;                 /* their number (each file's unit is its layout's) */
 	struct conn *next;
 };
@@ -74,6 +78,14 @@ struct state {
 	size_t seg_srv_len;
 	uint8_t seg_srv_id[AR_ID_LEN];
 	int srv_tried;                 /* cluster_servers_ready compiled g_srv (or could not) */
+	/* UTF-8 context on the fast path (grep_needs_exact): the patterns on the exact path,
+	 * for a file whose records hold a line with an encoding error (owned by g), and their
+	 * arf segment; made on first use, on the main thread (twin_ready) */
+	struct grep *gx;
+	const uint8_t *seg_x;
+	size_t seg_x_len;
+	uint8_t seg_x_id[AR_ID_LEN];
+	struct lead *lead;             /* -B: the records with the leading lines (lead_add) */
 };
 
 static void die(const char *fmt, const char *arg)
@@ -273,6 +285,25 @@ static void batch_end(struct conn *k, struct batch *b)
 static int is_output(struct state *st, struct conn *k, uint64_t ino, const char *name);
 static int is_output_ino(struct state *st, struct conn *k, uint64_t ino);
 
+/* The exact twin of st->g and its arf segment, made on first use (main thread only: a
+ * compile touches the formatter's state).  NULL when st->g needs none. */
+static struct grep *twin_ready(struct state *st)
+{
+	if (!grep_ctx_redo(st->g) && !grep_lead_client(st->g))
+		return NULL;
+	struct grep *x = grep_exact_twin(st->g);   /* also takes st->g's -H/-h again */
+	if (!x)
+		die("%s", "memory exhausted");
+	if (!st->gx) {
+		char err[256];
+		if (grep_arf_segment(x, &st->seg_x, &st->seg_x_len, err, sizeof err) != 0)
+			die("%s", err);
+		isa_seg_id(st->seg_x, st->seg_x_len, st->seg_x_id);
+		st->gx = x;
+	}
+	return x;
+}
+
 /* ---- a file of a cluster (docs/cluster.md, "arf grep on a cluster") ----
  * Scanned in its data servers where the options allow (cluster_servers, below), else
  * gathered: its stripes read from all its data servers at once (arf_cl_read: one
@@ -293,6 +324,7 @@ struct cl_res {
 	int err;                       /* or a file error (errno) */
 	int is_output;                 /* or "input file is also the output" */
 	int print;                     /* else cluster_print(size, value, rec, rec_len) */
+	int exact;                     /* the records are st->gx's (grep_needs_exact) */
 	uint64_t size;
 	int64_t value;
 	uint8_t *rec;                  /* malloc'd, or NULL */
@@ -649,13 +681,14 @@ out:
 
 /* Print what grep prints for a cluster file of size bytes whose scan gave value and rec. */
 static void cluster_print(struct state *st, const char *name, uint64_t size, int64_t value,
-                          const uint8_t *rec, size_t rec_len)
+                          const uint8_t *rec, size_t rec_len, int exact)
 {
 	const struct grep_opts *o = &st->a.o;
+	struct grep *g = exact ? twin_ready(st) : st->g;
 	if (o->initial_tab && (o->line_number || o->byte_offset))
-		grep_set_file_size(st->g, (int64_t)size);
+		grep_set_file_size(g, (int64_t)size);
 	struct grep_file_result res;
-	int rc = grep_format(st->g, prog, name, value, rec, rec ? rec_len : 0, stdout, stderr, &res);
+	int rc = grep_format(g, prog, name, value, rec, rec ? rec_len : 0, stdout, stderr, &res);
 	if (rc == -2)
 		die("%s", "memory exhausted");
 	if (rc != 0)
@@ -757,6 +790,12 @@ static void cluster_file(struct state *st, struct conn *k, uint64_t ino, struct 
 		}
 		arf_cl_file_close(f);
 		rc = cluster_scan(st->g, r, buf, off, &value, &out_len);
+		if (rc == 0 && grep_needs_exact(st->g, r->out->buf, out_len)) {
+			/* UTF-8 context beside an encoding error: the exact path (twin_ready made
+			 * st->gx on the main thread before any file of a cluster) */
+			r->exact = 1;
+			rc = cluster_scan(st->gx, r, buf, off, &value, &out_len);
+		}
 		free(buf);
 		if (rc != 0)
 			return;
@@ -785,7 +824,7 @@ static void cluster_emit(struct state *st, const char *name, struct cl_res *r)
 		if (!st->a.no_messages)
 			fprintf(stderr, "%s: %s: input file is also the output\n", prog, name);
 	} else if (r->print) {
-		cluster_print(st, name, r->size, r->value, r->rec, r->rec_len);
+		cluster_print(st, name, r->size, r->value, r->rec, r->rec_len, r->exact);
 	}
 	free(r->msg);
 	free(r->rec);
@@ -796,30 +835,166 @@ static void cluster_emit(struct state *st, const char *name, struct cl_res *r)
 static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, const char *name)
 {
 	struct cl_res r = { .out = &st->cl_out };
+	twin_ready(st);
 	cluster_file(st, k, ino, &r, NULL, 0);
 	cluster_emit(st, name, &r);
 }
 
-/* Run the segment over inode ino until done; print what grep prints for the file.  first:
- * its first run's result, from a batch (or NULL). */
+/* ---- -B: the leading context, read by the client ----
+ * The segment cannot walk back over lines in another extent, so it sends no leading context
+ * (grep_lead_client).  Before each selected line that does not follow the record before it,
+ * up to B lines are read back with arf_read and put into the records as context lines: a
+ * window of LEAD_LINE bytes a line before it, doubled until it holds them or reaches the
+ * end of the record before (grep's leading context stops at the last line it printed) or
+ * the file's start.  Only the lines grep prints cross the link, one READ per group. */
+#define LEAD_LINE   128             /* bytes read back per line of -B at first */
+#define LEAD_WINDOW (64u << 10)     /* ... at most */
 
-static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
-                     const struct first_part *first)
+struct lead {
+	uint8_t *rec;                  /* the records with the leading lines */
+	size_t len, cap;
+	uint8_t *win;                  /* the bytes read back */
+	size_t win_cap;
+	uint64_t prev_end;             /* just after the last record's line; 0: the file's start */
+};
+
+static void lead_put(struct lead *L, const void *p, size_t n)
+{
+	if (L->len + n > L->cap) {
+		size_t cap = 2 * (L->len + n) + 4096;
+		uint8_t *r = realloc(L->rec, cap);
+		if (!r)
+			die("%s", "memory exhausted");
+		L->rec = r;
+		L->cap = cap;
+	}
+	memcpy(L->rec + L->len, p, n);
+	L->len += n;
+}
+
+/* The leading lines of the selected line at off (line number lineno): up to B lines of
+ * [L->prev_end, off), as context records.  0, or -1 when they cannot be read. */
+static int lead_read(struct state *st, struct conn *k, uint64_t ino, uint64_t off,
+                     uint64_t lineno, struct lead *L)
+{
+	const struct grep_opts *o = &st->a.o;
+	uint8_t eol = o->null_data ? 0 : '\n';
+	uint64_t floor = L->prev_end;
+	size_t w = (size_t)o->before < LEAD_WINDOW / LEAD_LINE ? LEAD_LINE * (size_t)(o->before + 1) :
+	           LEAD_WINDOW;
+	size_t first;                      /* where the earliest line starts in win */
+	int64_t cnt;
+	uint64_t start;
+	for (;;) {
+		start = off - floor > w ? off - w : floor;
+		size_t n = (size_t)(off - start);
+		if (n > L->win_cap) {
+			free(L->win);
+			L->win_cap = n;
+			L->win = malloc(n);
+			if (!L->win)
+				die("%s", "memory exhausted");
+		}
+		if (arf_read(k->d, ino, start, L->win, n) != (int64_t)n)
+			return -1;         /* an error, or the file changed meanwhile */
+		/* win[n - 1] ends the line before off: walk back over B terminators */
+		size_t e = n - 1;
+		cnt = 0;
+		first = n;
+		while (cnt < o->before) {
+			const uint8_t *z = e ? memrchr(L->win, eol, e) : NULL;
+			if (!z && start > floor)
+				break;         /* the line goes on before the window */
+			first = z ? (size_t)(z - L->win) + 1 : 0;
+			cnt++;
+			if (!z)
+				break;         /* the line starts at the floor: none before */
+			e = (size_t)(z - L->win);
+		}
+		if (cnt == o->before || start == floor)
+			break;
+		w = w > SIZE_MAX / 2 ? SIZE_MAX : 2 * w;
+	}
+	size_t hdr = o->line_number ? 24 : 16;
+	for (size_t at = first, n = (size_t)(off - start); at < n; cnt--) {
+		const uint8_t *z = memchr(L->win + at, eol, n - at);
+		size_t len = (size_t)(z - (L->win + at));
+		uint64_t q[3] = { (start + at) | GREP_REC_CONTEXT, len, lineno - (uint64_t)cnt };
+		lead_put(L, q, hdr);
+		lead_put(L, L->win + at, len);
+		at += len + 1;
+	}
+	return 0;
+}
+
+/* The records rec[0..rec_len) of a run with the leading lines added, into L->rec (L->len);
+ * L->prev_end carries from run to run.  0, or -1 when the file cannot be read. */
+static int lead_add(struct state *st, struct conn *k, uint64_t ino, const uint8_t *rec,
+                    size_t rec_len, struct lead *L)
+{
+	size_t hdr = st->a.o.line_number ? 24 : 16, i = 0;
+	L->len = 0;
+	if (!k->d && !k->d_failed) {
+		char *path = arf_seg_path("ARF_DATA_SEG", "data.pno");
+		char err[512];
+		k->d = path ? arf_data_open(k->a, path, err, sizeof err) : NULL;
+		k->d_failed = !k->d;
+		free(path);
+	}
+	if (!k->d)
+		return -1;
+	for (; i + hdr <= rec_len;) {
+		uint64_t q[3] = { 0, 0, 0 };
+		memcpy(q, rec + i, hdr);
+		if (q[1] > rec_len - i - hdr)
+			break;             /* malformed: the formatter says so */
+		uint64_t off = q[0] & ~(GREP_REC_CONTEXT | GREP_REC_SCRATCH);
+		int plain = !(q[0] & (GREP_REC_CONTEXT | GREP_REC_SCRATCH));
+		if (plain && off > L->prev_end && lead_read(st, k, ino, off, q[2], L) != 0)
+			return -1;
+		lead_put(L, rec + i, hdr + q[1]);
+		if (!(q[0] & GREP_REC_SCRATCH))
+			L->prev_end = off + q[1] + 1;
+		i += hdr + q[1];
+	}
+	if (i < rec_len)
+		lead_put(L, rec + i, rec_len - i);
+	return 0;
+}
+
+/* Run the segment over inode ino until done; print what grep prints for the file.  first:
+ * its first run's result, from a batch (or NULL).  1 when nothing was printed and the file
+ * must go again on the exact path (UTF-8 context: grep_needs_exact; -B: lead_add could not
+ * read the leading lines), else 0. */
+static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const char *name,
+                        const struct first_part *first)
 {
 	struct grep_arf_state s = { .bin = -1, .row = -1 };
 	const struct grep_opts *o = &st->a.o;
 	int exact = grep_is_exact(st->g);
+	/* UTF-8 context on the fast path: the records are held, not printed, until the file
+	 * ends (up to HOLD_MAX), since a line with an encoding error among them sends the whole
+	 * file to the exact path; then they are printed as they would have been part by part */
+	int hold = grep_ctx_redo(st->g);
+	struct lead *lead = NULL;
+	if (grep_lead_client(st->g)) {
+		if (!st->lead && !(st->lead = calloc(1, sizeof *st->lead)))
+			die("%s", "memory exhausted");
+		lead = st->lead;
+		lead->prev_end = 0;
+	}
 	uint8_t *acc = NULL;
 	size_t acc_len = 0, acc_cap = 0;
 	int64_t last_end = -1;
+	int printed = 0;               /* records of this file went to stdout */
 	if (k->cl) {
 		grep_cluster_ino(st, k, ino, name);
-		return;
+		return 0;
 	}
 	if (st->no_read)
 		goto end;
 	if (is_output(st, k, ino, name))
-		return;
+		return 0;
 	if (o->initial_tab && (o->line_number || o->byte_offset)) {
 		/* -T aligns numbers to the width of the file's size */
 		struct arf_attr at;
@@ -863,26 +1038,44 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 			free(x.out);
 			free(acc);
 			run_error(st, name, what);
-			return;
+			return 0;
 		}
 		if (x.value < 0) {
 			free(x.out);
 			free(acc);
 			file_error(st, name, (int)-x.value);
-			return;
+			return 0;
 		}
 		if (x.out_len < GREP_ARF_TRAILER) {
 			free(x.out);
 			free(acc);
 			run_error(st, name, "malformed reply");
-			return;
+			return 0;
 		}
 		size_t rl = (size_t)x.out_len - GREP_ARF_TRAILER;
 		int64_t t[10];
 		memcpy(t, out + rl, sizeof t);
 		memcpy(&s, t + 1, sizeof s);
 		int bad = 0;
-		if (exact && rl) {
+		if (lead && rl) {
+			/* -B: the leading lines added (or, unreadable, the exact path) */
+			if (lead_add(st, k, ino, out, rl, lead) != 0) {
+				free(x.out);
+				free(acc);
+				if (!printed)
+					return 1;
+				run_error(st, name, "reading the lines before a selected line (-B) failed");
+				return 0;
+			}
+			out = lead->rec;
+			rl = lead->len;
+		}
+		if (hold && rl && (acc_len + rl > HOLD_MAX || grep_needs_exact(st->g, out, rl))) {
+			free(x.out);
+			free(acc);
+			return 1;
+		}
+		if ((exact || hold) && rl) {
 			if (acc_len + rl > acc_cap) {
 				acc_cap = 2 * (acc_len + rl) + 4096;
 				uint8_t *n = realloc(acc, acc_cap);
@@ -892,8 +1085,9 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 			}
 			memcpy(acc + acc_len, out, rl);
 			acc_len += rl;
-		} else if (!exact) {
+		} else if (!exact && !hold) {
 			bad = grep_format_records(st->g, name, out, rl, stdout, &last_end);
+			printed = 1;
 			if (bad == -2)
 				die("%s", "memory exhausted");
 		}
@@ -901,10 +1095,21 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 		if (bad) {
 			free(acc);
 			run_error(st, name, "malformed records");
-			return;
+			return 0;
 		}
 		if (!t[0])
 			break;
+	}
+	if (hold && acc_len) {
+		int bad = grep_format_records(st->g, name, acc, acc_len, stdout, &last_end);
+		if (bad == -2)
+			die("%s", "memory exhausted");
+		if (bad) {
+			free(acc);
+			run_error(st, name, "malformed records");
+			return 0;
+		}
+		acc_len = 0;
 	}
 end:;
 	struct grep_file_result res;
@@ -919,6 +1124,30 @@ end:;
 	if (res.matched)
 		st->any_match = 1;
 	check_output(0);
+	return 0;
+}
+
+static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char *name,
+                     const struct first_part *first)
+{
+	/* -B without arf_data (lead_add could not open it once): the exact path at once */
+	if ((!grep_lead_client(st->g) || !k->d_failed) && grep_ino_run(st, k, ino, name, first) == 0)
+		return;
+	/* the file again from its start, on the exact path (st->g's twin) */
+	struct grep *g = st->g;
+	const uint8_t *seg = st->seg;
+	size_t seg_len = st->seg_len;
+	uint8_t seg_id[AR_ID_LEN];
+	memcpy(seg_id, st->seg_id, sizeof seg_id);
+	st->g = twin_ready(st);
+	st->seg = st->seg_x;
+	st->seg_len = st->seg_x_len;
+	memcpy(st->seg_id, st->seg_x_id, sizeof seg_id);
+	grep_ino_run(st, k, ino, name, NULL);      /* exact: never 1 */
+	st->g = g;
+	st->seg = seg;
+	st->seg_len = seg_len;
+	memcpy(st->seg_id, seg_id, sizeof seg_id);
 }
 
 /* A file's turn in grep_tree: its part of batch b (at position pos of the files the batch
@@ -1201,6 +1430,7 @@ static void cl_pool_start(struct cl_pool *p, struct state *st, struct conn *k)
 		die("%s", "memory exhausted");
 	/* what the workers read of st, settled here first */
 	cluster_servers_ready(st);
+	twin_ready(st);
 	is_output_ino(st, k, 0);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);
@@ -1688,6 +1918,11 @@ out:
 	free(st.out_abs);
 	grep_free(st.g);
 	grep_free(st.g_srv);
+	if (st.lead) {
+		free(st.lead->rec);
+		free(st.lead->win);
+		free(st.lead);
+	}
 	grep_out_free(&st.cl_out);
 	while (st.conns) {
 		struct conn *k = st.conns;

@@ -1346,7 +1346,7 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 		 * between the literal's occurrences; else each line runs the DFA */
 		if (pl.invert && !(pl.count_only && pl.max < 0 && !pl.stop_first))
 			pl.lit = 0;
-		if (o->before > 0) {
+		if (o->before > 0 && pl.emit && !gr->lead_client) {
 			snprintf(err, errlen, "-B needs the exact path (grep_opts.no_walk_back)");
 			return -1;
 		}

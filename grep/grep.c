@@ -14,7 +14,7 @@
 #include "asm.h"
 #include "grep_int.h"
 
-#define REC_CONTEXT (1ull << 63)
+#define REC_CONTEXT GREP_REC_CONTEXT
 
 /* Shared across files of one process: grep prints "--" between context groups of different
  * files as well. */
@@ -284,9 +284,11 @@ static int regex_decides(const struct ast *t, const struct grep_opts *o)
 	return 0;
 }
 
-int grep_compile(const char *const *pats, const size_t *lens, size_t n,
-                 const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
-                 char *warn, size_t warnlen)
+/* grep_compile; ctx_exact: compile the twin (grep_exact_twin), where UTF-8 context and -B
+ * under no_walk_back take the exact path */
+static int compile(const char *const *pats, const size_t *lens, size_t n,
+                   const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
+                   char *warn, size_t warnlen, int ctx_exact)
 {
 	*out = NULL;
 	err[0] = '\0';
@@ -467,12 +469,21 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 	 * lone byte of the pattern must not start a match inside a character of the text,
 	 * which the byte DFA cannot tell: it picks the lines, the client decides */
 	int chars_err = o->utf8 && t->enc_err && !bytewise;
-	/* UTF-8 context (-A -B -C, 0 too: "--"), not -a: a line grep 3.8 does not print (an
-	 * encoding error) changes which lines it prints around it (select_grep38), lines the
-	 * segment would not send: every line goes to the client */
-	int ctx_enc = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0);
+	/* UTF-8 context (-A -B -C, 0 too: "--"), not -a, lines printed: a line grep 3.8 does
+	 * not print (an encoding error) changes which lines it prints around it
+	 * (select_grep38), lines the segment would not send.  Up to the first such line grep
+	 * tries to print, it prints what the fast path prints, so the fast path goes first and
+	 * a file whose records hold one runs again on the exact path (ctx_redo, the twin:
+	 * every line goes to the client).  The twin is compiled with ctx_exact. */
+	int ctx_lines = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0) &&
+	                !o->count && !o->quiet && !o->list && !o->list_nomatch;
+	int ctx_enc = ctx_lines && ctx_exact;
+	/* -B where the segment cannot walk back (arf grep, no_walk_back): the caller reads the
+	 * leading lines and adds them to the records (lead_client), the exact path in the twin */
+	int lines = !o->count && !o->quiet && !o->list && !o->list_nomatch;
+	int walk_back = o->no_walk_back && o->before > 0 && lines;
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
-	           (o->no_walk_back && o->before > 0) || u8words || chars_err ||
+	           (walk_back && ctx_exact) || u8words || chars_err ||
 	           g->have_sup || ctx_enc ||
 	           g->have_w_nfa;
 	if (!nfa_ok)
@@ -509,6 +520,22 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 			g->have_bdfa = 1;
 		}
 	}
+	g->ctx_redo = ctx_lines && !g->exact;
+	g->lead_client = walk_back && !g->exact;
+	if (g->ctx_redo || g->lead_client) {
+		g->pats = calloc(n ? n : 1, sizeof *g->pats);
+		g->lens = malloc((n ? n : 1) * sizeof *g->lens);
+		if (!g->pats || !g->lens)
+			goto oom;
+		g->n_pats = n;
+		for (size_t i = 0; i < n; i++) {
+			g->pats[i] = malloc(lens[i] ? lens[i] : 1);
+			if (!g->pats[i])
+				goto oom;
+			memcpy(g->pats[i], pats[i], lens[i]);
+			g->lens[i] = lens[i];
+		}
+	}
 	if (grep_gen(g, err, errlen) != 0)
 		goto fail;
 	*out = g;
@@ -518,6 +545,62 @@ oom:
 fail:
 	grep_free(g);
 	return -1;
+}
+
+int grep_compile(const char *const *pats, const size_t *lens, size_t n,
+                 const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
+                 char *warn, size_t warnlen)
+{
+	return compile(pats, lens, n, o, out, err, errlen, warn, warnlen, 0);
+}
+
+struct grep *grep_exact_twin(struct grep *g)
+{
+	if (!g->ctx_redo && !g->lead_client)
+		return g;
+	if (!g->twin) {
+		/* compiling resets the "--" state shared across files: keep it */
+		int any = fmt_any_output;
+		char err[256];
+		if (compile((const char *const *)g->pats, g->lens, g->n_pats, &g->o, &g->twin, err,
+		            sizeof err, NULL, 0, 1) != 0)
+			g->twin = NULL;
+		fmt_any_output = any;
+		if (!g->twin)
+			return NULL;
+	}
+	g->twin->o.with_filename = g->o.with_filename;
+	return g->twin;
+}
+
+int grep_ctx_redo(const struct grep *g)
+{
+	return g->ctx_redo;
+}
+
+int grep_lead_client(const struct grep *g)
+{
+	return g->lead_client;
+}
+
+int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len)
+{
+	if (!g->ctx_redo)
+		return 0;
+	size_t hdr = g->o.line_number ? 24 : 16;
+	for (size_t i = 0; i + hdr <= rec_len;) {
+		uint64_t q[2];
+		memcpy(q, rec + i, sizeof q);
+		i += hdr;
+		if (q[1] > rec_len - i)
+			return 0;              /* malformed: the formatter says so */
+		/* any line with an encoding error, also one grep would print in part (-o): the
+		 * exact path prints what grep prints either way */
+		if (!(q[0] & GREP_REC_SCRATCH) && utf8_print_errors(rec + i, q[1]))
+			return 1;
+		i += q[1];
+	}
+	return 0;
 }
 
 const struct nfa *grep_nfa(struct grep *g)
@@ -547,6 +630,11 @@ void grep_free(struct grep *g)
 	dfa_free(&g->bdfa);
 	free(g->seg);
 	free(g->arf_seg);
+	grep_free(g->twin);
+	for (size_t i = 0; g->pats && i < g->n_pats; i++)
+		free(g->pats[i]);
+	free(g->pats);
+	free(g->lens);
 	free(g);
 }
 

@@ -46,7 +46,8 @@ struct grep_opts {
 	int utf8;                 /* the locale is UTF-8 (grep_locale): characters, not bytes;
 	                           * LC_CTYPE must be that locale while compiling and formatting */
 	int no_walk_back;         /* the segment cannot walk back over earlier lines (arf grep:
-	                           * they may lie in another extent): -B takes the exact path */
+	                           * they may lie in another extent): the caller adds -B's
+	                           * lines (grep_lead_client) */
 };
 
 struct grep;
@@ -118,6 +119,26 @@ int64_t grep_selected_end(struct grep *g, const uint8_t *p, size_t len, int64_t 
 /* Exact path: the records are candidate lines that grep_format selects, so it needs all of a
  * file's records at once. */
 int grep_is_exact(const struct grep *g);
+
+/* UTF-8 context (-A, -B, -C without -a): a file is run on the fast path first, whose
+ * records print what grep 3.8 prints unless one of their lines has an encoding error (grep
+ * then prints other lines around it).  grep_needs_exact says so for a run's records (all of
+ * them, or any part: 1 as soon as a part holds such a line; always 0 when g needs no such
+ * check); the caller then drops what it has of the file and runs the file again from its
+ * start with grep_exact_twin(g), formatting with it: the same patterns and options on the
+ * exact path, compiled on first use and owned by g (g itself when it needs no twin; NULL
+ * when out of memory).  Set -H/-h on g: the twin follows it. */
+int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len);
+struct grep *grep_exact_twin(struct grep *g);
+/* Whether grep_needs_exact can say 1 for g (the caller then holds a file's records until it
+ * ends, rather than printing them as they come). */
+int grep_ctx_redo(const struct grep *g);
+/* -B with no_walk_back (arf grep), lines printed: the arf segment sends no leading context;
+ * the caller reads up to B lines before each selected line (back to the end of the record
+ * before it, or to the file's start) and adds them to the records as context lines
+ * (GREP_REC_CONTEXT) before formatting.  Where it cannot, grep_exact_twin(g) is the exact
+ * path, which needs none. */
+int grep_lead_client(const struct grep *g);
 
 /* Streaming (not exact): print the records of one part of a run; *last_end (-1 before the
  * first part) carries the separator state to the next part.  grep_format_end then prints
@@ -252,6 +273,7 @@ int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const
  * then the state.  Records flagged GREP_REC_SCRATCH are copies of lines that straddle
  * extents, scanned there; the formatter skips them.  Needs no_walk_back in the options. */
 #define GREP_REC_SCRATCH (1ull << 62)
+#define GREP_REC_CONTEXT (1ull << 63)   /* a record's offset word: a context line */
 #define GREP_ARF_NARGS   12
 struct grep_arf_state {
 	int64_t pos, lineno, count, after, stop, bin, row, skip, noeol;

@@ -331,6 +331,16 @@ struct grep {
 	                        * then says "binary file matches", as grep does) */
 	int gave_up;           /* the backtracker ran out of steps or memory: the formatter
 	                        * stops and returns -2 ("memory exhausted") */
+	/* UTF-8 context (not -a, lines printed) on the fast path: grep 3.8 prints other lines
+	 * around a line it cannot print (an encoding error), which only the exact path can
+	 * follow (select_grep38).  A file whose records hold such a line is run again with the
+	 * twin: the same patterns compiled for the exact path (grep_needs_exact) */
+	int ctx_redo;
+	int lead_client;       /* -B with no_walk_back (arf grep): the arf segment sends no
+	                        * leading context, the caller adds it to the records */
+	struct grep *twin;     /* made on first use (grep_exact_twin), freed with this one */
+	char **pats;           /* ctx_redo: copies of the patterns, to compile the twin */
+	size_t *lens, n_pats;
 	uint8_t lit[256];
 	size_t lit_len;
 	int lit_icase;         /* lit has letters and is found with them folded (-i: findsi) */

@@ -132,6 +132,19 @@ static int64_t grep_bytes(struct state *st, const char *name, const uint8_t *dat
 	} else if (run_segment(st, name, data, len, &value, &out_len) != 0) {
 		return -1;
 	}
+	if (!st->no_read && grep_needs_exact(st->g, st->out.buf, out_len)) {
+		/* UTF-8 context beside a line with an encoding error: the file again, on the
+		 * exact path (grep 3.8's context rules there), nothing of the first run printed */
+		struct grep *g = st->g;
+		st->g = grep_exact_twin(g);
+		if (!st->g)
+			die("%s", "memory exhausted");
+		int rc = run_segment(st, name, data, len, &value, &out_len);
+		if (rc == 0)
+			print_file(st, name, value, out_len);
+		st->g = g;
+		return rc == 0 ? value >> 2 : -1;
+	}
 	print_file(st, name, value, out_len);
 	return value >> 2;
 }
@@ -251,6 +264,7 @@ static void grep_stream(struct state *st, int fd, const char *name)
 	uint64_t base_off = 0, base_line = 1;      /* b[0]'s offset and line number in the input */
 	int64_t total = 0, last_end = -1;
 	int binary = 0, eof = 0, failed = 0;
+	struct grep *exact = NULL, *saved = NULL;  /* the twin once a part needed it */
 	struct timespec last;
 	clock_gettime(CLOCK_MONOTONIC, &last);
 	uint8_t *b = malloc(cap);
@@ -283,6 +297,21 @@ static void grep_stream(struct state *st, int fd, const char *name)
 		if (run_segment(st, name, b, end, &v, &out_len) != 0) {
 			failed = 1;
 			break;
+		}
+		if (!exact && grep_needs_exact(st->g, st->out.buf, out_len)) {
+			/* UTF-8 context beside a line with an encoding error: this part again, and the
+			 * rest of the input, on the exact path.  The parts before printed no such line,
+			 * so the exact path would have printed them alike, and the state they leave
+			 * (what was printed, selected, kept) is the same */
+			exact = grep_exact_twin(st->g);
+			if (!exact)
+				die("%s", "memory exhausted");
+			saved = st->g;
+			st->g = exact;
+			if (run_segment(st, name, b, end, &v, &out_len) != 0) {
+				failed = 1;
+				break;
+			}
 		}
 		for (size_t i = 0; i + hdr <= out_len;) {
 			uint64_t q[3];
@@ -339,14 +368,16 @@ static void grep_stream(struct state *st, int fd, const char *name)
 		done -= keep;
 	}
 	free(b);
-	if (failed)
-		return;
-	struct grep_file_result fr;
-	if (grep_format_done(st->g, prog, name, total, binary, stdout, stderr, &fr) != 0)
-		st->errors = 1;
-	if (fr.matched)
-		st->any_match = 1;
-	check_output(0);
+	if (!failed) {
+		struct grep_file_result fr;
+		if (grep_format_done(st->g, prog, name, total, binary, stdout, stderr, &fr) != 0)
+			st->errors = 1;
+		if (fr.matched)
+			st->any_match = 1;
+		check_output(0);
+	}
+	if (saved)
+		st->g = saved;
 }
 
 /* Standard input (or "-"): a regular file is mapped from its offset, and left, as grep

@@ -70,11 +70,12 @@ printf -- '-_ccbbbbcB\nfoo\nabc\n\n x\n-\nfoo bar\n_a\n a\na \n-a-\nb-\n-ba\nwor
 printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8\n' > ctxenc
 files="mixed invalid greek nul nonl fold"
 
-# check ARGS...: run both programs with ARGS and compare.
+# check ARGS...: run both programs with ARGS and compare (standard input: /dev/null, or
+# the file $check_in through a pipe).
 check() {
-	"$GREP" "$@" >"$tmp/g.out" 2>"$tmp/g.err" </dev/null
+	cat "${check_in:-/dev/null}" | "$GREP" "$@" >"$tmp/g.out" 2>"$tmp/g.err"
 	echo $? >"$tmp/g.rc"
-	"$PNGREP" "$@" >"$tmp/p.out" 2>"$tmp/p.err.raw" </dev/null
+	cat "${check_in:-/dev/null}" | "$PNGREP" "$@" >"$tmp/p.out" 2>"$tmp/p.err.raw"
 	echo $? >"$tmp/p.rc"
 	sed "s|^$PNGREP:|grep:|" "$tmp/p.err.raw" >"$tmp/p.err"
 	sed "s|^$GREP:|grep:|" "$tmp/g.err" >"$tmp/g.err.n" && mv "$tmp/g.err.n" "$tmp/g.err"
@@ -322,6 +323,12 @@ run_all() {
 		done
 		# shellcheck disable=SC2086
 		check $o -e a -e x ctxenc invalid ctxenc
+		# the same read from a pipe (pngrep streams it: a part holding such a line runs
+		# again on the exact path, and so do the parts after it)
+		# shellcheck disable=SC2086
+		check_in=ctxenc check -n $o -e c -e h
+		# shellcheck disable=SC2086
+		check_in=invalid check $o -e a -e x
 	done
 	# \b \B \< \> beside encoding errors: glibc's regex takes a lone byte as the Latin-1
 	# character of its value (0xC3 a letter, 0x80 not); -w takes none as a word character

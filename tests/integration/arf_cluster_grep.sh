@@ -69,6 +69,9 @@ awk -v u=$U 'BEGIN { print "first foo"; w = "qwertyuiop";
 awk -v u=$U 'BEGIN { for (i = 0; i < 3 * u / 16; i++) printf "needle line %4d\n", i % 10000 }' >"$d/binmid"
 printf 'x\0y' | dd of="$d/binmid" bs=1 seek=$((2 * U + 100)) conv=notrunc 2>/dev/null
 printf 'small needle\nfoo\nend' >"$d/small"
+# UTF-8 context beside lines with encoding errors (the gather runs such a file again on the
+# exact path)
+printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8 needle\n' >"$d/ctxenc"
 : >"$d/empty2"
 mkdir -p "$d/sub/deeper"
 cp "$d/edge_0" "$d/sub/a"
@@ -119,6 +122,13 @@ export LC_ALL=C.UTF-8
 check -n -i 'NEEDLE'
 check -c '.'
 check -o -w 'needle'
+files_c=$files remote_c=$remote
+files="small ctxenc greek" remote=
+for f in $files; do remote="$remote $M:/g/$f"; done
+check -n -A1 -e c -e needle
+check -C1 -e '[cg]'
+check -A2 -v -e '[a-f]'
+files=$files_c remote=$remote_c
 export LC_ALL=C
 
 # -r over a tree (lines sorted: the walk's order is the server's)

@@ -100,6 +100,12 @@ check() {
 # pattern's option sets only: it is slow by design (one READ per cache miss)
 first_modes='server --local' check_sets
 check -E -n 'needle|foo$'
+# -B: the segment sends no leading context, the client reads it back (lead_add): lines in
+# other extents, across holes, back to the file's start or the last line printed
+for o in '-B 1 -v' '-B 3 -b' '-C 2 -m 3 -n' '-B 1 -o' '-z -B 1' '-B 5 -n' '-C 3 -c'; do
+	# shellcheck disable=SC2086
+	modes='server --local' check $o -e 'needle\|after\|end'
+done
 # UTF-8: the same command lines under C.UTF-8 over the UTF-8 files
 files_c=$files remote_c=$remote
 files='utf8_mixed utf8_invalid utf8_enc frag_words'
@@ -124,6 +130,31 @@ check -c -i "$(printf '\251')"
 check -c '\bfox'
 check -c -v '\<fox'
 check -a -n 'fox\B'
+# context (issue 19): the fast path, its records held until the file ends; a file where one
+# of them has an encoding error (utf8_invalid, utf8_enc) goes again on the exact path
+for o in -A1 '-A2 -n' -C1 '-B1 -v' -A0 '-C1 -o' '-A1 -m1' '-C0 -c'; do
+	# shellcheck disable=SC2086
+	modes='server --local' check $o 'needle\|bad\|good\|fox'
+done
+# ... and only the lines printed cross the link: -A1 and -C1 of one line of frag_many
+# (130 KB) in C.UTF-8 (every line went to the client before; -B's leading lines are read
+# back)
+ob() { "$BUILD/arc" stats "$ep" | sed -n 's/^exec.output_bytes //p'; }
+size=$(stat -c %s "$d/frag_many")
+for o in -A1 -C1; do
+	b0=$(ob)
+	timeout 60 "$BUILD/arf" grep $o 'line 123 ' "$ep:/frag_many" >"$tmp/a.out" 2>&1
+	b1=$(ob)
+	want='line 123 of the needle file x\nline 124 of the needle file x'
+	[ $o = -C1 ] && want="line 122 of the needle file x\\n$want"
+	if [ -n "$b0" ] && [ -n "$b1" ] && [ $((b1 - b0)) -lt $((size / 10)) ] &&
+	   [ "$(cat "$tmp/a.out")" = "$(printf "$want")" ]; then
+		pass=$((pass + 1))
+	else
+		fail_msg "arf grep $o in C.UTF-8: $((b1 - b0)) bytes sent for a file of $size"
+		head -n 3 "$tmp/a.out"
+	fi
+done
 unset LC_ALL
 files=$files_c remote=$remote_c
 check -F -c 'needle

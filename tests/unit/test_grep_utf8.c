@@ -511,6 +511,70 @@ static void test_set_literal(void)
 	}
 }
 
+/* Context in UTF-8 (issue 19): -A, -B, -C take the fast path (the segment's DFA and
+ * literal skip, only the lines to print sent), and a file whose records hold a line with an
+ * encoding error is run again on the exact path (the twin).  Before, every context option
+ * took the exact path: every line of the file to the client, 12x pngrep's time. */
+static void test_context_fast(void)
+{
+	static const struct { int before, after, no_walk_back, count, exact; } cases[] = {
+		{ 1, 1, 0, 0, 0 },     /* -C1 */
+		{ -1, 2, 0, 0, 0 },    /* -A2 */
+		{ 3, -1, 0, 0, 0 },    /* -B3 */
+		{ 0, 0, 0, 0, 0 },     /* -C0: "--" only */
+		{ -1, 1, 1, 0, 0 },    /* arf grep -A1 */
+		{ 1, 1, 1, 0, 0 },     /* arf grep -C1: the client reads -B's lines (lead_client) */
+		{ 1, 1, 0, 1, 0 },     /* -c -C1: no lines printed, no twin */
+		{ 2, -1, 1, 1, 0 },    /* arf grep -c -B2 */
+	};
+	const char *text = "a1\nb2 needle\nc3\nd4\n";
+	const char *bad = "a1\nb2 needle \377\nc3\nd4\n";
+	const char *bad_far = "a1 \377\nb2\nc3\nd4 needle\ne5\n";   /* not next to a match */
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct grep_opts o = { .max_count = -1, .before = cases[i].before,
+		                       .after = cases[i].after, .syntax = GREP_BASIC, .utf8 = 1,
+		                       .no_walk_back = cases[i].no_walk_back, .count = cases[i].count };
+		const char *pats[1] = { "needle" };
+		size_t len = 6;
+		char err[256], warn[256];
+		struct grep *g = NULL;
+		grep_compile(pats, &len, 1, &o, &g, err, sizeof err, warn, sizeof warn);
+		CHECK(g != NULL, "case %zu: %s", i, err);
+		if (!g)
+			continue;
+		CHECK(g->exact == cases[i].exact, "case %zu: exact %d", i, g->exact);
+		int redo = !cases[i].exact && !cases[i].count;
+		CHECK(grep_ctx_redo(g) == redo, "case %zu: ctx_redo %d", i, grep_ctx_redo(g));
+		CHECK(cases[i].exact || g->lit_len == 6, "case %zu: literal skip lost", i);
+		int lead = cases[i].no_walk_back && cases[i].before > 0 && !cases[i].count;
+		CHECK(grep_lead_client(g) == lead, "case %zu: lead_client %d", i, !lead);
+		const uint8_t *aseg;
+		size_t aseg_len;
+		CHECK(!cases[i].no_walk_back || grep_arf_segment(g, &aseg, &aseg_len, err, sizeof err) == 0,
+		      "case %zu: arf segment: %s", i, err);
+		struct grep_out out = { 0 };
+		int64_t value;
+		size_t out_len;
+		const char *texts[3] = { text, bad, bad_far };
+		for (int k = 0; k < 3 && !cases[i].exact; k++) {
+			int rc = grep_run_local(g, 0, (const uint8_t *)texts[k], strlen(texts[k]), &out,
+			                        &value, &out_len, err, sizeof err);
+			CHECK(rc == 0, "case %zu: %s", i, err);
+			int want = redo && k == 1;     /* the bad line is printed (selected) */
+			if (k == 2)                    /* a1 is context only with -B3 */
+				want = redo && cases[i].before >= 3;
+			CHECK(rc != 0 || grep_needs_exact(g, out.buf, out_len) == want,
+			      "case %zu text %d: needs_exact %d", i, k, !want);
+		}
+		struct grep *x = grep_exact_twin(g);
+		CHECK(x != NULL && (x == g) == !(redo || lead) && (x->exact || x == g),
+		      "case %zu: twin %p exact %d", i,
+		      (void *)x, x ? x->exact : -1);
+		grep_out_free(&out);
+		grep_free(g);
+	}
+}
+
 int main(void)
 {
 	test_sequences();
@@ -526,6 +590,7 @@ int main(void)
 	test_errors();
 	test_fold_bound();
 	test_set_literal();
+	test_context_fast();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
