@@ -563,26 +563,6 @@ int arf_cluster_move(struct arc *meta, struct arf_client *c, struct arf_data *d,
 
 /* ---- one file's layout (docs/cluster.md, "A file's own stripe unit") ---- */
 
-int arf_cl_layout(struct arf_client *meta, const struct arf_cluster_desc *desc, uint64_t ino,
-                  struct arf_cl_layout *lay, char *err, size_t errlen)
-{
-	uint32_t rec[4];
-	arf_cl_layout_default(desc, ino, lay);
-	int rc = arf_getlayout(meta, ino, rec);
-	if (rc < 0) {
-		snprintf(err, errlen, "getlayout of inode %llu: %s", (unsigned long long)ino,
-		         rc == -EIO ? arf_client_errmsg(meta) : strerror(-rc));
-		return rc;
-	}
-	if (rc == 0)
-		return 0;                    /* no record: the cluster's layout */
-	if (arf_cl_layout_check(desc, rec, err, errlen) < 0)
-		return -EIO;
-	lay->unit = rec[0];
-	lay->first = rec[2];
-	return 0;
-}
-
 int arf_cl_setstripe(struct arf_client *meta, const struct arf_cluster_desc *desc,
                      uint64_t ino, uint64_t unit)
 {
@@ -1676,27 +1656,14 @@ static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigne
 		}
 		return true;
 	}
-	/* its share is counted with the file's own layout (arf_cl_layout's parts, so that a
-	 * server that cannot answer and a record out of range are told apart) */
+	/* its share is counted with the file's own layout */
 	struct arf_cl_layout lay;
-	uint32_t rec[4];
 	char lerr[256];
-	arf_cl_layout_default(&cl->desc, ino, &lay);
-	rc = arf_getlayout(meta, ino, rec);
-	if (rc < 0) {
-		fk_say(fk, ARF_FSCK_NOTE, "metadata server: inode %llu: getlayout: %s",
-		       (unsigned long long)ino, rc == -EIO ? arf_client_errmsg(meta) : strerror(-rc));
-		return false;
-	}
-	if (rc == 1 && arf_cl_layout_check(&cl->desc, rec, lerr, sizeof lerr) < 0) {
+	if (arf_cl_layout(&cl->desc, ino, ma.layout, &lay, lerr, sizeof lerr) < 0) {
 		fk->problems++;
 		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: its file (inode %llu): %s",
 		       s->name, ARF_CLUSTER_DIR, e->name, (unsigned long long)ino, lerr);
 		return true;                 /* where its bytes belong is not known: left alone */
-	}
-	if (rc == 1) {
-		lay.unit = rec[0];
-		lay.first = rec[2];
 	}
 	uint64_t share = arf_cl_obj_len(ma.size, lay.unit, cl->n,
 	                                arf_cl_slot(lay.first, cl->n, k));

@@ -1533,7 +1533,7 @@ static int64_t stripe_xattr_get(struct arf_fs *fs, fuse_ino_t ino, char *buf, si
 		return -ENODATA;
 	struct arf_cl_layout lay;
 	char lerr[256];
-	rc = arf_cl_layout(fs->c, arf_cluster_desc_of(fs->cl), ino, &lay, lerr, sizeof lerr);
+	rc = arf_cl_layout(arf_cluster_desc_of(fs->cl), ino, at.layout, &lay, lerr, sizeof lerr);
 	if (rc < 0)
 		return rc;
 	char v[16];
