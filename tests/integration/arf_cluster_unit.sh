@@ -129,23 +129,8 @@ idx=10
 for layout in flat rotate; do
 	for n in 1 3; do
 		tag="$layout N=$n"
-		cfg_pids=
-		data=
-		k=1
-		while [ "$k" -le "$n" ]; do
-			arf_server $((idx + k)) 64M --cluster-key-file "$tmp/key"
-			data="$data $ep"
-			cfg_pids="$cfg_pids $pid"
-			k=$((k + 1))
-		done
-		members=
-		for e in $data; do members="$members --member $e"; done
-		# shellcheck disable=SC2086
-		arf_server "$idx" 32M --cluster-key-file "$tmp/key" $members
-		M=$ep
+		arf_cluster --members --at "$idx" "$n" 64M --cluster-key-file "$tmp/key"
 		meta_img=$tmp/img$idx
-		meta_pid=$pid
-		cfg_pids="$cfg_pids $pid"
 		# shellcheck disable=SC2086
 		run "$BUILD/arf" cluster init --stripe-unit 64K --layout "$layout" "$M" $data
 		check_rc "$tag: init" 0 $?
@@ -246,7 +231,7 @@ for layout in flat rotate; do
 		run "$BUILD/arf" fsck --cluster "$M"; check_rc "$tag: fsck --cluster" 0 $?
 		contains "$tag: fsck --cluster clean" "$tmp/out" "cluster clean"
 
-		for p in $cfg_pids; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+		for p in $cl_pids; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 		run "$BUILD/arf" fsck "$meta_img"; check_rc "$tag: fsck of the metadata image" 0 $?
 		idx=$((idx + 10))
 	done
