@@ -326,7 +326,7 @@ static int cluster_cat(int argc, char **argv)
 	}
 	len = off >= at.size ? 0 : len < at.size - off ? len : at.size - off;
 	struct arf_cl_layout lay;
-	if (arf_cl_layout(c, desc, (uint64_t)ino, &lay, err, sizeof err) < 0) {
+	if (arf_cl_layout(desc, (uint64_t)ino, at.layout, &lay, err, sizeof err) < 0) {
 		fprintf(stderr, "arf cluster cat: %s: %s\n", path, err);
 		goto out_route;
 	}

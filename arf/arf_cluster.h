@@ -143,7 +143,9 @@ void arf_cluster_retry(struct arf_cluster *cl, int retry_ms);
  * (layout.def's ARF_L_*: u32 unit, u32 stripe count, u32 first server, u32 reserved 0), set
  * while the file is empty (arf_cl_setstripe); every other file has the cluster's layout
  * (arf_cl_layout_default: the description's unit, all its servers, its rule for the first).
- * Every client that places a file's bytes takes them from arf_cl_layout, once per file. */
+ * Every client that places a file's bytes takes them from arf_cl_layout, once per file, out
+ * of the file's attributes: getattr's answer carries the record (arf_attr.layout), so it
+ * costs no request of its own. */
 struct arf_cl_layout {
 	uint32_t unit;                      /* stripe unit in bytes */
 	uint32_t count;                     /* data servers the file spans (today: all, n) */
@@ -151,15 +153,12 @@ struct arf_cl_layout {
 };
 void arf_cl_layout_default(const struct arf_cluster_desc *desc, uint64_t ino,
                            struct arf_cl_layout *lay);
-/* Inode ino's layout, read from the metadata server (ops.pno's getlayout): 0, or -errno
- * with a message in err (-EIO also for a record this version cannot use: a unit out of
- * range, a stripe count other than desc->n, a first server out of range, a reserved field
- * set). */
-int arf_cl_layout(struct arf_client *meta, const struct arf_cluster_desc *desc, uint64_t ino,
+/* Inode ino's layout from rec, its layout record as its attributes carry it (arf_getattr's
+ * and the like: arf_attr.layout; all 0: none, the cluster's): 0, or -EIO with a message in
+ * err for a record this version cannot use (a unit out of range, a stripe count other than
+ * desc->n, a first server out of range, a reserved field set). */
+int arf_cl_layout(const struct arf_cluster_desc *desc, uint64_t ino, const uint32_t rec[4],
                   struct arf_cl_layout *lay, char *err, size_t errlen);
-/* A layout record's 4 u32 against desc: 0, or -1 with a message. */
-int arf_cl_layout_check(const struct arf_cluster_desc *desc, const uint32_t rec[4],
-                        char *err, size_t errlen);
 /* unit a multiple of ARF_STRIPE_MIN from ARF_STRIPE_MIN to ARF_STRIPE_MAX. */
 bool arf_cl_unit_ok(uint64_t unit);
 /* Give empty regular file ino of the cluster the stripe unit unit (its record: unit, all

@@ -202,12 +202,13 @@ static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct s
 		st_put(st, sf);
 		return ST_PASS;
 	}
-	/* the file's layout: read when it is first opened, and again while it is empty (its
-	 * stripe unit may be set then, by this client or another: arf_cl_setstripe) */
+	/* the file's layout, in the attributes just read: taken when it is first opened, and
+	 * again while it is empty (its stripe unit may be set then, by this client or another:
+	 * arf_cl_setstripe) */
 	if (rc == 0 && (!sf->f || sf->gen != at->gen || at->size == 0)) {
 		struct arf_cl_layout lay;
 		char lerr[256];
-		rc = arf_cl_layout(st->meta, arf_cluster_desc_of(st->cl), ino, &lay, lerr,
+		rc = arf_cl_layout(arf_cluster_desc_of(st->cl), ino, at->layout, &lay, lerr,
 		                   sizeof lerr);
 		if (rc == -EIO)
 			snprintf(d->s.msg, sizeof d->s.msg, "%s", lerr);

@@ -109,7 +109,7 @@ void arf_attr_decode(const void *p, struct arf_attr *at)
 	attr_from(p, at);
 }
 
-/* getattr's 13 u64 at p into at. */
+/* getattr's 15 u64 at p into at (the last two: the layout record's four u32). */
 static void attr_from(const uint8_t *p, struct arf_attr *at)
 {
 	uint64_t f[13];
@@ -120,9 +120,11 @@ static void attr_from(const uint8_t *p, struct arf_attr *at)
 		.atime = (int64_t)f[6], .mtime = (int64_t)f[7], .ctime = (int64_t)f[8],
 		.btime = (int64_t)f[9], .gen = f[10], .parent = f[11], .rdev = f[12],
 	};
+	memcpy(at->layout, p + sizeof f, sizeof at->layout);   /* little-endian, as the host's */
 }
 
 #define ATTR_BYTES ARF_ATTR_BYTES
+_Static_assert(ATTR_BYTES == 13 * 8 + ARF_L_SIZE, "getattr's fields, then the layout record");
 
 /* Run an operation that answers as getattr does (getattr itself, and the *attr forms):
  * the value, with at filled when it is >= 0. */
@@ -149,25 +151,6 @@ int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at)
 	int64_t a[1] = { (int64_t)ino };
 	int64_t v = run_attr(c, "getattr", a, 1, NULL, 0, at);
 	return v < 0 ? (int)v : 0;
-}
-
-int arf_getlayout(struct arf_client *c, uint64_t ino, uint32_t rec[4])
-{
-	int64_t a[1] = { (int64_t)ino };
-	struct arc_exec x = { 0 };
-	int64_t v = run(c, &x, "getlayout", a, 1, NULL, 0);
-	if (v > 0) {
-		if (v != ARF_L_SIZE || x.out_len != ARF_L_SIZE) {
-			snprintf(c->s.msg, sizeof c->s.msg, "getlayout: %llu bytes of output for a "
-			         "result of %lld", (unsigned long long)x.out_len, (long long)v);
-			v = -EIO;
-		} else {
-			memcpy(rec, x.out, ARF_L_SIZE);    /* little-endian u32s, as the host's */
-			v = 1;
-		}
-	}
-	free(x.out);
-	return (int)v;
 }
 
 int arf_setlayout(struct arf_client *c, uint64_t ino, uint32_t unit, uint32_t count,

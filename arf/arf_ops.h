@@ -45,14 +45,14 @@ struct arf_attr {
 	int64_t atime, mtime, ctime, btime; /* ns since the epoch */
 	uint64_t gen, parent;
 	uint64_t rdev;                      /* character and block devices: the device number */
+	uint32_t layout[4];                 /* a cluster file's own layout record (docs/cluster.md,
+	                                     * "A file's own stripe unit": unit, stripe count,
+	                                     * first server, reserved), all 0 when it has none */
 };
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
-/* A cluster file's layout record (docs/cluster.md, "A file's own stripe unit"):
- * arf_getlayout: 1 with rec (unit, stripe count, first server, reserved) when inode ino has
- * one (ARF_IF_STRIPED), 0 when not, or -errno (-ENOENT free, -EINVAL no such number).
- * arf_setlayout: give regular file ino the record (unit, count, first, 0): 0; -EBUSY when
- * the file has a size or blocks, -EINVAL for another type or a value out of range. */
-int arf_getlayout(struct arf_client *c, uint64_t ino, uint32_t rec[4]);
+/* arf_setlayout: give regular file ino a cluster layout record (unit, count, first, 0; read
+ * back in arf_attr.layout): 0; -EBUSY when the file has a size or blocks, -EINVAL for
+ * another type or a value out of range. */
 int arf_setlayout(struct arf_client *c, uint64_t ino, uint32_t unit, uint32_t count,
                   uint32_t first);
 /* getattr of n (1 .. ARF_GETATTRS_MAX) inodes in one round trip: 0 with err[i] 0 and at[i]
@@ -62,7 +62,7 @@ int arf_setlayout(struct arf_client *c, uint64_t ino, uint32_t unit, uint32_t co
 int arf_getattrs(struct arf_client *c, const uint64_t *ino, unsigned n, struct arf_attr *at,
                  int *err);
 /* The output of getattr and of the *attr forms: ARF_ATTR_BYTES at p into at. */
-#define ARF_ATTR_BYTES (13 * 8)
+#define ARF_ATTR_BYTES (15 * 8)
 void arf_attr_decode(const void *p, struct arf_attr *at);
 
 /* The segment behind c (its bytes and id, arf_seg.h), for a caller that runs its exports

@@ -563,26 +563,6 @@ int arf_cluster_move(struct arc *meta, struct arf_client *c, struct arf_data *d,
 
 /* ---- one file's layout (docs/cluster.md, "A file's own stripe unit") ---- */
 
-int arf_cl_layout(struct arf_client *meta, const struct arf_cluster_desc *desc, uint64_t ino,
-                  struct arf_cl_layout *lay, char *err, size_t errlen)
-{
-	uint32_t rec[4];
-	arf_cl_layout_default(desc, ino, lay);
-	int rc = arf_getlayout(meta, ino, rec);
-	if (rc < 0) {
-		snprintf(err, errlen, "getlayout of inode %llu: %s", (unsigned long long)ino,
-		         rc == -EIO ? arf_client_errmsg(meta) : strerror(-rc));
-		return rc;
-	}
-	if (rc == 0)
-		return 0;                    /* no record: the cluster's layout */
-	if (arf_cl_layout_check(desc, rec, err, errlen) < 0)
-		return -EIO;
-	lay->unit = rec[0];
-	lay->first = rec[2];
-	return 0;
-}
-
 int arf_cl_setstripe(struct arf_client *meta, const struct arf_cluster_desc *desc,
                      uint64_t ino, uint64_t unit)
 {
@@ -692,6 +672,39 @@ static int obj_get(struct arf_cl_file *f, unsigned k, bool create)
 	return 0;
 }
 
+/* Requests to several data servers, one each, sent in one Cooperation (arc_exec_many):
+ * fan_add adds the next, fan_run sends them all and waits for every reply.  Request i
+ * went to server who[i]; its arc status is rcs[i], its reply xv[i] (whose out the caller
+ * frees). */
+struct fan {
+	struct arc *as[ARF_CLUSTER_MAX];
+	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX];
+	int64_t args[ARF_CLUSTER_MAX][6];
+	int rcs[ARF_CLUSTER_MAX];
+	unsigned who[ARF_CLUSTER_MAX], m;
+};
+
+/* To server k: seg's export entry with the n (at most 6) arguments args; the request, for
+ * the caller to add bytes or an output limit to. */
+static struct arc_exec *fan_add(struct fan *fo, struct arf_cluster *cl, unsigned k,
+                                const struct arf_seg *seg, const char *entry,
+                                const int64_t *args, unsigned n)
+{
+	unsigned i = fo->m++;
+	memcpy(fo->args[i], args, n * sizeof *args);
+	fo->xv[i] = (struct arc_exec){ .seg = seg->bytes, .seg_len = seg->len, .seg_id = seg->id,
+	                               .entry = entry, .args = fo->args[i], .n_args = n };
+	fo->xs[i] = &fo->xv[i];
+	fo->as[i] = cl->s[k].a;
+	fo->who[i] = k;
+	return &fo->xv[i];
+}
+
+static void fan_run(struct fan *fo)
+{
+	arc_exec_many(fo->as, fo->xs, fo->rcs, fo->m);
+}
+
 /* Find (or with create, make) the objects of the servers marked in need, all in one
  * Cooperation (lookupattr or mknodattr of ops.pno on each); what that does not settle (a
  * race with another maker, a locked directory, a failure) goes through obj_get one by one,
@@ -702,11 +715,7 @@ static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
 	char name[48];
 	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
 	         (unsigned long long)f->gen);
-	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
-	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-	int64_t args[ARF_CLUSTER_MAX][6];
-	int rcs[ARF_CLUSTER_MAX];
-	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	struct fan fo = { .m = 0 };
 	for (unsigned k = 0; k < cl->n; k++) {
 		if (!need[k])
 			continue;
@@ -720,47 +729,41 @@ static int objs_get(struct arf_cl_file *f, const bool *need, bool create)
 		if (f->obj[k] || (f->looked[k] && !create))
 			continue;
 		struct dsrv *s = &cl->s[k];
-		const struct arf_seg *os = arf_client_seg(s->ops);
-		int64_t *a = args[m];
-		a[0] = (int64_t)s->dir;
-		a[1] = S_IFREG | 0600;
-		a[2] = a[3] = a[4] = 0;    /* uid, gid, rdev */
-		a[5] = create ? (int64_t)arf_client_key(s->ops) : 0;   /* exactly once */
-		xv[m] = (struct arc_exec){ .seg = os->bytes, .seg_len = os->len, .seg_id = os->id,
-		                           .entry = create ? "mknodattr" : "lookupattr", .args = a,
-		                           .n_args = create ? 6 : 1, .argbytes = name,
-		                           .argbytes_len = strlen(name) };
-		xs[m] = &xv[m];
-		as[m] = s->a;
-		who[m++] = k;
+		/* dir, mode, uid, gid, rdev, key (exactly once) */
+		int64_t a[6] = { (int64_t)s->dir, S_IFREG | 0600, 0, 0, 0,
+		                 create ? (int64_t)arf_client_key(s->ops) : 0 };
+		struct arc_exec *x = fan_add(&fo, cl, k, arf_client_seg(s->ops),
+		                             create ? "mknodattr" : "lookupattr", a, create ? 6 : 1);
+		x->argbytes = name;
+		x->argbytes_len = strlen(name);
 	}
-	if (m > 1)                     /* one alone: obj_get does the same */
-		arc_exec_many(as, xs, rcs, m);
+	if (fo.m > 1)                  /* one alone: obj_get does the same */
+		fan_run(&fo);
 	int err = 0;
-	for (unsigned i = 0; i < m && m > 1; i++) {
-		unsigned k = who[i];
-		int64_t v = xv[i].value;
+	for (unsigned i = 0; i < fo.m && fo.m > 1; i++) {
+		unsigned k = fo.who[i];
+		struct arc_exec *x = &fo.xv[i];
 		struct arf_attr at;
-		if (rcs[i] != 0) {
+		if (fo.rcs[i] != 0) {
 			/* not answered: asking again one by one would wait for it once more */
-			int e = run_fail(f, k, create ? "mknodattr" : "lookupattr", &xv[i], rcs[i]);
+			int e = run_fail(f, k, x->entry, x, fo.rcs[i]);
 			err = err ? err : e;
-		} else if (rcs[i] == 0 && v > 0 && xv[i].out_len == ARF_ATTR_BYTES) {
-			arf_attr_decode(xv[i].out, &at);
+		} else if (x->value > 0 && x->out_len == ARF_ATTR_BYTES) {
+			arf_attr_decode(x->out, &at);
 			if (S_ISREG(at.mode)) {
-				f->obj[k] = (uint64_t)v;
+				f->obj[k] = (uint64_t)x->value;
 				f->obj_gen[k] = at.gen;
 				f->looked[k] = true;
 			}
-		} else if (rcs[i] == 0 && v == -ENOENT && !create) {
+		} else if (x->value == -ENOENT && !create) {
 			f->looked[k] = true;   /* no object there: zeros */
 		}
-		free(xv[i].out);
+		free(x->out);
 	}
 	if (err)
 		return err;
-	for (unsigned i = 0; i < m; i++) {
-		int rc = obj_get(f, who[i], create);
+	for (unsigned i = 0; i < fo.m; i++) {
+		int rc = obj_get(f, fo.who[i], create);
 		if (rc < 0)
 			return rc;
 	}
@@ -806,21 +809,48 @@ static int plan(struct arf_cl_file *f, struct batch *b, uint64_t off, size_t len
 	return 0;
 }
 
-/* Run x on server k failed with rc (arc's): -EIO with the message.  A server that did
- * not answer in time, or whose connection broke past the outage limit, is down for this
- * handle from now on. */
-static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x,
-                    int rc)
+/* Run x on server s failed with rc (arc's): -EIO with the message in msg.  A server that
+ * did not answer in time, or whose connection broke past the outage limit, is down for
+ * this handle from now on; so is one a request was not even sent to (unsent). */
+static int srv_fail(struct dsrv *s, const char *what, const struct arc_exec *x, int rc,
+                    bool unsent, char *msg, size_t msglen)
 {
-	struct dsrv *s = &f->cl->s[k];
-	snprintf(f->msg, sizeof f->msg, "data server %s: %s: %s", s->name, what,
+	snprintf(msg, msglen, "data server %s: %s: %s", s->name, what,
 	         x->trapped ? x->trap.text : arc_errmsg(s->a));
-	if (rc == -AR_ETIMEDOUT || rc == -AR_ENET) {
+	if (rc == -AR_ETIMEDOUT || rc == -AR_ENET || unsent) {
 		pthread_mutex_lock(&s->lock);
-		set_down(s, f->msg);
+		set_down(s, msg);
 		pthread_mutex_unlock(&s->lock);
 	}
 	return -EIO;
+}
+
+/* The same for file f's run on server k, the message in f's. */
+static int run_fail(struct arf_cl_file *f, unsigned k, const char *what, struct arc_exec *x,
+                    int rc)
+{
+	return srv_fail(&f->cl->s[k], what, x, rc, false, f->msg, sizeof f->msg);
+}
+
+/* Each server's share of [off, off+len) of f: its pieces are consecutive units of its
+ * object, cnt[k] bytes from object offset start[k] (need[k]: it has some); the arrays
+ * zeroed by the caller. */
+static void shares(const struct arf_cl_file *f, uint64_t off, size_t len, size_t *cnt,
+                   uint64_t *start, bool *need)
+{
+	unsigned n = f->cl->n;
+	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
+		uint64_t o = off + at, s = o / f->unit;
+		unsigned k = arf_cl_server(f->first, n, s);
+		size_t p = f->unit - (size_t)(o % f->unit);
+		if (p > len - at)
+			p = len - at;
+		if (!cnt[k])
+			start[k] = s / n * f->unit + o % f->unit;
+		cnt[k] += p;
+		need[k] = true;
+		at += p;
+	}
 }
 
 /* Write n bytes at p to the object obj (generation obj_gen) on server s at object offset
@@ -866,11 +896,7 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 		int rc = plan(f, &b, off + done, len - done, src + done);
 		if (rc < 0)
 			return rc;
-		struct arc *as[ARF_CLUSTER_MAX] = { 0 };
-		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-		int64_t args[ARF_CLUSTER_MAX][3];
-		int rcs[ARF_CLUSTER_MAX];
-		unsigned who[ARF_CLUSTER_MAX], m = 0;
+		struct fan fo = { .m = 0 };
 		bool need[ARF_CLUSTER_MAX];
 		for (unsigned k = 0; k < cl->n; k++)
 			need[k] = b.cnt[k] != 0;
@@ -879,26 +905,19 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 		for (unsigned k = 0; k < cl->n; k++) {
 			if (!b.cnt[k])
 				continue;
-			struct dsrv *s = &cl->s[k];
-			args[m][0] = (int64_t)f->obj[k];
-			args[m][1] = (int64_t)b.start[k];
-			args[m][2] = (int64_t)f->obj_gen[k];
-			xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
-			                           .seg_id = s->data.id, .entry = "write",
-			                           .args = args[m], .n_args = 3,
-			                           .argbytes = f->buf[k], .argbytes_len = b.cnt[k] };
-			xs[m] = &xv[m];
-			as[m] = s->a;
-			who[m++] = k;
+			int64_t a[3] = { (int64_t)f->obj[k], (int64_t)b.start[k], (int64_t)f->obj_gen[k] };
+			struct arc_exec *x = fan_add(&fo, cl, k, &cl->s[k].data, "write", a, 3);
+			x->argbytes = f->buf[k];
+			x->argbytes_len = b.cnt[k];
 		}
-		arc_exec_many(as, xs, rcs, m);
+		fan_run(&fo);
 		int err = 0;
-		for (unsigned i = 0; i < m; i++) {
-			unsigned k = who[i];
-			int64_t v = xv[i].value;
+		for (unsigned i = 0; i < fo.m; i++) {
+			unsigned k = fo.who[i];
+			int64_t v = fo.xv[i].value;
 			int e = 0;
-			if (rcs[i] != 0)
-				e = run_fail(f, k, "write", &xv[i], rcs[i]);
+			if (fo.rcs[i] != 0)
+				e = run_fail(f, k, "write", &fo.xv[i], fo.rcs[i]);
 			else if (v == -EAGAIN || (v > 0 && (uint64_t)v < b.cnt[k]))
 				e = write_piece(&cl->s[k], f->obj[k], f->obj_gen[k],
 				                b.start[k] + (v > 0 ? (uint64_t)v : 0),
@@ -911,7 +930,7 @@ int64_t arf_cl_write(struct arf_cl_file *f, uint64_t off, const void *buf, size_
 				         cl->s[k].name, (long long)v, b.cnt[k]);
 				e = -EIO;
 			}
-			free(xv[i].out);
+			free(fo.xv[i].out);
 			if (e && !err)
 				err = e;
 		}
@@ -969,18 +988,7 @@ int arf_cl_write_start(struct arf_cl_file *f, uint64_t off, const void *buf, siz
 	size_t cnt[ARF_CLUSTER_MAX] = { 0 };
 	uint64_t start[ARF_CLUSTER_MAX] = { 0 };
 	bool need[ARF_CLUSTER_MAX] = { false };
-	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
-		uint64_t o = off + at, s = o / f->unit;
-		unsigned k = arf_cl_server(f->first, cl->n, s);
-		size_t p = f->unit - (size_t)(o % f->unit);
-		if (p > len - at)
-			p = len - at;
-		if (!cnt[k])
-			start[k] = s / cl->n * f->unit + o % f->unit;
-		cnt[k] += p;
-		need[k] = true;
-		at += p;
-	}
+	shares(f, off, len, cnt, start, need);
 	size_t base[ARF_CLUSTER_MAX], sum = 0;
 	for (unsigned k = 0; k < cl->n; k++) {
 		base[k] = sum;
@@ -1045,14 +1053,7 @@ int64_t arf_cl_op_wait(struct arf_cl_op *op, char *msg, size_t msglen)
 		int64_t v = op->x[i].value;
 		int e = 0;
 		if (rc != 0) {
-			snprintf(op->msg, sizeof op->msg, "data server %s: write: %s", s->name,
-			         op->x[i].trapped ? op->x[i].trap.text : arc_errmsg(s->a));
-			if (rc == -AR_ETIMEDOUT || rc == -AR_ENET || !op->p[i]) {
-				pthread_mutex_lock(&s->lock);
-				set_down(s, op->msg);
-				pthread_mutex_unlock(&s->lock);
-			}
-			e = -EIO;
+			e = srv_fail(s, "write", &op->x[i], rc, !op->p[i], op->msg, sizeof op->msg);
 		} else if (v == -EAGAIN || (v > 0 && (uint64_t)v < op->cnt[i])) {
 			size_t done = v > 0 ? (size_t)v : 0;
 			/* the object ids are op's copies: f may be another thread's meanwhile */
@@ -1091,18 +1092,7 @@ static int read_start(struct arf_cl_file *f, uint64_t off, size_t len, struct ar
 	size_t cnt[ARF_CLUSTER_MAX] = { 0 };
 	uint64_t start[ARF_CLUSTER_MAX] = { 0 };
 	bool need[ARF_CLUSTER_MAX] = { false };
-	for (size_t at = 0; at < len;) {       /* at most len / unit + 2 pieces */
-		uint64_t o = off + at, s = o / f->unit;
-		unsigned k = arf_cl_server(f->first, cl->n, s);
-		size_t p = f->unit - (size_t)(o % f->unit);
-		if (p > len - at)
-			p = len - at;
-		if (!cnt[k])
-			start[k] = s / cl->n * f->unit + o % f->unit;
-		cnt[k] += p;
-		need[k] = true;
-		at += p;
-	}
+	shares(f, off, len, cnt, start, need);
 	int rc = objs_get(f, need, false);
 	if (rc < 0)
 		return rc;
@@ -1165,14 +1155,7 @@ static int op_read_wait(struct arf_cl_op *op, char **dst)
 		int64_t v = op->x[i].value;
 		int e = 0;
 		if (rc != 0) {
-			snprintf(op->msg, sizeof op->msg, "data server %s: read: %s", s->name,
-			         op->x[i].trapped ? op->x[i].trap.text : arc_errmsg(s->a));
-			if (rc == -AR_ETIMEDOUT || rc == -AR_ENET || !op->p[i]) {
-				pthread_mutex_lock(&s->lock);
-				set_down(s, op->msg);
-				pthread_mutex_unlock(&s->lock);
-			}
-			e = -EIO;
+			e = srv_fail(s, "read", &op->x[i], rc, !op->p[i], op->msg, sizeof op->msg);
 		} else if (v < 0) {
 			e = (int)v;
 		} else if ((uint64_t)v > op->cnt[i] || op->x[i].out_len != (uint64_t)v) {
@@ -1373,55 +1356,42 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 		int rc = plan(f, &b, off + done, len - done, NULL);
 		if (rc < 0)
 			return rc;
-		struct arc *as[ARF_CLUSTER_MAX] = { 0 };
-		struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-		int64_t args[ARF_CLUSTER_MAX][4];
-		int rcs[ARF_CLUSTER_MAX];
+		struct fan fo = { .m = 0 };
 		size_t got[ARF_CLUSTER_MAX] = { 0 };
-		unsigned who[ARF_CLUSTER_MAX], m = 0;
 		bool need[ARF_CLUSTER_MAX];
 		for (unsigned k = 0; k < cl->n; k++)
 			need[k] = b.cnt[k] != 0;
 		if ((rc = objs_get(f, need, false)) < 0)
 			return rc;
 		for (unsigned k = 0; k < cl->n; k++) {
-			if (!b.cnt[k])
-				continue;
-			if (!f->obj[k])
+			if (!b.cnt[k] || !f->obj[k])
 				continue;            /* no object: zeros */
-			struct dsrv *s = &cl->s[k];
-			args[m][0] = (int64_t)f->obj[k];
-			args[m][1] = (int64_t)b.start[k];
-			args[m][2] = (int64_t)b.cnt[k];
-			args[m][3] = (int64_t)f->obj_gen[k];
-			xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
-			                           .seg_id = s->data.id, .entry = "read",
-			                           .args = args[m], .n_args = 4, .out_max = b.cnt[k] };
-			xs[m] = &xv[m];
-			as[m] = s->a;
-			who[m++] = k;
+			int64_t a[4] = { (int64_t)f->obj[k], (int64_t)b.start[k], (int64_t)b.cnt[k],
+			                 (int64_t)f->obj_gen[k] };
+			fan_add(&fo, cl, k, &cl->s[k].data, "read", a, 4)->out_max = b.cnt[k];
 		}
-		arc_exec_many(as, xs, rcs, m);
+		fan_run(&fo);
 		int err = 0;
-		for (unsigned i = 0; i < m; i++) {
-			unsigned k = who[i];
-			int64_t v = xv[i].value;
+		for (unsigned i = 0; i < fo.m; i++) {
+			unsigned k = fo.who[i];
+			struct arc_exec *x = &fo.xv[i];
+			int64_t v = x->value;
 			int e = 0;
-			if (rcs[i] != 0)
-				e = run_fail(f, k, "read", &xv[i], rcs[i]);
+			if (fo.rcs[i] != 0)
+				e = run_fail(f, k, "read", x, fo.rcs[i]);
 			else if (v < 0)
 				e = (int)v;
-			else if ((uint64_t)v > b.cnt[k] || xv[i].out_len != (uint64_t)v) {
+			else if ((uint64_t)v > b.cnt[k] || x->out_len != (uint64_t)v) {
 				snprintf(f->msg, sizeof f->msg, "data server %s: read: %lld bytes, %llu of "
 				         "output", cl->s[k].name, (long long)v,
-				         (unsigned long long)xv[i].out_len);
+				         (unsigned long long)x->out_len);
 				e = -EIO;
 			} else {
 				/* short: the object ends there (the rest of the file's bytes are a hole) */
-				memcpy(f->buf[k], xv[i].out, (size_t)v);
+				memcpy(f->buf[k], x->out, (size_t)v);
 				got[k] = (size_t)v;
 			}
-			free(xv[i].out);
+			free(x->out);
 			if (e && !err)
 				err = e;
 		}
@@ -1448,52 +1418,49 @@ int64_t arf_cl_read(struct arf_cl_file *f, uint64_t off, void *buf, size_t len)
 	return (int64_t)done;
 }
 
+/* Every server's object of f looked up (made nowhere): 0 or -errno. */
+static int objs_all(struct arf_cl_file *f)
+{
+	bool need[ARF_CLUSTER_MAX];
+	for (unsigned k = 0; k < f->cl->n; k++)
+		need[k] = true;
+	return objs_get(f, need, false);
+}
+
 int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 {
 	struct arf_cluster *cl = f->cl;
-	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
-	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-	int64_t args[ARF_CLUSTER_MAX][3];
-	int rcs[ARF_CLUSTER_MAX];
-	unsigned who[ARF_CLUSTER_MAX], m = 0;
-	bool need[ARF_CLUSTER_MAX];
-	for (unsigned k = 0; k < cl->n; k++)
-		need[k] = true;
-	int rc = objs_get(f, need, false);
+	struct fan fo = { .m = 0 };
+	int rc = objs_all(f);
 	if (rc < 0)
 		return rc;
 	for (unsigned k = 0; k < cl->n; k++) {
 		if (!f->obj[k])
 			continue;
-		struct dsrv *s = &cl->s[k];
-		args[m][0] = (int64_t)f->obj[k];
-		args[m][1] = (int64_t)arf_cl_obj_len(size, f->unit, cl->n,
-		                                     arf_cl_slot(f->first, cl->n, k));
-		args[m][2] = (int64_t)f->obj_gen[k];
-		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
-		                           .seg_id = s->data.id, .entry = "truncate",
-		                           .args = args[m], .n_args = 3 };
-		xs[m] = &xv[m];
-		as[m] = s->a;
-		who[m++] = k;
+		int64_t a[3] = { (int64_t)f->obj[k],
+		                 (int64_t)arf_cl_obj_len(size, f->unit, cl->n,
+		                                         arf_cl_slot(f->first, cl->n, k)),
+		                 (int64_t)f->obj_gen[k] };
+		fan_add(&fo, cl, k, &cl->s[k].data, "truncate", a, 3);
 	}
-	arc_exec_many(as, xs, rcs, m);
+	fan_run(&fo);
 	int err = 0;
-	for (unsigned i = 0; i < m; i++) {
-		int e = rcs[i] ? run_fail(f, who[i], "truncate", &xv[i], rcs[i]) : (int)xv[i].value;
+	for (unsigned i = 0; i < fo.m; i++) {
+		struct dsrv *s = &cl->s[fo.who[i]];
+		int e = fo.rcs[i] ? run_fail(f, fo.who[i], "truncate", &fo.xv[i], fo.rcs[i])
+		                  : (int)fo.xv[i].value;
 		if (e > 0)
 			e = 0;
 		if (e == -EAGAIN) {
 			/* locked a moment: once more on its own, with arf_seg_run's retries */
 			struct arc_exec x = { 0 };
-			int64_t v = arf_seg_run(&cl->s[who[i]].data, &x, "truncate", args[i], 3, NULL, 0);
+			int64_t v = arf_seg_run(&s->data, &x, "truncate", fo.args[i], 3, NULL, 0);
 			free(x.out);
 			if (v == -EIO)
-				snprintf(f->msg, sizeof f->msg, "data server %s: %s", cl->s[who[i]].name,
-				         cl->s[who[i]].data.msg);
+				snprintf(f->msg, sizeof f->msg, "data server %s: %s", s->name, s->data.msg);
 			e = v < 0 ? (int)v : 0;
 		}
-		free(xv[i].out);
+		free(fo.xv[i].out);
 		if (e && !err)
 			err = e;
 	}
@@ -1503,35 +1470,22 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 int arf_cl_fsync(struct arf_cl_file *f)
 {
 	struct arf_cluster *cl = f->cl;
-	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
-	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-	int64_t args[ARF_CLUSTER_MAX][2];
-	int rcs[ARF_CLUSTER_MAX];
-	unsigned who[ARF_CLUSTER_MAX], m = 0;
-	bool need[ARF_CLUSTER_MAX];
-	for (unsigned k = 0; k < cl->n; k++)
-		need[k] = true;
-	int rc = objs_get(f, need, false);
+	struct fan fo = { .m = 0 };
+	int rc = objs_all(f);
 	if (rc < 0)
 		return rc;
 	for (unsigned k = 0; k < cl->n; k++) {
 		if (!f->obj[k])
 			continue;              /* no object: nothing of the file there */
-		struct dsrv *s = &cl->s[k];
-		args[m][0] = (int64_t)f->obj[k];
-		args[m][1] = (int64_t)f->obj_gen[k];
-		xv[m] = (struct arc_exec){ .seg = s->data.bytes, .seg_len = s->data.len,
-		                           .seg_id = s->data.id, .entry = "fsync",
-		                           .args = args[m], .n_args = 2 };
-		xs[m] = &xv[m];
-		as[m] = s->a;
-		who[m++] = k;
+		int64_t a[2] = { (int64_t)f->obj[k], (int64_t)f->obj_gen[k] };
+		fan_add(&fo, cl, k, &cl->s[k].data, "fsync", a, 2);
 	}
-	arc_exec_many(as, xs, rcs, m);
+	fan_run(&fo);
 	int err = 0;
-	for (unsigned i = 0; i < m; i++) {
-		int e = rcs[i] ? run_fail(f, who[i], "fsync", &xv[i], rcs[i]) : (int)xv[i].value;
-		free(xv[i].out);
+	for (unsigned i = 0; i < fo.m; i++) {
+		int e = fo.rcs[i] ? run_fail(f, fo.who[i], "fsync", &fo.xv[i], fo.rcs[i])
+		                  : (int)fo.xv[i].value;
+		free(fo.xv[i].out);
 		if (e < 0 && !err)
 			err = e;
 	}
@@ -1544,11 +1498,7 @@ int arf_cl_remove(struct arf_cl_file *f)
 	char name[48];
 	snprintf(name, sizeof name, "%llu.%llu", (unsigned long long)f->ino,
 	         (unsigned long long)f->gen);
-	struct arc *as[ARF_CLUSTER_MAX] = { 0 };
-	struct arc_exec xv[ARF_CLUSTER_MAX], *xs[ARF_CLUSTER_MAX] = { 0 };
-	int64_t args[ARF_CLUSTER_MAX][2];
-	int rcs[ARF_CLUSTER_MAX];
-	unsigned who[ARF_CLUSTER_MAX], m = 0;
+	struct fan fo = { .m = 0 };
 	int err = 0;
 	for (unsigned k = 0; k < cl->n; k++) {
 		if (f->looked[k] && !f->obj[k])
@@ -1559,28 +1509,24 @@ int arf_cl_remove(struct arf_cl_file *f)
 			continue;
 		}
 		struct dsrv *s = &cl->s[k];
-		const struct arf_seg *os = arf_client_seg(s->ops);
-		args[m][0] = (int64_t)s->dir;
-		args[m][1] = (int64_t)arf_client_key(s->ops);
-		xv[m] = (struct arc_exec){ .seg = os->bytes, .seg_len = os->len, .seg_id = os->id,
-		                           .entry = "unlink", .args = args[m], .n_args = 2,
-		                           .argbytes = name, .argbytes_len = strlen(name) };
-		xs[m] = &xv[m];
-		as[m] = s->a;
-		who[m++] = k;
+		int64_t a[2] = { (int64_t)s->dir, (int64_t)arf_client_key(s->ops) };
+		struct arc_exec *x = fan_add(&fo, cl, k, arf_client_seg(s->ops), "unlink", a, 2);
+		x->argbytes = name;
+		x->argbytes_len = strlen(name);
 	}
-	arc_exec_many(as, xs, rcs, m);
-	for (unsigned i = 0; i < m; i++) {
-		unsigned k = who[i];
-		int e = rcs[i] ? run_fail(f, k, "unlink", &xv[i], rcs[i]) : (int)xv[i].value;
+	fan_run(&fo);
+	for (unsigned i = 0; i < fo.m; i++) {
+		unsigned k = fo.who[i];
+		int e = fo.rcs[i] ? run_fail(f, k, "unlink", &fo.xv[i], fo.rcs[i])
+		                  : (int)fo.xv[i].value;
 		if (e == -EAGAIN)          /* its directory locked a moment: once more, retried */
 			e = arf_unlink(cl->s[k].ops, cl->s[k].dir, name);
 		if (e == -ENOENT)
 			e = 0;                 /* no object there */
-		if (e == -EIO && rcs[i] == 0)
+		if (e == -EIO && fo.rcs[i] == 0)
 			snprintf(f->msg, sizeof f->msg, "data server %s: unlink /%s/%s: %s",
 			         cl->s[k].name, ARF_CLUSTER_DIR, name, arf_client_errmsg(cl->s[k].ops));
-		free(xv[i].out);
+		free(fo.xv[i].out);
 		if (e == 0) {
 			f->obj[k] = 0;
 			f->looked[k] = true;
@@ -1676,27 +1622,14 @@ static bool fsck_object(struct arf_cluster *cl, struct arf_client *meta, unsigne
 		}
 		return true;
 	}
-	/* its share is counted with the file's own layout (arf_cl_layout's parts, so that a
-	 * server that cannot answer and a record out of range are told apart) */
+	/* its share is counted with the file's own layout */
 	struct arf_cl_layout lay;
-	uint32_t rec[4];
 	char lerr[256];
-	arf_cl_layout_default(&cl->desc, ino, &lay);
-	rc = arf_getlayout(meta, ino, rec);
-	if (rc < 0) {
-		fk_say(fk, ARF_FSCK_NOTE, "metadata server: inode %llu: getlayout: %s",
-		       (unsigned long long)ino, rc == -EIO ? arf_client_errmsg(meta) : strerror(-rc));
-		return false;
-	}
-	if (rc == 1 && arf_cl_layout_check(&cl->desc, rec, lerr, sizeof lerr) < 0) {
+	if (arf_cl_layout(&cl->desc, ino, ma.layout, &lay, lerr, sizeof lerr) < 0) {
 		fk->problems++;
 		fk_say(fk, ARF_FSCK_PROBLEM, "data server %s: /%s/%s: its file (inode %llu): %s",
 		       s->name, ARF_CLUSTER_DIR, e->name, (unsigned long long)ino, lerr);
 		return true;                 /* where its bytes belong is not known: left alone */
-	}
-	if (rc == 1) {
-		lay.unit = rec[0];
-		lay.first = rec[2];
 	}
 	uint64_t share = arf_cl_obj_len(ma.size, lay.unit, cl->n,
 	                                arf_cl_slot(lay.first, cl->n, k));

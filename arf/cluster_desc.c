@@ -1,5 +1,6 @@
 /* cluster_desc.c: the parts of a cluster (arf_cluster.h) that need no server: the
  * description's text (parse, format) and the stripe layout's arithmetic. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +139,7 @@ unsigned arf_cl_slot(unsigned first, unsigned n, unsigned k)
 	return (k + n - first) % n;
 }
 
-/* ---- a file's layout (the parts that need no server; arf_cl_layout is cluster.c's) ---- */
+/* ---- a file's layout (from its attributes: getattr's answer carries the record) ---- */
 
 void arf_cl_layout_default(const struct arf_cluster_desc *desc, uint64_t ino,
                            struct arf_cl_layout *lay)
@@ -147,8 +148,9 @@ void arf_cl_layout_default(const struct arf_cluster_desc *desc, uint64_t ino,
 	                               .first = arf_cl_first(desc->layout, desc->n, ino) };
 }
 
-int arf_cl_layout_check(const struct arf_cluster_desc *desc, const uint32_t rec[4],
-                        char *err, size_t errlen)
+/* A layout record's 4 u32 against desc: 0, or -1 with a message. */
+static int layout_check(const struct arf_cluster_desc *desc, const uint32_t rec[4], char *err,
+                        size_t errlen)
 {
 	if (!arf_cl_unit_ok(rec[0]))
 		snprintf(err, errlen, "layout record: unit %u: not a multiple of %u from %u to %u",
@@ -164,6 +166,19 @@ int arf_cl_layout_check(const struct arf_cluster_desc *desc, const uint32_t rec[
 	else
 		return 0;
 	return -1;
+}
+
+int arf_cl_layout(const struct arf_cluster_desc *desc, uint64_t ino, const uint32_t rec[4],
+                  struct arf_cl_layout *lay, char *err, size_t errlen)
+{
+	arf_cl_layout_default(desc, ino, lay);
+	if ((rec[0] | rec[1] | rec[2] | rec[3]) == 0)
+		return 0;                    /* no record: the cluster's layout */
+	if (layout_check(desc, rec, err, errlen) < 0)
+		return -EIO;
+	lay->unit = rec[0];
+	lay->first = rec[2];
+	return 0;
 }
 
 bool arf_cl_unit_ok(uint64_t unit)

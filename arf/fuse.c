@@ -1484,6 +1484,19 @@ static bool xattr_prefix_ok(fuse_req_t req, const char *name)
 	       !strncmp(name, "security.", 9);
 }
 
+/* Refused before anything is asked, with the reply sent: true under -o noxattr (ENOSYS: the
+ * kernel asks no more, fc->no_*xattr) and for a name outside the namespaces served. */
+static bool xattr_refused(fuse_req_t req, const char *name)
+{
+	if (fs_of(req)->noxattr)
+		fuse_reply_err(req, ENOSYS);
+	else if (!xattr_prefix_ok(req, name))
+		fuse_reply_err(req, EOPNOTSUPP);
+	else
+		return false;
+	return true;
+}
+
 /* ---- a cluster file's stripe unit (docs/cluster.md, "A file's own stripe unit") ----
  * user.arf.stripe_unit is not stored as an xattr: setting it gives an empty regular file its
  * own unit (the layout record in its metadata inode, arf_cl_setstripe), getting it reads the
@@ -1493,6 +1506,13 @@ static bool xattr_prefix_ok(fuse_req_t req, const char *name)
  * another type, EBUSY once the file has bytes (this client's queued writes are applied
  * first; with -o writeback, bytes the kernel still caches are not seen). */
 #define STRIPE_XATTR "user.arf.stripe_unit"
+
+/* Regular file ino's attributes into at: 0, other for another type, or getattr's -errno. */
+static int stripe_file(struct arf_fs *fs, fuse_ino_t ino, struct arf_attr *at, int other)
+{
+	int rc = arf_getattr(fs->c, ino, at);
+	return rc == 0 && !S_ISREG(at->mode) ? other : rc;
+}
 
 static int stripe_xattr_set(struct arf_fs *fs, fuse_ino_t ino, const char *value, size_t size)
 {
@@ -1510,11 +1530,9 @@ static int stripe_xattr_set(struct arf_fs *fs, fuse_ino_t ino, const char *value
 		return -EINVAL;
 	wq_drain(fs, ino);             /* our queued writes count as bytes */
 	struct arf_attr at;
-	int rc = arf_getattr(fs->c, ino, &at);
+	int rc = stripe_file(fs, ino, &at, -EINVAL);
 	if (rc < 0)
 		return rc;
-	if (!S_ISREG(at.mode))
-		return -EINVAL;
 	if (at.size)
 		return -EBUSY;
 	return arf_cl_setstripe(fs->c, arf_cluster_desc_of(fs->cl), ino, unit);
@@ -1526,14 +1544,12 @@ static int64_t stripe_xattr_get(struct arf_fs *fs, fuse_ino_t ino, char *buf, si
 	if (!fs->cl)
 		return -ENODATA;
 	struct arf_attr at;
-	int rc = arf_getattr(fs->c, ino, &at);
+	int rc = stripe_file(fs, ino, &at, -ENODATA);
 	if (rc < 0)
 		return rc;
-	if (!S_ISREG(at.mode))
-		return -ENODATA;
 	struct arf_cl_layout lay;
 	char lerr[256];
-	rc = arf_cl_layout(fs->c, arf_cluster_desc_of(fs->cl), ino, &lay, lerr, sizeof lerr);
+	rc = arf_cl_layout(arf_cluster_desc_of(fs->cl), ino, at.layout, &lay, lerr, sizeof lerr);
 	if (rc < 0)
 		return rc;
 	char v[16];
@@ -1548,14 +1564,8 @@ static int64_t stripe_xattr_get(struct arf_fs *fs, fuse_ino_t ino, char *buf, si
 static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
                             const char *value, size_t size, int flags)
 {
-	if (fs_of(req)->noxattr) {
-		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+	if (xattr_refused(req, name))
 		return;
-	}
-	if (!xattr_prefix_ok(req, name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
-		return;
-	}
 	if (!strcmp(name, STRIPE_XATTR)) {
 		reply_errno(req, stripe_xattr_set(fs_of(req), ino, value, size));
 		return;
@@ -1597,33 +1607,23 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	if (fs_of(req)->noxattr) {
-		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+	if (xattr_refused(req, name))
 		return;
-	}
-	if (!xattr_prefix_ok(req, name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
-		return;
-	}
 	if (is_caps(name) && caps_known_absent(ino)) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	char buf[ARF_XATTR_VALUE_MAX];
-	if (!strcmp(name, STRIPE_XATTR)) {
-		int64_t v = stripe_xattr_get(fs_of(req), ino, buf, size < sizeof buf ? size : sizeof buf);
-		if (v < 0)
-			reply_errno(req, v == -EINVAL ? -ENOENT : v);
-		else if (size == 0)
-			fuse_reply_xattr(req, (size_t)v);
-		else
-			fuse_reply_buf(req, buf, (size_t)v);
-		return;
-	}
 	/* a larger buffer than any value changes nothing: ask for at most what can exist */
-	int64_t v = arf_getxattr(fs_of(req)->c, ino, name, buf, size < sizeof buf ? size : sizeof buf);
-	if (v == -ENODATA && is_caps(name))
-		caps_set_absent(ino, true);
+	char buf[ARF_XATTR_VALUE_MAX];
+	size_t max = size < sizeof buf ? size : sizeof buf;
+	int64_t v;
+	if (!strcmp(name, STRIPE_XATTR)) {
+		v = stripe_xattr_get(fs_of(req), ino, buf, max);
+	} else {
+		v = arf_getxattr(fs_of(req)->c, ino, name, buf, max);
+		if (v == -ENODATA && is_caps(name))
+			caps_set_absent(ino, true);
+	}
 	if (v < 0)
 		reply_errno(req, v == -EINVAL ? -ENOENT : v);
 	else if (size == 0)
@@ -1666,14 +1666,8 @@ static void arf_listxattr_op(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void arf_removexattr_op(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	if (fs_of(req)->noxattr) {
-		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+	if (xattr_refused(req, name))
 		return;
-	}
-	if (!xattr_prefix_ok(req, name)) {
-		fuse_reply_err(req, EOPNOTSUPP);
-		return;
-	}
 	if (is_caps(name))
 		caps_set_absent(ino, false);
 	int rc = arf_removexattr(fs_of(req)->c, ino, name);

@@ -731,7 +731,7 @@ static void cluster_file(struct state *st, struct conn *k, uint64_t ino, struct 
 		}
 		struct arf_cl_layout lay;
 		char lerr[256];
-		rc = arf_cl_layout(k->c, arf_cluster_desc_of(k->cl), ino, &lay, lerr, sizeof lerr);
+		rc = arf_cl_layout(arf_cluster_desc_of(k->cl), ino, at.layout, &lay, lerr, sizeof lerr);
 		if (rc < 0) {
 			res_error(r, lerr);
 			return;

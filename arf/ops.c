@@ -7,7 +7,7 @@
  *
  * Exports (integer arguments; a name or path is the whole "args" byte region):
  *   lookup(start)                   path -> inode number
- *   getattr(ino)                    13 u64 attribute records on the output -> ino
+ *   getattr(ino)                    15 u64 attribute records on the output -> ino
  *   readlink(ino)                   the target on the output -> its length
  *   readdir(dir, cookie, max)       a batch of entries on the output -> count
  *   readdirplus(dir, cookie, max)   readdir's, then each entry's getattr
@@ -26,7 +26,6 @@
  *   getxattr(ino, size)             name -> the value's length; the value on the output
  *   listxattr(ino, size)            the names, each with a NUL, on the output -> their bytes
  *   removexattr(ino, mode)          name -> 0
- *   getlayout(ino)                  a cluster file's layout record on the output -> 16, or 0
  *   setlayout(ino, unit, count << 32 | first)  -> 0 (an empty regular file's record)
  * Every export that changes the tree (mkdir, mknod, their attr forms, unlink, rmdir,
  * symlink, symlinkattr, link, linkattr, rename, setxattr, removexattr) takes one more
@@ -290,10 +289,14 @@ long lookup(u64 start)
 
 /* ---------------------------------------------------------------- getattr */
 
-/* getattr(ino): outputs 13 little-endian u64: mode, nlink, uid, gid, size, nblocks (4 KiB
- * blocks), atime, mtime, ctime, btime (ns since the epoch), gen, parent, rdev; returns ino,
- * or -EINVAL (no such number) / -ENOENT (free inode).  The fields are read without the lock:
- * a getattr racing a change of the same inode may mix old and new fields. */
+/* getattr(ino): outputs ATTR_WORDS little-endian u64: mode, nlink, uid, gid, size, nblocks
+ * (4 KiB blocks), atime, mtime, ctime, btime (ns since the epoch), gen, parent, rdev, then
+ * the layout record's 16 bytes (u32 unit, count, first, reserved: a cluster file's own,
+ * ARF_IF_STRIPED; zeros when it has none), so that opening a file costs no request for its
+ * layout; returns ino, or -EINVAL (no such number) / -ENOENT (free inode).  The fields are
+ * read without the lock: a getattr racing a change of the same inode may mix old and new
+ * fields. */
+enum { ATTR_WORDS = 15 };
 static __attribute__((noinline)) long do_getattr(u64 ino)
 {
 	u64 c = ioff(ino);
@@ -315,6 +318,12 @@ static __attribute__((noinline)) long do_getattr(u64 ino)
 	ar_outq(ar_ld64(arf, c + ARF_I_GEN));
 	ar_outq(ar_ld64(arf, c + ARF_I_PARENT));
 	ar_outq(ar_ld64(arf, c + ARF_I_RDEV));
+	if (ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_STRIPED) {
+		ar_output(arf, c + ARF_I_BODY, ARF_L_SIZE);
+	} else {
+		ar_outq(0);
+		ar_outq(0);
+	}
 	return (long)ino;
 }
 
@@ -324,7 +333,7 @@ long getattr(u64 ino)
 }
 
 /* getattrs(n): getattr of each of the n inode numbers in args (u64s), in order: u64 its
- * result (ino, or -EINVAL / -ENOENT as getattr's) and, when that is ino, getattr's 13
+ * result (ino, or -EINVAL / -ENOENT as getattr's) and, when that is ino, getattr's
  * fields -> n; -EINVAL when args holds fewer than n numbers or n is over 4096.  (arf grep -r
  * on a cluster asks for a window's files in one round trip, not one each.) */
 long getattrs(u64 n)
@@ -354,22 +363,6 @@ long getattrs(u64 n)
  * stripe unit"): ARF_IF_STRIPED says it is one.  Such an inode never has extents
  * (ARF_I_NEXTENTS 0), so data.c's and irelease's extent walks, which go by that count,
  * never read the record; data.c's write refuses the inode. */
-
-/* getlayout(ino): the record's 16 bytes (u32 unit, count, first, reserved) on the output ->
- * 16, or 0 when the inode has none (the cluster's layout); -EINVAL no such number, -ENOENT
- * a free inode. */
-long getlayout(u64 ino)
-{
-	u64 c = ioff(ino);
-	if (c == 0)
-		return -E_INVAL;
-	if (ar_ld32u(arf, c + ARF_I_MODE) == 0)
-		return -E_NOENT;
-	if (!(ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_STRIPED))
-		return 0;
-	ar_output(arf, c + ARF_I_BODY, ARF_L_SIZE);
-	return ARF_L_SIZE;
-}
 
 /* setlayout(ino, unit, count << 32 | first): give regular file ino the layout record (unit,
  * count, first, 0) -> 0.  Only while it is empty: -EBUSY when it has a size, extents or
@@ -1775,7 +1768,7 @@ long readdir(u64 dir, u64 cookie, u64 max)
 }
 
 /* readdirplus(dir, cookie, max): readdir's output, then for each entry in order getattr's
- * 13 u64 (all zeros when the entry's inode was freed since: mode 0 says "no attributes").
+ * ATTR_WORDS u64 (all zeros when the entry's inode was freed since: mode 0 says "no attributes").
  * Result as readdir's. */
 long readdirplus(u64 dir, u64 cookie, u64 max)
 {
@@ -1787,7 +1780,7 @@ long readdirplus(u64 dir, u64 cookie, u64 max)
 		u64 ino = ar_ld64(AR_OUT, pos);
 		pos = pos + 18 + ar_ld8u(AR_OUT, pos + 17);
 		if (do_getattr(ino) < 0)
-			for (int i = 0; i < 13; i++)   /* freed meanwhile: thirteen zeros */
+			for (int i = 0; i < ATTR_WORDS; i++)   /* freed meanwhile: zeros */
 				ar_outq(0);
 	}
 	return n;

@@ -47,6 +47,7 @@ struct job {
 	uint64_t ino;                  /* the ARF inode (export: the source; import: made by the job) */
 	uint64_t size;
 	uint64_t gen;                  /* export: the inode's generation (a cluster's stripes) */
+	uint32_t layout[4];            /* export: its layout record (arf_attr.layout) */
 	uint32_t mode, uid, gid;
 	int64_t mtime, atime;          /* ns */
 };
@@ -386,7 +387,7 @@ static int import_file(struct xfer *x, struct job *j, char *buf)
 		char lerr[256];
 		const struct arf_cluster_desc *desc = arf_cluster_desc_of(x->cl);
 		int r = arf_getattr(x->c, j->ino, &at);
-		if (r == 0 && arf_cl_layout(x->c, desc, j->ino, &lay, lerr, sizeof lerr) < 0) {
+		if (r == 0 && arf_cl_layout(desc, j->ino, at.layout, &lay, lerr, sizeof lerr) < 0) {
 			say_error(x, j->local, lerr, 0);
 			return -1;
 		}
@@ -395,14 +396,15 @@ static int import_file(struct xfer *x, struct job *j, char *buf)
 		if (r == 0 && existed)
 			r = arf_cl_truncate(f, 0);       /* with the unit its bytes were written in */
 		if (r == 0 && x->stripe_unit && x->stripe_unit != lay.unit) {
-			/* the size is 0 now (made, or cut): the file takes its own unit */
+			/* the size is 0 now (made, or cut): the file takes its own unit, in the
+			 * record arf_cl_setstripe sets (the cluster's first server) */
 			r = arf_cl_setstripe(x->c, desc, j->ino, x->stripe_unit);
-			if (r == 0 && arf_cl_layout(x->c, desc, j->ino, &lay, lerr, sizeof lerr) == 0) {
+			if (r == 0) {
+				arf_cl_layout_default(desc, j->ino, &lay);
+				lay.unit = x->stripe_unit;
 				arf_cl_file_close(f);
 				if (!(f = arf_cl_file_open(x->cl, j->ino, at.gen, &lay)))
 					r = -ENOMEM;
-			} else if (r == 0) {
-				r = -EIO;
 			}
 		}
 		if (r < 0) {
@@ -579,6 +581,7 @@ static void export_walk(struct xfer *x, uint64_t dir, const char *path, int dept
 				struct job j = { .local = p, .ino = ents[i].ino, .size = at.size,
 				                 .gen = at.gen, .mode = at.mode, .uid = at.uid, .gid = at.gid,
 				                 .mtime = at.mtime, .atime = at.atime };
+				memcpy(j.layout, at.layout, sizeof j.layout);
 				if (add_job(x, &j) != 0)
 					free(p);
 			} else if (S_ISLNK(at.mode)) {
@@ -631,7 +634,7 @@ static int export_file(struct xfer *x, struct job *j, char *buf)
 	if (x->cl) {
 		struct arf_cl_layout lay;
 		char lerr[256];
-		int r = arf_cl_layout(x->c, arf_cluster_desc_of(x->cl), j->ino, &lay, lerr,
+		int r = arf_cl_layout(arf_cluster_desc_of(x->cl), j->ino, j->layout, &lay, lerr,
 		                      sizeof lerr);
 		if (r < 0) {
 			say_error(x, j->local, lerr, 0);

@@ -85,25 +85,31 @@ arf_server() {
 	eval "pid_$_n=$pid ep_$_n=$ep"
 }
 
-# arf_cluster [--members] N SIZE [ARG...]: the servers of a test cluster on loopback (the
-# arf_cluster*.sh scripts): data servers 1..N, each an image of SIZE, then the metadata
-# server 0 (64M), every arfd with ARG... (a cluster key, a secret).  --members: the
-# metadata server is also given the data servers as --member, in order (delegation;
-# arfd checks them against the description).  $M is the metadata server's endpoint, $data
-# the data servers' in order; the description is arf_cluster_init's to make.
+# arf_cluster [--members] [--at IDX] N SIZE [ARG...]: the servers of a test cluster on
+# loopback (the arf_cluster*.sh scripts): data servers IDX+1..IDX+N, each an image of SIZE,
+# then the metadata server IDX (64M; IDX 0 unless given, another for a script's second
+# cluster), every arfd with ARG... (a cluster key, a secret), each started by arf_server.
+# --members: the metadata server is also given the data servers as --member, in order
+# (delegation; arfd checks them against the description).  $M is the metadata server's
+# endpoint, $data the data servers' in order, $cl_pids the cluster's arfd processes (the
+# metadata server's last: $pid); the description is arf_cluster_init's to make.
 arf_cluster() {
-	_members=
-	if [ "$1" = --members ]; then
-		_members=1
-		shift
-	fi
+	_members= _at=0
+	while :; do
+		case $1 in
+		--members) _members=1; shift ;;
+		--at) _at=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
 	_nd=$1 _size=$2
 	shift 2
-	data=
+	data= cl_pids=
 	_k=1
 	while [ "$_k" -le "$_nd" ]; do
-		arf_server "$_k" "$_size" "$@"
+		arf_server $((_at + _k)) "$_size" "$@"
 		data="$data $ep"
+		cl_pids="$cl_pids $pid"
 		_k=$((_k + 1))
 	done
 	if [ -n "$_members" ]; then
@@ -111,8 +117,9 @@ arf_cluster() {
 			set -- "$@" --member "$_e"
 		done
 	fi
-	arf_server 0 64M "$@"
-	M=$ep_0
+	arf_server "$_at" 64M "$@"
+	M=$ep
+	cl_pids="$cl_pids $pid"
 }
 
 # arf_cluster_init [OPTION...]: `arf cluster init --stripe-unit $U OPTION...` of the servers

@@ -155,15 +155,14 @@ if cmp -s "$tmp/out" "$tmp/want"; then ok; else bad "a stripe on a live server: 
 # ---- servers with a secret: the client proves it to the metadata server only; the data
 # server takes the forwarded read on its member's word (a client's rights)
 printf 'a long random secret %s\n' "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$tmp/secret"
-arf_server 5 64M --cluster-key-file "$tmp/key" --secret-file "$tmp/secret"
-arf_server 4 64M --cluster-key-file "$tmp/key" --secret-file "$tmp/secret" --member "$ep_5"
+arf_cluster --members --at 4 1 64M --cluster-key-file "$tmp/key" --secret-file "$tmp/secret"
 export ARC_SECRET="$(head -n 1 "$tmp/secret")"
-run "$BUILD/arf" cluster init --stripe-unit 4K "$ep_4" "$ep_5"; check_rc "secret: init (4 KiB stripes: stripe.pno sent whole in a request longer than a stripe)" 0 $?
-run "$BUILD/arf" import "$tmp/src" "$ep_4:/d"; check_rc "secret: import" 0 $?
-run "$BUILD/arf" cluster cat "$ep_4:/d/big"; check_rc "secret: cat" 0 $?
+run "$BUILD/arf" cluster init --stripe-unit 4K "$M" $data; check_rc "secret: init (4 KiB stripes: stripe.pno sent whole in a request longer than a stripe)" 0 $?
+run "$BUILD/arf" import "$tmp/src" "$M:/d"; check_rc "secret: import" 0 $?
+run "$BUILD/arf" cluster cat "$M:/d/big"; check_rc "secret: cat" 0 $?
 if cmp -s "$tmp/out" "$tmp/src/big"; then ok; else bad "secret: cat: bytes differ"; fi
 unset ARC_SECRET
-run "$BUILD/arf" cluster cat "$ep_4:/d/small"
+run "$BUILD/arf" cluster cat "$M:/d/small"
 same "no secret: exit status" "$?" 1
 contains "no secret: refused" "$tmp/err" "secret"
 

@@ -91,21 +91,7 @@ idx=10
 for layout in flat rotate; do
 	for n in 1 2 3; do
 		tag="$layout N=$n"
-		cfg_pids=
-		data=
-		k=1
-		while [ "$k" -le "$n" ]; do
-			arf_server $((idx + k)) 32M --cluster-key-file "$tmp/key"
-			data="$data $ep"
-			cfg_pids="$cfg_pids $pid"
-			k=$((k + 1))
-		done
-		members=
-		for e in $data; do members="$members --member $e"; done
-		# shellcheck disable=SC2086
-		arf_server "$idx" 32M --cluster-key-file "$tmp/key" $members
-		M=$ep
-		cfg_pids="$cfg_pids $pid"
+		arf_cluster --members --at "$idx" "$n" 32M --cluster-key-file "$tmp/key"
 		run "$BUILD/arf" cluster init --stripe-unit 64K --layout "$layout" "$M" $data
 		check_rc "$tag: init" 0 $?
 		run "$BUILD/arf" cluster show "$M"; check_rc "$tag: show" 0 $?
@@ -159,7 +145,7 @@ for layout in flat rotate; do
 		run "$BUILD/arf" fsck --cluster "$M"; check_rc "$tag: fsck --cluster" 0 $?
 		contains "$tag: fsck --cluster clean" "$tmp/out" "cluster clean"
 
-		for p in $cfg_pids; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+		for p in $cl_pids; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 		idx=$((idx + 10))
 	done
 done

@@ -10,7 +10,9 @@
 # `arf fsck --cluster` and, the servers stopped, `arf fsck` of the metadata image are
 # clean.  The refusals: the xattr on a file with bytes (EBUSY), values not a multiple of
 # 4 KiB, 0, over 4 MiB (EINVAL), and on a one-server image (ENOTSUP, and import
-# --stripe-unit exits 2).  xattrs are set and read with python3's os.setxattr/getxattr.
+# --stripe-unit exits 2).  The layout comes with getattr's answer: the metadata server's
+# EXEC count (arc stats) of `cluster cat --direct` and of an open and a read through the
+# mount has no request for it.  xattrs are set and read with python3's os.setxattr/getxattr.
 #
 #   BUILD=build sh tests/integration/arf_cluster_unit.sh     prints "N passed, N failed" last
 # Every call is bounded by `timeout`; on exit the mount is undone and whatever was started
@@ -43,6 +45,9 @@ if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null 2>&1 ||
 	echo "arf_cluster_unit.sh: no FUSE or python3 here: the checks through a mount are left out"
 	use_mount=0
 fi
+
+# execs SERVER: the EXEC requests SERVER has run (arc stats)
+execs() { timeout "$T" "$BUILD/arc" stats "$1" | sed -n 's/^exec.requests //p'; }
 
 # setx FILE VALUE / getx FILE: print "ok", the value, or the errno's name
 setx() {
@@ -124,23 +129,8 @@ idx=10
 for layout in flat rotate; do
 	for n in 1 3; do
 		tag="$layout N=$n"
-		cfg_pids=
-		data=
-		k=1
-		while [ "$k" -le "$n" ]; do
-			arf_server $((idx + k)) 64M --cluster-key-file "$tmp/key"
-			data="$data $ep"
-			cfg_pids="$cfg_pids $pid"
-			k=$((k + 1))
-		done
-		members=
-		for e in $data; do members="$members --member $e"; done
-		# shellcheck disable=SC2086
-		arf_server "$idx" 32M --cluster-key-file "$tmp/key" $members
-		M=$ep
+		arf_cluster --members --at "$idx" "$n" 64M --cluster-key-file "$tmp/key"
 		meta_img=$tmp/img$idx
-		meta_pid=$pid
-		cfg_pids="$cfg_pids $pid"
 		# shellcheck disable=SC2086
 		run "$BUILD/arf" cluster init --stripe-unit 64K --layout "$layout" "$M" $data
 		check_rc "$tag: init" 0 $?
@@ -151,6 +141,11 @@ for layout in flat rotate; do
 		done
 		run "$BUILD/arf" import --stripe-unit 1000 "$tmp/text" "$M:/bad"
 		check_rc "$tag: import --stripe-unit 1000 refused" 2 $?
+		# the layout comes with the attributes: a file of its own unit is read with no
+		# request for it (the description: lookup, getattr, read; the file: lookup, getattr)
+		e0=$(execs "$M")
+		run "$BUILD/arf" cluster cat --direct "$M:/i4096/t$((K + 1))"
+		same "$tag: metadata requests of cluster cat --direct" "$(($(execs "$M") - e0))" 5
 		for u in $units; do
 			run "$BUILD/arf" export "$M:/i$u" "$tmp/back"
 			check_rc "$tag: export of unit $u" 0 $?
@@ -177,6 +172,13 @@ for layout in flat rotate; do
 			mpid=$!
 			for _ in $(seq 100); do mounted && break; sleep 0.1; done
 			if mounted; then ok; else bad "$tag: mount"; sed 's/^/  | /' "$tmp/mount.log"; fi
+			# an open and a read through the mount, the name looked up before: the
+			# kernel's getattr (the open drops the attributes it holds: close-to-open)
+			# and the read's, which carries the layout (one more before: getlayout)
+			stat "$mnt/i4096/t$((K + 1))" >/dev/null
+			e0=$(execs "$M")
+			cat "$mnt/i4096/t$((K + 1))" >"$tmp/out"
+			same "$tag: metadata requests of an open and a read" "$(($(execs "$M") - e0))" 2
 			for u in $units; do
 				same "$tag: getfattr of an imported file (unit $u)" \
 					"$(getx "$mnt/i$u/t$((K + 1))")" "$u"
@@ -229,7 +231,7 @@ for layout in flat rotate; do
 		run "$BUILD/arf" fsck --cluster "$M"; check_rc "$tag: fsck --cluster" 0 $?
 		contains "$tag: fsck --cluster clean" "$tmp/out" "cluster clean"
 
-		for p in $cfg_pids; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+		for p in $cl_pids; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 		run "$BUILD/arf" fsck "$meta_img"; check_rc "$tag: fsck of the metadata image" 0 $?
 		idx=$((idx + 10))
 	done

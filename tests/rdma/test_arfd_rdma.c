@@ -150,6 +150,32 @@ static void test_no_secret_sent(const char *host)
 	pn_finalize(pn);
 }
 
+/* The counter segment: main adds 1 to the u64 at mem + 64 and returns the count it made.
+ * NULL (a failed check) when it does not assemble; *len its bytes. */
+static uint8_t *count_seg(size_t *len)
+{
+	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
+	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
+	uint8_t *seg = NULL;
+	char *diags = NULL;
+	if (asm_assemble(src, strlen(src), "count.pna", &seg, len, &diags) != 0)
+		CHECK(0, "assemble: %s", diags);
+	free(diags);
+	return seg;
+}
+
+/* Run i (from 0) of the counter segment on a: 1 when it answered i + 1, else 0 (printed). */
+static int count_run(struct arc *a, const uint8_t *seg, size_t len, int i)
+{
+	struct arc_exec x = { .seg = seg, .seg_len = len };
+	int rc = arc_exec(a, &x), right = rc == 0 && x.value == i + 1;
+	if (!right)
+		printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
+	if (rc == 0 || rc == -AR_ETRAP)
+		free(x.out);
+	return right;
+}
+
 /* Sessions over rdma (docs/net.md, "Sessions"): arfd's transport closes the connection
  * instead of sending every 3rd reply, as a device error would; libarc's session connects
  * again and repeats the request, and arfd answers a repeated EXEC from its reply cache.  A
@@ -169,29 +195,15 @@ static void test_sessions(const char *host)
 		CHECK(0, "arfd_start: %s", err);
 		return;
 	}
-	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
-	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
-	uint8_t *seg = NULL;
 	size_t len = 0;
-	char *diags = NULL;
-	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
-		CHECK(0, "assemble: %s", diags);
-	free(diags);
+	uint8_t *seg = count_seg(&len);
 	struct arc_opts o = { .timeout_ms = 10000, .outage_ms = 10000 };
 	struct arc *a = seg ? arc_connect(arfd_endpoint(s, "rdma"), &o, err, sizeof err) : NULL;
 	CHECK(a != NULL, "arc_connect: %s", a ? "" : err);
 	enum { N = 12 };
-	int right = 0, rc = 0;
-	for (int i = 0; a && i < N; i++) {
-		struct arc_exec x = { .seg = seg, .seg_len = len };
-		rc = arc_exec(a, &x);
-		if (rc == 0 && x.value == i + 1)
-			right++;
-		else
-			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
-		if (rc == 0 || rc == -AR_ETRAP)
-			free(x.out);
-	}
+	int right = 0, rc;
+	for (int i = 0; a && i < N; i++)
+		right += count_run(a, seg, len, i);
 	uint64_t count = 0;
 	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
 	uint64_t replays = a ? stat_of(a, "net.session_replays") : 0;
@@ -221,6 +233,23 @@ static int free_port(const char *host)
 	return port;
 }
 
+/* arfd on rdma and tcp at one port of host (*port, free now), with region mem, its
+ * configuration in cfg (the caller's, static: arfd keeps it): NULL after a failed check. */
+static struct arfd *start_rdma_tcp(const char *host, struct arfd_config *cfg, int *port)
+{
+	char ep[2][128], err[512];
+	*port = free_port(host);
+	snprintf(ep[0], sizeof ep[0], "rdma:%s:%d", host, *port);
+	snprintf(ep[1], sizeof ep[1], "tcp:%s:%d", host, *port);
+	arfd_config_line(cfg, "listen", ep[0], err, sizeof err);
+	arfd_config_line(cfg, "listen", ep[1], err, sizeof err);
+	arfd_config_line(cfg, "region", "mem=4096:rw", err, sizeof err);
+	struct arfd *s = *port ? arfd_start(cfg, err, sizeof err) : NULL;
+	if (!s)
+		CHECK(0, "arfd_start on %s and %s: %s", ep[0], ep[1], *port ? err : "no free port");
+	return s;
+}
+
 /* Issue 17: a session whose transport fails moves to the next one.  arfd listens on rdma and
  * tcp at one port; a client of HOST:PORT (libarc chose rdma) runs a counter segment in a
  * loop.  arfd's rdma closes the connection instead of the 6th reply it sends (the probe's
@@ -232,28 +261,15 @@ static int free_port(const char *host)
 static void test_fallback(const char *host)
 {
 	static struct arfd_config cfg;
-	char ep[2][128], err[512];
-	int port = free_port(host);
-	snprintf(ep[0], sizeof ep[0], "rdma:%s:%d", host, port);
-	snprintf(ep[1], sizeof ep[1], "tcp:%s:%d", host, port);
-	arfd_config_line(&cfg, "listen", ep[0], err, sizeof err);
-	arfd_config_line(&cfg, "listen", ep[1], err, sizeof err);
-	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
+	char err[512];
+	int port;
 	setenv("PN_RDMA_CUT_REPLIES", "6", 1);
-	struct arfd *s = port ? arfd_start(&cfg, err, sizeof err) : NULL;
+	struct arfd *s = start_rdma_tcp(host, &cfg, &port);
 	unsetenv("PN_RDMA_CUT_REPLIES");
-	if (!s) {
-		CHECK(0, "arfd_start on %s and %s: %s", ep[0], ep[1], port ? err : "no free port");
+	if (!s)
 		return;
-	}
-	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
-	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
-	uint8_t *seg = NULL;
 	size_t len = 0;
-	char *diags = NULL;
-	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
-		CHECK(0, "assemble: %s", diags);
-	free(diags);
+	uint8_t *seg = count_seg(&len);
 	char hostport[140];
 	snprintf(hostport, sizeof hostport, "%s:%d", host, port);
 	struct arc_opts o = { .timeout_ms = 10000, .outage_ms = 10000 };
@@ -263,17 +279,9 @@ static void test_fallback(const char *host)
 	CHECK(a && !strncmp(arc_endpoint(a), "rdma:", 5), "%s: %s", hostport,
 	      a ? arc_endpoint(a) : err);
 	enum { N = 12 };
-	int right = 0, rc = 0;
-	for (int i = 0; a && i < N; i++) {
-		struct arc_exec x = { .seg = seg, .seg_len = len };
-		rc = arc_exec(a, &x);
-		if (rc == 0 && x.value == i + 1)
-			right++;
-		else
-			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
-		if (rc == 0 || rc == -AR_ETRAP)
-			free(x.out);
-	}
+	int right = 0, rc;
+	for (int i = 0; a && i < N; i++)
+		right += count_run(a, seg, len, i);
 	uint64_t count = 0;
 	rc = a ? arc_read(a, "mem", 64, &count, sizeof count) : -1;
 	uint64_t replays = a ? stat_of(a, "net.session_replays") : 0;
@@ -301,26 +309,13 @@ static void test_fallback(const char *host)
 static void test_link_delete(const char *host, const char *dev)
 {
 	static struct arfd_config cfg;
-	char ep[2][128], err[512];
-	int port = free_port(host);
-	snprintf(ep[0], sizeof ep[0], "rdma:%s:%d", host, port);
-	snprintf(ep[1], sizeof ep[1], "tcp:%s:%d", host, port);
-	arfd_config_line(&cfg, "listen", ep[0], err, sizeof err);
-	arfd_config_line(&cfg, "listen", ep[1], err, sizeof err);
-	arfd_config_line(&cfg, "region", "mem=4096:rw", err, sizeof err);
-	struct arfd *s = port ? arfd_start(&cfg, err, sizeof err) : NULL;
-	if (!s) {
-		CHECK(0, "arfd_start on %s and %s: %s", ep[0], ep[1], port ? err : "no free port");
+	char err[512];
+	int port;
+	struct arfd *s = start_rdma_tcp(host, &cfg, &port);
+	if (!s)
 		return;
-	}
-	static const char src[] = ".region mem rw\n.func main\n    push 64\n    push 1\n"
-	                          "    fadd mem\n    push 1\n    add\n    ret\n.end\n.export main\n";
-	uint8_t *seg = NULL;
 	size_t len = 0;
-	char *diags = NULL;
-	if (asm_assemble(src, strlen(src), "count.pna", &seg, &len, &diags) != 0)
-		CHECK(0, "assemble: %s", diags);
-	free(diags);
+	uint8_t *seg = count_seg(&len);
 	char hostport[140];
 	snprintf(hostport, sizeof hostport, "%s:%d", host, port);
 	struct arc_opts o = { .timeout_ms = 20000, .outage_ms = 20000 };
@@ -328,7 +323,7 @@ static void test_link_delete(const char *host, const char *dev)
 	CHECK(a && !strncmp(arc_endpoint(a), "rdma:", 5), "%s: %s", hostport,
 	      a ? arc_endpoint(a) : err);
 	enum { N = 30, DELETE_AT = 5, PAUSE_US = 50000 };
-	int right = 0, rc = 0;
+	int right = 0, rc;
 	for (int i = 0; a && i < N; i++) {
 		if (i == DELETE_AT) {
 			char cmd[200];
@@ -336,14 +331,7 @@ static void test_link_delete(const char *host, const char *dev)
 			if (system(cmd) != 0)
 				CHECK(0, "%s", cmd);
 		}
-		struct arc_exec x = { .seg = seg, .seg_len = len };
-		rc = arc_exec(a, &x);
-		if (rc == 0 && x.value == i + 1)
-			right++;
-		else
-			printf("run %d: %d (%s), value %lld\n", i, rc, arc_errmsg(a), (long long)x.value);
-		if (rc == 0 || rc == -AR_ETRAP)
-			free(x.out);
+		right += count_run(a, seg, len, i);
 		usleep(PAUSE_US);          /* (the deletion lands mid-loop, between runs or in one) */
 	}
 	uint64_t count = 0;

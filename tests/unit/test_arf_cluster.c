@@ -8,6 +8,7 @@
  * path against real servers is tests/integration/arf_cluster.sh.
  * Prints "N passed, N failed" last.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,8 +250,9 @@ static void test_layouts(void)
 	      per[1], per[2]);
 }
 
-/* A file's own layout (arf_cl_layout's parts that need no server): the units accepted, the
- * default (the cluster's), every record this version refuses with its message pinned, and
+/* A file's own layout (arf_cl_layout, from the record getattr's answer carries): the units
+ * accepted, the default (the cluster's, also for no record), every record this version
+ * refuses with its message pinned, and
  * object lengths of files of several units against a count made stripe by stripe. */
 static void test_file_layout(void)
 {
@@ -275,6 +277,7 @@ static void test_file_layout(void)
 	      l.unit, l.count, l.first);
 
 	static const struct { uint32_t rec[4]; const char *err; } recs[] = {
+		{ { 0, 0, 0, 0 }, NULL },                    /* none: the cluster's */
 		{ { 4096, 3, 0, 0 }, NULL },
 		{ { 4u << 20, 3, 2, 0 }, NULL },
 		{ { 0, 3, 0, 0 }, "layout record: unit 0: not a multiple of 4096 from 4096 to 4194304" },
@@ -287,12 +290,15 @@ static void test_file_layout(void)
 	};
 	for (unsigned i = 0; i < sizeof recs / sizeof recs[0]; i++) {
 		char err[256] = "";
-		int rc = arf_cl_layout_check(&c, recs[i].rec, err, sizeof err);
+		const uint32_t *r = recs[i].rec;
+		int rc = arf_cl_layout(&c, 13, r, &l, err, sizeof err);
 		if (!recs[i].err)
-			CHECK(rc == 0, "record %u: %d '%s'", i, rc, err);
+			CHECK(rc == 0 && l.unit == (r[0] ? r[0] : 65536) && l.count == 3 &&
+			      l.first == r[2], "record %u: %d '%s', %u %u %u", i, rc, err, l.unit,
+			      l.count, l.first);
 		else
-			CHECK(rc == -1 && !strcmp(err, recs[i].err), "record %u: %d '%s', want '%s'", i,
-			      rc, err, recs[i].err);
+			CHECK(rc == -EIO && !strcmp(err, recs[i].err), "record %u: %d '%s', want '%s'",
+			      i, rc, err, recs[i].err);
 	}
 
 	/* every unit's object lengths, counted by hand, n 1..3 and sizes around the unit */

@@ -896,9 +896,23 @@ static int64_t ctime_of(struct arf_client *c, int64_t ino)
  * and ext4 answer (flags, ERANGE, ENODATA, E2BIG, ENOSPC of a full block, user.* on other
  * types EPERM, ctime), hostile raw calls, and the block given back by the last removal and
  * by unlink and rmdir (fsck's block map must agree after). */
+/* Inode ino's layout record as getattr's answer carries it (arf_attr.layout): 1 when it has
+ * one, 0 when not (all zeros), or getattr's -errno. */
+static int layout_of(struct arf_client *c, int64_t ino, uint32_t rec[4])
+{
+	struct arf_attr at;
+	int rc = arf_getattr(c, (uint64_t)ino, &at);
+	if (rc < 0)
+		return rc;
+	memcpy(rec, at.layout, sizeof at.layout);
+	return (rec[0] | rec[1] | rec[2] | rec[3]) != 0;
+}
+
 /* A cluster file's layout record (docs/cluster.md, "A file's own stripe unit"): setlayout's
- * every rule (table-driven), getlayout, the record left alone by the data path (a write to
- * the metadata inode refused, truncate and unlink free nothing), fsck clean. */
+ * every rule (table-driven), the record in getattr's answer and in the others that answer
+ * as getattr does (getattrs, lookupattr, readdirplus), the record left alone by the data
+ * path (a write to the metadata inode refused, truncate and unlink free nothing), fsck
+ * clean. */
 static void test_layout(const char *img)
 {
 	struct conn k;
@@ -916,7 +930,7 @@ static void test_layout(const char *img)
 	      arf_write(dd, (uint64_t)full, 0, "x", 1) == 1 &&
 	      arf_truncate(dd, (uint64_t)sized, 5000) == 0, "layout fixture");
 	uint32_t rec[4];
-	CHECK(arf_getlayout(c, (uint64_t)f, rec) == 0, "no record yet");
+	CHECK(layout_of(c, f, rec) == 0, "no record yet");
 	static const struct {
 		const char *what;
 		int which;                     /* 0 f, 1 full, 2 sized, 3 fifo, 4 dir, 5 no inode */
@@ -948,13 +962,30 @@ static void test_layout(const char *img)
 		CHECK(rc == cases[i].want, "setlayout, %s: %d, want %d", cases[i].what, rc,
 		      cases[i].want);
 	}
-	CHECK(arf_getlayout(c, (uint64_t)f, rec) == 1 && rec[0] == 65536 && rec[1] == 3 &&
+	CHECK(layout_of(c, f, rec) == 1 && rec[0] == 65536 && rec[1] == 3 &&
 	      rec[2] == 1 && rec[3] == 0, "the record: %u %u %u %u", rec[0], rec[1], rec[2], rec[3]);
-	CHECK(arf_getlayout(c, (uint64_t)full, rec) == 0, "a refused file has none");
-	CHECK(arf_getlayout(c, 1ull << 40, rec) == -EINVAL, "getlayout of no inode");
+	/* the same record from every answer shaped as getattr's */
+	uint64_t two[2] = { (uint64_t)full, (uint64_t)f };
+	struct arf_attr at2[2], la, rp[8];
+	struct arf_dirent ents[8];
+	int e2[2];
+	uint64_t cookie = 0;
+	int n = arf_readdirplus(c, (uint64_t)d, &cookie, ents, rp, 8), seen = 0;
+	for (int i = 0; i < n; i++)
+		if (ents[i].ino == (uint64_t)f)
+			seen += !memcmp(rp[i].layout, rec, sizeof rec);
+		else
+			seen += rp[i].layout[0] == 0 ? 0 : 100;
+	CHECK(arf_getattrs(c, two, 2, at2, e2) == 0 && at2[0].layout[0] == 0 &&
+	      !memcmp(at2[1].layout, rec, sizeof rec), "getattrs: the record of the second only");
+	CHECK(arf_lookup_attr(c, 1, "lay/f", &la) == f && !memcmp(la.layout, rec, sizeof rec),
+	      "lookupattr: the record");
+	CHECK(n == 4 && seen == 1, "readdirplus: the record of f only (%d entries, %d)", n, seen);
+	CHECK(layout_of(c, full, rec) == 0, "a refused file has none");
+	CHECK(layout_of(c, 1ll << 40, rec) == -EINVAL, "getattr of no inode");
 	/* the metadata inode of a striped file takes no bytes; its size is set as ever */
 	CHECK(arf_write(dd, (uint64_t)f, 0, "abc", 3) == -EINVAL, "a write to it refused");
-	CHECK(arf_truncate(dd, (uint64_t)f, 300000) == 0 && arf_getlayout(c, (uint64_t)f, rec) == 1 &&
+	CHECK(arf_truncate(dd, (uint64_t)f, 300000) == 0 && layout_of(c, f, rec) == 1 &&
 	      rec[0] == 65536, "its size set, the record kept");
 	CHECK(arf_setlayout(c, (uint64_t)f, 4096, 3, 0) == -EBUSY, "set once it has a size");
 	arf_data_close(dd);
@@ -968,7 +999,7 @@ static void test_layout(const char *img)
 	      arf_unlink(c, (uint64_t)d, "f") == 0 && arf_unlink(c, (uint64_t)d, "g") == 0,
 	      "unlink of files with records");
 	int64_t h = arf_create(c, (uint64_t)d, "h", 0644, 0, 0);
-	CHECK(h > 0 && arf_getlayout(c, (uint64_t)h, rec) == 0, "a new inode has no record");
+	CHECK(h > 0 && layout_of(c, h, rec) == 0, "a new inode has no record");
 	unserve(&k);
 	fsck_clean("after the unlinks", img);
 }
