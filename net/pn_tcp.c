@@ -55,20 +55,6 @@
  * the yielding thread unwinds from on_readable without touching it again once its handler
  * returns, then waits as a follower.  So a long request delays nobody, not even later
  * requests on its own connection, and costs a thread switch only when it is long.
- *
- * Hot connections: a server's reader waits in epoll_wait and then recv's what it reports,
- * where a plain server blocked in recv on its one socket makes one call (about 1 us a
- * request on this project's 2-vCPU VM).  When an inbound connection is the only one the
- * reader served for HOT_ROUNDS rounds in a row, each within HOT_GAP_NS of the one before (a
- * client doing one request after another), and the spin gate does not let the reader poll,
- * the reader gives its place to a follower (go_hot) and serves that connection alone, hot:
- * out of epoll, its rx_lock held, blocked in its recv in RECV_SLICE_MS slices (hot_loop),
- * running the inline handlers there as the reader would, so a request costs one recv and
- * one sendmsg, as a plain server's.  It goes back to epoll when a slice brings nothing,
- * when somebody else needs it (want_watch: a waiter in this process, tcp_kick), when it
- * fails or waits for rx_budget, and when a handler yields (hot_yield: as tcp_yield, c and
- * what is staged from it go to the reader, which then serves later requests on it too).
- * One connection per transport is hot at a time; everything else is the reader's.
  */
 /* Identity (docs/net.md, "Identity and trust"): an endpoint with a cluster key sends HELLO
  * with PROVE and a nonce, and waits (prove_hello, before the connection is anyone else's)
@@ -116,8 +102,6 @@
 #define FD_MARGIN 64               /* max_conns 0: RLIMIT_NOFILE less this, for everything else */
 #define IO_MAX 64                  /* reader threads at most: the reader and those that yielded */
 #define YIELDED 2                  /* on_readable & co: this thread gave the connection away */
-#define HOT_ROUNDS 2               /* a connection served alone this many rounds in a row ... */
-#define HOT_GAP_NS 1000000ull      /* ... each within this of the last is served hot */
 #define RATE_KEEP_NS 2000000000ull /* a link rate sample stands this long */
 /* pn_link_rx_rate (rx_rate_sample): */
 #define RX_RATE_BYTES (8 * 1024)   /* a payload's arrival rate is sampled over at least this */
@@ -207,7 +191,6 @@ struct conn {
 	atomic_bool want_watch;        /* someone needs the I/O thread to read it: at once */
 	atomic_bool waiter_in;         /* rx_lock is held by a waiter (not the I/O thread) */
 	bool sliced;                   /* SO_RCVTIMEO is set for waiters' blocking recv */
-	bool hot;                      /* a hot reader serves it, out of epoll (see the top) */
 	struct outbuf ob;              /* replies batched by its reader (under rx_lock) */
 	struct conn *next;             /* all connections, for close */
 	struct conn *hand_next;        /* tp->handed */
@@ -235,11 +218,6 @@ struct pn_tp {
 	unsigned n_threads, n_idle;     /* n_threads: only grows; stored atomically (tcp_yield) */
 	pthread_t threads[IO_MAX];
 	uint64_t last_scan, last_sweep; /* the reader's (io_main) */
-	const struct conn *solo;       /* the reader's: the connection its last rounds served
-	                                * alone (compared, never followed), ... */
-	unsigned solo_rounds;          /* ... how many rounds in a row, ... */
-	uint64_t solo_ns;              /* ... the last one when */
-	atomic_bool hot_taken;         /* a thread serves a connection hot */
 	atomic_int n_unwatched;        /* connections left out of epoll by waiters */
 	atomic_bool kicked;            /* tcp_kick: put them all back now */
 	atomic_bool stop;
@@ -277,10 +255,6 @@ static __thread struct conn *tls_reading;
  * same handler (a nested request) go on as ever. */
 static __thread struct pn_tp *tls_reader;
 static __thread void *tls_gave_away;
-/* The connection the calling thread serves hot (hot_loop; NULL while it reads another one
- * inside a handler, as tls_reader), and its transport. */
-static __thread struct conn *tls_hot;
-static __thread struct pn_tp *tls_hot_tp;
 
 #define CONN_EVENTS (EPOLLIN | EPOLLRDHUP)
 
@@ -1622,149 +1596,9 @@ static bool serve_handed(struct pn_tp *tp)
 	return false;
 }
 
-static void *io_main(void *arg);
-
-/* Whether c, which the reader's round just served alone, has been served alone in
- * HOT_ROUNDS rounds in a row, each within HOT_GAP_NS of the one before: a client doing one
- * request after another, worth a thread of its own (see the top). */
-static bool solo_streak(struct pn_tp *tp, const struct conn *c, uint64_t now)
-{
-	if (c != tp->solo || now - tp->solo_ns > HOT_GAP_NS) {
-		tp->solo = c;
-		tp->solo_rounds = 0;
-	}
-	tp->solo_ns = now;
-	return ++tp->solo_rounds >= HOT_ROUNDS;
-}
-
-/* The reader hands its place to another thread of the pool (as tcp_yield) to serve c hot
- * itself: c out of epoll, its rx_lock held, a reference taken for hot_loop.  NULL (nothing
- * changed) when c cannot be, or no thread can take the place. */
-static struct conn *go_hot(struct pn_tp *tp, struct conn *c)
-{
-	if (!c->inbound || c->tls || !atomic_load(&c->admitted) || atomic_load(&tp->hot_taken) ||
-	    pthread_mutex_trylock(&c->rx_lock) != 0)
-		return NULL;
-	if (c->closed || c->budget_wait || c->blocked || c->unwatched ||
-	    atomic_load(&c->dead) || atomic_load(&c->want_watch)) {
-		pthread_mutex_unlock(&c->rx_lock);
-		return NULL;
-	}
-	/* out of epoll first: the next reader must not find it readable and spin on it */
-	watch(tp, c, false);
-	pthread_mutex_lock(&tp->io_lock);
-	bool ok = !atomic_load(&tp->stop) && (tp->n_idle > 0 || tp->n_threads < IO_MAX);
-	if (ok && tp->n_idle == 0) {
-		ok = pthread_create(&tp->threads[tp->n_threads], NULL, io_main, tp) == 0;
-		if (ok)
-			__atomic_store_n(&tp->n_threads, tp->n_threads + 1, __ATOMIC_RELAXED);
-	}
-	if (ok) {
-		atomic_store(&tp->hot_taken, true);
-		tp->reader_taken = false;
-		pthread_cond_signal(&tp->io_cond);
-	}
-	pthread_mutex_unlock(&tp->io_lock);
-	if (!ok) {
-		watch(tp, c, true);
-		pthread_mutex_unlock(&c->rx_lock);
-		return NULL;
-	}
-	c->hot = true;
-	atomic_store(&c->waiter_in, true);   /* a waiter for its replies need not spin for it */
-	if (!c->sliced) {
-		struct timeval tv = { .tv_usec = RECV_SLICE_MS * 1000 };
-		setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		c->sliced = true;
-	}
-	atomic_fetch_add(&c->refs, 1);
-	return c;
-}
-
-/* Serve c hot (go_hot made it so): block in its recv, as a plain server blocks on its
- * socket, and run the inline handlers of what comes, until a slice of RECV_SLICE_MS brings
- * nothing, someone else needs the connection (want_watch), it fails or must wait for
- * rx_budget, a handler yields (hot_yield: c is the reader's again), or the transport stops.
- * Then c goes back to epoll and the thread to the pool. */
-static void hot_loop(struct pn_tp *tp, struct conn *c)
-{
-	tls_hot = c;
-	tls_hot_tp = tp;
-	int rc = 0;
-	while (!atomic_load(&tp->stop) && !atomic_load(&c->want_watch)) {
-		rc = on_readable(tp, c, true);
-		if (rc != 0)
-			break;             /* 1: a slice without a byte; YIELDED; < 0: failed */
-		if (c->blocked)
-			break;
-	}
-	tls_hot = NULL;
-	tls_hot_tp = NULL;
-	if (rc == YIELDED) {
-		conn_unref(c);             /* hot_yield let go of everything else */
-		return;
-	}
-	c->hot = false;
-	atomic_store(&c->waiter_in, false);
-	atomic_store(&c->want_watch, false);
-	bool blocked = false;
-	if (rc < 0) {
-		conn_fail(tp, c, rc);
-		pthread_mutex_unlock(&c->rx_lock);
-		conn_unref(c);             /* the reader's reference (as serve) */
-	} else {
-		if (c->blocked) {
-			/* its payload waits for rx_budget: out of epoll until resume_blocked */
-			c->budget_wait = true;
-			atomic_fetch_add(&tp->n_blocked, 1);
-			blocked = true;
-		} else {
-			watch(tp, c, true);
-		}
-		pthread_mutex_unlock(&c->rx_lock);
-	}
-	atomic_store(&tp->hot_taken, false);
-	if (blocked)
-		pn_signal_eventfd(tp->wakefd);   /* the reader sleeps as if nothing were blocked */
-	conn_unref(c);
-}
-
-/* pn_yield in a handler on a hot reader (tcp_yield): c back to epoll, what is staged from it
- * to the reader (tp->handed), and the thread unwinds from on_readable as a yielding
- * reader does. */
-static int hot_yield(struct pn_tp *tp, bool check_only)
-{
-	if (atomic_load(&tp->stop))
-		return -PN_ESHUTDOWN;
-	if (check_only)
-		return 0;
-	struct conn *c = tls_hot;
-	out_flush(c);
-	c->hot = false;
-	atomic_store(&c->waiter_in, false);
-	atomic_store(&c->want_watch, false);
-	watch(tp, c, true);
-	if (c->st_off < c->st_len) {
-		atomic_fetch_add(&c->refs, 1);
-		pthread_mutex_lock(&tp->lock);
-		c->hand_next = tp->handed;
-		__atomic_store_n(&tp->handed, c, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&tp->lock);
-		pn_signal_eventfd(tp->wakefd);   /* the reader may be asleep in epoll_wait */
-	}
-	tls_reading = NULL;            /* this handler's sends now go out at once */
-	tls_hot = NULL;
-	tls_hot_tp = NULL;
-	pthread_mutex_unlock(&c->rx_lock);
-	atomic_store(&tp->hot_taken, false);
-	tls_gave_away = c;
-	return 0;
-}
-
 /* The reader's loop.  Returns when the transport stops, or when a handler on this thread
- * yielded (tls_gave_away): another thread is the reader then; or, another thread reading
- * now too, the connection this thread goes on to serve hot (go_hot). */
-static struct conn *read_loop(struct pn_tp *tp)
+ * yielded (tls_gave_away): another thread is the reader then. */
+static void read_loop(struct pn_tp *tp)
 {
 	struct epoll_event evs[64];
 	/* After serving, the reader polls (epoll_wait without a timeout) for as long as the
@@ -1805,8 +1639,7 @@ static struct conn *read_loop(struct pn_tp *tp)
 			pthread_mutex_unlock(&tp->lock);
 		}
 		if (handed && serve_handed(tp))
-			return NULL;
-		struct conn *solo = NULL;  /* the one connection this round served (referenced) */
+			return;
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			if (p == tp) {
@@ -1814,43 +1647,20 @@ static struct conn *read_loop(struct pn_tp *tp)
 			} else if (p == &tp->wakefd) {
 				uint64_t v;
 				if (read(tp->wakefd, &v, sizeof v) < 0) { /* nothing to do */ }
-			} else {
-				if (n == 1) {
-					solo = p;
-					atomic_fetch_add(&solo->refs, 1);
-				}
-				if (serve(tp, p, evs[i].events)) {
-					if (solo)
-						conn_unref(solo);
-					return NULL;   /* the events left are reported again to the next reader */
-				}
+			} else if (serve(tp, p, evs[i].events)) {
+				return;            /* the events left are reported again to the next reader */
 			}
 		}
-		if (atomic_load(&tp->n_blocked) > 0 && resume_blocked(tp)) {
-			if (solo)
-				conn_unref(solo);
-			return NULL;
-		}
+		if (atomic_load(&tp->n_blocked) > 0 && resume_blocked(tp))
+			return;
 		/* (taken here, after the returns above: a poll begun is always ended) */
 		if (n > 0 && !atomic_load(&tp->stop)) {
 			uint64_t budget = pn_spin_budget(gate, PN_SPIN_REQUEST, now);
 			spin_until = budget ? now + budget : 0;
-			/* not polling (the gate says the CPUs are not ours to spare): a client doing
-			 * one request after another gets a thread blocked in its recv (see the top) */
-			struct conn *hot = !budget && solo && !handed &&
-			                   !__atomic_load_n(&tp->handed, __ATOMIC_ACQUIRE) &&
-			                   solo_streak(tp, solo, now) ? go_hot(tp, solo) : NULL;
-			if (solo)
-				conn_unref(solo);
-			if (hot)
-				return hot;
-		} else if (solo) {
-			conn_unref(solo);
 		}
 	}
 	if (spin_until)
 		pn_spin_done(gate, PN_SPIN_REQUEST, false, pn_now_ns());
-	return NULL;
 }
 
 /* A thread of the pool: the reader while it holds the place, else a follower waiting for
@@ -1871,14 +1681,10 @@ static void *io_main(void *arg)
 		pthread_mutex_unlock(&tp->io_lock);
 		tls_reader = tp;
 		tls_gave_away = NULL;
-		struct conn *hot = read_loop(tp);
-		bool yielded = tls_gave_away != NULL || hot;
+		read_loop(tp);
+		bool yielded = tls_gave_away != NULL;
 		tls_reader = NULL;
 		tls_gave_away = NULL;
-		if (hot) {                 /* the reader's place is another thread's already */
-			hot_loop(tp, hot);
-			tls_gave_away = NULL;
-		}
 		pthread_mutex_lock(&tp->io_lock);
 		if (!yielded) {            /* stopping: wake the followers to see it */
 			pthread_cond_broadcast(&tp->io_cond);
@@ -1893,8 +1699,6 @@ static void *io_main(void *arg)
  * reader's place over. */
 static int tcp_yield(struct pn_tp *tp, bool check_only)
 {
-	if (tls_hot_tp == tp && tls_hot && tls_reading == tls_hot && !tls_gave_away)
-		return hot_yield(tp, check_only);
 	if (tls_reader != tp || tls_gave_away)
 		return 1;
 	/* The check arfd makes before each request it runs on the reader, without the lock:
@@ -2182,15 +1986,10 @@ static int wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, in
  * would let go of the wrong connection), so the thread is no reader meanwhile. */
 static int tcp_wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, int timeout_ms)
 {
-	struct pn_tp *reader = tls_reader, *hot_tp = tls_hot_tp;
-	struct conn *hot = tls_hot;
+	struct pn_tp *reader = tls_reader;
 	tls_reader = NULL;
-	tls_hot = NULL;
-	tls_hot_tp = NULL;
 	int rc = wait_read(tp, peer, wake_fd, timeout_ms);
 	tls_reader = reader;
-	tls_hot = hot;
-	tls_hot_tp = hot_tp;
 	return rc;
 }
 
