@@ -34,8 +34,11 @@
  * Handing a connection back to epoll costs a system call, and a client doing one round trip
  * after another would pay two per round trip (out, back in).  So a waiter leaves the
  * connection out when it is done ("sticky"): the next waiter finds it ready.  The I/O thread
- * puts it back once nobody has waited on it for STICKY_NS (it wakes every millisecond while
- * such connections exist), or at once when somebody needs the I/O thread to read it: a
+ * puts it back once nobody has waited on it for STICKY_NS to 2 STICKY_NS (a timerfd that a
+ * waiter letting go pushes forward, with one system call a STICKY_NS of use: the I/O thread
+ * is not woken while a client goes on waiting; its wake-ups every millisecond had the
+ * scheduler put a client and its server on two vCPUs, see docs/net.md), or at once when
+ * somebody needs the I/O thread to read it: a
  * waiter that found another reader busy sets want_watch, and a thread about to sleep on a
  * Cooperation calls tcp_kick.  Bytes for nobody's wait (a request from the peer) therefore
  * wait at most about STICKY_NS on a connection a client just used.
@@ -86,6 +89,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -208,6 +212,8 @@ struct pn_tp {
 	struct pn_tls_ctx *tls;        /* tls: certificates; NULL: this is tcp: */
 	_Atomic uint64_t last_tls_log; /* failed handshakes are logged at most every 10 s */
 	int lfd, epfd, wakefd;
+	int timerfd;                   /* wakes the I/O thread to put back what waiters left out */
+	_Atomic uint64_t sticky_due;   /* ... when it is armed for (monotonic ns; 0: not armed) */
 	pthread_mutex_t lock;          /* conns list, tp_state creation, handed */
 	struct conn *conns;
 	struct conn *handed;           /* connections with staged bytes a yielding reader let go
@@ -1537,6 +1543,15 @@ static bool resume_blocked(struct pn_tp *tp)
 	return false;
 }
 
+/* The I/O thread looks at the connections waiters left out at due (monotonic ns). */
+static void sticky_set(struct pn_tp *tp, uint64_t due)
+{
+	atomic_store(&tp->sticky_due, due);
+	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(due / 1000000000u),
+	                                        .tv_nsec = (long)(due % 1000000000u) } };
+	timerfd_settime(tp->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 /* Put back into epoll the connections waiters left out that nobody waited on for
  * STICKY_NS, or all of them after tcp_kick (a waiter busy with one keeps it and is asked to
  * hand it back when done). */
@@ -1642,7 +1657,7 @@ static void read_loop(struct pn_tp *tp)
 		int sticky = atomic_load(&tp->n_unwatched) > 0;
 		int blocked = atomic_load(&tp->n_blocked) > 0;
 		int handed = __atomic_load_n(&tp->handed, __ATOMIC_ACQUIRE) != NULL;
-		int n = epoll_wait(tp->epfd, evs, 64, handed || spin_until ? 0 : sticky ? 1 :
+		int n = epoll_wait(tp->epfd, evs, 64, handed || spin_until ? 0 :
 		                   blocked || tp->accept_paused_until ? 10 : 1000);
 		uint64_t now = pn_now_ns();
 		if (spin_until) {
@@ -1679,6 +1694,16 @@ static void read_loop(struct pn_tp *tp)
 			} else if (p == &tp->wakefd) {
 				uint64_t v;
 				if (read(tp->wakefd, &v, sizeof v) < 0) { /* nothing to do */ }
+			} else if (p == &tp->timerfd) {
+				/* STICKY_NS after the last waiter let go: put back what nobody waits on;
+				 * a connection a waiter still holds is looked at again STICKY_NS on */
+				uint64_t v;
+				if (read(tp->timerfd, &v, sizeof v) < 0) { /* nothing to do */ }
+				rewatch_idle(tp);
+				tp->last_scan = now;
+				atomic_store(&tp->sticky_due, 0);
+				if (atomic_load(&tp->n_unwatched) > 0)
+					sticky_set(tp, now + STICKY_NS);
 			} else if (serve(tp, p, evs[i].events)) {
 				return;            /* the events left are reported again to the next reader */
 			}
@@ -1791,7 +1816,7 @@ static int stream_open(struct pn *pn, struct pn_addr *self, struct pn_tls_ctx *t
 	}
 	tp->pn = pn;
 	tp->tls = tls;
-	tp->lfd = tp->epfd = tp->wakefd = -1;
+	tp->lfd = tp->epfd = tp->wakefd = tp->timerfd = -1;
 	tp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	tp->max_conns = pn_core_opts(pn)->max_conns;
 	struct rlimit rl;
@@ -1822,7 +1847,8 @@ static int stream_open(struct pn *pn, struct pn_addr *self, struct pn_tls_ctx *t
 	tp->self = *self;
 	tp->epfd = epoll_create1(EPOLL_CLOEXEC);
 	tp->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (tp->epfd < 0 || tp->wakefd < 0) {
+	tp->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (tp->epfd < 0 || tp->wakefd < 0 || tp->timerfd < 0) {
 		snprintf(err, errlen, "tcp: %s", strerror(errno));
 		goto fail;
 	}
@@ -1830,6 +1856,8 @@ static int stream_open(struct pn *pn, struct pn_addr *self, struct pn_tls_ctx *t
 	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->lfd, &ev);
 	ev.data.ptr = &tp->wakefd;
 	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->wakefd, &ev);
+	ev.data.ptr = &tp->timerfd;
+	epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->timerfd, &ev);
 	if (pthread_create(&tp->threads[0], NULL, io_main, tp) != 0) {
 		snprintf(err, errlen, "tcp: pthread_create failed");
 		goto fail;
@@ -1842,6 +1870,7 @@ fail:
 	if (tp->lfd >= 0) close(tp->lfd);
 	if (tp->epfd >= 0) close(tp->epfd);
 	if (tp->wakefd >= 0) close(tp->wakefd);
+	if (tp->timerfd >= 0) close(tp->timerfd);
 	pthread_mutex_destroy(&tp->lock);
 	pthread_mutex_destroy(&tp->io_lock);
 	pthread_cond_destroy(&tp->io_cond);
@@ -1904,6 +1933,7 @@ static void tcp_close(struct pn_tp *tp)
 	close(tp->lfd);
 	close(tp->epfd);
 	close(tp->wakefd);
+	close(tp->timerfd);
 	if (tp->reserve_fd >= 0)
 		close(tp->reserve_fd);
 	pn_tls_ctx_free(tp->tls);
@@ -1965,8 +1995,7 @@ static int wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, in
 		if (!c->unwatched) {
 			watch(tp, c, false);
 			c->unwatched = true;
-			if (atomic_fetch_add(&tp->n_unwatched, 1) == 0)
-				pn_signal_eventfd(tp->wakefd);       /* its epoll timeout becomes the sticky period */
+			atomic_fetch_add(&tp->n_unwatched, 1);   /* (the timer is set as we let go) */
 		}
 		int r;
 		poll_first(tp, c, wake_fd);
@@ -1999,6 +2028,11 @@ static int wait_read(struct pn_tp *tp, struct pn_peer_rec *peer, int wake_fd, in
 			rewatch(tp, c);
 		}
 		c->released_ns = pn_now_ns();
+		/* the I/O thread looks at it STICKY_NS to 2 STICKY_NS from now: the timer is
+		 * pushed forward once a STICKY_NS, not at every wait */
+		if (c->unwatched &&
+		    atomic_load(&tp->sticky_due) < c->released_ns + STICKY_NS)
+			sticky_set(tp, c->released_ns + 2 * STICKY_NS);
 	}
 	if (atomic_load(&c->want_watch))
 		rewatch(tp, c);

@@ -975,9 +975,10 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		/* packed when the client asks whatever the link (ARC_COMPRESS=always), or when it
 		 * pays at the rate the client measured or ours */
 		bool always = (xflags & AR_EXF_WANT_ZSTD) && !(xflags & AR_EXF_RATE);
-		uint64_t rate = out_rate ? out_rate : link_slow_rate(s, from);
+		/* (the kernel's rate only for an output worth packing: TCP_INFO is a system call,
+		 * one more than a plain socket server makes for each small request) */
 		if (res.out_len >= AR_ZSTD_MIN && (xflags & (AR_EXF_ACCEPT_ZSTD | AR_EXF_WANT_ZSTD)) &&
-		    (always || ar_zstd_pays(rate)) &&
+		    (always || ar_zstd_pays(out_rate ? out_rate : link_slow_rate(s, from))) &&
 		    ar_zstd_pack(buf + EXEC_HDR_ROOM, res.out_len, &packed, &plen) == 0) {
 			uint8_t *nb = malloc(h.len + plen + EXEC_TRAILER);
 			if (nb) {

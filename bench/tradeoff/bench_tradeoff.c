@@ -27,8 +27,13 @@
  *   bench_tradeoff [--quick] [--baseline] [--results DIR]
  * --baseline: only the null EXEC with and without a session and the raw ping-pong, one
  * request at a time (the cost of sessions: docs/net.md), into DIR/tradeoff-baseline.*
+ * --count N: 8 rounds of N operations of each baseline series (after the warm-up), each
+ * with its mean latency and the context switches per operation of client and server
+ * (/proc/PID/task/TID/status): how many times their threads slept (voluntary) or were
+ * preempted on a request's path, and where they ran; the last round per thread.
  * Results: DIR/tradeoff.csv and DIR/tradeoff.txt (--quick: *-quick.*.tmp), DIR = results.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -626,6 +631,105 @@ static void after_op(struct ctx *c, struct series *s, uint64_t i)
 	}
 }
 
+/* ---- --count N: context switches per operation, per thread of both processes ---- */
+
+#define MAX_TASKS 256
+#define COUNT_ROUNDS 8              /* --count: rounds, series taking turns */
+struct task_count {
+	int pid, tid, cpu;
+	char comm[32];
+	unsigned long long vol, invol, utime, stime, migr;
+};
+
+/* The counters of every thread of pid (at most MAX_TASKS - *n more) appended to t. */
+static void read_tasks(int pid, struct task_count *t, size_t *n)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d)) && *n < MAX_TASKS;) {
+		if (e->d_name[0] == '.')
+			continue;
+		struct task_count *c = &t[*n];
+		*c = (struct task_count){ .pid = pid, .tid = atoi(e->d_name) };
+		char line[256];
+		snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, c->tid);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof line, f)) {
+			sscanf(line, "Name: %31s", c->comm);
+			sscanf(line, "voluntary_ctxt_switches: %llu", &c->vol);
+			sscanf(line, "nonvoluntary_ctxt_switches: %llu", &c->invol);
+		}
+		fclose(f);
+		snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, c->tid);
+		f = fopen(path, "r");
+		if (f && fgets(line, sizeof line, f)) {
+			const char *p = strrchr(line, ')');   /* comm may hold spaces */
+			if (p)
+				sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d "
+				       "%*d %*d %*d %*d %*u %*u %*d %*u %*u %*u %*u %*u %*u %*u %*u %*u %*u "
+				       "%*u %*u %*u %*d %d", &c->utime, &c->stime, &c->cpu);
+		}
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof path, "/proc/%d/task/%d/sched", pid, c->tid);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof line, f))
+			sscanf(line, "se.nr_migrations : %llu", &c->migr);
+		if (f)
+			fclose(f);
+		(*n)++;
+	}
+	closedir(d);
+}
+
+/* Runs n operations of s and prints their mean latency and the switches per operation of
+ * each side (voluntary: a thread slept; involuntary: it was preempted) and, with detail, of
+ * every thread that switched, with its CPU ticks and the CPU it ran on last. */
+static void count_switches(struct ctx *c, struct series *s, int child, unsigned n, bool detail)
+{
+	static struct task_count a[MAX_TASKS], b[MAX_TASKS];
+	size_t na = 0, nb = 0;
+	read_tasks(getpid(), a, &na);
+	read_tasks(child, a, &na);
+	uint64_t t0 = now_ns();
+	for (unsigned i = 0; i < n; i++) {
+		run_op(c, s, i);
+		after_op(c, s, i);
+	}
+	uint64_t t1 = now_ns();
+	read_tasks(getpid(), b, &nb);
+	read_tasks(child, b, &nb);
+	double vol[2] = { 0 }, invol[2] = { 0 }, migr[2] = { 0 };
+	int cpu[2] = { -1, -1 };        /* the busiest thread's last CPU, per side */
+	double most[2] = { 0 };
+	for (size_t j = 0; j < nb; j++) {
+		struct task_count o = { 0 };
+		for (size_t i = 0; i < na; i++)
+			if (a[i].tid == b[j].tid)
+				o = a[i];
+		double v = (double)(b[j].vol - o.vol) / n, iv = (double)(b[j].invol - o.invol) / n;
+		double m = (double)(b[j].migr - o.migr) / n;
+		int side = b[j].pid != getpid();
+		vol[side] += v;
+		invol[side] += iv;
+		migr[side] += m;
+		if (v + iv > most[side])
+			most[side] = v + iv, cpu[side] = b[j].cpu;
+		if (detail && (v >= 0.005 || iv >= 0.005))
+			printf("    %-6s tid %-7d vol %6.3f invol %6.3f migrations %6.3f /op, %llu "
+			       "ticks, last on cpu %d\n", side ? "server" : "client", b[j].tid, v, iv, m,
+			       b[j].utime + b[j].stime - o.utime - o.stime, b[j].cpu);
+	}
+	printf("  %-16s %8.2f us/op  client vol %.3f invol %.3f migr %.3f cpu %d  server vol %.3f "
+	       "invol %.3f migr %.3f cpu %d\n", method_name[s->m], (double)(t1 - t0) / 1e3 / n,
+	       vol[0], invol[0], migr[0], cpu[0], vol[1], invol[1], migr[1], cpu[1]);
+}
+
 static void run_batch(struct ctx *c, struct series *s)
 {
 	uint64_t t_end = now_ns() + (uint64_t)(plan->batch_s * 1e9);
@@ -707,6 +811,7 @@ static uint8_t *assemble_str(const char *src, size_t *seg_len)
 int main(int argc, char **argv)
 {
 	const char *dir = "results", *only = NULL;
+	unsigned count = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--baseline"))
 			baseline_only = true, plan = plan == &quick ? plan : &baseline;
@@ -716,11 +821,14 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
 			only = argv[++i];
+		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
+			count = (unsigned)atoi(argv[++i]), baseline_only = true;
 		else {
 			fprintf(stderr, "usage: bench_tradeoff [--quick] [--baseline] [--results DIR] "
-			        "[--only METHOD]\n  --only: run that method's series alone (and raw-tcp, "
-			        "the baseline), for profiling one path; METHOD as in the results' method "
-			        "column\n");
+			        "[--only METHOD] [--count N]\n  --only: run that method's series alone (and "
+			        "raw-tcp, the baseline), for profiling one path; METHOD as in the results' "
+			        "method column\n  --count N: rounds of N operations of each baseline series, with "
+			        "the context switches per operation of both processes\n");
 			return 2;
 		}
 	}
@@ -838,6 +946,17 @@ int main(int argc, char **argv)
 		}
 	for (size_t i = 0; i < ns; i++)
 		s[i].n = 0, s[i].rtts = 0;
+	for (unsigned r = 0; r < COUNT_ROUNDS && count; r++) {
+		printf("round %u\n", r);
+		for (size_t i = 0; i < ns; i++)
+			count_switches(&c, &s[(i + r) % ns], child, count, r + 1 == COUNT_ROUNDS);
+	}
+	if (count) {
+		close(down[1]);
+		int st;
+		waitpid(child, &st, 0);
+		return 0;
+	}
 	uint64_t t_meas = now_ns();
 	for (unsigned r = 0; r < plan->rounds; r++)
 		for (size_t i = 0; i < ns; i++)
