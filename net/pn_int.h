@@ -211,6 +211,8 @@ struct pn_tx_rate {
 	struct pn_sock_busy last;          /* the counters at the last look */
 	uint64_t fast_from;                /* bytes acknowledged when samples began to beat
 	                                    * rate_bps by 2x, plus one (0: they do not) */
+	uint64_t cand_bps, cand_acked, cand_at_ns;  /* a lower sample waiting for a second (0:
+	                                    * none), the bytes acknowledged then, and when */
 	struct pn_carried carried;         /* what the peer acknowledged */
 };
 #define PN_TX_RATE_KEEP_NS 2000000000ull  /* a sample stands this long ... */
