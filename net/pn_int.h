@@ -209,14 +209,9 @@ uint64_t pn_carried_floor(struct pn_carried *w, uint64_t now_ns, uint64_t rate);
 struct pn_tx_rate {
 	uint64_t rate_bps, rate_at_ns;     /* the lowest sample kept, and when it was taken */
 	struct pn_sock_busy last;          /* the counters at the last look */
-	uint64_t fast_from;                /* bytes acknowledged when samples began to beat
-	                                    * rate_bps by 2x, plus one (0: they do not) */
-	uint64_t cand_bps, cand_acked, cand_at_ns;  /* a lower sample waiting for a second (0:
-	                                    * none), the bytes acknowledged then, and when */
 	struct pn_carried carried;         /* what the peer acknowledged */
 };
-#define PN_TX_RATE_KEEP_NS 2000000000ull  /* a sample stands this long ... */
-#define PN_TX_RATE_FORGET_BYTES (4u << 20) /* ... or until this much went much faster */
+#define PN_TX_RATE_KEEP_NS 2000000000ull  /* a sample stands this long */
 void pn_tx_rate_look(struct pn_tx_rate *k, uint64_t now_ns, uint64_t rate, bool app,
                      const struct pn_sock_busy *busy, uint64_t *bytes_per_s, bool *limited);
 
