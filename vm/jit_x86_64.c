@@ -311,11 +311,20 @@ static uint32_t emit_jcc(struct emit *e, int cc)
 	return at;
 }
 
-/* call an absolute address: mov rax, imm64; call rax */
+/* call a C function at an absolute address.  A JIT activation takes 8 bytes of C stack (its
+ * return address), so rsp is 16-byte aligned here or not depending on the depth: align it for
+ * the ABI, keeping the old rsp in rbp, which the callee preserves (rbp's own value, maybe a
+ * cached slot, is pushed and popped around it):
+ *   push rbp; mov rbp, rsp; and rsp, -16; mov rax, imm64; call rax; mov rsp, rbp; pop rbp */
 static void emit_call_abs(struct emit *e, const void *fn)
 {
+	emit_push(e, RBP);
+	emit_mov_rr(e, RBP, RSP);
+	emit_alu_rm_imm(e, OP_W, ALU_AND, rm_reg(RSP), -16);
 	emit_mov_imm(e, RAX, (uint64_t)(uintptr_t)fn);
 	emit_op(e, 0, 0xff, 2, rm_reg(RAX));
+	emit_mov_rr(e, RSP, RBP);
+	emit_pop(e, RBP);
 }
 
 /* ---- the code generator of one function ---- */
@@ -1031,7 +1040,6 @@ static void gen_ret(struct cg *g, const struct xinsn *x, int imm)
 		emit_mov_imm(&g->e, RAX, (uint64_t)x->imm);
 	else
 		load_slot(g, RAX, x->b);
-	emit_alu_rm_imm(&g->e, OP_W, ALU_ADD, rm_reg(RSP), 8);   /* add rsp, 8 */
 	emit_ret(&g->e);
 }
 
@@ -1352,11 +1360,11 @@ static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint3
 
 /* call: fuel, then depth and frame room (trap stack), exactly in the interpreter's order; the
  * callee's frame starts at fp + a, where the arguments are; its result comes back in rax.
- * The depth is not counted: every activation takes exactly 16 bytes of C stack (return
- * address, the prologue's sub rsp, 8), so rsp itself says how deep the call is, and the check
- * is one compare with rsp_limit (set by the trampoline).  A counter in the context cost a
- * read-modify-write before and after every call, one chain through memory across all calls
- * of the run (fib). */
+ * The depth is not counted: every activation takes exactly 8 bytes of C stack (its return
+ * address; calls out to C align rsp themselves, emit_call_abs), so rsp itself says how deep
+ * the call is, and the check is one compare with rsp_limit (set by the trampoline).  A
+ * counter in the context cost a read-modify-write before and after every call, one chain
+ * through memory across all calls of the run (fib). */
 /* A call; with in_rax its result stays in rax, slot a untouched (gen_fold). */
 static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
 {
@@ -2065,8 +2073,7 @@ static void unname_written_first(const struct xfunc *xf, bool *named)
 	free(state);
 }
 
-/* Function entry: rsp becomes 16-byte aligned for calls out; locals beyond the arguments
- * start at zero (those some xinsn reads before writing); cached arguments and locals are
+/* Function entry: locals beyond the arguments start at zero (those some xinsn reads before writing); cached arguments and locals are
  * loaded. */
 static void gen_prologue(struct cg *g)
 {
@@ -2076,7 +2083,6 @@ static void gen_prologue(struct cg *g)
 		if (g->cached[i] < xf->n_args)
 			emit_mov_r_rm(e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
 	g->entry_in[g->fi] = (uint32_t)e->len;                     /* calls come in here */
-	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
 	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
 	if (named) {
 		mark_named_locals(xf, named);
@@ -2110,7 +2116,7 @@ static int jit_refill(struct jit_ctx *ctx)
 /* Refill stubs after the function body, one per fuel check, taken once per chunk of fuel
  * (VM_FUEL_CHUNK), so the checks themselves stay a sub and a jcc.  The registers holding
  * cached slots are caller-saved or callee-saved; the caller-saved ones are pushed around the
- * call (six pushes keep rsp 16-byte aligned); rax, rcx and rdx are free between templates:
+ * call (emit_call_abs aligns rsp); rax, rcx and rdx are free between templates:
  *   push rsi, rdi, r8..r11; mov rdi, r14; call jit_refill; mov r13, [r14 + fuel];
  *   pop r11..r8, rdi, rsi; test eax, eax; jnz trap (kind in eax); jmp resume */
 static void gen_refill_stubs(struct cg *g)
@@ -2790,9 +2796,9 @@ static void gen_trampoline(struct emit *e, uint32_t *common_trap)
 	emit_mov_r_rm(e, R_TAB, rm_mem(R_CTX, offsetof(struct jit_ctx, R)));
 	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)));
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, saved_rsp)), RSP);
-	/* the entry function's calls see rsp = saved_rsp - 16 (return address, its sub rsp, 8),
-	 * each level deeper 16 less: at depth VM_MAX_CALL_DEPTH, saved_rsp - 16 (max + 1) */
-	emit_op(e, OP_W, 0x8d, RAX, rm_mem(RSP, -16 * (VM_MAX_CALL_DEPTH + 1)));  /* lea rax */
+	/* the entry function's calls see rsp = saved_rsp - 8 (its return address), each level
+	 * deeper 8 less: at depth VM_MAX_CALL_DEPTH, saved_rsp - 8 (max + 1) */
+	emit_op(e, OP_W, 0x8d, RAX, rm_mem(RSP, -8 * (VM_MAX_CALL_DEPTH + 1)));  /* lea rax */
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)), RAX);
 	emit_op(e, 0, 0xff, 2, rm_reg(RDX));                  /* call rdx */
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)), R_FUEL);
