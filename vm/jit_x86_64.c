@@ -1365,8 +1365,12 @@ static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint3
  * the call is, and the check is one compare with rsp_limit (set by the trampoline).  A
  * counter in the context cost a read-modify-write before and after every call, one chain
  * through memory across all calls of the run (fib). */
-/* A call; with in_rax its result stays in rax, slot a untouched (gen_fold). */
-static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
+static void gen_insn(struct cg *g, const struct xinsn *x);
+
+/* A call; with in_rax its result stays in rax, slot a untouched (gen_fold).  With arg, the
+ * xinsn before the call, which computes the callee's one argument (fold_kind 5), is compiled
+ * after the checks and spills straight into the register the callee takes it in. */
+static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax, const struct xinsn *arg)
 {
 	struct emit *e = &g->e;
 	uint32_t callee = (uint32_t)x->imm;
@@ -1391,7 +1395,7 @@ static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
 	unsigned clobbered = 0;
 	for (unsigned k = 0; k < cf->n_args; k++) {
 		int rs = g->reg_of[x->a + (int32_t)k];
-		from_reg[k] = ar[k] >= 0 && rs >= 0 && !(clobbered >> rs & 1);
+		from_reg[k] = ar[k] >= 0 && ((rs >= 0 && !(clobbered >> rs & 1)) || arg);
 		if (ar[k] >= 0)
 			clobbered |= 1u << ar[k];
 	}
@@ -1400,7 +1404,15 @@ static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
 		if (s < x->a || s >= x->a + (int32_t)cf->n_args || !from_reg[s - x->a])
 			emit_mov_rm_r(e, rm_mem(R_FP, 8 * s), g->reg_of[s]);
 	}
-	for (unsigned k = 0; k < cf->n_args; k++) {
+	if (arg) {
+		/* every slot is in the frame now: arg may compute in place in a register that
+		 * holds another slot (fib: add rsi, -1 for fib(n - 1), n already stored) */
+		int8_t r = g->reg_of[x->a];
+		g->reg_of[x->a] = ar[0];
+		gen_insn(g, arg);
+		g->reg_of[x->a] = r;
+	}
+	for (unsigned k = 0; k < cf->n_args && !arg; k++) {
 		int32_t s = x->a + (int32_t)k;
 		if (from_reg[k])
 			emit_mov_rr(e, ar[k], g->reg_of[s]);
@@ -1521,7 +1533,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_OUTB: gen_helper(g, h_outb, x->a, 0, 0); break;
 	case X_OUTQ: gen_helper(g, h_outq, x->a, 0, 0); break;
 	case X_HCALL: gen_helper_fuel(g, h_hcall, x->a, (uint32_t)x->imm, 0, true); break;
-	case X_CALL: gen_call(g, x, false); break;
+	case X_CALL: gen_call(g, x, false, NULL); break;
 	case X_TRAP: gen_trap(g, x); break;
 	case X_RET: gen_ret(g, x, 0); break;
 	case X_RETI: gen_ret(g, x, 1); break;
@@ -1579,11 +1591,21 @@ static bool is_alu(const struct xinsn *x, bool *ri)
  *   t = call f; a = b op t     ->  call f; op a, rax         (fib's s += fib(n - 1))
  *   t = call f; a = t          ->  call f; mov a, rax
  *   t = b op c; ret t          ->  rax = b op c; ret         (fib's return n + s)
- * Neither can trap; 0 when the pair does not fit. */
+ *   t = b op k; call f(t)      ->  checks, spills; op f's register, b, k; call f
+ *                                  (fib's fib(n - 1): no mov rsi, r8; kind 5)
+ * Neither can trap; 0 when the pair does not fit.  Kind 5 is for a callee of one argument
+ * and ALU templates that read their one source before writing (gen_alu); whether the callee
+ * takes it in a register is not looked at here (choose_cached runs before any callee's
+ * registers are known), gen_fold falls back when it does not. */
 static int fold_kind(const struct cg *g, uint32_t i)
 {
 	const struct xinsn *x = &g->xf->code[i], *y = x + 1;
 	bool xri, yri;
+	if (i + 1 < g->xf->n_code && y->op == X_CALL && x->a == y->a && x->b != x->a &&
+	    g->prog->funcs[(uint32_t)y->imm].n_args == 1 &&
+	    (x->op == X_ADD_RI || x->op == X_SUB_RI || x->op == X_AND_RI || x->op == X_OR_RI ||
+	     x->op == X_XOR_RI))
+		return 5;
 	if (i + 1 < g->xf->n_code && y->op == X_RET && y->b == x->a && x->b != x->a &&
 	    (x->op == X_ADD_RI || x->op == X_SUB_RI || x->op == X_AND_RI || x->op == X_OR_RI ||
 	     x->op == X_XOR_RI || ((x->op == X_ADD_RR || x->op == X_SUB_RR || x->op == X_AND_RR ||
@@ -1609,14 +1631,34 @@ static int fold_kind(const struct cg *g, uint32_t i)
 	return 0;
 }
 
-static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
+/* Returns how many xinsns after x it compiled with x (0: none, x is left to gen_insn); z_ok
+ * when nothing branches to the xinsn after y either. */
+static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y, bool z_ok)
 {
 	int kind = fold_kind(g, g->xi);
 	int32_t t = x->a;
+	if (kind == 5) {
+		if (g->arg_reg[g->arg_base[(uint32_t)y->imm]] < 0)
+			return 0;
+		g->xi++;                                     /* the call's traps */
+		const struct xinsn *z = y + 1;
+		if (z_ok && fold_kind(g, g->xi) == 3 && g->reg_of[z->a] >= 0) {
+			gen_call(g, y, true, x);
+			g->xi++;
+			int8_t r = g->reg_of[t];
+			g->reg_of[t] = RAX;
+			gen_insn(g, z);
+			g->reg_of[t] = r;
+			g->mov_end = UINT32_MAX;
+			return 2;
+		}
+		gen_call(g, y, false, x);
+		return 1;
+	}
 	if (kind == 3 && g->reg_of[y->a] >= 0) {
 		/* the result in rax for y, which computes in a's register (rax is its scratch
 		 * register only for a slot in memory) */
-		gen_call(g, x, true);
+		gen_call(g, x, true, NULL);
 		g->xi++;
 		int8_t r = g->reg_of[t];
 		g->reg_of[t] = RAX;
@@ -2631,8 +2673,13 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		    same_cmp(&g->in_cmp[i], &g->cmp))
 			g->cmp_end = (uint32_t)g->e.len;
 		g->in_n[i] = 0;                /* a second copy of the code counts again */
-		if (i + 1 < hi && !target[i + 1] && (gen_ld8u_cmp(g, x, x + 1) || gen_fold(g, x, x + 1))) {
-			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
+		int n = 0;
+		if (i + 1 < hi && !target[i + 1] &&
+		    !(n = gen_ld8u_cmp(g, x, x + 1)))
+			n = gen_fold(g, x, x + 1, i + 2 < hi && !target[i + 2]);
+		if (n) {
+			while (n-- > 0)
+				g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
 		}
 		gen_insn(g, x);
