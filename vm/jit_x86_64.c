@@ -148,7 +148,8 @@ static int fits32(int64_t v) { return v == (int32_t)v; }
  * heads and functions start aligned, as gcc -O2 aligns them: a tight loop otherwise crosses
  * fetch boundaries wherever the code before it happens to end (count_nl's loop ran 1.46x or
  * 1.70x of gcc's, its machine code identical, as the trampoline grew by 12 bytes). */
-static void emit_align(struct emit *e, unsigned to)
+/* nops up to where len + ahead is a multiple of to */
+static void emit_align_ahead(struct emit *e, unsigned to, size_t ahead)
 {
 	static const uint8_t nop[8][8] = {
 		{ 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 }, { 0x0f, 0x1f, 0x40, 0x00 },
@@ -156,13 +157,15 @@ static void emit_align(struct emit *e, unsigned to)
 		{ 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 },
 		{ 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
 	};
-	size_t pad = (to - (e->len & (to - 1))) & (to - 1);
+	size_t pad = (to - ((e->len + ahead) & (to - 1))) & (to - 1);
 	while (pad > 0 && !e->err) {
 		size_t n = pad > 8 ? 8 : pad;
 		emit_bytes(e, nop[n - 1], n);
 		pad -= n;
 	}
 }
+
+static void emit_align(struct emit *e, unsigned to) { emit_align_ahead(e, to, 0); }
 
 /* An r/m operand: a register, or memory at [base + index * 2^scale + disp]. */
 struct rm {
@@ -311,11 +314,20 @@ static uint32_t emit_jcc(struct emit *e, int cc)
 	return at;
 }
 
-/* call an absolute address: mov rax, imm64; call rax */
+/* call a C function at an absolute address.  A JIT activation takes 8 bytes of C stack (its
+ * return address), so rsp is 16-byte aligned here or not depending on the depth: align it for
+ * the ABI, keeping the old rsp in rbp, which the callee preserves (rbp's own value, maybe a
+ * cached slot, is pushed and popped around it):
+ *   push rbp; mov rbp, rsp; and rsp, -16; mov rax, imm64; call rax; mov rsp, rbp; pop rbp */
 static void emit_call_abs(struct emit *e, const void *fn)
 {
+	emit_push(e, RBP);
+	emit_mov_rr(e, RBP, RSP);
+	emit_alu_rm_imm(e, OP_W, ALU_AND, rm_reg(RSP), -16);
 	emit_mov_imm(e, RAX, (uint64_t)(uintptr_t)fn);
 	emit_op(e, 0, 0xff, 2, rm_reg(RAX));
+	emit_mov_rr(e, RSP, RBP);
+	emit_pop(e, RBP);
 }
 
 /* ---- the code generator of one function ---- */
@@ -1031,7 +1043,6 @@ static void gen_ret(struct cg *g, const struct xinsn *x, int imm)
 		emit_mov_imm(&g->e, RAX, (uint64_t)x->imm);
 	else
 		load_slot(g, RAX, x->b);
-	emit_alu_rm_imm(&g->e, OP_W, ALU_ADD, rm_reg(RSP), 8);   /* add rsp, 8 */
 	emit_ret(&g->e);
 }
 
@@ -1352,13 +1363,17 @@ static void gen_helper(struct cg *g, helper_fn *fn, int32_t a, uint32_t c, uint3
 
 /* call: fuel, then depth and frame room (trap stack), exactly in the interpreter's order; the
  * callee's frame starts at fp + a, where the arguments are; its result comes back in rax.
- * The depth is not counted: every activation takes exactly 16 bytes of C stack (return
- * address, the prologue's sub rsp, 8), so rsp itself says how deep the call is, and the check
- * is one compare with rsp_limit (set by the trampoline).  A counter in the context cost a
- * read-modify-write before and after every call, one chain through memory across all calls
- * of the run (fib). */
-/* A call; with in_rax its result stays in rax, slot a untouched (gen_fold). */
-static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
+ * The depth is not counted: every activation takes exactly 8 bytes of C stack (its return
+ * address; calls out to C align rsp themselves, emit_call_abs), so rsp itself says how deep
+ * the call is, and the check is one compare with rsp_limit (set by the trampoline).  A
+ * counter in the context cost a read-modify-write before and after every call, one chain
+ * through memory across all calls of the run (fib). */
+static void gen_insn(struct cg *g, const struct xinsn *x);
+
+/* A call; with in_rax its result stays in rax, slot a untouched (gen_fold).  With arg, the
+ * xinsn before the call, which computes the callee's one argument (fold_kind 5), is compiled
+ * after the checks and spills straight into the register the callee takes it in. */
+static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax, const struct xinsn *arg)
 {
 	struct emit *e = &g->e;
 	uint32_t callee = (uint32_t)x->imm;
@@ -1383,7 +1398,7 @@ static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
 	unsigned clobbered = 0;
 	for (unsigned k = 0; k < cf->n_args; k++) {
 		int rs = g->reg_of[x->a + (int32_t)k];
-		from_reg[k] = ar[k] >= 0 && rs >= 0 && !(clobbered >> rs & 1);
+		from_reg[k] = ar[k] >= 0 && ((rs >= 0 && !(clobbered >> rs & 1)) || arg);
 		if (ar[k] >= 0)
 			clobbered |= 1u << ar[k];
 	}
@@ -1392,7 +1407,15 @@ static void gen_call(struct cg *g, const struct xinsn *x, bool in_rax)
 		if (s < x->a || s >= x->a + (int32_t)cf->n_args || !from_reg[s - x->a])
 			emit_mov_rm_r(e, rm_mem(R_FP, 8 * s), g->reg_of[s]);
 	}
-	for (unsigned k = 0; k < cf->n_args; k++) {
+	if (arg) {
+		/* every slot is in the frame now: arg may compute in place in a register that
+		 * holds another slot (fib: add rsi, -1 for fib(n - 1), n already stored) */
+		int8_t r = g->reg_of[x->a];
+		g->reg_of[x->a] = ar[0];
+		gen_insn(g, arg);
+		g->reg_of[x->a] = r;
+	}
+	for (unsigned k = 0; k < cf->n_args && !arg; k++) {
 		int32_t s = x->a + (int32_t)k;
 		if (from_reg[k])
 			emit_mov_rr(e, ar[k], g->reg_of[s]);
@@ -1513,7 +1536,7 @@ static void gen_insn(struct cg *g, const struct xinsn *x)
 	case X_OUTB: gen_helper(g, h_outb, x->a, 0, 0); break;
 	case X_OUTQ: gen_helper(g, h_outq, x->a, 0, 0); break;
 	case X_HCALL: gen_helper_fuel(g, h_hcall, x->a, (uint32_t)x->imm, 0, true); break;
-	case X_CALL: gen_call(g, x, false); break;
+	case X_CALL: gen_call(g, x, false, NULL); break;
 	case X_TRAP: gen_trap(g, x); break;
 	case X_RET: gen_ret(g, x, 0); break;
 	case X_RETI: gen_ret(g, x, 1); break;
@@ -1571,11 +1594,21 @@ static bool is_alu(const struct xinsn *x, bool *ri)
  *   t = call f; a = b op t     ->  call f; op a, rax         (fib's s += fib(n - 1))
  *   t = call f; a = t          ->  call f; mov a, rax
  *   t = b op c; ret t          ->  rax = b op c; ret         (fib's return n + s)
- * Neither can trap; 0 when the pair does not fit. */
+ *   t = b op k; call f(t)      ->  checks, spills; op f's register, b, k; call f
+ *                                  (fib's fib(n - 1): no mov rsi, r8; kind 5)
+ * Neither can trap; 0 when the pair does not fit.  Kind 5 is for a callee of one argument
+ * and ALU templates that read their one source before writing (gen_alu); whether the callee
+ * takes it in a register is not looked at here (choose_cached runs before any callee's
+ * registers are known), gen_fold falls back when it does not. */
 static int fold_kind(const struct cg *g, uint32_t i)
 {
 	const struct xinsn *x = &g->xf->code[i], *y = x + 1;
 	bool xri, yri;
+	if (i + 1 < g->xf->n_code && y->op == X_CALL && x->a == y->a && x->b != x->a &&
+	    g->prog->funcs[(uint32_t)y->imm].n_args == 1 &&
+	    (x->op == X_ADD_RI || x->op == X_SUB_RI || x->op == X_AND_RI || x->op == X_OR_RI ||
+	     x->op == X_XOR_RI))
+		return 5;
 	if (i + 1 < g->xf->n_code && y->op == X_RET && y->b == x->a && x->b != x->a &&
 	    (x->op == X_ADD_RI || x->op == X_SUB_RI || x->op == X_AND_RI || x->op == X_OR_RI ||
 	     x->op == X_XOR_RI || ((x->op == X_ADD_RR || x->op == X_SUB_RR || x->op == X_AND_RR ||
@@ -1601,14 +1634,34 @@ static int fold_kind(const struct cg *g, uint32_t i)
 	return 0;
 }
 
-static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y)
+/* Returns how many xinsns after x it compiled with x (0: none, x is left to gen_insn); z_ok
+ * when nothing branches to the xinsn after y either. */
+static int gen_fold(struct cg *g, const struct xinsn *x, const struct xinsn *y, bool z_ok)
 {
 	int kind = fold_kind(g, g->xi);
 	int32_t t = x->a;
+	if (kind == 5) {
+		if (g->arg_reg[g->arg_base[(uint32_t)y->imm]] < 0)
+			return 0;
+		g->xi++;                                     /* the call's traps */
+		const struct xinsn *z = y + 1;
+		if (z_ok && fold_kind(g, g->xi) == 3 && g->reg_of[z->a] >= 0) {
+			gen_call(g, y, true, x);
+			g->xi++;
+			int8_t r = g->reg_of[t];
+			g->reg_of[t] = RAX;
+			gen_insn(g, z);
+			g->reg_of[t] = r;
+			g->mov_end = UINT32_MAX;
+			return 2;
+		}
+		gen_call(g, y, false, x);
+		return 1;
+	}
 	if (kind == 3 && g->reg_of[y->a] >= 0) {
 		/* the result in rax for y, which computes in a's register (rax is its scratch
 		 * register only for a slot in memory) */
-		gen_call(g, x, true);
+		gen_call(g, x, true, NULL);
 		g->xi++;
 		int8_t r = g->reg_of[t];
 		g->reg_of[t] = RAX;
@@ -2065,18 +2118,21 @@ static void unname_written_first(const struct xfunc *xf, bool *named)
 	free(state);
 }
 
-/* Function entry: rsp becomes 16-byte aligned for calls out; locals beyond the arguments
- * start at zero (those some xinsn reads before writing); cached arguments and locals are
+/* Function entry: locals beyond the arguments start at zero (those some xinsn reads before writing); cached arguments and locals are
  * loaded. */
+static void gen_outer_entry(struct cg *g)
+{
+	for (unsigned i = 0; i < g->n_cached; i++)
+		if (g->cached[i] < g->xf->n_args)
+			emit_mov_r_rm(&g->e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+}
+
 static void gen_prologue(struct cg *g)
 {
 	struct emit *e = &g->e;
 	const struct xfunc *xf = g->xf;
-	for (unsigned i = 0; i < g->n_cached; i++)                  /* the outer entry */
-		if (g->cached[i] < xf->n_args)
-			emit_mov_r_rm(e, g->reg_of[g->cached[i]], rm_mem(R_FP, 8 * g->cached[i]));
+	gen_outer_entry(g);
 	g->entry_in[g->fi] = (uint32_t)e->len;                     /* calls come in here */
-	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RSP), 8);          /* sub rsp, 8 */
 	bool *named = calloc(xf->n_locals ? xf->n_locals : 1, sizeof *named);
 	if (named) {
 		mark_named_locals(xf, named);
@@ -2110,7 +2166,7 @@ static int jit_refill(struct jit_ctx *ctx)
 /* Refill stubs after the function body, one per fuel check, taken once per chunk of fuel
  * (VM_FUEL_CHUNK), so the checks themselves stay a sub and a jcc.  The registers holding
  * cached slots are caller-saved or callee-saved; the caller-saved ones are pushed around the
- * call (six pushes keep rsp 16-byte aligned); rax, rcx and rdx are free between templates:
+ * call (emit_call_abs aligns rsp); rax, rcx and rdx are free between templates:
  *   push rsi, rdi, r8..r11; mov rdi, r14; call jit_refill; mov r13, [r14 + fuel];
  *   pop r11..r8, rdi, rsi; test eax, eax; jnz trap (kind in eax); jmp resume */
 static void gen_refill_stubs(struct cg *g)
@@ -2625,8 +2681,13 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		    same_cmp(&g->in_cmp[i], &g->cmp))
 			g->cmp_end = (uint32_t)g->e.len;
 		g->in_n[i] = 0;                /* a second copy of the code counts again */
-		if (i + 1 < hi && !target[i + 1] && (gen_ld8u_cmp(g, x, x + 1) || gen_fold(g, x, x + 1))) {
-			g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
+		int n = 0;
+		if (i + 1 < hi && !target[i + 1] &&
+		    !(n = gen_ld8u_cmp(g, x, x + 1)))
+			n = gen_fold(g, x, x + 1, i + 2 < hi && !target[i + 2]);
+		if (n) {
+			while (n-- > 0)
+				g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
 			continue;
 		}
 		gen_insn(g, x);
@@ -2689,7 +2750,14 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		into_sum[i] += into_sum[i - 1];
 	if (compute_live(g) != 0)      /* no folds then (choose_cached made its choice) */
 		g->live = NULL;
-	emit_align(&g->e, JIT_ALIGN);
+	/* calls land at the inner entry, after the outer entry's loads of cached arguments:
+	 * that is where the function is aligned (the trampoline's one call per run may land
+	 * anywhere; fib's calls landed 3 bytes past a boundary) */
+	size_t at = g->e.len;
+	gen_outer_entry(g);
+	size_t ahead = g->e.len - at;
+	g->e.len = at;
+	emit_align_ahead(&g->e, JIT_ALIGN, ahead);
 	j->func_off[fi] = (uint32_t)g->e.len;
 	forget(g);
 	g->range_lo = UINT32_MAX;
@@ -2790,9 +2858,9 @@ static void gen_trampoline(struct emit *e, uint32_t *common_trap)
 	emit_mov_r_rm(e, R_TAB, rm_mem(R_CTX, offsetof(struct jit_ctx, R)));
 	emit_mov_r_rm(e, R_FUEL, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)));
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, saved_rsp)), RSP);
-	/* the entry function's calls see rsp = saved_rsp - 16 (return address, its sub rsp, 8),
-	 * each level deeper 16 less: at depth VM_MAX_CALL_DEPTH, saved_rsp - 16 (max + 1) */
-	emit_op(e, OP_W, 0x8d, RAX, rm_mem(RSP, -16 * (VM_MAX_CALL_DEPTH + 1)));  /* lea rax */
+	/* the entry function's calls see rsp = saved_rsp - 8 (its return address), each level
+	 * deeper 8 less: at depth VM_MAX_CALL_DEPTH, saved_rsp - 8 (max + 1) */
+	emit_op(e, OP_W, 0x8d, RAX, rm_mem(RSP, -8 * (VM_MAX_CALL_DEPTH + 1)));  /* lea rax */
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, rsp_limit)), RAX);
 	emit_op(e, 0, 0xff, 2, rm_reg(RDX));                  /* call rdx */
 	emit_mov_rm_r(e, rm_mem(R_CTX, offsetof(struct jit_ctx, fuel)), R_FUEL);

@@ -276,8 +276,17 @@ static void gen_expr(struct gen *g, int budget)
 	case 13:
 		if (g->n_funcs > 1) {
 			unsigned f = 1 + pick(g->n_funcs - 1);
-			for (unsigned i = 0; i < g->fn_args[f]; i++)
-				gen_expr(g, budget - 2);
+			if (g->fn_args[f] == 1 && pick(2)) {
+				/* a local and a constant, as in fib(n - 1): the JIT computes the one
+				 * argument after the call's checks, in the callee's register */
+				static const char *const ops[] = { "add", "sub", "and", "or", "xor" };
+				put(g->t, "\tlget %u\n", pick(g->n_locals));
+				gen_const(g);
+				put(g->t, "\t%s\n", ops[pick(5)]);
+			} else {
+				for (unsigned i = 0; i < g->fn_args[f]; i++)
+					gen_expr(g, budget - 2);
+			}
 			put(g->t, "\tcall f%u\n", f);
 		} else {
 			gen_const(g);
