@@ -2016,6 +2016,35 @@ static void test_spin_gate(void)
 		      loadavg[i].running);
 	}
 
+	/* one look's verdict: a full machine stops polling only when three looks in a row,
+	 * 10 ms apart, find it full (a moment's wake-up is not load) */
+	static const struct {
+		bool polling; unsigned full; double own; unsigned online; int running;
+		bool ok; unsigned full_after; uint64_t next_ms;
+	} judge[] = {
+		{ true,  0, 2, 2, 2,   true,  0, 100 },   /* 2 runnable on 2 CPUs: fine */
+		{ false, 0, 2, 2, 1,   true,  0, 100 },   /* off, and the machine quiet: on */
+		{ true,  0, 2, 2, 3,   true,  1,  10 },   /* a third thread: look again soon */
+		{ true,  1, 2, 2, 3,   true,  2,  10 },
+		{ true,  2, 2, 2, 3,   false, 0, 100 },   /* the third full look: off */
+		{ true,  1, 2, 2, 2,   true,  0, 100 },   /* it was a moment: the count starts over */
+		{ false, 0, 2, 2, 3,   false, 0, 100 },   /* off stays off while full */
+		{ true,  0, 2, 2, 40,  true,  1,  10 },
+		{ true,  0, 1, 2, 1,   false, 0, 100 },   /* one CPU of our own: never */
+		{ true,  0, 0.5, 8, 1, false, 0, 100 },
+		{ true,  0, 2, 2, -1,  false, 0, 100 },   /* loadavg unreadable: never */
+		{ true,  0, INFINITY, 64, 64, true, 0, 100 },
+	};
+	for (size_t i = 0; i < sizeof judge / sizeof judge[0]; i++) {
+		struct pn_spin_verdict v = pn_spin_judge(judge[i].polling, judge[i].full,
+		                                         judge[i].own, judge[i].online, judge[i].running);
+		CHECK(v.ok == judge[i].ok && v.full_looks == judge[i].full_after &&
+		      v.next_look_in_ns == judge[i].next_ms * 1000000u,
+		      "judge row %zu: ok %d full %u next %" PRIu64 " ns, want %d %u %" PRIu64 " ms", i,
+		      v.ok, v.full_looks, v.next_look_in_ns, judge[i].ok, judge[i].full_after,
+		      judge[i].next_ms);
+	}
+
 	/* back-off: the machine taken as fine (no look), then polls that find nothing */
 	struct pn_spin s;
 	pn_spin_init(&s, 0);
