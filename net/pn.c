@@ -669,6 +669,7 @@ int pn_set_handler(struct pn *pn, pn_type type, int opt, pn_handler *fn, void *a
 
 static void *worker_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "pn-worker");   /* for top -H, ps -L, gdb */
 	struct pn *pn = arg;
 	pthread_mutex_lock(&pn->lock);
 	for (;;) {

@@ -1724,6 +1724,7 @@ static void read_loop(struct pn_tp *tp)
  * it (Run to completion, above). */
 static void *io_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "pn-tcp-io");   /* for top -H, ps -L, gdb */
 	struct pn_tp *tp = arg;
 	pthread_mutex_lock(&tp->io_lock);
 	for (;;) {

@@ -1297,6 +1297,7 @@ static unsigned running_for(const struct arfd *s, pn_peer from)
  * spare workers are never all taken by the long runs of one client. */
 static void *worker_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "arfd-worker");   /* for top -H, ps -L, gdb */
 	struct worker *w = arg;
 	struct arfd *s = w->s;
 	pthread_mutex_lock(&s->q_lock);
@@ -1640,6 +1641,7 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
  * waiting: at once). */
 static void *writeback_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "arfd-writeback");   /* for top -H, ps -L, gdb */
 	struct arfd *s = arg;
 	pthread_mutex_lock(&s->wb_lock);
 	for (;;) {
