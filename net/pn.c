@@ -46,6 +46,13 @@ uint64_t pn_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t pn_coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void pn_signal_eventfd(int fd)
 {
 	uint64_t one = 1;
@@ -669,6 +676,7 @@ int pn_set_handler(struct pn *pn, pn_type type, int opt, pn_handler *fn, void *a
 
 static void *worker_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "pn-worker");   /* for top -H, ps -L, gdb */
 	struct pn *pn = arg;
 	pthread_mutex_lock(&pn->lock);
 	for (;;) {

@@ -383,6 +383,11 @@ struct pn_stats {
 };
 void pn_stats_get(struct pn *pn, struct pn_stats *out);
 
+/* CLOCK_MONOTONIC_COARSE in nanoseconds: a few milliseconds' resolution, for the clock reads
+ * on every request (rates over windows, last-activity times), where the precise clock's
+ * cost would show. */
+uint64_t pn_coarse_ns(void);
+
 /* ---- one-sided access (rdma: endpoints only; docs/rdma.md) ----
  * The owner of memory exports it and sends the handle (PN_MEM_HANDLE_LEN opaque bytes) to
  * whoever may access it, in any message; a holder reads or writes it with pn_mem_read/write,

@@ -456,6 +456,7 @@ struct pn_spin {
 	unsigned max_pollers;            /* threads that may poll at once: own - 1 */
 	atomic_uint pollers;             /* ... polling now */
 	unsigned online;                 /* CPUs of the machine */
+	unsigned full_looks;             /* the looker's own: looks in a row that found it full */
 	struct pn_spin_role_state role[PN_SPIN_ROLES];
 };
 void pn_spin_init(struct pn_spin *s, unsigned spin_us);
@@ -467,6 +468,12 @@ struct pn_spin *pn_core_spin(struct pn *pn);
 double pn_spin_parse_cpu_max(const char *text);
 double pn_spin_parse_cfs(const char *quota_text, const char *period_text);
 int pn_spin_parse_loadavg(const char *text);
+/* One look's verdict (pn_spin.c): whether threads may poll, given whether they may now, the
+ * full looks before this one, the CPUs of our own and of the machine and the runnable count
+ * (-1: unknown); and when to look next. */
+struct pn_spin_verdict { bool ok; unsigned full_looks; uint64_t next_look_in_ns; };
+struct pn_spin_verdict pn_spin_judge(bool polling, unsigned full_looks, double own,
+                                     unsigned online, int running);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t pn_now_ns(void);

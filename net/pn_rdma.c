@@ -2261,6 +2261,7 @@ static void sweep_idle(struct pn_tp *tp)
 
 static void *io_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "pn-rdma-io");   /* for top -H, ps -L, gdb */
 	struct pn_tp *tp = arg;
 	io_self = tp;
 	while (!atomic_load(&tp->stop)) {

@@ -186,13 +186,6 @@ static void ssess_free(struct pn_sess *S, struct ssess *s);
 
 /* The coarse monotonic clock (a few ms of resolution, no hardware clock read: on a virtual
  * machine that read is a noticeable part of a request) for sessions' idle times. */
-static uint64_t coarse_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void pn_sess_stop(struct pn_sess *S)
 {
 	pthread_mutex_lock(&S->lk);
@@ -439,7 +432,7 @@ int pn_sess_request(struct pn_sess *S, struct pn_peer_rec *from, const struct pn
 		nack(S, from->id, h->coop, PN_ESESSION);   /* its HELLO named no session */
 		return 1;
 	}
-	uint64_t now = coarse_now();
+	uint64_t now = pn_coarse_ns();
 	pthread_mutex_lock(&S->lk);
 	struct ssess *s = ssess_find(S, from->sid);
 	int err = 0;
@@ -560,7 +553,7 @@ static int reply_keep(struct pn_sess *S, struct ssess *s, struct sslot *sl, pn_p
 	if (sl->idem) {                /* nothing to keep: a repeat runs again */
 		sl->state = SL_DONE;
 		sl->rlen = 0;
-		s->last_ns = coarse_now();
+		s->last_ns = pn_coarse_ns();
 		*route = s->live ? s->peer : to;
 		pthread_mutex_unlock(&S->lk);
 		return 1;
@@ -584,7 +577,7 @@ static int reply_keep(struct pn_sess *S, struct ssess *s, struct sslot *sl, pn_p
 	} else {
 		sl->state = SL_UNCACHED;       /* a repeat learns that its outcome is unknown */
 	}
-	s->last_ns = coarse_now();
+	s->last_ns = pn_coarse_ns();
 	*route = s->live ? s->peer : to;
 	pthread_mutex_unlock(&S->lk);
 	return 1;
@@ -613,7 +606,7 @@ static bool ssess_conn_gone(struct pn_sess *S, const struct pn_peer_rec *peer)
 		if (s->peer == peer->id)
 			s->live = false;
 		if (!s->n_downs)
-			s->down_ns = coarse_now();
+			s->down_ns = pn_coarse_ns();
 		s->downs[s->n_downs++] = peer->id;
 		pthread_cond_broadcast(&S->th_cond);
 	}
@@ -1075,6 +1068,7 @@ static void move(struct pn_sess *S, struct csess *cs)
 
 static void *sess_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "pn-session");   /* for top -H, ps -L, gdb */
 	struct pn_sess *S = arg;
 	pthread_mutex_lock(&S->lk);
 	while (!S->th_stop) {

@@ -238,20 +238,6 @@ struct pn_tp {
 	atomic_int n_blocked;          /* connections waiting for rx_budget */
 };
 
-static uint64_t coarse_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The connection the calling thread is reading (inside on_readable), whose out buffer
  * collects the frames it sends meanwhile; NULL elsewhere. */
 static __thread struct conn *tls_reading;
@@ -341,7 +327,7 @@ static struct conn *conn_new(struct pn_tp *tp, int fd, const struct pn_addr *rem
 		c->remote = *remote;
 	/* a connection we opened goes where we chose: nothing to admit */
 	atomic_init(&c->admitted, !remote);
-	c->opened_ns = coarse_ns();
+	c->opened_ns = pn_coarse_ns();
 	atomic_init(&c->last_rx_ns, c->opened_ns);
 	atomic_init(&c->refs, 1);          /* the I/O thread's reference */
 	pthread_mutex_init(&c->send_lock, NULL);
@@ -1074,7 +1060,7 @@ static int on_header(struct pn_tp *tp, struct conn *c)
 /* A recv of c returned bytes: when, and how long the socket had been empty before */
 static void recv_done(struct conn *c)
 {
-	c->recv_ns = mono_ns();
+	c->recv_ns = pn_now_ns();
 	if (c->drained_ns) {
 		c->rx_wait_ns += c->recv_ns - c->drained_ns;
 		c->drained_ns = 0;
@@ -1167,7 +1153,7 @@ forget:
 
 static void finish_payload(struct pn_tp *tp, struct conn *c)
 {
-	uint64_t now = coarse_ns();
+	uint64_t now = pn_coarse_ns();
 	c->rx_total += c->need;
 	pn_carried_add(&c->rx_carried, now, c->rx_total);
 	rx_rate_sample(c, now);
@@ -1311,7 +1297,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 			}
 		}
 		if (r > 0) {
-			atomic_store_explicit(&c->last_rx_ns, coarse_ns(), memory_order_relaxed);
+			atomic_store_explicit(&c->last_rx_ns, pn_coarse_ns(), memory_order_relaxed);
 			/* (tls: a read ends at a record's end; the socket is empty when TLS holds
 			 * nothing more, for it reads ahead as much as the socket has) */
 			if ((size_t)r < asked && (!c->tls || !pn_tls_pending(c->tls))) {
@@ -1323,7 +1309,7 @@ static int read_pass(struct pn_tp *tp, struct conn *c, bool block)
 		if (r == 0)
 			return tls_answer(tp, c->peer, c->hdr, c->hdr_got, -PN_EPEERDOWN);
 		if ((errno == EAGAIN || errno == EWOULDBLOCK) && !c->drained_ns)
-			c->drained_ns = mono_ns();  /* (tls: a record's rest is still to come) */
+			c->drained_ns = pn_now_ns();  /* (tls: a record's rest is still to come) */
 		if (!flags && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return 1;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -1488,7 +1474,7 @@ static void on_accept(struct pn_tp *tp)
 static void sweep(struct pn_tp *tp)
 {
 	const struct pn_opts *o = pn_core_opts(tp->pn);
-	uint64_t now = coarse_ns();
+	uint64_t now = pn_coarse_ns();
 	uint64_t preauth = (uint64_t)o->preauth_timeout_ms * 1000000u;
 	uint64_t idle = (uint64_t)o->idle_timeout_ms * 1000000u;
 	for (struct conn *c = tp->conns; c; c = c->next) {
@@ -1724,6 +1710,7 @@ static void read_loop(struct pn_tp *tp)
  * it (Run to completion, above). */
 static void *io_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "pn-tcp-io");   /* for top -H, ps -L, gdb */
 	struct pn_tp *tp = arg;
 	pthread_mutex_lock(&tp->io_lock);
 	for (;;) {
@@ -2085,7 +2072,7 @@ static int tcp_link_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t *b
 		struct pn_sock_busy busy;
 		rc = pn_sock_delivery_rate(c->fd, &rate, &app, &busy);
 		if (rc == 0)
-			pn_tx_rate_look(&c->tx_rate, coarse_ns(), rate, app, &busy, bytes_per_s, limited);
+			pn_tx_rate_look(&c->tx_rate, pn_coarse_ns(), rate, app, &busy, bytes_per_s, limited);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -2102,7 +2089,7 @@ static int tcp_link_rx_rate(struct pn_tp *tp, struct pn_peer_rec *peer, uint64_t
 	struct conn *c = s->conn;
 	int rc = -PN_EPEERDOWN;
 	if (c && !c->dead) {
-		uint64_t now = coarse_ns();
+		uint64_t now = pn_coarse_ns();
 		uint64_t at = atomic_load_explicit(&c->rx_rate_at_ns, memory_order_relaxed);
 		uint64_t rate = at && now - at < RX_KEEP_NS ?
 		                atomic_load_explicit(&c->rx_rate_bps, memory_order_relaxed) : 0;

@@ -1639,6 +1639,7 @@ static void take_back(struct pn_tp *tp)
 
 static void *io_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "pn-udp-io");   /* for top -H, ps -L, gdb */
 	struct pn_tp *tp = arg;
 	io_thread_of = tp;
 	struct pollfd fds[2] = { { .fd = tp->fd, .events = POLLIN }, { .fd = tp->wakefd, .events = POLLIN } };

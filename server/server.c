@@ -641,13 +641,6 @@ static void workers_free(struct arfd *s)
 
 #define LARGE_OUT_KEEP_NS 1000000000ull  /* do_exec_run looks at the link this long after */
 
-static uint64_t coarse_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The rate of the link to peer when slow enough to think of packing what goes out
  * (pn_link_rate: the kernel's measured delivery rate); 0 when unknown (counts as fast, so
  * loopback never packs) or fast. */
@@ -993,7 +986,7 @@ static int do_exec_run(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd 
 		 * outputs alone, the server's view never saw one, and until the client's own view
 		 * had its first sample (3,683 replies) nothing was packed: 7.6 s against 3.5. */
 		bool large = res.out_len >= AR_ZSTD_MIN;
-		uint64_t now = coarse_now_ns();
+		uint64_t now = pn_coarse_ns();
 		if (large)
 			atomic_store_explicit(&s->large_out_ns, now, memory_order_relaxed);
 		uint64_t rate = out_rate;
@@ -1297,6 +1290,7 @@ static unsigned running_for(const struct arfd *s, pn_peer from)
  * spare workers are never all taken by the long runs of one client. */
 static void *worker_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "arfd-worker");   /* for top -H, ps -L, gdb */
 	struct worker *w = arg;
 	struct arfd *s = w->s;
 	pthread_mutex_lock(&s->q_lock);
@@ -1640,6 +1634,7 @@ static int64_t hook_sync(struct vm_hook_ctx *ctx, int64_t region, int64_t off, i
  * waiting: at once). */
 static void *writeback_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "arfd-writeback");   /* for top -H, ps -L, gdb */
 	struct arfd *s = arg;
 	pthread_mutex_lock(&s->wb_lock);
 	for (;;) {

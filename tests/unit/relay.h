@@ -11,6 +11,8 @@
 #define RELAY_H
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -74,6 +76,11 @@ static void *relay_main(void *arg)
 			close(s);
 			continue;
 		}
+		/* a link passes bytes on as they come: without this, the tail of a piece waited
+		 * for the ACK of the last one (Nagle), which the other end delays up to 40 ms */
+		int one = 1;
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		for (;;) {
 			struct pollfd p[2] = { { .fd = c, .events = POLLIN }, { .fd = s, .events = POLLIN } };
 			if (atomic_load(&r->stop) || atomic_load(&r->down))
