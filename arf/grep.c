@@ -843,13 +843,15 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
  * The segment cannot walk back over lines in another extent, so it sends no leading context
  * (grep_lead_client).  Before each selected line that does not follow the record before it
  * (a group), up to B lines are read back and put into the records as context lines: a
- * window of LEAD_LINE bytes a line before it, doubled until it holds them or reaches the
+ * window of twice the run's mean line a line of -B, doubled until it holds them or reaches the
  * end of the record before (grep's leading context stops at the last line it printed) or
  * the file's start.  Only the lines grep prints cross the link.  The windows of a run's
  * groups are read together, up to LEAD_GROUPS groups or LEAD_BYTES bytes in one readv
  * (arf_readv: one round trip), and only the groups whose window fell short go again, so a
  * run with many groups costs a round trip or two, not one a group. */
-#define LEAD_LINE   128             /* bytes read back per line of -B at first */
+#define LEAD_LINE   128             /* bytes read back per line of -B at first (no records) */
+#define LEAD_LINE_MIN 16            /* ... else twice the run's mean line, within these */
+#define LEAD_LINE_MAX 4096
 #define LEAD_WINDOW (64u << 10)     /* ... at most, at first */
 #define LEAD_GROUPS 512             /* groups whose leading lines are read together */
 #define LEAD_BYTES  ARF_DATA_CHUNK  /* bytes of windows in one readv */
@@ -994,8 +996,21 @@ static int lead_add(struct state *st, struct conn *k, uint64_t ino, const uint8_
 {
 	const struct grep_opts *o = &st->a.o;
 	size_t hdr = o->line_number ? 24 : 16, i = 0, from = 0;
-	uint64_t w = (size_t)o->before < LEAD_WINDOW / LEAD_LINE ?
-	             LEAD_LINE * (uint64_t)(o->before + 1) : LEAD_WINDOW;
+	/* the first window: twice the run's mean line a line of -B (lines near each other are
+	 * alike), so that most windows hold their lines at the first read and few bytes more */
+	uint64_t sum_len = 0, n_len = 0;
+	for (size_t at = 0; at + hdr <= rec_len && n_len < 4096; n_len++) {
+		uint64_t q[2];
+		memcpy(q, rec + at, sizeof q);
+		if (q[1] > rec_len - at - hdr)
+			break;
+		sum_len += q[1] + 1;
+		at += hdr + q[1];
+	}
+	uint64_t line = n_len ? 2 * (sum_len / n_len) + 2 : LEAD_LINE;
+	line = line < LEAD_LINE_MIN ? LEAD_LINE_MIN : line > LEAD_LINE_MAX ? LEAD_LINE_MAX : line;
+	uint64_t w = o->before <= 1 ? line : (uint64_t)o->before < LEAD_WINDOW / line ?
+	             line * (uint64_t)o->before : LEAD_WINDOW;
 	unsigned ng = 0;
 	L->len = 0;
 	if (!k->d && !k->d_failed) {
