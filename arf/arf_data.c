@@ -499,6 +499,45 @@ int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 	return (int64_t)done;
 }
 
+int64_t arf_readv(struct arf_data *d, uint64_t ino, const uint64_t *ranges, unsigned n,
+                  void *buf)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (ranges[2 * i + 1] > ARF_DATA_CHUNK - sum)
+			return -EINVAL;
+		sum += ranges[2 * i + 1];
+	}
+	if (n > ARF_READV_MAX)
+		return -EINVAL;
+	if (d->st || n == 1) {
+		/* a striped file's ranges are on the data servers; one range is a read */
+		uint64_t done = 0;
+		for (unsigned i = 0; i < n; i++) {
+			int64_t v = arf_read_gen(d, ino, 0, ranges[2 * i], (char *)buf + done,
+			                         (size_t)ranges[2 * i + 1]);
+			if (v < 0)
+				return v;
+			done += (uint64_t)v;
+			if ((uint64_t)v < ranges[2 * i + 1])
+				break;
+		}
+		return (int64_t)done;
+	}
+	int64_t a[3] = { (int64_t)ino, (int64_t)n, 0 };
+	struct arc_exec x = { .out_max = sum };
+	int64_t v = run(d, &x, "readv", a, 3, ranges, 16 * (size_t)n);
+	if (v >= 0 && ((uint64_t)v > sum || x.out_len != (uint64_t)v)) {
+		snprintf(d->s.msg, sizeof d->s.msg, "readv: %lld bytes, %llu of output",
+		         (long long)v, (unsigned long long)x.out_len);
+		v = -EIO;
+	}
+	if (v > 0)
+		memcpy(buf, x.out, (size_t)v);
+	free(x.out);
+	return v;
+}
+
 int arf_truncate(struct arf_data *d, uint64_t ino, uint64_t size)
 {
 	return arf_truncate_gen(d, ino, 0, size);

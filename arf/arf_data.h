@@ -48,6 +48,14 @@ int64_t arf_write_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t o
 int64_t arf_read_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, void *buf,
                      size_t len);
 int arf_truncate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t size);
+/* Several ranges of regular file ino in one run (data.c's readv): ranges holds n pairs
+ * (off, len), n <= ARF_READV_MAX and the lens summing to at most ARF_DATA_CHUNK; their bytes
+ * go to buf one after the other.  The total count (short only at EOF: the ranges after a
+ * short one are not read), or -errno (-EINVAL past the limits).  On a striped file, one
+ * arf_read_gen per range. */
+#define ARF_READV_MAX 1024
+int64_t arf_readv(struct arf_data *d, uint64_t ino, const uint64_t *ranges, unsigned n,
+                  void *buf);
 
 /* Append len bytes (1..ARF_DATA_CHUNK; -EINVAL above: an append is one run) to regular file
  * ino at its end as arfd finds it, whatever size this client believes (O_APPEND from several

@@ -750,6 +750,30 @@ long read(u64 ino, u64 off, u64 len, u64 gen)
 	return recheck(c, gen, (long)(end - off));
 }
 
+/* readv(ino, n, gen): read's bytes of n ranges of regular file ino, one after the other in
+ * the output; the argument bytes hold the ranges as n pairs (u64 off, u64 len).  The total
+ * count: a range is short only at EOF, and the ranges after a short one are not read.  At
+ * most READ_MAX bytes in all (EINVAL above).  arf grep reads -B's leading lines of a run's
+ * groups with it: one round trip for all of them, not one each. */
+long readv(u64 ino, u64 n, u64 gen)
+{
+	if (n > (u64)ar_len(AR_ARGS) / 16)
+		return -E_INVAL;
+	u64 total = 0;
+	for (u64 i = 0; i < n; i++) {
+		u64 off = ar_ld64(AR_ARGS, 16 * i), len = ar_ld64(AR_ARGS, 16 * i + 8);
+		if (len > READ_MAX - total)
+			return -E_INVAL;
+		long rc = read(ino, off, len, gen);
+		if (rc < 0)
+			return rc;
+		total += (u64)rc;
+		if ((u64)rc < len)
+			break;
+	}
+	return (long)total;
+}
+
 /* ---------------------------------------------------------------- seek */
 
 /* lseek's SEEK_DATA (whence 3) and SEEK_HOLE (4), answered from the extents: the first

@@ -34,8 +34,6 @@
 static const char *prog = "grep";
 
 #define OUT_MAX   (32u << 20)      /* output of one run */
-#define HOLD_MAX  (16u << 20)      /* UTF-8 context: records held until a file ends (over
-                                    * this, the file takes the exact path) */
 #define OUT_SOFT  (4u << 20)       /* a run stops at the next line after this much */
 #define SCAN_MAX  (64ull << 20)    /* bytes of file per run (fuel: a few per byte) */
 
@@ -63,6 +61,7 @@ struct state {
 	                                * them up, scan nothing */
 	struct conn *conns;
 	uint64_t scan_max;
+	int64_t out_soft;              /* OUT_SOFT, or $ARF_GREP_RUN_OUT (tests: many runs) */
 	/* standard output when it is a regular file under an arf mount: its endpoint and path
 	 * there (grep refuses to print a file's lines into it), its inode once looked up */
 	char *out_endpoint;
@@ -224,7 +223,7 @@ struct first_part {
 static void batch_start(struct state *st, struct conn *k, struct batch *b)
 {
 	b->args[0] = b->n;
-	b->args[1] = OUT_SOFT;
+	b->args[1] = st->out_soft;
 	b->args[2] = (int64_t)st->scan_max;
 	b->x = (struct arc_exec){ .seg = st->seg, .seg_len = st->seg_len, .seg_id = st->seg_id,
 	                          .entry = "grep_batch", .args = b->args,
@@ -543,7 +542,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			int64_t *ag = args[m];
 			ag[0] = (int64_t)obj[srv[j]];
 			memcpy(ag + 1, &gs[j], 8 * 8);     /* pos .. skip: the state but noeol */
-			ag[9] = OUT_SOFT;
+			ag[9] = st->out_soft;
 			ag[10] = (int64_t)scan;
 			ag[11] = (int64_t)we_obj[j];       /* the window's end: a line's start */
 			xv[m] = (struct arc_exec){ .seg = st->seg_srv, .seg_len = st->seg_srv_len,
@@ -842,89 +841,152 @@ static void grep_cluster_ino(struct state *st, struct conn *k, uint64_t ino, con
 
 /* ---- -B: the leading context, read by the client ----
  * The segment cannot walk back over lines in another extent, so it sends no leading context
- * (grep_lead_client).  Before each selected line that does not follow the record before it,
- * up to B lines are read back with arf_read and put into the records as context lines: a
- * window of LEAD_LINE bytes a line before it, doubled until it holds them or reaches the
+ * (grep_lead_client).  Before each selected line that does not follow the record before it
+ * (a group), up to B lines are read back and put into the records as context lines: a
+ * window of twice the run's mean line a line of -B, doubled until it holds them or reaches the
  * end of the record before (grep's leading context stops at the last line it printed) or
- * the file's start.  Only the lines grep prints cross the link, one READ per group. */
-#define LEAD_LINE   128             /* bytes read back per line of -B at first */
-#define LEAD_WINDOW (64u << 10)     /* ... at most */
+ * the file's start.  Only the lines grep prints cross the link.  The windows of a run's
+ * groups are read together, up to LEAD_GROUPS groups or LEAD_BYTES bytes in one readv
+ * (arf_readv: one round trip), and only the groups whose window fell short go again, so a
+ * run with many groups costs a round trip or two, not one a group. */
+#define LEAD_LINE   128             /* bytes read back per line of -B at first (no records) */
+#define LEAD_LINE_MIN 16            /* ... else twice the run's mean line, within these */
+#define LEAD_LINE_MAX 4096
+#define LEAD_WINDOW (64u << 10)     /* ... at most, at first */
+#define LEAD_GROUPS 512             /* groups whose leading lines are read together */
+#define LEAD_BYTES  ARF_DATA_CHUNK  /* bytes of windows in one readv */
+
+struct lead_grp {
+	uint64_t off, lineno;          /* the selected line's offset and number */
+	uint64_t floor;                /* the end of the record before it (0: the file's start) */
+	uint64_t w;                    /* the window's width: [max(floor, off - w), off) */
+	size_t rec_at, rec_len;        /* its context records, in lead.lrec (once done) */
+	int done;
+};
 
 struct lead {
 	uint8_t *rec;                  /* the records with the leading lines */
 	size_t len, cap;
+	uint8_t *lrec;                 /* the groups' leading lines, as records */
+	size_t llen, lcap;
 	uint8_t *win;                  /* the bytes read back */
 	size_t win_cap;
+	struct lead_grp g[LEAD_GROUPS];
+	uint64_t rng[2 * LEAD_GROUPS]; /* readv's ranges */
+	unsigned idx[LEAD_GROUPS];     /* ... their groups */
 	uint64_t prev_end;             /* just after the last record's line; 0: the file's start */
 };
 
-static void lead_put(struct lead *L, const void *p, size_t n)
+static void buf_put(uint8_t **b, size_t *len, size_t *cap, const void *p, size_t n)
 {
-	if (L->len + n > L->cap) {
-		size_t cap = 2 * (L->len + n) + 4096;
-		uint8_t *r = realloc(L->rec, cap);
+	if (*len + n > *cap) {
+		size_t c = 2 * (*len + n) + 4096;
+		uint8_t *r = realloc(*b, c);
 		if (!r)
 			die("%s", "memory exhausted");
-		L->rec = r;
-		L->cap = cap;
+		*b = r;
+		*cap = c;
 	}
-	memcpy(L->rec + L->len, p, n);
-	L->len += n;
+	memcpy(*b + *len, p, n);
+	*len += n;
 }
 
-/* The leading lines of the selected line at off (line number lineno): up to B lines of
- * [L->prev_end, off), as context records.  0, or -1 when they cannot be read. */
-static int lead_read(struct state *st, struct conn *k, uint64_t ino, uint64_t off,
-                     uint64_t lineno, struct lead *L)
+static void lead_put(struct lead *L, const void *p, size_t n)
+{
+	buf_put(&L->rec, &L->len, &L->cap, p, n);
+}
+
+/* The window win[0..n) of group G, which starts at file offset start: when it holds the B
+ * lines before G's line (or reaches the floor), G's context records go to L->lrec and G is
+ * done; else its window doubles. */
+static void lead_scan(struct state *st, struct lead *L, struct lead_grp *G, const uint8_t *win,
+                      size_t n, uint64_t start)
 {
 	const struct grep_opts *o = &st->a.o;
 	uint8_t eol = o->null_data ? 0 : '\n';
-	uint64_t floor = L->prev_end;
-	size_t w = (size_t)o->before < LEAD_WINDOW / LEAD_LINE ? LEAD_LINE * (size_t)(o->before + 1) :
-	           LEAD_WINDOW;
-	size_t first;                      /* where the earliest line starts in win */
-	int64_t cnt;
-	uint64_t start;
+	/* win[n - 1] ends the line before G's: walk back over B terminators */
+	size_t e = n - 1, first = n;
+	int64_t cnt = 0;
+	while (cnt < o->before) {
+		const uint8_t *z = e ? memrchr(win, eol, e) : NULL;
+		if (!z && start > G->floor)
+			break;             /* the line goes on before the window */
+		first = z ? (size_t)(z - win) + 1 : 0;
+		cnt++;
+		if (!z)
+			break;             /* the line starts at the floor: none before */
+		e = (size_t)(z - win);
+	}
+	if (cnt < o->before && start > G->floor) {
+		G->w = G->w > UINT64_MAX / 2 ? UINT64_MAX : 2 * G->w;
+		return;
+	}
+	size_t hdr = o->line_number ? 24 : 16;
+	G->rec_at = L->llen;
+	for (size_t at = first; at < n; cnt--) {
+		const uint8_t *z = memchr(win + at, eol, n - at);
+		size_t len = (size_t)(z - (win + at));
+		uint64_t q[3] = { (start + at) | GREP_REC_CONTEXT, len, G->lineno - (uint64_t)cnt };
+		buf_put(&L->lrec, &L->llen, &L->lcap, q, hdr);
+		buf_put(&L->lrec, &L->llen, &L->lcap, win + at, len);
+		at += len + 1;
+	}
+	G->rec_len = L->llen - G->rec_at;
+	G->done = 1;
+}
+
+/* Read the windows of the groups L->g[0..ng) until every one is done.  0, or -1 when the
+ * file cannot be read (an error, or it changed meanwhile). */
+static int lead_resolve(struct state *st, struct conn *k, uint64_t ino, struct lead *L,
+                        unsigned ng)
+{
 	for (;;) {
-		start = off - floor > w ? off - w : floor;
-		size_t n = (size_t)(off - start);
-		if (n > L->win_cap) {
+		unsigned nr = 0;
+		uint64_t sum = 0;
+		for (unsigned i = 0; i < ng; i++) {
+			struct lead_grp *G = &L->g[i];
+			if (G->done)
+				continue;
+			uint64_t start = G->off - G->floor > G->w ? G->off - G->w : G->floor;
+			uint64_t n = G->off - start;
+			if (n > LEAD_BYTES - sum) {
+				if (nr)
+					break;     /* the next readv */
+				n = LEAD_BYTES;    /* a window of one long line: read in parts below */
+			}
+			L->rng[2 * nr] = start;
+			L->rng[2 * nr + 1] = n;
+			L->idx[nr++] = i;
+			sum += n;
+		}
+		if (!nr)
+			return 0;
+		if (nr == 1 && L->g[L->idx[0]].off - L->rng[0] > LEAD_BYTES) {
+			/* one window past a readv: read whole, with arf_read */
+			struct lead_grp *G = &L->g[L->idx[0]];
+			L->rng[1] = G->off - L->rng[0];
+		}
+		size_t need = 0;
+		for (unsigned j = 0; j < nr; j++)
+			need += (size_t)L->rng[2 * j + 1];
+		if (need > L->win_cap) {
 			free(L->win);
-			L->win_cap = n;
-			L->win = malloc(n);
+			L->win_cap = need;
+			L->win = malloc(need);
 			if (!L->win)
 				die("%s", "memory exhausted");
 		}
-		if (arf_read(k->d, ino, start, L->win, n) != (int64_t)n)
-			return -1;         /* an error, or the file changed meanwhile */
-		/* win[n - 1] ends the line before off: walk back over B terminators */
-		size_t e = n - 1;
-		cnt = 0;
-		first = n;
-		while (cnt < o->before) {
-			const uint8_t *z = e ? memrchr(L->win, eol, e) : NULL;
-			if (!z && start > floor)
-				break;         /* the line goes on before the window */
-			first = z ? (size_t)(z - L->win) + 1 : 0;
-			cnt++;
-			if (!z)
-				break;         /* the line starts at the floor: none before */
-			e = (size_t)(z - L->win);
+		int64_t got = need > LEAD_BYTES ? arf_read(k->d, ino, L->rng[0], L->win, need) :
+		              arf_readv(k->d, ino, L->rng, nr, L->win);
+		if (got != (int64_t)need)
+			return -1;
+		size_t at = 0;
+		for (unsigned j = 0; j < nr; j++) {
+			size_t n = (size_t)L->rng[2 * j + 1];
+			lead_scan(st, L, &L->g[L->idx[j]], L->win + at, n, L->rng[2 * j]);
+			at += n;
 		}
-		if (cnt == o->before || start == floor)
-			break;
-		w = w > SIZE_MAX / 2 ? SIZE_MAX : 2 * w;
 	}
-	size_t hdr = o->line_number ? 24 : 16;
-	for (size_t at = first, n = (size_t)(off - start); at < n; cnt--) {
-		const uint8_t *z = memchr(L->win + at, eol, n - at);
-		size_t len = (size_t)(z - (L->win + at));
-		uint64_t q[3] = { (start + at) | GREP_REC_CONTEXT, len, lineno - (uint64_t)cnt };
-		lead_put(L, q, hdr);
-		lead_put(L, L->win + at, len);
-		at += len + 1;
-	}
-	return 0;
 }
 
 /* The records rec[0..rec_len) of a run with the leading lines added, into L->rec (L->len);
@@ -932,7 +994,24 @@ static int lead_read(struct state *st, struct conn *k, uint64_t ino, uint64_t of
 static int lead_add(struct state *st, struct conn *k, uint64_t ino, const uint8_t *rec,
                     size_t rec_len, struct lead *L)
 {
-	size_t hdr = st->a.o.line_number ? 24 : 16, i = 0;
+	const struct grep_opts *o = &st->a.o;
+	size_t hdr = o->line_number ? 24 : 16, i = 0, from = 0;
+	/* the first window: twice the run's mean line a line of -B (lines near each other are
+	 * alike), so that most windows hold their lines at the first read and few bytes more */
+	uint64_t sum_len = 0, n_len = 0;
+	for (size_t at = 0; at + hdr <= rec_len && n_len < 4096; n_len++) {
+		uint64_t q[2];
+		memcpy(q, rec + at, sizeof q);
+		if (q[1] > rec_len - at - hdr)
+			break;
+		sum_len += q[1] + 1;
+		at += hdr + q[1];
+	}
+	uint64_t line = n_len ? 2 * (sum_len / n_len) + 2 : LEAD_LINE;
+	line = line < LEAD_LINE_MIN ? LEAD_LINE_MIN : line > LEAD_LINE_MAX ? LEAD_LINE_MAX : line;
+	uint64_t w = o->before <= 1 ? line : (uint64_t)o->before < LEAD_WINDOW / line ?
+	             line * (uint64_t)o->before : LEAD_WINDOW;
+	unsigned ng = 0;
 	L->len = 0;
 	if (!k->d && !k->d_failed) {
 		char *path = arf_seg_path("ARF_DATA_SEG", "data.pno");
@@ -943,39 +1022,70 @@ static int lead_add(struct state *st, struct conn *k, uint64_t ino, const uint8_
 	}
 	if (!k->d)
 		return -1;
-	for (; i + hdr <= rec_len;) {
-		uint64_t q[3] = { 0, 0, 0 };
-		memcpy(q, rec + i, hdr);
-		if (q[1] > rec_len - i - hdr)
-			break;             /* malformed: the formatter says so */
-		uint64_t off = q[0] & ~(GREP_REC_CONTEXT | GREP_REC_SCRATCH);
-		int plain = !(q[0] & (GREP_REC_CONTEXT | GREP_REC_SCRATCH));
-		if (plain && off > L->prev_end && lead_read(st, k, ino, off, q[2], L) != 0)
+	for (int last = 0; !last;) {
+		/* the groups of the next records, up to LEAD_GROUPS of them */
+		size_t to = i;
+		uint64_t sum = 0;
+		ng = 0;
+		while (to + hdr <= rec_len && ng < LEAD_GROUPS && sum < LEAD_BYTES) {
+			uint64_t q[3] = { 0, 0, 0 };
+			memcpy(q, rec + to, hdr);
+			if (q[1] > rec_len - to - hdr)
+				break;         /* malformed: the formatter says so */
+			uint64_t off = q[0] & ~(GREP_REC_CONTEXT | GREP_REC_SCRATCH);
+			int plain = !(q[0] & (GREP_REC_CONTEXT | GREP_REC_SCRATCH));
+			if (plain && off > L->prev_end) {
+				L->g[ng] = (struct lead_grp){ .off = off, .lineno = q[2],
+				                              .floor = L->prev_end, .w = w };
+				sum += off - L->prev_end < w ? off - L->prev_end : w;
+				ng++;
+			}
+			if (!(q[0] & GREP_REC_SCRATCH))
+				L->prev_end = off + q[1] + 1;
+			to += hdr + q[1];
+		}
+		last = to == i || to + hdr > rec_len || (ng < LEAD_GROUPS && sum < LEAD_BYTES);
+		L->llen = 0;
+		if (ng && lead_resolve(st, k, ino, L, ng) != 0)
 			return -1;
-		lead_put(L, rec + i, hdr + q[1]);
-		if (!(q[0] & GREP_REC_SCRATCH))
-			L->prev_end = off + q[1] + 1;
-		i += hdr + q[1];
+		/* the records with each group's leading lines before its selected line */
+		unsigned gi = 0;
+		while (i < to) {
+			uint64_t q[3] = { 0, 0, 0 };
+			memcpy(q, rec + i, hdr);
+			uint64_t off = q[0] & ~(GREP_REC_CONTEXT | GREP_REC_SCRATCH);
+			if (gi < ng && !(q[0] & (GREP_REC_CONTEXT | GREP_REC_SCRATCH)) &&
+			    off == L->g[gi].off) {
+				lead_put(L, L->lrec + L->g[gi].rec_at, L->g[gi].rec_len);
+				gi++;
+			}
+			lead_put(L, rec + i, hdr + q[1]);
+			i += hdr + q[1];
+		}
+		from = i;
 	}
-	if (i < rec_len)
-		lead_put(L, rec + i, rec_len - i);
+	if (from < rec_len)
+		lead_put(L, rec + from, rec_len - from);
 	return 0;
 }
 
 /* Run the segment over inode ino until done; print what grep prints for the file.  first:
- * its first run's result, from a batch (or NULL).  1 when nothing was printed and the file
- * must go again on the exact path (UTF-8 context: grep_needs_exact; -B: lead_add could not
- * read the leading lines), else 0. */
+ * its first run's result, from a batch (or NULL).  1 when the file must go again on the
+ * exact path (UTF-8 context: grep_needs_exact; -B: lead_add could not read the leading
+ * lines), *printed then the end of the lines printed of it (-1: none), else 0.  On the exact
+ * path, *printed (>= 0) says that the lines before it were printed already: the exact path
+ * prints from there on. */
 static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const char *name,
-                        const struct first_part *first)
+                        const struct first_part *first, int64_t *printed)
 {
 	struct grep_arf_state s = { .bin = -1, .row = -1 };
 	const struct grep_opts *o = &st->a.o;
 	int exact = grep_is_exact(st->g);
-	/* UTF-8 context on the fast path: the records are held, not printed, until the file
-	 * ends (up to HOLD_MAX), since a line with an encoding error among them sends the whole
-	 * file to the exact path; then they are printed as they would have been part by part */
-	int hold = grep_ctx_redo(st->g);
+	/* UTF-8 context on the fast path: a run whose records hold a line with an encoding
+	 * error sends the file to the exact path, which prints what the fast path printed up to
+	 * that line (docs/grep.md, "Encoding errors"): so the runs before it print as they come,
+	 * and the exact path goes on after what they printed */
+	int redo = grep_ctx_redo(st->g);
 	struct lead *lead = NULL;
 	if (grep_lead_client(st->g)) {
 		if (!st->lead && !(st->lead = calloc(1, sizeof *st->lead)))
@@ -986,7 +1096,6 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 	uint8_t *acc = NULL;
 	size_t acc_len = 0, acc_cap = 0;
 	int64_t last_end = -1;
-	int printed = 0;               /* records of this file went to stdout */
 	if (k->cl) {
 		grep_cluster_ino(st, k, ino, name);
 		return 0;
@@ -1002,7 +1111,7 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 	}
 	for (;;) {
 		int64_t args[GREP_ARF_NARGS] = { (int64_t)ino, s.pos, s.lineno, s.count, s.after,
-		                                 s.stop, s.bin, s.row, s.skip, OUT_SOFT,
+		                                 s.stop, s.bin, s.row, s.skip, st->out_soft,
 		                                 (int64_t)st->scan_max };
 		struct arc_exec x = { 0 };
 		int rc;
@@ -1062,20 +1171,19 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 			if (lead_add(st, k, ino, out, rl, lead) != 0) {
 				free(x.out);
 				free(acc);
-				if (!printed)
-					return 1;
-				run_error(st, name, "reading the lines before a selected line (-B) failed");
-				return 0;
+				*printed = last_end;
+				return 1;
 			}
 			out = lead->rec;
 			rl = lead->len;
 		}
-		if (hold && rl && (acc_len + rl > HOLD_MAX || grep_needs_exact(st->g, out, rl))) {
+		if (redo && rl && grep_needs_exact(st->g, out, rl)) {
 			free(x.out);
 			free(acc);
+			*printed = last_end;
 			return 1;
 		}
-		if ((exact || hold) && rl) {
+		if (exact && rl) {
 			if (acc_len + rl > acc_cap) {
 				acc_cap = 2 * (acc_len + rl) + 4096;
 				uint8_t *n = realloc(acc, acc_cap);
@@ -1085,9 +1193,8 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 			}
 			memcpy(acc + acc_len, out, rl);
 			acc_len += rl;
-		} else if (!exact && !hold) {
+		} else if (!exact) {
 			bad = grep_format_records(st->g, name, out, rl, stdout, &last_end);
-			printed = 1;
 			if (bad == -2)
 				die("%s", "memory exhausted");
 		}
@@ -1100,22 +1207,22 @@ static int grep_ino_run(struct state *st, struct conn *k, uint64_t ino, const ch
 		if (!t[0])
 			break;
 	}
-	if (hold && acc_len) {
-		int bad = grep_format_records(st->g, name, acc, acc_len, stdout, &last_end);
-		if (bad == -2)
-			die("%s", "memory exhausted");
-		if (bad) {
-			free(acc);
-			run_error(st, name, "malformed records");
-			return 0;
-		}
-		acc_len = 0;
-	}
 end:;
 	struct grep_file_result res;
 	int64_t value = s.count << 2 | (s.noeol ? 2 : 0) | (s.bin > 0);
-	int rc = grep_format_end(st->g, prog, name, value, acc, acc_len, stdout, stderr, &res,
-	                         &last_end);
+	int rc;
+	if (exact && *printed >= 0) {
+		/* a redo: the lines before *printed went out on the fast path */
+		struct grep_part pt = { .new_from = 0, .limit = o->max_count, .whole = 1 };
+		last_end = *printed;
+		rc = grep_format_part(st->g, name, value, acc, acc_len, stdout, &last_end, &pt);
+		if (rc == 0)
+			rc = grep_format_done(st->g, prog, name, pt.selected, (int)(value & 1), stdout,
+			                      stderr, &res);
+	} else {
+		rc = grep_format_end(st->g, prog, name, value, acc, acc_len, stdout, stderr, &res,
+		                     &last_end);
+	}
 	if (rc == -2)
 		die("%s", "memory exhausted");
 	if (rc != 0)
@@ -1131,7 +1238,9 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
                      const struct first_part *first)
 {
 	/* -B without arf_data (lead_add could not open it once): the exact path at once */
-	if ((!grep_lead_client(st->g) || !k->d_failed) && grep_ino_run(st, k, ino, name, first) == 0)
+	int64_t printed = -1;
+	if ((!grep_lead_client(st->g) || !k->d_failed) &&
+	    grep_ino_run(st, k, ino, name, first, &printed) == 0)
 		return;
 	/* the file again from its start, on the exact path (st->g's twin) */
 	struct grep *g = st->g;
@@ -1143,7 +1252,7 @@ static void grep_ino(struct state *st, struct conn *k, uint64_t ino, const char 
 	st->seg = st->seg_x;
 	st->seg_len = st->seg_x_len;
 	memcpy(st->seg_id, st->seg_x_id, sizeof seg_id);
-	grep_ino_run(st, k, ino, name, NULL);      /* exact: never 1 */
+	grep_ino_run(st, k, ino, name, NULL, &printed);    /* exact: never 1 */
 	st->g = g;
 	st->seg = seg;
 	st->seg_len = seg_len;
@@ -1878,6 +1987,10 @@ int arf_cmd_grep(int argc, char **argv)
 	o->no_walk_back = 1;
 	st.local = local != NULL;
 	st.scan_max = SCAN_MAX;
+	/* a run stops after this much output: tests set it small, so that a file takes many
+	 * runs (context and -B's read-backs across runs, UTF-8 context streamed then redone) */
+	const char *ro = getenv("ARF_GREP_RUN_OUT");
+	st.out_soft = ro && atoll(ro) > 0 && atoll(ro) <= OUT_SOFT ? atoll(ro) : OUT_SOFT;
 	if (grep_args_locale(&st.a, prog, stderr) != 0 ||
 	    grep_args_compile(&st.a, prog, stderr, &st.g) != 0)
 		goto out;

@@ -1147,7 +1147,8 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 	const struct grep_opts *o = &x->g->o;
 	int64_t count = 0, outleft = pt->limit;   /* negative: no limit */
 	long lastout = -1, pending = 0;           /* lastout: the index just after it; -1: none */
-	for (long i = 0; i < n && x->last_end >= 0 && lastout < 0; i++)
+	int64_t printed = pt->whole ? x->last_end : -1;  /* lines before it were printed */
+	for (long i = 0; i < n && x->last_end >= 0 && lastout < 0 && !pt->whole; i++)
 		if ((int64_t)v[i].off >= x->last_end)
 			lastout = i;                      /* a part after the one that printed last */
 	x->own_seps = 1;
@@ -1172,7 +1173,7 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 		long p = beg;
 		for (int k = 0; k < o->before && p > (lastout < 0 ? 0 : lastout); k++)
 			p--;
-		if (fmt_any_output && p != lastout)
+		if (fmt_any_output && p != lastout && (int64_t)v[p].off >= printed)
 			sgr(x->f, x->g, "36", "--", 2), fputc('\n', x->f);
 		for (; p < beg; p++)
 			PRLINE(p, 1);

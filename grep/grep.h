@@ -164,6 +164,10 @@ struct grep_part {
 	int64_t limit;           /* in: lines that may still be selected; -1: no limit */
 	int64_t selected;        /* out: new lines selected */
 	int64_t last_selected;   /* out: offset of the last selected line (new or not); -1 */
+	int whole;               /* in: rec holds the file from its start (exact path) and the
+	                          * lines before *last_end were printed already, as the fast
+	                          * path prints them (arf grep's streamed UTF-8 context, then a
+	                          * redo): the lines and "--" before it are not printed again */
 };
 int grep_format_part(struct grep *g, const char *name, int64_t value, const uint8_t *rec,
                      size_t rec_len, FILE *f, int64_t *last_end, struct grep_part *pt);

@@ -57,6 +57,13 @@ printf 'inner needle\n' > "$d/many/inner/x"
 	printf '%s\n' 'Кириллица мир' '日本語のテキスト' 'emoji 😀 🎉 end' 'combining e\314\201 here' 'needle'
 } > "$d/utf8_mixed"
 printf 'good café\nbad \377 byte needle\nafter naïve\n' > "$d/utf8_invalid"
+# groups of context printed before a line with an encoding error (line 150): the exact path
+# goes on after what the fast path printed
+awk 'BEGIN { for (i = 1; i <= 200; i++) if (i == 150) printf "bad \377 fox %d\n", i;
+	else printf "line %d %s\n", i, (i % 10 == 7 || i == 151 ? "needle café" : "x") }' > "$d/utf8_late"
+# streamed: many runs of context output (ARF_GREP_RUN_OUT below)
+printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8\n' > "$d/ctxenc"
+awk 'BEGIN { for (i = 0; i < 60000; i++) printf "needle line %08d x\n", i }' > "$d/frag_stream"
 # encoding errors next to words and inside characters
 printf 'caf\303\251 fox\nx\251y\n\303fox\n\377fox\nbad \200 fox\n\342\202fox\n' > "$d/utf8_enc"
 img=$tmp/img
@@ -106,6 +113,24 @@ for o in '-B 1 -v' '-B 3 -b' '-C 2 -m 3 -n' '-B 1 -o' '-z -B 1' '-B 5 -n' '-C 3 
 	# shellcheck disable=SC2086
 	modes='server --local' check $o -e 'needle\|after\|end'
 done
+# ... across runs of a few records each
+for o in '-B 1 -v' '-B 3 -b' '-C 2 -m 3 -n' '-B 2 -n'; do
+	# shellcheck disable=SC2086
+	ARF_GREP_RUN_OUT=64 check $o -e 'needle\|after\|end'
+done
+check -n -B2 -e 'needle foo\|after'
+ARF_GREP_RUN_OUT=200 check -b -B3 -e 'needle foo\|end'
+# ... and the leading lines of a run's groups are read back together (readv): -B1 over
+# frag_many, 572 groups, costs a few EXECs (it was one READ per group)
+e0=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+timeout 60 "$BUILD/arf" grep -n -B1 'needle foo' "$ep:/frag_many" >"$tmp/a.out" 2>&1
+e1=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+/usr/bin/grep -n -B1 'needle foo' "$d/frag_many" >"$tmp/g.out"
+if [ -n "$e0" ] && [ -n "$e1" ] && [ $((e1 - e0)) -le 8 ] && cmp -s "$tmp/g.out" "$tmp/a.out"; then
+	pass=$((pass + 1))
+else
+	fail_msg "arf grep -n -B1 'needle foo' frag_many: $((e1 - e0)) EXECs for 572 groups"
+fi
 # UTF-8: the same command lines under C.UTF-8 over the UTF-8 files
 files_c=$files remote_c=$remote
 files='utf8_mixed utf8_invalid utf8_enc frag_words'
@@ -136,6 +161,38 @@ for o in -A1 '-A2 -n' -C1 '-B1 -v' -A0 '-C1 -o' '-A1 -m1' '-C0 -c'; do
 	# shellcheck disable=SC2086
 	modes='server --local' check $o 'needle\|bad\|good\|fox'
 done
+# ... many runs per file (a run stops after 64 bytes of output): the runs before the one
+# holding a line with an encoding error print as they come, the exact path goes on after them
+files_u=$files remote_u=$remote
+files="$files utf8_late" remote="$remote $ep:/utf8_late"
+for o in -A1 '-A2 -n' -C1 '-B1 -v' -A0 '-C1 -o' '-A1 -m1' '-C2 -m 9' '-B3 -n' '-C1 -b'; do
+	# shellcheck disable=SC2086
+	ARF_GREP_RUN_OUT=64 check $o 'needle\|bad\|good\|fox'
+done
+# ... tests/grep/utf8.sh's context next to lines grep does not print, a run a line
+files=ctxenc remote=$ep:/ctxenc
+for o in -A1 -A2 -B1 -B2 -C1 '-A1 -v' '-B1 -v' '-C1 -o' '-A1 -m1' '-A2 -m2' -A0 -B0 \
+	'-C0 -v' '-A1 --color=always' '-B1 -c'; do
+	for p in c d '[cd]' '[ce]' x . '[ag]' '[bc]'; do
+		# shellcheck disable=SC2086
+		ARF_GREP_RUN_OUT=1 check -n $o -e "$p"
+	done
+done
+files=$files_u remote=$remote_u
+# ... and the output of a file streams: it begins long before the file's last run (the
+# records were held until the file ended); 60000 selected lines, runs of 16 KiB of output,
+# the reader stops after the first line (arf grep then waits on the full pipe)
+ex() { "$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p'; }
+e0=$(ex)
+ARF_GREP_RUN_OUT=16384 timeout 60 "$BUILD/arf" grep -A1 needle "$ep:/frag_stream" |
+	{ IFS= read -r first; echo "$first" >"$tmp/s.first"; sleep 1; ex >"$tmp/s.n"; cat >/dev/null; }
+e2=$(ex) e1=$(cat "$tmp/s.n")
+if [ -n "$e0" ] && [ -n "$e1" ] && [ $((e2 - e0)) -gt 40 ] && [ $((e1 - e0)) -lt $(((e2 - e0) / 2)) ] &&
+   [ "$(cat "$tmp/s.first")" = "needle line 00000000 x" ]; then
+	pass=$((pass + 1))
+else
+	fail_msg "arf grep -A1 in C.UTF-8 does not stream: $((e1 - e0)) of $((e2 - e0)) runs before the first line"
+fi
 # ... and only the lines printed cross the link: -A1 and -C1 of one line of frag_many
 # (130 KB) in C.UTF-8 (every line went to the client before; -B's leading lines are read
 # back)
