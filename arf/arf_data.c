@@ -108,6 +108,11 @@ int arf_data_striped(struct arf_data *d, struct arf_cluster *cl, struct arf_clie
 	return 0;
 }
 
+bool arf_data_is_desc(const struct arf_data *d, uint64_t ino)
+{
+	return d->st && d->st->desc_ino && ino == d->st->desc_ino;
+}
+
 static void st_free(struct striped *st)
 {
 	if (!st)

@@ -670,6 +670,23 @@ static int acl_store_new(struct arf_fs *fs, uint64_t ino, const struct new_acl *
 }
 
 /* mk (mkdir, mknod, create) with the ACLs applied: the inode or -errno, its attributes in at. */
+/* A cluster's description, /.arf-cluster (and /.arf-cluster.new while `arf cluster`
+ * replaces it), names the data servers of every file: removed, renamed, linked or written
+ * through a mount, it would cut every client off its data (the next mount: "not a
+ * cluster").  `arf cluster init` and `move` make it with libarf, never through a mount, so
+ * the mount refuses every change to it (EPERM) and leaves it readable. */
+static bool desc_name(const struct arf_fs *fs, uint64_t parent, const char *name)
+{
+	size_t n = strlen(ARF_CLUSTER_FILE);
+	return fs->cl && parent == FUSE_ROOT_ID && !strncmp(name, ARF_CLUSTER_FILE, n) &&
+	       (!name[n] || !strcmp(name + n, ".new"));
+}
+
+static bool desc_ino(const struct arf_fs *fs, uint64_t ino)
+{
+	return fs->cl && arf_data_is_desc(fs->d, ino);
+}
+
 static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, mode_t mode,
                              uint64_t rdev, struct arf_attr *at)
 {
@@ -677,6 +694,8 @@ static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, 
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	static __thread struct new_acl na;
 	unsigned perm = mode & 0777;
+	if (desc_name(fs, parent, name))
+		return -EPERM;
 	if (fs->acl) {
 		int rc = acl_for_new(fs, parent, S_ISDIR(mode), &perm, ctx->umask, &na);
 		if (rc < 0)
@@ -802,6 +821,10 @@ static void mark_removed(struct arf_fs *fs, int64_t ino, const struct arf_attr *
 static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct arf_fs *fs = fs_of(req);
+	if (desc_name(fs, parent, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	bool any_open;
 	pthread_mutex_lock(&inos.lock);
 	any_open = inos.open_files > 0;
@@ -997,6 +1020,10 @@ static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
 static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && desc_ino(fs, ino)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	if (fs->attr_timeout > 0 && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 	struct open_file *of = malloc(sizeof *of);
@@ -1300,6 +1327,10 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 {
 	struct arf_fs *fs = fs_of(req);
 	int rc = 0;
+	if (desc_ino(fs, ino) && (to_set & ~(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	/* -o writeback: when this client removed a regular file's last name (unlink, or a
 	 * rename over it), the kernel sends the file's new ctime and mtime right after
 	 * (fuse_unlink -> fuse_update_ctime -> fuse_flush_time_update).  The inode is free on
@@ -1387,6 +1418,10 @@ static void arf_symlink_op(fuse_req_t req, const char *target, fuse_ino_t parent
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct arf_attr at;
+	if (desc_name(fs_of(req), parent, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	reply_entry(req, arf_symlink_attr(fs_of(req)->c, parent, name, target, ctx->uid, ctx->gid,
 	                                  &at), &at);
 }
@@ -1407,6 +1442,10 @@ static void arf_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                         const char *newname)
 {
 	struct arf_attr at;
+	if (desc_ino(fs_of(req), ino) || desc_name(fs_of(req), newparent, newname)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	reply_entry(req, arf_link_attr(fs_of(req)->c, ino, newparent, newname, &at), &at);
 }
 
@@ -1449,6 +1488,10 @@ static void arf_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	struct arf_fs *fs = fs_of(req);
+	if (desc_name(fs, parent, name) || desc_name(fs, newparent, newname)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	/* an open file the rename replaces: hidden first */
 	int64_t hid = flags ? 0 : hide_target(fs, parent, name, newparent, newname);
 	struct arf_attr at;              /* a file the rename replaces loses its last name */

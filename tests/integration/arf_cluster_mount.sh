@@ -2,7 +2,9 @@
 # arf_cluster_mount.sh: `arf mount` of a cluster (docs/cluster.md) on loopback: 1 metadata +
 # 3 data arfd servers, stripe unit 64 KiB, driven with plain shell tools.  Files of sizes
 # around the stripe edges written with cp and dd read back identical (cmp) through the
-# mount and through `arf export`; the objects are on the data servers (arf export of their
+# mount and through `arf export`; the description /.arf-cluster reads through the mount and
+# every change to it is refused (rm, mv from and over it, ln, writes, truncate, chmod, the
+# .new name); the objects are on the data servers (arf export of their
 # /stripes); append with >>, truncate down and up (no stale byte shows in the new hole), a
 # file rewritten in the middle, fsync, fallocate refused (EOPNOTSUPP); a tree copied from
 # /usr/include and compared with diff -r; rm of a file (also one open while removed, and one
@@ -86,6 +88,26 @@ if ! wait_mounted "$mpid"; then
 fi
 ok
 m=$mnt
+
+# ---- the description /.arf-cluster: readable, every change refused (EPERM), and the
+# cluster still there after (a second mount reads it; arf cluster show)
+desc=$(cat "$m/.arf-cluster")
+contains_text() { case "$2" in *"$3"*) ok ;; *) bad "$1: no '$3' in: $2" ;; esac; }
+contains_text "the description reads through the mount" "$desc" "arf-cluster 1"
+for cmd in "rm -f $m/.arf-cluster" "mv $m/.arf-cluster $m/gone" "ln $m/.arf-cluster $m/desc2" \
+	"sh -c 'echo x >>$m/.arf-cluster'" "truncate -s 0 $m/.arf-cluster" \
+	"chmod 666 $m/.arf-cluster" "touch $m/.arf-cluster.new" "mkdir $m/.arf-cluster.new" \
+	"ln -s x $m/.arf-cluster.new"; do
+	run sh -c "$cmd"
+	rc=$?
+	if [ "$rc" -ne 0 ] && grep -q "Operation not permitted" "$tmp/err"; then ok
+	else bad "$cmd: exit $rc (want EPERM):"; sed 's/^/  | /' "$tmp/err"; fi
+done
+run sh -c "echo 'arf-cluster 2' >$m/x && mv $m/x $m/.arf-cluster"
+if [ $? -ne 0 ] && grep -q "Operation not permitted" "$tmp/err"; then ok; else bad "mv over the description"; fi
+rm -f "$m/x"
+same "the description unchanged" "$(cat "$m/.arf-cluster")" "$desc"
+run "$BUILD/arf" cluster show "$M"; check_rc "arf cluster show after the refusals" 0 $?
 
 # the number of objects on data server k (1..3)
 objects() {
