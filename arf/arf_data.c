@@ -3,6 +3,7 @@
  * the data servers instead (arf/cluster.c), and only its size and times to the image. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,7 @@ struct st_file {
 struct striped {
 	struct arf_cluster *cl;
 	struct arf_client *meta;
-	uint64_t desc_ino;             /* /.arf-cluster: its bytes are in the metadata image */
+	_Atomic uint64_t desc_ino;     /* /.arf-cluster: its bytes are in the metadata image */
 	pthread_mutex_t lock;          /* over the table */
 	uint64_t clock;
 	struct st_file file[ST_FILES];
@@ -110,7 +111,13 @@ int arf_data_striped(struct arf_data *d, struct arf_cluster *cl, struct arf_clie
 
 bool arf_data_is_desc(const struct arf_data *d, uint64_t ino)
 {
-	return d->st && d->st->desc_ino && ino == d->st->desc_ino;
+	return d->st && ino && ino == atomic_load_explicit(&d->st->desc_ino, memory_order_relaxed);
+}
+
+void arf_data_desc_seen(struct arf_data *d, uint64_t ino)
+{
+	if (d->st && ino)
+		atomic_store_explicit(&d->st->desc_ino, ino, memory_order_relaxed);
 }
 
 static void st_free(struct striped *st)
@@ -191,7 +198,7 @@ static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct s
                         struct arf_attr *at)
 {
 	struct striped *st = d->st;
-	if (ino == st->desc_ino)
+	if (ino == atomic_load_explicit(&st->desc_ino, memory_order_relaxed))
 		return ST_PASS;
 	struct st_file *sf = st_get(st, ino);
 	if (!sf)
@@ -369,7 +376,7 @@ static int64_t st_unsupported(struct arf_data *d, uint64_t ino, uint64_t gen)
 int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen)
 {
 	struct striped *st = d->st;
-	if (!st || ino == st->desc_ino)
+	if (!st || ino == atomic_load_explicit(&st->desc_ino, memory_order_relaxed))
 		return 0;
 	struct st_file *sf = st_get(st, ino);
 	if (!sf)

@@ -108,8 +108,11 @@ int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, 
 struct arf_cluster;
 struct arf_client;
 int arf_data_striped(struct arf_data *d, struct arf_cluster *cl, struct arf_client *meta);
-/* Whether ino is the cluster description's inode (as arf_data_striped found it) */
+/* Whether ino is the cluster description's inode: as arf_data_striped found it, or as a
+ * lookup of its name found it since (arf_data_desc_seen: `arf cluster move` and `init`
+ * replace the file by a rename, so its inode changes under a running client) */
 bool arf_data_is_desc(const struct arf_data *d, uint64_t ino);
+void arf_data_desc_seen(struct arf_data *d, uint64_t ino);
 /* After the last name of regular file ino (generation gen) was removed, its inode freed:
  * its objects removed from the data servers (arf_cl_remove).  0 (also on one server, where
  * there is nothing to do), or -errno (-EIO with arf_data_errmsg): the objects left are

@@ -477,10 +477,31 @@ static void reply_entry(fuse_req_t req, int64_t ino, const struct arf_attr *at)
 	fuse_reply_entry(req, &e);
 }
 
+/* A cluster's description, /.arf-cluster (and /.arf-cluster.new while `arf cluster`
+ * replaces it), names the data servers of every file: removed, renamed, linked or written
+ * through a mount, it would cut every client off its data (the next mount: "not a
+ * cluster").  `arf cluster init` and `move` make it with libarf, never through a mount, so
+ * the mount refuses every change to it (EPERM) and leaves it readable. */
+static bool desc_name(const struct arf_fs *fs, uint64_t parent, const char *name)
+{
+	size_t n = strlen(ARF_CLUSTER_FILE);
+	return fs->cl && parent == FUSE_ROOT_ID && !strncmp(name, ARF_CLUSTER_FILE, n) &&
+	       (!name[n] || !strcmp(name + n, ".new"));
+}
+
+static bool desc_ino(const struct arf_fs *fs, uint64_t ino)
+{
+	return fs->cl && arf_data_is_desc(fs->d, ino);
+}
+
 static void arf_lookup_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct arf_fs *fs = fs_of(req);
 	struct arf_attr at;
-	reply_entry(req, arf_lookup_attr(fs_of(req)->c, parent, name, &at), &at);
+	int64_t ino = arf_lookup_attr(fs->c, parent, name, &at);
+	if (ino > 0 && desc_name(fs, parent, name) && !strcmp(name, ARF_CLUSTER_FILE))
+		arf_data_desc_seen(fs->d, (uint64_t)ino);   /* (a cluster move renamed a new one in) */
+	reply_entry(req, ino, &at);
 }
 
 static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -670,23 +691,6 @@ static int acl_store_new(struct arf_fs *fs, uint64_t ino, const struct new_acl *
 }
 
 /* mk (mkdir, mknod, create) with the ACLs applied: the inode or -errno, its attributes in at. */
-/* A cluster's description, /.arf-cluster (and /.arf-cluster.new while `arf cluster`
- * replaces it), names the data servers of every file: removed, renamed, linked or written
- * through a mount, it would cut every client off its data (the next mount: "not a
- * cluster").  `arf cluster init` and `move` make it with libarf, never through a mount, so
- * the mount refuses every change to it (EPERM) and leaves it readable. */
-static bool desc_name(const struct arf_fs *fs, uint64_t parent, const char *name)
-{
-	size_t n = strlen(ARF_CLUSTER_FILE);
-	return fs->cl && parent == FUSE_ROOT_ID && !strncmp(name, ARF_CLUSTER_FILE, n) &&
-	       (!name[n] || !strcmp(name + n, ".new"));
-}
-
-static bool desc_ino(const struct arf_fs *fs, uint64_t ino)
-{
-	return fs->cl && arf_data_is_desc(fs->d, ino);
-}
-
 static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, mode_t mode,
                              uint64_t rdev, struct arf_attr *at)
 {

@@ -9,7 +9,8 @@
 #   2. a loop of `arf export` of the tree (every file across stripes of both servers) and a
 #      mount reading it, while server 2 moves to B (move-to, SIGHUP): every export exits 0
 #      and gives the tree back identical; the mount reads it identical after the move;
-#   3. `arf cluster move M OLD B`: `arf cluster show` names B; the metadata server, still
+#   3. `arf cluster move M OLD B`: `arf cluster show` names B, and so does /.arf-cluster
+#      read through the mount that ran through it (which refuses to write it); the metadata server, still
 #      run with the old --member (which it had matched at a delegated read before), refuses
 #      a delegated read naming the mismatch (no bytes),
 #      and restarted with the new list reads the file whole; with the old server stopped,
@@ -154,9 +155,6 @@ for _ in $(seq 100); do grep -q "info: endpoint $ep_b" "$tmp/b.log" && break; sl
 contains "B took the image" "$tmp/b.log" "info: endpoint $ep_b"
 if [ "$fuse" = yes ]; then
 	if diff -r "$tmp/src" "$mnt/t" >"$tmp/diff" 2>&1; then ok; else bad "the mount after the move:"; head "$tmp/diff"; fi
-	timeout "$T" fusermount3 -u "$mnt" || bad "umount"
-	wait "$mpid" 2>/dev/null
-	mpid=
 else
 	echo "arf_cluster_move.sh: the mount not checked: $fuse"
 fi
@@ -167,6 +165,19 @@ contains "its report" "$tmp/out" "data server $ep_2 is now $ep_b"
 run "$BUILD/arf" cluster show "$M"
 contains "show names B" "$tmp/out" "server $ep_b"
 if grep -qF "server $ep_2" "$tmp/out"; then bad "show still names $ep_2"; else ok; fi
+if [ "$fuse" = yes ]; then
+	# the mount that ran through the move: the new description (a new inode, renamed in)
+	# reads from the metadata image, and the mount refuses to write it, as the old one
+	sleep 1.2                  # (the kernel's entry for the name expires: entry_timeout=1)
+	run cat "$mnt/.arf-cluster"
+	contains "the new description through the mount" "$tmp/out" "server $ep_b"
+	run sh -c "echo x >>'$mnt/.arf-cluster'"
+	if [ $? -ne 0 ] && grep -q "Operation not permitted" "$tmp/err"; then ok
+	else bad "a write to the new description through the mount was not refused"; fi
+	timeout "$T" fusermount3 -u "$mnt" || bad "umount"
+	wait "$mpid" 2>/dev/null
+	mpid=
+fi
 run "$BUILD/arf" cluster move "$M" "$ep_2" "$ep_b"
 check_rc "move again" 1 $?
 # the metadata server still has the old --member: its remembered match was of the old
