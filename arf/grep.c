@@ -372,15 +372,19 @@ static int cluster_scan(struct grep *g, struct cl_res *r, const uint8_t *data, s
  * finds exactly the file's lines there: it runs the one-server segment (g_srv's, over its
  * object: "grep" from the window's start, records past the window's end dropped).  The
  * lines across a boundary, [we of s, ws of s+1), and the file's last partial line are
- * joined here from the stripes' edges (CL_EDGE bytes read at each end) and scanned by the
- * same patterns in the client.  The records come back in file order with file offsets; the
- * count is theirs; line numbers (-n) by prefix sums of each part's lines.  Anything this
+ * joined here from the stripes' edges (their first and last partial lines, searched in
+ * CL_EDGE bytes at each end by data.pno's edges on every server at once: arf_cl_edges) and
+ * scanned by the same patterns in the client.  The records come back in file order with
+ * file offsets; the count is theirs; line numbers (-n) by prefix sums of each part's lines.
+ * Counts (-c, -l, -L, -q: st->srv_counts): each window's count comes back instead of its
+ * lines, the boundary lines are counted here, the sum clamped at the limit.  Anything this
  * does not cover goes back to the gather (return 1): an edge without a terminator in
- * CL_EDGE bytes (a line that long at a boundary), a NUL in an edge or a window found binary
- * (the decision is the whole file's), a window whose scan ran past its end with -n (its
- * line count is then unknown), options that need the order across stripes (-A/-B/-C, -m),
- * -z, UTF-8, the exact matcher (cluster_servers_can). */
-#define CL_EDGE 4096u
+ * CL_EDGE bytes (a line that long at a boundary) or in a hole, a NUL in a boundary line or
+ * a window found binary (the decision is the whole file's), a window whose scan stopped
+ * short of its end with -n or a count (its line count, its count, is then unknown), options
+ * that need the order across stripes (-A/-B/-C, -m with lines), -z, UTF-8, the exact
+ * matcher (cluster_servers_can). */
+#define CL_EDGE 8192u
 
 struct cl_recs {                   /* records, line numbers counted from the part's start */
 	uint8_t *p;
