@@ -1827,8 +1827,10 @@ int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t n_stripes, uint3
 						err = -ENOMEM;
 						break;
 					}
-					memcpy(e[s].head, o + at, h[0]);
-					memcpy(e[s].tail, o + at + h[0], h[1]);
+					if (h[0])
+						memcpy(e[s].head, o + at, h[0]);
+					if (h[1])
+						memcpy(e[s].tail, o + at + h[0], h[1]);
 					at += h[0] + h[1];
 					e[s].head_len = (uint32_t)h[0];
 					e[s].tail_len = (uint32_t)h[1];

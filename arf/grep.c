@@ -471,8 +471,9 @@ static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win 
 		uint8_t *jb = malloc(jl);
 		if (!jb)
 			die("%s", "memory exhausted");
-		memcpy(jb, w[s].tail, w[s].tail_len);
-		if (s + 1 < nst)
+		if (w[s].tail_len)
+			memcpy(jb, w[s].tail, w[s].tail_len);
+		if (s + 1 < nst && w[s + 1].head_len)
 			memcpy(jb + w[s].tail_len, w[s + 1].head, w[s + 1].head_len);
 		int64_t v;
 		size_t ol;
@@ -1899,7 +1900,7 @@ static void cluster_servers_compile(struct state *st)
 	}
 	FILE *quiet = fopen("/dev/null", "w");     /* its warnings were printed once */
 	char err[256];
-	if (quiet && (counts || o->max_count < 0) &&
+	if (quiet && (counts || (o->max_count < 0 && o->before < 0 && o->after < 0)) &&
 	    grep_args_compile(&st->a, prog, quiet, &st->g_srv) == 0 &&
 	    !grep_is_exact(st->g_srv) &&
 	    grep_arf_segment(st->g_srv, &st->seg_srv, &st->seg_srv_len, err, sizeof err) == 0)

@@ -138,6 +138,7 @@ export ARF_GREP_CLUSTER_LINES=1
 check -c foo
 check -l -v needle
 check -L 'ab needle cd'
+check -c -m 3 -A 1 needle
 unset ARF_GREP_CLUSTER_LINES
 
 # the same lines gathered and scanned in the client (what the servers' scan falls back to)
