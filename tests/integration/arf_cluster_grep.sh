@@ -133,6 +133,44 @@ for o in "-c" "-c -v" "-l" "-L" "-q" "-l -v" "-L -v" "-q -v" "-c -m 1" "-c -m 2"
 	done
 done
 check -c -i -e 'NEEDLE [0-9]*5 ' -e zzz
+# counts over files of their own 4 KiB unit (arf import --stripe-unit): 14 files of 100 to
+# 40 000 bytes, lines of 0 to 200 bytes of random words and in the last five one in 50 of
+# 3 000 to 9 000 (longer than the edges searched, than a stripe: those files gathered), a NUL
+# in two, no final newline in two
+# (awk's rand from a fixed seed)
+r=$tmp/r
+mkdir -p "$r"
+awk -v dir="$r" 'BEGIN { srand(18); split("ab needle cd x foo NEEDLE a b", w, " ");
+	split("100 4000 4096 8191 8192 8193 12288 20000 40000 40000 12288 8193 4096 30000", sz, " ");
+	split("0 1 2 5 10 30 80 200 40 60 20 15 25", ll, " "); split("3000 5000 9000", lo, " ");
+	for (i = 1; i <= 14; i++) {
+		f = dir "/f" i; n = sz[i]; pos = 0; s = ""
+		while (pos < n) {
+			L = i > 9 && rand() < 0.02 ? lo[1 + int(rand() * 3)] : ll[1 + int(rand() * 13)]; line = ""
+			while (length(line) < L) line = line w[1 + int(rand() * 8)] " "
+			line = substr(line, 1, L)
+			if (pos + L + 1 > n) line = substr(line, 1, n - pos - 1)
+			printf "%s\n", line > f; pos += length(line) + 1
+		}
+		close(f) } }'
+printf 'x\0y' | dd of="$r/f3" bs=1 seek=2000 conv=notrunc 2>/dev/null
+printf 'x\0y' | dd of="$r/f9" bs=1 seek=30000 conv=notrunc 2>/dev/null
+printf 'x\0y' | dd of="$r/f12" bs=1 seek=8000 conv=notrunc 2>/dev/null
+head -c 19999 "$r/f8" >"$r/f8.t" && mv "$r/f8.t" "$r/f8"
+head -c 8190 "$r/f5" >"$r/f5.t" && mv "$r/f5.t" "$r/f5"
+run "$BUILD/arf" import --stripe-unit 4096 "$r" "$M:/g/r"; check_rc "import (4 KiB)" 0 $?
+files_c=$files remote_c=$remote d_c=$d
+d=$tmp files= remote=
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do files="$files r/f$i"; remote="$remote $M:/g/r/f$i"; done
+for o in "-c" "-c -v" "-l" "-L" "-q" "-c -m 1" "-c -m 3" "-c -m 7 -v" "-l -v" "-L -x" "-c -x" \
+         "-c -w" "-c -m 2 -x -v" "-c -I" "-n"; do
+	for p in needle 'ab' '^$' 'cd$' '^a'; do
+		# shellcheck disable=SC2086
+		check $o -e "$p"
+	done
+done
+d=$d_c files=$files_c remote=$remote_c
+
 # the same with the servers returning lines (what they did before counts)
 export ARF_GREP_CLUSTER_LINES=1
 check -c foo
