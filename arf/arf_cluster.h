@@ -261,6 +261,26 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj);
 int arf_cl_exec(struct arf_cl_file *f, const unsigned *who, struct arc_exec *const *xs,
                 int *rcs, unsigned m, const char *what);
 
+/* arf grep's edges (docs/cluster.md, "arf grep on a cluster"): for stripe s < n_stripes of
+ * f, a file of size bytes, e[s].head the bytes up to and with its first '\n' (searched in
+ * the stripe's first lim bytes; none for stripe 0, whose window starts at the file's start)
+ * and e[s].tail the bytes after its last '\n' (searched in its last lim bytes), malloc'd
+ * (NULL when empty; the caller frees both).  e[s].found is 0 when either has no terminator
+ * there, a byte searched is in a hole, or the stripe's server has no object (zeros: the
+ * caller gathers the file).  Every server in one Cooperation a batch (data.pno's edges, up
+ * to ARF_CL_EDGES_BATCH stripes a server), so a file of any number of stripes costs one
+ * round trip per batch, not two a stripe.  lim at most ARF_CL_EDGE_MAX.  0, or -errno (-EIO
+ * with a message naming the server, arf_cl_errmsg). */
+#define ARF_CL_EDGE_MAX (64u << 10)
+#define ARF_CL_EDGES_BATCH 1024u
+struct arf_cl_edge {
+	uint8_t *head, *tail;
+	uint32_t head_len, tail_len;
+	int found;
+};
+int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t n_stripes, uint32_t lim,
+                 struct arf_cl_edge *e);
+
 /* fsck across the cluster, online: every object in every data server's /stripes must name
  * a regular file of the metadata image by inode number and generation, and hold no more
  * than that file keeps on its server (arf_cl_obj_len of its size).  Anything else is a

@@ -1727,6 +1727,140 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj)
 	return 0;
 }
 
+/* data.pno's edges: what a piece's answer says when it has no terminator, a hole or is
+ * past the object's size (EDGE_NONE there) */
+#define EDGE_NONE UINT64_MAX
+#define EDGE_NOHEAD (1ull << 63)
+
+int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t n_stripes, uint32_t lim,
+                 struct arf_cl_edge *e)
+{
+	struct arf_cluster *cl = f->cl;
+	const unsigned N = cl->n;
+	const uint64_t U = f->unit;
+	if (lim == 0 || lim > ARF_CL_EDGE_MAX || n_stripes > (size + U - 1) / U)
+		return -EINVAL;
+	for (uint64_t s = 0; s < n_stripes; s++)
+		e[s] = (struct arf_cl_edge){ 0 };
+	uint64_t obj[ARF_CLUSTER_MAX];
+	int rc = arf_cl_objects(f, n_stripes, obj);
+	if (rc < 0)
+		return rc;
+	uint64_t next[ARF_CLUSTER_MAX];           /* each server's next stripe */
+	for (unsigned k = 0; k < N; k++)
+		next[k] = arf_cl_slot(f->first, N, k);
+	uint64_t *ab = malloc(ARF_CL_EDGES_BATCH * 16 * (size_t)N);
+	if (!ab) {
+		snprintf(f->msg, sizeof f->msg, "out of memory");
+		return -ENOMEM;
+	}
+	int err = 0;
+	/* bounded: every round moves each server with stripes left on by a batch */
+	for (uint64_t round = 0; round <= n_stripes && !err; round++) {
+		struct fan fo = { .m = 0 };
+		uint64_t from[ARF_CLUSTER_MAX];
+		unsigned cnt[ARF_CLUSTER_MAX];
+		for (unsigned k = 0; k < N; k++) {
+			from[k] = next[k];
+			cnt[k] = 0;
+			if (next[k] >= n_stripes)
+				continue;
+			if (!obj[k]) {             /* no object: zeros there, not found */
+				next[k] = n_stripes;
+				continue;
+			}
+			uint64_t *a = ab + (size_t)k * ARF_CL_EDGES_BATCH * 2;
+			for (uint64_t s = next[k]; s < n_stripes && cnt[k] < ARF_CL_EDGES_BATCH; s += N) {
+				uint64_t len = size - s * U < U ? size - s * U : U;
+				a[2 * cnt[k]] = s / N * U;
+				a[2 * cnt[k] + 1] = len | (s == 0 ? EDGE_NOHEAD : 0);
+				cnt[k]++;
+			}
+			next[k] = from[k] + (uint64_t)cnt[k] * N;
+			int64_t args[4] = { (int64_t)obj[k], (int64_t)f->obj_gen[k], cnt[k], lim };
+			struct arc_exec *x = fan_add(&fo, cl, k, &cl->s[k].data, "edges", args, 4);
+			x->argbytes = a;
+			x->argbytes_len = (size_t)cnt[k] * 16;
+			x->out_max = (uint64_t)cnt[k] * (16 + 2 * (uint64_t)lim);
+		}
+		if (fo.m == 0)
+			break;
+		for (unsigned i = 0; i < fo.m; i++) {
+			rc = srv_ready(cl, fo.who[i], f->msg, sizeof f->msg);
+			if (rc < 0) {
+				free(ab);
+				return rc;
+			}
+		}
+		fan_run(&fo);
+		for (unsigned i = 0; i < fo.m; i++) {
+			unsigned k = fo.who[i];
+			struct arc_exec *x = &fo.xv[i];
+			const uint8_t *o = x->out;
+			size_t ol = (size_t)x->out_len, at = 0;
+			if (fo.rcs[i] != 0) {
+				if (!err)
+					err = run_fail(f, k, "edges", x, fo.rcs[i]);
+			} else if (x->value != (int64_t)cnt[k]) {
+				if (!err && x->value < 0)
+					err = (int)x->value;
+				else if (!err)
+					goto bad;
+			} else {
+				for (unsigned c = 0; c < cnt[k] && !err; c++) {
+					uint64_t s = from[k] + (uint64_t)c * N;
+					uint64_t len = size - s * U < U ? size - s * U : U;
+					uint64_t h[2];
+					if (ol - at < 16)
+						goto bad;
+					memcpy(h, o + at, 16);
+					at += 16;
+					if (h[0] == EDGE_NONE && h[1] == EDGE_NONE)
+						continue;
+					if (h[0] > len || h[1] > len || h[0] + h[1] > len ||
+					    (s == 0 && h[0] != 0) || ol - at < h[0] + h[1])
+						goto bad;
+					e[s].head = h[0] ? malloc(h[0]) : NULL;
+					e[s].tail = h[1] ? malloc(h[1]) : NULL;
+					if ((h[0] && !e[s].head) || (h[1] && !e[s].tail)) {
+						snprintf(f->msg, sizeof f->msg, "out of memory");
+						err = -ENOMEM;
+						break;
+					}
+					if (h[0])
+						memcpy(e[s].head, o + at, h[0]);
+					if (h[1])
+						memcpy(e[s].tail, o + at + h[0], h[1]);
+					at += h[0] + h[1];
+					e[s].head_len = (uint32_t)h[0];
+					e[s].tail_len = (uint32_t)h[1];
+					e[s].found = 1;
+				}
+				if (!err && at != ol)
+					goto bad;
+			}
+			free(x->out);
+			x->out = NULL;
+			continue;
+bad:
+			snprintf(f->msg, sizeof f->msg, "data server %s: edges: malformed reply",
+			         cl->s[k].name);
+			err = -EIO;
+			free(x->out);
+			x->out = NULL;
+		}
+	}
+	free(ab);
+	if (err) {
+		for (uint64_t s = 0; s < n_stripes; s++) {
+			free(e[s].head);
+			free(e[s].tail);
+			e[s] = (struct arf_cl_edge){ 0 };
+		}
+	}
+	return err;
+}
+
 int arf_cl_exec(struct arf_cl_file *f, const unsigned *who, struct arc_exec *const *xs,
                 int *rcs, unsigned m, const char *what)
 {

@@ -16,6 +16,8 @@
  *                                            short: call again for the rest)
  *   setattr(ino, valid, mode, uid, gid, atime, mtime)   -> 0
  *   fsync(ino, gen)                          -> 0 once its blocks and inode are durable
+ *   edges(ino, gen, n, lim)                  arf grep's: n pieces' first and last partial
+ *                                            lines (args: u64 off, len each) -> n
  * gen: the inode's generation when the caller opened it, or 0 for any: a file deleted and its
  * inode number reused since (by another client) is ESTALE, not someone else's file.  Every
  * result is >= 0 or a negative Linux errno.  Nothing from the client or the image is trusted:
@@ -772,6 +774,101 @@ long readv(u64 ino, u64 n, u64 gen)
 			break;
 	}
 	return (long)total;
+}
+
+/* ---------------------------------------------------------------- edges (arf grep)
+ * arf grep on a cluster (docs/cluster.md, "arf grep on a cluster") joins the lines that cross
+ * stripe boundaries from each stripe's first and last partial lines.  edges(ino, gen, n, lim)
+ * finds them for n pieces of the file (object) ino in one run: args holds n pairs of u64
+ * (off, len), a stripe's bytes [off, off+len) in the object; bit 63 of len: its head is not
+ * wanted (the file's first stripe).  For each piece the output is u64 hl, u64 tl, then the
+ * hl bytes from off (up to and with the first terminator, searched in the first lim bytes)
+ * and the tl bytes up to off+len after the last terminator (searched in the last lim bytes);
+ * hl = tl = EDGE_NONE when either has no terminator there, the piece reaches past the size,
+ * or a byte searched lies in a hole (zeros: the caller gathers the file).  -> n, or -errno. */
+#define EDGE_LIM_MAX (1ul << 20)       /* lim's largest */
+#define EDGES_MAX 4096ul               /* pieces a run */
+#define EDGE_NONE (~0ul)
+#define EDGE_NOHEAD (1ul << 63)
+
+/* Offset of the first '\n' in [from, to) of file c, -1 when there is none, -2 when a byte
+ * there is in a hole or past the extents (zeros), or the extents are damaged. */
+static long nlfind(u64 c, u64 from, u64 to)
+{
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	if (from >= to)
+		return -1;
+	long found = esearch(c, from >> ARF_BLOCK_SHIFT);
+	if (found < 0)
+		return -2;
+	for (u64 idx = (u64)found; from < to; idx++) {   /* at most n extents */
+		if (idx >= n)
+			return -2;
+		u64 e = eat(c, idx);
+		if (!e || !eok(e))
+			return -2;
+		u64 el = e_lblk(e);
+		u64 end = (el + e_len(e)) << ARF_BLOCK_SHIFT;
+		if ((el << ARF_BLOCK_SHIFT) > from || end <= from)
+			return -2;
+		if (end > to)
+			end = to;
+		u64 addr = ((e_pblk(e) + (from >> ARF_BLOCK_SHIFT) - el) << ARF_BLOCK_SHIFT) +
+		           (from & BLOCK_MASK);
+		long r = ar_findb(arf, addr, end - from, '\n');
+		if (r != -1)
+			return (long)(from + ((u64)r - addr));
+		from = end;
+	}
+	return -1;
+}
+
+/* The last '\n' in [from, to) of file c, as nlfind (every byte after it checked too). */
+static long nllast(u64 c, u64 from, u64 to)
+{
+	long t = nlfind(c, from, to);
+	for (u64 k = from; t >= 0 && k < to; k++) {      /* each turn moves past a terminator */
+		long u = nlfind(c, (u64)t + 1, to);
+		if (u == -1)
+			break;
+		t = u;
+	}
+	return t;
+}
+
+long edges(u64 ino, u64 gen, u64 n, u64 lim)
+{
+	long rc = unlocked_file(ino, gen);
+	if (rc <= 0)
+		return rc;
+	u64 c = (u64)rc;
+	if (n > EDGES_MAX || lim == 0 || lim > EDGE_LIM_MAX || (u64)ar_len(AR_ARGS) < n * 16)
+		return -E_INVAL;
+	u64 size = ar_ld64(arf, c + ARF_I_SIZE);
+	for (u64 i = 0; i < n; i++) {
+		u64 off = ar_ld64(AR_ARGS, i * 16), len = ar_ld64(AR_ARGS, i * 16 + 8);
+		u64 nohead = len & EDGE_NOHEAD;
+		len &= ~EDGE_NOHEAD;
+		u64 hl = EDGE_NONE, tl = EDGE_NONE;
+		if (len != 0 && off <= size && len <= size - off) {
+			u64 w = len < lim ? len : lim;
+			long h = nohead ? (long)off - 1 : nlfind(c, off, off + w);
+			long t = h >= -1 ? nllast(c, off + len - w, off + len) : -2;
+			if ((h >= 0 || nohead) && t >= 0) {
+				hl = (u64)(h + 1) - off;
+				tl = off + len - ((u64)t + 1);
+			}
+		}
+		ar_outq(hl);
+		ar_outq(tl);
+		if (hl != EDGE_NONE) {
+			if (hl && read(ino, off, hl, 0) != (long)hl)
+				return -E_IO;
+			if (tl && read(ino, off + len - tl, tl, 0) != (long)tl)
+				return -E_IO;
+		}
+	}
+	return recheck(c, gen, (long)n);
 }
 
 /* ---------------------------------------------------------------- seek */

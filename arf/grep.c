@@ -77,6 +77,10 @@ struct state {
 	size_t seg_srv_len;
 	uint8_t seg_srv_id[AR_ID_LEN];
 	int srv_tried;                 /* cluster_servers_ready compiled g_srv (or could not) */
+	int srv_counts;                /* g_srv counts (-c, -l, -L, -q kept): the servers return
+	                                * counts, not lines */
+	int64_t srv_limit;             /* counts: the count that settles the answer (-l, -L,
+	                                * -q: 1; -m NUM: NUM), -1: none */
 	/* UTF-8 context on the fast path (grep_needs_exact): the patterns on the exact path,
 	 * for a file whose records hold a line with an encoding error (owned by g), and their
 	 * arf segment; made on first use, on the main thread (twin_ready) */
@@ -367,15 +371,19 @@ static int cluster_scan(struct grep *g, struct cl_res *r, const uint8_t *data, s
  * finds exactly the file's lines there: it runs the one-server segment (g_srv's, over its
  * object: "grep" from the window's start, records past the window's end dropped).  The
  * lines across a boundary, [we of s, ws of s+1), and the file's last partial line are
- * joined here from the stripes' edges (CL_EDGE bytes read at each end) and scanned by the
- * same patterns in the client.  The records come back in file order with file offsets; the
- * count is theirs; line numbers (-n) by prefix sums of each part's lines.  Anything this
+ * joined here from the stripes' edges (their first and last partial lines, searched in
+ * CL_EDGE bytes at each end by data.pno's edges on every server at once: arf_cl_edges) and
+ * scanned by the same patterns in the client.  The records come back in file order with
+ * file offsets; the count is theirs; line numbers (-n) by prefix sums of each part's lines.
+ * Counts (-c, -l, -L, -q: st->srv_counts): each window's count comes back instead of its
+ * lines, the boundary lines are counted here, the sum clamped at the limit.  Anything this
  * does not cover goes back to the gather (return 1): an edge without a terminator in
- * CL_EDGE bytes (a line that long at a boundary), a NUL in an edge or a window found binary
- * (the decision is the whole file's), a window whose scan ran past its end with -n (its
- * line count is then unknown), options that need the order across stripes (-A/-B/-C, -m),
- * -z, UTF-8, the exact matcher (cluster_servers_can). */
-#define CL_EDGE 4096u
+ * CL_EDGE bytes (a line that long at a boundary) or in a hole, a NUL in a boundary line or
+ * a window found binary (the decision is the whole file's), a window whose scan stopped
+ * short of its end with -n or a count (its line count, its count, is then unknown), options
+ * that need the order across stripes (-A/-B/-C, -m with lines), -z, UTF-8, the exact
+ * matcher (cluster_servers_can). */
+#define CL_EDGE 8192u
 
 struct cl_recs {                   /* records, line numbers counted from the part's start */
 	uint8_t *p;
@@ -448,6 +456,44 @@ static void recs_append(struct cl_recs *dst, const struct cl_recs *src, size_t h
 
 static int cluster_servers_ready(struct state *st);
 
+/* The lines across each boundary of w[0..nst), [we of s, ws of s+1), and the file's last
+ * partial line, joined from the edges and scanned here by the servers' patterns: their
+ * records to w[s].edge (lines mode), or (counts) their count added to *total.  0, 1: gather
+ * instead (a line found binary), -1: reported. */
+static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win *w,
+                              uint64_t nst, size_t hdr, int counts, int64_t *total)
+{
+	for (uint64_t s = 0; s < nst; s++) {
+		size_t jl = w[s].tail_len + (s + 1 < nst ? w[s + 1].head_len : 0);
+		if (jl == 0)
+			continue;
+		uint8_t *jb = malloc(jl);
+		if (!jb)
+			die("%s", "memory exhausted");
+		if (w[s].tail_len)
+			memcpy(jb, w[s].tail, w[s].tail_len);
+		if (s + 1 < nst && w[s + 1].head_len)
+			memcpy(jb + w[s].tail_len, w[s + 1].head, w[s + 1].head_len);
+		int64_t v;
+		size_t ol;
+		int rc = cluster_scan(st->g_srv, r, jb, jl, &v, &ol);
+		if (!counts)
+			for (size_t i = 0; i < jl; i++)
+				w[s].edge_lines += jb[i] == '\n';
+		free(jb);
+		if (rc != 0)
+			return -1;
+		if (v & 1)
+			return 1;
+		if (counts)
+			*total += v >> 2;
+		else if (recs_take(&w[s].edge, &w[s].count, hdr, r->out->buf, ol, 0, jl,
+		                   (int64_t)w[s].we) != 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* 0 with the records and value, 1: gather instead, -1: reported. */
 static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file *f,
                            struct cl_res *r, uint64_t size, uint8_t **recs, size_t *recs_len,
@@ -457,10 +503,12 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	const unsigned N = k->cl_n;
 	const int numbers = st->a.o.line_number;
 	const size_t hdr = numbers ? 24 : 16;
+	const int counts = st->srv_counts;
+	const int64_t limit = st->srv_limit;
 	uint64_t nst = (size + U - 1) / U;
 	int res = 1;
 	struct cl_win *w = calloc(nst ? nst : 1, sizeof *w);
-	uint8_t *e = malloc(2 * CL_EDGE);
+	struct arf_cl_edge *e = calloc(nst ? nst : 1, sizeof *e);
 	if (!w || !e)
 		die("%s", "memory exhausted");
 	/* a file of one stripe (most files of a source tree): its window is the whole file,
@@ -470,34 +518,43 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	const int whole = nst == 1;
 	if (whole)
 		w[0].we = size;
-	/* the edges */
-	for (uint64_t s = 0; s < nst && !whole; s++) {
-		uint64_t a = s * U, b = a + U < size ? a + U : size, len = b - a;
-		size_t hl = len < CL_EDGE ? (size_t)len : CL_EDGE, tl = hl;
-		uint8_t *h = e, *t = e + CL_EDGE;
-		int64_t n = arf_cl_read(f, a, h, hl);
-		if (n == (int64_t)hl)
-			n = len <= CL_EDGE ? (memcpy(t, h, hl), (int64_t)tl) : arf_cl_read(f, b - tl, t, tl);
-		if (n < 0) {
-			res_error(r, n == -EIO ? arf_cl_errmsg(f) : strerror((int)-n));
+	/* the edges: every stripe's first and last partial lines, from all its servers in one
+	 * Cooperation (arf_cl_edges; a batch of up to ARF_CL_EDGES_BATCH stripes a server) */
+	if (!whole) {
+		int rc = arf_cl_edges(f, size, nst, CL_EDGE, e);
+		if (rc < 0) {
+			res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
 			res = -1;
 			goto out;
 		}
-		if (n != (int64_t)tl || memchr(h, 0, hl) || memchr(t, 0, tl))
+	}
+	for (uint64_t s = 0; s < nst && !whole; s++) {
+		uint64_t a = s * U, b = a + U < size ? a + U : size;
+		if (!e[s].found || memchr(e[s].head ? e[s].head : (uint8_t *)"", 0, e[s].head_len) ||
+		    memchr(e[s].tail ? e[s].tail : (uint8_t *)"", 0, e[s].tail_len))
 			goto out;
-		uint8_t *p = memchr(h, '\n', hl), *q = memrchr(t, '\n', tl);
-		if (!p || !q)
+		w[s].ws = a + e[s].head_len;
+		w[s].we = b - e[s].tail_len;
+		w[s].head_len = e[s].head_len;
+		w[s].tail_len = e[s].tail_len;
+		w[s].head = e[s].head;
+		w[s].tail = e[s].tail;
+		e[s].head = e[s].tail = NULL;
+	}
+	/* counts (-c, -l, -L, -q): the lines across boundaries first, here; when they settle
+	 * the answer (limit selected lines: -l, -L, -q one, -m NUM), no server scans.  A line
+	 * without a NUL is selected whatever the binary decision (a NUL elsewhere splits other
+	 * lines only), so this holds before the servers' binary pass; not under -I, which drops
+	 * a binary file's lines */
+	int64_t total = 0;
+	if (counts && !whole) {
+		int rc = cluster_edges_scan(st, r, w, nst, hdr, counts, &total);
+		if (rc != 0) {
+			res = rc;
 			goto out;
-		w[s].ws = s == 0 ? 0 : a + (uint64_t)(p - h) + 1;
-		w[s].we = b - tl + (uint64_t)(q - t) + 1;
-		w[s].head_len = (size_t)(w[s].ws - a);
-		w[s].tail_len = (size_t)(b - w[s].we);
-		w[s].head = malloc(w[s].head_len + 1);
-		w[s].tail = malloc(w[s].tail_len + 1);
-		if (!w[s].head || !w[s].tail)
-			die("%s", "memory exhausted");
-		memcpy(w[s].head, h, w[s].head_len);
-		memcpy(w[s].tail, t + tl - w[s].tail_len, w[s].tail_len);
+		}
+		if (limit > 0 && total >= limit && !st->a.o.binary_nomatch)
+			goto done;
 	}
 	/* the windows: each server its stripes in order, one Cooperation a round */
 	uint64_t obj[ARF_CLUSTER_MAX];
@@ -585,19 +642,32 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 				struct grep_arf_state ns;
 				memcpy(&ns, t + 1, sizeof ns);
 				uint64_t s = cur[j], obase = s / N * U;
+				/* counts: the segment counted (its output: scratch copies of lines
+				 * across extents at most); the count settles a window once it reaches
+				 * the limit (the scan stopped at that line) */
+				int settled = counts && limit > 0 && ns.count >= limit;
+				/* where a finished scan stops: the window's end; a whole file's
+				 * unterminated last line one past it */
+				uint64_t end = we_obj[j] + (whole && ns.noeol ? 1 : 0);
 				if (ns.bin > 0) {
 					bad = bad ? bad : 1;            /* binary: gather */
 				} else if (ns.pos <= gs[j].pos && t[0]) {
 					bad = bad ? bad : -EPROTO;      /* no progress */
-				} else if (recs_take(&w[s].win, &w[s].count, hdr, o, ol - GREP_ARF_TRAILER,
+				} else if (ns.count < 0 || (counts && (uint64_t)ns.pos > end)) {
+					bad = bad ? bad : -EPROTO;
+				} else if (!counts &&
+				           recs_take(&w[s].win, &w[s].count, hdr, o, ol - GREP_ARF_TRAILER,
 				                     ws_obj[j], we_obj[j],
 				                     (int64_t)(s * U) - (int64_t)obase) != 0) {
 					bad = bad ? bad : -EPROTO;
 				} else if (!t[0] || (uint64_t)ns.pos >= we_obj[j]) {
-					/* this window is done; its line count is exact only when the
-					 * scan stopped at its end */
-					if ((numbers || whole) && (uint64_t)ns.pos != we_obj[j])
+					/* this window is done; its line count (and in counts its count) is
+					 * exact only when the scan stopped at its end */
+					if ((numbers || whole || counts) && (uint64_t)ns.pos != end &&
+					    !settled)
 						bad = bad ? bad : 1;
+					if (counts)
+						w[s].count = ns.count;
 					w[s].noeol = ns.noeol != 0;
 					w[s].lines = ns.lineno;
 					cur[j] += N;
@@ -625,32 +695,29 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			res = -1;
 			goto out;
 		}
+		/* counts: once what is counted reaches the limit, the rest is not needed.  Every
+		 * server has made its binary pass over its object by now (its first run, round
+		 * 0), so no NUL is left to change the answer */
+		if (counts && limit > 0) {
+			int64_t sum = total;
+			for (uint64_t s = 0; s < nst; s++)
+				sum += w[s].count;
+			for (unsigned j = 0; j < N; j++)
+				if (cur[j] < nst && gs[j].pos >= 0)
+					sum += gs[j].count;
+			if (sum >= limit)
+				goto done;
+		}
 	}
-	/* the lines across boundaries, and the last one, here */
-	for (uint64_t s = 0; s < nst; s++) {
-		size_t jl = w[s].tail_len + (s + 1 < nst ? w[s + 1].head_len : 0);
-		if (jl == 0)
-			continue;
-		uint8_t *jb = malloc(jl);
-		if (!jb)
-			die("%s", "memory exhausted");
-		memcpy(jb, w[s].tail, w[s].tail_len);
-		if (s + 1 < nst)
-			memcpy(jb + w[s].tail_len, w[s + 1].head, w[s + 1].head_len);
-		int64_t v;
-		size_t ol;
-		rc = cluster_scan(st->g_srv, r, jb, jl, &v, &ol);
-		for (size_t i = 0; i < jl; i++)
-			w[s].edge_lines += jb[i] == '\n';
-		free(jb);
+	/* lines: the lines across boundaries, and the last one, here */
+	if (!counts) {
+		rc = cluster_edges_scan(st, r, w, nst, hdr, counts, &total);
 		if (rc != 0) {
-			res = -1;
+			res = rc;
 			goto out;
 		}
-		if ((v & 1) || recs_take(&w[s].edge, &w[s].count, hdr, r->out->buf, ol, 0, jl,
-		                         (int64_t)w[s].we) != 0)
-			goto out;
 	}
+done:;
 	/* in file order, line numbers by prefix sums */
 	struct cl_recs all = { 0 };
 	int64_t count = 0, lines = 0;
@@ -660,6 +727,11 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		recs_append(&all, &w[s].edge, hdr, lines);
 		lines += w[s].edge_lines;
 		count += w[s].count;
+	}
+	if (counts) {
+		count += total;
+		if (limit >= 0 && count > limit)
+			count = limit;
 	}
 	int noeol = nst > 0 && (whole ? w[0].noeol : w[nst - 1].tail_len > 0);
 	*recs = all.p;
@@ -672,6 +744,8 @@ out:
 		free(w[s].tail);
 		free(w[s].win.p);
 		free(w[s].edge.p);
+		free(e[s].head);
+		free(e[s].tail);
 	}
 	free(w);
 	free(e);
@@ -1898,24 +1972,45 @@ static void grep_operand(struct state *st, const char *arg)
 }
 
 /* Whether a cluster's files can be scanned in their data servers (cluster_servers): the
- * options whose output depends only on each line and the count. */
+ * options whose output depends only on each line and the count; -m, -A, -B and -C only with
+ * -c, -l, -L or -q (a count, clamped at -m: the lines -m selects and the context around them
+ * depend on the order across stripes). */
 static int cluster_servers_can(const struct state *st)
 {
 	const struct grep_opts *o = &st->a.o;
-	return !grep_is_exact(st->g) && o->before < 0 && o->after < 0 &&
-	       o->max_count < 0 && !o->null_data && !o->utf8 && !st->local && !st->no_read &&
-	       !getenv("ARF_GREP_CLUSTER_GATHER");
+	int counts = o->count || o->list || o->list_nomatch || o->quiet;
+	return !grep_is_exact(st->g) && ((o->before < 0 && o->after < 0) || counts) &&
+	       (o->max_count < 0 || counts) && !o->null_data && !o->utf8 && !st->local &&
+	       !st->no_read && !getenv("ARF_GREP_CLUSTER_GATHER");
 }
 
-/* The patterns again without -c, -l, -L, -q (the servers return the lines, the client
- * counts them), and their arf segment; on any failure the gather serves. */
+/* The patterns again for the servers, and their arf segment; on any failure the gather
+ * serves.  With -c, -l, -L or -q they count (each window's count, or its first selected
+ * line: arfscan's count_only and stop_first; ARF_GREP_CLUSTER_LINES=1 turns that off, for
+ * the test that compares the bytes sent), with -m NUM stopping at NUM: no line crosses
+ * the network, and the client adds the counts up and clamps them at -m.  Otherwise
+ * without -c, -l, -L, -q: each server returns its lines, the client counts them. */
 static void cluster_servers_compile(struct state *st)
 {
-	struct grep_opts saved = st->a.o;
-	st->a.o.count = st->a.o.list = st->a.o.list_nomatch = st->a.o.quiet = 0;
+	struct grep_opts saved = st->a.o, *o = &st->a.o;
+	int counts = (o->count || o->list || o->list_nomatch || o->quiet) &&
+	             !getenv("ARF_GREP_CLUSTER_LINES");
+	if (counts) {
+		int64_t lim = o->max_count;
+		if ((o->list || o->list_nomatch || o->quiet) && (lim < 0 || lim > 1))
+			lim = 1;
+		st->srv_limit = lim;
+		/* what only formats lines: not needed to count them */
+		o->line_number = o->byte_offset = o->only = o->color = o->initial_tab = 0;
+		o->before = o->after = -1;
+	} else {
+		o->count = o->list = o->list_nomatch = o->quiet = 0;
+		st->srv_limit = -1;
+	}
 	FILE *quiet = fopen("/dev/null", "w");     /* its warnings were printed once */
 	char err[256];
-	if (quiet && grep_args_compile(&st->a, prog, quiet, &st->g_srv) == 0 &&
+	if (quiet && (counts || (o->max_count < 0 && o->before < 0 && o->after < 0)) &&
+	    grep_args_compile(&st->a, prog, quiet, &st->g_srv) == 0 &&
 	    !grep_is_exact(st->g_srv) &&
 	    grep_arf_segment(st->g_srv, &st->seg_srv, &st->seg_srv_len, err, sizeof err) == 0)
 		isa_seg_id(st->seg_srv, st->seg_srv_len, st->seg_srv_id);
@@ -1924,6 +2019,7 @@ static void cluster_servers_compile(struct state *st)
 	if (quiet)
 		fclose(quiet);
 	st->a.o = saved;
+	st->srv_counts = counts && st->seg_srv;
 }
 
 /* The servers' segment, compiled when the first file of a cluster comes: most runs meet

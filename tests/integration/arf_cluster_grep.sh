@@ -69,6 +69,16 @@ awk -v u=$U 'BEGIN { print "first foo"; w = "qwertyuiop";
 awk -v u=$U 'BEGIN { for (i = 0; i < 3 * u / 16; i++) printf "needle line %4d\n", i % 10000 }' >"$d/binmid"
 printf 'x\0y' | dd of="$d/binmid" bs=1 seek=$((2 * U + 100)) conv=notrunc 2>/dev/null
 printf 'small needle\nfoo\nend' >"$d/small"
+# every: 8.5 stripes of lines of 17 to 83 bytes (the boundaries fall at many places in a
+# line), each with needle, every third with foo; bigedge: a 20 000-byte line (longer than
+# the edges searched, shorter than a stripe) across the first boundary
+awk -v u=$U 'BEGIN { pos = 0; i = 0; w = "abcdefghijklmnopqrstuvwxyz0123456789 ";
+	while (pos < 8 * u + u / 2) { n = 17 + (i * 37) % 67; s = sprintf("needle %d %s", i, (i % 3) ? "" : "foo ");
+		while (length(s) < n - 1) s = s substr(w, 1 + (i + length(s)) % 37, 1);
+		print s; pos += n; i++ } }' >"$d/every"
+awk -v u=$U 'BEGIN { for (pos = 0; pos < u - 5000; pos += 50) printf "%049d\n", pos;
+	for (i = 0; i < 20000; i++) printf "%s", (i == 12000 ? "needle" : "x"); print "";
+	print "ab needle cd"; print "the end foo" }' >"$d/bigedge"
 # UTF-8 context beside lines with encoding errors (the gather runs such a file again on the
 # exact path)
 printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8 needle\n' >"$d/ctxenc"
@@ -81,7 +91,7 @@ run "$BUILD/arf" import "$d" "$M:/g"; check_rc "import" 0 $?
 
 mkdir -p "$tmp/bin"
 ln -s /usr/bin/grep "$tmp/bin/grep"
-files='empty empty2 small nonl greek crlf binary nuls long words rep zdata nonl_edge longline binmid'
+files='empty empty2 small nonl greek crlf binary nuls long words rep zdata nonl_edge longline binmid every bigedge'
 for D in -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6 7 8; do files="$files edge_$D"; done
 remote=
 for f in $files; do remote="$remote $M:/g/$f"; done
@@ -111,6 +121,64 @@ check -b -o -e 'needle'
 check -C 3 -n -b needle
 check -F -x 'ab needle cd'
 check -n needle nosuch
+# counts (-c, -l, -L, -q): the data servers count each window, the client adds the lines
+# across boundaries (each once) and clamps at -m; with -v, -i, -w, -x, context, -I
+for o in "-c" "-c -v" "-l" "-L" "-q" "-l -v" "-L -v" "-q -v" "-c -m 1" "-c -m 2" "-c -m 3" \
+         "-c -m 4" "-c -m 5" "-c -m 1500" "-c -m 4 -v" "-c -m 2000 -v" "-l -m 1" "-L -m 2" \
+         "-q -m 3" "-c -i" "-c -w" "-c -x" "-c -o -n -b" "-c -C 2" "-l -A 1" "-L -B 3" \
+         "-c -I" "-l -I" "-c -m 2 -I" "-c -h" "-c -m 3 -x -v"; do
+	for p in needle 'ab needle cd' foo 'd$' 'NEEDLE [0-9]*5 '; do
+		# shellcheck disable=SC2086
+		check $o -e "$p"
+	done
+done
+check -c -i -e 'NEEDLE [0-9]*5 ' -e zzz
+# counts over files of their own 4 KiB unit (arf import --stripe-unit): 14 files of 100 to
+# 40 000 bytes, lines of 0 to 200 bytes of random words and in the last five one in 50 of
+# 3 000 to 9 000 (longer than the edges searched, than a stripe: those files gathered), a NUL
+# in two, no final newline in two
+# (awk's rand from a fixed seed)
+r=$tmp/r
+mkdir -p "$r"
+awk -v dir="$r" 'BEGIN { srand(18); split("ab needle cd x foo NEEDLE a b", w, " ");
+	split("100 4000 4096 8191 8192 8193 12288 20000 40000 40000 12288 8193 4096 30000", sz, " ");
+	split("0 1 2 5 10 30 80 200 40 60 20 15 25", ll, " "); split("3000 5000 9000", lo, " ");
+	for (i = 1; i <= 14; i++) {
+		f = dir "/f" i; n = sz[i]; pos = 0; s = ""
+		while (pos < n) {
+			L = i > 9 && rand() < 0.02 ? lo[1 + int(rand() * 3)] : ll[1 + int(rand() * 13)]; line = ""
+			while (length(line) < L) line = line w[1 + int(rand() * 8)] " "
+			line = substr(line, 1, L)
+			if (pos + L + 1 > n) line = substr(line, 1, n - pos - 1)
+			printf "%s\n", line > f; pos += length(line) + 1
+		}
+		close(f) } }'
+printf 'x\0y' | dd of="$r/f3" bs=1 seek=2000 conv=notrunc 2>/dev/null
+printf 'x\0y' | dd of="$r/f9" bs=1 seek=30000 conv=notrunc 2>/dev/null
+printf 'x\0y' | dd of="$r/f12" bs=1 seek=8000 conv=notrunc 2>/dev/null
+head -c 19999 "$r/f8" >"$r/f8.t" && mv "$r/f8.t" "$r/f8"
+head -c 8190 "$r/f5" >"$r/f5.t" && mv "$r/f5.t" "$r/f5"
+run "$BUILD/arf" import --stripe-unit 4096 "$r" "$M:/g/r"; check_rc "import (4 KiB)" 0 $?
+files_c=$files remote_c=$remote d_c=$d
+d=$tmp files= remote=
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do files="$files r/f$i"; remote="$remote $M:/g/r/f$i"; done
+for o in "-c" "-c -v" "-l" "-L" "-q" "-c -m 1" "-c -m 3" "-c -m 7 -v" "-l -v" "-L -x" "-c -x" \
+         "-c -w" "-c -m 2 -x -v" "-c -I" "-n"; do
+	for p in needle 'ab' '^$' 'cd$' '^a'; do
+		# shellcheck disable=SC2086
+		check $o -e "$p"
+	done
+done
+d=$d_c files=$files_c remote=$remote_c
+
+# the same with the servers returning lines (what they did before counts)
+export ARF_GREP_CLUSTER_LINES=1
+check -c foo
+check -l -v needle
+check -L 'ab needle cd'
+check -c -m 3 -A 1 needle
+unset ARF_GREP_CLUSTER_LINES
+
 # the same lines gathered and scanned in the client (what the servers' scan falls back to)
 export ARF_GREP_CLUSTER_GATHER=1
 check -c needle
@@ -174,6 +242,41 @@ for mode in servers gather; do
 	elif [ $mode = gather ] && [ "$sent" -ge "$size" ]; then ok
 	else bad "$mode: the data servers sent $sent bytes of a $size-byte file"; fi
 done
+
+# counts cross as counts: -c and -l of a file whose every line is selected send no line
+# (the edges' partial lines and a trailer a window), and the edges of all stripes are one
+# request a server (before: two reads a stripe, one after another)
+stat_sum() {
+	n=0
+	for e in "$ep_1" "$ep_2" "$ep_3"; do
+		b=$("$BUILD/arc" stats "$e" | sed -n "s/^$1 //p")
+		n=$((n + ${b:-0}))
+	done
+	echo "$n"
+}
+size=$(stat -c %s "$d/every")
+nst=$(( (size + U - 1) / U ))
+for mode in lines counts; do
+	for o in -c -l; do
+		want=$(cd "$d" && /usr/bin/grep $o needle every)
+		b0=$(outbytes)
+		if [ $mode = lines ]; then export ARF_GREP_CLUSTER_LINES=1; fi
+		run "$BUILD/arf" grep $o needle "$M:/g/every"; check_rc "grep $o ($mode)" 0 $?
+		unset ARF_GREP_CLUSTER_LINES
+		same "grep $o ($mode)" "$(sed "s#$M:/g/##" "$tmp/out")" "$want"
+		sent=$(( $(outbytes) - b0 ))
+		if [ $mode = lines ] && [ $o = -c ] && [ "$sent" -ge $((size / 2)) ]; then ok
+		elif [ $mode = lines ] && [ $o = -l ]; then ok
+		elif [ $mode = counts ] && [ "$sent" -lt 8192 ]; then ok
+		else bad "grep $o ($mode): the data servers sent $sent bytes of a $size-byte file"; fi
+	done
+done
+x0=$(stat_sum exec.requests)
+run "$BUILD/arf" grep -c zzzz "$M:/g/every"; check_rc "grep -c zzzz" 1 $?
+x=$(( $(stat_sum exec.requests) - x0 ))
+# a connection's lookup of /stripes, the objects' lookups and the edges (3 each), a
+# window a stripe
+if [ "$x" -le $((nst + 9)) ]; then ok; else bad "grep -c of $nst stripes: $x requests to the data servers"; fi
 
 # ---- a killed data server: grep's error, naming it, within 10 s
 kill -KILL "$pid_2"

@@ -9,7 +9,9 @@
  * table of ranges, 16 TiB edges, errors, splits and removals over 300 extents, ENOSPC), and
  * crashes: a write that splits an extent block, a truncate that cuts the chain and punches
  * that split and remove extents, stopped by fuel at every point in forked servers that are
- * then SIGKILLed (fsck clean, the file as before or as after).  Every file is compared with a
+ * then SIGKILLed (fsck clean, the file as before or as after); edges (arf grep's partial
+ * lines of a file's pieces) against the model, around a hole and a line past the limit, and
+ * its refusals.  Every file is compared with a
  * model kept here.  After each phase arfd is stopped and arf_fsck must find the image clean.
  * Prints "N passed, N failed" last.
  */
@@ -441,6 +443,148 @@ static void test_extents(const char *img)
 	      "g's chain: %u blocks holding %" PRIu64 " of %" PRIu32 " extents (a split adds a block)",
 	      nb, inc, ne);
 	fsck_clean("after hole fills", img);
+}
+
+/* ---- edges (arf grep on a cluster): a piece's first and last partial lines ---- */
+
+#define EDGE_NONE UINT64_MAX
+#define EDGE_NOHEAD (1ull << 63)
+
+/* edges over pieces pc[0..n) (u64 off, len each) with lim: the value, the output in *out
+ * (freed by the caller), NULL when the run failed. */
+static int64_t edges_run(struct arf_seg *sg, uint64_t ino, uint64_t gen, const uint64_t *pc,
+                         size_t nbytes, int64_t n, int64_t lim, uint8_t **out, size_t *out_len)
+{
+	struct arc_exec x = { .out_max = 1u << 22 };
+	int64_t a[4] = { (int64_t)ino, (int64_t)gen, n, lim };
+	int64_t v = arf_seg_run(sg, &x, "edges", a, 4, pc, nbytes);
+	*out = x.out;
+	*out_len = (size_t)x.out_len;
+	return v;
+}
+
+/* The model's hole (edges answers none when it searches a byte there). */
+#define EDGE_HOLE_A (160u << 10)
+#define EDGE_HOLE_B (176u << 10)
+static int in_hole(uint64_t a, uint64_t b)
+{
+	return a < EDGE_HOLE_B && b > EDGE_HOLE_A;
+}
+
+/* What edges must answer for the piece [off, off+len) of m (nohead: no head asked), in the
+ * model's bytes: hl, tl and the bytes, appended to e.  The head's search reads up to its
+ * terminator, the tail's the whole last lim bytes. */
+static void edge_model(const struct model *m, uint64_t off, uint64_t len, int nohead,
+                       uint64_t lim, uint8_t *e, size_t *el)
+{
+	uint64_t hl = EDGE_NONE, tl = EDGE_NONE;
+	if (len && off <= m->size && len <= m->size - off) {
+		uint64_t w = len < lim ? len : lim;
+		const unsigned char *h = memchr(m->b + off, '\n', w);
+		const unsigned char *t = NULL;
+		for (uint64_t i = off + len - w; i < off + len; i++)
+			if (m->b[i] == '\n')
+				t = m->b + i;
+		if (!nohead && in_hole(off, h ? (uint64_t)(h - m->b) + 1 : off + w))
+			h = NULL;
+		if (in_hole(off + len - w, off + len))
+			t = NULL;
+		if ((h || nohead) && t) {
+			hl = nohead ? 0 : (uint64_t)(h - (m->b + off)) + 1;
+			tl = off + len - (uint64_t)(t - m->b) - 1;
+		}
+	}
+	memcpy(e + *el, &hl, 8);
+	memcpy(e + *el + 8, &tl, 8);
+	*el += 16;
+	if (hl != EDGE_NONE) {
+		memcpy(e + *el, m->b + off, hl);
+		memcpy(e + *el + hl, m->b + off + len - tl, tl);
+		*el += hl + tl;
+	}
+}
+
+static void test_edges(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_seg sg;
+	char err[512];
+	if (arf_seg_open(&sg, k.a, dataseg, NULL, NULL, err, sizeof err) != 0) {
+		CHECK(0, "data.pno: %s", err);
+		unserve(&k);
+		return;
+	}
+	/* lines of 1 to 97 bytes over 200 KiB, a block of 5000 bytes without a terminator at
+	 * 70 000, and a hole from 160 KiB to 176 KiB */
+	struct model e = { 0 };
+	e.ino = (uint64_t)create(&k, "edges");
+	static unsigned char buf[200 << 10];
+	for (size_t i = 0, n = 0; i < sizeof buf; i++, n++) {
+		buf[i] = (n % 97 == 96 || (i * 7919) % 89 == 3) ? '\n' : (unsigned char)('a' + i % 26);
+		if (buf[i] == '\n')
+			n = 0;
+	}
+	memset(buf + 70000, 'x', 5000);
+	CHECK(wr(k.d, &e, 0, buf, EDGE_HOLE_A), "edges: write");
+	CHECK(wr(k.d, &e, EDGE_HOLE_B, buf + EDGE_HOLE_B, sizeof buf - EDGE_HOLE_B), "edges: write");
+	struct arf_attr at;
+	CHECK(arf_getattr(k.c, e.ino, &at) == 0, "edges: getattr");
+	/* pieces: across the file at odd places, in and around the long block and the hole,
+	 * past the size, empty, the head not asked */
+	static const uint64_t pcs[][2] = {
+		{ 0, 4096 }, { 0, 4096 | EDGE_NOHEAD }, { 4095, 1 }, { 4096, 65536 }, { 100, 97 },
+		{ 69990, 5020 }, { 70001, 4990 }, { 68000, 9000 }, { 150 << 10, 12 << 10 },
+		{ 163 << 10, 100 }, { 170 << 10, 10 << 10 }, { 190 << 10, 10 << 10 },
+		{ 195 << 10, 6 << 10 }, { 200 << 10, 0 }, { 7, 1 }, { 12345, 54321 | EDGE_NOHEAD },
+	};
+	static const int64_t lims[] = { 1, 50, 97, 4096, 8192, 65536 };
+	size_t np = sizeof pcs / sizeof *pcs;
+	static uint8_t want[1 << 21];
+	for (size_t li = 0; li < sizeof lims / sizeof *lims; li++) {
+		size_t wl = 0;
+		for (size_t i = 0; i < np; i++)
+			edge_model(&e, pcs[i][0], pcs[i][1] & ~EDGE_NOHEAD, !!(pcs[i][1] & EDGE_NOHEAD),
+			           (uint64_t)lims[li], want, &wl);
+		uint8_t *out;
+		size_t ol;
+		int64_t v = edges_run(&sg, e.ino, at.gen, &pcs[0][0], sizeof pcs, (int64_t)np,
+		                      lims[li], &out, &ol);
+		CHECK(v == (int64_t)np && ol == wl && memcmp(out, want, wl) == 0,
+		      "edges, lim %" PRId64 ": %" PRId64 ", %zu bytes of output (want %zu)",
+		      lims[li], v, ol, wl);
+		free(out);
+	}
+	/* refusals: each an errno, nothing read */
+	struct { int64_t n, lim; size_t nbytes; uint64_t gen; int64_t want; const char *what; } bad[] = {
+		{ 4097, 4096, sizeof pcs, at.gen, -EINVAL, "4097 pieces" },
+		{ 2, 0, sizeof pcs, at.gen, -EINVAL, "lim 0" },
+		{ 2, (1 << 20) + 1, sizeof pcs, at.gen, -EINVAL, "lim past 1 MiB" },
+		{ 3, 4096, 47, at.gen, -EINVAL, "args shorter than the pieces" },
+		{ 2, 4096, sizeof pcs, at.gen + 1, -ESTALE, "another generation" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		uint8_t *out;
+		size_t ol;
+		int64_t v = edges_run(&sg, e.ino, bad[i].gen, &pcs[0][0], bad[i].nbytes, bad[i].n,
+		                      bad[i].lim, &out, &ol);
+		CHECK(v == bad[i].want, "edges, %s: %" PRId64 " (want %" PRId64 ")", bad[i].what, v,
+		      bad[i].want);
+		free(out);
+	}
+	uint8_t *out;
+	size_t ol;
+	CHECK(edges_run(&sg, ARF_INO_ROOT, 0, &pcs[0][0], 16, 1, 4096, &out, &ol) == -EISDIR,
+	      "edges of a directory");
+	free(out);
+	CHECK(edges_run(&sg, 1u << 30, 0, &pcs[0][0], 16, 1, 4096, &out, &ol) == -EINVAL,
+	      "edges of an inode number past the table");
+	free(out);
+	arf_seg_close(&sg);
+	free(e.b);
+	unserve(&k);
+	fsck_clean("after edges", img);
 }
 
 static int64_t nblocks_of(struct conn *k, uint64_t ino)
@@ -1645,6 +1789,7 @@ int main(void)
 	CHECK(arf_mkfs(img, 128 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
 	test_roundtrip(img);
 	test_extents(img);
+	test_edges(img);
 	test_fsync(img);
 	test_truncate(img);
 	test_enospc();
