@@ -1154,6 +1154,9 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 #define SELECTED(k) ((line_matches(x->g, v[k].p, v[k].len) == 1) != !!o->invert)
 #define PRLINE(k, ctx) (put_line(x, v[k].p, v[k].len, v[k].off, v[k].lineno, ctx) ? \
                         (void)(lastout = (k) + 1) : (void)0)
+	/* the records may have gaps (the relaxed DFA sends candidate lines and their context,
+	 * not every line): record k follows the one before it in the file */
+#define CONTIG(k) ((k) > 0 && v[k].off == v[(k) - 1].off + v[(k) - 1].len + 1)
 	for (long i = 0; i < n && outleft != 0;) {
 		/* the next selected line, or run of lines under -v: [beg, lim) */
 		long beg = i;
@@ -1167,12 +1170,12 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 		/* prtext(beg, lim): first the pending trailing context, from lastout */
 		if (pending > 0 && lastout < 0)
 			lastout = 0;
-		for (; pending > 0 && lastout < beg; pending--)
+		for (; pending > 0 && lastout < beg && (lastout == 0 || CONTIG(lastout)); pending--)
 			PRLINE(lastout, 1);
 		long p = beg;
-		for (int k = 0; k < o->before && p > (lastout < 0 ? 0 : lastout); k++)
+		for (int k = 0; k < o->before && p > (lastout < 0 ? 0 : lastout) && CONTIG(p); k++)
 			p--;
-		if (fmt_any_output && p != lastout)
+		if (fmt_any_output && (p != lastout || (p > 0 && !CONTIG(p))))
 			sgr(x->f, x->g, "36", "--", 2), fputc('\n', x->f);
 		for (; p < beg; p++)
 			PRLINE(p, 1);
@@ -1190,8 +1193,9 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 	}
 	if (pending > 0 && lastout < 0)
 		lastout = 0;
-	for (; pending > 0 && lastout < n; pending--)
+	for (; pending > 0 && lastout < n && (lastout == 0 || CONTIG(lastout)); pending--)
 		PRLINE(lastout, 1);
+#undef CONTIG
 #undef PRLINE
 #undef SELECTED
 	x->own_seps = 0;

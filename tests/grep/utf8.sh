@@ -330,6 +330,15 @@ run_all() {
 		# shellcheck disable=SC2086
 		check_in=invalid check $o -e a -e x
 	done
+	# context on the relaxed DFA's path (-w with \B: the segment sends the candidate lines
+	# and their context, not every line): "--" where the records skip a line
+	printf '%s\n' '+ ab with' '' '| the ab cat' 'sat {z} * ?' 'é' '' '' '+' 'ab' > ctxgap
+	for o in -A0 -A1 -B1 -C1 '-B2 -n' '-A0 -c' '-A0 -i'; do
+		for p in '\S\B' '[^ ]\B'; do
+			# shellcheck disable=SC2086
+			check -w $o -e "$p" ctxgap
+		done
+	done
 	# \b \B \< \> beside encoding errors: glibc's regex takes a lone byte as the Latin-1
 	# character of its value (0xC3 a letter, 0x80 not); -w takes none as a word character
 	for o in -c '-c -v' '-a -n' '-a -o -b' '-a -n -w' '-a -c -v -w'; do
