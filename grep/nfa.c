@@ -2477,6 +2477,7 @@ struct bt {
 	struct undo *trail;
 	size_t n_trail, cap_trail;
 	size_t stack_mem;      /* bytes of the three arrays above */
+	size_t start;          /* where the current search started: no state before it recurs */
 	long key[512];
 };
 
@@ -2496,6 +2497,35 @@ static uint64_t hash_key(const long *key, long len)
 		h ^= h >> 32;
 	}
 	return h;
+}
+
+/* The memo is full: drop the keys of states before the current search's start (a search
+ * never moves back, so they cannot come again; on a long line each start leaves a few such
+ * keys behind and they filled the memo where the search of every start was short).  0 when
+ * at most 7/8 of either limit is left in use, else -1 (the search gives up, as before). */
+static int bt_memo_compact(struct bt *b)
+{
+	struct memo *m = &b->memo;
+	size_t len = 0, used = 0;
+	for (size_t o = 0; o < m->len; o += (size_t)m->keys[o])
+		if ((size_t)m->keys[o + 2] >= b->start) {
+			long kl = m->keys[o];
+			memmove(m->keys + len, m->keys + o, (size_t)kl * sizeof *m->keys);
+			len += (size_t)kl;
+			used++;
+		}
+	if (used > (size_t)BT_MAX_KEYS / 8 * 7 || len > (size_t)BT_MAX_KEY_MEM / 8 * 7)
+		return -1;
+	m->len = len;
+	m->used = used;
+	memset(m->slot, 0, (m->mask + 1) * sizeof *m->slot);
+	for (size_t o = 0; o < m->len; o += (size_t)m->keys[o]) {
+		size_t j = hash_key(m->keys + o, m->keys[o]) & m->mask;
+		while (m->slot[j])
+			j = (j + 1) & m->mask;
+		m->slot[j] = o + 1;
+	}
+	return 0;
 }
 
 /* Record the state (tag, pos, k, captures); 1 when it was seen before.  Sets steps to -1
@@ -2526,10 +2556,12 @@ static int bt_seen(struct bt *b, long tag, size_t pos, int k)
 	key[0] = len;
 	struct memo *m = &b->memo;
 	if (2 * (m->used + 1) > m->mask + 1) {
-		if (m->used >= (size_t)BT_MAX_KEYS) {
+		if (m->used >= (size_t)BT_MAX_KEYS && bt_memo_compact(b) != 0) {
 			b->steps = -1;
 			return 1;
 		}
+	}
+	if (2 * (m->used + 1) > m->mask + 1) {
 		size_t nmask = m->mask ? 2 * m->mask + 1 : 4095;
 		uint64_t *ns = calloc(nmask + 1, sizeof *ns);
 		if (!ns) {
@@ -2554,11 +2586,16 @@ static int bt_seen(struct bt *b, long tag, size_t pos, int k)
 		if (o[0] == len && !memcmp(o, key, (size_t)len * sizeof *key))
 			return 1;
 	}
-	if (m->len + (size_t)len > m->cap) {
-		if (m->len + (size_t)len > (size_t)BT_MAX_KEY_MEM) {
+	if (m->len + (size_t)len > (size_t)BT_MAX_KEY_MEM) {
+		if (bt_memo_compact(b) != 0) {
 			b->steps = -1;
 			return 1;
 		}
+		/* the slots moved: look for a free one again (the key is not there) */
+		for (j = hash_key(key, len) & m->mask; m->slot[j]; j = (j + 1) & m->mask)
+			;
+	}
+	if (m->len + (size_t)len > m->cap) {
 		size_t ncap = m->cap ? 2 * m->cap : 1 << 16;
 		while (ncap < m->len + (size_t)len)
 			ncap *= 2;
@@ -2812,6 +2849,7 @@ static void bt_fini(struct bt *b)
 static long bt_from(struct bt *b, size_t s)
 {
 	b->best = -1;
+	b->start = s;
 	for (int i = 0; i < 2 * (b->t->n_groups + 1); i++)
 		b->cap[i] = -1;
 	bt_search(b, s);
