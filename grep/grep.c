@@ -621,6 +621,7 @@ void grep_free(struct grep *g)
 	ast_free(&g->ast);
 	lazy_free(g->lazy);
 	lazy_free(g->sup_lazy);
+	bt_det_free(g->bt_det);
 	nfa_free(&g->sup);
 	nfa_free(&g->span_nfa);
 	nfa_free(&g->w_nfa);
@@ -763,7 +764,9 @@ static int line_matches_1(struct grep *g, const uint8_t *p, size_t n)
 		/* the NFA stands for a back-reference with any text: no match there, none here */
 		if (g->nfa.s && !lazy_line_matches(&g->lazy, &g->nfa, p, n))
 			return 0;
-		int r = bt_line_matches(&g->ast, p, n, g->o.icase);
+		if (!g->bt_det && !(g->bt_det = bt_det_build(&g->ast)))
+			return g->gave_up = 1, -1;
+		int r = bt_line_matches_det(&g->ast, g->bt_det, p, n, g->o.icase);
 		if (r < 0)
 			g->gave_up = 1;
 		return r < 0 ? -1 : r;
@@ -935,7 +938,9 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 	for (size_t i = from; i <= n; i++) {
 		if (g->ast.utf8 == 1 && utf8_inside(p, n, i))
 			continue;
-		long r = bt_longest_at(&g->ast, p, n, i, g->o.icase);
+		if (!g->bt_det && !(g->bt_det = bt_det_build(&g->ast)))
+			return g->gave_up = 1, 0;
+		long r = bt_longest_at_det(&g->ast, g->bt_det, p, n, i, g->o.icase);
 		if (r == -2) {
 			g->gave_up = 1;
 			return 0;
