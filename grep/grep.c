@@ -183,8 +183,10 @@ static int superset_nfa(struct grep *g, const char *const *pats, const size_t *l
 /* UTF-8 -o and colour: grep 3.8 takes the spans from glibc's regex, whose "." is a character
  * for glibc (also past U+10FFFF) and, where regex optimizes the pattern for UTF-8 (not -i, no
  * word assertion, \w \s or bracket it keeps as characters: optimize_utf8), any 2- to 6-byte
- * form with its lead byte, a surrogate (ED A0 80) too.  The patterns read so into
- * g->span_nfa, wrapped as root (-w, -x); the lines stay the DFA's.  0 or -1. */
+ * form with its lead byte, a surrogate (ED A0 80) too.  Likewise in any locale an ERE
+ * operator with nothing to repeat or after an anchor (t->rx_ops): regex skips it (`^*a` is
+ * `^a`, `^{2}a` is `^2}a`) where the DFA repeats the anchor or drops it.  The patterns read
+ * so into g->span_nfa, wrapped as root (-w, -x); the lines stay the DFA's.  0 or -1. */
 static int span_dot_nfa(struct grep *g, const char *const *pats, const size_t *lens, size_t n)
 {
 	const struct ast *t = &g->ast;
@@ -192,7 +194,10 @@ static int span_dot_nfa(struct grep *g, const char *const *pats, const size_t *l
 	for (int i = 0; i < t->len; i++)
 		if (t->n[i].kind == N_ASSERT && t->n[i].akind >= A_WORDB && t->n[i].akind <= A_EOW)
 			optimized = 0;
-	struct ast r = { .utf8 = t->utf8, .rx_read = t->rx_read, .dot_read = 1 + optimized };
+	/* an ERE operator with nothing to repeat or after an anchor: regex's reading of it
+	 * (parse.c rx_read) gives the spans even where the DFA's gives the lines */
+	struct ast r = { .utf8 = t->utf8, .rx_read = t->rx_read || t->rx_ops,
+	                 .dot_read = t->utf8 ? 1 + optimized : 0 };
 	char err[128];
 	int root = parse_patterns(&r, pats, lens, n, &g->o, err, sizeof err, NULL, 0);
 	if (root < 0) {
@@ -331,7 +336,8 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 		if (root < 0)
 			goto oom;
 	}
-	if (o->utf8 && (o->only || o->color) && t->has_dot && !t->has_backref &&
+	if ((o->only || o->color) && !t->has_backref &&
+	    ((o->utf8 && t->has_dot) || (t->rx_ops && !t->rx_read)) &&
 	    span_dot_nfa(g, pats, lens, n) != 0)
 		goto oom;
 	int bare = root;   /* the patterns without -w's or -x's assertions */
