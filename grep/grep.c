@@ -183,8 +183,10 @@ static int superset_nfa(struct grep *g, const char *const *pats, const size_t *l
 /* UTF-8 -o and colour: grep 3.8 takes the spans from glibc's regex, whose "." is a character
  * for glibc (also past U+10FFFF) and, where regex optimizes the pattern for UTF-8 (not -i, no
  * word assertion, \w \s or bracket it keeps as characters: optimize_utf8), any 2- to 6-byte
- * form with its lead byte, a surrogate (ED A0 80) too.  The patterns read so into
- * g->span_nfa, wrapped as root (-w, -x); the lines stay the DFA's.  0 or -1. */
+ * form with its lead byte, a surrogate (ED A0 80) too.  Likewise in any locale an ERE
+ * operator with nothing to repeat or after an anchor (t->rx_ops): regex skips it (`^*a` is
+ * `^a`, `^{2}a` is `^2}a`) where the DFA repeats the anchor or drops it.  The patterns read
+ * so into g->span_nfa, wrapped as root (-w, -x); the lines stay the DFA's.  0 or -1. */
 static int span_dot_nfa(struct grep *g, const char *const *pats, const size_t *lens, size_t n)
 {
 	const struct ast *t = &g->ast;
@@ -192,7 +194,10 @@ static int span_dot_nfa(struct grep *g, const char *const *pats, const size_t *l
 	for (int i = 0; i < t->len; i++)
 		if (t->n[i].kind == N_ASSERT && t->n[i].akind >= A_WORDB && t->n[i].akind <= A_EOW)
 			optimized = 0;
-	struct ast r = { .utf8 = t->utf8, .rx_read = t->rx_read, .dot_read = 1 + optimized };
+	/* an ERE operator with nothing to repeat or after an anchor: regex's reading of it
+	 * (parse.c rx_read) gives the spans even where the DFA's gives the lines */
+	struct ast r = { .utf8 = t->utf8, .rx_read = t->rx_read || t->rx_ops,
+	                 .dot_read = t->utf8 ? 1 + optimized : 0 };
 	char err[128];
 	int root = parse_patterns(&r, pats, lens, n, &g->o, err, sizeof err, NULL, 0);
 	if (root < 0) {
@@ -331,7 +336,8 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 		if (root < 0)
 			goto oom;
 	}
-	if (o->utf8 && (o->only || o->color) && t->has_dot && !t->has_backref &&
+	if ((o->only || o->color) && !t->has_backref &&
+	    ((o->utf8 && t->has_dot) || (t->rx_ops && !t->rx_read)) &&
 	    span_dot_nfa(g, pats, lens, n) != 0)
 		goto oom;
 	int bare = root;   /* the patterns without -w's or -x's assertions */
@@ -621,6 +627,7 @@ void grep_free(struct grep *g)
 	ast_free(&g->ast);
 	lazy_free(g->lazy);
 	lazy_free(g->sup_lazy);
+	bt_det_free(g->bt_det);
 	nfa_free(&g->sup);
 	nfa_free(&g->span_nfa);
 	nfa_free(&g->w_nfa);
@@ -763,7 +770,9 @@ static int line_matches_1(struct grep *g, const uint8_t *p, size_t n)
 		/* the NFA stands for a back-reference with any text: no match there, none here */
 		if (g->nfa.s && !lazy_line_matches(&g->lazy, &g->nfa, p, n))
 			return 0;
-		int r = bt_line_matches(&g->ast, p, n, g->o.icase);
+		if (!g->bt_det && !(g->bt_det = bt_det_build(&g->ast)))
+			return g->gave_up = 1, -1;
+		int r = bt_line_matches_det(&g->ast, g->bt_det, p, n, g->o.icase);
 		if (r < 0)
 			g->gave_up = 1;
 		return r < 0 ? -1 : r;
@@ -935,7 +944,9 @@ static int next_match(struct grep *g, const uint8_t *p, size_t n, size_t from, s
 	for (size_t i = from; i <= n; i++) {
 		if (g->ast.utf8 == 1 && utf8_inside(p, n, i))
 			continue;
-		long r = bt_longest_at(&g->ast, p, n, i, g->o.icase);
+		if (!g->bt_det && !(g->bt_det = bt_det_build(&g->ast)))
+			return g->gave_up = 1, 0;
+		long r = bt_longest_at_det(&g->ast, g->bt_det, p, n, i, g->o.icase);
 		if (r == -2) {
 			g->gave_up = 1;
 			return 0;
@@ -1155,6 +1166,9 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 #define SELECTED(k) ((line_matches(x->g, v[k].p, v[k].len) == 1) != !!o->invert)
 #define PRLINE(k, ctx) (put_line(x, v[k].p, v[k].len, v[k].off, v[k].lineno, ctx) ? \
                         (void)(lastout = (k) + 1) : (void)0)
+	/* the records may have gaps (the relaxed DFA sends candidate lines and their context,
+	 * not every line): record k follows the one before it in the file */
+#define CONTIG(k) ((k) > 0 && v[k].off == v[(k) - 1].off + v[(k) - 1].len + 1)
 	for (long i = 0; i < n && outleft != 0;) {
 		/* the next selected line, or run of lines under -v: [beg, lim) */
 		long beg = i;
@@ -1168,12 +1182,13 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 		/* prtext(beg, lim): first the pending trailing context, from lastout */
 		if (pending > 0 && lastout < 0)
 			lastout = 0;
-		for (; pending > 0 && lastout < beg; pending--)
+		for (; pending > 0 && lastout < beg && (lastout == 0 || CONTIG(lastout)); pending--)
 			PRLINE(lastout, 1);
 		long p = beg;
-		for (int k = 0; k < o->before && p > (lastout < 0 ? 0 : lastout); k++)
+		for (int k = 0; k < o->before && p > (lastout < 0 ? 0 : lastout) && CONTIG(p); k++)
 			p--;
-		if (fmt_any_output && p != lastout && (int64_t)v[p].off >= printed)
+		if (fmt_any_output && (p != lastout || (p > 0 && !CONTIG(p))) &&
+		    (int64_t)v[p].off >= printed)
 			sgr(x->f, x->g, "36", "--", 2), fputc('\n', x->f);
 		for (; p < beg; p++)
 			PRLINE(p, 1);
@@ -1191,8 +1206,9 @@ static int64_t select_grep38(struct fmt *x, const struct rec *v, long n, struct 
 	}
 	if (pending > 0 && lastout < 0)
 		lastout = 0;
-	for (; pending > 0 && lastout < n; pending--)
+	for (; pending > 0 && lastout < n && (lastout == 0 || CONTIG(lastout)); pending--)
 		PRLINE(lastout, 1);
+#undef CONTIG
 #undef PRLINE
 #undef SELECTED
 	x->own_seps = 0;

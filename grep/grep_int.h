@@ -292,6 +292,15 @@ long nfa_longest_at(const struct nfa *m, const uint8_t *p, size_t n, size_t s);
  * whether any match exists.  Both memoize, and give up (-2) past a step or memory budget. */
 long bt_longest_at(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase);
 int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase);
+/* The same with the AST's deterministic subtrees found once (bt_det_build, NULL when out of
+ * memory; valid while the AST does not grow: a det of another length is not used). */
+struct bt_det;
+struct bt_det *bt_det_build(const struct ast *t);
+void bt_det_free(struct bt_det *d);
+long bt_longest_at_det(const struct ast *t, const struct bt_det *det, const uint8_t *p,
+                       size_t n, size_t s, int icase);
+int bt_line_matches_det(const struct ast *t, const struct bt_det *det, const uint8_t *p,
+                        size_t n, int icase);
 
 /* ---- required literal ---- */
 /* The longest byte string every match must contain (empty when none is known).  With icase
@@ -319,6 +328,7 @@ struct grep {
 	                        * superset_nfa) */
 	int have_sup;
 	struct lazy_dfa *sup_lazy;
+	struct bt_det *bt_det; /* the backtracker's deterministic subtrees (made on first use) */
 	struct nfa span_nfa;   /* UTF-8 -o, colour: the spans of "." as glibc's regex finds them
 	                        * (grep.c span_dot_nfa) */
 	int have_span_nfa;

@@ -2477,6 +2477,8 @@ struct bt {
 	struct undo *trail;
 	size_t n_trail, cap_trail;
 	size_t stack_mem;      /* bytes of the three arrays above */
+	size_t start;          /* where the current search started: no state before it recurs */
+	const struct bt_det *det;   /* NULL: none known */
 	long key[512];
 };
 
@@ -2496,6 +2498,35 @@ static uint64_t hash_key(const long *key, long len)
 		h ^= h >> 32;
 	}
 	return h;
+}
+
+/* The memo is full: drop the keys of states before the current search's start (a search
+ * never moves back, so they cannot come again; on a long line each start leaves a few such
+ * keys behind and they filled the memo where the search of every start was short).  0 when
+ * at most 7/8 of either limit is left in use, else -1 (the search gives up, as before). */
+static int bt_memo_compact(struct bt *b)
+{
+	struct memo *m = &b->memo;
+	size_t len = 0, used = 0;
+	for (size_t o = 0; o < m->len; o += (size_t)m->keys[o])
+		if ((size_t)m->keys[o + 2] >= b->start) {
+			long kl = m->keys[o];
+			memmove(m->keys + len, m->keys + o, (size_t)kl * sizeof *m->keys);
+			len += (size_t)kl;
+			used++;
+		}
+	if (used > (size_t)BT_MAX_KEYS / 8 * 7 || len > (size_t)BT_MAX_KEY_MEM / 8 * 7)
+		return -1;
+	m->len = len;
+	m->used = used;
+	memset(m->slot, 0, (m->mask + 1) * sizeof *m->slot);
+	for (size_t o = 0; o < m->len; o += (size_t)m->keys[o]) {
+		size_t j = hash_key(m->keys + o, m->keys[o]) & m->mask;
+		while (m->slot[j])
+			j = (j + 1) & m->mask;
+		m->slot[j] = o + 1;
+	}
+	return 0;
 }
 
 /* Record the state (tag, pos, k, captures); 1 when it was seen before.  Sets steps to -1
@@ -2526,10 +2557,12 @@ static int bt_seen(struct bt *b, long tag, size_t pos, int k)
 	key[0] = len;
 	struct memo *m = &b->memo;
 	if (2 * (m->used + 1) > m->mask + 1) {
-		if (m->used >= (size_t)BT_MAX_KEYS) {
+		if (m->used >= (size_t)BT_MAX_KEYS && bt_memo_compact(b) != 0) {
 			b->steps = -1;
 			return 1;
 		}
+	}
+	if (2 * (m->used + 1) > m->mask + 1) {
 		size_t nmask = m->mask ? 2 * m->mask + 1 : 4095;
 		uint64_t *ns = calloc(nmask + 1, sizeof *ns);
 		if (!ns) {
@@ -2554,11 +2587,16 @@ static int bt_seen(struct bt *b, long tag, size_t pos, int k)
 		if (o[0] == len && !memcmp(o, key, (size_t)len * sizeof *key))
 			return 1;
 	}
-	if (m->len + (size_t)len > m->cap) {
-		if (m->len + (size_t)len > (size_t)BT_MAX_KEY_MEM) {
+	if (m->len + (size_t)len > (size_t)BT_MAX_KEY_MEM) {
+		if (bt_memo_compact(b) != 0) {
 			b->steps = -1;
 			return 1;
 		}
+		/* the slots moved: look for a free one again (the key is not there) */
+		for (j = hash_key(key, len) & m->mask; m->slot[j]; j = (j + 1) & m->mask)
+			;
+	}
+	if (m->len + (size_t)len > m->cap) {
 		size_t ncap = m->cap ? 2 * m->cap : 1 << 16;
 		while (ncap < m->len + (size_t)len)
 			ncap *= 2;
@@ -2627,6 +2665,97 @@ static int bt_set_cap(struct bt *b, int slot, long v)
 
 static int lower(unsigned c) { return c >= 'A' && c <= 'Z' ? (int)c + 32 : (int)c; }
 
+/* Deterministic subtrees: a byte set, a CAT of two such, or an ALT of two such whose first
+ * bytes differ.  Such a subtree matches at most one way from a position (UTF-8's "." and
+ * classes are ALTs of byte sequences with distinct lead bytes), so bt_search takes it in
+ * one step (det_match): no choice, no memo key per character.  `^\(.*\)\1$` over a line
+ * of 58,893 digits took 151 ms in C.UTF-8 against 11 ms in C, nearly all in bt_seen. */
+struct bt_det {
+	int len;               /* the AST's nodes when built */
+	uint8_t *det;          /* per node: 1 when deterministic */
+	uint64_t (*first)[4];  /* per node (det): the bytes a match can start with */
+	int *stack;            /* det_match's pending nodes: at most len */
+};
+
+void bt_det_free(struct bt_det *d)
+{
+	if (d) {
+		free(d->det), free(d->first), free(d->stack);
+		free(d);
+	}
+}
+
+/* One pass over the nodes: a node's children come before it (ast_new appends), and one
+ * that does not is taken as not deterministic.  NULL when out of memory. */
+struct bt_det *bt_det_build(const struct ast *t)
+{
+	struct bt_det *d = calloc(1, sizeof *d);
+	if (!d)
+		return NULL;
+	d->len = t->len;
+	d->det = calloc((size_t)t->len + 1, 1);
+	d->first = calloc((size_t)t->len + 1, sizeof *d->first);
+	d->stack = malloc(((size_t)t->len + 1) * sizeof *d->stack);
+	if (!d->det || !d->first || !d->stack) {
+		bt_det_free(d);
+		return NULL;
+	}
+	for (int i = 0; i < t->len; i++) {
+		const struct node *n = &t->n[i];
+		uint64_t *f = d->first[i];
+		if (n->kind == N_SET) {
+			memcpy(f, t->sets[n->set], sizeof d->first[i]);
+			d->det[i] = 1;
+		} else if (n->kind == N_CAT && n->a >= 0 && n->a < i && n->b >= 0 && n->b < i &&
+		           d->det[n->a] && d->det[n->b]) {
+			memcpy(f, d->first[n->a], sizeof d->first[i]);
+			d->det[i] = 1;
+		} else if (n->kind == N_ALT && n->a >= 0 && n->a < i && n->b >= 0 && n->b < i &&
+		           d->det[n->a] && d->det[n->b]) {
+			const uint64_t *fa = d->first[n->a], *fb = d->first[n->b];
+			int disjoint = 1;
+			for (int w = 0; w < 4; w++) {
+				disjoint &= (fa[w] & fb[w]) == 0;
+				f[w] = fa[w] | fb[w];
+			}
+			d->det[i] = (uint8_t)disjoint;
+		}
+	}
+	return d;
+}
+
+/* The end of deterministic node x's match at pos, or -1.  Iterative: CAT chains are as deep
+ * as a pattern is long; each node is taken at most once. */
+static long det_match(const struct bt *b, int x, size_t pos)
+{
+	const struct node *nodes = b->t->n;
+	const struct bt_det *d = b->det;
+	int *st = d->stack, sp = 0;
+	st[sp++] = x;
+	while (sp > 0) {
+		const struct node *n = &nodes[st[--sp]];
+		if (n->kind == N_SET) {
+			if (pos >= b->n || !set_has(b->t->sets[n->set], b->p[pos]))
+				return -1;
+			pos++;
+		} else if (n->kind == N_CAT) {
+			st[sp++] = n->b;
+			st[sp++] = n->a;
+		} else {
+			if (pos >= b->n)
+				return -1;
+			unsigned c = b->p[pos];
+			if (set_has(d->first[n->a], c))
+				st[sp++] = n->a;
+			else if (set_has(d->first[n->b], c))
+				st[sp++] = n->b;
+			else
+				return -1;
+		}
+	}
+	return (long)pos;
+}
+
 /* Search for matches of the root at s (b->best: the longest end, or -1).  Returns when the
  * search space is exhausted, at the first match unless longest, or on giving up (steps -1). */
 static void bt_search(struct bt *b, size_t s)
@@ -2659,6 +2788,14 @@ static void bt_search(struct bt *b, size_t s)
 				node = n->a;
 				continue;
 			case N_ALT:
+				if (b->det && node < b->det->len && b->det->det[node]) {
+					long e = det_match(b, node, pos);
+					if (e < 0)
+						goto fail;
+					pos = (size_t)e;
+					node = -1;
+					continue;
+				}
 				if (bt_seen(b, node, pos, k))
 					goto fail;
 				if (bt_choice(b, n->b, pos, k))
@@ -2812,26 +2949,50 @@ static void bt_fini(struct bt *b)
 static long bt_from(struct bt *b, size_t s)
 {
 	b->best = -1;
+	b->start = s;
 	for (int i = 0; i < 2 * (b->t->n_groups + 1); i++)
 		b->cap[i] = -1;
 	bt_search(b, s);
 	return b->steps < 0 ? -2 : b->best;
 }
 
-long bt_longest_at(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase)
+long bt_longest_at_det(const struct ast *t, const struct bt_det *det, const uint8_t *p,
+                       size_t n, size_t s, int icase)
 {
 	struct bt b;
-	long r = bt_init(&b, t, p, n, icase, 1) ? -2 : bt_from(&b, s);
+	long r = -2;
+	if (bt_init(&b, t, p, n, icase, 1) == 0) {
+		b.det = det && det->len == t->len ? det : NULL;
+		r = bt_from(&b, s);
+	}
 	bt_fini(&b);
+	return r;
+}
+
+long bt_longest_at(const struct ast *t, const uint8_t *p, size_t n, size_t s, int icase)
+{
+	struct bt_det *det = bt_det_build(t);
+	long r = det ? bt_longest_at_det(t, det, p, n, s, icase) : -2;
+	bt_det_free(det);
 	return r;
 }
 
 int bt_line_matches(const struct ast *t, const uint8_t *p, size_t n, int icase)
 {
+	struct bt_det *det = bt_det_build(t);
+	int r = det ? bt_line_matches_det(t, det, p, n, icase) : -2;
+	bt_det_free(det);
+	return r;
+}
+
+int bt_line_matches_det(const struct ast *t, const struct bt_det *det, const uint8_t *p,
+                        size_t n, int icase)
+{
 	struct bt b;
 	int r = 0;
 	if (bt_init(&b, t, p, n, icase, 0))
 		r = -2;
+	b.det = det && det->len == t->len ? det : NULL;
 	for (size_t s = 0; r == 0 && s <= n; s++) {
 		if (t->utf8 == 1 && utf8_inside(p, n, s))
 			continue;

@@ -730,17 +730,16 @@ int grep_runs_fixed(const char *const *pats, const size_t *lens, size_t n,
 {
 	if (o->syntax == GREP_FIXED)
 		return 0;
-	size_t distinct = 0;
+	/* two distinct ones: one that differs from the first (comparing each with every
+	 * earlier one took 50 M memcmp calls for 10,000 patterns: 80 ms of a -w -f run) */
+	int differ = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!plain_string(pats[i], lens[i], o->syntax == GREP_EXTENDED) ||
 		    (o->utf8 && o->icase && !icase_fixed_ok(pats[i], lens[i])))
 			return 0;
-		size_t j = 0;
-		while (j < i && !(lens[j] == lens[i] && !memcmp(pats[j], pats[i], lens[i])))
-			j++;
-		distinct += j == i;
+		differ |= lens[i] != lens[0] || memcmp(pats[i], pats[0], lens[i]) != 0;
 	}
-	return distinct >= 2;
+	return differ;
 }
 
 static int ends_in_lone_backslash(const char *p, size_t n)

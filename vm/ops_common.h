@@ -151,10 +151,12 @@ static inline int byte_rank(unsigned c)
  * positions and spares the memcmp calls of a short needle of common letters (`the`: "th" is
  * in "this", "that", "other").  A needle whose rare bytes are common after all (many
  * candidates that fail) falls back to memmem. */
-static inline const uint8_t *find_str(const uint8_t *h, size_t n, const uint8_t *nd, size_t nn)
+/* The three positions find_str scans for (see below), into *fr with the needle's address:
+ * grep searches the same needle once per matching line, so a run keeps the last ranking.
+ * The positions are a heuristic only (every candidate is compared in full), so a needle
+ * changed in place behind the cache costs speed at most, never a wrong answer. */
+static inline void find_rank(struct find_rank *fr, const uint8_t *nd, size_t nn)
 {
-	if (nn > n)
-		return NULL;
 	size_t i1 = 0, i2 = 1, i3 = nn - 1;         /* nn <= 3: every byte, no ranking needed */
 	if (nn > 3) {
 		for (size_t i = 0; i < nn; i++)
@@ -170,6 +172,15 @@ static inline const uint8_t *find_str(const uint8_t *h, size_t n, const uint8_t 
 			if (i != i1 && i != i2 && (i3 == i1 || byte_rank(nd[i]) < byte_rank(nd[i3])))
 				i3 = i;
 	}
+	*fr = (struct find_rank){ nd, nn, i1, i2, i3 };
+}
+
+static inline const uint8_t *find_str_ranked(const uint8_t *h, size_t n, const uint8_t *nd,
+                                             size_t nn, const struct find_rank *fr)
+{
+	if (nn > n)
+		return NULL;
+	size_t i1 = fr->i1, i2 = fr->i2, i3 = fr->i3;
 	size_t pos = 0, imax = i1 > i2 ? i1 : i2;
 	imax = imax > i3 ? imax : i3;
 #if defined(__SSE2__)
@@ -197,6 +208,13 @@ static inline const uint8_t *find_str(const uint8_t *h, size_t n, const uint8_t 
 	}
 #endif
 	return pos < n ? memmem(h + pos, n - pos, nd, nn) : NULL;
+}
+
+static inline const uint8_t *find_str(const uint8_t *h, size_t n, const uint8_t *nd, size_t nn)
+{
+	struct find_rank fr;
+	find_rank(&fr, nd, nn);
+	return find_str_ranked(h, n, nd, nn, &fr);
 }
 
 /* ---- findsi: finds with ASCII letters matching either case (the C locale's tolower) ---- */
@@ -320,6 +338,17 @@ static inline const uint8_t *find_stri(const uint8_t *h, size_t n, const uint8_t
 	return find_fold_rk(h + pos, n - pos, nd, nn);
 }
 
+static inline const uint8_t *find_str_cached(struct run *run, const uint8_t *h, size_t n,
+                                             const uint8_t *nd, size_t nn)
+{
+	if (run->find_rank.nd != nd || run->find_rank.nn != nn) {
+		if (nn > n)
+			return NULL;
+		find_rank(&run->find_rank, nd, nn);
+	}
+	return find_str_ranked(h, n, nd, nn, &run->find_rank);
+}
+
 /* finds and findsi: search the needle (r2, noff, nn) in the haystack (r1, off, n); v[0]
  * gets the match's offset in r1, or all ones.  fold is a constant at each call. */
 static inline int find_in_regions(struct run *run, uint64_t *v, unsigned r1, unsigned r2,
@@ -334,7 +363,7 @@ static inline int find_in_regions(struct run *run, uint64_t *v, unsigned r1, uns
 	} else {
 		const uint8_t *p = fold ? find_stri(h->base + off, n, nd->base + noff, nn)
 		                 : nn == 1 ? memchr(h->base + off, nd->base[noff], n)
-		                 : find_str(h->base + off, n, nd->base + noff, nn);
+		                 : find_str_cached(run, h->base + off, n, nd->base + noff, nn);
 		v[0] = p ? (uint64_t)(p - h->base) : UINT64_MAX;
 	}
 	return 0;

@@ -224,6 +224,9 @@ struct vm_prog {
 };
 
 /* The state of one run; lives on vm_run's stack. */
+/* find_str's choice of needle positions for the last needle searched (ops_common.h) */
+struct find_rank { const uint8_t *nd; size_t nn, i1, i2, i3; };
+
 struct run {
 	const struct vm_prog *prog;
 	struct mref *R;                /* region table, indexed like the bytecode */
@@ -241,6 +244,7 @@ struct run {
 	int hook_failed;
 	const struct remote_ref *remote;   /* prog->remote */
 	struct remote_cache *cache;        /* per run, allocated on the first remote miss */
+	struct find_rank find_rank;        /* finds: the last needle's ranking */
 };
 
 struct vm_hook_ctx {

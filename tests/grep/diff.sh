@@ -232,6 +232,18 @@ for p in $eerrs; do
 done
 IFS=$old_ifs
 
+# -o and colour take glibc regex's reading of an ERE operator with nothing to repeat or after
+# an anchor (regex skips it, and of an interval only its '{': `^{2}a` is `^2}a`, `^*a` is
+# `^a`), the lines the DFA's reading (`^*a` is `a`, `{1}x` is `x`)
+printf '%s\n' '1}x' 'ax' '{1}x' '2}x' 'x' 'ab' 'a*b' 'a b' 'x$1,}' '' '2}ab' 'ba' 'aab' > ops
+for o in -o --color=always '-o -b' '-o -i' '-o -x' '-n --color=always -i' -c; do
+	for p in '^{2}a' '^*a' '^{1}b' 'a|*b' '(^|a){2}' 'b|{1}a' 'a^?' '[[:alpha:]]${,2}' \
+		'?{,2}(ab)' 'a$?' '{1}x' '^+b|x' '(+a|{1}x)'; do
+		# shellcheck disable=SC2086
+		check -E $o -e "$p" ops
+	done
+done
+
 # several patterns, -f, files that do not exist, single files, stdin-free edge cases
 check -e foo -e bar words nonl
 check -e foo -e bar -c words nonl
