@@ -385,7 +385,9 @@ static void gen_counted_loop(struct gen *g)
  * The load and the store of any widths (a narrower load proves nothing for a wider store),
  * the load now and then from another region, at p + 1, or skipped on one path; the store
  * now and then a load from a region shorter than mem; q stepped after the copy now and
- * then; p from near mem's end, running past it or below 0. */
+ * then; p from near mem's end, running past it or below 0; n counting down to 0, so that the
+ * JIT compiles a fast copy without fuel checks behind a guard (struct dloop), and now and then
+ * stepped on one path only, so that it must not. */
 static void gen_walk_loop(struct gen *g)
 {
 	static const char *const ld[] = { "ld8u", "ld16u", "ld32u", "ld64" };
@@ -418,7 +420,12 @@ static void gen_walk_loop(struct gen *g)
 	put(g->t, "\tlget %u\n\tlset %u\n", p, q);
 	if (pick(8) == 0)
 		put(g->t, "\tlinc %u, 1\n", q);
-	put(g->t, "\tlinc %u, -1\n\tlget %u\n\tjnz W%u_%u\nW%u_%u_x:\n", n, n, g->fn, lab, g->fn, lab);
+	if (pick(8) == 0)              /* n's step where v is even only: no dloop (gen_peel) */
+		put(g->t, "\tlget %u\n\tpush 1\n\tand\n\tjnz W%u_%u_n\n\tlinc %u, -1\nW%u_%u_n:\n", v,
+		    g->fn, lab, n, g->fn, lab);
+	else
+		put(g->t, "\tlinc %u, -1\n", n);
+	put(g->t, "\tlget %u\n\tjnz W%u_%u\nW%u_%u_x:\n", n, g->fn, lab, g->fn, lab);
 }
 
 static void gen_stmt(struct gen *g, int budget)
