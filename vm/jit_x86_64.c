@@ -354,6 +354,8 @@ struct vloop {
 	int64_t need[VLOOP_MAX_REGIONS];   /* region[k] must hold n + need[k] bytes */
 };
 
+#define PEEL_MAX_LOOP  128         /* xinsns of a loop body that find_peel looks at */
+
 struct flagcmp {
 	int32_t b, c;                  /* c: -1 for an immediate */
 	int64_t imm;
@@ -436,6 +438,12 @@ struct cg {
 	 * edge to xinsn dl_head_xi spends its unit of fuel without a check (UINT32_MAX: none);
 	 * dl_back_end: where the code of that back edge ends. */
 	uint32_t dl_head_xi, dl_back_end;
+	/* ... and its sunk copies (find_sinks): per xinsn from peel_lo, where its code goes
+	 * (enum sink); NULL: none.  sink_at: the taken branches to the stubs of SINK_TAKEN. */
+	const uint8_t *sink;
+	const uint32_t *sink_j;        /* ... and the branch it goes with */
+	struct sinkstub { uint32_t at, j, target; } sink_at[PEEL_MAX_LOOP];
+	uint32_t n_sink_at;
 };
 
 /* Append to one of the growing arrays of cg; a failed allocation is the emitter's error. */
@@ -1078,6 +1086,10 @@ static void gen_xrot(struct cg *g, const struct xinsn *x)
 	store_slot(g, x->a + 2, RAX);
 }
 
+enum sink { SINK_NONE, SINK_DROP, SINK_OUT, SINK_TAKEN };
+static bool has_sunk(const struct cg *g, uint32_t j, enum sink kind);
+static void gen_sunk(struct cg *g, uint32_t j, enum sink kind);
+
 /* A taken backward branch spends one unit of fuel; when the chunk in r13 is empty the refill
  * stub gets the next one (or traps) and then takes the branch:
  *   sub r13, 1; jae target; jmp refill stub    (borrow <=> the chunk was empty) */
@@ -1102,12 +1114,20 @@ static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 	uint32_t target = g->xi + (uint32_t)x->d;
 	if (back && target == g->dl_head_xi) {
 		/* the guard proved the fuel lasts: lea r13, [r13 - 1]; jcc head; and where it falls
-		 * through, lea r13, [r13 + 1] (lea leaves the flags to the compare's next users) */
+		 * through, lea r13, [r13 + 1] (lea leaves the flags to the compare's next users),
+		 * then the copies sunk to the way out */
 		emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, -1));
 		emit_jcc_back(&g->e, cc, g->xoff[target]);
 		g->dl_back_end = (uint32_t)g->e.len;
-		if (cc != CC_ALWAYS)
+		if (cc != CC_ALWAYS) {
 			emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, 1));
+			gen_sunk(g, g->xi, SINK_OUT);
+		}
+		return;
+	}
+	if (!back && g->sink && has_sunk(g, g->xi, SINK_TAKEN)) {
+		/* to a stub that makes the copies first (gen_dloop_fast) */
+		g->sink_at[g->n_sink_at++] = (struct sinkstub){ emit_jcc(&g->e, cc), g->xi, target };
 		return;
 	}
 	if (!back) {
@@ -2471,7 +2491,6 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
  * whose back edge goes on to a second copy that leaves out the checks the facts at its
  * head prove; its back edge loops to itself.  Both spend fuel alike and trap at the same
  * xinsns; only checks that cannot fail are gone. */
-#define PEEL_MAX_LOOP  128         /* xinsns of a loop body that find_peel looks at */
 #define PEEL_MAX_SLOTS 1024
 
 /* What is known of a slot's value: it passed the bounds check of a w-byte access at offset
@@ -2651,6 +2670,8 @@ struct dloop {
 	int32_t c;                     /* the counter slot */
 	unsigned n_loads;
 	struct dload { uint32_t k; int32_t o, d; uint8_t after, w; int16_t r; } ld[DLOOP_MAX_LOADS];
+	uint8_t sink[PEEL_MAX_LOOP];   /* per xinsn from head: enum sink (find_sinks) */
+	uint32_t sink_j[PEEL_MAX_LOOP];
 };
 
 /* Whether xinsn step of the loop head..back runs in every iteration that reaches the back
@@ -2686,11 +2707,99 @@ static uint32_t down_step(const struct xinsn *code, uint32_t head, uint32_t back
 	return step;
 }
 
+/* ---- copies sunk out of a dloop's fast copy ----
+ * A mov or movi to slot s whose value no iteration reads again is needed on one way out of
+ * the loop only: rsort's inner loop sets j's exit value twice per step (clang's code: the
+ * slot read after the loop is j before the compare that breaks out, 0 after the step), two
+ * of its twelve instructions.  In the fast copy such a copy k is made where its value is
+ * read, not in the loop: up to the next branch j nothing reads or writes s or changes k's
+ * source and no branch lands, and where j goes on is s dead (read by nothing before it is
+ * written).  Then, with T where j branches to and F where it falls through:
+ *   j the back branch, s dead at T (the head): k after it, on the way out (SINK_OUT),
+ *     or nowhere when dead at F too (SINK_DROP);
+ *   j a branch out of the loop, s dead at F: k in a stub that the branch goes to and that
+ *     jumps on to T (SINK_TAKEN), or nowhere when dead at T too.
+ * Nothing that traps is moved, and a trap between k and j ends the run: no one sees s. */
+
+/* Whether slot s is dead on the way into xinsn t: t does not use it and it is dead after
+ * t.  Only for xinsns whose slot uses slot_uses knows completely. */
+static bool dead_in(const struct cg *g, uint32_t t, int32_t s)
+{
+	int32_t u[4], w;
+	if (t >= g->xf->n_code || !peel_op(&g->xf->code[t], &w))
+		return false;
+	unsigned n = slot_uses(&g->xf->code[t], u);
+	for (unsigned m = 0; m < n; m++)
+		if (u[m] == s)
+			return false;
+	return dead_after(g, t, s);
+}
+
+static void find_sinks(const struct cg *g, uint32_t head, uint32_t back, const uint8_t *target,
+                       uint8_t *sink, uint32_t *sink_j)
+{
+	const struct xinsn *code = g->xf->code;
+	memset(sink, SINK_NONE, PEEL_MAX_LOOP);
+	if (!g->live)
+		return;
+	for (uint32_t k = head; k < back; k++) {
+		const struct xinsn *x = &code[k];
+		if ((x->op != X_MOV && x->op != X_MOVI) || (x->op == X_MOV && x->a == x->b))
+			continue;
+		uint32_t j;
+		int32_t d = 0;
+		bool ok = true;
+		for (j = k + 1; ok && j <= back; j++) {
+			int32_t u[4], w = -1;
+			unsigned n = slot_uses(&code[j], u);
+			ok = !target[j] && (j == back || peel_op(&code[j], &w)) &&
+			     !(x->op == X_MOV && w == x->b);
+			for (unsigned m = 0; m < n; m++)
+				ok &= u[m] != x->a;
+			if (branch_d(&code[j], &d))
+				break;
+		}
+		if (!ok || j > back)
+			continue;
+		uint32_t t = j + (uint32_t)d;
+		bool dead_t = dead_in(g, t, x->a), dead_f = dead_in(g, j + 1, x->a);
+		enum sink kind = SINK_NONE;
+		if (dead_t && dead_f)
+			kind = SINK_DROP;
+		else if (j == back && dead_t)
+			kind = SINK_OUT;
+		else if (j < back && t > back && dead_f)
+			kind = SINK_TAKEN;
+		sink[k - head] = (uint8_t)kind;
+		sink_j[k - head] = j;
+	}
+}
+
+static bool has_sunk(const struct cg *g, uint32_t j, enum sink kind)
+{
+	for (uint32_t k = g->peel_lo; k < j && k - g->peel_lo < PEEL_MAX_LOOP; k++)
+		if (g->sink[k - g->peel_lo] == kind && g->sink_j[k - g->peel_lo] == j)
+			return true;
+	return false;
+}
+
+/* The copies sunk to branch j's way `kind`, in their order. */
+static void gen_sunk(struct cg *g, uint32_t j, enum sink kind)
+{
+	uint32_t xi = g->xi;
+	for (uint32_t k = g->peel_lo; k < j && k - g->peel_lo < PEEL_MAX_LOOP; k++)
+		if (g->sink && g->sink[k - g->peel_lo] == kind && g->sink_j[k - g->peel_lo] == j) {
+			g->xi = k;
+			gen_insn(g, &g->xf->code[k]);
+		}
+	g->xi = xi;
+}
+
 /* Whether the loop head..back that find_peel accepted (skip: the accesses its second copy
  * proves) counts down (struct dloop); fills dl and fast, skip plus the loads the guard
  * proves. */
 static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const uint8_t *skip,
-                       struct dloop *dl, uint8_t *fast)
+                       const uint8_t *target, struct dloop *dl, uint8_t *fast)
 {
 	const struct xinsn *code = g->xf->code;
 	int32_t d;
@@ -2713,6 +2822,7 @@ static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const u
 		                                        (int16_t)code[k].c };
 		fast[k - head] = 1;
 	}
+	find_sinks(g, head, back, target, dl->sink, dl->sink_j);
 	return true;
 }
 
@@ -2748,35 +2858,62 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
 	return n;
 }
 
-/* A dloop's fast copy (gen_peel), its back edge spending fuel unchecked (emit_branch).
+/* A dloop's fast copy (gen_peel), its back edge spending fuel unchecked (emit_branch), its
+ * sunk copies where they go (find_sinks), then jmp back + 1 and the stubs of SINK_TAKEN.
  * Where the loop, head to back edge, would cross a 64-byte line but fits in one, it is
  * compiled once to learn its length, then again from the next line (the padding jumped
  * over): rsort's inner loop, 42 bytes, took 17.2 ms across a line and 15.6 ms inside one,
- * the same instructions (as count_nl's did across a fetch boundary, emit_align_ahead). */
-static void gen_dloop_fast(struct cg *g, uint32_t head, uint32_t back, const uint8_t *fast,
-                           const uint8_t *target)
+ * the same instructions (as count_nl's did across a fetch boundary, emit_align_ahead).
+ * Should a branch with copies sunk to it not have been compiled as emit_branch's (no stub
+ * for it), it is compiled again without sinking, not wrong. */
+static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, uint32_t back,
+                           const uint8_t *fast, const uint8_t *target)
 {
 	struct emit *e = &g->e;
 	size_t len = e->len;
 	uint32_t n_jumps = g->n_jumps, n_traps = g->n_traps, n_refills = g->n_refills;
-	for (int pass = 0; pass < 2; pass++) {
+	bool align = false, sinks = true;
+	for (int pass = 0; pass < 3; pass++) {
 		uint32_t over = UINT32_MAX;
-		if (pass) {
+		if (align) {
 			over = emit_jcc(e, CC_ALWAYS);
 			emit_align(e, 64);
 		}
 		g->dl_head_xi = head;
 		g->dl_back_end = UINT32_MAX;
 		g->peel_skip = fast;
+		g->sink = sinks ? dl->sink : NULL;
+		g->sink_j = dl->sink_j;
+		g->n_sink_at = 0;
 		gen_range(g, head, back + 1, target);
 		g->peel_skip = NULL;
 		g->dl_head_xi = UINT32_MAX;
 		if (over != UINT32_MAX)
 			patch_rel32(e, over, g->xoff[head]);
 		uint32_t h = g->xoff[head], end = g->dl_back_end;
-		if (pass || e->err || end == UINT32_MAX || end - h > 64 || (h & 63) + (end - h) <= 64)
+		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		unsigned n_taken = 0;              /* the branches with a stub due */
+		for (uint32_t j = head; g->sink && j < back; j++)
+			n_taken += has_sunk(g, j, SINK_TAKEN);
+		bool stubs_ok = g->n_sink_at == n_taken;
+		for (uint32_t i = 0; i < g->n_sink_at && stubs_ok; i++) {
+			const struct sinkstub *st = &g->sink_at[i];
+			patch_rel32(e, st->at, e->len);
+			forget(g);
+			gen_sunk(g, st->j, SINK_TAKEN);
+			emit_jcc_x(g, CC_ALWAYS, st->target);
+		}
+		g->sink = NULL;
+		if (e->err)
 			return;
-		e->len = len;              /* again, from the next line */
+		bool fits = end == UINT32_MAX || end - h > 64 || (h & 63) + (end - h) <= 64;
+		if (stubs_ok && (align || fits))
+			return;
+		if (stubs_ok)
+			align = true;      /* again, from the next line */
+		else
+			sinks = false;
+		e->len = len;
 		g->n_jumps = n_jumps;
 		g->n_traps = n_traps;
 		g->n_refills = n_refills;
@@ -2832,8 +2969,7 @@ static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *
 				patch_rel32(e, at, e->len);
 			at = UINT32_MAX;
 			n_fails = gen_dloop_guard(g, dl, fails);
-			gen_dloop_fast(g, head, back, fast, target);
-			emit_jcc_x(g, CC_ALWAYS, back + 1);
+			gen_dloop_fast(g, dl, head, back, fast, target);
 			continue;
 		}
 		if (copy == 0)
@@ -2848,6 +2984,13 @@ static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *
 	if (at != UINT32_MAX)
 		patch_rel32(e, at, g->xoff[head]);
 	g->xoff[head] = first;
+}
+
+/* Whether xinsn i's code goes elsewhere in the copy being compiled (find_sinks). */
+static bool sunk(const struct cg *g, uint32_t i)
+{
+	return g->sink && i >= g->peel_lo && i - g->peel_lo < PEEL_MAX_LOOP &&
+	       g->sink[i - g->peel_lo] != SINK_NONE;
 }
 
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
@@ -2869,10 +3012,12 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		    same_cmp(&g->in_cmp[i], &g->cmp))
 			g->cmp_end = (uint32_t)g->e.len;
 		g->in_n[i] = 0;                /* a second copy of the code counts again */
+		if (sunk(g, i))
+			continue;              /* its code is elsewhere (find_sinks) */
 		int n = 0;
-		if (i + 1 < hi && !target[i + 1] &&
+		if (i + 1 < hi && !target[i + 1] && !sunk(g, i + 1) &&
 		    !(n = gen_ld8u_cmp(g, x, x + 1)))
-			n = gen_fold(g, x, x + 1, i + 2 < hi && !target[i + 2]);
+			n = gen_fold(g, x, x + 1, i + 2 < hi && !target[i + 2] && !sunk(g, i + 2));
 		if (n) {
 			while (n-- > 0)
 				g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
@@ -2953,6 +3098,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	g->peel_xi = UINT32_MAX;
 	g->peel_skip = NULL;
 	g->dl_head_xi = UINT32_MAX;
+	g->sink = NULL;
 	gen_prologue(g);
 	uint32_t done = 0;             /* xinsns compiled so far */
 	uint8_t skip[PEEL_MAX_LOOP], fast[PEEL_MAX_LOOP];
@@ -2966,7 +3112,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 			continue;
 		bool vl = find_vloop(g, h, b, into_sum, &v), any = false, dn = false;
 		if (!vl && (!find_peel(g, h, b, into_sum, skip, &any) ||
-		            !((dn = find_dloop(g, h, b, skip, &dl, fast)) || any)))
+		            !((dn = find_dloop(g, h, b, skip, target, &dl, fast)) || any)))
 			continue;
 		gen_range(g, done, h, target);
 		if (!g->unsupported) {
