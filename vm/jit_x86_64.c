@@ -438,6 +438,12 @@ struct cg {
 	 * edge to xinsn dl_head_xi spends its unit of fuel without a check (UINT32_MAX: none);
 	 * dl_back_end: where the code of that back edge ends. */
 	uint32_t dl_head_xi, dl_back_end;
+	/* dl_rel: r13 holds the fuel less the counter c (slot dl_c, stepped at xinsn dl_step)
+	 * instead, spent by the step itself; every way out (a stub) adds c back, and one more
+	 * after the step (gen_dloop_fast).  dl_back: the loop's back branch. */
+	bool dl_rel;
+	int32_t dl_c;
+	uint32_t dl_step, dl_back;
 	/* ... and its sunk copies (find_sinks): per xinsn from peel_lo, where its code goes
 	 * (enum sink); NULL: none.  sink_at: the taken branches to the stubs of SINK_TAKEN. */
 	const uint8_t *sink;
@@ -1090,6 +1096,21 @@ enum sink { SINK_NONE, SINK_DROP, SINK_OUT, SINK_TAKEN };
 static bool has_sunk(const struct cg *g, uint32_t j, enum sink kind);
 static void gen_sunk(struct cg *g, uint32_t j, enum sink kind);
 
+/* With dl_rel, on a way out at the current xinsn: the fuel back in r13,
+ *   lea r13, [r13 + c + 1 if after the step]     (rax holding c when it is in memory)
+ * lea, to leave the flags to whatever compare they hold. */
+static void emit_fuel_back(struct cg *g)
+{
+	int c = g->reg_of[g->dl_c];
+	if (c < 0) {
+		load_slot(g, RAX, g->dl_c);
+		c = RAX;
+	}
+	struct rm m = rm_idx(R_FUEL, c);
+	m.disp = g->xi > g->dl_step;
+	emit_op(&g->e, OP_W, 0x8d, R_FUEL, m);
+}
+
 /* A taken backward branch spends one unit of fuel; when the chunk in r13 is empty the refill
  * stub gets the next one (or traps) and then takes the branch:
  *   sub r13, 1; jae target; jmp refill stub    (borrow <=> the chunk was empty) */
@@ -1115,18 +1136,23 @@ static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 	if (back && target == g->dl_head_xi) {
 		/* the guard proved the fuel lasts: lea r13, [r13 - 1]; jcc head; and where it falls
 		 * through, lea r13, [r13 + 1] (lea leaves the flags to the compare's next users),
-		 * then the copies sunk to the way out */
-		emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, -1));
+		 * then the copies sunk to the way out.  With dl_rel, jcc head alone. */
+		if (!g->dl_rel)
+			emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, -1));
 		emit_jcc_back(&g->e, cc, g->xoff[target]);
 		g->dl_back_end = (uint32_t)g->e.len;
 		if (cc != CC_ALWAYS) {
-			emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, 1));
+			if (g->dl_rel)
+				emit_fuel_back(g);
+			else
+				emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, 1));
 			gen_sunk(g, g->xi, SINK_OUT);
 		}
 		return;
 	}
-	if (!back && g->sink && has_sunk(g, g->xi, SINK_TAKEN)) {
-		/* to a stub that makes the copies first (gen_dloop_fast) */
+	if (!back && g->dl_head_xi != UINT32_MAX &&
+	    ((g->dl_rel && target > g->dl_back) || (g->sink && has_sunk(g, g->xi, SINK_TAKEN)))) {
+		/* to a stub that puts the fuel back and makes the copies first (gen_dloop_fast) */
 		g->sink_at[g->n_sink_at++] = (struct sinkstub){ emit_jcc(&g->e, cc), g->xi, target };
 		return;
 	}
@@ -2670,6 +2696,7 @@ struct dloop {
 	int32_t c;                     /* the counter slot */
 	unsigned n_loads;
 	struct dload { uint32_t k; int32_t o, d; uint8_t after, w; int16_t r; } ld[DLOOP_MAX_LOADS];
+	uint32_t step;                 /* the xinsn c = c - 1 */
 	uint8_t sink[PEEL_MAX_LOOP];   /* per xinsn from head: enum sink (find_sinks) */
 	uint32_t sink_j[PEEL_MAX_LOOP];
 };
@@ -2803,7 +2830,8 @@ static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const u
 {
 	const struct xinsn *code = g->xf->code;
 	int32_t d;
-	if (code[back].op != X_JNZB || down_step(code, head, back, code[back].b, 1, &d) == UINT32_MAX)
+	if (code[back].op != X_JNZB ||
+	    (dl->step = down_step(code, head, back, code[back].b, 1, &d)) == UINT32_MAX)
 		return false;
 	dl->c = code[back].b;
 	dl->n_loads = 0;
@@ -2827,60 +2855,93 @@ static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const u
 }
 
 /* The guard in front of a dloop's fast copy (see above); its failing branches into fails,
- * to be patched to the second copy. */
+ * to be patched to the second copy.  For rsort, 12 instructions once per inner loop:
+ *   lea rax, [c - 1]; cmp rax, r13; ja fail
+ *   imul rax, c, d; cmp rax, o; ja fail                 (after; else sub rax, d first)
+ *   lea rax, [o - d]; cmp rax, [r14 + lim]; jae fail    (as emit_bounds) */
 static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *fails)
 {
 	struct emit *e = &g->e;
 	unsigned n = 0;
 	forget(g);
-	load_slot(g, RAX, dl->c);
-	emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), 1);
+	struct rm c = src_slot(g, dl->c);
+	if (c.reg >= 0) {
+		emit_op(e, OP_W, 0x8d, RAX, rm_mem(c.reg, -1));     /* lea rax, [c - 1] */
+	} else {
+		load_slot(g, RAX, dl->c);
+		emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), 1);
+	}
 	emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(R_FUEL));             /* cmp c - 1, r13 */
 	fails[n++] = emit_jcc(e, CC_A);
 	for (unsigned i = 0; i < dl->n_loads; i++) {
 		const struct dload *l = &dl->ld[i];
-		load_slot(g, RAX, dl->c);
-		if (!l->after)
-			emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), 1);
-		emit_op(e, OP_W, 0x69, RAX, rm_reg(RAX));               /* imul rax, rax, d */
+		emit_op(e, OP_W, 0x69, RAX, slot(g, dl->c));           /* imul rax, c, d */
 		emit4(e, (uint32_t)l->d);
+		if (!l->after)
+			emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), l->d);
 		emit_alu_r_rm(e, ALU_CMP, RAX, slot(g, l->o));          /* the lowest: >= 0 */
 		fails[n++] = emit_jcc(e, CC_A);
-		load_slot(g, RAX, l->o);                                /* the highest */
-		if (l->after)
-			emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), l->d);
-		emit_mov_r_rm(e, RCX, region_len(g, (unsigned)l->r));
-		emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RCX), l->w);
-		fails[n++] = emit_jcc(e, CC_B);
-		emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(RCX));
-		fails[n++] = emit_jcc(e, CC_A);
+		struct rm o = src_slot(g, l->o);                        /* the highest */
+		if (o.reg >= 0) {
+			emit_op(e, OP_W, 0x8d, RAX, rm_mem(o.reg, l->after ? -l->d : 0));
+		} else {
+			load_slot(g, RAX, l->o);
+			if (l->after)
+				emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), l->d);
+		}
+		struct rm len = region_len(g, (unsigned)l->r);
+		if (l->w == 1) {
+			emit_alu_r_rm(e, ALU_CMP, RAX, len);
+			fails[n++] = emit_jcc(e, CC_AE);
+		} else if (l->r < JIT_LIM_REGIONS) {
+			unsigned k = l->w == 2 ? 0 : l->w == 4 ? 1 : 2;
+			emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, (int32_t)(offsetof(struct jit_ctx, lim) +
+			              sizeof(uint64_t) * (3 * (unsigned)l->r + k))));
+			fails[n++] = emit_jcc(e, CC_AE);
+		} else {
+			emit_mov_r_rm(e, RCX, len);
+			emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RCX), l->w);
+			fails[n++] = emit_jcc(e, CC_B);
+			emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(RCX));
+			fails[n++] = emit_jcc(e, CC_A);
+		}
 	}
 	return n;
 }
 
-/* A dloop's fast copy (gen_peel), its back edge spending fuel unchecked (emit_branch), its
- * sunk copies where they go (find_sinks), then jmp back + 1 and the stubs of SINK_TAKEN.
- * Where the loop, head to back edge, would cross a 64-byte line but fits in one, it is
- * compiled once to learn its length, then again from the next line (the padding jumped
- * over): rsort's inner loop, 42 bytes, took 17.2 ms across a line and 15.6 ms inside one,
- * the same instructions (as count_nl's did across a fetch boundary, emit_align_ahead).
- * Should a branch with copies sunk to it not have been compiled as emit_branch's (no stub
- * for it), it is compiled again without sinking, not wrong. */
+/* A dloop's fast copy (gen_peel): its back edge spends fuel unchecked (emit_branch), its
+ * sunk copies go where they go (find_sinks), then jmp back + 1 and the stubs of the ways
+ * out.  Where nothing in it can trap (rsort's: its load proven by the guard, its store by
+ * the peel), it does not even spend fuel: on the way in r13 -= c, so that the step of c
+ * spends it, and every way out adds c back (dl_rel, emit_fuel_back).  Where the loop, head to
+ * back edge, would cross a 64-byte line but fits in one, it is compiled once to learn its
+ * length, then again from the next line (the padding jumped over): rsort's inner loop, 42
+ * bytes, took 17.2 ms across a line and 15.6 ms inside one, the same instructions (as
+ * count_nl's did across a fetch boundary, emit_align_ahead).  So a copy is compiled up to
+ * four times: a trap in it, or a branch with copies sunk to it that was not compiled as
+ * emit_branch's (no stub for it), and it is compiled again without dl_rel or without
+ * sinking, never wrong. */
 static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, uint32_t back,
                            const uint8_t *fast, const uint8_t *target)
 {
 	struct emit *e = &g->e;
 	size_t len = e->len;
 	uint32_t n_jumps = g->n_jumps, n_traps = g->n_traps, n_refills = g->n_refills;
-	bool align = false, sinks = true;
-	for (int pass = 0; pass < 3; pass++) {
+	bool align = false, sinks = true, rel = true;
+	for (int pass = 0; pass < 4; pass++) {
 		uint32_t over = UINT32_MAX;
+		if (rel)
+			emit_alu_r_rm(e, ALU_SUB, R_FUEL, slot(g, dl->c));   /* sub r13, c */
 		if (align) {
 			over = emit_jcc(e, CC_ALWAYS);
 			emit_align(e, 64);
 		}
 		g->dl_head_xi = head;
 		g->dl_back_end = UINT32_MAX;
+		g->dl_rel = rel;
+		g->dl_c = dl->c;
+		g->dl_step = dl->step;
+		g->dl_back = back;
 		g->peel_skip = fast;
 		g->sink = sinks ? dl->sink : NULL;
 		g->sink_j = dl->sink_j;
@@ -2892,27 +2953,38 @@ static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, 
 			patch_rel32(e, over, g->xoff[head]);
 		uint32_t h = g->xoff[head], end = g->dl_back_end;
 		emit_jcc_x(g, CC_ALWAYS, back + 1);
-		unsigned n_taken = 0;              /* the branches with a stub due */
-		for (uint32_t j = head; g->sink && j < back; j++)
-			n_taken += has_sunk(g, j, SINK_TAKEN);
-		bool stubs_ok = g->n_sink_at == n_taken;
-		for (uint32_t i = 0; i < g->n_sink_at && stubs_ok; i++) {
+		unsigned n_stubs = 0;              /* the branches with a stub due */
+		for (uint32_t j = head; j < back; j++) {
+			int32_t d;
+			n_stubs += (rel && branch_d(&g->xf->code[j], &d) && j + (uint32_t)d > back) ||
+			           (g->sink && has_sunk(g, j, SINK_TAKEN));
+		}
+		bool stubs_ok = g->n_sink_at == n_stubs, traps_ok = !rel || g->n_traps == n_traps;
+		for (uint32_t i = 0; i < g->n_sink_at && stubs_ok && traps_ok; i++) {
 			const struct sinkstub *st = &g->sink_at[i];
+			uint32_t xi = g->xi;
 			patch_rel32(e, st->at, e->len);
 			forget(g);
+			g->xi = st->j;
+			if (rel)
+				emit_fuel_back(g);
+			g->xi = xi;
 			gen_sunk(g, st->j, SINK_TAKEN);
 			emit_jcc_x(g, CC_ALWAYS, st->target);
 		}
 		g->sink = NULL;
+		g->dl_rel = false;
 		if (e->err)
 			return;
 		bool fits = end == UINT32_MAX || end - h > 64 || (h & 63) + (end - h) <= 64;
-		if (stubs_ok && (align || fits))
+		if (stubs_ok && traps_ok && (align || fits))
 			return;
-		if (stubs_ok)
-			align = true;      /* again, from the next line */
-		else
+		if (!traps_ok)
+			rel = false;
+		else if (!stubs_ok)
 			sinks = false;
+		else
+			align = true;      /* again, from the next line */
 		e->len = len;
 		g->n_jumps = n_jumps;
 		g->n_traps = n_traps;
@@ -3098,6 +3170,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	g->peel_xi = UINT32_MAX;
 	g->peel_skip = NULL;
 	g->dl_head_xi = UINT32_MAX;
+	g->dl_rel = false;
 	g->sink = NULL;
 	gen_prologue(g);
 	uint32_t done = 0;             /* xinsns compiled so far */
