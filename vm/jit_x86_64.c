@@ -2629,9 +2629,10 @@ static void peel_pass(const struct xinsn *code, uint32_t head, uint32_t back, ui
 
 /* Whether the loop head..back (back a backward branch to head, the only one in it; no way
  * in but head) may be peeled; *any: its second copy leaves out a check (else peeling is
- * worth it only as a dloop).  Fills skip (back - head + 1 flags, for xinsns head..back). */
+ * worth it only as a dloop).  Fills skip (back - head + 1 flags, for xinsns head..back) and
+ * head_facts (n_slots: the facts at the second copy's head, which it keeps). */
 static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const uint32_t *into_sum,
-                      uint8_t *skip, bool *any)
+                      uint8_t *skip, bool *any, struct chk *head_facts)
 {
 	const struct xinsn *code = g->xf->code;
 	uint32_t n = g->xf->n_slots, len = back - head + 1, inside = 0;
@@ -2665,6 +2666,7 @@ static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const ui
 				break;
 			memcpy(h, h2, n * sizeof *f);
 		}
+		memcpy(head_facts, h, n * sizeof *f);
 		memset(skip, 0, len);
 		peel_pass(code, head, back, n, h, pend, seen, skip);
 		for (uint32_t k = 0; k < len; k++)
@@ -2690,6 +2692,7 @@ static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const ui
  * else the second copy runs, as without it.  Fuel use is exact in the fast copy (r13 is the
  * chunk left, as everywhere), so traps and refills elsewhere see what they always did. */
 #define DLOOP_MAX_LOADS 4
+#define DLOOP_MAX_FACTS 4
 #define DLOOP_MAX_STEP  (1 << 20)  /* d: (c - 1 + 1) * d stays far below 2^63 (c - 1 <= r13) */
 _Static_assert((uint64_t)VM_FUEL_CHUNK * DLOOP_MAX_STEP < (1ull << 62), "guard products fit");
 struct dloop {
@@ -2697,6 +2700,8 @@ struct dloop {
 	unsigned n_loads;
 	struct dload { uint32_t k; int32_t o, d; uint8_t after, w; int16_t r; } ld[DLOOP_MAX_LOADS];
 	uint32_t step;                 /* the xinsn c = c - 1 */
+	unsigned n_facts;              /* the facts at the head that the guard checks */
+	struct dfact { int32_t s; int16_t r; uint8_t w; } fact[DLOOP_MAX_FACTS];
 	uint8_t sink[PEEL_MAX_LOOP];   /* per xinsn from head: enum sink (find_sinks) */
 	uint32_t sink_j[PEEL_MAX_LOOP];
 };
@@ -2826,7 +2831,8 @@ static void gen_sunk(struct cg *g, uint32_t j, enum sink kind)
  * proves) counts down (struct dloop); fills dl and fast, skip plus the loads the guard
  * proves. */
 static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const uint8_t *skip,
-                       const uint8_t *target, struct dloop *dl, uint8_t *fast)
+                       const struct chk *head_facts, const uint8_t *target, struct dloop *dl,
+                       uint8_t *fast)
 {
 	const struct xinsn *code = g->xf->code;
 	int32_t d;
@@ -2834,6 +2840,14 @@ static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const u
 	    (dl->step = down_step(code, head, back, code[back].b, 1, &d)) == UINT32_MAX)
 		return false;
 	dl->c = code[back].b;
+	dl->n_facts = 0;               /* those of slots read before they are written */
+	for (int32_t s = 0; s < (int32_t)g->xf->n_slots; s++) {
+		if (head_facts[s].w == 0 || dead_in(g, head, s))
+			continue;
+		if (dl->n_facts == DLOOP_MAX_FACTS)
+			return false;
+		dl->fact[dl->n_facts++] = (struct dfact){ s, head_facts[s].r, head_facts[s].w };
+	}
 	dl->n_loads = 0;
 	memcpy(fast, skip, back - head + 1);
 	for (uint32_t k = head; k < back && dl->n_loads < DLOOP_MAX_LOADS; k++) {
@@ -2854,11 +2868,38 @@ static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const u
 	return true;
 }
 
-/* The guard in front of a dloop's fast copy (see above); its failing branches into fails,
- * to be patched to the second copy.  For rsort, 12 instructions once per inner loop:
+/* A guard's check that offset rax... (register off) passes the bounds check of a w-byte
+ * access at region r (as emit_bounds), its failing branches into fails. */
+static unsigned guard_bounds(struct cg *g, int off, unsigned r, unsigned w, uint32_t *fails)
+{
+	struct emit *e = &g->e;
+	struct rm len = region_len(g, r);
+	unsigned n = 0;
+	if (w == 1) {
+		emit_alu_r_rm(e, ALU_CMP, off, len);
+		fails[n++] = emit_jcc(e, CC_AE);
+	} else if (r < JIT_LIM_REGIONS) {
+		unsigned k = w == 2 ? 0 : w == 4 ? 1 : 2;
+		emit_alu_r_rm(e, ALU_CMP, off, rm_mem(R_CTX, (int32_t)(offsetof(struct jit_ctx, lim) +
+		              sizeof(uint64_t) * (3 * r + k))));
+		fails[n++] = emit_jcc(e, CC_AE);
+	} else {
+		emit_mov_r_rm(e, RCX, len);
+		emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RCX), (int32_t)w);
+		fails[n++] = emit_jcc(e, CC_B);
+		emit_alu_r_rm(e, ALU_CMP, off, rm_reg(RCX));
+		fails[n++] = emit_jcc(e, CC_A);
+	}
+	return n;
+}
+
+/* The guard at a dloop's head, where every way into the loop arrives; its failing branches
+ * into fails, to be patched to the first copy.  For rsort, 15 instructions once per inner
+ * loop, where the first copy took 14 before the guard alone:
  *   lea rax, [c - 1]; cmp rax, r13; ja fail
- *   imul rax, c, d; cmp rax, o; ja fail                 (after; else sub rax, d first)
- *   lea rax, [o - d]; cmp rax, [r14 + lim]; jae fail    (as emit_bounds) */
+ *   cmp s, [r14 + lim]; jae fail                        (each fact, as emit_bounds)
+ *   imul rax, c, d; cmp rax, o; ja fail                 (each load; sub rax, d first when
+ *   lea rax, [o - d]; cmp rax, [r14 + lim]; jae fail     before the step: no lea then) */
 static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *fails)
 {
 	struct emit *e = &g->e;
@@ -2873,6 +2914,15 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
 	}
 	emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(R_FUEL));             /* cmp c - 1, r13 */
 	fails[n++] = emit_jcc(e, CC_A);
+	for (unsigned i = 0; i < dl->n_facts; i++) {
+		const struct dfact *f = &dl->fact[i];
+		int off = g->reg_of[f->s];
+		if (off < 0) {
+			load_slot(g, RAX, f->s);
+			off = RAX;
+		}
+		n += guard_bounds(g, off, (unsigned)f->r, f->w, fails + n);
+	}
 	for (unsigned i = 0; i < dl->n_loads; i++) {
 		const struct dload *l = &dl->ld[i];
 		emit_op(e, OP_W, 0x69, RAX, slot(g, dl->c));           /* imul rax, c, d */
@@ -2889,22 +2939,7 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
 			if (l->after)
 				emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), l->d);
 		}
-		struct rm len = region_len(g, (unsigned)l->r);
-		if (l->w == 1) {
-			emit_alu_r_rm(e, ALU_CMP, RAX, len);
-			fails[n++] = emit_jcc(e, CC_AE);
-		} else if (l->r < JIT_LIM_REGIONS) {
-			unsigned k = l->w == 2 ? 0 : l->w == 4 ? 1 : 2;
-			emit_alu_r_rm(e, ALU_CMP, RAX, rm_mem(R_CTX, (int32_t)(offsetof(struct jit_ctx, lim) +
-			              sizeof(uint64_t) * (3 * (unsigned)l->r + k))));
-			fails[n++] = emit_jcc(e, CC_AE);
-		} else {
-			emit_mov_r_rm(e, RCX, len);
-			emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RCX), l->w);
-			fails[n++] = emit_jcc(e, CC_B);
-			emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(RCX));
-			fails[n++] = emit_jcc(e, CC_A);
-		}
+		n += guard_bounds(g, RAX, (unsigned)l->r, l->w, fails + n);
 	}
 	return n;
 }
@@ -2993,15 +3028,29 @@ static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, 
 	}
 }
 
+/* Patch the jumps of the copy just compiled (from jumps[from]) that go inside the loop
+ * head..back to its own code; the exits wait for the end of the function. */
+static void patch_own(struct cg *g, uint32_t from, uint32_t head, uint32_t back)
+{
+	uint32_t kept = from;
+	for (uint32_t k = from; k < g->n_jumps; k++) {
+		const struct jump *j = &g->jumps[k];
+		if (j->target >= head && j->target <= back)
+			patch_rel32(&g->e, j->at, g->xoff[j->target]);
+		else
+			g->jumps[kept++] = *j;
+	}
+	g->n_jumps = kept;
+}
+
 /* A loop find_peel accepted:
- *   first:  head..back with every check; the back edge (its fuel check as ever) to second,
- *           or to the guard of a dloop; falling out: jmp back + 1
- *   [guard: see struct dloop; failing, to second; else jmp fast
- *    pre:   sub r13, 1 (the fuel of the fast copy's back edge, which lands here)
- *    fast:  head..back without the checks fast marks, its back edge a jcc to pre;
- *           falling out: jmp back + 1]
+ *  [guard:  of a dloop, where every way in arrives: see struct dloop; failing, to first
+ *   fast:   head..back without the checks fast marks, spending fuel unchecked or not at
+ *           all (gen_dloop_fast); falling out: jmp back + 1]
+ *   first:  head..back with every check; the back edge (its fuel check as ever) to second;
+ *           falling out: jmp back + 1
  *   second: head..back without the checks skip marks; the back edge to its own head
- * Every way in, and a refill stub's resume, goes to the first copy. */
+ * Every way in, and a refill stub's resume, goes to the guard, else to the first copy. */
 static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *skip,
                      const struct dloop *dl, const uint8_t *fast, const uint8_t *target)
 {
@@ -3014,48 +3063,33 @@ static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *
 	}
 	if (g->in_n)
 		g->in_n[back + 1] = UINT32_MAX;
-	uint32_t n_jumps = g->n_jumps, fails[1 + 3 * DLOOP_MAX_LOADS];
+	uint32_t n_jumps = g->n_jumps, fails[1 + 2 * (DLOOP_MAX_FACTS + DLOOP_MAX_LOADS) + 2 *
+	                                       DLOOP_MAX_LOADS];
+	uint32_t entry = (uint32_t)e->len;
 	unsigned n_fails = 0;
+	g->peel_lo = head;
+	if (dl) {
+		g->xi = head;
+		n_fails = gen_dloop_guard(g, dl, fails);
+		gen_dloop_fast(g, dl, head, back, fast, target);
+		patch_own(g, n_jumps, head, back);
+	}
 	g->peel_xi = head;
 	g->peel_at = UINT32_MAX;
 	gen_range(g, head, back + 1, target);
 	g->peel_xi = UINT32_MAX;
 	uint32_t first = g->xoff[head], at = g->peel_at;
+	for (unsigned k = 0; k < n_fails; k++)
+		patch_rel32(e, fails[k], first);
 	emit_jcc_x(g, CC_ALWAYS, back + 1);
-	for (int copy = 0; copy < 3; copy++) {
-		/* the copy's own jumps inside the loop go to its own code; the exits wait */
-		uint32_t kept = n_jumps;
-		for (uint32_t k = n_jumps; k < g->n_jumps; k++) {
-			const struct jump *j = &g->jumps[k];
-			if (j->target >= head && j->target <= back)
-				patch_rel32(e, j->at, g->xoff[j->target]);
-			else
-				g->jumps[kept++] = *j;
-		}
-		g->n_jumps = kept;
-		if (copy == 2)
-			break;
-		g->peel_lo = head;
-		if (copy == 0 && dl) {
-			if (at != UINT32_MAX)
-				patch_rel32(e, at, e->len);
-			at = UINT32_MAX;
-			n_fails = gen_dloop_guard(g, dl, fails);
-			gen_dloop_fast(g, dl, head, back, fast, target);
-			continue;
-		}
-		if (copy == 0)
-			copy = 1;          /* no fast copy: the second follows */
-		g->peel_skip = skip;
-		gen_range(g, head, back + 1, target);
-		g->peel_skip = NULL;
-		for (unsigned k = 0; k < n_fails; k++)
-			patch_rel32(e, fails[k], g->xoff[head]);
-	}
+	patch_own(g, n_jumps, head, back);
+	g->peel_skip = skip;
+	gen_range(g, head, back + 1, target);
 	g->peel_skip = NULL;
+	patch_own(g, n_jumps, head, back);
 	if (at != UINT32_MAX)
 		patch_rel32(e, at, g->xoff[head]);
-	g->xoff[head] = first;
+	g->xoff[head] = dl ? entry : first;
 }
 
 /* Whether xinsn i's code goes elsewhere in the copy being compiled (find_sinks). */
@@ -3176,7 +3210,10 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	uint32_t done = 0;             /* xinsns compiled so far */
 	uint8_t skip[PEEL_MAX_LOOP], fast[PEEL_MAX_LOOP];
 	struct dloop dl;
-	for (uint32_t h = 0; h < n_code && !g->unsupported; h++) {
+	struct chk *facts = malloc((g->xf->n_slots ? g->xf->n_slots : 1) * sizeof *facts);
+	if (!facts)
+		g->e.err = -VM_ENOMEM;
+	for (uint32_t h = 0; h < n_code && !g->unsupported && facts; h++) {
 		struct vloop v;
 		uint32_t b = next_back[h];
 		int32_t d;
@@ -3184,8 +3221,8 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		    b + (uint32_t)d != h)
 			continue;
 		bool vl = find_vloop(g, h, b, into_sum, &v), any = false, dn = false;
-		if (!vl && (!find_peel(g, h, b, into_sum, skip, &any) ||
-		            !((dn = find_dloop(g, h, b, skip, target, &dl, fast)) || any)))
+		if (!vl && (!find_peel(g, h, b, into_sum, skip, &any, facts) ||
+		            !((dn = find_dloop(g, h, b, skip, facts, target, &dl, fast)) || any)))
 			continue;
 		gen_range(g, done, h, target);
 		if (!g->unsupported) {
@@ -3198,6 +3235,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		h = b;                     /* the next head can be b + 1 */
 	}
 	gen_range(g, done, n_code, target);
+	free(facts);
 	free(target);
 	free(into_sum);
 	free(next_back);
