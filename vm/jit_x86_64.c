@@ -2679,18 +2679,23 @@ static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const ui
 
 /* ---- counted-down peeled loops (struct dloop) ----
  * A peeled loop whose back edge is `jnz c`, c stepping down by one once in every iteration,
- * takes at most c - 1 more back edges from its head (c != 0 there), however often it leaves
+ * takes at most c - 1 back edges from its head (c != 0 there), however often it leaves
  * early: rsort's inner loop (j counts down, the compare of keys breaks out).  When the fuel
  * chunk in r13 holds c - 1 units, none of those back edges can find it empty, so a third
- * copy spends its fuel with a plain sub and no branch.  Loads whose offset slot o steps down
- * by d once per iteration are proven there too: from the head, the m-th execution of such a
- * load (m = 1..c, one per iteration at most) reads at o - (m - 1 + after) * d, where after is
- * 1 when the load comes after o's step; all of these lie in the region when the lowest does
- * not wrap below 0 and the highest passes the check.  The guard checks that once:
- *   c - 1 <= r13 (unsigned: c = 0 fails);  for each such load, (c - 1 + after) * d <= o and
+ * copy, the fast one, spends its fuel without a branch (gen_dloop_fast).  Loads whose offset
+ * slot o steps down by d once per iteration are proven there too: from the head, the m-th
+ * execution of such a load (m = 1..c, one per iteration at most) reads at o - (m - 1 +
+ * after) * d, where after is 1 when the load comes after o's step; all of these lie in the
+ * region when the lowest does not wrap below 0 and the highest passes the check.  So do the
+ * accesses the peel's facts at the head prove, once those facts hold on the way in: they
+ * then hold at every head (find_peel's fixed point).  The guard, at the head, where every
+ * way in arrives, checks all that once:
+ *   c - 1 <= r13 (unsigned: c = 0 fails);  each fact of a slot read before it is written
+ *   (it passes its check);  for each such load, (c - 1 + after) * d <= o and
  *   o - after * d <= len - w
- * else the second copy runs, as without it.  Fuel use is exact in the fast copy (r13 is the
- * chunk left, as everywhere), so traps and refills elsewhere see what they always did. */
+ * else the first and second copies run, as without it.  Fuel use is exact on every way out
+ * of the fast copy (and inside it, where it can trap), so traps and refills elsewhere see
+ * what they always did. */
 #define DLOOP_MAX_LOADS 4
 #define DLOOP_MAX_FACTS 4
 #define DLOOP_MAX_STEP  (1 << 20)  /* d: (c - 1 + 1) * d stays far below 2^63 (c - 1 <= r13) */
