@@ -354,6 +354,8 @@ struct vloop {
 	int64_t need[VLOOP_MAX_REGIONS];   /* region[k] must hold n + need[k] bytes */
 };
 
+#define PEEL_MAX_LOOP  128         /* xinsns of a loop body that find_peel looks at */
+
 struct flagcmp {
 	int32_t b, c;                  /* c: -1 for an immediate */
 	int64_t imm;
@@ -432,6 +434,22 @@ struct cg {
 	 * iteration proved (UINT32_MAX, NULL: none). */
 	uint32_t peel_xi, peel_at, peel_lo;
 	const uint8_t *peel_skip;
+	/* Compiling the fast copy of a counted-down peeled loop (gen_peel, struct dloop): a back
+	 * edge to xinsn dl_head_xi spends its unit of fuel without a check (UINT32_MAX: none);
+	 * dl_back_end: where the code of that back edge ends. */
+	uint32_t dl_head_xi, dl_back_end;
+	/* dl_rel: r13 holds the fuel less the counter c (slot dl_c, stepped at xinsn dl_step)
+	 * instead, spent by the step itself; every way out (a stub) adds c back, and one more
+	 * after the step (gen_dloop_fast).  dl_back: the loop's back branch. */
+	bool dl_rel;
+	int32_t dl_c;
+	uint32_t dl_step, dl_back;
+	/* ... and its sunk copies (find_sinks): per xinsn from peel_lo, where its code goes
+	 * (enum sink); NULL: none.  sink_at: the taken branches to the stubs of SINK_TAKEN. */
+	const uint8_t *sink;
+	const uint32_t *sink_j;        /* ... and the branch it goes with */
+	struct sinkstub { uint32_t at, j, target; } sink_at[PEEL_MAX_LOOP];
+	uint32_t n_sink_at;
 };
 
 /* Append to one of the growing arrays of cg; a failed allocation is the emitter's error. */
@@ -1074,6 +1092,25 @@ static void gen_xrot(struct cg *g, const struct xinsn *x)
 	store_slot(g, x->a + 2, RAX);
 }
 
+enum sink { SINK_NONE, SINK_DROP, SINK_OUT, SINK_TAKEN };
+static bool has_sunk(const struct cg *g, uint32_t j, enum sink kind);
+static void gen_sunk(struct cg *g, uint32_t j, enum sink kind);
+
+/* With dl_rel, on a way out at the current xinsn: the fuel back in r13,
+ *   lea r13, [r13 + c + 1 if after the step]     (rax holding c when it is in memory)
+ * lea, to leave the flags to whatever compare they hold. */
+static void emit_fuel_back(struct cg *g)
+{
+	int c = g->reg_of[g->dl_c];
+	if (c < 0) {
+		load_slot(g, RAX, g->dl_c);
+		c = RAX;
+	}
+	struct rm m = rm_idx(R_FUEL, c);
+	m.disp = g->xi > g->dl_step;
+	emit_op(&g->e, OP_W, 0x8d, R_FUEL, m);
+}
+
 /* A taken backward branch spends one unit of fuel; when the chunk in r13 is empty the refill
  * stub gets the next one (or traps) and then takes the branch:
  *   sub r13, 1; jae target; jmp refill stub    (borrow <=> the chunk was empty) */
@@ -1096,6 +1133,29 @@ static void emit_fuel_jmp(struct cg *g, uint32_t target)
 static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 {
 	uint32_t target = g->xi + (uint32_t)x->d;
+	if (back && target == g->dl_head_xi) {
+		/* the guard proved the fuel lasts: lea r13, [r13 - 1]; jcc head; and where it falls
+		 * through, lea r13, [r13 + 1] (lea leaves the flags to the compare's next users),
+		 * then the copies sunk to the way out.  With dl_rel, jcc head alone. */
+		if (!g->dl_rel)
+			emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, -1));
+		emit_jcc_back(&g->e, cc, g->xoff[target]);
+		g->dl_back_end = (uint32_t)g->e.len;
+		if (cc != CC_ALWAYS) {
+			if (g->dl_rel)
+				emit_fuel_back(g);
+			else
+				emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, 1));
+			gen_sunk(g, g->xi, SINK_OUT);
+		}
+		return;
+	}
+	if (!back && g->dl_head_xi != UINT32_MAX &&
+	    ((g->dl_rel && target > g->dl_back) || (g->sink && has_sunk(g, g->xi, SINK_TAKEN)))) {
+		/* to a stub that puts the fuel back and makes the copies first (gen_dloop_fast) */
+		g->sink_at[g->n_sink_at++] = (struct sinkstub){ emit_jcc(&g->e, cc), g->xi, target };
+		return;
+	}
 	if (!back) {
 		emit_jcc_x(g, cc, target);
 		return;
@@ -2457,7 +2517,6 @@ static void gen_vloop(struct cg *g, const struct vloop *v, const uint8_t *target
  * whose back edge goes on to a second copy that leaves out the checks the facts at its
  * head prove; its back edge loops to itself.  Both spend fuel alike and trap at the same
  * xinsns; only checks that cannot fail are gone. */
-#define PEEL_MAX_LOOP  128         /* xinsns of a loop body that find_peel looks at */
 #define PEEL_MAX_SLOTS 1024
 
 /* What is known of a slot's value: it passed the bounds check of a w-byte access at offset
@@ -2569,10 +2628,11 @@ static void peel_pass(const struct xinsn *code, uint32_t head, uint32_t back, ui
 }
 
 /* Whether the loop head..back (back a backward branch to head, the only one in it; no way
- * in but head) is worth peeling: its second copy leaves out a check.  Fills skip (back -
- * head + 1 flags, for xinsns head..back). */
+ * in but head) may be peeled; *any: its second copy leaves out a check (else peeling is
+ * worth it only as a dloop).  Fills skip (back - head + 1 flags, for xinsns head..back) and
+ * head_facts (n_slots: the facts at the second copy's head, which it keeps). */
 static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const uint32_t *into_sum,
-                      uint8_t *skip)
+                      uint8_t *skip, bool *any, struct chk *head_facts)
 {
 	const struct xinsn *code = g->xf->code;
 	uint32_t n = g->xf->n_slots, len = back - head + 1, inside = 0;
@@ -2592,8 +2652,9 @@ static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const ui
 		return false;              /* a branch from outside lands inside */
 	struct chk *f = calloc(3 * (size_t)n + (size_t)len * n, sizeof *f);
 	uint8_t *seen = malloc(len);
-	bool any = false;
-	if (f && seen) {
+	bool ok = f && seen;
+	*any = false;
+	if (ok) {
 		struct chk *h = f + n, *h2 = f + 2 * n, *pend = f + 3 * n;
 		peel_pass(code, head, back, n, f, pend, seen, NULL);   /* from the first copy */
 		memcpy(h, f, n * sizeof *f);
@@ -2605,26 +2666,401 @@ static bool find_peel(const struct cg *g, uint32_t head, uint32_t back, const ui
 				break;
 			memcpy(h, h2, n * sizeof *f);
 		}
+		memcpy(head_facts, h, n * sizeof *f);
 		memset(skip, 0, len);
 		peel_pass(code, head, back, n, h, pend, seen, skip);
 		for (uint32_t k = 0; k < len; k++)
-			any |= skip[k];
+			*any |= skip[k];
 	}
 	free(f);
 	free(seen);
-	return any;
+	return ok;
+}
+
+/* ---- counted-down peeled loops (struct dloop) ----
+ * A peeled loop whose back edge is `jnz c`, c stepping down by one once in every iteration,
+ * takes at most c - 1 back edges from its head (c != 0 there), however often it leaves
+ * early: rsort's inner loop (j counts down, the compare of keys breaks out).  When the fuel
+ * chunk in r13 holds c - 1 units, none of those back edges can find it empty, so a third
+ * copy, the fast one, spends its fuel without a branch (gen_dloop_fast).  Loads whose offset
+ * slot o steps down by d once per iteration are proven there too: from the head, the m-th
+ * execution of such a load (m = 1..c, one per iteration at most) reads at o - (m - 1 +
+ * after) * d, where after is 1 when the load comes after o's step; all of these lie in the
+ * region when the lowest does not wrap below 0 and the highest passes the check.  So do the
+ * accesses the peel's facts at the head prove, once those facts hold on the way in: they
+ * then hold at every head (find_peel's fixed point).  The guard, at the head, where every
+ * way in arrives, checks all that once:
+ *   c - 1 <= r13 (unsigned: c = 0 fails);  each fact of a slot read before it is written
+ *   (it passes its check);  for each such load, (c - 1 + after) * d <= o and
+ *   o - after * d <= len - w
+ * else the first and second copies run, as without it.  Fuel use is exact on every way out
+ * of the fast copy (and inside it, where it can trap), so traps and refills elsewhere see
+ * what they always did. */
+#define DLOOP_MAX_LOADS 4
+#define DLOOP_MAX_FACTS 4
+#define DLOOP_MAX_STEP  (1 << 20)  /* d: (c - 1 + 1) * d stays far below 2^63 (c - 1 <= r13) */
+_Static_assert((uint64_t)VM_FUEL_CHUNK * DLOOP_MAX_STEP < (1ull << 62), "guard products fit");
+struct dloop {
+	int32_t c;                     /* the counter slot */
+	unsigned n_loads;
+	struct dload { uint32_t k; int32_t o, d; uint8_t after, w; int16_t r; } ld[DLOOP_MAX_LOADS];
+	uint32_t step;                 /* the xinsn c = c - 1 */
+	unsigned n_facts;              /* the facts at the head that the guard checks */
+	struct dfact { int32_t s; int16_t r; uint8_t w; } fact[DLOOP_MAX_FACTS];
+	uint8_t sink[PEEL_MAX_LOOP];   /* per xinsn from head: enum sink (find_sinks) */
+	uint32_t sink_j[PEEL_MAX_LOOP];
+};
+
+/* Whether xinsn step of the loop head..back runs in every iteration that reaches the back
+ * edge: no forward branch before it lands after it inside the loop. */
+static bool runs_once(const struct xinsn *code, uint32_t head, uint32_t back, uint32_t step)
+{
+	for (uint32_t k = head; k < step; k++) {
+		int32_t d;
+		if (branch_d(&code[k], &d) && k + (uint32_t)d > step && k + (uint32_t)d <= back)
+			return false;
+	}
+	return true;
+}
+
+/* The one xinsn of head..back-1 that writes slot s, if it is s = s - d (0 < d <= max) run
+ * once per iteration: its index, and d; else UINT32_MAX. */
+static uint32_t down_step(const struct xinsn *code, uint32_t head, uint32_t back, int32_t s,
+                          int64_t max, int32_t *d)
+{
+	uint32_t step = UINT32_MAX;
+	for (uint32_t k = head; k < back; k++) {
+		int32_t w;
+		if (!peel_op(&code[k], &w) || w != s)
+			continue;
+		if (step != UINT32_MAX || code[k].op != X_ADD_RI || code[k].b != s ||
+		    code[k].imm >= 0 || code[k].imm < -max)
+			return UINT32_MAX;
+		step = k;
+	}
+	if (step == UINT32_MAX || !runs_once(code, head, back, step))
+		return UINT32_MAX;
+	*d = (int32_t)-code[step].imm;
+	return step;
+}
+
+/* ---- copies sunk out of a dloop's fast copy ----
+ * A mov or movi to slot s whose value no iteration reads again is needed on one way out of
+ * the loop only: rsort's inner loop sets j's exit value twice per step (clang's code: the
+ * slot read after the loop is j before the compare that breaks out, 0 after the step), two
+ * of its twelve instructions.  In the fast copy such a copy k is made where its value is
+ * read, not in the loop: up to the next branch j nothing reads or writes s or changes k's
+ * source and no branch lands, and where j goes on is s dead (read by nothing before it is
+ * written).  Then, with T where j branches to and F where it falls through:
+ *   j the back branch, s dead at T (the head): k after it, on the way out (SINK_OUT),
+ *     or nowhere when dead at F too (SINK_DROP);
+ *   j a branch out of the loop, s dead at F: k in a stub that the branch goes to and that
+ *     jumps on to T (SINK_TAKEN), or nowhere when dead at T too.
+ * Nothing that traps is moved, and a trap between k and j ends the run: no one sees s. */
+
+/* Whether slot s is dead on the way into xinsn t: t does not use it and it is dead after
+ * t.  Only for xinsns whose slot uses slot_uses knows completely. */
+static bool dead_in(const struct cg *g, uint32_t t, int32_t s)
+{
+	int32_t u[4], w;
+	if (t >= g->xf->n_code || !peel_op(&g->xf->code[t], &w))
+		return false;
+	unsigned n = slot_uses(&g->xf->code[t], u);
+	for (unsigned m = 0; m < n; m++)
+		if (u[m] == s)
+			return false;
+	return dead_after(g, t, s);
+}
+
+static void find_sinks(const struct cg *g, uint32_t head, uint32_t back, const uint8_t *target,
+                       uint8_t *sink, uint32_t *sink_j)
+{
+	const struct xinsn *code = g->xf->code;
+	memset(sink, SINK_NONE, PEEL_MAX_LOOP);
+	if (!g->live)
+		return;
+	for (uint32_t k = head; k < back; k++) {
+		const struct xinsn *x = &code[k];
+		if ((x->op != X_MOV && x->op != X_MOVI) || (x->op == X_MOV && x->a == x->b))
+			continue;
+		uint32_t j;
+		int32_t d = 0;
+		bool ok = true;
+		for (j = k + 1; ok && j <= back; j++) {
+			int32_t u[4], w = -1;
+			unsigned n = slot_uses(&code[j], u);
+			ok = !target[j] && (j == back || peel_op(&code[j], &w)) &&
+			     !(x->op == X_MOV && w == x->b);
+			for (unsigned m = 0; m < n; m++)
+				ok &= u[m] != x->a;
+			if (branch_d(&code[j], &d))
+				break;
+		}
+		if (!ok || j > back)
+			continue;
+		uint32_t t = j + (uint32_t)d;
+		bool dead_t = dead_in(g, t, x->a), dead_f = dead_in(g, j + 1, x->a);
+		enum sink kind = SINK_NONE;
+		if (dead_t && dead_f)
+			kind = SINK_DROP;
+		else if (j == back && dead_t)
+			kind = SINK_OUT;
+		else if (j < back && t > back && dead_f)
+			kind = SINK_TAKEN;
+		sink[k - head] = (uint8_t)kind;
+		sink_j[k - head] = j;
+	}
+}
+
+static bool has_sunk(const struct cg *g, uint32_t j, enum sink kind)
+{
+	for (uint32_t k = g->peel_lo; k < j && k - g->peel_lo < PEEL_MAX_LOOP; k++)
+		if (g->sink[k - g->peel_lo] == kind && g->sink_j[k - g->peel_lo] == j)
+			return true;
+	return false;
+}
+
+/* The copies sunk to branch j's way `kind`, in their order. */
+static void gen_sunk(struct cg *g, uint32_t j, enum sink kind)
+{
+	uint32_t xi = g->xi;
+	for (uint32_t k = g->peel_lo; k < j && k - g->peel_lo < PEEL_MAX_LOOP; k++)
+		if (g->sink && g->sink[k - g->peel_lo] == kind && g->sink_j[k - g->peel_lo] == j) {
+			g->xi = k;
+			gen_insn(g, &g->xf->code[k]);
+		}
+	g->xi = xi;
+}
+
+/* Whether the loop head..back that find_peel accepted (skip: the accesses its second copy
+ * proves) counts down (struct dloop); fills dl and fast, skip plus the loads the guard
+ * proves. */
+static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const uint8_t *skip,
+                       const struct chk *head_facts, const uint8_t *target, struct dloop *dl,
+                       uint8_t *fast)
+{
+	const struct xinsn *code = g->xf->code;
+	int32_t d;
+	if (code[back].op != X_JNZB ||
+	    (dl->step = down_step(code, head, back, code[back].b, 1, &d)) == UINT32_MAX)
+		return false;
+	dl->c = code[back].b;
+	dl->n_facts = 0;               /* those of slots read before they are written */
+	for (int32_t s = 0; s < (int32_t)g->xf->n_slots; s++) {
+		if (head_facts[s].w == 0 || dead_in(g, head, s))
+			continue;
+		if (dl->n_facts == DLOOP_MAX_FACTS)
+			return false;
+		dl->fact[dl->n_facts++] = (struct dfact){ s, head_facts[s].r, head_facts[s].w };
+	}
+	dl->n_loads = 0;
+	memcpy(fast, skip, back - head + 1);
+	for (uint32_t k = head; k < back && dl->n_loads < DLOOP_MAX_LOADS; k++) {
+		int32_t o;
+		int64_t disp;
+		unsigned w = load_width(&code[k], &disp);
+		if (!w || skip[k - head] || code[k].op == X_LD8U_JEQ_I || code[k].op == X_LD8U_JNE_I ||
+		    !chk_access(&code[k], &o))
+			continue;          /* chk_access: offset 0, not out */
+		uint32_t step = down_step(code, head, back, o, DLOOP_MAX_STEP, &d);
+		if (step == UINT32_MAX)
+			continue;
+		dl->ld[dl->n_loads++] = (struct dload){ k, o, d, k > step, (uint8_t)w,
+		                                        (int16_t)code[k].c };
+		fast[k - head] = 1;
+	}
+	find_sinks(g, head, back, target, dl->sink, dl->sink_j);
+	return true;
+}
+
+/* A guard's check that offset rax... (register off) passes the bounds check of a w-byte
+ * access at region r (as emit_bounds), its failing branches into fails. */
+static unsigned guard_bounds(struct cg *g, int off, unsigned r, unsigned w, uint32_t *fails)
+{
+	struct emit *e = &g->e;
+	struct rm len = region_len(g, r);
+	unsigned n = 0;
+	if (w == 1) {
+		emit_alu_r_rm(e, ALU_CMP, off, len);
+		fails[n++] = emit_jcc(e, CC_AE);
+	} else if (r < JIT_LIM_REGIONS) {
+		unsigned k = w == 2 ? 0 : w == 4 ? 1 : 2;
+		emit_alu_r_rm(e, ALU_CMP, off, rm_mem(R_CTX, (int32_t)(offsetof(struct jit_ctx, lim) +
+		              sizeof(uint64_t) * (3 * r + k))));
+		fails[n++] = emit_jcc(e, CC_AE);
+	} else {
+		emit_mov_r_rm(e, RCX, len);
+		emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RCX), (int32_t)w);
+		fails[n++] = emit_jcc(e, CC_B);
+		emit_alu_r_rm(e, ALU_CMP, off, rm_reg(RCX));
+		fails[n++] = emit_jcc(e, CC_A);
+	}
+	return n;
+}
+
+/* The guard at a dloop's head, where every way into the loop arrives; its failing branches
+ * into fails, to be patched to the first copy.  For rsort, 15 instructions once per inner
+ * loop, where the first copy took 14 before the guard alone:
+ *   lea rax, [c - 1]; cmp rax, r13; ja fail
+ *   cmp s, [r14 + lim]; jae fail                        (each fact, as emit_bounds)
+ *   imul rax, c, d; cmp rax, o; ja fail                 (each load; sub rax, d first when
+ *   lea rax, [o - d]; cmp rax, [r14 + lim]; jae fail     before the step: no lea then) */
+static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *fails)
+{
+	struct emit *e = &g->e;
+	unsigned n = 0;
+	forget(g);
+	struct rm c = src_slot(g, dl->c);
+	if (c.reg >= 0) {
+		emit_op(e, OP_W, 0x8d, RAX, rm_mem(c.reg, -1));     /* lea rax, [c - 1] */
+	} else {
+		load_slot(g, RAX, dl->c);
+		emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), 1);
+	}
+	emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(R_FUEL));             /* cmp c - 1, r13 */
+	fails[n++] = emit_jcc(e, CC_A);
+	for (unsigned i = 0; i < dl->n_facts; i++) {
+		const struct dfact *f = &dl->fact[i];
+		int off = g->reg_of[f->s];
+		if (off < 0) {
+			load_slot(g, RAX, f->s);
+			off = RAX;
+		}
+		n += guard_bounds(g, off, (unsigned)f->r, f->w, fails + n);
+	}
+	for (unsigned i = 0; i < dl->n_loads; i++) {
+		const struct dload *l = &dl->ld[i];
+		emit_op(e, OP_W, 0x69, RAX, slot(g, dl->c));           /* imul rax, c, d */
+		emit4(e, (uint32_t)l->d);
+		if (!l->after)
+			emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), l->d);
+		emit_alu_r_rm(e, ALU_CMP, RAX, slot(g, l->o));          /* the lowest: >= 0 */
+		fails[n++] = emit_jcc(e, CC_A);
+		struct rm o = src_slot(g, l->o);                        /* the highest */
+		if (o.reg >= 0) {
+			emit_op(e, OP_W, 0x8d, RAX, rm_mem(o.reg, l->after ? -l->d : 0));
+		} else {
+			load_slot(g, RAX, l->o);
+			if (l->after)
+				emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), l->d);
+		}
+		n += guard_bounds(g, RAX, (unsigned)l->r, l->w, fails + n);
+	}
+	return n;
+}
+
+/* A dloop's fast copy (gen_peel): its back edge spends fuel unchecked (emit_branch), its
+ * sunk copies go where they go (find_sinks), then jmp back + 1 and the stubs of the ways
+ * out.  Where nothing in it can trap (rsort's: its load proven by the guard, its store by
+ * the peel), it does not even spend fuel: on the way in r13 -= c, so that the step of c
+ * spends it, and every way out adds c back (dl_rel, emit_fuel_back).  Where the loop, head to
+ * back edge, would cross a 64-byte line but fits in one, it is compiled once to learn its
+ * length, then again from the next line (the padding jumped over): rsort's inner loop, 42
+ * bytes, took 17.2 ms across a line and 15.6 ms inside one, the same instructions (as
+ * count_nl's did across a fetch boundary, emit_align_ahead).  So a copy is compiled up to
+ * four times: a trap in it, or a branch with copies sunk to it that was not compiled as
+ * emit_branch's (no stub for it), and it is compiled again without dl_rel or without
+ * sinking, never wrong. */
+static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, uint32_t back,
+                           const uint8_t *fast, const uint8_t *target)
+{
+	struct emit *e = &g->e;
+	size_t len = e->len;
+	uint32_t n_jumps = g->n_jumps, n_traps = g->n_traps, n_refills = g->n_refills;
+	bool align = false, sinks = true, rel = true;
+	for (int pass = 0; pass < 4; pass++) {
+		uint32_t over = UINT32_MAX;
+		if (rel)
+			emit_alu_r_rm(e, ALU_SUB, R_FUEL, slot(g, dl->c));   /* sub r13, c */
+		if (align) {
+			over = emit_jcc(e, CC_ALWAYS);
+			emit_align(e, 64);
+		}
+		g->dl_head_xi = head;
+		g->dl_back_end = UINT32_MAX;
+		g->dl_rel = rel;
+		g->dl_c = dl->c;
+		g->dl_step = dl->step;
+		g->dl_back = back;
+		g->peel_skip = fast;
+		g->sink = sinks ? dl->sink : NULL;
+		g->sink_j = dl->sink_j;
+		g->n_sink_at = 0;
+		gen_range(g, head, back + 1, target);
+		g->peel_skip = NULL;
+		g->dl_head_xi = UINT32_MAX;
+		if (over != UINT32_MAX)
+			patch_rel32(e, over, g->xoff[head]);
+		uint32_t h = g->xoff[head], end = g->dl_back_end;
+		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		unsigned n_stubs = 0;              /* the branches with a stub due */
+		for (uint32_t j = head; j < back; j++) {
+			int32_t d;
+			n_stubs += (rel && branch_d(&g->xf->code[j], &d) && j + (uint32_t)d > back) ||
+			           (g->sink && has_sunk(g, j, SINK_TAKEN));
+		}
+		bool stubs_ok = g->n_sink_at == n_stubs, traps_ok = !rel || g->n_traps == n_traps;
+		for (uint32_t i = 0; i < g->n_sink_at && stubs_ok && traps_ok; i++) {
+			const struct sinkstub *st = &g->sink_at[i];
+			uint32_t xi = g->xi;
+			patch_rel32(e, st->at, e->len);
+			forget(g);
+			g->xi = st->j;
+			if (rel)
+				emit_fuel_back(g);
+			g->xi = xi;
+			gen_sunk(g, st->j, SINK_TAKEN);
+			emit_jcc_x(g, CC_ALWAYS, st->target);
+		}
+		g->sink = NULL;
+		g->dl_rel = false;
+		if (e->err)
+			return;
+		bool fits = end == UINT32_MAX || end - h > 64 || (h & 63) + (end - h) <= 64;
+		if (stubs_ok && traps_ok && (align || fits))
+			return;
+		if (!traps_ok)
+			rel = false;
+		else if (!stubs_ok)
+			sinks = false;
+		else
+			align = true;      /* again, from the next line */
+		e->len = len;
+		g->n_jumps = n_jumps;
+		g->n_traps = n_traps;
+		g->n_refills = n_refills;
+		forget(g);
+	}
+}
+
+/* Patch the jumps of the copy just compiled (from jumps[from]) that go inside the loop
+ * head..back to its own code; the exits wait for the end of the function. */
+static void patch_own(struct cg *g, uint32_t from, uint32_t head, uint32_t back)
+{
+	uint32_t kept = from;
+	for (uint32_t k = from; k < g->n_jumps; k++) {
+		const struct jump *j = &g->jumps[k];
+		if (j->target >= head && j->target <= back)
+			patch_rel32(&g->e, j->at, g->xoff[j->target]);
+		else
+			g->jumps[kept++] = *j;
+	}
+	g->n_jumps = kept;
 }
 
 /* A loop find_peel accepted:
+ *  [guard:  of a dloop, where every way in arrives: see struct dloop; failing, to first
+ *   fast:   head..back without the checks fast marks, spending fuel unchecked or not at
+ *           all (gen_dloop_fast); falling out: jmp back + 1]
  *   first:  head..back with every check; the back edge (its fuel check as ever) to second;
  *           falling out: jmp back + 1
  *   second: head..back without the checks skip marks; the back edge to its own head
- * Every way in, and a refill stub's resume, goes to the first copy. */
+ * Every way in, and a refill stub's resume, goes to the guard, else to the first copy. */
 static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *skip,
-                     const uint8_t *target)
+                     const struct dloop *dl, const uint8_t *fast, const uint8_t *target)
 {
 	struct emit *e = &g->e;
-	/* both copies branch to the loop's exits: no compare is known to be in the flags there */
+	/* every copy branches to the loop's exits: no compare is known to be in the flags there */
 	for (uint32_t k = head; k <= back && g->in_n; k++) {
 		int32_t d;
 		if (branch_d(&g->xf->code[k], &d) && k + (uint32_t)d > back)
@@ -2632,34 +3068,40 @@ static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *
 	}
 	if (g->in_n)
 		g->in_n[back + 1] = UINT32_MAX;
-	uint32_t n_jumps = g->n_jumps;
+	uint32_t n_jumps = g->n_jumps, fails[1 + 2 * (DLOOP_MAX_FACTS + DLOOP_MAX_LOADS) + 2 *
+	                                       DLOOP_MAX_LOADS];
+	uint32_t entry = (uint32_t)e->len;
+	unsigned n_fails = 0;
+	g->peel_lo = head;
+	if (dl) {
+		g->xi = head;
+		n_fails = gen_dloop_guard(g, dl, fails);
+		gen_dloop_fast(g, dl, head, back, fast, target);
+		patch_own(g, n_jumps, head, back);
+	}
 	g->peel_xi = head;
 	g->peel_at = UINT32_MAX;
 	gen_range(g, head, back + 1, target);
 	g->peel_xi = UINT32_MAX;
 	uint32_t first = g->xoff[head], at = g->peel_at;
+	for (unsigned k = 0; k < n_fails; k++)
+		patch_rel32(e, fails[k], first);
 	emit_jcc_x(g, CC_ALWAYS, back + 1);
-	for (int copy = 0; copy < 2; copy++) {
-		/* the copy's own jumps inside the loop go to its own code; the exits wait */
-		uint32_t kept = n_jumps;
-		for (uint32_t k = n_jumps; k < g->n_jumps; k++) {
-			const struct jump *j = &g->jumps[k];
-			if (j->target >= head && j->target <= back)
-				patch_rel32(e, j->at, g->xoff[j->target]);
-			else
-				g->jumps[kept++] = *j;
-		}
-		g->n_jumps = kept;
-		if (copy)
-			break;
-		g->peel_lo = head;
-		g->peel_skip = skip;
-		gen_range(g, head, back + 1, target);
-		g->peel_skip = NULL;
-	}
+	patch_own(g, n_jumps, head, back);
+	g->peel_skip = skip;
+	gen_range(g, head, back + 1, target);
+	g->peel_skip = NULL;
+	patch_own(g, n_jumps, head, back);
 	if (at != UINT32_MAX)
 		patch_rel32(e, at, g->xoff[head]);
-	g->xoff[head] = first;
+	g->xoff[head] = dl ? entry : first;
+}
+
+/* Whether xinsn i's code goes elsewhere in the copy being compiled (find_sinks). */
+static bool sunk(const struct cg *g, uint32_t i)
+{
+	return g->sink && i >= g->peel_lo && i - g->peel_lo < PEEL_MAX_LOOP &&
+	       g->sink[i - g->peel_lo] != SINK_NONE;
 }
 
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
@@ -2681,10 +3123,12 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		    same_cmp(&g->in_cmp[i], &g->cmp))
 			g->cmp_end = (uint32_t)g->e.len;
 		g->in_n[i] = 0;                /* a second copy of the code counts again */
+		if (sunk(g, i))
+			continue;              /* its code is elsewhere (find_sinks) */
 		int n = 0;
-		if (i + 1 < hi && !target[i + 1] &&
+		if (i + 1 < hi && !target[i + 1] && !sunk(g, i + 1) &&
 		    !(n = gen_ld8u_cmp(g, x, x + 1)))
-			n = gen_fold(g, x, x + 1, i + 2 < hi && !target[i + 2]);
+			n = gen_fold(g, x, x + 1, i + 2 < hi && !target[i + 2] && !sunk(g, i + 2));
 		if (n) {
 			while (n-- > 0)
 				g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
@@ -2764,30 +3208,39 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	g->slow_head = UINT32_MAX;
 	g->peel_xi = UINT32_MAX;
 	g->peel_skip = NULL;
+	g->dl_head_xi = UINT32_MAX;
+	g->dl_rel = false;
+	g->sink = NULL;
 	gen_prologue(g);
 	uint32_t done = 0;             /* xinsns compiled so far */
-	uint8_t skip[PEEL_MAX_LOOP];
-	for (uint32_t h = 0; h < n_code && !g->unsupported; h++) {
+	uint8_t skip[PEEL_MAX_LOOP], fast[PEEL_MAX_LOOP];
+	struct dloop dl;
+	struct chk *facts = malloc((g->xf->n_slots ? g->xf->n_slots : 1) * sizeof *facts);
+	if (!facts)
+		g->e.err = -VM_ENOMEM;
+	for (uint32_t h = 0; h < n_code && !g->unsupported && facts; h++) {
 		struct vloop v;
 		uint32_t b = next_back[h];
 		int32_t d;
 		if (!(target[h] & 2) || b == n_code || !branch_d(&g->xf->code[b], &d) ||
 		    b + (uint32_t)d != h)
 			continue;
-		bool vl = find_vloop(g, h, b, into_sum, &v);
-		if (!vl && !find_peel(g, h, b, into_sum, skip))
+		bool vl = find_vloop(g, h, b, into_sum, &v), any = false, dn = false;
+		if (!vl && (!find_peel(g, h, b, into_sum, skip, &any, facts) ||
+		            !((dn = find_dloop(g, h, b, skip, facts, target, &dl, fast)) || any)))
 			continue;
 		gen_range(g, done, h, target);
 		if (!g->unsupported) {
 			if (vl)
 				gen_vloop(g, &v, target);
 			else
-				gen_peel(g, h, b, skip, target);
+				gen_peel(g, h, b, skip, dn ? &dl : NULL, fast, target);
 		}
 		done = b + 1;
 		h = b;                     /* the next head can be b + 1 */
 	}
 	gen_range(g, done, n_code, target);
+	free(facts);
 	free(target);
 	free(into_sum);
 	free(next_back);

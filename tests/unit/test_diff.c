@@ -385,14 +385,18 @@ static void gen_counted_loop(struct gen *g)
  * The load and the store of any widths (a narrower load proves nothing for a wider store),
  * the load now and then from another region, at p + 1, or skipped on one path; the store
  * now and then a load from a region shorter than mem; q stepped after the copy now and
- * then; p from near mem's end, running past it or below 0. */
+ * then; p from near mem's end, running past it or below 0; n counting down to 0, so that the
+ * JIT compiles a fast copy without fuel checks behind a guard (struct dloop), and now and then
+ * stepped on one path only, so that it must not; now and then a local r set to n before the
+ * way out and to a constant after it, whose copies the fast copy sinks out of the loop. */
 static void gen_walk_loop(struct gen *g)
 {
 	static const char *const ld[] = { "ld8u", "ld16u", "ld32u", "ld64" };
 	static const char *const st[] = { "st8", "st16", "st32", "st64" };
 	static const int steps[] = { -8, -4, -1, 1, 2, 8 };
 	unsigned p = pick(g->n_locals), q = pick(g->n_locals), v = pick(g->n_locals);
-	unsigned n = pick(g->n_locals), f = pick(g->n_locals), lab = g->n_loops++;
+	unsigned n = pick(g->n_locals), f = pick(g->n_locals), r = pick(g->n_locals);
+	unsigned lab = g->n_loops++;
 	unsigned wl = pick(4), ws = pick(4);
 	int step = steps[pick(sizeof steps / sizeof steps[0])];
 	int skip_load = pick(4) == 0;
@@ -408,6 +412,8 @@ static void gen_walk_loop(struct gen *g)
 	put(g->t, "\t%s %s\n\tlset %u\n", ld[wl], pick(6) ? "mem" : "ro", v);
 	if (skip_load)
 		put(g->t, "W%u_%u_a:\n", g->fn, lab);
+	if (pick(3) == 0)              /* an exit value, as rsort's j (find_sinks) */
+		put(g->t, "\tlget %u\n\tlset %u\n", n, r);
 	if (pick(3) == 0)              /* a way out in the middle, as rsort's key compare */
 		put(g->t, "\tlget %u\n\tpush %u\n\tjltu W%u_%u_x\n", v, pick(64), g->fn, lab);
 	if (pick(4))
@@ -416,9 +422,16 @@ static void gen_walk_loop(struct gen *g)
 		put(g->t, "\tlget %u\n\t%s %s\n\tlget %u\n\tadd\n\tlset %u\n", q, ld[ws],
 		    pick(2) ? "ro" : "const", v, v);
 	put(g->t, "\tlget %u\n\tlset %u\n", p, q);
+	if (pick(3) == 0)
+		put(g->t, "\tpush %u\n\tlset %u\n", pick(100), r);
 	if (pick(8) == 0)
 		put(g->t, "\tlinc %u, 1\n", q);
-	put(g->t, "\tlinc %u, -1\n\tlget %u\n\tjnz W%u_%u\nW%u_%u_x:\n", n, n, g->fn, lab, g->fn, lab);
+	if (pick(8) == 0)              /* n's step where v is even only: no dloop (gen_peel) */
+		put(g->t, "\tlget %u\n\tpush 1\n\tand\n\tjnz W%u_%u_n\n\tlinc %u, -1\nW%u_%u_n:\n", v,
+		    g->fn, lab, n, g->fn, lab);
+	else
+		put(g->t, "\tlinc %u, -1\n", n);
+	put(g->t, "\tlget %u\n\tjnz W%u_%u\nW%u_%u_x:\n", n, g->fn, lab, g->fn, lab);
 }
 
 static void gen_stmt(struct gen *g, int budget)
