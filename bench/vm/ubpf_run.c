@@ -2,8 +2,8 @@
  * uBPF (https://github.com/iovisor/ubpf, built outside the repository) and run it with uBPF's
  * interpreter and its x86-64 JIT on one block holding every region.  Contract in ubpf_run.h.
  *
- * The block: the context of ubpf/activerdma/ar.h (arguments, region addresses and lengths) in
- * its first page, then each region, page-aligned.  Each kernel's ar_ctx_ is relocated to the
+ * The block: in its first page the context of the ar.h under ubpf/ (arguments, region
+ * addresses and lengths), then each region, page-aligned.  Each kernel's ar_ctx_ is relocated to the
  * block's start; ar_copy, ar_cmp and ar_findb are helpers 1-3, which check their ranges
  * against the block as uBPF's interpreter checks loads and stores (its JIT checks nothing).
  */
@@ -125,7 +125,7 @@ int ub_init(const struct ub_region *rg, size_t n, char *err, size_t err_len)
 		while (k < UB_N_NAMES && strcmp(ub_region_names[k], rg[i].name) != 0)
 			k++;
 		if (k == UB_N_NAMES) {
-			snprintf(err, err_len, "region '%s' not in ubpf/activerdma/ar.h", rg[i].name);
+			snprintf(err, err_len, "region '%s' unknown to uBPF's ar.h", rg[i].name);
 			return -1;
 		}
 		slot[i] = 3 + (int)k;
