@@ -15,9 +15,11 @@
  * Built with `make WASM3=dir` (wasm3's sources, built outside the repository), it has one more
  * engine: <name>.c compiled to wasm32 and run by wasm3 (wasm3_run.c), its times taken in the
  * same rounds as the VM's, and two more columns; without it, the output is as before.
+ * Likewise `make UBPF=dir` (uBPF's sources, built outside the repository) adds uBPF's
+ * interpreter and x86-64 JIT running <name>.c compiled by clang -target bpf (ubpf_run.c).
  *
  *   bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR] [--luajit CMD]
- *            [--data DIR] [--kernel NAME] [--wasm DIR]
+ *            [--data DIR] [--kernel NAME] [--wasm DIR] [--ubpf DIR]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +34,9 @@
 #include "vm.h"
 #ifdef BENCH_WASM3
 #include "wasm3_run.h"
+#endif
+#ifdef BENCH_UBPF
+#include "ubpf_run.h"
 #endif
 
 #ifndef BENCH_SRCDIR
@@ -48,6 +53,15 @@
 #endif
 #ifndef WASM_CFLAGS
 #define WASM_CFLAGS "?"
+#endif
+#ifndef BENCH_UBPFDIR
+#define BENCH_UBPFDIR ""
+#endif
+#ifndef UBPF_CFLAGS
+#define UBPF_CFLAGS "?"
+#endif
+#ifndef UBPF_COMMIT
+#define UBPF_COMMIT "?"
 #endif
 
 #define NODE_LEN  16            /* chase.pna: u64 next, u64 value */
@@ -100,6 +114,7 @@ struct row {
 	double cc_ms[ENG_COUNT];    /* the kernel written in C, through pncc */
 	double lua_ms[LUA_COUNT];   /* bench/vm/<name>.lua on LuaJIT */
 	double wasm3_ms;            /* bench/vm/<name>.c as wasm32 on wasm3 (BENCH_WASM3) */
+	double ubpf_ms[2];          /* <name>.c as BPF on uBPF's interpreter, JIT (BENCH_UBPF) */
 	uint64_t result;
 };
 
@@ -110,6 +125,14 @@ static volatile uint64_t sink; /* results pass through here so no run is dead co
 static const int have_wasm3 = 1;
 #else
 static const int have_wasm3 = 0;
+#endif
+/* Likewise the uBPF columns. */
+#ifdef BENCH_UBPF
+static const int have_ubpf = 1;
+_Static_assert(UB_COUNT == 2, "struct row's ubpf_ms");
+static const char *const ubpf_name[2] = { "uBPF interp", "uBPF jit" };
+#else
+static const int have_ubpf = 0;
 #endif
 
 /* ---- data, generated from a fixed seed so every run and every machine sees the same bytes */
@@ -479,7 +502,7 @@ static double time_vm(const char *kernel, enum engine e, const struct vm_prog *p
 }
 
 /* The regions the kernels import: bound in the VM, written to files for LuaJIT,
- * copied into wasm3's memory. */
+ * copied into wasm3's memory and uBPF's block. */
 struct region {
 	const char *name;
 	uint8_t *p;
@@ -529,6 +552,44 @@ static struct w3 *load_wasm3(const char *dir, const char *name, const struct reg
 		exit(1);
 	}
 	return w;
+}
+#endif
+
+#ifdef BENCH_UBPF
+/* Time one call of the kernel on uBPF's engine e, which must return want; -1 with the cause in
+ * err when uBPF does not run it. */
+static double time_ubpf(const char *kernel, struct ub *u, enum ub_engine e, const int64_t *argv,
+                        unsigned n_args, uint64_t want, char *err, size_t err_len)
+{
+	uint64_t v = 0;
+	double t0 = now_ms();
+	int rc = ub_call(u, e, argv, n_args, &v, err, err_len);
+	double t = now_ms() - t0;
+
+	if (rc)
+		return -1;
+	sink = v;
+	if (v != want)
+		mismatch(kernel, ubpf_name[e], v, want);
+	return t;
+}
+
+/* The kernel's DIR/<name>.o loaded in uBPF, or NULL when there is none (its columns say '-'). */
+static struct ub *load_ubpf(const char *dir, const char *name)
+{
+	char path[4096], err[512];
+	struct ub *u;
+
+	if (!*dir)
+		return NULL;
+	snprintf(path, sizeof path, "%s/%s.o", dir, name);
+	if (access(path, F_OK) != 0)
+		return NULL;
+	if (!(u = ub_load(path, err, sizeof err))) {
+		fprintf(stderr, "bench_vm: %s\n", err);
+		exit(1);
+	}
+	return u;
 }
 #endif
 
@@ -741,6 +802,12 @@ static void print_table(FILE *f, const struct row *rows, const char *env)
 	        "luajit ms", "luajit/n");
 	if (have_wasm3)
 		fprintf(f, " %10s %9s %9s", "wasm3 ms", "wasm3/n", "Cint/n");
+	if (have_ubpf) {
+		if (!have_wasm3)
+			fprintf(f, " %9s", "Cint/n");
+		fprintf(f, " %9s %10s %9s %10s %9s", "Cjit/n", "ubpf-i ms", "ubpf-i/n", "ubpf-j ms",
+		        "ubpf-j/n");
+	}
 	fprintf(f, "  %s\n", "other baseline");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
@@ -778,6 +845,18 @@ static void print_table(FILE *f, const struct row *rows, const char *env)
 			fmt_ratio(cin_n, sizeof cin_n, r->cc_ms[ENG_INTERP], r->native_ms);
 			fprintf(f, " %10s %9s %9s", w3, w3_r, cin_n);
 		}
+		if (have_ubpf) {
+			char cin_n[32], cjit_n[32], ui[32], ui_r[32], uj[32], uj_r[32];
+			fmt_ratio(cin_n, sizeof cin_n, r->cc_ms[ENG_INTERP], r->native_ms);
+			fmt_ratio(cjit_n, sizeof cjit_n, r->cc_ms[ENG_JIT], r->native_ms);
+			fmt_ms(ui, sizeof ui, r->ubpf_ms[0]);
+			fmt_ratio(ui_r, sizeof ui_r, r->ubpf_ms[0], r->native_ms);
+			fmt_ms(uj, sizeof uj, r->ubpf_ms[1]);
+			fmt_ratio(uj_r, sizeof uj_r, r->ubpf_ms[1], r->native_ms);
+			if (!have_wasm3)
+				fprintf(f, " %9s", cin_n);
+			fprintf(f, " %9s %10s %9s %10s %9s", cjit_n, ui, ui_r, uj, uj_r);
+		}
 		fprintf(f, "  %s\n", alt);
 	}
 }
@@ -805,8 +884,11 @@ static int write_csv(const char *path, const struct row *rows)
 	fprintf(f, "kernel,size,native_ms,interp_ms,jit_ms,interp_over_native,jit_over_native,"
 	        "alt_baseline,alt_ms,interp_over_alt,interp_over_jit,jit_over_alt,"
 	        "cc_interp_ms,cc_jit_ms,cc_interp_over_interp,cc_jit_over_jit,"
-	        "luajit_joff_ms,luajit_ms,luajit_joff_over_native,luajit_over_native%s\n",
-	        have_wasm3 ? ",wasm3_ms,wasm3_over_native,cc_interp_over_native" : "");
+	        "luajit_joff_ms,luajit_ms,luajit_joff_over_native,luajit_over_native%s%s%s\n",
+	        have_wasm3 ? ",wasm3_ms,wasm3_over_native,cc_interp_over_native" : "",
+	        have_ubpf && !have_wasm3 ? ",cc_interp_over_native" : "",
+	        have_ubpf ? ",cc_jit_over_native,ubpf_interp_ms,ubpf_jit_ms,ubpf_interp_over_native,"
+	                    "ubpf_jit_over_native" : "");
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct row *r = &rows[k];
 		fprintf(f, "%s,%s,", kernels[k].name, r->size);
@@ -827,11 +909,20 @@ static int write_csv(const char *path, const struct row *rows)
 		csv_ms(f, r->lua_ms[LUA_INTERP]);
 		csv_ms(f, r->lua_ms[LUA_JIT]);
 		csv_ratio(f, r->lua_ms[LUA_INTERP], r->native_ms, 0);
-		csv_ratio(f, r->lua_ms[LUA_JIT], r->native_ms, !have_wasm3);
+		csv_ratio(f, r->lua_ms[LUA_JIT], r->native_ms, !have_wasm3 && !have_ubpf);
 		if (have_wasm3) {
 			csv_ms(f, r->wasm3_ms);
 			csv_ratio(f, r->wasm3_ms, r->native_ms, 0);
-			csv_ratio(f, r->cc_ms[ENG_INTERP], r->native_ms, 1);
+			csv_ratio(f, r->cc_ms[ENG_INTERP], r->native_ms, !have_ubpf);
+		}
+		if (have_ubpf) {
+			if (!have_wasm3)
+				csv_ratio(f, r->cc_ms[ENG_INTERP], r->native_ms, 0);
+			csv_ratio(f, r->cc_ms[ENG_JIT], r->native_ms, 0);
+			csv_ms(f, r->ubpf_ms[0]);
+			csv_ms(f, r->ubpf_ms[1]);
+			csv_ratio(f, r->ubpf_ms[0], r->native_ms, 0);
+			csv_ratio(f, r->ubpf_ms[1], r->native_ms, 1);
 		}
 	}
 	return fclose(f);
@@ -850,7 +941,7 @@ static int write_text(const char *path, const struct row *rows, const char *env)
 static void usage(void)
 {
 	fprintf(stderr, "usage: bench_vm [--quick] [--reps N] [--src DIR] [--cc DIR] [--results DIR]\n"
-	        "                [--luajit CMD] [--data DIR] [--kernel NAME] [--wasm DIR]\n"
+	        "                [--luajit CMD] [--data DIR] [--kernel NAME] [--wasm DIR] [--ubpf DIR]\n"
 	        "  --quick        small sizes, for a smoke test (writes results/*.tmp)\n"
 	        "  --reps N       runs per measurement, the best is kept (default 5)\n"
 	        "  --src DIR      where the kernels' .pna files are (default %s)\n"
@@ -863,15 +954,18 @@ static void usage(void)
 	        "                 a temporary directory, removed at the end)\n"
 	        "  --kernel NAME  measure that kernel only (the others' rows say '-')\n"
 	        "  --wasm DIR     where the kernels' <name>.wasm are, for the wasm3 column (default\n"
-	        "                 %s; only in a build with WASM3=dir)\n",
-	        BENCH_SRCDIR, BENCH_CCDIR, *BENCH_WASMDIR ? BENCH_WASMDIR : "none");
+	        "                 %s; only in a build with WASM3=dir)\n"
+	        "  --ubpf DIR     where the kernels' BPF <name>.o are, for the uBPF columns (default\n"
+	        "                 %s; only in a build with UBPF=dir)\n",
+	        BENCH_SRCDIR, BENCH_CCDIR, *BENCH_WASMDIR ? BENCH_WASMDIR : "none",
+	        *BENCH_UBPFDIR ? BENCH_UBPFDIR : "none");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	const char *src = BENCH_SRCDIR, *results = NULL, *ccdir = BENCH_CCDIR, *luajit = "luajit";
-	const char *datadir = NULL, *only = NULL, *wasmdir = BENCH_WASMDIR;
+	const char *datadir = NULL, *only = NULL, *wasmdir = BENCH_WASMDIR, *ubpfdir = BENCH_UBPFDIR;
 	char tmpdir[] = "/tmp/bench_vm.XXXXXX";
 	int quick = 0, reps = 5;
 	struct data d = { 0 };
@@ -896,6 +990,8 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		else if (strcmp(argv[i], "--wasm") == 0 && i + 1 < argc)
 			wasmdir = argv[++i];
+		else if (strcmp(argv[i], "--ubpf") == 0 && i + 1 < argc)
+			ubpfdir = argv[++i];
 		else
 			usage();
 	}
@@ -983,6 +1079,24 @@ int main(int argc, char **argv)
 	snprintf(wasm3_note, sizeof wasm3_note, "# wasm3: %s (built outside the repository), "
 	         "<name>.c by clang %s\n", w3_version, WASM_CFLAGS);
 #endif
+	char ubpf_note[512] = "";
+#ifdef BENCH_UBPF
+	snprintf(ubpf_note, sizeof ubpf_note, "# ubpf: commit %s (built outside the repository), "
+	         "<name>.c by clang %s; interpreter with its bounds checks, JIT without\n",
+	         UBPF_COMMIT, UBPF_CFLAGS);
+	if (*ubpfdir) {
+		struct ub_region urg[16];
+		char err[512];
+		for (size_t i = 0; i < n_regions && i < 16; i++)
+			urg[i] = (struct ub_region){ regions[i].name, regions[i].p, regions[i].len };
+		if (ub_init(urg, n_regions < 16 ? n_regions : 16, err, sizeof err)) {
+			fprintf(stderr, "bench_vm: uBPF: %s\n", err);
+			return 1;
+		}
+	}
+#else
+	(void)ubpfdir;
+#endif
 	char cpu[256], env[2048];
 	time_t t = time(NULL);
 	struct tm tm;
@@ -991,10 +1105,10 @@ int main(int argc, char **argv)
 	strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&t, &tm));
 	snprintf(env, sizeof env,
 	         "# bench_vm%s%s%s, best of %d, %s\n# cpu: %s\n# native: gcc %s, %s\n"
-	         "# jit: vm/jit_x86_64.c, bounds checks and fuel in place (fuel never runs out)\n%s%s",
+	         "# jit: vm/jit_x86_64.c, bounds checks and fuel in place (fuel never runs out)\n%s%s%s",
 	         quick ? " --quick (smoke test sizes)" : "", only ? " --kernel " : "", only ? only : "",
 	         reps, date, cpu, native_compiler,
-	         NATIVE_CFLAGS, luajit_note, wasm3_note);
+	         NATIVE_CFLAGS, luajit_note, wasm3_note, ubpf_note);
 
 	for (size_t k = 0; k < N_KERNELS; k++) {
 		const struct kernel *kn = &kernels[k];
@@ -1003,7 +1117,7 @@ int main(int argc, char **argv)
 		unsigned n_args = kn->args(&d, args), entry_args;
 
 		kn->size(&d, r->size, sizeof r->size);
-		r->native_ms = r->alt_ms = r->wasm3_ms = -1;
+		r->native_ms = r->alt_ms = r->wasm3_ms = r->ubpf_ms[0] = r->ubpf_ms[1] = -1;
 		for (int e = 0; e < ENG_COUNT; e++)
 			r->eng_ms[e] = r->cc_ms[e] = -1;
 		for (int m = 0; m < LUA_COUNT; m++)
@@ -1022,6 +1136,12 @@ int main(int argc, char **argv)
 		struct w3 *w3 = load_wasm3(wasmdir, kn->name, regions, n_regions);
 #else
 		(void)wasmdir;
+#endif
+#ifdef BENCH_UBPF
+		struct ub *ub = load_ubpf(ubpfdir, kn->name);
+		int ub_off[UB_COUNT] = { !ub, !ub || ub_jit_error(ub) };
+		if (ub && ub_jit_error(ub))
+			fprintf(stderr, "%s: no uBPF jit column: %s\n", kn->name, ub_jit_error(ub));
 #endif
 		if (entry < 0 || cc_entry < 0 || entry_args != n_args || cc_args != n_args) {
 			fprintf(stderr, "bench_vm: %s: needs an export '%s' taking %u argument(s)\n",
@@ -1051,6 +1171,24 @@ int main(int argc, char **argv)
 			if (w3)
 				keep_best(&r->wasm3_ms, time_wasm3(kn->name, w3, args, n_args, r->result));
 #endif
+#ifdef BENCH_UBPF
+			/* A kernel uBPF refuses on its first run (fib: the interpreter's call depth)
+			 * gets no figure; a later refusal is an error. */
+			for (int e = 0; e < UB_COUNT; e++) {
+				char err[512];
+				double ms = ub_off[e] ? -1 : time_ubpf(kn->name, ub, (enum ub_engine)e, args,
+				                                       n_args, r->result, err, sizeof err);
+				if (ms >= 0) {
+					keep_best(&r->ubpf_ms[e], ms);
+				} else if (!ub_off[e] && rep == 0) {
+					fprintf(stderr, "%s: no %s column: %s\n", kn->name, ubpf_name[e], err);
+					ub_off[e] = 1;
+				} else if (!ub_off[e]) {
+					fprintf(stderr, "bench_vm: %s on %s: %s\n", kn->name, ubpf_name[e], err);
+					exit(1);
+				}
+			}
+#endif
 		}
 		for (int m = 0; m < LUA_COUNT; m++)
 			r->lua_ms[m] = *luajit ? time_lua(kn->name, (enum lua_mode)m, luajit, src,
@@ -1063,13 +1201,19 @@ int main(int argc, char **argv)
 #ifdef BENCH_WASM3
 		w3_free(w3);
 #endif
+#ifdef BENCH_UBPF
+		ub_free(ub);
+#endif
 		fprintf(stderr, "%s: result %" PRIu64 ", native %.2f ms, interp %.2f ms, jit %.2f ms, "
 		        "C (pncc) interp %.2f ms, jit %.2f ms, luajit -joff %.2f ms, luajit %.2f ms%s",
 		        kn->name, r->result, r->native_ms, r->eng_ms[ENG_INTERP], r->eng_ms[ENG_JIT],
 		        r->cc_ms[ENG_INTERP], r->cc_ms[ENG_JIT], r->lua_ms[LUA_INTERP], r->lua_ms[LUA_JIT],
-		        have_wasm3 ? "" : "\n");
+		        have_wasm3 || have_ubpf ? "" : "\n");
 		if (have_wasm3)
-			fprintf(stderr, ", wasm3 %.2f ms\n", r->wasm3_ms);
+			fprintf(stderr, ", wasm3 %.2f ms%s", r->wasm3_ms, have_ubpf ? "" : "\n");
+		if (have_ubpf)
+			fprintf(stderr, ", uBPF interp %.2f ms, jit %.2f ms\n", r->ubpf_ms[0],
+			        r->ubpf_ms[1]);
 	}
 
 	print_table(stdout, rows, env);
@@ -1099,6 +1243,9 @@ int main(int argc, char **argv)
 	if (*luajit && !datadir)
 		remove_regions(tmpdir, regions, n_regions);
 	vm_free(vm);
+#ifdef BENCH_UBPF
+	ub_fini();
+#endif
 	free(d.bits);
 	free(d.bnodes);
 	free(d.bq);
