@@ -1935,10 +1935,12 @@ static void tcp_close(struct pn_tp *tp)
  * waits: the caller reads as it would have, and finds the bytes there. */
 static void poll_first(struct pn_tp *tp, struct conn *c, int wake_fd)
 {
+	if (c->tls && pn_tls_pending(c->tls))
+		return;                    /* (before the budget: one taken is always given back) */
 	struct pn_spin *gate = pn_core_spin(tp->pn);
 	uint64_t now = pn_now_ns();
 	uint64_t budget = pn_spin_budget(gate, PN_SPIN_REPLY, now);
-	if (!budget || (c->tls && pn_tls_pending(c->tls)))
+	if (!budget)
 		return;
 	struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
 	uint64_t until = now + budget;
