@@ -73,7 +73,10 @@ if [ -z "$ep" ]; then
 	echo "arf_grep.sh: arfd did not start:"; cat "$tmp/arfd.log"
 	echo "0 passed, 1 failed"; exit 1
 fi
-timeout 60 "$BUILD/tests/arf_put" "$ep" "$d" || { echo "0 passed, 1 failed"; exit 1; }
+# (the segments of this build: arf_put's default is build/arfseg, which check-asan's
+# build-asan may run without)
+ARF_OPS_SEG=$BUILD/arfseg/ops.pno ARF_DATA_SEG=$BUILD/arfseg/data.pno \
+	timeout 60 "$BUILD/tests/arf_put" "$ep" "$d" || { echo "0 passed, 1 failed"; exit 1; }
 mkdir -p "$tmp/bin"
 ln -s /usr/bin/grep "$tmp/bin/grep"
 
