@@ -3060,7 +3060,7 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
  * emit_branch's (no stub for it), and it is compiled again without dl_rel or without
  * sinking, never wrong. */
 static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, uint32_t back,
-                           const uint8_t *fast, const uint8_t *target)
+                           const uint8_t *fast, const uint8_t *target, bool last)
 {
 	struct emit *e = &g->e;
 	size_t len = e->len;
@@ -3091,7 +3091,8 @@ static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, 
 		if (over != UINT32_MAX)
 			patch_rel32(e, over, g->xoff[head]);
 		uint32_t h = g->xoff[head], end = g->dl_back_end;
-		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		if (!last || g->n_sink_at)
+			emit_jcc_x(g, CC_ALWAYS, back + 1);   /* last: back + 1 follows */
 		unsigned n_stubs = 0;              /* the branches with a stub due */
 		for (uint32_t j = head; j < back; j++) {
 			int32_t d;
@@ -3174,10 +3175,39 @@ static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *
 	uint32_t entry = (uint32_t)e->len;
 	unsigned n_fails = 0;
 	g->peel_lo = head;
+	if (dl && dl->pop) {
+		/* a bit-clearing loop: first, second, then the guard and the fast copy, which
+		 * falls out into back + 1 (bitmap's inner loop is left once per word) */
+		uint32_t in = emit_jcc(e, CC_ALWAYS);          /* what falls in: to the guard */
+		g->peel_xi = head;
+		g->peel_at = UINT32_MAX;
+		gen_range(g, head, back + 1, target);
+		g->peel_xi = UINT32_MAX;
+		uint32_t first = g->xoff[head], at = g->peel_at;
+		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		patch_own(g, n_jumps, head, back);
+		g->peel_skip = skip;
+		gen_range(g, head, back + 1, target);
+		g->peel_skip = NULL;
+		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		patch_own(g, n_jumps, head, back);
+		if (at != UINT32_MAX)
+			patch_rel32(e, at, g->xoff[head]);
+		entry = (uint32_t)e->len;
+		patch_rel32(e, in, entry);
+		g->xi = head;
+		n_fails = gen_dloop_guard(g, dl, fails);
+		for (unsigned k = 0; k < n_fails; k++)
+			patch_rel32(e, fails[k], first);
+		gen_dloop_fast(g, dl, head, back, fast, target, true);
+		patch_own(g, n_jumps, head, back);
+		g->xoff[head] = entry;
+		return;
+	}
 	if (dl) {
 		g->xi = head;
 		n_fails = gen_dloop_guard(g, dl, fails);
-		gen_dloop_fast(g, dl, head, back, fast, target);
+		gen_dloop_fast(g, dl, head, back, fast, target, false);
 		patch_own(g, n_jumps, head, back);
 	}
 	g->peel_xi = head;
