@@ -442,6 +442,9 @@ struct cg {
 	 * instead, spent by the step itself; every way out (a stub) adds c back, and one more
 	 * after the step (gen_dloop_fast).  dl_back: the loop's back branch. */
 	bool dl_rel;
+	/* dl_pre: the guard took from r13 all the fuel the loop will spend (a bit-clearing
+	 * dloop, struct dloop's pop): its back edge spends none. */
+	bool dl_pre;
 	int32_t dl_c;
 	uint32_t dl_step, dl_back;
 	/* ... and its sunk copies (find_sinks): per xinsn from peel_lo, where its code goes
@@ -1137,14 +1140,14 @@ static void emit_branch(struct cg *g, const struct xinsn *x, int cc, int back)
 		/* the guard proved the fuel lasts: lea r13, [r13 - 1]; jcc head; and where it falls
 		 * through, lea r13, [r13 + 1] (lea leaves the flags to the compare's next users),
 		 * then the copies sunk to the way out.  With dl_rel, jcc head alone. */
-		if (!g->dl_rel)
+		if (!g->dl_rel && !g->dl_pre)
 			emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, -1));
 		emit_jcc_back(&g->e, cc, g->xoff[target]);
 		g->dl_back_end = (uint32_t)g->e.len;
 		if (cc != CC_ALWAYS) {
 			if (g->dl_rel)
 				emit_fuel_back(g);
-			else
+			else if (!g->dl_pre)
 				emit_op(&g->e, OP_W, 0x8d, R_FUEL, rm_mem(R_FUEL, 1));
 			gen_sunk(g, g->xi, SINK_OUT);
 		}
@@ -2705,6 +2708,8 @@ struct dloop {
 	unsigned n_loads;
 	struct dload { uint32_t k; int32_t o, d; uint8_t after, w; int16_t r; } ld[DLOOP_MAX_LOADS];
 	uint32_t step;                 /* the xinsn c = c - 1 */
+	bool pop;                      /* a bit-clearing loop instead (find_pop): c = c & (c - 1) */
+	int32_t eq;                    /* ... and the slot equal to c at its head (-1: none) */
 	unsigned n_facts;              /* the facts at the head that the guard checks */
 	struct dfact { int32_t s; int16_t r; uint8_t w; } fact[DLOOP_MAX_FACTS];
 	uint8_t sink[PEEL_MAX_LOOP];   /* per xinsn from head: enum sink (find_sinks) */
@@ -2742,6 +2747,70 @@ static uint32_t down_step(const struct xinsn *code, uint32_t head, uint32_t back
 		return UINT32_MAX;
 	*d = (int32_t)-code[step].imm;
 	return step;
+}
+
+/* ---- bit-clearing loops: a dloop counted by the set bits of c ----
+ * A loop whose back edge is `jnz c` and whose body, straight code that cannot trap (no
+ * branch, no access, no division by a slot), leaves c = h & (h - 1), h being c's value at
+ * the head, clears one set bit of c per iteration (bitmap's `while (w) { ...; w &= w - 1;
+ * }`): from its head it takes exactly popcount(h) - 1 back edges (h != 0), however the
+ * body uses c.  clang's code computes it in a second slot e equal to c at the head (t = w;
+ * then in the loop t -= 1; t &= w; w = t; jnz t), so e may stand for h as well: the guard
+ * checks e == c, and the body must leave e equal to c again (both h & (h - 1)), so that it
+ * holds at every head.  The guard (gen_dloop_guard) then takes all that fuel at once,
+ * popcount(c) - 1 <= r13 (unsigned: c = 0 fails) and r13 -= it, and the fast copy spends
+ * none (dl_pre): it has no way out but its back edge falling through, and nothing in it
+ * traps or refills, so r13 is exact wherever anything reads it.
+ * pop_body: the body, symbolically from c (and e) = h: TOP nothing known, H h, HDEC h - 1,
+ * HCLR h & (h - 1); v: n scratch bytes. */
+static bool pop_body(const struct xinsn *code, uint32_t head, uint32_t back, int32_t c,
+                     int32_t e, uint8_t *v, uint32_t n)
+{
+	enum { TOP, H, HDEC, HCLR };
+	memset(v, TOP, n);
+	v[c] = H;
+	if (e >= 0)
+		v[e] = H;
+	for (uint32_t k = head; k < back; k++) {
+		const struct xinsn *x = &code[k];
+		int32_t w;
+		int64_t disp;
+		if (!vloop_op(x, &w) || w < 0 || load_width(x, &disp))
+			return false;      /* a branch, a load: not straight code that cannot trap */
+		uint8_t r = TOP;
+		if (x->op == X_MOV)
+			r = v[x->b];
+		else if ((x->op == X_ADD_RI && x->imm == -1) || (x->op == X_SUB_RI && x->imm == 1))
+			r = v[x->b] == H ? HDEC : TOP;
+		else if (x->op == X_AND_RR)
+			r = (v[x->b] == H && v[x->c] == HDEC) || (v[x->b] == HDEC && v[x->c] == H) ?
+			    HCLR : TOP;
+		v[w] = r;
+	}
+	return v[c] == HCLR && (e < 0 || v[e] == HCLR);
+}
+
+/* Whether the loop head..back (its back edge jnz c) is a bit-clearing loop; *eq: the slot
+ * e equal to c at the head that it needs (-1: none). */
+static bool find_pop(const struct cg *g, uint32_t head, uint32_t back, int32_t *eq)
+{
+	const struct xinsn *code = g->xf->code;
+	uint32_t n = g->xf->n_slots;
+	int32_t c = code[back].b;
+	*eq = -1;
+	if (!__builtin_cpu_supports("popcnt"))
+		return false;              /* the guard's popcnt */
+	uint8_t *v = malloc(n);
+	bool ok = v && pop_body(code, head, back, c, -1, v, n);
+	for (uint32_t k = head; v && !ok && k < back; k++) {
+		int32_t w;
+		if (vloop_op(&code[k], &w) && w >= 0 && w != c)
+			ok = pop_body(code, head, back, c, w, v, n);
+		if (ok)
+			*eq = w;
+	}
+	free(v);
+	return ok;
 }
 
 /* ---- copies sunk out of a dloop's fast copy ----
@@ -2841,9 +2910,15 @@ static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const u
 {
 	const struct xinsn *code = g->xf->code;
 	int32_t d;
-	if (code[back].op != X_JNZB ||
-	    (dl->step = down_step(code, head, back, code[back].b, 1, &d)) == UINT32_MAX)
+	if (code[back].op != X_JNZB)
 		return false;
+	dl->pop = false;
+	dl->eq = -1;
+	if ((dl->step = down_step(code, head, back, code[back].b, 1, &d)) == UINT32_MAX) {
+		if (!find_pop(g, head, back, &dl->eq))
+			return false;
+		dl->pop = true;    /* its loads, if any, are not proven (the count is not c) */
+	}
 	dl->c = code[back].b;
 	dl->n_facts = 0;               /* those of slots read before they are written */
 	for (int32_t s = 0; s < (int32_t)g->xf->n_slots; s++) {
@@ -2855,7 +2930,7 @@ static bool find_dloop(const struct cg *g, uint32_t head, uint32_t back, const u
 	}
 	dl->n_loads = 0;
 	memcpy(fast, skip, back - head + 1);
-	for (uint32_t k = head; k < back && dl->n_loads < DLOOP_MAX_LOADS; k++) {
+	for (uint32_t k = head; k < back && dl->n_loads < DLOOP_MAX_LOADS && !dl->pop; k++) {
 		int32_t o;
 		int64_t disp;
 		unsigned w = load_width(&code[k], &disp);
@@ -2910,6 +2985,29 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
 	struct emit *e = &g->e;
 	unsigned n = 0;
 	forget(g);
+	if (dl->pop) {
+		/* a bit-clearing loop: each fact as below; cmp e, c; jne fail;
+		 * popcnt rax, c; sub rax, 1; cmp rax, r13; ja fail; sub r13, rax */
+		for (unsigned i = 0; i < dl->n_facts; i++) {
+			const struct dfact *f = &dl->fact[i];
+			int off = g->reg_of[f->s];
+			if (off < 0) {
+				load_slot(g, RAX, f->s);
+				off = RAX;
+			}
+			n += guard_bounds(g, off, (unsigned)f->r, f->w, fails + n);
+		}
+		if (dl->eq >= 0) {
+			emit_cmp_slots(g, dl->eq, dl->c, 0, 0);
+			fails[n++] = emit_jcc(e, CC_NE);
+		}
+		emit_op(e, OP_F3 | OP_W, 0x0fb8, RAX, slot(g, dl->c));
+		emit_alu_rm_imm(e, OP_W, ALU_SUB, rm_reg(RAX), 1);
+		emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(R_FUEL));
+		fails[n++] = emit_jcc(e, CC_A);
+		emit_alu_r_rm(e, ALU_SUB, R_FUEL, rm_reg(RAX));
+		return n;
+	}
 	struct rm c = src_slot(g, dl->c);
 	if (c.reg >= 0) {
 		emit_op(e, OP_W, 0x8d, RAX, rm_mem(c.reg, -1));     /* lea rax, [c - 1] */
@@ -2962,12 +3060,12 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
  * emit_branch's (no stub for it), and it is compiled again without dl_rel or without
  * sinking, never wrong. */
 static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, uint32_t back,
-                           const uint8_t *fast, const uint8_t *target)
+                           const uint8_t *fast, const uint8_t *target, bool last)
 {
 	struct emit *e = &g->e;
 	size_t len = e->len;
 	uint32_t n_jumps = g->n_jumps, n_traps = g->n_traps, n_refills = g->n_refills;
-	bool align = false, sinks = true, rel = true;
+	bool align = false, sinks = true, rel = !dl->pop;
 	for (int pass = 0; pass < 4; pass++) {
 		uint32_t over = UINT32_MAX;
 		if (rel)
@@ -2979,6 +3077,7 @@ static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, 
 		g->dl_head_xi = head;
 		g->dl_back_end = UINT32_MAX;
 		g->dl_rel = rel;
+		g->dl_pre = dl->pop;
 		g->dl_c = dl->c;
 		g->dl_step = dl->step;
 		g->dl_back = back;
@@ -2992,7 +3091,8 @@ static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, 
 		if (over != UINT32_MAX)
 			patch_rel32(e, over, g->xoff[head]);
 		uint32_t h = g->xoff[head], end = g->dl_back_end;
-		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		if (!last || g->n_sink_at)
+			emit_jcc_x(g, CC_ALWAYS, back + 1);   /* last: back + 1 follows */
 		unsigned n_stubs = 0;              /* the branches with a stub due */
 		for (uint32_t j = head; j < back; j++) {
 			int32_t d;
@@ -3014,6 +3114,8 @@ static void gen_dloop_fast(struct cg *g, const struct dloop *dl, uint32_t head, 
 		}
 		g->sink = NULL;
 		g->dl_rel = false;
+		g->dl_pre = false;
+		assert(!dl->pop || (g->n_traps == n_traps && g->n_refills == n_refills));
 		if (e->err)
 			return;
 		bool fits = end == UINT32_MAX || end - h > 64 || (h & 63) + (end - h) <= 64;
@@ -3073,10 +3175,39 @@ static void gen_peel(struct cg *g, uint32_t head, uint32_t back, const uint8_t *
 	uint32_t entry = (uint32_t)e->len;
 	unsigned n_fails = 0;
 	g->peel_lo = head;
+	if (dl && dl->pop) {
+		/* a bit-clearing loop: first, second, then the guard and the fast copy, which
+		 * falls out into back + 1 (bitmap's inner loop is left once per word) */
+		uint32_t in = emit_jcc(e, CC_ALWAYS);          /* what falls in: to the guard */
+		g->peel_xi = head;
+		g->peel_at = UINT32_MAX;
+		gen_range(g, head, back + 1, target);
+		g->peel_xi = UINT32_MAX;
+		uint32_t first = g->xoff[head], at = g->peel_at;
+		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		patch_own(g, n_jumps, head, back);
+		g->peel_skip = skip;
+		gen_range(g, head, back + 1, target);
+		g->peel_skip = NULL;
+		emit_jcc_x(g, CC_ALWAYS, back + 1);
+		patch_own(g, n_jumps, head, back);
+		if (at != UINT32_MAX)
+			patch_rel32(e, at, g->xoff[head]);
+		entry = (uint32_t)e->len;
+		patch_rel32(e, in, entry);
+		g->xi = head;
+		n_fails = gen_dloop_guard(g, dl, fails);
+		for (unsigned k = 0; k < n_fails; k++)
+			patch_rel32(e, fails[k], first);
+		gen_dloop_fast(g, dl, head, back, fast, target, true);
+		patch_own(g, n_jumps, head, back);
+		g->xoff[head] = entry;
+		return;
+	}
 	if (dl) {
 		g->xi = head;
 		n_fails = gen_dloop_guard(g, dl, fails);
-		gen_dloop_fast(g, dl, head, back, fast, target);
+		gen_dloop_fast(g, dl, head, back, fast, target, false);
 		patch_own(g, n_jumps, head, back);
 	}
 	g->peel_xi = head;
@@ -3210,6 +3341,7 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 	g->peel_skip = NULL;
 	g->dl_head_xi = UINT32_MAX;
 	g->dl_rel = false;
+	g->dl_pre = false;
 	g->sink = NULL;
 	gen_prologue(g);
 	uint32_t done = 0;             /* xinsns compiled so far */
