@@ -35,7 +35,7 @@
 
 #include "arf_check.h"
 
-static char segpath[512];
+static char segpath[512], data_segpath[512];   /* this build's ops.pno and data.pno */
 
 /* ---- a served image and a client ---- */
 
@@ -719,8 +719,12 @@ static void test_rename(const char *img)
 	if (!serve(&k, img))
 		return;
 	c = k.c;
-	struct arf_data *dd = arf_data_open(k.a, NULL, err, sizeof err);
+	struct arf_data *dd = arf_data_open(k.a, data_segpath, err, sizeof err);
 	CHECK(dd != NULL, "arf_data_open: %s", err);
+	if (!dd) {
+		unserve(&k);
+		return;
+	}
 	struct arf_attr at, at2;
 
 	/* a file in one directory, then to another */
@@ -920,8 +924,12 @@ static void test_layout(const char *img)
 	if (!serve(&k, img))
 		return;
 	struct arf_client *c = k.c;
-	struct arf_data *dd = arf_data_open(k.a, NULL, err, sizeof err);
+	struct arf_data *dd = arf_data_open(k.a, data_segpath, err, sizeof err);
 	CHECK(dd != NULL, "arf_data_open: %s", err);
+	if (!dd) {
+		unserve(&k);
+		return;
+	}
 	int64_t d = mkdir_p(c, "lay"), f = arf_create(c, (uint64_t)d, "f", 0644, 0, 0);
 	int64_t full = arf_create(c, (uint64_t)d, "full", 0644, 0, 0);
 	int64_t sized = arf_create(c, (uint64_t)d, "sized", 0644, 0, 0);
@@ -2286,6 +2294,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	const char *b = getenv("BUILD");
 	snprintf(segpath, sizeof segpath, "%s/arfseg/ops.pno", b && *b ? b : "build");
+	snprintf(data_segpath, sizeof data_segpath, "%s/arfseg/data.pno", b && *b ? b : "build");
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof dir, "%s/test_arf_ops.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
