@@ -2973,6 +2973,23 @@ static unsigned guard_bounds(struct cg *g, int off, unsigned r, unsigned w, uint
 	return n;
 }
 
+/* The peel's facts (each a slot proven below a region's limit), checked at a dloop's head:
+ * the failing branches into fails; how many. */
+static unsigned guard_facts(struct cg *g, const struct dloop *dl, uint32_t *fails)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < dl->n_facts; i++) {
+		const struct dfact *f = &dl->fact[i];
+		int off = g->reg_of[f->s];
+		if (off < 0) {
+			load_slot(g, RAX, f->s);
+			off = RAX;
+		}
+		n += guard_bounds(g, off, (unsigned)f->r, f->w, fails + n);
+	}
+	return n;
+}
+
 /* The guard at a dloop's head, where every way into the loop arrives; its failing branches
  * into fails, to be patched to the first copy.  For rsort, 15 instructions once per inner
  * loop, where the first copy took 14 before the guard alone:
@@ -2988,15 +3005,7 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
 	if (dl->pop) {
 		/* a bit-clearing loop: each fact as below; cmp e, c; jne fail;
 		 * popcnt rax, c; sub rax, 1; cmp rax, r13; ja fail; sub r13, rax */
-		for (unsigned i = 0; i < dl->n_facts; i++) {
-			const struct dfact *f = &dl->fact[i];
-			int off = g->reg_of[f->s];
-			if (off < 0) {
-				load_slot(g, RAX, f->s);
-				off = RAX;
-			}
-			n += guard_bounds(g, off, (unsigned)f->r, f->w, fails + n);
-		}
+		n += guard_facts(g, dl, fails + n);
 		if (dl->eq >= 0) {
 			emit_cmp_slots(g, dl->eq, dl->c, 0, 0);
 			fails[n++] = emit_jcc(e, CC_NE);
@@ -3017,15 +3026,7 @@ static unsigned gen_dloop_guard(struct cg *g, const struct dloop *dl, uint32_t *
 	}
 	emit_alu_r_rm(e, ALU_CMP, RAX, rm_reg(R_FUEL));             /* cmp c - 1, r13 */
 	fails[n++] = emit_jcc(e, CC_A);
-	for (unsigned i = 0; i < dl->n_facts; i++) {
-		const struct dfact *f = &dl->fact[i];
-		int off = g->reg_of[f->s];
-		if (off < 0) {
-			load_slot(g, RAX, f->s);
-			off = RAX;
-		}
-		n += guard_bounds(g, off, (unsigned)f->r, f->w, fails + n);
-	}
+	n += guard_facts(g, dl, fails + n);
 	for (unsigned i = 0; i < dl->n_loads; i++) {
 		const struct dload *l = &dl->ld[i];
 		emit_op(e, OP_W, 0x69, RAX, slot(g, dl->c));           /* imul rax, c, d */
