@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "ubpf.h"
+#include "harness.h"
 #include "ubpf_run.h"
 
 #define UB_CTX_AREA    4096u
@@ -154,25 +155,6 @@ void ub_fini(void)
 		munmap(blk, blk_len);
 	blk = NULL;
 	blk_len = 0;
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		*len = (size_t)n;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
 }
 
 void ub_free(struct ub *u)

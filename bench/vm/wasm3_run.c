@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "wasm3.h"
+#include "harness.h"
 #include "wasm3_run.h"
 
 #define W3_STACK_BYTES (1u << 20)        /* wasm3's value stack: fib(32) needs far less */
@@ -32,25 +33,6 @@ void w3_free(struct w3 *w)
 		m3_FreeEnvironment(w->env);
 	free(w->bytes);
 	free(w);
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		*len = (size_t)n;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
 }
 
 /* Call a helper export of ar.h taking and returning i32. */
