@@ -2129,6 +2129,7 @@ out:
 	grep_free(st.g_srv);
 	if (st.lead) {
 		free(st.lead->rec);
+		free(st.lead->lrec);
 		free(st.lead->win);
 		free(st.lead);
 	}
