@@ -222,14 +222,16 @@ rcheck -r --include='*.txt' -n needle
 
 # the scan ran in the data servers: what they sent back (edges and the selected lines) is a
 # fraction of the file, where the gather sends all of it
-outbytes() {
+# the sum of arc stats' NAME over the data servers
+stat_sum() {
 	n=0
 	for e in "$ep_1" "$ep_2" "$ep_3"; do
-		b=$("$BUILD/arc" stats "$e" | sed -n 's/^exec.output_bytes //p')
+		b=$("$BUILD/arc" stats "$e" | sed -n "s/^$1 //p")
 		n=$((n + ${b:-0}))
 	done
 	echo "$n"
 }
+outbytes() { stat_sum exec.output_bytes; }
 size=$(stat -c %s "$d/edge_0")
 for mode in servers gather; do
 	b0=$(outbytes)
@@ -246,14 +248,6 @@ done
 # counts cross as counts: -c and -l of a file whose every line is selected send no line
 # (the edges' partial lines and a trailer a window), and the edges of all stripes are one
 # request a server (before: two reads a stripe, one after another)
-stat_sum() {
-	n=0
-	for e in "$ep_1" "$ep_2" "$ep_3"; do
-		b=$("$BUILD/arc" stats "$e" | sed -n "s/^$1 //p")
-		n=$((n + ${b:-0}))
-	done
-	echo "$n"
-}
 size=$(stat -c %s "$d/every")
 nst=$(( (size + U - 1) / U ))
 for mode in lines counts; do
