@@ -5,6 +5,7 @@
  * Cooperation over as many descriptors (scatter/gather, ARF's striped files).
  */
 #include <dirent.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -990,6 +991,22 @@ void arc_net_counts(struct arc *a, uint64_t *msgs_sent, uint64_t *msgs_recv)
 	pn_stats_get(a->pn, &st);
 	*msgs_sent = st.msgs_sent;
 	*msgs_recv = st.msgs_recv;
+}
+
+char *arc_net_wait_stats(struct arc *a)
+{
+	struct pn_stats st;
+	pn_stats_get(a->pn, &st);
+	char *text = NULL;
+	if (asprintf(&text, "waits_read %" PRIu64 "\nwaits_woken %" PRIu64 "\npolls_found %" PRIu64
+	             "\npolls_wasted %" PRIu64 "\npolls_denied_load %" PRIu64
+	             "\npolls_denied_resting %" PRIu64 "\npolls_denied_busy %" PRIu64
+	             "\nspin_looks %" PRIu64 "\nspin_full_looks %" PRIu64 "\n", st.waits_read,
+	             st.waits_woken, st.polls_found, st.polls_wasted, st.polls_denied_load,
+	             st.polls_denied_resting, st.polls_denied_busy, st.spin_looks,
+	             st.spin_full_looks) < 0)
+		return NULL;
+	return text;
 }
 
 int arc_exec(struct arc *a, struct arc_exec *x)

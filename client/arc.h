@@ -166,6 +166,10 @@ int arc_regions(struct arc *a, struct arc_region **out, unsigned *n);
 /* This client's own Paradis-Net counters (shared by the connections of one endpoint,
  * arc_connect_also): messages sent and received, so far. */
 void arc_net_counts(struct arc *a, uint64_t *msgs_sent, uint64_t *msgs_recv);
+/* ... and how its waits for replies went, as "name value" lines (malloc'd, NUL-terminated;
+ * NULL when out of memory): read in the caller or woken by the I/O thread, polled or not
+ * and why not (docs/net.md, "Polling"). */
+char *arc_net_wait_stats(struct arc *a);
 /* The server's statistics as "name value" lines: malloc'd, NUL-terminated. */
 int arc_stats(struct arc *a, char **text);
 

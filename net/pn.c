@@ -880,6 +880,8 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 		c->wake_fd = -1;
 		uint64_t drain;                        /* leave the eventfd clear for next time */
 		if (c->woken && wfd >= 0 && read(wfd, &drain, sizeof drain) < 0) { /* it was clear */ }
+	if (c->remaining == 0)
+			atomic_fetch_add_explicit(&pn->st[PN_ST_WAITS_READ], 1, memory_order_relaxed);
 	}
 	/* Replies may come on connections that a reading waiter left to waiters (tcp): have
 	 * the transports' own threads read them before this thread sleeps. */
@@ -903,6 +905,8 @@ int pn_coop_end(struct pn *pn, pn_coop token, int timeout_ms)
 		pthread_mutex_lock(&pn->lock);
 	}
 	int rc = 0;
+	if (c->remaining > 0)
+		atomic_fetch_add_explicit(&pn->st[PN_ST_WAITS_WOKEN], 1, memory_order_relaxed);
 	while (c->remaining > 0 && rc == 0) {
 		if (timeout_ms < 0)
 			pthread_cond_wait(&c->done, &pn->lock);
@@ -1716,6 +1720,13 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 		s->polls_found += atomic_load(&pn->spin.role[r].hits);
 		s->polls_wasted += atomic_load(&pn->spin.role[r].wasted);
 	}
+	s->polls_denied_load = atomic_load(&pn->spin.denied[PN_SPIN_DENIED_LOAD]);
+	s->polls_denied_resting = atomic_load(&pn->spin.denied[PN_SPIN_DENIED_RESTING]);
+	s->polls_denied_busy = atomic_load(&pn->spin.denied[PN_SPIN_DENIED_BUSY]);
+	s->spin_looks = atomic_load(&pn->spin.looks);
+	s->spin_full_looks = atomic_load(&pn->spin.full_looks_seen);
+	s->waits_read = pn->st[PN_ST_WAITS_READ];
+	s->waits_woken = pn->st[PN_ST_WAITS_WOKEN];
 	s->udp_bad_macs = pn->st[PN_ST_UDP_BAD_MACS];
 	for (int i = 0; i < PN_LAT_BUCKETS; i++)
 		s->coop_lat[i] = pn->lat[i];

@@ -367,6 +367,13 @@ struct pn_stats {
 	uint64_t rx_waits;         /* tcp, rdma: messages that waited for rx_budget */
 	uint64_t polls_found;      /* waits that polled before sleeping (spin_us) and found */
 	uint64_t polls_wasted;     /* ... and found nothing: slept after all */
+	uint64_t polls_denied_load;    /* waits that slept at once: the machine looked full, */
+	uint64_t polls_denied_resting; /* ... the role rested after fruitless polls, */
+	uint64_t polls_denied_busy;    /* ... other threads of ours were polling (own CPUs - 1) */
+	uint64_t spin_looks, spin_full_looks; /* looks at the machine's load, and full ones */
+	uint64_t waits_read;       /* reply waits that read the connection in the caller */
+	uint64_t waits_woken;      /* ... that slept until another thread (the I/O thread)
+	                            * delivered the reply: a wake-up on the request's path */
 	uint64_t coop_lat[PN_LAT_BUCKETS]; /* pn_coop_start .. last reply, per Cooperation */
 	uint64_t peers;            /* peer records: every peer known now */
 	uint64_t peers_retired;    /* ... of which closed anonymous ones waiting for reuse */

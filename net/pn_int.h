@@ -428,7 +428,8 @@ void pn_core_returned(struct pn *pn, struct pn_peer_rec *to, const struct pn_hdr
 /* Statistics the transports update (atomically). */
 enum pn_stat { PN_ST_RETRANSMITS, PN_ST_DUPLICATES, PN_ST_RETURNED, PN_ST_DROPPED,
                PN_ST_BAD_FRAMES, PN_ST_RDMA_REPLIES_IN, PN_ST_RDMA_REPLIES_OUT,
-               PN_ST_RDMA_ONESIDED, PN_ST_UDP_REFUSED, PN_ST_UDP_BAD_MACS, PN_ST_RX_WAITS, PN_ST_COUNT };
+               PN_ST_RDMA_ONESIDED, PN_ST_UDP_REFUSED, PN_ST_UDP_BAD_MACS, PN_ST_RX_WAITS,
+               PN_ST_WAITS_READ, PN_ST_WAITS_WOKEN, PN_ST_COUNT };
 void pn_core_count(struct pn *pn, enum pn_stat which, uint64_t n);
 
 /* Fault injection: true when this received packet should be dropped (drop_rate). */
@@ -446,6 +447,10 @@ struct pn_spin_role_state {
 	_Atomic uint64_t quiet_until_ns; /* no polling before */
 	_Atomic uint64_t hits, wasted;   /* polls that found something / nothing (stats) */
 };
+/* Why a wait did not poll (stats): the machine looked full, the role was resting after
+ * fruitless polls, or own CPUs - 1 threads of the process were polling already. */
+enum pn_spin_denial { PN_SPIN_DENIED_LOAD, PN_SPIN_DENIED_RESTING, PN_SPIN_DENIED_BUSY,
+                      PN_SPIN_DENIALS };
 struct pn_spin {
 	uint64_t budget_ns;              /* pn_opts.spin_us; 0: never poll */
 	_Atomic uint64_t next_look_ns;   /* when the machine is looked at again */
@@ -458,6 +463,8 @@ struct pn_spin {
 	unsigned online;                 /* CPUs of the machine */
 	unsigned full_looks;             /* the looker's own: looks in a row that found it full */
 	struct pn_spin_role_state role[PN_SPIN_ROLES];
+	_Atomic uint64_t denied[PN_SPIN_DENIALS];  /* stats, counted only on the way to sleep */
+	_Atomic uint64_t looks, full_looks_seen;   /* stats: looks at the machine, and full ones */
 };
 void pn_spin_init(struct pn_spin *s, unsigned spin_us);
 uint64_t pn_spin_budget(struct pn_spin *s, enum pn_spin_role role, uint64_t now);

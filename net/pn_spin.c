@@ -227,6 +227,9 @@ static void look(struct pn_spin *s, uint64_t now)
 	struct pn_spin_verdict v = pn_spin_judge(atomic_load(&s->machine_ok), s->full_looks,
 	                                         s->own, s->online, running);
 	s->full_looks = v.full_looks;
+	atomic_fetch_add_explicit(&s->looks, 1, memory_order_relaxed);
+	if (running > (int)s->online)
+		atomic_fetch_add_explicit(&s->full_looks_seen, 1, memory_order_relaxed);
 	atomic_store(&s->machine_ok, v.ok);
 	atomic_store(&s->next_look_ns, now + v.next_look_in_ns);
 	atomic_flag_clear(&s->looking);
@@ -245,21 +248,29 @@ struct pn_spin_verdict pn_spin_judge(bool polling, unsigned full_looks, double o
 	return (struct pn_spin_verdict){ false, 0, LOOK_NS };
 }
 
+/* A wait that may not poll: counted by reason (the thread sleeps next, so this costs it
+ * nothing it would notice), budget 0. */
+static uint64_t denied(struct pn_spin *s, enum pn_spin_denial why)
+{
+	atomic_fetch_add_explicit(&s->denied[why], 1, memory_order_relaxed);
+	return 0;
+}
+
 uint64_t pn_spin_budget(struct pn_spin *s, enum pn_spin_role role, uint64_t now)
 {
 	if (!s->budget_ns)
 		return 0;
 	look(s, now);
 	if (!atomic_load(&s->machine_ok))
-		return 0;
+		return denied(s, PN_SPIN_DENIED_LOAD);
 	if (now < atomic_load_explicit(&s->role[role].quiet_until_ns, memory_order_relaxed))
-		return 0;
+		return denied(s, PN_SPIN_DENIED_RESTING);
 	/* at most own CPUs - 1 threads of this process poll at once (a mount's FUSE threads
 	 * all waiting for replies would otherwise hold every CPU, the server's included) */
 	unsigned max = s->max_pollers, n = atomic_load(&s->pollers);
 	do {
 		if (n >= max)
-			return 0;
+			return denied(s, PN_SPIN_DENIED_BUSY);
 	} while (!atomic_compare_exchange_weak(&s->pollers, &n, n + 1));
 	return s->budget_ns;
 }

@@ -279,6 +279,36 @@ static void server_main(int to_parent, int from_parent)
 	_exit(0);
 }
 
+struct task_count;
+static void print_thread_times(const struct task_count *t0, size_t n0, int child);
+
+/* How the clients' and the server's waits went over the whole run (pn_stats: read in the
+ * caller or woken, polled or why not): what tells a run whose requests paid a wake-up from one
+ * whose did not, at no cost to the measurement (counters read at the end). */
+static void print_wait_stats(struct arc *a, struct arc *a_plain)
+{
+	const char *who[] = { "client (session)", "client (no session)" };
+	struct arc *c[] = { a, a_plain };
+	for (int i = 0; i < 2; i++) {
+		char *t = arc_net_wait_stats(c[i]);
+		for (char *p = t; p && *p; p++)
+			if (*p == '\n')
+				*p = p[1] ? ',' : 0;
+		printf("waits, %s: %s\n", who[i], t ? t : "?");
+		free(t);
+	}
+	char *t = NULL;
+	if (arc_stats(a, &t) == 0) {
+		printf("waits, server:");
+		for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n"))
+			if (!strncmp(line, "net.polls", 9) || !strncmp(line, "net.spin", 8) ||
+			    !strncmp(line, "exec.on_reader", 14) || !strncmp(line, "exec.handed_over", 16))
+				printf(" %s,", line + (line[0] == 'n' ? 4 : 0));
+		printf("\n");
+	}
+	free(t);
+}
+
 /* ---- the structures, built by the client ---- */
 
 struct data {
@@ -639,6 +669,7 @@ struct task_count {
 	int pid, tid, cpu;
 	char comm[32];
 	unsigned long long vol, invol, utime, stime, migr;
+	unsigned long long run_ns, wait_ns;   /* schedstat: on a CPU, and runnable but waiting */
 };
 
 /* The counters of every thread of pid (at most MAX_TASKS - *n more) appended to t. */
@@ -674,6 +705,12 @@ static void read_tasks(int pid, struct task_count *t, size_t *n)
 				       "%*d %*d %*d %*d %*u %*u %*d %*u %*u %*u %*u %*u %*u %*u %*u %*u %*u "
 				       "%*u %*u %*u %*d %d", &c->utime, &c->stime, &c->cpu);
 		}
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, c->tid);
+		f = fopen(path, "r");
+		if (f && fscanf(f, "%llu %llu", &c->run_ns, &c->wait_ns) != 2)
+			c->run_ns = c->wait_ns = 0;
 		if (f)
 			fclose(f);
 		snprintf(path, sizeof path, "/proc/%d/task/%d/sched", pid, c->tid);
@@ -728,6 +765,29 @@ static void count_switches(struct ctx *c, struct series *s, int child, unsigned 
 	printf("  %-16s %8.2f us/op  client vol %.3f invol %.3f migr %.3f cpu %d  server vol %.3f "
 	       "invol %.3f migr %.3f cpu %d\n", method_name[s->m], (double)(t1 - t0) / 1e3 / n,
 	       vol[0], invol[0], migr[0], cpu[0], vol[1], invol[1], migr[1], cpu[1]);
+}
+
+/* Every thread of both processes that ran during the measurement: its time on a CPU and
+ * its time runnable but waiting for one (schedstat), from t0 (taken before) to now.  A run
+ * whose polling was turned off for load shows here who the third runnable thread was. */
+static void print_thread_times(const struct task_count *t0, size_t n0, int child)
+{
+	static struct task_count t1[MAX_TASKS];
+	size_t n1 = 0;
+	read_tasks(getpid(), t1, &n1);
+	read_tasks(child, t1, &n1);
+	for (size_t j = 0; j < n1; j++) {
+		struct task_count o = { 0 };
+		for (size_t i = 0; i < n0; i++)
+			if (t0[i].tid == t1[j].tid)
+				o = t0[i];
+		double run = (double)(t1[j].run_ns - o.run_ns) / 1e6;
+		double wait = (double)(t1[j].wait_ns - o.wait_ns) / 1e6;
+		if (run >= 0.5 || wait >= 0.5)
+			printf("thread, %s %-16s run %8.1f ms, waited %7.1f ms, switches %llu+%llu\n",
+			       t1[j].pid == getpid() ? "client" : "server", t1[j].comm, run, wait,
+			       t1[j].vol - o.vol, t1[j].invol - o.invol);
+	}
 }
 
 static void run_batch(struct ctx *c, struct series *s)
@@ -957,6 +1017,12 @@ int main(int argc, char **argv)
 		waitpid(child, &st, 0);
 		return 0;
 	}
+	static struct task_count tasks0[MAX_TASKS];
+	size_t ntasks0 = 0;
+	if (baseline_only) {
+		read_tasks(getpid(), tasks0, &ntasks0);
+		read_tasks(child, tasks0, &ntasks0);
+	}
 	uint64_t t_meas = now_ns();
 	for (unsigned r = 0; r < plan->rounds; r++)
 		for (size_t i = 0; i < ns; i++)
@@ -1065,6 +1131,10 @@ int main(int argc, char **argv)
 	}
 	fclose(txt);
 	printf("results: %s, %s\n", path_csv, path_txt);
+	if (baseline_only) {
+		print_wait_stats(a, a_plain);
+		print_thread_times(tasks0, ntasks0, child);
+	}
 
 	close(c.raw);
 	arf_data_close(c.fd);

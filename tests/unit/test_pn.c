@@ -2121,11 +2121,25 @@ static void test_spin_gate(void)
 	}
 	CHECK(spin_would(&s, PN_SPIN_REPLY, t), "quiet for more than 1.1 s");
 	/* at most max_pollers threads poll at once, whatever their role */
+	uint64_t busy0 = atomic_load(&s.denied[PN_SPIN_DENIED_BUSY]);
+	uint64_t resting0 = atomic_load(&s.denied[PN_SPIN_DENIED_RESTING]);
+	CHECK(resting0 > 0, "waits while resting counted: %" PRIu64, resting0);
 	CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 50000, "the first poller");
 	CHECK(pn_spin_budget(&s, PN_SPIN_REQUEST, t) == 0, "a second poller past max_pollers 1");
+	CHECK(atomic_load(&s.denied[PN_SPIN_DENIED_BUSY]) == busy0 + 1, "the second poller counted busy");
 	pn_spin_done(&s, PN_SPIN_REPLY, true, t);
 	CHECK(spin_would(&s, PN_SPIN_REQUEST, t), "a poller once the first is done");
 	CHECK(atomic_load(&s.pollers) == 0, "pollers counted back to %u", atomic_load(&s.pollers));
+	/* the machine looked full: the wait is counted as denied for load, nothing else */
+	atomic_store(&s.machine_ok, false);
+	uint64_t load0 = atomic_load(&s.denied[PN_SPIN_DENIED_LOAD]);
+	CHECK(pn_spin_budget(&s, PN_SPIN_REPLY, t) == 0, "polls while the machine looks full");
+	CHECK(atomic_load(&s.denied[PN_SPIN_DENIED_LOAD]) == load0 + 1 &&
+	      atomic_load(&s.denied[PN_SPIN_DENIED_RESTING]) == resting0 &&
+	      atomic_load(&s.denied[PN_SPIN_DENIED_BUSY]) == busy0 + 1,
+	      "a full machine's denial counted as load only");
+	CHECK(atomic_load(&s.looks) == 0, "looked %" PRIu64 " times with next_look at the end of time",
+	      atomic_load(&s.looks));
 
 	/* one CPU of our own: never poll (a poller would hold the CPU its peer needs) */
 	cpu_set_t was, one;
