@@ -237,6 +237,13 @@ int64_t arf_cl_read_delegated(struct arc *meta, struct arf_seg *route, const voi
 /* Cut every object to what a file of size bytes keeps on its server (bytes past it would
  * come back as stale data if the file grew again): 0 or -errno. */
 int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);
+/* fallocate's pieces on a striped file's objects, every data server at once: punch (the
+ * range's blocks freed: reads give zeros; an object's size stays) and allocate (blocks for
+ * the range's holes, zeroed; an object's size raised to the end of its share of the range,
+ * the caller clipping the range to what the file's size allows).  The metadata inode is the
+ * caller's.  0 or -errno (message in arf_cl_errmsg). */
+int arf_cl_punch(struct arf_cl_file *f, uint64_t off, uint64_t len);
+int arf_cl_allocate(struct arf_cl_file *f, uint64_t off, uint64_t len);
 /* Make every object durable (data.pno's fsync on each server holding one, one
  * Cooperation): 0 or -errno.  The metadata inode is the caller's to fsync afterwards, so
  * that a size never becomes durable before the bytes it covers. */

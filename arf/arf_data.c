@@ -360,17 +360,54 @@ static int64_t st_seek(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t 
 	return rc;
 }
 
-/* fallocate on a striped file: not served (blocks would have to be taken on every data
- * server; glibc's posix_fallocate writes zeros instead). */
-static int64_t st_unsupported(struct arf_data *d, uint64_t ino, uint64_t gen)
+/* PUNCH_HOLE on a striped file: the objects' blocks of the range freed (bytes past the
+ * size are a hole already), then mtime and ctime, as on one server. */
+static int64_t st_punch(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                        uint64_t len)
 {
 	struct st_file *sf;
 	struct arf_attr at;
 	int64_t rc = st_begin(d, ino, gen, &sf, &at);
 	if (rc != 0)
 		return rc;
+	uint64_t n = off >= at.size ? 0 : at.size - off < len ? at.size - off : len;
+	rc = arf_cl_punch(sf->f, off, n);
+	if (rc == 0) {
+		int64_t a[7] = { (int64_t)ino, ARF_SET_MTIME_NOW, 0, 0, 0, 0, 0 };
+		struct arc_exec x = { 0 };
+		rc = run(d, &x, "setattr", a, 7, NULL, 0);
+		free(x.out);
+	}
+	rc = st_err(d, sf, rc);
 	st_put(d->st, sf);
-	return -EOPNOTSUPP;
+	return rc;
+}
+
+/* fallocate's mode 0 on a striped file: blocks for the range's holes on the objects; with
+ * KEEP_SIZE only below the size (blocks past it cannot be held, as on one server), without
+ * it the size raised to off+len after the objects (cut first to the old size, as a growing
+ * truncate: no stale tail may show in the range), which sets mtime and ctime as ext4's
+ * size-changing fallocate does. */
+static int64_t st_allocate(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                           uint64_t len, bool keep_size)
+{
+	struct st_file *sf;
+	struct arf_attr at;
+	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	if (rc != 0)
+		return rc;
+	bool grows = !keep_size && off + len > at.size;
+	if (off > ST_MAX_SIZE || len > ST_MAX_SIZE - off)
+		rc = -EFBIG;
+	else if (keep_size && off + len > at.size)
+		rc = -EOPNOTSUPP;              /* past the size: as data.pno's allocate */
+	else if (!grows || (rc = arf_cl_truncate(sf->f, at.size)) == 0)
+		rc = arf_cl_allocate(sf->f, off, len);
+	if (rc == 0 && grows)
+		rc = m_truncate(d, ino, at.gen, off + len);
+	rc = st_err(d, sf, rc);
+	st_put(d->st, sf);
+	return rc;
 }
 
 int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen)
@@ -619,7 +656,7 @@ int arf_allocate_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t of
 	if (len == 0 || len >> 62 || off >> 62)
 		return -EINVAL;
 	if (d->st) {
-		int64_t v = st_unsupported(d, ino, gen);
+		int64_t v = st_allocate(d, ino, gen, off, len, keep_size);
 		if (v != ST_PASS)
 			return (int)v;
 	}
@@ -648,7 +685,7 @@ int arf_punch_gen(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, 
 	if (len == 0 || len >> 63 || off >> 63)
 		return -EINVAL;
 	if (d->st) {
-		int64_t v = st_unsupported(d, ino, gen);
+		int64_t v = st_punch(d, ino, gen, off, len);
 		if (v != ST_PASS)
 			return (int)v;
 	}

@@ -1467,6 +1467,77 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size)
 	return err;
 }
 
+/* data.pno's entry (punch or allocate: (obj, off, len, gen) -> bytes covered, one extent
+ * or hole a run) over every server's share of [off, off+len), all servers at once, each
+ * again from where its last run stopped until its share is covered.  allocate makes the
+ * objects it needs; punch skips a server with no object (nothing there to punch).  A run
+ * covers at least one byte or fails, so the rounds are bounded by the shares' extents; an
+ * object locked for a moment (EAGAIN) is tried again in the next round, at most
+ * SPAN_BUSY_ROUNDS rounds in a row with no progress. */
+#define SPAN_BUSY_ROUNDS 200
+static int span_run(struct arf_cl_file *f, const char *entry, bool create, uint64_t off,
+                    uint64_t len)
+{
+	struct arf_cluster *cl = f->cl;
+	size_t cnt[ARF_CLUSTER_MAX] = { 0 }, done[ARF_CLUSTER_MAX] = { 0 };
+	uint64_t start[ARF_CLUSTER_MAX] = { 0 };
+	bool need[ARF_CLUSTER_MAX] = { false };
+	shares(f, off, (size_t)len, cnt, start, need);
+	int rc = objs_get(f, need, create);
+	if (rc < 0)
+		return rc;
+	for (unsigned busy = 0;;) {
+		struct fan fo = { .m = 0 };
+		for (unsigned k = 0; k < cl->n; k++)
+			if (need[k] && f->obj[k] && done[k] < cnt[k]) {
+				int64_t a[4] = { (int64_t)f->obj[k], (int64_t)(start[k] + done[k]),
+				                 (int64_t)(cnt[k] - done[k]), (int64_t)f->obj_gen[k] };
+				fan_add(&fo, cl, k, &cl->s[k].data, entry, a, 4);
+			}
+		if (fo.m == 0)
+			return 0;
+		fan_run(&fo);
+		int err = 0;
+		bool moved = false, locked = false;
+		for (unsigned i = 0; i < fo.m; i++) {
+			unsigned k = fo.who[i];
+			int64_t v = fo.rcs[i] ? run_fail(f, k, entry, &fo.xv[i], fo.rcs[i])
+			                      : fo.xv[i].value;
+			free(fo.xv[i].out);
+			if (v == -EAGAIN) {
+				locked = true;
+			} else if (v < 0) {
+				err = err ? err : (int)v;
+			} else if (v == 0 || (uint64_t)v > cnt[k] - done[k]) {
+				/* a run covers at least one byte or fails; anything else is not ours */
+				snprintf(f->msg, sizeof f->msg, "data server %s: %s: %lld bytes of %zu",
+				         cl->s[k].name, entry, (long long)v, cnt[k] - done[k]);
+				err = err ? err : -EIO;
+			} else {
+				done[k] += (size_t)v;
+				moved = true;
+			}
+		}
+		if (err)
+			return err;
+		busy = moved ? 0 : busy + 1;
+		if (locked && busy >= SPAN_BUSY_ROUNDS)
+			return -EAGAIN;
+		if (locked && !moved)
+			usleep(1000);          /* another client's change holds the object: a moment */
+	}
+}
+
+int arf_cl_punch(struct arf_cl_file *f, uint64_t off, uint64_t len)
+{
+	return len ? span_run(f, "punch", false, off, len) : 0;
+}
+
+int arf_cl_allocate(struct arf_cl_file *f, uint64_t off, uint64_t len)
+{
+	return len ? span_run(f, "allocate", true, off, len) : 0;
+}
+
 int arf_cl_fsync(struct arf_cl_file *f)
 {
 	struct arf_cluster *cl = f->cl;

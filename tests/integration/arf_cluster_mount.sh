@@ -6,7 +6,8 @@
 # every change to it is refused (rm, mv from and over it, ln, writes, truncate, chmod, the
 # .new name); the objects are on the data servers (arf export of their
 # /stripes); append with >>, truncate down and up (no stale byte shows in the new hole), a
-# file rewritten in the middle, fsync, fallocate refused (EOPNOTSUPP); a tree copied from
+# file rewritten in the middle, fsync, fallocate's modes (mode 0, punch, zero range, keep
+# size) against the same calls on a local file; a tree copied from
 # /usr/include and compared with diff -r; rm of a file (also one open while removed, and one
 # replaced by mv) removes its objects, and fsck --cluster is clean after; a killed data
 # server makes a read and a write fail (EIO) within 10 s instead of hanging, while files with
@@ -181,9 +182,31 @@ same "size after the rewrite" "$(stat -c %s "$f")" "$(stat -c %s "$tmp/ref")"
 run sh -c "head -c 1000 '$tmp/more' > '$f'"; check_rc "O_TRUNC" 0 $?
 head -c 1000 "$tmp/more" >"$tmp/ref"
 run cmp "$tmp/ref" "$f"; check_rc "cmp after O_TRUNC" 0 $?
-# fallocate: not served on a striped file, said so
-run fallocate -l 1M "$f"; check_rc "fallocate" 1 $?
-contains "fallocate refused" "$tmp/err" "not supported"
+# fallocate on a striped file, each mode against the same call on a local ext4/tmpfs copy:
+# mode 0 raising the size over several stripes (zeros after the old end), PUNCH_HOLE and
+# ZERO_RANGE (with and without KEEP_SIZE) across stripe edges, KEEP_SIZE inside the size,
+# KEEP_SIZE past the size refused (EOPNOTSUPP, as on one server)
+fa() {  # fa NAME ARGS...: the same fallocate on the mount's file and the reference
+	_n=$1
+	shift
+	run fallocate "$@" "$f"; check_rc "fallocate $_n" 0 $?
+	fallocate "$@" "$tmp/ref"
+	run cmp "$tmp/ref" "$f"; check_rc "cmp after fallocate $_n" 0 $?
+	same "size after fallocate $_n" "$(stat -c %s "$f")" "$(stat -c %s "$tmp/ref")"
+}
+head -c $((2 * U + 5000)) "$tmp/more" >"$tmp/ref"
+run cp "$tmp/ref" "$f"; check_rc "a file of two stripes and a bit" 0 $?
+fa "mode 0 raising the size" -l $((6 * U + 123))
+fa "punch across two stripe edges" -p -o $((U - 300)) -l $((U + 700))
+fa "punch inside one stripe" -p -o $((3 * U + 10)) -l 4000
+fa "zero range, keep size" -z -n -o $((2 * U - 50)) -l 3000
+fa "zero range raising the size" -z -o $((6 * U)) -l $((2 * U))
+fa "keep size inside the size" -n -o 100 -l $((4 * U))
+head -c $((U + 17)) "$tmp/more" | dd of="$f" bs=1 seek=$((U - 9)) conv=notrunc 2>/dev/null
+head -c $((U + 17)) "$tmp/more" | dd of="$tmp/ref" bs=1 seek=$((U - 9)) conv=notrunc 2>/dev/null
+run cmp "$tmp/ref" "$f"; check_rc "cmp after writing over punched and allocated ranges" 0 $?
+run fallocate -n -o $((8 * U)) -l $((3 * U)) "$f"; check_rc "fallocate -n past the size" 1 $?
+contains "fallocate -n past the size refused" "$tmp/err" "unsupported"
 run sync "$f"; check_rc "fsync" 0 $?
 
 # ---- a tree copied in and compared
