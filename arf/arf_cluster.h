@@ -244,6 +244,11 @@ int arf_cl_truncate(struct arf_cl_file *f, uint64_t size);
  * caller's.  0 or -errno (message in arf_cl_errmsg). */
 int arf_cl_punch(struct arf_cl_file *f, uint64_t off, uint64_t len);
 int arf_cl_allocate(struct arf_cl_file *f, uint64_t off, uint64_t len);
+/* lseek's SEEK_DATA or SEEK_HOLE on a striped file of size bytes, from its objects' extents
+ * (every server asked at once, each from the first byte at or after off that it holds):
+ * the first data or hole byte at or after off (the end is a hole), or -ENXIO when off is at
+ * or past the size, or for SEEK_DATA when only holes follow; -errno as the others. */
+int64_t arf_cl_seek(struct arf_cl_file *f, uint64_t off, int whence, uint64_t size);
 /* Make every object durable (data.pno's fsync on each server holding one, one
  * Cooperation): 0 or -errno.  The metadata inode is the caller's to fsync afterwards, so
  * that a size never becomes durable before the bytes it covers. */

@@ -346,8 +346,7 @@ static int64_t st_fsync(struct arf_data *d, uint64_t ino, uint64_t gen)
 	return rc;
 }
 
-/* SEEK_DATA and SEEK_HOLE: a striped file is data up to its size (holes in the objects are
- * not looked for), which lseek allows. */
+/* SEEK_DATA and SEEK_HOLE: from the objects' extents (arf_cl_seek). */
 static int64_t st_seek(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off, int whence)
 {
 	struct st_file *sf;
@@ -355,7 +354,8 @@ static int64_t st_seek(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t 
 	int64_t rc = st_begin(d, ino, gen, &sf, &at);
 	if (rc != 0)
 		return rc;
-	rc = off >= at.size ? -ENXIO : whence == SEEK_DATA ? (int64_t)off : (int64_t)at.size;
+	rc = arf_cl_seek(sf->f, off, whence, at.size);
+	rc = st_err(d, sf, rc);
 	st_put(d->st, sf);
 	return rc;
 }

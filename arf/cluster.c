@@ -1538,6 +1538,70 @@ int arf_cl_allocate(struct arf_cl_file *f, uint64_t off, uint64_t len)
 	return len ? span_run(f, "allocate", true, off, len) : 0;
 }
 
+/* Where the bytes of f at or after file offset off begin in slot j's object: its stripes
+ * are j, j + n, j + 2n, ... laid end to end. */
+static uint64_t obj_from(const struct arf_cl_file *f, unsigned j, uint64_t off)
+{
+	unsigned n = f->cl->n;
+	uint64_t s = off / f->unit, row = s / n, js = s % n;
+	if (js == j)
+		return row * f->unit + off % f->unit;
+	return (js < j ? row : row + 1) * f->unit;
+}
+
+/* ... and back: the file offset of slot j's object offset o. */
+static uint64_t file_at(const struct arf_cl_file *f, unsigned j, uint64_t o)
+{
+	return (o / f->unit * f->cl->n + j) * f->unit + o % f->unit;
+}
+
+int64_t arf_cl_seek(struct arf_cl_file *f, uint64_t off, int whence, uint64_t size)
+{
+	struct arf_cluster *cl = f->cl;
+	if (off >= size)
+		return -ENXIO;
+	int rc = objs_all(f);
+	if (rc < 0)
+		return rc;
+	bool hole = whence == SEEK_HOLE;
+	uint64_t best = size;                /* the end is a hole; data past it does not count */
+	struct fan fo = { .m = 0 };
+	for (unsigned k = 0; k < cl->n; k++) {
+		unsigned j = arf_cl_slot(f->first, cl->n, k);
+		uint64_t from = obj_from(f, j, off);
+		if (f->obj[k]) {
+			int64_t a[4] = { (int64_t)f->obj[k], (int64_t)from, hole ? 4 : 3,
+			                 (int64_t)f->obj_gen[k] };
+			fan_add(&fo, cl, k, &cl->s[k].data, "seek", a, 4);
+		} else if (hole && file_at(f, j, from) < best) {
+			best = file_at(f, j, from);        /* no object: all of its share is a hole */
+		}
+	}
+	fan_run(&fo);
+	int err = 0;
+	for (unsigned i = 0; i < fo.m; i++) {
+		unsigned k = fo.who[i], j = arf_cl_slot(f->first, cl->n, k);
+		int64_t v = fo.rcs[i] ? run_fail(f, k, "seek", &fo.xv[i], fo.rcs[i]) : fo.xv[i].value;
+		free(fo.xv[i].out);
+		uint64_t at;
+		if (v >= 0)
+			at = file_at(f, j, (uint64_t)v);
+		else if (v == -ENXIO && hole)
+			at = file_at(f, j, (uint64_t)fo.args[i][1]);  /* at or past the object's end */
+		else if (v == -ENXIO)
+			continue;                  /* no data there after the start */
+		else {
+			err = err ? err : (int)v;
+			continue;
+		}
+		if (at < best)
+			best = at;
+	}
+	if (err)
+		return err;
+	return !hole && best >= size ? -ENXIO : (int64_t)best;
+}
+
 int arf_cl_fsync(struct arf_cl_file *f)
 {
 	struct arf_cluster *cl = f->cl;

@@ -7,7 +7,8 @@
 # .new name); the objects are on the data servers (arf export of their
 # /stripes); append with >>, truncate down and up (no stale byte shows in the new hole), a
 # file rewritten in the middle, fsync, fallocate's modes (mode 0, punch, zero range, keep
-# size) against the same calls on a local file; a tree copied from
+# size) and SEEK_DATA/SEEK_HOLE on a sparse file against the same calls on a local file;
+# a tree copied from
 # /usr/include and compared with diff -r; rm of a file (also one open while removed, and one
 # replaced by mv) removes its objects, and fsck --cluster is clean after; a killed data
 # server makes a read and a write fail (EIO) within 10 s instead of hanging, while files with
@@ -208,6 +209,49 @@ run cmp "$tmp/ref" "$f"; check_rc "cmp after writing over punched and allocated 
 run fallocate -n -o $((8 * U)) -l $((3 * U)) "$f"; check_rc "fallocate -n past the size" 1 $?
 contains "fallocate -n past the size refused" "$tmp/err" "unsupported"
 run sync "$f"; check_rc "fsync" 0 $?
+# SEEK_DATA / SEEK_HOLE on a sparse striped file, against the same file on the local
+# filesystem: blocks written here and there (at stripe edges, inside a stripe, a whole
+# stripe), one punched, a hole at the end; lseek from offsets around every edge
+sp=$m/sparse
+: >"$tmp/sref"
+run touch "$sp"; check_rc "a sparse file" 0 $?
+for at in 0 $((U + 12288)) $((3 * U - 4096)) $((3 * U)) $((5 * U + 8192)) $((6 * U)); do
+	head -c 4096 "$tmp/more" | dd of="$sp" bs=4096 seek=$((at / 4096)) conv=notrunc 2>/dev/null
+	head -c 4096 "$tmp/more" | dd of="$tmp/sref" bs=4096 seek=$((at / 4096)) conv=notrunc 2>/dev/null
+done
+head -c "$U" "$tmp/more" | dd of="$sp" bs=4096 seek=$((7 * U / 4096)) conv=notrunc 2>/dev/null
+head -c "$U" "$tmp/more" | dd of="$tmp/sref" bs=4096 seek=$((7 * U / 4096)) conv=notrunc 2>/dev/null
+run fallocate -p -o $((7 * U + 8192)) -l 8192 "$sp"; check_rc "punch in the sparse file" 0 $?
+fallocate -p -o $((7 * U + 8192)) -l 8192 "$tmp/sref"
+truncate -s $((9 * U + 100)) "$sp" "$tmp/sref"
+run cmp "$tmp/sref" "$sp"; check_rc "cmp of the sparse file" 0 $?
+seeks() {  # seeks FILE: SEEK_DATA and SEEK_HOLE from offsets around every 4 KiB and stripe edge
+	python3 - "$1" "$U" <<'PY'
+import os, sys
+f, u = sys.argv[1], int(sys.argv[2])
+fd = os.open(f, os.O_RDONLY)
+size = os.fstat(fd).st_size
+offs = sorted({max(0, min(o, size + 5)) for k in range(0, size // 4096 + 2)
+               for o in (k * 4096 - 1, k * 4096, k * 4096 + 7)} |
+              {k * u + d for k in range(10) for d in (-1, 0, 1)})
+for o in offs:
+    out = []
+    for w, name in ((os.SEEK_DATA, "data"), (os.SEEK_HOLE, "hole")):
+        try:
+            out.append("%s %d" % (name, os.lseek(fd, o, w)))
+        except OSError as e:
+            out.append("%s %s" % (name, "ENXIO" if e.errno == 6 else e.errno))
+    print(o, *out)
+PY
+}
+seeks "$sp" >"$tmp/seek.arf" 2>&1
+seeks "$tmp/sref" >"$tmp/seek.ref" 2>&1
+if cmp -s "$tmp/seek.ref" "$tmp/seek.arf"; then ok; else
+	bad "SEEK_DATA/SEEK_HOLE differ from the local file's:"; diff "$tmp/seek.ref" "$tmp/seek.arf" | head -20
+fi
+n_seeks=$(wc -l <"$tmp/seek.ref")
+if [ "$n_seeks" -gt 400 ]; then ok; else bad "only $n_seeks offsets looked at"; fi
+run rm "$sp"; check_rc "rm the sparse file" 0 $?
 
 # ---- a tree copied in and compared
 inc=$tmp/inc
