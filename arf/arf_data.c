@@ -249,6 +249,43 @@ static int m_truncate(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t s
 	return (int)v;
 }
 
+/* An append to a striped file: the range taken first, at the end as the metadata server
+ * finds it under the inode's lock (data.pno's extend, keyed as an append on one server is:
+ * exactly once across a reconnect), then the bytes written there on the data servers: two
+ * clients appending at once get ranges one after the other, never the same one.  The cost of
+ * ordering without holding a lock across requests: readers may see the range as zeros until
+ * its bytes land, and a writer that fails (or dies) after taking it leaves it so (a failed
+ * write punches it, so no bytes the objects held past the old end show there either). */
+static int64_t st_append(struct arf_data *d, uint64_t ino, struct st_file *sf,
+                         const struct arf_attr *at, const void *buf, size_t len,
+                         uint64_t *where)
+{
+	uint32_t n = __atomic_add_fetch(&d->seq, 1, __ATOMIC_RELAXED);
+	int64_t a[4] = { (int64_t)ino, (int64_t)len, (int64_t)at->gen,
+	                 (int64_t)((uint64_t)d->id << 32 | n) };
+	struct arc_exec x = { 0 };
+	int64_t rc = run(d, &x, "extend", a, 4, NULL, 0);
+	uint64_t out[2] = { 0, 0 };    /* the range taken: start, end */
+	if (rc >= 0 && x.out_len == sizeof out)
+		memcpy(out, x.out, sizeof out);
+	free(x.out);
+	if (rc < 0)
+		return rc;
+	if ((uint64_t)rc != len || out[1] != out[0] + len || out[1] > ST_MAX_SIZE) {
+		snprintf(d->s.msg, sizeof d->s.msg, "extend: %lld, range %llu..%llu for %zu bytes",
+		         (long long)rc, (unsigned long long)out[0], (unsigned long long)out[1], len);
+		return -EIO;
+	}
+	rc = arf_cl_write(sf->f, out[0], buf, len);
+	if (rc < 0) {
+		(void)arf_cl_punch(sf->f, out[0], len);   /* best effort: zeros, not stale bytes */
+		return rc;
+	}
+	if (where)
+		*where = out[0];
+	return (int64_t)len;
+}
+
 /* A write (at the size found, for an append): data first, then the size when it grew (or
  * the times when it did not). */
 static int64_t st_write(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
@@ -259,8 +296,10 @@ static int64_t st_write(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t
 	int64_t rc = st_begin(d, ino, gen, &sf, &at);
 	if (rc != 0)
 		return rc;
-	if (append)
-		off = at.size;
+	if (append) {
+		rc = st_append(d, ino, sf, &at, buf, len, where);
+		goto out;
+	}
 	if (off > ST_MAX_SIZE || len > ST_MAX_SIZE - off) {
 		rc = -EFBIG;
 		goto out;

@@ -10,6 +10,8 @@
  *                                            where they went and the end the file keeps;
  *                                            key: exactly once across a restart (0: none)
  *   writeafter(ino, off, gen, after)         write, once the size has reached after
+ *   extend(ino, len, gen, key)               a cluster file's append: the size raised by len
+ *                                            -> len; output where the range starts and ends
  *   read(ino, off, len, gen)                 the bytes on the output -> how many (0 at EOF)
  *   truncate(ino, size, gen)                 -> 0
  *   punch(ino, off, len, gen)                fallocate's PUNCH_HOLE -> bytes covered (may be
@@ -333,6 +335,7 @@ static int wbcut(u64 o, u64 n, u64 p)
 #include "once.h"
 
 #define APPEND_HASHED 64ul     /* bytes at each end of an append its op hash covers */
+#define EXTEND_TAG 0x657874656e64ul  /* "extend": its op hash's stand-in for the bytes */
 
 /* The op hash of append(ino, gen) of the args bytes: the operation, ino, gen, the length and
  * a hash (FNV-1a 64) of the first and last APPEND_HASHED bytes.  Not of every byte: an
@@ -638,6 +641,65 @@ long write(u64 ino, u64 off, u64 gen)
 long append(u64 ino, u64 gen, u64 key)
 {
 	return put(ino, 0, gen, 1, key);
+}
+
+/* extend(ino, len, gen, key): the append of a cluster's file (docs/cluster.md, "Appends"),
+ * whose bytes are not in this image but in objects on the data servers: the size raised by
+ * len under the inode's lock, whatever any client believes it to be, mtime and ctime now; the
+ * result len, the output two u64: the old size (where the client then writes its bytes, on
+ * the data servers) and the end of the range, so appends of several clients never land on
+ * one another.  key as append's (client << 32 | sequence number, 0: none): a repeat of a
+ * done extend is answered from its record without raising the size again.  EINVAL for len 0
+ * or over 2^32 (no client asks for more at once), EFBIG past 16 TiB. */
+long extend(u64 ino, u64 len, u64 gen, u64 key)
+{
+	if (len == 0 || len >> 32)
+		return -E_INVAL;
+	/* the op hash of an extend: no bytes of its own, so a constant in their place */
+	u64 oh = ohash(EXTEND_TAG, (u64)OP_APPEND << 32, ino, gen, len);
+	if (key != 0) {
+		long r = arepeat(key, oh, len);
+		if (r != O_MISS)
+			return r;
+	}
+	long rc = fileoff(ino);
+	if (rc <= 0)
+		return rc;
+	u64 c = (u64)rc;
+	u64 j = jclaim();
+	if (!j)
+		return -E_AGAIN;
+	u64 tag = ar_ld64(arf, j + ARF_J_OWNER);
+	rc = ilockw(c, tag);
+	if (rc) {
+		jend(j);
+		return rc;
+	}
+	rc = still_ours(c, gen);
+	if (rc)
+		goto fail;
+	u64 off = ar_ld64(arf, c + ARF_I_SIZE);
+	if (off > MAX_BYTES - len) {
+		rc = -E_FBIG;
+		goto fail;
+	}
+	jlog(j, c, ARF_INO_SIZE);
+	u64 t_now = (u64)ar_hcall0(now);
+	ar_st64(arf, c + ARF_I_SIZE, off + len);
+	ar_st64(arf, c + ARF_I_MTIME, t_now);
+	ar_st64(arf, c + ARF_I_CTIME, t_now);
+	if (key != 0)
+		oend(j, oput(j, key, len, ARF_O_APPEND | off | ARF_O_RESERVE, oh));
+	else
+		jend(j);
+	iunlock(c, tag);
+	ar_outq(off);
+	ar_outq(off + len);
+	return (long)len;
+fail:
+	jend(j);
+	iunlock(c, tag);
+	return rc;
 }
 
 /* writeafter(ino, off, gen, after): write, once the file's size has reached after (read

@@ -8,6 +8,7 @@
 # /stripes); append with >>, truncate down and up (no stale byte shows in the new hole), a
 # file rewritten in the middle, fsync, fallocate's modes (mode 0, punch, zero range, keep
 # size) and SEEK_DATA/SEEK_HOLE on a sparse file against the same calls on a local file;
+# two clients appending records to one file at once (every record whole and once);
 # a tree copied from
 # /usr/include and compared with diff -r; rm of a file (also one open while removed, and one
 # replaced by mv) removes its objects, and fsck --cluster is clean after; a killed data
@@ -360,6 +361,48 @@ wait "$_w"; check_rc "the other client's rewrites" 0 $?
 wait "$_r1"; check_rc "a reader (cat) during the rewrites" 0 $?
 wait "$_r2"; check_rc "a reader (dd bs=100000) during the rewrites" 0 $?
 run cmp "$tmp/ra2ref" "$m/ra"; check_rc "after the rewrites: the other client's bytes" 0 $?
+# appends from both clients at once to one file (O_APPEND, one write a record, records of
+# 40 bytes to 70 KB, so many cross a stripe edge): every record lands whole, none on another
+# (each client's range is taken at the metadata server under the inode's lock: extend)
+appender() {  # appender FILE TAG: 120 records, one os.write each
+	python3 - "$1" "$2" <<'PY'
+import os, sys, random
+path, tag = sys.argv[1], sys.argv[2]
+rnd = random.Random(tag)
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+for i in range(120):
+    n = 70000 if i % 17 == 0 else rnd.randrange(40, 3000)
+    head = "%s %04d %06d " % (tag, i, n)
+    rec = (head + (tag * n))[:n - 1] + "\n"
+    assert os.write(fd, rec.encode()) == n
+os.close(fd)
+PY
+}
+checkrecs() {  # checkrecs FILE: every record whole (its length and fill), each tag's 0..119 once
+	python3 - "$1" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read().decode()
+seen, bad = {}, 0
+for line in data.split("\n")[:-1]:
+    tag, i, n = line.split(" ")[:3]
+    rec = line + "\n"
+    want = ("%s %s %s " % (tag, i, n) + tag * int(n))[:int(n) - 1] + "\n"
+    if rec != want:
+        bad += 1
+    seen[(tag, int(i))] = seen.get((tag, int(i)), 0) + 1
+ok = bad == 0 and sorted(seen) == [(t, i) for t in "ab" for i in range(120)] and set(seen.values()) == {1}
+print("ok" if ok else "bad records %d, records %d" % (bad, len(seen)))
+PY
+}
+run touch "$m/app"; check_rc "touch the appended file" 0 $?
+appender "$m/app" a 2>"$tmp/app1.err" &
+_a1=$!
+appender "$mnt2/app" b 2>"$tmp/app2.err" &
+_a2=$!
+wait "$_a1"; check_rc "appends of the first client" 0 $?
+wait "$_a2"; check_rc "appends of the second client, at the same time" 0 $?
+same "every record of both clients whole and once" "$(checkrecs "$m/app")" ok
+same "... also read through the other client" "$(checkrecs "$mnt2/app")" ok
 run fusermount3 -u "$mnt2"; check_rc "umount the second mount" 0 $?
 wait "$mpid2"; check_rc "the second arf mount exits 0" 0 $?
 mpid2=

@@ -1218,6 +1218,72 @@ static void test_append_once(void)
 	free(f[1].b);
 }
 
+/* ---- extend: a cluster file's append, the range taken at the metadata server ---- */
+
+static void test_extend(void)
+{
+	char err[512];
+	const char *img = path_of("extend.img");
+	CHECK(arf_mkfs(img, 8 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_seg sg;
+	if (arf_seg_open(&sg, k.a, dataseg, NULL, dataseg, err, sizeof err) != 0) {
+		CHECK(0, "open %s: %s", dataseg, err);
+		unserve(&k);
+		return;
+	}
+	int64_t ino = create(&k, "ext");
+	struct arf_attr at0;
+	CHECK(arf_getattr(k.c, (uint64_t)ino, &at0) == 0, "getattr");
+	const uint64_t max = (uint64_t)ARF_MAX_FILE_BLOCKS << ARF_BLOCK_SHIFT;
+	static const struct {
+		const char *what;
+		uint64_t len, key, size_before;   /* size_before: a truncate first (0: none) */
+		int gen;                          /* 0 the file's, 1 another, 2 any (0) */
+		int dir;                          /* on the root directory instead */
+		int64_t want;
+		uint64_t at, size_after;
+	} rows[] = {
+		{ "unkeyed", 100, 0, 0, 0, 0, 100, 0, 100 },
+		{ "keyed", 50, 0x5a00000001ull, 0, 0, 0, 50, 100, 150 },
+		{ "the same key again: its record", 50, 0x5a00000001ull, 0, 0, 0, 50, 100, 150 },
+		{ "another key", 7, 0x5a00000002ull, 0, 2, 0, 7, 150, 157 },
+		{ "len 0", 0, 0, 0, 0, 0, -EINVAL, 0, 157 },
+		{ "len 2^32", 1ull << 32, 0, 0, 0, 0, -EINVAL, 0, 157 },
+		{ "another file's generation", 10, 0, 0, 1, 0, -ESTALE, 0, 157 },
+		{ "a directory", 10, 0, 0, 0, 1, -EISDIR, 0, 157 },
+		{ "past 16 TiB", 20, 0, max - 10, 0, 0, -EFBIG, 0, max - 10 },
+		{ "up to 16 TiB exactly", 10, 0x5a00000003ull, max - 10, 0, 0, 10, max - 10, max },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		if (rows[i].size_before)
+			CHECK(arf_truncate(k.d, (uint64_t)ino, rows[i].size_before) == 0, "%s: truncate",
+			      rows[i].what);
+		uint64_t gen = rows[i].gen == 0 ? at0.gen : rows[i].gen == 1 ? at0.gen + 1 : 0;
+		int64_t a[4] = { rows[i].dir ? ARF_INO_ROOT : ino, (int64_t)rows[i].len, (int64_t)gen,
+		                 (int64_t)rows[i].key };
+		struct arc_exec x = { 0 };
+		int64_t v = arf_seg_run(&sg, &x, "extend", a, 4, NULL, 0);
+		uint64_t out[2] = { ~0ull, ~0ull };
+		if (v >= 0 && x.out_len == sizeof out)
+			memcpy(out, x.out, sizeof out);
+		free(x.out);
+		struct arf_attr at;
+		CHECK(arf_getattr(k.c, (uint64_t)ino, &at) == 0, "getattr");
+		CHECK(v == rows[i].want && (v < 0 || (out[0] == rows[i].at &&
+		                                      out[1] == rows[i].at + rows[i].len)) &&
+		      at.size == rows[i].size_after, "extend, %s: %" PRId64 " range %" PRIu64 "..%"
+		      PRIu64 " size %" PRIu64 ", want %" PRId64 " at %" PRIu64 " size %" PRIu64,
+		      rows[i].what, v, out[0], out[1], at.size, rows[i].want, rows[i].at,
+		      rows[i].size_after);
+	}
+	arf_seg_close(&sg);
+	unserve(&k);
+	fsck_clean("after extends (their records in the table)", img);
+}
+
 /* ---- write-behind (arf_wq): queued writes come out as the plain ones would, and what
  * fails shows at the flush */
 
@@ -1795,6 +1861,7 @@ int main(void)
 	test_enospc();
 	test_append();
 	test_append_once();
+	test_extend();
 	test_wq(img);
 	test_punch();
 	test_crash();
