@@ -249,6 +249,10 @@ int arf_cl_allocate(struct arf_cl_file *f, uint64_t off, uint64_t len);
  * the first data or hole byte at or after off (the end is a hole), or -ENXIO when off is at
  * or past the size, or for SEEK_DATA when only holes follow; -errno as the others. */
 int64_t arf_cl_seek(struct arf_cl_file *f, uint64_t off, int whence, uint64_t size);
+/* The data servers' blocks and free blocks, summed (a cluster's statfs: the file data is
+ * theirs), every server asked at once: 0, or -EIO with a message in msg (a server down). */
+int arf_cluster_space(struct arf_cluster *cl, uint64_t *blocks, uint64_t *free_blocks,
+                      char *msg, size_t msglen);
 /* Make every object durable (data.pno's fsync on each server holding one, one
  * Cooperation): 0 or -errno.  The metadata inode is the caller's to fsync afterwards, so
  * that a size never becomes durable before the bytes it covers. */

@@ -1602,6 +1602,38 @@ int64_t arf_cl_seek(struct arf_cl_file *f, uint64_t off, int whence, uint64_t si
 	return !hole && best >= size ? -ENXIO : (int64_t)best;
 }
 
+int arf_cluster_space(struct arf_cluster *cl, uint64_t *blocks, uint64_t *free_blocks,
+                      char *msg, size_t msglen)
+{
+	*blocks = *free_blocks = 0;
+	struct fan fo = { .m = 0 };
+	for (unsigned k = 0; k < cl->n; k++) {
+		if (srv_ready(cl, k, msg, msglen) != 0)
+			return -EIO;
+		static const int64_t none[1];  /* (no arguments; memcpy wants a pointer) */
+		fan_add(&fo, cl, k, &cl->s[k].data, "space", none, 0);
+	}
+	fan_run(&fo);
+	int err = 0;
+	for (unsigned i = 0; i < fo.m; i++) {
+		struct dsrv *s = &cl->s[fo.who[i]];
+		uint64_t v[2];
+		if (fo.rcs[i] && !err)
+			err = srv_fail(s, "space", &fo.xv[i], fo.rcs[i], false, msg, msglen);
+		else if (!fo.rcs[i] && (fo.xv[i].value < 0 || fo.xv[i].out_len != sizeof v) && !err) {
+			snprintf(msg, msglen, "data server %s: space: %lld, %zu bytes of output", s->name,
+			         (long long)fo.xv[i].value, (size_t)fo.xv[i].out_len);
+			err = -EIO;
+		} else if (!fo.rcs[i]) {
+			memcpy(v, fo.xv[i].out, sizeof v);
+			*blocks += v[0];
+			*free_blocks += v[1];
+		}
+		free(fo.xv[i].out);
+	}
+	return err;
+}
+
 int arf_cl_fsync(struct arf_cl_file *f)
 {
 	struct arf_cluster *cl = f->cl;

@@ -12,6 +12,7 @@
  *   writeafter(ino, off, gen, after)         write, once the size has reached after
  *   extend(ino, len, gen, key)               a cluster file's append: the size raised by len
  *                                            -> len; output where the range starts and ends
+ *   space()                                  -> 0; output the image's blocks and free blocks
  *   read(ino, off, len, gen)                 the bytes on the output -> how many (0 at EOF)
  *   truncate(ino, size, gen)                 -> 0
  *   punch(ino, off, len, gen)                fallocate's PUNCH_HOLE -> bytes covered (may be
@@ -700,6 +701,16 @@ fail:
 	jend(j);
 	iunlock(c, tag);
 	return rc;
+}
+
+/* space(): the image's block count and its free blocks, two u64 on the output: a cluster's
+ * statfs sums its data servers' (their images hold the file data), through the segment the
+ * client has installed there already. */
+long space(void)
+{
+	ar_outq(SB(N_BLOCKS));
+	ar_outq(SB(FREE_BLOCKS));
+	return 0;
 }
 
 /* writeafter(ino, off, gen, after): write, once the file's size has reached after (read

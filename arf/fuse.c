@@ -1003,6 +1003,16 @@ static void arf_statfs_op(fuse_req_t req, fuse_ino_t ino)
 	}
 	memcpy(f, x.out, sizeof f);
 	free(x.out);
+	if (fs->cl) {
+		/* a cluster: the inodes are the metadata image's, the blocks the data servers' */
+		char msg[512];
+		if (arf_cluster_space(fs->cl, &f[1], &f[2], msg, sizeof msg) != 0) {
+			if (fs->foreground)
+				fprintf(stderr, "arf mount: statfs: %s\n", msg);
+			fuse_reply_err(req, EIO);
+			return;
+		}
+	}
 	struct statvfs sv;
 	memset(&sv, 0, sizeof sv);
 	sv.f_bsize = sv.f_frsize = f[0];

@@ -11,6 +11,10 @@
 # says why and counts nothing.
 #
 #   BUILD=build sh tests/integration/arf_mount.sh     prints "N passed, N failed" last
+#   CLUSTER=3 BUILD=build sh tests/integration/arf_mount.sh   the same on a cluster
+# CLUSTER=N: the image is a cluster's metadata server's and N more arfd serve data images
+# of 16M (docs/cluster.md), stripe unit CLUSTER_UNIT (64K), so most files span
+# every server; the kill -9 is the metadata server's; fsck --cluster at the end as well.
 # Every call is bounded by `timeout`; on exit the mounts are undone and whatever was started
 # is killed.
 
@@ -29,6 +33,7 @@ cleanup() {
 	done
 	[ -n "$mpid" ] && kill -KILL "$mpid" 2>/dev/null
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	for _p in $dpids; do kill -KILL "$_p" 2>/dev/null; done
 	# never recurse into a mount that is still there
 	if mounted || grep -qF " $tmp/mnt2 " /proc/mounts; then echo "arf_mount.sh: still mounted, $tmp left"; else rm -rf "$tmp"; fi
 }
@@ -50,6 +55,22 @@ done
 command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed (scripts/deps.sh installs fuse3)"
 
 img=$tmp/fs.img
+dpids= deps=
+k=0
+while [ "$k" -lt "${CLUSTER:-0}" ]; do
+	k=$((k + 1))
+	# 16M each: the 64 MiB the ENOSPC checks below write fill the cluster as they fill the
+	# 32M image of one server
+	run "$BUILD/arf" mkfs "$tmp/data$k.img" --size 16M; check_rc "mkfs of data server $k" 0 $?
+	start_arfd "$tmp/arfd.data$k.log" --arf "$tmp/data$k.img"
+	if [ -z "$ep" ]; then
+		bad "data server $k did not start:"; cat "$tmp/arfd.data$k.log"
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+	dpids="$dpids $pid" deps="$deps $ep"
+done
+pid=
 run "$BUILD/arf" mkfs "$img" --size 32M; check_rc mkfs 0 $?
 
 start_arfd "$tmp/arfd.log" --arf "$img"
@@ -57,6 +78,11 @@ if [ -z "$ep" ]; then
 	bad "arfd did not start:"; cat "$tmp/arfd.log"
 	echo "$pass passed, $fail failed"
 	exit 1
+fi
+if [ -n "$deps" ]; then
+	# shellcheck disable=SC2086  # deps are several endpoints
+	run "$BUILD/arf" cluster init --stripe-unit "${CLUSTER_UNIT:-64K}" "$ep" $deps
+	check_rc "arf cluster init" 0 $?
 fi
 
 # wait until the mount shows (or the mounting process died): 0 when mounted
@@ -89,9 +115,11 @@ m=$mnt
 run stat -c '%i %F' "$m"; check_rc "stat root" 0 $?
 same "root inode" "$(cat "$tmp/out")" "1 directory"
 run stat -f -c '%S %b %l' "$m"; check_rc "statfs" 0 $?
-same "statfs bsize blocks namemax" "$(cat "$tmp/out")" "4096 8192 255"
+# (a cluster: the data servers' blocks, CLUSTER of them of 16M)
+same "statfs bsize blocks namemax" "$(cat "$tmp/out")" "4096 $((${CLUSTER:-0} ? CLUSTER * 4096 : 8192)) 255"
 run ls -a "$m"; check_rc "ls root" 0 $?
-same "root entries" "$(tr '\n' ' ' <"$tmp/out")" ". .. lost+found "
+same "root entries" "$(tr '\n' ' ' <"$tmp/out")" \
+	"$([ -n "$deps" ] && echo ". .. .arf-cluster lost+found " || echo ". .. lost+found ")"
 
 # make: mkdir -p, a file by create, a file by touch, a fifo
 run mkdir -p "$m/a/b/c"; check_rc "mkdir -p" 0 $?
@@ -693,8 +721,22 @@ if mounted; then bad "daemonized mount still there after umount"; else ok; fi
 kill -TERM "$pid"
 wait "$pid"; check_rc "arfd SIGTERM" 0 $?
 pid=
+if [ -n "$deps" ]; then
+	# the metadata server back for the cluster's fsck, which goes through the servers
+	start_arfd "$tmp/arfd3.log" --arf "$img"
+	run "$BUILD/arf" fsck --cluster "$ep"; check_rc "fsck --cluster at the end" 0 $?
+	kill -TERM "$pid"
+	wait "$pid"; check_rc "arfd SIGTERM (after fsck --cluster)" 0 $?
+	pid=
+	for p in $dpids; do kill -TERM "$p"; wait "$p"; check_rc "a data server's SIGTERM" 0 $?; done
+	dpids=
+	k=0
+	for k in $(seq "$CLUSTER"); do
+		run "$BUILD/arf" fsck "$tmp/data$k.img"; check_rc "fsck of data server $k at the end" 0 $?
+	done
+fi
 run "$BUILD/arf" fsck "$img"; check_rc "fsck at the end" 0 $?
-contains "fsck at the end" "$tmp/out" "clean, 3 inodes"
+contains "fsck at the end" "$tmp/out" "clean, $([ -n "$deps" ] && echo 4 || echo 3) inodes"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
