@@ -37,7 +37,7 @@ same() {
 # run CMD...: with the time limit T, stdout in $tmp/out, stderr in $tmp/err
 run() { timeout "$T" "$@" >"$tmp/out" 2>"$tmp/err"; }
 
-# start_arfd LOG ARG...: arfd --listen tcp:127.0.0.1:0 ARG... in the background, its log
+# start_arfd LOG ARG...: arfd --listen tcp:127.0.0.1:0 (ARFD_LISTEN: another) ARG... in the background, its log
 # in LOG; $pid is the process, $ep the endpoint it logged ("" when it did not start within
 # 10 s or exited).  LOG is emptied first: the shell may read it before arfd's own
 # redirection truncates it, and must not find an earlier run's endpoint there.
@@ -45,11 +45,11 @@ start_arfd() {
 	_log=$1
 	shift
 	: >"$_log"
-	"$BUILD/arfd" --listen tcp:127.0.0.1:0 "$@" 2>"$_log" &
+	"$BUILD/arfd" --listen "${ARFD_LISTEN:-tcp:127.0.0.1:0}" "$@" 2>"$_log" &
 	pid=$!
 	ep=
 	for _ in $(seq 100); do
-		ep=$(sed -n 's/.*info: endpoint \(tcp:[^ ]*\).*/\1/p' "$_log" | head -n 1)
+		ep=$(sed -n 's/.*info: endpoint \([a-z]*:[^ ]*\).*/\1/p' "$_log" | head -n 1)
 		[ -n "$ep" ] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
