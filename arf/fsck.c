@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arf_cluster.h"
 #include "arf_int.h"
 
 struct ent {
@@ -1253,6 +1254,28 @@ static void pass_once(struct fsck *f)
 	}
 }
 
+/* A cluster's metadata image (docs/cluster.md): its regular files' bytes are objects on the
+ * data servers, so no regular file but the description owns blocks here.  One that does was
+ * written by a client that did not know the image is a cluster's (its bytes are not the ones
+ * the cluster serves, and nothing would ever free them).  Reported, not repaired: which copy
+ * is the file's is the owner's to say. */
+static void pass_cluster(struct fsck *f)
+{
+	struct arf_cluster_stamp st = arf_image_cluster_stamp(f->base, f->len);
+	if (!st.ino)
+		return;
+	for (uint64_t i = 1; i < f->n_inodes; i++) {
+		const struct arf_inode *d = ino(f, i);
+		if (i == st.ino || !bit_get(f->iused, i) || (d->mode & ARF_S_IFMT) != ARF_S_IFREG)
+			continue;
+		if (d->n_extents || d->xblk || d->nblocks)
+			problem(f, "inode %" PRIu64 " (regular file): owns %" PRIu64 " blocks in a "
+			        "cluster's metadata image, where a file's bytes are objects on the data "
+			        "servers (written by a client that did not know the cluster); not repaired",
+			        i, d->nblocks);
+	}
+}
+
 static int run(struct fsck *f)
 {
 	struct arf_sb *sb = f->sb;
@@ -1291,6 +1314,8 @@ static int run(struct fsck *f)
 		pass_links(f);
 	if (!f->failed)
 		pass_maps(f);
+	if (!f->failed)
+		pass_cluster(f);
 out:
 	if (f->res) {
 		f->res->problems += f->problems;

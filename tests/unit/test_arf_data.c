@@ -31,6 +31,7 @@
 
 #include "arc.h"
 #include "arf.h"
+#include "arf_cluster.h"
 #include "arf_data.h"
 #include "arf_ops.h"
 #include "arf_seg.h"
@@ -1284,6 +1285,44 @@ static void test_extend(void)
 	fsck_clean("after extends (their records in the table)", img);
 }
 
+/* ---- fsck of a cluster's metadata image: its regular files own no blocks there ---- */
+
+static void test_cluster_fsck(void)
+{
+	char err[512];
+	const char *img = path_of("clmeta.img");
+	CHECK(arf_mkfs(img, 8 << 20, 0, err, sizeof err) == 0, "mkfs: %s", err);
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	/* the description written as any file (the cluster code reads it from the root), then a
+	 * file written by a client that does not know it is a cluster, and one with no bytes */
+	const char desc[] = "arf-cluster 1\nunit 65536\nserver tcp:127.0.0.1:1\n";
+	int64_t d = create(&k, ARF_CLUSTER_FILE);
+	CHECK(d > 0 && arf_write(k.d, (uint64_t)d, 0, desc, sizeof desc - 1) ==
+	      (int64_t)(sizeof desc - 1), "the description");
+	int64_t stray = create(&k, "stray");
+	char bytes[5000];
+	memset(bytes, 'x', sizeof bytes);
+	CHECK(stray > 0 && arf_write(k.d, (uint64_t)stray, 0, bytes, sizeof bytes) ==
+	      (int64_t)sizeof bytes, "a file's bytes in the metadata image");
+	CHECK(create(&k, "empty") > 0, "an empty file");
+	unserve(&k);
+	char want[128];
+	snprintf(want, sizeof want, "inode %" PRId64 " (regular file): owns 2 blocks in a cluster's "
+	         "metadata image", stray);
+	int rc = fsck(img, false);
+	CHECK(rc == ARF_FSCK_PROBLEMS && strstr(report, want) && !strstr(report, "owns 0"),
+	      "fsck of a cluster image with a file's bytes in it: exit %d, want '%s':\n%s", rc, want,
+	      report);
+	/* the same file without its bytes: clean (the description keeps its own) */
+	if (!serve(&k, img))
+		return;
+	CHECK(arf_truncate(k.d, (uint64_t)stray, 0) == 0, "truncate the stray file");
+	unserve(&k);
+	fsck_clean("a cluster image whose files own no blocks", img);
+}
+
 /* ---- write-behind (arf_wq): queued writes come out as the plain ones would, and what
  * fails shows at the flush */
 
@@ -1862,6 +1901,7 @@ int main(void)
 	test_append();
 	test_append_once();
 	test_extend();
+	test_cluster_fsck();
 	test_wq(img);
 	test_punch();
 	test_crash();
