@@ -16,6 +16,7 @@
 #include "arf_data.h"
 #include "arf_ops.h"
 #include "arf_seg.h"
+#include "server.h"
 
 /* fuse.c */
 int arf_cmd_mount(int argc, char **argv);
@@ -32,6 +33,7 @@ static void usage(FILE *f)
 	"usage: arf mkfs IMAGE --size SIZE [--inodes N]\n"
 	"       arf fsck IMAGE [--repair]\n"
 	"       arf fsck --cluster META_ENDPOINT [--repair]\n"
+	"       arf fsck --cluster META_IMAGE DATA_IMAGE... [--repair]\n"
 	"       arf mount ENDPOINT MOUNTPOINT [-o OPTIONS] [-f] [-s]\n"
 	"       arf umount MOUNTPOINT\n"
 	"       arf import [-j N] [--stripe-unit SIZE] SRC_DIR ENDPOINT:/DEST\n"
@@ -51,7 +53,9 @@ static void usage(FILE *f)
 	"         run it on an image arfd is serving.  Exit status: 0 clean, 1 repaired, 4\n"
 	"         problems left, 8 could not check.  --cluster checks a running cluster's\n"
 	"         data servers against its metadata server: leaked stripe objects and stale\n"
-	"         tails (--repair removes and cuts them; run it while no client writes)\n"
+	"         tails (--repair removes and cuts them; run it while no client writes);\n"
+	"         given the images instead (metadata first, then the data images in the\n"
+	"         order arf cluster show lists them), it checks a cluster nobody serves\n"
 	"  mount  mount the image an arfd serves (arfd --arf) at MOUNTPOINT through FUSE; -f\n"
 	"         stays in the foreground, -s serves requests on one thread.  OPTIONS:\n"
 	"         attr_timeout=S, entry_timeout=S (seconds\n"
@@ -146,9 +150,23 @@ static void print_cluster_line(void *user, int kind, const char *line)
 	print_line(user, (enum arf_fsck_line)kind, line);
 }
 
+/* The description's data servers replaced by eps (n of them, as many as it names). */
+static bool set_servers(struct arf_cluster_desc *desc, const char *const *eps, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		if (strlen(eps[k]) >= sizeof desc->server[k])
+			return false;
+		snprintf(desc->server[k], sizeof desc->server[k], "%s", eps[k]);
+	}
+	return true;
+}
+
 /* arf fsck --cluster META_ENDPOINT: every data server's objects against the metadata image
- * (arf_cluster_fsck), through the servers. */
-static int fsck_cluster(const char *meta, bool repair)
+ * (arf_cluster_fsck), through the servers.  data_eps (n_data of them, or NULL): the data
+ * servers to use in place of the ones the description names (the offline check's own);
+ * label: what the report names. */
+static int fsck_cluster(const char *meta, bool repair, const char *const *data_eps,
+                        unsigned n_data, const char *label)
 {
 	char err[1400];
 	char *ops_seg = arf_seg_path("ARF_OPS_SEG", "ops.pno");
@@ -164,24 +182,29 @@ static int fsck_cluster(const char *meta, bool repair)
 	struct arf_cluster *cl = NULL;
 	int rc = ARF_FSCK_ERROR;
 	if (!d || arf_cluster_read(c, d, desc, err, sizeof err) < 0) {
-		fprintf(stderr, "arf fsck: %s: %s\n", meta, desc ? err : "out of memory");
+		fprintf(stderr, "arf fsck: %s: %s\n", label, desc ? err : "out of memory");
 	} else if (desc->n == 0) {
-		fprintf(stderr, "arf fsck: %s: not a cluster (fsck its image: arf fsck IMAGE)\n", meta);
+		fprintf(stderr, "arf fsck: %s: not a cluster (fsck its image: arf fsck IMAGE)\n", label);
+	} else if (data_eps && desc->n != n_data) {
+		fprintf(stderr, "arf fsck: %s: its description names %u data servers, %u images "
+		        "given\n", label, desc->n, n_data);
+	} else if (data_eps && !set_servers(desc, data_eps, n_data)) {
+		fprintf(stderr, "arf fsck: %s: an endpoint too long\n", label);
 	} else if (!(cl = arf_cluster_open(a, desc, &dao, ops_seg, data_seg, err, sizeof err))) {
 		fprintf(stderr, "arf fsck: %s\n", err);
 	} else {
 		struct arf_cluster_fsck fk = { .repair = repair, .report = print_cluster_line };
 		rc = arf_cluster_fsck(cl, c, &fk);
 		if (rc == ARF_FSCK_CLEAN)
-			printf("%s: cluster clean, %" PRIu64 " objects on %u data servers\n", meta,
+			printf("%s: cluster clean, %" PRIu64 " objects on %u data servers\n", label,
 			       fk.objects, desc->n);
 		else if (rc == ARF_FSCK_REPAIRED)
-			printf("%s: %" PRIu64 " problems, all repaired\n", meta, fk.problems);
+			printf("%s: %" PRIu64 " problems, all repaired\n", label, fk.problems);
 		else if (rc == ARF_FSCK_PROBLEMS)
-			printf("%s: %" PRIu64 " problems, %" PRIu64 " repaired%s\n", meta, fk.problems,
+			printf("%s: %" PRIu64 " problems, %" PRIu64 " repaired%s\n", label, fk.problems,
 			       fk.repaired, repair ? "" : " (run with --repair to fix them)");
 		else
-			printf("%s: the cluster could not be checked\n", meta);
+			printf("%s: the cluster could not be checked\n", label);
 	}
 	arf_cluster_close(cl);
 	arf_data_close(d);
@@ -195,19 +218,66 @@ static int fsck_cluster(const char *meta, bool repair)
 	return rc;
 }
 
+/* arf fsck --cluster META_IMAGE DATA_IMAGE...: the same check with no server running (after a
+ * crash, before the cluster is started again): an arfd for each image inside this process on
+ * loopback, the description's data servers taken as the images in the order given (as
+ * `arf cluster show` lists them).  The images must not be served by anyone else meanwhile,
+ * as for `arf fsck IMAGE`.  Repairs go through those servers into the images. */
+static int fsck_cluster_images(char **imgs, unsigned n, bool repair)
+{
+	if (n < 2 || n > 1 + ARF_CLUSTER_MAX) {
+		fprintf(stderr, "arf fsck: --cluster with images: the metadata image and 1 to %d data "
+		        "images\n", ARF_CLUSTER_MAX);
+		return ARF_FSCK_ERROR;
+	}
+	arfd_log_setup(ARFD_LOG_WARN, false);
+	struct arfd_config *cfg = calloc(n, sizeof *cfg);
+	struct arfd **srv = calloc(n, sizeof *srv);
+	const char **eps = calloc(n, sizeof *eps);
+	int rc = ARF_FSCK_ERROR;
+	unsigned up = 0;
+	char err[512];
+	for (; cfg && srv && eps && up < n; up++) {
+		cfg[up].listen[cfg[up].n_listen++] = "tcp:127.0.0.1:0";
+		cfg[up].arf_image = imgs[up];
+		if (!(srv[up] = arfd_start(&cfg[up], err, sizeof err))) {
+			fprintf(stderr, "arf fsck: %s: %s\n", imgs[up], err);
+			break;
+		}
+		eps[up] = arfd_endpoint(srv[up], "tcp");
+	}
+	if (!cfg || !srv || !eps)
+		fprintf(stderr, "arf fsck: out of memory\n");
+	else if (up == n)
+		rc = fsck_cluster(eps[0], repair, eps + 1, n - 1, imgs[0]);
+	for (unsigned i = 0; srv && i < up; i++)
+		arfd_stop(srv[i], 2000);
+	free(cfg);
+	free(srv);
+	free(eps);
+	return rc;
+}
+
 static int cmd_fsck(int argc, char **argv)
 {
 	const char *image = NULL;
 	struct arf_fsck_opts o = { .report = print_line };
 	bool cluster = false;
+	char **names = calloc((size_t)argc + 1, sizeof *names);   /* the operands, in order */
+	unsigned n_names = 0;
+	if (!names) {
+		fprintf(stderr, "arf fsck: out of memory\n");
+		return ARF_FSCK_ERROR;
+	}
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--repair"))
 			o.repair = true;
 		else if (!strcmp(argv[i], "--cluster"))
 			cluster = true;
-		else if (argv[i][0] != '-' && !image)
-			image = argv[i];
+		else if (argv[i][0] != '-')
+			image = image ? image : argv[i], names[n_names++] = argv[i];
 		else {
+			free(names);
 			fprintf(stderr, "arf fsck: %s: unexpected argument (see arf --help)\n", argv[i]);
 			return ARF_FSCK_ERROR;
 		}
@@ -215,10 +285,22 @@ static int cmd_fsck(int argc, char **argv)
 	if (!image) {
 		fprintf(stderr, "arf fsck: needs %s (see arf --help)\n",
 		        cluster ? "META_ENDPOINT" : "IMAGE");
+		free(names);
 		return ARF_FSCK_ERROR;
 	}
-	if (cluster)
-		return fsck_cluster(image, o.repair);
+	if (!cluster && n_names > 1) {
+		fprintf(stderr, "arf fsck: %s: unexpected argument (see arf --help)\n", names[1]);
+		free(names);
+		return ARF_FSCK_ERROR;
+	}
+	if (cluster) {
+		/* images (offline) or the metadata server's endpoint (through the servers) */
+		int rc = n_names > 1 ? fsck_cluster_images(names, n_names, o.repair)
+		                     : fsck_cluster(image, o.repair, NULL, 0, image);
+		free(names);
+		return rc;
+	}
+	free(names);
 	struct arf_fsck_result r;
 	int rc = arf_fsck(image, &o, &r);
 	switch (rc) {

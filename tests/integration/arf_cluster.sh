@@ -8,7 +8,8 @@
 # unit, sparse ones) come back byte-identical; the stripes are where the layout says (the
 # biggest file rebuilt by hand from the data servers' objects); a file replaced by a sparse
 # one shows no stale byte; `arf fsck --cluster` finds (and with --repair removes) a leaked
-# object and the stale tails a cut-short import leaves; every image is fsck-clean after
+# object and the stale tails a cut-short import leaves, also with no server running (the
+# images given); every image is fsck-clean after
 # arfd stops; a one-server image works as before.  Faults: a hung (SIGSTOP) and a killed (SIGKILL, also in the middle of an
 # import) data server make the commands fail with a message naming it within 10 s, while
 # a file none of whose bytes are on it is still read.  arf grep -r searches it (at length:
@@ -192,12 +193,29 @@ run "$BUILD/arf" fsck --cluster --repair "$M"; check_rc "fsck --cluster --repair
 contains "fsck --cluster --repair, stale tails" "$tmp/out" "repaired: cut to 0 bytes"
 run "$BUILD/arf" fsck --cluster "$M"; check_rc "fsck --cluster, clean again" 0 $?
 
+# a leaked object again, for the check with no server running (below)
+mkdir "$tmp/leak2" && printf 'lost again' >"$tmp/leak2/515151.3"
+run "$BUILD/arf" import "$tmp/leak2" "$ep_2:/stripes"; check_rc "make a second leaked object" 0 $?
+
 # ---- every image clean once its server stopped
 for k in 0 1 2 3; do
 	eval "p=\$pid_$k"
 	kill -TERM "$p"; wait "$p"; check_rc "arfd $k SIGTERM" 0 $?
 done
 pids=
+# fsck --cluster of the images, nobody serving them: the leak found and removed, the data
+# images taken in the order given (a count that does not match the description refused)
+run "$BUILD/arf" fsck --cluster "$tmp/img0" "$tmp/img1" "$tmp/img2" "$tmp/img3"
+check_rc "offline fsck --cluster finds the leak" 4 $?
+contains "offline fsck --cluster finds the leak" "$tmp/out" "/stripes/515151.3: leaked, 10 bytes"
+run "$BUILD/arf" fsck --cluster "$tmp/img0" "$tmp/img1" "$tmp/img2" "$tmp/img3" --repair
+check_rc "offline fsck --cluster --repair" 1 $?
+run "$BUILD/arf" fsck --cluster "$tmp/img0" "$tmp/img1" "$tmp/img2" "$tmp/img3"
+check_rc "offline fsck --cluster, clean" 0 $?
+contains "offline fsck --cluster, clean" "$tmp/out" "$tmp/img0: cluster clean"
+run "$BUILD/arf" fsck --cluster "$tmp/img0" "$tmp/img1"; check_rc "offline, one data image of 3" 8 $?
+contains "offline, one data image of 3" "$tmp/err" "names 3 data servers, 1 images given"
+run "$BUILD/arf" fsck "$tmp/img0" "$tmp/img1"; check_rc "fsck of two images without --cluster" 8 $?
 for k in 0 1 2 3; do
 	run "$BUILD/arf" fsck "$tmp/img$k"; check_rc "fsck img$k" 0 $?
 done
