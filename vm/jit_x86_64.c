@@ -424,6 +424,13 @@ struct cg {
 	/* gen_range's first xinsn while it runs (else UINT32_MAX): a backward branch to an xinsn
 	 * from there on knows its target's final address and takes the short form if it fits */
 	uint32_t range_lo;
+	/* Threading (find_thread, gen_thread), in compile_func's own ranges only (thread_ok; a
+	 * loop's copies keep their branches): thr_t, a forward branch's target that branch no
+	 * longer reaches (its code was copied at the branch), so no label there; thr_b, the
+	 * branch on the same compare after it, reached now only by falling through the first,
+	 * so never taken (UINT32_MAX: none). */
+	bool thread_ok;
+	uint32_t thr_t, thr_b;
 	const struct vloop *fast;      /* compiling the fast copy of this loop: no bounds checks */
 	uint32_t slow_head;            /* compiling a slow copy: its head's code offset, where
 	                                * its back edge goes (UINT32_MAX: none) */
@@ -3236,31 +3243,209 @@ static bool sunk(const struct cg *g, uint32_t i)
 	       g->sink[i - g->peel_lo] != SINK_NONE;
 }
 
+/* A conditional branch on a compare (the XCC family, jz, jnz): its condition, what it
+ * compares (as struct flagcmp) and whether it goes backward; false for any other xinsn. */
+static bool jcc_of(const struct xinsn *x, enum cc *cc, struct flagcmp *f, bool *back)
+{
+	*f = (struct flagcmp){ x->b, x->c, 0 };
+	switch ((enum xop)x->op) {
+#define XCC(n, e) \
+	case X_J##n##_RR: *cc = CC_##n; *back = false; return true; \
+	case X_J##n##_RRB: *cc = CC_##n; *back = true; return true; \
+	case X_J##n##_RI: *cc = CC_##n; *back = false; *f = (struct flagcmp){ x->b, -1, x->imm }; \
+		return true; \
+	case X_J##n##_RIB: *cc = CC_##n; *back = true; *f = (struct flagcmp){ x->b, -1, x->imm }; \
+		return true;
+#define XBIN(n, e)
+#define XUN(n, e)
+#define XLD(n, w, t)
+#define XST(n, w, t)
+#define X(n)
+#include "xops.def"
+#undef XBIN
+#undef XUN
+#undef XCC
+#undef XLD
+#undef XST
+#undef X
+	case X_JZ: case X_JZB: case X_JNZ: case X_JNZB:
+		*cc = x->op == X_JZ || x->op == X_JZB ? CC_E : CC_NE;
+		*back = x->op == X_JZB || x->op == X_JNZB;
+		*f = (struct flagcmp){ x->b, -1, 0 };
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* What may lie between a branch and the one find_thread threads it through: straight code
+ * that cannot trap, calls nothing and writes one slot, none that the compare reads. */
+static bool thread_op(const struct xinsn *x, const struct flagcmp *f)
+{
+	bool ri;
+	return (x->op == X_MOV || x->op == X_MOVI || is_alu(x, &ri)) && x->a != f->b &&
+	       x->a != f->c;
+}
+
+#define THREAD_MAX_SPAN 8          /* xinsns from a branch to the one it is threaded through */
+
+/* Jump threading.  xinsn i, a forward conditional branch to t, the only branch there, and
+ * xinsn b (t <= b < hi), a branch on the same compare with the same condition, with only
+ * thread_op code between and no other label: where i is taken b is taken too, and where i
+ * falls through b does not (nothing between changed what they compare).  clang's code for
+ * btree's search step is such a pair: `if (key < q) goto L; hi = mid; L: mid += 1; if (key
+ * < q) goto lo_path` (back to the loop test), and ARF's segments have some with b at t.
+ * Only where it saves a taken jump on some path and adds none (gen_thread): b at t, or b
+ * backward (whose not-taken path jumps over its fuel check anyway); a copy of t..b-1 before
+ * a forward b would put a jump over it on i's fall-through path, which had none.  Returns
+ * b, or UINT32_MAX when i is not such a branch. */
+static uint32_t find_thread(const struct cg *g, uint32_t i, uint32_t hi, const uint8_t *target)
+{
+	const struct xinsn *code = g->xf->code;
+	enum cc cc, cc_b;
+	struct flagcmp f, f_b;
+	bool back, back_b;
+	if (!g->thread_ok || !jcc_of(&code[i], &cc, &f, &back) || back || code[i].d < 1)
+		return UINT32_MAX;
+	uint32_t t = i + (uint32_t)code[i].d;
+	if (t >= hi || g->n_in[t] != 1)
+		return UINT32_MAX;
+	for (uint32_t k = i + 1; k < hi && k - i <= THREAD_MAX_SPAN; k++) {
+		if (target[k] && k != t)
+			return UINT32_MAX;
+		if (k >= t && jcc_of(&code[k], &cc_b, &f_b, &back_b))
+			return cc_b == cc && same_cmp(&f, &f_b) && (k == t || back_b) ? k : UINT32_MAX;
+		if (!thread_op(&code[k], &f))
+			return UINT32_MAX;
+	}
+	return UINT32_MAX;
+}
+
+/* Branch i threaded through b (find_thread): i's taken path is compiled here, as a copy of
+ * t..b-1 and then b taken (its fuel check when it goes backward, at b's pc, as ever), and
+ * i falls through to the code of i + 1.., where b is left out (gen_range, thr_b):
+ *   cmp; j!cc over; <t..b-1>; sub r13, 1; jae b's target; jmp refill
+ *   over: <i+1..b-1>; <b: nothing>
+ * With b at t, i is compiled as b is, to b's target (jcc, or the above without a copy).
+ * btree's search step: its lo path no longer takes a jump to t and another at b, and no
+ * path tests the compare twice. */
+static void gen_thread(struct cg *g, uint32_t i, uint32_t b)
+{
+	const struct xinsn *code = g->xf->code;
+	enum cc cc, cc_b;
+	struct flagcmp f, f_b;
+	bool back, back_b;
+	jcc_of(&code[i], &cc, &f, &back);
+	jcc_of(&code[b], &cc_b, &f_b, &back_b);
+	bool have = g->cmp_end == g->e.len && same_cmp(&g->cmp, &f);
+	bool zf = !have && f.c < 0 && f.imm == 0 && (cc == CC_E || cc == CC_NE) &&
+	          g->zf_end == g->e.len && g->zf_slot == f.b;    /* as emit_jcc_cmp */
+	if (!have && !zf)
+		emit_cmp_slots(g, f.b, f.c, f.imm, f.c < 0);
+	if (b == i + (uint32_t)code[i].d) {
+		if (!zf) {
+			g->cmp = f;
+			g->cmp_end = (uint32_t)g->e.len;
+		}
+		g->xi = b;                     /* a fuel check's pc is b's */
+		emit_branch(g, &code[b], cc, back_b);
+		g->xi = i;
+		if (zf) {
+			g->zf_end = (uint32_t)g->e.len;
+		} else {
+			g->cmp = f;            /* what falls through still has them */
+			g->cmp_end = (uint32_t)g->e.len;
+		}
+		return;
+	}
+	uint32_t over = emit_skip(g, cc ^ 1);
+	if (zf) {
+		g->zf_end = (uint32_t)g->e.len;
+	} else {
+		g->cmp = f;
+		g->cmp_end = (uint32_t)g->e.len;
+	}
+	for (uint32_t k = i + (uint32_t)code[i].d; k < b; k++) {
+		g->xi = k;
+		gen_insn(g, &code[k]);
+	}
+	g->xi = b;
+	emit_branch(g, &code[b], CC_ALWAYS, back_b);
+	g->xi = i;
+	emit_land(g, over);
+	if (zf) {
+		g->zf_end = (uint32_t)g->e.len;
+	} else {
+		g->cmp = f;                    /* what falls through still has them */
+		g->cmp_end = (uint32_t)g->e.len;
+	}
+}
+
+/* On the fall-through path of a threaded branch (gen_range, thr_b), whether the slot xinsn k
+ * (k < thr_b, a thread_op) writes is dead: read neither before it is written again nor
+ * after b, which is not taken there.  btree's `mid += 1` is read only where the key was less
+ * (the lo path, a copy of its own); where it was not, mid is set again first. */
+static bool dead_on_fall(const struct cg *g, uint32_t k)
+{
+	int32_t s = g->xf->code[k].a, u[4];
+	for (uint32_t j = k + 1; j < g->thr_b; j++) {
+		const struct xinsn *y = &g->xf->code[j];
+		unsigned n = slot_uses(y, u);          /* thread_ops: u[0] is only written */
+		for (unsigned m = 1; m < n; m++)
+			if (u[m] == s)
+				return false;
+		if (u[0] == s)
+			return true;
+	}
+	return dead_after(g, g->thr_b, s);
+}
+
 /* Compile xinsns lo..hi-1.  target[i]: 1 a branch lands on xinsn i, 2 a backward one. */
 static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *target)
 {
 	g->range_lo = lo;
+	g->thr_t = g->thr_b = UINT32_MAX;
 	for (uint32_t i = lo; i < hi && !g->unsupported; i++) {
 		const struct xinsn *x = &g->xf->code[i];
 		g->xi = i;
 		if (target[i] & 2)
 			emit_align(&g->e, JIT_ALIGN);
 		bool fall = g->cmp_end == g->e.len;
+		bool label = target[i] && i != g->thr_t;   /* thr_t: its one branch threaded */
 		g->xoff[i] = (uint32_t)g->e.len;
-		if (target[i])
+		if (label)
 			forget(g);                 /* a branch lands here: rax may hold anything */
 		/* every branch here (forward, each counted once) and the code falling in left the
 		 * same compare in the flags: they hold it still */
-		if (target[i] == 1 && !g->fast && fall && g->in_n[i] == g->n_in[i] &&
+		if (label && target[i] == 1 && !g->fast && fall && g->in_n[i] == g->n_in[i] &&
 		    same_cmp(&g->in_cmp[i], &g->cmp))
 			g->cmp_end = (uint32_t)g->e.len;
 		g->in_n[i] = 0;                /* a second copy of the code counts again */
 		if (sunk(g, i))
 			continue;              /* its code is elsewhere (find_sinks) */
+		if (i == g->thr_b) {
+			g->thr_b = UINT32_MAX;     /* only falling through gets here: not taken */
+			continue;
+		}
+		if (g->thr_b != UINT32_MAX && dead_on_fall(g, i))
+			continue;
+
+		uint32_t b = find_thread(g, i, hi, target);
+		if (b != UINT32_MAX) {
+			gen_thread(g, i, b);
+			g->thr_t = i + (uint32_t)x->d;
+			g->thr_b = b;
+			continue;
+		}
+		/* a pair, or three, compiled as one: nothing may branch between them, and b (thr_b)
+		 * is not compiled at all */
+		bool one = i + 1 < hi && (!target[i + 1] || i + 1 == g->thr_t) && i + 1 != g->thr_b &&
+		           !sunk(g, i + 1);
+		bool two = i + 2 < hi && (!target[i + 2] || i + 2 == g->thr_t) && i + 2 != g->thr_b &&
+		           !sunk(g, i + 2);
 		int n = 0;
-		if (i + 1 < hi && !target[i + 1] && !sunk(g, i + 1) &&
-		    !(n = gen_ld8u_cmp(g, x, x + 1)))
-			n = gen_fold(g, x, x + 1, i + 2 < hi && !target[i + 2] && !sunk(g, i + 2));
+		if (one && !(n = gen_ld8u_cmp(g, x, x + 1)))
+			n = gen_fold(g, x, x + 1, two);
 		if (n) {
 			while (n-- > 0)
 				g->xoff[++i] = (uint32_t)g->e.len;   /* listed after the pair */
@@ -3269,6 +3454,7 @@ static void gen_range(struct cg *g, uint32_t lo, uint32_t hi, const uint8_t *tar
 		gen_insn(g, x);
 	}
 	g->range_lo = UINT32_MAX;
+	g->thr_t = g->thr_b = UINT32_MAX;
 }
 
 static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
@@ -3362,7 +3548,9 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		if (!vl && (!find_peel(g, h, b, into_sum, skip, &any, facts) ||
 		            !((dn = find_dloop(g, h, b, skip, facts, target, &dl, fast)) || any)))
 			continue;
+		g->thread_ok = true;       /* straight code, not a loop's copies */
 		gen_range(g, done, h, target);
+		g->thread_ok = false;
 		if (!g->unsupported) {
 			if (vl)
 				gen_vloop(g, &v, target);
@@ -3372,7 +3560,9 @@ static int compile_func(struct cg *g, struct jit_prog *j, uint32_t fi)
 		done = b + 1;
 		h = b;                     /* the next head can be b + 1 */
 	}
+	g->thread_ok = true;
 	gen_range(g, done, n_code, target);
+	g->thread_ok = false;
 	free(facts);
 	free(target);
 	free(into_sum);

@@ -434,10 +434,79 @@ static void gen_walk_loop(struct gen *g)
 	put(g->t, "\tlget %u\n\tjnz W%u_%u\nW%u_%u_x:\n", n, g->fn, lab, g->fn, lab);
 }
 
+/* Straight code between the tests of gen_twice_test: movs, constants, arithmetic, into a
+ * slot other than a and b, but for one time in eight (a look-alike: a compared slot changes
+ * between the tests, so the second must be made again). */
+static void gen_between(struct gen *g, unsigned a, unsigned b)
+{
+	static const char *const ops[] = { "add", "sub", "xor", "mul", "shl" };
+	for (unsigned n = pick(3); n-- > 0;) {
+		unsigned y = pick(g->n_locals);
+		if (pick(8) && (y == a || y == b))
+			continue;
+		switch (pick(4)) {
+		case 0: put(g->t, "\tlget %u\n\tlset %u\n", pick(g->n_locals), y); break;
+		case 1: put(g->t, "\tlinc %u, %d\n", y, (int)pick(5) - 2); break;
+		case 2:
+			put(g->t, "\tpush %" PRId64 "\n\tlset %u\n",
+			    interesting[pick(sizeof interesting / sizeof interesting[0])], y);
+			break;
+		default:
+			put(g->t, "\tlget %u\n\tlget %u\n\t%s\n\tlset %u\n", pick(g->n_locals),
+			    pick(g->n_locals), ops[pick(sizeof ops / sizeof ops[0])], y);
+			break;
+		}
+	}
+}
+
+/* A compare tested twice, the first test's target the second's block, only straight code
+ * between: clang's code for btree's search step, which the JIT threads (find_thread).  Now
+ * and then a look-alike: a compared slot written between, another condition or operand in
+ * the second test, a second branch to the join, a way into the code between the tests. */
+static void gen_twice_test(struct gen *g)
+{
+	unsigned a = pick(g->n_locals), b = pick(g->n_locals), lab = g->n_loops++;
+	unsigned cc = pick(12), cc2 = pick(6) ? cc : pick(12);     /* 10, 11: jz, jnz */
+	int imm = pick(3) == 0, other = pick(8) == 0;
+	int64_t k = interesting[pick(sizeof interesting / sizeof interesting[0])];
+	unsigned mid = pick(16);        /* 0, 1: a way into the middle, before or after the join */
+	if (mid < 2)
+		put(g->t, "\tlget %u\n\tjnz M%u_%u\n", pick(g->n_locals), g->fn, lab);
+	for (int t = 0; t < 2; t++) {
+		unsigned c = t ? cc2 : cc;
+		if (t && other)
+			b = pick(g->n_locals);
+		put(g->t, "\tlget %u\n", a);
+		if (c < 10 && imm)
+			put(g->t, "\tpush %" PRId64 "\n", k);
+		else if (c < 10)
+			put(g->t, "\tlget %u\n", b);
+		const char *j = c < 10 ? jccs[c] : c == 10 ? "jz" : "jnz";
+		if (t == 0) {
+			put(g->t, "\t%s D%u_%u\n", j, g->fn, lab);
+			if (mid == 0)
+				put(g->t, "M%u_%u:\n", g->fn, lab);
+			gen_between(g, a, b);
+			if (pick(8) == 0)              /* a second way to the join */
+				put(g->t, "\tlget %u\n\tjnz D%u_%u\n", pick(g->n_locals), g->fn, lab);
+			gen_between(g, a, b);
+			put(g->t, "D%u_%u:\n", g->fn, lab);
+			gen_between(g, a, b);
+			if (mid == 1)
+				put(g->t, "M%u_%u:\n", g->fn, lab);
+		} else if (pick(4) == 0) {             /* just past itself */
+			put(g->t, "\t%s E%u_%u\nE%u_%u:\n", j, g->fn, lab, g->fn, lab);
+		} else {                               /* forward or back: fuel then */
+			put(g->t, "\t%s L%u_%u\n", j, g->fn, pick(g->n_labels));
+		}
+	}
+}
+
 static void gen_stmt(struct gen *g, int budget)
 {
 	unsigned l = pick(g->n_labels);
-	switch (pick(16)) {
+	switch (pick(17)) {
+	case 16: gen_twice_test(g); break;
 	case 13: gen_counted_loop(g); break;
 	case 15: gen_walk_loop(g); break;
 	case 0: case 1: gen_expr(g, budget); put(g->t, "\tlset %u\n", pick(g->n_locals)); break;
