@@ -157,6 +157,9 @@ int cset_has(const struct cset *s, uint32_t c);     /* s normalized */
 void cset_negate(struct cset *s);                    /* within 0..UTF8_MAX */
 void cset_fold(struct cset *s);                      /* GNU grep's -i in a multibyte locale */
 int cset_class(struct cset *s, const char *name);   /* "alpha"...; "word": \w.  0 or -1 */
+/* For tests: the class made one way, not cached, into s (empty): scan 1, one isw* call per
+ * code point; 0, from glibc's table (-1 where that is not possible).  0, or -1. */
+int cset_class_way(struct cset *s, const char *name, int scan);
 void cset_free(struct cset *s);
 /* lo-hi in the locale's collation order (under icase: every c whose towupper lies between the
  * upper-cased ends), into s; sym bit 0 / bit 1: lo / hi was written [.x.] (an ASCII x).  0, -1
