@@ -160,6 +160,11 @@ int cset_class(struct cset *s, const char *name);   /* "alpha"...; "word": \w.  
 /* For tests: the class made one way, not cached, into s (empty): scan 1, one isw* call per
  * code point; 0, from glibc's table (-1 where that is not possible).  0, or -1. */
 int cset_class_way(struct cset *s, const char *name, int scan);
+/* For tests: -i's pairs (towupper(c), c) with towupper(c) != c, c <= UTF8_FOLD_MAX, in
+ * increasing c, malloc'd into *pairs ([0] the upper case, [1] c), freed by the caller: scan 1,
+ * one towupper call per code point; 0, from glibc's table.  0, or -1 (out of memory, no
+ * table). */
+int utf8_fold_pairs_way(int scan, uint32_t (**pairs)[2], size_t *n);
 void cset_free(struct cset *s);
 /* lo-hi in the locale's collation order (under icase: every c whose towupper lies between the
  * upper-cased ends), into s; sym bit 0 / bit 1: lo / hi was written [.x.] (an ASCII x).  0, -1

@@ -653,35 +653,121 @@ static int cmp_pair(const void *x, const void *y)
 	return a->up != b->up ? (a->up < b->up ? -1 : 1) : (a->c < b->c ? -1 : a->c > b->c);
 }
 
+/* Append the pair (up, c) to v; 0, or -1 when out of memory. */
+static int pair_push(struct fold_pair **v, size_t *n, size_t *cap, uint32_t up, uint32_t c)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 4096;
+		struct fold_pair *nv = realloc(*v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[*n].up = up;
+	(*v)[(*n)++].c = c;
+	return 0;
+}
+
+#ifdef __GLIBC__
+/* The pairs from towupper's table (wctrans, read as the classes are: class_from_table), in
+ * increasing c, into v (n 0).  Every pair found is checked with towupper, and so are all of
+ * Latin-1 and a stride of 97 code points (towupper(c) == c where no pair says otherwise).
+ * 0; -1 not glibc's layout or a disagreement (n back to 0: scan instead); -2 out of memory. */
+static int pairs_from_table(struct fold_pair **v, size_t *n, size_t *cap)
+{
+	struct tbl b;
+	if (tbl_open(&b, (const void *)wctrans("toupper"), 0) != 0)
+		return -1;
+	for (uint32_t c = 0; c <= UTF8_FOLD_MAX;) {
+		uint32_t skip;
+		const int32_t *row = (const void *)tbl_row(&b, c, &skip);
+		if (!row && !skip)
+			goto bad;
+		if (!row) {
+			c += skip;
+			continue;
+		}
+		/* c is at the start of its row (rows are 2^shift2 code points, aligned) */
+		for (uint32_t j = 0; j <= b.mask3 && c + j <= UTF8_FOLD_MAX; j++)
+			if (row[j] && !(c + j >= 0xD800 && c + j <= 0xDFFF) &&
+			    pair_push(v, n, cap, c + j + (uint32_t)row[j], c + j) != 0)
+				return -2;
+		c += b.mask3 + 1;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++)
+		if ((uint32_t)towupper((wint_t)(*v)[i].c) != (*v)[i].up)
+			goto bad;
+	for (uint32_t c = 0; c <= UTF8_FOLD_MAX; c += c < 0x100 ? 1 : 97) {
+		while (k < *n && (*v)[k].c < c)
+			k++;
+		uint32_t up = k < *n && (*v)[k].c == c ? (*v)[k].up : c;
+		if (!(c >= 0xD800 && c <= 0xDFFF) && (uint32_t)towupper((wint_t)c) != up)
+			goto bad;
+	}
+	return 0;
+bad:
+	*n = 0;
+	return -1;
+}
+#endif
+
 /* The pairs (towupper(c), c) with towupper(c) != c, sorted by up; with the lock held.  0, or
  * -1 when out of memory.  Only up to FOLD_MAX: the planes past the first two hold no cased
  * letter (Unicode 15: CJK ideographs, tags, private use; the last case pair is Adlam's,
  * U+1E922/U+1E900, and glibc's locales take their case maps from Unicode), and 1.1 M calls of
- * towupper were most of -i's start-up in UTF-8 (test_grep_utf8 checks the locale agrees). */
+ * towupper were most of -i's start-up in UTF-8 (test_grep_utf8 checks the locale agrees).
+ * From glibc's table where it can (pairs_from_table: about 0.3 ms less), else one towupper
+ * call per code point. */
+/* The pairs in increasing c, malloc'd into *v (*n); way 0 the table where it can, 1 the calls
+ * only, 2 the table only.  0; -1 out of memory, or (way 2) no table. */
+static int make_pairs(int way, struct fold_pair **v, size_t *n)
+{
+	size_t cap = 0;
+	int got = -1;
+	*v = NULL;
+	*n = 0;
+#ifdef __GLIBC__
+	if (way != 1)
+		got = pairs_from_table(v, n, &cap);
+#endif
+	if (got == -1 && way == 2)
+		got = -2;
+	for (uint32_t c = 0; got == -1 && c <= UTF8_FOLD_MAX; c++) {
+		if (c == 0xD800)
+			c = 0xE000;
+		wint_t u = towupper((wint_t)c);
+		if (u != (wint_t)c && pair_push(v, n, &cap, (uint32_t)u, c) != 0)
+			got = -2;
+	}
+	if (got == -2) {
+		free(*v);
+		*v = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int utf8_fold_pairs_way(int scan, uint32_t (**pairs)[2], size_t *n)
+{
+	struct fold_pair *v;
+	if (make_pairs(scan ? 1 : 2, &v, n) != 0)
+		return -1;
+	_Static_assert(sizeof *v == sizeof **pairs, "struct fold_pair is two uint32_t");
+	*pairs = (void *)v;
+	return 0;
+}
+
 static int fold_pairs(void)
 {
 	if (cache.fold)
 		return 0;
-	struct fold_pair *v = NULL;
-	size_t n = 0, cap = 0;
-	for (uint32_t c = 0; c <= UTF8_FOLD_MAX; c++) {
-		if (c == 0xD800)
-			c = 0xE000;
-		wint_t u = towupper((wint_t)c);
-		if (u == (wint_t)c)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 4096;
-			struct fold_pair *nv = realloc(v, cap * sizeof *nv);
-			if (!nv) {
-				free(v);
-				return -1;
-			}
-			v = nv;
-		}
-		v[n].up = (uint32_t)u;
-		v[n++].c = c;
-	}
+	struct fold_pair *v;
+	size_t n;
+	if (make_pairs(0, &v, &n) != 0)
+		return -1;
 	qsort(v, n, sizeof *v, cmp_pair);
 	cache.fold = v;
 	cache.n_fold = n;
@@ -833,9 +919,18 @@ static void trie_insert(struct trie *t, const struct utf8_seq *q)
 
 /* Canonical ids bottom-up: a node's language is given by its edges with canonical children.
  * Children are made after their parents, so a walk from the last node to the first sees every
- * child first. */
-static void trie_canon(struct trie *t)
+ * child first.  The canonical nodes so far sit in an open hash table by their edges' hash
+ * (\w's trie has thousands of nodes: comparing each with every later one was quadratic).
+ * 0, or -1 when out of memory. */
+static int trie_canon(struct trie *t)
 {
+	size_t cap = 16;
+	while (cap < 2 * (size_t)t->n)
+		cap *= 2;
+	int *tab = malloc(cap * sizeof *tab);
+	if (!tab)
+		return -1;
+	memset(tab, -1, cap * sizeof *tab);
 	for (int i = t->n - 1; i >= 0; i--) {
 		struct tnode *x = &t->v[i];
 		uint64_t h = 1469598103934665603ull;
@@ -848,21 +943,25 @@ static void trie_canon(struct trie *t)
 		}
 		x->hash = h;
 		x->canon = i;
-		/* the earlier-made equal node (larger index: already canonical) */
-		for (int j = i + 1; j < t->n; j++) {
-			struct tnode *y = &t->v[j];
-			if (y->canon != j || y->hash != h || y->n != x->n)
+		size_t j = (size_t)(h ^ (h >> 29)) & (cap - 1);
+		for (; tab[j] >= 0; j = (j + 1) & (cap - 1)) {
+			const struct tnode *y = &t->v[tab[j]];
+			if (y->hash != h || y->n != x->n)
 				continue;
 			int same = 1;
 			for (int k = 0; k < x->n && same; k++)
 				same = x->e[k].lo == y->e[k].lo && x->e[k].hi == y->e[k].hi &&
 				       x->e[k].child == y->e[k].child;
-			if (same) {
-				x->canon = j;
+			if (same)
 				break;
-			}
 		}
+		if (tab[j] >= 0)
+			x->canon = tab[j];      /* an equal node made earlier (already canonical) */
+		else
+			tab[j] = i;
 	}
+	free(tab);
+	return 0;
 }
 
 /* The AST of trie node `node`: an alternation, one branch per distinct child, of the byte set
@@ -1160,8 +1259,8 @@ int cset_ast(struct ast *a, struct cset *s)
 	}
 	if (t.err)
 		goto out;
-	trie_canon(&t);
-	rc = trie_ast(a, &t, t.v[0].canon);
+	if (trie_canon(&t) == 0)
+		rc = trie_ast(a, &t, t.v[0].canon);
 out:
 	for (int i = 0; i < t.n; i++)
 		free(t.v[i].e);

@@ -296,6 +296,19 @@ static void test_class_tables(const char *loc)
 		cset_free(&scan);
 		cset_free(&tab);
 	}
+	/* -i's case pairs (utf8.c pairs_from_table) likewise */
+	uint32_t (*ps)[2] = NULL, (*pt)[2] = NULL;
+	size_t ns = 0, nt = 0;
+	int rs = utf8_fold_pairs_way(1, &ps, &ns), rt = utf8_fold_pairs_way(0, &pt, &nt);
+#ifdef __GLIBC__
+	CHECK(rt == 0, "%s: the case table walk gave up", loc);
+#endif
+	CHECK(rs == 0 && ns > 1000, "%s: %zu case pairs", loc, ns);
+	if (rt == 0)
+		CHECK(rs == 0 && ns == nt && !memcmp(ps, pt, ns * sizeof ps[0]),
+		      "%s: %zu case pairs scanned, %zu from the table", loc, ns, nt);
+	free(ps);
+	free(pt);
 }
 
 /* The same in en_US.UTF-8: installed, or made here with localedef into a LOCPATH of our own
