@@ -830,55 +830,35 @@ static int sets_within(const struct nfa *m, const int *cl, int n, const uint64_t
 /* The decoder as a minimal DFA over d's byte classes: tab[tid * n_cls + ci] is the next
  * decoder state, or U8_T_WORD / U8_T_OTHER (a character ends here, of that kind) or
  * U8_T_ERR (an encoding error); state 0 is at a boundary.  allow[tid]: the bytes it takes.
- * Built by subsets of the NFA fragments, then merged by Moore's refinement (C.UTF-8's \w:
- * 378 subsets, 299 states).  The count, or -1 (out of memory). */
-enum { U8_T_ERR = -1, U8_T_WORD = -2, U8_T_OTHER = -3 };
-static int tracker_dfa(struct closer *c, const struct nfa *m, int wst, int nst, int wend,
-                       int nend, const int *rep, int n_cls, int **tab_out,
+ * Read from utf8.c's trie of the characters (utf8_word_decoder: its nodes are the states,
+ * its leaves the ends), then merged by Moore's refinement where d's byte classes cannot
+ * tell two apart (C.UTF-8's \w: 299 states).  The count, or -1 (out of memory). */
+enum { U8_T_ERR = -1, U8_T_WORD = U8_DEC_WORD, U8_T_OTHER = U8_DEC_OTHER };
+static int tracker_dfa(const struct u8_dec *dec, const int *rep, int n_cls, int **tab_out,
                        uint64_t (**allow_out)[4])
 {
-	struct builder tb = { 0 };
-	int *tab = NULL, *part = NULL, *sig = NULL, *ht = NULL, rc = -1, ended;
-	uint64_t (*allow)[4] = NULL;
-	int *a = malloc((size_t)(m->len + 1) * sizeof *a), *bq = malloc((size_t)(m->len + 1) * sizeof *bq);
-	int roots[2] = { wst, nst };
-	int n0 = a && bq ? close_mid(c, roots, 2, wend, nend, a, &ended) : -1;
-	if (n0 <= 0 || intern(&tb, a, n0, 0, -1, INT32_MAX) != 0)
+	int *part = NULL, *sig = NULL, *ht = NULL, rc = -1;
+	size_t n_dec = (size_t)dec->n;
+	int *tab = malloc(n_dec * (size_t)n_cls * sizeof *tab);
+	uint64_t (*allow)[4] = malloc(n_dec * sizeof *allow);
+	if (!tab || !allow)
 		goto out;
-	size_t cap = 0;
-	for (int ti = 0; ti < tb.n_st; ti++) {
-		if ((size_t)(ti + 1) * (size_t)n_cls > cap) {
-			cap = cap ? 2 * cap : (size_t)256 * (size_t)n_cls;
-			int *nt = realloc(tab, cap * sizeof *nt);
-			uint64_t (*na)[4] = realloc(allow, cap / (size_t)n_cls * sizeof *na);
-			if (nt)
-				tab = nt;
-			if (na)
-				allow = na;
-			if (!nt || !na)
-				goto out;
-		}
+	for (size_t ti = 0; ti < n_dec; ti++) {
+		const struct u8_edge *e = dec->e + dec->first[ti], *end = dec->e + dec->first[ti + 1];
 		memset(allow[ti], 0, sizeof allow[ti]);
-		for (int i = 0; i < tb.st[ti].n; i++)
-			for (int j = 0; j < 4; j++)
-				allow[ti][j] |= m->sets[m->s[tb.st[ti].k[i]].set][j];
+		for (const struct u8_edge *x = e; x < end; x++)
+			for (unsigned ch = x->lo; ch <= x->hi; ch++)
+				set_add(allow[ti], ch);
+		/* edges in increasing byte order, classes by their lowest byte: one pass */
 		for (int ci = 0; ci < n_cls; ci++) {
-			int n = move_on(m, tb.st[ti].k, tb.st[ti].n, (unsigned)rep[ci], a);
-			n = close_mid(c, a, n, wend, nend, bq, &ended);
-			int to;
-			if (n < 0 || ended == 3 || (ended && n > 0))
-				goto out;       /* not prefix-free: cannot happen for UTF-8 */
-			else if (ended)
-				to = ended == 1 ? U8_T_WORD : U8_T_OTHER;
-			else if (n == 0)
-				to = U8_T_ERR;
-			else if ((to = intern(&tb, bq, n, 0, -1, INT32_MAX)) < 0)
-				goto out;
-			tab[(size_t)ti * (size_t)n_cls + (size_t)ci] = to;
+			unsigned ch = (unsigned)rep[ci];
+			while (e < end && e->hi < ch)
+				e++;
+			tab[ti * (size_t)n_cls + (size_t)ci] = e < end && e->lo <= ch ? e->to : U8_T_ERR;
 		}
 	}
 	/* Moore: start from the bytes taken, refine by the rows until no class splits */
-	int n = tb.n_st, w = n_cls + 1, n_part = 0;
+	int n = dec->n, w = n_cls + 1, n_part = 0;
 	part = malloc((size_t)n * sizeof *part);
 	sig = malloc((size_t)n * (size_t)w * sizeof *sig);
 	int hcap = 1;
@@ -946,11 +926,7 @@ static int tracker_dfa(struct closer *c, const struct nfa *m, int wst, int nst, 
 	*allow_out = ma;
 	rc = n_part;
 out:
-	for (int i = 0; i < tb.n_st; i++)
-		free(tb.st[i].k);
-	free(tb.st);
-	free(tb.tab);
-	free(tab), free(allow), free(part), free(sig), free(ht), free(a), free(bq);
+	free(tab), free(allow), free(part), free(sig), free(ht);
 	return rc;
 }
 
@@ -958,8 +934,7 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 {
 	memset(d, 0, sizeof *d);
 	struct nfa m;
-	struct ast tr = { 0 };
-	struct cset ws = { 0 }, ns = { 0 };
+	struct u8_dec dec = { 0 };
 	struct builder b = { 0 };
 	struct closer c = { 0 };
 	int rc = -2, *cl = NULL, *nk = NULL, *aw = NULL, *ao = NULL, *sw = NULL, *so = NULL;
@@ -986,16 +961,10 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		rc = -1;
 		goto out;
 	}
-	/* the decoder: valid word characters to wend, the other valid characters to nend */
-	cset_class(&ws, "word");
-	cset_class(&ns, "word");
-	cset_negate(&ns);
-	int wroot = ws.err || ns.err ? -1 : cset_ast(&tr, &ws);
-	int nroot = wroot < 0 ? -1 : cset_ast(&tr, &ns);
-	int wend = nstate(&m, S_EPS, -1), nend = nstate(&m, S_EPS, -1);
-	int wst = nroot < 0 || wend < 0 || nend < 0 ? -1 : compile(&m, &tr, wroot, wend);
-	int nst = wst < 0 ? -1 : compile(&m, &tr, nroot, nend);
-	if (nst < 0 || m.err)
+	/* the decoder of the characters' kinds (utf8_word_decoder, tracker_dfa); it is no
+	 * part of the NFA, so the pattern's closures end no character (wend, nend: none) */
+	int wend = -1, nend = -1;
+	if (utf8_word_decoder(&dec) != 0)
 		goto out;
 	size_t sz = (size_t)(2 * m.len + 4) * sizeof(int);
 	if (closer_init(&c, &m) != 0 || !(cl = malloc(sz)) || !(nk = malloc(sz)) ||
@@ -1028,25 +997,47 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	for (int a = 0; errw && a < 2; a++)
 		for (int z = 0; z < 2; z++)
 			closure(&c, &m.start, 1, a ? P_WORD : P_OTHER, z ? X_WORD : X_OTHER, cl, &m0e[a][z]);
+	/* byte classes: the pattern's sets, the bytes that are word characters as errors
+	 * (errw), and per decoder node the bytes that go to each of its children */
+	size_t n_cs = (size_t)m.n_sets + 1 + (size_t)dec.first[dec.n];
+	if (!(csets = malloc(n_cs * sizeof *csets))) {
+		rc = -2;
+		goto out;
+	}
+	memcpy(csets, m.sets, (size_t)m.n_sets * sizeof *csets);
+	n_cs = (size_t)m.n_sets;
 	if (errw) {
-		if (!(csets = malloc((size_t)(m.n_sets + 1) * sizeof *csets))) {
-			rc = -2;
-			goto out;
-		}
-		memcpy(csets, m.sets, (size_t)m.n_sets * sizeof *csets);
-		memset(csets[m.n_sets], 0, sizeof csets[m.n_sets]);
+		memset(csets[n_cs], 0, sizeof csets[n_cs]);
 		for (unsigned ch = 0x80; ch <= 0xFF; ch++)
 			if (utf8_err_word(ch))
-				set_add(csets[m.n_sets], ch);
+				set_add(csets[n_cs], ch);
+		n_cs++;
 	}
-	if (make_classes(d, (const uint64_t (*)[4])(errw ? csets : m.sets), m.n_sets + errw, eol1,
-	                 eol2) != 0 || d->n_cls + 1 < 8)
+	for (int ti = 0; ti < dec.n; ti++) {
+		const struct u8_edge *e = dec.e + dec.first[ti];
+		int ne = dec.first[ti + 1] - dec.first[ti];
+		for (int k = 0; k < ne; k++) {
+			int dup = 0;
+			for (int j = 0; j < k && !dup; j++)
+				dup = e[j].to == e[k].to;
+			if (dup)
+				continue;
+			memset(csets[n_cs], 0, sizeof csets[n_cs]);
+			for (int j = k; j < ne; j++)
+				if (e[j].to == e[k].to)
+					for (unsigned ch = e[j].lo; ch <= e[j].hi; ch++)
+						set_add(csets[n_cs], ch);
+			n_cs++;
+		}
+	}
+	if (make_classes(d, (const uint64_t (*)[4])csets, (int)n_cs, eol1, eol2) != 0 ||
+	    d->n_cls + 1 < 8)
 		goto out;
 	int w = d->n_cls + 1;
 	int rep[256];
 	for (int ch = 255; ch >= 0; ch--)
 		rep[d->cls[ch]] = ch;
-	if (tracker_dfa(&c, &m, wst, nst, wend, nend, rep, d->n_cls, &ttab, &tallow) < 0) {
+	if (tracker_dfa(&dec, rep, d->n_cls, &ttab, &tallow) < 0) {
 		rc = -2;
 		goto out;
 	}
@@ -1176,9 +1167,7 @@ out:
 	free(csets);
 	if (c.m)
 		closer_free(&c);
-	cset_free(&ws);
-	cset_free(&ns);
-	ast_free(&tr);
+	utf8_word_decoder_free(&dec);
 	nfa_free(&m);
 	if (rc != 0)
 		dfa_free(d);

@@ -893,9 +893,10 @@ static int tedge_add(struct trie *t, int node, uint8_t lo, uint8_t hi, int child
 	return x->n++;
 }
 
-/* Insert one sequence.  Sequences come in increasing order and those of disjoint ranges
- * share a prefix only edge for edge, so only a node's last edge can be the one to follow. */
-static void trie_insert(struct trie *t, const struct utf8_seq *q)
+/* Insert one sequence, its last edge to leaf (negative: -1 for a set, U8_DEC_* for the word
+ * decoder).  Sequences come in increasing order and those of disjoint ranges share a prefix
+ * only edge for edge, so only a node's last edge can be the one to follow. */
+static void trie_insert(struct trie *t, const struct utf8_seq *q, int leaf)
 {
 	int node = 0;
 	for (int i = 0; i < q->n && !t->err; i++) {
@@ -906,7 +907,7 @@ static void trie_insert(struct trie *t, const struct utf8_seq *q)
 			node = x->e[x->n - 1].child;
 			continue;
 		}
-		int child = -1;
+		int child = leaf;
 		if (!last && (child = tnew(t)) < 0)
 			return;
 		if (tedge_add(t, node, q->lo[i], q->hi[i], child) < 0)
@@ -935,7 +936,7 @@ static int trie_canon(struct trie *t)
 		struct tnode *x = &t->v[i];
 		uint64_t h = 1469598103934665603ull;
 		for (int k = 0; k < x->n; k++) {
-			int c = x->e[k].child >= 0 ? t->v[x->e[k].child].canon : -1;
+			int c = x->e[k].child >= 0 ? t->v[x->e[k].child].canon : x->e[k].child;
 			x->e[k].child = c;
 			h = (h ^ x->e[k].lo) * 1099511628211ull;
 			h = (h ^ x->e[k].hi) * 1099511628211ull;
@@ -1240,6 +1241,14 @@ int cset_equiv(struct cset *s, uint32_t c, int icase)
 	return err ? -1 : 0;
 }
 
+static void trie_free(struct trie *t)
+{
+	for (int i = 0; i < t->n; i++)
+		free(t->v[i].e);
+	free(t->v);
+	memset(t, 0, sizeof *t);
+}
+
 int cset_ast(struct ast *a, struct cset *s)
 {
 	cset_norm(s);
@@ -1255,17 +1264,99 @@ int cset_ast(struct ast *a, struct cset *s)
 	for (int i = 0; i < s->n && !t.err; i++) {
 		int k = utf8_sequences(s->r[i][0], s->r[i][1], q, UTF8_MAX_SEQS);
 		for (int j = 0; j < k; j++)
-			trie_insert(&t, &q[j]);
+			trie_insert(&t, &q[j], -1);
 	}
 	if (t.err)
 		goto out;
 	if (trie_canon(&t) == 0)
 		rc = trie_ast(a, &t, t.v[0].canon);
 out:
-	for (int i = 0; i < t.n; i++)
-		free(t.v[i].e);
-	free(t.v);
+	trie_free(&t);
 	if (rc < 0)
 		a->err = 1;
+	return rc;
+}
+
+void utf8_word_decoder_free(struct u8_dec *d)
+{
+	free(d->first);
+	free(d->e);
+	memset(d, 0, sizeof *d);
+}
+
+/* One trie of all valid characters, \w's ranges and the others' taken in increasing order
+ * (so trie_insert's "only the last edge" holds across the two), leaves labelled; merging
+ * equal subtrees leaves a few hundred nodes (C.UTF-8: 299 after dfa_build_u8 merges the
+ * ones its byte classes cannot tell apart).  This replaced a subset construction over the
+ * NFAs of \w and \W, which cost more than everything else in -w's start-up. */
+int utf8_word_decoder(struct u8_dec *d)
+{
+	memset(d, 0, sizeof *d);
+	struct cset ws = { 0 }, ns = { 0 };
+	struct trie t = { 0 };
+	int *id = NULL, *order = NULL, rc = -1;
+	if (cset_class(&ws, "word") != 0 || cset_class(&ns, "word") != 0)
+		goto out;
+	cset_norm(&ws);
+	cset_negate(&ns);
+	if (ws.err || ns.err || tnew(&t) < 0)
+		goto out;
+	struct utf8_seq q[UTF8_MAX_SEQS];
+	for (int i = 0, j = 0; (i < ws.n || j < ns.n) && !t.err;) {
+		int word = j >= ns.n || (i < ws.n && ws.r[i][0] < ns.r[j][0]);
+		const uint32_t *r = word ? ws.r[i++] : ns.r[j++];
+		int k = utf8_sequences(r[0], r[1], q, UTF8_MAX_SEQS);
+		if (k < 0)
+			t.err = 1;      /* cannot happen: all of Unicode takes 9 */
+		for (int x = 0; x < k; x++)
+			trie_insert(&t, &q[x], word ? U8_DEC_WORD : U8_DEC_OTHER);
+	}
+	if (t.err || trie_canon(&t) != 0)
+		goto out;
+	/* the canonical nodes reachable from the root, breadth first, the root 0 */
+	id = malloc((size_t)t.n * sizeof *id);
+	order = malloc((size_t)t.n * sizeof *order);
+	if (!id || !order)
+		goto out;
+	memset(id, -1, (size_t)t.n * sizeof *id);
+	int n = 0, root = t.v[0].canon;
+	size_t n_e = 0;
+	id[root] = n;
+	order[n++] = root;
+	for (int h = 0; h < n; h++) {
+		const struct tnode *x = &t.v[order[h]];
+		n_e += (size_t)x->n;
+		for (int k = 0; k < x->n; k++) {
+			int c = x->e[k].child;
+			if (c >= 0 && id[c] < 0) {
+				id[c] = n;
+				order[n++] = c;
+			}
+		}
+	}
+	d->first = malloc((size_t)(n + 1) * sizeof *d->first);
+	d->e = malloc((n_e ? n_e : 1) * sizeof *d->e);
+	if (!d->first || !d->e)
+		goto out;
+	size_t pos = 0;
+	for (int h = 0; h < n; h++) {
+		const struct tnode *x = &t.v[order[h]];
+		d->first[h] = (int)pos;
+		for (int k = 0; k < x->n; k++) {
+			int c = x->e[k].child;
+			d->e[pos++] = (struct u8_edge){ x->e[k].lo, x->e[k].hi, c >= 0 ? id[c] : c };
+		}
+	}
+	d->first[n] = (int)pos;
+	d->n = n;
+	rc = 0;
+out:
+	trie_free(&t);
+	cset_free(&ws);
+	cset_free(&ns);
+	free(id);
+	free(order);
+	if (rc != 0)
+		utf8_word_decoder_free(d);
 	return rc;
 }
