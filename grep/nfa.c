@@ -492,56 +492,65 @@ static int intern(struct builder *b, int *k, int n, int pc, int base, int max_st
 	return b->n_st++;
 }
 
-/* Byte classes: bytes that no set, word test or terminator test tells apart share a column. */
+/* Byte classes: bytes that no set, word test or terminator test tells apart share a column.
+ * Partition refinement: a set splits each class it takes part of (the bytes it holds get a
+ * new class), at a cost of its own size, not of 256 bytes: UTF-8's word decoder brings a
+ * thousand small sets of continuation bytes.  Duplicates split nothing.  The classes are
+ * then numbered in the order of their first byte, so the numbering is the partition's alone
+ * (neither the sets' order nor how often they repeat changes the table). */
 static int make_classes(struct dfa *d, const uint64_t (*sets)[4], int n_sets, int eol1, int eol2)
 {
-	int cls[256], n = 0;
-	for (int c = 0; c < 256; c++)
+	/* classes: the two starting ones (either may be empty) and one per split, which needs
+	 * a class with bytes on both sides: at most 2 + 255 */
+	int cls[256], size[258], cnt[258], split[258], touched[258], n = 0;
+	for (int k = 0; k < 2; k++)
+		size[k] = 0;
+	for (int c = 0; c < 256; c++) {
 		cls[c] = (c == eol1 || c == eol2) ? -1 : is_word((unsigned)c);
-	/* a set refines the classes once: thousands of patterns have thousands of sets but
-	 * few different ones (a hash of the sets seen skips the rest) */
-	size_t seen_cap = 64;
-	while (seen_cap < 2 * (size_t)n_sets)
-		seen_cap *= 2;
-	int *seen = malloc(seen_cap * sizeof *seen);
-	if (!seen)
-		return -1;
-	memset(seen, -1, seen_cap * sizeof *seen);
-	for (int si = -1; si < n_sets; si++) {
-		if (si >= 0) {
-			uint64_t h = 0;
-			for (int i = 0; i < 4; i++)
-				h = (h ^ sets[si][i]) * 0x9e3779b97f4a7c15ull;
-			size_t j = (size_t)(h >> 20) & (seen_cap - 1);
-			while (seen[j] >= 0 && memcmp(sets[seen[j]], sets[si], 32))
-				j = (j + 1) & (seen_cap - 1);
-			if (seen[j] >= 0)
-				continue;
-			seen[j] = si;
-		}
-		/* refine: key (old class, membership) -> new class */
-		int map[2 * 512], nn = 0;
-		for (int i = 0; i < 1024; i++)
-			map[i] = -1;
-		for (int c = 0; c < 256; c++) {
-			if (cls[c] < 0)
-				continue;
-			int bit = si < 0 ? 0 : set_has(sets[si], (unsigned)c);
-			int key = cls[c] * 2 + bit;
-			if (key >= 1024) {
-				free(seen);
-				return -1;
-			}
-			if (map[key] < 0)
-				map[key] = nn++;
-			cls[c] = map[key];
-		}
-		n = nn;
+		if (cls[c] >= 0)
+			size[cls[c]]++;
 	}
-	free(seen);
-	d->n_cls = n;
+	n = 2;
+	memset(cnt, 0, sizeof cnt);
+	for (int si = 0; si < n_sets; si++) {
+		int n_t = 0;
+		for (int j = 0; j < 4; j++)
+			for (uint64_t w = sets[si][j]; w; w &= w - 1) {
+				int c = j * 64 + __builtin_ctzll(w);
+				if (cls[c] >= 0 && cnt[cls[c]]++ == 0)
+					touched[n_t++] = cls[c];
+			}
+		for (int i = 0; i < n_t; i++) {
+			int k = touched[i];
+			split[k] = -1;
+			if (cnt[k] < size[k]) {
+				split[k] = n;
+				size[n++] = cnt[k];
+				size[k] -= cnt[k];
+			}
+		}
+		for (int j = 0; j < 4; j++)
+			for (uint64_t w = sets[si][j]; w; w &= w - 1) {
+				int c = j * 64 + __builtin_ctzll(w);
+				if (cls[c] >= 0 && cnt[cls[c]] > 0 && split[cls[c]] >= 0)
+					cls[c] = split[cls[c]];
+			}
+		for (int i = 0; i < n_t; i++)
+			cnt[touched[i]] = 0;
+	}
+	/* number by first byte */
+	int num[258], nn = 0;
+	for (int k = 0; k < n; k++)
+		num[k] = -1;
 	for (int c = 0; c < 256; c++)
-		d->cls[c] = (uint8_t)(cls[c] < 0 ? n : cls[c]);
+		if (cls[c] >= 0) {
+			if (num[cls[c]] < 0)
+				num[cls[c]] = nn++;
+			cls[c] = num[cls[c]];
+		}
+	d->n_cls = nn;
+	for (int c = 0; c < 256; c++)
+		d->cls[c] = (uint8_t)(cls[c] < 0 ? nn : cls[c]);
 	return 0;
 }
 
