@@ -923,7 +923,7 @@ static void trie_insert(struct trie *t, const struct utf8_seq *q, int leaf)
  * child first.  The canonical nodes so far sit in an open hash table by their edges' hash
  * (\w's trie has thousands of nodes: comparing each with every later one was quadratic).
  * 0, or -1 when out of memory. */
-static int trie_canon(struct trie *t)
+static int trie_canon(struct trie *t, int merge)
 {
 	size_t cap = 16;
 	while (cap < 2 * (size_t)t->n)
@@ -938,6 +938,21 @@ static int trie_canon(struct trie *t)
 		for (int k = 0; k < x->n; k++) {
 			int c = x->e[k].child >= 0 ? t->v[x->e[k].child].canon : x->e[k].child;
 			x->e[k].child = c;
+		}
+		/* merge: adjacent edges to one child become one, so that nodes are equal
+		 * exactly when their languages are (the decoder is then minimal) */
+		for (int k = 1, w = 1; merge && k <= x->n; k++) {
+			if (k == x->n) {
+				x->n = w;
+				break;
+			}
+			if (x->e[w - 1].child == x->e[k].child && x->e[w - 1].hi + 1 == x->e[k].lo)
+				x->e[w - 1].hi = x->e[k].hi;
+			else
+				x->e[w++] = x->e[k];
+		}
+		for (int k = 0; k < x->n; k++) {
+			int c = x->e[k].child;
 			h = (h ^ x->e[k].lo) * 1099511628211ull;
 			h = (h ^ x->e[k].hi) * 1099511628211ull;
 			h = (h ^ (uint64_t)(uint32_t)c) * 1099511628211ull;
@@ -1268,7 +1283,7 @@ int cset_ast(struct ast *a, struct cset *s)
 	}
 	if (t.err)
 		goto out;
-	if (trie_canon(&t) == 0)
+	if (trie_canon(&t, 0) == 0)
 		rc = trie_ast(a, &t, t.v[0].canon);
 out:
 	trie_free(&t);
@@ -1311,7 +1326,7 @@ int utf8_word_decoder(struct u8_dec *d)
 		for (int x = 0; x < k; x++)
 			trie_insert(&t, &q[x], word ? U8_DEC_WORD : U8_DEC_OTHER);
 	}
-	if (t.err || trie_canon(&t) != 0)
+	if (t.err || trie_canon(&t, 1) != 0)
 		goto out;
 	/* the canonical nodes reachable from the root, breadth first, the root 0 */
 	id = malloc((size_t)t.n * sizeof *id);
