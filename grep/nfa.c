@@ -950,7 +950,8 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		rc = -2;
 		goto out;
 	}
-	memcpy(csets, m.sets, (size_t)m.n_sets * sizeof *csets);
+	if (m.n_sets > 0)       /* (m.sets is NULL without sets: `\b` alone) */
+		memcpy(csets, m.sets, (size_t)m.n_sets * sizeof *csets);
 	n_cs = (size_t)m.n_sets;
 	if (errw) {
 		memset(csets[n_cs], 0, sizeof csets[n_cs]);
