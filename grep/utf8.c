@@ -130,6 +130,13 @@ static int glibc_char(const uint8_t *p, size_t n, int glibc_dot)
 int utf8_print_errors(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n;) {
+		/* ASCII eight bytes at a time: every selected line of -n/-o/-c... output passes
+		 * here, and on ASCII text this loop was a few percent of `-n -w fox`'s time */
+		uint64_t w;
+		if (n - i >= 8 && (memcpy(&w, p + i, 8), !(w & 0x8080808080808080ull))) {
+			i += 8;
+			continue;
+		}
 		int l = glibc_char(p + i, n - i, 0);
 		if (l == 0)
 			return 1;
