@@ -157,6 +157,31 @@ int cset_has(const struct cset *s, uint32_t c);     /* s normalized */
 void cset_negate(struct cset *s);                    /* within 0..UTF8_MAX */
 void cset_fold(struct cset *s);                      /* GNU grep's -i in a multibyte locale */
 int cset_class(struct cset *s, const char *name);   /* "alpha"...; "word": \w.  0 or -1 */
+/* For tests: the class made one way, not cached, into s (empty): scan 1, one isw* call per
+ * code point; 0, from glibc's table (-1 where that is not possible).  0, or -1. */
+int cset_class_way(struct cset *s, const char *name, int scan);
+/* The decoder of word characters for dfa_build_u8 (nfa.c): every valid character as a trie
+ * of byte ranges whose leaves say whether it is a word character ('_' or iswalnum), equal
+ * subtrees merged.  Node 0 is the root; node i's edges are e[first[i] .. first[i + 1]), in
+ * increasing byte order, each to a node or to a leaf (the character ends there); a byte in no
+ * edge is an encoding error.  0, or -1 when out of memory; utf8_word_decoder_free frees. */
+enum { U8_DEC_WORD = -2, U8_DEC_OTHER = -3 };
+struct u8_edge {
+	uint8_t lo, hi;
+	int to;                /* a node, or U8_DEC_WORD / U8_DEC_OTHER */
+};
+struct u8_dec {
+	int n;
+	int *first;
+	struct u8_edge *e;
+};
+int utf8_word_decoder(struct u8_dec *d);
+void utf8_word_decoder_free(struct u8_dec *d);
+/* For tests: -i's pairs (towupper(c), c) with towupper(c) != c, c <= UTF8_FOLD_MAX, in
+ * increasing c, malloc'd into *pairs ([0] the upper case, [1] c), freed by the caller: scan 1,
+ * one towupper call per code point; 0, from glibc's table.  0, or -1 (out of memory, no
+ * table). */
+int utf8_fold_pairs_way(int scan, uint32_t (**pairs)[2], size_t *n);
 void cset_free(struct cset *s);
 /* lo-hi in the locale's collation order (under icase: every c whose towupper lies between the
  * upper-cased ends), into s; sym bit 0 / bit 1: lo / hi was written [.x.] (an ASCII x).  0, -1

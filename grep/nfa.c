@@ -434,9 +434,25 @@ static int cmp_int(const void *a, const void *b)
 
 /* Find or add state (k, n, pc, base); returns its index, -1 when out of memory, -2 over the
  * limit (max_states). */
+/* Sort a kernel: insertion sort while it is short (most are: qsort's calls through cmp_int
+ * were a third of a large UTF-8 class's DFA construction), else qsort. */
+static void sort_kernel(int *k, int n)
+{
+	if (n > 24) {
+		qsort(k, (size_t)n, sizeof *k, cmp_int);
+		return;
+	}
+	for (int i = 1; i < n; i++) {
+		int v = k[i], j = i;
+		for (; j > 0 && k[j - 1] > v; j--)
+			k[j] = k[j - 1];
+		k[j] = v;
+	}
+}
+
 static int intern(struct builder *b, int *k, int n, int pc, int base, int max_states)
 {
-	qsort(k, (size_t)n, sizeof *k, cmp_int);
+	sort_kernel(k, n);
 	int w = 0;
 	for (int i = 0; i < n; i++)
 		if (w == 0 || k[w - 1] != k[i])
@@ -492,56 +508,65 @@ static int intern(struct builder *b, int *k, int n, int pc, int base, int max_st
 	return b->n_st++;
 }
 
-/* Byte classes: bytes that no set, word test or terminator test tells apart share a column. */
+/* Byte classes: bytes that no set, word test or terminator test tells apart share a column.
+ * Partition refinement: a set splits each class it takes part of (the bytes it holds get a
+ * new class), at a cost of its own size, not of 256 bytes: UTF-8's word decoder brings a
+ * thousand small sets of continuation bytes.  Duplicates split nothing.  The classes are
+ * then numbered in the order of their first byte, so the numbering is the partition's alone
+ * (neither the sets' order nor how often they repeat changes the table). */
 static int make_classes(struct dfa *d, const uint64_t (*sets)[4], int n_sets, int eol1, int eol2)
 {
-	int cls[256], n = 0;
-	for (int c = 0; c < 256; c++)
+	/* classes: the two starting ones (either may be empty) and one per split, which needs
+	 * a class with bytes on both sides: at most 2 + 255 */
+	int cls[256], size[258], cnt[258], split[258], touched[258], n = 0;
+	for (int k = 0; k < 2; k++)
+		size[k] = 0;
+	for (int c = 0; c < 256; c++) {
 		cls[c] = (c == eol1 || c == eol2) ? -1 : is_word((unsigned)c);
-	/* a set refines the classes once: thousands of patterns have thousands of sets but
-	 * few different ones (a hash of the sets seen skips the rest) */
-	size_t seen_cap = 64;
-	while (seen_cap < 2 * (size_t)n_sets)
-		seen_cap *= 2;
-	int *seen = malloc(seen_cap * sizeof *seen);
-	if (!seen)
-		return -1;
-	memset(seen, -1, seen_cap * sizeof *seen);
-	for (int si = -1; si < n_sets; si++) {
-		if (si >= 0) {
-			uint64_t h = 0;
-			for (int i = 0; i < 4; i++)
-				h = (h ^ sets[si][i]) * 0x9e3779b97f4a7c15ull;
-			size_t j = (size_t)(h >> 20) & (seen_cap - 1);
-			while (seen[j] >= 0 && memcmp(sets[seen[j]], sets[si], 32))
-				j = (j + 1) & (seen_cap - 1);
-			if (seen[j] >= 0)
-				continue;
-			seen[j] = si;
-		}
-		/* refine: key (old class, membership) -> new class */
-		int map[2 * 512], nn = 0;
-		for (int i = 0; i < 1024; i++)
-			map[i] = -1;
-		for (int c = 0; c < 256; c++) {
-			if (cls[c] < 0)
-				continue;
-			int bit = si < 0 ? 0 : set_has(sets[si], (unsigned)c);
-			int key = cls[c] * 2 + bit;
-			if (key >= 1024) {
-				free(seen);
-				return -1;
-			}
-			if (map[key] < 0)
-				map[key] = nn++;
-			cls[c] = map[key];
-		}
-		n = nn;
+		if (cls[c] >= 0)
+			size[cls[c]]++;
 	}
-	free(seen);
-	d->n_cls = n;
+	n = 2;
+	memset(cnt, 0, sizeof cnt);
+	for (int si = 0; si < n_sets; si++) {
+		int n_t = 0;
+		for (int j = 0; j < 4; j++)
+			for (uint64_t w = sets[si][j]; w; w &= w - 1) {
+				int c = j * 64 + __builtin_ctzll(w);
+				if (cls[c] >= 0 && cnt[cls[c]]++ == 0)
+					touched[n_t++] = cls[c];
+			}
+		for (int i = 0; i < n_t; i++) {
+			int k = touched[i];
+			split[k] = -1;
+			if (cnt[k] < size[k]) {
+				split[k] = n;
+				size[n++] = cnt[k];
+				size[k] -= cnt[k];
+			}
+		}
+		for (int j = 0; j < 4; j++)
+			for (uint64_t w = sets[si][j]; w; w &= w - 1) {
+				int c = j * 64 + __builtin_ctzll(w);
+				if (cls[c] >= 0 && cnt[cls[c]] > 0 && split[cls[c]] >= 0)
+					cls[c] = split[cls[c]];
+			}
+		for (int i = 0; i < n_t; i++)
+			cnt[touched[i]] = 0;
+	}
+	/* number by first byte */
+	int num[258], nn = 0;
+	for (int k = 0; k < n; k++)
+		num[k] = -1;
 	for (int c = 0; c < 256; c++)
-		d->cls[c] = (uint8_t)(cls[c] < 0 ? n : cls[c]);
+		if (cls[c] >= 0) {
+			if (num[cls[c]] < 0)
+				num[cls[c]] = nn++;
+			cls[c] = num[cls[c]];
+		}
+	d->n_cls = nn;
+	for (int c = 0; c < 256; c++)
+		d->cls[c] = (uint8_t)(cls[c] < 0 ? nn : cls[c]);
 	return 0;
 }
 
@@ -827,139 +852,51 @@ static int sets_within(const struct nfa *m, const int *cl, int n, const uint64_t
 	return 1;
 }
 
-/* The decoder as a minimal DFA over d's byte classes: tab[tid * n_cls + ci] is the next
- * decoder state, or U8_T_WORD / U8_T_OTHER (a character ends here, of that kind) or
- * U8_T_ERR (an encoding error); state 0 is at a boundary.  allow[tid]: the bytes it takes.
- * Built by subsets of the NFA fragments, then merged by Moore's refinement (C.UTF-8's \w:
- * 378 subsets, 299 states).  The count, or -1 (out of memory). */
-enum { U8_T_ERR = -1, U8_T_WORD = -2, U8_T_OTHER = -3 };
-static int tracker_dfa(struct closer *c, const struct nfa *m, int wst, int nst, int wend,
-                       int nend, const int *rep, int n_cls, int **tab_out,
+/* The decoder as a DFA over d's byte classes: tab[tid * n_cls + ci] is the next decoder
+ * state, or U8_T_WORD / U8_T_OTHER (a character ends here, of that kind) or U8_T_ERR (an
+ * encoding error); state 0 is at a boundary.  allow[tid]: the bytes it takes.  The states
+ * are the nodes of utf8.c's trie of the characters (utf8_word_decoder), which is minimal:
+ * its equal subtrees are merged with adjacent edges to one child joined, so two nodes differ
+ * exactly when their languages do, and d's classes split every node's edges by child, so
+ * they tell any two apart (C.UTF-8's \w: 299 states).  Before, a subset construction over
+ * the NFAs of \w and \W and Moore's refinement made the same automaton in about 20 times
+ * the time.  The count, or -1 (out of memory). */
+enum { U8_T_ERR = -1, U8_T_WORD = U8_DEC_WORD, U8_T_OTHER = U8_DEC_OTHER };
+static int tracker_dfa(const struct u8_dec *dec, const int *rep, int n_cls, int **tab_out,
                        uint64_t (**allow_out)[4])
 {
-	struct builder tb = { 0 };
-	int *tab = NULL, *part = NULL, *sig = NULL, *ht = NULL, rc = -1, ended;
-	uint64_t (*allow)[4] = NULL;
-	int *a = malloc((size_t)(m->len + 1) * sizeof *a), *bq = malloc((size_t)(m->len + 1) * sizeof *bq);
-	int roots[2] = { wst, nst };
-	int n0 = a && bq ? close_mid(c, roots, 2, wend, nend, a, &ended) : -1;
-	if (n0 <= 0 || intern(&tb, a, n0, 0, -1, INT32_MAX) != 0)
-		goto out;
-	size_t cap = 0;
-	for (int ti = 0; ti < tb.n_st; ti++) {
-		if ((size_t)(ti + 1) * (size_t)n_cls > cap) {
-			cap = cap ? 2 * cap : (size_t)256 * (size_t)n_cls;
-			int *nt = realloc(tab, cap * sizeof *nt);
-			uint64_t (*na)[4] = realloc(allow, cap / (size_t)n_cls * sizeof *na);
-			if (nt)
-				tab = nt;
-			if (na)
-				allow = na;
-			if (!nt || !na)
-				goto out;
-		}
+	size_t n_dec = (size_t)dec->n;
+	int *tab = malloc(n_dec * (size_t)n_cls * sizeof *tab);
+	uint64_t (*allow)[4] = malloc(n_dec * sizeof *allow);
+	if (!tab || !allow) {
+		free(tab);
+		free(allow);
+		return -1;
+	}
+	for (size_t ti = 0; ti < n_dec; ti++) {
+		const struct u8_edge *e = dec->e + dec->first[ti], *end = dec->e + dec->first[ti + 1];
 		memset(allow[ti], 0, sizeof allow[ti]);
-		for (int i = 0; i < tb.st[ti].n; i++)
-			for (int j = 0; j < 4; j++)
-				allow[ti][j] |= m->sets[m->s[tb.st[ti].k[i]].set][j];
+		for (const struct u8_edge *x = e; x < end; x++)
+			for (unsigned ch = x->lo; ch <= x->hi; ch++)
+				set_add(allow[ti], ch);
+		/* edges in increasing byte order, classes by their lowest byte: one pass */
 		for (int ci = 0; ci < n_cls; ci++) {
-			int n = move_on(m, tb.st[ti].k, tb.st[ti].n, (unsigned)rep[ci], a);
-			n = close_mid(c, a, n, wend, nend, bq, &ended);
-			int to;
-			if (n < 0 || ended == 3 || (ended && n > 0))
-				goto out;       /* not prefix-free: cannot happen for UTF-8 */
-			else if (ended)
-				to = ended == 1 ? U8_T_WORD : U8_T_OTHER;
-			else if (n == 0)
-				to = U8_T_ERR;
-			else if ((to = intern(&tb, bq, n, 0, -1, INT32_MAX)) < 0)
-				goto out;
-			tab[(size_t)ti * (size_t)n_cls + (size_t)ci] = to;
+			unsigned ch = (unsigned)rep[ci];
+			while (e < end && e->hi < ch)
+				e++;
+			tab[ti * (size_t)n_cls + (size_t)ci] = e < end && e->lo <= ch ? e->to : U8_T_ERR;
 		}
 	}
-	/* Moore: start from the bytes taken, refine by the rows until no class splits */
-	int n = tb.n_st, w = n_cls + 1, n_part = 0;
-	part = malloc((size_t)n * sizeof *part);
-	sig = malloc((size_t)n * (size_t)w * sizeof *sig);
-	int hcap = 1;
-	while (hcap < 2 * n)
-		hcap *= 2;
-	ht = malloc((size_t)hcap * sizeof *ht);
-	if (!part || !sig || !ht)
-		goto out;
-	for (int round = 0;; round++) {
-		for (int ti = 0; ti < n; ti++) {
-			int *sg = sig + (size_t)ti * (size_t)w;
-			if (round == 0) {
-				memset(sg, 0, (size_t)w * sizeof *sg);
-				memcpy(sg, allow[ti], sizeof allow[ti]);    /* 8 ints <= w */
-			} else {
-				sg[0] = part[ti];
-				for (int ci = 0; ci < n_cls; ci++) {
-					int to = tab[(size_t)ti * (size_t)n_cls + (size_t)ci];
-					sg[ci + 1] = to >= 0 ? part[to] : to;
-				}
-			}
-		}
-		memset(ht, -1, (size_t)hcap * sizeof *ht);
-		int np = 0;
-		int *newp = malloc((size_t)n * sizeof *newp);
-		if (!newp)
-			goto out;
-		for (int ti = 0; ti < n; ti++) {
-			const int *sg = sig + (size_t)ti * (size_t)w;
-			uint32_t h = 2166136261u;
-			for (int i = 0; i < w; i++)
-				h = (h ^ (uint32_t)sg[i]) * 16777619u;
-			uint32_t j = h & (uint32_t)(hcap - 1);
-			while (ht[j] >= 0 && memcmp(sig + (size_t)ht[j] * (size_t)w, sg, (size_t)w * sizeof *sg))
-				j = (j + 1) & (uint32_t)(hcap - 1);
-			if (ht[j] < 0) {
-				ht[j] = ti;
-				newp[ti] = np++;
-			} else {
-				newp[ti] = newp[ht[j]];
-			}
-		}
-		memcpy(part, newp, (size_t)n * sizeof *part);
-		free(newp);
-		if (np == n_part)
-			break;
-		n_part = np;
-	}
-	/* the merged table; state 0 (the boundary) keeps number 0: numbers are first seen */
-	int *mt = malloc((size_t)n_part * (size_t)n_cls * sizeof *mt);
-	uint64_t (*ma)[4] = malloc((size_t)n_part * sizeof *ma);
-	if (!mt || !ma) {
-		free(mt);
-		free(ma);
-		goto out;
-	}
-	for (int ti = 0; ti < n; ti++) {
-		memcpy(ma[part[ti]], allow[ti], sizeof allow[ti]);
-		for (int ci = 0; ci < n_cls; ci++) {
-			int to = tab[(size_t)ti * (size_t)n_cls + (size_t)ci];
-			mt[(size_t)part[ti] * (size_t)n_cls + (size_t)ci] = to >= 0 ? part[to] : to;
-		}
-	}
-	*tab_out = mt;
-	*allow_out = ma;
-	rc = n_part;
-out:
-	for (int i = 0; i < tb.n_st; i++)
-		free(tb.st[i].k);
-	free(tb.st);
-	free(tb.tab);
-	free(tab), free(allow), free(part), free(sig), free(ht), free(a), free(bq);
-	return rc;
+	*tab_out = tab;
+	*allow_out = allow;
+	return dec->n;
 }
 
 int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 {
 	memset(d, 0, sizeof *d);
 	struct nfa m;
-	struct ast tr = { 0 };
-	struct cset ws = { 0 }, ns = { 0 };
+	struct u8_dec dec = { 0 };
 	struct builder b = { 0 };
 	struct closer c = { 0 };
 	int rc = -2, *cl = NULL, *nk = NULL, *aw = NULL, *ao = NULL, *sw = NULL, *so = NULL;
@@ -986,16 +923,10 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 		rc = -1;
 		goto out;
 	}
-	/* the decoder: valid word characters to wend, the other valid characters to nend */
-	cset_class(&ws, "word");
-	cset_class(&ns, "word");
-	cset_negate(&ns);
-	int wroot = ws.err || ns.err ? -1 : cset_ast(&tr, &ws);
-	int nroot = wroot < 0 ? -1 : cset_ast(&tr, &ns);
-	int wend = nstate(&m, S_EPS, -1), nend = nstate(&m, S_EPS, -1);
-	int wst = nroot < 0 || wend < 0 || nend < 0 ? -1 : compile(&m, &tr, wroot, wend);
-	int nst = wst < 0 ? -1 : compile(&m, &tr, nroot, nend);
-	if (nst < 0 || m.err)
+	/* the decoder of the characters' kinds (utf8_word_decoder, tracker_dfa); it is no
+	 * part of the NFA, so the pattern's closures end no character (wend, nend: none) */
+	int wend = -1, nend = -1;
+	if (utf8_word_decoder(&dec) != 0)
 		goto out;
 	size_t sz = (size_t)(2 * m.len + 4) * sizeof(int);
 	if (closer_init(&c, &m) != 0 || !(cl = malloc(sz)) || !(nk = malloc(sz)) ||
@@ -1028,25 +959,48 @@ int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2)
 	for (int a = 0; errw && a < 2; a++)
 		for (int z = 0; z < 2; z++)
 			closure(&c, &m.start, 1, a ? P_WORD : P_OTHER, z ? X_WORD : X_OTHER, cl, &m0e[a][z]);
-	if (errw) {
-		if (!(csets = malloc((size_t)(m.n_sets + 1) * sizeof *csets))) {
-			rc = -2;
-			goto out;
-		}
+	/* byte classes: the pattern's sets, the bytes that are word characters as errors
+	 * (errw), and per decoder node the bytes that go to each of its children */
+	size_t n_cs = (size_t)m.n_sets + 1 + (size_t)dec.first[dec.n];
+	if (!(csets = malloc(n_cs * sizeof *csets))) {
+		rc = -2;
+		goto out;
+	}
+	if (m.n_sets > 0)       /* (m.sets is NULL without sets: `\b` alone) */
 		memcpy(csets, m.sets, (size_t)m.n_sets * sizeof *csets);
-		memset(csets[m.n_sets], 0, sizeof csets[m.n_sets]);
+	n_cs = (size_t)m.n_sets;
+	if (errw) {
+		memset(csets[n_cs], 0, sizeof csets[n_cs]);
 		for (unsigned ch = 0x80; ch <= 0xFF; ch++)
 			if (utf8_err_word(ch))
-				set_add(csets[m.n_sets], ch);
+				set_add(csets[n_cs], ch);
+		n_cs++;
 	}
-	if (make_classes(d, (const uint64_t (*)[4])(errw ? csets : m.sets), m.n_sets + errw, eol1,
-	                 eol2) != 0 || d->n_cls + 1 < 8)
+	for (int ti = 0; ti < dec.n; ti++) {
+		const struct u8_edge *e = dec.e + dec.first[ti];
+		int ne = dec.first[ti + 1] - dec.first[ti];
+		for (int k = 0; k < ne; k++) {
+			int dup = 0;
+			for (int j = 0; j < k && !dup; j++)
+				dup = e[j].to == e[k].to;
+			if (dup)
+				continue;
+			memset(csets[n_cs], 0, sizeof csets[n_cs]);
+			for (int j = k; j < ne; j++)
+				if (e[j].to == e[k].to)
+					for (unsigned ch = e[j].lo; ch <= e[j].hi; ch++)
+						set_add(csets[n_cs], ch);
+			n_cs++;
+		}
+	}
+	if (make_classes(d, (const uint64_t (*)[4])csets, (int)n_cs, eol1, eol2) != 0 ||
+	    d->n_cls + 1 < 8)
 		goto out;
 	int w = d->n_cls + 1;
 	int rep[256];
 	for (int ch = 255; ch >= 0; ch--)
 		rep[d->cls[ch]] = ch;
-	if (tracker_dfa(&c, &m, wst, nst, wend, nend, rep, d->n_cls, &ttab, &tallow) < 0) {
+	if (tracker_dfa(&dec, rep, d->n_cls, &ttab, &tallow) < 0) {
 		rc = -2;
 		goto out;
 	}
@@ -1176,9 +1130,7 @@ out:
 	free(csets);
 	if (c.m)
 		closer_free(&c);
-	cset_free(&ws);
-	cset_free(&ns);
-	ast_free(&tr);
+	utf8_word_decoder_free(&dec);
 	nfa_free(&m);
 	if (rc != 0)
 		dfa_free(d);

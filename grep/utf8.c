@@ -130,6 +130,13 @@ static int glibc_char(const uint8_t *p, size_t n, int glibc_dot)
 int utf8_print_errors(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n;) {
+		/* ASCII eight bytes at a time: every selected line of -n/-o/-c... output passes
+		 * here, and on ASCII text this loop was a few percent of `-n -w fox`'s time */
+		uint64_t w;
+		if (n - i >= 8 && (memcpy(&w, p + i, 8), !(w & 0x8080808080808080ull))) {
+			i += 8;
+			continue;
+		}
 		int l = glibc_char(p + i, n - i, 0);
 		if (l == 0)
 			return 1;
@@ -420,7 +427,13 @@ static void cache_check_locale(void)
 	snprintf(cache.locale, sizeof cache.locale, "%s", name);
 }
 
-/* Every code point c of the class, as ranges. */
+/* Is c in the class (type, or \w when word)?  The answer everything below must equal. */
+static int class_has(uint32_t c, wctype_t type, int word)
+{
+	return word ? wordc(c) : iswctype((wint_t)c, type) != 0;
+}
+
+/* Every code point c of the class, as ranges: one call per code point (1.1 M). */
 static void cset_scan(struct cset *s, wctype_t type, int word)
 {
 	uint32_t start = 0;
@@ -428,13 +441,190 @@ static void cset_scan(struct cset *s, wctype_t type, int word)
 	for (uint32_t c = 0; c <= UTF8_MAX + 1; c++) {
 		int now = 0;
 		if (c <= UTF8_MAX && !(c >= 0xD800 && c <= 0xDFFF))
-			now = word ? wordc(c) : iswctype((wint_t)c, type) != 0;
+			now = class_has(c, type, word);
 		if (now && !in)
 			start = c;
 		else if (!now && in)
 			cset_add(s, start, c - 1);
 		in = now;
 	}
+}
+
+#ifdef __GLIBC__
+/* The same sets from glibc's own tables, in about 1/50 of the time.  glibc's wctype() returns
+ * the class's table itself (wctype_t is its address) and iswctype reads it as a three-level
+ * trie (wchar-lookup.h, "wctype_table_lookup", unchanged since glibc 2.2): five words
+ * shift1, bound, shift2, mask2 (2^q-1), mask3 (2^p-1), then bound offsets of level-2 tables
+ * (shift1 = q+p+5), each 2^q offsets of level-3 tables (shift2 = p+5), each 2^p words of 32
+ * bits, one per code point; an offset 0 means "none of these".  towupper's table (wctrans) is
+ * the same with 2^p int32 deltas (wc + delta) at level 3, p = shift2.  A zero offset answers a
+ * whole block (65536 or 4096 code points in glibc's locales) at once, and most of Unicode is
+ * such blocks, so walking the trie visits a few thousand words instead of calling iswctype
+ * 1.1 M times (about 2.5 ms, most of -w's start-up in UTF-8).
+ *
+ * It reads only words that iswctype or towupper itself reads for some code point up to
+ * U+10FFFF (the walk goes code point by code point, a block at a time), so it is as safe as
+ * those calls.  What it gets right depends on that layout, so: the header must be consistent,
+ * ASCII comes from the calls themselves (glibc answers it from its byte tables), and the
+ * result is checked against the calls on both sides of every range's ends and at a stride of
+ * 97 code points; any disagreement and the caller scans instead.  test_grep_utf8 compares
+ * both ways over every code point in every locale it can make. */
+struct tbl {
+	const char *t;
+	uint32_t shift1, bound, shift2, mask2, mask3;
+};
+
+/* Read the header of the table at t; bits 5 for a class (32 code points a level-3 word), 0
+ * for a case map.  0, or -1 when it is not what the comment above says. */
+static int tbl_open(struct tbl *b, const void *t, unsigned bits)
+{
+	if (!t || ((uintptr_t)t & 3))
+		return -1;
+	const uint32_t *h = t;
+	*b = (struct tbl){ t, h[0], h[1], h[2], h[3], h[4] };
+	if (b->shift2 < bits || b->shift1 <= b->shift2 || b->shift1 > 24 ||
+	    b->mask2 != (1u << (b->shift1 - b->shift2)) - 1 || b->mask3 != (1u << (b->shift2 - bits)) - 1)
+		return -1;
+	return 0;
+}
+
+/* The level-3 row holding c, or NULL: with *skip > 0, the code points from c on that are all
+ * "none" (to the end of c's block at level 1 or 2), with *skip 0 a misaligned offset (not
+ * glibc's layout). */
+static const uint32_t *tbl_row(const struct tbl *b, uint32_t c, uint32_t *skip)
+{
+	const uint32_t *h = (const void *)b->t;
+	uint32_t i1 = c >> b->shift1;
+	uint32_t l1 = i1 < b->bound ? h[5 + i1] : 0, l2 = 0;
+	*skip = 0;
+	if (l1 & 3)
+		return NULL;
+	if (l1)
+		l2 = ((const uint32_t *)(const void *)(b->t + l1))[(c >> b->shift2) & b->mask2];
+	if (l2 & 3)
+		return NULL;
+	if (!l2) {
+		uint32_t size = 1u << (l1 ? b->shift2 : b->shift1);
+		*skip = size - (c & (size - 1));
+		return NULL;
+	}
+	return (const void *)(b->t + l2);
+}
+
+/* Add lo..hi, less ASCII (the calls give it) and the surrogates, clipped to U+10FFFF. */
+static void add_scalars(struct cset *s, uint32_t lo, uint32_t hi)
+{
+	if (lo < 0x80)
+		lo = 0x80;
+	if (hi > UTF8_MAX)
+		hi = UTF8_MAX;
+	if (lo > hi)
+		return;
+	if (lo <= 0xDFFF && hi >= 0xD800) {
+		if (lo < 0xD800)
+			cset_add(s, lo, 0xD7FF);
+		if (hi > 0xDFFF)
+			cset_add(s, 0xE000, hi);
+	} else
+		cset_add(s, lo, hi);
+}
+
+/* Does the call agree on both sides of range i's ends?  (Normalised ranges are apart: the
+ * code points just outside one are in no range.) */
+static int ends_agree(const struct cset *s, int i, wctype_t type, int word)
+{
+	for (int k = 0; k < 2; k++) {
+		uint32_t e = s->r[i][k];
+		for (uint32_t d = e ? e - 1 : e; d <= e + 1 && d <= UTF8_MAX; d++)
+			if (!(d >= 0xD800 && d <= 0xDFFF) &&
+			    class_has(d, type, word) != (d >= s->r[i][0] && d <= s->r[i][1]))
+				return 0;
+	}
+	return 1;
+}
+
+/* Is the class built from the table (s, normalised) what the calls say?  Both sides of every
+ * end of a range, and a stride of 97 over the rest: about 16,000 calls, in order, so one
+ * pass over the ranges answers the set's side. */
+static int class_agrees(const struct cset *s, wctype_t type, int word)
+{
+	int i = 0;
+	for (uint32_t c = 0; c <= UTF8_MAX; c += 97) {
+		for (; i < s->n && s->r[i][0] <= c; i++)
+			if (!ends_agree(s, i, type, word))
+				return 0;
+		int in = i > 0 && c <= s->r[i - 1][1];
+		if (!(c >= 0xD800 && c <= 0xDFFF) && class_has(c, type, word) != in)
+			return 0;
+	}
+	for (; i < s->n; i++)
+		if (!ends_agree(s, i, type, word))
+			return 0;
+	return 1;
+}
+
+/* The class from glibc's table (above) into s (empty); 0, or -1: not built, scan instead. */
+static int class_from_table(struct cset *s, wctype_t type, int word)
+{
+	struct tbl b;
+	if (tbl_open(&b, (const void *)(uintptr_t)(word ? wctype("alnum") : type), 5) != 0)
+		return -1;
+	for (uint32_t c = 0; c < 0x80; c++)
+		if (class_has(c, type, word))
+			cset_add(s, c, c);
+	uint32_t start = 0, c = 0;
+	int in = 0;
+	while (c <= UTF8_MAX) {
+		uint32_t skip, bits = 0, n = 32;
+		const uint32_t *row = tbl_row(&b, c, &skip);
+		if (row)
+			bits = row[(c >> 5) & b.mask3];
+		else if (skip)
+			n = skip;
+		else
+			goto bad;
+		/* the n code points from c: all members (bits all ones), none, or bit by bit */
+		if (bits == 0 || bits == 0xFFFFFFFFu) {
+			if (bits && !in)
+				start = c, in = 1;
+			else if (!bits && in)
+				add_scalars(s, start, c - 1), in = 0;
+		} else
+			for (uint32_t j = 0; j < 32; j++) {
+				int now = (bits >> j) & 1;
+				if (now && !in)
+					start = c + j, in = 1;
+				else if (!now && in)
+					add_scalars(s, start, c + j - 1), in = 0;
+			}
+		c += n;
+	}
+	if (in)
+		add_scalars(s, start, c - 1);
+	cset_norm(s);
+	if (!s->err && class_agrees(s, type, word))
+		return 0;
+bad:
+	cset_free(s);
+	return -1;
+}
+#endif
+
+int cset_class_way(struct cset *s, const char *name, int scan)
+{
+	int word = !strcmp(name, "word");
+	wctype_t type = word ? 0 : wctype(name);
+	if (!word && !type)
+		return -1;
+	if (scan) {
+		cset_scan(s, type, word);
+		return 0;
+	}
+#ifdef __GLIBC__
+	return class_from_table(s, type, word);
+#else
+	return -1;
+#endif
 }
 
 int cset_class(struct cset *s, const char *name)
@@ -449,7 +639,12 @@ int cset_class(struct cset *s, const char *name)
 	struct cset *c = &cache.cls[k];
 	if (!cache.have_cls[k] || c->err) {
 		cset_free(c);
-		cset_scan(c, strcmp(name, "word") ? wctype(name) : 0, !strcmp(name, "word"));
+		wctype_t type = strcmp(name, "word") ? wctype(name) : 0;
+		int word = !strcmp(name, "word");
+#ifdef __GLIBC__
+		if (class_from_table(c, type, word) != 0)
+#endif
+			cset_scan(c, type, word);
 		cache.have_cls[k] = 1;
 	}
 	for (int i = 0; i < c->n; i++)
@@ -465,35 +660,121 @@ static int cmp_pair(const void *x, const void *y)
 	return a->up != b->up ? (a->up < b->up ? -1 : 1) : (a->c < b->c ? -1 : a->c > b->c);
 }
 
+/* Append the pair (up, c) to v; 0, or -1 when out of memory. */
+static int pair_push(struct fold_pair **v, size_t *n, size_t *cap, uint32_t up, uint32_t c)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 4096;
+		struct fold_pair *nv = realloc(*v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[*n].up = up;
+	(*v)[(*n)++].c = c;
+	return 0;
+}
+
+#ifdef __GLIBC__
+/* The pairs from towupper's table (wctrans, read as the classes are: class_from_table), in
+ * increasing c, into v (n 0).  Every pair found is checked with towupper, and so are all of
+ * Latin-1 and a stride of 97 code points (towupper(c) == c where no pair says otherwise).
+ * 0; -1 not glibc's layout or a disagreement (n back to 0: scan instead); -2 out of memory. */
+static int pairs_from_table(struct fold_pair **v, size_t *n, size_t *cap)
+{
+	struct tbl b;
+	if (tbl_open(&b, (const void *)wctrans("toupper"), 0) != 0)
+		return -1;
+	for (uint32_t c = 0; c <= UTF8_FOLD_MAX;) {
+		uint32_t skip;
+		const int32_t *row = (const void *)tbl_row(&b, c, &skip);
+		if (!row && !skip)
+			goto bad;
+		if (!row) {
+			c += skip;
+			continue;
+		}
+		/* c is at the start of its row (rows are 2^shift2 code points, aligned) */
+		for (uint32_t j = 0; j <= b.mask3 && c + j <= UTF8_FOLD_MAX; j++)
+			if (row[j] && !(c + j >= 0xD800 && c + j <= 0xDFFF) &&
+			    pair_push(v, n, cap, c + j + (uint32_t)row[j], c + j) != 0)
+				return -2;
+		c += b.mask3 + 1;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++)
+		if ((uint32_t)towupper((wint_t)(*v)[i].c) != (*v)[i].up)
+			goto bad;
+	for (uint32_t c = 0; c <= UTF8_FOLD_MAX; c += c < 0x100 ? 1 : 97) {
+		while (k < *n && (*v)[k].c < c)
+			k++;
+		uint32_t up = k < *n && (*v)[k].c == c ? (*v)[k].up : c;
+		if (!(c >= 0xD800 && c <= 0xDFFF) && (uint32_t)towupper((wint_t)c) != up)
+			goto bad;
+	}
+	return 0;
+bad:
+	*n = 0;
+	return -1;
+}
+#endif
+
 /* The pairs (towupper(c), c) with towupper(c) != c, sorted by up; with the lock held.  0, or
  * -1 when out of memory.  Only up to FOLD_MAX: the planes past the first two hold no cased
  * letter (Unicode 15: CJK ideographs, tags, private use; the last case pair is Adlam's,
  * U+1E922/U+1E900, and glibc's locales take their case maps from Unicode), and 1.1 M calls of
- * towupper were most of -i's start-up in UTF-8 (test_grep_utf8 checks the locale agrees). */
+ * towupper were most of -i's start-up in UTF-8 (test_grep_utf8 checks the locale agrees).
+ * From glibc's table where it can (pairs_from_table: about 0.3 ms less), else one towupper
+ * call per code point. */
+/* The pairs in increasing c, malloc'd into *v (*n); way 0 the table where it can, 1 the calls
+ * only, 2 the table only.  0; -1 out of memory, or (way 2) no table. */
+static int make_pairs(int way, struct fold_pair **v, size_t *n)
+{
+	size_t cap = 0;
+	int got = -1;
+	*v = NULL;
+	*n = 0;
+#ifdef __GLIBC__
+	if (way != 1)
+		got = pairs_from_table(v, n, &cap);
+#endif
+	if (got == -1 && way == 2)
+		got = -2;
+	for (uint32_t c = 0; got == -1 && c <= UTF8_FOLD_MAX; c++) {
+		if (c == 0xD800)
+			c = 0xE000;
+		wint_t u = towupper((wint_t)c);
+		if (u != (wint_t)c && pair_push(v, n, &cap, (uint32_t)u, c) != 0)
+			got = -2;
+	}
+	if (got == -2) {
+		free(*v);
+		*v = NULL;
+		*n = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int utf8_fold_pairs_way(int scan, uint32_t (**pairs)[2], size_t *n)
+{
+	struct fold_pair *v;
+	if (make_pairs(scan ? 1 : 2, &v, n) != 0)
+		return -1;
+	_Static_assert(sizeof *v == sizeof **pairs, "struct fold_pair is two uint32_t");
+	*pairs = (void *)v;
+	return 0;
+}
+
 static int fold_pairs(void)
 {
 	if (cache.fold)
 		return 0;
-	struct fold_pair *v = NULL;
-	size_t n = 0, cap = 0;
-	for (uint32_t c = 0; c <= UTF8_FOLD_MAX; c++) {
-		if (c == 0xD800)
-			c = 0xE000;
-		wint_t u = towupper((wint_t)c);
-		if (u == (wint_t)c)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 4096;
-			struct fold_pair *nv = realloc(v, cap * sizeof *nv);
-			if (!nv) {
-				free(v);
-				return -1;
-			}
-			v = nv;
-		}
-		v[n].up = (uint32_t)u;
-		v[n++].c = c;
-	}
+	struct fold_pair *v;
+	size_t n;
+	if (make_pairs(0, &v, &n) != 0)
+		return -1;
 	qsort(v, n, sizeof *v, cmp_pair);
 	cache.fold = v;
 	cache.n_fold = n;
@@ -619,9 +900,10 @@ static int tedge_add(struct trie *t, int node, uint8_t lo, uint8_t hi, int child
 	return x->n++;
 }
 
-/* Insert one sequence.  Sequences come in increasing order and those of disjoint ranges
- * share a prefix only edge for edge, so only a node's last edge can be the one to follow. */
-static void trie_insert(struct trie *t, const struct utf8_seq *q)
+/* Insert one sequence, its last edge to leaf (negative: -1 for a set, U8_DEC_* for the word
+ * decoder).  Sequences come in increasing order and those of disjoint ranges share a prefix
+ * only edge for edge, so only a node's last edge can be the one to follow. */
+static void trie_insert(struct trie *t, const struct utf8_seq *q, int leaf)
 {
 	int node = 0;
 	for (int i = 0; i < q->n && !t->err; i++) {
@@ -632,7 +914,7 @@ static void trie_insert(struct trie *t, const struct utf8_seq *q)
 			node = x->e[x->n - 1].child;
 			continue;
 		}
-		int child = -1;
+		int child = leaf;
 		if (!last && (child = tnew(t)) < 0)
 			return;
 		if (tedge_add(t, node, q->lo[i], q->hi[i], child) < 0)
@@ -645,36 +927,64 @@ static void trie_insert(struct trie *t, const struct utf8_seq *q)
 
 /* Canonical ids bottom-up: a node's language is given by its edges with canonical children.
  * Children are made after their parents, so a walk from the last node to the first sees every
- * child first. */
-static void trie_canon(struct trie *t)
+ * child first.  The canonical nodes so far sit in an open hash table by their edges' hash
+ * (\w's trie has thousands of nodes: comparing each with every later one was quadratic).
+ * 0, or -1 when out of memory. */
+static int trie_canon(struct trie *t, int merge)
 {
+	size_t cap = 16;
+	while (cap < 2 * (size_t)t->n)
+		cap *= 2;
+	int *tab = malloc(cap * sizeof *tab);
+	if (!tab)
+		return -1;
+	memset(tab, -1, cap * sizeof *tab);
 	for (int i = t->n - 1; i >= 0; i--) {
 		struct tnode *x = &t->v[i];
 		uint64_t h = 1469598103934665603ull;
 		for (int k = 0; k < x->n; k++) {
-			int c = x->e[k].child >= 0 ? t->v[x->e[k].child].canon : -1;
+			int c = x->e[k].child >= 0 ? t->v[x->e[k].child].canon : x->e[k].child;
 			x->e[k].child = c;
+		}
+		/* merge: adjacent edges to one child become one, so that nodes are equal
+		 * exactly when their languages are (the decoder is then minimal) */
+		for (int k = 1, w = 1; merge && k <= x->n; k++) {
+			if (k == x->n) {
+				x->n = w;
+				break;
+			}
+			if (x->e[w - 1].child == x->e[k].child && x->e[w - 1].hi + 1 == x->e[k].lo)
+				x->e[w - 1].hi = x->e[k].hi;
+			else
+				x->e[w++] = x->e[k];
+		}
+		for (int k = 0; k < x->n; k++) {
+			int c = x->e[k].child;
 			h = (h ^ x->e[k].lo) * 1099511628211ull;
 			h = (h ^ x->e[k].hi) * 1099511628211ull;
 			h = (h ^ (uint64_t)(uint32_t)c) * 1099511628211ull;
 		}
 		x->hash = h;
 		x->canon = i;
-		/* the earlier-made equal node (larger index: already canonical) */
-		for (int j = i + 1; j < t->n; j++) {
-			struct tnode *y = &t->v[j];
-			if (y->canon != j || y->hash != h || y->n != x->n)
+		size_t j = (size_t)(h ^ (h >> 29)) & (cap - 1);
+		for (; tab[j] >= 0; j = (j + 1) & (cap - 1)) {
+			const struct tnode *y = &t->v[tab[j]];
+			if (y->hash != h || y->n != x->n)
 				continue;
 			int same = 1;
 			for (int k = 0; k < x->n && same; k++)
 				same = x->e[k].lo == y->e[k].lo && x->e[k].hi == y->e[k].hi &&
 				       x->e[k].child == y->e[k].child;
-			if (same) {
-				x->canon = j;
+			if (same)
 				break;
-			}
 		}
+		if (tab[j] >= 0)
+			x->canon = tab[j];      /* an equal node made earlier (already canonical) */
+		else
+			tab[j] = i;
 	}
+	free(tab);
+	return 0;
 }
 
 /* The AST of trie node `node`: an alternation, one branch per distinct child, of the byte set
@@ -953,6 +1263,14 @@ int cset_equiv(struct cset *s, uint32_t c, int icase)
 	return err ? -1 : 0;
 }
 
+static void trie_free(struct trie *t)
+{
+	for (int i = 0; i < t->n; i++)
+		free(t->v[i].e);
+	free(t->v);
+	memset(t, 0, sizeof *t);
+}
+
 int cset_ast(struct ast *a, struct cset *s)
 {
 	cset_norm(s);
@@ -968,17 +1286,99 @@ int cset_ast(struct ast *a, struct cset *s)
 	for (int i = 0; i < s->n && !t.err; i++) {
 		int k = utf8_sequences(s->r[i][0], s->r[i][1], q, UTF8_MAX_SEQS);
 		for (int j = 0; j < k; j++)
-			trie_insert(&t, &q[j]);
+			trie_insert(&t, &q[j], -1);
 	}
 	if (t.err)
 		goto out;
-	trie_canon(&t);
-	rc = trie_ast(a, &t, t.v[0].canon);
+	if (trie_canon(&t, 0) == 0)
+		rc = trie_ast(a, &t, t.v[0].canon);
 out:
-	for (int i = 0; i < t.n; i++)
-		free(t.v[i].e);
-	free(t.v);
+	trie_free(&t);
 	if (rc < 0)
 		a->err = 1;
+	return rc;
+}
+
+void utf8_word_decoder_free(struct u8_dec *d)
+{
+	free(d->first);
+	free(d->e);
+	memset(d, 0, sizeof *d);
+}
+
+/* One trie of all valid characters, \w's ranges and the others' taken in increasing order
+ * (so trie_insert's "only the last edge" holds across the two), leaves labelled; merging
+ * equal subtrees leaves a few hundred nodes (C.UTF-8: 299 after dfa_build_u8 merges the
+ * ones its byte classes cannot tell apart).  This replaced a subset construction over the
+ * NFAs of \w and \W, which cost more than everything else in -w's start-up. */
+int utf8_word_decoder(struct u8_dec *d)
+{
+	memset(d, 0, sizeof *d);
+	struct cset ws = { 0 }, ns = { 0 };
+	struct trie t = { 0 };
+	int *id = NULL, *order = NULL, rc = -1;
+	if (cset_class(&ws, "word") != 0 || cset_class(&ns, "word") != 0)
+		goto out;
+	cset_norm(&ws);
+	cset_negate(&ns);
+	if (ws.err || ns.err || tnew(&t) < 0)
+		goto out;
+	struct utf8_seq q[UTF8_MAX_SEQS];
+	for (int i = 0, j = 0; (i < ws.n || j < ns.n) && !t.err;) {
+		int word = j >= ns.n || (i < ws.n && ws.r[i][0] < ns.r[j][0]);
+		const uint32_t *r = word ? ws.r[i++] : ns.r[j++];
+		int k = utf8_sequences(r[0], r[1], q, UTF8_MAX_SEQS);
+		if (k < 0)
+			t.err = 1;      /* cannot happen: all of Unicode takes 9 */
+		for (int x = 0; x < k; x++)
+			trie_insert(&t, &q[x], word ? U8_DEC_WORD : U8_DEC_OTHER);
+	}
+	if (t.err || trie_canon(&t, 1) != 0)
+		goto out;
+	/* the canonical nodes reachable from the root, breadth first, the root 0 */
+	id = malloc((size_t)t.n * sizeof *id);
+	order = malloc((size_t)t.n * sizeof *order);
+	if (!id || !order)
+		goto out;
+	memset(id, -1, (size_t)t.n * sizeof *id);
+	int n = 0, root = t.v[0].canon;
+	size_t n_e = 0;
+	id[root] = n;
+	order[n++] = root;
+	for (int h = 0; h < n; h++) {
+		const struct tnode *x = &t.v[order[h]];
+		n_e += (size_t)x->n;
+		for (int k = 0; k < x->n; k++) {
+			int c = x->e[k].child;
+			if (c >= 0 && id[c] < 0) {
+				id[c] = n;
+				order[n++] = c;
+			}
+		}
+	}
+	d->first = malloc((size_t)(n + 1) * sizeof *d->first);
+	d->e = malloc((n_e ? n_e : 1) * sizeof *d->e);
+	if (!d->first || !d->e)
+		goto out;
+	size_t pos = 0;
+	for (int h = 0; h < n; h++) {
+		const struct tnode *x = &t.v[order[h]];
+		d->first[h] = (int)pos;
+		for (int k = 0; k < x->n; k++) {
+			int c = x->e[k].child;
+			d->e[pos++] = (struct u8_edge){ x->e[k].lo, x->e[k].hi, c >= 0 ? id[c] : c };
+		}
+	}
+	d->first[n] = (int)pos;
+	d->n = n;
+	rc = 0;
+out:
+	trie_free(&t);
+	cset_free(&ws);
+	cset_free(&ns);
+	free(id);
+	free(order);
+	if (rc != 0)
+		utf8_word_decoder_free(d);
 	return rc;
 }

@@ -272,6 +272,82 @@ static void test_fold_bound(void)
 	CHECK(bad == 0, "%u characters past UTF8_FOLD_MAX with another upper case", bad);
 }
 
+/* The classes made from glibc's tables (utf8.c class_from_table) are exactly the ones made
+ * by one isw* call per code point, for every class, in the current locale (loc names it). */
+static void test_class_tables(const char *loc)
+{
+	static const char *const names[] = { "alpha", "upper", "lower", "digit", "xdigit", "space",
+		                             "print", "punct", "graph", "cntrl", "blank", "alnum",
+		                             "word" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		struct cset scan = { 0 }, tab = { 0 };
+		int rs = cset_class_way(&scan, names[i], 1), rt = cset_class_way(&tab, names[i], 0);
+#ifdef __GLIBC__
+		CHECK(rt == 0, "%s %s: the table walk gave up", loc, names[i]);
+#endif
+		int same = rs == 0 && !scan.err && !tab.err && scan.n == tab.n &&
+		           (!scan.n || !memcmp(scan.r, tab.r, (size_t)scan.n * sizeof scan.r[0]));
+		if (rt == 0)
+			CHECK(same, "%s %s: %d ranges scanned, %d from the table", loc, names[i], scan.n,
+			      tab.n);
+		/* a test that can fail: the classes are not empty nor everything */
+		CHECK(rs == 0 && scan.n > 0 && (scan.r[0][0] > 0 || scan.r[0][1] < UTF8_MAX),
+		      "%s %s: %d ranges", loc, names[i], scan.n);
+		cset_free(&scan);
+		cset_free(&tab);
+	}
+	/* -i's case pairs (utf8.c pairs_from_table) likewise */
+	uint32_t (*ps)[2] = NULL, (*pt)[2] = NULL;
+	size_t ns = 0, nt = 0;
+	int rs = utf8_fold_pairs_way(1, &ps, &ns), rt = utf8_fold_pairs_way(0, &pt, &nt);
+#ifdef __GLIBC__
+	CHECK(rt == 0, "%s: the case table walk gave up", loc);
+#endif
+	CHECK(rs == 0 && ns > 1000, "%s: %zu case pairs", loc, ns);
+	if (rt == 0)
+		CHECK(rs == 0 && ns == nt && !memcmp(ps, pt, ns * sizeof ps[0]),
+		      "%s: %zu case pairs scanned, %zu from the table", loc, ns, nt);
+	free(ps);
+	free(pt);
+}
+
+/* The same in en_US.UTF-8: installed, or made here with localedef into a LOCPATH of our own
+ * (as tests/grep/utf8.sh does); skipped with a line when neither works. */
+static void test_class_tables_en_us(void)
+{
+	char dir[] = "/tmp/test_grep_utf8.XXXXXX", cmd[512];
+	int made = 0;
+	if (!setlocale(LC_ALL, "en_US.UTF-8")) {
+		if (!mkdtemp(dir))
+			return;
+		snprintf(cmd, sizeof cmd,
+		         "localedef -i en_US -f UTF-8 %s/en_US.UTF-8 >/dev/null 2>&1; "
+		         "test -f %s/en_US.UTF-8/LC_CTYPE", dir, dir);
+		made = system(cmd) == 0;
+		if (made) {
+			setenv("LOCPATH", dir, 1);
+			made = setlocale(LC_ALL, "en_US.UTF-8") != NULL;
+		}
+		if (!made) {
+			printf("test_grep_utf8: en_US.UTF-8 classes skipped: not installed and "
+			       "localedef could not make it\n");
+			snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+			if (system(cmd) != 0)
+				printf("test_grep_utf8: could not remove %s\n", dir);
+			setlocale(LC_ALL, "C.UTF-8");
+			return;
+		}
+	}
+	test_class_tables("en_US.UTF-8");
+	setlocale(LC_ALL, "C.UTF-8");
+	if (made) {
+		unsetenv("LOCPATH");
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			printf("test_grep_utf8: could not remove %s\n", dir);
+	}
+}
+
 /* grep 3.8's messages for UTF-8 brackets in C.UTF-8 */
 static void test_errors(void)
 {
@@ -589,6 +665,8 @@ int main(void)
 	test_word_dfa();
 	test_errors();
 	test_fold_bound();
+	test_class_tables("C.UTF-8");
+	test_class_tables_en_us();
 	test_set_literal();
 	test_context_fast();
 	printf("%u passed, %u failed\n", n_pass, n_fail);
