@@ -119,6 +119,7 @@ static void attr_from(const uint8_t *p, struct arf_attr *at)
 		.gid = (uint32_t)f[3], .size = f[4], .nblocks = f[5],
 		.atime = (int64_t)f[6], .mtime = (int64_t)f[7], .ctime = (int64_t)f[8],
 		.btime = (int64_t)f[9], .gen = f[10], .parent = f[11], .rdev = f[12],
+		.no_xattrs = (f[0] >> ARF_GA_NOXATTR_BIT) & 1,
 	};
 	memcpy(at->layout, p + sizeof f, sizeof at->layout);   /* little-endian, as the host's */
 }

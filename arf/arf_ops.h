@@ -8,6 +8,7 @@
 #ifndef ARF_OPS_H
 #define ARF_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,8 @@ struct arf_attr {
 	uint32_t layout[4];                 /* a cluster file's own layout record (docs/cluster.md,
 	                                     * "A file's own stripe unit": unit, stripe count,
 	                                     * first server, reserved), all 0 when it has none */
+	bool no_xattrs;                     /* the inode had no xattr block when read (an
+	                                     * ops.pno older than this field: false, unknown) */
 };
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
 /* arf_setlayout: give regular file ino a cluster layout record (unit, count, first, 0; read

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arc.h"
@@ -103,6 +104,82 @@ static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
 	st->st_mtim.tv_nsec = at->mtime % 1000000000;
 	st->st_ctim.tv_sec = at->ctime / 1000000000;
 	st->st_ctim.tv_nsec = at->ctime % 1000000000;
+}
+
+/* ---- inodes known to have no xattrs ----
+ * `ls -l` asks for each name's system.posix_acl_access and security.selinux (a directory's
+ * system.posix_acl_default too), and the kernel caches none of it on a fresh mount: two to
+ * three getxattr requests per name listed, each a run in arfd (~80 us on loopback), for
+ * inodes that nearly all have no xattr at all: three quarters of the requests of bench/fs's
+ * ls -lR row.  getattr's answer says whether the inode had an xattr block
+ * (arf_attr.no_xattrs), so lookup, getattr and readdirplus remember the inodes that had
+ * none for as long as the kernel keeps those attributes (attr_timeout), and getxattr and
+ * listxattr of such an inode are answered here: the same staleness as the attributes
+ * themselves, which another client may change meanwhile as well.  A fixed table indexed by
+ * the inode number (a collision forgets the older entry, whose requests then go to arfd),
+ * so memory stays bounded whatever the tree.  An xattr change made through this mount
+ * forgets the inode and moves the epoch before its run and after it; a note is dropped when
+ * the epoch moved since before the run that read it, so an answer read before the change
+ * cannot outlive it. */
+#define NOXA_SLOTS 8192            /* a power of two: 128 KiB */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t epoch;
+	struct { uint64_t ino, until_ns; } slot[NOXA_SLOTS];
+} noxa = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Taken before a run whose attributes will be noted. */
+static uint64_t noxa_epoch(void)
+{
+	pthread_mutex_lock(&noxa.lock);
+	uint64_t e = noxa.epoch;
+	pthread_mutex_unlock(&noxa.lock);
+	return e;
+}
+
+/* What at (read by a run that began at epoch) says of ino's xattrs. */
+static void noxa_note(const struct arf_fs *fs, uint64_t ino, const struct arf_attr *at,
+                      uint64_t epoch)
+{
+	if (!(fs->attr_timeout > 0) || fs->noxattr)
+		return;
+	uint64_t until = mono_ns() + (uint64_t)(fs->attr_timeout * 1e9);
+	pthread_mutex_lock(&noxa.lock);
+	__typeof__(noxa.slot[0]) *e = &noxa.slot[ino & (NOXA_SLOTS - 1)];
+	if (epoch != noxa.epoch)
+		;                          /* an xattr changed here since: the answer may be old */
+	else if (at->no_xattrs)
+		*e = (__typeof__(*e)){ ino, until };
+	else if (e->ino == ino)
+		e->ino = 0;
+	pthread_mutex_unlock(&noxa.lock);
+}
+
+static bool noxa_known(uint64_t ino)
+{
+	uint64_t now = mono_ns();
+	pthread_mutex_lock(&noxa.lock);
+	const __typeof__(noxa.slot[0]) *e = &noxa.slot[ino & (NOXA_SLOTS - 1)];
+	bool known = e->ino == ino && now < e->until_ns;
+	pthread_mutex_unlock(&noxa.lock);
+	return known;
+}
+
+/* Before and after this mount changes ino's xattrs. */
+static void noxa_forget(uint64_t ino)
+{
+	pthread_mutex_lock(&noxa.lock);
+	noxa.epoch++;
+	if (noxa.slot[ino & (NOXA_SLOTS - 1)].ino == ino)
+		noxa.slot[ino & (NOXA_SLOTS - 1)].ino = 0;
+	pthread_mutex_unlock(&noxa.lock);
 }
 
 /* ---- what the client remembers per inode ----
@@ -498,7 +575,10 @@ static void arf_lookup_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct arf_fs *fs = fs_of(req);
 	struct arf_attr at;
+	uint64_t ep = noxa_epoch();
 	int64_t ino = arf_lookup_attr(fs->c, parent, name, &at);
+	if (ino > 0)
+		noxa_note(fs, (uint64_t)ino, &at, ep);
 	if (ino > 0 && desc_name(fs, parent, name) && !strcmp(name, ARF_CLUSTER_FILE))
 		arf_data_desc_seen(fs->d, (uint64_t)ino);   /* (a cluster move renamed a new one in) */
 	reply_entry(req, ino, &at);
@@ -509,11 +589,13 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	struct arf_fs *fs = fs_of(req);
 	struct arf_attr at;
 	wq_drain(fs, ino);             /* the size and times our queued writes will give */
+	uint64_t ep = noxa_epoch();
 	int rc = arf_getattr(fs->c, ino, &at);
 	if (rc < 0) {
 		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
 		return;
 	}
+	noxa_note(fs, ino, &at, ep);
 	struct stat st;
 	to_stat(ino, &at, &st);
 	uint64_t hidden;
@@ -661,7 +743,9 @@ static int acl_for_new(struct arf_fs *fs, uint64_t dir, bool isdir, unsigned *mo
                        mode_t umask, struct new_acl *na)
 {
 	na->acc_len = na->def_len = 0;
-	int64_t v = arf_getxattr(fs->c, dir, ACL_DEFAULT, na->def, sizeof na->def);
+	/* a directory known to have no xattrs has no default ACL: no run (untar's creates) */
+	int64_t v = noxa_known(dir) ? -ENODATA
+	                            : arf_getxattr(fs->c, dir, ACL_DEFAULT, na->def, sizeof na->def);
 	if (v == -ENODATA) {
 		*mode &= ~(unsigned)umask;
 		return 0;
@@ -683,10 +767,14 @@ static int acl_for_new(struct arf_fs *fs, uint64_t dir, bool isdir, unsigned *mo
 static int acl_store_new(struct arf_fs *fs, uint64_t ino, const struct new_acl *na)
 {
 	int rc = 0;
+	if (!na->acc_len && !na->def_len)
+		return 0;
+	noxa_forget(ino);
 	if (na->acc_len)
 		rc = arf_setxattr(fs->c, ino, ACL_ACCESS, na->acc, na->acc_len, 0);
 	if (rc == 0 && na->def_len)
 		rc = arf_setxattr(fs->c, ino, ACL_DEFAULT, na->def, na->def_len, 0);
+	noxa_forget(ino);
 	return rc;
 }
 
@@ -706,6 +794,7 @@ static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, 
 			return rc;
 	}
 	mode = (mode & ~(mode_t)0777) | perm;
+	uint64_t ep = noxa_epoch();
 	int64_t ino = S_ISDIR(mode)
 	              ? arf_mkdir_attr(fs->c, parent, name, mode & 07777, ctx->uid, ctx->gid, at)
 	              : arf_mknod_attr(fs->c, parent, name, mode & (S_IFMT | 07777), rdev, ctx->uid,
@@ -715,6 +804,8 @@ static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, 
 		if (rc < 0)
 			return rc;
 	}
+	if (ino > 0)                   /* (ACLs stored just now moved the epoch: not noted) */
+		noxa_note(fs, (uint64_t)ino, at, ep);
 	return ino;
 }
 
@@ -933,6 +1024,7 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, boo
 	}
 	for (;;) {
 		uint64_t next = cookie;
+		uint64_t ep = noxa_epoch();
 		int n = plus ? arf_readdirplus(fs->c, ino, &next, ents, attrs, max)
 		             : arf_readdir(fs->c, ino, &next, ents, max);
 		if (n < 0) {
@@ -952,6 +1044,7 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, boo
 			if (plus) {
 				if (attrs[k].mode == 0)
 					continue;      /* removed between the listing and its getattr */
+				noxa_note(fs, ents[k].ino, &attrs[k], ep);
 				fill_entry(fs, ents[k].ino, &attrs[k], &e);
 				len = fuse_add_direntry_plus(req, buf + used, size - used, ents[k].name, &e,
 				                             eoff);
@@ -1214,10 +1307,11 @@ static void arf_fallocate_op(fuse_req_t req, fuse_ino_t ino, int mode, off_t off
  * a writer without CAP_FSETID, setuid and setgid-with-group-execute (should_remove_suid: a
  * changed program must not keep its privileges).  Done here instead: a request carries the
  * writer's uid, not its capabilities, so uid 0 stands for CAP_FSETID (as for trusted.*).
- * One run for each while what it would find is not known (caps_known_absent). */
+ * One run for each while what it would find is not known (caps_known_absent, or an inode
+ * known to have no xattrs at all: noxa_known). */
 static int drop_privs(struct arf_fs *fs, uint64_t ino, uid_t writer)
 {
-	if (!fs->noxattr && !caps_known_absent(ino)) {
+	if (!fs->noxattr && !caps_known_absent(ino) && !noxa_known(ino)) {
 		int64_t v = arf_getxattr(fs->c, ino, "security.capability", NULL, 0);
 		if (v >= 0)
 			v = arf_removexattr(fs->c, ino, "security.capability");
@@ -1619,6 +1713,7 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	if (is_caps(name))
 		caps_set_absent(ino, false);
+	noxa_forget(ino);
 	int rc;
 	if (!strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT)) {
 		/* the kernel validated it; an access ACL sets the mode in the same run, and one
@@ -1649,6 +1744,7 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 	} else {
 		rc = arf_setxattr(fs_of(req)->c, ino, name, value, size, (unsigned)flags);
 	}
+	noxa_forget(ino);
 	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);     /* 0: fuse_reply_err(req, 0) */
 }
 
@@ -1656,7 +1752,8 @@ static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, si
 {
 	if (xattr_refused(req, name))
 		return;
-	if (is_caps(name) && caps_known_absent(ino)) {
+	if ((is_caps(name) && caps_known_absent(ino)) ||
+	    (strcmp(name, STRIPE_XATTR) && noxa_known(ino))) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
@@ -1685,6 +1782,13 @@ static void arf_listxattr_op(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	if (fs_of(req)->noxattr) {
 		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+		return;
+	}
+	if (noxa_known(ino)) {
+		if (size == 0)
+			fuse_reply_xattr(req, 0);
+		else
+			fuse_reply_buf(req, NULL, 0);
 		return;
 	}
 	char buf[ARF_XATTR_LIST_MAX];
