@@ -133,6 +133,11 @@ void arf_walk_prune(struct arf_walk *w, unsigned depth);
 
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name);
 int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name);
+/* unlink (is_dir false) or rmdir of name in dir, as those, and dir's attributes after it in
+ * *dirat (mode 0 when not known: an error, dir gone meanwhile, or an ops.pno without
+ * unlinkattr/rmdirattr, which then runs plain unlink/rmdir). */
+int arf_remove_attr(struct arf_client *c, uint64_t dir, const char *name, bool is_dir,
+                    struct arf_attr *dirat);
 
 /* A symbolic link name in dir pointing at target (1..4095 bytes; empty: -ENOENT, longer:
  * -ENAMETOOLONG), mode S_IFLNK|0777: the new inode number. */

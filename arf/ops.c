@@ -18,6 +18,7 @@
  *                                   S_IFBLK or S_IFSOCK in mode; rdev: a device's number)
  *   mkdirattr, mknodattr            the same, then getattr of the new inode
  *   unlink(dir), rmdir(dir)         name -> 0
+ *   unlinkattr, rmdirattr           the same, then getattr of dir (the parent)
  *   symlink(dir, nlen, uid, gid)    name then target -> new inode number
  *   link(ino, dir)                  name -> 0
  *   rename(olddir, newdir, olen, flags)  old name then new name -> 0
@@ -950,6 +951,27 @@ long unlink(u64 dir, u64 key)
 long rmdir(u64 dir, u64 key)
 {
 	return oplain(rm(dir, 1, key));
+}
+
+/* unlinkattr(dir, key), rmdirattr(dir, key): unlink's or rmdir's result and, when it is
+ * >= 0, getattr of dir on the output (nothing when dir went meanwhile).  The kernel drops
+ * a directory's attributes after each change in it and asks for them again before the next
+ * one (its permission check): with them here, a mount answers that getattr itself (rm -r:
+ * one run a name instead of two; docs/arf.md, "Mounting"). */
+long unlinkattr(u64 dir, u64 key)
+{
+	long r = oplain(rm(dir, 0, key));
+	if (r >= 0)
+		do_getattr(dir);
+	return r;
+}
+
+long rmdirattr(u64 dir, u64 key)
+{
+	long r = oplain(rm(dir, 1, key));
+	if (r >= 0)
+		do_getattr(dir);
+	return r;
 }
 
 /* ---------------------------------------------------------------- entry helpers

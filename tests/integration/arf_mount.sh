@@ -432,9 +432,27 @@ if timeout "$T" "$BUILD/arf" mount "$ep" "$mq" -o attr_timeout=60,entry_timeout=
 	ENODATA|ENOTSUP|EOPNOTSUPP) bad "a file made right after the default ACL has no access ACL";;
 	*) ok;;
 	esac
+	# rm through the caching mount: the kernel's GETATTR of the directory before each unlink
+	# is answered from unlinkattr's answer (one run a name, not two), and a change made
+	# through the mount since is not hidden by it (nlink after an rmdir, then a mkdir)
+	mkdir "$mq/rmd" "$mq/rmd/s1" "$mq/rmd/s2"
+	for i in $(seq 40); do : >"$mq/rmd/g$i"; done
+	x0=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+	rm "$mq"/rmd/g*
+	x=$(( $("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p') - x0 ))
+	if [ "$x" -le 50 ]; then ok; else bad "rm of 40 files took $x runs in arfd (at most 50 expected: no getattr of their directory between the unlinks)"; fi
+	same "the files are gone" "$(ls "$mq/rmd" | tr '\n' ' ')" "s1 s2 "
+	rmdir "$mq/rmd/s1"
+	same "nlink after rmdir" "$(stat -c %h "$mq/rmd")" 3
+	mkdir "$mq/rmd/s3"
+	same "nlink after rmdir, then mkdir (the kept attributes are stale)" "$(stat -c %h "$mq/rmd")" 4
+	: >"$mq/rmd/s3/f"
+	rm "$mq/rmd/s3/f"
+	touch -d @1000000000 "$mq/rmd/s3"
+	same "mtime set right after an unlink in the directory" "$(stat -c %Y "$mq/rmd/s3")" 1000000000
 	sleep 1.5                      # past $mz's attr_timeout (1 s)
 	same "another mount, its attributes expired" "$(xa get "$mz/nx/f1" user.t)" v1
-	rm -rf "$mq/nx"
+	rm -rf "$mq/nx" "$mq/rmd"
 	timeout "$T" "$BUILD/arf" umount "$mz"
 	timeout "$T" "$BUILD/arf" umount "$mq"
 else
