@@ -10,13 +10,30 @@
 #include "arc.h"
 #include "arf_ops.h"
 #include "arf_seg.h"
+#include "isa.h"
 #include "layout.h"
 
 struct arf_client {
 	struct arf_seg s;              /* ops.pno */
 	uint32_t id;                   /* random, not 0: the high half of every key */
 	uint32_t seq;                  /* the last sequence number handed out (atomic) */
+	bool rm_attr;                  /* the segment exports unlinkattr and rmdirattr (an
+	                                * older ops.pno does not: plain unlink and rmdir) */
 };
+
+/* Whether segment bytes export both names (a segment that does not decode: no). */
+static bool exports_both(const void *bytes, size_t len, const char *a, const char *b)
+{
+	struct isa_seg *seg;
+	char err[160];
+	if (isa_seg_decode(bytes, len, &seg, err, sizeof err) != 0)
+		return false;
+	int found = 0;
+	for (uint32_t i = 0; i < seg->n_exports; i++)
+		found |= (!strcmp(seg->exports[i].name, a)) | (!strcmp(seg->exports[i].name, b)) << 1;
+	isa_seg_free(seg);
+	return found == 3;
+}
 
 /* A fresh key for one state-changing request: client << 32 | sequence number (docs/arf.md,
  * "Exactly once across a restart").  The request's bytes carry it, so libarc's resend
@@ -46,6 +63,7 @@ struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *er
 		return NULL;
 	}
 	c->id = arf_key_id();
+	c->rm_attr = exports_both(c->s.bytes, c->s.len, "unlinkattr", "rmdirattr");
 	return c;
 }
 
@@ -119,6 +137,7 @@ static void attr_from(const uint8_t *p, struct arf_attr *at)
 		.gid = (uint32_t)f[3], .size = f[4], .nblocks = f[5],
 		.atime = (int64_t)f[6], .mtime = (int64_t)f[7], .ctime = (int64_t)f[8],
 		.btime = (int64_t)f[9], .gen = f[10], .parent = f[11], .rdev = f[12],
+		.no_xattrs = (f[0] >> ARF_GA_NOXATTR_BIT) & 1,
 	};
 	memcpy(at->layout, p + sizeof f, sizeof at->layout);   /* little-endian, as the host's */
 }
@@ -414,6 +433,21 @@ int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name)
 {
 	int64_t a[2] = { (int64_t)dir, key(c) };
 	return (int)simple(c, "rmdir", a, 2, name);
+}
+
+int arf_remove_attr(struct arf_client *c, uint64_t dir, const char *name, bool is_dir,
+                    struct arf_attr *dirat)
+{
+	dirat->mode = 0;
+	if (!c->rm_attr)
+		return is_dir ? arf_rmdir(c, dir, name) : arf_unlink(c, dir, name);
+	int64_t a[2] = { (int64_t)dir, key(c) };
+	struct arc_exec x = { 0 };
+	int64_t v = run(c, &x, is_dir ? "rmdirattr" : "unlinkattr", a, 2, name, strlen(name));
+	if (v >= 0 && x.out_len == ATTR_BYTES)
+		attr_from(x.out, dirat);
+	free(x.out);
+	return (int)v;
 }
 
 /* Run entry with args and the bytes a then b (the two names, or a name and a target). */

@@ -8,6 +8,7 @@
 #ifndef ARF_OPS_H
 #define ARF_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,8 @@ struct arf_attr {
 	uint32_t layout[4];                 /* a cluster file's own layout record (docs/cluster.md,
 	                                     * "A file's own stripe unit": unit, stripe count,
 	                                     * first server, reserved), all 0 when it has none */
+	bool no_xattrs;                     /* the inode had no xattr block when read (an
+	                                     * ops.pno older than this field: false, unknown) */
 };
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at);
 /* arf_setlayout: give regular file ino a cluster layout record (unit, count, first, 0; read
@@ -130,6 +133,11 @@ void arf_walk_prune(struct arf_walk *w, unsigned depth);
 
 int arf_unlink(struct arf_client *c, uint64_t dir, const char *name);
 int arf_rmdir(struct arf_client *c, uint64_t dir, const char *name);
+/* unlink (is_dir false) or rmdir of name in dir, as those, and dir's attributes after it in
+ * *dirat (mode 0 when not known: an error, dir gone meanwhile, or an ops.pno without
+ * unlinkattr/rmdirattr, which then runs plain unlink/rmdir). */
+int arf_remove_attr(struct arf_client *c, uint64_t dir, const char *name, bool is_dir,
+                    struct arf_attr *dirat);
 
 /* A symbolic link name in dir pointing at target (1..4095 bytes; empty: -ENOENT, longer:
  * -ENAMETOOLONG), mode S_IFLNK|0777: the new inode number. */

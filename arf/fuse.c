@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arc.h"
@@ -103,6 +104,144 @@ static void to_stat(uint64_t ino, const struct arf_attr *at, struct stat *st)
 	st->st_mtim.tv_nsec = at->mtime % 1000000000;
 	st->st_ctim.tv_sec = at->ctime / 1000000000;
 	st->st_ctim.tv_nsec = at->ctime % 1000000000;
+}
+
+/* ---- inodes known to have no xattrs ----
+ * `ls -l` asks for each name's system.posix_acl_access and security.selinux (a directory's
+ * system.posix_acl_default too), and the kernel caches none of it on a fresh mount: two to
+ * three getxattr requests per name listed, each a run in arfd (~80 us on loopback), for
+ * inodes that nearly all have no xattr at all: three quarters of the requests of bench/fs's
+ * ls -lR row.  getattr's answer says whether the inode had an xattr block
+ * (arf_attr.no_xattrs), so lookup, getattr and readdirplus remember the inodes that had
+ * none for as long as the kernel keeps those attributes (attr_timeout), and getxattr and
+ * listxattr of such an inode are answered here: the same staleness as the attributes
+ * themselves, which another client may change meanwhile as well.  A fixed table indexed by
+ * the inode number (a collision forgets the older entry, whose requests then go to arfd),
+ * so memory stays bounded whatever the tree.  An xattr change made through this mount
+ * forgets the inode and moves the epoch before its run and after it; a note is dropped when
+ * the epoch moved since before the run that read it, so an answer read before the change
+ * cannot outlive it. */
+#define NOXA_SLOTS 8192            /* a power of two: 128 KiB */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t epoch;
+	struct { uint64_t ino, until_ns; } slot[NOXA_SLOTS];
+} noxa = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Taken before a run whose attributes will be noted. */
+static uint64_t noxa_epoch(void)
+{
+	pthread_mutex_lock(&noxa.lock);
+	uint64_t e = noxa.epoch;
+	pthread_mutex_unlock(&noxa.lock);
+	return e;
+}
+
+/* What at (read by a run that began at epoch) says of ino's xattrs. */
+static void noxa_note(const struct arf_fs *fs, uint64_t ino, const struct arf_attr *at,
+                      uint64_t epoch)
+{
+	if (!(fs->attr_timeout > 0) || fs->noxattr)
+		return;
+	uint64_t until = mono_ns() + (uint64_t)(fs->attr_timeout * 1e9);
+	pthread_mutex_lock(&noxa.lock);
+	__typeof__(noxa.slot[0]) *e = &noxa.slot[ino & (NOXA_SLOTS - 1)];
+	if (epoch != noxa.epoch)
+		;                          /* an xattr changed here since: the answer may be old */
+	else if (at->no_xattrs)
+		*e = (__typeof__(*e)){ ino, until };
+	else if (e->ino == ino)
+		e->ino = 0;
+	pthread_mutex_unlock(&noxa.lock);
+}
+
+static bool noxa_known(uint64_t ino)
+{
+	uint64_t now = mono_ns();
+	pthread_mutex_lock(&noxa.lock);
+	const __typeof__(noxa.slot[0]) *e = &noxa.slot[ino & (NOXA_SLOTS - 1)];
+	bool known = e->ino == ino && now < e->until_ns;
+	pthread_mutex_unlock(&noxa.lock);
+	return known;
+}
+
+/* Before and after this mount changes ino's xattrs. */
+static void noxa_forget(uint64_t ino)
+{
+	pthread_mutex_lock(&noxa.lock);
+	noxa.epoch++;
+	if (noxa.slot[ino & (NOXA_SLOTS - 1)].ino == ino)
+		noxa.slot[ino & (NOXA_SLOTS - 1)].ino = 0;
+	pthread_mutex_unlock(&noxa.lock);
+}
+
+/* ---- a directory's attributes after an unlink or rmdir here ----
+ * The kernel drops a directory's attributes after every change in it, and its permission
+ * check before the next change in the same directory asks for them again: rm -r sent a
+ * GETATTR of the parent before each unlink (2176 of its 5182 runs on bench/fs's --quick
+ * tree).  unlinkattr and rmdirattr return the parent's attributes after the change, and the
+ * next GETATTR of that directory is answered with them, while nothing else changed through
+ * this mount: every handler that may change the tree moves dira.mut when it begins and when
+ * it ends (dira_begin, dira_end, the wrappers below), and the attributes are kept with the
+ * value mut will have once their own request ends, so any other change begun or ended
+ * since makes them stale.  Another client's change is seen once attr_timeout has passed,
+ * as with the kernel's own cache (0: nothing kept).  One slot: rm -r removes in one
+ * directory after another. */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t mut;                  /* moved at the start and the end of every change */
+	uint64_t dir, valid_at, until_ns;  /* dir 0: empty; valid while mut == valid_at */
+	struct arf_attr at;
+} dira = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t dira_begin(void)
+{
+	pthread_mutex_lock(&dira.lock);
+	uint64_t mine = ++dira.mut;
+	pthread_mutex_unlock(&dira.lock);
+	return mine;
+}
+
+static void dira_end(void)
+{
+	pthread_mutex_lock(&dira.lock);
+	dira.mut++;
+	pthread_mutex_unlock(&dira.lock);
+}
+
+/* The end of an unlink or rmdir that began at mine: keep at (mode 0: nothing to keep) as
+ * dir's attributes if no other change began or ended meanwhile, then end. */
+static void dira_finish(const struct arf_fs *fs, uint64_t mine, uint64_t dir,
+                        const struct arf_attr *at)
+{
+	uint64_t until = mono_ns() + (uint64_t)(fs->attr_timeout * 1e9);
+	pthread_mutex_lock(&dira.lock);
+	if (at->mode && S_ISDIR(at->mode) && fs->attr_timeout > 0 && dira.mut == mine) {
+		dira.dir = dir;
+		dira.at = *at;
+		dira.valid_at = mine + 1;
+		dira.until_ns = until;
+	}
+	dira.mut++;
+	pthread_mutex_unlock(&dira.lock);
+}
+
+static bool dira_get(uint64_t ino, struct arf_attr *at)
+{
+	uint64_t now = mono_ns();
+	pthread_mutex_lock(&dira.lock);
+	bool hit = dira.dir == ino && dira.mut == dira.valid_at && now < dira.until_ns;
+	if (hit)
+		*at = dira.at;
+	pthread_mutex_unlock(&dira.lock);
+	return hit;
 }
 
 /* ---- what the client remembers per inode ----
@@ -498,7 +637,10 @@ static void arf_lookup_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct arf_fs *fs = fs_of(req);
 	struct arf_attr at;
+	uint64_t ep = noxa_epoch();
 	int64_t ino = arf_lookup_attr(fs->c, parent, name, &at);
+	if (ino > 0)
+		noxa_note(fs, (uint64_t)ino, &at, ep);
 	if (ino > 0 && desc_name(fs, parent, name) && !strcmp(name, ARF_CLUSTER_FILE))
 		arf_data_desc_seen(fs->d, (uint64_t)ino);   /* (a cluster move renamed a new one in) */
 	reply_entry(req, ino, &at);
@@ -508,12 +650,20 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 {
 	struct arf_fs *fs = fs_of(req);
 	struct arf_attr at;
+	if (dira_get(ino, &at)) {      /* a directory, as an unlink here just left it */
+		struct stat st;
+		to_stat(ino, &at, &st);
+		fuse_reply_attr(req, &st, fs->attr_timeout);
+		return;
+	}
 	wq_drain(fs, ino);             /* the size and times our queued writes will give */
+	uint64_t ep = noxa_epoch();
 	int rc = arf_getattr(fs->c, ino, &at);
 	if (rc < 0) {
 		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
 		return;
 	}
+	noxa_note(fs, ino, &at, ep);
 	struct stat st;
 	to_stat(ino, &at, &st);
 	uint64_t hidden;
@@ -661,7 +811,9 @@ static int acl_for_new(struct arf_fs *fs, uint64_t dir, bool isdir, unsigned *mo
                        mode_t umask, struct new_acl *na)
 {
 	na->acc_len = na->def_len = 0;
-	int64_t v = arf_getxattr(fs->c, dir, ACL_DEFAULT, na->def, sizeof na->def);
+	/* a directory known to have no xattrs has no default ACL: no run (untar's creates) */
+	int64_t v = noxa_known(dir) ? -ENODATA
+	                            : arf_getxattr(fs->c, dir, ACL_DEFAULT, na->def, sizeof na->def);
 	if (v == -ENODATA) {
 		*mode &= ~(unsigned)umask;
 		return 0;
@@ -683,10 +835,14 @@ static int acl_for_new(struct arf_fs *fs, uint64_t dir, bool isdir, unsigned *mo
 static int acl_store_new(struct arf_fs *fs, uint64_t ino, const struct new_acl *na)
 {
 	int rc = 0;
+	if (!na->acc_len && !na->def_len)
+		return 0;
+	noxa_forget(ino);
 	if (na->acc_len)
 		rc = arf_setxattr(fs->c, ino, ACL_ACCESS, na->acc, na->acc_len, 0);
 	if (rc == 0 && na->def_len)
 		rc = arf_setxattr(fs->c, ino, ACL_DEFAULT, na->def, na->def_len, 0);
+	noxa_forget(ino);
 	return rc;
 }
 
@@ -706,6 +862,7 @@ static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, 
 			return rc;
 	}
 	mode = (mode & ~(mode_t)0777) | perm;
+	uint64_t ep = noxa_epoch();
 	int64_t ino = S_ISDIR(mode)
 	              ? arf_mkdir_attr(fs->c, parent, name, mode & 07777, ctx->uid, ctx->gid, at)
 	              : arf_mknod_attr(fs->c, parent, name, mode & (S_IFMT | 07777), rdev, ctx->uid,
@@ -715,6 +872,8 @@ static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, 
 		if (rc < 0)
 			return rc;
 	}
+	if (ino > 0)                   /* (ACLs stored just now moved the epoch: not noted) */
+		noxa_note(fs, (uint64_t)ino, at, ep);
 	return ino;
 }
 
@@ -825,7 +984,10 @@ static void mark_removed(struct arf_fs *fs, int64_t ino, const struct arf_attr *
 static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct arf_fs *fs = fs_of(req);
+	uint64_t mine = dira_begin();
+	struct arf_attr none = { .mode = 0 };
 	if (desc_name(fs, parent, name)) {
+		dira_finish(fs, mine, parent, &none);
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -845,6 +1007,7 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 			int rc = arf_rename(fs->c, parent, name, parent, hname, 0);
 			if (rc == 0)
 				ino_set_hidden((uint64_t)ino, parent);
+			dira_finish(fs, mine, parent, &none);
 			reply_errno(req, rc);
 			return;
 		}
@@ -853,15 +1016,22 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else {
 		gone = removable(fs, parent, name, &at);
 	}
-	int rc = arf_unlink(fs->c, parent, name);
+	struct arf_attr dirat;
+	int rc = arf_remove_attr(fs->c, parent, name, false, &dirat);
 	if (rc == 0)
 		mark_removed(fs, gone, &at);
+	dira_finish(fs, mine, parent, &dirat);
 	reply_errno(req, rc);
 }
 
 static void arf_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_errno(req, arf_rmdir(fs_of(req)->c, parent, name));
+	struct arf_fs *fs = fs_of(req);
+	uint64_t mine = dira_begin();
+	struct arf_attr dirat;
+	int rc = arf_remove_attr(fs->c, parent, name, true, &dirat);
+	dira_finish(fs, mine, parent, &dirat);
+	reply_errno(req, rc);
 }
 
 /* Directories keep no open state: an ARF cookie is a position that stays valid. */
@@ -933,6 +1103,7 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, boo
 	}
 	for (;;) {
 		uint64_t next = cookie;
+		uint64_t ep = noxa_epoch();
 		int n = plus ? arf_readdirplus(fs->c, ino, &next, ents, attrs, max)
 		             : arf_readdir(fs->c, ino, &next, ents, max);
 		if (n < 0) {
@@ -952,6 +1123,7 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, boo
 			if (plus) {
 				if (attrs[k].mode == 0)
 					continue;      /* removed between the listing and its getattr */
+				noxa_note(fs, ents[k].ino, &attrs[k], ep);
 				fill_entry(fs, ents[k].ino, &attrs[k], &e);
 				len = fuse_add_direntry_plus(req, buf + used, size - used, ents[k].name, &e,
 				                             eoff);
@@ -1224,10 +1396,11 @@ static void arf_fallocate_op(fuse_req_t req, fuse_ino_t ino, int mode, off_t off
  * a writer without CAP_FSETID, setuid and setgid-with-group-execute (should_remove_suid: a
  * changed program must not keep its privileges).  Done here instead: a request carries the
  * writer's uid, not its capabilities, so uid 0 stands for CAP_FSETID (as for trusted.*).
- * One run for each while what it would find is not known (caps_known_absent). */
+ * One run for each while what it would find is not known (caps_known_absent, or an inode
+ * known to have no xattrs at all: noxa_known). */
 static int drop_privs(struct arf_fs *fs, uint64_t ino, uid_t writer)
 {
-	if (!fs->noxattr && !caps_known_absent(ino)) {
+	if (!fs->noxattr && !caps_known_absent(ino) && !noxa_known(ino)) {
 		int64_t v = arf_getxattr(fs->c, ino, "security.capability", NULL, 0);
 		if (v >= 0)
 			v = arf_removexattr(fs->c, ino, "security.capability");
@@ -1629,6 +1802,7 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	if (is_caps(name))
 		caps_set_absent(ino, false);
+	noxa_forget(ino);
 	int rc;
 	if (!strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT)) {
 		/* the kernel validated it; an access ACL sets the mode in the same run, and one
@@ -1659,6 +1833,7 @@ static void arf_setxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name,
 	} else {
 		rc = arf_setxattr(fs_of(req)->c, ino, name, value, size, (unsigned)flags);
 	}
+	noxa_forget(ino);
 	reply_errno(req, rc == -EINVAL ? -ENOENT : rc);     /* 0: fuse_reply_err(req, 0) */
 }
 
@@ -1666,7 +1841,8 @@ static void arf_getxattr_op(fuse_req_t req, fuse_ino_t ino, const char *name, si
 {
 	if (xattr_refused(req, name))
 		return;
-	if (is_caps(name) && caps_known_absent(ino)) {
+	if ((is_caps(name) && caps_known_absent(ino)) ||
+	    (strcmp(name, STRIPE_XATTR) && noxa_known(ino))) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
@@ -1695,6 +1871,13 @@ static void arf_listxattr_op(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	if (fs_of(req)->noxattr) {
 		fuse_reply_err(req, ENOSYS);   /* the kernel asks no more (fc->no_*xattr) */
+		return;
+	}
+	if (noxa_known(ino)) {
+		if (size == 0)
+			fuse_reply_xattr(req, 0);
+		else
+			fuse_reply_buf(req, NULL, 0);
 		return;
 	}
 	char buf[ARF_XATTR_LIST_MAX];
@@ -1768,10 +1951,88 @@ static void arf_forget_multi_op(fuse_req_t req, size_t count, struct fuse_forget
 	fuse_reply_none(req);
 }
 
+/* The handlers that may change a directory's attributes, between dira_begin and dira_end
+ * (unlink and rmdir do it themselves): a directory's attributes kept by an unlink are not
+ * answered past any of them.  release removes a hidden file at its last close. */
+static void setattr_w(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                      struct fuse_file_info *fi)
+{
+	dira_begin();
+	arf_setattr_op(req, ino, attr, to_set, fi);
+	dira_end();
+}
+
+static void symlink_w(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	dira_begin();
+	arf_symlink_op(req, target, parent, name);
+	dira_end();
+}
+
+static void link_w(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	dira_begin();
+	arf_link_op(req, ino, newparent, newname);
+	dira_end();
+}
+
+static void rename_w(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	dira_begin();
+	arf_rename_op(req, parent, name, newparent, newname, flags);
+	dira_end();
+}
+
+static void mkdir_w(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	dira_begin();
+	arf_mkdir_op(req, parent, name, mode);
+	dira_end();
+}
+
+static void mknod_w(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                    dev_t rdev)
+{
+	dira_begin();
+	arf_mknod_op(req, parent, name, mode, rdev);
+	dira_end();
+}
+
+static void create_w(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     struct fuse_file_info *fi)
+{
+	dira_begin();
+	arf_create_op(req, parent, name, mode, fi);
+	dira_end();
+}
+
+static void release_w(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	dira_begin();
+	arf_release_op(req, ino, fi);
+	dira_end();
+}
+
+static void setxattr_w(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                       size_t size, int flags)
+{
+	dira_begin();
+	arf_setxattr_op(req, ino, name, value, size, flags);
+	dira_end();
+}
+
+static void removexattr_w(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	dira_begin();
+	arf_removexattr_op(req, ino, name);
+	dira_end();
+}
+
 static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.init = arf_init_op,
 	.open = arf_open_op,
-	.release = arf_release_op,
+	.release = release_w,
 	.flush = arf_flush_op,
 	.read = arf_read_op,
 	.lseek = arf_lseek_op,
@@ -1779,18 +2040,18 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.write = arf_write_op,
 	.fsync = arf_fsync_op,
 	.fsyncdir = arf_fsync_op,
-	.setattr = arf_setattr_op,
-	.symlink = arf_symlink_op,
+	.setattr = setattr_w,
+	.symlink = symlink_w,
 	.readlink = arf_readlink_op,
-	.link = arf_link_op,
-	.rename = arf_rename_op,
+	.link = link_w,
+	.rename = rename_w,
 	.lookup = arf_lookup_op,
 	.forget = arf_forget_op,
 	.forget_multi = arf_forget_multi_op,
 	.getattr = arf_getattr_op,
-	.mkdir = arf_mkdir_op,
-	.mknod = arf_mknod_op,
-	.create = arf_create_op,
+	.mkdir = mkdir_w,
+	.mknod = mknod_w,
+	.create = create_w,
 	.unlink = arf_unlink_op,
 	.rmdir = arf_rmdir_op,
 	.opendir = arf_opendir_op,
@@ -1798,10 +2059,10 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.readdirplus = arf_readdirplus_op,
 	.releasedir = arf_releasedir_op,
 	.statfs = arf_statfs_op,
-	.setxattr = arf_setxattr_op,
+	.setxattr = setxattr_w,
 	.getxattr = arf_getxattr_op,
 	.listxattr = arf_listxattr_op,
-	.removexattr = arf_removexattr_op,
+	.removexattr = removexattr_w,
 };
 
 /* A data server that failed to answer is asked again after this (it may have been restarted);

@@ -18,6 +18,7 @@
  *                                   S_IFBLK or S_IFSOCK in mode; rdev: a device's number)
  *   mkdirattr, mknodattr            the same, then getattr of the new inode
  *   unlink(dir), rmdir(dir)         name -> 0
+ *   unlinkattr, rmdirattr           the same, then getattr of dir (the parent)
  *   symlink(dir, nlen, uid, gid)    name then target -> new inode number
  *   link(ino, dir)                  name -> 0
  *   rename(olddir, newdir, olen, flags)  old name then new name -> 0
@@ -293,7 +294,9 @@ long lookup(u64 start)
  * (4 KiB blocks), atime, mtime, ctime, btime (ns since the epoch), gen, parent, rdev, then
  * the layout record's 16 bytes (u32 unit, count, first, reserved: a cluster file's own,
  * ARF_IF_STRIPED; zeros when it has none), so that opening a file costs no request for its
- * layout; returns ino, or -EINVAL (no such number) / -ENOENT (free inode).  The fields are
+ * layout.  The mode word's bit ARF_GA_NOXATTR_BIT says the inode has no xattr block, so
+ * that a mount can answer `ls -l`'s getxattr calls (ACLs, security.selinux) without a
+ * request each (docs/arf.md, "Mounting"); an older segment leaves it 0 (ask).  Returns ino, or -EINVAL (no such number) / -ENOENT (free inode).  The fields are
  * read without the lock: a getattr racing a change of the same inode may mix old and new
  * fields. */
 enum { ATTR_WORDS = 15 };
@@ -305,7 +308,8 @@ static __attribute__((noinline)) long do_getattr(u64 ino)
 	u64 mode = ar_ld32u(arf, c + ARF_I_MODE);
 	if (mode == 0)
 		return -E_NOENT;
-	ar_outq(mode);
+	u64 noxattr = ar_ld64(arf, c + ARF_I_XATTR) == 0;
+	ar_outq(mode | noxattr << ARF_GA_NOXATTR_BIT);
 	ar_outq(ar_ld32u(arf, c + ARF_I_NLINK));
 	ar_outq(ar_ld32u(arf, c + ARF_I_UID));
 	ar_outq(ar_ld32u(arf, c + ARF_I_GID));
@@ -947,6 +951,27 @@ long unlink(u64 dir, u64 key)
 long rmdir(u64 dir, u64 key)
 {
 	return oplain(rm(dir, 1, key));
+}
+
+/* unlinkattr(dir, key), rmdirattr(dir, key): unlink's or rmdir's result and, when it is
+ * >= 0, getattr of dir on the output (nothing when dir went meanwhile).  The kernel drops
+ * a directory's attributes after each change in it and asks for them again before the next
+ * one (its permission check): with them here, a mount answers that getattr itself (rm -r:
+ * one run a name instead of two; docs/arf.md, "Mounting"). */
+long unlinkattr(u64 dir, u64 key)
+{
+	long r = oplain(rm(dir, 0, key));
+	if (r >= 0)
+		do_getattr(dir);
+	return r;
+}
+
+long rmdirattr(u64 dir, u64 key)
+{
+	long r = oplain(rm(dir, 1, key));
+	if (r >= 0)
+		do_getattr(dir);
+	return r;
 }
 
 /* ---------------------------------------------------------------- entry helpers

@@ -26,7 +26,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/arf_mount.sh.XXXXXX") || exit 1
 mnt=$tmp/mnt
 mounted() { awk -v m="$mnt" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
 cleanup() {
-	for d in "$mnt" "$tmp/mnt2" "$tmp/mntwb"; do
+	for d in "$mnt" "$tmp/mnt2" "$tmp/mntwb" "$tmp/mntq" "$tmp/mntz"; do
 		if awk -v m="$d" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; then
 			fusermount3 -u -z "$d" 2>/dev/null || umount -l "$d" 2>/dev/null
 		fi
@@ -406,6 +406,85 @@ except OSError as e:
 	timeout "$T" "$BUILD/arf" umount "$mx"
 else
 	bad "mount -o noxattr:"; sed 's/^/  | /' "$tmp/err"
+fi
+
+# xattrs the mount answers itself (docs/arf.md, "Mounting": inodes known to have none):
+# through a mount that caches attributes, ls -l of 40 new files takes no getxattr run in
+# arfd (without it, two per name: security.selinux, system.posix_acl_access); an xattr set
+# through that mount is seen at once, also by listxattr; a default ACL set on a directory
+# the mount knew without xattrs is inherited by a file made in it right after; and another
+# mount sees an xattr set elsewhere once its attributes expired (attr_timeout=1)
+mq=$tmp/mntq
+mz=$tmp/mntz
+mkdir "$mq" "$mz"
+xa() {   # xa get|list|set|setacl PATH [NAME [VALUE]]: the value, the names, or the errno name
+	timeout "$T" python3 -c '
+import errno, os, sys
+op, p = sys.argv[1], sys.argv[2]
+# setfacl -m u:1000:r as a default ACL: user_obj rw-, user 1000 r--, group_obj r--, mask r--, other r--
+acl = bytes([2, 0, 0, 0, 1, 0, 6, 0, 255, 255, 255, 255, 2, 0, 4, 0, 0xe8, 3, 0, 0,
+             4, 0, 4, 0, 255, 255, 255, 255, 0x10, 0, 4, 0, 255, 255, 255, 255,
+             0x20, 0, 4, 0, 255, 255, 255, 255])
+try:
+    if op == "get":
+        print(os.getxattr(p, sys.argv[3]).decode(errors="replace"))
+    elif op == "list":
+        print(" ".join(sorted(os.listxattr(p))))
+    elif op == "set":
+        os.setxattr(p, sys.argv[3], sys.argv[4].encode())
+        print("set")
+    else:
+        os.setxattr(p, "system.posix_acl_default", acl)
+        print("set")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))' "$@" 2>&1
+}
+if timeout "$T" "$BUILD/arf" mount "$ep" "$mq" -o attr_timeout=60,entry_timeout=60 2>"$tmp/err" &&
+   timeout "$T" "$BUILD/arf" mount "$ep" "$mz" 2>>"$tmp/err"; then
+	mkdir "$mq/nx"
+	for i in $(seq 40); do : >"$mq/nx/f$i"; done
+	x0=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+	n=$(ls -l "$mq/nx" | grep -c ' f[0-9]')
+	x=$(( $("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p') - x0 ))
+	same "ls -l of 40 files through a caching mount" "$n" 40
+	if [ "$x" -le 5 ]; then ok; else bad "ls -l of 40 files without xattrs took $x runs in arfd (at most 5 expected: no getxattr run)"; fi
+	ls -l "$mz/nx" >/dev/null      # the other mount notes the files too
+	same "getxattr of a file without xattrs" "$(xa get "$mq/nx/f1" user.t)" ENODATA
+	same "listxattr of a file without xattrs" "$(xa list "$mq/nx/f1")" ""
+	same "setxattr through the caching mount" "$(xa set "$mq/nx/f1" user.t v1)" set
+	same "getxattr right after, same mount" "$(xa get "$mq/nx/f1" user.t)" v1
+	same "listxattr right after, same mount" "$(xa list "$mq/nx/f1")" user.t
+	same "a default ACL on a directory known without xattrs" "$(xa setacl "$mq/nx")" set
+	: >"$mq/nx/inherits"
+	case $(xa get "$mq/nx/inherits" system.posix_acl_access) in
+	ENODATA|ENOTSUP|EOPNOTSUPP) bad "a file made right after the default ACL has no access ACL";;
+	*) ok;;
+	esac
+	# rm through the caching mount: the kernel's GETATTR of the directory before each unlink
+	# is answered from unlinkattr's answer (one run a name, not two), and a change made
+	# through the mount since is not hidden by it (nlink after an rmdir, then a mkdir)
+	mkdir "$mq/rmd" "$mq/rmd/s1" "$mq/rmd/s2"
+	for i in $(seq 40); do : >"$mq/rmd/g$i"; done
+	x0=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+	rm "$mq"/rmd/g*
+	x=$(( $("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p') - x0 ))
+	if [ "$x" -le 50 ]; then ok; else bad "rm of 40 files took $x runs in arfd (at most 50 expected: no getattr of their directory between the unlinks)"; fi
+	same "the files are gone" "$(ls "$mq/rmd" | tr '\n' ' ')" "s1 s2 "
+	rmdir "$mq/rmd/s1"
+	same "nlink after rmdir" "$(stat -c %h "$mq/rmd")" 3
+	mkdir "$mq/rmd/s3"
+	same "nlink after rmdir, then mkdir (the kept attributes are stale)" "$(stat -c %h "$mq/rmd")" 4
+	: >"$mq/rmd/s3/f"
+	rm "$mq/rmd/s3/f"
+	touch -d @1000000000 "$mq/rmd/s3"
+	same "mtime set right after an unlink in the directory" "$(stat -c %Y "$mq/rmd/s3")" 1000000000
+	sleep 1.5                      # past $mz's attr_timeout (1 s)
+	same "another mount, its attributes expired" "$(xa get "$mz/nx/f1" user.t)" v1
+	rm -rf "$mq/nx" "$mq/rmd"
+	timeout "$T" "$BUILD/arf" umount "$mz"
+	timeout "$T" "$BUILD/arf" umount "$mq"
+else
+	bad "mounts for the xattr checks:"; sed 's/^/  | /' "$tmp/err"
 fi
 
 # two clients on one server, close-to-open: the second mount caches attributes and entries

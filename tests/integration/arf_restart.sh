@@ -247,8 +247,8 @@ if [ "$fuse" = yes ]; then
 	ops_through mknodattr 4
 	ops_through linkattr 5
 	ops_through rename 6
-	ops_through unlink 7
-	ops_through rmdir 8
+	ops_through unlinkattr 7
+	ops_through rmdirattr 8
 	appends_through 5
 	appends_through 17
 	# tar x with the kill right after its 150th create (reply lost)

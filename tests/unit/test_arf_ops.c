@@ -275,6 +275,30 @@ static void test_remove(const char *img)
 	CHECK(arf_rmdir(c, ARF_INO_ROOT, "a") == -ENOTEMPTY, "rmdir a: ENOTEMPTY");
 	CHECK(arf_rmdir(c, ARF_INO_ROOT, ".") == -EINVAL, "rmdir .");
 	CHECK(arf_rmdir(c, ARF_INO_ROOT, "..") == -ENOTEMPTY, "rmdir ..");
+	/* unlinkattr and rmdirattr (arf_remove_attr): the parent's attributes after the
+	 * removal, as a getattr right after gives them; none with an error */
+	struct arf_attr pa, pb;
+	int64_t ra = arf_mkdir(c, (uint64_t)a, "rmattr", 0755, 0, 0);
+	CHECK(ra > 0 && arf_create(c, (uint64_t)ra, "x", 0644, 0, 0) > 0 &&
+	      arf_mkdir(c, (uint64_t)ra, "y", 0755, 0, 0) > 0, "remove_attr: fixture");
+	int rx = arf_remove_attr(c, (uint64_t)ra, "x", false, &pa);
+	CHECK(rx == 0 && arf_getattr(c, (uint64_t)ra, &pb) == 0 && pa.mode == pb.mode &&
+	      pa.nlink == 3 && pb.nlink == 3 && pa.size == pb.size && pa.mtime == pb.mtime &&
+	      pa.ctime == pb.ctime && pa.gen == pb.gen && pa.no_xattrs,
+	      "unlinkattr: %d, nlink %u/%u mtime %" PRId64 "/%" PRId64, rx, pa.nlink, pb.nlink,
+	      pa.mtime, pb.mtime);
+	rx = arf_remove_attr(c, (uint64_t)ra, "y", true, &pa);
+	CHECK(rx == 0 && arf_getattr(c, (uint64_t)ra, &pb) == 0 && pa.nlink == 2 &&
+	      pb.nlink == 2 && pa.mtime == pb.mtime && (pa.mode & ARF_S_IFMT) == ARF_S_IFDIR,
+	      "rmdirattr: %d, nlink %u/%u", rx, pa.nlink, pb.nlink);
+	CHECK(arf_remove_attr(c, (uint64_t)ra, "y", true, &pa) == -ENOENT && pa.mode == 0,
+	      "rmdirattr of a name gone: ENOENT, no attributes");
+	CHECK(arf_remove_attr(c, (uint64_t)ra, "x", false, &pa) == -ENOENT && pa.mode == 0,
+	      "unlinkattr of a name gone: ENOENT, no attributes");
+	CHECK(arf_remove_attr(c, (uint64_t)a, "rmattr", false, &pa) == -EISDIR && pa.mode == 0,
+	      "unlinkattr of a directory: EISDIR");
+	CHECK(arf_remove_attr(c, (uint64_t)a, "rmattr", true, &pa) == 0 && pa.mode != 0,
+	      "rmdirattr of rmattr");
 	int64_t f = arf_lookup(c, (uint64_t)abc, "file");
 	CHECK(arf_unlink(c, (uint64_t)abc, "file") == 0, "unlink a/b/c/file");
 	struct arf_attr at;
@@ -1920,6 +1944,8 @@ static const struct once_case {
 	{ "rename", 5, { ODIR, ODIR, 4, ARF_RENAME_NOREPLACE, OKEY }, "ren2ren3", 8, 0, -ENOENT },
 	{ "setxattr", 5, { OFILE, 6, ARF_XATTR_CREATE, 0, OKEY }, "user.kv", 7, 0, -EEXIST },
 	{ "removexattr", 3, { OFILE, 0, OKEY }, "user.k", 6, 0, -ENODATA },
+	{ "unlinkattr", 2, { ODIR, OKEY }, "gone2", 5, 0, -ENOENT },
+	{ "rmdirattr", 2, { ODIR, OKEY }, "sub3", 4, 0, -ENOENT },
 };
 
 static int64_t once_run(struct conn *k, const struct once_case *oc, int64_t d, int64_t f,
@@ -2147,7 +2173,9 @@ static void test_once(const char *img, uint64_t features)
 	int64_t f = arf_create(c, (uint64_t)d, "f0", 0644, 0, 0);
 	CHECK(d > 0 && f > 0 && arf_create(c, (uint64_t)d, "gone", 0644, 0, 0) > 0 &&
 	      arf_mkdir(c, (uint64_t)d, "sub", 0755, 0, 0) > 0 &&
-	      arf_create(c, (uint64_t)d, "ren", 0644, 0, 0) > 0, "keyed: fixture");
+	      arf_create(c, (uint64_t)d, "ren", 0644, 0, 0) > 0 &&
+	      arf_create(c, (uint64_t)d, "gone2", 0644, 0, 0) > 0 &&
+	      arf_mkdir(c, (uint64_t)d, "sub3", 0755, 0, 0) > 0, "keyed: fixture");
 	const uint64_t base = 0x0ace0001ull << 32 | 100;
 	int64_t first[sizeof once_cases / sizeof once_cases[0]];
 	for (unsigned i = 0; i < sizeof once_cases / sizeof once_cases[0]; i++) {
@@ -2163,7 +2191,8 @@ static void test_once(const char *img, uint64_t features)
 		CHECK(r3 == oc->other, "%s %.*s under another key: %" PRId64 ", not %d", oc->entry,
 		      (int)oc->nbytes, oc->bytes, r3, oc->other);
 	}
-	/* the image changed once: f0 m n ma na s sa l la ren3 (gone, sub, ren, ren2 gone) */
+	/* the image changed once: f0 m n ma na s sa l la ren3 (gone, sub, ren, ren2, gone2,
+	 * sub3 gone) */
 	CHECK(dir_count(c, d) == 10, "keyed: %u entries, not 10", dir_count(c, d));
 	CHECK(nlink_of(c, d) == 4, "keyed: the directory's nlink %u, not 4", nlink_of(c, d));
 	CHECK(nlink_of(c, f) == 3, "keyed: f0's nlink %u, not 3 (links made once)", nlink_of(c, f));
