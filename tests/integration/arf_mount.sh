@@ -468,7 +468,10 @@ if timeout "$T" "$BUILD/arf" mount "$ep" "$mq" -o attr_timeout=60,entry_timeout=
 	x0=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
 	rm "$mq"/rmd/g*
 	x=$(( $("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p') - x0 ))
-	if [ "$x" -le 50 ]; then ok; else bad "rm of 40 files took $x runs in arfd (at most 50 expected: no getattr of their directory between the unlinks)"; fi
+	# (a cluster's unlink looks the name up first, one run more a name: the objects of a
+	# last link are removed after it, by the inode and generation that lookup gives)
+	most=$((${CLUSTER:-0} ? 90 : 50))
+	if [ "$x" -le "$most" ]; then ok; else bad "rm of 40 files took $x runs in arfd (at most $most expected: no getattr of their directory between the unlinks)"; fi
 	same "the files are gone" "$(ls "$mq/rmd" | tr '\n' ' ')" "s1 s2 "
 	rmdir "$mq/rmd/s1"
 	same "nlink after rmdir" "$(stat -c %h "$mq/rmd")" 3
