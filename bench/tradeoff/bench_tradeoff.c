@@ -790,8 +790,21 @@ static void print_thread_times(const struct task_count *t0, size_t n0, int child
 	}
 }
 
+/* The pause before each turn: what the turn before left spinning has stopped by then (the
+ * raw-tcp-poll echo thread polls RAW_POLL_NS after its last message, a server's reader
+ * spin_us after its last request).  Without it the series after raw-tcp-poll began every
+ * turn with a third runnable thread, and that is when libarc's spin gate takes its looks
+ * (its first wait after a pause): the session row, which followed raw-tcp-poll in three
+ * rounds of four, found the machine full and stopped polling in runs where the row after
+ * it did not (--baseline on the quiet machine, 8 runs: null EXEC with a session 14-24 us in
+ * 3, 8.6-8.8 in the others; with the two rows swapped the one without a session was the
+ * slow one; without raw-tcp-poll, or with this pause, 8 of 8 at 8.6-8.8 (11.9-12.1 in a run
+ * where every row was slower, the row without a session too)). */
+#define TURN_GAP_NS (10 * RAW_POLL_NS)
+
 static void run_batch(struct ctx *c, struct series *s)
 {
+	nanosleep(&(struct timespec){ 0, TURN_GAP_NS }, NULL);
 	uint64_t t_end = now_ns() + (uint64_t)(plan->batch_s * 1e9);
 	for (unsigned k = 0; k < plan->batch; k++) {
 		uint64_t t0 = now_ns();
