@@ -281,6 +281,17 @@ struct arf_cl_edge {
 int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t n_stripes, uint32_t lim,
                  struct arf_cl_edge *e);
 
+/* arf grep's context lines (docs/cluster.md, "Context and -m"): n ranges (off, len) of
+ * f, ascending and disjoint, each within the file, their bytes to buf one after the other
+ * (ARF_CL_READV_MAX bytes at most in all).  Each range's stripe pieces go to their servers:
+ * a server's pieces in one run of data.pno's readv (up to ARF_READV_MAX pieces and
+ * ARF_DATA_CHUNK bytes), every server in one Cooperation a round, so ranges over many
+ * stripes cost a round trip, not one each.  Bytes no object holds are zeros, as in
+ * arf_cl_read.  The total, or -errno (-EINVAL: not ascending or too long; -EIO with
+ * arf_cl_errmsg). */
+#define ARF_CL_READV_MAX (64u << 20)
+int64_t arf_cl_readv(struct arf_cl_file *f, const uint64_t *ranges, unsigned n, void *buf);
+
 /* fsck across the cluster, online: every object in every data server's /stripes must name
  * a regular file of the metadata image by inode number and generation, and hold no more
  * than that file keeps on its server (arf_cl_obj_len of its size).  Anything else is a
