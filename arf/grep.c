@@ -382,9 +382,10 @@ static int cluster_scan(struct grep *g, struct cl_res *r, const uint8_t *data, s
  * does not cover goes back to the gather (return 1): an edge without a terminator in
  * CL_EDGE bytes (a line that long at a boundary) or in a hole, a NUL in a boundary line or
  * a window found binary (the decision is the whole file's), a window whose scan stopped
- * short of its end with -n or a count (its line count, its count, is then unknown), options
- * that need the order across stripes (-A/-B/-C, -m with lines), -z, UTF-8, the exact
- * matcher (cluster_servers_can). */
+ * short of its end with -n or a count (its line count, its count, is then unknown) unless it
+ * stopped at -m's NUM, -z, UTF-8, the exact matcher (cluster_servers_can).  -m and context
+ * with lines: the servers' selected lines, the first NUM kept, context read here
+ * (cluster_context). */
 #define CL_EDGE 8192u
 
 struct cl_recs {                   /* records, line numbers counted from the part's start */
