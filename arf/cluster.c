@@ -1732,23 +1732,26 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj)
 #define EDGE_NONE UINT64_MAX
 #define EDGE_NOHEAD (1ull << 63)
 
-int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t n_stripes, uint32_t lim,
-                 struct arf_cl_edge *e)
+int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t s0, uint64_t n_stripes,
+                 uint32_t lim, struct arf_cl_edge *e)
 {
 	struct arf_cluster *cl = f->cl;
 	const unsigned N = cl->n;
 	const uint64_t U = f->unit;
-	if (lim == 0 || lim > ARF_CL_EDGE_MAX || n_stripes > (size + U - 1) / U)
+	if (lim == 0 || lim > ARF_CL_EDGE_MAX || n_stripes > (size + U - 1) / U ||
+	    s0 > n_stripes)
 		return -EINVAL;
-	for (uint64_t s = 0; s < n_stripes; s++)
+	for (uint64_t s = s0; s < n_stripes; s++)
 		e[s] = (struct arf_cl_edge){ 0 };
 	uint64_t obj[ARF_CLUSTER_MAX];
 	int rc = arf_cl_objects(f, n_stripes, obj);
 	if (rc < 0)
 		return rc;
-	uint64_t next[ARF_CLUSTER_MAX];           /* each server's next stripe */
-	for (unsigned k = 0; k < N; k++)
-		next[k] = arf_cl_slot(f->first, N, k);
+	uint64_t next[ARF_CLUSTER_MAX];           /* each server's next stripe: s0 on */
+	for (unsigned k = 0; k < N; k++) {
+		uint64_t j = arf_cl_slot(f->first, N, k);
+		next[k] = j >= s0 ? j : j + (s0 - j + N - 1) / N * N;
+	}
 	uint64_t *ab = malloc(ARF_CL_EDGES_BATCH * 16 * (size_t)N);
 	if (!ab) {
 		snprintf(f->msg, sizeof f->msg, "out of memory");
@@ -1852,7 +1855,7 @@ bad:
 	}
 	free(ab);
 	if (err) {
-		for (uint64_t s = 0; s < n_stripes; s++) {
+		for (uint64_t s = s0; s < n_stripes; s++) {
 			free(e[s].head);
 			free(e[s].tail);
 			e[s] = (struct arf_cl_edge){ 0 };

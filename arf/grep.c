@@ -461,14 +461,15 @@ static void recs_append(struct cl_recs *dst, const struct cl_recs *src, size_t h
 
 static int cluster_servers_ready(struct state *st);
 
-/* The lines across each boundary of w[0..nst), [we of s, ws of s+1), and the file's last
- * partial line, joined from the edges and scanned here by the servers' patterns: their
- * records to w[s].edge (lines mode), or (counts) their count added to *total.  0, 1: gather
- * instead (a line found binary), -1: reported. */
+/* The lines across each boundary s of w[0..nst) for p0 <= s < p1, [we of s, ws of s+1), and
+ * the file's last partial line (s = nst - 1), joined from the edges and scanned here by the
+ * servers' patterns: their records to w[s].edge (lines mode), or (counts) their count added
+ * to *total.  0, 1: gather instead (a line found binary), -1: reported. */
 static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win *w,
-                              uint64_t nst, size_t hdr, int counts, int64_t *total)
+                              uint64_t p0, uint64_t p1, uint64_t nst, size_t hdr, int counts,
+                              int64_t *total)
 {
-	for (uint64_t s = 0; s < nst; s++) {
+	for (uint64_t s = p0; s < p1; s++) {
 		size_t jl = w[s].tail_len + (s + 1 < nst ? w[s + 1].head_len : 0);
 		if (jl == 0)
 			continue;
@@ -823,6 +824,35 @@ done:
 	return res;
 }
 
+/* Stripes [s0, s1) of a file of size bytes, unit U: their edges read (arf_cl_edges into
+ * e) and their windows set in w.  0, 1: gather instead (an edge without a terminator, or
+ * with a NUL), -1: reported. */
+static int cluster_stripes(struct cl_res *r, struct arf_cl_file *f, struct cl_win *w,
+                           struct arf_cl_edge *e, uint64_t size, uint64_t U, uint64_t s0,
+                           uint64_t s1)
+{
+	int rc = arf_cl_edges(f, size, s0, s1, CL_EDGE, e);
+	if (rc < 0) {
+		res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
+		return -1;
+	}
+	for (uint64_t s = s0; s < s1; s++) {
+		uint64_t a = s * U, b = a + U < size ? a + U : size;
+		if (!e[s].found || memchr(e[s].head ? e[s].head : (uint8_t *)"", 0, e[s].head_len) ||
+		    memchr(e[s].tail ? e[s].tail : (uint8_t *)"", 0, e[s].tail_len))
+			return 1;
+		w[s].ws = a + e[s].head_len;
+		w[s].we = b - e[s].tail_len;
+		w[s].head_len = e[s].head_len;
+		w[s].tail_len = e[s].tail_len;
+		w[s].head = e[s].head;
+		w[s].tail = e[s].tail;
+		e[s].head = e[s].tail = NULL;
+		w[s].done = w[s].ws >= w[s].we;
+	}
+	return 0;
+}
+
 /* 0 with the records and value, 1: gather instead, -1: reported. */
 static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file *f,
                            struct cl_res *r, uint64_t size, uint8_t **recs, size_t *recs_len,
@@ -852,30 +882,42 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	if (whole)
 		w[0].we = size;
 	/* the edges: every stripe's first and last partial lines, from all its servers in one
-	 * Cooperation (arf_cl_edges; a batch of up to ARF_CL_EDGES_BATCH stripes a server) */
-	if (!whole) {
-		int rc = arf_cl_edges(f, size, nst, CL_EDGE, e);
-		if (rc < 0) {
-			res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
-			res = -1;
+	 * Cooperation (arf_cl_edges; a batch of up to ARF_CL_EDGES_BATCH stripes a server).
+	 * -m with lines reads them for the first `known` stripes only, a few a server, and
+	 * more only when their windows and boundary lines hold fewer than NUM selected lines:
+	 * -m 5 of a file of thousands of stripes needs the edges of its first few.  Those must
+	 * give every server a window (or be all the stripes): a server's first run makes its
+	 * binary pass over its whole object (round 0, below), which settles the binary
+	 * decision before any round can end the scan */
+	uint64_t known = nst;
+	if (mlim > 0 && !whole) {
+		known = nst < 2 * (uint64_t)N ? nst : 2 * (uint64_t)N;
+		for (uint64_t opened = 0;;) {
+			int rc = cluster_stripes(r, f, w, e, size, U, opened, known);
+			if (rc != 0) {
+				res = rc;
+				goto out;
+			}
+			opened = known;
+			unsigned j = 0;
+			for (; j < N && j < nst; j++) {
+				uint64_t s = j;
+				while (s < known && w[s].done)
+					s += N;
+				if (s >= known)
+					break;             /* slot j has no window there yet */
+			}
+			if (j == N || j == nst || known == nst)
+				break;
+			known = nst / 2 < known ? nst : 2 * known;
+		}
+	} else if (!whole) {
+		int rc = cluster_stripes(r, f, w, e, size, U, 0, nst);
+		if (rc != 0) {
+			res = rc;
 			goto out;
 		}
 	}
-	for (uint64_t s = 0; s < nst && !whole; s++) {
-		uint64_t a = s * U, b = a + U < size ? a + U : size;
-		if (!e[s].found || memchr(e[s].head ? e[s].head : (uint8_t *)"", 0, e[s].head_len) ||
-		    memchr(e[s].tail ? e[s].tail : (uint8_t *)"", 0, e[s].tail_len))
-			goto out;
-		w[s].ws = a + e[s].head_len;
-		w[s].we = b - e[s].tail_len;
-		w[s].head_len = e[s].head_len;
-		w[s].tail_len = e[s].tail_len;
-		w[s].head = e[s].head;
-		w[s].tail = e[s].tail;
-		e[s].head = e[s].tail = NULL;
-	}
-	for (uint64_t s = 0; s < nst; s++)
-		w[s].done = w[s].ws >= w[s].we;
 	/* counts (-c, -l, -L, -q): the lines across boundaries first, here; when they settle
 	 * the answer (limit selected lines: -l, -L, -q one, -m NUM), no server scans.  A line
 	 * without a NUL is selected whatever the binary decision (a NUL elsewhere splits other
@@ -883,7 +925,9 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	 * a binary file's lines */
 	int64_t total = 0;
 	if ((counts || mlim >= 0) && !whole) {
-		int rc = cluster_edges_scan(st, r, w, nst, hdr, counts, &total);
+		/* the boundary after the last known stripe waits for the next one's head */
+		int rc = cluster_edges_scan(st, r, w, 0, known == nst ? nst : known - 1, nst, hdr,
+		                            counts, &total);
 		if (rc != 0) {
 			res = rc;
 			goto out;
@@ -918,9 +962,9 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		int64_t args[ARF_CLUSTER_MAX][GREP_ARF_NARGS];
 		int rcs[ARF_CLUSTER_MAX];
 		for (unsigned j = 0; j < N; j++) {
-			while (cur[j] < nst && w[cur[j]].ws >= w[cur[j]].we)
+			while (cur[j] < known && w[cur[j]].ws >= w[cur[j]].we)
 				cur[j] += N;
-			if (cur[j] >= nst || cur[j] > s_cut)
+			if (cur[j] >= known || cur[j] > s_cut)
 				continue;
 			uint64_t s = cur[j], obase = s / N * U;
 			if (!obj[srv[j]])
@@ -944,6 +988,21 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			xs[m] = &xv[m];
 			whok[m] = srv[j];
 			who[m++] = j;
+		}
+		if (m == 0 && known < nst && known <= s_cut) {
+			/* -m: NUM not reached in the stripes known: the edges of the next ones (four
+			 * times as many), and their boundary lines */
+			uint64_t more = nst / 4 < known ? nst : 4 * known;
+			rc = cluster_stripes(r, f, w, e, size, U, known, more);
+			if (rc == 0)
+				rc = cluster_edges_scan(st, r, w, known - 1, more == nst ? nst : more - 1,
+				                        nst, hdr, counts, &total);
+			if (rc != 0) {
+				res = rc;
+				goto out;
+			}
+			known = more;
+			continue;
 		}
 		if (m == 0)
 			break;
@@ -1060,7 +1119,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	}
 	/* lines: the lines across boundaries, and the last one, here (with -m: before) */
 	if (!counts && (mlim < 0 || whole)) {
-		rc = cluster_edges_scan(st, r, w, nst, hdr, counts, &total);
+		rc = cluster_edges_scan(st, r, w, 0, nst, nst, hdr, counts, &total);
 		if (rc != 0) {
 			res = rc;
 			goto out;

@@ -213,6 +213,33 @@ done
 check -C 2 -n -e 'MARK 3' -e 'MARK 4'
 check -m 1 -A 100000 -n MARK
 check -B 100000 -n 'MARK 6'
+# -m reads the edges of a few stripes at a time (2 a server, then 4 times as many): many64,
+# 64 stripes with needle every ~1000 bytes (-m NUM reached in stripes 0 to 60); in
+# emptywin the stripes of server 1 among the first six (1 and 4) hold one terminator each,
+# between two long lines (no window), so the edges of more stripes are read before the
+# scan, whose first runs make each server's binary pass; emptybin the same with a NUL in
+# stripe 7 (server 1's first window): the whole file is binary also for -m 1
+y=$tmp/y
+mkdir -p "$y"
+awk 'BEGIN { pos = 0; i = 0; while (pos < 64 * 4096 - 100) {
+		s = (i % 20 == 7) ? sprintf("needle %d", i) : sprintf("line %d of words", i)
+		while (length(s) < 30 + (i * 13) % 40) s = s " w"; print s; pos += length(s) + 1; i++ } }' >"$y/many64"
+awk -v nul=0 'function fill(to) { while (pos < to - 1) { s = sprintf("needle %d", pos); if (pos + length(s) + 1 > to - 1) s = substr("xxxxxxxxxxxxxxxxxxxx", 1, to - 2 - pos); print s; pos += length(s) + 1 } }
+	function long(to) { s = ""; while (pos + length(s) < to) s = s "q"; print s; pos += length(s) + 1 }
+	BEGIN { pos = 0; fill(3000); long(6000); long(9000); fill(15000); long(18000); long(21000);
+		fill(30000); if (nul) printf "x%cy\n", 0; pos += 4; fill(40000) }' >"$y/emptywin"
+awk -v nul=1 'function fill(to) { while (pos < to - 1) { s = sprintf("needle %d", pos); if (pos + length(s) + 1 > to - 1) s = substr("xxxxxxxxxxxxxxxxxxxx", 1, to - 2 - pos); print s; pos += length(s) + 1 } }
+	function long(to) { s = ""; while (pos + length(s) < to) s = s "q"; print s; pos += length(s) + 1 }
+	BEGIN { pos = 0; fill(3000); long(6000); long(9000); fill(15000); long(18000); long(21000);
+		fill(30000); if (nul) printf "x%cy\n", 0; pos += 4; fill(40000) }' >"$y/emptybin"
+run "$BUILD/arf" import --stripe-unit 4096 "$y" "$M:/g/y"; check_rc "import (-m)" 0 $?
+files= remote=
+for f in many64 emptywin emptybin; do files="$files y/$f"; remote="$remote $M:/g/y/$f"; done
+for o in "-m 1" "-m 5 -n" "-m 100 -n -b" "-m 150 -C 2 -n" "-m 400 -A 1" "-m 300 -c" "-m 1 -B 3 -n" \
+         "-v -m 200 -n" "-m 7 -o -b"; do
+	# shellcheck disable=SC2086
+	check $o -e needle
+done
 d=$d_c files=$files_c remote=$remote_c
 # the same on the 64 KiB files: -m reached inside the first stripe, in a later one, on a
 # line across a boundary; context across every boundary offset (edge_D)
