@@ -516,7 +516,8 @@ static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win 
                                      * selected line, within these */
 #define CTX_LINE_MAX 4096
 #define CTX_WINDOW (64u << 10)      /* a window's first size at most */
-#define CTX_GAP_MAX (16u << 20)     /* a window's largest: a longer line is gathered */
+#define CTX_GAP_MAX (16u << 20)     /* a window's largest: past it (a line, or A or B
+                                     * lines, that long) the file is gathered */
 #define CTX_BATCH (16u << 20)       /* bytes of windows in one arf_cl_readv */
 #define CTX_RANGES 4096             /* ranges in one arf_cl_readv */
 
