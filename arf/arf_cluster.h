@@ -277,8 +277,9 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj);
 int arf_cl_exec(struct arf_cl_file *f, const unsigned *who, struct arc_exec *const *xs,
                 int *rcs, unsigned m, const char *what);
 
-/* arf grep's edges (docs/cluster.md, "arf grep on a cluster"): for stripe s < n_stripes of
- * f, a file of size bytes, e[s].head the bytes up to and with its first '\n' (searched in
+/* arf grep's edges (docs/cluster.md, "arf grep on a cluster"): for stripe s0 <= s <
+ * n_stripes of f (e[s0..n_stripes) set; -m reads them a few stripes at a time), a file of
+ * size bytes, e[s].head the bytes up to and with its first '\n' (searched in
  * the stripe's first lim bytes; none for stripe 0, whose window starts at the file's start)
  * and e[s].tail the bytes after its last '\n' (searched in its last lim bytes), malloc'd
  * (NULL when empty; the caller frees both).  e[s].found is 0 when either has no terminator
@@ -294,8 +295,19 @@ struct arf_cl_edge {
 	uint32_t head_len, tail_len;
 	int found;
 };
-int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t n_stripes, uint32_t lim,
-                 struct arf_cl_edge *e);
+int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t s0, uint64_t n_stripes,
+                 uint32_t lim, struct arf_cl_edge *e);
+
+/* arf grep's context lines (docs/cluster.md, "Context and -m"): n ranges (off, len) of
+ * f, ascending and disjoint, each within the file, their bytes to buf one after the other
+ * (ARF_CL_READV_MAX bytes at most in all).  Each range's stripe pieces go to their servers:
+ * a server's pieces in one run of data.pno's readv (up to ARF_READV_MAX pieces and
+ * ARF_DATA_CHUNK bytes), every server in one Cooperation a round, so ranges over many
+ * stripes cost a round trip, not one each.  Bytes no object holds are zeros, as in
+ * arf_cl_read.  The total, or -errno (-EINVAL: not ascending or too long; -EIO with
+ * arf_cl_errmsg). */
+#define ARF_CL_READV_MAX (64u << 20)
+int64_t arf_cl_readv(struct arf_cl_file *f, const uint64_t *ranges, unsigned n, void *buf);
 
 /* fsck across the cluster, online: every object in every data server's /stripes must name
  * a regular file of the metadata image by inode number and generation, and hold no more

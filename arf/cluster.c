@@ -1899,23 +1899,26 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj)
 #define EDGE_NONE UINT64_MAX
 #define EDGE_NOHEAD (1ull << 63)
 
-int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t n_stripes, uint32_t lim,
-                 struct arf_cl_edge *e)
+int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t s0, uint64_t n_stripes,
+                 uint32_t lim, struct arf_cl_edge *e)
 {
 	struct arf_cluster *cl = f->cl;
 	const unsigned N = cl->n;
 	const uint64_t U = f->unit;
-	if (lim == 0 || lim > ARF_CL_EDGE_MAX || n_stripes > (size + U - 1) / U)
+	if (lim == 0 || lim > ARF_CL_EDGE_MAX || n_stripes > (size + U - 1) / U ||
+	    s0 > n_stripes)
 		return -EINVAL;
-	for (uint64_t s = 0; s < n_stripes; s++)
+	for (uint64_t s = s0; s < n_stripes; s++)
 		e[s] = (struct arf_cl_edge){ 0 };
 	uint64_t obj[ARF_CLUSTER_MAX];
 	int rc = arf_cl_objects(f, n_stripes, obj);
 	if (rc < 0)
 		return rc;
-	uint64_t next[ARF_CLUSTER_MAX];           /* each server's next stripe */
-	for (unsigned k = 0; k < N; k++)
-		next[k] = arf_cl_slot(f->first, N, k);
+	uint64_t next[ARF_CLUSTER_MAX];           /* each server's next stripe: s0 on */
+	for (unsigned k = 0; k < N; k++) {
+		uint64_t j = arf_cl_slot(f->first, N, k);
+		next[k] = j >= s0 ? j : j + (s0 - j + N - 1) / N * N;
+	}
 	uint64_t *ab = malloc(ARF_CL_EDGES_BATCH * 16 * (size_t)N);
 	if (!ab) {
 		snprintf(f->msg, sizeof f->msg, "out of memory");
@@ -2019,13 +2022,152 @@ bad:
 	}
 	free(ab);
 	if (err) {
-		for (uint64_t s = 0; s < n_stripes; s++) {
+		for (uint64_t s = s0; s < n_stripes; s++) {
 			free(e[s].head);
 			free(e[s].tail);
 			e[s] = (struct arf_cl_edge){ 0 };
 		}
 	}
 	return err;
+}
+
+/* One stripe piece of arf_cl_readv's ranges: its server, where it is in that server's object,
+ * and where its bytes go in the caller's buffer. */
+struct rv_piece {
+	uint64_t obj_off, len, dst;
+	unsigned k;
+};
+
+/* The pieces of ranges[0..n) (each within one stripe and at most ARF_DATA_CHUNK bytes), in
+ * file order, to p (NULL: only counted); their number. */
+static size_t rv_pieces(const struct arf_cl_file *f, const uint64_t *ranges, unsigned n,
+                        struct rv_piece *p)
+{
+	const uint64_t U = f->unit;
+	size_t np = 0;
+	uint64_t dst = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = ranges[2 * i], end = off + ranges[2 * i + 1];
+		while (off < end) {
+			uint64_t s = off / U, q = (s + 1) * U < end ? (s + 1) * U : end;
+			if (q - off > ARF_DATA_CHUNK)
+				q = off + ARF_DATA_CHUNK;
+			if (p)
+				p[np] = (struct rv_piece){ .obj_off = s / f->cl->n * U + off % U,
+				                           .len = q - off, .dst = dst,
+				                           .k = arf_cl_server(f->first, f->cl->n, s) };
+			np++;
+			dst += q - off;
+			off = q;
+		}
+	}
+	return np;
+}
+
+int64_t arf_cl_readv(struct arf_cl_file *f, const uint64_t *ranges, unsigned n, void *buf)
+{
+	struct arf_cluster *cl = f->cl;
+	uint64_t total = 0, prev = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = ranges[2 * i], len = ranges[2 * i + 1];
+		if (off < prev || len > UINT64_MAX - off || len > ARF_CL_READV_MAX - total)
+			return -EINVAL;
+		prev = off + len;
+		total += len;
+	}
+	size_t np = rv_pieces(f, ranges, n, NULL);
+	struct rv_piece *p = malloc((np ? np : 1) * sizeof *p);
+	uint64_t *ab = malloc((size_t)ARF_READV_MAX * 16 * cl->n);
+	if (!p || !ab) {
+		free(p);
+		free(ab);
+		snprintf(f->msg, sizeof f->msg, "out of memory");
+		return -ENOMEM;
+	}
+	rv_pieces(f, ranges, n, p);
+	bool need[ARF_CLUSTER_MAX] = { false };
+	for (size_t i = 0; i < np; i++)
+		need[p[i].k] = true;
+	int err = objs_get(f, need, false);
+	/* each server's pieces in file order, which is its object's order: a short reply is
+	 * the object's end, so what it did not return (and every piece after) is zeros */
+	size_t next[ARF_CLUSTER_MAX] = { 0 };       /* each server's first piece not read */
+	/* bounded: every round reads at least one piece of every server with pieces left */
+	for (size_t round = 0; round <= np && !err; round++) {
+		struct fan fo = { .m = 0 };
+		size_t from[ARF_CLUSTER_MAX];
+		for (unsigned k = 0; k < cl->n; k++) {
+			while (next[k] < np && p[next[k]].k != k)
+				next[k]++;
+			from[k] = next[k];
+			if (next[k] >= np)
+				continue;
+			uint64_t *a = ab + (size_t)k * ARF_READV_MAX * 2, bytes = 0;
+			unsigned cnt = 0;
+			for (size_t i = next[k]; i < np && cnt < ARF_READV_MAX; i++) {
+				if (p[i].k != k)
+					continue;
+				if (bytes + p[i].len > ARF_DATA_CHUNK)
+					break;
+				if (!f->obj[k])            /* no object: zeros */
+					memset((char *)buf + p[i].dst, 0, (size_t)p[i].len);
+				a[2 * cnt] = p[i].obj_off;
+				a[2 * cnt + 1] = p[i].len;
+				bytes += p[i].len;
+				cnt++;
+				next[k] = i + 1;
+			}
+			if (!f->obj[k])
+				continue;
+			int64_t args[3] = { (int64_t)f->obj[k], cnt, (int64_t)f->obj_gen[k] };
+			struct arc_exec *x = fan_add(&fo, cl, k, &cl->s[k].data, "readv", args, 3);
+			x->argbytes = a;
+			x->argbytes_len = (size_t)cnt * 16;
+			x->out_max = bytes;
+		}
+		if (fo.m == 0) {
+			bool left = false;
+			for (unsigned k = 0; k < cl->n; k++)
+				left = left || next[k] < np;
+			if (!left)
+				break;
+			continue;
+		}
+		fan_run(&fo);
+		for (unsigned i = 0; i < fo.m; i++) {
+			unsigned k = fo.who[i];
+			struct arc_exec *x = &fo.xv[i];
+			int64_t v = x->value;
+			if (fo.rcs[i] != 0) {
+				if (!err)
+					err = run_fail(f, k, "readv", x, fo.rcs[i]);
+			} else if (v < 0) {
+				if (!err)
+					err = (int)v;
+			} else if ((uint64_t)v > x->out_max || x->out_len != (uint64_t)v) {
+				snprintf(f->msg, sizeof f->msg, "data server %s: readv: %lld bytes, %llu "
+				         "of output", cl->s[k].name, (long long)v,
+				         (unsigned long long)x->out_len);
+				if (!err)
+					err = -EIO;
+			} else {
+				uint64_t at = 0;
+				for (size_t j = from[k]; j < next[k]; j++) {
+					if (p[j].k != k)
+						continue;
+					uint64_t have = (uint64_t)v - at < p[j].len ? (uint64_t)v - at : p[j].len;
+					memcpy((char *)buf + p[j].dst, (const uint8_t *)x->out + at, (size_t)have);
+					memset((char *)buf + p[j].dst + have, 0, (size_t)(p[j].len - have));
+					at += have;
+				}
+			}
+			free(x->out);
+			x->out = NULL;
+		}
+	}
+	free(p);
+	free(ab);
+	return err ? err : (int64_t)total;
 }
 
 int arf_cl_exec(struct arf_cl_file *f, const unsigned *who, struct arc_exec *const *xs,

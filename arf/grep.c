@@ -81,6 +81,8 @@ struct state {
 	                                * counts, not lines */
 	int64_t srv_limit;             /* counts: the count that settles the answer (-l, -L,
 	                                * -q: 1; -m NUM: NUM), -1: none */
+	int64_t srv_mlimit;            /* lines: -m NUM (each window stops at NUM; the client
+	                                * takes the file's first NUM), -1: none */
 	/* UTF-8 context on the fast path (grep_needs_exact): the patterns on the exact path,
 	 * for a file whose records hold a line with an encoding error (owned by g), and their
 	 * arf segment; made on first use, on the main thread (twin_ready) */
@@ -380,9 +382,10 @@ static int cluster_scan(struct grep *g, struct cl_res *r, const uint8_t *data, s
  * does not cover goes back to the gather (return 1): an edge without a terminator in
  * CL_EDGE bytes (a line that long at a boundary) or in a hole, a NUL in a boundary line or
  * a window found binary (the decision is the whole file's), a window whose scan stopped
- * short of its end with -n or a count (its line count, its count, is then unknown), options
- * that need the order across stripes (-A/-B/-C, -m with lines), -z, UTF-8, the exact
- * matcher (cluster_servers_can). */
+ * short of its end with -n or a count (its line count, its count, is then unknown) unless it
+ * stopped at -m's NUM, -z, UTF-8, the exact matcher (cluster_servers_can).  -m and context
+ * with lines: the servers' selected lines, the first NUM kept, context read here
+ * (cluster_context). */
 #define CL_EDGE 8192u
 
 struct cl_recs {                   /* records, line numbers counted from the part's start */
@@ -395,9 +398,11 @@ struct cl_win {
 	uint8_t *head, *tail;          /* the bytes before ws, and from we to the stripe's end */
 	size_t head_len, tail_len;
 	struct cl_recs win, edge;      /* the window's records; the line across its end */
-	int64_t count;                 /* selected lines in both */
+	int64_t count;                 /* counts: selected lines in the window */
+	int64_t wcount, ecount;        /* lines: records in win, in edge */
 	int64_t lines, edge_lines;     /* lines in the window; newlines in the edge */
 	int noeol;                     /* the scan of a whole file (below): no final newline */
+	int done;                      /* the window's scan is over (or it is empty) */
 };
 
 static void rec_put(struct cl_recs *r, size_t hdr, uint64_t off, uint64_t lineno,
@@ -456,14 +461,15 @@ static void recs_append(struct cl_recs *dst, const struct cl_recs *src, size_t h
 
 static int cluster_servers_ready(struct state *st);
 
-/* The lines across each boundary of w[0..nst), [we of s, ws of s+1), and the file's last
- * partial line, joined from the edges and scanned here by the servers' patterns: their
- * records to w[s].edge (lines mode), or (counts) their count added to *total.  0, 1: gather
- * instead (a line found binary), -1: reported. */
+/* The lines across each boundary s of w[0..nst) for p0 <= s < p1, [we of s, ws of s+1), and
+ * the file's last partial line (s = nst - 1), joined from the edges and scanned here by the
+ * servers' patterns: their records to w[s].edge (lines mode), or (counts) their count added
+ * to *total.  0, 1: gather instead (a line found binary), -1: reported. */
 static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win *w,
-                              uint64_t nst, size_t hdr, int counts, int64_t *total)
+                              uint64_t p0, uint64_t p1, uint64_t nst, size_t hdr, int counts,
+                              int64_t *total)
 {
-	for (uint64_t s = 0; s < nst; s++) {
+	for (uint64_t s = p0; s < p1; s++) {
 		size_t jl = w[s].tail_len + (s + 1 < nst ? w[s + 1].head_len : 0);
 		if (jl == 0)
 			continue;
@@ -487,9 +493,363 @@ static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win 
 			return 1;
 		if (counts)
 			*total += v >> 2;
-		else if (recs_take(&w[s].edge, &w[s].count, hdr, r->out->buf, ol, 0, jl,
+		else if (recs_take(&w[s].edge, &w[s].ecount, hdr, r->out->buf, ol, 0, jl,
 		                   (int64_t)w[s].we) != 0)
 			return 1;
+	}
+	return 0;
+}
+
+/* ---- -m and context on the servers' scan (docs/cluster.md, "Context and -m") ----
+ * The servers return the selected lines only (g_srv is compiled without -A/-B/-C, each
+ * window stopping at -m's NUM).  Here the file's first NUM of them are kept, and the context
+ * is read: between two selected lines lies a gap of whole lines, of which grep prints the
+ * first A (the trailing context of the line before) and the last B (the leading context of
+ * the line after), all of it when it has no more than A + B lines; before the first selected
+ * line the last B, after the last one the first A (after -m's NUM-th too: grep 3.8 prints
+ * its trailing context whether those lines match or not).  A gap's head and tail are read in
+ * windows of twice the mean selected line a line, doubled until they hold their lines, the
+ * windows of many gaps in one arf_cl_readv (each server its pieces in one run: a window
+ * across a stripe boundary is read from both servers at once).  Line numbers count from the
+ * selected lines'; "--" comes from the formatter where the records leave a gap. */
+#define CTX_LINE_MIN 16             /* a window's first bytes a line: twice the mean
+                                     * selected line, within these */
+#define CTX_LINE_MAX 4096
+#define CTX_WINDOW (64u << 10)      /* a window's first size at most */
+#define CTX_GAP_MAX (16u << 20)     /* a window's largest: past it (a line, or A or B
+                                     * lines, that long) the file is gathered */
+#define CTX_BATCH (16u << 20)       /* bytes of windows in one arf_cl_readv */
+#define CTX_RANGES 4096             /* ranges in one arf_cl_readv */
+
+struct ctx_gap {
+	uint64_t a, b;                 /* the gap's bytes [a, b): whole lines */
+	uint64_t hl, tl;               /* its head and tail windows' lengths (whole: hl = b-a) */
+	int want_h, want_t;            /* lines of context: A (0 before the first), B (0 after
+	                                * the last) */
+	uint8_t *hb, *tb;              /* the lines printed: [a, a+hn) and [b-tn, b) */
+	uint64_t hn, tn;
+	int64_t h_lines, t_lines;
+};
+
+/* Of p[0..n): the offset just after its k-th line (its terminator; a last line without
+ * one counts when last), or -1 when it holds fewer; *got the lines there are when fewer. */
+static int64_t lines_fwd(const uint8_t *p, uint64_t n, int64_t k, int last, int64_t *got)
+{
+	int64_t c = 0;
+	for (uint64_t i = 0; i < n && c < k;) {
+		const uint8_t *z = memchr(p + i, '\n', (size_t)(n - i));
+		if (!z) {
+			if (last) {
+				c++;
+				i = n;
+				if (c == k)
+					return (int64_t)n;
+			}
+			break;
+		}
+		i = (uint64_t)(z - p) + 1;
+		if (++c == k)
+			return (int64_t)i;
+	}
+	*got = c;
+	return k == 0 ? 0 : -1;
+}
+
+/* Of p[0..n), whose last byte ends a line: the offset where its last k lines start, or -1
+ * when it holds fewer (*got: how many; they start at 0 when the window starts the gap). */
+static int64_t lines_back(const uint8_t *p, uint64_t n, int64_t k, int64_t *got)
+{
+	int64_t c = 0;
+	if (k == 0 || n == 0) {
+		*got = 0;
+		return k == 0 ? (int64_t)n : -1;
+	}
+	for (uint64_t i = n - 1; i > 0; i--)
+		if (p[i - 1] == '\n' && ++c == k)
+			return (int64_t)i;
+	*got = c + (n > 0);
+	return *got == k ? 0 : -1;
+}
+
+static uint8_t *dup_bytes(const uint8_t *p, uint64_t n)
+{
+	uint8_t *d = malloc(n ? (size_t)n : 1);
+	if (!d)
+		die("%s", "memory exhausted");
+	memcpy(d, p, (size_t)n);
+	return d;
+}
+
+/* Gap g's lines from its windows just read (h: the head window's bytes or the whole gap's,
+ * t: the tail window's): 1 when it holds them, 0 when a window was short (doubled), -1 when
+ * the gap does not end a line where a selected line starts (the file changed). */
+static int ctx_settle(struct ctx_gap *G, const uint8_t *h, const uint8_t *t, uint64_t size)
+{
+	uint64_t len = G->b - G->a;
+	if (G->want_t && ((G->hl >= len && h[len - 1] != '\n') ||
+	                  (G->hl < len && t && t[G->tl - 1] != '\n')))
+		return -1;
+	if (G->hl >= len) {                 /* the whole gap */
+		int64_t k = 0, kb = 0;
+		lines_fwd(h, len, INT64_MAX, G->b == size, &k);
+		int64_t hc = G->want_h < k ? G->want_h : k;
+		int64_t tc = G->want_t < k - hc ? G->want_t : k - hc;
+		int64_t he = lines_fwd(h, len, hc, G->b == size, &kb);
+		G->hb = dup_bytes(h, (uint64_t)he);
+		G->hn = (uint64_t)he;
+		G->h_lines = hc;
+		if (tc > 0) {
+			int64_t ts = lines_back(h, len, tc, &kb);
+			G->tb = dup_bytes(h + ts, len - (uint64_t)ts);
+			G->tn = len - (uint64_t)ts;
+		}
+		G->t_lines = tc;
+		return 1;
+	}
+	int ok = 1;
+	if (G->want_h && !G->hb) {
+		int64_t got = 0, he = lines_fwd(h, G->hl, G->want_h, 0, &got);
+		if (he >= 0) {
+			G->hb = dup_bytes(h, (uint64_t)he);
+			G->hn = (uint64_t)he;
+			G->h_lines = G->want_h;
+		} else {
+			G->hl *= 2;
+			ok = 0;
+		}
+	}
+	if (G->want_t && !G->tb) {
+		int64_t got = 0, ts = lines_back(t, G->tl, G->want_t, &got);
+		if (ts > 0) {                   /* at 0 the window may start inside a line */
+			G->tb = dup_bytes(t + ts, G->tl - (uint64_t)ts);
+			G->tn = G->tl - (uint64_t)ts;
+			G->t_lines = G->want_t;
+		} else {
+			G->tl *= 2;
+			ok = 0;
+		}
+	}
+	if (!ok && G->hl + G->tl >= len) {  /* the windows met: read the whole gap */
+		free(G->hb);
+		free(G->tb);
+		G->hb = G->tb = NULL;
+		G->hl = len;
+		G->tl = 0;
+	}
+	return ok;
+}
+
+/* The records in *all (selected lines of the file in order, nothing else): the first -m
+ * NUM kept (*count too), then their context read and put in.  0, 1: gather instead (a
+ * window past CTX_GAP_MAX, a NUL: the file changed or has a hole), -1: reported. */
+static int cluster_context(struct state *st, struct arf_cl_file *f, struct cl_res *r,
+                           uint64_t size, size_t hdr, struct cl_recs *all, int64_t *count)
+{
+	const struct grep_opts *o = &st->a.o;
+	/* lines printed: else only the count is (ARF_GREP_CLUSTER_LINES with -c...) */
+	const int lines = !o->count && !o->list && !o->list_nomatch && !o->quiet;
+	const int64_t A = lines && o->after > 0 ? o->after : 0;
+	const int64_t B = lines && o->before > 0 ? o->before : 0;
+	const int64_t mlim = st->srv_mlimit;
+	/* the selected lines: their offsets, lengths, line numbers and bytes */
+	size_t n = 0, cap = 0;
+	struct sel { uint64_t off, len, lineno; const uint8_t *p; } *v = NULL;
+	uint64_t sum_len = 0;
+	for (size_t i = 0; i + hdr <= all->len && (mlim < 0 || (int64_t)n < mlim);) {
+		uint64_t q[3] = { 0, 0, 0 };
+		memcpy(q, all->p + i, hdr);
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct sel *nv = realloc(v, cap * sizeof *nv);
+			if (!nv)
+				die("%s", "memory exhausted");
+			v = nv;
+		}
+		v[n++] = (struct sel){ q[0], q[1], q[2], all->p + i + hdr };
+		sum_len += q[1] + 1;
+		i += hdr + (size_t)q[1];
+	}
+	*count = (int64_t)n;
+	int res = 0;
+	struct cl_recs out = { 0 };
+	struct ctx_gap *gap = NULL;
+	size_t *pend = NULL, *pend2 = NULL;
+	uint64_t *rg = NULL;
+	uint8_t *buf = NULL;
+	if (A == 0 && B == 0) {
+		for (size_t i = 0; i < n; i++)
+			rec_put(&out, hdr, v[i].off, v[i].lineno, v[i].p, v[i].len);
+		goto done;
+	}
+	uint64_t est = n ? 2 * sum_len / n : CTX_LINE_MAX;
+	est = est < CTX_LINE_MIN ? CTX_LINE_MIN : est > CTX_LINE_MAX ? CTX_LINE_MAX : est;
+	gap = calloc(n + 1, sizeof *gap);
+	pend = malloc((n + 1) * sizeof *pend);
+	pend2 = malloc((n + 1) * sizeof *pend2);
+	rg = malloc(2 * CTX_RANGES * sizeof *rg);
+	if (!gap || !pend || !pend2 || !rg)
+		die("%s", "memory exhausted");
+	size_t np = 0;
+	for (size_t g = 0; g <= n; g++) {
+		struct ctx_gap *G = &gap[g];
+		uint64_t e = g ? v[g - 1].off + v[g - 1].len + 1 : 0;
+		G->a = e < size ? e : size;
+		G->b = g < n ? v[g].off : size;
+		G->want_h = g > 0 ? (int)(A < INT32_MAX ? A : INT32_MAX) : 0;
+		G->want_t = g < n ? (int)(B < INT32_MAX ? B : INT32_MAX) : 0;
+		if (G->a >= G->b || (!G->want_h && !G->want_t))
+			continue;
+		uint64_t len = G->b - G->a;
+		G->hl = G->want_h ? (uint64_t)G->want_h * est : 0;
+		G->tl = G->want_t ? (uint64_t)(G->want_t + 1) * est : 0;
+		G->hl = G->hl > CTX_WINDOW ? CTX_WINDOW : G->hl;
+		G->tl = G->tl > CTX_WINDOW ? CTX_WINDOW : G->tl;
+		if (G->hl + G->tl >= len) {
+			G->hl = len;
+			G->tl = 0;
+		}
+		pend[np++] = g;
+	}
+	/* passes over the gaps still open, in file order (the ranges must ascend); each pass
+	 * settles a gap or doubles a window of it, up to CTX_GAP_MAX: bounded */
+	while (np > 0) {
+		size_t np2 = 0;
+		for (size_t i = 0; i < np;) {
+			size_t j = i;
+			unsigned nr = 0;
+			uint64_t bytes = 0;
+			while (j < np && nr + 2 <= CTX_RANGES &&
+			       (j == i || bytes + gap[pend[j]].hl + gap[pend[j]].tl <= CTX_BATCH)) {
+				struct ctx_gap *G = &gap[pend[j]];
+				if (G->hl > CTX_GAP_MAX || G->tl > CTX_GAP_MAX) {
+					res = 1;
+					goto done;
+				}
+				uint64_t len = G->b - G->a;
+				if (G->hl >= len || (G->want_h && !G->hb)) {
+					rg[2 * nr] = G->a;
+					rg[2 * nr++ + 1] = G->hl;
+					bytes += G->hl;
+				}
+				if (G->hl < len && G->want_t && !G->tb) {
+					rg[2 * nr] = G->b - G->tl;
+					rg[2 * nr++ + 1] = G->tl;
+					bytes += G->tl;
+				}
+				j++;
+			}
+			if (res_stopped(r)) {
+				res = -1;
+				goto done;
+			}
+			free(buf);
+			buf = malloc(bytes ? (size_t)bytes : 1);   /* at most 2 * CTX_GAP_MAX */
+			if (!buf)
+				die("%s", "memory exhausted");
+			int64_t got = arf_cl_readv(f, rg, nr, buf);
+			if (got != (int64_t)bytes) {
+				res_error(r, got == -EIO ? arf_cl_errmsg(f) :
+				          strerror(got < 0 ? (int)-got : EPROTO));
+				res = -1;
+				goto done;
+			}
+			const uint8_t *at = buf;
+			for (; i < j; i++) {
+				struct ctx_gap *G = &gap[pend[i]];
+				uint64_t len = G->b - G->a;
+				const uint8_t *h = NULL, *t = NULL;
+				if (G->hl >= len || (G->want_h && !G->hb)) {
+					h = at;
+					at += G->hl;
+				}
+				if (G->hl < len && G->want_t && !G->tb) {
+					t = at;
+					at += G->tl;
+				}
+				int rc = ctx_settle(G, h, t, size);
+				if (rc < 0) {
+					res = 1;
+					goto done;
+				}
+				if (rc == 0)
+					pend2[np2++] = pend[i];
+			}
+		}
+		size_t *sw = pend;
+		pend = pend2;
+		pend2 = sw;
+		np = np2;
+	}
+	/* the records: each gap's head and tail lines as context, then the selected line */
+	for (size_t g = 0; g <= n; g++) {
+		struct ctx_gap *G = &gap[g];
+		const uint8_t *parts[2] = { G->hb, G->tb };
+		uint64_t plen[2] = { G->hn, G->tn }, pfrom[2] = { G->a, G->b - G->tn };
+		/* line numbers: after the line before the gap, or back from the one after */
+		int64_t pno[2] = { g ? (int64_t)v[g - 1].lineno + 1 : 0,
+		                   g < n ? (int64_t)v[g].lineno - G->t_lines : 0 };
+		for (int k = 0; k < 2; k++) {
+			const uint8_t *p = parts[k];
+			if (p && memchr(p, 0, (size_t)plen[k])) {
+				res = 1;             /* zeros: a hole, or the file changed */
+				goto done;
+			}
+			for (uint64_t x = 0; p && x < plen[k];) {
+				const uint8_t *z = memchr(p + x, '\n', (size_t)(plen[k] - x));
+				uint64_t l = z ? (uint64_t)(z - (p + x)) : plen[k] - x;
+				rec_put(&out, hdr, (pfrom[k] + x) | GREP_REC_CONTEXT, (uint64_t)pno[k]++,
+				        p + x, l);
+				x += l + 1;
+			}
+		}
+		if (g < n)
+			rec_put(&out, hdr, v[g].off, v[g].lineno, v[g].p, v[g].len);
+	}
+done:
+	if (res == 0) {
+		free(all->p);
+		*all = out;
+	} else {
+		free(out.p);
+	}
+	for (size_t g = 0; gap && g <= n; g++) {
+		free(gap[g].hb);
+		free(gap[g].tb);
+	}
+	free(gap);
+	free(pend);
+	free(pend2);
+	free(rg);
+	free(buf);
+	free(v);
+	return res;
+}
+
+/* Stripes [s0, s1) of a file of size bytes, unit U: their edges read (arf_cl_edges into
+ * e) and their windows set in w.  0, 1: gather instead (an edge without a terminator, or
+ * with a NUL), -1: reported. */
+static int cluster_stripes(struct cl_res *r, struct arf_cl_file *f, struct cl_win *w,
+                           struct arf_cl_edge *e, uint64_t size, uint64_t U, uint64_t s0,
+                           uint64_t s1)
+{
+	int rc = arf_cl_edges(f, size, s0, s1, CL_EDGE, e);
+	if (rc < 0) {
+		res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
+		return -1;
+	}
+	for (uint64_t s = s0; s < s1; s++) {
+		uint64_t a = s * U, b = a + U < size ? a + U : size;
+		if (!e[s].found || memchr(e[s].head ? e[s].head : (uint8_t *)"", 0, e[s].head_len) ||
+		    memchr(e[s].tail ? e[s].tail : (uint8_t *)"", 0, e[s].tail_len))
+			return 1;
+		w[s].ws = a + e[s].head_len;
+		w[s].we = b - e[s].tail_len;
+		w[s].head_len = e[s].head_len;
+		w[s].tail_len = e[s].tail_len;
+		w[s].head = e[s].head;
+		w[s].tail = e[s].tail;
+		e[s].head = e[s].tail = NULL;
+		w[s].done = w[s].ws >= w[s].we;
 	}
 	return 0;
 }
@@ -505,7 +865,11 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	const size_t hdr = numbers ? 24 : 16;
 	const int counts = st->srv_counts;
 	const int64_t limit = st->srv_limit;
+	const int64_t mlim = counts ? -1 : st->srv_mlimit;
 	uint64_t nst = (size + U - 1) / U;
+	uint64_t s_cut = nst;          /* -m with lines: the first stripe whose window stopped at
+	                                * NUM (the file's NUM-th selected line is there or
+	                                * before: the windows after it are not scanned) */
 	int res = 1;
 	struct cl_win *w = calloc(nst ? nst : 1, sizeof *w);
 	struct arf_cl_edge *e = calloc(nst ? nst : 1, sizeof *e);
@@ -519,27 +883,41 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	if (whole)
 		w[0].we = size;
 	/* the edges: every stripe's first and last partial lines, from all its servers in one
-	 * Cooperation (arf_cl_edges; a batch of up to ARF_CL_EDGES_BATCH stripes a server) */
-	if (!whole) {
-		int rc = arf_cl_edges(f, size, nst, CL_EDGE, e);
-		if (rc < 0) {
-			res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
-			res = -1;
+	 * Cooperation (arf_cl_edges; a batch of up to ARF_CL_EDGES_BATCH stripes a server).
+	 * -m with lines reads them for the first `known` stripes only, a few a server, and
+	 * more only when their windows and boundary lines hold fewer than NUM selected lines:
+	 * -m 5 of a file of thousands of stripes needs the edges of its first few.  Those must
+	 * give every server a window (or be all the stripes): a server's first run makes its
+	 * binary pass over its whole object (round 0, below), which settles the binary
+	 * decision before any round can end the scan */
+	uint64_t known = nst;
+	if (mlim > 0 && !whole) {
+		known = nst < 2 * (uint64_t)N ? nst : 2 * (uint64_t)N;
+		for (uint64_t opened = 0;;) {
+			int rc = cluster_stripes(r, f, w, e, size, U, opened, known);
+			if (rc != 0) {
+				res = rc;
+				goto out;
+			}
+			opened = known;
+			unsigned j = 0;
+			for (; j < N && j < nst; j++) {
+				uint64_t s = j;
+				while (s < known && w[s].done)
+					s += N;
+				if (s >= known)
+					break;             /* slot j has no window there yet */
+			}
+			if (j == N || j == nst || known == nst)
+				break;
+			known = nst / 2 < known ? nst : 2 * known;
+		}
+	} else if (!whole) {
+		int rc = cluster_stripes(r, f, w, e, size, U, 0, nst);
+		if (rc != 0) {
+			res = rc;
 			goto out;
 		}
-	}
-	for (uint64_t s = 0; s < nst && !whole; s++) {
-		uint64_t a = s * U, b = a + U < size ? a + U : size;
-		if (!e[s].found || memchr(e[s].head ? e[s].head : (uint8_t *)"", 0, e[s].head_len) ||
-		    memchr(e[s].tail ? e[s].tail : (uint8_t *)"", 0, e[s].tail_len))
-			goto out;
-		w[s].ws = a + e[s].head_len;
-		w[s].we = b - e[s].tail_len;
-		w[s].head_len = e[s].head_len;
-		w[s].tail_len = e[s].tail_len;
-		w[s].head = e[s].head;
-		w[s].tail = e[s].tail;
-		e[s].head = e[s].tail = NULL;
 	}
 	/* counts (-c, -l, -L, -q): the lines across boundaries first, here; when they settle
 	 * the answer (limit selected lines: -l, -L, -q one, -m NUM), no server scans.  A line
@@ -547,8 +925,10 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	 * lines only), so this holds before the servers' binary pass; not under -I, which drops
 	 * a binary file's lines */
 	int64_t total = 0;
-	if (counts && !whole) {
-		int rc = cluster_edges_scan(st, r, w, nst, hdr, counts, &total);
+	if ((counts || mlim >= 0) && !whole) {
+		/* the boundary after the last known stripe waits for the next one's head */
+		int rc = cluster_edges_scan(st, r, w, 0, known == nst ? nst : known - 1, nst, hdr,
+		                            counts, &total);
 		if (rc != 0) {
 			res = rc;
 			goto out;
@@ -583,9 +963,9 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 		int64_t args[ARF_CLUSTER_MAX][GREP_ARF_NARGS];
 		int rcs[ARF_CLUSTER_MAX];
 		for (unsigned j = 0; j < N; j++) {
-			while (cur[j] < nst && w[cur[j]].ws >= w[cur[j]].we)
+			while (cur[j] < known && w[cur[j]].ws >= w[cur[j]].we)
 				cur[j] += N;
-			if (cur[j] >= nst)
+			if (cur[j] >= known || cur[j] > s_cut)
 				continue;
 			uint64_t s = cur[j], obase = s / N * U;
 			if (!obj[srv[j]])
@@ -609,6 +989,21 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			xs[m] = &xv[m];
 			whok[m] = srv[j];
 			who[m++] = j;
+		}
+		if (m == 0 && known < nst && known <= s_cut) {
+			/* -m: NUM not reached in the stripes known: the edges of the next ones (four
+			 * times as many), and their boundary lines */
+			uint64_t more = nst / 4 < known ? nst : 4 * known;
+			rc = cluster_stripes(r, f, w, e, size, U, known, more);
+			if (rc == 0)
+				rc = cluster_edges_scan(st, r, w, known - 1, more == nst ? nst : more - 1,
+				                        nst, hdr, counts, &total);
+			if (rc != 0) {
+				res = rc;
+				goto out;
+			}
+			known = more;
+			continue;
 		}
 		if (m == 0)
 			break;
@@ -645,7 +1040,8 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 				/* counts: the segment counted (its output: scratch copies of lines
 				 * across extents at most); the count settles a window once it reaches
 				 * the limit (the scan stopped at that line) */
-				int settled = counts && limit > 0 && ns.count >= limit;
+				int settled = (counts && limit > 0 && ns.count >= limit) ||
+				              (mlim > 0 && ns.count >= mlim);
 				/* where a finished scan stops: the window's end; a whole file's
 				 * unterminated last line one past it */
 				uint64_t end = we_obj[j] + (whole && ns.noeol ? 1 : 0);
@@ -656,7 +1052,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 				} else if (ns.count < 0 || (counts && (uint64_t)ns.pos > end)) {
 					bad = bad ? bad : -EPROTO;
 				} else if (!counts &&
-				           recs_take(&w[s].win, &w[s].count, hdr, o, ol - GREP_ARF_TRAILER,
+				           recs_take(&w[s].win, &w[s].wcount, hdr, o, ol - GREP_ARF_TRAILER,
 				                     ws_obj[j], we_obj[j],
 				                     (int64_t)(s * U) - (int64_t)obase) != 0) {
 					bad = bad ? bad : -EPROTO;
@@ -670,6 +1066,9 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 						w[s].count = ns.count;
 					w[s].noeol = ns.noeol != 0;
 					w[s].lines = ns.lineno;
+					w[s].done = 1;
+					if (mlim > 0 && ns.count >= mlim && s < s_cut)
+						s_cut = s;
 					cur[j] += N;
 					/* its next window is in the same object: the binary decision (a NUL
 					 * anywhere in it, found by a pass over the whole object) carries
@@ -708,10 +1107,20 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			if (sum >= limit)
 				goto done;
 		}
+		/* -m with lines: once the parts from the file's start, each scanned to its end or
+		 * to NUM, hold NUM selected lines, the rest is not needed (the servers' binary
+		 * passes were made in round 0, as above) */
+		if (mlim >= 0) {
+			int64_t sum = 0;
+			for (uint64_t s = 0; s < nst && w[s].done && sum < mlim; s++)
+				sum += w[s].wcount + w[s].ecount;
+			if (sum >= mlim)
+				goto done;
+		}
 	}
-	/* lines: the lines across boundaries, and the last one, here */
-	if (!counts) {
-		rc = cluster_edges_scan(st, r, w, nst, hdr, counts, &total);
+	/* lines: the lines across boundaries, and the last one, here (with -m: before) */
+	if (!counts && (mlim < 0 || whole)) {
+		rc = cluster_edges_scan(st, r, w, 0, nst, nst, hdr, counts, &total);
 		if (rc != 0) {
 			res = rc;
 			goto out;
@@ -726,7 +1135,7 @@ done:;
 		lines += w[s].lines;
 		recs_append(&all, &w[s].edge, hdr, lines);
 		lines += w[s].edge_lines;
-		count += w[s].count;
+		count += counts ? w[s].count : w[s].wcount + w[s].ecount;
 	}
 	if (counts) {
 		count += total;
@@ -734,6 +1143,15 @@ done:;
 			count = limit;
 	}
 	int noeol = nst > 0 && (whole ? w[0].noeol : w[nst - 1].tail_len > 0);
+	if (!counts && (mlim >= 0 || st->a.o.before > 0 || st->a.o.after > 0)) {
+		/* (with -c, -l, -L, -q under ARF_GREP_CLUSTER_LINES the count is all: no context) */
+		rc = cluster_context(st, f, r, size, hdr, &all, &count);
+		if (rc != 0) {
+			free(all.p);
+			res = rc;
+			goto out;
+		}
+	}
 	*recs = all.p;
 	*recs_len = all.len;
 	*value = count << 2 | (noeol ? 2 : 0);
@@ -1971,16 +2389,14 @@ static void grep_operand(struct state *st, const char *arg)
 	free(abs);
 }
 
-/* Whether a cluster's files can be scanned in their data servers (cluster_servers): the
- * options whose output depends only on each line and the count; -m, -A, -B and -C only with
- * -c, -l, -L or -q (a count, clamped at -m: the lines -m selects and the context around them
- * depend on the order across stripes). */
+/* Whether a cluster's files can be scanned in their data servers (cluster_servers): not
+ * -z, UTF-8 or the exact matcher.  -m and context with lines printed take the servers'
+ * selected lines in file order, the first NUM, and read the context around them
+ * (cluster_context); with -c, -l, -L or -q they are counts, clamped at -m. */
 static int cluster_servers_can(const struct state *st)
 {
 	const struct grep_opts *o = &st->a.o;
-	int counts = o->count || o->list || o->list_nomatch || o->quiet;
-	return !grep_is_exact(st->g) && ((o->before < 0 && o->after < 0) || counts) &&
-	       (o->max_count < 0 || counts) && !o->null_data && !o->utf8 && !st->local &&
+	return !grep_is_exact(st->g) && !o->null_data && !o->utf8 && !st->local &&
 	       !st->no_read && !getenv("ARF_GREP_CLUSTER_GATHER");
 }
 
@@ -1989,7 +2405,9 @@ static int cluster_servers_can(const struct state *st)
  * line: arfscan's count_only and stop_first; ARF_GREP_CLUSTER_LINES=1 turns that off, for
  * the test that compares the bytes sent), with -m NUM stopping at NUM: no line crosses
  * the network, and the client adds the counts up and clamps them at -m.  Otherwise
- * without -c, -l, -L, -q: each server returns its lines, the client counts them. */
+ * without -c, -l, -L, -q and without context: each server returns its selected lines (each
+ * window stopping at -m's NUM), the client counts them, keeps the first NUM and reads the
+ * context (cluster_context). */
 static void cluster_servers_compile(struct state *st)
 {
 	struct grep_opts saved = st->a.o, *o = &st->a.o;
@@ -2004,13 +2422,16 @@ static void cluster_servers_compile(struct state *st)
 		o->line_number = o->byte_offset = o->only = o->color = o->initial_tab = 0;
 		o->before = o->after = -1;
 	} else {
+		/* the selected lines only, each window stopping at -m's NUM: the client keeps
+		 * the file's first NUM and reads the context (cluster_context) */
 		o->count = o->list = o->list_nomatch = o->quiet = 0;
+		o->before = o->after = -1;
 		st->srv_limit = -1;
 	}
+	st->srv_mlimit = counts ? -1 : saved.max_count;
 	FILE *quiet = fopen("/dev/null", "w");     /* its warnings were printed once */
 	char err[256];
-	if (quiet && (counts || (o->max_count < 0 && o->before < 0 && o->after < 0)) &&
-	    grep_args_compile(&st->a, prog, quiet, &st->g_srv) == 0 &&
+	if (quiet && grep_args_compile(&st->a, prog, quiet, &st->g_srv) == 0 &&
 	    !grep_is_exact(st->g_srv) &&
 	    grep_arf_segment(st->g_srv, &st->seg_srv, &st->seg_srv_len, err, sizeof err) == 0)
 		isa_seg_id(st->seg_srv, st->seg_srv_len, st->seg_srv_id);

@@ -1,8 +1,8 @@
 #!/bin/sh
 # grep_loopback.sh: arf grep on a loopback cluster (1 metadata + 3 data arfd, tests/lib.sh's
 # arf_cluster), what the data servers send back (arc stats: exec.output_bytes and execs,
-# summed over the three) and the wall time (median of REPS runs) for -c, -l, -q, -L and
-# lines.  Not a benchmark of the servers' scan against one server (all on one machine):
+# summed over the three) and the wall time (median of REPS runs) for -c, -l, -q, -L,
+# lines, -m with lines and context.  Not a benchmark of the servers' scan against one server (all on one machine):
 # it shows what crosses the network.  ARF=path to another arf binary to compare (the
 # servers stay this tree's).
 #
@@ -44,7 +44,8 @@ stat_sum() {
 s0=$(stat_sum net.bytes_sent); s1=$(stat_sum net.bytes_sent); over=$((s1 - s0))
 printf '%-18s %11s %11s %6s %9s  %s\n' "arf grep" "exec output" "net sent" "execs" "median ms" "output"
 for args in "-c needle42" "-c lorem" "-c -v lorem" "-c -m 5 lorem" "-l lorem" "-q lorem" \
-            "-L needle42" "-l nosuchword" "needle42"; do
+            "-L needle42" "-l nosuchword" "needle42" "-m 5 -n lorem" "-C 2 needle42" \
+            "-n -C 2 needle42" "-m 3 -A 2 lorem"; do
 	b0=$(stat_sum exec.output_bytes); x0=$(stat_sum exec.requests); n0=$(stat_sum net.bytes_sent)
 	# shellcheck disable=SC2086
 	timeout $T "$ARF" grep $args "$M:/f" >"$tmp/out"; rc=$?

@@ -171,6 +171,87 @@ for o in "-c" "-c -v" "-l" "-L" "-q" "-c -m 1" "-c -m 3" "-c -m 7 -v" "-l -v" "-
 done
 d=$d_c files=$files_c remote=$remote_c
 
+# -m and context with lines printed (the servers' selected lines, the first NUM of them in
+# file order, the context read by the client across stripes): files of a 4 KiB unit with
+# "MARK k" at each of the first six boundaries starting at 3 bytes before it + D (D -10 to
+# 10: the boundary at every place of the mark, of its context lines and of the lines
+# between), a second mark 13 to 15 bytes after every other one (context groups that meet
+# or overlap across a boundary), filler lines of 1 to 13 bytes (empty ones too), a mark on
+# the second line when D is even (-m reached inside the first stripe), and with D = 10 a
+# 5 000-byte line with a mark (longer than a stripe: that file is gathered)
+x=$tmp/x
+mkdir -p "$x"
+for D in -10 -9 -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6 7 8 9 10; do
+	awk -v u=4096 -v dd="$D" 'BEGIN { pos = 0; i = 0; f = "filler-abcdefghijklmn";
+		if (dd % 2 == 0) { print "first"; print "MARK 0"; pos = 13 }
+		for (k = 1; k <= 6; k++) {
+			t = k * u - 3 + dd
+			while (pos < t) { n = t - pos; L = n > 14 ? 2 + (i++ * 7) % 12 : n; print substr(f, 1, L - 1); pos += L }
+			print "MARK " k; pos += 7
+			if (k % 2 == 0) { t = pos + 13 + (dd + 30) % 3
+				while (pos < t) { n = t - pos; L = n > 14 ? 2 + (i++ * 7) % 12 : n; print substr(f, 1, L - 1); pos += L }
+				print "MARK b"; pos += 7 }
+			if (k == 3 && dd == 10) { s = ""; for (j = 0; j < 5000; j++) s = s substr(f, 1 + j % 20, 1); print s " MARK long"; pos += length(s) + 11 }
+		}
+		for (j = 0; j < 40; j++) print substr(f, 1, 1 + j % 15) }' >"$x/ctx_$D"
+done
+run "$BUILD/arf" import --stripe-unit 4096 "$x" "$M:/g/x"; check_rc "import (context)" 0 $?
+files_c=$files remote_c=$remote d_c=$d
+d=$tmp files= remote=
+for D in -10 -9 -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4 5 6 7 8 9 10; do
+	files="$files x/ctx_$D"; remote="$remote $M:/g/x/ctx_$D"
+done
+for o in "-C 2 -n" "-A 3 -b" "-B 2 -n -b" "-C 1" "-C 0 -n" "-A 1 -B 4 -n" "-A 0" \
+         "-m 1 -A 3 -n" "-m 2 -C 2" "-m 4 -B 1 -b" "-m 7 -A 2 -n -b" "-m 3 -n" "-m 1" \
+         "-v -C 1 -n" "-v -m 5 -A 2 -n" "-v -B 3 -m 40" "-o -C 2 -n" "-c -C 2" \
+         "--color=always -C 1 -n" "-T -n -C 1" "-h -m 2 -A 1" "-l -C 1" "-C 3 -n -b -m 9"; do
+	for p in 'MARK' '^f$' '^$' 'zz' 'MARK [b0]'; do
+		# shellcheck disable=SC2086
+		check $o -e "$p"
+	done
+done
+check -C 2 -n -e 'MARK 3' -e 'MARK 4'
+check -m 1 -A 100000 -n MARK
+check -B 100000 -n 'MARK 6'
+# -m reads the edges of a few stripes at a time (2 a server, then 4 times as many): many64,
+# 64 stripes with needle every ~1000 bytes (-m NUM reached in stripes 0 to 60); in
+# emptywin the stripes of server 1 among the first six (1 and 4) hold one terminator each,
+# between two long lines (no window), so the edges of more stripes are read before the
+# scan, whose first runs make each server's binary pass; emptybin the same with a NUL in
+# stripe 7 (server 1's first window): the whole file is binary also for -m 1
+y=$tmp/y
+mkdir -p "$y"
+awk 'BEGIN { pos = 0; i = 0; while (pos < 64 * 4096 - 100) {
+		s = (i % 20 == 7) ? sprintf("needle %d", i) : sprintf("line %d of words", i)
+		while (length(s) < 30 + (i * 13) % 40) s = s " w"; print s; pos += length(s) + 1; i++ } }' >"$y/many64"
+awk -v nul=0 'function fill(to) { while (pos < to - 1) { s = sprintf("needle %d", pos); if (pos + length(s) + 1 > to - 1) s = substr("xxxxxxxxxxxxxxxxxxxx", 1, to - 2 - pos); print s; pos += length(s) + 1 } }
+	function long(to) { s = ""; while (pos + length(s) < to) s = s "q"; print s; pos += length(s) + 1 }
+	BEGIN { pos = 0; fill(3000); long(6000); long(9000); fill(15000); long(18000); long(21000);
+		fill(30000); if (nul) printf "x%cy\n", 0; pos += 4; fill(40000) }' >"$y/emptywin"
+awk -v nul=1 'function fill(to) { while (pos < to - 1) { s = sprintf("needle %d", pos); if (pos + length(s) + 1 > to - 1) s = substr("xxxxxxxxxxxxxxxxxxxx", 1, to - 2 - pos); print s; pos += length(s) + 1 } }
+	function long(to) { s = ""; while (pos + length(s) < to) s = s "q"; print s; pos += length(s) + 1 }
+	BEGIN { pos = 0; fill(3000); long(6000); long(9000); fill(15000); long(18000); long(21000);
+		fill(30000); if (nul) printf "x%cy\n", 0; pos += 4; fill(40000) }' >"$y/emptybin"
+run "$BUILD/arf" import --stripe-unit 4096 "$y" "$M:/g/y"; check_rc "import (-m)" 0 $?
+files= remote=
+for f in many64 emptywin emptybin; do files="$files y/$f"; remote="$remote $M:/g/y/$f"; done
+for o in "-m 1" "-m 5 -n" "-m 100 -n -b" "-m 150 -C 2 -n" "-m 400 -A 1" "-m 300 -c" "-m 1 -B 3 -n" \
+         "-v -m 200 -n" "-m 7 -o -b"; do
+	# shellcheck disable=SC2086
+	check $o -e needle
+done
+d=$d_c files=$files_c remote=$remote_c
+# the same on the 64 KiB files: -m reached inside the first stripe, in a later one, on a
+# line across a boundary; context across every boundary offset (edge_D)
+check -m 3 -A 2 -n needle
+check -m 1500 -C 1 -n foo
+check -m 1 -B 2 -n 'ab needle cd'
+check -m 2 -A 1 -b 'ab needle cd'
+check -v -m 4 -B 2 foo
+check -v -C 1 -n foo
+check -B 3 -A 1 -n -b 'ab needle cd'
+check -C 2 -n 'needle 1[0-9]*5 '
+
 # the same with the servers returning lines (what they did before counts)
 export ARF_GREP_CLUSTER_LINES=1
 check -c foo
@@ -243,6 +324,26 @@ for mode in servers gather; do
 	if [ $mode = servers ] && [ "$sent" -lt $((size / 2)) ]; then ok
 	elif [ $mode = gather ] && [ "$sent" -ge "$size" ]; then ok
 	else bad "$mode: the data servers sent $sent bytes of a $size-byte file"; fi
+done
+
+# -m and context with lines: the selected lines and the few lines around them cross, not
+# the file (the gather: all of it)
+for o in "-m 5 -n" "-C 2 -n"; do
+	for mode in servers gather; do
+		f=edge_0; [ "$o" = "-m 5 -n" ] && f=every
+		size=$(stat -c %s "$d/$f")
+		want=$(cd "$d" && /usr/bin/grep $o needle "$f")
+		b0=$(outbytes)
+		if [ $mode = gather ]; then export ARF_GREP_CLUSTER_GATHER=1; fi
+		# shellcheck disable=SC2086
+		run "$BUILD/arf" grep $o needle "$M:/g/$f"; check_rc "grep $o ($mode)" 0 $?
+		unset ARF_GREP_CLUSTER_GATHER
+		same "grep $o ($mode)" "$(cat "$tmp/out")" "$want"
+		sent=$(( $(outbytes) - b0 ))
+		if [ $mode = servers ] && [ "$sent" -lt 8192 ]; then ok
+		elif [ $mode = gather ] && [ "$sent" -ge "$size" ]; then ok
+		else bad "grep $o ($mode): the data servers sent $sent bytes of a $size-byte file"; fi
+	done
 done
 
 # counts cross as counts: -c and -l of a file whose every line is selected send no line
