@@ -26,22 +26,8 @@ done
 [ $# -gt 0 ] || set -- "-o lorem" "-o -w fox" "-c -v needle42" "-c -v -i NEEDLE42" "-c -v lorem"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cpu_ab.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-# the generator of run.sh
-awk -v n="$lines" 'BEGIN {
-	split("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " \
-	      "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud " \
-	      "exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure " \
-	      "in reprehenderit voluptate velit esse cillum fugiat nulla pariatur excepteur sint " \
-	      "occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est " \
-	      "laborum quick brown fox jumps over lazy dog needle haystack", w, " ")
-	nw = length(w); srand(42)
-	for (i = 0; i < n; i++) {
-		k = 5 + int(rand() * 10); s = ""
-		for (j = 0; j < k; j++) s = s (j ? " " : "") w[1 + int(rand() * nw)]
-		if (rand() < 1 / 1200) s = s " needle42 " i
-		print s
-	}
-}' >"$tmp/big"
+# the text run.sh searches (words.awk)
+awk -v n="$lines" -f "$(dirname "$0")/words.awk" >"$tmp/big"
 cpu() {
 	local t
 	TIMEFORMAT='%U %S'

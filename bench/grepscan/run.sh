@@ -68,21 +68,7 @@ trap 'exit 130' INT TERM
 # the data: words, lines of 5-14 words, needle42 now and then
 mkdir -p "$tmp/d"
 lines=$((MB * 20000))
-awk -v n="$lines" 'BEGIN {
-	split("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " \
-	      "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud " \
-	      "exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure " \
-	      "in reprehenderit voluptate velit esse cillum fugiat nulla pariatur excepteur sint " \
-	      "occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est " \
-	      "laborum quick brown fox jumps over lazy dog needle haystack", w, " ")
-	nw = length(w); srand(42)
-	for (i = 0; i < n; i++) {
-		k = 5 + int(rand() * 10); s = ""
-		for (j = 0; j < k; j++) s = s (j ? " " : "") w[1 + int(rand() * nw)]
-		if (rand() < 1 / 1200) s = s " needle42 " i
-		print s
-	}
-}' > "$tmp/d/big"
+awk -v n="$lines" -f "$HERE/words.awk" > "$tmp/d/big"
 echo 'one line' > "$tmp/d/tiny"
 # many patterns: a web log with an id per line, and sets of ids (a few of them present)
 awk 'BEGIN { srand(11); split("GET POST PUT DELETE", m, " ");

@@ -25,22 +25,8 @@ command -v perf >/dev/null || { echo "startup.sh: needs perf (linux-perf)" >&2; 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/startup.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 printf 'the quick brown fox\njumps over\nfoxes\n' >"$tmp/small"
-# the generator of run.sh and cpu_ab.sh
-awk -v n=400000 'BEGIN {
-	split("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " \
-	      "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud " \
-	      "exercitation ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure " \
-	      "in reprehenderit voluptate velit esse cillum fugiat nulla pariatur excepteur sint " \
-	      "occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est " \
-	      "laborum quick brown fox jumps over lazy dog needle haystack", w, " ")
-	nw = length(w); srand(42)
-	for (i = 0; i < n; i++) {
-		k = 5 + int(rand() * 10); s = ""
-		for (j = 0; j < k; j++) s = s (j ? " " : "") w[1 + int(rand() * nw)]
-		if (rand() < 1 / 1200) s = s " needle42 " i
-		print s
-	}
-}' >"$tmp/big"
+# the text run.sh and cpu_ab.sh search (words.awk)
+awk -v n=400000 -f "$(dirname "$0")/words.awk" >"$tmp/big"
 
 # ms of task-clock: cpu REPS LOCALE PROGRAM ARGS... (stdout to a file: GNU grep stops at
 # the first match when it writes to /dev/null)
