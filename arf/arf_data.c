@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arc.h"
@@ -82,6 +83,12 @@ struct st_file {
 	unsigned users;                /* between st_get and st_put */
 	uint64_t used;                 /* st.clock at the last st_get: the oldest free one goes */
 	bool temp;                     /* not in the table (every slot busy): freed by st_put */
+	/* the metadata inode's attributes as a read last asked for them (arf_data_read_cache):
+	 * valid while rat_ok, younger than the cache's time and no open since (opens) */
+	bool rat_ok;
+	struct arf_attr rat;
+	uint64_t rat_ns;               /* when asked (CLOCK_MONOTONIC) */
+	uint64_t rat_opens;            /* st.opens before asking */
 };
 
 struct striped {
@@ -90,6 +97,8 @@ struct striped {
 	_Atomic uint64_t desc_ino;     /* /.arf-cluster: its bytes are in the metadata image */
 	pthread_mutex_t lock;          /* over the table */
 	uint64_t clock;
+	uint64_t read_cache_ns;        /* arf_data_read_cache's time; 0: reads always ask */
+	_Atomic uint64_t opens;        /* arf_data_opened calls */
 	struct st_file file[ST_FILES];
 };
 
@@ -118,6 +127,25 @@ void arf_data_desc_seen(struct arf_data *d, uint64_t ino)
 {
 	if (d->st && ino)
 		atomic_store_explicit(&d->st->desc_ino, ino, memory_order_relaxed);
+}
+
+void arf_data_read_cache(struct arf_data *d, double seconds)
+{
+	if (d->st)
+		d->st->read_cache_ns = seconds > 0 && seconds < 3600 ? (uint64_t)(seconds * 1e9) : 0;
+}
+
+void arf_data_opened(struct arf_data *d)
+{
+	if (d->st)
+		atomic_fetch_add_explicit(&d->st->opens, 1, memory_order_seq_cst);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void st_free(struct striped *st)
@@ -149,6 +177,7 @@ static struct st_file *st_get(struct striped *st, uint64_t ino)
 		victim->f = NULL;
 		victim->ino = ino;
 		victim->gen = 0;
+		victim->rat_ok = false;
 		sf = victim;
 	}
 	if (sf) {
@@ -191,11 +220,12 @@ static int64_t st_err(struct arf_data *d, struct st_file *sf, int64_t rc)
 	return rc;
 }
 
-/* Start a call on ino (gen as arf_write_gen's): the slot, locked, in *sfp and the metadata
- * inode's attributes in at; 0, ST_PASS (not a striped file: a directory, the description;
- * nothing held), or -errno (nothing held). */
-static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct st_file **sfp,
-                        struct arf_attr *at)
+/* st_begin for a read of [off, off + len) when for_read: the size a read asked for before
+ * serves while it holds (arf_data_read_cache), and what this call reads is kept for the
+ * next; any other call makes the next read ask (it may change the size or times). */
+static int64_t st_begin_read(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t off,
+                             size_t len, struct st_file **sfp, struct arf_attr *at,
+                             bool for_read)
 {
 	struct striped *st = d->st;
 	if (ino == atomic_load_explicit(&st->desc_ino, memory_order_relaxed))
@@ -203,6 +233,16 @@ static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct s
 	struct st_file *sf = st_get(st, ino);
 	if (!sf)
 		return -ENOMEM;
+	uint64_t opens = atomic_load_explicit(&st->opens, memory_order_seq_cst);
+	uint64_t now = for_read && st->read_cache_ns ? mono_ns() : 0;
+	if (now && sf->rat_ok && sf->f && sf->rat_opens == opens &&
+	    now - sf->rat_ns < st->read_cache_ns && (!gen || sf->rat.gen == gen) &&
+	    off < sf->rat.size && len <= sf->rat.size - off) {
+		*at = sf->rat;             /* inside the size this client last read: no ask */
+		*sfp = sf;
+		return 0;
+	}
+	sf->rat_ok = false;
 	int rc = arf_getattr(st->meta, ino, at);
 	if (rc == -EIO)
 		snprintf(d->s.msg, sizeof d->s.msg, "%s", arf_client_errmsg(st->meta));
@@ -235,8 +275,23 @@ static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct s
 		st_put(st, sf);
 		return rc;
 	}
+	if (now) {
+		sf->rat = *at;
+		sf->rat_ns = now;
+		sf->rat_opens = opens;
+		sf->rat_ok = true;
+	}
 	*sfp = sf;
 	return 0;
+}
+
+/* Start a call on ino (gen as arf_write_gen's): the slot, locked, in *sfp and the metadata
+ * inode's attributes in at; 0, ST_PASS (not a striped file: a directory, the description;
+ * nothing held), or -errno (nothing held). */
+static int64_t st_begin(struct arf_data *d, uint64_t ino, uint64_t gen, struct st_file **sfp,
+                        struct arf_attr *at)
+{
+	return st_begin_read(d, ino, gen, 0, 0, sfp, at, false);
 }
 
 /* The metadata inode's size (and mtime, ctime) set, checked against gen. */
@@ -338,7 +393,7 @@ static int64_t st_read(struct arf_data *d, uint64_t ino, uint64_t gen, uint64_t 
 {
 	struct st_file *sf;
 	struct arf_attr at;
-	int64_t rc = st_begin(d, ino, gen, &sf, &at);
+	int64_t rc = st_begin_read(d, ino, gen, off, len, &sf, &at, true);
 	if (rc != 0)
 		return rc;
 	size_t n = off >= at.size ? 0 : at.size - off < len ? (size_t)(at.size - off) : len;

@@ -118,6 +118,14 @@ void arf_data_desc_seen(struct arf_data *d, uint64_t ino);
  * there is nothing to do), or -errno (-EIO with arf_data_errmsg): the objects left are
  * leaks that arf fsck --cluster --repair removes. */
 int arf_data_remove(struct arf_data *d, uint64_t ino, uint64_t gen);
+/* Close-to-open reads on a cluster (the mount's; docs/cluster.md, "Reads and the size"):
+ * a read wholly inside the size this client last read for the file, less than seconds
+ * ago and with no open since (arf_data_opened), uses that size instead of asking the
+ * metadata server again; a read that reaches the size, and every other call, asks.
+ * 0 (the default) asks for every read, as one server's read does in its own run. */
+void arf_data_read_cache(struct arf_data *d, double seconds);
+/* A descriptor was opened: every read after it asks for the size again. */
+void arf_data_opened(struct arf_data *d);
 
 /* ---- write-behind: pipelined writes of one file (the mount's; docs/arf.md, "Writes")
  *

@@ -1212,6 +1212,7 @@ static void arf_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	}
 	if (fs->attr_timeout > 0 && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	arf_data_opened(fs->d);        /* a cluster's reads ask for the size again */
 	struct open_file *of = malloc(sizeof *of);
 	if (!of) {
 		fuse_reply_err(req, ENOMEM);
@@ -2118,6 +2119,9 @@ static int fs_connect(struct arf_fs *fs, const char *endpoint, const char *ops_s
 			free(desc);
 			goto fail;
 		}
+		/* close-to-open reads: the size a read asked for serves the reads inside it until
+		 * the next open, as the kernel's attributes serve it (docs/cluster.md) */
+		arf_data_read_cache(fs->d, fs->attr_timeout);
 	}
 	free(desc);
 	return 0;
