@@ -186,7 +186,7 @@ static void noxa_forget(uint64_t ino)
  * The kernel drops a directory's attributes after every change in it, and its permission
  * check before the next change in the same directory asks for them again: rm -r sent a
  * GETATTR of the parent before each unlink (2176 of its 5182 runs on bench/fs's --quick
- * tree), untar one before each create (2169 of 13239).  unlinkattr and rmdirattr, and
+ * tree), untar one before each create (2013 of 13239).  unlinkattr and rmdirattr, and
  * mkdirattrs, mknodattrs, symlinkattrs and linkattrs, return the parent's attributes after
  * the change, and the next GETATTR of that directory is answered with them while nothing
  * else that may change it went through this mount.  Two kinds of handler move the counters
