@@ -30,10 +30,11 @@
  *   listxattr(ino, size)            the names, each with a NUL, on the output -> their bytes
  *   removexattr(ino, mode)          name -> 0
  *   setlayout(ino, unit, count << 32 | first)  -> 0 (an empty regular file's record)
- * Every export that changes the tree (mkdir, mknod, their attr forms, unlink, rmdir,
- * symlink, symlinkattr, link, linkattr, rename, setxattr, removexattr) takes one more
- * argument, last: its idempotency key, 0 or client << 32 | sequence number ("keyed
- * results" below; mknod, mknodattr and mknodattrs: the sixth, AR_EXPORT_ARGS).
+ * Every export that changes the tree (mkdir, mknod, their attr and attrs forms, unlink,
+ * rmdir, their attr forms, symlink, link, their attr and attrs forms, rename, setxattr,
+ * removexattr) takes one more argument, last: its idempotency key, 0 or client << 32 |
+ * sequence number ("keyed results" below; mknod, mknodattr and mknodattrs: the sixth,
+ * AR_EXPORT_ARGS).
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
