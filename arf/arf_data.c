@@ -25,6 +25,8 @@ struct arf_data {
 	struct striped *st;            /* a cluster's metadata image: see arf_data_striped */
 	uint32_t id;                   /* random, not 0: the high half of every append's key */
 	uint32_t seq;                  /* the last sequence number handed out (atomic) */
+	bool set_attr;                 /* the segment exports setattrattr (an older data.pno does
+	                                * not: setattr, and the attributes unknown) */
 };
 
 struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, size_t errlen)
@@ -40,6 +42,8 @@ struct arf_data *arf_data_open(struct arc *a, const char *seg_path, char *err, s
 		return NULL;
 	}
 	d->id = arf_key_id();
+	static const char *const sa[] = { "setattrattr", NULL };
+	d->set_attr = arf_seg_exports(&d->s, sa);
 	return d;
 }
 
@@ -705,6 +709,21 @@ int arf_setattr(struct arf_data *d, uint64_t ino, const struct arf_setattr *sa)
 	int64_t a[7] = { (int64_t)ino, sa->valid, sa->mode, sa->uid, sa->gid, sa->atime, sa->mtime };
 	struct arc_exec x = { 0 };
 	int64_t v = run(d, &x, "setattr", a, 7, NULL, 0);
+	free(x.out);
+	return (int)v;
+}
+
+int arf_setattr_attr(struct arf_data *d, uint64_t ino, const struct arf_setattr *sa,
+                     struct arf_attr *at)
+{
+	at->mode = 0;
+	if (!d->set_attr)
+		return arf_setattr(d, ino, sa);
+	int64_t a[7] = { (int64_t)ino, sa->valid, sa->mode, sa->uid, sa->gid, sa->atime, sa->mtime };
+	struct arc_exec x = { 0 };
+	int64_t v = run(d, &x, "setattrattr", a, 7, NULL, 0);
+	if (v == 0 && x.out_len == ARF_ATTR_BYTES)
+		arf_attr_decode(x.out, at);
 	free(x.out);
 	return (int)v;
 }

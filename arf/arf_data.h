@@ -213,5 +213,10 @@ struct arf_setattr {
 };
 /* Any inode type. */
 int arf_setattr(struct arf_data *d, uint64_t ino, const struct arf_setattr *sa);
+struct arf_attr;                   /* arf_ops.h */
+/* The same, and ino's attributes after it from the same run (setattrattr) in *at: mode 0
+ * when not known (an error, or a data.pno without setattrattr, which then runs setattr). */
+int arf_setattr_attr(struct arf_data *d, uint64_t ino, const struct arf_setattr *sa,
+                     struct arf_attr *at);
 
 #endif

@@ -19,21 +19,9 @@ struct arf_client {
 	uint32_t seq;                  /* the last sequence number handed out (atomic) */
 	bool rm_attr;                  /* the segment exports unlinkattr and rmdirattr (an
 	                                * older ops.pno does not: plain unlink and rmdir) */
+	bool mk_attrs;                 /* it exports mkdirattrs, mknodattrs, symlinkattrs and
+	                                * linkattrs (an older one: the *attr forms, no parent) */
 };
-
-/* Whether segment bytes export both names (a segment that does not decode: no). */
-static bool exports_both(const void *bytes, size_t len, const char *a, const char *b)
-{
-	struct isa_seg *seg;
-	char err[160];
-	if (isa_seg_decode(bytes, len, &seg, err, sizeof err) != 0)
-		return false;
-	int found = 0;
-	for (uint32_t i = 0; i < seg->n_exports; i++)
-		found |= (!strcmp(seg->exports[i].name, a)) | (!strcmp(seg->exports[i].name, b)) << 1;
-	isa_seg_free(seg);
-	return found == 3;
-}
 
 /* A fresh key for one state-changing request: client << 32 | sequence number (docs/arf.md,
  * "Exactly once across a restart").  The request's bytes carry it, so libarc's resend
@@ -63,7 +51,11 @@ struct arf_client *arf_client_open(struct arc *a, const char *seg_path, char *er
 		return NULL;
 	}
 	c->id = arf_key_id();
-	c->rm_attr = exports_both(c->s.bytes, c->s.len, "unlinkattr", "rmdirattr");
+	static const char *const rm[] = { "unlinkattr", "rmdirattr", NULL };
+	static const char *const mk[] = { "mkdirattrs", "mknodattrs", "symlinkattrs", "linkattrs",
+	                                  NULL };
+	c->rm_attr = arf_seg_exports(&c->s, rm);
+	c->mk_attrs = arf_seg_exports(&c->s, mk);
 	return c;
 }
 
@@ -165,6 +157,31 @@ static int64_t run_attr(struct arf_client *c, const char *entry, const int64_t *
 	return v;
 }
 
+/* run_attr for the entries that make a name (mkdirattrs, ...): the new inode's attributes,
+ * then dir's after the change (*dirat; mode 0 when the output has none: the directory went
+ * meanwhile).  Any other length of output is the server's error: -EIO. */
+static int64_t run_attrs(struct arf_client *c, const char *entry, const int64_t *args,
+                         unsigned n, const void *bytes, size_t len, struct arf_attr *at,
+                         struct arf_attr *dirat)
+{
+	struct arc_exec x = { 0 };
+	dirat->mode = 0;
+	int64_t v = run(c, &x, entry, args, n, bytes, len);
+	if (v >= 0) {
+		if (x.out_len != ATTR_BYTES && x.out_len != 2 * ATTR_BYTES) {
+			snprintf(c->s.msg, sizeof c->s.msg, "%s: %llu bytes of output, not %d or %d",
+			         entry, (unsigned long long)x.out_len, ATTR_BYTES, 2 * ATTR_BYTES);
+			v = -EIO;
+		} else {
+			attr_from(x.out, at);
+			if (x.out_len == 2 * ATTR_BYTES)
+				attr_from(x.out + ATTR_BYTES, dirat);
+		}
+	}
+	free(x.out);
+	return v;
+}
+
 int arf_getattr(struct arf_client *c, uint64_t ino, struct arf_attr *at)
 {
 	int64_t a[1] = { (int64_t)ino };
@@ -245,6 +262,37 @@ int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const
 {
 	int64_t a[3] = { (int64_t)ino, (int64_t)newdir, key(c) };
 	return run_attr(c, "linkattr", a, 3, newname, strlen(newname), at);
+}
+
+int64_t arf_mkdir_attrs(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                        uint32_t uid, uint32_t gid, struct arf_attr *at, struct arf_attr *dirat)
+{
+	dirat->mode = 0;
+	if (!c->mk_attrs)
+		return arf_mkdir_attr(c, dir, name, mode, uid, gid, at);
+	int64_t a[5] = { (int64_t)dir, mode, uid, gid, key(c) };
+	return run_attrs(c, "mkdirattrs", a, 5, name, strlen(name), at, dirat);
+}
+
+int64_t arf_mknod_attrs(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                        uint64_t rdev, uint32_t uid, uint32_t gid, struct arf_attr *at,
+                        struct arf_attr *dirat)
+{
+	dirat->mode = 0;
+	if (!c->mk_attrs)
+		return arf_mknod_attr(c, dir, name, mode, rdev, uid, gid, at);
+	int64_t a[6] = { (int64_t)dir, mode, uid, gid, (int64_t)rdev, key(c) };
+	return run_attrs(c, "mknodattrs", a, 6, name, strlen(name), at, dirat);
+}
+
+int64_t arf_link_attrs(struct arf_client *c, uint64_t ino, uint64_t newdir,
+                       const char *newname, struct arf_attr *at, struct arf_attr *dirat)
+{
+	dirat->mode = 0;
+	if (!c->mk_attrs)
+		return arf_link_attr(c, ino, newdir, newname, at);
+	int64_t a[3] = { (int64_t)ino, (int64_t)newdir, key(c) };
+	return run_attrs(c, "linkattrs", a, 3, newname, strlen(newname), at, dirat);
 }
 
 static int64_t make(struct arf_client *c, const char *entry, uint64_t dir, const char *name,
@@ -493,6 +541,29 @@ int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
 	memcpy(buf + nlen, target, tlen);
 	int64_t a[5] = { (int64_t)dir, (int64_t)nlen, uid, gid, key(c) };
 	int64_t v = run_attr(c, "symlinkattr", a, 5, buf, nlen + tlen, at);
+	free(buf);
+	return v;
+}
+
+int64_t arf_symlink_attrs(struct arf_client *c, uint64_t dir, const char *name,
+                          const char *target, uint32_t uid, uint32_t gid, struct arf_attr *at,
+                          struct arf_attr *dirat)
+{
+	dirat->mode = 0;
+	if (!c->mk_attrs)
+		return arf_symlink_attr(c, dir, name, target, uid, gid, at);
+	size_t nlen = strlen(name), tlen = strlen(target);
+	if (tlen > ARF_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	char *buf = malloc(nlen + tlen + 1);
+	if (!buf) {
+		snprintf(c->s.msg, sizeof c->s.msg, "symlinkattrs: out of memory");
+		return -ENOMEM;
+	}
+	memcpy(buf, name, nlen);
+	memcpy(buf + nlen, target, tlen);
+	int64_t a[5] = { (int64_t)dir, (int64_t)nlen, uid, gid, key(c) };
+	int64_t v = run_attrs(c, "symlinkattrs", a, 5, buf, nlen + tlen, at, dirat);
 	free(buf);
 	return v;
 }

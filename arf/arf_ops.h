@@ -174,6 +174,22 @@ int64_t arf_symlink_attr(struct arf_client *c, uint64_t dir, const char *name,
 int64_t arf_link_attr(struct arf_client *c, uint64_t ino, uint64_t newdir, const char *newname,
                       struct arf_attr *at);
 
+/* The same, and the directory the name went into (dir, newdir) as it is after the change
+ * in *dirat, from the same run (mkdirattrs, ...): the kernel asks for it again after every
+ * entry made in it.  dirat->mode 0 when not known: an error, the directory gone meanwhile,
+ * or an ops.pno without these entries (which then runs the *attr form).  A request resent
+ * under its key (a reconnect) makes nothing twice and answers the directory as it is then. */
+int64_t arf_mkdir_attrs(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                        uint32_t uid, uint32_t gid, struct arf_attr *at, struct arf_attr *dirat);
+int64_t arf_mknod_attrs(struct arf_client *c, uint64_t dir, const char *name, uint32_t mode,
+                        uint64_t rdev, uint32_t uid, uint32_t gid, struct arf_attr *at,
+                        struct arf_attr *dirat);
+int64_t arf_symlink_attrs(struct arf_client *c, uint64_t dir, const char *name,
+                          const char *target, uint32_t uid, uint32_t gid, struct arf_attr *at,
+                          struct arf_attr *dirat);
+int64_t arf_link_attrs(struct arf_client *c, uint64_t ino, uint64_t newdir,
+                       const char *newname, struct arf_attr *at, struct arf_attr *dirat);
+
 /* Extended attributes of inode ino (any type), kept in one block per inode (docs/arf.md,
  * "Extended attributes").  name is the full name, prefix included ("user.x"), 1..255 bytes
  * (else -ERANGE, as Linux); which prefixes a caller may use is the caller's rule (the mount

@@ -82,6 +82,24 @@ static int retry_pause(unsigned *attempt, uint64_t *waited_us)
 	return 1;
 }
 
+/* (a segment that does not decode: no) */
+bool arf_seg_exports(const struct arf_seg *s, const char *const *names)
+{
+	struct isa_seg *seg;
+	char err[160];
+	if (isa_seg_decode(s->bytes, s->len, &seg, err, sizeof err) != 0)
+		return false;
+	bool all = true;
+	for (const char *const *n = names; *n && all; n++) {
+		bool found = false;
+		for (uint32_t i = 0; i < seg->n_exports && !found; i++)
+			found = !strcmp(seg->exports[i].name, *n);
+		all = found;
+	}
+	isa_seg_free(seg);
+	return all;
+}
+
 int64_t arf_seg_run(struct arf_seg *s, struct arc_exec *x, const char *entry,
                     const int64_t *args, unsigned n, const void *bytes, size_t len)
 {

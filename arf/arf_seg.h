@@ -13,6 +13,7 @@
 #ifndef ARF_SEG_H
 #define ARF_SEG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,10 @@ struct arf_seg {
 int arf_seg_open(struct arf_seg *s, struct arc *a, const char *path, const char *env,
                  const char *fallback, char *err, size_t errlen);
 void arf_seg_close(struct arf_seg *s);
+
+/* Whether the segment exports every name of the NULL-ended list (a newer entry an older
+ * segment file lacks: the caller runs the older form). */
+bool arf_seg_exports(const struct arf_seg *s, const char *const *names);
 
 /* Run entry with integer args and argument bytes: the run's value, or -EIO with the reason
  * in s->msg (a transport failure or a trap).  The output stays in x->out (the caller frees

@@ -18,6 +18,7 @@
  *   punch(ino, off, len, gen)                fallocate's PUNCH_HOLE -> bytes covered (may be
  *                                            short: call again for the rest)
  *   setattr(ino, valid, mode, uid, gid, atime, mtime)   -> 0
+ *   setattrattr(the same)                    setattr, then ino's getattr on the output
  *   fsync(ino, gen)                          -> 0 once its blocks and inode are durable
  *   edges(ino, gen, n, lim)                  arf grep's: n pieces' first and last partial
  *                                            lines (args: u64 off, len each) -> n
@@ -49,7 +50,7 @@
 AR_IMPORT_REGIONS(REGIONS);
 #define HOOKS(X) X(now, ":l") X(sync, "lll:l") X(pause, "l:l") X(writeback, "lll:l")
 AR_IMPORT_HOOKS(HOOKS);
-/* setattr takes 7 arguments: the 6th and 7th are read with ar_arg */
+/* setattr and setattrattr take 7 arguments: the 6th and 7th are read with ar_arg */
 AR_EXPORT_ARGS(setattr, 7);
 
 typedef unsigned long u64;
@@ -1431,8 +1432,11 @@ enum {
  * 16 mtime (ns), 32 atime and 64 mtime to the server's clock.  ctime becomes now.  EINVAL for
  * unknown valid bits or no such inode number, ENOENT for a free inode.  (Size changes are
  * truncate, a separate run: it frees blocks.)  atime and mtime are arguments 5 and 6. */
-long setattr(u64 ino, u64 valid, u64 mode, u64 uid, u64 gid)
+static __attribute__((noinline)) long do_setattr(u64 ino, u64 vm, u64 ugid, u64 atime,
+                                                 u64 mtime)
 {
+	u64 valid = vm >> 32, mode = vm & 0xfffffffful;
+	u64 uid = ugid >> 32, gid = ugid & 0xfffffffful;
 	if (valid & ~(u64)SET_ALL)
 		return -E_INVAL;
 	u64 c = ioff(ino);
@@ -1463,17 +1467,44 @@ long setattr(u64 ino, u64 valid, u64 mode, u64 uid, u64 gid)
 	if (valid & SET_ATIME_NOW)
 		ar_st64(arf, c + ARF_I_ATIME, t_now);
 	else if (valid & SET_ATIME)
-		ar_st64(arf, c + ARF_I_ATIME, ar_arg(5));
+		ar_st64(arf, c + ARF_I_ATIME, atime);
 	if (valid & SET_MTIME_NOW)
 		ar_st64(arf, c + ARF_I_MTIME, t_now);
 	else if (valid & SET_MTIME)
-		ar_st64(arf, c + ARF_I_MTIME, ar_arg(6));
+		ar_st64(arf, c + ARF_I_MTIME, mtime);
 	ar_st64(arf, c + ARF_I_CTIME, t_now);
 	rc = 0;
 out:
 	jend(j);
 	iunlock(c, tag);
 	return rc;
+}
+
+/* do_setattr's arguments: valid and mode, uid and gid packed in pairs (at most 5) */
+static u64 pair(u64 hi, u64 lo)
+{
+	return (hi & 0xfffffffful) << 32 | (lo & 0xfffffffful);
+}
+
+long setattr(u64 ino, u64 valid, u64 mode, u64 uid, u64 gid)
+{
+	if (valid & ~(u64)SET_ALL)
+		return -E_INVAL;
+	return do_setattr(ino, pair(valid, mode), pair(uid, gid), ar_arg(5), ar_arg(6));
+}
+
+/* setattrattr: setattr, then when it is 0 getattr of ino after it (ops.c's getattr's 15
+ * u64) on the output: a mount answers the kernel's setattr with them, one run instead of
+ * two (untar's utimens of every file). */
+AR_EXPORT_ARGS(setattrattr, 7);
+long setattrattr(u64 ino, u64 valid, u64 mode, u64 uid, u64 gid)
+{
+	if (valid & ~(u64)SET_ALL)
+		return -E_INVAL;
+	long r = do_setattr(ino, pair(valid, mode), pair(uid, gid), ar_arg(5), ar_arg(6));
+	if (r == 0)
+		do_getattr(ino);
+	return r;
 }
 
 /* ---------------------------------------------------------------- fsync */

@@ -182,31 +182,49 @@ static void noxa_forget(uint64_t ino)
 	pthread_mutex_unlock(&noxa.lock);
 }
 
-/* ---- a directory's attributes after an unlink or rmdir here ----
+/* ---- a directory's attributes after a change in it here ----
  * The kernel drops a directory's attributes after every change in it, and its permission
  * check before the next change in the same directory asks for them again: rm -r sent a
  * GETATTR of the parent before each unlink (2176 of its 5182 runs on bench/fs's --quick
- * tree).  unlinkattr and rmdirattr return the parent's attributes after the change, and the
- * next GETATTR of that directory is answered with them, while nothing else changed through
- * this mount: every handler that may change the tree moves dira.mut when it begins and when
- * it ends (dira_begin, dira_end, the wrappers below), and the attributes are kept with the
- * value mut will have once their own request ends, so any other change begun or ended
- * since makes them stale.  Another client's change is seen once attr_timeout has passed,
- * as with the kernel's own cache (0: nothing kept).  One slot: rm -r removes in one
- * directory after another. */
+ * tree), untar one before each create (2013 of 13239).  unlinkattr and rmdirattr, and
+ * mkdirattrs, mknodattrs, symlinkattrs and linkattrs, return the parent's attributes after
+ * the change, and the next GETATTR of that directory is answered with them while nothing
+ * else that may change it went through this mount.  Two kinds of handler move the counters
+ * when they begin and when they end: one that may change any directory (unlink, rmdir,
+ * rename, the creates) moves dira.mut (dira_begin, dira_end); one that changes only the
+ * inode it names (setattr, setxattr, removexattr; release's removal of a hidden name: its
+ * directory) moves that inode's counter in ino_mut (dira_touch), so that untar's utimens of
+ * each file it wrote does not drop its directory.  The attributes are kept with the values
+ * both counters will have once their own request ends, so any change begun or ended since
+ * makes them stale (two inodes sharing a counter only miss).  Another client's change is
+ * seen once attr_timeout has passed, as with the kernel's own cache (0: nothing kept).  One
+ * slot: rm -r and untar change one directory after another. */
+#define DIRA_INO_SLOTS 64
 static struct {
 	pthread_mutex_t lock;
 	uint64_t mut;                  /* moved at the start and the end of every change */
-	uint64_t dir, valid_at, until_ns;  /* dir 0: empty; valid while mut == valid_at */
+	uint64_t ino_mut[DIRA_INO_SLOTS];  /* moved around a change of one inode (ino % slots) */
+	uint64_t dir, valid_at, valid_ino, until_ns;  /* dir 0: empty; valid while mut ==
+	                                * valid_at and ino_mut of dir == valid_ino */
 	struct arf_attr at;
 } dira = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t dira_begin(void)
+/* What a change of directory dir saw of the counters when it began. */
+struct dira_tok {
+	uint64_t mut, ino_mut;
+};
+
+static uint64_t *dira_ino_mut(uint64_t ino)
+{
+	return &dira.ino_mut[ino % DIRA_INO_SLOTS];
+}
+
+static struct dira_tok dira_begin(uint64_t dir)
 {
 	pthread_mutex_lock(&dira.lock);
-	uint64_t mine = ++dira.mut;
+	struct dira_tok t = { ++dira.mut, *dira_ino_mut(dir) };
 	pthread_mutex_unlock(&dira.lock);
-	return mine;
+	return t;
 }
 
 static void dira_end(void)
@@ -216,17 +234,27 @@ static void dira_end(void)
 	pthread_mutex_unlock(&dira.lock);
 }
 
-/* The end of an unlink or rmdir that began at mine: keep at (mode 0: nothing to keep) as
- * dir's attributes if no other change began or ended meanwhile, then end. */
-static void dira_finish(const struct arf_fs *fs, uint64_t mine, uint64_t dir,
+/* Before and after a change of inode ino alone. */
+static void dira_touch(uint64_t ino)
+{
+	pthread_mutex_lock(&dira.lock);
+	(*dira_ino_mut(ino))++;
+	pthread_mutex_unlock(&dira.lock);
+}
+
+/* The end of a change in dir that began with t: keep at (mode 0: nothing to keep) as dir's
+ * attributes if no other change that may touch dir began or ended meanwhile, then end. */
+static void dira_finish(const struct arf_fs *fs, struct dira_tok t, uint64_t dir,
                         const struct arf_attr *at)
 {
 	uint64_t until = mono_ns() + (uint64_t)(fs->attr_timeout * 1e9);
 	pthread_mutex_lock(&dira.lock);
-	if (at->mode && S_ISDIR(at->mode) && fs->attr_timeout > 0 && dira.mut == mine) {
+	if (at->mode && S_ISDIR(at->mode) && fs->attr_timeout > 0 && dira.mut == t.mut &&
+	    *dira_ino_mut(dir) == t.ino_mut) {
 		dira.dir = dir;
 		dira.at = *at;
-		dira.valid_at = mine + 1;
+		dira.valid_at = t.mut + 1;
+		dira.valid_ino = t.ino_mut;
 		dira.until_ns = until;
 	}
 	dira.mut++;
@@ -237,7 +265,8 @@ static bool dira_get(uint64_t ino, struct arf_attr *at)
 {
 	uint64_t now = mono_ns();
 	pthread_mutex_lock(&dira.lock);
-	bool hit = dira.dir == ino && dira.mut == dira.valid_at && now < dira.until_ns;
+	bool hit = dira.dir == ino && dira.mut == dira.valid_at &&
+	           *dira_ino_mut(ino) == dira.valid_ino && now < dira.until_ns;
 	if (hit)
 		*at = dira.at;
 	pthread_mutex_unlock(&dira.lock);
@@ -646,6 +675,8 @@ static void arf_lookup_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry(req, ino, &at);
 }
 
+static void reply_attr(fuse_req_t req, fuse_ino_t ino, const struct arf_attr *at, uint64_t ep);
+
 static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_fs *fs = fs_of(req);
@@ -663,9 +694,16 @@ static void arf_getattr_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 		reply_errno(req, rc == -EINVAL ? -ENOENT : rc);
 		return;
 	}
-	noxa_note(fs, ino, &at, ep);
+	reply_attr(req, ino, &at, ep);
+}
+
+/* The attributes at of ino, read by a run that began at noxa epoch ep, as the answer. */
+static void reply_attr(fuse_req_t req, fuse_ino_t ino, const struct arf_attr *at, uint64_t ep)
+{
+	struct arf_fs *fs = fs_of(req);
+	noxa_note(fs, ino, at, ep);
 	struct stat st;
-	to_stat(ino, &at, &st);
+	to_stat(ino, at, &st);
 	uint64_t hidden;
 	if (ino_opens(ino, &hidden) && hidden && st.st_nlink > 0)
 		st.st_nlink--;             /* the hidden name is not a link the user made */
@@ -846,14 +884,16 @@ static int acl_store_new(struct arf_fs *fs, uint64_t ino, const struct new_acl *
 	return rc;
 }
 
-/* mk (mkdir, mknod, create) with the ACLs applied: the inode or -errno, its attributes in at. */
+/* mk (mkdir, mknod, create) with the ACLs applied: the inode or -errno, its attributes in
+ * at, the parent's after it in dirat (mode 0: not known). */
 static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, mode_t mode,
-                             uint64_t rdev, struct arf_attr *at)
+                             uint64_t rdev, struct arf_attr *at, struct arf_attr *dirat)
 {
 	struct arf_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	static __thread struct new_acl na;
 	unsigned perm = mode & 0777;
+	dirat->mode = 0;
 	if (desc_name(fs, parent, name))
 		return -EPERM;
 	if (fs->acl) {
@@ -864,9 +904,10 @@ static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, 
 	mode = (mode & ~(mode_t)0777) | perm;
 	uint64_t ep = noxa_epoch();
 	int64_t ino = S_ISDIR(mode)
-	              ? arf_mkdir_attr(fs->c, parent, name, mode & 07777, ctx->uid, ctx->gid, at)
-	              : arf_mknod_attr(fs->c, parent, name, mode & (S_IFMT | 07777), rdev, ctx->uid,
-	                               ctx->gid, at);
+	              ? arf_mkdir_attrs(fs->c, parent, name, mode & 07777, ctx->uid, ctx->gid, at,
+	                                dirat)
+	              : arf_mknod_attrs(fs->c, parent, name, mode & (S_IFMT | 07777), rdev, ctx->uid,
+	                                ctx->gid, at, dirat);
 	if (ino >= 0 && fs->acl) {
 		int rc = acl_store_new(fs, (uint64_t)ino, &na);
 		if (rc < 0)
@@ -879,8 +920,11 @@ static int64_t make_with_acl(fuse_req_t req, uint64_t parent, const char *name, 
 
 static void arf_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	struct arf_attr at;
-	reply_entry(req, make_with_acl(req, parent, name, S_IFDIR | (mode & 07777), 0, &at), &at);
+	struct dira_tok mine = dira_begin(parent);
+	struct arf_attr at, dirat;
+	int64_t ino = make_with_acl(req, parent, name, S_IFDIR | (mode & 07777), 0, &at, &dirat);
+	dira_finish(fs_of(req), mine, parent, &dirat);
+	reply_entry(req, ino, &at);
 }
 
 static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -894,10 +938,12 @@ static void arf_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mo
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	struct arf_attr at;
-	reply_entry(req, make_with_acl(req, parent, name, mode & (S_IFMT | 07777),
-	                               S_ISCHR(mode) || S_ISBLK(mode) ? (uint64_t)rdev : 0, &at),
-	            &at);
+	struct dira_tok mine = dira_begin(parent);
+	struct arf_attr at, dirat;
+	int64_t ino = make_with_acl(req, parent, name, mode & (S_IFMT | 07777),
+	                            S_ISCHR(mode) || S_ISBLK(mode) ? (uint64_t)rdev : 0, &at, &dirat);
+	dira_finish(fs_of(req), mine, parent, &dirat);
+	reply_entry(req, ino, &at);
 }
 
 /* An O_APPEND descriptor bypasses this kernel's page cache (direct_io): its writes are
@@ -920,8 +966,10 @@ static void arf_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, m
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	struct arf_attr at;
-	int64_t ino = make_with_acl(req, parent, name, S_IFREG | (mode & 07777), 0, &at);
+	struct dira_tok mine = dira_begin(parent);
+	struct arf_attr at, dirat;
+	int64_t ino = make_with_acl(req, parent, name, S_IFREG | (mode & 07777), 0, &at, &dirat);
+	dira_finish(fs, mine, parent, &dirat);
 	if (ino < 0) {
 		free(of);
 		/* The kernel looked the name up and found nothing, so it asked for a create; when
@@ -984,7 +1032,7 @@ static void mark_removed(struct arf_fs *fs, int64_t ino, const struct arf_attr *
 static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct arf_fs *fs = fs_of(req);
-	uint64_t mine = dira_begin();
+	struct dira_tok mine = dira_begin(parent);
 	struct arf_attr none = { .mode = 0 };
 	if (desc_name(fs, parent, name)) {
 		dira_finish(fs, mine, parent, &none);
@@ -1027,7 +1075,7 @@ static void arf_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void arf_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct arf_fs *fs = fs_of(req);
-	uint64_t mine = dira_begin();
+	struct dira_tok mine = dira_begin(parent);
 	struct arf_attr dirat;
 	int rc = arf_remove_attr(fs->c, parent, name, true, &dirat);
 	dira_finish(fs, mine, parent, &dirat);
@@ -1242,12 +1290,14 @@ static void arf_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 		fprintf(stderr, "arf mount: writes of inode %" PRIu64 " after its last close: %s "
 		        "(reported to its next open)\n", (uint64_t)ino, strerror(-rc));
 	if (dir) {
-		/* the last close of a file unlinked while open: now it goes */
+		/* the last close of a file unlinked while open: now it goes (a change of dir) */
 		char name[40];
 		hidden_name(ino, name);
 		struct arf_attr at;
 		int64_t gone = fs->cl ? removable(fs, dir, name, &at) : 0;
+		dira_touch(dir);
 		int rc = arf_unlink(fs_of(req)->c, dir, name);
+		dira_touch(dir);
 		if (rc < 0 && fs_of(req)->foreground)
 			fprintf(stderr, "arf mount: removing %s: %s\n", name, strerror(-rc));
 		if (rc == 0 && gone == (int64_t)ino)
@@ -1574,16 +1624,20 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 	/* a setattr with no field but the size still changes ctime, as chown(f, -1, -1) does
 	 * on a local filesystem (the kernel sends it with nothing to set: without the
 	 * writeback cache it leaves ctime to the filesystem); setattr's run always sets it */
+	struct arf_attr at = { .mode = 0 };  /* ino's after the change, when setattr gives them */
+	uint64_t ep = noxa_epoch();
 	if (sa.valid || !(to_set & FUSE_SET_ATTR_SIZE)) {
-		rc = arf_setattr(fs->d, ino, &sa);
+		rc = arf_setattr_attr(fs->d, ino, &sa, &at);
 		if (rc < 0) {
 			reply_data_errno(req, rc);
 			return;
 		}
 	}
-	if (fs->acl && (to_set & FUSE_SET_ATTR_MODE)) {
+	if (fs->acl && (to_set & FUSE_SET_ATTR_MODE) && !(at.mode && at.no_xattrs)) {
 		/* posix_acl_chmod: the access ACL's owner, mask and other entries follow.  A
-		 * second run: a crash between leaves the ACL as before the chmod */
+		 * second run: a crash between leaves the ACL as before the chmod.  None when
+		 * setattr's own answer says the inode has no xattrs (untar's chmod of each
+		 * directory it made: no getxattr, no getattr after) */
 		static __thread uint8_t v[ARF_XATTR_VALUE_MAX];
 		static __thread struct acl a;
 		int64_t n = arf_getxattr(fs->c, ino, ACL_ACCESS, v, sizeof v);
@@ -1595,8 +1649,12 @@ static void arf_setattr_op(fuse_req_t req, fuse_ino_t ino, struct stat *attr, in
 			reply_errno(req, n);
 			return;
 		}
+		at.mode = 0;               /* the ACL's change came after them */
 	}
-	arf_getattr_op(req, ino, fi);
+	if (at.mode)                   /* from setattr's own run (setattrattr): no getattr */
+		reply_attr(req, ino, &at, ep);
+	else
+		arf_getattr_op(req, ino, fi);
 }
 
 /* ---- symlinks, hard links, rename ---- */
@@ -1605,13 +1663,16 @@ static void arf_symlink_op(fuse_req_t req, const char *target, fuse_ino_t parent
                            const char *name)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct arf_attr at;
+	struct arf_attr at, dirat;
 	if (desc_name(fs_of(req), parent, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	reply_entry(req, arf_symlink_attr(fs_of(req)->c, parent, name, target, ctx->uid, ctx->gid,
-	                                  &at), &at);
+	struct dira_tok mine = dira_begin(parent);
+	int64_t ino = arf_symlink_attrs(fs_of(req)->c, parent, name, target, ctx->uid, ctx->gid,
+	                                &at, &dirat);
+	dira_finish(fs_of(req), mine, parent, &dirat);
+	reply_entry(req, ino, &at);
 }
 
 static void arf_readlink_op(fuse_req_t req, fuse_ino_t ino)
@@ -1629,12 +1690,15 @@ static void arf_readlink_op(fuse_req_t req, fuse_ino_t ino)
 static void arf_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                         const char *newname)
 {
-	struct arf_attr at;
+	struct arf_attr at, dirat;
 	if (desc_ino(fs_of(req), ino) || desc_name(fs_of(req), newparent, newname)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	reply_entry(req, arf_link_attr(fs_of(req)->c, ino, newparent, newname, &at), &at);
+	struct dira_tok mine = dira_begin(newparent);
+	int64_t rc = arf_link_attrs(fs_of(req)->c, ino, newparent, newname, &at, &dirat);
+	dira_finish(fs_of(req), mine, newparent, &dirat);
+	reply_entry(req, rc, &at);
 }
 
 /* A rename over a regular file this client has open takes the file's last name, but the
@@ -1952,88 +2016,46 @@ static void arf_forget_multi_op(fuse_req_t req, size_t count, struct fuse_forget
 	fuse_reply_none(req);
 }
 
-/* The handlers that may change a directory's attributes, between dira_begin and dira_end
- * (unlink and rmdir do it themselves): a directory's attributes kept by an unlink are not
- * answered past any of them.  release removes a hidden file at its last close. */
+/* The handlers that may change a directory's attributes without keeping them (see "a
+ * directory's attributes after a change in it" above): rename may change any directory,
+ * between dira_begin and dira_end; setattr, setxattr and removexattr change the inode they
+ * name, between two dira_touch.  (unlink, rmdir and the creates keep the parent's attributes
+ * they return, release moves its hidden name's directory itself.) */
 static void setattr_w(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                       struct fuse_file_info *fi)
 {
-	dira_begin();
+	dira_touch(ino);
 	arf_setattr_op(req, ino, attr, to_set, fi);
-	dira_end();
-}
-
-static void symlink_w(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
-{
-	dira_begin();
-	arf_symlink_op(req, target, parent, name);
-	dira_end();
-}
-
-static void link_w(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
-{
-	dira_begin();
-	arf_link_op(req, ino, newparent, newname);
-	dira_end();
+	dira_touch(ino);
 }
 
 static void rename_w(fuse_req_t req, fuse_ino_t parent, const char *name,
                      fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	dira_begin();
+	dira_begin(parent);
 	arf_rename_op(req, parent, name, newparent, newname, flags);
-	dira_end();
-}
-
-static void mkdir_w(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-	dira_begin();
-	arf_mkdir_op(req, parent, name, mode);
-	dira_end();
-}
-
-static void mknod_w(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                    dev_t rdev)
-{
-	dira_begin();
-	arf_mknod_op(req, parent, name, mode, rdev);
-	dira_end();
-}
-
-static void create_w(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                     struct fuse_file_info *fi)
-{
-	dira_begin();
-	arf_create_op(req, parent, name, mode, fi);
-	dira_end();
-}
-
-static void release_w(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	dira_begin();
-	arf_release_op(req, ino, fi);
 	dira_end();
 }
 
 static void setxattr_w(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                        size_t size, int flags)
 {
-	dira_begin();
+	dira_touch(ino);
 	arf_setxattr_op(req, ino, name, value, size, flags);
-	dira_end();
+	dira_touch(ino);
 }
 
 static void removexattr_w(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	dira_begin();
+	dira_touch(ino);
 	arf_removexattr_op(req, ino, name);
-	dira_end();
+	dira_touch(ino);
 }
 
 static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.init = arf_init_op,
 	.open = arf_open_op,
-	.release = release_w,
+	.release = arf_release_op,
 	.flush = arf_flush_op,
 	.read = arf_read_op,
 	.lseek = arf_lseek_op,
@@ -2042,17 +2064,17 @@ static const struct fuse_lowlevel_ops arf_ll_ops = {
 	.fsync = arf_fsync_op,
 	.fsyncdir = arf_fsync_op,
 	.setattr = setattr_w,
-	.symlink = symlink_w,
+	.symlink = arf_symlink_op,
 	.readlink = arf_readlink_op,
-	.link = link_w,
+	.link = arf_link_op,
 	.rename = rename_w,
 	.lookup = arf_lookup_op,
 	.forget = arf_forget_op,
 	.forget_multi = arf_forget_multi_op,
 	.getattr = arf_getattr_op,
-	.mkdir = mkdir_w,
-	.mknod = mknod_w,
-	.create = create_w,
+	.mkdir = arf_mkdir_op,
+	.mknod = arf_mknod_op,
+	.create = arf_create_op,
 	.unlink = arf_unlink_op,
 	.rmdir = arf_rmdir_op,
 	.opendir = arf_opendir_op,

@@ -23,15 +23,18 @@
  *   link(ino, dir)                  name -> 0
  *   rename(olddir, newdir, olen, flags)  old name then new name -> 0
  *   symlinkattr, linkattr           the same, then getattr of the inode
+ *   mkdirattrs, mknodattrs, symlinkattrs, linkattrs   the *attr form's, then getattr of dir
+ *                                   (the parent) after the change
  *   setxattr(ino, nlen, flags, mode)  name (nlen bytes) then value -> 0
  *   getxattr(ino, size)             name -> the value's length; the value on the output
  *   listxattr(ino, size)            the names, each with a NUL, on the output -> their bytes
  *   removexattr(ino, mode)          name -> 0
  *   setlayout(ino, unit, count << 32 | first)  -> 0 (an empty regular file's record)
- * Every export that changes the tree (mkdir, mknod, their attr forms, unlink, rmdir,
- * symlink, symlinkattr, link, linkattr, rename, setxattr, removexattr) takes one more
- * argument, last: its idempotency key, 0 or client << 32 | sequence number ("keyed
- * results" below; mknod and mknodattr: the sixth, AR_EXPORT_ARGS).
+ * Every export that changes the tree (mkdir, mknod, their attr and attrs forms, unlink,
+ * rmdir, their attr forms, symlink, link, their attr and attrs forms, rename, setxattr,
+ * removexattr) takes one more argument, last: its idempotency key, 0 or client << 32 |
+ * sequence number ("keyed results" below; mknod, mknodattr and mknodattrs: the sixth,
+ * AR_EXPORT_ARGS).
  * Every result is >= 0 or a negative Linux errno.  Nothing from the client or the image is
  * trusted: inode numbers are range- and type-checked, names and paths length- and
  * byte-checked; a table or record offset read from the image is used only through the VM's
@@ -290,47 +293,7 @@ long lookup(u64 start)
 
 /* ---------------------------------------------------------------- getattr */
 
-/* getattr(ino): outputs ATTR_WORDS little-endian u64: mode, nlink, uid, gid, size, nblocks
- * (4 KiB blocks), atime, mtime, ctime, btime (ns since the epoch), gen, parent, rdev, then
- * the layout record's 16 bytes (u32 unit, count, first, reserved: a cluster file's own,
- * ARF_IF_STRIPED; zeros when it has none), so that opening a file costs no request for its
- * layout.  The mode word's bit ARF_GA_NOXATTR_BIT says the inode has no xattr block, so
- * that a mount can answer `ls -l`'s getxattr calls (ACLs, security.selinux) without a
- * request each (docs/arf.md, "Mounting"); an older segment leaves it 0 (ask).  Returns ino, or -EINVAL (no such number) / -ENOENT (free inode).  The fields are
- * read without the lock: a getattr racing a change of the same inode may mix old and new
- * fields. */
-enum { ATTR_WORDS = 15 };
-static __attribute__((noinline)) long do_getattr(u64 ino)
-{
-	u64 c = ioff(ino);
-	if (c == 0)
-		return -E_INVAL;
-	u64 mode = ar_ld32u(arf, c + ARF_I_MODE);
-	if (mode == 0)
-		return -E_NOENT;
-	u64 noxattr = ar_ld64(arf, c + ARF_I_XATTR) == 0;
-	ar_outq(mode | noxattr << ARF_GA_NOXATTR_BIT);
-	ar_outq(ar_ld32u(arf, c + ARF_I_NLINK));
-	ar_outq(ar_ld32u(arf, c + ARF_I_UID));
-	ar_outq(ar_ld32u(arf, c + ARF_I_GID));
-	ar_outq(ar_ld64(arf, c + ARF_I_SIZE));
-	ar_outq(ar_ld64(arf, c + ARF_I_NBLOCKS));
-	ar_outq(ar_ld64(arf, c + ARF_I_ATIME));
-	ar_outq(ar_ld64(arf, c + ARF_I_MTIME));
-	ar_outq(ar_ld64(arf, c + ARF_I_CTIME));
-	ar_outq(ar_ld64(arf, c + ARF_I_BTIME));
-	ar_outq(ar_ld64(arf, c + ARF_I_GEN));
-	ar_outq(ar_ld64(arf, c + ARF_I_PARENT));
-	ar_outq(ar_ld64(arf, c + ARF_I_RDEV));
-	if (ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_STRIPED) {
-		ar_output(arf, c + ARF_I_BODY, ARF_L_SIZE);
-	} else {
-		ar_outq(0);
-		ar_outq(0);
-	}
-	return (long)ino;
-}
-
+/* getattr(ino): do_getattr, arf/seg_common.h's (data.c's setattrattr answers it too). */
 long getattr(u64 ino)
 {
 	return do_getattr(ino);
@@ -773,6 +736,35 @@ long mknodattr(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
 	u64 key = ar_arg(5);
 	long r = do_mknod(dir, mode, ugid(uid, gid), rdev, key);
 	return attrof(key, r, (u64)oplain(r));
+}
+
+/* mkdirattrs, mknodattrs (and symlinkattrs, linkattrs below): the *attr form's result and
+ * output, then, when it is >= 0, getattr of the directory the name went into, after the
+ * change (nothing when the directory went meanwhile), as unlinkattr.  The kernel drops a
+ * directory's attributes after each entry made in it and asks for them again before the
+ * next one: with them here, a mount answers that getattr itself (untar: one run a name
+ * less).  A repeat of a recorded request (the same key) answers as the *attr form does,
+ * then the directory as it is now: no change between, the same bytes as the first answer;
+ * nothing is made twice (the change is mk's, recorded once under the key). */
+static __attribute__((noinline)) long pattr(long r, u64 dir)
+{
+	if (r >= 0)
+		do_getattr(dir);
+	return r;
+}
+
+long mkdirattrs(u64 dir, u64 mode, u64 uid, u64 gid, u64 key)
+{
+	long r = do_mkdir(dir, mode, uid, gid, key);
+	return pattr(attrof(key, r, (u64)oplain(r)), dir);
+}
+
+AR_EXPORT_ARGS(mknodattrs, 6);
+long mknodattrs(u64 dir, u64 mode, u64 uid, u64 gid, u64 rdev)
+{
+	u64 key = ar_arg(5);
+	long r = do_mknod(dir, mode, ugid(uid, gid), rdev, key);
+	return pattr(attrof(key, r, (u64)oplain(r)), dir);
 }
 
 /* ---------------------------------------------------------------- unlink, rmdir */
@@ -1271,6 +1263,12 @@ long symlinkattr(u64 pino, u64 nlen, u64 uid, u64 gid, u64 key)
 	return attrof(key, r, (u64)oplain(r));
 }
 
+long symlinkattrs(u64 pino, u64 nlen, u64 uid, u64 gid, u64 key)
+{
+	long r = do_symlink(pino, nlen, uid, gid, key);
+	return pattr(attrof(key, r, (u64)oplain(r)), pino);
+}
+
 /* ---------------------------------------------------------------- link */
 
 /* link(ino, dir): args is the new name.  A second (third, ...) entry for the existing
@@ -1388,6 +1386,11 @@ long link(u64 ino, u64 pino, u64 key)
 long linkattr(u64 ino, u64 pino, u64 key)
 {
 	return attrof(key, do_link(ino, pino, key), ino);
+}
+
+long linkattrs(u64 ino, u64 pino, u64 key)
+{
+	return pattr(attrof(key, do_link(ino, pino, key), ino), pino);
 }
 
 /* ---------------------------------------------------------------- rename */

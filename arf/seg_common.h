@@ -1,6 +1,6 @@
 /* seg_common.h: the inode table, the journal, inode locks and bitmap claims of ARF's
  * segments (docs/arf.md, "Crash consistency"): ioff, jclaim, jlog, jend, ilockn, ilock,
- * iunlock, low_bits, bclaim, bfree, balloc, bput.  Included by arf/ops.c and arf/data.c (and
+ * iunlock, low_bits, bclaim, bfree, balloc, bput, and getattr's answer (do_getattr).  Included by arf/ops.c and arf/data.c (and
  * stripe.c through it), AFTER what it uses: the region arf, u64, SB and E_AGAIN.  Its
  * functions are static: each segment gets its own copy, as segments are self-contained, but
  * the source is one (they were two copies, "a fix in one must be made in the other").
@@ -182,6 +182,50 @@ static void bput(u64 off, u64 n)
 		return;
 	bfree(SB(BBMAP_OFF), off >> ARF_BLOCK_SHIFT, n);
 	(void)ar_fadd(arf, ARF_SB_FREE_BLOCKS, n);
+}
+
+/* ---------------------------------------------------------------- getattr */
+
+/* do_getattr(ino), the export getattr (ops.c) and the answer of data.c's setattrattr:
+ * outputs ATTR_WORDS little-endian u64: mode, nlink, uid, gid, size, nblocks
+ * (4 KiB blocks), atime, mtime, ctime, btime (ns since the epoch), gen, parent, rdev, then
+ * the layout record's 16 bytes (u32 unit, count, first, reserved: a cluster file's own,
+ * ARF_IF_STRIPED; zeros when it has none), so that opening a file costs no request for its
+ * layout.  The mode word's bit ARF_GA_NOXATTR_BIT says the inode has no xattr block, so
+ * that a mount can answer `ls -l`'s getxattr calls (ACLs, security.selinux) without a
+ * request each (docs/arf.md, "Mounting"); an older segment leaves it 0 (ask).  Returns ino, or -EINVAL (no such number) / -ENOENT (free inode).  The fields are
+ * read without the lock: a getattr racing a change of the same inode may mix old and new
+ * fields. */
+enum { ATTR_WORDS = 15 };
+static __attribute__((noinline, unused)) long do_getattr(u64 ino)
+{
+	u64 c = ioff(ino);
+	if (c == 0)
+		return -E_INVAL;
+	u64 mode = ar_ld32u(arf, c + ARF_I_MODE);
+	if (mode == 0)
+		return -E_NOENT;
+	u64 noxattr = ar_ld64(arf, c + ARF_I_XATTR) == 0;
+	ar_outq(mode | noxattr << ARF_GA_NOXATTR_BIT);
+	ar_outq(ar_ld32u(arf, c + ARF_I_NLINK));
+	ar_outq(ar_ld32u(arf, c + ARF_I_UID));
+	ar_outq(ar_ld32u(arf, c + ARF_I_GID));
+	ar_outq(ar_ld64(arf, c + ARF_I_SIZE));
+	ar_outq(ar_ld64(arf, c + ARF_I_NBLOCKS));
+	ar_outq(ar_ld64(arf, c + ARF_I_ATIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_MTIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_CTIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_BTIME));
+	ar_outq(ar_ld64(arf, c + ARF_I_GEN));
+	ar_outq(ar_ld64(arf, c + ARF_I_PARENT));
+	ar_outq(ar_ld64(arf, c + ARF_I_RDEV));
+	if (ar_ld32u(arf, c + ARF_I_FLAGS) & ARF_IF_STRIPED) {
+		ar_output(arf, c + ARF_I_BODY, ARF_L_SIZE);
+	} else {
+		ar_outq(0);
+		ar_outq(0);
+	}
+	return (long)ino;
 }
 
 #endif

@@ -473,6 +473,33 @@ if timeout "$T" "$BUILD/arf" mount "$ep" "$mq" -o attr_timeout=60,entry_timeout=
 	most=$((${CLUSTER:-0} ? 90 : 50))
 	if [ "$x" -le "$most" ]; then ok; else bad "rm of 40 files took $x runs in arfd (at most $most expected: no getattr of their directory between the unlinks)"; fi
 	same "the files are gone" "$(ls "$mq/rmd" | tr '\n' ' ')" "s1 s2 "
+	# creates through the caching mount (untar's, mkdir's): the kernel's GETATTR of the
+	# directory before each create is answered from the previous create's answer
+	# (mknodattrs, mkdirattrs: the parent's attributes after it), and setattr's reply
+	# from setattrattr's: per name a lookup and the create, per touch one run
+	mkdir "$mq/mkd"
+	x0=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+	for i in $(seq 40); do : >"$mq/mkd/c$i"; done
+	(cd "$mq/mkd" && mkdir $(seq -f 'd%g' 40))
+	touch -d @1000000000 "$mq"/mkd/c*
+	x=$(( $("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p') - x0 ))
+	# (a cluster's create makes the file's layout and objects: more runs a file)
+	most=$((${CLUSTER:-0} ? 400 : 230))
+	if [ "$x" -le "$most" ]; then ok; else bad "40 creates, 40 mkdirs and a touch of 40 files took $x runs in arfd (at most $most expected: no getattr of their directory between the creates, none after a setattr)"; fi
+	same "nlink after 40 mkdirs" "$(stat -c %h "$mq/mkd")" 42
+	same "entries after the creates" "$(ls "$mq/mkd" | wc -l)" 80
+	same "mtime set by touch" "$(stat -c %Y "$mq/mkd/c7")" 1000000000
+	: >"$mq/mkd/z"
+	touch -d @1000000000 "$mq/mkd"
+	same "mtime of a directory set right after a create in it" "$(stat -c %Y "$mq/mkd")" 1000000000
+	: >"$mq/mkd/z2"
+	chmod 700 "$mq/mkd"
+	same "mode of a directory changed right after a create in it" "$(stat -c %a "$mq/mkd")" 700
+	ln "$mq/mkd/z" "$mq/mkd/z3"
+	ln -s z "$mq/mkd/z4"
+	same "nlink of a file after ln" "$(stat -c %h "$mq/mkd/z")" 2
+	same "directory mtime after ln, ln -s (not the touch's)" "$([ "$(stat -c %Y "$mq/mkd")" -gt 1000000000 ] && echo newer)" newer
+	same "the other mount's view of the directory, its attributes expired" "$(sleep 1.5; stat -c %h "$mz/mkd")" 42
 	rmdir "$mq/rmd/s1"
 	same "nlink after rmdir" "$(stat -c %h "$mq/rmd")" 3
 	mkdir "$mq/rmd/s3"
@@ -483,7 +510,7 @@ if timeout "$T" "$BUILD/arf" mount "$ep" "$mq" -o attr_timeout=60,entry_timeout=
 	same "mtime set right after an unlink in the directory" "$(stat -c %Y "$mq/rmd/s3")" 1000000000
 	sleep 1.5                      # past $mz's attr_timeout (1 s)
 	same "another mount, its attributes expired" "$(xa get "$mz/nx/f1" user.t)" v1
-	rm -rf "$mq/nx" "$mq/rmd"
+	rm -rf "$mq/nx" "$mq/rmd" "$mq/mkd"
 	timeout "$T" "$BUILD/arf" umount "$mz"
 	timeout "$T" "$BUILD/arf" umount "$mq"
 else

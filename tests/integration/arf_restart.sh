@@ -243,9 +243,9 @@ if [ "$fuse" = yes ]; then
 		check_rc "tar x through a kill -9 after 1/$part of the files" 0 $?
 		if diff -r "$tmp/src" "$mnt/a$part" >"$tmp/diff" 2>&1; then ok; else bad "tree after a kill after 1/$part of the files differs:"; head -n 5 "$tmp/diff" | sed 's/^/  | /'; fi
 	done
-	ops_through mkdirattr 3
-	ops_through mknodattr 4
-	ops_through linkattr 5
+	ops_through mkdirattrs 3
+	ops_through mknodattrs 4
+	ops_through linkattrs 5
 	ops_through rename 6
 	ops_through unlinkattr 7
 	ops_through rmdirattr 8
@@ -253,7 +253,7 @@ if [ "$fuse" = yes ]; then
 	appends_through 17
 	# tar x with the kill right after its 150th create (reply lost)
 	mkdir "$mnt/fault"
-	fault_arfd mknodattr 150
+	fault_arfd mknodattrs 150
 	(cd "$mnt/fault" && timeout 120 tar xf "$tmp/src.tar") 2>"$tmp/tar.err" &
 	tpid=$!
 	fault_wait "tar x through a kill after create 150"

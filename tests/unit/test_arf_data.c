@@ -708,6 +708,26 @@ static void test_truncate(const char *img)
 	sa.valid = ARF_SET_UID;
 	CHECK(arf_setattr(d, 300, &sa) == -ENOENT, "setattr a free inode");
 	CHECK(arf_setattr(d, 0, &sa) == -EINVAL, "setattr inode 0");
+	/* setattrattr (arf_setattr_attr): the same change, and the attributes after it as a
+	 * getattr right after gives them; none with an error */
+	struct arf_attr at3;
+	sa = (struct arf_setattr){ .valid = ARF_SET_MODE | ARF_SET_UID | ARF_SET_MTIME,
+	                           .mode = 0640, .uid = 9, .mtime = 555 };
+	CHECK(arf_setattr_attr(d, t.ino, &sa, &at3) == 0 && arf_getattr(k.c, t.ino, &at2) == 0 &&
+	      at3.mode == (ARF_S_IFREG | 0640) && at3.uid == 9 && at3.gid == 8 && at3.mtime == 555 &&
+	      at3.mode == at2.mode && at3.ctime == at2.ctime && at3.atime == at2.atime &&
+	      at3.size == at2.size && at3.nlink == at2.nlink && at3.gen == at2.gen && at3.no_xattrs,
+	      "setattr_attr: mode %o uid %u mtime %" PRId64 " ctime %" PRId64 "/%" PRId64, at3.mode,
+	      at3.uid, at3.mtime, at3.ctime, at2.ctime);
+	sa = (struct arf_setattr){ .valid = ARF_SET_ATIME_NOW, .mode = 0 };
+	CHECK(arf_setattr_attr(d, ARF_INO_ROOT, &sa, &at3) == 0 && (at3.mode & ARF_S_IFMT) ==
+	      ARF_S_IFDIR && at3.atime == at3.ctime, "setattr_attr of a directory");
+	sa.valid = 128;
+	CHECK(arf_setattr_attr(d, t.ino, &sa, &at3) == -EINVAL && at3.mode == 0,
+	      "setattr_attr unknown bit: no attributes");
+	sa.valid = ARF_SET_UID;
+	CHECK(arf_setattr_attr(d, 300, &sa, &at3) == -ENOENT && at3.mode == 0,
+	      "setattr_attr a free inode: no attributes");
 	free(p);
 	free(t.b);
 	unserve(&k);

@@ -869,9 +869,10 @@ static void test_rename(const char *img)
 
 /* ---- extended attributes ---- */
 
-/* A run of entry with raw arguments and bytes, as a hostile client sends them. */
-static int64_t xraw(struct conn *k, const char *entry, const int64_t *args, unsigned n,
-                    const void *bytes, size_t len)
+/* A run of entry with raw arguments and bytes, as a hostile client sends them (xraw_out:
+ * and the run's output, at most max bytes, in out, its length in *out_len). */
+static int64_t xraw_out(struct conn *k, const char *entry, const int64_t *args, unsigned n,
+                        const void *bytes, size_t len, void *out, size_t max, size_t *out_len)
 {
 	static char seg[1 << 20];
 	static size_t seg_len;
@@ -885,8 +886,18 @@ static int64_t xraw(struct conn *k, const char *entry, const int64_t *args, unsi
 	struct arc_exec x = { .seg = seg, .seg_len = seg_len, .entry = entry, .args = args,
 	                      .n_args = n, .argbytes = bytes, .argbytes_len = len };
 	int rc = arc_exec(k->a, &x);
+	*out_len = x.out_len < max ? x.out_len : max;
+	if (*out_len)
+		memcpy(out, x.out, *out_len);
 	free(x.out);
 	return rc == 0 ? x.value : -1000;
+}
+
+static int64_t xraw(struct conn *k, const char *entry, const int64_t *args, unsigned n,
+                    const void *bytes, size_t len)
+{
+	size_t out_len;
+	return xraw_out(k, entry, args, n, bytes, len, NULL, 0, &out_len);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -1576,6 +1587,56 @@ static void test_attr_forms(const char *img)
 	      "mknod_attr in a file");
 	CHECK(arf_symlink_attr(c, (uint64_t)d, "s", "t", 0, 0, &at) == -EEXIST, "symlink_attr EEXIST");
 
+	/* mkdirattrs, mknodattrs, symlinkattrs, linkattrs (arf_*_attrs): the new inode's
+	 * attributes as the *attr form's, and the directory's after the change, as a getattr
+	 * right after gives them: a new subdirectory's link counted, mtime and ctime moved to
+	 * the change's, a first block counted in its size; none with an error */
+	struct arf_attr pa, b0;
+	int64_t pd = arf_mkdir(c, ARF_INO_ROOT, "pattrs", 0755, 0, 0);
+	CHECK(pd > 2 && arf_getattr(c, (uint64_t)pd, &b0) == 0, "attrs: the directory before");
+	int64_t sd = arf_mkdir_attrs(c, (uint64_t)pd, "sd", 0755, 5, 6, &at, &pa);
+	CHECK(sd > 2 && arf_getattr(c, (uint64_t)sd, &g) == 0 && same_attr(&at, &g) &&
+	      at.mode == (ARF_S_IFDIR | 0755) && at.uid == 5,
+	      "mkdir_attrs: %" PRId64 " mode %o", sd, at.mode);
+	CHECK(arf_getattr(c, (uint64_t)pd, &g) == 0 && same_attr(&pa, &g) &&
+	      pa.nlink == b0.nlink + 1 && pa.mtime >= b0.mtime && pa.mtime == pa.ctime &&
+	      pa.mtime == at.btime && pa.size == b0.size + ARF_BLOCK_SIZE && pa.no_xattrs,
+	      "mkdir_attrs: the parent's nlink %u (before %u), mtime %" PRId64 " (new inode's "
+	      "%" PRId64 ")", pa.nlink, b0.nlink, pa.mtime, at.btime);
+	int64_t f3 = arf_mknod_attrs(c, (uint64_t)pd, "f3", ARF_S_IFREG | 0600, 0, 0, 0, &at, &pa);
+	CHECK(f3 > 2 && arf_getattr(c, (uint64_t)f3, &g) == 0 && same_attr(&at, &g) &&
+	      arf_getattr(c, (uint64_t)pd, &g) == 0 && same_attr(&pa, &g) &&
+	      pa.nlink == b0.nlink + 1 && pa.mtime == at.btime && pa.ctime == at.btime,
+	      "mknod_attrs: %" PRId64 ", the parent's nlink %u mtime %" PRId64, f3, pa.nlink,
+	      pa.mtime);
+	int64_t s3 = arf_symlink_attrs(c, (uint64_t)pd, "s3", "f3", 0, 0, &at, &pa);
+	CHECK(s3 > 2 && at.mode == (ARF_S_IFLNK | 0777) && arf_getattr(c, (uint64_t)pd, &g) == 0 &&
+	      same_attr(&pa, &g) && pa.mtime == at.btime && pa.nlink == b0.nlink + 1,
+	      "symlink_attrs: %" PRId64 ", the parent's mtime %" PRId64, s3, pa.mtime);
+	CHECK(arf_link_attrs(c, (uint64_t)f3, (uint64_t)sd, "f3link", &at, &pa) == f3 &&
+	      at.nlink == 2 && arf_getattr(c, (uint64_t)sd, &g) == 0 && same_attr(&pa, &g) &&
+	      pa.nlink == 2 && pa.mtime == at.ctime,
+	      "link_attrs: nlink %u, the new parent's mtime %" PRId64 " (the file's ctime %" PRId64
+	      ")", at.nlink, pa.mtime, at.ctime);
+	/* a directory grown past its first block: its size in the answer */
+	char nm[64];
+	int bad = 0;
+	for (int i = 0; i < 300 && !bad; i++) {
+		snprintf(nm, sizeof nm, "a-rather-long-name-to-fill-a-directory-block-%03d", i);
+		bad = arf_mknod_attrs(c, (uint64_t)sd, nm, ARF_S_IFREG | 0600, 0, 0, 0, &at, &pa) <= 0 ||
+		      arf_getattr(c, (uint64_t)sd, &g) != 0 || !same_attr(&pa, &g);
+	}
+	CHECK(!bad && pa.size > 4096, "mknod_attrs of 300 names: the parent's size %" PRIu64
+	      " as getattr's", pa.size);
+	CHECK(arf_mkdir_attrs(c, (uint64_t)pd, "f3", 0700, 0, 0, &at, &pa) == -EEXIST && pa.mode == 0,
+	      "mkdir_attrs EEXIST: no parent");
+	CHECK(arf_mknod_attrs(c, (uint64_t)f3, "x", ARF_S_IFREG | 0600, 0, 0, 0, &at, &pa) ==
+	      -ENOTDIR && pa.mode == 0, "mknod_attrs in a file: no parent");
+	CHECK(arf_symlink_attrs(c, (uint64_t)pd, "s3", "t", 0, 0, &at, &pa) == -EEXIST &&
+	      pa.mode == 0, "symlink_attrs EEXIST: no parent");
+	CHECK(arf_link_attrs(c, (uint64_t)sd, (uint64_t)pd, "dl", &at, &pa) == -EPERM && pa.mode == 0,
+	      "link_attrs of a directory: EPERM, no parent");
+
 	/* devices keep their number, sockets and fifos none (whatever rdev says); their
 	 * entries carry their type; link, rename and unlink treat them as any file */
 	int64_t dv = arf_mkdir(c, ARF_INO_ROOT, "devs", 0755, 0, 0);
@@ -1946,7 +2007,15 @@ static const struct once_case {
 	{ "removexattr", 3, { OFILE, 0, OKEY }, "user.k", 6, 0, -ENODATA },
 	{ "unlinkattr", 2, { ODIR, OKEY }, "gone2", 5, 0, -ENOENT },
 	{ "rmdirattr", 2, { ODIR, OKEY }, "sub3", 4, 0, -ENOENT },
+	{ "mkdirattrs", 5, { ODIR, 0755, 0, 0, OKEY }, "mas", 3, 1, -EEXIST },
+	{ "mknodattrs", 6, { ODIR, ARF_S_IFREG | 0644, 0, 0, 0, OKEY }, "nas", 3, 1, -EEXIST },
+	{ "symlinkattrs", 5, { ODIR, 3, 0, 0, OKEY }, "sasf0", 5, 1, -EEXIST },
+	{ "linkattrs", 3, { OFILE, ODIR, OKEY }, "las", 3, 2, -EEXIST },
 };
+
+/* The case's run; its output in out (out_len: its bytes, at most sizeof out) */
+static uint8_t once_out[2 * ARF_ATTR_BYTES];
+static size_t once_out_len;
 
 static int64_t once_run(struct conn *k, const struct once_case *oc, int64_t d, int64_t f,
                         uint64_t key)
@@ -1955,7 +2024,8 @@ static int64_t once_run(struct conn *k, const struct once_case *oc, int64_t d, i
 	for (unsigned i = 0; i < oc->n; i++)
 		a[i] = oc->args[i] == ODIR ? d : oc->args[i] == OFILE ? f :
 		       oc->args[i] == OKEY ? (int64_t)key : oc->args[i];
-	return xraw(k, oc->entry, a, oc->n, oc->bytes, oc->nbytes);
+	return xraw_out(k, oc->entry, a, oc->n, oc->bytes, oc->nbytes, once_out, sizeof once_out,
+	                &once_out_len);
 }
 
 /* A key used twice for different requests (docs/arf.md, "A key used twice"): a client that
@@ -2184,18 +2254,28 @@ static void test_once(const char *img, uint64_t features)
 		first[i] = r1;
 		CHECK(oc->first == 1 ? r1 > 2 : oc->first == 2 ? r1 == f : r1 == 0,
 		      "keyed %s %.*s: %" PRId64, oc->entry, (int)oc->nbytes, oc->bytes, r1);
+		uint8_t out1[sizeof once_out];
+		size_t len1 = once_out_len;
+		memcpy(out1, once_out, len1);
 		int64_t r2 = once_run(&k, oc, d, f, base + i);
 		CHECK(r2 == r1, "keyed %s %.*s again: %" PRId64 ", the first gave %" PRId64, oc->entry,
 		      (int)oc->nbytes, oc->bytes, r2, r1);
+		/* the forms that answer the parent too: both inodes, the same bytes again */
+		size_t el = strlen(oc->entry);
+		if (el > 5 && !strcmp(oc->entry + el - 5, "attrs"))
+			CHECK(len1 == 2 * ARF_ATTR_BYTES && once_out_len == len1 &&
+			      !memcmp(out1, once_out, len1), "keyed %s again: %zu bytes of output, the "
+			      "first %zu, %s", oc->entry, once_out_len, len1,
+			      memcmp(out1, once_out, len1) ? "not the same" : "the same");
 		int64_t r3 = once_run(&k, oc, d, f, base + 1000 + i);
 		CHECK(r3 == oc->other, "%s %.*s under another key: %" PRId64 ", not %d", oc->entry,
 		      (int)oc->nbytes, oc->bytes, r3, oc->other);
 	}
-	/* the image changed once: f0 m n ma na s sa l la ren3 (gone, sub, ren, ren2, gone2,
-	 * sub3 gone) */
-	CHECK(dir_count(c, d) == 10, "keyed: %u entries, not 10", dir_count(c, d));
-	CHECK(nlink_of(c, d) == 4, "keyed: the directory's nlink %u, not 4", nlink_of(c, d));
-	CHECK(nlink_of(c, f) == 3, "keyed: f0's nlink %u, not 3 (links made once)", nlink_of(c, f));
+	/* the image changed once: f0 m n ma na s sa l la ren3 mas nas sas las (gone, sub, ren,
+	 * ren2, gone2, sub3 gone) */
+	CHECK(dir_count(c, d) == 14, "keyed: %u entries, not 14", dir_count(c, d));
+	CHECK(nlink_of(c, d) == 5, "keyed: the directory's nlink %u, not 5", nlink_of(c, d));
+	CHECK(nlink_of(c, f) == 4, "keyed: f0's nlink %u, not 4 (links made once)", nlink_of(c, f));
 	CHECK(look(c, "once/ren3") > 0 && look(c, "once/ren") == -ENOENT, "keyed: renames");
 
 	/* key 0: no record, as before */
