@@ -443,7 +443,15 @@ if timeout "$T" "$BUILD/arf" mount "$ep" "$mq" -o attr_timeout=60,entry_timeout=
    timeout "$T" "$BUILD/arf" mount "$ep" "$mz" 2>>"$tmp/err"; then
 	mkdir "$mq/nx"
 	for i in $(seq 40); do : >"$mq/nx/f$i"; done
+	# the count once the creates' releases (sent by the kernel after close returns) landed:
+	# two reads 0.2 s apart that agree, at most 20 tries
 	x0=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+	for _ in $(seq 20); do
+		sleep 0.2
+		x1=$("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p')
+		[ "$x1" = "$x0" ] && break
+		x0=$x1
+	done
 	n=$(ls -l "$mq/nx" | grep -c ' f[0-9]')
 	x=$(( $("$BUILD/arc" stats "$ep" | sed -n 's/^exec.requests //p') - x0 ))
 	same "ls -l of 40 files through a caching mount" "$n" 40
