@@ -279,9 +279,10 @@ int arf_cl_exec(struct arf_cl_file *f, const unsigned *who, struct arc_exec *con
 
 /* arf grep's edges (docs/cluster.md, "arf grep on a cluster"): for stripe s0 <= s <
  * n_stripes of f (e[s0..n_stripes) set; -m reads them a few stripes at a time), a file of
- * size bytes, e[s].head the bytes up to and with its first '\n' (searched in
- * the stripe's first lim bytes; none for stripe 0, whose window starts at the file's start)
- * and e[s].tail the bytes after its last '\n' (searched in its last lim bytes), malloc'd
+ * size bytes, e[s].head the bytes up to and with its first terminator ('\n', or NUL when
+ * nul: grep -z) (searched in the stripe's first lim bytes; none for stripe 0, whose window
+ * starts at the file's start) and e[s].tail the bytes after its last terminator (searched
+ * in its last lim bytes), malloc'd
  * (NULL when empty; the caller frees both).  e[s].found is 0 when either has no terminator
  * there, a byte searched is in a hole, or the stripe's server has no object (zeros: the
  * caller gathers the file).  Every server in one Cooperation a batch (data.pno's edges, up
@@ -296,7 +297,7 @@ struct arf_cl_edge {
 	int found;
 };
 int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t s0, uint64_t n_stripes,
-                 uint32_t lim, struct arf_cl_edge *e);
+                 uint32_t lim, int nul, struct arf_cl_edge *e);
 
 /* arf grep's context lines (docs/cluster.md, "Context and -m"): n ranges (off, len) of
  * f, ascending and disjoint, each within the file, their bytes to buf one after the other

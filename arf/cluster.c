@@ -1898,9 +1898,10 @@ int arf_cl_objects(struct arf_cl_file *f, uint64_t n_stripes, uint64_t *obj)
  * past the object's size (EDGE_NONE there) */
 #define EDGE_NONE UINT64_MAX
 #define EDGE_NOHEAD (1ull << 63)
+#define EDGE_NUL (1ull << 62)
 
 int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t s0, uint64_t n_stripes,
-                 uint32_t lim, struct arf_cl_edge *e)
+                 uint32_t lim, int nul, struct arf_cl_edge *e)
 {
 	struct arf_cluster *cl = f->cl;
 	const unsigned N = cl->n;
@@ -1943,7 +1944,7 @@ int arf_cl_edges(struct arf_cl_file *f, uint64_t size, uint64_t s0, uint64_t n_s
 			for (uint64_t s = next[k]; s < n_stripes && cnt[k] < ARF_CL_EDGES_BATCH; s += N) {
 				uint64_t len = size - s * U < U ? size - s * U : U;
 				a[2 * cnt[k]] = s / N * U;
-				a[2 * cnt[k] + 1] = len | (s == 0 ? EDGE_NOHEAD : 0);
+				a[2 * cnt[k] + 1] = len | (s == 0 ? EDGE_NOHEAD : 0) | (nul ? EDGE_NUL : 0);
 				cnt[k]++;
 			}
 			next[k] = from[k] + (uint64_t)cnt[k] * N;

@@ -855,7 +855,7 @@ long readv(u64 ino, u64 n, u64 gen)
  * stripe boundaries from each stripe's first and last partial lines.  edges(ino, gen, n, lim)
  * finds them for n pieces of the file (object) ino in one run: args holds n pairs of u64
  * (off, len), a stripe's bytes [off, off+len) in the object; bit 63 of len: its head is not
- * wanted (the file's first stripe).  For each piece the output is u64 hl, u64 tl, then the
+ * wanted (the file's first stripe); bit 62: lines end with NUL, not '\n' (grep -z).  For each piece the output is u64 hl, u64 tl, then the
  * hl bytes from off (up to and with the first terminator, searched in the first lim bytes)
  * and the tl bytes up to off+len after the last terminator (searched in the last lim bytes);
  * hl = tl = EDGE_NONE when either has no terminator there, the piece reaches past the size,
@@ -864,10 +864,11 @@ long readv(u64 ino, u64 n, u64 gen)
 #define EDGES_MAX 4096ul               /* pieces a run */
 #define EDGE_NONE (~0ul)
 #define EDGE_NOHEAD (1ul << 63)
+#define EDGE_NUL (1ul << 62)
 
-/* Offset of the first '\n' in [from, to) of file c, -1 when there is none, -2 when a byte
- * there is in a hole or past the extents (zeros), or the extents are damaged. */
-static long nlfind(u64 c, u64 from, u64 to)
+/* Offset of the first terminator eol in [from, to) of file c, -1 when there is none, -2
+ * when a byte there is in a hole or past the extents (zeros), or the extents are damaged. */
+static long nlfind(u64 c, u64 from, u64 to, u64 eol)
 {
 	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
 	if (from >= to)
@@ -889,7 +890,7 @@ static long nlfind(u64 c, u64 from, u64 to)
 			end = to;
 		u64 addr = ((e_pblk(e) + (from >> ARF_BLOCK_SHIFT) - el) << ARF_BLOCK_SHIFT) +
 		           (from & BLOCK_MASK);
-		long r = ar_findb(arf, addr, end - from, '\n');
+		long r = ar_findb(arf, addr, end - from, eol);
 		if (r != -1)
 			return (long)(from + ((u64)r - addr));
 		from = end;
@@ -897,12 +898,13 @@ static long nlfind(u64 c, u64 from, u64 to)
 	return -1;
 }
 
-/* The last '\n' in [from, to) of file c, as nlfind (every byte after it checked too). */
-static long nllast(u64 c, u64 from, u64 to)
+/* The last terminator eol in [from, to) of file c, as nlfind (every byte after it checked
+ * too). */
+static long nllast(u64 c, u64 from, u64 to, u64 eol)
 {
-	long t = nlfind(c, from, to);
+	long t = nlfind(c, from, to, eol);
 	for (u64 k = from; t >= 0 && k < to; k++) {      /* each turn moves past a terminator */
-		long u = nlfind(c, (u64)t + 1, to);
+		long u = nlfind(c, (u64)t + 1, to, eol);
 		if (u == -1)
 			break;
 		t = u;
@@ -922,12 +924,13 @@ long edges(u64 ino, u64 gen, u64 n, u64 lim)
 	for (u64 i = 0; i < n; i++) {
 		u64 off = ar_ld64(AR_ARGS, i * 16), len = ar_ld64(AR_ARGS, i * 16 + 8);
 		u64 nohead = len & EDGE_NOHEAD;
-		len &= ~EDGE_NOHEAD;
+		u64 eol = len & EDGE_NUL ? 0 : '\n';
+		len &= ~(EDGE_NOHEAD | EDGE_NUL);
 		u64 hl = EDGE_NONE, tl = EDGE_NONE;
 		if (len != 0 && off <= size && len <= size - off) {
 			u64 w = len < lim ? len : lim;
-			long h = nohead ? (long)off - 1 : nlfind(c, off, off + w);
-			long t = h >= -1 ? nllast(c, off + len - w, off + len) : -2;
+			long h = nohead ? (long)off - 1 : nlfind(c, off, off + w, eol);
+			long t = h >= -1 ? nllast(c, off + len - w, off + len, eol) : -2;
 			if ((h >= 0 || nohead) && t >= 0) {
 				hl = (u64)(h + 1) - off;
 				tl = off + len - ((u64)t + 1);

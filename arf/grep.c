@@ -383,7 +383,9 @@ static int cluster_scan(struct grep *g, struct cl_res *r, const uint8_t *data, s
  * CL_EDGE bytes (a line that long at a boundary) or in a hole, a NUL in a boundary line or
  * a window found binary (the decision is the whole file's), a window whose scan stopped
  * short of its end with -n or a count (its line count, its count, is then unknown) unless it
- * stopped at -m's NUM, -z, UTF-8, the exact matcher (cluster_servers_can).  -m and context
+ * stopped at -m's NUM, the exact matcher (cluster_servers_can), in UTF-8 records with an
+ * encoding error and context (grep_needs_exact).  -z: NUL ends the lines (edges, counts,
+ * context) and no file is binary.  -m and context
  * with lines: the servers' selected lines, the first NUM kept, context read here
  * (cluster_context). */
 #define CL_EDGE 8192u
@@ -469,6 +471,7 @@ static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win 
                               uint64_t p0, uint64_t p1, uint64_t nst, size_t hdr, int counts,
                               int64_t *total)
 {
+	const uint8_t eol = st->a.o.null_data ? 0 : '\n';
 	for (uint64_t s = p0; s < p1; s++) {
 		size_t jl = w[s].tail_len + (s + 1 < nst ? w[s + 1].head_len : 0);
 		if (jl == 0)
@@ -485,7 +488,7 @@ static int cluster_edges_scan(struct state *st, struct cl_res *r, struct cl_win 
 		int rc = cluster_scan(st->g_srv, r, jb, jl, &v, &ol);
 		if (!counts)
 			for (size_t i = 0; i < jl; i++)
-				w[s].edge_lines += jb[i] == '\n';
+				w[s].edge_lines += jb[i] == eol;
 		free(jb);
 		if (rc != 0)
 			return -1;
@@ -533,11 +536,12 @@ struct ctx_gap {
 
 /* Of p[0..n): the offset just after its k-th line (its terminator; a last line without
  * one counts when last), or -1 when it holds fewer; *got the lines there are when fewer. */
-static int64_t lines_fwd(const uint8_t *p, uint64_t n, int64_t k, int last, int64_t *got)
+static int64_t lines_fwd(const uint8_t *p, uint64_t n, int64_t k, int last, uint8_t eol,
+                         int64_t *got)
 {
 	int64_t c = 0;
 	for (uint64_t i = 0; i < n && c < k;) {
-		const uint8_t *z = memchr(p + i, '\n', (size_t)(n - i));
+		const uint8_t *z = memchr(p + i, eol, (size_t)(n - i));
 		if (!z) {
 			if (last) {
 				c++;
@@ -557,7 +561,7 @@ static int64_t lines_fwd(const uint8_t *p, uint64_t n, int64_t k, int last, int6
 
 /* Of p[0..n), whose last byte ends a line: the offset where its last k lines start, or -1
  * when it holds fewer (*got: how many; they start at 0 when the window starts the gap). */
-static int64_t lines_back(const uint8_t *p, uint64_t n, int64_t k, int64_t *got)
+static int64_t lines_back(const uint8_t *p, uint64_t n, int64_t k, uint8_t eol, int64_t *got)
 {
 	int64_t c = 0;
 	if (k == 0 || n == 0) {
@@ -565,7 +569,7 @@ static int64_t lines_back(const uint8_t *p, uint64_t n, int64_t k, int64_t *got)
 		return k == 0 ? (int64_t)n : -1;
 	}
 	for (uint64_t i = n - 1; i > 0; i--)
-		if (p[i - 1] == '\n' && ++c == k)
+		if (p[i - 1] == eol && ++c == k)
 			return (int64_t)i;
 	*got = c + (n > 0);
 	return *got == k ? 0 : -1;
@@ -583,23 +587,24 @@ static uint8_t *dup_bytes(const uint8_t *p, uint64_t n)
 /* Gap g's lines from its windows just read (h: the head window's bytes or the whole gap's,
  * t: the tail window's): 1 when it holds them, 0 when a window was short (doubled), -1 when
  * the gap does not end a line where a selected line starts (the file changed). */
-static int ctx_settle(struct ctx_gap *G, const uint8_t *h, const uint8_t *t, uint64_t size)
+static int ctx_settle(struct ctx_gap *G, const uint8_t *h, const uint8_t *t, uint64_t size,
+                      uint8_t eol)
 {
 	uint64_t len = G->b - G->a;
-	if (G->want_t && ((G->hl >= len && h[len - 1] != '\n') ||
-	                  (G->hl < len && t && t[G->tl - 1] != '\n')))
+	if (G->want_t && ((G->hl >= len && h[len - 1] != eol) ||
+	                  (G->hl < len && t && t[G->tl - 1] != eol)))
 		return -1;
 	if (G->hl >= len) {                 /* the whole gap */
 		int64_t k = 0, kb = 0;
-		lines_fwd(h, len, INT64_MAX, G->b == size, &k);
+		lines_fwd(h, len, INT64_MAX, G->b == size, eol, &k);
 		int64_t hc = G->want_h < k ? G->want_h : k;
 		int64_t tc = G->want_t < k - hc ? G->want_t : k - hc;
-		int64_t he = lines_fwd(h, len, hc, G->b == size, &kb);
+		int64_t he = lines_fwd(h, len, hc, G->b == size, eol, &kb);
 		G->hb = dup_bytes(h, (uint64_t)he);
 		G->hn = (uint64_t)he;
 		G->h_lines = hc;
 		if (tc > 0) {
-			int64_t ts = lines_back(h, len, tc, &kb);
+			int64_t ts = lines_back(h, len, tc, eol, &kb);
 			G->tb = dup_bytes(h + ts, len - (uint64_t)ts);
 			G->tn = len - (uint64_t)ts;
 		}
@@ -608,7 +613,7 @@ static int ctx_settle(struct ctx_gap *G, const uint8_t *h, const uint8_t *t, uin
 	}
 	int ok = 1;
 	if (G->want_h && !G->hb) {
-		int64_t got = 0, he = lines_fwd(h, G->hl, G->want_h, 0, &got);
+		int64_t got = 0, he = lines_fwd(h, G->hl, G->want_h, 0, eol, &got);
 		if (he >= 0) {
 			G->hb = dup_bytes(h, (uint64_t)he);
 			G->hn = (uint64_t)he;
@@ -619,7 +624,7 @@ static int ctx_settle(struct ctx_gap *G, const uint8_t *h, const uint8_t *t, uin
 		}
 	}
 	if (G->want_t && !G->tb) {
-		int64_t got = 0, ts = lines_back(t, G->tl, G->want_t, &got);
+		int64_t got = 0, ts = lines_back(t, G->tl, G->want_t, eol, &got);
 		if (ts > 0) {                   /* at 0 the window may start inside a line */
 			G->tb = dup_bytes(t + ts, G->tl - (uint64_t)ts);
 			G->tn = G->tl - (uint64_t)ts;
@@ -651,6 +656,7 @@ static int cluster_context(struct state *st, struct arf_cl_file *f, struct cl_re
 	const int64_t A = lines && o->after > 0 ? o->after : 0;
 	const int64_t B = lines && o->before > 0 ? o->before : 0;
 	const int64_t mlim = st->srv_mlimit;
+	const uint8_t eol = o->null_data ? 0 : '\n';
 	/* the selected lines: their offsets, lengths, line numbers and bytes */
 	size_t n = 0, cap = 0;
 	struct sel { uint64_t off, len, lineno; const uint8_t *p; } *v = NULL;
@@ -766,7 +772,7 @@ static int cluster_context(struct state *st, struct arf_cl_file *f, struct cl_re
 					t = at;
 					at += G->tl;
 				}
-				int rc = ctx_settle(G, h, t, size);
+				int rc = ctx_settle(G, h, t, size, eol);
 				if (rc < 0) {
 					res = 1;
 					goto done;
@@ -790,12 +796,13 @@ static int cluster_context(struct state *st, struct arf_cl_file *f, struct cl_re
 		                   g < n ? (int64_t)v[g].lineno - G->t_lines : 0 };
 		for (int k = 0; k < 2; k++) {
 			const uint8_t *p = parts[k];
-			if (p && memchr(p, 0, (size_t)plen[k])) {
-				res = 1;             /* zeros: a hole, or the file changed */
+			if (p && eol && memchr(p, 0, (size_t)plen[k])) {
+				res = 1;             /* zeros: a hole, or the file changed (with -z
+				                      * zeros end lines, as grep reads a hole) */
 				goto done;
 			}
 			for (uint64_t x = 0; p && x < plen[k];) {
-				const uint8_t *z = memchr(p + x, '\n', (size_t)(plen[k] - x));
+				const uint8_t *z = memchr(p + x, eol, (size_t)(plen[k] - x));
 				uint64_t l = z ? (uint64_t)(z - (p + x)) : plen[k] - x;
 				rec_put(&out, hdr, (pfrom[k] + x) | GREP_REC_CONTEXT, (uint64_t)pno[k]++,
 				        p + x, l);
@@ -825,22 +832,24 @@ done:
 	return res;
 }
 
-/* Stripes [s0, s1) of a file of size bytes, unit U: their edges read (arf_cl_edges into
- * e) and their windows set in w.  0, 1: gather instead (an edge without a terminator, or
- * with a NUL), -1: reported. */
+/* Stripes [s0, s1) of a file of size bytes, unit U, lines ending with NUL when nul (-z):
+ * their edges read (arf_cl_edges into e) and their windows set in w.  0, 1: gather instead
+ * (an edge without a terminator, or without -z with a NUL), -1: reported. */
 static int cluster_stripes(struct cl_res *r, struct arf_cl_file *f, struct cl_win *w,
                            struct arf_cl_edge *e, uint64_t size, uint64_t U, uint64_t s0,
-                           uint64_t s1)
+                           uint64_t s1, int nul)
 {
-	int rc = arf_cl_edges(f, size, s0, s1, CL_EDGE, e);
+	int rc = arf_cl_edges(f, size, s0, s1, CL_EDGE, nul, e);
 	if (rc < 0) {
 		res_error(r, rc == -EIO ? arf_cl_errmsg(f) : strerror(-rc));
 		return -1;
 	}
 	for (uint64_t s = s0; s < s1; s++) {
 		uint64_t a = s * U, b = a + U < size ? a + U : size;
-		if (!e[s].found || memchr(e[s].head ? e[s].head : (uint8_t *)"", 0, e[s].head_len) ||
-		    memchr(e[s].tail ? e[s].tail : (uint8_t *)"", 0, e[s].tail_len))
+		/* a NUL in an edge: a binary file (with -z NUL ends the lines) */
+		if (!e[s].found ||
+		    (!nul && (memchr(e[s].head ? e[s].head : (uint8_t *)"", 0, e[s].head_len) ||
+		              memchr(e[s].tail ? e[s].tail : (uint8_t *)"", 0, e[s].tail_len))))
 			return 1;
 		w[s].ws = a + e[s].head_len;
 		w[s].we = b - e[s].tail_len;
@@ -866,6 +875,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	const int counts = st->srv_counts;
 	const int64_t limit = st->srv_limit;
 	const int64_t mlim = counts ? -1 : st->srv_mlimit;
+	const int nul = st->a.o.null_data;   /* -z: lines end with NUL */
 	uint64_t nst = (size + U - 1) / U;
 	uint64_t s_cut = nst;          /* -m with lines: the first stripe whose window stopped at
 	                                * NUM (the file's NUM-th selected line is there or
@@ -894,7 +904,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 	if (mlim > 0 && !whole) {
 		known = nst < 2 * (uint64_t)N ? nst : 2 * (uint64_t)N;
 		for (uint64_t opened = 0;;) {
-			int rc = cluster_stripes(r, f, w, e, size, U, opened, known);
+			int rc = cluster_stripes(r, f, w, e, size, U, opened, known, nul);
 			if (rc != 0) {
 				res = rc;
 				goto out;
@@ -913,7 +923,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			known = nst / 2 < known ? nst : 2 * known;
 		}
 	} else if (!whole) {
-		int rc = cluster_stripes(r, f, w, e, size, U, 0, nst);
+		int rc = cluster_stripes(r, f, w, e, size, U, 0, nst, nul);
 		if (rc != 0) {
 			res = rc;
 			goto out;
@@ -994,7 +1004,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			/* -m: NUM not reached in the stripes known: the edges of the next ones (four
 			 * times as many), and their boundary lines */
 			uint64_t more = nst / 4 < known ? nst : 4 * known;
-			rc = cluster_stripes(r, f, w, e, size, U, known, more);
+			rc = cluster_stripes(r, f, w, e, size, U, known, more, nul);
 			if (rc == 0)
 				rc = cluster_edges_scan(st, r, w, known - 1, more == nst ? nst : more - 1,
 				                        nst, hdr, counts, &total);
@@ -1151,6 +1161,12 @@ done:;
 			res = rc;
 			goto out;
 		}
+	}
+	/* UTF-8 context: a record with an encoding error moves grep 3.8's context (docs/grep.md,
+	 * "Encoding errors"): the gather runs the file on the exact path (the twin) */
+	if (!counts && grep_needs_exact(st->g, all.p, all.len)) {
+		free(all.p);
+		goto out;
 	}
 	*recs = all.p;
 	*recs_len = all.len;
@@ -2390,13 +2406,15 @@ static void grep_operand(struct state *st, const char *arg)
 }
 
 /* Whether a cluster's files can be scanned in their data servers (cluster_servers): not
- * -z, UTF-8 or the exact matcher.  -m and context with lines printed take the servers'
+ * the exact matcher (back-references, and in UTF-8 the patterns docs/grep.md sends there).
+ * -z and UTF-8 are served: a terminator ('\n', or NUL with -z) is never part of a UTF-8
+ * character, so a character split by a stripe boundary lies in a boundary line, joined and
+ * scanned here.  -m and context with lines printed take the servers'
  * selected lines in file order, the first NUM, and read the context around them
  * (cluster_context); with -c, -l, -L or -q they are counts, clamped at -m. */
 static int cluster_servers_can(const struct state *st)
 {
-	const struct grep_opts *o = &st->a.o;
-	return !grep_is_exact(st->g) && !o->null_data && !o->utf8 && !st->local &&
+	return !grep_is_exact(st->g) && !st->local &&
 	       !st->no_read && !getenv("ARF_GREP_CLUSTER_GATHER");
 }
 

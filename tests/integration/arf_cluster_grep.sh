@@ -8,7 +8,7 @@
 # the third stripe only (the whole file is binary), a file smaller than a stripe, an empty
 # file, a tree for -r.  The option sets and patterns of arf_grep.sh (every
 # ARF_GREP_STRIDE-th pair), in the C locale (the scan in the data servers), some forced
-# through the gather and some in C.UTF-8 (gathered); that the servers scanned (their
+# through the gather and some in C.UTF-8 (arf_cluster_grep_utf8.sh has more); that the servers scanned (their
 # output, from arc stats, a fraction of the file).  A killed data server: grep's error message naming it within
 # 10 s, exit status 2.
 #
@@ -17,7 +17,7 @@
 
 BUILD=${BUILD:-build}
 here=$(dirname "$0")
-# the C locale: the scan in the data servers serves it (UTF-8 is gathered: a section below)
+# the C locale (a section below in C.UTF-8; arf_cluster_grep_utf8.sh: UTF-8 and -z)
 export LC_ALL=C
 umask 022
 T=${ARF_SH_TIMEOUT:-60}
@@ -266,7 +266,7 @@ check -c needle
 check -o -b -i 'AB NEEDLE'
 check -v -c foo
 unset ARF_GREP_CLUSTER_GATHER
-# UTF-8: gathered
+# UTF-8: the servers' scan; context beside a line with an encoding error (ctxenc) gathered
 export LC_ALL=C.UTF-8
 check -n -i 'NEEDLE'
 check -c '.'

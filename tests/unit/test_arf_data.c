@@ -450,6 +450,7 @@ static void test_extents(const char *img)
 
 #define EDGE_NONE UINT64_MAX
 #define EDGE_NOHEAD (1ull << 63)
+#define EDGE_NUL (1ull << 62)           /* lines end with NUL (grep -z) */
 
 /* edges over pieces pc[0..n) (u64 off, len each) with lim: the value, the output in *out
  * (freed by the caller), NULL when the run failed. */
@@ -472,19 +473,19 @@ static int in_hole(uint64_t a, uint64_t b)
 	return a < EDGE_HOLE_B && b > EDGE_HOLE_A;
 }
 
-/* What edges must answer for the piece [off, off+len) of m (nohead: no head asked), in the
- * model's bytes: hl, tl and the bytes, appended to e.  The head's search reads up to its
- * terminator, the tail's the whole last lim bytes. */
+/* What edges must answer for the piece [off, off+len) of m (nohead: no head asked; lines
+ * ending with eol), in the model's bytes: hl, tl and the bytes, appended to e.  The head's
+ * search reads up to its terminator, the tail's the whole last lim bytes. */
 static void edge_model(const struct model *m, uint64_t off, uint64_t len, int nohead,
-                       uint64_t lim, uint8_t *e, size_t *el)
+                       uint64_t lim, int eol, uint8_t *e, size_t *el)
 {
 	uint64_t hl = EDGE_NONE, tl = EDGE_NONE;
 	if (len && off <= m->size && len <= m->size - off) {
 		uint64_t w = len < lim ? len : lim;
-		const unsigned char *h = memchr(m->b + off, '\n', w);
+		const unsigned char *h = memchr(m->b + off, eol, w);
 		const unsigned char *t = NULL;
 		for (uint64_t i = off + len - w; i < off + len; i++)
-			if (m->b[i] == '\n')
+			if (m->b[i] == eol)
 				t = m->b + i;
 		if (!nohead && in_hole(off, h ? (uint64_t)(h - m->b) + 1 : off + w))
 			h = NULL;
@@ -517,8 +518,9 @@ static void test_edges(const char *img)
 		unserve(&k);
 		return;
 	}
-	/* lines of 1 to 97 bytes over 200 KiB, a block of 5000 bytes without a terminator at
-	 * 70 000, and a hole from 160 KiB to 176 KiB */
+	/* lines of 1 to 97 bytes over 200 KiB, NULs here and there (the terminators of -z's
+	 * records, EDGE_NUL), a block of 5000 bytes without a terminator at 70 000, and a hole
+	 * from 160 KiB to 176 KiB */
 	struct model e = { 0 };
 	e.ino = (uint64_t)create(&k, "edges");
 	static unsigned char buf[200 << 10];
@@ -526,6 +528,8 @@ static void test_edges(const char *img)
 		buf[i] = (n % 97 == 96 || (i * 7919) % 89 == 3) ? '\n' : (unsigned char)('a' + i % 26);
 		if (buf[i] == '\n')
 			n = 0;
+		else if ((i * 7907) % 113 == 5)
+			buf[i] = 0;
 	}
 	memset(buf + 70000, 'x', 5000);
 	CHECK(wr(k.d, &e, 0, buf, EDGE_HOLE_A), "edges: write");
@@ -543,18 +547,23 @@ static void test_edges(const char *img)
 	static const int64_t lims[] = { 1, 50, 97, 4096, 8192, 65536 };
 	size_t np = sizeof pcs / sizeof *pcs;
 	static uint8_t want[1 << 21];
-	for (size_t li = 0; li < sizeof lims / sizeof *lims; li++) {
+	static uint64_t pz[sizeof pcs / sizeof *pcs][2];
+	for (size_t li = 0; li < 2 * (sizeof lims / sizeof *lims); li++) {
+		const uint64_t nul = li & 1 ? EDGE_NUL : 0;      /* '\n', then NUL */
 		size_t wl = 0;
-		for (size_t i = 0; i < np; i++)
+		for (size_t i = 0; i < np; i++) {
+			pz[i][0] = pcs[i][0];
+			pz[i][1] = pcs[i][1] | nul;
 			edge_model(&e, pcs[i][0], pcs[i][1] & ~EDGE_NOHEAD, !!(pcs[i][1] & EDGE_NOHEAD),
-			           (uint64_t)lims[li], want, &wl);
+			           (uint64_t)lims[li / 2], nul ? 0 : '\n', want, &wl);
+		}
 		uint8_t *out;
 		size_t ol;
-		int64_t v = edges_run(&sg, e.ino, at.gen, &pcs[0][0], sizeof pcs, (int64_t)np,
-		                      lims[li], &out, &ol);
+		int64_t v = edges_run(&sg, e.ino, at.gen, &pz[0][0], sizeof pz, (int64_t)np,
+		                      lims[li / 2], &out, &ol);
 		CHECK(v == (int64_t)np && ol == wl && memcmp(out, want, wl) == 0,
-		      "edges, lim %" PRId64 ": %" PRId64 ", %zu bytes of output (want %zu)",
-		      lims[li], v, ol, wl);
+		      "edges, lim %" PRId64 "%s: %" PRId64 ", %zu bytes of output (want %zu)",
+		      lims[li / 2], nul ? ", NUL" : "", v, ol, wl);
 		free(out);
 	}
 	/* refusals: each an errno, nothing read */
