@@ -420,7 +420,22 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 	for (int i = 0; o->utf8 && lit == 1 && !g->have_sup && !g->have_w_nfa && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
 	                i < t->len && !u8dfa; i++)
 		u8dfa = t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
-	if (u8dfa) {
+	/* ... or, for a pattern of ASCII bytes, the C-sized table of dfa_build_ascii_w, whose
+	 * "maybe" (a match beside a byte >= 0x80) sends the file to the exact path (the twin,
+	 * maybe_redo).  Not with context (the twin's rules there differ: ctx_redo), nor in the
+	 * twin itself, which takes the exact path: relaxed DFA and client */
+	int ascii_w = 0;
+	if (u8dfa && o->before < 0 && o->after < 0) {
+		int r = dfa_build_ascii_w(&g->dfa, t, eol, -1);
+		if (r == -2)
+			goto oom;
+		ascii_w = r == 0;
+		if (ascii_w && ctx_exact) {
+			dfa_free(&g->dfa);
+			u8dfa = 0;
+		}
+	}
+	if (u8dfa && !ascii_w) {
 		int r = dfa_build_u8(&g->dfa, t, eol, -1);
 		if (r == -2)
 			goto oom;
@@ -508,7 +523,7 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 		/* a big table (thousands of patterns) is built once: the binary table takes its
 		 * rows when it can */
 		rc = eol == '\n' && dfa_share_binary(&g->bdfa, &g->dfa) == 0 ? 0 :
-		     u8dfa ? dfa_build_u8(&g->bdfa, t, '\n', 0) :
+		     u8dfa ? (ascii_w ? dfa_build_ascii_w : dfa_build_u8)(&g->bdfa, t, '\n', 0) :
 		     line_set ? dfa_build_line_literals(&g->bdfa, &bare_t, '\n', 0, DFA_NO_DEAD) :
 		     grep_nfa(g) ? dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD) : -1;
 		if (rc == 1)
@@ -527,8 +542,9 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 		}
 	}
 	g->ctx_redo = ctx_lines && !g->exact;
+	g->maybe_redo = ascii_w && u8dfa && !g->exact;
 	g->lead_client = walk_back && !g->exact;
-	if (g->ctx_redo || g->lead_client) {
+	if (g->ctx_redo || g->lead_client || g->maybe_redo) {
 		g->pats = calloc(n ? n : 1, sizeof *g->pats);
 		g->lens = malloc((n ? n : 1) * sizeof *g->lens);
 		if (!g->pats || !g->lens)
@@ -562,7 +578,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 
 struct grep *grep_exact_twin(struct grep *g)
 {
-	if (!g->ctx_redo && !g->lead_client)
+	if (!g->ctx_redo && !g->lead_client && !g->maybe_redo)
 		return g;
 	if (!g->twin) {
 		/* compiling resets the "--" state shared across files: keep it */
@@ -581,7 +597,7 @@ struct grep *grep_exact_twin(struct grep *g)
 
 int grep_ctx_redo(const struct grep *g)
 {
-	return g->ctx_redo;
+	return g->ctx_redo || g->maybe_redo;
 }
 
 int grep_lead_client(const struct grep *g)
@@ -591,13 +607,21 @@ int grep_lead_client(const struct grep *g)
 
 int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len)
 {
-	if (!g->ctx_redo)
+	if (!g->ctx_redo && !g->maybe_redo)
 		return 0;
 	size_t hdr = g->o.line_number ? 24 : 16;
 	for (size_t i = 0; i + hdr <= rec_len;) {
 		uint64_t q[2];
 		memcpy(q, rec + i, sizeof q);
 		i += hdr;
+		if (q[0] == GREP_REC_REDO)
+			return 1;
+		if (!g->ctx_redo) {
+			if (q[1] > rec_len - i)
+				return 0;
+			i += q[1];
+			continue;
+		}
 		if (q[1] > rec_len - i)
 			return 0;              /* malformed: the formatter says so */
 		/* any line with an encoding error, also one grep would print in part (-o): the

@@ -278,6 +278,11 @@ int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const
  * extents, scanned there; the formatter skips them.  Needs no_walk_back in the options. */
 #define GREP_REC_SCRATCH (1ull << 62)
 #define GREP_REC_CONTEXT (1ull << 63)   /* a record's offset word: a context line */
+/* A record whose offset word is all ones (length 0, line number 0) ends a run that met a
+ * line its table cannot decide (UTF-8 -w over ASCII patterns: grep.c maybe_redo):
+ * grep_needs_exact says 1, the file runs again with grep_exact_twin.  It is flagged
+ * scratch too, so a formatter skips it. */
+#define GREP_REC_REDO    UINT64_MAX
 #define GREP_ARF_NARGS   12
 struct grep_arf_state {
 	int64_t pos, lineno, count, after, stop, bin, row, skip, noeol;
