@@ -459,5 +459,27 @@ else
 	echo "utf8.sh: ISO-8859-1 refusal skipped: no such locale and localedef could not make it"
 fi
 
+# which variables choose the locale (options.c load_locale: only LC_CTYPE, LC_COLLATE and
+# LC_MESSAGES are loaded when one name decides every category): LANG alone, LC_ALL over
+# LC_CTYPE, LC_CTYPE beside LANG, a name not installed (every category stays C, as
+# setlocale(LC_ALL, "") leaves it), in GNU grep's terms (\w and -w on multibyte words)
+unset LC_ALL
+for e in 'LANG=C.UTF-8' 'LC_ALL=C.UTF-8 LC_CTYPE=C' 'LANG=C LC_CTYPE=C.UTF-8' \
+         'LANG=C.UTF-8 LC_TIME=C' 'LANG=xx_XX.UTF-8' 'LANG=C.UTF-8 LC_NUMERIC=xx_XX.UTF-8' \
+         'LC_ALL=xx_XX.UTF-8 LANG=C.UTF-8' 'LC_ALL= LANG=C.UTF-8'; do
+	for a in '-c \w\+' '-n -w fox' '-o -w мир'; do
+		# shellcheck disable=SC2086
+		env -u LC_ALL -u LANG -u LC_CTYPE -u LC_COLLATE -u LC_MESSAGES $e "$GREP" $a mixed wmulti 2>&1 | sed "s|^$GREP:|grep:|" >"$tmp/g.out"
+		# shellcheck disable=SC2086
+		env -u LC_ALL -u LANG -u LC_CTYPE -u LC_COLLATE -u LC_MESSAGES $e "$PNGREP" $a mixed wmulti 2>&1 | sed "s|^$PNGREP:|grep:|" >"$tmp/p.out"
+		if cmp -s "$tmp/g.out" "$tmp/p.out"; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL: $e grep $a mixed wmulti"
+		fi
+	done
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
