@@ -290,7 +290,8 @@ static int regex_decides(const struct ast *t, const struct grep_opts *o)
 }
 
 /* grep_compile; ctx_exact: compile the twin (grep_exact_twin), where UTF-8 context and -B
- * under no_walk_back take the exact path */
+ * under no_walk_back take the exact path (1), or grep_redo_twin's (2): without
+ * dfa_build_ascii_w's table, else as grep_compile */
 static int compile(const char *const *pats, const size_t *lens, size_t n,
                    const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
                    char *warn, size_t warnlen, int ctx_exact)
@@ -425,7 +426,7 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 	 * maybe_redo).  Not with context (the twin's rules there differ: ctx_redo), nor in the
 	 * twin itself, which takes the exact path: relaxed DFA and client */
 	int ascii_w = 0;
-	if (u8dfa && o->before < 0 && o->after < 0) {
+	if (u8dfa && o->before < 0 && o->after < 0 && ctx_exact != 2) {
 		int r = dfa_build_ascii_w(&g->dfa, t, eol, -1);
 		if (r == -2)
 			goto oom;
@@ -498,13 +499,13 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 	 * every line goes to the client).  The twin is compiled with ctx_exact. */
 	int ctx_lines = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0) &&
 	                !o->count && !o->quiet && !o->list && !o->list_nomatch;
-	int ctx_enc = ctx_lines && ctx_exact;
+	int ctx_enc = ctx_lines && ctx_exact == 1;
 	/* -B where the segment cannot walk back (arf grep, no_walk_back): the caller reads the
 	 * leading lines and adds them to the records (lead_client), the exact path in the twin */
 	int lines = !o->count && !o->quiet && !o->list && !o->list_nomatch;
 	int walk_back = o->no_walk_back && o->before > 0 && lines;
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
-	           (walk_back && ctx_exact) || u8words || chars_err ||
+	           (walk_back && ctx_exact == 1) || u8words || chars_err ||
 	           g->have_sup || ctx_enc ||
 	           g->have_w_nfa;
 	if (!nfa_ok)
@@ -595,6 +596,24 @@ struct grep *grep_exact_twin(struct grep *g)
 	return g->twin;
 }
 
+struct grep *grep_redo_twin(struct grep *g)
+{
+	if (!g->maybe_redo || g->ctx_redo || g->lead_client)
+		return grep_exact_twin(g);
+	if (!g->redo_twin) {
+		int any = fmt_any_output;
+		char err[256];
+		if (compile((const char *const *)g->pats, g->lens, g->n_pats, &g->o, &g->redo_twin,
+		            err, sizeof err, NULL, 0, 2) != 0)
+			g->redo_twin = NULL;
+		fmt_any_output = any;
+		if (!g->redo_twin)
+			return NULL;
+	}
+	g->redo_twin->o.with_filename = g->o.with_filename;
+	return g->redo_twin;
+}
+
 int grep_ctx_redo(const struct grep *g)
 {
 	return g->ctx_redo || g->maybe_redo;
@@ -662,6 +681,7 @@ void grep_free(struct grep *g)
 	free(g->seg);
 	free(g->arf_seg);
 	grep_free(g->twin);
+	grep_free(g->redo_twin);
 	for (size_t i = 0; g->pats && i < g->n_pats; i++)
 		free(g->pats[i]);
 	free(g->pats);

@@ -130,6 +130,12 @@ int grep_is_exact(const struct grep *g);
  * when out of memory).  Set -H/-h on g: the twin follows it. */
 int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len);
 struct grep *grep_exact_twin(struct grep *g);
+/* The same for a caller that runs the file (or a stream's part and the rest) again from its
+ * start, formatting every record of the new run as usual (pngrep): where the redo is
+ * dfa_build_ascii_w's (a word assertion next to a byte >= 0x80, no context), the patterns
+ * compiled with the decoder's DFA, on the fast path as before that table; else
+ * grep_exact_twin(g).  Owned by g; NULL when out of memory. */
+struct grep *grep_redo_twin(struct grep *g);
 /* Whether grep_needs_exact can say 1 for g (the caller then holds a file's records until it
  * ends, rather than printing them as they come). */
 int grep_ctx_redo(const struct grep *g);

@@ -389,6 +389,7 @@ struct grep {
 	int lead_client;       /* -B with no_walk_back (arf grep): the arf segment sends no
 	                        * leading context, the caller adds it to the records */
 	struct grep *twin;     /* made on first use (grep_exact_twin), freed with this one */
+	struct grep *redo_twin; /* maybe_redo: the same with the decoder's DFA (grep_redo_twin) */
 	char **pats;           /* ctx_redo: copies of the patterns, to compile the twin */
 	size_t *lens, n_pats;
 	uint8_t lit[256];

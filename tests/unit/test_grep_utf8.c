@@ -716,6 +716,38 @@ static void test_context_fast(void)
 	}
 }
 
+/* The ASCII table's twins: -w fox takes dfa_build_ascii_w (maybe_redo; a small table); the
+ * redo twin (pngrep) the decoder's DFA on the fast path, the exact twin (arf grep) the exact
+ * path; \< \> on a non-ASCII word and -w with context keep the decoder's DFA. */
+static void test_ascii_twins(void)
+{
+	char err[256];
+	struct grep *g = compile("fox", GREP_BASIC, 0, 1, err);
+	CHECK(g && g->maybe_redo && !g->exact && g->dfa.n_rows < 32, "-w fox: the ASCII table");
+	if (g) {
+		struct grep *r = grep_redo_twin(g), *x = grep_exact_twin(g);
+		CHECK(r && r != g && !r->exact && !r->maybe_redo && r->dfa.n_rows > 300,
+		      "-w fox: redo twin on the decoder's DFA");
+		CHECK(x && x != g && x != r && x->exact, "-w fox: exact twin");
+		const uint8_t line[] = "foxé";
+		CHECK(r && dfa_line_matches(&r->dfa, line, sizeof line - 1) == 0, "redo twin: foxé");
+	}
+	grep_free(g);
+	g = compile("\\<мир\\>", GREP_BASIC, 0, 0, err);
+	CHECK(g && !g->maybe_redo && !g->exact, "\\<мир\\>: the decoder's DFA");
+	grep_free(g);
+	struct grep_opts o = { 0 };
+	o.max_count = -1, o.before = 1, o.after = -1;
+	o.syntax = GREP_BASIC, o.word = 1, o.utf8 = 1;
+	size_t len = 3;
+	const char *pats[1] = { "fox" };
+	char warn[256];
+	g = NULL;
+	grep_compile(pats, &len, 1, &o, &g, err, 256, warn, sizeof warn);
+	CHECK(g && !g->maybe_redo && !g->exact && g->ctx_redo, "-B1 -w fox: the decoder's DFA");
+	grep_free(g);
+}
+
 int main(void)
 {
 	test_sequences();
@@ -728,6 +760,7 @@ int main(void)
 	test_sizes();
 	test_match();
 	test_word_dfa();
+	test_ascii_twins();
 	test_errors();
 	test_fold_bound();
 	test_class_tables("C.UTF-8");
