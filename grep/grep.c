@@ -422,9 +422,10 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 	                i < t->len && !u8dfa; i++)
 		u8dfa = t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
 	/* ... or, for a pattern of ASCII bytes, the C-sized table of dfa_build_ascii_w, whose
-	 * "maybe" (a match beside a byte >= 0x80) sends the file to the exact path (the twin,
-	 * maybe_redo).  Not with context (the twin's rules there differ: ctx_redo), nor in the
-	 * twin itself, which takes the exact path: relaxed DFA and client */
+	 * "maybe" (a match beside a byte >= 0x80) sends the file to a twin (maybe_redo):
+	 * grep_redo_twin's (ctx_exact 2) takes the decoder's DFA, grep_exact_twin's (1) the
+	 * exact path, relaxed DFA and client.  Not with context (the twin's rules there
+	 * differ: ctx_redo) */
 	int ascii_w = 0;
 	if (u8dfa && o->before < 0 && o->after < 0 && ctx_exact != 2) {
 		int r = dfa_build_ascii_w(&g->dfa, t, eol, -1);
