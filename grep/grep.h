@@ -137,7 +137,8 @@ struct grep *grep_exact_twin(struct grep *g);
  * grep_exact_twin(g).  Owned by g; NULL when out of memory. */
 struct grep *grep_redo_twin(struct grep *g);
 /* Whether grep_needs_exact can say 1 for g (the caller then holds a file's records until it
- * ends, rather than printing them as they come). */
+ * ends, rather than printing them as they come): UTF-8 context, or a GREP_REC_REDO record
+ * (dfa_build_ascii_w's table, which ends the run there: what came before it stands). */
 int grep_ctx_redo(const struct grep *g);
 /* -B with no_walk_back (arf grep), lines printed: the arf segment sends no leading context;
  * the caller reads up to B lines before each selected line (back to the end of the record
