@@ -56,6 +56,7 @@ struct plan {
 	int lit_sets;              /* the literal is lit sets of 32 bytes: findset */
 	int lit_exact;             /* the pattern is the literal: found is matched */
 	int empty_sel;             /* binary mode: an empty line is selected */
+	int maybe;                 /* the tables may say DFA_MAYBE (dfa_build_ascii_w) */
 };
 
 struct gen {
@@ -65,6 +66,7 @@ struct gen {
 	uint32_t map, tab, bmap, btab, lit, zeros;
 	unsigned mul, bmul;
 	asm_label finish, more, eio;
+	asm_label redo;            /* DFA_MAYBE: a GREP_REC_REDO record, the run ends */
 };
 
 #define B (g->b)
@@ -76,10 +78,25 @@ static void tee(struct gen *g, unsigned l) { asm_local(B, OP_LTEE, l); }
 static void jump(struct gen *g, enum op o, asm_label l) { asm_jump(B, o, l); }
 static void bind(struct gen *g, asm_label l) { asm_label_bind(B, l); }
 static asm_label label(struct gen *g) { return asm_label_new(B); }
+
 static void inc(struct gen *g, unsigned l, int d) { asm_linc(B, l, d); }
 /* local = a op b over locals/constants is spelled out at each use; these two are common */
 static void setc(struct gen *g, unsigned l, int64_t v) { push(g, v); set(g, l); }
 static void mov(struct gen *g, unsigned dst, unsigned src) { get(g, src); set(g, dst); }
+
+/* DFA_MAYBE in L_ROW (dfa_build_ascii_w): the run ends with a GREP_REC_REDO record (g->redo),
+ * and the client runs the file again on the exact path */
+static void maybe_check(struct gen *g)
+{
+	if (!g->pl->maybe)
+		return;
+	asm_label no = label(g);
+	get(g, L_ROW);
+	push(g, DFA_MAYBE);
+	jump(g, OP_JNE, no);
+	jump(g, OP_JMP, g->redo);
+	bind(g, no);
+}
 
 static uint32_t start_row(uint32_t tab, const struct dfa *d)
 {
@@ -373,6 +390,7 @@ static void gen_window(struct gen *g, unsigned r, asm_label entry, asm_label wex
 		find_eol(g, r, L_T);
 	}
 	bind(g, classify);
+	maybe_check(g);
 	if (pl->line_number)
 		inc(g, L_LINENO, 1);
 	get(g, L_ROW);
@@ -648,6 +666,11 @@ static void bin_end_sel(struct gen *g)
 	push(g, g->pl->bd->n_cls * 4);
 	op(g, OP_ADD);
 	asm_mem(B, OP_LD32U, ISA_R_CONST);
+	if (g->pl->maybe) {
+		set(g, L_ROW);              /* (bin_classify sets it again) */
+		maybe_check(g);
+		get(g, L_ROW);
+	}
 	op(g, OP_EQZ);                      /* DFA_MATCH is 0 */
 	set(g, L_SEL);
 	jump(g, OP_JMP, done);
@@ -762,6 +785,7 @@ static void body_binary(struct gen *g, asm_label next)
 		setc(g, L_SEL, 0);
 		bin_classify(g, bl);
 		bind(g, m);                         /* matched before the byte at P - 1 */
+		maybe_check(g);
 		get(g, L_P);
 		push(g, 1);
 		op(g, OP_SUB);
@@ -1147,6 +1171,8 @@ static void gen_main(struct gen *g)
 	asm_label text = label(g), bin_done = label(g), bin_eof = label(g), nrow = label(g);
 	unsigned arf = (unsigned)g->arf;
 	g->finish = label(g), g->more = label(g), g->eio = label(g);
+	if (pl->maybe)
+		g->redo = label(g);
 
 	asm_mem(B, OP_RLEN, arf);
 	set(g, L_RLEN);
@@ -1243,6 +1269,18 @@ static void gen_main(struct gen *g)
 	trailer(g, 0);
 	bind(g, g->more);
 	trailer(g, 1);
+	if (pl->maybe) {
+		bind(g, g->redo);
+		push(g, -1);                /* GREP_REC_REDO */
+		op(g, OP_OUTQ);
+		push(g, 0);
+		op(g, OP_OUTQ);
+		if (pl->line_number) {
+			push(g, 0);
+			op(g, OP_OUTQ);
+		}
+		trailer(g, 0);
+	}
 	ret_err(g, g->eio, 5);          /* EIO */
 	ret_err(g, einval, 22);         /* EINVAL */
 	ret_err(g, enoent, 2);          /* ENOENT */
@@ -1324,6 +1362,7 @@ int grep_arf_gen(struct grep *gr, char *err, size_t errlen)
 	pl.lit_icase = gr->lit_icase;
 	pl.lit_sets = gr->lit_is_sets;
 	pl.lit_exact = gr->lit_exact && !gr->exact;
+	pl.maybe = gr->maybe_redo;
 	if (gr->exact) {
 		pl.emit = 1;
 		pl.max = -1;

@@ -32,6 +32,7 @@ struct plan {
 	int lit_icase;               /* find the literal with findsi (letters folded) */
 	int lit_sets;                /* the literal is lit sets of 32 bytes: findset */
 	int lit_exact;               /* the pattern is the literal: found is matched */
+	int maybe;                   /* the tables may say DFA_MAYBE (dfa_build_ascii_w) */
 };
 
 struct gen {
@@ -116,6 +117,29 @@ static void step(struct gen *g, uint32_t map, unsigned mul)
 	asm_mem(B, OP_LD32U, 2);
 	set(g, L_ROW);
 	asm_linc(B, L_P, 1);
+}
+
+/* DFA_MAYBE (dfa_build_ascii_w): a line the table cannot decide ends the run with a
+ * GREP_REC_REDO record; the client runs the file again on the exact path */
+static void maybe_check(struct gen *g, const struct plan *pl)
+{
+	if (!pl->maybe)
+		return;
+	asm_label no = label(g);
+	get(g, L_ROW);
+	push(g, DFA_MAYBE);
+	jump(g, OP_JNE, no);
+	push(g, -1);                     /* GREP_REC_REDO */
+	op(g, OP_OUTQ);
+	push(g, 0);
+	op(g, OP_OUTQ);
+	if (pl->line_number) {
+		push(g, 0);
+		op(g, OP_OUTQ);
+	}
+	push(g, 0);
+	op(g, OP_RET);
+	bind(g, no);
 }
 
 /* le = offset of the terminator at or after local `from`, or end */
@@ -282,6 +306,7 @@ static void gen_binary(struct gen *g, const struct plan *pl, asm_label binary)
 	get(g, L_END);
 	set(g, L_LE);
 	bind(g, classify);
+	maybe_check(g, pl);
 	get(g, L_ROW);
 	jump(g, pl->invert ? OP_JZ : OP_JNZ, nsel);     /* DFA_MATCH is 0 */
 	asm_linc(B, L_COUNT, 1);
@@ -522,6 +547,7 @@ static void gen_main(struct gen *g, const struct plan *pl)
 		find_eol(g, L_T, eol);
 	}
 	bind(g, classify);                   /* the line is [pos, le) */
+	maybe_check(g, pl);
 	if (pl->line_number)
 		asm_linc(B, L_LINENO, 1);
 	get(g, L_ROW);
@@ -621,6 +647,7 @@ int grep_gen(struct grep *gr, char *err, size_t errlen)
 	pl.lit_icase = gr->lit_icase;
 	pl.lit_sets = gr->lit_is_sets;
 	pl.lit_exact = gr->lit_exact && !gr->exact;
+	pl.maybe = gr->maybe_redo;
 	if (gr->exact) {
 		/* candidates only: the client decides selection, counts and context */
 		pl.emit = 1;

@@ -290,7 +290,8 @@ static int regex_decides(const struct ast *t, const struct grep_opts *o)
 }
 
 /* grep_compile; ctx_exact: compile the twin (grep_exact_twin), where UTF-8 context and -B
- * under no_walk_back take the exact path */
+ * under no_walk_back take the exact path (1), or grep_redo_twin's (2): without
+ * dfa_build_ascii_w's table, else as grep_compile */
 static int compile(const char *const *pats, const size_t *lens, size_t n,
                    const struct grep_opts *o, struct grep **out, char *err, size_t errlen,
                    char *warn, size_t warnlen, int ctx_exact)
@@ -420,7 +421,23 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 	for (int i = 0; o->utf8 && lit == 1 && !g->have_sup && !g->have_w_nfa && !t->has_backref && t->len <= U8_DFA_MAX_AST &&
 	                i < t->len && !u8dfa; i++)
 		u8dfa = t->n[i].kind == N_ASSERT && t->n[i].akind != A_BOL && t->n[i].akind != A_EOL;
-	if (u8dfa) {
+	/* ... or, for a pattern of ASCII bytes, the C-sized table of dfa_build_ascii_w, whose
+	 * "maybe" (a match beside a byte >= 0x80) sends the file to a twin (maybe_redo):
+	 * grep_redo_twin's (ctx_exact 2) takes the decoder's DFA, grep_exact_twin's (1) the
+	 * exact path, relaxed DFA and client.  Not with context (the twin's rules there
+	 * differ: ctx_redo) */
+	int ascii_w = 0;
+	if (u8dfa && o->before < 0 && o->after < 0 && ctx_exact != 2) {
+		int r = dfa_build_ascii_w(&g->dfa, t, eol, -1);
+		if (r == -2)
+			goto oom;
+		ascii_w = r == 0;
+		if (ascii_w && ctx_exact) {
+			dfa_free(&g->dfa);
+			u8dfa = 0;
+		}
+	}
+	if (u8dfa && !ascii_w) {
 		int r = dfa_build_u8(&g->dfa, t, eol, -1);
 		if (r == -2)
 			goto oom;
@@ -483,13 +500,13 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 	 * every line goes to the client).  The twin is compiled with ctx_exact. */
 	int ctx_lines = o->utf8 && !o->text && (o->before >= 0 || o->after >= 0) &&
 	                !o->count && !o->quiet && !o->list && !o->list_nomatch;
-	int ctx_enc = ctx_lines && ctx_exact;
+	int ctx_enc = ctx_lines && ctx_exact == 1;
 	/* -B where the segment cannot walk back (arf grep, no_walk_back): the caller reads the
 	 * leading lines and adds them to the records (lead_client), the exact path in the twin */
 	int lines = !o->count && !o->quiet && !o->list && !o->list_nomatch;
 	int walk_back = o->no_walk_back && o->before > 0 && lines;
 	g->exact = bounded_set || rc != 0 || t->has_backref || !nfa_ok ||
-	           (walk_back && ctx_exact) || u8words || chars_err ||
+	           (walk_back && ctx_exact == 1) || u8words || chars_err ||
 	           g->have_sup || ctx_enc ||
 	           g->have_w_nfa;
 	if (!nfa_ok)
@@ -508,7 +525,7 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 		/* a big table (thousands of patterns) is built once: the binary table takes its
 		 * rows when it can */
 		rc = eol == '\n' && dfa_share_binary(&g->bdfa, &g->dfa) == 0 ? 0 :
-		     u8dfa ? dfa_build_u8(&g->bdfa, t, '\n', 0) :
+		     u8dfa ? (ascii_w ? dfa_build_ascii_w : dfa_build_u8)(&g->bdfa, t, '\n', 0) :
 		     line_set ? dfa_build_line_literals(&g->bdfa, &bare_t, '\n', 0, DFA_NO_DEAD) :
 		     grep_nfa(g) ? dfa_build(&g->bdfa, &g->nfa, '\n', 0, DFA_NO_DEAD) : -1;
 		if (rc == 1)
@@ -527,8 +544,9 @@ static int compile(const char *const *pats, const size_t *lens, size_t n,
 		}
 	}
 	g->ctx_redo = ctx_lines && !g->exact;
+	g->maybe_redo = ascii_w && u8dfa && !g->exact;
 	g->lead_client = walk_back && !g->exact;
-	if (g->ctx_redo || g->lead_client) {
+	if (g->ctx_redo || g->lead_client || g->maybe_redo) {
 		g->pats = calloc(n ? n : 1, sizeof *g->pats);
 		g->lens = malloc((n ? n : 1) * sizeof *g->lens);
 		if (!g->pats || !g->lens)
@@ -562,7 +580,7 @@ int grep_compile(const char *const *pats, const size_t *lens, size_t n,
 
 struct grep *grep_exact_twin(struct grep *g)
 {
-	if (!g->ctx_redo && !g->lead_client)
+	if (!g->ctx_redo && !g->lead_client && !g->maybe_redo)
 		return g;
 	if (!g->twin) {
 		/* compiling resets the "--" state shared across files: keep it */
@@ -579,9 +597,27 @@ struct grep *grep_exact_twin(struct grep *g)
 	return g->twin;
 }
 
+struct grep *grep_redo_twin(struct grep *g)
+{
+	if (!g->maybe_redo || g->ctx_redo || g->lead_client)
+		return grep_exact_twin(g);
+	if (!g->redo_twin) {
+		int any = fmt_any_output;
+		char err[256];
+		if (compile((const char *const *)g->pats, g->lens, g->n_pats, &g->o, &g->redo_twin,
+		            err, sizeof err, NULL, 0, 2) != 0)
+			g->redo_twin = NULL;
+		fmt_any_output = any;
+		if (!g->redo_twin)
+			return NULL;
+	}
+	g->redo_twin->o.with_filename = g->o.with_filename;
+	return g->redo_twin;
+}
+
 int grep_ctx_redo(const struct grep *g)
 {
-	return g->ctx_redo;
+	return g->ctx_redo || g->maybe_redo;
 }
 
 int grep_lead_client(const struct grep *g)
@@ -591,13 +627,21 @@ int grep_lead_client(const struct grep *g)
 
 int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len)
 {
-	if (!g->ctx_redo)
+	if (!g->ctx_redo && !g->maybe_redo)
 		return 0;
 	size_t hdr = g->o.line_number ? 24 : 16;
 	for (size_t i = 0; i + hdr <= rec_len;) {
 		uint64_t q[2];
 		memcpy(q, rec + i, sizeof q);
 		i += hdr;
+		if (q[0] == GREP_REC_REDO)
+			return 1;
+		if (!g->ctx_redo) {
+			if (q[1] > rec_len - i)
+				return 0;
+			i += q[1];
+			continue;
+		}
 		if (q[1] > rec_len - i)
 			return 0;              /* malformed: the formatter says so */
 		/* any line with an encoding error, also one grep would print in part (-o): the
@@ -638,6 +682,7 @@ void grep_free(struct grep *g)
 	free(g->seg);
 	free(g->arf_seg);
 	grep_free(g->twin);
+	grep_free(g->redo_twin);
 	for (size_t i = 0; g->pats && i < g->n_pats; i++)
 		free(g->pats[i]);
 	free(g->pats);

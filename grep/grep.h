@@ -130,8 +130,15 @@ int grep_is_exact(const struct grep *g);
  * when out of memory).  Set -H/-h on g: the twin follows it. */
 int grep_needs_exact(const struct grep *g, const uint8_t *rec, size_t rec_len);
 struct grep *grep_exact_twin(struct grep *g);
+/* The same for a caller that runs the file (or a stream's part and the rest) again from its
+ * start, formatting every record of the new run as usual (pngrep): where the redo is
+ * dfa_build_ascii_w's (a word assertion next to a byte >= 0x80, no context), the patterns
+ * compiled with the decoder's DFA, on the fast path as before that table; else
+ * grep_exact_twin(g).  Owned by g; NULL when out of memory. */
+struct grep *grep_redo_twin(struct grep *g);
 /* Whether grep_needs_exact can say 1 for g (the caller then holds a file's records until it
- * ends, rather than printing them as they come). */
+ * ends, rather than printing them as they come): UTF-8 context, or a GREP_REC_REDO record
+ * (dfa_build_ascii_w's table, which ends the run there: what came before it stands). */
 int grep_ctx_redo(const struct grep *g);
 /* -B with no_walk_back (arf grep), lines printed: the arf segment sends no leading context;
  * the caller reads up to B lines before each selected line (back to the end of the record
@@ -278,6 +285,11 @@ int grep_explain(const struct grep *g, const uint8_t *seg, size_t seg_len, const
  * extents, scanned there; the formatter skips them.  Needs no_walk_back in the options. */
 #define GREP_REC_SCRATCH (1ull << 62)
 #define GREP_REC_CONTEXT (1ull << 63)   /* a record's offset word: a context line */
+/* A record whose offset word is all ones (length 0, line number 0) ends a run that met a
+ * line its table cannot decide (UTF-8 -w over ASCII patterns: grep.c maybe_redo):
+ * grep_needs_exact says 1, the file runs again with grep_exact_twin.  It is flagged
+ * scratch too, so a formatter skips it. */
+#define GREP_REC_REDO    UINT64_MAX
 #define GREP_ARF_NARGS   12
 struct grep_arf_state {
 	int64_t pos, lineno, count, after, stop, bin, row, skip, noeol;

@@ -218,6 +218,10 @@ struct nfa {
 /* Contexts of the byte before (P_*) and after (X_*) a position. */
 enum { P_BOL, P_WORD, P_OTHER, P_ERRW };
 enum { X_EOL, X_WORD, X_OTHER, X_ERRW };   /* ERRW: utf8_word_* 2, the client's matchers only */
+/* dfa_build_ascii_w's unknown kinds (nfa.c assert_ok): a word assertion that looks at such a
+ * side is false (UNK0) or true (UNK1) */
+enum { P_UNK0 = 8, P_UNK1 = 9 };
+enum { X_UNK0 = 8, X_UNK1 = 9 };
 
 /* The exact path's line matcher: a DFA made lazily from the NFA, its states cached in *lp
  * (NULL at first; lazy_free) up to a bound, then made again.  1 when p[0..n) holds a match. */
@@ -265,6 +269,14 @@ int dfa_build(struct dfa *d, const struct nfa *m, int eol1, int eol2, int flags)
  * the pattern does not keep in step with the characters (an encoding error in it) or has
  * too many alternatives (the caller keeps the exact path); -2 when out of memory. */
 int dfa_build_u8(struct dfa *d, const struct ast *t, int eol1, int eol2);
+/* A smaller table for the same patterns when they move on ASCII bytes only and cannot match
+ * empty: bytes >= 0x80 are of unknown kind, and a line where a match needs the kind of one is
+ * neither matched nor not: its end-of-line entry (or its first match-free one) is DFA_MAYBE,
+ * which the segment answers by stopping with a GREP_REC_REDO record (grep.c maybe_redo).  No
+ * dead state (DFA_MAYBE is DFA_DEAD's value).  0; 1 when t is not such a pattern; -1 too
+ * big; -2 out of memory. */
+#define DFA_MAYBE DFA_DEAD
+int dfa_build_ascii_w(struct dfa *d, const struct ast *t, int eol1, int eol2);
 /* The same DFA (lines holding a match) when t is an alternation of strings, each byte of
  * them one byte class (a byte; a letter and its capital): Aho-Corasick's automaton, made from
  * the trie without the NFA.  0; 1 when t is not such a set, or its trie passes 4 times the
@@ -371,9 +383,13 @@ struct grep {
 	 * follow (select_grep38).  A file whose records hold such a line is run again with the
 	 * twin: the same patterns compiled for the exact path (grep_needs_exact) */
 	int ctx_redo;
+	int maybe_redo;        /* the DFA is dfa_build_ascii_w's: a run that meets DFA_MAYBE
+	                        * ends with a GREP_REC_REDO record, and the file runs again on
+	                        * the exact path (the twin) */
 	int lead_client;       /* -B with no_walk_back (arf grep): the arf segment sends no
 	                        * leading context, the caller adds it to the records */
 	struct grep *twin;     /* made on first use (grep_exact_twin), freed with this one */
+	struct grep *redo_twin; /* maybe_redo: the same with the decoder's DFA (grep_redo_twin) */
 	char **pats;           /* ctx_redo: copies of the patterns, to compile the twin */
 	size_t *lens, n_pats;
 	uint8_t lit[256];

@@ -286,6 +286,14 @@ static int assert_ok(int kind, int pc, int nc)
 {
 	/* an encoding error of kind ERRW is a word character for \b \B \< \>, not for -w */
 	int wp = pc == P_WORD || pc == P_ERRW, wn = nc == X_WORD || nc == X_ERRW;
+	/* dfa_build_ascii_w: a side of unknown kind (a byte >= 0x80 of UTF-8 text) makes a word
+	 * assertion that looks at it false (P_UNK0, X_UNK0) or true (P_UNK1, X_UNK1) */
+	if (kind >= A_WORDB) {
+		if (pc >= P_UNK0 && kind != A_NNEXTW)
+			return pc == P_UNK1;
+		if (nc >= X_UNK0 && kind != A_NPREVW)
+			return nc == X_UNK1;
+	}
 	switch (kind) {
 	case A_BOL: return pc == P_BOL;
 	case A_EOL: return nc == X_EOL;
@@ -1137,6 +1145,154 @@ out:
 	return rc;
 }
 
+/* ---- UTF-8 word assertions over ASCII patterns: the C-locale DFA with a "maybe" ----
+ * dfa_build_u8's table carries a decoder of the characters' kinds (about 300 states times
+ * the pattern's), which made start-up three times C's for -w fox.  When the pattern moves
+ * only on ASCII bytes and cannot match empty, every match is ASCII and starts and ends at
+ * character boundaries; the characters around it are known from the bytes there, except when
+ * such a byte is >= 0x80 (a multibyte character, or an encoding error, whose kind the table
+ * would need the decoder for).  So the table here is dfa_build's, with bytes >= 0x80 as one
+ * class of unknown kind, and two NFA runs in each state: U, where a word assertion that looks
+ * at an unknown side fails, and O, where it holds.  U's matches are matches (every
+ * assertion it passed saw known kinds), O's are a superset, and a line where O matched but U
+ * did not is one the table cannot decide: DFA_MAYBE at its end.  The segment then stops and
+ * the client runs the file again on the exact path (grep.c maybe_redo); on ASCII text, and
+ * wherever no match touches a byte >= 0x80, that never happens.  A state is (kernel, pc):
+ * kernel entries 2s (U) and 2s + 1 (O); pc the kind of the byte before (P_BOL, P_WORD,
+ * P_OTHER, 3 unknown) plus 4 once O has matched (O's states are dropped then: only U can
+ * still change the verdict).  No dead state. */
+enum { AW_UNK = 3, AW_MAYBE = 4 };
+
+/* closure of U's (which 0) or O's (1) part of k[0..n) plus the start, into out as NFA states */
+static int aw_close(struct closer *c, const int *k, int n, int which, int pc, int nc, int *tmp,
+                    int *out, int *match)
+{
+	int cnt = 0;
+	for (int i = 0; i < n; i++)
+		if ((k[i] & 1) == which)
+			tmp[cnt++] = k[i] >> 1;
+	tmp[cnt++] = c->m->start;
+	int kp = pc == AW_UNK ? (which ? P_UNK1 : P_UNK0) : pc;
+	int kn = nc == AW_UNK ? (which ? X_UNK1 : X_UNK0) : nc;
+	return closure(c, tmp, cnt, kp, kn, out, match);
+}
+
+int dfa_build_ascii_w(struct dfa *d, const struct ast *t, int eol1, int eol2)
+{
+	memset(d, 0, sizeof *d);
+	struct nfa m;
+	struct builder b = { 0 };
+	struct closer c = { 0 };
+	int rc = -2, *tmp = NULL, *cu = NULL, *co = NULL, *nk = NULL;
+	uint64_t (*csets)[4] = NULL;
+	if (nfa_build(&m, t) != 0) {
+		nfa_free(&m);
+		return -1;
+	}
+	size_t sz = (size_t)(2 * m.len + 4) * sizeof(int);
+	int cstride = m.len + 1;        /* cu, co: a closure per kind of next byte */
+	if (closer_init(&c, &m) != 0 || !(tmp = malloc(sz)) || !(cu = malloc(4 * sz)) ||
+	    !(co = malloc(4 * sz)) || !(nk = malloc(sz)) ||
+	    !(csets = malloc(((size_t)m.n_sets + 1) * sizeof *csets)))
+		goto out;
+	rc = 1;
+	/* every set within ASCII */
+	for (int i = 0; i < m.n_sets; i++)
+		if (m.sets[i][2] | m.sets[i][3])
+			goto out;
+	/* no empty match, whatever the kinds around (O's gates, the loosest) */
+	for (int pc = P_BOL; pc <= AW_UNK; pc++)
+		for (int nc = X_EOL; nc <= AW_UNK; nc++) {
+			int match;
+			aw_close(&c, NULL, 0, 1, pc, nc, tmp, cu, &match);
+			if (match)
+				goto out;
+		}
+	rc = -2;
+	if (m.n_sets > 0)
+		memcpy(csets, m.sets, (size_t)m.n_sets * sizeof *csets);
+	memset(csets[m.n_sets], 0, sizeof csets[m.n_sets]);
+	for (unsigned ch = 0x80; ch <= 0xFF; ch++)
+		set_add(csets[m.n_sets], ch);
+	if (make_classes(d, (const uint64_t (*)[4])csets, m.n_sets + 1, eol1, eol2) != 0) {
+		rc = -1;
+		goto out;
+	}
+	int w = d->n_cls + 1;
+	int rep[256];
+	for (int ch = 255; ch >= 0; ch--)
+		rep[d->cls[ch]] = ch;
+	size_t by_size = DFA_MAX_TABLE / ((size_t)w * 4);
+	int max_states = (int)(by_size < DFA_MAX_STATES ? by_size : DFA_MAX_STATES) - DFA_N_SPECIAL;
+	if (intern(&b, nk, 0, P_BOL, -1, max_states) != 0)
+		goto out;
+	size_t cap_rows = 0;
+	for (int si = 0; si < b.n_st; si++) {
+		if ((size_t)(si + DFA_N_SPECIAL + 1) * (size_t)w > cap_rows) {
+			size_t cap = cap_rows ? 2 * cap_rows : (size_t)16 * (size_t)w;
+			uint32_t *nt = realloc(d->t, cap * sizeof *nt);
+			if (!nt)
+				goto out;
+			d->t = nt;
+			cap_rows = cap;
+		}
+		uint32_t *row = d->t + (size_t)(si + DFA_N_SPECIAL) * (size_t)w;
+		const int *k = b.st[si].k;
+		int n = b.st[si].n, pc = b.st[si].pc & 3, mf = b.st[si].pc & AW_MAYBE, mu, mo;
+		aw_close(&c, k, n, 0, pc, X_EOL, tmp, cu, &mu);
+		aw_close(&c, k, n, 1, pc, X_EOL, tmp, co, &mo);
+		row[d->n_cls] = mu ? DFA_MATCH : mf || mo ? DFA_MAYBE : DFA_EOL;
+		/* the closures depend on the class only through the kind of the byte next (word,
+		 * other, unknown): three pairs serve every class */
+		int nu_of[4], no_of[4], mu_of[4], mo_of[4];
+		for (int x = X_WORD; x <= AW_UNK; x++) {
+			nu_of[x] = aw_close(&c, k, n, 0, pc, x, tmp, cu + x * cstride, &mu_of[x]);
+			mo_of[x] = 0;
+			no_of[x] = mf || mu_of[x] ? 0 :
+			           aw_close(&c, k, n, 1, pc, x, tmp, co + x * cstride, &mo_of[x]);
+		}
+		for (int ci = 0; ci < d->n_cls; ci++) {
+			unsigned ch = (unsigned)rep[ci];
+			int x = ch >= 0x80 ? AW_UNK : nctx(ch);
+			if (mu_of[x]) {
+				row[ci] = DFA_MATCH;
+				continue;
+			}
+			const int *u = cu + x * cstride, *o = co + x * cstride;
+			int f = mf || mo_of[x] ? AW_MAYBE : 0, nn = 0;
+			for (int i = 0; i < nu_of[x]; i++)
+				if (set_has(m.sets[m.s[u[i]].set], ch))
+					nk[nn++] = 2 * m.s[u[i]].out;
+			for (int i = 0; i < no_of[x] && !f; i++)
+				if (set_has(m.sets[m.s[o[i]].set], ch))
+					nk[nn++] = 2 * m.s[o[i]].out + 1;
+			int npc = ch >= 0x80 ? AW_UNK : pctx(ch);
+			int to = intern(&b, nk, nn, npc | f, -1, max_states);
+			if (to < 0) {
+				rc = to == -2 ? -1 : -2;
+				goto out;
+			}
+			row[ci] = (uint32_t)(to + DFA_N_SPECIAL);
+		}
+	}
+	d->n_rows = b.n_st + DFA_N_SPECIAL;
+	memset(d->t, 0, (size_t)DFA_N_SPECIAL * (size_t)w * sizeof *d->t);
+	d->start = DFA_N_SPECIAL;
+	rc = 0;
+out:
+	for (int i = 0; i < b.n_st; i++)
+		free(b.st[i].k);
+	free(b.st);
+	free(b.tab);
+	free(tmp), free(cu), free(co), free(nk), free(csets);
+	if (c.m)
+		closer_free(&c);
+	nfa_free(&m);
+	if (rc != 0)
+		dfa_free(d);
+	return rc;
+}
+
 /* ---- the DFA of a set of strings ----
  * Thousands of -F (or plain BRE/ERE) strings make an alternation of concatenations of one-byte
  * sets.  Their DFA is Aho-Corasick's automaton, which is built straight from the trie in the
@@ -1443,9 +1599,11 @@ out:
 
 int dfa_share_binary(struct dfa *bd, const struct dfa *d)
 {
+	/* (DFA_DEAD in the end-of-line column is dfa_build_ascii_w's DFA_MAYBE, which the
+	 * binary loops take as the text loop does; no other table has it there) */
 	size_t n = (size_t)d->n_rows * (size_t)(d->n_cls + 1);
 	for (size_t i = (size_t)DFA_N_SPECIAL * (size_t)(d->n_cls + 1); i < n; i++)
-		if (d->t[i] == DFA_DEAD)
+		if (d->t[i] == DFA_DEAD && i % (size_t)(d->n_cls + 1) != (size_t)d->n_cls)
 			return -1;
 	*bd = *d;                  /* t borrowed: d outlives bd (struct grep frees both) */
 	bd->rows_shared = 1;

@@ -664,10 +664,36 @@ static int report_pattern_errors(const struct grep_args *ga, const char *prog, F
 	return errors;
 }
 
+/* setlocale(LC_ALL, "") as grep calls it, but loading only the categories grep's output
+ * depends on (LC_CTYPE: characters, classes, case; LC_COLLATE: ranges; LC_MESSAGES:
+ * strerror's) when one name decides them all: LC_ALL, or LANG with no LC_* variable set.
+ * Loading the other nine was 0.13 of the 0.19 ms C.UTF-8 added to every start-up (a bare
+ * program: 0.44 ms in C, 0.63 with LC_ALL, 0.50 with these three).  As LC_ALL's, a name not
+ * installed leaves every category C: a category that fails resets the others. */
+static void load_locale(void)
+{
+	static const char *const vars[] = {
+		"LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "LC_MONETARY",
+		"LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT",
+		"LC_IDENTIFICATION",
+	};
+	const char *all = getenv("LC_ALL");
+	if (!all || !*all)
+		for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+			const char *v = getenv(vars[i]);
+			if (v && *v) {
+				setlocale(LC_ALL, "");
+				return;
+			}
+		}
+	if (!setlocale(LC_CTYPE, "") || !setlocale(LC_COLLATE, "") || !setlocale(LC_MESSAGES, ""))
+		setlocale(LC_ALL, "C");
+}
+
 int grep_args_locale(struct grep_args *ga, const char *prog, FILE *err_f)
 {
 	/* as grep: LC_ALL, then LC_CTYPE, then LANG; a locale that is not installed leaves C */
-	setlocale(LC_ALL, "");
+	load_locale();
 	const char *cs = nl_langinfo(CODESET);
 	if (!strcmp(cs, "UTF-8")) {
 		ga->o.utf8 = 1;

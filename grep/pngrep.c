@@ -136,7 +136,7 @@ static int64_t grep_bytes(struct state *st, const char *name, const uint8_t *dat
 		/* UTF-8 context beside a line with an encoding error: the file again, on the
 		 * exact path (grep 3.8's context rules there), nothing of the first run printed */
 		struct grep *g = st->g;
-		st->g = grep_exact_twin(g);
+		st->g = grep_redo_twin(g);
 		if (!st->g)
 			die("%s", "memory exhausted");
 		int rc = run_segment(st, name, data, len, &value, &out_len);
@@ -303,7 +303,7 @@ static void grep_stream(struct state *st, int fd, const char *name)
 			 * rest of the input, on the exact path.  The parts before printed no such line,
 			 * so the exact path would have printed them alike, and the state they leave
 			 * (what was printed, selected, kept) is the same */
-			exact = grep_exact_twin(st->g);
+			exact = grep_redo_twin(st->g);
 			if (!exact)
 				die("%s", "memory exhausted");
 			saved = st->g;

@@ -65,6 +65,32 @@ printf 'i\355\277\277j\nk\367\277\277\277l\nm\374\204\200\200\200\200n\no\355\24
 printf 'x\355\240\200 y\nplain\n' >> glibcforms
 # -w over patterns that can match the empty string (grep 3.8's regex loop: w_regex_loop)
 printf -- '-_ccbbbbcB\nfoo\nabc\n\n x\n-\nfoo bar\n_a\n a\na \n-a-\nb-\n-ba\nword·middle\n' > wempty
+# -w, \< \> \b over ASCII patterns (dfa_build_ascii_w): matches beside multibyte word and
+# non-word characters, combining marks, encoding errors, Greek, Cyrillic and CJK words; the
+# table decides what touches no byte >= 0x80, and a line it cannot decide sends the file to
+# the exact path (maybe_redo), after lines it printed already (wascii: 400 lines of ASCII
+# first, then such lines; wabin: the same in a binary file)
+printf '%s\n' 'éfox' 'foxé' 'fox·' '·fox' 'a fox b' 'ſfox' 'fox_' 'ｆox' 'Σfox' 'foxΣ' \
+	'Жfox' 'fox ж' 'fox日' '日fox' 'fox😀' 'e\314\201fox' 'fox\314\201' 'fox\314\201 fox' \
+	'x\303\251 fox' 'fox\303' 'fox\377' '\377fox' '\200fox fox\342\202' 'fox—fox' \
+	'σοφός fox мир' 'fox_1 fox9 fox' 'Fox FOX fox' > wmulti
+awk 'BEGIN { for (i = 1; i <= 400; i++) printf "line %d %s\n", i, (i % 7 == 3 ? "a fox b" : "foxes x") }' > wascii
+cat wmulti >> wascii
+{ printf 'a fox\0b\n'; cat wmulti; } > wabin
+wfiles="wmulti wascii wabin"
+wordascii() {
+	for p in fox '\<fox\>' 'fox\b' '\bfox' '\Bfox' 'fox\>' 'fo\w\b' '\<[a-z]\+\>'; do
+		for o in '' -w -c '-c -w' '-n -w' '-v -c' '-l -w' '-L' '-q -w' '-m2 -n -w' \
+		         '-o -w' '-h -w -i' '-a -c -w'; do
+			# shellcheck disable=SC2086
+			check $o -e "$p" $wfiles
+		done
+	done
+	check -w -F -e fox -e ox $wfiles
+	check -w -E 'fox|mir' $wfiles
+	check -w -c mir $wfiles
+}
+
 # context next to lines with encoding errors (grep 3.8 prints no such line, and its last
 # printed line stays before it: select_grep38 in grep.c)
 printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8\n' > ctxenc
@@ -355,6 +381,7 @@ run_all() {
 
 export LC_ALL=C.UTF-8
 run_all
+wordascii
 # a back-reference over one 400,000-byte line, where every start's search is short: the
 # memoized search kept a few keys of each start and gave up ("memory exhausted") at 2M keys
 awk 'BEGIN { for (i = 0; i < 40000; i++) printf "abcdefghij"; print ""; print "x ab" }' >longbr
@@ -413,6 +440,7 @@ collation() {
 if mkloc en_US.UTF-8 en_US UTF-8 && LC_ALL=en_US.UTF-8 locale charmap 2>/dev/null | grep -q UTF-8; then
 	export LC_ALL=en_US.UTF-8
 	run_all
+	wordascii
 	collation
 else
 	echo "utf8.sh: en_US.UTF-8 skipped: not installed and localedef could not make it (apt-get install locales; locale-gen en_US.UTF-8)"
@@ -430,6 +458,28 @@ if mkloc en_US.ISO-8859-1 en_US ISO-8859-1 && LC_ALL=en_US.ISO-8859-1 locale cha
 else
 	echo "utf8.sh: ISO-8859-1 refusal skipped: no such locale and localedef could not make it"
 fi
+
+# which variables choose the locale (options.c load_locale: only LC_CTYPE, LC_COLLATE and
+# LC_MESSAGES are loaded when one name decides every category): LANG alone, LC_ALL over
+# LC_CTYPE, LC_CTYPE beside LANG, a name not installed (every category stays C, as
+# setlocale(LC_ALL, "") leaves it), in GNU grep's terms (\w and -w on multibyte words)
+unset LC_ALL
+for e in 'LANG=C.UTF-8' 'LC_ALL=C.UTF-8 LC_CTYPE=C' 'LANG=C LC_CTYPE=C.UTF-8' \
+         'LANG=C.UTF-8 LC_TIME=C' 'LANG=xx_XX.UTF-8' 'LANG=C.UTF-8 LC_NUMERIC=xx_XX.UTF-8' \
+         'LC_ALL=xx_XX.UTF-8 LANG=C.UTF-8' 'LC_ALL= LANG=C.UTF-8'; do
+	for a in '-c \w\+' '-n -w fox' '-o -w мир'; do
+		# shellcheck disable=SC2086
+		env -u LC_ALL -u LANG -u LC_CTYPE -u LC_COLLATE -u LC_MESSAGES $e "$GREP" $a mixed wmulti 2>&1 | sed "s|^$GREP:|grep:|" >"$tmp/g.out"
+		# shellcheck disable=SC2086
+		env -u LC_ALL -u LANG -u LC_CTYPE -u LC_COLLATE -u LC_MESSAGES $e "$PNGREP" $a mixed wmulti 2>&1 | sed "s|^$PNGREP:|grep:|" >"$tmp/p.out"
+		if cmp -s "$tmp/g.out" "$tmp/p.out"; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			echo "FAIL: $e grep $a mixed wmulti"
+		fi
+	done
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -66,6 +66,16 @@ printf 'a1\nb2\nc3 \377\nd4\ne5\nf6\ng7 \377 x\nh8\n' > "$d/ctxenc"
 awk 'BEGIN { for (i = 0; i < 60000; i++) printf "needle line %08d x\n", i }' > "$d/frag_stream"
 # encoding errors next to words and inside characters
 printf 'caf\303\251 fox\nx\251y\n\303fox\n\377fox\nbad \200 fox\n\342\202fox\n' > "$d/utf8_enc"
+# -w over ASCII patterns (dfa_build_ascii_w): ASCII lines first, printed by earlier runs, then
+# lines its table cannot decide (a match beside a byte >= 0x80: the file again on the exact
+# path); the same in a binary file, and in a directory for -r's batches
+mkdir -p "$d/wdir"
+{
+	awk 'BEGIN { for (i = 1; i <= 300; i++) printf "line %d %s\n", i, (i % 7 == 3 ? "a fox b" : "foxes x") }'
+	printf '%s\n' 'éfox' 'foxé' 'fox·' 'Σfox' 'fox ж' 'fox日' 'e\314\201fox' 'fox\377' 'a fox'
+} > "$d/wdir/utf8_word"
+{ printf 'a fox\0b\n'; printf '%s\n' 'éfox' 'fox·' 'fox\377'; } > "$d/wdir/utf8_wbin"
+printf 'x\nfox·\n' > "$d/wdir/utf8_wlate"
 img=$tmp/img
 "$BUILD/arf" mkfs "$img" --size 64M >/dev/null || exit 1
 start_arfd "$tmp/arfd.log" --arf "$img"
@@ -172,6 +182,20 @@ for o in -A1 '-A2 -n' -C1 '-B1 -v' -A0 '-C1 -o' '-A1 -m1' '-C2 -m 9' '-B3 -n' '-
 	# shellcheck disable=SC2086
 	ARF_GREP_RUN_OUT=64 check $o 'needle\|bad\|good\|fox'
 done
+# -w, \< \> over ASCII patterns beside multibyte characters (dfa_build_ascii_w, maybe_redo)
+files_w=$files remote_w=$remote
+files='wdir/utf8_word wdir/utf8_wbin wdir/utf8_wlate utf8_enc' remote=
+for f in $files; do remote="$remote $ep:/$f"; done
+for o in -w '-c -w' '-n -w' '-v -c -w' '-l -w' '-L -w' '-m3 -n -w' '-o -b -w' '-a -n -w'; do
+	# shellcheck disable=SC2086
+	modes='server --local' check $o fox
+	# shellcheck disable=SC2086
+	ARF_GREP_RUN_OUT=64 check $o fox
+done
+check -c '\<fox\>'
+check -n 'fox\b'
+ARF_GREP_RUN_OUT=64 check -n '\<fox'
+files=$files_w remote=$remote_w
 # ... tests/grep/utf8.sh's context next to lines grep does not print, a run a line
 files=ctxenc remote=$ep:/ctxenc
 for o in -A1 -A2 -B1 -B2 -C1 '-A1 -v' '-B1 -v' '-C1 -o' '-A1 -m1' '-A2 -m2' -A0 -B0 \
@@ -272,6 +296,9 @@ rdir=many rcheck -r -n -m 2 needle
 rdir=many rcheck -r -B 1 -n Needle
 rdir=many rcheck -r -c '\(e\)\1'
 rdir=many rcheck -r -A 1 -i 'needle here'
+LC_ALL=C.UTF-8 rdir=wdir rcheck -r -n -w fox
+LC_ALL=C.UTF-8 rdir=wdir rcheck -r -c -w fox
+LC_ALL=C.UTF-8 rdir=wdir rcheck -r -l '\<fox\>'
 "$BUILD/arf" grep -r -q needle "$ep:/many"
 if [ $? -eq 0 ]; then pass=$((pass + 1)); else fail_msg "arf grep -r -q needle many"; fi
 # --local over a file of more than 1 MiB whose every line has the literal: one search per

@@ -143,6 +143,19 @@ static struct grep *compile(const char *pat, int syntax, int icase, int word, ch
 	return g;
 }
 
+/* The line's verdict in d: DFA_MATCH, DFA_EOL or DFA_MAYBE. */
+static int dfa_verdict(const struct dfa *d, const uint8_t *p, size_t n)
+{
+	size_t w = (size_t)d->n_cls + 1;
+	uint32_t row = (uint32_t)d->start;
+	for (size_t i = 0; i < n; i++) {
+		row = d->t[row * w + d->cls[p[i]]];
+		if (row < DFA_N_SPECIAL)
+			return (int)row;
+	}
+	return (int)d->t[row * w + (size_t)d->n_cls];
+}
+
 /* Large sets compile to small automata: [^a] over all of Unicode, classes. */
 static void test_sizes(void)
 {
@@ -240,7 +253,8 @@ static void test_match(void)
 		const uint8_t *p = (const uint8_t *)cases[i].line;
 		size_t n = strlen(cases[i].line);
 		if (!g->exact)
-			CHECK(dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s on %s", cases[i].pat,
+			CHECK((g->maybe_redo && dfa_verdict(&g->dfa, p, n) == DFA_MAYBE) ||
+			      dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s on %s", cases[i].pat,
 			      cases[i].line);
 		CHECK(bt_line_matches(&g->ast, p, n, cases[i].icase) == cases[i].match, "bt %s on %s",
 		      cases[i].pat, cases[i].line);
@@ -371,6 +385,47 @@ static void test_errors(void)
  * Each case must compile to a DFA (not the exact path) that answers as expected and as the
  * NFA on characters (the client's reference); then random lines of multibyte letters,
  * non-letters, combining marks and encoding errors, every pattern, DFA against NFA. */
+/* Word DFAs of one compiled pattern: g's table, and when that is dfa_build_ascii_w's (an
+ * ASCII pattern: maybe_redo), dfa_build_u8's too, which the twin no longer takes but other
+ * patterns do.  wdfa_ok: g's table agrees with want (DFA_MAYBE too, but never on a line of
+ * ASCII bytes), and dfa_build_u8's says want. */
+struct wdfa {
+	struct grep *g;
+	struct dfa u8;
+	int have_u8;
+	long maybes;
+};
+
+static void wdfa_init(struct wdfa *w, struct grep *g)
+{
+	memset(w, 0, sizeof *w);
+	w->g = g;
+	if (g->maybe_redo) {
+		w->have_u8 = dfa_build_u8(&w->u8, &g->ast, '\n', -1) == 0;
+		CHECK(w->have_u8, "dfa_build_u8 beside dfa_build_ascii_w");
+	}
+}
+
+static void wdfa_free(struct wdfa *w)
+{
+	if (w->have_u8)
+		dfa_free(&w->u8);
+}
+
+static int wdfa_ok(struct wdfa *w, const uint8_t *p, size_t n, int want)
+{
+	if (!w->g->maybe_redo)
+		return dfa_line_matches(&w->g->dfa, p, n) == want;
+	int v = dfa_verdict(&w->g->dfa, p, n), ascii = 1;
+	for (size_t i = 0; i < n; i++)
+		ascii &= p[i] < 0x80;
+	if (v == DFA_MAYBE)
+		w->maybes++;
+	if (v == DFA_MAYBE ? ascii : (v == DFA_MATCH) != want)
+		return 0;
+	return !w->have_u8 || dfa_line_matches(&w->u8, p, n) == want;
+}
+
 static void test_word_dfa(void)
 {
 	static const struct { int syntax, icase, word; const char *pat, *line; int match; } cases[] = {
@@ -444,9 +499,13 @@ static void test_word_dfa(void)
 		const uint8_t *p = (const uint8_t *)cases[i].line;
 		size_t n = strlen(cases[i].line);
 		CHECK(!g->exact, "%s: exact path", cases[i].pat);
-		if (!g->exact)
-			CHECK(dfa_line_matches(&g->dfa, p, n) == cases[i].match, "dfa %s%s on %s",
+		if (!g->exact) {
+			struct wdfa w;
+			wdfa_init(&w, g);
+			CHECK(wdfa_ok(&w, p, n, cases[i].match), "dfa %s%s on %s",
 			      cases[i].word ? "-w " : "", cases[i].pat, cases[i].line);
+			wdfa_free(&w);
+		}
 		CHECK(nfa_line_matches(grep_nfa(g), p, n) == cases[i].match, "nfa %s on %s", cases[i].pat,
 		      cases[i].line);
 		grep_free(g);
@@ -479,6 +538,8 @@ static void test_word_dfa(void)
 			continue;
 		}
 		dfa_ok++;
+		struct wdfa w;
+		wdfa_init(&w, g);
 		for (int r = 0; r < 3000; r++) {
 			char line[128];
 			size_t n = 0;
@@ -492,10 +553,11 @@ static void test_word_dfa(void)
 			}
 			const uint8_t *p = (const uint8_t *)line;
 			int want = nfa_line_matches(grep_nfa(g), p, n);
-			if (dfa_line_matches(&g->dfa, p, n) != want && bad++ < 5)
+			if (!wdfa_ok(&w, p, n, want) && bad++ < 5)
 				CHECK(0, "dfa %s%s on \"%.*s\": %d, nfa %d", pats[pi].word ? "-w " : "",
 				      pats[pi].pat, (int)n, line, !want, want);
 		}
+		wdfa_free(&w);
 		grep_free(g);
 	}
 	CHECK(bad == 0, "%d random lines where the DFA and the NFA differ", bad);
@@ -513,6 +575,8 @@ static void test_word_dfa(void)
 			grep_free(g);
 			continue;
 		}
+		struct wdfa w;
+		wdfa_init(&w, g);
 		for (uint32_t c = 0x80; c <= UTF8_MAX; c++) {
 			if (c >= 0xD800 && c <= 0xDFFF)
 				continue;
@@ -522,11 +586,12 @@ static void test_word_dfa(void)
 				memcpy(line + after, b, (size_t)l);
 				line[after ? 0 : l] = 'x';
 				int want = nfa_line_matches(grep_nfa(g), line, (size_t)l + 1);
-				if (dfa_line_matches(&g->dfa, line, (size_t)l + 1) != want && bad++ < 5)
+				if (!wdfa_ok(&w, line, (size_t)l + 1, want) && bad++ < 5)
 					CHECK(0, "dfa %s%s with U+%04X %s: %d, nfa %d", every[pi].word ? "-w " : "",
 					      every[pi].pat, (unsigned)c, after ? "after" : "before", !want, want);
 			}
 		}
+		wdfa_free(&w);
 		grep_free(g);
 	}
 	CHECK(bad == 0, "%d characters next to a word where the DFA and the NFA differ", bad);
@@ -651,6 +716,38 @@ static void test_context_fast(void)
 	}
 }
 
+/* The ASCII table's twins: -w fox takes dfa_build_ascii_w (maybe_redo; a small table); the
+ * redo twin (pngrep) the decoder's DFA on the fast path, the exact twin (arf grep) the exact
+ * path; \< \> on a non-ASCII word and -w with context keep the decoder's DFA. */
+static void test_ascii_twins(void)
+{
+	char err[256];
+	struct grep *g = compile("fox", GREP_BASIC, 0, 1, err);
+	CHECK(g && g->maybe_redo && !g->exact && g->dfa.n_rows < 32, "-w fox: the ASCII table");
+	if (g) {
+		struct grep *r = grep_redo_twin(g), *x = grep_exact_twin(g);
+		CHECK(r && r != g && !r->exact && !r->maybe_redo && r->dfa.n_rows > 300,
+		      "-w fox: redo twin on the decoder's DFA");
+		CHECK(x && x != g && x != r && x->exact, "-w fox: exact twin");
+		const uint8_t line[] = "foxé";
+		CHECK(r && dfa_line_matches(&r->dfa, line, sizeof line - 1) == 0, "redo twin: foxé");
+	}
+	grep_free(g);
+	g = compile("\\<мир\\>", GREP_BASIC, 0, 0, err);
+	CHECK(g && !g->maybe_redo && !g->exact, "\\<мир\\>: the decoder's DFA");
+	grep_free(g);
+	struct grep_opts o = { 0 };
+	o.max_count = -1, o.before = 1, o.after = -1;
+	o.syntax = GREP_BASIC, o.word = 1, o.utf8 = 1;
+	size_t len = 3;
+	const char *pats[1] = { "fox" };
+	char warn[256];
+	g = NULL;
+	grep_compile(pats, &len, 1, &o, &g, err, 256, warn, sizeof warn);
+	CHECK(g && !g->maybe_redo && !g->exact && g->ctx_redo, "-B1 -w fox: the decoder's DFA");
+	grep_free(g);
+}
+
 int main(void)
 {
 	test_sequences();
@@ -663,6 +760,7 @@ int main(void)
 	test_sizes();
 	test_match();
 	test_word_dfa();
+	test_ascii_twins();
 	test_errors();
 	test_fold_bound();
 	test_class_tables("C.UTF-8");
