@@ -1725,6 +1725,7 @@ void pn_stats_get(struct pn *pn, struct pn_stats *s)
 	s->polls_denied_busy = atomic_load(&pn->spin.denied[PN_SPIN_DENIED_BUSY]);
 	s->spin_looks = atomic_load(&pn->spin.looks);
 	s->spin_full_looks = atomic_load(&pn->spin.full_looks_seen);
+	s->spin_follows = atomic_load(&pn->spin.follows);
 	s->waits_read = pn->st[PN_ST_WAITS_READ];
 	s->waits_woken = pn->st[PN_ST_WAITS_WOKEN];
 	s->udp_bad_macs = pn->st[PN_ST_UDP_BAD_MACS];

@@ -371,6 +371,8 @@ struct pn_stats {
 	uint64_t polls_denied_resting; /* ... the role rested after fruitless polls, */
 	uint64_t polls_denied_busy;    /* ... other threads of ours were polling (own CPUs - 1) */
 	uint64_t spin_looks, spin_full_looks; /* looks at the machine's load, and full ones */
+	uint64_t spin_follows;     /* less than two CPUs of time: moves of a tcp reader to the
+	                            * CPU its client's requests come from (docs/net.md) */
 	uint64_t waits_read;       /* reply waits that read the connection in the caller */
 	uint64_t waits_woken;      /* ... that slept until another thread (the I/O thread)
 	                            * delivered the reply: a wake-up on the request's path */

@@ -455,6 +455,8 @@ struct pn_spin {
 	uint64_t budget_ns;              /* pn_opts.spin_us; 0: never poll */
 	_Atomic uint64_t next_look_ns;   /* when the machine is looked at again */
 	atomic_bool machine_ok;          /* the last look allowed polling */
+	atomic_bool one_cpu;             /* ... found this process less than two CPUs of time
+	                                  * (a quota) but several to run on (affinity) */
 	atomic_flag looking;             /* a thread is looking */
 	uint64_t next_quota_ns;          /* the looker's own: affinity and quota again */
 	double own;                      /* CPUs this process may use */
@@ -465,11 +467,23 @@ struct pn_spin {
 	struct pn_spin_role_state role[PN_SPIN_ROLES];
 	_Atomic uint64_t denied[PN_SPIN_DENIALS];  /* stats, counted only on the way to sleep */
 	_Atomic uint64_t looks, full_looks_seen;   /* stats: looks at the machine, and full ones */
+	_Atomic uint64_t follows;        /* stats: tcp readers kept to their peer's CPU (pn_tcp.c) */
 };
 void pn_spin_init(struct pn_spin *s, unsigned spin_us);
 uint64_t pn_spin_budget(struct pn_spin *s, enum pn_spin_role role, uint64_t now);
 void pn_spin_done(struct pn_spin *s, enum pn_spin_role role, bool found, uint64_t now);
 struct pn_spin *pn_core_spin(struct pn *pn);
+/* Following the peer (pn_spin.c, "One CPU of time"): true when this process has less than
+ * two CPUs of time but may run on several, so that waking a thread on another CPU than its
+ * peer's costs a halted CPU's wake-up at every message.  pn_spin_follow: given the CPU the
+ * peer's last message came from (SO_INCOMING_CPU, -1: unknown), the one of the sample before
+ * (*last, updated) and the CPU the thread is kept on now (-1: none), the CPU to keep it on
+ * from now (-1: leave it as it is): the peer's, once two samples in a row agree on it. */
+bool pn_spin_one_cpu(struct pn_spin *s);
+/* A thread created by one kept on a CPU inherits that: it calls this first, and runs where
+ * the process may (its main thread's affinity) if it was kept on one CPU and that has more. */
+void pn_spin_unkeep(void);
+int pn_spin_follow(int peer_cpu, int *last, int kept);
 /* The parsers behind it, for the tests: cgroup v2 cpu.max and v1 cfs quota/period in CPUs
  * (INFINITY: no limit, -1: not understood); /proc/loadavg's runnable count (-1). */
 double pn_spin_parse_cpu_max(const char *text);

@@ -1069,6 +1069,7 @@ static void move(struct pn_sess *S, struct csess *cs)
 static void *sess_main(void *arg)
 {
 	pthread_setname_np(pthread_self(), "pn-session");   /* for top -H, ps -L, gdb */
+	pn_spin_unkeep();          /* (made by a tcp reader kept on a CPU: not kept itself) */
 	struct pn_sess *S = arg;
 	pthread_mutex_lock(&S->lk);
 	while (!S->th_stop) {

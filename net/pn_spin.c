@@ -156,11 +156,22 @@ static bool has_cpu_controller(const char *list)
 	return false;
 }
 
-/* CPUs this process may use: its affinity, and the CPU quota of its cgroups. */
-static double own_cpus(void)
+/* CPUs this process may run on: its main thread's affinity (not the calling thread's: a tcp
+ * reader may keep itself on one CPU, pn_tcp.c), else the caller's. */
+static int affinity_cpus(void)
 {
 	cpu_set_t set;
-	double cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+	if (sched_getaffinity(getpid(), sizeof set, &set) == 0 ||
+	    sched_getaffinity(0, sizeof set, &set) == 0)
+		return CPU_COUNT(&set);
+	return 1;
+}
+
+/* CPUs this process may use: its affinity (affinity_cpus), and the CPU quota of its
+ * cgroups. */
+static double own_cpus(int affinity)
+{
+	double cpus = affinity;
 	char groups[2048];
 	if (!read_small("/proc/self/cgroup", groups, sizeof groups))
 		return cpus;
@@ -216,9 +227,11 @@ static void look(struct pn_spin *s, uint64_t now)
 	    atomic_flag_test_and_set(&s->looking))
 		return;
 	if (now >= s->next_quota_ns) {
-		s->own = own_cpus();
+		int affinity = affinity_cpus();
+		s->own = own_cpus(affinity);
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 		s->online = online > 0 ? (unsigned)online : 1;
+		atomic_store(&s->one_cpu, s->own > 0 && s->own < 2 && affinity > 1);
 		s->max_pollers = s->own >= 2 ? (s->own > 65 ? 64 : (unsigned)s->own - 1) : 1;
 		s->next_quota_ns = now + QUOTA_LOOK_NS;
 	}
@@ -246,6 +259,28 @@ struct pn_spin_verdict pn_spin_judge(bool polling, unsigned full_looks, double o
 	if (polling && full_looks + 1 < FULL_LOOKS)
 		return (struct pn_spin_verdict){ true, full_looks + 1, RELOOK_NS };
 	return (struct pn_spin_verdict){ false, 0, LOOK_NS };
+}
+
+bool pn_spin_one_cpu(struct pn_spin *s)
+{
+	return atomic_load_explicit(&s->one_cpu, memory_order_relaxed);
+}
+
+void pn_spin_unkeep(void)
+{
+	cpu_set_t mine, proc;
+	if (sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_COUNT(&mine) == 1 &&
+	    sched_getaffinity(getpid(), sizeof proc, &proc) == 0 && CPU_COUNT(&proc) > 1)
+		sched_setaffinity(0, sizeof proc, &proc);
+}
+
+int pn_spin_follow(int peer_cpu, int *last, int kept)
+{
+	int before = *last;
+	*last = peer_cpu;
+	if (peer_cpu < 0 || peer_cpu == kept || peer_cpu != before)
+		return -1;
+	return peer_cpu;
 }
 
 /* A wait that may not poll: counted by reason (the thread sleeps next, so this costs it

@@ -80,6 +80,7 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1560,6 +1561,63 @@ static void rewatch_idle(struct pn_tp *tp)
 	pthread_mutex_unlock(&tp->lock);
 }
 
+/* One CPU of time (pn_spin_one_cpu): the reader keeps itself on its client's CPU.  Such a
+ * process has no CPU to poll on (pn_spin.c), so its reader sleeps between requests, and so
+ * does the client; where each wakes is the scheduler's choice, which prefers an idle CPU, and
+ * a client and reader that once sit on two CPUs stay there (each wakes on its own, idle, CPU
+ * again), every message then waking a halted vCPU: a null EXEC 47-57 us instead of 15 (the
+ * trace: docs/net.md, "Threads").  So every FOLLOW_EVERY-th request the reader asks where its
+ * connection's last bytes came from (SO_INCOMING_CPU: over loopback the sender's CPU, whose
+ * softirq queued them), and when two such samples in a row name the same CPU, other than the
+ * one it keeps to, it sets its affinity to that CPU alone (a migration, and a wake-up on the
+ * client's CPU from then on).  It lets go (the process's affinity again) when the budget
+ * grows, when it stops being the reader (pn_yield: the long handler runs where it may) and
+ * when it stops. */
+#define FOLLOW_EVERY 2              /* a getsockopt, 0.7 us here; 8 left the pair on two CPUs
+                                     * for 13 requests a move of the client, ~500 a run */
+static __thread int tls_kept = -1;          /* the CPU this reader keeps to, -1: none */
+static __thread int tls_peer_cpu = -1;      /* the last sample's */
+static __thread int tls_peer_last = -1;     /* the one before (pn_spin_follow) */
+static __thread unsigned tls_follow_n;      /* requests served, for sampling */
+
+static void follow_sample(struct pn_tp *tp, int fd)
+{
+	if (++tls_follow_n % FOLLOW_EVERY || !pn_spin_one_cpu(pn_core_spin(tp->pn)))
+		return;
+	int cpu;
+	socklen_t len = sizeof cpu;
+	if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) == 0)
+		tls_peer_cpu = cpu;
+}
+
+/* Before sleeping: keep to the client's CPU if the samples say so. */
+static void follow(struct pn_spin *gate)
+{
+	int cpu = tls_peer_cpu;
+	tls_peer_cpu = -1;
+	if (cpu < 0 || (cpu = pn_spin_follow(cpu, &tls_peer_last, tls_kept)) < 0)
+		return;
+	cpu_set_t proc, one;
+	if (sched_getaffinity(getpid(), sizeof proc, &proc) != 0 || !CPU_ISSET(cpu, &proc))
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof one, &one) == 0) {
+		tls_kept = cpu;
+		atomic_fetch_add_explicit(&gate->follows, 1, memory_order_relaxed);
+	}
+}
+
+static void unfollow(void)
+{
+	if (tls_kept < 0)
+		return;
+	cpu_set_t proc;
+	if (sched_getaffinity(getpid(), sizeof proc, &proc) == 0)
+		sched_setaffinity(0, sizeof proc, &proc);
+	tls_kept = tls_peer_cpu = tls_peer_last = -1;
+}
+
 /* Read c, which epoll reported with events (or a yielding reader left on tp->handed: 0), as
  * the reader.  true: a handler yielded, and this thread is no longer the reader. */
 static bool serve(struct pn_tp *tp, struct conn *c, uint32_t events)
@@ -1583,6 +1641,8 @@ static bool serve(struct pn_tp *tp, struct conn *c, uint32_t events)
 	int rc = on_readable(tp, c, false);
 	if (rc == YIELDED)
 		return true;               /* c's lock is let go, and c is not ours to touch */
+	if (rc == 0)
+		follow_sample(tp, c->fd);
 	if (rc == 0 && (events & (EPOLLERR | EPOLLHUP)))
 		rc = -PN_EPEERDOWN;
 	if (rc != 0) {
@@ -1700,8 +1760,13 @@ static void read_loop(struct pn_tp *tp)
 		if (n > 0 && !atomic_load(&tp->stop)) {
 			uint64_t budget = pn_spin_budget(gate, PN_SPIN_REQUEST, now);
 			spin_until = budget ? now + budget : 0;
+			if (pn_spin_one_cpu(gate))
+				follow(gate);
+			else
+				unfollow();
 		}
 	}
+	unfollow();
 	if (spin_until)
 		pn_spin_done(gate, PN_SPIN_REQUEST, false, pn_now_ns());
 }
@@ -1711,6 +1776,7 @@ static void read_loop(struct pn_tp *tp)
 static void *io_main(void *arg)
 {
 	pthread_setname_np(pthread_self(), "pn-tcp-io");   /* for top -H, ps -L, gdb */
+	pn_spin_unkeep();
 	struct pn_tp *tp = arg;
 	pthread_mutex_lock(&tp->io_lock);
 	for (;;) {
@@ -1762,6 +1828,7 @@ static int tcp_yield(struct pn_tp *tp, bool check_only)
 		pthread_mutex_unlock(&tp->io_lock);
 		return rc;
 	}
+	unfollow();                    /* the long handler, and a new thread, run where they may */
 	if (tp->n_idle == 0) {
 		if (pthread_create(&tp->threads[tp->n_threads], NULL, io_main, tp) != 0) {
 			pthread_mutex_unlock(&tp->io_lock);

@@ -1223,8 +1223,9 @@ static void do_stats(struct arfd *s, pn_peer from, pn_coop coop, struct ar_rd *r
 	    ps.peers_retired, ps.udp_refused, ps.forwarded, ps.polls_found, ps.polls_wasted);
 	OUT("net.polls_denied_load %" PRIu64 "\nnet.polls_denied_resting %" PRIu64
 	    "\nnet.polls_denied_busy %" PRIu64 "\nnet.spin_looks %" PRIu64
-	    "\nnet.spin_full_looks %" PRIu64 "\n", ps.polls_denied_load, ps.polls_denied_resting,
-	    ps.polls_denied_busy, ps.spin_looks, ps.spin_full_looks);
+	    "\nnet.spin_full_looks %" PRIu64 "\nnet.spin_follows %" PRIu64 "\n",
+	    ps.polls_denied_load, ps.polls_denied_resting, ps.polls_denied_busy, ps.spin_looks,
+	    ps.spin_full_looks, ps.spin_follows);
 	OUT("net.sessions %" PRIu64 "\nnet.session_bytes %" PRIu64 "\nnet.session_replays %" PRIu64
 	    "\nnet.session_dropped %" PRIu64 "\nnet.session_refused %" PRIu64
 	    "\nnet.session_expired %" PRIu64 "\n", ps.sessions, ps.session_bytes,

@@ -6,8 +6,9 @@
 # Unpinned, this is a container's --cpus=1 rather than a 1-vCPU machine: the threads still run
 # on every CPU, and a client and its server may sit on two of them, each CPU halting between
 # requests (the kernel's choice, run to run; bench_tradeoff --count shows it), which costs raw
-# sockets as much as arfd.  --pin CPU runs CMD on that CPU alone as well: one vCPU, as a
-# 1-vCPU virtual machine has it.
+# sockets as much as arfd (arfd's tcp reader now keeps to its client's CPU there: docs/net.md,
+# "Threads"; the raw pair still splits).  --pin CPU runs CMD on that CPU alone as well: one
+# vCPU, as a 1-vCPU virtual machine has it.
 set -euo pipefail
 pin=
 if [ "${1:-}" = --pin ]; then

@@ -2081,6 +2081,25 @@ static void test_spin_gate(void)
 		      judge[i].next_ms);
 	}
 
+	/* following the peer's CPU (one CPU of time): only when two samples in a row agree, and
+	 * not to the CPU kept already */
+	static const struct { int peer, last, kept, want, last_after; } follow[] = {
+		{  1, -1, -1, -1,  1 },   /* a first sample: wait for a second */
+		{  1,  1, -1,  1,  1 },   /* two in a row: go there */
+		{  1,  1,  1, -1,  1 },   /* there already */
+		{  0,  1,  1, -1,  0 },   /* the client moved: one sample is not enough */
+		{  0,  0,  1,  0,  0 },   /* ... two are */
+		{ -1,  0,  0, -1, -1 },   /* unknown (nothing received yet) */
+		{  3,  2, -1, -1,  3 },   /* two clients on two CPUs taking turns: stay */
+	};
+	for (size_t i = 0; i < sizeof follow / sizeof follow[0]; i++) {
+		int last = follow[i].last;
+		int got = pn_spin_follow(follow[i].peer, &last, follow[i].kept);
+		CHECK(got == follow[i].want && last == follow[i].last_after,
+		      "follow row %zu: %d (last %d), want %d (%d)", i, got, last, follow[i].want,
+		      follow[i].last_after);
+	}
+
 	/* back-off: the machine taken as fine (no look), then polls that find nothing */
 	struct pn_spin s;
 	pn_spin_init(&s, 0);
