@@ -2028,9 +2028,9 @@ static void cl_job_done(struct cl_pool *p, uint64_t seq)
 
 /* A file of a batch from its grep_batch part (value, o[0..ol)): 1 with its result in j->r
  * when the part settles it as cluster_servers' scan of a whole file would, else 0 (the
- * file goes through cluster_file).  The part is the server's first run over the object,
- * to the object's end: it must reach the file's size exactly (one past it without a final
- * newline), or stop at the limit (-l, -L, -q, -m) inside it. */
+ * file goes through cluster_file).  The part is the server's first run over the object
+ * (objinos found it as long as the file), to the object's end: it must be done and reach
+ * the file's size, or stop at the limit (-l, -L, -q, -m) inside it. */
 static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, const uint8_t *o,
                          size_t ol)
 {
@@ -2048,7 +2048,9 @@ static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, cons
 	int settled = counts && limit > 0 && ns.count >= limit;
 	if (t[0] || ns.bin > 0 || ns.count < 0 || ns.pos < 0 || ns.lineno < 0)
 		return 0;
-	if ((uint64_t)ns.pos != size + (ns.noeol ? 1 : 0) && !(settled && (uint64_t)ns.pos <= size))
+	/* the end: the size, or one past it when the last line, unterminated, was taken */
+	if ((uint64_t)ns.pos != size && !(ns.noeol && (uint64_t)ns.pos == size + 1) &&
+	    !(settled && (uint64_t)ns.pos <= size))
 		return 0;
 	int64_t count = 0;
 	struct cl_recs rec = { 0 };
@@ -2073,8 +2075,9 @@ static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, cons
 }
 
 /* Run task t, a batch of files of one stripe on data server t->srv (a worker's): their
- * objects' inodes (objinos), then grep_batch over those found, again from the first file
- * not run while a run stops early; every file it does not settle through cluster_file. */
+ * objects' inodes and sizes (objinos), then grep_batch over those as long as their files,
+ * again from the first file not run while a run stops early; every file it does not settle
+ * through cluster_file. */
 static void cl_batch(struct cl_pool *p, const struct cl_task *t, struct grep_out *out)
 {
 	struct state *st = p->st;
@@ -2098,18 +2101,20 @@ static void cl_batch(struct cl_pool *p, const struct cl_task *t, struct grep_out
 	int64_t a1 = n;
 	struct arc_exec x = { .seg = p->stripe, .seg_len = p->stripe_len, .seg_id = p->stripe_id,
 	                      .entry = "objinos", .args = &a1, .n_args = 1, .argbytes = names,
-	                      .argbytes_len = nl, .out_max = 8 * n };
+	                      .argbytes_len = nl, .out_max = 16 * n };
 	struct arc_exec *xp = &x;
 	int xrc;
 	if (!res_stopped(&p->job[t->seq[0] % p->n_job].r) &&
 	    arf_cl_exec(f, &who, &xp, &xrc, 1, "objinos") == 0 && x.value == (int64_t)n &&
-	    x.out_len == 8 * (uint64_t)n) {
+	    x.out_len == 16 * (uint64_t)n) {
 		for (unsigned i = 0; i < n; i++) {
-			int64_t v;
-			memcpy(&v, (const uint8_t *)x.out + 8 * i, 8);
-			if (v > 0) {           /* else (no object: zeros; an error) cluster_file */
+			int64_t v[2];
+			memcpy(v, (const uint8_t *)x.out + 16 * i, 16);
+			/* else (no object: zeros; one shorter or longer than the file, whose scan
+			 * to its end is not the file's; an error) cluster_file */
+			if (v[0] > 0 && (uint64_t)v[1] == p->job[t->seq[i] % p->n_job].at.size) {
 				idx[m] = i;
-				obj[m++] = (uint64_t)v;
+				obj[m++] = (uint64_t)v[0];
 			}
 		}
 	}

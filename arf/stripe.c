@@ -99,10 +99,12 @@ long objread(u64 off, u64 len)
 }
 
 /* objinos(n): the inodes of the n objects named in args, each path ("stripes/INO.GEN", as
- * objread's) followed by a NUL, the args holding exactly those n names: n, with n u64s on
- * the output, each the object's inode or -errno (ENOENT: no object; EINVAL: not a regular
- * file; ENAMETOOLONG, ENOTDIR as objread).  -EINVAL for n above OBJINOS_MAX or names that
- * do not fill the args exactly (a name without its NUL, bytes left over). */
+ * objread's) followed by a NUL, the args holding exactly those n names: n, with n pairs of
+ * u64s on the output, each the object's inode and size, or -errno and 0 (ENOENT: no object;
+ * EINVAL: not a regular file; ENAMETOOLONG, ENOTDIR as objread).  The size lets the caller
+ * see that a scan of the whole object is a scan of the whole file.  -EINVAL for n above
+ * OBJINOS_MAX or names that do not fill the args exactly (a name without its NUL, bytes
+ * left over). */
 #define OBJINOS_MAX 4096
 long objinos(u64 n)
 {
@@ -121,12 +123,16 @@ long objinos(u64 n)
 	for (u64 i = 0; i < n; i++) {
 		u64 z = (u64)ar_findb(AR_ARGS, off, len - off, 0);
 		long ino = objfind(off, z - off);
+		u64 size = 0;
 		if (ino > 0) {
 			u64 d = ioff((u64)ino);
 			if (d == 0 || (ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_IFMT) != ARF_S_IFREG)
 				ino = -E_INVAL;
+			else
+				size = ar_ld64(arf, d + ARF_I_SIZE);
 		}
 		ar_outq((u64)ino);
+		ar_outq(size);
 		off = z + 1;
 	}
 	return (long)n;

@@ -23,7 +23,14 @@ cleanup() { for p in $pids; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$tmp";
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$here/../../tests/lib.sh"
-arf_cluster 3 1024M
+# arf_cluster's servers, with a metadata image large enough for the tree's inodes
+data= cl_pids=
+for k in 1 2 3; do
+	arf_server "$k" 1024M
+	data="$data $ep"
+done
+arf_server 0 1024M
+M=$ep
 arf_cluster_init --layout rotate >/dev/null
 # the tree's regular files only (-r skips symlinks; a copy keeps the servers' tree and the
 # local one the same)

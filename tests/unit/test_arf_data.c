@@ -608,6 +608,11 @@ static void test_objinos(const char *img)
 	int64_t o2 = arf_create(k.c, (uint64_t)sd, "15.3", 0600, 0, 0);
 	int64_t od = arf_mkdir(k.c, (uint64_t)sd, "18.1", 0755, 0, 0);
 	CHECK(o1 > 0 && o2 > 0 && od > 0, "objects: %" PRId64 " %" PRId64 " %" PRId64, o1, o2, od);
+	/* their sizes: 5 bytes, and 70000 (a hole, then a byte at the end) */
+	struct model m1 = { .ino = (uint64_t)o1 }, m2 = { .ino = (uint64_t)o2 };
+	CHECK(wr(k.d, &m1, 0, "12345", 5) && wr(k.d, &m2, 69999, "x", 1), "objects: write");
+	free(m1.b);
+	free(m2.b);
 	static char longname[400];
 	memcpy(longname, "stripes/", 8);
 	memset(longname + 8, '7', 300);
@@ -638,11 +643,12 @@ static void test_objinos(const char *img)
 		int64_t v = arf_seg_run(&sg, &x, "objinos", &c[i].n, 1, c[i].args, c[i].len);
 		int ok = v == c[i].want;
 		if (ok && v > 0) {
-			ok = x.out_len == (uint64_t)v * 8;
+			ok = x.out_len == (uint64_t)v * 16;
 			for (int64_t j = 0; ok && j < v; j++) {
-				int64_t got;
-				memcpy(&got, (uint8_t *)x.out + 8 * j, 8);
-				ok = got == c[i].ino[j];
+				int64_t got[2];
+				memcpy(got, (uint8_t *)x.out + 16 * j, 16);
+				ok = got[0] == c[i].ino[j] &&
+				     got[1] == (got[0] == o1 ? 5 : got[0] == o2 ? 70000 : 0);
 			}
 		}
 		CHECK(ok, "objinos, %s: %" PRId64 " (want %" PRId64 "), %" PRIu64 " bytes", c[i].what,
@@ -660,13 +666,14 @@ static void test_objinos(const char *img)
 			len += (size_t)snprintf(many + len, cap - len, "stripes/%d.%d", i % 2 ? 12 : 15,
 			                        i % 2 ? 1 : 3) + 1;
 		int64_t n = 4096;
-		struct arc_exec x = { .out_max = 1u << 16 };
+		struct arc_exec x = { .out_max = 1u << 17 };
 		int64_t v = arf_seg_run(&sg, &x, "objinos", &n, 1, many, len);
-		int ok = v == 4096 && x.out_len == 4096 * 8;
+		int ok = v == 4096 && x.out_len == 4096 * 16;
 		for (int i = 0; ok && i < 4096; i++) {
-			int64_t got;
-			memcpy(&got, (uint8_t *)x.out + 8 * i, 8);
-			ok = got == (i == 0 ? -ENAMETOOLONG : i % 2 ? o1 : o2);
+			int64_t got[2];
+			memcpy(got, (uint8_t *)x.out + 16 * i, 16);
+			ok = got[0] == (i == 0 ? -ENAMETOOLONG : i % 2 ? o1 : o2) &&
+			     got[1] == (i == 0 ? 0 : i % 2 ? 5 : 70000);
 		}
 		CHECK(ok, "objinos, 4096 names, the first too long: %" PRId64, v);
 		free(x.out);
