@@ -1979,7 +1979,7 @@ enum { CL_WORKERS_PER_SERVER = 4, CL_WINDOW_PER_SERVER = 16, CL_WORKERS_MAX = 48
         * so that each fill gives each server about a batch */
        CL_BATCH_WINDOW_PER_SERVER = BATCH_FILES * BATCHES_AHEAD, CL_BATCH_WINDOW_MAX = 4096 };
 #define CL_HOLD_MAX (64u << 20)        /* bytes of finished, unprinted records */
-#define CL_OBJ_NAME 48                 /* "stripes/INO.GEN" and its NUL, at most */
+#define CL_OBJ_NAME 64                 /* "stripes/INO.GEN" and its NUL, at most (50) */
 
 struct cl_job {
 	uint64_t ino;
@@ -2046,7 +2046,9 @@ static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, cons
 	memcpy(&ns, t + 1, sizeof ns);
 	uint64_t size = j->at.size;
 	int settled = counts && limit > 0 && ns.count >= limit;
-	if (t[0] || ns.bin > 0 || ns.count < 0 || ns.pos < 0 || ns.lineno < 0)
+	/* (no more lines selected than the file has: a count that says more is a lie) */
+	if (t[0] || ns.bin > 0 || ns.count < 0 || (uint64_t)ns.count > size + 1 || ns.pos < 0 ||
+	    ns.lineno < 0)
 		return 0;
 	/* the end: the size, or one past it when the last line, unterminated, was taken */
 	if ((uint64_t)ns.pos != size && !(ns.noeol && (uint64_t)ns.pos == size + 1) &&
@@ -2088,8 +2090,10 @@ static void cl_batch(struct cl_pool *p, const struct cl_task *t, struct grep_out
 	for (unsigned i = 0; i < n; i++) {
 		struct cl_job *j = &p->job[t->seq[i] % p->n_job];
 		j->r = (struct cl_res){ .out = out, .stop = &p->stop };
-		nl += (size_t)snprintf(names + nl, CL_OBJ_NAME, "%s/%llu.%llu", ARF_CLUSTER_DIR,
-		                       (unsigned long long)j->ino, (unsigned long long)j->at.gen) + 1;
+		int w = snprintf(names + nl, sizeof names - nl, "%s/%llu.%llu", ARF_CLUSTER_DIR,
+		                 (unsigned long long)j->ino, (unsigned long long)j->at.gen);
+		assert(w > 0 && (size_t)w < CL_OBJ_NAME);
+		nl += (size_t)w + 1;
 	}
 	const struct cl_job *j0 = &p->job[t->seq[0] % p->n_job];
 	struct arf_cl_file *f = arf_cl_file_open(k->cl, j0->ino, j0->at.gen, NULL);

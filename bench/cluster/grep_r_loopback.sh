@@ -7,7 +7,8 @@
 # the output against GNU grep's on the local tree (sorted: the walk's order is the server's).
 #
 #   BUILD=build ARFS="/work/ab-clr-before/arf build/arf" RUNS=3 \
-#       sh bench/cluster/grep_r_loopback.sh [TREE [ARGS]]     # TREE /usr/include, ARGS "-c include"
+#       sh bench/cluster/grep_r_loopback.sh [TREE [ARGS]]
+# TREE: /usr/include; ARGS: "-c include", or several option sets separated by ';'.
 BUILD=${BUILD:-build}
 ARFS=${ARFS:-$BUILD/arf}
 RUNS=${RUNS:-3}
@@ -48,24 +49,28 @@ stat_sum() {               # stat_sum NAME ENDPOINT...: the stat summed over the
 	done
 	echo "$_n"
 }
+echo "tree $TREE: $files files, $(du -sh "$tmp/t" | cut -f1); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$ARGS" | tr ';' '\n' | while read -r args; do
 # shellcheck disable=SC2086
-(cd "$tmp" && grep -r $ARGS t) | sort >"$tmp/want"
-echo "tree $TREE: $files files, $(du -sh "$tmp/t" | cut -f1); arf grep -r $ARGS; load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-28s %9s %9s %11s %7s %7s %7s  %s\n' arf "data req" "meta req" "data sent" user sys "cpu s" output
+(cd "$tmp" && grep -r $args t) | sort >"$tmp/want"
+echo "arf grep -r $args"
+printf '%-28s %9s %9s %11s %7s %7s %7s %7s  %s\n' arf "data req" "meta req" "data sent" user sys "cpu s" "wall s" output
 r=0
 while [ "$r" -lt "$RUNS" ]; do
 	for a in $ARFS; do
 		x0=$(stat_sum exec.requests $data); m0=$(stat_sum exec.requests "$M")
 		n0=$(stat_sum net.bytes_sent $data)
 		# shellcheck disable=SC2086
-		/usr/bin/time -f '%U %S' -o "$tmp/time" timeout $T "$a" grep -r $ARGS "$M:/t" >"$tmp/out"
+		/usr/bin/time -f '%U %S %e' -o "$tmp/time" timeout $T "$a" grep -r $args "$M:/t" >"$tmp/out" </dev/null
 		x1=$(stat_sum exec.requests $data); m1=$(stat_sum exec.requests "$M")
 		n1=$(stat_sum net.bytes_sent $data)
 		sed "s#^$M:/##" "$tmp/out" | sort >"$tmp/got"
 		cmp -s "$tmp/want" "$tmp/got" && same=same || same=DIFFERENT
-		read -r us sy <"$tmp/time"
-		printf '%-28s %9s %9s %11s %7s %7s %7s  %s\n' "$a" $((x1 - x0)) $((m1 - m0)) \
-			$((n1 - n0)) "$us" "$sy" "$(echo "$us $sy" | awk '{ printf "%.2f", $1 + $2 }')" "$same"
+		read -r us sy el <"$tmp/time"
+		printf '%-28s %9s %9s %11s %7s %7s %7s %7s  %s\n' "$a" $((x1 - x0)) $((m1 - m0)) \
+			$((n1 - n0)) "$us" "$sy" "$(echo "$us $sy" | awk '{ printf "%.2f", $1 + $2 }')" \
+			"$el" "$same"
 	done
 	r=$((r + 1))
+done
 done
