@@ -2027,16 +2027,18 @@ static void cl_job_done(struct cl_pool *p, uint64_t seq)
 }
 
 /* A file of a batch from its grep_batch part (value, o[0..ol)): 1 with its result in j->r
- * when the part settles it as cluster_servers' scan of a whole file would, else 0 (the
- * file goes through cluster_file).  The part is the server's first run over the object
- * (objinos found it as long as the file), to the object's end: it must be done and reach
- * the file's size, or stop at the limit (-l, -L, -q, -m) inside it. */
+ * when the part settles it as cluster_servers' scan of a whole file would (with -m NUM and
+ * lines, cluster_context without context: the first NUM records), else 0 (the file goes
+ * through cluster_file).  The part is the server's first run over the object (objinos
+ * found it as long as the file), to the object's end: it must be done and reach the file's
+ * size, or stop at the limit (-l, -L, -q, -m) inside it. */
 static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, const uint8_t *o,
                          size_t ol)
 {
 	const struct grep_opts *op = &st->a.o;
 	const int counts = st->srv_counts;
 	const int64_t limit = st->srv_limit;
+	const int64_t mlim = counts ? -1 : st->srv_mlimit;
 	const size_t hdr = op->line_number ? 24 : 16;
 	if (value < 0 || ol < GREP_ARF_TRAILER)
 		return 0;
@@ -2045,7 +2047,7 @@ static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, cons
 	struct grep_arf_state ns;
 	memcpy(&ns, t + 1, sizeof ns);
 	uint64_t size = j->at.size;
-	int settled = counts && limit > 0 && ns.count >= limit;
+	int settled = (counts && limit > 0 && ns.count >= limit) || (mlim > 0 && ns.count >= mlim);
 	/* (no more lines selected than the file has: a count that says more is a lie) */
 	if (t[0] || ns.bin > 0 || ns.count < 0 || (uint64_t)ns.count > size + 1 || ns.pos < 0 ||
 	    ns.lineno < 0)
@@ -2060,6 +2062,16 @@ static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, cons
 		if (recs_take(&rec, &count, hdr, o, ol - GREP_ARF_TRAILER, 0, size, 0) != 0) {
 			free(rec.p);
 			return 0;
+		}
+		if (mlim > 0 && count > mlim) {        /* -m NUM: the file's first NUM lines */
+			size_t at = 0;
+			for (int64_t i = 0; i < mlim; i++) {
+				uint64_t len;
+				memcpy(&len, rec.p + at + 8, 8);
+				at += hdr + (size_t)len;
+			}
+			rec.len = at;
+			count = mlim;
 		}
 	} else {
 		count = limit >= 0 && ns.count > limit ? limit : ns.count;
@@ -2235,10 +2247,10 @@ static void cl_pool_start(struct cl_pool *p, struct state *st, struct conn *k)
 	is_output_ino(st, k, 0);
 	const struct grep_opts *o = &st->a.o;
 	const char *eb = getenv("ARF_GREP_CLUSTER_BATCH");
-	/* the batch settles what the servers' scan of a whole file settles alone: not -m or
-	 * context with lines (cluster_context reads more) */
+	/* the batch settles what the servers' scan of a whole file settles alone: not context
+	 * with lines (cluster_context reads more), not -m 0 */
 	p->batching = st->seg_srv && !st->no_read && !(eb && !strcmp(eb, "0")) &&
-	              (st->srv_counts || (st->srv_mlimit < 0 && o->before <= 0 && o->after <= 0)) &&
+	              (st->srv_counts || (st->srv_mlimit != 0 && o->before <= 0 && o->after <= 0)) &&
 	              cl_stripe_load(p) == 0;
 	unsigned thr = CL_WORKERS_PER_SERVER * k->cl_n;
 	unsigned win = p->batching ? CL_BATCH_WINDOW_PER_SERVER * k->cl_n

@@ -215,6 +215,9 @@ bcheck -rq nomatchanywhere
 bcheck -r -m 1 -c needle
 bcheck -r -m 1 -l needle
 bcheck -r -m 1 needle
+bcheck -r -m 2 -n needle
+bcheck -r -m 3 -b -o 'needle[0-9]*'
+bcheck -r -m 1 -c -v needle
 bcheck -rh -n foo
 bcheck -rH -c include
 bcheck -r -a -c needle
