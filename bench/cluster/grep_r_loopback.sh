@@ -14,7 +14,8 @@ ARFS=${ARFS:-$BUILD/arf}
 RUNS=${RUNS:-3}
 TREE=${1:-/usr/include}
 ARGS=${2:-"-c include"}
-U=${UNIT:-1048576}
+U=${UNIT:-1048576}               # the stripe unit (arf_cluster_init's)
+export U
 T=300
 export LC_ALL=C
 here=$(dirname "$0")
@@ -25,9 +26,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 . "$here/../../tests/lib.sh"
 # arf_cluster's servers, with a metadata image large enough for the tree's inodes
-data= cl_pids=
+data=
 for k in 1 2 3; do
 	arf_server "$k" 1024M
+	# shellcheck disable=SC2154
 	data="$data $ep"
 done
 arf_server 0 1024M
@@ -58,11 +60,15 @@ printf '%-28s %9s %9s %11s %7s %7s %7s %7s  %s\n' arf "data req" "meta req" "dat
 r=0
 while [ "$r" -lt "$RUNS" ]; do
 	for a in $ARFS; do
+		# shellcheck disable=SC2086
 		x0=$(stat_sum exec.requests $data); m0=$(stat_sum exec.requests "$M")
+		# shellcheck disable=SC2086
 		n0=$(stat_sum net.bytes_sent $data)
 		# shellcheck disable=SC2086
 		/usr/bin/time -f '%U %S %e' -o "$tmp/time" timeout $T "$a" grep -r $args "$M:/t" >"$tmp/out" </dev/null
+		# shellcheck disable=SC2086
 		x1=$(stat_sum exec.requests $data); m1=$(stat_sum exec.requests "$M")
+		# shellcheck disable=SC2086
 		n1=$(stat_sum net.bytes_sent $data)
 		sed "s#^$M:/##" "$tmp/out" | sort >"$tmp/got"
 		cmp -s "$tmp/want" "$tmp/got" && same=same || same=DIFFERENT
