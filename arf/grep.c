@@ -2235,7 +2235,7 @@ static int cl_stripe_load(struct cl_pool *p)
 	return 0;
 }
 
-/* The number of workers and the window: $ARF_GREP_CLUSTER_FILES (1 .. CL_WINDOW_MAX) sets
+/* The number of workers and the window: $ARF_GREP_CLUSTER_FILES (1 .. the window's largest) sets
  * the window and as many workers (1: one file at a time), for measuring;
  * $ARF_GREP_CLUSTER_BATCH=0 sends every file through cluster_file (as before batches). */
 static void cl_pool_start(struct cl_pool *p, struct state *st, struct conn *k)
