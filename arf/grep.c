@@ -242,6 +242,37 @@ static void batch_start(struct state *st, struct conn *k, struct batch *b)
 	b->done = 0;
 }
 
+/* A grep_batch run's output o[0..len) and value, for n files, split into the files' parts
+ * (backwards from the count at the end): the number of files run (1 .. n), with value[i] and
+ * the part o[off[i] .. off[i] + plen[i]); 0 when it does not parse. */
+static int batch_split(const uint8_t *o, size_t len, int64_t value, int n, int64_t *val,
+                       size_t *off, size_t *plen)
+{
+	size_t end = len;
+	if (end < 8)
+		return 0;
+	uint64_t cnt;
+	memcpy(&cnt, o + end - 8, 8);
+	if (cnt < 1 || cnt > (uint64_t)n || (uint64_t)value != cnt)
+		return 0;
+	end -= 8;
+	for (int i = (int)cnt - 1; i >= 0; i--) {
+		uint64_t v, start;
+		if (end < 16)
+			return 0;
+		memcpy(&v, o + end - 16, 8);
+		memcpy(&start, o + end - 8, 8);
+		end -= 16;
+		if (start > end)
+			return 0;
+		val[i] = (int64_t)v;
+		off[i] = (size_t)start;
+		plen[i] = end - (size_t)start;
+		end = (size_t)start;
+	}
+	return end == 0 ? (int)cnt : 0;
+}
+
 /* Wait for the batch and split its output into the files' parts (backwards from the count
  * at the end); b->done = 0 when it failed or its output does not parse. */
 static void batch_wait(struct conn *k, struct batch *b)
@@ -251,32 +282,8 @@ static void batch_wait(struct conn *k, struct batch *b)
 	b->waited = 1;
 	int rc = b->p ? arc_exec_wait(k->a, b->p) : b->rc;
 	b->p = NULL;
-	b->done = 0;
-	const uint8_t *o = b->x.out;
-	size_t end = (size_t)b->x.out_len;
-	if (rc != 0 || end < 8)
-		return;
-	uint64_t cnt;
-	memcpy(&cnt, o + end - 8, 8);
-	if (cnt < 1 || cnt > (uint64_t)b->n || (uint64_t)b->x.value != cnt)
-		return;
-	end -= 8;
-	for (int i = (int)cnt - 1; i >= 0; i--) {
-		uint64_t v, start;
-		if (end < 16)
-			return;
-		memcpy(&v, o + end - 16, 8);
-		memcpy(&start, o + end - 8, 8);
-		end -= 16;
-		if (start > end)
-			return;
-		b->value[i] = (int64_t)v;
-		b->off[i] = (size_t)start;
-		b->len[i] = end - (size_t)start;
-		end = (size_t)start;
-	}
-	if (end == 0)
-		b->done = (int)cnt;
+	b->done = rc == 0 ? batch_split(b->x.out, (size_t)b->x.out_len, b->x.value, b->n,
+	                                b->value, b->off, b->len) : 0;
 }
 
 static void batch_end(struct conn *k, struct batch *b)
@@ -1967,19 +1974,28 @@ static int batch_form(struct tree *t)
 
 /* ---- -r on a cluster: several files in flight (docs/cluster.md, "-r: several files in
  * flight") ----
- * A small file has one stripe, on server ino mod N (the rotated layout), and costs a
- * chain of round trips (its inode, its object, the scan): one file at a time keeps one
- * server busy.  Workers (CL_WORKERS_PER_SERVER a data server) each take the next
- * file of a window of CL_WINDOW_PER_SERVER a server, in the walk's order, and scan it with
- * cluster_file on their own arf_cl_file and scratch (libarc, the arf_client and the
- * arf_cluster are thread-safe; an arf_cl_file is one thread's); the main thread walks,
- * fills the window and prints each file's result in its turn (cluster_emit), so the
- * output is the one-at-a-time order byte for byte.  Finished results wait for their turn
- * (a reorder buffer); past CL_HOLD_MAX bytes of them, the workers take no new file until
- * the head is printed (the head itself is always taken: files are taken in order). */
+ * A small file has one stripe, on its layout's first server (ino mod N in the rotated
+ * layout).  Workers (CL_WORKERS_PER_SERVER a data server) take tasks in the walk's order
+ * from a window of files: a task is a batch of up to BATCH_FILES files of one stripe on one
+ * data server (cl_batch: their objects' inodes in one objinos run of stripe.pno, then their
+ * scans in one grep_batch run of the servers' segment, as one server batches its first
+ * runs), or one file (cluster_file, on the worker's own arf_cl_file and scratch: libarc,
+ * the arf_client and the arf_cluster are thread-safe; an arf_cl_file is one thread's).  A
+ * file the batch does not settle (not done in its first run, binary, an object shorter or
+ * longer than the file, an error, a batch that failed as a whole) goes through
+ * cluster_file, which reports its own error.  The main thread walks, fills the window and
+ * prints each file's result in its turn (cluster_emit), so the output is the
+ * one-at-a-time order byte for byte.  Finished results wait for their turn (a reorder
+ * buffer); past CL_HOLD_MAX bytes of them, the workers take no new task until the head is
+ * printed (the head's task is always taken: tasks are taken in the order of their first
+ * files). */
 enum { CL_WORKERS_PER_SERVER = 4, CL_WINDOW_PER_SERVER = 16, CL_WORKERS_MAX = 48,
-       CL_WINDOW_MAX = 256 };
+       CL_WINDOW_MAX = 256,
+       /* batches: a window of BATCHES_AHEAD batches a server, filled a quarter at a time,
+        * so that each fill gives each server about a batch */
+       CL_BATCH_WINDOW_PER_SERVER = BATCH_FILES * BATCHES_AHEAD, CL_BATCH_WINDOW_MAX = 4096 };
 #define CL_HOLD_MAX (64u << 20)        /* bytes of finished, unprinted records */
+#define CL_OBJ_NAME 64                 /* "stripes/INO.GEN" and its NUL, at most (50) */
 
 struct cl_job {
 	uint64_t ino;
@@ -1989,6 +2005,12 @@ struct cl_job {
 	struct cl_res r;
 };
 
+struct cl_task {                   /* files 'first', or seq[0..n) on data server srv */
+	uint64_t first;
+	unsigned n, srv;               /* n 0: the one file 'first' (cluster_file) */
+	uint64_t seq[BATCH_FILES];
+};
+
 struct cl_pool {
 	struct state *st;
 	struct conn *k;
@@ -1996,12 +2018,185 @@ struct cl_pool {
 	pthread_cond_t work, done;
 	struct cl_job *job;            /* the window: file i in job[i % n_job] */
 	unsigned n_job;
-	uint64_t head, fed, taken;     /* files printed, given, taken by a worker */
+	uint64_t head, fed;            /* files printed, given */
+	struct cl_task *task;          /* task i in task[i % n_job] (a task holds a file) */
+	uint64_t tasks_fed, tasks_taken;
 	size_t held;                   /* rec_len of the finished files not printed */
 	int stop;                      /* read atomically by cluster_file (cl_res.stop) */
+	int batching;                  /* files of one stripe go in batches (cl_batchable) */
+	uint8_t *stripe;               /* stripe.pno (objinos) */
+	size_t stripe_len;
+	uint8_t stripe_id[AR_ID_LEN];
+	uint64_t batches, batched;     /* batches run, files they settled (ARF_GREP_CLUSTER_STATS) */
 	unsigned n_thr;
 	pthread_t thr[CL_WORKERS_MAX];
 };
+
+/* File seq is done (with p->lock held). */
+static void cl_job_done(struct cl_pool *p, uint64_t seq)
+{
+	struct cl_job *j = &p->job[seq % p->n_job];
+	j->done = 1;
+	p->held += j->r.rec_len;
+	if (seq == p->head)            /* only the head is waited for (by the main thread) */
+		pthread_cond_signal(&p->done);
+}
+
+/* A file of a batch from its grep_batch part (value, o[0..ol)): 1 with its result in j->r
+ * when the part settles it as cluster_servers' scan of a whole file would (with -m NUM and
+ * lines, cluster_context without context: the first NUM records), else 0 (the file goes
+ * through cluster_file).  The part is the server's first run over the object (objinos
+ * found it as long as the file), to the object's end: it must be done and reach the file's
+ * size, or stop at the limit (-l, -L, -q, -m) inside it. */
+static int cl_batch_file(struct state *st, struct cl_job *j, int64_t value, const uint8_t *o,
+                         size_t ol)
+{
+	const struct grep_opts *op = &st->a.o;
+	const int counts = st->srv_counts;
+	const int64_t limit = st->srv_limit;
+	const int64_t mlim = counts ? -1 : st->srv_mlimit;
+	const size_t hdr = op->line_number ? 24 : 16;
+	if (value < 0 || ol < GREP_ARF_TRAILER)
+		return 0;
+	int64_t t[10];
+	memcpy(t, o + ol - GREP_ARF_TRAILER, sizeof t);
+	struct grep_arf_state ns;
+	memcpy(&ns, t + 1, sizeof ns);
+	uint64_t size = j->at.size;
+	int settled = (counts && limit > 0 && ns.count >= limit) || (mlim > 0 && ns.count >= mlim);
+	/* (no more lines selected than the file has: a count that says more is a lie) */
+	if (t[0] || ns.bin > 0 || ns.count < 0 || (uint64_t)ns.count > size + 1 || ns.pos < 0 ||
+	    ns.lineno < 0)
+		return 0;
+	/* the end: the size, or one past it when the last line, unterminated, was taken */
+	if ((uint64_t)ns.pos != size && !(ns.noeol && (uint64_t)ns.pos == size + 1) &&
+	    !(settled && (uint64_t)ns.pos <= size))
+		return 0;
+	int64_t count = 0;
+	struct cl_recs rec = { 0 };
+	if (!counts) {
+		if (recs_take(&rec, &count, hdr, o, ol - GREP_ARF_TRAILER, 0, size, 0) != 0) {
+			free(rec.p);
+			return 0;
+		}
+		if (mlim > 0 && count > mlim) {        /* -m NUM: the file's first NUM lines */
+			size_t at = 0;
+			for (int64_t i = 0; i < mlim; i++) {
+				uint64_t len;
+				memcpy(&len, rec.p + at + 8, 8);
+				at += hdr + (size_t)len;
+			}
+			rec.len = at;
+			count = mlim;
+		}
+	} else {
+		count = limit >= 0 && ns.count > limit ? limit : ns.count;
+	}
+	j->r.size = size;
+	j->r.print = 1;
+	j->r.value = count << 2 | (ns.noeol ? 2 : 0);
+	if (!counts && !(op->count || op->list || op->list_nomatch || op->quiet)) {
+		j->r.rec = rec.p;
+		j->r.rec_len = rec.len;
+	} else {
+		free(rec.p);
+	}
+	return 1;
+}
+
+/* Run task t, a batch of files of one stripe on data server t->srv (a worker's): their
+ * objects' inodes and sizes (objinos), then grep_batch over those as long as their files,
+ * again from the first file not run while a run stops early; every file it does not settle
+ * through cluster_file. */
+static void cl_batch(struct cl_pool *p, const struct cl_task *t, struct grep_out *out)
+{
+	struct state *st = p->st;
+	struct conn *k = p->k;
+	const unsigned n = t->n;
+	char names[BATCH_FILES * CL_OBJ_NAME];
+	size_t nl = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct cl_job *j = &p->job[t->seq[i] % p->n_job];
+		j->r = (struct cl_res){ .out = out, .stop = &p->stop };
+		int w = snprintf(names + nl, sizeof names - nl, "%s/%llu.%llu", ARF_CLUSTER_DIR,
+		                 (unsigned long long)j->ino, (unsigned long long)j->at.gen);
+		assert(w > 0 && (size_t)w < CL_OBJ_NAME);
+		nl += (size_t)w + 1;
+	}
+	const struct cl_job *j0 = &p->job[t->seq[0] % p->n_job];
+	struct arf_cl_file *f = arf_cl_file_open(k->cl, j0->ino, j0->at.gen, NULL);
+	if (!f)
+		die("%s", "memory exhausted");
+	int ok[BATCH_FILES] = { 0 };
+	unsigned idx[BATCH_FILES], m = 0, who = t->srv;
+	uint64_t obj[BATCH_FILES];
+	int64_t a1 = n;
+	struct arc_exec x = { .seg = p->stripe, .seg_len = p->stripe_len, .seg_id = p->stripe_id,
+	                      .entry = "objinos", .args = &a1, .n_args = 1, .argbytes = names,
+	                      .argbytes_len = nl, .out_max = 16 * n };
+	struct arc_exec *xp = &x;
+	int xrc;
+	if (!res_stopped(&p->job[t->seq[0] % p->n_job].r) &&
+	    arf_cl_exec(f, &who, &xp, &xrc, 1, "objinos") == 0 && x.value == (int64_t)n &&
+	    x.out_len == 16 * (uint64_t)n) {
+		for (unsigned i = 0; i < n; i++) {
+			int64_t v[2];
+			memcpy(v, (const uint8_t *)x.out + 16 * i, 16);
+			/* else (no object: zeros; one shorter or longer than the file, whose scan
+			 * to its end is not the file's; an error) cluster_file */
+			if (v[0] > 0 && (uint64_t)v[1] == p->job[t->seq[i] % p->n_job].at.size) {
+				idx[m] = i;
+				obj[m++] = (uint64_t)v[0];
+			}
+		}
+	}
+	free(x.out);
+	/* bounded: each run settles or leaves at least one file */
+	for (unsigned from = 0; from < m && !__atomic_load_n(&p->stop, __ATOMIC_RELAXED);) {
+		int64_t a[GREP_ARF_BATCH_NARGS] = { m - from, st->out_soft, (int64_t)st->scan_max };
+		struct arc_exec g = { .seg = st->seg_srv, .seg_len = st->seg_srv_len,
+		                      .seg_id = st->seg_srv_id, .entry = "grep_batch", .args = a,
+		                      .n_args = GREP_ARF_BATCH_NARGS, .argbytes = obj + from,
+		                      .argbytes_len = (m - from) * sizeof obj[0],
+		                      .fuel = 16 * st->scan_max + (1u << 24), .out_max = OUT_MAX };
+		struct arc_exec *gp = &g;
+		int64_t val[BATCH_FILES];
+		size_t off[BATCH_FILES], len[BATCH_FILES];
+		int cnt = 0;
+		if (arf_cl_exec(f, &who, &gp, &xrc, 1, "grep") == 0)
+			cnt = batch_split(g.out, (size_t)g.out_len, g.value, (int)(m - from), val, off,
+			                  len);
+		for (int i = 0; i < cnt; i++) {
+			unsigned fi = idx[from + (unsigned)i];
+			struct cl_job *j = &p->job[t->seq[fi] % p->n_job];
+			ok[fi] = cl_batch_file(st, j, val[i], (const uint8_t *)g.out + off[i], len[i]);
+		}
+		free(g.out);
+		if (cnt == 0)
+			break;
+		from += (unsigned)cnt;
+	}
+	arf_cl_file_close(f);
+	unsigned settled = 0;
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (ok[i]) {
+			cl_job_done(p, t->seq[i]);
+			settled++;
+		}
+	p->batches++;
+	p->batched += settled;
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < n; i++) {
+		if (ok[i])
+			continue;
+		struct cl_job *j = &p->job[t->seq[i] % p->n_job];
+		cluster_file(st, k, j->ino, &j->r, j->have_at ? &j->at : NULL, j->at_err);
+		pthread_mutex_lock(&p->lock);
+		cl_job_done(p, t->seq[i]);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
 
 static void *cl_worker(void *arg)
 {
@@ -2009,46 +2204,85 @@ static void *cl_worker(void *arg)
 	struct grep_out out = { 0 };
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && (p->taken == p->fed || (p->held > CL_HOLD_MAX && p->taken > p->head)))
+		while (!p->stop && (p->tasks_taken == p->tasks_fed ||
+		                    (p->held > CL_HOLD_MAX &&
+		                     p->task[p->tasks_taken % p->n_job].first > p->head)))
 			pthread_cond_wait(&p->work, &p->lock);
 		if (p->stop)
 			break;
-		uint64_t seq = p->taken++;
-		struct cl_job *j = &p->job[seq % p->n_job];
+		struct cl_task *tp = &p->task[p->tasks_taken++ % p->n_job];
+		struct cl_task t = *tp;
 		pthread_mutex_unlock(&p->lock);
-		j->r = (struct cl_res){ .out = &out, .stop = &p->stop };
-		cluster_file(p->st, p->k, j->ino, &j->r, j->have_at ? &j->at : NULL, j->at_err);
+		if (t.n) {
+			cl_batch(p, &t, &out);
+		} else {
+			struct cl_job *j = &p->job[t.first % p->n_job];
+			j->r = (struct cl_res){ .out = &out, .stop = &p->stop };
+			cluster_file(p->st, p->k, j->ino, &j->r, j->have_at ? &j->at : NULL, j->at_err);
+			pthread_mutex_lock(&p->lock);
+			cl_job_done(p, t.first);
+			pthread_mutex_unlock(&p->lock);
+		}
 		pthread_mutex_lock(&p->lock);
-		j->done = 1;
-		p->held += j->r.rec_len;
-		if (seq == p->head)        /* only the head is waited for (by the main thread) */
-			pthread_cond_signal(&p->done);
 	}
 	pthread_mutex_unlock(&p->lock);
 	grep_out_free(&out);
 	return NULL;
 }
 
-/* The number of workers and the window: $ARF_GREP_CLUSTER_FILES (1 .. CL_WINDOW_MAX) sets
- * the window and as many workers (1: one file at a time, as before), for measuring. */
+/* stripe.pno into p (objinos), for the batches: 0, or -1 (the files go one by one). */
+static int cl_stripe_load(struct cl_pool *p)
+{
+	char *path = arf_seg_path("ARF_STRIPE_SEG", "stripe.pno");
+	FILE *f = path ? fopen(path, "rb") : NULL;
+	free(path);
+	if (!f)
+		return -1;
+	enum { SEG_MAX = 1 << 20 };
+	p->stripe = malloc(SEG_MAX);
+	p->stripe_len = p->stripe ? fread(p->stripe, 1, SEG_MAX, f) : 0;
+	fclose(f);
+	if (p->stripe_len == 0 || p->stripe_len == SEG_MAX) {
+		free(p->stripe);
+		p->stripe = NULL;
+		return -1;
+	}
+	isa_seg_id(p->stripe, p->stripe_len, p->stripe_id);
+	return 0;
+}
+
+/* The number of workers and the window: $ARF_GREP_CLUSTER_FILES (1 .. the window's largest) sets
+ * the window and as many workers (1: one file at a time), for measuring;
+ * $ARF_GREP_CLUSTER_BATCH=0 sends every file through cluster_file (as before batches). */
 static void cl_pool_start(struct cl_pool *p, struct state *st, struct conn *k)
 {
 	*p = (struct cl_pool){ .st = st, .k = k };
-	unsigned thr = CL_WORKERS_PER_SERVER * k->cl_n, win = CL_WINDOW_PER_SERVER * k->cl_n;
-	const char *e = getenv("ARF_GREP_CLUSTER_FILES");
-	if (e && atoi(e) > 0)
-		thr = win = (unsigned)atoi(e);
-	p->n_thr = thr < CL_WORKERS_MAX ? thr : CL_WORKERS_MAX;
-	p->n_job = win < CL_WINDOW_MAX ? win : CL_WINDOW_MAX;
-	if (p->n_job < p->n_thr)
-		p->n_job = p->n_thr;
-	p->job = calloc(p->n_job, sizeof *p->job);
-	if (!p->job)
-		die("%s", "memory exhausted");
 	/* what the workers read of st, settled here first */
 	cluster_servers_ready(st);
 	twin_ready(st);
 	is_output_ino(st, k, 0);
+	const struct grep_opts *o = &st->a.o;
+	const char *eb = getenv("ARF_GREP_CLUSTER_BATCH");
+	/* the batch settles what the servers' scan of a whole file settles alone: not context
+	 * with lines (cluster_context reads more), not -m 0 */
+	p->batching = st->seg_srv && !st->no_read && !(eb && !strcmp(eb, "0")) &&
+	              (st->srv_counts || (st->srv_mlimit != 0 && o->before <= 0 && o->after <= 0)) &&
+	              cl_stripe_load(p) == 0;
+	unsigned thr = CL_WORKERS_PER_SERVER * k->cl_n;
+	unsigned win = p->batching ? CL_BATCH_WINDOW_PER_SERVER * k->cl_n
+	                           : CL_WINDOW_PER_SERVER * k->cl_n;
+	unsigned win_max = p->batching ? CL_BATCH_WINDOW_MAX : CL_WINDOW_MAX;
+	const char *e = getenv("ARF_GREP_CLUSTER_FILES");
+	if (e && atoi(e) > 0)
+		thr = win = (unsigned)atoi(e);
+	p->n_thr = thr < CL_WORKERS_MAX ? thr : CL_WORKERS_MAX;
+	p->n_job = win < win_max ? win : win_max;
+	if (p->n_job < p->n_thr)
+		p->n_job = p->n_thr;
+	p->job = calloc(p->n_job, sizeof *p->job);
+	p->task = calloc(p->n_job, sizeof *p->task);
+	if (!p->job || !p->task)
+		die("%s", "memory exhausted");
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
@@ -2068,8 +2302,9 @@ static int cl_pool_room(const struct cl_pool *p, unsigned n)
 }
 
 /* Whether to fill the window now: the metadata server is asked for the attributes of
- * the files fed together in one round trip (arf_getattrs), so the window is filled a
- * quarter at a time, or whatever is left at the end; not ever while it is empty. */
+ * the files fed together (arf_getattrs, ARF_GETATTRS_MAX a round trip), and a fill forms
+ * the batches, so the window is filled a quarter at a time, or whatever is left at the end;
+ * not ever while it is empty. */
 static int cl_pool_fill(const struct cl_pool *p, size_t waiting, int walk_done)
 {
 	uint64_t room = p->n_job - (p->fed - p->head);
@@ -2077,25 +2312,74 @@ static int cl_pool_fill(const struct cl_pool *p, size_t waiting, int walk_done)
 	       (room >= (p->n_job + 3) / 4 || p->fed == p->head || (walk_done && room >= waiting));
 }
 
-/* Give the workers n files (n <= the window's room), their attributes asked for first in
- * one request (when that fails, each worker asks for its file's). */
+/* Where file j goes: its data server (a batch), -1 (cluster_file), -2 (settled here: an
+ * empty file, which the servers' scan settles without a request). */
+static int cl_batchable(struct cl_pool *p, struct cl_job *j)
+{
+	if (!p->batching || !j->have_at || j->at_err || is_output_ino(p->st, p->k, j->ino))
+		return -1;
+	struct arf_cl_layout lay;
+	char err[256];
+	if (arf_cl_layout(arf_cluster_desc_of(p->k->cl), j->ino, j->at.layout, &lay, err,
+	                  sizeof err) < 0 || j->at.size > lay.unit || lay.first >= p->k->cl_n)
+		return -1;
+	return j->at.size == 0 ? -2 : (int)lay.first;
+}
+
+/* Give the workers n files (n <= the window's room), their attributes asked for first,
+ * ARF_GETATTRS_MAX a request (when that fails, each worker asks for its file's), and the
+ * files of one stripe put in batches, one a data server at a time. */
 static void cl_pool_feed(struct cl_pool *p, const uint64_t *ino, unsigned n)
 {
-	struct arf_attr at[ARF_GETATTRS_MAX];
-	int err[ARF_GETATTRS_MAX];
-	int have = n <= ARF_GETATTRS_MAX && arf_getattrs(p->k->c, ino, n, at, err) == 0;
+	struct arf_attr *at = malloc((n ? n : 1) * sizeof *at);
+	int *err = malloc((n ? n : 1) * sizeof *err);
+	char *have = malloc(n ? n : 1);
+	if (!at || !err || !have)
+		die("%s", "memory exhausted");
+	for (unsigned i = 0; i < n; i += ARF_GETATTRS_MAX) {
+		unsigned c = n - i < ARF_GETATTRS_MAX ? n - i : ARF_GETATTRS_MAX;
+		int h = arf_getattrs(p->k->c, ino + i, c, at + i, err + i) == 0;
+		memset(have + i, h, c);
+	}
+	uint64_t open[ARF_CLUSTER_MAX];        /* each server's batch of this fill (task + 1) */
+	memset(open, 0, sizeof open);
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = 0; i < n; i++) {
-		struct cl_job *j = &p->job[p->fed++ % p->n_job];
+		uint64_t seq = p->fed++;
+		struct cl_job *j = &p->job[seq % p->n_job];
 		j->ino = ino[i];
-		j->have_at = have;
-		j->at_err = have ? err[i] : 0;
-		if (have)
+		j->have_at = have[i];
+		j->at_err = have[i] ? err[i] : 0;
+		if (have[i])
 			j->at = at[i];
 		j->done = 0;
+		j->r = (struct cl_res){ 0 };
+		int srv = cl_batchable(p, j);
+		if (srv == -2) {
+			j->r.print = 1;        /* size 0, value 0 */
+			cl_job_done(p, seq);
+			continue;
+		}
+		if (srv >= 0 && open[srv] && p->task[(open[srv] - 1) % p->n_job].n < BATCH_FILES) {
+			struct cl_task *t = &p->task[(open[srv] - 1) % p->n_job];
+			t->seq[t->n++] = seq;
+			continue;
+		}
+		uint64_t ti = p->tasks_fed++;
+		struct cl_task *t = &p->task[ti % p->n_job];
+		t->first = seq;
+		t->n = 0;
+		if (srv >= 0) {
+			t->srv = (unsigned)srv;
+			t->seq[t->n++] = seq;
+			open[srv] = ti + 1;
+		}
 	}
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->lock);
+	free(at);
+	free(err);
+	free(have);
 }
 
 /* Print the head file (the next one fed) when its worker is done. */
@@ -2117,8 +2401,8 @@ static void cl_pool_print(struct cl_pool *p, const char *name)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Stop: files not taken are dropped; the workers finish (or give up, cl_res.stop) the
- * files they hold, whose results are dropped. */
+/* Stop: tasks not taken are dropped; the workers finish (or give up, cl_res.stop) the
+ * ones they hold, whose results are dropped. */
 static void cl_pool_end(struct cl_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
@@ -2127,14 +2411,20 @@ static void cl_pool_end(struct cl_pool *p)
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 0; i < p->n_thr; i++)
 		pthread_join(p->thr[i], NULL);
-	for (uint64_t i = p->head; i < p->taken; i++) {
+	for (uint64_t i = p->head; i < p->fed; i++) {
 		struct cl_job *j = &p->job[i % p->n_job];
 		free(j->r.msg);
 		free(j->r.rec);
 	}
+	if (getenv("ARF_GREP_CLUSTER_STATS"))
+		fprintf(stderr, "%s: cluster -r: %llu batches settled %llu of %llu files\n", prog,
+		        (unsigned long long)p->batches, (unsigned long long)p->batched,
+		        (unsigned long long)p->fed);
 	pthread_cond_destroy(&p->done);
 	pthread_cond_destroy(&p->work);
 	pthread_mutex_destroy(&p->lock);
+	free(p->stripe);
+	free(p->task);
 	free(p->job);
 }
 
@@ -2145,20 +2435,27 @@ static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char
 	if (!t.ents)
 		die("%s", "memory exhausted");
 	struct cl_pool pool;
-	if (k->cl)
+	uint64_t *cl_ino = NULL;           /* a fill's files */
+	size_t ahead = BATCH_FILES * (BATCHES_AHEAD + 1);
+	if (k->cl) {
 		cl_pool_start(&pool, st, k);
+		cl_ino = malloc(pool.n_job * sizeof *cl_ino);
+		if (!cl_ino)
+			die("%s", "memory exhausted");
+		if (ahead < pool.n_job)
+			ahead = pool.n_job;
+	}
 	walker_push(&t, dir, name);
 	while (!(st->a.o.quiet && st->any_match)) {
-		while (t.walk && t.files_unbatched < BATCH_FILES * (BATCHES_AHEAD + 1))
+		while (t.walk && t.files_unbatched < ahead)
 			walk_more(&t);
 		while (batch_form(&t))
 			;
 		/* a cluster: the window's room to the next files, in order */
 		if (k->cl && cl_pool_fill(&pool, t.files_unbatched, !t.walk)) {
-			uint64_t ino[ARF_GETATTRS_MAX];
+			uint64_t *ino = cl_ino;
 			unsigned n = 0;
-			for (; t.unbatched < t.n && cl_pool_room(&pool, n) && n < ARF_GETATTRS_MAX;
-			     t.unbatched++) {
+			for (; t.unbatched < t.n && cl_pool_room(&pool, n); t.unbatched++) {
 				if (!t.q[t.unbatched].err) {
 					ino[n++] = t.q[t.unbatched].ino;
 					t.files_unbatched--;
@@ -2198,6 +2495,7 @@ static void grep_tree(struct state *st, struct conn *k, uint64_t dir, const char
 		batch_end(k, &t.ring[t.consumed % BATCHES_AHEAD]);
 	if (k->cl)
 		cl_pool_end(&pool);
+	free(cl_ino);
 	for (; t.head < t.n; t.head++) {
 		free(t.q[t.head].name);
 		free(t.q[t.head].msg);

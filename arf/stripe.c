@@ -1,7 +1,8 @@
 /* stripe.c: a data server's side of delegation (docs/cluster.md, "Delegation"): data.c's
  * operations and objread, which finds an object by its name and reads it in one run, so a
  * request the metadata server forwarded (deleg.c's route) is answered without a lookup
- * round trip first.  data.c is included whole (pncc sees one translation unit); dfind and
+ * round trip first; and objinos, which finds many objects in one run (arf grep -r on a
+ * cluster: a batch of small files' objects, then one grep_batch over them).  data.c is included whole (pncc sees one translation unit); dfind and
  * nhash are copies of ops.c's functions of the same name (segments are self-contained; the
  * functions data.c and ops.c share are arf/seg_common.h's): a fix there must be made here too.
  */
@@ -43,22 +44,21 @@ static __attribute__((noinline)) u64 dfind(u64 d, u64 h, u64 noff, u64 nlen)
 	return 0;
 }
 
-/* The inode the relative path in args names from the root ("stripes/INO.GEN"), or -errno:
- * no "." or "..", no symlinks (an object's path has none). */
-static long objfind(void)
+/* The inode the relative path args[base .. base+plen) names from the root
+ * ("stripes/INO.GEN"), or -errno: no "." or "..", no symlinks (an object's path has none). */
+static long objfind(u64 base, u64 plen)
 {
-	u64 plen = (u64)ar_len(AR_ARGS);
 	if (plen == 0 || plen > 255)
 		return -E_NAMETOOLONG;
-	u64 cur = ROOT_INO, p = 0;
-	while (p < plen) {
+	u64 cur = ROOT_INO, p = base, end = base + plen;
+	while (p < end) {
 		u64 d = ioff(cur);
 		if (d == 0)
 			return -E_IO;
 		if ((ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_IFMT) != ARF_S_IFDIR)
 			return -E_NOTDIR;
-		long f = ar_findb(AR_ARGS, p, plen - p, '/');
-		u64 e = f == -1 ? plen : (u64)f;
+		long f = ar_findb(AR_ARGS, p, end - p, '/');
+		u64 e = f == -1 ? end : (u64)f;
 		u64 n = e - p;
 		if (n == 0 || n > ARF_NAME_MAX)
 			return -E_NOENT;
@@ -83,7 +83,7 @@ long objread(u64 off, u64 len)
 {
 	if (len > READ_MAX)
 		return -E_INVAL;
-	long ino = objfind();
+	long ino = objfind(0, (u64)ar_len(AR_ARGS));
 	if (ino == -E_NOENT) {
 		zeros(len);
 		return (long)len;
@@ -96,4 +96,44 @@ long objread(u64 off, u64 len)
 	if ((u64)got < len)
 		zeros(len - (u64)got);
 	return (long)len;
+}
+
+/* objinos(n): the inodes of the n objects named in args, each path ("stripes/INO.GEN", as
+ * objread's) followed by a NUL, the args holding exactly those n names: n, with n pairs of
+ * u64s on the output, each the object's inode and size, or -errno and 0 (ENOENT: no object;
+ * EINVAL: not a regular file; ENAMETOOLONG, ENOTDIR as objread).  The size lets the caller
+ * see that a scan of the whole object is a scan of the whole file.  -EINVAL for n above
+ * OBJINOS_MAX or names that do not fill the args exactly (a name without its NUL, bytes
+ * left over). */
+#define OBJINOS_MAX 4096
+long objinos(u64 n)
+{
+	u64 len = (u64)ar_len(AR_ARGS), off = 0;
+	if (n > OBJINOS_MAX)
+		return -E_INVAL;
+	for (u64 i = 0; i < n; i++) {      /* the names first: a malformed list answers nothing */
+		long z = ar_findb(AR_ARGS, off, len - off, 0);
+		if (z == -1)
+			return -E_INVAL;
+		off = (u64)z + 1;
+	}
+	if (off != len)
+		return -E_INVAL;
+	off = 0;
+	for (u64 i = 0; i < n; i++) {
+		u64 z = (u64)ar_findb(AR_ARGS, off, len - off, 0);
+		long ino = objfind(off, z - off);
+		u64 size = 0;
+		if (ino > 0) {
+			u64 d = ioff((u64)ino);
+			if (d == 0 || (ar_ld32u(arf, d + ARF_I_MODE) & ARF_S_IFMT) != ARF_S_IFREG)
+				ino = -E_INVAL;
+			else
+				size = ar_ld64(arf, d + ARF_I_SIZE);
+		}
+		ar_outq((u64)ino);
+		ar_outq(size);
+		off = z + 1;
+	}
+	return (long)n;
 }

@@ -9,6 +9,8 @@
 #  - against itself one file at a time (ARF_GREP_CLUSTER_FILES=1, the order before the
 #    window): stdout and stderr together (2>&1, so the messages' places among the lines are
 #    checked too) and the exit status, byte for byte, unsorted.
+# A second tree for the batches (cl_batch): 760 files, several batches a server, empty,
+# binary, sparse and multi-stripe files among them; the data servers' requests counted.
 # Then a data server hung and killed while -r is in flight: grep's message naming it for
 # the files it holds, the other files' lines in order, exit status 2, within 25 s.
 #
@@ -132,6 +134,125 @@ rcheck -r --include='*.c' -l foo
 export ARF_GREP_CLUSTER_FILES=2
 rcheck -rn needle
 unset ARF_GREP_CLUSTER_FILES
+
+# ---- batches (cl_batch: a data server's files of one stripe, their objects in one objinos
+# run and their scans in one grep_batch run): a tree of 720 small files over all three
+# servers (several batches each), 12 empty ones, 6 binary ones, a sparse one (no object: the
+# batch leaves it to cluster_file), files of one stripe exactly (U bytes) and of two (U + 1)
+# and of several, one over the batch's scan of a file (a long output: cl_batch_file leaves
+# it), in directories that mix them
+m=$tmp/m
+mkdir -p "$m/b/s0" "$m/b/s1" "$m/b/s2" "$m/b/s3"
+awk -v dir="$m/b" 'BEGIN {
+	for (f = 0; f < 720; f++) {
+		name = sprintf("%s/s%d/f%03d.h", dir, f % 4, f)
+		n = f % 37
+		for (i = 0; i < n; i++) {
+			k = (f * 13 + i * 7) % 17
+			if (k == 0) line = sprintf("#include <needle%d.h>", i)
+			else if (k == 5) line = sprintf("int foo_%d(void); /* needle */", f)
+			else line = sprintf("/* %d:%d filler text */", f, i)
+			if (f % 11 == 3 && i == n - 1) printf "%s", line > name
+			else print line > name
+		}
+		close(name)
+	}
+}'
+for i in 0 1 2 3 4 5 6 7 8 9 10 11; do : >"$m/b/s$((i % 4))/empty$i"; done
+for i in 0 1 2 3 4 5; do
+	{ echo "needle in binary $i"; printf 'a\0b\n'; echo "foo $i"; } >"$m/b/s$((i % 4))/bin$i"
+done
+truncate -s 5000 "$m/b/s1/sparse"
+awk -v u=$U 'BEGIN { s = ""; while (length(s) < u) s = s sprintf("needle exact %07d\n", length(s));
+	printf "%s", substr(s, 1, u - 1) "\n" }' >"$m/b/s2/exact_unit"
+{ cat "$m/b/s2/exact_unit"; printf 'x'; } >"$m/b/s2/unit_plus_1"
+awk 'BEGIN { for (i = 0; i < 30000; i++) printf "multi stripe %d needle foo\n", i }' >"$m/b/s3/multi"
+awk 'BEGIN { for (i = 0; i < 200; i++) printf "needle %0200d\n", i }' >"$m/b/s0/wide"
+run "$BUILD/arf" import "$m/b" "$M:/b"; check_rc "import the batch tree" 0 $?
+nfiles=$(find "$m/b" -type f | wc -l)
+
+# bcheck OPTION...: against GNU grep (sorted), and batches against none
+# (ARF_GREP_CLUSTER_BATCH=0: every file through cluster_file) byte for byte, messages in place
+bcheck() {
+	(cd "$m" && PATH="$tmp/bin:$PATH" timeout 20 grep "$@" b >"$tmp/g.raw" 2>"$tmp/g.eraw"
+	 echo $? >"$tmp/g.rc")
+	sort "$tmp/g.raw" >"$tmp/g.out"
+	sort "$tmp/g.eraw" >"$tmp/g.err"
+	timeout "$T" "$BUILD/arf" grep "$@" "$M:/b" >"$tmp/a.raw" 2>"$tmp/a.eraw"
+	echo $? >"$tmp/a.rc"
+	sed "s#$M:/##g" "$tmp/a.raw" | sort >"$tmp/a.out"
+	sed "s#$M:/##g" "$tmp/a.eraw" | sort >"$tmp/a.err"
+	if cmp -s "$tmp/g.out" "$tmp/a.out" && cmp -s "$tmp/g.err" "$tmp/a.err" &&
+	   cmp -s "$tmp/g.rc" "$tmp/a.rc"; then
+		ok
+	else
+		bad "arf grep $* over the batch tree (against GNU grep, sorted)"
+		diff "$tmp/g.out" "$tmp/a.out" | head -n 5
+		diff "$tmp/g.err" "$tmp/a.err" | head -n 3
+		echo "status: grep $(cat "$tmp/g.rc"), arf grep $(cat "$tmp/a.rc")"
+	fi
+	timeout "$T" "$BUILD/arf" grep "$@" "$M:/b" >"$tmp/w.out" 2>&1
+	echo $? >"$tmp/w.rc"
+	ARF_GREP_CLUSTER_BATCH=0 timeout "$T" "$BUILD/arf" grep "$@" "$M:/b" >"$tmp/s.out" 2>&1
+	echo $? >"$tmp/s.rc"
+	if cmp -s "$tmp/s.out" "$tmp/w.out" && cmp -s "$tmp/s.rc" "$tmp/w.rc"; then
+		ok
+	else
+		bad "arf grep $* over the batch tree (batches against none)"
+		diff "$tmp/s.out" "$tmp/w.out" | head -n 5
+		echo "status: no batches $(cat "$tmp/s.rc"), batches $(cat "$tmp/w.rc")"
+	fi
+}
+bcheck -r needle
+bcheck -rn needle
+bcheck -r -b -o 'needle[0-9]*'
+bcheck -rc needle
+bcheck -rc -v needle
+bcheck -rl foo
+bcheck -rL foo
+bcheck -rq needle
+bcheck -rq nomatchanywhere
+bcheck -r -m 1 -c needle
+bcheck -r -m 1 -l needle
+bcheck -r -m 1 needle
+bcheck -r -m 2 -n needle
+bcheck -r -m 3 -b -o 'needle[0-9]*'
+bcheck -r -m 1 -c -v needle
+bcheck -rh -n foo
+bcheck -rH -c include
+bcheck -r -a -c needle
+bcheck -r -I -l needle
+bcheck -r -w -n -i NEEDLE
+bcheck -r -A1 needle
+export ARF_GREP_RUN_OUT=4096           # runs that stop early: the batch leaves such files
+bcheck -rn needle
+unset ARF_GREP_RUN_OUT
+export ARF_GREP_CLUSTER_FILES=5        # a small window: batches of a few files
+bcheck -rc needle
+unset ARF_GREP_CLUSTER_FILES
+
+# requests: a batch of up to 64 files costs two runs on its data server (objinos,
+# grep_batch), where one file at a time cost two a file: fewer than one a four files
+req_sum() {
+	_n=0
+	for _e in $data; do
+		_b=$("$BUILD/arc" stats "$_e" | sed -n "s/^exec.requests //p")
+		_n=$((_n + ${_b:-0}))
+	done
+	echo "$_n"
+}
+x0=$(req_sum)
+ARF_GREP_CLUSTER_STATS=1 timeout "$T" "$BUILD/arf" grep -rc needle "$M:/b" >/dev/null 2>"$tmp/st.err"
+x1=$(req_sum)
+reqs=$((x1 - x0))
+if [ "$reqs" -lt $((nfiles / 4)) ]; then ok; else
+	bad "grep -rc over $nfiles files: $reqs requests on the data servers (want < $((nfiles / 4)))"
+fi
+contains "grep -rc: batches settled most files" "$tmp/st.err" "batches settled"
+settled=$(sed -n 's/.* batches settled \([0-9]*\) of .*/\1/p' "$tmp/st.err")
+if [ "${settled:-0}" -ge $((nfiles - 30)) ]; then ok; else
+	bad "grep -rc: batches settled ${settled:-0} of $nfiles files"
+fi
 
 # -q ends at the first match without waiting for the rest of the tree
 run "$BUILD/arf" grep -rq needle "$M:/t"; check_rc "grep -rq" 0 $?

@@ -40,7 +40,7 @@
 
 #include "arf_check.h"
 
-static char opsseg[512], dataseg[512];
+static char opsseg[512], dataseg[512], stripeseg[512];
 
 struct conn {
 	struct arfd *s;
@@ -595,6 +595,102 @@ static void test_edges(const char *img)
 	free(e.b);
 	unserve(&k);
 	fsck_clean("after edges", img);
+}
+
+/* ---- objinos (stripe.pno: arf grep -r on a cluster): many objects' inodes in one run ---- */
+
+static void test_objinos(const char *img)
+{
+	struct conn k;
+	if (!serve(&k, img))
+		return;
+	struct arf_seg sg;
+	char err[512];
+	if (arf_seg_open(&sg, k.a, stripeseg, NULL, NULL, err, sizeof err) != 0) {
+		CHECK(0, "stripe.pno: %s", err);
+		unserve(&k);
+		return;
+	}
+	int64_t sd = arf_mkdir(k.c, ARF_INO_ROOT, "stripes", 0755, 0, 0);
+	CHECK(sd > 0, "mkdir stripes: %" PRId64, sd);
+	int64_t o1 = arf_create(k.c, (uint64_t)sd, "12.1", 0600, 0, 0);
+	int64_t o2 = arf_create(k.c, (uint64_t)sd, "15.3", 0600, 0, 0);
+	int64_t od = arf_mkdir(k.c, (uint64_t)sd, "18.1", 0755, 0, 0);
+	CHECK(o1 > 0 && o2 > 0 && od > 0, "objects: %" PRId64 " %" PRId64 " %" PRId64, o1, o2, od);
+	/* their sizes: 5 bytes, and 70000 (a hole, then a byte at the end) */
+	struct model m1 = { .ino = (uint64_t)o1 }, m2 = { .ino = (uint64_t)o2 };
+	CHECK(wr(k.d, &m1, 0, "12345", 5) && wr(k.d, &m2, 69999, "x", 1), "objects: write");
+	free(m1.b);
+	free(m2.b);
+	static char longname[400];
+	memcpy(longname, "stripes/", 8);
+	memset(longname + 8, '7', 300);
+	/* names (NUL-separated args), n, the value and the inodes or errnos it must answer */
+	struct {
+		const char *what;
+		const char *args;
+		size_t len;
+		int64_t n, want, ino[4];
+	} c[] = {
+		{ "two objects", "stripes/12.1\0stripes/15.3\0", 26, 2, 2, { o1, o2 } },
+		{ "missing, directory, found", "stripes/13.1\0stripes/18.1\0stripes/12.1\0", 39, 3,
+		  3, { -ENOENT, -EINVAL, o1 } },
+		{ "not a directory, empty name, root's dir", "stripes/12.1/x\0\0stripes\0", 24, 3, 3,
+		  { -ENOTDIR, -ENAMETOOLONG, -EINVAL } },
+		{ "no stripes dir", "nostripes/12.1\0", 15, 1, 1, { -ENOENT } },
+		{ "n = 0", "", 0, 0, 0, { 0 } },
+		{ "n = 0, bytes left over", "stripes/12.1\0", 13, 0, -EINVAL, { 0 } },
+		{ "a name without its NUL", "stripes/12.1\0stripes/15.3", 25, 2, -EINVAL, { 0 } },
+		{ "fewer names than n", "stripes/12.1\0", 13, 2, -EINVAL, { 0 } },
+		{ "bytes left over", "stripes/12.1\0stripes/15.3\0x", 27, 2, -EINVAL, { 0 } },
+		{ "n huge", "stripes/12.1\0", 13, (int64_t)1 << 40, -EINVAL, { 0 } },
+		{ "n negative", "stripes/12.1\0", 13, -1, -EINVAL, { 0 } },
+		{ "n past 4096", "", 0, 4097, -EINVAL, { 0 } },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+		struct arc_exec x = { .out_max = 1u << 16 };
+		int64_t v = arf_seg_run(&sg, &x, "objinos", &c[i].n, 1, c[i].args, c[i].len);
+		int ok = v == c[i].want;
+		if (ok && v > 0) {
+			ok = x.out_len == (uint64_t)v * 16;
+			for (int64_t j = 0; ok && j < v; j++) {
+				int64_t got[2];
+				memcpy(got, (uint8_t *)x.out + 16 * j, 16);
+				ok = got[0] == c[i].ino[j] &&
+				     got[1] == (got[0] == o1 ? 5 : got[0] == o2 ? 70000 : 0);
+			}
+		}
+		CHECK(ok, "objinos, %s: %" PRId64 " (want %" PRId64 "), %" PRIu64 " bytes", c[i].what,
+		      v, c[i].want, (uint64_t)x.out_len);
+		free(x.out);
+	}
+	/* a name too long (300 bytes), and 4096 names at once (the largest n) */
+	size_t cap = 4096 * 14;
+	char *many = malloc(cap);
+	CHECK(many != NULL, "malloc");
+	if (many) {
+		size_t len = 0;
+		len += (size_t)snprintf(many, cap, "%s", longname) + 1;
+		for (int i = 1; i < 4096; i++)
+			len += (size_t)snprintf(many + len, cap - len, "stripes/%d.%d", i % 2 ? 12 : 15,
+			                        i % 2 ? 1 : 3) + 1;
+		int64_t n = 4096;
+		struct arc_exec x = { .out_max = 1u << 17 };
+		int64_t v = arf_seg_run(&sg, &x, "objinos", &n, 1, many, len);
+		int ok = v == 4096 && x.out_len == 4096 * 16;
+		for (int i = 0; ok && i < 4096; i++) {
+			int64_t got[2];
+			memcpy(got, (uint8_t *)x.out + 16 * i, 16);
+			ok = got[0] == (i == 0 ? -ENAMETOOLONG : i % 2 ? o1 : o2) &&
+			     got[1] == (i == 0 ? 0 : i % 2 ? 5 : 70000);
+		}
+		CHECK(ok, "objinos, 4096 names, the first too long: %" PRId64, v);
+		free(x.out);
+		free(many);
+	}
+	arf_seg_close(&sg);
+	unserve(&k);
+	fsck_clean("after objinos", img);
 }
 
 static int64_t nblocks_of(struct conn *k, uint64_t ino)
@@ -1912,6 +2008,7 @@ int main(void)
 	const char *b = getenv("BUILD");
 	snprintf(opsseg, sizeof opsseg, "%s/arfseg/ops.pno", b && *b ? b : "build");
 	snprintf(dataseg, sizeof dataseg, "%s/arfseg/data.pno", b && *b ? b : "build");
+	snprintf(stripeseg, sizeof stripeseg, "%s/arfseg/stripe.pno", b && *b ? b : "build");
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof dir, "%s/test_arf_data.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
@@ -1924,6 +2021,7 @@ int main(void)
 	test_roundtrip(img);
 	test_extents(img);
 	test_edges(img);
+	test_objinos(img);
 	test_fsync(img);
 	test_truncate(img);
 	test_enospc();
