@@ -433,7 +433,8 @@ static void rec_put(struct cl_recs *r, size_t hdr, uint64_t off, uint64_t lineno
 
 /* Records src[0..n) (hdr-byte headers: 24 with line numbers) with offsets in [lo, hi) to
  * dst, offset moved by delta; scratch copies dropped; *count counts them.  -1 when malformed
- * or a context record appears. */
+ * or a context record appears; 1 at a GREP_REC_REDO record (a line the servers'
+ * table could not decide, UTF-8 -w over ASCII patterns: the file goes to the gather). */
 static int recs_take(struct cl_recs *dst, int64_t *count, size_t hdr, const uint8_t *src,
                      size_t n, uint64_t lo, uint64_t hi, int64_t delta)
 {
@@ -443,6 +444,8 @@ static int recs_take(struct cl_recs *dst, int64_t *count, size_t hdr, const uint
 			return -1;
 		memcpy(q, src + i, hdr);
 		i += hdr;
+		if (q[0] == GREP_REC_REDO)
+			return 1;              /* a line the scan's table could not decide: gather */
 		if (q[1] > n - i)
 			return -1;
 		if (q[0] & (1ull << 63))
@@ -1029,7 +1032,7 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 			goto out;
 		}
 		rc = arf_cl_exec(f, whok, xs, rcs, m, "grep");
-		int bad = 0, hard = 0;
+		int bad = 0, hard = 0, rt;
 		for (unsigned i = 0; i < m; i++) {
 			unsigned j = who[i];
 			const uint8_t *o = xv[i].out;
@@ -1069,10 +1072,10 @@ static int cluster_servers(struct state *st, struct conn *k, struct arf_cl_file 
 				} else if (ns.count < 0 || (counts && (uint64_t)ns.pos > end)) {
 					bad = bad ? bad : -EPROTO;
 				} else if (!counts &&
-				           recs_take(&w[s].win, &w[s].wcount, hdr, o, ol - GREP_ARF_TRAILER,
-				                     ws_obj[j], we_obj[j],
-				                     (int64_t)(s * U) - (int64_t)obase) != 0) {
-					bad = bad ? bad : -EPROTO;
+				           (rt = recs_take(&w[s].win, &w[s].wcount, hdr, o,
+				                           ol - GREP_ARF_TRAILER, ws_obj[j], we_obj[j],
+				                           (int64_t)(s * U) - (int64_t)obase)) != 0) {
+					bad = bad ? bad : rt > 0 ? 1 : -EPROTO;   /* 1: a REDO, gather */
 				} else if (!t[0] || (uint64_t)ns.pos >= we_obj[j]) {
 					/* this window is done; its line count (and in counts its count) is
 					 * exact only when the scan stopped at its end */
