@@ -171,12 +171,33 @@ static u64 eat(u64 c, u64 k)
 static long esearch(u64 c, u64 lb)
 {
 	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
-	for (u64 k = 0; k < n; k++) {
-		u64 e = eat(c, k);
-		if (!e)
-			return -1;
+	u64 k = 0;
+	for (; k < n && k < ARF_I_INLINE_EXT; k++) {
+		u64 e = c + ARF_I_BODY + k * ARF_E_SIZE;
 		if (e_lblk(e) + e_len(e) > lb)
 			return (long)k;
+	}
+	/* the extent blocks, walked once (eat per index walked the chain from its start for
+	 * every extent: quadratic in a fragmented file's extents, which ran a batch of grep's
+	 * edges out of fuel); a block whose last extent ends at or before lb is passed whole
+	 * (extents are in order: fsck checks it).  Each turn moves k on, so a loop in the chain
+	 * ends too. */
+	for (u64 x = ar_ld64(arf, c + ARF_I_XBLK); k < n; x = ar_ld64(arf, x + ARF_X_NEXT)) {
+		if (!xok(x))
+			return -1;
+		u64 m = ar_ld32u(arf, x + ARF_X_N);
+		if (m == 0 || m > ARF_X_MAX)
+			return -1;
+		u64 last = x + ARF_X_EXT + (m - 1) * ARF_E_SIZE;
+		if (m <= n - k && e_lblk(last) + e_len(last) <= lb) {
+			k += m;
+			continue;
+		}
+		for (u64 j = 0; j < m && k < n; j++, k++) {
+			u64 e = x + ARF_X_EXT + j * ARF_E_SIZE;
+			if (e_lblk(e) + e_len(e) > lb)
+				return (long)k;
+		}
 	}
 	return (long)n;
 }
@@ -898,18 +919,45 @@ static long nlfind(u64 c, u64 from, u64 to, u64 eol)
 	return -1;
 }
 
-/* The last terminator eol in [from, to) of file c, as nlfind (every byte after it checked
- * too). */
+/* The last terminator eol in [from, to) of file c, as nlfind (every byte of the range
+ * checked).  One extent search, then the terminators of each extent's piece one after
+ * another with findb: asking nlfind again after each terminator searched the extents once a
+ * line, which for a batch of 1024 stripes of 8 KiB windows of short lines ran out of fuel
+ * on a large object. */
 static long nllast(u64 c, u64 from, u64 to, u64 eol)
 {
-	long t = nlfind(c, from, to, eol);
-	for (u64 k = from; t >= 0 && k < to; k++) {      /* each turn moves past a terminator */
-		long u = nlfind(c, (u64)t + 1, to, eol);
-		if (u == -1)
-			break;
-		t = u;
+	u64 n = ar_ld32u(arf, c + ARF_I_NEXTENTS);
+	if (from >= to)
+		return -1;
+	long found = esearch(c, from >> ARF_BLOCK_SHIFT);
+	if (found < 0)
+		return -2;
+	long last = -1;
+	for (u64 idx = (u64)found; from < to; idx++) {   /* at most n extents */
+		if (idx >= n)
+			return -2;
+		u64 e = eat(c, idx);
+		if (!e || !eok(e))
+			return -2;
+		u64 el = e_lblk(e);
+		u64 end = (el + e_len(e)) << ARF_BLOCK_SHIFT;
+		if ((el << ARF_BLOCK_SHIFT) > from || end <= from)
+			return -2;
+		if (end > to)
+			end = to;
+		u64 addr = ((e_pblk(e) + (from >> ARF_BLOCK_SHIFT) - el) << ARF_BLOCK_SHIFT) +
+		           (from & BLOCK_MASK);
+		u64 len = end - from, at = 0;
+		for (u64 k = 0; k < len && at < len; k++) {  /* each turn moves past a terminator */
+			long r = ar_findb(arf, addr + at, len - at, eol);
+			if (r == -1)
+				break;
+			at = (u64)r - addr + 1;
+			last = (long)(from + at - 1);
+		}
+		from = end;
 	}
-	return t;
+	return last;
 }
 
 long edges(u64 ino, u64 gen, u64 n, u64 lim)

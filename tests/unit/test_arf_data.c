@@ -591,6 +591,34 @@ static void test_edges(const char *img)
 	CHECK(edges_run(&sg, 1u << 30, 0, &pcs[0][0], 16, 1, 4096, &out, &ol) == -EINVAL,
 	      "edges of an inode number past the table");
 	free(out);
+	/* a fragmented file: two files written a block each in turn, so each block of "frag" is
+	 * an extent of its own (2000: 9 inline, then a chain of extent blocks), lines of 16
+	 * bytes; 1000 pieces of 7000 bytes at lim 4096 in one run, within the default fuel (each
+	 * last terminator found with one extent search: the search after every terminator, each
+	 * walking the chain from its start, ran out of fuel on such a file in bench/cluster) */
+	struct model fa = { .ino = (uint64_t)create(&k, "frag") };
+	struct model fb = { .ino = (uint64_t)create(&k, "frag2") };
+	static unsigned char fblk[4096];
+	for (size_t i = 0; i < sizeof fblk; i++)
+		fblk[i] = i % 16 == 15 ? '\n' : (unsigned char)('a' + i % 13);
+	bool fok = true;
+	for (uint64_t i = 0; i < 2000 && fok; i++)
+		fok = wr(k.d, &fa, i * 4096, fblk, sizeof fblk) && wr(k.d, &fb, i * 4096, fblk, 4096);
+	CHECK(arf_getattr(k.c, fa.ino, &at) == 0, "frag: getattr");
+	static uint64_t fp[1000][2];
+	size_t fwl = 0;
+	for (size_t i = 0; i < 1000; i++) {
+		fp[i][0] = (256 << 10) + i * 7168 + 5;     /* (past the model's hole) */
+		fp[i][1] = 7000;
+		edge_model(&fa, fp[i][0], fp[i][1], 0, 4096, '\n', want, &fwl);
+	}
+	int64_t fv = edges_run(&sg, fa.ino, at.gen, &fp[0][0], sizeof fp, 1000, 4096, &out, &ol);
+	CHECK(fok && fv == 1000 && ol == fwl && memcmp(out, want, fwl) == 0,
+	      "edges over 1000 pieces of a file of 2000 extents: %" PRId64 ", %zu bytes (want %zu)",
+	      fv, ol, fwl);
+	free(out);
+	free(fa.b);
+	free(fb.b);
 	arf_seg_close(&sg);
 	free(e.b);
 	unserve(&k);
