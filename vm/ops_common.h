@@ -283,8 +283,15 @@ static inline const uint8_t *find_fold_rk(const uint8_t *h, size_t n, const uint
 /* The first nd[0..nn) in h[0..n), nn >= 1, ASCII letters compared without case: find_str's
  * packed pair with each of the two bytes compared after OR 0x20 when it is a letter (x | 0x20
  * equals a lower-case letter only for that letter and its capital), candidates checked with
- * eq_fold.  When checking has cost more than twice the bytes passed (a needle whose rare
- * bytes are common here, or a hostile input), the rest goes to find_fold_rk. */
+ * eq_fold.  When candidates keep failing (more than one in 2 KiB: the two rarest letters are
+ * often neighbours that go together in words, `ck` of `tack needle`, the literal of
+ * `-i 'Haystack Needle'` in UTF-8 where `s` cuts it: every `quick` and `haystack` of the
+ * bench's text was one), the rest of the scan also compares a third byte, the rarest not next
+ * to the first two when there is one (`d`: 9.6 ms over the bench's 93 MB, then 5.2; the C
+ * locale's `haystack needle`, `y` `k` then `d`, 6.8 then 5.0).  Only then: the third byte
+ * costs ~15% on a scan without candidates.  When checking has cost more
+ * than twice the bytes passed (a needle whose rare bytes are common here, or a hostile
+ * input), the rest goes to find_fold_rk. */
 static inline const uint8_t *find_stri(const uint8_t *h, size_t n, const uint8_t *nd, size_t nn)
 {
 	if (nn > n)
@@ -307,22 +314,68 @@ static inline const uint8_t *find_stri(const uint8_t *h, size_t n, const uint8_t
 	const __m128i v1 = _mm_set1_epi8((char)c1), v2 = _mm_set1_epi8((char)c2);
 	const __m128i m1 = _mm_set1_epi8((unsigned)(c1 - 'a') < 26u ? 0x20 : 0);
 	const __m128i m2 = _mm_set1_epi8((unsigned)(c2 - 'a') < 26u ? 0x20 : 0);
-	uint64_t work = 0;
+	uint64_t work = 0, fails = 0;
+	int third = 0;
 	for (; pos + imax + 16 <= n; pos += 16) {
 		__m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1)), m1);
 		__m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2)), m2);
 		unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, v1),
 		                                                          _mm_cmpeq_epi8(b, v2)));
-		while (mask) {
+		if (!mask)
+			continue;                           /* (the checks below only after candidates) */
+		do {
 			size_t c = pos + (size_t)__builtin_ctz(mask);
 			if (c + nn <= n && eq_fold(h + c, nd, nn))
 				return h + c;
 			mask &= mask - 1;
 			work += nn;
-		}
+			fails++;
+		} while (mask);
 		if (work > 4096 + 2 * (uint64_t)pos) {
 			pos += 16;                          /* every candidate below was checked */
 			break;
+		}
+		if (nn > 2 && fails >= 16 && fails > pos / 2048) {
+			pos += 16;
+			third = 1;
+			break;
+		}
+	}
+	if (third) {
+		size_t i3 = nn, j3 = nn;    /* the rarest byte apart from i1 and i2; of any other */
+		for (size_t i = 0; i < nn; i++) {
+			if (i == i1 || i == i2)
+				continue;
+			int r = byte_rank(fold_ascii(nd[i]));
+			if (j3 == nn || r < byte_rank(fold_ascii(nd[j3])))
+				j3 = i;
+			if (i + 1 != i1 && i != i1 + 1 && i + 1 != i2 && i != i2 + 1 &&
+			    (i3 == nn || r < byte_rank(fold_ascii(nd[i3]))))
+				i3 = i;
+		}
+		if (i3 == nn)
+			i3 = j3;
+		imax = imax > i3 ? imax : i3;
+		const uint8_t c3 = fold_ascii(nd[i3]);
+		const __m128i v3 = _mm_set1_epi8((char)c3);
+		const __m128i m3 = _mm_set1_epi8((unsigned)(c3 - 'a') < 26u ? 0x20 : 0);
+		for (; pos + imax + 16 <= n; pos += 16) {
+			__m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1)), m1);
+			__m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2)), m2);
+			__m128i d = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)(h + pos + i3)), m3);
+			__m128i eq = _mm_and_si128(_mm_cmpeq_epi8(a, v1), _mm_cmpeq_epi8(b, v2));
+			unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(eq, _mm_cmpeq_epi8(d, v3)));
+			while (mask) {
+				size_t c = pos + (size_t)__builtin_ctz(mask);
+				if (c + nn <= n && eq_fold(h + c, nd, nn))
+					return h + c;
+				mask &= mask - 1;
+				work += nn;
+			}
+			if (work > 4096 + 2 * (uint64_t)pos) {
+				pos += 16;                  /* every candidate below was checked */
+				break;
+			}
 		}
 	}
 #endif
@@ -455,6 +508,46 @@ static inline uint32_t set_weight(const uint8_t *set, uint8_t *members, unsigned
 	return w;
 }
 
+#if defined(__SSE2__)
+/* find_sets' blocks: 16 positions at a time from *pos, those where sets i1 and i2 (their
+ * members in v1 and v2, the last one repeated) match checked in full; kk is the larger
+ * set's size, a constant where find_sets calls this, so that a set of 2 bytes costs 2
+ * compares, not 4 (ΣΊΣΥΦΟΣ over ASCII text, no candidate at all: 7.3 ms over the bench's
+ * 93 MB with 4, 3.8 with 2; find_str 3.5).  Returns the match, or NULL with *pos where the
+ * blocks stopped (the end, or checking has cost more than twice the bytes passed). */
+static inline __attribute__((always_inline)) const uint8_t *
+find_sets_blocks(const uint8_t *h, size_t n, const uint8_t *sets, size_t m, size_t i1, size_t i2,
+                 const __m128i *v1, const __m128i *v2, unsigned kk, size_t *pos_p)
+{
+	size_t pos = *pos_p, imax = i1 > i2 ? i1 : i2;
+	uint64_t work = 0;
+	for (; pos + imax + 16 <= n; pos += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
+		__m128i ea = _mm_cmpeq_epi8(a, v1[0]), eb = _mm_cmpeq_epi8(b, v2[0]);
+		for (unsigned j = 1; j < kk; j++) {
+			ea = _mm_or_si128(ea, _mm_cmpeq_epi8(a, v1[j]));
+			eb = _mm_or_si128(eb, _mm_cmpeq_epi8(b, v2[j]));
+		}
+		unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(ea, eb));
+		while (mask) {
+			size_t c = pos + (size_t)__builtin_ctz(mask);
+			if (c + m <= n && eq_sets(h + c, sets, m))
+				return h + c;
+			mask &= mask - 1;
+			work += m;
+		}
+		if (work > 4096 + 2 * (uint64_t)pos) {
+			pos += 16;                          /* every candidate below was checked */
+			break;
+		}
+	}
+	*pos_p = pos;
+	return NULL;
+}
+
+#endif
+
 /* The first match of the m sets (1..FINDSET_MAX) in h[0..n): find_stri's scheme with sets,
  * 16 positions at a time, keep those where the two rarest sets of at most 4 bytes (i1, i2)
  * both match, then check the others; once checking has cost more than twice the bytes
@@ -487,28 +580,15 @@ static inline const uint8_t *find_sets(const uint8_t *h, size_t n, const uint8_t
 			v1[j] = _mm_set1_epi8((char)mem[i1][j < k[i1] ? j : k[i1] - 1]);
 			v2[j] = _mm_set1_epi8((char)mem[i2][j < k[i2] ? j : k[i2] - 1]);
 		}
-		size_t imax = i1 > i2 ? i1 : i2;
-		uint64_t work = 0;
-		for (; pos + imax + 16 <= n; pos += 16) {
-			__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i1));
-			__m128i ea = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, v1[0]), _mm_cmpeq_epi8(a, v1[1])),
-			                          _mm_or_si128(_mm_cmpeq_epi8(a, v1[2]), _mm_cmpeq_epi8(a, v1[3])));
-			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + pos + i2));
-			__m128i eb = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, v2[0]), _mm_cmpeq_epi8(b, v2[1])),
-			                          _mm_or_si128(_mm_cmpeq_epi8(b, v2[2]), _mm_cmpeq_epi8(b, v2[3])));
-			unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(ea, eb));
-			while (mask) {
-				size_t c = pos + (size_t)__builtin_ctz(mask);
-				if (c + m <= n && eq_sets(h + c, sets, m))
-					return h + c;
-				mask &= mask - 1;
-				work += m;
-			}
-			if (work > 4096 + 2 * (uint64_t)pos) {
-				pos += 16;                      /* every candidate below was checked */
-				break;
-			}
+		const uint8_t *r;
+		switch (k[i1] > k[i2] ? k[i1] : k[i2]) {
+		case 1: r = find_sets_blocks(h, n, sets, m, i1, i2, v1, v2, 1, &pos); break;
+		case 2: r = find_sets_blocks(h, n, sets, m, i1, i2, v1, v2, 2, &pos); break;
+		case 3: r = find_sets_blocks(h, n, sets, m, i1, i2, v1, v2, 3, &pos); break;
+		default: r = find_sets_blocks(h, n, sets, m, i1, i2, v1, v2, 4, &pos); break;
 		}
+		if (r)
+			return r;
 	}
 #endif
 	if (pos >= n || m > n - pos)

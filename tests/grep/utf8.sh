@@ -51,6 +51,16 @@ printf '%s\n' 'ab' 'ñandú' 'ÑANDÚ' 'σς Σ' 'ǆ ǅ Ǆ' 'ﬀ' > fold
 printf '%s\n' 'σίσυφος' 'x ΣΊΣΥΦΟΣ y' 'ΣίΣυφοΣ' 'ςίςυφος' 'ϣίϣυφοϣ' 'σίσυϕος' 'σίσυφοσ' \
 	"$(printf '\316\203\316\257\316\203\317\205\317\206\316\277\316\203')" 'ärger ÄRGER' \
 	'Ãrger' 'äRGER' 'ПРИВЕТ' 'пРиВеТ' 'прuвет' 'плохо' 'σίσυ' 'φος' > setlit
+# -i where s (ſ, U+017F) cuts the literal of ASCII letters and k stays {k, K} (the upper case
+# of KELVIN SIGN, U+212A, is itself): findsi's candidates (two, then three letters of the
+# literal) on lines long enough for its 16-byte blocks, among many near misses (`quick`)
+awk 'BEGIN { k = "\342\204\252"; ls = "\305\277"
+	split("haystack needle|HAYSTACK NEEDLE|hay" ls "tack needle|haystac" k " needle|" \
+	      "Hay" ls "tac" k " Needle|haySTACK needlE|tack needle|k needle|quick needle|" \
+	      "haystack|quick|hayſtac|kiss " k "i" ls ls "|KISS|sks " ls k ls "|stack|" k, v, "|")
+	for (i = 1; i <= 300; i++)
+		printf "lorem quick haystack ipsum %s dolor quick%s\n", (i % 7 ? "haystack" : v[1 + int(i / 7) % 17]), (i % 3 ? "" : " haystack needle")
+	for (j = 1; j <= 17; j++) print v[j] }' > kslit
 printf 'caf\303\251 foo\nx\251y\n\251\nab\n\342\202\254\342\202\254\n\303\227\303\227\ncaf\303\n' > lone
 printf 'a fox\n\377fox\nbad \200 fox\nxfox\n\303fox\nfoo\n\342\202fox\n\303\251\200fox\n' > wordenc
 printf 'a\252fox\na\327fox\na\367fox\na\271fox\nfox\252\nfox\327\nfox\342\202\nfox\342\n' >> wordenc
@@ -262,7 +272,13 @@ run_all() {
 	for o in '' -c -o -n '-c -v' -w -x; do
 		# shellcheck disable=SC2086
 		for p in 'σίσυφος' 'ärger' 'привет' 'ΣΊΣ' 'straße'; do check -i $o -e "$p" setlit; done
+		for p in 'Haystack Needle' 'tack needle' 'HAYſTACK' 'haystacK' 'kiss' 'SKS' 'sk' \
+		         'ſtack' 'K' 'Kiss' 'quick needle' 'a.stack'; do
+			check -i $o -e "$p" kslit
+		done
 	done
+	check -c 'Haystack Needle' kslit
+	check -c -F -i -e 'Haystack Needle' -e 'quick' kslit
 	check -i -F -e 'ÑANDÚ' fold
 	check -w -e 'é' mixed
 	check -x -e 'end' mixed
