@@ -175,7 +175,11 @@ static double own_cpus(int affinity)
 	char groups[2048];
 	if (!read_small("/proc/self/cgroup", groups, sizeof groups))
 		return cpus;
-	for (char *line = strtok(groups, "\n"); line; line = strtok(NULL, "\n")) {
+	/* strtok_r: every pn core's gate looks here, several threads at once in one process
+	 * (a client and a server in a test, the fuzzer); strtok's one hidden cursor let one
+	 * thread go on in another thread's buffer (ASan in fuzz_arfd) */
+	char *save = NULL;
+	for (char *line = strtok_r(groups, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		/* "0::/path" (v2) or "N:cpu,cpuacct:/path" (v1) */
 		char *c1 = strchr(line, ':');
 		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
